@@ -1,0 +1,96 @@
+"""tileproof: write a tile schedule in Python, get it proved safe before any code exists.
+
+    import tileproof as tp
+    with tp.Fusion() as fusion:
+        t0 = tp.make_contig_concrete_tensor([2, 4]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    report = tp.verify(fusion, target="sm_90a")   # never raises on a bad schedule
+"""
+
+from __future__ import annotations
+
+from .model.allocation import Allocation, AllocatedId, compute_allocation
+from .model.errors import ScheduleError
+from .model.expr import Expr
+from .model.fusion import Fusion, Op, current_fusion
+from .model.inlining import inline_all_at
+from .model.inlining import inline_most as _inline_most
+from .model.iterdomain import IterDomain, Merge, Split, Swizzle
+from .model.ops import (
+    broadcast,
+    make_contig_concrete_tensor,
+    make_contig_tensor,
+    make_tensor,
+    set,  # noqa: A004 - nvFuser's name
+    transpose,
+)
+from .model import ops as _ops
+from .model.scheduling import parallelize_all_like, propagate_transforms
+from .model.targets import TARGETS, Target, get_target
+from .model.tensor import TensorView
+from .model.types import (
+    DataType,
+    IterType,
+    LoadStoreOpType,
+    MemoryType,
+    ParallelType,
+    SwizzleType,
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    int8,
+    int32,
+    int64,
+)
+from .schedule_files import Expectation, accepted, rejected, schedule
+from .verifier.diagnostics import Diagnostic, Report, Severity
+from .verifier.verify import verify
+
+__version__ = "0.1.0"
+
+
+def inline_most(fusion: Fusion | None = None) -> None:
+    """Inline every tensor as far as its consumers allow (the active fusion by default)."""
+    _inline_most(fusion if fusion is not None else current_fusion())
+
+
+def allocation(tv: TensorView) -> Allocation:
+    """What is allocated for tv and why: `.ids` (each IterDomain, allocated or not, and the
+    rule that decided), `.num_elements`, `.bytes`; for tensor memory `.lanes`, `.columns`,
+    `.columns_allocated`."""
+    if not isinstance(tv, TensorView):
+        raise ScheduleError(f"allocation: expected a TensorView, got {type(tv).__name__}")
+    return compute_allocation(tv)
+
+
+def add(a, b):
+    return _ops.binary("add", a, b)
+
+
+def sub(a, b):
+    return _ops.binary("sub", a, b)
+
+
+def mul(a, b):
+    return _ops.binary("mul", a, b)
+
+
+def div(a, b):
+    return _ops.binary("div", a, b)
+
+
+def neg(a):
+    return _ops.unary("neg", a)
+
+
+def abs(a):  # noqa: A001 - elementwise op name
+    return _ops.unary("abs", a)
+
+
+def exp(a):
+    return _ops.unary("exp", a)
+
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,176 @@
+"""What is allocated for a tensor, and why (the seed's three rules).
+
+1. An IterDomain parallelized on a type the memory is distributed across is not allocated.
+2. One parallelized on a type the memory is shared across is always allocated.
+3. Otherwise IterDomains right of the compute-at position are allocated, left of it not.
+Extent-1 and broadcast IterDomains occupy nothing. Global tensors are allocated whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import Expr, ceildiv, const, product, to_sympy, try_int
+from .iterdomain import IterDomain
+from .tensor import TensorView
+from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
+
+DISTRIBUTED: dict[MemoryType, tuple[ParallelType, ...]] = {
+    MemoryType.Global: DEVICE_TYPES,
+    MemoryType.Shared: BLOCK_TYPES + DEVICE_TYPES,
+    MemoryType.Tensor: BLOCK_TYPES + DEVICE_TYPES,
+    MemoryType.Local: THREAD_TYPES + BLOCK_TYPES + DEVICE_TYPES,
+}
+SHARED: dict[MemoryType, tuple[ParallelType, ...]] = {
+    MemoryType.Global: THREAD_TYPES + BLOCK_TYPES,
+    MemoryType.Shared: THREAD_TYPES,
+    MemoryType.Tensor: THREAD_TYPES,
+    MemoryType.Local: (),
+}
+
+
+@dataclass(frozen=True)
+class AllocatedId:
+    id: IterDomain
+    allocated: bool
+    rule: str  # "distributed", "shared", "compute-at", "trivial", "global"
+    reason: str
+    side: str | None = None  # "lane" / "column" for tensor memory
+
+    @property
+    def extent_expr(self) -> Expr:
+        return self.id.extent_expr if self.allocated and self.rule != "trivial" else const(1)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    tensor: TensorView
+    ids: tuple[AllocatedId, ...]
+
+    @property
+    def memory(self) -> MemoryType:
+        return self.tensor.memory_type
+
+    def allocated(self, side: str | None = None) -> list[AllocatedId]:
+        return [a for a in self.ids if a.allocated and a.rule != "trivial" and (side is None or a.side == side)]
+
+    @property
+    def num_elements_expr(self) -> Expr:
+        return product([a.id.extent_expr for a in self.allocated()])
+
+    @property
+    def bytes_expr(self) -> Expr:
+        return self.num_elements_expr * self.tensor.dtype.bytes
+
+    @property
+    def lanes_expr(self) -> Expr:
+        return product([a.id.extent_expr for a in self.allocated("lane")])
+
+    @property
+    def columns_expr(self) -> Expr:
+        """32-bit columns used (before rounding the allocation)."""
+        elems = product([a.id.extent_expr for a in self.allocated("column")])
+        return ceildiv(elems * self.tensor.dtype.bytes, 4)
+
+    # user-facing values: ints when concrete, sympy otherwise
+    @property
+    def num_elements(self):
+        return _value(self.num_elements_expr)
+
+    @property
+    def bytes(self):
+        return _value(self.bytes_expr)
+
+    @property
+    def lanes(self):
+        return _value(self.lanes_expr) if self.memory is MemoryType.Tensor else None
+
+    @property
+    def columns(self):
+        return _value(self.columns_expr) if self.memory is MemoryType.Tensor else None
+
+    @property
+    def columns_allocated(self):
+        """tcgen05.alloc's column count: a power of two, at least 32 (None when symbolic)."""
+        c = try_int(self.columns_expr) if self.memory is MemoryType.Tensor else None
+        return None if c is None else max(32, 1 << max(c - 1, 0).bit_length())
+
+    def strides(self, side: str | None = None) -> dict[int, Expr]:
+        """uid -> contiguous stride over the allocated IDs (of one tmem side)."""
+        out: dict[int, Expr] = {}
+        stride: Expr = const(1)
+        for a in reversed(self.allocated(side)):
+            out[a.id.uid] = stride
+            stride = stride * a.id.extent_expr
+        return out
+
+
+def _value(e: Expr):
+    v = try_int(e)
+    return v if v is not None else to_sympy(e)
+
+
+def compute_allocation(tv: TensorView) -> Allocation:
+    mem = tv.memory_type
+    alloc_ids = tv.get_allocation_domain()
+    loop_pos = {i.uid: k for k, i in enumerate(tv.loop)}
+    rows = []
+    for k, i in enumerate(alloc_ids):
+        side = None
+        if mem is MemoryType.Tensor:
+            side = "lane" if k < tv.tmem_dim_sep else "column"
+        rows.append(_decide(tv, i, mem, loop_pos, side))
+    return Allocation(tv, tuple(rows))
+
+
+def _decide(tv: TensorView, i: IterDomain, mem: MemoryType, loop_pos: dict[int, int], side) -> AllocatedId:
+    p = i.parallel_type
+    if i.is_broadcast or try_int(i.extent_expr) == 1:
+        return AllocatedId(i, True, "trivial", "extent 1: occupies nothing", side)
+    if p in DISTRIBUTED[mem]:
+        return AllocatedId(i, False, "distributed", f"{mem} memory is distributed across {p}", side)
+    if p in SHARED[mem]:
+        return AllocatedId(i, True, "shared", f"{mem} memory is shared across {p}", side)
+    if mem is MemoryType.Global:
+        return AllocatedId(i, True, "global", "global tensors are allocated whole", side)
+    ca = tv.compute_at
+    related = _related_loop_positions(tv, i, loop_pos)
+    if related and max(related) < ca:
+        where = f"loop position {related[0]}" if len(related) == 1 else f"loop positions {related}"
+        return AllocatedId(i, False, "compute-at", f"left of compute-at position {ca} ({where})", side)
+    if not related:
+        return AllocatedId(i, True, "compute-at", "not in the loop domain: allocated whole", side)
+    return AllocatedId(i, True, "compute-at", f"right of compute-at position {ca}", side)
+
+
+def _related_loop_positions(tv: TensorView, i: IterDomain, loop_pos: dict[int, int]) -> list[int]:
+    """Loop positions of i itself, or of the loop IDs derived from i, or of the loop ID i derives from."""
+    if i.uid in loop_pos:
+        return [loop_pos[i.uid]]
+    # descendants
+    frontier, seen, found = [i.uid], {i.uid}, []
+    uses: dict[int, list] = {}
+    for t in tv.history:
+        for x in t.inputs:
+            uses.setdefault(x.uid, []).append(t)
+    while frontier:
+        u = frontier.pop()
+        for t in uses.get(u, []):
+            for o in t.outputs:
+                if o.uid in seen:
+                    continue
+                seen.add(o.uid)
+                if o.uid in loop_pos:
+                    found.append(loop_pos[o.uid])
+                else:
+                    frontier.append(o.uid)
+    if found:
+        return sorted(found)
+    # ancestors
+    node = i
+    while node.definition is not None and node.definition in tv.history:
+        for x in node.definition.inputs:
+            if x.uid in loop_pos:
+                return [loop_pos[x.uid]]
+        node = node.definition.inputs[0]
+    return []

@@ -1,0 +1,220 @@
+"""Fusion: a small dataflow of TensorViews connected by Ops, plus the assumptions
+under which its symbolic extents are verified."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import sympy
+
+from .errors import ScheduleError, user_location
+from .types import LoadStoreOpType, MemoryType
+
+_state = threading.local()
+
+
+@dataclass(eq=False)
+class Op:
+    """One expression. `logical_map[k][j]` is the logical axis of `inputs[k]` that the
+    output's logical axis j reads (None where the output axis is a new broadcast)."""
+
+    kind: str  # "load_store", "unary", "binary", "broadcast", "transpose"
+    inputs: list
+    output: object
+    logical_map: list[list[int | None]]
+    name: str = "set"
+    op_type: LoadStoreOpType = LoadStoreOpType.Set
+    origin: str | None = field(default_factory=user_location)
+
+    def __str__(self) -> str:
+        args = ", ".join(t.name for t in self.inputs)
+        what = self.name if self.kind != "load_store" or self.op_type is LoadStoreOpType.Set else self.op_type.value
+        return f"{self.output.name} = {what}({args})"
+
+
+class Fusion:
+    """Use as a context manager: tensors and ops created inside belong to it."""
+
+    def __init__(self, name: str | None = None):
+        self.name = name or "fusion"
+        self.tensors: list = []
+        self.exprs: list[Op] = []
+        self.inputs: list = []
+        self.outputs: list = []
+        self.assumptions: list[sympy.Basic] = []
+        self.symbols: dict[str, sympy.Symbol] = {}
+        self._tensor_count = 0
+        self.origin = user_location()
+
+    # -- context ------------------------------------------------------------------
+    def __enter__(self) -> "Fusion":
+        stack = getattr(_state, "stack", None)
+        if stack is None:
+            stack = _state.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _state.stack.pop()
+
+    # -- construction ---------------------------------------------------------------
+    def _next_tensor_name(self) -> str:
+        name = f"T{self._tensor_count}"
+        self._tensor_count += 1
+        return name
+
+    def _register_tensor(self, tv) -> None:
+        self.tensors.append(tv)
+
+    def _register_op(self, op: Op) -> None:
+        self.exprs.append(op)
+        op.output.definition = op
+
+    def add_input(self, tv) -> None:
+        self._check_own(tv, "add_input")
+        if tv.definition is not None:
+            raise ScheduleError(f"add_input: {tv.name} is computed by `{tv.definition}`; only a new tensor can be an input")
+        if tv not in self.inputs:
+            self.inputs.append(tv)
+        tv.memory_type = MemoryType.Global
+
+    def add_output(self, tv) -> None:
+        self._check_own(tv, "add_output")
+        if tv not in self.outputs:
+            self.outputs.append(tv)
+        tv.memory_type = MemoryType.Global
+
+    def symbol(self, name: str) -> sympy.Symbol:
+        """The sympy symbol of a symbolic extent, created on first use."""
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ScheduleError(f"a symbolic extent needs an identifier name, got {name!r}")
+        if name not in self.symbols:
+            self.symbols[name] = sympy.Symbol(name, integer=True, nonnegative=True)
+        return self.symbols[name]
+
+    def assume(self, condition) -> None:
+        """State a fact about symbolic extents, e.g. `fusion.assume("N % 4 == 0")`
+        or a sympy relation. Proofs hold for every size that satisfies all assumptions."""
+        if isinstance(condition, str):
+            cond = self._parse(condition)
+        elif isinstance(condition, sympy.Basic):
+            cond = condition
+        else:
+            raise ScheduleError(f"assume: expected a string or a sympy relation, got {type(condition).__name__}")
+        if cond is sympy.true:
+            return
+        if cond is sympy.false:
+            raise ScheduleError(f"assume: {condition!r} is false for every size")
+        if not isinstance(cond, (sympy.core.relational.Relational, sympy.logic.boolalg.Boolean)):
+            raise ScheduleError(f"assume: {condition!r} is not a condition (use ==, <, <=, >, >=, And, Or)")
+        unknown = {s.name for s in cond.free_symbols} - set(self.symbols)
+        if unknown:
+            raise ScheduleError(f"assume: unknown extent symbol(s) {', '.join(sorted(unknown))}")
+        self.assumptions.append(cond)
+
+    def _parse(self, text: str) -> sympy.Basic:
+        import ast
+
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as e:
+            raise ScheduleError(f"assume: cannot parse {text!r}: {e.msg}") from None
+        return _AssumptionParser(self).visit(tree.body)
+
+    # -- queries ----------------------------------------------------------------------
+    def uses_of(self, tv) -> list[Op]:
+        return [op for op in self.exprs if tv in op.inputs]
+
+    def consumers(self, tv) -> list:
+        return [op.output for op in self.uses_of(tv)]
+
+    def producers(self, tv) -> list:
+        return list(tv.definition.inputs) if tv.definition is not None else []
+
+    def tensor(self, name: str):
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def topo_tensors(self) -> Iterator:
+        """Tensors in definition order (inputs first)."""
+        done: set[int] = set()
+        order: list = []
+
+        def visit(t):
+            if id(t) in done:
+                return
+            done.add(id(t))
+            for p in self.producers(t):
+                visit(p)
+            order.append(t)
+
+        for t in self.tensors:
+            visit(t)
+        return iter(order)
+
+    def snapshot(self) -> "Fusion":
+        """A deep copy: what `verify` and `compile` work on."""
+        return copy.deepcopy(self)
+
+    def __repr__(self) -> str:
+        return f"Fusion({self.name}: {len(self.tensors)} tensors, {len(self.exprs)} ops)"
+
+    def _check_own(self, tv, op: str) -> None:
+        if getattr(tv, "fusion", None) is not self:
+            raise ScheduleError(f"{op}: {tv!r} does not belong to fusion {self.name}")
+
+
+def current_fusion() -> Fusion:
+    stack = getattr(_state, "stack", None)
+    if not stack:
+        raise ScheduleError("no active fusion: create tensors inside `with tp.Fusion() as fusion:`")
+    return stack[-1]
+
+
+class _AssumptionParser:
+    """A whitelist parser for assumption strings: ints, known symbols, + - * // % and comparisons."""
+
+    def __init__(self, fusion: Fusion):
+        self.fusion = fusion
+
+    def visit(self, node):
+        import ast
+
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return sympy.Integer(node.value)
+        if isinstance(node, ast.Name):
+            if node.id not in self.fusion.symbols:
+                raise ScheduleError(f"assume: unknown extent symbol {node.id}")
+            return self.fusion.symbols[node.id]
+        if isinstance(node, ast.BinOp):
+            a, b = self.visit(node.left), self.visit(node.right)
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.FloorDiv: lambda: sympy.floor(a / b), ast.Mod: lambda: sympy.Mod(a, b),
+                   ast.Pow: lambda: a ** b}
+            if type(node.op) in ops:
+                return ops[type(node.op)]()
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -self.visit(node.operand)
+        if isinstance(node, ast.Compare):
+            rel = {ast.Eq: sympy.Eq, ast.NotEq: sympy.Ne, ast.Lt: sympy.Lt, ast.LtE: sympy.Le,
+                   ast.Gt: sympy.Gt, ast.GtE: sympy.Ge}
+            left, parts = self.visit(node.left), []
+            for op, comp in zip(node.ops, node.comparators):
+                right = self.visit(comp)
+                if type(op) not in rel:
+                    break
+                parts.append(rel[type(op)](left, right))
+                left = right
+            else:
+                return sympy.And(*parts)
+        if isinstance(node, ast.BoolOp):
+            vals = [self.visit(v) for v in node.values]
+            return sympy.And(*vals) if isinstance(node.op, ast.And) else sympy.Or(*vals)
+        import ast as _ast
+
+        raise ScheduleError(f"assume: unsupported syntax {_ast.unparse(node)!r}")

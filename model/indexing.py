@@ -1,0 +1,96 @@
+"""Index maps derived from the IterDomain graph, shared by the verifier and the code generator.
+
+Loop indices (and thread/block indices) -> every IterDomain of the consumer (backward
+through its transforms) -> the producer's logical axes (through the op) -> the
+producer's IterDomains (forward through its transforms) -> allocation offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import Expr, add, const, maximum, mul, var
+from .iterdomain import IterDomain
+from .tensor import TensorView
+from .types import THREAD_TYPES, BLOCK_TYPES, ParallelType
+
+
+def loop_var(tv: TensorView, i: IterDomain) -> Expr:
+    """The index of loop ID i: a thread/block index, or the loop counter `T2.i12`."""
+    p = i.parallel_type
+    if p in THREAD_TYPES or p in BLOCK_TYPES:
+        return var(p.cuda_name)
+    return var(f"{tv.name}.{i.name}")
+
+
+def indices_from_loop(tv: TensorView, loop_env: dict[int, Expr] | None = None) -> dict[int, Expr]:
+    """uid -> index for every ID of tv, computed backward from its loop domain."""
+    idx: dict[IterDomain, Expr] = {}
+    for i in tv.loop:
+        idx[i] = loop_env[i.uid] if loop_env and i.uid in loop_env else loop_var(tv, i)
+    for t in reversed(tv.history):
+        if all(o in idx for o in t.outputs) and not all(x in idx for x in t.inputs):
+            idx.update(t.backward(idx))
+    return {i.uid: e for i, e in idx.items()}
+
+
+def indices_from_logical(tv: TensorView, logical: list[Expr]) -> dict[int, Expr]:
+    """uid -> index for every ID of tv, computed forward from its logical indices."""
+    idx: dict[IterDomain, Expr] = dict(zip(tv.logical, logical))
+    for t in tv.history:
+        if all(x in idx for x in t.inputs):
+            idx.update(t.forward(idx))
+    return {i.uid: e for i, e in idx.items()}
+
+
+def producer_logical(op, k: int, consumer_idx: dict[int, Expr]) -> list[Expr]:
+    """The logical indices of op.inputs[k] read at the consumer's point."""
+    out_logical = op.output.logical
+    producer = op.inputs[k]
+    result: list[Expr] = [const(0)] * len(producer.logical)
+    for j, src in enumerate(op.logical_map[k]):
+        if src is not None and not producer.logical[src].is_broadcast:
+            result[src] = consumer_idx[out_logical[j].uid]
+    return result
+
+
+@dataclass(frozen=True)
+class Bound:
+    """`value < extent` must hold for the point to be a valid item (not a hole)."""
+
+    id: IterDomain
+    value: Expr
+    extent: Expr
+
+
+def valid_item_bounds(tv: TensorView, idx: dict[int, Expr]) -> list[Bound]:
+    """The bounds a point of tv's loop nest must satisfy to be executed (holes are predicated)."""
+    loop_uids = {i.uid for i in tv.loop}
+    out = []
+    for i in tv.all_ids():
+        if i.uid in idx and i.uid not in loop_uids and not i.is_broadcast:
+            out.append(Bound(i, idx[i.uid], i.extent_expr))
+    return out
+
+
+def linear_offset(ids_strides: dict[int, Expr], idx: dict[int, Expr]) -> Expr:
+    return add(*(mul(idx[u], s) for u, s in ids_strides.items()))
+
+
+def executed_tensors(fusion) -> list[TensorView]:
+    return [t for t in fusion.tensors if t.definition is not None]
+
+
+def block_dims(fusion) -> dict[ParallelType, Expr]:
+    """blockDim/gridDim per parallel type: the largest extent bound to it (others predicate)."""
+    dims: dict[ParallelType, list[Expr]] = {}
+    for tv in executed_tensors(fusion):
+        for i in tv.loop:
+            if i.parallel_type in THREAD_TYPES or i.parallel_type in BLOCK_TYPES:
+                dims.setdefault(i.parallel_type, []).append(i.extent_expr)
+    return {p: maximum(*es) for p, es in dims.items()}
+
+
+def thread_dims(fusion) -> tuple[Expr, Expr, Expr]:
+    d = block_dims(fusion)
+    return tuple(d.get(p, const(1)) for p in THREAD_TYPES)  # type: ignore[return-value]

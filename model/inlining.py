@@ -1,0 +1,71 @@
+"""Compute-at positions: inline_at, inline_all_at, inline_most.
+
+A tensor may be inlined into its consumers at position p when, for every
+consumer and every axis k < p, the consumer's loop axis k is the same iteration
+(IdMap) and neither is vectorized (a vector is produced whole, not per element).
+"""
+
+from __future__ import annotations
+
+from .errors import ScheduleError
+from .mapping import IdMap
+from .tensor import TensorView
+from .types import ParallelType
+
+
+def max_inline_position(tv: TensorView, idmap: IdMap | None = None) -> tuple[int, str]:
+    """The largest legal compute-at position and why it stops there."""
+    idmap = idmap or IdMap(tv.fusion)
+    consumers = tv.fusion.consumers(tv)
+    if tv.is_fusion_input or not consumers:
+        return 0, "fusion inputs and tensors without consumers are not inlined"
+    for k, i in enumerate(tv.loop):
+        if i.parallel_type is ParallelType.Vectorize:
+            return k, f"axis {k} of {tv.name} ({i.label()}) is vectorized"
+        for c in consumers:
+            if k >= len(c.loop) or not idmap.same(i, c.loop[k]):
+                return k, f"axis {k} of {tv.name} ({i.label()}) does not map to {c.name}'s axis {k}"
+            if c.loop[k].parallel_type is ParallelType.Vectorize:
+                return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is vectorized"
+    return len(tv.loop), "every axis maps"
+
+
+def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap | None = None) -> None:
+    if isinstance(pos, bool) or not isinstance(pos, int):
+        raise ScheduleError(f"inline_at: position must be an int, got {pos!r}")
+    n = len(tv.loop)
+    p = pos + n + 1 if pos < 0 else pos
+    if not 0 <= p <= n:
+        raise ScheduleError(f"inline_at: position {pos} is out of range for {tv.name} with {n} loop axes")
+    limit, why = max_inline_position(tv, idmap)
+    if p > limit:
+        if not best_effort:
+            raise ScheduleError(f"inline_at: {tv.name} can be inlined at most at position {limit}: {why}")
+        p = limit
+    tv.compute_at = p
+
+
+def inline_all_at(ref: TensorView, pos: int) -> None:
+    """Inline every tensor at the position that corresponds to ref's `pos` (best effort)."""
+    if not isinstance(ref, TensorView):
+        raise ScheduleError(f"inline_all_at: expected a TensorView, got {type(ref).__name__}")
+    n = len(ref.loop)
+    p = pos + n + 1 if isinstance(pos, int) and pos < 0 else pos
+    if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= n:
+        raise ScheduleError(f"inline_all_at: position {pos!r} is out of range for {ref.name} with {n} loop axes")
+    idmap = IdMap(ref.fusion)
+    keys = {idmap.key(i) for i in ref.loop[:p]}
+    for tv in ref.fusion.tensors:
+        if tv.is_fusion_input:
+            continue
+        k = 0
+        while k < len(tv.loop) and idmap.key(tv.loop[k]) in keys:
+            k += 1
+        set_compute_at(tv, k, best_effort=True, idmap=idmap)
+
+
+def inline_most(fusion) -> None:
+    idmap = IdMap(fusion)
+    for tv in fusion.tensors:
+        if not tv.is_fusion_input:
+            tv.compute_at = max_inline_position(tv, idmap)[0]

@@ -1,0 +1,238 @@
+"""IterDomain and the transforms between IterDomains, with their index semantics.
+
+Transforms are frozen dataclasses. Each knows how to compute its outputs' indices
+from its inputs' (forward, logical -> loop) and its inputs' from its outputs'
+(backward, loop -> logical), as `Expr`s of the one index algebra.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+from dataclasses import dataclass
+from typing import Mapping
+
+import sympy
+
+from .errors import ScheduleError
+from .expr import Expr, ceildiv, const, floordiv, mod, mul, to_sympy, try_int, xor, add
+from .types import IterType, ParallelType
+
+_uids = itertools.count()
+
+
+class IterDomain:
+    """One axis of iteration. Its parallel type is the only thing a schedule mutates."""
+
+    __slots__ = ("uid", "extent_expr", "iter_type", "parallel_type", "definition", "origin")
+
+    def __init__(self, extent: Expr, *, iter_type: IterType = IterType.Iteration, origin: str | None = None):
+        self.uid = next(_uids)
+        self.extent_expr = extent
+        self.iter_type = iter_type
+        self.parallel_type = ParallelType.Serial
+        self.definition: Transform | None = None
+        self.origin = origin  # user file:line where the transform creating it was written
+
+    @property
+    def extent(self) -> sympy.Expr:
+        """The extent as a sympy expression (an Integer when concrete)."""
+        return to_sympy(self.extent_expr)
+
+    @property
+    def static_extent(self) -> int | None:
+        return try_int(self.extent_expr)
+
+    @property
+    def is_broadcast(self) -> bool:
+        return self.iter_type is IterType.Broadcast
+
+    @property
+    def name(self) -> str:
+        return f"i{self.uid}"
+
+    def parallelize(self, parallel_type: ParallelType) -> "IterDomain":
+        if not isinstance(parallel_type, ParallelType):
+            raise ScheduleError(
+                f"parallelize: expected a tp.ParallelType, got {type(parallel_type).__name__} {parallel_type!r}"
+            )
+        self.parallel_type = parallel_type
+        return self
+
+    def label(self) -> str:
+        """nvFuser-like: `TIDx{128}`, `i7{64}` (serial), `b3{1}` (broadcast)."""
+        ext = str(self.extent)
+        if self.parallel_type is not ParallelType.Serial:
+            return f"{self.parallel_type.value}{{{ext}}}"
+        prefix = "b" if self.is_broadcast else "i"
+        return f"{prefix}{self.uid}{{{ext}}}"
+
+    def __repr__(self) -> str:
+        return self.label()
+
+
+@dataclass(frozen=True, eq=False)
+class Transform(abc.ABC):
+    """Base class. `inputs` and `outputs` are IterDomains."""
+
+    @property
+    @abc.abstractmethod
+    def inputs(self) -> tuple[IterDomain, ...]: ...
+
+    @property
+    @abc.abstractmethod
+    def outputs(self) -> tuple[IterDomain, ...]: ...
+
+    @abc.abstractmethod
+    def forward(self, idx: Mapping[IterDomain, Expr]) -> dict[IterDomain, Expr]:
+        """Output indices from input indices (logical towards loop)."""
+
+    @abc.abstractmethod
+    def backward(self, idx: Mapping[IterDomain, Expr]) -> dict[IterDomain, Expr]:
+        """Input indices from output indices (loop towards logical)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Split(Transform):
+    """`in = outer * inner_extent + inner`. An inner split fixes the inner extent to
+    `factor`, an outer split fixes the outer extent to `factor`."""
+
+    in_: IterDomain
+    outer: IterDomain
+    inner: IterDomain
+    factor: Expr
+    inner_split: bool = True
+
+    @property
+    def inputs(self):
+        return (self.in_,)
+
+    @property
+    def outputs(self):
+        return (self.outer, self.inner)
+
+    def forward(self, idx):
+        i = idx[self.in_]
+        e = self.inner.extent_expr
+        return {self.outer: floordiv(i, e), self.inner: mod(i, e)}
+
+    def backward(self, idx):
+        return {self.in_: add(mul(idx[self.outer], self.inner.extent_expr), idx[self.inner])}
+
+    def __str__(self) -> str:
+        kind = "split" if self.inner_split else "outer split"
+        return f"{kind} {self.in_.label()} by {self.factor} -> {self.outer.label()}, {self.inner.label()}"
+
+    @staticmethod
+    def make(in_: IterDomain, factor: Expr, inner_split: bool, origin: str | None) -> "Split":
+        n = in_.extent_expr
+        if inner_split:
+            outer_ext, inner_ext = ceildiv(n, factor), factor
+        else:
+            outer_ext, inner_ext = factor, ceildiv(n, factor)
+        t = Split(
+            in_,
+            IterDomain(outer_ext, iter_type=in_.iter_type, origin=origin),
+            IterDomain(inner_ext, iter_type=in_.iter_type, origin=origin),
+            factor,
+            inner_split,
+        )
+        t.outer.definition = t
+        t.inner.definition = t
+        return t
+
+    @property
+    def divided(self) -> Expr:
+        """The extent that must be a multiple of the factor for the split to be divisible."""
+        return self.in_.extent_expr
+
+
+@dataclass(frozen=True, eq=False)
+class Merge(Transform):
+    """`out = outer * inner_extent + inner`."""
+
+    outer: IterDomain
+    inner: IterDomain
+    out: IterDomain
+
+    @property
+    def inputs(self):
+        return (self.outer, self.inner)
+
+    @property
+    def outputs(self):
+        return (self.out,)
+
+    def forward(self, idx):
+        return {self.out: add(mul(idx[self.outer], self.inner.extent_expr), idx[self.inner])}
+
+    def backward(self, idx):
+        o, e = idx[self.out], self.inner.extent_expr
+        return {self.outer: floordiv(o, e), self.inner: mod(o, e)}
+
+    def __str__(self) -> str:
+        return f"merge {self.outer.label()}, {self.inner.label()} -> {self.out.label()}"
+
+    @staticmethod
+    def make(outer: IterDomain, inner: IterDomain, origin: str | None) -> "Merge":
+        it = IterType.Broadcast if outer.is_broadcast and inner.is_broadcast else IterType.Iteration
+        t = Merge(outer, inner, IterDomain(mul(outer.extent_expr, inner.extent_expr), iter_type=it, origin=origin))
+        t.out.definition = t
+        return t
+
+
+@dataclass(frozen=True, eq=False)
+class Swizzle(Transform):
+    """XOR swizzle `(x, y) -> (x, x ^ y)`; its own inverse."""
+
+    x_in: IterDomain
+    y_in: IterDomain
+    x_out: IterDomain
+    y_out: IterDomain
+
+    @property
+    def inputs(self):
+        return (self.x_in, self.y_in)
+
+    @property
+    def outputs(self):
+        return (self.x_out, self.y_out)
+
+    def forward(self, idx):
+        x, y = idx[self.x_in], idx[self.y_in]
+        return {self.x_out: x, self.y_out: xor(x, y)}
+
+    def backward(self, idx):
+        x, y = idx[self.x_out], idx[self.y_out]
+        return {self.x_in: x, self.y_in: xor(x, y)}
+
+    def __str__(self) -> str:
+        return f"xor swizzle ({self.x_in.label()}, {self.y_in.label()})"
+
+    @staticmethod
+    def make(x: IterDomain, y: IterDomain, origin: str | None) -> "Swizzle":
+        t = Swizzle(
+            x, y, IterDomain(x.extent_expr, origin=origin), IterDomain(y.extent_expr, origin=origin)
+        )
+        t.x_out.definition = t
+        t.y_out.definition = t
+        return t
+
+
+def check_factor(op: str, factor) -> Expr:
+    """A split factor: a positive int, or a symbol name / sympy symbol (a symbolic factor)."""
+    from .expr import from_sympy, var
+
+    if isinstance(factor, bool):
+        raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {factor!r}")
+    if isinstance(factor, int):
+        if factor <= 0:
+            raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {factor}")
+        return const(factor)
+    if isinstance(factor, str) and factor.isidentifier():
+        return var(factor)
+    if isinstance(factor, sympy.Basic):
+        if factor.is_Integer and int(factor) <= 0:
+            raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {factor}")
+        return from_sympy(factor)
+    raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {type(factor).__name__} {factor!r}")

@@ -1,0 +1,66 @@
+"""Which IterDomains of different tensors are the same iteration.
+
+Logical axes connected by ops form root classes; a derived IterDomain's key is
+its transform and its inputs' keys. Two IDs with equal keys iterate the same
+index space the same way (nvFuser's exact map): that is what inlining, transform
+propagation and parallelize_all_like compare."""
+
+from __future__ import annotations
+
+from .iterdomain import IterDomain, Merge, Split, Swizzle
+
+
+class IdMap:
+    def __init__(self, fusion):
+        self.fusion = fusion
+        self._parent: dict[int, int] = {}
+        for tv in fusion.tensors:
+            for i in tv.logical:
+                self._parent.setdefault(i.uid, i.uid)
+        for op in fusion.exprs:
+            out = op.output
+            for inp, mapping in zip(op.inputs, op.logical_map):
+                for j, k in enumerate(mapping):
+                    if k is None:
+                        continue
+                    a, b = out.logical[j], inp.logical[k]
+                    if a.is_broadcast == b.is_broadcast:
+                        self._union(a.uid, b.uid)
+        self._keys: dict[int, int] = {}
+        self._intern: dict[tuple, int] = {}
+
+    def _find(self, u: int) -> int:
+        while self._parent[u] != u:
+            self._parent[u] = self._parent[self._parent[u]]
+            u = self._parent[u]
+        return u
+
+    def _union(self, a: int, b: int) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra != rb:
+            self._parent[max(ra, rb)] = min(ra, rb)
+
+    def key(self, i: IterDomain) -> int:
+        k = self._keys.get(i.uid)
+        if k is not None:
+            return k
+        t = i.definition
+        if t is None:
+            raw: tuple = ("root", self._find(i.uid)) if i.uid in self._parent else ("orphan", i.uid)
+        elif isinstance(t, Split):
+            raw = ("split", str(t.factor), t.inner_split, self.key(t.in_), t.outputs.index(i))
+        elif isinstance(t, Merge):
+            raw = ("merge", self.key(t.outer), self.key(t.inner))
+        elif isinstance(t, Swizzle):
+            raw = ("swizzle", self.key(t.x_in), self.key(t.y_in), t.outputs.index(i))
+        else:  # pragma: no cover - every transform kind is listed above
+            raise TypeError(f"unknown transform {t!r}")
+        k = self._intern.setdefault(raw, len(self._intern))
+        self._keys[i.uid] = k
+        return k
+
+    def same(self, a: IterDomain, b: IterDomain) -> bool:
+        return self.key(a) == self.key(b)
+
+    def by_key(self, tv) -> dict[int, IterDomain]:
+        return {self.key(i): i for i in tv.all_ids()}

@@ -1,0 +1,174 @@
+"""Tensor creation and the ops of a fusion (set / load-store, unary, binary,
+broadcast, transpose). Every op creates fresh logical IterDomains for its output
+and records which input axis each output axis reads."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .errors import ScheduleError
+from .expr import Expr, const, var
+from .fusion import Op, current_fusion
+from .iterdomain import IterDomain
+from .tensor import TensorView
+from .types import DataType, IterType, LoadStoreOpType, as_dtype, float32
+
+
+def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
+    import sympy
+
+    if isinstance(s, bool):
+        raise ScheduleError(f"tensor shape entries must be ints or names, got {s!r}")
+    if isinstance(s, int):
+        if s == -1:
+            name = f"T{tensor_index}_{dim}"
+            fusion.symbol(name)
+            return var(name), IterType.Iteration
+        if s <= 0:
+            raise ScheduleError(f"tensor extents must be positive (or -1 for symbolic), got {s}")
+        return const(s), IterType.Broadcast if s == 1 else IterType.Iteration
+    if isinstance(s, str):
+        fusion.symbol(s)
+        return var(s), IterType.Iteration
+    if isinstance(s, sympy.Symbol):
+        fusion.symbol(s.name)
+        return var(s.name), IterType.Iteration
+    raise ScheduleError(f"tensor shape entries must be ints or names, got {type(s).__name__} {s!r}")
+
+
+def make_tensor(shape: Sequence, contiguity=None, dtype=float32) -> TensorView:
+    """A tensor with the given shape: ints are concrete, -1 or a name is symbolic.
+    Extent-1 axes are broadcast axes (as nvFuser's make_concrete_tensor)."""
+    fusion = current_fusion()
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ScheduleError(f"make_tensor: shape must be a list, got {shape!r}")
+    dtype = as_dtype(dtype)
+    idx = fusion._tensor_count
+    ids = []
+    for d, s in enumerate(shape):
+        e, it = _extent(fusion, idx, d, s)
+        ids.append(IterDomain(e, iter_type=it))
+    return TensorView(fusion, ids, dtype, contiguity=contiguity)
+
+
+def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorView:
+    for s in shape:
+        if isinstance(s, bool) or not isinstance(s, int) or s <= 0:
+            raise ScheduleError(f"make_contig_concrete_tensor: extents must be positive ints, got {s!r}")
+    return make_tensor(shape, contiguity=True, dtype=dtype)
+
+
+def make_contig_tensor(ndims: int, dtype=float32) -> TensorView:
+    if isinstance(ndims, bool) or not isinstance(ndims, int) or ndims < 0:
+        raise ScheduleError(f"make_contig_tensor: ndims must be a non-negative int, got {ndims!r}")
+    return make_tensor([-1] * ndims, contiguity=True, dtype=dtype)
+
+
+def _like(src: TensorView, dtype: DataType | None = None, order: Sequence[int] | None = None) -> TensorView:
+    order = list(range(len(src.logical))) if order is None else list(order)
+    ids = [IterDomain(src.logical[k].extent_expr, iter_type=src.logical[k].iter_type) for k in order]
+    return TensorView(src.fusion, ids, dtype or src.dtype)
+
+
+def _check_tv(op: str, tv) -> TensorView:
+    if not isinstance(tv, TensorView):
+        raise ScheduleError(f"{op}: expected a TensorView, got {type(tv).__name__}")
+    if tv.fusion is not current_fusion():
+        raise ScheduleError(f"{op}: {tv.name} belongs to another fusion")
+    return tv
+
+
+def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set) -> TensorView:  # noqa: A001 - nvFuser's name
+    _check_tv("set", tv)
+    if not isinstance(op, LoadStoreOpType):
+        raise ScheduleError(f"set: op must be a tp.LoadStoreOpType, got {op!r}")
+    out = _like(tv)
+    n = len(tv.logical)
+    tv.fusion._register_op(Op("load_store", [tv], out, [list(range(n))], name="set", op_type=op))
+    return out
+
+
+def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
+    _check_tv("transpose", tv)
+    n = len(tv.logical)
+    for d in (dim0, dim1):
+        if isinstance(d, bool) or not isinstance(d, int) or not -n <= d < n:
+            raise ScheduleError(f"transpose: dimension {d!r} is out of range for {tv.name} with {n} dimensions")
+    order = list(range(n))
+    a, b = dim0 % n, dim1 % n
+    order[a], order[b] = order[b], order[a]
+    out = _like(tv, order=order)
+    tv.fusion._register_op(Op("transpose", [tv], out, [order], name="transpose"))
+    return out
+
+
+def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
+    _check_tv("broadcast", tv)
+    flags = list(is_broadcast_dim)
+    if sum(1 for f in flags if not f) != len(tv.logical):
+        raise ScheduleError(
+            f"broadcast: {len(flags) - sum(flags)} non-broadcast entries for {tv.name} with {len(tv.logical)} dimensions"
+        )
+    ids, mapping, k = [], [], 0
+    for f in flags:
+        if f:
+            ids.append(IterDomain(const(1), iter_type=IterType.Broadcast))
+            mapping.append(None)
+        else:
+            src = tv.logical[k]
+            ids.append(IterDomain(src.extent_expr, iter_type=src.iter_type))
+            mapping.append(k)
+            k += 1
+    out = TensorView(tv.fusion, ids, tv.dtype)
+    tv.fusion._register_op(Op("broadcast", [tv], out, [mapping], name="broadcast"))
+    return out
+
+
+UNARY = ("neg", "abs", "exp", "relu", "sqrt")
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
+
+
+def unary(name: str, tv: TensorView) -> TensorView:
+    _check_tv(name, tv)
+    if name not in UNARY:
+        raise ScheduleError(f"unknown unary op {name!r}; supported: {', '.join(UNARY)}")
+    out = _like(tv)
+    tv.fusion._register_op(Op("unary", [tv], out, [list(range(len(tv.logical)))], name=name))
+    return out
+
+
+def binary(name: str, a: TensorView, b: TensorView) -> TensorView:
+    _check_tv(name, a)
+    _check_tv(name, b)
+    if name not in BINARY:
+        raise ScheduleError(f"unknown binary op {name!r}; supported: {', '.join(BINARY)}")
+    if len(a.logical) != len(b.logical):
+        raise ScheduleError(f"{name}: {a.name} has {len(a.logical)} dimensions, {b.name} has {len(b.logical)}; broadcast first")
+    if a.dtype != b.dtype:
+        raise ScheduleError(f"{name}: dtypes differ ({a.dtype} vs {b.dtype}); cast first")
+    ids = []
+    for x, y in zip(a.logical, b.logical):
+        src = y if x.is_broadcast else x
+        if not x.is_broadcast and not y.is_broadcast and x.extent_expr != y.extent_expr:
+            raise ScheduleError(f"{name}: extents {x.extent} and {y.extent} differ")
+        ids.append(IterDomain(src.extent_expr, iter_type=src.iter_type))
+    out = TensorView(a.fusion, ids, a.dtype)
+    n = len(ids)
+    a.fusion._register_op(Op("binary", [a, b], out, [list(range(n)), list(range(n))], name=name))
+    return out
+
+
+def redirect_definition(tv: TensorView, op_type: LoadStoreOpType) -> TensorView:
+    """cache_before: `tv`'s definition now writes a new tensor, and tv = set(new)."""
+    fusion = tv.fusion
+    old = tv.definition
+    with fusion:
+        new = _like(tv)
+    old.output = new
+    new.definition = old
+    n = len(tv.logical)
+    op = Op("load_store", [new], tv, [list(range(n))], name="set", op_type=op_type)
+    fusion.exprs.insert(fusion.exprs.index(old) + 1, op)
+    tv.definition = op
+    return new
+

@@ -1,0 +1,43 @@
+"""Targets as data: the limits the verifier checks against (measured on H200 for sm_90a;
+from the PTX ISA and CUTLASS for sm_100a)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ScheduleError
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    compute_capability: tuple[int, int]
+    warp_size: int = 32
+    max_threads_per_block: int = 1024
+    smem_bytes_per_block: int = 232448  # opt-in maximum (227 KiB)
+    smem_bytes_default: int = 49152  # without cudaFuncSetAttribute
+    tmem_lanes: int = 0  # 0: no tensor memory
+    tmem_columns: int = 0
+    tmem_min_alloc_columns: int = 32
+    tmem_subpartitions: int = 4
+    has_tma: bool = True
+
+    @property
+    def has_tmem(self) -> bool:
+        return self.tmem_lanes > 0
+
+    def __str__(self) -> str:
+        return self.name
+
+
+SM90A = Target("sm_90a", (9, 0))
+SM100A = Target("sm_100a", (10, 0), tmem_lanes=128, tmem_columns=512)
+TARGETS = {t.name: t for t in (SM90A, SM100A)}
+
+
+def get_target(target) -> Target:
+    if isinstance(target, Target):
+        return target
+    if target in TARGETS:
+        return TARGETS[target]
+    raise ScheduleError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")

@@ -1,0 +1,274 @@
+"""TensorView: a tensor's logical, loop and allocation domains and its memory type.
+
+The nvFuser-style methods (`split`, `merge`, `reorder`, `swizzle`, ...) record
+transforms on the loop domain; arguments are checked at the door.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from .errors import ScheduleError, user_location
+from .expr import Expr
+from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform, check_factor
+from .types import DataType, LoadStoreOpType, MemoryType, ParallelType, SwizzleType
+
+if TYPE_CHECKING:
+    from .fusion import Fusion, Op
+
+
+class TensorView:
+    def __init__(self, fusion: "Fusion", logical: list[IterDomain], dtype: DataType, *, contiguity=None):
+        self.fusion = fusion
+        self.name = fusion._next_tensor_name()
+        self.dtype = dtype
+        self.logical: list[IterDomain] = list(logical)
+        self.loop: list[IterDomain] = list(logical)
+        self.history: list[Transform] = []
+        self.allocation: list[IterDomain] | None = None
+        self.contiguity: list[bool | None] = _normalize_contiguity(contiguity, logical, "make_tensor")
+        self.memory_type = MemoryType.Local
+        self.tmem_dim_sep: int = 0
+        self.compute_at: int = 0
+        self.definition: Op | None = None
+        self.origin = user_location()
+        fusion._register_tensor(self)
+
+    # -- inspection -----------------------------------------------------------
+    def __repr__(self) -> str:
+        ids = ", ".join(i.label() for i in self.loop)
+        return f"{self.name}_{self.memory_type.value[0].lower()}[{ids}]"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.loop)
+
+    def axis(self, i: int) -> IterDomain:
+        return self.loop[self._norm_axis("axis", i)]
+
+    def get_loop_domain(self) -> list[IterDomain]:
+        return list(self.loop)
+
+    def get_logical_domain(self) -> list[IterDomain]:
+        return list(self.logical)
+
+    def get_allocation_domain(self) -> list[IterDomain]:
+        """The allocation domain; when none was set, global tensors are allocated
+        along their logical domain and on-chip tensors along their loop domain."""
+        if self.allocation is not None:
+            return list(self.allocation)
+        return list(self.logical if self.memory_type is MemoryType.Global else self.loop)
+
+    def has_allocation(self) -> bool:
+        return self.allocation is not None
+
+    def all_ids(self) -> list[IterDomain]:
+        seen: dict[int, IterDomain] = {i.uid: i for i in self.logical}
+        for t in self.history:
+            for o in t.outputs:
+                seen.setdefault(o.uid, o)
+        return list(seen.values())
+
+    @property
+    def is_fusion_input(self) -> bool:
+        return self in self.fusion.inputs
+
+    @property
+    def is_fusion_output(self) -> bool:
+        return self in self.fusion.outputs
+
+    # -- transforms -----------------------------------------------------------
+    def split(self, axis: int, factor, inner_split: bool = True) -> "TensorView":
+        a = self._norm_axis("split", axis)
+        self._check_outside_ca("split", a)
+        f = check_factor("split", factor)
+        in_ = self.loop[a]
+        if in_.parallel_type is not ParallelType.Serial:
+            raise ScheduleError(
+                f"split: cannot split {self.name} axis {a} ({in_.label()}): it is parallelized; split first, then parallelize"
+            )
+        t = Split.make(in_, f, inner_split, user_location())
+        self._apply(t, a, [a])
+        return self
+
+    def merge(self, axis_o: int, axis_i: int | None = None) -> "TensorView":
+        o = self._norm_axis("merge", axis_o)
+        i = o + 1 if axis_i is None else self._norm_axis("merge", axis_i)
+        if i >= len(self.loop):
+            raise ScheduleError(f"merge: {self.name} has no axis after axis {o} to merge with")
+        if i == o:
+            raise ScheduleError(f"merge: cannot merge axis {o} of {self.name} with itself")
+        for a in (o, i):
+            self._check_outside_ca("merge", a)
+            if self.loop[a].parallel_type is not ParallelType.Serial:
+                raise ScheduleError(
+                    f"merge: cannot merge {self.name} axis {a} ({self.loop[a].label()}): it is parallelized"
+                )
+        t = Merge.make(self.loop[o], self.loop[i], user_location())
+        self._apply(t, min(o, i), [o, i])
+        return self
+
+    def swizzle(self, swizzle_type: SwizzleType, x: int, y: int) -> "TensorView":
+        if not isinstance(swizzle_type, SwizzleType):
+            raise ScheduleError(f"swizzle: expected a tp.SwizzleType, got {swizzle_type!r}")
+        ax, ay = self._norm_axis("swizzle", x), self._norm_axis("swizzle", y)
+        if ax == ay:
+            raise ScheduleError(f"swizzle: the two axes must differ, got {x} and {y}")
+        for a in (ax, ay):
+            self._check_outside_ca("swizzle", a)
+        t = Swizzle.make(self.loop[ax], self.loop[ay], user_location())
+        self.history.append(t)
+        self.loop[ax], self.loop[ay] = t.x_out, t.y_out
+        return self
+
+    def reorder(self, old2new) -> "TensorView":
+        """`old2new` is a dict {old position: new position} or a list with
+        `old2new[i]` the new position of axis i (nvFuser's convention)."""
+        n = len(self.loop)
+        if isinstance(old2new, dict):
+            pairs = list(old2new.items())
+        elif isinstance(old2new, (list, tuple)):
+            if len(old2new) != n:
+                raise ScheduleError(f"reorder: a permutation of {self.name} needs {n} entries, got {len(old2new)}")
+            pairs = list(enumerate(old2new))
+        else:
+            raise ScheduleError(f"reorder: expected a dict or a list, got {type(old2new).__name__}")
+        mapping = {}
+        for old, new in pairs:
+            o, nw = self._norm_axis("reorder", old), self._norm_axis("reorder", new)
+            if o in mapping or nw in mapping.values():
+                raise ScheduleError(f"reorder: positions repeat in {old2new!r}")
+            mapping[o] = nw
+        for o, nw in mapping.items():
+            if o != nw:
+                self._check_outside_ca("reorder", min(o, nw))
+        result: list[IterDomain | None] = [None] * n
+        for o, nw in mapping.items():
+            result[nw] = self.loop[o]
+        rest = iter(self.loop[o] for o in range(n) if o not in mapping)
+        self.loop = [r if r is not None else next(rest) for r in result]
+        return self
+
+    # -- memory and allocation --------------------------------------------------
+    def set_memory_type(self, memory_type: MemoryType) -> "TensorView":
+        if not isinstance(memory_type, MemoryType):
+            raise ScheduleError(f"set_memory_type: expected a tp.MemoryType, got {memory_type!r}")
+        if (self.is_fusion_input or self.is_fusion_output) and memory_type is not MemoryType.Global:
+            raise ScheduleError(f"set_memory_type: {self.name} is a fusion input/output and must stay in global memory")
+        self.memory_type = memory_type
+        return self
+
+    @property
+    def memory(self) -> MemoryType:
+        return self.memory_type
+
+    @memory.setter
+    def memory(self, memory_type: MemoryType) -> None:
+        self.set_memory_type(memory_type)
+
+    def set_allocation_domain(self, ids: Sequence[IterDomain], contiguity=True) -> "TensorView":
+        ids = list(ids)
+        known = {i.uid for i in self.all_ids()}
+        for i in ids:
+            if not isinstance(i, IterDomain) or i.uid not in known:
+                raise ScheduleError(f"set_allocation_domain: {i!r} is not an IterDomain of {self.name}")
+        if len({i.uid for i in ids}) != len(ids):
+            raise ScheduleError("set_allocation_domain: an IterDomain appears twice")
+        self.allocation = ids
+        self.contiguity = _normalize_contiguity(contiguity, ids, "set_allocation_domain")
+        return self
+
+    def set_tmem_dim_sep_pos(self, pos: int) -> "TensorView":
+        if self.memory_type is not MemoryType.Tensor:
+            raise ScheduleError(
+                f"set_tmem_dim_sep_pos: the dimension separator is only for tensor memory; {self.name} is in {self.memory_type} memory"
+            )
+        n = len(self.get_allocation_domain())
+        p = pos + n if isinstance(pos, int) and pos < 0 else pos
+        if not isinstance(p, int) or not 0 <= p <= n:
+            raise ScheduleError(f"set_tmem_dim_sep_pos: position {pos} is out of range for {n} allocation axes")
+        self.tmem_dim_sep = p
+        return self
+
+    # -- inlining -------------------------------------------------------------------
+    def inline_at(self, pos: int) -> "TensorView":
+        from .inlining import set_compute_at
+
+        set_compute_at(self, pos, best_effort=False)
+        return self
+
+    # -- caching ----------------------------------------------------------------------
+    def cache_after(self, op: LoadStoreOpType = LoadStoreOpType.Set) -> "TensorView":
+        """A new tensor reading this one; every former consumer now reads the new one."""
+        from .ops import set as set_op
+
+        uses = self.fusion.uses_of(self)
+        with self.fusion:
+            new = set_op(self, op=op)
+        for u in uses:
+            u.inputs = [new if t is self else t for t in u.inputs]
+        return new
+
+    def cache_before(self, op: LoadStoreOpType = LoadStoreOpType.Set) -> "TensorView":
+        """A new tensor written by this one's definition; this one becomes a copy of it."""
+        from .ops import redirect_definition
+
+        if self.definition is None:
+            raise ScheduleError(f"cache_before: {self.name} has no definition (is it a fusion input?)")
+        return redirect_definition(self, op)
+
+    # -- helpers ----------------------------------------------------------------------
+    def _norm_axis(self, op: str, axis) -> int:
+        n = len(self.loop)
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            raise ScheduleError(f"{op}: axis must be an int, got {axis!r}")
+        a = axis + n if axis < 0 else axis
+        if not 0 <= a < n:
+            raise ScheduleError(f"{op}: axis {axis} is out of range for {self.name} with {n} loop axes")
+        return a
+
+    def _check_outside_ca(self, op: str, axis: int) -> None:
+        if axis < self.compute_at:
+            raise ScheduleError(
+                f"{op}: axis {axis} of {self.name} is inside its compute-at position {self.compute_at}; transform before inlining"
+            )
+
+    def _apply(self, t: Transform, pos: int, consumed: Iterable[int]) -> None:
+        self.history.append(t)
+        consumed = sorted(set(consumed), reverse=True)
+        for c in consumed:
+            del self.loop[c]
+        for k, o in enumerate(t.outputs):
+            self.loop.insert(pos + k, o)
+
+
+def _normalize_contiguity(contiguity, ids: Sequence[IterDomain], op: str) -> list[bool | None]:
+    if contiguity is None or isinstance(contiguity, bool):
+        c = True if contiguity is None else contiguity
+        return [None if i.is_broadcast else c for i in ids]
+    contiguity = list(contiguity)
+    if len(contiguity) != len(ids):
+        raise ScheduleError(f"{op}: contiguity has {len(contiguity)} entries for {len(ids)} axes")
+    for c in contiguity:
+        if c is not None and not isinstance(c, bool):
+            raise ScheduleError(f"{op}: contiguity entries must be True, False or None, got {c!r}")
+    return contiguity
+
+
+def loop_position(tv: TensorView, ids: Iterable[IterDomain]) -> dict[int, int]:
+    """uid -> loop position for the given IDs that are loop IDs."""
+    pos = {i.uid: k for k, i in enumerate(tv.loop)}
+    return {i.uid: pos[i.uid] for i in ids if i.uid in pos}
+
+
+def apply_replayed(tv: TensorView, t: Transform) -> None:
+    """Record a transform built by propagation (it may act on parallelized IDs)."""
+    positions = [tv.loop.index(i) for i in t.inputs]
+    if isinstance(t, Swizzle):
+        tv.history.append(t)
+        tv.loop[positions[0]], tv.loop[positions[1]] = t.x_out, t.y_out
+    else:
+        tv._apply(t, min(positions), positions)
+
+
+__all__ = ["TensorView", "Expr"]

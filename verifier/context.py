@@ -1,0 +1,109 @@
+"""What every rule sees: the frozen fusion, the target, the computed allocations,
+the launch geometry, and a factory for z3 queries that carries the assumptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterable, Mapping
+
+from ..model.allocation import Allocation, compute_allocation
+from ..model.expr import Expr, try_int
+from ..model.fusion import Fusion, Op
+from ..model.indexing import block_dims, executed_tensors, thread_dims
+from ..model.mapping import IdMap
+from ..model.targets import Target
+from ..model.tensor import TensorView
+from ..model.types import LoadStoreOpType, MemoryType
+from .solver import MAX_EXTENT, Query
+
+
+@dataclass(frozen=True)
+class TmemAccess:
+    """A tcgen05 ld/st: `op` writes `consumer` (whose loop domain issues it) and
+    touches `tmem` (its output for a store, its input for a load)."""
+
+    op: Op
+    kind: str  # "store" or "load"
+    tmem: TensorView
+    consumer: TensorView
+    input_index: int  # which op input is the tmem tensor (loads)
+
+
+class VerifyContext:
+    def __init__(self, fusion: Fusion, target: Target, bind: Mapping[str, int] | None = None):
+        self.fusion = fusion
+        self.target = target
+        self.bind = dict(bind or {})
+        self.queries = 0
+
+    @cached_property
+    def idmap(self) -> IdMap:
+        return IdMap(self.fusion)
+
+    @cached_property
+    def allocations(self) -> dict[str, Allocation]:
+        return {t.name: compute_allocation(t) for t in self.fusion.tensors if not t.is_fusion_input}
+
+    @cached_property
+    def block_dims(self):
+        return block_dims(self.fusion)
+
+    @cached_property
+    def thread_dims(self) -> tuple[Expr, Expr, Expr]:
+        return thread_dims(self.fusion)
+
+    def executed(self) -> list[TensorView]:
+        return executed_tensors(self.fusion)
+
+    def tensors_in(self, memory: MemoryType) -> list[TensorView]:
+        return [t for t in self.fusion.tensors if t.memory_type is memory and not t.is_fusion_input]
+
+    @cached_property
+    def tmem_accesses(self) -> list[TmemAccess]:
+        out = []
+        for op in self.fusion.exprs:
+            if op.output.memory_type is MemoryType.Tensor:
+                out.append(TmemAccess(op, "store", op.output, op.output, -1))
+            for k, t in enumerate(op.inputs):
+                if t.memory_type is MemoryType.Tensor:
+                    out.append(TmemAccess(op, "load", t, op.output, k))
+        return out
+
+    def symbol_bounds(self) -> dict[str, int]:
+        return {name: self.bind.get(name, MAX_EXTENT) for name in self.fusion.symbols}
+
+    def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None) -> Query:
+        """A fresh query whose symbols range over admitted sizes (assumptions, bindings)."""
+        self.queries += 1
+        hint = list(hint)
+        q = Query(hint, dict(ranges or {}), symbol_bounds=self.symbol_bounds())
+        used = set()
+        for e in hint + list((ranges or {}).values()):
+            used |= e.free_vars()
+        for name in self.fusion.symbols:
+            v = q.var(name)
+            if name in self.bind:
+                q.add(v == q.val(self.bind[name]))
+            elif q.bv:
+                from z3 import UGE, ULE
+
+                q.add(UGE(v, q.val(1)), ULE(v, q.val(MAX_EXTENT)))
+            else:
+                q.add(v >= 1, v <= MAX_EXTENT)
+        for a in self.fusion.assumptions:
+            q.assume_sympy(a)
+        return q
+
+    def concrete(self, e: Expr) -> int | None:
+        from ..model.expr import const, substitute
+
+        return try_int(substitute(e, {k: const(v) for k, v in self.bind.items()}))
+
+    def symbols_of(self, model: Mapping[str, int]) -> dict[str, int]:
+        """The extent symbols of a counterexample (what size breaks the schedule)."""
+        return {k: v for k, v in model.items() if k in self.fusion.symbols and k not in self.bind}
+
+
+def is_tmem_op(op: Op) -> bool:
+    return op.op_type in (LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore)

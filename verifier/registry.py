@@ -1,0 +1,65 @@
+"""The one rule registry: `@rule("TMEM-LANES", family="tmem")` on a function
+`(ctx) -> Iterable[Diagnostic]`. Codes are stable: never renumber or delete one."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from .diagnostics import Diagnostic, Severity
+
+SECTIONS = ("What it checks", "Why the hardware needs it", "Example", "Fix", "References")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    family: str
+    severity: Severity
+    func: Callable[..., Iterable[Diagnostic]]
+
+    @property
+    def doc(self) -> str:
+        return inspect.cleandoc(self.func.__doc__ or "")
+
+    def section(self, name: str) -> str:
+        """One docstring section's text (code blocks keep their indentation)."""
+        pattern = rf"^{re.escape(name)}:\s*$\n(.*?)(?=^(?:{'|'.join(map(re.escape, SECTIONS))}):\s*$|\Z)"
+        m = re.search(pattern, self.doc, re.S | re.M)
+        return inspect.cleandoc(m.group(1)) if m else ""
+
+    @property
+    def summary(self) -> str:
+        return self.doc.splitlines()[0] if self.doc else ""
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, *, family: str, severity: Severity = Severity.ERROR):
+    def register(func):
+        if code in RULES:
+            raise RuntimeError(f"rule code {code} registered twice")
+        RULES[code] = Rule(code, family, severity, func)
+        return func
+
+    return register
+
+
+def get_rule(code: str) -> Rule:
+    _load_rules()
+    try:
+        return RULES[code.upper()]
+    except KeyError:
+        raise KeyError(f"unknown rule {code!r}; known: {', '.join(sorted(RULES))}") from None
+
+
+def all_rules() -> list[Rule]:
+    _load_rules()
+    return list(RULES.values())
+
+
+def _load_rules() -> None:
+    from . import rules  # noqa: F401  (registers every family)

@@ -1,0 +1,242 @@
+"""Solver plumbing: a fresh z3 context per query, the z3 renderer of the index algebra,
+and the verdict discipline (unsat = proved, sat = counterexample, unknown = not proved).
+
+Queries without XOR use integer arithmetic (div/mod by constants stay linear);
+queries with XOR use bit-vectors wide enough for every value in the query.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+import sympy
+import z3
+
+from ..model.expr import Expr
+
+MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
+DEFAULT_TIMEOUT_MS = int(os.environ.get("TILEPROOF_TIMEOUT_MS", "20000"))
+DUMP_SMT = os.environ.get("TILEPROOF_DUMP_SMT") == "1"
+
+
+def _ite_max(args):
+    out = args[0]
+    for a in args[1:]:
+        out = z3.If(a > out, a, out) if not z3.is_bv(a) else z3.If(z3.UGT(a, out), a, out)
+    return out
+
+
+def _prod(args):
+    out = args[0]
+    for a in args[1:]:
+        out = out * a
+    return out
+
+
+def _sum(args):
+    out = args[0]
+    for a in args[1:]:
+        out = out + a
+    return out
+
+
+Z3_INT: dict[str, Callable] = {
+    "add": lambda *a: _sum(a),
+    "mul": lambda *a: _prod(a),
+    "floordiv": lambda a, b: a / b,
+    "ceildiv": lambda a, b: (a + b - 1) / b,
+    "mod": lambda a, b: a % b,
+    "xor": None,  # not expressible over integers: such queries use bit-vectors
+    "max": lambda *a: _ite_max(a),
+}
+Z3_BV: dict[str, Callable] = {
+    "add": lambda *a: _sum(a),
+    "mul": lambda *a: _prod(a),
+    "floordiv": lambda a, b: z3.UDiv(a, b),
+    "ceildiv": lambda a, b: z3.UDiv(a + b - 1, b),
+    "mod": lambda a, b: z3.URem(a, b),
+    "xor": lambda a, b: a ^ b,
+    "max": lambda *a: _ite_max(a),
+}
+
+
+@dataclass
+class Outcome:
+    status: str  # "proved", "counterexample", "unknown"
+    model: dict[str, int] = field(default_factory=dict)
+    reason: str = ""
+    values: dict[str, int] = field(default_factory=dict)  # requested derived values
+
+    @property
+    def proved(self) -> bool:
+        return self.status == "proved"
+
+
+def upper_bound(e: Expr, ub: Mapping[str, int]) -> int:
+    """An upper bound of a non-negative expression given upper bounds of its variables."""
+    if e.op == "const":
+        return e.value  # type: ignore[return-value]
+    if e.op == "var":
+        return ub.get(e.value, MAX_EXTENT)  # type: ignore[arg-type]
+    a = [upper_bound(x, ub) for x in e.args]
+    if e.op == "add":
+        return sum(a)
+    if e.op == "mul":
+        out = 1
+        for x in a:
+            out *= x
+        return out
+    if e.op in ("floordiv", "ceildiv"):
+        return a[0]
+    if e.op == "mod":
+        return max(min(a[0], a[1] - 1), 0)
+    if e.op == "xor":
+        return (1 << max(a).bit_length()) - 1
+    return max(a)
+
+
+class Query:
+    """One question to z3. Variables get ranges; `prove(claim)` checks claim for all of them."""
+
+    def __init__(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], *,
+                 symbol_bounds: Mapping[str, int] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS):
+        """`hint`: every expression the query will use (picks the theory and width);
+        `ranges`: variable -> exclusive upper bound (an Expr over symbols);
+        `symbol_bounds`: symbol -> largest admitted value."""
+        self.ctx = z3.Context()
+        self.timeout_ms = timeout_ms
+        self.facts: list = []
+        self._vars: dict[str, z3.ExprRef] = {}
+        hint = list(hint) + list(ranges.values())
+        self.bv = any(e.has_op("xor") for e in hint)
+        ub = dict(symbol_bounds or {})
+        for name, hi in ranges.items():
+            ub[name] = max(upper_bound(hi, ub) - 1, 0)
+        top = max([upper_bound(e, ub) for e in hint] + list(ub.values()) + [1])
+        self.width = min(max(top.bit_length() + 2, 8), 160)
+        for name, hi in ranges.items():
+            self.in_range(name, hi)
+
+    def var(self, name: str) -> z3.ExprRef:
+        v = self._vars.get(name)
+        if v is None:
+            v = z3.BitVec(name, self.width, self.ctx) if self.bv else z3.Int(name, self.ctx)
+            self._vars[name] = v
+        return v
+
+    def val(self, n: int) -> z3.ExprRef:
+        return z3.BitVecVal(n, self.width, self.ctx) if self.bv else z3.IntVal(n, self.ctx)
+
+    def term(self, e: Expr) -> z3.ExprRef:
+        if e.op == "const":
+            return self.val(e.value)  # type: ignore[arg-type]
+        if e.op == "var":
+            return self.var(e.value)  # type: ignore[arg-type]
+        table = Z3_BV if self.bv else Z3_INT
+        return table[e.op](*(self.term(a) for a in e.args))
+
+    # comparisons that respect the theory (bit-vectors are unsigned here)
+    def lt(self, a: Expr, b: Expr):
+        x, y = self.term(a), self.term(b)
+        return z3.ULT(x, y) if self.bv else x < y
+
+    def le(self, a: Expr, b: Expr):
+        x, y = self.term(a), self.term(b)
+        return z3.ULE(x, y) if self.bv else x <= y
+
+    def eq(self, a: Expr, b: Expr):
+        return self.term(a) == self.term(b)
+
+    def ne(self, a: Expr, b: Expr):
+        return self.term(a) != self.term(b)
+
+    def in_range(self, name: str, hi: Expr, lo: int = 0) -> None:
+        """lo <= name < hi."""
+        v = self.var(name)
+        if self.bv:
+            self.facts.append(z3.UGE(v, self.val(lo)))
+        else:
+            self.facts.append(v >= lo)
+        self.facts.append(self.lt(Expr("var", (), name), hi))
+
+    def add(self, *facts) -> None:
+        self.facts.extend(facts)
+
+    def assume_sympy(self, cond: sympy.Basic) -> None:
+        self.facts.append(self._sympy_bool(cond))
+
+    # -- decide -----------------------------------------------------------------
+    def prove(self, claim, *, values: Mapping[str, Expr] | None = None) -> Outcome:
+        """Is `claim` true for every assignment satisfying the facts? A counterexample
+        carries every variable of the query and the requested derived `values`."""
+        s = z3.Solver(ctx=self.ctx)
+        s.set("timeout", self.timeout_ms)
+        s.add(*self.facts)
+        s.add(z3.Not(claim))
+        if DUMP_SMT:
+            print(s.sexpr())
+        r = s.check()
+        if r == z3.unsat:
+            return Outcome("proved")
+        if r == z3.unknown:
+            return Outcome("unknown", reason=s.reason_unknown())
+        m = s.model()
+        model = {}
+        for name, v in self._vars.items():
+            model[name] = self._as_int(m.eval(v, model_completion=True))
+        derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
+        return Outcome("counterexample", model, values=derived)
+
+    def satisfiable(self, condition) -> Outcome:
+        """Find an assignment where condition holds (status 'counterexample' = found)."""
+        return self.prove(z3.Not(condition))
+
+    @staticmethod
+    def _as_int(v) -> int:
+        return v.as_long() if z3.is_bv_value(v) else int(v.as_long())
+
+    # -- sympy assumptions -------------------------------------------------------
+    def _sympy_bool(self, c):
+        if c is sympy.true:
+            return z3.BoolVal(True, self.ctx)
+        if c is sympy.false:
+            return z3.BoolVal(False, self.ctx)
+        if isinstance(c, sympy.And):
+            return z3.And(*[self._sympy_bool(a) for a in c.args])
+        if isinstance(c, sympy.Or):
+            return z3.Or(*[self._sympy_bool(a) for a in c.args])
+        if isinstance(c, sympy.Not):
+            return z3.Not(self._sympy_bool(c.args[0]))
+        if isinstance(c, sympy.core.relational.Relational):
+            # move negative terms across so bit-vectors never see a negative value
+            diff = sympy.expand(c.lhs - c.rhs)
+            pos, neg = sympy.Integer(0), sympy.Integer(0)
+            for term in sympy.Add.make_args(diff):
+                coeff, _ = term.as_coeff_Mul()
+                if coeff < 0:
+                    neg += -term
+                else:
+                    pos += term
+            a, b = self._sympy_term(pos), self._sympy_term(neg)
+            op = type(c)
+            if op is sympy.Eq:
+                return a == b
+            if op is sympy.Ne:
+                return a != b
+            ops = {
+                sympy.StrictLessThan: (z3.ULT, lambda x, y: x < y),
+                sympy.LessThan: (z3.ULE, lambda x, y: x <= y),
+                sympy.StrictGreaterThan: (z3.UGT, lambda x, y: x > y),
+                sympy.GreaterThan: (z3.UGE, lambda x, y: x >= y),
+            }
+            bvf, intf = ops[op]
+            return bvf(a, b) if self.bv else intf(a, b)
+        raise ValueError(f"unsupported assumption {c}")
+
+    def _sympy_term(self, e):
+        from ..model.expr import from_sympy
+
+        return self.term(from_sympy(e))
+

@@ -1,0 +1,79 @@
+"""verify(): run every registered rule on a frozen snapshot of the fusion."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Iterable, Mapping
+
+from ..model.errors import ScheduleError
+from ..model.fusion import Fusion
+from ..model.targets import get_target
+from .context import VerifyContext
+from .diagnostics import Diagnostic, Report, Severity
+from .registry import all_rules
+from .summary import summarize
+
+
+def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = None,
+           rules: Iterable[str] | None = None) -> Report:
+    """Prove the schedule safe for every admitted size, or report why not.
+
+    Never raises for an unsafe schedule (that is a Report with errors); raises
+    ScheduleError only for malformed input (not a Fusion, unknown target, bad bind)."""
+    if not isinstance(fusion, Fusion):
+        raise ScheduleError(f"verify: expected a tp.Fusion, got {type(fusion).__name__}")
+    tgt = get_target(target)
+    bind = _check_bind(fusion, bind)
+    _check_structure(fusion)
+    start = time.perf_counter()
+    snap = fusion.snapshot()
+    ctx = VerifyContext(snap, tgt, bind)
+    wanted = None if rules is None else {r.upper() for r in rules}
+    report = Report(fusion=snap.name, target=tgt.name, location=snap.origin)
+    for r in all_rules():
+        if wanted is not None and r.code not in wanted:
+            continue
+        report.rules_run.append(r.code)
+        try:
+            found = list(r.func(ctx))
+        except Exception as e:  # our bug, never an accept
+            found = [Diagnostic(
+                r.code, Severity.ERROR,
+                f"tileproof bug, please report: rule {r.code} failed with {type(e).__name__}: {e}",
+                notes=["the schedule is rejected because the rule could not be decided",
+                       traceback.format_exc(limit=6)],
+            )]
+        for d in found:
+            d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
+        report.diagnostics += found
+    report.assumptions = [str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()]
+    report.tensors = summarize(ctx)
+    report.launch = {str(p): str(e) for p, e in ctx.block_dims.items()}
+    report.queries = ctx.queries
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _check_bind(fusion: Fusion, bind) -> dict[str, int]:
+    if bind is None:
+        return {}
+    if not isinstance(bind, Mapping):
+        raise ScheduleError(f"verify: bind must be a dict of symbol -> int, got {type(bind).__name__}")
+    out = {}
+    for k, v in bind.items():
+        name = getattr(k, "name", k)
+        if name not in fusion.symbols:
+            raise ScheduleError(f"verify: bind names unknown symbol {name!r}; symbols: {', '.join(fusion.symbols) or 'none'}")
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ScheduleError(f"verify: bind value for {name} must be a positive int, got {v!r}")
+        out[name] = v
+    return out
+
+
+def _check_structure(fusion: Fusion) -> None:
+    if not fusion.outputs:
+        raise ScheduleError(f"verify: fusion {fusion.name} has no outputs (call fusion.add_output)")
+    for t in fusion.tensors:
+        if t.definition is None and t not in fusion.inputs:
+            raise ScheduleError(f"verify: {t.name} is neither a fusion input nor computed by an op (call fusion.add_input)")
