@@ -1,0 +1,7 @@
+"""`python -m tileproof`: the same command as `tileproof`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,221 @@
+"""The `tileproof` command: verify schedule files against their expectations, explain rules.
+
+Exit codes: 0 every schedule matched its expectation, 1 some did not, 2 usage or load
+error (bad path, a file or schedule that fails to build, unknown target or rule code).
+User errors print one clear line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from . import __version__, allocation
+from .model.errors import ScheduleError
+from .model.targets import TARGETS
+from .reports.explain import explain_text, list_text
+from .reports.json_report import report_to_dict, to_json
+from .reports.terminal import render_report, reports_to_html
+from .schedule_files import LoadError, ScheduleCase, discover
+from .verifier.diagnostics import Report
+from .verifier.verify import verify
+
+EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
+ALLOCATION_FACTS = ("num_elements", "bytes", "lanes", "columns", "columns_allocated")
+
+
+@dataclass
+class Outcome:
+    """One schedule case after building and verifying it (or failing to)."""
+
+    case: ScheduleCase
+    report: Report | None = None
+    mismatches: list[str] = field(default_factory=list)
+    error: str | None = None  # the case could not be built or verified
+
+    @property
+    def matched(self) -> bool:
+        return self.error is None and not self.mismatches
+
+
+class UsageError(Exception):
+    """A mistake in the command line (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would exit itself; main() owns the exit code
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "verify":
+            return _verify_command(args)
+        if args.command == "explain":
+            return _explain_command(args)
+        parser.print_help()
+        return EXIT_ERROR
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        print(f"try '{parser.prog} --help'", file=sys.stderr)
+        return EXIT_ERROR
+    except SystemExit as e:  # --help and --version end here
+        return e.code if isinstance(e.code, int) else EXIT_OK if e.code is None else EXIT_ERROR
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tileproof", description="Prove GPU tile schedules safe before any code exists.")
+    parser.add_argument("--version", action="version", version=f"tileproof {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    verify_parser = commands.add_parser("verify", help="verify schedule files against their expectations")
+    verify_parser.add_argument("paths", nargs="+", metavar="PATH", help="schedule files or folders")
+    verify_parser.add_argument("--target", choices=sorted(TARGETS),
+                               help="verify every schedule for this target instead of its own")
+    verify_parser.add_argument("--json", action="store_true", help="print one JSON array instead of text")
+    verify_parser.add_argument("--html", metavar="FILE", help="also write the reports as an HTML page")
+    verify_parser.add_argument("--quiet", action="store_true",
+                               help="print only the PASS/FAIL lines and the summary, not the reports")
+    explain_parser = commands.add_parser("explain", help="what a rule checks and why")
+    explain_parser.add_argument("code", nargs="?", metavar="CODE", help="a rule code, e.g. TMEM-LANES")
+    explain_parser.add_argument("--list", action="store_true", help="list every rule code")
+    return parser
+
+
+def _verify_command(args: argparse.Namespace) -> int:
+    try:
+        cases = discover(args.paths)
+    except (LoadError, ScheduleError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    if not cases:
+        print(f"error: no @tp.schedule functions found in {', '.join(args.paths)}", file=sys.stderr)
+        return EXIT_ERROR
+    outcomes = [run_case(case, args.target) for case in cases]
+    if args.json:
+        print(to_json([_outcome_to_dict(o) for o in outcomes]))
+        for o in outcomes:
+            if o.error is not None:
+                print(f"error: {o.case.name}: {o.error}", file=sys.stderr)
+    else:
+        _print_outcomes(outcomes, quiet=args.quiet)
+    if args.html:
+        _write_html(Path(args.html), outcomes)
+    if any(o.error is not None for o in outcomes):
+        return EXIT_ERROR
+    return EXIT_OK if all(o.matched for o in outcomes) else EXIT_MISMATCH
+
+
+def run_case(case: ScheduleCase, target: str | None = None) -> Outcome:
+    """Build and verify one case; a failing build is the case's error, not a crash."""
+    try:
+        fusion = case.build()
+    except ScheduleError as e:
+        return Outcome(case, error=f"schedule error: {e}")
+    except Exception as e:  # the user's function raised: report it as theirs, without a traceback
+        return Outcome(case, error=f"building the schedule raised {type(e).__name__}: {e}{_where(case)}")
+    try:
+        report = verify(fusion, target or case.target)
+    except ScheduleError as e:
+        return Outcome(case, error=f"schedule error: {e}")
+    except Exception as e:  # verify itself failed: never an accept
+        return Outcome(case, error=f"tileproof bug, please report: verify raised {type(e).__name__}: {e}")
+    return Outcome(case, report, case.expect.mismatches(report, _allocation_lookup(fusion)))
+
+
+def _allocation_lookup(fusion):
+    """allocation_of(tensor_name, key) for Expectation.mismatches."""
+
+    def allocation_of(tensor_name: str, key: str) -> Any:
+        try:
+            tensor = fusion.tensor(tensor_name)
+        except KeyError:
+            return f"<no tensor named {tensor_name}>"
+        if key not in ALLOCATION_FACTS:
+            return f"<unknown allocation fact {key!r}; expected one of {', '.join(ALLOCATION_FACTS)}>"
+        return getattr(allocation(tensor), key)
+
+    return allocation_of
+
+
+def _where(case: ScheduleCase) -> str:
+    return f" (schedule defined at {case.location})" if case.location else ""
+
+
+def _print_outcomes(outcomes: list[Outcome], *, quiet: bool) -> None:
+    console = Console(highlight=False)
+    for o in outcomes:
+        if o.report is not None and not quiet:
+            console.print(render_report(o.report, expectation=o.case.expect))
+        console.print(_status_line(o), style=_status_style(o), markup=False, soft_wrap=True)
+        if not quiet:
+            console.print()
+    accepted = sum(1 for o in outcomes if o.report is not None and o.report.ok)
+    rejected = sum(1 for o in outcomes if o.report is not None and not o.report.ok)
+    mismatched = sum(1 for o in outcomes if o.mismatches)
+    errors = sum(1 for o in outcomes if o.error is not None)
+    summary = (f"{len(outcomes)} schedules: {accepted} accepted, {rejected} rejected, "
+               f"{mismatched} mismatched expectations")
+    if errors:
+        summary += f", {errors} failed to load"
+    console.print(summary, style="bold", markup=False, soft_wrap=True)
+
+
+def _status_line(o: Outcome) -> str:
+    if o.error is not None:
+        return f"ERROR {o.case.name}: {o.error}"
+    verdict = "ACCEPTED" if o.report.ok else f"REJECTED ({', '.join(o.report.codes)})"
+    if o.matched:
+        return f"PASS {o.case.name}: {verdict} as expected"
+    return f"FAIL {o.case.name}: {'; '.join(o.mismatches)}"
+
+
+def _status_style(o: Outcome) -> str:
+    return "bold green" if o.matched else "bold red"
+
+
+def _outcome_to_dict(o: Outcome) -> dict[str, Any]:
+    expectation = dataclasses.asdict(o.case.expect)
+    expectation["describe"] = o.case.expect.describe()
+    return {
+        "name": o.case.name,
+        "location": o.case.location,
+        "expectation": expectation,
+        "matched": o.matched,
+        "mismatches": o.mismatches,
+        "error": o.error,
+        "report": report_to_dict(o.report) if o.report is not None else None,
+    }
+
+
+def _write_html(path: Path, outcomes: list[Outcome]) -> None:
+    entries = []
+    for o in outcomes:
+        body = render_report(o.report, expectation=o.case.expect) if o.report is not None else Text(o.error or "")
+        entries.append((_status_line(o), body))
+    try:
+        path.write_text(reports_to_html(entries), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--html: cannot write {path}: {e.strerror}") from None
+
+
+def _explain_command(args: argparse.Namespace) -> int:
+    if args.list:
+        print(list_text(), end="")
+        return EXIT_OK
+    if not args.code:
+        raise UsageError("explain: name a rule code (e.g. tileproof explain TMEM-LANES) or use --list")
+    try:
+        print(explain_text(args.code), end="")
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
