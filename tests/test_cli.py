@@ -1,0 +1,188 @@
+"""The `tileproof` command: exit codes, PASS/FAIL lines, JSON, HTML, explain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tileproof.cli import main
+from tileproof.verifier.registry import all_rules
+
+COPY = '''
+import tileproof as tp
+
+@tp.schedule(expect={expect})
+def copy():
+    with tp.Fusion("copy") as fusion:
+        t0 = tp.make_contig_concrete_tensor([2, 4]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion
+'''
+
+BIG_SHARED = '''
+import tileproof as tp
+
+@tp.schedule(expect=tp.rejected("SMEM-CAPACITY"))
+def big_shared():
+    # 1024 x 1024 floats, not inlined: 4 MiB of shared memory, more than any target has
+    with tp.Fusion("big_shared") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1024, 1024]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion
+'''
+
+
+def write(tmp_path, name: str, source: str):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+@pytest.fixture
+def good(tmp_path):
+    return write(tmp_path, "good.py", COPY.format(expect='tp.accepted(allocations={"T1": {"bytes": 32}})'))
+
+
+@pytest.fixture
+def wrong(tmp_path):
+    return write(tmp_path, "wrong.py", COPY.format(expect='tp.accepted(allocations={"T1": {"bytes": 64}})'))
+
+
+def test_matching_expectation_exits_0(good, capsys):
+    assert main(["verify", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS copy: ACCEPTED as expected" in out
+    assert "copy on sm_90a: ACCEPTED" in out
+    assert "1 schedules: 1 accepted, 0 rejected, 0 mismatched expectations" in out
+
+
+def test_wrong_expectation_exits_1(wrong, capsys):
+    assert main(["verify", str(wrong)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL copy: expected T1.bytes == 64, got 32" in out
+    assert "1 mismatched expectations" in out
+
+
+def test_folder_and_quiet(good, wrong, tmp_path, capsys):
+    assert main(["verify", str(tmp_path), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "PASS copy" in out and "FAIL copy" in out
+    assert "ACCEPTED  (" not in out  # --quiet prints no reports
+    assert "2 schedules: 2 accepted, 0 rejected, 1 mismatched expectations" in out
+
+
+def test_json_is_one_parsable_array(good, wrong, capsys):
+    assert main(["verify", str(good), str(wrong), "--json"]) == 1
+    entries = json.loads(capsys.readouterr().out)
+    assert [e["name"] for e in entries] == ["copy", "copy"]
+    assert entries[0]["mismatches"] == [] and entries[1]["mismatches"] == ["expected T1.bytes == 64, got 32"]
+    assert entries[0]["expectation"]["ok"] is True
+    assert entries[0]["report"]["ok"] is True and "rendered" in entries[0]["report"]
+
+
+def test_html_is_written(good, tmp_path, capsys):
+    page = tmp_path / "out" / "report.html"
+    page.parent.mkdir()
+    assert main(["verify", str(good), "--html", str(page)]) == 0
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "PASS copy" in html
+
+
+def test_target_override(good, capsys):
+    assert main(["verify", str(good), "--target", "sm_100a"]) == 0
+    assert "copy on sm_100a: ACCEPTED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "/no/such/path.py"],
+    ["verify", "GOOD", "--target", "sm_80"],
+    ["verify"],
+    ["explain"],
+    ["frobnicate"],
+    [],
+])
+def test_usage_errors_exit_2_without_traceback(argv, good, capsys):
+    argv = [str(good) if a == "GOOD" else a for a in argv]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_file_that_fails_to_import_exits_2(tmp_path, capsys):
+    bad = write(tmp_path, "bad.py", "import tileproof as tp\nraise ValueError('broken file')\n")
+    assert main(["verify", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.py" in err and "ValueError: broken file" in err and "Traceback" not in err
+
+
+def test_schedule_that_raises_is_a_load_error_for_that_case(good, tmp_path, capsys):
+    write(tmp_path, "raises.py", '''
+        import tileproof as tp
+
+        @tp.schedule
+        def bad_split():
+            with tp.Fusion() as fusion:
+                t0 = tp.make_contig_concrete_tensor([8]); fusion.add_input(t0)
+                t1 = tp.set(t0); fusion.add_output(t1)
+            t1.split(0, -4)
+            return fusion
+
+        @tp.schedule
+        def crashes():
+            raise RuntimeError("my own bug")
+        ''')
+    assert main(["verify", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert "PASS copy" in out  # the other cases still ran
+    assert "ERROR bad_split: schedule error: split" in out
+    assert "ERROR crashes: building the schedule raised RuntimeError: my own bug" in out
+    assert "Traceback" not in out
+    assert "2 failed to load" in out
+
+
+def test_file_without_schedules_exits_2(tmp_path, capsys):
+    empty = write(tmp_path, "empty.py", "x = 1\n")
+    assert main(["verify", str(empty)]) == 2
+    assert "no @tp.schedule" in capsys.readouterr().err
+
+
+@pytest.mark.skipif("SMEM-CAPACITY" not in {r.code for r in all_rules()}, reason="SMEM-CAPACITY not written yet")
+def test_too_much_shared_memory_is_rejected_as_expected(tmp_path, capsys):
+    path = write(tmp_path, "big.py", BIG_SHARED)
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "error[SMEM-CAPACITY]" in out
+    assert "PASS big_shared: REJECTED (SMEM-CAPACITY) as expected" in out
+    assert "1 schedules: 0 accepted, 1 rejected, 0 mismatched expectations" in out
+
+
+def test_explain_unknown_code_exits_2(capsys):
+    assert main(["explain", "NO-SUCH-RULE"]) == 2
+    assert "unknown rule" in capsys.readouterr().err
+
+
+def test_explain_list(capsys):
+    assert main(["explain", "--list"]) == 0
+    out = capsys.readouterr().out
+    for rule in all_rules():
+        assert rule.code in out
+
+
+@pytest.mark.skipif(not all_rules(), reason="no rules registered yet")
+def test_explain_known_code(capsys):
+    rule = all_rules()[0]
+    assert main(["explain", rule.code]) == 0
+    assert capsys.readouterr().out.startswith(rule.code)
+
+
+def test_python_dash_m_runs_the_cli(good):
+    result = subprocess.run([sys.executable, "-m", "tileproof", "verify", str(good), "--quiet"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "PASS copy" in result.stdout
