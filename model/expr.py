@@ -8,7 +8,7 @@ Euclidean (floor) on non-negative operands, which is what every index is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Union
 
 import sympy
@@ -34,6 +34,14 @@ class Expr:
     op: str
     args: tuple["Expr", ...] = ()
     value: Union[int, str, None] = None
+    _hash: int | None = field(default=None, compare=False, repr=False)
+
+    def __hash__(self) -> int:  # cached: trees are hashed often as dict keys
+        h = self._hash
+        if h is None:
+            h = hash((self.op, self.args, self.value))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     # -- construction -------------------------------------------------------
     def __add__(self, other: "ExprLike") -> "Expr":

@@ -184,7 +184,7 @@ class TensorView:
                 f"set_tmem_dim_sep_pos: the dimension separator is only for tensor memory; {self.name} is in {self.memory_type} memory"
             )
         n = len(self.get_allocation_domain())
-        p = pos + n if isinstance(pos, int) and pos < 0 else pos
+        p = pos + n + 1 if isinstance(pos, int) and pos < 0 else pos
         if not isinstance(p, int) or not 0 <= p <= n:
             raise ScheduleError(f"set_tmem_dim_sep_pos: position {pos} is out of range for {n} allocation axes")
         self.tmem_dim_sep = p

@@ -70,6 +70,13 @@ class VerifyContext:
                     out.append(TmemAccess(op, "load", t, op.output, k))
         return out
 
+    def memo(self, key, compute):
+        """Decide identical questions once (propagated schedules repeat them per tensor)."""
+        cache = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
+
     def symbol_bounds(self) -> dict[str, int]:
         return {name: self.bind.get(name, MAX_EXTENT) for name in self.fusion.symbols}
 

@@ -74,27 +74,37 @@ class Outcome:
         return self.status == "proved"
 
 
-def upper_bound(e: Expr, ub: Mapping[str, int]) -> int:
+def upper_bound(e: Expr, ub: Mapping[str, int], memo: dict | None = None) -> int:
     """An upper bound of a non-negative expression given upper bounds of its variables."""
+    memo = {} if memo is None else memo
+    got = memo.get(e)
+    if got is not None:
+        return got
     if e.op == "const":
-        return e.value  # type: ignore[return-value]
-    if e.op == "var":
-        return ub.get(e.value, MAX_EXTENT)  # type: ignore[arg-type]
-    a = [upper_bound(x, ub) for x in e.args]
-    if e.op == "add":
-        return sum(a)
-    if e.op == "mul":
-        out = 1
-        for x in a:
-            out *= x
-        return out
-    if e.op in ("floordiv", "ceildiv"):
-        return a[0]
-    if e.op == "mod":
-        return max(min(a[0], a[1] - 1), 0)
-    if e.op == "xor":
-        return (1 << max(a).bit_length()) - 1
-    return max(a)
+        r = e.value
+    elif e.op == "var":
+        r = ub.get(e.value, MAX_EXTENT)  # type: ignore[arg-type]
+    else:
+        a = [upper_bound(x, ub, memo) for x in e.args]
+        divisor = e.args[1].value if e.op in ("floordiv", "ceildiv", "mod") and e.args[1].is_const else None
+        if e.op == "add":
+            r = sum(a)
+        elif e.op == "mul":
+            r = 1
+            for x in a:
+                r *= x
+        elif e.op == "floordiv":
+            r = a[0] // divisor if divisor else a[0]
+        elif e.op == "ceildiv":
+            r = -(-a[0] // divisor) if divisor else a[0]
+        elif e.op == "mod":
+            r = max(min(a[0], a[1] - 1), 0)
+        elif e.op == "xor":
+            r = (1 << max(a).bit_length()) - 1
+        else:
+            r = max(a)
+    memo[e] = r  # type: ignore[assignment]
+    return r  # type: ignore[return-value]
 
 
 class Query:
@@ -109,13 +119,19 @@ class Query:
         self.timeout_ms = timeout_ms
         self.facts: list = []
         self._vars: dict[str, z3.ExprRef] = {}
+        self._terms: dict[Expr, z3.ExprRef] = {}
         hint = list(hint) + list(ranges.values())
         self.bv = any(e.has_op("xor") for e in hint)
         ub = dict(symbol_bounds or {})
         for name, hi in ranges.items():
             ub[name] = max(upper_bound(hi, ub) - 1, 0)
-        top = max([upper_bound(e, ub) for e in hint] + list(ub.values()) + [1])
+        memo: dict = {}
+        for e in hint:
+            upper_bound(e, ub, memo)
+        # every subterm must fit, not only the roots: (a * 4096 + b) % 64 is small, its inner sum is not
+        top = max(list(memo.values()) + list(ub.values()) + [1])
         self.width = min(max(top.bit_length() + 2, 8), 160)
+        self._ub, self._ub_memo = ub, memo
         for name, hi in ranges.items():
             self.in_range(name, hi)
 
@@ -130,12 +146,20 @@ class Query:
         return z3.BitVecVal(n, self.width, self.ctx) if self.bv else z3.IntVal(n, self.ctx)
 
     def term(self, e: Expr) -> z3.ExprRef:
-        if e.op == "const":
-            return self.val(e.value)  # type: ignore[arg-type]
-        if e.op == "var":
-            return self.var(e.value)  # type: ignore[arg-type]
-        table = Z3_BV if self.bv else Z3_INT
-        return table[e.op](*(self.term(a) for a in e.args))
+        t = self._terms.get(e)
+        if t is None:
+            if e.op == "const":
+                t = self.val(e.value)  # type: ignore[arg-type]
+            elif e.op == "var":
+                t = self.var(e.value)  # type: ignore[arg-type]
+            else:
+                table = Z3_BV if self.bv else Z3_INT
+                t = table[e.op](*(self.term(a) for a in e.args))
+            if self.bv and upper_bound(e, self._ub, self._ub_memo) >= 1 << (self.width - 1):
+                # fail closed: a wrapped bit-vector would decide a different question
+                raise OverflowError(f"bit-vector width {self.width} too small for {e}")
+            self._terms[e] = t
+        return t
 
     # comparisons that respect the theory (bit-vectors are unsigned here)
     def lt(self, a: Expr, b: Expr):

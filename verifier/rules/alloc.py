@@ -1,1 +1,236 @@
-"""placeholder"""
+"""Allocation budgets: shared memory, tensor-memory lanes and columns, threads per block."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...model.expr import add, const, product
+from ...model.types import MemoryType
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, format_values, undecided
+from ..registry import rule
+
+
+def _table(alloc) -> list[dict]:
+    return [
+        {"tensor": alloc.tensor.name, "id": a.id.name, "label": a.id.label(), "allocated": a.allocated,
+         "rule": a.rule, "reason": a.reason, "side": a.side}
+        for a in alloc.ids
+    ]
+
+
+@rule("SMEM-CAPACITY", family="alloc")
+def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The shared memory a block allocates fits the target's per-block limit.
+
+    What it checks:
+        The bytes of every shared-memory tensor, allocated per the three allocation
+        rules (not allocated across BID/DID, always allocated across TID, otherwise
+        by compute-at position), summed, are at most the target's opt-in limit
+        (232448 bytes on sm_90a) for every admitted size.
+    Why the hardware needs it:
+        A launch that asks for more dynamic shared memory than the block may have
+        fails with CUDA_ERROR_INVALID_VALUE; the kernel never runs.
+    Example:
+        with tp.Fusion("big_smem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+    Fix:
+        with tp.Fusion("tiled_smem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        for t in (t1, t2):
+            t.axis(0).parallelize(tp.ParallelType.BIDx)
+    References:
+        CUDA driver API cuFuncSetAttribute (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); measured on H200
+    """
+    allocs = [ctx.allocations[t.name] for t in ctx.tensors_in(MemoryType.Shared)]
+    if not allocs:
+        return
+    total = add(*(a.bytes_expr for a in allocs))
+    cap = ctx.target.smem_bytes_per_block
+    q = ctx.query([total])
+    out = q.prove(q.le(total, const(cap)), values={"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs}})
+    where = dict(tensor=allocs[0].tensor.name if len(allocs) == 1 else None,
+                 ids=[x.id.name for a in allocs for x in a.allocated()], location=allocs[0].tensor.origin)
+    if out.status == "unknown":
+        yield undecided("SMEM-CAPACITY", "that shared memory fits", out, **where)
+    elif not out.proved:
+        sizes = ctx.symbols_of(out.model)
+        when = f" when {format_values(sizes)}" if sizes else ""
+        parts = ", ".join(f"{a.tensor.name} {out.values[a.tensor.name]}" for a in allocs)
+        yield finding(
+            "SMEM-CAPACITY",
+            f"not enough shared memory{when}: needs {out.values['bytes']} bytes ({parts}), "
+            f"{ctx.target.name} has {cap} per block",
+            table=[row for a in allocs for row in _table(a)],
+            notes=["each IterDomain's row says whether it is allocated and which rule decided"],
+            counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
+            hint="tile the tensor: parallelize an outer axis on BIDx, or inline it (inline_at) so only a tile is live",
+            **where,
+        )
+
+
+@rule("TMEM-LANES", family="alloc")
+def tmem_lanes(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A tensor-memory tensor fits in the 128 lanes.
+
+    What it checks:
+        The product of the extents of the allocated IterDomains left of the TMem
+        dimension separator is at most 128 for every admitted size.
+    Why the hardware needs it:
+        Tensor memory has 128 lanes (rows) of 512 32-bit columns per CTA; the lane
+        part of an address cannot name a 129th row.
+    Example:
+        target = "sm_100a"
+        with tp.Fusion("lanes") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("lanes") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        for t in (t1, t2, t3):
+            t.split(0, 128)
+            t.axis(0).parallelize(tp.ParallelType.BIDx)
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+        t2.set_tmem_dim_sep_pos(2)
+    References:
+        PTX ISA 9.7.16.1 (tensor memory: 128 lanes x 512 columns)
+    """
+    if not ctx.target.has_tmem:
+        return
+    for t in ctx.tensors_in(MemoryType.Tensor):
+        a = ctx.allocations[t.name]
+        yield from _budget(ctx, "TMEM-LANES", a, a.lanes_expr, ctx.target.tmem_lanes, "lanes", "lane")
+
+
+@rule("TMEM-COLUMNS", family="alloc")
+def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Tensor-memory tensors fit in the 512 columns.
+
+    What it checks:
+        Each tensor's column count, ceil(product of allocated extents right of the
+        TMem dimension separator x element bytes / 4), is at most 512 for every
+        admitted size; and the allocations, each rounded up to a power of two of at
+        least 32 columns (what tcgen05.alloc takes), sum to at most 512.
+    Why the hardware needs it:
+        tcgen05.alloc hands out columns in powers of two from 32 to 512; a request it
+        cannot satisfy blocks forever.
+    Example:
+        target = "sm_100a"
+        with tp.Fusion("cols") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("cols") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+            t.split(1, 256)
+            t.axis(1).parallelize(tp.ParallelType.BIDx)
+    References:
+        PTX ISA 9.7.16.7.1 (tcgen05.alloc: nCols a power of two in [32, 512])
+    """
+    if not ctx.target.has_tmem:
+        return
+    allocs = [ctx.allocations[t.name] for t in ctx.tensors_in(MemoryType.Tensor)]
+    failed = False
+    for a in allocs:
+        for d in _budget(ctx, "TMEM-COLUMNS", a, a.columns_expr, ctx.target.tmem_columns, "columns", "column"):
+            failed = True
+            yield d
+    rounded = [a.columns_allocated for a in allocs]
+    if not failed and len(allocs) > 1 and None not in rounded and sum(rounded) > ctx.target.tmem_columns:
+        yield finding(
+            "TMEM-COLUMNS",
+            f"not enough tensor-memory columns: the allocations need {sum(rounded)} columns together "
+            f"({', '.join(f'{a.tensor.name} {r}' for a, r in zip(allocs, rounded))}), has {ctx.target.tmem_columns}",
+            notes=["each tcgen05.alloc takes a power of two of at least 32 columns"],
+            table=[row for a in allocs for row in _table(a)],
+            hint="inline the tensors further or parallelize column axes on BID so fewer columns are live",
+        )
+
+
+def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
+    t = alloc.tensor
+    q = ctx.query([need])
+    out = q.prove(q.le(need, const(have)), values={"need": need})
+    where = dict(tensor=t.name, ids=[x.id.name for x in alloc.allocated(side)], location=t.origin)
+    if out.status == "unknown":
+        yield undecided(code, f"that {t.name} fits the tensor-memory {unit}", out, **where)
+    elif not out.proved:
+        sizes = ctx.symbols_of(out.model)
+        when = f" when {format_values(sizes)}" if sizes else ""
+        used = [x for x in alloc.allocated(side)]
+        formula = " * ".join(str(x.id.extent) for x in used) or "1"
+        yield finding(
+            code,
+            f"not enough tensor-memory {unit}{when}: {t.name} needs {out.values['need']}, has {have}",
+            notes=[f"{unit} = {formula}" + (f" (x {t.dtype.bytes} bytes / 4)" if unit == "columns" else ""),
+                   "each IterDomain's row says whether it is allocated and which rule decided"],
+            table=_table(alloc),
+            counterexample={**sizes, unit: out.values["need"], "limit": have},
+            hint=f"move allocated {side} axes to BID parallelization or left of the compute-at position, "
+                 f"or move the dimension separator (set_tmem_dim_sep_pos)",
+            **where,
+        )
+
+
+@rule("LAUNCH-THREADS", family="alloc")
+def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A block has at most 1024 threads.
+
+    What it checks:
+        blockDim.x * blockDim.y * blockDim.z, each the largest extent parallelized on
+        TIDx / TIDy / TIDz, is at most the target's limit for every admitted size.
+    Why the hardware needs it:
+        A launch with more threads per block fails (measured: 1025 fails on H200).
+    Example:
+        with tp.Fusion("threads") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.axis(0).parallelize(tp.ParallelType.TIDy)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("threads") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        CUDA C++ Programming Guide, compute capabilities table (1024 threads per block)
+    """
+    dims = ctx.thread_dims
+    total = product(list(dims))
+    q = ctx.query([total])
+    limit = ctx.target.max_threads_per_block
+    out = q.prove(q.le(total, const(limit)), values={"threads": total, "x": dims[0], "y": dims[1], "z": dims[2]})
+    if out.status == "unknown":
+        yield undecided("LAUNCH-THREADS", "that the block fits 1024 threads", out)
+    elif not out.proved:
+        v = out.values
+        sizes = ctx.symbols_of(out.model)
+        yield finding(
+            "LAUNCH-THREADS",
+            f"a block of {v['threads']} threads ({v['x']} x {v['y']} x {v['z']}) exceeds the {limit}-thread limit",
+            counterexample={**sizes, "blockDim.x": v["x"], "blockDim.y": v["y"], "blockDim.z": v["z"]},
+            hint="parallelize some of those axes on BIDx/BIDy/BIDz or leave them serial",
+        )

@@ -1,1 +1,217 @@
-"""placeholder"""
+"""Divisibility and views: splits that must divide, merges that must stay views of memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from ...model.expr import Expr, const, mod
+from ...model.iterdomain import IterDomain, Merge, Split
+from ...model.tensor import TensorView
+from ...model.types import MemoryType, ParallelType
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, format_values, undecided
+from ..registry import rule
+
+
+@dataclass(frozen=True)
+class RequiredSplit:
+    split: Split
+    tensor: TensorView
+    why: str
+
+
+def ancestors(i: IterDomain) -> Iterator:
+    """Every transform on the path from the logical domain to i."""
+    stack, seen = [i], set()
+    while stack:
+        node = stack.pop()
+        t = node.definition
+        if t is None or id(t) in seen:
+            continue
+        seen.add(id(t))
+        yield t
+        stack.extend(t.inputs)
+
+
+def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
+    out: dict[int, RequiredSplit] = {}
+
+    def need(t, tv, why):
+        if isinstance(t, Split) and id(t) not in out:
+            out[id(t)] = RequiredSplit(t, tv, why)
+
+    for tv in ctx.executed():
+        for i in tv.loop:
+            if i.parallel_type is ParallelType.Vectorize:
+                for t in ancestors(i):
+                    need(t, tv, f"it lies on the path to the vectorized {i.label()} of {tv.name}")
+    for acc in ctx.tmem_accesses:
+        for t in acc.tmem.history:
+            need(t, acc.tmem, f"{acc.tmem.name} is in tensor memory, whose warp-collective accesses cannot skip holes")
+        if acc.kind == "load":
+            for t in acc.consumer.history:
+                need(t, acc.consumer, f"{acc.consumer.name} loads from tensor memory with whole warps")
+    return list(out.values())
+
+
+@rule("SPLIT-DIVISIBILITY", family="divisibility")
+def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A split that must divide is proved divisible for every admitted size.
+
+    What it checks:
+        Splits on the path to a vectorized IterDomain, and splits in the schedule of a
+        tensor-memory tensor or of the tensor that loads from it, divide their input
+        extent for every size the assumptions admit. A failing proof shows a size.
+    Why the hardware needs it:
+        An indivisible split adds holes (ceil(N/f)*f - N extra points). A vector load
+        or store moves its f elements unconditionally, and a tcgen05 ld/st is issued by
+        whole warps, so neither can predicate a hole away: the kernel reads or writes
+        out of bounds, or a partial warp executes a warp-collective instruction.
+    Example:
+        with tp.Fusion("vec6") as fusion:
+            t0 = tp.make_contig_concrete_tensor([6]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, 4)
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    Fix:
+        with tp.Fusion("vec8") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, 4)
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    References:
+        nvFuser doc/reading/divisibility-of-split.md; PTX ISA 9.7.16.8 (tcgen05.ld/st are .sync.aligned)
+    """
+    for req in required_splits(ctx):
+        s = req.split
+        n, f = s.in_.extent_expr, s.inner.extent_expr
+        out = ctx.memo(("divides", n, f), lambda: _prove_divides(ctx, n, f))
+        where = dict(tensor=req.tensor.name, ids=[s.in_.name, s.outer.name, s.inner.name], location=s.outer.origin)
+        if out.status == "unknown":
+            yield undecided("SPLIT-DIVISIBILITY", f"that {s} divides", out, **where)
+        elif not out.proved:
+            ext, inner, rem = out.values["extent"], out.values["inner"], out.values["remainder"]
+            sizes = ctx.symbols_of(out.model)
+            when = f" when {format_values(sizes)}" if sizes else ""
+            holes = -(-ext // inner) * inner - ext
+            yield finding(
+                "SPLIT-DIVISIBILITY",
+                f"split of {s.in_.label()} by {s.factor} in {req.tensor.name} is not divisible{when}: "
+                f"{ext} % {inner} = {rem}, leaving {holes} holes",
+                notes=[f"the split must divide because {req.why}"],
+                counterexample={**sizes, "extent": ext, "inner extent": inner, "remainder": rem},
+                hint=_divisibility_hint(s, sizes),
+                **where,
+            )
+
+
+def _prove_divides(ctx: VerifyContext, n: Expr, f: Expr):
+    q = ctx.query([n, f, mod(n, f)])
+    return q.prove(q.eq(mod(n, f), const(0)), values={"extent": n, "inner": f, "remainder": mod(n, f)})
+
+
+def _divisibility_hint(s: Split, sizes: dict[str, int]) -> str:
+    if sizes:
+        names = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
+        return (f"if every size you run satisfies it, state it: fusion.assume(\"{s.in_.extent} % {s.inner.extent} == 0\")"
+                f"; otherwise split {names} by a factor that always divides it")
+    return f"split by a factor that divides {s.in_.extent}, or pad the tensor to a multiple of {s.inner.extent}"
+
+
+def _global_view(ctx: VerifyContext, tv: TensorView):
+    """(global tensor, logical position map from tv's logical axes) for tv's global access."""
+    if tv.memory_type is MemoryType.Global:
+        yield tv, {i.uid: k for k, i in enumerate(tv.logical)}
+    op = tv.definition
+    for k, src in enumerate(op.inputs if op is not None else []):
+        if src.memory_type is MemoryType.Global:
+            yield src, {tv.logical[j].uid: p for j, p in enumerate(op.logical_map[k]) if p is not None}
+
+
+def _logical_roots(i: IterDomain) -> set[int]:
+    roots, stack = set(), [i]
+    while stack:
+        n = stack.pop()
+        if n.definition is None:
+            roots.add(n.uid)
+        else:
+            stack.extend(n.definition.inputs)
+    return roots
+
+
+@rule("VIEW-DISCONTIGUOUS-MERGE", family="divisibility")
+def view_discontiguous_merge(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A merge that a vectorized global access reads through must be a view of memory.
+
+    What it checks:
+        When a vectorized IterDomain is carved out of a merge of IterDomains that are
+        not contiguous in the global tensor's allocation (contiguity False, or not
+        adjacent in allocation order), the vector width divides the inner extent of
+        the merge for every admitted size, so no vector crosses a discontinuity.
+    Why the hardware needs it:
+        A vector access reads consecutive addresses. Across a discontiguous merge the
+        next element after a row end is not the next address: the vector would read
+        the padding between rows instead of the next row's first elements.
+    Example:
+        with tp.Fusion("strided_rows") as fusion:
+            t0 = tp.make_tensor([8, 6], contiguity=[False, True]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.merge(0).split(0, 4)
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    Fix:
+        with tp.Fusion("strided_rows") as fusion:
+            t0 = tp.make_tensor([8, 8], contiguity=[False, True]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.merge(0).split(0, 4)
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    References:
+        nvFuser doc/reading/divisibility-of-split.md ("merging discontiguous IterDomains")
+    """
+    for tv in ctx.executed():
+        for v in tv.loop:
+            if v.parallel_type is not ParallelType.Vectorize:
+                continue
+            merges = [t for t in ancestors(v) if isinstance(t, Merge)]
+            for g, logical_pos in _global_view(ctx, tv):
+                order = [i.uid for i in g.get_allocation_domain()]
+                contig = g.contiguity
+                for m in merges:
+                    dims = []
+                    for side in (m.outer, m.inner):
+                        pos = [logical_pos[r] for r in _logical_roots(side) if r in logical_pos]
+                        dims.append(sorted(order.index(g.logical[p].uid) for p in pos if g.logical[p].uid in order))
+                    outer_dims, inner_dims = dims
+                    if not outer_dims or not inner_dims:
+                        continue
+                    span = outer_dims + inner_dims
+                    adjacent = span == list(range(span[0], span[0] + len(span)))
+                    gaps = [d for d in span[:-1] if contig[d] is False]
+                    if adjacent and not gaps:
+                        continue
+                    yield from _check_chunk(ctx, tv, g, m, v, gaps, adjacent)
+
+
+def _check_chunk(ctx, tv, g, m: Merge, v: IterDomain, gaps, adjacent):
+    inner, width = m.inner.extent_expr, v.extent_expr
+    q = ctx.query([inner, width, mod(inner, width)])
+    out = q.prove(q.eq(mod(inner, width), const(0)), values={"inner": inner, "vector": width})
+    why = (f"axis {gaps[0]} of {g.name} is not contiguous" if gaps
+           else f"the merged axes are not adjacent in {g.name}'s allocation order")
+    where = dict(tensor=tv.name, ids=[m.outer.name, m.inner.name, m.out.name, v.name], location=m.out.origin)
+    if out.status == "unknown":
+        yield undecided("VIEW-DISCONTIGUOUS-MERGE", f"that vectors of {v.label()} stay inside one row", out, **where)
+    elif not out.proved:
+        sizes = ctx.symbols_of(out.model)
+        when = f" when {format_values(sizes)}" if sizes else ""
+        yield finding(
+            "VIEW-DISCONTIGUOUS-MERGE",
+            f"{m} in {tv.name} is not a view of {g.name}'s memory{when}: {why}, and a vector of "
+            f"{out.values['vector']} crosses the end of a row of {out.values['inner']} elements",
+            notes=[f"{v.label()} is vectorized, so its elements must be consecutive in {g.name}"],
+            counterexample={**sizes, "row length": out.values["inner"], "vector width": out.values["vector"]},
+            hint=(f"vectorize by a width that divides {m.inner.extent}, vectorize only the inner axis "
+                  f"before merging, or make {g.name} contiguous"),
+            **where,
+        )

@@ -1,1 +1,388 @@
-"""placeholder"""
+"""Tensor memory: target support, warp-collective access, tcgen05 patterns,
+warp -> sub-partition mapping, vector widths. Proved over every thread of the
+block (linear id x + y*bdx + z*bdx*bdy), every loop point and every register."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import z3
+
+from ...model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
+from ...model.tcgen05 import TmemPattern, pattern_offset
+from ...model.types import MemoryType
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, format_values, undecided
+from ..registry import rule
+from .tmem_access import THREAD_VARS, AccessModel, active, build, executes
+
+
+
+def _models(ctx: VerifyContext) -> list[AccessModel]:
+    cache = ctx.__dict__.setdefault("_tmem_models", {})
+    if "all" not in cache:
+        cache["all"] = [build(ctx, a) for a in ctx.tmem_accesses] if ctx.target.has_tmem else []
+    return cache["all"]
+
+
+def _where(m: AccessModel) -> dict:
+    ids = [i.name for i in m.acc.consumer.loop]
+    return dict(tensor=m.acc.consumer.name, ids=ids, location=m.acc.op.origin,
+                labels=[f"tensor memory {m.acc.tmem.name} allocated at {m.acc.tmem.origin}"])
+
+
+def _thread_values(model: dict[str, int]) -> dict[str, int]:
+    return {k: model[k] for k in THREAD_VARS if k in model}
+
+
+def _loop_values(m: AccessModel, model: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in model.items() if k in m.ranges and k not in THREAD_VARS}
+
+
+@rule("TARGET-TMEM", family="tmem")
+def target_tmem(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Tensor memory is only used on a target that has it.
+
+    What it checks:
+        A tensor with memory type Tensor is verified for a target with tensor memory
+        (sm_100a). Hopper (sm_90a) has none.
+    Why the hardware needs it:
+        tcgen05 instructions do not exist before Blackwell; ptxas rejects
+        tcgen05.alloc for sm_90a.
+    Example:
+        target = "sm_90a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([128, 4]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([128, 4]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.16 (tcgen05: sm_100a and later)
+    """
+    if ctx.target.has_tmem:
+        return
+    for t in ctx.tensors_in(MemoryType.Tensor):
+        yield finding(
+            "TARGET-TMEM",
+            f"{t.name} is in tensor memory, which {ctx.target.name} does not have",
+            tensor=t.name, location=t.origin,
+            hint="verify for target sm_100a, or keep the tensor in shared memory or registers on Hopper",
+        )
+
+
+def _collective_violation(ctx: VerifyContext, m: AccessModel):
+    return ctx.memo(("collective", id(m)), lambda: _prove_collective(ctx, m))
+
+
+def _prove_collective(ctx: VerifyContext, m: AccessModel):
+    # Formal statement: forall t, l < 32: active(t) => (32*(t/32) + l < B and active(32*(t/32) + l))
+    other = var("other lane")
+    tid = m.tid
+    mate = add(mul(floordiv(tid, 32), 32), other)
+    env = m.thread_env(mate)
+    q = ctx.query(m.hint_exprs() + [mate], {**m.ranges, "other lane": const(32)})
+    claim = z3.Implies(active(q, m), z3.And(q.lt(mate, m.block_threads), active(q, m, env)))
+    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "mate": mate, "B": m.block_threads})
+
+
+@rule("TMEM-WARP-COLLECTIVE", family="tmem")
+def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Tensor-memory loads and stores are executed by whole warps.
+
+    What it checks:
+        For every thread that executes a tcgen05 ld/st (its TID indices are within
+        the issuing tensor's parallel extents), every thread of its warp exists in
+        the block and executes it too. Threads are linearised x + y*bdx + z*bdx*bdy.
+    Why the hardware needs it:
+        tcgen05.ld/st are .sync.aligned warp instructions: all 32 threads of the warp
+        must execute the same instruction; a partial warp is undefined behaviour.
+    Example:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([16, 2]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 2]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.16.8.3 (tcgen05.ld .sync.aligned); nvFuser PR #4070
+    """
+    for m in _models(ctx):
+        out = _collective_violation(ctx, m)
+        if out.status == "unknown":
+            yield undecided("TMEM-WARP-COLLECTIVE", f"that the {m.describe} is warp-collective", out, **_where(m))
+        elif not out.proved:
+            v = out.values
+            missing = (f"thread {v['mate']} does not exist (the block has {v['B']} threads)" if v["mate"] >= v["B"]
+                       else f"thread {v['mate']} does not execute it")
+            yield finding(
+                "TMEM-WARP-COLLECTIVE",
+                f"the {m.describe} is not warp-collective: thread {v['thread']} of warp {v['warp']} executes it "
+                f"but {missing}",
+                notes=[f"{m.acc.consumer.name} issues it over {', '.join(i.label() for i in m.acc.consumer.loop)}",
+                       f"threads per block: {' x '.join(str(d) for d in m.dims)}"],
+                counterexample={**ctx.symbols_of(out.model), **_thread_values(out.model), "thread": v["thread"],
+                                "warp": v["warp"], "missing thread": v["mate"]},
+                hint="make the innermost thread extent a multiple of 32 (and every outer TID stride a multiple of 32)",
+                **_where(m),
+            )
+
+
+def _pattern_outcome(ctx: VerifyContext, m: AccessModel, p: TmemPattern):
+    # Formal statement: forall t, s, r: executes(t, s, r) =>
+    #   (lane, col)(t, s, r) == (lane, col)(32*(t/32), s, 0) + offset_p(t % 32, r)
+    tid = m.tid
+    lane_in_warp = mod(tid, 32)
+    n = m.num_regs.value if m.num_regs.is_const else None
+    if n is None or n % p.registers_per_repetition:
+        return None
+    dl, dc = pattern_offset(p, lane_in_warp, m.reg, n)
+    base = m.warp_base_env()
+    want_lane, want_col = add(substitute(m.lane, base), dl), add(substitute(m.col, base), dc)
+    q = ctx.query(m.hint_exprs() + [want_lane, want_col], m.ranges)
+    claim = z3.Implies(executes(q, m), z3.And(q.eq(m.lane, want_lane), q.eq(m.col, want_col)))
+    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "lane": m.lane, "column": m.col,
+                                  "expected lane": want_lane, "expected column": want_col, "register": m.reg})
+
+
+def matching_pattern(ctx: VerifyContext, m: AccessModel):
+    """(pattern or None, outcomes per pattern tried), decided once per access."""
+    return ctx.memo(("pattern", id(m)), lambda: _find_pattern(ctx, m))
+
+
+def _find_pattern(ctx: VerifyContext, m: AccessModel):
+    outcomes = {}
+    for p in TmemPattern:
+        out = _pattern_outcome(ctx, m, p)
+        outcomes[p] = out
+        if out is not None and out.proved:
+            return p, outcomes
+    return None, outcomes
+
+
+def _collective(ctx, m) -> bool:
+    return _collective_violation(ctx, m).proved
+
+
+@rule("TMEM-ACCESS-PATTERN", family="tmem")
+def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Each warp's tensor-memory access is one of the tcgen05 data-path patterns.
+
+    What it checks:
+        For every warp and loop iteration, the (lane, column) each thread touches,
+        relative to the warp's first thread, equals one pattern's layout for every
+        thread and register: 32x32b (lane = base + thread, one column per register),
+        16x64b, 16x128b, 16x256b or 16x32bx2 (PTX formulas). Checked once the access
+        is warp-collective.
+    Why the hardware needs it:
+        tcgen05.ld/st take one address per warp and move data in fixed shapes; an
+        access that is not one of them cannot be issued as tcgen05 instructions.
+    Example:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDy)
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.16.8 (tcgen05 data-path layouts); CUTLASS cute/atom/copy_traits_sm100.hpp
+    """
+    for m in _models(ctx):
+        if m.acc.tmem.dtype.bytes != 4:
+            yield finding("TMEM-ACCESS-PATTERN",
+                          f"the {m.describe} uses {m.acc.tmem.dtype} elements; only 32-bit tensor-memory elements are modelled",
+                          hint="keep tensor-memory tensors in float32 or int32", **_where(m))
+            continue
+        if not _collective(ctx, m):
+            continue
+        found, outcomes = matching_pattern(ctx, m)
+        if found is not None:
+            continue
+        unknown = [o for o in outcomes.values() if o is not None and o.status == "unknown"]
+        if unknown:
+            yield undecided("TMEM-ACCESS-PATTERN", f"that the {m.describe} matches a tcgen05 pattern", unknown[0], **_where(m))
+            continue
+        first = outcomes[TmemPattern.P32x32b]
+        v = first.values
+        notes = []
+        for p, o in outcomes.items():
+            if o is None:
+                notes.append(f"not {p}: {m.num_regs} registers per instruction is not a multiple of {p.registers_per_repetition}")
+            else:
+                w = o.values
+                notes.append(f"not {p}: thread {w['thread']} register {w['register']} touches (lane {w['lane']}, column "
+                             f"{w['column']}), the pattern needs (lane {w['expected lane']}, column {w['expected column']})")
+        yield finding(
+            "TMEM-ACCESS-PATTERN",
+            f"the {m.describe} matches no tcgen05 pattern: thread {v['thread']} of warp {v['warp']} touches lane "
+            f"{v['lane']}, column {v['column']}; 32x32b needs lane {v['expected lane']}, column {v['expected column']}",
+            notes=notes,
+            counterexample={**ctx.symbols_of(first.model), **_thread_values(first.model), **_loop_values(m, first.model),
+                            "thread": v["thread"], "lane": v["lane"], "column": v["column"],
+                            "expected lane": v["expected lane"], "expected column": v["expected column"]},
+            hint="give each warp 32 consecutive lanes: the innermost TID axis (32 threads) must index the lane "
+                 "axes with stride 1, left of the dimension separator",
+            **_where(m),
+        )
+
+
+@rule("TMEM-SUBPARTITION", family="tmem")
+def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Warp i touches only the lanes of sub-partition i % 4.
+
+    What it checks:
+        For every thread, loop point and register of a tcgen05 ld/st that matches a
+        pattern, lane / 32 == (linear thread id / 32) % 4. (A tensor with more than 128
+        lanes is reported by TMEM-LANES instead.)
+    Why the hardware needs it:
+        The 128 lanes form 4 sub-partitions of 32; warp w of a warpgroup is wired to
+        sub-partition w % 4 only. Any other lane is unreachable for that warp.
+    Example:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 2]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+            t.axis(1).parallelize(tp.ParallelType.TIDy)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 2]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.16.8.1 (access restrictions); nvFuser PR #4016
+    """
+    for m in _models(ctx):
+        if m.acc.tmem.dtype.bytes != 4 or not _collective(ctx, m) or matching_pattern(ctx, m)[0] is None:
+            continue
+        if not _fits_lanes(ctx, m):
+            continue  # more than 128 lanes: TMEM-LANES already reports the root cause
+        # Formal statement: forall t, s, r: executes(t, s, r) => lane(t, s, r) / 32 == (t / 32) % 4
+        tid = m.tid
+        warp = floordiv(tid, 32)
+        q = ctx.query(m.hint_exprs(), m.ranges)
+        claim = z3.Implies(executes(q, m), q.eq(floordiv(m.lane, 32), mod(warp, 4)))
+        out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.lane, "column": m.col})
+        if out.status == "unknown":
+            yield undecided("TMEM-SUBPARTITION", f"the sub-partitions of the {m.describe}", out, **_where(m))
+        elif not out.proved:
+            v = out.values
+            sub = v["warp"] % 4
+            yield finding(
+                "TMEM-SUBPARTITION",
+                f"the {m.describe} reaches the wrong sub-partition: warp {v['warp']} (thread {v['thread']}) touches "
+                f"lane {v['lane']}, but warp {v['warp']} may only touch lanes {32 * sub}..{32 * sub + 31}",
+                notes=["warp w of a warpgroup reaches only lanes 32*(w%4) .. 32*(w%4)+31"],
+                counterexample={**ctx.symbols_of(out.model), **_thread_values(out.model), **_loop_values(m, out.model),
+                                "thread": v["thread"], "warp": v["warp"], "lane": v["lane"],
+                                "allowed lanes from": 32 * sub},
+                hint="order the thread axes so that warp w's 32 threads index lanes 32*(w%4)..: the lane axes should be "
+                     "the innermost thread axes, covering whole warpgroups (128 lanes)",
+                **_where(m),
+            )
+
+
+def _fits_lanes(ctx: VerifyContext, m: AccessModel) -> bool:
+    lanes = ctx.allocations[m.acc.tmem.name].lanes_expr
+    return ctx.memo(("fits-lanes", lanes), lambda: _prove_fits(ctx, lanes))
+
+
+def _prove_fits(ctx: VerifyContext, lanes: Expr) -> bool:
+    q = ctx.query([lanes])
+    return q.prove(q.le(lanes, const(ctx.target.tmem_lanes))).proved
+
+
+@rule("TMEM-VECTORIZE", family="tmem")
+def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Vectorized tensor-memory accesses move 1 to 128 32-bit registers, a power of two.
+
+    What it checks:
+        The vectorized IterDomains of a tcgen05 ld/st hold a constant number of 32-bit
+        elements that is a power of two from 1 to 128 (the .x1 ... .x128 forms).
+    Why the hardware needs it:
+        tcgen05.ld/st encode the repetition count .num in {x1, x2, ..., x128}; other
+        widths have no instruction.
+    Example:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([128, 96]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+        t2.axis(1).parallelize(tp.ParallelType.Vectorize)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([128, 96]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+        t2.split(1, 32)
+        t2.axis(2).parallelize(tp.ParallelType.Vectorize)
+    References:
+        PTX ISA 9.7.16.8.3 (tcgen05.ld .num)
+    """
+    for m in _models(ctx):
+        if not m.vector_ids:
+            continue
+        width = m.num_regs * m.acc.tmem.dtype.bytes
+        q = ctx.query([width])
+        allowed = [q.eq(width, const(4 << k)) for k in range(8)]
+        out = q.prove(z3.Or(*allowed), values={"bytes": width})
+        if out.status == "unknown":
+            yield undecided("TMEM-VECTORIZE", f"the vector width of the {m.describe}", out, **_where(m))
+        elif not out.proved:
+            b = out.values["bytes"]
+            regs = f"{b / 4:g}"
+            yield finding(
+                "TMEM-VECTORIZE",
+                f"the {m.describe} is vectorized by {regs} 32-bit registers ({b} bytes); tcgen05 moves 1 to 128, a power of two",
+                counterexample={**ctx.symbols_of(out.model), "registers": b // 4 if b % 4 == 0 else b / 4, "bytes": b},
+                hint="split the vectorized axis by a power of two from 1 to 128 and vectorize the inner part",
+                **{**_where(m), "ids": [i.name for i in m.vector_ids]},
+            )
