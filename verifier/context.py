@@ -85,9 +85,6 @@ class VerifyContext:
         self.queries += 1
         hint = list(hint)
         q = Query(hint, dict(ranges or {}), symbol_bounds=self.symbol_bounds())
-        used = set()
-        for e in hint + list((ranges or {}).values()):
-            used |= e.free_vars()
         for name in self.fusion.symbols:
             v = q.var(name)
             if name in self.bind:

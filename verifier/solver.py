@@ -1,8 +1,9 @@
 """Solver plumbing: a fresh z3 context per query, the z3 renderer of the index algebra,
 and the verdict discipline (unsat = proved, sat = counterexample, unknown = not proved).
 
-Queries without XOR use integer arithmetic (div/mod by constants stay linear);
-queries with XOR use bit-vectors wide enough for every value in the query.
+Queries use bit-vectors wide enough for every subterm (proved from upper bounds;
+a term that could wrap aborts the query instead). TILEPROOF_THEORY=int switches
+queries without XOR to integer arithmetic, for comparison.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from ..model.expr import Expr
 MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
 DEFAULT_TIMEOUT_MS = int(os.environ.get("TILEPROOF_TIMEOUT_MS", "20000"))
 DUMP_SMT = os.environ.get("TILEPROOF_DUMP_SMT") == "1"
+# bit-vectors by default: every value is bounded, and bounded div/mod chains that stall
+# integer arithmetic (20 s on PerformantVectorizedCopy) take milliseconds as bit-vectors
+USE_INT = os.environ.get("TILEPROOF_THEORY") == "int"
 
 
 def _ite_max(args):
@@ -121,7 +125,7 @@ class Query:
         self._vars: dict[str, z3.ExprRef] = {}
         self._terms: dict[Expr, z3.ExprRef] = {}
         hint = list(hint) + list(ranges.values())
-        self.bv = any(e.has_op("xor") for e in hint)
+        self.bv = not USE_INT or any(e.has_op("xor") for e in hint)
         ub = dict(symbol_bounds or {})
         for name, hi in ranges.items():
             ub[name] = max(upper_bound(hi, ub) - 1, 0)

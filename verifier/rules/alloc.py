@@ -52,7 +52,7 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         return
     total = add(*(a.bytes_expr for a in allocs))
     cap = ctx.target.smem_bytes_per_block
-    q = ctx.query([total])
+    q = ctx.query([total, const(cap)])
     out = q.prove(q.le(total, const(cap)), values={"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs}})
     where = dict(tensor=allocs[0].tensor.name if len(allocs) == 1 else None,
                  ids=[x.id.name for a in allocs for x in a.allocated()], location=allocs[0].tensor.origin)
@@ -171,7 +171,7 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
     t = alloc.tensor
-    q = ctx.query([need])
+    q = ctx.query([need, const(have)])
     out = q.prove(q.le(need, const(have)), values={"need": need})
     where = dict(tensor=t.name, ids=[x.id.name for x in alloc.allocated(side)], location=t.origin)
     if out.status == "unknown":
@@ -220,8 +220,8 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     dims = ctx.thread_dims
     total = product(list(dims))
-    q = ctx.query([total])
     limit = ctx.target.max_threads_per_block
+    q = ctx.query([total, const(limit)])
     out = q.prove(q.le(total, const(limit)), values={"threads": total, "x": dims[0], "y": dims[1], "z": dims[2]})
     if out.status == "unknown":
         yield undecided("LAUNCH-THREADS", "that the block fits 1024 threads", out)

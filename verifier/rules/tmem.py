@@ -301,7 +301,7 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
         # Formal statement: forall t, s, r: executes(t, s, r) => lane(t, s, r) / 32 == (t / 32) % 4
         tid = m.tid
         warp = floordiv(tid, 32)
-        q = ctx.query(m.hint_exprs(), m.ranges)
+        q = ctx.query(m.hint_exprs() + [mod(warp, 4), floordiv(m.lane, 32)], m.ranges)
         claim = z3.Implies(executes(q, m), q.eq(floordiv(m.lane, 32), mod(warp, 4)))
         out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.lane, "column": m.col})
         if out.status == "unknown":
@@ -329,7 +329,7 @@ def _fits_lanes(ctx: VerifyContext, m: AccessModel) -> bool:
 
 
 def _prove_fits(ctx: VerifyContext, lanes: Expr) -> bool:
-    q = ctx.query([lanes])
+    q = ctx.query([lanes, const(ctx.target.tmem_lanes)])
     return q.prove(q.le(lanes, const(ctx.target.tmem_lanes))).proved
 
 
@@ -371,7 +371,7 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if not m.vector_ids:
             continue
         width = m.num_regs * m.acc.tmem.dtype.bytes
-        q = ctx.query([width])
+        q = ctx.query([width, const(4 << 7)])
         allowed = [q.eq(width, const(4 << k)) for k in range(8)]
         out = q.prove(z3.Or(*allowed), values={"bytes": width})
         if out.status == "unknown":
