@@ -108,7 +108,7 @@ class Fusion:
             return
         if cond is sympy.false:
             raise ScheduleError(f"assume: {condition!r} is false for every size")
-        if not isinstance(cond, (sympy.core.relational.Relational, sympy.logic.boolalg.Boolean)):
+        if not isinstance(cond, (sympy.core.relational.Relational, sympy.logic.boolalg.BooleanFunction)):
             raise ScheduleError(f"assume: {condition!r} is not a condition (use ==, <, <=, >, >=, And, Or)")
         unknown = {s.name for s in cond.free_symbols} - set(self.symbols)
         if unknown:

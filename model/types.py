@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .errors import ScheduleError
+
 
 class ParallelType(enum.Enum):
     Serial = "Serial"
@@ -108,4 +110,4 @@ def as_dtype(d) -> DataType:
         return d
     if isinstance(d, str) and d in DTYPES:
         return DTYPES[d]
-    raise ValueError(f"unknown dtype {d!r}; expected one of {', '.join(DTYPES)}")
+    raise ScheduleError(f"unknown dtype {d!r}; expected one of {', '.join(DTYPES)}")
