@@ -31,7 +31,8 @@ class Expectation:
         """What differs between this expectation and a report ([] when it holds)."""
         out = []
         if report.ok != self.ok:
-            out.append(f"expected {self.describe()}, got {'ACCEPTED' if report.ok else 'REJECTED'} ({', '.join(report.codes)})")
+            got = "ACCEPTED" if report.ok else f"REJECTED ({', '.join(report.codes)})"
+            out.append(f"expected {self.describe()}, got {got}")
         elif not self.ok and tuple(sorted(self.codes)) != tuple(report.codes):
             out.append(f"expected error codes {sorted(self.codes)}, got {report.codes}")
         for tensor, facts in self.allocations.items():

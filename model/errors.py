@@ -33,7 +33,8 @@ def user_location() -> str | None:
     frame = sys._getframe(1)
     while frame is not None:
         path = Path(frame.f_code.co_filename)
-        if not _is_internal(path) and not path.name.startswith("<frozen"):
+        generated = frame.f_code.co_filename == "<string>"  # dataclass-generated __init__
+        if not generated and not _is_internal(path) and not path.name.startswith("<frozen"):
             return f"{path}:{frame.f_lineno}"
         frame = frame.f_back
     return None

@@ -196,9 +196,10 @@ class Query:
         self.facts.append(self._sympy_bool(cond))
 
     # -- decide -----------------------------------------------------------------
-    def prove(self, claim, *, values: Mapping[str, Expr] | None = None) -> Outcome:
+    def prove(self, claim, *, values: Mapping[str, Expr] | None = None, smallest: Expr | None = None) -> Outcome:
         """Is `claim` true for every assignment satisfying the facts? A counterexample
-        carries every variable of the query and the requested derived `values`."""
+        carries every variable of the query and the requested derived `values`; with
+        `smallest`, a few more solves shrink that expression (readable witnesses)."""
         s = z3.Solver(ctx=self.ctx)
         s.set("timeout", self.timeout_ms)
         s.add(*self.facts)
@@ -211,11 +212,25 @@ class Query:
         if r == z3.unknown:
             return Outcome("unknown", reason=s.reason_unknown())
         m = s.model()
-        model = {}
-        for name, v in self._vars.items():
-            model[name] = self._as_int(m.eval(v, model_completion=True))
+        if smallest is not None:
+            m = self._shrink(s, m, self.term(smallest))
+        model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
         return Outcome("counterexample", model, values=derived)
+
+    def _shrink(self, s: z3.Solver, m, target, rounds: int = 8):
+        s.set("timeout", max(self.timeout_ms // 10, 100))
+        for _ in range(rounds):
+            current = m.eval(target, model_completion=True)
+            s.push()
+            s.add(z3.ULT(target, current) if self.bv else target < current)
+            better = s.check() == z3.sat
+            if better:
+                m = s.model()
+            s.pop()
+            if not better:
+                break
+        return m
 
     def satisfiable(self, condition) -> Outcome:
         """Find an assignment where condition holds (status 'counterexample' = found)."""

@@ -109,7 +109,7 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 def _prove_divides(ctx: VerifyContext, n: Expr, f: Expr):
     q = ctx.query([n, f, mod(n, f)])
-    return q.prove(q.eq(mod(n, f), const(0)), values={"extent": n, "inner": f, "remainder": mod(n, f)})
+    return q.prove(q.eq(mod(n, f), const(0)), values={"extent": n, "inner": f, "remainder": mod(n, f)}, smallest=n)
 
 
 def _divisibility_hint(s: Split, sizes: dict[str, int]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...model.expr import var, xor
+from ...model.expr import add, var, xor
 from ...model.iterdomain import Swizzle
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -16,8 +16,8 @@ def _prove_bijective(ctx: VerifyContext, big_x, big_y):
     # Formal statement: forall x < X, y < Y: (x ^ y) < Y   (y -> x ^ y is injective for each x)
     x, y = var("x"), var("y")
     image = xor(x, y)
-    q = ctx.query([image, big_x, big_y], {"x": big_x, "y": big_y})
-    return q.prove(q.lt(image, big_y), values={"x ^ y": image, "X": big_x, "Y": big_y})
+    q = ctx.query([image, big_x, big_y, add(x, y)], {"x": big_x, "y": big_y})
+    return q.prove(q.lt(image, big_y), values={"x ^ y": image, "X": big_x, "Y": big_y}, smallest=add(x, y))
 
 
 @rule("SWIZZLE-BIJECTIVITY", family="swizzle")

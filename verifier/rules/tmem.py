@@ -29,11 +29,12 @@ def _models(ctx: VerifyContext) -> list[AccessModel]:
 def _where(m: AccessModel) -> dict:
     ids = [i.name for i in m.acc.consumer.loop]
     return dict(tensor=m.acc.consumer.name, ids=ids, location=m.acc.op.origin,
-                labels=[f"tensor memory {m.acc.tmem.name} allocated at {m.acc.tmem.origin}"])
+                labels=[f"tensor memory {m.acc.tmem.name} created at {m.acc.tmem.origin}"])
 
 
-def _thread_values(model: dict[str, int]) -> dict[str, int]:
-    return {k: model[k] for k in THREAD_VARS if k in model}
+def _thread_values(m: AccessModel, model: dict[str, int]) -> dict[str, int]:
+    """threadIdx values of the witness, for the thread dimensions the block has."""
+    return {k: model[k] for k, d in zip(THREAD_VARS, m.dims) if k in model and d != const(1)}
 
 
 def _loop_values(m: AccessModel, model: dict[str, int]) -> dict[str, int]:
@@ -94,7 +95,8 @@ def _prove_collective(ctx: VerifyContext, m: AccessModel):
     env = m.thread_env(mate)
     q = ctx.query(m.hint_exprs() + [mate], {**m.ranges, "other lane": const(32)})
     claim = z3.Implies(active(q, m), z3.And(q.lt(mate, m.block_threads), active(q, m, env)))
-    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "mate": mate, "B": m.block_threads})
+    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "mate": mate, "B": m.block_threads},
+                   smallest=tid)
 
 
 @rule("TMEM-WARP-COLLECTIVE", family="tmem")
@@ -143,7 +145,7 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 f"but {missing}",
                 notes=[f"{m.acc.consumer.name} issues it over {', '.join(i.label() for i in m.acc.consumer.loop)}",
                        f"threads per block: {' x '.join(str(d) for d in m.dims)}"],
-                counterexample={**ctx.symbols_of(out.model), **_thread_values(out.model), "thread": v["thread"],
+                counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), "thread": v["thread"],
                                 "warp": v["warp"], "missing thread": v["mate"]},
                 hint="make the innermost thread extent a multiple of 32 (and every outer TID stride a multiple of 32)",
                 **_where(m),
@@ -164,7 +166,8 @@ def _pattern_outcome(ctx: VerifyContext, m: AccessModel, p: TmemPattern):
     q = ctx.query(m.hint_exprs() + [want_lane, want_col], m.ranges)
     claim = z3.Implies(executes(q, m), z3.And(q.eq(m.lane, want_lane), q.eq(m.col, want_col)))
     return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "lane": m.lane, "column": m.col,
-                                  "expected lane": want_lane, "expected column": want_col, "register": m.reg})
+                                  "expected lane": want_lane, "expected column": want_col, "register": m.reg},
+                   smallest=tid)
 
 
 def matching_pattern(ctx: VerifyContext, m: AccessModel):
@@ -251,7 +254,7 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
             f"the {m.describe} matches no tcgen05 pattern: thread {v['thread']} of warp {v['warp']} touches lane "
             f"{v['lane']}, column {v['column']}; 32x32b needs lane {v['expected lane']}, column {v['expected column']}",
             notes=notes,
-            counterexample={**ctx.symbols_of(first.model), **_thread_values(first.model), **_loop_values(m, first.model),
+            counterexample={**ctx.symbols_of(first.model), **_thread_values(m, first.model), **_loop_values(m, first.model),
                             "thread": v["thread"], "lane": v["lane"], "column": v["column"],
                             "expected lane": v["expected lane"], "expected column": v["expected column"]},
             hint="give each warp 32 consecutive lanes: the innermost TID axis (32 threads) must index the lane "
@@ -303,7 +306,7 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
         warp = floordiv(tid, 32)
         q = ctx.query(m.hint_exprs() + [mod(warp, 4), floordiv(m.lane, 32)], m.ranges)
         claim = z3.Implies(executes(q, m), q.eq(floordiv(m.lane, 32), mod(warp, 4)))
-        out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.lane, "column": m.col})
+        out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.lane, "column": m.col}, smallest=tid)
         if out.status == "unknown":
             yield undecided("TMEM-SUBPARTITION", f"the sub-partitions of the {m.describe}", out, **_where(m))
         elif not out.proved:
@@ -314,7 +317,7 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 f"the {m.describe} reaches the wrong sub-partition: warp {v['warp']} (thread {v['thread']}) touches "
                 f"lane {v['lane']}, but warp {v['warp']} may only touch lanes {32 * sub}..{32 * sub + 31}",
                 notes=["warp w of a warpgroup reaches only lanes 32*(w%4) .. 32*(w%4)+31"],
-                counterexample={**ctx.symbols_of(out.model), **_thread_values(out.model), **_loop_values(m, out.model),
+                counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), **_loop_values(m, out.model),
                                 "thread": v["thread"], "warp": v["warp"], "lane": v["lane"],
                                 "allowed lanes from": 32 * sub},
                 hint="order the thread axes so that warp w's 32 threads index lanes 32*(w%4)..: the lane axes should be "
