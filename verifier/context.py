@@ -19,15 +19,15 @@ from .solver import MAX_EXTENT, Query
 
 
 @dataclass(frozen=True)
-class TmemAccess:
-    """A tcgen05 ld/st: `op` writes `consumer` (whose loop domain issues it) and
-    touches `tmem` (its output for a store, its input for a load)."""
+class Access:
+    """An access to an on-chip tensor: `op` writes `consumer` (whose loop domain issues
+    it) and touches `tensor` (its output for a store, its input for a load)."""
 
     op: Op
     kind: str  # "store" or "load"
-    tmem: TensorView
+    tensor: TensorView
     consumer: TensorView
-    input_index: int  # which op input is the tmem tensor (loads)
+    input_index: int  # which op input is the accessed tensor (loads); -1 for stores
 
 
 class VerifyContext:
@@ -59,16 +59,19 @@ class VerifyContext:
     def tensors_in(self, memory: MemoryType) -> list[TensorView]:
         return [t for t in self.fusion.tensors if t.memory_type is memory and not t.is_fusion_input]
 
-    @cached_property
-    def tmem_accesses(self) -> list[TmemAccess]:
+    def accesses_to(self, memory: MemoryType) -> list[Access]:
         out = []
         for op in self.fusion.exprs:
-            if op.output.memory_type is MemoryType.Tensor:
-                out.append(TmemAccess(op, "store", op.output, op.output, -1))
+            if op.output.memory_type is memory:
+                out.append(Access(op, "store", op.output, op.output, -1))
             for k, t in enumerate(op.inputs):
-                if t.memory_type is MemoryType.Tensor:
-                    out.append(TmemAccess(op, "load", t, op.output, k))
+                if t.memory_type is memory:
+                    out.append(Access(op, "load", t, op.output, k))
         return out
+
+    @cached_property
+    def tmem_accesses(self) -> list[Access]:
+        return self.accesses_to(MemoryType.Tensor)
 
     def memo(self, key, compute):
         """Decide identical questions once (propagated schedules repeat them per tensor)."""

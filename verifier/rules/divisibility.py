@@ -48,8 +48,8 @@ def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
                 for t in ancestors(i):
                     need(t, tv, f"it lies on the path to the vectorized {i.label()} of {tv.name}")
     for acc in ctx.tmem_accesses:
-        for t in acc.tmem.history:
-            need(t, acc.tmem, f"{acc.tmem.name} is in tensor memory, whose warp-collective accesses cannot skip holes")
+        for t in acc.tensor.history:
+            need(t, acc.tensor, f"{acc.tensor.name} is in tensor memory, whose warp-collective accesses cannot skip holes")
         if acc.kind == "load":
             for t in acc.consumer.history:
                 need(t, acc.consumer, f"{acc.consumer.name} loads from tensor memory with whole warps")

@@ -15,21 +15,29 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
 from ..registry import rule
-from .tmem_access import THREAD_VARS, AccessModel, active, build, executes
+from ...model.indexing import linear_offset
+from ..access import THREAD_VARS, AccessModel, active, build, executes
 
 
 
 def _models(ctx: VerifyContext) -> list[AccessModel]:
     cache = ctx.__dict__.setdefault("_tmem_models", {})
     if "all" not in cache:
-        cache["all"] = [build(ctx, a) for a in ctx.tmem_accesses] if ctx.target.has_tmem else []
+        cache["all"] = [_with_lanes_and_columns(ctx, build(ctx, a)) for a in ctx.tmem_accesses] if ctx.target.has_tmem else []
     return cache["all"]
+
+
+def _with_lanes_and_columns(ctx: VerifyContext, m: AccessModel) -> AccessModel:
+    alloc = ctx.allocations[m.acc.tensor.name]
+    m.addresses["lane"] = linear_offset(alloc.strides("lane"), m.indices)
+    m.addresses["column"] = linear_offset(alloc.strides("column"), m.indices)
+    return m
 
 
 def _where(m: AccessModel) -> dict:
     ids = [i.name for i in m.acc.consumer.loop]
     return dict(tensor=m.acc.consumer.name, ids=ids, location=m.acc.op.origin,
-                labels=[f"tensor memory {m.acc.tmem.name} created at {m.acc.tmem.origin}"])
+                labels=[f"tensor memory {m.acc.tensor.name} created at {m.acc.tensor.origin}"])
 
 
 def _thread_values(m: AccessModel, model: dict[str, int]) -> dict[str, int]:
@@ -162,10 +170,10 @@ def _pattern_outcome(ctx: VerifyContext, m: AccessModel, p: TmemPattern):
         return None
     dl, dc = pattern_offset(p, lane_in_warp, m.reg, n)
     base = m.warp_base_env()
-    want_lane, want_col = add(substitute(m.lane, base), dl), add(substitute(m.col, base), dc)
+    want_lane, want_col = add(substitute(m.addresses['lane'], base), dl), add(substitute(m.addresses['column'], base), dc)
     q = ctx.query(m.hint_exprs() + [want_lane, want_col], m.ranges)
-    claim = z3.Implies(executes(q, m), z3.And(q.eq(m.lane, want_lane), q.eq(m.col, want_col)))
-    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "lane": m.lane, "column": m.col,
+    claim = z3.Implies(executes(q, m), z3.And(q.eq(m.addresses['lane'], want_lane), q.eq(m.addresses['column'], want_col)))
+    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "lane": m.addresses['lane'], "column": m.addresses['column'],
                                   "expected lane": want_lane, "expected column": want_col, "register": m.reg},
                    smallest=tid)
 
@@ -225,9 +233,9 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.16.8 (tcgen05 data-path layouts); CUTLASS cute/atom/copy_traits_sm100.hpp
     """
     for m in _models(ctx):
-        if m.acc.tmem.dtype.bytes != 4:
+        if m.acc.tensor.dtype.bytes != 4:
             yield finding("TMEM-ACCESS-PATTERN",
-                          f"the {m.describe} uses {m.acc.tmem.dtype} elements; only 32-bit tensor-memory elements are modelled",
+                          f"the {m.describe} uses {m.acc.tensor.dtype} elements; only 32-bit tensor-memory elements are modelled",
                           hint="keep tensor-memory tensors in float32 or int32", **_where(m))
             continue
         if not _collective(ctx, m):
@@ -297,16 +305,16 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.16.8.1 (access restrictions); nvFuser PR #4016
     """
     for m in _models(ctx):
-        if m.acc.tmem.dtype.bytes != 4 or not _collective(ctx, m) or matching_pattern(ctx, m)[0] is None:
+        if m.acc.tensor.dtype.bytes != 4 or not _collective(ctx, m) or matching_pattern(ctx, m)[0] is None:
             continue
         if not _fits_lanes(ctx, m):
             continue  # more than 128 lanes: TMEM-LANES already reports the root cause
         # Formal statement: forall t, s, r: executes(t, s, r) => lane(t, s, r) / 32 == (t / 32) % 4
         tid = m.tid
         warp = floordiv(tid, 32)
-        q = ctx.query(m.hint_exprs() + [mod(warp, 4), floordiv(m.lane, 32)], m.ranges)
-        claim = z3.Implies(executes(q, m), q.eq(floordiv(m.lane, 32), mod(warp, 4)))
-        out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.lane, "column": m.col}, smallest=tid)
+        q = ctx.query(m.hint_exprs() + [mod(warp, 4), floordiv(m.addresses['lane'], 32)], m.ranges)
+        claim = z3.Implies(executes(q, m), q.eq(floordiv(m.addresses['lane'], 32), mod(warp, 4)))
+        out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.addresses['lane'], "column": m.addresses['column']}, smallest=tid)
         if out.status == "unknown":
             yield undecided("TMEM-SUBPARTITION", f"the sub-partitions of the {m.describe}", out, **_where(m))
         elif not out.proved:
@@ -327,7 +335,7 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 
 def _fits_lanes(ctx: VerifyContext, m: AccessModel) -> bool:
-    lanes = ctx.allocations[m.acc.tmem.name].lanes_expr
+    lanes = ctx.allocations[m.acc.tensor.name].lanes_expr
     return ctx.memo(("fits-lanes", lanes), lambda: _prove_fits(ctx, lanes))
 
 
@@ -373,7 +381,7 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for m in _models(ctx):
         if not m.vector_ids:
             continue
-        width = m.num_regs * m.acc.tmem.dtype.bytes
+        width = m.num_regs * m.acc.tensor.dtype.bytes
         q = ctx.query([width, const(4 << 7)])
         allowed = [q.eq(width, const(4 << k)) for k in range(8)]
         out = q.prove(z3.Or(*allowed), values={"bytes": width})

@@ -1,39 +1,41 @@
-"""The index model of one tensor-memory access: for every thread, loop point and
-register, which lane and column it touches, and whether it executes at all."""
+"""The index model of one access to an on-chip tensor (shared or tensor memory): for
+every thread, loop point and register, the indices of the tensor's IterDomains it
+touches, and whether it executes at all. Rule families turn the indices into
+addresses (tensor-memory lane/column, shared-memory bytes)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import z3
 
-from ...model.expr import Expr, add, const, floordiv, mod, mul, product, substitute, var
-from ...model.indexing import Bound, indices_from_logical, indices_from_loop, linear_offset, producer_logical, valid_item_bounds
-from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
-from ..context import TmemAccess, VerifyContext
+from ..model.expr import Expr, add, const, floordiv, mod, mul, product, substitute, var
+from ..model.indexing import Bound, indices_from_logical, indices_from_loop, producer_logical, valid_item_bounds
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
+from .context import Access, VerifyContext
 
 THREAD_VARS = tuple(p.cuda_name for p in THREAD_TYPES)
 
 
 @dataclass
 class AccessModel:
-    acc: TmemAccess
+    acc: Access
     ranges: dict[str, Expr]  # variable -> exclusive bound
     active: list[tuple[Expr, Expr]]  # (index, extent): the issuing tensor's TID / BID bounds
     valid: list[Bound]
-    lane: Expr
-    col: Expr
-    reg: Expr  # register index within one instruction (the vectorized axes, row-major)
-    num_regs: Expr  # registers per instruction
+    indices: dict[int, Expr]  # uid of each IterDomain of the accessed tensor -> its index
+    reg: Expr  # element index within one instruction (the vectorized axes, row-major)
+    num_regs: Expr  # elements per instruction
     dims: tuple[Expr, Expr, Expr]
     vector_ids: list
+    addresses: dict[str, Expr] = field(default_factory=dict)  # filled by the rule family
 
     @property
     def describe(self) -> str:
         a = self.acc
         if a.kind == "store":
-            return f"store into {a.tmem.name}"
-        return f"load from {a.tmem.name} into {a.consumer.name}"
+            return f"store into {a.tensor.name}"
+        return f"load from {a.tensor.name} into {a.consumer.name}"
 
     @property
     def tid(self) -> Expr:
@@ -57,14 +59,14 @@ class AccessModel:
         return env
 
     def hint_exprs(self) -> list[Expr]:
-        return [self.lane, self.col, self.tid, self.block_threads] + [b.value for b in self.valid]
+        return list(self.addresses.values()) + [self.tid, self.block_threads] + [b.value for b in self.valid]
 
 
-def var_name(acc: TmemAccess, i) -> str:
+def var_name(acc: Access, i) -> str:
     return f"{acc.consumer.name}.{i.name}"
 
 
-def build(ctx: VerifyContext, acc: TmemAccess) -> AccessModel:
+def build(ctx: VerifyContext, acc: Access) -> AccessModel:
     c = acc.consumer
     dims = ctx.thread_dims
     ranges: dict[str, Expr] = dict(zip(THREAD_VARS, dims))
@@ -85,15 +87,12 @@ def build(ctx: VerifyContext, acc: TmemAccess) -> AccessModel:
     if acc.kind == "store":
         idx_m = idx_c
     else:
-        idx_m = indices_from_logical(acc.tmem, producer_logical(acc.op, acc.input_index, idx_c))
-    alloc = ctx.allocations[acc.tmem.name]
-    lane = linear_offset(alloc.strides("lane"), idx_m)
-    col = linear_offset(alloc.strides("column"), idx_m)
+        idx_m = indices_from_logical(acc.tensor, producer_logical(acc.op, acc.input_index, idx_c))
     reg: Expr = const(0)
     for i in vector_ids:
         reg = add(mul(reg, i.extent_expr), var(var_name(acc, i)))
     num_regs = product([i.extent_expr for i in vector_ids])
-    return AccessModel(acc, ranges, active, valid_item_bounds(c, idx_c), lane, col, reg, num_regs, dims, vector_ids)
+    return AccessModel(acc, ranges, active, valid_item_bounds(c, idx_c), idx_m, reg, num_regs, dims, vector_ids)
 
 
 def active(q, m: AccessModel, env: dict[str, Expr] | None = None):
