@@ -101,9 +101,11 @@ def active(q, m: AccessModel, env: dict[str, Expr] | None = None):
     return _all(q, [q.lt(substitute(i, env), substitute(e, env)) for i, e in m.active])
 
 
-def executes(q, m: AccessModel):
+def executes(q, m: AccessModel, env: dict[str, Expr] | None = None):
     """z3: the thread is active and the loop point is a valid item (not a hole)."""
-    return z3.And(active(q, m), _all(q, [q.lt(b.value, b.extent) for b in m.valid]))
+    env = env or {}
+    bounds = [q.lt(substitute(b.value, env), substitute(b.extent, env)) for b in m.valid]
+    return z3.And(active(q, m, env), _all(q, bounds))
 
 
 def _all(q, conds):

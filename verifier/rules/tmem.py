@@ -87,6 +87,7 @@ def target_tmem(ctx: VerifyContext) -> Iterator[Diagnostic]:
             "TARGET-TMEM",
             f"{t.name} is in tensor memory, which {ctx.target.name} does not have",
             tensor=t.name, location=t.origin,
+            counterexample={"tensor-memory lanes on target": ctx.target.tmem_lanes},
             hint="verify for target sm_100a, or keep the tensor in shared memory or registers on Hopper",
         )
 
