@@ -1,0 +1,475 @@
+"""The brute-force oracle of the differential soundness test.
+
+Each function decides one verifier rule on a fusion with concrete extents by
+enumerating every thread, loop index and register index. It uses the model's
+index maps (`model/indexing.py`) and allocation (`model/allocation.py`), which
+are shared with the verifier by design, but it implements the rule logic itself
+and never imports `tileproof.verifier`.
+
+Enumeration is done on numpy index grids: one grid axis per thread dimension,
+per non-thread loop ID and per vectorized loop ID, so a rule with ~20k points
+costs a few milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tileproof.model.allocation import compute_allocation
+from tileproof.model.expr import Expr
+from tileproof.model.indexing import (
+    executed_tensors,
+    indices_from_logical,
+    indices_from_loop,
+    loop_var,
+    producer_logical,
+    thread_dims,
+    valid_item_bounds,
+)
+from tileproof.model.iterdomain import Split, Swizzle
+from tileproof.model.types import THREAD_TYPES, MemoryType, ParallelType
+
+TMEM_LANES = 128
+TMEM_COLUMNS = 512
+MAX_THREADS = 1024
+WARP = 32
+SUBPARTITIONS = 4
+
+PATTERNS = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
+
+
+@dataclass
+class Verdict:
+    """One rule's brute-force verdict: violated, and the first witness found."""
+
+    code: str
+    violated: bool = False
+    witness: list[str] = field(default_factory=list)
+
+    def fail(self, text: str) -> None:
+        self.violated = True
+        if len(self.witness) < 3:
+            self.witness.append(text)
+
+
+def _int(e: Expr, what: str) -> int:
+    if e.free_vars():
+        raise ValueError(f"brute force needs concrete extents; {what} = {e}")
+    from tileproof.model.expr import evaluate
+
+    return evaluate(e, {})
+
+
+def ext(i) -> int:
+    return _int(i.extent_expr, i.label())
+
+
+# -- numpy evaluation of the index algebra ----------------------------------------
+
+def np_eval(e: Expr, env: dict[str, Any]):
+    """Evaluate an Expr on numpy int64 arrays (floor semantics on non-negative values)."""
+    op = e.op
+    if op == "const":
+        return np.int64(e.value)
+    if op == "var":
+        try:
+            return env[e.value]
+        except KeyError:
+            raise KeyError(f"no value for variable {e.value!r}") from None
+    a = [np_eval(x, env) for x in e.args]
+    if op == "add":
+        out = a[0]
+        for x in a[1:]:
+            out = out + x
+        return out
+    if op == "mul":
+        out = a[0]
+        for x in a[1:]:
+            out = out * x
+        return out
+    if op == "floordiv":
+        return a[0] // a[1]
+    if op == "ceildiv":
+        return -(-a[0] // a[1])
+    if op == "mod":
+        return a[0] % a[1]
+    if op == "xor":
+        return np.bitwise_xor(a[0], a[1])
+    if op == "max":
+        out = a[0]
+        for x in a[1:]:
+            out = np.maximum(out, x)
+        return out
+    raise ValueError(f"unknown op {op}")
+
+
+# -- SWIZZLE-BIJECTIVITY ------------------------------------------------------------
+
+def _transforms(fusion, kind):
+    seen = set()
+    for tv in fusion.tensors:
+        for t in tv.history:
+            if isinstance(t, kind) and id(t) not in seen:
+                seen.add(id(t))
+                yield tv, t
+
+
+def swizzle_bijectivity(fusion) -> Verdict:
+    v = Verdict("SWIZZLE-BIJECTIVITY")
+    for tv, t in _transforms(fusion, Swizzle):
+        X, Y = ext(t.x_in), ext(t.y_in)
+        for x in range(X):
+            bad = [y for y in range(Y) if (x ^ y) >= Y]
+            if bad:
+                v.fail(f"{tv.name}: {t}: x={x}, y={bad[0]}, x^y={x ^ bad[0]} >= Y={Y}")
+                break
+    return v
+
+
+# -- SPLIT-DIVISIBILITY ---------------------------------------------------------------
+
+def _ancestor_splits(tv, i):
+    """Splits on the definition chain of loop ID i inside tv's history."""
+    out, stack, hist = [], [i], {id(t) for t in tv.history}
+    while stack:
+        node = stack.pop()
+        t = node.definition
+        if t is None or id(t) not in hist:
+            continue
+        if isinstance(t, Split):
+            out.append(t)
+        stack.extend(t.inputs)
+    return out
+
+
+def required_splits(fusion) -> list[tuple[str, Split, str]]:
+    req: dict[int, tuple[str, Split, str]] = {}
+    for tv in executed_tensors(fusion):
+        for i in tv.loop:
+            if i.parallel_type is ParallelType.Vectorize:
+                for s in _ancestor_splits(tv, i):
+                    req.setdefault(id(s), (tv.name, s, f"ancestor of vectorized {i.label()}"))
+    for tv in fusion.tensors:
+        if tv.memory_type is MemoryType.Tensor:
+            for t in tv.history:
+                if isinstance(t, Split):
+                    req.setdefault(id(t), (tv.name, t, "tensor-memory tensor"))
+    for op in fusion.exprs:
+        if any(x.memory_type is MemoryType.Tensor for x in op.inputs):
+            for t in op.output.history:
+                if isinstance(t, Split):
+                    req.setdefault(id(t), (op.output.name, t, "reads tensor memory"))
+    return list(req.values())
+
+
+def split_divisibility(fusion) -> Verdict:
+    v = Verdict("SPLIT-DIVISIBILITY")
+    for name, s, why in required_splits(fusion):
+        n = ext(s.in_)
+        f = _int(s.factor, "split factor")
+        inner = f if s.inner_split else -(-n // f)
+        if n % inner:
+            v.fail(f"{name}: {s} ({why}): {n} % {inner} = {n % inner}")
+    return v
+
+
+# -- LAUNCH-THREADS -----------------------------------------------------------------------
+
+def launch_threads(fusion) -> Verdict:
+    v = Verdict("LAUNCH-THREADS")
+    bd = [_int(e, "blockDim") for e in thread_dims(fusion)]
+    if bd[0] * bd[1] * bd[2] > MAX_THREADS:
+        v.fail(f"blockDim {bd} = {bd[0] * bd[1] * bd[2]} threads > {MAX_THREADS}")
+    return v
+
+
+# -- TMEM-LANES / TMEM-COLUMNS ----------------------------------------------------------
+
+def tmem_tensors(fusion):
+    return [t for t in fusion.tensors if t.memory_type is MemoryType.Tensor and not t.is_fusion_input]
+
+
+def tmem_lanes(fusion) -> Verdict:
+    v = Verdict("TMEM-LANES")
+    for t in tmem_tensors(fusion):
+        a = compute_allocation(t)
+        lanes = 1
+        for x in a.allocated("lane"):
+            lanes *= ext(x.id)
+        if lanes > TMEM_LANES:
+            v.fail(f"{t.name}: {lanes} lanes > {TMEM_LANES}")
+    return v
+
+
+def tmem_columns(fusion) -> Verdict:
+    v = Verdict("TMEM-COLUMNS")
+    for t in tmem_tensors(fusion):
+        a = compute_allocation(t)
+        elems = 1
+        for x in a.allocated("column"):
+            elems *= ext(x.id)
+        cols = -(-elems * t.dtype.bytes // 4)
+        if cols > TMEM_COLUMNS:
+            v.fail(f"{t.name}: {cols} columns > {TMEM_COLUMNS}")
+    return v
+
+
+# -- tensor-memory accesses ------------------------------------------------------------------
+
+@dataclass
+class Access:
+    op: Any
+    kind: str  # "store" / "load"
+    tmem: Any  # M
+    issuer: Any  # C
+    input_index: int
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.op} (issued by {self.issuer.name}, tmem {self.tmem.name})"
+
+
+def tmem_accesses(fusion) -> list[Access]:
+    out = []
+    for op in fusion.exprs:
+        if op.output.memory_type is MemoryType.Tensor:
+            out.append(Access(op, "store", op.output, op.output, -1))
+        for k, t in enumerate(op.inputs):
+            if t.memory_type is MemoryType.Tensor:
+                out.append(Access(op, "load", t, op.output, k))
+    return out
+
+
+def pattern_offsets(p: str, l, v, V: int):
+    """(dl, dc) of lane-in-warp l and register v for pattern p, or None if V rules p out."""
+    if p == "32x32b":
+        return l + 0 * v, v + 0 * l
+    if p == "16x64b":
+        return l // 4 + 8 * (l % 2) + 0 * v, 2 * v + (l // 2) % 2
+    if p == "16x128b":
+        if V % 2:
+            return None
+        return l // 4 + 8 * (v % 2), 4 * (v // 2) + l % 4
+    if p == "16x256b":
+        if V % 4:
+            return None
+        return l // 4 + 8 * ((v // 2) % 2), 8 * (v // 4) + 2 * (l % 4) + v % 2
+    if p == "16x32bx2":
+        return l % 16 + 0 * v, v + np.where(l >= 16, V, 0)
+    raise ValueError(p)
+
+
+@dataclass
+class AccessResult:
+    access: Access
+    warp_collective: bool
+    pattern: str | None  # the first pattern that holds (None: none)
+    subpartition: bool
+    vector_ok: bool
+    V: int
+    witness: dict[str, str] = field(default_factory=dict)
+
+
+def analyze_access(fusion, acc: Access) -> AccessResult:
+    C, M = acc.issuer, acc.tmem
+    bdx, bdy, bdz = (_int(e, "blockDim") for e in thread_dims(fusion))
+    B = bdx * bdy * bdz
+
+    # grid axes: threads (tz, ty, tx), then non-thread non-vector loop vars, then vector IDs
+    serial_vars: dict[str, int] = {}
+    vec_ids = []
+    for i in C.loop:
+        p = i.parallel_type
+        if p in THREAD_TYPES:
+            continue
+        if p is ParallelType.Vectorize:
+            vec_ids.append(i)
+            continue
+        name = loop_var(C, i).value
+        e = ext(i)
+        serial_vars[name] = min(e, serial_vars.get(name, e))
+    V = 1
+    for i in vec_ids:
+        V *= ext(i)
+    S = 1
+    for e in serial_vars.values():
+        S *= e
+
+    shape = [bdz, bdy, bdx] + list(serial_vars.values()) + [ext(i) for i in vec_ids]
+    n_axes = len(shape)
+
+    def axis(k):
+        s = [1] * n_axes
+        s[k] = shape[k]
+        return np.arange(shape[k], dtype=np.int64).reshape(s)
+
+    env: dict[str, Any] = {"threadIdx.z": axis(0), "threadIdx.y": axis(1), "threadIdx.x": axis(2)}
+    for k, name in enumerate(serial_vars):
+        env[name] = axis(3 + k)
+    for k, i in enumerate(vec_ids):
+        env[loop_var(C, i).value] = axis(3 + len(serial_vars) + k)
+
+    full = tuple(shape)
+
+    def grid(x):
+        return np.broadcast_to(np.asarray(x, dtype=np.int64), full).reshape(B, S, V)
+
+    # active threads
+    active_g = np.ones((bdz, bdy, bdx), dtype=bool)
+    tvar = {ParallelType.TIDz: 0, ParallelType.TIDy: 1, ParallelType.TIDx: 2}
+    for i in C.loop:
+        if i.parallel_type in THREAD_TYPES:
+            k = tvar[i.parallel_type]
+            s = [1, 1, 1]
+            s[k] = shape[k]
+            active_g = active_g & (np.arange(shape[k]).reshape(s) < ext(i))
+    active = active_g.reshape(B)
+
+    # indices of C, then of M
+    idx_c = indices_from_loop(C)
+    if acc.kind == "store":
+        idx_m = idx_c
+    else:
+        idx_m = indices_from_logical(M, producer_logical(acc.op, acc.input_index, idx_c))
+    alloc = compute_allocation(M)
+
+    def side_expr(side):
+        strides = alloc.strides(side)
+        total = np.int64(0)
+        for a in alloc.allocated(side):
+            uid = a.id.uid
+            if uid not in idx_m:
+                raise KeyError(f"{M.name}: no index for allocated {a.id.label()}")
+            total = total + np_eval(idx_m[uid], env) * np_eval(strides[uid], {})
+        return grid(total)
+
+    lane = side_expr("lane")
+    col = side_expr("column")
+
+    valid = np.ones(full, dtype=bool)
+    for b in valid_item_bounds(C, idx_c):
+        valid = valid & (np_eval(b.value, env) < ext(b.id))
+    valid = np.broadcast_to(valid, full).reshape(B, S, V)
+
+    t = np.arange(B)
+    w = t // WARP
+    lw = t % WARP
+    res = AccessResult(acc, True, None, True, True, V)
+
+    # TMEM-VECTORIZE
+    if vec_ids:
+        words = V * M.dtype.bytes
+        if words % 4 or not (1 <= words // 4 <= 128) or (words // 4) & (words // 4 - 1):
+            res.vector_ok = False
+            res.witness["TMEM-VECTORIZE"] = f"{acc}: vectorized {[i.label() for i in vec_ids]} V={V} ({words / 4} words)"
+
+    # TMEM-WARP-COLLECTIVE
+    for wi in sorted(set(w[active].tolist())):
+        for tp_ in range(WARP * wi, WARP * wi + WARP):
+            if tp_ >= B or not active[tp_]:
+                res.warp_collective = False
+                first = int(t[active & (w == wi)][0])
+                why = f"t'={tp_} >= B={B}" if tp_ >= B else f"t'={tp_} is not active"
+                res.witness["TMEM-WARP-COLLECTIVE"] = (
+                    f"{acc}: blockDim=({bdx},{bdy},{bdz}), active thread t={first} in warp {wi}: {why}")
+                break
+        if not res.warp_collective:
+            break
+    if not res.warp_collective:
+        return res
+
+    # TMEM-ACCESS-PATTERN
+    base = WARP * w
+    base_lane = lane[base, :, 0][:, :, None]  # [B, S, 1]
+    base_col = col[base, :, 0][:, :, None]
+    must = active[:, None, None] & valid
+    vv = np.arange(V).reshape(1, 1, V)
+    ll = lw.reshape(B, 1, 1)
+    fails = []
+    for p in PATTERNS:
+        off = pattern_offsets(p, ll, vv, V)
+        if off is None:
+            fails.append(f"{p}: V={V} not allowed")
+            continue
+        dl, dc = off
+        ok = (lane == base_lane + dl) & (col == base_col + dc)
+        bad = must & ~ok
+        if not bad.any():
+            res.pattern = p
+            break
+        bt, bs, bv = (int(x[0]) for x in np.nonzero(bad))
+        fails.append(
+            f"{p}: t={bt} s={bs} v={bv}: (lane, col)=({int(lane[bt, bs, bv])}, {int(col[bt, bs, bv])}), "
+            f"expected ({int(base_lane[bt, bs, 0] + np.broadcast_to(dl, bad.shape)[bt, bs, bv])}, "
+            f"{int(base_col[bt, bs, 0] + np.broadcast_to(dc, bad.shape)[bt, bs, bv])})")
+    if res.pattern is None:
+        res.witness["TMEM-ACCESS-PATTERN"] = f"{acc}: no pattern holds; " + "; ".join(fails)
+        return res
+
+    # TMEM-SUBPARTITION
+    bad = must & ((lane // WARP) != (w % SUBPARTITIONS)[:, None, None])
+    if bad.any():
+        res.subpartition = False
+        bt, bs, bv = (int(x[0]) for x in np.nonzero(bad))
+        res.witness["TMEM-SUBPARTITION"] = (
+            f"{acc} (pattern {res.pattern}): t={bt} (warp {bt // WARP}) s={bs} v={bv} reaches lane "
+            f"{int(lane[bt, bs, bv])} (subpartition {int(lane[bt, bs, bv]) // WARP}), allowed {(bt // WARP) % 4}")
+    return res
+
+
+def tmem_access_rules(fusion) -> dict[str, Verdict]:
+    out = {c: Verdict(c) for c in ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION", "TMEM-VECTORIZE")}
+    for acc in tmem_accesses(fusion):
+        r = analyze_access(fusion, acc)
+        if not r.vector_ok:
+            out["TMEM-VECTORIZE"].fail(r.witness["TMEM-VECTORIZE"])
+        if not r.warp_collective:
+            out["TMEM-WARP-COLLECTIVE"].fail(r.witness["TMEM-WARP-COLLECTIVE"])
+        elif r.pattern is None:
+            out["TMEM-ACCESS-PATTERN"].fail(r.witness["TMEM-ACCESS-PATTERN"])
+        elif not r.subpartition:
+            out["TMEM-SUBPARTITION"].fail(r.witness["TMEM-SUBPARTITION"])
+    return out
+
+
+ORACLES = {
+    "SWIZZLE-BIJECTIVITY": swizzle_bijectivity,
+    "SPLIT-DIVISIBILITY": split_divisibility,
+    "LAUNCH-THREADS": launch_threads,
+    "TMEM-LANES": tmem_lanes,
+    "TMEM-COLUMNS": tmem_columns,
+}
+ACCESS_CODES = ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION", "TMEM-VECTORIZE")
+
+
+def oracle(fusion, codes) -> dict[str, Verdict]:
+    """code -> brute-force verdict for each requested rule code."""
+    out = {c: ORACLES[c](fusion) for c in codes if c in ORACLES}
+    if any(c in ACCESS_CODES for c in codes):
+        acc = tmem_access_rules(fusion)
+        out.update({c: acc[c] for c in codes if c in ACCESS_CODES})
+    return out
+
+
+def describe(fusion) -> str:
+    """The schedule: every tensor's memory, loop domain, allocation, compute-at and history."""
+    lines = [f"fusion {fusion.name}:"]
+    for op in fusion.exprs:
+        lines.append(f"  op {op}")
+    bd = thread_dims(fusion)
+    lines.append(f"  blockDim = ({', '.join(str(e) for e in bd)})")
+    for tv in fusion.tensors:
+        lines.append(f"  {tv.name} [{tv.memory_type}] logical={[i.label() for i in tv.logical]} "
+                     f"loop={[i.label() + '#' + i.name for i in tv.loop]} ca={tv.compute_at}")
+        if tv.allocation is not None:
+            lines.append(f"      allocation={[i.name for i in tv.allocation]}")
+        if tv.memory_type is MemoryType.Tensor:
+            a = compute_allocation(tv)
+            lines.append(f"      dimsep={tv.tmem_dim_sep} lane={[x.id.label() for x in a.allocated('lane')]} "
+                         f"column={[x.id.label() for x in a.allocated('column')]}")
+        for t in tv.history:
+            ids = ", ".join(o.name for o in t.outputs)
+            lines.append(f"      {t}  [{', '.join(x.name for x in t.inputs)} -> {ids}]")
+    return "\n".join(lines)

@@ -1,0 +1,293 @@
+"""Hypothesis strategies that build random small schedules with concrete extents.
+
+Three families, each a gmem -> ... -> gmem copy:
+  swizzle_cases: gmem -> smem (XOR swizzle of two loop axes, optional splits first) -> gmem
+  split_cases:   gmem -> regs -> gmem with random splits, reorders, a vectorized axis and
+                 random thread parallelization (SPLIT-DIVISIBILITY, LAUNCH-THREADS)
+  tmem_cases:    gmem -> T1 regs -> T2 tensor memory -> T3 regs -> gmem, modelled on the
+                 tensor-memory tutorial seed (every tcgen05 access rule, allocation budgets)
+
+A strategy returns a `Case` (the fusion plus the list of scheduling steps taken).
+Scheduling calls that raise tp.ScheduleError reject the draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+import tileproof as tp
+from tileproof.model.indexing import thread_dims
+from tileproof.model.expr import evaluate
+
+P = tp.ParallelType
+TIDS = (P.TIDx, P.TIDy, P.TIDz)
+
+
+@dataclass
+class Case:
+    family: str
+    fusion: tp.Fusion
+    steps: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:  # hypothesis prints this for a falsifying example
+        return f"Case({self.family}: " + "; ".join(self.steps) + ")"
+
+
+class _Recorder:
+    """Runs scheduling calls, logging each; a ScheduleError rejects the example."""
+
+    def __init__(self, steps: list[str]):
+        self.steps = steps
+
+    def __call__(self, text: str, fn, *args, **kwargs):
+        try:
+            out = fn(*args, **kwargs)
+        except tp.ScheduleError as e:
+            self.steps.append(f"{text} -> ScheduleError({e})")
+            assume(False)
+        self.steps.append(text)
+        return out
+
+
+def _ext(i) -> int:
+    return evaluate(i.extent_expr, {})
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+# -- (a) swizzle ---------------------------------------------------------------------------
+
+@st.composite
+def swizzle_cases(draw) -> Case:
+    pow2 = st.sampled_from([1, 2, 4, 8, 16])
+    any_ext = st.integers(1, 16)
+    X = draw(st.one_of(pow2, any_ext))
+    Y = draw(st.one_of(pow2, any_ext))
+    steps = [f"shape [{X}, {Y}]"]
+    run = _Recorder(steps)
+    with tp.Fusion("swizzle") as fusion:
+        t0 = tp.make_contig_concrete_tensor([X, Y])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        for _ in range(draw(st.integers(0, 2))):
+            axis = draw(st.integers(0, t1.ndim - 1))
+            factor = draw(st.integers(1, 8))
+            inner = draw(st.booleans())
+            run(f"T1.split({axis}, {factor}, inner_split={inner})", t1.split, axis, factor, inner)
+        a = draw(st.integers(0, t1.ndim - 1))
+        b = draw(st.integers(0, t1.ndim - 1).filter(lambda k: k != a))
+        run(f"T1.swizzle(XOR, {a}, {b})", t1.swizzle, tp.SwizzleType.XOR, a, b)
+        if draw(st.booleans()):
+            run("propagate_transforms(T1)", tp.propagate_transforms, t1)
+    return Case("swizzle", fusion, steps)
+
+
+# -- (b) split divisibility and launch size -------------------------------------------------
+
+@st.composite
+def split_cases(draw) -> Case:
+    ndims = draw(st.integers(1, 3))
+    shape = [draw(st.one_of(st.integers(1, 24), st.sampled_from([32, 48, 64, 96, 128, 256]))) for _ in range(ndims)]
+    steps = [f"shape {shape}"]
+    run = _Recorder(steps)
+    with tp.Fusion("split") as fusion:
+        t0 = tp.make_contig_concrete_tensor(shape)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+        for _ in range(draw(st.integers(0, 3))):
+            axis = draw(st.integers(0, t2.ndim - 1))
+            n = _ext(t2.axis(axis))
+            factor = draw(st.one_of(st.integers(1, 9), st.sampled_from(_divisors(n)[-3:])))
+            inner = draw(st.booleans())
+            run(f"T2.split({axis}, {factor}, inner_split={inner})", t2.split, axis, factor, inner)
+        if t2.ndim > 1 and draw(st.booleans()):
+            perm = draw(st.permutations(range(t2.ndim)))
+            run(f"T2.reorder({list(perm)})", t2.reorder, list(perm))
+        run("propagate_transforms(T2)", tp.propagate_transforms, t2)
+        # thread parallelization (LAUNCH-THREADS)
+        free = list(range(t2.ndim))
+        for p in TIDS:
+            if len(free) > 1 and draw(st.integers(0, 2)):
+                k = draw(st.sampled_from(free))
+                free.remove(k)
+                run(f"T2.axis({k}).parallelize({p})", t2.axis(k).parallelize, p)
+        run("parallelize_all_like(T2)", tp.parallelize_all_like, t2)
+        # vectorize one serial axis of T1 or T2 (its ancestor splits must divide)
+        if draw(st.integers(0, 3)):
+            tv = draw(st.sampled_from([t1, t2]))
+            serial = [k for k, i in enumerate(tv.loop) if i.parallel_type is P.Serial]
+            split_out = [k for k in serial if tv.loop[k].definition is not None]
+            if serial:
+                k = draw(st.sampled_from(split_out if split_out and draw(st.booleans()) else serial))
+                run(f"{tv.name}.axis({k}).parallelize(Vectorize)", tv.axis(k).parallelize, P.Vectorize)
+        # an extra split on T1 only (never required unless it feeds a vectorized ID)
+        if draw(st.integers(0, 3)) == 0:
+            axis = draw(st.integers(0, t1.ndim - 1))
+            if t1.axis(axis).parallel_type is P.Serial:
+                factor = draw(st.integers(2, 9))
+                run(f"T1.split({axis}, {factor})", t1.split, axis, factor)
+                if draw(st.booleans()):
+                    run(f"T1.axis({axis + 1}).parallelize(Vectorize)", t1.axis(axis + 1).parallelize, P.Vectorize)
+    return Case("split", fusion, steps)
+
+
+# -- (c) tensor memory ----------------------------------------------------------------------
+
+TMEM_SIZES = [2, 4, 8, 16, 32, 64, 128, 1, 3, 5, 6, 12]
+MAX_ELEMENTS = 4096
+MAX_POINTS = 20000
+
+
+def _tid_assignment(draw, tv, run, label: str, max_threads: int = 512) -> None:
+    """Put TIDx (usually) and maybe TIDy/TIDz on distinct serial loop axes of tv."""
+    free = [k for k, i in enumerate(tv.loop) if i.parallel_type is P.Serial]
+    total = 1
+    for p, prob in ((P.TIDx, 9), (P.TIDy, 7), (P.TIDz, 4)):
+        if not free or draw(st.integers(0, 9)) >= prob:
+            continue
+        # prefer large axes for TIDx: that is what makes warps
+        if p is P.TIDx and draw(st.integers(0, 6)):
+            big = [k for k in free if _ext(tv.loop[k]) >= 32]
+            k = draw(st.sampled_from(big or free))
+        else:
+            k = draw(st.sampled_from(free))
+        e = _ext(tv.loop[k])
+        if total * e > max_threads:
+            continue
+        total *= e
+        free.remove(k)
+        run(f"{label}.axis({k}).parallelize({p})", tv.axis(k).parallelize, p)
+    if total % 32 and draw(st.booleans()):
+        assume(False)  # keep partial warps to about half of what they would be
+
+
+def _points(fusion, tv) -> int:
+    """Threads x non-thread loop points the oracle enumerates for accesses issued by tv."""
+    b = 1
+    for e in thread_dims(fusion):
+        b *= evaluate(e, {})
+    n = b
+    for i in tv.loop:
+        if i.parallel_type not in TIDS:
+            n *= _ext(i)
+    return n
+
+
+@st.composite
+def tmem_cases(draw) -> Case:
+    ndims = draw(st.integers(1, 3))
+    shape = [draw(st.sampled_from(TMEM_SIZES)) for _ in range(ndims)]
+    if draw(st.integers(0, 9)) < 7:  # a warp-sized axis somewhere: what makes warps collective
+        shape[draw(st.integers(0, ndims - 1))] = draw(st.sampled_from([32, 64, 128]))
+    n = 1
+    for s in shape:
+        n *= s
+    assume(n <= MAX_ELEMENTS)
+    transpose = ndims >= 2 and draw(st.integers(0, 4)) == 0
+    steps = [f"shape {shape}"]
+    run = _Recorder(steps)
+    with tp.Fusion("tmem") as fusion:
+        t0 = tp.make_contig_concrete_tensor(shape)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        if transpose:
+            a, b = draw(st.sampled_from([(i, j) for i in range(ndims) for j in range(i + 1, ndims)]))
+            t3 = tp.transpose(t2, a, b)
+            steps.append(f"T3 = transpose(T2, {a}, {b})")
+        else:
+            t3 = tp.set(t2)
+        t4 = tp.set(t3)
+        fusion.add_output(t4)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        tensors = [t1, t2, t3, t4]
+        mode = "position" if transpose and draw(st.booleans()) else "propagate"
+        if mode == "position":
+            # the seed's Transpose: every tensor parallelized by axis position
+            types = draw(st.permutations([P.TIDx, P.TIDy, P.TIDz, P.Serial, P.Serial][: max(ndims, 3)]))
+            for tv in tensors:
+                for k in range(ndims):
+                    if types[k] is not P.Serial:
+                        run(f"{tv.name}.axis({k}).parallelize({types[k]})", tv.axis(k).parallelize, types[k])
+            threads = 1
+            for k in range(ndims):
+                if types[k] is not P.Serial:
+                    threads *= shape[k]
+            assume(threads <= 512)
+        else:
+            out = t4
+            for _ in range(draw(st.integers(0, 3))):
+                axis = draw(st.integers(0, out.ndim - 1))
+                e = _ext(out.axis(axis))
+                if draw(st.integers(0, 6)):
+                    factor = draw(st.sampled_from(_divisors(e)))
+                else:
+                    factor = draw(st.integers(2, 9))
+                inner = draw(st.integers(0, 3)) > 0
+                run(f"T4.split({axis}, {factor}, inner_split={inner})", out.split, axis, factor, inner)
+            if out.ndim > 1 and draw(st.integers(0, 2)) == 0:
+                perm = list(draw(st.permutations(range(out.ndim))))
+                run(f"T4.reorder({perm})", out.reorder, perm)
+            run("propagate_transforms(T4)", tp.propagate_transforms, out)
+            _tid_assignment(draw, out, run, "T4")
+            if draw(st.integers(0, 4)) == 0:
+                serial = [k for k, i in enumerate(out.loop) if i.parallel_type is P.Serial]
+                if serial:
+                    k = draw(st.sampled_from(serial))
+                    run(f"T4.axis({k}).parallelize(BIDx)", out.axis(k).parallelize, P.BIDx)
+            run("parallelize_all_like(T4)", tp.parallelize_all_like, out)
+            if draw(st.integers(0, 4)) == 0:
+                # a different parallelization for the load side
+                for i in t3.loop:
+                    if i.parallel_type in TIDS:
+                        i.parallelize(P.Serial)
+                steps.append("T3: thread axes reset to Serial")
+                _tid_assignment(draw, t3, run, "T3")
+        # vectorize the innermost axis of T2 (store) and/or T3 (load)
+        for tv in (t2, t3):
+            if tv.loop[-1].parallel_type is not P.Serial:
+                continue
+            vec = draw(st.integers(0, 5))
+            if vec <= 1 and _ext(tv.loop[-1]) > 1:
+                f = draw(st.sampled_from([2, 3, 4, 6, 8, 12]))
+                run(f"{tv.name}.split(-1, {f})", tv.split, -1, f)
+            if vec <= 2:
+                run(f"{tv.name}.axis(-1).parallelize(Vectorize)", tv.axis(-1).parallelize, P.Vectorize)
+        which = draw(st.integers(0, 7))
+        if which < 2:
+            run("T2.set_allocation_domain(T2.get_loop_domain(), True)",
+                t2.set_allocation_domain, t2.get_loop_domain(), True)
+        elif which == 2 and t2.ndim > 1:
+            perm = list(draw(st.permutations(range(t2.ndim))))
+            run(f"T2.set_allocation_domain(loop permuted {perm}, True)",
+                t2.set_allocation_domain, [t2.loop[k] for k in perm], True)
+        alloc = t2.get_allocation_domain()
+        tidx = [k for k, i in enumerate(alloc) if i.parallel_type is P.TIDx]
+        how = draw(st.integers(0, 9))
+        if tidx and how < 4:  # TIDx innermost on the lane side, as the seed's valid cases
+            sep = tidx[0] + 1
+        elif how < 7:  # everything on the lane side (the seed's WrongSubpartition)
+            sep = len(alloc)
+        elif how < 8:  # everything on the column side
+            sep = 0
+        else:
+            sep = draw(st.integers(0, len(alloc)))
+        run(f"T2.set_tmem_dim_sep_pos({sep})", t2.set_tmem_dim_sep_pos, sep)
+        how = draw(st.integers(0, 2))
+        if how == 1:
+            k = draw(st.integers(0, t4.ndim))
+            run(f"inline_all_at(T4, {k})", tp.inline_all_at, t4, k)
+        elif how == 2:
+            run("inline_most()", tp.inline_most, fusion)
+    assume(max(_points(fusion, t2), _points(fusion, t3)) <= MAX_POINTS)
+    return Case("tmem", fusion, steps)
