@@ -1,0 +1,565 @@
+"""TMA descriptor rules: the TMA a schedule implies (model/tma.py) must be encodable by
+cuTensorMapEncodeTiled and issuable by cp.async.bulk.tensor. Each numeric rule is a z3
+proof over every admitted size; a failure names the TMA dimension (innermost first),
+its IterDomains, the value and the limit."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from ...model.expr import Expr, const, mod, product
+from ...model.iterdomain import IterDomain
+from ...model.tma import TmaDim, TmaInfo, infer_tma, is_tma_op
+from ...model.types import IterType, ParallelType
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic, Severity
+from ..findings import finding, format_values, undecided
+from ..registry import rule
+
+MAX_RANK, MAX_BOX, MAX_ELEMENT_STRIDE = 5, 256, 8
+STRIDE_ALIGN, STRIDE_LIMIT = 16, 2**40
+REFS = "nvFuser doc/dev/tma.md; CUDA driver API cuTensorMapEncodeTiled; measured on H200"
+
+
+def tma_infos(ctx: VerifyContext) -> list[TmaInfo]:
+    return ctx.memo(("tma-infos",), lambda: [infer_tma(op) for op in ctx.fusion.exprs if is_tma_op(op)])
+
+
+def _inferred(ctx: VerifyContext) -> Iterator[TmaInfo]:
+    """TMAs whose descriptor could be inferred (the others are reported by TMA-VIEW)."""
+    return (i for i in tma_infos(ctx) if i.ok)
+
+
+def _ids(info: TmaInfo) -> dict[str, IterDomain]:
+    return {i.name: i for t in (info.consumer, info.smem, info.gmem) for i in t.all_ids()}
+
+
+def _describe(info: TmaInfo, k: int) -> str:
+    ids = _ids(info)
+    d = info.dims[k]
+    labels = ", ".join(ids[n].label() if n in ids else n for n in d.ids)
+    return f"TMA dimension {k} [{labels}] ({d.kind})"
+
+
+def _where(info: TmaInfo, d: TmaDim | None = None) -> dict:
+    ids = _ids(info)
+    names = list(d.ids + d.box_ids + d.tile_ids) if d is not None else []
+    origin = next((ids[n].origin for n in reversed(names) if n in ids and ids[n].origin), None)
+    return dict(tensor=info.consumer.name, ids=list(dict.fromkeys(names)), location=origin or info.consumer.origin)
+
+
+def _prove(ctx: VerifyContext, exprs: dict[str, Expr], claim: Callable, extra: tuple = ()):
+    """Prove claim(q, exprs) for every admitted size; `exprs` (and `extra` constants)
+    are the hint so the bit-vector width fits every term, and the counterexample values."""
+    key = ("tma", claim.__name__, tuple(exprs.items()), extra)
+
+    def run():
+        q = ctx.query(list(exprs.values()) + [const(c) for c in extra])
+        return q.prove(claim(q, exprs), values=exprs)
+
+    return ctx.memo(key, run)
+
+
+def _report(ctx, code, out, what, message, hint, counterexample_keys, **where) -> Iterator[Diagnostic]:
+    if out.status == "unknown":
+        yield undecided(code, what, out, **where)
+    elif not out.proved:
+        sizes = ctx.symbols_of(out.model)
+        when = f" when {format_values(sizes)}" if sizes else ""
+        yield finding(code, message(out.values, when), hint=hint,
+                      counterexample={**sizes, **{k: out.values[k] for k in counterexample_keys}}, **where)
+
+
+@rule("TMA-VIEW", family="tma")
+def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Between the global allocation domain and the TMA domain there is only a view.
+
+    What it checks:
+        The transforms of the TMA consumer that role inference leaves (those not between
+        the TMA domain and the tile/coordinate IDs) are splits that divide for every
+        admitted size and merges of adjacent IDs whose outer ID is contiguous in the
+        global tensor; no swizzle. A box can be rotated through an enclosing split only
+        when the box divides the split's inner extent; otherwise that split is part of
+        the view and must divide. Also reports a TMA whose domain cannot be inferred.
+    Why the hardware needs it:
+        A TMA dimension is a (size, byte stride) pair. An indivisible split has holes and
+        a discontiguous merge has no single stride, so neither describes memory: the
+        descriptor would address the wrong elements.
+    Example:
+        with tp.Fusion("view") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1000]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 32).split(1, 12)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("view") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1000]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 32).split(1, 8)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        nvFuser doc/dev/tma.md (step 1, define box by rotation); doc/reading/divisibility-of-split.md
+    """
+    for info in tma_infos(ctx):
+        has_bulk = any(i.parallel_type is ParallelType.Bulk for i in info.consumer.loop)
+        for p in info.problems:
+            if has_bulk:
+                yield finding("TMA-VIEW", f"cannot infer the TMA of {info.op}: {p}",
+                              hint="define the TMA domain with splits and merges of the global tensor's axes, "
+                                   "then box it with an inner split whose inner output is Bulk",
+                              tensor=info.consumer.name, location=info.op.origin)
+        for step in info.view:
+            if step.mixing:
+                continue  # TMA-MIXED-TRANSFORM explains it
+            t = step.transform
+            where = dict(tensor=info.consumer.name, ids=[i.name for i in t.inputs + t.outputs],
+                         location=t.outputs[0].origin)
+            if step.kind == "split":
+                def divides(q, e):
+                    return q.eq(e["remainder"], const(0))
+
+                exprs = {"extent": step.divided, "factor": step.factor, "remainder": mod(step.divided, step.factor)}
+                out = _prove(ctx, exprs, divides)
+                note = f" ({step.note})" if step.note else ""
+                yield from _report(
+                    ctx, "TMA-VIEW", out, f"that the view split {t} divides",
+                    lambda v, when: (f"the TMA domain of {info.gmem.name} is not a view{when}: {t} does not divide, "
+                                     f"{v['extent']} % {v['factor']} = {v['remainder']}{note}"),
+                    "make the split divide (pad or choose a factor of the extent), or box the inner output "
+                    "with a factor that divides it so the box can be rotated",
+                    ["extent", "factor", "remainder"], **where)
+            elif step.kind == "merge-not-adjacent":
+                yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} merges IDs that "
+                                          f"are not adjacent (outer then inner) in {info.gmem.name}'s allocation order",
+                              hint="merge neighbouring axes in allocation order, or reorder the global allocation domain",
+                              **where)
+            elif step.kind == "merge-discontiguous":
+                yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} merges a "
+                                          f"discontiguous outer ID, which has no single stride",
+                              hint="keep those axes as separate TMA dimensions, or make the global tensor contiguous",
+                              **where)
+            elif step.kind == "swizzle":
+                yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} is not a split "
+                                          f"or merge", hint="swizzle the shared-memory allocation, not the TMA domain",
+                              **where)
+
+
+@rule("TMA-RANK", family="tma")
+def tma_rank(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A TMA has at most 5 dimensions after compositing.
+
+    What it checks:
+        The number of dimensions the TMA domain collapses to (a partitioned ID is one;
+        adjacent contiguous IDs of the form [coordinates..., boxes...] composite into
+        one) is at most 5.
+    Why the hardware needs it:
+        cuTensorMapEncodeTiled takes tensorRank 1..5 and cp.async.bulk.tensor exists
+        in .1d to .5d only (rank 6 is refused before reaching the driver).
+    Example:
+        with tp.Fusion("rank6") as fusion:
+            t0 = tp.make_tensor([2, 2, 2, 2, 2, 64], contiguity=[False, False, False, False, False, True])
+            fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.axis(5).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("rank5") as fusion:
+            t0 = tp.make_tensor([2, 2, 2, 2, 2, 64], contiguity=[True, False, False, False, False, True])
+            fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.axis(5).parallelize(tp.ParallelType.Bulk)
+    References:
+        PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor .dim); CUDA driver API cuTensorMapEncodeTiled (tensorRank)
+    """
+    for info in _inferred(ctx):
+        if info.rank > MAX_RANK:
+            dims = "; ".join(_describe(info, k) for k in range(info.rank))
+            yield finding("TMA-RANK", f"the TMA of {info.op} has {info.rank} dimensions, the limit is {MAX_RANK}",
+                          notes=[f"dimensions, innermost first: {dims}"],
+                          counterexample={"rank": info.rank, "limit": MAX_RANK},
+                          hint="make neighbouring axes contiguous so they composite, merge coordinate axes in the "
+                               "TMA domain, or leave whole axes to the loop nest (several TMAs)",
+                          **_where(info))
+
+
+@rule("TMA-BOX-SIZE", family="tma")
+def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Every box size is between 1 and 256.
+
+    What it checks:
+        For each TMA dimension after compositing, the box (the boxing split's factor,
+        the product of composited box IDs, or 1 for an implicit size-one box) is at
+        most 256 for every admitted size.
+    Why the hardware needs it:
+        cuTensorMapEncodeTiled rejects boxDim[i] outside 1..256 (257 measured rejected on H200).
+    Example:
+        with tp.Fusion("box512") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 512)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("box256") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 256)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        CUDA driver API cuTensorMapEncodeTiled (boxDim); measured on H200
+    """
+    for info in _inferred(ctx):
+        for k, d in enumerate(info.dims):
+            def fits(q, e):
+                return q.le(e["box"], const(MAX_BOX))
+
+            out = _prove(ctx, {"box": d.box}, fits, (MAX_BOX,))
+            yield from _report(
+                ctx, "TMA-BOX-SIZE", out, f"that the box of TMA dimension {k} is at most {MAX_BOX}",
+                lambda v, when, k=k: f"{_describe(info, k)} has box {v['box']}{when}, the limit is {MAX_BOX}",
+                f"box by a factor of at most {MAX_BOX} (split the box further and leave the rest to the loop nest)",
+                ["box"], **_where(info, d))
+
+
+@rule("TMA-INNER-BYTES", family="tma")
+def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The innermost box and each transfer are whole multiples of 16 bytes.
+
+    What it checks:
+        box[0] x element bytes % 16 == 0 for the innermost TMA dimension, and the bytes
+        of one transfer, prod(ceil(box[i] / elementStride[i])) x element bytes, % 16 == 0,
+        for every admitted size.
+    Why the hardware needs it:
+        cuTensorMapEncodeTiled rejects an inner box that is not a multiple of 16 bytes
+        (fp16 box 4 and 12 rejected, 8 accepted on H200), and the mbarrier expects the
+        transfer's byte count, which nvFuser requires to be a multiple of 16.
+    Example:
+        with tp.Fusion("inner12") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 96], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 12)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("inner16") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 96], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 16)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        CUDA driver API cuTensorMapEncodeTiled (boxDim[0] * elementSize % 16); PTX ISA 9.7.9.25.5.2; measured on H200
+    """
+    for info in _inferred(ctx):
+        elem = info.gmem.dtype.bytes
+        d0 = info.dims[0]
+
+        def aligned(q, e):
+            return q.eq(e["remainder"], const(0))
+
+        inner = d0.box * elem
+        out = _prove(ctx, {"bytes": inner, "remainder": mod(inner, STRIDE_ALIGN)}, aligned, (STRIDE_ALIGN,))
+        yield from _report(
+            ctx, "TMA-INNER-BYTES", out, "that the inner box is a multiple of 16 bytes",
+            lambda v, when: (f"{_describe(info, 0)} has an inner box of {v['bytes']} bytes{when} "
+                             f"({d0.box} x {elem}), not a multiple of {STRIDE_ALIGN}"),
+            f"make the innermost box a multiple of {STRIDE_ALIGN // elem} elements of {info.gmem.dtype}",
+            ["bytes", "remainder"], **_where(info, d0))
+        if not out.proved:
+            continue
+        total = info.bytes_per_transfer
+        out = _prove(ctx, {"bytes": total, "remainder": mod(total, STRIDE_ALIGN)}, aligned, (STRIDE_ALIGN,))
+        tiles = " x ".join(str(d.tile) for d in info.dims)
+        yield from _report(
+            ctx, "TMA-INNER-BYTES", out, "that one transfer is a multiple of 16 bytes",
+            lambda v, when: (f"one transfer of the TMA of {info.op} moves {v['bytes']} bytes{when} "
+                             f"(tiles {tiles} x {elem} bytes), not a multiple of {STRIDE_ALIGN}"),
+            "change a box or element stride so the tile's byte count is a multiple of 16",
+            ["bytes", "remainder"], **_where(info, d0))
+
+
+@rule("TMA-ELEMENT-STRIDE", family="tma")
+def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Element strides are between 1 and 8, and the innermost one is 1.
+
+    What it checks:
+        The factor of every striding split (the element stride of its TMA dimension) is
+        at most 8 for every admitted size, and the innermost TMA dimension has no
+        striding split (element stride 1).
+    Why the hardware needs it:
+        cuTensorMapEncodeTiled rejects elementStrides outside 1..8 (9 measured rejected),
+        and without interleave the innermost element stride is ignored by the hardware,
+        so a strided innermost tile would silently load a dense one.
+    Example:
+        with tp.Fusion("stride16") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 64).split(1, 16)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("stride4") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 64).split(1, 4)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    References:
+        CUDA driver API cuTensorMapEncodeTiled (elementStrides); nvFuser csrc/device_lower/analysis/tma.cpp
+    """
+    for info in _inferred(ctx):
+        for k, d in enumerate(info.dims):
+            if k == 0:
+                def one(q, e):
+                    return q.eq(e["element stride"], const(1))
+
+                out = _prove(ctx, {"element stride": d.element_stride}, one)
+                limit_text, hint = "the innermost dimension must have 1", "do not stride the innermost TMA dimension"
+            else:
+                def fits(q, e):
+                    return q.le(e["element stride"], const(MAX_ELEMENT_STRIDE))
+
+                out = _prove(ctx, {"element stride": d.element_stride}, fits, (MAX_ELEMENT_STRIDE,))
+                limit_text = f"the limit is {MAX_ELEMENT_STRIDE}"
+                hint = f"split the box by a striding factor of at most {MAX_ELEMENT_STRIDE}"
+            yield from _report(
+                ctx, "TMA-ELEMENT-STRIDE", out, f"the element stride of TMA dimension {k}",
+                lambda v, when, k=k, limit_text=limit_text: (
+                    f"{_describe(info, k)} has element stride {v['element stride']}{when}, {limit_text}"),
+                hint, ["element stride"], **_where(info, d))
+
+
+@rule("TMA-GLOBAL-STRIDE", family="tma")
+def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Global strides are multiples of 16 bytes below 2^40, and the innermost dimension is contiguous.
+
+    What it checks:
+        The innermost TMA dimension has a memory stride of 1 element (it derives from a
+        contiguous innermost allocation axis). Every other dimension's byte stride, derived
+        from the global tensor's extents and contiguity, is a multiple of 16 and below
+        2^40 for every admitted size. A stride behind a discontiguous axis is a launch-time
+        value (`T0.stride3`) that the encode call checks; it is not proved here.
+    Why the hardware needs it:
+        cuTensorMapEncodeTiled has no stride for dimension 0 (it is the element size) and
+        rejects strides that are not multiples of 16 or reach 2^40 (120 rejected, 144 accepted on H200).
+    Example:
+        with tp.Fusion("rows100") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 100]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 8)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("rows128") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 128]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 8)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        CUDA driver API cuTensorMapEncodeTiled (globalStrides); nvFuser csrc/device_lower/analysis/tma.cpp; measured on H200
+    """
+    symbols = set(ctx.fusion.symbols)
+    for info in _inferred(ctx):
+        d0 = info.dims[0]
+        if d0.stride_elements != const(1):
+            yield finding("TMA-GLOBAL-STRIDE",
+                          f"{_describe(info, 0)} is not contiguous in {info.gmem.name}: its stride is "
+                          f"{d0.stride_elements} elements, the innermost TMA dimension must have stride 1",
+                          counterexample={}, hint=f"make {info.gmem.name}'s innermost allocation axis contiguous",
+                          **_where(info, d0))
+        for k, d in enumerate(info.dims[1:], start=1):
+            s = d.global_stride_bytes
+            if not s.free_vars() <= symbols:
+                continue  # a launch-time stride: cuTensorMapEncodeTiled checks it
+
+            def ok(q, e):
+                from z3 import And
+
+                return And(q.eq(e["remainder"], const(0)), q.lt(e["stride bytes"], const(STRIDE_LIMIT)))
+
+            out = _prove(ctx, {"stride bytes": s, "remainder": mod(s, STRIDE_ALIGN)}, ok, (STRIDE_ALIGN, STRIDE_LIMIT))
+            yield from _report(
+                ctx, "TMA-GLOBAL-STRIDE", out, f"the global stride of TMA dimension {k}",
+                lambda v, when, k=k: (f"{_describe(info, k)} has a global stride of {v['stride bytes']} bytes{when}; "
+                                      f"it must be a multiple of {STRIDE_ALIGN} and below 2^40"),
+                "pad the rows of the global tensor to a multiple of 16 bytes (a discontiguous tensor with a "
+                "padded stride), or composite this dimension with its inner neighbour",
+                ["stride bytes", "remainder"], **_where(info, d))
+
+
+@rule("TMA-FTTC", family="tma", severity=Severity.WARNING)
+def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """No dimension has an element stride e with e < box < size and box % e != 0 (a warning).
+
+    What it checks:
+        The fundamental theorem of TMA correctness: for some dimension, e < B < S and
+        B % e != 0, with e the element stride, B the box and S the tensor size on that
+        dimension. The rule searches all admitted sizes for such a dimension.
+    Why the hardware needs it:
+        TMA fills out-of-bounds elements with zero, but a strided box that does not end
+        on a stride leaves in-bounds holes that are not zero-filled. Any consumer that
+        needs holes to be zero (a reduction, an MMA) then reads garbage; strong
+        correctness is unachievable for such a schedule (weak correctness still holds).
+    Example:
+        with tp.Fusion("fttc") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 8).split(1, 3)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("fttc") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(0, 8).split(1, 4)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    References:
+        nvFuser doc/reading/tma-modeling-in-depth.md (Theorem 6, FTTC); doc/dev/tma.md (step 3)
+    """
+    for info in _inferred(ctx):
+        for k, d in enumerate(info.dims):
+            if d.element_stride == const(1):
+                continue
+
+            def safe(q, e):
+                from z3 import And, Not
+
+                return Not(And(q.lt(e["element stride"], e["box"]), q.lt(e["box"], e["size"]),
+                               q.ne(e["remainder"], const(0))))
+
+            exprs = {"element stride": d.element_stride, "box": d.box, "size": d.partitioned_extent,
+                     "remainder": mod(d.box, d.element_stride)}
+            out = _prove(ctx, exprs, safe)
+            yield from _report(
+                ctx, "TMA-FTTC", out, f"the FTTC condition of TMA dimension {k}",
+                lambda v, when, k=k: (f"{_describe(info, k)} has element stride {v['element stride']} < box "
+                                      f"{v['box']} < size {v['size']} and {v['box']} % {v['element stride']} = "
+                                      f"{v['remainder']}{when}: holes inside the tensor are not zero-filled"),
+                "make the box a multiple of the element stride (or the element stride at least the box), "
+                "if the holes must read as zero",
+                ["element stride", "box", "size"], **_where(info, d))
+
+
+@rule("TMA-BULK-PLACEMENT", family="tma")
+def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """ParallelType.Bulk marks exactly the tile IDs of a TMA consumer.
+
+    What it checks:
+        Bulk appears only in the loop domain of the output of a TMA op (cp.async.bulk),
+        only on iteration IDs (not broadcast), and a TMA consumer has Bulk IDs for its
+        tile; no ID of a TMA consumer is vectorized (the tile is moved by the TMA, not
+        by vector instructions).
+    Why the hardware needs it:
+        Bulk IDs are lowered as trivial loops because one cp.async.bulk.tensor moves the
+        whole tile. On an ordinary copy a Bulk loop would simply not execute its
+        iterations; a TMA consumer without Bulk IDs would issue a TMA per element.
+    Example:
+        with tp.Fusion("bulk_on_set") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("bulk_on_tma") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+    References:
+        nvFuser csrc/device_lower/validation.cpp (validateCpAsyncBulk); doc/dev/tma.md (step 5)
+    """
+    for tv in ctx.executed():
+        tma = is_tma_op(tv.definition)
+        bulk = [i for i in tv.loop if i.parallel_type is ParallelType.Bulk]
+        where = dict(tensor=tv.name, location=tv.origin)
+        if bulk and not tma:
+            yield finding("TMA-BULK-PLACEMENT",
+                          f"{', '.join(i.label() for i in bulk)} of {tv.name} is Bulk, but {tv.name} is written by "
+                          f"`{tv.definition}`, not by a TMA",
+                          hint="use tp.set(..., op=tp.LoadStoreOpType.TMA) for this copy, or parallelize the axis otherwise",
+                          ids=[i.name for i in bulk], **where)
+        if not tma:
+            continue
+        if not bulk:
+            yield finding("TMA-BULK-PLACEMENT", f"{tv.name} is written by a TMA but none of its loop IDs is Bulk, "
+                                                f"so the TMA has no tile",
+                          hint="box an axis (inner split) and parallelize the inner output with tp.ParallelType.Bulk",
+                          ids=[i.name for i in tv.loop], **where)
+        for i in tv.loop:
+            if i.parallel_type is ParallelType.Bulk and i.iter_type is not IterType.Iteration:
+                yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of {tv.name} is Bulk but is a broadcast ID, not part "
+                                                    f"of a tile", hint="leave broadcast IDs serial", ids=[i.name], **where)
+            if i.parallel_type is ParallelType.Vectorize:
+                yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of the TMA consumer {tv.name} is vectorized; the tile "
+                                                    f"is moved by the TMA, its IDs must be Bulk",
+                              hint="parallelize tile IDs with tp.ParallelType.Bulk", ids=[i.name], **where)
+
+
+@rule("TMA-MIXED-TRANSFORM", family="tma")
+def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The TMA consumer never merges or swizzles a tile ID with a non-tile ID.
+
+    What it checks:
+        In the loop-domain schedule of a TMA consumer, a swizzle whose one output leads
+        to Bulk (tile) IDs and the other to non-Bulk IDs, or a merge that is not a view
+        of the global tensor and takes an ID whose sibling (the other output of the split
+        that made it) is a tile ID: the tile and non-tile branches were transformed together.
+    Why the hardware needs it:
+        A TMA moves whole boxes; the tile is fixed by the boxing and striding splits. A
+        merge or swizzle across the two branches has no box the hardware could move, and
+        nvFuser infers the TMA domain only from schedules that keep the branches apart.
+    Example:
+        with tp.Fusion("mixed") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 32)
+        t1.merge(1, 2).split(1, 4)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("separate") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 32).reorder({1: 2})
+        t1.merge(0, 1)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        nvFuser doc/dev/tma.md (step 4 and step 5: tile and non-tile IDs are transformed separately)
+    """
+    for info in tma_infos(ctx):
+        for step in info.view:
+            if not step.mixing:
+                continue
+            t = step.transform
+            ids = _ids(info)
+            inf = info.inference
+            tiles = [o.label() for o in t.inputs + t.outputs if inf.is_tile(o)]
+            siblings = [x.definition for x in t.inputs if x.definition is not None and x.definition.outputs]
+            why = (f"tile IDs {', '.join(tiles)}" if tiles else
+                   "an ID whose split sibling is a tile ID: " + "; ".join(str(s) for s in siblings))
+            yield finding("TMA-MIXED-TRANSFORM",
+                          f"{t} in the TMA consumer {info.consumer.name} transforms tile and non-tile IDs together "
+                          f"({why})",
+                          hint="transform the Bulk tile IDs and the coordinate IDs separately: merge coordinates "
+                               "with coordinates and tile IDs with tile IDs",
+                          tensor=info.consumer.name, ids=[i.name for i in t.inputs + t.outputs if i.name in ids],
+                          location=t.outputs[0].origin)
