@@ -29,6 +29,7 @@ from .model import ops as _ops
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
 from .model.tensor import TensorView
+from .model.tma import TmaDim, TmaInfo, infer_tma as _infer_tma, tma_ops_of as _tma_ops_of
 from .model.types import (
     DataType,
     IterType,
@@ -63,6 +64,20 @@ def allocation(tv: TensorView) -> Allocation:
     if not isinstance(tv, TensorView):
         raise ScheduleError(f"allocation: expected a TensorView, got {type(tv).__name__}")
     return compute_allocation(tv)
+
+
+def tma_info(tv: TensorView) -> TmaInfo:
+    """The TMA that tv's schedule implies (tv: the shared or global tensor of a TMA op):
+    `.rank`, `.dims` (innermost first: box, tile, element stride, size, global stride),
+    `.swizzle_bytes`, `.direction`, and `.problems` when it cannot be inferred."""
+    if not isinstance(tv, TensorView):
+        raise ScheduleError(f"tma_info: expected a TensorView, got {type(tv).__name__}")
+    ops = _tma_ops_of(tv)
+    if not ops:
+        raise ScheduleError(f"tma_info: {tv.name} is not read or written by a TMA op (tp.set(..., op=tp.LoadStoreOpType.TMA))")
+    if len(ops) > 1:
+        raise ScheduleError(f"tma_info: {tv.name} takes part in {len(ops)} TMA ops; pass their shared-memory tensor instead")
+    return _infer_tma(ops[0])
 
 
 def add(a, b):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from ...model.expr import Expr, const, mod, product
+from ...model.expr import Expr, const, mod, try_int
 from ...model.iterdomain import IterDomain
 from ...model.tma import TmaDim, TmaInfo, infer_tma, is_tma_op
 from ...model.types import IterType, ParallelType
@@ -30,32 +30,30 @@ def _inferred(ctx: VerifyContext) -> Iterator[TmaInfo]:
     return (i for i in tma_infos(ctx) if i.ok)
 
 
-def _ids(info: TmaInfo) -> dict[str, IterDomain]:
-    return {i.name: i for t in (info.consumer, info.smem, info.gmem) for i in t.all_ids()}
-
-
-def _describe(info: TmaInfo, k: int) -> str:
-    ids = _ids(info)
-    d = info.dims[k]
-    labels = ", ".join(ids[n].label() if n in ids else n for n in d.ids)
-    return f"TMA dimension {k} [{labels}] ({d.kind})"
-
-
 def _where(info: TmaInfo, d: TmaDim | None = None) -> dict:
-    ids = _ids(info)
+    ids = info.id_map()
     names = list(d.ids + d.box_ids + d.tile_ids) if d is not None else []
     origin = next((ids[n].origin for n in reversed(names) if n in ids and ids[n].origin), None)
     return dict(tensor=info.consumer.name, ids=list(dict.fromkeys(names)), location=origin or info.consumer.origin)
 
 
-def _prove(ctx: VerifyContext, exprs: dict[str, Expr], claim: Callable, extra: tuple = ()):
+def _extents(ids) -> dict[str, int]:
+    """The concrete extents of IDs: the numbers behind a structural finding."""
+    return {f"{i.name} extent": v for i in ids if (v := try_int(i.extent_expr)) is not None} or {"ids": len(ids)}
+
+
+def _remainder_zero(q, e):
+    return q.eq(e["remainder"], const(0))
+
+
+def _prove(ctx: VerifyContext, exprs: dict[str, Expr], claim: Callable, extra: tuple = (), smallest: str | None = None):
     """Prove claim(q, exprs) for every admitted size; `exprs` (and `extra` constants)
     are the hint so the bit-vector width fits every term, and the counterexample values."""
     key = ("tma", claim.__name__, tuple(exprs.items()), extra)
 
     def run():
         q = ctx.query(list(exprs.values()) + [const(c) for c in extra])
-        return q.prove(claim(q, exprs), values=exprs)
+        return q.prove(claim(q, exprs), values=exprs, smallest=exprs[smallest] if smallest else None)
 
     return ctx.memo(key, run)
 
@@ -109,19 +107,18 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 yield finding("TMA-VIEW", f"cannot infer the TMA of {info.op}: {p}",
                               hint="define the TMA domain with splits and merges of the global tensor's axes, "
                                    "then box it with an inner split whose inner output is Bulk",
-                              tensor=info.consumer.name, location=info.op.origin)
+                              counterexample={"rank so far": info.rank}, tensor=info.consumer.name,
+                              location=info.op.origin)
         for step in info.view:
-            if step.mixing:
-                continue  # TMA-MIXED-TRANSFORM explains it
+            if step.mixing or step.kind == "merge-ok":
+                continue  # TMA-MIXED-TRANSFORM explains a mixing step
             t = step.transform
             where = dict(tensor=info.consumer.name, ids=[i.name for i in t.inputs + t.outputs],
                          location=t.outputs[0].origin)
+            shown = dict(counterexample=_extents(t.inputs), **where)
             if step.kind == "split":
-                def divides(q, e):
-                    return q.eq(e["remainder"], const(0))
-
                 exprs = {"extent": step.divided, "factor": step.factor, "remainder": mod(step.divided, step.factor)}
-                out = _prove(ctx, exprs, divides)
+                out = _prove(ctx, exprs, _remainder_zero)
                 note = f" ({step.note})" if step.note else ""
                 yield from _report(
                     ctx, "TMA-VIEW", out, f"that the view split {t} divides",
@@ -130,20 +127,19 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
                     "make the split divide (pad or choose a factor of the extent), or box the inner output "
                     "with a factor that divides it so the box can be rotated",
                     ["extent", "factor", "remainder"], **where)
-            elif step.kind == "merge-not-adjacent":
-                yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} merges IDs that "
-                                          f"are not adjacent (outer then inner) in {info.gmem.name}'s allocation order",
-                              hint="merge neighbouring axes in allocation order, or reorder the global allocation domain",
-                              **where)
-            elif step.kind == "merge-discontiguous":
-                yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} merges a "
-                                          f"discontiguous outer ID, which has no single stride",
-                              hint="keep those axes as separate TMA dimensions, or make the global tensor contiguous",
-                              **where)
-            elif step.kind == "swizzle":
-                yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} is not a split "
-                                          f"or merge", hint="swizzle the shared-memory allocation, not the TMA domain",
-                              **where)
+            else:
+                message, hint = STRUCTURAL[step.kind]
+                yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} {message}",
+                              hint=hint, **shown)
+
+
+STRUCTURAL = {  # view failures that need no proof: (what is wrong, how to fix it)
+    "merge-not-adjacent": ("merges IDs that are not adjacent (outer then inner) in the global allocation order",
+                           "merge neighbouring axes in allocation order, or reorder the global allocation domain"),
+    "merge-discontiguous": ("merges a discontiguous outer ID, which has no single stride",
+                            "keep those axes as separate TMA dimensions, or make the global tensor contiguous"),
+    "swizzle": ("is not a split or merge", "swizzle the shared-memory allocation, not the TMA domain"),
+}
 
 
 @rule("TMA-RANK", family="tma")
@@ -176,7 +172,7 @@ def tma_rank(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     for info in _inferred(ctx):
         if info.rank > MAX_RANK:
-            dims = "; ".join(_describe(info, k) for k in range(info.rank))
+            dims = "; ".join(info.describe(k) for k in range(info.rank))
             yield finding("TMA-RANK", f"the TMA of {info.op} has {info.rank} dimensions, the limit is {MAX_RANK}",
                           notes=[f"dimensions, innermost first: {dims}"],
                           counterexample={"rank": info.rank, "limit": MAX_RANK},
@@ -219,10 +215,10 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
             def fits(q, e):
                 return q.le(e["box"], const(MAX_BOX))
 
-            out = _prove(ctx, {"box": d.box}, fits, (MAX_BOX,))
+            out = _prove(ctx, {"box": d.box}, fits, (MAX_BOX,), smallest="box")
             yield from _report(
                 ctx, "TMA-BOX-SIZE", out, f"that the box of TMA dimension {k} is at most {MAX_BOX}",
-                lambda v, when, k=k: f"{_describe(info, k)} has box {v['box']}{when}, the limit is {MAX_BOX}",
+                lambda v, when, k=k: f"{info.describe(k)} has box {v['box']}{when}, the limit is {MAX_BOX}",
                 f"box by a factor of at most {MAX_BOX} (split the box further and leave the rest to the loop nest)",
                 ["box"], **_where(info, d))
 
@@ -262,21 +258,18 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
         elem = info.gmem.dtype.bytes
         d0 = info.dims[0]
 
-        def aligned(q, e):
-            return q.eq(e["remainder"], const(0))
-
         inner = d0.box * elem
-        out = _prove(ctx, {"bytes": inner, "remainder": mod(inner, STRIDE_ALIGN)}, aligned, (STRIDE_ALIGN,))
+        out = _prove(ctx, {"bytes": inner, "remainder": mod(inner, STRIDE_ALIGN)}, _remainder_zero, (STRIDE_ALIGN,))
         yield from _report(
             ctx, "TMA-INNER-BYTES", out, "that the inner box is a multiple of 16 bytes",
-            lambda v, when: (f"{_describe(info, 0)} has an inner box of {v['bytes']} bytes{when} "
+            lambda v, when: (f"{info.describe(0)} has an inner box of {v['bytes']} bytes{when} "
                              f"({d0.box} x {elem}), not a multiple of {STRIDE_ALIGN}"),
             f"make the innermost box a multiple of {STRIDE_ALIGN // elem} elements of {info.gmem.dtype}",
             ["bytes", "remainder"], **_where(info, d0))
         if not out.proved:
             continue
         total = info.bytes_per_transfer
-        out = _prove(ctx, {"bytes": total, "remainder": mod(total, STRIDE_ALIGN)}, aligned, (STRIDE_ALIGN,))
+        out = _prove(ctx, {"bytes": total, "remainder": mod(total, STRIDE_ALIGN)}, _remainder_zero, (STRIDE_ALIGN,))
         tiles = " x ".join(str(d.tile) for d in info.dims)
         yield from _report(
             ctx, "TMA-INNER-BYTES", out, "that one transfer is a multiple of 16 bytes",
@@ -335,7 +328,7 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
             yield from _report(
                 ctx, "TMA-ELEMENT-STRIDE", out, f"the element stride of TMA dimension {k}",
                 lambda v, when, k=k, limit_text=limit_text: (
-                    f"{_describe(info, k)} has element stride {v['element stride']}{when}, {limit_text}"),
+                    f"{info.describe(k)} has element stride {v['element stride']}{when}, {limit_text}"),
                 hint, ["element stride"], **_where(info, d))
 
 
@@ -353,21 +346,21 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         cuTensorMapEncodeTiled has no stride for dimension 0 (it is the element size) and
         rejects strides that are not multiples of 16 or reach 2^40 (120 rejected, 144 accepted on H200).
     Example:
-        with tp.Fusion("rows100") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 100]); fusion.add_input(t0)
+        with tp.Fusion("rows98") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 98]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 8)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx)
-        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        t1.split(1, 32).split(0, 8)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.BIDy)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
     Fix:
         with tp.Fusion("rows128") as fusion:
             t0 = tp.make_contig_concrete_tensor([64, 128]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 8)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx)
-        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        t1.split(1, 32).split(0, 8)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.BIDy)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
     References:
         CUDA driver API cuTensorMapEncodeTiled (globalStrides); nvFuser csrc/device_lower/analysis/tma.cpp; measured on H200
     """
@@ -376,9 +369,9 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         d0 = info.dims[0]
         if d0.stride_elements != const(1):
             yield finding("TMA-GLOBAL-STRIDE",
-                          f"{_describe(info, 0)} is not contiguous in {info.gmem.name}: its stride is "
+                          f"{info.describe(0)} is not contiguous in {info.gmem.name}: its stride is "
                           f"{d0.stride_elements} elements, the innermost TMA dimension must have stride 1",
-                          counterexample={}, hint=f"make {info.gmem.name}'s innermost allocation axis contiguous",
+                          counterexample={"stride elements": -1}, hint=f"make {info.gmem.name}'s innermost allocation axis contiguous",
                           **_where(info, d0))
         for k, d in enumerate(info.dims[1:], start=1):
             s = d.global_stride_bytes
@@ -393,7 +386,7 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
             out = _prove(ctx, {"stride bytes": s, "remainder": mod(s, STRIDE_ALIGN)}, ok, (STRIDE_ALIGN, STRIDE_LIMIT))
             yield from _report(
                 ctx, "TMA-GLOBAL-STRIDE", out, f"the global stride of TMA dimension {k}",
-                lambda v, when, k=k: (f"{_describe(info, k)} has a global stride of {v['stride bytes']} bytes{when}; "
+                lambda v, when, k=k: (f"{info.describe(k)} has a global stride of {v['stride bytes']} bytes{when}; "
                                       f"it must be a multiple of {STRIDE_ALIGN} and below 2^40"),
                 "pad the rows of the global tensor to a multiple of 16 bytes (a discontiguous tensor with a "
                 "padded stride), or composite this dimension with its inner neighbour",
@@ -448,7 +441,7 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
             out = _prove(ctx, exprs, safe)
             yield from _report(
                 ctx, "TMA-FTTC", out, f"the FTTC condition of TMA dimension {k}",
-                lambda v, when, k=k: (f"{_describe(info, k)} has element stride {v['element stride']} < box "
+                lambda v, when, k=k: (f"{info.describe(k)} has element stride {v['element stride']} < box "
                                       f"{v['box']} < size {v['size']} and {v['box']} % {v['element stride']} = "
                                       f"{v['remainder']}{when}: holes inside the tensor are not zero-filled"),
                 "make the box a multiple of the element stride (or the element stride at least the box), "
@@ -493,22 +486,24 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
                           f"{', '.join(i.label() for i in bulk)} of {tv.name} is Bulk, but {tv.name} is written by "
                           f"`{tv.definition}`, not by a TMA",
                           hint="use tp.set(..., op=tp.LoadStoreOpType.TMA) for this copy, or parallelize the axis otherwise",
-                          ids=[i.name for i in bulk], **where)
+                          ids=[i.name for i in bulk], counterexample=_extents(bulk), **where)
         if not tma:
             continue
         if not bulk:
             yield finding("TMA-BULK-PLACEMENT", f"{tv.name} is written by a TMA but none of its loop IDs is Bulk, "
                                                 f"so the TMA has no tile",
                           hint="box an axis (inner split) and parallelize the inner output with tp.ParallelType.Bulk",
-                          ids=[i.name for i in tv.loop], **where)
+                          ids=[i.name for i in tv.loop], counterexample={"Bulk IDs": 0}, **where)
         for i in tv.loop:
             if i.parallel_type is ParallelType.Bulk and i.iter_type is not IterType.Iteration:
                 yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of {tv.name} is Bulk but is a broadcast ID, not part "
-                                                    f"of a tile", hint="leave broadcast IDs serial", ids=[i.name], **where)
+                                                    f"of a tile", hint="leave broadcast IDs serial", ids=[i.name],
+                              counterexample=_extents([i]), **where)
             if i.parallel_type is ParallelType.Vectorize:
                 yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of the TMA consumer {tv.name} is vectorized; the tile "
                                                     f"is moved by the TMA, its IDs must be Bulk",
-                              hint="parallelize tile IDs with tp.ParallelType.Bulk", ids=[i.name], **where)
+                              hint="parallelize tile IDs with tp.ParallelType.Bulk", ids=[i.name],
+                              counterexample=_extents([i]), **where)
 
 
 @rule("TMA-MIXED-TRANSFORM", family="tma")
@@ -529,7 +524,7 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(1, 32).split(0, 32)
+        t1.split(1, 32).split(0, 32).reorder({1: 2})
         t1.merge(1, 2).split(1, 4)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
@@ -550,7 +545,7 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
             if not step.mixing:
                 continue
             t = step.transform
-            ids = _ids(info)
+            ids = info.id_map()
             inf = info.inference
             tiles = [o.label() for o in t.inputs + t.outputs if inf.is_tile(o)]
             siblings = [x.definition for x in t.inputs if x.definition is not None and x.definition.outputs]
@@ -561,5 +556,6 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
                           f"({why})",
                           hint="transform the Bulk tile IDs and the coordinate IDs separately: merge coordinates "
                                "with coordinates and tile IDs with tile IDs",
+                          counterexample=_extents(t.inputs),
                           tensor=info.consumer.name, ids=[i.name for i in t.inputs + t.outputs if i.name in ids],
                           location=t.outputs[0].origin)

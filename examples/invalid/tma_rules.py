@@ -1,0 +1,189 @@
+"""Invalid TMA schedules, one per descriptor rule, plus the indivisible-rotation case of the
+nvFuser TMA tutorial (seed 004). Each is gmem T0 -> (TMA) smem T1 -> gmem T2, fp32 unless
+stated, with coordinate IDs on BID so only the tile is allocated in shared memory.
+"""
+
+import tileproof as tp
+
+P = tp.ParallelType
+TMA = tp.LoadStoreOpType.TMA
+
+
+def tma_load(name, shape, dtype=tp.float32, contiguity=True):
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_tensor(shape, contiguity=contiguity, dtype=dtype)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion, t1
+
+
+@tp.schedule(expect=tp.rejected("TMA-VIEW", messages=["cannot be rotated"]))
+def tma_indivisible_rotation():
+    """Figure 8 with an indivisible box split: I0{1000} split 32 -> [I2, I1{32}], I1 split 12.
+    12 does not divide 32, so the box cannot rotate up (Theorem 2.1); the split by 32 becomes
+    part of the view and must divide 1000, which it does not."""
+    fusion, t1 = tma_load("tma_indivisible_rotation", [1000])
+    t1.split(0, 32).split(1, 12)  # [I2, I3{3}, I4{12}]
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-VIEW", messages=["discontiguous"]))
+def tma_view_discontiguous_merge():
+    """The TMA domain merges I0 and I1 of a tensor whose I0 is not contiguous (padded rows):
+    merge(I0, I1) has no single stride. Then the merged ID is boxed by 64."""
+    fusion, t1 = tma_load("tma_view_discontiguous_merge", [64, 128], contiguity=[False, True])
+    t1.merge(0).split(0, 64)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-RANK"))
+def tma_rank_six():
+    """Six discontiguous axes cannot composite: a 6-D TMA."""
+    fusion, t1 = tma_load("tma_rank_six", [2, 2, 2, 2, 2, 64],
+                          contiguity=[False, False, False, False, False, True])
+    t1.axis(5).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-BOX-SIZE"))
+def tma_box_too_big():
+    """Box 512 on the inner dimension (the limit is 256)."""
+    fusion, t1 = tma_load("tma_box_too_big", [64, 4096])
+    t1.split(1, 512)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-BOX-SIZE", messages=["box 260 when B = 260"]))
+def tma_box_symbolic():
+    """A symbolic box factor B (assumed a multiple of 4, at most 512): the proof finds B = 260."""
+    with tp.Fusion("tma_box_symbolic") as fusion:
+        t0 = tp.make_tensor([64, 4096])
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    fusion.symbol("B")
+    fusion.assume("B % 4 == 0")
+    fusion.assume("B <= 512")
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t1.split(1, "B")
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-INNER-BYTES"))
+def tma_inner_box_24_bytes():
+    """fp16 inner box 12 = 24 bytes, not a multiple of 16 (measured rejected on H200)."""
+    fusion, t1 = tma_load("tma_inner_box_24_bytes", [64, 96], dtype=tp.float16)
+    t1.split(1, 12)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-ELEMENT-STRIDE"))
+def tma_element_stride_16():
+    """A striding split by 16: element stride 16 (the limit is 8)."""
+    fusion, t1 = tma_load("tma_element_stride_16", [1024, 64])
+    t1.split(0, 64).split(1, 16)  # [I0o, Tile{4}, Stride{16}, I1]
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-ELEMENT-STRIDE"))
+def tma_element_stride_innermost():
+    """A striding split on the innermost dimension (element stride 2): the hardware ignores
+    elementStrides[0], so this tile cannot be loaded."""
+    fusion, t1 = tma_load("tma_element_stride_innermost", [64, 256])
+    t1.split(1, 64).split(2, 2)  # [I0, I1o, Tile{32}, Stride{2}]
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-GLOBAL-STRIDE"))
+def tma_row_stride_392_bytes():
+    """Rows of 98 fp32 = 392 bytes: the stride of the outer TMA dimension is not a multiple of 16."""
+    fusion, t1 = tma_load("tma_row_stride_392_bytes", [64, 98])
+    t1.split(1, 32).split(0, 8)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-GLOBAL-STRIDE"))
+def tma_innermost_discontiguous():
+    """The innermost axis is not contiguous (contiguity False): dimension 0 has no unit stride."""
+    fusion, t1 = tma_load("tma_innermost_discontiguous", [64, 128], contiguity=[True, False])
+    t1.split(1, 32)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-BULK-PLACEMENT"))
+def tma_bulk_on_plain_copy():
+    """Bulk on the consumer of an ordinary set, not a TMA."""
+    with tp.Fusion("tma_bulk_on_plain_copy") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1024, 64])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-BULK-PLACEMENT"))
+def tma_no_bulk():
+    """A TMA whose consumer has no Bulk IDs: there is no tile (the inner split is left serial)."""
+    fusion, t1 = tma_load("tma_no_bulk", [1024, 64])
+    t1.split(1, 32)
+    t1.axis(0).parallelize(P.BIDx)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-MIXED-TRANSFORM"))
+def tma_merge_tile_with_coordinate():
+    """Both axes boxed by 32, then the coordinate of I1 is merged with the box of I0 and split
+    again: tile and non-tile IDs transformed together."""
+    fusion, t1 = tma_load("tma_merge_tile_with_coordinate", [256, 256])
+    t1.split(1, 32).split(0, 32).reorder({1: 2})  # [I0o, I1o, I0i, I1i]
+    t1.merge(1, 2).split(1, 4)  # [I0o, (I1o*I0i)/4, 4, I1i]
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-MIXED-TRANSFORM"))
+def tma_swizzle_tile_with_coordinate():
+    """The box of I0 (Bulk) is XOR-swizzled with the coordinate of I1 in the TMA consumer."""
+    fusion, t1 = tma_load("tma_swizzle_tile_with_coordinate", [256, 256])
+    t1.split(1, 32).split(0, 8)  # [I0o{32}, I0i{8}, I1o{8}, I1i{32}]
+    t1.swizzle(tp.SwizzleType.XOR, 1, 2)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion

@@ -1,0 +1,239 @@
+"""The TMA a schedule implies (nvFuser doc/dev/tma.md, steps 1-4), inferred from the schedule.
+
+For a `set(..., op=TMA)` between a global and a shared tensor, the consumer's Bulk loop
+IDs are the tile. Role inference (tma_inference.py) finds the boxing and striding splits,
+rotations included; the transforms it leaves are the view from the global allocation
+domain to the TMA domain. The TMA domain is then collapsed into the hardware dimensions by
+compositing adjacent contiguous IDs: a partitioned ID is one dimension; otherwise a
+dimension is a slice [coordinate IDs..., box IDs...] (no box IDs: implicit size-one; no
+coordinate IDs: implicit whole). Dimensions are listed innermost first, as PTX does.
+Pure Python; never raises on a well-formed fusion (`problems` says what could not be inferred).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from .expr import Expr, ceildiv, const, mul, product, to_sympy, try_int
+from .fusion import Op
+from .iterdomain import IterDomain, Swizzle
+from .tensor import TensorView
+from .tma_inference import (
+    BOX, BULK, NONBULK, PARTITIONED, Inference, ViewEntry, ViewStep, allocation_entries, infer_roles, replay_view,
+)
+from .types import LoadStoreOpType, MemoryType, ParallelType
+
+MAX_BOX = 256  # the limit when compositing: nvFuser does not merge boxes it knows exceed it
+
+
+@dataclass(frozen=True)
+class TmaDim:
+    """One hardware dimension. `ids`: its TMA-domain IDs (outer to inner); `kind`:
+    partitioned, composited, implicit size-one or implicit whole."""
+
+    box: Expr
+    tile: Expr
+    element_stride: Expr
+    partitioned_extent: Expr
+    global_stride_bytes: Expr  # the stride of this dimension; the innermost one's is the element size
+    ids: tuple[str, ...]
+    kind: str = "partitioned"
+    box_ids: tuple[str, ...] = ()
+    tile_ids: tuple[str, ...] = ()
+    coordinate_ids: tuple[str, ...] = ()
+    stride_elements: Expr = const(1)
+
+    @property
+    def box_size(self) -> sympy.Expr:
+        return to_sympy(self.box)
+
+    @property
+    def tile_size(self) -> sympy.Expr:
+        return to_sympy(self.tile)
+
+    @property
+    def element_stride_value(self) -> sympy.Expr:
+        return to_sympy(self.element_stride)
+
+    @property
+    def size(self) -> sympy.Expr:
+        """The tensor size on this dimension (the partitioned extent)."""
+        return to_sympy(self.partitioned_extent)
+
+    @property
+    def stride_bytes(self) -> sympy.Expr:
+        return to_sympy(self.global_stride_bytes)
+
+
+@dataclass(frozen=True)
+class TmaInfo:
+    rank: int
+    dims: tuple[TmaDim, ...]  # innermost first
+    swizzle_bytes: int  # 0: no swizzle
+    direction: str  # "load" (global -> shared) or "store" (shared -> global)
+    gmem: TensorView
+    smem: TensorView
+    problems: tuple[str, ...]
+    consumer: TensorView | None = None  # the tensor whose loop domain issues the TMA
+    op: Op | None = None
+    domain: tuple[str, ...] = ()  # the TMA domain, outer to inner
+    view: tuple[ViewStep, ...] = ()
+    inference: Inference | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def bytes_per_transfer(self) -> Expr:
+        return mul(product([d.tile for d in self.dims]), self.gmem.dtype.bytes)
+
+    def id_map(self) -> dict[str, IterDomain]:
+        """IterDomains of the tensors involved, by name (dimensions name their IDs)."""
+        return {i.name: i for t in (self.consumer, self.smem, self.gmem) if t is not None for i in t.all_ids()}
+
+    def describe(self, k: int) -> str:
+        """`TMA dimension k [labels] (kind)`, k counted innermost first."""
+        ids, d = self.id_map(), self.dims[k]
+        labels = ", ".join(ids[n].label() if n in ids else n for n in d.ids)
+        return f"TMA dimension {k} [{labels}] ({d.kind})"
+
+    def __repr__(self) -> str:
+        dims = ", ".join(f"(box {d.box}, e {d.element_stride}, size {d.partitioned_extent})" for d in self.dims)
+        return f"TmaInfo({self.direction} {self.gmem.name}<->{self.smem.name}, rank {self.rank}: {dims})"
+
+
+def is_tma_op(op: Op) -> bool:
+    return op.kind == "load_store" and op.op_type is LoadStoreOpType.TMA
+
+
+def tma_ops_of(tv: TensorView) -> list[Op]:
+    ops = [tv.definition] if tv.definition is not None and is_tma_op(tv.definition) else []
+    return ops + [op for op in tv.fusion.uses_of(tv) if is_tma_op(op)]
+
+
+def infer_tma(op: Op) -> TmaInfo:
+    consumer, producer = op.output, op.inputs[0]
+    direction = "store" if consumer.memory_type is MemoryType.Global else "load"
+    gmem, smem = (consumer, producer) if direction == "store" else (producer, consumer)
+    empty = dict(rank=0, dims=(), swizzle_bytes=0, direction=direction, gmem=gmem, smem=smem,
+                 consumer=consumer, op=op)
+    if gmem.memory_type is not MemoryType.Global or smem.memory_type is not MemoryType.Shared:
+        return TmaInfo(problems=(f"a TMA copies between global and shared memory, but {producer.name} is in "
+                                 f"{producer.memory_type} and {consumer.name} in {consumer.memory_type} memory",), **empty)
+    if not any(i.parallel_type is ParallelType.Bulk for i in consumer.loop):
+        return TmaInfo(problems=(f"{consumer.name} has no Bulk loop IDs, so the TMA has no tile",), **empty)
+    inference = infer_roles(consumer)
+    if direction == "store":
+        to_consumer = {i.uid: i for i in consumer.logical}
+    else:
+        to_consumer = {producer.logical[p].uid: consumer.logical[j]
+                       for j, p in enumerate(op.logical_map[0]) if p is not None}
+    entries, problems = allocation_entries(gmem, to_consumer)
+    domain, steps, replay_problems = replay_view(consumer, entries, inference)
+    problems += replay_problems
+    swizzle_bytes, swizzle_problems = _swizzle_bytes(smem)
+    problems += swizzle_problems
+    dims, collapse_problems = _collapse(domain, inference, gmem.dtype.bytes, swizzle_bytes)
+    problems += collapse_problems
+    return TmaInfo(rank=len(dims), dims=tuple(dims), swizzle_bytes=swizzle_bytes, direction=direction,
+                   gmem=gmem, smem=smem, problems=tuple(problems), consumer=consumer, op=op,
+                   domain=tuple(e.id.name for e in domain), view=tuple(steps), inference=inference)
+
+
+def _swizzle_bytes(smem: TensorView) -> tuple[int, list[str]]:
+    """The TMA swizzle mode from the shared tensor's XOR swizzle: the inner (XORed) extent
+    counts 16-byte units, so the mode is that extent x 16 bytes (the seed's [-1, s, 8/s, s, 16B])."""
+    swizzles = [t for t in smem.history if isinstance(t, Swizzle)]
+    if not swizzles:
+        return 0, []
+    units = try_int(swizzles[0].y_in.extent_expr)
+    if units is None:
+        return 0, [f"the swizzle of {smem.name} has a symbolic extent {swizzles[0].y_in.extent}; "
+                   f"the TMA swizzle mode must be a constant"]
+    return units * 16, []
+
+
+def _collapse(domain: list[ViewEntry], inf: Inference, elem_bytes: int, swizzle_bytes: int):
+    problems: list[str] = []
+    entries = []
+    for e in domain:
+        r = inf.role(e.id)
+        if r is None:
+            problems.append(f"{e.id.label()} of the TMA domain has no role (neither tile, coordinate nor partitioned)")
+        elif not (e.id.is_broadcast and r.kind == NONBULK):
+            entries.append((e, r))  # a broadcast coordinate has extent 1 and no stride: no dimension
+    if problems:
+        return [], problems
+    dims: list[TmaDim] = []
+    k = len(entries) - 1
+    while k >= 0:
+        e, r = entries[k]
+        if r.kind == PARTITIONED:
+            dims.append(_dim([e], [], r.box, r.element_stride, "partitioned", elem_bytes, r.box_ids, r.tile_ids,
+                             r.coordinate_ids))
+            k -= 1
+            continue
+        box: list[ViewEntry] = []
+        stride, box_ids, tile_ids = const(1), (), ()
+        if r.kind == BULK:
+            box = [e]
+            k -= 1
+            while k >= 0 and entries[k][1].kind == BULK and entries[k][0].contiguous \
+                    and _fits(box + [entries[k][0]], not dims, elem_bytes, swizzle_bytes):
+                box.insert(0, entries[k][0])
+                k -= 1
+            box_ids = tile_ids = tuple(x.id.name for x in box)
+        elif r.kind == BOX:
+            box = [e]
+            stride, box_ids, tile_ids = r.element_stride, r.box_ids, r.tile_ids
+            k -= 1
+        coords: list[ViewEntry] = []
+        if not box:
+            coords = [e]
+            k -= 1
+        while k >= 0 and entries[k][1].kind == NONBULK and entries[k][0].contiguous:
+            coords.insert(0, entries[k][0])
+            k -= 1
+        kind = "composited" if box and coords else "implicit whole" if box else "implicit size-one"
+        box_extent = product([x.id.extent_expr for x in box]) if box else const(1)
+        dims.append(_dim(coords + box, box, box_extent, stride, kind, elem_bytes, box_ids, tile_ids,
+                         tuple(x.id.name for x in coords)))
+    return dims, problems
+
+
+def _fits(box: list[ViewEntry], innermost: bool, elem_bytes: int, swizzle_bytes: int) -> bool:
+    """Composite bulk IDs into one box unless the box is known to exceed a limit."""
+    n = try_int(product([x.id.extent_expr for x in box]))
+    if n is None:
+        return True
+    if n > MAX_BOX:
+        return False
+    return not (innermost and swizzle_bytes and n * elem_bytes > swizzle_bytes)
+
+
+def _dim(entries: list[ViewEntry], box: list[ViewEntry], box_extent: Expr, element_stride: Expr, kind: str,
+         elem_bytes: int, box_ids, tile_ids, coordinate_ids) -> TmaDim:
+    innermost = entries[-1]
+    return TmaDim(
+        box=box_extent,
+        tile=ceildiv(box_extent, element_stride),
+        element_stride=element_stride,
+        partitioned_extent=product([x.id.extent_expr for x in entries]),
+        global_stride_bytes=mul(innermost.stride, elem_bytes),
+        ids=tuple(x.id.name for x in entries),
+        kind=kind,
+        box_ids=tuple(box_ids),
+        tile_ids=tuple(tile_ids),
+        coordinate_ids=tuple(coordinate_ids),
+        stride_elements=innermost.stride,
+    )
+
+
+def id_by_name(tv: TensorView, name: str) -> IterDomain | None:
+    for i in tv.all_ids():
+        if i.name == name:
+            return i
+    return None

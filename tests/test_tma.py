@@ -1,0 +1,226 @@
+"""TMA inference (model/tma.py) and the descriptor rules (verifier/rules/tma.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.model.tma import TmaInfo
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+P = tp.ParallelType
+TMA = tp.LoadStoreOpType.TMA
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"_tma_examples_{path.stem}_{path.parent.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+VALID = load(EXAMPLES / "valid" / "tma_boxes.py")
+INVALID = load(EXAMPLES / "invalid" / "tma_rules.py")
+
+
+def info_of(fusion) -> TmaInfo:
+    op = next(o for o in fusion.exprs if o.op_type is TMA)
+    smem = op.output if op.output.memory_type is tp.MemoryType.Shared else op.inputs[0]
+    return tp.tma_info(smem)
+
+
+def table(info: TmaInfo):
+    """(box, tile, element stride, size, global stride bytes) per dimension, innermost first."""
+    return [(d.box_size, d.tile_size, d.element_stride_value, d.size, d.stride_bytes) for d in info.dims]
+
+
+# -- inference ---------------------------------------------------------------------
+
+def test_box_by_partitioning_symbolic():
+    info = info_of(VALID.tma_box_by_partitioning())
+    M, N = (tp.Fusion().symbol(n) for n in ("M", "N"))
+    assert info.rank == 2 and info.direction == "load" and info.swizzle_bytes == 0 and info.ok
+    assert table(info) == [(64, 64, 1, N, 4), (32, 32, 1, M, 4 * N)]
+    assert [d.kind for d in info.dims] == ["partitioned", "partitioned"]
+
+
+def test_box_by_compositing():
+    info = info_of(VALID.tma_box_by_compositing())
+    assert info.rank == 1
+    assert table(info) == [(32, 32, 1, 1024 * 2 * 4 * 8, 4)]
+    assert info.dims[0].kind == "composited" and len(info.dims[0].box_ids) == 2
+
+
+def test_box_by_rotation_left_and_right():
+    left = info_of(VALID.tma_box_by_rotation())
+    assert left.rank == 1 and left.dims[0].box_size == 8 and left.dims[0].kind == "partitioned"
+    assert not left.view  # the split by 32 was rotated away: nothing needs to divide
+    right = info_of(VALID.tma_box_by_rotation_right())
+    assert right.rank == 1 and right.dims[0].box_size == 32 and len(right.dims[0].box_ids) == 2
+
+
+def test_indivisible_rotation_costs_a_dimension():
+    info = info_of(INVALID.tma_indivisible_rotation())
+    assert info.rank == 2
+    assert table(info) == [(12, 12, 1, 32, 4), (1, 1, 1, 32, 128)]
+    assert [s.kind for s in info.view] == ["split"] and "cannot be rotated" in info.view[0].note
+
+
+def test_dense_and_strided_tiles():
+    dense = info_of(VALID.tma_strided_tile())
+    assert table(dense) == [(8, 8, 1, 64, 4), (4, 2, 2, 1024, 256)]
+    fttc = info_of(VALID.tma_strided_tile_fttc())
+    assert table(fttc) == [(8, 8, 1, 64, 4), (4, 2, 3, 1024, 256)]
+    composite = info_of(VALID.tma_strided_composited_box())
+    assert table(composite) == [(16, 16, 1, 16, 4), (32, 8, 4, 64 * 32, 64)]
+    assert composite.dims[0].kind == "implicit whole" and composite.dims[1].kind == "composited"
+
+
+def test_figure11_five_dimensions():
+    info = info_of(VALID.tma_figure11())
+    assert info.rank == 5 and info.ok
+    assert [d.kind for d in info.dims] == [
+        "composited", "implicit whole", "implicit size-one", "partitioned", "composited"]
+    assert [d.box_size for d in info.dims] == [16, 8, 1, 8, 2]
+    assert [d.size for d in info.dims] == [48, 8, 5, 300, 8]
+    assert info.dims[0].stride_bytes == 4 and info.dims[1].stride_bytes == 48 * 4
+    # behind the discontiguous I4 the strides are launch-time values
+    assert "T0.stride3" in str(info.dims[2].global_stride_bytes)
+
+
+def test_store_and_swizzle():
+    store = info_of(VALID.tma_store())
+    assert store.direction == "store" and store.gmem.name == "T2" and store.smem.name == "T1"
+    assert table(store) == [(32, 32, 1, 512, 2), (16, 16, 1, 256, 1024)]
+    swizzled = info_of(VALID.tma_swizzle_64b())
+    assert swizzled.swizzle_bytes == 64 and swizzled.rank == 2 and swizzled.dims[0].box_size == 32
+
+
+def test_bytes_per_transfer():
+    info = info_of(VALID.tma_strided_tile_fttc())
+    assert info.bytes_per_transfer == tp.Expr("const", (), 8 * 2 * 4)
+
+
+def test_problems_instead_of_exceptions():
+    info = info_of(INVALID.tma_no_bulk())
+    assert not info.ok and "no Bulk" in info.problems[0] and info.rank == 0
+
+
+def test_tma_info_needs_a_tma_op():
+    with tp.Fusion("plain") as fusion:
+        t0 = tp.make_contig_concrete_tensor([8])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        fusion.add_output(t1)
+    with pytest.raises(tp.ScheduleError, match="not read or written by a TMA op"):
+        tp.tma_info(t1)
+    with pytest.raises(tp.ScheduleError, match="expected a TensorView"):
+        tp.tma_info("T1")
+
+
+# -- rules -----------------------------------------------------------------------------
+
+VALID_CASES = [n for n in dir(VALID) if n.startswith("tma_") and n != "tma_load"]
+INVALID_CASES = [n for n in dir(INVALID) if n.startswith("tma_") and n != "tma_load"]
+
+
+@pytest.mark.parametrize("name", VALID_CASES)
+def test_valid_examples_are_accepted(name):
+    report = tp.verify(getattr(VALID, name)(), "sm_90a")
+    assert report.ok, [d.message for d in report.errors]
+    warned = [d.code for d in report.warnings if d.code.startswith("TMA")]
+    assert warned == (["TMA-FTTC"] if name == "tma_strided_tile_fttc" else [])
+
+
+@pytest.mark.parametrize("name", INVALID_CASES)
+def test_invalid_examples_fail_with_their_rule(name):
+    func = getattr(INVALID, name)
+    want = func.__tileproof_schedule__.expect
+    report = tp.verify(func(), "sm_90a")
+    assert report.codes == sorted(want.codes), [d.message for d in report.errors]
+    for d in report.errors:
+        assert d.hint and d.counterexample and d.tensor
+
+
+def test_failure_names_dimension_ids_value_and_limit():
+    report = tp.verify(INVALID.tma_box_too_big(), "sm_90a")
+    (d,) = report.errors
+    assert "TMA dimension 0" in d.message and "box 512" in d.message and "256" in d.message
+    assert d.ids and d.counterexample["box"] == 512
+
+
+def _symbolic_box_fusion():
+    with tp.Fusion("box_n") as fusion:
+        t0 = tp.make_tensor([64, "N"], dtype=tp.float16)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    fusion.symbol("B")
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t1.split(1, "B")
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@pytest.mark.parametrize("box, rows, expected", [
+    (64, 128, []), (256, 1024, []), (512, 1024, ["TMA-BOX-SIZE"]), (12, 128, ["TMA-INNER-BYTES"]),
+    (64, 100, ["TMA-GLOBAL-STRIDE"]),
+])
+def test_symbolic_proof_agrees_with_bindings(box, rows, expected):
+    fusion = _symbolic_box_fusion()
+    symbolic = tp.verify(fusion, "sm_90a")
+    assert set(symbolic.codes) >= {"TMA-BOX-SIZE", "TMA-INNER-BYTES", "TMA-GLOBAL-STRIDE"}
+    bound = tp.verify(fusion, "sm_90a", bind={"B": box, "N": rows})
+    assert [c for c in bound.codes if c.startswith("TMA")] == expected
+
+
+def test_symbolic_proof_under_assumptions():
+    fusion = _symbolic_box_fusion()
+    fusion.assume("B % 8 == 0")
+    fusion.assume("B <= 256")
+    fusion.assume("N % 8 == 0")
+    report = tp.verify(fusion, "sm_90a")
+    assert not [c for c in report.codes if c.startswith("TMA")], [d.message for d in report.errors]
+
+
+def test_view_split_symbolic_counterexample():
+    with tp.Fusion("view_n") as fusion:
+        t0 = tp.make_tensor(["N"])
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t1.split(0, 32).split(1, 12)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    report = tp.verify(fusion, "sm_90a")
+    (d,) = [d for d in report.errors if d.code == "TMA-VIEW"]
+    assert d.counterexample["N"] % 32 != 0
+    assert tp.verify(fusion, "sm_90a", bind={"N": 1024}).ok
+    assert tp.verify(fusion, "sm_90a", bind={"N": 1000}).codes == ["TMA-VIEW"]
+
+
+def test_fttc_is_a_warning_exactly_when_the_condition_holds():
+    for stride, warns in ((3, True), (2, False), (4, False)):
+        fusion, t1 = VALID.tma_load(f"fttc{stride}", [1024, 64])
+        t1.split(1, 8).split(0, 4).split(1, stride)
+        t1.axis(0).parallelize(P.BIDx)
+        t1.axis(1).parallelize(P.Bulk)
+        t1.axis(3).parallelize(P.BIDy)
+        t1.axis(4).parallelize(P.Bulk)
+        report = tp.verify(fusion, "sm_90a")
+        assert report.ok
+        assert ("TMA-FTTC" in [d.code for d in report.warnings]) == warns
+    # a box as large as the tensor has no in-bounds holes: no warning
+    fusion, t1 = VALID.tma_load("fttc_whole", [4, 64])
+    t1.split(0, 3)
+    t1.axis(0).parallelize(P.Bulk)
+    t1.axis(2).parallelize(P.Bulk)
+    assert "TMA-FTTC" not in [d.code for d in tp.verify(fusion, "sm_90a").warnings]
