@@ -1,0 +1,126 @@
+"""TMA consumer-schedule rules: where Bulk may appear, and which transforms may mix the
+tile with the rest of the loop domain (the seed's step 5)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...model.tma import is_tma_op
+from ...model.types import IterType, ParallelType
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding
+from ..registry import rule
+from .tma import extents_of, tma_infos
+
+
+@rule("TMA-BULK-PLACEMENT", family="tma")
+def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """ParallelType.Bulk marks exactly the tile IDs of a TMA consumer.
+
+    What it checks:
+        Bulk appears only in the loop domain of the output of a TMA op (cp.async.bulk),
+        only on iteration IDs (not broadcast), and a TMA consumer has Bulk IDs for its
+        tile; no ID of a TMA consumer is vectorized (the tile is moved by the TMA, not
+        by vector instructions).
+    Why the hardware needs it:
+        Bulk IDs are lowered as trivial loops because one cp.async.bulk.tensor moves the
+        whole tile. On an ordinary copy a Bulk loop would simply not execute its
+        iterations; a TMA consumer without Bulk IDs would issue a TMA per element.
+    Example:
+        with tp.Fusion("bulk_on_set") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("bulk_on_tma") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+    References:
+        nvFuser csrc/device_lower/validation.cpp (validateCpAsyncBulk); doc/dev/tma.md (step 5)
+    """
+    for tv in ctx.executed():
+        tma = is_tma_op(tv.definition)
+        bulk = [i for i in tv.loop if i.parallel_type is ParallelType.Bulk]
+        where = dict(tensor=tv.name, location=tv.origin)
+        if bulk and not tma:
+            yield finding("TMA-BULK-PLACEMENT",
+                          f"{', '.join(i.label() for i in bulk)} of {tv.name} is Bulk, but {tv.name} is written by "
+                          f"`{tv.definition}`, not by a TMA",
+                          hint="use tp.set(..., op=tp.LoadStoreOpType.TMA) for this copy, or parallelize the axis otherwise",
+                          ids=[i.name for i in bulk], counterexample=extents_of(bulk), **where)
+        if not tma:
+            continue
+        if not bulk:
+            yield finding("TMA-BULK-PLACEMENT", f"{tv.name} is written by a TMA but none of its loop IDs is Bulk, "
+                                                f"so the TMA has no tile",
+                          hint="box an axis (inner split) and parallelize the inner output with tp.ParallelType.Bulk",
+                          ids=[i.name for i in tv.loop], counterexample={"Bulk IDs": 0}, **where)
+        for i in tv.loop:
+            if i.parallel_type is ParallelType.Bulk and i.iter_type is not IterType.Iteration:
+                yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of {tv.name} is Bulk but is a broadcast ID, not part "
+                                                    f"of a tile", hint="leave broadcast IDs serial", ids=[i.name],
+                              counterexample=extents_of([i]), **where)
+            if i.parallel_type is ParallelType.Vectorize:
+                yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of the TMA consumer {tv.name} is vectorized; the tile "
+                                                    f"is moved by the TMA, its IDs must be Bulk",
+                              hint="parallelize tile IDs with tp.ParallelType.Bulk", ids=[i.name],
+                              counterexample=extents_of([i]), **where)
+
+
+@rule("TMA-MIXED-TRANSFORM", family="tma")
+def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The TMA consumer never merges or swizzles a tile ID with a non-tile ID.
+
+    What it checks:
+        In the loop-domain schedule of a TMA consumer, a swizzle whose one output leads
+        to Bulk (tile) IDs and the other to non-Bulk IDs, or a merge that is not a view
+        of the global tensor and takes an ID whose sibling (the other output of the split
+        that made it) is a tile ID: the tile and non-tile branches were transformed together.
+    Why the hardware needs it:
+        A TMA moves whole boxes; the tile is fixed by the boxing and striding splits. A
+        merge or swizzle across the two branches has no box the hardware could move, and
+        nvFuser infers the TMA domain only from schedules that keep the branches apart.
+    Example:
+        with tp.Fusion("mixed") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 32).reorder({1: 2})
+        t1.merge(1, 2).split(1, 4)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("separate") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 32).reorder({1: 2})
+        t1.merge(0, 1)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        nvFuser doc/dev/tma.md (step 4 and step 5: tile and non-tile IDs are transformed separately)
+    """
+    for info in tma_infos(ctx):
+        for step in info.view:
+            if not step.mixing:
+                continue
+            t = step.transform
+            ids = info.id_map()
+            inf = info.inference
+            tiles = [o.label() for o in t.inputs + t.outputs if inf.is_tile(o)]
+            siblings = [x.definition for x in t.inputs if x.definition is not None and x.definition.outputs]
+            why = (f"tile IDs {', '.join(tiles)}" if tiles else
+                   "an ID whose split sibling is a tile ID: " + "; ".join(str(s) for s in siblings))
+            yield finding("TMA-MIXED-TRANSFORM",
+                          f"{t} in the TMA consumer {info.consumer.name} transforms tile and non-tile IDs together "
+                          f"({why})",
+                          hint="transform the Bulk tile IDs and the coordinate IDs separately: merge coordinates "
+                               "with coordinates and tile IDs with tile IDs",
+                          counterexample=extents_of(t.inputs),
+                          tensor=info.consumer.name, ids=[i.name for i in t.inputs + t.outputs if i.name in ids],
+                          location=t.outputs[0].origin)
