@@ -13,7 +13,7 @@ from ...model.tcgen05 import TmemPattern, pattern_offset
 from ...model.types import MemoryType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, format_values, undecided
+from ..findings import finding, undecided
 from ..registry import rule
 from ...model.indexing import linear_offset
 from ..access import THREAD_VARS, AccessModel, active, build, executes
