@@ -1,4 +1,5 @@
-"""The `tileproof` command: verify schedule files against their expectations, explain rules.
+"""The `tileproof` command: verify schedule files against their expectations, explain rules,
+show schedules as pictures.
 
 Exit codes: 0 every schedule matched its expectation, 1 some did not, 2 usage or load
 error (bad path, a file or schedule that fails to build, unknown target or rule code).
@@ -15,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
 from . import __version__, allocation
 from .model.errors import ScheduleError
 from .model.targets import TARGETS
 from .reports.explain import explain_text, list_text
 from .reports.json_report import report_to_dict, to_json
-from .reports.terminal import render_report, reports_to_html
+from .reports.html import PageEntry, report_page
+from .reports.terminal import render_report
 from .schedule_files import LoadError, ScheduleCase, discover
 from .verifier.diagnostics import Report
 from .verifier.verify import verify
@@ -39,6 +40,7 @@ class Outcome:
     report: Report | None = None
     mismatches: list[str] = field(default_factory=list)
     error: str | None = None  # the case could not be built or verified
+    fusion: Any = None  # what the pictures are drawn from
 
     @property
     def matched(self) -> bool:
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             return _verify_command(args)
         if args.command == "explain":
             return _explain_command(args)
+        if args.command == "show":
+            return _show_command(args)
         parser.print_help()
         return EXIT_ERROR
     except UsageError as e:
@@ -84,6 +88,11 @@ def _build_parser() -> argparse.ArgumentParser:
     verify_parser.add_argument("--html", metavar="FILE", help="also write the reports as an HTML page")
     verify_parser.add_argument("--quiet", action="store_true",
                                help="print only the PASS/FAIL lines and the summary, not the reports")
+    show_parser = commands.add_parser("show", help="draw schedules: IterDomain graphs, smem and tmem maps")
+    show_parser.add_argument("path", metavar="PATH", help="a schedule file or folder")
+    show_parser.add_argument("--target", choices=sorted(TARGETS),
+                             help="verify every schedule for this target instead of its own")
+    show_parser.add_argument("--html", metavar="FILE", help="the page to write (default: <PATH stem>.html here)")
     explain_parser = commands.add_parser("explain", help="what a rule checks and why")
     explain_parser.add_argument("code", nargs="?", metavar="CODE", help="a rule code, e.g. TMEM-LANES")
     explain_parser.add_argument("--list", action="store_true", help="list every rule code")
@@ -128,7 +137,7 @@ def run_case(case: ScheduleCase, target: str | None = None) -> Outcome:
         return Outcome(case, error=f"schedule error: {e}")
     except Exception as e:  # verify itself failed: never an accept
         return Outcome(case, error=f"tileproof bug, please report: verify raised {type(e).__name__}: {e}")
-    return Outcome(case, report, case.expect.mismatches(report, _allocation_lookup(fusion)))
+    return Outcome(case, report, case.expect.mismatches(report, _allocation_lookup(fusion)), fusion=fusion)
 
 
 def _allocation_lookup(fusion):
@@ -197,14 +206,32 @@ def _outcome_to_dict(o: Outcome) -> dict[str, Any]:
 
 
 def _write_html(path: Path, outcomes: list[Outcome]) -> None:
-    entries = []
-    for o in outcomes:
-        body = render_report(o.report, expectation=o.case.expect) if o.report is not None else Text(o.error or "")
-        entries.append((_status_line(o), body))
+    entries = [PageEntry(_status_line(o), o.report, o.fusion, o.error, o.case.expect.describe(), o.matched)
+               for o in outcomes]
     try:
-        path.write_text(reports_to_html(entries), encoding="utf-8")
+        path.write_text(report_page(entries), encoding="utf-8")
     except OSError as e:
         raise UsageError(f"--html: cannot write {path}: {e.strerror}") from None
+
+
+def _show_command(args: argparse.Namespace) -> int:
+    """Verify every schedule in PATH and write the page of pictures; exit 2 on usage or load errors."""
+    try:
+        cases = discover([args.path])
+    except (LoadError, ScheduleError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    if not cases:
+        print(f"error: no @tp.schedule functions found in {args.path}", file=sys.stderr)
+        return EXIT_ERROR
+    outcomes = [run_case(case, args.target) for case in cases]
+    path = Path(args.html) if args.html else Path.cwd() / f"{Path(args.path).stem}.html"
+    _write_html(path, outcomes)
+    print(path)
+    for o in outcomes:
+        if o.error is not None:
+            print(f"error: {o.case.name}: {o.error}", file=sys.stderr)
+    return EXIT_ERROR if any(o.error is not None for o in outcomes) else EXIT_OK
 
 
 def _explain_command(args: argparse.Namespace) -> int:
