@@ -99,16 +99,23 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _verify_command(args: argparse.Namespace) -> int:
+def _run_paths(paths: list[str], target: str | None):
+    """Every schedule in paths, verified; None (after saying why) on a usage or load error."""
     try:
-        cases = discover(args.paths)
+        cases = discover(paths)
     except (LoadError, ScheduleError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        return None
     if not cases:
-        print(f"error: no @tp.schedule functions found in {', '.join(args.paths)}", file=sys.stderr)
+        print(f"error: no @tp.schedule functions found in {', '.join(paths)}", file=sys.stderr)
+        return None
+    return [run_case(case, target) for case in cases]
+
+
+def _verify_command(args: argparse.Namespace) -> int:
+    outcomes = _run_paths(args.paths, args.target)
+    if outcomes is None:
         return EXIT_ERROR
-    outcomes = [run_case(case, args.target) for case in cases]
     if args.json:
         print(to_json([_outcome_to_dict(o) for o in outcomes]))
         for o in outcomes:
@@ -216,15 +223,9 @@ def _write_html(path: Path, outcomes: list[Outcome]) -> None:
 
 def _show_command(args: argparse.Namespace) -> int:
     """Verify every schedule in PATH and write the page of pictures; exit 2 on usage or load errors."""
-    try:
-        cases = discover([args.path])
-    except (LoadError, ScheduleError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    outcomes = _run_paths([args.path], args.target)
+    if outcomes is None:
         return EXIT_ERROR
-    if not cases:
-        print(f"error: no @tp.schedule functions found in {args.path}", file=sys.stderr)
-        return EXIT_ERROR
-    outcomes = [run_case(case, args.target) for case in cases]
     path = Path(args.html) if args.html else Path.cwd() / f"{Path(args.path).stem}.html"
     _write_html(path, outcomes)
     print(path)
