@@ -31,6 +31,9 @@ def indices_from_loop(tv: TensorView, loop_env: dict[int, Expr] | None = None) -
     for t in reversed(tv.history):
         if all(o in idx for o in t.outputs) and not all(x in idx for x in t.inputs):
             idx.update(t.backward(idx))
+    for t in tv.history:  # IDs scheduled from the loop or logical IDs (an allocation domain)
+        if all(x in idx for x in t.inputs) and not all(o in idx for o in t.outputs):
+            idx.update(t.forward(idx))
     return {i.uid: e for i, e in idx.items()}
 
 

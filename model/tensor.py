@@ -178,6 +178,23 @@ class TensorView:
         self.contiguity = _normalize_contiguity(contiguity, ids, "set_allocation_domain")
         return self
 
+    def set_loop_domain(self, ids: Sequence[IterDomain]) -> "TensorView":
+        """Make `ids` the loop domain, e.g. to go back to the loop IDs after scheduling an
+        allocation domain. Every logical element must be reached exactly once: the IDs
+        must be a complete, non-overlapping cut of this tensor's transform graph."""
+        ids = list(ids)
+        known = {i.uid for i in self.all_ids()}
+        for i in ids:
+            if not isinstance(i, IterDomain) or i.uid not in known:
+                raise ScheduleError(f"set_loop_domain: {i!r} is not an IterDomain of {self.name}")
+        if len({i.uid for i in ids}) != len(ids):
+            raise ScheduleError("set_loop_domain: an IterDomain appears twice")
+        if self.compute_at:
+            raise ScheduleError(f"set_loop_domain: {self.name} is inlined at {self.compute_at}; set the loop domain first")
+        _check_cut(self, ids)
+        self.loop = ids
+        return self
+
     def set_tmem_dim_sep_pos(self, pos: int) -> "TensorView":
         if self.memory_type is not MemoryType.Tensor:
             raise ScheduleError(
@@ -240,6 +257,28 @@ class TensorView:
             del self.loop[c]
         for k, o in enumerate(t.outputs):
             self.loop.insert(pos + k, o)
+
+
+def _check_cut(tv: "TensorView", ids: list[IterDomain]) -> None:
+    """ids index every logical ID (backward through the history) and no two of them
+    derive from one another."""
+    known = {i.uid for i in ids}
+    for t in reversed(tv.history):
+        if all(o.uid in known for o in t.outputs):
+            known.update(x.uid for x in t.inputs)
+    missing = [i.label() for i in tv.logical if i.uid not in known]
+    if missing:
+        raise ScheduleError(f"set_loop_domain: the IDs do not cover logical {', '.join(missing)} of {tv.name}")
+    ancestors: dict[int, set[int]] = {i.uid: set() for i in tv.logical}
+    for t in tv.history:
+        up = set().union(*(ancestors.get(x.uid, set()) | {x.uid} for x in t.inputs))
+        for o in t.outputs:
+            ancestors[o.uid] = up
+    for i in ids:
+        clash = [j.label() for j in ids if j.uid in ancestors.get(i.uid, set())]
+        if clash:
+            raise ScheduleError(f"set_loop_domain: {i.label()} derives from {', '.join(clash)}; "
+                                f"a loop domain cannot hold both")
 
 
 def _normalize_contiguity(contiguity, ids: Sequence[IterDomain], op: str) -> list[bool | None]:

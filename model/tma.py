@@ -134,7 +134,7 @@ def infer_tma(op: Op) -> TmaInfo:
     entries, problems = allocation_entries(gmem, to_consumer)
     domain, steps, replay_problems = replay_view(consumer, entries, inference)
     problems += replay_problems
-    swizzle_bytes, swizzle_problems = _swizzle_bytes(smem)
+    swizzle_bytes, swizzle_problems = swizzle_bytes_of(smem)
     problems += swizzle_problems
     dims, collapse_problems = _collapse(domain, inference, gmem.dtype.bytes, swizzle_bytes)
     problems += collapse_problems
@@ -143,7 +143,7 @@ def infer_tma(op: Op) -> TmaInfo:
                    domain=tuple(e.id.name for e in domain), view=tuple(steps), inference=inference)
 
 
-def _swizzle_bytes(smem: TensorView) -> tuple[int, list[str]]:
+def swizzle_bytes_of(smem: TensorView) -> tuple[int, list[str]]:
     """The TMA swizzle mode from the shared tensor's XOR swizzle: the inner (XORed) extent
     counts 16-byte units, so the mode is that extent x 16 bytes (the seed's [-1, s, 8/s, s, 16B])."""
     swizzles = [t for t in smem.history if isinstance(t, Swizzle)]

@@ -1,0 +1,74 @@
+"""Where each shared-memory buffer sits in the block's dynamic shared memory.
+
+One plan, used by the verifier (SMEM-ALIGNMENT, SMEM-CAPACITY) and by the code generator
+(buffer offsets), so the addresses proved are the addresses used. Buffers are placed in
+fusion order, each at the next multiple of its alignment: 16 bytes for plain buffers
+(vector accesses), 128 for TMA buffers (the copy faults otherwise), the swizzle period
+(256 / 512 / 1024 bytes) for TMA-swizzled buffers. The dynamic base itself is declared
+`__align__(1024)`, so a buffer offset is also its address modulo 1024.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .allocation import Allocation
+from .expr import Expr, add, ceildiv, const, mul
+from .fusion import Fusion
+from .tma import swizzle_bytes_of
+from .types import LoadStoreOpType, MemoryType
+
+BASE_ALIGN = 1024
+PLAIN_ALIGN, TMA_ALIGN = 16, 128
+MBARRIER_BYTES = 8
+
+
+@dataclass(frozen=True)
+class SmemBuffer:
+    tensor: str
+    offset: Expr  # bytes from the dynamic base
+    bytes: Expr
+    align: int
+    why: str  # why this alignment
+
+
+@dataclass(frozen=True)
+class SmemPlan:
+    buffers: dict[str, SmemBuffer]
+    total: Expr  # bytes of data buffers (mbarriers are static shared memory)
+
+    def offset(self, name: str) -> Expr:
+        return self.buffers[name].offset
+
+
+def swizzle_period(swizzle_bytes: int) -> int:
+    """The TMA swizzle pattern repeats every 8 rows of S bytes: 256 / 512 / 1024."""
+    return 8 * swizzle_bytes
+
+
+def is_tma_buffer(fusion: Fusion, tv) -> bool:
+    ops = ([tv.definition] if tv.definition is not None else []) + list(fusion.uses_of(tv))
+    return any(op.kind == "load_store" and op.op_type is LoadStoreOpType.TMA for op in ops)
+
+
+def required_alignment(fusion: Fusion, tv) -> tuple[int, str]:
+    if not is_tma_buffer(fusion, tv):
+        return PLAIN_ALIGN, "16-byte vector accesses"
+    s, _ = swizzle_bytes_of(tv)
+    if s in (32, 64, 128):
+        return swizzle_period(s), f"{s}-byte TMA swizzle repeats every {swizzle_period(s)} bytes"
+    return TMA_ALIGN, "a TMA shared-memory address must be 128-byte aligned"
+
+
+def plan_shared_memory(fusion: Fusion, allocations: dict[str, Allocation]) -> SmemPlan:
+    buffers: dict[str, SmemBuffer] = {}
+    cursor: Expr = const(0)
+    for tv in fusion.tensors:
+        if tv.memory_type is not MemoryType.Shared or tv.is_fusion_input:
+            continue
+        align, why = required_alignment(fusion, tv)
+        offset = mul(ceildiv(cursor, align), align)
+        size = allocations[tv.name].bytes_expr
+        buffers[tv.name] = SmemBuffer(tv.name, offset, size, align, why)
+        cursor = add(offset, size)
+    return SmemPlan(buffers, cursor)
