@@ -259,6 +259,17 @@ class TensorView:
             self.loop.insert(pos + k, o)
 
 
+def loop_path(tv: "TensorView") -> list:
+    """The transforms between the logical and the loop domain (not an allocation branch)."""
+    needed = {i.uid for i in tv.loop}
+    out = []
+    for t in reversed(tv.history):
+        if any(o.uid in needed for o in t.outputs):
+            out.append(t)
+            needed.update(x.uid for x in t.inputs)
+    return out[::-1]
+
+
 def _check_cut(tv: "TensorView", ids: list[IterDomain]) -> None:
     """ids index every logical ID (backward through the history) and no two of them
     derive from one another."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .expr import Expr, ceildiv, const, mul, try_int
 from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform
-from .tensor import TensorView
+from .tensor import TensorView, loop_path
 from .types import ParallelType
 
 BULK, NONBULK, BOX, PARTITIONED = "bulk", "nonbulk", "box", "partitioned"
@@ -86,7 +86,7 @@ def infer_roles(consumer: TensorView) -> Inference:
         roles[i.uid] = _bulk(i) if i.parallel_type is ParallelType.Bulk else _nonbulk(i)
     consumed: set[int] = set()
     notes: dict[int, str] = {}
-    for t in reversed(consumer.history):
+    for t in reversed(loop_path(consumer)):
         outs = [roles.get(o.uid) for o in t.outputs]
         if any(r is None for r in outs):
             continue  # an output is not explained by the walk: t belongs to the view
@@ -198,7 +198,7 @@ def replay_view(consumer: TensorView, entries: list[ViewEntry], inf: Inference) 
     current = list(entries)
     steps: list[ViewStep] = []
     problems: list[str] = []
-    for t in consumer.history:
+    for t in loop_path(consumer):
         if id(t) in inf.consumed:
             continue
         pos = {e.id.uid: k for k, e in enumerate(current)}

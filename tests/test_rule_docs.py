@@ -33,7 +33,7 @@ def test_example_fails_with_exactly_that_code(rule):
     if rule.severity is Severity.WARNING:
         assert report.ok and warned(report) == [rule.code], [d.message for d in report.diagnostics]
     else:
-        assert report.codes == [rule.code], [d.message for d in report.errors]
+        assert report.codes == sorted([rule.code] + rule.reported_with), [d.message for d in report.errors]
     failing = [d for d in report.diagnostics if d.code == rule.code]
     assert failing and all(d.message and d.hint and d.counterexample for d in failing)
 

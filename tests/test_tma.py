@@ -71,9 +71,9 @@ def test_indivisible_rotation_costs_a_dimension():
 
 def test_dense_and_strided_tiles():
     dense = info_of(VALID.tma_strided_tile())
-    assert table(dense) == [(8, 8, 1, 64, 4), (4, 2, 2, 1024, 256)]
+    assert table(dense) == [(16, 16, 1, 64, 4), (4, 2, 2, 1024, 256)]
     fttc = info_of(VALID.tma_strided_tile_fttc())
-    assert table(fttc) == [(8, 8, 1, 64, 4), (4, 2, 3, 1024, 256)]
+    assert table(fttc) == [(16, 16, 1, 64, 4), (4, 2, 3, 1024, 256)]
     composite = info_of(VALID.tma_strided_composited_box())
     assert table(composite) == [(16, 16, 1, 16, 4), (32, 8, 4, 64 * 32, 64)]
     assert composite.dims[0].kind == "implicit whole" and composite.dims[1].kind == "composited"
@@ -101,7 +101,7 @@ def test_store_and_swizzle():
 
 def test_bytes_per_transfer():
     info = info_of(VALID.tma_strided_tile_fttc())
-    assert info.bytes_per_transfer == tp.Expr("const", (), 8 * 2 * 4)
+    assert info.bytes_per_transfer == tp.Expr("const", (), 16 * 2 * 4)
 
 
 def test_problems_instead_of_exceptions():
@@ -169,7 +169,7 @@ def _symbolic_box_fusion():
 
 
 @pytest.mark.parametrize("box, rows, expected", [
-    (64, 128, []), (256, 1024, []), (512, 1024, ["TMA-BOX-SIZE"]), (12, 128, ["TMA-INNER-BYTES"]),
+    (64, 128, []), (256, 1024, []), (512, 1024, ["TMA-BOX-SIZE"]), (12, 128, ["TMA-COORD-ALIGN", "TMA-INNER-BYTES"]),
     (64, 100, ["TMA-GLOBAL-STRIDE"]),
 ])
 def test_symbolic_proof_agrees_with_bindings(box, rows, expected):
@@ -199,6 +199,7 @@ def test_view_split_symbolic_counterexample():
     t1.set_memory_type(tp.MemoryType.Shared)
     t1.split(0, 32).split(1, 12)
     t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.BIDy)  # one 48-byte tile per block (serial ones would be misaligned)
     t1.axis(2).parallelize(P.Bulk)
     report = tp.verify(fusion, "sm_90a")
     (d,) = [d for d in report.errors if d.code == "TMA-VIEW"]
@@ -210,9 +211,9 @@ def test_view_split_symbolic_counterexample():
 def test_fttc_is_a_warning_exactly_when_the_condition_holds():
     for stride, warns in ((3, True), (2, False), (4, False)):
         fusion, t1 = VALID.tma_load(f"fttc{stride}", [1024, 64])
-        t1.split(1, 8).split(0, 4).split(1, stride)
+        t1.split(1, 32).split(0, 4).split(1, stride).reorder({2: 1})  # stride ID outside the tile
         t1.axis(0).parallelize(P.BIDx)
-        t1.axis(1).parallelize(P.Bulk)
+        t1.axis(2).parallelize(P.Bulk)
         t1.axis(3).parallelize(P.BIDy)
         t1.axis(4).parallelize(P.Bulk)
         report = tp.verify(fusion, "sm_90a")

@@ -11,6 +11,8 @@ from typing import Callable, Iterable
 from .diagnostics import Diagnostic, Severity
 
 SECTIONS = ("What it checks", "Why the hardware needs it", "Example", "Fix", "References")
+# Optional: codes that the Example necessarily also triggers (a rule implied by another).
+OPTIONAL_SECTIONS = ("Reported with",)
 
 
 @dataclass(frozen=True)
@@ -26,9 +28,13 @@ class Rule:
 
     def section(self, name: str) -> str:
         """One docstring section's text (code blocks keep their indentation)."""
-        pattern = rf"^{re.escape(name)}:\s*$\n(.*?)(?=^(?:{'|'.join(map(re.escape, SECTIONS))}):\s*$|\Z)"
+        pattern = rf"^{re.escape(name)}:\s*$\n(.*?)(?=^(?:{'|'.join(map(re.escape, SECTIONS + OPTIONAL_SECTIONS))}):\s*$|\Z)"
         m = re.search(pattern, self.doc, re.S | re.M)
         return inspect.cleandoc(m.group(1)) if m else ""
+
+    @property
+    def reported_with(self) -> list[str]:
+        return self.section("Reported with").split()
 
     @property
     def summary(self) -> str:

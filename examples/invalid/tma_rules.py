@@ -28,6 +28,7 @@ def tma_indivisible_rotation():
     fusion, t1 = tma_load("tma_indivisible_rotation", [1000])
     t1.split(0, 32).split(1, 12)  # [I2, I3{3}, I4{12}]
     t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.BIDy)  # chosen: one 48-byte tile per block (serial tiles would be misaligned)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -83,9 +84,10 @@ def tma_box_symbolic():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("TMA-INNER-BYTES"))
+@tp.schedule(expect=tp.rejected("TMA-INNER-BYTES", "TMA-COORD-ALIGN"))
 def tma_inner_box_24_bytes():
-    """fp16 inner box 12 = 24 bytes, not a multiple of 16 (measured rejected on H200)."""
+    """fp16 inner box 12 = 24 bytes, not a multiple of 16 (measured rejected on H200); the second
+    box then starts at coordinate 12 (24 bytes), which would also fault (TMA-COORD-ALIGN)."""
     fusion, t1 = tma_load("tma_inner_box_24_bytes", [64, 96], dtype=tp.float16)
     t1.split(1, 12)
     t1.axis(0).parallelize(P.BIDy)
@@ -98,22 +100,23 @@ def tma_inner_box_24_bytes():
 def tma_element_stride_16():
     """A striding split by 16: element stride 16 (the limit is 8)."""
     fusion, t1 = tma_load("tma_element_stride_16", [1024, 64])
-    t1.split(0, 64).split(1, 16)  # [I0o, Tile{4}, Stride{16}, I1]
+    t1.split(0, 64).split(1, 16).reorder({2: 1})  # [I0o, Stride{16}, Tile{4}, I1]: tiles stay contiguous
     t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("TMA-ELEMENT-STRIDE"))
+@tp.schedule(expect=tp.rejected("TMA-ELEMENT-STRIDE", "TMA-COORD-ALIGN"))
 def tma_element_stride_innermost():
     """A striding split on the innermost dimension (element stride 2): the hardware ignores
-    elementStrides[0], so this tile cannot be loaded."""
+    elementStrides[0], so this tile cannot be loaded; the copy for stride phase 1 would also
+    start at an odd innermost coordinate (4 bytes: TMA-COORD-ALIGN)."""
     fusion, t1 = tma_load("tma_element_stride_innermost", [64, 256])
-    t1.split(1, 64).split(2, 2)  # [I0, I1o, Tile{32}, Stride{2}]
+    t1.split(1, 64).split(2, 2).reorder({3: 2})  # [I0, I1o, Stride{2}, Tile{32}]
     t1.axis(0).parallelize(P.BIDy)
     t1.axis(1).parallelize(P.BIDx)
-    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
     return fusion
 
 

@@ -58,6 +58,7 @@ def tma_box_by_rotation():
     fusion, t1 = tma_load("tma_box_by_rotation", ["N"])
     t1.split(0, 32).split(1, 8)  # [I2, I3{4}, I4{8}]
     t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.BIDy)  # chosen: a serial I3 would put 32-byte tiles at unaligned addresses
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -76,12 +77,14 @@ def tma_box_by_rotation_right():
 
 @tp.schedule(expect=tp.accepted())
 def tma_strided_tile():
-    """Figure 12: box (8, 4) with element strides (1, 2): the outer box is split by its
-    element stride 2, tile (8, 2); 2 divides 4, so FTTC does not apply."""
+    """Figure 12: box (16, 4) with element strides (1, 2): the outer box is split by its
+    element stride 2, tile (16, 2); 2 divides 4, so FTTC does not apply. Chosen: the figure's
+    inner box 8 widened to 16 so a tile is 128 bytes; the stride ID (one copy per phase) is
+    allocated outside the tile, so both phases' tiles start 128-byte aligned."""
     fusion, t1 = tma_load("tma_strided_tile", [1024, 64])
-    t1.split(1, 8).split(0, 4).split(1, 2)  # [I0o, Tile{2}, Stride{2}, I1o, I1i{8}]
+    t1.split(1, 16).split(0, 4).split(1, 2).reorder({2: 1})  # [I0o, Stride{2}, Tile{2}, I1o, I1i{16}]
     t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(2).parallelize(P.Bulk)  # the stride ID is allocated: outside the tile, as in Figure 14 (a)
     t1.axis(3).parallelize(P.BIDy)
     t1.axis(4).parallelize(P.Bulk)
     return fusion
@@ -90,11 +93,12 @@ def tma_strided_tile():
 @tp.schedule(expect=tp.accepted())
 def tma_strided_tile_fttc():
     """Figure 1 (right): box 4 rows with element stride 3, tile 2: 3 < 4 < 1024 and 3 does not
-    divide 4, so FTTC holds: accepted with a TMA-FTTC warning (holes are not zero-filled)."""
+    divide 4, so FTTC holds: accepted with a TMA-FTTC warning (holes are not zero-filled).
+    Chosen: inner box 16 (128-byte tiles), as in tma_strided_tile."""
     fusion, t1 = tma_load("tma_strided_tile_fttc", [1024, 64])
-    t1.split(1, 8).split(0, 4).split(1, 3)  # [I0o, Tile{2}, Stride{3}, I1o, I1i{8}]
+    t1.split(1, 16).split(0, 4).split(1, 3).reorder({2: 1})  # [I0o, Stride{3}, Tile{2}, I1o, I1i{16}]
     t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.BIDy)
     t1.axis(4).parallelize(P.Bulk)
     return fusion
@@ -105,9 +109,9 @@ def tma_strided_composited_box():
     """A composited box [I1{4}, I2{8}] merged first, then split by element stride 4 (the seed:
     merge the box IDs before the striding split): box 32, tile 8; 4 divides 32, no FTTC."""
     fusion, t1 = tma_load("tma_strided_composited_box", [64, 4, 8, 16])
-    t1.merge(1, 2).split(1, 4)  # [I0, Tile{8}, Stride{4}, I3]
+    t1.merge(1, 2).split(1, 4).reorder({2: 1})  # [I0, Stride{4}, Tile{8}, I3]
     t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
 
@@ -126,6 +130,7 @@ def tma_figure11():
     t1.axis(0).parallelize(P.BIDx)  # I1
     t1.axis(2).parallelize(P.BIDy)  # I10
     t1.axis(4).parallelize(P.BIDz)  # I4
+    t1.reorder({7: 0})  # I7, a serial coordinate, is allocated: outermost, so it does not split the tile
     return fusion
 
 

@@ -88,6 +88,7 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.split(0, 32).split(1, 12)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
     Fix:
         with tp.Fusion("view") as fusion:
@@ -95,6 +96,7 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.split(0, 32).split(1, 8)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
     References:
         nvFuser doc/dev/tma.md (step 1, define box by rotation); doc/reading/divisibility-of-split.md
@@ -236,20 +238,16 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
         transfer's byte count, which nvFuser requires to be a multiple of 16.
     Example:
         with tp.Fusion("inner12") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 96], dtype=tp.float16); fusion.add_input(t0)
+            t0 = tp.make_contig_concrete_tensor([12], dtype=tp.float16); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(1, 12)
-        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
-        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        t1.axis(0).parallelize(tp.ParallelType.Bulk)
     Fix:
         with tp.Fusion("inner16") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 96], dtype=tp.float16); fusion.add_input(t0)
+            t0 = tp.make_contig_concrete_tensor([16], dtype=tp.float16); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(1, 16)
-        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
-        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        t1.axis(0).parallelize(tp.ParallelType.Bulk)
     References:
         CUDA driver API cuTensorMapEncodeTiled (boxDim[0] * elementSize % 16); PTX ISA 9.7.9.25.5.2; measured on H200
     """
@@ -295,16 +293,16 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 64).split(1, 16)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.split(0, 64).split(1, 16).reorder({2: 1})
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
     Fix:
         with tp.Fusion("stride4") as fusion:
             t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 64).split(1, 4)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.split(0, 64).split(1, 4).reorder({2: 1})
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
     References:
         CUDA driver API cuTensorMapEncodeTiled (elementStrides); nvFuser csrc/device_lower/analysis/tma.cpp
@@ -410,16 +408,16 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 8).split(1, 3)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.split(0, 8).split(1, 3).reorder({2: 1})
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
     Fix:
         with tp.Fusion("fttc") as fusion:
             t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 8).split(1, 4)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.split(0, 8).split(1, 4).reorder({2: 1})
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
     References:
         nvFuser doc/reading/tma-modeling-in-depth.md (Theorem 6, FTTC); doc/dev/tma.md (step 3)

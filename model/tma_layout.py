@@ -1,0 +1,109 @@
+"""One TMA instruction as functions of the TMA consumer's loop indices, shared by the
+verifier (which proves them) and the code generator (which issues them).
+
+For a loop point of the consumer: the box origin (the coordinates cp.async.bulk.tensor
+takes, innermost first), the element's position inside the tile, where the hardware puts
+that element in shared memory (row-major tile, rows padded to the swizzle span, then the
+swizzle XOR of hardware.md 1.3) and where the schedule's shared-memory allocation puts
+it. The tile's loop variables (the Bulk IDs) are zero at the tile's first
+element, so the same expressions with those variables zeroed describe the whole issue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .allocation import Allocation
+from .expr import Expr, add, const, floordiv, mod, mul, product, substitute, xor
+from .indexing import (
+    Bound, indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
+)
+from .iterdomain import IterDomain
+from .tma import TmaInfo
+from .tma_inference import NONBULK
+from .types import ParallelType
+
+SWIZZLE_LINE = 128  # bytes: the hardware XORs 16-byte chunk bits 4.. with line bits 7..
+
+
+def hw_swizzle(address: Expr, swizzle_bytes: int) -> Expr:
+    """P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4); its own inverse. S = 0: no swizzle."""
+    if not swizzle_bytes:
+        return address
+    line = mod(floordiv(address, SWIZZLE_LINE), swizzle_bytes // 16)
+    return xor(address, mul(line, 16))
+
+
+@dataclass(frozen=True)
+class TmaIssue:
+    info: TmaInfo
+    consumer_idx: dict[int, Expr]  # uid -> index, every consumer ID
+    smem_idx: dict[int, Expr]  # uid -> index, every ID of the shared tensor
+    tile_vars: tuple[str, ...]  # the Bulk loop variables: zero at the tile's first element
+    tile_coords: tuple[Expr, ...]  # innermost first, position inside the tile
+    box_origin: tuple[Expr, ...]  # innermost first, global coordinates of the box
+    hw_offset: Expr  # bytes from the tile start where TMA puts the element, before the swizzle
+    smem_offset: Expr  # bytes from the buffer start where the schedule's allocation puts it
+    row_pitch: Expr  # bytes per tile row in shared memory (the swizzle span when swizzled)
+    footprint: Expr  # bytes one tile occupies in shared memory
+    issue_bounds: tuple[Bound, ...]  # holes outside the tile: the copy is not issued there
+    missing: tuple[str, ...]  # allocated IDs without an index (the layout is not a function of the loop)
+
+    @property
+    def swizzle_bytes(self) -> int:
+        return self.info.swizzle_bytes
+
+    @property
+    def unswizzled(self) -> Expr:
+        """The schedule's offset mapped back through the hardware swizzle (an involution)."""
+        return hw_swizzle(self.smem_offset, self.swizzle_bytes)
+
+    @property
+    def tile_start(self) -> Expr:
+        """Where this issue's tile starts, as the hardware sees it (tile variables zero)."""
+        return self.at_tile_start(self.unswizzled)
+
+    @property
+    def dst_offset(self) -> Expr:
+        """The shared-memory operand of the instruction, from the buffer start."""
+        return self.tile_start
+
+    def at_tile_start(self, e: Expr) -> Expr:
+        return substitute(e, {v: const(0) for v in self.tile_vars})
+
+    def inner_box_bytes(self) -> Expr:
+        return mul(self.info.dims[0].box, self.info.gmem.dtype.bytes)
+
+
+def _flatten(ids: list[IterDomain], idx: dict[int, Expr]) -> Expr:
+    e: Expr = const(0)
+    for i in ids:
+        e = add(mul(e, i.extent_expr), idx[i.uid])
+    return e
+
+
+def build_issue(info: TmaInfo, smem_alloc: Allocation) -> TmaIssue:
+    """The issue's functions; `info` must be inferred (info.ok)."""
+    consumer, smem = info.consumer, info.smem
+    cidx = indices_from_loop(consumer)
+    sidx = cidx if smem is consumer else indices_from_logical(smem, producer_logical(info.op, 0, cidx))
+    ids = info.id_map()
+    # A stride ID's loop issues one copy per phase of the element stride: not a tile variable.
+    tile_vars = tuple(loop_var(consumer, i).value for i in consumer.loop if i.parallel_type is ParallelType.Bulk)
+    zero = {v: const(0) for v in tile_vars}
+    tile_coords = tuple(_flatten([ids[n] for n in d.tile_ids], cidx) for d in info.dims)
+    origin = tuple(substitute(_flatten([ids[n] for n in d.ids], cidx), zero) for d in info.dims)
+    es = info.gmem.dtype.bytes
+    tiles = [d.tile for d in info.dims]
+    pitch = const(info.swizzle_bytes) if info.swizzle_bytes else mul(tiles[0], es)
+    row: Expr = const(0)
+    for k in range(len(tiles) - 1, 0, -1):
+        row = add(mul(row, tiles[k]), tile_coords[k])
+    hw = add(mul(row, pitch), mul(tile_coords[0], es))
+    strides_of = smem_alloc.strides()
+    missing = tuple(a.id.label() for a in smem_alloc.allocated() if a.id.uid not in sidx)
+    offset = mul(linear_offset({u: s for u, s in strides_of.items() if u in sidx}, sidx), es)
+    consumed = {u for u, r in (info.inference.roles.items() if info.inference else ()) if r.kind != NONBULK}
+    bounds = tuple(b for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)
+    return TmaIssue(info, cidx, sidx, tile_vars, tile_coords, origin, hw, offset, pitch,
+                    mul(product(tiles[1:]), pitch), bounds, missing)

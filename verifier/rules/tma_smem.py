@@ -1,0 +1,514 @@
+"""TMA and the shared-memory tensor (the seed's step 4): where the hardware writes (or
+reads) each tile element against where the schedule's allocation domain says it lives,
+the swizzle, alignment and the coordinates the instruction is issued with. All proofs
+quantify over every issue (every non-tile loop point, thread and block) and every
+element of the tile, with the functions of model/tma_layout.py the code generator uses."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import z3
+
+from ...model.expr import Expr, add, const, mod, try_int
+from ...model.smem_plan import plan_shared_memory, swizzle_period
+from ...model.tma import TmaInfo
+from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
+from ...model.types import MemoryType
+from ..access import AccessModel, active, build
+from ..context import Access, VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, format_values, undecided
+from ..registry import rule
+from ..solver import Outcome
+from .tma import tma_infos
+
+TMA_ALIGN, COORD_ALIGN = 128, 16
+SWIZZLE_MODES = (32, 64, 128)
+REFS = "nvFuser doc/dev/tma.md (step 4, data swizzle); measured on H200 (reference/hardware.md 1.3, 1.4)"
+
+
+class Issue:
+    """A TMA with its access model (ranges, active threads) and its issue functions."""
+
+    def __init__(self, ctx: VerifyContext, info: TmaInfo):
+        self.info = info
+        load = info.direction == "load"
+        acc = Access(info.op, "store", info.smem, info.smem, -1) if load else Access(info.op, "load", info.smem,
+                                                                                        info.consumer, 0)
+        self.m: AccessModel = build(ctx, acc)
+        self.alloc = ctx.allocations[info.smem.name]
+        self.t: TmaIssue = build_issue(info, self.alloc)
+        self.hw_address = hw_swizzle(add(self.t.tile_start, self.t.hw_offset), info.swizzle_bytes)
+        self.where = dict(tensor=info.smem.name, ids=[a.id.name for a in self.alloc.allocated()],
+                          location=info.smem.origin or info.op.origin)
+
+    def exprs(self) -> list[Expr]:
+        t = self.t
+        return ([t.smem_offset, t.unswizzled, t.tile_start, t.hw_offset, add(t.tile_start, t.hw_offset),
+                 self.hw_address, t.footprint, t.row_pitch, self.alloc.bytes_expr]
+                + list(t.tile_coords) + list(t.box_origin) + [d.tile for d in self.info.dims]
+                + [b.value for b in t.issue_bounds] + [b.extent for b in t.issue_bounds] + self.m.hint_exprs())
+
+    def issued(self, q) -> z3.BoolRef:
+        """The copy is issued at this point: the thread takes part and no coordinate is a hole."""
+        bounds = [q.lt(b.value, b.extent) for b in self.t.issue_bounds]
+        return z3.And(active(q, self.m), *bounds)
+
+    def in_tile(self, q) -> z3.BoolRef:
+        return z3.And(*[q.lt(c, d.tile) for c, d in zip(self.t.tile_coords, self.info.dims)])
+
+    def prove(self, ctx: VerifyContext, claim, extra: list[Expr], values: dict[str, Expr], tile=True,
+              smallest: Expr | None = None) -> Outcome:
+        q = ctx.query(self.exprs() + extra + list(values.values()), self.m.ranges)
+        cond = z3.And(self.issued(q), self.in_tile(q)) if tile else self.issued(q)
+        return q.prove(z3.Implies(cond, claim(q)), values=values, smallest=smallest)
+
+    def tile_values(self) -> dict[str, Expr]:
+        return {f"tile coordinate {k}": c for k, c in enumerate(self.t.tile_coords)}
+
+    def witness(self, ctx: VerifyContext, out: Outcome, keys: list[str]) -> dict:
+        loops = {k: v for k, v in out.model.items() if k in self.m.ranges}
+        return {**ctx.symbols_of(out.model), **loops, **{k: out.values[k] for k in keys if k in out.values}}
+
+
+def _issues(ctx: VerifyContext) -> list[Issue]:
+    return ctx.memo(("tma-issues",), lambda: [Issue(ctx, i) for i in tma_infos(ctx) if i.ok and not _unindexed(ctx, i)])
+
+
+def _unindexed(ctx: VerifyContext, info: TmaInfo) -> bool:
+    """No tile to place: not inferred, or tile and non-tile IDs mixed (TMA-MIXED-TRANSFORM)."""
+    return info.smem.memory_type is not MemoryType.Shared or not info.dims or any(s.mixing for s in info.view)
+
+
+def _report(ctx, code: str, issue: Issue, out: Outcome, what: str, message, hint: str, keys: list[str],
+            notes: list[str] | None = None) -> Iterator[Diagnostic]:
+    if out.status == "unknown":
+        yield undecided(code, what, out, **issue.where)
+    elif not out.proved:
+        sizes = ctx.symbols_of(out.model)
+        when = f" when {format_values(sizes)}" if sizes else ""
+        yield finding(code, message(out.values, when), hint=hint, notes=notes or [],
+                      counterexample=issue.witness(ctx, out, keys), **issue.where)
+
+
+def _layout(ctx: VerifyContext, issue: Issue) -> Outcome:
+    """Every tile element lies where the hardware puts it: unswizzle(schedule) == start + row-major offset."""
+    t = issue.t
+    values = {**issue.tile_values(), "schedule byte offset": t.smem_offset, "hardware byte offset": issue.hw_address,
+              "tile start": t.tile_start, "offset in tile": t.hw_offset}
+    return ctx.memo(("tma-layout", id(issue)), lambda: issue.prove(
+        ctx, lambda q: q.eq(t.unswizzled, add(t.tile_start, t.hw_offset)), [], values, smallest=t.hw_offset))
+
+
+def _layout_message(issue: Issue, kind: str):
+    name, t = issue.info.smem.name, issue.t
+
+    def message(v, when):
+        coords = ", ".join(str(v[f"tile coordinate {k}"]) for k in range(len(t.tile_coords)))
+        return (f"{kind}{when}: the TMA {'writes' if issue.info.direction == 'load' else 'reads'} tile element "
+                f"({coords}) (innermost first) at byte {v['hardware byte offset']} of {name}, but the schedule's "
+                f"allocation puts it at byte {v['schedule byte offset']}")
+    return message
+
+
+def _missing(issue: Issue) -> Iterator[Diagnostic]:
+    if issue.t.missing:
+        yield finding("TMA-TILE-CONTIGUITY", f"the allocation of {issue.info.smem.name} uses "
+                      f"{', '.join(issue.t.missing)}, which the loop of {issue.info.consumer.name} does not index",
+                      hint="build the allocation domain from the tensor's loop or logical IDs",
+                      counterexample={"unindexed IDs": len(issue.t.missing)}, **issue.where)
+
+
+@rule("TMA-TILE-CONTIGUITY", family="tma")
+def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Each TMA tile occupies one contiguous range of shared memory, in the order TMA writes it.
+
+    What it checks:
+        Without swizzle: for every issued copy and every tile element (innermost
+        coordinate c0, rows flattened row-major), the byte offset the shared tensor's
+        allocation domain gives the element equals the tile's start plus the element's
+        row-major offset in the tile. BID-parallel and extent-1 IDs are not allocated
+        and so never separate a tile; TID-parallel IDs are allocated and do.
+    Why the hardware needs it:
+        One cp.async.bulk.tensor writes (or reads) a whole tile as a dense row-major
+        block at one shared address. If the schedule places the tile's elements
+        elsewhere, every later shared-memory access reads the wrong data, silently.
+    Example:
+        with tp.Fusion("gap") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 8).reorder({1: 2})
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        t1.set_allocation_domain([t1.axis(2), t1.axis(1), t1.axis(3)])
+    Fix:
+        with tp.Fusion("gap") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 8).reorder({1: 2})
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        t1.set_allocation_domain([t1.axis(1), t1.axis(2), t1.axis(3)])
+    References:
+        nvFuser doc/dev/tma.md (step 4, Figures 13-15)
+    """
+    for issue in _issues(ctx):
+        yield from _missing(issue)
+        if issue.info.swizzle_bytes or issue.t.missing:
+            continue
+        out = _layout(ctx, issue)
+        yield from _report(
+            ctx, "TMA-TILE-CONTIGUITY", issue, out, f"that each tile of {issue.info.smem.name} is contiguous",
+            _layout_message(issue, f"a tile of {issue.info.smem.name} is not contiguous in shared memory"),
+            "order the allocation domain so the tile IDs are innermost and adjacent, in TMA order (extent-1 and "
+            "BID IDs may sit between them); do not split tile IDs by factors that leave holes",
+            list(issue.tile_values()) + ["schedule byte offset", "hardware byte offset", "tile start"])
+
+
+@rule("TMA-WHOLE-TILES", family="tma")
+def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The shared tensor is a whole number of tiles, each starting at a multiple of the tile size.
+
+    What it checks:
+        The allocation's bytes are a multiple of one tile's footprint (rows x row pitch,
+        the pitch being the swizzle span when swizzled), and every issued copy's tile
+        starts at a multiple of that footprint.
+    Why the hardware needs it:
+        A tile is the smallest unit a TMA moves. An allocation that is not a whole number
+        of tiles either cuts a tile short (the copy writes past the buffer, into the next
+        one) or lets tiles straddle each other.
+    Example:
+        with tp.Fusion("partial") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 64)
+        loop = t1.get_loop_domain(); t1.split(2, 48)
+        t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("partial") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 64)
+        loop = t1.get_loop_domain(); t1.split(2, 32)
+        t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        nvFuser doc/dev/tma.md (step 4: "the allocation domain is also required to be a multiple of whole tiles")
+    """
+    for issue in _issues(ctx):
+        if issue.t.missing:
+            continue
+        t = issue.t
+        size = issue.alloc.bytes_expr
+        out = ctx.memo(("tma-whole-size", id(issue)), lambda: issue.prove(
+            ctx, lambda q: q.eq(mod(size, t.footprint), const(0)), [mod(size, t.footprint)],
+            {"allocation bytes": size, "tile bytes": t.footprint}, tile=False))
+        yield from _report(
+            ctx, "TMA-WHOLE-TILES", issue, out, f"that {issue.info.smem.name} is a whole number of tiles",
+            lambda v, when: (f"{issue.info.smem.name} is not a whole number of TMA tiles{when}: it has "
+                             f"{v['allocation bytes']} bytes, a tile takes {v['tile bytes']}"),
+            "allocate whole tiles: split tile IDs only by factors that divide them, and keep coordinate IDs "
+            "that share the buffer whole", ["allocation bytes", "tile bytes"])
+        if not out.proved or not _layout(ctx, issue).proved:
+            continue  # a tile that is not where TMA puts it is reported by the layout rules
+        start = ctx.memo(("tma-whole-start", id(issue)), lambda: issue.prove(
+            ctx, lambda q: q.eq(mod(t.tile_start, t.footprint), const(0)), [mod(t.tile_start, t.footprint)],
+            {"tile start": t.tile_start, "tile bytes": t.footprint}, tile=False))
+        yield from _report(
+            ctx, "TMA-WHOLE-TILES", issue, start, f"that every tile of {issue.info.smem.name} starts on a tile boundary",
+            lambda v, when: (f"a tile of {issue.info.smem.name} starts at byte {v['tile start']}{when}, "
+                             f"not a multiple of the tile size {v['tile bytes']}"),
+            "place tiles at multiples of the tile size: the IDs outside the tile must be outer to all tile IDs",
+            ["tile start", "tile bytes"])
+
+
+def _width_problem(ctx: VerifyContext, issue: Issue) -> Outcome | None:
+    """None when the inner box fills the swizzle span exactly; else the outcome of I == S."""
+    s = issue.info.swizzle_bytes
+    inner = issue.t.inner_box_bytes()
+    def run():
+        q = ctx.query([inner, const(s)], issue.m.ranges)
+        return q.prove(q.eq(inner, const(s)), values={"inner box bytes": inner})
+    out = ctx.memo(("tma-width", id(issue)), run)
+    return None if out.proved else out
+
+
+@rule("TMA-SWIZZLE-WIDTH", family="tma")
+def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A swizzled TMA's inner box fits the swizzle span, and its rows reserve the whole span.
+
+    What it checks:
+        The swizzle mode is 32, 64 or 128 bytes (the XORed axis of the shared tensor's
+        [-1, s, 8/s, s, 16B] view has 2, 4 or 8 chunks); the inner box is at most that
+        many bytes; when it is narrower, the schedule's allocation still gives every
+        box row the whole span (each element where the hardware puts it).
+    Why the hardware needs it:
+        cuTensorMapEncodeTiled rejects an inner box wider than the swizzle span (measured
+        on H200). A narrower row still occupies S bytes of shared memory, so an
+        allocation that packs rows densely reads the wrong rows.
+    Example:
+        with tp.Fusion("wide") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 64).split(0, 16).reorder({1: 2})
+        t1.split(3, 8).split(3, 2).split(2, 8)
+        t1.swizzle(tp.SwizzleType.XOR, 2, 4)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("wide") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 16).split(0, 16).reorder({1: 2})
+        t1.split(3, 8).split(2, 4).split(2, 2)
+        t1.swizzle(tp.SwizzleType.XOR, 3, 5)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+    References:
+        CUDA driver API cuTensorMapEncodeTiled (inner box <= swizzle span); measured on H200 (hardware.md 1.3)
+    """
+    for issue in _issues(ctx):
+        s = issue.info.swizzle_bytes
+        if not s or issue.t.missing:
+            continue
+        if s not in SWIZZLE_MODES:
+            yield finding("TMA-SWIZZLE-WIDTH", f"the XOR swizzle of {issue.info.smem.name} spans {s} bytes "
+                          f"({s // 16} chunks of 16 bytes); TMA swizzles 32, 64 or 128 bytes",
+                          hint="view the tile as [-1, s, 8/s, s, 16B] with s = 2, 4 or 8 and swizzle axes 1 and 3",
+                          counterexample={"swizzle bytes": s}, **issue.where)
+            continue
+        if _width_problem(ctx, issue) is None:
+            continue
+        inner = issue.t.inner_box_bytes()
+        fits = ctx.memo(("tma-fits", id(issue)), lambda: issue.prove(
+            ctx, lambda q: q.le(inner, const(s)), [const(s)], {"inner box bytes": inner}, tile=False))
+        yield from _report(
+            ctx, "TMA-SWIZZLE-WIDTH", issue, fits, f"that the inner box fits the {s}-byte swizzle",
+            lambda v, when: (f"the inner box of the TMA into {issue.info.smem.name} is {v['inner box bytes']} bytes"
+                             f"{when}, wider than its {s}-byte swizzle span"),
+            f"box the innermost dimension to at most {s} bytes, or use a wider swizzle ({s * 2} bytes or more)",
+            ["inner box bytes"])
+        if not fits.proved:
+            continue
+        out = _layout(ctx, issue)
+        yield from _report(
+            ctx, "TMA-SWIZZLE-WIDTH", issue, out, f"that the rows of {issue.info.smem.name} reserve the swizzle span",
+            _layout_message(issue, f"the inner box is narrower than the {s}-byte swizzle span, so each row of "
+                                   f"{issue.info.smem.name} takes {s} bytes in shared memory, and the schedule "
+                                   f"does not reserve them"),
+            f"pad each tile row to {s} bytes in the allocation (view the row as [{s // 16}, 16B] chunks), or box "
+            f"the innermost dimension to exactly {s} bytes",
+            list(issue.tile_values()) + ["schedule byte offset", "hardware byte offset", "tile start"])
+
+
+@rule("TMA-SWIZZLE-LAYOUT", family="tma")
+def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The schedule's swizzled layout is the hardware's swizzle of the tile, element by element.
+
+    What it checks:
+        For a TMA whose shared tensor is XOR-swizzled (S = 32, 64 or 128 bytes, inner
+        box exactly S bytes), for every issued copy and every tile element: the byte
+        offset the allocation domain gives it equals P(tile start + row-major offset),
+        P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4). This is a proof of function equality,
+        not a pattern match: any schedule computing the same addresses passes.
+    Why the hardware needs it:
+        TMA writes a swizzled tile at swizzled addresses whatever the schedule says;
+        reads that index shared memory with a different XOR get other rows' data,
+        silently.
+    Example:
+        with tp.Fusion("swapped") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 16).reorder({1: 2})
+        t1.split(3, 8).split(2, 2).split(2, 4)
+        t1.swizzle(tp.SwizzleType.XOR, 5, 3)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("swapped") as fusion:
+            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32).split(0, 16).reorder({1: 2})
+        t1.split(3, 8).split(2, 2).split(2, 4)
+        t1.swizzle(tp.SwizzleType.XOR, 3, 5)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+    References:
+        PTX ISA 5.5.7 (swizzling modes); CuTe Swizzle<B,4,3>; nvFuser doc/dev/tma.md (data swizzle)
+    """
+    for issue in _issues(ctx):
+        s = issue.info.swizzle_bytes
+        if s not in SWIZZLE_MODES or issue.t.missing or _width_problem(ctx, issue) is not None:
+            continue
+        out = _layout(ctx, issue)
+        yield from _report(
+            ctx, "TMA-SWIZZLE-LAYOUT", issue, out, f"that {issue.info.smem.name} matches the {s}-byte TMA swizzle",
+            _layout_message(issue, f"the swizzled layout of {issue.info.smem.name} is not the TMA's {s}-byte swizzle"),
+            f"view the tile as [-1, {s // 16}, {128 // s}, {s // 16}, 16B] and swizzle axes 1 and 3 (row chunk, "
+            f"column chunk): tv.swizzle(tp.SwizzleType.XOR, row_axis, chunk_axis)",
+            list(issue.tile_values()) + ["schedule byte offset", "hardware byte offset", "tile start"],
+            notes=[f"hardware: P(A) = A ^ (((A >> 7) & {s // 16 - 1}) << 4) on the row-major tile offset A"])
+
+
+@rule("SMEM-ALIGNMENT", family="tma")
+def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Every TMA shared-memory address is 128-byte aligned; swizzled buffers start on their period.
+
+    What it checks:
+        The shared-memory plan (model/smem_plan.py, used by the code generator) puts each
+        TMA buffer at a multiple of 128 bytes, each swizzled buffer at a multiple of its
+        pattern period (256 / 512 / 1024 bytes for 32 / 64 / 128-byte swizzle); and for
+        every issued copy the tile's address (buffer + tile start) is a multiple of 128.
+    Why the hardware needs it:
+        A cp.async.bulk.tensor whose shared address is not 128-byte aligned faults with
+        CUDA_ERROR_MISALIGNED_ADDRESS, which kills the context (measured on H200 for 16-,
+        32- and 64-byte alignment). The swizzle XORs absolute address bits, so the layout
+        proof holds only when the pattern period starts at the buffer.
+    Example:
+        with tp.Fusion("narrow_tiles") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 16)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("narrow_tiles") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024, 256]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 32)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        measured on H200 (hardware.md 1.4 TMA-DST-ALIGN, TMA-DST-PERIOD); PTX ISA 5.5.7
+    """
+    issues = _issues(ctx)
+    if not issues:
+        return
+    plan = ctx.memo(("smem-plan",), lambda: plan_shared_memory(ctx.fusion, ctx.allocations))
+    for issue in issues:
+        name, s = issue.info.smem.name, issue.info.swizzle_bytes
+        buf = plan.buffers[name]
+        need = swizzle_period(s) if s in SWIZZLE_MODES else TMA_ALIGN
+        address = add(buf.offset, issue.t.tile_start)
+        out = ctx.memo(("smem-align", id(issue)), lambda: issue.prove(
+            ctx, lambda q: z3.And(q.eq(mod(buf.offset, need), const(0)), q.eq(mod(address, TMA_ALIGN), const(0))),
+            [address, buf.offset, mod(address, TMA_ALIGN), mod(buf.offset, need), const(need)],
+            {"buffer offset": buf.offset, "tile address": address, "tile start": issue.t.tile_start}, tile=False))
+        yield from _report(
+            ctx, "SMEM-ALIGNMENT", issue, out, f"that the TMA addresses in {name} are aligned",
+            lambda v, when: (f"a TMA {'into' if issue.info.direction == 'load' else 'from'} {name} uses shared address "
+                             f"{v['tile address']} (buffer at {v['buffer offset']} + tile start {v['tile start']})"
+                             f"{when}: not a multiple of {TMA_ALIGN}; the copy faults with a misaligned address"),
+            f"make each tile a multiple of {TMA_ALIGN} bytes (a wider box), or give each tile its own "
+            f"{TMA_ALIGN}-byte slot", ["buffer offset", "tile address", "tile start"],
+            notes=[f"{name}: {buf.why}"])
+
+
+@rule("TMA-COORD-ALIGN", family="tma")
+def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The innermost coordinate of every issued TMA is a multiple of 16 bytes.
+
+    What it checks:
+        For every issued copy, the innermost box coordinate the code generator passes to
+        cp.async.bulk.tensor (from the loop indices, tile variables zero) times the
+        element size is a multiple of 16. With tileproof's inference the coordinate is
+        a multiple of the inner box, so this fails together with TMA-INNER-BYTES; it is
+        checked on the very expressions the kernel issues, as a second line of defence.
+    Why the hardware needs it:
+        Measured on H200: tensorCoords[0] * elemsize not a multiple of 16 bytes faults
+        with CUDA_ERROR_ILLEGAL_INSTRUCTION (the PTX ISA: the bounding box must be
+        16-byte aligned).
+    Example:
+        with tp.Fusion("coord") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 2).split(0, 64)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(2).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    Reported with:
+        TMA-INNER-BYTES
+    Fix:
+        with tp.Fusion("coord") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 4).split(0, 64)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(2).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+    References:
+        measured on H200 (hardware.md 1.4 TMA-COORD0); PTX ISA 5.5.3.1
+    """
+    for issue in _issues(ctx):
+        es = issue.info.gmem.dtype.bytes
+        c0 = issue.t.box_origin[0]
+        byte = c0 * es
+        out = ctx.memo(("tma-coord-align", id(issue)), lambda: issue.prove(
+            ctx, lambda q: q.eq(mod(byte, COORD_ALIGN), const(0)), [byte, mod(byte, COORD_ALIGN)],
+            {"coordinate 0": c0, "bytes": byte}, tile=False, smallest=c0))
+        yield from _report(
+            ctx, "TMA-COORD-ALIGN", issue, out, "that the innermost TMA coordinate is 16-byte aligned",
+            lambda v, when: (f"a TMA of {issue.info.gmem.name} is issued at innermost coordinate {v['coordinate 0']}"
+                             f"{when} ({v['bytes']} bytes), not a multiple of 16 bytes: the kernel would fault "
+                             f"with an illegal instruction"),
+            "make the inner box a multiple of 16 bytes so every box starts 16-byte aligned",
+            ["coordinate 0", "bytes"])
+
+
+@rule("TMA-COORD-RANGE", family="tma")
+def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Every TMA coordinate fits a signed 32-bit integer.
+
+    What it checks:
+        For every TMA dimension, size + element stride - 1 <= 2^31. An issued box starts
+        inside the tensor (its coordinate loop index is in range), shifted by less than
+        the element stride for a stride phase, so every coordinate the kernel passes is
+        below that bound. Proving it on sizes keeps the query linear for symbolic extents.
+    Why the hardware needs it:
+        cp.async.bulk.tensor takes its coordinates as .s32 registers. A 1-D view of a
+        tensor with more than 2^31 elements (a flattened pointwise kernel) wraps to a
+        negative coordinate and the copy reads or writes the wrong box.
+    Example:
+        with tp.Fusion("huge") as fusion:
+            t0 = tp.make_contig_concrete_tensor([2**16, 2**16], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.merge(0).split(0, 256)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+    Fix:
+        with tp.Fusion("huge") as fusion:
+            t0 = tp.make_contig_concrete_tensor([2**16, 2**16], dtype=tp.float16); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t1.split(1, 256)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Bulk)
+    References:
+        PTX ISA 9.7.9.25.5.2 (tensorCoords are .s32)
+    """
+    for issue in _issues(ctx):
+        for k, d in enumerate(issue.info.dims):
+            reach = add(d.partitioned_extent, d.element_stride)
+            out = ctx.memo(("tma-coord-range", id(issue), k), lambda: issue.prove(
+                ctx, lambda q: q.le(reach, const(2**31 + 1)), [reach, const(2**31 + 1)],
+                {"size": d.partitioned_extent, "element stride": d.element_stride}, tile=False))
+            yield from _report(
+                ctx, "TMA-COORD-RANGE", issue, out, f"that TMA coordinate {k} fits int32",
+                lambda v, when: (f"{issue.info.describe(k)} of the TMA of {issue.info.gmem.name} has {v['size']} "
+                                 f"elements{when}: its box coordinates reach beyond int32 (2^31 - 1)"),
+                "do not flatten the tensor into one TMA dimension: keep an outer axis as its own TMA "
+                "dimension (leave it unmerged) so each coordinate stays below 2^31", ["size", "element stride"])
