@@ -179,3 +179,19 @@ def test_verify_html_draws_pictures(tmp_path):
     assert main(["verify", str(EXAMPLES / "valid" / "gsg_copy.py"), "--quiet", "--html", str(page)]) == 0
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and "PASS gsg_copy_naive" in text and "<svg" in text
+
+
+def test_swizzle_layout_counterexample_marks_schedule_and_hardware_cells():
+    """The swapped-axes 64-byte swizzle: the map marks where the schedule put the element and,
+    as expected, where TMA writes it."""
+    (case,) = [c for c in discover([str(EXAMPLES / "invalid" / "tma_smem.py")]) if c.name == "swizzle_64b_swapped_axes"]
+    fusion = case.build()
+    report = tp.verify(fusion, case.target)
+    (d,) = [d for d in report.errors if d.code == "TMA-SWIZZLE-LAYOUT"]
+    t1 = next(t for t in fusion.tensors if t.name == d.tensor)
+    layout = smem_layout(t1)
+    marked, expected = marked_cells(layout, d.counterexample, d.ids)
+    es = t1.dtype.bytes
+    assert marked == {d.counterexample["address"] // es}
+    assert expected == {d.counterexample["expected address"] // es}
+    assert marked != expected

@@ -15,7 +15,7 @@ from ..model.mapping import IdMap
 from ..model.targets import Target
 from ..model.tensor import TensorView
 from ..model.types import LoadStoreOpType, MemoryType
-from .solver import MAX_EXTENT, Query
+from .solver import MAX_EXTENT, Query, assumption_terms
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class VerifyContext:
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings)."""
         self.queries += 1
-        hint = list(hint)
+        hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
         q = Query(hint, dict(ranges or {}), symbol_bounds=self.symbol_bounds())
         for name in self.fusion.symbols:
             v = q.var(name)

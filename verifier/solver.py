@@ -111,6 +111,30 @@ def upper_bound(e: Expr, ub: Mapping[str, int], memo: dict | None = None) -> int
     return r  # type: ignore[return-value]
 
 
+def _sides(c) -> tuple:
+    """A relation as (positive terms, negated negative terms): bit-vectors never see a
+    negative value."""
+    diff = sympy.expand(c.lhs - c.rhs)
+    pos, neg = sympy.Integer(0), sympy.Integer(0)
+    for term in sympy.Add.make_args(diff):
+        coeff, _ = term.as_coeff_Mul()
+        if coeff < 0:
+            neg += -term
+        else:
+            pos += term
+    return pos, neg
+
+
+def assumption_terms(cond) -> list[Expr]:
+    """The terms an assumption puts into a query (they must fit its bit-vector width)."""
+    from ..model.expr import from_sympy
+
+    out: list[Expr] = []
+    for rel in cond.atoms(sympy.core.relational.Relational) if not isinstance(cond, bool) else ():
+        out.extend(from_sympy(x) for x in _sides(rel))
+    return out
+
+
 class Query:
     """One question to z3. Variables get ranges; `prove(claim)` checks claim for all of them."""
 
@@ -253,15 +277,7 @@ class Query:
         if isinstance(c, sympy.Not):
             return z3.Not(self._sympy_bool(c.args[0]))
         if isinstance(c, sympy.core.relational.Relational):
-            # move negative terms across so bit-vectors never see a negative value
-            diff = sympy.expand(c.lhs - c.rhs)
-            pos, neg = sympy.Integer(0), sympy.Integer(0)
-            for term in sympy.Add.make_args(diff):
-                coeff, _ = term.as_coeff_Mul()
-                if coeff < 0:
-                    neg += -term
-                else:
-                    pos += term
+            pos, neg = _sides(c)
             a, b = self._sympy_term(pos), self._sympy_term(neg)
             op = type(c)
             if op is sympy.Eq:

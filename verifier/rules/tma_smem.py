@@ -95,7 +95,7 @@ def _report(ctx, code: str, issue: Issue, out: Outcome, what: str, message, hint
 def _layout(ctx: VerifyContext, issue: Issue) -> Outcome:
     """Every tile element lies where the hardware puts it: unswizzle(schedule) == start + row-major offset."""
     t = issue.t
-    values = {**issue.tile_values(), "schedule byte offset": t.smem_offset, "hardware byte offset": issue.hw_address,
+    values = {**issue.tile_values(), "address": t.smem_offset, "expected address": issue.hw_address,
               "tile start": t.tile_start, "offset in tile": t.hw_offset}
     return ctx.memo(("tma-layout", id(issue)), lambda: issue.prove(
         ctx, lambda q: q.eq(t.unswizzled, add(t.tile_start, t.hw_offset)), [], values, smallest=t.hw_offset))
@@ -107,8 +107,8 @@ def _layout_message(issue: Issue, kind: str):
     def message(v, when):
         coords = ", ".join(str(v[f"tile coordinate {k}"]) for k in range(len(t.tile_coords)))
         return (f"{kind}{when}: the TMA {'writes' if issue.info.direction == 'load' else 'reads'} tile element "
-                f"({coords}) (innermost first) at byte {v['hardware byte offset']} of {name}, but the schedule's "
-                f"allocation puts it at byte {v['schedule byte offset']}")
+                f"({coords}) (innermost first) at byte {v['expected address']} of {name}, but the schedule's "
+                f"allocation puts it at byte {v['address']}")
     return message
 
 
@@ -165,7 +165,7 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
             _layout_message(issue, f"a tile of {issue.info.smem.name} is not contiguous in shared memory"),
             "order the allocation domain so the tile IDs are innermost and adjacent, in TMA order (extent-1 and "
             "BID IDs may sit between them); do not split tile IDs by factors that leave holes",
-            list(issue.tile_values()) + ["schedule byte offset", "hardware byte offset", "tile start"])
+            list(issue.tile_values()) + ["address", "expected address", "tile start"])
 
 
 @rule("TMA-WHOLE-TILES", family="tma")
@@ -308,7 +308,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
                                    f"does not reserve them"),
             f"pad each tile row to {s} bytes in the allocation (view the row as [{s // 16}, 16B] chunks), or box "
             f"the innermost dimension to exactly {s} bytes",
-            list(issue.tile_values()) + ["schedule byte offset", "hardware byte offset", "tile start"])
+            list(issue.tile_values()) + ["address", "expected address", "tile start"])
 
 
 @rule("TMA-SWIZZLE-LAYOUT", family="tma")
@@ -358,7 +358,7 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
             _layout_message(issue, f"the swizzled layout of {issue.info.smem.name} is not the TMA's {s}-byte swizzle"),
             f"view the tile as [-1, {s // 16}, {128 // s}, {s // 16}, 16B] and swizzle axes 1 and 3 (row chunk, "
             f"column chunk): tv.swizzle(tp.SwizzleType.XOR, row_axis, chunk_axis)",
-            list(issue.tile_values()) + ["schedule byte offset", "hardware byte offset", "tile start"],
+            list(issue.tile_values()) + ["address", "expected address", "tile start"],
             notes=[f"hardware: P(A) = A ^ (((A >> 7) & {s // 16 - 1}) << 4) on the row-major tile offset A"])
 
 

@@ -1,0 +1,295 @@
+"""Valid shared-memory schedules for TMA from the nvFuser TMA tutorial (seed 004, step 4):
+Figure 14 (a-e), Figure 15 (a, b), the `[-1, s, 8/s, s, 16B]` swizzle recipe for 32, 64 and
+128 bytes, a narrow row padded to the swizzle span, and the tutorial's three example kernels.
+
+The figures are not in the seed; each case is drawn from its text. Common choice: fp32
+T0[I1{64}, I2] loaded by TMA into the shared T1, I1 split by 8 -> [I3, I4{8}] and I2 split
+-> [I5, I6]; I4 and I6 are the box. The allocation domain is the loop domain unless set.
+"""
+
+import tileproof as tp
+
+P = tp.ParallelType
+TMA = tp.LoadStoreOpType.TMA
+XOR = tp.SwizzleType.XOR
+
+
+def tma_load(name, shape, dtype=tp.float32):
+    """gmem T0 -> (TMA) smem T1 -> gmem T2."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_concrete_tensor(shape, dtype=dtype)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion, t1, t2
+
+
+def boxed(name, i2, box2, box1=8):
+    """T1 scheduled to [I3, I4{box1}, I5, I6{box2}]."""
+    fusion, t1, t2 = tma_load(name, [64, i2])
+    t1.split(0, box1).split(2, box2)
+    return fusion, t1
+
+
+@tp.schedule(expect=tp.accepted())
+def figure14a_stride_outside_tile():
+    """Figure 14 (a): a strided tile, I4 split by element stride 2 -> [I7{4} tile, I8{2} stride].
+    Allocated [I3, I8, I7, I5, I6]: I7 is inner to I8, and I5 between I7 and I6 is on BIDx,
+    so it is not allocated. Chosen: I2 = 256 boxed by 32."""
+    fusion, t1 = boxed("figure14a_stride_outside_tile", 256, 32)
+    t1.split(1, 2)  # [I3, I7{4}, I8{2}, I5, I6]
+    t1.reorder({2: 1})  # [I3, I8, I7, I5, I6]
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.BIDx)
+    t1.axis(4).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def figure14b_split_by_whole_extent():
+    """Figure 14 (b): the allocation is [I4, I2], and I2{32} is boxed by exactly its extent,
+    so I2 and I6 are the same elements. Chosen: I3 on BIDx."""
+    fusion, t1 = boxed("figure14b_split_by_whole_extent", 32, 32)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    t1.set_allocation_domain([t1.axis(1), t1.get_logical_domain()[1]])
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def figure14c_extent_one_tile_id():
+    """Figure 14 (c): [I3, I4, I5, I6] with I5 on TIDx between the tile IDs I4 and I6; I4 has
+    extent 1, so it does not matter where it sits. Chosen: I2 = 128 boxed by 32 (I5{4})."""
+    fusion, t1 = boxed("figure14c_extent_one_tile_id", 128, 32, box1=1)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(2).parallelize(P.TIDx)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def figure14d_store_split_by_whole_extent():
+    """Figure 14 (d): the TMA store counterpart of (b): the shared producer T1 is allocated
+    [I4, I2] with I2{32} boxed by its extent in the consumer T2 (the global output)."""
+    with tp.Fusion("figure14d_store_split_by_whole_extent") as fusion:
+        t0 = tp.make_contig_concrete_tensor([64, 32])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1, op=TMA)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2):
+        t.split(0, 8).split(2, 32)  # [I3, I4{8}, I5{1}, I6{32}]
+        t.axis(0).parallelize(P.BIDx)
+    t1.axis(3).parallelize(P.TIDx)
+    t1.set_allocation_domain([t1.axis(1), t1.get_logical_domain()[1]])
+    t2.axis(1).parallelize(P.Bulk)
+    t2.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def figure14e_extent_one_between():
+    """Figure 14 (e): [I3, I4, I5, I6] with a serial I5 between the tile IDs, but I5 has extent 1
+    (I2{32} boxed by 32)."""
+    fusion, t1 = boxed("figure14e_extent_one_between", 32, 32)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def figure15a_tile_merged_and_resplit():
+    """Figure 15 (a): the tile [I4{8}, I6{32}] is viewed arbitrarily in the allocation: merged
+    and split by 64 -> [I7{4}, I8{64}]; every tile stays contiguous and whole. I5 on BIDx."""
+    fusion, t1 = boxed("figure15a_tile_merged_and_resplit", 256, 32)
+    t1.reorder({1: 2})  # [I3, I5, I4, I6]
+    loop = t1.get_loop_domain()
+    t1.merge(2).split(2, 64)  # [I3, I5, I7{4}, I8{64}]
+    t1.set_allocation_domain(t1.get_loop_domain())
+    t1.set_loop_domain(loop)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def figure15b_tile_split_inside():
+    """Figure 15 (b): I6{32} split by 8 in the allocation -> [I3, I4, I7{4}, I8{8}] (I5 on BIDx)."""
+    fusion, t1 = boxed("figure15b_tile_split_inside", 256, 32)
+    t1.reorder({1: 2})  # [I3, I5, I4, I6]
+    loop = t1.get_loop_domain()
+    t1.split(3, 8)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    t1.set_loop_domain(loop)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+def swizzled(name, swizzle_bytes, rows=16, swap=False):
+    """fp16 tile (rows, S/2) with the seed's recipe: tile => [-1, s, 8/s, s, 16B] => swizzle(1, 3);
+    the view and swizzle are the shared tensor's loop (= allocation) domain, all Bulk."""
+    s = swizzle_bytes // 16
+    fusion, t1, t2 = tma_load(name, [256, 256], dtype=tp.float16)
+    t1.split(1, swizzle_bytes // 2).split(0, rows).reorder({1: 2})  # [I0o, I1o, rows, S/2]
+    t1.split(3, 8)  # [.., rows, s, 16B]
+    t1.split(2, 8 // s).split(2, s)  # [.., -1, s, 8/s, s, 16B]
+    if swap:
+        t1.swizzle(XOR, 5, 3)
+    else:
+        t1.swizzle(XOR, 3, 5)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    for a in range(2, 7):
+        t1.axis(a).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_32b_recipe():
+    """32-byte swizzle: fp16 rows of 16 elements viewed as [-1, 2, 4, 2, 16B], swizzle(1, 3)."""
+    return swizzled("swizzle_32b_recipe", 32)
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_64b_recipe():
+    """64-byte swizzle: fp16 rows of 32 elements viewed as [-1, 4, 2, 4, 16B], swizzle(1, 3)."""
+    return swizzled("swizzle_64b_recipe", 64)
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_128b_recipe():
+    """128-byte swizzle: fp16 rows of 64 elements viewed as [-1, 8, 1, 8, 16B], swizzle(1, 3)."""
+    return swizzled("swizzle_128b_recipe", 128, rows=32)
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_128b_narrow_row_padded():
+    """128-byte swizzle with a 64-byte inner box (32 fp16): the hardware still gives each row
+    128 bytes. The allocation reserves them: the row is split by 64 (one outer, holes in the
+    inner half), then viewed as [-1, 8, 8, 16B] and swizzled. Chosen: 16 rows, the seed's
+    short form [-1, 8, 8, 16B] for 128 bytes."""
+    fusion, t1, t2 = tma_load("swizzle_128b_narrow_row_padded", [256, 256], dtype=tp.float16)
+    t1.split(1, 32).split(0, 16).reorder({1: 2})  # [I0o, I1o, R{16}, C{32}]
+    loop = t1.get_loop_domain()
+    t1.split(3, 64)  # [.., R, 1, 64]: each row padded to 64 elements = 128 bytes
+    t1.split(4, 8).split(2, 8)  # [.., 2, 8, 1, 8, 8]
+    t1.swizzle(XOR, 3, 5)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    t1.set_loop_domain(loop)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def tma_pointwise_vectorized_store():
+    """Example 1: T2 = T0 + T1, both inputs loaded by TMA, output stored with 4-wide vectors.
+    Chosen (the schedule figure is not in the seed): every tensor is viewed 1-D (merge), split
+    by 256: each block loads a 256-element box of each input (1-D TMA, the boxing split need not
+    divide M*N), then 64 threads each add and store 4 elements."""
+    with tp.Fusion("tma_pointwise_vectorized_store") as fusion:
+        t0 = tp.make_tensor(["M", "N"], contiguity=True)
+        t1 = tp.make_tensor(["M", "N"], contiguity=True)
+        fusion.add_input(t0)
+        fusion.add_input(t1)
+        t2 = tp.add(t0, t1)
+        fusion.add_output(t2)
+    fusion.assume("(M * N) % 256 == 0")  # whole vectors for the output (SPLIT-DIVISIBILITY)
+    fusion.assume("M * N <= 2147483648")  # 1-D TMA coordinates are int32 (TMA-COORD-RANGE)
+    t3 = t0.cache_after(op=TMA)
+    t4 = t1.cache_after(op=TMA)
+    for t in (t3, t4):
+        t.set_memory_type(tp.MemoryType.Shared)
+    for t in (t2, t3, t4):
+        t.merge(0).split(0, 256)
+        t.axis(0).parallelize(P.BIDx)
+    for t in (t3, t4):
+        t.axis(1).parallelize(P.Bulk)
+    t2.split(1, 4)
+    t2.axis(1).parallelize(P.TIDx)
+    t2.axis(2).parallelize(P.Vectorize)
+    tp.inline_most(fusion)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def tma_broadcast_discontiguous():
+    """Example 2: T3[I0, I1, I2, I3] = T1 + broadcast(T0[I1, I2, I3]), T1's I1 discontiguous
+    (contiguity T, F, T, T). Chosen: [I2, I3] merged (contiguous in both inputs) and boxed by
+    256; I1 stays its own TMA dimension of T1 (its stride is a launch-time value), I0 and I1
+    on blocks, 64 threads x 4-wide vectors store the output. Sizes 8 x 16 x 32 x 64."""
+    with tp.Fusion("tma_broadcast_discontiguous") as fusion:
+        t0 = tp.make_contig_concrete_tensor([16, 32, 64])
+        t1 = tp.make_tensor([8, 16, 32, 64], contiguity=[True, False, True, True])
+        fusion.add_input(t0)
+        fusion.add_input(t1)
+        t2 = tp.broadcast(t0, [True, False, False, False])
+        t3 = tp.add(t1, t2)
+        fusion.add_output(t3)
+    t4 = t0.cache_after(op=TMA)
+    t5 = t1.cache_after(op=TMA)
+    for t in (t4, t5):
+        t.set_memory_type(tp.MemoryType.Shared)
+    for t in (t2, t3, t5):
+        t.merge(2).split(2, 256)  # [I0, I1, I23o, 256]
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDz)
+        t.axis(2).parallelize(P.BIDx)
+    t4.merge(1).split(1, 256)  # [I1, I23o, 256]
+    t4.axis(0).parallelize(P.BIDz)
+    t4.axis(1).parallelize(P.BIDx)
+    for t in (t4, t5):
+        t.axis(-1).parallelize(P.Bulk)
+    for t in (t2, t3):
+        t.split(3, 4)
+        t.axis(3).parallelize(P.TIDx)
+        t.axis(4).parallelize(P.Vectorize)
+    tp.inline_most(fusion)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def tma_transpose_bank_conflict_free():
+    """Example 3: T1[I1, I0] = transpose(T0[I0, I1]) for 32-bit data. Chosen: a 32 x 32 fp32 tile
+    per block is loaded by TMA with 128-byte swizzle (rows of 128 bytes, [-1, 8, 8, 16B],
+    swizzle(1, 2)); a warp then reads 8 rows x 4 columns of one 16-byte chunk: the swizzle puts
+    the 8 rows' chunks in 8 different bank groups, so the column reads are conflict-free
+    (SMEM-BANK-CONFLICT proves it). The output is written from registers."""
+    with tp.Fusion("tma_transpose_bank_conflict_free") as fusion:
+        t0 = tp.make_tensor(["M", "N"], contiguity=True)
+        fusion.add_input(t0)
+        t1 = tp.transpose(t0, 0, 1)
+        fusion.add_output(t1)
+    fusion.assume("N % 4 == 0")  # 16-byte row stride for the TMA (TMA-GLOBAL-STRIDE)
+    t2 = t0.cache_after(op=TMA)
+    t2.set_memory_type(tp.MemoryType.Shared)
+    t2.split(1, 32).split(0, 32).reorder({1: 2})  # [I0o, I1o, R{32}, C{32}]
+    loop = t2.get_loop_domain()
+    t2.split(3, 4).split(2, 8)  # [.., 4, 8 rows, 8 chunks, 4]
+    t2.swizzle(XOR, 3, 4)
+    t2.set_allocation_domain(t2.get_loop_domain())
+    t2.set_loop_domain(loop)
+    t2.axis(0).parallelize(P.BIDy)
+    t2.axis(1).parallelize(P.BIDx)
+    t2.axis(2).parallelize(P.Bulk)
+    t2.axis(3).parallelize(P.Bulk)
+    # T1[I1, I0]: tile (32 of I1) x (32 of I0); a warp takes 8 I0 rows x 4 I1 columns
+    t1.split(1, 32).split(0, 32).reorder({1: 2})  # [I1o, I0o, c{32}, r{32}]
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.BIDy)
+    t1.split(3, 8).split(2, 4)  # [I1o, I0o, chunk{8}, j{4}, ro{4}, ri{8}]
+    t1.reorder({3: 5})  # [I1o, I0o, chunk, ro, ri, j]
+    t1.merge(4)  # [I1o, I0o, chunk, ro, ri*j{32}]
+    t1.axis(3).parallelize(P.TIDy)
+    t1.axis(4).parallelize(P.TIDx)
+    tp.inline_most(fusion)
+    return fusion
