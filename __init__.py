@@ -6,10 +6,14 @@
         t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Shared)
     report = tp.verify(fusion, target="sm_90a")   # never raises on a bad schedule
+    kernel = tp.compile(fusion, target="sm_90a")  # tp.ScheduleRejected(report) if it does not verify
+    (out,) = kernel.run(a)                        # on the GPU; arrays with DLPack / CUDA array interface
 """
 
 from __future__ import annotations
 
+from .codegen.compile import Kernel, LaunchParams, compile  # noqa: A004 - tp.compile is the API
+from .codegen.errors import CompileError, InputError, NoDeviceError, ScheduleRejected, UnsupportedSchedule
 from .model.allocation import Allocation, AllocatedId, compute_allocation
 from .model.errors import ScheduleError
 from .model.expr import Expr

@@ -1,5 +1,5 @@
 """The `tileproof` command: verify schedule files against their expectations, explain rules,
-show schedules as pictures.
+show schedules as pictures, run them on the GPU (cli_run.py).
 
 Exit codes: 0 every schedule matched its expectation, 1 some did not, 2 usage or load
 error (bad path, a file or schedule that fails to build, unknown target or rule code).
@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from . import __version__, allocation
+from .cli_run import add_parser as add_run_parser, run_command
 from .model.errors import ScheduleError
 from .model.targets import TARGETS
 from .reports.explain import explain_text, list_text
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             return _explain_command(args)
         if args.command == "show":
             return _show_command(args)
+        if args.command == "run":
+            return run_command(args, UsageError)
         parser.print_help()
         return EXIT_ERROR
     except UsageError as e:
@@ -93,6 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
     show_parser.add_argument("--target", choices=sorted(TARGETS),
                              help="verify every schedule for this target instead of its own")
     show_parser.add_argument("--html", metavar="FILE", help="the page to write (default: <PATH stem>.html here)")
+    add_run_parser(commands)
     explain_parser = commands.add_parser("explain", help="what a rule checks and why")
     explain_parser.add_argument("code", nargs="?", metavar="CODE", help="a rule code, e.g. TMEM-LANES")
     explain_parser.add_argument("--list", action="store_true", help="list every rule code")

@@ -1,5 +1,17 @@
 """Lowering of verified fusions to CUDA C++ (loop nest, allocation, indexing,
 predicates), NVRTC compilation and launch.
 
+    compile.py      tp.compile and the Kernel it returns (caches, run, benchmark)
+    lower.py        the pass list: fusion -> kernel IR (kernel_ir.py)
+      loop_nest.py    loop classes from compute-at, the loop tree
+      statements.py   one statement per tensor: offsets, predicates, vectorization
+      gmem.py         strides of global tensors from contiguity
+      simplify.py     range-aware rewriting of index expressions
+      syncs.py        __syncthreads placement
+    emit.py         kernel IR -> C++ (index math through cuda_expr.py)
+    nvrtc.py        NVRTC compile and the on-disk cubin cache
+    runtime.py      the CUDA driver; arrays.py, binding.py: run() arguments
+    reference.py    a float64 numpy reference for checking kernels
+
 May import model/ and verifier/; refuses to lower a fusion that did not verify.
 """

@@ -25,11 +25,13 @@ def _max(args: list[str]) -> str:
     return out
 
 
-def to_cuda(e: Expr, names: Mapping[str, str] | None = None) -> str:
-    """C++ text of e; `names` maps algebra variables (threadIdx.x, T2.i7, N) to C++ identifiers."""
+def to_cuda(e: Expr, names: Mapping[str, str] | None = None, *, cast: bool = True) -> str:
+    """C++ text of e; `names` maps algebra variables (threadIdx.x, T2.i7, N) to C++ identifiers.
+    cast=False leaves variables bare, for callers whose variables are already 64-bit unsigned
+    (or small builtins such as threadIdx.x, which the 64-bit constants promote)."""
     if e.op == "const":
         return f"{e.value}ULL"
     if e.op == "var":
         name = e.value if names is None else names.get(e.value, e.value)  # type: ignore[arg-type]
-        return f"(unsigned long long)({name})"
-    return CUDA[e.op](*(to_cuda(a, names) for a in e.args))
+        return f"(unsigned long long)({name})" if cast else name
+    return CUDA[e.op](*(to_cuda(a, names, cast=cast) for a in e.args))

@@ -1,0 +1,158 @@
+"""`tileproof run PATH [--check] [--bench]`: compile every schedule in PATH and run it on
+the GPU with random inputs; --check compares with the float64 reference, --bench times
+it and reports the bandwidth (bytes of inputs and outputs over the kernel time).
+
+Exit codes: 0 all compiled (and matched, with --check), 1 a schedule was rejected or a
+result differed, 2 usage or load error, or no GPU to run on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+
+from .codegen.compile import Kernel, compile as compile_fusion
+from .codegen.errors import CompileError, InputError, NoDeviceError, ScheduleRejected, UnsupportedSchedule
+from .codegen.reference import reference, tolerance
+from .model.errors import ScheduleError
+from .model.targets import TARGETS
+from .schedule_files import LoadError, ScheduleCase, discover
+
+EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
+DEFAULT_SIZE = 1024
+
+
+@dataclass
+class Compiled:
+    case: ScheduleCase
+    kernel: Kernel
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser("run", help="compile schedules and run them on the GPU (--check, --bench)")
+    p.add_argument("path", metavar="PATH", help="a schedule file or folder")
+    p.add_argument("--check", action="store_true", help="compare the outputs with a float64 reference")
+    p.add_argument("--bench", action="store_true", help="time the kernel and print the achieved bandwidth")
+    p.add_argument("--target", choices=sorted(TARGETS), help="compile for this target instead of each schedule's own")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
+                   help=f"a symbolic extent's value (default {DEFAULT_SIZE}); repeatable")
+    p.add_argument("--iterations", type=int, default=100, help="launches timed by --bench (default 100)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+
+
+def run_command(args, usage_error) -> int:
+    sizes = _parse_sizes(args.size, usage_error)
+    try:
+        cases = discover([args.path])
+    except (LoadError, ScheduleError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    status, compiled = EXIT_OK, []
+    for case in cases:
+        result = _compile_case(case, args.target)
+        if isinstance(result, int):
+            status = max(status, result)
+        elif result is not None:
+            compiled.append(result)
+    if not compiled:
+        return status
+    if importlib.util.find_spec("numpy") is None:  # the inputs and the reference are numpy arrays
+        print("error: tileproof run needs numpy for its inputs and reference (pip install numpy)", file=sys.stderr)
+        return EXIT_ERROR
+    for c in compiled:
+        try:
+            status = max(status, _run_case(c, args, sizes))
+        except NoDeviceError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_ERROR
+        except InputError as e:
+            print(f"ERROR {c.case.name}: {e}")
+            status = EXIT_ERROR
+    return status
+
+
+def _parse_sizes(items: list[str], usage_error) -> dict[str, int]:
+    sizes = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name.isidentifier() or not value.isdigit() or int(value) <= 0:
+            raise usage_error(f"--size expects NAME=POSITIVE_INT, got {item!r}")
+        sizes[name] = int(value)
+    return sizes
+
+
+def _compile_case(case: ScheduleCase, target: str | None):
+    """A Compiled case, None (skipped), or an exit status after printing why."""
+    if not case.expect.ok:
+        return None  # an invalid example: `tileproof verify` checks it is rejected
+    try:
+        kernel = compile_fusion(case.build(), target or case.target)
+    except ScheduleRejected as e:
+        print(f"FAIL {case.name}: {e}")
+        return EXIT_MISMATCH
+    except UnsupportedSchedule as e:
+        print(f"SKIP {case.name}: not lowered yet: {e}")
+        return None
+    except (ScheduleError, CompileError) as e:
+        print(f"ERROR {case.name}: {e}")
+        return EXIT_ERROR
+    lp = kernel.launch_params
+    print(f"COMPILED {case.name} for {kernel.target.name}: grid {lp.grid}, block {lp.block}, "
+          f"{lp.shared_memory_bytes} bytes of shared memory")
+    return Compiled(case, kernel)
+
+
+def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
+    import numpy as np
+
+    from .codegen.arrays import DeviceArray
+
+    kernel, fusion = c.kernel, c.kernel.fusion
+    env = {s: sizes.get(s, DEFAULT_SIZE) for s in fusion.symbols}
+    kernel.launch_params_for(**env)  # InputError when the sizes break an assumption
+    rng = np.random.default_rng(args.seed)
+    host = [_random(rng, [_size(i.extent_expr, env) for i in t.logical], t.dtype) for t in fusion.inputs]
+    device = [DeviceArray.from_numpy(h, t.dtype) for h, t in zip(host, fusion.inputs)]
+    extra = {s: v for s, v in env.items() if s in sizes}
+    outputs = kernel.run(*device, **extra)
+    status = EXIT_OK
+    if args.check:
+        expected = reference(fusion, host)
+        for t, out, want in zip(fusion.outputs, outputs, expected):
+            status = max(status, _compare(c.case.name, t, out.to_numpy().astype(np.float64), want))
+    if args.bench:
+        seconds = kernel.benchmark(*device, iterations=args.iterations, **extra)
+        nbytes = sum(a.nbytes for a in device) + sum(o.nbytes for o in outputs)
+        print(f"BENCH {c.case.name}: {seconds * 1e6:.2f} us per launch, {nbytes / seconds / 1e9:.1f} GB/s "
+              f"({nbytes} bytes moved)")
+    if not args.check and not args.bench:
+        print(f"RAN {c.case.name}")
+    return status
+
+
+def _size(e, env) -> int:
+    from .model.expr import evaluate
+
+    return evaluate(e, env)
+
+
+def _random(rng, shape, dtype):
+    if dtype.name.startswith("int"):
+        return rng.integers(-100, 100, size=shape)
+    return rng.standard_normal(size=shape)
+
+
+def _compare(name: str, tensor, got, want) -> int:
+    import numpy as np
+
+    rtol, atol = tolerance(tensor.dtype)
+    ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    if ok.all():
+        err = np.nanmax(np.abs(got - want)) if got.size else 0.0
+        print(f"PASS {name}: {tensor.name} matches the reference ({got.size} elements, max abs error {err:.3g})")
+        return EXIT_OK
+    first = tuple(int(i) for i in np.argwhere(~ok)[0])
+    print(f"FAIL {name}: {tensor.name} differs from the reference in {int((~ok).sum())} of {got.size} elements; "
+          f"first at {first}: got {got[first]!r}, expected {want[first]!r}")
+    return EXIT_MISMATCH

@@ -1,0 +1,194 @@
+"""Arrays in and out of kernels: what an argument is (DLPack or __cuda_array_interface__),
+and new output arrays of the inputs' kind (PyTorch tensors, else DeviceArray).
+
+Reading an array's metadata needs no GPU, so count, dtype, shape and contiguity are
+checked before the driver is touched.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+from ..model.types import DTYPES, DataType
+from . import runtime
+
+DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
+_DL_DTYPES = {(2, 32): "float32", (2, 64): "float64", (2, 16): "float16", (4, 16): "bfloat16",
+              (0, 8): "int8", (0, 32): "int32", (0, 64): "int64"}
+_CAI_DTYPES = {"f4": "float32", "f8": "float64", "f2": "float16", "i1": "int8", "i4": "int32", "i8": "int64"}
+_CAI_TYPESTR = {v: k for k, v in _CAI_DTYPES.items()}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What a kernel needs to know of an argument; strides are in elements."""
+
+    obj: object
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str  # a tileproof dtype name, or a description of an unsupported one
+    device: str  # "cuda", "cpu", ...
+    device_id: int | None  # None: ask the driver (__cuda_array_interface__ does not say)
+
+    @property
+    def is_torch(self) -> bool:
+        return type(self.obj).__module__.split(".")[0] == "torch"
+
+
+def contiguous_strides(shape) -> tuple[int, ...]:
+    out, s = [], 1
+    for n in reversed(shape):
+        out.append(s)
+        s *= max(int(n), 1)
+    return tuple(reversed(out))
+
+
+def describe(obj, stream: int | None = None) -> ArrayInfo:
+    """Metadata of obj; raises TypeError when it is no array tileproof can read."""
+    if isinstance(obj, DeviceArray):
+        return ArrayInfo(obj, obj.ptr, obj.shape, obj.strides, obj.dtype.name, "cuda", obj.device_id)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        try:
+            return _from_dlpack(obj, stream)
+        except BufferError:
+            if not hasattr(obj, "__cuda_array_interface__"):
+                raise
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _from_cai(obj)
+    raise TypeError(f"expected an array with DLPack or __cuda_array_interface__, got {type(obj).__name__}")
+
+
+def _from_dlpack(obj, stream: int | None) -> ArrayInfo:
+    dev_type, _ = obj.__dlpack_device__()
+    if dev_type in (DL_CUDA, DL_CUDA_MANAGED):
+        # 1 is the legacy default stream in the DLPack protocol; 0 is not allowed
+        capsule = obj.__dlpack__(stream=stream if stream else 1)
+    else:
+        capsule = obj.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    t = _DLTensor.from_address(get(capsule, b"dltensor"))
+    shape = tuple(t.shape[k] for k in range(t.ndim))
+    strides = tuple(t.strides[k] for k in range(t.ndim)) if t.strides else contiguous_strides(shape)
+    code = (t.dtype.code, t.dtype.bits)
+    dtype = _DL_DTYPES.get(code, f"DLPack type code {code[0]} with {code[1]} bits") if t.dtype.lanes == 1 \
+        else f"{t.dtype.lanes}-lane vector type"
+    device = {DL_CPU: "cpu", DL_CUDA: "cuda", DL_CUDA_HOST: "cuda host", DL_CUDA_MANAGED: "cuda"}.get(
+        t.device.device_type, f"DLPack device type {t.device.device_type}")
+    ptr = (t.data or 0) + t.byte_offset
+    info = ArrayInfo(obj, ptr, shape, strides, dtype, device, t.device.device_id)
+    del capsule  # unconsumed: the producer's capsule destructor releases its reference
+    return info
+
+
+def _from_cai(obj) -> ArrayInfo:
+    d = obj.__cuda_array_interface__
+    shape = tuple(int(n) for n in d["shape"])
+    typestr = d["typestr"]
+    dtype = _CAI_DTYPES.get(typestr[1:], f"array-interface type {typestr}")
+    size = int(typestr[2:]) if typestr[2:].isdigit() else 1
+    strides = tuple(s // size for s in d["strides"]) if d.get("strides") else contiguous_strides(shape)
+    return ArrayInfo(obj, int(d["data"][0]), shape, strides, dtype, "cuda", None)
+
+
+class DeviceArray:
+    """A GPU array owned by tileproof (outputs when the inputs are not PyTorch tensors).
+    Exposes __cuda_array_interface__ (except bfloat16, which it cannot describe)."""
+
+    def __init__(self, shape, dtype: DataType, device_id: int = 0, strides=None):
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = dtype
+        self.device_id = device_id
+        self.strides = tuple(strides) if strides is not None else contiguous_strides(self.shape)
+        self.nbytes = _span(self.shape, self.strides) * dtype.bytes
+        self.ptr = runtime.mem_alloc(device_id, max(self.nbytes, 1))
+
+    def __del__(self):
+        if getattr(self, "ptr", None):
+            runtime.mem_free(self.device_id, self.ptr)
+            self.ptr = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        if self.dtype.name not in _CAI_TYPESTR:
+            raise AttributeError(f"{self.dtype} has no __cuda_array_interface__ type string")
+        code = _CAI_TYPESTR[self.dtype.name]
+        return {"shape": self.shape, "typestr": ("|" if code == "i1" else "<") + code,
+                "data": (self.ptr, False), "version": 3,
+                "strides": tuple(s * self.dtype.bytes for s in self.strides)}
+
+    @classmethod
+    def from_numpy(cls, array, dtype: DataType | str, device_id: int = 0) -> "DeviceArray":
+        """Upload a C-contiguous numpy array (bfloat16: float32 values, rounded to nearest even)."""
+        dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
+        raw = to_raw(array, dtype)
+        out = cls(array.shape, dtype, device_id)
+        runtime.copy_to_device(device_id, out.ptr, raw.tobytes())
+        return out
+
+    def to_numpy(self):
+        """Download (bfloat16 comes back as float32, exactly)."""
+        import numpy as np
+
+        raw = runtime.copy_to_host(self.device_id, self.ptr, self.nbytes)
+        storage = np.uint16 if self.dtype.name == "bfloat16" else np.dtype(self.dtype.name)
+        flat = np.frombuffer(raw, dtype=storage)
+        view = np.lib.stride_tricks.as_strided(
+            flat, self.shape, tuple(s * self.dtype.bytes for s in self.strides)).copy()
+        return from_raw(view, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device_id})"
+
+
+def _span(shape, strides) -> int:
+    if any(n == 0 for n in shape):
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+def to_raw(array, dtype: DataType):
+    """numpy values -> numpy storage of dtype (bfloat16 as uint16 bit patterns)."""
+    import numpy as np
+
+    if dtype.name != "bfloat16":
+        return np.ascontiguousarray(array, dtype=np.dtype(dtype.name))
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+    nan = np.isnan(np.ascontiguousarray(array, dtype=np.float32))
+    return np.where(nan, 0x7FC0, rounded).astype(np.uint16)
+
+
+def from_raw(raw, dtype: DataType):
+    """numpy storage of dtype -> numpy values (bfloat16 widened to float32)."""
+    import numpy as np
+
+    if dtype.name != "bfloat16":
+        return raw
+    return (raw.astype(np.uint32) << 16).view(np.float32)
+
+
+def new_output(like: ArrayInfo | None, shape, strides, dtype: DataType, device_id: int):
+    """An uninitialized output array of the first input's kind."""
+    if like is not None and like.is_torch:
+        import torch
+
+        return torch.empty_strided(tuple(shape), tuple(strides), dtype=getattr(torch, dtype.name),
+                                   device=f"cuda:{device_id}")
+    return DeviceArray(shape, dtype, device_id, strides)

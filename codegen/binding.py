@@ -1,0 +1,156 @@
+"""Binding run() arguments to a kernel: every mismatch is an InputError naming the input.
+
+Extent symbols are bound from the input shapes (and from `out=` arrays and keyword
+sizes); discontiguous strides from the arrays; then the fusion's assumptions must hold,
+because the proof only covers sizes that satisfy them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..model.expr import Expr, evaluate
+from .arrays import ArrayInfo, describe
+from .errors import InputError
+from .kernel_ir import GlobalTensor
+
+
+@dataclass
+class Bound:
+    """The checked arguments of one launch."""
+
+    env: dict[str, int]  # extent symbols and stride variables
+    inputs: list[ArrayInfo]
+    outputs: list[ArrayInfo | None]  # None: run() allocates it
+    device_id: int | None
+
+
+def _label(g: GlobalTensor, position: int) -> str:
+    role = "input" if g.is_input else "output"
+    return f"{role} {g.name} (argument {position})" if g.is_input else f"{role} {g.name} (out[{position}])"
+
+
+def read(g: GlobalTensor, obj, position: int, stream: int | None) -> ArrayInfo:
+    try:
+        info = describe(obj, stream)
+    except TypeError as e:
+        raise InputError(f"{_label(g, position)}: {e}") from None
+    except (BufferError, RuntimeError, ValueError) as e:  # the exporter refused (e.g. requires_grad)
+        raise InputError(f"{_label(g, position)}: cannot read the array ({e})") from None
+    if info.dtype != g.dtype.name:
+        raise InputError(f"{_label(g, position)}: expected dtype {g.dtype}, got {info.dtype}")
+    if len(info.shape) != len(g.extents):
+        raise InputError(f"{_label(g, position)}: expected {len(g.extents)} dimensions, got shape {list(info.shape)}")
+    return info
+
+
+def bind_shape(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, int], origin: dict[str, str]) -> None:
+    """Bind or check each logical extent against the array's shape."""
+    for axis, (extent, size) in enumerate(zip(g.extents, info.shape)):
+        if extent.op == "var" and extent.value not in env:
+            env[extent.value] = int(size)  # type: ignore[index]
+            origin[extent.value] = f"{_label(g, position)} axis {axis}"  # type: ignore[index]
+            continue
+        want = _value(extent, env)
+        if want is not None and want != size:
+            source = f" (bound to {want} by {origin[extent.value]})" if extent.op == "var" else ""
+            raise InputError(f"{_label(g, position)}: axis {axis} has size {size}, expected {extent}{source}")
+
+
+def bind_strides(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, int]) -> None:
+    """Bind discontiguous strides; contiguous axes must have the stride the kernel assumes."""
+    for k, axis in enumerate(g.alloc_axes):
+        if g.broadcast[axis] or info.shape[axis] == 1:
+            continue  # never indexed with anything but 0
+        stride = g.strides[k]
+        actual = info.strides[axis]
+        if stride.op == "var" and stride.value not in env:
+            if actual <= 0:
+                raise InputError(f"{_label(g, position)}: axis {axis} has stride {actual}; tileproof needs positive strides")
+            env[stride.value] = actual  # type: ignore[index]
+            if g.vector_elements > 1 and actual % g.vector_elements:
+                raise InputError(f"{_label(g, position)}: axis {axis} has stride {actual}, not a multiple of "
+                                 f"{g.vector_elements} elements, which the kernel's vector accesses need")
+            continue
+        want = _value(stride, env)
+        if want != actual:
+            raise InputError(
+                f"{_label(g, position)}: axis {axis} has stride {actual}, expected {want}: the fusion declares it "
+                f"contiguous; pass a contiguous array (e.g. .contiguous()) or declare the axis discontiguous")
+
+
+def check_alignment(g: GlobalTensor, info: ArrayInfo, position: int) -> None:
+    need = g.dtype.bytes * g.vector_elements
+    if info.ptr % need:
+        raise InputError(f"{_label(g, position)}: its address is not {need}-byte aligned, which the kernel's "
+                         f"{g.vector_elements}-element vector accesses need (pass a fresh or .clone()d array)")
+
+
+def check_device(g: GlobalTensor, info: ArrayInfo, position: int, device_id: int | None) -> int | None:
+    if info.device != "cuda":
+        raise InputError(f"{_label(g, position)}: the array is in {info.device} memory; move it to the GPU "
+                         f"(e.g. tensor.cuda())")
+    if device_id is not None and info.device_id is not None and info.device_id != device_id:
+        raise InputError(f"{_label(g, position)}: on GPU {info.device_id}, but earlier arguments are on GPU {device_id}")
+    return device_id if info.device_id is None else info.device_id
+
+
+def check_assumptions(assumptions: list[sympy.Basic], env: dict[str, int]) -> None:
+    for a in assumptions:
+        subs = {s: env[s.name] for s in a.free_symbols if s.name in env}
+        if sympy.simplify(a.subs(subs)) is not sympy.true:
+            sizes = ", ".join(f"{s.name} = {env[s.name]}" for s in a.free_symbols if s.name in env)
+            raise InputError(f"sizes {sizes} violate the assumption {a} under which the schedule was proved; "
+                             f"use sizes that satisfy it")
+
+
+def _value(e: Expr, env: dict[str, int]) -> int | None:
+    try:
+        return evaluate(e, env)
+    except KeyError:
+        return None
+
+
+def bind(globals_: list[GlobalTensor], inputs, out, sizes: dict[str, int], symbols: list[str],
+         stream: int | None) -> Bound:
+    """Check the arguments and bind the sizes (the assumptions are checked by the caller,
+    once per distinct size)."""
+    ins = [g for g in globals_ if g.is_input]
+    outs = [g for g in globals_ if not g.is_input]
+    if len(inputs) != len(ins):
+        raise InputError(f"the fusion takes {len(ins)} inputs ({', '.join(g.name for g in ins)}), got {len(inputs)}")
+    if out is not None and len(out) != len(outs):
+        raise InputError(f"the fusion has {len(outs)} outputs ({', '.join(g.name for g in outs)}), out= has {len(out)}")
+    env, origin = _sizes(sizes, symbols)
+    infos = [read(g, obj, k, stream) for k, (g, obj) in enumerate(zip(ins, inputs))]
+    out_infos = [read(g, obj, k, stream) for k, (g, obj) in enumerate(zip(outs, out))] if out is not None else []
+    for k, (g, info) in enumerate(zip(ins, infos)):
+        bind_shape(g, info, k, env, origin)
+    for k, (g, info) in enumerate(zip(outs, out_infos)):
+        bind_shape(g, info, k, env, origin)
+    missing = [s for s in symbols if s not in env]
+    if missing:
+        raise InputError(f"extent(s) {', '.join(missing)} are not set by any input shape; pass them, "
+                         f"e.g. kernel.run(..., {missing[0]}=...)")
+    for group, infos_ in ((ins, infos), (outs, out_infos)):
+        for k, (g, info) in enumerate(zip(group, infos_)):
+            bind_strides(g, info, k, env)
+    device_id = None
+    for group, infos_ in ((ins, infos), (outs, out_infos)):
+        for k, (g, info) in enumerate(zip(group, infos_)):
+            device_id = check_device(g, info, k, device_id)
+            check_alignment(g, info, k)
+    return Bound(env, infos, out_infos or [None] * len(outs), device_id)
+
+
+def _sizes(sizes: dict[str, int], symbols: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+    env, origin = {}, {}
+    for name, value in sizes.items():
+        if name not in symbols:
+            raise InputError(f"unknown extent {name!r}; the fusion's extents are: {', '.join(symbols) or 'none'}")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError(f"extent {name} must be a positive int, got {value!r}")
+        env[name], origin[name] = value, f"the keyword {name}={value}"
+    return env, origin

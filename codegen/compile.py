@@ -1,0 +1,248 @@
+"""tp.compile: verify, lower, emit, compile with NVRTC; the Kernel it returns runs the result.
+
+    kernel = tp.compile(fusion, target="sm_90a")   # ScheduleRejected if verification fails
+    kernel.cuda_source, kernel.cubin, kernel.launch_params
+    (out,) = kernel.run(a)                          # arrays with DLPack / __cuda_array_interface__
+
+Compiling needs no GPU. A repeated compile of an unchanged schedule is answered from
+memory (keyed by the schedule's fingerprint); the cubin is also cached on disk.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..model.expr import Expr, evaluate, to_sympy, try_int
+from ..model.fusion import Fusion
+from ..model.errors import ScheduleError
+from ..model.targets import Target, get_target
+from ..verifier.diagnostics import Report
+from ..verifier.verify import verify
+from . import runtime
+from .arrays import ArrayInfo, new_output
+from .binding import Bound, bind
+from .emit import emit, uses_half_types
+from .errors import InputError, NoDeviceError, ScheduleRejected
+from .fingerprint import fingerprint
+from .kernel_ir import KernelIR
+from .lower import lower
+from .nvrtc import compile_to_cubin, cuda_include_dir
+
+MEMORY_CACHE_SIZE = 256
+_memory: "OrderedDict[str, Kernel]" = OrderedDict()
+
+
+@dataclass(frozen=True)
+class LaunchParams:
+    """grid, block (x, y, z) and dynamic shared-memory bytes: ints, or sympy expressions
+    of the extent symbols when they depend on sizes (see Kernel.launch_params_for)."""
+
+    grid: tuple
+    block: tuple
+    shared_memory_bytes: Any
+
+
+def _shown(e: Expr):
+    v = try_int(e)
+    return v if v is not None else to_sympy(e)
+
+
+class Kernel:
+    """A compiled kernel for one verified schedule and target."""
+
+    def __init__(self, fusion: Fusion, report: Report, target: Target, ir: KernelIR, source: str, cubin: bytes):
+        self.fusion = fusion
+        self.report = report
+        self.target = target
+        self.ir = ir
+        self.cuda_source = source
+        self.cubin = cubin
+        self.name = ir.name
+        self._functions: dict[int, Any] = {}
+        self._checked: dict[tuple, tuple] = {}
+
+    def __repr__(self) -> str:
+        return f"<tileproof Kernel {self.fusion.name} for {self.target.name}: grid {self.launch_params.grid}, " \
+               f"block {self.launch_params.block}>"
+
+    @property
+    def launch_params(self) -> LaunchParams:
+        ir = self.ir
+        return LaunchParams(tuple(map(_shown, ir.grid)), tuple(map(_shown, ir.block)), _shown(ir.smem_bytes))
+
+    def launch_params_for(self, **sizes: int) -> LaunchParams:
+        """The launch parameters at concrete sizes (extent symbol -> int)."""
+        grid, block, smem = self._config(dict(sizes))
+        return LaunchParams(grid, block, smem)
+
+    # -- running ---------------------------------------------------------------------
+    def run(self, *inputs, out: Sequence | None = None, stream: int | None = None, **sizes: int) -> tuple:
+        """Launch on the inputs' GPU; returns the outputs (new arrays of the inputs' kind,
+        or `out`). Asynchronous on `stream` (default: PyTorch's current stream for PyTorch
+        inputs, else the legacy default stream)."""
+        bound, stream, launch = self._prepare(inputs, out, stream, sizes)
+        launch()
+        return tuple(o.obj for o in bound.outputs)
+
+    def benchmark(self, *inputs, out: Sequence | None = None, iterations: int = 100, warmup: int = 10,
+                  stream: int | None = None, **sizes: int) -> float:
+        """Seconds per launch (CUDA events over `iterations` launches after `warmup`)."""
+        bound, stream, launch = self._prepare(inputs, out, stream, sizes)
+        for _ in range(warmup):
+            launch()
+        return runtime.time_launches(bound.device_id, stream, launch, iterations)
+
+    def _prepare(self, inputs, out, stream, sizes):
+        stream = _default_stream(inputs) if stream is None else stream
+        bound = bind(self.ir.globals, list(inputs), list(out) if out is not None else None, dict(sizes),
+                     list(self.fusion.symbols), stream)
+        grid, block, smem = self._config(bound.env)
+        device_id = self._device(bound)
+        outputs = self._outputs(bound, device_id)
+        function = self._function(device_id, smem)
+        args = self._arguments(bound, outputs)
+        bound.outputs = outputs
+        bound.device_id = device_id
+
+        def launch():
+            runtime.activate(device_id)
+            runtime.launch(function, grid, block, smem, stream, args)
+
+        return bound, stream, launch
+
+    def _device(self, bound: Bound) -> int:
+        runtime.driver()  # NoDeviceError before anything else needs the GPU
+        device_id = bound.device_id
+        if device_id is None:
+            device_id = runtime.pointer_device(bound.inputs[0].ptr) if bound.inputs else 0
+        have = runtime.capability(device_id)
+        want = self.target.compute_capability
+        if have != want:
+            raise NoDeviceError(
+                f"this kernel was compiled for {self.target.name} (compute capability {want[0]}.{want[1]}), but GPU "
+                f"{device_id} ({runtime.device_name(device_id)}) is {have[0]}.{have[1]}; compile for its target")
+        return device_id
+
+    def _config(self, env: dict[str, int]) -> tuple:
+        key = tuple(sorted(env.items()))
+        hit = self._checked.get(key)
+        if hit is None:
+            from .binding import check_assumptions
+
+            check_assumptions(list(self.fusion.assumptions), env)
+            try:
+                grid = tuple(evaluate(e, env) for e in self.ir.grid)
+                block = tuple(evaluate(e, env) for e in self.ir.block)
+                smem = evaluate(self.ir.smem_bytes, env)
+            except KeyError as e:
+                raise InputError(f"extent {e.args[0]} is needed for the launch; pass it as a keyword") from None
+            self._check_limits(grid, block, smem)
+            hit = self._checked[key] = (grid, block, smem)
+        return hit
+
+    def _check_limits(self, grid, block, smem) -> None:
+        t = self.target
+        if block[0] * block[1] * block[2] > t.max_threads_per_block:
+            raise InputError(f"these sizes need {block[0] * block[1] * block[2]} threads per block; "
+                             f"{t.name} allows {t.max_threads_per_block}")
+        if smem > t.smem_bytes_per_block:
+            raise InputError(f"these sizes need {smem} bytes of shared memory; {t.name} has {t.smem_bytes_per_block}")
+        if grid[0] >= 2 ** 31 or max(grid[1], grid[2]) > 65535:
+            raise InputError(f"these sizes need a grid of {grid}, beyond the hardware's limits")
+
+    def _outputs(self, bound: Bound, device_id: int) -> list[ArrayInfo]:
+        from .arrays import describe
+
+        like = bound.inputs[0] if bound.inputs else None
+        result = []
+        outs = [g for g in self.ir.globals if not g.is_input]
+        for g, given in zip(outs, bound.outputs):
+            if given is None:
+                shape = [evaluate(e, bound.env) for e in g.extents]
+                obj = new_output(like, shape, _dense_strides(g, shape), g.dtype, device_id)
+                given = describe(obj)
+            result.append(given)
+        _check_no_alias(bound.inputs, result)
+        return result
+
+    def _function(self, device_id: int, smem: int):
+        entry = self._functions.get(device_id)
+        if entry is None:
+            module, function = runtime.load_function(self.cubin, self.name, device_id)
+            entry = self._functions[device_id] = [module, function, self.target.smem_bytes_default]
+        if smem > entry[2]:
+            runtime.allow_dynamic_smem(entry[1], smem)
+            entry[2] = smem
+        return entry[1]
+
+    def _arguments(self, bound: Bound, outputs: list[ArrayInfo]) -> list[tuple[int, type]]:
+        arrays = {g.name: info for g, info in zip([g for g in self.ir.globals if g.is_input], bound.inputs)}
+        arrays.update({g.name: info for g, info in zip([g for g in self.ir.globals if not g.is_input], outputs)})
+        args = []
+        for p in self.ir.params:
+            if p.kind == "tensor":
+                args.append((arrays[p.tensor].ptr, ctypes.c_void_p))
+            else:
+                args.append((bound.env.get(p.symbol, 0), ctypes.c_uint64))
+        return args
+
+
+def _dense_strides(g, shape) -> list[int]:
+    """Element strides of a dense array laid out in g's allocation order."""
+    strides = [0] * len(shape)
+    running = 1
+    for axis in reversed(g.alloc_axes):
+        strides[axis] = running
+        running *= max(shape[axis], 1)
+    return strides
+
+
+def _check_no_alias(inputs: list[ArrayInfo], outputs: list[ArrayInfo]) -> None:
+    for k, o in enumerate(outputs):
+        for j, i in enumerate(inputs):
+            if o.ptr == i.ptr:
+                raise InputError(f"out[{k}] is the same memory as input argument {j}; the kernel reads inputs "
+                                 f"while writing outputs, so they must not overlap")
+
+
+def _default_stream(inputs) -> int:
+    for obj in inputs:
+        if type(obj).__module__.split(".")[0] == "torch" and getattr(obj, "is_cuda", False):
+            import torch
+
+            return torch.cuda.current_stream(obj.device).cuda_stream
+    return 0
+
+
+def compile(fusion: Fusion, target="sm_90a") -> Kernel:  # noqa: A001 - the public name
+    """Verify, lower and compile `fusion` for `target`; ScheduleRejected when it does not verify."""
+    if not isinstance(fusion, Fusion):
+        raise ScheduleError(f"compile: expected a tp.Fusion, got {type(fusion).__name__}")
+    tgt = get_target(target)
+    key = fingerprint(fusion, tgt.name)
+    kernel = _memory.get(key)
+    if kernel is not None:
+        _memory.move_to_end(key)
+        return kernel
+    report = verify(fusion, tgt)
+    if not report.ok:
+        raise ScheduleRejected(report)
+    snapshot = fusion.snapshot()
+    ir = lower(snapshot, tgt).kernel
+    include = cuda_include_dir() if uses_half_types(ir) else None
+    source = emit(ir, cuda_headers=include is not None)
+    kernel = Kernel(snapshot, report, tgt, ir, source, compile_to_cubin(source, tgt.name, include))
+    _memory[key] = kernel
+    while len(_memory) > MEMORY_CACHE_SIZE:
+        _memory.popitem(last=False)
+    return kernel
+
+
+def clear_memory_cache() -> None:
+    _memory.clear()
+
+
+__all__ = ["compile", "Kernel", "LaunchParams", "ScheduleRejected", "clear_memory_cache"]

@@ -1,0 +1,55 @@
+"""A structural fingerprint of a scheduled fusion, for the in-memory compile cache.
+
+Two fusions with equal fingerprints verify alike and lower to the same kernel: it
+covers every tensor (dtype, memory, contiguity, compute-at, allocation and loop
+domains with parallel types, transform history), every op, the symbols and the
+assumptions. IterDomain uids are renumbered in order of appearance, so rebuilding
+the same schedule gives the same fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..model.fusion import Fusion
+from ..model.iterdomain import IterDomain, Merge, Split, Swizzle
+
+
+class _Ids:
+    def __init__(self):
+        self.n: dict[int, int] = {}
+
+    def __call__(self, i: IterDomain) -> str:
+        k = self.n.setdefault(i.uid, len(self.n))
+        return f"{k}:{i.extent_expr}:{i.iter_type.value}:{i.parallel_type.value}"
+
+
+def _transform(t, ids: _Ids) -> str:
+    if isinstance(t, Split):
+        return f"split({ids(t.in_)}->{ids(t.outer)},{ids(t.inner)};{t.factor};{t.inner_split})"
+    if isinstance(t, Merge):
+        return f"merge({ids(t.outer)},{ids(t.inner)}->{ids(t.out)})"
+    if isinstance(t, Swizzle):
+        return f"swizzle({ids(t.x_in)},{ids(t.y_in)}->{ids(t.x_out)},{ids(t.y_out)})"
+    return repr(t)
+
+
+def fingerprint(fusion: Fusion, target: str) -> str:
+    ids = _Ids()
+    parts = [f"target={target}", f"name={fusion.name}",
+             "symbols=" + ",".join(fusion.symbols), "assume=" + ";".join(map(str, fusion.assumptions)),
+             "inputs=" + ",".join(t.name for t in fusion.inputs),
+             "outputs=" + ",".join(t.name for t in fusion.outputs)]
+    for tv in fusion.tensors:
+        parts.append("|".join([
+            tv.name, tv.dtype.name, tv.memory_type.value, f"ca={tv.compute_at}", f"sep={tv.tmem_dim_sep}",
+            "contig=" + ",".join(map(str, tv.contiguity)),
+            "logical=" + ",".join(ids(i) for i in tv.logical),
+            "history=" + ",".join(_transform(t, ids) for t in tv.history),
+            "loop=" + ",".join(ids(i) for i in tv.loop),
+            "alloc=" + (",".join(ids(i) for i in tv.allocation) if tv.allocation is not None else "-"),
+        ]))
+    for op in fusion.exprs:
+        parts.append(f"{op.kind}:{op.name}:{op.op_type.value}:{[t.name for t in op.inputs]}->{op.output.name}"
+                     f":{op.logical_map}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -1,0 +1,142 @@
+"""The kernel IR: what lowering produces and emission prints.
+
+A kernel is a tree of Loops (serial, unrolled, or a thread/block index that is not a
+loop at all) whose leaves are Compute statements and Syncs, plus the buffers it
+allocates and the parameters it takes. Every index and bound is an Expr of the one
+index algebra; emission renders them with codegen.cuda_expr.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model.expr import Expr
+from ..model.types import DataType, MemoryType
+
+LOOP_KINDS = ("serial", "unroll", "thread", "block")
+
+
+@dataclass(frozen=True)
+class Cond:
+    """`lhs < rhs` or `lhs == rhs`: one conjunct of a statement's predicate."""
+
+    lhs: Expr
+    op: str  # "<" or "=="
+    rhs: Expr
+    why: str  # "hole", "thread extent", "single writer"
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One element (or the first of a vector) of a tensor: its buffer and element offset."""
+
+    tensor: str
+    memory: MemoryType
+    dtype: DataType
+    offset: Expr
+
+
+@dataclass
+class Compute:
+    """out = op(ins) at one point of the loop nest, under `conds`.
+    `vector` > 1: one access of `vector` consecutive elements per operand."""
+
+    kind: str  # the fusion Op's kind: load_store, unary, binary, broadcast, transpose
+    name: str  # set, add, exp, ...
+    out: Operand
+    ins: list[Operand]
+    conds: list[Cond]
+    vector: int = 1
+    comment: str = ""
+
+
+@dataclass
+class Sync:
+    """__syncthreads(): `why` names the shared-memory tensor and the hazard."""
+
+    why: str
+
+
+@dataclass
+class Loop:
+    var: str  # the C++ index: a loop counter, or threadIdx.x / blockIdx.y for parallel kinds
+    extent: Expr
+    kind: str  # one of LOOP_KINDS
+    label: str  # the tensor axes it iterates (for the comment)
+    key: int = -1  # the loop class: tensors inlined into one another share it
+    body: list = field(default_factory=list)
+
+
+Node = Compute | Sync | Loop
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An on-chip allocation: registers (Local) or a slice of dynamic shared memory."""
+
+    tensor: str
+    memory: MemoryType
+    dtype: DataType
+    elements: Expr
+    smem_offset: Expr | None = None  # bytes from the dynamic shared-memory base
+
+
+@dataclass(frozen=True)
+class GlobalTensor:
+    """A fusion input or output: how run() binds and checks it.
+
+    `alloc_axes[k]` is the logical axis of allocation axis k (allocation order, outer
+    first); `strides[k]` its element stride (an Expr over extent and stride parameters);
+    `vector_elements`: the widest vector access, which its pointer must be aligned for."""
+
+    name: str
+    dtype: DataType
+    is_input: bool
+    extents: tuple[Expr, ...]  # logical extents
+    alloc_axes: tuple[int, ...]
+    strides: tuple[Expr, ...]
+    broadcast: tuple[bool, ...]  # per logical axis
+    vector_elements: int = 1
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel parameter: a tensor pointer, an extent symbol, or a runtime stride."""
+
+    name: str  # C++ name
+    kind: str  # "tensor", "extent", "stride"
+    ctype: str
+    tensor: str | None = None
+    symbol: str | None = None  # the algebra variable it binds (extent symbol or stride var)
+
+
+@dataclass
+class KernelIR:
+    name: str
+    params: list[Param]
+    buffers: list[Buffer]
+    body: list
+    globals: list[GlobalTensor]
+    block: tuple[Expr, Expr, Expr]
+    grid: tuple[Expr, Expr, Expr]
+    smem_bytes: Expr
+    names: dict[str, str]  # algebra variable -> C++ identifier
+    header: list[str] = field(default_factory=list)  # the fusion's ops, one per line
+
+
+def format_nodes(nodes: list, indent: int = 0) -> str:
+    """A readable dump of a loop tree (for `--passes` style debugging and tests)."""
+    pad = "  " * indent
+    lines = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            lines.append(f"{pad}{n.kind} {n.var} < {n.extent}  # {n.label}")
+            lines.append(format_nodes(n.body, indent + 1))
+        elif isinstance(n, Sync):
+            lines.append(f"{pad}sync  # {n.why}")
+        else:
+            lines.append(f"{pad}{n.out.tensor}[{n.out.offset}] = {n.name}("
+                         + ", ".join(f"{o.tensor}[{o.offset}]" for o in n.ins) + ")"
+                         + (f" x{n.vector}" if n.vector > 1 else "")
+                         + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.conds)}" if n.conds else ""))
+    return "\n".join(line for line in lines if line)

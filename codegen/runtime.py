@@ -1,0 +1,167 @@
+"""The CUDA driver, through cuda.bindings.driver: initialization, the device's primary
+context (the one PyTorch uses), modules, launches, memory and event timing.
+
+Only this module touches the driver; every failure to find a GPU becomes
+NoDeviceError, which says what still works without one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+from .errors import NoDeviceError
+
+NO_GPU_HINT = ("kernel.run needs an NVIDIA GPU and driver; verification (tp.verify), source emission "
+               "and compilation (tp.compile(fusion, target='sm_90a'), kernel.cuda_source, kernel.cubin) "
+               "still work without one")
+
+
+class DriverError(RuntimeError):
+    """A CUDA driver call failed (with the call and the driver's message)."""
+
+
+@functools.lru_cache(maxsize=1)
+def driver():
+    """The initialized driver module, or NoDeviceError."""
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError as e:
+        raise NoDeviceError(f"cuda-python is not importable ({e}); {NO_GPU_HINT}") from e
+    try:
+        (err,) = cu.cuInit(0)
+    except Exception as e:  # the driver library itself is missing
+        raise NoDeviceError(f"no NVIDIA driver found ({type(e).__name__}: {e}); {NO_GPU_HINT}") from None
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise NoDeviceError(f"cuInit failed ({_message(cu, err)}): no usable GPU; {NO_GPU_HINT}")
+    err, count = cu.cuDeviceGetCount()
+    if err != cu.CUresult.CUDA_SUCCESS or count == 0:
+        raise NoDeviceError(f"the driver reports no GPU; {NO_GPU_HINT}")
+    return cu
+
+
+def _message(cu, err) -> str:
+    try:
+        _, text = cu.cuGetErrorString(err)
+        return f"{err.name}: {text.decode() if isinstance(text, bytes) else text}"
+    except Exception:
+        return str(err)
+
+
+def check(result, what: str):
+    """Unwrap a driver call's (err, *values) tuple, raising DriverError on failure."""
+    cu = driver()
+    err, *values = result
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise DriverError(f"{what} failed: {_message(cu, err)}")
+    return values[0] if len(values) == 1 else tuple(values) if values else None
+
+
+@functools.lru_cache(maxsize=None)
+def _device(device_id: int):
+    cu = driver()
+    err, count = cu.cuDeviceGetCount()
+    if not 0 <= device_id < count:
+        raise NoDeviceError(f"there is no GPU {device_id} (this machine has {count})")
+    return check(cu.cuDeviceGet(device_id), "cuDeviceGet")
+
+
+@functools.lru_cache(maxsize=None)
+def _primary_context(device_id: int):
+    return check(driver().cuDevicePrimaryCtxRetain(_device(device_id)), "cuDevicePrimaryCtxRetain")
+
+
+def activate(device_id: int) -> None:
+    check(driver().cuCtxSetCurrent(_primary_context(device_id)), "cuCtxSetCurrent")
+
+
+def capability(device_id: int) -> tuple[int, int]:
+    cu = driver()
+    attr = cu.CUdevice_attribute
+    dev = _device(device_id)
+    major = check(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
+    minor = check(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
+    return major, minor
+
+
+def device_name(device_id: int) -> str:
+    raw = check(driver().cuDeviceGetName(256, _device(device_id)), "cuDeviceGetName")
+    return raw.split(b"\0")[0].decode()
+
+
+def pointer_device(ptr: int) -> int:
+    """The GPU that owns a device pointer (for __cuda_array_interface__ arrays)."""
+    cu = driver()
+    attr = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    return int(check(cu.cuPointerGetAttribute(attr, ptr), "cuPointerGetAttribute"))
+
+
+def load_function(cubin: bytes, name: str, device_id: int):
+    activate(device_id)
+    cu = driver()
+    module = check(cu.cuModuleLoadData(cubin), "cuModuleLoadData")
+    return module, check(cu.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction")
+
+
+def allow_dynamic_smem(function, nbytes: int) -> None:
+    """Dynamic shared memory above 48 KiB must be opted into per function."""
+    cu = driver()
+    attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    check(cu.cuFuncSetAttribute(function, attr, nbytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+
+
+def launch(function, grid, block, smem: int, stream: int, args: list[tuple[int, type]]) -> None:
+    cu = driver()
+    values = tuple(v for v, _ in args)
+    types = tuple(t for _, t in args)
+    check(cu.cuLaunchKernel(function, *grid, *block, smem, stream, (values, types), 0), "cuLaunchKernel")
+
+
+def synchronize(device_id: int) -> None:
+    activate(device_id)
+    check(driver().cuCtxSynchronize(), "cuCtxSynchronize (a launch failed)")
+
+
+def time_launches(device_id: int, stream: int, run, iterations: int) -> float:
+    """Seconds per call of run() (which launches on stream), from CUDA events."""
+    cu = driver()
+    activate(device_id)
+    start = check(cu.cuEventCreate(0), "cuEventCreate")
+    stop = check(cu.cuEventCreate(0), "cuEventCreate")
+    try:
+        check(cu.cuEventRecord(start, stream), "cuEventRecord")
+        for _ in range(iterations):
+            run()
+        check(cu.cuEventRecord(stop, stream), "cuEventRecord")
+        check(cu.cuEventSynchronize(stop), "cuEventSynchronize (a launch failed)")
+        ms = check(cu.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+    finally:
+        cu.cuEventDestroy(start)
+        cu.cuEventDestroy(stop)
+    return ms / 1e3 / iterations
+
+
+def mem_alloc(device_id: int, nbytes: int) -> int:
+    activate(device_id)
+    return int(check(driver().cuMemAlloc(nbytes), "cuMemAlloc"))
+
+
+def mem_free(device_id: int, ptr: int) -> None:
+    try:
+        activate(device_id)
+        driver().cuMemFree(ptr)
+    except Exception:  # interpreter shutdown or a dead context: nothing left to free
+        pass
+
+
+def copy_to_device(device_id: int, ptr: int, data: bytes) -> None:
+    activate(device_id)
+    buf = ctypes.create_string_buffer(data, len(data))
+    check(driver().cuMemcpyHtoD(ptr, buf, len(data)), "cuMemcpyHtoD")
+
+
+def copy_to_host(device_id: int, ptr: int, nbytes: int) -> bytes:
+    activate(device_id)
+    buf = ctypes.create_string_buffer(nbytes)
+    check(driver().cuMemcpyDtoH(buf, ptr, nbytes), "cuMemcpyDtoH")
+    return buf.raw

@@ -1,0 +1,380 @@
+"""The code generator without a GPU: lowering, emission and NVRTC compilation for sm_90a,
+caches, and the errors of tp.compile and kernel.run that need no device."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tileproof as tp
+from tileproof.codegen import nvrtc
+from tileproof.codegen.compile import clear_memory_cache
+from tileproof.codegen.emit import emit
+from tileproof.codegen.kernel_ir import Compute, Loop, Sync, format_nodes
+from tileproof.codegen.lower import lower
+from tileproof.codegen.simplify import simplify
+from tileproof.model.expr import Expr, add, ceildiv, const, evaluate, floordiv, mod, mul, var, xor
+from tileproof.model.targets import get_target
+from tileproof.model.types import LoadStoreOpType, MemoryType
+from tileproof.schedule_files import discover
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from codegen_schedules import BUILDERS, big_smem_copy, indivisible_split, partial_threads  # noqa: E402
+from codegen_schedules import serial_smem_reuse, smem_transpose, vectorized_copy  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SM90 = get_target("sm_90a")
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """Each test compiles into its own disk cache, from an empty memory cache."""
+    monkeypatch.setenv("TILEPROOF_CACHE_DIR", str(tmp_path / "cache"))
+    clear_memory_cache()
+    yield
+    clear_memory_cache()
+
+
+def lowerable(fusion) -> bool:
+    """No TMA / ldmatrix / tensor-memory op: what this lowering covers."""
+    if any(t.memory_type is MemoryType.Tensor for t in fusion.tensors):
+        return False
+    return all(op.kind != "load_store" or op.op_type is LoadStoreOpType.Set for op in fusion.exprs)
+
+
+def bundled_cases():
+    out = []
+    for case in discover([str(ROOT / "examples" / "valid")]):
+        try:
+            fusion = case.build()
+        except tp.ScheduleError:
+            continue  # a broken example is test_seed_examples' to report, not this file's
+        if case.expect.ok and lowerable(fusion):
+            out.append(case)
+    return out
+
+
+# -- every valid bundled example that this lowering covers compiles ---------------------------
+
+
+BUNDLED = bundled_cases()
+
+
+def test_some_bundled_examples_are_lowerable():
+    assert len(BUNDLED) > 0
+
+
+@pytest.mark.parametrize("case", BUNDLED, ids=lambda c: c.name)
+def test_bundled_example_compiles_for_sm90a(case):
+    fusion = case.build()
+    kernel = tp.compile(fusion, target="sm_90a")
+    assert kernel.cubin[:4] == b"\x7fELF"
+    assert "__global__" in kernel.cuda_source
+    for word in (fusion.name, case.name.split("[")[0]):
+        assert word not in kernel.cuda_source, f"per-example name {word!r} in the generated source"
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_codegen_schedules_compile_for_sm90a(name):
+    fusion = BUILDERS[name]()
+    kernel = tp.compile(fusion, target="sm_90a")
+    assert kernel.cubin[:4] == b"\x7fELF"
+    assert fusion.name not in kernel.cuda_source
+
+
+def test_compiles_for_sm100a_too():
+    kernel = tp.compile(smem_transpose(), target="sm_100a")
+    assert kernel.cubin[:4] == b"\x7fELF" and kernel.target.name == "sm_100a"
+
+
+def test_half_types_compile_without_cuda_headers():
+    """The PTX prelude stands in for cuda_fp16.h / cuda_bf16.h on machines without them."""
+    for name in ("pointwise_add_f16", "pointwise_add_bf16", "vectorized_copy_f16x8", "smem_transpose_bf16"):
+        ir = lower(BUILDERS[name]().snapshot(), SM90).kernel
+        source = emit(ir, cuda_headers=False)
+        assert "#include" not in source and "cvt.rn.f16.f32" in source
+        assert nvrtc.compile_to_cubin(source, "sm_90a", None)[:4] == b"\x7fELF"
+
+
+# -- what the generated code does --------------------------------------------------------------
+
+
+def nodes(tree, kind):
+    out = []
+    for n in tree:
+        if isinstance(n, kind):
+            out.append(n)
+        if isinstance(n, Loop):
+            out += nodes(n.body, kind)
+    return out
+
+
+def test_gsg_copy_inlined_shares_the_outer_loop_with_two_barriers():
+    case = next(c for c in BUNDLED if c.name == "gsg_copy_inline1")
+    tree = lower(case.build().snapshot(), SM90).tree
+    assert len(tree) == 1 and isinstance(tree[0], Loop) and tree[0].extent == const(2)
+    body = tree[0].body
+    assert [type(n).__name__ for n in body] == ["Loop", "Sync", "Loop", "Sync"], format_nodes(tree)
+
+
+def test_barrier_inside_the_loop_that_rewrites_shared_memory():
+    tree = lower(serial_smem_reuse().snapshot(), SM90).tree
+    loop = tree[0]
+    assert isinstance(loop, Loop) and loop.kind == "serial"
+    syncs = [n for n in loop.body if isinstance(n, Sync)]
+    assert len(syncs) == 2 and "rewritten" in syncs[1].why
+
+
+def test_no_write_after_read_barrier_outside_serial_loops():
+    tree = lower(smem_transpose().snapshot(), SM90).tree
+    assert len(nodes(tree, Sync)) == 1
+
+
+def test_holes_and_partial_thread_extents_are_predicated():
+    src = tp.compile(indivisible_split()).cuda_source
+    assert "< 1000ULL" in src
+    src = tp.compile(partial_threads()).cuda_source
+    assert "threadIdx.x < 32ULL" in src  # T1 uses 32 of the 64 threads
+
+
+def test_divisible_splits_need_no_predicate():
+    case = next(c for c in BUNDLED if c.name == "gsg_copy_inline1_tidx_bidx")
+    stmts = nodes(lower(case.build().snapshot(), SM90).tree, Compute)
+    assert all(not s.conds for s in stmts)
+
+
+def test_broadcast_axis_is_computed_by_every_block():
+    src = tp.compile(BUILDERS["broadcast_add"]()).cuda_source
+    assert "blockIdx.y < 1ULL" not in src
+
+
+def test_vectorized_accesses_are_single_wide_loads_and_stores():
+    src = tp.compile(BUILDERS["merged_vector_copy"]()).cuda_source
+    code = "\n".join(line.split("//")[0] for line in src.splitlines())
+    assert code.count("reinterpret_cast<uint4*>") == 1
+    assert "%" not in code and "/" not in code  # the merge's // and % were folded away
+    src = tp.compile(vectorized_copy("float16", 8)).cuda_source
+    assert "uint4" in src
+
+
+def test_symbolic_extents_are_kernel_arguments():
+    kernel = tp.compile(vectorized_copy())
+    assert [p.name for p in kernel.ir.params if p.kind == "extent"] == ["s_M", "s_N"]
+    lp = kernel.launch_params
+    assert lp.block == (128, 1, 1) and str(lp.grid[0]).startswith("ceiling")
+    assert kernel.launch_params_for(M=10, N=64).grid == (2, 1, 1)
+
+
+def test_discontiguous_axis_stride_is_a_kernel_argument():
+    kernel = tp.compile(BUILDERS["strided_input"]())
+    assert [p.name for p in kernel.ir.params if p.kind == "stride"] == ["stride_T0_0"]
+
+
+def test_large_shared_memory_is_in_launch_params():
+    kernel = tp.compile(big_smem_copy())
+    assert kernel.launch_params.shared_memory_bytes == 128 * 128 * 4
+
+
+# -- tp.compile: rejection, unsupported features, caches, NVRTC errors -----------------------
+
+
+def rejected_fusion():
+    with tp.Fusion("too_much_smem") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1024, 1024])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion
+
+
+def test_rejected_schedule_raises_with_the_report():
+    with pytest.raises(tp.ScheduleRejected) as e:
+        tp.compile(rejected_fusion(), target="sm_90a")
+    report = e.value.report
+    assert isinstance(report, tp.Report) and not report.ok and "SMEM-CAPACITY" in report.codes
+    assert "SMEM-CAPACITY" in str(e.value)
+
+
+def test_tma_schedule_is_not_lowered_yet():
+    case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_boxes.py")]) if c.expect.ok)
+    with pytest.raises(tp.UnsupportedSchedule, match="TMA"):
+        tp.compile(case.build())
+
+
+def test_compile_checks_its_arguments():
+    with pytest.raises(tp.ScheduleError, match="expected a tp.Fusion"):
+        tp.compile("not a fusion")
+    with pytest.raises(tp.ScheduleError, match="unknown target"):
+        tp.compile(BUILDERS["pointwise_add"](), target="sm_42")
+
+
+def test_repeated_compile_is_served_from_memory_under_20ms():
+    fusion = BUILDERS["smem_transpose"]()
+    first = tp.compile(fusion)
+    start = time.perf_counter()
+    again = tp.compile(fusion)
+    assert time.perf_counter() - start < 0.020
+    assert again is first
+    rebuilt = BUILDERS["smem_transpose"]()
+    start = time.perf_counter()
+    assert tp.compile(rebuilt) is first  # the same schedule built again
+    assert time.perf_counter() - start < 0.020
+
+
+def test_changed_schedule_misses_the_memory_cache():
+    fusion = indivisible_split()
+    first = tp.compile(fusion)
+    other = indivisible_split(factor=64)
+    assert tp.compile(other) is not first
+
+
+def test_disk_cache_skips_nvrtc(tmp_path, monkeypatch):
+    fusion = BUILDERS["broadcast_add"]()
+    cubin = tp.compile(fusion).cubin
+    assert list((tmp_path / "cache").glob("*.cubin"))
+    clear_memory_cache()
+
+    def refuse(*args):
+        raise AssertionError("NVRTC ran although the cubin was cached")
+
+    monkeypatch.setattr(nvrtc, "_compile", refuse)
+    assert tp.compile(fusion).cubin == cubin
+
+
+def test_nvrtc_error_shows_the_failing_line():
+    source = 'extern "C" __global__ void k(float* x) {\n  x[0] = undefined_name;\n}\n'
+    with pytest.raises(tp.CompileError) as e:
+        nvrtc.compile_to_cubin(source, "sm_90a")
+    assert "undefined_name" in str(e.value) and "2 |" in str(e.value)
+    assert e.value.source == source and "error" in e.value.log
+
+
+# -- kernel.run: argument errors found without a GPU -----------------------------------------
+
+
+class FakeDeviceArray:
+    """A CUDA-array-interface object that points nowhere (for argument checks only)."""
+
+    def __init__(self, shape, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (1 << 40, False),
+                                         "version": 3, "strides": strides}
+
+
+def copy_kernel():
+    return tp.compile(next(c for c in BUNDLED if c.name == "gsg_copy_naive").build())
+
+
+def test_run_names_the_input_with_the_wrong_count_dtype_shape_or_layout():
+    kernel = copy_kernel()
+    with pytest.raises(tp.InputError, match="takes 1 inputs"):
+        kernel.run()
+    with pytest.raises(tp.InputError, match=r"input T0 \(argument 0\): expected dtype float32, got float64"):
+        kernel.run(np.zeros((2, 4)))
+    with pytest.raises(tp.InputError, match="input T0 .*axis 1 has size 5, expected 4"):
+        kernel.run(FakeDeviceArray((2, 5)))
+    with pytest.raises(tp.InputError, match="expected 2 dimensions"):
+        kernel.run(FakeDeviceArray((8,)))
+    with pytest.raises(tp.InputError, match="input T0 .*axis 0 has stride 8, expected 4.*contiguous"):
+        kernel.run(FakeDeviceArray((2, 4), strides=(32, 4)))
+    with pytest.raises(tp.InputError, match="input T0 .*in cpu memory"):
+        kernel.run(np.zeros((2, 4), dtype=np.float32))
+    with pytest.raises(tp.InputError, match="input T0 .*DLPack or __cuda_array_interface__"):
+        kernel.run([[0.0] * 4] * 2)
+
+
+def test_run_checks_symbolic_sizes_and_assumptions():
+    kernel = tp.compile(vectorized_copy())
+    with pytest.raises(tp.InputError, match="violate the assumption"):
+        kernel.run(FakeDeviceArray((3, 6)))
+    with pytest.raises(tp.InputError, match="violate the assumption"):
+        kernel.launch_params_for(M=3, N=6)
+    add = tp.compile(BUILDERS["pointwise_add"]())
+    with pytest.raises(tp.InputError, match=r"input T1 \(argument 1\): axis 1 has size 7, expected N \(bound to 8"):
+        add.run(FakeDeviceArray((4, 8)), FakeDeviceArray((4, 7)))
+    with pytest.raises(tp.InputError, match="unknown extent 'K'"):
+        add.run(FakeDeviceArray((4, 8)), FakeDeviceArray((4, 8)), K=3)
+
+
+def gpu_present() -> bool:
+    try:
+        from tileproof.codegen import runtime
+
+        runtime.driver()
+        return True
+    except tp.NoDeviceError:
+        return False
+
+
+@pytest.mark.skipif(gpu_present(), reason="this machine has a GPU")
+def test_run_without_a_gpu_says_what_still_works():
+    kernel = copy_kernel()
+    with pytest.raises(tp.NoDeviceError, match=r"tp.verify.*tp.compile"):
+        kernel.run(FakeDeviceArray((2, 4)))
+
+
+@pytest.mark.skipif(gpu_present(), reason="this machine has a GPU")
+def test_cli_run_without_a_gpu_exits_2(capsys):
+    from tileproof.cli import main
+
+    assert main(["run", str(ROOT / "examples" / "valid" / "gsg_copy.py"), "--check"]) == 2
+    out = capsys.readouterr()
+    assert "COMPILED gsg_copy_naive" in out.out and "still work" in out.err
+
+
+def test_cli_run_rejects_bad_sizes(capsys):
+    from tileproof.cli import main
+
+    assert main(["run", str(ROOT / "examples" / "valid" / "gsg_copy.py"), "--size", "N=-3"]) == 2
+    assert "--size expects NAME=POSITIVE_INT" in capsys.readouterr().err
+
+
+# -- the range-aware simplifier is an identity on every point of its ranges ------------------
+
+
+def random_expr(rng: random.Random, names, depth=3) -> Expr:
+    if depth == 0 or rng.random() < 0.25:
+        return var(rng.choice(names)) if rng.random() < 0.7 else const(rng.randint(0, 9))
+    op = rng.choice(["add", "mul", "floordiv", "mod", "ceildiv", "xor", "merge"])
+    a = random_expr(rng, names, depth - 1)
+    if op == "merge":  # the shape a merge + split produces
+        d = const(rng.choice([2, 3, 4, 8]))
+        return add(mul(floordiv(a, d), d), mod(a, d))
+    if op in ("floordiv", "mod", "ceildiv"):
+        d = const(rng.randint(1, 9)) if rng.random() < 0.7 else var(rng.choice(names))
+        return {"floordiv": floordiv, "mod": mod, "ceildiv": ceildiv}[op](a, add(d, 0))
+    b = random_expr(rng, names, depth - 1)
+    return {"add": add, "mul": mul, "xor": xor}[op](a, b)
+
+
+def test_simplify_preserves_values_over_its_ranges():
+    rng = random.Random(7)
+    names = ["a", "b", "c"]
+    for _ in range(600):
+        e = random_expr(rng, names)
+        ranges = {n: const(rng.randint(1, 6)) for n in names}
+        s = simplify(e, ranges)
+        for point in itertools.product(*(range(evaluate(ranges[n], {})) for n in names)):
+            env = dict(zip(names, point))
+            try:
+                want = evaluate(e, env)
+            except ZeroDivisionError:
+                continue
+            assert evaluate(s, env) == want, (str(e), str(s), env)
+
+
+def test_simplify_folds_a_merge_followed_by_a_split():
+    o, v = var("o"), var("v")
+    merged = add(mul(o, 4), v)
+    assert simplify(floordiv(merged, 4), {"o": var("N"), "v": const(4)}) == o
+    assert simplify(mod(merged, 4), {"o": var("N"), "v": const(4)}) == v
+    n = var("N")
+    x = add(mul(var("b"), 128), var("t"))
+    assert simplify(add(mul(floordiv(x, n), n), mod(x, n)), {"t": const(128)}) == x
