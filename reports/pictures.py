@@ -93,12 +93,20 @@ def domain_graph_svg(tv: TensorView, highlight: Iterable[str] = ()) -> str:
     for i in tv.loop:  # loop IDs born of a transform sit in the loop row itself
         if i.uid in producer:
             level[i.uid] = bottom
+    for t in tv.history:  # an allocation branch scheduled from loop IDs hangs below the loop row
+        if any(level[i.uid] >= bottom for i in t.inputs):
+            for o in t.outputs:
+                level[o.uid] = max(level[i.uid] for i in t.inputs) + 1
+    deepest = max(level.values(), default=0)
     slot = 7.2 * max((len(i.label()) for i in by_uid.values()), default=6) + 28
     row_height, box_h = 74, 24
     box_w, left = slot - 16, 100 + slot / 2  # room for the row names
     home: dict[int, float] = {i.uid: left + slot * k for k, i in enumerate(tv.logical)}
     loop_x = {i.uid: left + slot * k for k, i in enumerate(tv.loop)}
-    for lvl in range(1, bottom):
+    for lvl in range(1, deepest + 1):
+        if lvl == bottom:
+            home.update({u: loop_x[u] for u in loop_x if u in producer})
+            continue
         ids = [by_uid[u] for u, v in level.items() if v == lvl]
         desired = {i.uid: _desired_x(i, producer, home, slot) for i in ids}
         cursor = left - slot
@@ -146,7 +154,7 @@ def domain_graph_svg(tv: TensorView, highlight: Iterable[str] = ()) -> str:
         body += _marker(loop_xs, tv.compute_at, y_of(bottom), slot, f"compute-at {tv.compute_at}")
     sep_row, sep_xs = bottom, loop_xs
     if separate:
-        sep_row, sep_xs = bottom + 1, [left + slot * k for k in range(len(allocation))]
+        sep_row, sep_xs = deepest + 1, [left + slot * k for k in range(len(allocation))]
         body.append(_text(8, y_of(sep_row) + 4, "allocation", "axis"))
         body += [box(sep_xs[k], y_of(sep_row), i, dashed=True) for k, i in enumerate(allocation)]
     if tv.memory_type is MemoryType.Tensor:
