@@ -28,7 +28,7 @@ from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 
 P = tp.ParallelType
 LAYOUT = ("TMA-TILE-CONTIGUITY", "TMA-SWIZZLE-LAYOUT", "TMA-SWIZZLE-WIDTH")
-CODES = LAYOUT + ("TMA-WHOLE-TILES", "SMEM-ALIGNMENT", "TMA-COORD-ALIGN")
+CODES = LAYOUT + ("TMA-WHOLE-TILES", "SMEM-ALIGNMENT", "TMA-COORD-ALIGN", "TMA-INNER-BYTES")
 TALLY: Counter = Counter()
 DISAGREE: list[str] = []
 
@@ -145,6 +145,7 @@ def oracle(fusion, t1, c) -> dict[str, bool]:
     out["TMA-WHOLE-TILES"] = whole_bad
     out["SMEM-ALIGNMENT"] = any(x % 128 for x in starts)
     out["TMA-COORD-ALIGN"] = any(c0 * es % 16 for elems in issues.values() for *_, c0 in elems[:1])
+    out["TMA-INNER-BYTES"] = inner % 16 != 0 or c["br"] * inner % 16 != 0
     return out
 
 
