@@ -1,0 +1,108 @@
+"""C++ for TMA: the descriptor type, mbarriers, cp.async.bulk.tensor loads and stores.
+
+The PTX is hardware.md 1.5's (checked with ptxas for sm_90a): a CTA is a cluster of one,
+so the `.shared::cluster` load form takes the CTA's own shared address.
+"""
+
+from __future__ import annotations
+
+from .kernel_ir import KernelIR, MBarrier, TmaCopy, TmaWait
+
+PRELUDE = """\
+// TMA: a CUtensorMap is 128 opaque bytes, passed by value as a __grid_constant__ parameter
+struct __align__(64) TmaDescriptor { unsigned long long opaque[16]; };
+__device__ __forceinline__ unsigned tp_smem(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void tp_mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(tp_smem(bar)), "r"(count) : "memory"); }
+__device__ __forceinline__ void tp_mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(tp_smem(bar)), "r"(bytes) : "memory"); }
+__device__ __forceinline__ void tp_mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(tp_smem(bar)) : "memory"); }
+__device__ __forceinline__ void tp_mbar_wait(unsigned long long* bar, unsigned phase) {
+  unsigned done = 0;
+  while (!done) {
+    asm volatile("{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n"
+                 "selp.u32 %0, 1, 0, p;\\n}" : "=r"(done) : "r"(tp_smem(bar)), "r"(phase) : "memory");
+  } }
+__device__ __forceinline__ void tp_fence_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void tp_bulk_store_wait() {
+  asm volatile("cp.async.bulk.commit_group;\\ncp.async.bulk.wait_group.read 0;" ::: "memory"); }
+"""
+
+
+def _coord_regs(rank: int, first: int) -> str:
+    return ", ".join(f"%{first + k}" for k in range(rank))
+
+
+def copy_function(direction: str, rank: int) -> str:
+    """tp_bulk_load_<r>d(dst, tmap, bar, c0..) / tp_bulk_store_<r>d(tmap, src, c0..)."""
+    cs = ", ".join(f"int c{k}" for k in range(rank))
+    ins = ", ".join(f'"r"(c{k})' for k in range(rank))
+    if direction == "load":
+        return (f"__device__ __forceinline__ void tp_bulk_load_{rank}d(unsigned dst, const TmaDescriptor* tmap, "
+                f"unsigned long long* bar, {cs}) {{\n"
+                f'  asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes'
+                f' [%0], [%1, {{{_coord_regs(rank, 3)}}}], [%2];"\n'
+                f'               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(tp_smem(bar)), {ins}'
+                f' : "memory"); }}')
+    return (f"__device__ __forceinline__ void tp_bulk_store_{rank}d(const TmaDescriptor* tmap, unsigned src, {cs}) {{\n"
+            f'  asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group'
+            f' [%0, {{{_coord_regs(rank, 2)}}}], [%1];"\n'
+            f'               :: "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(src), {ins} : "memory"); }}')
+
+
+def prelude(ir: KernelIR, copies: list[TmaCopy]) -> list[str]:
+    if not ir.tensor_maps:
+        return []
+    kinds = sorted({(c.direction, len(c.coords)) for c in copies})
+    return PRELUDE.splitlines() + [copy_function(d, r) for d, r in kinds]
+
+
+def barrier_setup(barriers: list[MBarrier]) -> list[str]:
+    """Declare, initialize (thread 0) and publish the mbarriers; each thread tracks its phase bits."""
+    if not barriers:
+        return []
+    lines = [f"  __shared__ __align__(8) unsigned long long {b.name};  // TMA into {b.tensor}" for b in barriers]
+    lines.append("  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {")
+    lines += [f"    tp_mbar_init(&{b.name}, {b.count}u);" for b in barriers]
+    lines.append("    tp_fence_async_smem();  // the initialized barriers, visible to the TMA unit")
+    lines.append("  }")
+    lines.append("  __syncthreads();")
+    lines += [f"  unsigned {b.name}_phase = 0;" for b in barriers]
+    return lines
+
+
+def wait(n: TmaWait) -> list[str]:
+    return [f"tp_mbar_wait(&{n.barrier}, {n.barrier}_phase);  // {n.why}", f"{n.barrier}_phase ^= 1u;"]
+
+
+def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
+    """The issue, for the issuing threads (x renders an Expr). A load's issuer arrives even
+    where a hole skips the copy, so the phase still completes."""
+    coords = ", ".join(f"(int){x(c)}" for c in n.coords)
+    address = f"tp_smem({smem_base}) + (unsigned){x(n.smem_offset)}"
+    rank = len(n.coords)
+    if n.direction == "load":
+        issue = [f"tp_mbar_expect_tx(&{n.barrier}, (unsigned){x(n.nbytes)});",
+                 f"tp_bulk_load_{rank}d({address}, &{n.tensor_map}, &{n.barrier}, {coords});"]
+        skipped = [f"tp_mbar_arrive(&{n.barrier});"]
+    else:
+        issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_wait();"]
+        skipped = []
+    return _guarded(n.issuer, n.bounds, issue, skipped, x)
+
+
+def _guarded(issuer, bounds, body: list[str], otherwise: list[str], x) -> list[str]:
+    def cond(cs) -> str:
+        return " && ".join(f"{x(c.lhs)} {c.op} {x(c.rhs)}" for c in cs)
+
+    inner = body
+    if bounds:
+        inner = [f"if ({cond(bounds)}) {{"] + [f"  {b}" for b in body] + ["}"]
+        if otherwise:
+            inner += ["else {"] + [f"  {b}" for b in otherwise] + ["}"]
+    if issuer:
+        return [f"if ({cond(issuer)}) {{"] + [f"  {b}" for b in inner] + ["}"]
+    return inner

@@ -1,0 +1,103 @@
+"""Lowering a TMA copy: one cp.async.bulk.tensor per point of the consumer's non-Bulk loops.
+
+Everything comes from model.tma_layout, the functions the verifier proved: the box origin
+(the instruction's coordinates) and the tile's first byte in shared memory (the
+instruction's shared address), with the consumer's loop indices replaced by the kernel's
+loop variables. The tensor map is the inferred TMA (dims innermost first), encoded at
+launch. Bulk IDs are not loops: the instruction covers them.
+"""
+
+from __future__ import annotations
+
+from ..model.expr import Expr, product, substitute, try_int, var
+from ..model.fusion import Op
+from ..model.tensor import TensorView
+from ..model.tma import TmaInfo, infer_tma, is_tma_op
+from ..model.tma_layout import build_issue
+from ..model.types import THREAD_TYPES, ParallelType
+from .errors import UnsupportedSchedule
+from .gmem import stride_var
+from .kernel_ir import Cond, MBarrier, TensorMap, TmaCopy
+from .loop_nest import LoopClass
+from .simplify import less_than, simplify
+
+
+def is_tma(tv: TensorView) -> bool:
+    return tv.definition is not None and is_tma_op(tv.definition)
+
+
+class TmaLowering:
+    """Builds TMA statements and collects the tensor maps and mbarriers they use."""
+
+    def __init__(self, allocations, globals_):
+        self.allocations = allocations
+        self.globals = globals_
+        self.tensor_maps: list[TensorMap] = []
+        self.mbarriers: list[MBarrier] = []
+
+    def statement(self, tv: TensorView, path: list[LoopClass], env: dict[int, Expr], ranges: dict[str, Expr],
+                  issuer: list[Cond]) -> tuple[list[LoopClass], TmaCopy]:
+        op = tv.definition
+        info = self._info(op)
+        for i, cls in zip(tv.loop, path):
+            if i.parallel_type is ParallelType.Bulk and len(cls.members) > 1:
+                raise UnsupportedSchedule(
+                    f"{tv.name}'s Bulk axis {i.label()} is shared through inlining with {', '.join(cls.members[1:])}; "
+                    f"a tile axis is covered by the TMA instruction and cannot be a loop of another tensor")
+        issue = build_issue(info, self.allocations[info.smem.name], env)
+        coords = tuple(simplify(c, ranges) for c in issue.box_origin)
+        bounds = []
+        for b in issue.issue_bounds:
+            value = simplify(b.value, ranges)
+            if not less_than(value, b.extent, ranges):
+                bounds.append(Cond(value, "<", b.extent, f"hole of {b.id.label()}"))
+        tmap = self._tensor_map(info)
+        barrier = None
+        if info.direction == "load":
+            barrier = f"tp_bar_{tv.name}"
+            self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name))
+        copy = TmaCopy(info.direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
+                       info.bytes_per_transfer, barrier, issuer, bounds, str(op))
+        return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
+
+    @staticmethod
+    def _info(op: Op) -> TmaInfo:
+        info = infer_tma(op)
+        if not info.ok:
+            raise UnsupportedSchedule(f"`{op}`: the TMA could not be inferred: {'; '.join(info.problems)}")
+        if any(s.mixing for s in info.view):
+            raise UnsupportedSchedule(f"`{op}` transforms tile and non-tile IDs together, so its shared-memory "
+                                      f"layout is not proved; it is not lowered")
+        return info
+
+    def _tensor_map(self, info: TmaInfo) -> TensorMap:
+        g = self.globals[info.gmem.name]
+        # the inference names a discontiguous allocation axis k `<tensor>.stride<k>`; the
+        # kernel binds it from the array as the logical axis's stride
+        rename = {f"{g.name}.stride{k}": var(stride_var(g.name, axis)) for k, axis in enumerate(g.alloc_axes)}
+        dims = info.dims
+        tmap = TensorMap(
+            param=f"tmap_{info.consumer.name}",
+            tensor=g.name,
+            dtype=g.dtype,
+            sizes=tuple(substitute(d.partitioned_extent, rename) for d in dims),
+            strides_bytes=tuple(substitute(d.global_stride_bytes, rename) for d in dims[1:]),
+            box=tuple(d.box for d in dims),
+            element_strides=tuple(d.element_stride for d in dims),
+            swizzle_bytes=info.swizzle_bytes,
+        )
+        self.tensor_maps.append(tmap)
+        return tmap
+
+
+def _issuers(tv: TensorView) -> int:
+    """Threads issuing one copy each per execution: the consumer's thread-parallel extents."""
+    extents = [i.extent_expr for i in tv.loop if i.parallel_type in THREAD_TYPES and not i.is_broadcast]
+    n = try_int(product(extents)) if extents else 1
+    if n is None:
+        raise UnsupportedSchedule(f"{tv.name} issues its TMA from a symbolic number of threads "
+                                  f"({', '.join(str(e) for e in extents)}); the mbarrier needs a constant count")
+    return n
+
+
+__all__ = ["TmaLowering", "is_tma"]

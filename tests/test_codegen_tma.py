@@ -1,0 +1,145 @@
+"""TMA lowering without a GPU: where copies, waits and fences land in the kernel IR, that the
+copy's coordinates and shared-memory address are the verified tma_layout functions, the
+tensor maps' values, and the launch-time checks of tensor_maps."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen import tensor_maps
+from tileproof.codegen.compile import clear_memory_cache
+from tileproof.codegen.errors import InputError
+from tileproof.codegen.kernel_ir import Compute, Loop, Sync, TmaCopy, TmaWait
+from tileproof.codegen.lower import lower
+from tileproof.model.allocation import compute_allocation
+from tileproof.model.expr import evaluate
+from tileproof.model.indexing import loop_var
+from tileproof.model.targets import get_target
+from tileproof.model.tma import infer_tma, is_tma_op
+from tileproof.model.tma_layout import build_issue
+from tileproof.model.types import ParallelType
+from tileproof.schedule_files import discover
+
+ROOT = Path(__file__).resolve().parent.parent
+SM90 = get_target("sm_90a")
+CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / f) for f in ("tma_smem.py", "tma_boxes.py")])}
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEPROOF_CACHE_DIR", str(tmp_path / "cache"))
+    clear_memory_cache()
+    yield
+    clear_memory_cache()
+
+
+def kernel_ir(name):
+    fusion = CASES[name].build()
+    assert tp.verify(fusion, "sm_90a").ok
+    return fusion, lower(fusion.snapshot(), SM90).kernel
+
+
+def flat(nodes):
+    out = []
+    for n in nodes:
+        out.append(n)
+        if isinstance(n, Loop):
+            out += flat(n.body)
+    return out
+
+
+def test_pointwise_issues_both_loads_before_waiting_for_either():
+    _, ir = kernel_ir("tma_pointwise_vectorized_store")
+    nodes = [n for n in flat(ir.body) if not isinstance(n, Loop)]
+    kinds = [type(n).__name__ for n in nodes]
+    assert kinds == ["TmaCopy", "TmaCopy", "TmaWait", "TmaWait", "Compute"]
+    copies = [n for n in nodes if isinstance(n, TmaCopy)]
+    assert {c.barrier for c in copies} == {w.barrier for w in nodes if isinstance(w, TmaWait)}
+    for c in copies:  # one elected thread; 256 fp32 = 1024 bytes per copy
+        assert [(str(x.lhs), x.op, str(x.rhs)) for x in c.issuer] == [("threadIdx.x", "==", "0")]
+        assert evaluate(c.nbytes, {}) == 1024 and not c.bounds
+    assert [m.count for m in ir.mbarriers] == [1, 1]
+    assert [evaluate(b, {}) for b in ir.tensor_maps[0].box] == [256]
+
+
+def test_tma_store_fences_the_generic_writes_and_waits_for_the_read():
+    fusion, ir = kernel_ir("tma_store")
+    nodes = [n for n in flat(ir.body) if not isinstance(n, Loop)]
+    store = next(k for k, n in enumerate(nodes) if isinstance(n, TmaCopy))
+    assert nodes[store].direction == "store" and nodes[store].barrier is None
+    assert isinstance(nodes[store - 1], Sync) and nodes[store - 1].fence_async
+    assert isinstance(nodes[store - 2], Compute) and nodes[store - 2].out.tensor == nodes[store].smem
+    source = tp.compile(fusion).cuda_source
+    assert "cp.async.bulk.wait_group.read 0" in source and "tp_fence_async_smem();\n" in source
+
+
+@pytest.mark.parametrize("name", ["tma_pointwise_vectorized_store", "tma_store", "swizzle_64b_recipe",
+                                  "tma_transpose_bank_conflict_free", "tma_figure11", "tma_strided_tile"])
+def test_copy_coordinates_and_address_are_the_verified_functions(name):
+    """The kernel's coordinates and shared address, at every loop point, equal model.tma_layout's
+    (what TMA-TILE-CONTIGUITY / TMA-SWIZZLE-LAYOUT / TMA-COORD-* proved) at the same point."""
+    fusion, ir = kernel_ir(name)
+    op = next(o for o in fusion.snapshot().exprs if is_tma_op(o))
+    info = infer_tma(op)
+    issue = build_issue(info, compute_allocation(info.smem))
+    copy = next(n for n in flat(ir.body) if isinstance(n, TmaCopy))
+    consumer = info.consumer
+    # the kernel's loop of consumer axis k carries the label "<consumer> axis k"
+    kernel_var = {}
+    for k, i in enumerate(consumer.loop):
+        if i.parallel_type is not ParallelType.Bulk and i.static_extent != 1:
+            loop = next(n for n in flat(ir.body) if isinstance(n, Loop) and f"{consumer.name} axis {k}" in n.label)
+            kernel_var[loop_var(consumer, i).value] = loop.var if loop.kind in ("thread", "block") else f"loop.{loop.var}"
+    sizes = {"M": 200, "N": 328}
+    rng = random.Random(0)
+    extents = {loop_var(consumer, i).value: evaluate(i.extent_expr, sizes) for i in consumer.loop}
+    for _ in range(50):
+        point = {v: rng.randrange(extents[v]) for v in kernel_var}
+        model_env = {**sizes, **point}
+        kernel_env = {**sizes, **{kernel_var[v]: x for v, x in point.items()}}
+        model_env.update({loop_var(consumer, i).value: 0 for i in consumer.loop if i.static_extent == 1})
+        for got, want in zip(copy.coords, issue.box_origin):
+            assert evaluate(got, kernel_env) == evaluate(want, model_env)
+        assert evaluate(copy.smem_offset, kernel_env) == evaluate(issue.dst_offset, model_env)
+
+
+def test_tensor_map_of_a_discontiguous_input_takes_the_runtime_stride():
+    _, ir = kernel_ir("tma_broadcast_discontiguous")
+    t1 = next(m for m in ir.tensor_maps if m.tensor == "T1")
+    env = {"stride.T1.1": 4096}
+    # [I2 * I3] boxed by 256; I0 (contiguous over I1) composites with I1 into one coordinate dimension
+    assert [evaluate(s, env) for s in t1.strides_bytes] == [4096 * 4]
+    assert [evaluate(s, env) for s in t1.sizes] == [2048, 8 * 16]
+    assert t1.swizzle_bytes == 0
+
+
+@pytest.mark.parametrize("name,swizzle", [("swizzle_32b_recipe", 32), ("swizzle_64b_recipe", 64),
+                                          ("swizzle_128b_recipe", 128)])
+def test_swizzled_buffer_gets_the_mode_and_the_period_alignment(name, swizzle):
+    _, ir = kernel_ir(name)
+    assert ir.tensor_maps[0].swizzle_bytes == swizzle
+    buf = next(b for b in ir.buffers if b.tensor == "T1")
+    assert evaluate(buf.smem_offset, {}) % (8 * swizzle) == 0
+
+
+def test_launch_checks_name_the_array_before_the_driver_sees_it():
+    _, ir = kernel_ir("tma_pointwise_vectorized_store")
+    m = ir.tensor_maps[0]
+    with pytest.raises(InputError, match="16-byte aligned"):
+        tensor_maps.check(m, 0x1008, tensor_maps.values(m, {}))
+    bad = tensor_maps.values(m, {})
+    bad["strides"] = [100]
+    with pytest.raises(InputError, match="multiple of 16"):
+        tensor_maps.check(m, 0x1000, bad)
+
+
+def test_every_tma_example_compiles():
+    for name, case in CASES.items():
+        if case.expect.ok:
+            kernel = tp.compile(case.build(), target="sm_90a")
+            assert kernel.cubin[:4] == b"\x7fELF", name
+            assert "cp.async.bulk.tensor" in kernel.cuda_source, name
