@@ -60,8 +60,9 @@ def bind_shape(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, i
 
 
 def bind_strides(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, int]) -> None:
-    """Bind discontiguous strides; contiguous axes must have the stride the kernel assumes."""
-    for k, axis in enumerate(g.alloc_axes):
+    """Bind discontiguous strides; contiguous axes must have the stride the kernel assumes.
+    Inner axes first: a contiguous axis's stride is built from the next inner one's."""
+    for k, axis in reversed(list(enumerate(g.alloc_axes))):
         if g.broadcast[axis] or info.shape[axis] == 1:
             continue  # never indexed with anything but 0
         stride = g.strides[k]

@@ -21,7 +21,7 @@ from ..model.errors import ScheduleError
 from ..model.targets import Target, get_target
 from ..verifier.diagnostics import Report
 from ..verifier.verify import verify
-from . import runtime
+from . import runtime, tensor_maps
 from .arrays import ArrayInfo, new_output
 from .binding import Bound, bind
 from .emit import emit, uses_half_types
@@ -32,6 +32,7 @@ from .lower import lower
 from .nvrtc import compile_to_cubin, cuda_include_dir
 
 MEMORY_CACHE_SIZE = 256
+TENSOR_MAP_CACHE_SIZE = 64
 _memory: "OrderedDict[str, Kernel]" = OrderedDict()
 
 
@@ -63,6 +64,7 @@ class Kernel:
         self.name = ir.name
         self._functions: dict[int, Any] = {}
         self._checked: dict[tuple, tuple] = {}
+        self._tensor_maps: dict[tuple, Any] = {}
 
     def __repr__(self) -> str:
         return f"<tileproof Kernel {self.fusion.name} for {self.target.name}: grid {self.launch_params.grid}, " \
@@ -182,12 +184,26 @@ class Kernel:
         arrays = {g.name: info for g, info in zip([g for g in self.ir.globals if g.is_input], bound.inputs)}
         arrays.update({g.name: info for g, info in zip([g for g in self.ir.globals if not g.is_input], outputs)})
         args = []
+        maps = {m.param: m for m in self.ir.tensor_maps}
         for p in self.ir.params:
             if p.kind == "tensor":
                 args.append((arrays[p.tensor].ptr, ctypes.c_void_p))
+            elif p.kind == "tensor_map":
+                args.append((self._tensor_map(maps[p.name], arrays[p.tensor].ptr, bound.env), None))
             else:
                 args.append((bound.env.get(p.symbol, 0), ctypes.c_uint64))
         return args
+
+
+    def _tensor_map(self, m, address: int, env: dict[str, int]):
+        """Encoded once per array address and sizes (the driver copies it into the launch)."""
+        key = (m.param, address, tuple(sorted(env.items())))
+        tmap = self._tensor_maps.get(key)
+        if tmap is None:
+            if len(self._tensor_maps) >= TENSOR_MAP_CACHE_SIZE:
+                self._tensor_maps.clear()
+            tmap = self._tensor_maps[key] = tensor_maps.encode(m, address, env)
+        return tmap
 
 
 def _dense_strides(g, shape) -> list[int]:

@@ -52,8 +52,36 @@ class Compute:
 
 @dataclass
 class Sync:
-    """__syncthreads(): `why` names the shared-memory tensor and the hazard."""
+    """__syncthreads(): `why` names the shared-memory tensor and the hazard. fence_async:
+    the threads first order their shared-memory writes before the async proxy (a TMA store reads them)."""
 
+    why: str
+    fence_async: bool = False
+
+
+@dataclass
+class TmaCopy:
+    """One cp.async.bulk.tensor per execution: a load (global -> shared, completes on `barrier`)
+    or a store (shared -> global, a bulk group). Issued by the threads meeting `issuer`;
+    not at all where `bounds` fail (holes outside the box), though a load's issuer still arrives."""
+
+    direction: str  # "load" or "store"
+    tensor_map: str  # the kernel parameter
+    smem: str  # the shared tensor
+    smem_offset: Expr  # bytes from the buffer start to the tile's first byte
+    coords: tuple[Expr, ...]  # the box origin, innermost first
+    nbytes: Expr  # bytes one copy moves: a load's expect-tx count
+    barrier: str | None
+    issuer: list[Cond]
+    bounds: list[Cond]
+    comment: str = ""
+
+
+@dataclass
+class TmaWait:
+    """All threads wait for the current phase of a load's mbarrier, then flip their phase bit."""
+
+    barrier: str
     why: str
 
 
@@ -67,7 +95,7 @@ class Loop:
     body: list = field(default_factory=list)
 
 
-Node = Compute | Sync | Loop
+Node = Compute | Sync | Loop | TmaCopy | TmaWait
 
 
 @dataclass(frozen=True)
@@ -100,11 +128,34 @@ class GlobalTensor:
 
 
 @dataclass(frozen=True)
+class TensorMap:
+    """A CUtensorMap encoded at launch (cuTensorMapEncodeTiled): every list innermost first."""
+
+    param: str
+    tensor: str  # the global tensor whose address it holds
+    dtype: DataType
+    sizes: tuple[Expr, ...]
+    strides_bytes: tuple[Expr, ...]  # dimensions 1..rank-1 (dimension 0 is contiguous)
+    box: tuple[Expr, ...]
+    element_strides: tuple[Expr, ...]
+    swizzle_bytes: int
+
+
+@dataclass(frozen=True)
+class MBarrier:
+    """A shared-memory mbarrier completing one phase per execution of a TMA load."""
+
+    name: str
+    count: int  # threads that arrive per phase (the load's issuers)
+    tensor: str
+
+
+@dataclass(frozen=True)
 class Param:
     """A kernel parameter: a tensor pointer, an extent symbol, or a runtime stride."""
 
     name: str  # C++ name
-    kind: str  # "tensor", "extent", "stride"
+    kind: str  # "tensor", "extent", "stride", "tensor_map"
     ctype: str
     tensor: str | None = None
     symbol: str | None = None  # the algebra variable it binds (extent symbol or stride var)
@@ -122,6 +173,8 @@ class KernelIR:
     smem_bytes: Expr
     names: dict[str, str]  # algebra variable -> C++ identifier
     header: list[str] = field(default_factory=list)  # the fusion's ops, one per line
+    tensor_maps: list[TensorMap] = field(default_factory=list)
+    mbarriers: list[MBarrier] = field(default_factory=list)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:
@@ -133,7 +186,13 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             lines.append(f"{pad}{n.kind} {n.var} < {n.extent}  # {n.label}")
             lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, Sync):
-            lines.append(f"{pad}sync  # {n.why}")
+            lines.append(f"{pad}{'fence.proxy.async + ' if n.fence_async else ''}sync  # {n.why}")
+        elif isinstance(n, TmaWait):
+            lines.append(f"{pad}wait {n.barrier}  # {n.why}")
+        elif isinstance(n, TmaCopy):
+            lines.append(f"{pad}tma {n.direction} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
+                         + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"
+                            if n.issuer or n.bounds else ""))
         else:
             lines.append(f"{pad}{n.out.tensor}[{n.out.offset}] = {n.name}("
                          + ", ".join(f"{o.tensor}[{o.offset}]" for o in n.ins) + ")"

@@ -40,9 +40,11 @@ def reference(fusion: Fusion, inputs: list) -> list:
     import numpy as np
 
     values = {t.name: round_to(np.asarray(a, dtype=np.float64), t.dtype) for t, a in zip(fusion.inputs, inputs)}
-    for op in fusion.exprs:
-        args = [values[t.name] for t in op.inputs]
-        values[op.output.name] = round_to(_apply(np, op, args), op.output.dtype)
+    pending = list(fusion.exprs)  # creation order; cache_after/cache_before insert producers later
+    while pending:
+        op = next(o for o in pending if all(t.name in values for t in o.inputs))
+        pending.remove(op)
+        values[op.output.name] = round_to(_apply(np, op, [values[t.name] for t in op.inputs]), op.output.dtype)
     return [values[t.name] for t in fusion.outputs]
 
 

@@ -20,9 +20,10 @@ from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .errors import UnsupportedSchedule
 from .gmem import global_offset
-from .kernel_ir import Compute, Cond, GlobalTensor, Operand
+from .kernel_ir import Compute, Cond, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
 from .simplify import less_than, simplify, with_value
+from .tma import TmaLowering, is_tma
 
 VECTOR_BYTES = (2, 4, 8, 16)
 
@@ -35,13 +36,16 @@ class StatementBuilder:
         self.allocations = allocations
         self.globals = globals_
         self.launch = launch
+        self.tma = TmaLowering(allocations, globals_)
 
-    def build(self, tv: TensorView) -> tuple[list[LoopClass], Compute]:
+    def build(self, tv: TensorView) -> tuple[list[LoopClass], Compute | TmaCopy]:
         """The statement computing tv and the loop classes it is nested in."""
         path = [self.classes.of(tv, k) for k in range(len(tv.loop))]
         # an axis of extent 1 has index 0, whatever thread or block runs it
         env = {i.uid: const(0) if i.static_extent == 1 else var(c.index_var) for i, c in zip(tv.loop, path)}
         ranges = {c.index_var: i.extent_expr for i, c in zip(tv.loop, path)}
+        if is_tma(tv):
+            return self.tma.statement(tv, path, env, ranges, self._extent_conds(tv) + self._writer_conds(tv))
         stmt = self._statement(tv, env, ranges)
         vec = self._vector_axis(tv)
         if vec is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .allocation import Allocation
 from .expr import Expr, add, const, floordiv, mod, mul, product, substitute, xor
 from .indexing import (
-    Bound, indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
+    Bound, indices_from_logical, indices_from_loop, linear_offset, producer_logical, valid_item_bounds,
 )
 from .iterdomain import IterDomain
 from .tma import TmaInfo
@@ -82,14 +82,16 @@ def _flatten(ids: list[IterDomain], idx: dict[int, Expr]) -> Expr:
     return e
 
 
-def build_issue(info: TmaInfo, smem_alloc: Allocation) -> TmaIssue:
-    """The issue's functions; `info` must be inferred (info.ok)."""
+def build_issue(info: TmaInfo, smem_alloc: Allocation, loop_env: dict[int, Expr] | None = None) -> TmaIssue:
+    """The issue's functions; `info` must be inferred (info.ok). `loop_env`: the consumer's
+    loop indices by uid (the code generator's loop variables); default: loop_var names."""
     consumer, smem = info.consumer, info.smem
-    cidx = indices_from_loop(consumer)
+    cidx = indices_from_loop(consumer, loop_env)
     sidx = cidx if smem is consumer else indices_from_logical(smem, producer_logical(info.op, 0, cidx))
     ids = info.id_map()
     # A stride ID's loop issues one copy per phase of the element stride: not a tile variable.
-    tile_vars = tuple(loop_var(consumer, i).value for i in consumer.loop if i.parallel_type is ParallelType.Bulk)
+    bulk = [cidx[i.uid] for i in consumer.loop if i.parallel_type is ParallelType.Bulk]
+    tile_vars = tuple(e.value for e in bulk if e.op == "var")
     zero = {v: const(0) for v in tile_vars}
     tile_coords = tuple(_flatten([ids[n] for n in d.tile_ids], cidx) for d in info.dims)
     origin = tuple(substitute(_flatten([ids[n] for n in d.ids], cidx), zero) for d in info.dims)

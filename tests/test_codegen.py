@@ -42,10 +42,11 @@ def private_cache(tmp_path, monkeypatch):
 
 
 def lowerable(fusion) -> bool:
-    """No TMA / ldmatrix / tensor-memory op: what this lowering covers."""
+    """No ldmatrix / tensor-memory op: what this lowering covers."""
     if any(t.memory_type is MemoryType.Tensor for t in fusion.tensors):
         return False
-    return all(op.kind != "load_store" or op.op_type is LoadStoreOpType.Set for op in fusion.exprs)
+    return all(op.kind != "load_store" or op.op_type in (LoadStoreOpType.Set, LoadStoreOpType.TMA)
+               for op in fusion.exprs)
 
 
 def bundled_cases():
@@ -201,12 +202,6 @@ def test_rejected_schedule_raises_with_the_report():
     report = e.value.report
     assert isinstance(report, tp.Report) and not report.ok and "SMEM-CAPACITY" in report.codes
     assert "SMEM-CAPACITY" in str(e.value)
-
-
-def test_tma_schedule_is_not_lowered_yet():
-    case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_boxes.py")]) if c.expect.ok)
-    with pytest.raises(tp.UnsupportedSchedule, match="TMA"):
-        tp.compile(case.build())
 
 
 def test_compile_checks_its_arguments():
