@@ -1,0 +1,316 @@
+"""Lowering of tensor memory (sm_100a): tcgen05 loads and stores, the allocation, the fences.
+
+Three hooks in the pass list of codegen/lower.py:
+
+    check_supported       (in `check`) tensor memory needs a target that has it; TMemStore /
+                          TMemLoad must write / read a tensor-memory tensor; 32-bit elements;
+                          registers between two tensor-memory tensors
+    lower_accesses        (after `index`) each statement that stores into or loads from tensor
+                          memory becomes a TmemAccess: one warp-collective tcgen05.st / ld per
+                          point of its non-vectorized loops, moving the vectorized IDs as the
+                          instruction's registers
+    allocate_and_fence    (after `sync`) one tcgen05.alloc for all tensor-memory tensors by
+                          warp 0, a dealloc at the end, and tcgen05 fences around every barrier
+
+What was proved is what runs. The addresses are the verifier's access model
+(verifier/access.py `build`, lanes and columns from the tensor's allocation in
+verifier/rules/tmem.py), not a second derivation: the warp's address is that model at the
+warp's first thread and register 0 (AccessModel.warp_base_env, exactly the base of the
+TMEM-ACCESS-PATTERN proof), and the instruction shape is the pattern that rule proved
+(matching_pattern). The proof says: for every executing thread t, loop point s and
+register r, the element's (lane, column) = base(warp of t, s) + offset_pattern(t % 32, r),
+which is where tcgen05 puts register r of thread t. Register r carries the element at the
+vectorized point r (row-major over the vectorized IDs, AccessModel.reg).
+
+Predicates. tcgen05.ld/st are .sync.aligned: all 32 threads of a warp execute them or none.
+The instruction is predicated only by
+  - the thread/block extents of the issuing tensor (AccessModel.active): warp-uniform, because
+    TMEM-WARP-COLLECTIVE proved that a thread executes the access only if its whole warp does;
+  - conditions free of threadIdx (loop counters and block indices are the same in a warp).
+The holes of indivisible splits need no predicate: SPLIT-DIVISIBILITY proved every split in
+the schedule of a tensor-memory tensor and of a tensor loading from one divisible. Other
+per-thread conditions (a single writer into shared memory) predicate the data: a load's
+write-back of its registers; a store with one is not lowered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from ..model.expr import Expr, add, const, mul, substitute, try_int, var
+from ..model.indexing import block_dims, thread_dims
+from ..model.tensor import TensorView
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
+from ..verifier.access import AccessModel, var_name
+from ..verifier.context import VerifyContext
+from ..verifier.rules import tmem as tmem_rules
+from .errors import UnsupportedSchedule
+from .kernel_ir import Compute, Cond, Loop, Operand, Sync
+from .simplify import simplify
+from .statements import StatementBuilder
+from .tmem_ir import TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, TmemRegister
+
+TMEM_OP_TYPES = (LoadStoreOpType.TMemStore, LoadStoreOpType.TMemLoad)
+WORD_DTYPES = ("float32", "int32")  # what a tcgen05 .b32 register holds here (emit_tmem.BITS)
+THREAD_VAR_NAMES = frozenset(p.cuda_name for p in THREAD_TYPES)
+
+
+def tmem_tensors(fusion) -> list[TensorView]:
+    return [t for t in fusion.tensors if t.memory_type is MemoryType.Tensor and not t.is_fusion_input]
+
+
+# -- check -------------------------------------------------------------------------------------
+
+
+def check_supported(st) -> None:
+    fusion = st.fusion
+    for op in fusion.exprs:
+        if op.kind != "load_store":
+            continue
+        if op.op_type is LoadStoreOpType.TMemStore and op.output.memory_type is not MemoryType.Tensor:
+            raise UnsupportedSchedule(f"`{op}` is a TMemStore but {op.output.name} is in {op.output.memory_type} "
+                                      f"memory; a TMemStore writes a tensor-memory tensor")
+        if op.op_type is LoadStoreOpType.TMemLoad and op.inputs[0].memory_type is not MemoryType.Tensor:
+            raise UnsupportedSchedule(f"`{op}` is a TMemLoad but {op.inputs[0].name} is in {op.inputs[0].memory_type} "
+                                      f"memory; a TMemLoad reads a tensor-memory tensor")
+    tensors = tmem_tensors(fusion)
+    if not tensors:
+        return
+    names = ", ".join(t.name for t in tensors)
+    if not st.target.has_tmem:
+        raise UnsupportedSchedule(f"{names} in tensor memory, which needs sm_100a (tcgen05); {st.target.name} has none")
+    for t in tensors:
+        if t.is_fusion_output:
+            raise UnsupportedSchedule(f"{t.name} is a fusion output in tensor memory; outputs are global tensors")
+        if t.dtype.name not in WORD_DTYPES:
+            raise UnsupportedSchedule(f"{t.name} holds {t.dtype} in tensor memory; tcgen05 ld/st are lowered for "
+                                      f"32-bit elements ({', '.join(WORD_DTYPES)})")
+    for op in fusion.exprs:
+        touched = [t.name for t in [op.output] + list(op.inputs) if t.memory_type is MemoryType.Tensor]
+        if len(touched) > 1:
+            raise UnsupportedSchedule(f"`{op}` touches tensor memory twice ({', '.join(touched)}); tensor memory "
+                                      f"has no path to itself: go through a register (Local) tensor")
+
+
+# -- accesses ----------------------------------------------------------------------------------
+
+
+def lower_accesses(st) -> None:
+    """Replace the statements that store into or load from tensor memory by TmemAccess nodes."""
+    if not tmem_tensors(st.fusion):
+        return
+    ctx = VerifyContext(st.fusion, st.target)
+    models = tmem_rules._models(ctx)  # the verifier's access models, lanes and columns included
+    _, offsets = column_plan(st)
+    by_name = {t.name: t for t in st.order}
+    builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, block_dims(st.fusion),
+                               target=st.target)
+    for k, (_, stmt) in enumerate(st.statements):
+        if not isinstance(stmt, Compute):
+            continue  # a TMA copy
+        tv = by_name.get(stmt.out.tensor)
+        found = [m for m in models if m.acc.consumer is tv]
+        if not found:
+            continue
+        if len(found) > 1:  # check_supported lets one op touch tensor memory once
+            raise UnsupportedSchedule(f"tileproof bug, please report: {tv.name} has {len(found)} tensor-memory accesses")
+        m = found[0]
+        st.statements[k] = AccessLowering(st, ctx, builder, tv, m, offsets[m.acc.tensor.name]).build()
+
+
+class AccessLowering:
+    """One TmemAccess from the verifier's AccessModel of one tensor-memory access."""
+
+    def __init__(self, st, ctx: VerifyContext, builder: StatementBuilder, tv: TensorView, m: AccessModel,
+                 column_offset: int):
+        self.st, self.ctx, self.builder, self.tv, self.m = st, ctx, builder, tv, m
+        self.column_offset = column_offset
+        self.path = [st.classes.of(tv, k) for k in range(len(tv.loop))]
+        self.env = {i.uid: const(0) if i.static_extent == 1 else var(c.index_var) for i, c in zip(tv.loop, self.path)}
+        self.ranges = {c.index_var: i.extent_expr for i, c in zip(tv.loop, self.path)}
+        for p, dim in zip(THREAD_TYPES, thread_dims(st.fusion)):  # thread indices the tensor does not bind
+            self.ranges.setdefault(p.cuda_name, dim)
+        # the verifier names a loop counter `T2.i7`; the kernel names its loop class `loop.i3`
+        self.rename = {var_name(m.acc, i): self.env[i.uid] for i in tv.loop
+                       if i.parallel_type not in THREAD_TYPES + BLOCK_TYPES}
+        self.vector_positions = [k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Vectorize]
+
+    @property
+    def where(self) -> str:
+        return f"the {self.m.describe} (issued by {self.tv.name})"
+
+    def build(self) -> tuple[list, TmemAccess]:
+        m, tv = self.m, self.tv
+        pattern, _ = tmem_rules.matching_pattern(self.ctx, m)
+        if pattern is None or not tmem_rules._collective(self.ctx, m):
+            raise UnsupportedSchedule(f"{self.where} has no proved warp-collective tcgen05 pattern; tp.compile "
+                                      f"lowers verified schedules only (run tp.verify for the reason)")
+        regs = try_int(m.num_regs)
+        if regs is None or regs % pattern.registers_per_repetition or not 1 <= regs <= 128:
+            raise UnsupportedSchedule(f"{self.where} moves {m.num_regs} registers per thread; tcgen05 {pattern} "
+                                      f"needs a constant multiple of {pattern.registers_per_repetition} up to 128")
+        self._check_vector_loops()
+        stmt = self.builder._statement(tv, self.env, self.ranges)  # operands at every loop index
+        direction = "st" if m.acc.kind == "store" else "ld"
+        conds, data_conds, holes = self._split_conditions(stmt, direction)
+        base = m.warp_base_env()
+        lane = self._kernel_expr(substitute(m.addresses["lane"], base))
+        column = self._kernel_expr(substitute(m.addresses["column"], base))
+        registers = [self._register(stmt, r, data_conds) for r in range(regs)]
+        address = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
+                          add(mul(lane, 65536), column, self.column_offset))
+        first = registers[0].data  # like a vector Compute: operands at the first element
+        if direction == "st":
+            out, ins = address, first.ins
+        else:
+            out, ins = first.out, [address if k == m.acc.input_index else o for k, o in enumerate(first.ins)]
+        repeat = regs // pattern.registers_per_repetition
+        comment = (f"{stmt.comment}: tcgen05.{direction} {pattern} x{repeat} by whole warps, {regs} register"
+                   f"{'s' if regs > 1 else ''} per thread (TMEM-ACCESS-PATTERN, TMEM-SUBPARTITION)")
+        if holes:
+            comment += f"; no hole predicate: SPLIT-DIVISIBILITY proved the splits of {tv.name} divisible"
+        access = TmemAccess(stmt.kind, stmt.name, out, ins, conds, regs, comment, direction=direction,
+                            tensor=m.acc.tensor.name, pattern=pattern, repeat=repeat, lane=lane, column=column,
+                            column_offset=self.column_offset, registers=registers, data_conds=data_conds,
+                            tmem_input=m.acc.input_index)
+        path = [c for k, c in enumerate(self.path) if k not in self.vector_positions]
+        return path, access
+
+    def _check_vector_loops(self) -> None:
+        ids = [self.tv.loop[k] for k in self.vector_positions]
+        if ids != list(self.m.vector_ids):
+            raise UnsupportedSchedule(f"tileproof bug, please report: the vectorized IDs of {self.tv.name} differ "
+                                      f"from the verifier's access model")
+        for k in self.vector_positions:
+            cls = self.path[k]
+            if len(cls.members) > 1:
+                raise UnsupportedSchedule(
+                    f"{self.tv.name}'s vectorized axis {k} shares a loop with {', '.join(cls.members)} through "
+                    f"inlining; one tcgen05 instruction moves the whole vector, so inline {self.tv.name}'s "
+                    f"consumers and producers left of it")
+            if self.tv.loop[k].static_extent is None:
+                raise UnsupportedSchedule(f"{self.tv.name}'s vectorized axis {k} has a symbolic extent")
+
+    def _kernel_expr(self, e: Expr) -> Expr:
+        """A verifier expression in the kernel's variables (loop counters renamed; threadIdx and
+        blockIdx are the same names in both), simplified over the loop ranges."""
+        return simplify(substitute(e, self.rename), self.ranges)
+
+    def _register_point(self, r: int) -> dict[str, int]:
+        """Index of each vectorized loop ID at register r (row-major, as AccessModel.reg)."""
+        point, rest = {}, r
+        for k in reversed(self.vector_positions):
+            e = self.tv.loop[k].static_extent
+            point[k], rest = rest % e, rest // e
+        return point
+
+    def _register(self, stmt: Compute, r: int, data_conds: list[Cond]) -> TmemRegister:
+        m = self.m
+        point = self._register_point(r)
+        in_model = {var_name(m.acc, self.tv.loop[k]): const(v) for k, v in point.items()}
+        in_kernel = {self.path[k].index_var: const(v) for k, v in point.items()}
+        lane = self._kernel_expr(substitute(m.addresses["lane"], in_model))
+        column = self._kernel_expr(substitute(m.addresses["column"], in_model))
+        cell = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
+                       add(mul(lane, 65536), column, self.column_offset))
+
+        def at(o: Operand) -> Operand:
+            return Operand(o.tensor, o.memory, o.dtype, simplify(substitute(o.offset, in_kernel), self.ranges))
+
+        conds = [Cond(simplify(substitute(c.lhs, in_kernel), self.ranges), c.op,
+                      simplify(substitute(c.rhs, in_kernel), self.ranges), c.why) for c in data_conds]
+        if m.acc.kind == "store":
+            data = Compute(stmt.kind, stmt.name, cell, [at(o) for o in stmt.ins], [], 1, stmt.comment)
+        else:
+            ins = [cell if k == m.acc.input_index else at(o) for k, o in enumerate(stmt.ins)]
+            data = Compute(stmt.kind, stmt.name, at(stmt.out), ins, conds, 1, stmt.comment)
+        return TmemRegister(r, data, lane, column)
+
+    def _split_conditions(self, stmt: Compute, direction: str) -> tuple[list[Cond], list[Cond], list[Cond]]:
+        """(instruction predicate, data predicate, hole bounds left out); see the module docstring."""
+        launch = {p.cuda_name: d for p, d in block_dims(self.st.fusion).items()}
+        for i in self.tv.loop:
+            p = i.parallel_type
+            if i.is_broadcast and (p in THREAD_TYPES or p in BLOCK_TYPES) and launch[p.cuda_name] != i.extent_expr:
+                raise UnsupportedSchedule(
+                    f"{self.tv.name}'s broadcast axis {i.label()} is bound to {p} (launched {launch[p.cuda_name]}): "
+                    f"the verifier proved the tensor-memory access for {p.cuda_name} < 1 only; keep broadcast axes "
+                    f"serial")
+        conds = []
+        for index, extent in self.m.active:  # warp-uniform: TMEM-WARP-COLLECTIVE
+            if launch[index.value] != extent:
+                kind = "thread" if index.value in THREAD_VAR_NAMES else "block"
+                conds.append(Cond(index, "<", extent, f"{kind} extent, warp-uniform (TMEM-WARP-COLLECTIVE)"))
+        vector_vars = {self.path[k].index_var for k in self.vector_positions}
+        data, holes = [], []
+        for c in stmt.conds:
+            used = c.lhs.free_vars() | c.rhs.free_vars()
+            if c.why == "thread extent":
+                continue  # the model's extents above include these
+            if c.why.startswith("hole"):
+                holes.append(c)
+            elif not used & (THREAD_VAR_NAMES | vector_vars):
+                conds.append(c)  # loop counters and block indices are the same in the whole warp
+            elif direction == "ld":
+                data.append(c)
+            else:
+                raise UnsupportedSchedule(
+                    f"{self.where} is predicated by {c.lhs} {c.op} {c.rhs} ({c.why}), which differs between the "
+                    f"threads of a warp; a tcgen05.st cannot leave some of a warp's registers out")
+        return conds, data, holes
+
+
+# -- allocation and fences -----------------------------------------------------------------
+
+
+def column_plan(st) -> tuple[int, dict[str, int]]:
+    """(columns to allocate, first column of each tensor-memory tensor). Each tensor gets its
+    own region of Allocation.columns_allocated columns (a power of two >= 32, what TMEM-COLUMNS
+    budgeted); regions are placed largest first, so each starts at a multiple of its size."""
+    sizes = {}
+    for t in tmem_tensors(st.fusion):
+        cols = st.allocations[t.name].columns_allocated
+        if cols is None:
+            raise UnsupportedSchedule(f"{t.name} needs {st.allocations[t.name].columns_expr} tensor-memory columns, "
+                                      f"a symbolic count; tcgen05.alloc takes a constant: bind the sizes of its "
+                                      f"column axes")
+        sizes[t.name] = cols
+    offsets, used = {}, 0
+    for name in sorted(sizes, key=lambda n: -sizes[n]):
+        offsets[name] = used
+        used += sizes[name]
+    total = max(st.target.tmem_min_alloc_columns, 1 << max(used - 1, 0).bit_length())
+    if total > st.target.tmem_columns:
+        raise UnsupportedSchedule(f"the tensor-memory tensors need {used} columns together "
+                                  f"({', '.join(f'{n} {c}' for n, c in sizes.items())}); {st.target.name} has "
+                                  f"{st.target.tmem_columns}")
+    return total, offsets
+
+
+def allocate_and_fence(st) -> None:
+    tensors = tmem_tensors(st.fusion)
+    if not tensors:
+        return
+    total, offsets = column_plan(st)
+    bx, by, bz = thread_dims(st.fusion)
+    linear = add(var("threadIdx.x"), mul(var("threadIdx.y"), bx), mul(var("threadIdx.z"), bx, by))
+    threads = try_int(mul(bx, by, bz))
+    if threads is not None and threads < st.target.warp_size:
+        raise UnsupportedSchedule(f"the block has {threads} threads; tcgen05.alloc needs a whole warp")
+    _fence_barriers(st.tree)
+    regions = [(t.name, offsets[t.name], st.allocations[t.name].columns_allocated) for t in tensors]
+    where = ", ".join(f"{n} columns {o}..{o + c - 1}" for n, o, c in regions)
+    st.tree.insert(0, TmemAlloc(f"{where}; every thread reads the address",
+                                columns=total, linear_thread=linear, regions=regions))
+    st.tree.append(TmemDealloc("every warp's tensor-memory accesses are complete: free the columns",
+                               columns=total, linear_thread=linear))
+
+
+def _fence_barriers(nodes: list) -> None:
+    """Every barrier of a kernel with tensor memory orders tcgen05 operations too (the fences
+    cost nothing next to the barrier, and syncs.py placed them for tensor-memory hazards)."""
+    for k, n in enumerate(nodes):
+        if isinstance(n, Loop):
+            _fence_barriers(n.body)
+        elif type(n) is Sync:
+            nodes[k] = TmemFencedSync(**{f.name: getattr(n, f.name) for f in fields(Sync)})

@@ -1,0 +1,391 @@
+"""Tensor-memory lowering (codegen/tmem.py) without a Blackwell GPU.
+
+1. Every valid tensor-memory example compiles for sm_100a (NVRTC + ptxas check the tcgen05 PTX).
+2. The emitted addresses are the verified ones: for every thread, loop point and register,
+   the cell an instruction reaches (its address Expr, evaluated, plus the hardware table of
+   hardware.md section 2) is the cell the verifier's access model assigns to that element.
+   A CPU simulation of the lowered kernel (tests/tmem_sim.py) also runs the data through
+   tensor memory and compares the outputs with the numpy reference. Mutated lowerings fail both.
+3. Tensor memory on sm_90a is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.compile import clear_memory_cache
+from tileproof.codegen.kernel_ir import Sync
+from tileproof.codegen.lower import lower
+from tileproof.codegen.reference import reference
+from tileproof.codegen.tmem_ir import TmemAccess, TmemAlloc, TmemDealloc
+from tileproof.model.expr import add, evaluate
+from tileproof.model.targets import get_target
+from tileproof.model.tcgen05 import TmemPattern
+from tileproof.schedule_files import discover
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tmem_sim import SimulationError, check_addresses, run_kernel, tmem_accesses_in  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SM100 = get_target("sm_100a")
+P = tp.ParallelType
+TMEM_FILES = ["tmem_access.py", "tmem_complicated.py", "tmem_performant_copy.py", "tmem_transpose.py",
+              "tmem_vectorization.py"]
+CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / f) for f in TMEM_FILES])}
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEPROOF_CACHE_DIR", str(tmp_path / "cache"))
+    clear_memory_cache()
+    yield
+    clear_memory_cache()
+
+
+def lowered(fusion):
+    snapshot = fusion.snapshot()
+    return snapshot, lower(snapshot, SM100)
+
+
+# -- schedules for the other tcgen05 shapes (the examples all use 32x32b) ----------------------
+
+
+def copy_chain(name, shape):
+    """T0 (gmem) -> T1 (reg) -> T2 (tmem) -> T3 (reg) -> T4 (gmem)."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_concrete_tensor(shape)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        t3 = tp.set(t2)
+        t4 = tp.set(t3)
+        fusion.add_output(t4)
+    t2.set_memory_type(tp.MemoryType.Tensor)
+    return fusion, (t1, t2, t3, t4)
+
+
+def shaped(name, shape, transform, vectorize=True):
+    """T2 allocated [lanes | columns] along its logical domain; every tensor scheduled by
+    `transform` to [TIDx{32}, registers]."""
+    fusion, tensors = copy_chain(name, shape)
+    t1, t2, t3, t4 = tensors
+    t2.set_allocation_domain(t2.get_loop_domain(), True)
+    t2.set_tmem_dim_sep_pos(1)
+    for t in tensors:
+        transform(t)
+        t.axis(0).parallelize(P.TIDx)
+    if vectorize:
+        t2.axis(-1).parallelize(P.Vectorize)
+        t3.axis(-1).parallelize(P.Vectorize)
+    return fusion
+
+
+def s16x64b(vectorize=True):
+    """lane = t/4 + 8(t%2), column = 2r + (t/2)%2: [Lh, Ll | Cr, Cb] -> [Ll*Cb*Lh = TIDx, Cr]."""
+    def transform(t):
+        t.split(0, 8)
+        t.split(2, 2)
+        t.reorder({0: 2, 1: 0, 2: 3, 3: 1})
+        t.merge(0)
+        t.merge(0)
+    return shaped("s16x64b" + ("" if vectorize else "_serial"), [16, 8], transform, vectorize)
+
+
+def s16x128b():
+    """lane = t/4 + 8h, column = 4j + t%4, r = 2j + h: [Lh, Ll | Cj, Cl] -> [Ll*Cl, Cj*Lh]."""
+    def transform(t):
+        t.split(0, 8)
+        t.split(2, 4)
+        t.reorder({0: 3, 1: 0, 2: 2, 3: 1})
+        t.merge(0)
+        t.merge(1)
+    return shaped("s16x128b", [16, 8], transform)
+
+
+def s16x256b():
+    """lane = t/4 + 8h, column = 8j + 2(t%4) + e, r = 4j + 2h + e."""
+    def transform(t):
+        t.split(0, 8)
+        t.split(2, 2)
+        t.split(2, 4)
+        t.reorder({0: 3, 1: 0, 2: 2, 3: 1, 4: 4})
+        t.merge(0)
+        t.merge(1)
+        t.merge(1)
+    return shaped("s16x256b", [16, 16], transform)
+
+
+def s16x32bx2():
+    """lane = t%16, column = r + 4(t/16): [L | Cs, Cr] -> [Cs*L, Cr]."""
+    def transform(t):
+        t.split(1, 4)
+        t.reorder({0: 1, 1: 0})
+        t.merge(0)
+    return shaped("s16x32bx2", [16, 8], transform)
+
+
+def partial_warps():
+    """A tensor-memory copy by TIDx{32} in a block of 64 threads (another output needs them):
+    the second warp skips the tcgen05 instructions, a warp-uniform predicate."""
+    with tp.Fusion("partial_warps") as fusion:
+        a = tp.make_contig_concrete_tensor([32, 2])
+        b = tp.make_contig_concrete_tensor([64])
+        fusion.add_input(a)
+        fusion.add_input(b)
+        t1 = tp.set(a)
+        t2 = tp.set(t1)
+        t3 = tp.set(t2)
+        t4 = tp.set(t3)
+        fusion.add_output(t4)
+        c = tp.set(b)
+        fusion.add_output(c)
+    t2.set_memory_type(tp.MemoryType.Tensor)
+    t2.set_tmem_dim_sep_pos(1)
+    for t in (t1, t2, t3, t4):
+        t.axis(0).parallelize(P.TIDx)
+    c.axis(0).parallelize(P.TIDx)
+    return fusion
+
+
+def explicit_op_types():
+    """The same copy written with LoadStoreOpType.TMemStore / TMemLoad."""
+    with tp.Fusion("explicit_op_types") as fusion:
+        t0 = tp.make_contig_concrete_tensor([128, 2, 2])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1, tp.LoadStoreOpType.TMemStore)
+        t3 = tp.set(t2, tp.LoadStoreOpType.TMemLoad)
+        t4 = tp.set(t3)
+        fusion.add_output(t4)
+    t2.set_memory_type(tp.MemoryType.Tensor)
+    for t in (t1, t2, t3, t4):
+        t.axis(0).parallelize(P.TIDx)
+        t.axis(1).parallelize(P.TIDy)
+        t.axis(2).parallelize(P.TIDz)
+    t2.set_tmem_dim_sep_pos(1)
+    return fusion
+
+
+SHAPED = {"16x64b": s16x64b, "16x64b serial": lambda: s16x64b(False), "16x128b": s16x128b,
+          "16x256b": s16x256b, "16x32bx2": s16x32bx2}
+
+
+# -- 1. every valid tensor-memory example compiles for sm_100a ---------------------------------
+
+
+def test_all_tmem_examples_are_discovered():
+    assert len(CASES) == 5 + 2 + 1 + 1 + 64 and all(c.expect.ok and c.target == "sm_100a" for c in CASES.values())
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_tmem_example_compiles_for_sm100a(name):
+    case = CASES[name]
+    kernel = tp.compile(case.build(), target=case.target)
+    assert kernel.cubin[:4] == b"\x7fELF"
+    src = kernel.cuda_source
+    for ptx in ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32", "tcgen05.relinquish_alloc_permit",
+                "tcgen05.st.sync.aligned.", "tcgen05.wait::st.sync.aligned", "tcgen05.ld.sync.aligned.",
+                "tcgen05.wait::ld.sync.aligned", "tcgen05.fence::before_thread_sync",
+                "tcgen05.fence::after_thread_sync", "tcgen05.dealloc.cta_group::1.sync.aligned.b32"):
+        assert ptx in src, ptx
+    # the allocation is the verified column budget (one tensor: its own power of two >= 32)
+    columns = int(re.search(r"shared::cta\.b32 \[%0\], (\d+);", src).group(1))
+    if "columns_allocated" in case.expect.allocations.get("T2", {}):
+        assert columns == case.expect.allocations["T2"]["columns_allocated"]
+    # every barrier of a kernel with tensor memory is fenced for tcgen05
+    lines = src.splitlines()
+    for k, line in enumerate(lines):
+        if "__syncthreads()" in line:
+            assert "tcgen05.fence::before_thread_sync" in lines[k - 1] and "after_thread_sync" in lines[k + 1]
+
+
+@pytest.mark.parametrize("st_vec,ld_vec", [(1, 128), (8, 8), (128, 4)])
+def test_vectorized_tmem_access_is_one_instruction_per_vector(st_vec, ld_vec):
+    """The seed's check: tcgen05.st/ld 32x32b .x<vector factor>."""
+    src = tp.compile(CASES[f"tmem_vectorization[st_vec={st_vec},ld_vec={ld_vec}]"].build(), target="sm_100a").cuda_source
+    assert f"tcgen05.st.sync.aligned.32x32b.x{st_vec}.b32" in src
+    assert f"tcgen05.ld.sync.aligned.32x32b.x{ld_vec}.b32" in src
+
+
+def test_performant_copy_uses_x8():
+    src = tp.compile(CASES["performant_vectorized_copy"].build(), target="sm_100a").cuda_source
+    assert "tcgen05.st.sync.aligned.32x32b.x8.b32" in src and "tcgen05.ld.sync.aligned.32x32b.x8.b32" in src
+    assert "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], 32;" in src
+
+
+@pytest.mark.parametrize("name", list(SHAPED))
+def test_every_tcgen05_shape_compiles(name):
+    fusion = SHAPED[name]()
+    kernel = tp.compile(fusion, target="sm_100a")
+    shape = name.split()[0]
+    assert kernel.cubin[:4] == b"\x7fELF"
+    assert f"tcgen05.st.sync.aligned.{shape}.x" in kernel.cuda_source
+    assert f"tcgen05.ld.sync.aligned.{shape}.x" in kernel.cuda_source
+    if shape == "16x32bx2":  # immHalfSplitoff: threads 16..31 four columns further
+        assert "tcgen05.st.sync.aligned.16x32bx2.x4.b32 [%0], 4, {" in kernel.cuda_source
+
+
+def test_alloc_comes_first_and_dealloc_last():
+    _, st = lowered(CASES["tmem_transpose"].build())
+    body = st.kernel.body
+    assert isinstance(body[0], TmemAlloc) and isinstance(body[-1], TmemDealloc)
+    assert body[0].columns == 32 and body[0].regions == [("T2", 0, 32)]
+    accesses = [a for a, _ in tmem_accesses_in(body)]
+    assert [a.direction for a in accesses] == ["st", "ld"]
+    assert all(a.pattern is TmemPattern.P32x32b and a.repeat == 1 for a in accesses)
+    # a barrier between the store by some threads and the load by others
+    k_st = next(k for k, n in enumerate(body) if tmem_accesses_in([n]) and tmem_accesses_in([n])[0][0].direction == "st")
+    k_ld = next(k for k, n in enumerate(body) if tmem_accesses_in([n]) and tmem_accesses_in([n])[0][0].direction == "ld")
+    assert any(isinstance(n, Sync) for n in body[k_st + 1:k_ld])
+
+
+def test_explicit_tmem_op_types_lower_like_set():
+    kernel = tp.compile(explicit_op_types(), target="sm_100a")
+    assert "tcgen05.st.sync.aligned.32x32b.x1.b32" in kernel.cuda_source
+
+
+def test_partial_warps_are_predicated_as_whole_warps():
+    fusion = partial_warps()
+    kernel = tp.compile(fusion, target="sm_100a")
+    assert kernel.launch_params.block == (64, 1, 1)
+    a = next(a for a, _ in tmem_accesses_in(kernel.ir.body))
+    assert [(str(c.lhs), c.op, str(c.rhs)) for c in a.conds] == [("threadIdx.x", "<", "32")]
+    assert "warp-uniform (TMEM-WARP-COLLECTIVE)" in a.conds[0].why
+
+
+# -- 2. the addresses are the verified ones ----------------------------------------------------
+
+
+SMALL = ["warp_xyz", "warp_group_xyz", "warp_group_xy_col_z", "warp_group_x_col_yz", "x1_warp_group_y_col_z",
+         "tmem_transpose", "tmem_vectorization[st_vec=1,ld_vec=1]", "tmem_vectorization[st_vec=4,ld_vec=8]",
+         "tmem_vectorization[st_vec=128,ld_vec=2]", "tmem_vectorization[st_vec=16,ld_vec=16]"]
+
+
+def example_fusions():
+    out = {name: CASES[name].build for name in SMALL}
+    out.update({f"shape {k}": v for k, v in SHAPED.items()})
+    out["partial_warps"] = partial_warps
+    return out
+
+
+FUSIONS = example_fusions()
+
+
+@pytest.mark.parametrize("name", list(FUSIONS))
+def test_addresses_match_the_verified_model(name):
+    _, st = lowered(FUSIONS[name]())
+    assert check_addresses(st) > 0
+
+
+def test_addresses_of_the_performant_copy_match_at_a_bound_size():
+    _, st = lowered(CASES["performant_vectorized_copy"].build())
+    assert check_addresses(st, symbols={"T0_0": 4096}) == 2 * 256 * 8 * 2  # 2 blocks x 256 threads x 8 regs x st/ld
+
+
+@pytest.mark.parametrize("name", ["complicated1", "complicated2"])
+def test_addresses_of_the_swizzled_examples_match(name):
+    """4096 x 4096: the first and last block, every thread, three points of every loop."""
+    _, st = lowered(CASES[name].build())
+    last = tuple(evaluate(e, {}) - 1 for e in st.kernel.grid)
+    assert check_addresses(st, blocks=[(0, 0, 0), last], values=lambda e: sorted({0, e // 2, e - 1})) > 0
+
+
+@pytest.mark.parametrize("name", list(FUSIONS))
+def test_simulated_kernel_copies_through_tensor_memory(name):
+    fusion, st = lowered(FUSIONS[name]())
+    rng = np.random.default_rng(0)
+    inputs = [rng.random([evaluate(i.extent_expr, {}) for i in t.logical]).astype(np.float32).astype(np.float64)
+              for t in fusion.inputs]
+    outs = run_kernel(st.kernel, fusion, inputs)
+    for got, want in zip(outs, reference(fusion, inputs)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_simulated_performant_copy():
+    fusion, st = lowered(CASES["performant_vectorized_copy"].build())
+    a = np.arange(4096, dtype=np.float64)
+    (out,) = run_kernel(st.kernel, fusion, [a], symbols={"T0_0": 4096})
+    np.testing.assert_array_equal(out, a)
+
+
+# -- wrong lowerings are caught ------------------------------------------------------------------
+
+
+def access(st, direction):
+    return next(a for a, _ in tmem_accesses_in(st.kernel.body) if a.direction == direction)
+
+
+def test_a_wrong_column_fails_the_address_check():
+    _, st = lowered(CASES["tmem_transpose"].build())
+    a = access(st, "ld")
+    a.column = add(a.column, 1)
+    with pytest.raises(SimulationError, match="the verified model says"):
+        check_addresses(st)
+
+
+def test_a_wrong_shape_fails_the_address_check():
+    _, st = lowered(s16x64b())
+    access(st, "st").pattern = TmemPattern.P32x32b
+    with pytest.raises(SimulationError):
+        check_addresses(st)
+
+
+def test_a_missing_warp_predicate_fails_the_address_check():
+    _, st = lowered(partial_warps())
+    access(st, "st").conds = []
+    with pytest.raises(SimulationError, match="executes it"):
+        check_addresses(st)
+
+
+def test_registers_in_the_wrong_order_fail_the_simulation():
+    fusion, st = lowered(CASES["tmem_vectorization[st_vec=4,ld_vec=8]"].build())
+    a = access(st, "st")
+    datas = [r.data for r in a.registers]
+    for r, d in zip(a.registers, reversed(datas)):
+        r.data = d
+    inputs = [np.arange(128 * 256, dtype=np.float64).reshape(128, 256)]
+    (out,) = run_kernel(st.kernel, fusion, inputs)
+    assert not np.array_equal(out, inputs[0])
+
+
+# -- 3. tensor memory needs sm_100a ----------------------------------------------------------------
+
+
+def test_tmem_on_sm90a_is_rejected_with_the_target_rule():
+    with pytest.raises(tp.ScheduleRejected) as e:
+        tp.compile(CASES["tmem_transpose"].build(), target="sm_90a")
+    report = e.value.report
+    assert report.codes == ["TARGET-TMEM"]
+    d = report.errors[0]
+    assert "T2 is in tensor memory, which sm_90a does not have" in str(e.value)
+    assert "sm_100a" in d.hint
+
+
+def test_lowering_tmem_for_sm90a_says_it_needs_sm100a():
+    with pytest.raises(tp.UnsupportedSchedule, match="T2 in tensor memory, which needs sm_100a"):
+        lower(CASES["tmem_transpose"].build().snapshot(), get_target("sm_90a"))
+
+
+def test_tmem_store_into_registers_is_refused():
+    with tp.Fusion("bad_op_type") as fusion:
+        t0 = tp.make_contig_concrete_tensor([32])
+        fusion.add_input(t0)
+        t1 = tp.set(t0, tp.LoadStoreOpType.TMemStore)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    with pytest.raises(tp.UnsupportedSchedule, match="a TMemStore writes a tensor-memory tensor"):
+        lower(fusion.snapshot(), SM100)
+
+
+def test_tmem_accesses_keep_their_kind_in_the_ir():
+    _, st = lowered(CASES["warp_xyz"].build())
+    accesses = [a for a, _ in tmem_accesses_in(st.kernel.body)]
+    assert all(isinstance(a, TmemAccess) for a in accesses)
+    assert [a.instruction for a in accesses] == ["tcgen05.st.sync.aligned.32x32b.x1.b32",
+                                                  "tcgen05.ld.sync.aligned.32x32b.x1.b32"]
