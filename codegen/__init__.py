@@ -8,6 +8,11 @@ predicates), NVRTC compilation and launch.
       gmem.py         strides of global tensors from contiguity
       simplify.py     range-aware rewriting of index expressions
       syncs.py        __syncthreads placement
+      tma.py          TMA copies from model/tma_layout.py (C++ in emit_tma.py; tensor_maps.py encodes at launch)
+      ldsm.py         ldmatrix / stmatrix: each lane's row address from the index algebra
+      predicates.py   holes ruled out by the fusion's assumptions (z3)
+      tmem.py         tensor memory: tcgen05 ld/st from the verifier's access model, alloc, fences
+                      (nodes in tmem_ir.py, their C++ in emit_tmem.py)
     emit.py         kernel IR -> C++ (index math through cuda_expr.py)
     nvrtc.py        NVRTC compile and the on-disk cubin cache
     runtime.py      the CUDA driver; arrays.py, binding.py: run() arguments

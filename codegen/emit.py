@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..model.expr import const
 from ..model.types import DataType, MemoryType
 from .cuda_expr import to_cuda
-from .kernel_ir import Compute, Cond, KernelIR, Loop, Operand, Sync
+from . import emit_tma, ldsm
+from .kernel_ir import Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ OPS = {  # compute type -> op name -> C++ ({a}, {b}: the operands in the compute
     "long long": {**_ARITH, **_INT},
 }
 VECTOR_WORDS = {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
+SMEM_ADDRESS = """\
+__device__ __forceinline__ unsigned tp_smem(const void* p) {  // a shared-space address, as PTX takes it
+  return static_cast<unsigned>(__cvta_generic_to_shared(p)); }"""
 
 HALF_PRELUDE = """\
 // cuda_fp16.h / cuda_bf16.h were not found: storage types with PTX conversions
@@ -76,13 +80,28 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     lines += [f"//   {h}" for h in ir.header]
     if uses_half_types(ir):
         lines += ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>"] if cuda_headers else HALF_PRELUDE.splitlines()
+    copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy))
+    if copies:
+        lines += SMEM_ADDRESS.splitlines()
+    lines += emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
     lines.append("")
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
     lines += e.buffers()
+    lines += emit_tma.barrier_setup(ir.mbarriers)
     lines += e.nodes(ir.body, 1)
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _nodes_of(nodes: list, kinds: tuple) -> list:
+    out = []
+    for n in nodes:
+        if isinstance(n, Loop):
+            out += _nodes_of(n.body, kinds)
+        elif isinstance(n, kinds):
+            out.append(n)
+    return out
 
 
 class _Emitter:
@@ -106,6 +125,8 @@ class _Emitter:
             if p.kind == "tensor":
                 const = "const " if p.tensor in inputs else ""
                 out.append(f"{const}{CTYPES[dtypes[p.tensor].name].storage}* __restrict__ {p.name}")
+            elif p.kind == "tensor_map":
+                out.append(f"const __grid_constant__ TmaDescriptor {p.name}")
             else:
                 out.append(f"{p.ctype} {p.name}")
         return out
@@ -125,10 +146,22 @@ class _Emitter:
     def nodes(self, nodes: list, depth: int) -> list[str]:
         out = []
         for n in nodes:
-            if isinstance(n, Loop):
+            if hasattr(n, "emit_cuda"):  # nodes of lowering extensions print themselves (codegen/tmem_ir.py)
+                out += n.emit_cuda(self, depth)
+            elif isinstance(n, Loop):
                 out += self.loop(n, depth)
             elif isinstance(n, Sync):
+                if n.fence_async:  # shared-memory writes, then read by the async proxy (a TMA store)
+                    out.append("  " * depth + "tp_fence_async_smem();")
                 out.append("  " * depth + f"__syncthreads();  // {n.why}")
+            elif isinstance(n, TmaWait):
+                out += ["  " * depth + line for line in emit_tma.wait(n)]
+            elif isinstance(n, TmaCopy):
+                out.append("  " * depth + f"// {n.comment}")
+                out += ["  " * depth + line for line in emit_tma.copy(n, self.x, n.smem)]
+            elif isinstance(n, MatrixCopy):
+                out.append("  " * depth + f"// {n.comment}")
+                out += ["  " * depth + line for line in ldsm.emit(n, self.x)]
             else:
                 out += self.compute(n, depth)
         return out

@@ -11,8 +11,6 @@ from .kernel_ir import KernelIR, MBarrier, TmaCopy, TmaWait
 PRELUDE = """\
 // TMA: a CUtensorMap is 128 opaque bytes, passed by value as a __grid_constant__ parameter
 struct __align__(64) TmaDescriptor { unsigned long long opaque[16]; };
-__device__ __forceinline__ unsigned tp_smem(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void tp_mbar_init(unsigned long long* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(tp_smem(bar)), "r"(count) : "memory"); }
 __device__ __forceinline__ void tp_mbar_expect_tx(unsigned long long* bar, unsigned bytes) {

@@ -78,6 +78,28 @@ class TmaCopy:
 
 
 @dataclass
+class MatrixCopy:
+    """ldmatrix / stmatrix .m8n8.x{num}.b16: a warp moves `num` 8x8 matrices between shared
+    memory and `num` 32-bit registers per lane. `address`: the byte offset from the shared
+    buffer's start of the row this lane supplies; the register operand is the lane's first element."""
+
+    instruction: str  # "ldmatrix" or "stmatrix"
+    num: int  # 1, 2 or 4
+    out: Operand
+    ins: list[Operand]
+    address: Expr
+    comment: str = ""
+
+    @property
+    def smem(self) -> Operand:
+        return self.ins[0] if self.instruction == "ldmatrix" else self.out
+
+    @property
+    def regs(self) -> Operand:
+        return self.out if self.instruction == "ldmatrix" else self.ins[0]
+
+
+@dataclass
 class TmaWait:
     """All threads wait for the current phase of a load's mbarrier, then flip their phase bit."""
 
@@ -95,7 +117,7 @@ class Loop:
     body: list = field(default_factory=list)
 
 
-Node = Compute | Sync | Loop | TmaCopy | TmaWait
+Node = Compute | Sync | Loop | TmaCopy | TmaWait | MatrixCopy
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,17 @@
 """Lowering a verified fusion to the kernel IR, as a named list of passes.
 
-    check      refuse what is not lowered yet (TMA, tensor memory, ...) with the reason
+    check      refuse what is not lowered (multi-device, global intermediates, ...) with the reason
     order      the tensors to compute, producers first, and their loop classes
     allocate   registers and shared-memory buffers (model.allocation, model.smem_plan),
                global layouts (strides from contiguity)
-    index      one statement per tensor: offsets and predicates from the index algebra
+    index      one statement per tensor: offsets and predicates from the index algebra; a TMA
+               copy (codegen/tma.py) or an ldmatrix/stmatrix (codegen/ldsm.py) where the op says so
     nest       the loop tree
-    sync       __syncthreads for shared-memory hazards
+    sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads
     signature  parameters, launch dimensions, names
+
+Tensor memory (codegen/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
+`tmem-alloc` after sync (tcgen05.alloc / dealloc, tcgen05 fences around every barrier).
 
 `lower(fusion, target)` runs them all; `lower(..., until="index")` stops early (tests, dumps).
 """
@@ -27,14 +31,16 @@ from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType
 from .errors import UnsupportedSchedule
 from .gmem import global_layout
-from .kernel_ir import Buffer, Compute, GlobalTensor, KernelIR, Param
+from .kernel_ir import Buffer, Compute, GlobalTensor, KernelIR, Param, TensorMap
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order
 from .statements import StatementBuilder
 from .syncs import insert_syncs
+from . import tmem
 
 KERNEL_NAME = "tileproof_kernel"
 INTEGER_DTYPES = ("int8", "int32", "int64")
 FLOAT_ONLY_OPS = ("exp", "sqrt")
+LOWERED_OPS = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix)
 
 
 @dataclass
@@ -48,13 +54,15 @@ class Lowering:
     buffers: list[Buffer] = field(default_factory=list)
     globals: dict[str, GlobalTensor] = field(default_factory=dict)
     statements: list[tuple[list[LoopClass], Compute]] = field(default_factory=list)
+    tensor_maps: list[TensorMap] = field(default_factory=list)
+    mbarriers: list = field(default_factory=list)
     tree: list = field(default_factory=list)
     kernel: KernelIR | None = None
 
 
 def check_supported(st: Lowering) -> None:
     for op in st.fusion.exprs:
-        if op.kind == "load_store" and op.op_type is not LoadStoreOpType.Set:
+        if op.kind == "load_store" and op.op_type not in LOWERED_OPS + tmem.TMEM_OP_TYPES:
             raise UnsupportedSchedule(
                 f"`{op}` uses {op.op_type.value}; lowering of {op.op_type.value} is not implemented yet "
                 f"(verification and the rest of the schedule are unaffected)")
@@ -65,13 +73,12 @@ def check_supported(st: Lowering) -> None:
         if len(set(launched)) != len(launched):
             raise UnsupportedSchedule(f"{tv.name} binds one thread/block index to two loop axes ({launched}); "
                                       f"merge them first")
-        if tv.memory_type is MemoryType.Tensor:
-            raise UnsupportedSchedule(f"{tv.name} is in tensor memory; tcgen05 lowering is not implemented yet")
         internal = not tv.is_fusion_input and not tv.is_fusion_output and tv.definition is not None
         if internal and tv.memory_type is MemoryType.Global:
             raise UnsupportedSchedule(
                 f"{tv.name} is an intermediate in global memory; that needs a scratch buffer and a grid-wide "
                 f"barrier, which are not lowered; put it in shared or local memory")
+    tmem.check_supported(st)
 
 
 def order_tensors(st: Lowering) -> None:
@@ -101,15 +108,16 @@ def allocate(st: Lowering) -> None:
 
 def index(st: Lowering) -> None:
     launch = block_dims(st.fusion)
-    builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, launch)
+    builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, launch, st.target)
     for tv in st.order:
         path, stmt = builder.build(tv)
         st.statements.append((path, stmt))
-        if stmt.vector > 1:
+        if isinstance(stmt, Compute) and stmt.vector > 1:
             for operand in [stmt.out] + stmt.ins:
                 g = st.globals.get(operand.tensor)
                 if g is not None and g.vector_elements < stmt.vector:
                     st.globals[operand.tensor] = replace(g, vector_elements=stmt.vector)
+    st.tensor_maps, st.mbarriers = builder.tma.tensor_maps, builder.tma.mbarriers
 
 
 def nest(st: Lowering) -> None:
@@ -117,8 +125,8 @@ def nest(st: Lowering) -> None:
 
 
 def sync(st: Lowering) -> None:
-    shared = {t.name for t in st.order if t.memory_type is MemoryType.Shared}
-    insert_syncs(st.tree, shared)
+    on_chip = {t.name for t in st.order if t.memory_type in (MemoryType.Shared, MemoryType.Tensor)}
+    insert_syncs(st.tree, on_chip)
 
 
 def signature(st: Lowering) -> None:
@@ -126,6 +134,8 @@ def signature(st: Lowering) -> None:
     params, names = [], {}
     for tv in list(fusion.inputs) + list(fusion.outputs):
         params.append(Param(tv.name, "tensor", "", tensor=tv.name))
+    for m in st.tensor_maps:
+        params.append(Param(m.param, "tensor_map", "", tensor=m.tensor))
     for name in fusion.symbols:
         names[name] = f"s_{name}"
         params.append(Param(names[name], "extent", "unsigned long long", symbol=name))
@@ -149,6 +159,8 @@ def signature(st: Lowering) -> None:
         smem_bytes=st.smem.total,
         names=names,
         header=[str(op) for op in fusion.exprs if op.output in st.order],
+        tensor_maps=st.tensor_maps,
+        mbarriers=st.mbarriers,
     )
 
 
@@ -157,8 +169,10 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("order", order_tensors),
     ("allocate", allocate),
     ("index", index),
+    ("tmem", tmem.lower_accesses),
     ("nest", nest),
     ("sync", sync),
+    ("tmem-alloc", tmem.allocate_and_fence),
     ("signature", signature),
 ]
 

@@ -15,7 +15,9 @@ from ..model.allocation import Allocation
 from ..model.expr import Expr, add, const, mul, var
 from ..model.fusion import Fusion
 from ..model.iterdomain import Merge, Split
-from ..model.indexing import indices_from_logical, indices_from_loop, producer_logical, valid_item_bounds
+from ..model.indexing import (
+    indices_from_logical, indices_from_loop, producer_logical, thread_dims, valid_item_bounds,
+)
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .errors import UnsupportedSchedule
@@ -23,6 +25,8 @@ from .gmem import global_offset
 from .kernel_ir import Compute, Cond, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
 from .simplify import less_than, simplify, with_value
+from .ldsm import is_ldsm, matrix_copy
+from .predicates import drop_implied
 from .tma import TmaLowering, is_tma
 
 VECTOR_BYTES = (2, 4, 8, 16)
@@ -30,8 +34,9 @@ VECTOR_BYTES = (2, 4, 8, 16)
 
 class StatementBuilder:
     def __init__(self, fusion: Fusion, classes: LoopClasses, allocations: dict[str, Allocation],
-                 globals_: dict[str, GlobalTensor], launch: dict[ParallelType, Expr]):
+                 globals_: dict[str, GlobalTensor], launch: dict[ParallelType, Expr], target=None):
         self.fusion = fusion
+        self.target = target
         self.classes = classes
         self.allocations = allocations
         self.globals = globals_
@@ -48,6 +53,11 @@ class StatementBuilder:
             return self.tma.statement(tv, path, env, ranges, self._extent_conds(tv) + self._writer_conds(tv))
         stmt = self._statement(tv, env, ranges)
         vec = self._vector_axis(tv)
+        if is_ldsm(tv):
+            if vec is None:
+                raise UnsupportedSchedule(f"{tv.name}: an ldmatrix/stmatrix is issued by a loop domain ending in a "
+                                          f"Vectorize axis (its registers)")
+            return path[:-1], matrix_copy(tv, stmt, path[-1].index_var, vec, thread_dims(self.fusion), ranges)
         if vec is not None:
             name, n = path[-1].index_var, vec
             if self._vectorizable(stmt, name, n):
@@ -66,7 +76,8 @@ class StatementBuilder:
         for k, producer in enumerate(op.inputs):
             idx_p = indices_from_logical(producer, producer_logical(op, k, idx_c))
             ins.append(self._operand(producer, idx_p, ranges))
-        conds = self._extent_conds(tv) + self._hole_conds(tv, idx_c, ranges) + self._writer_conds(tv)
+        holes = drop_implied(self._hole_conds(tv, idx_c, ranges), self.fusion, self.target, ranges)
+        conds = self._extent_conds(tv) + holes + self._writer_conds(tv)
         return Compute(op.kind, op.name, out, ins, conds, 1, str(op))
 
     def _operand(self, tv: TensorView, idx: dict[int, Expr], ranges) -> Operand:

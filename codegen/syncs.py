@@ -16,18 +16,18 @@ proxy, so the barrier before it is preceded by fence.proxy.async in the writing 
 
 from __future__ import annotations
 
-from .kernel_ir import Compute, Loop, Sync, TmaCopy, TmaWait
+from .kernel_ir import Compute, Loop, MatrixCopy, Sync, TmaCopy, TmaWait
 
 Path = list[tuple[list, int]]  # (scope, index in scope) from the root down to a statement
 
 
-def _paths(nodes: list, prefix: Path | None = None) -> list[tuple[Compute | TmaCopy, Path]]:
+def _paths(nodes: list, prefix: Path | None = None) -> list[tuple[Compute | TmaCopy | MatrixCopy, Path]]:
     out = []
     for k, n in enumerate(nodes):
         here = (prefix or []) + [(nodes, k)]
         if isinstance(n, Loop):
             out += _paths(n.body, here)
-        elif isinstance(n, (Compute, TmaCopy)):
+        elif isinstance(n, (Compute, TmaCopy, MatrixCopy)):
             out.append((n, here))
     return out
 

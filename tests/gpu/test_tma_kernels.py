@@ -1,4 +1,5 @@
-"""TMA kernels on the GPU (marker `gpu`): every valid bundled TMA example, run on fresh random
+"""TMA and ldmatrix/stmatrix kernels on the GPU (marker `gpu`): every valid bundled example that
+uses them, run on fresh random
 inputs into poisoned outputs at sizes that leave partial boxes, against the float64 reference
 (bit-exact for pure data movement). Symbolic extents take the first sizes from SIZES that meet
 the fusion's assumptions; a discontiguous axis gets a real gap in memory.
@@ -30,13 +31,17 @@ SIZES = (200, 328, 96, 64, 256)  # partial boxes first
 MOVES = ("load_store", "transpose", "broadcast")
 
 
-def uses_tma(fusion) -> bool:
-    return any(op.kind == "load_store" and op.op_type is LoadStoreOpType.TMA for op in fusion.exprs)
+DATA_PATHS = (LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix)
+FILES = ("tma_smem.py", "tma_boxes.py", "ldst_matrix.py")
+
+
+def uses_data_paths(fusion) -> bool:
+    return any(op.kind == "load_store" and op.op_type in DATA_PATHS for op in fusion.exprs)
 
 
 def tma_cases():
-    cases = discover([str(ROOT / "examples" / "valid" / f) for f in ("tma_smem.py", "tma_boxes.py")])
-    return [c for c in cases if c.expect.ok and uses_tma(c.build())]
+    cases = discover([str(ROOT / "examples" / "valid" / f) for f in FILES])
+    return [c for c in cases if c.expect.ok and uses_data_paths(c.build())]
 
 
 def sizes_for(fusion) -> dict[str, int]:
