@@ -32,13 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SM90 = get_target("sm_90a")
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    """Each test compiles into its own disk cache, from an empty memory cache."""
-    monkeypatch.setenv("TILEPROOF_CACHE_DIR", str(tmp_path / "cache"))
-    clear_memory_cache()
-    yield
-    clear_memory_cache()
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def lowerable(fusion) -> bool:

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.compile import clear_memory_cache
 from tileproof.codegen.kernel_ir import Loop, MatrixCopy
 from tileproof.codegen.lower import lower
 from tileproof.model.expr import evaluate
@@ -19,12 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / "ldst_matrix.py")])}
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILEPROOF_CACHE_DIR", str(tmp_path / "cache"))
-    clear_memory_cache()
-    yield
-    clear_memory_cache()
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def matrix_copies(nodes):

@@ -11,7 +11,6 @@ import pytest
 
 import tileproof as tp
 from tileproof.codegen import tensor_maps
-from tileproof.codegen.compile import clear_memory_cache
 from tileproof.codegen.errors import InputError
 from tileproof.codegen.kernel_ir import Compute, Loop, Sync, TmaCopy, TmaWait
 from tileproof.codegen.lower import lower
@@ -29,12 +28,7 @@ SM90 = get_target("sm_90a")
 CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / f) for f in ("tma_smem.py", "tma_boxes.py")])}
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILEPROOF_CACHE_DIR", str(tmp_path / "cache"))
-    clear_memory_cache()
-    yield
-    clear_memory_cache()
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def kernel_ir(name):

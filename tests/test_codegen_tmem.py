@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.compile import clear_memory_cache
 from tileproof.codegen.kernel_ir import Sync
 from tileproof.codegen.lower import lower
 from tileproof.codegen.reference import reference
@@ -40,12 +39,7 @@ TMEM_FILES = ["tmem_access.py", "tmem_complicated.py", "tmem_performant_copy.py"
 CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / f) for f in TMEM_FILES])}
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILEPROOF_CACHE_DIR", str(tmp_path / "cache"))
-    clear_memory_cache()
-    yield
-    clear_memory_cache()
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def lowered(fusion):
