@@ -14,7 +14,7 @@ from ..model.expr import const
 from ..model.types import DataType, MemoryType
 from .cuda_expr import to_cuda
 from . import emit_tma, ldsm
-from .kernel_ir import Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait
+from .kernel_ir import ELEMENT_VAR, Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait
 
 
 @dataclass(frozen=True)
@@ -211,8 +211,11 @@ class _Emitter:
         return out.store.format(v)
 
     def vector_body(self, s: Compute) -> list[str]:
-        """One access of s.vector elements per operand, in words of at most 16 bytes."""
+        """One access of s.vector elements per operand, in words of at most 16 bytes (a
+        per-element register operand: an unrolled loop over the elements instead)."""
         copy = s.kind in ("load_store", "broadcast", "transpose") and s.ins[0].dtype == s.out.dtype
+        if any(o.per_element for o in [s.out] + s.ins):
+            return self.gather_body(s)
         if copy:
             return self.move(f"&{self.ref(s.out)}", f"&{self.ref(s.ins[0])}", s.vector * s.out.dtype.bytes)
         lines = []
@@ -226,6 +229,26 @@ class _Emitter:
         lines.append(f"for (int v = 0; v < {s.vector}; ++v) result[v] = {self.value(s, args)};")
         lines += self.move(f"&{self.ref(s.out)}", "result", s.vector * s.out.dtype.bytes)
         return lines
+
+    def gather_body(self, s: Compute) -> list[str]:
+        """A vector statement with per-element register operands: the others move whole
+        vectors through local arrays, the per-element ones are read or written in a loop
+        over ELEMENT_VAR, which their offsets contain."""
+        n, v = s.vector, ELEMENT_VAR
+        lines, args = [], []
+        for k, o in enumerate(s.ins):
+            if o.per_element:
+                args.append(self.ref(o))
+                continue
+            lines.append(f"alignas(16) {CTYPES[o.dtype.name].storage} in{k}[{n}];")
+            lines += self.move(f"in{k}", f"&{self.ref(o)}", n * o.dtype.bytes)
+            args.append(f"in{k}[{v}]")
+        value = self.value(s, args)
+        if s.out.per_element:
+            return lines + ["#pragma unroll", f"for (int {v} = 0; {v} < {n}; ++{v}) {self.ref(s.out)} = {value};"]
+        lines.append(f"alignas(16) {CTYPES[s.out.dtype.name].storage} result[{n}];")
+        lines += ["#pragma unroll", f"for (int {v} = 0; {v} < {n}; ++{v}) result[{v}] = {value};"]
+        return lines + self.move(f"&{self.ref(s.out)}", "result", n * s.out.dtype.bytes)
 
     @staticmethod
     def move(dst: str, src: str, nbytes: int) -> list[str]:

@@ -28,12 +28,19 @@ class Cond:
 
 @dataclass(frozen=True)
 class Operand:
-    """One element (or the first of a vector) of a tensor: its buffer and element offset."""
+    """One element (or the first of a vector) of a tensor: its buffer and element offset.
+    per_element: a register operand of a vector statement that is not contiguous along the
+    vector: `offset` then holds the variable ELEMENT_VAR (the element 0..vector-1), and the
+    operand is accessed element by element while the others move whole vectors."""
 
     tensor: str
     memory: MemoryType
     dtype: DataType
     offset: Expr
+    per_element: bool = False
+
+
+ELEMENT_VAR = "tp_v"  # the element of a vector in a per-element operand's offset
 
 
 @dataclass
@@ -216,8 +223,12 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"
                             if n.issuer or n.bounds else ""))
         else:
-            lines.append(f"{pad}{n.out.tensor}[{n.out.offset}] = {n.name}("
-                         + ", ".join(f"{o.tensor}[{o.offset}]" for o in n.ins) + ")"
+            lines.append(f"{pad}{_operand_text(n.out)} = {n.name}("
+                         + ", ".join(_operand_text(o) for o in n.ins) + ")"
                          + (f" x{n.vector}" if n.vector > 1 else "")
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.conds)}" if n.conds else ""))
     return "\n".join(line for line in lines if line)
+
+
+def _operand_text(o: Operand) -> str:
+    return f"{o.tensor}[{o.offset}]" + (f" for {ELEMENT_VAR}" if o.per_element else "")

@@ -12,7 +12,7 @@ parallelize across a launched dimension (the others would write the same values)
 from __future__ import annotations
 
 from ..model.allocation import Allocation
-from ..model.expr import Expr, add, const, mul, var
+from ..model.expr import Expr, add, const, mul, substitute, var
 from ..model.fusion import Fusion
 from ..model.iterdomain import Merge, Split
 from ..model.indexing import (
@@ -22,7 +22,7 @@ from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .errors import UnsupportedSchedule
 from .gmem import global_offset
-from .kernel_ir import Compute, Cond, GlobalTensor, Operand, TmaCopy
+from .kernel_ir import ELEMENT_VAR, Compute, Cond, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
 from .simplify import less_than, simplify, with_value
 from .ldsm import is_ldsm, matrix_copy
@@ -136,14 +136,20 @@ class StatementBuilder:
 
     @staticmethod
     def _vectorizable(stmt: Compute, name: str, n: int) -> bool:
-        """Every operand steps by one element along the vector axis, in whole vector words."""
+        """Every shared/global operand steps by one element along the vector axis, in whole
+        vector words; a register operand may have any stride (it is then accessed element by
+        element, see per_element), as long as some operand moves whole vectors."""
+        whole = 0
         for o in [stmt.out] + stmt.ins:
+            if per_element(o, name):
+                continue
             size = n * o.dtype.bytes
             if size not in VECTOR_BYTES and size % 16:
                 return False
             if not unit_stride(o.offset, name):
                 return False
-        return True
+            whole += 1
+        return whole > 0
 
 
 def needed_bounds(tv: TensorView) -> set[int]:
@@ -175,10 +181,18 @@ def unit_stride(offset: Expr, name: str) -> bool:
     return all(a == v or name not in a.free_vars() for a in offset.args) and offset.args.count(v) == 1
 
 
+def per_element(o: Operand, name: str) -> bool:
+    """A register operand that is not contiguous along the vector axis `name`."""
+    return o.memory is MemoryType.Local and not unit_stride(o.offset, name)
+
+
 def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
     """The statement for the whole vector: offsets of its first element, and predicates at
-    its last (the verifier proved vectorized splits divisible, so it is all or nothing)."""
+    its last (the verifier proved vectorized splits divisible, so it is all or nothing).
+    A per-element operand keeps its offset for every element, in ELEMENT_VAR."""
     def first(o: Operand) -> Operand:
+        if per_element(o, name):
+            return Operand(o.tensor, o.memory, o.dtype, substitute(o.offset, {name: var(ELEMENT_VAR)}), True)
         return Operand(o.tensor, o.memory, o.dtype, with_value(o.offset, name, 0))
 
     conds = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why) for c in stmt.conds]

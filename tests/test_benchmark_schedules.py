@@ -34,7 +34,7 @@ def test_transpose_schedules_are_conflict_free_and_vectorized(dtype, cfg):
     fusion = S.transpose(dtype, **cfg)
     report = tp.verify(fusion, target="sm_90a")
     assert report.ok, report
-    if cfg.get("lanes_m", 8) == 8:
+    if cfg.get("lanes_m", 8) == 8 or cfg.get("regs"):  # a register block's 16-byte reads: conflict-free
         assert not report.diagnostics, [d.message for d in report.diagnostics]  # no SMEM-BANK-CONFLICT
     else:  # 16 lanes along the output row: the documented 2-way conflict of the transposed read
         assert [d.code for d in report.diagnostics] == ["SMEM-BANK-CONFLICT"]
@@ -45,6 +45,9 @@ def test_transpose_schedules_are_conflict_free_and_vectorized(dtype, cfg):
     assert re.search(r"reinterpret_cast<const uint4\*>\(&T0\[", src)  # 16-byte global load
     assert re.search(r"reinterpret_cast<uint4\*>\(&T2\[", src)  # 16-byte global store
     assert "^" in src  # the XOR swizzle in T1's offsets
+    if cfg.get("regs"):  # 16-byte shared reads into the register block, its columns gathered per element
+        assert re.search(r"reinterpret_cast<uint4\*>\(&T3\[", src)
+        assert "result[tp_v] = T3[" in src
     assert kernel.cubin
 
 
