@@ -197,9 +197,10 @@ def test_view_split_symbolic_counterexample():
         t2 = tp.set(t1)
         fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Shared)
-    t1.split(0, 32).split(1, 12)
-    t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.BIDy)  # one 48-byte tile per block (serial ones would be misaligned)
+    for t in (t1, t2):  # T2 stores, in each block, the tile that block loaded
+        t.split(0, 32).split(1, 12)
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.BIDy)  # one 48-byte tile per block (serial ones would be misaligned)
     t1.axis(2).parallelize(P.Bulk)
     report = tp.verify(fusion, "sm_90a")
     (d,) = [d for d in report.errors if d.code == "TMA-VIEW"]
@@ -210,7 +211,10 @@ def test_view_split_symbolic_counterexample():
 
 def test_fttc_is_a_warning_exactly_when_the_condition_holds():
     for stride, warns in ((3, True), (2, False), (4, False)):
-        fusion, t1 = VALID.tma_load(f"fttc{stride}", [1024, 64])
+        fusion, t1, t2 = VALID.tma_load(f"fttc{stride}", [1024, 64])
+        t2.split(1, 32).split(0, 4)  # [I0o, I0i, I1o, I1i]: the blocks of T1
+        t2.axis(0).parallelize(P.BIDx)
+        t2.axis(2).parallelize(P.BIDy)
         t1.split(1, 32).split(0, 4).split(1, stride).reorder({2: 1})  # stride ID outside the tile
         t1.axis(0).parallelize(P.BIDx)
         t1.axis(2).parallelize(P.Bulk)
@@ -220,7 +224,7 @@ def test_fttc_is_a_warning_exactly_when_the_condition_holds():
         assert report.ok
         assert ("TMA-FTTC" in [d.code for d in report.warnings]) == warns
     # a box as large as the tensor has no in-bounds holes: no warning
-    fusion, t1 = VALID.tma_load("fttc_whole", [4, 64])
+    fusion, t1, _ = VALID.tma_load("fttc_whole", [4, 64])
     t1.split(0, 3)
     t1.axis(0).parallelize(P.Bulk)
     t1.axis(2).parallelize(P.Bulk)

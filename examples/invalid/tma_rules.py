@@ -1,6 +1,8 @@
 """Invalid TMA schedules, one per descriptor rule, plus the indivisible-rotation case of the
 nvFuser TMA tutorial (seed 004). Each is gmem T0 -> (TMA) smem T1 -> gmem T2, fp32 unless
-stated, with coordinate IDs on BID so only the tile is allocated in shared memory.
+stated, with coordinate IDs on BID so only the tile is allocated in shared memory; T2 takes
+T1's block axes (the same splits and BID types), so each block stores what it loaded
+(SMEM-BLOCK-VISIBILITY) and only the TMA rule under test fails.
 """
 
 import tileproof as tp
@@ -17,7 +19,7 @@ def tma_load(name, shape, dtype=tp.float32, contiguity=True):
         t2 = tp.set(t1)
         fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Shared)
-    return fusion, t1
+    return fusion, t1, t2
 
 
 @tp.schedule(expect=tp.rejected("TMA-VIEW", messages=["cannot be rotated"]))
@@ -25,10 +27,11 @@ def tma_indivisible_rotation():
     """Figure 8 with an indivisible box split: I0{1000} split 32 -> [I2, I1{32}], I1 split 12.
     12 does not divide 32, so the box cannot rotate up (Theorem 2.1); the split by 32 becomes
     part of the view and must divide 1000, which it does not."""
-    fusion, t1 = tma_load("tma_indivisible_rotation", [1000])
-    t1.split(0, 32).split(1, 12)  # [I2, I3{3}, I4{12}]
-    t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.BIDy)  # chosen: one 48-byte tile per block (serial tiles would be misaligned)
+    fusion, t1, t2 = tma_load("tma_indivisible_rotation", [1000])
+    for t in (t1, t2):
+        t.split(0, 32).split(1, 12)  # [I2, I3{3}, I4{12}]
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.BIDy)  # chosen: one 48-byte tile per block (serial tiles would be misaligned)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -37,9 +40,10 @@ def tma_indivisible_rotation():
 def tma_view_discontiguous_merge():
     """The TMA domain merges I0 and I1 of a tensor whose I0 is not contiguous (padded rows):
     merge(I0, I1) has no single stride. Then the merged ID is boxed by 64."""
-    fusion, t1 = tma_load("tma_view_discontiguous_merge", [64, 128], contiguity=[False, True])
-    t1.merge(0).split(0, 64)
-    t1.axis(0).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_view_discontiguous_merge", [64, 128], contiguity=[False, True])
+    for t in (t1, t2):
+        t.merge(0).split(0, 64)
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.Bulk)
     return fusion
 
@@ -47,8 +51,8 @@ def tma_view_discontiguous_merge():
 @tp.schedule(expect=tp.rejected("TMA-RANK"))
 def tma_rank_six():
     """Six discontiguous axes cannot composite: a 6-D TMA."""
-    fusion, t1 = tma_load("tma_rank_six", [2, 2, 2, 2, 2, 64],
-                          contiguity=[False, False, False, False, False, True])
+    fusion, t1, _ = tma_load("tma_rank_six", [2, 2, 2, 2, 2, 64],
+                             contiguity=[False, False, False, False, False, True])
     t1.axis(5).parallelize(P.Bulk)
     return fusion
 
@@ -56,10 +60,11 @@ def tma_rank_six():
 @tp.schedule(expect=tp.rejected("TMA-BOX-SIZE"))
 def tma_box_too_big():
     """Box 512 on the inner dimension (the limit is 256)."""
-    fusion, t1 = tma_load("tma_box_too_big", [64, 4096])
-    t1.split(1, 512)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_box_too_big", [64, 4096])
+    for t in (t1, t2):
+        t.split(1, 512)
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -77,9 +82,10 @@ def tma_box_symbolic():
     fusion.assume("B % 4 == 0")
     fusion.assume("B <= 512")
     t1.set_memory_type(tp.MemoryType.Shared)
-    t1.split(1, "B")
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
+    for t in (t1, t2):
+        t.split(1, "B")
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -88,10 +94,11 @@ def tma_box_symbolic():
 def tma_inner_box_24_bytes():
     """fp16 inner box 12 = 24 bytes, not a multiple of 16 (measured rejected on H200); the second
     box then starts at coordinate 12 (24 bytes), which would also fault (TMA-COORD-ALIGN)."""
-    fusion, t1 = tma_load("tma_inner_box_24_bytes", [64, 96], dtype=tp.float16)
-    t1.split(1, 12)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_inner_box_24_bytes", [64, 96], dtype=tp.float16)
+    for t in (t1, t2):
+        t.split(1, 12)
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -99,7 +106,9 @@ def tma_inner_box_24_bytes():
 @tp.schedule(expect=tp.rejected("TMA-ELEMENT-STRIDE"))
 def tma_element_stride_16():
     """A striding split by 16: element stride 16 (the limit is 8)."""
-    fusion, t1 = tma_load("tma_element_stride_16", [1024, 64])
+    fusion, t1, t2 = tma_load("tma_element_stride_16", [1024, 64])
+    t2.split(0, 64)  # [I0o, I0i{64}, I1]
+    t2.axis(0).parallelize(P.BIDx)
     t1.split(0, 64).split(1, 16).reorder({2: 1})  # [I0o, Stride{16}, Tile{4}, I1]: tiles stay contiguous
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
@@ -112,10 +121,12 @@ def tma_element_stride_innermost():
     """A striding split on the innermost dimension (element stride 2): the hardware ignores
     elementStrides[0], so this tile cannot be loaded; the copy for stride phase 1 would also
     start at an odd innermost coordinate (4 bytes: TMA-COORD-ALIGN)."""
-    fusion, t1 = tma_load("tma_element_stride_innermost", [64, 256])
-    t1.split(1, 64).split(2, 2).reorder({3: 2})  # [I0, I1o, Stride{2}, Tile{32}]
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_element_stride_innermost", [64, 256])
+    for t in (t1, t2):
+        t.split(1, 64)  # [I0, I1o, I1i{64}]
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
+    t1.split(2, 2).reorder({3: 2})  # [I0, I1o, Stride{2}, Tile{32}]
     t1.axis(3).parallelize(P.Bulk)
     return fusion
 
@@ -123,10 +134,11 @@ def tma_element_stride_innermost():
 @tp.schedule(expect=tp.rejected("TMA-GLOBAL-STRIDE"))
 def tma_row_stride_392_bytes():
     """Rows of 98 fp32 = 392 bytes: the stride of the outer TMA dimension is not a multiple of 16."""
-    fusion, t1 = tma_load("tma_row_stride_392_bytes", [64, 98])
-    t1.split(1, 32).split(0, 8)
-    t1.axis(0).parallelize(P.BIDx)
-    t1.axis(2).parallelize(P.BIDy)
+    fusion, t1, t2 = tma_load("tma_row_stride_392_bytes", [64, 98])
+    for t in (t1, t2):
+        t.split(1, 32).split(0, 8)
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.BIDy)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
@@ -135,10 +147,11 @@ def tma_row_stride_392_bytes():
 @tp.schedule(expect=tp.rejected("TMA-GLOBAL-STRIDE"))
 def tma_innermost_discontiguous():
     """The innermost axis is not contiguous (contiguity False): dimension 0 has no unit stride."""
-    fusion, t1 = tma_load("tma_innermost_discontiguous", [64, 128], contiguity=[True, False])
-    t1.split(1, 32)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_innermost_discontiguous", [64, 128], contiguity=[True, False])
+    for t in (t1, t2):
+        t.split(1, 32)
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -153,7 +166,8 @@ def tma_bulk_on_plain_copy():
         t2 = tp.set(t1)
         fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Shared)
-    t1.axis(0).parallelize(P.BIDx)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.Bulk)
     return fusion
 
@@ -161,9 +175,10 @@ def tma_bulk_on_plain_copy():
 @tp.schedule(expect=tp.rejected("TMA-BULK-PLACEMENT"))
 def tma_no_bulk():
     """A TMA whose consumer has no Bulk IDs: there is no tile (the inner split is left serial)."""
-    fusion, t1 = tma_load("tma_no_bulk", [1024, 64])
+    fusion, t1, t2 = tma_load("tma_no_bulk", [1024, 64])
     t1.split(1, 32)
-    t1.axis(0).parallelize(P.BIDx)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
     return fusion
 
 
@@ -171,7 +186,9 @@ def tma_no_bulk():
 def tma_merge_tile_with_coordinate():
     """Both axes boxed by 32, then the coordinate of I1 is merged with the box of I0 and split
     again: tile and non-tile IDs transformed together."""
-    fusion, t1 = tma_load("tma_merge_tile_with_coordinate", [256, 256])
+    fusion, t1, t2 = tma_load("tma_merge_tile_with_coordinate", [256, 256])
+    t2.split(0, 32)  # [I0o, I0i, I1]
+    t2.axis(0).parallelize(P.BIDx)
     t1.split(1, 32).split(0, 32).reorder({1: 2})  # [I0o, I1o, I0i, I1i]
     t1.merge(1, 2).split(1, 4)  # [I0o, (I1o*I0i)/4, 4, I1i]
     t1.axis(0).parallelize(P.BIDx)
@@ -183,7 +200,9 @@ def tma_merge_tile_with_coordinate():
 @tp.schedule(expect=tp.rejected("TMA-MIXED-TRANSFORM"))
 def tma_swizzle_tile_with_coordinate():
     """The box of I0 (Bulk) is XOR-swizzled with the coordinate of I1 in the TMA consumer."""
-    fusion, t1 = tma_load("tma_swizzle_tile_with_coordinate", [256, 256])
+    fusion, t1, t2 = tma_load("tma_swizzle_tile_with_coordinate", [256, 256])
+    t2.split(0, 8)  # [I0o{32}, I0i{8}, I1]
+    t2.axis(0).parallelize(P.BIDx)
     t1.split(1, 32).split(0, 8)  # [I0o{32}, I0i{8}, I1o{8}, I1i{32}]
     t1.swizzle(tp.SwizzleType.XOR, 1, 2)
     t1.axis(0).parallelize(P.BIDx)

@@ -6,6 +6,8 @@ address error or silent wrong result"); tileproof rejects each with a counterexa
 The figures are not in the seed; each case is drawn from its text. Common choice: fp32
 T0[I1{64}, I2] loaded by TMA into the shared T1, I1 split by 8 -> [I3, I4{8}] and I2 split
 -> [I5, I6]; I4 and I6 are the box. The allocation domain is the loop domain unless set.
+The output T2 is split like T1 and parallelized on the same block indices, so each block
+stores the tile it loaded (SMEM-BLOCK-VISIBILITY) and only the rule under test fails.
 """
 
 import tileproof as tp
@@ -23,24 +25,34 @@ def tma_load(name, shape, dtype=tp.float32):
         t2 = tp.set(t1)
         fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Shared)
-    return fusion, t1
+    return fusion, t1, t2
 
 
 def boxed(name, i2, box2, box1=8):
-    """T1 scheduled to [I3, I4{box1}, I5, I6{box2}]."""
-    fusion, t1 = tma_load(name, [64, i2])
-    t1.split(0, box1).split(2, box2)
-    return fusion, t1
+    """T1 and T2 scheduled to [I3, I4{box1}, I5, I6{box2}]."""
+    fusion, t1, t2 = tma_load(name, [64, i2])
+    for t in (t1, t2):
+        t.split(0, box1).split(2, box2)
+    return fusion, t1, t2
+
+
+def per_block_tiles(t1, t2, rows, cols):
+    """T1 and T2 tiled [I0o, I1o, rows, cols] with I0o on BIDy and I1o on BIDx."""
+    for t in (t1, t2):
+        t.split(1, cols).split(0, rows).reorder({1: 2})  # [I0o, I1o, rows, cols]
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
 
 
 @tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", messages=["not contiguous"]))
 def figure13a_stride_inside_tile():
     """Figure 13 (a): I4 split by element stride 2 -> [I7{4} tile, I8{2} stride]; allocated
     [I3, I7, I8, I6] (I5 on BIDx): the stride ID I8 sits between the tile IDs I7 and I6."""
-    fusion, t1 = boxed("figure13a_stride_inside_tile", 256, 32)
+    fusion, t1, t2 = boxed("figure13a_stride_inside_tile", 256, 32)
     t1.split(1, 2)  # [I3, I7{4}, I8{2}, I5, I6]
     t1.reorder({3: 1})  # [I3, I5, I7, I8, I6]
     t1.axis(1).parallelize(P.BIDx)
+    t2.axis(2).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(4).parallelize(P.Bulk)
     return fusion
@@ -51,8 +63,9 @@ def figure13b_allocation_holds_coordinate():
     """Figure 13 (b): allocated [I4, I2] where I2{100} holds both I5 (coordinate) and I6{32}
     (box): rows of a tile are 100 elements apart, and 100 is not a multiple of 32 (the boxing
     split does not divide), so I2 is not whole tiles. Chosen: I3 on BIDx, I5 serial."""
-    fusion, t1 = boxed("figure13b_allocation_holds_coordinate", 100, 32)
-    t1.axis(0).parallelize(P.BIDx)
+    fusion, t1, t2 = boxed("figure13b_allocation_holds_coordinate", 100, 32)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     t1.set_allocation_domain([t1.axis(1), t1.get_logical_domain()[1]])
@@ -63,7 +76,7 @@ def figure13b_allocation_holds_coordinate():
 def figure13c_tid_between_tile_ids():
     """Figure 13 (c): [I3, I4, I5, I6] with I5 on TIDx between the tile IDs I4 and I6; shared
     memory is shared across threads, so I5 is allocated and splits every tile."""
-    fusion, t1 = boxed("figure13c_tid_between_tile_ids", 128, 32)
+    fusion, t1, _ = boxed("figure13c_tid_between_tile_ids", 128, 32)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(2).parallelize(P.TIDx)
     t1.axis(3).parallelize(P.Bulk)
@@ -94,17 +107,20 @@ def figure13d_store_allocation_holds_coordinate():
 @tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY"))
 def figure13e_serial_between_tile_ids():
     """Figure 13 (e): [I3, I4, I5, I6] with a serial I5{4} between the tile IDs I4 and I6."""
-    fusion, t1 = boxed("figure13e_serial_between_tile_ids", 128, 32)
+    fusion, t1, _ = boxed("figure13e_serial_between_tile_ids", 128, 32)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
 
 
 def tile_view(name):
-    """[I3, I5 (BIDx), I4{8}, I6{32}] with Bulk tile IDs, for allocation views of the tile."""
-    fusion, t1 = boxed(name, 256, 32)
-    t1.reorder({1: 2})
-    return fusion, t1
+    """T1 and T2 [I3, I5 (BIDx), I4{8}, I6{32}] (T1's tile IDs Bulk after bulk_tile), for
+    allocation views of the tile."""
+    fusion, t1, t2 = boxed(name, 256, 32)
+    for t in (t1, t2):
+        t.reorder({1: 2})
+    t2.axis(1).parallelize(P.BIDx)
+    return fusion, t1, t2
 
 
 def bulk_tile(t1):
@@ -118,7 +134,7 @@ def figure15c_indivisible_split_in_tile():
     """Figure 15 (c): the allocation splits I6{32} by 12 -> [I7{3}, I8{12}]: 36 slots per row,
     so rows of a tile are 36 elements apart (holes inside the tile). Chosen: I3{8} keeps the
     buffer a whole number of tiles (8 x 8 x 36 = 9 tiles), so only the holes are reported."""
-    fusion, t1 = tile_view("figure15c_indivisible_split_in_tile")
+    fusion, t1, _ = tile_view("figure15c_indivisible_split_in_tile")
     loop = t1.get_loop_domain()
     t1.split(3, 12)
     t1.set_allocation_domain(t1.get_loop_domain())
@@ -131,7 +147,7 @@ def figure15c_indivisible_split_in_tile():
 def figure15d_flipped_inside_tile():
     """Figure 15 (d): the allocation splits I6{32} by 8 -> [I7{4}, I8{8}] and flips them:
     [I3, I4, I8, I7]; each tile is still in one range, but not in the order TMA writes it."""
-    fusion, t1 = tile_view("figure15d_flipped_inside_tile")
+    fusion, t1, _ = tile_view("figure15d_flipped_inside_tile")
     loop = t1.get_loop_domain()
     t1.split(3, 8).reorder({3: 4})
     t1.set_allocation_domain(t1.get_loop_domain())
@@ -145,12 +161,13 @@ def figure15e_not_whole_tiles():
     """Figure 15 (e): the tile is merged and split by 96 -> [I7{3}, I8{96}]: each tile is
     contiguous (elements 0..255 in order), but the allocation holds 288 elements, not a whole
     number of 256-element tiles. Chosen: I3 on BIDy, so one tile per block."""
-    fusion, t1 = tile_view("figure15e_not_whole_tiles")
+    fusion, t1, t2 = tile_view("figure15e_not_whole_tiles")
     loop = t1.get_loop_domain()
     t1.merge(2).split(2, 96)
     t1.set_allocation_domain(t1.get_loop_domain())
     t1.set_loop_domain(loop)
-    t1.axis(0).parallelize(P.BIDy)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDy)
     bulk_tile(t1)
     return fusion
 
@@ -158,16 +175,14 @@ def figure15e_not_whole_tiles():
 def swizzled(name, swizzle_bytes, row_bytes, swap=False, rows=16):
     """fp16 tile (rows, row_bytes / 2), viewed [-1, s, 8/s, s', 16B] and XOR-swizzled."""
     s = swizzle_bytes // 16
-    fusion, t1 = tma_load(name, [256, 256], dtype=tp.float16)
-    t1.split(1, row_bytes // 2).split(0, rows).reorder({1: 2})  # [I0o, I1o, rows, cols]
+    fusion, t1, t2 = tma_load(name, [256, 256], dtype=tp.float16)
+    per_block_tiles(t1, t2, rows, row_bytes // 2)  # [I0o, I1o, rows, cols]
     t1.split(3, 8)  # [.., rows, chunks, 16B]
     if row_bytes > swizzle_bytes:
         t1.split(3, s)  # [.., rows, chunks/s, s, 16B]
     t1.split(2, 8 // s).split(2, s)  # [.., -1, s, 8/s, .., s, 16B]
     x, y = 3, t1.ndim - 2
     t1.swizzle(XOR, y, x) if swap else t1.swizzle(XOR, x, y)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
     for a in range(2, t1.ndim):
         t1.axis(a).parallelize(P.Bulk)
     return fusion
@@ -200,15 +215,13 @@ def swizzle_element_xor():
     whose last 8 elements are XORed with the row index. Its inner extent 8 reads as a 128-byte
     mode and the row fills the span, but the layout is not the hardware's: rejected by the
     layout proof (function equality), not by a pattern match."""
-    fusion, t1 = tma_load("swizzle_element_xor", [256, 256])
-    t1.split(1, 32).split(0, 8).reorder({1: 2})  # [I0o, I1o, R{8}, C{32}]
+    fusion, t1, t2 = tma_load("swizzle_element_xor", [256, 256])
+    per_block_tiles(t1, t2, 8, 32)  # [I0o, I1o, R{8}, C{32}]
     loop = t1.get_loop_domain()
     t1.split(3, 8)  # [.., R{8}, 4, 8]
     t1.swizzle(XOR, 2, 4)
     t1.set_allocation_domain(t1.get_loop_domain())
     t1.set_loop_domain(loop)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
@@ -219,9 +232,10 @@ def tma_tiles_per_thread_misaligned():
     """Each of 16 threads loads its own 64-byte tile (16 floats) into consecutive slots: the
     tile of thread 1 starts at byte 64, and a TMA to an address that is not 128-byte aligned
     faults with CUDA_ERROR_MISALIGNED_ADDRESS (measured on H200)."""
-    fusion, t1 = tma_load("tma_tiles_per_thread_misaligned", [1024, 256])
+    fusion, t1, t2 = tma_load("tma_tiles_per_thread_misaligned", [1024, 256])
     t1.split(1, 16)
-    t1.axis(0).parallelize(P.BIDx)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.TIDx)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
@@ -231,9 +245,10 @@ def tma_tiles_per_thread_misaligned():
 def tma_flattened_beyond_int32():
     """A pointwise view that flattens a 65536 x 65536 fp16 tensor into one TMA dimension:
     coordinates reach 2^32 - 256, beyond the .s32 coordinate operand."""
-    fusion, t1 = tma_load("tma_flattened_beyond_int32", [65536, 65536], dtype=tp.float16)
-    t1.merge(0).split(0, 256)
-    t1.axis(0).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_flattened_beyond_int32", [65536, 65536], dtype=tp.float16)
+    for t in (t1, t2):
+        t.merge(0).split(0, 256)
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.Bulk)
     return fusion
 

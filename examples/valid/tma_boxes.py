@@ -1,6 +1,8 @@
 """Valid TMA schedules from the nvFuser TMA tutorial (seed 004): boxes by partitioning,
 compositing and rotation, dense and strided tiles, a TMA store, a swizzled tile, and the
-Figure 11 mix of strategies. Each is gmem T0 -> (TMA) smem T1 -> gmem T2 unless stated.
+Figure 11 mix of strategies. Each is gmem T0 -> (TMA) smem T1 -> gmem T2 unless stated;
+T2 takes T1's block axes (the same splits, the same BID types), so each block stores what it
+loaded (shared memory is per block: SMEM-BLOCK-VISIBILITY).
 
 tests/test_tma.py checks the inferred TMA (rank, boxes, tiles, strides) of each.
 """
@@ -20,7 +22,7 @@ def tma_load(name, shape, dtype=tp.float32, contiguity=True):
         t2 = tp.set(t1)
         fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Shared)
-    return fusion, t1
+    return fusion, t1, t2
 
 
 @tp.schedule(expect=tp.accepted())
@@ -28,11 +30,12 @@ def tma_box_by_partitioning():
     """Figure 4: both dimensions boxed by an inner split, box (64, 32) innermost first;
     symbolic M x N (the boxing splits need not divide). Chosen: N % 4 == 0 is assumed, because
     the row stride 4N bytes must be a multiple of 16 (TMA-GLOBAL-STRIDE rejects it otherwise)."""
-    fusion, t1 = tma_load("tma_box_by_partitioning", ["M", "N"])
+    fusion, t1, t2 = tma_load("tma_box_by_partitioning", ["M", "N"])
     fusion.assume("N % 4 == 0")
-    t1.split(1, 64).split(0, 32).reorder({1: 2})  # [Mo, No, Mi{32}, Ni{64}]
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
+    for t in (t1, t2):
+        t.split(1, 64).split(0, 32).reorder({1: 2})  # [Mo, No, Mi{32}, Ni{64}]
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
@@ -42,8 +45,9 @@ def tma_box_by_partitioning():
 def tma_box_by_compositing():
     """The tutorial's T[I1{1024}, I2{2}, I3{4}, I4{8}] (contiguous) with [I3, I4] as box:
     one dimension, box 32, 2048 boxes. Chosen: I1 and I2 stay unmerged coordinates on BIDx/TIDx."""
-    fusion, t1 = tma_load("tma_box_by_compositing", [1024, 2, 4, 8])
-    t1.axis(0).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_box_by_compositing", [1024, 2, 4, 8])
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.TIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
@@ -55,10 +59,11 @@ def tma_box_by_rotation():
     """Figure 8 (left): I0{N} split 32 -> [I2, I1{32}], I1 split 8 -> [I3{4}, I4{8}], box I4.
     8 divides 32, so the box rotates up: a 1-D TMA partitioning I0 by 8, and the split by 32
     need not divide N (symbolic)."""
-    fusion, t1 = tma_load("tma_box_by_rotation", ["N"])
-    t1.split(0, 32).split(1, 8)  # [I2, I3{4}, I4{8}]
-    t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.BIDy)  # chosen: a serial I3 would put 32-byte tiles at unaligned addresses
+    fusion, t1, t2 = tma_load("tma_box_by_rotation", ["N"])
+    for t in (t1, t2):
+        t.split(0, 32).split(1, 8)  # [I2, I3{4}, I4{8}]
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.BIDy)  # chosen: a serial I3 would put 32-byte tiles at unaligned addresses
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 
@@ -67,9 +72,10 @@ def tma_box_by_rotation():
 def tma_box_by_rotation_right():
     """Figure 8 (right) with box [I3, I4]: I0 split 8 -> [I5, I4{8}], I5 split 4 -> [I2, I3{4}];
     the two Bulk IDs merge into one dense box of 32 (rotation needs no divisibility)."""
-    fusion, t1 = tma_load("tma_box_by_rotation_right", ["N"])
-    t1.split(0, 8).split(0, 4)  # [I2, I3{4}, I4{8}]
-    t1.axis(0).parallelize(P.BIDx)
+    fusion, t1, t2 = tma_load("tma_box_by_rotation_right", ["N"])
+    for t in (t1, t2):
+        t.split(0, 8).split(0, 4)  # [I2, I3{4}, I4{8}]
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
@@ -81,7 +87,10 @@ def tma_strided_tile():
     element stride 2, tile (16, 2); 2 divides 4, so FTTC does not apply. Chosen: the figure's
     inner box 8 widened to 16 so a tile is 128 bytes; the stride ID (one copy per phase) is
     allocated outside the tile, so both phases' tiles start 128-byte aligned."""
-    fusion, t1 = tma_load("tma_strided_tile", [1024, 64])
+    fusion, t1, t2 = tma_load("tma_strided_tile", [1024, 64])
+    t2.split(1, 16).split(0, 4)  # [I0o, I0i{4}, I1o, I1i{16}]
+    t2.axis(0).parallelize(P.BIDx)
+    t2.axis(2).parallelize(P.BIDy)
     t1.split(1, 16).split(0, 4).split(1, 2).reorder({2: 1})  # [I0o, Stride{2}, Tile{2}, I1o, I1i{16}]
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)  # the stride ID is allocated: outside the tile, as in Figure 14 (a)
@@ -95,7 +104,10 @@ def tma_strided_tile_fttc():
     """Figure 1 (right): box 4 rows with element stride 3, tile 2: 3 < 4 < 1024 and 3 does not
     divide 4, so FTTC holds: accepted with a TMA-FTTC warning (holes are not zero-filled).
     Chosen: inner box 16 (128-byte tiles), as in tma_strided_tile."""
-    fusion, t1 = tma_load("tma_strided_tile_fttc", [1024, 64])
+    fusion, t1, t2 = tma_load("tma_strided_tile_fttc", [1024, 64])
+    t2.split(1, 16).split(0, 4)  # [I0o, I0i{4}, I1o, I1i{16}]
+    t2.axis(0).parallelize(P.BIDx)
+    t2.axis(2).parallelize(P.BIDy)
     t1.split(1, 16).split(0, 4).split(1, 3).reorder({2: 1})  # [I0o, Stride{3}, Tile{2}, I1o, I1i{16}]
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
@@ -108,9 +120,10 @@ def tma_strided_tile_fttc():
 def tma_strided_composited_box():
     """A composited box [I1{4}, I2{8}] merged first, then split by element stride 4 (the seed:
     merge the box IDs before the striding split): box 32, tile 8; 4 divides 32, no FTTC."""
-    fusion, t1 = tma_load("tma_strided_composited_box", [64, 4, 8, 16])
+    fusion, t1, t2 = tma_load("tma_strided_composited_box", [64, 4, 8, 16])
     t1.merge(1, 2).split(1, 4).reorder({2: 1})  # [I0, Stride{4}, Tile{8}, I3]
-    t1.axis(0).parallelize(P.BIDx)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
@@ -122,14 +135,15 @@ def tma_figure11():
     [I1, I2] (I2 box), I3 partitioned by 32, I4 implicit size-one, [I5, I6] implicit whole,
     [I7, I8, I9] ([I8, I9] box). The seed gives no extents; chosen: 4, 2, 300, 5, 2, 4, 3, 2, 8
     with I3 boxed by 8, so the tile (box 16 x 8 x 1 x 8 x 2 floats = 8 KiB) fits shared memory."""
-    fusion, t1 = tma_load("tma_figure11", [4, 2, 300, 5, 2, 4, 3, 2, 8],
-                          contiguity=[True, True, True, False, True, True, True, True, True])
-    t1.split(2, 8)  # I3 -> [I10, I11{8}]: the loop domain has ten IDs
+    fusion, t1, t2 = tma_load("tma_figure11", [4, 2, 300, 5, 2, 4, 3, 2, 8],
+                              contiguity=[True, True, True, False, True, True, True, True, True])
+    for t in (t1, t2):
+        t.split(2, 8)  # I3 -> [I10, I11{8}]: the loop domain has ten IDs
+        t.axis(0).parallelize(P.BIDx)  # I1
+        t.axis(2).parallelize(P.BIDy)  # I10
+        t.axis(4).parallelize(P.BIDz)  # I4
     for axis in (1, 3, 5, 6, 8, 9):  # I2, I11, I5, I6, I8, I9
         t1.axis(axis).parallelize(P.Bulk)
-    t1.axis(0).parallelize(P.BIDx)  # I1
-    t1.axis(2).parallelize(P.BIDy)  # I10
-    t1.axis(4).parallelize(P.BIDz)  # I4
     t1.reorder({7: 0})  # I7, a serial coordinate, is allocated: outermost, so it does not split the tile
     return fusion
 
@@ -158,12 +172,13 @@ def tma_store():
 def tma_swizzle_64b():
     """Figure 17: fp16 box (32, 16) with 64-byte swizzle; the tile is viewed as [-1, 4, 2, 4, 16B]
     (16B = 8 fp16) and swizzled on axes (1, 3): swizzle bytes 4 x 16 = 64."""
-    fusion, t1 = tma_load("tma_swizzle_64b", [256, 256], dtype=tp.float16)
-    t1.split(1, 32).split(0, 16).reorder({1: 2})  # [I0o, I1o, I0i{16}, I1i{32}]
+    fusion, t1, t2 = tma_load("tma_swizzle_64b", [256, 256], dtype=tp.float16)
+    for t in (t1, t2):
+        t.split(1, 32).split(0, 16).reorder({1: 2})  # [I0o, I1o, I0i{16}, I1i{32}]
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
     t1.split(3, 8).split(2, 2).split(2, 4)  # [I0o, I1o, 2, 4, 2, 4, 8]
     t1.swizzle(tp.SwizzleType.XOR, 3, 5)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
     for axis in range(2, 7):
         t1.axis(axis).parallelize(P.Bulk)
     return fusion

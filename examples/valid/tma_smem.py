@@ -5,6 +5,8 @@ Figure 14 (a-e), Figure 15 (a, b), the `[-1, s, 8/s, s, 16B]` swizzle recipe for
 The figures are not in the seed; each case is drawn from its text. Common choice: fp32
 T0[I1{64}, I2] loaded by TMA into the shared T1, I1 split by 8 -> [I3, I4{8}] and I2 split
 -> [I5, I6]; I4 and I6 are the box. The allocation domain is the loop domain unless set.
+The output T2 is split like T1 and parallelized on the same block indices, so each block
+stores the tile it loaded (shared memory is per block: SMEM-BLOCK-VISIBILITY).
 """
 
 import tileproof as tp
@@ -27,32 +29,35 @@ def tma_load(name, shape, dtype=tp.float32):
 
 
 def boxed(name, i2, box2, box1=8):
-    """T1 scheduled to [I3, I4{box1}, I5, I6{box2}]."""
+    """T1 and T2 scheduled to [I3, I4{box1}, I5, I6{box2}]."""
     fusion, t1, t2 = tma_load(name, [64, i2])
-    t1.split(0, box1).split(2, box2)
-    return fusion, t1
+    for t in (t1, t2):
+        t.split(0, box1).split(2, box2)
+    return fusion, t1, t2
 
 
 @tp.schedule(expect=tp.accepted())
 def figure14a_stride_outside_tile():
     """Figure 14 (a): a strided tile, I4 split by element stride 2 -> [I7{4} tile, I8{2} stride].
     Allocated [I3, I8, I7, I5, I6]: I7 is inner to I8, and I5 between I7 and I6 is on BIDx,
-    so it is not allocated. Chosen: I2 = 256 boxed by 32."""
-    fusion, t1 = boxed("figure14a_stride_outside_tile", 256, 32)
+    so it is not allocated. Chosen: I2 = 256 boxed by 32; T2's I5 on BIDx too."""
+    fusion, t1, t2 = boxed("figure14a_stride_outside_tile", 256, 32)
     t1.split(1, 2)  # [I3, I7{4}, I8{2}, I5, I6]
     t1.reorder({2: 1})  # [I3, I8, I7, I5, I6]
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.BIDx)
     t1.axis(4).parallelize(P.Bulk)
+    t2.axis(2).parallelize(P.BIDx)
     return fusion
 
 
 @tp.schedule(expect=tp.accepted())
 def figure14b_split_by_whole_extent():
     """Figure 14 (b): the allocation is [I4, I2], and I2{32} is boxed by exactly its extent,
-    so I2 and I6 are the same elements. Chosen: I3 on BIDx."""
-    fusion, t1 = boxed("figure14b_split_by_whole_extent", 32, 32)
-    t1.axis(0).parallelize(P.BIDx)
+    so I2 and I6 are the same elements. Chosen: I3 on BIDx (in T1 and T2)."""
+    fusion, t1, t2 = boxed("figure14b_split_by_whole_extent", 32, 32)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     t1.set_allocation_domain([t1.axis(1), t1.get_logical_domain()[1]])
@@ -63,7 +68,7 @@ def figure14b_split_by_whole_extent():
 def figure14c_extent_one_tile_id():
     """Figure 14 (c): [I3, I4, I5, I6] with I5 on TIDx between the tile IDs I4 and I6; I4 has
     extent 1, so it does not matter where it sits. Chosen: I2 = 128 boxed by 32 (I5{4})."""
-    fusion, t1 = boxed("figure14c_extent_one_tile_id", 128, 32, box1=1)
+    fusion, t1, _ = boxed("figure14c_extent_one_tile_id", 128, 32, box1=1)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(2).parallelize(P.TIDx)
     t1.axis(3).parallelize(P.Bulk)
@@ -95,7 +100,7 @@ def figure14d_store_split_by_whole_extent():
 def figure14e_extent_one_between():
     """Figure 14 (e): [I3, I4, I5, I6] with a serial I5 between the tile IDs, but I5 has extent 1
     (I2{32} boxed by 32)."""
-    fusion, t1 = boxed("figure14e_extent_one_between", 32, 32)
+    fusion, t1, _ = boxed("figure14e_extent_one_between", 32, 32)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
@@ -105,7 +110,8 @@ def figure14e_extent_one_between():
 def figure15a_tile_merged_and_resplit():
     """Figure 15 (a): the tile [I4{8}, I6{32}] is viewed arbitrarily in the allocation: merged
     and split by 64 -> [I7{4}, I8{64}]; every tile stays contiguous and whole. I5 on BIDx."""
-    fusion, t1 = boxed("figure15a_tile_merged_and_resplit", 256, 32)
+    fusion, t1, t2 = boxed("figure15a_tile_merged_and_resplit", 256, 32)
+    t2.axis(2).parallelize(P.BIDx)
     t1.reorder({1: 2})  # [I3, I5, I4, I6]
     loop = t1.get_loop_domain()
     t1.merge(2).split(2, 64)  # [I3, I5, I7{4}, I8{64}]
@@ -120,7 +126,8 @@ def figure15a_tile_merged_and_resplit():
 @tp.schedule(expect=tp.accepted())
 def figure15b_tile_split_inside():
     """Figure 15 (b): I6{32} split by 8 in the allocation -> [I3, I4, I7{4}, I8{8}] (I5 on BIDx)."""
-    fusion, t1 = boxed("figure15b_tile_split_inside", 256, 32)
+    fusion, t1, t2 = boxed("figure15b_tile_split_inside", 256, 32)
+    t2.axis(2).parallelize(P.BIDx)
     t1.reorder({1: 2})  # [I3, I5, I4, I6]
     loop = t1.get_loop_domain()
     t1.split(3, 8)
@@ -132,20 +139,26 @@ def figure15b_tile_split_inside():
     return fusion
 
 
+def per_block_tiles(t1, t2, rows, cols):
+    """T1 and T2 tiled [I0o, I1o, rows, cols] with I0o on BIDy and I1o on BIDx."""
+    for t in (t1, t2):
+        t.split(1, cols).split(0, rows).reorder({1: 2})  # [I0o, I1o, rows, cols]
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
+
+
 def swizzled(name, swizzle_bytes, rows=16, swap=False):
     """fp16 tile (rows, S/2) with the seed's recipe: tile => [-1, s, 8/s, s, 16B] => swizzle(1, 3);
     the view and swizzle are the shared tensor's loop (= allocation) domain, all Bulk."""
     s = swizzle_bytes // 16
     fusion, t1, t2 = tma_load(name, [256, 256], dtype=tp.float16)
-    t1.split(1, swizzle_bytes // 2).split(0, rows).reorder({1: 2})  # [I0o, I1o, rows, S/2]
+    per_block_tiles(t1, t2, rows, swizzle_bytes // 2)  # [I0o, I1o, rows, S/2]
     t1.split(3, 8)  # [.., rows, s, 16B]
     t1.split(2, 8 // s).split(2, s)  # [.., -1, s, 8/s, s, 16B]
     if swap:
         t1.swizzle(XOR, 5, 3)
     else:
         t1.swizzle(XOR, 3, 5)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
     for a in range(2, 7):
         t1.axis(a).parallelize(P.Bulk)
     return fusion
@@ -176,15 +189,13 @@ def swizzle_128b_narrow_row_padded():
     inner half), then viewed as [-1, 8, 8, 16B] and swizzled. Chosen: 16 rows, the seed's
     short form [-1, 8, 8, 16B] for 128 bytes."""
     fusion, t1, t2 = tma_load("swizzle_128b_narrow_row_padded", [256, 256], dtype=tp.float16)
-    t1.split(1, 32).split(0, 16).reorder({1: 2})  # [I0o, I1o, R{16}, C{32}]
+    per_block_tiles(t1, t2, 16, 32)  # [I0o, I1o, R{16}, C{32}]
     loop = t1.get_loop_domain()
     t1.split(3, 64)  # [.., R, 1, 64]: each row padded to 64 elements = 128 bytes
     t1.split(4, 8).split(2, 8)  # [.., 2, 8, 1, 8, 8]
     t1.swizzle(XOR, 3, 5)
     t1.set_allocation_domain(t1.get_loop_domain())
     t1.set_loop_domain(loop)
-    t1.axis(0).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion

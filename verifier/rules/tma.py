@@ -90,6 +90,7 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 32).split(1, 12)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
         with tp.Fusion("view") as fusion:
             t0 = tp.make_contig_concrete_tensor([1000]); fusion.add_input(t0)
@@ -98,6 +99,7 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 32).split(1, 8)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         nvFuser doc/dev/tma.md (step 1, define box by rotation); doc/reading/divisibility-of-split.md
     """
@@ -200,6 +202,7 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 512)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
         with tp.Fusion("box256") as fusion:
             t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
@@ -208,6 +211,7 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 256)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         CUDA driver API cuTensorMapEncodeTiled (boxDim); measured on H200
     """
@@ -296,6 +300,7 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 64).split(1, 16).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("stride4") as fusion:
             t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
@@ -304,6 +309,7 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 64).split(1, 4).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         CUDA driver API cuTensorMapEncodeTiled (elementStrides); nvFuser csrc/device_lower/analysis/tma.cpp
     """
@@ -350,6 +356,7 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 32).split(0, 8)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.BIDy)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
         with tp.Fusion("rows128") as fusion:
             t0 = tp.make_contig_concrete_tensor([64, 128]); fusion.add_input(t0)
@@ -358,6 +365,7 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 32).split(0, 8)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.BIDy)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         CUDA driver API cuTensorMapEncodeTiled (globalStrides); nvFuser csrc/device_lower/analysis/tma.cpp; measured on H200
     """
@@ -411,6 +419,7 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 8).split(1, 3).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("fttc") as fusion:
             t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
@@ -419,6 +428,7 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 8).split(1, 4).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         nvFuser doc/reading/tma-modeling-in-depth.md (Theorem 6, FTTC); doc/dev/tma.md (step 3)
     """

@@ -33,12 +33,14 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("bulk_on_tma") as fusion:
             t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         nvFuser csrc/device_lower/validation.cpp (validateCpAsyncBulk); doc/dev/tma.md (step 5)
     """
@@ -93,6 +95,7 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.merge(1, 2).split(1, 4)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("separate") as fusion:
             t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
@@ -102,6 +105,7 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.merge(0, 1)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         nvFuser doc/dev/tma.md (step 4 and step 5: tile and non-tile IDs are transformed separately)
     """

@@ -143,6 +143,7 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
         t1.set_allocation_domain([t1.axis(2), t1.axis(1), t1.axis(3)])
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("gap") as fusion:
             t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
@@ -152,6 +153,7 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
         t1.set_allocation_domain([t1.axis(1), t1.axis(2), t1.axis(3)])
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         nvFuser doc/dev/tma.md (step 4, Figures 13-15)
     """
@@ -190,6 +192,7 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
         with tp.Fusion("partial") as fusion:
             t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
@@ -200,6 +203,7 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         nvFuser doc/dev/tma.md (step 4: "the allocation domain is also required to be a multiple of whole tiles")
     """
@@ -264,6 +268,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.swizzle(tp.SwizzleType.XOR, 2, 4)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
         with tp.Fusion("wide") as fusion:
             t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
@@ -274,6 +279,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.swizzle(tp.SwizzleType.XOR, 3, 5)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         CUDA driver API cuTensorMapEncodeTiled (inner box <= swizzle span); measured on H200 (hardware.md 1.3)
     """
@@ -335,6 +341,7 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.swizzle(tp.SwizzleType.XOR, 5, 3)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
         with tp.Fusion("swapped") as fusion:
             t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
@@ -345,6 +352,7 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.swizzle(tp.SwizzleType.XOR, 3, 5)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         PTX ISA 5.5.7 (swizzling modes); CuTe Swizzle<B,4,3>; nvFuser doc/dev/tma.md (data swizzle)
     """
@@ -384,6 +392,7 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 16)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("narrow_tiles") as fusion:
             t0 = tp.make_contig_concrete_tensor([1024, 256]); fusion.add_input(t0)
@@ -392,6 +401,7 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 32)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         measured on H200 (hardware.md 1.4 TMA-DST-ALIGN, TMA-DST-PERIOD); PTX ISA 5.5.7
     """
@@ -440,6 +450,7 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 2).split(0, 64)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(2).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Reported with:
         TMA-INNER-BYTES
     Fix:
@@ -450,6 +461,7 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 4).split(0, 64)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(2).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         measured on H200 (hardware.md 1.4 TMA-COORD0); PTX ISA 5.5.3.1
     """
@@ -489,6 +501,7 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.merge(0).split(0, 256)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("huge") as fusion:
             t0 = tp.make_contig_concrete_tensor([2**16, 2**16], dtype=tp.float16); fusion.add_input(t0)
@@ -497,6 +510,7 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(1, 256)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
         PTX ISA 9.7.9.25.5.2 (tensorCoords are .s32)
     """
