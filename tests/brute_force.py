@@ -13,6 +13,7 @@ costs a few milliseconds.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ import numpy as np
 from tileproof.model.allocation import compute_allocation
 from tileproof.model.expr import Expr
 from tileproof.model.indexing import (
+    block_dims,
     executed_tensors,
     indices_from_logical,
     indices_from_loop,
@@ -30,7 +32,7 @@ from tileproof.model.indexing import (
     valid_item_bounds,
 )
 from tileproof.model.iterdomain import Split, Swizzle
-from tileproof.model.types import THREAD_TYPES, MemoryType, ParallelType
+from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
@@ -439,12 +441,76 @@ def tmem_access_rules(fusion) -> dict[str, Verdict]:
     return out
 
 
+# -- SMEM-BLOCK-VISIBILITY -----------------------------------------------------------------
+
+def _points_in_block(tv, block: dict, launch: dict):
+    """The loop points tv executes in one block (block type -> index), as the generated
+    kernel runs them: an extent-1 axis has index 0; a block index is its axis' loop index (and
+    must be below the axis' extent, except on a broadcast axis); thread axes run over their
+    extent; holes are skipped; a global store is made by block 0 of every launched block
+    dimension that no non-broadcast axis of tv parallelizes."""
+    own = {i.parallel_type for i in tv.loop if not i.is_broadcast}
+    if tv.memory_type is MemoryType.Global and any(block[p] for p in launch if p in BLOCK_TYPES and p not in own):
+        return
+    axes = []
+    for i in tv.loop:
+        p, n = i.parallel_type, ext(i)
+        if p in BLOCK_TYPES:
+            if i.is_broadcast:  # one value for every block: no bound on the block index
+                axes.append([0 if n == 1 else block[p]])
+            elif block[p] >= n:
+                return
+            else:
+                axes.append([block[p]])
+        elif n == 1:
+            axes.append([0])
+        else:
+            axes.append(range(n))
+    idx = indices_from_loop(tv)
+    names = [loop_var(tv, i).value for i in tv.loop]
+    bounds = valid_item_bounds(tv, idx)
+    from tileproof.model.expr import evaluate
+
+    for point in itertools.product(*axes):
+        env = dict(zip(names, point))
+        env.update({p.cuda_name: block[p] for p in BLOCK_TYPES})
+        if all(evaluate(b.value, env) < ext(b.id) for b in bounds):
+            yield env, idx
+
+
+def smem_block_visibility(fusion) -> Verdict:
+    """Every element of an on-chip tensor (shared, tensor or register memory) that a consumer
+    reads in block B was written in block B (enumerating the whole grid, both loop nests). A broadcast axis holds
+    one value: its index is 0 whatever the loop says."""
+    from tileproof.model.expr import evaluate
+
+    v = Verdict("SMEM-BLOCK-VISIBILITY")
+    launch = {p: _int(e, str(p)) for p, e in block_dims(fusion).items()}
+    grid = [dict(zip(BLOCK_TYPES, b)) for b in itertools.product(*(range(launch.get(p, 1)) for p in BLOCK_TYPES))]
+    for op in fusion.exprs:
+        for k, prod in enumerate(op.inputs):
+            if prod.memory_type is MemoryType.Global or prod.definition is None:
+                continue
+            for block in grid:
+                written = {tuple(0 if i.is_broadcast else evaluate(idx[i.uid], env) for i in prod.logical)
+                           for env, idx in _points_in_block(prod, block, launch)}
+                for env, idx in _points_in_block(op.output, block, launch):
+                    e = tuple(evaluate(x, env) for x in producer_logical(op, k, idx))
+                    if e not in written:
+                        where = ", ".join(f"{p.cuda_name} = {block[p]}" for p in BLOCK_TYPES)
+                        v.fail(f"{op}: the block with {where} reads {prod.name}{list(e)} at {env}, "
+                               f"which it did not write")
+                        break
+    return v
+
+
 ORACLES = {
     "SWIZZLE-BIJECTIVITY": swizzle_bijectivity,
     "SPLIT-DIVISIBILITY": split_divisibility,
     "LAUNCH-THREADS": launch_threads,
     "TMEM-LANES": tmem_lanes,
     "TMEM-COLUMNS": tmem_columns,
+    "SMEM-BLOCK-VISIBILITY": smem_block_visibility,
 }
 ACCESS_CODES = ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION", "TMEM-VECTORIZE")
 

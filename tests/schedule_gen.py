@@ -1,11 +1,13 @@
 """Hypothesis strategies that build random small schedules with concrete extents.
 
-Three families, each a gmem -> ... -> gmem copy:
+Four families, each a gmem -> ... -> gmem copy:
   swizzle_cases: gmem -> smem (XOR swizzle of two loop axes, optional splits first) -> gmem
   split_cases:   gmem -> regs -> gmem with random splits, reorders, a vectorized axis and
                  random thread parallelization (SPLIT-DIVISIBILITY, LAUNCH-THREADS)
   tmem_cases:    gmem -> T1 regs -> T2 tensor memory -> T3 regs -> gmem, modelled on the
                  tensor-memory tutorial seed (every tcgen05 access rule, allocation budgets)
+  visibility_cases: gmem -> smem (on blocks) -> gmem or regs -> gmem, the consumer's blocks
+                 matching or not (SMEM-BLOCK-VISIBILITY)
 
 A strategy returns a `Case` (the fusion plus the list of scheduling steps taken).
 Scheduling calls that raise tp.ScheduleError reject the draw.
@@ -291,3 +293,84 @@ def tmem_cases(draw) -> Case:
             run("inline_most()", tp.inline_most, fusion)
     assume(max(_points(fusion, t2), _points(fusion, t3)) <= MAX_POINTS)
     return Case("tmem", fusion, steps)
+
+
+# -- (d) block visibility of shared memory ---------------------------------------------------
+
+BLOCKS = (P.BIDx, P.BIDy)
+
+
+def _random_transforms(draw, tv, run, label: str) -> None:
+    """0-2 splits (divisible or not, inner or outer), maybe a merge, maybe a reorder."""
+    for _ in range(draw(st.integers(0, 2))):
+        axis = draw(st.integers(0, tv.ndim - 1))
+        factor = draw(st.integers(1, 6))
+        inner = draw(st.integers(0, 3)) > 0
+        run(f"{label}.split({axis}, {factor}, inner_split={inner})", tv.split, axis, factor, inner)
+    if tv.ndim > 1 and draw(st.integers(0, 3)) == 0:
+        axis = draw(st.integers(0, tv.ndim - 2))
+        run(f"{label}.merge({axis})", tv.merge, axis)
+    if tv.ndim > 1 and draw(st.integers(0, 3)) == 0:
+        perm = list(draw(st.permutations(range(tv.ndim))))
+        run(f"{label}.reorder({perm})", tv.reorder, perm)
+
+
+def _random_parallel(draw, tv, run, label: str, types) -> None:
+    free = list(range(tv.ndim))
+    for p in types:
+        if free and draw(st.integers(0, 3)):
+            k = draw(st.sampled_from(free))
+            free.remove(k)
+            run(f"{label}.axis({k}).parallelize({p})", tv.axis(k).parallelize, p)
+
+
+@st.composite
+def visibility_cases(draw) -> Case:
+    """gmem T0 -> smem T1 -> T2 (the global output, or registers copied to a global T3),
+    T1 parallelized on blocks (sometimes with a split broadcast merged in, so that several
+    blocks write one element); T2 unscheduled, scheduled like T1 (all or some block types),
+    or scheduled independently."""
+    ndims = draw(st.integers(1, 2))
+    shape = [draw(st.one_of(st.integers(1, 12), st.sampled_from([8, 16]))) for _ in range(ndims)]
+    repeat = ndims == 2 and draw(st.integers(0, 3)) == 0  # a split broadcast merged into a block axis
+    if repeat:
+        shape[0] = 1
+    steps = [f"shape {shape}"]
+    run = _Recorder(steps)
+    local = draw(st.integers(0, 3)) == 0
+    with tp.Fusion("visibility") as fusion:
+        t0 = tp.make_contig_concrete_tensor(shape)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        out = t2
+        if local:
+            out = tp.set(t2)
+            steps.append("T2 in registers, T3 = set(T2) the output")
+        fusion.add_output(out)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        if repeat:  # [b{1}, I] -> [b{1}, b{f}, I] -> [b{1}, b{f} * I]: f blocks write each element
+            f = draw(st.integers(2, 4))
+            run(f"T1.split(0, {f})", t1.split, 0, f)
+            run("T1.merge(1)", t1.merge, 1)
+        _random_transforms(draw, t1, run, "T1")
+        _random_parallel(draw, t1, run, "T1", BLOCKS + (P.TIDx,))
+        how = draw(st.sampled_from(["unscheduled", "like", "some", "independent"]))
+        if how in ("like", "some"):
+            run("propagate_transforms(T1)", tp.propagate_transforms, t1)
+            types = list(BLOCKS) if how == "like" else draw(st.lists(st.sampled_from(BLOCKS), max_size=1))
+            run(f"parallelize_all_like(T1, {types}, [T2])", tp.parallelize_all_like, t1, types, [t2])
+        elif how == "independent":
+            _random_transforms(draw, t2, run, "T2")
+            _random_parallel(draw, t2, run, "T2", BLOCKS + (P.TIDx,))
+        else:
+            steps.append("T2 unscheduled")
+    points = 1
+    for s in shape:
+        points *= s
+    blocks = 1
+    for i in t1.loop + t2.loop:
+        if i.parallel_type in BLOCKS:
+            blocks *= _ext(i)
+    assume(points * blocks <= 4096)
+    return Case("visibility", fusion, steps)

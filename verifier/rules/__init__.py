@@ -1,3 +1,3 @@
 """Rule families; importing this package registers every rule."""
 
-from . import alloc, bank, divisibility, ldsm, swizzle, tma, tma_consumer, tma_smem, tmem  # noqa: F401
+from . import alloc, bank, divisibility, ldsm, swizzle, tma, tma_consumer, tma_smem, tmem, visibility  # noqa: F401
