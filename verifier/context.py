@@ -80,26 +80,29 @@ class VerifyContext:
             cache[key] = compute()
         return cache[key]
 
-    def symbol_bounds(self) -> dict[str, int]:
-        return {name: self.bind.get(name, MAX_EXTENT) for name in self.fusion.symbols}
+    def symbol_bounds(self) -> dict[str, tuple[int, int]]:
+        """Each extent symbol's admitted values: its binding, else 1 .. MAX_EXTENT."""
+        return {name: (self.bind[name],) * 2 if name in self.bind else (1, MAX_EXTENT) for name in self.fusion.symbols}
 
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings)."""
         self.queries += 1
         hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
-        q = Query(hint, dict(ranges or {}), symbol_bounds=self.symbol_bounds())
-        for name in self.fusion.symbols:
-            v = q.var(name)
-            if name in self.bind:
-                q.add(v == q.val(self.bind[name]))
-            elif q.bv:
-                from z3 import UGE, ULE
-
-                q.add(UGE(v, q.val(1)), ULE(v, q.val(MAX_EXTENT)))
-            else:
-                q.add(v >= 1, v <= MAX_EXTENT)
+        q = Query(hint, dict(ranges or {}), symbols=self.symbol_bounds())
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
+        return q
+
+    def shared_query(self, key, hint: Iterable[Expr], ranges: Mapping[str, Expr]) -> Query:
+        """A query for a group of claims over the same variables (`key` names the group): they
+        share its z3 context, each with a fresh solver, when their terms fit its bit-vector width."""
+        hint, ranges = list(hint), dict(ranges)
+        pool = self.__dict__.setdefault("_shared_queries", {}).setdefault(key, [])
+        for ranges_of, q in pool:
+            if ranges_of == ranges and q.admits(hint):
+                return q
+        q = self.query(hint, ranges)
+        pool.append((ranges, q))
         return q
 
     def concrete(self, e: Expr) -> int | None:

@@ -148,6 +148,80 @@ def _loop_values(a: Ldsm, model: dict[str, int], with_threads: bool = True) -> d
     return {**threads, **loops}
 
 
+# -- one query per instruction, shared by the three rules ------------------------------------------
+
+
+@dataclass
+class Terms:
+    """The expressions the rules' claims are about, for one instruction (built once)."""
+
+    tid: Expr
+    reg: Expr
+    block_threads: Expr
+    lane: Expr
+    mine: list[tuple[Expr, Expr]]  # the thread executes the instruction at this point
+    mate: Expr  # lane OTHER_LANE of the thread's warp
+    theirs: list[tuple[Expr, Expr]]  # the mate executes it with element OTHER_ELEMENT
+    offset: Expr  # E(t, v)
+    row_lane: Expr
+    row_start: Expr  # E(4*(t/4), 2*(v/2)): where the row of lane t, element v starts
+    expected: Expr  # the byte the hardware moves for lane t, element v
+    buffer: Expr
+    address: Expr  # buffer + E(t, v)
+    fragment: tuple | None  # (row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb)), None: < 2 axes
+
+    def hint(self) -> list[Expr]:
+        out = [self.tid, self.reg, self.block_threads, self.lane, self.mate, self.offset, self.row_lane,
+               self.row_start, self.expected, self.buffer, self.address, mod(self.tid, 4), mod(self.reg, 2),
+               mod(self.address, ROW_BYTES)]
+        if self.fragment is not None:
+            row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb) = self.fragment
+            out += [row, col, row0, col0, want_row, want_col, ra, ca, rb, cb,
+                    add(ra, 8), add(rb, 8), add(ca, 8), add(cb, 8)]
+        return out + _flat(self.mine) + _flat(self.theirs)
+
+
+def _terms(ctx: VerifyContext, a: Ldsm) -> Terms:
+    return ctx.memo(("ldsm-terms", id(a.op)), lambda: _build_terms(ctx, a))
+
+
+def _build_terms(ctx: VerifyContext, a: Ldsm) -> Terms:
+    m = a.m
+    tid, reg = m.tid, m.reg
+    lane = mod(tid, 32)
+    base = mul(floordiv(tid, 32), 32)
+    mate = add(base, var(OTHER_LANE))
+    theirs = _execution(a, {**m.thread_env(mate), **_vector_env(a, var(OTHER_ELEMENT))})
+    row_lane = add(base, mul(floordiv(lane, 4), 4))
+    first = mul(floordiv(reg, 2), 2)
+    offset = _offset(ctx, a)
+    row_start = _at(a, offset, row_lane, first)
+    expected = add(row_start, mul(add(mul(mod(lane, 4), 2), mod(reg, 2)), 2))
+    buffer = _buffer_offset(ctx, a)
+    fragment = None
+    rc = _row_col(a)
+    if rc is not None:
+        row, col = rc
+        row0, col0 = _at(a, row, base, first), _at(a, col, base, first)
+        want_row = add(row0, floordiv(lane, 4))
+        want_col = add(col0, mul(mod(lane, 4), 2), mod(reg, 2))
+        ra, ca = _at(a, row, base, mul(var(MATRIX_A), 2)), _at(a, col, base, mul(var(MATRIX_A), 2))
+        rb, cb = _at(a, row, base, mul(var(MATRIX_B), 2)), _at(a, col, base, mul(var(MATRIX_B), 2))
+        fragment = (row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb))
+    return Terms(tid, reg, m.block_threads, lane, _execution(a), mate, theirs, offset, row_lane, row_start, expected,
+                 buffer, add(buffer, offset), fragment)
+
+
+def _query(ctx: VerifyContext, a: Ldsm):
+    """One z3 context for every claim about the instruction (each claim gets a fresh solver):
+    the variables, their ranges and the rendered terms are the same."""
+    def make():
+        n = _shape(ctx, a).elements
+        return ctx.query(_terms(ctx, a).hint(), {**a.m.ranges, OTHER_LANE: const(32), OTHER_ELEMENT: const(n),
+                                                 MATRIX_A: const(n // 2), MATRIX_B: const(n // 2)})
+    return ctx.memo(("ldsm-query", id(a.op)), make)
+
+
 # -- the instruction shape and whole warps (memoized, shared by the three rules) ---------------
 
 
@@ -214,16 +288,11 @@ def _collective(ctx: VerifyContext, a: Ldsm) -> Outcome:
 def _prove_collective(ctx: VerifyContext, a: Ldsm) -> Outcome:
     # Formal statement: forall t < B, loop point s, v < n, l < 32, v' < n:
     #   executes(t, s, v) => 32*(t/32) + l < B and executes(32*(t/32) + l, s, v')
-    m, n = a.m, _shape(ctx, a).elements
-    tid = m.tid
-    mate = add(mul(floordiv(tid, 32), 32), var(OTHER_LANE))
-    env = {**m.thread_env(mate), **_vector_env(a, var(OTHER_ELEMENT))}
-    mine, theirs = _execution(a), _execution(a, env)
-    q = ctx.query([tid, mate, m.block_threads, m.reg] + _flat(mine) + _flat(theirs),
-                  {**m.ranges, OTHER_LANE: const(32), OTHER_ELEMENT: const(n)})
-    claim = z3.Implies(_holds(q, mine), z3.And(q.lt(mate, m.block_threads), _holds(q, theirs)))
-    return q.prove(claim, values={"thread": tid, "lane": mod(tid, 32), "element": m.reg, "mate": mate,
-                                  "B": m.block_threads, "other element": var(OTHER_ELEMENT)}, smallest=tid)
+    x = _terms(ctx, a)
+    q = _query(ctx, a)
+    claim = z3.Implies(_holds(q, x.mine), z3.And(q.lt(x.mate, x.block_threads), _holds(q, x.theirs)))
+    return q.prove(claim, values={"thread": x.tid, "lane": x.lane, "element": x.reg, "mate": x.mate,
+                                  "B": x.block_threads, "other element": var(OTHER_ELEMENT)}, smallest=x.tid)
 
 
 def _well_formed(ctx: VerifyContext, a: Ldsm) -> bool:
@@ -317,18 +386,11 @@ def _partial_warp(ctx: VerifyContext, a: Ldsm, out: Outcome) -> Diagnostic:
 def _rows(ctx: VerifyContext, a: Ldsm, shape: Shape) -> Iterator[Diagnostic]:
     # Formal statement: forall t, s, v: executes(t, s, v) =>
     #   E(t, v) == E(32*(t/32) + 4*((t%32)/4), 2*(v/2)) + 2*(2*(t%4) + v%2)
-    m = a.m
-    tid, reg = m.tid, m.reg
-    lane = mod(tid, 32)
-    row_lane = add(mul(floordiv(tid, 32), 32), mul(floordiv(lane, 4), 4))
-    offset = _offset(ctx, a)
-    row_start = _at(a, offset, row_lane, mul(floordiv(reg, 2), 2))
-    expected = add(row_start, mul(add(mul(mod(lane, 4), 2), mod(reg, 2)), 2))
-    mine = _execution(a)
-    q = ctx.query([tid, reg, lane, row_lane, offset, row_start, expected] + _flat(mine), m.ranges)
-    out = q.prove(z3.Implies(_holds(q, mine), q.eq(offset, expected)),
-                  values={"thread": tid, "lane": lane, "element": reg, "actual": offset, "expected": expected,
-                          "row address": row_start}, smallest=tid)
+    x = _terms(ctx, a)
+    q = _query(ctx, a)
+    out = q.prove(z3.Implies(_holds(q, x.mine), q.eq(x.offset, x.expected)),
+                  values={"thread": x.tid, "lane": x.lane, "element": x.reg, "actual": x.offset,
+                          "expected": x.expected, "row address": x.row_start}, smallest=x.tid)
     if out.status == "unknown":
         yield undecided("LDSM-THREAD-ROWS", f"that the {a.describe} reads whole 16-byte rows", out, **a.where())
         return
@@ -404,19 +466,12 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
             continue
         # Formal statement: forall t, s, v: executes(t, s, v) and t % 4 == 0 and v % 2 == 0 =>
         #   (buffer + E(t, v)) % 16 == 0      (lane t = 4r, element v = 2m: the row lane 8m + r supplies)
-        m = a.m
-        tid, reg = m.tid, m.reg
-        lane = mod(tid, 32)
-        buffer = _buffer_offset(ctx, a)
-        offset = _offset(ctx, a)
-        address = add(buffer, offset)
-        mine = _execution(a)
-        q = ctx.query([tid, reg, lane, mod(tid, 4), mod(reg, 2), buffer, offset, address, mod(address, ROW_BYTES)]
-                      + _flat(mine), m.ranges)
-        supplied = z3.And(_holds(q, mine), q.eq(mod(tid, 4), const(0)), q.eq(mod(reg, 2), const(0)))
-        out = q.prove(z3.Implies(supplied, q.eq(mod(address, ROW_BYTES), const(0))),
-                      values={"thread": tid, "lane": lane, "element": reg, "address": address, "buffer": buffer,
-                              "offset": offset}, smallest=tid)
+        x = _terms(ctx, a)
+        q = _query(ctx, a)
+        supplied = z3.And(_holds(q, x.mine), q.eq(mod(x.tid, 4), const(0)), q.eq(mod(x.reg, 2), const(0)))
+        out = q.prove(z3.Implies(supplied, q.eq(mod(x.address, ROW_BYTES), const(0))),
+                      values={"thread": x.tid, "lane": x.lane, "element": x.reg, "address": x.address,
+                              "buffer": x.buffer, "offset": x.offset}, smallest=x.tid)
         if out.status == "unknown":
             yield undecided("LDSM-ALIGNMENT", f"that the {a.describe}'s row addresses are 16-byte aligned", out,
                             **a.where())
@@ -497,8 +552,7 @@ def ldsm_register_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for a in _accesses(ctx):
         if not _well_formed(ctx, a):
             continue
-        rc = _row_col(a)
-        if rc is None:
+        if _terms(ctx, a).fragment is None:
             yield finding(
                 "LDSM-REGISTER-LAYOUT",
                 f"the {a.describe}: the register tensor {a.regs.name} has {len(a.regs.logical)} logical axis; "
@@ -507,36 +561,25 @@ def ldsm_register_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 hint="give the register tensor at least two logical axes (rows, columns) and load 8x8 blocks of them",
                 **a.where())
             continue
-        yield from _fragment(ctx, a, *rc)
+        yield from _fragment(ctx, a)
 
 
-def _fragment(ctx: VerifyContext, a: Ldsm, row: Expr, col: Expr) -> Iterator[Diagnostic]:
+def _fragment(ctx: VerifyContext, a: Ldsm) -> Iterator[Diagnostic]:
     # Formal statement: forall t, s, v: executes(t, s, v) =>
     #   row(t, v) == row(w, 2*(v/2)) + (t%32)/4 and col(t, v) == col(w, 2*(v/2)) + 2*(t%4) + v%2,
     #   w = 32*(t/32); and forall a != b < matrices: block(a) and block(b) are disjoint
-    m, shape = a.m, _shape(ctx, a)
-    tid, reg = m.tid, m.reg
-    lane = mod(tid, 32)
-    base = mul(floordiv(tid, 32), 32)
-    first = mul(floordiv(reg, 2), 2)
-    row0, col0 = _at(a, row, base, first), _at(a, col, base, first)
-    want_row = add(row0, floordiv(lane, 4))
-    want_col = add(col0, mul(mod(lane, 4), 2), mod(reg, 2))
-    origins = {k: (_at(a, row, base, mul(var(k), 2)), _at(a, col, base, mul(var(k), 2))) for k in (MATRIX_A, MATRIX_B)}
-    (ra, ca), (rb, cb) = origins[MATRIX_A], origins[MATRIX_B]
-    mine = _execution(a)
-    hint = [tid, reg, lane, row, col, row0, col0, want_row, want_col, ra, ca, rb, cb,
-            add(ra, 8), add(rb, 8), add(ca, 8), add(cb, 8)] + _flat(mine)
-    q = ctx.query(hint, {**m.ranges, MATRIX_A: const(shape.matrices), MATRIX_B: const(shape.matrices)})
-    values = {"thread": tid, "lane": lane, "element": reg, "row": row, "col": col, "want row": want_row,
+    x = _terms(ctx, a)
+    row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb) = x.fragment
+    q = _query(ctx, a)
+    values = {"thread": x.tid, "lane": x.lane, "element": x.reg, "row": row, "col": col, "want row": want_row,
               "want col": want_col, "origin row": row0, "origin col": col0}
-    out = q.prove(z3.Implies(_holds(q, mine), z3.And(q.eq(row, want_row), q.eq(col, want_col))),
-                  values=values, smallest=tid)
+    out = q.prove(z3.Implies(_holds(q, x.mine), z3.And(q.eq(row, want_row), q.eq(col, want_col))),
+                  values=values, smallest=x.tid)
     if out.status == "proved":
         disjoint = z3.Or(q.le(add(ra, 8), rb), q.le(add(rb, 8), ra), q.le(add(ca, 8), cb), q.le(add(cb, 8), ca))
-        apart = z3.Implies(z3.And(_holds(q, mine), q.ne(var(MATRIX_A), var(MATRIX_B))), disjoint)
-        out = q.prove(apart, values={"thread": tid, "row a": ra, "col a": ca, "row b": rb, "col b": cb,
-                                     "a": var(MATRIX_A), "b": var(MATRIX_B)}, smallest=tid)
+        apart = z3.Implies(z3.And(_holds(q, x.mine), q.ne(var(MATRIX_A), var(MATRIX_B))), disjoint)
+        out = q.prove(apart, values={"thread": x.tid, "row a": ra, "col a": ca, "row b": rb, "col b": cb,
+                                     "a": var(MATRIX_A), "b": var(MATRIX_B)}, smallest=x.tid)
         if out.status == "counterexample":
             yield _overlap(ctx, a, out)
             return

@@ -39,16 +39,21 @@ class Issue:
         self.m: AccessModel = build(ctx, acc)
         self.alloc = ctx.allocations[info.smem.name]
         self.t: TmaIssue = build_issue(info, self.alloc)
-        self.hw_address = hw_swizzle(add(self.t.tile_start, self.t.hw_offset), info.swizzle_bytes)
+        self.unswizzled, self.tile_start = self.t.unswizzled, self.t.tile_start  # computed once: the claims share them
+        self.hw_address = hw_swizzle(add(self.tile_start, self.t.hw_offset), info.swizzle_bytes)
+        self._exprs: list[Expr] | None = None
         self.where = dict(tensor=info.smem.name, ids=[a.id.name for a in self.alloc.allocated()],
                           location=info.smem.origin or info.op.origin)
 
     def exprs(self) -> list[Expr]:
-        t = self.t
-        return ([t.smem_offset, t.unswizzled, t.tile_start, t.hw_offset, add(t.tile_start, t.hw_offset),
-                 self.hw_address, t.footprint, t.row_pitch, self.alloc.bytes_expr]
-                + list(t.tile_coords) + list(t.box_origin) + [d.tile for d in self.info.dims]
-                + [b.value for b in t.issue_bounds] + [b.extent for b in t.issue_bounds] + self.m.hint_exprs())
+        if self._exprs is None:
+            t = self.t
+            self._exprs = ([t.smem_offset, self.unswizzled, self.tile_start, t.hw_offset,
+                            add(self.tile_start, t.hw_offset), self.hw_address, t.footprint, t.row_pitch,
+                            self.alloc.bytes_expr] + list(t.tile_coords) + list(t.box_origin)
+                           + [d.tile for d in self.info.dims] + [b.value for b in t.issue_bounds]
+                           + [b.extent for b in t.issue_bounds] + self.m.hint_exprs())
+        return self._exprs
 
     def issued(self, q) -> z3.BoolRef:
         """The copy is issued at this point: the thread takes part and no coordinate is a hole."""
@@ -60,7 +65,8 @@ class Issue:
 
     def prove(self, ctx: VerifyContext, claim, extra: list[Expr], values: dict[str, Expr], tile=True,
               smallest: Expr | None = None) -> Outcome:
-        q = ctx.query(self.exprs() + extra + list(values.values()), self.m.ranges)
+        # the claims about one copy share a query: same variables, ranges and terms
+        q = ctx.shared_query(("tma-issue", id(self)), self.exprs() + extra + list(values.values()), self.m.ranges)
         cond = z3.And(self.issued(q), self.in_tile(q)) if tile else self.issued(q)
         return q.prove(z3.Implies(cond, claim(q)), values=values, smallest=smallest)
 
@@ -96,9 +102,9 @@ def _layout(ctx: VerifyContext, issue: Issue) -> Outcome:
     """Every tile element lies where the hardware puts it: unswizzle(schedule) == start + row-major offset."""
     t = issue.t
     values = {**issue.tile_values(), "address": t.smem_offset, "expected address": issue.hw_address,
-              "tile start": t.tile_start, "offset in tile": t.hw_offset}
+              "tile start": issue.tile_start, "offset in tile": t.hw_offset}
     return ctx.memo(("tma-layout", id(issue)), lambda: issue.prove(
-        ctx, lambda q: q.eq(t.unswizzled, add(t.tile_start, t.hw_offset)), [], values, smallest=t.hw_offset))
+        ctx, lambda q: q.eq(issue.unswizzled, add(issue.tile_start, t.hw_offset)), [], values, smallest=t.hw_offset))
 
 
 def _layout_message(issue: Issue, kind: str):
@@ -224,8 +230,9 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if not out.proved or not _layout(ctx, issue).proved:
             continue  # a tile that is not where TMA puts it is reported by the layout rules
         start = ctx.memo(("tma-whole-start", id(issue)), lambda: issue.prove(
-            ctx, lambda q: q.eq(mod(t.tile_start, t.footprint), const(0)), [mod(t.tile_start, t.footprint)],
-            {"tile start": t.tile_start, "tile bytes": t.footprint}, tile=False))
+            ctx, lambda q: q.eq(mod(issue.tile_start, t.footprint), const(0)),
+            [mod(issue.tile_start, t.footprint)], {"tile start": issue.tile_start, "tile bytes": t.footprint},
+            tile=False))
         yield from _report(
             ctx, "TMA-WHOLE-TILES", issue, start, f"that every tile of {issue.info.smem.name} starts on a tile boundary",
             lambda v, when: (f"a tile of {issue.info.smem.name} starts at byte {v['tile start']}{when}, "
@@ -239,7 +246,7 @@ def _width_problem(ctx: VerifyContext, issue: Issue) -> Outcome | None:
     s = issue.info.swizzle_bytes
     inner = issue.t.inner_box_bytes()
     def run():
-        q = ctx.query([inner, const(s)], issue.m.ranges)
+        q = ctx.shared_query(("tma-issue", id(issue)), [inner, const(s)], issue.m.ranges)
         return q.prove(q.eq(inner, const(s)), values={"inner box bytes": inner})
     out = ctx.memo(("tma-width", id(issue)), run)
     return None if out.proved else out
@@ -413,11 +420,11 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         name, s = issue.info.smem.name, issue.info.swizzle_bytes
         buf = plan.buffers[name]
         need = swizzle_period(s) if s in SWIZZLE_MODES else TMA_ALIGN
-        address = add(buf.offset, issue.t.tile_start)
+        address = add(buf.offset, issue.tile_start)
         out = ctx.memo(("smem-align", id(issue)), lambda: issue.prove(
             ctx, lambda q: z3.And(q.eq(mod(buf.offset, need), const(0)), q.eq(mod(address, TMA_ALIGN), const(0))),
             [address, buf.offset, mod(address, TMA_ALIGN), mod(buf.offset, need), const(need)],
-            {"buffer offset": buf.offset, "tile address": address, "tile start": issue.t.tile_start}, tile=False))
+            {"buffer offset": buf.offset, "tile address": address, "tile start": issue.tile_start}, tile=False))
         yield from _report(
             ctx, "SMEM-ALIGNMENT", issue, out, f"that the TMA addresses in {name} are aligned",
             lambda v, when: (f"a TMA {'into' if issue.info.direction == 'load' else 'from'} {name} uses shared address "
