@@ -75,6 +75,11 @@ def test_bundled_example_compiles_for_sm90a(case):
         assert word not in code, f"per-example name {word!r} in the generated source"
 
 
+@pytest.mark.parametrize("case", [c for c in BUNDLED if c.location and "gsg_copy" in c.location], ids=lambda c: c.name)
+def test_gsg_copy_launches_the_shared_memory_the_seed_states(case):
+    assert tp.compile(case.build()).launch_params.shared_memory_bytes == case.expect.allocations["T1"]["bytes"]
+
+
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_codegen_schedules_compile_for_sm90a(name):
     fusion = BUILDERS[name]()

@@ -54,6 +54,7 @@ def check_reference(fusion, inputs, outputs):
 @pytest.mark.parametrize("case", GSG, ids=lambda c: c.name)
 def test_gsg_copy_reproduces_fresh_inputs_into_poisoned_outputs(case):
     kernel = tp.compile(case.build(), target="sm_90a")
+    assert kernel.launch_params.shared_memory_bytes == case.expect.allocations["T1"]["bytes"]  # the seed's size
     for _ in range(3):
         x = randn(2, 4)
         out = poisoned_like(x)
