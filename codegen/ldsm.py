@@ -10,15 +10,15 @@ LDSM-ALIGNMENT and LDSM-REGISTER-LAYOUT proved to be the hardware's fragment lay
 from __future__ import annotations
 
 from ..model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
+from ..model.indexing import linear_thread, thread_env
 from ..model.tensor import TensorView
-from ..model.types import THREAD_TYPES, LoadStoreOpType
+from ..model.types import LoadStoreOpType
 from .errors import UnsupportedSchedule
 from .kernel_ir import Compute, MatrixCopy, Operand
 from .predicates import always_equal
 from .simplify import simplify
 
 NUM = {2: 1, 4: 2, 8: 4}  # 16-bit elements per lane -> matrices
-THREAD_VARS = tuple(p.cuda_name for p in THREAD_TYPES)
 
 
 def is_ldsm(tv: TensorView) -> bool:
@@ -29,12 +29,10 @@ def is_ldsm(tv: TensorView) -> bool:
 
 def lane_address(offset: Expr, vector_var: str, block: tuple[Expr, Expr, Expr], ranges) -> Expr:
     """E(4*(T%8) of this warp, 2*(T/8)) for this lane T, with E the element offset `offset`."""
-    bx, by, _ = block
-    tid = add(var(THREAD_VARS[0]), mul(var(THREAD_VARS[1]), bx), mul(var(THREAD_VARS[2]), bx, by))
+    tid = linear_thread(block)
     lane = mod(tid, 32)
     row_owner = add(mul(floordiv(tid, 32), 32), mul(mod(lane, 8), 4))
-    env = {THREAD_VARS[0]: mod(row_owner, bx), THREAD_VARS[1]: mod(floordiv(row_owner, bx), by),
-           THREAD_VARS[2]: floordiv(row_owner, mul(bx, by)), vector_var: mul(floordiv(lane, 8), 2)}
+    env = {**thread_env(row_owner, block), vector_var: mul(floordiv(lane, 8), 2)}
     return simplify(substitute(offset, env), ranges)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Expr, add, const, maximum, mul, var
+from .expr import Expr, add, const, floordiv, maximum, mod, mul, var
 from .iterdomain import IterDomain
 from .tensor import TensorView
 from .types import THREAD_TYPES, BLOCK_TYPES, ParallelType
@@ -97,3 +97,17 @@ def block_dims(fusion) -> dict[ParallelType, Expr]:
 def thread_dims(fusion) -> tuple[Expr, Expr, Expr]:
     d = block_dims(fusion)
     return tuple(d.get(p, const(1)) for p in THREAD_TYPES)  # type: ignore[return-value]
+
+
+def linear_thread(dims: tuple[Expr, Expr, Expr]) -> Expr:
+    """threadIdx.x + threadIdx.y * bdx + threadIdx.z * bdx * bdy."""
+    bx, by, _ = dims
+    x, y, z = (var(p.cuda_name) for p in THREAD_TYPES)
+    return add(x, mul(y, bx), mul(z, bx, by))
+
+
+def thread_env(linear: Expr, dims: tuple[Expr, Expr, Expr]) -> dict[str, Expr]:
+    """threadIdx.{x,y,z} of the thread whose linear id is `linear`."""
+    bx, by, _ = dims
+    x, y, z = (p.cuda_name for p in THREAD_TYPES)
+    return {x: mod(linear, bx), y: mod(floordiv(linear, bx), by), z: floordiv(linear, mul(bx, by))}

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ..model.expr import Expr, add, const, floordiv, mod, mul, product, substitute, var
-from ..model.indexing import Bound, indices_from_logical, indices_from_loop, producer_logical, valid_item_bounds
+from ..model.expr import Expr, add, const, floordiv, mul, product, substitute, var
+from ..model.indexing import (
+    Bound, indices_from_logical, indices_from_loop, linear_thread, producer_logical, thread_env, valid_item_bounds,
+)
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from .context import Access, VerifyContext
 
@@ -39,8 +41,7 @@ class AccessModel:
 
     @property
     def tid(self) -> Expr:
-        bx, by, _ = self.dims
-        return add(var(THREAD_VARS[0]), mul(var(THREAD_VARS[1]), bx), mul(var(THREAD_VARS[2]), bx, by))
+        return linear_thread(self.dims)
 
     @property
     def block_threads(self) -> Expr:
@@ -48,9 +49,7 @@ class AccessModel:
 
     def thread_env(self, linear: Expr) -> dict[str, Expr]:
         """threadIdx.{x,y,z} of the thread with linear id `linear`."""
-        bx, by, _ = self.dims
-        return {THREAD_VARS[0]: mod(linear, bx), THREAD_VARS[1]: mod(floordiv(linear, bx), by),
-                THREAD_VARS[2]: floordiv(linear, mul(bx, by))}
+        return thread_env(linear, self.dims)
 
     def warp_base_env(self) -> dict[str, Expr]:
         env = self.thread_env(mul(floordiv(self.tid, 32), 32))
