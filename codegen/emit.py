@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..model.expr import const
 from ..model.types import DataType, MemoryType
 from .cuda_expr import to_cuda
-from . import emit_tma, ldsm
+from . import emit_ldsm, emit_tma
 from .kernel_ir import ELEMENT_VAR, Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait
 
 
@@ -161,7 +161,7 @@ class _Emitter:
                 out += ["  " * depth + line for line in emit_tma.copy(n, self.x, n.smem)]
             elif isinstance(n, MatrixCopy):
                 out.append("  " * depth + f"// {n.comment}")
-                out += ["  " * depth + line for line in ldsm.emit(n, self.x)]
+                out += ["  " * depth + line for line in emit_ldsm.matrix_copy(n, self.x)]
             else:
                 out += self.compute(n, depth)
         return out

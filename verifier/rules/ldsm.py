@@ -5,11 +5,12 @@ For one LdMatrix (shared -> the Local consumer, whose loop domain issues it) or 
 (the Local producer -> the Shared consumer) the access model (verifier/access.py) gives, for
 every thread t (linear id x + y*bdx + z*bdx*bdy, lane t % 32), loop point and vector element
 v (the consumer's Vectorize'd loop IDs, row-major), the shared-memory byte offset E(t, v)
-of the element the schedule assigns there. The hardware supplies row r of matrix m from
-lane 8m + r; the code generator gives lane T the address A(T) = E(4*(T%8), 2*(T/8)), the
-schedule's location of column 0 of that row; lane t receives (or gives) row t/4, columns
-2(t%4) + {0, 1} of each matrix, register i holding matrix i (elements 2i and 2i + 1).
-Every claim is one z3 proof over all threads, loop points, elements and admitted sizes.
+of the element the schedule assigns there. The hardware's map is model/ldsm_layout.py:
+lane T supplies row T%8 of matrix T/8, at the address A(T) = E(4*(T%8), 2*(T/8)) the code
+generator gives it (supplied_address), the schedule's location of column 0 of that row;
+lane t receives (or gives) row t/4, columns 2(t%4) + {0, 1} of each matrix, register i
+holding matrix i (elements 2i and 2i + 1; fragment). Every claim is one z3 proof over all
+threads, loop points, elements and admitted sizes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ import z3
 from ...model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
 from ...model.fusion import Op
 from ...model.indexing import indices_from_loop, linear_offset, producer_logical
+from ...model.ldsm_layout import (
+    ELEMENT_BYTES, MATRICES, MATRIX_ROWS, ROW_BYTES, WARP, at_lane, fragment, holder, lane_of, row_address, supplied_address,
+    supplier, supplier_lane, warp_start,
+)
 from ...model.smem_plan import plan_shared_memory
 from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, MemoryType
@@ -33,8 +38,6 @@ from ..registry import rule
 from ..solver import Outcome
 
 LDSM_OPS = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix)
-ELEMENTS = {2: "x1", 4: "x2", 8: "x4"}  # 16-bit elements per thread -> .num
-ROW_BYTES = 16
 OTHER_LANE, OTHER_ELEMENT, MATRIX_A, MATRIX_B = "other lane", "other element", "matrix a", "matrix b"
 
 
@@ -96,9 +99,13 @@ def _vector_env(a: Ldsm, element: Expr) -> dict[str, Expr]:
     return env
 
 
-def _at(a: Ldsm, e: Expr, thread: Expr, element: Expr) -> Expr:
-    """e at another thread (linear id) and element, at the same loop point."""
-    return substitute(e, {**a.m.thread_env(thread), **_vector_env(a, element)})
+def _element_env(a: Ldsm):
+    return lambda element: _vector_env(a, element)
+
+
+def _at(a: Ldsm, e: Expr, lane: Expr, element: Expr) -> Expr:
+    """e at another lane of the thread's warp and another element, at the same loop point."""
+    return at_lane(e, lane, element, a.m.dims, _element_env(a))
 
 
 def _offset(ctx: VerifyContext, a: Ldsm) -> Expr:
@@ -163,17 +170,17 @@ class Terms:
     mate: Expr  # lane OTHER_LANE of the thread's warp
     theirs: list[tuple[Expr, Expr]]  # the mate executes it with element OTHER_ELEMENT
     offset: Expr  # E(t, v)
-    row_lane: Expr
     row_start: Expr  # E(4*(t/4), 2*(v/2)): where the row of lane t, element v starts
     expected: Expr  # the byte the hardware moves for lane t, element v
     buffer: Expr
-    address: Expr  # buffer + E(t, v)
+    supplied: Expr  # E(4*(T%8), 2*(T/8)): the row address lane T = t % 32 supplies (what the kernel passes)
+    supplied_address: Expr  # buffer + supplied
     fragment: tuple | None  # (row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb)), None: < 2 axes
 
     def hint(self) -> list[Expr]:
-        out = [self.tid, self.reg, self.block_threads, self.lane, self.mate, self.offset, self.row_lane,
-               self.row_start, self.expected, self.buffer, self.address, mod(self.tid, 4), mod(self.reg, 2),
-               mod(self.address, ROW_BYTES)]
+        out = [self.tid, self.reg, self.block_threads, self.lane, self.mate, self.offset, self.row_start,
+               self.expected, self.buffer, self.supplied, self.supplied_address, mod(self.reg, 2),
+               mod(self.supplied_address, ROW_BYTES)]
         if self.fragment is not None:
             row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb) = self.fragment
             out += [row, col, row0, col0, want_row, want_col, ra, ca, rb, cb,
@@ -188,28 +195,29 @@ def _terms(ctx: VerifyContext, a: Ldsm) -> Terms:
 def _build_terms(ctx: VerifyContext, a: Ldsm) -> Terms:
     m = a.m
     tid, reg = m.tid, m.reg
-    lane = mod(tid, 32)
-    base = mul(floordiv(tid, 32), 32)
-    mate = add(base, var(OTHER_LANE))
+    lane = lane_of(tid)
+    mate = add(warp_start(tid), var(OTHER_LANE))
     theirs = _execution(a, {**m.thread_env(mate), **_vector_env(a, var(OTHER_ELEMENT))})
-    row_lane = add(base, mul(floordiv(lane, 4), 4))
-    first = mul(floordiv(reg, 2), 2)
+    matrix, row, column = fragment(lane, reg)  # where the hardware puts lane t's element v
     offset = _offset(ctx, a)
-    row_start = _at(a, offset, row_lane, first)
-    expected = add(row_start, mul(add(mul(mod(lane, 4), 2), mod(reg, 2)), 2))
+    row_start = row_address(offset, matrix, row, m.dims, _element_env(a))
+    expected = add(row_start, mul(column, ELEMENT_BYTES))
     buffer = _buffer_offset(ctx, a)
-    fragment = None
+    supplied = supplied_address(offset, m.dims, _element_env(a))
+    claims = None
     rc = _row_col(a)
     if rc is not None:
-        row, col = rc
-        row0, col0 = _at(a, row, base, first), _at(a, col, base, first)
-        want_row = add(row0, floordiv(lane, 4))
-        want_col = add(col0, mul(mod(lane, 4), 2), mod(reg, 2))
-        ra, ca = _at(a, row, base, mul(var(MATRIX_A), 2)), _at(a, col, base, mul(var(MATRIX_A), 2))
-        rb, cb = _at(a, row, base, mul(var(MATRIX_B), 2)), _at(a, col, base, mul(var(MATRIX_B), 2))
-        fragment = (row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb))
-    return Terms(tid, reg, m.block_threads, lane, _execution(a), mate, theirs, offset, row_lane, row_start, expected,
-                 buffer, add(buffer, offset), fragment)
+        r, c = rc
+
+        def origin(e: Expr, m: Expr) -> Expr:  # e at column 0 of row 0 of matrix m
+            return _at(a, e, *holder(m, 0))
+
+        row0, col0 = origin(r, matrix), origin(c, matrix)
+        ra, ca = origin(r, var(MATRIX_A)), origin(c, var(MATRIX_A))
+        rb, cb = origin(r, var(MATRIX_B)), origin(c, var(MATRIX_B))
+        claims = (r, c, row0, col0, add(row0, row), add(col0, column), (ra, ca), (rb, cb))
+    return Terms(tid, reg, m.block_threads, lane, _execution(a), mate, theirs, offset, row_start, expected,
+                 buffer, supplied, add(buffer, supplied), claims)
 
 
 def _query(ctx: VerifyContext, a: Ldsm):
@@ -234,7 +242,7 @@ class Shape:
 
     @property
     def matrices(self) -> int:
-        return self.elements // 2
+        return MATRICES[self.elements]
 
 
 def _shape(ctx: VerifyContext, a: Ldsm) -> Shape:
@@ -248,13 +256,13 @@ def _decide_shape(ctx: VerifyContext, a: Ldsm) -> Shape:
             return Shape(f"the {a.describe}: {t.name} is in {t.memory_type} memory, but {a.name} {want_smem}",
                          {f"{t.name} in {memory} memory": 0},
                          f"set the {side} side's memory type: {t.name}.set_memory_type(tp.MemoryType.{memory})")
-    if a.smem.dtype.bytes != 2 or a.regs.dtype.bytes != 2:
+    if a.smem.dtype.bytes != ELEMENT_BYTES or a.regs.dtype.bytes != ELEMENT_BYTES:
         return Shape(f"the {a.describe} moves {a.smem.dtype} elements ({a.smem.dtype.bytes} bytes); "
                      f"{a.name}.m8n8 moves 16-bit elements (.b16)",
-                     {"element bytes": a.smem.dtype.bytes, "required bytes": 2},
+                     {"element bytes": a.smem.dtype.bytes, "required bytes": ELEMENT_BYTES},
                      f"use a 16-bit dtype (float16, bfloat16) or a plain tp.set for {a.smem.dtype}")
     n, sizes = _elements(ctx, a)
-    if n not in ELEMENTS:
+    if n not in MATRICES:
         when = f" when {format_values(sizes)}" if sizes else ""
         got = f"{n} elements{when}" if n is not None else f"{a.m.num_regs} elements, a number that depends on the sizes"
         return Shape(f"the {a.describe} gives each thread {got}; .x1, .x2 and .x4 give 2, 4 or 8",
@@ -270,12 +278,12 @@ def _elements(ctx: VerifyContext, a: Ldsm) -> tuple[int | None, dict[str, int]]:
     n = ctx.concrete(a.m.num_regs)
     if n is not None:
         return n, {}
-    for k in ELEMENTS:
+    for k in MATRICES:
         q = ctx.query([a.m.num_regs, const(k)])
         if q.prove(q.eq(a.m.num_regs, const(k))).proved:
             return k, {}
-    q = ctx.query([a.m.num_regs] + [const(k) for k in ELEMENTS])
-    out = q.prove(z3.Or(*[q.eq(a.m.num_regs, const(k)) for k in ELEMENTS]), values={"n": a.m.num_regs})
+    q = ctx.query([a.m.num_regs] + [const(k) for k in MATRICES])
+    out = q.prove(z3.Or(*[q.eq(a.m.num_regs, const(k)) for k in MATRICES]), values={"n": a.m.num_regs})
     if out.status == "counterexample":
         return out.values["n"], ctx.symbols_of(out.model)
     return None, {}  # several of 2, 4 and 8 admitted: no one instruction
@@ -397,20 +405,21 @@ def _rows(ctx: VerifyContext, a: Ldsm, shape: Shape) -> Iterator[Diagnostic]:
     if out.proved:
         return
     v = out.values
-    matrix, r, col = v["element"] // 2, v["lane"] // 4, 2 * (v["lane"] % 4) + v["element"] % 2
+    matrix, r, col = fragment(v["lane"], v["element"])
+    row_lane = supplier_lane(r, matrix)
     verb = "reads from" if a.name == "ldmatrix" else "writes to"
     yield finding(
         "LDSM-THREAD-ROWS",
         f"the {a.describe} does not move 16-byte matrix rows: lane {v['lane']} element {v['element']} is "
         f"row {r}, column {col} of matrix {matrix}, which the hardware {verb} byte {v['expected']} of "
-        f"{a.smem.name} (lane {8 * matrix + r} supplies that row at byte {v['row address']}, + {2 * col} for "
+        f"{a.smem.name} (lane {row_lane} supplies that row at byte {v['row address']}, + {col * ELEMENT_BYTES} for "
         f"column {col}), but the schedule puts it at byte {v['actual']}",
-        notes=[f"{ELEMENTS[shape.elements]}: lane 8m + r supplies row r of matrix m; lanes 4r .. 4r + 3 hold "
+        notes=[f"x{shape.matrices}: lane 8m + r supplies row r of matrix m; lanes 4r .. 4r + 3 hold "
                f"its 8 columns, two each, so E(4r + c, 2m + h) must be E(4r, 2m) + 2 * (2c + h)",
                "the row address of lane T is E(4 * (T % 8), 2 * (T / 8)), the schedule's column 0 of that row"],
         counterexample={**ctx.symbols_of(out.model), **_loop_values(a, out.model), "thread": v["thread"],
                         "lane": v["lane"], "element": v["element"], "matrix": matrix, "row": r, "column": col,
-                        "row address lane": 8 * matrix + r, "row address": v["row address"],
+                        "row address lane": row_lane, "row address": v["row address"],
                         "expected byte offset": v["expected"], "actual byte offset": v["actual"]},
         hint="store each 8-element matrix row contiguously in shared memory (the column axis innermost in the "
              "allocation domain, swizzles moving whole 16-byte chunks) and give lanes 4r .. 4r + 3 row r: "
@@ -464,14 +473,15 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for a in _accesses(ctx):
         if not _well_formed(ctx, a):
             continue
-        # Formal statement: forall t, s, v: executes(t, s, v) and t % 4 == 0 and v % 2 == 0 =>
-        #   (buffer + E(t, v)) % 16 == 0      (lane t = 4r, element v = 2m: the row lane 8m + r supplies)
+        # Formal statement: forall t, s, v: executes(t, s, v) and T < 8 * matrices, T = t % 32 =>
+        #   (buffer + E(32*(t/32) + 4*(T%8), 2*(T/8))) % 16 == 0
+        # (ldsm_layout.supplied_address: the row address lane T supplies, the expression the kernel passes)
         x = _terms(ctx, a)
         q = _query(ctx, a)
-        supplied = z3.And(_holds(q, x.mine), q.eq(mod(x.tid, 4), const(0)), q.eq(mod(x.reg, 2), const(0)))
-        out = q.prove(z3.Implies(supplied, q.eq(mod(x.address, ROW_BYTES), const(0))),
-                      values={"thread": x.tid, "lane": x.lane, "element": x.reg, "address": x.address,
-                              "buffer": x.buffer, "offset": x.offset}, smallest=x.tid)
+        supplying = z3.And(_holds(q, x.mine), q.lt(x.lane, const(MATRIX_ROWS * _shape(ctx, a).matrices)))
+        out = q.prove(z3.Implies(supplying, q.eq(mod(x.supplied_address, ROW_BYTES), const(0))),
+                      values={"thread": x.tid, "lane": x.lane, "address": x.supplied_address,
+                              "buffer": x.buffer, "offset": x.supplied}, smallest=x.tid)
         if out.status == "unknown":
             yield undecided("LDSM-ALIGNMENT", f"that the {a.describe}'s row addresses are 16-byte aligned", out,
                             **a.where())
@@ -479,17 +489,18 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if out.proved:
             continue
         v = out.values
-        matrix, r = v["element"] // 2, v["lane"] // 4
-        supplier = 8 * matrix + r
+        lane = v["lane"]
+        r, matrix = supplier(lane)
+        holder_lane, holder_element = holder(matrix, r)
         yield finding(
             "LDSM-ALIGNMENT",
-            f"the {a.describe} has a misaligned row: lane {supplier} supplies row {r} of matrix {matrix} at shared "
+            f"the {a.describe} has a misaligned row: lane {lane} supplies row {r} of matrix {matrix} at shared "
             f"address {v['address']} ({a.smem.name} at {v['buffer']} + {v['offset']}), not a multiple of 16",
             notes=[f"{a.name} reads or writes each 8-element row as one 16-byte access at the address its lane supplies",
-                   f"the address of lane {supplier} is the schedule's place of column 0 of that row: lane {v['lane']}, "
-                   f"element {v['element']}"],
+                   f"the address of lane {lane} is the schedule's place of column 0 of that row: lane {holder_lane}, "
+                   f"element {holder_element}"],
             counterexample={**ctx.symbols_of(out.model), **_loop_values(a, out.model, with_threads=False),
-                            "warp": v["thread"] // 32, "lane": supplier,
+                            "warp": v["thread"] // WARP, "lane": lane,
                             "matrix": matrix, "row": r, "address": v["address"], "buffer offset": v["buffer"],
                             "byte offset": v["offset"], "address % 16": v["address"] % ROW_BYTES},
             hint=f"make every matrix row of {a.smem.name} start at a multiple of 8 elements: pad its rows to a "
@@ -589,7 +600,7 @@ def _fragment(ctx: VerifyContext, a: Ldsm) -> Iterator[Diagnostic]:
     if out.proved:
         return
     v = out.values
-    matrix, r, c = v["element"] // 2, v["lane"] // 4, 2 * (v["lane"] % 4) + v["element"] % 2
+    matrix, r, c = fragment(v["lane"], v["element"])
     name = a.regs.name
     yield finding(
         "LDSM-REGISTER-LAYOUT",
