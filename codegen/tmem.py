@@ -39,6 +39,7 @@ from dataclasses import fields
 
 from ..model.expr import Expr, add, const, mul, substitute, try_int, var
 from ..model.indexing import block_dims, thread_dims
+from ..model.tcgen05 import tmem_address
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
 from ..verifier.access import AccessModel, var_name
@@ -158,7 +159,7 @@ class AccessLowering:
         column = self._kernel_expr(substitute(m.addresses["column"], base))
         registers = [self._register(stmt, r, data_conds) for r in range(regs)]
         address = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
-                          add(mul(lane, 65536), column, self.column_offset))
+                          tmem_address(lane, add(column, self.column_offset)))
         first = registers[0].data  # like a vector Compute: operands at the first element
         if direction == "st":
             out, ins = address, first.ins
@@ -212,7 +213,7 @@ class AccessLowering:
         lane = self._kernel_expr(substitute(m.addresses["lane"], in_model))
         column = self._kernel_expr(substitute(m.addresses["column"], in_model))
         cell = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
-                       add(mul(lane, 65536), column, self.column_offset))
+                       tmem_address(lane, add(column, self.column_offset)))
 
         def at(o: Operand) -> Operand:
             return Operand(o.tensor, o.memory, o.dtype, simplify(substitute(o.offset, in_kernel), self.ranges))

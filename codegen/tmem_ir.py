@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.expr import Expr, const
-from ..model.tcgen05 import TmemPattern
+from ..model.expr import Expr, add, const
+from ..model.tcgen05 import TmemPattern, tmem_address
 from .kernel_ir import Compute, Cond, Sync
 
 BASE_NAME = "tmem_base"  # the C++ name of the allocation's address (lane 0, first column)
@@ -42,7 +42,7 @@ class TmemRegister:
 class TmemAccess(Compute):
     """`tcgen05.{st,ld}.sync.aligned.<pattern>.x<repeat>.b32` by a whole warp, then its wait.
 
-    The warp's address is `tmem_base + (lane << 16) + column + column_offset`, with `lane`
+    The warp's address is `tmem_base + tmem_address(lane, column + column_offset)`, with `lane`
     and `column` the verifier's access model at the warp's first thread and register 0
     (the same for all 32 threads: every thread computes it from its own threadIdx).
     `conds` predicate the instruction and are warp-uniform (see codegen/tmem.py);
@@ -61,8 +61,8 @@ class TmemAccess(Compute):
 
     @property
     def address_offset(self) -> Expr:
-        """The warp's address minus tmem_base: lane in bits 31..16, column in 15..0."""
-        return self.lane * 65536 + self.column + self.column_offset
+        """The warp's address minus tmem_base (model/tcgen05.py tmem_address)."""
+        return tmem_address(self.lane, add(self.column, self.column_offset))
 
     @property
     def instruction(self) -> str:

@@ -1,12 +1,19 @@
-"""The tcgen05.ld/st data-path patterns: which (lane, column) each thread's register
-touches, relative to the warp's base address. Formulas from PTX ISA 9.7.16.8 /
-CUTLASS copy_traits_sm100, per hardware.md section 2."""
+"""Tensor memory's addresses and the tcgen05.ld/st data-path patterns: which (lane, column)
+each thread's register touches, relative to the warp's base address. Formulas from PTX ISA
+9.7.16.1.1 (addresses) and 9.7.16.8 / CUTLASS copy_traits_sm100, per hardware.md section 2."""
 
 from __future__ import annotations
 
 import enum
 
-from .expr import Expr, add, floordiv, mod, mul
+from .expr import Expr, ExprLike, add, floordiv, mod, mul
+
+TMEM_LANE_SHIFT = 16  # a tensor-memory address holds the lane in bits 31..16, the column in bits 15..0
+
+
+def tmem_address(lane: ExprLike, column: ExprLike) -> Expr:
+    """The 32-bit tensor-memory address of (lane, column): lane << 16 | column (PTX ISA 9.7.16.1.1)."""
+    return add(mul(lane, 1 << TMEM_LANE_SHIFT), column)
 
 
 class TmemPattern(enum.Enum):
