@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from ..model.expr import Expr, add, const, mul, substitute, try_int, var
-from ..model.indexing import block_dims, thread_dims
+from ..model.indexing import block_dims, thread_dims, vector_point
 from ..model.tcgen05 import tmem_address
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
@@ -197,19 +197,17 @@ class AccessLowering:
         blockIdx are the same names in both), simplified over the loop ranges."""
         return simplify(substitute(e, self.rename), self.ranges)
 
-    def _register_point(self, r: int) -> dict[str, int]:
-        """Index of each vectorized loop ID at register r (row-major, as AccessModel.reg)."""
-        point, rest = {}, r
-        for k in reversed(self.vector_positions):
-            e = self.tv.loop[k].static_extent
-            point[k], rest = rest % e, rest // e
-        return point
+    def _register_point(self, r: int) -> dict[int, Expr]:
+        """Index of each vectorized loop ID (by loop position) at register r (model/indexing.py
+        vector_point, the inverse of AccessModel.reg)."""
+        extents = [self.tv.loop[k].extent_expr for k in self.vector_positions]
+        return dict(zip(self.vector_positions, vector_point(r, extents)))
 
     def _register(self, stmt: Compute, r: int, data_conds: list[Cond]) -> TmemRegister:
         m = self.m
         point = self._register_point(r)
-        in_model = {var_name(m.acc, self.tv.loop[k]): const(v) for k, v in point.items()}
-        in_kernel = {self.path[k].index_var: const(v) for k, v in point.items()}
+        in_model = {var_name(m.acc, self.tv.loop[k]): v for k, v in point.items()}
+        in_kernel = {self.path[k].index_var: v for k, v in point.items()}
         lane = self._kernel_expr(substitute(m.addresses["lane"], in_model))
         column = self._kernel_expr(substitute(m.addresses["column"], in_model))
         cell = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,

@@ -111,3 +111,21 @@ def thread_env(linear: Expr, dims: tuple[Expr, Expr, Expr]) -> dict[str, Expr]:
     bx, by, _ = dims
     x, y, z = (p.cuda_name for p in THREAD_TYPES)
     return {x: mod(linear, bx), y: mod(floordiv(linear, bx), by), z: floordiv(linear, mul(bx, by))}
+
+
+def vector_index(indices: list[Expr], extents: list[Expr]) -> Expr:
+    """The register (element of one instruction) at a point of the Vectorize IDs: their
+    indices row-major over their extents, the last ID fastest. vector_point inverts it."""
+    e: Expr = const(0)
+    for index, extent in zip(indices, extents):
+        e = add(mul(e, extent), index)
+    return e
+
+
+def vector_point(register: Expr | int, extents: list[Expr]) -> list[Expr]:
+    """The index of each Vectorize ID at `register` (the inverse of vector_index)."""
+    point, inner = [], const(1)
+    for extent in reversed(extents):
+        point.append(mod(floordiv(register, inner), extent))
+        inner = mul(inner, extent)
+    return point[::-1]

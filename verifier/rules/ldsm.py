@@ -20,9 +20,9 @@ from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
+from ...model.expr import Expr, add, const, mod, mul, substitute, var
 from ...model.fusion import Op
-from ...model.indexing import indices_from_loop, linear_offset, producer_logical
+from ...model.indexing import indices_from_loop, linear_offset, producer_logical, vector_point
 from ...model.ldsm_layout import (
     ELEMENT_BYTES, MATRICES, MATRIX_ROWS, ROW_BYTES, WARP, at_lane, fragment, holder, lane_of, row_address, supplied_address,
     supplier, supplier_lane, warp_start,
@@ -91,12 +91,9 @@ def _accesses(ctx: VerifyContext) -> list[Ldsm]:
 
 
 def _vector_env(a: Ldsm, element: Expr) -> dict[str, Expr]:
-    """The Vectorize'd loop indices of register `element` (row-major over the vector IDs)."""
-    env, inner = {}, const(1)
-    for i in reversed(a.m.vector_ids):
-        env[var_name(a.m.acc, i)] = mod(floordiv(element, inner), i.extent_expr)
-        inner = mul(inner, i.extent_expr)
-    return env
+    """The Vectorize'd loop indices of register `element` (model/indexing.py vector_point)."""
+    ids = a.m.vector_ids
+    return dict(zip((var_name(a.m.acc, i) for i in ids), vector_point(element, [i.extent_expr for i in ids])))
 
 
 def _element_env(a: Ldsm):
