@@ -10,20 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.expr import Expr
 from ..model.types import DataType, MemoryType
 
 LOOP_KINDS = ("serial", "unroll", "thread", "block")
-
-
-@dataclass(frozen=True)
-class Cond:
-    """`lhs < rhs` or `lhs == rhs`: one conjunct of a statement's predicate."""
-
-    lhs: Expr
-    op: str  # "<" or "=="
-    rhs: Expr
-    why: str  # "hole", "thread extent", "single writer"
 
 
 @dataclass(frozen=True)

@@ -12,17 +12,15 @@ parallelize across a launched dimension (the others would write the same values)
 from __future__ import annotations
 
 from ..model.allocation import Allocation
-from ..model.expr import Expr, add, const, mul, substitute, var
+from ..model.execution import Cond, CondKind, TensorExecution, tensor_execution
+from ..model.expr import Expr, substitute, var
 from ..model.fusion import Fusion
-from ..model.iterdomain import Merge, Split
-from ..model.indexing import (
-    indices_from_logical, indices_from_loop, producer_logical, thread_dims, valid_item_bounds,
-)
+from ..model.indexing import linear_offset, thread_dims
 from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
+from ..model.types import MemoryType, ParallelType
 from .errors import UnsupportedSchedule
 from .gmem import global_offset
-from .kernel_ir import ELEMENT_VAR, Compute, Cond, GlobalTensor, Operand, TmaCopy
+from .kernel_ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
 from .simplify import less_than, simplify, with_value
 from .ldsm import is_ldsm, matrix_copy
@@ -46,12 +44,11 @@ class StatementBuilder:
     def build(self, tv: TensorView) -> tuple[list[LoopClass], Compute | TmaCopy]:
         """The statement computing tv and the loop classes it is nested in."""
         path = [self.classes.of(tv, k) for k in range(len(tv.loop))]
-        # an axis of extent 1 has index 0, whatever thread or block runs it
-        env = {i.uid: const(0) if i.static_extent == 1 else var(c.index_var) for i, c in zip(tv.loop, path)}
-        ranges = {c.index_var: i.extent_expr for i, c in zip(tv.loop, path)}
+        ex = self.execution(tv)
+        env, ranges = ex.env, ex.guarded_ranges
         if is_tma(tv):
-            return self.tma.statement(tv, path, env, ranges, self._extent_conds(tv) + self._writer_conds(tv))
-        stmt = self._statement(tv, env, ranges)
+            return self.tma.statement(tv, path, env, ranges, ex.conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER))
+        stmt = self.statement(tv)
         vec = self._vector_axis(tv)
         if is_ldsm(tv):
             if vec is None:
@@ -67,17 +64,24 @@ class StatementBuilder:
                 stmt.comment += f"; {tv.name}'s Vectorize axis is not a contiguous access: unrolled instead"
         return path, stmt
 
+    def execution(self, tv: TensorView) -> TensorExecution:
+        """tv's execution model, its loop indices named after the loop classes they share."""
+        names = {i.uid: self.classes.of(tv, k).index_var for k, i in enumerate(tv.loop)}
+        return tensor_execution(tv, self.launch, names)
+
     # -- the statement ---------------------------------------------------------------
-    def _statement(self, tv: TensorView, env: dict[int, Expr], ranges: dict[str, Expr]) -> Compute:
+    def statement(self, tv: TensorView, env: dict[int, Expr] | None = None) -> Compute:
+        """tv's statement: its operands' offsets and predicates from the execution model
+        (`env` overrides loop indices, e.g. one register of a warp-collective access)."""
+        ex = self.execution(tv)
+        ranges = ex.guarded_ranges
+        if env is not None:
+            ex = ex.renamed({v.value: env[u] for u, v in ex.env.items() if v.op == "var" and u in env})
+        out = self._operand(tv, ex.indices, ranges)
+        ins = [self._operand(producer, ex.operand_indices(k), ranges) for k, producer in enumerate(tv.definition.inputs)]
+        holes = drop_implied(self._simplified(ex.conds_of(CondKind.HOLE), ranges), self.fusion, self.target, ranges)
+        conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
         op = tv.definition
-        idx_c = indices_from_loop(tv, env)
-        out = self._operand(tv, idx_c, ranges)
-        ins = []
-        for k, producer in enumerate(op.inputs):
-            idx_p = indices_from_logical(producer, producer_logical(op, k, idx_c))
-            ins.append(self._operand(producer, idx_p, ranges))
-        holes = drop_implied(self._hole_conds(tv, idx_c, ranges), self.fusion, self.target, ranges)
-        conds = self._extent_conds(tv) + holes + self._writer_conds(tv)
         return Compute(op.kind, op.name, out, ins, conds, 1, str(op))
 
     def _operand(self, tv: TensorView, idx: dict[int, Expr], ranges) -> Operand:
@@ -85,47 +89,23 @@ class StatementBuilder:
             if tv.memory_type is MemoryType.Global:
                 offset = global_offset(self.globals[tv.name], tv, idx)
             else:
-                strides = self.allocations[tv.name].strides()
-                offset = add(*(mul(idx[u], s) for u, s in strides.items())) if strides else const(0)
+                offset = linear_offset(self.allocations[tv.name].strides(), idx)
         except KeyError as e:
             raise UnsupportedSchedule(
                 f"tileproof bug, please report: no index for IterDomain uid {e.args[0]} of {tv.name}") from None
         return Operand(tv.name, tv.memory_type, tv.dtype, simplify(offset, ranges))
 
-    def _extent_conds(self, tv: TensorView) -> list[Cond]:
-        """A thread/block index runs over the launch dimension; this tensor's axis may be shorter."""
-        out = []
-        for i in tv.loop:
-            p = i.parallel_type
-            if i.is_broadcast:
-                continue  # one value, computed alike by every thread/block along p
-            if p in THREAD_TYPES or p in BLOCK_TYPES:
-                dim = self.launch[p]
-                if dim != i.extent_expr:
-                    out.append(Cond(var(p.cuda_name), "<", i.extent_expr, "thread extent"))
-        return out
-
-    def _hole_conds(self, tv: TensorView, idx: dict[int, Expr], ranges) -> list[Cond]:
+    @staticmethod
+    def _simplified(conds: list[Cond], ranges) -> list[Cond]:
+        """The hole predicates as emitted: simplified, without repeats or ones the ranges imply."""
         out, seen = [], set()
-        needed = needed_bounds(tv)
-        for b in valid_item_bounds(tv, idx):
-            if b.id.uid not in needed:
+        for c in conds:
+            value = simplify(c.lhs, ranges)
+            if (value, c.rhs) in seen or less_than(value, c.rhs, ranges):
                 continue
-            value = simplify(b.value, ranges)
-            if (value, b.extent) in seen or less_than(value, b.extent, ranges):
-                continue
-            seen.add((value, b.extent))
-            out.append(Cond(value, "<", b.extent, f"hole of {b.id.label()}"))
+            seen.add((value, c.rhs))
+            out.append(Cond(value, c.op, c.rhs, c.why, c.kind))
         return out
-
-    def _writer_conds(self, tv: TensorView) -> list[Cond]:
-        """One thread (and, for global memory, one block) writes what all would write alike."""
-        if tv.memory_type not in (MemoryType.Shared, MemoryType.Global):
-            return []
-        own = {i.parallel_type for i in tv.loop if not i.is_broadcast}
-        kinds = THREAD_TYPES + (BLOCK_TYPES if tv.memory_type is MemoryType.Global else ())
-        return [Cond(var(p.cuda_name), "==", const(0), "single writer")
-                for p in kinds if p in self.launch and p not in own]
 
     # -- vectorization ---------------------------------------------------------------
     @staticmethod
@@ -152,25 +132,6 @@ class StatementBuilder:
         return whole > 0
 
 
-def needed_bounds(tv: TensorView) -> set[int]:
-    """The IDs whose bound is not implied by others: those reached backward from the loop
-    domain, except the inputs of a merge (out < Eo * Ei implies out // Ei < Eo, and
-    out % Ei < Ei always) and the outer output of a split (outer * Ei + inner < E implies
-    outer < ceil(E / Ei)). Loop IDs are bounded by their loops; IDs computed forward from
-    bounded ones (an allocation branch) are bounded by construction."""
-    backward = {i.uid for i in tv.loop}
-    implied = set()
-    for t in reversed(tv.history):
-        if all(o.uid in backward for o in t.outputs):
-            backward.update(x.uid for x in t.inputs)
-            if isinstance(t, Merge):
-                implied.update(x.uid for x in t.inputs)
-    for t in tv.history:
-        if isinstance(t, Split) and t.in_.uid in backward:
-            implied.add(t.outer.uid)
-    return backward - implied - {i.uid for i in tv.loop}
-
-
 def unit_stride(offset: Expr, name: str) -> bool:
     """offset == rest + name, with `name` nowhere in rest."""
     v = var(name)
@@ -195,5 +156,5 @@ def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
             return Operand(o.tensor, o.memory, o.dtype, substitute(o.offset, {name: var(ELEMENT_VAR)}), True)
         return Operand(o.tensor, o.memory, o.dtype, with_value(o.offset, name, 0))
 
-    conds = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why) for c in stmt.conds]
+    conds = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why, c.kind) for c in stmt.conds]
     return Compute(stmt.kind, stmt.name, first(stmt.out), [first(o) for o in stmt.ins], conds, n, stmt.comment)

@@ -151,7 +151,7 @@ class AccessLowering:
             raise UnsupportedSchedule(f"{self.where} moves {m.num_regs} registers per thread; tcgen05 {pattern} "
                                       f"needs a constant multiple of {pattern.registers_per_repetition} up to 128")
         self._check_vector_loops()
-        stmt = self.builder._statement(tv, self.env, self.ranges)  # operands at every loop index
+        stmt = self.builder.statement(tv)  # operands at every loop index
         direction = "st" if m.acc.kind == "store" else "ld"
         conds, data_conds, holes = self._split_conditions(stmt, direction)
         base = m.warp_base_env()

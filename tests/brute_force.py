@@ -478,30 +478,104 @@ def _points_in_block(tv, block: dict, launch: dict):
             yield env, idx
 
 
-def smem_block_visibility(fusion) -> Verdict:
-    """Every element of an on-chip tensor (shared, tensor or register memory) that a consumer
-    reads in block B was written in block B (enumerating the whole grid, both loop nests). A broadcast axis holds
-    one value: its index is 0 whatever the loop says."""
+def _kernel_points(tv, launch: dict):
+    """Every (block, thread, loop point) at which the generated kernel runs tv's statement,
+    spelled out from the CUDA semantics: blocks and threads over the launch; a thread/block
+    index above the axis' extent does nothing (a broadcast axis has no bound); an extent-1
+    axis has index 0; holes are skipped; a shared store by thread 0 of every launched thread
+    dimension that no non-broadcast axis of tv parallelizes, a global store also by block 0."""
     from tileproof.model.expr import evaluate
 
-    v = Verdict("SMEM-BLOCK-VISIBILITY")
+    own = {i.parallel_type for i in tv.loop if not i.is_broadcast}
+    single = ([p for p in THREAD_TYPES if p in launch and p not in own]
+              if tv.memory_type in (MemoryType.Shared, MemoryType.Global) else [])
+    single += [p for p in BLOCK_TYPES if p in launch and p not in own] if tv.memory_type is MemoryType.Global else []
+    launched = [p for p in THREAD_TYPES + BLOCK_TYPES if p in launch]
+    idx = indices_from_loop(tv)
+    names = [loop_var(tv, i).value for i in tv.loop]
+    bounds = valid_item_bounds(tv, idx)
+    for ids in itertools.product(*(range(launch[p]) for p in launched)):
+        where = dict(zip(launched, ids))
+        if any(where[p] for p in single):
+            continue
+        axes = []
+        for i in tv.loop:
+            p, n = i.parallel_type, ext(i)
+            if p in where:
+                if i.is_broadcast:
+                    axes.append([0 if n == 1 else where[p]])
+                elif where[p] >= n:
+                    break
+                else:
+                    axes.append([where[p]])
+            elif n == 1:
+                axes.append([0])
+            else:
+                axes.append(range(n))
+        else:
+            for point in itertools.product(*axes):
+                env = dict(zip(names, point))
+                env.update({p.cuda_name: where.get(p, 0) for p in THREAD_TYPES + BLOCK_TYPES})
+                if all(evaluate(b.value, env) < ext(b.id) for b in bounds):
+                    yield where, env, idx
+
+
+def onchip_visibility(fusion) -> dict[str, Verdict]:
+    """Simulates each on-chip producer's memory: every block (for registers, every thread of
+    it) holds what its points stored, address by address (allocation strides); every point
+    of a consumer must find the element it reads at the address it reads, in its own block
+    (SMEM-BLOCK-VISIBILITY) and, for registers, its own thread (THREAD-VISIBILITY). Tensor
+    memory is checked per block only (its lanes and columns are the tensor-memory rules')."""
+    from tileproof.model.expr import evaluate
+    from tileproof.model.types import LoadStoreOpType
+
+    out = {"SMEM-BLOCK-VISIBILITY": Verdict("SMEM-BLOCK-VISIBILITY"), "THREAD-VISIBILITY": Verdict("THREAD-VISIBILITY")}
     launch = {p: _int(e, str(p)) for p, e in block_dims(fusion).items()}
-    grid = [dict(zip(BLOCK_TYPES, b)) for b in itertools.product(*(range(launch.get(p, 1)) for p in BLOCK_TYPES))]
     for op in fusion.exprs:
         for k, prod in enumerate(op.inputs):
             if prod.memory_type is MemoryType.Global or prod.definition is None:
                 continue
-            for block in grid:
-                written = {tuple(0 if i.is_broadcast else evaluate(idx[i.uid], env) for i in prod.logical)
-                           for env, idx in _points_in_block(prod, block, launch)}
-                for env, idx in _points_in_block(op.output, block, launch):
-                    e = tuple(evaluate(x, env) for x in producer_logical(op, k, idx))
-                    if e not in written:
-                        where = ", ".join(f"{p.cuda_name} = {block[p]}" for p in BLOCK_TYPES)
-                        v.fail(f"{op}: the block with {where} reads {prod.name}{list(e)} at {env}, "
-                               f"which it did not write")
-                        break
-    return v
+            local = prod.memory_type is MemoryType.Local
+            strides = compute_allocation(prod).strides()
+            axes = [j for j, i in enumerate(prod.logical) if not i.is_broadcast]
+            in_block: dict = {}
+            at: dict = {}
+            for where, env, idx in _kernel_points(prod, launch):
+                block = tuple(where.get(p, 0) for p in BLOCK_TYPES)
+                thread = tuple(where.get(p, 0) for p in THREAD_TYPES)
+                e = tuple(evaluate(idx[prod.logical[j].uid], env) for j in axes)
+                addr = sum(evaluate(idx[u], env) * evaluate(st, {}) for u, st in strides.items())
+                in_block.setdefault(block, set()).add(e)
+                key = (block, thread if local else None, None if prod.memory_type is MemoryType.Tensor else addr)
+                at.setdefault(key, set()).add(e)
+            exempt = op.op_type is LoadStoreOpType.StMatrix  # its lanes are LDSM-REGISTER-LAYOUT's
+            crossed, misplaced = [], []
+            for where, env, idx in _kernel_points(op.output, launch):
+                block = tuple(where.get(p, 0) for p in BLOCK_TYPES)
+                thread = tuple(where.get(p, 0) for p in THREAD_TYPES)
+                pidx = indices_from_logical(prod, producer_logical(op, k, idx))
+                read = [evaluate(x, env) for x in producer_logical(op, k, idx)]
+                e = tuple(read[j] for j in axes)
+                addr = sum(evaluate(pidx[u], env) * evaluate(st, {}) for u, st in strides.items())
+                text = (f"{op}: block {block} thread {thread} reads {prod.name}{list(e)} at offset {addr} ({env})")
+                if e not in in_block.get(block, set()) or (not local and not exempt and e not in at.get(
+                        (block, None, None if prod.memory_type is MemoryType.Tensor else addr), set())):
+                    crossed.append(text + ", which its block did not store there")
+                elif local and not exempt and e not in at.get((block, thread, addr), set()):
+                    misplaced.append(text + ", which its thread did not store there")
+            if crossed:
+                out["SMEM-BLOCK-VISIBILITY"].fail(crossed[0])
+            elif misplaced:  # reported only where the blocks agree (the root cause first)
+                out["THREAD-VISIBILITY"].fail(misplaced[0])
+    return out
+
+
+def smem_block_visibility(fusion) -> Verdict:
+    return onchip_visibility(fusion)["SMEM-BLOCK-VISIBILITY"]
+
+
+def thread_visibility(fusion) -> Verdict:
+    return onchip_visibility(fusion)["THREAD-VISIBILITY"]
 
 
 ORACLES = {
@@ -511,6 +585,7 @@ ORACLES = {
     "TMEM-LANES": tmem_lanes,
     "TMEM-COLUMNS": tmem_columns,
     "SMEM-BLOCK-VISIBILITY": smem_block_visibility,
+    "THREAD-VISIBILITY": thread_visibility,
 }
 ACCESS_CODES = ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION", "TMEM-VECTORIZE")
 

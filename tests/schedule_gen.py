@@ -365,6 +365,15 @@ def visibility_cases(draw) -> Case:
             _random_parallel(draw, t2, run, "T2", BLOCKS + (P.TIDx,))
         else:
             steps.append("T2 unscheduled")
+        if local and not any(i.parallel_type is P.TIDx for i in t2.loop):  # registers per thread
+            _random_parallel(draw, t2, run, "T2", (P.TIDx,))
+        if local and draw(st.integers(0, 1)):  # T3 reads T2's registers: on T2's threads or others
+            if draw(st.integers(0, 1)):
+                run("propagate_transforms(T2)", tp.propagate_transforms, t2)
+                run("parallelize_all_like(T2, [T3])", tp.parallelize_all_like, t2, None, [out])
+            else:
+                _random_transforms(draw, out, run, "T3")
+                _random_parallel(draw, out, run, "T3", BLOCKS + (P.TIDx, P.TIDy))
     points = 1
     for s in shape:
         points *= s

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 import z3
 
 from ..model.expr import Expr, add, const, floordiv, mul, product, substitute, var
-from ..model.indexing import (
-    Bound, indices_from_logical, indices_from_loop, linear_thread, producer_logical, thread_env, valid_item_bounds,
-)
-from ..model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
+from ..model.execution import Cond, CondKind, tensor_execution
+from ..model.indexing import linear_thread, thread_env
+from ..model.types import THREAD_TYPES, ParallelType
 from .context import Access, VerifyContext
 
 THREAD_VARS = tuple(p.cuda_name for p in THREAD_TYPES)
@@ -24,7 +23,7 @@ class AccessModel:
     acc: Access
     ranges: dict[str, Expr]  # variable -> exclusive bound
     active: list[tuple[Expr, Expr]]  # (index, extent): the issuing tensor's TID / BID bounds
-    valid: list[Bound]
+    valid: list[Cond]  # the hole predicates: the point is an item, not a hole
     indices: dict[int, Expr]  # uid of each IterDomain of the accessed tensor -> its index
     reg: Expr  # element index within one instruction (the vectorized axes, row-major)
     num_regs: Expr  # elements per instruction
@@ -58,7 +57,7 @@ class AccessModel:
         return env
 
     def hint_exprs(self) -> list[Expr]:
-        return list(self.addresses.values()) + [self.tid, self.block_threads] + [b.value for b in self.valid]
+        return list(self.addresses.values()) + [self.tid, self.block_threads] + [c.lhs for c in self.valid]
 
 
 def var_name(acc: Access, i) -> str:
@@ -66,32 +65,23 @@ def var_name(acc: Access, i) -> str:
 
 
 def build(ctx: VerifyContext, acc: Access) -> AccessModel:
+    """The access as the kernel runs it: the issuing tensor's execution model
+    (model/execution.py), the accessed tensor's indices at each point, and the
+    register (element of the vectorized axes) each point moves."""
     c = acc.consumer
     dims = ctx.thread_dims
-    ranges: dict[str, Expr] = dict(zip(THREAD_VARS, dims))
-    active: list[tuple[Expr, Expr]] = []
-    vector_ids = []
-    for i in c.loop:
-        p = i.parallel_type
-        if p in THREAD_TYPES:
-            active.append((var(p.cuda_name), i.extent_expr))
-        elif p in BLOCK_TYPES:
-            ranges[p.cuda_name] = ctx.block_dims[p]
-            active.append((var(p.cuda_name), i.extent_expr))
-        else:
-            ranges[var_name(acc, i)] = i.extent_expr
-            if p is ParallelType.Vectorize:
-                vector_ids.append(i)
-    idx_c = indices_from_loop(c)
-    if acc.kind == "store":
-        idx_m = idx_c
-    else:
-        idx_m = indices_from_logical(acc.tensor, producer_logical(acc.op, acc.input_index, idx_c))
+    ex = tensor_execution(c, ctx.block_dims)
+    ranges: dict[str, Expr] = {**dict(zip(THREAD_VARS, dims)), **ex.ranges}  # unlaunched thread types: index 0
+    # a single writer's index 0 is `index < 1`
+    active = [(cond.lhs, cond.rhs if cond.op == "<" else const(1))
+              for cond in ex.conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)]
+    vector_ids = [i for i in c.loop if i.parallel_type is ParallelType.Vectorize]
+    idx_m = ex.indices if acc.kind == "store" else ex.operand_indices(acc.input_index)
     reg: Expr = const(0)
     for i in vector_ids:
-        reg = add(mul(reg, i.extent_expr), var(var_name(acc, i)))
+        reg = add(mul(reg, i.extent_expr), ex.env[i.uid])
     num_regs = product([i.extent_expr for i in vector_ids])
-    return AccessModel(acc, ranges, active, valid_item_bounds(c, idx_c), idx_m, reg, num_regs, dims, vector_ids)
+    return AccessModel(acc, ranges, active, ex.conds_of(CondKind.HOLE), idx_m, reg, num_regs, dims, vector_ids)
 
 
 def active(q, m: AccessModel, env: dict[str, Expr] | None = None):
@@ -103,7 +93,7 @@ def active(q, m: AccessModel, env: dict[str, Expr] | None = None):
 def executes(q, m: AccessModel, env: dict[str, Expr] | None = None):
     """z3: the thread is active and the loop point is a valid item (not a hole)."""
     env = env or {}
-    bounds = [q.lt(substitute(b.value, env), substitute(b.extent, env)) for b in m.valid]
+    bounds = [q.lt(substitute(c.lhs, env), substitute(c.rhs, env)) for c in m.valid]
     return z3.And(active(q, m, env), _all(q, bounds))
 
 

@@ -75,3 +75,23 @@ def tensor_memory_read_in_every_block():
     t3.axis(0).parallelize(P.Serial)
     t2.set_tmem_dim_sep_pos(2)
     return fusion
+
+
+@tp.schedule(expect=tp.rejected("SMEM-BLOCK-VISIBILITY", messages=["stored the element at offset"]))
+def broadcast_copies_read_at_the_first_copy():
+    """T1[b{1}, I{6}] in shared memory repeats its one row: the broadcast is split by 2 and
+    merged with I into 12 copies-and-columns, then split onto [BIDy{3}, TIDx{4}], so block 1
+    holds columns 4, 5, 0, 1 at offsets 0..3. T2, scheduled alike, reads column j at the
+    offset of its first copy (j % 4): in block 1, offset 0 holds column 4, not column 0."""
+    with tp.Fusion("broadcast_copies_read_at_the_first_copy") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1, 6])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2):
+        t.split(0, 2).merge(1).split(1, 4)  # [b{1}, BIDy{3}, TIDx{4}]
+        t.axis(1).parallelize(P.BIDy)
+        t.axis(2).parallelize(P.TIDx)
+    return fusion

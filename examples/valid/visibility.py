@@ -70,3 +70,22 @@ def tensor_memory_per_block():
     tp.parallelize_all_like(t4)
     t2.set_tmem_dim_sep_pos(2)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def broadcast_row_split_by_columns():
+    """examples/invalid/visibility.py's broadcast_copies_read_at_the_first_copy, fixed: the
+    broadcast row is not repeated across blocks; its six columns are split onto
+    [BIDy{3}, TIDx{2}], so each block stores and reads its own two columns."""
+    with tp.Fusion("broadcast_row_split_by_columns") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1, 6])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2):
+        t.split(1, 2)  # [b{1}, BIDy{3}, TIDx{2}]
+        t.axis(1).parallelize(P.BIDy)
+        t.axis(2).parallelize(P.TIDx)
+    return fusion

@@ -1,0 +1,179 @@
+"""What runs where: the execution model of one tensor's statement, derived once.
+
+For a computed tensor: the index of each of its loop IDs (a thread/block index, a loop
+counter, or 0 for an axis of extent 1), the ranges those indices take over the launch,
+the predicates under which a loop point executes, and the index of every IterDomain of
+the tensor and of each operand at that point (hence every address). The code generator
+renders exactly these (codegen/statements.py) and the verifier's access and visibility
+rules prove facts about exactly these: nothing about execution is derived elsewhere.
+
+Predicates (one `Cond` each):
+  thread extent   a thread/block index runs over the launch dimension, which is the
+                  largest extent bound to that parallel type; a shorter axis is guarded
+  hole            a point of an indivisible split beyond the extent it covers
+                  (only the bounds not implied by others: needed_bounds)
+  single writer   a shared or global store that the tensor does not parallelize across a
+                  launched thread (and, for global memory, block) dimension is done by
+                  index 0 alone: the others would write the same values
+Registers (Local) have no single writer: every thread along an unbound dimension
+computes the tensor for itself.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .expr import Expr, const, substitute, var
+from .indexing import indices_from_logical, indices_from_loop, loop_var, producer_logical, valid_item_bounds
+from .iterdomain import Merge, Split
+from .tensor import TensorView
+from .types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
+
+LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
+
+
+class CondKind(enum.Enum):
+    THREAD_EXTENT = "thread extent"
+    HOLE = "hole"
+    SINGLE_WRITER = "single writer"
+
+
+@dataclass(frozen=True)
+class Cond:
+    """`lhs < rhs` or `lhs == rhs`: one conjunct of a statement's predicate."""
+
+    lhs: Expr
+    op: str  # "<" or "=="
+    rhs: Expr
+    why: str  # for the reader of the generated code: "thread extent", "hole of T1.i3", ...
+    kind: CondKind | None = None
+
+    def renamed(self, names: dict[str, Expr]) -> "Cond":
+        return Cond(substitute(self.lhs, names), self.op, substitute(self.rhs, names), self.why, self.kind)
+
+
+@dataclass(frozen=True)
+class TensorExecution:
+    """The loop points of `tensor`'s statement and what each one touches."""
+
+    tensor: TensorView
+    env: dict[int, Expr]  # loop ID uid -> its index
+    ranges: dict[str, Expr]  # index variable -> exclusive bound (thread/block indices over the launch)
+    indices: dict[int, Expr]  # uid of every ID of the tensor -> its index
+    conds: tuple[Cond, ...]
+    launch_index: dict[ParallelType, Expr] = field(default_factory=dict)  # launched type -> its index
+
+    @property
+    def op(self):
+        return self.tensor.definition
+
+    def operand_indices(self, k: int) -> dict[int, Expr]:
+        """uid -> index of every ID of the op's k-th input, read at this point."""
+        producer = self.op.inputs[k]
+        return indices_from_logical(producer, producer_logical(self.op, k, self.indices))
+
+    def read_logical(self, k: int) -> list[Expr]:
+        """The logical indices of the op's k-th input read at this point."""
+        return producer_logical(self.op, k, self.indices)
+
+    def written_logical(self) -> list[Expr]:
+        return [self.indices[i.uid] for i in self.tensor.logical]
+
+    @property
+    def guarded_ranges(self) -> dict[str, Expr]:
+        """Each loop index's bound where the statement runs (a thread index under its
+        thread-extent predicate is below the tensor's own extent)."""
+        out = {e.value: i.extent_expr for i in self.tensor.loop  # type: ignore[misc]
+               if (e := self.env[i.uid]).op == "var"}
+        return {**self.ranges, **out}
+
+    def conds_of(self, *kinds: CondKind) -> list[Cond]:
+        return [c for c in self.conds if c.kind in kinds]
+
+    def renamed(self, names: dict[str, Expr]) -> "TensorExecution":
+        """The same statement with index variables renamed (e.g. a writer apart from a reader)."""
+        def ren(e: Expr) -> Expr:
+            return substitute(e, names)
+
+        ranges = {}
+        for name, bound in self.ranges.items():
+            new = names.get(name, var(name))
+            ranges[new.value if new.op == "var" else name] = ren(bound)
+        return TensorExecution(self.tensor, {u: ren(e) for u, e in self.env.items()}, ranges,
+                               {u: ren(e) for u, e in self.indices.items()},
+                               tuple(c.renamed(names) for c in self.conds),
+                               {p: ren(e) for p, e in self.launch_index.items()})
+
+
+def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
+                     names: dict[int, str] | None = None) -> TensorExecution:
+    """The execution model of tv's statement in a kernel launched with `launch` (the extent
+    of each launched thread/block type). `names` gives a loop ID's index variable (the code
+    generator's loop class); by default `loop_var` (thread/block indices by their CUDA name)."""
+    env: dict[int, Expr] = {}
+    ranges: dict[str, Expr] = {}
+    for i in tv.loop:
+        index = var(names[i.uid]) if names and i.uid in names else loop_var(tv, i)
+        env[i.uid] = const(0) if i.static_extent == 1 else index  # one point, whoever runs it
+        p = i.parallel_type
+        ranges[index.value] = launch[p] if p in LAUNCH_TYPES and p in launch else i.extent_expr  # type: ignore[index]
+    for p in LAUNCH_TYPES:
+        if p in launch:
+            ranges.setdefault(p.cuda_name, launch[p])
+    indices = indices_from_loop(tv, env)
+    conds = _extent_conds(tv, launch) + _hole_conds(tv, indices) + _writer_conds(tv, launch)
+    launch_index = {p: var(p.cuda_name) for p in LAUNCH_TYPES if p in launch}
+    return TensorExecution(tv, env, ranges, indices, tuple(conds), launch_index)
+
+
+def bound_types(tv: TensorView) -> set[ParallelType]:
+    """The launched types a non-broadcast loop axis of tv binds (it splits tv's elements)."""
+    return {i.parallel_type for i in tv.loop if i.parallel_type in LAUNCH_TYPES and not i.is_broadcast}
+
+
+def _extent_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond]:
+    out = []
+    for i in tv.loop:
+        p = i.parallel_type
+        if i.is_broadcast or p not in LAUNCH_TYPES:
+            continue  # a broadcast axis: one value, computed alike by every thread/block along p
+        if launch.get(p) != i.extent_expr:
+            out.append(Cond(var(p.cuda_name), "<", i.extent_expr, "thread extent", CondKind.THREAD_EXTENT))
+    return out
+
+
+def _hole_conds(tv: TensorView, indices: dict[int, Expr]) -> list[Cond]:
+    needed = needed_bounds(tv)
+    return [Cond(b.value, "<", b.extent, f"hole of {b.id.label()}", CondKind.HOLE)
+            for b in valid_item_bounds(tv, indices) if b.id.uid in needed]
+
+
+def _writer_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond]:
+    """One thread (and, for global memory, one block) writes what all would write alike."""
+    if tv.memory_type not in (MemoryType.Shared, MemoryType.Global):
+        return []
+    own = bound_types(tv)
+    kinds = THREAD_TYPES + (BLOCK_TYPES if tv.memory_type is MemoryType.Global else ())
+    return [Cond(var(p.cuda_name), "==", const(0), "single writer", CondKind.SINGLE_WRITER)
+            for p in kinds if p in launch and p not in own]
+
+
+def needed_bounds(tv: TensorView) -> set[int]:
+    """The IDs whose bound is not implied by others: those reached backward from the loop
+    domain, except the inputs of a merge (out < Eo * Ei implies out // Ei < Eo, and
+    out % Ei < Ei always) and the outer output of a split (outer * Ei + inner < E implies
+    outer < ceil(E / Ei)). Loop IDs are bounded by their loops; IDs computed forward from
+    bounded ones (an allocation branch) are bounded by construction."""
+    backward = {i.uid for i in tv.loop}
+    implied = set()
+    for t in reversed(tv.history):
+        if all(o.uid in backward for o in t.outputs):
+            backward.update(x.uid for x in t.inputs)
+            if isinstance(t, Merge):
+                implied.update(x.uid for x in t.inputs)
+    for t in tv.history:
+        if isinstance(t, Split) and t.in_.uid in backward:
+            implied.add(t.outer.uid)
+    return backward - implied - {i.uid for i in tv.loop}
+
