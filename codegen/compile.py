@@ -62,6 +62,7 @@ class Kernel:
         self.cuda_source = source
         self.cubin = cubin
         self.name = ir.name
+        self.verified = report.ok  # False only for tileproof.testing.compile_unverified
         self._functions: dict[int, Any] = {}
         self._checked: dict[tuple, tuple] = {}
         self._tensor_maps: dict[tuple, Any] = {}
@@ -246,15 +247,19 @@ def compile(fusion: Fusion, target="sm_90a") -> Kernel:  # noqa: A001 - the publ
     report = verify(fusion, tgt)
     if not report.ok:
         raise ScheduleRejected(report)
-    snapshot = fusion.snapshot()
-    ir = lower(snapshot, tgt).kernel
-    include = cuda_include_dir() if uses_half_types(ir) else None
-    source = emit(ir, cuda_headers=include is not None)
-    kernel = Kernel(snapshot, report, tgt, ir, source, compile_to_cubin(source, tgt.name, include))
+    kernel = build_kernel(fusion.snapshot(), report, tgt)
     _memory[key] = kernel
     while len(_memory) > MEMORY_CACHE_SIZE:
         _memory.popitem(last=False)
     return kernel
+
+
+def build_kernel(snapshot: Fusion, report: Report, tgt: Target, banner: str = "") -> Kernel:
+    """Lower, emit and compile a frozen fusion (tp.compile calls it with a passing report only)."""
+    ir = lower(snapshot, tgt).kernel
+    include = cuda_include_dir() if uses_half_types(ir) else None
+    source = banner + emit(ir, cuda_headers=include is not None)
+    return Kernel(snapshot, report, tgt, ir, source, compile_to_cubin(source, tgt.name, include))
 
 
 def clear_memory_cache() -> None:

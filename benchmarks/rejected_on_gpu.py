@@ -1,0 +1,114 @@
+"""What each rejected example does when it is run anyway: evidence that the rules guard real failures.
+
+    python3 benchmarks/rejected_on_gpu.py [--out FILE] [--size 1000] [PATH ...]   # needs a GPU and torch
+
+Every rejected sm_90a example under PATH (default examples/invalid) is built with
+tileproof.testing.compile_unverified and run on random inputs (symbolic extents at
+--size), in a process of its own (a fault spoils the CUDA context), outputs poisoned with
+NaN first, and compared with the float64 reference. Outcomes:
+  wrong output     the kernel ran and stored values other than the reference's
+  fault            the launch or the synchronize failed (misaligned address, illegal
+                   instruction, a tensor map the driver refused, ...)
+  refused          the code generator cannot express it (UnsupportedSchedule)
+  compile failed   NVRTC / ptxas rejected the generated source
+  ran correctly    no visible failure at this size and input
+Writes JSON (default benchmarks/results/rejected_on_gpu.json) and prints one line per example.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64",
+                "int32": "int32", "int64": "int64", "int8": "int8"}
+
+
+def run_case(location: str, name: str, size: int) -> dict:
+    """Build, run and judge one example (in this process)."""
+    import torch
+
+    import tileproof as tp
+    from tileproof.codegen.reference import reference
+    from tileproof.model.expr import evaluate
+    from tileproof.schedule_files import discover
+    from tileproof.testing import compile_unverified
+
+    case = next(c for c in discover([location]) if c.name == name)
+    fusion = case.build()
+    sizes = {s: size for s in fusion.symbols}
+    try:
+        kernel = compile_unverified(fusion, case.target)
+    except tp.UnsupportedSchedule as e:
+        return {"outcome": "refused", "detail": str(e)}
+    except tp.CompileError as e:
+        return {"outcome": "compile failed", "detail": str(e)[:400]}
+    codes = kernel.report.codes
+    inputs = []
+    for t in kernel.fusion.inputs:
+        shape = [evaluate(i.extent_expr, sizes) for i in t.logical]
+        dtype = getattr(torch, TORCH_DTYPES[t.dtype.name])
+        x = torch.randn(*shape, device="cuda") * 100
+        inputs.append(x.to(dtype))
+    outs = []
+    for t in kernel.fusion.outputs:
+        shape = [evaluate(i.extent_expr, sizes) for i in t.logical]
+        outs.append(torch.full(shape, float("nan"), device="cuda").to(getattr(torch, TORCH_DTYPES[t.dtype.name])))
+    try:
+        kernel.run(*inputs, out=outs, **sizes)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - the failure is the evidence
+        return {"outcome": "fault", "codes": codes, "detail": f"{type(e).__name__}: {e}"[:400]}
+    host = [x.float().cpu().numpy() for x in inputs]
+    wrong = 0
+    total = 0
+    for got, want in zip(outs, reference(kernel.fusion, host)):
+        got = got.double().cpu().numpy()
+        bad = ~((got == want) | (abs(got - want) <= 1e-2 * (1 + abs(want))))
+        wrong += int(bad.sum())
+        total += got.size
+    if wrong:
+        return {"outcome": "wrong output", "codes": codes, "wrong": wrong, "of": total}
+    return {"outcome": "ran correctly", "codes": codes, "of": total}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="*", default=[str(ROOT / "examples" / "invalid")])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rejected_on_gpu.json"))
+    ap.add_argument("--size", type=int, default=1000)
+    ap.add_argument("--case", nargs=2, metavar=("LOCATION", "NAME"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case[0], args.case[1], args.size)))
+        return 0
+    from tileproof.schedule_files import discover
+
+    results = []
+    for case in discover(args.paths):
+        if case.expect.ok or case.target != "sm_90a":
+            continue
+        location = case.location.rsplit(":", 1)[0]
+        proc = subprocess.run([sys.executable, __file__, "--case", location, case.name, "--size", str(args.size)],
+                              capture_output=True, text=True, timeout=300)
+        try:
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            result = {"outcome": "fault", "detail": (proc.stderr or proc.stdout)[-400:]}
+        result.update(name=case.name, file=Path(location).name, expected=list(case.expect.codes))
+        results.append(result)
+        print(f"{result['outcome']:15s} {case.name} ({', '.join(case.expect.codes)})", flush=True)
+    summary: dict[str, int] = {}
+    for r in results:
+        summary[r["outcome"]] = summary.get(r["outcome"], 0) + 1
+    Path(args.out).write_text(json.dumps({"size": args.size, "summary": summary, "cases": results}, indent=1))
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""The visibility rules guard real failures: every rejected sm_90a example of
+examples/invalid/{visibility,thread_visibility}.py, built anyway with
+tileproof.testing.compile_unverified, stores wrong values on the GPU (marker `gpu`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+from tileproof.schedule_files import discover  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from rejected_on_gpu import run_case  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+FILES = [ROOT / "examples" / "invalid" / f for f in ("visibility.py", "thread_visibility.py")]
+CASES = [c for c in discover([str(f) for f in FILES]) if c.target == "sm_90a"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_rejected_visibility_example_computes_wrong_values(case):
+    result = run_case(case.location.rsplit(":", 1)[0], case.name, 1000)
+    assert result["outcome"] == "wrong output", result
+    assert result["codes"] == list(case.expect.codes)
