@@ -15,7 +15,7 @@ from __future__ import annotations
 from .codegen.compile import Kernel, LaunchParams, compile  # noqa: A004 - tp.compile is the API
 from .codegen.errors import CompileError, InputError, NoDeviceError, ScheduleRejected, UnsupportedSchedule
 from .model.allocation import Allocation, AllocatedId, compute_allocation
-from .model.errors import ScheduleError
+from .model.errors import InternalError, ScheduleError, TileproofError
 from .model.expr import Expr
 from .model.fusion import Fusion, Op, current_fusion
 from .model.inlining import inline_all_at

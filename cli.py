@@ -2,8 +2,9 @@
 show schedules as pictures, run them on the GPU (cli_run.py).
 
 Exit codes: 0 every schedule matched its expectation, 1 some did not, 2 usage or load
-error (bad path, a file or schedule that fails to build, unknown target or rule code).
-User errors print one clear line, never a traceback.
+error (bad path, a file or schedule that fails to build, unknown target or rule code) or a
+tileproof bug (an InternalError: "tileproof bug, please report: ..."). User errors print one
+clear line, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.console import Console
 
 from . import __version__, allocation
 from .cli_run import add_parser as add_run_parser, run_command
-from .model.errors import ScheduleError
+from .model.errors import InternalError, ScheduleError, TileproofError
 from .model.targets import TARGETS
 from .reports.explain import explain_text, list_text
 from .reports.json_report import report_to_dict, to_json
@@ -48,7 +49,7 @@ class Outcome:
         return self.error is None and not self.mismatches
 
 
-class UsageError(Exception):
+class UsageError(TileproofError):
     """A mistake in the command line (exit code 2)."""
 
 
@@ -74,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(str(e), file=sys.stderr)
         print(f"try '{parser.prog} --help'", file=sys.stderr)
+        return EXIT_ERROR
+    except TileproofError as e:  # no GPU for `tileproof run`; an InternalError reads "tileproof bug, ..."
+        print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as e:  # --help and --version end here
         return e.code if isinstance(e.code, int) else EXIT_OK if e.code is None else EXIT_ERROR
@@ -140,14 +144,17 @@ def run_case(case: ScheduleCase, target: str | None = None) -> Outcome:
         fusion = case.build()
     except ScheduleError as e:
         return Outcome(case, error=f"schedule error: {e}")
+    except InternalError as e:  # tileproof failed inside the user's function: ours, not theirs
+        return Outcome(case, error=f"{e}{_where(case)}")
     except Exception as e:  # the user's function raised: report it as theirs, without a traceback
         return Outcome(case, error=f"building the schedule raised {type(e).__name__}: {e}{_where(case)}")
     try:
         report = verify(fusion, target or case.target)
     except ScheduleError as e:
         return Outcome(case, error=f"schedule error: {e}")
-    except Exception as e:  # verify itself failed: never an accept
-        return Outcome(case, error=f"tileproof bug, please report: verify raised {type(e).__name__}: {e}")
+    except Exception as e:  # verify itself failed: our bug, never an accept
+        bug = e if isinstance(e, InternalError) else InternalError(f"verify raised {type(e).__name__}: {e}")
+        return Outcome(case, error=str(bug))
     return Outcome(case, report, case.expect.mismatches(report, _allocation_lookup(fusion)), fusion=fusion)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .model.errors import ScheduleError, user_location
+from .model.errors import ScheduleError, TileproofError, user_location
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def schedule(func=None, *, expect: Expectation | Callable[..., Expectation] | No
     return mark(func) if func is not None else mark
 
 
-class LoadError(Exception):
+class LoadError(TileproofError):
     """A schedule file could not be loaded (exit code 2 in the CLI)."""
 
 

@@ -2,14 +2,17 @@
 
 A rejected schedule is the user's (ScheduleRejected, with the report); a schedule
 feature the lowering does not cover yet is UnsupportedSchedule; NVRTC failing on
-our source is CompileError (with the failing line); bad run() arguments are
-InputError (naming the input); a machine without a GPU is NoDeviceError.
+our source is CompileError, an InternalError (with the failing line); bad run()
+arguments are InputError (naming the input); a machine without a GPU, driver or
+NVRTC is NoDeviceError. All are TileproofErrors (model/errors.py).
 """
 
 from __future__ import annotations
 
+from ..model.errors import InternalError, TileproofError
 
-class ScheduleRejected(Exception):
+
+class ScheduleRejected(TileproofError):
     """tp.compile of a schedule that did not verify; `.report` says why."""
 
     def __init__(self, report):
@@ -22,12 +25,14 @@ class ScheduleRejected(Exception):
         )
 
 
-class UnsupportedSchedule(NotImplementedError):
+class UnsupportedSchedule(TileproofError, NotImplementedError):
     """A verified schedule uses something the lowering does not emit yet."""
 
 
-class CompileError(RuntimeError):
-    """NVRTC rejected the generated source: the message quotes the failing line."""
+class CompileError(InternalError):
+    """NVRTC rejected the source tileproof generated, or an NVRTC call failed: a tileproof bug
+    (the schedule verified, so the lowering is at fault). The message quotes the failing line;
+    `.log` is NVRTC's full log and `.source` the kernel."""
 
     def __init__(self, message: str, log: str = "", source: str = ""):
         self.log = log
@@ -35,9 +40,10 @@ class CompileError(RuntimeError):
         super().__init__(message)
 
 
-class NoDeviceError(RuntimeError):
-    """No usable NVIDIA GPU or driver: only kernel.run needs one."""
+class NoDeviceError(TileproofError, RuntimeError):
+    """The CUDA stack a step needs is missing: a GPU and driver for kernel.run, NVRTC for
+    tp.compile (verification needs neither)."""
 
 
-class InputError(ValueError):
+class InputError(TileproofError, ValueError):
     """kernel.run got arrays that do not match the fusion."""

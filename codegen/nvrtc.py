@@ -2,7 +2,8 @@
 
 The cache key is the sha256 of the source, the options and the NVRTC version, so a
 changed kernel, flag or compiler never reuses a stale cubin. The folder is
-$TILEPROOF_CACHE_DIR, else ~/.cache/tileproof. Compiling needs no GPU.
+$TILEPROOF_CACHE_DIR, else ~/.cache/tileproof. Compiling needs no GPU. Missing NVRTC is
+NoDeviceError; NVRTC rejecting our source is CompileError, an InternalError (a tileproof bug).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from .errors import CompileError
+from .errors import CompileError, NoDeviceError
 
 SOURCE_NAME = "tileproof_kernel.cu"
 
@@ -23,7 +24,7 @@ def _nvrtc():
     try:
         from cuda.bindings import nvrtc
     except ImportError as e:  # pragma: no cover - cuda-python is a dependency
-        raise CompileError(f"cuda-python's NVRTC bindings are not importable ({e}); pip install cuda-python") from e
+        raise NoDeviceError(f"cuda-python's NVRTC bindings are not importable ({e}); pip install cuda-python") from e
     return nvrtc
 
 
@@ -33,7 +34,7 @@ def nvrtc_version() -> tuple[int, int]:
     try:
         err, major, minor = nvrtc.nvrtcVersion()
     except Exception as e:  # the shared library is missing
-        raise CompileError(f"NVRTC is not available ({e}); pip install nvidia-cuda-nvrtc") from e
+        raise NoDeviceError(f"NVRTC is not available ({e}); pip install nvidia-cuda-nvrtc") from e
     _check(err, "nvrtcVersion")
     return major, minor
 
@@ -133,7 +134,7 @@ def _compile_error(log: str, source: str, arch: str) -> CompileError:
         n = int(m.group(1))
         where = f"\n  {n} | {lines[n - 1].strip()}"
     message = (f"NVRTC could not compile the generated kernel for {arch}: {first.strip()}{where}\n"
-               f"(tileproof bug, please report; the full log is in .log and the source in .source)")
+               f"(the full log is in .log and the source in .source)")
     return CompileError(message, log, source)
 
 

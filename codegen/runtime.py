@@ -10,14 +10,14 @@ from __future__ import annotations
 import ctypes
 import functools
 
-from .errors import NoDeviceError
+from .errors import NoDeviceError, TileproofError
 
 NO_GPU_HINT = ("kernel.run needs an NVIDIA GPU and driver; verification (tp.verify), source emission "
                "and compilation (tp.compile(fusion, target='sm_90a'), kernel.cuda_source, kernel.cubin) "
                "still work without one")
 
 
-class DriverError(RuntimeError):
+class DriverError(TileproofError, RuntimeError):
     """A CUDA driver call failed (with the call and the driver's message)."""
 
 

@@ -1,4 +1,11 @@
-"""Errors for malformed input (the user's call was wrong), distinct from a bad schedule."""
+"""The root of tileproof's exceptions, and the errors of the model layer.
+
+Every tileproof exception is a TileproofError, and keeps a builtin base as a second parent
+(ValueError for a wrong call, NotImplementedError for a gap, RuntimeError for the machine).
+Your mistake is a ScheduleError (malformed input) or a Report (a bad schedule, never an
+exception); our bug is an InternalError ("tileproof bug, please report"), never an accept.
+This module sits at the bottom so that every package can raise these.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,40 @@ from pathlib import Path
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
-class ScheduleError(ValueError):
+class TileproofError(Exception):
+    """The root of every exception tileproof raises: `except tp.TileproofError` catches them all."""
+
+    def __reduce__(self):  # pickle without calling __init__: subclasses take other arguments
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls, args, state):
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+class InternalError(TileproofError, RuntimeError):
+    """A tileproof bug, not the user's mistake: str() starts with "tileproof bug, please report:".
+
+    `rule` is the code of the rule that was running and `query` the solver query (or the
+    object being lowered); either may be None, and str() shows those that are set. A rule
+    that raises makes its schedule rejected, never accepted.
+    """
+
+    def __init__(self, message: str, *, rule: str | None = None, query: str | None = None):
+        super().__init__(message)
+        self.rule = rule
+        self.query = query
+
+    def __str__(self) -> str:
+        where = f"rule {self.rule}: " if self.rule is not None else ""
+        query = f"\nquery: {self.query}" if self.query is not None else ""
+        return f"tileproof bug, please report: {where}{self.args[0]}{query}"
+
+
+class ScheduleError(TileproofError, ValueError):
     """A schedule-building call received arguments that make no sense.
 
     Raised at the door ("split: factor must be a positive int or symbol, got -4");

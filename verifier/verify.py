@@ -6,7 +6,7 @@ import time
 import traceback
 from typing import Iterable, Mapping
 
-from ..model.errors import ScheduleError
+from ..model.errors import InternalError, ScheduleError
 from ..model.fusion import Fusion
 from ..model.targets import get_target
 from .context import VerifyContext
@@ -38,12 +38,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
         try:
             found = list(r.func(ctx))
         except Exception as e:  # our bug, never an accept
-            found = [Diagnostic(
-                r.code, Severity.ERROR,
-                f"tileproof bug, please report: rule {r.code} failed with {type(e).__name__}: {e}",
-                notes=["the schedule is rejected because the rule could not be decided",
-                       traceback.format_exc(limit=6)],
-            )]
+            found = [_rule_crashed(r.code, e)]
         for d in found:
             d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
         report.diagnostics += found
@@ -53,6 +48,20 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     report.queries = ctx.queries
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _rule_crashed(code: str, error: Exception) -> Diagnostic:
+    """The rejection standing in for a rule that raised: a tileproof bug, never an accept.
+    An InternalError keeps its own message (and query); anything else is wrapped in one."""
+    if not isinstance(error, InternalError):
+        error = InternalError(f"{type(error).__name__}: {error}", rule=code)
+    elif error.rule is None:
+        error.rule = code
+    return Diagnostic(
+        code, Severity.ERROR, str(error),
+        notes=["the schedule is rejected because the rule could not be decided",
+               traceback.format_exc(limit=6)],
+    )
 
 
 def _check_bind(fusion: Fusion, bind) -> dict[str, int]:
