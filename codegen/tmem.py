@@ -14,13 +14,13 @@ Three hooks in the pass list of codegen/lower.py:
 
 What was proved is what runs. The addresses are the verifier's access model
 (verifier/access.py `build`, lanes and columns from the tensor's allocation in
-verifier/rules/tmem.py), not a second derivation: the warp's address is that model at the
+verifier/analysis/tmem.py), not a second derivation: the warp's address is that model at the
 warp's first thread and register 0 (AccessModel.warp_base_env, exactly the base of the
 TMEM-ACCESS-PATTERN proof), and the instruction shape is the pattern that rule proved
 (matching_pattern). The proof says: for every executing thread t, loop point s and
 register r, the element's (lane, column) = base(warp of t, s) + offset_pattern(t % 32, r),
 which is where tcgen05 puts register r of thread t. Register r carries the element at the
-vectorized point r (row-major over the vectorized IDs, AccessModel.reg).
+vectorized point r (row-major over the vectorized IDs: model/indexing.py vector_index).
 
 Predicates. tcgen05.ld/st are .sync.aligned: all 32 threads of a warp execute them or none.
 The instruction is predicated only by
@@ -44,7 +44,7 @@ from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
 from ..verifier.access import AccessModel, var_name
 from ..verifier.context import VerifyContext
-from ..verifier.rules import tmem as tmem_rules
+from ..verifier.analysis.tmem import access_models, collective, matching_pattern
 from .errors import UnsupportedSchedule
 from .kernel_ir import Compute, Cond, Loop, Operand, Sync
 from .simplify import simplify
@@ -101,7 +101,7 @@ def lower_accesses(st) -> None:
     if not tmem_tensors(st.fusion):
         return
     ctx = VerifyContext(st.fusion, st.target)
-    models = tmem_rules._models(ctx)  # the verifier's access models, lanes and columns included
+    models = access_models(ctx)  # the verifier's access models, lanes and columns included
     _, offsets = column_plan(st)
     by_name = {t.name: t for t in st.order}
     builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, block_dims(st.fusion),
@@ -142,8 +142,8 @@ class AccessLowering:
 
     def build(self) -> tuple[list, TmemAccess]:
         m, tv = self.m, self.tv
-        pattern, _ = tmem_rules.matching_pattern(self.ctx, m)
-        if pattern is None or not tmem_rules._collective(self.ctx, m):
+        pattern, _ = matching_pattern(self.ctx, m)
+        if pattern is None or not collective(self.ctx, m).proved:
             raise UnsupportedSchedule(f"{self.where} has no proved warp-collective tcgen05 pattern; tp.compile "
                                       f"lowers verified schedules only (run tp.verify for the reason)")
         regs = try_int(m.num_regs)

@@ -11,7 +11,7 @@ import pytest
 import tileproof as tp
 from tileproof.model.expr import add, floordiv, mod, mul
 from tileproof.verifier import solver
-from tileproof.verifier.rules import ldsm
+from tileproof.verifier.analysis import ldsm as ldsm_analysis
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 P = tp.ParallelType
@@ -268,7 +268,7 @@ def test_overlapping_matrices(monkeypatch):
         lane = mod(a.m.tid, 32)
         return floordiv(lane, 4), add(mul(mod(lane, 4), 2), mod(a.m.reg, 2))
 
-    monkeypatch.setattr(ldsm, "_row_col", same_block)
+    monkeypatch.setattr(ldsm_analysis, "_row_col", same_block)
     d = only(verify(VALID.ldmatrix_x2()), "LDSM-REGISTER-LAYOUT")
     assert "overlapping matrices" in d.message
     ce = d.counterexample

@@ -12,6 +12,7 @@ from ..model.expr import Expr, try_int
 from ..model.fusion import Fusion, Op
 from ..model.indexing import block_dims, executed_tensors, thread_dims
 from ..model.mapping import IdMap
+from ..model.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
 from ..model.types import LoadStoreOpType, MemoryType
@@ -44,6 +45,11 @@ class VerifyContext:
     @cached_property
     def allocations(self) -> dict[str, Allocation]:
         return {t.name: compute_allocation(t) for t in self.fusion.tensors if not t.is_fusion_input}
+
+    @cached_property
+    def smem_plan(self) -> SmemPlan:
+        """Where each shared-memory buffer starts, as the kernel lays them out (model/smem_plan.py)."""
+        return plan_shared_memory(self.fusion, self.allocations)
 
     @cached_property
     def block_dims(self):

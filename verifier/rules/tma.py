@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from ...model.expr import Expr, const, mod, try_int
-from ...model.tma import TmaDim, TmaInfo, infer_tma, is_tma_op
+from ...model.expr import Expr, const, mod
+from ...model.tma import TmaDim, TmaInfo
 from ...model.types import ParallelType
+from ..analysis.tma import extents_of, tma_infos
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, format_values, undecided
@@ -18,10 +19,6 @@ from ..registry import rule
 MAX_RANK, MAX_BOX, MAX_ELEMENT_STRIDE = 5, 256, 8
 STRIDE_ALIGN, STRIDE_LIMIT = 16, 2**40
 REFS = "nvFuser doc/dev/tma.md; CUDA driver API cuTensorMapEncodeTiled; measured on H200"
-
-
-def tma_infos(ctx: VerifyContext) -> list[TmaInfo]:
-    return ctx.memo(("tma-infos",), lambda: [infer_tma(op) for op in ctx.fusion.exprs if is_tma_op(op)])
 
 
 def _inferred(ctx: VerifyContext) -> Iterator[TmaInfo]:
@@ -34,11 +31,6 @@ def _where(info: TmaInfo, d: TmaDim | None = None) -> dict:
     names = list(d.ids + d.box_ids + d.tile_ids) if d is not None else []
     origin = next((ids[n].origin for n in reversed(names) if n in ids and ids[n].origin), None)
     return dict(tensor=info.consumer.name, ids=list(dict.fromkeys(names)), location=origin or info.consumer.origin)
-
-
-def extents_of(ids) -> dict[str, int]:
-    """The concrete extents of IDs: the numbers behind a structural finding."""
-    return {f"{i.name} extent": v for i in ids if (v := try_int(i.extent_expr)) is not None} or {"ids": len(ids)}
 
 
 def _remainder_zero(q, e):

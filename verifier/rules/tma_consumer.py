@@ -7,11 +7,11 @@ from typing import Iterator
 
 from ...model.tma import is_tma_op
 from ...model.types import IterType, ParallelType
+from ..analysis.tma import extents_of, tma_infos
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding
 from ..registry import rule
-from .tma import extents_of, tma_infos
 
 
 @rule("TMA-BULK-PLACEMENT", family="tma")

@@ -10,18 +10,18 @@ from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, add, const, mod, try_int
-from ...model.smem_plan import plan_shared_memory, swizzle_period
+from ...model.expr import Expr, add, const, mod
+from ...model.smem_plan import swizzle_period
 from ...model.tma import TmaInfo
 from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
 from ...model.types import MemoryType
 from ..access import AccessModel, active, build
+from ..analysis.tma import tma_infos
 from ..context import Access, VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
 from ..registry import rule
 from ..solver import Outcome
-from .tma import tma_infos
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
 SWIZZLE_MODES = (32, 64, 128)
@@ -415,7 +415,7 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
     issues = _issues(ctx)
     if not issues:
         return
-    plan = ctx.memo(("smem-plan",), lambda: plan_shared_memory(ctx.fusion, ctx.allocations))
+    plan = ctx.smem_plan
     for issue in issues:
         name, s = issue.info.smem.name, issue.info.swizzle_bytes
         buf = plan.buffers[name]

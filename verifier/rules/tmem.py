@@ -1,6 +1,8 @@
 """Tensor memory: target support, warp-collective access, tcgen05 patterns,
 warp -> sub-partition mapping, vector widths. Proved over every thread of the
-block (linear id x + y*bdx + z*bdx*bdy), every loop point and every register."""
+block (linear id x + y*bdx + z*bdx*bdy), every loop point and every register; the
+access models and the warp-collective and pattern proofs are verifier/analysis/tmem.py,
+shared with the code generator."""
 
 from __future__ import annotations
 
@@ -8,30 +10,15 @@ from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
-from ...model.tcgen05 import TmemPattern, pattern_offset
+from ...model.expr import Expr, const, floordiv, mod
+from ...model.tcgen05 import TmemPattern
 from ...model.types import MemoryType
+from ..access import THREAD_VARS, AccessModel, executes
+from ..analysis.tmem import access_models, collective, matching_pattern
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
 from ..registry import rule
-from ...model.indexing import linear_offset
-from ..access import THREAD_VARS, AccessModel, active, build, executes
-
-
-
-def _models(ctx: VerifyContext) -> list[AccessModel]:
-    cache = ctx.__dict__.setdefault("_tmem_models", {})
-    if "all" not in cache:
-        cache["all"] = [_with_lanes_and_columns(ctx, build(ctx, a)) for a in ctx.tmem_accesses] if ctx.target.has_tmem else []
-    return cache["all"]
-
-
-def _with_lanes_and_columns(ctx: VerifyContext, m: AccessModel) -> AccessModel:
-    alloc = ctx.allocations[m.acc.tensor.name]
-    m.addresses["lane"] = linear_offset(alloc.strides("lane"), m.indices)
-    m.addresses["column"] = linear_offset(alloc.strides("column"), m.indices)
-    return m
 
 
 def _where(m: AccessModel) -> dict:
@@ -92,22 +79,6 @@ def target_tmem(ctx: VerifyContext) -> Iterator[Diagnostic]:
         )
 
 
-def _collective_violation(ctx: VerifyContext, m: AccessModel):
-    return ctx.memo(("collective", id(m)), lambda: _prove_collective(ctx, m))
-
-
-def _prove_collective(ctx: VerifyContext, m: AccessModel):
-    # Formal statement: forall t, l < 32: active(t) => (32*(t/32) + l < B and active(32*(t/32) + l))
-    other = var("other lane")
-    tid = m.tid
-    mate = add(mul(floordiv(tid, 32), 32), other)
-    env = m.thread_env(mate)
-    q = ctx.query(m.hint_exprs() + [mate], {**m.ranges, "other lane": const(32)})
-    claim = z3.Implies(active(q, m), z3.And(q.lt(mate, m.block_threads), active(q, m, env)))
-    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "mate": mate, "B": m.block_threads},
-                   smallest=tid)
-
-
 @rule("TMEM-WARP-COLLECTIVE", family="tmem")
 def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Tensor-memory loads and stores are executed by whole warps.
@@ -140,8 +111,8 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.3 (tcgen05.ld .sync.aligned); nvFuser PR #4070
     """
-    for m in _models(ctx):
-        out = _collective_violation(ctx, m)
+    for m in access_models(ctx):
+        out = collective(ctx, m)
         if out.status == "unknown":
             yield undecided("TMEM-WARP-COLLECTIVE", f"that the {m.describe} is warp-collective", out, **_where(m))
         elif not out.proved:
@@ -159,43 +130,6 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 hint="make the innermost thread extent a multiple of 32 (and every outer TID stride a multiple of 32)",
                 **_where(m),
             )
-
-
-def _pattern_outcome(ctx: VerifyContext, m: AccessModel, p: TmemPattern):
-    # Formal statement: forall t, s, r: executes(t, s, r) =>
-    #   (lane, col)(t, s, r) == (lane, col)(32*(t/32), s, 0) + offset_p(t % 32, r)
-    tid = m.tid
-    lane_in_warp = mod(tid, 32)
-    n = m.num_regs.value if m.num_regs.is_const else None
-    if n is None or n % p.registers_per_repetition:
-        return None
-    dl, dc = pattern_offset(p, lane_in_warp, m.reg, n)
-    base = m.warp_base_env()
-    want_lane, want_col = add(substitute(m.addresses['lane'], base), dl), add(substitute(m.addresses['column'], base), dc)
-    q = ctx.query(m.hint_exprs() + [want_lane, want_col], m.ranges)
-    claim = z3.Implies(executes(q, m), z3.And(q.eq(m.addresses['lane'], want_lane), q.eq(m.addresses['column'], want_col)))
-    return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "lane": m.addresses['lane'], "column": m.addresses['column'],
-                                  "expected lane": want_lane, "expected column": want_col, "register": m.reg},
-                   smallest=tid if p is TmemPattern.P32x32b else None)  # only 32x32b's witness is the headline
-
-
-def matching_pattern(ctx: VerifyContext, m: AccessModel):
-    """(pattern or None, outcomes per pattern tried), decided once per access."""
-    return ctx.memo(("pattern", id(m)), lambda: _find_pattern(ctx, m))
-
-
-def _find_pattern(ctx: VerifyContext, m: AccessModel):
-    outcomes = {}
-    for p in TmemPattern:
-        out = _pattern_outcome(ctx, m, p)
-        outcomes[p] = out
-        if out is not None and out.proved:
-            return p, outcomes
-    return None, outcomes
-
-
-def _collective(ctx, m) -> bool:
-    return _collective_violation(ctx, m).proved
 
 
 @rule("TMEM-ACCESS-PATTERN", family="tmem")
@@ -233,13 +167,13 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8 (tcgen05 data-path layouts); CUTLASS cute/atom/copy_traits_sm100.hpp
     """
-    for m in _models(ctx):
+    for m in access_models(ctx):
         if m.acc.tensor.dtype.bytes != 4:
             yield finding("TMEM-ACCESS-PATTERN",
                           f"the {m.describe} uses {m.acc.tensor.dtype} elements; only 32-bit tensor-memory elements are modelled",
                           hint="keep tensor-memory tensors in float32 or int32", **_where(m))
             continue
-        if not _collective(ctx, m):
+        if not collective(ctx, m).proved:
             continue
         found, outcomes = matching_pattern(ctx, m)
         if found is not None:
@@ -305,8 +239,8 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.1 (access restrictions); nvFuser PR #4016
     """
-    for m in _models(ctx):
-        if m.acc.tensor.dtype.bytes != 4 or not _collective(ctx, m) or matching_pattern(ctx, m)[0] is None:
+    for m in access_models(ctx):
+        if m.acc.tensor.dtype.bytes != 4 or not collective(ctx, m).proved or matching_pattern(ctx, m)[0] is None:
             continue
         if not _fits_lanes(ctx, m):
             continue  # more than 128 lanes: TMEM-LANES already reports the root cause
@@ -379,7 +313,7 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.3 (tcgen05.ld .num)
     """
-    for m in _models(ctx):
+    for m in access_models(ctx):
         if not m.vector_ids:
             continue
         width = m.num_regs * m.acc.tensor.dtype.bytes
