@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..model.expr import Expr, evaluate
+from ..verifier.context import symbol_range
 from .arrays import ArrayInfo, describe
 from .errors import InputError
 from .kernel_ir import GlobalTensor
@@ -98,7 +99,14 @@ def check_device(g: GlobalTensor, info: ArrayInfo, position: int, device_id: int
     return device_id if info.device_id is None else info.device_id
 
 
-def check_assumptions(assumptions: list[sympy.Basic], env: dict[str, int]) -> None:
+def check_assumptions(assumptions: list[sympy.Basic], env: dict[str, int], symbols: list[str] = ()) -> None:
+    """The sizes are ones the proof covers: every extent symbol within the admitted range
+    (symbol_range) and every assumption true."""
+    for name in symbols:
+        lo, hi = symbol_range()
+        if name in env and not lo <= env[name] <= hi:
+            raise InputError(f"extent {name} = {env[name]} is outside {lo} .. {hi}, the sizes the schedule was "
+                             f"proved for (32-bit indexing); split the problem or use smaller sizes")
     for a in assumptions:
         subs = {s: env[s.name] for s in a.free_symbols if s.name in env}
         if sympy.simplify(a.subs(subs)) is not sympy.true:

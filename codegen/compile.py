@@ -135,7 +135,7 @@ class Kernel:
         if hit is None:
             from .binding import check_assumptions
 
-            check_assumptions(list(self.fusion.assumptions), env)
+            check_assumptions(list(self.fusion.assumptions), env, list(self.fusion.symbols))
             try:
                 grid = tuple(evaluate(e, env) for e in self.ir.grid)
                 block = tuple(evaluate(e, env) for e in self.ir.block)

@@ -87,8 +87,8 @@ class VerifyContext:
         return cache[key]
 
     def symbol_bounds(self) -> dict[str, tuple[int, int]]:
-        """Each extent symbol's admitted values: its binding, else 1 .. MAX_EXTENT."""
-        return {name: (self.bind[name],) * 2 if name in self.bind else (1, MAX_EXTENT) for name in self.fusion.symbols}
+        """Each extent symbol's admitted values: its binding, else symbol_range()."""
+        return {name: (self.bind[name],) * 2 if name in self.bind else symbol_range() for name in self.fusion.symbols}
 
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings)."""
@@ -119,6 +119,11 @@ class VerifyContext:
     def symbols_of(self, model: Mapping[str, int]) -> dict[str, int]:
         """The extent symbols of a counterexample (what size breaks the schedule)."""
         return {k: v for k, v in model.items() if k in self.fusion.symbols and k not in self.bind}
+
+
+def symbol_range() -> tuple[int, int]:
+    """The values every extent symbol is proved for (32-bit indexing); checked again at launch."""
+    return 1, MAX_EXTENT
 
 
 def is_tmem_op(op: Op) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import time
 import traceback
 from typing import Iterable, Mapping
@@ -9,7 +10,7 @@ from typing import Iterable, Mapping
 from ..model.errors import InternalError, ScheduleError
 from ..model.fusion import Fusion
 from ..model.targets import get_target
-from .context import VerifyContext
+from .context import VerifyContext, symbol_range
 from .diagnostics import Diagnostic, Report, Severity
 from .registry import all_rules
 from .summary import summarize
@@ -29,7 +30,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     start = time.perf_counter()
     snap = fusion.snapshot()
     ctx = VerifyContext(snap, tgt, bind)
-    wanted = None if rules is None else {r.upper() for r in rules}
+    wanted = _check_rules(rules)
     report = Report(fusion=snap.name, target=tgt.name, location=snap.origin)
     for r in all_rules():
         if wanted is not None and r.code not in wanted:
@@ -42,12 +43,34 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
         for d in found:
             d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
         report.diagnostics += found
-    report.assumptions = [str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()]
+    lo, hi = symbol_range()
+    report.assumptions = ([f"{lo} <= {s} <= {hi}" for s in snap.symbols if s not in bind]
+                          + [str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()])
     report.tensors = summarize(ctx)
     report.launch = {str(p): str(e) for p, e in ctx.block_dims.items()}
     report.queries = ctx.queries
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _check_rules(rules: Iterable[str] | None) -> set[str] | None:
+    """The rule codes asked for; a typo or a bare string would run no rule and report ok."""
+    if rules is None:
+        return None
+    if isinstance(rules, str):
+        raise ScheduleError(f"verify: rules must be a list of rule codes, got the string {rules!r} "
+                            f"(write rules=[{rules!r}])")
+    known = {r.code for r in all_rules()}
+    wanted = set()
+    for code in rules:
+        if not isinstance(code, str):
+            raise ScheduleError(f"verify: rule codes are strings, got {code!r}")
+        if code.upper() not in known:
+            close = difflib.get_close_matches(code.upper(), sorted(known), n=1)
+            raise ScheduleError(f"verify: unknown rule code {code!r}"
+                                + (f"; did you mean {close[0]!r}?" if close else "; `tileproof explain --list` lists them"))
+        wanted.add(code.upper())
+    return wanted
 
 
 def _rule_crashed(code: str, error: Exception) -> Diagnostic:

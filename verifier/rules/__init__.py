@@ -1,3 +1,5 @@
 """Rule families; importing this package registers every rule."""
 
-from . import alloc, bank, divisibility, ldsm, swizzle, tma, tma_consumer, tma_smem, tmem, visibility  # noqa: F401
+from . import (  # noqa: F401
+    alloc, assumptions, bank, divisibility, ldsm, swizzle, tma, tma_consumer, tma_smem, tmem, visibility,
+)

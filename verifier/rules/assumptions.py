@@ -1,0 +1,93 @@
+"""Assumptions: the sizes a proof covers must exist, or every proof is vacuous."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import sympy
+import z3
+
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding
+from ..registry import rule
+from ..solver import MAX_EXTENT, Query, assumption_terms
+
+
+def _witness(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> dict[str, int] | None:
+    """Sizes satisfying all `assumptions` (and the bindings and ranges), or None if there are none."""
+    q = Query([t for a in assumptions for t in assumption_terms(a)], {}, symbols=ctx.symbol_bounds())
+    for a in assumptions:
+        q.assume_sympy(a)
+    ctx.queries += 1
+    out = q.prove(z3.BoolVal(False, q.ctx))
+    if out.status == "unknown":
+        return {}  # undecided: not reported as a conflict (every rule's own query decides its claim)
+    return None if out.proved else {k: v for k, v in out.model.items() if k in ctx.fusion.symbols}
+
+
+def _satisfiable(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> bool:
+    return _witness(ctx, assumptions) is not None
+
+
+def _conflict(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> list[sympy.Basic]:
+    """A minimal unsatisfiable subset (deletion: drop each assumption the conflict does not need)."""
+    core = list(assumptions)
+    for a in list(core):
+        rest = [b for b in core if b is not a]
+        if not _satisfiable(ctx, rest):
+            core = rest
+    return core
+
+
+@rule("ASSUMPTIONS-SATISFIABLE", family="assumptions")
+def assumptions_satisfiable(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Some size satisfies every assumption and binding together.
+
+    What it checks:
+        That the fusion's assumptions, its `bind` values and the range every extent symbol
+        gets (1 <= N <= 2^31 - 1) admit at least one size. When none does, it names a
+        smallest set of them that conflict.
+    Why the hardware needs it:
+        Every other rule proves its claim for all sizes that satisfy the assumptions. With
+        no such size, each claim holds vacuously: `N > 10` and `N < 5` would make any
+        schedule "proved", including ones that fault on every real size.
+    Example:
+        with tp.Fusion("no_size_fits") as fusion:
+            t0 = tp.make_contig_tensor(1); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion.assume("T0_0 > 10")
+        fusion.assume("T0_0 < 5")
+    Fix:
+        with tp.Fusion("a_size_fits") as fusion:
+            t0 = tp.make_contig_tensor(1); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion.assume("T0_0 > 10")
+    References:
+        z3 satisfiability of the assumption set (the premise of every proof); symbolic
+        extents range over 1 .. 2^31 - 1 (32-bit indexing, verifier/solver.py MAX_EXTENT)
+    """
+    # Formal statement: exists sizes s in [1, 2^31 - 1]^n (bound ones fixed) with A_1(s) and ... and A_k(s)
+    assumptions = list(ctx.fusion.assumptions)
+    if (not assumptions and not ctx.bind) or _satisfiable(ctx, assumptions):
+        return
+    core = _conflict(ctx, assumptions)
+    binds = [f"{k} = {v}" for k, v in ctx.bind.items()]
+    names = [str(a) for a in core] or ["the range of the extent symbols"]
+    conflict = " and ".join(names + (binds if binds else []))
+    # a size meeting all but the last of the conflict, which it then violates (or the range's end)
+    witness = _witness(ctx, core[:-1]) or {}
+    notes = ["every proof holds only for sizes satisfying all assumptions; with none, each would hold vacuously",
+             f"extent symbols range over 1 .. {MAX_EXTENT} (2^31 - 1)"]
+    if witness:
+        notes.append(f"{', '.join(f'{k} = {v}' for k, v in witness.items())} satisfies "
+                     + (" and ".join(names[:-1]) or "the ranges") + f" but not {names[-1]}")
+    yield finding(
+        "ASSUMPTIONS-SATISFIABLE",
+        f"no size satisfies {conflict}",
+        notes=notes,
+        hint=("drop or correct one of these assumptions" if len(core) > 1 else
+              f"correct the assumption {names[0]}" if core else "check the bound sizes") +
+             (f"; the bindings {', '.join(binds)} take part" if binds else ""),
+        counterexample={**witness, "violates": names[-1]},
+    )
