@@ -3,6 +3,8 @@
 A tensor may be inlined into its consumers at position p when, for every
 consumer and every axis k < p, the consumer's loop axis k is the same iteration
 (IdMap) and neither is vectorized (a vector is produced whole, not per element).
+inline_most and inline_all_at also stop before a Bulk axis, as nvFuser's do: a TMA tile
+axis is covered by one instruction and is not a loop another tensor can share.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from .tensor import TensorView
 from .types import ParallelType
 
 
-def max_inline_position(tv: TensorView, idmap: IdMap | None = None) -> tuple[int, str]:
-    """The largest legal compute-at position and why it stops there."""
+def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
+                        before_bulk: bool = False) -> tuple[int, str]:
+    """The largest legal compute-at position and why it stops there (`before_bulk`: stop
+    before a Bulk axis of tv or of a consumer too)."""
     idmap = idmap or IdMap(tv.fusion)
     consumers = tv.fusion.consumers(tv)
     if tv.is_fusion_input or not consumers:
@@ -22,22 +26,27 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None) -> tuple[int
     for k, i in enumerate(tv.loop):
         if i.parallel_type is ParallelType.Vectorize:
             return k, f"axis {k} of {tv.name} ({i.label()}) is vectorized"
+        if before_bulk and i.parallel_type is ParallelType.Bulk:
+            return k, f"axis {k} of {tv.name} ({i.label()}) is a TMA tile axis (Bulk)"
         for c in consumers:
             if k >= len(c.loop) or not idmap.same(i, c.loop[k]):
                 return k, f"axis {k} of {tv.name} ({i.label()}) does not map to {c.name}'s axis {k}"
             if c.loop[k].parallel_type is ParallelType.Vectorize:
                 return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is vectorized"
+            if before_bulk and c.loop[k].parallel_type is ParallelType.Bulk:
+                return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is a TMA tile axis (Bulk)"
     return len(tv.loop), "every axis maps"
 
 
-def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap | None = None) -> None:
+def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap | None = None,
+                   before_bulk: bool = False) -> None:
     if isinstance(pos, bool) or not isinstance(pos, int):
         raise ScheduleError(f"inline_at: position must be an int, got {pos!r}")
     n = len(tv.loop)
     p = pos + n + 1 if pos < 0 else pos
     if not 0 <= p <= n:
         raise ScheduleError(f"inline_at: position {pos} is out of range for {tv.name} with {n} loop axes")
-    limit, why = max_inline_position(tv, idmap)
+    limit, why = max_inline_position(tv, idmap, before_bulk=before_bulk)
     if p > limit:
         if not best_effort:
             raise ScheduleError(f"inline_at: {tv.name} can be inlined at most at position {limit}: {why}")
@@ -61,11 +70,13 @@ def inline_all_at(ref: TensorView, pos: int) -> None:
         k = 0
         while k < len(tv.loop) and idmap.key(tv.loop[k]) in keys:
             k += 1
-        set_compute_at(tv, k, best_effort=True, idmap=idmap)
+        set_compute_at(tv, k, best_effort=True, idmap=idmap, before_bulk=True)
 
 
 def inline_most(fusion) -> None:
+    """Inline every tensor as far as it goes: up to a vectorized or Bulk axis, or the first
+    axis that does not map to a consumer's."""
     idmap = IdMap(fusion)
     for tv in fusion.tensors:
         if not tv.is_fusion_input:
-            tv.compute_at = max_inline_position(tv, idmap)[0]
+            tv.compute_at = max_inline_position(tv, idmap, before_bulk=True)[0]

@@ -8,10 +8,10 @@ P = tp.ParallelType
 
 
 @tp.schedule(expect=tp.accepted())
-def broadcast_registers_per_output_thread():
-    """T2 computed by the threads of T3: both [4, 8] merged onto TIDx{32}, so thread t
-    broadcasts row t / 8 into its own register and reads it there."""
-    with tp.Fusion("broadcast_registers_per_output_thread") as fusion:
+def broadcast_registers_in_every_thread():
+    """T2 left serial: every thread of T3 computes all four rows of T2 into its own registers
+    and reads row t / 8 of them (4 registers per thread, no hand-off between threads)."""
+    with tp.Fusion("broadcast_registers_in_every_thread") as fusion:
         t0 = tp.make_contig_concrete_tensor([4, 8])
         t1 = tp.make_contig_concrete_tensor([4])
         fusion.add_input(t0)
@@ -21,9 +21,6 @@ def broadcast_registers_per_output_thread():
         fusion.add_output(t3)
     t3.merge(0)
     t3.axis(0).parallelize(P.TIDx)
-    tp.propagate_transforms(t3)
-    tp.parallelize_all_like(t3)
-    t2.inline_at(1)
     return fusion
 
 
