@@ -10,14 +10,11 @@
     (out,) = kernel.run(a)                        # on the GPU; arrays with DLPack / CUDA array interface
 """
 
-from __future__ import annotations
-
 from .codegen.compile import Kernel, LaunchParams, compile  # noqa: A004 - tp.compile is the API
 from .codegen.errors import CompileError, InputError, NoDeviceError, ScheduleRejected, UnsupportedSchedule
-from .model.allocation import Allocation, AllocatedId, compute_allocation
+from .model.allocation import Allocation, AllocatedId, compute_allocation as _compute_allocation
 from .model.errors import InternalError, ScheduleError, TileproofError
-from .model.expr import Expr
-from .model.fusion import Fusion, Op, current_fusion
+from .model.fusion import Fusion, current_fusion as _current_fusion
 from .model.inlining import inline_all_at
 from .model.inlining import inline_most as _inline_most
 from .model.iterdomain import IterDomain, Merge, Split, Swizzle
@@ -58,7 +55,7 @@ __version__ = "0.1.0"
 
 def inline_most(fusion: Fusion | None = None) -> None:
     """Inline every tensor as far as its consumers allow (the active fusion by default)."""
-    _inline_most(fusion if fusion is not None else current_fusion())
+    _inline_most(fusion if fusion is not None else _current_fusion())
 
 
 def allocation(tv: TensorView) -> Allocation:
@@ -67,13 +64,15 @@ def allocation(tv: TensorView) -> Allocation:
     `.columns_allocated`."""
     if not isinstance(tv, TensorView):
         raise ScheduleError(f"allocation: expected a TensorView, got {type(tv).__name__}")
-    return compute_allocation(tv)
+    return _compute_allocation(tv)
 
 
 def tma_info(tv: TensorView) -> TmaInfo:
     """The TMA that tv's schedule implies (tv: the shared or global tensor of a TMA op):
-    `.rank`, `.dims` (innermost first: box, tile, element stride, size, global stride),
-    `.swizzle_bytes`, `.direction`, and `.problems` when it cannot be inferred."""
+    `.rank`, `.dims` (innermost first; each dimension's `.box`, `.tile`, `.element_stride`,
+    `.size` and `.stride_bytes` are ints, or sympy expressions of the fusion's symbols),
+    `.swizzle_bytes`, `.direction`, `.bytes_per_transfer`, and `.problems` when it cannot be
+    inferred."""
     if not isinstance(tv, TensorView):
         raise ScheduleError(f"tma_info: expected a TensorView, got {type(tv).__name__}")
     ops = _tma_ops_of(tv)
@@ -81,35 +80,106 @@ def tma_info(tv: TensorView) -> TmaInfo:
         raise ScheduleError(f"tma_info: {tv.name} is not read or written by a TMA op (tp.set(..., op=tp.LoadStoreOpType.TMA))")
     if len(ops) > 1:
         raise ScheduleError(f"tma_info: {tv.name} takes part in {len(ops)} TMA ops; pass their shared-memory tensor instead")
-    return _infer_tma(ops[0])
+    return _infer_tma(ops[0]).info
 
 
 def add(a, b):
+    """Elementwise a + b of two tensors (or a tensor and a number); nvFuser's ops.add."""
     return _ops.binary("add", a, b)
 
 
 def sub(a, b):
+    """Elementwise a - b; nvFuser's ops.sub."""
     return _ops.binary("sub", a, b)
 
 
 def mul(a, b):
+    """Elementwise a * b; nvFuser's ops.mul."""
     return _ops.binary("mul", a, b)
 
 
 def div(a, b):
+    """Elementwise a / b; nvFuser's ops.div."""
     return _ops.binary("div", a, b)
 
 
 def neg(a):
+    """Elementwise -a; nvFuser's ops.neg."""
     return _ops.unary("neg", a)
 
 
 def abs(a):  # noqa: A001 - elementwise op name
+    """Elementwise |a|; nvFuser's ops.abs."""
     return _ops.unary("abs", a)
 
 
 def exp(a):
+    """Elementwise e ** a; nvFuser's ops.exp."""
     return _ops.unary("exp", a)
 
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+# `from tileproof import *` brings every public name except those that would shadow a Python
+# builtin: tp.abs, tp.compile and tp.set keep nvFuser's names, so call them through `tp.`.
+__all__ = [
+    "AllocatedId",
+    "Allocation",
+    "CompileError",
+    "DataType",
+    "Diagnostic",
+    "Expectation",
+    "Fusion",
+    "InputError",
+    "InternalError",
+    "IterDomain",
+    "IterType",
+    "Kernel",
+    "LaunchParams",
+    "LoadStoreOpType",
+    "MemoryType",
+    "Merge",
+    "NoDeviceError",
+    "ParallelType",
+    "Report",
+    "ScheduleError",
+    "ScheduleRejected",
+    "Severity",
+    "Split",
+    "Swizzle",
+    "SwizzleType",
+    "TARGETS",
+    "Target",
+    "TensorView",
+    "TileproofError",
+    "TmaDim",
+    "TmaInfo",
+    "UnsupportedSchedule",
+    "accepted",
+    "add",
+    "allocation",
+    "bfloat16",
+    "broadcast",
+    "div",
+    "exp",
+    "float16",
+    "float32",
+    "float64",
+    "get_target",
+    "inline_all_at",
+    "inline_most",
+    "int32",
+    "int64",
+    "int8",
+    "make_contig_concrete_tensor",
+    "make_contig_tensor",
+    "make_tensor",
+    "mul",
+    "neg",
+    "parallelize_all_like",
+    "propagate_transforms",
+    "rejected",
+    "schedule",
+    "sub",
+    "tma_info",
+    "transpose",
+    "verify",
+]

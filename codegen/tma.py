@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..model.expr import Expr, product, substitute, try_int, var
 from ..model.fusion import Op
 from ..model.tensor import TensorView
-from ..model.tma import TmaInfo, infer_tma, is_tma_op
+from ..model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
 from ..model.tma_layout import build_issue
 from ..model.types import THREAD_TYPES, ParallelType
 from .errors import UnsupportedSchedule
@@ -38,13 +38,14 @@ class TmaLowering:
     def statement(self, tv: TensorView, path: list[LoopClass], env: dict[int, Expr], ranges: dict[str, Expr],
                   issuer: list[Cond]) -> tuple[list[LoopClass], TmaCopy]:
         op = tv.definition
-        info = self._info(op)
+        tma = self._inferred(op)
+        info = tma.info
         for i, cls in zip(tv.loop, path):
             if i.parallel_type is ParallelType.Bulk and len(cls.members) > 1:
                 raise UnsupportedSchedule(
                     f"{tv.name}'s Bulk axis {i.label()} is shared through inlining with {', '.join(cls.members[1:])}; "
                     f"a tile axis is covered by the TMA instruction and cannot be a loop of another tensor")
-        issue = build_issue(info, self.allocations[info.smem.name], env)
+        issue = build_issue(tma, self.allocations[info.smem.name], env)
         coords = tuple(simplify(c, ranges) for c in issue.box_origin)
         bounds = []
         for b in issue.issue_bounds:
@@ -57,18 +58,18 @@ class TmaLowering:
             barrier = f"tp_bar_{tv.name}"
             self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name))
         copy = TmaCopy(info.direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
-                       info.bytes_per_transfer, barrier, issuer, bounds, str(op))
+                       info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op))
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 
     @staticmethod
-    def _info(op: Op) -> TmaInfo:
-        info = infer_tma(op)
-        if not info.ok:
-            raise UnsupportedSchedule(f"`{op}`: the TMA could not be inferred: {'; '.join(info.problems)}")
-        if any(s.mixing for s in info.view):
+    def _inferred(op: Op) -> InferredTma:
+        tma = infer_tma(op)
+        if not tma.info.ok:
+            raise UnsupportedSchedule(f"`{op}`: the TMA could not be inferred: {'; '.join(tma.info.problems)}")
+        if tma.mixes_tile:
             raise UnsupportedSchedule(f"`{op}` transforms tile and non-tile IDs together, so its shared-memory "
                                       f"layout is not proved; it is not lowered")
-        return info
+        return tma
 
     def _tensor_map(self, info: TmaInfo) -> TensorMap:
         g = self.globals[info.gmem.name]
@@ -80,10 +81,10 @@ class TmaLowering:
             param=f"tmap_{info.consumer.name}",
             tensor=g.name,
             dtype=g.dtype,
-            sizes=tuple(substitute(d.partitioned_extent, rename) for d in dims),
-            strides_bytes=tuple(substitute(d.global_stride_bytes, rename) for d in dims[1:]),
-            box=tuple(d.box for d in dims),
-            element_strides=tuple(d.element_stride for d in dims),
+            sizes=tuple(substitute(d.size_expr, rename) for d in dims),
+            strides_bytes=tuple(substitute(d.stride_bytes_expr, rename) for d in dims[1:]),
+            box=tuple(d.box_expr for d in dims),
+            element_strides=tuple(d.element_stride_expr for d in dims),
             swizzle_bytes=info.swizzle_bytes,
         )
         self.tensor_maps.append(tmap)

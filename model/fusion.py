@@ -74,6 +74,8 @@ class Fusion:
         op.output.definition = op
 
     def add_input(self, tv) -> None:
+        """Make `tv` (a new tensor of this fusion, not computed by an op) an input; it lives in
+        global memory. nvFuser: Fusion::addInput(tv)."""
         self._check_own(tv, "add_input")
         if tv.definition is not None:
             raise ScheduleError(f"add_input: {tv.name} is computed by `{tv.definition}`; only a new tensor can be an input")
@@ -82,6 +84,8 @@ class Fusion:
         tv.memory_type = MemoryType.Global
 
     def add_output(self, tv) -> None:
+        """Make `tv` (a tensor of this fusion) an output; it lives in global memory.
+        nvFuser: Fusion::addOutput(tv)."""
         self._check_own(tv, "add_output")
         if tv not in self.outputs:
             self.outputs.append(tv)
@@ -126,15 +130,19 @@ class Fusion:
 
     # -- queries ----------------------------------------------------------------------
     def uses_of(self, tv) -> list[Op]:
+        """The ops that read `tv`, in creation order (nvFuser's Fusion::unordered_uses(tv))."""
         return [op for op in self.exprs if tv in op.inputs]
 
     def consumers(self, tv) -> list:
+        """The tensors computed from `tv` (nvFuser's ir_utils::consumerTvsOf(tv))."""
         return [op.output for op in self.uses_of(tv)]
 
     def producers(self, tv) -> list:
+        """The tensors `tv` is computed from; none for an input (nvFuser's ir_utils::producerTvsOf(tv))."""
         return list(tv.definition.inputs) if tv.definition is not None else []
 
     def tensor(self, name: str):
+        """The tensor named `name` ("T2"); KeyError when there is none."""
         for t in self.tensors:
             if t.name == name:
                 return t

@@ -41,17 +41,25 @@ class IterDomain:
 
     @property
     def static_extent(self) -> int | None:
+        """The extent as an int when it is a constant, else None (a symbolic extent)."""
         return try_int(self.extent_expr)
 
     @property
     def is_broadcast(self) -> bool:
+        """Whether this is a broadcast axis (extent 1, IterType.Broadcast); nvFuser's isBroadcast()."""
         return self.iter_type is IterType.Broadcast
 
     @property
     def name(self) -> str:
+        """`i<uid>`, the name diagnostics and pictures use for this IterDomain."""
         return f"i{self.uid}"
 
     def parallelize(self, parallel_type: ParallelType) -> "IterDomain":
+        """Bind this loop axis to `parallel_type` (tp.ParallelType: BIDx.., TIDx.., Bulk for a
+        TMA tile, Vectorize, Unroll, Serial to undo); returns self. The verifier checks that the
+        binding is legal where it is used. nvFuser: IterDomain::parallelize(parallel_type).
+
+            tv.axis(-1).parallelize(tp.ParallelType.TIDx)"""
         if not isinstance(parallel_type, ParallelType):
             raise ScheduleError(
                 f"parallelize: expected a tp.ParallelType, got {type(parallel_type).__name__} {parallel_type!r}"

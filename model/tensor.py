@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 
 class TensorView:
+    """A tensor in a Fusion: logical, loop and allocation domains of IterDomains, a dtype and a
+    memory type (nvFuser's TensorView). Made by tp.make_tensor and the ops (tp.set, ...), never
+    directly. The scheduling methods record transforms on the loop domain, check their arguments
+    at the door (ScheduleError) and return self, so calls chain: `tv.split(0, 128).merge(1)`."""
     def __init__(self, fusion: "Fusion", logical: list[IterDomain], dtype: DataType, *, contiguity=None):
         self.fusion = fusion
         self.name = fusion._next_tensor_name()
@@ -41,15 +45,20 @@ class TensorView:
 
     @property
     def ndim(self) -> int:
+        """The number of loop axes (nvFuser's nDims())."""
         return len(self.loop)
 
     def axis(self, i: int) -> IterDomain:
+        """The loop IterDomain at position i (negative counts from the end); nvFuser's axis(i).
+        Parallelize through it: `tv.axis(0).parallelize(tp.ParallelType.BIDx)`."""
         return self.loop[self._norm_axis("axis", i)]
 
     def get_loop_domain(self) -> list[IterDomain]:
+        """A copy of the loop domain, outermost first (nvFuser's getLoopDomain())."""
         return list(self.loop)
 
     def get_logical_domain(self) -> list[IterDomain]:
+        """A copy of the logical domain, the tensor's shape as created (nvFuser's getLogicalDomain())."""
         return list(self.logical)
 
     def get_allocation_domain(self) -> list[IterDomain]:
@@ -60,9 +69,12 @@ class TensorView:
         return list(self.logical if self.memory_type is MemoryType.Global else self.loop)
 
     def has_allocation(self) -> bool:
+        """Whether set_allocation_domain was called (nvFuser's hasAllocation())."""
         return self.allocation is not None
 
     def all_ids(self) -> list[IterDomain]:
+        """Every IterDomain of this tensor: the logical ones, then each transform's outputs in the
+        order they were made (nvFuser's TensorDomain::allIDs())."""
         seen: dict[int, IterDomain] = {i.uid: i for i in self.logical}
         for t in self.history:
             for o in t.outputs:
@@ -71,14 +83,27 @@ class TensorView:
 
     @property
     def is_fusion_input(self) -> bool:
+        """Whether the fusion takes this tensor as an input (nvFuser's isFusionInput())."""
         return self in self.fusion.inputs
 
     @property
     def is_fusion_output(self) -> bool:
+        """Whether the fusion returns this tensor (nvFuser's isFusionOutput())."""
         return self in self.fusion.outputs
 
     # -- transforms -----------------------------------------------------------
     def split(self, axis: int, factor, inner_split: bool = True) -> "TensorView":
+        """Split loop axis `axis` into (outer, inner), replacing it in place; returns self.
+
+        `factor`: a positive int, or a symbol name / sympy symbol for a symbolic factor.
+        `inner_split=True` fixes the inner extent to factor (outer = ceildiv(extent, factor));
+        False fixes the outer extent instead. The index is outer * inner_extent + inner; an
+        indivisible split iterates holes, and SPLIT-DIVISIBILITY proves divisibility where the
+        schedule needs it. The axis must be serial (split first, then parallelize) and outside
+        the compute-at position.
+        nvFuser: TensorView::split(axis, factor, inner_split).
+
+            tv.split(0, 128)   # [I{N}] -> [I{ceildiv(N, 128)}, I{128}]"""
         a = self._norm_axis("split", axis)
         self._check_outside_ca("split", a)
         f = check_factor("split", factor)
@@ -92,6 +117,12 @@ class TensorView:
         return self
 
     def merge(self, axis_o: int, axis_i: int | None = None) -> "TensorView":
+        """Merge loop axes `axis_o` (outer) and `axis_i` (inner, default axis_o + 1) into one axis
+        of extent outer * inner, placed at the smaller position; returns self. The index is
+        outer_index * inner_extent + inner_index. Both axes must be serial and outside the
+        compute-at position. nvFuser: TensorView::merge(axis_o, axis_i).
+
+            tv.merge(0)   # [I{M}, I{N}] -> [I{M * N}]"""
         o = self._norm_axis("merge", axis_o)
         i = o + 1 if axis_i is None else self._norm_axis("merge", axis_i)
         if i >= len(self.loop):
@@ -109,6 +140,12 @@ class TensorView:
         return self
 
     def swizzle(self, swizzle_type: SwizzleType, x: int, y: int) -> "TensorView":
+        """XOR-swizzle loop axes x and y: (x, y) -> (x, x ^ y), replacing both in place; returns
+        self. `swizzle_type` is a tp.SwizzleType (XOR); the swizzle is a bijection when both
+        extents are the same power of two (SWIZZLE-BIJECTIVITY). Both axes must be outside
+        the compute-at position. nvFuser: TensorView::swizzle(SwizzleType::XOR, x, y).
+
+            smem.swizzle(tp.SwizzleType.XOR, 0, 1)   # bank-conflict-free shared-memory layout"""
         if not isinstance(swizzle_type, SwizzleType):
             raise ScheduleError(f"swizzle: expected a tp.SwizzleType, got {swizzle_type!r}")
         ax, ay = self._norm_axis("swizzle", x), self._norm_axis("swizzle", y)
@@ -122,8 +159,12 @@ class TensorView:
         return self
 
     def reorder(self, old2new) -> "TensorView":
-        """`old2new` is a dict {old position: new position} or a list with
-        `old2new[i]` the new position of axis i (nvFuser's convention)."""
+        """Permute the loop axes; returns self. `old2new` is a dict {old position: new position}
+        (axes not named keep their relative order) or a list with `old2new[i]` the new position
+        of axis i. Moved axes must be outside the compute-at position.
+        nvFuser: TensorView::reorder(old2new).
+
+            tv.reorder({0: 1})   # [A, B, C] -> [B, A, C]"""
         n = len(self.loop)
         if isinstance(old2new, dict):
             pairs = list(old2new.items())
@@ -151,6 +192,10 @@ class TensorView:
 
     # -- memory and allocation --------------------------------------------------
     def set_memory_type(self, memory_type: MemoryType) -> "TensorView":
+        """Place the tensor in `memory_type` (tp.MemoryType: Local registers, Shared, Tensor memory,
+        Global); returns self. Fusion inputs and outputs stay Global. The verifier checks that the
+        memory fits and that every access to it is legal for the target.
+        nvFuser: TensorView::setMemoryType(memory_type)."""
         if not isinstance(memory_type, MemoryType):
             raise ScheduleError(f"set_memory_type: expected a tp.MemoryType, got {memory_type!r}")
         if (self.is_fusion_input or self.is_fusion_output) and memory_type is not MemoryType.Global:
@@ -160,6 +205,7 @@ class TensorView:
 
     @property
     def memory(self) -> MemoryType:
+        """The memory type; assigning to it calls set_memory_type."""
         return self.memory_type
 
     @memory.setter
@@ -167,6 +213,10 @@ class TensorView:
         self.set_memory_type(memory_type)
 
     def set_allocation_domain(self, ids: Sequence[IterDomain], contiguity=True) -> "TensorView":
+        """Allocate the tensor along `ids` (IterDomains of this tensor, outermost first) instead of
+        its default domain; returns self. `contiguity`: a bool for all axes, or one True / False /
+        None (broadcast) per ID. The allocation decides the memory layout that the verifier's
+        capacity, bank and TMA rules check. nvFuser: TensorView::setAllocationDomain(ids, contiguity)."""
         ids = list(ids)
         known = {i.uid for i in self.all_ids()}
         for i in ids:
@@ -196,6 +246,9 @@ class TensorView:
         return self
 
     def set_tmem_dim_sep_pos(self, pos: int) -> "TensorView":
+        """For tensor memory: allocation axes before `pos` (negative counts from the end) are lanes,
+        those from `pos` on are 32-bit columns; returns self. TMEM-LANES and TMEM-COLUMNS check
+        the 128 lanes and 512 columns. nvFuser: TensorView::setTMemDimSepPos(pos)."""
         if self.memory_type is not MemoryType.Tensor:
             raise ScheduleError(
                 f"set_tmem_dim_sep_pos: the dimension separator is only for tensor memory; {self.name} is in {self.memory_type} memory"
@@ -209,6 +262,10 @@ class TensorView:
 
     # -- inlining -------------------------------------------------------------------
     def inline_at(self, pos: int) -> "TensorView":
+        """Compute this tensor inside its first `pos` loops, shared with its consumers (its
+        compute-at position; negative counts from the end); returns self. Raises ScheduleError
+        past the deepest position the consumers' loops allow. Axes inside the position can no
+        longer be transformed. nvFuser: TensorView::inlineAt(pos)."""
         from .inlining import set_compute_at
 
         set_compute_at(self, pos, best_effort=False)

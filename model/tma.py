@@ -8,6 +8,10 @@ compositing adjacent contiguous IDs: a partitioned ID is one dimension; otherwis
 dimension is a slice [coordinate IDs..., box IDs...] (no box IDs: implicit size-one; no
 coordinate IDs: implicit whole). Dimensions are listed innermost first, as PTX does.
 Pure Python; never raises on a well-formed fusion (`problems` says what could not be inferred).
+
+`infer_tma(op)` gives an InferredTma: the public TmaInfo (what tp.tma_info returns, its
+quantities ints or sympy) with the op, the view and the role inference that the verifier and
+the code generator work on.
 """
 
 from __future__ import annotations
@@ -28,47 +32,62 @@ from .types import LoadStoreOpType, MemoryType, ParallelType
 MAX_BOX = 256  # the limit when compositing: nvFuser does not merge boxes it knows exceed it
 
 
+def _public(e: Expr) -> int | sympy.Expr:
+    """A quantity as tp users see it: an int when concrete, else a sympy expression."""
+    v = try_int(e)
+    return v if v is not None else to_sympy(e)
+
+
 @dataclass(frozen=True)
 class TmaDim:
-    """One hardware dimension. `ids`: its TMA-domain IDs (outer to inner); `kind`:
-    partitioned, composited, implicit size-one or implicit whole."""
+    """One hardware dimension. `box`, `tile`, `element_stride`, `size` (the tensor size on this
+    dimension), `stride_bytes` (its global stride; the innermost one's is the element size) and
+    `stride_elements` are ints, or sympy expressions of the fusion's symbols; the `*_expr` fields
+    are the same quantities in the index algebra. `ids`: its TMA-domain IDs (outer to inner);
+    `kind`: partitioned, composited, implicit size-one or implicit whole."""
 
-    box: Expr
-    tile: Expr
-    element_stride: Expr
-    partitioned_extent: Expr
-    global_stride_bytes: Expr  # the stride of this dimension; the innermost one's is the element size
+    box_expr: Expr
+    tile_expr: Expr
+    element_stride_expr: Expr
+    size_expr: Expr  # the partitioned extent
+    stride_bytes_expr: Expr
     ids: tuple[str, ...]
     kind: str = "partitioned"
     box_ids: tuple[str, ...] = ()
     tile_ids: tuple[str, ...] = ()
     coordinate_ids: tuple[str, ...] = ()
-    stride_elements: Expr = const(1)
+    stride_elements_expr: Expr = const(1)
 
     @property
-    def box_size(self) -> sympy.Expr:
-        return to_sympy(self.box)
+    def box(self) -> int | sympy.Expr:
+        return _public(self.box_expr)
 
     @property
-    def tile_size(self) -> sympy.Expr:
-        return to_sympy(self.tile)
+    def tile(self) -> int | sympy.Expr:
+        return _public(self.tile_expr)
 
     @property
-    def element_stride_value(self) -> sympy.Expr:
-        return to_sympy(self.element_stride)
+    def element_stride(self) -> int | sympy.Expr:
+        return _public(self.element_stride_expr)
 
     @property
-    def size(self) -> sympy.Expr:
-        """The tensor size on this dimension (the partitioned extent)."""
-        return to_sympy(self.partitioned_extent)
+    def size(self) -> int | sympy.Expr:
+        return _public(self.size_expr)
 
     @property
-    def stride_bytes(self) -> sympy.Expr:
-        return to_sympy(self.global_stride_bytes)
+    def stride_bytes(self) -> int | sympy.Expr:
+        return _public(self.stride_bytes_expr)
+
+    @property
+    def stride_elements(self) -> int | sympy.Expr:
+        return _public(self.stride_elements_expr)
 
 
 @dataclass(frozen=True)
 class TmaInfo:
+    """The TMA of one op, as tp.tma_info gives it: its dimensions (innermost first), the
+    swizzle, the direction, the tensors and what could not be inferred (`problems`)."""
+
     rank: int
     dims: tuple[TmaDim, ...]  # innermost first
     swizzle_bytes: int  # 0: no swizzle
@@ -77,18 +96,19 @@ class TmaInfo:
     smem: TensorView
     problems: tuple[str, ...]
     consumer: TensorView | None = None  # the tensor whose loop domain issues the TMA
-    op: Op | None = None
     domain: tuple[str, ...] = ()  # the TMA domain, outer to inner
-    view: tuple[ViewStep, ...] = ()
-    inference: Inference | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     @property
-    def bytes_per_transfer(self) -> Expr:
-        return mul(product([d.tile for d in self.dims]), self.gmem.dtype.bytes)
+    def bytes_per_transfer_expr(self) -> Expr:
+        return mul(product([d.tile_expr for d in self.dims]), self.gmem.dtype.bytes)
+
+    @property
+    def bytes_per_transfer(self) -> int | sympy.Expr:
+        return _public(self.bytes_per_transfer_expr)
 
     def id_map(self) -> dict[str, IterDomain]:
         """IterDomains of the tensors involved, by name (dimensions name their IDs)."""
@@ -101,8 +121,25 @@ class TmaInfo:
         return f"TMA dimension {k} [{labels}] ({d.kind})"
 
     def __repr__(self) -> str:
-        dims = ", ".join(f"(box {d.box}, e {d.element_stride}, size {d.partitioned_extent})" for d in self.dims)
+        dims = ", ".join(f"(box {d.box}, e {d.element_stride}, size {d.size})" for d in self.dims)
         return f"TmaInfo({self.direction} {self.gmem.name}<->{self.smem.name}, rank {self.rank}: {dims})"
+
+
+@dataclass(frozen=True)
+class InferredTma:
+    """A TMA op and everything its inference found, for the verifier and the code generator:
+    the public `info`, the `view` from the global allocation domain to the TMA domain (the
+    steps that must be a view) and the `inference` of the consumer IDs' roles (tile, coordinate, ...)."""
+
+    op: Op
+    info: TmaInfo
+    view: tuple[ViewStep, ...] = ()
+    inference: Inference | None = None
+
+    @property
+    def mixes_tile(self) -> bool:
+        """A step of the view transforms tile and non-tile IDs together (TMA-MIXED-TRANSFORM)."""
+        return any(s.mixing for s in self.view)
 
 
 def is_tma_op(op: Op) -> bool:
@@ -114,17 +151,18 @@ def tma_ops_of(tv: TensorView) -> list[Op]:
     return ops + [op for op in tv.fusion.uses_of(tv) if is_tma_op(op)]
 
 
-def infer_tma(op: Op) -> TmaInfo:
+def infer_tma(op: Op) -> InferredTma:
     consumer, producer = op.output, op.inputs[0]
     direction = "store" if consumer.memory_type is MemoryType.Global else "load"
     gmem, smem = (consumer, producer) if direction == "store" else (producer, consumer)
-    empty = dict(rank=0, dims=(), swizzle_bytes=0, direction=direction, gmem=gmem, smem=smem,
-                 consumer=consumer, op=op)
+    empty = dict(rank=0, dims=(), swizzle_bytes=0, direction=direction, gmem=gmem, smem=smem, consumer=consumer)
     if gmem.memory_type is not MemoryType.Global or smem.memory_type is not MemoryType.Shared:
-        return TmaInfo(problems=(f"a TMA copies between global and shared memory, but {producer.name} is in "
-                                 f"{producer.memory_type} and {consumer.name} in {consumer.memory_type} memory",), **empty)
+        return InferredTma(op, TmaInfo(problems=(f"a TMA copies between global and shared memory, but {producer.name} "
+                                                 f"is in {producer.memory_type} and {consumer.name} in "
+                                                 f"{consumer.memory_type} memory",), **empty))
     if not any(i.parallel_type is ParallelType.Bulk for i in consumer.loop):
-        return TmaInfo(problems=(f"{consumer.name} has no Bulk loop IDs, so the TMA has no tile",), **empty)
+        return InferredTma(op, TmaInfo(problems=(f"{consumer.name} has no Bulk loop IDs, so the TMA has no tile",),
+                                       **empty))
     inference = infer_roles(consumer)
     if direction == "store":
         to_consumer = {i.uid: i for i in consumer.logical}
@@ -138,9 +176,10 @@ def infer_tma(op: Op) -> TmaInfo:
     problems += swizzle_problems
     dims, collapse_problems = _collapse(domain, inference, gmem.dtype.bytes, swizzle_bytes)
     problems += collapse_problems
-    return TmaInfo(rank=len(dims), dims=tuple(dims), swizzle_bytes=swizzle_bytes, direction=direction,
-                   gmem=gmem, smem=smem, problems=tuple(problems), consumer=consumer, op=op,
-                   domain=tuple(e.id.name for e in domain), view=tuple(steps), inference=inference)
+    info = TmaInfo(rank=len(dims), dims=tuple(dims), swizzle_bytes=swizzle_bytes, direction=direction,
+                   gmem=gmem, smem=smem, problems=tuple(problems), consumer=consumer,
+                   domain=tuple(e.id.name for e in domain))
+    return InferredTma(op, info, tuple(steps), inference)
 
 
 def swizzle_bytes_of(smem: TensorView) -> tuple[int, list[str]]:
@@ -218,17 +257,17 @@ def _dim(entries: list[ViewEntry], box: list[ViewEntry], box_extent: Expr, eleme
          elem_bytes: int, box_ids, tile_ids, coordinate_ids) -> TmaDim:
     innermost = entries[-1]
     return TmaDim(
-        box=box_extent,
-        tile=ceildiv(box_extent, element_stride),
-        element_stride=element_stride,
-        partitioned_extent=product([x.id.extent_expr for x in entries]),
-        global_stride_bytes=mul(innermost.stride, elem_bytes),
+        box_expr=box_extent,
+        tile_expr=ceildiv(box_extent, element_stride),
+        element_stride_expr=element_stride,
+        size_expr=product([x.id.extent_expr for x in entries]),
+        stride_bytes_expr=mul(innermost.stride, elem_bytes),
         ids=tuple(x.id.name for x in entries),
         kind=kind,
         box_ids=tuple(box_ids),
         tile_ids=tuple(tile_ids),
         coordinate_ids=tuple(coordinate_ids),
-        stride_elements=innermost.stride,
+        stride_elements_expr=innermost.stride,
     )
 
 

@@ -19,7 +19,7 @@ from .indexing import (
     Bound, indices_from_logical, indices_from_loop, linear_offset, producer_logical, valid_item_bounds,
 )
 from .iterdomain import IterDomain
-from .tma import TmaInfo
+from .tma import InferredTma, TmaInfo
 from .tma_inference import NONBULK
 from .types import ParallelType
 
@@ -72,7 +72,7 @@ class TmaIssue:
         return substitute(e, {v: const(0) for v in self.tile_vars})
 
     def inner_box_bytes(self) -> Expr:
-        return mul(self.info.dims[0].box, self.info.gmem.dtype.bytes)
+        return mul(self.info.dims[0].box_expr, self.info.gmem.dtype.bytes)
 
 
 def _flatten(ids: list[IterDomain], idx: dict[int, Expr]) -> Expr:
@@ -82,12 +82,13 @@ def _flatten(ids: list[IterDomain], idx: dict[int, Expr]) -> Expr:
     return e
 
 
-def build_issue(info: TmaInfo, smem_alloc: Allocation, loop_env: dict[int, Expr] | None = None) -> TmaIssue:
-    """The issue's functions; `info` must be inferred (info.ok). `loop_env`: the consumer's
+def build_issue(tma: InferredTma, smem_alloc: Allocation, loop_env: dict[int, Expr] | None = None) -> TmaIssue:
+    """The issue's functions; the TMA must be inferred (tma.info.ok). `loop_env`: the consumer's
     loop indices by uid (the code generator's loop variables); default: loop_var names."""
+    info = tma.info
     consumer, smem = info.consumer, info.smem
     cidx = indices_from_loop(consumer, loop_env)
-    sidx = cidx if smem is consumer else indices_from_logical(smem, producer_logical(info.op, 0, cidx))
+    sidx = cidx if smem is consumer else indices_from_logical(smem, producer_logical(tma.op, 0, cidx))
     ids = info.id_map()
     # A stride ID's loop issues one copy per phase of the element stride: not a tile variable.
     bulk = [cidx[i.uid] for i in consumer.loop if i.parallel_type is ParallelType.Bulk]
@@ -96,7 +97,7 @@ def build_issue(info: TmaInfo, smem_alloc: Allocation, loop_env: dict[int, Expr]
     tile_coords = tuple(_flatten([ids[n] for n in d.tile_ids], cidx) for d in info.dims)
     origin = tuple(substitute(_flatten([ids[n] for n in d.ids], cidx), zero) for d in info.dims)
     es = info.gmem.dtype.bytes
-    tiles = [d.tile for d in info.dims]
+    tiles = [d.tile_expr for d in info.dims]
     pitch = const(info.swizzle_bytes) if info.swizzle_bytes else mul(tiles[0], es)
     row: Expr = const(0)
     for k in range(len(tiles) - 1, 0, -1):
@@ -105,7 +106,7 @@ def build_issue(info: TmaInfo, smem_alloc: Allocation, loop_env: dict[int, Expr]
     strides_of = smem_alloc.strides()
     missing = tuple(a.id.label() for a in smem_alloc.allocated() if a.id.uid not in sidx)
     offset = mul(linear_offset({u: s for u, s in strides_of.items() if u in sidx}, sidx), es)
-    consumed = {u for u, r in (info.inference.roles.items() if info.inference else ()) if r.kind != NONBULK}
+    consumed = {u for u, r in (tma.inference.roles.items() if tma.inference else ()) if r.kind != NONBULK}
     bounds = tuple(b for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)
     return TmaIssue(info, cidx, sidx, tile_vars, tile_coords, origin, hw, offset, pitch,
                     mul(product(tiles[1:]), pitch), bounds, missing)

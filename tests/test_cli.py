@@ -1,4 +1,4 @@
-"""The `tileproof` command: exit codes, PASS/FAIL lines, JSON, HTML, explain."""
+"""The `tileproof` command: exit codes, PASS/FAIL lines, JSON, HTML, explain, our bugs versus yours."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import textwrap
 
 import pytest
 
+import tileproof as tp
+from tileproof import cli
 from tileproof.cli import main
-from tileproof.verifier.registry import all_rules
+from tileproof.verifier.registry import RULES, all_rules
 
 COPY = '''
 import tileproof as tp
@@ -186,3 +188,71 @@ def test_python_dash_m_runs_the_cli(good):
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "PASS copy" in result.stdout
+
+
+# -- our bug versus your mistake: classified by exception class -------------------------------
+
+
+def crashing(code: str, error: Exception):
+    """The registered rule `code`, replaced by one that raises `error`."""
+    rule = RULES[code]
+
+    def broken(ctx):
+        raise error
+
+    return type(rule)(rule.code, rule.family, rule.severity, broken)
+
+
+def test_a_crashing_rule_is_a_tileproof_bug_never_an_accept(good, monkeypatch, capsys):
+    monkeypatch.setitem(RULES, "SMEM-CAPACITY", crashing("SMEM-CAPACITY", KeyError("T1")))
+    assert main(["verify", str(good)]) == 1  # expected accepted, so the bug shows as a mismatch
+    out = capsys.readouterr().out
+    assert "error[SMEM-CAPACITY]: tileproof bug, please report: rule SMEM-CAPACITY:" in out
+    assert "FAIL copy: expected ACCEPTED, got REJECTED (SMEM-CAPACITY)" in out
+
+
+def test_a_rule_raising_internal_error_keeps_its_query(good, monkeypatch, capsys):
+    bug = tp.InternalError("allocation of T1 has no lanes", query="lanes(T1) <= 128")
+    monkeypatch.setitem(RULES, "SMEM-CAPACITY", crashing("SMEM-CAPACITY", bug))
+    assert main(["verify", str(good), "--json"]) == 1
+    (case,) = json.loads(capsys.readouterr().out)
+    (diagnostic,) = case["report"]["diagnostics"]
+    assert diagnostic["message"].startswith("tileproof bug, please report: rule SMEM-CAPACITY: allocation")
+    assert "lanes(T1) <= 128" in diagnostic["message"] and not case["matched"]
+
+
+@pytest.mark.parametrize("error", [tp.InternalError("lost the snapshot"), ZeroDivisionError("division by zero")],
+                         ids=["InternalError", "ZeroDivisionError"])
+def test_verify_raising_is_a_tileproof_bug_exit_2(error, good, monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(cli, "verify", broken)
+    assert main(["verify", str(good)]) == 2
+    out = capsys.readouterr().out
+    assert "ERROR copy: tileproof bug, please report:" in out and "ACCEPTED" not in out
+    assert "Traceback" not in out
+
+
+def test_tileproof_failing_inside_a_schedule_is_ours_not_the_users(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, "inner.py", COPY.format(expect="tp.accepted()"))
+
+    def broken(*args, **kwargs):
+        raise tp.InternalError("no loop domain")
+
+    monkeypatch.setattr(tp.TensorView, "set_memory_type", broken)
+    assert main(["verify", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "ERROR copy: tileproof bug, please report: no loop domain" in out
+    assert "building the schedule raised" not in out
+
+
+def test_an_internal_error_escaping_a_command_exits_2_without_traceback(monkeypatch, capsys):
+    def broken(code):
+        raise tp.InternalError("explain table is corrupt", rule=code)
+
+    monkeypatch.setattr(cli, "explain_text", broken)
+    assert main(["explain", "SMEM-CAPACITY"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: tileproof bug, please report: rule SMEM-CAPACITY: explain table is corrupt")
+    assert "Traceback" not in err

@@ -78,8 +78,9 @@ def test_copy_coordinates_and_address_are_the_verified_functions(name):
     (what TMA-TILE-CONTIGUITY / TMA-SWIZZLE-LAYOUT / TMA-COORD-* proved) at the same point."""
     fusion, ir = kernel_ir(name)
     op = next(o for o in fusion.snapshot().exprs if is_tma_op(o))
-    info = infer_tma(op)
-    issue = build_issue(info, compute_allocation(info.smem))
+    tma = infer_tma(op)
+    info = tma.info
+    issue = build_issue(tma, compute_allocation(info.smem))
     copy = next(n for n in flat(ir.body) if isinstance(n, TmaCopy))
     consumer = info.consumer
     # the kernel's loop of consumer axis k carries the label "<consumer> axis k"

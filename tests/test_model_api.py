@@ -128,4 +128,14 @@ def test_verify_works_on_a_snapshot():
     report = tp.verify(fusion)
     t1.set_memory_type(tp.MemoryType.Local)  # later edits do not change an issued report
     assert report.codes == ["SMEM-CAPACITY"]
-    assert tp.verify(fusion).ok
+    assert "SMEM-CAPACITY" not in tp.verify(fusion).codes  # (4 MiB of registers has problems of its own)
+
+
+def test_a_wrong_call_is_caught_as_tileproof_error_and_as_value_error():
+    _, _, t1, _ = copy_chain()
+    for root in (tp.TileproofError, ValueError):
+        with pytest.raises(root, match="factor must be a positive int or symbol, got -4"):
+            t1.split(0, -4)
+    with pytest.raises(tp.ScheduleError) as e:
+        t1.split(0, -4)
+    assert not isinstance(e.value, tp.InternalError)  # your mistake, not our bug

@@ -6,9 +6,10 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import sympy
 
 import tileproof as tp
-from tileproof.model.tma import TmaInfo
+from tileproof.model.tma import InferredTma, TmaInfo, infer_tma
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 P = tp.ParallelType
@@ -32,9 +33,14 @@ def info_of(fusion) -> TmaInfo:
     return tp.tma_info(smem)
 
 
+def inferred_of(fusion) -> InferredTma:
+    """What the verifier and the code generator see: the info with the op, view and roles."""
+    return infer_tma(next(o for o in fusion.exprs if o.op_type is TMA))
+
+
 def table(info: TmaInfo):
     """(box, tile, element stride, size, global stride bytes) per dimension, innermost first."""
-    return [(d.box_size, d.tile_size, d.element_stride_value, d.size, d.stride_bytes) for d in info.dims]
+    return [(d.box, d.tile, d.element_stride, d.size, d.stride_bytes) for d in info.dims]
 
 
 # -- inference ---------------------------------------------------------------------
@@ -56,17 +62,18 @@ def test_box_by_compositing():
 
 def test_box_by_rotation_left_and_right():
     left = info_of(VALID.tma_box_by_rotation())
-    assert left.rank == 1 and left.dims[0].box_size == 8 and left.dims[0].kind == "partitioned"
-    assert not left.view  # the split by 32 was rotated away: nothing needs to divide
+    assert left.rank == 1 and left.dims[0].box == 8 and left.dims[0].kind == "partitioned"
+    assert not inferred_of(VALID.tma_box_by_rotation()).view  # the split by 32 was rotated away: nothing divides
     right = info_of(VALID.tma_box_by_rotation_right())
-    assert right.rank == 1 and right.dims[0].box_size == 32 and len(right.dims[0].box_ids) == 2
+    assert right.rank == 1 and right.dims[0].box == 32 and len(right.dims[0].box_ids) == 2
 
 
 def test_indivisible_rotation_costs_a_dimension():
     info = info_of(INVALID.tma_indivisible_rotation())
     assert info.rank == 2
     assert table(info) == [(12, 12, 1, 32, 4), (1, 1, 1, 32, 128)]
-    assert [s.kind for s in info.view] == ["split"] and "cannot be rotated" in info.view[0].note
+    view = inferred_of(INVALID.tma_indivisible_rotation()).view
+    assert [s.kind for s in view] == ["split"] and "cannot be rotated" in view[0].note
 
 
 def test_dense_and_strided_tiles():
@@ -84,11 +91,11 @@ def test_figure11_five_dimensions():
     assert info.rank == 5 and info.ok
     assert [d.kind for d in info.dims] == [
         "composited", "implicit whole", "implicit size-one", "partitioned", "composited"]
-    assert [d.box_size for d in info.dims] == [16, 8, 1, 8, 2]
+    assert [d.box for d in info.dims] == [16, 8, 1, 8, 2]
     assert [d.size for d in info.dims] == [48, 8, 5, 300, 8]
     assert info.dims[0].stride_bytes == 4 and info.dims[1].stride_bytes == 48 * 4
     # behind the discontiguous I4 the strides are launch-time values
-    assert "T0.stride3" in str(info.dims[2].global_stride_bytes)
+    assert "T0.stride3" in str(info.dims[2].stride_bytes)
 
 
 def test_store_and_swizzle():
@@ -96,12 +103,31 @@ def test_store_and_swizzle():
     assert store.direction == "store" and store.gmem.name == "T2" and store.smem.name == "T1"
     assert table(store) == [(32, 32, 1, 512, 2), (16, 16, 1, 256, 1024)]
     swizzled = info_of(VALID.tma_swizzle_64b())
-    assert swizzled.swizzle_bytes == 64 and swizzled.rank == 2 and swizzled.dims[0].box_size == 32
+    assert swizzled.swizzle_bytes == 64 and swizzled.rank == 2 and swizzled.dims[0].box == 32
 
 
 def test_bytes_per_transfer():
     info = info_of(VALID.tma_strided_tile_fttc())
-    assert info.bytes_per_transfer == tp.Expr("const", (), 16 * 2 * 4)
+    assert info.bytes_per_transfer == 16 * 2 * 4
+
+
+def test_public_values_are_ints_or_sympy():
+    """tp.tma_info speaks ints (concrete) and sympy (symbolic), never the index algebra; the
+    Exprs are the `*_expr` fields, and the op, view and roles stay with the verifier."""
+    info = info_of(VALID.tma_strided_tile())
+    d = info.dims[1]
+    assert d.box == 4 and d.tile == 2 and d.element_stride == 2 and d.size == 1024 and d.stride_bytes == 256
+    values = [d.box, d.tile, d.element_stride, d.size, d.stride_bytes, d.stride_elements, info.bytes_per_transfer]
+    assert all(type(v) is int for v in values), values
+    assert d.box_expr.is_const and d.box_expr.value == 4  # the index algebra, for the verifier and codegen
+    symbolic = info_of(VALID.tma_box_by_partitioning())
+    N = tp.Fusion().symbol("N")
+    inner, outer = symbolic.dims
+    assert inner.box == 64 and type(inner.box) is int  # a concrete box of a symbolic tensor
+    assert isinstance(inner.size, sympy.Expr) and inner.size == N
+    assert isinstance(outer.stride_bytes, sympy.Expr) and outer.stride_bytes == 4 * N
+    assert isinstance(symbolic.bytes_per_transfer, int)
+    assert not any(hasattr(info, name) for name in ("op", "view", "inference"))
 
 
 def test_problems_instead_of_exceptions():

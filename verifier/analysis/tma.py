@@ -1,14 +1,14 @@
-"""The TMA each TMA op of the fusion implies (model/tma.py), inferred once per fusion and
-shared by the TMA rule families (verifier/rules/tma.py, tma_consumer.py, tma_smem.py)."""
+"""The TMA each TMA op of the fusion implies (model/tma.py infer_tma), inferred once per
+fusion and shared by the TMA rule families (verifier/rules/tma.py, tma_consumer.py, tma_smem.py)."""
 
 from __future__ import annotations
 
 from ...model.expr import try_int
-from ...model.tma import TmaInfo, infer_tma, is_tma_op
+from ...model.tma import InferredTma, infer_tma, is_tma_op
 from ..context import VerifyContext
 
 
-def tma_infos(ctx: VerifyContext) -> list[TmaInfo]:
+def inferred_tmas(ctx: VerifyContext) -> list[InferredTma]:
     return ctx.memo(("tma-infos",), lambda: [infer_tma(op) for op in ctx.fusion.exprs if is_tma_op(op)])
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Callable, Iterator
 
 from ...model.expr import Expr, const, mod
-from ...model.tma import TmaDim, TmaInfo
+from ...model.tma import InferredTma, TmaDim, TmaInfo
 from ...model.types import ParallelType
-from ..analysis.tma import extents_of, tma_infos
+from ..analysis.tma import extents_of, inferred_tmas
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, format_values, undecided
@@ -21,9 +21,9 @@ STRIDE_ALIGN, STRIDE_LIMIT = 16, 2**40
 REFS = "nvFuser doc/dev/tma.md; CUDA driver API cuTensorMapEncodeTiled; measured on H200"
 
 
-def _inferred(ctx: VerifyContext) -> Iterator[TmaInfo]:
+def _inferred(ctx: VerifyContext) -> Iterator[InferredTma]:
     """TMAs whose descriptor could be inferred (the others are reported by TMA-VIEW)."""
-    return (i for i in tma_infos(ctx) if i.ok)
+    return (t for t in inferred_tmas(ctx) if t.info.ok)
 
 
 def _where(info: TmaInfo, d: TmaDim | None = None) -> dict:
@@ -95,16 +95,17 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/dev/tma.md (step 1, define box by rotation); doc/reading/divisibility-of-split.md
     """
-    for info in tma_infos(ctx):
+    for tma in inferred_tmas(ctx):
+        info = tma.info
         has_bulk = any(i.parallel_type is ParallelType.Bulk for i in info.consumer.loop)
         for p in info.problems:
             if has_bulk:
-                yield finding("TMA-VIEW", f"cannot infer the TMA of {info.op}: {p}",
+                yield finding("TMA-VIEW", f"cannot infer the TMA of {tma.op}: {p}",
                               hint="define the TMA domain with splits and merges of the global tensor's axes, "
                                    "then box it with an inner split whose inner output is Bulk",
                               counterexample={"rank so far": info.rank}, tensor=info.consumer.name,
-                              location=info.op.origin)
-        for step in info.view:
+                              location=tma.op.origin)
+        for step in tma.view:
             if step.mixing or step.kind == "merge-ok":
                 continue  # TMA-MIXED-TRANSFORM explains a mixing step
             t = step.transform
@@ -165,10 +166,11 @@ def tma_rank(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor .dim); CUDA driver API cuTensorMapEncodeTiled (tensorRank)
     """
-    for info in _inferred(ctx):
+    for tma in _inferred(ctx):
+        info = tma.info
         if info.rank > MAX_RANK:
             dims = "; ".join(info.describe(k) for k in range(info.rank))
-            yield finding("TMA-RANK", f"the TMA of {info.op} has {info.rank} dimensions, the limit is {MAX_RANK}",
+            yield finding("TMA-RANK", f"the TMA of {tma.op} has {info.rank} dimensions, the limit is {MAX_RANK}",
                           notes=[f"dimensions, innermost first: {dims}"],
                           counterexample={"rank": info.rank, "limit": MAX_RANK},
                           hint="make neighbouring axes contiguous so they composite, merge coordinate axes in the "
@@ -207,12 +209,13 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (boxDim); measured on H200
     """
-    for info in _inferred(ctx):
+    for tma in _inferred(ctx):
+        info = tma.info
         for k, d in enumerate(info.dims):
             def fits(q, e):
                 return q.le(e["box"], const(MAX_BOX))
 
-            out = _prove(ctx, {"box": d.box}, fits, (MAX_BOX,), smallest="box")
+            out = _prove(ctx, {"box": d.box_expr}, fits, (MAX_BOX,), smallest="box")
             yield from _report(
                 ctx, "TMA-BOX-SIZE", out, f"that the box of TMA dimension {k} is at most {MAX_BOX}",
                 lambda v, when, k=k: f"{info.describe(k)} has box {v['box']}{when}, the limit is {MAX_BOX}",
@@ -247,11 +250,12 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (boxDim[0] * elementSize % 16); PTX ISA 9.7.9.25.5.2; measured on H200
     """
-    for info in _inferred(ctx):
+    for tma in _inferred(ctx):
+        info = tma.info
         elem = info.gmem.dtype.bytes
         d0 = info.dims[0]
 
-        inner = d0.box * elem
+        inner = d0.box_expr * elem
         out = _prove(ctx, {"bytes": inner, "remainder": mod(inner, STRIDE_ALIGN)}, _remainder_zero, (STRIDE_ALIGN,))
         yield from _report(
             ctx, "TMA-INNER-BYTES", out, "that the inner box is a multiple of 16 bytes",
@@ -261,12 +265,12 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
             ["bytes", "remainder"], **_where(info, d0))
         if not out.proved:
             continue
-        total = info.bytes_per_transfer
+        total = info.bytes_per_transfer_expr
         out = _prove(ctx, {"bytes": total, "remainder": mod(total, STRIDE_ALIGN)}, _remainder_zero, (STRIDE_ALIGN,))
         tiles = " x ".join(str(d.tile) for d in info.dims)
         yield from _report(
             ctx, "TMA-INNER-BYTES", out, "that one transfer is a multiple of 16 bytes",
-            lambda v, when: (f"one transfer of the TMA of {info.op} moves {v['bytes']} bytes{when} "
+            lambda v, when: (f"one transfer of the TMA of {tma.op} moves {v['bytes']} bytes{when} "
                              f"(tiles {tiles} x {elem} bytes), not a multiple of {STRIDE_ALIGN}"),
             "change a box or element stride so the tile's byte count is a multiple of 16",
             ["bytes", "remainder"], **_where(info, d0))
@@ -305,19 +309,20 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (elementStrides); nvFuser csrc/device_lower/analysis/tma.cpp
     """
-    for info in _inferred(ctx):
+    for tma in _inferred(ctx):
+        info = tma.info
         for k, d in enumerate(info.dims):
             if k == 0:
                 def one(q, e):
                     return q.eq(e["element stride"], const(1))
 
-                out = _prove(ctx, {"element stride": d.element_stride}, one)
+                out = _prove(ctx, {"element stride": d.element_stride_expr}, one)
                 limit_text, hint = "the innermost dimension must have 1", "do not stride the innermost TMA dimension"
             else:
                 def fits(q, e):
                     return q.le(e["element stride"], const(MAX_ELEMENT_STRIDE))
 
-                out = _prove(ctx, {"element stride": d.element_stride}, fits, (MAX_ELEMENT_STRIDE,))
+                out = _prove(ctx, {"element stride": d.element_stride_expr}, fits, (MAX_ELEMENT_STRIDE,))
                 limit_text = f"the limit is {MAX_ELEMENT_STRIDE}"
                 hint = f"split the box by a striding factor of at most {MAX_ELEMENT_STRIDE}"
             yield from _report(
@@ -362,16 +367,17 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         CUDA driver API cuTensorMapEncodeTiled (globalStrides); nvFuser csrc/device_lower/analysis/tma.cpp; measured on H200
     """
     symbols = set(ctx.fusion.symbols)
-    for info in _inferred(ctx):
+    for tma in _inferred(ctx):
+        info = tma.info
         d0 = info.dims[0]
-        if d0.stride_elements != const(1):
+        if d0.stride_elements_expr != const(1):
             yield finding("TMA-GLOBAL-STRIDE",
                           f"{info.describe(0)} is not contiguous in {info.gmem.name}: its stride is "
                           f"{d0.stride_elements} elements, the innermost TMA dimension must have stride 1",
                           counterexample={"stride elements": -1}, hint=f"make {info.gmem.name}'s innermost allocation axis contiguous",
                           **_where(info, d0))
         for k, d in enumerate(info.dims[1:], start=1):
-            s = d.global_stride_bytes
+            s = d.stride_bytes_expr
             if not s.free_vars() <= symbols:
                 continue  # a launch-time stride: cuTensorMapEncodeTiled checks it
 
@@ -424,9 +430,10 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/reading/tma-modeling-in-depth.md (Theorem 6, FTTC); doc/dev/tma.md (step 3)
     """
-    for info in _inferred(ctx):
+    for tma in _inferred(ctx):
+        info = tma.info
         for k, d in enumerate(info.dims):
-            if d.element_stride == const(1):
+            if d.element_stride_expr == const(1):
                 continue
 
             def safe(q, e):
@@ -435,8 +442,8 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 return Not(And(q.lt(e["element stride"], e["box"]), q.lt(e["box"], e["size"]),
                                q.ne(e["remainder"], const(0))))
 
-            exprs = {"element stride": d.element_stride, "box": d.box, "size": d.partitioned_extent,
-                     "remainder": mod(d.box, d.element_stride)}
+            exprs = {"element stride": d.element_stride_expr, "box": d.box_expr, "size": d.size_expr,
+                     "remainder": mod(d.box_expr, d.element_stride_expr)}
             out = _prove(ctx, exprs, safe)
             yield from _report(
                 ctx, "TMA-FTTC", out, f"the FTTC condition of TMA dimension {k}",

@@ -7,7 +7,7 @@ from typing import Iterator
 
 from ...model.tma import is_tma_op
 from ...model.types import IterType, ParallelType
-from ..analysis.tma import extents_of, tma_infos
+from ..analysis.tma import extents_of, inferred_tmas
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding
@@ -109,13 +109,14 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/dev/tma.md (step 4 and step 5: tile and non-tile IDs are transformed separately)
     """
-    for info in tma_infos(ctx):
-        for step in info.view:
+    for tma in inferred_tmas(ctx):
+        info = tma.info
+        for step in tma.view:
             if not step.mixing:
                 continue
             t = step.transform
             ids = info.id_map()
-            inf = info.inference
+            inf = tma.inference
             tiles = [o.label() for o in t.inputs + t.outputs if inf.is_tile(o)]
             siblings = [x.definition for x in t.inputs if x.definition is not None and x.definition.outputs]
             why = (f"tile IDs {', '.join(tiles)}" if tiles else

@@ -12,11 +12,11 @@ import z3
 
 from ...model.expr import Expr, add, const, mod
 from ...model.smem_plan import swizzle_period
-from ...model.tma import TmaInfo
+from ...model.tma import InferredTma
 from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
 from ...model.types import MemoryType
 from ..access import AccessModel, active, build
-from ..analysis.tma import tma_infos
+from ..analysis.tma import inferred_tmas
 from ..context import Access, VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
@@ -31,19 +31,19 @@ REFS = "nvFuser doc/dev/tma.md (step 4, data swizzle); measured on H200 (referen
 class Issue:
     """A TMA with its access model (ranges, active threads) and its issue functions."""
 
-    def __init__(self, ctx: VerifyContext, info: TmaInfo):
-        self.info = info
+    def __init__(self, ctx: VerifyContext, tma: InferredTma):
+        self.info = info = tma.info
         load = info.direction == "load"
-        acc = Access(info.op, "store", info.smem, info.smem, -1) if load else Access(info.op, "load", info.smem,
-                                                                                        info.consumer, 0)
+        acc = Access(tma.op, "store", info.smem, info.smem, -1) if load else Access(tma.op, "load", info.smem,
+                                                                                      info.consumer, 0)
         self.m: AccessModel = build(ctx, acc)
         self.alloc = ctx.allocations[info.smem.name]
-        self.t: TmaIssue = build_issue(info, self.alloc)
+        self.t: TmaIssue = build_issue(tma, self.alloc)
         self.unswizzled, self.tile_start = self.t.unswizzled, self.t.tile_start  # computed once: the claims share them
         self.hw_address = hw_swizzle(add(self.tile_start, self.t.hw_offset), info.swizzle_bytes)
         self._exprs: list[Expr] | None = None
         self.where = dict(tensor=info.smem.name, ids=[a.id.name for a in self.alloc.allocated()],
-                          location=info.smem.origin or info.op.origin)
+                          location=info.smem.origin or tma.op.origin)
 
     def exprs(self) -> list[Expr]:
         if self._exprs is None:
@@ -51,7 +51,7 @@ class Issue:
             self._exprs = ([t.smem_offset, self.unswizzled, self.tile_start, t.hw_offset,
                             add(self.tile_start, t.hw_offset), self.hw_address, t.footprint, t.row_pitch,
                             self.alloc.bytes_expr] + list(t.tile_coords) + list(t.box_origin)
-                           + [d.tile for d in self.info.dims] + [b.value for b in t.issue_bounds]
+                           + [d.tile_expr for d in self.info.dims] + [b.value for b in t.issue_bounds]
                            + [b.extent for b in t.issue_bounds] + self.m.hint_exprs())
         return self._exprs
 
@@ -61,7 +61,7 @@ class Issue:
         return z3.And(active(q, self.m), *bounds)
 
     def in_tile(self, q) -> z3.BoolRef:
-        return z3.And(*[q.lt(c, d.tile) for c, d in zip(self.t.tile_coords, self.info.dims)])
+        return z3.And(*[q.lt(c, d.tile_expr) for c, d in zip(self.t.tile_coords, self.info.dims)])
 
     def prove(self, ctx: VerifyContext, claim, extra: list[Expr], values: dict[str, Expr], tile=True,
               smallest: Expr | None = None) -> Outcome:
@@ -79,12 +79,13 @@ class Issue:
 
 
 def _issues(ctx: VerifyContext) -> list[Issue]:
-    return ctx.memo(("tma-issues",), lambda: [Issue(ctx, i) for i in tma_infos(ctx) if i.ok and not _unindexed(ctx, i)])
+    return ctx.memo(("tma-issues",), lambda: [Issue(ctx, t) for t in inferred_tmas(ctx)
+                                              if t.info.ok and not _unindexed(ctx, t)])
 
 
-def _unindexed(ctx: VerifyContext, info: TmaInfo) -> bool:
+def _unindexed(ctx: VerifyContext, tma: InferredTma) -> bool:
     """No tile to place: not inferred, or tile and non-tile IDs mixed (TMA-MIXED-TRANSFORM)."""
-    return info.smem.memory_type is not MemoryType.Shared or not info.dims or any(s.mixing for s in info.view)
+    return tma.info.smem.memory_type is not MemoryType.Shared or not tma.info.dims or tma.mixes_tile
 
 
 def _report(ctx, code: str, issue: Issue, out: Outcome, what: str, message, hint: str, keys: list[str],
@@ -523,10 +524,10 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     for issue in _issues(ctx):
         for k, d in enumerate(issue.info.dims):
-            reach = add(d.partitioned_extent, d.element_stride)
+            reach = add(d.size_expr, d.element_stride_expr)
             out = ctx.memo(("tma-coord-range", id(issue), k), lambda: issue.prove(
                 ctx, lambda q: q.le(reach, const(2**31 + 1)), [reach, const(2**31 + 1)],
-                {"size": d.partitioned_extent, "element stride": d.element_stride}, tile=False))
+                {"size": d.size_expr, "element stride": d.element_stride_expr}, tile=False))
             yield from _report(
                 ctx, "TMA-COORD-RANGE", issue, out, f"that TMA coordinate {k} fits int32",
                 lambda v, when: (f"{issue.info.describe(k)} of the TMA of {issue.info.gmem.name} has {v['size']} "
