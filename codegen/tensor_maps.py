@@ -7,10 +7,11 @@ address) or the sizes bound at launch, and those are checked here first with a m
 
 from __future__ import annotations
 
+from ..model.errors import InternalError
 from ..model.expr import evaluate
 from .errors import InputError
 from .kernel_ir import TensorMap
-from .runtime import DriverError, driver
+from .runtime import driver
 
 DATA_TYPES = {"uint8": 0, "int8": 0, "float16": 6, "bfloat16": 9, "int32": 3, "int64": 5, "float32": 7,
               "float64": 8}
@@ -57,8 +58,8 @@ def encode(m: TensorMap, address: int, env: dict[str, int]):
         [u32(x) for x in v["box"]], [u32(x) for x in v["element_strides"]],
         cu.CUtensorMapInterleave(0), cu.CUtensorMapSwizzle(SWIZZLES[m.swizzle_bytes]),
         cu.CUtensorMapL2promotion(L2_PROMOTION_256B), cu.CUtensorMapFloatOOBfill(0))
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise DriverError(f"cuTensorMapEncodeTiled for {m.tensor} refused sizes {v['sizes']}, strides {v['strides']} B, "
-                          f"box {v['box']}, element strides {v['element_strides']}, swizzle {m.swizzle_bytes} B "
-                          f"({err.name}); please report this as a tileproof bug: the verifier accepted it")
+    if err != cu.CUresult.CUDA_SUCCESS:  # the array and the launch sizes were checked above: the schedule's side
+        raise InternalError(f"cuTensorMapEncodeTiled for {m.tensor} refused sizes {v['sizes']}, strides "
+                            f"{v['strides']} B, box {v['box']}, element strides {v['element_strides']}, swizzle "
+                            f"{m.swizzle_bytes} B ({err.name}), which the verifier accepted")
     return tmap

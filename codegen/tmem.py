@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from ..model.errors import InternalError
 from ..model.expr import Expr, add, const, mul, substitute, try_int, var
 from ..model.indexing import block_dims, thread_dims, vector_point
 from ..model.tcgen05 import tmem_address
@@ -114,7 +115,7 @@ def lower_accesses(st) -> None:
         if not found:
             continue
         if len(found) > 1:  # check_supported lets one op touch tensor memory once
-            raise UnsupportedSchedule(f"tileproof bug, please report: {tv.name} has {len(found)} tensor-memory accesses")
+            raise InternalError(f"{tv.name} has {len(found)} tensor-memory accesses")
         m = found[0]
         st.statements[k] = AccessLowering(st, ctx, builder, tv, m, offsets[m.acc.tensor.name]).build()
 
@@ -180,8 +181,7 @@ class AccessLowering:
     def _check_vector_loops(self) -> None:
         ids = [self.tv.loop[k] for k in self.vector_positions]
         if ids != list(self.m.vector_ids):
-            raise UnsupportedSchedule(f"tileproof bug, please report: the vectorized IDs of {self.tv.name} differ "
-                                      f"from the verifier's access model")
+            raise InternalError(f"the vectorized IDs of {self.tv.name} differ from the verifier's access model")
         for k in self.vector_positions:
             cls = self.path[k]
             if len(cls.members) > 1:
