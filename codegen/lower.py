@@ -1,6 +1,7 @@
 """Lowering a verified fusion to the kernel IR, as a named list of passes.
 
-    check      refuse what is not lowered (multi-device, global intermediates, ...) with the reason
+    check      the conditions of model/lowerable.py that the verifier's lowering rules check
+               (what is not lowered: multi-device, global intermediates, ...); a failure is a bug
     order      the tensors to compute, producers first, and their loop classes
     allocate   registers and shared-memory buffers (model.allocation, model.smem_plan),
                global layouts (strides from contiguity)
@@ -22,25 +23,24 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..model.allocation import Allocation, compute_allocation
-from ..model.expr import const, try_int
+from ..model import lowerable
+from ..model.expr import const
 from ..model.fusion import Fusion
 from ..model.indexing import block_dims, thread_dims
 from ..model.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType
-from .errors import UnsupportedSchedule
+from ..model.types import BLOCK_TYPES, MemoryType
 from .gmem import global_layout
 from .kernel_ir import Buffer, Compute, GlobalTensor, KernelIR, Param, TensorMap
-from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order
+from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
 from . import tmem
 
 KERNEL_NAME = "tileproof_kernel"
-INTEGER_DTYPES = ("int8", "int32", "int64")
-FLOAT_ONLY_OPS = ("exp", "sqrt")
-LOWERED_OPS = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix)
+# load/store ops lowered as statements here (the tensor-memory ones in codegen/tmem.py)
+LOWERED_OPS = tuple(t for t in lowerable.LOWERED_OP_TYPES if t not in tmem.TMEM_OP_TYPES)
 
 
 @dataclass
@@ -61,23 +61,12 @@ class Lowering:
 
 
 def check_supported(st: Lowering) -> None:
-    for op in st.fusion.exprs:
-        if op.kind == "load_store" and op.op_type not in LOWERED_OPS + tmem.TMEM_OP_TYPES:
-            raise UnsupportedSchedule(
-                f"`{op}` uses {op.op_type.value}; lowering of {op.op_type.value} is not implemented yet "
-                f"(verification and the rest of the schedule are unaffected)")
-        if op.kind == "unary" and op.name in FLOAT_ONLY_OPS and op.output.dtype.name in INTEGER_DTYPES:
-            raise UnsupportedSchedule(f"`{op}`: {op.name} of {op.output.dtype} is not defined; cast to a float type first")
-    for tv in st.fusion.tensors:
-        launched = [i.parallel_type for i in tv.loop if i.parallel_type in THREAD_TYPES + BLOCK_TYPES]
-        if len(set(launched)) != len(launched):
-            raise UnsupportedSchedule(f"{tv.name} binds one thread/block index to two loop axes ({launched}); "
-                                      f"merge them first")
-        internal = not tv.is_fusion_input and not tv.is_fusion_output and tv.definition is not None
-        if internal and tv.memory_type is MemoryType.Global:
-            raise UnsupportedSchedule(
-                f"{tv.name} is an intermediate in global memory; that needs a scratch buffer and a grid-wide "
-                f"barrier, which are not lowered; put it in shared or local memory")
+    """What the verifier's lowering rules reject (model/lowerable.py); reaching one is a bug."""
+    fusion = st.fusion
+    refuse("LOWERING-SUPPORTED", lowerable.unsupported_features(fusion))
+    refuse("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(fusion))
+    refuse("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(fusion))
+    refuse("SYMBOLIC-FACTOR", lowerable.symbolic_factors(fusion))
     tmem.check_supported(st)
 
 
@@ -90,13 +79,10 @@ def allocate(st: Lowering) -> None:
     fusion = st.fusion
     st.allocations = {t.name: compute_allocation(t) for t in fusion.tensors if not t.is_fusion_input}
     st.smem = plan_shared_memory(fusion, st.allocations)
+    refuse("REGISTER-SIZE-CONSTANT", lowerable.symbolic_registers(fusion, st.allocations))
     for tv in st.order:
         if tv.memory_type is MemoryType.Local:
             elements = st.allocations[tv.name].num_elements_expr
-            if try_int(elements) is None:
-                raise UnsupportedSchedule(
-                    f"{tv.name} is a register (Local) tensor of symbolic size {elements}; registers need a "
-                    f"compile-time size: inline it further or parallelize its symbolic axes")
             st.buffers.append(Buffer(tv.name, MemoryType.Local, tv.dtype, elements))
         elif tv.memory_type is MemoryType.Shared:
             alloc = st.allocations[tv.name]

@@ -1,0 +1,530 @@
+"""What the code generator lowers, as pure functions that return the problems they find.
+
+Each function below is one condition the lowering needs; an empty list means the fusion meets
+it. The verifier reports the problems (verifier/rules/lowering.py, one rule code per function)
+and the code generator calls the same functions and raises InternalError on a problem, since the
+verifier should have rejected the schedule. So a verified schedule compiles.
+
+    launch_axis_clashes   PARALLEL-TYPE-UNIQUE    a thread/block index names one loop axis per tensor
+    symbolic_registers    REGISTER-SIZE-CONSTANT  register (Local) tensors have a compile-time size
+    register_budget       REGISTER-BUDGET         register tensors fit 255 32-bit registers per thread
+    unroll_lengths        UNROLL-LENGTH           unrolled loops repeat statements at most 1024 times
+    symbolic_factors      SYMBOLIC-FACTOR         split factors are ints or extent symbols
+    loop_groups           INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH: inlined loops are one loop
+    nest / nest_problems  LOOP-NEST-ORDER         the loops nest around the statements in order
+    global_intermediates  GLOBAL-INTERMEDIATE     intermediates live on chip
+    unsupported_features  LOWERING-SUPPORTED      ops and features the code generator lowers
+
+The loop structure (execution_order, loop_groups, nest) lives here too: the code generator
+builds its loops from it (codegen/loop_nest.py), so the rules check the loops that are emitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Mapping, Sequence
+
+from .allocation import Allocation, compute_allocation
+from .expr import Expr, evaluate, try_int
+from .iterdomain import Split
+from .mapping import IdMap
+from .tensor import TensorView
+from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
+
+# CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
+# 32-bit registers per thread (compute capability 5.0 .. 12.x).
+MAX_REGISTERS_PER_THREAD = 255
+# Statement copies in fully unrolled loops per kernel. NVRTC time for one unrolled copy loop on
+# sm_90a (measured here): 512 copies 0.6 s, 1024 copies 2.2 s, 4096 copies 84 s.
+MAX_UNROLLED_COPIES = 1024
+UNROLLED = (ParallelType.Unroll, ParallelType.Vectorize)
+LAUNCHED = THREAD_TYPES + BLOCK_TYPES
+# What codegen lowers (codegen/lower.py, codegen/tmem.py).
+LOWERED_OP_TYPES = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix,
+                    LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore)
+FLOAT_ONLY_OPS = ("exp", "sqrt")
+INTEGER_DTYPES = ("int8", "int32", "int64")
+TMEM_WORD_DTYPES = ("float32", "int32")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a fusion cannot be lowered: `message` lowercase with the numbers, `values`
+    those numbers by name (a diagnostic's counterexample), `hint` the fix."""
+
+    message: str
+    hint: str
+    tensor: str | None = None
+    ids: tuple[str, ...] = ()
+    values: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    location: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _allocations(fusion, allocations) -> dict[str, Allocation]:
+    if allocations is not None:
+        return allocations
+    return {t.name: compute_allocation(t) for t in fusion.tensors if not t.is_fusion_input}
+
+
+# -- the tensors the kernel computes, and its loops ----------------------------------------------
+
+def execution_order(fusion) -> list[TensorView]:
+    """The tensors the kernel computes, producers first: a consumer's producers that are not
+    inlined before those that are, so an inlined producer's statement lands right before the
+    consumer's inside the loops they share. Tensors no output needs are not computed."""
+    done: set[str] = set()
+    order: list[TensorView] = []
+
+    def visit(tv: TensorView) -> None:
+        if tv.name in done or tv.definition is None:
+            return
+        done.add(tv.name)
+        for p in sorted(fusion.producers(tv), key=lambda t: t.compute_at):
+            visit(p)
+        order.append(tv)
+
+    for out in fusion.outputs:
+        visit(out)
+    return order
+
+
+@dataclass(eq=False)
+class LoopGroup:
+    """Loop positions joined by inlining: one loop of the kernel. `members` in execution order;
+    the first member's IterDomain gives the loop its extent and parallel type."""
+
+    index: int
+    members: list[tuple[TensorView, int]] = field(default_factory=list)
+
+    @property
+    def first(self):
+        tv, k = self.members[0]
+        return tv.loop[k]
+
+    @property
+    def parallel(self) -> ParallelType:
+        return self.first.parallel_type
+
+    @property
+    def extent(self) -> Expr:
+        return self.first.extent_expr
+
+    def labels(self) -> list[str]:
+        return [f"{tv.name} axis {k}" for tv, k in self.members]
+
+
+@dataclass
+class LoopGroups:
+    """(tensor name, loop position) -> its LoopGroup, with what stops inlined loops from being one."""
+
+    of: dict[tuple[str, int], LoopGroup]
+    groups: list[LoopGroup]
+    unmapped: list[Problem]
+    mismatched: list[Problem]
+
+
+def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap | None = None) -> LoopGroups:
+    """Union-find over (tensor, loop position): a tensor inlined at p shares its first p loops with
+    each computed consumer, where the loop IDs map (IdMap-exact). Groups are numbered in
+    execution order of their first member."""
+    order = list(execution_order(fusion) if order is None else order)
+    idmap = idmap or IdMap(fusion)
+    computed = {t.name for t in order}
+    parent: dict[tuple[str, int], tuple[str, int]] = {(t.name, k): (t.name, k) for t in order for k in range(len(t.loop))}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    unmapped = []
+    for tv in order:
+        for c in fusion.consumers(tv):
+            if c.name not in computed:
+                continue
+            for k in range(min(tv.compute_at, len(c.loop))):
+                if not idmap.same(tv.loop[k], c.loop[k]):
+                    unmapped.append(Problem(
+                        f"{tv.name} is inlined at position {tv.compute_at} but its loop axis {k} "
+                        f"({tv.loop[k].label()}) is not {c.name}'s loop axis {k} ({c.loop[k].label()})",
+                        hint=f"inline {tv.name} at most at position {k} (inline_at({k})), or schedule {c.name} "
+                             f"before inlining so that the first {tv.compute_at} loop axes stay the same",
+                        tensor=tv.name, ids=(tv.loop[k].name, c.loop[k].name),
+                        values={"compute_at": tv.compute_at, "axis": k},
+                        notes=(f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
+                        location=tv.loop[k].origin or tv.origin))
+                    break
+                ra, rb = find((tv.name, k)), find((c.name, k))
+                if ra != rb:
+                    parent[rb] = ra
+    of: dict[tuple[str, int], LoopGroup] = {}
+    by_root: dict[tuple[str, int], LoopGroup] = {}
+    groups: list[LoopGroup] = []
+    for tv in order:
+        for k in range(len(tv.loop)):
+            root = find((tv.name, k))
+            g = by_root.get(root)
+            if g is None:
+                g = by_root[root] = LoopGroup(len(groups))
+                groups.append(g)
+            g.members.append((tv, k))
+            of[(tv.name, k)] = g
+    mismatched = []
+    for g in groups:
+        differ = [(tv, k) for tv, k in g.members[1:] if tv.loop[k].parallel_type is not g.parallel]
+        if not differ:
+            continue
+        tv, k = differ[0]
+        head_tv, head_k = g.members[0]
+        mismatched.append(Problem(
+            f"{tv.name} axis {k} ({tv.loop[k].parallel_type}) shares a loop with {head_tv.name} axis {head_k} "
+            f"({g.parallel}) through inlining, but they are parallelized differently",
+            hint=f"parallelize inlined axes alike (tp.parallelize_all_like({head_tv.name}) after scheduling), "
+                 f"or inline {head_tv.name if head_tv is not tv else tv.name} left of that axis",
+            tensor=tv.name, ids=(tv.loop[k].name, head_tv.loop[head_k].name),
+            values={"axis": k, "loops_sharing": len(g.members)},
+            notes=(f"one loop of the kernel iterates {', '.join(g.labels())}; it runs on one index, "
+                   f"so its parallel types must agree",),
+            location=tv.loop[k].origin or tv.origin))
+    return LoopGroups(of, groups, unmapped, mismatched)
+
+
+def statement_path(tv: TensorView, groups: LoopGroups) -> list[LoopGroup]:
+    """The loops tv's statement is nested in (a TMA copy covers its Bulk axes itself)."""
+    from .tma import is_tma_op
+
+    tma = tv.definition is not None and is_tma_op(tv.definition)
+    return [groups.of[(tv.name, k)] for k, i in enumerate(tv.loop)
+            if not (tma and i.parallel_type is ParallelType.Bulk)]
+
+
+@dataclass
+class Nest:
+    """A loop of the nest: `key` names its loop group, `body` holds Nests and statements."""
+
+    key: Hashable
+    body: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NestConflict:
+    statement: int  # the position of the statement that would reopen the loop
+    key: Hashable  # the loop
+
+
+def nest(items: Sequence[tuple[Sequence[Hashable], Any]]) -> tuple[list, NestConflict | None]:
+    """Nest each statement (in order) in its loop path, reusing a loop only while it is the last
+    thing in its scope: a loop that was closed cannot be reopened (the conflict)."""
+    root: list = []
+    opened: set = set()
+    for n, (path, node) in enumerate(items):
+        scope = root
+        for key in path:
+            last = scope[-1] if scope else None
+            if isinstance(last, Nest) and last.key == key:
+                scope = last.body
+                continue
+            if key in opened:
+                return root, NestConflict(n, key)
+            opened.add(key)
+            loop = Nest(key)
+            scope.append(loop)
+            scope = loop.body
+        scope.append(node)
+    return root, None
+
+
+def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: LoopGroups | None = None) -> list[Problem]:
+    order = list(execution_order(fusion) if order is None else order)
+    groups = groups or loop_groups(fusion, order)
+    if groups.unmapped or groups.mismatched:
+        return []  # the inlining rules report these; the loops are not one nest yet
+    items = [([g.index for g in statement_path(tv, groups)], tv) for tv in order]
+    _, conflict = nest(items)
+    if conflict is None:
+        return []
+    g = groups.groups[conflict.key]
+    tv = order[conflict.statement]
+    paths = [statement_path(t, groups) for t in order]
+    inside = [order[j].name for j in range(conflict.statement) if g in paths[j]]
+    last = max(j for j in range(conflict.statement) if g in paths[j])
+    between = [t.name for t in order[last + 1:conflict.statement]]
+    return [Problem(
+        f"the loop of {', '.join(g.labels())} would be split in two: {', '.join(between)} runs between "
+        f"{', '.join(inside)} and {tv.name}, outside that loop",
+        hint=f"inline {', '.join(between)} into the same loop (inline_at / inline_most), or do not inline "
+             f"{', '.join(inside)} with {tv.name}",
+        tensor=tv.name, ids=(g.first.name,),
+        values={"statement": conflict.statement, "loop_members": len(g.members)},
+        notes=(f"statements in execution order: {', '.join(t.name for t in order)}",
+               "a loop of the kernel is one C++ for loop: the statements that share it must be adjacent"),
+        location=tv.origin)]
+
+
+# -- launch axes ------------------------------------------------------------------------------------
+
+def launch_axis_clashes(fusion) -> list[Problem]:
+    """A tensor binds one thread/block index to two of its loop axes."""
+    out = []
+    for tv in execution_order(fusion):
+        seen: dict[ParallelType, int] = {}
+        for k, i in enumerate(tv.loop):
+            p = i.parallel_type
+            if p not in LAUNCHED:
+                continue
+            if p not in seen:
+                seen[p] = k
+                continue
+            j = seen[p]
+            a, b = tv.loop[j], i
+            out.append(Problem(
+                f"{tv.name} binds {p} to two loop axes: axis {j} (extent {a.extent}) and axis {k} (extent {b.extent}); "
+                f"{p.cuda_name} is one index per {'thread' if p in THREAD_TYPES else 'block'}, so it can "
+                f"iterate only one of them",
+                hint=f"merge the two axes first ({tv.name}.merge({j}, {k})) and parallelize the merged axis, "
+                     f"or bind one of them to another thread/block index",
+                tensor=tv.name, ids=(a.name, b.name),
+                values={"axis": j, "other_axis": k, **_ints(extent=a.extent_expr, other_extent=b.extent_expr)},
+                location=b.origin or tv.origin))
+    return out
+
+
+def _ints(**exprs: Expr) -> dict[str, int]:
+    return {k: v for k, e in exprs.items() if (v := try_int(e)) is not None}
+
+
+# -- registers ---------------------------------------------------------------------------------------
+
+def registers_of(tv: TensorView, elements: int) -> int:
+    """32-bit registers that `elements` of tv's dtype occupy."""
+    return -(-elements * tv.dtype.bytes // 4)
+
+
+def symbolic_registers(fusion, allocations: Mapping[str, Allocation] | None = None) -> list[Problem]:
+    """A register (Local) tensor whose per-thread size depends on an extent symbol."""
+    allocations = _allocations(fusion, allocations)
+    out = []
+    for tv in execution_order(fusion):
+        if tv.memory_type is not MemoryType.Local:
+            continue
+        a = allocations[tv.name]
+        elements = a.num_elements_expr
+        if try_int(elements) is not None:
+            continue
+        symbolic = [x.id for x in a.allocated() if try_int(x.id.extent_expr) is None]
+        values = _exceeding_size(tv, elements)
+        out.append(Problem(
+            f"{tv.name} is a register (Local) tensor of {a.num_elements} elements per thread, a size that "
+            f"depends on {', '.join(sorted(elements.free_vars()))}; registers are allocated when the kernel "
+            f"is compiled" + (f" ({values['registers']} registers at "
+                              f"{', '.join(f'{k} = {v}' for k, v in values.items() if k != 'registers')})"),
+            hint=f"parallelize {tv.name}'s symbolic axes ({', '.join(i.label() for i in symbolic)}) on threads or "
+                 f"blocks, inline it left of them, split them by a constant and keep only the inner part "
+                 f"allocated, or put {tv.name} in shared memory",
+            tensor=tv.name, ids=tuple(i.name for i in symbolic), values=values,
+            notes=("allocated IterDomains: " + ", ".join(x.id.label() for x in a.allocated()),),
+            location=tv.origin))
+    return out
+
+
+def _exceeding_size(tv: TensorView, elements: Expr) -> dict[str, int]:
+    """The smallest power of two that, given to every symbol, exceeds the register budget."""
+    names = sorted(elements.free_vars())
+    v = 1
+    while True:
+        try:
+            regs = registers_of(tv, evaluate(elements, {n: v for n in names}))
+        except (ZeroDivisionError, KeyError):
+            regs = 0
+        if regs > MAX_REGISTERS_PER_THREAD or v >= 1 << 20:
+            return {**{n: v for n in names}, "registers": regs}
+        v *= 2
+
+
+def register_budget(fusion, allocations: Mapping[str, Allocation] | None = None) -> list[Problem]:
+    """A register tensor holds more than 255 32-bit registers per thread. Tensors are counted one
+    by one: ptxas assigns registers by liveness, and tensors live one after another reuse them."""
+    allocations = _allocations(fusion, allocations)
+    sizes: list[tuple[TensorView, int, int]] = []
+    for tv in execution_order(fusion):
+        if tv.memory_type is not MemoryType.Local:
+            continue
+        n = try_int(allocations[tv.name].num_elements_expr)
+        if n is not None:
+            sizes.append((tv, n, registers_of(tv, n)))
+    limit = MAX_REGISTERS_PER_THREAD
+    out = []
+    for tv, n, regs in sizes:
+        if regs > limit:
+            a = allocations[tv.name]
+            out.append(Problem(
+                f"{tv.name} holds {regs} registers per thread ({n} {tv.dtype} elements); the limit is {limit}",
+                hint=f"parallelize more of {tv.name}'s axes on threads (TIDx/TIDy/TIDz) or blocks, inline it "
+                     f"further (inline_at) so only a tile is live, or put it in shared memory",
+                tensor=tv.name, ids=tuple(x.id.name for x in a.allocated()),
+                values={"registers": regs, "elements": n, "limit": limit},
+                notes=("allocated per thread: " + (" * ".join(x.id.label() for x in a.allocated()) or "1"),
+                       "a register tensor that does not fit is moved to local memory (DRAM) by ptxas, and "
+                       "unrolling it makes NVRTC run for minutes"),
+                location=tv.origin))
+    return out
+
+
+# -- unrolling ---------------------------------------------------------------------------------------
+
+def unroll_lengths(fusion) -> list[Problem]:
+    """Fully unrolled loops (Unroll, and Vectorize: a vector that is not one access is unrolled)
+    repeat the kernel's statements more than MAX_UNROLLED_COPIES times in all. Loops of symbolic
+    extent are not unrolled (#pragma unroll without a constant trip count)."""
+    copies: list[tuple[TensorView, int, list]] = []
+    for tv in execution_order(fusion):
+        axes = [i for i in tv.loop if i.parallel_type in UNROLLED and try_int(i.extent_expr) is not None]
+        n = 1
+        for i in axes:
+            n *= try_int(i.extent_expr)
+        if n > 1:
+            copies.append((tv, n, axes))
+    total = sum(n for _, n, _ in copies)
+    if total <= MAX_UNROLLED_COPIES:
+        return []
+    tv, n, axes = max(copies, key=lambda c: c[1])
+    parts = ", ".join(f"{t.name} {m} ({' x '.join(i.label() for i in a)})" for t, m, a in copies)
+    return [Problem(
+        f"unrolled loops repeat statements {total} times ({parts}); the limit is {MAX_UNROLLED_COPIES}",
+        hint=f"unroll a smaller inner axis: split {tv.name}'s unrolled axis and leave the outer part Serial "
+             f"(e.g. split by 8, Unroll the inner)",
+        tensor=tv.name, ids=tuple(i.name for i in axes),
+        values={"copies": total, "limit": MAX_UNROLLED_COPIES},
+        notes=("each unrolled copy is a separate piece of the kernel's code; NVRTC's time grows faster than "
+               "the copies (measured on sm_90a: 1024 copies 2.2 s, 4096 copies 84 s)",),
+        location=axes[0].origin or tv.origin)]
+
+
+# -- split factors -----------------------------------------------------------------------------------
+
+def symbolic_factors(fusion) -> list[Problem]:
+    """A split factor names a symbol that is not an extent symbol of the fusion: nothing binds it
+    at launch, so the kernel cannot compute its loop bounds."""
+    out = []
+    known = set(fusion.symbols)
+    for tv in fusion.tensors:
+        for t in tv.history:
+            if not isinstance(t, Split):
+                continue
+            unknown = sorted(t.factor.free_vars() - known)
+            if not unknown:
+                continue
+            out.append(Problem(
+                f"{tv.name} splits {t.in_.label()} by {t.factor}, and {', '.join(unknown)} "
+                f"{'is not an extent symbol' if len(unknown) == 1 else 'are not extent symbols'} of fusion "
+                f"{fusion.name} (its symbols: {', '.join(sorted(known)) or 'none'})",
+                hint=f"split by an int, or declare {', '.join(unknown)} as an extent (fusion.symbol("
+                     f"{unknown[0]!r})) so that it is a kernel parameter passed at launch",
+                tensor=tv.name, ids=(t.in_.name,),
+                values={"unknown_symbols": len(unknown), "extent_symbols": len(known)},
+                location=t.outer.origin or tv.origin))
+    return out
+
+
+# -- memory and ops ----------------------------------------------------------------------------------
+
+def global_intermediates(fusion) -> list[Problem]:
+    """A computed tensor that is not a fusion output lives in global memory."""
+    out = []
+    for tv in execution_order(fusion):
+        if tv.is_fusion_output or tv.memory_type is not MemoryType.Global:
+            continue
+        consumers = [c.name for c in fusion.consumers(tv)]
+        out.append(Problem(
+            f"{tv.name} is an intermediate in global memory, read by {', '.join(consumers) or 'nothing'}",
+            hint=f"put {tv.name} in shared memory (set_memory_type(tp.MemoryType.Shared)) or registers "
+                 f"(tp.MemoryType.Local), or make it a fusion output",
+            tensor=tv.name,
+            values={"consumers": len(consumers)},
+            notes=("a global intermediate needs a scratch buffer allocated by the runtime and a grid-wide "
+                   "barrier between its writers and readers when they run in different blocks; tileproof's "
+                   "code generator emits neither yet",),
+            location=tv.origin))
+    return out
+
+
+def unsupported_features(fusion) -> list[Problem]:
+    """Ops and schedule features the code generator does not lower (limits of tileproof, not
+    of the hardware)."""
+    out = []
+    order = execution_order(fusion)
+    computed = {t.name for t in order}
+    for op in fusion.exprs:
+        if op.output.name not in computed:
+            continue
+        if op.kind == "load_store" and op.op_type not in LOWERED_OP_TYPES:
+            out.append(Problem(
+                f"`{op}` uses {op.op_type.value}, which tileproof's code generator does not lower yet",
+                hint=f"use a plain tp.set (LoadStoreOpType.Set), or TMA for a bulk copy into shared memory",
+                tensor=op.output.name, values={"ops": 1}, location=op.origin))
+        if op.kind == "unary" and op.name in FLOAT_ONLY_OPS and op.output.dtype.name in INTEGER_DTYPES:
+            out.append(Problem(
+                f"`{op}`: {op.name} of {op.output.dtype} is not lowered (tileproof emits {op.name} for "
+                f"floating-point types only)",
+                hint="compute it on a float tensor (make the input float32)",
+                tensor=op.output.name, values={"bytes": op.output.dtype.bytes}, location=op.origin))
+        if op.kind == "load_store" and op.op_type is LoadStoreOpType.TMemStore \
+                and op.output.memory_type is not MemoryType.Tensor:
+            out.append(Problem(
+                f"`{op}` is a TMemStore but {op.output.name} is in {op.output.memory_type} memory; a TMemStore "
+                f"writes a tensor-memory tensor",
+                hint=f"put {op.output.name} in tensor memory, or use a plain tp.set",
+                tensor=op.output.name, values={"ops": 1}, location=op.origin))
+        if op.kind == "load_store" and op.op_type is LoadStoreOpType.TMemLoad \
+                and op.inputs[0].memory_type is not MemoryType.Tensor:
+            out.append(Problem(
+                f"`{op}` is a TMemLoad but {op.inputs[0].name} is in {op.inputs[0].memory_type} memory; a TMemLoad "
+                f"reads a tensor-memory tensor",
+                hint=f"put {op.inputs[0].name} in tensor memory, or use a plain tp.set",
+                tensor=op.output.name, values={"ops": 1}, location=op.origin))
+        touched = [t.name for t in [op.output] + list(op.inputs) if t.memory_type is MemoryType.Tensor]
+        if len(touched) > 1:
+            out.append(Problem(
+                f"`{op}` touches tensor memory twice ({', '.join(touched)}); tileproof lowers a tensor-memory "
+                f"access as tcgen05.ld into registers or tcgen05.st from registers",
+                hint="copy through a register (Local) tensor: tensor memory -> registers -> tensor memory",
+                tensor=op.output.name, values={"tensor_memory_operands": len(touched)}, location=op.origin))
+    for tv in order:
+        if tv.memory_type is MemoryType.Tensor and tv.dtype.name not in TMEM_WORD_DTYPES:
+            out.append(Problem(
+                f"{tv.name} holds {tv.dtype} in tensor memory; tileproof lowers tcgen05.ld/st for 32-bit "
+                f"elements ({', '.join(TMEM_WORD_DTYPES)})",
+                hint=f"keep {tv.name} in float32 or int32", tensor=tv.name,
+                values={"bytes": tv.dtype.bytes}, location=tv.origin))
+        for k, i in enumerate(tv.loop):
+            if i.parallel_type in DEVICE_TYPES:
+                out.append(Problem(
+                    f"{tv.name} axis {k} is parallelized on {i.parallel_type}; tileproof's code generator "
+                    f"emits single-GPU kernels and does not lower multi-device parallelization",
+                    hint="leave the axis Serial or bind it to a block index (BIDx/BIDy/BIDz)",
+                    tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
+    for tv in list(fusion.inputs) + list(fusion.outputs):
+        alloc = tv.get_allocation_domain()
+        logical = {i.uid for i in tv.logical}
+        if len(alloc) != len(tv.logical) or any(i.uid not in logical for i in alloc):
+            out.append(Problem(
+                f"{tv.name}'s allocation domain [{', '.join(i.label() for i in alloc)}] is not a permutation of "
+                f"its logical domain; tileproof lowers global tensors allocated along their logical axes "
+                f"(in any order)",
+                hint=f"set {tv.name}'s allocation domain to a permutation of its logical IterDomains",
+                tensor=tv.name, values={"allocation_axes": len(alloc), "logical_axes": len(tv.logical)},
+                location=tv.origin))
+    return out
+
+
+__all__ = [
+    "MAX_REGISTERS_PER_THREAD", "MAX_UNROLLED_COPIES", "LoopGroup", "LoopGroups", "Nest", "NestConflict",
+    "Problem", "execution_order", "global_intermediates", "launch_axis_clashes", "loop_groups", "nest",
+    "nest_problems", "register_budget", "registers_of", "statement_path", "symbolic_factors",
+    "symbolic_registers", "unroll_lengths", "unsupported_features",
+]

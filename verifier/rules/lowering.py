@@ -1,0 +1,370 @@
+"""Lowering: what a schedule needs so that the code generator can turn it into a kernel.
+
+Each rule reports the problems of one function of model/lowerable.py; codegen calls the same
+functions and treats a problem there as a tileproof bug. So an accepted schedule compiles.
+The checks are structural (no solver): they read the schedule's loop domains, allocations and
+ops, with extents as the schedule states them.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from ...model import lowerable
+from ...model.lowerable import Problem
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic, Severity
+from ..findings import finding
+from ..registry import rule
+
+
+def _report(code: str, problems: Iterable[Problem]) -> Iterator[Diagnostic]:
+    for p in problems:
+        yield finding(code, p.message, tensor=p.tensor, ids=list(p.ids), location=p.location, notes=list(p.notes),
+                      counterexample=dict(p.values), hint=p.hint)
+
+
+def _groups(ctx: VerifyContext) -> lowerable.LoopGroups:
+    return ctx.memo("lowering-loop-groups", lambda: lowerable.loop_groups(ctx.fusion, idmap=ctx.idmap))
+
+
+@rule("PARALLEL-TYPE-UNIQUE", family="lowering")
+def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A tensor binds each thread or block index to at most one of its loop axes.
+
+    What it checks:
+        No tensor the kernel computes has two loop axes parallelized on the same one of
+        TIDx, TIDy, TIDz, BIDx, BIDy, BIDz.
+    Why the hardware needs it:
+        threadIdx.x (and each other thread/block index) is one number per thread. Two loop
+        axes bound to it would both take that number, so the thread with threadIdx.x = 3
+        would visit only the point (3, 3): the kernel would cover the diagonal of the two
+        axes and skip every other point.
+    Example:
+        with tp.Fusion("two_axes_on_tidx") as fusion:
+            t0 = tp.make_contig_concrete_tensor([4, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.axis(0).parallelize(tp.ParallelType.TIDx)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("merged_on_tidx") as fusion:
+            t0 = tp.make_contig_concrete_tensor([4, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.merge(0)
+        t1.axis(0).parallelize(tp.ParallelType.TIDx)
+    References:
+        CUDA C++ Programming Guide 5.2 (thread hierarchy: threadIdx is a 3-component vector);
+        nvFuser ParallelTypeBitmap (one IterDomain per parallel type in a tensor's loop domain)
+    """
+    # Formal statement: none, structural
+    yield from _report("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(ctx.fusion))
+
+
+@rule("REGISTER-SIZE-CONSTANT", family="lowering")
+def register_size_constant(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A register (Local) tensor has a compile-time size per thread.
+
+    What it checks:
+        For every register tensor the kernel computes, the product of its allocated
+        IterDomains' extents (what one thread holds) contains no extent symbol.
+    Why the hardware needs it:
+        Registers are assigned by the compiler: a thread's register count is fixed in the
+        kernel binary before launch, and registers cannot be indexed by a run-time value.
+        An array whose size is known only at launch has no register allocation.
+    Example:
+        with tp.Fusion("symbolic_registers") as fusion:
+            t0 = tp.make_tensor(["M", 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Local)
+    Fix:
+        with tp.Fusion("registers_per_thread") as fusion:
+            t0 = tp.make_tensor(["M", 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        for t in (t1, t2):
+            t.axis(0).parallelize(tp.ParallelType.BIDx)
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        CUDA C++ Programming Guide 5.3.2 (device memory accesses: local memory for arrays the
+        compiler cannot keep in registers); PTX ISA 5.1.1 (register state space: fixed at compile time)
+    """
+    # Formal statement: none, structural
+    yield from _report("REGISTER-SIZE-CONSTANT", lowerable.symbolic_registers(ctx.fusion, ctx.allocations))
+
+
+@rule("REGISTER-BUDGET", family="lowering", severity=Severity.WARNING)
+def register_budget(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Each register (Local) tensor fits in 255 32-bit registers per thread (a warning).
+
+    What it checks:
+        Each register tensor the kernel computes holds at most 255 32-bit registers per
+        thread: ceil(allocated elements x element bytes / 4), with the allocation of the
+        seed's three rules (thread and block axes are not allocated, axes left of the
+        compute-at position are not). Tensors are counted one by one, since ptxas assigns
+        registers by liveness (a tensor dead before the next is computed gives its registers
+        back). Index arithmetic needs registers too: the budget is the hardware's limit, not
+        a promise of no spills.
+    Why the hardware needs it:
+        A thread has at most 255 32-bit registers on every target tileproof knows. ptxas
+        moves a register array that does not fit to local memory (off-chip, cached in L1):
+        the kernel still compiles and computes the right values (measured: a 96 KiB register
+        tensor in a serial loop compiles in 0.2 s), but every access is a memory access, not
+        the register the schedule asked for. Hence a warning; what made such a schedule hang
+        NVRTC, unrolling it fully, is the error UNROLL-LENGTH.
+    Example:
+        with tp.Fusion("registers_per_thread") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Local)
+    Fix:
+        with tp.Fusion("registers_per_thread") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        for t in (t1, t2):
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        CUDA C++ Programming Guide, table "Technical Specifications per Compute Capability"
+        (maximum number of 32-bit registers per thread: 255); CUDA C++ Best Practices Guide
+        9.2.6 (register pressure, local-memory spills)
+    """
+    # Formal statement: none, structural (sizes that depend on a symbol are REGISTER-SIZE-CONSTANT)
+    yield from _report("REGISTER-BUDGET", lowerable.register_budget(ctx.fusion, ctx.allocations))
+
+
+@rule("UNROLL-LENGTH", family="lowering")
+def unroll_length(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Unrolled loops repeat the kernel's statements at most 1024 times.
+
+    What it checks:
+        Summed over the statements of the kernel: the product of the constant extents of the
+        statement's Unroll and Vectorize loop axes (each a fully unrolled loop, or one vector
+        access that may be unrolled element by element) is at most 1024. Axes of symbolic
+        extent are not unrolled and count 1.
+    Why the hardware needs it:
+        An unrolled loop is one copy of its body per iteration in the kernel's code, limited by
+        the instruction cache (128 KiB per SM) and by the compiler: NVRTC's time grows faster
+        than the copies (measured on sm_90a for a copy: 512 copies 0.6 s, 1024 copies 2.2 s,
+        4096 copies 84 s, and a fully unrolled 96 KiB register tensor over 5 minutes). The
+        limit is a compile-time budget of tileproof, not an instruction-set rule.
+    Example:
+        with tp.Fusion("long_unroll") as fusion:
+            t0 = tp.make_contig_concrete_tensor([4096]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.axis(0).parallelize(tp.ParallelType.Unroll)
+    Fix:
+        with tp.Fusion("inner_unroll") as fusion:
+            t0 = tp.make_contig_concrete_tensor([4096]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, 8)
+        t1.axis(1).parallelize(tp.ParallelType.Unroll)
+    References:
+        CUDA C++ Programming Guide 7.4 (#pragma unroll); CUDA C++ Best Practices Guide 11.1.3
+        (loop unrolling and instruction-cache pressure)
+    """
+    # Formal statement: none, structural
+    yield from _report("UNROLL-LENGTH", lowerable.unroll_lengths(ctx.fusion))
+
+
+@rule("SYMBOLIC-FACTOR", family="lowering")
+def symbolic_factor(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A symbolic split factor is an extent symbol of the fusion.
+
+    What it checks:
+        Every symbol in a split factor (including splits that only build an allocation
+        domain) is one of the fusion's extent symbols (named in a tensor's shape, or declared
+        with fusion.symbol(name)).
+    Why the hardware needs it:
+        A kernel's loop bounds and indices are computed from its parameters. Extent symbols
+        are kernel parameters bound at launch from the input shapes or keywords; any other
+        name has no value in the kernel (NVRTC: identifier "F" is undefined), and no proof
+        about it constrains the size the kernel would be run with.
+    Example:
+        with tp.Fusion("unknown_factor") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, "F")
+    Fix:
+        with tp.Fusion("declared_factor") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+            fusion.symbol("F")
+        t1.split(0, "F")
+    References:
+        CUDA C++ Programming Guide 7.2.3 (kernel parameters); nvFuser Split with a symbolic
+        factor (a fusion input scalar)
+    """
+    # Formal statement: none, structural
+    yield from _report("SYMBOLIC-FACTOR", lowerable.symbolic_factors(ctx.fusion))
+
+
+@rule("INLINE-LOOP-MAP", family="lowering")
+def inline_loop_map(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """An inlined tensor's loop axes left of its compute-at position are its consumers' axes.
+
+    What it checks:
+        For every computed tensor inlined at position p and each of its consumers, loop axes
+        0 .. p-1 of both iterate the same index space the same way (the same transforms of
+        mapped logical axes). inline_at checks this when it is called; a transform of the
+        consumer written afterwards can break it.
+    Why the hardware needs it:
+        Inlining puts the producer's statement inside the consumer's outer loops: one C++
+        loop serves both. If the consumer's axis k is a different iteration (split by
+        another factor, merged, reordered), there is no single loop whose index is right
+        for both, and the producer would compute elements other than those its consumer reads.
+    Example:
+        with tp.Fusion("split_after_inlining") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.inline_at(1)
+        t2.split(0, 4)
+    Fix:
+        with tp.Fusion("split_before_inlining") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t2.split(0, 4)
+        tp.propagate_transforms(t2)
+        t1.inline_at(1)
+    References:
+        nvFuser ComputeAtMap / inlining (loop IDs left of the compute-at position are
+        exact-mapped between producer and consumer)
+    """
+    # Formal statement: none, structural
+    yield from _report("INLINE-LOOP-MAP", _groups(ctx).unmapped)
+
+
+@rule("INLINE-PARALLEL-MATCH", family="lowering")
+def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Loop axes shared through inlining are parallelized alike.
+
+    What it checks:
+        Loop axes joined by inlining (a producer's axis k < compute-at position with its
+        consumers' axis k, transitively) all have the same parallel type.
+    Why the hardware needs it:
+        Shared axes are one loop of the kernel: a serial for loop, an unrolled one, or a
+        thread/block index. It cannot be a for loop for the producer and threadIdx.x for the
+        consumer; the producer would compute every element in every thread while its
+        consumer expects one element per thread (or the other way round).
+    Example:
+        with tp.Fusion("serial_and_tidx") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.inline_at(1)
+        t2.axis(0).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("tidx_both") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.inline_at(1)
+        t2.axis(0).parallelize(tp.ParallelType.TIDx)
+        tp.parallelize_all_like(t2)
+    References:
+        nvFuser ComputeAtMap (parallel types are properties of the loop-mapped ID group)
+    """
+    # Formal statement: none, structural
+    yield from _report("INLINE-PARALLEL-MATCH", _groups(ctx).mismatched)
+
+
+@rule("LOOP-NEST-ORDER", family="lowering")
+def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The statements that share a loop through inlining run one after another.
+
+    What it checks:
+        With the tensors in execution order (producers first, inlined producers right before
+        their consumers) and each statement nested in its loops, every loop of the kernel is
+        one contiguous range of statements: no statement outside a shared loop runs between
+        two statements inside it.
+    Why the hardware needs it:
+        A loop of the kernel is one C++ for loop (or one thread index range). If a tensor
+        that is not in it must run between two tensors that share it, the loop would have to
+        close and reopen, and the second half would see none of the first half's values
+        (the inlined producer keeps only the current iteration's tile).
+    Example:
+        with tp.Fusion("interleaved") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+            t3 = tp.set(t0); t4 = tp.add(t1, t3); fusion.add_output(t4)
+        for t in (t1, t2, t3, t4):
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+        t1.inline_at(1)
+    Fix:
+        with tp.Fusion("interleaved") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+            t3 = tp.set(t0); t4 = tp.add(t1, t3); fusion.add_output(t4)
+        for t in (t1, t2, t3, t4):
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+        t1.inline_at(1)
+        t3.inline_at(1)
+    References:
+        nvFuser lower_loops (loop nest generation from the compute-at map)
+    """
+    # Formal statement: none, structural
+    g = _groups(ctx)
+    yield from _report("LOOP-NEST-ORDER", lowerable.nest_problems(ctx.fusion, groups=g))
+
+
+@rule("GLOBAL-INTERMEDIATE", family="lowering")
+def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Intermediate tensors live on chip (shared, tensor or register memory).
+
+    What it checks:
+        Every tensor the kernel computes that is not a fusion output is in shared, tensor or
+        register (Local) memory.
+    Why the hardware needs it:
+        A global intermediate needs a buffer in device memory that the runtime allocates and
+        passes to the kernel, and, when blocks read what other blocks wrote, a grid-wide
+        barrier (a cooperative launch). This is a limit of tileproof's code generator, which
+        lowers neither yet; the hardware could run such a kernel.
+    Example:
+        with tp.Fusion("global_intermediate") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Global)
+        for t in (t1, t2):
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("shared_intermediate") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        for t in (t1, t2):
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        CUDA C++ Programming Guide 8.7 (grid synchronization with cooperative groups)
+    """
+    # Formal statement: none, structural
+    yield from _report("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(ctx.fusion))
+
+
+@rule("LOWERING-SUPPORTED", family="lowering")
+def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The schedule uses only ops and features tileproof's code generator lowers.
+
+    What it checks:
+        Every op the kernel computes is lowered by tileproof: load/store ops Set, TMA,
+        LdMatrix, StMatrix, TMemLoad (from tensor memory), TMemStore (into tensor memory);
+        exp and sqrt of floating-point types; an op touches tensor memory at most once;
+        tensor-memory tensors hold 32-bit elements; no axis is parallelized on DIDx/DIDy/DIDz;
+        global tensors are allocated along a permutation of their logical axes.
+    Why the hardware needs it:
+        It does not: these are limits of tileproof's code generator, not hardware rules. The
+        verifier rejects what the code generator cannot lower so that an accepted schedule
+        always compiles; the message names the missing feature.
+    Example:
+        with tp.Fusion("cp_async") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        for t in (t1, t2):
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("plain_copy") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        for t in (t1, t2):
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        tileproof codegen/lower.py (the passes and what they lower); README "Rule codes"
+    """
+    # Formal statement: none, structural
+    yield from _report("LOWERING-SUPPORTED", lowerable.unsupported_features(ctx.fusion))
