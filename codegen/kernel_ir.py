@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..model.barriers import Sync, TmaWait  # placed by the model, checked by SMEM-RACE
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.expr import Expr
 from ..model.types import DataType, MemoryType
@@ -46,15 +47,6 @@ class Compute:
     conds: list[Cond]
     vector: int = 1
     comment: str = ""
-
-
-@dataclass
-class Sync:
-    """__syncthreads(): `why` names the shared-memory tensor and the hazard. fence_async:
-    the threads first order their shared-memory writes before the async proxy (a TMA store reads them)."""
-
-    why: str
-    fence_async: bool = False
 
 
 @dataclass
@@ -95,14 +87,6 @@ class MatrixCopy:
     @property
     def regs(self) -> Operand:
         return self.out if self.instruction == "ldmatrix" else self.ins[0]
-
-
-@dataclass
-class TmaWait:
-    """All threads wait for the current phase of a load's mbarrier, then flip their phase bit."""
-
-    barrier: str
-    why: str
 
 
 @dataclass
