@@ -11,6 +11,12 @@ from tileproof.verifier.registry import SECTIONS, all_rules
 RULES = all_rules()
 
 
+def self_check(rule) -> bool:
+    """A rule no schedule of today's API can fail (it checks what tileproof itself places); its
+    Example names the test that shows its failures instead."""
+    return rule.section("Example").startswith("none:")
+
+
 def run_snippet(code: str):
     scope = {"tp": tp, "target": "sm_90a"}
     exec(compile(code, "<rule doc>", "exec"), scope)
@@ -29,6 +35,9 @@ def warned(report) -> list[str]:
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
 def test_example_fails_with_exactly_that_code(rule):
+    if self_check(rule):
+        assert "tests/" in rule.section("Example") and rule.section("Fix").startswith("none:")
+        return
     report = run_snippet(rule.section("Example"))
     if rule.severity is Severity.WARNING:
         assert report.ok and warned(report) == [rule.code], [d.message for d in report.diagnostics]
@@ -40,6 +49,8 @@ def test_example_fails_with_exactly_that_code(rule):
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
 def test_fix_is_accepted(rule):
+    if self_check(rule):
+        return
     report = run_snippet(rule.section("Fix"))
     assert report.ok, [f"{d.code}: {d.message}" for d in report.errors]
     if rule.severity is Severity.WARNING:

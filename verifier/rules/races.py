@@ -1,0 +1,208 @@
+"""Races on on-chip memory: every cross-thread hand-off through shared or tensor memory is
+ordered by a barrier or an mbarrier wait of the kernel's loop nest (model/barriers.py places
+them; this rule checks the placed nest, hazard by hazard)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import z3
+
+from ...model.barriers import (
+    Access, Async, Hazards, Sync, TmaWait, insert_barriers, scope_repeats, split_point, statement_paths,
+)
+from ...model.execution import tensor_execution
+from ...model.expr import Expr, var
+from ...model.indexing import linear_offset
+from ...model.lowerable import execution_order, loop_groups, nest, statement_path
+from ...model.tensor import TensorView
+from ...model.tma import is_tma_op
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, undecided
+from ..registry import rule
+from ..solver import Outcome
+
+ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
+# ops whose on-chip side is touched by other lanes than the statement's thread (warp-collective
+# or asynchronous): a hand-off between threads is assumed, not proved absent
+COLLECTIVE = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix, LoadStoreOpType.TMemLoad,
+              LoadStoreOpType.TMemStore, LoadStoreOpType.TMA)
+WRITER = "writer "
+
+
+def statement_access(tv: TensorView) -> Access:
+    """What tv's statement does to on-chip memory, as the code generator lowers it."""
+    op = tv.definition
+    if is_tma_op(op):
+        if tv.memory_type is MemoryType.Shared:
+            return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}")
+        return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
+    return Access(tv.name, frozenset(t.name for t in op.inputs))
+
+
+@dataclass
+class Nest:
+    """The kernel's loop nest with its barriers: leaves are the tensors computed."""
+
+    tree: list
+    hazards: Hazards
+    on_chip: set[str]
+
+
+def barrier_nest(ctx: VerifyContext) -> Nest | None:
+    """The nest the code generator emits, barriers placed; None where the loops do not form one
+    nest (the lowering rules report why)."""
+    fusion = ctx.fusion
+    order = execution_order(fusion)
+    groups = loop_groups(fusion, order)
+    if groups.unmapped or groups.mismatched:
+        return None
+    tree, conflict = nest([([g.index for g in statement_path(tv, groups)], tv) for tv in order])
+    if conflict is not None:
+        return None
+    launched = THREAD_TYPES + BLOCK_TYPES
+    hazards = Hazards(lambda n: statement_access(n) if isinstance(n, TensorView) else None,
+                      lambda loop: groups.groups[loop.key].parallel not in launched)
+    on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
+    insert_barriers(tree, on_chip, hazards)
+    return Nest(tree, hazards, on_chip)
+
+
+def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome | None:
+    """Whether a thread may read an element of x that another thread of its block wrote
+    (a counterexample names both threads and the offset); None: assumed (collective/async)."""
+    # Formal statement: exists w executing x's statement, r executing reader's statement with
+    #   blockIdx(w) == blockIdx(r) and address_x(w) == address_read(r) and threadIdx(w) != threadIdx(r)
+    if x.memory_type is not MemoryType.Shared or any(
+            op.op_type in COLLECTIVE for op in (x.definition, reader.definition) if op.kind == "load_store"):
+        return None
+    rename = {p.cuda_name: var(WRITER + p.cuda_name) for p in THREAD_TYPES + BLOCK_TYPES}
+    w = tensor_execution(x, ctx.block_dims).renamed(rename)
+    r = tensor_execution(reader, ctx.block_dims)
+    strides = ctx.allocations[x.name].strides()
+    reads = [k for k, t in enumerate(reader.definition.inputs) if t is x]
+    addr_w = linear_offset(strides, w.indices)
+    addr_r = linear_offset(strides, r.operand_indices(reads[0]))
+    threads = [p for p in THREAD_TYPES if p in w.launch_index]
+    values: dict[str, Expr] = {"offset": addr_r}
+    values.update({f"writer {p.cuda_name}": w.launch_index[p] for p in threads})
+    values.update({f"reader {p.cuda_name}": r.launch_index[p] for p in threads})
+    hint = [e for c in r.conds + w.conds for e in (c.lhs, c.rhs)] + [addr_w, addr_r] + list(values.values())
+    q = ctx.query(hint, {**r.ranges, **w.ranges})
+    conds = [q.lt(c.lhs, c.rhs) if c.op == "<" else q.eq(c.lhs, c.rhs) for c in r.conds + w.conds]
+    same_block = [q.eq(w.launch_index[p], r.launch_index[p]) for p in BLOCK_TYPES if p in w.launch_index]
+    same_thread = [q.eq(w.launch_index[p], r.launch_index[p]) for p in threads]
+    premise = z3.And(*conds, *same_block, q.eq(addr_w, addr_r)) if conds or same_block else q.eq(addr_w, addr_r)
+    claim = z3.And(*same_thread) if same_thread else z3.BoolVal(True, q.ctx)
+    return q.prove(z3.Implies(premise, claim), values=values)
+
+
+def _sync_in(scope: list, lo: int, hi: int, *, fence: bool = False) -> bool:
+    """A barrier (with the async-proxy fence, if asked) among scope[lo:hi]."""
+    return any(isinstance(n, Sync) and (n.fence_async or not fence) for n in scope[max(lo, 0):hi])
+
+
+def _wait_in(scope: list, lo: int, hi: int, barrier: str) -> bool:
+    return any(isinstance(n, TmaWait) and n.barrier == barrier for n in scope[max(lo, 0):hi])
+
+
+@dataclass(frozen=True)
+class Hazard:
+    kind: str  # "read after write" or "write after read"
+    tensor: str
+    writer: TensorView
+    reader: TensorView
+
+
+def unordered(nest_: Nest) -> list[Hazard]:
+    """Every writer -> reader pair of an on-chip tensor whose hazard no barrier or wait orders."""
+    out = []
+    stmts = statement_paths(nest_.tree, nest_.hazards)
+    for name in sorted(nest_.on_chip):
+        for w, wa, wp in stmts:
+            if wa.writes != name:
+                continue
+            for r, ra, rp in stmts:
+                if name not in ra.reads:
+                    continue
+                d = split_point(wp, rp)
+                scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
+                repeats = scope_repeats(wp, d, nest_.hazards)
+                store = ra.kind is Async.TMA_STORE
+                if wa.kind is Async.TMA_LOAD:  # a wait in the copy's own scope, after the copy
+                    own, at = wp[-1]
+                    limit = rp[d][1] + 1 if d == len(wp) - 1 else len(own)
+                    raw = _wait_in(own, at + 1, limit, wa.barrier)
+                elif iw < ir:
+                    raw = _sync_in(scope, iw + 1, ir, fence=store)
+                else:  # the reader comes first: it reads the previous iteration's writes
+                    raw = not repeats or _sync_in(scope, iw + 1, len(scope)) or _sync_in(scope, 0, ir)
+                if not raw:
+                    out.append(Hazard("read after write", name, w, r))
+                if repeats:
+                    war = (_sync_in(scope, ir + 1, len(scope)) or _sync_in(scope, 0, iw) if iw < ir
+                           else _sync_in(scope, ir + 1, iw))
+                    if not war:
+                        out.append(Hazard("write after read", name, w, r))
+    return out
+
+
+@rule("SMEM-RACE", family="races")
+def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Every cross-thread hand-off through shared or tensor memory is ordered by a barrier or wait.
+
+    What it checks:
+        On the kernel's loop nest with the barriers and mbarrier waits the code generator
+        places (model/barriers.py): for every on-chip tensor, every statement that writes it
+        and every statement that reads it, (read after write) a __syncthreads between the
+        write and the read in the innermost scope holding both, or, for a TMA load, an
+        mbarrier wait after the copy in its own scope before the reader; and (write after
+        read) where that scope repeats, a barrier between the read and the next iteration's
+        write. A pair needs ordering when some thread reads an element another thread of its
+        block wrote (z3 over both statements' executed points, same block, same shared-memory
+        offset, different threadIdx; collective and asynchronous accesses always do). The
+        counterexample names the two threads and the offset.
+    Why the hardware needs it:
+        Threads of a block run unordered: without a barrier a reader may load the element
+        before its writer stored it (read after write), or a writer may overwrite it in the
+        next iteration while a reader still needs the old value (write after read); a TMA
+        load's data are visible only after its mbarrier phase completes.
+    Example:
+        none: tileproof places every barrier itself, so no schedule written with today's API
+        fails this rule; it proves the placement on every schedule (tests/rules/test_races.py
+        removes barriers and shows the races it then reports)
+    Fix:
+        none: a report of this rule on an unmodified schedule is a tileproof bug
+    References:
+        CUDA C++ Programming Guide, __syncthreads and shared memory; PTX ISA, mbarrier
+        (test_wait / try_wait with phase parity) and the async proxy (fence.proxy.async)
+    """
+    nest_ = ctx.memo(("barrier-nest",), lambda: barrier_nest(ctx))
+    if nest_ is None:
+        return
+    tensors = {t.name: t for t in ctx.fusion.tensors}
+    for h in unordered(nest_):
+        x = tensors[h.tensor]
+        out = ctx.memo(("handoff", h.tensor, h.reader.name), lambda: _handoff(ctx, x, h.reader))
+        where = dict(tensor=h.reader.name, location=h.reader.definition.origin,
+                     labels=[f"{x.name} ({x.memory_type.value.lower()} memory) written by {h.writer.name}'s statement"])
+        if out is not None and out.status == "unknown":
+            yield undecided("SMEM-RACE", f"whether threads hand {x.name} over to {h.reader.name}", out, **where)
+            continue
+        if out is not None and out.proved:
+            continue  # each thread reads only what it wrote itself: no barrier is needed
+        v = out.values if out is not None else {}
+        threads = ", ".join(f"{k} = {val}" for k, val in v.items() if k != "offset")
+        between = (f" (offset {v['offset']}: {threads})" if v else " (a collective or asynchronous access)")
+        yield finding(
+            "SMEM-RACE",
+            f"{h.kind} race on {x.name}: no barrier orders {h.writer.name}'s write and {h.reader.name}'s "
+            f"read{between}",
+            notes=["tileproof places barriers itself: this is a tileproof bug, please report it"],
+            counterexample={**v, "hazard": h.kind},
+            hint="report the schedule; until it is fixed, inline the reader and writer differently",
+            **where,
+        )
