@@ -10,6 +10,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.expr import add, floordiv, mod, mul
+from tileproof.model.ldsm_layout import fragment, holder, supplier, supplier_lane
 from tileproof.verifier import solver
 from tileproof.verifier.analysis import ldsm as ldsm_analysis
 
@@ -50,6 +51,21 @@ def x1(shape=(8, 8), dtype=tp.float16, lanes=("row", "pair")):
         t.axis(0).parallelize(P.TIDx)
     t2.axis(1).parallelize(P.Vectorize)
     return fusion, t1, t2, t3
+
+
+# -- the hardware map (model/ldsm_layout.py) --------------------------------------------------------------
+
+
+def test_hardware_map_spot_values_and_inverses():
+    """Figure 104 at a few points, and the laws the proofs rely on: holder inverts fragment on all 32 lanes x 8
+    elements, supplier_lane inverts supplier, and the row lane T supplies starts at lane 4 (T % 8), element 2 (T / 8)."""
+    assert fragment(5, 3) == (1, 1, 3) and fragment(31, 6) == (3, 7, 6)  # (matrix, row, column)
+    assert supplier(13) == (5, 1)  # (row, matrix)
+    for lane in range(32):
+        for element in range(8):
+            assert holder(*fragment(lane, element)) == (lane, element)
+        row, matrix = supplier(lane)
+        assert supplier_lane(row, matrix) == lane and holder(matrix, row) == (4 * (lane % 8), 2 * (lane // 8))
 
 
 # -- passing ---------------------------------------------------------------------------------------------
