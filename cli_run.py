@@ -94,7 +94,7 @@ def _compile_case(case: ScheduleCase, target: str | None):
     except UnsupportedSchedule as e:
         print(f"SKIP {case.name}: not lowered yet: {e}")
         return None
-    except (ScheduleError, CompileError) as e:
+    except (ScheduleError, CompileError, NoDeviceError) as e:
         print(f"ERROR {case.name}: {e}")
         return EXIT_ERROR
     lp = kernel.launch_params

@@ -30,6 +30,9 @@ class Expectation:
     def mismatches(self, report, allocation_of: Callable[[str, str], Any]) -> list[str]:
         """What differs between this expectation and a report ([] when it holds)."""
         out = []
+        crashed = sorted({d.code for d in report.diagnostics if d.internal})
+        if crashed:  # a crash is never the expected rejection
+            out.append(f"rule {', '.join(crashed)} crashed (a tileproof bug, please report)")
         if report.ok != self.ok:
             got = "ACCEPTED" if report.ok else f"REJECTED ({', '.join(report.codes)})"
             out.append(f"expected {self.describe()}, got {got}")

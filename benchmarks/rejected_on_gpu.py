@@ -7,6 +7,8 @@ tileproof.testing.compile_unverified and run on random inputs (symbolic extents 
 --size), in a process of its own (a fault spoils the CUDA context), outputs poisoned with
 NaN first, and compared with the float64 reference. Outcomes:
   wrong output     the kernel ran and stored values other than the reference's
+  refused at launch  run() refused the sizes or arrays (InputError: e.g. no size satisfies the
+                   assumptions, a stride or alignment the proof did not admit)
   fault            the launch or the synchronize failed (misaligned address, illegal
                    instruction, a tensor map the driver refused, ...)
   refused          the code generator cannot express it (UnsupportedSchedule)
@@ -61,6 +63,8 @@ def run_case(location: str, name: str, size: int) -> dict:
     try:
         kernel.run(*inputs, out=outs, **sizes)
         torch.cuda.synchronize()
+    except tp.InputError as e:
+        return {"outcome": "refused at launch", "codes": codes, "detail": str(e)[:400]}
     except Exception as e:  # noqa: BLE001 - the failure is the evidence
         return {"outcome": "fault", "codes": codes, "detail": f"{type(e).__name__}: {e}"[:400]}
     host = [x.float().cpu().numpy() for x in inputs]
@@ -101,7 +105,7 @@ def main() -> int:
             result = {"outcome": "fault", "detail": (proc.stderr or proc.stdout)[-400:]}
         result.update(name=case.name, file=Path(location).name, expected=list(case.expect.codes))
         results.append(result)
-        print(f"{result['outcome']:15s} {case.name} ({', '.join(case.expect.codes)})", flush=True)
+        print(f"{result['outcome']:17s} {case.name} ({', '.join(case.expect.codes)})", flush=True)
     summary: dict[str, int] = {}
     for r in results:
         summary[r["outcome"]] = summary.get(r["outcome"], 0) + 1

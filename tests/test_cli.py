@@ -208,7 +208,15 @@ def test_a_crashing_rule_is_a_tileproof_bug_never_an_accept(good, monkeypatch, c
     assert main(["verify", str(good)]) == 1  # expected accepted, so the bug shows as a mismatch
     out = capsys.readouterr().out
     assert "error[SMEM-CAPACITY]: tileproof bug, please report: rule SMEM-CAPACITY:" in out
-    assert "FAIL copy: expected ACCEPTED, got REJECTED (SMEM-CAPACITY)" in out
+    assert "FAIL copy: rule SMEM-CAPACITY crashed" in out and "expected ACCEPTED, got REJECTED (SMEM-CAPACITY)" in out
+
+
+def test_a_crashing_rule_is_never_the_expected_rejection(tmp_path, monkeypatch, capsys):
+    expects_rejection = write(tmp_path, "rejected.py", COPY.format(expect='tp.rejected("SMEM-CAPACITY")'))
+    monkeypatch.setitem(RULES, "SMEM-CAPACITY", crashing("SMEM-CAPACITY", KeyError("T1")))
+    assert main(["verify", str(expects_rejection)]) == 1
+    out = capsys.readouterr().out
+    assert "rule SMEM-CAPACITY crashed (a tileproof bug, please report)" in out
 
 
 def test_a_rule_raising_internal_error_keeps_its_query(good, monkeypatch, capsys):

@@ -32,6 +32,7 @@ class Diagnostic:
     counterexample: dict[str, int] = field(default_factory=dict)
     hint: str | None = None
     rule: str | None = None  # the function that emitted it
+    internal: bool = False  # the rule crashed: a tileproof bug standing in for a verdict
 
     @property
     def is_error(self) -> bool:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ..model.errors import InternalError
 from .diagnostics import Diagnostic, Severity
 
 SECTIONS = ("What it checks", "Why the hardware needs it", "Example", "Fix", "References")
@@ -47,7 +48,7 @@ RULES: dict[str, Rule] = {}
 def rule(code: str, *, family: str, severity: Severity = Severity.ERROR):
     def register(func):
         if code in RULES:
-            raise RuntimeError(f"rule code {code} registered twice")
+            raise InternalError(f"rule code {code} registered twice")
         RULES[code] = Rule(code, family, severity, func)
         return func
 

@@ -84,6 +84,7 @@ def _rule_crashed(code: str, error: Exception) -> Diagnostic:
         code, Severity.ERROR, str(error),
         notes=["the schedule is rejected because the rule could not be decided",
                traceback.format_exc(limit=6)],
+        internal=True,
     )
 
 
