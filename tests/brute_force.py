@@ -322,11 +322,12 @@ def analyze_access(fusion, acc: Access) -> AccessResult:
     def grid(x):
         return np.broadcast_to(np.asarray(x, dtype=np.int64), full).reshape(B, S, V)
 
-    # active threads
+    # active threads: a thread index beyond its axis' extent does nothing; a broadcast axis holds
+    # one value that every thread along it computes alike (the kernel does not predicate it)
     active_g = np.ones((bdz, bdy, bdx), dtype=bool)
     tvar = {ParallelType.TIDz: 0, ParallelType.TIDy: 1, ParallelType.TIDx: 2}
     for i in C.loop:
-        if i.parallel_type in THREAD_TYPES:
+        if i.parallel_type in THREAD_TYPES and not i.is_broadcast:
             k = tvar[i.parallel_type]
             s = [1, 1, 1]
             s[k] = shape[k]

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ..model.expr import Expr, add, const, floordiv, mul, product, substitute, var
+from ..model.expr import Expr, const, floordiv, mul, product, substitute, var
 from ..model.execution import Cond, CondKind, tensor_execution
-from ..model.indexing import linear_thread, thread_env
+from ..model.indexing import linear_thread, thread_env, vector_index
 from ..model.types import THREAD_TYPES, ParallelType
 from .context import Access, VerifyContext
 
@@ -77,9 +77,7 @@ def build(ctx: VerifyContext, acc: Access) -> AccessModel:
               for cond in ex.conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)]
     vector_ids = [i for i in c.loop if i.parallel_type is ParallelType.Vectorize]
     idx_m = ex.indices if acc.kind == "store" else ex.operand_indices(acc.input_index)
-    reg: Expr = const(0)
-    for i in vector_ids:
-        reg = add(mul(reg, i.extent_expr), ex.env[i.uid])
+    reg = vector_index([ex.env[i.uid] for i in vector_ids], [i.extent_expr for i in vector_ids])
     num_regs = product([i.extent_expr for i in vector_ids])
     return AccessModel(acc, ranges, active, ex.conds_of(CondKind.HOLE), idx_m, reg, num_regs, dims, vector_ids)
 
