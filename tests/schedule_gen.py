@@ -33,6 +33,7 @@ class Case:
     family: str
     fusion: tp.Fusion
     steps: list[str] = field(default_factory=list)
+    target: str | None = None  # where the family does not say (lowering: sm_100a with tensor memory)
 
     def __repr__(self) -> str:  # hypothesis prints this for a falsifying example
         return f"Case({self.family}: " + "; ".join(self.steps) + ")"
@@ -383,3 +384,260 @@ def visibility_cases(draw) -> Case:
             blocks *= _ext(i)
     assume(points * blocks <= 4096)
     return Case("visibility", fusion, steps)
+
+
+# -- (e) what the code generator lowers -------------------------------------------------------
+
+LOWERING_SIZES = [1, 2, 3, 4, 5, 7, 8, 12, 16, 32, 64, 96, 128, 256, 1024, 4096]
+LOWERING_DTYPES = ["float32"] * 6 + ["float16", "bfloat16", "int32", "float64", "int8"]
+LOWERING_TYPES = [P.TIDx, P.TIDy, P.BIDx, P.BIDy, P.Unroll, P.Vectorize, P.Serial, P.TIDz, P.DIDx, P.Bulk]
+LOWERING_OP_TYPES = [tp.LoadStoreOpType.CpAsync, tp.LoadStoreOpType.TMA, tp.LoadStoreOpType.TMA,
+                     tp.LoadStoreOpType.LdMatrix, tp.LoadStoreOpType.StMatrix, tp.LoadStoreOpType.TMemStore]
+LOWERING_UNARY = ["neg", "abs", "exp", "relu", "sqrt"]
+LOWERING_BINARY = ["add", "sub", "mul", "maximum"]
+
+
+class _Attempt:
+    """Runs scheduling calls, logging each; a ScheduleError skips the call (the draw goes on)."""
+
+    def __init__(self, steps: list[str]):
+        self.steps = steps
+
+    def __call__(self, text: str, fn, *args, **kwargs):
+        try:
+            out = fn(*args, **kwargs)
+        except tp.ScheduleError as e:
+            self.steps.append(f"{text} -> ScheduleError({str(e)[:80]})")
+            return None
+        self.steps.append(text)
+        return out
+
+
+def _factor(draw, tv, axis: int, symbols: list[str]):
+    """A split factor: usually a divisor or a small int, sometimes an extent symbol, rarely a
+    name that is no extent symbol or an expression of one."""
+    import sympy
+
+    how = draw(st.integers(0, 39))
+    if how == 0:
+        return "F"  # not an extent symbol (SYMBOLIC-FACTOR)
+    if how == 1:
+        return sympy.Symbol("x", integer=True, positive=True) + 1
+    if how < 4 and symbols:
+        return draw(st.sampled_from(symbols))
+    e = tv.axis(axis).static_extent
+    if e is not None and e > 1 and draw(st.booleans()):
+        return draw(st.sampled_from(_divisors(e)[1:]))
+    return draw(st.sampled_from([2, 3, 4, 8, 16, 32, 128]))
+
+
+def _transform(draw, tv, run, symbols: list[str]) -> None:
+    kind = draw(st.sampled_from(["split", "split", "split", "merge", "reorder"]))
+    if kind == "split":
+        axis = draw(st.integers(0, tv.ndim - 1))
+        f = _factor(draw, tv, axis, symbols)
+        inner = draw(st.integers(0, 4)) > 0
+        run(f"{tv.name}.split({axis}, {f!r}, inner_split={inner})", tv.split, axis, f, inner)
+    elif kind == "merge" and tv.ndim > 1:
+        axis = draw(st.integers(0, tv.ndim - 2))
+        run(f"{tv.name}.merge({axis})", tv.merge, axis)
+    elif kind == "reorder" and tv.ndim > 1:
+        perm = list(draw(st.permutations(range(tv.ndim))))
+        run(f"{tv.name}.reorder({perm})", tv.reorder, perm)
+
+
+def _parallelize(draw, tv, run) -> None:
+    """Some loop axes on random parallel types; sometimes two axes on one type."""
+    used = []
+    for k in draw(st.permutations(range(tv.ndim))):
+        if draw(st.integers(0, 2)) == 0:
+            continue
+        p = draw(st.sampled_from(LOWERING_TYPES))
+        if p in (P.DIDx, P.Bulk) and draw(st.integers(0, 9)):
+            continue
+        if p is P.Vectorize and k != tv.ndim - 1 and draw(st.integers(0, 3)):
+            continue
+        if p in used and p not in (P.Serial, P.Unroll) and draw(st.integers(0, 5)):
+            continue  # two axes on one thread/block type: now and then
+        used.append(p)
+        run(f"{tv.name}.axis({k}).parallelize({p})", tv.axis(k).parallelize, p)
+
+
+@st.composite
+def lowering_cases(draw) -> Case:
+    """Random small fusions of sets, unary/binary ops and transposes through register, shared
+    and (rarely) global intermediates, with splits (int, extent-symbol and unknown factors),
+    merges, reorders, propagation, every parallel type (two axes on one now and then), inlining
+    before and after the transforms, vectorize / unroll of large extents and cache ops:
+    what codegen must lower whenever the verifier accepts."""
+    ndims = draw(st.integers(1, 3))
+    symbolic = draw(st.integers(0, 4)) == 0
+    names = ["M", "N", "K"]
+    shape = [names[d] if symbolic and draw(st.booleans()) else draw(st.sampled_from(LOWERING_SIZES))
+             for d in range(ndims)]
+    dtype = draw(st.sampled_from(LOWERING_DTYPES))
+    steps = [f"shape {shape} {dtype}"]
+    run = _Attempt(steps)
+    with tp.Fusion("lowering") as fusion:
+        t0 = tp.make_tensor(shape, contiguity=True, dtype=dtype)
+        fusion.add_input(t0)
+        tensors = [t0]
+        cur = t0
+        second = None
+        for _ in range(draw(st.integers(1, 4))):
+            kind = draw(st.sampled_from(["set", "set", "set", "unary", "binary", "transpose", "special"]))
+            if kind == "unary":
+                name = draw(st.sampled_from(LOWERING_UNARY))
+                cur = tp._ops.unary(name, cur)
+                steps.append(f"{cur.name} = {name}(...)")
+            elif kind == "binary":
+                if second is None:
+                    second = tp.make_tensor(shape, contiguity=True, dtype=dtype)
+                    fusion.add_input(second)
+                other = draw(st.sampled_from([second] + tensors[1:])) if draw(st.booleans()) else second
+                if other.ndim != cur.ndim or [i.extent_expr for i in other.logical] != [i.extent_expr for i in cur.logical]:
+                    other = second if [i.extent_expr for i in cur.logical] == [i.extent_expr for i in second.logical] else cur
+                name = draw(st.sampled_from(LOWERING_BINARY))
+                cur = tp._ops.binary(name, cur, other)
+                steps.append(f"{cur.name} = {name}(.., {other.name})")
+            elif kind == "transpose" and ndims > 1:
+                cur = tp.transpose(cur, 0, ndims - 1)
+                steps.append(f"{cur.name} = transpose(..)")
+            else:
+                op = draw(st.sampled_from(LOWERING_OP_TYPES)) if kind == "special" else tp.LoadStoreOpType.Set
+                cur = tp.set(cur, op=op)
+                steps.append(f"{cur.name} = set(.., {op.value})")
+            tensors.append(cur)
+        if cur is t0 or len(tensors) < 2:
+            cur = tp.set(cur)
+            tensors.append(cur)
+        fusion.add_output(cur)
+        if len(tensors) > 3 and draw(st.integers(0, 5)) == 0:
+            extra = draw(st.sampled_from(tensors[1:-1]))
+            fusion.add_output(extra)
+            steps.append(f"{extra.name} is a second output")
+    if draw(st.integers(0, 5)) == 0:
+        new = run("T0.cache_after()", t0.cache_after)
+        if new is not None:
+            tensors.insert(1, new)
+    if draw(st.integers(0, 7)) == 0:
+        new = run(f"{cur.name}.cache_before()", cur.cache_before)
+        if new is not None:
+            tensors.insert(-1, new)
+    computed = [t for t in tensors if t.definition is not None]
+    for t in computed:
+        if t.is_fusion_output:
+            continue
+        op = t.definition.op_type if t.definition.kind == "load_store" else None
+        if op in (tp.LoadStoreOpType.TMA, tp.LoadStoreOpType.LdMatrix) and draw(st.integers(0, 3)):
+            m = tp.MemoryType.Shared if op is tp.LoadStoreOpType.TMA else tp.MemoryType.Local
+        elif op is tp.LoadStoreOpType.TMemStore and draw(st.integers(0, 3)):
+            m = tp.MemoryType.Tensor
+        else:
+            m = draw(st.sampled_from([tp.MemoryType.Local] * 5 + [tp.MemoryType.Shared] * 3 + [tp.MemoryType.Global]
+                                     + [tp.MemoryType.Tensor]))
+        if m is not tp.MemoryType.Local:
+            run(f"{t.name}.set_memory_type({m})", t.set_memory_type, m)
+    symbols = [s for s in names if s in fusion.symbols]
+    ref = draw(st.sampled_from(computed)) if draw(st.integers(0, 3)) == 0 else cur
+    if draw(st.integers(0, 4)) == 0:  # inline before transforming (INLINE-LOOP-MAP)
+        run("inline_most()", tp.inline_most, fusion)
+    for _ in range(draw(st.integers(0, 3))):
+        _transform(draw, ref, run, symbols)
+    if draw(st.integers(0, 9)) < 7:
+        run(f"propagate_transforms({ref.name})", tp.propagate_transforms, ref)
+    else:
+        for t in computed:
+            if t is not ref and draw(st.booleans()):
+                _transform(draw, t, run, symbols)
+    _parallelize(draw, ref, run)
+    if draw(st.integers(0, 9)) < 7:
+        run(f"parallelize_all_like({ref.name})", tp.parallelize_all_like, ref)
+    for t in computed:
+        if t is not ref and draw(st.integers(0, 4)) == 0:
+            _parallelize(draw, t, run)
+    how = draw(st.sampled_from(["none", "most", "most", "all_at", "some"]))
+    if how == "most":
+        run("inline_most()", tp.inline_most, fusion)
+    elif how == "all_at":
+        k = draw(st.integers(0, ref.ndim))
+        run(f"inline_all_at({ref.name}, {k})", tp.inline_all_at, ref, k)
+    elif how == "some":
+        for t in computed:
+            if not t.is_fusion_output and draw(st.booleans()):
+                k = draw(st.integers(0, t.ndim))
+                run(f"{t.name}.inline_at({k})", t.inline_at, k)
+    if draw(st.integers(0, 7)) == 0:  # schedule after inlining (INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH)
+        t = draw(st.sampled_from(computed))
+        if draw(st.booleans()):
+            _transform(draw, t, run, symbols)
+        else:
+            _parallelize(draw, t, run)
+    shared = [t for t in computed if t.memory_type is tp.MemoryType.Shared]
+    if shared and draw(st.integers(0, 5)) == 0:
+        t = draw(st.sampled_from(shared))
+        run(f"{t.name}.set_allocation_domain(loop)", t.set_allocation_domain, t.get_loop_domain(), True)
+    tmem = any(t.memory_type is tp.MemoryType.Tensor for t in fusion.tensors)
+    return Case("lowering", fusion, steps, target="sm_100a" if tmem else "sm_90a")
+
+
+# -- (f) the bundled valid examples, mutated ----------------------------------------------------
+
+_EXAMPLES: list = []
+
+
+def _valid_examples() -> list:
+    """The bundled valid schedules (examples/valid), loaded once."""
+    if not _EXAMPLES:
+        from pathlib import Path
+
+        from tileproof.schedule_files import discover
+
+        root = Path(__file__).resolve().parent.parent / "examples" / "valid"
+        _EXAMPLES.extend(discover([str(root)]))
+    return _EXAMPLES
+
+
+def _mutate(draw, fusion, run) -> None:
+    computed = [t for t in fusion.tensors if t.definition is not None]
+    t = draw(st.sampled_from(computed))
+    what = draw(st.sampled_from(["parallelize", "parallelize", "inline", "inline_most", "split", "reorder",
+                                 "memory", "propagate"]))
+    if what == "parallelize":
+        k = draw(st.integers(0, t.ndim - 1))
+        p = draw(st.sampled_from([P.Serial, P.TIDx, P.TIDy, P.BIDx, P.Unroll, P.Vectorize, P.Bulk]))
+        run(f"{t.name}.axis({k}).parallelize({p})", t.axis(k).parallelize, p)
+    elif what == "inline":
+        k = draw(st.integers(0, t.ndim))
+        run(f"{t.name}.inline_at({k})", t.inline_at, k)
+    elif what == "inline_most":
+        run("inline_most()", tp.inline_most, fusion)
+    elif what == "split":
+        k = draw(st.integers(0, t.ndim - 1))
+        f = draw(st.sampled_from([2, 4, 8, 16, 32]))
+        run(f"{t.name}.split({k}, {f})", t.split, k, f)
+    elif what == "reorder" and t.ndim > 1:
+        perm = list(draw(st.permutations(range(t.ndim))))
+        run(f"{t.name}.reorder({perm})", t.reorder, perm)
+    elif what == "memory" and not (t.is_fusion_output or t.is_fusion_input):
+        m = draw(st.sampled_from([tp.MemoryType.Local, tp.MemoryType.Shared, tp.MemoryType.Global]))
+        run(f"{t.name}.set_memory_type({m})", t.set_memory_type, m)
+    elif what == "propagate":
+        run(f"propagate_transforms({t.name})", tp.propagate_transforms, t)
+
+
+@st.composite
+def mutated_examples(draw) -> Case:
+    """A bundled valid example (TMA, ldmatrix/stmatrix, tensor memory, visibility, lowering, ...)
+    with 1 to 3 random changes: a parallel type, an inlining, a split, a reorder, a memory type
+    or a propagation. Near valid schedules, where the lowering's special paths are taken."""
+    groups: dict[str, list] = {}
+    for c in _valid_examples():  # each example function equally likely, whatever its parameters
+        groups.setdefault(c.name.split("[")[0], []).append(c)
+    case = draw(st.sampled_from(draw(st.sampled_from(sorted(groups.items())))[1]))
+    fusion = case.build()
+    steps = [f"example {case.name}"]
+    run = _Attempt(steps)
+    for _ in range(draw(st.integers(1, 3))):
+        _mutate(draw, fusion, run)
+    return Case("mutated", fusion, steps, target=case.target)

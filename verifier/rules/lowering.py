@@ -135,16 +135,19 @@ def unroll_length(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Unrolled loops repeat the kernel's statements at most 1024 times.
 
     What it checks:
-        Summed over the statements of the kernel: the product of the constant extents of the
-        statement's Unroll and Vectorize loop axes (each a fully unrolled loop, or one vector
-        access that may be unrolled element by element) is at most 1024. Axes of symbolic
-        extent are not unrolled and count 1.
+        Summed over the statements of the kernel, the copies the compiler makes of each is at
+        most 1024: the product of the constant extents of the statement's loops from its
+        outermost Unroll or Vectorize loop inward (an Unroll loop is fully unrolled, a Vectorize
+        loop that is not one vector access is unrolled element by element, and a serial loop of
+        constant extent inside an unrolled one is unrolled by the compiler too). Thread and
+        block axes are no loops; loops of symbolic extent are not unrolled.
     Why the hardware needs it:
         An unrolled loop is one copy of its body per iteration in the kernel's code, limited by
-        the instruction cache (128 KiB per SM) and by the compiler: NVRTC's time grows faster
-        than the copies (measured on sm_90a for a copy: 512 copies 0.6 s, 1024 copies 2.2 s,
-        4096 copies 84 s, and a fully unrolled 96 KiB register tensor over 5 minutes). The
-        limit is a compile-time budget of tileproof, not an instruction-set rule.
+        the instruction cache and by the compiler: NVRTC's time grows faster than the copies
+        (measured on sm_90a for a copy: 512 copies 0.6 s, 1024 copies 2.2 s, 64 unrolled
+        around a serial 48 = 3072 copies 43 s, 4096 copies 84 s, and a fully unrolled 96 KiB
+        register tensor over 5 minutes). The limit is a compile-time budget of tileproof, not
+        an instruction-set rule.
     Example:
         with tp.Fusion("long_unroll") as fusion:
             t0 = tp.make_contig_concrete_tensor([4096]); fusion.add_input(t0)

@@ -1,0 +1,236 @@
+"""Fuzz "accepted => compiles": random schedules, verified, and every accepted one compiled.
+
+    python benchmarks/fuzz.py --cases 2000 --seed 0 [--jobs 2] [--timeout 300] [--out FILE]
+
+Case i of seed S is drawn from one of the generators of tests/schedule_gen.py (the lowering
+family most often: ops, memory types, splits by int / extent-symbol / unknown factors, merges,
+reorders, every parallel type, two axes on one type, inlining before and after scheduling,
+vectorize, unroll of large extents, cache ops; the bundled valid examples with 1-3 random
+changes (TMA, ldmatrix, tensor memory near valid); and the split, swizzle, tensor-memory and
+visibility families), reproducibly: hypothesis strategies drawn from random.Random("S:i").
+Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
+compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
+--timeout seconds. Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
+rejected, internal errors (a rule or the lowering crashed, or reported a tileproof bug),
+verified-but-failed-to-compile (with each case's steps and error), verify time max/median,
+compile time max, and the rule codes seen. `--case I` rebuilds and prints one case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections import Counter
+from multiprocessing.connection import wait
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1)]
+MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
+KEPT_FAILURES = 60
+SLOW_COMPILE_S = 10
+
+
+def draw_case(seed: int, index: int, families=None):
+    """Case `index` of `seed`: (family, target, Case), the same on every run (for the same
+    `families`, a subset of FAMILIES' names)."""
+    warnings.filterwarnings("ignore", message=".*outside a property-based test.*")
+    from hypothesis.errors import UnsatisfiedAssumption
+    from hypothesis.internal.conjecture.data import ConjectureData, StopTest
+
+    import schedule_gen
+
+    strategies = {"lowering": schedule_gen.lowering_cases, "split": schedule_gen.split_cases,
+                  "tmem": schedule_gen.tmem_cases, "visibility": schedule_gen.visibility_cases,
+                  "swizzle": schedule_gen.swizzle_cases, "mutated": schedule_gen.mutated_examples}
+    rng = random.Random(f"{seed}:{index}")
+    chosen = [(f, w) for f, w in FAMILIES if families is None or f in families]
+    family = rng.choices([f for f, _ in chosen], weights=[w for _, w in chosen])[0]
+    for attempt in range(MAX_DRAWS):
+        data = ConjectureData(random=random.Random(f"{seed}:{index}:{attempt}"))
+        try:
+            case = data.draw(strategies[family]())
+        except (UnsatisfiedAssumption, StopTest):
+            continue
+        return family, case.target or ("sm_100a" if family == "tmem" else "sm_90a"), case
+    raise RuntimeError(f"case {index}: no {family} schedule in {MAX_DRAWS} draws")
+
+
+def run_case(seed: int, index: int, families=None) -> dict:
+    import tileproof as tp
+
+    out: dict = {"index": index}
+    try:
+        family, target, case = draw_case(seed, index, families)
+    except Exception as e:  # noqa: BLE001 - a generator failing is recorded, not fatal
+        return {**out, "outcome": "generator error", "error": f"{type(e).__name__}: {e}"}
+    out.update(family=family, target=target, steps=repr(case))
+    start = time.perf_counter()
+    try:
+        report = tp.verify(case.fusion, target)
+    except Exception as e:  # noqa: BLE001
+        return {**out, "outcome": "internal error", "stage": "verify",
+                "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=4)[-1500:]}
+    out["verify_s"] = time.perf_counter() - start
+    out["codes"] = report.codes
+    bugs = [d for d in report.errors if "tileproof bug" in d.message]
+    if bugs:
+        return {**out, "outcome": "internal error", "stage": "verify", "error": bugs[0].message[:600]}
+    if not report.ok:
+        return {**out, "outcome": "rejected"}
+    start = time.perf_counter()
+    try:
+        tp.compile(case.fusion, target)
+    except Exception as e:  # noqa: BLE001 - the failure is the finding
+        return {**out, "outcome": "failed to compile", "error": f"{type(e).__name__}: {str(e)[:600]}",
+                "internal": isinstance(e, tp.InternalError)}
+    out["compile_s"] = time.perf_counter() - start
+    return {**out, "outcome": "compiled"}
+
+
+def _worker(conn, seed: int, families) -> None:
+    while True:
+        index = conn.recv()
+        if index is None:
+            return
+        conn.send(run_case(seed, index, families))
+
+
+class Pool:
+    """Workers that each run one case at a time; a case past the timeout kills its worker."""
+
+    def __init__(self, jobs: int, seed: int, timeout: float, families=None):
+        self.ctx = mp.get_context("fork")
+        self.seed, self.timeout, self.families = seed, timeout, families
+        self.slots = [self._spawn() for _ in range(jobs)]
+
+    def _spawn(self):
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker, args=(child, self.seed, self.families), daemon=True)
+        proc.start()
+        return {"proc": proc, "conn": parent, "index": None, "since": 0.0}
+
+    def run(self, indices, on_result) -> None:
+        todo = list(indices)[::-1]
+        while todo or any(s["index"] is not None for s in self.slots):
+            for s in self.slots:
+                if s["index"] is None and todo:
+                    s["index"], s["since"] = todo.pop(), time.monotonic()
+                    s["conn"].send(s["index"])
+            busy = [s for s in self.slots if s["index"] is not None]
+            ready = wait([s["conn"] for s in busy], timeout=1.0)
+            for s in busy:
+                if s["conn"] in ready:
+                    try:
+                        result = s["conn"].recv()
+                    except EOFError:  # the worker died (a crash in NVRTC or z3)
+                        result = {"index": s["index"], "outcome": "failed to compile", "error": "worker died"}
+                        self._replace(s)
+                    s["index"] = None
+                    on_result(result)
+                elif time.monotonic() - s["since"] > self.timeout:
+                    on_result({"index": s["index"], "outcome": "failed to compile",
+                               "error": f"timeout: no verdict and kernel within {self.timeout:.0f} s"})
+                    self._replace(s)
+                    s["index"] = None
+
+    def _replace(self, slot) -> None:
+        slot["proc"].kill()
+        slot["proc"].join()
+        slot.update(self._spawn(), index=slot["index"])
+
+    def close(self) -> None:
+        for s in self.slots:
+            s["conn"].send(None)
+            s["proc"].join(timeout=10)
+
+
+def summarize(results: list[dict], args, seconds: float) -> dict:
+    count = Counter(r["outcome"] for r in results)
+    verify = [r["verify_s"] for r in results if "verify_s" in r]
+    compile_s = [r["compile_s"] for r in results if "compile_s" in r]
+    failed = [r for r in results if r["outcome"] == "failed to compile"]
+    internal = [r for r in results if r["outcome"] == "internal error"]
+    codes = Counter(c for r in results for c in r.get("codes", []))
+    slowest = max((r for r in results if "verify_s" in r), key=lambda r: r["verify_s"], default=None)
+    slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S), key=lambda r: -r["compile_s"])
+    return {
+        "command": f"python benchmarks/fuzz.py --cases {args.cases} --seed {args.seed} --jobs {args.jobs}"
+                   + (f" --families {args.families}" if args.families else ""),
+        "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs",
+        "cases": len(results),
+        "families": dict(Counter(r.get("family", "?") for r in results)),
+        "accepted": count["compiled"] + count["failed to compile"],
+        "rejected": count["rejected"],
+        "internal_errors": len(internal) + sum(1 for r in failed if r.get("internal")),
+        "verified_but_failed_to_compile": len(failed),
+        "generator_errors": count["generator error"],
+        "compiled": count["compiled"],
+        "verify_s": {"max": round(max(verify, default=0), 3), "median": round(statistics.median(verify), 4) if verify
+                     else 0, "slowest_case": slowest and slowest["index"]},
+        "compile_s": {"max": round(max(compile_s, default=0), 3),
+                      "median": round(statistics.median(compile_s), 4) if compile_s else 0,
+                      f"over_{SLOW_COMPILE_S}_s": [{"index": r["index"], "compile_s": round(r["compile_s"], 1),
+                                                    "steps": r["steps"]} for r in slow_compiles[:20]]},
+        "rejections_by_code": dict(codes.most_common()),
+        "wall_s": round(seconds, 1),
+        "failures": failed[:KEPT_FAILURES],
+        "internal": internal[:KEPT_FAILURES],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case (verify + compile)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/fuzz.json"))
+    parser.add_argument("--case", type=int, help="print case I of the seed and its outcome, and exit")
+    parser.add_argument("--families", help=f"comma-separated subset of {', '.join(f for f, _ in FAMILIES)}")
+    args = parser.parse_args()
+    families = None if not args.families else tuple(args.families.split(","))
+    unknown = set(families or ()) - {f for f, _ in FAMILIES}
+    if unknown:
+        parser.error(f"unknown families: {', '.join(sorted(unknown))}")
+    os.environ.setdefault("TILEPROOF_CACHE_DIR", tempfile.mkdtemp(prefix="tileproof-fuzz-"))
+    if args.case is not None:
+        print(json.dumps(run_case(args.seed, args.case, families), indent=1))
+        return
+    results: list[dict] = []
+    start = time.perf_counter()
+
+    def on_result(r: dict) -> None:
+        results.append(r)
+        if r["outcome"] in ("failed to compile", "internal error", "generator error"):
+            print(f"case {r['index']}: {r['outcome']}: {r.get('error', '')[:300]}\n  {r.get('steps', '')}", flush=True)
+        if len(results) % 100 == 0:
+            c = Counter(x["outcome"] for x in results)
+            print(f"{len(results)}/{args.cases} {dict(c)} ({time.perf_counter() - start:.0f} s)", flush=True)
+
+    pool = Pool(args.jobs, args.seed, args.timeout, families)
+    try:
+        pool.run(range(args.cases), on_result)
+    finally:
+        pool.close()
+    results.sort(key=lambda r: r["index"])
+    summary = summarize(results, args, time.perf_counter() - start)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("failures", "internal")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

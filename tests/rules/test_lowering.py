@@ -1,0 +1,228 @@
+"""The lowering rules (verifier/rules/lowering.py) and the code generator decide with the same
+functions (model/lowerable.py): what the rules reject, lowering refuses as a tileproof bug
+(NotLowered, an InternalError), and what they accept, lowering takes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, given, settings
+
+import tileproof as tp
+from tileproof.codegen.loop_nest import NotLowered
+from tileproof.codegen.lower import lower
+from tileproof.model import lowerable
+from tileproof.model.targets import get_target
+from tileproof.schedule_files import discover
+from tileproof.verifier.registry import all_rules
+
+TESTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TESTS))
+from schedule_gen import lowering_cases  # noqa: E402
+
+P = tp.ParallelType
+ROOT = TESTS.parent
+LOWERING = sorted(r.code for r in all_rules() if r.family == "lowering")
+# the codes whose condition lowering cannot emit (the others compile, slowly or spilling)
+REFUSED = {"PARALLEL-TYPE-UNIQUE", "REGISTER-SIZE-CONSTANT", "SYMBOLIC-FACTOR", "INLINE-LOOP-MAP",
+           "INLINE-PARALLEL-MATCH", "LOOP-NEST-ORDER", "GLOBAL-INTERMEDIATE", "LOWERING-SUPPORTED"}
+
+
+def copy(shape, dtype="float32", name="copy"):
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_tensor(list(shape), contiguity=True, dtype=dtype)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    return fusion, t1, t2
+
+
+def test_the_family_has_its_codes():
+    assert set(LOWERING) == REFUSED | {"REGISTER-BUDGET", "UNROLL-LENGTH"}
+
+
+INVALID = [c for c in discover([str(ROOT / "examples" / "invalid" / "lowering.py")])]
+
+
+@pytest.mark.parametrize("case", INVALID, ids=lambda c: c.name)
+def test_lowering_refuses_what_the_rule_rejects(case):
+    fusion = case.build()
+    report = tp.verify(fusion, case.target)
+    assert report.codes == sorted(case.expect.codes)
+    refused = set(report.codes) & REFUSED
+    if not refused:  # UNROLL-LENGTH: lowering emits it; NVRTC would take minutes
+        lower(fusion.snapshot(), get_target(case.target))
+        return
+    with pytest.raises(NotLowered) as e:
+        lower(fusion.snapshot(), get_target(case.target))
+    assert e.value.rule in refused
+    assert str(e.value).startswith("tileproof bug, please report: rule ")
+    assert isinstance(e.value, tp.InternalError) and isinstance(e.value, tp.UnsupportedSchedule)
+
+
+def test_compile_unverified_still_sees_a_refusal():
+    from tileproof.testing import compile_unverified
+
+    fusion, t1, t2 = copy([8, 32])
+    t1.set_memory_type(tp.MemoryType.Global)
+    with pytest.raises(tp.UnsupportedSchedule, match="GLOBAL-INTERMEDIATE"):
+        compile_unverified(fusion)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck), print_blob=False)
+@given(lowering_cases())
+def test_rules_and_lowering_agree_on_random_schedules(case):
+    """No refused code: lowering builds the kernel IR. A refused code: lowering raises NotLowered
+    for one of them (lowering checks in pass order, so the first one it meets)."""
+    target = get_target(case.target)
+    codes = set(tp.verify(case.fusion, target, rules=LOWERING).codes) & REFUSED
+    try:
+        lower(case.fusion.snapshot(), target, until="allocate")
+    except NotLowered as e:
+        assert e.rule in codes, (case, codes, str(e))
+        return
+    except tp.UnsupportedSchedule:
+        return  # other lowering passes' own refusals (tensor memory on sm_90a, ...): other rules
+    assert not codes, (case, codes)
+
+
+# -- the functions of model/lowerable.py ------------------------------------------------------
+
+def test_two_axes_on_one_thread_index():
+    fusion, t1, t2 = copy([4, 32])
+    t2.axis(0).parallelize(P.BIDx)
+    t2.axis(1).parallelize(P.BIDx)
+    (p,) = lowerable.launch_axis_clashes(fusion)
+    assert p.tensor == "T2" and dict(p.values) == {"axis": 0, "other_axis": 1, "extent": 4, "other_extent": 32}
+    assert "blockIdx.x is one index per block" in p.message
+
+
+def test_one_axis_per_index_is_fine_and_serial_unroll_may_repeat():
+    fusion, t1, t2 = copy([4, 8, 32])
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.Unroll)
+        t.axis(1).parallelize(P.Unroll)
+        t.axis(2).parallelize(P.TIDx)
+    assert lowerable.launch_axis_clashes(fusion) == []
+
+
+def test_registers_count_32_bit_words():
+    fusion, t1, _ = copy([300], dtype="float16")  # 150 registers
+    assert lowerable.register_budget(fusion) == []
+    fusion, t1, _ = copy([200], dtype="float64")  # 400 registers
+    (p,) = lowerable.register_budget(fusion)
+    assert p.values["registers"] == 400 and p.values["elements"] == 200 and p.values["limit"] == 255
+    assert p.message == "T1 holds 400 registers per thread (200 float64 elements); the limit is 255"
+
+
+def test_register_tensors_count_one_by_one():
+    fusion, t1, t2 = copy([200])
+    with fusion:
+        t3 = tp.set(t2)
+    assert lowerable.register_budget(fusion) == []
+
+
+def test_symbolic_registers_name_the_first_size_over_the_budget():
+    fusion, t1, _ = copy(["M", 4])
+    (p,) = lowerable.symbolic_registers(fusion)
+    assert dict(p.values) == {"M": 64, "registers": 256}
+    fusion, t1, t2 = copy(["M", 4])
+    for t in (t1, t2):
+        t.split(0, 16)
+        t.axis(0).parallelize(P.BIDx)
+    assert lowerable.symbolic_registers(fusion) == []  # 16 x 4 per thread
+
+
+def test_unrolled_copies_include_constant_loops_inside_the_unroll():
+    fusion, t1, t2 = copy([64, 48, 32])
+    t2.axis(0).parallelize(P.Unroll)
+    t2.axis(2).parallelize(P.TIDx)
+    n, axes = lowerable.unrolled_copies(t2)
+    assert n == 64 * 48 and [a.static_extent for a in axes] == [64, 48]
+    assert lowerable.unrolled_copies(t1) == (1, [])  # serial loops outside any unroll
+    t2.reorder({0: 1})  # the unrolled axis inside the serial one
+    assert lowerable.unrolled_copies(t2)[0] == 64
+
+
+def test_symbolic_extents_are_not_unrolled():
+    fusion, t1, t2 = copy(["N"])
+    t2.axis(0).parallelize(P.Unroll)
+    assert lowerable.unrolled_copies(t2)[0] == 1
+    assert lowerable.unroll_lengths(fusion) == []
+
+
+def test_unroll_limit_is_on_the_sum_of_statements():
+    fusion, t1, t2 = copy([600])
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.Unroll)
+    (p,) = lowerable.unroll_lengths(fusion)
+    assert p.values == {"copies": 1200, "limit": 1024}
+
+
+@pytest.mark.parametrize("factor, ok", [("N", True), ("F", False), (sympy.Symbol("N") + 1, True),
+                                        (sympy.Symbol("x") + 1, False), (4, True)])
+def test_split_factors_are_extent_symbols(factor, ok):
+    fusion, t1, t2 = copy(["N", 32])
+    t2.split(0, factor)
+    problems = lowerable.symbolic_factors(fusion)
+    assert (problems == []) == ok
+    if not ok:
+        assert "its symbols: N" in problems[0].message
+
+
+def test_declared_symbol_is_a_kernel_parameter():
+    fusion, t1, t2 = copy([64, 32])
+    fusion.symbol("F")
+    for t in (t1, t2):
+        t.split(0, "F")
+        t.axis(2).parallelize(P.TIDx)
+    t1.inline_at(2)
+    kernel = tp.compile(fusion)
+    assert any(p.symbol == "F" for p in kernel.ir.params)
+
+
+def test_nest_reuses_the_last_loop_and_refuses_to_reopen_one():
+    tree, conflict = lowerable.nest([([0, 1], "a"), ([0, 2], "b"), ([3], "c")])
+    assert conflict is None
+    assert [n.key for n in tree] == [0, 3] and [n.key for n in tree[0].body] == [1, 2]
+    _, conflict = lowerable.nest([([0, 1], "a"), ([3], "b"), ([0], "c")])
+    assert conflict == lowerable.NestConflict(2, 0)
+
+
+def test_execution_order_puts_inlined_producers_last():
+    with tp.Fusion("order") as fusion:
+        a = tp.make_contig_concrete_tensor([8, 32])
+        fusion.add_input(a)
+        t1 = tp.set(a)
+        t2 = tp.set(a)
+        t3 = tp.add(t1, t2)
+        fusion.add_output(t3)
+    t1.inline_at(1)
+    assert [t.name for t in lowerable.execution_order(fusion)] == ["T2", "T1", "T3"]
+
+
+def test_loop_groups_join_inlined_axes_only():
+    fusion, t1, t2 = copy([8, 32])
+    t1.inline_at(1)
+    groups = lowerable.loop_groups(fusion)
+    assert groups.of[("T1", 0)] is groups.of[("T2", 0)]
+    assert groups.of[("T1", 1)] is not groups.of[("T2", 1)]
+    assert [g.index for g in groups.groups] == [0, 1, 2]
+
+
+def test_global_intermediate_and_unsupported_ops_name_the_op():
+    fusion, t1, t2 = copy([8, 32], dtype="int32")
+    t1.set_memory_type(tp.MemoryType.Global)
+    (p,) = lowerable.global_intermediates(fusion)
+    assert p.message == "T1 is an intermediate in global memory, read by T2"
+    with tp.Fusion("exp_int") as fusion:
+        a = tp.make_contig_concrete_tensor([8], dtype="int32")
+        fusion.add_input(a)
+        fusion.add_output(tp.exp(a))
+    (p,) = lowerable.unsupported_features(fusion)
+    assert "exp of int32 is not lowered" in p.message
