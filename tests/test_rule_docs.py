@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-import tileproof as tp
 from tileproof.verifier.diagnostics import Severity
 from tileproof.verifier.registry import SECTIONS, all_rules
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support.rule_docs import run_snippet  # noqa: E402
 
 RULES = all_rules()
 
@@ -15,12 +20,6 @@ def self_check(rule) -> bool:
     """A rule no schedule of today's API can fail (it checks what tileproof itself places); its
     Example names the test that shows its failures instead."""
     return rule.section("Example").startswith("none:")
-
-
-def run_snippet(code: str):
-    scope = {"tp": tp, "target": "sm_90a"}
-    exec(compile(code, "<rule doc>", "exec"), scope)
-    return tp.verify(scope["fusion"], scope["target"])
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
