@@ -47,6 +47,9 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuFuncSetAttribute (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); measured on H200
     """
+    # Formal statement: for all admitted sizes s (symbol ranges, bindings, assumptions):
+    #   sum over shared tensors T of bytes_T(s) <= target.smem_bytes_per_block
+    #   (bytes_T = element bytes x product of T's allocated extents; no alignment padding)
     allocs = [ctx.allocations[t.name] for t in ctx.tensors_in(MemoryType.Shared)]
     if not allocs:
         return
@@ -107,6 +110,8 @@ def tmem_lanes(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.1 (tensor memory: 128 lanes x 512 columns)
     """
+    # Formal statement: on a target with tensor memory, for every tensor-memory tensor T, for all
+    #   admitted sizes s: product of T's allocated lane-side extents (s) <= target.tmem_lanes (128)
     if not ctx.target.has_tmem:
         return
     for t in ctx.tensors_in(MemoryType.Tensor):
@@ -149,6 +154,10 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.7.1 (tcgen05.alloc: nCols a power of two in [32, 512])
     """
+    # Formal statement: on a target with tensor memory, for every tensor-memory tensor T, for all
+    #   admitted sizes s: ceildiv(product of T's allocated column-side extents (s) x bytes, 4) <= 512;
+    #   then structural, only when each T passed and every column count is a constant:
+    #   sum over T of max(32, next power of two >= columns_T) <= 512
     if not ctx.target.has_tmem:
         return
     allocs = [ctx.allocations[t.name] for t in ctx.tensors_in(MemoryType.Tensor)]
@@ -218,6 +227,8 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA C++ Programming Guide, compute capabilities table (1024 threads per block)
     """
+    # Formal statement: for all admitted sizes s: bdx(s) * bdy(s) * bdz(s) <= target.max_threads_per_block,
+    #   bd_p = the largest extent parallelized on TID_p (1 where none is)
     dims = ctx.thread_dims
     total = product(list(dims))
     limit = ctx.target.max_threads_per_block

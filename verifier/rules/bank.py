@@ -63,6 +63,12 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA C++ Programming Guide, shared memory (32 banks of 4-byte words); phases measured with ncu on H200
     """
+    # Formal statement: for every plain (Set) shared-memory access of constant width w bytes, with
+    #   P = phase_lanes(w) (32 / 16 / 8 lanes for w <= 4 / 8 / 16) and W = max(w / 4, 1) words:
+    #   for all admitted sizes, threads t, loop points s, lanes l < 32, k1, k2 < W, u = 32*(t/32) + l:
+    #   executes(t, s) and executes(u, s) and l != t % 32 and (t % 32) / P == l / P
+    #   => not (a1 % 32 == a2 % 32 and a1 != a2), a1 = addr(t, s)/4 + k1, a2 = addr(u, s)/4 + k2
+    #   (addr: the byte offset of the vector's element 0; see _check)
     for acc in ctx.accesses_to(MemoryType.Shared):
         if acc.op.op_type is not LoadStoreOpType.Set:
             continue  # TMA, ldmatrix/stmatrix and cp.async have their own phase rules

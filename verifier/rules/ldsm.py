@@ -88,6 +88,12 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.14.5.15 (ldmatrix) and 9.7.14.5.16 (stmatrix): .sync.aligned, m8n8, .b16,
         .x1/.x2/.x4, threads 8i..8i+7 give the rows of matrix i; Figure 104 (fragment)
     """
+    # Formal statement: structural: the shared side is Shared, the register side Local, both 16-bit;
+    #   exists k in {2, 4, 8}: for all admitted sizes, n == k (n: elements per thread, Vectorize'd IDs);
+    #   for all t < B, loop points s, v < n, l < 32, v' < n:
+    #     executes(t, s, v) => 32*(t/32) + l < B and executes(32*(t/32) + l, s, v')   (whole warps)
+    #   for all t, s, v: executes(t, s, v) =>
+    #     E(t, v) == E(32*(t/32) + 4*((t%32)/4), 2*(v/2)) + 2*(2*(t%4) + v%2)      (16-byte rows, _rows)
     for a in accesses(ctx):
         shape = instruction_shape(ctx, a)
         if shape.problem is not None:
@@ -202,12 +208,13 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.14.5.15 (ldmatrix: "the matrix addresses must be naturally aligned") and 9.7.14.5.16
     """
+    # Formal statement: for each instruction with a shape and whole warps (LDSM-THREAD-ROWS), for all
+    #   admitted sizes, t, loop points s, v < n, with T = t % 32:
+    #   executes(t, s, v) and T < 8 * matrices => (buffer + E(32*(t/32) + 4*(T%8), 2*(T/8))) % 16 == 0
+    #   (ldsm_layout.supplied_address: the row address lane T supplies, the expression the kernel passes)
     for a in accesses(ctx):
         if not well_formed(ctx, a):
             continue
-        # Formal statement: forall t, s, v: executes(t, s, v) and T < 8 * matrices, T = t % 32 =>
-        #   (buffer + E(32*(t/32) + 4*(T%8), 2*(T/8))) % 16 == 0
-        # (ldsm_layout.supplied_address: the row address lane T supplies, the expression the kernel passes)
         x = terms(ctx, a)
         q = query(ctx, a)
         supplying = z3.And(holds(q, x.mine), q.lt(x.lane, const(MATRIX_ROWS * instruction_shape(ctx, a).matrices)))
@@ -292,6 +299,11 @@ def ldsm_register_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.14.5.15, Figure 104 (ldmatrix fragment: row = lane / 4, column = 2 * (lane % 4) + i);
         CUTLASS include/cute/atom/copy_traits_sm75.hpp (SM75_U32x4_LDSM_N)
     """
+    # Formal statement: for each instruction with a shape and whole warps (LDSM-THREAD-ROWS), structural:
+    #   the register tensor has >= 2 logical axes (row, col: its last two); then for all admitted sizes,
+    #   t, loop points s, v < n, with w = 32*(t/32) and (R(m), C(m)) = (row, col)(w, 2m):
+    #     executes(t, s, v) => row(t, v) == R(v/2) + (t%32)/4 and col(t, v) == C(v/2) + 2*(t%4) + v%2
+    #   and for all matrices a != b: executes(t, s, v) => the 8x8 blocks at (R(a), C(a)), (R(b), C(b)) are disjoint
     for a in accesses(ctx):
         if not well_formed(ctx, a):
             continue

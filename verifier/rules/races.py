@@ -180,6 +180,12 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
         CUDA C++ Programming Guide, __syncthreads and shared memory; PTX ISA, mbarrier
         (test_wait / try_wait with phase parity) and the async proxy (fence.proxy.async)
     """
+    # Formal statement: structural on the barrier-placed nest: every writer -> reader pair of an on-chip
+    #   tensor x has a barrier (a TMA load: its mbarrier wait) between write and read, and where their
+    #   common scope repeats, between read and next write; an unordered pair is a race unless x is shared,
+    #   neither access is collective or asynchronous, and (_handoff) for all admitted sizes, writer points
+    #   w, reader points r: executes_x(w) and executes_reader(r) and blockIdx(w) == blockIdx(r)
+    #   and address_x(w) == address_read(r) => threadIdx(w) == threadIdx(r)
     nest_ = ctx.memo(("barrier-nest",), lambda: barrier_nest(ctx))
     if nest_ is None:
         return

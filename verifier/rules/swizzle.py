@@ -48,6 +48,8 @@ def swizzle_bijectivity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser csrc/swizzle.cpp (XOR swizzle); PTX ISA 5.5.7 (swizzling modes)
     """
+    # Formal statement: for every XOR swizzle with X = extent(x_in), Y = extent(y_in):
+    #   for all admitted sizes, x < X, y < Y: (x ^ y) < Y   (_prove_bijective)
     for tv in ctx.fusion.tensors:
         for t in tv.history:
             if not isinstance(t, Swizzle):

@@ -95,6 +95,10 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/dev/tma.md (step 1, define box by rotation); doc/reading/divisibility-of-split.md
     """
+    # Formal statement: for every split S of the view (the consumer's transforms inference leaves, not
+    #   tile/non-tile mixing), for all admitted sizes s: extent(S.in)(s) mod f(s) == 0, f = the inner
+    #   extent (the factor for an outer split); structural: each view merge joins adjacent IDs whose outer
+    #   one is contiguous, no view swizzle, and a consumer with Bulk IDs has an inferable TMA domain
     for tma in inferred_tmas(ctx):
         info = tma.info
         has_bulk = any(i.parallel_type is ParallelType.Bulk for i in info.consumer.loop)
@@ -166,6 +170,7 @@ def tma_rank(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor .dim); CUDA driver API cuTensorMapEncodeTiled (tensorRank)
     """
+    # Formal statement: none, structural: the composited TMA domain of each inferred TMA has rank <= 5
     for tma in _inferred(ctx):
         info = tma.info
         if info.rank > MAX_RANK:
@@ -209,6 +214,8 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (boxDim); measured on H200
     """
+    # Formal statement: for every dimension k of each inferred TMA, for all admitted sizes s: box_k(s) <= 256
+    #   (box_k >= 1 is not part of the query)
     for tma in _inferred(ctx):
         info = tma.info
         for k, d in enumerate(info.dims):
@@ -250,6 +257,9 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (boxDim[0] * elementSize % 16); PTX ISA 9.7.9.25.5.2; measured on H200
     """
+    # Formal statement: for each inferred TMA (element size es), for all admitted sizes s:
+    #   (box_0(s) * es) mod 16 == 0; and, once that is proved, (prod_k tile_k(s) * es) mod 16 == 0
+    #   (tile_k = ceil(box_k / elementStride_k): one transfer's bytes)
     for tma in _inferred(ctx):
         info = tma.info
         elem = info.gmem.dtype.bytes
@@ -309,6 +319,8 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (elementStrides); nvFuser csrc/device_lower/analysis/tma.cpp
     """
+    # Formal statement: for each inferred TMA, for all admitted sizes s: e_0(s) == 1 and e_k(s) <= 8
+    #   for every dimension k >= 1 (e_k: the element stride; e_k >= 1 is not part of the query)
     for tma in _inferred(ctx):
         info = tma.info
         for k, d in enumerate(info.dims):
@@ -366,6 +378,9 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (globalStrides); nvFuser csrc/device_lower/analysis/tma.cpp; measured on H200
     """
+    # Formal statement: structural: dimension 0's stride in elements is the constant 1; for every
+    #   dimension k >= 1 whose byte stride g_k is over extent symbols only (not a launch-time stride),
+    #   for all admitted sizes s: g_k(s) mod 16 == 0 and g_k(s) < 2^40
     symbols = set(ctx.fusion.symbols)
     for tma in _inferred(ctx):
         info = tma.info
@@ -430,6 +445,9 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/reading/tma-modeling-in-depth.md (Theorem 6, FTTC); doc/dev/tma.md (step 3)
     """
+    # Formal statement: for every dimension k of each inferred TMA whose element stride e is not the
+    #   constant 1, for all admitted sizes s: not (e(s) < B(s) < S(s) and B(s) mod e(s) != 0)
+    #   (B: the box, S: the tensor size on that dimension)
     for tma in _inferred(ctx):
         info = tma.info
         for k, d in enumerate(info.dims):

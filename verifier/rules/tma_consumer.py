@@ -44,6 +44,8 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser csrc/device_lower/validation.cpp (validateCpAsyncBulk); doc/dev/tma.md (step 5)
     """
+    # Formal statement: none, structural: for every executed tensor, a Bulk loop ID implies a TMA definition;
+    #   a TMA output has a Bulk loop ID, all of them Iteration IDs, and no Vectorize loop ID
     for tv in ctx.executed():
         tma = is_tma_op(tv.definition)
         bulk = [i for i in tv.loop if i.parallel_type is ParallelType.Bulk]
@@ -109,6 +111,8 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/dev/tma.md (step 4 and step 5: tile and non-tile IDs are transformed separately)
     """
+    # Formal statement: none, structural: no view transform of a TMA consumer mixes the branches: no swizzle
+    #   with one output a tile role and the other not, no non-view merge of an ID whose split sibling is a tile ID
     for tma in inferred_tmas(ctx):
         info = tma.info
         for step in tma.view:

@@ -164,6 +164,11 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/dev/tma.md (step 4, Figures 13-15)
     """
+    # Formal statement: structural: the consumer's loop indexes every allocated ID of the shared tensor;
+    #   for an unswizzled TMA, for all admitted sizes, issue points p (loop, thread, block indices) and
+    #   tile coordinates c: issued(p) and c_k < tile_k for all k => off(p, c) == off(p, 0) + hw(c)
+    #   (off: the allocation's byte offset, tile variables c; hw(c): c's row-major byte offset in the tile;
+    #   issued: the thread takes part and no coordinate is a hole; _layout)
     for issue in _issues(ctx):
         yield from _missing(issue)
         if issue.info.swizzle_bytes or issue.t.missing:
@@ -214,6 +219,10 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/dev/tma.md (step 4: "the allocation domain is also required to be a multiple of whole tiles")
     """
+    # Formal statement: with F = tile rows x row pitch (the swizzle span when swizzled), for all admitted
+    #   sizes and issue points p: issued(p) => bytes(allocation) mod F == 0; then, once that and the
+    #   layout (TMA-TILE-CONTIGUITY / TMA-SWIZZLE-LAYOUT) are proved: issued(p) => start(p) mod F == 0
+    #   (start(p) = P(off(p, 0)): the tile's start as the hardware sees it)
     for issue in _issues(ctx):
         if issue.t.missing:
             continue
@@ -291,6 +300,10 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA driver API cuTensorMapEncodeTiled (inner box <= swizzle span); measured on H200 (hardware.md 1.3)
     """
+    # Formal statement: structural: the swizzle span S is 32, 64 or 128 bytes; unless I == S is proved for
+    #   all admitted sizes (I = box_0 x element bytes), for all admitted sizes and issue points p:
+    #   issued(p) => I <= S, and then issued(p) and c in the tile => P(off(p, c)) == P(off(p, 0)) + hw(c)
+    #   (hw with row pitch S; P the hardware swizzle, see TMA-SWIZZLE-LAYOUT)
     for issue in _issues(ctx):
         s = issue.info.swizzle_bytes
         if not s or issue.t.missing:
@@ -364,6 +377,10 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 5.5.7 (swizzling modes); CuTe Swizzle<B,4,3>; nvFuser doc/dev/tma.md (data swizzle)
     """
+    # Formal statement: for a TMA with swizzle span S in {32, 64, 128} and box_0 x element bytes == S
+    #   (proved), for all admitted sizes, issue points p and tile coordinates c:
+    #   issued(p) and c_k < tile_k for all k => P(off(p, c)) == P(off(p, 0)) + hw(c),
+    #   P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4), its own inverse: off(p, c) == P(start(p) + hw(c))
     for issue in _issues(ctx):
         s = issue.info.swizzle_bytes
         if s not in SWIZZLE_MODES or issue.t.missing or _width_problem(ctx, issue) is not None:
@@ -413,6 +430,9 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         measured on H200 (hardware.md 1.4 TMA-DST-ALIGN, TMA-DST-PERIOD); PTX ISA 5.5.7
     """
+    # Formal statement: for each TMA buffer at plan offset b, N = 8 x S (its swizzle period) when swizzled
+    #   by S in {32, 64, 128} bytes, else 128: for all admitted sizes and issue points p:
+    #   issued(p) => b mod N == 0 and (b + start(p)) mod 128 == 0
     issues = _issues(ctx)
     if not issues:
         return
@@ -473,6 +493,8 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         measured on H200 (hardware.md 1.4 TMA-COORD0); PTX ISA 5.5.3.1
     """
+    # Formal statement: for each TMA, for all admitted sizes and issue points p:
+    #   issued(p) => (c_0(p) x element bytes) mod 16 == 0 (c_0: the innermost box coordinate, tile variables 0)
     for issue in _issues(ctx):
         es = issue.info.gmem.dtype.bytes
         c0 = issue.t.box_origin[0]
@@ -522,6 +544,8 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.9.25.5.2 (tensorCoords are .s32)
     """
+    # Formal statement: for every dimension k of each TMA, for all admitted sizes and issue points p:
+    #   issued(p) => size_k + e_k <= 2^31 + 1, i.e. size_k + e_k - 1 <= 2^31 (e_k: the element stride)
     for issue in _issues(ctx):
         for k, d in enumerate(issue.info.dims):
             reach = add(d.size_expr, d.element_stride_expr)

@@ -67,6 +67,7 @@ def target_tmem(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16 (tcgen05: sm_100a and later)
     """
+    # Formal statement: none, structural: the target has tensor memory, or no computed tensor is in tensor memory
     if ctx.target.has_tmem:
         return
     for t in ctx.tensors_in(MemoryType.Tensor):
@@ -111,6 +112,9 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.3 (tcgen05.ld .sync.aligned); nvFuser PR #4070
     """
+    # Formal statement: for every tcgen05 ld/st, for all admitted sizes, threads t, lanes l < 32:
+    #   active(t) => 32*(t/32) + l < B and active(32*(t/32) + l)
+    #   (active: TID indices within the issuing tensor's extents; B = bdx*bdy*bdz; analysis/tmem.py)
     for m in access_models(ctx):
         out = collective(ctx, m)
         if out.status == "unknown":
@@ -167,6 +171,10 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8 (tcgen05 data-path layouts); CUTLASS cute/atom/copy_traits_sm100.hpp
     """
+    # Formal statement: structural: 32-bit elements; for a warp-collective access with a constant n registers,
+    #   exists pattern p (32x32b, 16x64b, ...; n a multiple of p's registers per repetition): for all
+    #   admitted sizes, t, loop points s, r < n: executes(t, s, r) =>
+    #   (lane, column)(t, s, r) == (lane, column)(32*(t/32), s, 0) + offset_p(t % 32, r, n)
     for m in access_models(ctx):
         if m.acc.tensor.dtype.bytes != 4:
             yield finding("TMEM-ACCESS-PATTERN",
@@ -239,12 +247,14 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.1 (access restrictions); nvFuser PR #4016
     """
+    # Formal statement: for every 32-bit, warp-collective tcgen05 ld/st that matches a pattern and whose
+    #   tensor fits 128 lanes (proved), for all admitted sizes, t, loop points s, r < n:
+    #   executes(t, s, r) => lane(t, s, r) / 32 == (t / 32) % 4
     for m in access_models(ctx):
         if m.acc.tensor.dtype.bytes != 4 or not collective(ctx, m).proved or matching_pattern(ctx, m)[0] is None:
             continue
         if not _fits_lanes(ctx, m):
             continue  # more than 128 lanes: TMEM-LANES already reports the root cause
-        # Formal statement: forall t, s, r: executes(t, s, r) => lane(t, s, r) / 32 == (t / 32) % 4
         tid = m.tid
         warp = floordiv(tid, 32)
         q = ctx.query(m.hint_exprs() + [mod(warp, 4), floordiv(m.addresses['lane'], 32)], m.ranges)
@@ -313,6 +323,8 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.3 (tcgen05.ld .num)
     """
+    # Formal statement: for every vectorized tcgen05 ld/st, for all admitted sizes s:
+    #   n(s) x element bytes in {4 * 2^k : 0 <= k <= 7} (n: the elements of its Vectorize'd IDs)
     for m in access_models(ctx):
         if not m.vector_ids:
             continue
