@@ -24,6 +24,7 @@ import multiprocessing as mp
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -164,6 +165,7 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     failed = [r for r in results if r["outcome"] == "failed to compile"]
     internal = [r for r in results if r["outcome"] == "internal error"]
     codes = Counter(c for r in results for c in r.get("codes", []))
+    kinds = Counter(re.sub(r"'[^']*'|\b\d+\b", "_", r.get("error", ""))[:140] for r in internal + failed)
     slowest = max((r for r in results if "verify_s" in r), key=lambda r: r["verify_s"], default=None)
     slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S), key=lambda r: -r["compile_s"])
     return {
@@ -185,6 +187,7 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
                       f"over_{SLOW_COMPILE_S}_s": [{"index": r["index"], "compile_s": round(r["compile_s"], 1),
                                                     "steps": r["steps"]} for r in slow_compiles[:20]]},
         "rejections_by_code": dict(codes.most_common()),
+        "errors_by_kind": dict(kinds.most_common()),
         "wall_s": round(seconds, 1),
         "failures": failed[:KEPT_FAILURES],
         "internal": internal[:KEPT_FAILURES],

@@ -521,6 +521,7 @@ def unsupported_features(fusion) -> list[Problem]:
                     f"emits single-GPU kernels and does not lower multi-device parallelization",
                     hint="leave the axis Serial or bind it to a block index (BIDx/BIDy/BIDz)",
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
+    out += _tma_and_tmem_features(fusion, order)
     for tv in list(fusion.inputs) + list(fusion.outputs):
         alloc = tv.get_allocation_domain()
         logical = {i.uid for i in tv.logical}
@@ -532,6 +533,69 @@ def unsupported_features(fusion) -> list[Problem]:
                 hint=f"set {tv.name}'s allocation domain to a permutation of its logical IterDomains",
                 tensor=tv.name, values={"allocation_axes": len(alloc), "logical_axes": len(tv.logical)},
                 location=tv.origin))
+    return out
+
+
+def _tma_and_tmem_features(fusion, order: list[TensorView]) -> list[Problem]:
+    """What codegen/tma.py and codegen/tmem.py need beyond the TMA and tensor-memory rules: a
+    constant count of threads arriving at a TMA load's mbarrier, constant tensor-memory column
+    counts (tcgen05.alloc is sized at compile time), no broadcast axis bound to a thread/block
+    index that is launched wider in a tensor-memory access, and no vectorized axis of a
+    tensor-memory access shared through inlining (one tcgen05 instruction moves the vector)."""
+    from .indexing import block_dims
+    from .tma import is_tma_op
+
+    out = []
+    launch = block_dims(fusion)
+    groups = None
+    for tv in order:
+        op = tv.definition
+        if is_tma_op(op) and tv.memory_type is not MemoryType.Global:  # a load: tv waits on an mbarrier
+            threads = [i for i in tv.loop if i.parallel_type in THREAD_TYPES and not i.is_broadcast]
+            count = 1
+            for i in threads:
+                count = count * i.extent_expr
+            if threads and try_int(count) is None:
+                out.append(Problem(
+                    f"{tv.name} issues its TMA load from {count} threads, a symbolic count; tileproof initializes "
+                    f"the load's mbarrier with a constant arrival count",
+                    hint=f"bind the thread axes of {tv.name} ({', '.join(i.label() for i in threads)}) to constant "
+                         f"extents (split by a constant first), or leave them serial",
+                    tensor=tv.name, ids=tuple(i.name for i in threads), values={"thread_axes": len(threads)},
+                    location=tv.origin))
+        touched = [t for t in [tv] + list(op.inputs) if t.memory_type is MemoryType.Tensor]
+        if not touched:
+            continue
+        if tv.memory_type is MemoryType.Tensor:
+            columns = compute_allocation(tv).columns_expr
+            if try_int(columns) is None:
+                out.append(Problem(
+                    f"{tv.name} needs {columns} tensor-memory columns, a symbolic count; tileproof allocates "
+                    f"tensor memory (tcgen05.alloc) with a constant column count",
+                    hint=f"give the column axes of {tv.name} constant extents (split by a constant and put the "
+                         f"outer part left of its compute-at position or on blocks)",
+                    tensor=tv.name, values={"bytes": tv.dtype.bytes}, location=tv.origin))
+        for i in tv.loop:
+            p = i.parallel_type
+            if i.is_broadcast and p in LAUNCHED and launch.get(p) != i.extent_expr:
+                out.append(Problem(
+                    f"{tv.name}'s broadcast axis {i.label()} is bound to {p}, which the kernel launches with "
+                    f"{launch.get(p)}; tileproof lowers tensor-memory accesses with broadcast axes serial only",
+                    hint=f"leave {tv.name}'s broadcast axis {i.label()} Serial",
+                    tensor=tv.name, ids=(i.name,), values={"extent": 1}, location=tv.origin))
+        for k, i in enumerate(tv.loop):
+            if i.parallel_type is not ParallelType.Vectorize:
+                continue
+            groups = groups or loop_groups(fusion, order)
+            g = groups.of[(tv.name, k)]
+            if len(g.members) > 1:
+                out.append(Problem(
+                    f"{tv.name}'s vectorized axis {k} ({i.label()}) accesses tensor memory and shares a loop with "
+                    f"{', '.join(x for x in g.labels() if not x.startswith(tv.name + ' '))} through inlining; "
+                    f"tileproof moves the whole vector with one tcgen05 instruction",
+                    hint=f"inline {tv.name}'s producers and consumers left of axis {k}",
+                    tensor=tv.name, ids=(i.name,), values={"axis": k, "loops_sharing": len(g.members)},
+                    location=tv.origin))
     return out
 
 

@@ -478,14 +478,16 @@ def lowering_cases(draw) -> Case:
     dtype = draw(st.sampled_from(LOWERING_DTYPES))
     steps = [f"shape {shape} {dtype}"]
     run = _Attempt(steps)
+    contiguous = draw(st.integers(0, 5)) > 0
     with tp.Fusion("lowering") as fusion:
-        t0 = tp.make_tensor(shape, contiguity=True, dtype=dtype)
+        t0 = tp.make_tensor(shape, contiguity=True if contiguous else [False] + [True] * (ndims - 1), dtype=dtype)
         fusion.add_input(t0)
         tensors = [t0]
         cur = t0
         second = None
         for _ in range(draw(st.integers(1, 4))):
-            kind = draw(st.sampled_from(["set", "set", "set", "unary", "binary", "transpose", "special"]))
+            kind = draw(st.sampled_from(["set", "set", "set", "unary", "binary", "transpose", "special",
+                                         "broadcast"]))
             if kind == "unary":
                 name = draw(st.sampled_from(LOWERING_UNARY))
                 cur = tp._ops.unary(name, cur)
@@ -495,11 +497,18 @@ def lowering_cases(draw) -> Case:
                     second = tp.make_tensor(shape, contiguity=True, dtype=dtype)
                     fusion.add_input(second)
                 other = draw(st.sampled_from([second] + tensors[1:])) if draw(st.booleans()) else second
-                if other.ndim != cur.ndim or [i.extent_expr for i in other.logical] != [i.extent_expr for i in cur.logical]:
-                    other = second if [i.extent_expr for i in cur.logical] == [i.extent_expr for i in second.logical] else cur
+                extents = [i.extent_expr for i in cur.logical]
+                if [i.extent_expr for i in other.logical] != extents:
+                    other = second if [i.extent_expr for i in second.logical] == extents else cur
                 name = draw(st.sampled_from(LOWERING_BINARY))
                 cur = tp._ops.binary(name, cur, other)
                 steps.append(f"{cur.name} = {name}(.., {other.name})")
+            elif kind == "broadcast" and cur.ndim < 4:
+                k = draw(st.integers(0, len(cur.logical)))
+                flags = [False] * len(cur.logical)
+                flags.insert(k, True)
+                cur = tp.broadcast(cur, flags)
+                steps.append(f"{cur.name} = broadcast(.., {flags})")
             elif kind == "transpose" and ndims > 1:
                 cur = tp.transpose(cur, 0, ndims - 1)
                 steps.append(f"{cur.name} = transpose(..)")
@@ -573,6 +582,9 @@ def lowering_cases(draw) -> Case:
             _transform(draw, t, run, symbols)
         else:
             _parallelize(draw, t, run)
+    if draw(st.integers(0, 7)) == 0 and cur.ndim > 1:  # the output stored along permuted logical axes
+        perm = list(draw(st.permutations(cur.logical)))
+        run(f"{cur.name}.set_allocation_domain(logical permuted)", cur.set_allocation_domain, perm, True)
     shared = [t for t in computed if t.memory_type is tp.MemoryType.Shared]
     if shared and draw(st.integers(0, 5)) == 0:
         t = draw(st.sampled_from(shared))

@@ -165,3 +165,25 @@ def multi_device_axis():
         t.axis(0).parallelize(P.DIDx)
         t.axis(1).parallelize(P.TIDx)
     return fusion
+
+
+@tp.schedule(expect=tp.rejected("LOWERING-SUPPORTED", messages=[
+    "T1 issues its TMA load from K threads, a symbolic count"]))
+def tma_load_from_a_symbolic_number_of_threads():
+    """The TMA compositing example with the coordinate axis of extent K (K <= 32) on TIDx: each
+    of K threads issues one box load, and the mbarrier the loads complete on would need K
+    arrivals, a count tileproof emits as a constant. Found by probing symbolic sizes."""
+    with tp.Fusion("tma_load_from_a_symbolic_number_of_threads") as fusion:
+        t0 = tp.make_tensor([1024, "K", 4, 8], contiguity=True)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    fusion.assume("K <= 32")
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.TIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion

@@ -159,3 +159,23 @@ def rows_on_blocks():
         t.axis(0).parallelize(P.BIDx)
         t.axis(1).parallelize(P.TIDx)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def tma_load_from_one_thread():
+    """LOWERING-SUPPORTED: the K box loads of each block are issued by one thread in a loop (the
+    mbarrier gets one arrival per load); T2 then reads the K rows on TIDx."""
+    with tp.Fusion("tma_load_from_one_thread") as fusion:
+        t0 = tp.make_tensor([1024, "K", 4, 8], contiguity=True)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    fusion.assume("K <= 32")
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
+    t2.axis(1).parallelize(P.TIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion

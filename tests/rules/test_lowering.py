@@ -226,3 +226,60 @@ def test_global_intermediate_and_unsupported_ops_name_the_op():
         fusion.add_output(tp.exp(a))
     (p,) = lowerable.unsupported_features(fusion)
     assert "exp of int32 is not lowered" in p.message
+
+
+# -- what codegen/tma.py and codegen/tmem.py need (found by probing symbolic sizes) ------------------
+
+def tmem_chain(name, shape):
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_tensor(list(shape), contiguity=True)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        t3 = tp.set(t2)
+        t4 = tp.set(t3)
+        fusion.add_output(t4)
+    t2.set_memory_type(tp.MemoryType.Tensor)
+    return fusion, (t1, t2, t3, t4)
+
+
+def refused_as_unsupported(fusion, target, fragment):
+    report = tp.verify(fusion, target)
+    assert report.codes == ["LOWERING-SUPPORTED"], [d.message for d in report.errors]
+    assert any(fragment in d.message for d in report.errors), [d.message for d in report.errors]
+    with pytest.raises(tp.UnsupportedSchedule):
+        lower(fusion.snapshot(), get_target(target))
+
+
+def test_symbolic_tensor_memory_columns():
+    fusion, (t1, t2, t3, t4) = tmem_chain("symbolic_columns", [128, "N"])
+    fusion.assume("N <= 64")
+    t4.axis(0).parallelize(P.TIDx)
+    tp.parallelize_all_like(t4)
+    t2.set_tmem_dim_sep_pos(1)
+    t1.inline_at(2)
+    t2.inline_at(1)
+    t3.inline_at(2)
+    refused_as_unsupported(fusion, "sm_100a", "T2 needs N tensor-memory columns, a symbolic count")
+
+
+def test_broadcast_axis_on_a_wider_thread_index_in_a_tensor_memory_access():
+    fusion, (t1, t2, t3, t4) = tmem_chain("broadcast_on_tidy", [1, 128, 2])
+    with fusion:
+        w0 = tp.make_contig_concrete_tensor([2, 32])
+        fusion.add_input(w0)
+        w1 = tp.set(w0)
+        fusion.add_output(w1)
+    t4.axis(0).parallelize(P.TIDy)
+    t4.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t4)
+    w1.axis(0).parallelize(P.TIDy)
+    w1.axis(1).parallelize(P.TIDx)
+    t2.set_tmem_dim_sep_pos(2)
+    refused_as_unsupported(fusion, "sm_100a", "T2's broadcast axis TIDy{1} is bound to TIDy, which the kernel "
+                                              "launches with 2")
+
+
+def test_tma_load_from_a_symbolic_number_of_threads():
+    (case,) = [c for c in INVALID if c.name == "tma_load_from_a_symbolic_number_of_threads"]
+    refused_as_unsupported(case.build(), case.target, "T1 issues its TMA load from K threads")
