@@ -225,9 +225,8 @@ def _report(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof) -> I
         problem = f"only the {owner} with {writer} writes that element of {memory}"
     else:
         problem = f"that {owner} does not write that element of {memory} (the {owner} with {writer or '?'} does)"
-    notes = [f"{memory} is private to a thread block" + (", and a register to one thread of it" if owner == "thread"
-                                                           else "") +
-             f": the {owner} that reads an element must be the {owner} that wrote it, at the address it wrote"]
+    private = "a register belongs to one thread" if owner == "thread" else f"{memory} is private to a thread block"
+    notes = [f"{private}: the {owner} that reads an element must be the {owner} that wrote it, at the address it wrote"]
     unbound = [p for p in types if p not in bound_types(consumer)]
     if unbound:
         single = consumer.memory_type is MemoryType.Global or (owner == "thread" and consumer.memory_type is MemoryType.Shared)
@@ -316,6 +315,12 @@ def smem_block_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         of one block); PTX ISA, tensor memory (allocated per CTA); nvFuser
         csrc/device_lower/analysis/sync_information.cpp (SyncMap: inconsistent parallelization)
     """
+    # Formal statement: for every op reading an on-chip P (input k) into C, with T = the block types a
+    #   non-broadcast loop ID of P binds, unless each t in T has one index expression on both sides by
+    #   construction: for all admitted sizes, reader points r of C, writer points w of P:
+    #   executes_C(r) and executes_P(w) and logical_P(w) == read_k(r)
+    #   => blockIdx_t(w) == blockIdx_t(r) for t in T [and, P shared, address_P(w) == address_read(r)];
+    #   where a split broadcast repeats elements: executes_C(r) => exists such a w with those equalities (_prove)
     yield from _check(ctx, "SMEM-BLOCK-VISIBILITY")
 
 
@@ -353,4 +358,10 @@ def thread_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         live in registers private to a thread); nvFuser csrc/device_lower/validation.cpp
         (validateParallelize: producer memory type vs parallelization)
     """
+    # Formal statement: for every op other than stmatrix reading a register P (input k) into C, with T = the
+    #   thread types and U = the block types P's non-broadcast loop IDs bind, unless same by construction
+    #   and unless SMEM-BLOCK-VISIBILITY failed there: for all admitted sizes, reader points r, writer points w:
+    #   executes_C(r) and executes_P(w) and logical_P(w) == read_k(r) and blockIdx_u(w) == blockIdx_u(r) (u in U)
+    #   => threadIdx_t(w) == threadIdx_t(r) for t in T and address_P(w) == address_read(r);
+    #   where a split broadcast repeats elements: executes_C(r) => exists such a w with those equalities (_prove)
     yield from _check(ctx, "THREAD-VISIBILITY")
