@@ -1,13 +1,15 @@
 """What the code generator lowers, as pure functions that return the problems they find.
 
 Each function below is one condition the lowering needs; an empty list means the fusion meets
-it. The verifier reports the problems (verifier/rules/lowering.py, one rule code per function)
-and the code generator calls the same functions and raises InternalError on a problem, since the
-verifier should have rejected the schedule. So a verified schedule compiles.
+it. The verifier reports the problems (verifier/rules/lowering.py, one rule code per function),
+and the code generator calls the same functions for what it cannot emit and raises InternalError
+on a problem (codegen/loop_nest.py NotLowered), since the verifier should have rejected the
+schedule. So a verified schedule compiles. REGISTER-BUDGET (a warning) and UNROLL-LENGTH guard
+compile time and register use; codegen emits such kernels (tileproof.testing.compile_unverified).
 
     launch_axis_clashes   PARALLEL-TYPE-UNIQUE    a thread/block index names one loop axis per tensor
     symbolic_registers    REGISTER-SIZE-CONSTANT  register (Local) tensors have a compile-time size
-    register_budget       REGISTER-BUDGET         register tensors fit 255 32-bit registers per thread
+    register_budget       REGISTER-BUDGET         register tensors fit 255 32-bit registers per thread (warning)
     unroll_lengths        UNROLL-LENGTH           unrolled loops repeat statements at most 1024 times
     symbolic_factors      SYMBOLIC-FACTOR         split factors are ints or extent symbols
     loop_groups           INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH: inlined loops are one loop
@@ -521,7 +523,7 @@ def unsupported_features(fusion) -> list[Problem]:
                     f"emits single-GPU kernels and does not lower multi-device parallelization",
                     hint="leave the axis Serial or bind it to a block index (BIDx/BIDy/BIDz)",
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
-    out += _tma_and_tmem_features(fusion, order)
+    out += _instruction_features(fusion, order)
     for tv in list(fusion.inputs) + list(fusion.outputs):
         alloc = tv.get_allocation_domain()
         logical = {i.uid for i in tv.logical}
@@ -536,12 +538,14 @@ def unsupported_features(fusion) -> list[Problem]:
     return out
 
 
-def _tma_and_tmem_features(fusion, order: list[TensorView]) -> list[Problem]:
-    """What codegen/tma.py and codegen/tmem.py need beyond the TMA and tensor-memory rules: a
-    constant count of threads arriving at a TMA load's mbarrier, constant tensor-memory column
+def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
+    """What codegen/statements.py, tma.py and tmem.py need beyond the ldmatrix, TMA and
+    tensor-memory rules: an ldmatrix/stmatrix issued unpredicated from a loop domain ending in its
+    Vectorize axis, a constant count of threads arriving at a TMA load's mbarrier, constant tensor-memory column
     counts (tcgen05.alloc is sized at compile time), no broadcast axis bound to a thread/block
     index that is launched wider in a tensor-memory access, and no vectorized axis of a
     tensor-memory access shared through inlining (one tcgen05 instruction moves the vector)."""
+    from .execution import CondKind, tensor_execution
     from .indexing import block_dims
     from .tma import is_tma_op
 
@@ -550,6 +554,26 @@ def _tma_and_tmem_features(fusion, order: list[TensorView]) -> list[Problem]:
     groups = None
     for tv in order:
         op = tv.definition
+        if op.kind == "load_store" and op.op_type in (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix):
+            last = tv.loop[-1] if tv.loop else None
+            if last is None or last.parallel_type is not ParallelType.Vectorize or last.static_extent is None:
+                vec = [k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Vectorize]
+                where = f"its Vectorize axis is axis {vec[0]} of {tv.ndim}" if vec else "it has no Vectorize axis"
+                out.append(Problem(
+                    f"`{op}`: tileproof issues an {op.op_type.value.lower()} per lane from the innermost loop axis of "
+                    f"{tv.name}, a Vectorize axis of constant extent (the lane's registers); {where}",
+                    hint=f"reorder {tv.name} so that its Vectorize axis is innermost",
+                    tensor=tv.name, ids=tuple(tv.loop[k].name for k in vec),
+                    values={"vectorize_axis": vec[0] if vec else -1, "axes": tv.ndim}, location=tv.origin))
+            conds = tensor_execution(tv, launch).conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)
+            if conds:
+                shown = ", ".join(f"{c.lhs} {c.op} {c.rhs} ({c.why})" for c in conds)
+                out.append(Problem(
+                    f"`{op}` is warp-collective, but {tv.name}'s statement runs only where {shown}; tileproof "
+                    f"emits {op.op_type.value.lower()} unpredicated",
+                    hint=f"bind {tv.name}'s axes to the thread indices and extents the kernel launches "
+                         f"(tp.parallelize_all_like), so that every thread of each warp issues it",
+                    tensor=tv.name, values={"predicates": len(conds)}, location=tv.origin))
         if is_tma_op(op) and tv.memory_type is not MemoryType.Global:  # a load: tv waits on an mbarrier
             threads = [i for i in tv.loop if i.parallel_type in THREAD_TYPES and not i.is_broadcast]
             count = 1

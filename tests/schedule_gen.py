@@ -431,6 +431,18 @@ def _factor(draw, tv, axis: int, symbols: list[str]):
     return draw(st.sampled_from([2, 3, 4, 8, 16, 32, 128]))
 
 
+def _assume(draw, fusion, symbol: str, steps: list[str]) -> None:
+    """Now and then an upper bound (and a multiple) for an extent symbol."""
+    if draw(st.booleans()):
+        bound = draw(st.sampled_from([8, 32, 64, 128, 1024]))
+        fusion.assume(f"{symbol} <= {bound}")
+        steps.append(f"assume {symbol} <= {bound}")
+    if draw(st.integers(0, 2)) == 0:
+        m = draw(st.sampled_from([2, 4, 8, 16]))
+        fusion.assume(f"{symbol} % {m} == 0")
+        steps.append(f"assume {symbol} % {m} == 0")
+
+
 def _transform(draw, tv, run, symbols: list[str]) -> None:
     kind = draw(st.sampled_from(["split", "split", "split", "merge", "reorder"]))
     if kind == "split":
@@ -548,6 +560,8 @@ def lowering_cases(draw) -> Case:
         if m is not tp.MemoryType.Local:
             run(f"{t.name}.set_memory_type({m})", t.set_memory_type, m)
     symbols = [s for s in names if s in fusion.symbols]
+    for s in symbols:  # bounded symbols may be thread axes (LAUNCH-THREADS) and tile sizes
+        _assume(draw, fusion, s, steps)
     ref = draw(st.sampled_from(computed)) if draw(st.integers(0, 3)) == 0 else cur
     if draw(st.integers(0, 4)) == 0:  # inline before transforming (INLINE-LOOP-MAP)
         run("inline_most()", tp.inline_most, fusion)
@@ -614,7 +628,7 @@ def _mutate(draw, fusion, run) -> None:
     computed = [t for t in fusion.tensors if t.definition is not None]
     t = draw(st.sampled_from(computed))
     what = draw(st.sampled_from(["parallelize", "parallelize", "inline", "inline_most", "split", "reorder",
-                                 "memory", "propagate"]))
+                                 "memory", "propagate", "assume"]))
     if what == "parallelize":
         k = draw(st.integers(0, t.ndim - 1))
         p = draw(st.sampled_from([P.Serial, P.TIDx, P.TIDy, P.BIDx, P.Unroll, P.Vectorize, P.Bulk]))
@@ -636,6 +650,8 @@ def _mutate(draw, fusion, run) -> None:
         run(f"{t.name}.set_memory_type({m})", t.set_memory_type, m)
     elif what == "propagate":
         run(f"propagate_transforms({t.name})", tp.propagate_transforms, t)
+    elif what == "assume" and fusion.symbols:
+        _assume(draw, fusion, draw(st.sampled_from(sorted(fusion.symbols))), run.steps)
 
 
 @st.composite

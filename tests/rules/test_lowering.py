@@ -283,3 +283,23 @@ def test_broadcast_axis_on_a_wider_thread_index_in_a_tensor_memory_access():
 def test_tma_load_from_a_symbolic_number_of_threads():
     (case,) = [c for c in INVALID if c.name == "tma_load_from_a_symbolic_number_of_threads"]
     refused_as_unsupported(case.build(), case.target, "T1 issues its TMA load from K threads")
+
+
+def test_ldmatrix_whose_vectorize_axis_is_not_innermost():
+    """Found by benchmarks/fuzz.py (the mutated family): the LDSM rules accept the reordered
+    fragment, but an ldmatrix is issued from the loop domain's innermost Vectorize axis."""
+    (case,) = [c for c in discover([str(ROOT / "examples" / "valid" / "ldst_matrix.py")])
+               if c.name == "ldmatrix_x4_two_warps_swizzled"]
+    fusion = case.build()
+    fusion.tensor("T2").reorder([1, 0])
+    refused_as_unsupported(fusion, case.target, "its Vectorize axis is axis 0 of 2")
+
+
+def test_stmatrix_predicated_by_a_single_writer():
+    """Found by benchmarks/fuzz.py (mutated): T3 on TIDy launches blockDim.y = 4 while the
+    stmatrix tensor T2 binds no TIDy axis, so one row of threads would store it (threadIdx.y == 0)."""
+    (case,) = [c for c in discover([str(ROOT / "examples" / "valid" / "ldst_matrix.py")]) if c.name == "stmatrix_x4"]
+    fusion = case.build()
+    tp.propagate_transforms(fusion.tensor("T3"))
+    fusion.tensor("T3").axis(1).parallelize(P.TIDy)
+    refused_as_unsupported(fusion, case.target, "threadIdx.y == 0 (single writer); tileproof emits stmatrix")

@@ -346,7 +346,8 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         Every op the kernel computes is lowered by tileproof: load/store ops Set, TMA,
         LdMatrix, StMatrix, TMemLoad (from tensor memory), TMemStore (into tensor memory);
         exp and sqrt of floating-point types; an op touches tensor memory at most once;
-        tensor-memory tensors hold 32-bit elements in a constant number of columns; a TMA load
+        tensor-memory tensors hold 32-bit elements in a constant number of columns; an
+        ldmatrix/stmatrix consumer's innermost loop axis is its Vectorize axis; a TMA load
         is issued by a constant number of threads (its mbarrier's arrival count); a
         tensor-memory access keeps broadcast axes off thread/block indices launched wider and
         shares no vectorized axis through inlining; no axis is parallelized on
