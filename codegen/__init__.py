@@ -6,7 +6,7 @@ predicates), NVRTC compilation and launch.
       loop_nest.py    loop classes from compute-at, the loop tree
       statements.py   one statement per tensor: offsets, predicates, vectorization
       gmem.py         strides of global tensors from contiguity
-      simplify.py     range-aware rewriting of index expressions
+      (indices and predicates are simplified by model/simplify.py, as the verifier's terms are)
       syncs.py        __syncthreads placement
       tma.py          TMA copies from model/tma_layout.py (C++ in emit_tma.py; tensor_maps.py encodes at launch)
       ldsm.py         ldmatrix / stmatrix: each lane's row address from the index algebra

@@ -16,7 +16,7 @@ from ..model.types import LoadStoreOpType
 from .errors import UnsupportedSchedule
 from .kernel_ir import Compute, MatrixCopy, Operand
 from .predicates import always_equal
-from .simplify import simplify
+from ..model.simplify import simplify
 
 def is_ldsm(tv: TensorView) -> bool:
     op = tv.definition

@@ -22,7 +22,7 @@ from .errors import UnsupportedSchedule
 from .gmem import global_offset
 from .kernel_ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
-from .simplify import less_than, simplify, with_value
+from ..model.simplify import less_than, simplify, with_value
 from .ldsm import is_ldsm, matrix_copy
 from .predicates import drop_implied
 from .tma import TmaLowering, is_tma

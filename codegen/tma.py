@@ -19,7 +19,7 @@ from .errors import UnsupportedSchedule
 from .gmem import stride_var
 from .kernel_ir import Cond, MBarrier, TensorMap, TmaCopy
 from .loop_nest import LoopClass
-from .simplify import less_than, simplify
+from ..model.simplify import less_than, simplify
 
 
 def is_tma(tv: TensorView) -> bool:

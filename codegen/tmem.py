@@ -48,7 +48,7 @@ from ..verifier.context import VerifyContext
 from ..verifier.analysis.tmem import access_models, collective, matching_pattern
 from .errors import UnsupportedSchedule
 from .kernel_ir import Compute, Cond, Loop, Operand, Sync
-from .simplify import simplify
+from ..model.simplify import simplify
 from .statements import StatementBuilder
 from .tmem_ir import TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, TmemRegister
 

@@ -212,10 +212,11 @@ def substitute(e: Expr, env: Mapping[str, Expr]) -> Expr:
     if e.op == "const":
         return e
     args = [substitute(a, env) for a in e.args]
-    return _BUILDERS[e.op](*args)
+    return BUILDERS[e.op](*args)
 
 
-_BUILDERS: dict[str, Callable[..., Expr]] = {
+# op -> its builder: the node over given arguments, constants folded (simplify.py rebuilds with it)
+BUILDERS: dict[str, Callable[..., Expr]] = {
     "add": add,
     "mul": mul,
     "floordiv": floordiv,

@@ -3,8 +3,6 @@ caches, and the errors of tp.compile and kernel.run that need no device."""
 
 from __future__ import annotations
 
-import itertools
-import random
 import sys
 import time
 from pathlib import Path
@@ -18,8 +16,7 @@ from tileproof.codegen.compile import clear_memory_cache
 from tileproof.codegen.emit import emit
 from tileproof.codegen.kernel_ir import Compute, Loop, Sync, format_nodes
 from tileproof.codegen.lower import LOWERED_OPS, lower
-from tileproof.codegen.simplify import simplify
-from tileproof.model.expr import Expr, add, ceildiv, const, evaluate, floordiv, mod, mul, var, xor
+from tileproof.model.expr import const
 from tileproof.model.targets import get_target
 from tileproof.model.types import LoadStoreOpType, MemoryType
 from tileproof.schedule_files import discover
@@ -328,47 +325,3 @@ def test_cli_run_rejects_bad_sizes(capsys):
 
     assert main(["run", str(ROOT / "examples" / "valid" / "gsg_copy.py"), "--size", "N=-3"]) == 2
     assert "--size expects NAME=POSITIVE_INT" in capsys.readouterr().err
-
-
-# -- the range-aware simplifier is an identity on every point of its ranges ------------------
-
-
-def random_expr(rng: random.Random, names, depth=3) -> Expr:
-    if depth == 0 or rng.random() < 0.25:
-        return var(rng.choice(names)) if rng.random() < 0.7 else const(rng.randint(0, 9))
-    op = rng.choice(["add", "mul", "floordiv", "mod", "ceildiv", "xor", "merge"])
-    a = random_expr(rng, names, depth - 1)
-    if op == "merge":  # the shape a merge + split produces
-        d = const(rng.choice([2, 3, 4, 8]))
-        return add(mul(floordiv(a, d), d), mod(a, d))
-    if op in ("floordiv", "mod", "ceildiv"):
-        d = const(rng.randint(1, 9)) if rng.random() < 0.7 else var(rng.choice(names))
-        return {"floordiv": floordiv, "mod": mod, "ceildiv": ceildiv}[op](a, add(d, 0))
-    b = random_expr(rng, names, depth - 1)
-    return {"add": add, "mul": mul, "xor": xor}[op](a, b)
-
-
-def test_simplify_preserves_values_over_its_ranges():
-    rng = random.Random(7)
-    names = ["a", "b", "c"]
-    for _ in range(600):
-        e = random_expr(rng, names)
-        ranges = {n: const(rng.randint(1, 6)) for n in names}
-        s = simplify(e, ranges)
-        for point in itertools.product(*(range(evaluate(ranges[n], {})) for n in names)):
-            env = dict(zip(names, point))
-            try:
-                want = evaluate(e, env)
-            except ZeroDivisionError:
-                continue
-            assert evaluate(s, env) == want, (str(e), str(s), env)
-
-
-def test_simplify_folds_a_merge_followed_by_a_split():
-    o, v = var("o"), var("v")
-    merged = add(mul(o, 4), v)
-    assert simplify(floordiv(merged, 4), {"o": var("N"), "v": const(4)}) == o
-    assert simplify(mod(merged, 4), {"o": var("N"), "v": const(4)}) == v
-    n = var("N")
-    x = add(mul(var("b"), 128), var("t"))
-    assert simplify(add(mul(floordiv(x, n), n), mod(x, n)), {"t": const(128)}) == x

@@ -1,12 +1,13 @@
 """Solver plumbing: a fresh z3 context per query, the z3 renderer of the index algebra,
 and the verdict discipline (unsat = proved, sat = counterexample, unknown = not proved).
 
-Queries use bit-vectors wide enough for every subterm (proved from upper bounds;
-a term that could wrap aborts the query instead). TILEPROOF_THEORY=int switches
-queries without XOR to integer arithmetic, for comparison. Before rendering, a term is
-simplified with the variable intervals the query asserts (Simplifier), and a comparison
-those intervals decide becomes a constant. Several claims over the same variables may
-share one query (one context); each claim gets a fresh solver.
+Every variable of a query is a symbol or has a range, and the query asserts them. From
+those ranges model/simplify.py gives the bounds that size the bit-vectors (wide enough for
+every subterm; a term that could wrap, or has no upper bound, aborts the query instead),
+simplifies each term before it is rendered, and settles the comparisons they decide.
+TILEPROOF_THEORY=int switches queries without XOR to integer arithmetic, for comparison.
+Several claims over the same variables may share one query (one context); each claim gets
+a fresh solver.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Callable, Iterable, Mapping
 import sympy
 import z3
 
-from ..model.expr import _BUILDERS as _BUILD
-from ..model.expr import Expr, add, const, floordiv, mod, mul
+from ..model.expr import Expr, var
+from ..model.simplify import Simplifier
 
 MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
 DEFAULT_TIMEOUT_MS = int(os.environ.get("TILEPROOF_TIMEOUT_MS", "20000"))
@@ -82,162 +83,6 @@ class Outcome:
         return self.status == "proved"
 
 
-def upper_bound(e: Expr, ub: Mapping[str, int], memo: dict | None = None) -> int:
-    """An upper bound of a non-negative expression given upper bounds of its variables."""
-    memo = {} if memo is None else memo
-    got = memo.get(e)
-    if got is not None:
-        return got
-    if e.op == "const":
-        r = e.value
-    elif e.op == "var":
-        r = ub.get(e.value, MAX_EXTENT)  # type: ignore[arg-type]
-    else:
-        a = [upper_bound(x, ub, memo) for x in e.args]
-        divisor = e.args[1].value if e.op in ("floordiv", "ceildiv", "mod") and e.args[1].is_const else None
-        if e.op == "add":
-            r = sum(a)
-        elif e.op == "mul":
-            r = 1
-            for x in a:
-                r *= x
-        elif e.op == "floordiv":
-            r = a[0] // divisor if divisor else a[0]
-        elif e.op == "ceildiv":
-            r = -(-a[0] // divisor) if divisor else a[0]
-        elif e.op == "mod":
-            r = max(min(a[0], a[1] - 1), 0)
-        elif e.op == "xor":
-            r = (1 << max(a).bit_length()) - 1
-        else:
-            r = max(a)
-    memo[e] = r  # type: ignore[assignment]
-    return r  # type: ignore[return-value]
-
-
-Interval = tuple[int, int]
-
-
-def _coeff(t: Expr) -> tuple[int, Expr | None]:
-    """A term as (constant coefficient, the rest): 8*x -> (8, x), 8 -> (8, None), x -> (1, x)."""
-    if t.op == "const":
-        return t.value, None  # type: ignore[return-value]
-    if t.op == "mul" and t.args[-1].op == "const":  # mul() keeps its coefficient last
-        rest = t.args[:-1]
-        return t.args[-1].value, rest[0] if len(rest) == 1 else Expr("mul", rest)  # type: ignore[return-value]
-    return 1, t
-
-
-class Simplifier:
-    """Rewrites an index expression into one equal to it wherever every variable lies in
-    its interval (the query asserts those intervals, so the rewrite decides the same
-    question): fewer div/mod nodes means smaller bit-blasted circuits. Only identities of
-    floor division on non-negative values are used; a variable without a known interval
-    blocks every rewrite that would need one."""
-
-    def __init__(self, bounds: Mapping[str, Interval]):
-        self.bounds = bounds
-        self._done: dict[Expr, Expr] = {}
-        self._range: dict[Expr, Interval | None] = {}
-
-    def range(self, e: Expr) -> Interval | None:
-        """[lo, hi] of e over the variables' intervals, None when unknown."""
-        if e in self._range:
-            return self._range[e]
-        r: Interval | None
-        if e.op == "const":
-            r = (e.value, e.value)  # type: ignore[assignment]
-        elif e.op == "var":
-            r = self.bounds.get(e.value)  # type: ignore[arg-type]
-        else:
-            rs = [self.range(a) for a in e.args]
-            r = None if any(x is None for x in rs) else _interval(e.op, rs)  # type: ignore[arg-type]
-        self._range[e] = r
-        return r
-
-    def __call__(self, e: Expr) -> Expr:
-        out = self._done.get(e)
-        if out is None:
-            out = self._rewrite(e)
-            r = self.range(out)
-            if r is not None and r[0] == r[1]:
-                out = const(r[0])
-            self._done[e] = out
-        return out
-
-    def _nonneg(self, e: Expr) -> bool:
-        r = self.range(e)
-        return r is not None and r[0] >= 0
-
-    def _rewrite(self, e: Expr) -> Expr:
-        if e.op in ("const", "var"):
-            return e
-        args = [self(a) for a in e.args]
-        if e.op == "mul":
-            out = mul(*args)
-            k, rest = _coeff(out)
-            if rest is not None and rest.op == "add" and k != 1:
-                return add(*(self(mul(t, k)) for t in rest.args))  # k*(a + b) = k*a + k*b: lets div/mod split it
-            return out
-        if e.op in ("floordiv", "mod"):
-            a, b = args
-            ra, rb = self.range(a), self.range(b)
-            if ra is not None and rb is not None and ra[0] >= 0 and rb[0] > 0 and ra[1] < rb[0]:
-                return const(0) if e.op == "floordiv" else a  # a < b
-            if b.op == "const" and b.value > 0 and ra is not None and ra[0] >= 0:  # type: ignore[operator]
-                return self._by_const(e.op, a, b.value)  # type: ignore[arg-type]
-        return _BUILD[e.op](*args)
-
-    def _by_const(self, op: str, a: Expr, c: int) -> Expr:
-        """a // c or a % c for a >= 0 and a constant c > 0."""
-        if a.op == op == "floordiv" and a.args[1].op == "const":
-            return self(floordiv(a.args[0], a.args[1].value * c))  # (x // d) // c = x // (d*c)
-        if op == "mod" and a.op == "mod" and a.args[1].op == "const" and a.args[1].value % c == 0:
-            return self(mod(a.args[0], c))  # (x % (k*c)) % c = x % c
-        terms = a.args if a.op == "add" else (a,)
-        if all(self._nonneg(t) for t in terms):
-            whole, rest = [], []  # (c*q + r) // c = q + r // c and (c*q + r) % c = r % c
-            for t in terms:
-                k, x = _coeff(t)
-                if k % c == 0:
-                    whole.append(mul(const(k // c), x) if x is not None else const(k // c))
-                else:
-                    rest.append(t)
-            if whole:
-                r = add(*rest) if rest else const(0)
-                if op == "mod":
-                    return self(mod(r, c))
-                return self(add(*whole, floordiv(r, c)))
-        return floordiv(a, c) if op == "floordiv" else mod(a, c)
-
-
-def _interval(op: str, rs: list[Interval]) -> Interval | None:
-    if op == "add":
-        return sum(r[0] for r in rs), sum(r[1] for r in rs)
-    if op == "mul":
-        lo, hi = 1, 1
-        for a, b in rs:
-            corners = (lo * a, lo * b, hi * a, hi * b)
-            lo, hi = min(corners), max(corners)
-        return lo, hi
-    if op == "max":
-        return max(r[0] for r in rs), max(r[1] for r in rs)
-    (a0, a1), (b0, b1) = rs
-    if a0 < 0 or b0 < 0:
-        return None
-    if op == "xor":
-        return 0, (1 << max(a1, b1).bit_length()) - 1
-    if b0 == 0:
-        return None  # a zero divisor: leave it to the theory
-    if op == "floordiv":
-        return a0 // b1, a1 // b0
-    if op == "ceildiv":
-        return -(-a0 // b1), -(-a1 // b0)
-    if op == "mod":
-        return (a0, a1) if a1 < b0 else (0, min(a1, b1 - 1))
-    return None
-
-
 def _sides(c) -> tuple:
     """A relation as (positive terms, negated negative terms): bit-vectors never see a
     negative value."""
@@ -262,34 +107,45 @@ def assumption_terms(cond) -> list[Expr]:
     return out
 
 
+Span = tuple["int | None", "int | None"]  # the smallest and the largest value, None: unknown
+
+
+def _width(top: int | None) -> int:
+    """Bits for values up to top, two to spare (the widest when top is unknown: the terms
+    without a bound then fail closed when rendered)."""
+    return 160 if top is None else min(max(top.bit_length() + 2, 8), 160)
+
+
 class Query:
     """One question to z3. Variables get ranges; `prove(claim)` checks claim for all of them."""
 
     def __init__(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], *,
-                 symbols: Mapping[str, Interval] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS):
+                 symbols: Mapping[str, tuple[int, int]] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                 simplify: bool = True):
         """`hint`: every expression the query will use (picks the theory and width);
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
-        `symbols`: symbol -> [lo, hi], the admitted values (asserted here)."""
+        `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
+        `simplify=False` renders terms as given and decides no comparison itself (tests
+        compare the verdicts)."""
         self.ctx = z3.Context()
         self.timeout_ms = timeout_ms
         self.facts: list = []
         self._vars: dict[str, z3.ExprRef] = {}
         self._terms: dict[Expr, z3.ExprRef] = {}
         hint = list(hint) + list(ranges.values())
-        self.bv = not USE_INT or any(e.has_op("xor") for e in hint)
         symbols = dict(symbols or {})
-        ub = {name: hi for name, (_, hi) in symbols.items()}
-        for name, hi in ranges.items():
-            ub[name] = max(upper_bound(hi, ub) - 1, 0)
-        memo: dict = {}
-        for e in hint:
-            upper_bound(e, ub, memo)
+        # where each variable lies, as the facts below assert it: the ranges of model/simplify.py,
+        # for bounds (theory and width), simplifying terms before rendering and deciding comparisons
+        self.ranges: dict[str, Expr | tuple[int, int]] = {**symbols, **ranges}
+        self.analysis = Simplifier(self.ranges)
+        self.simplifying = simplify
+        self._spans: dict[Expr, Span] = {}
         # every subterm must fit, not only the roots: (a * 4096 + b) % 64 is small, its inner sum is not
-        top = max(list(memo.values()) + list(ub.values()) + [1])
-        self.width = min(max(top.bit_length() + 2, 8), 160)
-        self._ub, self._ub_memo = ub, memo
-        # the intervals the facts below assert, for simplifying terms before rendering
-        self.simplify = Simplifier({**symbols, **{name: (0, ub[name]) for name in ranges}})
+        lo, hi = self._span(hint + [var(name) for name in self.ranges])
+        # bit-vectors are unsigned: a term that may be negative ((2 - N) % 3) is decided over the
+        # integers, whose division and remainder are Python's for a positive divisor
+        self.bv = any(e.has_op("xor") for e in hint) or not (USE_INT or lo is None or lo < 0)
+        self.width = _width(hi)
         for name, (lo, hi) in symbols.items():
             v = self.var(name)
             if lo == hi:
@@ -301,19 +157,37 @@ class Query:
         for name, hi in ranges.items():
             self.in_range(name, hi)
 
+    def _span(self, exprs: Iterable[Expr]) -> Span:
+        """The smallest and the largest value of any subterm of exprs (None: not bounded)."""
+        spans = [self._span_of(e) for e in exprs]
+        los, his = [s[0] for s in spans], [s[1] for s in spans]
+        return (None if None in los else min(los, default=0),  # type: ignore[type-var]
+                None if None in his else max(his, default=1))  # type: ignore[type-var]
+
+    def _span_of(self, e: Expr) -> Span:
+        got = self._spans.get(e)
+        if got is None:
+            lo, hi = self.analysis.bounds(e)
+            for a in e.args:
+                sub_lo, sub_hi = self._span_of(a)
+                lo = None if lo is None or sub_lo is None else min(lo, sub_lo)
+                hi = None if hi is None or sub_hi is None else max(hi, sub_hi)
+            got = self._spans[e] = (lo, hi)
+        return got
+
     def admits(self, exprs: Iterable[Expr]) -> bool:
         """Whether a claim over exprs fits this query's theory and width (so it may share it)."""
         exprs = list(exprs)
-        if not self.bv and any(e.has_op("xor") for e in exprs):
-            return False
-        memo: dict = {}
-        for e in exprs:
-            upper_bound(e, self._ub, memo)
-        return min(max(max(list(memo.values()) + [1]).bit_length() + 2, 8), 160) <= self.width
+        if not self.bv:
+            return not any(e.has_op("xor") for e in exprs)
+        lo, hi = self._span(exprs)
+        return lo is not None and lo >= 0 and _width(hi) <= self.width
 
     def var(self, name: str) -> z3.ExprRef:
         v = self._vars.get(name)
         if v is None:
+            if name not in self.ranges:  # the simplifier would take it for a non-negative index
+                raise ValueError(f"variable {name!r} has no range in this query")
             v = z3.BitVec(name, self.width, self.ctx) if self.bv else z3.Int(name, self.ctx)
             self._vars[name] = v
         return v
@@ -324,7 +198,7 @@ class Query:
     def term(self, e: Expr) -> z3.ExprRef:
         t = self._terms.get(e)
         if t is None:
-            t = self._render(self.simplify(e))
+            t = self._render(self.analysis.simplify(e) if self.simplifying else e)
             self._terms[e] = t
         return t
 
@@ -338,21 +212,27 @@ class Query:
             else:
                 table = Z3_BV if self.bv else Z3_INT
                 t = table[e.op](*(self._render(a) for a in e.args))
-            if self.bv and upper_bound(e, self._ub, self._ub_memo) >= 1 << (self.width - 1):
+            if self.bv:
                 # fail closed: a wrapped bit-vector would decide a different question
-                raise OverflowError(f"bit-vector width {self.width} too small for {e}")
+                lo, hi = self.analysis.bounds(e)
+                if lo is None or lo < 0 or hi is None:
+                    raise OverflowError(f"{e} is not proved to lie in 0 .. {(1 << (self.width - 1)) - 1}, "
+                                        f"so no unsigned bit-vector holds it")
+                if hi >= 1 << (self.width - 1):
+                    raise OverflowError(f"bit-vector width {self.width} too small for {e}")
             self._terms[e] = t
         return t
 
     # comparisons that respect the theory (bit-vectors are unsigned here); one that the
     # asserted intervals decide is a constant
     def _decided(self, a: Expr, b: Expr, strict: bool):
-        ra, rb = self.simplify.range(self.simplify(a)), self.simplify.range(self.simplify(b))
-        if ra is None or rb is None:
+        if not self.simplifying:
             return None
-        if ra[1] < rb[0] or (not strict and ra[1] == rb[0]):
+        ra = self.analysis.bounds(self.analysis.simplify(a))
+        rb = self.analysis.bounds(self.analysis.simplify(b))
+        if ra.hi is not None and rb.lo is not None and (ra.hi < rb.lo or (not strict and ra.hi == rb.lo)):
             return z3.BoolVal(True, self.ctx)
-        if ra[0] > rb[1] or (strict and ra[0] == rb[1]):
+        if ra.lo is not None and rb.hi is not None and (ra.lo > rb.hi or (strict and ra.lo == rb.hi)):
             return z3.BoolVal(False, self.ctx)
         return None
 

@@ -1,0 +1,201 @@
+"""The one range analysis and simplifier (model/simplify.py): `bounds` contains every value,
+`simplify` is an identity on every point of its ranges (by enumeration and at random
+points), and a verifier query decides the same verdict with and without it (z3)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from tileproof.model import expr as E
+from tileproof.model.expr import OPS, evaluate
+from tileproof.model.simplify import INTERVAL, bounds, less_than, simplify, with_value
+from tileproof.verifier.solver import Query
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support.expr_gen import random_expr  # noqa: E402
+
+x, y, t, n = E.var("x"), E.var("y"), E.var("t"), E.var("n")
+
+
+def random_intervals(rng: random.Random) -> dict[str, tuple[int, int]]:
+    out = {}
+    for v in "abc":  # d stays unnamed: rewrites that need its upper bound must not fire
+        lo = rng.choice([0, 0, 0, 1, 3])
+        out[v] = (lo, lo + rng.choice([0, 1, 3, 7, 31, 100, 1000]))
+    return out
+
+
+def test_every_op_has_an_interval_rule():
+    assert set(INTERVAL) == set(OPS) - {"const", "var"}
+
+
+# -- simplify is an identity on its ranges ------------------------------------------------
+
+
+def test_simplify_is_an_identity_on_every_point_of_small_ranges():
+    rng = random.Random(7)
+    rewritten = 0
+    for _ in range(600):
+        e = random_expr(rng, 3)
+        ranges = {v: E.const(rng.randint(1, 6)) for v in "abc"}
+        s = simplify(e, ranges)
+        rewritten += s != e
+        for point in itertools.product(*(range(r.value) for r in ranges.values())):
+            env = dict(zip("abc", point))
+            assert evaluate(s, env) == evaluate(e, env), (str(e), str(s), env)
+    assert rewritten > 200
+
+
+def test_simplify_is_an_identity_under_symbolic_ranges():
+    """a < n with n a size the ranges do not bound: the variable and merge rules of less_than."""
+    rng = random.Random(8)
+    for _ in range(300):
+        e = random_expr(rng, 3, "abcn")
+        ranges = {"a": n, "b": E.const(4), "c": E.mul(n, 2)}
+        s = simplify(e, ranges)
+        for size in range(1, 5):
+            for a, b, c in itertools.product(range(size), range(4), range(2 * size)):
+                env = {"a": a, "b": b, "c": c, "n": size}
+                assert evaluate(s, env) == evaluate(e, env), (str(e), str(s), env)
+
+
+def test_simplify_is_an_identity_inside_intervals():
+    rng = random.Random(3)
+    rewritten = 0
+    for _ in range(3000):
+        ranges = random_intervals(rng)
+        e = random_expr(rng, 5, "abcd")
+        s = simplify(e, ranges)
+        rewritten += s != e
+        for _ in range(20):
+            env = {v: rng.randint(lo, hi) for v, (lo, hi) in ranges.items()} | {"d": rng.randint(0, 500)}
+            assert evaluate(s, env) == evaluate(e, env), (str(e), str(s), ranges, env)
+    assert rewritten > 1000
+
+
+def test_bounds_contain_every_value():
+    rng = random.Random(5)
+    for _ in range(2000):
+        ranges = random_intervals(rng)
+        e = random_expr(rng, 4, "abcd")
+        r = bounds(e, ranges)
+        for _ in range(20):
+            env = {v: rng.randint(lo, hi) for v, (lo, hi) in ranges.items()} | {"d": rng.randint(0, 500)}
+            value = evaluate(e, env)
+            assert (r.lo is None or r.lo <= value) and (r.hi is None or value <= r.hi), (str(e), r, env)
+
+
+def test_unknown_is_none_at_that_end():
+    assert bounds(x, {}) == (0, None)  # a variable no range names: non-negative, no upper bound
+    assert bounds(E.mul(x, 4), {"x": E.const(8)}) == (0, 28)
+    assert bounds(E.mod(n, 16), {}) == (0, 15)
+    assert bounds(x, {"x": n}) == (0, None)
+    assert bounds(x, {"x": n, "n": (1, 64)}) == (0, 63)
+
+
+# -- the rewrites ---------------------------------------------------------------------------
+
+
+def test_typical_index_rewrites():
+    ranges = {"x": (0, 127), "y": (0, 1), "t": (0, 0)}
+    tid = E.add(x, E.mul(y, 128), E.mul(t, 256))
+    assert simplify(E.mod(tid, 32), ranges) == E.mod(x, 32)  # the other threads' terms are multiples of 32
+    assert simplify(E.floordiv(tid, 32), ranges) == E.add(E.mul(y, 4), E.floordiv(x, 32))
+    assert simplify(E.floordiv(E.floordiv(x, 4), 8), ranges) == E.floordiv(x, 32)
+    assert simplify(E.mod(E.mod(x, 8), 4), ranges) == E.mod(x, 4)
+    assert simplify(E.floordiv(E.mod(x, 4), 16), ranges) == E.const(0)
+    assert simplify(E.floordiv(E.mul(E.floordiv(x, 8), 2), 4), ranges) == E.floordiv(x, 16)  # (2*q) // 4 = q // 2
+    assert simplify(E.mod(E.add(E.mul(E.floordiv(x, 32), 32), E.mod(x, 8)), 128), ranges) == E.add(
+        E.mul(E.floordiv(x, 32), 32), E.mod(x, 8))  # already below 128
+    assert simplify(E.mod(n, 32), ranges) == E.mod(n, 32)
+
+
+def test_simplify_folds_a_merge_followed_by_a_split():
+    o, v = E.var("o"), E.var("v")
+    merged = E.add(E.mul(o, 4), v)
+    assert simplify(E.floordiv(merged, 4), {"o": n, "v": E.const(4)}) == o
+    assert simplify(E.mod(merged, 4), {"o": n, "v": E.const(4)}) == v
+    b = E.add(E.mul(E.var("b"), 128), t)
+    assert simplify(E.add(E.mul(E.floordiv(b, n), n), E.mod(b, n)), {"t": E.const(128)}) == b
+    y8 = E.floordiv(y, 4)  # the split inner index, simplified ((y // 4) // 2 = y // 8), still rejoins
+    parts = E.add(E.mul(E.floordiv(y8, 2), 128), E.mul(E.mod(y8, 2), 64), E.mul(E.mod(y, 4), 16))
+    assert simplify(parts, {"y": E.const(64)}) == E.mul(y, 16)
+
+
+def test_a_divisor_that_may_be_zero_blocks_the_rewrites_that_need_it():
+    """x / 0 is all ones in z3 (Python raises): nothing may assume a divisor is positive."""
+    ranges = {"x": E.const(8), "y": E.const(4)}
+    assert bounds(E.floordiv(x, y), ranges).hi is None
+    assert bounds(E.mod(x, y), ranges) == (0, 7)  # x % 0 = x
+    assert simplify(E.floordiv(E.mul(x, y), y), ranges) == E.floordiv(E.mul(x, y), y)
+    assert simplify(E.floordiv(E.mul(x, y), y), {**ranges, "y": (1, 3)}) == x
+    assert not less_than(E.mod(x, y), y, ranges)
+    assert less_than(E.mod(x, n), n, {"n": (1, 100)})
+
+
+def test_less_than_on_symbolic_bounds():
+    big_x, big_e = E.var("X"), E.var("E")
+    ranges = {"x": big_x, "y": big_e}
+    assert less_than(x, big_x, ranges)
+    assert less_than(E.add(E.mul(x, big_e), y), E.mul(big_x, big_e), ranges)  # a merge's index
+    assert not less_than(E.add(E.mul(x, big_e), y, 1), E.mul(big_x, big_e), ranges)
+    assert less_than(E.mul(x, 4), E.const(32), {"x": E.const(8)})
+    assert not less_than(E.mul(x, 4), E.const(28), {"x": E.const(8)})
+
+
+def test_with_value_fixes_one_variable():
+    assert with_value(E.add(E.mul(x, 4), y), "x", 3) == E.add(y, 12)
+
+
+# -- the verifier's use of it ---------------------------------------------------------------
+
+
+def test_a_query_decides_the_same_with_the_simplifier():
+    """Claims over bounded variables (loop ranges or symbol intervals), decided by z3 with
+    and without simplification."""
+    rng = random.Random(11)
+    for k in range(150):
+        intervals = random_intervals(rng)
+        e, f = random_expr(rng, 4), random_expr(rng, 4)
+        ranges = {v: E.const(hi + 1) for v, (_, hi) in intervals.items()} if k % 2 else {}
+        symbols = {} if k % 2 else intervals
+        verdicts = []
+        for simplifying in (True, False):
+            for claim in (lambda q: q.eq(e, f), lambda q: q.lt(e, E.add(f, 3)), lambda q: q.le(f, e)):
+                q = Query([e, f, E.add(f, 3)], ranges, symbols=symbols, simplify=simplifying)
+                out = q.prove(claim(q), values={"e": e, "f": f})
+                if out.status == "counterexample":  # a true counterexample of the original claim
+                    env = {v: out.model.get(v, 0) for v in "abc"}
+                    assert (out.values["e"], out.values["f"]) == (evaluate(e, env), evaluate(f, env))
+                verdicts.append(out.status)
+        assert verdicts[:3] == verdicts[3:], (str(e), str(f), intervals)
+
+
+def test_a_query_fails_closed_without_a_bound():
+    q = Query([x], {"x": E.const(8), "y": E.const(4)})
+    with pytest.raises(OverflowError, match="not proved to lie in 0 .. 127"):
+        q.term(E.floordiv(x, E.var("y")))  # y may be 0
+    with pytest.raises(ValueError, match="no range"):
+        q.term(E.add(x, E.var("z")))
+
+
+def test_a_query_whose_terms_may_be_negative_is_decided_over_the_integers():
+    """(2 - n) % 3 == 0 for n = 2 and n = 5 in Python's semantics (an unsigned remainder of the
+    wrapped difference would differ)."""
+    rest = E.mod(E.add(2, E.mul(n, -1)), 3)
+    q = Query([rest], {}, symbols={"n": (1, 6)})
+    assert not q.bv
+    q.add(q.ne(n, E.const(2)))
+    out = q.prove(q.ne(rest, E.const(0)))
+    assert out.status == "counterexample" and out.model["n"] == 5
+
+
+def test_a_query_sizes_its_bit_vectors_from_bounds():
+    q = Query([E.mul(x, 1000)], {"x": E.const(1000)})
+    assert q.width == (999 * 1000).bit_length() + 2
+    assert q.admits([E.mul(x, 100)]) and not q.admits([E.mul(x, x, x)])
