@@ -12,14 +12,15 @@ parallelize across a launched dimension (the others would write the same values)
 from __future__ import annotations
 
 from ..model.allocation import Allocation
-from ..model.execution import Cond, CondKind, TensorExecution, tensor_execution
+from ..model.errors import InternalError
+from ..model.execution import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
 from ..model.expr import Expr, substitute, var
 from ..model.fusion import Fusion
-from ..model.indexing import linear_offset, thread_dims
+from ..model.indexing import thread_dims
 from ..model.tensor import TensorView
 from ..model.types import MemoryType, ParallelType
+from ..model.vectorize import VectorOperand, per_element, vector_findings
 from .errors import UnsupportedSchedule
-from .gmem import global_offset
 from .kernel_ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
 from ..model.simplify import less_than, simplify, with_value
@@ -27,7 +28,6 @@ from .ldsm import is_ldsm, matrix_copy
 from .predicates import drop_implied
 from .tma import TmaLowering, is_tma
 
-VECTOR_BYTES = (2, 4, 8, 16)
 
 
 class StatementBuilder:
@@ -49,19 +49,22 @@ class StatementBuilder:
         if is_tma(tv):
             return self.tma.statement(tv, path, env, ranges, ex.conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER))
         stmt = self.statement(tv)
-        vec = self._vector_axis(tv)
+        axis = vector_axis(tv)
+        vec = axis.static_extent if axis is not None else None
         if is_ldsm(tv):
             if vec is None:
                 raise UnsupportedSchedule(f"{tv.name}: an ldmatrix/stmatrix is issued by a loop domain ending in a "
                                           f"Vectorize axis (its registers)")
             return path[:-1], matrix_copy(tv, stmt, path[-1].index_var, vec, thread_dims(self.fusion), ranges)
-        if vec is not None:
+        if vec is not None and not _touches_tensor_memory(stmt):  # tcgen05: codegen/tmem.py lowers it
             name, n = path[-1].index_var, vec
-            if self._vectorizable(stmt, name, n):
-                stmt = _as_vector(stmt, name, n)
-                path = path[:-1]
-            else:
-                stmt.comment += f"; {tv.name}'s Vectorize axis is not a contiguous access: unrolled instead"
+            found = vector_findings(_vector_operands(stmt), n)  # contiguity: proved (VECTORIZE-CONTIGUOUS)
+            if found:
+                f = found[0]
+                raise InternalError(f"{tv.name}'s Vectorize axis moves {f.bytes} bytes of {f.operand.tensor}, "
+                                    f"yet the schedule verified", rule=f.problem.value)
+            stmt = _as_vector(stmt, name, n)
+            path = path[:-1]
         return path, stmt
 
     def execution(self, tv: TensorView) -> TensorExecution:
@@ -86,13 +89,9 @@ class StatementBuilder:
 
     def _operand(self, tv: TensorView, idx: dict[int, Expr], ranges) -> Operand:
         try:
-            if tv.memory_type is MemoryType.Global:
-                offset = global_offset(self.globals[tv.name], tv, idx)
-            else:
-                offset = linear_offset(self.allocations[tv.name].strides(), idx)
+            offset = element_offset(tv, idx, self.allocations.get(tv.name))
         except KeyError as e:
-            raise UnsupportedSchedule(
-                f"tileproof bug, please report: no index for IterDomain uid {e.args[0]} of {tv.name}") from None
+            raise InternalError(f"no index for IterDomain uid {e.args[0]} of {tv.name}") from None
         return Operand(tv.name, tv.memory_type, tv.dtype, simplify(offset, ranges))
 
     @staticmethod
@@ -107,44 +106,12 @@ class StatementBuilder:
             out.append(Cond(value, c.op, c.rhs, c.why, c.kind))
         return out
 
-    # -- vectorization ---------------------------------------------------------------
-    @staticmethod
-    def _vector_axis(tv: TensorView) -> int | None:
-        if not tv.loop or tv.loop[-1].parallel_type is not ParallelType.Vectorize:
-            return None
-        return tv.loop[-1].static_extent
-
-    @staticmethod
-    def _vectorizable(stmt: Compute, name: str, n: int) -> bool:
-        """Every shared/global operand steps by one element along the vector axis, in whole
-        vector words; a register operand may have any stride (it is then accessed element by
-        element, see per_element), as long as some operand moves whole vectors."""
-        whole = 0
-        for o in [stmt.out] + stmt.ins:
-            if per_element(o, name):
-                continue
-            size = n * o.dtype.bytes
-            if size not in VECTOR_BYTES and size % 16:
-                return False
-            if not unit_stride(o.offset, name):
-                return False
-            whole += 1
-        return whole > 0
+def _vector_operands(stmt: Compute) -> list[VectorOperand]:
+    return [VectorOperand(o.tensor, o.memory, o.dtype, o.offset) for o in [stmt.out] + stmt.ins]
 
 
-def unit_stride(offset: Expr, name: str) -> bool:
-    """offset == rest + name, with `name` nowhere in rest."""
-    v = var(name)
-    if offset == v:
-        return True
-    if offset.op != "add" or v not in offset.args:
-        return False
-    return all(a == v or name not in a.free_vars() for a in offset.args) and offset.args.count(v) == 1
-
-
-def per_element(o: Operand, name: str) -> bool:
-    """A register operand that is not contiguous along the vector axis `name`."""
-    return o.memory is MemoryType.Local and not unit_stride(o.offset, name)
+def _touches_tensor_memory(stmt: Compute) -> bool:
+    return any(o.memory is MemoryType.Tensor for o in [stmt.out] + stmt.ins)
 
 
 def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
@@ -152,7 +119,7 @@ def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
     its last (the verifier proved vectorized splits divisible, so it is all or nothing).
     A per-element operand keeps its offset for every element, in ELEMENT_VAR."""
     def first(o: Operand) -> Operand:
-        if per_element(o, name):
+        if per_element(VectorOperand(o.tensor, o.memory, o.dtype, o.offset), name, n):
             return Operand(o.tensor, o.memory, o.dtype, substitute(o.offset, {name: var(ELEMENT_VAR)}), True)
         return Operand(o.tensor, o.memory, o.dtype, with_value(o.offset, name, 0))
 

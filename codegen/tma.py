@@ -16,7 +16,7 @@ from ..model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
 from ..model.tma_layout import build_issue
 from ..model.types import THREAD_TYPES, ParallelType
 from .errors import UnsupportedSchedule
-from .gmem import stride_var
+from ..model.global_layout import stride_var
 from .kernel_ir import Cond, MBarrier, TensorMap, TmaCopy
 from .loop_nest import LoopClass
 from ..model.simplify import less_than, simplify

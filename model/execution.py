@@ -24,8 +24,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .allocation import Allocation
 from .expr import Expr, const, substitute, var
-from .indexing import indices_from_logical, indices_from_loop, loop_var, producer_logical, valid_item_bounds
+from .global_layout import global_offset, global_strides
+from .indexing import (
+    indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
+)
 from .iterdomain import Merge, Split
 from .tensor import TensorView
 from .types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
@@ -125,6 +129,26 @@ def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     conds = _extent_conds(tv, launch) + _hole_conds(tv, indices) + _writer_conds(tv, launch)
     launch_index = {p: var(p.cuda_name) for p in LAUNCH_TYPES if p in launch}
     return TensorExecution(tv, env, ranges, indices, tuple(conds), launch_index)
+
+
+def element_offset(tv: TensorView, idx: dict[int, Expr], allocation: Allocation | None) -> Expr:
+    """The element offset a point with IterDomain indices `idx` touches: the global layout for
+    fusion inputs and outputs, the allocation's strides on chip. A KeyError names an ID
+    without an index (a tileproof bug)."""
+    if tv.memory_type is MemoryType.Global:
+        layout = global_strides(tv)
+        if layout is None:
+            raise KeyError(f"{tv.name}: allocation domain not a permutation of the logical domain")
+        return global_offset(tv, layout, idx)
+    strides = allocation.strides() if allocation is not None else {}
+    return linear_offset(strides, idx) if strides else const(0)
+
+
+def vector_axis(tv: TensorView):
+    """The Vectorize loop ID a statement ends with (its elements move as one access), or None."""
+    if tv.loop and tv.loop[-1].parallel_type is ParallelType.Vectorize:
+        return tv.loop[-1]
+    return None
 
 
 def bound_types(tv: TensorView) -> set[ParallelType]:

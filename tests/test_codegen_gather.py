@@ -16,10 +16,10 @@ import pytest
 import tileproof as tp
 from tileproof.codegen.kernel_ir import ELEMENT_VAR, Compute, Loop, Operand, Sync
 from tileproof.codegen.lower import lower
-from tileproof.codegen.statements import StatementBuilder
 from tileproof.model.expr import add, evaluate, mul, var
 from tileproof.model.targets import get_target
-from tileproof.model.types import MemoryType
+from tileproof.model.types import MemoryType, float32 as FLOAT32
+from tileproof.model.vectorize import VectorOperand, per_element, vector_findings
 
 ROOT = Path(__file__).resolve().parent.parent
 SM90 = get_target("sm_90a")
@@ -99,17 +99,19 @@ CONTIGUOUS = add(mul(var("r"), 16), var("v"))  # offset r * 16 + v: unit stride 
 STRIDED = add(var("r"), mul(var("v"), 4))  # r + 4 * v
 
 
-@pytest.mark.parametrize("out,source,ok", [
-    ((MemoryType.Global, CONTIGUOUS), (MemoryType.Local, STRIDED), True),  # the register gather
-    ((MemoryType.Local, STRIDED), (MemoryType.Shared, CONTIGUOUS), True),  # its mirror, a scatter
-    ((MemoryType.Global, CONTIGUOUS), (MemoryType.Shared, STRIDED), False),  # shared keeps unit stride
-    ((MemoryType.Global, STRIDED), (MemoryType.Local, CONTIGUOUS), False),  # so does global
-    ((MemoryType.Local, STRIDED), (MemoryType.Local, STRIDED), False),  # no operand left to move as a vector
-    ((MemoryType.Global, CONTIGUOUS), (MemoryType.Local, CONTIGUOUS), True),
+@pytest.mark.parametrize("memory,offset,element_by_element", [
+    (MemoryType.Local, STRIDED, True),  # the register gather / scatter
+    (MemoryType.Local, CONTIGUOUS, False),
+    (MemoryType.Shared, STRIDED, False),  # shared and global move whole vectors (VECTORIZE-CONTIGUOUS proves them)
+    (MemoryType.Global, CONTIGUOUS, False),
 ])
-def test_only_register_operands_may_be_strided(out, source, ok):
-    stmt = Compute("load_store", "set", _operand(*out), [_operand(*source)], [], 1)
-    assert StatementBuilder._vectorizable(stmt, "v", 4) is ok
+def test_only_register_operands_go_element_by_element(memory, offset, element_by_element):
+    assert per_element(VectorOperand("T", memory, FLOAT32, offset), "v", 4) is element_by_element
+
+
+def test_a_vector_wider_than_16_bytes_is_no_single_access():
+    operands = [VectorOperand("T", MemoryType.Global, FLOAT32, CONTIGUOUS)]
+    assert vector_findings(operands, 4) == [] and [f.bytes for f in vector_findings(operands, 8)] == [32]
 
 
 def test_register_block_transpose_schedule_verifies_conflict_free():

@@ -49,11 +49,12 @@ def test_every_example_renders_well_formed_svg(pages):
         assert page.startswith("<!DOCTYPE html>") and page.count('<section class="schedule"') == len(outcomes), name
         assert all(o.error is None for o in outcomes), name
         svgs = SVG.findall(page)
-        assert svgs, name
-        for svg in svgs:
-            ET.fromstring(svg)  # raises on malformed XML
         # one graph per on-chip tensor at least, and a map for every shared or tensor-memory tensor
         on_chip = sum(1 for o in outcomes for t in o.fusion.tensors if t.memory_type.value in ("Shared", "Tensor"))
+        located = any(d.tensor for o in outcomes if o.report for d in o.report.diagnostics)
+        assert svgs or not (on_chip or located), name  # a page of global-only copies without findings draws nothing
+        for svg in svgs:
+            ET.fromstring(svg)  # raises on malformed XML
         assert page.count("address map by bank") + page.count("lanes x columns, coloured") >= on_chip, name
 
 

@@ -84,6 +84,10 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/reading/divisibility-of-split.md; PTX ISA 9.7.16.8 (tcgen05.ld/st are .sync.aligned)
     """
+    # Formal statement: for every required split S (on the path to a Vectorize ID; in the history of a
+    #   tensor-memory tensor or of a tensor loading from one), for all admitted sizes s:
+    #   extent(S.in)(s) mod extent(S.inner)(s) == 0
+    #   (extent(S.inner) = the factor for an inner split, ceildiv(extent(S.in), factor) for an outer one)
     for req in required_splits(ctx):
         s = req.split
         n, f = s.in_.extent_expr, s.inner.extent_expr
@@ -168,7 +172,12 @@ def view_discontiguous_merge(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
         nvFuser doc/reading/divisibility-of-split.md ("merging discontiguous IterDomains")
+    Reported with:
+        VECTORIZE-CONTIGUOUS
     """
+    # Formal statement: for every Vectorize ID v of an executed tensor, its global operand g and every
+    #   merge M on v's path whose two sides are not adjacent in g's allocation order or are separated by
+    #   a discontiguous axis (structural), for all admitted sizes s: extent(M.inner)(s) mod extent(v)(s) == 0
     for tv in ctx.executed():
         for v in tv.loop:
             if v.parallel_type is not ParallelType.Vectorize:

@@ -1,0 +1,191 @@
+"""Vectorization: a Vectorize axis becomes one access per shared/global operand, or is rejected."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import z3
+
+from ...model.execution import element_offset, tensor_execution, vector_axis
+from ...model.expr import add, const, mod, substitute, var
+from ...model.simplify import simplify
+from ...model.tensor import TensorView
+from ...model.types import LoadStoreOpType, MemoryType
+from ...model.vectorize import VECTOR_BYTES, VectorOperand, unit_stride, vector_findings
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, undecided
+from ..registry import rule
+from ..solver import MAX_EXTENT
+
+# instructions whose Vectorize axis is a register fragment, proved by their own rules (and any
+# access to tensor memory, whichever op makes it)
+FRAGMENT_OPS = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix, LoadStoreOpType.TMemLoad,
+                LoadStoreOpType.TMemStore, LoadStoreOpType.TMA)
+
+
+def vector_operands(ctx: VerifyContext, tv: TensorView) -> tuple[list[VectorOperand], str, int] | None:
+    """tv's operands as its vector statement touches them (the code generator's offsets), the
+    vector axis' index variable and width; None where tv has no plain vector statement."""
+    axis = vector_axis(tv)
+    op = tv.definition
+    if axis is None or (op.kind == "load_store" and op.op_type in FRAGMENT_OPS) or axis.static_extent is None:
+        return None
+    if MemoryType.Tensor in [tv.memory_type] + [t.memory_type for t in op.inputs]:
+        return None  # a tcgen05 access: its Vectorize axis is the instruction's registers
+    ex = tensor_execution(tv, ctx.block_dims)
+    index = ex.env[axis.uid]
+    if index.op != "var":
+        return None  # extent 1
+    ranges = ex.guarded_ranges
+    tensors = [tv] + list(op.inputs)
+    indices = [ex.indices] + [ex.operand_indices(k) for k in range(len(op.inputs))]
+    operands = [VectorOperand(t.name, t.memory_type, t.dtype,
+                              simplify(element_offset(t, idx, ctx.allocations.get(t.name)), ranges))
+                for t, idx in zip(tensors, indices)]
+    return operands, index.value, axis.static_extent
+
+
+def _vectors(ctx: VerifyContext):
+    for tv in ctx.executed():
+        got = ctx.memo(("vector-operands", tv.name), lambda: vector_operands(ctx, tv))
+        if got is not None:
+            yield (tv, *got)
+
+
+def _where(tv: TensorView) -> dict:
+    axis = vector_axis(tv)
+    return dict(tensor=tv.name, ids=[axis.name], location=axis.origin or tv.origin)
+
+
+@rule("VECTORIZE-WIDTH", family="vectorize")
+def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A Vectorize axis moves 2, 4, 8 or 16 bytes of every shared or global operand at once.
+
+    What it checks:
+        For every statement whose loop domain ends in a Vectorize axis of extent n (plain
+        loads, stores and arithmetic; ldmatrix, tcgen05 and TMA fragments have their own
+        rules), each shared- or global-memory operand moves n * element bytes in one access:
+        2, 4, 8 or 16 bytes. Register operands may have any width (they are accessed element
+        by element where needed).
+    Why the hardware needs it:
+        A GPU thread's widest load or store is 16 bytes (ld/st.v4.b32; .v2.b64); there is
+        no 12- or 32-byte access. A wider or odd vector would have to be split into several
+        accesses, which is not the vector the schedule asked for; nvFuser rejects it.
+    Example:
+        with tp.Fusion("twelve_bytes") as fusion:
+            t0 = tp.make_contig_concrete_tensor([48]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, 3)
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    Fix:
+        with tp.Fusion("sixteen_bytes") as fusion:
+            t0 = tp.make_contig_concrete_tensor([48]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, 4)
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    References:
+        PTX ISA, ld / st (vector operands .v2, .v4 of .b8 .. .b64, at most 128 bits); CUDA C++
+        Programming Guide, device memory accesses (naturally aligned 1-, 2-, 4-, 8- or 16-byte words)
+    """
+    # Formal statement: none, structural (n * bytes(dtype) in {2, 4, 8, 16} for each shared/global operand)
+    for tv, f, n in ((tv, f, n) for tv, operands, _, n in _vectors(ctx) for f in vector_findings(operands, n)):
+        o = f.operand
+        fits = [b // o.dtype.bytes for b in VECTOR_BYTES if b % o.dtype.bytes == 0 and b // o.dtype.bytes > 1]
+        yield finding(
+            "VECTORIZE-WIDTH",
+            f"{tv.name}'s Vectorize axis moves {n} elements of {o.tensor} ({o.dtype}) at once: {f.bytes} bytes, "
+            f"not one access of 2, 4, 8 or 16 bytes",
+            notes=[f"{o.tensor} is in {o.memory.value.lower()} memory; one thread moves at most 16 bytes per access"],
+            counterexample={"elements": n, "bytes": f.bytes},
+            hint=f"split the vectorized axis by {' or '.join(map(str, fits))} ({o.dtype}) instead of {n}",
+            **_where(tv),
+        )
+
+
+@rule("VECTORIZE-CONTIGUOUS", family="vectorize")
+def vectorize_contiguous(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A Vectorize axis steps through consecutive elements of every shared or global operand.
+
+    What it checks:
+        For every statement whose loop domain ends in a Vectorize axis (plain loads, stores
+        and arithmetic), the element offset of each shared- or global-memory operand is
+        `rest + v` for the axis index v, v appearing nowhere else: the n elements of one
+        vector are consecutive in memory. A counterexample shows two neighbouring vector
+        elements and the offsets they touch.
+    Why the hardware needs it:
+        A vector access reads or writes one contiguous, aligned run of bytes. A Vectorize
+        axis whose elements are strided (the outer output of a split, a transposed operand,
+        a discontiguous global axis) cannot be one access; nvFuser rejects it, and emitting
+        it element by element silently drops the vectorization the schedule asked for.
+    Example:
+        with tp.Fusion("strided_vector") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, 4, inner_split=False).reorder({1: 0})  # [I{16}, O{4}]: O strides by 16
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    Fix:
+        with tp.Fusion("consecutive_vector") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.split(0, 4)
+        t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    References:
+        PTX ISA, ld / st vector operands (one naturally aligned contiguous access); nvFuser
+        csrc/device_lower/validation.cpp (validateAndCollectVectorizeInfo: contiguity)
+    """
+    # Formal statement: for every shared/global operand o of a vector statement of width n, every
+    #   admitted size and every point of the statement's loop nest (v its vector index, v < n - 1):
+    #   offset_o(v + 1) == offset_o(v) + 1  and  offset_o(v := 0) % n == 0
+    # (run-time strides of discontiguous global axes: positive multiples of n, checked at launch)
+    for tv, operands, name, n in _vectors(ctx):
+        wide = {f.operand for f in vector_findings(operands, n)}
+        for o in operands:
+            if o.memory is MemoryType.Local or o in wide:
+                continue
+            out = ctx.memo(("vector-contiguous", tv.name, o.tensor), lambda: _prove_contiguous(ctx, tv, o, name, n))
+            yield from _report_contiguous(ctx, tv, o, name, n, out)
+
+
+def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name: str, n: int):
+    ex = tensor_execution(tv, ctx.block_dims)
+    v = var(name)
+    ranges = {**ex.guarded_ranges, name: const(max(n - 1, 1))}
+    strides = sorted(o.offset.free_vars() - set(ranges) - set(ctx.fusion.symbols))
+    ranges.update({s: const(MAX_EXTENT) for s in strides})
+    first, second = o.offset, substitute(o.offset, {name: add(v, const(1))})
+    start = substitute(o.offset, {name: const(0)})
+    values = {"offset of element v": first, "offset of element v + 1": second, "offset of element 0": start}
+    q = ctx.query(list(values.values()) + [mod(start, const(n))], ranges)
+    for s in strides:  # bind_strides refuses a stride that is not a positive multiple of the vector
+        q.add(q.eq(mod(var(s), const(n)), const(0)), z3.UGE(q.var(s), q.val(1)) if q.bv else q.var(s) >= 1)
+    step = q.eq(second, add(first, const(1))) if not unit_stride(o.offset, name) else z3.BoolVal(True, q.ctx)
+    return q.prove(z3.And(step, q.eq(mod(start, const(n)), const(0))), values=values)
+
+
+def _report_contiguous(ctx, tv, o, name, n, out) -> Iterator[Diagnostic]:
+    where = _where(tv)
+    if out.status == "unknown":
+        yield undecided("VECTORIZE-CONTIGUOUS", f"that {tv.name}'s vector is one access of {o.tensor}", out, **where)
+        return
+    if out.proved:
+        return
+    val = out.values
+    point = {k: x for k, x in out.model.items() if k in ctx.fusion.symbols or k.startswith(f"{tv.name}.")
+             or k.startswith("stride.") or k.startswith(("threadIdx", "blockIdx"))}
+    stepped = val["offset of element v + 1"] == val["offset of element v"] + 1
+    if stepped:  # consecutive, but the first element is not on a vector boundary
+        what = (f"its vector starts at offset {val['offset of element 0']} of {o.tensor}, not a multiple of {n} "
+                f"elements, so the {n * o.dtype.bytes}-byte access is misaligned")
+    else:
+        what = (f"it does not step through consecutive elements of {o.tensor}: element v = {point.get(name, 0)} is "
+                f"at offset {val['offset of element v']} and the next at {val['offset of element v + 1']}")
+    yield finding(
+        "VECTORIZE-CONTIGUOUS",
+        f"{tv.name}'s Vectorize axis is not one access of {o.tensor} ({o.memory.value.lower()} memory): {what}",
+        notes=[f"{o.tensor}[{o.offset}] with the vector index {name}"],
+        counterexample={**point, **val},
+        hint=f"vectorize the inner output of a split of {o.tensor}'s innermost contiguous axis "
+             f"(split(axis, {n}) with inner_split=True, then parallelize the inner axis as Vectorize)",
+        **where,
+    )
