@@ -75,6 +75,14 @@ class SwizzleType(enum.Enum):
     XOR = "XOR"
 
 
+class Direction(enum.Enum):
+    """Which way an access moves data, relative to the memory it names: a load reads it, a
+    store writes it (a TMA load fills shared memory from global; tcgen05.ld reads tensor memory)."""
+
+    LOAD = "load"
+    STORE = "store"
+
+
 class LoadStoreOpType(enum.Enum):
     Set = "Set"
     TMA = "TMA"
