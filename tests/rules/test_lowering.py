@@ -303,3 +303,29 @@ def test_stmatrix_predicated_by_a_single_writer():
     tp.propagate_transforms(fusion.tensor("T3"))
     fusion.tensor("T3").axis(1).parallelize(P.TIDy)
     refused_as_unsupported(fusion, case.target, "threadIdx.y == 0 (single writer); tileproof emits stmatrix")
+
+
+def test_inlined_tensor_whose_loop_domain_shrank():
+    """Found by benchmarks/fuzz.py: propagate_transforms replays a merge on an inlined producer,
+    leaving its compute-at position past its loop axes (INLINE-LOOP-MAP crashed on it before)."""
+    fusion, t1, t2 = copy([12, 2])
+    t1.inline_at(2)
+    t2.merge(0)
+    tp.propagate_transforms(t2)
+    report = tp.verify(fusion)
+    assert report.codes == ["INLINE-LOOP-MAP"]
+    assert report.errors[0].message == ("T1 is inlined at position 2 but has 1 loop axes: its loop domain "
+                                        "changed after the inlining")
+    with pytest.raises(NotLowered):
+        lower(fusion.snapshot(), get_target("sm_90a"))
+
+
+def test_tma_issue_predicate_on_tile_indices():
+    """Found by benchmarks/fuzz.py (mutated): the extent-1 Bulk axis of the TMA store T1 on TIDx
+    changes the inferred tile, so the hole of M would be tested with the tile's indices, which
+    are no loops (NVRTC: identifier "i15" is undefined)."""
+    (case,) = [c for c in discover([str(ROOT / "examples" / "valid" / "ldst_matrix.py")])
+               if c.name == "ldst_matrix_set[size=symbolic]"]
+    fusion = case.build()
+    fusion.tensor("T1").axis(7).parallelize(P.TIDx)
+    refused_as_unsupported(fusion, case.target, "which depends on the tile (Bulk) indices of T1")
