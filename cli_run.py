@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .codegen.compile import Kernel, compile as compile_fusion
 from .codegen.errors import CompileError, InputError, NoDeviceError, ScheduleRejected, UnsupportedSchedule
-from .codegen.reference import reference, tolerance
+from .codegen.runtime.reference import reference, tolerance
 from .model.errors import ScheduleError
 from .model.targets import TARGETS
 from .schedule_files import LoadError, ScheduleCase, discover
@@ -106,7 +106,7 @@ def _compile_case(case: ScheduleCase, target: str | None):
 def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     import numpy as np
 
-    from .codegen.arrays import DeviceArray
+    from .codegen.runtime.arrays import DeviceArray
 
     kernel, fusion = c.kernel, c.kernel.fusion
     env = {s: sizes.get(s, DEFAULT_SIZE) for s in fusion.symbols}

@@ -39,8 +39,8 @@ import schedules as S  # noqa: E402  (benchmarks/schedules.py)
 
 import tileproof as tp  # noqa: E402
 from tileproof.codegen import compile as tp_compile_module  # noqa: E402
-from tileproof.codegen import nvrtc as tp_nvrtc  # noqa: E402
-from tileproof.codegen.nvrtc import compile_to_cubin, cuda_include_dir, nvrtc_version  # noqa: E402
+from tileproof.codegen.runtime import nvrtc as tp_nvrtc  # noqa: E402
+from tileproof.codegen.runtime.nvrtc import compile_to_cubin, cuda_include_dir, nvrtc_version  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = "sm_90a"

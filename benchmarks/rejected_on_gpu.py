@@ -35,7 +35,7 @@ def run_case(location: str, name: str, size: int) -> dict:
     import torch
 
     import tileproof as tp
-    from tileproof.codegen.reference import reference
+    from tileproof.codegen.runtime.reference import reference
     from tileproof.model.expr import evaluate
     from tileproof.schedule_files import discover
     from tileproof.testing import compile_unverified

@@ -1,22 +1,33 @@
 """Lowering of verified fusions to CUDA C++ (loop nest, allocation, indexing,
-predicates), NVRTC compilation and launch.
+predicates), NVRTC compilation and launch. Three stages, one folder each, in pipeline order:
 
-    compile.py      tp.compile and the Kernel it returns (caches, run, benchmark)
-    lower.py        the pass list: fusion -> kernel IR (kernel_ir.py)
-      loop_nest.py    loop classes from compute-at, the loop tree
-      statements.py   one statement per tensor: offsets, predicates, vectorization
-      gmem.py         strides of global tensors from contiguity
+    compile.py        tp.compile and the Kernel it returns (caches, run, benchmark): the stages below
+    errors.py         errors of the code generator and the runtime
+    ir.py             the kernel IR (plain data): what lower/ produces and emit/ prints
+    lower/            fusion -> kernel IR; __init__.py is the pass list
+      loop_nest.py      loop classes from compute-at, the loop tree
+      statements.py     one statement per tensor: offsets, predicates, vectorization
+      gmem.py           strides of global tensors from contiguity
       (indices and predicates are simplified by model/simplify.py, as the verifier's terms are)
-      syncs.py        __syncthreads placement
-      tma.py          TMA copies from model/tma_layout.py (C++ in emit_tma.py; tensor_maps.py encodes at launch)
-      ldsm.py         ldmatrix / stmatrix: each lane's row address from the index algebra
-      predicates.py   holes ruled out by the fusion's assumptions (z3)
-      tmem.py         tensor memory: tcgen05 ld/st from the verifier's access model, alloc, fences
-                      (nodes in tmem_ir.py, their C++ in emit_tmem.py)
-    emit.py         kernel IR -> C++ (index math through cuda_expr.py)
-    nvrtc.py        NVRTC compile and the on-disk cubin cache
-    runtime.py      the CUDA driver; arrays.py, binding.py: run() arguments
-    reference.py    a float64 numpy reference for checking kernels
+      syncs.py          __syncthreads placement
+      tma.py            TMA copies from model/tma_layout.py
+      ldsm.py           ldmatrix / stmatrix: each lane's row address from the index algebra
+      predicates.py     holes ruled out by the fusion's assumptions (z3)
+      tmem.py           tensor memory: tcgen05 ld/st from the verifier's access model, alloc, fences
+    emit/             kernel IR -> C++; __init__.py is the node -> lines table
+      cuda_expr.py      index math (the Expr algebra) as C++
+      tma.py            TMA: descriptors, mbarriers, cp.async.bulk.tensor
+      ldsm.py           ldmatrix / stmatrix inline PTX
+      tmem.py           tcgen05 inline PTX
+    runtime/          C++ -> cubin -> launch
+      nvrtc.py          NVRTC compile and the on-disk cubin cache
+      driver.py         the CUDA driver: context, modules, launches, memory, timing
+      arrays.py         run() arguments and outputs (DLPack, __cuda_array_interface__)
+      binding.py        binding arguments to the kernel's extents and strides
+      tensor_maps.py    encoding TMA tensor maps at launch
+      fingerprint.py    the fusion's key in the in-memory compile cache
+      reference.py      a float64 numpy reference for checking kernels
 
 May import model/ and verifier/; refuses to lower a fusion that did not verify.
+lower/ imports neither emit/ nor runtime/; emit/ does not import lower/.
 """

@@ -21,15 +21,15 @@ from ..model.errors import ScheduleError
 from ..model.targets import Target, get_target
 from ..verifier.diagnostics import Report
 from ..verifier.verify import verify
-from . import runtime, tensor_maps
-from .arrays import ArrayInfo, new_output
-from .binding import Bound, bind
+from .runtime import driver, tensor_maps
+from .runtime.arrays import ArrayInfo, new_output
+from .runtime.binding import Bound, bind
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, ScheduleRejected
-from .fingerprint import fingerprint
-from .kernel_ir import KernelIR
+from .runtime.fingerprint import fingerprint
+from .ir import KernelIR
 from .lower import lower
-from .nvrtc import compile_to_cubin, cuda_include_dir
+from .runtime.nvrtc import compile_to_cubin, cuda_include_dir
 
 MEMORY_CACHE_SIZE = 256
 TENSOR_MAP_CACHE_SIZE = 64
@@ -96,7 +96,7 @@ class Kernel:
         bound, stream, launch = self._prepare(inputs, out, stream, sizes)
         for _ in range(warmup):
             launch()
-        return runtime.time_launches(bound.device_id, stream, launch, iterations)
+        return driver.time_launches(bound.device_id, stream, launch, iterations)
 
     def _prepare(self, inputs, out, stream, sizes):
         stream = _default_stream(inputs) if stream is None else stream
@@ -111,29 +111,29 @@ class Kernel:
         bound.device_id = device_id
 
         def launch():
-            runtime.activate(device_id)
-            runtime.launch(function, grid, block, smem, stream, args)
+            driver.activate(device_id)
+            driver.launch(function, grid, block, smem, stream, args)
 
         return bound, stream, launch
 
     def _device(self, bound: Bound) -> int:
-        runtime.driver()  # NoDeviceError before anything else needs the GPU
+        driver.driver()  # NoDeviceError before anything else needs the GPU
         device_id = bound.device_id
         if device_id is None:
-            device_id = runtime.pointer_device(bound.inputs[0].ptr) if bound.inputs else 0
-        have = runtime.capability(device_id)
+            device_id = driver.pointer_device(bound.inputs[0].ptr) if bound.inputs else 0
+        have = driver.capability(device_id)
         want = self.target.compute_capability
         if have != want:
             raise NoDeviceError(
                 f"this kernel was compiled for {self.target.name} (compute capability {want[0]}.{want[1]}), but GPU "
-                f"{device_id} ({runtime.device_name(device_id)}) is {have[0]}.{have[1]}; compile for its target")
+                f"{device_id} ({driver.device_name(device_id)}) is {have[0]}.{have[1]}; compile for its target")
         return device_id
 
     def _config(self, env: dict[str, int]) -> tuple:
         key = tuple(sorted(env.items()))
         hit = self._checked.get(key)
         if hit is None:
-            from .binding import check_assumptions
+            from .runtime.binding import check_assumptions
 
             check_assumptions(list(self.fusion.assumptions), env, list(self.fusion.symbols))
             try:
@@ -157,7 +157,7 @@ class Kernel:
             raise InputError(f"these sizes need a grid of {grid}, beyond the hardware's limits")
 
     def _outputs(self, bound: Bound, device_id: int) -> list[ArrayInfo]:
-        from .arrays import describe
+        from .runtime.arrays import describe
 
         like = bound.inputs[0] if bound.inputs else None
         result = []
@@ -174,10 +174,10 @@ class Kernel:
     def _function(self, device_id: int, smem: int):
         entry = self._functions.get(device_id)
         if entry is None:
-            module, function = runtime.load_function(self.cubin, self.name, device_id)
+            module, function = driver.load_function(self.cubin, self.name, device_id)
             entry = self._functions[device_id] = [module, function, self.target.smem_bytes_default]
         if smem > entry[2]:
-            runtime.allow_dynamic_smem(entry[1], smem)
+            driver.allow_dynamic_smem(entry[1], smem)
             entry[2] = smem
         return entry[1]
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen import nvrtc
+from tileproof.codegen.runtime import nvrtc
 from tileproof.codegen.compile import clear_memory_cache
 from tileproof.codegen.emit import emit
-from tileproof.codegen.kernel_ir import Compute, Loop, Sync, format_nodes
+from tileproof.codegen.ir import Compute, Loop, Sync, format_nodes
 from tileproof.codegen.lower import LOWERED_OPS, lower
 from tileproof.model.expr import const
 from tileproof.model.targets import get_target
@@ -296,7 +296,7 @@ def test_run_checks_symbolic_sizes_and_assumptions():
 
 def gpu_present() -> bool:
     try:
-        from tileproof.codegen import runtime
+        from tileproof.codegen.runtime import driver as runtime
 
         runtime.driver()
         return True

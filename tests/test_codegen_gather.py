@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.kernel_ir import ELEMENT_VAR, Compute, Loop, Operand, Sync
+from tileproof.codegen.ir import ELEMENT_VAR, Compute, Loop, Operand, Sync
 from tileproof.codegen.lower import lower
 from tileproof.model.expr import add, evaluate, mul, var
 from tileproof.model.targets import get_target

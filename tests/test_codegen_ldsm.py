@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.kernel_ir import Loop, MatrixCopy
+from tileproof.codegen.ir import Loop, MatrixCopy
 from tileproof.codegen.lower import lower
 from tileproof.model.expr import evaluate
 from tileproof.model.targets import get_target

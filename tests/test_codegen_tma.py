@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.codegen import tensor_maps
+from tileproof.codegen.runtime import tensor_maps
 from tileproof.codegen.errors import InputError
-from tileproof.codegen.kernel_ir import Compute, Loop, Sync, TmaCopy, TmaWait
+from tileproof.codegen.ir import Compute, Loop, Sync, TmaCopy, TmaWait
 from tileproof.codegen.lower import lower
 from tileproof.model.allocation import compute_allocation
 from tileproof.model.expr import evaluate

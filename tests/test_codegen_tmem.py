@@ -19,10 +19,9 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.kernel_ir import Sync
+from tileproof.codegen.ir import Sync, TmemAccess, TmemAlloc, TmemDealloc
 from tileproof.codegen.lower import lower
-from tileproof.codegen.reference import reference
-from tileproof.codegen.tmem_ir import TmemAccess, TmemAlloc, TmemDealloc
+from tileproof.codegen.runtime.reference import reference
 from tileproof.model.expr import add, evaluate
 from tileproof.model.targets import get_target
 from tileproof.model.tcgen05 import TmemPattern

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import z3
 
-from tileproof.codegen.cuda_expr import CUDA, to_cuda
+from tileproof.codegen.emit.cuda_expr import CUDA, to_cuda
 from tileproof.model import expr as E
 from tileproof.model.expr import OPS, PY_EVAL, SYMPY, evaluate, to_sympy
 from tileproof.model.simplify import bounds

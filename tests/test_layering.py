@@ -1,5 +1,6 @@
 """The layout reads as the pipeline: model imports nothing of the others and no z3/CUDA;
-verifier does not import codegen or reports."""
+verifier does not import codegen or reports; within codegen, lower/ imports neither emit/ nor
+runtime/ and emit/ does not import lower/."""
 
 from __future__ import annotations
 
@@ -31,3 +32,34 @@ def test_verifier_does_not_reach_downstream():
     names = imports_of("verifier")
     bad = {n for n in names if any(part in {"codegen", "reports"} for part in n.lstrip(".").split("."))}
     assert not bad, bad
+
+
+def resolved_imports_of(folder: str) -> set[str]:
+    """Absolute module names (tileproof.x.y) a folder imports; `from pkg import name` also counts
+    pkg.name, which may be a submodule."""
+    names: set[str] = set()
+    for f in (ROOT / folder).rglob("*.py"):
+        rel = f.relative_to(ROOT).with_suffix("").parts
+        package = ["tileproof", *rel[:-1]]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                names.add(mod)
+                names |= {f"{mod}.{a.name}" for a in node.names}
+    return names
+
+
+def reaches(names: set[str], package: str) -> set[str]:
+    return {n for n in names if n == package or n.startswith(package + ".")}
+
+
+def test_codegen_stages_are_layered():
+    lower = resolved_imports_of("codegen/lower")
+    assert reaches(lower, "tileproof.codegen.lower"), "the resolver found no imports"
+    assert not reaches(lower, "tileproof.codegen.emit"), reaches(lower, "tileproof.codegen.emit")
+    assert not reaches(lower, "tileproof.codegen.runtime"), reaches(lower, "tileproof.codegen.runtime")
+    emit = resolved_imports_of("codegen/emit")
+    assert not reaches(emit, "tileproof.codegen.lower"), reaches(emit, "tileproof.codegen.lower")

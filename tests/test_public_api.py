@@ -13,7 +13,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.cli import UsageError
-from tileproof.codegen.runtime import DriverError
+from tileproof.codegen.runtime.driver import DriverError
 from tileproof.schedule_files import LoadError
 
 # Public objects whose docstrings live in files owned elsewhere and are still to be written;

@@ -21,8 +21,7 @@ import itertools
 
 import numpy as np
 
-from tileproof.codegen.kernel_ir import Compute, Loop, Sync
-from tileproof.codegen.tmem_ir import TmemAccess, TmemAlloc, TmemDealloc
+from tileproof.codegen.ir import Compute, Loop, Sync, TmemAccess, TmemAlloc, TmemDealloc
 from tileproof.model.expr import evaluate
 
 LANES, COLUMNS, WARP = 128, 512, 32

@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tileproof as tp  # noqa: E402
-from tileproof.codegen.reference import reference, tolerance  # noqa: E402
+from tileproof.codegen.runtime.reference import reference, tolerance  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -17,8 +17,8 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tileproof as tp  # noqa: E402
-from tileproof.codegen.binding import check_assumptions  # noqa: E402
-from tileproof.codegen.reference import reference  # noqa: E402
+from tileproof.codegen.runtime.binding import check_assumptions  # noqa: E402
+from tileproof.codegen.runtime.reference import reference  # noqa: E402
 from tileproof.model.expr import evaluate  # noqa: E402
 from tileproof.model.types import LoadStoreOpType  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.binding import check_assumptions
+from tileproof.codegen.runtime.binding import check_assumptions
 
 CODE = "ASSUMPTIONS-SATISFIABLE"
 

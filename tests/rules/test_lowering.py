@@ -12,7 +12,7 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 
 import tileproof as tp
-from tileproof.codegen.loop_nest import NotLowered
+from tileproof.codegen.lower.loop_nest import NotLowered
 from tileproof.codegen.lower import lower
 from tileproof.model import lowerable
 from tileproof.model.targets import get_target

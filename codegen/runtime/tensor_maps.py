@@ -7,11 +7,11 @@ address) or the sizes bound at launch, and those are checked here first with a m
 
 from __future__ import annotations
 
-from ..model.errors import InternalError
-from ..model.expr import evaluate
-from .errors import InputError
-from .kernel_ir import TensorMap
-from .runtime import driver
+from ...model.errors import InternalError
+from ...model.expr import evaluate
+from ..errors import InputError
+from ..ir import TensorMap
+from .driver import driver
 
 DATA_TYPES = {"uint8": 0, "int8": 0, "float16": 6, "bfloat16": 9, "int32": 3, "int64": 5, "float32": 7,
               "float64": 8}

@@ -6,7 +6,7 @@ so the `.shared::cluster` load form takes the CTA's own shared address.
 
 from __future__ import annotations
 
-from .kernel_ir import KernelIR, MBarrier, TmaCopy, TmaWait
+from ..ir import KernelIR, MBarrier, TmaCopy, TmaWait
 
 PRELUDE = """\
 // TMA: a CUtensorMap is 128 opaque bytes, passed by value as a __grid_constant__ parameter

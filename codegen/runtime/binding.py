@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..model.expr import Expr, evaluate
-from ..verifier.context import symbol_range
+from ...model.expr import Expr, evaluate
+from ...verifier.context import symbol_range
 from .arrays import ArrayInfo, describe
-from .errors import InputError
-from .kernel_ir import GlobalTensor
+from ..errors import InputError
+from ..ir import GlobalTensor
 
 
 @dataclass

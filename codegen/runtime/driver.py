@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 
-from .errors import NoDeviceError, TileproofError
+from ..errors import NoDeviceError, TileproofError
 
 NO_GPU_HINT = ("kernel.run needs an NVIDIA GPU and driver; verification (tp.verify), source emission "
                "and compilation (tp.compile(fusion, target='sm_90a'), kernel.cuda_source, kernel.cubin) "

@@ -9,17 +9,17 @@ launch. Bulk IDs are not loops: the instruction covers them.
 
 from __future__ import annotations
 
-from ..model.expr import Expr, product, substitute, try_int, var
-from ..model.fusion import Op
-from ..model.tensor import TensorView
-from ..model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
-from ..model.tma_layout import build_issue
-from ..model.types import THREAD_TYPES, ParallelType
-from .errors import UnsupportedSchedule
-from ..model.global_layout import stride_var
-from .kernel_ir import Cond, MBarrier, TensorMap, TmaCopy
+from ...model.expr import Expr, product, substitute, try_int, var
+from ...model.fusion import Op
+from ...model.tensor import TensorView
+from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
+from ...model.tma_layout import build_issue
+from ...model.types import THREAD_TYPES, ParallelType
+from ..errors import UnsupportedSchedule
+from ...model.global_layout import stride_var
+from ..ir import Cond, MBarrier, TensorMap, TmaCopy
 from .loop_nest import LoopClass
-from ..model.simplify import less_than, simplify
+from ...model.simplify import less_than, simplify
 
 
 def is_tma(tv: TensorView) -> bool:

@@ -5,7 +5,7 @@ values, so one reference serves every schedule of a fusion.
 
 from __future__ import annotations
 
-from ..model.fusion import Fusion
+from ...model.fusion import Fusion
 from .arrays import from_raw, to_raw
 
 UNARY = {

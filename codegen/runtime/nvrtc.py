@@ -15,7 +15,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from .errors import CompileError, NoDeviceError
+from ..errors import CompileError, NoDeviceError
 
 SOURCE_NAME = "tileproof_kernel.cu"
 

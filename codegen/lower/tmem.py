@@ -1,6 +1,6 @@
 """Lowering of tensor memory (sm_100a): tcgen05 loads and stores, the allocation, the fences.
 
-Three hooks in the pass list of codegen/lower.py:
+Three hooks in the pass list of codegen/lower/__init__.py:
 
     check_supported       (in `check`) tensor memory needs a target that has it; TMemStore /
                           TMemLoad must write / read a tensor-memory tensor; 32-bit elements;
@@ -37,20 +37,20 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from ..model.errors import InternalError
-from ..model.expr import Expr, add, const, mul, substitute, try_int, var
-from ..model.indexing import block_dims, thread_dims, vector_point
-from ..model.tcgen05 import tmem_address
-from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
-from ..verifier.access import AccessModel, var_name
-from ..verifier.context import VerifyContext
-from ..verifier.analysis.tmem import access_models, collective, matching_pattern
-from .errors import UnsupportedSchedule
-from .kernel_ir import Compute, Cond, Loop, Operand, Sync
-from ..model.simplify import simplify
+from ...model.errors import InternalError
+from ...model.expr import Expr, add, const, mul, substitute, try_int, var
+from ...model.indexing import block_dims, thread_dims, vector_point
+from ...model.tcgen05 import tmem_address
+from ...model.tensor import TensorView
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
+from ...verifier.access import AccessModel, var_name
+from ...verifier.context import VerifyContext
+from ...verifier.analysis.tmem import access_models, collective, matching_pattern
+from ..errors import UnsupportedSchedule
+from ..ir import Compute, Cond, Loop, Operand, Sync
+from ...model.simplify import simplify
 from .statements import StatementBuilder
-from .tmem_ir import TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, TmemRegister
+from ..ir import TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, TmemRegister
 
 TMEM_OP_TYPES = (LoadStoreOpType.TMemStore, LoadStoreOpType.TMemLoad)
 WORD_DTYPES = ("float32", "int32")  # what a tcgen05 .b32 register holds here (emit_tmem.BITS)

@@ -4,8 +4,8 @@ accesses."""
 
 from __future__ import annotations
 
-from ..model.barriers import Access, Async, Hazards, insert_barriers
-from .kernel_ir import Compute, Loop, MatrixCopy, TmaCopy
+from ...model.barriers import Access, Async, Hazards, insert_barriers
+from ..ir import Compute, Loop, MatrixCopy, TmaCopy
 
 
 def access(n) -> Access | None:

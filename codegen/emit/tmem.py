@@ -1,4 +1,4 @@
-"""C++ for the tensor-memory nodes of codegen/tmem_ir.py (inline PTX, sm_100a).
+"""C++ for the tensor-memory nodes of codegen/ir.py (inline PTX, sm_100a).
 
     tcgen05.alloc / relinquish_alloc_permit / dealloc   by warp 0 (.sync.aligned: all its threads)
     tcgen05.st / tcgen05.ld  + tcgen05.wait::st / ::ld  by every warp that takes part
@@ -6,15 +6,15 @@
 
 A loaded register is read only after tcgen05.wait::ld, and the wait takes the registers as
 "+r" operands, so the compiler cannot move a read above it. Index math is rendered by the
-emitter it is given (codegen/emit.py, codegen/cuda_expr.py).
+emitter it is given (codegen/emit/__init__.py, cuda_expr.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
 
-from .kernel_ir import Sync
-from .tmem_ir import BASE_NAME, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync
+from ..ir import Sync
+from ..ir import BASE_NAME, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync
 
 SLOT_NAME = "tmem_base_slot"  # the shared-memory word tcgen05.alloc writes the address into
 REGS_NAME = "tmem_regs"
@@ -33,7 +33,7 @@ def fenced_barrier(why: str) -> list[str]:
 
 
 def fenced_sync_lines(node: TmemFencedSync, e, depth: int) -> list[str]:
-    """The barrier as codegen/emit.py prints a Sync (with whatever else it orders), between
+    """The barrier as codegen/emit/__init__.py prints a Sync (with whatever else it orders), between
     the two tcgen05 fences."""
     plain = Sync(**{f.name: getattr(node, f.name) for f in fields(Sync)})
     return ["  " * depth + FENCE_BEFORE] + e.nodes([plain], depth) + ["  " * depth + FENCE_AFTER]

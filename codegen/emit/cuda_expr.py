@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from ..model.expr import Expr
+from ...model.expr import Expr
 
 CUDA: dict[str, Callable[..., str]] = {
     "add": lambda *a: "(" + " + ".join(a) + ")",

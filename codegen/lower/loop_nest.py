@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.errors import InternalError
-from ..model.expr import Expr
-from ..model.fusion import Fusion
-from ..model.lowerable import Nest, Problem, execution_order, loop_groups, nest, nest_problems
-from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
-from .errors import UnsupportedSchedule
-from .kernel_ir import Loop
+from ...model.errors import InternalError
+from ...model.expr import Expr
+from ...model.fusion import Fusion
+from ...model.lowerable import Nest, Problem, execution_order, loop_groups, nest, nest_problems
+from ...model.tensor import TensorView
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
+from ..errors import UnsupportedSchedule
+from ..ir import Loop
 
 __all__ = ["LoopClass", "LoopClasses", "NotLowered", "build_tree", "execution_order", "refuse"]
 

@@ -1,7 +1,7 @@
 """Predicates the fusion's assumptions make redundant, found with the verifier's solver.
 
 A hole of an indivisible split is checked at run time unless it cannot happen. Syntax
-(simplify.less_than) settles the plain cases; with `fusion.assume(...)` a split may divide
+(model/simplify.py less_than) settles the plain cases; with `fusion.assume(...)` a split may divide
 only under the assumptions (M % 128 == 0), and z3 proves that over every loop point and
 admitted size, as the verifier did. Warp-collective instructions need this: they cannot be
 predicated per lane.
@@ -9,11 +9,11 @@ predicated per lane.
 
 from __future__ import annotations
 
-from ..model.expr import Expr
-from ..model.fusion import Fusion
-from ..model.targets import Target
-from ..verifier.context import VerifyContext
-from .kernel_ir import Cond
+from ...model.expr import Expr
+from ...model.fusion import Fusion
+from ...model.targets import Target
+from ...verifier.context import VerifyContext
+from ..ir import Cond
 
 
 def always_equal(a: Expr, b: Expr, fusion: Fusion, target: Target | None, ranges: dict[str, Expr]) -> bool:

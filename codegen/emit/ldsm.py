@@ -1,13 +1,13 @@
-"""C++ for ldmatrix / stmatrix: one MatrixCopy (codegen/ldsm.py) as inline PTX
+"""C++ for ldmatrix / stmatrix: one MatrixCopy (codegen/lower/ldsm.py) as inline PTX
 (.sync.aligned.m8n8.x{1,2,4}.shared.b16) with the lane's row address and its registers.
-Index math is rendered by the emitter's `x` (codegen/emit.py, codegen/cuda_expr.py)."""
+Index math is rendered by the emitter's `x` (codegen/emit/__init__.py, cuda_expr.py)."""
 
 from __future__ import annotations
 
 from typing import Callable
 
-from ..model.expr import Expr
-from .kernel_ir import MatrixCopy
+from ...model.expr import Expr
+from ..ir import MatrixCopy
 
 
 def matrix_copy(n: MatrixCopy, x: Callable[[Expr], str]) -> list[str]:

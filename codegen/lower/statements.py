@@ -11,19 +11,19 @@ parallelize across a launched dimension (the others would write the same values)
 
 from __future__ import annotations
 
-from ..model.allocation import Allocation
-from ..model.errors import InternalError
-from ..model.execution import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
-from ..model.expr import Expr, substitute, var
-from ..model.fusion import Fusion
-from ..model.indexing import thread_dims
-from ..model.tensor import TensorView
-from ..model.types import MemoryType, ParallelType
-from ..model.vectorize import VectorOperand, per_element, vector_findings
-from .errors import UnsupportedSchedule
-from .kernel_ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
+from ...model.allocation import Allocation
+from ...model.errors import InternalError
+from ...model.execution import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
+from ...model.expr import Expr, substitute, var
+from ...model.fusion import Fusion
+from ...model.indexing import thread_dims
+from ...model.tensor import TensorView
+from ...model.types import MemoryType, ParallelType
+from ...model.vectorize import VectorOperand, per_element, vector_findings
+from ..errors import UnsupportedSchedule
+from ..ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
-from ..model.simplify import less_than, simplify, with_value
+from ...model.simplify import less_than, simplify, with_value
 from .ldsm import is_ldsm, matrix_copy
 from .predicates import drop_implied
 from .tma import TmaLowering, is_tma
@@ -56,7 +56,7 @@ class StatementBuilder:
                 raise UnsupportedSchedule(f"{tv.name}: an ldmatrix/stmatrix is issued by a loop domain ending in a "
                                           f"Vectorize axis (its registers)")
             return path[:-1], matrix_copy(tv, stmt, path[-1].index_var, vec, thread_dims(self.fusion), ranges)
-        if vec is not None and not _touches_tensor_memory(stmt):  # tcgen05: codegen/tmem.py lowers it
+        if vec is not None and not _touches_tensor_memory(stmt):  # tcgen05: lower/tmem.py lowers it
             name, n = path[-1].index_var, vec
             found = vector_findings(_vector_operands(stmt), n)  # contiguity: proved (VECTORIZE-CONTIGUOUS)
             if found:

@@ -3,7 +3,19 @@
 A kernel is a tree of Loops (serial, unrolled, or a thread/block index that is not a
 loop at all) whose leaves are Compute statements and Syncs, plus the buffers it
 allocates and the parameters it takes. Every index and bound is an Expr of the one
-index algebra; emission renders them with codegen.cuda_expr.
+index algebra; emission renders them with codegen/emit/cuda_expr.py.
+
+Tensor memory (sm_100a) adds nodes produced by codegen/lower/tmem.py:
+
+    TmemAccess        one warp-collective tcgen05.st or tcgen05.ld (a Compute, so barrier
+                      placement in lower/syncs.py sees which tensor it writes and reads)
+    TmemAlloc         warp 0 allocates the CTA's columns; a fenced barrier publishes the address
+    TmemFencedSync    __syncthreads between tcgen05.fence::before_thread_sync and ::after_thread_sync
+    TmemDealloc       a fenced barrier, then warp 0 frees the columns
+
+The barrier nodes are Syncs (each holds a __syncthreads). Every node prints itself through
+`emit_cuda(emitter, depth)`, the hook codegen/emit/ offers to lowering extensions; the
+C++ text is in codegen/emit/tmem.py.
 """
 
 from __future__ import annotations
@@ -12,7 +24,8 @@ from dataclasses import dataclass, field
 
 from ..model.barriers import Sync, TmaWait  # placed by the model, checked by SMEM-RACE
 from ..model.execution import Cond  # statements' predicates come from the execution model
-from ..model.expr import Expr
+from ..model.expr import Expr, add, const
+from ..model.tcgen05 import TmemPattern, tmem_address
 from ..model.types import DataType, MemoryType
 
 LOOP_KINDS = ("serial", "unroll", "thread", "block")
@@ -179,6 +192,108 @@ class KernelIR:
     header: list[str] = field(default_factory=list)  # the fusion's ops, one per line
     tensor_maps: list[TensorMap] = field(default_factory=list)
     mbarriers: list[MBarrier] = field(default_factory=list)
+
+
+# -- tensor memory (sm_100a) ----------------------------------------------------------------------
+
+BASE_NAME = "tmem_base"  # the C++ name of the allocation's address (lane 0, first column)
+
+
+@dataclass
+class TmemRegister:
+    """Register r of a TmemAccess: the element it carries for this thread.
+
+    `data` is the scalar statement moving that element (for a store: tensor memory <- op(ins);
+    for a load: out <- op(ins), its tensor-memory input read from register r). `lane` and
+    `column` are the cell the verifier's model assigns to the element (per thread, relative
+    to the tensor's first column): the tcgen05 pattern proves that the instruction's
+    register r of this thread lands exactly there."""
+
+    index: int
+    data: Compute
+    lane: Expr
+    column: Expr
+
+
+@dataclass
+class TmemAccess(Compute):
+    """`tcgen05.{st,ld}.sync.aligned.<pattern>.x<repeat>.b32` by a whole warp, then its wait.
+
+    The warp's address is `tmem_base + tmem_address(lane, column + column_offset)`, with `lane`
+    and `column` the verifier's access model at the warp's first thread and register 0
+    (the same for all 32 threads: every thread computes it from its own threadIdx).
+    `conds` predicate the instruction and are warp-uniform (see codegen/lower/tmem.py);
+    `data_conds` predicate only the write-back of loaded registers."""
+
+    direction: str = "st"  # "st": registers -> tensor memory; "ld": tensor memory -> registers
+    tensor: str = ""  # the tensor-memory tensor
+    pattern: TmemPattern = TmemPattern.P32x32b
+    repeat: int = 1  # .xN
+    lane: Expr = const(0)
+    column: Expr = const(0)
+    column_offset: int = 0  # the tensor's first column within the CTA's allocation
+    registers: list[TmemRegister] = field(default_factory=list)
+    data_conds: list[Cond] = field(default_factory=list)
+    tmem_input: int = -1  # loads: which input of `data` is the tensor-memory tensor
+
+    @property
+    def address_offset(self) -> Expr:
+        """The warp's address minus tmem_base (model/tcgen05.py tmem_address)."""
+        return tmem_address(self.lane, add(self.column, self.column_offset))
+
+    @property
+    def instruction(self) -> str:
+        return f"tcgen05.{self.direction}.sync.aligned.{self.pattern}.x{self.repeat}.b32"
+
+    @property
+    def split_offset(self) -> int | None:
+        """16x32bx2's immHalfSplitoff: threads 16..31 reach this many columns further (the
+        verifier's pattern fixes it to the register count, CUTLASS's choice)."""
+        return len(self.registers) if self.pattern is TmemPattern.P16x32bx2 else None
+
+    def emit_cuda(self, emitter, depth: int) -> list[str]:
+        from .emit.tmem import access_lines
+
+        return access_lines(self, emitter, depth)
+
+
+@dataclass
+class TmemAlloc(Sync):
+    """tcgen05.alloc of `columns` (a power of two, 32..512) by warp 0, relinquish, a fenced
+    barrier, and every thread reads the address. `warp0` is true in exactly the threads
+    of warp 0 (linear thread id < 32), a warp-uniform condition."""
+
+    columns: int = 32
+    linear_thread: Expr = const(0)
+    regions: list[tuple[str, int, int]] = field(default_factory=list)  # (tensor, first column, columns)
+
+    def emit_cuda(self, emitter, depth: int) -> list[str]:
+        from .emit.tmem import alloc_lines
+
+        return alloc_lines(self, emitter, depth)
+
+
+@dataclass
+class TmemFencedSync(Sync):
+    """A barrier that also orders tcgen05 operations across the threads it joins."""
+
+    def emit_cuda(self, emitter, depth: int) -> list[str]:
+        from .emit.tmem import fenced_sync_lines
+
+        return fenced_sync_lines(self, emitter, depth)
+
+
+@dataclass
+class TmemDealloc(Sync):
+    """A fenced barrier (every warp's tcgen05 ld/st is complete), then warp 0 frees the columns."""
+
+    columns: int = 32
+    linear_thread: Expr = const(0)
+
+    def emit_cuda(self, emitter, depth: int) -> list[str]:
+        from .emit.tmem import dealloc_lines
+
+        return dealloc_lines(self, emitter, depth)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:

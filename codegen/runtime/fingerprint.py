@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 
-from ..model.fusion import Fusion
-from ..model.iterdomain import IterDomain, Merge, Split, Swizzle
+from ...model.fusion import Fusion
+from ...model.iterdomain import IterDomain, Merge, Split, Swizzle
 
 
 class _Ids:

@@ -1,4 +1,4 @@
-"""Lowering ldmatrix / stmatrix (hardware.md 3) to MatrixCopy nodes (their C++ in emit_ldsm.py).
+"""Lowering ldmatrix / stmatrix (hardware.md 3) to MatrixCopy nodes (their C++ in codegen/emit/ldsm.py).
 
 The issuing tensor's statement is built as for a copy; its Vectorize axis (2, 4 or 8 16-bit
 elements per lane: .x1, .x2, .x4) becomes the instruction's registers. Each lane supplies
@@ -9,14 +9,14 @@ LDSM-REGISTER-LAYOUT proved to be the hardware's.
 
 from __future__ import annotations
 
-from ..model.expr import Expr, add, const, mul, substitute, var
-from ..model.ldsm_layout import ELEMENT_BYTES, MATRICES, supplied_address
-from ..model.tensor import TensorView
-from ..model.types import LoadStoreOpType
-from .errors import UnsupportedSchedule
-from .kernel_ir import Compute, MatrixCopy, Operand
+from ...model.expr import Expr, add, const, mul, substitute, var
+from ...model.ldsm_layout import ELEMENT_BYTES, MATRICES, supplied_address
+from ...model.tensor import TensorView
+from ...model.types import LoadStoreOpType
+from ..errors import UnsupportedSchedule
+from ..ir import Compute, MatrixCopy, Operand
 from .predicates import always_equal
-from ..model.simplify import simplify
+from ...model.simplify import simplify
 
 def is_ldsm(tv: TensorView) -> bool:
     op = tv.definition

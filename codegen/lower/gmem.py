@@ -3,10 +3,10 @@ contiguity, run-time strides for discontiguous axes) plus what the launch checks
 
 from __future__ import annotations
 
-from ..model.errors import InternalError
-from ..model.global_layout import global_strides
-from ..model.tensor import TensorView
-from .kernel_ir import GlobalTensor
+from ...model.errors import InternalError
+from ...model.global_layout import global_strides
+from ...model.tensor import TensorView
+from ..ir import GlobalTensor
 
 
 def global_layout(tv: TensorView) -> GlobalTensor:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from ..model.types import DTYPES, DataType
-from . import runtime
+from ...model.types import DTYPES, DataType
+from . import driver
 
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 _DL_DTYPES = {(2, 32): "float32", (2, 64): "float64", (2, 16): "float16", (4, 16): "bfloat16",
@@ -117,11 +117,11 @@ class DeviceArray:
         self.device_id = device_id
         self.strides = tuple(strides) if strides is not None else contiguous_strides(self.shape)
         self.nbytes = _span(self.shape, self.strides) * dtype.bytes
-        self.ptr = runtime.mem_alloc(device_id, max(self.nbytes, 1))
+        self.ptr = driver.mem_alloc(device_id, max(self.nbytes, 1))
 
     def __del__(self):
         if getattr(self, "ptr", None):
-            runtime.mem_free(self.device_id, self.ptr)
+            driver.mem_free(self.device_id, self.ptr)
             self.ptr = 0
 
     @property
@@ -139,14 +139,14 @@ class DeviceArray:
         dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
         raw = to_raw(array, dtype)
         out = cls(array.shape, dtype, device_id)
-        runtime.copy_to_device(device_id, out.ptr, raw.tobytes())
+        driver.copy_to_device(device_id, out.ptr, raw.tobytes())
         return out
 
     def to_numpy(self):
         """Download (bfloat16 comes back as float32, exactly)."""
         import numpy as np
 
-        raw = runtime.copy_to_host(self.device_id, self.ptr, self.nbytes)
+        raw = driver.copy_to_host(self.device_id, self.ptr, self.nbytes)
         storage = np.uint16 if self.dtype.name == "bfloat16" else np.dtype(self.dtype.name)
         flat = np.frombuffer(raw, dtype=storage)
         view = np.lib.stride_tricks.as_strided(

@@ -6,12 +6,12 @@
     allocate   registers and shared-memory buffers (model.allocation, model.smem_plan),
                global layouts (strides from contiguity)
     index      one statement per tensor: offsets and predicates from the index algebra; a TMA
-               copy (codegen/tma.py) or an ldmatrix/stmatrix (codegen/ldsm.py) where the op says so
+               copy (lower/tma.py) or an ldmatrix/stmatrix (lower/ldsm.py) where the op says so
     nest       the loop tree
     sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads
     signature  parameters, launch dimensions, names
 
-Tensor memory (codegen/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
+Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
 `tmem-alloc` after sync (tcgen05.alloc / dealloc, tcgen05 fences around every barrier).
 
 `lower(fusion, target)` runs them all; `lower(..., until="index")` stops early (tests, dumps).
@@ -22,24 +22,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from ..model.allocation import Allocation, compute_allocation
-from ..model import lowerable
-from ..model.expr import const
-from ..model.fusion import Fusion
-from ..model.indexing import block_dims, thread_dims
-from ..model.smem_plan import SmemPlan, plan_shared_memory
-from ..model.targets import Target
-from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, MemoryType
+from ...model.allocation import Allocation, compute_allocation
+from ...model import lowerable
+from ...model.expr import const
+from ...model.fusion import Fusion
+from ...model.indexing import block_dims, thread_dims
+from ...model.smem_plan import SmemPlan, plan_shared_memory
+from ...model.targets import Target
+from ...model.tensor import TensorView
+from ...model.types import BLOCK_TYPES, MemoryType
 from .gmem import global_layout
-from .kernel_ir import Buffer, Compute, GlobalTensor, KernelIR, Param, TensorMap
+from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, TensorMap
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
 from . import tmem
 
 KERNEL_NAME = "tileproof_kernel"
-# load/store ops lowered as statements here (the tensor-memory ones in codegen/tmem.py)
+# load/store ops lowered as statements here (the tensor-memory ones in lower/tmem.py)
 LOWERED_OPS = tuple(t for t in lowerable.LOWERED_OP_TYPES if t not in tmem.TMEM_OP_TYPES)
 
 

@@ -1,4 +1,4 @@
-"""Kernel IR -> CUDA C++ source. Index math is printed by codegen.cuda_expr.
+"""Kernel IR -> CUDA C++ source. Index math is printed by codegen/emit/cuda_expr.py.
 
 Values are stored in the tensor's dtype and computed in float (double for float64,
 the integer type for integers). A copy between tensors of one dtype moves the bits,
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.expr import const
-from ..model.types import DataType, MemoryType
+from ...model.expr import const
+from ...model.types import DataType, MemoryType
 from .cuda_expr import to_cuda
-from . import emit_ldsm, emit_tma
-from .kernel_ir import ELEMENT_VAR, Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait
+from . import ldsm as emit_ldsm, tma as emit_tma
+from ..ir import ELEMENT_VAR, Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class _Emitter:
         return to_cuda(expr, self.ir.names, cast=False)
 
     def launch_bounds(self) -> str:
-        from ..model.expr import product, try_int
+        from ...model.expr import product, try_int
 
         n = try_int(product(list(self.ir.block)))
         return f" __launch_bounds__({n})" if n is not None else ""
@@ -146,7 +146,7 @@ class _Emitter:
     def nodes(self, nodes: list, depth: int) -> list[str]:
         out = []
         for n in nodes:
-            if hasattr(n, "emit_cuda"):  # nodes of lowering extensions print themselves (codegen/tmem_ir.py)
+            if hasattr(n, "emit_cuda"):  # nodes of lowering extensions print themselves (codegen/ir.py)
                 out += n.emit_cuda(self, depth)
             elif isinstance(n, Loop):
                 out += self.loop(n, depth)

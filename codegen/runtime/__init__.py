@@ -1,0 +1,2 @@
+"""C++ source -> cubin (nvrtc.py) -> launch through the CUDA driver (driver.py), with run()'s
+arguments bound and checked (arrays.py, binding.py, tensor_maps.py). See codegen/__init__.py."""
