@@ -295,7 +295,7 @@ def test_overlapping_matrices(monkeypatch):
 
 
 def test_unknown_is_a_rejection(monkeypatch):
-    monkeypatch.setattr(solver.Query, "prove", lambda self, claim, **kw: solver.Outcome("unknown", reason="timeout"))
+    monkeypatch.setattr(solver.Query, "prove", lambda self, claim, **kw: solver.Outcome(solver.Verdict.UNKNOWN, reason="timeout"))
     report = verify(VALID.ldmatrix_x1())
     assert report.codes == ["LDSM-THREAD-ROWS"]
     assert "could not prove" in report.errors[0].message

@@ -17,7 +17,7 @@ def vectorized_copy(n):
 
 
 def test_unknown_is_a_rejection(monkeypatch):
-    monkeypatch.setattr(solver.Query, "prove", lambda self, claim, **kw: solver.Outcome("unknown", reason="timeout"))
+    monkeypatch.setattr(solver.Query, "prove", lambda self, claim, **kw: solver.Outcome(solver.Verdict.UNKNOWN, reason="timeout"))
     report = tp.verify(vectorized_copy(8), rules=["SPLIT-DIVISIBILITY"])
     assert not report.ok
     assert "could not prove" in report.errors[0].message and "timeout" in report.errors[0].message

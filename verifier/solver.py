@@ -12,6 +12,7 @@ a fresh solver.
 
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
@@ -71,16 +72,29 @@ Z3_BV: dict[str, Callable] = {
 }
 
 
+class Verdict(enum.Enum):
+    """What z3 answered: unsat (the claim holds), sat (a counterexample), or unknown (a timeout
+    or an undecided theory, which rules report as a rejection, never an accept)."""
+
+    PROVED = "proved"
+    COUNTEREXAMPLE = "counterexample"
+    UNKNOWN = "unknown"
+
+
 @dataclass
 class Outcome:
-    status: str  # "proved", "counterexample", "unknown"
-    model: dict[str, int] = field(default_factory=dict)
-    reason: str = ""
+    status: Verdict
+    model: dict[str, int] = field(default_factory=dict)  # a counterexample: every variable of the query
+    reason: str = ""  # unknown: z3's reason (a timeout, an incomplete theory)
     values: dict[str, int] = field(default_factory=dict)  # requested derived values
+
+    def __post_init__(self):
+        if not isinstance(self.status, Verdict):
+            raise TypeError(f"Outcome: status must be a Verdict, got {self.status!r}")
 
     @property
     def proved(self) -> bool:
-        return self.status == "proved"
+        return self.status is Verdict.PROVED
 
 
 def _sides(c) -> tuple:
@@ -285,15 +299,15 @@ class Query:
             print(s.sexpr())
         r = s.check()
         if r == z3.unsat:
-            return Outcome("proved")
+            return Outcome(Verdict.PROVED)
         if r == z3.unknown:
-            return Outcome("unknown", reason=s.reason_unknown())
+            return Outcome(Verdict.UNKNOWN, reason=s.reason_unknown())
         m = s.model()
         if smallest is not None:
             m = self._shrink(s, m, self.term(smallest))
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
-        return Outcome("counterexample", model, values=derived)
+        return Outcome(Verdict.COUNTEREXAMPLE, model, values=derived)
 
     def _shrink(self, s: z3.Solver, m, target, rounds: int = 8):
         s.set("timeout", max(self.timeout_ms // 10, 100))
@@ -310,7 +324,7 @@ class Query:
         return m
 
     def satisfiable(self, condition) -> Outcome:
-        """Find an assignment where condition holds (status 'counterexample' = found)."""
+        """Find an assignment where condition holds (Verdict.COUNTEREXAMPLE = found)."""
         return self.prove(z3.Not(condition))
 
     @staticmethod

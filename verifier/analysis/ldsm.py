@@ -28,7 +28,7 @@ from ...model.types import LoadStoreOpType, MemoryType
 from ..access import AccessModel, build, var_name
 from ..context import Access, VerifyContext
 from ..findings import format_values
-from ..solver import Outcome
+from ..solver import Outcome, Verdict
 
 LDSM_OPS = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix)
 OTHER_LANE, OTHER_ELEMENT, MATRIX_A, MATRIX_B = "other lane", "other element", "matrix a", "matrix b"
@@ -265,7 +265,7 @@ def _elements(ctx: VerifyContext, a: Ldsm) -> tuple[int | None, dict[str, int]]:
             return k, {}
     q = ctx.query([a.m.num_regs] + [const(k) for k in MATRICES])
     out = q.prove(z3.Or(*[q.eq(a.m.num_regs, const(k)) for k in MATRICES]), values={"n": a.m.num_regs})
-    if out.status == "counterexample":
+    if out.status is Verdict.COUNTEREXAMPLE:
         return out.values["n"], ctx.symbols_of(out.model)
     return None, {}  # several of 2, 4 and 8 admitted: no one instruction
 

@@ -10,6 +10,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
 from ..registry import rule
+from ..solver import Verdict
 
 
 def _table(alloc) -> list[dict]:
@@ -59,7 +60,7 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     out = q.prove(q.le(total, const(cap)), values={"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs}})
     where = dict(tensor=allocs[0].tensor.name if len(allocs) == 1 else None,
                  ids=[x.id.name for a in allocs for x in a.allocated()], location=allocs[0].tensor.origin)
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided("SMEM-CAPACITY", "that shared memory fits", out, **where)
     elif not out.proved:
         sizes = ctx.symbols_of(out.model)
@@ -183,7 +184,7 @@ def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
     q = ctx.query([need, const(have)])
     out = q.prove(q.le(need, const(have)), values={"need": need})
     where = dict(tensor=t.name, ids=[x.id.name for x in alloc.allocated(side)], location=t.origin)
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided(code, f"that {t.name} fits the tensor-memory {unit}", out, **where)
     elif not out.proved:
         sizes = ctx.symbols_of(out.model)
@@ -234,7 +235,7 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
     limit = ctx.target.max_threads_per_block
     q = ctx.query([total, const(limit)])
     out = q.prove(q.le(total, const(limit)), values={"threads": total, "x": dims[0], "y": dims[1], "z": dims[2]})
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided("LAUNCH-THREADS", "that the block fits 1024 threads", out)
     elif not out.proved:
         v = out.values

@@ -11,7 +11,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding
 from ..registry import rule
-from ..solver import MAX_EXTENT, Query, assumption_terms
+from ..solver import MAX_EXTENT, Query, Verdict, assumption_terms
 
 
 def _witness(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> dict[str, int] | None:
@@ -21,7 +21,7 @@ def _witness(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> dict[str, in
         q.assume_sympy(a)
     ctx.queries += 1
     out = q.prove(z3.BoolVal(False, q.ctx))
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         return {}  # undecided: not reported as a conflict (every rule's own query decides its claim)
     return None if out.proved else {k: v for k, v in out.model.items() if k in ctx.fusion.symbols}
 

@@ -15,6 +15,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
 from ..registry import rule
+from ..solver import Verdict
 from ..diagnostics import Severity
 
 BANKS = 32
@@ -105,7 +106,7 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int) -> Iterator[Diagnosti
                                             "other address": addr2, "bank": mod(word1, BANKS), "thread": tid},
                   smallest=tid)
     where = dict(tensor=m.acc.tensor.name, ids=[i.name for i in m.acc.consumer.loop], location=m.acc.op.origin)
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided("SMEM-BANK-CONFLICT", f"that the {m.describe} is free of bank conflicts", out, **where)
     elif not out.proved:
         v = out.values

@@ -13,6 +13,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
 from ..registry import rule
+from ..solver import Verdict
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         n, f = s.in_.extent_expr, s.inner.extent_expr
         out = ctx.memo(("divides", n, f), lambda: _prove_divides(ctx, n, f))
         where = dict(tensor=req.tensor.name, ids=[s.in_.name, s.outer.name, s.inner.name], location=s.outer.origin)
-        if out.status == "unknown":
+        if out.status is Verdict.UNKNOWN:
             yield undecided("SPLIT-DIVISIBILITY", f"that {s} divides", out, **where)
         elif not out.proved:
             ext, inner, rem = out.values["extent"], out.values["inner"], out.values["remainder"]
@@ -209,7 +210,7 @@ def _check_chunk(ctx, tv, g, m: Merge, v: IterDomain, gaps, adjacent):
     why = (f"axis {gaps[0]} of {g.name} is not contiguous" if gaps
            else f"the merged axes are not adjacent in {g.name}'s allocation order")
     where = dict(tensor=tv.name, ids=[m.outer.name, m.inner.name, m.out.name, v.name], location=m.out.origin)
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided("VIEW-DISCONTIGUOUS-MERGE", f"that vectors of {v.label()} stay inside one row", out, **where)
     elif not out.proved:
         sizes = ctx.symbols_of(out.model)

@@ -29,7 +29,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
 from ..registry import rule
-from ..solver import Outcome
+from ..solver import Outcome, Verdict
 
 
 def _loop_values(a: Ldsm, model: dict[str, int], with_threads: bool = True) -> dict[str, int]:
@@ -101,7 +101,7 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
                           hint=shape.hint, **a.where())
             continue
         out = collective(ctx, a)
-        if out.status == "unknown":
+        if out.status is Verdict.UNKNOWN:
             yield undecided("LDSM-THREAD-ROWS", f"that whole warps execute the {a.describe}", out, **a.where())
             continue
         if not out.proved:
@@ -137,7 +137,7 @@ def _rows(ctx: VerifyContext, a: Ldsm, shape: Shape) -> Iterator[Diagnostic]:
     out = q.prove(z3.Implies(holds(q, x.mine), q.eq(x.offset, x.expected)),
                   values={"thread": x.tid, "lane": x.lane, "element": x.reg, "actual": x.offset,
                           "expected": x.expected, "row address": x.row_start}, smallest=x.tid)
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided("LDSM-THREAD-ROWS", f"that the {a.describe} reads whole 16-byte rows", out, **a.where())
         return
     if out.proved:
@@ -221,7 +221,7 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         out = q.prove(z3.Implies(supplying, q.eq(mod(x.supplied_address, ROW_BYTES), const(0))),
                       values={"thread": x.tid, "lane": x.lane, "address": x.supplied_address,
                               "buffer": x.buffer, "offset": x.supplied}, smallest=x.tid)
-        if out.status == "unknown":
+        if out.status is Verdict.UNKNOWN:
             yield undecided("LDSM-ALIGNMENT", f"that the {a.describe}'s row addresses are 16-byte aligned", out,
                             **a.where())
             continue
@@ -330,15 +330,15 @@ def _fragment(ctx: VerifyContext, a: Ldsm) -> Iterator[Diagnostic]:
               "want col": want_col, "origin row": row0, "origin col": col0}
     out = q.prove(z3.Implies(holds(q, x.mine), z3.And(q.eq(row, want_row), q.eq(col, want_col))),
                   values=values, smallest=x.tid)
-    if out.status == "proved":
+    if out.status is Verdict.PROVED:
         disjoint = z3.Or(q.le(add(ra, 8), rb), q.le(add(rb, 8), ra), q.le(add(ca, 8), cb), q.le(add(cb, 8), ca))
         apart = z3.Implies(z3.And(holds(q, x.mine), q.ne(var(MATRIX_A), var(MATRIX_B))), disjoint)
         out = q.prove(apart, values={"thread": x.tid, "row a": ra, "col a": ca, "row b": rb, "col b": cb,
                                      "a": var(MATRIX_A), "b": var(MATRIX_B)}, smallest=x.tid)
-        if out.status == "counterexample":
+        if out.status is Verdict.COUNTEREXAMPLE:
             yield _overlap(ctx, a, out)
             return
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided("LDSM-REGISTER-LAYOUT", f"the register fragment of the {a.describe}", out, **a.where())
         return
     if out.proved:

@@ -23,7 +23,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
 from ..registry import rule
-from ..solver import Outcome
+from ..solver import Outcome, Verdict
 
 ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
 # ops whose on-chip side is touched by other lanes than the statement's thread (warp-collective
@@ -195,7 +195,7 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
         out = ctx.memo(("handoff", h.tensor, h.reader.name), lambda: _handoff(ctx, x, h.reader))
         where = dict(tensor=h.reader.name, location=h.reader.definition.origin,
                      labels=[f"{x.name} ({x.memory_type.value.lower()} memory) written by {h.writer.name}'s statement"])
-        if out is not None and out.status == "unknown":
+        if out is not None and out.status is Verdict.UNKNOWN:
             yield undecided("SMEM-RACE", f"whether threads hand {x.name} over to {h.reader.name}", out, **where)
             continue
         if out is not None and out.proved:

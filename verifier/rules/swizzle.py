@@ -10,6 +10,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
 from ..registry import rule
+from ..solver import Verdict
 
 
 def _prove_bijective(ctx: VerifyContext, big_x, big_y):
@@ -57,7 +58,7 @@ def swizzle_bijectivity(ctx: VerifyContext) -> Iterator[Diagnostic]:
             big_x, big_y = t.x_in.extent_expr, t.y_in.extent_expr
             out = ctx.memo(("xor-bijective", big_x, big_y), lambda: _prove_bijective(ctx, big_x, big_y))
             where = dict(tensor=tv.name, ids=[t.x_in.name, t.y_in.name], location=t.x_out.origin)
-            if out.status == "unknown":
+            if out.status is Verdict.UNKNOWN:
                 yield undecided("SWIZZLE-BIJECTIVITY", f"that {t} is a bijection", out, **where)
                 continue
             if out.proved:

@@ -15,6 +15,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, format_values, undecided
 from ..registry import rule
+from ..solver import Verdict
 
 MAX_RANK, MAX_BOX, MAX_ELEMENT_STRIDE = 5, 256, 8
 STRIDE_ALIGN, STRIDE_LIMIT = 16, 2**40
@@ -50,7 +51,7 @@ def _prove(ctx: VerifyContext, exprs: dict[str, Expr], claim: Callable, extra: t
 
 
 def _report(ctx, code, out, what, message, hint, counterexample_keys, **where) -> Iterator[Diagnostic]:
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided(code, what, out, **where)
     elif not out.proved:
         sizes = ctx.symbols_of(out.model)

@@ -21,7 +21,7 @@ from ..context import Access, VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
 from ..registry import rule
-from ..solver import Outcome
+from ..solver import Outcome, Verdict
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
 SWIZZLE_MODES = (32, 64, 128)
@@ -90,7 +90,7 @@ def _unindexed(ctx: VerifyContext, tma: InferredTma) -> bool:
 
 def _report(ctx, code: str, issue: Issue, out: Outcome, what: str, message, hint: str, keys: list[str],
             notes: list[str] | None = None) -> Iterator[Diagnostic]:
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided(code, what, out, **issue.where)
     elif not out.proved:
         sizes = ctx.symbols_of(out.model)

@@ -19,6 +19,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
 from ..registry import rule
+from ..solver import Verdict
 
 
 def _where(m: AccessModel) -> dict:
@@ -117,7 +118,7 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   (active: TID indices within the issuing tensor's extents; B = bdx*bdy*bdz; analysis/tmem.py)
     for m in access_models(ctx):
         out = collective(ctx, m)
-        if out.status == "unknown":
+        if out.status is Verdict.UNKNOWN:
             yield undecided("TMEM-WARP-COLLECTIVE", f"that the {m.describe} is warp-collective", out, **_where(m))
         elif not out.proved:
             v = out.values
@@ -186,7 +187,7 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
         found, outcomes = matching_pattern(ctx, m)
         if found is not None:
             continue
-        unknown = [o for o in outcomes.values() if o is not None and o.status == "unknown"]
+        unknown = [o for o in outcomes.values() if o is not None and o.status is Verdict.UNKNOWN]
         if unknown:
             yield undecided("TMEM-ACCESS-PATTERN", f"that the {m.describe} matches a tcgen05 pattern", unknown[0], **_where(m))
             continue
@@ -260,7 +261,7 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
         q = ctx.query(m.hint_exprs() + [mod(warp, 4), floordiv(m.addresses['lane'], 32)], m.ranges)
         claim = z3.Implies(executes(q, m), q.eq(floordiv(m.addresses['lane'], 32), mod(warp, 4)))
         out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.addresses['lane'], "column": m.addresses['column']}, smallest=tid)
-        if out.status == "unknown":
+        if out.status is Verdict.UNKNOWN:
             yield undecided("TMEM-SUBPARTITION", f"the sub-partitions of the {m.describe}", out, **_where(m))
         elif not out.proved:
             v = out.values
@@ -332,7 +333,7 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
         q = ctx.query([width, const(4 << 7)])
         allowed = [q.eq(width, const(4 << k)) for k in range(8)]
         out = q.prove(z3.Or(*allowed), values={"bytes": width})
-        if out.status == "unknown":
+        if out.status is Verdict.UNKNOWN:
             yield undecided("TMEM-VECTORIZE", f"the vector width of the {m.describe}", out, **_where(m))
         elif not out.proved:
             b = out.values["bytes"]

@@ -16,7 +16,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
 from ..registry import rule
-from ..solver import MAX_EXTENT
+from ..solver import MAX_EXTENT, Verdict
 
 # instructions whose Vectorize axis is a register fragment, proved by their own rules (and any
 # access to tensor memory, whichever op makes it)
@@ -165,7 +165,7 @@ def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name
 
 def _report_contiguous(ctx, tv, o, name, n, out) -> Iterator[Diagnostic]:
     where = _where(tv)
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided("VECTORIZE-CONTIGUOUS", f"that {tv.name}'s vector is one access of {o.tensor}", out, **where)
         return
     if out.proved:

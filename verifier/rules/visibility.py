@@ -22,7 +22,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, format_values, undecided
 from ..registry import rule
-from ..solver import Outcome
+from ..solver import Outcome, Verdict
 
 ON_CHIP = (MemoryType.Shared, MemoryType.Tensor, MemoryType.Local)  # private to a block (Local: to a thread)
 WRITER = "writer "  # prefix of the producer's thread/block variables (renamed apart from the reader's)
@@ -171,7 +171,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
                   if q.bv else z3.And(v >= 0, v < q.term(w.ranges[name]))
                   for v, name in zip(bound, [n for n in w.ranges if n not in r.ranges])]
         out = q.prove(z3.Implies(reader_runs, z3.Exists(bound, _all(q, within + [writes] + same))), values=values)
-        if out.status == "counterexample":  # name a writer: in the reader's block/thread if one is there
+        if out.status is Verdict.COUNTEREXAMPLE:  # name a writer: in the reader's block/thread if one is there
             for near in (True, False):
                 q2 = ctx.query(hint, ranges)
                 fixed = [name for name in list(r.ranges) + list(ctx.fusion.symbols) if name in out.model]
@@ -181,7 +181,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
                 if near:
                     facts += [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
                 found = q2.prove(z3.Not(_all(q2, facts)), values=writer_values)
-                if found.status == "counterexample":
+                if found.status is Verdict.COUNTEREXAMPLE:
                     out.values.update(found.values)
                     break
     return Proof(out, repeated, axes, address)
@@ -202,7 +202,7 @@ def _report(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof) -> I
                          f"{', '.join(i.label() for i in bound_ids)}, created at {producer.origin}"])
     owner = "block" if claim.code == "SMEM-BLOCK-VISIBILITY" else "thread"
     what = f"that {consumer.name} reads only the elements of {producer.name} its own {owner} wrote"
-    if out.status == "unknown":
+    if out.status is Verdict.UNKNOWN:
         yield undecided(claim.code, what, out, **where)
         return
     if out.proved:
