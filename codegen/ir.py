@@ -13,9 +13,8 @@ Tensor memory (sm_100a) adds nodes produced by codegen/lower/tmem.py:
     TmemFencedSync    __syncthreads between tcgen05.fence::before_thread_sync and ::after_thread_sync
     TmemDealloc       a fenced barrier, then warp 0 frees the columns
 
-The barrier nodes are Syncs (each holds a __syncthreads). Every node prints itself through
-`emit_cuda(emitter, depth)`, the hook codegen/emit/ offers to lowering extensions; the
-C++ text is in codegen/emit/tmem.py.
+The barrier nodes are Syncs (each holds a __syncthreads). Nodes are plain data: emit/'s
+table EMIT prints each node type (the tensor-memory ones through codegen/emit/tmem.py).
 """
 
 from __future__ import annotations
@@ -110,9 +109,6 @@ class Loop:
     label: str  # the tensor axes it iterates (for the comment)
     key: int = -1  # the loop class: tensors inlined into one another share it
     body: list = field(default_factory=list)
-
-
-Node = Compute | Sync | Loop | TmaCopy | TmaWait | MatrixCopy
 
 
 @dataclass(frozen=True)
@@ -251,11 +247,6 @@ class TmemAccess(Compute):
         verifier's pattern fixes it to the register count, CUTLASS's choice)."""
         return len(self.registers) if self.pattern is TmemPattern.P16x32bx2 else None
 
-    def emit_cuda(self, emitter, depth: int) -> list[str]:
-        from .emit.tmem import access_lines
-
-        return access_lines(self, emitter, depth)
-
 
 @dataclass
 class TmemAlloc(Sync):
@@ -267,20 +258,10 @@ class TmemAlloc(Sync):
     linear_thread: Expr = const(0)
     regions: list[tuple[str, int, int]] = field(default_factory=list)  # (tensor, first column, columns)
 
-    def emit_cuda(self, emitter, depth: int) -> list[str]:
-        from .emit.tmem import alloc_lines
-
-        return alloc_lines(self, emitter, depth)
-
 
 @dataclass
 class TmemFencedSync(Sync):
     """A barrier that also orders tcgen05 operations across the threads it joins."""
-
-    def emit_cuda(self, emitter, depth: int) -> list[str]:
-        from .emit.tmem import fenced_sync_lines
-
-        return fenced_sync_lines(self, emitter, depth)
 
 
 @dataclass
@@ -290,10 +271,9 @@ class TmemDealloc(Sync):
     columns: int = 32
     linear_thread: Expr = const(0)
 
-    def emit_cuda(self, emitter, depth: int) -> list[str]:
-        from .emit.tmem import dealloc_lines
 
-        return dealloc_lines(self, emitter, depth)
+# Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
+NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:

@@ -1,6 +1,7 @@
 """The layout reads as the pipeline: model imports nothing of the others and no z3/CUDA;
 verifier does not import codegen or reports; within codegen, lower/ imports neither emit/ nor
-runtime/ and emit/ does not import lower/."""
+runtime/ and emit/ does not import lower/; the kernel IR is plain data that emit/'s one table
+prints."""
 
 from __future__ import annotations
 
@@ -63,3 +64,17 @@ def test_codegen_stages_are_layered():
     assert not reaches(lower, "tileproof.codegen.runtime"), reaches(lower, "tileproof.codegen.runtime")
     emit = resolved_imports_of("codegen/emit")
     assert not reaches(emit, "tileproof.codegen.lower"), reaches(emit, "tileproof.codegen.lower")
+
+
+def test_every_ir_node_type_in_the_emit_table():
+    from tileproof.codegen import ir
+    from tileproof.codegen.emit import EMIT
+
+    node_bases = (ir.Loop, ir.Compute, ir.Sync, ir.TmaCopy, ir.TmaWait, ir.MatrixCopy)
+    declared = {c for c in vars(ir).values() if isinstance(c, type) and issubclass(c, node_bases)}
+    assert declared == set(ir.NODE_TYPES), f"ir.NODE_TYPES lacks {declared - set(ir.NODE_TYPES)}"
+    missing = [t.__name__ for t in ir.NODE_TYPES if t not in EMIT]
+    assert not missing, f"codegen/emit EMIT lacks {missing}"
+    assert set(EMIT) == set(ir.NODE_TYPES), set(EMIT) - set(ir.NODE_TYPES)
+    hooks = [t.__name__ for t in ir.NODE_TYPES if any(hasattr(t, a) for a in ("emit_cuda", "emit", "lines"))]
+    assert not hooks, f"IR nodes are plain data, printed by emit/: {hooks} carry an emit method"

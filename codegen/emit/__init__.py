@@ -1,4 +1,6 @@
-"""Kernel IR -> CUDA C++ source. Index math is printed by codegen/emit/cuda_expr.py.
+"""Kernel IR -> CUDA C++ source: EMIT maps every node type of codegen/ir.py to the function
+that prints it (TMA, ldmatrix and tensor memory in tma.py, ldsm.py, tmem.py here); index math
+is printed by cuda_expr.py.
 
 Values are stored in the tensor's dtype and computed in float (double for float64,
 the integer type for integers). A copy between tensors of one dtype moves the bits,
@@ -9,12 +11,15 @@ headers are found, else from a small prelude of PTX conversions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
+from ...model.errors import InternalError
 from ...model.expr import const
 from ...model.types import DataType, MemoryType
 from .cuda_expr import to_cuda
-from . import ldsm as emit_ldsm, tma as emit_tma
-from ..ir import ELEMENT_VAR, Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait
+from . import ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
+from ..ir import (ELEMENT_VAR, Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait,
+                 TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
 
 
 @dataclass(frozen=True)
@@ -146,24 +151,10 @@ class _Emitter:
     def nodes(self, nodes: list, depth: int) -> list[str]:
         out = []
         for n in nodes:
-            if hasattr(n, "emit_cuda"):  # nodes of lowering extensions print themselves (codegen/ir.py)
-                out += n.emit_cuda(self, depth)
-            elif isinstance(n, Loop):
-                out += self.loop(n, depth)
-            elif isinstance(n, Sync):
-                if n.fence_async:  # shared-memory writes, then read by the async proxy (a TMA store)
-                    out.append("  " * depth + "tp_fence_async_smem();")
-                out.append("  " * depth + f"__syncthreads();  // {n.why}")
-            elif isinstance(n, TmaWait):
-                out += ["  " * depth + line for line in emit_tma.wait(n)]
-            elif isinstance(n, TmaCopy):
-                out.append("  " * depth + f"// {n.comment}")
-                out += ["  " * depth + line for line in emit_tma.copy(n, self.x, n.smem)]
-            elif isinstance(n, MatrixCopy):
-                out.append("  " * depth + f"// {n.comment}")
-                out += ["  " * depth + line for line in emit_ldsm.matrix_copy(n, self.x)]
-            else:
-                out += self.compute(n, depth)
+            emit_node = EMIT.get(type(n))
+            if emit_node is None:
+                raise InternalError(f"no C++ for kernel IR node {type(n).__name__} (codegen/emit/__init__.py EMIT)")
+            out += emit_node(self, n, depth)
         return out
 
     def loop(self, n: Loop, depth: int) -> list[str]:
@@ -175,6 +166,21 @@ class _Emitter:
         head = [f"{pad}#pragma unroll"] if n.kind == "unroll" else []
         head.append(f"{pad}for (unsigned long long {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
         return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
+
+    def sync(self, n: Sync, depth: int) -> list[str]:
+        pad = "  " * depth
+        # fence_async: shared-memory writes, then read by the async proxy (a TMA store)
+        fence = [f"{pad}tp_fence_async_smem();"] if n.fence_async else []
+        return fence + [f"{pad}__syncthreads();  // {n.why}"]
+
+    def tma_wait(self, n: TmaWait, depth: int) -> list[str]:
+        return ["  " * depth + line for line in emit_tma.wait(n)]
+
+    def tma_copy(self, n: TmaCopy, depth: int) -> list[str]:
+        return ["  " * depth + line for line in [f"// {n.comment}", *emit_tma.copy(n, self.x, n.smem)]]
+
+    def matrix_copy(self, n: MatrixCopy, depth: int) -> list[str]:
+        return ["  " * depth + line for line in [f"// {n.comment}", *emit_ldsm.matrix_copy(n, self.x)]]
 
     # -- statements ---------------------------------------------------------------------
     def compute(self, s: Compute, depth: int) -> list[str]:
@@ -260,6 +266,23 @@ class _Emitter:
                 f"for (int w = 0; w < {nbytes // word}; ++w) "
                 f"reinterpret_cast<{t}*>({dst})[w] = reinterpret_cast<const {t}*>({src})[w];"]
 
+
+
+# node type -> its C++ lines: (emitter, node, depth) -> lines. Keyed by exact type (a TmemAccess is
+# a Compute, a TmemAlloc a Sync, each printed its own way); tests/test_layering.py checks that every
+# type of codegen/ir.py NODE_TYPES has an entry.
+EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
+    Loop: _Emitter.loop,
+    Compute: _Emitter.compute,
+    Sync: _Emitter.sync,
+    TmaCopy: _Emitter.tma_copy,
+    TmaWait: _Emitter.tma_wait,
+    MatrixCopy: _Emitter.matrix_copy,
+    TmemAccess: emit_tmem.access_lines,
+    TmemAlloc: emit_tmem.alloc_lines,
+    TmemFencedSync: emit_tmem.fenced_sync_lines,
+    TmemDealloc: emit_tmem.dealloc_lines,
+}
 
 def dtype_storage(dtype: DataType) -> str:
     return CTYPES[dtype.name].storage

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from ..ir import Sync
-from ..ir import BASE_NAME, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync
+from ..ir import BASE_NAME, Sync, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync
 
 SLOT_NAME = "tmem_base_slot"  # the shared-memory word tcgen05.alloc writes the address into
 REGS_NAME = "tmem_regs"
@@ -32,14 +31,14 @@ def fenced_barrier(why: str) -> list[str]:
     return [FENCE_BEFORE, f"__syncthreads();  // {why}", FENCE_AFTER]
 
 
-def fenced_sync_lines(node: TmemFencedSync, e, depth: int) -> list[str]:
+def fenced_sync_lines(e, node: TmemFencedSync, depth: int) -> list[str]:
     """The barrier as codegen/emit/__init__.py prints a Sync (with whatever else it orders), between
     the two tcgen05 fences."""
     plain = Sync(**{f.name: getattr(node, f.name) for f in fields(Sync)})
     return ["  " * depth + FENCE_BEFORE] + e.nodes([plain], depth) + ["  " * depth + FENCE_AFTER]
 
 
-def alloc_lines(node: TmemAlloc, e, depth: int) -> list[str]:
+def alloc_lines(e, node: TmemAlloc, depth: int) -> list[str]:
     pad = "  " * depth
     lines = [f"// tensor memory: {node.why}",
              f"__shared__ unsigned {SLOT_NAME};",
@@ -53,7 +52,7 @@ def alloc_lines(node: TmemAlloc, e, depth: int) -> list[str]:
     return [pad + line for line in lines]
 
 
-def dealloc_lines(node: TmemDealloc, e, depth: int) -> list[str]:
+def dealloc_lines(e, node: TmemDealloc, depth: int) -> list[str]:
     pad = "  " * depth
     lines = fenced_barrier(node.why)
     lines += [f"if ({e.x(node.linear_thread)} < 32) {{  // warp 0 allocated",
@@ -63,7 +62,7 @@ def dealloc_lines(node: TmemDealloc, e, depth: int) -> list[str]:
     return [pad + line for line in lines]
 
 
-def access_lines(a: TmemAccess, e, depth: int) -> list[str]:
+def access_lines(e, a: TmemAccess, depth: int) -> list[str]:
     pad = "  " * depth
     to_bits, from_bits = BITS[a.registers[0].data.out.dtype.name if a.direction == "st"
                               else a.registers[0].data.ins[a.tmem_input].dtype.name]
