@@ -1,10 +1,14 @@
-"""Building Diagnostics inside rules: severity comes from the rule's registration."""
+"""Building Diagnostics inside rules: severity comes from the rule's registration, and every
+proof is reported through report_outcome (the verdict discipline of verifier/solver.py)."""
 
 from __future__ import annotations
 
+from typing import Callable, Container, Iterable, Iterator, Sequence
+
+from .context import VerifyContext
 from .diagnostics import Diagnostic
 from .registry import RULES
-from .solver import Outcome
+from .solver import Outcome, Verdict
 
 
 def finding(code: str, message: str, **fields) -> Diagnostic:
@@ -20,6 +24,41 @@ def undecided(code: str, what: str, outcome: Outcome, **fields) -> Diagnostic:
         hint="bind the symbolic sizes (verify(..., bind={...})) or state assumptions with fusion.assume(...)",
         **fields,
     )
+
+
+def report_outcome(code: str, outcome: Outcome, what: str, refuted: Callable[[Outcome], Diagnostic],
+                   **where) -> Iterator[Diagnostic]:
+    """The diagnostics of one proof, by its verdict: none when proved; a rejection saying that
+    `what` could not be proved when z3 did not decide (unknown, a timeout); for a
+    counterexample, the finding `refuted(outcome)` builds from it. `where` (tensor, ids,
+    location, labels) places the rejection."""
+    if outcome.status is Verdict.UNKNOWN:
+        yield undecided(code, what, outcome, **where)
+    elif outcome.status is Verdict.COUNTEREXAMPLE:
+        yield refuted(outcome)
+
+
+def report_values(ctx: VerifyContext, code: str, outcome: Outcome, what: str,
+                  message: Callable[[dict[str, int], str], str], keys: Iterable[str], *, hint: str,
+                  notes: Sequence[str] = (), point: Container[str] = (), **where) -> Iterator[Diagnostic]:
+    """report_outcome with the usual finding: its message is `message(values, when)` (the
+    derived values, and when_clause of the counterexample's sizes), and its counterexample
+    shows those sizes, the model's values of the variables in `point` (loop indices, threads)
+    and the derived values named in `keys`."""
+
+    def refuted(out: Outcome) -> Diagnostic:
+        sizes = ctx.symbols_of(out.model)
+        shown = {**sizes, **{k: v for k, v in out.model.items() if k in point},
+                 **{k: out.values[k] for k in keys if k in out.values}}
+        return finding(code, message(out.values, when_clause(sizes)), hint=hint, notes=list(notes),
+                       counterexample=shown, **where)
+
+    return report_outcome(code, outcome, what, refuted, **where)
+
+
+def when_clause(sizes: dict[str, int]) -> str:
+    """' when N = 7, M = 3' for the sizes a counterexample needs, '' when it needs none."""
+    return f" when {format_values(sizes)}" if sizes else ""
 
 
 def format_values(values: dict[str, int]) -> str:

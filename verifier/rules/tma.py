@@ -13,9 +13,8 @@ from ...model.types import ParallelType
 from ..analysis.tma import extents_of, inferred_tmas
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
-from ..findings import finding, format_values, undecided
+from ..findings import finding, report_values
 from ..registry import rule
-from ..solver import Verdict
 
 MAX_RANK, MAX_BOX, MAX_ELEMENT_STRIDE = 5, 256, 8
 STRIDE_ALIGN, STRIDE_LIMIT = 16, 2**40
@@ -48,16 +47,6 @@ def _prove(ctx: VerifyContext, exprs: dict[str, Expr], claim: Callable, extra: t
         return q.prove(claim(q, exprs), values=exprs, smallest=exprs[smallest] if smallest else None)
 
     return ctx.memo(key, run)
-
-
-def _report(ctx, code, out, what, message, hint, counterexample_keys, **where) -> Iterator[Diagnostic]:
-    if out.status is Verdict.UNKNOWN:
-        yield undecided(code, what, out, **where)
-    elif not out.proved:
-        sizes = ctx.symbols_of(out.model)
-        when = f" when {format_values(sizes)}" if sizes else ""
-        yield finding(code, message(out.values, when), hint=hint,
-                      counterexample={**sizes, **{k: out.values[k] for k in counterexample_keys}}, **where)
 
 
 @rule("TMA-VIEW", family="tma")
@@ -121,13 +110,13 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 exprs = {"extent": step.divided, "factor": step.factor, "remainder": mod(step.divided, step.factor)}
                 out = _prove(ctx, exprs, _remainder_zero)
                 note = f" ({step.note})" if step.note else ""
-                yield from _report(
+                yield from report_values(
                     ctx, "TMA-VIEW", out, f"that the view split {t} divides",
                     lambda v, when: (f"the TMA domain of {info.gmem.name} is not a view{when}: {t} does not divide, "
                                      f"{v['extent']} % {v['factor']} = {v['remainder']}{note}"),
-                    "make the split divide (pad or choose a factor of the extent), or box the inner output "
-                    "with a factor that divides it so the box can be rotated",
-                    ["extent", "factor", "remainder"], **where)
+                    ["extent", "factor", "remainder"],
+                    hint="make the split divide (pad or choose a factor of the extent), or box the inner output "
+                         "with a factor that divides it so the box can be rotated", **where)
             else:
                 message, hint = STRUCTURAL[step.kind]
                 yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} {message}",
@@ -224,11 +213,11 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 return q.le(e["box"], const(MAX_BOX))
 
             out = _prove(ctx, {"box": d.box_expr}, fits, (MAX_BOX,), smallest="box")
-            yield from _report(
+            yield from report_values(
                 ctx, "TMA-BOX-SIZE", out, f"that the box of TMA dimension {k} is at most {MAX_BOX}",
                 lambda v, when, k=k: f"{info.describe(k)} has box {v['box']}{when}, the limit is {MAX_BOX}",
-                f"box by a factor of at most {MAX_BOX} (split the box further and leave the rest to the loop nest)",
-                ["box"], **_where(info, d))
+                ["box"], hint=f"box by a factor of at most {MAX_BOX} (split the box further and leave the rest to "
+                              f"the loop nest)", **_where(info, d))
 
 
 @rule("TMA-INNER-BYTES", family="tma")
@@ -268,23 +257,24 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
         inner = d0.box_expr * elem
         out = _prove(ctx, {"bytes": inner, "remainder": mod(inner, STRIDE_ALIGN)}, _remainder_zero, (STRIDE_ALIGN,))
-        yield from _report(
+        yield from report_values(
             ctx, "TMA-INNER-BYTES", out, "that the inner box is a multiple of 16 bytes",
             lambda v, when: (f"{info.describe(0)} has an inner box of {v['bytes']} bytes{when} "
                              f"({d0.box} x {elem}), not a multiple of {STRIDE_ALIGN}"),
-            f"make the innermost box a multiple of {STRIDE_ALIGN // elem} elements of {info.gmem.dtype}",
-            ["bytes", "remainder"], **_where(info, d0))
+            ["bytes", "remainder"],
+            hint=f"make the innermost box a multiple of {STRIDE_ALIGN // elem} elements of {info.gmem.dtype}",
+            **_where(info, d0))
         if not out.proved:
             continue
         total = info.bytes_per_transfer_expr
         out = _prove(ctx, {"bytes": total, "remainder": mod(total, STRIDE_ALIGN)}, _remainder_zero, (STRIDE_ALIGN,))
         tiles = " x ".join(str(d.tile) for d in info.dims)
-        yield from _report(
+        yield from report_values(
             ctx, "TMA-INNER-BYTES", out, "that one transfer is a multiple of 16 bytes",
             lambda v, when: (f"one transfer of the TMA of {tma.op} moves {v['bytes']} bytes{when} "
                              f"(tiles {tiles} x {elem} bytes), not a multiple of {STRIDE_ALIGN}"),
-            "change a box or element stride so the tile's byte count is a multiple of 16",
-            ["bytes", "remainder"], **_where(info, d0))
+            ["bytes", "remainder"], hint="change a box or element stride so the tile's byte count is a multiple of 16",
+            **_where(info, d0))
 
 
 @rule("TMA-ELEMENT-STRIDE", family="tma")
@@ -338,11 +328,11 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 out = _prove(ctx, {"element stride": d.element_stride_expr}, fits, (MAX_ELEMENT_STRIDE,))
                 limit_text = f"the limit is {MAX_ELEMENT_STRIDE}"
                 hint = f"split the box by a striding factor of at most {MAX_ELEMENT_STRIDE}"
-            yield from _report(
+            yield from report_values(
                 ctx, "TMA-ELEMENT-STRIDE", out, f"the element stride of TMA dimension {k}",
                 lambda v, when, k=k, limit_text=limit_text: (
                     f"{info.describe(k)} has element stride {v['element stride']}{when}, {limit_text}"),
-                hint, ["element stride"], **_where(info, d))
+                ["element stride"], hint=hint, **_where(info, d))
 
 
 @rule("TMA-GLOBAL-STRIDE", family="tma")
@@ -403,13 +393,13 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 return And(q.eq(e["remainder"], const(0)), q.lt(e["stride bytes"], const(STRIDE_LIMIT)))
 
             out = _prove(ctx, {"stride bytes": s, "remainder": mod(s, STRIDE_ALIGN)}, ok, (STRIDE_ALIGN, STRIDE_LIMIT))
-            yield from _report(
+            yield from report_values(
                 ctx, "TMA-GLOBAL-STRIDE", out, f"the global stride of TMA dimension {k}",
                 lambda v, when, k=k: (f"{info.describe(k)} has a global stride of {v['stride bytes']} bytes{when}; "
                                       f"it must be a multiple of {STRIDE_ALIGN} and below 2^40"),
-                "pad the rows of the global tensor to a multiple of 16 bytes (a discontiguous tensor with a "
-                "padded stride), or composite this dimension with its inner neighbour",
-                ["stride bytes", "remainder"], **_where(info, d))
+                ["stride bytes", "remainder"],
+                hint="pad the rows of the global tensor to a multiple of 16 bytes (a discontiguous tensor with a "
+                     "padded stride), or composite this dimension with its inner neighbour", **_where(info, d))
 
 
 @rule("TMA-FTTC", family="tma", severity=Severity.WARNING)
@@ -464,11 +454,11 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
             exprs = {"element stride": d.element_stride_expr, "box": d.box_expr, "size": d.size_expr,
                      "remainder": mod(d.box_expr, d.element_stride_expr)}
             out = _prove(ctx, exprs, safe)
-            yield from _report(
+            yield from report_values(
                 ctx, "TMA-FTTC", out, f"the FTTC condition of TMA dimension {k}",
                 lambda v, when, k=k: (f"{info.describe(k)} has element stride {v['element stride']} < box "
                                       f"{v['box']} < size {v['size']} and {v['box']} % {v['element stride']} = "
                                       f"{v['remainder']}{when}: holes inside the tensor are not zero-filled"),
-                "make the box a multiple of the element stride (or the element stride at least the box), "
-                "if the holes must read as zero",
-                ["element stride", "box", "size"], **_where(info, d))
+                ["element stride", "box", "size"],
+                hint="make the box a multiple of the element stride (or the element stride at least the box), "
+                     "if the holes must read as zero", **_where(info, d))

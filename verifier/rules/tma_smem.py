@@ -19,9 +19,9 @@ from ..access import AccessModel, active, build
 from ..analysis.tma import inferred_tmas
 from ..context import Access, VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, format_values, undecided
+from ..findings import finding, report_values
 from ..registry import rule
-from ..solver import Outcome, Verdict
+from ..solver import Outcome
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
 SWIZZLE_MODES = (32, 64, 128)
@@ -73,10 +73,6 @@ class Issue:
     def tile_values(self) -> dict[str, Expr]:
         return {f"tile coordinate {k}": c for k, c in enumerate(self.t.tile_coords)}
 
-    def witness(self, ctx: VerifyContext, out: Outcome, keys: list[str]) -> dict:
-        loops = {k: v for k, v in out.model.items() if k in self.m.ranges}
-        return {**ctx.symbols_of(out.model), **loops, **{k: out.values[k] for k in keys if k in out.values}}
-
 
 def _issues(ctx: VerifyContext) -> list[Issue]:
     return ctx.memo(("tma-issues",), lambda: [Issue(ctx, t) for t in inferred_tmas(ctx)
@@ -86,17 +82,6 @@ def _issues(ctx: VerifyContext) -> list[Issue]:
 def _unindexed(ctx: VerifyContext, tma: InferredTma) -> bool:
     """No tile to place: not inferred, or tile and non-tile IDs mixed (TMA-MIXED-TRANSFORM)."""
     return tma.info.smem.memory_type is not MemoryType.Shared or not tma.info.dims or tma.mixes_tile
-
-
-def _report(ctx, code: str, issue: Issue, out: Outcome, what: str, message, hint: str, keys: list[str],
-            notes: list[str] | None = None) -> Iterator[Diagnostic]:
-    if out.status is Verdict.UNKNOWN:
-        yield undecided(code, what, out, **issue.where)
-    elif not out.proved:
-        sizes = ctx.symbols_of(out.model)
-        when = f" when {format_values(sizes)}" if sizes else ""
-        yield finding(code, message(out.values, when), hint=hint, notes=notes or [],
-                      counterexample=issue.witness(ctx, out, keys), **issue.where)
 
 
 def _layout(ctx: VerifyContext, issue: Issue) -> Outcome:
@@ -174,12 +159,13 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if issue.info.swizzle_bytes or issue.t.missing:
             continue
         out = _layout(ctx, issue)
-        yield from _report(
-            ctx, "TMA-TILE-CONTIGUITY", issue, out, f"that each tile of {issue.info.smem.name} is contiguous",
+        yield from report_values(
+            ctx, "TMA-TILE-CONTIGUITY", out, f"that each tile of {issue.info.smem.name} is contiguous",
             _layout_message(issue, f"a tile of {issue.info.smem.name} is not contiguous in shared memory"),
-            "order the allocation domain so the tile IDs are innermost and adjacent, in TMA order (extent-1 and "
-            "BID IDs may sit between them); do not split tile IDs by factors that leave holes",
-            list(issue.tile_values()) + ["address", "expected address", "tile start"])
+            list(issue.tile_values()) + ["address", "expected address", "tile start"],
+            hint="order the allocation domain so the tile IDs are innermost and adjacent, in TMA order (extent-1 "
+                 "and BID IDs may sit between them); do not split tile IDs by factors that leave holes",
+            point=issue.m.ranges, **issue.where)
 
 
 @rule("TMA-WHOLE-TILES", family="tma")
@@ -231,24 +217,26 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         out = ctx.memo(("tma-whole-size", id(issue)), lambda: issue.prove(
             ctx, lambda q: q.eq(mod(size, t.footprint), const(0)), [mod(size, t.footprint)],
             {"allocation bytes": size, "tile bytes": t.footprint}, tile=False))
-        yield from _report(
-            ctx, "TMA-WHOLE-TILES", issue, out, f"that {issue.info.smem.name} is a whole number of tiles",
+        yield from report_values(
+            ctx, "TMA-WHOLE-TILES", out, f"that {issue.info.smem.name} is a whole number of tiles",
             lambda v, when: (f"{issue.info.smem.name} is not a whole number of TMA tiles{when}: it has "
                              f"{v['allocation bytes']} bytes, a tile takes {v['tile bytes']}"),
-            "allocate whole tiles: split tile IDs only by factors that divide them, and keep coordinate IDs "
-            "that share the buffer whole", ["allocation bytes", "tile bytes"])
+            ["allocation bytes", "tile bytes"],
+            hint="allocate whole tiles: split tile IDs only by factors that divide them, and keep coordinate IDs "
+                 "that share the buffer whole", point=issue.m.ranges, **issue.where)
         if not out.proved or not _layout(ctx, issue).proved:
             continue  # a tile that is not where TMA puts it is reported by the layout rules
         start = ctx.memo(("tma-whole-start", id(issue)), lambda: issue.prove(
             ctx, lambda q: q.eq(mod(issue.tile_start, t.footprint), const(0)),
             [mod(issue.tile_start, t.footprint)], {"tile start": issue.tile_start, "tile bytes": t.footprint},
             tile=False))
-        yield from _report(
-            ctx, "TMA-WHOLE-TILES", issue, start, f"that every tile of {issue.info.smem.name} starts on a tile boundary",
+        yield from report_values(
+            ctx, "TMA-WHOLE-TILES", start, f"that every tile of {issue.info.smem.name} starts on a tile boundary",
             lambda v, when: (f"a tile of {issue.info.smem.name} starts at byte {v['tile start']}{when}, "
                              f"not a multiple of the tile size {v['tile bytes']}"),
-            "place tiles at multiples of the tile size: the IDs outside the tile must be outer to all tile IDs",
-            ["tile start", "tile bytes"])
+            ["tile start", "tile bytes"],
+            hint="place tiles at multiples of the tile size: the IDs outside the tile must be outer to all tile IDs",
+            point=issue.m.ranges, **issue.where)
 
 
 def _width_problem(ctx: VerifyContext, issue: Issue) -> Outcome | None:
@@ -319,23 +307,25 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         inner = issue.t.inner_box_bytes()
         fits = ctx.memo(("tma-fits", id(issue)), lambda: issue.prove(
             ctx, lambda q: q.le(inner, const(s)), [const(s)], {"inner box bytes": inner}, tile=False))
-        yield from _report(
-            ctx, "TMA-SWIZZLE-WIDTH", issue, fits, f"that the inner box fits the {s}-byte swizzle",
+        yield from report_values(
+            ctx, "TMA-SWIZZLE-WIDTH", fits, f"that the inner box fits the {s}-byte swizzle",
             lambda v, when: (f"the inner box of the TMA into {issue.info.smem.name} is {v['inner box bytes']} bytes"
                              f"{when}, wider than its {s}-byte swizzle span"),
-            f"box the innermost dimension to at most {s} bytes, or use a wider swizzle ({s * 2} bytes or more)",
-            ["inner box bytes"])
+            ["inner box bytes"],
+            hint=f"box the innermost dimension to at most {s} bytes, or use a wider swizzle ({s * 2} bytes or more)",
+            point=issue.m.ranges, **issue.where)
         if not fits.proved:
             continue
         out = _layout(ctx, issue)
-        yield from _report(
-            ctx, "TMA-SWIZZLE-WIDTH", issue, out, f"that the rows of {issue.info.smem.name} reserve the swizzle span",
+        yield from report_values(
+            ctx, "TMA-SWIZZLE-WIDTH", out, f"that the rows of {issue.info.smem.name} reserve the swizzle span",
             _layout_message(issue, f"the inner box is narrower than the {s}-byte swizzle span, so each row of "
                                    f"{issue.info.smem.name} takes {s} bytes in shared memory, and the schedule "
                                    f"does not reserve them"),
-            f"pad each tile row to {s} bytes in the allocation (view the row as [{s // 16}, 16B] chunks), or box "
-            f"the innermost dimension to exactly {s} bytes",
-            list(issue.tile_values()) + ["address", "expected address", "tile start"])
+            list(issue.tile_values()) + ["address", "expected address", "tile start"],
+            hint=f"pad each tile row to {s} bytes in the allocation (view the row as [{s // 16}, 16B] chunks), or "
+                 f"box the innermost dimension to exactly {s} bytes",
+            point=issue.m.ranges, **issue.where)
 
 
 @rule("TMA-SWIZZLE-LAYOUT", family="tma")
@@ -386,13 +376,14 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if s not in SWIZZLE_MODES or issue.t.missing or _width_problem(ctx, issue) is not None:
             continue
         out = _layout(ctx, issue)
-        yield from _report(
-            ctx, "TMA-SWIZZLE-LAYOUT", issue, out, f"that {issue.info.smem.name} matches the {s}-byte TMA swizzle",
+        yield from report_values(
+            ctx, "TMA-SWIZZLE-LAYOUT", out, f"that {issue.info.smem.name} matches the {s}-byte TMA swizzle",
             _layout_message(issue, f"the swizzled layout of {issue.info.smem.name} is not the TMA's {s}-byte swizzle"),
-            f"view the tile as [-1, {s // 16}, {128 // s}, {s // 16}, 16B] and swizzle axes 1 and 3 (row chunk, "
-            f"column chunk): tv.swizzle(tp.SwizzleType.XOR, row_axis, chunk_axis)",
             list(issue.tile_values()) + ["address", "expected address", "tile start"],
-            notes=[f"hardware: P(A) = A ^ (((A >> 7) & {s // 16 - 1}) << 4) on the row-major tile offset A"])
+            hint=f"view the tile as [-1, {s // 16}, {128 // s}, {s // 16}, 16B] and swizzle axes 1 and 3 (row chunk, "
+                 f"column chunk): tv.swizzle(tp.SwizzleType.XOR, row_axis, chunk_axis)",
+            notes=[f"hardware: P(A) = A ^ (((A >> 7) & {s // 16 - 1}) << 4) on the row-major tile offset A"],
+            point=issue.m.ranges, **issue.where)
 
 
 @rule("SMEM-ALIGNMENT", family="tma")
@@ -446,14 +437,15 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
             ctx, lambda q: z3.And(q.eq(mod(buf.offset, need), const(0)), q.eq(mod(address, TMA_ALIGN), const(0))),
             [address, buf.offset, mod(address, TMA_ALIGN), mod(buf.offset, need), const(need)],
             {"buffer offset": buf.offset, "tile address": address, "tile start": issue.tile_start}, tile=False))
-        yield from _report(
-            ctx, "SMEM-ALIGNMENT", issue, out, f"that the TMA addresses in {name} are aligned",
+        yield from report_values(
+            ctx, "SMEM-ALIGNMENT", out, f"that the TMA addresses in {name} are aligned",
             lambda v, when: (f"a TMA {'into' if issue.info.direction == 'load' else 'from'} {name} uses shared address "
                              f"{v['tile address']} (buffer at {v['buffer offset']} + tile start {v['tile start']})"
                              f"{when}: not a multiple of {TMA_ALIGN}; the copy faults with a misaligned address"),
-            f"make each tile a multiple of {TMA_ALIGN} bytes (a wider box), or give each tile its own "
-            f"{TMA_ALIGN}-byte slot", ["buffer offset", "tile address", "tile start"],
-            notes=[f"{name}: {buf.why}"])
+            ["buffer offset", "tile address", "tile start"],
+            hint=f"make each tile a multiple of {TMA_ALIGN} bytes (a wider box), or give each tile its own "
+                 f"{TMA_ALIGN}-byte slot",
+            notes=[f"{name}: {buf.why}"], point=issue.m.ranges, **issue.where)
 
 
 @rule("TMA-COORD-ALIGN", family="tma")
@@ -502,13 +494,14 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
         out = ctx.memo(("tma-coord-align", id(issue)), lambda: issue.prove(
             ctx, lambda q: q.eq(mod(byte, COORD_ALIGN), const(0)), [byte, mod(byte, COORD_ALIGN)],
             {"coordinate 0": c0, "bytes": byte}, tile=False, smallest=c0))
-        yield from _report(
-            ctx, "TMA-COORD-ALIGN", issue, out, "that the innermost TMA coordinate is 16-byte aligned",
+        yield from report_values(
+            ctx, "TMA-COORD-ALIGN", out, "that the innermost TMA coordinate is 16-byte aligned",
             lambda v, when: (f"a TMA of {issue.info.gmem.name} is issued at innermost coordinate {v['coordinate 0']}"
                              f"{when} ({v['bytes']} bytes), not a multiple of 16 bytes: the kernel would fault "
                              f"with an illegal instruction"),
-            "make the inner box a multiple of 16 bytes so every box starts 16-byte aligned",
-            ["coordinate 0", "bytes"])
+            ["coordinate 0", "bytes"],
+            hint="make the inner box a multiple of 16 bytes so every box starts 16-byte aligned",
+            point=issue.m.ranges, **issue.where)
 
 
 @rule("TMA-COORD-RANGE", family="tma")
@@ -552,9 +545,11 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
             out = ctx.memo(("tma-coord-range", id(issue), k), lambda: issue.prove(
                 ctx, lambda q: q.le(reach, const(2**31 + 1)), [reach, const(2**31 + 1)],
                 {"size": d.size_expr, "element stride": d.element_stride_expr}, tile=False))
-            yield from _report(
-                ctx, "TMA-COORD-RANGE", issue, out, f"that TMA coordinate {k} fits int32",
+            yield from report_values(
+                ctx, "TMA-COORD-RANGE", out, f"that TMA coordinate {k} fits int32",
                 lambda v, when: (f"{issue.info.describe(k)} of the TMA of {issue.info.gmem.name} has {v['size']} "
                                  f"elements{when}: its box coordinates reach beyond int32 (2^31 - 1)"),
-                "do not flatten the tensor into one TMA dimension: keep an outer axis as its own TMA "
-                "dimension (leave it unmerged) so each coordinate stays below 2^31", ["size", "element stride"])
+                ["size", "element stride"],
+                hint="do not flatten the tensor into one TMA dimension: keep an outer axis as its own TMA "
+                     "dimension (leave it unmerged) so each coordinate stays below 2^31",
+                point=issue.m.ranges, **issue.where)
