@@ -13,9 +13,9 @@ from ...model.types import LoadStoreOpType, MemoryType
 from ..access import THREAD_VARS, AccessModel, build, executes, var_name
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, undecided
+from ..findings import finding, report_outcome
 from ..registry import rule
-from ..solver import Verdict
+from ..solver import Outcome
 from ..diagnostics import Severity
 
 BANKS = 32
@@ -106,19 +106,21 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int) -> Iterator[Diagnosti
                                             "other address": addr2, "bank": mod(word1, BANKS), "thread": tid},
                   smallest=tid)
     where = dict(tensor=m.acc.tensor.name, ids=[i.name for i in m.acc.consumer.loop], location=m.acc.op.origin)
-    if out.status is Verdict.UNKNOWN:
-        yield undecided("SMEM-BANK-CONFLICT", f"that the {m.describe} is free of bank conflicts", out, **where)
-    elif not out.proved:
-        v = out.values
-        loops = {k: val for k, val in out.model.items() if k in m.ranges and k not in THREAD_VARS}
-        yield finding(
-            "SMEM-BANK-CONFLICT",
-            f"the shared-memory {m.describe} has bank conflicts: lanes {v['lane']} and {v['other']} of warp "
-            f"{v['thread'] // 32} access bytes {v['address']} and {v['other address']}, both in bank {v['bank']}",
-            notes=[f"{width}-byte accesses are served {lanes} lanes at a time; a bank serves one 4-byte word per pass"],
-            counterexample={**ctx.symbols_of(out.model), **loops, "lane": v["lane"], "other lane": v["other"],
-                            "byte address": v["address"], "other byte address": v["other address"], "bank": v["bank"]},
-            hint="XOR-swizzle the shared-memory layout (tv.swizzle(tp.SwizzleType.XOR, row, column)) so that lanes "
-                 "reading one column land in different banks",
-            **where,
-        )
+    yield from report_outcome("SMEM-BANK-CONFLICT", out, f"that the {m.describe} is free of bank conflicts",
+                              lambda out: _conflict(ctx, m, out, width, lanes, where), **where)
+
+
+def _conflict(ctx: VerifyContext, m: AccessModel, out: Outcome, width: int, lanes: int, where: dict) -> Diagnostic:
+    v = out.values
+    loops = {k: val for k, val in out.model.items() if k in m.ranges and k not in THREAD_VARS}
+    return finding(
+        "SMEM-BANK-CONFLICT",
+        f"the shared-memory {m.describe} has bank conflicts: lanes {v['lane']} and {v['other']} of warp "
+        f"{v['thread'] // 32} access bytes {v['address']} and {v['other address']}, both in bank {v['bank']}",
+        notes=[f"{width}-byte accesses are served {lanes} lanes at a time; a bank serves one 4-byte word per pass"],
+        counterexample={**ctx.symbols_of(out.model), **loops, "lane": v["lane"], "other lane": v["other"],
+                        "byte address": v["address"], "other byte address": v["other address"], "bank": v["bank"]},
+        hint="XOR-swizzle the shared-memory layout (tv.swizzle(tp.SwizzleType.XOR, row, column)) so that lanes "
+             "reading one column land in different banks",
+        **where,
+    )

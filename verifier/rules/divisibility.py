@@ -11,9 +11,9 @@ from ...model.tensor import TensorView
 from ...model.types import MemoryType, ParallelType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, format_values, undecided
+from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
-from ..solver import Verdict
+from ..solver import Outcome
 
 
 @dataclass(frozen=True)
@@ -94,22 +94,24 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         n, f = s.in_.extent_expr, s.inner.extent_expr
         out = ctx.memo(("divides", n, f), lambda: _prove_divides(ctx, n, f))
         where = dict(tensor=req.tensor.name, ids=[s.in_.name, s.outer.name, s.inner.name], location=s.outer.origin)
-        if out.status is Verdict.UNKNOWN:
-            yield undecided("SPLIT-DIVISIBILITY", f"that {s} divides", out, **where)
-        elif not out.proved:
-            ext, inner, rem = out.values["extent"], out.values["inner"], out.values["remainder"]
-            sizes = ctx.symbols_of(out.model)
-            when = f" when {format_values(sizes)}" if sizes else ""
-            holes = -(-ext // inner) * inner - ext
-            yield finding(
-                "SPLIT-DIVISIBILITY",
-                f"split of {s.in_.label()} by {s.factor} in {req.tensor.name} is not divisible{when}: "
-                f"{ext} % {inner} = {rem}, leaving {holes} holes",
-                notes=[f"the split must divide because {req.why}"],
-                counterexample={**sizes, "extent": ext, "inner extent": inner, "remainder": rem},
-                hint=_divisibility_hint(s, sizes),
-                **where,
-            )
+        yield from report_outcome("SPLIT-DIVISIBILITY", out, f"that {s} divides",
+                                  lambda out: _not_divisible(ctx, req, out, where), **where)
+
+
+def _not_divisible(ctx: VerifyContext, req: RequiredSplit, out: Outcome, where: dict) -> Diagnostic:
+    s = req.split
+    ext, inner, rem = out.values["extent"], out.values["inner"], out.values["remainder"]
+    sizes = ctx.symbols_of(out.model)
+    holes = -(-ext // inner) * inner - ext
+    return finding(
+        "SPLIT-DIVISIBILITY",
+        f"split of {s.in_.label()} by {s.factor} in {req.tensor.name} is not divisible{when_clause(sizes)}: "
+        f"{ext} % {inner} = {rem}, leaving {holes} holes",
+        notes=[f"the split must divide because {req.why}"],
+        counterexample={**sizes, "extent": ext, "inner extent": inner, "remainder": rem},
+        hint=_divisibility_hint(s, sizes),
+        **where,
+    )
 
 
 def _prove_divides(ctx: VerifyContext, n: Expr, f: Expr):
@@ -206,22 +208,15 @@ def view_discontiguous_merge(ctx: VerifyContext) -> Iterator[Diagnostic]:
 def _check_chunk(ctx, tv, g, m: Merge, v: IterDomain, gaps, adjacent):
     inner, width = m.inner.extent_expr, v.extent_expr
     q = ctx.query([inner, width, mod(inner, width)])
-    out = q.prove(q.eq(mod(inner, width), const(0)), values={"inner": inner, "vector": width})
+    out = q.prove(q.eq(mod(inner, width), const(0)), values={"row length": inner, "vector width": width})
     why = (f"axis {gaps[0]} of {g.name} is not contiguous" if gaps
            else f"the merged axes are not adjacent in {g.name}'s allocation order")
-    where = dict(tensor=tv.name, ids=[m.outer.name, m.inner.name, m.out.name, v.name], location=m.out.origin)
-    if out.status is Verdict.UNKNOWN:
-        yield undecided("VIEW-DISCONTIGUOUS-MERGE", f"that vectors of {v.label()} stay inside one row", out, **where)
-    elif not out.proved:
-        sizes = ctx.symbols_of(out.model)
-        when = f" when {format_values(sizes)}" if sizes else ""
-        yield finding(
-            "VIEW-DISCONTIGUOUS-MERGE",
-            f"{m} in {tv.name} is not a view of {g.name}'s memory{when}: {why}, and a vector of "
-            f"{out.values['vector']} crosses the end of a row of {out.values['inner']} elements",
-            notes=[f"{v.label()} is vectorized, so its elements must be consecutive in {g.name}"],
-            counterexample={**sizes, "row length": out.values["inner"], "vector width": out.values["vector"]},
-            hint=(f"vectorize by a width that divides {m.inner.extent}, vectorize only the inner axis "
-                  f"before merging, or make {g.name} contiguous"),
-            **where,
-        )
+    yield from report_values(
+        ctx, "VIEW-DISCONTIGUOUS-MERGE", out, f"that vectors of {v.label()} stay inside one row",
+        lambda val, when: (f"{m} in {tv.name} is not a view of {g.name}'s memory{when}: {why}, and a vector of "
+                           f"{val['vector width']} crosses the end of a row of {val['row length']} elements"),
+        ["row length", "vector width"],
+        notes=[f"{v.label()} is vectorized, so its elements must be consecutive in {g.name}"],
+        hint=(f"vectorize by a width that divides {m.inner.extent}, vectorize only the inner axis "
+              f"before merging, or make {g.name} contiguous"),
+        tensor=tv.name, ids=[m.outer.name, m.inner.name, m.out.name, v.name], location=m.out.origin)

@@ -6,11 +6,12 @@ from typing import Iterator
 
 from ...model.expr import add, var, xor
 from ...model.iterdomain import Swizzle
+from ...model.tensor import TensorView
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, format_values, undecided
+from ..findings import finding, report_outcome, when_clause
 from ..registry import rule
-from ..solver import Verdict
+from ..solver import Outcome
 
 
 def _prove_bijective(ctx: VerifyContext, big_x, big_y):
@@ -58,22 +59,21 @@ def swizzle_bijectivity(ctx: VerifyContext) -> Iterator[Diagnostic]:
             big_x, big_y = t.x_in.extent_expr, t.y_in.extent_expr
             out = ctx.memo(("xor-bijective", big_x, big_y), lambda: _prove_bijective(ctx, big_x, big_y))
             where = dict(tensor=tv.name, ids=[t.x_in.name, t.y_in.name], location=t.x_out.origin)
-            if out.status is Verdict.UNKNOWN:
-                yield undecided("SWIZZLE-BIJECTIVITY", f"that {t} is a bijection", out, **where)
-                continue
-            if out.proved:
-                continue
-            vx, vy, img = out.model["x"], out.model["y"], out.values["x ^ y"]
-            ext_y = out.values["Y"]
-            sizes = ctx.symbols_of(out.model)
-            when = f" when {format_values(sizes)}" if sizes else ""
-            need = 1 << max(out.values["X"] - 1, 0).bit_length()
-            yield finding(
-                "SWIZZLE-BIJECTIVITY",
-                f"{t} in {tv.name} is not a bijection{when}: x = {vx}, y = {vy} maps to y' = {vx} ^ {vy} = {img}, "
-                f"outside [0, {ext_y})",
-                notes=[f"y -> x ^ y permutes [0, Y) for every x < X only when Y is a multiple of 2^bitlen(X-1) = {need}"],
-                counterexample={**sizes, "x": vx, "y": vy, "x ^ y": img, "Y": ext_y},
-                hint=f"make the y extent a multiple of {need} (for example split both swizzled axes to powers of two)",
-                **where,
-            )
+            yield from report_outcome("SWIZZLE-BIJECTIVITY", out, f"that {t} is a bijection",
+                                      lambda out: _not_bijective(ctx, tv, t, out, where), **where)
+
+
+def _not_bijective(ctx: VerifyContext, tv: TensorView, t: Swizzle, out: Outcome, where: dict) -> Diagnostic:
+    vx, vy, img = out.model["x"], out.model["y"], out.values["x ^ y"]
+    ext_y = out.values["Y"]
+    sizes = ctx.symbols_of(out.model)
+    need = 1 << max(out.values["X"] - 1, 0).bit_length()
+    return finding(
+        "SWIZZLE-BIJECTIVITY",
+        f"{t} in {tv.name} is not a bijection{when_clause(sizes)}: x = {vx}, y = {vy} maps to y' = {vx} ^ {vy} = "
+        f"{img}, outside [0, {ext_y})",
+        notes=[f"y -> x ^ y permutes [0, Y) for every x < X only when Y is a multiple of 2^bitlen(X-1) = {need}"],
+        counterexample={**sizes, "x": vx, "y": vy, "x ^ y": img, "Y": ext_y},
+        hint=f"make the y extent a multiple of {need} (for example split both swizzled axes to powers of two)",
+        **where,
+    )
