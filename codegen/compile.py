@@ -27,7 +27,7 @@ from .runtime.binding import Bound, bind
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, ScheduleRejected
 from .runtime.fingerprint import fingerprint
-from .ir import KernelIR
+from .ir import KernelIR, ParamKind
 from .lower import lower
 from .runtime.nvrtc import compile_to_cubin, cuda_include_dir
 
@@ -187,9 +187,9 @@ class Kernel:
         args = []
         maps = {m.param: m for m in self.ir.tensor_maps}
         for p in self.ir.params:
-            if p.kind == "tensor":
+            if p.kind is ParamKind.TENSOR:
                 args.append((arrays[p.tensor].ptr, ctypes.c_void_p))
-            elif p.kind == "tensor_map":
+            elif p.kind is ParamKind.TENSOR_MAP:
                 args.append((self._tensor_map(maps[p.name], arrays[p.tensor].ptr, bound.env), None))
             else:
                 args.append((bound.env.get(p.symbol, 0), ctypes.c_uint64))

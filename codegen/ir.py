@@ -19,15 +19,33 @@ table EMIT prints each node type (the tensor-memory ones through codegen/emit/tm
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from ..model.barriers import Sync, TmaWait  # placed by the model, checked by SMEM-RACE
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.expr import Expr, add, const
 from ..model.tcgen05 import TmemPattern, tmem_address
-from ..model.types import DataType, MemoryType
+from ..model.types import DataType, Direction, MemoryType
 
-LOOP_KINDS = ("serial", "unroll", "thread", "block")
+
+class LoopKind(enum.Enum):
+    """A Loop of the tree: a counted loop (serial or unrolled), or a thread / block index that is
+    not a loop at all (the launch covers its extent)."""
+
+    SERIAL = "serial"
+    UNROLL = "unroll"
+    THREAD = "thread"
+    BLOCK = "block"
+
+
+class ParamKind(enum.Enum):
+    """What a kernel parameter carries."""
+
+    TENSOR = "tensor"  # a global tensor's pointer
+    EXTENT = "extent"  # an extent symbol's value
+    STRIDE = "stride"  # a run-time stride of a discontiguous axis
+    TENSOR_MAP = "tensor_map"  # a TMA descriptor, encoded at launch
 
 
 @dataclass(frozen=True)
@@ -67,7 +85,7 @@ class TmaCopy:
     or a store (shared -> global, a bulk group). Issued by the threads meeting `issuer`;
     not at all where `bounds` fail (holes outside the box), though a load's issuer still arrives."""
 
-    direction: str  # "load" or "store"
+    direction: Direction  # LOAD: global -> shared; STORE: shared -> global
     tensor_map: str  # the kernel parameter
     smem: str  # the shared tensor
     smem_offset: Expr  # bytes from the buffer start to the tile's first byte
@@ -105,7 +123,7 @@ class MatrixCopy:
 class Loop:
     var: str  # the C++ index: a loop counter, or threadIdx.x / blockIdx.y for parallel kinds
     extent: Expr
-    kind: str  # one of LOOP_KINDS
+    kind: LoopKind
     label: str  # the tensor axes it iterates (for the comment)
     key: int = -1  # the loop class: tensors inlined into one another share it
     body: list = field(default_factory=list)
@@ -168,7 +186,7 @@ class Param:
     """A kernel parameter: a tensor pointer, an extent symbol, or a runtime stride."""
 
     name: str  # C++ name
-    kind: str  # "tensor", "extent", "stride", "tensor_map"
+    kind: ParamKind
     ctype: str
     tensor: str | None = None
     symbol: str | None = None  # the algebra variable it binds (extent symbol or stride var)
@@ -193,6 +211,7 @@ class KernelIR:
 # -- tensor memory (sm_100a) ----------------------------------------------------------------------
 
 BASE_NAME = "tmem_base"  # the C++ name of the allocation's address (lane 0, first column)
+TCGEN05_OPS = {Direction.STORE: "st", Direction.LOAD: "ld"}  # tcgen05.st / tcgen05.ld
 
 
 @dataclass
@@ -221,7 +240,7 @@ class TmemAccess(Compute):
     `conds` predicate the instruction and are warp-uniform (see codegen/lower/tmem.py);
     `data_conds` predicate only the write-back of loaded registers."""
 
-    direction: str = "st"  # "st": registers -> tensor memory; "ld": tensor memory -> registers
+    direction: Direction = Direction.STORE  # STORE: registers -> tensor memory; LOAD: tensor memory -> registers
     tensor: str = ""  # the tensor-memory tensor
     pattern: TmemPattern = TmemPattern.P32x32b
     repeat: int = 1  # .xN
@@ -239,7 +258,7 @@ class TmemAccess(Compute):
 
     @property
     def instruction(self) -> str:
-        return f"tcgen05.{self.direction}.sync.aligned.{self.pattern}.x{self.repeat}.b32"
+        return f"tcgen05.{TCGEN05_OPS[self.direction]}.sync.aligned.{self.pattern}.x{self.repeat}.b32"
 
     @property
     def split_offset(self) -> int | None:
@@ -282,14 +301,14 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
     lines = []
     for n in nodes:
         if isinstance(n, Loop):
-            lines.append(f"{pad}{n.kind} {n.var} < {n.extent}  # {n.label}")
+            lines.append(f"{pad}{n.kind.value} {n.var} < {n.extent}  # {n.label}")
             lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, Sync):
             lines.append(f"{pad}{'fence.proxy.async + ' if n.fence_async else ''}sync  # {n.why}")
         elif isinstance(n, TmaWait):
             lines.append(f"{pad}wait {n.barrier}  # {n.why}")
         elif isinstance(n, TmaCopy):
-            lines.append(f"{pad}tma {n.direction} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
+            lines.append(f"{pad}tma {n.direction.value} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"
                             if n.issuer or n.bounds else ""))
         else:

@@ -14,7 +14,7 @@ import tileproof as tp
 from tileproof.codegen.runtime import nvrtc
 from tileproof.codegen.compile import clear_memory_cache
 from tileproof.codegen.emit import emit
-from tileproof.codegen.ir import Compute, Loop, Sync, format_nodes
+from tileproof.codegen.ir import Compute, Loop, LoopKind, ParamKind, Sync, format_nodes
 from tileproof.codegen.lower import LOWERED_OPS, lower
 from tileproof.model.expr import const
 from tileproof.model.targets import get_target
@@ -123,7 +123,7 @@ def test_gsg_copy_inlined_shares_the_outer_loop_with_two_barriers():
 def test_barrier_inside_the_loop_that_rewrites_shared_memory():
     tree = lower(serial_smem_reuse().snapshot(), SM90).tree
     loop = tree[0]
-    assert isinstance(loop, Loop) and loop.kind == "serial"
+    assert isinstance(loop, Loop) and loop.kind is LoopKind.SERIAL
     syncs = [n for n in loop.body if isinstance(n, Sync)]
     assert len(syncs) == 2 and "rewritten" in syncs[1].why
 
@@ -162,7 +162,7 @@ def test_vectorized_accesses_are_single_wide_loads_and_stores():
 
 def test_symbolic_extents_are_kernel_arguments():
     kernel = tp.compile(vectorized_copy())
-    assert [p.name for p in kernel.ir.params if p.kind == "extent"] == ["s_M", "s_N"]
+    assert [p.name for p in kernel.ir.params if p.kind is ParamKind.EXTENT] == ["s_M", "s_N"]
     lp = kernel.launch_params
     assert lp.block == (128, 1, 1) and str(lp.grid[0]).startswith("ceiling")
     assert kernel.launch_params_for(M=10, N=64).grid == (2, 1, 1)
@@ -170,7 +170,7 @@ def test_symbolic_extents_are_kernel_arguments():
 
 def test_discontiguous_axis_stride_is_a_kernel_argument():
     kernel = tp.compile(BUILDERS["strided_input"]())
-    assert [p.name for p in kernel.ir.params if p.kind == "stride"] == ["stride_T0_0"]
+    assert [p.name for p in kernel.ir.params if p.kind is ParamKind.STRIDE] == ["stride_T0_0"]
 
 
 def test_large_shared_memory_is_in_launch_params():

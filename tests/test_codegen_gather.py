@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.ir import ELEMENT_VAR, Compute, Loop, Operand, Sync
+from tileproof.codegen.ir import ELEMENT_VAR, Compute, Loop, LoopKind, Operand, Sync
 from tileproof.codegen.lower import lower
 from tileproof.model.expr import add, evaluate, mul, var
 from tileproof.model.targets import get_target
@@ -171,7 +171,7 @@ class LockstepSimulator:
     def nodes(self, nodes, loops) -> None:
         for node in nodes:
             if isinstance(node, Loop):
-                if node.kind in ("thread", "block"):
+                if node.kind in (LoopKind.THREAD, LoopKind.BLOCK):
                     self.nodes(node.body, loops)
                 else:
                     name = self.algebra.get(node.var, node.var)

@@ -12,7 +12,7 @@ import pytest
 import tileproof as tp
 from tileproof.codegen.runtime import tensor_maps
 from tileproof.codegen.errors import InputError
-from tileproof.codegen.ir import Compute, Loop, Sync, TmaCopy, TmaWait
+from tileproof.codegen.ir import Compute, Loop, LoopKind, Sync, TmaCopy, TmaWait
 from tileproof.codegen.lower import lower
 from tileproof.model.allocation import compute_allocation
 from tileproof.model.expr import evaluate
@@ -20,7 +20,7 @@ from tileproof.model.indexing import loop_var
 from tileproof.model.targets import get_target
 from tileproof.model.tma import infer_tma, is_tma_op
 from tileproof.model.tma_layout import build_issue
-from tileproof.model.types import ParallelType
+from tileproof.model.types import Direction, ParallelType
 from tileproof.schedule_files import discover
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +64,7 @@ def test_tma_store_fences_the_generic_writes_and_waits_for_the_read():
     fusion, ir = kernel_ir("tma_store")
     nodes = [n for n in flat(ir.body) if not isinstance(n, Loop)]
     store = next(k for k, n in enumerate(nodes) if isinstance(n, TmaCopy))
-    assert nodes[store].direction == "store" and nodes[store].barrier is None
+    assert nodes[store].direction is Direction.STORE and nodes[store].barrier is None
     assert isinstance(nodes[store - 1], Sync) and nodes[store - 1].fence_async
     assert isinstance(nodes[store - 2], Compute) and nodes[store - 2].out.tensor == nodes[store].smem
     source = tp.compile(fusion).cuda_source
@@ -88,7 +88,7 @@ def test_copy_coordinates_and_address_are_the_verified_functions(name):
     for k, i in enumerate(consumer.loop):
         if i.parallel_type is not ParallelType.Bulk and i.static_extent != 1:
             loop = next(n for n in flat(ir.body) if isinstance(n, Loop) and f"{consumer.name} axis {k}" in n.label)
-            kernel_var[loop_var(consumer, i).value] = loop.var if loop.kind in ("thread", "block") else f"loop.{loop.var}"
+            kernel_var[loop_var(consumer, i).value] = loop.var if loop.kind in (LoopKind.THREAD, LoopKind.BLOCK) else f"loop.{loop.var}"
     sizes = {"M": 200, "N": 328}
     rng = random.Random(0)
     extents = {loop_var(consumer, i).value: evaluate(i.extent_expr, sizes) for i in consumer.loop}

@@ -25,6 +25,7 @@ from tileproof.codegen.runtime.reference import reference
 from tileproof.model.expr import add, evaluate
 from tileproof.model.targets import get_target
 from tileproof.model.tcgen05 import TmemPattern
+from tileproof.model.types import Direction
 from tileproof.schedule_files import discover
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -230,11 +231,11 @@ def test_alloc_comes_first_and_dealloc_last():
     assert isinstance(body[0], TmemAlloc) and isinstance(body[-1], TmemDealloc)
     assert body[0].columns == 32 and body[0].regions == [("T2", 0, 32)]
     accesses = [a for a, _ in tmem_accesses_in(body)]
-    assert [a.direction for a in accesses] == ["st", "ld"]
+    assert [a.direction for a in accesses] == [Direction.STORE, Direction.LOAD]
     assert all(a.pattern is TmemPattern.P32x32b and a.repeat == 1 for a in accesses)
     # a barrier between the store by some threads and the load by others
-    k_st = next(k for k, n in enumerate(body) if tmem_accesses_in([n]) and tmem_accesses_in([n])[0][0].direction == "st")
-    k_ld = next(k for k, n in enumerate(body) if tmem_accesses_in([n]) and tmem_accesses_in([n])[0][0].direction == "ld")
+    k_st = next(k for k, n in enumerate(body) if tmem_accesses_in([n]) and tmem_accesses_in([n])[0][0].direction is Direction.STORE)
+    k_ld = next(k for k, n in enumerate(body) if tmem_accesses_in([n]) and tmem_accesses_in([n])[0][0].direction is Direction.LOAD)
     assert any(isinstance(n, Sync) for n in body[k_st + 1:k_ld])
 
 
@@ -316,7 +317,7 @@ def access(st, direction):
 
 def test_a_wrong_column_fails_the_address_check():
     _, st = lowered(CASES["tmem_transpose"].build())
-    a = access(st, "ld")
+    a = access(st, Direction.LOAD)
     a.column = add(a.column, 1)
     with pytest.raises(SimulationError, match="the verified model says"):
         check_addresses(st)
@@ -324,21 +325,21 @@ def test_a_wrong_column_fails_the_address_check():
 
 def test_a_wrong_shape_fails_the_address_check():
     _, st = lowered(s16x64b())
-    access(st, "st").pattern = TmemPattern.P32x32b
+    access(st, Direction.STORE).pattern = TmemPattern.P32x32b
     with pytest.raises(SimulationError):
         check_addresses(st)
 
 
 def test_a_missing_warp_predicate_fails_the_address_check():
     _, st = lowered(partial_warps())
-    access(st, "st").conds = []
+    access(st, Direction.STORE).conds = []
     with pytest.raises(SimulationError, match="executes it"):
         check_addresses(st)
 
 
 def test_registers_in_the_wrong_order_fail_the_simulation():
     fusion, st = lowered(CASES["tmem_vectorization[st_vec=4,ld_vec=8]"].build())
-    a = access(st, "st")
+    a = access(st, Direction.STORE)
     datas = [r.data for r in a.registers]
     for r, d in zip(a.registers, reversed(datas)):
         r.data = d

@@ -21,8 +21,9 @@ import itertools
 
 import numpy as np
 
-from tileproof.codegen.ir import Compute, Loop, Sync, TmemAccess, TmemAlloc, TmemDealloc
+from tileproof.codegen.ir import Compute, Loop, LoopKind, Sync, TmemAccess, TmemAlloc, TmemDealloc
 from tileproof.model.expr import evaluate
+from tileproof.model.types import Direction
 
 LANES, COLUMNS, WARP = 128, 512, 32
 BASE_COLUMN = 64  # where the simulated tcgen05.alloc puts the allocation (any column would do)
@@ -93,7 +94,7 @@ class Simulator:
     def nodes(self, nodes: list, loops: dict[str, int]) -> None:
         for n in nodes:
             if isinstance(n, Loop):
-                if n.kind in ("thread", "block"):
+                if n.kind in (LoopKind.THREAD, LoopKind.BLOCK):
                     self.nodes(n.body, loops)
                 else:
                     name = self.algebra.get(n.var, n.var)
@@ -170,7 +171,7 @@ class Simulator:
                     if not BASE_COLUMN <= col < BASE_COLUMN + self.columns:
                         raise SimulationError(f"column {col} is outside the allocation")
                     self.tmem_touched.add((lane, col))
-                    if a.direction == "st":
+                    if a.direction is Direction.STORE:
                         src = r.data.ins[0]
                         self.tmem[lane, col] = self.array(k, src.tensor)[self.ev(src.offset, env)]
                     elif self.holds(r.data.conds, env):
@@ -253,7 +254,7 @@ def tmem_accesses_in(nodes: list, loops: tuple = ()) -> list[tuple[TmemAccess, t
     out = []
     for n in nodes:
         if isinstance(n, Loop):
-            inner = loops + ((n.var, n.extent),) if n.kind in ("serial", "unroll") else loops
+            inner = loops + ((n.var, n.extent),) if n.kind in (LoopKind.SERIAL, LoopKind.UNROLL) else loops
             out += tmem_accesses_in(n.body, inner)
         elif isinstance(n, TmemAccess):
             out.append((n, loops))

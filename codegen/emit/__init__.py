@@ -18,8 +18,8 @@ from ...model.expr import const
 from ...model.types import DataType, MemoryType
 from .cuda_expr import to_cuda
 from . import ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, Compute, Cond, KernelIR, Loop, MatrixCopy, Operand, Sync, TmaCopy, TmaWait,
-                 TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
+from ..ir import (ELEMENT_VAR, Compute, Cond, KernelIR, Loop, LoopKind, MatrixCopy, Operand, ParamKind, Sync, TmaCopy,
+                 TmaWait, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
 
 
 @dataclass(frozen=True)
@@ -127,10 +127,10 @@ class _Emitter:
         inputs = {g.name for g in self.ir.globals if g.is_input}
         dtypes = {g.name: g.dtype for g in self.ir.globals}
         for p in self.ir.params:
-            if p.kind == "tensor":
+            if p.kind is ParamKind.TENSOR:
                 const = "const " if p.tensor in inputs else ""
                 out.append(f"{const}{CTYPES[dtypes[p.tensor].name].storage}* __restrict__ {p.name}")
-            elif p.kind == "tensor_map":
+            elif p.kind is ParamKind.TENSOR_MAP:
                 out.append(f"const __grid_constant__ TmaDescriptor {p.name}")
             else:
                 out.append(f"{p.ctype} {p.name}")
@@ -159,11 +159,11 @@ class _Emitter:
 
     def loop(self, n: Loop, depth: int) -> list[str]:
         pad = "  " * depth
-        if n.kind in ("thread", "block"):
+        if n.kind in (LoopKind.THREAD, LoopKind.BLOCK):
             return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
         if n.extent == const(1):  # its index is 0 wherever it is used
             return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
-        head = [f"{pad}#pragma unroll"] if n.kind == "unroll" else []
+        head = [f"{pad}#pragma unroll"] if n.kind is LoopKind.UNROLL else []
         head.append(f"{pad}for (unsigned long long {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
         return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
 

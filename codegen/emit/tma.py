@@ -6,6 +6,7 @@ so the `.shared::cluster` load form takes the CTA's own shared address.
 
 from __future__ import annotations
 
+from ...model.types import Direction
 from ..ir import KernelIR, MBarrier, TmaCopy, TmaWait
 
 PRELUDE = """\
@@ -34,11 +35,11 @@ def _coord_regs(rank: int, first: int) -> str:
     return ", ".join(f"%{first + k}" for k in range(rank))
 
 
-def copy_function(direction: str, rank: int) -> str:
+def copy_function(direction: Direction, rank: int) -> str:
     """tp_bulk_load_<r>d(dst, tmap, bar, c0..) / tp_bulk_store_<r>d(tmap, src, c0..)."""
     cs = ", ".join(f"int c{k}" for k in range(rank))
     ins = ", ".join(f'"r"(c{k})' for k in range(rank))
-    if direction == "load":
+    if direction is Direction.LOAD:
         return (f"__device__ __forceinline__ void tp_bulk_load_{rank}d(unsigned dst, const TmaDescriptor* tmap, "
                 f"unsigned long long* bar, {cs}) {{\n"
                 f'  asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes'
@@ -54,7 +55,7 @@ def copy_function(direction: str, rank: int) -> str:
 def prelude(ir: KernelIR, copies: list[TmaCopy]) -> list[str]:
     if not ir.tensor_maps:
         return []
-    kinds = sorted({(c.direction, len(c.coords)) for c in copies})
+    kinds = sorted({(c.direction, len(c.coords)) for c in copies}, key=lambda k: (k[0].value, k[1]))
     return PRELUDE.splitlines() + [copy_function(d, r) for d, r in kinds]
 
 
@@ -82,7 +83,7 @@ def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
     coords = ", ".join(f"(int){x(c)}" for c in n.coords)
     address = f"tp_smem({smem_base}) + (unsigned){x(n.smem_offset)}"
     rank = len(n.coords)
-    if n.direction == "load":
+    if n.direction is Direction.LOAD:
         issue = [f"tp_mbar_expect_tx(&{n.barrier}, (unsigned){x(n.nbytes)});",
                  f"tp_bulk_load_{rank}d({address}, &{n.tensor_map}, &{n.barrier}, {coords});"]
         skipped = [f"tp_mbar_arrive(&{n.barrier});"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from ...model.types import Direction
 from ..ir import BASE_NAME, Sync, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync
 
 SLOT_NAME = "tmem_base_slot"  # the shared-memory word tcgen05.alloc writes the address into
@@ -64,12 +65,12 @@ def dealloc_lines(e, node: TmemDealloc, depth: int) -> list[str]:
 
 def access_lines(e, a: TmemAccess, depth: int) -> list[str]:
     pad = "  " * depth
-    to_bits, from_bits = BITS[a.registers[0].data.out.dtype.name if a.direction == "st"
+    to_bits, from_bits = BITS[a.registers[0].data.out.dtype.name if a.direction is Direction.STORE
                               else a.registers[0].data.ins[a.tmem_input].dtype.name]
     body = [f"const unsigned taddr = {BASE_NAME} + (unsigned){e.x(a.address_offset)};  // warp-uniform"]
     n = len(a.registers)
     split = f", {a.split_offset}" if a.split_offset is not None else ""
-    if a.direction == "st":
+    if a.direction is Direction.STORE:
         values = [to_bits.format(e.value(r.data, [e.ref(o) for o in r.data.ins])) for r in a.registers]
         regs = ", ".join(f"%{k + 1}" for k in range(n))
         body.append(f'asm volatile("{a.instruction} [%0]{split}, {{{regs}}};"')

@@ -32,7 +32,7 @@ from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, MemoryType
 from .gmem import global_layout
-from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, TensorMap
+from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
@@ -119,18 +119,18 @@ def signature(st: Lowering) -> None:
     fusion = st.fusion
     params, names = [], {}
     for tv in list(fusion.inputs) + list(fusion.outputs):
-        params.append(Param(tv.name, "tensor", "", tensor=tv.name))
+        params.append(Param(tv.name, ParamKind.TENSOR, "", tensor=tv.name))
     for m in st.tensor_maps:
-        params.append(Param(m.param, "tensor_map", "", tensor=m.tensor))
+        params.append(Param(m.param, ParamKind.TENSOR_MAP, "", tensor=m.tensor))
     for name in fusion.symbols:
         names[name] = f"s_{name}"
-        params.append(Param(names[name], "extent", "unsigned long long", symbol=name))
+        params.append(Param(names[name], ParamKind.EXTENT, "unsigned long long", symbol=name))
     for g in st.globals.values():
         for s in g.strides:
             for v in sorted(s.free_vars()):
                 if v.startswith("stride.") and v not in names:
                     names[v] = v.replace(".", "_")
-                    params.append(Param(names[v], "stride", "unsigned long long", tensor=g.name, symbol=v))
+                    params.append(Param(names[v], ParamKind.STRIDE, "unsigned long long", tensor=g.name, symbol=v))
     for cls in st.classes.classes.values():
         names[cls.index_var] = cls.var
     dims = block_dims(fusion)

@@ -20,7 +20,7 @@ from ...model.lowerable import Nest, Problem, execution_order, loop_groups, nest
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from ..errors import UnsupportedSchedule
-from ..ir import Loop
+from ..ir import Loop, LoopKind
 
 __all__ = ["LoopClass", "LoopClasses", "NotLowered", "build_tree", "execution_order", "refuse"]
 
@@ -46,19 +46,19 @@ class LoopClass:
     members: list[str] = field(default_factory=list)  # "T1 axis 0"
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> LoopKind:
         p = self.parallel
         if p in THREAD_TYPES:
-            return "thread"
+            return LoopKind.THREAD
         if p in BLOCK_TYPES:
-            return "block"
-        return "unroll" if p in (ParallelType.Unroll, ParallelType.Vectorize) else "serial"
+            return LoopKind.BLOCK
+        return LoopKind.UNROLL if p in (ParallelType.Unroll, ParallelType.Vectorize) else LoopKind.SERIAL
 
     @property
     def index_var(self) -> str:
         """The algebra variable of this loop's index (thread/block indices keep their CUDA
         names; a counter gets a dotted name no user extent symbol can take)."""
-        return self.var if self.kind in ("thread", "block") else f"loop.{self.var}"
+        return self.var if self.kind in (LoopKind.THREAD, LoopKind.BLOCK) else f"loop.{self.var}"
 
 
 class LoopClasses:

@@ -5,13 +5,14 @@ accesses."""
 from __future__ import annotations
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
-from ..ir import Compute, Loop, MatrixCopy, TmaCopy
+from ...model.types import Direction
+from ..ir import Compute, Loop, LoopKind, MatrixCopy, TmaCopy
 
 
 def access(n) -> Access | None:
     """What a lowered statement does to on-chip memory (a TMA store writes global memory)."""
     if isinstance(n, TmaCopy):
-        if n.direction == "load":
+        if n.direction is Direction.LOAD:
             return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier)
         return Access(None, frozenset({n.smem}), Async.TMA_STORE)
     if isinstance(n, (Compute, MatrixCopy)):
@@ -19,7 +20,7 @@ def access(n) -> Access | None:
     return None
 
 
-HAZARDS = Hazards(access, lambda loop: isinstance(loop, Loop) and loop.kind in ("serial", "unroll"))
+HAZARDS = Hazards(access, lambda loop: isinstance(loop, Loop) and loop.kind in (LoopKind.SERIAL, LoopKind.UNROLL))
 
 
 def insert_syncs(tree: list, on_chip: set[str]) -> None:

@@ -14,7 +14,7 @@ from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
 from ...model.tma_layout import build_issue
-from ...model.types import THREAD_TYPES, ParallelType
+from ...model.types import THREAD_TYPES, Direction, ParallelType
 from ..errors import UnsupportedSchedule
 from ...model.global_layout import stride_var
 from ..ir import Cond, MBarrier, TensorMap, TmaCopy
@@ -54,10 +54,11 @@ class TmaLowering:
                 bounds.append(Cond(value, "<", b.extent, f"hole of {b.id.label()}"))
         tmap = self._tensor_map(info)
         barrier = None
-        if info.direction == "load":
+        direction = Direction(info.direction)  # model/tma.py's tag
+        if direction is Direction.LOAD:
             barrier = f"tp_bar_{tv.name}"
             self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name))
-        copy = TmaCopy(info.direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
+        copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
                        info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op))
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 

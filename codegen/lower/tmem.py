@@ -42,7 +42,7 @@ from ...model.expr import Expr, add, const, mul, substitute, try_int, var
 from ...model.indexing import block_dims, thread_dims, vector_point
 from ...model.tcgen05 import tmem_address
 from ...model.tensor import TensorView
-from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, LoadStoreOpType, MemoryType, ParallelType
 from ...verifier.access import AccessModel, var_name
 from ...verifier.context import VerifyContext
 from ...verifier.analysis.tmem import access_models, collective, matching_pattern
@@ -50,7 +50,7 @@ from ..errors import UnsupportedSchedule
 from ..ir import Compute, Cond, Loop, Operand, Sync
 from ...model.simplify import simplify
 from .statements import StatementBuilder
-from ..ir import TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, TmemRegister
+from ..ir import TCGEN05_OPS, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, TmemRegister
 
 TMEM_OP_TYPES = (LoadStoreOpType.TMemStore, LoadStoreOpType.TMemLoad)
 WORD_DTYPES = ("float32", "int32")  # what a tcgen05 .b32 register holds here (emit_tmem.BITS)
@@ -153,7 +153,7 @@ class AccessLowering:
                                       f"needs a constant multiple of {pattern.registers_per_repetition} up to 128")
         self._check_vector_loops()
         stmt = self.builder.statement(tv)  # operands at every loop index
-        direction = "st" if m.acc.kind == "store" else "ld"
+        direction = Direction.STORE if m.acc.kind == "store" else Direction.LOAD
         conds, data_conds, holes = self._split_conditions(stmt, direction)
         base = m.warp_base_env()
         lane = self._kernel_expr(substitute(m.addresses["lane"], base))
@@ -162,13 +162,13 @@ class AccessLowering:
         address = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
                           tmem_address(lane, add(column, self.column_offset)))
         first = registers[0].data  # like a vector Compute: operands at the first element
-        if direction == "st":
+        if direction is Direction.STORE:
             out, ins = address, first.ins
         else:
             out, ins = first.out, [address if k == m.acc.input_index else o for k, o in enumerate(first.ins)]
         repeat = regs // pattern.registers_per_repetition
-        comment = (f"{stmt.comment}: tcgen05.{direction} {pattern} x{repeat} by whole warps, {regs} register"
-                   f"{'s' if regs > 1 else ''} per thread (TMEM-ACCESS-PATTERN, TMEM-SUBPARTITION)")
+        comment = (f"{stmt.comment}: tcgen05.{TCGEN05_OPS[direction]} {pattern} x{repeat} by whole warps, "
+                   f"{regs} register{'s' if regs > 1 else ''} per thread (TMEM-ACCESS-PATTERN, TMEM-SUBPARTITION)")
         if holes:
             comment += f"; no hole predicate: SPLIT-DIVISIBILITY proved the splits of {tv.name} divisible"
         access = TmemAccess(stmt.kind, stmt.name, out, ins, conds, regs, comment, direction=direction,
@@ -225,7 +225,7 @@ class AccessLowering:
             data = Compute(stmt.kind, stmt.name, at(stmt.out), ins, conds, 1, stmt.comment)
         return TmemRegister(r, data, lane, column)
 
-    def _split_conditions(self, stmt: Compute, direction: str) -> tuple[list[Cond], list[Cond], list[Cond]]:
+    def _split_conditions(self, stmt: Compute, direction: Direction) -> tuple[list[Cond], list[Cond], list[Cond]]:
         """(instruction predicate, data predicate, hole bounds left out); see the module docstring."""
         launch = {p.cuda_name: d for p, d in block_dims(self.st.fusion).items()}
         for i in self.tv.loop:
@@ -250,7 +250,7 @@ class AccessLowering:
                 holes.append(c)
             elif not used & (THREAD_VAR_NAMES | vector_vars):
                 conds.append(c)  # loop counters and block indices are the same in the whole warp
-            elif direction == "ld":
+            elif direction is Direction.LOAD:
                 data.append(c)
             else:
                 raise UnsupportedSchedule(
