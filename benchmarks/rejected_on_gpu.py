@@ -1,6 +1,6 @@
 """What each rejected example does when it is run anyway: evidence that the rules guard real failures.
 
-    python3 benchmarks/rejected_on_gpu.py [--out FILE] [--size 1000] [PATH ...]   # needs a GPU and torch
+    python3 benchmarks/rejected_on_gpu.py [--out FILE] [--size 1000] [--jobs 8] [PATH ...]   # needs a GPU and torch
 
 Every rejected sm_90a example under PATH (default examples/invalid) is built with
 tileproof.testing.compile_unverified and run on random inputs (symbolic extents at
@@ -23,6 +23,7 @@ import argparse
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +86,7 @@ def main() -> int:
     ap.add_argument("paths", nargs="*", default=[str(ROOT / "examples" / "invalid")])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rejected_on_gpu.json"))
     ap.add_argument("--size", type=int, default=1000)
+    ap.add_argument("--jobs", type=int, default=8, help="cases run at once, each in its own process")
     ap.add_argument("--case", nargs=2, metavar=("LOCATION", "NAME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.case:
@@ -92,10 +94,9 @@ def main() -> int:
         return 0
     from tileproof.schedule_files import discover
 
-    results = []
-    for case in discover(args.paths):
-        if case.expect.ok or case.target != "sm_90a":
-            continue
+    cases = [c for c in discover(args.paths) if not c.expect.ok and c.target == "sm_90a"]
+
+    def run(case) -> dict:
         location = case.location.rsplit(":", 1)[0]
         proc = subprocess.run([sys.executable, __file__, "--case", location, case.name, "--size", str(args.size)],
                               capture_output=True, text=True, timeout=300)
@@ -104,8 +105,11 @@ def main() -> int:
         except (IndexError, json.JSONDecodeError):
             result = {"outcome": "fault", "detail": (proc.stderr or proc.stdout)[-400:]}
         result.update(name=case.name, file=Path(location).name, expected=list(case.expect.codes))
-        results.append(result)
         print(f"{result['outcome']:17s} {case.name} ({', '.join(case.expect.codes)})", flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # one process per case: a fault spoils its context
+        results = list(pool.map(run, cases))
     summary: dict[str, int] = {}
     for r in results:
         summary[r["outcome"]] = summary.get(r["outcome"], 0) + 1
