@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ...model.allocation import Allocation
 from ...model.expr import add, const, product
 from ...model.types import MemoryType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, format_values, undecided
+from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
-from ..solver import Verdict
+from ..solver import Outcome
 
 
 def _table(alloc) -> list[dict]:
@@ -60,22 +61,24 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     out = q.prove(q.le(total, const(cap)), values={"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs}})
     where = dict(tensor=allocs[0].tensor.name if len(allocs) == 1 else None,
                  ids=[x.id.name for a in allocs for x in a.allocated()], location=allocs[0].tensor.origin)
-    if out.status is Verdict.UNKNOWN:
-        yield undecided("SMEM-CAPACITY", "that shared memory fits", out, **where)
-    elif not out.proved:
-        sizes = ctx.symbols_of(out.model)
-        when = f" when {format_values(sizes)}" if sizes else ""
-        parts = ", ".join(f"{a.tensor.name} {out.values[a.tensor.name]}" for a in allocs)
-        yield finding(
-            "SMEM-CAPACITY",
-            f"not enough shared memory{when}: needs {out.values['bytes']} bytes ({parts}), "
-            f"{ctx.target.name} has {cap} per block",
-            table=[row for a in allocs for row in _table(a)],
-            notes=["each IterDomain's row says whether it is allocated and which rule decided"],
-            counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
-            hint="tile the tensor: parallelize an outer axis on BIDx, or inline it (inline_at) so only a tile is live",
-            **where,
-        )
+    yield from report_outcome("SMEM-CAPACITY", out, "that shared memory fits",
+                              lambda out: _over_capacity(ctx, allocs, out, where), **where)
+
+
+def _over_capacity(ctx: VerifyContext, allocs: list[Allocation], out: Outcome, where: dict) -> Diagnostic:
+    sizes = ctx.symbols_of(out.model)
+    cap = ctx.target.smem_bytes_per_block
+    parts = ", ".join(f"{a.tensor.name} {out.values[a.tensor.name]}" for a in allocs)
+    return finding(
+        "SMEM-CAPACITY",
+        f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), "
+        f"{ctx.target.name} has {cap} per block",
+        table=[row for a in allocs for row in _table(a)],
+        notes=["each IterDomain's row says whether it is allocated and which rule decided"],
+        counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
+        hint="tile the tensor: parallelize an outer axis on BIDx, or inline it (inline_at) so only a tile is live",
+        **where,
+    )
 
 
 @rule("TMEM-LANES", family="alloc")
@@ -184,16 +187,13 @@ def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
     q = ctx.query([need, const(have)])
     out = q.prove(q.le(need, const(have)), values={"need": need})
     where = dict(tensor=t.name, ids=[x.id.name for x in alloc.allocated(side)], location=t.origin)
-    if out.status is Verdict.UNKNOWN:
-        yield undecided(code, f"that {t.name} fits the tensor-memory {unit}", out, **where)
-    elif not out.proved:
+
+    def over_budget(out: Outcome) -> Diagnostic:
         sizes = ctx.symbols_of(out.model)
-        when = f" when {format_values(sizes)}" if sizes else ""
-        used = [x for x in alloc.allocated(side)]
-        formula = " * ".join(str(x.id.extent) for x in used) or "1"
-        yield finding(
+        formula = " * ".join(str(x.id.extent) for x in alloc.allocated(side)) or "1"
+        return finding(
             code,
-            f"not enough tensor-memory {unit}{when}: {t.name} needs {out.values['need']}, has {have}",
+            f"not enough tensor-memory {unit}{when_clause(sizes)}: {t.name} needs {out.values['need']}, has {have}",
             notes=[f"{unit} = {formula}" + (f" (x {t.dtype.bytes} bytes / 4)" if unit == "columns" else ""),
                    "each IterDomain's row says whether it is allocated and which rule decided"],
             table=_table(alloc),
@@ -202,6 +202,8 @@ def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
                  f"or move the dimension separator (set_tmem_dim_sep_pos)",
             **where,
         )
+
+    yield from report_outcome(code, out, f"that {t.name} fits the tensor-memory {unit}", over_budget, **where)
 
 
 @rule("LAUNCH-THREADS", family="alloc")
@@ -234,15 +236,10 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
     total = product(list(dims))
     limit = ctx.target.max_threads_per_block
     q = ctx.query([total, const(limit)])
-    out = q.prove(q.le(total, const(limit)), values={"threads": total, "x": dims[0], "y": dims[1], "z": dims[2]})
-    if out.status is Verdict.UNKNOWN:
-        yield undecided("LAUNCH-THREADS", "that the block fits 1024 threads", out)
-    elif not out.proved:
-        v = out.values
-        sizes = ctx.symbols_of(out.model)
-        yield finding(
-            "LAUNCH-THREADS",
-            f"a block of {v['threads']} threads ({v['x']} x {v['y']} x {v['z']}) exceeds the {limit}-thread limit",
-            counterexample={**sizes, "blockDim.x": v["x"], "blockDim.y": v["y"], "blockDim.z": v["z"]},
-            hint="parallelize some of those axes on BIDx/BIDy/BIDz or leave them serial",
-        )
+    block = {"blockDim.x": dims[0], "blockDim.y": dims[1], "blockDim.z": dims[2]}
+    out = q.prove(q.le(total, const(limit)), values={"threads": total, **block})
+    yield from report_values(
+        ctx, "LAUNCH-THREADS", out, "that the block fits 1024 threads",
+        lambda v, when: (f"a block of {v['threads']} threads ({v['blockDim.x']} x {v['blockDim.y']} x "
+                         f"{v['blockDim.z']}) exceeds the {limit}-thread limit"),
+        list(block), hint="parallelize some of those axes on BIDx/BIDy/BIDz or leave them serial")

@@ -27,9 +27,9 @@ from ..analysis.ldsm import (
 )
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, undecided
+from ..findings import finding, report_outcome
 from ..registry import rule
-from ..solver import Outcome, Verdict
+from ..solver import Outcome
 
 
 def _loop_values(a: Ldsm, model: dict[str, int], with_threads: bool = True) -> dict[str, int]:
@@ -101,13 +101,10 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
                           hint=shape.hint, **a.where())
             continue
         out = collective(ctx, a)
-        if out.status is Verdict.UNKNOWN:
-            yield undecided("LDSM-THREAD-ROWS", f"that whole warps execute the {a.describe}", out, **a.where())
-            continue
-        if not out.proved:
-            yield _partial_warp(ctx, a, out)
-            continue
-        yield from _rows(ctx, a, shape)
+        yield from report_outcome("LDSM-THREAD-ROWS", out, f"that whole warps execute the {a.describe}",
+                                  lambda out: _partial_warp(ctx, a, out), **a.where())
+        if out.proved:
+            yield from _rows(ctx, a, shape)
 
 
 def _partial_warp(ctx: VerifyContext, a: Ldsm, out: Outcome) -> Diagnostic:
@@ -137,16 +134,16 @@ def _rows(ctx: VerifyContext, a: Ldsm, shape: Shape) -> Iterator[Diagnostic]:
     out = q.prove(z3.Implies(holds(q, x.mine), q.eq(x.offset, x.expected)),
                   values={"thread": x.tid, "lane": x.lane, "element": x.reg, "actual": x.offset,
                           "expected": x.expected, "row address": x.row_start}, smallest=x.tid)
-    if out.status is Verdict.UNKNOWN:
-        yield undecided("LDSM-THREAD-ROWS", f"that the {a.describe} reads whole 16-byte rows", out, **a.where())
-        return
-    if out.proved:
-        return
+    yield from report_outcome("LDSM-THREAD-ROWS", out, f"that the {a.describe} reads whole 16-byte rows",
+                              lambda out: _misplaced_rows(ctx, a, shape, out), **a.where())
+
+
+def _misplaced_rows(ctx: VerifyContext, a: Ldsm, shape: Shape, out: Outcome) -> Diagnostic:
     v = out.values
     matrix, r, col = fragment(v["lane"], v["element"])
     row_lane = supplier_lane(r, matrix)
     verb = "reads from" if a.name == "ldmatrix" else "writes to"
-    yield finding(
+    return finding(
         "LDSM-THREAD-ROWS",
         f"the {a.describe} does not move 16-byte matrix rows: lane {v['lane']} element {v['element']} is "
         f"row {r}, column {col} of matrix {matrix}, which the hardware {verb} byte {v['expected']} of "
@@ -221,32 +218,32 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         out = q.prove(z3.Implies(supplying, q.eq(mod(x.supplied_address, ROW_BYTES), const(0))),
                       values={"thread": x.tid, "lane": x.lane, "address": x.supplied_address,
                               "buffer": x.buffer, "offset": x.supplied}, smallest=x.tid)
-        if out.status is Verdict.UNKNOWN:
-            yield undecided("LDSM-ALIGNMENT", f"that the {a.describe}'s row addresses are 16-byte aligned", out,
-                            **a.where())
-            continue
-        if out.proved:
-            continue
-        v = out.values
-        lane = v["lane"]
-        r, matrix = supplier(lane)
-        holder_lane, holder_element = holder(matrix, r)
-        yield finding(
-            "LDSM-ALIGNMENT",
-            f"the {a.describe} has a misaligned row: lane {lane} supplies row {r} of matrix {matrix} at shared "
-            f"address {v['address']} ({a.smem.name} at {v['buffer']} + {v['offset']}), not a multiple of 16",
-            notes=[f"{a.name} reads or writes each 8-element row as one 16-byte access at the address its lane supplies",
-                   f"the address of lane {lane} is the schedule's place of column 0 of that row: lane {holder_lane}, "
-                   f"element {holder_element}"],
-            counterexample={**ctx.symbols_of(out.model), **_loop_values(a, out.model, with_threads=False),
-                            "warp": v["thread"] // WARP, "lane": lane,
-                            "matrix": matrix, "row": r, "address": v["address"], "buffer offset": v["buffer"],
-                            "byte offset": v["offset"], "address % 16": v["address"] % ROW_BYTES},
-            hint=f"make every matrix row of {a.smem.name} start at a multiple of 8 elements: pad its rows to a "
-                 f"multiple of 8 elements (no indivisible split of the column axis) and start the matrices on "
-                 f"8-column boundaries",
-            **a.where(),
-        )
+        yield from report_outcome(
+            "LDSM-ALIGNMENT", out, f"that the {a.describe}'s row addresses are 16-byte aligned",
+            lambda out: _misaligned_row(ctx, a, out), **a.where())
+
+
+def _misaligned_row(ctx: VerifyContext, a: Ldsm, out: Outcome) -> Diagnostic:
+    v = out.values
+    lane = v["lane"]
+    r, matrix = supplier(lane)
+    holder_lane, holder_element = holder(matrix, r)
+    return finding(
+        "LDSM-ALIGNMENT",
+        f"the {a.describe} has a misaligned row: lane {lane} supplies row {r} of matrix {matrix} at shared "
+        f"address {v['address']} ({a.smem.name} at {v['buffer']} + {v['offset']}), not a multiple of 16",
+        notes=[f"{a.name} reads or writes each 8-element row as one 16-byte access at the address its lane supplies",
+               f"the address of lane {lane} is the schedule's place of column 0 of that row: lane {holder_lane}, "
+               f"element {holder_element}"],
+        counterexample={**ctx.symbols_of(out.model), **_loop_values(a, out.model, with_threads=False),
+                        "warp": v["thread"] // WARP, "lane": lane,
+                        "matrix": matrix, "row": r, "address": v["address"], "buffer offset": v["buffer"],
+                        "byte offset": v["offset"], "address % 16": v["address"] % ROW_BYTES},
+        hint=f"make every matrix row of {a.smem.name} start at a multiple of 8 elements: pad its rows to a "
+             f"multiple of 8 elements (no indivisible split of the column axis) and start the matrices on "
+             f"8-column boundaries",
+        **a.where(),
+    )
 
 
 # -- LDSM-REGISTER-LAYOUT -----------------------------------------------------------------------------
@@ -330,23 +327,22 @@ def _fragment(ctx: VerifyContext, a: Ldsm) -> Iterator[Diagnostic]:
               "want col": want_col, "origin row": row0, "origin col": col0}
     out = q.prove(z3.Implies(holds(q, x.mine), z3.And(q.eq(row, want_row), q.eq(col, want_col))),
                   values=values, smallest=x.tid)
-    if out.status is Verdict.PROVED:
+    refuted = _not_fragment
+    if out.proved:  # then the matrices must not overlap
         disjoint = z3.Or(q.le(add(ra, 8), rb), q.le(add(rb, 8), ra), q.le(add(ca, 8), cb), q.le(add(cb, 8), ca))
         apart = z3.Implies(z3.And(holds(q, x.mine), q.ne(var(MATRIX_A), var(MATRIX_B))), disjoint)
         out = q.prove(apart, values={"thread": x.tid, "row a": ra, "col a": ca, "row b": rb, "col b": cb,
                                      "a": var(MATRIX_A), "b": var(MATRIX_B)}, smallest=x.tid)
-        if out.status is Verdict.COUNTEREXAMPLE:
-            yield _overlap(ctx, a, out)
-            return
-    if out.status is Verdict.UNKNOWN:
-        yield undecided("LDSM-REGISTER-LAYOUT", f"the register fragment of the {a.describe}", out, **a.where())
-        return
-    if out.proved:
-        return
+        refuted = _overlap
+    yield from report_outcome("LDSM-REGISTER-LAYOUT", out, f"the register fragment of the {a.describe}",
+                              lambda out: refuted(ctx, a, out), **a.where())
+
+
+def _not_fragment(ctx: VerifyContext, a: Ldsm, out: Outcome) -> Diagnostic:
     v = out.values
     matrix, r, c = fragment(v["lane"], v["element"])
     name = a.regs.name
-    yield finding(
+    return finding(
         "LDSM-REGISTER-LAYOUT",
         f"the {a.describe} does not match the m8n8 fragment: lane {v['lane']} element {v['element']} holds "
         f"{name}[{v['row']}, {v['col']}], but the hardware puts row {r}, column {c} of matrix {matrix} there: "

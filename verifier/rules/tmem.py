@@ -17,9 +17,9 @@ from ..access import THREAD_VARS, AccessModel, executes
 from ..analysis.tmem import access_models, collective, matching_pattern
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, undecided
+from ..findings import finding, report_outcome, undecided
 from ..registry import rule
-from ..solver import Verdict
+from ..solver import Outcome, Verdict
 
 
 def _where(m: AccessModel) -> dict:
@@ -118,23 +118,25 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   (active: TID indices within the issuing tensor's extents; B = bdx*bdy*bdz; analysis/tmem.py)
     for m in access_models(ctx):
         out = collective(ctx, m)
-        if out.status is Verdict.UNKNOWN:
-            yield undecided("TMEM-WARP-COLLECTIVE", f"that the {m.describe} is warp-collective", out, **_where(m))
-        elif not out.proved:
-            v = out.values
-            missing = (f"thread {v['mate']} does not exist (the block has {v['B']} threads)" if v["mate"] >= v["B"]
-                       else f"thread {v['mate']} does not execute it")
-            yield finding(
-                "TMEM-WARP-COLLECTIVE",
-                f"the {m.describe} is not warp-collective: thread {v['thread']} of warp {v['warp']} executes it "
-                f"but {missing}",
-                notes=[f"{m.acc.consumer.name} issues it over {', '.join(i.label() for i in m.acc.consumer.loop)}",
-                       f"threads per block: {' x '.join(str(d) for d in m.dims)}"],
-                counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), "thread": v["thread"],
-                                "warp": v["warp"], "missing thread": v["mate"]},
-                hint="make the innermost thread extent a multiple of 32 (and every outer TID stride a multiple of 32)",
-                **_where(m),
-            )
+        yield from report_outcome("TMEM-WARP-COLLECTIVE", out, f"that the {m.describe} is warp-collective",
+                                  lambda out: _not_collective(ctx, m, out), **_where(m))
+
+
+def _not_collective(ctx: VerifyContext, m: AccessModel, out: Outcome) -> Diagnostic:
+    v = out.values
+    missing = (f"thread {v['mate']} does not exist (the block has {v['B']} threads)" if v["mate"] >= v["B"]
+               else f"thread {v['mate']} does not execute it")
+    return finding(
+        "TMEM-WARP-COLLECTIVE",
+        f"the {m.describe} is not warp-collective: thread {v['thread']} of warp {v['warp']} executes it "
+        f"but {missing}",
+        notes=[f"{m.acc.consumer.name} issues it over {', '.join(i.label() for i in m.acc.consumer.loop)}",
+               f"threads per block: {' x '.join(str(d) for d in m.dims)}"],
+        counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), "thread": v["thread"],
+                        "warp": v["warp"], "missing thread": v["mate"]},
+        hint="make the innermost thread extent a multiple of 32 (and every outer TID stride a multiple of 32)",
+        **_where(m),
+    )
 
 
 @rule("TMEM-ACCESS-PATTERN", family="tmem")
@@ -261,23 +263,25 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
         q = ctx.query(m.hint_exprs() + [mod(warp, 4), floordiv(m.addresses['lane'], 32)], m.ranges)
         claim = z3.Implies(executes(q, m), q.eq(floordiv(m.addresses['lane'], 32), mod(warp, 4)))
         out = q.prove(claim, values={"thread": tid, "warp": warp, "lane": m.addresses['lane'], "column": m.addresses['column']}, smallest=tid)
-        if out.status is Verdict.UNKNOWN:
-            yield undecided("TMEM-SUBPARTITION", f"the sub-partitions of the {m.describe}", out, **_where(m))
-        elif not out.proved:
-            v = out.values
-            sub = v["warp"] % 4
-            yield finding(
-                "TMEM-SUBPARTITION",
-                f"the {m.describe} reaches the wrong sub-partition: warp {v['warp']} (thread {v['thread']}) touches "
-                f"lane {v['lane']}, but warp {v['warp']} may only touch lanes {32 * sub}..{32 * sub + 31}",
-                notes=["warp w of a warpgroup reaches only lanes 32*(w%4) .. 32*(w%4)+31"],
-                counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), **_loop_values(m, out.model),
-                                "thread": v["thread"], "warp": v["warp"], "lane": v["lane"],
-                                "allowed lanes from": 32 * sub},
-                hint="order the thread axes so that warp w's 32 threads index lanes 32*(w%4)..: the lane axes should be "
-                     "the innermost thread axes, covering whole warpgroups (128 lanes)",
-                **_where(m),
-            )
+        yield from report_outcome("TMEM-SUBPARTITION", out, f"the sub-partitions of the {m.describe}",
+                                  lambda out: _wrong_subpartition(ctx, m, out), **_where(m))
+
+
+def _wrong_subpartition(ctx: VerifyContext, m: AccessModel, out: Outcome) -> Diagnostic:
+    v = out.values
+    sub = v["warp"] % 4
+    return finding(
+        "TMEM-SUBPARTITION",
+        f"the {m.describe} reaches the wrong sub-partition: warp {v['warp']} (thread {v['thread']}) touches "
+        f"lane {v['lane']}, but warp {v['warp']} may only touch lanes {32 * sub}..{32 * sub + 31}",
+        notes=["warp w of a warpgroup reaches only lanes 32*(w%4) .. 32*(w%4)+31"],
+        counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), **_loop_values(m, out.model),
+                        "thread": v["thread"], "warp": v["warp"], "lane": v["lane"],
+                        "allowed lanes from": 32 * sub},
+        hint="order the thread axes so that warp w's 32 threads index lanes 32*(w%4)..: the lane axes should be "
+             "the innermost thread axes, covering whole warpgroups (128 lanes)",
+        **_where(m),
+    )
 
 
 def _fits_lanes(ctx: VerifyContext, m: AccessModel) -> bool:
@@ -333,15 +337,17 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
         q = ctx.query([width, const(4 << 7)])
         allowed = [q.eq(width, const(4 << k)) for k in range(8)]
         out = q.prove(z3.Or(*allowed), values={"bytes": width})
-        if out.status is Verdict.UNKNOWN:
-            yield undecided("TMEM-VECTORIZE", f"the vector width of the {m.describe}", out, **_where(m))
-        elif not out.proved:
-            b = out.values["bytes"]
-            regs = f"{b / 4:g}"
-            yield finding(
-                "TMEM-VECTORIZE",
-                f"the {m.describe} is vectorized by {regs} 32-bit registers ({b} bytes); tcgen05 moves 1 to 128, a power of two",
-                counterexample={**ctx.symbols_of(out.model), "registers": b // 4 if b % 4 == 0 else b / 4, "bytes": b},
-                hint="split the vectorized axis by a power of two from 1 to 128 and vectorize the inner part",
-                **{**_where(m), "ids": [i.name for i in m.vector_ids]},
-            )
+        yield from report_outcome("TMEM-VECTORIZE", out, f"the vector width of the {m.describe}",
+                                  lambda out: _bad_vector_width(ctx, m, out), **_where(m))
+
+
+def _bad_vector_width(ctx: VerifyContext, m: AccessModel, out: Outcome) -> Diagnostic:
+    b = out.values["bytes"]
+    regs = f"{b / 4:g}"
+    return finding(
+        "TMEM-VECTORIZE",
+        f"the {m.describe} is vectorized by {regs} 32-bit registers ({b} bytes); tcgen05 moves 1 to 128, a power of two",
+        counterexample={**ctx.symbols_of(out.model), "registers": b // 4 if b % 4 == 0 else b / 4, "bytes": b},
+        hint="split the vectorized axis by a power of two from 1 to 128 and vectorize the inner part",
+        **{**_where(m), "ids": [i.name for i in m.vector_ids]},
+    )

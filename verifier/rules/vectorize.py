@@ -14,9 +14,9 @@ from ...model.types import LoadStoreOpType, MemoryType
 from ...model.vectorize import VECTOR_BYTES, VectorOperand, unit_stride, vector_findings
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, undecided
+from ..findings import finding, report_outcome
 from ..registry import rule
-from ..solver import MAX_EXTENT, Verdict
+from ..solver import MAX_EXTENT, Outcome
 
 # instructions whose Vectorize axis is a register fragment, proved by their own rules (and any
 # access to tensor memory, whichever op makes it)
@@ -144,7 +144,9 @@ def vectorize_contiguous(ctx: VerifyContext) -> Iterator[Diagnostic]:
             if o.memory is MemoryType.Local or o in wide:
                 continue
             out = ctx.memo(("vector-contiguous", tv.name, o.tensor), lambda: _prove_contiguous(ctx, tv, o, name, n))
-            yield from _report_contiguous(ctx, tv, o, name, n, out)
+            yield from report_outcome(
+                "VECTORIZE-CONTIGUOUS", out, f"that {tv.name}'s vector is one access of {o.tensor}",
+                lambda out: _not_contiguous(ctx, tv, o, name, n, out), **_where(tv))
 
 
 def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name: str, n: int):
@@ -163,13 +165,8 @@ def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name
     return q.prove(z3.And(step, q.eq(mod(start, const(n)), const(0))), values=values)
 
 
-def _report_contiguous(ctx, tv, o, name, n, out) -> Iterator[Diagnostic]:
-    where = _where(tv)
-    if out.status is Verdict.UNKNOWN:
-        yield undecided("VECTORIZE-CONTIGUOUS", f"that {tv.name}'s vector is one access of {o.tensor}", out, **where)
-        return
-    if out.proved:
-        return
+def _not_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name: str, n: int,
+                    out: Outcome) -> Diagnostic:
     val = out.values
     point = {k: x for k, x in out.model.items() if k in ctx.fusion.symbols or k.startswith(f"{tv.name}.")
              or k.startswith("stride.") or k.startswith(("threadIdx", "blockIdx"))}
@@ -180,12 +177,12 @@ def _report_contiguous(ctx, tv, o, name, n, out) -> Iterator[Diagnostic]:
     else:
         what = (f"it does not step through consecutive elements of {o.tensor}: element v = {point.get(name, 0)} is "
                 f"at offset {val['offset of element v']} and the next at {val['offset of element v + 1']}")
-    yield finding(
+    return finding(
         "VECTORIZE-CONTIGUOUS",
         f"{tv.name}'s Vectorize axis is not one access of {o.tensor} ({o.memory.value.lower()} memory): {what}",
         notes=[f"{o.tensor}[{o.offset}] with the vector index {name}"],
         counterexample={**point, **val},
         hint=f"vectorize the inner output of a split of {o.tensor}'s innermost contiguous axis "
              f"(split(axis, {n}) with inner_split=True, then parallelize the inner axis as Vectorize)",
-        **where,
+        **_where(tv),
     )
