@@ -20,7 +20,7 @@ from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, format_values, undecided
+from ..findings import finding, report_outcome, when_clause
 from ..registry import rule
 from ..solver import Outcome, Verdict
 
@@ -193,23 +193,29 @@ def _proof(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
 
 def _report(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof) -> Iterator[Diagnostic]:
     producer, consumer = op.inputs[k], op.output
-    out = proof.outcome
-    types = claim.compare
-    bound_ids = [i for i in producer.loop if i.parallel_type in types + claim.premise and not i.is_broadcast]
+    bound_ids = [i for i in producer.loop if i.parallel_type in claim.compare + claim.premise and not i.is_broadcast]
     memory = f"{producer.memory_type.value.lower()} memory"
     where = dict(tensor=consumer.name, ids=[i.name for i in bound_ids], location=op.origin,
                  labels=[f"{producer.name} ({memory}) parallelized on "
                          f"{', '.join(i.label() for i in bound_ids)}, created at {producer.origin}"])
-    owner = "block" if claim.code == "SMEM-BLOCK-VISIBILITY" else "thread"
-    what = f"that {consumer.name} reads only the elements of {producer.name} its own {owner} wrote"
-    if out.status is Verdict.UNKNOWN:
-        yield undecided(claim.code, what, out, **where)
-        return
-    if out.proved:
-        return
+    what = f"that {consumer.name} reads only the elements of {producer.name} its own {_owner(claim)} wrote"
+    yield from report_outcome(claim.code, proof.outcome, what,
+                              lambda out: _misread(ctx, op, k, claim, proof, where), **where)
+
+
+def _owner(claim: Claim) -> str:
+    return "block" if claim.code == "SMEM-BLOCK-VISIBILITY" else "thread"
+
+
+def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, where: dict) -> Diagnostic:
+    """A reader sees an element its own block or thread did not write: which one, who wrote it."""
+    producer, consumer = op.inputs[k], op.output
+    out = proof.outcome
+    types = claim.compare
+    memory = f"{producer.memory_type.value.lower()} memory"
+    owner = _owner(claim)
     v = out.values
     sizes = ctx.symbols_of(out.model)
-    when = f" when {format_values(sizes)}" if sizes else ""
     element = ", ".join(str(v[f"{producer.name} logical {j}"]) for j in proof.element)
     reader = ", ".join(f"{p.cuda_name} = {v[f'reader {p.cuda_name}']}" for p in types + claim.premise)
     writer = ", ".join(f"{p.cuda_name} = {v[f'writer {p.cuda_name}']}" for p in types + claim.premise
@@ -246,9 +252,10 @@ def _report(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof) -> I
         hint = (f"put {producer.name} in shared memory ({producer.name}.set_memory_type(tp.MemoryType.Shared)) "
                 f"to hand elements between threads, or parallelize {consumer.name}'s axes like "
                 f"{producer.name}'s (tp.parallelize_all_like({producer.name}))")
-    yield finding(
+    return finding(
         claim.code,
-        f"{consumer.name} reads {producer.name}[{element}] in the {owner} with {reader}{when}, but {problem}",
+        f"{consumer.name} reads {producer.name}[{element}] in the {owner} with {reader}{when_clause(sizes)}, "
+        f"but {problem}",
         notes=notes, counterexample={**sizes, **point, **v}, hint=hint, **where,
     )
 
