@@ -58,8 +58,4 @@ def report_values(ctx: VerifyContext, code: str, outcome: Outcome, what: str,
 
 def when_clause(sizes: dict[str, int]) -> str:
     """' when N = 7, M = 3' for the sizes a counterexample needs, '' when it needs none."""
-    return f" when {format_values(sizes)}" if sizes else ""
-
-
-def format_values(values: dict[str, int]) -> str:
-    return ", ".join(f"{k} = {v}" for k, v in values.items())
+    return " when " + ", ".join(f"{k} = {v}" for k, v in sizes.items()) if sizes else ""

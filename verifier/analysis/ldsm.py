@@ -27,7 +27,7 @@ from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, MemoryType
 from ..access import AccessModel, build, var_name
 from ..context import Access, VerifyContext
-from ..findings import format_values
+from ..findings import when_clause
 from ..solver import Outcome, Verdict
 
 LDSM_OPS = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix)
@@ -244,8 +244,7 @@ def _decide_shape(ctx: VerifyContext, a: Ldsm) -> Shape:
                      f"use a 16-bit dtype (float16, bfloat16) or a plain tp.set for {a.smem.dtype}")
     n, sizes = _elements(ctx, a)
     if n not in MATRICES:
-        when = f" when {format_values(sizes)}" if sizes else ""
-        got = f"{n} elements{when}" if n is not None else f"{a.m.num_regs} elements, a number that depends on the sizes"
+        got = f"{n} elements{when_clause(sizes)}" if n is not None else f"{a.m.num_regs} elements, a number that depends on the sizes"
         return Shape(f"the {a.describe} gives each thread {got}; .x1, .x2 and .x4 give 2, 4 or 8",
                      {**sizes, "elements per thread": n if n is not None else 0},
                      "vectorize the register axes so each thread moves 2 (x1), 4 (x2) or 8 (x4) elements: "
