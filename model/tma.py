@@ -27,7 +27,7 @@ from .tensor import TensorView
 from .tma_inference import (
     BOX, BULK, NONBULK, PARTITIONED, Inference, ViewEntry, ViewStep, allocation_entries, infer_roles, replay_view,
 )
-from .types import LoadStoreOpType, MemoryType, ParallelType
+from .types import Direction, LoadStoreOpType, MemoryType, ParallelType
 
 MAX_BOX = 256  # the limit when compositing: nvFuser does not merge boxes it knows exceed it
 
@@ -91,7 +91,7 @@ class TmaInfo:
     rank: int
     dims: tuple[TmaDim, ...]  # innermost first
     swizzle_bytes: int  # 0: no swizzle
-    direction: str  # "load" (global -> shared) or "store" (shared -> global)
+    direction: Direction  # LOAD: global -> shared; STORE: shared -> global
     gmem: TensorView
     smem: TensorView
     problems: tuple[str, ...]
@@ -122,7 +122,7 @@ class TmaInfo:
 
     def __repr__(self) -> str:
         dims = ", ".join(f"(box {d.box}, e {d.element_stride}, size {d.size})" for d in self.dims)
-        return f"TmaInfo({self.direction} {self.gmem.name}<->{self.smem.name}, rank {self.rank}: {dims})"
+        return f"TmaInfo({self.direction.value} {self.gmem.name}<->{self.smem.name}, rank {self.rank}: {dims})"
 
 
 @dataclass(frozen=True)
@@ -153,8 +153,8 @@ def tma_ops_of(tv: TensorView) -> list[Op]:
 
 def infer_tma(op: Op) -> InferredTma:
     consumer, producer = op.output, op.inputs[0]
-    direction = "store" if consumer.memory_type is MemoryType.Global else "load"
-    gmem, smem = (consumer, producer) if direction == "store" else (producer, consumer)
+    direction = Direction.STORE if consumer.memory_type is MemoryType.Global else Direction.LOAD
+    gmem, smem = (consumer, producer) if direction is Direction.STORE else (producer, consumer)
     empty = dict(rank=0, dims=(), swizzle_bytes=0, direction=direction, gmem=gmem, smem=smem, consumer=consumer)
     if gmem.memory_type is not MemoryType.Global or smem.memory_type is not MemoryType.Shared:
         return InferredTma(op, TmaInfo(problems=(f"a TMA copies between global and shared memory, but {producer.name} "
@@ -164,7 +164,7 @@ def infer_tma(op: Op) -> InferredTma:
         return InferredTma(op, TmaInfo(problems=(f"{consumer.name} has no Bulk loop IDs, so the TMA has no tile",),
                                        **empty))
     inference = infer_roles(consumer)
-    if direction == "store":
+    if direction is Direction.STORE:
         to_consumer = {i.uid: i for i in consumer.logical}
     else:
         to_consumer = {producer.logical[p].uid: consumer.logical[j]

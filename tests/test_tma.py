@@ -10,6 +10,7 @@ import sympy
 
 import tileproof as tp
 from tileproof.model.tma import InferredTma, TmaInfo, infer_tma
+from tileproof.model.types import Direction
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 P = tp.ParallelType
@@ -48,7 +49,7 @@ def table(info: TmaInfo):
 def test_box_by_partitioning_symbolic():
     info = info_of(VALID.tma_box_by_partitioning())
     M, N = (tp.Fusion().symbol(n) for n in ("M", "N"))
-    assert info.rank == 2 and info.direction == "load" and info.swizzle_bytes == 0 and info.ok
+    assert info.rank == 2 and info.direction is Direction.LOAD and info.swizzle_bytes == 0 and info.ok
     assert table(info) == [(64, 64, 1, N, 4), (32, 32, 1, M, 4 * N)]
     assert [d.kind for d in info.dims] == ["partitioned", "partitioned"]
 
@@ -100,7 +101,7 @@ def test_figure11_five_dimensions():
 
 def test_store_and_swizzle():
     store = info_of(VALID.tma_store())
-    assert store.direction == "store" and store.gmem.name == "T2" and store.smem.name == "T1"
+    assert store.direction is Direction.STORE and store.gmem.name == "T2" and store.smem.name == "T1"
     assert table(store) == [(32, 32, 1, 512, 2), (16, 16, 1, 256, 1024)]
     swizzled = info_of(VALID.tma_swizzle_64b())
     assert swizzled.swizzle_bytes == 64 and swizzled.rank == 2 and swizzled.dims[0].box == 32

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import z3
 
-from ..model.expr import Expr, const, floordiv, mul, product, substitute, var
+from ..model.expr import Expr, const, floordiv, mul, product, substitute
 from ..model.execution import Cond, CondKind, tensor_execution
 from ..model.indexing import linear_thread, thread_env, vector_index
-from ..model.types import THREAD_TYPES, ParallelType
+from ..model.types import THREAD_TYPES, Direction, ParallelType
 from .context import Access, VerifyContext
 
 THREAD_VARS = tuple(p.cuda_name for p in THREAD_TYPES)
@@ -34,7 +34,7 @@ class AccessModel:
     @property
     def describe(self) -> str:
         a = self.acc
-        if a.kind == "store":
+        if a.direction is Direction.STORE:
             return f"store into {a.tensor.name}"
         return f"load from {a.tensor.name} into {a.consumer.name}"
 
@@ -76,7 +76,7 @@ def build(ctx: VerifyContext, acc: Access) -> AccessModel:
     active = [(cond.lhs, cond.rhs if cond.op == "<" else const(1))
               for cond in ex.conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)]
     vector_ids = [i for i in c.loop if i.parallel_type is ParallelType.Vectorize]
-    idx_m = ex.indices if acc.kind == "store" else ex.operand_indices(acc.input_index)
+    idx_m = ex.indices if acc.direction is Direction.STORE else ex.operand_indices(acc.input_index)
     reg = vector_index([ex.env[i.uid] for i in vector_ids], [i.extent_expr for i in vector_ids])
     num_regs = product([i.extent_expr for i in vector_ids])
     return AccessModel(acc, ranges, active, ex.conds_of(CondKind.HOLE), idx_m, reg, num_regs, dims, vector_ids)

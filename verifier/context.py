@@ -15,7 +15,7 @@ from ..model.mapping import IdMap
 from ..model.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
-from ..model.types import LoadStoreOpType, MemoryType
+from ..model.types import Direction, LoadStoreOpType, MemoryType
 from .solver import MAX_EXTENT, Query, assumption_terms
 
 
@@ -25,10 +25,14 @@ class Access:
     it) and touches `tensor` (its output for a store, its input for a load)."""
 
     op: Op
-    kind: str  # "store" or "load"
+    direction: Direction
     tensor: TensorView
     consumer: TensorView
     input_index: int  # which op input is the accessed tensor (loads); -1 for stores
+
+    def __post_init__(self):
+        if not isinstance(self.direction, Direction):
+            raise TypeError(f"Access: direction must be a Direction, got {self.direction!r}")
 
 
 class VerifyContext:
@@ -69,10 +73,10 @@ class VerifyContext:
         out = []
         for op in self.fusion.exprs:
             if op.output.memory_type is memory:
-                out.append(Access(op, "store", op.output, op.output, -1))
+                out.append(Access(op, Direction.STORE, op.output, op.output, -1))
             for k, t in enumerate(op.inputs):
                 if t.memory_type is memory:
-                    out.append(Access(op, "load", t, op.output, k))
+                    out.append(Access(op, Direction.LOAD, t, op.output, k))
         return out
 
     @cached_property

@@ -54,7 +54,7 @@ class TmaLowering:
                 bounds.append(Cond(value, "<", b.extent, f"hole of {b.id.label()}"))
         tmap = self._tensor_map(info)
         barrier = None
-        direction = Direction(info.direction)  # model/tma.py's tag
+        direction = info.direction
         if direction is Direction.LOAD:
             barrier = f"tp_bar_{tv.name}"
             self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name))

@@ -153,7 +153,7 @@ class AccessLowering:
                                       f"needs a constant multiple of {pattern.registers_per_repetition} up to 128")
         self._check_vector_loops()
         stmt = self.builder.statement(tv)  # operands at every loop index
-        direction = Direction.STORE if m.acc.kind == "store" else Direction.LOAD
+        direction = m.acc.direction
         conds, data_conds, holes = self._split_conditions(stmt, direction)
         base = m.warp_base_env()
         lane = self._kernel_expr(substitute(m.addresses["lane"], base))
@@ -218,7 +218,7 @@ class AccessLowering:
 
         conds = [Cond(simplify(substitute(c.lhs, in_kernel), self.ranges), c.op,
                       simplify(substitute(c.rhs, in_kernel), self.ranges), c.why) for c in data_conds]
-        if m.acc.kind == "store":
+        if m.acc.direction is Direction.STORE:
             data = Compute(stmt.kind, stmt.name, cell, [at(o) for o in stmt.ins], [], 1, stmt.comment)
         else:
             ins = [cell if k == m.acc.input_index else at(o) for k, o in enumerate(stmt.ins)]

@@ -24,7 +24,7 @@ from ...model.ldsm_layout import (
     ELEMENT_BYTES, MATRICES, ROW_BYTES, at_lane, fragment, holder, lane_of, row_address, supplied_address, warp_start,
 )
 from ...model.tensor import TensorView
-from ...model.types import LoadStoreOpType, MemoryType
+from ...model.types import Direction, LoadStoreOpType, MemoryType
 from ..access import AccessModel, build, var_name
 from ..context import Access, VerifyContext
 from ..findings import when_clause
@@ -70,10 +70,10 @@ def accesses(ctx: VerifyContext) -> list[Ldsm]:
             if op.kind != "load_store" or op.op_type not in LDSM_OPS:
                 continue
             if op.op_type is LoadStoreOpType.LdMatrix:
-                acc = Access(op, "load", op.inputs[0], op.output, 0)
+                acc = Access(op, Direction.LOAD, op.inputs[0], op.output, 0)
                 out.append(Ldsm(op, op.inputs[0], op.output, build(ctx, acc)))
             else:
-                acc = Access(op, "store", op.output, op.output, -1)
+                acc = Access(op, Direction.STORE, op.output, op.output, -1)
                 out.append(Ldsm(op, op.output, op.inputs[0], build(ctx, acc)))
         return out
 

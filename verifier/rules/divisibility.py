@@ -8,7 +8,7 @@ from typing import Iterator
 from ...model.expr import Expr, const, mod
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
-from ...model.types import MemoryType, ParallelType
+from ...model.types import Direction, MemoryType, ParallelType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, report_values, when_clause
@@ -51,7 +51,7 @@ def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
     for acc in ctx.tmem_accesses:
         for t in acc.tensor.history:
             need(t, acc.tensor, f"{acc.tensor.name} is in tensor memory, whose warp-collective accesses cannot skip holes")
-        if acc.kind == "load":
+        if acc.direction is Direction.LOAD:
             for t in acc.consumer.history:
                 need(t, acc.consumer, f"{acc.consumer.name} loads from tensor memory with whole warps")
     return list(out.values())

@@ -14,7 +14,7 @@ from ...model.expr import Expr, add, const, mod
 from ...model.smem_plan import swizzle_period
 from ...model.tma import InferredTma
 from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
-from ...model.types import MemoryType
+from ...model.types import Direction, MemoryType
 from ..access import AccessModel, active, build
 from ..analysis.tma import inferred_tmas
 from ..context import Access, VerifyContext
@@ -33,9 +33,9 @@ class Issue:
 
     def __init__(self, ctx: VerifyContext, tma: InferredTma):
         self.info = info = tma.info
-        load = info.direction == "load"
-        acc = Access(tma.op, "store", info.smem, info.smem, -1) if load else Access(tma.op, "load", info.smem,
-                                                                                      info.consumer, 0)
+        # a TMA load stores into the shared tensor, a TMA store loads from it
+        acc = (Access(tma.op, Direction.STORE, info.smem, info.smem, -1) if info.direction is Direction.LOAD
+               else Access(tma.op, Direction.LOAD, info.smem, info.consumer, 0))
         self.m: AccessModel = build(ctx, acc)
         self.alloc = ctx.allocations[info.smem.name]
         self.t: TmaIssue = build_issue(tma, self.alloc)
@@ -98,7 +98,7 @@ def _layout_message(issue: Issue, kind: str):
 
     def message(v, when):
         coords = ", ".join(str(v[f"tile coordinate {k}"]) for k in range(len(t.tile_coords)))
-        return (f"{kind}{when}: the TMA {'writes' if issue.info.direction == 'load' else 'reads'} tile element "
+        return (f"{kind}{when}: the TMA {'writes' if issue.info.direction is Direction.LOAD else 'reads'} tile element "
                 f"({coords}) (innermost first) at byte {v['expected address']} of {name}, but the schedule's "
                 f"allocation puts it at byte {v['address']}")
     return message
@@ -439,8 +439,8 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
             {"buffer offset": buf.offset, "tile address": address, "tile start": issue.tile_start}, tile=False))
         yield from report_values(
             ctx, "SMEM-ALIGNMENT", out, f"that the TMA addresses in {name} are aligned",
-            lambda v, when: (f"a TMA {'into' if issue.info.direction == 'load' else 'from'} {name} uses shared address "
-                             f"{v['tile address']} (buffer at {v['buffer offset']} + tile start {v['tile start']})"
+            lambda v, when: (f"a TMA {'into' if issue.info.direction is Direction.LOAD else 'from'} {name} uses shared "
+                             f"address {v['tile address']} (buffer at {v['buffer offset']} + tile start {v['tile start']})"
                              f"{when}: not a multiple of {TMA_ALIGN}; the copy faults with a misaligned address"),
             ["buffer offset", "tile address", "tile start"],
             hint=f"make each tile a multiple of {TMA_ALIGN} bytes (a wider box), or give each tile its own "
