@@ -46,10 +46,10 @@ def run_case(location: str, name: str, size: int) -> dict:
     sizes = {s: size for s in fusion.symbols}
     try:
         kernel = compile_unverified(fusion, case.target)
-    except tp.UnsupportedSchedule as e:
-        return {"outcome": "refused", "detail": str(e)}
-    except tp.CompileError as e:
+    except tp.CompileError as e:  # an InternalError too: test it first
         return {"outcome": "compile failed", "detail": str(e)[:400]}
+    except (tp.UnsupportedSchedule, tp.InternalError) as e:  # the lowering cannot express it
+        return {"outcome": "refused", "detail": str(e)[:400]}
     codes = kernel.report.codes
     inputs = []
     for t in kernel.fusion.inputs:
