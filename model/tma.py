@@ -24,9 +24,7 @@ from .expr import Expr, ceildiv, const, mul, product, to_sympy, try_int
 from .fusion import Op
 from .iterdomain import IterDomain, Swizzle
 from .tensor import TensorView
-from .tma_inference import (
-    BOX, BULK, NONBULK, PARTITIONED, Inference, ViewEntry, ViewStep, allocation_entries, infer_roles, replay_view,
-)
+from .tma_inference import Inference, RoleKind, ViewEntry, ViewStep, allocation_entries, infer_roles, replay_view
 from .types import Direction, LoadStoreOpType, MemoryType, ParallelType
 
 MAX_BOX = 256  # the limit when compositing: nvFuser does not merge boxes it knows exceed it
@@ -202,7 +200,7 @@ def _collapse(domain: list[ViewEntry], inf: Inference, elem_bytes: int, swizzle_
         r = inf.role(e.id)
         if r is None:
             problems.append(f"{e.id.label()} of the TMA domain has no role (neither tile, coordinate nor partitioned)")
-        elif not (e.id.is_broadcast and r.kind == NONBULK):
+        elif not (e.id.is_broadcast and r.kind is RoleKind.NONBULK):
             entries.append((e, r))  # a broadcast coordinate has extent 1 and no stride: no dimension
     if problems:
         return [], problems
@@ -210,22 +208,22 @@ def _collapse(domain: list[ViewEntry], inf: Inference, elem_bytes: int, swizzle_
     k = len(entries) - 1
     while k >= 0:
         e, r = entries[k]
-        if r.kind == PARTITIONED:
+        if r.kind is RoleKind.PARTITIONED:
             dims.append(_dim([e], [], r.box, r.element_stride, "partitioned", elem_bytes, r.box_ids, r.tile_ids,
                              r.coordinate_ids))
             k -= 1
             continue
         box: list[ViewEntry] = []
         stride, box_ids, tile_ids = const(1), (), ()
-        if r.kind == BULK:
+        if r.kind is RoleKind.BULK:
             box = [e]
             k -= 1
-            while k >= 0 and entries[k][1].kind == BULK and entries[k][0].contiguous \
+            while k >= 0 and entries[k][1].kind is RoleKind.BULK and entries[k][0].contiguous \
                     and _fits(box + [entries[k][0]], not dims, elem_bytes, swizzle_bytes):
                 box.insert(0, entries[k][0])
                 k -= 1
             box_ids = tile_ids = tuple(x.id.name for x in box)
-        elif r.kind == BOX:
+        elif r.kind is RoleKind.BOX:
             box = [e]
             stride, box_ids, tile_ids = r.element_stride, r.box_ids, r.tile_ids
             k -= 1
@@ -233,7 +231,7 @@ def _collapse(domain: list[ViewEntry], inf: Inference, elem_bytes: int, swizzle_
         if not box:
             coords = [e]
             k -= 1
-        while k >= 0 and entries[k][1].kind == NONBULK and entries[k][0].contiguous:
+        while k >= 0 and entries[k][1].kind is RoleKind.NONBULK and entries[k][0].contiguous:
             coords.insert(0, entries[k][0])
             k -= 1
         kind = "composited" if box and coords else "implicit whole" if box else "implicit size-one"

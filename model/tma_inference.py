@@ -10,6 +10,7 @@ domain; the rest are the view from the global allocation domain to the TMA domai
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from .expr import Expr, ceildiv, const, mul, try_int
@@ -17,8 +18,18 @@ from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform
 from .tensor import TensorView, loop_path
 from .types import ParallelType
 
-BULK, NONBULK, BOX, PARTITIONED = "bulk", "nonbulk", "box", "partitioned"
-TILE_KINDS = (BULK, BOX)
+
+
+class RoleKind(enum.Enum):
+    """What an IterDomain is to the TMA (the module docstring says how each is found)."""
+
+    BULK = "bulk"  # a dense part of the box
+    NONBULK = "nonbulk"  # a coordinate
+    BOX = "box"  # the input of a striding split
+    PARTITIONED = "partitioned"  # the input of a boxing split
+
+
+TILE_KINDS = (RoleKind.BULK, RoleKind.BOX)
 
 
 @dataclass(frozen=True)
@@ -26,7 +37,7 @@ class Role:
     """What one IterDomain is to the TMA. For `box` and `partitioned`, `box` is the box
     extent, `element_stride` the striding split's factor (1 for a dense box)."""
 
-    kind: str
+    kind: RoleKind
     box: Expr | None = None
     element_stride: Expr = field(default_factory=lambda: const(1))
     box_ids: tuple[str, ...] = ()
@@ -73,11 +84,11 @@ def divides_statically(n: Expr, d: Expr) -> bool:
 
 
 def _bulk(i: IterDomain) -> Role:
-    return Role(BULK, i.extent_expr, const(1), (i.name,), (i.name,), ())
+    return Role(RoleKind.BULK, i.extent_expr, const(1), (i.name,), (i.name,), ())
 
 
 def _nonbulk(i: IterDomain) -> Role:
-    return Role(NONBULK, coordinate_ids=(i.name,))
+    return Role(RoleKind.NONBULK, coordinate_ids=(i.name,))
 
 
 def infer_roles(consumer: TensorView) -> Inference:
@@ -101,39 +112,39 @@ def infer_roles(consumer: TensorView) -> Inference:
 def _infer_one(t: Transform, outs: list[Role], notes: dict[int, str]) -> dict[int, Role] | None:
     kinds = [r.kind for r in outs]
     if isinstance(t, Merge):
-        if kinds[0] in (BULK, NONBULK):
-            make = _bulk if kinds[0] == BULK else _nonbulk
+        if kinds[0] in (RoleKind.BULK, RoleKind.NONBULK):
+            make = _bulk if kinds[0] is RoleKind.BULK else _nonbulk
             return {t.outer.uid: make(t.outer), t.inner.uid: make(t.inner)}
         return None  # a merge feeding a box or a partitioned ID defines the TMA domain: view
     if isinstance(t, Swizzle):
-        if kinds[0] == kinds[1] and kinds[0] in (BULK, NONBULK):
-            make = _bulk if kinds[0] == BULK else _nonbulk
+        if kinds[0] == kinds[1] and kinds[0] in (RoleKind.BULK, RoleKind.NONBULK):
+            make = _bulk if kinds[0] is RoleKind.BULK else _nonbulk
             return {t.x_in.uid: make(t.x_in), t.y_in.uid: make(t.y_in)}
         return None
     assert isinstance(t, Split)
     outer, inner = outs
     src = t.in_
-    if outer.kind == inner.kind and outer.kind in (BULK, NONBULK):
-        return {src.uid: _bulk(src) if outer.kind == BULK else _nonbulk(src)}
-    if outer.kind == NONBULK and inner.kind in (BULK, BOX):
+    if outer.kind == inner.kind and outer.kind in (RoleKind.BULK, RoleKind.NONBULK):
+        return {src.uid: _bulk(src) if outer.kind is RoleKind.BULK else _nonbulk(src)}
+    if outer.kind is RoleKind.NONBULK and inner.kind in (RoleKind.BULK, RoleKind.BOX):
         # boxing split: the inner output is the box, the outer the coordinate
-        box_ids = inner.box_ids if inner.kind == BOX else (t.inner.name,)
-        return {src.uid: Role(PARTITIONED, t.inner.extent_expr, inner.element_stride, box_ids,
+        box_ids = inner.box_ids if inner.kind is RoleKind.BOX else (t.inner.name,)
+        return {src.uid: Role(RoleKind.PARTITIONED, t.inner.extent_expr, inner.element_stride, box_ids,
                               inner.tile_ids, (t.outer.name,))}
-    if outer.kind == BULK and inner.kind == NONBULK:
+    if outer.kind is RoleKind.BULK and inner.kind is RoleKind.NONBULK:
         # striding split: outer = tile, inner = stride; the input is a strided box
-        return {src.uid: Role(BOX, src.extent_expr, t.inner.extent_expr, (src.name,), outer.tile_ids, ())}
-    if outer.kind == NONBULK and inner.kind == PARTITIONED:
+        return {src.uid: Role(RoleKind.BOX, src.extent_expr, t.inner.extent_expr, (src.name,), outer.tile_ids, ())}
+    if outer.kind is RoleKind.NONBULK and inner.kind is RoleKind.PARTITIONED:
         # rotation (Theorem 2.1): the partitioned role moves up when the box split divides
         if divides_statically(t.inner.extent_expr, inner.box):
-            return {src.uid: Role(PARTITIONED, inner.box, inner.element_stride, inner.box_ids, inner.tile_ids,
+            return {src.uid: Role(RoleKind.PARTITIONED, inner.box, inner.element_stride, inner.box_ids, inner.tile_ids,
                                   (t.outer.name,) + inner.coordinate_ids)}
         notes[id(t)] = (f"the box {inner.box} of {t.inner.label()} does not divide its extent "
                         f"{t.inner.extent}, so the box cannot be rotated through this split (Theorem 2.1)")
         return None
-    if outer.kind == PARTITIONED and inner.kind == BULK and try_int(outer.element_stride) == 1:
+    if outer.kind is RoleKind.PARTITIONED and inner.kind is RoleKind.BULK and try_int(outer.element_stride) == 1:
         # rotation: a dense box of the outer output merges with the bulk inner output
-        return {src.uid: Role(PARTITIONED, mul(outer.box, t.inner.extent_expr), const(1),
+        return {src.uid: Role(RoleKind.PARTITIONED, mul(outer.box, t.inner.extent_expr), const(1),
                               outer.box_ids + (t.inner.name,), outer.tile_ids + (t.inner.name,),
                               outer.coordinate_ids)}
     return None

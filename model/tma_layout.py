@@ -20,7 +20,7 @@ from .indexing import (
 )
 from .iterdomain import IterDomain
 from .tma import InferredTma, TmaInfo
-from .tma_inference import NONBULK
+from .tma_inference import RoleKind
 from .types import ParallelType
 
 SWIZZLE_LINE = 128  # bytes: the hardware XORs 16-byte chunk bits 4.. with line bits 7..
@@ -106,7 +106,7 @@ def build_issue(tma: InferredTma, smem_alloc: Allocation, loop_env: dict[int, Ex
     strides_of = smem_alloc.strides()
     missing = tuple(a.id.label() for a in smem_alloc.allocated() if a.id.uid not in sidx)
     offset = mul(linear_offset({u: s for u, s in strides_of.items() if u in sidx}, sidx), es)
-    consumed = {u for u, r in (tma.inference.roles.items() if tma.inference else ()) if r.kind != NONBULK}
+    consumed = {u for u, r in (tma.inference.roles.items() if tma.inference else ()) if r.kind is not RoleKind.NONBULK}
     bounds = tuple(b for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)
     return TmaIssue(info, cidx, sidx, tile_vars, tile_coords, origin, hw, offset, pitch,
                     mul(product(tiles[1:]), pitch), bounds, missing)

@@ -231,7 +231,8 @@ def instruction_shape(ctx: VerifyContext, a: Ldsm) -> Shape:
 
 
 def _decide_shape(ctx: VerifyContext, a: Ldsm) -> Shape:
-    want_smem = "reads shared memory into registers" if a.name == "ldmatrix" else "writes registers to shared memory"
+    want_smem = ("reads shared memory into registers" if a.op.op_type is LoadStoreOpType.LdMatrix
+                 else "writes registers to shared memory")
     for t, memory, side in ((a.smem, MemoryType.Shared, "shared"), (a.regs, MemoryType.Local, "register")):
         if t.memory_type is not memory:
             return Shape(f"the {a.describe}: {t.name} is in {t.memory_type} memory, but {a.name} {want_smem}",

@@ -21,6 +21,7 @@ from ...model.expr import add, const, mod, var
 from ...model.ldsm_layout import (
     ELEMENT_BYTES, MATRIX_ROWS, ROW_BYTES, WARP, fragment, holder, supplier, supplier_lane,
 )
+from ...model.types import LoadStoreOpType
 from ..access import THREAD_VARS, var_name
 from ..analysis.ldsm import (
     MATRIX_A, MATRIX_B, Ldsm, Shape, accesses, collective, holds, instruction_shape, query, terms, well_formed,
@@ -142,7 +143,7 @@ def _misplaced_rows(ctx: VerifyContext, a: Ldsm, shape: Shape, out: Outcome) -> 
     v = out.values
     matrix, r, col = fragment(v["lane"], v["element"])
     row_lane = supplier_lane(r, matrix)
-    verb = "reads from" if a.name == "ldmatrix" else "writes to"
+    verb = "reads from" if a.op.op_type is LoadStoreOpType.LdMatrix else "writes to"
     return finding(
         "LDSM-THREAD-ROWS",
         f"the {a.describe} does not move 16-byte matrix rows: lane {v['lane']} element {v['element']} is "
