@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import tileproof as tp
 from tileproof.verifier import solver
 from tileproof.verifier.registry import RULES
@@ -21,6 +23,11 @@ def test_unknown_is_a_rejection(monkeypatch):
     report = tp.verify(vectorized_copy(8), rules=["SPLIT-DIVISIBILITY"])
     assert not report.ok
     assert "could not prove" in report.errors[0].message and "timeout" in report.errors[0].message
+
+
+def test_a_verdict_is_never_a_string():
+    with pytest.raises(TypeError, match="Verdict"):
+        solver.Outcome("proved")
 
 
 def test_internal_failure_is_reported_as_our_bug(monkeypatch):

@@ -1,9 +1,10 @@
-"""Building Diagnostics inside rules: severity comes from the rule's registration, and every
-proof is reported through report_outcome (the verdict discipline of verifier/solver.py)."""
+"""Building Diagnostics inside rules: severity comes from the rule's registration, and a
+proof's verdict becomes diagnostics in one place, report_outcome (the discipline of
+verifier/solver.py: unknown is a rejection, never an accept)."""
 
 from __future__ import annotations
 
-from typing import Callable, Container, Iterable, Iterator, Sequence
+from typing import Callable, Container, Iterator, Sequence
 
 from .context import VerifyContext
 from .diagnostics import Diagnostic
@@ -39,7 +40,7 @@ def report_outcome(code: str, outcome: Outcome, what: str, refuted: Callable[[Ou
 
 
 def report_values(ctx: VerifyContext, code: str, outcome: Outcome, what: str,
-                  message: Callable[[dict[str, int], str], str], keys: Iterable[str], *, hint: str,
+                  message: Callable[[dict[str, int], str], str], keys: Sequence[str], *, hint: str,
                   notes: Sequence[str] = (), point: Container[str] = (), **where) -> Iterator[Diagnostic]:
     """report_outcome with the usual finding: its message is `message(values, when)` (the
     derived values, and when_clause of the counterexample's sizes), and its counterexample
