@@ -167,7 +167,8 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     codes = Counter(c for r in results for c in r.get("codes", []))
     kinds = Counter(re.sub(r"'[^']*'|\b\d+\b", "_", r.get("error", ""))[:140] for r in internal + failed)
     slowest = max((r for r in results if "verify_s" in r), key=lambda r: r["verify_s"], default=None)
-    slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S), key=lambda r: -r["compile_s"])
+    slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S),
+                           key=lambda r: -r["compile_s"])
     return {
         "command": f"python benchmarks/fuzz.py --cases {args.cases} --seed {args.seed} --jobs {args.jobs}"
                    + (f" --families {args.families}" if args.families else ""),

@@ -136,7 +136,8 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
     order = list(execution_order(fusion) if order is None else order)
     idmap = idmap or IdMap(fusion)
     computed = {t.name for t in order}
-    parent: dict[tuple[str, int], tuple[str, int]] = {(t.name, k): (t.name, k) for t in order for k in range(len(t.loop))}
+    parent: dict[tuple[str, int], tuple[str, int]] = {
+        (t.name, k): (t.name, k) for t in order for k in range(len(t.loop))}
 
     def find(x):
         while parent[x] != x:
@@ -553,46 +554,6 @@ def unsupported_features(fusion) -> list[Problem]:
     return out
 
 
-def _indivisible(step) -> bool:
-    """A view split of constant sizes that does not divide (TMA-VIEW rejects it)."""
-    if step.kind != "split":
-        return step.kind != "merge-ok"
-    n, f = try_int(step.divided) if step.divided is not None else None, try_int(step.factor) if step.factor is not None else None
-    return n is not None and f is not None and n % f != 0
-
-
-def _tma_issue_problems(tv: TensorView, launch) -> list[Problem]:
-    """A TMA copy is issued once per box: its issue predicates (holes outside the tile that the
-    ranges do not rule out, as codegen/tma.py emits them) may not depend on the tile (Bulk) loop
-    indices, which are no loops of the kernel."""
-    from .execution import tensor_execution
-    from .simplify import less_than, simplify
-    from .tma import infer_tma
-    from .tma_layout import build_issue
-
-    inferred = infer_tma(tv.definition)
-    if not inferred.info.ok or inferred.mixes_tile or any(_indivisible(step) for step in inferred.view):
-        return []  # the TMA rules reject these (TMA-VIEW: a hole inside the box)
-    ex = tensor_execution(tv, launch)
-    bulk = {ex.env[i.uid].value for i in tv.loop if i.parallel_type is ParallelType.Bulk and ex.env[i.uid].op == "var"}
-    issue = build_issue(inferred, compute_allocation(inferred.info.smem), ex.env)
-    ranges = ex.guarded_ranges
-    out = []
-    for b in issue.issue_bounds:
-        value = simplify(b.value, ranges)
-        if less_than(value, b.extent, ranges) or not value.free_vars() & bulk:
-            continue
-        out.append(Problem(
-            f"the TMA of `{tv.definition}` would be issued under {value} < {b.extent} (the hole of {b.id.label()}), "
-            f"which depends on the tile (Bulk) indices of {tv.name}; one TMA instruction covers the whole tile",
-            hint=f"mark the IterDomains of the TMA tile Bulk and no others (tp.tma_info({tv.name}) shows the "
-                 f"tile), so that the hole lies outside the box",
-            tensor=tv.name, ids=(b.id.name,), values={"bulk_indices": len(value.free_vars() & bulk)},
-            location=tv.origin))
-        break
-    return out
-
-
 def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
     """What codegen/statements.py, tma.py and tmem.py need beyond the ldmatrix, TMA and
     tensor-memory rules: an ldmatrix/stmatrix issued unpredicated from a loop domain ending in its
@@ -630,7 +591,6 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
                          f"(tp.parallelize_all_like), so that every thread of each warp issues it",
                     tensor=tv.name, values={"predicates": len(conds)}, location=tv.origin))
         if is_tma_op(op):
-            out += _tma_issue_problems(tv, launch)
             groups = groups or loop_groups(fusion, order)
             for k, i in enumerate(tv.loop):
                 g = groups.of[(tv.name, k)]

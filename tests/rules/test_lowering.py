@@ -318,14 +318,3 @@ def test_inlined_tensor_whose_loop_domain_shrank():
                                         "changed after the inlining")
     with pytest.raises(NotLowered):
         lower(fusion.snapshot(), get_target("sm_90a"))
-
-
-def test_tma_issue_predicate_on_tile_indices():
-    """Found by benchmarks/fuzz.py (mutated): the extent-1 Bulk axis of the TMA store T1 on TIDx
-    changes the inferred tile, so the hole of M would be tested with the tile's indices, which
-    are no loops (NVRTC: identifier "i15" is undefined)."""
-    (case,) = [c for c in discover([str(ROOT / "examples" / "valid" / "ldst_matrix.py")])
-               if c.name == "ldst_matrix_set[size=symbolic]"]
-    fusion = case.build()
-    fusion.tensor("T1").axis(7).parallelize(P.TIDx)
-    refused_as_unsupported(fusion, case.target, "which depends on the tile (Bulk) indices of T1")

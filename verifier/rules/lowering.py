@@ -347,11 +347,13 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         LdMatrix, StMatrix, TMemLoad (from tensor memory), TMemStore (into tensor memory);
         exp and sqrt of floating-point types; an op touches tensor memory at most once;
         tensor-memory tensors hold 32-bit elements in a constant number of columns; an
-        ldmatrix/stmatrix consumer's innermost loop axis is its Vectorize axis; a TMA load
-        is issued by a constant number of threads (its mbarrier's arrival count); a
-        tensor-memory access keeps broadcast axes off thread/block indices launched wider and
-        shares no vectorized axis through inlining; no axis is parallelized on
-        DIDx/DIDy/DIDz; global tensors are allocated along a permutation of their logical axes.
+        ldmatrix/stmatrix consumer's innermost loop axis is its Vectorize axis and its statement
+        is unpredicated (every thread of each warp issues it); no TMA tile (Bulk) axis is
+        shared through inlining; a TMA load is issued by a constant number of threads (its
+        mbarrier's arrival count); a tensor-memory access keeps broadcast axes off
+        thread/block indices launched wider and shares no vectorized axis through inlining;
+        no axis is parallelized on DIDx/DIDy/DIDz; global tensors are allocated along a
+        permutation of their logical axes.
     Why the hardware needs it:
         It does not: these are limits of tileproof's code generator, not hardware rules. The
         verifier rejects what the code generator cannot lower so that an accepted schedule
