@@ -1,4 +1,4 @@
-"""Tensor-memory lowering (codegen/tmem.py) without a Blackwell GPU.
+"""Tensor-memory lowering (codegen/lower/tmem.py) without a Blackwell GPU.
 
 1. Every valid tensor-memory example compiles for sm_100a (NVRTC + ptxas check the tcgen05 PTX).
 2. The emitted addresses are the verified ones: for every thread, loop point and register,

@@ -1,6 +1,6 @@
 """A CPU simulator of lowered kernels that use tensor memory, for tests without a Blackwell GPU.
 
-It runs the kernel IR (codegen/kernel_ir.py, codegen/tmem_ir.py) block by block, all threads
+It runs the kernel IR (codegen/ir.py) block by block, all threads
 of a block in lockstep, statement by statement, on numpy buffers, with the hardware's
 tcgen05 semantics written out here from the reference (../shared/reference/hardware.md
 section 2), independently of model/tcgen05.py:

@@ -1,7 +1,7 @@
 """Generated kernels on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device).
 
 Copies must reproduce their inputs bit for bit, into outputs poisoned with NaN before the
-launch; arithmetic is compared with the float64 reference of codegen.reference, which
+launch; arithmetic is compared with the float64 reference of codegen/runtime/reference.py, which
 rounds each tensor to its dtype as the kernel stores it.
 """
 
