@@ -14,7 +14,7 @@ import pytest
 from tileproof.model import expr as E
 from tileproof.model.expr import OPS, evaluate
 from tileproof.model.simplify import INTERVAL, bounds, less_than, simplify, with_value
-from tileproof.verifier.solver import Query
+from tileproof.verifier.solver import Query, Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.expr_gen import random_expr  # noqa: E402
@@ -169,7 +169,7 @@ def test_a_query_decides_the_same_with_the_simplifier():
             for claim in (lambda q: q.eq(e, f), lambda q: q.lt(e, E.add(f, 3)), lambda q: q.le(f, e)):
                 q = Query([e, f, E.add(f, 3)], ranges, symbols=symbols, simplify=simplifying)
                 out = q.prove(claim(q), values={"e": e, "f": f})
-                if out.status == "counterexample":  # a true counterexample of the original claim
+                if out.status is Verdict.COUNTEREXAMPLE:  # a true counterexample of the original claim
                     env = {v: out.model.get(v, 0) for v in "abc"}
                     assert (out.values["e"], out.values["f"]) == (evaluate(e, env), evaluate(f, env))
                 verdicts.append(out.status)
@@ -192,7 +192,7 @@ def test_a_query_whose_terms_may_be_negative_is_decided_over_the_integers():
     assert not q.bv
     q.add(q.ne(n, E.const(2)))
     out = q.prove(q.ne(rest, E.const(0)))
-    assert out.status == "counterexample" and out.model["n"] == 5
+    assert out.status is Verdict.COUNTEREXAMPLE and out.model["n"] == 5
 
 
 def test_a_query_sizes_its_bit_vectors_from_bounds():

@@ -19,6 +19,7 @@ from tileproof.model.types import MemoryType
 from tileproof.schedule_files import discover
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules import races
+from tileproof.verifier.solver import Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from brute_force import _kernel_points  # noqa: E402
@@ -148,5 +149,5 @@ def test_cross_thread_query_against_brute_force(case):
     t1 = next(t for t in snap.tensors if t.memory_type is MemoryType.Shared)
     reader = next(op.output for op in snap.exprs if t1 in op.inputs)
     out = races._handoff(VerifyContext(snap, tp.model.targets.get_target("sm_90a")), t1, reader)
-    assert out.status != "unknown"
+    assert out.status is not Verdict.UNKNOWN
     assert (not out.proved) == _brute_handoff(case.fusion), case
