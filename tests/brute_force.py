@@ -444,41 +444,6 @@ def tmem_access_rules(fusion) -> dict[str, Verdict]:
 
 # -- SMEM-BLOCK-VISIBILITY -----------------------------------------------------------------
 
-def _points_in_block(tv, block: dict, launch: dict):
-    """The loop points tv executes in one block (block type -> index), as the generated
-    kernel runs them: an extent-1 axis has index 0; a block index is its axis' loop index (and
-    must be below the axis' extent, except on a broadcast axis); thread axes run over their
-    extent; holes are skipped; a global store is made by block 0 of every launched block
-    dimension that no non-broadcast axis of tv parallelizes."""
-    own = {i.parallel_type for i in tv.loop if not i.is_broadcast}
-    if tv.memory_type is MemoryType.Global and any(block[p] for p in launch if p in BLOCK_TYPES and p not in own):
-        return
-    axes = []
-    for i in tv.loop:
-        p, n = i.parallel_type, ext(i)
-        if p in BLOCK_TYPES:
-            if i.is_broadcast:  # one value for every block: no bound on the block index
-                axes.append([0 if n == 1 else block[p]])
-            elif block[p] >= n:
-                return
-            else:
-                axes.append([block[p]])
-        elif n == 1:
-            axes.append([0])
-        else:
-            axes.append(range(n))
-    idx = indices_from_loop(tv)
-    names = [loop_var(tv, i).value for i in tv.loop]
-    bounds = valid_item_bounds(tv, idx)
-    from tileproof.model.expr import evaluate
-
-    for point in itertools.product(*axes):
-        env = dict(zip(names, point))
-        env.update({p.cuda_name: block[p] for p in BLOCK_TYPES})
-        if all(evaluate(b.value, env) < ext(b.id) for b in bounds):
-            yield env, idx
-
-
 def _kernel_points(tv, launch: dict):
     """Every (block, thread, loop point) at which the generated kernel runs tv's statement,
     spelled out from the CUDA semantics: blocks and threads over the launch; a thread/block
