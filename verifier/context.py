@@ -90,9 +90,19 @@ class VerifyContext:
             cache[key] = compute()
         return cache[key]
 
+    @cached_property
+    def extent_symbols(self) -> list[str]:
+        """The fusion's extent symbols, and any other symbol an extent uses (a split by a factor
+        that is no extent symbol: SYMBOLIC-FACTOR rejects it; the other rules treat it as a size)."""
+        names = list(self.fusion.symbols)
+        for tv in self.fusion.tensors:
+            for i in tv.all_ids():
+                names += sorted(i.extent_expr.free_vars() - set(names))
+        return names
+
     def symbol_bounds(self) -> dict[str, tuple[int, int]]:
         """Each extent symbol's admitted values: its binding, else symbol_range()."""
-        return {name: (self.bind[name],) * 2 if name in self.bind else symbol_range() for name in self.fusion.symbols}
+        return {name: (self.bind[name],) * 2 if name in self.bind else symbol_range() for name in self.extent_symbols}
 
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings)."""

@@ -67,3 +67,20 @@ def test_launch_refuses_sizes_the_proof_does_not_cover():
 def test_unknown_or_malformed_rule_codes_are_an_error(rules, match):
     with pytest.raises(tp.ScheduleError, match=match):
         tp.verify(copy(), rules=rules)
+
+
+def test_a_factor_that_is_no_extent_symbol_is_ranged_like_a_size():
+    """SYMBOLIC-FACTOR rejects a split by an unknown symbol; the other rules still decide (they
+    treat it as a size) instead of crashing on a variable without a range."""
+    import sympy
+
+    with tp.Fusion("unknown_factor") as fusion:
+        t0 = tp.make_contig_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        fusion.add_output(t1)
+    t1.split(0, sympy.Symbol("F"))
+    t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    report = tp.verify(fusion)
+    assert "SYMBOLIC-FACTOR" in report.codes
+    assert not any(d.internal for d in report.diagnostics), [d.message for d in report.diagnostics]
