@@ -32,6 +32,16 @@ class RoleKind(enum.Enum):
 TILE_KINDS = (RoleKind.BULK, RoleKind.BOX)
 
 
+class ViewKind(enum.Enum):
+    """What a transform of the view is, and whether it is one."""
+
+    SPLIT = "split"  # a view when it divides (ViewStep.divided by .factor)
+    MERGE_OK = "merge-ok"  # adjacent IDs, the outer one contiguous
+    MERGE_NOT_ADJACENT = "merge-not-adjacent"
+    MERGE_DISCONTIGUOUS = "merge-discontiguous"
+    SWIZZLE = "swizzle"  # never a view
+
+
 @dataclass(frozen=True)
 class Role:
     """What one IterDomain is to the TMA. For `box` and `partitioned`, `box` is the box
@@ -166,7 +176,7 @@ class ViewStep:
     `factor`), a merge must join adjacent contiguous IDs, a swizzle is never a view."""
 
     transform: Transform
-    kind: str  # "split", "merge-ok", "merge-not-adjacent", "merge-discontiguous", "swizzle"
+    kind: ViewKind
     divided: Expr | None = None
     factor: Expr | None = None
     note: str | None = None
@@ -223,18 +233,18 @@ def replay_view(consumer: TensorView, entries: list[ViewEntry], inf: Inference) 
             inner = ViewEntry(t.inner, e.stride, e.contiguous)
             outer = ViewEntry(t.outer, mul(e.stride, t.inner.extent_expr), True)
             current[k:k + 1] = [outer, inner]
-            steps.append(ViewStep(t, "split", t.in_.extent_expr, t.inner.extent_expr if t.inner_split else t.factor,
+            steps.append(ViewStep(t, ViewKind.SPLIT, t.in_.extent_expr, t.inner.extent_expr if t.inner_split else t.factor,
                                   note=inf.rotation_notes.get(id(t))))
         elif isinstance(t, Merge):
             ko, ki = pos[t.outer.uid], pos[t.inner.uid]
             eo, ei = current[ko], current[ki]
             trivial = eo.contiguous is None or try_int(t.outer.extent_expr) == 1
-            kind = "merge-ok"
+            kind = ViewKind.MERGE_OK
             if ki != ko + 1:
-                kind = "merge-not-adjacent"
+                kind = ViewKind.MERGE_NOT_ADJACENT
             elif not trivial and not eo.contiguous:
-                kind = "merge-discontiguous"
-            mixing = kind != "merge-ok" and any(_sibling_is_tile(x, inf) for x in (t.outer, t.inner))
+                kind = ViewKind.MERGE_DISCONTIGUOUS
+            mixing = kind is not ViewKind.MERGE_OK and any(_sibling_is_tile(x, inf) for x in (t.outer, t.inner))
             steps.append(ViewStep(t, kind, mixing=mixing))
             merged = ViewEntry(t.out, ei.stride, ei.contiguous)
             current[min(ko, ki)] = merged
@@ -243,7 +253,7 @@ def replay_view(consumer: TensorView, entries: list[ViewEntry], inf: Inference) 
             assert isinstance(t, Swizzle)
             kx, ky = inf.role(t.x_out), inf.role(t.y_out)
             mixing = kx is not None and ky is not None and ((kx.kind in TILE_KINDS) != (ky.kind in TILE_KINDS))
-            steps.append(ViewStep(t, "swizzle", mixing=mixing))
+            steps.append(ViewStep(t, ViewKind.SWIZZLE, mixing=mixing))
             kxi, kyi = pos[t.x_in.uid], pos[t.y_in.uid]
             current[kxi] = ViewEntry(t.x_out, current[kxi].stride, current[kxi].contiguous)
             current[kyi] = ViewEntry(t.y_out, current[kyi].stride, current[kyi].contiguous)

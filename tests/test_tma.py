@@ -10,6 +10,7 @@ import sympy
 
 import tileproof as tp
 from tileproof.model.tma import InferredTma, TmaInfo, infer_tma
+from tileproof.model.tma_inference import ViewKind
 from tileproof.model.types import Direction
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -74,7 +75,7 @@ def test_indivisible_rotation_costs_a_dimension():
     assert info.rank == 2
     assert table(info) == [(12, 12, 1, 32, 4), (1, 1, 1, 32, 128)]
     view = inferred_of(INVALID.tma_indivisible_rotation()).view
-    assert [s.kind for s in view] == ["split"] and "cannot be rotated" in view[0].note
+    assert [s.kind for s in view] == [ViewKind.SPLIT] and "cannot be rotated" in view[0].note
 
 
 def test_dense_and_strided_tiles():

@@ -9,6 +9,7 @@ from typing import Callable, Iterator
 
 from ...model.expr import Expr, const, mod
 from ...model.tma import InferredTma, TmaDim, TmaInfo
+from ...model.tma_inference import ViewKind
 from ...model.types import ParallelType
 from ..analysis.tma import extents_of, inferred_tmas
 from ..context import VerifyContext
@@ -100,13 +101,13 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
                               counterexample={"rank so far": info.rank}, tensor=info.consumer.name,
                               location=tma.op.origin)
         for step in tma.view:
-            if step.mixing or step.kind == "merge-ok":
+            if step.mixing or step.kind is ViewKind.MERGE_OK:
                 continue  # TMA-MIXED-TRANSFORM explains a mixing step
             t = step.transform
             where = dict(tensor=info.consumer.name, ids=[i.name for i in t.inputs + t.outputs],
                          location=t.outputs[0].origin)
             shown = dict(counterexample=extents_of(t.inputs), **where)
-            if step.kind == "split":
+            if step.kind is ViewKind.SPLIT:
                 exprs = {"extent": step.divided, "factor": step.factor, "remainder": mod(step.divided, step.factor)}
                 out = _prove(ctx, exprs, _remainder_zero)
                 note = f" ({step.note})" if step.note else ""
@@ -124,11 +125,13 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 
 STRUCTURAL = {  # view failures that need no proof: (what is wrong, how to fix it)
-    "merge-not-adjacent": ("merges IDs that are not adjacent (outer then inner) in the global allocation order",
-                           "merge neighbouring axes in allocation order, or reorder the global allocation domain"),
-    "merge-discontiguous": ("merges a discontiguous outer ID, which has no single stride",
-                            "keep those axes as separate TMA dimensions, or make the global tensor contiguous"),
-    "swizzle": ("is not a split or merge", "swizzle the shared-memory allocation, not the TMA domain"),
+    ViewKind.MERGE_NOT_ADJACENT: (
+        "merges IDs that are not adjacent (outer then inner) in the global allocation order",
+        "merge neighbouring axes in allocation order, or reorder the global allocation domain"),
+    ViewKind.MERGE_DISCONTIGUOUS: (
+        "merges a discontiguous outer ID, which has no single stride",
+        "keep those axes as separate TMA dimensions, or make the global tensor contiguous"),
+    ViewKind.SWIZZLE: ("is not a split or merge", "swizzle the shared-memory allocation, not the TMA domain"),
 }
 
 
