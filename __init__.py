@@ -33,6 +33,7 @@ from .model.tensor import TensorView
 from .model.tma import TmaDim, TmaInfo, infer_tma as _infer_tma, tma_ops_of as _tma_ops_of
 from .model.types import (
     DataType,
+    Direction,
     IterType,
     LoadStoreOpType,
     MemoryType,
@@ -126,6 +127,7 @@ __all__ = [
     "CompileError",
     "DataType",
     "Diagnostic",
+    "Direction",
     "Expectation",
     "Fusion",
     "InputError",
