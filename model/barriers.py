@@ -1,6 +1,6 @@
 """Where the kernel synchronises: __syncthreads and mbarrier waits in a loop nest, placed once.
 
-The code generator inserts exactly these into the kernel (codegen/syncs.py) and the verifier's
+The code generator inserts exactly these into the kernel (codegen/lower/syncs.py) and the verifier's
 SMEM-RACE rule checks them on the same nest (verifier/rules/races.py). The nest is any tree of
 loops (nodes with a `body`) whose leaves are statements; `Hazards` says what a leaf writes and
 reads of on-chip memory and whether a loop repeats (a serial or unrolled loop, not a

@@ -4,7 +4,7 @@ For a computed tensor: the index of each of its loop IDs (a thread/block index, 
 counter, or 0 for an axis of extent 1), the ranges those indices take over the launch,
 the predicates under which a loop point executes, and the index of every IterDomain of
 the tensor and of each operand at that point (hence every address). The code generator
-renders exactly these (codegen/statements.py) and the verifier's access and visibility
+renders exactly these (codegen/lower/statements.py) and the verifier's access and visibility
 rules prove facts about exactly these: nothing about execution is derived elsewhere.
 
 Predicates (one `Cond` each):

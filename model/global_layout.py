@@ -3,7 +3,7 @@
 A contiguous allocation axis has the stride of the next inner one times that one's extent
 (the innermost: 1); a discontiguous axis gets its stride as a kernel argument (the variable
 `stride_var`), bound from the array at run time. Broadcast axes are never indexed (stride 0).
-The code generator lays global tensors out with these strides (codegen/gmem.py) and the
+The code generator lays global tensors out with these strides (codegen/lower/gmem.py) and the
 verifier's vectorization rules read the same offsets.
 """
 

@@ -1,7 +1,7 @@
 """ldmatrix / stmatrix (.m8n8.x{1,2,4}.b16): the hardware's map between a warp's lanes, its
 registers and the rows of the 8x8 matrices, written once. The verifier proves schedules
 against it (verifier/analysis/ldsm.py, the LDSM rules) and the code generator issues the
-instruction with it (codegen/ldsm.py), so the row address the kernel supplies is the one
+instruction with it (codegen/lower/ldsm.py), so the row address the kernel supplies is the one
 LDSM-ALIGNMENT proved aligned.
 
 One instruction moves 1, 2 or 4 matrices of 8 rows x 8 16-bit columns (PTX ISA 9.7.14.5.15,

@@ -7,7 +7,7 @@ along the axis (offset(v + 1) == offset(v) + 1 and offset(0) a multiple of the w
 every point: proved by the verifier with z3, VECTORIZE-CONTIGUOUS). A register operand is
 accessed element by element where its offset is not `rest + v` or its width is not legal:
 registers have no vector instruction, so any layout works. The code generator emits one
-access per shared/global operand for every verified vector (codegen/statements.py): a
+access per shared/global operand for every verified vector (codegen/lower/statements.py): a
 vector the user asked for is never silently unrolled.
 """
 

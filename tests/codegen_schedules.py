@@ -2,7 +2,7 @@
 parallel pointwise ops with symbolic sizes, vectorized copies, a transpose through
 shared memory, broadcasts, half types, indivisible splits, a discontiguous input.
 
-Each builder returns a Fusion; tests/test_codegen.py compiles them all, and
+Each builder returns a Fusion; tests/codegen/test_codegen.py compiles them all, and
 tests/gpu/test_kernels.py runs them against references.
 """
 

@@ -4,7 +4,7 @@ Figure 11 mix of strategies. Each is gmem T0 -> (TMA) smem T1 -> gmem T2 unless 
 T2 takes T1's block axes (the same splits, the same BID types), so each block stores what it
 loaded (shared memory is per block: SMEM-BLOCK-VISIBILITY).
 
-tests/test_tma.py checks the inferred TMA (rank, boxes, tiles, strides) of each.
+tests/rules/test_tma.py checks the inferred TMA (rank, boxes, tiles, strides) of each.
 """
 
 import tileproof as tp

@@ -1,5 +1,5 @@
 """Tensor-memory accesses as the TMEM rules (verifier/rules/tmem.py) prove them and the code
-generator (codegen/tmem.py) lowers them: each access model with its tensor-memory lane and
+generator (codegen/lower/tmem.py) lowers them: each access model with its tensor-memory lane and
 column, whether whole warps execute it, and the tcgen05 pattern it matches. Proved over every
 thread of the block (linear id x + y*bdx + z*bdx*bdy), every loop point and every register;
 each question is decided once per access."""

@@ -21,11 +21,11 @@ from tileproof.model.targets import get_target
 from tileproof.model.types import LoadStoreOpType, MemoryType
 from tileproof.schedule_files import discover
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codegen_schedules import BUILDERS, big_smem_copy, indivisible_split, partial_threads  # noqa: E402
 from codegen_schedules import serial_smem_reuse, smem_transpose, vectorized_copy  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SM90 = get_target("sm_90a")
 
 
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def lowerable(fusion) -> bool:
-    """No tensor-memory op (tests/test_codegen_tmem.py compiles those for sm_100a)."""
+    """No tensor-memory op (tests/codegen/test_codegen_tmem.py compiles those for sm_100a)."""
     if any(t.memory_type is MemoryType.Tensor for t in fusion.tensors):
         return False
     return all(op.kind != "load_store" or op.op_type in LOWERED_OPS for op in fusion.exprs)

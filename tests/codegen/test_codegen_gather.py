@@ -21,7 +21,7 @@ from tileproof.model.targets import get_target
 from tileproof.model.types import MemoryType, float32 as FLOAT32
 from tileproof.model.vectorize import VectorOperand, per_element, vector_findings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SM90 = get_target("sm_90a")
 P = tp.ParallelType
 

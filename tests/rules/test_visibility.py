@@ -22,13 +22,13 @@ from tileproof.model.types import BLOCK_TYPES
 from tileproof.schedule_files import discover
 from tileproof.verifier.rules import visibility
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from brute_force import _kernel_points, describe, oracle  # noqa: E402
 from schedule_gen import visibility_cases  # noqa: E402
 
 CODE = "SMEM-BLOCK-VISIBILITY"
 P = tp.ParallelType
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VALID = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / "visibility.py")])}
 INVALID = {c.name: c for c in discover([str(ROOT / "examples" / "invalid" / "visibility.py")])}
 

@@ -23,7 +23,7 @@ from tileproof.model.tma_layout import build_issue
 from tileproof.model.types import Direction, ParallelType
 from tileproof.schedule_files import discover
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SM90 = get_target("sm_90a")
 CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / f) for f in ("tma_smem.py", "tma_boxes.py")])}
 

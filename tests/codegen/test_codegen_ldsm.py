@@ -14,7 +14,7 @@ from tileproof.model.expr import evaluate
 from tileproof.model.targets import get_target
 from tileproof.schedule_files import discover
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / "ldst_matrix.py")])}
 
 

@@ -14,7 +14,7 @@ from tileproof.model.ldsm_layout import fragment, holder, supplier, supplier_lan
 from tileproof.verifier import solver
 from tileproof.verifier.analysis import ldsm as ldsm_analysis
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
 CODES = ["LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", "LDSM-REGISTER-LAYOUT"]

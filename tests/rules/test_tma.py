@@ -13,7 +13,7 @@ from tileproof.model.tma import InferredTma, TmaInfo, infer_tma
 from tileproof.model.tma_inference import ViewKind
 from tileproof.model.types import Direction
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 P = tp.ParallelType
 TMA = tp.LoadStoreOpType.TMA
 

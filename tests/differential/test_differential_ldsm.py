@@ -36,7 +36,7 @@ from tileproof.model.indexing import (block_dims, indices_from_logical, indices_
 from tileproof.model.smem_plan import plan_shared_memory
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from brute_force import describe  # noqa: E402
 from schedule_gen import Case, _Recorder  # noqa: E402
 

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, seed, settings
 import tileproof as tp
 from tileproof.verifier.registry import all_rules
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from brute_force import describe, oracle  # noqa: E402
 from schedule_gen import split_cases, swizzle_cases, tmem_cases  # noqa: E402
 

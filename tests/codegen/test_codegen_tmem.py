@@ -28,10 +28,10 @@ from tileproof.model.tcgen05 import TmemPattern
 from tileproof.model.types import Direction
 from tileproof.schedule_files import discover
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tmem_sim import SimulationError, check_addresses, run_kernel, tmem_accesses_in  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SM100 = get_target("sm_100a")
 P = tp.ParallelType
 TMEM_FILES = ["tmem_access.py", "tmem_complicated.py", "tmem_performant_copy.py", "tmem_transpose.py",
