@@ -13,6 +13,7 @@ NaN first, and compared with the float64 reference. Outcomes:
                    instruction, a tensor map the driver refused, ...)
   refused          the code generator cannot express it (UnsupportedSchedule)
   compile failed   NVRTC / ptxas rejected the generated source
+  hang             the kernel did not finish within --case-timeout seconds (an mbarrier never completes)
   ran correctly    no visible failure at this size and input
 Writes JSON (default benchmarks/results/rejected_on_gpu.json) and prints one line per example.
 """
@@ -87,6 +88,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rejected_on_gpu.json"))
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=8, help="cases run at once, each in its own process")
+    ap.add_argument("--case-timeout", type=int, default=60, help="seconds before a case counts as a hang")
     ap.add_argument("--case", nargs=2, metavar=("LOCATION", "NAME"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.case:
@@ -98,10 +100,12 @@ def main() -> int:
 
     def run(case) -> dict:
         location = case.location.rsplit(":", 1)[0]
-        proc = subprocess.run([sys.executable, __file__, "--case", location, case.name, "--size", str(args.size)],
-                              capture_output=True, text=True, timeout=300)
         try:
+            proc = subprocess.run([sys.executable, __file__, "--case", location, case.name, "--size", str(args.size)],
+                                  capture_output=True, text=True, timeout=args.case_timeout)
             result = json.loads(proc.stdout.strip().splitlines()[-1])
+        except subprocess.TimeoutExpired:  # e.g. an mbarrier wait that never completes
+            result = {"outcome": "hang", "detail": f"killed after {args.case_timeout} s"}
         except (IndexError, json.JSONDecodeError):
             result = {"outcome": "fault", "detail": (proc.stderr or proc.stdout)[-400:]}
         result.update(name=case.name, file=Path(location).name, expected=list(case.expect.codes))
