@@ -3,7 +3,7 @@
 Each function below is one condition the lowering needs; an empty list means the fusion meets
 it. The verifier reports the problems (verifier/rules/lowering.py, one rule code per function),
 and the code generator calls the same functions for what it cannot emit and raises InternalError
-on a problem (codegen/loop_nest.py NotLowered), since the verifier should have rejected the
+on a problem (codegen/lower/loop_nest.py NotLowered), since the verifier should have rejected the
 schedule. So a verified schedule compiles. REGISTER-BUDGET (a warning) and UNROLL-LENGTH guard
 compile time and register use; codegen emits such kernels (tileproof.testing.compile_unverified).
 
@@ -18,7 +18,7 @@ compile time and register use; codegen emits such kernels (tileproof.testing.com
     unsupported_features  LOWERING-SUPPORTED      ops and features the code generator lowers
 
 The loop structure (execution_order, loop_groups, nest) lives here too: the code generator
-builds its loops from it (codegen/loop_nest.py), so the rules check the loops that are emitted.
+builds its loops from it (codegen/lower/loop_nest.py), so the rules check the loops that are emitted.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ MAX_REGISTERS_PER_THREAD = 255
 MAX_UNROLLED_COPIES = 1024
 UNROLLED = (ParallelType.Unroll, ParallelType.Vectorize)
 LAUNCHED = THREAD_TYPES + BLOCK_TYPES
-# What codegen lowers (codegen/lower.py, codegen/tmem.py).
+# What codegen lowers (codegen/lower/__init__.py, codegen/lower/tmem.py).
 LOWERED_OP_TYPES = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix,
                     LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore)
 FLOAT_ONLY_OPS = ("exp", "sqrt")
@@ -555,7 +555,7 @@ def unsupported_features(fusion) -> list[Problem]:
 
 
 def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
-    """What codegen/statements.py, tma.py and tmem.py need beyond the ldmatrix, TMA and
+    """What codegen/lower/statements.py, tma.py and tmem.py need beyond the ldmatrix, TMA and
     tensor-memory rules: an ldmatrix/stmatrix issued unpredicated from a loop domain ending in its
     Vectorize axis, a constant count of threads arriving at a TMA load's mbarrier, constant tensor-memory column
     counts (tcgen05.alloc is sized at compile time), no broadcast axis bound to a thread/block

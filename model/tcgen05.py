@@ -1,6 +1,6 @@
 """Tensor memory's addresses and the tcgen05.ld/st data-path patterns: which (lane, column)
 each thread's register touches, relative to the warp's base address. Formulas from PTX ISA
-9.7.16.1.1 (addresses) and 9.7.16.8 / CUTLASS copy_traits_sm100, per hardware.md section 2."""
+9.7.16.1.1 (addresses) and 9.7.16.8 (tcgen05.ld / tcgen05.st data-path shapes) and CUTLASS copy_traits_sm100."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ verifier (which proves them) and the code generator (which issues them).
 For a loop point of the consumer: the box origin (the coordinates cp.async.bulk.tensor
 takes, innermost first), the element's position inside the tile, where the hardware puts
 that element in shared memory (row-major tile, rows padded to the swizzle span, then the
-swizzle XOR of hardware.md 1.3) and where the schedule's shared-memory allocation puts
+swizzle XOR of the CUDA driver API's CU_TENSOR_MAP_SWIZZLE modes) and where the schedule's shared-memory allocation puts
 it. The tile's loop variables (the Bulk IDs) are zero at the tile's first
 element, so the same expressions with those variables zeroed describe the whole issue.
 """

@@ -1,5 +1,5 @@
-"""Every rule states what its query decides (STYLE.md item 5, Exo's `# Formal Statement` above
-each Check_* function): a `# Formal statement:` comment opens the rule function's body, right
+"""Every rule states what its query decides (as Exo writes a `# Formal Statement` above each
+of its Check_* functions): a `# Formal statement:` comment opens the rule function's body, right
 after the docstring, so a reader of the rule sees what is proved without following helpers.
 
 The statement is the quantified formula the z3 query decides ("for all admitted sizes s, ...:
@@ -19,14 +19,6 @@ from tileproof.verifier.registry import all_rules
 RULES = all_rules()
 MARK = "# Formal statement:"
 
-# owed: structural rules of verifier/rules/lowering.py (edited elsewhere) whose statement says
-# "none, structural" without the condition checked; remove a code once its statement names it
-OWED_CONDITION = {
-    "PARALLEL-TYPE-UNIQUE", "REGISTER-SIZE-CONSTANT", "UNROLL-LENGTH", "SYMBOLIC-FACTOR",
-    "INLINE-LOOP-MAP", "INLINE-PARALLEL-MATCH", "LOOP-NEST-ORDER", "GLOBAL-INTERMEDIATE",
-    "LOWERING-SUPPORTED",
-    "REGISTER-BUDGET",  # its parenthesis is a remark (symbolic sizes are another rule's), not the condition
-}
 
 
 def statement(rule) -> tuple[str | None, str]:
@@ -65,11 +57,4 @@ def test_structural_statement_names_the_condition(rule):
         return  # a formula (or no statement: the test above fails)
     assert re.match(r"none, structural\b", text), f"{rule.code}: a rule without a query says 'none, structural: ...'"
     condition = re.sub(r"^none, structural\s*[:(]?", "", text).strip(" )")
-    if rule.code in OWED_CONDITION:
-        return
     assert condition, f"{rule.code}: say which condition is checked: '{MARK} none, structural: <condition>'"
-
-
-def test_owed_codes_are_registered():
-    codes = {r.code for r in RULES}
-    assert OWED_CONDITION <= codes, f"owed codes that are not rules: {sorted(OWED_CONDITION - codes)}"

@@ -2,8 +2,8 @@
 
 It runs the kernel IR (codegen/ir.py) block by block, all threads
 of a block in lockstep, statement by statement, on numpy buffers, with the hardware's
-tcgen05 semantics written out here from the reference (../shared/reference/hardware.md
-section 2), independently of model/tcgen05.py:
+tcgen05 semantics written out here from the PTX ISA (9.7.16.1.1 addresses, 9.7.16.8
+data-path shapes), independently of model/tcgen05.py:
 
   - alloc hands out `columns` columns from an arbitrary first column (BASE_COLUMN), all lanes;
   - ld/st take the warp's address (taddr = lane << 16 | column, the same in all 32 threads:
@@ -33,7 +33,7 @@ BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 def hardware_cell(shape: str, t: int, r: int, regs: int) -> tuple[int, int]:
     """(lane, column) of register r of thread t (0..31) relative to the warp's address
-    (hardware.md section 2 table; 16x32bx2 with immHalfSplitoff = the register count)."""
+    (PTX ISA 9.7.16.8 data-path layouts; 16x32bx2 with immHalfSplitoff = the register count)."""
     if shape == "32x32b":
         return t, r
     if shape == "16x64b":

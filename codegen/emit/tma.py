@@ -1,6 +1,7 @@
 """C++ for TMA: the descriptor type, mbarriers, cp.async.bulk.tensor loads and stores.
 
-The PTX is hardware.md 1.5's (checked with ptxas for sm_90a): a CTA is a cluster of one,
+The PTX follows PTX ISA 9.7.9.25 cp.async.bulk.tensor and 9.7.13.15 mbarrier (checked with
+ptxas for sm_90a): a CTA is a cluster of one,
 so the `.shared::cluster` load form takes the CTA's own shared address.
 """
 

@@ -1,4 +1,4 @@
-"""Lowering ldmatrix / stmatrix (hardware.md 3) to MatrixCopy nodes (their C++ in codegen/emit/ldsm.py).
+"""Lowering ldmatrix / stmatrix (PTX ISA 9.7.14.5.15-16) to MatrixCopy nodes (their C++ in codegen/emit/ldsm.py).
 
 The issuing tensor's statement is built as for a copy; its Vectorize axis (2, 4 or 8 16-bit
 elements per lane: .x1, .x2, .x4) becomes the instruction's registers. Each lane supplies

@@ -1,4 +1,4 @@
-"""Encoding a kernel's tensor maps at launch (cuTensorMapEncodeTiled, hardware.md 1.2).
+"""Encoding a kernel's tensor maps at launch (CUDA driver API cuTensorMapEncodeTiled).
 
 The encode call reports any violated rule as CUDA_ERROR_INVALID_VALUE without saying which;
 the verifier proved the schedule's side, so what can still go wrong is the array (its

@@ -2,8 +2,8 @@
 
 1. Every valid tensor-memory example compiles for sm_100a (NVRTC + ptxas check the tcgen05 PTX).
 2. The emitted addresses are the verified ones: for every thread, loop point and register,
-   the cell an instruction reaches (its address Expr, evaluated, plus the hardware table of
-   hardware.md section 2) is the cell the verifier's access model assigns to that element.
+   the cell an instruction reaches (its address Expr, evaluated, plus the data-path table of
+   PTX ISA 9.7.16.8, written out in tests/tmem_sim.py) is the cell the verifier's access model assigns to that element.
    A CPU simulation of the lowered kernel (tests/tmem_sim.py) also runs the data through
    tensor memory and compares the outputs with the numpy reference. Mutated lowerings fail both.
 3. Tensor memory on sm_90a is refused with the reason.

@@ -228,7 +228,7 @@ def test_global_intermediate_and_unsupported_ops_name_the_op():
     assert "exp of int32 is not lowered" in p.message
 
 
-# -- what codegen/tma.py and codegen/tmem.py need (found by probing symbolic sizes) ------------------
+# -- what codegen/lower/tma.py and codegen/lower/tmem.py need (found by probing symbolic sizes) ------------------
 
 def tmem_chain(name, shape):
     with tp.Fusion(name) as fusion:

@@ -56,7 +56,7 @@ def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
         CUDA C++ Programming Guide 5.2 (thread hierarchy: threadIdx is a 3-component vector);
         nvFuser ParallelTypeBitmap (one IterDomain per parallel type in a tensor's loop domain)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: no executed tensor binds one of TIDx..BIDz to two of its loop IDs
     yield from _report("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(ctx.fusion))
 
 
@@ -87,7 +87,7 @@ def register_size_constant(ctx: VerifyContext) -> Iterator[Diagnostic]:
         CUDA C++ Programming Guide 5.3.2 (device memory accesses: local memory for arrays the
         compiler cannot keep in registers); PTX ISA 5.1.1 (register state space: fixed at compile time)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: each computed register (Local) tensor's allocated extent product has no free symbol
     yield from _report("REGISTER-SIZE-CONSTANT", lowerable.symbolic_registers(ctx.fusion, ctx.allocations))
 
 
@@ -126,7 +126,7 @@ def register_budget(ctx: VerifyContext) -> Iterator[Diagnostic]:
         (maximum number of 32-bit registers per thread: 255); CUDA C++ Best Practices Guide
         9.2.6 (register pressure, local-memory spills)
     """
-    # Formal statement: none, structural (sizes that depend on a symbol are REGISTER-SIZE-CONSTANT)
+    # Formal statement: none, structural: for each constant-size register tensor, ceil(elements * bytes / 4) <= 255
     yield from _report("REGISTER-BUDGET", lowerable.register_budget(ctx.fusion, ctx.allocations))
 
 
@@ -163,7 +163,7 @@ def unroll_length(ctx: VerifyContext) -> Iterator[Diagnostic]:
         CUDA C++ Programming Guide 7.4 (#pragma unroll); CUDA C++ Best Practices Guide 11.1.3
         (loop unrolling and instruction-cache pressure)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: the statement copies of every outermost Unroll/Vectorize loop (constant extents inward) sum to <= 1024
     yield from _report("UNROLL-LENGTH", lowerable.unroll_lengths(ctx.fusion))
 
 
@@ -195,7 +195,7 @@ def symbolic_factor(ctx: VerifyContext) -> Iterator[Diagnostic]:
         CUDA C++ Programming Guide 7.2.3 (kernel parameters); nvFuser Split with a symbolic
         factor (a fusion input scalar)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: every split factor's free symbols are extent symbols of the fusion
     yield from _report("SYMBOLIC-FACTOR", lowerable.symbolic_factors(ctx.fusion))
 
 
@@ -230,7 +230,7 @@ def inline_loop_map(ctx: VerifyContext) -> Iterator[Diagnostic]:
         nvFuser ComputeAtMap / inlining (loop IDs left of the compute-at position are
         exact-mapped between producer and consumer)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: loop IDs 0..p-1 of a tensor inlined at p map to its consumers' loop IDs 0..p-1
     yield from _report("INLINE-LOOP-MAP", _groups(ctx).unmapped)
 
 
@@ -262,7 +262,7 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser ComputeAtMap (parallel types are properties of the loop-mapped ID group)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: loop IDs joined by inlining have one parallel type
     yield from _report("INLINE-PARALLEL-MATCH", _groups(ctx).mismatched)
 
 
@@ -300,7 +300,7 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser lower_loops (loop nest generation from the compute-at map)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: each loop covers one contiguous range of statements in execution order
     g = _groups(ctx)
     yield from _report("LOOP-NEST-ORDER", lowerable.nest_problems(ctx.fusion, groups=g))
 
@@ -334,7 +334,7 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA C++ Programming Guide 8.7 (grid synchronization with cooperative groups)
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: every computed non-output tensor is in shared, tensor or register memory
     yield from _report("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(ctx.fusion))
 
 
@@ -373,7 +373,7 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
-        tileproof codegen/lower.py (the passes and what they lower); README "Rule codes"
+        tileproof codegen/lower/__init__.py (the passes and what they lower); README "Rule codes"
     """
-    # Formal statement: none, structural
+    # Formal statement: none, structural: only the ops and features listed above are used
     yield from _report("LOWERING-SUPPORTED", lowerable.unsupported_features(ctx.fusion))

@@ -25,7 +25,7 @@ from ..solver import Outcome
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
 SWIZZLE_MODES = (32, 64, 128)
-REFS = "nvFuser doc/dev/tma.md (step 4, data swizzle); measured on H200 (reference/hardware.md 1.3, 1.4)"
+REFS = "nvFuser doc/dev/tma.md (step 4, data swizzle); measured on an H200"
 
 
 class Issue:
@@ -286,7 +286,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        CUDA driver API cuTensorMapEncodeTiled (inner box <= swizzle span); measured on H200 (hardware.md 1.3)
+        CUDA driver API cuTensorMapEncodeTiled (inner box <= swizzle span); measured on an H200
     """
     # Formal statement: structural: the swizzle span S is 32, 64 or 128 bytes; unless I == S is proved for
     #   all admitted sizes (I = box_0 x element bytes), for all admitted sizes and issue points p:
@@ -419,7 +419,7 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        measured on H200 (hardware.md 1.4 TMA-DST-ALIGN, TMA-DST-PERIOD); PTX ISA 5.5.7
+        measured on an H200; PTX ISA 5.5.7
     """
     # Formal statement: for each TMA buffer at plan offset b, N = 8 x S (its swizzle period) when swizzled
     #   by S in {32, 64, 128} bytes, else 128: for all admitted sizes and issue points p:
@@ -483,7 +483,7 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        measured on H200 (hardware.md 1.4 TMA-COORD0); PTX ISA 5.5.3.1
+        measured on an H200; PTX ISA 5.5.3.1
     """
     # Formal statement: for each TMA, for all admitted sizes and issue points p:
     #   issued(p) => (c_0(p) x element bytes) mod 16 == 0 (c_0: the innermost box coordinate, tile variables 0)
