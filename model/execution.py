@@ -95,6 +95,11 @@ class TensorExecution:
     def conds_of(self, *kinds: CondKind) -> list[Cond]:
         return [c for c in self.conds if c.kind in kinds]
 
+    def launched_apart(self, prefix: str) -> "TensorExecution":
+        """The same statement run by other threads and blocks: every thread/block index gets
+        `prefix` (a writer's indices beside a reader's in one query)."""
+        return self.renamed({p.cuda_name: var(prefix + p.cuda_name) for p in LAUNCH_TYPES})
+
     def renamed(self, names: dict[str, Expr]) -> "TensorExecution":
         """The same statement with index variables renamed (e.g. a writer apart from a reader)."""
         def ren(e: Expr) -> Expr:

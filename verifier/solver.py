@@ -270,6 +270,10 @@ class Query:
     def ne(self, a: Expr, b: Expr):
         return self.term(a) != self.term(b)
 
+    def holds(self, cond):
+        """A predicate conjunct of the execution model (`lhs < rhs` or `lhs == rhs`)."""
+        return self.lt(cond.lhs, cond.rhs) if cond.op == "<" else self.eq(cond.lhs, cond.rhs)
+
     def in_range(self, name: str, hi: Expr, lo: int = 0) -> None:
         """lo <= name < hi (asserted as is: the intervals the simplifier uses come from here)."""
         v, h = self.var(name), self.term(hi)

@@ -13,7 +13,7 @@ from ...model.barriers import (
     Access, Async, Hazards, Sync, TmaWait, insert_barriers, scope_repeats, split_point, statement_paths,
 )
 from ...model.execution import tensor_execution
-from ...model.expr import Expr, var
+from ...model.expr import Expr
 from ...model.indexing import linear_offset
 from ...model.lowerable import execution_order, loop_groups, nest, statement_path
 from ...model.tensor import TensorView
@@ -79,8 +79,7 @@ def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome |
     if x.memory_type is not MemoryType.Shared or any(
             op.op_type in COLLECTIVE for op in (x.definition, reader.definition) if op.kind == "load_store"):
         return None
-    rename = {p.cuda_name: var(WRITER + p.cuda_name) for p in THREAD_TYPES + BLOCK_TYPES}
-    w = tensor_execution(x, ctx.block_dims).renamed(rename)
+    w = tensor_execution(x, ctx.block_dims).launched_apart(WRITER)
     r = tensor_execution(reader, ctx.block_dims)
     strides = ctx.allocations[x.name].strides()
     reads = [k for k, t in enumerate(reader.definition.inputs) if t is x]
@@ -92,7 +91,7 @@ def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome |
     values.update({f"reader {p.cuda_name}": r.launch_index[p] for p in threads})
     hint = [e for c in r.conds + w.conds for e in (c.lhs, c.rhs)] + [addr_w, addr_r] + list(values.values())
     q = ctx.query(hint, {**r.ranges, **w.ranges})
-    conds = [q.lt(c.lhs, c.rhs) if c.op == "<" else q.eq(c.lhs, c.rhs) for c in r.conds + w.conds]
+    conds = [q.holds(c) for c in r.conds + w.conds]
     same_block = [q.eq(w.launch_index[p], r.launch_index[p]) for p in BLOCK_TYPES if p in w.launch_index]
     same_thread = [q.eq(w.launch_index[p], r.launch_index[p]) for p in threads]
     premise = z3.And(*conds, *same_block, q.eq(addr_w, addr_r)) if conds or same_block else q.eq(addr_w, addr_r)

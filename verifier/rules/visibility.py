@@ -57,9 +57,8 @@ def _claims(op: Op, k: int) -> list[Claim]:
 
 
 def _writer(ctx: VerifyContext, tv: TensorView) -> TensorExecution:
-    rename = {p.cuda_name: var(WRITER + p.cuda_name) for p in LAUNCH_TYPES}
     return ctx.memo(("visibility-writer", tv.name),
-                    lambda: tensor_execution(tv, ctx.block_dims).renamed(rename))
+                    lambda: tensor_execution(tv, ctx.block_dims).launched_apart(WRITER))
 
 
 def _repeated(tv: TensorView, types) -> bool:
@@ -103,10 +102,6 @@ def _same_by_construction(op: Op, k: int, types) -> bool:
         if fwd_p[ip.uid] != fwd_c[ic[0].uid]:
             return False
     return True
-
-
-def _holds(q, c):
-    return q.lt(c.lhs, c.rhs) if c.op == "<" else q.eq(c.lhs, c.rhs)
 
 
 def _all(q, facts: list):
@@ -155,8 +150,8 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
             + list(writer_values.values()))
     ranges = {**r.ranges, **w.ranges}
     q = ctx.query(hint, ranges)
-    reader_runs = _all(q, [_holds(q, c) for c in r.conds])
-    writes = _all(q, [_holds(q, c) for c in w.conds] + [q.eq(written[j], read[j]) for j in axes]
+    reader_runs = _all(q, [q.holds(c) for c in r.conds])
+    writes = _all(q, [q.holds(c) for c in w.conds] + [q.eq(written[j], read[j]) for j in axes]
                   + [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise])
     same = [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
     if address:
@@ -176,7 +171,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
                 q2 = ctx.query(hint, ranges)
                 fixed = [name for name in list(r.ranges) + list(ctx.fusion.symbols) if name in out.model]
                 q2.add(*[q2.var(name) == q2.val(out.model[name]) for name in fixed])
-                facts = ([_holds(q2, c) for c in w.conds] + [q2.eq(written[j], read[j]) for j in axes]
+                facts = ([q2.holds(c) for c in w.conds] + [q2.eq(written[j], read[j]) for j in axes]
                          + [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise])
                 if near:
                     facts += [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
