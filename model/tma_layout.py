@@ -46,7 +46,7 @@ class TmaIssue:
     smem_offset: Expr  # bytes from the buffer start where the schedule's allocation puts it
     row_pitch: Expr  # bytes per tile row in shared memory (the swizzle span when swizzled)
     footprint: Expr  # bytes one tile occupies in shared memory
-    issue_bounds: tuple[Bound, ...]  # holes outside the tile: the copy is not issued there
+    issue_bounds: tuple[Bound, ...]  # holes at the tile's first element: the copy is not issued there
     missing: tuple[str, ...]  # allocated IDs without an index (the layout is not a function of the loop)
 
     @property
@@ -107,6 +107,8 @@ def build_issue(tma: InferredTma, smem_alloc: Allocation, loop_env: dict[int, Ex
     missing = tuple(a.id.label() for a in smem_alloc.allocated() if a.id.uid not in sidx)
     offset = mul(linear_offset({u: s for u, s in strides_of.items() if u in sidx}, sidx), es)
     consumed = {u for u, r in (tma.inference.roles.items() if tma.inference else ()) if r.kind is not RoleKind.NONBULK}
-    bounds = tuple(b for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)
+    # one decision per copy: a hole is tested at the tile's first element (the hardware clips the rest)
+    bounds = tuple(Bound(b.id, substitute(b.value, zero), b.extent)
+                   for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)
     return TmaIssue(info, cidx, sidx, tile_vars, tile_coords, origin, hw, offset, pitch,
                     mul(product(tiles[1:]), pitch), bounds, missing)

@@ -56,8 +56,14 @@ class AccessModel:
             env[var_name(self.acc, i)] = const(0)
         return env
 
-    def hint_exprs(self) -> list[Expr]:
-        return list(self.addresses.values()) + [self.tid, self.block_threads] + [c.lhs for c in self.valid]
+    def hint_exprs(self, env: dict[str, Expr] | None = None) -> list[Expr]:
+        """The terms a query about this access sizes its bit-vectors by; with `env`, also the
+        predicates of the thread `env` names (executes(q, m, env))."""
+        out = list(self.addresses.values()) + [self.tid, self.block_threads] + [c.lhs for c in self.valid]
+        if env:
+            out += [substitute(e, env) for c in self.valid for e in (c.lhs, c.rhs)]
+            out += [substitute(e, env) for pair in self.active for e in pair]
+        return out
 
 
 def var_name(acc: Access, i) -> str:

@@ -138,3 +138,20 @@ def test_every_tma_example_compiles():
             kernel = tp.compile(case.build(), target="sm_90a")
             assert kernel.cubin[:4] == b"\x7fELF", name
             assert "cp.async.bulk.tensor" in kernel.cuda_source, name
+
+
+def test_issue_bound_is_tested_at_the_tile_start_when_a_loop_splits_the_box():
+    """A non-Bulk axis between a box's Bulk axes (here the ldst_matrix_set store's Unroll{1})
+    leaves the row bound outside the consumed IDs: it is one decision per copy, so it is tested
+    at the tile's first element (no Bulk loop variable; those are not loops). Found by
+    benchmarks/fuzz.py (seed 1, case 3767): NVRTC failed on an undefined identifier."""
+    case = discover([str(ROOT / "examples" / "valid" / "ldst_matrix.py")])
+    fusion = next(c for c in case if c.name == "ldst_matrix_set[size=symbolic]").build()
+    tv1 = next(t for t in fusion.tensors if t.name == "T1")
+    tv1.axis(7).parallelize(ParallelType.Unroll)
+    assert tp.verify(fusion, "sm_90a").ok
+    store = next(n for n in flat(lower(fusion.snapshot(), SM90).kernel.body) if isinstance(n, TmaCopy))
+    loops = {n.var for n in flat(lower(fusion.snapshot(), SM90).kernel.body) if isinstance(n, Loop)}
+    for cond in store.bounds:
+        assert {v for v in cond.lhs.free_vars() if v.startswith("i")} <= loops, cond
+    assert "cp.async.bulk.tensor" in tp.compile(fusion, "sm_90a").cuda_source

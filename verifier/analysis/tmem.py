@@ -43,7 +43,7 @@ def _prove_collective(ctx: VerifyContext, m: AccessModel) -> Outcome:
     tid = m.tid
     mate = add(mul(floordiv(tid, 32), 32), other)
     env = m.thread_env(mate)
-    q = ctx.query(m.hint_exprs() + [mate], {**m.ranges, "other lane": const(32)})
+    q = ctx.query(m.hint_exprs(env) + [mate], {**m.ranges, "other lane": const(32)})
     claim = z3.Implies(active(q, m), z3.And(q.lt(mate, m.block_threads), active(q, m, env)))
     return q.prove(claim, values={"thread": tid, "warp": floordiv(tid, 32), "mate": mate, "B": m.block_threads},
                    smallest=tid)

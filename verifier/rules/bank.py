@@ -93,7 +93,7 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int) -> Iterator[Diagnosti
     addr2 = substitute(addr, env)
     word1 = add(floordiv(addr, 4), var("word 1"))
     word2 = add(floordiv(addr2, 4), var("word 2"))
-    hint = m.hint_exprs() + [addr, addr2, word1, word2, other, mod(word1, BANKS), mod(word2, BANKS),
+    hint = m.hint_exprs(env) + [addr, addr2, word1, word2, other, mod(word1, BANKS), mod(word2, BANKS),
                              floordiv(mod(tid, 32), lanes), floordiv(var("other lane"), lanes)]
     ranges = {**m.ranges, "other lane": const(32), "word 1": const(words), "word 2": const(words)}
     q = ctx.query(hint, ranges)

@@ -193,7 +193,16 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if unknown:
             yield undecided("TMEM-ACCESS-PATTERN", f"that the {m.describe} matches a tcgen05 pattern", unknown[0], **_where(m))
             continue
-        first = outcomes[TmemPattern.P32x32b]
+        tried = [(p, o) for p, o in outcomes.items() if o is not None]
+        if not tried:  # each pattern's register count rules it out before any proof
+            count = (f"{m.num_regs} registers per instruction, a multiple of no tcgen05 pattern's registers per "
+                     f"repetition ({', '.join(str(p.registers_per_repetition) for p in outcomes)})" if m.num_regs.is_const
+                     else f"{m.num_regs} registers per instruction, not a constant: tcgen05.ld/st takes a fixed count")
+            yield finding("TMEM-ACCESS-PATTERN", f"the {m.describe} moves {count}",
+                          counterexample={"registers per instruction": m.num_regs.value if m.num_regs.is_const else str(m.num_regs)},
+                          hint="vectorize a power of two of 32-bit elements per thread (1, 2, 4, ... 128)", **_where(m))
+            continue
+        shown, first = tried[0]
         v = first.values
         notes = []
         for p, o in outcomes.items():
@@ -206,7 +215,7 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
         yield finding(
             "TMEM-ACCESS-PATTERN",
             f"the {m.describe} matches no tcgen05 pattern: thread {v['thread']} of warp {v['warp']} touches lane "
-            f"{v['lane']}, column {v['column']}; 32x32b needs lane {v['expected lane']}, column {v['expected column']}",
+            f"{v['lane']}, column {v['column']}; {shown} needs lane {v['expected lane']}, column {v['expected column']}",
             notes=notes,
             counterexample={**ctx.symbols_of(first.model), **_thread_values(m, first.model), **_loop_values(m, first.model),
                             "thread": v["thread"], "lane": v["lane"], "column": v["column"],

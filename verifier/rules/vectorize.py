@@ -153,7 +153,7 @@ def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name
     ex = tensor_execution(tv, ctx.block_dims)
     v = var(name)
     ranges = {**ex.guarded_ranges, name: const(max(n - 1, 1))}
-    strides = sorted(o.offset.free_vars() - set(ranges) - set(ctx.fusion.symbols))
+    strides = sorted(o.offset.free_vars() - set(ranges) - set(ctx.extent_symbols))
     ranges.update({s: const(MAX_EXTENT) for s in strides})
     first, second = o.offset, substitute(o.offset, {name: add(v, const(1))})
     start = substitute(o.offset, {name: const(0)})

@@ -1,0 +1,68 @@
+"""Rules decide the schedules benchmarks/fuzz.py found them crashing on (a crash rejects as a
+tileproof bug, Diagnostic.internal): each schedule is rejected with findings, none internal."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import tileproof as tp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+from tmem_performant_copy import performant_vectorized_copy_schedule  # noqa: E402
+
+P = tp.ParallelType
+
+
+def decided(fusion, target="sm_90a"):
+    report = tp.verify(fusion, target)
+    assert not report.ok
+    crashed = [f"{d.code}: {d.message}" for d in report.diagnostics if d.internal]
+    assert not crashed, crashed
+    return {d.code: d for d in report.diagnostics}
+
+
+def test_vectorize_contiguous_gives_a_split_factor_symbol_its_range():
+    """F, a split factor that is no extent symbol, was taken for a run-time stride (from 0):
+    ceiling(3/F) had no upper bound and no bit-vector held it."""
+    with tp.Fusion("factor") as fusion:
+        t0 = tp.make_contig_concrete_tensor([16, 3, 4]); fusion.add_input(t0)
+        t1 = tp.set(t0); fusion.add_output(t1)
+    t1.split(1, "F").split(0, 4)
+    t1.axis(0).parallelize(P.TIDx)
+    t1.axis(4).parallelize(P.Vectorize)
+    codes = decided(fusion)
+    assert "SYMBOLIC-FACTOR" in codes
+
+
+def test_bank_conflict_query_is_sized_for_the_other_lanes_predicates():
+    """The other lane's hole predicates (the thread index rebuilt from its linear id, over a
+    symbolic TIDy extent) were not among the terms that size the bit-vectors."""
+    with tp.Fusion("lanes") as fusion:
+        x = fusion.symbol("x")
+        t0 = tp.make_contig_concrete_tensor([4096, 2, 4], dtype=tp.int8); fusion.add_input(t0)
+        t1 = tp.neg(t0); t2 = tp.neg(t1); t3 = tp.set(t2); fusion.add_output(t3)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t2.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2, t3):
+        t.split(1, 32).split(2, x + 1).split(1, 3)
+        t.axis(5).parallelize(P.BIDy); t.axis(3).parallelize(P.TIDz)
+        t.axis(2).parallelize(P.BIDx); t.axis(0).parallelize(P.TIDx)
+    t2.axis(0).parallelize(P.Unroll); t2.axis(2).parallelize(P.BIDy)
+    t3.axis(0).parallelize(P.Unroll); t3.axis(3).parallelize(P.TIDx); t3.axis(4).parallelize(P.TIDy)
+    tp.inline_most(fusion)
+    codes = decided(fusion)
+    assert "SMEM-BANK-CONFLICT" in codes and "PARALLEL-TYPE-UNIQUE" in codes
+
+
+def test_tmem_access_pattern_names_a_symbolic_register_count():
+    """Two Vectorize axes, one of symbolic extent: every pattern is ruled out by its register
+    count before any proof, and the rule read the 32x32b outcome that was never computed."""
+    fusion = performant_vectorized_copy_schedule()
+    t3 = next(t for t in fusion.tensors if t.name == "T3")
+    t3.axis(2).parallelize(P.Vectorize)
+    t3.axis(0).parallelize(P.Vectorize)
+    codes = decided(fusion, "sm_100a")
+    d = codes["TMEM-ACCESS-PATTERN"]
+    assert "not a constant" in d.message
+    assert "registers per instruction" in d.counterexample
