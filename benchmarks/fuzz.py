@@ -2,7 +2,7 @@
 
     python benchmarks/fuzz.py --cases 2000 --seed 0 [--jobs 2] [--timeout 300] [--out FILE]
 
-Case i of seed S is drawn from one of the generators of tests/schedule_gen.py (the lowering
+Case i of seed S is drawn from one of the generators of tests/support/schedule_gen.py (the lowering
 family most often: ops, memory types, splits by int / extent-symbol / unknown factors, merges,
 reorders, every parallel type, two axes on one type, inlining before and after scheduling,
 vectorize, unroll of large extents, cache ops; the bundled valid examples with 1-3 random
@@ -51,7 +51,7 @@ def draw_case(seed: int, index: int, families=None):
     from hypothesis.errors import UnsatisfiedAssumption
     from hypothesis.internal.conjecture.data import ConjectureData, StopTest
 
-    import schedule_gen
+    from support import schedule_gen
 
     strategies = {"lowering": schedule_gen.lowering_cases, "split": schedule_gen.split_cases,
                   "tmem": schedule_gen.tmem_cases, "visibility": schedule_gen.visibility_cases,

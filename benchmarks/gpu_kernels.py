@@ -377,7 +377,7 @@ def job_transpose(torch, rep_ms: int, triton_mods, dtype: str) -> dict:
         poison(out)
         kernel.run(a, out=[out])
         check(fusion.name)
-        entry = {"fusion": "tests/codegen_schedules.py smem_transpose (32 x 32, no swizzle, scalar)",
+        entry = {"fusion": "tests/support/codegen_schedules.py smem_transpose (32 x 32, no swizzle, scalar)",
                  "launch": _launch(kernel, M=N, N=N),
                  "warnings": [f"{d.code}: {d.message}" for d in kernel.report.diagnostics]}
         entry.update(timed(tp_launcher(kernel, [a], [out]), nbytes, rep_ms))

@@ -5,7 +5,7 @@ verified by tp.verify and lowered by the general code generator (no hand-written
     tma_pointwise_add()                              the TMA example of examples/valid/tma_smem.py
     transpose(dtype, m, n, tile_m=.., tile_n=..)     out[j, i] = a[i, j] through an XOR-swizzled tile
                                                      (regs=vec: a vec x vec register block per lane)
-    unswizzled_transpose(dtype)                      tests/codegen_schedules.py's 32 x 32 tile (baseline)
+    unswizzled_transpose(dtype)                      tests/support/codegen_schedules.py's 32 x 32 tile (baseline)
 
 The transpose moves one tile_m x tile_n tile per block through shared memory:
 
@@ -204,9 +204,9 @@ def _register_blocks(t3, t2, k: int, blocks, tile_m: int, tile_n: int, warps: in
 
 
 def unswizzled_transpose(dtype: str = "float32"):
-    """tests/codegen_schedules.py's smem_transpose: a 32 x 32 tile, scalar accesses, no
+    """tests/support/codegen_schedules.py's smem_transpose: a 32 x 32 tile, scalar accesses, no
     swizzle (32-way bank conflicts in the transposed read). Symbolic M x N."""
-    return _load(ROOT / "tests/codegen_schedules.py", "smem_transpose")(dtype)
+    return _load(ROOT / "tests/support/codegen_schedules.py", "smem_transpose")(dtype)
 
 
 # The configurations benchmarks/gpu_kernels.py sweeps (the best is reported).

@@ -1,6 +1,6 @@
 """Accepted => compiles: every schedule the verifier accepts is lowered and compiled by NVRTC.
 
-Each generator family of tests/schedule_gen.py (swizzle, split, tensor memory, visibility,
+Each generator family of tests/support/schedule_gen.py (swizzle, split, tensor memory, visibility,
 lowering) draws a fixed number of schedules (derandomized hypothesis); each accepted one must
 compile with tp.compile (sm_100a for the tensor-memory family and lowering cases with tensor
 memory, sm_90a otherwise), and so must every accepted bundled example. A failure to compile is a
@@ -21,7 +21,7 @@ import tileproof as tp
 from tileproof.schedule_files import discover
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from schedule_gen import lowering_cases, split_cases, swizzle_cases, tmem_cases, visibility_cases  # noqa: E402
+from support.schedule_gen import lowering_cases, split_cases, swizzle_cases, tmem_cases, visibility_cases  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = {  # family -> (strategy, target, examples)

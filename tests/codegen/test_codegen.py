@@ -22,8 +22,8 @@ from tileproof.model.types import LoadStoreOpType, MemoryType
 from tileproof.schedule_files import discover
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from codegen_schedules import BUILDERS, big_smem_copy, indivisible_split, partial_threads  # noqa: E402
-from codegen_schedules import serial_smem_reuse, smem_transpose, vectorized_copy  # noqa: E402
+from support.codegen_schedules import BUILDERS, big_smem_copy, indivisible_split, partial_threads  # noqa: E402
+from support.codegen_schedules import serial_smem_reuse, smem_transpose, vectorized_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SM90 = get_target("sm_90a")

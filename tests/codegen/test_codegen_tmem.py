@@ -3,8 +3,8 @@
 1. Every valid tensor-memory example compiles for sm_100a (NVRTC + ptxas check the tcgen05 PTX).
 2. The emitted addresses are the verified ones: for every thread, loop point and register,
    the cell an instruction reaches (its address Expr, evaluated, plus the data-path table of
-   PTX ISA 9.7.16.8, written out in tests/tmem_sim.py) is the cell the verifier's access model assigns to that element.
-   A CPU simulation of the lowered kernel (tests/tmem_sim.py) also runs the data through
+   PTX ISA 9.7.16.8, written out in tests/support/tmem_sim.py) is the cell the verifier's access model assigns to that element.
+   A CPU simulation of the lowered kernel (tests/support/tmem_sim.py) also runs the data through
    tensor memory and compares the outputs with the numpy reference. Mutated lowerings fail both.
 3. Tensor memory on sm_90a is refused with the reason.
 """
@@ -29,7 +29,7 @@ from tileproof.model.types import Direction
 from tileproof.schedule_files import discover
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tmem_sim import SimulationError, check_addresses, run_kernel, tmem_accesses_in  # noqa: E402
+from support.tmem_sim import SimulationError, check_addresses, run_kernel, tmem_accesses_in  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SM100 = get_target("sm_100a")

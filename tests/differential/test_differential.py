@@ -1,7 +1,7 @@
 """Differential soundness test: z3 verdicts against brute-force enumeration.
 
-Hypothesis builds small schedules with concrete extents (tests/schedule_gen.py); for each
-one the oracle (tests/brute_force.py) decides every rule by enumerating all threads, loop
+Hypothesis builds small schedules with concrete extents (tests/support/schedule_gen.py); for each
+one the oracle (tests/support/brute_force.py) decides every rule by enumerating all threads, loop
 indices and register indices, and `tp.verify(fusion, "sm_100a", rules=[...])` decides it with
 z3. Per rule code: brute force says violated <=> the code is in the report's codes.
 
@@ -25,8 +25,8 @@ import tileproof as tp
 from tileproof.verifier.registry import all_rules
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from brute_force import describe, oracle  # noqa: E402
-from schedule_gen import split_cases, swizzle_cases, tmem_cases  # noqa: E402
+from support.brute_force import describe, oracle  # noqa: E402
+from support.schedule_gen import split_cases, swizzle_cases, tmem_cases  # noqa: E402
 
 TARGET = "sm_100a"
 ACCESS = ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION")

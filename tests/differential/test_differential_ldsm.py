@@ -37,8 +37,8 @@ from tileproof.model.smem_plan import plan_shared_memory
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from brute_force import describe  # noqa: E402
-from schedule_gen import Case, _Recorder  # noqa: E402
+from support.brute_force import describe  # noqa: E402
+from support.schedule_gen import Case, Recorder  # noqa: E402
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
@@ -372,7 +372,7 @@ def ldsm_cases(draw) -> Case:
     rows = draw(st.sampled_from(mostly(16, [8] * 6 + [32] * 4 + [4, 12], 4)))  # 4, 12: partial warps, holes
     cols = draw(st.sampled_from(mostly(16, [8] * 6 + [32] * 4 + [12], 4)))  # 12: holes
     steps = [f"{kind} {dtype} [{rows}, {cols}]"]
-    run = _Recorder(steps)
+    run = Recorder(steps)
     with tp.Fusion(kind) as fusion:
         t0 = tp.make_contig_concrete_tensor([rows, cols], dtype=dtype)
         fusion.add_input(t0)

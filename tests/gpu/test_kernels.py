@@ -21,7 +21,7 @@ from tileproof.codegen.runtime.reference import reference, tolerance  # noqa: E4
 from tileproof.schedule_files import discover  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import codegen_schedules as cs  # noqa: E402
+from support import codegen_schedules as cs  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]

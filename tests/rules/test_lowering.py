@@ -21,7 +21,7 @@ from tileproof.verifier.registry import all_rules
 
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))
-from schedule_gen import lowering_cases  # noqa: E402
+from support.schedule_gen import lowering_cases  # noqa: E402
 
 P = tp.ParallelType
 ROOT = TESTS.parent

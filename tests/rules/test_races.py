@@ -22,8 +22,8 @@ from tileproof.verifier.rules import races
 from tileproof.verifier.solver import Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from brute_force import _kernel_points  # noqa: E402
-from schedule_gen import visibility_cases  # noqa: E402
+from support.brute_force import kernel_points  # noqa: E402
+from support.schedule_gen import visibility_cases  # noqa: E402
 
 P = tp.ParallelType
 CODE = "SMEM-RACE"
@@ -126,12 +126,12 @@ def _brute_handoff(fusion) -> bool:
 
     strides = {u: evaluate(s, {}) for u, s in compute_allocation(t1).strides().items()}
     writers: dict = {}
-    for where, env, idx in _kernel_points(t1, launch):
+    for where, env, idx in kernel_points(t1, launch):
         block = tuple(v for p, v in where.items() if p.cuda_name.startswith("block"))
         thread = tuple(v for p, v in where.items() if p.cuda_name.startswith("thread"))
         writers.setdefault((block, sum(evaluate(idx[u], env) * s for u, s in strides.items())), set()).add(thread)
     k = reader.definition.inputs.index(t1)
-    for where, env, idx in _kernel_points(reader, launch):
+    for where, env, idx in kernel_points(reader, launch):
         block = tuple(v for p, v in where.items() if p.cuda_name.startswith("block"))
         thread = tuple(v for p, v in where.items() if p.cuda_name.startswith("thread"))
         pidx = indices_from_logical(t1, producer_logical(reader.definition, k, idx))

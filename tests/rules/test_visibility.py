@@ -3,7 +3,7 @@
 Counterexamples are checked against the schedule's own index functions (the element the
 reported consumer point reads, and the block whose loop point writes that element); the
 verdicts are compared with brute-force enumeration of the whole grid on random small
-schedules (tests/brute_force.py, tests/schedule_gen.py).
+schedules (tests/support/brute_force.py, tests/support/schedule_gen.py).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from tileproof.schedule_files import discover
 from tileproof.verifier.rules import visibility
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from brute_force import _kernel_points, describe, oracle  # noqa: E402
-from schedule_gen import visibility_cases  # noqa: E402
+from support.brute_force import kernel_points, describe, oracle  # noqa: E402
+from support.schedule_gen import visibility_cases  # noqa: E402
 
 CODE = "SMEM-BLOCK-VISIBILITY"
 P = tp.ParallelType
@@ -71,7 +71,7 @@ def check_counterexample(fusion, d, bind=None) -> None:
     if visibility._repeated(producer, types):  # several blocks write it: enumerate them all
         launch = {p: evaluate(e, sizes) for p, e in block_dims(snap).items()}
         writers = set()
-        for where, point_env, idx in _kernel_points(producer, launch):
+        for where, point_env, idx in kernel_points(producer, launch):
             if [evaluate(idx[i.uid], point_env) for j, i in enumerate(producer.logical)
                     if not i.is_broadcast] == element:
                 writers.add(tuple(where[p] for p in types))

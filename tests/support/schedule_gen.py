@@ -39,7 +39,7 @@ class Case:
         return f"Case({self.family}: " + "; ".join(self.steps) + ")"
 
 
-class _Recorder:
+class Recorder:
     """Runs scheduling calls, logging each; a ScheduleError rejects the example."""
 
     def __init__(self, steps: list[str]):
@@ -72,7 +72,7 @@ def swizzle_cases(draw) -> Case:
     X = draw(st.one_of(pow2, any_ext))
     Y = draw(st.one_of(pow2, any_ext))
     steps = [f"shape [{X}, {Y}]"]
-    run = _Recorder(steps)
+    run = Recorder(steps)
     with tp.Fusion("swizzle") as fusion:
         t0 = tp.make_contig_concrete_tensor([X, Y])
         fusion.add_input(t0)
@@ -100,7 +100,7 @@ def split_cases(draw) -> Case:
     ndims = draw(st.integers(1, 3))
     shape = [draw(st.one_of(st.integers(1, 24), st.sampled_from([32, 48, 64, 96, 128, 256]))) for _ in range(ndims)]
     steps = [f"shape {shape}"]
-    run = _Recorder(steps)
+    run = Recorder(steps)
     with tp.Fusion("split") as fusion:
         t0 = tp.make_contig_concrete_tensor(shape)
         fusion.add_input(t0)
@@ -198,7 +198,7 @@ def tmem_cases(draw) -> Case:
     assume(n <= MAX_ELEMENTS)
     transpose = ndims >= 2 and draw(st.integers(0, 4)) == 0
     steps = [f"shape {shape}"]
-    run = _Recorder(steps)
+    run = Recorder(steps)
     with tp.Fusion("tmem") as fusion:
         t0 = tp.make_contig_concrete_tensor(shape)
         fusion.add_input(t0)
@@ -337,7 +337,7 @@ def visibility_cases(draw) -> Case:
     if repeat:
         shape[0] = 1
     steps = [f"shape {shape}"]
-    run = _Recorder(steps)
+    run = Recorder(steps)
     local = draw(st.integers(0, 3)) == 0
     with tp.Fusion("visibility") as fusion:
         t0 = tp.make_contig_concrete_tensor(shape)
@@ -619,7 +619,7 @@ def _valid_examples() -> list:
 
         from tileproof.schedule_files import discover
 
-        root = Path(__file__).resolve().parent.parent / "examples" / "valid"
+        root = Path(__file__).resolve().parents[2] / "examples" / "valid"
         _EXAMPLES.extend(discover([str(root)]))
     return _EXAMPLES
 

@@ -444,7 +444,7 @@ def tmem_access_rules(fusion) -> dict[str, Verdict]:
 
 # -- SMEM-BLOCK-VISIBILITY -----------------------------------------------------------------
 
-def _kernel_points(tv, launch: dict):
+def kernel_points(tv, launch: dict):
     """Every (block, thread, loop point) at which the generated kernel runs tv's statement,
     spelled out from the CUDA semantics: blocks and threads over the launch; a thread/block
     index above the axis' extent does nothing (a broadcast axis has no bound); an extent-1
@@ -506,7 +506,7 @@ def onchip_visibility(fusion) -> dict[str, Verdict]:
             axes = [j for j, i in enumerate(prod.logical) if not i.is_broadcast]
             in_block: dict = {}
             at: dict = {}
-            for where, env, idx in _kernel_points(prod, launch):
+            for where, env, idx in kernel_points(prod, launch):
                 block = tuple(where.get(p, 0) for p in BLOCK_TYPES)
                 thread = tuple(where.get(p, 0) for p in THREAD_TYPES)
                 e = tuple(evaluate(idx[prod.logical[j].uid], env) for j in axes)
@@ -516,7 +516,7 @@ def onchip_visibility(fusion) -> dict[str, Verdict]:
                 at.setdefault(key, set()).add(e)
             exempt = op.op_type is LoadStoreOpType.StMatrix  # its lanes are LDSM-REGISTER-LAYOUT's
             crossed, misplaced = [], []
-            for where, env, idx in _kernel_points(op.output, launch):
+            for where, env, idx in kernel_points(op.output, launch):
                 block = tuple(where.get(p, 0) for p in BLOCK_TYPES)
                 thread = tuple(where.get(p, 0) for p in THREAD_TYPES)
                 pidx = indices_from_logical(prod, producer_logical(op, k, idx))
