@@ -1,6 +1,6 @@
 """Fuzz "accepted => compiles": random schedules, verified, and every accepted one compiled.
 
-    python benchmarks/fuzz.py --cases 2000 --seed 0 [--jobs 2] [--timeout 300] [--out FILE]
+    python benchmarks/fuzz.py --cases 2000 --seed 0 [--first I] [--jobs 2] [--timeout 300] [--out FILE] [--run]
 
 Case i of seed S is drawn from one of the generators of tests/support/schedule_gen.py (the lowering
 family most often: ops, memory types, splits by int / extent-symbol / unknown factors, merges,
@@ -12,8 +12,12 @@ Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an ac
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds. Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
 rejected, internal errors (a rule or the lowering crashed, or reported a tileproof bug),
-verified-but-failed-to-compile (with each case's steps and error), verify time max/median,
+verified-but-failed-to-compile (with each case's steps and error), verify time max/median and the
+cases over 1 s, proofs z3 left undecided (unknown, a timeout),
 compile time max, and the rule codes seen. `--case I` rebuilds and prints one case.
+With --run (a GPU and torch), every accepted sm_90a kernel is also launched at sizes its launch
+checks admit (benchmarks/gpu_check.py), on random inputs, and compared with the float64
+reference: gpu_runs in the JSON counts correct runs, wrong outputs and faults.
 """
 
 from __future__ import annotations
@@ -37,11 +41,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1)]
 MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
+SLOW_VERIFY_S = 1
+UNDECIDED = "could not prove "  # verifier/findings.undecided: z3 answered unknown (a timeout)
 
 
 def draw_case(seed: int, index: int, families=None):
@@ -69,7 +76,7 @@ def draw_case(seed: int, index: int, families=None):
     raise RuntimeError(f"case {index}: no {family} schedule in {MAX_DRAWS} draws")
 
 
-def run_case(seed: int, index: int, families=None) -> dict:
+def run_case(seed: int, index: int, families=None, on_gpu=False) -> dict:
     import tileproof as tp
 
     out: dict = {"index": index}
@@ -86,6 +93,7 @@ def run_case(seed: int, index: int, families=None) -> dict:
                 "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=4)[-1500:]}
     out["verify_s"] = time.perf_counter() - start
     out["codes"] = report.codes
+    out["undecided"] = [d.code for d in report.diagnostics if d.message.startswith(UNDECIDED)]
     bugs = [d for d in report.errors if "tileproof bug" in d.message]
     if bugs:
         return {**out, "outcome": "internal error", "stage": "verify", "error": bugs[0].message[:600]}
@@ -93,33 +101,45 @@ def run_case(seed: int, index: int, families=None) -> dict:
         return {**out, "outcome": "rejected"}
     start = time.perf_counter()
     try:
-        tp.compile(case.fusion, target)
+        kernel = tp.compile(case.fusion, target)
     except Exception as e:  # noqa: BLE001 - the failure is the finding
         return {**out, "outcome": "failed to compile", "error": f"{type(e).__name__}: {str(e)[:600]}",
                 "internal": isinstance(e, tp.InternalError)}
     out["compile_s"] = time.perf_counter() - start
+    if on_gpu and target == "sm_90a":
+        out["run"] = _run_on_gpu(kernel)
     return {**out, "outcome": "compiled"}
 
 
-def _worker(conn, seed: int, families) -> None:
+def _run_on_gpu(kernel) -> dict:
+    """The accepted kernel launched at admitted sizes on random inputs, judged against the reference."""
+    from gpu_check import admitted_sizes, run_and_judge
+
+    sizes = admitted_sizes(kernel)
+    if sizes is None:
+        return {"outcome": "no admitted size"}
+    return {**run_and_judge(kernel, sizes), "sizes": sizes}
+
+
+def _worker(conn, seed: int, families, on_gpu: bool) -> None:
     while True:
         index = conn.recv()
         if index is None:
             return
-        conn.send(run_case(seed, index, families))
+        conn.send(run_case(seed, index, families, on_gpu))
 
 
 class Pool:
     """Workers that each run one case at a time; a case past the timeout kills its worker."""
 
-    def __init__(self, jobs: int, seed: int, timeout: float, families=None):
-        self.ctx = mp.get_context("fork")
-        self.seed, self.timeout, self.families = seed, timeout, families
+    def __init__(self, jobs: int, seed: int, timeout: float, families=None, on_gpu=False):
+        self.ctx = mp.get_context("fork")  # the parent never touches CUDA: each worker has its own context
+        self.seed, self.timeout, self.families, self.on_gpu = seed, timeout, families, on_gpu
         self.slots = [self._spawn() for _ in range(jobs)]
 
     def _spawn(self):
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker, args=(child, self.seed, self.families), daemon=True)
+        proc = self.ctx.Process(target=_worker, args=(child, self.seed, self.families, self.on_gpu), daemon=True)
         proc.start()
         return {"proc": proc, "conn": parent, "index": None, "since": 0.0}
 
@@ -167,6 +187,11 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     codes = Counter(c for r in results for c in r.get("codes", []))
     kinds = Counter(re.sub(r"'[^']*'|\b\d+\b", "_", r.get("error", ""))[:140] for r in internal + failed)
     slowest = max((r for r in results if "verify_s" in r), key=lambda r: r["verify_s"], default=None)
+    slow_verifies = sorted((r for r in results if r.get("verify_s", 0) > SLOW_VERIFY_S), key=lambda r: -r["verify_s"])
+    undecided = [r for r in results if r.get("undecided")]
+    runs = [r for r in results if "run" in r]
+    ran = Counter(r["run"]["outcome"] for r in runs)
+    bad_runs = [r for r in runs if r["run"]["outcome"] in ("wrong output", "fault")]
     slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S),
                            key=lambda r: -r["compile_s"])
     return {
@@ -182,11 +207,21 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
         "generator_errors": count["generator error"],
         "compiled": count["compiled"],
         "verify_s": {"max": round(max(verify, default=0), 3), "median": round(statistics.median(verify), 4) if verify
-                     else 0, "slowest_case": slowest and slowest["index"]},
+                     else 0, "slowest_case": slowest and slowest["index"],
+                     f"over_{SLOW_VERIFY_S}_s": len(slow_verifies),
+                     "slowest": [{"index": r["index"], "verify_s": round(r["verify_s"], 2), "steps": r["steps"]}
+                                 for r in slow_verifies[:20]]},
+        "solver_undecided": {"cases": len(undecided),
+                             "examples": [{"index": r["index"], "codes": r["undecided"], "steps": r["steps"]}
+                                          for r in undecided[:20]]},
         "compile_s": {"max": round(max(compile_s, default=0), 3),
                       "median": round(statistics.median(compile_s), 4) if compile_s else 0,
                       f"over_{SLOW_COMPILE_S}_s": [{"index": r["index"], "compile_s": round(r["compile_s"], 1),
                                                     "steps": r["steps"]} for r in slow_compiles[:20]]},
+        **({"gpu_runs": {"launched": len(runs), "outcomes": dict(ran), "accepted_sm_90a_not_launched":
+                         ran["no admitted size"] + ran["refused at launch"],
+                         "failures": [{"index": r["index"], **r["run"], "steps": r["steps"]} for r in bad_runs[:40]]}}
+           if runs else {}),
         "rejections_by_code": dict(codes.most_common()),
         "errors_by_kind": dict(kinds.most_common()),
         "wall_s": round(seconds, 1),
@@ -198,11 +233,14 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--first", type=int, default=0, help="index of the first case")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case (verify + compile)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/fuzz.json"))
     parser.add_argument("--case", type=int, help="print case I of the seed and its outcome, and exit")
+    parser.add_argument("--run", action="store_true",
+                        help="launch every accepted sm_90a kernel on the GPU and compare with the reference (needs torch)")
     parser.add_argument("--families", help=f"comma-separated subset of {', '.join(f for f, _ in FAMILIES)}")
     args = parser.parse_args()
     families = None if not args.families else tuple(args.families.split(","))
@@ -211,22 +249,24 @@ def main() -> None:
         parser.error(f"unknown families: {', '.join(sorted(unknown))}")
     os.environ.setdefault("TILEPROOF_CACHE_DIR", tempfile.mkdtemp(prefix="tileproof-fuzz-"))
     if args.case is not None:
-        print(json.dumps(run_case(args.seed, args.case, families), indent=1))
+        print(json.dumps(run_case(args.seed, args.case, families, args.run), indent=1))
         return
     results: list[dict] = []
     start = time.perf_counter()
 
     def on_result(r: dict) -> None:
         results.append(r)
-        if r["outcome"] in ("failed to compile", "internal error", "generator error"):
-            print(f"case {r['index']}: {r['outcome']}: {r.get('error', '')[:300]}\n  {r.get('steps', '')}", flush=True)
+        if r["outcome"] in ("failed to compile", "internal error", "generator error") or \
+                r.get("run", {}).get("outcome") in ("wrong output", "fault"):
+            print(f"case {r['index']}: {r['outcome']}: {r.get('error', r.get('run'))}"[:400] + f"\n  {r.get('steps', '')}",
+                  flush=True)
         if len(results) % 100 == 0:
             c = Counter(x["outcome"] for x in results)
             print(f"{len(results)}/{args.cases} {dict(c)} ({time.perf_counter() - start:.0f} s)", flush=True)
 
-    pool = Pool(args.jobs, args.seed, args.timeout, families)
+    pool = Pool(args.jobs, args.seed, args.timeout, families, args.run)
     try:
-        pool.run(range(args.cases), on_result)
+        pool.run(range(args.first, args.first + args.cases), on_result)
     finally:
         pool.close()
     results.sort(key=lambda r: r["index"])

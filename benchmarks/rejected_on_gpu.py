@@ -28,58 +28,26 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64",
-                "int32": "int32", "int64": "int64", "int8": "int8"}
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def run_case(location: str, name: str, size: int) -> dict:
     """Build, run and judge one example (in this process)."""
-    import torch
-
     import tileproof as tp
-    from tileproof.codegen.runtime.reference import reference
-    from tileproof.model.expr import evaluate
     from tileproof.schedule_files import discover
     from tileproof.testing import compile_unverified
 
+    from gpu_check import run_and_judge
+
     case = next(c for c in discover([location]) if c.name == name)
     fusion = case.build()
-    sizes = {s: size for s in fusion.symbols}
     try:
         kernel = compile_unverified(fusion, case.target)
     except tp.CompileError as e:  # an InternalError too: test it first
         return {"outcome": "compile failed", "detail": str(e)[:400]}
     except (tp.UnsupportedSchedule, tp.InternalError) as e:  # the lowering cannot express it
         return {"outcome": "refused", "detail": str(e)[:400]}
-    codes = kernel.report.codes
-    inputs = []
-    for t in kernel.fusion.inputs:
-        shape = [evaluate(i.extent_expr, sizes) for i in t.logical]
-        dtype = getattr(torch, TORCH_DTYPES[t.dtype.name])
-        x = torch.randn(*shape, device="cuda") * 100
-        inputs.append(x.to(dtype))
-    outs = []
-    for t in kernel.fusion.outputs:
-        shape = [evaluate(i.extent_expr, sizes) for i in t.logical]
-        outs.append(torch.full(shape, float("nan"), device="cuda").to(getattr(torch, TORCH_DTYPES[t.dtype.name])))
-    try:
-        kernel.run(*inputs, out=outs, **sizes)
-        torch.cuda.synchronize()
-    except tp.InputError as e:
-        return {"outcome": "refused at launch", "codes": codes, "detail": str(e)[:400]}
-    except Exception as e:  # noqa: BLE001 - the failure is the evidence
-        return {"outcome": "fault", "codes": codes, "detail": f"{type(e).__name__}: {e}"[:400]}
-    host = [x.float().cpu().numpy() for x in inputs]
-    wrong = 0
-    total = 0
-    for got, want in zip(outs, reference(kernel.fusion, host)):
-        got = got.double().cpu().numpy()
-        bad = ~((got == want) | (abs(got - want) <= 1e-2 * (1 + abs(want))))
-        wrong += int(bad.sum())
-        total += got.size
-    if wrong:
-        return {"outcome": "wrong output", "codes": codes, "wrong": wrong, "of": total}
-    return {"outcome": "ran correctly", "codes": codes, "of": total}
+    return {**run_and_judge(kernel, {s: size for s in fusion.symbols}), "codes": kernel.report.codes}
 
 
 def main() -> int:

@@ -1,0 +1,109 @@
+"""Run a compiled kernel on random inputs and judge it against the float64 reference.
+
+Shared by benchmarks/fuzz.py --run (accepted schedules must run correctly) and
+benchmarks/rejected_on_gpu.py (rejected ones run anyway, to show the failure). Needs torch
+and a GPU. Outputs are poisoned with NaN first, so an element the kernel never stores is
+wrong unless the reference itself is NaN there.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+CANDIDATE_SIZES = (96, 128, 100, 256, 64, 1000, 1024, 2048, 33, 4096, 8192)  # tried in order per symbol
+MAX_ELEMENTS = 1 << 24  # per tensor, when choosing symbolic sizes: keeps a case's arrays small
+MAX_FIXED_ELEMENTS = 1 << 27  # per tensor of a fixed-size fusion (its sizes are not ours to choose)
+TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64",
+                "int32": "int32", "int64": "int64", "int8": "int8"}
+
+
+def _shape(t, sizes):
+    from tileproof.model.expr import evaluate
+
+    return [evaluate(i.extent_expr, sizes) for i in t.logical]
+
+
+def admitted_sizes(kernel) -> dict[str, int] | None:
+    """Sizes for the fusion's symbols that the kernel's launch checks admit (assumptions,
+    block and shared-memory limits) and that keep every tensor small; None if none of the
+    candidates does."""
+    import tileproof as tp
+
+    symbols = list(kernel.fusion.symbols)
+    tensors = list(kernel.fusion.inputs) + list(kernel.fusion.outputs)
+    limit = MAX_ELEMENTS if symbols else MAX_FIXED_ELEMENTS
+    for values in itertools.islice(itertools.product(CANDIDATE_SIZES, repeat=len(symbols)), 2000):
+        sizes = dict(zip(symbols, values))
+        if any(_count(_shape(t, sizes)) > limit for t in tensors):
+            continue
+        try:
+            kernel.launch_params_for(**sizes)
+        except tp.InputError:
+            continue
+        return sizes
+    return None
+
+
+def _count(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def random_inputs(fusion, sizes, torch):
+    out = []
+    for t in fusion.inputs:
+        shape, dtype = _shape(t, sizes), getattr(torch, TORCH_DTYPES[t.dtype.name])
+        if dtype.is_floating_point:
+            out.append((torch.randn(*shape, device="cuda") * 100).to(dtype))
+        else:  # small integers: no overflow in the ops, so the reference's rounding is exact
+            out.append(torch.randint(-50, 50, shape, device="cuda", dtype=dtype))
+    return out
+
+
+def poisoned_outputs(fusion, sizes, torch):
+    out = []
+    for t in fusion.outputs:
+        dtype = getattr(torch, TORCH_DTYPES[t.dtype.name])
+        fill = float("nan") if dtype.is_floating_point else -77  # -77: no op of the inputs' range gives it everywhere
+        out.append(torch.full(_shape(t, sizes), fill, device="cuda").to(dtype))
+    return out
+
+
+def wrong_elements(fusion, inputs, outs) -> tuple[int, int]:
+    """(elements differing from the reference beyond the dtype's tolerance, elements compared)."""
+    import numpy as np
+
+    from tileproof.codegen.runtime.reference import reference, tolerance
+
+    host = [x.double().cpu().numpy() for x in inputs]
+    wrong = total = 0
+    for t, got, want in zip(fusion.outputs, outs, reference(fusion, host)):
+        got = got.double().cpu().numpy()
+        rtol, atol = tolerance(t.dtype)
+        ok = (got == want) | (np.isnan(want) & np.isnan(got)) | (np.abs(got - want) <= atol + rtol * np.abs(want))
+        wrong += int((~ok).sum())
+        total += got.size
+    return wrong, total
+
+
+def run_and_judge(kernel, sizes: dict[str, int]) -> dict:
+    """Launch once and judge: ran correctly, wrong output, refused at launch, or fault."""
+    import torch
+
+    import tileproof as tp
+
+    inputs = random_inputs(kernel.fusion, sizes, torch)
+    outs = poisoned_outputs(kernel.fusion, sizes, torch)
+    try:
+        kernel.run(*inputs, out=outs, **sizes)
+        torch.cuda.synchronize()
+    except tp.InputError as e:
+        return {"outcome": "refused at launch", "detail": str(e)[:400]}
+    except Exception as e:  # noqa: BLE001 - the failure is the evidence
+        return {"outcome": "fault", "detail": f"{type(e).__name__}: {e}"[:400]}
+    wrong, total = wrong_elements(kernel.fusion, inputs, outs)
+    if wrong:
+        return {"outcome": "wrong output", "wrong": wrong, "of": total, "sizes": sizes}
+    return {"outcome": "ran correctly", "of": total}
