@@ -104,6 +104,8 @@ def run_and_judge(kernel, sizes: dict[str, int]) -> dict:
     except Exception as e:  # noqa: BLE001 - the failure is the evidence
         return {"outcome": "fault", "detail": f"{type(e).__name__}: {e}"[:400]}
     wrong, total = wrong_elements(kernel.fusion, inputs, outs)
+    del inputs, outs
+    torch.cuda.empty_cache()  # many workers share the GPU: keep no cached blocks between cases
     if wrong:
         return {"outcome": "wrong output", "wrong": wrong, "of": total, "sizes": sizes}
     return {"outcome": "ran correctly", "of": total}

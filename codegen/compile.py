@@ -151,6 +151,9 @@ class Kernel:
         if block[0] * block[1] * block[2] > t.max_threads_per_block:
             raise InputError(f"these sizes need {block[0] * block[1] * block[2]} threads per block; "
                              f"{t.name} allows {t.max_threads_per_block}")
+        for axis, n, most in zip("xyz", block, t.max_block_dims):
+            if n > most:
+                raise InputError(f"these sizes need blockDim.{axis} = {n}; {t.name} allows {most}")
         if smem > t.smem_bytes_per_block:
             raise InputError(f"these sizes need {smem} bytes of shared memory; {t.name} has {t.smem_bytes_per_block}")
         if grid[0] >= 2 ** 31 or max(grid[1], grid[2]) > 65535:

@@ -10,6 +10,7 @@ compile time and register use; codegen emits such kernels (tileproof.testing.com
     launch_axis_clashes   PARALLEL-TYPE-UNIQUE    a thread/block index names one loop axis per tensor
     symbolic_registers    REGISTER-SIZE-CONSTANT  register (Local) tensors have a compile-time size
     register_budget       REGISTER-BUDGET         register tensors fit 255 32-bit registers per thread (warning)
+    local_memory          LOCAL-MEMORY-SIZE       a thread's register tensors fit the 512 KiB of local memory
     unroll_lengths        UNROLL-LENGTH           unrolled loops repeat statements at most 1024 times
     symbolic_factors      SYMBOLIC-FACTOR         split factors are ints or extent symbols
     loop_groups           INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH: inlined loops are one loop
@@ -28,6 +29,7 @@ from typing import Any, Hashable, Mapping, Sequence
 
 from .allocation import Allocation, compute_allocation
 from .expr import Expr, evaluate, try_int
+from .global_layout import allocation_problem
 from .iterdomain import Split
 from .mapping import IdMap
 from .tensor import TensorView
@@ -36,6 +38,8 @@ from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, Mem
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
 # 32-bit registers per thread (compute capability 5.0 .. 12.x).
 MAX_REGISTERS_PER_THREAD = 255
+# Same table: at most 512 KB of local memory per thread, where ptxas puts what does not fit registers.
+MAX_LOCAL_BYTES_PER_THREAD = 512 * 1024
 # Statement copies in fully unrolled loops per kernel. NVRTC time for one unrolled copy loop on
 # sm_90a (measured here): 512 copies 0.6 s, 1024 copies 2.2 s, 3072 copies 43 s, 4096 copies 84 s.
 MAX_UNROLLED_COPIES = 1024
@@ -393,6 +397,31 @@ def register_budget(fusion, allocations: Mapping[str, Allocation] | None = None)
     return out
 
 
+def local_memory(fusion, allocations: Mapping[str, Allocation] | None = None) -> list[Problem]:
+    """The register (Local) tensors of one thread exceed the local memory a thread can have. They
+    are summed: each is one array declared at the kernel's scope, so all share its stack frame."""
+    allocations = _allocations(fusion, allocations)
+    parts = []
+    for tv in execution_order(fusion):
+        n = try_int(allocations[tv.name].num_elements_expr) if tv.memory_type is MemoryType.Local else None
+        if n is not None:
+            parts.append((tv, n * tv.dtype.bytes))
+    total, limit = sum(b for _, b in parts), MAX_LOCAL_BYTES_PER_THREAD
+    if total <= limit:
+        return []
+    biggest = max(parts, key=lambda p: p[1])[0]
+    return [Problem(
+        f"the register tensors of a thread take {total} bytes ({', '.join(f'{t.name} {b}' for t, b in parts)}); "
+        f"a thread has at most {limit} bytes of local memory",
+        hint=f"parallelize more of {biggest.name}'s axes on threads or blocks, or inline it further (inline_at) "
+             f"so that only a tile is live per thread",
+        tensor=biggest.name, ids=tuple(x.id.name for x in allocations[biggest.name].allocated()),
+        values={"bytes": total, "limit": limit},
+        notes=("ptxas puts register arrays that do not fit in registers in local memory; a kernel whose "
+               "frame exceeds the limit is refused by cuLaunchKernel (invalid argument, measured on H100)",),
+        location=biggest.origin)]
+
+
 # -- unrolling ---------------------------------------------------------------------------------------
 
 def unrolled_copies(tv: TensorView) -> tuple[int, list]:
@@ -541,14 +570,13 @@ def unsupported_features(fusion) -> list[Problem]:
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
     out += _instruction_features(fusion, order)
     for tv in list(fusion.inputs) + list(fusion.outputs):
-        alloc = tv.get_allocation_domain()
-        logical = {i.uid for i in tv.logical}
-        if len(alloc) != len(tv.logical) or any(i.uid not in logical for i in alloc):
+        problem = allocation_problem(tv)
+        if problem is not None:
+            alloc = tv.get_allocation_domain()
             out.append(Problem(
-                f"{tv.name}'s allocation domain [{', '.join(i.label() for i in alloc)}] is not a permutation of "
-                f"its logical domain; tileproof lowers global tensors allocated along their logical axes "
-                f"(in any order)",
-                hint=f"set {tv.name}'s allocation domain to a permutation of its logical IterDomains",
+                f"{problem}; tileproof lowers global tensors allocated along their logical axes, in any order "
+                f"and merged (a split or swizzle in the allocation domain has no such layout)",
+                hint=f"set {tv.name}'s allocation domain to its logical IterDomains or merges of them",
                 tensor=tv.name, values={"allocation_axes": len(alloc), "logical_axes": len(tv.logical)},
                 location=tv.origin))
     return out

@@ -14,6 +14,7 @@ class Target:
     compute_capability: tuple[int, int]
     warp_size: int = 32
     max_threads_per_block: int = 1024
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)  # blockDim.x, .y, .z
     smem_bytes_per_block: int = 232448  # opt-in maximum (227 KiB)
     smem_bytes_default: int = 49152  # without cudaFuncSetAttribute
     tmem_lanes: int = 0  # 0: no tensor memory
@@ -38,6 +39,6 @@ TARGETS = {t.name: t for t in (SM90A, SM100A)}
 def get_target(target) -> Target:
     if isinstance(target, Target):
         return target
-    if target in TARGETS:
+    if isinstance(target, str) and target in TARGETS:
         return TARGETS[target]
-    raise ScheduleError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    raise ScheduleError(f"unknown target {target!r} for target; expected one of {', '.join(TARGETS)} or a tp.Target")

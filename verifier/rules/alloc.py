@@ -208,13 +208,15 @@ def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
 
 @rule("LAUNCH-THREADS", family="alloc")
 def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """A block has at most 1024 threads.
+    """A block has at most 1024 threads, and at most 1024 x 1024 x 64 along x, y, z.
 
     What it checks:
         blockDim.x * blockDim.y * blockDim.z, each the largest extent parallelized on
-        TIDx / TIDy / TIDz, is at most the target's limit for every admitted size.
+        TIDx / TIDy / TIDz, is at most the target's limit for every admitted size, and
+        each of them is at most its dimension's limit (blockDim.z at most 64).
     Why the hardware needs it:
-        A launch with more threads per block fails (measured: 1025 fails on H200).
+        A launch with more threads per block fails (measured: 1025 fails on H200), and so
+        does one with blockDim.z = 96 (cuLaunchKernel: invalid argument, measured on H100).
     Example:
         with tp.Fusion("threads") as fusion:
             t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
@@ -228,9 +230,11 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
-        CUDA C++ Programming Guide, compute capabilities table (1024 threads per block)
+        CUDA C++ Programming Guide, compute capabilities table (1024 threads per block;
+        maximum x-, y- and z-dimension of a block 1024, 1024, 64)
     """
-    # Formal statement: for all admitted sizes s: bdx(s) * bdy(s) * bdz(s) <= target.max_threads_per_block,
+    # Formal statement: for all admitted sizes s: bdx(s) * bdy(s) * bdz(s) <= target.max_threads_per_block
+    #   and bd_p(s) <= target.max_block_dims[p] for p in x, y, z,
     #   bd_p = the largest extent parallelized on TID_p (1 where none is)
     dims = ctx.thread_dims
     total = product(list(dims))
@@ -243,3 +247,13 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
         lambda v, when: (f"a block of {v['threads']} threads ({v['blockDim.x']} x {v['blockDim.y']} x "
                          f"{v['blockDim.z']}) exceeds the {limit}-thread limit"),
         list(block), hint="parallelize some of those axes on BIDx/BIDy/BIDz or leave them serial")
+    if not out.proved:
+        return  # one finding per launch: the per-dimension limits below are smaller claims
+    for axis, (name, extent), most in zip("xyz", block.items(), ctx.target.max_block_dims):
+        q = ctx.query([extent, const(most)])
+        yield from report_values(
+            ctx, "LAUNCH-THREADS", q.prove(q.le(extent, const(most)), values={name: extent}),
+            f"that {name} is at most {most}",
+            lambda v, when, name=name, most=most: f"{name} is {v[name]}{when}, over the hardware's limit of {most}",
+            [name], hint=f"put the TID{axis.upper()} axis on TIDx/TIDy (up to 1024) or on a BID, or split it "
+                         f"so that at most {most} of it is on TID{axis.upper()}")

@@ -130,6 +130,38 @@ def register_budget(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from _report("REGISTER-BUDGET", lowerable.register_budget(ctx.fusion, ctx.allocations))
 
 
+@rule("LOCAL-MEMORY-SIZE", family="lowering")
+def local_memory_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A thread's register (Local) tensors fit in the 512 KiB of local memory a thread can have.
+
+    What it checks:
+        The bytes of every constant-size register tensor of the kernel, summed (each is an
+        array declared at the kernel's scope), are at most 512 KiB per thread: allocated
+        elements x element bytes, with the allocation of the seed's three rules.
+    Why the hardware needs it:
+        What does not fit in registers ptxas places in local memory, and a thread's local
+        memory is at most 512 KiB. A kernel with a larger frame compiles, and then
+        cuLaunchKernel refuses it with "invalid argument" (measured on H100: a [96, 1024]
+        float32 tensor copied through two serial register tensors, 786432 bytes per thread).
+    Example:
+        with tp.Fusion("local_frame") as fusion:
+            t0 = tp.make_contig_concrete_tensor([96, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t1.set_memory_type(tp.MemoryType.Local); t2.set_memory_type(tp.MemoryType.Local)
+    Fix:
+        with tp.Fusion("local_frame") as fusion:
+            t0 = tp.make_contig_concrete_tensor([96, 1024]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t1.set_memory_type(tp.MemoryType.Local); t2.set_memory_type(tp.MemoryType.Local)
+        tp.inline_most(fusion)
+    References:
+        CUDA C++ Programming Guide, table "Technical Specifications per Compute Capability"
+        (maximum amount of local memory per thread: 512 KB)
+    """
+    # Formal statement: none, structural: sum over constant-size register tensors of elements * bytes <= 512 KiB
+    yield from _report("LOCAL-MEMORY-SIZE", lowerable.local_memory(ctx.fusion, ctx.allocations))
+
+
 @rule("UNROLL-LENGTH", family="lowering")
 def unroll_length(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Unrolled loops repeat the kernel's statements at most 1024 times.
@@ -353,7 +385,7 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         mbarrier's arrival count); a tensor-memory access keeps broadcast axes off
         thread/block indices launched wider and shares no vectorized axis through inlining;
         no axis is parallelized on DIDx/DIDy/DIDz; global tensors are allocated along a
-        permutation of their logical axes.
+        permutation of their logical axes and merges of them (no split or swizzle).
     Why the hardware needs it:
         It does not: these are limits of tileproof's code generator, not hardware rules. The
         verifier rejects what the code generator cannot lower so that an accepted schedule
