@@ -56,6 +56,8 @@ __version__ = "0.1.0"
 
 def inline_most(fusion: Fusion | None = None) -> None:
     """Inline every tensor as far as its consumers allow (the active fusion by default)."""
+    if fusion is not None and not isinstance(fusion, Fusion):
+        raise ScheduleError(f"inline_most: expected a tp.Fusion for fusion, got {type(fusion).__name__} {fusion!r:.60}")
     _inline_most(fusion if fusion is not None else _current_fusion())
 
 
@@ -64,7 +66,7 @@ def allocation(tv: TensorView) -> Allocation:
     rule that decided), `.num_elements`, `.bytes`; for tensor memory `.lanes`, `.columns`,
     `.columns_allocated`."""
     if not isinstance(tv, TensorView):
-        raise ScheduleError(f"allocation: expected a TensorView, got {type(tv).__name__}")
+        raise ScheduleError(f"allocation: expected a TensorView for tv, got {type(tv).__name__} {tv!r:.60}")
     return _compute_allocation(tv)
 
 
@@ -75,7 +77,7 @@ def tma_info(tv: TensorView) -> TmaInfo:
     `.swizzle_bytes`, `.direction`, `.bytes_per_transfer`, and `.problems` when it cannot be
     inferred."""
     if not isinstance(tv, TensorView):
-        raise ScheduleError(f"tma_info: expected a TensorView, got {type(tv).__name__}")
+        raise ScheduleError(f"tma_info: expected a TensorView for tv, got {type(tv).__name__} {tv!r:.60}")
     ops = _tma_ops_of(tv)
     if not ops:
         raise ScheduleError(f"tma_info: {tv.name} is not read or written by a TMA op (tp.set(..., op=tp.LoadStoreOpType.TMA))")
@@ -85,7 +87,7 @@ def tma_info(tv: TensorView) -> TmaInfo:
 
 
 def add(a, b):
-    """Elementwise a + b of two tensors (or a tensor and a number); nvFuser's ops.add."""
+    """Elementwise a + b of two tensors of one dtype (broadcast axes stretch); nvFuser's ops.add."""
     return _ops.binary("add", a, b)
 
 

@@ -1,10 +1,13 @@
 """The `tileproof` command: verify schedule files against their expectations, explain rules,
 show schedules as pictures, run them on the GPU (cli_run.py).
 
+PATH is a file, a folder, or FILE::NAME for one schedule; -k EXPR selects by name; `verify -x`
+stops at the first schedule that does not match.
+
 Exit codes: 0 every schedule matched its expectation, 1 some did not, 2 usage or load
-error (bad path, a file or schedule that fails to build, unknown target or rule code) or a
-tileproof bug (an InternalError: "tileproof bug, please report: ..."). User errors print one
-clear line, never a traceback.
+error (bad path, a file or schedule that fails to build, raises, exits or returns no Fusion,
+unknown target or rule code) or a tileproof bug (an InternalError: "tileproof bug, please
+report: ..."). User errors print one clear line, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ from typing import Any
 from rich.console import Console
 
 from . import __version__, allocation
-from .cli_run import add_parser as add_run_parser, run_command
+from .cli_run import add_keyword_argument, add_parser as add_run_parser, run_command
 from .model.errors import InternalError, ScheduleError, TileproofError
 from .model.targets import TARGETS
 from .reports.explain import explain_text, list_text
-from .reports.json_report import report_to_dict, to_json
 from .reports.html import PageEntry, report_page
+from .reports.json_report import report_to_dict, to_json
 from .reports.terminal import render_report
-from .schedule_files import LoadError, ScheduleCase, discover
+from .schedule_files import BuildError, ScheduleCase, build_fusion, select
 from .verifier.diagnostics import Report
 from .verifier.verify import verify
 
@@ -50,18 +53,26 @@ class Outcome:
 
 
 class UsageError(TileproofError):
-    """A mistake in the command line (exit code 2)."""
+    """A mistake in the command line (exit code 2); `command` is the (sub)command whose
+    --help explains it."""
+
+    def __init__(self, message: str, command: str = "tileproof"):
+        super().__init__(message)
+        self.command = command
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would exit itself; main() owns the exit code
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{self.prog}: {message}", self.prog)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # --help and --version end here; nothing else may exit quietly
+            return e.code if isinstance(e.code, int) else EXIT_OK if e.code is None else EXIT_ERROR
         if args.command == "verify":
             return _verify_command(args)
         if args.command == "explain":
@@ -74,13 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except UsageError as e:
         print(str(e), file=sys.stderr)
-        print(f"try '{parser.prog} --help'", file=sys.stderr)
+        print(f"try '{e.command} --help'", file=sys.stderr)
         return EXIT_ERROR
     except TileproofError as e:  # no GPU for `tileproof run`; an InternalError reads "tileproof bug, ..."
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
-    except SystemExit as e:  # --help and --version end here
-        return e.code if isinstance(e.code, int) else EXIT_OK if e.code is None else EXIT_ERROR
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -88,15 +97,20 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tileproof {__version__}")
     commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     verify_parser = commands.add_parser("verify", help="verify schedule files against their expectations")
-    verify_parser.add_argument("paths", nargs="+", metavar="PATH", help="schedule files or folders")
+    verify_parser.add_argument("paths", nargs="+", metavar="PATH",
+                               help="schedule files or folders; FILE::NAME picks one schedule")
     verify_parser.add_argument("--target", choices=sorted(TARGETS),
                                help="verify every schedule for this target instead of its own")
     verify_parser.add_argument("--json", action="store_true", help="print one JSON array instead of text")
     verify_parser.add_argument("--html", metavar="FILE", help="also write the reports as an HTML page")
     verify_parser.add_argument("--quiet", action="store_true",
-                               help="print only the PASS/FAIL lines and the summary, not the reports")
+                               help="print only the PASS/FAIL lines (with a count of warnings) and the summary")
+    add_keyword_argument(verify_parser)
+    verify_parser.add_argument("-x", "--exitfirst", action="store_true",
+                               help="stop at the first schedule that does not match its expectation")
     show_parser = commands.add_parser("show", help="draw schedules: IterDomain graphs, smem and tmem maps")
-    show_parser.add_argument("path", metavar="PATH", help="a schedule file or folder")
+    show_parser.add_argument("path", metavar="PATH", help="a schedule file or folder; FILE::NAME picks one schedule")
+    add_keyword_argument(show_parser)
     show_parser.add_argument("--target", choices=sorted(TARGETS),
                              help="verify every schedule for this target instead of its own")
     show_parser.add_argument("--html", metavar="FILE", help="the page to write (default: <PATH stem>.html here)")
@@ -107,30 +121,24 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_paths(paths: list[str], target: str | None):
-    """Every schedule in paths, verified; None (after saying why) on a usage or load error."""
-    try:
-        cases = discover(paths)
-    except (LoadError, ScheduleError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return None
-    if not cases:
-        print(f"error: no @tp.schedule functions found in {', '.join(paths)}", file=sys.stderr)
-        return None
-    return [run_case(case, target) for case in cases]
-
-
 def _verify_command(args: argparse.Namespace) -> int:
-    outcomes = _run_paths(args.paths, args.target)
-    if outcomes is None:
-        return EXIT_ERROR
-    if args.json:
-        print(to_json([_outcome_to_dict(o) for o in outcomes]))
-        for o in outcomes:
+    cases = select(args.paths, args.keyword)
+    console = Console(highlight=False)
+    outcomes = []
+    for case in cases:
+        o = run_case(case, args.target)
+        outcomes.append(o)
+        if args.json:
             if o.error is not None:
                 print(f"error: {o.case.name}: {o.error}", file=sys.stderr)
+        else:
+            _print_outcome(console, o, quiet=args.quiet)
+        if args.exitfirst and not o.matched:
+            break
+    if args.json:
+        print(to_json([_outcome_to_dict(o) for o in outcomes]))
     else:
-        _print_outcomes(outcomes, quiet=args.quiet)
+        _print_summary(console, outcomes, len(cases))
     if args.html:
         _write_html(Path(args.html), outcomes)
     if any(o.error is not None for o in outcomes):
@@ -141,12 +149,14 @@ def _verify_command(args: argparse.Namespace) -> int:
 def run_case(case: ScheduleCase, target: str | None = None) -> Outcome:
     """Build and verify one case; a failing build is the case's error, not a crash."""
     try:
-        fusion = case.build()
+        fusion = build_fusion(case)
     except ScheduleError as e:
         return Outcome(case, error=f"schedule error: {e}")
+    except BuildError as e:
+        return Outcome(case, error=str(e))
     except InternalError as e:  # tileproof failed inside the user's function: ours, not theirs
         return Outcome(case, error=f"{e}{_where(case)}")
-    except Exception as e:  # the user's function raised: report it as theirs, without a traceback
+    except TileproofError as e:  # e.g. the function called tp.compile, which refused
         return Outcome(case, error=f"building the schedule raised {type(e).__name__}: {e}{_where(case)}")
     try:
         report = verify(fusion, target or case.target)
@@ -177,22 +187,38 @@ def _where(case: ScheduleCase) -> str:
     return f" (schedule defined at {case.location})" if case.location else ""
 
 
-def _print_outcomes(outcomes: list[Outcome], *, quiet: bool) -> None:
-    console = Console(highlight=False)
-    for o in outcomes:
-        if o.report is not None and not quiet:
-            console.print(render_report(o.report, expectation=o.case.expect))
-        console.print(_status_line(o), style=_status_style(o), markup=False, soft_wrap=True)
-        if not quiet:
-            console.print()
+def _print_outcome(console: Console, o: Outcome, *, quiet: bool) -> None:
+    if o.report is not None and not quiet:
+        console.print(render_report(o.report, expectation=o.case.expect))
+    console.print(_status_line(o), style=_status_style(o), markup=False, soft_wrap=True)
+    if quiet and o.report is not None and o.report.warnings:  # the reports are hidden, the warnings not forgotten
+        console.print(f"  {_warning_count(o.report.warnings)}", style="yellow", markup=False, soft_wrap=True)
+    if not quiet:
+        console.print()
+
+
+def _warning_count(warnings: list) -> str:
+    by_code: dict[str, int] = {}
+    for d in warnings:
+        by_code[d.code] = by_code.get(d.code, 0) + 1
+    codes = ", ".join(f"{code} x{n}" if n > 1 else code for code, n in sorted(by_code.items()))
+    return f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} ({codes})"
+
+
+def _print_summary(console: Console, outcomes: list[Outcome], selected: int) -> None:
     accepted = sum(1 for o in outcomes if o.report is not None and o.report.ok)
     rejected = sum(1 for o in outcomes if o.report is not None and not o.report.ok)
     mismatched = sum(1 for o in outcomes if o.mismatches)
     errors = sum(1 for o in outcomes if o.error is not None)
+    warnings = sum(len(o.report.warnings) for o in outcomes if o.report is not None)
     summary = (f"{len(outcomes)} schedules: {accepted} accepted, {rejected} rejected, "
                f"{mismatched} mismatched expectations")
     if errors:
         summary += f", {errors} failed to load"
+    if warnings:
+        summary += f", {warnings} warning{'s' if warnings != 1 else ''}"
+    if len(outcomes) < selected:
+        summary += f"; stopped at the first failure (-x), {selected - len(outcomes)} not run"
     console.print(summary, style="bold", markup=False, soft_wrap=True)
 
 
@@ -234,10 +260,9 @@ def _write_html(path: Path, outcomes: list[Outcome]) -> None:
 
 def _show_command(args: argparse.Namespace) -> int:
     """Verify every schedule in PATH and write the page of pictures; exit 2 on usage or load errors."""
-    outcomes = _run_paths([args.path], args.target)
-    if outcomes is None:
-        return EXIT_ERROR
-    path = Path(args.html) if args.html else Path.cwd() / f"{Path(args.path).stem}.html"
+    outcomes = [run_case(case, args.target) for case in select([args.path], args.keyword)]
+    file_part = args.path.partition("::")[0]  # FILE::NAME draws into FILE's page
+    path = Path(args.html) if args.html else Path.cwd() / f"{Path(file_part).stem}.html"
     _write_html(path, outcomes)
     print(path)
     for o in outcomes:
@@ -251,7 +276,8 @@ def _explain_command(args: argparse.Namespace) -> int:
         print(list_text(), end="")
         return EXIT_OK
     if not args.code:
-        raise UsageError("explain: name a rule code (e.g. tileproof explain TMEM-LANES) or use --list")
+        raise UsageError("explain: name a rule code (e.g. tileproof explain TMEM-LANES) or use --list",
+                         "tileproof explain")
     try:
         print(explain_text(args.code), end="")
     except KeyError as e:

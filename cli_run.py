@@ -1,4 +1,4 @@
-"""`tileproof run PATH [--check] [--bench]`: compile every schedule in PATH and run it on
+"""`tileproof run PATH [-k EXPR] [--check] [--bench]`: compile every schedule in PATH and run it on
 the GPU with random inputs; --check compares with the float64 reference, --bench times
 it and reports the bandwidth (bytes of inputs and outputs over the kernel time).
 
@@ -8,16 +8,19 @@ result differed, 2 usage or load error, or no GPU to run on.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import math
+import re
 import sys
 from dataclasses import dataclass
 
 from .codegen.compile import Kernel, compile as compile_fusion
 from .codegen.errors import CompileError, InputError, NoDeviceError, ScheduleRejected, UnsupportedSchedule
 from .codegen.runtime.reference import reference, tolerance
-from .model.errors import ScheduleError
+from .model.errors import InternalError, ScheduleError, TileproofError
 from .model.targets import TARGETS
-from .schedule_files import LoadError, ScheduleCase, discover
+from .schedule_files import BuildError, ScheduleCase, build_fusion, select
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 DEFAULT_SIZE = 1024
@@ -31,23 +34,37 @@ class Compiled:
 
 def add_parser(commands) -> None:
     p = commands.add_parser("run", help="compile schedules and run them on the GPU (--check, --bench)")
-    p.add_argument("path", metavar="PATH", help="a schedule file or folder")
+    p.add_argument("path", metavar="PATH", help="a schedule file or folder; FILE::NAME picks one schedule")
+    add_keyword_argument(p)
     p.add_argument("--check", action="store_true", help="compare the outputs with a float64 reference")
     p.add_argument("--bench", action="store_true", help="time the kernel and print the achieved bandwidth")
     p.add_argument("--target", choices=sorted(TARGETS), help="compile for this target instead of each schedule's own")
     p.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
                    help=f"a symbolic extent's value (default {DEFAULT_SIZE}); repeatable")
-    p.add_argument("--iterations", type=int, default=100, help="launches timed by --bench (default 100)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--iterations", type=_positive_int, default=100, help="launches timed by --bench (default 100)")
+    p.add_argument("--seed", type=_non_negative_int, default=0, help="seed of the random inputs")
+
+
+def add_keyword_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-k", metavar="EXPR", dest="keyword",
+                        help="only schedules whose name matches EXPR: words (substrings) with and, or, not, ()")
+
+
+def _positive_int(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text) or int(text) == 0:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}")
+    return int(text)
+
+
+def _non_negative_int(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text):
+        raise argparse.ArgumentTypeError(f"expected a non-negative int, got {text!r}")
+    return int(text)
 
 
 def run_command(args, usage_error) -> int:
     sizes = _parse_sizes(args.size, usage_error)
-    try:
-        cases = discover([args.path])
-    except (LoadError, ScheduleError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+    cases = select([args.path], args.keyword)
     status, compiled = EXIT_OK, []
     for case in cases:
         result = _compile_case(case, args.target)
@@ -57,6 +74,11 @@ def run_command(args, usage_error) -> int:
             compiled.append(result)
     if not compiled:
         return status
+    known = {symbol for c in compiled for symbol in c.kernel.fusion.symbols}
+    unknown = sorted(set(sizes) - known)
+    if unknown:  # most likely a typo: running at the default size instead would mislead
+        raise usage_error(f"--size {unknown[0]}: no compiled schedule has an extent named {unknown[0]}; "
+                          f"extents: {', '.join(sorted(known)) or 'none (every size is concrete)'}", "tileproof run")
     if importlib.util.find_spec("numpy") is None:  # the inputs and the reference are numpy arrays
         print("error: tileproof run needs numpy for its inputs and reference (pip install numpy)", file=sys.stderr)
         return EXIT_ERROR
@@ -76,8 +98,10 @@ def _parse_sizes(items: list[str], usage_error) -> dict[str, int]:
     sizes = {}
     for item in items:
         name, _, value = item.partition("=")
-        if not name.isidentifier() or not value.isdigit() or int(value) <= 0:
-            raise usage_error(f"--size expects NAME=POSITIVE_INT, got {item!r}")
+        if not name.isidentifier() or not re.fullmatch(r"[0-9]+", value) or int(value) <= 0:
+            raise usage_error(f"--size expects NAME=POSITIVE_INT, got {item!r}", "tileproof run")
+        if name in sizes and sizes[name] != int(value):
+            raise usage_error(f"--size {name} given twice ({sizes[name]} and {value})", "tileproof run")
         sizes[name] = int(value)
     return sizes
 
@@ -87,7 +111,15 @@ def _compile_case(case: ScheduleCase, target: str | None):
     if not case.expect.ok:
         return None  # an invalid example: `tileproof verify` checks it is rejected
     try:
-        kernel = compile_fusion(case.build(), target or case.target)
+        fusion = build_fusion(case)
+    except (ScheduleError, BuildError, InternalError) as e:
+        print(f"ERROR {case.name}: {e}")
+        return EXIT_ERROR
+    except TileproofError as e:  # e.g. the function called tp.compile, which refused
+        print(f"ERROR {case.name}: building the schedule raised {type(e).__name__}: {e}")
+        return EXIT_ERROR
+    try:
+        kernel = compile_fusion(fusion, target or case.target)
     except ScheduleRejected as e:
         print(f"FAIL {case.name}: {e}")
         return EXIT_MISMATCH
@@ -112,7 +144,7 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     env = {s: sizes.get(s, DEFAULT_SIZE) for s in fusion.symbols}
     kernel.launch_params_for(**env)  # InputError when the sizes break an assumption
     rng = np.random.default_rng(args.seed)
-    host = [_random(rng, [_size(i.extent_expr, env) for i in t.logical], t.dtype) for t in fusion.inputs]
+    host = [_random(rng, [_size(i.extent_expr, env) for i in t.logical], t) for t in fusion.inputs]
     device = [DeviceArray.from_numpy(h, t.dtype) for h, t in zip(host, fusion.inputs)]
     extra = {s: v for s, v in env.items() if s in sizes}
     outputs = kernel.run(*device, **extra)
@@ -137,10 +169,20 @@ def _size(e, env) -> int:
     return evaluate(e, env)
 
 
-def _random(rng, shape, dtype):
-    if dtype.name.startswith("int"):
-        return rng.integers(-100, 100, size=shape)
-    return rng.standard_normal(size=shape)
+def _random(rng, shape, tensor):
+    """Random host values (int64 or float64) for an input; InputError when the sizes make it
+    too large to hold."""
+    nbytes = math.prod(shape) * 8
+    too_large = InputError(f"input {tensor.name} of shape {tuple(shape)} needs {nbytes} bytes of host memory "
+                           f"for its random values; choose smaller --size values")
+    if nbytes > sys.maxsize:
+        raise too_large
+    try:
+        if tensor.dtype.name.startswith("int"):
+            return rng.integers(-100, 100, size=shape)
+        return rng.standard_normal(size=shape)
+    except MemoryError:
+        raise too_large from None
 
 
 def _compare(name: str, tensor, got, want) -> int:

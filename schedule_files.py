@@ -1,17 +1,22 @@
 """Schedule files: Python files whose `@tp.schedule` functions build and return a Fusion,
-each declaring the verdict it expects. Discovered in files and folders like pytest tests."""
+each declaring the verdict it expects. Discovered in files and folders like pytest tests;
+`file.py::name` picks one schedule (every parameter set of it, or `name[n=4]` exactly) and a
+`-k` expression (`matches`) selects by name."""
 
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import itertools
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from .model.errors import ScheduleError, TileproofError, user_location
+from .model.fusion import Fusion
+from .model.targets import TARGETS
 
 
 @dataclass(frozen=True)
@@ -51,17 +56,34 @@ class Expectation:
 
 
 def accepted(*, allocations: dict[str, dict[str, Any]] | None = None) -> Expectation:
-    return Expectation(True, (), dict(allocations or {}))
+    """The schedule must verify; `allocations` {"T2": {"columns_allocated": 64}} are facts
+    of tp.allocation(tensor) that must hold too."""
+    return Expectation(True, (), _check_allocations("accepted", allocations))
 
 
 def rejected(*codes: str, allocations: dict[str, dict[str, Any]] | None = None,
              messages: tuple[str, ...] | list[str] = ()) -> Expectation:
+    """The schedule must be rejected with exactly these error codes; `messages` are fragments
+    that some diagnostic's message must contain."""
     if not codes:
         raise ScheduleError("rejected: name at least one rule code, e.g. tp.rejected('TMEM-LANES')")
     for c in codes:
         if not isinstance(c, str):
             raise ScheduleError(f"rejected: rule codes are strings, got {c!r}")
-    return Expectation(False, tuple(codes), dict(allocations or {}), tuple(messages))
+    if isinstance(messages, str) or not isinstance(messages, (list, tuple)) \
+            or not all(isinstance(m, str) for m in messages):
+        raise ScheduleError(f"rejected: messages must be a list of strings, got {messages!r}")
+    return Expectation(False, tuple(codes), _check_allocations("rejected", allocations), tuple(messages))
+
+
+def _check_allocations(func: str, allocations) -> dict[str, dict[str, Any]]:
+    if allocations is None:
+        return {}
+    if not isinstance(allocations, dict) or not all(
+            isinstance(tensor, str) and isinstance(facts, dict) for tensor, facts in allocations.items()):
+        raise ScheduleError(f"{func}: allocations must map tensor names to facts, "
+                            f"e.g. {{'T2': {{'bytes': 64}}}}, got {allocations!r}")
+    return dict(allocations)
 
 
 @dataclass(frozen=True)
@@ -91,15 +113,28 @@ class ScheduleSpec:
         out = []
         for values in itertools.product(*(self.params[k] for k in keys)):
             kw = dict(zip(keys, values))
-            label = ",".join(f"{k}={v}" for k, v in kw.items())
-            out.append(ScheduleCase(f"{name}[{label}]", _bind(self.func, kw), self._expect(kw), self.target, self.location))
+            out.append(ScheduleCase(f"{name}[{_label(kw)}]", _bind(self.func, kw), self._expect(kw), self.target,
+                                    self.location))
         return out
 
     def _expect(self, kw) -> Expectation:
-        e = self.expect(**kw) if callable(self.expect) and not isinstance(self.expect, Expectation) else self.expect
+        if isinstance(self.expect, Expectation):
+            return self.expect
+        try:
+            e = self.expect(**kw)
+        except TileproofError:
+            raise
+        except Exception as error:  # the user's expect function failed: theirs, said without a traceback
+            raise ScheduleError(f"{self.func.__name__}: expect({_label(kw)}) raised "
+                                f"{type(error).__name__}: {error}") from error
         if not isinstance(e, Expectation):
-            raise ScheduleError(f"{self.func.__name__}: expect must be tp.accepted(...) or tp.rejected(...)")
+            raise ScheduleError(f"{self.func.__name__}: expect({_label(kw)}) must return tp.accepted(...) "
+                                f"or tp.rejected(...), got {e!r}")
         return e
+
+
+def _label(kw: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in kw.items())
 
 
 def _bind(func, kw):
@@ -111,17 +146,41 @@ def _bind(func, kw):
 
 def schedule(func=None, *, expect: Expectation | Callable[..., Expectation] | None = None,
              target: str = "sm_90a", params: dict[str, list[Any]] | None = None):
-    """Mark a function that builds and returns a Fusion as a schedule to verify."""
+    """Mark a function that builds and returns a Fusion as a schedule to verify: `expect` the
+    verdict (default tp.accepted()), `target` the architecture it is verified for, `params`
+    {name: [values]} a case per combination, the function called with those keywords."""
+    if expect is not None and not isinstance(expect, Expectation) and not callable(expect):
+        raise ScheduleError(f"schedule: expect must be tp.accepted(...), tp.rejected(...) or a function "
+                            f"of the params returning one, got {expect!r}")
+    if not isinstance(target, str) or target not in TARGETS:
+        raise ScheduleError(f"schedule: target must be one of {', '.join(TARGETS)}, got {target!r}")
+    params = _check_params(params)
 
     def mark(f):
         if not callable(f):
-            raise ScheduleError("@tp.schedule decorates a function that returns a Fusion")
+            raise ScheduleError(f"schedule: @tp.schedule decorates a function that returns a Fusion, got {f!r}")
+        unknown = [k for k in params if k not in inspect.signature(f).parameters]
+        if unknown:
+            raise ScheduleError(f"schedule: params names {', '.join(unknown)}, not a parameter of {f.__name__}")
         f.__tileproof_schedule__ = ScheduleSpec(
-            f, expect if expect is not None else accepted(), target, dict(params or {}), user_location()
+            f, expect if expect is not None else accepted(), target, params, user_location()
         )
         return f
 
     return mark(func) if func is not None else mark
+
+
+def _check_params(params) -> dict[str, list[Any]]:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ScheduleError(f"schedule: params must be a dict of parameter name -> list of values, got {params!r}")
+    for name, values in params.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ScheduleError(f"schedule: params keys must be parameter names, got {name!r}")
+        if not isinstance(values, (list, tuple, range)) or len(values) == 0:
+            raise ScheduleError(f"schedule: params[{name!r}] must be a non-empty list of values, got {values!r}")
+    return {name: list(values) for name, values in params.items()}
 
 
 class LoadError(TileproofError):
@@ -129,18 +188,119 @@ class LoadError(TileproofError):
 
 
 def discover(paths: list[str]) -> list[ScheduleCase]:
-    files: list[Path] = []
-    for p in map(Path, paths):
+    """Every schedule case in paths (files, folders searched for *.py not starting with `_`,
+    or `file.py::name` for the cases of one schedule)."""
+    cases = []
+    for path in paths:
+        file_part, _, name = path.partition("::")
+        p = Path(file_part)
+        if name and not p.is_file():
+            raise LoadError(f"{path}: ::NAME selects a schedule in a file, and {p} is not a file")
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*.py") if not f.name.startswith("_"))
+            for f in sorted(f for f in p.rglob("*.py") if not f.name.startswith("_")):
+                cases += load_file(f)
         elif p.is_file():
-            files.append(p)
+            found = load_file(p)
+            cases += _named(found, name, p) if name else found
         else:
             raise LoadError(f"{p}: no such file or directory")
-    cases = []
-    for f in files:
-        cases += load_file(f)
     return cases
+
+
+def select(paths: list[str], keyword: str | None = None) -> list[ScheduleCase]:
+    """The schedules in paths (discover) whose names the -k expression `keyword` matches.
+    LoadError when there are none to select from, ScheduleError when -k is malformed or
+    selects none."""
+    selected = matches(keyword) if keyword is not None else None
+    cases = discover(paths)
+    if not cases:
+        raise LoadError(f"no @tp.schedule functions found in {', '.join(paths)}")
+    if selected is None:
+        return cases
+    picked = [c for c in cases if selected(c.name)]
+    if not picked:
+        raise ScheduleError(f"-k {keyword!r} selects none of the {len(cases)} schedules in {', '.join(paths)}")
+    return picked
+
+
+def _named(cases: list[ScheduleCase], name: str, path: Path) -> list[ScheduleCase]:
+    """The cases called `name`, or all parameter sets of the schedule `name`."""
+    picked = [c for c in cases if c.name == name or c.name.partition("[")[0] == name]
+    if not picked:
+        names = ", ".join(dict.fromkeys(c.name.partition("[")[0] for c in cases)) or "none"
+        raise LoadError(f"{path}::{name}: no schedule named {name!r}; the file has: {names}")
+    return picked
+
+
+_KEYWORD_TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+
+
+def matches(expression: str) -> Callable[[str], bool]:
+    """A predicate on schedule names from a pytest-style -k expression: words match as
+    case-insensitive substrings, combined with `and`, `or`, `not` and parentheses.
+    Raises ScheduleError when the expression does not parse."""
+    tokens = _KEYWORD_TOKEN.findall(expression)
+    if not tokens:
+        raise ScheduleError(f"-k: cannot parse {expression!r}")
+    position = 0
+
+    def peek():
+        return tokens[position] if position < len(tokens) else None
+
+    def take():
+        nonlocal position
+        position += 1
+        return tokens[position - 1]
+
+    def either():  # or-expression
+        left = both()
+        while peek() == "or":
+            take()
+            right = both()
+            left = _either(left, right)
+        return left
+
+    def both():  # and-expression
+        left = negation()
+        while peek() == "and":
+            take()
+            right = negation()
+            left = _both(left, right)
+        return left
+
+    def negation():
+        if peek() == "not":
+            take()
+            inner = negation()
+            return lambda n: not inner(n)
+        return atom()
+
+    def atom():
+        token = peek()
+        if token is None or token in ("and", "or", ")"):
+            raise ScheduleError(f"-k: cannot parse {expression!r}: expected a name, got {token or 'the end'}")
+        take()
+        if token == "(":
+            inner = either()
+            if peek() != ")":
+                raise ScheduleError(f"-k: cannot parse {expression!r}: unclosed '('")
+            take()
+            return inner
+        word = token.lower()
+        return lambda n: word in n.lower()
+
+    predicate = either()
+    if position != len(tokens):
+        raise ScheduleError(f"-k: cannot parse {expression!r}: unexpected {tokens[position]!r}")
+    return predicate
+
+
+def _either(a: Callable[[str], bool], b: Callable[[str], bool]) -> Callable[[str], bool]:
+    return lambda name: a(name) or b(name)
+
+
+def _both(a: Callable[[str], bool], b: Callable[[str], bool]) -> Callable[[str], bool]:
+    return lambda name: a(name) and b(name)
 
 
 def load_file(path: Path) -> list[ScheduleCase]:
@@ -152,8 +312,40 @@ def load_file(path: Path) -> list[ScheduleCase]:
     sys.modules[mod_name] = module
     try:
         spec.loader.exec_module(module)
+    except SystemExit as e:  # exit code 0 would end the command green having verified nothing
+        raise LoadError(f"{path}: cannot load: the file called sys.exit({e.code!r}) while being imported") from None
     except Exception as e:  # the user's file failed to import: report it, do not crash
         raise LoadError(f"{path}: cannot load: {type(e).__name__}: {e}") from e
     specs = [v.__tileproof_schedule__ for _, v in inspect.getmembers(module) if hasattr(v, "__tileproof_schedule__")]
     specs.sort(key=lambda s: s.func.__code__.co_firstlineno)
-    return [c for s in specs for c in s.cases()]
+    try:
+        return [c for s in specs for c in s.cases()]
+    except ScheduleError as e:
+        raise LoadError(f"{path}: {e}") from None
+
+
+class BuildError(TileproofError):
+    """A schedule function failed (raised, exited or returned no Fusion): the user's mistake."""
+
+
+def build_fusion(case: ScheduleCase) -> Fusion:
+    """Call the case's schedule function; what goes wrong in the user's code becomes a
+    ScheduleError or BuildError with one clear line. An InternalError (tileproof failing
+    inside their function) passes through: it is ours, not theirs."""
+    try:
+        fusion = case.build()
+    except TileproofError:
+        raise
+    except SystemExit as e:  # would end the command with this code, having verified nothing
+        raise BuildError(f"building the schedule called sys.exit({e.code!r}){_where(case)}") from None
+    except Exception as e:  # the user's function raised: report it as theirs, without a traceback
+        raise BuildError(f"building the schedule raised {type(e).__name__}: {e}{_where(case)}") from e
+    if not isinstance(fusion, Fusion):
+        got = "None" if fusion is None else f"{type(fusion).__name__} {fusion!r:.60}"
+        raise BuildError(f"{case.name} returned {got}; a @tp.schedule function must return its tp.Fusion"
+                         f"{_where(case)}")
+    return fusion
+
+
+def _where(case: ScheduleCase) -> str:
+    return f" (schedule defined at {case.location})" if case.location else ""

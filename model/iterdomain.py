@@ -8,7 +8,9 @@ from its inputs' (forward, logical -> loop) and its inputs' from its outputs'
 from __future__ import annotations
 
 import abc
+import enum
 import itertools
+import operator
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -61,9 +63,7 @@ class IterDomain:
 
             tv.axis(-1).parallelize(tp.ParallelType.TIDx)"""
         if not isinstance(parallel_type, ParallelType):
-            raise ScheduleError(
-                f"parallelize: expected a tp.ParallelType, got {type(parallel_type).__name__} {parallel_type!r}"
-            )
+            raise wrong_enum("parallelize", "parallel_type", ParallelType, parallel_type)
         self.parallel_type = parallel_type
         return self
 
@@ -227,20 +227,55 @@ class Swizzle(Transform):
         return t
 
 
+def wrong_enum(func: str, arg: str, kind: type[enum.Enum], value) -> ScheduleError:
+    """The error for a value that should be a member of `kind`: names the function, the
+    argument and the value, and the member a string such as "TIDx" meant."""
+    spelled = value.lower() if isinstance(value, str) else None
+    meant = next((m for m in kind if spelled in (m.name.lower(), str(m.value).lower())), None)
+    fix = f"; use tp.{kind.__name__}.{meant.name}" if meant is not None else ""
+    return ScheduleError(f"{func}: expected a tp.{kind.__name__} for {arg}, got {type(value).__name__} {value!r}{fix}")
+
+
+def as_index(value) -> int | None:
+    """value as a Python int when it is an integer (int, numpy integer; not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (float, str, sympy.Basic)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def check_factor(op: str, factor) -> Expr:
-    """A split factor: a positive int, or a symbol name / sympy symbol (a symbolic factor)."""
+    """A split factor: a positive int, or a symbol name / sympy symbol or integer expression
+    of symbols (a symbolic factor)."""
     from .expr import from_sympy, var
 
-    if isinstance(factor, bool):
-        raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {factor!r}")
-    if isinstance(factor, int):
-        if factor <= 0:
-            raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {factor}")
-        return const(factor)
-    if isinstance(factor, str) and factor.isidentifier():
-        return var(factor)
+    def refuse(shown: str) -> ScheduleError:
+        return ScheduleError(f"{op}: factor must be a positive int or symbol, got {shown}")
+
+    if isinstance(factor, str):
+        if factor.isidentifier():
+            return var(factor)
+        raise refuse(f"str {factor!r}")
     if isinstance(factor, sympy.Basic):
-        if factor.is_Integer and int(factor) <= 0:
-            raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {factor}")
-        return from_sympy(factor)
-    raise ScheduleError(f"{op}: factor must be a positive int or symbol, got {type(factor).__name__} {factor!r}")
+        if factor.is_Integer:
+            if int(factor) <= 0:
+                raise refuse(str(factor))
+            return const(int(factor))
+        if not factor.free_symbols or any(not n.is_Integer for n in factor.atoms(sympy.Number)):
+            raise refuse(f"{factor}, not an integer expression of symbols")
+        try:
+            return from_sympy(factor)
+        except ValueError as e:  # an expression the index algebra has no op for, e.g. sin(N)
+            raise refuse(f"{factor} ({e})") from None
+    n = as_index(factor)
+    if n is None:
+        raise refuse(f"{type(factor).__name__} {factor!r}")
+    if n <= 0:
+        raise refuse(str(n))
+    return const(n)

@@ -9,9 +9,9 @@ from typing import Sequence
 from .errors import ScheduleError
 from .expr import Expr, const, var
 from .fusion import Op, current_fusion
-from .iterdomain import IterDomain
+from .iterdomain import IterDomain, as_index, wrong_enum
 from .tensor import TensorView
-from .types import DataType, IterType, LoadStoreOpType, as_dtype, float32
+from .types import DTYPES, DataType, IterType, LoadStoreOpType, as_dtype, float32
 
 
 def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
@@ -36,13 +36,25 @@ def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
     raise ScheduleError(f"tensor shape entries must be ints or names, got {type(s).__name__} {s!r}")
 
 
+def _check_dtype(func: str, dtype) -> DataType:
+    if not isinstance(dtype, DataType) and not (isinstance(dtype, str) and dtype in DTYPES):
+        raise ScheduleError(f"{func}: unknown dtype {dtype!r} for dtype; expected tp.float32 or one of "
+                            f"{', '.join(DTYPES)}")
+    return as_dtype(dtype)
+
+
+def _check_shape(func: str, shape) -> list:
+    if not isinstance(shape, (list, tuple)):
+        raise ScheduleError(f"{func}: shape must be a list, got {type(shape).__name__} {shape!r}")
+    return list(shape)
+
+
 def make_tensor(shape: Sequence, contiguity=None, dtype=float32) -> TensorView:
     """A tensor with the given shape: ints are concrete, -1 or a name is symbolic.
     Extent-1 axes are broadcast axes (as nvFuser's make_concrete_tensor)."""
     fusion = current_fusion()
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-        raise ScheduleError(f"make_tensor: shape must be a list, got {shape!r}")
-    dtype = as_dtype(dtype)
+    shape = _check_shape("make_tensor", shape)
+    dtype = _check_dtype("make_tensor", dtype)
     idx = fusion._tensor_count
     ids = []
     for d, s in enumerate(shape):
@@ -52,6 +64,8 @@ def make_tensor(shape: Sequence, contiguity=None, dtype=float32) -> TensorView:
 
 
 def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorView:
+    shape = _check_shape("make_contig_concrete_tensor", shape)
+    _check_dtype("make_contig_concrete_tensor", dtype)
     for s in shape:
         if isinstance(s, bool) or not isinstance(s, int) or s <= 0:
             raise ScheduleError(f"make_contig_concrete_tensor: extents must be positive ints, got {s!r}")
@@ -61,6 +75,7 @@ def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorVi
 def make_contig_tensor(ndims: int, dtype=float32) -> TensorView:
     if isinstance(ndims, bool) or not isinstance(ndims, int) or ndims < 0:
         raise ScheduleError(f"make_contig_tensor: ndims must be a non-negative int, got {ndims!r}")
+    _check_dtype("make_contig_tensor", dtype)
     return make_tensor([-1] * ndims, contiguity=True, dtype=dtype)
 
 
@@ -70,9 +85,10 @@ def _like(src: TensorView, dtype: DataType | None = None, order: Sequence[int] |
     return TensorView(src.fusion, ids, dtype or src.dtype)
 
 
-def _check_tv(op: str, tv) -> TensorView:
+def _check_tv(op: str, tv, arg: str = "tv") -> TensorView:
     if not isinstance(tv, TensorView):
-        raise ScheduleError(f"{op}: expected a TensorView, got {type(tv).__name__}")
+        scalar = " (number operands are not supported; make a tensor)" if isinstance(tv, (int, float)) else ""
+        raise ScheduleError(f"{op}: expected a TensorView for {arg}, got {type(tv).__name__} {tv!r:.60}{scalar}")
     if tv.fusion is not current_fusion():
         raise ScheduleError(f"{op}: {tv.name} belongs to another fusion")
     return tv
@@ -81,7 +97,7 @@ def _check_tv(op: str, tv) -> TensorView:
 def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set) -> TensorView:  # noqa: A001 - nvFuser's name
     _check_tv("set", tv)
     if not isinstance(op, LoadStoreOpType):
-        raise ScheduleError(f"set: op must be a tp.LoadStoreOpType, got {op!r}")
+        raise wrong_enum("set", "op", LoadStoreOpType, op)
     out = _like(tv)
     n = len(tv.logical)
     tv.fusion._register_op(Op("load_store", [tv], out, [list(range(n))], name="set", op_type=op))
@@ -91,11 +107,13 @@ def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set) -> TensorView
 def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
     _check_tv("transpose", tv)
     n = len(tv.logical)
-    for d in (dim0, dim1):
-        if isinstance(d, bool) or not isinstance(d, int) or not -n <= d < n:
-            raise ScheduleError(f"transpose: dimension {d!r} is out of range for {tv.name} with {n} dimensions")
+    for arg, d in (("dim0", dim0), ("dim1", dim1)):
+        if as_index(d) is None:
+            raise ScheduleError(f"transpose: {arg} must be an int, got {type(d).__name__} {d!r}")
+        if not -n <= as_index(d) < n:
+            raise ScheduleError(f"transpose: {arg} {d!r} is out of range for {tv.name} with {n} dimensions")
     order = list(range(n))
-    a, b = dim0 % n, dim1 % n
+    a, b = as_index(dim0) % n, as_index(dim1) % n
     order[a], order[b] = order[b], order[a]
     out = _like(tv, order=order)
     tv.fusion._register_op(Op("transpose", [tv], out, [order], name="transpose"))
@@ -104,6 +122,9 @@ def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
 
 def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
     _check_tv("broadcast", tv)
+    if not isinstance(is_broadcast_dim, (list, tuple)) or not all(isinstance(f, bool) for f in is_broadcast_dim):
+        raise ScheduleError(f"broadcast: is_broadcast_dim must be a list of True / False, one per output axis, "
+                            f"got {is_broadcast_dim!r}")
     flags = list(is_broadcast_dim)
     if sum(1 for f in flags if not f) != len(tv.logical):
         raise ScheduleError(
@@ -129,7 +150,7 @@ BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 
 
 def unary(name: str, tv: TensorView) -> TensorView:
-    _check_tv(name, tv)
+    _check_tv(name, tv, "a")
     if name not in UNARY:
         raise ScheduleError(f"unknown unary op {name!r}; supported: {', '.join(UNARY)}")
     out = _like(tv)
@@ -138,8 +159,8 @@ def unary(name: str, tv: TensorView) -> TensorView:
 
 
 def binary(name: str, a: TensorView, b: TensorView) -> TensorView:
-    _check_tv(name, a)
-    _check_tv(name, b)
+    _check_tv(name, a, "a")
+    _check_tv(name, b, "b")
     if name not in BINARY:
         raise ScheduleError(f"unknown binary op {name!r}; supported: {', '.join(BINARY)}")
     if len(a.logical) != len(b.logical):

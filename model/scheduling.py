@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .errors import ScheduleError
-from .iterdomain import Merge, Split, Swizzle
+from .iterdomain import Merge, Split, Swizzle, wrong_enum
 from .mapping import IdMap
 from .tensor import TensorView, apply_replayed
 from .types import ParallelType
@@ -18,7 +18,15 @@ from .types import ParallelType
 
 def _check_ref(op: str, ref) -> None:
     if not isinstance(ref, TensorView):
-        raise ScheduleError(f"{op}: expected a reference TensorView, got {type(ref).__name__}")
+        raise ScheduleError(f"{op}: expected a reference TensorView for ref, got {type(ref).__name__} {ref!r:.60}")
+
+
+def _listed(arg: str, values, element: str) -> list:
+    """values as a list; a lone value or a string (iterable, but not a list of them) is refused."""
+    if isinstance(values, (str, bytes, ParallelType, TensorView)) or not hasattr(values, "__iter__"):
+        raise ScheduleError(f"parallelize_all_like: {arg} must be a list of {element}, "
+                            f"got {type(values).__name__} {values!r}")
+    return list(values)
 
 
 def propagate_transforms(ref: TensorView) -> None:
@@ -61,13 +69,21 @@ def parallelize_all_like(ref: TensorView, parallel_types: Iterable[ParallelType]
                          tensors: Iterable[TensorView] | None = None) -> None:
     """Copy ref's parallel types onto the mapped loop IDs of the other tensors."""
     _check_ref("parallelize_all_like", ref)
-    types = None if parallel_types is None else set(parallel_types)
-    for p in types or ():
+    listed_types = [] if parallel_types is None else _listed("parallel_types", parallel_types, "tp.ParallelType")
+    for p in listed_types:
         if not isinstance(p, ParallelType):
-            raise ScheduleError(f"parallelize_all_like: {p!r} is not a tp.ParallelType")
+            raise wrong_enum("parallelize_all_like", "parallel_types", ParallelType, p)
+    types = None if parallel_types is None else set(listed_types)
+    targets = ref.fusion.tensors if tensors is None else _listed("tensors", tensors, "TensorView")
+    for tv in targets:
+        if not isinstance(tv, TensorView):
+            raise ScheduleError(f"parallelize_all_like: tensors must hold TensorViews, got {type(tv).__name__} {tv!r}")
+        if tv.fusion is not ref.fusion:
+            raise ScheduleError(f"parallelize_all_like: tensors holds {tv.name}, which belongs to another fusion "
+                                f"than ref {ref.name}")
     idmap = IdMap(ref.fusion)
     ref_types = {idmap.key(i): i.parallel_type for i in ref.loop}
-    for tv in (ref.fusion.tensors if tensors is None else tensors):
+    for tv in targets:
         if tv is ref:
             continue
         for i in tv.loop:

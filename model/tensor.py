@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .errors import ScheduleError, user_location
 from .expr import Expr
-from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform, check_factor
+from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform, as_index, check_factor, wrong_enum
 from .types import DataType, LoadStoreOpType, MemoryType, ParallelType, SwizzleType
 
 if TYPE_CHECKING:
@@ -107,6 +107,8 @@ class TensorView:
         a = self._norm_axis("split", axis)
         self._check_outside_ca("split", a)
         f = check_factor("split", factor)
+        if not isinstance(inner_split, bool):
+            raise ScheduleError(f"split: inner_split must be True or False, got {inner_split!r}")
         in_ = self.loop[a]
         if in_.parallel_type is not ParallelType.Serial:
             raise ScheduleError(
@@ -123,8 +125,8 @@ class TensorView:
         compute-at position. nvFuser: TensorView::merge(axis_o, axis_i).
 
             tv.merge(0)   # [I{M}, I{N}] -> [I{M * N}]"""
-        o = self._norm_axis("merge", axis_o)
-        i = o + 1 if axis_i is None else self._norm_axis("merge", axis_i)
+        o = self._norm_axis("merge", axis_o, "axis_o")
+        i = o + 1 if axis_i is None else self._norm_axis("merge", axis_i, "axis_i")
         if i >= len(self.loop):
             raise ScheduleError(f"merge: {self.name} has no axis after axis {o} to merge with")
         if i == o:
@@ -147,8 +149,8 @@ class TensorView:
 
             smem.swizzle(tp.SwizzleType.XOR, 0, 1)   # bank-conflict-free shared-memory layout"""
         if not isinstance(swizzle_type, SwizzleType):
-            raise ScheduleError(f"swizzle: expected a tp.SwizzleType, got {swizzle_type!r}")
-        ax, ay = self._norm_axis("swizzle", x), self._norm_axis("swizzle", y)
+            raise wrong_enum("swizzle", "swizzle_type", SwizzleType, swizzle_type)
+        ax, ay = self._norm_axis("swizzle", x, "x"), self._norm_axis("swizzle", y, "y")
         if ax == ay:
             raise ScheduleError(f"swizzle: the two axes must differ, got {x} and {y}")
         for a in (ax, ay):
@@ -173,10 +175,11 @@ class TensorView:
                 raise ScheduleError(f"reorder: a permutation of {self.name} needs {n} entries, got {len(old2new)}")
             pairs = list(enumerate(old2new))
         else:
-            raise ScheduleError(f"reorder: expected a dict or a list, got {type(old2new).__name__}")
+            raise ScheduleError(f"reorder: old2new must be a dict or a list, got {type(old2new).__name__} {old2new!r}")
         mapping = {}
         for old, new in pairs:
-            o, nw = self._norm_axis("reorder", old), self._norm_axis("reorder", new)
+            o = self._norm_axis("reorder", old, "old2new position")
+            nw = self._norm_axis("reorder", new, "old2new position")
             if o in mapping or nw in mapping.values():
                 raise ScheduleError(f"reorder: positions repeat in {old2new!r}")
             mapping[o] = nw
@@ -197,7 +200,7 @@ class TensorView:
         memory fits and that every access to it is legal for the target.
         nvFuser: TensorView::setMemoryType(memory_type)."""
         if not isinstance(memory_type, MemoryType):
-            raise ScheduleError(f"set_memory_type: expected a tp.MemoryType, got {memory_type!r}")
+            raise wrong_enum("set_memory_type", "memory_type", MemoryType, memory_type)
         if (self.is_fusion_input or self.is_fusion_output) and memory_type is not MemoryType.Global:
             raise ScheduleError(f"set_memory_type: {self.name} is a fusion input/output and must stay in global memory")
         self.memory_type = memory_type
@@ -217,7 +220,7 @@ class TensorView:
         its default domain; returns self. `contiguity`: a bool for all axes, or one True / False /
         None (broadcast) per ID. The allocation decides the memory layout that the verifier's
         capacity, bank and TMA rules check. nvFuser: TensorView::setAllocationDomain(ids, contiguity)."""
-        ids = list(ids)
+        ids = _id_list("set_allocation_domain", ids)
         known = {i.uid for i in self.all_ids()}
         for i in ids:
             if not isinstance(i, IterDomain) or i.uid not in known:
@@ -232,7 +235,7 @@ class TensorView:
         """Make `ids` the loop domain, e.g. to go back to the loop IDs after scheduling an
         allocation domain. Every logical element must be reached exactly once: the IDs
         must be a complete, non-overlapping cut of this tensor's transform graph."""
-        ids = list(ids)
+        ids = _id_list("set_loop_domain", ids)
         known = {i.uid for i in self.all_ids()}
         for i in ids:
             if not isinstance(i, IterDomain) or i.uid not in known:
@@ -249,13 +252,16 @@ class TensorView:
         """For tensor memory: allocation axes before `pos` (negative counts from the end) are lanes,
         those from `pos` on are 32-bit columns; returns self. TMEM-LANES and TMEM-COLUMNS check
         the 128 lanes and 512 columns. nvFuser: TensorView::setTMemDimSepPos(pos)."""
+        if as_index(pos) is None:
+            raise ScheduleError(f"set_tmem_dim_sep_pos: pos must be an int, got {type(pos).__name__} {pos!r}")
         if self.memory_type is not MemoryType.Tensor:
             raise ScheduleError(
                 f"set_tmem_dim_sep_pos: the dimension separator is only for tensor memory; {self.name} is in {self.memory_type} memory"
             )
         n = len(self.get_allocation_domain())
-        p = pos + n + 1 if isinstance(pos, int) and pos < 0 else pos
-        if not isinstance(p, int) or not 0 <= p <= n:
+        pos = as_index(pos)
+        p = pos + n + 1 if pos < 0 else pos
+        if not 0 <= p <= n:
             raise ScheduleError(f"set_tmem_dim_sep_pos: position {pos} is out of range for {n} allocation axes")
         self.tmem_dim_sep = p
         return self
@@ -276,6 +282,8 @@ class TensorView:
         """A new tensor reading this one; every former consumer now reads the new one."""
         from .ops import set as set_op
 
+        if not isinstance(op, LoadStoreOpType):
+            raise wrong_enum("cache_after", "op", LoadStoreOpType, op)
         uses = self.fusion.uses_of(self)
         with self.fusion:
             new = set_op(self, op=op)
@@ -287,18 +295,21 @@ class TensorView:
         """A new tensor written by this one's definition; this one becomes a copy of it."""
         from .ops import redirect_definition
 
+        if not isinstance(op, LoadStoreOpType):
+            raise wrong_enum("cache_before", "op", LoadStoreOpType, op)
         if self.definition is None:
             raise ScheduleError(f"cache_before: {self.name} has no definition (is it a fusion input?)")
         return redirect_definition(self, op)
 
     # -- helpers ----------------------------------------------------------------------
-    def _norm_axis(self, op: str, axis) -> int:
+    def _norm_axis(self, op: str, axis, arg: str = "axis") -> int:
         n = len(self.loop)
-        if isinstance(axis, bool) or not isinstance(axis, int):
-            raise ScheduleError(f"{op}: axis must be an int, got {axis!r}")
-        a = axis + n if axis < 0 else axis
+        index = as_index(axis)
+        if index is None:
+            raise ScheduleError(f"{op}: {arg} must be an int, got {type(axis).__name__} {axis!r}")
+        a = index + n if index < 0 else index
         if not 0 <= a < n:
-            raise ScheduleError(f"{op}: axis {axis} is out of range for {self.name} with {n} loop axes")
+            raise ScheduleError(f"{op}: {arg} {index} is out of range for {self.name} with {n} loop axes")
         return a
 
     def _check_outside_ca(self, op: str, axis: int) -> None:
@@ -349,10 +360,19 @@ def _check_cut(tv: "TensorView", ids: list[IterDomain]) -> None:
                                 f"a loop domain cannot hold both")
 
 
+def _id_list(op: str, ids) -> list[IterDomain]:
+    if isinstance(ids, IterDomain) or not isinstance(ids, (list, tuple)):
+        raise ScheduleError(f"{op}: ids must be a list of IterDomains, got {type(ids).__name__} {ids!r}")
+    return list(ids)
+
+
 def _normalize_contiguity(contiguity, ids: Sequence[IterDomain], op: str) -> list[bool | None]:
     if contiguity is None or isinstance(contiguity, bool):
         c = True if contiguity is None else contiguity
         return [None if i.is_broadcast else c for i in ids]
+    if not isinstance(contiguity, (list, tuple)):
+        raise ScheduleError(f"{op}: contiguity must be True, False or a list of them (None for broadcast), "
+                            f"got {type(contiguity).__name__} {contiguity!r}")
     contiguity = list(contiguity)
     if len(contiguity) != len(ids):
         raise ScheduleError(f"{op}: contiguity has {len(contiguity)} entries for {len(ids)} axes")

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -264,3 +265,199 @@ def test_an_internal_error_escaping_a_command_exits_2_without_traceback(monkeypa
     err = capsys.readouterr().err
     assert err.startswith("error: tileproof bug, please report: rule SMEM-CAPACITY: explain table is corrupt")
     assert "Traceback" not in err
+
+
+# -- bad input: one clear error line and exit 2, from every command ------------------------------
+
+BAD_FILES = {
+    "syntax_error": ("def f(:\n", "SyntaxError"),
+    "raises_on_import": ("raise ValueError('broken file')\n", "ValueError: broken file"),
+    "exits_on_import": ("import sys\nsys.exit(0)\n", "called sys.exit(0)"),
+    "no_schedules": ("x = 1\n", "no @tp.schedule functions found"),
+    "params_not_a_list": ("import tileproof as tp\n@tp.schedule(params={'n': 5})\ndef p(n):\n    pass\n",
+                          "params['n'] must be a non-empty list of values, got 5"),
+    "unknown_target": ("import tileproof as tp\n@tp.schedule(target='sm_80')\ndef p():\n    pass\n",
+                       "target must be one of sm_90a, sm_100a, got 'sm_80'"),
+    "expect_raises": (("import tileproof as tp\n@tp.schedule(params={'n': [1]}, expect=lambda n: 1 / 0)\n"
+                       "def p(n):\n    pass\n"), "expect(n=1) raised ZeroDivisionError"),
+    "returns_none": ("import tileproof as tp\n@tp.schedule\ndef gives_none():\n    return None\n",
+                     "gives_none returned None; a @tp.schedule function must return its tp.Fusion"),
+    "exits_in_schedule": ("import sys\nimport tileproof as tp\n@tp.schedule\ndef quits():\n    sys.exit(0)\n",
+                          "building the schedule called sys.exit(0)"),
+    "raises_in_schedule": ("import tileproof as tp\n@tp.schedule\ndef crashes():\n    raise RuntimeError('mine')\n",
+                           "building the schedule raised RuntimeError: mine"),
+}
+
+
+def command_line(command: str, path, tmp_path) -> list[str]:
+    if command == "show":
+        return ["show", str(path), "--html", str(tmp_path / "page.html")]
+    return [command, str(path)]
+
+
+@pytest.mark.parametrize("command", ["verify", "show", "run"])
+@pytest.mark.parametrize("kind", [*BAD_FILES, "missing_path", "non_utf8"])
+def test_every_command_gives_bad_input_one_clear_error_and_exit_2(command, kind, tmp_path, capsys):
+    if kind == "missing_path":
+        path, expected = tmp_path / "nowhere.py", "no such file or directory"
+    elif kind == "non_utf8":
+        path, expected = tmp_path / "latin1.py", "utf-8"
+        path.write_bytes(b"name = '\xe9t\xe9'\n")
+    else:
+        source, expected = BAD_FILES[kind]
+        path = write(tmp_path, f"{kind}.py", source)
+    assert main(command_line(command, path, tmp_path)) == 2
+    captured = capsys.readouterr()
+    both = captured.out + captured.err
+    assert expected in both and "Traceback" not in both
+    assert "ACCEPTED" not in both and "COMPILED" not in both
+
+
+def test_a_schedule_file_calling_sys_exit_is_never_a_green_run(tmp_path):
+    """Before: `sys.exit(0)` in a schedule file ended `tileproof verify` silently with exit 0."""
+    quits = write(tmp_path, "quits.py", "import sys\nsys.exit(0)\n")
+    result = subprocess.run([sys.executable, "-m", "tileproof", "verify", str(quits)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert "quits.py: cannot load: the file called sys.exit(0)" in result.stderr
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--size", "N"], "--size expects NAME=POSITIVE_INT, got 'N'"),
+    (["--size", "N=0"], "got 'N=0'"),
+    (["--size", "N=-3"], "got 'N=-3'"),
+    (["--size", "N=abc"], "got 'N=abc'"),
+    (["--size", "N=\u00b2"], "got 'N=\u00b2'"),  # str.isdigit() says yes, int() says no
+    (["--size", "3=4"], "got '3=4'"),
+    (["--size", "N=4", "--size", "N=8"], "--size N given twice (4 and 8)"),
+    (["--iterations", "0"], "--iterations: expected a positive int, got '0'"),
+    (["--seed", "-1"], "--seed: expected a non-negative int, got '-1'"),
+    (["-k", "copy and"], "-k: cannot parse 'copy and'"),
+    (["-k", "nothing_like_it"], "-k 'nothing_like_it' selects none of the 1 schedules"),
+])
+def test_run_refuses_garbage_arguments_before_any_work(argv, message, good, capsys):
+    assert main(["run", str(good), *argv]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "Traceback" not in captured.err
+    assert "COMPILED" not in captured.out
+
+
+SYMBOLIC_COPY = '''
+import tileproof as tp
+
+@tp.schedule
+def symbolic_copy():
+    with tp.Fusion("copy") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = tp.set(t0); fusion.add_output(t1)
+    return fusion
+'''
+
+
+@pytest.fixture
+def symbolic(tmp_path, private_cache):
+    try:
+        tp.compile(_built(SYMBOLIC_COPY, tmp_path), "sm_90a")
+    except tp.NoDeviceError as e:
+        pytest.skip(f"tileproof run compiles first: {e}")
+    return write(tmp_path, "symbolic.py", SYMBOLIC_COPY)
+
+
+def _built(source: str, tmp_path):
+    from tileproof.schedule_files import discover
+
+    (case,) = discover([str(write(tmp_path, "probe.py", source))])
+    return case.build()
+
+
+@pytest.mark.parametrize("sizes, message", [
+    (["T0_0=99999999999999999999"], "extent T0_0 = 99999999999999999999 is outside 1 .. 2147483647"),
+    (["T0_0=2000000000", "T0_1=2000000000"], "needs 32000000000000000000 bytes of host memory"),
+    (["N=64"], "--size N: no compiled schedule has an extent named N; extents: T0_0, T0_1"),
+])
+def test_run_with_sizes_no_machine_can_hold_is_one_error_not_a_traceback(sizes, message, symbolic, capsys):
+    argv = ["run", str(symbolic)]
+    for size in sizes:
+        argv += ["--size", size]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert message in captured.out + captured.err
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_usage_errors_point_at_the_subcommands_help(good, capsys):
+    assert main(["run", str(good), "--iterations", "x"]) == 2
+    assert "try 'tileproof run --help'" in capsys.readouterr().err
+
+
+# -- selecting schedules: FILE::NAME, -k EXPR; -x stops at the first mismatch ------------------
+
+TWO_SCHEDULES = '''
+import tileproof as tp
+
+def copy_fusion():
+    with tp.Fusion("copy") as fusion:
+        t0 = tp.make_contig_concrete_tensor([2, 4]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion
+
+@tp.schedule(expect=tp.accepted(allocations={"T1": {"bytes": 64}}))
+def wrong_first():
+    return copy_fusion()
+
+@tp.schedule(params={"n": [1, 2]})
+def right_copy(n):
+    return copy_fusion()
+'''
+
+
+@pytest.fixture
+def two(tmp_path):
+    return write(tmp_path, "two.py", TWO_SCHEDULES)
+
+
+def ran(out: str) -> list[str]:
+    return [line.split(":")[0].split(" ", 1)[1] for line in out.splitlines() if line.startswith(("PASS", "FAIL"))]
+
+
+@pytest.mark.parametrize("selection, expected", [
+    (["TWO::right_copy"], ["right_copy[n=1]", "right_copy[n=2]"]),
+    (["TWO::right_copy[n=2]"], ["right_copy[n=2]"]),
+    (["TWO", "-k", "copy"], ["right_copy[n=1]", "right_copy[n=2]"]),
+    (["TWO", "-k", "not copy"], ["wrong_first"]),
+    (["TWO", "-k", "WRONG or (right and n=2)"], ["wrong_first", "right_copy[n=2]"]),
+    (["TWO", "-x"], ["wrong_first"]),
+    (["TWO"], ["wrong_first", "right_copy[n=1]", "right_copy[n=2]"]),
+])
+def test_schedules_are_selected_by_name_and_keyword(selection, expected, two, capsys):
+    argv = ["verify", "--quiet", *(a.replace("TWO", str(two)) for a in selection)]
+    assert main(argv) == (1 if "wrong_first" in expected else 0)
+    assert ran(capsys.readouterr().out) == expected
+
+
+def test_exitfirst_says_how_many_schedules_it_left(two, capsys):
+    assert main(["verify", str(two), "-x", "--quiet"]) == 1
+    assert "1 schedules: 1 accepted, 0 rejected, 1 mismatched expectations; stopped at the first failure (-x), " \
+           "2 not run" in capsys.readouterr().out
+
+
+def test_an_unknown_schedule_name_lists_the_files_schedules(two, capsys):
+    assert main(["verify", f"{two}::right"]) == 2
+    assert "no schedule named 'right'; the file has: wrong_first, right_copy" in capsys.readouterr().err
+
+
+def test_show_selects_one_schedule(two, tmp_path, capsys):
+    page = tmp_path / "page.html"
+    assert main(["show", f"{two}::right_copy[n=1]", "--html", str(page)]) == 0
+    html = page.read_text()
+    assert "right_copy[n=1]" in html and "wrong_first" not in html
+
+
+def test_quiet_keeps_a_one_line_count_of_warnings(capsys):
+    path = Path(__file__).resolve().parent.parent / "examples" / "valid" / "tma_boxes.py"
+    assert main(["verify", f"{path}::tma_strided_tile_fttc", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS tma_strided_tile_fttc: ACCEPTED as expected\n  1 warning (TMA-FTTC)\n" in out
+    assert out.rstrip().endswith("1 schedules: 1 accepted, 0 rejected, 0 mismatched expectations, 1 warning")
+    assert "warning[TMA-FTTC]" not in out  # the report itself stays hidden

@@ -10,6 +10,7 @@ import pydoc
 import types
 
 import pytest
+import sympy
 
 import tileproof as tp
 from tileproof.cli import UsageError
@@ -21,7 +22,6 @@ from tileproof.schedule_files import LoadError
 DOCSTRINGS_OWED = {
     "IterType", "LoadStoreOpType", "MemoryType", "ParallelType", "SwizzleType",  # model/types.py
     "Severity",  # verifier/diagnostics.py
-    "accepted", "rejected",  # schedule_files.py
     "broadcast", "make_contig_concrete_tensor", "make_contig_tensor", "set", "transpose",  # model/ops.py
     "get_target",  # model/targets.py
     "propagate_transforms",  # model/scheduling.py
@@ -124,3 +124,143 @@ def test_compile_error_is_an_internal_error_with_its_log():
     assert str(error).startswith("tileproof bug, please report:")
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.log, copy.source) == ("line 2: error", "k")
+
+
+# -- misuse of the API: a ScheduleError naming the function, the argument and the value ---------
+
+P = tp.ParallelType
+
+
+def copy_chain():
+    with tp.Fusion("copy") as fusion:
+        t0 = tp.make_contig_concrete_tensor([8, 16]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    return fusion, t1
+
+
+def other_fusions_tensor():
+    return copy_chain()[1]
+
+
+# (call on (fusion, t1), the words the message must hold: function, argument, value)
+MISUSE = {
+    "parallelize_all_like tensors holding None": (
+        lambda f, t: tp.parallelize_all_like(t, [P.TIDx], [None]), ("parallelize_all_like", "tensors", "None")),
+    "parallelize_all_like tensors as a string": (
+        lambda f, t: tp.parallelize_all_like(t, None, "T2"), ("parallelize_all_like", "tensors", "'T2'")),
+    "parallelize_all_like tensors of another fusion": (
+        lambda f, t: tp.parallelize_all_like(t, None, [other_fusions_tensor()]),
+        ("parallelize_all_like", "tensors", "another fusion")),
+    "parallelize_all_like parallel type as a string": (
+        lambda f, t: tp.parallelize_all_like(t, "TIDx"), ("parallelize_all_like", "parallel_types", "'TIDx'")),
+    "parallelize_all_like one parallel type": (
+        lambda f, t: tp.parallelize_all_like(t, P.TIDx), ("parallelize_all_like", "parallel_types", "TIDx")),
+    "parallelize_all_like ref a string": (
+        lambda f, t: tp.parallelize_all_like("T1"), ("parallelize_all_like", "ref", "'T1'")),
+    "split factor rational": (lambda f, t: t.split(0, sympy.Rational(1, 2)), ("split", "factor", "1/2")),
+    "split factor sympy float": (lambda f, t: t.split(0, sympy.Float(2.0)), ("split", "factor", "2.0")),
+    "split factor zero": (lambda f, t: t.split(0, 0), ("split", "factor", "0")),
+    "split factor negative": (lambda f, t: t.split(0, -4), ("split", "factor", "-4")),
+    "split factor float": (lambda f, t: t.split(0, 2.0), ("split", "factor", "2.0")),
+    "split factor bool": (lambda f, t: t.split(0, True), ("split", "factor", "True")),
+    "split factor not a name": (lambda f, t: t.split(0, "2x"), ("split", "factor", "'2x'")),
+    "split axis out of range": (lambda f, t: t.split(5, 2), ("split", "axis", "5")),
+    "split axis bool": (lambda f, t: t.split(True, 2), ("split", "axis", "True")),
+    "split inner_split string": (lambda f, t: t.split(0, 2, "no"), ("split", "inner_split", "'no'")),
+    "merge axis string": (lambda f, t: t.merge("0"), ("merge", "axis_o", "'0'")),
+    "merge axis_i out of range": (lambda f, t: t.merge(0, 7), ("merge", "axis_i", "7")),
+    "reorder position out of range": (lambda f, t: t.reorder({0: 5}), ("reorder", "old2new", "5")),
+    "reorder a string": (lambda f, t: t.reorder("10"), ("reorder", "old2new", "'10'")),
+    "swizzle type as a string": (lambda f, t: t.swizzle("XOR", 0, 1), ("swizzle", "swizzle_type", "'XOR'")),
+    "swizzle axis out of range": (lambda f, t: t.swizzle(tp.SwizzleType.XOR, 0, 4), ("swizzle", "y", "4")),
+    "parallelize type as a string": (
+        lambda f, t: t.axis(0).parallelize("TIDx"),
+        ("parallelize", "parallel_type", "'TIDx'")),
+    "axis out of range": (lambda f, t: t.axis(-3), ("axis", "axis", "-3")),
+    "set_memory_type a string": (
+        lambda f, t: t.set_memory_type("Shared"),
+        ("set_memory_type", "memory_type", "'Shared'")),
+    "set_allocation_domain an int": (lambda f, t: t.set_allocation_domain(3), ("set_allocation_domain", "ids", "3")),
+    "set_allocation_domain contiguity a string": (
+        lambda f, t: t.set_allocation_domain(t.loop, contiguity="yes"),
+        ("set_allocation_domain", "contiguity", "'yes'")),
+    "set_loop_domain one IterDomain": (lambda f, t: t.set_loop_domain(t.axis(0)), ("set_loop_domain", "ids", "i")),
+    "set_tmem_dim_sep_pos a string": (lambda f, t: t.set_tmem_dim_sep_pos("1"), ("set_tmem_dim_sep_pos", "pos", "'1'")),
+    "cache_after op a string": (lambda f, t: t.cache_after("TMA"), ("cache_after", "op", "'TMA'")),
+    "cache_before op a string": (lambda f, t: t.cache_before("TMA"), ("cache_before", "op", "'TMA'")),
+    "inline_at a string": (lambda f, t: t.inline_at("1"), ("inline_at", "position", "'1'")),
+    "inline_most a string": (lambda f, t: tp.inline_most("copy"), ("inline_most", "fusion", "'copy'")),
+    "propagate_transforms a string": (
+        lambda f, t: tp.propagate_transforms("T1"),
+        ("propagate_transforms", "ref", "'T1'")),
+    "allocation a string": (lambda f, t: tp.allocation("T1"), ("allocation", "tv", "'T1'")),
+    "tma_info a string": (lambda f, t: tp.tma_info("T1"), ("tma_info", "tv", "'T1'")),
+    "verify an unknown target": (lambda f, t: tp.verify(f, target="sm_80"), ("target", "'sm_80'")),
+    "verify a target list": (lambda f, t: tp.verify(f, target=["sm_90a"]), ("target", "['sm_90a']")),
+    "get_target a number": (lambda f, t: tp.get_target(90), ("target", "90")),
+    "set op a string": (lambda f, t: tp.set(t, op="TMA"), ("set", "op", "'TMA'")),
+    "set a string": (lambda f, t: tp.set("T1"), ("set", "tv", "'T1'")),
+    "make_tensor unknown dtype": (
+        lambda f, t: tp.make_tensor([2], dtype="float8"),
+        ("make_tensor", "dtype", "'float8'")),
+    "make_tensor a Python type as dtype": (
+        lambda f, t: tp.make_tensor([2], dtype=float),
+        ("make_tensor", "dtype", "<class 'float'>")),
+    "make_tensor shape an int": (lambda f, t: tp.make_tensor(4), ("make_tensor", "shape", "4")),
+    "make_tensor contiguity a string": (
+        lambda f, t: tp.make_tensor([2, 3], contiguity="yes"), ("make_tensor", "contiguity", "'yes'")),
+    "make_contig_concrete_tensor shape an int": (
+        lambda f, t: tp.make_contig_concrete_tensor(4), ("make_contig_concrete_tensor", "shape", "4")),
+    "make_contig_concrete_tensor extent zero": (
+        lambda f, t: tp.make_contig_concrete_tensor([4, 0]), ("make_contig_concrete_tensor", "extents", "0")),
+    "make_contig_concrete_tensor unknown dtype": (
+        lambda f, t: tp.make_contig_concrete_tensor([4], dtype="f32"),
+        ("make_contig_concrete_tensor", "dtype", "'f32'")),
+    "make_contig_tensor ndims a bool": (
+        lambda f, t: tp.make_contig_tensor(True),
+        ("make_contig_tensor", "ndims", "True")),
+    "transpose dim a string": (lambda f, t: tp.transpose(t, "0", 1), ("transpose", "dim0", "'0'")),
+    "transpose dim out of range": (lambda f, t: tp.transpose(t, 0, 2), ("transpose", "dim1", "2")),
+    "broadcast flags an int": (lambda f, t: tp.broadcast(t, 3), ("broadcast", "is_broadcast_dim", "3")),
+    "broadcast flags strings": (lambda f, t: tp.broadcast(t, ["a", "b"]), ("broadcast", "is_broadcast_dim", "'a'")),
+    "add a number": (lambda f, t: tp.add(t, 2.0), ("add", "b", "2.0")),
+    "neg None": (lambda f, t: tp.neg(None), ("neg", "a", "None")),
+    "accepted allocations an int": (lambda f, t: tp.accepted(allocations=3), ("accepted", "allocations", "3")),
+    "rejected messages a string": (lambda f, t: tp.rejected("X", messages="abc"), ("rejected", "messages", "'abc'")),
+    "schedule params not a list": (
+        lambda f, t: tp.schedule(params={"n": 5})(lambda n: None), ("schedule", "params", "5")),
+    "schedule params naming no parameter": (
+        lambda f, t: tp.schedule(params={"m": [5]})(lambda n: None), ("schedule", "params", "m")),
+    "schedule unknown target": (
+        lambda f, t: tp.schedule(target="sm_80")(lambda: None),
+        ("schedule", "target", "'sm_80'")),
+    "schedule expect a string": (
+        lambda f, t: tp.schedule(expect="accepted")(lambda: None), ("schedule", "expect", "'accepted'")),
+}
+
+
+@pytest.mark.parametrize("name", MISUSE)
+def test_api_misuse_names_the_function_the_argument_and_the_value(name):
+    call, words = MISUSE[name]
+    fusion, t1 = copy_chain()
+    with fusion, pytest.raises(tp.ScheduleError) as raised:
+        call(fusion, t1)
+    message = str(raised.value)
+    for word in words:
+        assert word in message, f"{name}: {word!r} not in {message!r}"
+    assert isinstance(raised.value, tp.TileproofError)
+
+
+def test_a_string_naming_an_enum_member_gets_the_member_to_use():
+    _, t1 = copy_chain()
+    with pytest.raises(tp.ScheduleError, match=r"use tp\.ParallelType\.TIDx$"):
+        t1.axis(0).parallelize("tidx")
+    with pytest.raises(tp.ScheduleError, match=r"use tp\.MemoryType\.Shared$"):
+        t1.memory = "shared"
+
+
+def test_integer_like_axes_and_factors_are_accepted():
+    np = pytest.importorskip("numpy")
+    _, t1 = copy_chain()
+    t1.split(np.int64(0), np.int32(4))
+    assert [i.static_extent for i in t1.loop] == [2, 4, 16]
