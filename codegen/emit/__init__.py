@@ -44,14 +44,19 @@ HALF_TYPES = ("float16", "bfloat16")
 _INT = {"neg": "(-{a})", "abs": "({a} < 0 ? -{a} : {a})", "relu": "({a} < 0 ? 0 : {a})",
         "maximum": "({a} > {b} ? {a} : {b})", "minimum": "({a} < {b} ? {a} : {b})"}
 _ARITH = {"add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})"}
+# maximum / minimum / relu propagate NaN, as the reference (numpy) and PyTorch do; CUDA's
+# fmax/fmin return the other operand (measured on H100: relu(sqrt(-1)) was 0, not NaN)
 OPS = {  # compute type -> op name -> C++ ({a}, {b}: the operands in the compute type)
-    "float": {**_ARITH, "maximum": "fmaxf({a}, {b})", "minimum": "fminf({a}, {b})", "neg": "(-{a})",
-              "abs": "fabsf({a})", "exp": "expf({a})", "sqrt": "sqrtf({a})", "relu": "fmaxf({a}, 0.0f)"},
-    "double": {**_ARITH, "maximum": "fmax({a}, {b})", "minimum": "fmin({a}, {b})", "neg": "(-{a})",
-               "abs": "fabs({a})", "exp": "exp({a})", "sqrt": "sqrt({a})", "relu": "fmax({a}, 0.0)"},
+    "float": {**_ARITH, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})", "neg": "(-{a})",
+              "abs": "fabsf({a})", "exp": "expf({a})", "sqrt": "sqrtf({a})", "relu": "tp_max({a}, 0.0f)"},
+    "double": {**_ARITH, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})", "neg": "(-{a})",
+               "abs": "fabs({a})", "exp": "exp({a})", "sqrt": "sqrt({a})", "relu": "tp_max({a}, 0.0)"},
     "int": {**_ARITH, **_INT},
     "long long": {**_ARITH, **_INT},
 }
+NAN_MAX_MIN = """\
+template <typename T> __device__ __forceinline__ T tp_max(T a, T b) { return (a != a || a > b) ? a : b; }  // NaN wins
+template <typename T> __device__ __forceinline__ T tp_min(T a, T b) { return (a != a || a < b) ? a : b; }"""
 VECTOR_WORDS = {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
 SMEM_ADDRESS = """\
 __device__ __forceinline__ unsigned tp_smem(const void* p) {  // a shared-space address, as PTX takes it
@@ -85,6 +90,9 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     lines += [f"//   {h}" for h in ir.header]
     if uses_half_types(ir):
         lines += ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>"] if cuda_headers else HALF_PRELUDE.splitlines()
+    if any("tp_max" in OPS[CTYPES[c.out.dtype.name].compute].get(c.name, "")
+           for c in _nodes_of(ir.body, (Compute,)) if c.kind in ("binary", "unary")):
+        lines += NAN_MAX_MIN.splitlines()
     copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy))
     if copies:
         lines += SMEM_ADDRESS.splitlines()
@@ -194,6 +202,10 @@ class _Emitter:
         else:
             lines += [f"{pad}{b}" for b in body] if len(body) == 1 else [f"{pad}{{"] + [f"{pad}  {b}" for b in body] + [f"{pad}}}"]
         return lines
+
+    def storage(self, dtype: DataType) -> str:
+        """The C++ type that stores a dtype's elements."""
+        return CTYPES[dtype.name].storage
 
     def cond(self, c: Cond) -> str:
         return f"{self.x(c.lhs)} {c.op} {self.x(c.rhs)}"

@@ -325,3 +325,14 @@ def test_cli_run_rejects_bad_sizes(capsys):
 
     assert main(["run", str(ROOT / "examples" / "valid" / "gsg_copy.py"), "--size", "N=-3"]) == 2
     assert "--size expects NAME=POSITIVE_INT" in capsys.readouterr().err
+
+
+def test_maximum_minimum_relu_emit_nan_propagating_helpers():
+    """fmaxf/fminf return the number when one operand is NaN; the reference (numpy) and PyTorch
+    return NaN. Found by benchmarks/fuzz.py --run: relu(sqrt(x)) stored 0 for negative x."""
+    from support.codegen_schedules import binary_ops
+
+    for dtype in ("float32", "float64", "bfloat16"):
+        source = tp.compile(binary_ops(dtype)).cuda_source
+        assert "tp_max(" in source and "tp_min(" in source, dtype
+        assert "fmax" not in source and "fmin" not in source, dtype

@@ -93,6 +93,19 @@ def test_every_unary_and_binary_op():
     check_reference(fusion, [a, b, one], [out])
 
 
+def test_maximum_minimum_and_relu_propagate_nan():
+    """As numpy and PyTorch do; CUDA's fmax / fmin return the number (relu(sqrt(-1)) was 0)."""
+    fusion = cs.binary_ops()
+    kernel = tp.compile(fusion)
+    a, b = randn(1000), randn(1000)
+    a[::7] = float("nan")
+    b[3::11] = float("nan")
+    one = torch.ones(1000, device="cuda")
+    (out,) = kernel.run(a, b, one)
+    check_reference(fusion, [a, b, one], [out])
+    assert out.isnan().sum() >= 1000 // 7
+
+
 @pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
 def test_integer_ops(dtype):
     fusion = cs.integer_ops(dtype)

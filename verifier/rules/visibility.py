@@ -41,8 +41,11 @@ class Claim:
     address: bool  # the writer stored the element at the address the reader reads
 
 
-def _claims(op: Op, k: int) -> list[Claim]:
+def _claims(op: Op, k: int, launched) -> list[Claim]:
     p = op.inputs[k]
+    if p.memory_type is MemoryType.Global and p.definition is not None:
+        # no grid-wide barrier orders a store with another thread's load: the writer is the reader
+        return [Claim("GLOBAL-VISIBILITY", tuple(t for t in LAUNCH_TYPES if t in launched), (), False)]
     if p.memory_type not in ON_CHIP or p.definition is None:
         return []
     bound = bound_types(p)
@@ -95,9 +98,9 @@ def _same_by_construction(op: Op, k: int, types) -> bool:
         read.append(element[src] if mapped else var(f"{consumer.name} logical {j}"))
     fwd_p, fwd_c = indices_from_logical(producer, element), indices_from_logical(consumer, read)
     for p in types:
-        ip = next(i for i in producer.loop if i.parallel_type is p and not i.is_broadcast)
+        ip = next((i for i in producer.loop if i.parallel_type is p and not i.is_broadcast), None)
         ic = [i for i in consumer.loop if i.parallel_type is p and not i.is_broadcast]
-        if not ic or ip.uid not in fwd_p or ic[0].uid not in fwd_c:
+        if ip is None or not ic or ip.uid not in fwd_p or ic[0].uid not in fwd_c:
             return False
         if fwd_p[ip.uid] != fwd_c[ic[0].uid]:
             return False
@@ -226,7 +229,9 @@ def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, whe
         problem = f"only the {owner} with {writer} writes that element of {memory}"
     else:
         problem = f"that {owner} does not write that element of {memory} (the {owner} with {writer or '?'} does)"
-    private = "a register belongs to one thread" if owner == "thread" else f"{memory} is private to a thread block"
+    private = ("no grid-wide barrier orders a kernel's global stores with other threads' loads"
+               if claim.code == "GLOBAL-VISIBILITY" else "a register belongs to one thread" if owner == "thread"
+               else f"{memory} is private to a thread block")
     notes = [f"{private}: the {owner} that reads an element must be the {owner} that wrote it, at the address it wrote"]
     unbound = [p for p in types if p not in bound_types(consumer)]
     if unbound:
@@ -243,6 +248,10 @@ def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, whe
                 f"{', '.join(str(p) for p in types)} axes on the same block index (schedule it like "
                 f"{producer.name}: tp.propagate_transforms({producer.name}) and "
                 f"tp.parallelize_all_like({producer.name})), or do not parallelize {producer.name} across blocks")
+    elif claim.code == "GLOBAL-VISIBILITY":
+        hint = (f"schedule {consumer.name} like {producer.name} (tp.propagate_transforms({producer.name}) and "
+                f"tp.parallelize_all_like({producer.name})) so each thread reads what it stored, or read "
+                f"{producer.name}'s inputs instead of {producer.name}")
     else:
         hint = (f"put {producer.name} in shared memory ({producer.name}.set_memory_type(tp.MemoryType.Shared)) "
                 f"to hand elements between threads, or parallelize {consumer.name}'s axes like "
@@ -258,7 +267,7 @@ def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, whe
 def _check(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
     for op in ctx.fusion.exprs:
         for k in range(len(op.inputs)):
-            claims = _claims(op, k)
+            claims = _claims(op, k, ctx.block_dims)
             for claim in claims:
                 if claim.code != code:
                     continue
@@ -272,6 +281,48 @@ def _check(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
 def _failed(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> bool:
     proof = _proof(ctx, op, k, claim)
     return proof is not None and not proof.outcome.proved
+
+
+@rule("GLOBAL-VISIBILITY", family="visibility")
+def global_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A tensor the kernel stores to global memory is read in the kernel only by the thread that stored it.
+
+    What it checks:
+        For every op that reads a global tensor P computed in the same kernel (an output
+        that another op also consumes), over the execution model the code generator emits:
+        for every point of the consumer that executes and every point of P's statement that
+        stores the element read there (with its single-writer predicate), the writer's
+        threadIdx and blockIdx equal the reader's, for every launched thread and block type.
+    Why the hardware needs it:
+        A kernel has no grid-wide barrier, and tileproof places block barriers for on-chip
+        memory only: a load of an element another thread or block stores in the same kernel
+        may run before that store. Measured on H100: T2 = exp(T1), an output computed by
+        block 0 alone (single writer), read by T3 in 128 blocks: 2433 of 524288 elements wrong.
+    Example:
+        with tp.Fusion("read_other_blocks_store") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.neg(t0); t2 = tp.set(t1); fusion.add_output(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Global)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+        t2.axis(0).parallelize(tp.ParallelType.BIDx)
+        t2.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("read_own_store") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.neg(t0); t2 = tp.set(t1); fusion.add_output(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Global)
+        t2.axis(0).parallelize(tp.ParallelType.BIDx)
+        t2.axis(1).parallelize(tp.ParallelType.TIDx)
+        tp.parallelize_all_like(t2)
+    References:
+        CUDA C++ Programming Guide, memory fence functions and __syncthreads (ordering is
+        per block; across blocks only a grid-wide synchronization orders memory)
+    """
+    # Formal statement: for every op reading a global P computed in the kernel (input k) into C, with T = every
+    #   launched thread and block type: for all admitted sizes, reader points r, writer points w:
+    #   executes_C(r) and executes_P(w) and logical_P(w) == read_k(r) => index_t(w) == index_t(r) for t in T;
+    #   where a split broadcast repeats elements: executes_C(r) => exists such a w (_prove)
+    yield from _check(ctx, "GLOBAL-VISIBILITY")
 
 
 @rule("SMEM-BLOCK-VISIBILITY", family="visibility")
