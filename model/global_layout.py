@@ -1,10 +1,18 @@
 """Global-memory layout of fusion inputs and outputs: element strides from contiguity.
 
-A contiguous allocation axis has the stride of the next inner one times that one's extent
-(the innermost: 1); a discontiguous axis gets its stride as a kernel argument (the variable
+The allocation domain is a list of logical axes, or of merges of them (nvFuser's
+`set_allocation_domain([merge(M, N), K])`). A merge lays its inputs out outer then inner with
+no gap, so memory order is the allocation domain with each merged axis replaced by the
+logical axes it merges: every such axis but the innermost is contiguous, the innermost takes
+the allocation axis's contiguity. A split in the allocation domain is not a layout of this
+form (its outer stride depends on padding): `allocation_problem` says so.
+
+A contiguous axis has the stride of the next inner one times that one's extent (the
+innermost: 1); a discontiguous axis gets its stride as a kernel argument (the variable
 `stride_var`), bound from the array at run time. Broadcast axes are never indexed (stride 0).
-The code generator lays global tensors out with these strides (codegen/lower/gmem.py) and the
-verifier's vectorization rules read the same offsets.
+The code generator lays global tensors out with these strides (codegen/lower/gmem.py), the
+TMA inference builds tensor maps from them (model/tma_inference.py) and the verifier's
+vectorization rules read the same offsets.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .expr import Expr, add, const, mul, var
+from .iterdomain import IterDomain, Merge
 from .tensor import TensorView
 
 
@@ -21,33 +30,78 @@ def stride_var(tensor: str, logical_axis: int) -> str:
 
 @dataclass(frozen=True)
 class GlobalStrides:
-    """`alloc_axes[k]`: the logical axis of allocation axis k (outer first); `strides[k]` its
-    element stride."""
+    """`alloc_axes[k]`: the logical axis at memory position k (outer first; the allocation
+    domain with its merges expanded); `strides[k]` its element stride; `contiguous[k]` whether
+    that stride is the next non-broadcast position's stride times its extent (None: broadcast)."""
 
     alloc_axes: tuple[int, ...]
     strides: tuple[Expr, ...]
+    contiguous: tuple[bool | None, ...] = ()
+
+
+def _leaves(a: IterDomain, logical_pos: dict[int, int]) -> list[IterDomain] | str:
+    """The logical IDs allocation ID `a` merges, outer first, or what else defines it."""
+    if a.uid in logical_pos:
+        return [a]
+    d = a.definition
+    if isinstance(d, Merge):
+        outer, inner = _leaves(d.outer, logical_pos), _leaves(d.inner, logical_pos)
+        if isinstance(outer, str):
+            return outer
+        return inner if isinstance(inner, str) else outer + inner
+    return f"{a.label()} is defined by `{d}`" if d is not None else f"{a.label()} is not derived from the logical domain"
+
+
+def _memory_axes(tv: TensorView) -> list[tuple[int, bool | None]] | str:
+    """(logical axis, contiguity) in memory order, or why the allocation domain has no such order."""
+    alloc = tv.get_allocation_domain()
+    logical_pos = {i.uid: k for k, i in enumerate(tv.logical)}
+    out: list[tuple[int, bool | None]] = []
+    for k, a in enumerate(alloc):
+        leaves = _leaves(a, logical_pos)
+        if isinstance(leaves, str):
+            return (f"allocation axis {k} ({a.label()}) of {tv.name} is not a logical axis or a merge of logical "
+                    f"axes: {leaves}")
+        c = tv.contiguity[k]
+        last = max((j for j, i in enumerate(leaves) if not i.is_broadcast), default=-1)
+        for j, i in enumerate(leaves):
+            if i.is_broadcast:
+                out.append((logical_pos[i.uid], None))
+            else:  # inside a merge each axis is followed by the next without a gap
+                out.append((logical_pos[i.uid], c is not False if j == last else True))
+    axes = sorted(a for a, _ in out)
+    if axes != list(range(len(tv.logical))):
+        missing = [tv.logical[a].label() for a in range(len(tv.logical)) if a not in axes]
+        twice = sorted({tv.logical[a].label() for a in axes if axes.count(a) > 1})
+        what = f"misses {', '.join(missing)}" if missing else f"holds {', '.join(twice)} twice"
+        return f"the allocation domain of {tv.name} {what}"
+    return out
+
+
+def allocation_problem(tv: TensorView) -> str | None:
+    """Why tv's allocation domain is not a permutation of (merges of) its logical axes, or None."""
+    axes = _memory_axes(tv)
+    return axes if isinstance(axes, str) else None
 
 
 def global_strides(tv: TensorView) -> GlobalStrides | None:
     """tv's strides, or None when its allocation domain is not a permutation of its logical
-    domain (LOWERING-SUPPORTED reports that)."""
-    alloc = tv.get_allocation_domain()
-    logical_pos = {i.uid: k for k, i in enumerate(tv.logical)}
-    if sorted(logical_pos.get(i.uid, -1) for i in alloc) != list(range(len(tv.logical))):
+    axes and merges of them (LOWERING-SUPPORTED reports that, with `allocation_problem`)."""
+    axes = _memory_axes(tv)
+    if isinstance(axes, str):
         return None
-    axes = tuple(logical_pos[i.uid] for i in alloc)
-    contiguity = tv.contiguity  # aligned with the allocation domain (logical when none is set)
-    strides: list[Expr] = [const(0)] * len(alloc)
+    strides: list[Expr] = [const(0)] * len(axes)
     running: Expr = const(1)
-    for k in reversed(range(len(alloc))):
-        ident = alloc[k]
+    for k in reversed(range(len(axes))):
+        axis, contiguous = axes[k]
+        ident = tv.logical[axis]
         if ident.is_broadcast:
             continue
-        if contiguity[k] is False:
-            running = var(stride_var(tv.name, axes[k]))
+        if contiguous is False:
+            running = var(stride_var(tv.name, axis))
         strides[k] = running
         running = mul(running, ident.extent_expr)
-    return GlobalStrides(axes, tuple(strides))
+    return GlobalStrides(tuple(a for a, _ in axes), tuple(strides), tuple(c for _, c in axes))
 
 
 def global_offset(tv: TensorView, layout: GlobalStrides, idx: dict[int, Expr]) -> Expr:

@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass, field
 
 from .expr import Expr, ceildiv, const, mul, try_int
+from .global_layout import allocation_problem, global_strides
 from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform
 from .tensor import TensorView, loop_path
 from .types import ParallelType
@@ -184,31 +185,29 @@ class ViewStep:
 
 
 def allocation_entries(g: TensorView, to_consumer: dict[int, IterDomain]) -> tuple[list[ViewEntry], list[str]]:
-    """The global allocation domain as consumer IDs with element strides from contiguity.
-    A discontiguous axis has a launch-time stride, the variable `<tensor>.stride<k>`."""
-    alloc = g.get_allocation_domain()
+    """The global tensor's memory order (model/global_layout.py: the allocation domain with its
+    merges expanded into logical axes) as consumer IDs, with their element strides. A merged
+    allocation axis becomes its logical axes, contiguous with each other, so a consumer that
+    merges them back gets one TMA dimension of size product and the inner axis's stride. A
+    discontiguous axis has a launch-time stride, the variable `stride.<tensor>.<logical axis>`."""
+    layout = global_strides(g)
+    if layout is None:
+        return [], [f"{allocation_problem(g)}; a TMA dimension is taken over logical axes or merges of them"]
     problems: list[str] = []
     entries: list[ViewEntry] = []
     inner_stride: Expr | None = None
-    inner_extent: Expr | None = None
-    for k in range(len(alloc) - 1, -1, -1):
-        a = alloc[k]
+    for k in range(len(layout.alloc_axes) - 1, -1, -1):
+        axis = layout.alloc_axes[k]
+        a = g.logical[axis]
         c = to_consumer.get(a.uid)
         if c is None:
-            problems.append(f"allocation axis {k} ({a.label()}) of {g.name} is not a logical axis of the TMA consumer")
+            problems.append(f"logical axis {axis} ({a.label()}) of {g.name} is not a logical axis of the TMA consumer")
             continue
-        contig = g.contiguity[k]
-        if a.is_broadcast or contig is None:
+        if layout.contiguous[k] is None:  # broadcast: never indexed
             entries.append(ViewEntry(c, inner_stride if inner_stride is not None else const(1), None))
             continue
-        if contig:
-            stride = const(1) if inner_stride is None else mul(inner_stride, inner_extent)
-        else:
-            from .expr import var
-
-            stride = var(f"{g.name}.stride{k}")
-        entries.append(ViewEntry(c, stride, bool(contig)))
-        inner_stride, inner_extent = stride, a.extent_expr
+        entries.append(ViewEntry(c, layout.strides[k], layout.contiguous[k]))
+        inner_stride = layout.strides[k]
     entries.reverse()
     return entries, problems
 

@@ -9,14 +9,13 @@ launch. Bulk IDs are not loops: the instruction covers them.
 
 from __future__ import annotations
 
-from ...model.expr import Expr, product, substitute, try_int, var
+from ...model.expr import Expr, product, try_int
 from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
 from ...model.tma_layout import build_issue
 from ...model.types import THREAD_TYPES, Direction, ParallelType
 from ..errors import UnsupportedSchedule
-from ...model.global_layout import stride_var
 from ..ir import Cond, MBarrier, TensorMap, TmaCopy
 from .loop_nest import LoopClass
 from ...model.simplify import less_than, simplify
@@ -73,17 +72,16 @@ class TmaLowering:
         return tma
 
     def _tensor_map(self, info: TmaInfo) -> TensorMap:
+        # sizes and strides are the global layout's (model/global_layout.py), whose launch-time
+        # strides the kernel binds from the array
         g = self.globals[info.gmem.name]
-        # the inference names a discontiguous allocation axis k `<tensor>.stride<k>`; the
-        # kernel binds it from the array as the logical axis's stride
-        rename = {f"{g.name}.stride{k}": var(stride_var(g.name, axis)) for k, axis in enumerate(g.alloc_axes)}
         dims = info.dims
         tmap = TensorMap(
             param=f"tmap_{info.consumer.name}",
             tensor=g.name,
             dtype=g.dtype,
-            sizes=tuple(substitute(d.size_expr, rename) for d in dims),
-            strides_bytes=tuple(substitute(d.stride_bytes_expr, rename) for d in dims[1:]),
+            sizes=tuple(d.size_expr for d in dims),
+            strides_bytes=tuple(d.stride_bytes_expr for d in dims[1:]),
             box=tuple(d.box_expr for d in dims),
             element_strides=tuple(d.element_stride_expr for d in dims),
             swizzle_bytes=info.swizzle_bytes,

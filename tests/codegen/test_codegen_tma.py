@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import tileproof as tp
 from tileproof.codegen.runtime import tensor_maps
 from tileproof.codegen.errors import InputError
+from tileproof.codegen.runtime.binding import bind_strides
 from tileproof.codegen.ir import Compute, Loop, LoopKind, Sync, TmaCopy, TmaWait
 from tileproof.codegen.lower import lower
 from tileproof.model.allocation import compute_allocation
 from tileproof.model.expr import evaluate
-from tileproof.model.indexing import loop_var
+from tileproof.model.global_layout import global_offset, global_strides
+from tileproof.model.indexing import loop_var, producer_logical
 from tileproof.model.targets import get_target
 from tileproof.model.tma import infer_tma, is_tma_op
 from tileproof.model.tma_layout import build_issue
@@ -155,3 +158,85 @@ def test_issue_bound_is_tested_at_the_tile_start_when_a_loop_splits_the_box():
     for cond in store.bounds:
         assert {v for v in cond.lhs.free_vars() if v.startswith("i")} <= loops, cond
     assert "cp.async.bulk.tensor" in tp.compile(fusion, "sm_90a").cuda_source
+
+
+# -- global tensors allocated along merged logical axes (examples/valid/tma_allocation.py) ----------
+
+ALLOC = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / "tma_allocation.py")])}
+ALLOC_SIZES = {"M": 5, "K": 40, "stride.T0.1": 128}  # padded rows: 128 elements apart (K = 96)
+
+
+def alloc_tma(name):
+    fusion = ALLOC[name].build()
+    assert tp.verify(fusion, "sm_90a").ok
+    fusion = fusion.snapshot()
+    ir = lower(fusion, SM90).kernel
+    tma = infer_tma(next(o for o in fusion.exprs if is_tma_op(o)))
+    (tmap,) = [m for m in ir.tensor_maps if m.tensor == tma.info.gmem.name]
+    return ir, tma, tensor_maps.values(tmap, ALLOC_SIZES)
+
+
+@pytest.mark.parametrize("name,layout,sizes,strides,box", [
+    # layout: the element stride of each logical axis, as the array (torch / numpy) has it
+    ("tma_alloc_merged_outer", (12 * 40, 40, 1), [40, 5 * 12], [40 * 4], [32, 16]),  # (K, M*N): one dimension
+    ("tma_alloc_merged_inner", (240, 40, 1), [240, 64], [240 * 2], [64, 8]),  # fp16 (N*K, M)
+    ("tma_alloc_merged_padded_rows", (20 * 128, 128, 1), [96, 120], [128 * 4], [32, 8]),  # rows 128 apart
+    ("tma_alloc_merged_boxed_apart", (768, 64, 1), [64, 12, 8], [64 * 4, 768 * 4], [32, 8, 1]),  # N alone
+    ("tma_alloc_merged_permuted", (12, 120, 1), [120, 16], [120 * 4], [32, 8]),  # (M*K, N): N-major memory
+    ("tma_alloc_merged_store", (704, 64, 1), [64, 88], [64 * 4], [32, 16]),
+])
+def test_tensor_map_over_a_merged_allocation_domain(name, layout, sizes, strides, box):
+    ir, tma, v = alloc_tma(name)
+    g = tma.info.gmem
+    glayout = global_strides(g)
+    by_axis = dict(zip(glayout.alloc_axes, (evaluate(s, ALLOC_SIZES) for s in glayout.strides)))
+    assert tuple(by_axis[a] for a in range(len(g.logical))) == layout
+    assert (v["sizes"], v["strides"], v["box"]) == (sizes, strides, box)
+    tensor_maps.check(next(m for m in ir.tensor_maps if m.tensor == g.name), 0x1000, v)
+
+
+@pytest.mark.parametrize("name", sorted(ALLOC))
+def test_every_tensor_map_element_is_the_scheduled_global_element(name):
+    """Simulate the tensor map: at each consumer loop point, the element the copy moves sits at
+    tensor-map coordinate origin + tile position x element stride (per dimension); it is in the
+    map iff the schedule's logical element is in the tensor, and then its byte address
+    sum(coordinate x stride) is the global layout's offset of that logical element."""
+    _, tma, v = alloc_tma(name)
+    info, op = tma.info, tma.op
+    issue = build_issue(tma, compute_allocation(info.smem))
+    g, consumer = info.gmem, info.consumer
+    layout = global_strides(g)
+    logical = ([issue.consumer_idx[i.uid] for i in consumer.logical] if g is consumer
+               else producer_logical(op, 0, issue.consumer_idx))
+    offset = global_offset(g, layout, {i.uid: x for i, x in zip(g.logical, logical)})
+    es = g.dtype.bytes
+    byte_strides = [es] + v["strides"]
+    extents = {loop_var(consumer, i).value: evaluate(i.extent_expr, ALLOC_SIZES) for i in consumer.loop}
+    rng = random.Random(1)
+    inside = outside = 0
+    for _ in range(400):
+        env = {**ALLOC_SIZES, **{x: rng.randrange(n) for x, n in extents.items()}}
+        coords = [evaluate(o, env) + evaluate(t, env) * e
+                  for o, t, e in zip(issue.box_origin, issue.tile_coords, v["element_strides"])]
+        in_map = all(0 <= c < n for c, n in zip(coords, v["sizes"]))
+        element = [evaluate(x, env) for x in logical]
+        in_tensor = all(x < evaluate(i.extent_expr, env) for x, i in zip(element, g.logical))
+        assert in_map == in_tensor, (env, coords, element)
+        if in_map:
+            inside += 1
+            assert sum(c * s for c, s in zip(coords, byte_strides)) == evaluate(offset, env) * es, (env, coords)
+        else:
+            outside += 1
+    assert inside  # and the partial boxes of every case but the padded rows reach outside
+    assert outside or name in ("tma_alloc_merged_padded_rows",)
+
+
+def test_merged_allocation_binds_the_inner_axis_stride_and_checks_the_outer():
+    ir, _, _ = alloc_tma("tma_alloc_merged_padded_rows")
+    g = next(x for x in ir.globals if x.name == "T0")
+    assert g.alloc_axes == (0, 1, 2)
+    env = {}
+    bind_strides(g, SimpleNamespace(shape=(6, 20, 96), strides=(20 * 128, 128, 1)), 0, env)
+    assert env == {"stride.T0.1": 128}
+    with pytest.raises(InputError, match="axis 0 has stride"):  # M must step 20 padded rows
+        bind_strides(g, SimpleNamespace(shape=(6, 20, 96), strides=(21 * 128, 128, 1)), 0, {})

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ...model.expr import Expr, const, mod
+from ...model.global_layout import global_strides
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
 from ...model.types import Direction, MemoryType, ParallelType
@@ -187,8 +188,11 @@ def view_discontiguous_merge(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 continue
             merges = [t for t in ancestors(v) if isinstance(t, Merge)]
             for g, logical_pos in _global_view(ctx, tv):
-                order = [i.uid for i in g.get_allocation_domain()]
-                contig = g.contiguity
+                layout = global_strides(g)  # memory order, allocation merges expanded
+                if layout is None:
+                    continue  # LOWERING-SUPPORTED
+                order = [g.logical[a].uid for a in layout.alloc_axes]
+                contig = layout.contiguous
                 for m in merges:
                     dims = []
                     for side in (m.outer, m.inner):

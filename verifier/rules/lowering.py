@@ -378,7 +378,7 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         Every op the kernel computes is lowered by tileproof: load/store ops Set, TMA,
         LdMatrix, StMatrix, TMemLoad (from tensor memory), TMemStore (into tensor memory);
         exp and sqrt of floating-point types; an op touches tensor memory at most once;
-        tensor-memory tensors hold 32-bit elements in a constant number of columns; an
+        tensor-memory tensors take a constant number of columns; an
         ldmatrix/stmatrix consumer's innermost loop axis is its Vectorize axis and its statement
         is unpredicated (every thread of each warp issues it); no TMA tile (Bulk) axis is
         shared through inlining; a TMA load is issued by a constant number of threads (its

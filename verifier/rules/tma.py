@@ -60,7 +60,10 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
         admitted size and merges of adjacent IDs whose outer ID is contiguous in the
         global tensor; no swizzle. A box can be rotated through an enclosing split only
         when the box divides the split's inner extent; otherwise that split is part of
-        the view and must divide. Also reports a TMA whose domain cannot be inferred.
+        the view and must divide. The global allocation domain is read in memory order,
+        a merged allocation axis as the logical axes it merges (contiguous with each
+        other); an allocation axis made by a split or swizzle is reported by name. Also
+        reports a TMA whose domain cannot be inferred.
     Why the hardware needs it:
         A TMA dimension is a (size, byte stride) pair. An indivisible split has holes and
         a discontiguous merge has no single stride, so neither describes memory: the
@@ -89,7 +92,8 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: for every split S of the view (the consumer's transforms inference leaves, not
     #   tile/non-tile mixing), for all admitted sizes s: extent(S.in)(s) mod f(s) == 0, f = the inner
     #   extent (the factor for an outer split); structural: each view merge joins adjacent IDs whose outer
-    #   one is contiguous, no view swizzle, and a consumer with Bulk IDs has an inferable TMA domain
+    #   one is contiguous, no view swizzle, and a consumer with Bulk IDs has an inferable TMA domain (its global
+    #   tensor allocated along logical axes and merges of them)
     for tma in inferred_tmas(ctx):
         info = tma.info
         has_bulk = any(i.parallel_type is ParallelType.Bulk for i in info.consumer.loop)
@@ -347,7 +351,7 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         contiguous innermost allocation axis). Every other dimension's byte stride, derived
         from the global tensor's extents and contiguity, is a multiple of 16 and below
         2^40 for every admitted size. A stride behind a discontiguous axis is a launch-time
-        value (`T0.stride3`) that the encode call checks; it is not proved here.
+        value (`stride.T0.3`) that the encode call checks; it is not proved here.
     Why the hardware needs it:
         cuTensorMapEncodeTiled has no stride for dimension 0 (it is the element size) and
         rejects strides that are not multiples of 16 or reach 2^40 (120 rejected, 144 accepted on H200).
