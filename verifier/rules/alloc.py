@@ -312,11 +312,31 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for x in ctx.fusion.tensors:
         if x.definition is None or x.memory_type not in (MemoryType.Shared, MemoryType.Local):
             continue
+        if _distinct_by_construction(ctx, x):
+            continue
         out = ctx.memo(("allocation-distinct", x.name), lambda x=x: _prove_distinct(ctx, x))
         yield from report_outcome(
             "ALLOCATION-DISTINCT", out, f"that {x.name}'s elements have distinct addresses",
             lambda out, x=x: _shared_address(ctx, x, out), tensor=x.name,
             ids=[a.id.name for a in ctx.allocations[x.name].allocated()], location=x.origin)
+
+
+def _instance_keys(x) -> list:
+    """x's loop IDs that name an instance of its allocation rather than an element of it."""
+    launched = BLOCK_TYPES + (THREAD_TYPES if x.memory_type is MemoryType.Local else ())
+    return [i for k, i in enumerate(x.loop) if i.parallel_type in DEVICE_TYPES + launched
+            or (k < x.compute_at and i.parallel_type not in THREAD_TYPES + BLOCK_TYPES)]
+
+
+def _distinct_by_construction(ctx: VerifyContext, x) -> bool:
+    """The allocation is a row-major layout of x's own loop IDs covering every loop ID that
+    varies within an instance: two points of one instance writing different elements differ
+    in an allocated loop index, each within its extent, so their offsets differ."""
+    allocated = {a.id.uid for a in ctx.allocations[x.name].allocated()}
+    loop = {i.uid for i in x.loop}
+    keys = {i.uid for i in _instance_keys(x)}
+    varying = {i.uid for i in x.loop if i.static_extent != 1 and not i.is_broadcast}
+    return allocated <= loop and varying <= allocated | keys
 
 
 def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
@@ -331,8 +351,7 @@ def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
         same += [p.launch_index[t] for t in THREAD_TYPES if t in p.launch_index]
         same_q += [q.launch_index[t] for t in THREAD_TYPES if t in q.launch_index]
     # one instance: the same iteration of the loops left of the compute-at position, on one device
-    outer = [i for k, i in enumerate(x.loop) if i.parallel_type in DEVICE_TYPES
-             or (k < x.compute_at and i.parallel_type not in THREAD_TYPES + BLOCK_TYPES)]
+    outer = [i for i in _instance_keys(x) if i.parallel_type not in THREAD_TYPES + BLOCK_TYPES]
     same += [p.env[i.uid] for i in outer]
     same_q += [q.env[i.uid] for i in outer]
     values: dict[str, Expr] = {"offset": addr_p, "other offset": addr_q}
