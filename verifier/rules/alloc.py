@@ -339,21 +339,22 @@ def _distinct_by_construction(ctx: VerifyContext, x) -> bool:
     return allocated <= loop and varying <= allocated | keys
 
 
+def _instance(x, ex) -> list[Expr]:
+    """The indices naming the allocation instance a point of x's statement writes into: its
+    block (and, for registers, its thread), its device, its iteration of the loops left of
+    the compute-at position."""
+    launched = BLOCK_TYPES + (THREAD_TYPES if x.memory_type is MemoryType.Local else ())
+    return ([ex.launch_index[t] for t in launched if t in ex.launch_index]
+            + [ex.env[i.uid] for i in _instance_keys(x) if i.parallel_type not in THREAD_TYPES + BLOCK_TYPES])
+
+
 def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
     p = tensor_execution(x, ctx.block_dims)
     q = p.renamed({name: var(OTHER + name) for name in p.ranges})
     strides = ctx.allocations[x.name].strides()
     addr_p, addr_q = linear_offset(strides, p.indices), linear_offset(strides, q.indices)
     elem_p, elem_q = p.written_logical(), q.written_logical()
-    same = [p.launch_index[t] for t in BLOCK_TYPES if t in p.launch_index]
-    same_q = [q.launch_index[t] for t in BLOCK_TYPES if t in q.launch_index]
-    if x.memory_type is MemoryType.Local:
-        same += [p.launch_index[t] for t in THREAD_TYPES if t in p.launch_index]
-        same_q += [q.launch_index[t] for t in THREAD_TYPES if t in q.launch_index]
-    # one instance: the same iteration of the loops left of the compute-at position, on one device
-    outer = [i for i in _instance_keys(x) if i.parallel_type not in THREAD_TYPES + BLOCK_TYPES]
-    same += [p.env[i.uid] for i in outer]
-    same_q += [q.env[i.uid] for i in outer]
+    same, same_q = _instance(x, p), _instance(x, q)
     values: dict[str, Expr] = {"offset": addr_p, "other offset": addr_q}
     values.update({f"element {k}": e for k, e in enumerate(elem_p)})
     values.update({f"other element {k}": e for k, e in enumerate(elem_q)})
