@@ -44,10 +44,12 @@ def per_block_tiles(t1, t2, rows, cols):
         t.axis(1).parallelize(P.BIDx)
 
 
-@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", messages=["not contiguous"]))
+@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES", messages=["not contiguous", "overlap"]))
 def figure13a_stride_inside_tile():
     """Figure 13 (a): I4 split by element stride 2 -> [I7{4} tile, I8{2} stride]; allocated
-    [I3, I7, I8, I6] (I5 on BIDx): the stride ID I8 sits between the tile IDs I7 and I6."""
+    [I3, I7, I8, I6] (I5 on BIDx): the stride ID I8 sits between the tile IDs I7 and I6. The
+    block's two copies (one per stride phase) start 128 bytes apart and each writes 512 bytes:
+    the second overwrites the first."""
     fusion, t1, t2 = boxed("figure13a_stride_inside_tile", 256, 32)
     t1.split(1, 2)  # [I3, I7{4}, I8{2}, I5, I6]
     t1.reorder({3: 1})  # [I3, I5, I7, I8, I6]
@@ -58,11 +60,12 @@ def figure13a_stride_inside_tile():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES"))
+@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES", messages=["overlap"]))
 def figure13b_allocation_holds_coordinate():
     """Figure 13 (b): allocated [I4, I2] where I2{100} holds both I5 (coordinate) and I6{32}
-    (box): rows of a tile are 100 elements apart, and 100 is not a multiple of 32 (the boxing
-    split does not divide), so I2 is not whole tiles. Chosen: I3 on BIDx, I5 serial."""
+    (box): rows of a tile are 100 elements apart, so the tile is not contiguous; and the serial
+    I5's four copies start 128 bytes apart while each writes a 1024-byte tile, so they overwrite
+    each other. Chosen: I3 on BIDx, I5 serial."""
     fusion, t1, t2 = boxed("figure13b_allocation_holds_coordinate", 100, 32)
     for t in (t1, t2):
         t.axis(0).parallelize(P.BIDx)
@@ -72,10 +75,11 @@ def figure13b_allocation_holds_coordinate():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY"))
+@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES"))
 def figure13c_tid_between_tile_ids():
     """Figure 13 (c): [I3, I4, I5, I6] with I5 on TIDx between the tile IDs I4 and I6; shared
-    memory is shared across threads, so I5 is allocated and splits every tile."""
+    memory is shared across threads, so I5 is allocated and splits every tile; the four threads'
+    copies start 128 bytes apart and overlap."""
     fusion, t1, _ = boxed("figure13c_tid_between_tile_ids", 128, 32)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(2).parallelize(P.TIDx)
@@ -83,10 +87,12 @@ def figure13c_tid_between_tile_ids():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES"))
+@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY"))
 def figure13d_store_allocation_holds_coordinate():
     """Figure 13 (d): the TMA store counterpart of (b): the shared producer T1 is allocated
-    [I4, I2] with I2{100} holding I5 and I6{32}; I2 is not a multiple of I6."""
+    [I4, I2] with I2{100} holding I5 and I6{32}, so a tile's rows are 100 elements apart. The
+    stores read overlapping ranges, which is harmless, and every range lies inside the buffer
+    (the last ends at byte 1408 of 3200): only the layout is wrong."""
     with tp.Fusion("figure13d_store_allocation_holds_coordinate") as fusion:
         t0 = tp.make_contig_concrete_tensor([64, 100])
         fusion.add_input(t0)
@@ -104,9 +110,10 @@ def figure13d_store_allocation_holds_coordinate():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY"))
+@tp.schedule(expect=tp.rejected("TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES"))
 def figure13e_serial_between_tile_ids():
-    """Figure 13 (e): [I3, I4, I5, I6] with a serial I5{4} between the tile IDs I4 and I6."""
+    """Figure 13 (e): [I3, I4, I5, I6] with a serial I5{4} between the tile IDs I4 and I6; the four
+    copies start 128 bytes apart and overlap."""
     fusion, t1, _ = boxed("figure13e_serial_between_tile_ids", 128, 32)
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
@@ -152,22 +159,6 @@ def figure15d_flipped_inside_tile():
     t1.split(3, 8).reorder({3: 4})
     t1.set_allocation_domain(t1.get_loop_domain())
     t1.set_loop_domain(loop)
-    bulk_tile(t1)
-    return fusion
-
-
-@tp.schedule(expect=tp.rejected("TMA-WHOLE-TILES", messages=["not a whole number"]))
-def figure15e_not_whole_tiles():
-    """Figure 15 (e): the tile is merged and split by 96 -> [I7{3}, I8{96}]: each tile is
-    contiguous (elements 0..255 in order), but the allocation holds 288 elements, not a whole
-    number of 256-element tiles. Chosen: I3 on BIDy, so one tile per block."""
-    fusion, t1, t2 = tile_view("figure15e_not_whole_tiles")
-    loop = t1.get_loop_domain()
-    t1.merge(2).split(2, 96)
-    t1.set_allocation_domain(t1.get_loop_domain())
-    t1.set_loop_domain(loop)
-    for t in (t1, t2):
-        t.axis(0).parallelize(P.BIDy)
     bulk_tile(t1)
     return fusion
 
@@ -237,6 +228,27 @@ def tma_tiles_per_thread_misaligned():
     for t in (t1, t2):
         t.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.TIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("TMA-WHOLE-TILES", messages=["past its end"]))
+def swizzle_128b_padded_rows_overflow():
+    """Tiles of 15 bf16 rows x 64 (128-byte swizzle), one per block, but the allocation is the
+    tensor's own 20 rows padded to whole swizzle atoms (24 rows, 3072 bytes) with each row at its
+    row index: the layout is right for every element of the tensor, but the second block's box
+    covers rows 15..29, and TMA writes its out-of-bounds rows 20..29 too (as zeros), up to byte
+    3840: past the buffer."""
+    fusion, t1, t2 = tma_load("swizzle_128b_padded_rows_overflow", [20, 64], dtype=tp.bfloat16)
+    loop = t1.get_loop_domain()
+    t1.split(1, 8).split(0, 8)  # [3, 8 rows, 8 chunks, 16B]: 24 rows
+    t1.swizzle(XOR, 1, 2)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    t1.set_loop_domain(loop)
+    for t in (t1, t2):
+        t.split(0, 15)
+        t.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.Bulk)
     t1.axis(2).parallelize(P.Bulk)
     return fusion
 

@@ -1,6 +1,7 @@
 """Valid shared-memory schedules for TMA from the nvFuser TMA tutorial (seed 004, step 4):
-Figure 14 (a-e), Figure 15 (a, b), the `[-1, s, 8/s, s, 16B]` swizzle recipe for 32, 64 and
-128 bytes, a narrow row padded to the swizzle span, and the tutorial's three example kernels.
+Figure 14 (a-e), Figure 15 (a, b, e), the `[-1, s, 8/s, s, 16B]` swizzle recipe for 32, 64 and
+128 bytes, a narrow row padded to the swizzle span, swizzled tiles of 3, 5 or 15 rows padded to
+whole swizzle atoms (nvFuser's TMASimpleLdstTest tiles), and the tutorial's three example kernels.
 
 The figures are not in the seed; each case is drawn from its text. Common choice: fp32
 T0[I1{64}, I2] loaded by TMA into the shared T1, I1 split by 8 -> [I3, I4{8}] and I2 split
@@ -17,9 +18,9 @@ XOR = tp.SwizzleType.XOR
 
 
 def tma_load(name, shape, dtype=tp.float32):
-    """gmem T0 -> (TMA) smem T1 -> gmem T2."""
+    """gmem T0 -> (TMA) smem T1 -> gmem T2; `shape` may name symbolic extents."""
     with tp.Fusion(name) as fusion:
-        t0 = tp.make_contig_concrete_tensor(shape, dtype=dtype)
+        t0 = tp.make_tensor(shape, contiguity=True, dtype=dtype)
         fusion.add_input(t0)
         t1 = tp.set(t0, op=TMA)
         t2 = tp.set(t1)
@@ -139,6 +140,29 @@ def figure15b_tile_split_inside():
     return fusion
 
 
+@tp.schedule(expect=tp.accepted())
+def figure15e_not_whole_tiles():
+    """Figure 15 (e): the tile is merged and split by 96 -> [I7{3}, I8{96}]: each tile is
+    contiguous (elements 0..255 in order) in an allocation of 288 elements, not a whole number of
+    256-element tiles. The tutorial asks for whole tiles, but the hardware does not: the one copy
+    of each block writes bytes [0, 1024) of the 1152-byte buffer and the last 128 bytes are never
+    touched (TMA-WHOLE-TILES proves the copy inside the buffer). Chosen: I3 on BIDy, so one tile
+    per block."""
+    fusion, t1, t2 = boxed("figure15e_not_whole_tiles", 256, 32)
+    for t in (t1, t2):
+        t.reorder({1: 2})  # [I3, I5, I4, I6]
+        t.axis(0).parallelize(P.BIDy)
+    t2.axis(1).parallelize(P.BIDx)
+    loop = t1.get_loop_domain()
+    t1.merge(2).split(2, 96)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    t1.set_loop_domain(loop)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
 def per_block_tiles(t1, t2, rows, cols):
     """T1 and T2 tiled [I0o, I1o, rows, cols] with I0o on BIDy and I1o on BIDx."""
     for t in (t1, t2):
@@ -198,6 +222,102 @@ def swizzle_128b_narrow_row_padded():
     t1.set_loop_domain(loop)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+def padded_tile(name, dtype, rows, swizzle_bytes, padded):
+    """T0[M, 64] loaded one tile of `rows` x S bytes per block, S-byte swizzle; the allocation pads
+    the tile's rows to `padded` (a multiple of 8) with the seed's recipe on the padded rows:
+    [1, padded/8, s, 8/s, s, 16B], swizzle(row chunk, column chunk). The loop keeps [rows, cols]: the
+    TMA box has `rows` rows and never touches the padding. T2 stores the tile with 16-byte vectors,
+    one row per TIDy: only the rows the box holds."""
+    fusion, t1, t2 = tma_load(name, ["M", 64], dtype=dtype)
+    s, vec = swizzle_bytes // 16, 16 // dtype.bytes
+    per_block_tiles(t1, t2, rows, swizzle_bytes // dtype.bytes)  # [I0o, I1o, rows, S/es]
+    loop = t1.get_loop_domain()
+    t1.split(3, vec)  # [.., rows, s, 16B]
+    t1.split(2, padded)  # [.., 1, padded, s, 16B]: rows past `rows` are holes
+    t1.split(3, 8 // s).split(3, s)  # [.., 1, padded/8, s, 8/s, s, 16B]
+    t1.swizzle(XOR, 4, 6)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    t1.set_loop_domain(loop)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    t2.split(3, vec)
+    t2.axis(2).parallelize(P.TIDy)
+    t2.axis(3).parallelize(P.TIDx)
+    t2.axis(4).parallelize(P.Vectorize)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_128b_padded_3_rows():
+    """bf16 tiles of 3 x 64 (128-byte rows, 128-byte swizzle) in an allocation of 8 rows, one swizzle
+    atom: the copy writes bytes [0, 384) of 1024. Symbolic M: the last block's box is partly out of
+    bounds (TMA fills those rows with zeros inside the box, and T2's predicate skips them)."""
+    return padded_tile("swizzle_128b_padded_3_rows", tp.bfloat16, 3, 128, 8)
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_64b_padded_5_rows():
+    """fp32 tiles of 5 x 16 (64-byte rows, 64-byte swizzle) padded to 8 rows: four tiles across the
+    64 columns (BIDx), each block's copy writes bytes [0, 320) of its 512-byte buffer."""
+    return padded_tile("swizzle_64b_padded_5_rows", tp.float32, 5, 64, 8)
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_128b_padded_15_rows():
+    """bf16 tiles of 15 x 64 with 128-byte swizzle padded to 16 rows (two swizzle atoms): the copy
+    writes bytes [0, 1920) of 2048."""
+    return padded_tile("swizzle_128b_padded_15_rows", tp.bfloat16, 15, 128, 16)
+
+
+@tp.schedule(expect=tp.accepted())
+def swizzle_128b_padded_tiles_stacked():
+    """Two bf16 tiles of 5 x 64 per block (a serial loop), stacked in one allocation of 10 rows padded
+    to 16 and swizzled as a whole: the second copy starts at byte 640, not on the 1024-byte swizzle
+    period. The hardware anchors the swizzle to absolute shared addresses, so its rows 5..9 get the
+    XOR of rows 5..9 of the buffer, the allocation's (TMA-SWIZZLE-LAYOUT proves it); the copies
+    write [0, 640) and [640, 1280) of 2048 bytes (TMA-WHOLE-TILES)."""
+    fusion, t1, t2 = tma_load("swizzle_128b_padded_tiles_stacked", ["M", 64], dtype=tp.bfloat16)
+    for t in (t1, t2):
+        t.split(0, 5).split(0, 2)  # [Mo, 2, 5, 64]
+        t.axis(0).parallelize(P.BIDx)
+    loop = t1.get_loop_domain()
+    t1.merge(1)  # [Mo, 10 rows, 64]
+    t1.split(2, 8).split(1, 16)  # [Mo, 1, 16, 8 chunks, 16B]
+    t1.split(2, 8)  # [Mo, 1, 2, 8, 8, 16B]
+    t1.swizzle(XOR, 3, 4)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    t1.set_loop_domain(loop)
+    t1.axis(2).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    t2.split(3, 8)
+    t2.axis(2).parallelize(P.TIDy)
+    t2.axis(3).parallelize(P.TIDx)
+    t2.axis(4).parallelize(P.Vectorize)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def tma_simple_ldst_3_rows_flattened():
+    """nvFuser's TMASimpleLdstTest (Load, 2-D, 128-byte swizzle, fp32): T0[1024, 128] tiled {3, 32},
+    the tile flattened and viewed as [N, 8, 16B] core matrices, then [N/8, 8, 1, 8, 16B] and
+    swizzled; the loop is the allocation, all Bulk. 3 rows of 128 bytes are 24 chunks: the view
+    pads them to one swizzle atom of 8 rows (holes past row 3), and the copy writes [0, 384) of
+    1024 bytes. 1024 rows are not a multiple of 3: the last box is partly out of bounds."""
+    fusion, t1, t2 = tma_load("tma_simple_ldst_3_rows_flattened", [1024, 128])
+    for t in (t1, t2):
+        t.split(1, 32).split(0, 3).reorder({1: 2})  # [I0o, I1o, 3, 32]
+        t.merge(0).merge(1)  # [I0o * I1o, 3 * 32]
+        t.axis(0).parallelize(P.BIDx)
+    t1.split(1, 4).split(1, 8)  # [B, N, 8, 16B]
+    t1.split(1, 8).split(3, 8)  # [B, N/8, 8, 1, 8, 16B]
+    t1.swizzle(XOR, 2, 4)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    for a in range(1, t1.ndim):
+        t1.axis(a).parallelize(P.Bulk)
+    t2.axis(1).parallelize(P.TIDx)
     return fusion
 
 

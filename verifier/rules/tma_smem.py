@@ -10,11 +10,11 @@ from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, add, const, mod
+from ...model.expr import Expr, add, const, mod, substitute, var
 from ...model.smem_plan import swizzle_period
 from ...model.tma import InferredTma
 from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
-from ...model.types import Direction, MemoryType
+from ...model.types import BLOCK_TYPES, Direction, MemoryType
 from ..access import AccessModel, active, build
 from ..analysis.tma import inferred_tmas
 from ..context import Access, VerifyContext
@@ -136,6 +136,8 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
         t1.set_allocation_domain([t1.axis(2), t1.axis(1), t1.axis(3)])
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
+    Reported with:
+        TMA-WHOLE-TILES
     Fix:
         with tp.Fusion("gap") as fusion:
             t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
@@ -170,73 +172,108 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 @rule("TMA-WHOLE-TILES", family="tma")
 def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """The shared tensor is a whole number of tiles, each starting at a multiple of the tile size.
+    """Every TMA copy stays inside its shared tensor, and the copies of one block do not overlap.
 
     What it checks:
-        The allocation's bytes are a multiple of one tile's footprint (rows x row pitch,
-        the pitch being the swizzle span when swizzled), and every issued copy's tile
-        starts at a multiple of that footprint.
+        With F = tile rows x row pitch (the swizzle span when swizzled), the bytes one copy
+        occupies from its tile start (the instruction's shared address): for every issued
+        copy, [start, start + F) lies inside the shared tensor's allocation; and for two
+        TMA loads issued in the same block at different tile starts, their byte ranges are
+        disjoint. Padding is allowed: a 3-row tile in an allocation of 8 rows passes, as
+        long as no copy reaches past the buffer or into another copy's tile. The tile
+        start's 128-byte alignment is SMEM-ALIGNMENT's proof; a swizzled tile may start
+        off the swizzle period (the hardware swizzles absolute addresses, and
+        TMA-SWIZZLE-LAYOUT proves the schedule's layout does the same); where each element
+        lands inside the range is the layout rules' (TMA-TILE-CONTIGUITY, TMA-SWIZZLE-LAYOUT).
     Why the hardware needs it:
-        A tile is the smallest unit a TMA moves. An allocation that is not a whole number
-        of tiles either cuts a tile short (the copy writes past the buffer, into the next
-        one) or lets tiles straddle each other.
+        A TMA moves the whole box, out-of-bounds rows included (a load writes them as
+        zeros), from its shared address on. A box that runs past the buffer overwrites the
+        next buffer or faults; two loads whose ranges overlap overwrite each other's tile.
     Example:
-        with tp.Fusion("partial") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+        with tp.Fusion("tail") as fusion:
+            t0 = tp.make_contig_concrete_tensor([12, 32]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(1, 64)
-        loop = t1.get_loop_domain(); t1.split(2, 48)
-        t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)
-        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
-        t1.axis(2).parallelize(tp.ParallelType.Bulk)
-        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
+        t1.set_allocation_domain(t1.get_logical_domain())
+        t1.split(0, 5)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("partial") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
+        with tp.Fusion("tail") as fusion:
+            t0 = tp.make_contig_concrete_tensor([12, 32]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(1, 64)
-        loop = t1.get_loop_domain(); t1.split(2, 32)
-        t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)
-        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
-        t1.axis(2).parallelize(tp.ParallelType.Bulk)
-        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
+        t1.split(0, 5)
+        t1.set_allocation_domain(t1.get_loop_domain())
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(2).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        nvFuser doc/dev/tma.md (step 4: "the allocation domain is also required to be a multiple of whole tiles")
+        PTX ISA 5.5.3.3 (out-of-bounds box elements are filled) and 9.7.9.25.5.2 (cp.async.bulk.tensor);
+        CUDA driver API cuTensorMapEncodeTiled (shared footprint: box rows x inner box, or x the swizzle span)
     """
     # Formal statement: with F = tile rows x row pitch (the swizzle span when swizzled), for all admitted
-    #   sizes and issue points p: issued(p) => bytes(allocation) mod F == 0; then, once that and the
-    #   layout (TMA-TILE-CONTIGUITY / TMA-SWIZZLE-LAYOUT) are proved: issued(p) => start(p) mod F == 0
+    #   sizes and issue points p: issued(p) => start(p) + F <= bytes(allocation); and for a TMA load, for
+    #   all admitted sizes and issue points p, p' of one block (equal block indices, every other index
+    #   free): issued(p) and issued(p') and start(p) < start(p') => start(p) + F <= start(p')
     #   (start(p) = P(off(p, 0)): the tile's start as the hardware sees it)
     for issue in _issues(ctx):
         if issue.t.missing:
             continue
-        t = issue.t
-        size = issue.alloc.bytes_expr
-        out = ctx.memo(("tma-whole-size", id(issue)), lambda: issue.prove(
-            ctx, lambda q: q.eq(mod(size, t.footprint), const(0)), [mod(size, t.footprint)],
-            {"allocation bytes": size, "tile bytes": t.footprint}, tile=False))
-        yield from report_values(
-            ctx, "TMA-WHOLE-TILES", out, f"that {issue.info.smem.name} is a whole number of tiles",
-            lambda v, when: (f"{issue.info.smem.name} is not a whole number of TMA tiles{when}: it has "
-                             f"{v['allocation bytes']} bytes, a tile takes {v['tile bytes']}"),
-            ["allocation bytes", "tile bytes"],
-            hint="allocate whole tiles: split tile IDs only by factors that divide them, and keep coordinate IDs "
-                 "that share the buffer whole", point=issue.m.ranges, **issue.where)
-        if not out.proved or not _layout(ctx, issue).proved:
-            continue  # a tile that is not where TMA puts it is reported by the layout rules
-        start = ctx.memo(("tma-whole-start", id(issue)), lambda: issue.prove(
-            ctx, lambda q: q.eq(mod(issue.tile_start, t.footprint), const(0)),
-            [mod(issue.tile_start, t.footprint)], {"tile start": issue.tile_start, "tile bytes": t.footprint},
-            tile=False))
-        yield from report_values(
-            ctx, "TMA-WHOLE-TILES", start, f"that every tile of {issue.info.smem.name} starts on a tile boundary",
-            lambda v, when: (f"a tile of {issue.info.smem.name} starts at byte {v['tile start']}{when}, "
-                             f"not a multiple of the tile size {v['tile bytes']}"),
-            ["tile start", "tile bytes"],
-            hint="place tiles at multiples of the tile size: the IDs outside the tile must be outer to all tile IDs",
-            point=issue.m.ranges, **issue.where)
+        yield from _inside(ctx, issue)
+        if issue.info.direction is Direction.LOAD:  # a TMA store reads its range: overlapping reads are harmless
+            yield from _disjoint(ctx, issue)
+
+
+def _inside(ctx: VerifyContext, issue: Issue) -> Iterator[Diagnostic]:
+    t, size, name = issue.t, issue.alloc.bytes_expr, issue.info.smem.name
+    end = add(issue.tile_start, t.footprint)
+    out = ctx.memo(("tma-inside", id(issue)), lambda: issue.prove(
+        ctx, lambda q: q.le(end, size), [end],
+        {"tile start": issue.tile_start, "tile end": end, "tile bytes": t.footprint, "allocation bytes": size},
+        tile=False))
+    verb = "writes" if issue.info.direction is Direction.LOAD else "reads"
+    yield from report_values(
+        ctx, "TMA-WHOLE-TILES", out, f"that every TMA copy stays inside {name}",
+        lambda v, when: (f"a TMA copy {verb} bytes [{v['tile start']}, {v['tile end']}) of {name}{when}, "
+                         f"past its end: {name} has {v['allocation bytes']} bytes, a tile takes {v['tile bytes']} "
+                         f"(a box's out-of-bounds rows are moved too)"),
+        ["tile start", "tile end", "tile bytes", "allocation bytes"],
+        hint="allocate the whole box for every copy: build the allocation from the tile IDs (padding them is "
+             "fine), not from the tensor's own extent",
+        point=issue.m.ranges, **issue.where)
+
+
+OTHER = "other "  # prefix of the second copy's loop and thread indices (the block's indices are shared)
+
+
+def _disjoint(ctx: VerifyContext, issue: Issue) -> Iterator[Diagnostic]:
+    t, name = issue.t, issue.info.smem.name
+    blocks = {p.cuda_name for p in BLOCK_TYPES}
+    apart = {n: var(OTHER + n) for n in issue.m.ranges if n not in blocks}
+    ranges = {**issue.m.ranges, **{OTHER + n: substitute(b, apart) for n, b in issue.m.ranges.items() if n in apart}}
+    other_start = substitute(issue.tile_start, apart)
+    other_bounds = [(substitute(b.value, apart), substitute(b.extent, apart)) for b in t.issue_bounds]
+    end = add(issue.tile_start, t.footprint)
+
+    def run() -> Outcome:
+        hint = issue.exprs() + [other_start, end] + [e for pair in other_bounds for e in pair]
+        q = ctx.query(hint + issue.m.hint_exprs(apart), ranges)
+        other_issued = z3.And(active(q, issue.m, apart), *[q.lt(v, e) for v, e in other_bounds])
+        claim = z3.Implies(z3.And(issue.issued(q), other_issued, q.lt(issue.tile_start, other_start)),
+                           q.le(end, other_start))
+        return q.prove(claim, values={"tile start": issue.tile_start, "other tile start": other_start,
+                                      "tile bytes": t.footprint})
+    out = ctx.memo(("tma-disjoint", id(issue)), run)
+    yield from report_values(
+        ctx, "TMA-WHOLE-TILES", out, f"that the TMA tiles of {name} do not overlap",
+        lambda v, when: (f"two TMA loads of one block overlap in {name}{when}: one writes bytes [{v['tile start']}, "
+                         f"{v['tile start'] + v['tile bytes']}), the other starts at byte {v['other tile start']}"),
+        ["tile start", "other tile start", "tile bytes"],
+        hint="give each copy its own tile-sized slot: the IDs outside the tile must be outer to all tile IDs in "
+             "the allocation",
+        point=ranges, **issue.where)
 
 
 def _width_problem(ctx: VerifyContext, issue: Issue) -> Outcome | None:
