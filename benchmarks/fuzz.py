@@ -230,6 +230,22 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     }
 
 
+def _rerun_out_of_memory(results: list[dict], args, families) -> None:
+    """A kernel refused for lack of device memory while other workers held theirs (each CUDA
+    context keeps the local memory of the largest frame it launched) runs again alone."""
+    oom = {r["index"] for r in results if "OUT_OF_MEMORY" in r.get("run", {}).get("detail", "")}
+    if not oom:
+        return
+    again: dict[int, dict] = {}
+    pool = Pool(1, args.seed, args.timeout, families, True)
+    try:
+        pool.run(sorted(oom), lambda r: again.__setitem__(r["index"], {**r, "rerun_alone": True}))
+    finally:
+        pool.close()
+    results[:] = [again.get(r["index"], r) for r in results]
+    print(f"{len(oom)} cases out of device memory among {args.jobs} workers, run again alone", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=200)
@@ -269,6 +285,8 @@ def main() -> None:
         pool.run(range(args.first, args.first + args.cases), on_result)
     finally:
         pool.close()
+    if args.run:
+        _rerun_out_of_memory(results, args, families)
     results.sort(key=lambda r: r["index"])
     summary = summarize(results, args, time.perf_counter() - start)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

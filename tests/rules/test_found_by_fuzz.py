@@ -66,3 +66,15 @@ def test_tmem_access_pattern_names_a_symbolic_register_count():
     d = codes["TMEM-ACCESS-PATTERN"]
     assert "not a constant" in d.message
     assert "registers per instruction" in d.counterexample
+
+
+def test_vectorize_rules_skip_a_global_intermediate_without_a_layout():
+    """The tensor-memory T2 of performant_vectorized_copy moved to global memory keeps its
+    allocation domain of loop IDs (no global layout): GLOBAL-INTERMEDIATE rejects it, and the
+    vectorization rules raised KeyError on its offsets (fuzz.py --run, seed 11)."""
+    fusion = performant_vectorized_copy_schedule()
+    t2 = next(t for t in fusion.tensors if t.name == "T2")
+    t2.set_memory_type(tp.MemoryType.Global)
+    tp.inline_most(fusion)
+    codes = decided(fusion, "sm_100a")
+    assert "GLOBAL-INTERMEDIATE" in codes

@@ -7,6 +7,7 @@ from typing import Iterator
 import z3
 
 from ...model.execution import element_offset, tensor_execution, vector_axis
+from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
@@ -39,6 +40,8 @@ def vector_operands(ctx: VerifyContext, tv: TensorView) -> tuple[list[VectorOper
         return None  # extent 1
     ranges = ex.guarded_ranges
     tensors = [tv] + list(op.inputs)
+    if any(t.memory_type is MemoryType.Global and global_strides(t) is None for t in tensors):
+        return None  # no global layout to vectorize over: LOWERING-SUPPORTED / GLOBAL-INTERMEDIATE report it
     indices = [ex.indices] + [ex.operand_indices(k) for k in range(len(op.inputs))]
     operands = [VectorOperand(t.name, t.memory_type, t.dtype,
                               simplify(element_offset(t, idx, ctx.allocations.get(t.name)), ranges))
