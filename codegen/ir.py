@@ -215,19 +215,23 @@ TCGEN05_OPS = {Direction.STORE: "st", Direction.LOAD: "ld"}  # tcgen05.st / tcge
 
 
 @dataclass
-class TmemRegister:
-    """Register r of a TmemAccess: the element it carries for this thread.
+class TmemElement:
+    """Element `index` of a thread's vector in a TmemAccess (row-major over the vectorized IDs).
 
     `data` is the scalar statement moving that element (for a store: tensor memory <- op(ins);
-    for a load: out <- op(ins), its tensor-memory input read from register r). `lane` and
-    `column` are the cell the verifier's model assigns to the element (per thread, relative
-    to the tensor's first column): the tcgen05 pattern proves that the instruction's
-    register r of this thread lands exactly there."""
+    for a load: out <- op(ins), its tensor-memory input read from the registers). `lane` and
+    `column` are the cell the verifier's model assigns to the element (per thread, the 32-bit
+    column of its first byte, relative to the tensor's first column). The element sits in
+    register `register` from byte `byte` (a 64-bit one in that register and the next), as
+    model/tcgen05.py Packing places it: the tcgen05 pattern proves that this register and byte
+    of this thread land exactly there."""
 
     index: int
     data: Compute
     lane: Expr
     column: Expr
+    register: int
+    byte: int
 
 
 @dataclass
@@ -235,8 +239,9 @@ class TmemAccess(Compute):
     """`tcgen05.{st,ld}.sync.aligned.<pattern>.x<repeat>.b32` by a whole warp, then its wait.
 
     The warp's address is `tmem_base + tmem_address(lane, column + column_offset)`, with `lane`
-    and `column` the verifier's access model at the warp's first thread and register 0
-    (the same for all 32 threads: every thread computes it from its own threadIdx).
+    and `column` (32-bit) the verifier's access model at the warp's first thread and element 0
+    (the same for all 32 threads: every thread computes it from its own threadIdx). Each thread
+    moves `registers` 32-bit registers holding its `elements`, packed.
     `conds` predicate the instruction and are warp-uniform (see codegen/lower/tmem.py);
     `data_conds` predicate only the write-back of loaded registers."""
 
@@ -247,7 +252,8 @@ class TmemAccess(Compute):
     lane: Expr = const(0)
     column: Expr = const(0)
     column_offset: int = 0  # the tensor's first column within the CTA's allocation
-    registers: list[TmemRegister] = field(default_factory=list)
+    registers: int = 1  # 32-bit registers per thread
+    elements: list[TmemElement] = field(default_factory=list)
     data_conds: list[Cond] = field(default_factory=list)
     tmem_input: int = -1  # loads: which input of `data` is the tensor-memory tensor
 
@@ -264,7 +270,7 @@ class TmemAccess(Compute):
     def split_offset(self) -> int | None:
         """16x32bx2's immHalfSplitoff: threads 16..31 reach this many columns further (the
         verifier's pattern fixes it to the register count, CUTLASS's choice)."""
-        return len(self.registers) if self.pattern is TmemPattern.P16x32bx2 else None
+        return self.registers if self.pattern is TmemPattern.P16x32bx2 else None
 
 
 @dataclass

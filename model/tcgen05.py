@@ -1,14 +1,17 @@
 """Tensor memory's addresses and the tcgen05.ld/st data-path patterns: which (lane, column)
-each thread's register touches, relative to the warp's base address. Formulas from PTX ISA
-9.7.16.1.1 (addresses) and 9.7.16.8 (tcgen05.ld / tcgen05.st data-path shapes) and CUTLASS copy_traits_sm100."""
+each thread's register touches, relative to the warp's base address, and how elements of 8, 16,
+32 or 64 bits pack into the 32-bit columns and registers. Formulas from PTX ISA 9.7.16.1.1
+(addresses) and 9.7.16.8 (tcgen05.ld / tcgen05.st data-path shapes) and CUTLASS copy_traits_sm100."""
 
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
-from .expr import Expr, ExprLike, add, floordiv, mod, mul
+from .expr import Expr, ExprLike, add, const, floordiv, mod, mul
 
 TMEM_LANE_SHIFT = 16  # a tensor-memory address holds the lane in bits 31..16, the column in bits 15..0
+WORD_BYTES = 4  # a tensor-memory column, and each register a tcgen05.ld/st moves, is 32 bits
 
 
 def tmem_address(lane: ExprLike, column: ExprLike) -> Expr:
@@ -45,3 +48,42 @@ def pattern_offset(p: TmemPattern, lane_in_warp: Expr, reg: Expr, num_regs: int)
                 add(mul(floordiv(r, 4), 8), mul(mod(t, 4), 2), mod(r, 2)))
     # 16x32bx2 with immHalfSplitoff = num_regs (CUTLASS's choice)
     return mod(t, 16), add(r, mul(floordiv(t, 16), num_regs))
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Elements of `element_bytes` (1, 2, 4 or 8) in 32-bit words. Element c of a lane occupies
+    bytes c*b .. c*b+b-1 of the lane, so column (c*b) / 4 from byte (c*b) % 4 (a 64-bit element:
+    two columns, low word first). A thread's elements fill its registers the same way: element v
+    of one instruction sits in register (v*b) / 4 from byte (v*b) % 4, the lower column byte in
+    the lower register bits, as tcgen05.ld/st move a register's 4 bytes to one column's."""
+
+    element_bytes: int
+
+    def __post_init__(self):
+        if self.element_bytes not in (1, 2, 4, 8):
+            raise ValueError(f"Packing: element bytes must be 1, 2, 4 or 8, got {self.element_bytes}")
+
+    @property
+    def per_word(self) -> int:
+        """Elements in one 32-bit word (1 for 32- and 64-bit elements)."""
+        return max(1, WORD_BYTES // self.element_bytes)
+
+    @property
+    def words(self) -> int:
+        """32-bit words one element spans (2 for 64-bit elements, else 1)."""
+        return max(1, self.element_bytes // WORD_BYTES)
+
+    def registers(self, elements: int) -> int | None:
+        """Registers that carry `elements` elements, None when they fill no whole number of them."""
+        total = elements * self.element_bytes
+        return None if total % WORD_BYTES else total // WORD_BYTES
+
+    def word(self, index: ExprLike) -> Expr:
+        """The word (a column for a column index, a register for an element of an instruction)
+        where element `index` starts."""
+        return floordiv(index, self.per_word) if self.per_word > 1 else mul(index, self.words)
+
+    def byte(self, index: ExprLike) -> Expr:
+        """The byte within that word where element `index` starts."""
+        return mul(mod(index, self.per_word), self.element_bytes) if self.per_word > 1 else const(0)

@@ -5,24 +5,26 @@
     tcgen05.fence::before_thread_sync, __syncthreads(), tcgen05.fence::after_thread_sync
 
 A loaded register is read only after tcgen05.wait::ld, and the wait takes the registers as
-"+r" operands, so the compiler cannot move a read above it. Index math is rendered by the
-emitter it is given (codegen/emit/__init__.py, cuda_expr.py).
+"+r" operands, so the compiler cannot move a read above it. A thread's elements live in an
+array of the tensor's storage type (__nv_bfloat16, signed char, double, ...) whose bytes are
+the registers' (memcpy, which compiles to register moves): element slot k at byte k * bytes,
+so that two bfloat16 share a register, the lower column bytes in its low half, and a 64-bit
+element spans two registers, low word first (model/tcgen05.py Packing). Index math is rendered
+by the emitter it is given (codegen/emit/__init__.py, cuda_expr.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
 
+from ...model.errors import InternalError
+from ...model.tcgen05 import WORD_BYTES
 from ...model.types import Direction
 from ..ir import BASE_NAME, Sync, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync
 
 SLOT_NAME = "tmem_base_slot"  # the shared-memory word tcgen05.alloc writes the address into
 REGS_NAME = "tmem_regs"
-# dtype -> (value -> 32-bit register, register -> value)
-BITS = {
-    "float32": ("__float_as_uint({})", "__uint_as_float({})"),
-    "int32": ("static_cast<unsigned>({})", "static_cast<int>({})"),
-}
+ELEMENTS_NAME = "tmem_elements"
 FENCE_BEFORE = 'asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");'
 FENCE_AFTER = 'asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");'
 OPERANDS_PER_LINE = 4
@@ -65,34 +67,38 @@ def dealloc_lines(e, node: TmemDealloc, depth: int) -> list[str]:
 
 def access_lines(e, a: TmemAccess, depth: int) -> list[str]:
     pad = "  " * depth
-    to_bits, from_bits = BITS[a.registers[0].data.out.dtype.name if a.direction is Direction.STORE
-                              else a.registers[0].data.ins[a.tmem_input].dtype.name]
-    body = [f"const unsigned taddr = {BASE_NAME} + (unsigned){e.x(a.address_offset)};  // warp-uniform"]
-    n = len(a.registers)
+    dtype = a.elements[0].data.out.dtype if a.direction is Direction.STORE else a.elements[0].data.ins[a.tmem_input].dtype
+    slots = _slots(a, dtype.bytes)
+    n, count = a.registers, len(a.elements)
+    body = [f"const unsigned taddr = {BASE_NAME} + (unsigned){e.x(a.address_offset)};  // warp-uniform",
+            f"{e.storage(dtype)} {ELEMENTS_NAME}[{count}];",
+            f"unsigned {REGS_NAME}[{n}];"]
+    packing = f"// {_packing_comment(dtype, count, n)}"
     split = f", {a.split_offset}" if a.split_offset is not None else ""
     if a.direction is Direction.STORE:
-        values = [to_bits.format(e.value(r.data, [e.ref(o) for o in r.data.ins])) for r in a.registers]
+        body += [f"{ELEMENTS_NAME}[{k}] = {e.value(el.data, [e.ref(o) for o in el.data.ins])};"
+                 for k, el in zip(slots, a.elements)]
+        body += [f"memcpy({REGS_NAME}, {ELEMENTS_NAME}, sizeof({REGS_NAME}));  {packing}"]
         regs = ", ".join(f"%{k + 1}" for k in range(n))
         body.append(f'asm volatile("{a.instruction} [%0]{split}, {{{regs}}};"')
-        body += _operands("::", ['"r"(taddr)'] + [f'"r"({v})' for v in values])
+        body += _operands("::", ['"r"(taddr)'] + [f'"r"({REGS_NAME}[{k}])' for k in range(n)])
         body.append('             : "memory");')
         body.append('asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");')
     else:
         regs = ", ".join(f"%{k}" for k in range(n))
         outs = [f'"=r"({REGS_NAME}[{k}])' for k in range(n)]
-        body.append(f"unsigned {REGS_NAME}[{n}];")
         body.append(f'asm volatile("{a.instruction} {{{regs}}}, [%{n}]{split};"')
         body += _operands(":", outs)
         body.append('             : "r"(taddr) : "memory");')
         body.append('asm volatile("tcgen05.wait::ld.sync.aligned;"')
         body += _operands(":", [f'"+r"({REGS_NAME}[{k}])' for k in range(n)])
         body.append('             :: "memory");  // the registers are read below this wait only')
-        for r in a.registers:
-            args = [from_bits.format(f"{REGS_NAME}[{r.index}]") if k == a.tmem_input else e.ref(o)
-                    for k, o in enumerate(r.data.ins)]
-            line = f"{e.ref(r.data.out)} = {e.value(r.data, args)};"
-            if r.data.conds:
-                line = f"if ({' && '.join(e.cond(c) for c in r.data.conds)}) {line}"
+        body.append(f"memcpy({ELEMENTS_NAME}, {REGS_NAME}, sizeof({REGS_NAME}));  {packing}")
+        for k, el in zip(slots, a.elements):
+            args = [f"{ELEMENTS_NAME}[{k}]" if j == a.tmem_input else e.ref(o) for j, o in enumerate(el.data.ins)]
+            line = f"{e.ref(el.data.out)} = {e.value(el.data, args)};"
+            if el.data.conds:
+                line = f"if ({' && '.join(e.cond(c) for c in el.data.conds)}) {line}"
             body.append(line)
     lines = [f"{pad}// {a.comment}"]
     if a.conds:
@@ -102,6 +108,28 @@ def access_lines(e, a: TmemAccess, depth: int) -> list[str]:
     lines += [f"{pad}  {b}" for b in body]
     lines.append(f"{pad}}}")
     return lines
+
+
+def _slots(a: TmemAccess, element_bytes: int) -> list[int]:
+    """Each element's slot in the element array, from its register and byte: the array's bytes
+    are the registers', so slot k starts at byte k * element_bytes."""
+    starts = [el.register * WORD_BYTES + el.byte for el in a.elements]
+    slots = [s // element_bytes for s in starts]
+    if any(s % element_bytes for s in starts) or sorted(slots) != list(range(len(a.elements))) \
+            or len(a.elements) * element_bytes != a.registers * WORD_BYTES:
+        raise InternalError(f"{a.instruction}: the elements' registers and bytes {starts} do not pack "
+                            f"{len(a.elements)} elements of {element_bytes} bytes into {a.registers} registers")
+    return slots
+
+
+def _packing_comment(dtype, elements: int, registers: int) -> str:
+    if elements == registers:
+        return "element k in register k"
+    if elements > registers:
+        per = elements // registers
+        return (f"{per} {dtype} per register: element k in register k / {per}, bits "
+                f"{8 * dtype.bytes} * (k % {per}) and up (the lower column bytes in the lower bits)")
+    return f"{dtype} element k in registers {registers // elements} * k (low word) and the next (high word)"
 
 
 def _operands(lead: str, items: list[str]) -> list[str]:

@@ -3,8 +3,8 @@
 Three hooks in the pass list of codegen/lower/__init__.py:
 
     check_supported       (in `check`) tensor memory needs a target that has it; TMemStore /
-                          TMemLoad must write / read a tensor-memory tensor; 32-bit elements;
-                          registers between two tensor-memory tensors
+                          TMemLoad must write / read a tensor-memory tensor; registers between
+                          two tensor-memory tensors
     lower_accesses        (after `index`) each statement that stores into or loads from tensor
                           memory becomes a TmemAccess: one warp-collective tcgen05.st / ld per
                           point of its non-vectorized loops, moving the vectorized IDs as the
@@ -18,9 +18,12 @@ verifier/analysis/tmem.py), not a second derivation: the warp's address is that 
 warp's first thread and register 0 (AccessModel.warp_base_env, exactly the base of the
 TMEM-ACCESS-PATTERN proof), and the instruction shape is the pattern that rule proved
 (matching_pattern). The proof says: for every executing thread t, loop point s and
-register r, the element's (lane, column) = base(warp of t, s) + offset_pattern(t % 32, r),
-which is where tcgen05 puts register r of thread t. Register r carries the element at the
-vectorized point r (row-major over the vectorized IDs: model/indexing.py vector_index).
+element r, the element's (lane, 32-bit column) = base(warp of t, s) + offset_pattern(t % 32, R),
+which is where tcgen05 puts register R of thread t. Element r is the one at the vectorized point
+r (row-major over the vectorized IDs: model/indexing.py vector_index), and it sits in register
+R = (r * bytes) / 4 from byte (r * bytes) % 4 (model/tcgen05.py Packing: 8- and 16-bit elements
+share a register, the lower column bytes in its lower bits; a 64-bit element spans R and R + 1);
+the proof also fixes its byte within the column to that byte.
 
 Predicates. tcgen05.ld/st are .sync.aligned: all 32 threads of a warp execute them or none.
 The instruction is predicated only by
@@ -45,15 +48,14 @@ from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, LoadStoreOpType, MemoryType, ParallelType
 from ...verifier.access import AccessModel, var_name
 from ...verifier.context import VerifyContext
-from ...verifier.analysis.tmem import access_models, collective, matching_pattern
+from ...verifier.analysis.tmem import access_models, collective, matching_pattern, packed, packing, registers
 from ..errors import UnsupportedSchedule
 from ..ir import Compute, Cond, Loop, Operand, Sync
 from ...model.simplify import simplify
 from .statements import StatementBuilder
-from ..ir import TCGEN05_OPS, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, TmemRegister
+from ..ir import TCGEN05_OPS, TmemAccess, TmemAlloc, TmemDealloc, TmemElement, TmemFencedSync
 
 TMEM_OP_TYPES = (LoadStoreOpType.TMemStore, LoadStoreOpType.TMemLoad)
-WORD_DTYPES = ("float32", "int32")  # what a tcgen05 .b32 register holds here (emit_tmem.BITS)
 THREAD_VAR_NAMES = frozenset(p.cuda_name for p in THREAD_TYPES)
 
 
@@ -84,9 +86,6 @@ def check_supported(st) -> None:
     for t in tensors:
         if t.is_fusion_output:
             raise UnsupportedSchedule(f"{t.name} is a fusion output in tensor memory; outputs are global tensors")
-        if t.dtype.name not in WORD_DTYPES:
-            raise UnsupportedSchedule(f"{t.name} holds {t.dtype} in tensor memory; tcgen05 ld/st are lowered for "
-                                      f"32-bit elements ({', '.join(WORD_DTYPES)})")
     for op in fusion.exprs:
         touched = [t.name for t in [op.output] + list(op.inputs) if t.memory_type is MemoryType.Tensor]
         if len(touched) > 1:
@@ -144,37 +143,41 @@ class AccessLowering:
     def build(self) -> tuple[list, TmemAccess]:
         m, tv = self.m, self.tv
         pattern, _ = matching_pattern(self.ctx, m)
-        if pattern is None or not collective(self.ctx, m).proved:
-            raise UnsupportedSchedule(f"{self.where} has no proved warp-collective tcgen05 pattern; tp.compile "
-                                      f"lowers verified schedules only (run tp.verify for the reason)")
-        regs = try_int(m.num_regs)
+        if pattern is None or not collective(self.ctx, m).proved or not packed(self.ctx, m).proved:
+            raise UnsupportedSchedule(f"{self.where} has no proved warp-collective tcgen05 pattern of whole registers; "
+                                      f"tp.compile lowers verified schedules only (run tp.verify for the reason)")
+        regs = registers(m)
         if regs is None or regs % pattern.registers_per_repetition or not 1 <= regs <= 128:
-            raise UnsupportedSchedule(f"{self.where} moves {m.num_regs} registers per thread; tcgen05 {pattern} "
-                                      f"needs a constant multiple of {pattern.registers_per_repetition} up to 128")
+            raise UnsupportedSchedule(f"{self.where} moves {m.num_regs} elements per thread; tcgen05 {pattern} "
+                                      f"needs a constant multiple of {pattern.registers_per_repetition} registers up to 128")
         self._check_vector_loops()
         stmt = self.builder.statement(tv)  # operands at every loop index
         direction = m.acc.direction
         conds, data_conds, holes = self._split_conditions(stmt, direction)
+        pk = packing(m)
         base = m.warp_base_env()
         lane = self._kernel_expr(substitute(m.addresses["lane"], base))
-        column = self._kernel_expr(substitute(m.addresses["column"], base))
-        registers = [self._register(stmt, r, data_conds) for r in range(regs)]
+        column = self._kernel_expr(pk.word(substitute(m.addresses["column"], base)))
+        elements = [self._element(stmt, v, data_conds) for v in range(m.num_regs.value)]
         address = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
                           tmem_address(lane, add(column, self.column_offset)))
-        first = registers[0].data  # like a vector Compute: operands at the first element
+        first = elements[0].data  # like a vector Compute: operands at the first element
         if direction is Direction.STORE:
             out, ins = address, first.ins
         else:
             out, ins = first.out, [address if k == m.acc.input_index else o for k, o in enumerate(first.ins)]
         repeat = regs // pattern.registers_per_repetition
+        packed_as = (f", {pk.per_word} {m.acc.tensor.dtype} per register" if pk.per_word > 1
+                     else f", {pk.words} per {m.acc.tensor.dtype}" if pk.words > 1 else "")
         comment = (f"{stmt.comment}: tcgen05.{TCGEN05_OPS[direction]} {pattern} x{repeat} by whole warps, "
-                   f"{regs} register{'s' if regs > 1 else ''} per thread (TMEM-ACCESS-PATTERN, TMEM-SUBPARTITION)")
+                   f"{regs} register{'s' if regs > 1 else ''} per thread{packed_as} "
+                   f"(TMEM-ACCESS-PATTERN, TMEM-PACKING, TMEM-SUBPARTITION)")
         if holes:
             comment += f"; no hole predicate: SPLIT-DIVISIBILITY proved the splits of {tv.name} divisible"
         access = TmemAccess(stmt.kind, stmt.name, out, ins, conds, regs, comment, direction=direction,
                             tensor=m.acc.tensor.name, pattern=pattern, repeat=repeat, lane=lane, column=column,
-                            column_offset=self.column_offset, registers=registers, data_conds=data_conds,
-                            tmem_input=m.acc.input_index)
+                            column_offset=self.column_offset, registers=regs, elements=elements,
+                            data_conds=data_conds, tmem_input=m.acc.input_index)
         path = [c for k, c in enumerate(self.path) if k not in self.vector_positions]
         return path, access
 
@@ -197,19 +200,20 @@ class AccessLowering:
         blockIdx are the same names in both), simplified over the loop ranges."""
         return simplify(substitute(e, self.rename), self.ranges)
 
-    def _register_point(self, r: int) -> dict[int, Expr]:
-        """Index of each vectorized loop ID (by loop position) at register r (model/indexing.py
+    def _vector_point(self, v: int) -> dict[int, Expr]:
+        """Index of each vectorized loop ID (by loop position) at element v (model/indexing.py
         vector_point, the inverse of AccessModel.reg)."""
         extents = [self.tv.loop[k].extent_expr for k in self.vector_positions]
-        return dict(zip(self.vector_positions, vector_point(r, extents)))
+        return dict(zip(self.vector_positions, vector_point(v, extents)))
 
-    def _register(self, stmt: Compute, r: int, data_conds: list[Cond]) -> TmemRegister:
+    def _element(self, stmt: Compute, v: int, data_conds: list[Cond]) -> TmemElement:
         m = self.m
-        point = self._register_point(r)
-        in_model = {var_name(m.acc, self.tv.loop[k]): v for k, v in point.items()}
-        in_kernel = {self.path[k].index_var: v for k, v in point.items()}
+        pk = packing(m)
+        point = self._vector_point(v)
+        in_model = {var_name(m.acc, self.tv.loop[k]): x for k, x in point.items()}
+        in_kernel = {self.path[k].index_var: x for k, x in point.items()}
         lane = self._kernel_expr(substitute(m.addresses["lane"], in_model))
-        column = self._kernel_expr(substitute(m.addresses["column"], in_model))
+        column = self._kernel_expr(pk.word(substitute(m.addresses["column"], in_model)))
         cell = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
                        tmem_address(lane, add(column, self.column_offset)))
 
@@ -223,7 +227,7 @@ class AccessLowering:
         else:
             ins = [cell if k == m.acc.input_index else at(o) for k, o in enumerate(stmt.ins)]
             data = Compute(stmt.kind, stmt.name, at(stmt.out), ins, conds, 1, stmt.comment)
-        return TmemRegister(r, data, lane, column)
+        return TmemElement(v, data, lane, column, try_int(pk.word(v)), try_int(pk.byte(v)))
 
     def _split_conditions(self, stmt: Compute, direction: Direction) -> tuple[list[Cond], list[Cond], list[Cond]]:
         """(instruction predicate, data predicate, hole bounds left out); see the module docstring."""

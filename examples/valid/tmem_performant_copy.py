@@ -8,9 +8,12 @@ import tileproof as tp
 P = tp.ParallelType
 
 
-def performant_vectorized_copy_schedule(name="performant_vectorized_copy"):
+def performant_vectorized_copy_schedule(name="performant_vectorized_copy", dtype=tp.float32):
+    """The seed's schedule; for another dtype the gmem vector stays 16 bytes (`gmem_vector`
+    elements) and the tmem vector Serial{2} * Vec' fills 8 32-bit registers, packed."""
+    gmem_vector = 16 // dtype.bytes
     with tp.Fusion(name) as fusion:
-        tv0 = tp.make_contig_tensor(1)  # symbolic extent T0_0
+        tv0 = tp.make_contig_tensor(1, dtype=dtype)  # symbolic extent T0_0
         fusion.add_input(tv0)
         tv1 = tp.set(tv0)
         tv2 = tp.set(tv1)
@@ -19,7 +22,7 @@ def performant_vectorized_copy_schedule(name="performant_vectorized_copy"):
         fusion.add_output(tv4)
     tv2.set_memory_type(tp.MemoryType.Tensor)
 
-    tv4.split(0, 4)
+    tv4.split(0, gmem_vector)
     tv4.axis(1).parallelize(P.Vectorize)
     tv4.split(0, 128)
     tv4.axis(1).parallelize(P.TIDx)

@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SM100 = get_target("sm_100a")
 P = tp.ParallelType
 TMEM_FILES = ["tmem_access.py", "tmem_complicated.py", "tmem_performant_copy.py", "tmem_transpose.py",
-              "tmem_vectorization.py"]
+              "tmem_vectorization.py", "tmem_packed.py"]
+PACKED_COPIES = {"bfloat16": 8192, "float16": 8192, "int8": 16384, "float64": 2048}  # dtype -> T0_0, 2 blocks
 CASES = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / f) for f in TMEM_FILES])}
 
 
@@ -50,10 +51,10 @@ def lowered(fusion):
 # -- schedules for the other tcgen05 shapes (the examples all use 32x32b) ----------------------
 
 
-def copy_chain(name, shape):
+def copy_chain(name, shape, dtype=tp.float32):
     """T0 (gmem) -> T1 (reg) -> T2 (tmem) -> T3 (reg) -> T4 (gmem)."""
     with tp.Fusion(name) as fusion:
-        t0 = tp.make_contig_concrete_tensor(shape)
+        t0 = tp.make_contig_concrete_tensor(shape, dtype=dtype)
         fusion.add_input(t0)
         t1 = tp.set(t0)
         t2 = tp.set(t1)
@@ -64,23 +65,30 @@ def copy_chain(name, shape):
     return fusion, (t1, t2, t3, t4)
 
 
-def shaped(name, shape, transform, vectorize=True):
+def shaped(name, shape, transform, vectorize=True, dtype=tp.float32):
     """T2 allocated [lanes | columns] along its logical domain; every tensor scheduled by
-    `transform` to [TIDx{32}, registers]."""
-    fusion, tensors = copy_chain(name, shape)
+    `transform` to [TIDx{32}, registers]. Elements narrower than 32 bits: the column axis is
+    `per_word` times longer, its innermost `per_word` elements share a register (an extra
+    vectorized axis after `transform`'s)."""
+    per_word = max(1, 4 // dtype.bytes)
+    fusion, tensors = copy_chain(name, shape[:-1] + [shape[-1] * per_word], dtype)
     t1, t2, t3, t4 = tensors
     t2.set_allocation_domain(t2.get_loop_domain(), True)
     t2.set_tmem_dim_sep_pos(1)
     for t in tensors:
+        if per_word > 1:
+            t.split(-1, per_word)
         transform(t)
         t.axis(0).parallelize(P.TIDx)
     if vectorize:
-        t2.axis(-1).parallelize(P.Vectorize)
-        t3.axis(-1).parallelize(P.Vectorize)
+        for t in (t2, t3):
+            t.axis(-1).parallelize(P.Vectorize)
+            if per_word > 1:
+                t.axis(-2).parallelize(P.Vectorize)
     return fusion
 
 
-def s16x64b(vectorize=True):
+def s16x64b(vectorize=True, dtype=tp.float32):
     """lane = t/4 + 8(t%2), column = 2r + (t/2)%2: [Lh, Ll | Cr, Cb] -> [Ll*Cb*Lh = TIDx, Cr]."""
     def transform(t):
         t.split(0, 8)
@@ -88,10 +96,10 @@ def s16x64b(vectorize=True):
         t.reorder({0: 2, 1: 0, 2: 3, 3: 1})
         t.merge(0)
         t.merge(0)
-    return shaped("s16x64b" + ("" if vectorize else "_serial"), [16, 8], transform, vectorize)
+    return shaped("s16x64b" + ("" if vectorize else "_serial"), [16, 8], transform, vectorize, dtype)
 
 
-def s16x128b():
+def s16x128b(dtype=tp.float32):
     """lane = t/4 + 8h, column = 4j + t%4, r = 2j + h: [Lh, Ll | Cj, Cl] -> [Ll*Cl, Cj*Lh]."""
     def transform(t):
         t.split(0, 8)
@@ -99,7 +107,7 @@ def s16x128b():
         t.reorder({0: 3, 1: 0, 2: 2, 3: 1})
         t.merge(0)
         t.merge(1)
-    return shaped("s16x128b", [16, 8], transform)
+    return shaped("s16x128b", [16, 8], transform, dtype=dtype)
 
 
 def s16x256b():
@@ -115,13 +123,13 @@ def s16x256b():
     return shaped("s16x256b", [16, 16], transform)
 
 
-def s16x32bx2():
+def s16x32bx2(dtype=tp.float32):
     """lane = t%16, column = r + 4(t/16): [L | Cs, Cr] -> [Cs*L, Cr]."""
     def transform(t):
         t.split(1, 4)
         t.reorder({0: 1, 1: 0})
         t.merge(0)
-    return shaped("s16x32bx2", [16, 8], transform)
+    return shaped("s16x32bx2", [16, 8], transform, dtype=dtype)
 
 
 def partial_warps():
@@ -167,14 +175,18 @@ def explicit_op_types():
 
 
 SHAPED = {"16x64b": s16x64b, "16x64b serial": lambda: s16x64b(False), "16x128b": s16x128b,
-          "16x256b": s16x256b, "16x32bx2": s16x32bx2}
+          "16x256b": s16x256b, "16x32bx2": s16x32bx2,
+          # packed: 2 bfloat16 / 4 int8 per register; a float64 over two registers, so 16x128b's
+          # element layout (column 4j + t%4 of 64-bit elements) is 16x256b's in 32-bit columns
+          "16x64b bfloat16": lambda: s16x64b(dtype=tp.bfloat16), "16x32bx2 int8": lambda: s16x32bx2(tp.int8),
+          "16x256b float64": lambda: s16x128b(tp.float64), "16x128b float16": lambda: s16x128b(tp.float16)}
 
 
 # -- 1. every valid tensor-memory example compiles for sm_100a ---------------------------------
 
 
 def test_all_tmem_examples_are_discovered():
-    assert len(CASES) == 5 + 2 + 1 + 1 + 64 and all(c.expect.ok and c.target == "sm_100a" for c in CASES.values())
+    assert len(CASES) == 5 + 2 + 1 + 1 + 64 + 5 and all(c.expect.ok and c.target == "sm_100a" for c in CASES.values())
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -258,7 +270,7 @@ def test_partial_warps_are_predicated_as_whole_warps():
 
 SMALL = ["warp_xyz", "warp_group_xyz", "warp_group_xy_col_z", "warp_group_x_col_yz", "x1_warp_group_y_col_z",
          "tmem_transpose", "tmem_vectorization[st_vec=1,ld_vec=1]", "tmem_vectorization[st_vec=4,ld_vec=8]",
-         "tmem_vectorization[st_vec=128,ld_vec=2]", "tmem_vectorization[st_vec=16,ld_vec=16]"]
+         "tmem_vectorization[st_vec=128,ld_vec=2]", "tmem_vectorization[st_vec=16,ld_vec=16]", "packed_transpose"]
 
 
 def example_fusions():
@@ -290,22 +302,40 @@ def test_addresses_of_the_swizzled_examples_match(name):
     assert check_addresses(st, blocks=[(0, 0, 0), last], values=lambda e: sorted({0, e // 2, e - 1})) > 0
 
 
+def random_inputs(fusion, symbols=None):
+    """Values each input's dtype holds exactly after rounding (integers for integer dtypes)."""
+    rng = np.random.default_rng(0)
+    out = []
+    for t in fusion.inputs:
+        shape = [evaluate(i.extent_expr, symbols or {}) for i in t.logical]
+        if t.dtype.name.startswith("int"):
+            out.append(rng.integers(-100, 100, shape).astype(np.float64))
+        else:
+            out.append(rng.standard_normal(shape).astype(np.float32).astype(np.float64))
+    return out
+
+
 @pytest.mark.parametrize("name", list(FUSIONS))
 def test_simulated_kernel_copies_through_tensor_memory(name):
     fusion, st = lowered(FUSIONS[name]())
-    rng = np.random.default_rng(0)
-    inputs = [rng.random([evaluate(i.extent_expr, {}) for i in t.logical]).astype(np.float32).astype(np.float64)
-              for t in fusion.inputs]
+    inputs = random_inputs(fusion)
     outs = run_kernel(st.kernel, fusion, inputs)
     for got, want in zip(outs, reference(fusion, inputs)):
         np.testing.assert_array_equal(got, want)
 
 
-def test_simulated_performant_copy():
-    fusion, st = lowered(CASES["performant_vectorized_copy"].build())
-    a = np.arange(4096, dtype=np.float64)
-    (out,) = run_kernel(st.kernel, fusion, [a], symbols={"T0_0": 4096})
-    np.testing.assert_array_equal(out, a)
+@pytest.mark.parametrize("dtype", list(PACKED_COPIES))
+def test_simulated_packed_copy(dtype):
+    """2 bfloat16 / 4 int8 per register, a float64 over two: the bytes through tensor memory
+    come back as the elements, and the addresses are the verified ones."""
+    fusion, st = lowered(CASES[f"packed_copy[dtype={dtype}]"].build())
+    symbols = {"T0_0": PACKED_COPIES[dtype]}
+    (a,) = random_inputs(fusion, symbols)
+    (out,) = run_kernel(st.kernel, fusion, [a], symbols=symbols)
+    np.testing.assert_array_equal(out, reference(fusion, [a])[0])
+    size = fusion.inputs[0].dtype.bytes
+    elements, words = 32 // size, max(1, size // 4)  # 8 registers per thread
+    assert check_addresses(st, symbols=symbols) == 2 * 256 * 2 * elements * words  # blocks x threads x st/ld
 
 
 # -- wrong lowerings are caught ------------------------------------------------------------------
@@ -337,12 +367,32 @@ def test_a_missing_warp_predicate_fails_the_address_check():
         check_addresses(st)
 
 
+def test_packed_elements_in_the_wrong_bytes_fail_both_checks():
+    """Swapping the two bfloat16 of each register of the store: the simulated copy comes back
+    with each pair swapped, and the address check sees the bytes."""
+    fusion, st = lowered(CASES["packed_transpose"].build())
+    a = access(st, Direction.STORE)
+    for el in a.elements:
+        el.byte = 2 - el.byte
+    with pytest.raises(SimulationError, match="byte"):
+        check_addresses(st)
+    inputs = random_inputs(fusion)
+    (out,) = run_kernel(st.kernel, fusion, inputs)
+    assert not np.array_equal(out, reference(fusion, inputs)[0])
+
+
+def test_packed_copy_moves_whole_registers():
+    src = tp.compile(CASES["packed_copy[dtype=int8]"].build(), target="sm_100a").cuda_source
+    assert "tcgen05.st.sync.aligned.32x32b.x8.b32" in src and "signed char tmem_elements[32];" in src
+    assert "memcpy(tmem_regs, tmem_elements, sizeof(tmem_regs));  // 4 int8 per register" in src
+
+
 def test_registers_in_the_wrong_order_fail_the_simulation():
     fusion, st = lowered(CASES["tmem_vectorization[st_vec=4,ld_vec=8]"].build())
     a = access(st, Direction.STORE)
-    datas = [r.data for r in a.registers]
-    for r, d in zip(a.registers, reversed(datas)):
-        r.data = d
+    datas = [el.data for el in a.elements]
+    for el, d in zip(a.elements, reversed(datas)):
+        el.data = d
     inputs = [np.arange(128 * 256, dtype=np.float64).reshape(128, 256)]
     (out,) = run_kernel(st.kernel, fusion, inputs)
     assert not np.array_equal(out, inputs[0])

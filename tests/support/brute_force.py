@@ -36,7 +36,9 @@ from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, Paralle
 
 TMEM_LANES = 128
 TMEM_COLUMNS = 512
+CELL_BYTES = 4  # a tensor-memory column: 32 bits
 MAX_THREADS = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)  # blockDim.x, .y, .z (CUDA C++ Programming Guide, compute capabilities)
 WARP = 32
 SUBPARTITIONS = 4
 
@@ -185,6 +187,9 @@ def launch_threads(fusion) -> Verdict:
     bd = [_int(e, "blockDim") for e in thread_dims(fusion)]
     if bd[0] * bd[1] * bd[2] > MAX_THREADS:
         v.fail(f"blockDim {bd} = {bd[0] * bd[1] * bd[2]} threads > {MAX_THREADS}")
+    for axis, n, limit in zip("xyz", bd, MAX_BLOCK_DIMS):
+        if n > limit:
+            v.fail(f"blockDim.{axis} = {n} > {limit}")
     return v
 
 
@@ -248,22 +253,18 @@ def tmem_accesses(fusion) -> list[Access]:
     return out
 
 
-def pattern_offsets(p: str, l, v, V: int):
-    """(dl, dc) of lane-in-warp l and register v for pattern p, or None if V rules p out."""
+def pattern_offsets(p: str, l, v, regs: int):
+    """(dl, dc) of lane-in-warp l and register v for pattern p, `regs` registers per thread."""
     if p == "32x32b":
         return l + 0 * v, v + 0 * l
     if p == "16x64b":
         return l // 4 + 8 * (l % 2) + 0 * v, 2 * v + (l // 2) % 2
     if p == "16x128b":
-        if V % 2:
-            return None
         return l // 4 + 8 * (v % 2), 4 * (v // 2) + l % 4
     if p == "16x256b":
-        if V % 4:
-            return None
         return l // 4 + 8 * ((v // 2) % 2), 8 * (v // 4) + 2 * (l % 4) + v % 2
     if p == "16x32bx2":
-        return l % 16 + 0 * v, v + np.where(l >= 16, V, 0)
+        return l % 16 + 0 * v, v + np.where(l >= 16, regs, 0)
     raise ValueError(p)
 
 
@@ -274,6 +275,7 @@ class AccessResult:
     pattern: str | None  # the first pattern that holds (None: none)
     subpartition: bool
     vector_ok: bool
+    packed: bool  # whole 32-bit registers per thread and instruction
     V: int
     witness: dict[str, str] = field(default_factory=dict)
 
@@ -363,14 +365,22 @@ def analyze_access(fusion, acc: Access) -> AccessResult:
     t = np.arange(B)
     w = t // WARP
     lw = t % WARP
-    res = AccessResult(acc, True, None, True, True, V)
+    res = AccessResult(acc, True, None, True, True, True, V)
+    must = active[:, None, None] & valid
+    size = M.dtype.bytes  # an element's bytes: element c of a lane is its bytes c*size .. c*size + size - 1
 
-    # TMEM-VECTORIZE
-    if vec_ids:
-        words = V * M.dtype.bytes
-        if words % 4 or not (1 <= words // 4 <= 128) or (words // 4) & (words // 4 - 1):
+    # TMEM-PACKING: a thread moves whole 32-bit registers per instruction
+    if (V * size) % CELL_BYTES and must[:, :, 0].any():
+        res.packed = False
+        bt, bs = (int(x[0]) for x in np.nonzero(must[:, :, 0]))
+        res.witness["TMEM-PACKING"] = f"{acc}: t={bt} s={bs} moves V={V} x {size} bytes = {V * size} bytes"
+
+    # TMEM-VECTORIZE (whole registers only: a partial one is TMEM-PACKING's)
+    if vec_ids and res.packed:
+        regs = V * size // CELL_BYTES
+        if not (1 <= regs <= 128) or regs & (regs - 1):
             res.vector_ok = False
-            res.witness["TMEM-VECTORIZE"] = f"{acc}: vectorized {[i.label() for i in vec_ids]} V={V} ({words / 4} words)"
+            res.witness["TMEM-VECTORIZE"] = f"{acc}: vectorized {[i.label() for i in vec_ids]} V={V} ({regs} registers)"
 
     # TMEM-WARP-COLLECTIVE
     for wi in sorted(set(w[active].tolist())):
@@ -384,33 +394,36 @@ def analyze_access(fusion, acc: Access) -> AccessResult:
                 break
         if not res.warp_collective:
             break
-    if not res.warp_collective:
+    if not res.warp_collective or not res.packed:
         return res
 
-    # TMEM-ACCESS-PATTERN
+    # TMEM-ACCESS-PATTERN: register r of thread l moves the 4 bytes of cell base + offset_p(l, r); the
+    # registers hold the thread's elements back to back (element v from byte v*size), so element v's
+    # word h (64-bit elements have two) is register (v*size)/4 + h, from byte (v*size) % 4
+    regs = V * size // CELL_BYTES
     base = WARP * w
     base_lane = lane[base, :, 0][:, :, None]  # [B, S, 1]
-    base_col = col[base, :, 0][:, :, None]
-    must = active[:, None, None] & valid
+    base_byte = col[base, :, 0][:, :, None] * size
     vv = np.arange(V).reshape(1, 1, V)
     ll = lw.reshape(B, 1, 1)
     fails = []
     for p in PATTERNS:
-        off = pattern_offsets(p, ll, vv, V)
-        if off is None:
-            fails.append(f"{p}: V={V} not allowed")
+        if regs % {"16x128b": 2, "16x256b": 4}.get(p, 1):
+            fails.append(f"{p}: {regs} registers not allowed")
             continue
-        dl, dc = off
-        ok = (lane == base_lane + dl) & (col == base_col + dc)
+        ok = (base_byte % CELL_BYTES == 0)
+        for h in range(max(1, size // CELL_BYTES)):
+            reg = vv * size // CELL_BYTES + h
+            dl, dc = pattern_offsets(p, ll, reg, regs)
+            want_byte = CELL_BYTES * (base_byte // CELL_BYTES + dc) + vv * size % CELL_BYTES
+            ok = ok & (lane == base_lane + dl) & (col * size + CELL_BYTES * h == want_byte)
         bad = must & ~ok
         if not bad.any():
             res.pattern = p
             break
         bt, bs, bv = (int(x[0]) for x in np.nonzero(bad))
-        fails.append(
-            f"{p}: t={bt} s={bs} v={bv}: (lane, col)=({int(lane[bt, bs, bv])}, {int(col[bt, bs, bv])}), "
-            f"expected ({int(base_lane[bt, bs, 0] + np.broadcast_to(dl, bad.shape)[bt, bs, bv])}, "
-            f"{int(base_col[bt, bs, 0] + np.broadcast_to(dc, bad.shape)[bt, bs, bv])})")
+        fails.append(f"{p}: t={bt} s={bs} v={bv}: (lane, byte)=({int(lane[bt, bs, bv])}, {int(col[bt, bs, bv]) * size}), "
+                     f"warp base (lane, byte) ({int(base_lane[bt, bs, 0])}, {int(base_byte[bt, bs, 0])})")
     if res.pattern is None:
         res.witness["TMEM-ACCESS-PATTERN"] = f"{acc}: no pattern holds; " + "; ".join(fails)
         return res
@@ -427,13 +440,17 @@ def analyze_access(fusion, acc: Access) -> AccessResult:
 
 
 def tmem_access_rules(fusion) -> dict[str, Verdict]:
-    out = {c: Verdict(c) for c in ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION", "TMEM-VECTORIZE")}
+    out = {c: Verdict(c) for c in ACCESS_CODES}
     for acc in tmem_accesses(fusion):
         r = analyze_access(fusion, acc)
+        if not r.packed:
+            out["TMEM-PACKING"].fail(r.witness["TMEM-PACKING"])
         if not r.vector_ok:
             out["TMEM-VECTORIZE"].fail(r.witness["TMEM-VECTORIZE"])
         if not r.warp_collective:
             out["TMEM-WARP-COLLECTIVE"].fail(r.witness["TMEM-WARP-COLLECTIVE"])
+        elif not r.packed:
+            pass  # the pattern and sub-partitions are proved for whole registers only
         elif r.pattern is None:
             out["TMEM-ACCESS-PATTERN"].fail(r.witness["TMEM-ACCESS-PATTERN"])
         elif not r.subpartition and not tmem_lanes_of(acc.tmem) > TMEM_LANES:
@@ -553,7 +570,7 @@ ORACLES = {
     "SMEM-BLOCK-VISIBILITY": smem_block_visibility,
     "THREAD-VISIBILITY": thread_visibility,
 }
-ACCESS_CODES = ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION", "TMEM-VECTORIZE")
+ACCESS_CODES = ("TMEM-WARP-COLLECTIVE", "TMEM-PACKING", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION", "TMEM-VECTORIZE")
 
 
 def oracle(fusion, codes) -> dict[str, Verdict]:

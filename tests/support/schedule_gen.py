@@ -147,6 +147,8 @@ def split_cases(draw) -> Case:
 # -- (c) tensor memory ----------------------------------------------------------------------
 
 TMEM_SIZES = [2, 4, 8, 16, 32, 64, 128, 1, 3, 5, 6, 12]
+# 32-bit elements mostly; 16- and 8-bit ones packed into 32-bit columns, 64-bit ones over two
+TMEM_DTYPES = ["float32"] * 6 + ["bfloat16", "float16", "int8", "float64", "int64"]
 MAX_ELEMENTS = 4096
 MAX_POINTS = 20000
 
@@ -197,10 +199,11 @@ def tmem_cases(draw) -> Case:
         n *= s
     assume(n <= MAX_ELEMENTS)
     transpose = ndims >= 2 and draw(st.integers(0, 4)) == 0
-    steps = [f"shape {shape}"]
+    dtype = draw(st.sampled_from(TMEM_DTYPES))
+    steps = [f"shape {shape} {dtype}"]
     run = Recorder(steps)
     with tp.Fusion("tmem") as fusion:
-        t0 = tp.make_contig_concrete_tensor(shape)
+        t0 = tp.make_contig_concrete_tensor(shape, dtype=dtype)
         fusion.add_input(t0)
         t1 = tp.set(t0)
         t2 = tp.set(t1)
@@ -256,11 +259,21 @@ def tmem_cases(draw) -> Case:
                         i.parallelize(P.Serial)
                 steps.append("T3: thread axes reset to Serial")
                 _tid_assignment(draw, t3, run, "T3")
-        # vectorize the innermost axis of T2 (store) and/or T3 (load)
+        # vectorize the innermost axis of T2 (store) and/or T3 (load); 8- and 16-bit elements
+        # mostly by whole registers (a multiple of the elements per register), and a schedule that
+        # cannot vectorize them is kept half as often: the partial-register cases stay a minority
+        per_word = max(1, 4 // t0.dtype.bytes)
         for tv in (t2, t3):
             if tv.loop[-1].parallel_type is not P.Serial:
+                if per_word > 1 and draw(st.booleans()):
+                    assume(False)
                 continue
             vec = draw(st.integers(0, 5))
+            if per_word > 1 and vec <= 4:
+                f = per_word * draw(st.sampled_from([1, 2])) if vec <= 3 else draw(st.sampled_from([2, 3]))
+                run(f"{tv.name}.split(-1, {f})", tv.split, -1, f)
+                run(f"{tv.name}.axis(-1).parallelize(Vectorize)", tv.axis(-1).parallelize, P.Vectorize)
+                continue
             if vec <= 1 and _ext(tv.loop[-1]) > 1:
                 f = draw(st.sampled_from([2, 3, 4, 6, 8, 12]))
                 run(f"{tv.name}.split(-1, {f})", tv.split, -1, f)

@@ -7,7 +7,11 @@ data-path shapes), independently of model/tcgen05.py:
 
   - alloc hands out `columns` columns from an arbitrary first column (BASE_COLUMN), all lanes;
   - ld/st take the warp's address (taddr = lane << 16 | column, the same in all 32 threads:
-    checked), and register r of thread t moves cell taddr + offset(shape, t, r) (the table);
+    checked), and register r of thread t moves the 4 bytes of cell taddr + offset(shape, t, r)
+    (the table), register bit 8k + j being bit j of the column's byte k;
+  - tensor memory holds bytes: an element is stored as its dtype's bytes (little-endian), where
+    the lowering's TmemElement.register and .byte put it in the thread's registers, and read
+    back from there (a register byte no element fills is undefined: NaN when read);
   - warp w may touch only lanes 32*(w%4)..32*(w%4)+31 (checked), inside the allocation (checked);
   - the instruction is executed by all 32 threads of a warp or by none (checked).
 
@@ -22,10 +26,11 @@ import itertools
 import numpy as np
 
 from tileproof.codegen.ir import Compute, Loop, LoopKind, Sync, TmemAccess, TmemAlloc, TmemDealloc
+from tileproof.codegen.runtime.arrays import from_raw, to_raw
 from tileproof.model.expr import evaluate
 from tileproof.model.types import Direction
 
-LANES, COLUMNS, WARP = 128, 512, 32
+LANES, COLUMNS, WARP, CELL_BYTES = 128, 512, 32, 4
 BASE_COLUMN = 64  # where the simulated tcgen05.alloc puts the allocation (any column would do)
 THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -105,7 +110,8 @@ class Simulator:
                 if self.tmem is not None:
                     raise SimulationError("a second tcgen05.alloc in one CTA")
                 self.columns = n.columns
-                self.tmem = np.full((LANES, COLUMNS), np.nan)
+                self.tmem = np.zeros((LANES, COLUMNS * CELL_BYTES), dtype=np.uint8)
+                self.tmem_defined = np.zeros((LANES, COLUMNS * CELL_BYTES), dtype=bool)
             elif isinstance(n, TmemDealloc):
                 assert n.columns == self.columns
                 self.tmem = "freed"
@@ -146,7 +152,7 @@ class Simulator:
     def tmem_access(self, a: TmemAccess, loops) -> None:
         if not isinstance(self.tmem, np.ndarray):
             raise SimulationError(f"{a.instruction} outside the allocation's lifetime")
-        regs = len(a.registers)
+        regs = a.registers
         assert regs == a.repeat * {"16x128b": 2, "16x256b": 4}.get(str(a.pattern), 1)
         for w in range(0, len(self.threads), WARP):
             warp = range(w, min(w + WARP, len(self.threads)))
@@ -163,19 +169,56 @@ class Simulator:
             quarter = 32 * ((w // WARP) % 4)
             for t, k in enumerate(warp):
                 env = self.env(k, loops)
-                for r in a.registers:
-                    dl, dc = hardware_cell(str(a.pattern), t, r.index, regs)
+                cells = []
+                for r in range(regs):
+                    dl, dc = hardware_cell(str(a.pattern), t, r, regs)
                     lane, col = lane0 + dl, col0 + dc
                     if not quarter <= lane < quarter + 32:
                         raise SimulationError(f"warp {w // WARP} touches lane {lane} outside its sub-partition")
                     if not BASE_COLUMN <= col < BASE_COLUMN + self.columns:
                         raise SimulationError(f"column {col} is outside the allocation")
                     self.tmem_touched.add((lane, col))
-                    if a.direction is Direction.STORE:
-                        src = r.data.ins[0]
-                        self.tmem[lane, col] = self.array(k, src.tensor)[self.ev(src.offset, env)]
-                    elif self.holds(r.data.conds, env):
-                        self.array(k, r.data.out.tensor)[self.ev(r.data.out.offset, env)] = self.tmem[lane, col]
+                    cells.append((lane, slice(col * CELL_BYTES, (col + 1) * CELL_BYTES)))
+                if a.direction is Direction.STORE:
+                    self.store_registers(a, k, env, cells)
+                else:
+                    self.load_registers(a, k, env, cells)
+
+    def store_registers(self, a: TmemAccess, k: int, env, cells) -> None:
+        """Thread k's elements into its registers' bytes (where the lowering packs them), then
+        each register into its cell."""
+        data = np.zeros(a.registers * CELL_BYTES, dtype=np.uint8)
+        defined = np.zeros(a.registers * CELL_BYTES, dtype=bool)
+        for el in a.elements:
+            src = el.data.ins[0]
+            raw = element_bytes(self.array(k, src.tensor)[self.ev(src.offset, env)], el.data.out.dtype)
+            at = el.register * CELL_BYTES + el.byte
+            data[at:at + len(raw)], defined[at:at + len(raw)] = raw, True
+        for r, (lane, cols) in enumerate(cells):
+            self.tmem[lane, cols] = data[r * CELL_BYTES:(r + 1) * CELL_BYTES]
+            self.tmem_defined[lane, cols] = defined[r * CELL_BYTES:(r + 1) * CELL_BYTES]
+
+    def load_registers(self, a: TmemAccess, k: int, env, cells) -> None:
+        data = np.concatenate([self.tmem[lane, cols] for lane, cols in cells])
+        defined = np.concatenate([self.tmem_defined[lane, cols] for lane, cols in cells])
+        for el in a.elements:
+            if not self.holds(el.data.conds, env):
+                continue
+            dtype = el.data.ins[a.tmem_input].dtype
+            at = el.register * CELL_BYTES + el.byte
+            value = element_value(data[at:at + dtype.bytes], dtype) if defined[at:at + dtype.bytes].all() else np.nan
+            self.array(k, el.data.out.tensor)[self.ev(el.data.out.offset, env)] = value
+
+
+def element_bytes(value: float, dtype) -> np.ndarray:
+    """The bytes of one element of dtype holding value, lowest address first."""
+    with np.errstate(invalid="ignore"):
+        return np.atleast_1d(to_raw(np.array([value]), dtype)).view(np.uint8)
+
+
+def element_value(raw: np.ndarray, dtype) -> float:
+    storage = np.uint16 if dtype.name == "bfloat16" else np.dtype(dtype.name)
+    return float(from_raw(np.ascontiguousarray(raw).view(storage), dtype)[0])
 
 
 def global_view(g, flat: np.ndarray, symbols: dict[str, int]) -> np.ndarray:
@@ -263,11 +306,13 @@ def tmem_accesses_in(nodes: list, loops: tuple = ()) -> list[tuple[TmemAccess, t
 
 def check_addresses(st, blocks=None, values=lambda extent: range(extent), symbols=None) -> int:
     """For every TmemAccess of a lowering `st`, every block in `blocks` (default: all), thread,
-    loop point (`values(extent)` per loop) and register: the cell the instruction reaches
-    (its address Expr evaluated in that thread, plus the hardware table) is the cell the
-    verifier's model assigns to that register's element (verifier.access.build, lanes and
-    columns from the allocation strides); the instruction's predicate is the model's
-    activity. Raises SimulationError on the first difference; returns the cells checked."""
+    loop point (`values(extent)` per loop), element and word of it: the cell the instruction
+    reaches with the element's register (its address Expr evaluated in that thread, plus the
+    hardware table), and the element's byte in that register, are the lane, column and byte
+    the verifier's model assigns to that element (verifier.access.build, lanes and columns
+    from the allocation strides, an element of b bytes at byte column * b of its lane); the
+    instruction's predicate is the model's activity. Raises SimulationError on the first
+    difference; returns the (element, word) cells checked."""
     from tileproof.model.indexing import linear_offset
     from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
     from tileproof.verifier.access import build
@@ -295,7 +340,9 @@ def check_addresses(st, blocks=None, values=lambda extent: range(extent), symbol
             if i.parallel_type not in THREAD_TYPES + BLOCK_TYPES and i.parallel_type is not ParallelType.Vectorize:
                 kernel_of[f"{tv.name}.{i.name}"] = None if i.static_extent == 1 else st.classes.of(tv, k).index_var
         vec = [(f"{tv.name}.{i.name}", i.static_extent) for i in m.vector_ids]
-        regs = len(a.registers)
+        size = acc.tensor.dtype.bytes
+        words = max(1, size // CELL_BYTES)
+        regs = a.registers
         names = [algebra.get(v, v) for v, _ in loops]
         ranges = [values(evaluate(e, symbols)) for _, e in loops]
         for b in blocks if blocks is not None else itertools.product(*(range(g) for g in grid)):
@@ -315,19 +362,24 @@ def check_addresses(st, blocks=None, values=lambda extent: range(extent), symbol
                     if not active:
                         continue
                     offset = address(kenv)
-                    for r in range(regs):
-                        rest, point_r = r, {}
+                    for el in a.elements:
+                        rest, point_v = el.index, {}
                         for name, e in reversed(vec):
-                            point_r[name], rest = rest % e, rest // e
-                        dl, dc = hardware_cell(str(a.pattern), tid % WARP, r, regs)
-                        got = ((offset >> 16) + dl, (offset & 0xFFFF) + dc - a.column_offset)
-                        here = {**menv, **point_r}
-                        want = (lane_e(here), col_e(here))
-                        if got != want:
-                            raise SimulationError(
-                                f"{a.instruction}: block {b}, thread {tid}, loops {point}, register {r} reaches "
-                                f"(lane, column) {got}; the verified model says {want}")
-                        checked += 1
+                            point_v[name], rest = rest % e, rest // e
+                        here = {**menv, **point_v}
+                        lane, first_byte = lane_e(here), col_e(here) * size  # the element's bytes in its lane
+                        for h in range(words):
+                            r = el.register + h
+                            dl, dc = hardware_cell(str(a.pattern), tid % WARP, r, regs)
+                            got = ((offset >> 16) + dl, (offset & 0xFFFF) + dc - a.column_offset, el.byte)
+                            at = first_byte + h * CELL_BYTES
+                            want = (lane, at // CELL_BYTES, at % CELL_BYTES)
+                            if got != want:
+                                raise SimulationError(
+                                    f"{a.instruction}: block {b}, thread {tid}, loops {point}, element {el.index} "
+                                    f"(register {r}, byte {el.byte}) reaches (lane, column, byte) {got}; the "
+                                    f"verified model says {want}")
+                            checked += 1
     return checked
 
 

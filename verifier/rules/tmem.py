@@ -1,8 +1,8 @@
-"""Tensor memory: target support, warp-collective access, tcgen05 patterns,
-warp -> sub-partition mapping, vector widths. Proved over every thread of the
-block (linear id x + y*bdx + z*bdx*bdy), every loop point and every register; the
-access models and the warp-collective and pattern proofs are verifier/analysis/tmem.py,
-shared with the code generator."""
+"""Tensor memory: target support, warp-collective access, whole 32-bit registers (8-, 16- and
+64-bit elements packed), tcgen05 patterns, warp -> sub-partition mapping, vector widths.
+Proved over every thread of the block (linear id x + y*bdx + z*bdx*bdy), every loop point and
+every register; the access models and the warp-collective, packing and pattern proofs are
+verifier/analysis/tmem.py, shared with the code generator."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import z3
 
 from ...model.expr import Expr, const, floordiv, mod
 from ...model.tcgen05 import TmemPattern
-from ...model.types import MemoryType
+from ...model.types import Direction, MemoryType
 from ..access import THREAD_VARS, AccessModel, executes
-from ..analysis.tmem import access_models, collective, matching_pattern
+from ..analysis.tmem import access_models, collective, matching_pattern, packed, packing, registers
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, undecided
@@ -139,6 +139,75 @@ def _not_collective(ctx: VerifyContext, m: AccessModel, out: Outcome) -> Diagnos
     )
 
 
+@rule("TMEM-PACKING", family="tmem")
+def tmem_packing(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Each thread's tensor-memory elements fill whole 32-bit registers.
+
+    What it checks:
+        For every tcgen05 ld/st, the elements one thread moves per instruction (the
+        product of its Vectorize extents, 1 without one) times the element bytes is a
+        multiple of 4: 4 int8 or 2 float16/bfloat16 elements per register, any count of
+        32- and 64-bit elements, for every admitted size.
+    Why the hardware needs it:
+        A tensor-memory column is 32 bits wide and tcgen05.ld/st move whole 32-bit
+        registers, one column each. Narrower elements are packed, (c * bytes) / 4 being
+        the column of element c; a thread that moves 2 bytes would write (or read) the
+        whole column, its neighbours' bytes included.
+    Example:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 4], dtype="float16"); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        target = "sm_100a"
+        with tp.Fusion("tmem") as fusion:
+            t0 = tp.make_contig_concrete_tensor([32, 4], dtype="float16"); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        t2.set_memory_type(tp.MemoryType.Tensor)
+        t2.set_tmem_dim_sep_pos(1)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+        for t in (t2, t3):
+            t.split(1, 2)
+            t.axis(2).parallelize(tp.ParallelType.Vectorize)
+    References:
+        PTX ISA 9.7.16.1 (tensor memory: 32-bit cells), 9.7.16.8.3 (tcgen05.ld/st .b32 registers)
+    """
+    # Formal statement: for every tcgen05 ld/st, for all admitted sizes, threads t, loop points s:
+    #   executes(t, s, 0) => n(s) * b % 4 == 0
+    #   (n: the elements of the Vectorize'd IDs, 1 without one; b: the element bytes; analysis/tmem.py)
+    for m in access_models(ctx):
+        out = packed(ctx, m)
+        yield from report_outcome("TMEM-PACKING", out, f"that the {m.describe} moves whole 32-bit registers",
+                                  lambda out: _partial_register(ctx, m, out), **_where(m))
+
+
+def _partial_register(ctx: VerifyContext, m: AccessModel, out: Outcome) -> Diagnostic:
+    v = out.values
+    pk = packing(m)
+    dtype = m.acc.tensor.dtype
+    first, last = v["byte"], v["byte"] + v["bytes"] - 1
+    return finding(
+        "TMEM-PACKING",
+        f"the {m.describe} moves {v['elements']} {dtype} element{'s' if v['elements'] != 1 else ''} ({v['bytes']} "
+        f"bytes) per thread, not whole 32-bit registers: thread {v['thread']} moves bytes {first}..{last} of "
+        f"lane {v['lane']}, column {v['column']}",
+        notes=[f"a tensor-memory column holds {pk.per_word} {dtype} elements; tcgen05.{'st' if m.acc.direction is Direction.STORE else 'ld'} "
+               f"moves all 4 bytes of it, the bytes of the other elements included",
+               f"{m.acc.consumer.name} issues it over {', '.join(i.label() for i in m.acc.consumer.loop)}"],
+        counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), **_loop_values(m, out.model),
+                        "thread": v["thread"], "elements": v["elements"], "bytes": v["bytes"], "lane": v["lane"],
+                        "column": v["column"], "bytes of the column": f"{first}..{last}"},
+        hint=f"vectorize a multiple of {pk.per_word} {dtype} elements per thread: split the innermost column axis "
+             f"by {pk.per_word} (or a multiple) and parallelize the inner part with Vectorize",
+        **_where(m),
+    )
+
+
 @rule("TMEM-ACCESS-PATTERN", family="tmem")
 def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Each warp's tensor-memory access is one of the tcgen05 data-path patterns.
@@ -147,8 +216,12 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
         For every warp and loop iteration, the (lane, column) each thread touches,
         relative to the warp's first thread, equals one pattern's layout for every
         thread and register: 32x32b (lane = base + thread, one column per register),
-        16x64b, 16x128b, 16x256b or 16x32bx2 (PTX formulas). Checked once the access
-        is warp-collective.
+        16x64b, 16x128b, 16x256b or 16x32bx2 (PTX formulas). Elements narrower than 32
+        bits are packed: element c of a lane lies in column (c * bytes) / 4 from byte
+        (c * bytes) % 4, element r of a thread's vector in register (r * bytes) / 4 at the
+        same byte, so a register's elements must be consecutive in one lane and start at
+        a column's first byte; a 64-bit element spans two registers and two adjacent
+        columns. Checked once the access is warp-collective and packed (TMEM-PACKING).
     Why the hardware needs it:
         tcgen05.ld/st take one address per warp and move data in fixed shapes; an
         access that is not one of them cannot be issued as tcgen05 instructions.
@@ -174,17 +247,14 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8 (tcgen05 data-path layouts); CUTLASS cute/atom/copy_traits_sm100.hpp
     """
-    # Formal statement: structural: 32-bit elements; for a warp-collective access with a constant n registers,
-    #   exists pattern p (32x32b, 16x64b, ...; n a multiple of p's registers per repetition): for all
-    #   admitted sizes, t, loop points s, r < n: executes(t, s, r) =>
-    #   (lane, column)(t, s, r) == (lane, column)(32*(t/32), s, 0) + offset_p(t % 32, r, n)
+    # Formal statement: for a warp-collective access whose elements fill whole registers (TMEM-PACKING), a
+    #   constant R registers, exists pattern p (32x32b, 16x64b, ...; R a multiple of p's registers per
+    #   repetition): for all admitted sizes, t, loop points s, elements r, words h of element r:
+    #   executes(t, s, r) => (lane, word(column) + h, byte(column))(t, s, r) ==
+    #   (lane, word(column), 0)(32*(t/32), s, 0) + (offset_p(t % 32, word(r) + h, R), byte(r))
+    #   (word / byte: the packing of model/tcgen05.py; 32-bit elements: word(c) = c, byte(c) = 0)
     for m in access_models(ctx):
-        if m.acc.tensor.dtype.bytes != 4:
-            yield finding("TMEM-ACCESS-PATTERN",
-                          f"the {m.describe} uses {m.acc.tensor.dtype} elements; only 32-bit tensor-memory elements are modelled",
-                          hint="keep tensor-memory tensors in float32 or int32", **_where(m))
-            continue
-        if not collective(ctx, m).proved:
+        if not collective(ctx, m).proved or not packed(ctx, m).proved:
             continue
         found, outcomes = matching_pattern(ctx, m)
         if found is not None:
@@ -194,36 +264,53 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
             yield undecided("TMEM-ACCESS-PATTERN", f"that the {m.describe} matches a tcgen05 pattern", unknown[0], **_where(m))
             continue
         tried = [(p, o) for p, o in outcomes.items() if o is not None]
+        regs = registers(m)
         if not tried:  # each pattern's register count rules it out before any proof
-            count = (f"{m.num_regs} registers per instruction, a multiple of no tcgen05 pattern's registers per "
-                     f"repetition ({', '.join(str(p.registers_per_repetition) for p in outcomes)})" if m.num_regs.is_const
-                     else f"{m.num_regs} registers per instruction, not a constant: tcgen05.ld/st takes a fixed count")
+            count = (f"{regs} registers per instruction, a multiple of no tcgen05 pattern's registers per "
+                     f"repetition ({', '.join(str(p.registers_per_repetition) for p in outcomes)})" if regs is not None
+                     else f"{m.num_regs} elements per instruction, not a constant: tcgen05.ld/st takes a fixed count")
             yield finding("TMEM-ACCESS-PATTERN", f"the {m.describe} moves {count}",
-                          counterexample={"registers per instruction": m.num_regs.value if m.num_regs.is_const else str(m.num_regs)},
-                          hint="vectorize a power of two of 32-bit elements per thread (1, 2, 4, ... 128)", **_where(m))
+                          counterexample={"registers per instruction": regs if regs is not None else str(m.num_regs)},
+                          hint="vectorize a power of two of 32-bit registers per thread (1, 2, 4, ... 128)", **_where(m))
             continue
         shown, first = tried[0]
         v = first.values
         notes = []
         for p, o in outcomes.items():
             if o is None:
-                notes.append(f"not {p}: {m.num_regs} registers per instruction is not a multiple of {p.registers_per_repetition}")
+                notes.append(f"not {p}: {regs} register{'s' if regs != 1 else ''} per instruction, not a multiple of "
+                             f"{p.registers_per_repetition}")
             else:
                 w = o.values
-                notes.append(f"not {p}: thread {w['thread']} register {w['register']} touches (lane {w['lane']}, column "
-                             f"{w['column']}), the pattern needs (lane {w['expected lane']}, column {w['expected column']})")
+                notes.append(f"not {p}: thread {w['thread']} register {w['register']} touches ({_cell(w)}), the pattern "
+                             f"needs ({_cell(w, 'expected ')})")
+        if "byte" in v:
+            notes.append(f"{m.acc.tensor.dtype} elements are packed {packing(m).per_word} to a 32-bit column and "
+                         f"register: element c of a lane at column c / {packing(m).per_word}, element r of a thread's "
+                         f"vector in register r / {packing(m).per_word}, each at byte (index % {packing(m).per_word}) "
+                         f"x {packing(m).element_bytes}")
         yield finding(
             "TMEM-ACCESS-PATTERN",
-            f"the {m.describe} matches no tcgen05 pattern: thread {v['thread']} of warp {v['warp']} touches lane "
-            f"{v['lane']}, column {v['column']}; {shown} needs lane {v['expected lane']}, column {v['expected column']}",
+            f"the {m.describe} matches no tcgen05 pattern: thread {v['thread']} of warp {v['warp']} touches "
+            f"{_cell(v)}; {shown} needs {_cell(v, 'expected ')}",
             notes=notes,
             counterexample={**ctx.symbols_of(first.model), **_thread_values(m, first.model), **_loop_values(m, first.model),
                             "thread": v["thread"], "lane": v["lane"], "column": v["column"],
-                            "expected lane": v["expected lane"], "expected column": v["expected column"]},
+                            "expected lane": v["expected lane"], "expected column": v["expected column"],
+                            **{k: v[k] for k in ("byte", "expected byte") if k in v}},
             hint="give each warp 32 consecutive lanes: the innermost TID axis (32 threads) must index the lane "
-                 "axes with stride 1, left of the dimension separator",
+                 "axes with stride 1, left of the dimension separator"
+                 + ("; a thread's vectorized elements must be consecutive in its lane" if "byte" in v else ""),
             **_where(m),
         )
+
+
+def _cell(values: dict, prefix: str = "") -> str:
+    """(lane, column) of a pattern witness, with the byte for packed elements."""
+    byte = f", byte {values[prefix + 'byte']}" if prefix + "byte" in values else ""
+    if not prefix and "first byte" in values and values["first byte"]:
+        byte += f" (the warp's first element at byte {values['first byte']}, not at a column's start)"
+    return f"lane {values[prefix + 'lane']}, column {values[prefix + 'column']}{byte}"
 
 
 @rule("TMEM-SUBPARTITION", family="tmem")
@@ -259,11 +346,11 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.1 (access restrictions); nvFuser PR #4016
     """
-    # Formal statement: for every 32-bit, warp-collective tcgen05 ld/st that matches a pattern and whose
+    # Formal statement: for every packed, warp-collective tcgen05 ld/st that matches a pattern and whose
     #   tensor fits 128 lanes (proved), for all admitted sizes, t, loop points s, r < n:
     #   executes(t, s, r) => lane(t, s, r) / 32 == (t / 32) % 4
     for m in access_models(ctx):
-        if m.acc.tensor.dtype.bytes != 4 or not collective(ctx, m).proved or matching_pattern(ctx, m)[0] is None:
+        if not collective(ctx, m).proved or not packed(ctx, m).proved or matching_pattern(ctx, m)[0] is None:
             continue
         if not _fits_lanes(ctx, m):
             continue  # more than 128 lanes: TMEM-LANES already reports the root cause
@@ -308,8 +395,10 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Vectorized tensor-memory accesses move 1 to 128 32-bit registers, a power of two.
 
     What it checks:
-        The vectorized IterDomains of a tcgen05 ld/st hold a constant number of 32-bit
-        elements that is a power of two from 1 to 128 (the .x1 ... .x128 forms).
+        The vectorized IterDomains of a tcgen05 ld/st hold a constant number of elements
+        that fill a power of two from 1 to 128 of 32-bit registers (the .x1 ... .x128
+        forms; 8- and 16-bit elements packed, 64-bit ones two registers each). A vector
+        that leaves a register partly filled is TMEM-PACKING's.
     Why the hardware needs it:
         tcgen05.ld/st encode the repetition count .num in {x1, x2, ..., x128}; other
         widths have no instruction.
@@ -337,11 +426,11 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.16.8.3 (tcgen05.ld .num)
     """
-    # Formal statement: for every vectorized tcgen05 ld/st, for all admitted sizes s:
+    # Formal statement: for every vectorized tcgen05 ld/st that fills whole registers (TMEM-PACKING), for all admitted sizes s:
     #   n(s) x element bytes in {4 * 2^k : 0 <= k <= 7} (n: the elements of its Vectorize'd IDs)
     for m in access_models(ctx):
-        if not m.vector_ids:
-            continue
+        if not m.vector_ids or not packed(ctx, m).proved:
+            continue  # a partial register is TMEM-PACKING's
         width = m.num_regs * m.acc.tensor.dtype.bytes
         q = ctx.query([width, const(4 << 7)])
         allowed = [q.eq(width, const(4 << k)) for k in range(8)]
