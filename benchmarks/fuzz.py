@@ -232,8 +232,10 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
 
 def _rerun_out_of_memory(results: list[dict], args, families) -> None:
     """A kernel refused for lack of device memory while other workers held theirs (each CUDA
-    context keeps the local memory of the largest frame it launched) runs again alone."""
-    oom = {r["index"] for r in results if "OUT_OF_MEMORY" in r.get("run", {}).get("detail", "")}
+    context keeps the local memory of the largest frame it launched), or a worker that died
+    (host memory: each holds its arrays and reference), runs again alone."""
+    oom = {r["index"] for r in results if "OUT_OF_MEMORY" in r.get("run", {}).get("detail", "")
+           or r.get("error") == "worker died"}
     if not oom:
         return
     again: dict[int, dict] = {}
@@ -243,7 +245,7 @@ def _rerun_out_of_memory(results: list[dict], args, families) -> None:
     finally:
         pool.close()
     results[:] = [again.get(r["index"], r) for r in results]
-    print(f"{len(oom)} cases out of device memory among {args.jobs} workers, run again alone", flush=True)
+    print(f"{len(oom)} cases out of memory among {args.jobs} workers, run again alone", flush=True)
 
 
 def main() -> None:

@@ -104,11 +104,14 @@ class VerifyContext:
         """Each extent symbol's admitted values: its binding, else symbol_range()."""
         return {name: (self.bind[name],) * 2 if name in self.bind else symbol_range() for name in self.extent_symbols}
 
-    def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None) -> Query:
-        """A fresh query whose symbols range over admitted sizes (assumptions, bindings)."""
+    def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None,
+              timeout_ms: int | None = None) -> Query:
+        """A fresh query whose symbols range over admitted sizes (assumptions, bindings);
+        `timeout_ms` shortens z3's default time limit (a warning rule that may give up)."""
         self.queries += 1
         hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
-        q = Query(hint, dict(ranges or {}), symbols=self.symbol_bounds())
+        limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
+        q = Query(hint, dict(ranges or {}), symbols=self.symbol_bounds(), **limit)
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
         return q

@@ -65,3 +65,26 @@ def test_conflict_witness_names_two_lanes_in_one_bank():
     assert c["lane"] != c["other lane"]
     assert (c["byte address"] // 4) % 32 == (c["other byte address"] // 4) % 32 == c["bank"]
     assert report.ok  # a warning never rejects
+
+
+def test_an_undecided_bank_proof_is_a_warning_within_the_budget(monkeypatch):
+    """z3 without an answer in time: "not analysed", a warning (the schedule stays accepted),
+    not the 20 s timeout and rejection of a correctness rule."""
+    from tileproof.verifier.rules import bank
+
+    monkeypatch.setattr(bank, "BANK_TIMEOUT_MS", 1)
+    monkeypatch.setattr(bank, "BANK_BUDGET_S", 0.0)
+    with tp.Fusion("symbolic_transpose") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.transpose(t1, 0, 1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2):
+        t.split(0, 32).split(2, 32)
+        t.axis(0).parallelize(tp.ParallelType.BIDy); t.axis(2).parallelize(tp.ParallelType.BIDx)
+        t.axis(3).parallelize(tp.ParallelType.TIDx)
+    fusion.assume("T0_0 % 32 == 0")
+    fusion.assume("T0_1 % 32 == 0")
+    report = tp.verify(fusion, "sm_90a", rules=["SMEM-BANK-CONFLICT"])
+    skipped = [d for d in report.diagnostics if "not analysed" in d.message]
+    assert skipped and all(not d.is_error for d in skipped)
+    assert report.ok
