@@ -52,14 +52,37 @@ def _count(shape) -> int:
 
 
 def random_inputs(fusion, sizes, torch):
+    """Random values in arrays laid out as each input's allocation domain says, a gap after
+    every discontiguous axis (poisoned: a kernel that reads it stores NaN or -77)."""
     out = []
     for t in fusion.inputs:
         shape, dtype = _shape(t, sizes), getattr(torch, TORCH_DTYPES[t.dtype.name])
         if dtype.is_floating_point:
-            out.append((torch.randn(*shape, device="cuda") * 100).to(dtype))
+            values = (torch.randn(*shape, device="cuda") * 100).to(dtype)
         else:  # small integers: no overflow in the ops, so the reference's rounding is exact
-            out.append(torch.randint(-50, 50, shape, device="cuda", dtype=dtype))
+            values = torch.randint(-50, 50, shape, device="cuda", dtype=dtype)
+        out.append(_laid_out(t, values, torch))
     return out
+
+
+def _laid_out(t, values, torch):
+    from tileproof.model.global_layout import global_strides
+
+    layout = global_strides(t)
+    if layout is None:
+        return values
+    unit = max(16 // values.element_size(), 1)  # gaps keep every row 16-byte aligned
+    strides, running = [1] * values.dim(), 1
+    for axis, contiguous in zip(reversed(layout.alloc_axes), reversed(layout.contiguous)):
+        if contiguous is False:
+            running = -(-(running + unit) // unit) * unit
+        strides[axis] = running
+        running *= values.shape[axis]
+    fill = float("nan") if values.dtype.is_floating_point else -77
+    storage = torch.full((max(running, 1),), fill, device="cuda").to(values.dtype)
+    view = storage.as_strided(values.shape, strides)
+    view.copy_(values)
+    return view
 
 
 def poisoned_outputs(fusion, sizes, torch):
