@@ -46,6 +46,7 @@ MAX_LOCAL_BYTES_PER_THREAD = 512 * 1024 - 4096
 # sm_90a (measured here): 512 copies 0.6 s, 1024 copies 2.2 s, 3072 copies 43 s, 4096 copies 84 s.
 MAX_UNROLLED_COPIES = 1024
 UNROLLED = (ParallelType.Unroll, ParallelType.Vectorize)
+INSTRUCTION_AXES = (ParallelType.Vectorize, ParallelType.Bulk)  # one instruction covers them: never a shared loop
 LAUNCHED = THREAD_TYPES + BLOCK_TYPES
 # What codegen lowers (codegen/lower/__init__.py, codegen/lower/tmem.py).
 LOWERED_OP_TYPES = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix,
@@ -200,6 +201,19 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
     mismatched = []
     for g in groups:
         differ = [(tv, k) for tv, k in g.members[1:] if tv.loop[k].parallel_type is not g.parallel]
+        if not differ and g.parallel in INSTRUCTION_AXES and len(g.members) > 1:
+            (tv, k), (other, j) = g.members[0], g.members[1]
+            mismatched.append(Problem(
+                f"{tv.name} axis {k} ({tv.loop[k].label()}) shares a loop with {other.name} axis {j} through "
+                f"inlining, but a {g.parallel} axis is covered by one instruction of each statement, not a loop "
+                f"they can share",
+                hint=f"inline {tv.name} left of its {g.parallel} axis (inline_at({k}); tp.inline_most stops there)",
+                tensor=tv.name, ids=(tv.loop[k].name, other.loop[j].name),
+                values={"axis": k, "loops_sharing": len(g.members)},
+                notes=(f"{tv.name}'s statement would move the whole {tv.loop[k].label()} at once, into storage "
+                       f"allocated for one element of it",),
+                location=tv.loop[k].origin or tv.origin))
+            continue
         if not differ:
             continue
         tv, k = differ[0]

@@ -187,3 +187,18 @@ def tma_load_from_a_symbolic_number_of_threads():
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
+
+
+@tp.schedule(expect=tp.rejected("INLINE-PARALLEL-MATCH", messages=[
+    "T1 axis 1 (Vectorize{4}) shares a loop with T2 axis 1 through inlining, but a Vectorize axis is covered by "
+    "one instruction of each statement"]))
+def inlined_past_its_vector():
+    """T1 is inlined at position 2 and then vectorized (inline_at refuses a Vectorize axis, but it
+    was serial then): its register allocation holds one element, and its vector load writes all
+    four into it. Found by benchmarks/fuzz.py --run (a wrong value on H100)."""
+    fusion, t1, t2 = _copy("inlined_past_its_vector", [128, 4])
+    t1.inline_at(2)
+    t2.axis(0).parallelize(P.TIDx)
+    t2.axis(1).parallelize(P.Vectorize)
+    tp.parallelize_all_like(t2)
+    return fusion

@@ -1,7 +1,5 @@
 """Invalid schedules that read shared or tensor memory written by another thread block
-(SMEM-BLOCK-VISIBILITY), read an output another block stores in the same kernel
-(GLOBAL-VISIBILITY), or reuse one shared address for two live elements
-(ALLOCATION-DISTINCT). Each block has its own shared memory and tensor memory, so a
+(SMEM-BLOCK-VISIBILITY). Each block has its own shared memory and tensor memory, so a
 consumer must run in the block that produced the elements it reads. nvFuser rejects these
 when lowering; a kernel generated from them computes silently wrong results.
 
@@ -96,51 +94,4 @@ def broadcast_copies_read_at_the_first_copy():
         t.split(0, 2).merge(1).split(1, 4)  # [b{1}, BIDy{3}, TIDx{4}]
         t.axis(1).parallelize(P.BIDy)
         t.axis(2).parallelize(P.TIDx)
-    return fusion
-
-
-@tp.schedule(expect=tp.rejected("GLOBAL-VISIBILITY", messages=[
-    "but only the thread with threadIdx.x = 0, blockIdx.x = 0 writes that element of global memory"]))
-def output_read_by_other_blocks():
-    """T2 = exp(T1) is an output and T3 = set(T2) reads it back in the same kernel. T2 is not
-    parallelized, so thread 0 of block 0 stores all of it (the single-writer predicate), while
-    T3's 8 blocks of 64 threads read it at once: no barrier orders blocks, and most reads come
-    before the store. Found by benchmarks/fuzz.py --run (wrong output on H100)."""
-    with tp.Fusion("output_read_by_other_blocks") as fusion:
-        t0 = tp.make_contig_concrete_tensor([256, 64])
-        fusion.add_input(t0)
-        t1 = tp.set(t0)
-        t2 = tp.exp(t1)
-        t3 = tp.set(t2)
-        fusion.add_output(t2)
-        fusion.add_output(t3)
-    t3.split(0, 32)
-    t3.axis(0).parallelize(P.BIDx)
-    t3.axis(2).parallelize(P.TIDx)
-    tp.inline_most(fusion)
-    return fusion
-
-
-@tp.schedule(expect=tp.rejected("ALLOCATION-DISTINCT", messages=[
-    "are both stored at offset 32 of T1 in one block: the later write overwrites the other"]))
-def figure14d_block_axis_made_a_vector():
-    """Figure 14 (d) (examples/valid/tma_smem.py) with T1's block axis turned into a Vectorize
-    loop: T1's allocation domain [I4, I2] leaves that axis out (right while it was BIDx), so
-    each block writes all eight row tiles of T1 to one 8 x 32 buffer. Found by
-    benchmarks/fuzz.py --run: 1792 of 2048 elements wrong on H100."""
-    with tp.Fusion("figure14d_block_axis_made_a_vector") as fusion:
-        t0 = tp.make_contig_concrete_tensor([64, 32])
-        fusion.add_input(t0)
-        t1 = tp.set(t0)
-        t2 = tp.set(t1, op=TMA)
-        fusion.add_output(t2)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    for t in (t1, t2):
-        t.split(0, 8).split(2, 32)  # [I3, I4{8}, I5{1}, I6{32}]
-    t1.axis(0).parallelize(P.Vectorize)
-    t2.axis(0).parallelize(P.BIDx)
-    t1.axis(3).parallelize(P.TIDx)
-    t1.set_allocation_domain([t1.axis(1), t1.get_logical_domain()[1]])
-    t2.axis(1).parallelize(P.Bulk)
-    t2.axis(3).parallelize(P.Bulk)
     return fusion

@@ -179,3 +179,15 @@ def tma_load_from_one_thread():
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted(allocations={"T1": {"num_elements": 4}}))
+def inlined_before_its_vector():
+    """The fix of inlined_past_its_vector: tp.inline_most stops before the Vectorize axis, so T1
+    holds the four elements its vector load writes."""
+    fusion, t1, t2 = _copy("inlined_before_its_vector", [128, 4])
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.TIDx)
+        t.axis(1).parallelize(P.Vectorize)
+    tp.inline_most(fusion)
+    return fusion

@@ -1,6 +1,7 @@
 """The visibility rules guard real failures: every rejected sm_90a example of
-examples/invalid/{visibility,thread_visibility}.py, built anyway with
-tileproof.testing.compile_unverified, stores wrong values on the GPU (marker `gpu`)."""
+examples/invalid/{visibility,thread_visibility,global_visibility,allocation_distinct}.py,
+built anyway with tileproof.testing.compile_unverified, stores wrong values on the GPU
+(marker `gpu`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from rejected_on_gpu import run_case  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-FILES = [ROOT / "examples" / "invalid" / f for f in ("visibility.py", "thread_visibility.py")]
+FILES = [ROOT / "examples" / "invalid" / f for f in ("visibility.py", "thread_visibility.py", "global_visibility.py",
+                                                    "allocation_distinct.py")]
 CASES = [c for c in discover([str(f) for f in FILES]) if c.target == "sm_90a"]
 
 

@@ -274,12 +274,16 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         Loop axes joined by inlining (a producer's axis k < compute-at position with its
-        consumers' axis k, transitively) all have the same parallel type.
+        consumers' axis k, transitively) all have the same parallel type, and it is not
+        Vectorize or Bulk: one instruction of each statement covers such an axis (a vector
+        access, a TMA box), so two statements cannot share it as a loop.
     Why the hardware needs it:
         Shared axes are one loop of the kernel: a serial for loop, an unrolled one, or a
         thread/block index. It cannot be a for loop for the producer and threadIdx.x for the
         consumer; the producer would compute every element in every thread while its
-        consumer expects one element per thread (or the other way round).
+        consumer expects one element per thread (or the other way round). A producer inlined
+        past its Vectorize axis moves the whole vector into storage allocated for one element
+        (measured on H100: a 2-element vectorized copy through registers stored one wrong value).
     Example:
         with tp.Fusion("serial_and_tidx") as fusion:
             t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
@@ -296,7 +300,7 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser ComputeAtMap (parallel types are properties of the loop-mapped ID group)
     """
-    # Formal statement: none, structural: loop IDs joined by inlining have one parallel type
+    # Formal statement: none, structural: loop IDs joined by inlining have one parallel type, not Vectorize or Bulk
     yield from _report("INLINE-PARALLEL-MATCH", _groups(ctx).mismatched)
 
 
