@@ -19,6 +19,7 @@ from ..model.expr import Expr, evaluate, to_sympy, try_int
 from ..model.fusion import Fusion
 from ..model.errors import ScheduleError
 from ..model.targets import Target, get_target
+from ..model.types import MemoryType
 from ..verifier.diagnostics import Report
 from ..verifier.verify import verify
 from .runtime import driver, tensor_maps
@@ -33,6 +34,7 @@ from .runtime.nvrtc import compile_to_cubin, cuda_include_dir
 
 MEMORY_CACHE_SIZE = 256
 TENSOR_MAP_CACHE_SIZE = 64
+LOCAL_NOTE_BYTES = 4096  # register tensors this large explain a launch refused for memory
 _memory: "OrderedDict[str, Kernel]" = OrderedDict()
 
 
@@ -112,9 +114,26 @@ class Kernel:
 
         def launch():
             driver.activate(device_id)
-            driver.launch(function, grid, block, smem, stream, args)
+            try:
+                driver.launch(function, grid, block, smem, stream, args)
+            except driver.DriverError as e:
+                raise self._explained(e, bound.env) from None
 
         return bound, stream, launch
+
+    def _explained(self, error: Exception, env: dict[str, int]) -> Exception:
+        """A launch refused for memory, with what the kernel's register tensors ask for: the
+        driver reserves their local memory for every thread the GPU can hold at once."""
+        local = [(b.tensor, evaluate(b.elements, env) * b.dtype.bytes) for b in self.ir.buffers
+                 if b.memory is MemoryType.Local]
+        per_thread = sum(n for _, n in local)
+        if "OUT_OF_MEMORY" not in str(error) or per_thread < LOCAL_NOTE_BYTES:
+            return error
+        return driver.DriverError(
+            f"{error}: each thread of this kernel holds {per_thread} bytes of register tensors "
+            f"({', '.join(f'{t} {n}' for t, n in local)}), placed in local memory, and the driver reserves "
+            f"that for every thread the GPU can hold at once (2048 per SM); inline or parallelize those "
+            f"tensors so that a thread holds a tile of them")
 
     def _device(self, bound: Bound) -> int:
         driver.driver()  # NoDeviceError before anything else needs the GPU

@@ -336,3 +336,20 @@ def test_maximum_minimum_relu_emit_nan_propagating_helpers():
         source = tp.compile(binary_ops(dtype)).cuda_source
         assert "tp_max(" in source and "tp_min(" in source, dtype
         assert "fmax" not in source and "fmin" not in source, dtype
+
+
+def test_a_launch_refused_for_memory_names_the_register_tensors():
+    """Accepted (under LOCAL-MEMORY-SIZE's 508 KiB), but 384 KiB of local memory per thread times
+    every thread an H100 holds is more than its 80 GB: cuLaunchKernel says out of memory (measured,
+    fuzz.py --run), and run() says why."""
+    from tileproof.codegen.runtime.driver import DriverError
+
+    with tp.Fusion("big_registers") as fusion:
+        t0 = tp.make_contig_concrete_tensor([96, 1024]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    kernel = tp.compile(fusion)
+    refused = DriverError("cuLaunchKernel failed: CUDA_ERROR_OUT_OF_MEMORY: out of memory")
+    explained = kernel._explained(refused, {})
+    assert "393216 bytes of register tensors (T1 393216)" in str(explained)
+    other = DriverError("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE: invalid argument")
+    assert kernel._explained(other, {}) is other
