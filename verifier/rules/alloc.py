@@ -336,7 +336,33 @@ def _distinct_by_construction(ctx: VerifyContext, x) -> bool:
     loop = {i.uid for i in x.loop}
     keys = {i.uid for i in _instance_keys(x)}
     varying = {i.uid for i in x.loop if i.static_extent != 1 and not i.is_broadcast}
-    return allocated <= loop and varying <= allocated | keys
+    if allocated <= loop:
+        return varying <= allocated | keys
+    # an allocation domain scheduled from the loop (padding splits, merges, XOR swizzles) is a
+    # one-to-one image of the loop indices when it is a complete cut below the loop domain
+    domain = x.get_allocation_domain()
+    dropped = [i for i in domain if i.uid not in allocated]
+    return (_complete_cut_below(x, domain)
+            and all(i.uid in keys or i.static_extent == 1 for i in dropped))
+
+
+def _complete_cut_below(x, domain) -> bool:
+    """Whether `domain` is what x's loop domain becomes by the transforms between them: split
+    (index = outer * factor + inner), merge and XOR swizzle (bijective, SWIZZLE-BIJECTIVITY) are
+    one-to-one, so distinct loop points then have distinct coordinates in `domain`."""
+    wanted, stack = set(), list(domain)
+    while stack:  # domain's IDs and everything they derive from
+        i = stack.pop()
+        if i.uid not in wanted:
+            wanted.add(i.uid)
+            if i.definition is not None:
+                stack.extend(i.definition.inputs)
+    cut = {i.uid for i in x.loop}
+    for t in x.history:
+        ins, outs = {i.uid for i in t.inputs}, {o.uid for o in t.outputs}
+        if ins <= cut and outs & wanted:
+            cut = (cut - ins) | outs
+    return cut == {i.uid for i in domain}
 
 
 def _instance(x, ex) -> list[Expr]:
@@ -353,7 +379,10 @@ def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
     q = p.renamed({name: var(OTHER + name) for name in p.ranges})
     strides = ctx.allocations[x.name].strides()
     addr_p, addr_q = linear_offset(strides, p.indices), linear_offset(strides, q.indices)
-    elem_p, elem_q = p.written_logical(), q.written_logical()
+    # a broadcast axis holds one element, whatever index a split of it gives
+    real = [k for k, i in enumerate(x.logical) if not i.is_broadcast]
+    elem_p = [e for k, e in enumerate(p.written_logical()) if k in real]
+    elem_q = [e for k, e in enumerate(q.written_logical()) if k in real]
     same, same_q = _instance(x, p), _instance(x, q)
     values: dict[str, Expr] = {"offset": addr_p, "other offset": addr_q}
     values.update({f"element {k}": e for k, e in enumerate(elem_p)})
@@ -369,7 +398,7 @@ def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
 
 def _shared_address(ctx: VerifyContext, x, out: Outcome) -> Diagnostic:
     v = out.values
-    n = len(x.logical)
+    n = len([i for i in x.logical if not i.is_broadcast])
     first = ", ".join(str(v[f"element {k}"]) for k in range(n))
     second = ", ".join(str(v[f"other element {k}"]) for k in range(n))
     scope = "thread" if x.memory_type is MemoryType.Local else "block"
