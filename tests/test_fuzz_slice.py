@@ -1,0 +1,35 @@
+"""A 500-case slice of benchmarks/fuzz.py in CI (seed 0): no internal error, no proof left
+undecided, every accepted schedule compiles. The full runs are in benchmarks/results/fuzz.json."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import fuzz  # noqa: E402
+
+CASES = 500
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:  # compile into a fresh cache, as fuzz.py does
+        mp.setenv("TILEPROOF_CACHE_DIR", str(tmp_path_factory.mktemp("fuzz-cache")))
+        return [fuzz.run_case(0, i) for i in range(CASES)]
+
+
+def test_no_internal_error_and_every_accepted_schedule_compiles(outcomes):
+    counts = Counter(r["outcome"] for r in outcomes)
+    bad = [r for r in outcomes if r["outcome"] in ("internal error", "failed to compile", "generator error")]
+    assert not bad, bad[:3]
+    assert counts["compiled"] >= CASES // 5 and counts["rejected"] >= CASES // 5, counts  # not vacuous
+
+
+def test_no_proof_is_left_undecided(outcomes):
+    undecided = [(r["index"], r["undecided"], r["steps"]) for r in outcomes if r.get("undecided")]
+    assert not undecided, undecided[:3]
