@@ -26,7 +26,7 @@ from ..model.barriers import Sync, TmaWait  # placed by the model, checked by SM
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.expr import Expr, add, const
 from ..model.tcgen05 import TmemPattern, tmem_address
-from ..model.types import DataType, Direction, MemoryType
+from ..model.types import DataType, Direction, MemoryType, OpKind
 
 
 class LoopKind(enum.Enum):
@@ -70,7 +70,7 @@ class Compute:
     """out = op(ins) at one point of the loop nest, under `conds`.
     `vector` > 1: one access of `vector` consecutive elements per operand."""
 
-    kind: str  # the fusion Op's kind: load_store, unary, binary, broadcast, transpose
+    kind: OpKind  # the fusion Op's kind
     name: str  # set, add, exp, ...
     out: Operand
     ins: list[Operand]

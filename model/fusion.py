@@ -11,7 +11,7 @@ from typing import Iterator
 import sympy
 
 from .errors import ScheduleError, user_location
-from .types import LoadStoreOpType, MemoryType
+from .types import LoadStoreOpType, MemoryType, OpKind
 
 _state = threading.local()
 
@@ -21,7 +21,7 @@ class Op:
     """One expression. `logical_map[k][j]` is the logical axis of `inputs[k]` that the
     output's logical axis j reads (None where the output axis is a new broadcast)."""
 
-    kind: str  # "load_store", "unary", "binary", "broadcast", "transpose"
+    kind: OpKind
     inputs: list
     output: object
     logical_map: list[list[int | None]]
@@ -31,7 +31,7 @@ class Op:
 
     def __str__(self) -> str:
         args = ", ".join(t.name for t in self.inputs)
-        what = self.name if self.kind != "load_store" or self.op_type is LoadStoreOpType.Set else self.op_type.value
+        what = self.name if self.kind is not OpKind.LOAD_STORE or self.op_type is LoadStoreOpType.Set else self.op_type.value
         return f"{self.output.name} = {what}({args})"
 
 

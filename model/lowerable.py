@@ -33,7 +33,7 @@ from .global_layout import allocation_problem
 from .iterdomain import Split
 from .mapping import IdMap
 from .tensor import TensorView
-from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
+from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
 # 32-bit registers per thread (compute capability 5.0 .. 12.x).
@@ -537,25 +537,25 @@ def unsupported_features(fusion) -> list[Problem]:
     for op in fusion.exprs:
         if op.output.name not in computed:
             continue
-        if op.kind == "load_store" and op.op_type not in LOWERED_OP_TYPES:
+        if op.kind is OpKind.LOAD_STORE and op.op_type not in LOWERED_OP_TYPES:
             out.append(Problem(
                 f"`{op}` uses {op.op_type.value}, which tileproof's code generator does not lower yet",
                 hint=f"use a plain tp.set (LoadStoreOpType.Set), or TMA for a bulk copy into shared memory",
                 tensor=op.output.name, values={"ops": 1}, location=op.origin))
-        if op.kind == "unary" and op.name in FLOAT_ONLY_OPS and op.output.dtype.name in INTEGER_DTYPES:
+        if op.kind is OpKind.UNARY and op.name in FLOAT_ONLY_OPS and op.output.dtype.name in INTEGER_DTYPES:
             out.append(Problem(
                 f"`{op}`: {op.name} of {op.output.dtype} is not lowered (tileproof emits {op.name} for "
                 f"floating-point types only)",
                 hint="compute it on a float tensor (make the input float32)",
                 tensor=op.output.name, values={"bytes": op.output.dtype.bytes}, location=op.origin))
-        if op.kind == "load_store" and op.op_type is LoadStoreOpType.TMemStore \
+        if op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.TMemStore \
                 and op.output.memory_type is not MemoryType.Tensor:
             out.append(Problem(
                 f"`{op}` is a TMemStore but {op.output.name} is in {op.output.memory_type} memory; a TMemStore "
                 f"writes a tensor-memory tensor",
                 hint=f"put {op.output.name} in tensor memory, or use a plain tp.set",
                 tensor=op.output.name, values={"ops": 1}, location=op.origin))
-        if op.kind == "load_store" and op.op_type is LoadStoreOpType.TMemLoad \
+        if op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.TMemLoad \
                 and op.inputs[0].memory_type is not MemoryType.Tensor:
             out.append(Problem(
                 f"`{op}` is a TMemLoad but {op.inputs[0].name} is in {op.inputs[0].memory_type} memory; a TMemLoad "
@@ -607,7 +607,7 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
     groups = None
     for tv in order:
         op = tv.definition
-        if op.kind == "load_store" and op.op_type in (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix):
+        if op.kind is OpKind.LOAD_STORE and op.op_type in (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix):
             last = tv.loop[-1] if tv.loop else None
             if last is None or last.parallel_type is not ParallelType.Vectorize or last.static_extent is None:
                 vec = [k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Vectorize]

@@ -11,7 +11,7 @@ from .expr import Expr, const, var
 from .fusion import Op, current_fusion
 from .iterdomain import IterDomain, as_index, wrong_enum
 from .tensor import TensorView
-from .types import DTYPES, DataType, IterType, LoadStoreOpType, as_dtype, float32
+from .types import DTYPES, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float32
 
 
 def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
@@ -100,7 +100,7 @@ def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set) -> TensorView
         raise wrong_enum("set", "op", LoadStoreOpType, op)
     out = _like(tv)
     n = len(tv.logical)
-    tv.fusion._register_op(Op("load_store", [tv], out, [list(range(n))], name="set", op_type=op))
+    tv.fusion._register_op(Op(OpKind.LOAD_STORE, [tv], out, [list(range(n))], name="set", op_type=op))
     return out
 
 
@@ -116,7 +116,7 @@ def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
     a, b = as_index(dim0) % n, as_index(dim1) % n
     order[a], order[b] = order[b], order[a]
     out = _like(tv, order=order)
-    tv.fusion._register_op(Op("transpose", [tv], out, [order], name="transpose"))
+    tv.fusion._register_op(Op(OpKind.TRANSPOSE, [tv], out, [order], name="transpose"))
     return out
 
 
@@ -141,7 +141,7 @@ def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
             mapping.append(k)
             k += 1
     out = TensorView(tv.fusion, ids, tv.dtype)
-    tv.fusion._register_op(Op("broadcast", [tv], out, [mapping], name="broadcast"))
+    tv.fusion._register_op(Op(OpKind.BROADCAST, [tv], out, [mapping], name="broadcast"))
     return out
 
 
@@ -154,7 +154,7 @@ def unary(name: str, tv: TensorView) -> TensorView:
     if name not in UNARY:
         raise ScheduleError(f"unknown unary op {name!r}; supported: {', '.join(UNARY)}")
     out = _like(tv)
-    tv.fusion._register_op(Op("unary", [tv], out, [list(range(len(tv.logical)))], name=name))
+    tv.fusion._register_op(Op(OpKind.UNARY, [tv], out, [list(range(len(tv.logical)))], name=name))
     return out
 
 
@@ -175,7 +175,7 @@ def binary(name: str, a: TensorView, b: TensorView) -> TensorView:
         ids.append(IterDomain(src.extent_expr, iter_type=src.iter_type))
     out = TensorView(a.fusion, ids, a.dtype)
     n = len(ids)
-    a.fusion._register_op(Op("binary", [a, b], out, [list(range(n)), list(range(n))], name=name))
+    a.fusion._register_op(Op(OpKind.BINARY, [a, b], out, [list(range(n)), list(range(n))], name=name))
     return out
 
 
@@ -188,7 +188,7 @@ def redirect_definition(tv: TensorView, op_type: LoadStoreOpType) -> TensorView:
     old.output = new
     new.definition = old
     n = len(tv.logical)
-    op = Op("load_store", [new], tv, [list(range(n))], name="set", op_type=op_type)
+    op = Op(OpKind.LOAD_STORE, [new], tv, [list(range(n))], name="set", op_type=op_type)
     fusion.exprs.insert(fusion.exprs.index(old) + 1, op)
     tv.definition = op
     return new

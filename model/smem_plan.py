@@ -16,7 +16,7 @@ from .allocation import Allocation
 from .expr import Expr, add, ceildiv, const, mul
 from .fusion import Fusion
 from .tma import swizzle_bytes_of
-from .types import LoadStoreOpType, MemoryType
+from .types import LoadStoreOpType, MemoryType, OpKind
 
 BASE_ALIGN = 1024
 PLAIN_ALIGN, TMA_ALIGN = 16, 128
@@ -48,7 +48,7 @@ def swizzle_period(swizzle_bytes: int) -> int:
 
 def is_tma_buffer(fusion: Fusion, tv) -> bool:
     ops = ([tv.definition] if tv.definition is not None else []) + list(fusion.uses_of(tv))
-    return any(op.kind == "load_store" and op.op_type is LoadStoreOpType.TMA for op in ops)
+    return any(op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.TMA for op in ops)
 
 
 def required_alignment(fusion: Fusion, tv) -> tuple[int, str]:

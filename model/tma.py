@@ -25,7 +25,7 @@ from .fusion import Op
 from .iterdomain import IterDomain, Swizzle
 from .tensor import TensorView
 from .tma_inference import Inference, RoleKind, ViewEntry, ViewStep, allocation_entries, infer_roles, replay_view
-from .types import Direction, LoadStoreOpType, MemoryType, ParallelType
+from .types import Direction, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 MAX_BOX = 256  # the limit when compositing: nvFuser does not merge boxes it knows exceed it
 
@@ -141,7 +141,7 @@ class InferredTma:
 
 
 def is_tma_op(op: Op) -> bool:
-    return op.kind == "load_store" and op.op_type is LoadStoreOpType.TMA
+    return op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.TMA
 
 
 def tma_ops_of(tv: TensorView) -> list[Op]:

@@ -83,6 +83,26 @@ class Direction(enum.Enum):
     STORE = "store"
 
 
+class OpKind(str, enum.Enum):
+    """What an Op computes. A str enum: equal to its value, so older code and JSON read the same."""
+
+    LOAD_STORE = "load_store"
+    UNARY = "unary"
+    BINARY = "binary"
+    BROADCAST = "broadcast"
+    TRANSPOSE = "transpose"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+COPIES = (OpKind.LOAD_STORE, OpKind.BROADCAST, OpKind.TRANSPOSE)  # ops that move values unchanged
+ARITHMETIC = (OpKind.UNARY, OpKind.BINARY)
+
+
 class LoadStoreOpType(enum.Enum):
     Set = "Set"
     TMA = "TMA"

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ...model.errors import InternalError
 from ...model.expr import const
-from ...model.types import DataType, MemoryType
+from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType
 from .cuda_expr import to_cuda
 from . import ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, Compute, Cond, KernelIR, Loop, LoopKind, MatrixCopy, Operand, ParamKind, Sync, TmaCopy,
@@ -91,7 +91,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     if uses_half_types(ir):
         lines += ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>"] if cuda_headers else HALF_PRELUDE.splitlines()
     if any("tp_max" in OPS[CTYPES[c.out.dtype.name].compute].get(c.name, "")
-           for c in _nodes_of(ir.body, (Compute,)) if c.kind in ("binary", "unary")):
+           for c in _nodes_of(ir.body, (Compute,)) if c.kind in ARITHMETIC):
         lines += NAN_MAX_MIN.splitlines()
     copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy))
     if copies:
@@ -219,10 +219,10 @@ class _Emitter:
     def value(self, s: Compute, args: list[str]) -> str:
         """The stored value of s from its inputs' stored values."""
         out = CTYPES[s.out.dtype.name]
-        if s.kind in ("load_store", "broadcast", "transpose") and s.ins[0].dtype == s.out.dtype:
+        if s.kind in COPIES and s.ins[0].dtype == s.out.dtype:
             return args[0]  # a copy moves the bits
         loaded = [f"({out.compute})({CTYPES[o.dtype.name].load.format(a)})" for o, a in zip(s.ins, args)]
-        if s.kind in ("binary", "unary"):
+        if s.kind in ARITHMETIC:
             v = OPS[out.compute][s.name].format(a=loaded[0], b=loaded[-1])
         else:
             v = loaded[0]
@@ -231,7 +231,7 @@ class _Emitter:
     def vector_body(self, s: Compute) -> list[str]:
         """One access of s.vector elements per operand, in words of at most 16 bytes (a
         per-element register operand: an unrolled loop over the elements instead)."""
-        copy = s.kind in ("load_store", "broadcast", "transpose") and s.ins[0].dtype == s.out.dtype
+        copy = s.kind in COPIES and s.ins[0].dtype == s.out.dtype
         if any(o.per_element for o in [s.out] + s.ins):
             return self.gather_body(s)
         if copy:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...model.expr import Expr, add, const, mul, substitute, var
 from ...model.ldsm_layout import ELEMENT_BYTES, MATRICES, supplied_address
 from ...model.tensor import TensorView
-from ...model.types import LoadStoreOpType
+from ...model.types import LoadStoreOpType, OpKind
 from ..errors import UnsupportedSchedule
 from ..ir import Compute, MatrixCopy, Operand
 from .predicates import always_equal
@@ -20,7 +20,7 @@ from ...model.simplify import simplify
 
 def is_ldsm(tv: TensorView) -> bool:
     op = tv.definition
-    return op is not None and op.kind == "load_store" and op.op_type in (LoadStoreOpType.LdMatrix,
+    return op is not None and op.kind is OpKind.LOAD_STORE and op.op_type in (LoadStoreOpType.LdMatrix,
                                                                          LoadStoreOpType.StMatrix)
 
 

@@ -45,7 +45,7 @@ from ...model.expr import Expr, add, const, mul, substitute, try_int, var
 from ...model.indexing import block_dims, thread_dims, vector_point
 from ...model.tcgen05 import tmem_address
 from ...model.tensor import TensorView
-from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, LoadStoreOpType, MemoryType, ParallelType
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ...verifier.access import AccessModel, var_name
 from ...verifier.context import VerifyContext
 from ...verifier.analysis.tmem import access_models, collective, matching_pattern, packed, packing, registers
@@ -69,7 +69,7 @@ def tmem_tensors(fusion) -> list[TensorView]:
 def check_supported(st) -> None:
     fusion = st.fusion
     for op in fusion.exprs:
-        if op.kind != "load_store":
+        if op.kind is not OpKind.LOAD_STORE:
             continue
         if op.op_type is LoadStoreOpType.TMemStore and op.output.memory_type is not MemoryType.Tensor:
             raise UnsupportedSchedule(f"`{op}` is a TMemStore but {op.output.name} is in {op.output.memory_type} "

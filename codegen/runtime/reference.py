@@ -6,6 +6,7 @@ values, so one reference serves every schedule of a fusion.
 from __future__ import annotations
 
 from ...model.fusion import Fusion
+from ...model.types import OpKind
 from .arrays import from_raw, to_raw
 
 UNARY = {
@@ -49,17 +50,17 @@ def reference(fusion: Fusion, inputs: list) -> list:
 
 
 def _apply(np, op, args):
-    if op.kind == "load_store":
+    if op.kind is OpKind.LOAD_STORE:
         return args[0].copy()
-    if op.kind == "unary":
+    if op.kind is OpKind.UNARY:
         with np.errstate(all="ignore"):
             return UNARY[op.name](np, args[0])
-    if op.kind == "binary":
+    if op.kind is OpKind.BINARY:
         with np.errstate(all="ignore"):
             return BINARY[op.name](np, *args)
-    if op.kind == "transpose":
+    if op.kind is OpKind.TRANSPOSE:
         return np.transpose(args[0], op.logical_map[0])
-    if op.kind == "broadcast":
+    if op.kind is OpKind.BROADCAST:
         shape = [1 if k is None else args[0].shape[k] for k in op.logical_map[0]]
         return args[0].reshape(shape)
     raise ValueError(f"no reference for op kind {op.kind!r}")

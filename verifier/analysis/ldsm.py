@@ -24,7 +24,7 @@ from ...model.ldsm_layout import (
     ELEMENT_BYTES, MATRICES, ROW_BYTES, at_lane, fragment, holder, lane_of, row_address, supplied_address, warp_start,
 )
 from ...model.tensor import TensorView
-from ...model.types import Direction, LoadStoreOpType, MemoryType
+from ...model.types import Direction, LoadStoreOpType, MemoryType, OpKind
 from ..access import AccessModel, build, var_name
 from ..context import Access, VerifyContext
 from ..findings import when_clause
@@ -67,7 +67,7 @@ def accesses(ctx: VerifyContext) -> list[Ldsm]:
     def make() -> list[Ldsm]:
         out = []
         for op in ctx.fusion.exprs:
-            if op.kind != "load_store" or op.op_type not in LDSM_OPS:
+            if op.kind is not OpKind.LOAD_STORE or op.op_type not in LDSM_OPS:
                 continue
             if op.op_type is LoadStoreOpType.LdMatrix:
                 acc = Access(op, Direction.LOAD, op.inputs[0], op.output, 0)

@@ -18,7 +18,7 @@ from ...model.indexing import linear_offset
 from ...model.lowerable import execution_order, loop_groups, nest, statement_path
 from ...model.tensor import TensorView
 from ...model.tma import is_tma_op
-from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
@@ -77,7 +77,7 @@ def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome |
     # Formal statement: exists w executing x's statement, r executing reader's statement with
     #   blockIdx(w) == blockIdx(r) and address_x(w) == address_read(r) and threadIdx(w) != threadIdx(r)
     if x.memory_type is not MemoryType.Shared or any(
-            op.op_type in COLLECTIVE for op in (x.definition, reader.definition) if op.kind == "load_store"):
+            op.op_type in COLLECTIVE for op in (x.definition, reader.definition) if op.kind is OpKind.LOAD_STORE):
         return None
     w = tensor_execution(x, ctx.block_dims).launched_apart(WRITER)
     r = tensor_execution(reader, ctx.block_dims)

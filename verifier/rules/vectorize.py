@@ -11,7 +11,7 @@ from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
-from ...model.types import LoadStoreOpType, MemoryType
+from ...model.types import LoadStoreOpType, MemoryType, OpKind
 from ...model.vectorize import VECTOR_BYTES, VectorOperand, unit_stride, vector_findings
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -30,7 +30,7 @@ def vector_operands(ctx: VerifyContext, tv: TensorView) -> tuple[list[VectorOper
     vector axis' index variable and width; None where tv has no plain vector statement."""
     axis = vector_axis(tv)
     op = tv.definition
-    if axis is None or (op.kind == "load_store" and op.op_type in FRAGMENT_OPS) or axis.static_extent is None:
+    if axis is None or (op.kind is OpKind.LOAD_STORE and op.op_type in FRAGMENT_OPS) or axis.static_extent is None:
         return None
     if MemoryType.Tensor in [tv.memory_type] + [t.memory_type for t in op.inputs]:
         return None  # a tcgen05 access: its Vectorize axis is the instruction's registers
