@@ -19,6 +19,8 @@ Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statement
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -38,7 +40,7 @@ from .statements import StatementBuilder
 from .syncs import insert_syncs
 from . import tmem
 
-KERNEL_NAME = "tileproof_kernel"
+KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart
 # load/store ops lowered as statements here (the tensor-memory ones in lower/tmem.py)
 LOWERED_OPS = tuple(t for t in lowerable.LOWERED_OP_TYPES if t not in tmem.TMEM_OP_TYPES)
 
@@ -135,7 +137,7 @@ def signature(st: Lowering) -> None:
         names[cls.index_var] = cls.var
     dims = block_dims(fusion)
     st.kernel = KernelIR(
-        name=KERNEL_NAME,
+        name=kernel_name(fusion.name),
         params=params,
         buffers=st.buffers,
         body=st.tree,
@@ -161,6 +163,11 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("tmem-alloc", tmem.allocate_and_fence),
     ("signature", signature),
 ]
+
+
+def kernel_name(fusion_name: str) -> str:
+    """`tp_<fusion name>` as a C identifier (other characters become '_')."""
+    return KERNEL_PREFIX + re.sub(r"\W", "_", fusion_name, flags=re.ASCII)
 
 
 def lower(fusion: Fusion, target: Target, *, until: str | None = None) -> Lowering:
