@@ -57,8 +57,8 @@ def random_inputs(fusion, sizes, torch):
     out = []
     for t in fusion.inputs:
         shape, dtype = _shape(t, sizes), getattr(torch, TORCH_DTYPES[t.dtype.name])
-        if dtype.is_floating_point:
-            values = (torch.randn(*shape, device="cuda") * 100).to(dtype)
+        if dtype.is_floating_point:  # |x| < ~50: exp stays clear of float32 overflow, where expf's
+            values = (torch.randn(*shape, device="cuda") * 10).to(dtype)  # last ulp decides inf or not
         else:  # small integers: no overflow in the ops, so the reference's rounding is exact
             values = torch.randint(-50, 50, shape, device="cuda", dtype=dtype)
         out.append(_laid_out(t, values, torch))
