@@ -86,7 +86,9 @@ class Expr:
         return self.op == op or any(a.has_op(op) for a in self.args)
 
     def __str__(self) -> str:
-        return str(to_sympy(self))
+        from .notation import expr_str  # noqa: PLC0415 - notation imports sympy only; avoids a cycle
+
+        return expr_str(self)
 
     def __repr__(self) -> str:
         return f"Expr({self})"

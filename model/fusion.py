@@ -206,6 +206,12 @@ class _AssumptionParser:
                    ast.Pow: lambda: a ** b}
             if type(node.op) in ops:
                 return ops[type(node.op)]()
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("ceil", "floor")
+                and len(node.args) == 1 and not node.keywords):  # ceil(a / b), as reports print it
+            inner = node.args[0]
+            q = (self.visit(inner.left) / self.visit(inner.right)
+                 if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div) else self.visit(inner))
+            return (sympy.ceiling if node.func.id == "ceil" else sympy.floor)(q)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.visit(node.operand)
         if isinstance(node, ast.Compare):

@@ -19,6 +19,7 @@ import sympy
 from .errors import ScheduleError
 from .expr import Expr, ceildiv, const, floordiv, mod, mul, to_sympy, try_int, xor, add
 from .types import IterType, ParallelType
+from .notation import user_str
 
 _uids = itertools.count()
 
@@ -69,7 +70,7 @@ class IterDomain:
 
     def label(self) -> str:
         """nvFuser-like: `TIDx{128}`, `i7{64}` (serial), `b3{1}` (broadcast)."""
-        ext = str(self.extent)
+        ext = user_str(self.extent)
         if self.parallel_type is not ParallelType.Serial:
             return f"{self.parallel_type.value}{{{ext}}}"
         prefix = "b" if self.is_broadcast else "i"

@@ -9,6 +9,7 @@ from typing import Iterable, Mapping
 
 from ..model.errors import InternalError, ScheduleError
 from ..model.fusion import Fusion
+from ..model.notation import user_str
 from ..model.targets import get_target
 from .context import VerifyContext, symbol_range
 from .diagnostics import Diagnostic, Report, Severity
@@ -45,7 +46,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
         report.diagnostics += found
     lo, hi = symbol_range()
     report.assumptions = ([f"{lo} <= {s} <= {hi}" for s in snap.symbols if s not in bind]
-                          + [str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()])
+                          + [user_str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()])
     report.tensors = summarize(ctx)
     report.launch = {str(p): str(e) for p, e in ctx.block_dims.items()}
     report.queries = ctx.queries

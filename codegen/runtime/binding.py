@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import sympy
 
 from ...model.expr import Expr, evaluate
+from ...model.notation import user_str
 from ...verifier.context import symbol_range
 from .arrays import ArrayInfo, describe
 from ..errors import InputError
@@ -111,7 +112,7 @@ def check_assumptions(assumptions: list[sympy.Basic], env: dict[str, int], symbo
         subs = {s: env[s.name] for s in a.free_symbols if s.name in env}
         if sympy.simplify(a.subs(subs)) is not sympy.true:
             sizes = ", ".join(f"{s.name} = {env[s.name]}" for s in a.free_symbols if s.name in env)
-            raise InputError(f"sizes {sizes} violate the assumption {a} under which the schedule was proved; "
+            raise InputError(f"sizes {sizes} violate the assumption {user_str(a)} under which the schedule was proved; "
                              f"use sizes that satisfy it")
 
 

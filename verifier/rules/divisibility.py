@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+import sympy
+
 from ...model.expr import Expr, const, mod
+from ...model.notation import user_str
 from ...model.global_layout import global_strides
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
@@ -123,9 +126,11 @@ def _prove_divides(ctx: VerifyContext, n: Expr, f: Expr):
 def _divisibility_hint(s: Split, sizes: dict[str, int]) -> str:
     if sizes:
         names = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
-        return (f"if every size you run satisfies it, state it: fusion.assume(\"{s.in_.extent} % {s.inner.extent} == 0\")"
+        claim = user_str(sympy.Eq(sympy.Mod(s.in_.extent, s.inner.extent), 0))
+        return (f"if every size you run satisfies it, state it: fusion.assume(\"{claim}\")"
                 f"; otherwise split {names} by a factor that always divides it")
-    return f"split by a factor that divides {s.in_.extent}, or pad the tensor to a multiple of {s.inner.extent}"
+    return (f"split by a factor that divides {user_str(s.in_.extent)}, or pad the tensor to a multiple of "
+            f"{user_str(s.inner.extent)}")
 
 
 def _global_view(ctx: VerifyContext, tv: TensorView):

@@ -1,0 +1,132 @@
+"""Sizes and assumptions printed the way a user writes them in Python.
+
+sympy's str() shows `Eq(Mod(M*N, 4), 0)` and `ceiling(ceiling(M*N/4)/128)`; reports, JSON and
+run-time errors show `M*N % 4 == 0` and `ceil(ceil(M*N / 4) / 128)` instead. One printer for
+every place a symbolic size reaches a user.
+"""
+
+from __future__ import annotations
+
+import random
+
+import sympy
+from sympy.printing.precedence import PRECEDENCE, precedence
+from sympy.printing.str import StrPrinter
+
+
+class _UserPrinter(StrPrinter):
+    def _operand(self, e, level: int) -> str:
+        text = self._print(e)
+        return f"({text})" if precedence(e) < level else text
+
+    def _print_Mod(self, e) -> str:
+        level = PRECEDENCE["Mul"]
+        return f"{self._operand(e.args[0], level)} % {self._operand(e.args[1], level + 1)}"
+
+    def _print_Equality(self, e) -> str:
+        return f"{self._print(e.lhs)} == {self._print(e.rhs)}"
+
+    def _print_Unequality(self, e) -> str:
+        return f"{self._print(e.lhs)} != {self._print(e.rhs)}"
+
+    def _print_Function(self, e) -> str:
+        if str(e.func) == "xor" and len(e.args) == 2:  # model/expr.py's XOR swizzle, as Python writes it
+            level = PRECEDENCE["Add"] - 1
+            return f"({self._operand(e.args[0], level)} ^ {self._operand(e.args[1], level)})"
+        return super()._print_Function(e)
+
+    def _print_Max(self, e) -> str:
+        return f"max({', '.join(self._print(a) for a in e.args)})"
+
+    def _quotient(self, arg) -> tuple[str, str] | None:
+        """(numerator, denominator) of a division, as the user wrote it, or None."""
+        num, den = sympy.fraction(sympy.together(arg))
+        if den == 1:
+            return None
+        level = PRECEDENCE["Mul"]
+        return self._operand(num, level), self._operand(den, level + 1)
+
+    def _print_ceiling(self, e) -> str:
+        q = self._quotient(e.args[0])
+        return f"ceil({q[0]} / {q[1]})" if q else f"ceil({self._print(e.args[0])})"
+
+    def _print_floor(self, e) -> str:
+        q = self._quotient(e.args[0])  # parenthesized: sympy ranks floor as a function, above *
+        return f"({q[0]} // {q[1]})" if q else f"floor({self._print(e.args[0])})"
+
+
+_PRINTER = _UserPrinter()
+
+# Python's binding strength of what an Expr op prints as (higher binds tighter)
+_LEVEL = {"add": 40, "mul": 50, "floordiv": 50, "mod": 50, "xor": 20}
+_INFIX = {"mul": "*", "floordiv": " // ", "mod": " % ", "xor": " ^ "}
+
+
+def expr_str(e) -> str:
+    """An index-algebra Expr as Python: sympy's simplified form where it keeps the value, else
+    printed from the Expr's own tree (sympy rewrites some nested Mod/floor terms wrongly)."""
+    from .expr import evaluate, to_sympy  # noqa: PLC0415 - expr imports this module lazily
+
+    simple = to_sympy(e)
+    names = sorted(e.free_vars())
+    rng = random.Random(len(names))
+    for _ in range(4):
+        env = {n: rng.randrange(1, 1000) for n in names}
+        try:
+            same = simple.subs({x: env[x.name] for x in simple.free_symbols}) == evaluate(e, env)
+        except (ZeroDivisionError, TypeError):
+            same = False
+        if not same:
+            return _expr(e)[0]
+    return user_str(simple)
+
+
+def _expr(e) -> tuple[str, int]:
+    op = e.op
+    if op == "const":
+        return str(e.value), (100 if e.value >= 0 else 45)
+    if op == "var":
+        return str(e.value), 100
+    if op == "ceildiv":
+        return f"ceil({_side(e.args[0], 50)} / {_side(e.args[1], 51)})", 100
+    if op == "max":
+        return f"max({', '.join(_expr(a)[0] for a in e.args)})", 100
+    level = _LEVEL[op]
+    if op == "add":
+        parts = [_side(e.args[0], level)]
+        for a in e.args[1:]:
+            if a.op == "const" and a.value < 0:
+                parts.append(f" - {-a.value}")
+            else:
+                parts.append(f" + {_side(a, level)}")
+        return "".join(parts), level
+    sep = _INFIX[op]
+    if op == "mul":  # a product reads (c % 128)*6, not c % 128*6 (the same to Python)
+        return sep.join(_side(a, level + 1 if a.op in ("mod", "floordiv") else level) for a in e.args), level
+    return sep.join([_side(e.args[0], level)] + [_side(a, level + 1) for a in e.args[1:]]), level
+
+
+def _side(e, level: int) -> str:
+    text, own = _expr(e)
+    return f"({text})" if own < level else text
+
+
+def user_str(e) -> str:
+    """`e` (sympy, int or anything sympify takes) as Python source a user would write."""
+    text = _PRINTER.doprint(sympy.sympify(e))
+    return text[1:-1] if _wrapped(text) else text
+
+
+def _wrapped(text: str) -> bool:
+    """Whether the first '(' closes at the last character."""
+    if not text.startswith("("):
+        return False
+    depth = 0
+    for k, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            return k == len(text) - 1
+    return False
+
+
+__all__ = ["expr_str", "user_str"]
