@@ -88,3 +88,15 @@ def test_an_undecided_bank_proof_is_a_warning_within_the_budget(monkeypatch):
     skipped = [d for d in report.diagnostics if "not analysed" in d.message]
     assert skipped and all(not d.is_error for d in skipped)
     assert report.ok
+
+
+def test_a_lane_beyond_the_block_is_no_conflict():
+    """swizzle_64b_padded_5_rows launches 20 threads: the rule blamed lane 22, which does not exist."""
+    from pathlib import Path
+
+    from tileproof.schedule_files import discover
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "valid" / "tma_smem.py"
+    case = next(c for c in discover([str(examples)]) if c.name == "swizzle_64b_padded_5_rows")
+    report = tp.verify(case.build(), case.target, rules=["SMEM-BANK-CONFLICT"])
+    assert not report.diagnostics, [d.message for d in report.diagnostics]

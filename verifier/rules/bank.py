@@ -105,8 +105,9 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int) -> I
     ranges = {**m.ranges, "other lane": const(32), "word 1": const(words), "word 2": const(words)}
     q = ctx.query(hint, ranges, timeout_ms=timeout_ms)
     same_phase = q.eq(floordiv(mod(tid, 32), lanes), floordiv(var("other lane"), lanes))
-    conflict = z3.And(
-        executes(q, m), executes(q, m, env), q.ne(mod(tid, 32), var("other lane")), same_phase,
+    conflict = z3.And(  # the other lane is a launched thread (a block of 20 threads has no lane 22)
+        executes(q, m), q.lt(other, m.block_threads), executes(q, m, env), q.ne(mod(tid, 32), var("other lane")),
+        same_phase,
         q.eq(mod(word1, BANKS), mod(word2, BANKS)), q.ne(word1, word2),
     )
     out = q.prove(z3.Not(conflict), values={"lane": mod(tid, 32), "other": var("other lane"), "address": addr,
