@@ -230,7 +230,7 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     }
 
 
-def _rerun_out_of_memory(results: list[dict], args, families) -> None:
+def _rerun_alone(results: list[dict], args, families) -> None:
     """A kernel refused for lack of device memory while other workers held theirs (each CUDA
     context keeps the local memory of the largest frame it launched), or a worker that died
     (host memory: each holds its arrays and reference), runs again alone."""
@@ -288,7 +288,7 @@ def main() -> None:
     finally:
         pool.close()
     if args.run:
-        _rerun_out_of_memory(results, args, families)
+        _rerun_alone(results, args, families)
     results.sort(key=lambda r: r["index"])
     summary = summarize(results, args, time.perf_counter() - start)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ wrong unless the reference itself is NaN there.
 from __future__ import annotations
 
 import itertools
+import math
 
 CANDIDATE_SIZES = (96, 128, 100, 256, 64, 1000, 1024, 2048, 33, 4096, 8192)  # tried in order per symbol
 MAX_ELEMENTS = 1 << 24  # per tensor, when choosing symbolic sizes: keeps a case's arrays small
@@ -34,7 +35,7 @@ def admitted_sizes(kernel) -> dict[str, int] | None:
     limit = MAX_ELEMENTS if symbols else MAX_FIXED_ELEMENTS
     for values in itertools.islice(itertools.product(CANDIDATE_SIZES, repeat=len(symbols)), 2000):
         sizes = dict(zip(symbols, values))
-        if any(_count(_shape(t, sizes)) > limit for t in tensors):
+        if any(math.prod(_shape(t, sizes)) > limit for t in tensors):
             continue
         try:
             kernel.launch_params_for(**sizes)
@@ -42,13 +43,6 @@ def admitted_sizes(kernel) -> dict[str, int] | None:
             continue
         return sizes
     return None
-
-
-def _count(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def random_inputs(fusion, sizes, torch):

@@ -321,10 +321,15 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
             ids=[a.id.name for a in ctx.allocations[x.name].allocated()], location=x.origin)
 
 
+def _private_to(x) -> tuple:
+    """The launch types whose indices separate instances of x's allocation: blocks own their
+    shared memory, threads their registers."""
+    return BLOCK_TYPES + (THREAD_TYPES if x.memory_type is MemoryType.Local else ())
+
+
 def _instance_keys(x) -> list:
     """x's loop IDs that name an instance of its allocation rather than an element of it."""
-    launched = BLOCK_TYPES + (THREAD_TYPES if x.memory_type is MemoryType.Local else ())
-    return [i for k, i in enumerate(x.loop) if i.parallel_type in DEVICE_TYPES + launched
+    return [i for k, i in enumerate(x.loop) if i.parallel_type in DEVICE_TYPES + _private_to(x)
             or (k < x.compute_at and i.parallel_type not in THREAD_TYPES + BLOCK_TYPES)]
 
 
@@ -369,8 +374,7 @@ def _instance(x, ex) -> list[Expr]:
     """The indices naming the allocation instance a point of x's statement writes into: its
     block (and, for registers, its thread), its device, its iteration of the loops left of
     the compute-at position."""
-    launched = BLOCK_TYPES + (THREAD_TYPES if x.memory_type is MemoryType.Local else ())
-    return ([ex.launch_index[t] for t in launched if t in ex.launch_index]
+    return ([ex.launch_index[t] for t in _private_to(x) if t in ex.launch_index]
             + [ex.env[i.uid] for i in _instance_keys(x) if i.parallel_type not in THREAD_TYPES + BLOCK_TYPES])
 
 
