@@ -17,6 +17,11 @@ from .registry import all_rules
 from .summary import summarize
 
 
+# rules whose error leaves the others nothing to prove: a split factor the kernel cannot be
+# given makes every size-quantified claim about a kernel that cannot exist (and slow to decide)
+GATES = ("SYMBOLIC-FACTOR",)
+
+
 def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = None,
            rules: Iterable[str] | None = None) -> Report:
     """Prove the schedule safe for every admitted size, or report why not.
@@ -33,8 +38,10 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     ctx = VerifyContext(snap, tgt, bind)
     wanted = _check_rules(rules)
     report = Report(fusion=snap.name, target=tgt.name, location=snap.origin)
-    for r in all_rules():
-        if wanted is not None and r.code not in wanted:
+    rules = [r for r in all_rules() if wanted is None or r.code in wanted]
+    for r in sorted(rules, key=lambda r: r.code not in GATES):
+        if any(d.code in GATES for d in report.errors):
+            report.rules_not_run.append(r.code)
             continue
         report.rules_run.append(r.code)
         try:
@@ -44,6 +51,10 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
         for d in found:
             d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
         report.diagnostics += found
+    if report.rules_not_run:
+        for d in report.errors:
+            d.notes.append(f"{len(report.rules_not_run)} other rules were not run: each proves its claim for "
+                           f"every size the kernel can be given, and this schedule cannot be given one")
     lo, hi = symbol_range()
     report.assumptions = ([f"{lo} <= {s} <= {hi}" for s in snap.symbols if s not in bind]
                           + [user_str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()])

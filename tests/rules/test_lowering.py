@@ -318,3 +318,18 @@ def test_inlined_tensor_whose_loop_domain_shrank():
                                         "changed after the inlining")
     with pytest.raises(NotLowered):
         lower(fusion.snapshot(), get_target("sm_90a"))
+
+
+def test_an_unknown_factor_is_reported_alone():
+    """With a split factor the kernel cannot be given, no other claim is about a kernel that
+    can exist: SYMBOLIC-FACTOR is reported and the other rules are listed as not run (they
+    took up to 2 s on fuzzed schedules with factor x + 1)."""
+    fusion, t1, t2 = copy([64, 32])
+    t1.split(0, "F")
+    t1.axis(0).parallelize(P.TIDx)  # t2 reads other threads' registers: THREAD-VISIBILITY alone
+    report = tp.verify(fusion)
+    assert report.codes == ["SYMBOLIC-FACTOR"]
+    assert "THREAD-VISIBILITY" in report.rules_not_run and report.rules_run == ["SYMBOLIC-FACTOR"]
+    assert "other rules were not run" in str(report.errors[0].notes)
+    fusion.symbol("F")
+    assert "THREAD-VISIBILITY" in tp.verify(fusion).codes

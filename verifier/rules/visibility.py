@@ -79,6 +79,12 @@ def _repeated(tv: TensorView, types) -> bool:
     return False
 
 
+def _pinned(tv: TensorView, p: ParallelType) -> bool:
+    """tv's statement runs at index 0 of p only: a single-writer predicate (execution.py)."""
+    single = tv.memory_type is MemoryType.Global or (tv.memory_type is MemoryType.Shared and p in THREAD_TYPES)
+    return single and p not in bound_types(tv)
+
+
 def _same_by_construction(op: Op, k: int, types) -> bool:
     """Each launch index of the consumer is, as a function of the element it reads, the
     producer's index of that element: the two bound IDs have one and the same index
@@ -98,6 +104,8 @@ def _same_by_construction(op: Op, k: int, types) -> bool:
         read.append(element[src] if mapped else var(f"{consumer.name} logical {j}"))
     fwd_p, fwd_c = indices_from_logical(producer, element), indices_from_logical(consumer, read)
     for p in types:
+        if _pinned(producer, p) and _pinned(consumer, p):
+            continue  # both sides run at index 0 of p only (single writer)
         ip = next((i for i in producer.loop if i.parallel_type is p and not i.is_broadcast), None)
         ic = [i for i in consumer.loop if i.parallel_type is p and not i.is_broadcast]
         if ip is None or not ic or ip.uid not in fwd_p or ic[0].uid not in fwd_c:
@@ -105,6 +113,23 @@ def _same_by_construction(op: Op, k: int, types) -> bool:
         if fwd_p[ip.uid] != fwd_c[ic[0].uid]:
             return False
     return True
+
+
+def _witness(op: Op, k: int, r: TensorExecution, w: TensorExecution) -> dict[str, Expr] | None:
+    """A writer point for each reader point, where the producer's loop nest lines up with the
+    consumer's (same extents, position by position, as propagate_transforms leaves them): the
+    writer's launch indices are the reader's, its loop counters the reader's at that position."""
+    producer, consumer = op.inputs[k], op.output
+    names: dict[str, Expr] = {p.cuda_name: var(p.cuda_name) for p in LAUNCH_TYPES}
+    names = {WRITER + n: e for n, e in names.items()}
+    for j, i in enumerate(producer.loop):
+        e = w.env[i.uid]
+        if e.op != "var" or e.value in names:
+            continue
+        if j >= len(consumer.loop) or consumer.loop[j].extent_expr != i.extent_expr:
+            return None
+        names[e.value] = r.env[consumer.loop[j].uid]
+    return names
 
 
 def _all(q, facts: list):
@@ -160,6 +185,17 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     if address:
         same.append(q.eq(address[1], address[0]))
     repeated = _repeated(producer, types)
+    if repeated and (witness := _witness(op, k, r, w)) is not None:
+        # one writer named as a function of the reader: proving it writes the element read
+        # (quantifier-free) proves the existential below; if it does not, z3 searches for one
+        ww = w.renamed(witness)
+        wq = ctx.query(hint + [e for c in ww.conds for e in (c.lhs, c.rhs)] + ww.written_logical(), r.ranges)
+        named = _all(wq, [wq.holds(c) for c in ww.conds] + [wq.eq(a, b) for a, b in zip(
+            ww.written_logical(), read)] + [wq.eq(ww.launch_index[p], r.launch_index[p]) for p in types]
+            + ([wq.eq(linear_offset(ctx.allocations[producer.name].strides(), ww.indices), address[0])]
+               if address and ctx.allocations[producer.name].strides() else []))
+        if wq.prove(z3.Implies(_all(wq, [wq.holds(c) for c in r.conds]), named), values=values).proved:
+            return Proof(Outcome(Verdict.PROVED), repeated, axes, address)
     if not repeated:
         out = q.prove(z3.Implies(z3.And(reader_runs, writes), _all(q, same)),
                       values={**values, **writer_values})
