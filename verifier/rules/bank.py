@@ -20,8 +20,8 @@ from ..solver import Outcome, Verdict
 from ..diagnostics import Severity
 
 BANKS = 32
-BANK_TIMEOUT_MS = 500  # a warning's proof per access, and the rule's whole budget: a verify
-BANK_BUDGET_S = 0.6  # stays well under 1 s; what is left unproved is "not analysed"
+BANK_TIMEOUT_MS = 250  # a warning's proof per access, and the rule's whole budget: a verify
+BANK_BUDGET_S = 0.3  # stays well under 1 s; what is left unproved is "not analysed"
 
 
 def phase_lanes(width_bytes: int) -> int:
