@@ -30,6 +30,7 @@ class Expectation:
     messages: tuple[str, ...] = ()
 
     def describe(self) -> str:
+        """`ACCEPTED`, or `REJECTED (CODE, ...)`, as the verify command prints an expectation."""
         return "ACCEPTED" if self.ok else f"REJECTED ({', '.join(self.codes)})"
 
     def mismatches(self, report, allocation_of: Callable[[str, str], Any]) -> list[str]:

@@ -54,7 +54,11 @@ def _shown(e: Expr):
 
 
 class Kernel:
-    """A compiled kernel for one verified schedule and target."""
+    """A compiled kernel for one verified schedule and target (what tp.compile returns):
+    `cuda_source`, `cubin`, `name`, `launch_params`, the `report` that accepted it, `verified`
+    (False only for tileproof.testing.compile_unverified), and `run` / `benchmark` to launch it.
+
+        kernel = tp.compile(fusion, target="sm_90a"); (out,) = kernel.run(x)"""
 
     def __init__(self, fusion: Fusion, report: Report, target: Target, ir: KernelIR, source: str, cubin: bytes):
         self.fusion = fusion
@@ -75,6 +79,8 @@ class Kernel:
 
     @property
     def launch_params(self) -> LaunchParams:
+        """Grid, block and dynamic shared-memory bytes, as sympy expressions of the extent
+        symbols where they depend on sizes (launch_params_for gives them at concrete sizes)."""
         ir = self.ir
         return LaunchParams(tuple(map(_shown, ir.grid)), tuple(map(_shown, ir.block)), _shown(ir.smem_bytes))
 
@@ -214,7 +220,7 @@ class Kernel:
             elif p.kind is ParamKind.TENSOR_MAP:
                 args.append((self._tensor_map(maps[p.name], arrays[p.tensor].ptr, bound.env), None))
             else:
-                args.append((bound.env.get(p.symbol, 0), ctypes.c_uint64))
+                args.append((bound.env.get(p.symbol, 0), ctypes.c_uint32 if p.ctype == "unsigned" else ctypes.c_uint64))
         return args
 
 

@@ -31,6 +31,10 @@ SHARED: dict[MemoryType, tuple[ParallelType, ...]] = {
 
 @dataclass(frozen=True)
 class AllocatedId:
+    """One row of an allocation table: IterDomain `id`, whether it is `allocated`, the `rule` that
+    decided ("distributed", "shared", "compute-at", "trivial" for extent 1, "global") with its
+    `reason` in words, and for tensor memory the `side` ("lane" or "column")."""
+
     id: IterDomain
     allocated: bool
     rule: str  # "distributed", "shared", "compute-at", "trivial", "global"
@@ -39,31 +43,44 @@ class AllocatedId:
 
     @property
     def extent_expr(self) -> Expr:
+        """The extent this row contributes to the allocation: the IterDomain's when allocated, else 1."""
         return self.id.extent_expr if self.allocated and self.rule != "trivial" else const(1)
 
 
 @dataclass(frozen=True)
 class Allocation:
+    """What is allocated for `tensor` (tp.allocation(tv) returns it): one AllocatedId per IterDomain
+    of its allocation domain in `ids`, and the sizes that follow, as ints (sympy expressions of
+    the fusion's symbols when they depend on sizes).
+
+        tp.allocation(t1).bytes   # 4194304"""
+
     tensor: TensorView
     ids: tuple[AllocatedId, ...]
 
     @property
     def memory(self) -> MemoryType:
+        """The tensor's memory type."""
         return self.tensor.memory_type
 
     def allocated(self, side: str | None = None) -> list[AllocatedId]:
+        """The rows that occupy memory (allocated, extent not 1), outermost first; `side`
+        ("lane" / "column") keeps one side of a tensor-memory allocation."""
         return [a for a in self.ids if a.allocated and a.rule != "trivial" and (side is None or a.side == side)]
 
     @property
     def num_elements_expr(self) -> Expr:
+        """num_elements in the index algebra (an Expr)."""
         return product([a.id.extent_expr for a in self.allocated()])
 
     @property
     def bytes_expr(self) -> Expr:
+        """bytes in the index algebra (an Expr)."""
         return self.num_elements_expr * self.tensor.dtype.bytes
 
     @property
     def lanes_expr(self) -> Expr:
+        """The tensor-memory lanes in the index algebra: the product of the lane-side extents."""
         return product([a.id.extent_expr for a in self.allocated("lane")])
 
     @property
@@ -75,18 +92,23 @@ class Allocation:
     # user-facing values: ints when concrete, sympy otherwise
     @property
     def num_elements(self):
+        """Elements allocated: the product of the allocated extents (per thread for registers,
+        per block for shared and tensor memory, whole for global tensors)."""
         return _value(self.num_elements_expr)
 
     @property
     def bytes(self):
+        """num_elements times the element size."""
         return _value(self.bytes_expr)
 
     @property
     def lanes(self):
+        """Tensor-memory lanes used (at most 128: TMEM-LANES); None for other memory types."""
         return _value(self.lanes_expr) if self.memory is MemoryType.Tensor else None
 
     @property
     def columns(self):
+        """32-bit tensor-memory columns used, before rounding (TMEM-COLUMNS); None for other memory types."""
         return _value(self.columns_expr) if self.memory is MemoryType.Tensor else None
 
     @property

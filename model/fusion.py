@@ -36,7 +36,14 @@ class Op:
 
 
 class Fusion:
-    """Use as a context manager: tensors and ops created inside belong to it."""
+    """A small dataflow of tensors (nvFuser's Fusion; the `with` block plays FusionGuard): tensors
+    and ops created inside `with fusion:` belong to it. `name` names the kernel (tp_<name>);
+    `assume` states facts about symbolic extents; `inputs`, `outputs`, `tensors`, `exprs` and
+    `symbols` describe it.
+
+        with tp.Fusion("copy") as fusion:
+            t0 = tp.make_contig_tensor(1); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)"""
 
     def __init__(self, name: str | None = None):
         self.name = name or "fusion"

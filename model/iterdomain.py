@@ -82,15 +82,18 @@ class IterDomain:
 
 @dataclass(frozen=True, eq=False)
 class Transform(abc.ABC):
-    """Base class. `inputs` and `outputs` are IterDomains."""
+    """Base class of Split, Merge and Swizzle (frozen): `inputs` and `outputs` are IterDomains,
+    `forward` and `backward` carry indices across the transform."""
 
     @property
     @abc.abstractmethod
-    def inputs(self) -> tuple[IterDomain, ...]: ...
+    def inputs(self) -> tuple[IterDomain, ...]:
+        """The IterDomains the transform consumes (towards the logical domain)."""
 
     @property
     @abc.abstractmethod
-    def outputs(self) -> tuple[IterDomain, ...]: ...
+    def outputs(self) -> tuple[IterDomain, ...]:
+        """The IterDomains the transform produces (towards the loop domain)."""
 
     @abc.abstractmethod
     def forward(self, idx: Mapping[IterDomain, Expr]) -> dict[IterDomain, Expr]:
@@ -104,7 +107,8 @@ class Transform(abc.ABC):
 @dataclass(frozen=True, eq=False)
 class Split(Transform):
     """`in = outer * inner_extent + inner`. An inner split fixes the inner extent to
-    `factor`, an outer split fixes the outer extent to `factor`."""
+    `factor`, an outer split fixes the outer extent to `factor`. Recorded by TensorView.split
+    (nvFuser's Split expression); `in_`, `outer`, `inner`, `factor`, `inner_split` are its fields."""
 
     in_: IterDomain
     outer: IterDomain
@@ -134,6 +138,9 @@ class Split(Transform):
 
     @staticmethod
     def make(in_: IterDomain, factor: Expr, inner_split: bool, origin: str | None) -> "Split":
+        """A split of `in_` by `factor` with fresh outputs (ceildiv(extent, factor) and factor, or
+        the other way round for an outer split); `origin` is the user's file:line. TensorView.split
+        calls it; it does not touch any tensor."""
         n = in_.extent_expr
         if inner_split:
             outer_ext, inner_ext = ceildiv(n, factor), factor
@@ -158,7 +165,8 @@ class Split(Transform):
 
 @dataclass(frozen=True, eq=False)
 class Merge(Transform):
-    """`out = outer * inner_extent + inner`."""
+    """`out = outer * inner_extent + inner`. Recorded by TensorView.merge (nvFuser's Merge
+    expression); `outer`, `inner`, `out` are its fields."""
 
     outer: IterDomain
     inner: IterDomain
@@ -184,6 +192,8 @@ class Merge(Transform):
 
     @staticmethod
     def make(outer: IterDomain, inner: IterDomain, origin: str | None) -> "Merge":
+        """A merge of `outer` and `inner` into a fresh IterDomain of extent outer x inner;
+        `origin` is the user's file:line. TensorView.merge calls it; it does not touch any tensor."""
         it = IterType.Broadcast if outer.is_broadcast and inner.is_broadcast else IterType.Iteration
         t = Merge(outer, inner, IterDomain(mul(outer.extent_expr, inner.extent_expr), iter_type=it, origin=origin))
         t.out.definition = t
@@ -192,7 +202,8 @@ class Merge(Transform):
 
 @dataclass(frozen=True, eq=False)
 class Swizzle(Transform):
-    """XOR swizzle `(x, y) -> (x, x ^ y)`; its own inverse."""
+    """XOR swizzle `(x, y) -> (x, x ^ y)`; its own inverse. Recorded by TensorView.swizzle
+    (nvFuser's Swizzle expression); `x_in`, `y_in`, `x_out`, `y_out` are its fields."""
 
     x_in: IterDomain
     y_in: IterDomain
@@ -220,6 +231,8 @@ class Swizzle(Transform):
 
     @staticmethod
     def make(x: IterDomain, y: IterDomain, origin: str | None) -> "Swizzle":
+        """An XOR swizzle of `x` and `y` with fresh outputs of the same extents; `origin` is the
+        user's file:line. TensorView.swizzle calls it; it does not touch any tensor."""
         t = Swizzle(
             x, y, IterDomain(x.extent_expr, origin=origin), IterDomain(y.extent_expr, origin=origin)
         )

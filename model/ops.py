@@ -64,6 +64,10 @@ def make_tensor(shape: Sequence, contiguity=None, dtype=float32) -> TensorView:
 
 
 def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorView:
+    """A contiguous tensor of constant extents (positive ints; extent 1 is a broadcast axis) in
+    the active fusion. nvFuser: makeContigConcreteTensor(shape, dtype).
+
+        t0 = tp.make_contig_concrete_tensor([1024, 64], dtype=tp.bfloat16); fusion.add_input(t0)"""
     shape = _check_shape("make_contig_concrete_tensor", shape)
     _check_dtype("make_contig_concrete_tensor", dtype)
     for s in shape:
@@ -73,6 +77,10 @@ def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorVi
 
 
 def make_contig_tensor(ndims: int, dtype=float32) -> TensorView:
+    """A contiguous tensor of `ndims` symbolic extents, named T<n>_0, T<n>_1, ... (sizes the
+    proofs quantify over) in the active fusion. nvFuser: makeContigTensor(ndims, dtype).
+
+        t0 = tp.make_contig_tensor(2)   # extents T0_0, T0_1"""
     if isinstance(ndims, bool) or not isinstance(ndims, int) or ndims < 0:
         raise ScheduleError(f"make_contig_tensor: ndims must be a non-negative int, got {ndims!r}")
     _check_dtype("make_contig_tensor", dtype)
@@ -95,6 +103,11 @@ def _check_tv(op: str, tv, arg: str = "tv") -> TensorView:
 
 
 def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set) -> TensorView:  # noqa: A001 - nvFuser's name
+    """A copy of `tv` (a new tensor of the same shape and dtype); `op` (tp.LoadStoreOpType)
+    names the instruction the copy becomes: Set, TMA, LdMatrix, StMatrix, TMemLoad, TMemStore.
+    nvFuser: set(tv) and LoadStoreOp.
+
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)   # global -> shared by TMA"""
     _check_tv("set", tv)
     if not isinstance(op, LoadStoreOpType):
         raise wrong_enum("set", "op", LoadStoreOpType, op)
@@ -105,6 +118,10 @@ def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set) -> TensorView
 
 
 def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
+    """A copy of `tv` with logical axes dim0 and dim1 swapped (negative counts from the end).
+    nvFuser: transpose(tv, dim0, dim1).
+
+        t1 = tp.transpose(t0, 0, 1)   # [M, N] -> [N, M]"""
     _check_tv("transpose", tv)
     n = len(tv.logical)
     for arg, d in (("dim0", dim0), ("dim1", dim1)):
@@ -121,6 +138,10 @@ def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
 
 
 def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
+    """A copy of `tv` with new broadcast axes (extent 1) where `is_broadcast_dim` is True; the
+    False entries take tv's axes in order. nvFuser: broadcast(tv, is_broadcast_dim).
+
+        t1 = tp.broadcast(t0, [False, True])   # [N] -> [N, b1], to add to an [N, K] tensor"""
     _check_tv("broadcast", tv)
     if not isinstance(is_broadcast_dim, (list, tuple)) or not all(isinstance(f, bool) for f in is_broadcast_dim):
         raise ScheduleError(f"broadcast: is_broadcast_dim must be a list of True / False, one per output axis, "

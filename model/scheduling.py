@@ -30,6 +30,12 @@ def _listed(arg: str, values, element: str) -> list:
 
 
 def propagate_transforms(ref: TensorView) -> None:
+    """Replay ref's splits, merges and swizzles on every other tensor of its fusion, on the axes
+    that map to ref's, then order each loop domain like ref's (best effort: a tensor without an
+    axis a transform needs keeps its own). Parallel types are not copied: parallelize_all_like
+    does that. nvFuser: TransformPropagator over MaxLogicalDomainInfoSpanningTree.
+
+        t2.split(0, 128); tp.propagate_transforms(t2); tp.parallelize_all_like(t2)"""
     _check_ref("propagate_transforms", ref)
     fusion = ref.fusion
     idmap = IdMap(fusion)
@@ -67,7 +73,11 @@ def _replay(idmap: IdMap, ref: TensorView, tv: TensorView) -> None:
 
 def parallelize_all_like(ref: TensorView, parallel_types: Iterable[ParallelType] | None = None,
                          tensors: Iterable[TensorView] | None = None) -> None:
-    """Copy ref's parallel types onto the mapped loop IDs of the other tensors."""
+    """Copy ref's parallel types onto the loop IDs of other tensors that map to ref's loop IDs.
+    `parallel_types`: only these types (default all); `tensors`: only these tensors (default every
+    tensor of the fusion). nvFuser: scheduler_utils::parallelizeAllLike.
+
+        t2.axis(0).parallelize(tp.ParallelType.BIDx); tp.parallelize_all_like(t2)"""
     _check_ref("parallelize_all_like", ref)
     listed_types = [] if parallel_types is None else _listed("parallel_types", parallel_types, "tp.ParallelType")
     for p in listed_types:

@@ -10,6 +10,13 @@ from .errors import ScheduleError
 
 @dataclass(frozen=True)
 class Target:
+    """A GPU architecture as the verifier sees it: the limits its rules check (threads and block
+    dimensions, shared memory per block with and without opting in, tensor-memory lanes and
+    columns, TMA). tp.TARGETS holds the two known ones, "sm_90a" (H100/H200) and "sm_100a"
+    (Blackwell); everything that takes a target also takes its name.
+
+        tp.get_target("sm_100a").tmem_columns   # 512"""
+
     name: str
     compute_capability: tuple[int, int]
     warp_size: int = 32
@@ -25,6 +32,7 @@ class Target:
 
     @property
     def has_tmem(self) -> bool:
+        """Whether the target has tensor memory (tcgen05): sm_100a yes, sm_90a no."""
         return self.tmem_lanes > 0
 
     def __str__(self) -> str:
@@ -37,6 +45,10 @@ TARGETS = {t.name: t for t in (SM90A, SM100A)}
 
 
 def get_target(target) -> Target:
+    """The Target named `target` ("sm_90a" or "sm_100a"), or `target` itself when it is one;
+    ScheduleError for anything else.
+
+        tp.get_target("sm_90a").smem_bytes_per_block   # 232448"""
     if isinstance(target, Target):
         return target
     if isinstance(target, str) and target in TARGETS:

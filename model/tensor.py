@@ -279,7 +279,10 @@ class TensorView:
 
     # -- caching ----------------------------------------------------------------------
     def cache_after(self, op: LoadStoreOpType = LoadStoreOpType.Set) -> "TensorView":
-        """A new tensor reading this one; every former consumer now reads the new one."""
+        """A new tensor that copies this one with `op` (tp.LoadStoreOpType); every former consumer
+        of this tensor now reads the new one, which is returned. nvFuser: TensorView::cacheAfter(op).
+
+            t1 = t0.cache_after(tp.LoadStoreOpType.TMA)   # t0 -> t1 -> t0's consumers"""
         from .ops import set as set_op
 
         if not isinstance(op, LoadStoreOpType):
@@ -292,7 +295,10 @@ class TensorView:
         return new
 
     def cache_before(self, op: LoadStoreOpType = LoadStoreOpType.Set) -> "TensorView":
-        """A new tensor written by this one's definition; this one becomes a copy of it."""
+        """A new tensor that this tensor's definition now writes; this tensor becomes a copy of it
+        with `op` (tp.LoadStoreOpType). Returns the new tensor. nvFuser: TensorView::cacheBefore(op).
+
+            t1 = t2.cache_before()   # producer -> t1 -> t2 (t2 = set(t1))"""
         from .ops import redirect_definition
 
         if not isinstance(op, LoadStoreOpType):

@@ -58,26 +58,32 @@ class TmaDim:
 
     @property
     def box(self) -> int | sympy.Expr:
+        """Box size (boxDim of cuTensorMapEncodeTiled): elements one copy spans on this dimension."""
         return _public(self.box_expr)
 
     @property
     def tile(self) -> int | sympy.Expr:
+        """Elements one copy moves on this dimension: ceil(box / element_stride)."""
         return _public(self.tile_expr)
 
     @property
     def element_stride(self) -> int | sympy.Expr:
+        """The step between the elements the copy moves (elementStrides, 1 for a dense tile)."""
         return _public(self.element_stride_expr)
 
     @property
     def size(self) -> int | sympy.Expr:
+        """The tensor's size on this dimension (globalDim)."""
         return _public(self.size_expr)
 
     @property
     def stride_bytes(self) -> int | sympy.Expr:
+        """The global stride in bytes (globalStrides; the element size for the innermost dimension)."""
         return _public(self.stride_bytes_expr)
 
     @property
     def stride_elements(self) -> int | sympy.Expr:
+        """The global stride in elements."""
         return _public(self.stride_elements_expr)
 
 
@@ -98,14 +104,18 @@ class TmaInfo:
 
     @property
     def ok(self) -> bool:
+        """Whether the TMA could be inferred (no `problems`)."""
         return not self.problems
 
     @property
     def bytes_per_transfer_expr(self) -> Expr:
+        """bytes_per_transfer in the index algebra (an Expr)."""
         return mul(product([d.tile_expr for d in self.dims]), self.gmem.dtype.bytes)
 
     @property
     def bytes_per_transfer(self) -> int | sympy.Expr:
+        """Bytes one copy moves: the product of the tiles times the element size (the mbarrier's
+        transaction count for a load)."""
         return _public(self.bytes_per_transfer_expr)
 
     def id_map(self) -> dict[str, IterDomain]:

@@ -9,6 +9,16 @@ from .errors import ScheduleError
 
 
 class ParallelType(enum.Enum):
+    """What a loop axis is bound to (nvFuser's ParallelType), set with `IterDomain.parallelize`.
+
+    Serial: a for loop (the default). BIDx/BIDy/BIDz: blockIdx.x/y/z. TIDx/TIDy/TIDz:
+    threadIdx.x/y/z. DIDx/DIDy/DIDz: devices (the allocation rules model them, but
+    LOWERING-SUPPORTED rejects them: tileproof emits single-GPU kernels). Vectorize: one 2-,
+    4-, 8- or 16-byte access (or one tcgen05 / ldmatrix register run). Unroll: a fully
+    unrolled loop. Bulk: the tile axes of a TMA copy, moved by one cp.async.bulk.tensor.
+
+        tv.axis(0).parallelize(tp.ParallelType.BIDx)"""
+
     Serial = "Serial"
     BIDx = "BIDx"
     BIDy = "BIDy"
@@ -25,18 +35,23 @@ class ParallelType(enum.Enum):
 
     @property
     def is_thread(self) -> bool:
+        """Whether this is a thread index: TIDx, TIDy or TIDz (nvFuser's isParallelTypeThreadDim)."""
         return self in THREAD_TYPES
 
     @property
     def is_block(self) -> bool:
+        """Whether this is a block index: BIDx, BIDy or BIDz (nvFuser's isParallelTypeBlockDim)."""
         return self in BLOCK_TYPES
 
     @property
     def is_device(self) -> bool:
+        """Whether this is a device index: DIDx, DIDy or DIDz (nvFuser's isParallelTypeDeviceDim)."""
         return self in DEVICE_TYPES
 
     @property
     def cuda_name(self) -> str:
+        """The CUDA variable of a thread or block index (`threadIdx.x`, `blockIdx.y`); the
+        member's name for the other types."""
         return _CUDA_NAMES.get(self, self.value)
 
     def __str__(self) -> str:
@@ -57,6 +72,14 @@ _CUDA_NAMES = {
 
 
 class MemoryType(enum.Enum):
+    """Where a tensor lives (nvFuser's MemoryType), set with `TensorView.set_memory_type`.
+
+    Global: device memory (fusion inputs and outputs). Shared: the block's shared memory.
+    Local: registers of one thread (the default for intermediates). Tensor: Blackwell tensor
+    memory (sm_100a), 128 lanes x 512 32-bit columns per block.
+
+        t1.set_memory_type(tp.MemoryType.Shared)"""
+
     Global = "Global"
     Shared = "Shared"
     Local = "Local"
@@ -67,11 +90,16 @@ class MemoryType(enum.Enum):
 
 
 class IterType(enum.Enum):
+    """The kind of an IterDomain (nvFuser's IterType): Iteration, or Broadcast for an axis of
+    extent 1 that stretches to its partner's extent in a binary op (`IterDomain.is_broadcast`)."""
+
     Iteration = "Iteration"
     Broadcast = "Broadcast"
 
 
 class SwizzleType(enum.Enum):
+    """The swizzles `TensorView.swizzle` applies (nvFuser's SwizzleType): XOR, (x, y) -> (x, x ^ y)."""
+
     XOR = "XOR"
 
 
@@ -104,6 +132,17 @@ ARITHMETIC = (OpKind.UNARY, OpKind.BINARY)
 
 
 class LoadStoreOpType(enum.Enum):
+    """The instruction a copy (`tp.set(tv, op=...)`, `cache_after`, `cache_before`) becomes
+    (nvFuser's LoadStoreOpType).
+
+    Set: plain loads and stores (vectorized where a Vectorize axis says so). TMA:
+    cp.async.bulk.tensor between global and shared memory (a load or a store). LdMatrix /
+    StMatrix: ldmatrix / stmatrix between shared memory and registers. TMemLoad / TMemStore:
+    tcgen05.ld / tcgen05.st between tensor memory and registers (sm_100a). CpAsync: verified but
+    not lowered yet (LOWERING-SUPPORTED rejects it).
+
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)"""
+
     Set = "Set"
     TMA = "TMA"
     LdMatrix = "LdMatrix"
@@ -115,6 +154,10 @@ class LoadStoreOpType(enum.Enum):
 
 @dataclass(frozen=True)
 class DataType:
+    """An element type: its `name` ("float32"), size in `bytes` and the `cuda` type that stores it.
+    The public ones are tp.float32, float64, float16, bfloat16, int8, int32 and int64; functions
+    that take a dtype also accept the name as a string."""
+
     name: str
     bytes: int
     cuda: str

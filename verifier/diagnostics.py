@@ -8,6 +8,9 @@ from typing import Any
 
 
 class Severity(enum.Enum):
+    """How bad a Diagnostic is: ERROR rejects the schedule; WARNING (performance rules such as
+    SMEM-BANK-CONFLICT, REGISTER-BUDGET) is reported on an accepted schedule."""
+
     ERROR = "error"
     WARNING = "warning"
 
@@ -36,6 +39,7 @@ class Diagnostic:
 
     @property
     def is_error(self) -> bool:
+        """Whether the severity is ERROR (the schedule is rejected)."""
         return self.severity is Severity.ERROR
 
 
@@ -60,6 +64,14 @@ class TensorSummary:
 
 @dataclass
 class Report:
+    """What tp.verify returns: every Diagnostic of every rule that ran (`diagnostics`; `ok` when
+    none is an error), the fusion and target, a summary of each tensor (`tensors`), the
+    `assumptions` the proofs used, the `launch` dimensions, `rules_run` / `rules_not_run`, and
+    the z3 `queries` and `seconds` spent. Truthy when ok. tileproof.reports renders it
+    (terminal, JSON, HTML).
+
+        report = tp.verify(fusion, target="sm_90a"); print(report.ok, report.codes)"""
+
     fusion: str
     target: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -74,18 +86,22 @@ class Report:
 
     @property
     def errors(self) -> list[Diagnostic]:
+        """The diagnostics of severity ERROR."""
         return [d for d in self.diagnostics if d.severity is Severity.ERROR]
 
     @property
     def warnings(self) -> list[Diagnostic]:
+        """The diagnostics of severity WARNING."""
         return [d for d in self.diagnostics if d.severity is Severity.WARNING]
 
     @property
     def ok(self) -> bool:
+        """Whether the schedule is accepted: no error (warnings allowed)."""
         return not self.errors
 
     @property
     def codes(self) -> list[str]:
+        """The sorted, distinct rule codes of the errors (`["SMEM-CAPACITY"]`)."""
         return sorted({d.code for d in self.errors})
 
     def __bool__(self) -> bool:
