@@ -206,6 +206,7 @@ class KernelIR:
     header: list[str] = field(default_factory=list)  # the fusion's ops, one per line
     tensor_maps: list[TensorMap] = field(default_factory=list)
     mbarriers: list[MBarrier] = field(default_factory=list)
+    index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
 
 
 # -- tensor memory (sm_100a) ----------------------------------------------------------------------

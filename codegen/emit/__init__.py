@@ -16,7 +16,7 @@ from typing import Callable
 from ...model.errors import InternalError
 from ...model.expr import const
 from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType
-from .cuda_expr import to_cuda
+from .cuda_expr import INDEX_TYPES, to_cuda
 from . import ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, Compute, Cond, KernelIR, Loop, LoopKind, MatrixCopy, Operand, ParamKind, Sync, TmaCopy,
                  TmaWait, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
@@ -122,7 +122,7 @@ class _Emitter:
         self.ir = ir
 
     def x(self, expr) -> str:
-        return to_cuda(expr, self.ir.names, cast=False)
+        return to_cuda(expr, self.ir.names, cast=False, bits=self.ir.index_bits)
 
     def launch_bounds(self) -> str:
         from ...model.expr import product, try_int
@@ -172,7 +172,7 @@ class _Emitter:
         if n.extent == const(1):  # its index is 0 wherever it is used
             return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
         head = [f"{pad}#pragma unroll"] if n.kind is LoopKind.UNROLL else []
-        head.append(f"{pad}for (unsigned long long {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
+        head.append(f"{pad}for ({INDEX_TYPES[self.ir.index_bits]} {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
         return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
 
     def sync(self, n: Sync, depth: int) -> list[str]:

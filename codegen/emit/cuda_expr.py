@@ -1,5 +1,6 @@
 """The C++ renderer of the index algebra: the same Expr trees the verifier proved,
-printed as CUDA C++ (64-bit unsigned arithmetic: every index is non-negative)."""
+printed as CUDA C++ (unsigned arithmetic, 64-bit or where proved enough 32-bit: every index
+is non-negative)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,17 @@ def _max(args: list[str]) -> str:
     return out
 
 
-def to_cuda(e: Expr, names: Mapping[str, str] | None = None, *, cast: bool = True) -> str:
+def to_cuda(e: Expr, names: Mapping[str, str] | None = None, *, cast: bool = True, bits: int = 64) -> str:
     """C++ text of e; `names` maps algebra variables (threadIdx.x, T2.i7, N) to C++ identifiers.
-    cast=False leaves variables bare, for callers whose variables are already 64-bit unsigned
-    (or small builtins such as threadIdx.x, which the 64-bit constants promote)."""
+    cast=False leaves variables bare, for callers whose variables are already unsigned of the
+    width `bits` (or small builtins such as threadIdx.x, which the constants promote). bits=32
+    only where codegen/lower/index_width.py proved every value below 2^32."""
     if e.op == "const":
-        return f"{e.value}ULL"
+        return f"{e.value}{'U' if bits == 32 else 'ULL'}"
     if e.op == "var":
         name = e.value if names is None else names.get(e.value, e.value)  # type: ignore[arg-type]
-        return f"(unsigned long long)({name})" if cast else name
-    return CUDA[e.op](*(to_cuda(a, names, cast=cast) for a in e.args))
+        return f"({INDEX_TYPES[bits]})({name})" if cast else name
+    return CUDA[e.op](*(to_cuda(a, names, cast=cast, bits=bits) for a in e.args))
+
+
+INDEX_TYPES = {32: "unsigned", 64: "unsigned long long"}

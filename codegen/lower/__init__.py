@@ -34,6 +34,7 @@ from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, MemoryType
 from .gmem import global_layout
+from .index_width import index_bits
 from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
@@ -150,6 +151,9 @@ def signature(st: Lowering) -> None:
         tensor_maps=st.tensor_maps,
         mbarriers=st.mbarriers,
     )
+    if index_bits(st.kernel) == 32:
+        st.kernel.index_bits = 32
+        st.kernel.params = [replace(p, ctype="unsigned") if p.kind is ParamKind.EXTENT else p for p in params]
 
 
 PASSES: list[tuple[str, Callable[[Lowering], None]]] = [

@@ -137,9 +137,9 @@ def test_no_write_after_read_barrier_outside_serial_loops():
 
 def test_holes_and_partial_thread_extents_are_predicated():
     src = tp.compile(indivisible_split()).cuda_source
-    assert "< 1000ULL" in src
+    assert "< 1000U" in src
     src = tp.compile(partial_threads()).cuda_source
-    assert "threadIdx.x < 32ULL" in src  # T1 uses 32 of the 64 threads
+    assert "threadIdx.x < 32U" in src  # T1 uses 32 of the 64 threads
 
 
 def test_divisible_splits_need_no_predicate():
@@ -150,7 +150,7 @@ def test_divisible_splits_need_no_predicate():
 
 def test_broadcast_axis_is_computed_by_every_block():
     src = tp.compile(BUILDERS["broadcast_add"]()).cuda_source
-    assert "blockIdx.y < 1ULL" not in src
+    assert "blockIdx.y < 1U" not in src
 
 
 def test_vectorized_accesses_are_single_wide_loads_and_stores():
