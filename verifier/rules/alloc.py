@@ -52,7 +52,8 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2):
             t.axis(0).parallelize(tp.ParallelType.BIDx)
     References:
-        CUDA driver API cuFuncSetAttribute (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); measured on H200
+        CUDA driver API cuFuncSetAttribute (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); measured on H200;
+        docs/hardware.md#shared-memory-per-block
     """
     # Formal statement: for all admitted sizes s (symbol ranges, bindings, assumptions):
     #   sum over shared tensors T of bytes_T(s) <= target.smem_bytes_per_block
@@ -117,7 +118,7 @@ def tmem_lanes(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t.axis(1).parallelize(tp.ParallelType.TIDx)
         t2.set_tmem_dim_sep_pos(2)
     References:
-        PTX ISA 9.7.16.1 (tensor memory: 128 lanes x 512 columns)
+        PTX ISA 9.7.16.1 (tensor memory: 128 lanes x 512 columns); docs/hardware.md#tensor-memory-geometry
     """
     # Formal statement: on a target with tensor memory, for every tensor-memory tensor T, for all
     #   admitted sizes s: product of T's allocated lane-side extents (s) <= target.tmem_lanes (128)
@@ -161,7 +162,8 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t.split(1, 256)
             t.axis(1).parallelize(tp.ParallelType.BIDx)
     References:
-        PTX ISA 9.7.16.7.1 (tcgen05.alloc: nCols a power of two in [32, 512])
+        PTX ISA 9.7.16.7.1 (tcgen05.alloc: nCols a power of two in [32, 512]);
+        docs/hardware.md#tensor-memory-allocation
     """
     # Formal statement: on a target with tensor memory, for every tensor-memory tensor T, for all
     #   admitted sizes s: ceildiv(product of T's allocated column-side extents (s) x bytes, 4) <= 512;
@@ -236,7 +238,7 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
         CUDA C++ Programming Guide, compute capabilities table (1024 threads per block;
-        maximum x-, y- and z-dimension of a block 1024, 1024, 64)
+        maximum x-, y- and z-dimension of a block 1024, 1024, 64); docs/hardware.md#threads-per-block
     """
     # Formal statement: for all admitted sizes s: bdx(s) * bdy(s) * bdz(s) <= target.max_threads_per_block
     #   and bd_p(s) <= target.max_block_dims[p] for p in x, y, z,
@@ -303,7 +305,8 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_allocation_domain([t1.axis(1), t1.axis(2)])
     References:
         nvFuser doc/dev/tma.md and the allocation rules of its lowering (block-parallel and
-        left-of-compute-at IDs are not allocated; every other ID the tensor iterates is)
+        left-of-compute-at IDs are not allocated; every other ID the tensor iterates is);
+        docs/hardware.md#distinct-addresses-for-live-elements
     """
     # Formal statement: for each Shared/Local tensor x, for all admitted sizes and points p, q of x's
     #   statement: executes(p) and executes(q) and blockIdx(p) == blockIdx(q)

@@ -67,7 +67,8 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t2.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
-        CUDA C++ Programming Guide, shared memory (32 banks of 4-byte words); phases measured with ncu on H200
+        CUDA C++ Programming Guide, shared memory (32 banks of 4-byte words); phases measured with ncu on H200;
+        docs/hardware.md#shared-memory-banks
     """
     # Formal statement: for every plain (Set) shared-memory access of constant width w bytes, with
     #   P = phase_lanes(w) (32 / 16 / 8 lanes for w <= 4 / 8 / 16) and W = max(w / 4, 1) words:

@@ -87,7 +87,8 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
-        nvFuser doc/reading/divisibility-of-split.md; PTX ISA 9.7.16.8 (tcgen05.ld/st are .sync.aligned)
+        nvFuser doc/reading/divisibility-of-split.md; PTX ISA 9.7.16.8 (tcgen05.ld/st are .sync.aligned);
+        docs/hardware.md#vector-loads-and-stores, docs/hardware.md#tensor-memory-load-and-store-shapes
     """
     # Formal statement: for every required split S (on the path to a Vectorize ID; in the history of a
     #   tensor-memory tensor or of a tensor loading from one), for all admitted sizes s:
@@ -182,7 +183,7 @@ def view_discontiguous_merge(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         nvFuser doc/reading/divisibility-of-split.md ("merging discontiguous IterDomains")
     Reported with:
-        VECTORIZE-CONTIGUOUS
+        VECTORIZE-CONTIGUOUS; docs/hardware.md#vector-loads-and-stores
     """
     # Formal statement: for every Vectorize ID v of an executed tensor, its global operand g and every
     #   merge M on v's path whose two sides are not adjacent in g's allocation order or are separated by

@@ -87,7 +87,8 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t2.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
         PTX ISA 9.7.14.5.15 (ldmatrix) and 9.7.14.5.16 (stmatrix): .sync.aligned, m8n8, .b16,
-        .x1/.x2/.x4, threads 8i..8i+7 give the rows of matrix i; Figure 104 (fragment)
+        .x1/.x2/.x4, threads 8i..8i+7 give the rows of matrix i; Figure 104 (fragment);
+        docs/hardware.md#ldmatrix-and-stmatrix-shape
     """
     # Formal statement: structural: the shared side is Shared, the register side Local, both 16-bit;
     #   exists k in {2, 4, 8}: for all admitted sizes, n == k (n: elements per thread, Vectorize'd IDs);
@@ -204,7 +205,8 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t.axis(0).parallelize(tp.ParallelType.TIDx)
         t2.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
-        PTX ISA 9.7.14.5.15 (ldmatrix: "the matrix addresses must be naturally aligned") and 9.7.14.5.16
+        PTX ISA 9.7.14.5.15 (ldmatrix: "the matrix addresses must be naturally aligned") and 9.7.14.5.16;
+        docs/hardware.md#ldmatrix-row-alignment
     """
     # Formal statement: for each instruction with a shape and whole warps (LDSM-THREAD-ROWS), for all
     #   admitted sizes, t, loop points s, v < n, with T = t % 32:
@@ -295,7 +297,8 @@ def ldsm_register_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t2.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
         PTX ISA 9.7.14.5.15, Figure 104 (ldmatrix fragment: row = lane / 4, column = 2 * (lane % 4) + i);
-        CUTLASS include/cute/atom/copy_traits_sm75.hpp (SM75_U32x4_LDSM_N)
+        CUTLASS include/cute/atom/copy_traits_sm75.hpp (SM75_U32x4_LDSM_N);
+        docs/hardware.md#ldmatrix-register-fragment
     """
     # Formal statement: for each instruction with a shape and whole warps (LDSM-THREAD-ROWS), structural:
     #   the register tensor has >= 2 logical axes (row, col: its last two); then for all admitted sizes,

@@ -54,7 +54,8 @@ def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
         CUDA C++ Programming Guide 5.2 (thread hierarchy: threadIdx is a 3-component vector);
-        nvFuser ParallelTypeBitmap (one IterDomain per parallel type in a tensor's loop domain)
+        nvFuser ParallelTypeBitmap (one IterDomain per parallel type in a tensor's loop domain);
+        docs/hardware.md#thread-and-block-indices
     """
     # Formal statement: none, structural: no executed tensor binds one of TIDx..BIDz to two of its loop IDs
     yield from _report("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(ctx.fusion))
@@ -85,7 +86,8 @@ def register_size_constant(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
         CUDA C++ Programming Guide 5.3.2 (device memory accesses: local memory for arrays the
-        compiler cannot keep in registers); PTX ISA 5.1.1 (register state space: fixed at compile time)
+        compiler cannot keep in registers); PTX ISA 5.1.1 (register state space: fixed at compile time);
+        docs/hardware.md#registers-per-thread
     """
     # Formal statement: none, structural: each computed register (Local) tensor's allocated extent product has no free symbol
     yield from _report("REGISTER-SIZE-CONSTANT", lowerable.symbolic_registers(ctx.fusion, ctx.allocations))
@@ -124,7 +126,7 @@ def register_budget(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA C++ Programming Guide, table "Technical Specifications per Compute Capability"
         (maximum number of 32-bit registers per thread: 255); CUDA C++ Best Practices Guide
-        9.2.6 (register pressure, local-memory spills)
+        9.2.6 (register pressure, local-memory spills); docs/hardware.md#registers-per-thread
     """
     # Formal statement: none, structural: for each constant-size register tensor, ceil(elements * bytes / 4) <= 255
     yield from _report("REGISTER-BUDGET", lowerable.register_budget(ctx.fusion, ctx.allocations))
@@ -158,7 +160,7 @@ def local_memory_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         tp.inline_most(fusion)
     References:
         CUDA C++ Programming Guide, table "Technical Specifications per Compute Capability"
-        (maximum amount of local memory per thread: 512 KB)
+        (maximum amount of local memory per thread: 512 KB); docs/hardware.md#local-memory-per-thread
     """
     # Formal statement: none, structural: sum over constant-size register tensors of elements * bytes <= 512 KiB - 4 KiB
     yield from _report("LOCAL-MEMORY-SIZE", lowerable.local_memory(ctx.fusion, ctx.allocations))
@@ -195,7 +197,7 @@ def unroll_length(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.Unroll)
     References:
         CUDA C++ Programming Guide 7.4 (#pragma unroll); CUDA C++ Best Practices Guide 11.1.3
-        (loop unrolling and instruction-cache pressure)
+        (loop unrolling and instruction-cache pressure); docs/hardware.md#unrolled-loops-and-compile-time
     """
     # Formal statement: none, structural: the statement copies of every outermost Unroll/Vectorize loop (constant extents inward) sum to <= 1024
     yield from _report("UNROLL-LENGTH", lowerable.unroll_lengths(ctx.fusion))
@@ -227,7 +229,7 @@ def symbolic_factor(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, "F")
     References:
         CUDA C++ Programming Guide 7.2.3 (kernel parameters); nvFuser Split with a symbolic
-        factor (a fusion input scalar)
+        factor (a fusion input scalar); docs/hardware.md#thread-and-block-indices
     """
     # Formal statement: none, structural: every split factor's free symbols are extent symbols of the fusion
     yield from _report("SYMBOLIC-FACTOR", lowerable.symbolic_factors(ctx.fusion))
@@ -370,7 +372,8 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
-        CUDA C++ Programming Guide 8.7 (grid synchronization with cooperative groups)
+        CUDA C++ Programming Guide 8.7 (grid synchronization with cooperative groups);
+        docs/hardware.md#memory-visibility
     """
     # Formal statement: none, structural: every computed non-output tensor is in shared, tensor or register memory
     yield from _report("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(ctx.fusion))
@@ -411,7 +414,8 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
-        tileproof codegen/lower/__init__.py (the passes and what they lower); README "Rule codes"
+        tileproof codegen/lower/__init__.py (the passes and what they lower); README "Rule codes";
+        docs/supported.md (what is lowered and what is not yet)
     """
     # Formal statement: none, structural: only the ops and features listed above are used
     yield from _report("LOWERING-SUPPORTED", lowerable.unsupported_features(ctx.fusion))

@@ -177,7 +177,8 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
         none: a report of this rule on an unmodified schedule is a tileproof bug
     References:
         CUDA C++ Programming Guide, __syncthreads and shared memory; PTX ISA, mbarrier
-        (test_wait / try_wait with phase parity) and the async proxy (fence.proxy.async)
+        (test_wait / try_wait with phase parity) and the async proxy (fence.proxy.async);
+        docs/hardware.md#barriers-and-mbarriers
     """
     # Formal statement: structural on the barrier-placed nest: every writer -> reader pair of an on-chip
     #   tensor x has a barrier (a TMA load: its mbarrier wait) between write and read, and where their

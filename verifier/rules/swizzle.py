@@ -48,7 +48,8 @@ def swizzle_bijectivity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.swizzle(tp.SwizzleType.XOR, 0, 1)
     References:
-        nvFuser csrc/swizzle.cpp (XOR swizzle); PTX ISA 5.5.7 (swizzling modes)
+        nvFuser csrc/swizzle.cpp (XOR swizzle); PTX ISA 5.5.7 (swizzling modes);
+        docs/hardware.md#xor-swizzle-bijectivity
     """
     # Formal statement: for every XOR swizzle with X = extent(x_in), Y = extent(y_in):
     #   for all admitted sizes, x < X, y < Y: (x ^ y) < Y   (_prove_bijective)

@@ -87,7 +87,8 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        nvFuser doc/dev/tma.md (step 1, define box by rotation); doc/reading/divisibility-of-split.md
+        nvFuser doc/dev/tma.md (step 1, define box by rotation); nvFuser doc/reading/divisibility-of-split.md;
+        docs/hardware.md#tma-dimensions-are-views-of-memory
     """
     # Formal statement: for every split S of the view (the consumer's transforms inference leaves, not
     #   tile/non-tile mixing), for all admitted sizes s: extent(S.in)(s) mod f(s) == 0, f = the inner
@@ -165,7 +166,8 @@ def tma_rank(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.axis(5).parallelize(tp.ParallelType.Bulk)
     References:
-        PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor .dim); CUDA driver API cuTensorMapEncodeTiled (tensorRank)
+        PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor .dim); CUDA driver API cuTensorMapEncodeTiled (tensorRank);
+        docs/hardware.md#tma-rank
     """
     # Formal statement: none, structural: the composited TMA domain of each inferred TMA has rank <= 5
     for tma in _inferred(ctx):
@@ -209,7 +211,7 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        CUDA driver API cuTensorMapEncodeTiled (boxDim); measured on H200
+        CUDA driver API cuTensorMapEncodeTiled (boxDim); measured on H200; docs/hardware.md#tma-box-size
     """
     # Formal statement: for every dimension k of each inferred TMA, for all admitted sizes s: box_k(s) <= 256
     #   (box_k >= 1 is not part of the query)
@@ -252,7 +254,8 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.axis(0).parallelize(tp.ParallelType.Bulk)
     References:
-        CUDA driver API cuTensorMapEncodeTiled (boxDim[0] * elementSize % 16); PTX ISA 9.7.9.25.5.2; measured on H200
+        CUDA driver API cuTensorMapEncodeTiled (boxDim[0] * elementSize % 16); PTX ISA 9.7.9.25.5.2; measured on H200;
+        docs/hardware.md#tma-inner-box-bytes, docs/hardware.md#tma-transaction-bytes
     """
     # Formal statement: for each inferred TMA (element size es), for all admitted sizes s:
     #   (box_0(s) * es) mod 16 == 0; and, once that is proved, (prod_k tile_k(s) * es) mod 16 == 0
@@ -315,7 +318,8 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        CUDA driver API cuTensorMapEncodeTiled (elementStrides); nvFuser csrc/device_lower/analysis/tma.cpp
+        CUDA driver API cuTensorMapEncodeTiled (elementStrides); nvFuser csrc/device_lower/analysis/tma.cpp;
+        docs/hardware.md#tma-element-strides
     """
     # Formal statement: for each inferred TMA, for all admitted sizes s: e_0(s) == 1 and e_k(s) <= 8
     #   for every dimension k >= 1 (e_k: the element stride; e_k >= 1 is not part of the query)
@@ -374,7 +378,8 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        CUDA driver API cuTensorMapEncodeTiled (globalStrides); nvFuser csrc/device_lower/analysis/tma.cpp; measured on H200
+        CUDA driver API cuTensorMapEncodeTiled (globalStrides); nvFuser csrc/device_lower/analysis/tma.cpp; measured on H200;
+        docs/hardware.md#tma-global-strides
     """
     # Formal statement: structural: dimension 0's stride in elements is the constant 1; for every
     #   dimension k >= 1 whose byte stride g_k is over extent symbols only (not a launch-time stride),
@@ -441,7 +446,8 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        nvFuser doc/reading/tma-modeling-in-depth.md (Theorem 6, FTTC); doc/dev/tma.md (step 3)
+        nvFuser doc/reading/tma-modeling-in-depth.md (Theorem 6, FTTC); nvFuser doc/dev/tma.md (step 3);
+        docs/hardware.md#tma-out-of-bounds-fill
     """
     # Formal statement: for every dimension k of each inferred TMA whose element stride e is not the
     #   constant 1, for all admitted sizes s: not (e(s) < B(s) < S(s) and B(s) mod e(s) != 0)

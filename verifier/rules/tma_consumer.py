@@ -42,7 +42,8 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        nvFuser csrc/device_lower/validation.cpp (validateCpAsyncBulk); doc/dev/tma.md (step 5)
+        nvFuser csrc/device_lower/validation.cpp (validateCpAsyncBulk); nvFuser doc/dev/tma.md (step 5);
+        docs/hardware.md#tma-tile-layout-in-shared-memory
     """
     # Formal statement: none, structural: for every executed tensor, a Bulk loop ID implies a TMA definition;
     #   a TMA output has a Bulk loop ID, all of them Iteration IDs, and no Vectorize loop ID
@@ -109,7 +110,8 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        nvFuser doc/dev/tma.md (step 4 and step 5: tile and non-tile IDs are transformed separately)
+        nvFuser doc/dev/tma.md (step 4 and step 5: tile and non-tile IDs are transformed separately);
+        docs/hardware.md#tma-tile-layout-in-shared-memory
     """
     # Formal statement: none, structural: no view transform of a TMA consumer mixes the branches: no swizzle
     #   with one output a tile role and the other not, no non-view merge of an ID whose split sibling is a tile ID

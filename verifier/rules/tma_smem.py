@@ -149,7 +149,7 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.set_allocation_domain([t1.axis(1), t1.axis(2), t1.axis(3)])
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        nvFuser doc/dev/tma.md (step 4, Figures 13-15)
+        nvFuser doc/dev/tma.md (step 4, Figures 13-15); docs/hardware.md#tma-tile-layout-in-shared-memory
     """
     # Formal statement: structural: the consumer's loop indexes every allocated ID of the shared tensor;
     #   for an unswizzled TMA, for all admitted sizes, issue points p (loop, thread, block indices) and
@@ -211,7 +211,8 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         PTX ISA 5.5.3.3 (out-of-bounds box elements are filled) and 9.7.9.25.5.2 (cp.async.bulk.tensor);
-        CUDA driver API cuTensorMapEncodeTiled (shared footprint: box rows x inner box, or x the swizzle span)
+        CUDA driver API cuTensorMapEncodeTiled (shared footprint: box rows x inner box, or x the swizzle span);
+        docs/hardware.md#tma-out-of-bounds-fill, docs/hardware.md#tma-tile-layout-in-shared-memory
     """
     # Formal statement: with F = tile rows x row pitch (the swizzle span when swizzled), for all admitted
     #   sizes and issue points p: issued(p) => start(p) + F <= bytes(allocation); and for a TMA load, for
@@ -323,7 +324,8 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        CUDA driver API cuTensorMapEncodeTiled (inner box <= swizzle span); measured on an H200
+        CUDA driver API cuTensorMapEncodeTiled (inner box <= swizzle span); measured on an H200;
+        docs/hardware.md#tma-swizzle-span-and-row-pitch
     """
     # Formal statement: structural: the swizzle span S is 32, 64 or 128 bytes; unless I == S is proved for
     #   all admitted sizes (I = box_0 x element bytes), for all admitted sizes and issue points p:
@@ -402,7 +404,8 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        PTX ISA 5.5.7 (swizzling modes); CuTe Swizzle<B,4,3>; nvFuser doc/dev/tma.md (data swizzle)
+        PTX ISA 5.5.7 (swizzling modes); CuTe Swizzle<B,4,3>; nvFuser doc/dev/tma.md (data swizzle);
+        docs/hardware.md#tma-swizzle-pattern
     """
     # Formal statement: for a TMA with swizzle span S in {32, 64, 128} and box_0 x element bytes == S
     #   (proved), for all admitted sizes, issue points p and tile coordinates c:
@@ -456,7 +459,7 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
-        measured on an H200; PTX ISA 5.5.7
+        measured on an H200; PTX ISA 5.5.7; docs/hardware.md#tma-shared-memory-alignment
     """
     # Formal statement: for each TMA buffer at plan offset b, N = 8 x S (its swizzle period) when swizzled
     #   by S in {32, 64, 128} bytes, else 128: for all admitted sizes and issue points p:
@@ -520,7 +523,7 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        measured on an H200; PTX ISA 5.5.3.1
+        measured on an H200; PTX ISA 5.5.3.1; docs/hardware.md#tma-innermost-coordinate-alignment
     """
     # Formal statement: for each TMA, for all admitted sizes and issue points p:
     #   issued(p) => (c_0(p) x element bytes) mod 16 == 0 (c_0: the innermost box coordinate, tile variables 0)
@@ -572,7 +575,7 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     References:
-        PTX ISA 9.7.9.25.5.2 (tensorCoords are .s32)
+        PTX ISA 9.7.9.25.5.2 (tensorCoords are .s32); docs/hardware.md#tma-coordinate-range
     """
     # Formal statement: for every dimension k of each TMA, for all admitted sizes and issue points p:
     #   issued(p) => size_k + e_k <= 2^31 + 1, i.e. size_k + e_k - 1 <= 2^31 (e_k: the element stride)

@@ -66,7 +66,7 @@ def target_tmem(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
-        PTX ISA 9.7.16 (tcgen05: sm_100a and later)
+        PTX ISA 9.7.16 (tcgen05: sm_100a and later); docs/hardware.md#instructions-per-target
     """
     # Formal statement: none, structural: the target has tensor memory, or no computed tensor is in tensor memory
     if ctx.target.has_tmem:
@@ -111,7 +111,8 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
-        PTX ISA 9.7.16.8.3 (tcgen05.ld .sync.aligned); nvFuser PR #4070
+        PTX ISA 9.7.16.8.3 (tcgen05.ld .sync.aligned); nvFuser PR #4070;
+        docs/hardware.md#tensor-memory-load-and-store-shapes
     """
     # Formal statement: for every tcgen05 ld/st, for all admitted sizes, threads t, lanes l < 32:
     #   active(t) => 32*(t/32) + l < B and active(32*(t/32) + l)
@@ -175,7 +176,8 @@ def tmem_packing(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t.split(1, 2)
             t.axis(2).parallelize(tp.ParallelType.Vectorize)
     References:
-        PTX ISA 9.7.16.1 (tensor memory: 32-bit cells), 9.7.16.8.3 (tcgen05.ld/st .b32 registers)
+        PTX ISA 9.7.16.1 (tensor memory: 32-bit cells), 9.7.16.8.3 (tcgen05.ld/st .b32 registers);
+        docs/hardware.md#tensor-memory-geometry
     """
     # Formal statement: for every tcgen05 ld/st, for all admitted sizes, threads t, loop points s:
     #   executes(t, s, 0) => n(s) * b % 4 == 0
@@ -245,7 +247,8 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
-        PTX ISA 9.7.16.8 (tcgen05 data-path layouts); CUTLASS cute/atom/copy_traits_sm100.hpp
+        PTX ISA 9.7.16.8 (tcgen05 data-path layouts); CUTLASS include/cute/atom/copy_traits_sm100.hpp;
+        docs/hardware.md#tensor-memory-load-and-store-shapes
     """
     # Formal statement: for a warp-collective access whose elements fill whole registers (TMEM-PACKING), a
     #   constant R registers, exists pattern p (32x32b, 16x64b, ...; R a multiple of p's registers per
@@ -344,7 +347,7 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
-        PTX ISA 9.7.16.8.1 (access restrictions); nvFuser PR #4016
+        PTX ISA 9.7.16.8.1 (access restrictions); nvFuser PR #4016; docs/hardware.md#tensor-memory-sub-partitions
     """
     # Formal statement: for every packed, warp-collective tcgen05 ld/st that matches a pattern and whose
     #   tensor fits 128 lanes (proved), for all admitted sizes, t, loop points s, r < n:
@@ -424,7 +427,7 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t2.split(1, 32)
         t2.axis(2).parallelize(tp.ParallelType.Vectorize)
     References:
-        PTX ISA 9.7.16.8.3 (tcgen05.ld .num)
+        PTX ISA 9.7.16.8.3 (tcgen05.ld .num); docs/hardware.md#tensor-memory-load-and-store-shapes
     """
     # Formal statement: for every vectorized tcgen05 ld/st that fills whole registers (TMEM-PACKING), for all admitted sizes s:
     #   n(s) x element bytes in {4 * 2^k : 0 <= k <= 7} (n: the elements of its Vectorize'd IDs)

@@ -89,7 +89,8 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
         PTX ISA, ld / st (vector operands .v2, .v4 of .b8 .. .b64, at most 128 bits); CUDA C++
-        Programming Guide, device memory accesses (naturally aligned 1-, 2-, 4-, 8- or 16-byte words)
+        Programming Guide, device memory accesses (naturally aligned 1-, 2-, 4-, 8- or 16-byte words);
+        docs/hardware.md#vector-loads-and-stores
     """
     # Formal statement: none, structural (n * bytes(dtype) in {2, 4, 8, 16} for each shared/global operand)
     for tv, f, n in ((tv, f, n) for tv, operands, _, n in _vectors(ctx) for f in vector_findings(operands, n)):
@@ -135,7 +136,8 @@ def vectorize_contiguous(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
         PTX ISA, ld / st vector operands (one naturally aligned contiguous access); nvFuser
-        csrc/device_lower/validation.cpp (validateAndCollectVectorizeInfo: contiguity)
+        csrc/device_lower/validation.cpp (validateAndCollectVectorizeInfo: contiguity);
+        docs/hardware.md#vector-loads-and-stores
     """
     # Formal statement: for every shared/global operand o of a vector statement of width n, every
     #   admitted size and every point of the statement's loop nest (v its vector index, v < n - 1):

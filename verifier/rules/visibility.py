@@ -352,7 +352,7 @@ def global_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         tp.parallelize_all_like(t2)
     References:
         CUDA C++ Programming Guide, memory fence functions and __syncthreads (ordering is
-        per block; across blocks only a grid-wide synchronization orders memory)
+        per block; across blocks only a grid-wide synchronization orders memory); docs/hardware.md#memory-visibility
     """
     # Formal statement: for every op reading a global P computed in the kernel (input k) into C, with T = every
     #   launched thread and block type: for all admitted sizes, reader points r, writer points w:
@@ -402,7 +402,8 @@ def smem_block_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA C++ Programming Guide, memory hierarchy (shared memory is visible to the threads
         of one block); PTX ISA, tensor memory (allocated per CTA); nvFuser
-        csrc/device_lower/analysis/sync_information.cpp (SyncMap: inconsistent parallelization)
+        csrc/device_lower/analysis/sync_information.cpp (SyncMap: inconsistent parallelization);
+        docs/hardware.md#memory-visibility
     """
     # Formal statement: for every op reading an on-chip P (input k) into C, with T = the block types a
     #   non-broadcast loop ID of P binds, unless each t in T has one index expression on both sides by
@@ -445,7 +446,7 @@ def thread_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         CUDA C++ Programming Guide, variable memory space specifiers (automatic variables
         live in registers private to a thread); nvFuser csrc/device_lower/validation.cpp
-        (validateParallelize: producer memory type vs parallelization)
+        (validateParallelize: producer memory type vs parallelization); docs/hardware.md#memory-visibility
     """
     # Formal statement: for every op other than stmatrix reading a register P (input k) into C, with T = the
     #   thread types and U = the block types P's non-broadcast loop IDs bind, unless same by construction
