@@ -29,6 +29,8 @@ class Target:
     tmem_min_alloc_columns: int = 32
     tmem_subpartitions: int = 4
     has_tma: bool = True
+    sm_count: int = 132  # SMs of the largest part (a grid of fewer blocks leaves SMs idle)
+    sm_part: str = "an H100 SXM or H200"
 
     @property
     def has_tmem(self) -> bool:
@@ -40,7 +42,7 @@ class Target:
 
 
 SM90A = Target("sm_90a", (9, 0))
-SM100A = Target("sm_100a", (10, 0), tmem_lanes=128, tmem_columns=512)
+SM100A = Target("sm_100a", (10, 0), tmem_lanes=128, tmem_columns=512, sm_count=148, sm_part="a B200")
 TARGETS = {t.name: t for t in (SM90A, SM100A)}
 
 
