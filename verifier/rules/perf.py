@@ -103,7 +103,10 @@ def _warp_bytes(ctx: VerifyContext, acc, sizes: dict[str, int]) -> set[int] | No
     if None in dims:
         return None
     threads = dims[0] * dims[1] * dims[2]  # type: ignore[operator]
-    offset = element_offset(acc.tensor, m.indices, None)
+    try:
+        offset = element_offset(acc.tensor, m.indices, None)
+    except KeyError:
+        return None  # no global layout (LOWERING-SUPPORTED reports it)
     vector = [var_name(acc, i) for i in m.vector_ids]
     extents = [_value(i.extent_expr, sizes) for i in m.vector_ids]
     if None in extents:
