@@ -59,7 +59,7 @@ def global_coalescing(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
         CUDA C++ Best Practices Guide, coalesced access to global memory (32-byte segments);
-        CUDA C++ Programming Guide, device memory accesses
+        CUDA C++ Programming Guide, device memory accesses; docs/hardware.md#global-memory-sectors
     """
     # Formal statement: none, an instance: at sample sizes s, block 0, loop point 0, lanes l < 32 of warp 0:
     #   sectors = |{floor(byte / 32) : byte touched by an active lane}|, used = |{byte touched}|;
@@ -193,7 +193,8 @@ def grid_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.axis(2).parallelize(tp.ParallelType.TIDx)
     References:
         CUDA C++ Programming Guide, hardware implementation (a block executes on one
-        multiprocessor); H100 and H200 datasheets (132 SMs), B200 (148 SMs)
+        multiprocessor); H100 and H200 datasheets (132 SMs), B200 (148 SMs);
+        docs/hardware.md#streaming-multiprocessors
     """
     # Formal statement: (for all admitted sizes s: prod over launched block types b of extent_b(s) < sms(target))
     #   and (exists an admitted size s: elements of an output at s >= 2^20)
