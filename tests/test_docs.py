@@ -210,6 +210,13 @@ def test_explain_cites_only_files_that_exist(rule):
     assert not problems, problems
 
 
+@pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
+def test_reported_with_names_only_rule_codes(rule):
+    """The optional "Reported with" section is a list of codes; citations belong in References."""
+    codes = {r.code for r in RULES}
+    assert set(rule.reported_with) <= codes, rule.reported_with
+
+
 def test_explain_checker_flags_missing_files_and_sections():
     cited = _cited_paths("PTX ISA 5.5.7; docs/hardware.md#tma-rank; nvFuser doc/dev/tma.md (step 1);\n"
                          "hardware.md; tileproof verifier/solver.py")

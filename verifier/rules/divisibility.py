@@ -181,9 +181,10 @@ def view_discontiguous_merge(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.merge(0).split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
-        nvFuser doc/reading/divisibility-of-split.md ("merging discontiguous IterDomains")
+        nvFuser doc/reading/divisibility-of-split.md ("merging discontiguous IterDomains");
+        docs/hardware.md#vector-loads-and-stores
     Reported with:
-        VECTORIZE-CONTIGUOUS; docs/hardware.md#vector-loads-and-stores
+        VECTORIZE-CONTIGUOUS
     """
     # Formal statement: for every Vectorize ID v of an executed tensor, its global operand g and every
     #   merge M on v's path whose two sides are not adjacent in g's allocation order or are separated by
