@@ -61,7 +61,7 @@ def global_coalescing(ctx: VerifyContext) -> Iterator[Diagnostic]:
         CUDA C++ Best Practices Guide, coalesced access to global memory (32-byte segments);
         CUDA C++ Programming Guide, device memory accesses; docs/hardware.md#global-memory-sectors
     """
-    # Formal statement: none, an instance: at sample sizes s, block 0, loop point 0, lanes l < 32 of warp 0:
+    # Formal statement: none, structural (an instance): at sample sizes s, block 0, loop point 0, lanes l < 32 of warp 0:
     #   sectors = |{floor(byte / 32) : byte touched by an active lane}|, used = |{byte touched}|;
     #   warn when sectors >= 2 * ceil(used / 32)
     sizes = _sample_sizes(ctx)
