@@ -150,18 +150,15 @@ def run_case(case: ScheduleCase, target: str | None = None) -> Outcome:
     """Build and verify one case; a failing build is the case's error, not a crash."""
     try:
         fusion = build_fusion(case)
-    except ScheduleError as e:
-        return Outcome(case, error=f"schedule error: {e}")
-    except BuildError as e:
+    except BuildError as e:  # the user's function failed; the message carries their frames
         return Outcome(case, error=str(e))
     except InternalError as e:  # tileproof failed inside the user's function: ours, not theirs
         return Outcome(case, error=f"{e}{_where(case)}")
-    except TileproofError as e:  # e.g. the function called tp.compile, which refused
-        return Outcome(case, error=f"building the schedule raised {type(e).__name__}: {e}{_where(case)}")
     try:
         report = verify(fusion, target or case.target)
-    except ScheduleError as e:
-        return Outcome(case, error=f"schedule error: {e}")
+    except ScheduleError as e:  # the fusion as built is malformed (no outputs, ...): placed at the fusion
+        where = f" (fusion {fusion.name} defined at {fusion.origin})" if fusion.origin else ""
+        return Outcome(case, error=f"schedule error: {e}{where}")
     except Exception as e:  # verify itself failed: our bug, never an accept
         bug = e if isinstance(e, InternalError) else InternalError(f"verify raised {type(e).__name__}: {e}")
         return Outcome(case, error=str(bug))

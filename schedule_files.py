@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .model.errors import ScheduleError, TileproofError, user_location
+from .model.errors import InternalError, ScheduleError, TileproofError, user_location, user_traceback
 from .model.fusion import Fusion
 from .model.targets import TARGETS
 
@@ -315,8 +315,9 @@ def load_file(path: Path) -> list[ScheduleCase]:
         spec.loader.exec_module(module)
     except SystemExit as e:  # exit code 0 would end the command green having verified nothing
         raise LoadError(f"{path}: cannot load: the file called sys.exit({e.code!r}) while being imported") from None
-    except Exception as e:  # the user's file failed to import: report it, do not crash
-        raise LoadError(f"{path}: cannot load: {type(e).__name__}: {e}") from e
+    except Exception as e:  # the user's file failed to import: report it with the user's frames
+        frames = user_traceback(e)
+        raise LoadError(f"{path}: cannot load: {type(e).__name__}: {e}" + (f"\n{frames}" if frames else "")) from e
     specs = [v.__tileproof_schedule__ for _, v in inspect.getmembers(module) if hasattr(v, "__tileproof_schedule__")]
     specs.sort(key=lambda s: s.func.__code__.co_firstlineno)
     try:
@@ -331,16 +332,20 @@ class BuildError(TileproofError):
 
 def build_fusion(case: ScheduleCase) -> Fusion:
     """Call the case's schedule function; what goes wrong in the user's code becomes a
-    ScheduleError or BuildError with one clear line. An InternalError (tileproof failing
-    inside their function) passes through: it is ours, not theirs."""
+    BuildError: one line saying what, then the user's own frames of the traceback (their
+    schedule function and helpers down to the failing call, tileproof's frames left out),
+    so that it points at their line. An InternalError (tileproof failing inside their
+    function) passes through: it is ours, not theirs."""
     try:
         fusion = case.build()
-    except TileproofError:
+    except InternalError:
         raise
+    except ScheduleError as e:  # a tileproof call refused its arguments: the user's call is the place
+        raise BuildError(f"schedule error: {e}{_trace(e, case)}") from e
     except SystemExit as e:  # would end the command with this code, having verified nothing
-        raise BuildError(f"building the schedule called sys.exit({e.code!r}){_where(case)}") from None
-    except Exception as e:  # the user's function raised: report it as theirs, without a traceback
-        raise BuildError(f"building the schedule raised {type(e).__name__}: {e}{_where(case)}") from e
+        raise BuildError(f"building the schedule called sys.exit({e.code!r}){_trace(e, case)}") from None
+    except Exception as e:  # the user's function raised (or tp.compile inside it refused): theirs
+        raise BuildError(f"building the schedule raised {type(e).__name__}: {e}{_trace(e, case)}") from e
     if not isinstance(fusion, Fusion):
         got = "None" if fusion is None else f"{type(fusion).__name__} {fusion!r:.60}"
         raise BuildError(f"{case.name} returned {got}; a @tp.schedule function must return its tp.Fusion"
@@ -350,3 +355,10 @@ def build_fusion(case: ScheduleCase) -> Fusion:
 
 def _where(case: ScheduleCase) -> str:
     return f" (schedule defined at {case.location})" if case.location else ""
+
+
+def _trace(error: BaseException, case: ScheduleCase) -> str:
+    """The user's frames of error's traceback on the lines below, or where the schedule is
+    defined when none of them is the user's."""
+    frames = user_traceback(error)
+    return f"\n{frames}" if frames else _where(case)

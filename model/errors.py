@@ -10,6 +10,7 @@ This module sits at the bottom so that every package can raise these.
 from __future__ import annotations
 
 import sys
+import traceback
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ class ScheduleError(TileproofError, ValueError):
 
 
 _INTERNAL_DIRS = {"model", "verifier", "codegen", "reports"}
-_INTERNAL_FILES = {"__init__.py", "__main__.py", "cli.py", "api.py", "schedule_files.py"}
+_INTERNAL_FILES = {"__init__.py", "__main__.py", "cli.py", "cli_run.py", "schedule_files.py", "testing.py"}
 
 
 def _is_internal(path: Path) -> bool:
@@ -72,9 +73,21 @@ def user_location() -> str | None:
     """file:line of the innermost caller outside the tileproof package."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = Path(frame.f_code.co_filename)
-        generated = frame.f_code.co_filename == "<string>"  # dataclass-generated __init__
-        if not generated and not _is_internal(path) and not path.name.startswith("<frozen"):
-            return f"{path}:{frame.f_lineno}"
+        if _is_users(frame.f_code.co_filename):
+            return f"{Path(frame.f_code.co_filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
+
+
+def _is_users(filename: str) -> bool:
+    """Whether a frame of this file is the user's: not tileproof's, not Python's frozen import
+    machinery, not code generated without a file (a dataclass __init__)."""
+    return filename != "<string>" and not filename.startswith("<frozen") and not _is_internal(Path(filename))
+
+
+def user_traceback(error: BaseException) -> str:
+    """The frames of `error`'s traceback that are the user's, as Python prints them
+    (`  File "x.py", line 5, in helper` and the line), outermost first; tileproof's own frames
+    are left out. '' when the traceback holds none of the user's frames."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_users(f.filename)]
+    return "".join(traceback.format_list(frames)).rstrip("\n")

@@ -54,7 +54,9 @@ class Fusion:
         self.assumptions: list[sympy.Basic] = []
         self.symbols: dict[str, sympy.Symbol] = {}
         self._tensor_count = 0
+        self._iterdomain_count = 0
         self.origin = user_location()
+        self.assumption_origins: list[str | None] = []  # the user's file:line of each assumption
 
     # -- context ------------------------------------------------------------------
     def __enter__(self) -> "Fusion":
@@ -72,6 +74,13 @@ class Fusion:
         name = f"T{self._tensor_count}"
         self._tensor_count += 1
         return name
+
+    def next_iterdomain_number(self) -> int:
+        """The number of the next IterDomain made for this fusion (named i0, i1, ... in creation
+        order, as nvFuser numbers them per fusion)."""
+        number = self._iterdomain_count
+        self._iterdomain_count += 1
+        return number
 
     def _register_tensor(self, tv) -> None:
         self.tensors.append(tv)
@@ -125,6 +134,7 @@ class Fusion:
         if unknown:
             raise ScheduleError(f"assume: unknown extent symbol(s) {', '.join(sorted(unknown))}")
         self.assumptions.append(cond)
+        self.assumption_origins.append(user_location())
 
     def _parse(self, text: str) -> sympy.Basic:
         import ast

@@ -12,30 +12,40 @@ import enum
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 import sympy
 
-from .errors import ScheduleError
+from .errors import ScheduleError, user_location
 from .expr import Expr, ceildiv, const, floordiv, mod, mul, to_sympy, try_int, xor, add
 from .types import IterType, ParallelType
 from .notation import user_str
 
 _uids = itertools.count()
 
+Numbers = Callable[[], int]  # a fusion's IterDomain numbering: the next number on each call
+
 
 class IterDomain:
-    """One axis of iteration. Its parallel type is the only thing a schedule mutates."""
+    """One axis of iteration. Its parallel type is the only thing a schedule mutates.
 
-    __slots__ = ("uid", "extent_expr", "iter_type", "parallel_type", "definition", "origin")
+    `uid` is the internal key, unique in the process; `number` names it (`i7`), counted per
+    fusion in creation order as nvFuser names its IterDomains, so that a schedule prints the
+    same names whatever else the process built."""
 
-    def __init__(self, extent: Expr, *, iter_type: IterType = IterType.Iteration, origin: str | None = None):
+    __slots__ = ("uid", "number", "extent_expr", "iter_type", "parallel_type", "definition", "origin",
+                 "parallel_origin")
+
+    def __init__(self, extent: Expr, *, number: int, iter_type: IterType = IterType.Iteration,
+                 origin: str | None = None):
         self.uid = next(_uids)
+        self.number = number
         self.extent_expr = extent
         self.iter_type = iter_type
         self.parallel_type = ParallelType.Serial
         self.definition: Transform | None = None
         self.origin = origin  # user file:line where the transform creating it was written
+        self.parallel_origin: str | None = None  # user file:line that set the parallel type
 
     @property
     def extent(self) -> sympy.Expr:
@@ -54,8 +64,9 @@ class IterDomain:
 
     @property
     def name(self) -> str:
-        """`i<uid>`, the name diagnostics and pictures use for this IterDomain."""
-        return f"i{self.uid}"
+        """`i7` (`b3` for a broadcast axis): the name the schedule tree, diagnostics and pictures
+        use for this IterDomain, numbered per fusion."""
+        return f"{'b' if self.is_broadcast else 'i'}{self.number}"
 
     def parallelize(self, parallel_type: ParallelType) -> "IterDomain":
         """Bind this loop axis to `parallel_type` (tp.ParallelType: BIDx.., TIDx.., Bulk for a
@@ -65,16 +76,20 @@ class IterDomain:
             tv.axis(-1).parallelize(tp.ParallelType.TIDx)"""
         if not isinstance(parallel_type, ParallelType):
             raise wrong_enum("parallelize", "parallel_type", ParallelType, parallel_type)
-        self.parallel_type = parallel_type
+        self.set_parallel_type(parallel_type, user_location())
         return self
+
+    def set_parallel_type(self, parallel_type: ParallelType, origin: str | None) -> None:
+        """Bind the parallel type, remembering the user's line that did (diagnostics point there)."""
+        self.parallel_type = parallel_type
+        self.parallel_origin = origin
 
     def label(self) -> str:
         """nvFuser-like: `TIDx{128}`, `i7{64}` (serial), `b3{1}` (broadcast)."""
         ext = user_str(self.extent)
         if self.parallel_type is not ParallelType.Serial:
             return f"{self.parallel_type.value}{{{ext}}}"
-        prefix = "b" if self.is_broadcast else "i"
-        return f"{prefix}{self.uid}{{{ext}}}"
+        return f"{self.name}{{{ext}}}"
 
     def __repr__(self) -> str:
         return self.label()
@@ -137,10 +152,10 @@ class Split(Transform):
         return f"{kind} {self.in_.label()} by {self.factor} -> {self.outer.label()}, {self.inner.label()}"
 
     @staticmethod
-    def make(in_: IterDomain, factor: Expr, inner_split: bool, origin: str | None) -> "Split":
+    def make(in_: IterDomain, factor: Expr, inner_split: bool, origin: str | None, numbers: Numbers) -> "Split":
         """A split of `in_` by `factor` with fresh outputs (ceildiv(extent, factor) and factor, or
-        the other way round for an outer split); `origin` is the user's file:line. TensorView.split
-        calls it; it does not touch any tensor."""
+        the other way round for an outer split), numbered by `numbers` (the fusion's numbering);
+        `origin` is the user's file:line. TensorView.split calls it; it does not touch any tensor."""
         n = in_.extent_expr
         if inner_split:
             outer_ext, inner_ext = ceildiv(n, factor), factor
@@ -148,8 +163,8 @@ class Split(Transform):
             outer_ext, inner_ext = factor, ceildiv(n, factor)
         t = Split(
             in_,
-            IterDomain(outer_ext, iter_type=in_.iter_type, origin=origin),
-            IterDomain(inner_ext, iter_type=in_.iter_type, origin=origin),
+            IterDomain(outer_ext, number=numbers(), iter_type=in_.iter_type, origin=origin),
+            IterDomain(inner_ext, number=numbers(), iter_type=in_.iter_type, origin=origin),
             factor,
             inner_split,
         )
@@ -191,11 +206,13 @@ class Merge(Transform):
         return f"merge {self.outer.label()}, {self.inner.label()} -> {self.out.label()}"
 
     @staticmethod
-    def make(outer: IterDomain, inner: IterDomain, origin: str | None) -> "Merge":
-        """A merge of `outer` and `inner` into a fresh IterDomain of extent outer x inner;
-        `origin` is the user's file:line. TensorView.merge calls it; it does not touch any tensor."""
+    def make(outer: IterDomain, inner: IterDomain, origin: str | None, numbers: Numbers) -> "Merge":
+        """A merge of `outer` and `inner` into a fresh IterDomain of extent outer x inner, numbered
+        by `numbers`; `origin` is the user's file:line. TensorView.merge calls it; it does not
+        touch any tensor."""
         it = IterType.Broadcast if outer.is_broadcast and inner.is_broadcast else IterType.Iteration
-        t = Merge(outer, inner, IterDomain(mul(outer.extent_expr, inner.extent_expr), iter_type=it, origin=origin))
+        out = IterDomain(mul(outer.extent_expr, inner.extent_expr), number=numbers(), iter_type=it, origin=origin)
+        t = Merge(outer, inner, out)
         t.out.definition = t
         return t
 
@@ -227,15 +244,15 @@ class Swizzle(Transform):
         return {self.x_in: x, self.y_in: xor(x, y)}
 
     def __str__(self) -> str:
-        return f"xor swizzle ({self.x_in.label()}, {self.y_in.label()})"
+        return f"xor swizzle ({self.x_in.label()}, {self.y_in.label()}) -> {self.x_out.label()}, {self.y_out.label()}"
 
     @staticmethod
-    def make(x: IterDomain, y: IterDomain, origin: str | None) -> "Swizzle":
-        """An XOR swizzle of `x` and `y` with fresh outputs of the same extents; `origin` is the
-        user's file:line. TensorView.swizzle calls it; it does not touch any tensor."""
-        t = Swizzle(
-            x, y, IterDomain(x.extent_expr, origin=origin), IterDomain(y.extent_expr, origin=origin)
-        )
+    def make(x: IterDomain, y: IterDomain, origin: str | None, numbers: Numbers) -> "Swizzle":
+        """An XOR swizzle of `x` and `y` with fresh outputs of the same extents, numbered by
+        `numbers`; `origin` is the user's file:line. TensorView.swizzle calls it; it does not
+        touch any tensor."""
+        t = Swizzle(x, y, IterDomain(x.extent_expr, number=numbers(), origin=origin),
+                    IterDomain(y.extent_expr, number=numbers(), origin=origin))
         t.x_out.definition = t
         t.y_out.definition = t
         return t

@@ -59,7 +59,7 @@ def make_tensor(shape: Sequence, contiguity=None, dtype=float32) -> TensorView:
     ids = []
     for d, s in enumerate(shape):
         e, it = _extent(fusion, idx, d, s)
-        ids.append(IterDomain(e, iter_type=it))
+        ids.append(IterDomain(e, number=fusion.next_iterdomain_number(), iter_type=it))
     return TensorView(fusion, ids, dtype, contiguity=contiguity)
 
 
@@ -89,7 +89,8 @@ def make_contig_tensor(ndims: int, dtype=float32) -> TensorView:
 
 def _like(src: TensorView, dtype: DataType | None = None, order: Sequence[int] | None = None) -> TensorView:
     order = list(range(len(src.logical))) if order is None else list(order)
-    ids = [IterDomain(src.logical[k].extent_expr, iter_type=src.logical[k].iter_type) for k in order]
+    ids = [IterDomain(src.logical[k].extent_expr, number=src.fusion.next_iterdomain_number(),
+                      iter_type=src.logical[k].iter_type) for k in order]
     return TensorView(src.fusion, ids, dtype or src.dtype)
 
 
@@ -154,11 +155,11 @@ def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
     ids, mapping, k = [], [], 0
     for f in flags:
         if f:
-            ids.append(IterDomain(const(1), iter_type=IterType.Broadcast))
+            ids.append(IterDomain(const(1), number=tv.fusion.next_iterdomain_number(), iter_type=IterType.Broadcast))
             mapping.append(None)
         else:
             src = tv.logical[k]
-            ids.append(IterDomain(src.extent_expr, iter_type=src.iter_type))
+            ids.append(IterDomain(src.extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=src.iter_type))
             mapping.append(k)
             k += 1
     out = TensorView(tv.fusion, ids, tv.dtype)
@@ -193,7 +194,7 @@ def binary(name: str, a: TensorView, b: TensorView) -> TensorView:
         src = y if x.is_broadcast else x
         if not x.is_broadcast and not y.is_broadcast and x.extent_expr != y.extent_expr:
             raise ScheduleError(f"{name}: extents {x.extent} and {y.extent} differ")
-        ids.append(IterDomain(src.extent_expr, iter_type=src.iter_type))
+        ids.append(IterDomain(src.extent_expr, number=a.fusion.next_iterdomain_number(), iter_type=src.iter_type))
     out = TensorView(a.fusion, ids, a.dtype)
     n = len(ids)
     a.fusion._register_op(Op(OpKind.BINARY, [a, b], out, [list(range(n)), list(range(n))], name=name))

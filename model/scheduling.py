@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .errors import ScheduleError
+from .errors import ScheduleError, user_location
 from .iterdomain import Merge, Split, Swizzle, wrong_enum
 from .mapping import IdMap
 from .tensor import TensorView, apply_replayed
@@ -53,12 +53,13 @@ def _replay(idmap: IdMap, ref: TensorView, tv: TensorView) -> None:
         ins = [have.get(idmap.key(i)) for i in t.inputs]
         if any(i is None or i not in tv.loop for i in ins):
             continue  # best effort: this tensor lacks an input (e.g. a broadcast-only axis)
+        numbers = tv.fusion.next_iterdomain_number
         if isinstance(t, Split):
-            new = Split.make(ins[0], t.factor, t.inner_split, t.outer.origin)
+            new = Split.make(ins[0], t.factor, t.inner_split, t.outer.origin, numbers)
         elif isinstance(t, Merge):
-            new = Merge.make(ins[0], ins[1], t.out.origin)
+            new = Merge.make(ins[0], ins[1], t.out.origin, numbers)
         elif isinstance(t, Swizzle):
-            new = Swizzle.make(ins[0], ins[1], t.x_out.origin)
+            new = Swizzle.make(ins[0], ins[1], t.x_out.origin, numbers)
         else:  # pragma: no cover
             raise TypeError(f"unknown transform {t!r}")
         apply_replayed(tv, new)
@@ -92,11 +93,12 @@ def parallelize_all_like(ref: TensorView, parallel_types: Iterable[ParallelType]
             raise ScheduleError(f"parallelize_all_like: tensors holds {tv.name}, which belongs to another fusion "
                                 f"than ref {ref.name}")
     idmap = IdMap(ref.fusion)
-    ref_types = {idmap.key(i): i.parallel_type for i in ref.loop}
+    ref_ids = {idmap.key(i): i for i in ref.loop}
+    here = user_location()
     for tv in targets:
         if tv is ref:
             continue
         for i in tv.loop:
-            p = ref_types.get(idmap.key(i))
-            if p is not None and (types is None or p in types):
-                i.parallel_type = p
+            r = ref_ids.get(idmap.key(i))
+            if r is not None and (types is None or r.parallel_type in types):
+                i.set_parallel_type(r.parallel_type, r.parallel_origin or here)  # where ref's axis got it

@@ -114,7 +114,7 @@ class TensorView:
             raise ScheduleError(
                 f"split: cannot split {self.name} axis {a} ({in_.label()}): it is parallelized; split first, then parallelize"
             )
-        t = Split.make(in_, f, inner_split, user_location())
+        t = Split.make(in_, f, inner_split, user_location(), self.fusion.next_iterdomain_number)
         self._apply(t, a, [a])
         return self
 
@@ -137,7 +137,7 @@ class TensorView:
                 raise ScheduleError(
                     f"merge: cannot merge {self.name} axis {a} ({self.loop[a].label()}): it is parallelized"
                 )
-        t = Merge.make(self.loop[o], self.loop[i], user_location())
+        t = Merge.make(self.loop[o], self.loop[i], user_location(), self.fusion.next_iterdomain_number)
         self._apply(t, min(o, i), [o, i])
         return self
 
@@ -155,7 +155,7 @@ class TensorView:
             raise ScheduleError(f"swizzle: the two axes must differ, got {x} and {y}")
         for a in (ax, ay):
             self._check_outside_ca("swizzle", a)
-        t = Swizzle.make(self.loop[ax], self.loop[ay], user_location())
+        t = Swizzle.make(self.loop[ax], self.loop[ay], user_location(), self.fusion.next_iterdomain_number)
         self.history.append(t)
         self.loop[ax], self.loop[ay] = t.x_out, t.y_out
         return self

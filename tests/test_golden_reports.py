@@ -10,9 +10,8 @@ here as a diff. When it is intended, rewrite the files and review their diff bef
 The files hold nothing that depends on the machine or the run: the header's timing and query
 count ("(0.092 s, 3 z3 queries)") are left out, the JSON drops `seconds` and `queries` (and
 `rules_run`, the registry's list, so that a new rule does not rewrite every file), the
-repository root is written <repo> (before rendering, so lines wrap alike everywhere), and the
-IterDomains of each Example are numbered from i0 (the numbering is process-wide, so it would
-otherwise depend on which tests ran first). The .txt file starts with the Example itself,
+repository root is written <repo> (before rendering, so lines wrap alike everywhere); IterDomains
+are numbered per fusion, so the names do not depend on which tests ran first. The .txt file starts with the Example itself,
 numbered, so that its `--> <rule doc>:LINE` locations can be read against it. Self-check rules
 (Example "none: ...") have no golden file.
 """
@@ -36,7 +35,7 @@ from tileproof.verifier.diagnostics import Diagnostic, Report, Severity
 from tileproof.verifier.registry import all_rules, get_rule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.rule_docs import SNIPPET_FILE, fresh_iterdomain_names, run_snippet  # noqa: E402
+from support.rule_docs import SNIPPET_FILE, run_snippet  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = "python -m pytest tests/test_golden_reports.py --update-golden"
@@ -81,9 +80,8 @@ def stable(report: Report) -> Report:
 
 @functools.cache
 def example_report(code: str) -> Report:
-    """The Example's report, its IterDomains numbered as if it ran alone (whatever ran before)."""
-    with fresh_iterdomain_names():
-        return run_snippet(get_rule(code).section("Example"))
+    """The Example's report."""
+    return run_snippet(get_rule(code).section("Example"))
 
 
 def rendered(report: Report) -> str:

@@ -4,16 +4,56 @@ verifier/solver.py: unknown is a rejection, never an accept)."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Callable, Container, Iterator, Sequence
 
+from ..model.fusion import Fusion
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from .context import VerifyContext
 from .diagnostics import Diagnostic
 from .registry import RULES
 from .solver import Outcome, Verdict
 
 
-def finding(code: str, message: str, **fields) -> Diagnostic:
-    return Diagnostic(code, RULES[code].severity, message, **fields)
+def finding(code: str, message: str, *, location: str | None, **fields) -> Diagnostic:
+    """A Diagnostic of rule `code`. Every finding says where: `location` is the user's file:line
+    of the offending transform, op or tensor (None only where the user's code has no file)."""
+    return Diagnostic(code, RULES[code].severity, message, location=location, **fields)
+
+
+# a loop index as the index algebra names it: `T1.i7` (model/indexing.py loop_var)
+_LOOP_INDEX = re.compile(r"(?<![\w.])T\d+\.[ib]\d+\b")
+
+
+def tree_names(fusion: Fusion) -> dict[str, str]:
+    """How diagnostics name loop indices whose IterDomain the schedule tree shows by its parallel
+    type only: `T1.i7` of a Vectorize{4} axis reads `T1.Vectorize{4}` (`T1.axis(2):Bulk{2}` where
+    two loop axes of T1 print alike). Serial loops keep `T1.i7`, as the tree prints i7{64};
+    thread and block loops are threadIdx.x / blockIdx.x already."""
+    names = {}
+    for tv in fusion.tensors:
+        labels = [i.label() for i in tv.loop]
+        for k, i in enumerate(tv.loop):
+            p = i.parallel_type
+            if p is ParallelType.Serial or p in THREAD_TYPES or p in BLOCK_TYPES:
+                continue
+            shown = labels[k] if labels.count(labels[k]) == 1 else f"axis({k}):{labels[k]}"
+            names[f"{tv.name}.{i.name}"] = f"{tv.name}.{shown}"
+    return names
+
+
+def named_as_tree(d: Diagnostic, names: dict[str, str]) -> Diagnostic:
+    """The diagnostic with every loop index in its text and counterexample named by `names`."""
+    if not names:
+        return d
+
+    def text(t: str | None) -> str | None:
+        return None if t is None else _LOOP_INDEX.sub(lambda m: names.get(m.group(0), m.group(0)), t)
+
+    return dataclasses.replace(
+        d, message=text(d.message), notes=[text(n) for n in d.notes], labels=[text(x) for x in d.labels],
+        hint=text(d.hint), counterexample={text(k): v for k, v in d.counterexample.items()})
 
 
 def undecided(code: str, what: str, outcome: Outcome, **fields) -> Diagnostic:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
@@ -29,6 +30,10 @@ DUMP_SMT = os.environ.get("TILEPROOF_DUMP_SMT") == "1"
 # bit-vectors by default: every value is bounded, and bounded div/mod chains that stall
 # integer arithmetic (20 s on PerformantVectorizedCopy) take milliseconds as bit-vectors
 USE_INT = os.environ.get("TILEPROOF_THEORY") == "int"
+# a counterexample is made readable (its sizes, then the rule's `smallest`, then the loop
+# indices and threads shrunk toward their smallest values) within this many extra solves and seconds
+SHRINK_CHECKS = 48
+SHRINK_SECONDS = float(os.environ.get("TILEPROOF_SHRINK_SECONDS", "0.25"))
 
 
 def _ite_max(args):
@@ -148,6 +153,7 @@ class Query:
         self._terms: dict[Expr, z3.ExprRef] = {}
         hint = list(hint) + list(ranges.values())
         symbols = dict(symbols or {})
+        self.symbols = symbols
         # where each variable lies, as the facts below assert it: the ranges of model/simplify.py,
         # for bounds (theory and width), simplifying terms before rendering and deciding comparisons
         self.ranges: dict[str, Expr | tuple[int, int]] = {**symbols, **ranges}
@@ -291,8 +297,10 @@ class Query:
     # -- decide -----------------------------------------------------------------
     def prove(self, claim, *, values: Mapping[str, Expr] | None = None, smallest: Expr | None = None) -> Outcome:
         """Is `claim` true for every assignment satisfying the facts? A counterexample
-        carries every variable of the query and the requested derived `values`; with
-        `smallest`, a few more solves shrink that expression (readable witnesses)."""
+        carries every variable of the query and the requested derived `values`. It is the
+        smallest one a few more solves find (_readable): each extent symbol as small as the
+        claim's failure allows (1 where it does not depend on the symbol), then the expression
+        `smallest` (the rule's witness, e.g. a thread id), then the other variables."""
         # simplify, then the SMT core: on the bundled examples' queries half the solving time
         # of the default QF_BV pipeline (eager bit-blasting to SAT), the same verdicts
         s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
@@ -306,25 +314,51 @@ class Query:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
             return Outcome(Verdict.UNKNOWN, reason=s.reason_unknown())
-        m = s.model()
-        if smallest is not None:
-            m = self._shrink(s, m, self.term(smallest))
+        m = self._readable(s, s.model(), smallest)
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
         return Outcome(Verdict.COUNTEREXAMPLE, model, values=derived)
 
-    def _shrink(self, s: z3.Solver, m, target, rounds: int = 8):
-        s.set("timeout", max(self.timeout_ms // 10, 100))
-        for _ in range(rounds):
-            current = m.eval(target, model_completion=True)
-            s.push()
-            s.add(z3.ULT(target, current) if self.bv else target < current)
-            better = s.check() == z3.sat
-            if better:
-                m = s.model()
-            s.pop()
-            if not better:
+    def _readable(self, s: z3.Solver, m, smallest: Expr | None):
+        """The counterexample m shrunk, term by term, within SHRINK_CHECKS solves and
+        SHRINK_SECONDS: the free extent symbols toward their smallest admitted value, then
+        `smallest`, then the other variables toward 0. Each term is fixed at its smallest value
+        before the next one shrinks, so a later term never grows an earlier one back. Every
+        model found satisfies the same facts and the negated claim: only its values change."""
+        targets = [(self.var(name), lo) for name, (lo, hi) in self.symbols.items() if lo < hi]
+        if smallest is not None:
+            targets.append((self.term(smallest), 0))
+        targets += [(v, 0) for name, v in list(self._vars.items()) if name not in self.symbols]
+        budget = _Budget(SHRINK_CHECKS, SHRINK_SECONDS, self.timeout_ms)
+        for term, lo in targets:
+            m = self._minimize(s, m, term, lo, budget)
+            if budget.spent:
                 break
+            s.add(term == m.eval(term, model_completion=True))
+        return m
+
+    def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "_Budget"):
+        """A model where `term` is as small as it gets (at least lo), starting from model m:
+        steps doubling up from lo until one is met, then bisection below it."""
+        cur = self._as_int(m.eval(term, model_completion=True))
+        bad, step = lo - 1, 1  # no model has term <= bad; m has term == cur
+        while bad + 1 < cur and not budget.spent:
+            probe = min(bad + step, cur - 1) if step else (bad + cur) // 2
+            s.push()
+            s.add(z3.ULE(term, self.val(probe)) if self.bv else term <= probe)
+            s.set("timeout", budget.timeout_ms())
+            r = s.check()
+            better = s.model() if r == z3.sat else None
+            s.pop()
+            budget.checks -= 1
+            if r == z3.unknown:
+                budget.checks = 0  # out of time: keep the smallest model so far
+            elif better is not None:
+                m, cur = better, self._as_int(better.eval(term, model_completion=True))
+                step = 0  # found one at most probe: bisect between bad and it
+            else:
+                bad = probe
+                step = step * 2 if step else 0
         return m
 
     def satisfiable(self, condition) -> Outcome:
@@ -370,3 +404,20 @@ class Query:
 
         return self.term(from_sympy(e))
 
+
+
+class _Budget:
+    """What the shrinking of one counterexample may still spend: solves and seconds."""
+
+    def __init__(self, checks: int, seconds: float, timeout_ms: int):
+        self.checks = checks
+        self.deadline = time.perf_counter() + seconds
+        self.limit_ms = timeout_ms
+
+    @property
+    def spent(self) -> bool:
+        return self.checks <= 0 or time.perf_counter() >= self.deadline
+
+    def timeout_ms(self) -> int:
+        """z3's time limit for the next solve: what is left of the budget (at least 1 ms)."""
+        return max(1, min(self.limit_ms, int((self.deadline - time.perf_counter()) * 1000)))

@@ -13,6 +13,7 @@ from ..model.notation import user_str
 from ..model.targets import get_target
 from .context import VerifyContext, symbol_range
 from .diagnostics import Diagnostic, Report, Severity
+from .findings import named_as_tree, tree_names
 from .registry import all_rules
 from .summary import summarize
 
@@ -39,6 +40,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     wanted = _check_rules(rules)
     report = Report(fusion=snap.name, target=tgt.name, location=snap.origin)
     rules = [r for r in all_rules() if wanted is None or r.code in wanted]
+    names = tree_names(snap)
     for r in sorted(rules, key=lambda r: r.code not in GATES):
         if any(d.code in GATES for d in report.errors):
             report.rules_not_run.append(r.code)
@@ -47,10 +49,10 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
         try:
             found = list(r.func(ctx))
         except Exception as e:  # our bug, never an accept
-            found = [_rule_crashed(r.code, e)]
+            found = [_rule_crashed(r.code, e, snap.origin)]
         for d in found:
             d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
-        report.diagnostics += found
+        report.diagnostics += [named_as_tree(d, names) for d in found]
     if report.rules_not_run:
         for d in report.errors:
             d.notes.append(f"{len(report.rules_not_run)} other rules were not run: each proves its claim for "
@@ -85,9 +87,10 @@ def _check_rules(rules: Iterable[str] | None) -> set[str] | None:
     return wanted
 
 
-def _rule_crashed(code: str, error: Exception) -> Diagnostic:
-    """The rejection standing in for a rule that raised: a tileproof bug, never an accept.
-    An InternalError keeps its own message (and query); anything else is wrapped in one."""
+def _rule_crashed(code: str, error: Exception, location: str | None) -> Diagnostic:
+    """The rejection standing in for a rule that raised: a tileproof bug, never an accept,
+    placed at the fusion (`location`). An InternalError keeps its own message (and query);
+    anything else is wrapped in one."""
     if not isinstance(error, InternalError):
         error = InternalError(f"{type(error).__name__}: {error}", rule=code)
     elif error.rule is None:
@@ -96,7 +99,7 @@ def _rule_crashed(code: str, error: Exception) -> Diagnostic:
         code, Severity.ERROR, str(error),
         notes=["the schedule is rejected because the rule could not be decided",
                traceback.format_exc(limit=6)],
-        internal=True,
+        location=location, internal=True,
     )
 
 

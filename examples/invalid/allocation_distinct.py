@@ -11,7 +11,7 @@ TMA = tp.LoadStoreOpType.TMA
 
 
 @tp.schedule(expect=tp.rejected("ALLOCATION-DISTINCT", messages=[
-    "are both stored at offset 32 of T1 in one block: the later write overwrites the other"]))
+    "are both stored at offset 0 of T1 in one block: the later write overwrites the other"]))
 def figure14d_block_axis_made_a_vector():
     """Figure 14 (d) (examples/valid/tma_smem.py) with T1's block axis turned into a Vectorize
     loop: T1's allocation domain [I4, I2] leaves that axis out (right while it was BIDx), so

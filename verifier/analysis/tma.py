@@ -13,5 +13,6 @@ def inferred_tmas(ctx: VerifyContext) -> list[InferredTma]:
 
 
 def extents_of(ids) -> dict[str, int]:
-    """The concrete extents of IDs: the numbers behind a structural finding."""
-    return {f"{i.name} extent": v for i in ids if (v := try_int(i.extent_expr)) is not None} or {"ids": len(ids)}
+    """The concrete extents of IDs, each named as the schedule tree shows it (`Bulk{64} extent`):
+    the numbers behind a structural finding."""
+    return {f"{i.label()} extent": v for i in ids if (v := try_int(i.extent_expr)) is not None} or {"ids": len(ids)}

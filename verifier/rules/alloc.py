@@ -9,7 +9,7 @@ import z3
 
 from ...model.allocation import Allocation
 from ...model.execution import tensor_execution
-from ...model.expr import Expr, add, const, product, var
+from ...model.expr import Expr, add, const, evaluate, product, var
 from ...model.indexing import linear_offset
 from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 from ..context import VerifyContext
@@ -186,6 +186,9 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
             notes=["each tcgen05.alloc takes a power of two of at least 32 columns"],
             table=[row for a in allocs for row in _table(a)],
             hint="inline the tensors further or parallelize column axes on BID so fewer columns are live",
+            tensor=allocs[-1].tensor.name, location=allocs[-1].tensor.origin,
+            labels=[f"tensor memory {a.tensor.name} ({r} columns) created at {a.tensor.origin}"
+                    for a, r in zip(allocs[:-1], rounded[:-1])],
         )
 
 
@@ -249,21 +252,54 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
     q = ctx.query([total, const(limit)])
     block = {"blockDim.x": dims[0], "blockDim.y": dims[1], "blockDim.z": dims[2]}
     out = q.prove(q.le(total, const(limit)), values={"threads": total, **block})
-    yield from report_values(
-        ctx, "LAUNCH-THREADS", out, "that the block fits 1024 threads",
-        lambda v, when: (f"a block of {v['threads']} threads ({v['blockDim.x']} x {v['blockDim.y']} x "
-                         f"{v['blockDim.z']}) exceeds the {limit}-thread limit"),
-        list(block), hint="parallelize some of those axes on BIDx/BIDy/BIDz or leave them serial")
+    yield from report_outcome(
+        "LAUNCH-THREADS", out, "that the block fits 1024 threads",
+        lambda out: finding(
+            "LAUNCH-THREADS",
+            f"a block of {out.values['threads']} threads ({out.values['blockDim.x']} x {out.values['blockDim.y']} x "
+            f"{out.values['blockDim.z']}) exceeds the {limit}-thread limit",
+            counterexample={**ctx.symbols_of(out.model), **{k: out.values[k] for k in block}},
+            hint="parallelize some of those axes on BIDx/BIDy/BIDz or leave them serial",
+            **_widest_thread_axes(ctx, THREAD_TYPES, out.model)),
+        **_widest_thread_axes(ctx, THREAD_TYPES, {}))
     if not out.proved:
         return  # one finding per launch: the per-dimension limits below are smaller claims
-    for axis, (name, extent), most in zip("xyz", block.items(), ctx.target.max_block_dims):
+    for p, (name, extent), most in zip(THREAD_TYPES, block.items(), ctx.target.max_block_dims):
         q = ctx.query([extent, const(most)])
         yield from report_values(
             ctx, "LAUNCH-THREADS", q.prove(q.le(extent, const(most)), values={name: extent}),
             f"that {name} is at most {most}",
             lambda v, when, name=name, most=most: f"{name} is {v[name]}{when}, over the hardware's limit of {most}",
-            [name], hint=f"put the TID{axis.upper()} axis on TIDx/TIDy (up to 1024) or on a BID, or split it "
-                         f"so that at most {most} of it is on TID{axis.upper()}")
+            [name], hint=f"put the {p} axis on TIDx/TIDy (up to 1024) or on a BID, or split it "
+                         f"so that at most {most} of it is on {p}", **_widest_thread_axes(ctx, (p,), {}))
+
+
+def _widest_thread_axes(ctx: VerifyContext, types, sizes: dict[str, int]) -> dict:
+    """Where a block-size finding points: for each of `types` the loop axis that sets its block
+    dimension (the widest one parallelized on it, at the counterexample's `sizes`; the first when
+    they cannot be compared), the widest of them the primary location, the others labels."""
+    def width(i) -> int:
+        try:
+            return evaluate(i.extent_expr, sizes)
+        except (KeyError, ValueError):  # a symbolic extent without a counterexample
+            return 0
+
+    axes = []
+    for p in types:
+        bound = [(tv, i) for tv in ctx.executed() for i in tv.loop if i.parallel_type is p]
+        if bound:
+            axes.append(max(bound, key=lambda a: width(a[1])))
+    if not axes:
+        return dict(location=ctx.fusion.origin)
+    axes.sort(key=lambda a: -width(a[1]))  # stable: x before y before z among equals
+    (tv, i), rest = axes[0], axes[1:]
+    return dict(tensor=tv.name, ids=[j.name for t, j in axes if t is tv], location=_parallelized_at(tv, i),
+                labels=[f"{j.label()} of {t.name} parallelized at {_parallelized_at(t, j)}" for t, j in rest])
+
+
+def _parallelized_at(tv, i) -> str | None:
+    """The user's line that bound i's parallel type (else made it, else made its tensor)."""
+    return i.parallel_origin or i.origin or tv.origin
 
 
 OTHER = "other "

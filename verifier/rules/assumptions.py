@@ -82,12 +82,22 @@ def assumptions_satisfiable(ctx: VerifyContext) -> Iterator[Diagnostic]:
     if witness:
         notes.append(f"{', '.join(f'{k} = {v}' for k, v in witness.items())} satisfies "
                      + (" and ".join(names[:-1]) or "the ranges") + f" but not {names[-1]}")
+    # placed at the assumption the witness violates; the others of the conflict are labels
+    placed = [_stated_at(ctx, a) for a in core]
     yield finding(
         "ASSUMPTIONS-SATISFIABLE",
         f"no size satisfies {conflict}",
+        location=placed[-1] if placed else ctx.fusion.origin,
+        labels=[f"{name} assumed at {where}" for name, where in zip(names[:-1], placed[:-1])],
         notes=notes,
         hint=("drop or correct one of these assumptions" if len(core) > 1 else
               f"correct the assumption {names[0]}" if core else "check the bound sizes") +
              (f"; the bindings {', '.join(binds)} take part" if binds else ""),
         counterexample={**witness, "violates": names[-1]},
     )
+
+
+def _stated_at(ctx: VerifyContext, assumption: sympy.Basic) -> str | None:
+    """The user's file:line of the fusion.assume call that stated `assumption`."""
+    k = next(k for k, a in enumerate(ctx.fusion.assumptions) if a is assumption)
+    return ctx.fusion.assumption_origins[k]
