@@ -141,5 +141,5 @@ def test_elements_fill_whole_registers(dtype, vector, codes):
             t.axis(2).parallelize(P.Vectorize)
     report = tp.verify(fusion, "sm_100a")
     assert sorted(set(report.codes)) == codes
-    for d in report.diagnostics:
+    for d in report.errors:
         assert d.counterexample["bytes of the column"] == f"0..{vector * dtype.bytes - 1 if vector else dtype.bytes - 1}"
