@@ -140,13 +140,14 @@ class Query:
 
     def __init__(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], *,
                  symbols: Mapping[str, tuple[int, int]] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                 simplify: bool = True):
+                 simplify: bool = True, shrink: "ShrinkAccount | None" = None):
         """`hint`: every expression the query will use (picks the theory and width);
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
         `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
         `simplify=False` renders terms as given and decides no comparison itself (tests
         compare the verdicts)."""
         self.ctx = z3.Context()
+        self.shrink = shrink if shrink is not None else ShrinkAccount(SHRINK_SECONDS)
         self.timeout_ms = timeout_ms
         self.facts: list = []
         self._vars: dict[str, z3.ExprRef] = {}
@@ -329,12 +330,14 @@ class Query:
         if smallest is not None:
             targets.append((self.term(smallest), 0))
         targets += [(v, 0) for name, v in list(self._vars.items()) if name not in self.symbols]
-        budget = _Budget(SHRINK_CHECKS, SHRINK_SECONDS, self.timeout_ms)
+        start = time.perf_counter()
+        budget = _Budget(SHRINK_CHECKS, min(SHRINK_SECONDS, self.shrink.left), self.timeout_ms)
         for term, lo in targets:
-            m = self._minimize(s, m, term, lo, budget)
             if budget.spent:
                 break
+            m = self._minimize(s, m, term, lo, budget)
             s.add(term == m.eval(term, model_completion=True))
+        self.shrink.left -= time.perf_counter() - start
         return m
 
     def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "_Budget"):
@@ -404,6 +407,14 @@ class Query:
 
         return self.term(from_sympy(e))
 
+
+
+class ShrinkAccount:
+    """Seconds that shrinking counterexamples may still spend, shared by the queries of one
+    verify (VerifyContext), so that many rejections do not add up past the verify budget."""
+
+    def __init__(self, seconds: float):
+        self.left = seconds
 
 
 class _Budget:
