@@ -6,6 +6,16 @@ dense box), `nonbulk` (none are Bulk: a coordinate), `box` (the input of a strid
 split: a strided box), or `partitioned` (the input of a boxing split, possibly moved
 by rotation). Transforms the walk consumes lie between the TMA domain and the loop
 domain; the rest are the view from the global allocation domain to the TMA domain.
+
+Rotating the partitioned role up through a split (Theorem 2.1) keeps the box a regular
+tiling only when the box divides the split's inner extent. A TMA load does not need one:
+the box is placed at the coordinate the split chain computes (32*i2 + 12*i3 for a box of
+12 in rows of 32), and the elements past the row (the inner ID's holes) are other rows'
+elements, landing in shared-memory slots of consumer points that are holes, which no
+reader reads (TMA-TILE-CONTIGUITY and TMA-WHOLE-TILES still prove where those slots are).
+So a load with a dense box rotates through any split (an `overhang`). A store would write
+the overhang over other rows' global elements, and a strided box's holes are not its
+elements: those rotate only when the box divides.
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ from .expr import Expr, ceildiv, const, mul, try_int
 from .global_layout import allocation_problem, global_strides
 from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform
 from .tensor import TensorView, loop_path
-from .types import ParallelType
+from .types import MemoryType, ParallelType
 
 
 
@@ -67,6 +77,7 @@ class Inference:
     roles: dict[int, Role]
     consumed: set[int]  # id() of transforms the role walk consumed
     rotation_notes: dict[int, str]  # id(split) -> why the box could not be rotated through it
+    overhangs: set[int] = field(default_factory=set)  # id() of splits a load's box rotated through without dividing
 
     def role(self, i: IterDomain) -> Role | None:
         return self.roles.get(i.uid)
@@ -78,8 +89,8 @@ class Inference:
 
 def divides_statically(n: Expr, d: Expr) -> bool:
     """d | n decided without a solver: concrete values, or d a factor of the product n.
-    A rotation whose condition is only provable with assumptions is not taken
-    (conservative: it costs a dimension and makes the outer split part of the view)."""
+    A store's or strided box's rotation whose condition is only provable with assumptions
+    is not taken (conservative: it costs a dimension and makes the outer split part of the view)."""
     a, b = try_int(n), try_int(d)
     if a is not None and b is not None:
         return a % b == 0
@@ -103,24 +114,29 @@ def _nonbulk(i: IterDomain) -> Role:
 
 
 def infer_roles(consumer: TensorView) -> Inference:
+    """The roles of the TMA consumer's IDs. A consumer in shared memory is a load's, whose dense
+    box may rotate through a split it does not divide (the module docstring says why)."""
+    overhang = consumer.memory_type is MemoryType.Shared
     roles: dict[int, Role] = {}
     for i in consumer.loop:
         roles[i.uid] = _bulk(i) if i.parallel_type is ParallelType.Bulk else _nonbulk(i)
     consumed: set[int] = set()
     notes: dict[int, str] = {}
+    overhangs: set[int] = set()
     for t in reversed(loop_path(consumer)):
         outs = [roles.get(o.uid) for o in t.outputs]
         if any(r is None for r in outs):
             continue  # an output is not explained by the walk: t belongs to the view
-        assigned = _infer_one(t, outs, notes)
+        assigned = _infer_one(t, outs, notes, overhangs if overhang else None)
         if assigned is None:
             continue
         roles.update(assigned)
         consumed.add(id(t))
-    return Inference(roles, consumed, notes)
+    return Inference(roles, consumed, notes, overhangs)
 
 
-def _infer_one(t: Transform, outs: list[Role], notes: dict[int, str]) -> dict[int, Role] | None:
+def _infer_one(t: Transform, outs: list[Role], notes: dict[int, str],
+               overhangs: set[int] | None) -> dict[int, Role] | None:
     kinds = [r.kind for r in outs]
     if isinstance(t, Merge):
         if kinds[0] in (RoleKind.BULK, RoleKind.NONBULK):
@@ -146,12 +162,20 @@ def _infer_one(t: Transform, outs: list[Role], notes: dict[int, str]) -> dict[in
         # striding split: outer = tile, inner = stride; the input is a strided box
         return {src.uid: Role(RoleKind.BOX, src.extent_expr, t.inner.extent_expr, (src.name,), outer.tile_ids, ())}
     if outer.kind is RoleKind.NONBULK and inner.kind is RoleKind.PARTITIONED:
-        # rotation (Theorem 2.1): the partitioned role moves up when the box split divides
+        # rotation (Theorem 2.1): the partitioned role moves up when the box split divides, or,
+        # for a load's dense box, past the inner ID's end (an overhang into its holes)
+        rotated = {src.uid: Role(RoleKind.PARTITIONED, inner.box, inner.element_stride, inner.box_ids, inner.tile_ids,
+                                 (t.outer.name,) + inner.coordinate_ids)}
         if divides_statically(t.inner.extent_expr, inner.box):
-            return {src.uid: Role(RoleKind.PARTITIONED, inner.box, inner.element_stride, inner.box_ids, inner.tile_ids,
-                                  (t.outer.name,) + inner.coordinate_ids)}
+            return rotated
+        if overhangs is not None and try_int(inner.element_stride) == 1:
+            overhangs.add(id(t))
+            return rotated
+        why = (f"a TMA store's box may not overhang {t.inner.label()}: it would write shared-memory holes over "
+               f"other global elements" if overhangs is None
+               else f"the box is strided (element stride {inner.element_stride}), so it may not overhang")
         notes[id(t)] = (f"the box {inner.box} of {t.inner.label()} does not divide its extent "
-                        f"{t.inner.extent}, so the box cannot be rotated through this split (Theorem 2.1)")
+                        f"{t.inner.extent}, so the box cannot be rotated through this split (Theorem 2.1; {why})")
         return None
     if outer.kind is RoleKind.PARTITIONED and inner.kind is RoleKind.BULK and try_int(outer.element_stride) == 1:
         # rotation: a dense box of the outer output merges with the bulk inner output

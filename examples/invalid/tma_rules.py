@@ -1,6 +1,7 @@
 """Invalid TMA schedules, one per descriptor rule, plus the indivisible-rotation case of the
-nvFuser TMA tutorial (seed 004). Each is gmem T0 -> (TMA) smem T1 -> gmem T2, fp32 unless
-stated, with coordinate IDs on BID so only the tile is allocated in shared memory; T2 takes
+nvFuser TMA tutorial (seed 004) as a store (a load may rotate through it: examples/valid/tma_boxes.py).
+Each is gmem T0 -> (TMA) smem T1 -> gmem T2 (the store: gmem T0 -> smem T1 -> (TMA) gmem T2), fp32
+unless stated, with coordinate IDs on BID so only the tile is allocated in shared memory; T2 takes
 T1's block axes (the same splits and BID types), so each block stores what it loaded
 (SMEM-BLOCK-VISIBILITY) and only the TMA rule under test fails.
 """
@@ -22,17 +23,27 @@ def tma_load(name, shape, dtype=tp.float32, contiguity=True):
     return fusion, t1, t2
 
 
-@tp.schedule(expect=tp.rejected("TMA-VIEW", messages=["cannot be rotated"]))
-def tma_indivisible_rotation():
-    """Figure 8 with an indivisible box split: I0{1000} split 32 -> [I2, I1{32}], I1 split 12.
-    12 does not divide 32, so the box cannot rotate up (Theorem 2.1); the split by 32 becomes
-    part of the view and must divide 1000, which it does not."""
-    fusion, t1, t2 = tma_load("tma_indivisible_rotation", [1000])
+@tp.schedule(expect=tp.rejected("TMA-VIEW", "TMA-TILE-CONTIGUITY", messages=["cannot be rotated", "TMA store"]))
+def tma_store_indivisible_rotation():
+    """The store of tma_indivisible_rotation (examples/valid/tma_boxes.py): gmem T0 -> smem T1 ->
+    (TMA) gmem T2{1000}, split 32 then the inner split 12, one 12-element box per block. A load's
+    box may overhang its 32-element chunk (the overhang lands in shared-memory holes); a store's
+    would write the holes' garbage over the next chunk's first 4 elements. So the box does not
+    rotate through the split by 32, which becomes part of the view and must divide 1000
+    (TMA-VIEW: 1000 % 32 = 8); the 2-D TMA left reads elements 8..11 of the third box from
+    bytes where T1 keeps other elements (TMA-TILE-CONTIGUITY)."""
+    with tp.Fusion("tma_store_indivisible_rotation") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1000])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1, op=TMA)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
     for t in (t1, t2):
         t.split(0, 32).split(1, 12)  # [I2, I3{3}, I4{12}]
         t.axis(0).parallelize(P.BIDx)
-        t.axis(1).parallelize(P.BIDy)  # chosen: one 48-byte tile per block (serial tiles would be misaligned)
-    t1.axis(2).parallelize(P.Bulk)
+        t.axis(1).parallelize(P.BIDy)
+    t2.axis(2).parallelize(P.Bulk)
     return fusion
 
 

@@ -82,6 +82,27 @@ def tma_box_by_rotation_right():
 
 
 @tp.schedule(expect=tp.accepted())
+def tma_indivisible_rotation():
+    """Figure 8 with an indivisible box split: I0{1000} split 32 -> [I2, I1{32}], I1 split 12 ->
+    [I3{3}, I4{12}], box I4. 12 does not divide 32, but a load's box rotates up anyway: a 1-D
+    TMA over I0 (size 1000, box 12) at coordinate 32*i2 + 12*i3, the tile element k being global
+    element 32*i2 + 12*i3 + k. The third box of each chunk (i3 = 2) overhangs it: its elements
+    8..11 are the next chunk's, landing in the shared-memory slots of T1 points that are holes
+    (I1 >= 32), which T2 never reads; past 1000 the hardware fills zeros. Lowered while TMA-VIEW
+    still refused it, it ran correctly on an H100 (benchmarks/README.md), as it does verified
+    (tests/gpu/test_tma_kernels.py). A store may not overhang (examples/invalid/tma_rules.py,
+    tma_store_indivisible_rotation).
+    Chosen: one 48-byte tile per block (serial tiles would be misaligned)."""
+    fusion, t1, t2 = tma_load("tma_indivisible_rotation", [1000])
+    for t in (t1, t2):
+        t.split(0, 32).split(1, 12)  # [I2, I3{3}, I4{12}]
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.BIDy)
+    t1.axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
 def tma_strided_tile():
     """Figure 12: box (16, 4) with element strides (1, 2): the outer box is split by its
     element stride 2, tile (16, 2); 2 divides 4, so FTTC does not apply. Chosen: the figure's

@@ -4,7 +4,9 @@ tensor maps' values, and the launch-time checks of tensor_maps."""
 
 from __future__ import annotations
 
+import itertools
 import random
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -75,7 +77,8 @@ def test_tma_store_fences_the_generic_writes_and_waits_for_the_read():
 
 
 @pytest.mark.parametrize("name", ["tma_pointwise_vectorized_store", "tma_store", "swizzle_64b_recipe",
-                                  "tma_transpose_bank_conflict_free", "tma_figure11", "tma_strided_tile"])
+                                  "tma_transpose_bank_conflict_free", "tma_figure11", "tma_strided_tile",
+                                  "tma_indivisible_rotation"])
 def test_copy_coordinates_and_address_are_the_verified_functions(name):
     """The kernel's coordinates and shared address, at every loop point, equal model.tma_layout's
     (what TMA-TILE-CONTIGUITY / TMA-SWIZZLE-LAYOUT / TMA-COORD-* proved) at the same point."""
@@ -103,6 +106,26 @@ def test_copy_coordinates_and_address_are_the_verified_functions(name):
         for got, want in zip(copy.coords, issue.box_origin):
             assert evaluate(got, kernel_env) == evaluate(want, model_env)
         assert evaluate(copy.smem_offset, kernel_env) == evaluate(issue.dst_offset, model_env)
+
+
+def test_overhanging_rotation_is_one_dimension_at_the_split_chains_coordinate():
+    """A load's box of 12 rotated through the split by 32 it does not divide: the kernel gets what
+    the inference says, a 1-D tensor map over the whole tensor (size 1000, box 12) and the
+    coordinate 32*i2 + 12*i3, one copy per block into the 48-byte tile; T2's hole predicate
+    (I1 < 32) keeps the overhang's elements from being stored."""
+    fusion, ir = kernel_ir("tma_indivisible_rotation")
+    (tmap,) = ir.tensor_maps
+    assert tensor_maps.values(tmap, {}) == {"sizes": [1000], "strides": [], "box": [12], "element_strides": [1]}
+    (copy,) = [n for n in flat(ir.body) if isinstance(n, TmaCopy)]
+    assert not copy.bounds and evaluate(copy.nbytes, {}) == 48
+    for x, y in itertools.product(range(32), range(3)):
+        env = {"blockIdx.x": x, "blockIdx.y": y}
+        assert [evaluate(c, env) for c in copy.coords] == [32 * x + 12 * y]
+        assert evaluate(copy.smem_offset, env) == 0
+    source = tp.compile(fusion, "sm_90a").cuda_source
+    assert "tp_bulk_load_1d(tp_smem(T1) + (unsigned)0U, &tmap_T1, &tp_bar_T1, " \
+           "(int)((blockIdx.x * 32U) + (blockIdx.y * 12U)));" in source
+    assert re.search(r"\(\(blockIdx\.y \* 12U\) \+ i\d+\) < 32U", source)  # the reader skips the holes
 
 
 def test_tensor_map_of_a_discontiguous_input_takes_the_runtime_stride():

@@ -71,11 +71,60 @@ def test_box_by_rotation_left_and_right():
 
 
 def test_indivisible_rotation_costs_a_dimension():
-    info = info_of(INVALID.tma_indivisible_rotation())
-    assert info.rank == 2
-    assert table(info) == [(12, 12, 1, 32, 4), (1, 1, 1, 32, 128)]
-    view = inferred_of(INVALID.tma_indivisible_rotation()).view
-    assert [s.kind for s in view] == [ViewKind.SPLIT] and "cannot be rotated" in view[0].note
+    """A load's dense box rotates through a split it does not divide (its overhang lands in
+    shared-memory holes): one dimension over the whole tensor, nothing left to divide. A store's
+    box does not (its overhang would overwrite global elements): the split becomes the view, a
+    second dimension, and must divide."""
+    load = inferred_of(VALID.tma_indivisible_rotation())
+    assert load.info.rank == 1 and load.info.ok
+    assert table(load.info) == [(12, 12, 1, 1000, 4)]
+    assert not load.view and len(load.inference.overhangs) == 1
+    store = inferred_of(INVALID.tma_store_indivisible_rotation())
+    assert store.info.direction is Direction.STORE and store.info.rank == 2
+    assert table(store.info) == [(12, 12, 1, 32, 4), (1, 1, 1, 32, 128)]
+    assert [s.kind for s in store.view] == [ViewKind.SPLIT] and not store.inference.overhangs
+    assert "cannot be rotated" in store.view[0].note and "TMA store" in store.view[0].note
+
+
+def test_indivisible_rotation_of_a_strided_box_costs_a_dimension():
+    """Only a dense box overhangs: a strided box of a load keeps the split in the view."""
+    fusion, t1, t2 = VALID.tma_load("strided_rotation", [40, 64])
+    for t in (t1, t2):
+        t.split(0, 8).split(1, 6)  # [I2{5}, I3{2}, I4{6}, I1{64}]
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.BIDy)
+    t1.split(2, 2)  # I4{6} -> [tile{3}, stride{2}]: a strided box of 6
+    t1.reorder({3: 2})  # [I2, I3, stride, tile, I1]
+    t1.axis(3).parallelize(P.Bulk)
+    t1.axis(4).parallelize(P.Bulk)
+    tma = inferred_of(fusion)
+    assert tma.info.rank == 3 and not tma.inference.overhangs
+    assert [s.kind for s in tma.view] == [ViewKind.SPLIT] and "strided" in tma.view[0].note
+
+
+def test_overhanging_boxes_of_one_block_must_not_overlap():
+    """Serial overhanging loads of one block, T1 [4, 32] boxed 12 in chunks of 32: kept 32
+    elements a row (the allocation [R, C2{1}, C1{32}]), the third box of row r writes its
+    overhang (zeros: past the 32 columns) over the first box of row r + 1, and the last row's
+    past T1; kept 36 a row (the loop domain [R, C3{3}, C4{12}]), the boxes are disjoint."""
+    def fusion(rows_of_32: bool):
+        fusion, t1, t2 = VALID.tma_load("overhang_overlap", [4, 32])
+        for t in (t1, t2):
+            t.split(1, 32)
+            chunks = t.get_loop_domain()
+            t.split(2, 12)  # [R{4}, C2{1}, C3{3}, C4{12}], all serial: one block
+            if rows_of_32 and t is t1:
+                t1.set_allocation_domain(chunks)
+        t1.axis(3).parallelize(P.Bulk)
+        return fusion
+
+    rules = ["TMA-VIEW", "TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES"]
+    report = tp.verify(fusion(True), "sm_90a", rules=rules)
+    assert report.codes == ["TMA-WHOLE-TILES"]
+    messages = [d.message for d in report.errors]
+    assert any("overlap" in m and "[96, 144)" in m and "byte 128" in m for m in messages), messages
+    assert any("past its end" in m for m in messages), messages
+    assert tp.verify(fusion(False), "sm_90a", rules=rules).ok
 
 
 def test_dense_and_strided_tiles():
@@ -217,24 +266,36 @@ def test_symbolic_proof_under_assumptions():
     assert not [c for c in report.codes if c.startswith("TMA")], [d.message for d in report.errors]
 
 
-def test_view_split_symbolic_counterexample():
+def _rotation_by_12_in_32(load: bool):
+    """T0{N} -> T1 -> T2, the TMA (a load into T1 or a store from it) boxing 12 of each 32."""
     with tp.Fusion("view_n") as fusion:
         t0 = tp.make_tensor(["N"])
         fusion.add_input(t0)
-        t1 = tp.set(t0, op=TMA)
-        t2 = tp.set(t1)
+        t1 = tp.set(t0, op=TMA) if load else tp.set(t0)
+        t2 = tp.set(t1) if load else tp.set(t1, op=TMA)
         fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Shared)
-    for t in (t1, t2):  # T2 stores, in each block, the tile that block loaded
+    for t in (t1, t2):  # each block stores the tile it loaded
         t.split(0, 32).split(1, 12)
         t.axis(0).parallelize(P.BIDx)
         t.axis(1).parallelize(P.BIDy)  # one 48-byte tile per block (serial ones would be misaligned)
-    t1.axis(2).parallelize(P.Bulk)
+    (t1 if load else t2).axis(2).parallelize(P.Bulk)
+    return fusion
+
+
+def test_view_split_symbolic_counterexample():
+    """A store's box does not rotate through the split by 32, which it does not divide: the split
+    is part of the view and must divide N. A load's box rotates (its overhang lands in holes):
+    accepted for every N."""
+    fusion = _rotation_by_12_in_32(load=False)
     report = tp.verify(fusion, "sm_90a")
     (d,) = [d for d in report.errors if d.code == "TMA-VIEW"]
     assert d.counterexample["N"] % 32 != 0
-    assert tp.verify(fusion, "sm_90a", bind={"N": 1024}).ok
-    assert tp.verify(fusion, "sm_90a", bind={"N": 1000}).codes == ["TMA-VIEW"]
+    assert "TMA-VIEW" not in tp.verify(fusion, "sm_90a", bind={"N": 1024}).codes
+    assert "TMA-VIEW" in tp.verify(fusion, "sm_90a", bind={"N": 1000}).codes
+    load = _rotation_by_12_in_32(load=True)
+    report = tp.verify(load, "sm_90a")
+    assert report.ok, [d.message for d in report.errors]
 
 
 def test_fttc_is_a_warning_exactly_when_the_condition_holds():

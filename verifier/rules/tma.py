@@ -58,9 +58,11 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
         The transforms of the TMA consumer that role inference leaves (those not between
         the TMA domain and the tile/coordinate IDs) are splits that divide for every
         admitted size and merges of adjacent IDs whose outer ID is contiguous in the
-        global tensor; no swizzle. A box can be rotated through an enclosing split only
-        when the box divides the split's inner extent; otherwise that split is part of
-        the view and must divide. The global allocation domain is read in memory order,
+        global tensor; no swizzle. A box is rotated through an enclosing split when the
+        box divides the split's inner extent, or when it is a TMA load's dense box (the
+        part past the inner extent lands in shared-memory holes: TMA-TILE-CONTIGUITY and
+        TMA-WHOLE-TILES place it); otherwise (a store, a strided box) that split is part
+        of the view and must divide. The global allocation domain is read in memory order,
         a merged allocation axis as the logical axes it merges (contiguous with each
         other); an allocation axis made by a split or swizzle is reported by name. Also
         reports a TMA whose domain cannot be inferred.
@@ -70,22 +72,20 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
         descriptor would address the wrong elements.
     Example:
         with tp.Fusion("view") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1000]); fusion.add_input(t0)
+            t0 = tp.make_tensor([64, 128], contiguity=[False, True]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 32).split(1, 12)
-        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
-        t1.axis(2).parallelize(tp.ParallelType.Bulk)
-        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
+        t1.merge(0).split(0, 64)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         with tp.Fusion("view") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1000]); fusion.add_input(t0)
+            t0 = tp.make_tensor([64, 128], contiguity=[True, True]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(0, 32).split(1, 8)
-        t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
-        t1.axis(2).parallelize(tp.ParallelType.Bulk)
-        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
+        t1.merge(0).split(0, 64)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
         nvFuser doc/dev/tma.md (step 1, define box by rotation); nvFuser doc/reading/divisibility-of-split.md;
         docs/hardware.md#tma-dimensions-are-views-of-memory
