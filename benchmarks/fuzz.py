@@ -48,6 +48,7 @@ MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
 SLOW_VERIFY_S = 1
+BAD_RUNS = ("wrong output", "wrote past an output", "fault")  # an accepted kernel must never do these
 UNDECIDED = "could not prove "  # verifier/findings.undecided: z3 answered unknown (a timeout)
 
 
@@ -191,7 +192,7 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     undecided = [r for r in results if r.get("undecided")]
     runs = [r for r in results if "run" in r]
     ran = Counter(r["run"]["outcome"] for r in runs)
-    bad_runs = [r for r in runs if r["run"]["outcome"] in ("wrong output", "fault")]
+    bad_runs = [r for r in runs if r["run"]["outcome"] in BAD_RUNS]
     slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S),
                            key=lambda r: -r["compile_s"])
     return {
@@ -275,7 +276,7 @@ def main() -> None:
     def on_result(r: dict) -> None:
         results.append(r)
         if r["outcome"] in ("failed to compile", "internal error", "generator error") or \
-                r.get("run", {}).get("outcome") in ("wrong output", "fault"):
+                r.get("run", {}).get("outcome") in BAD_RUNS:
             print(f"case {r['index']}: {r['outcome']}: {r.get('error', r.get('run'))}"[:400] + f"\n  {r.get('steps', '')}",
                   flush=True)
         if len(results) % 100 == 0:

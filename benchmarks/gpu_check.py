@@ -3,7 +3,8 @@
 Shared by benchmarks/fuzz.py --run (accepted schedules must run correctly) and
 benchmarks/rejected_on_gpu.py (rejected ones run anyway, to show the failure). Needs torch
 and a GPU. Outputs are poisoned with NaN first, so an element the kernel never stores is
-wrong unless the reference itself is NaN there.
+wrong unless the reference itself is NaN there; each output is followed by poisoned guard
+elements, so a store past its end is seen ("wrote past an output").
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 CANDIDATE_SIZES = (96, 128, 100, 256, 64, 1000, 1024, 2048, 33, 4096, 8192)  # tried in order per symbol
 MAX_ELEMENTS = 1 << 24  # per tensor, when choosing symbolic sizes: keeps a case's arrays small
 MAX_FIXED_ELEMENTS = 1 << 27  # per tensor of a fixed-size fusion (its sizes are not ours to choose)
+GUARD = 1 << 14  # poisoned elements after each output: a store past its end changes them
 TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64",
                 "int32": "int32", "int64": "int64", "int8": "int8"}
 
@@ -80,12 +82,29 @@ def _laid_out(t, values, torch):
 
 
 def poisoned_outputs(fusion, sizes, torch):
-    out = []
+    """Each output, and after it in the same allocation GUARD elements of poison that no store
+    may touch: (outputs, guards)."""
+    out, guards = [], []
     for t in fusion.outputs:
         dtype = getattr(torch, TORCH_DTYPES[t.dtype.name])
         fill = float("nan") if dtype.is_floating_point else -77  # -77: no op of the inputs' range gives it everywhere
-        out.append(torch.full(_shape(t, sizes), fill, device="cuda").to(dtype))
-    return out
+        shape = _shape(t, sizes)
+        n = math.prod(shape)
+        base = torch.full((n + GUARD,), fill, device="cuda").to(dtype)
+        out.append(base[:n].view(shape))
+        guards.append(base[n:])
+    return out, guards
+
+
+def written_past(guards, torch) -> int:
+    """Guard elements a kernel overwrote (a store past the end of an output)."""
+    changed = 0
+    for g in guards:
+        if g.dtype.is_floating_point:
+            changed += int((~torch.isnan(g)).sum())
+        else:
+            changed += int((g != -77).sum())
+    return changed
 
 
 def wrong_elements(fusion, inputs, outs) -> tuple[int, int]:
@@ -112,7 +131,7 @@ def run_and_judge(kernel, sizes: dict[str, int]) -> dict:
     import tileproof as tp
 
     inputs = random_inputs(kernel.fusion, sizes, torch)
-    outs = poisoned_outputs(kernel.fusion, sizes, torch)
+    outs, guards = poisoned_outputs(kernel.fusion, sizes, torch)
     try:
         kernel.run(*inputs, out=outs, **sizes)
         torch.cuda.synchronize()
@@ -121,8 +140,11 @@ def run_and_judge(kernel, sizes: dict[str, int]) -> dict:
     except Exception as e:  # noqa: BLE001 - the failure is the evidence
         return {"outcome": "fault", "detail": f"{type(e).__name__}: {e}"[:400]}
     wrong, total = wrong_elements(kernel.fusion, inputs, outs)
-    del inputs, outs
+    past = written_past(guards, torch)
+    del inputs, outs, guards
     torch.cuda.empty_cache()  # many workers share the GPU: keep no cached blocks between cases
+    if past:
+        return {"outcome": "wrote past an output", "elements": past, "wrong": wrong, "of": total, "sizes": sizes}
     if wrong:
         return {"outcome": "wrong output", "wrong": wrong, "of": total, "sizes": sizes}
     return {"outcome": "ran correctly", "of": total}

@@ -7,6 +7,7 @@ tileproof.testing.compile_unverified and run on random inputs (symbolic extents 
 --size), in a process of its own (a fault spoils the CUDA context), outputs poisoned with
 NaN first, and compared with the float64 reference. Outcomes:
   wrong output     the kernel ran and stored values other than the reference's
+  wrote past an output  the kernel stored into the guard elements after an output
   refused at launch  run() refused the sizes or arrays (InputError: e.g. no size satisfies the
                    assumptions, a stride or alignment the proof did not admit)
   fault            the launch or the synchronize failed (misaligned address, illegal
