@@ -226,6 +226,9 @@ class Swizzle(Transform):
     y_in: IterDomain
     x_out: IterDomain
     y_out: IterDomain
+    # the tensor's loop domain when TensorView.swizzle was called: the user's axis numbers are
+    # positions in it (diagnostics name a fix in them); empty for a swizzle made by propagation
+    loop: tuple[IterDomain, ...] = ()
 
     @property
     def inputs(self):
@@ -247,12 +250,13 @@ class Swizzle(Transform):
         return f"xor swizzle ({self.x_in.label()}, {self.y_in.label()}) -> {self.x_out.label()}, {self.y_out.label()}"
 
     @staticmethod
-    def make(x: IterDomain, y: IterDomain, origin: str | None, numbers: Numbers) -> "Swizzle":
+    def make(x: IterDomain, y: IterDomain, origin: str | None, numbers: Numbers, *,
+             loop: tuple[IterDomain, ...] = ()) -> "Swizzle":
         """An XOR swizzle of `x` and `y` with fresh outputs of the same extents, numbered by
-        `numbers`; `origin` is the user's file:line. TensorView.swizzle calls it; it does not
-        touch any tensor."""
+        `numbers`; `origin` is the user's file:line, `loop` the loop domain it was called on.
+        TensorView.swizzle calls it; it does not touch any tensor."""
         t = Swizzle(x, y, IterDomain(x.extent_expr, number=numbers(), origin=origin),
-                    IterDomain(y.extent_expr, number=numbers(), origin=origin))
+                    IterDomain(y.extent_expr, number=numbers(), origin=origin), tuple(loop))
         t.x_out.definition = t
         t.y_out.definition = t
         return t

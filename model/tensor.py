@@ -155,7 +155,8 @@ class TensorView:
             raise ScheduleError(f"swizzle: the two axes must differ, got {x} and {y}")
         for a in (ax, ay):
             self._check_outside_ca("swizzle", a)
-        t = Swizzle.make(self.loop[ax], self.loop[ay], user_location(), self.fusion.next_iterdomain_number)
+        t = Swizzle.make(self.loop[ax], self.loop[ay], user_location(), self.fusion.next_iterdomain_number,
+                         loop=tuple(self.loop))
         self.history.append(t)
         self.loop[ax], self.loop[ay] = t.x_out, t.y_out
         return self

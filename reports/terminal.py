@@ -35,9 +35,11 @@ def render_report(report: Report, *, expectation: Any = None) -> RenderableType:
         launch = ", ".join(f"{k} = {v}" for k, v in report.launch.items())
         parts.append(Text(f"launch: {launch}", style="dim"))
     summaries = {t.name: t for t in report.tensors}
+    causes = {d.id: d for d in report.diagnostics if d.id}
     for diagnostic in report.diagnostics:
         parts.append(Text(""))
-        parts.append(render_diagnostic(diagnostic, summaries.get(diagnostic.tensor or "")))
+        parts.append(render_diagnostic(diagnostic, summaries.get(diagnostic.tensor or ""),
+                                       cause=causes.get(diagnostic.follows_from or "")))
     if report.ok:
         parts.append(_allocation_summary(report.tensors))
     return Group(*parts)
@@ -65,13 +67,19 @@ def reports_to_html(entries: Iterable[tuple[str, RenderableType]], *, title: str
     return console.export_html(inline_styles=True, code_format=_HTML_PAGE.replace("{title}", _escape(title)))
 
 
-def render_diagnostic(diagnostic: Diagnostic, summary: TensorSummary | None = None) -> RenderableType:
-    """One diagnostic: headline, location, schedule tree, notes, table, counterexample, help."""
+def render_diagnostic(diagnostic: Diagnostic, summary: TensorSummary | None = None, *,
+                      cause: Diagnostic | None = None) -> RenderableType:
+    """One diagnostic: headline, the root cause it follows from (`cause`, listed before it),
+    location, schedule tree, notes, table, counterexample, help."""
     colour = "red" if diagnostic.severity is Severity.ERROR else "yellow"
     headline = Text()
     headline.append(f"{diagnostic.severity}[{diagnostic.code}]", style=f"bold {colour}")
     headline.append(f": {diagnostic.message}", style="bold")
     parts: list[RenderableType] = [headline]
+    if diagnostic.follows_from:
+        named = f"{cause.severity}[{cause.code}]" if cause is not None else diagnostic.follows_from
+        parts.append(_labelled("  = follows from: ", "bold magenta",
+                               f"{named} above (its fix removes this {diagnostic.severity} too)"))
     if diagnostic.location:
         parts.append(Text.assemble(("  --> ", "blue"), diagnostic.location))
     for label in diagnostic.labels:

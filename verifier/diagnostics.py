@@ -36,6 +36,11 @@ class Diagnostic:
     hint: str | None = None
     rule: str | None = None  # the function that emitted it
     internal: bool = False  # the rule crashed: a tileproof bug standing in for a verdict
+    # a root cause and its consequences: a diagnostic whose fix the rule verified on a copy of the
+    # fusion has an `id`; each other diagnostic that goes away with that fix has `follows_from` = it,
+    # and comes right after it in the report (verify.group_by_cause)
+    id: str | None = None
+    follows_from: str | None = None
 
     @property
     def is_error(self) -> bool:

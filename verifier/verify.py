@@ -11,6 +11,7 @@ from ..model.errors import InternalError, ScheduleError
 from ..model.fusion import Fusion
 from ..model.notation import user_str
 from ..model.targets import get_target
+from .causes import group_by_cause
 from .context import VerifyContext, symbol_range
 from .diagnostics import Diagnostic, Report, Severity
 from .findings import named_as_tree, tree_names
@@ -53,6 +54,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
         for d in found:
             d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
         report.diagnostics += [named_as_tree(d, names) for d in found]
+    group_by_cause(ctx, report)
     if report.rules_not_run:
         for d in report.errors:
             d.notes.append(f"{len(report.rules_not_run)} other rules were not run: each proves its claim for "

@@ -200,6 +200,24 @@ def swizzle_32b_wrong_width():
     return swizzled("swizzle_32b_wrong_width", 32, 64)
 
 
+@tp.schedule(expect=tp.rejected("TMA-SWIZZLE-LAYOUT", "TMA-SWIZZLE-WIDTH",
+                                messages=["t1.swizzle(XOR, 2, 4) XORs the wrong loop axes", "wider than its 32-byte"]))
+def swizzle_64b_wrong_axes():
+    """The 64-byte recipe [-1, 4, 2, 4, 16B] with the XOR on the wrong loop axes: swizzle(2, 4)
+    instead of swizzle(3, 5). The XORed axis 4 has 2 chunks, so the TMA mode it implies is 32
+    bytes, narrower than the 64-byte rows (TMA-SWIZZLE-WIDTH). The cause, reported first, is the
+    axes (TMA-SWIZZLE-LAYOUT, with the call that fixes both, swizzle(3, 5)); the width error
+    follows from it."""
+    fusion, t1, t2 = tma_load("swizzle_64b_wrong_axes", [256, 256], dtype=tp.float16)
+    per_block_tiles(t1, t2, 16, 32)  # [I0o, I1o, R{16}, C{32}]
+    t1.split(3, 8)  # [.., R{16}, 4 chunks, 16B]
+    t1.split(2, 2).split(2, 4)  # [.., 2, 4, 2, 4 chunks, 16B]
+    t1.swizzle(XOR, 2, 4)
+    for a in range(2, t1.ndim):
+        t1.axis(a).parallelize(P.Bulk)
+    return fusion
+
+
 @tp.schedule(expect=tp.rejected("TMA-SWIZZLE-LAYOUT"))
 def swizzle_element_xor():
     """An XOR swizzle of fp32 elements rather than 16-byte chunks: rows of 32 floats (128 bytes)

@@ -100,3 +100,97 @@ def test_a_lane_beyond_the_block_is_no_conflict():
     case = next(c for c in discover([str(examples)]) if c.name == "swizzle_64b_padded_5_rows")
     report = tp.verify(case.build(), case.target, rules=["SMEM-BANK-CONFLICT"])
     assert not report.diagnostics, [d.message for d in report.diagnostics]
+
+
+def brute_force_degree(rows: int, cols: int, vector: int, swizzle: bool, it: int, first: int, elem: int = 4) -> int:
+    """The n of an n-way conflict at iteration `it` for the phase starting at lane `first`: the
+    most distinct words any bank serves to those lanes."""
+    width = vector * elem
+    banks: dict[int, set[int]] = {}
+    for lane in range(first, min(first + phase_lanes(width), rows)):
+        col = it * vector
+        stored = (lane ^ col) if swizzle else col
+        start = (lane * cols + stored) * elem // 4
+        for w in range(start, start + max(width // 4, 1)):
+            banks.setdefault(w % 32, set()).add(w)
+    return max(len(words) for words in banks.values())
+
+
+@pytest.mark.parametrize("rows, cols, vector", [(32, 32, 1), (32, 8, 4), (32, 8, 2), (32, 64, 1), (16, 16, 4),
+                                                (32, 16, 2), (8, 32, 1)])
+def test_conflict_degree_agrees_with_enumeration(rows, cols, vector):
+    """SMEM-BANK-CONFLICT gives the degree (n-way) and the lanes of the bank, counted at the
+    counterexample's iteration: the same n as enumerating the phase model."""
+    report = tp.verify(row_reader(rows, cols, vector, False), rules=["SMEM-BANK-CONFLICT"])
+    (d,) = [d for d in report.warnings if "load" in d.message]
+    c = d.counterexample
+    it = next(v for k, v in c.items() if k.startswith("T2."))
+    first = c["lane"] // phase_lanes(vector * 4) * phase_lanes(vector * 4)
+    n = brute_force_degree(rows, cols, vector, False, it, first)
+    assert c["conflict degree"] == n and f"has {n}-way bank conflicts" in d.message
+    assert (c["byte address"] // 4) % 32 == (c["other byte address"] // 4) % 32 == c["bank"]
+
+
+def column_reader(split_rows: int | None = None):
+    """T1[32, 32] in shared memory written by rows, read by columns (T2 = transpose(T1)): lane l
+    reads row l. With `split_rows`, T1's rows are split and the inner part swizzled with the
+    columns, which separates only split_rows rows."""
+    with tp.Fusion("columns") as fusion:
+        t0 = tp.make_contig_concrete_tensor([32, 32])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.transpose(t1, 0, 1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    if split_rows:
+        t1.split(0, split_rows)
+        t1.swizzle(tp.SwizzleType.XOR, 1, 2)
+    t1.axis(-1).parallelize(P.TIDx)
+    t2.axis(1).parallelize(P.TIDx)
+    return fusion
+
+
+def test_an_unswizzled_conflict_gets_a_swizzle_call_that_removes_it():
+    (d,) = tp.verify(column_reader(), rules=["SMEM-BANK-CONFLICT"]).warnings
+    assert d.counterexample["conflict degree"] == 32 and "32-way" in d.message and "lanes 0-31" in d.message
+    # the call, on this schedule's loop axes and its tensor variable, proved to remove the conflict
+    assert "t1.swizzle(tp.SwizzleType.XOR, 0, 1)" in d.hint and "proves" in d.hint
+    fixed = column_reader()
+    t1 = fixed.tensor("T1")
+    t1.swizzle(tp.SwizzleType.XOR, 0, 1)
+    t1.axis(1).parallelize(P.TIDx)
+    assert not tp.verify(fixed, rules=["SMEM-BANK-CONFLICT"]).warnings
+
+
+def test_an_insufficient_swizzle_is_explained_not_suggested_again():
+    """T1 is swizzled already, by the inner 8 of its 32 rows: lanes 0, 8, 16, 24 still meet in one
+    bank. The warning says so (4-way, those lanes, the swizzle's x axis they share) and does not
+    tell to XOR-swizzle a tile that is swizzled."""
+    (d,) = tp.verify(column_reader(split_rows=8), rules=["SMEM-BANK-CONFLICT"]).warnings
+    assert d.counterexample["conflict degree"] == 4 and "lanes 0, 8, 16 and 24" in d.message
+    assert any("does not separate lanes 0, 8, 16, 24" in n and "same" in n for n in d.notes)
+    assert "XOR-swizzle the shared-memory layout" not in d.hint
+    assert "not only its part" in d.hint
+
+
+def test_a_tma_written_tile_is_not_told_to_take_a_plain_swizzle():
+    from pathlib import Path
+
+    from tileproof.schedule_files import discover
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "valid" / "lowering.py"
+    case = next(c for c in discover([str(examples)]) if c.name == "tma_load_from_one_thread")
+    (d,) = tp.verify(case.build(), case.target, rules=["SMEM-BANK-CONFLICT"]).warnings
+    assert "written by TMA" in d.hint and ".swizzle(" not in d.hint
+    assert "when K = " in d.message  # the degree holds for the counterexample's size
+
+
+def test_the_degree_needs_no_more_time(monkeypatch):
+    """With the budget spent, the degree is still counted (in Python, from the counterexample)
+    and the hint proposes nothing it could not check."""
+    from tileproof.verifier.rules import bank
+
+    monkeypatch.setattr(bank, "BANK_BUDGET_S", 0.0)
+    (d,) = tp.verify(column_reader(), rules=["SMEM-BANK-CONFLICT"]).warnings
+    assert d.counterexample["conflict degree"] == 32
+    assert ".swizzle(" not in d.hint or "proves" in d.hint or "at the iteration above" in d.hint

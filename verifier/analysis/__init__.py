@@ -1,10 +1,14 @@
 """Analysis shared by rules and by codegen; rules import analysis, never each other.
 
-    ldsm.py     the ldmatrix / stmatrix access model and the terms the LDSM rules prove
-    tma.py      the TMA each TMA op implies (model/tma.py), inferred once per fusion
-    tmem.py     tensor-memory access models with lanes and columns; which accesses are
-                warp-collective and which tcgen05 pattern each matches (codegen/lower/tmem.py
-                lowers exactly what these proved)
+    bank_lanes.py    shared-memory banks lane by lane at a counterexample's point: a conflict's
+                     degree, why a swizzle does not separate its lanes, a swizzle call that does
+    ldsm.py          the ldmatrix / stmatrix access model and the terms the LDSM rules prove
+    swizzle_axes.py  a user's swizzle call in its own axis numbers, and a copy of the fusion
+                     with that call aimed at other axes (to verify a proposed fix)
+    tma.py           the TMA each TMA op implies (model/tma.py), inferred once per fusion
+    tmem.py          tensor-memory access models with lanes and columns; which accesses are
+                     warp-collective and which tcgen05 pattern each matches (codegen/lower/tmem.py
+                     lowers exactly what these proved)
 
 May import model/ and verifier's access.py, context.py, solver.py and findings.py; never
 verifier/rules/, codegen/ or reports/.

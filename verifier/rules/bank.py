@@ -1,5 +1,5 @@
 """Shared-memory bank conflicts (a performance warning), proved absent over every
-iteration or shown with the two lanes that collide."""
+iteration or shown with the lanes that collide, the conflict's degree and a fix."""
 
 from __future__ import annotations
 
@@ -8,33 +8,21 @@ from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
-from ...model.indexing import linear_offset
+from ...model.expr import add, const, floordiv, mod, mul, substitute, var
 from ...model.types import LoadStoreOpType, MemoryType
-from ..access import THREAD_VARS, AccessModel, build, executes, var_name
+from ..access import THREAD_VARS, AccessModel, build, executes
+from ..analysis.bank_lanes import (  # noqa: F401 (phase_lanes: the phase model, for tests)
+    BANKS, bank_fix, bank_lanes, byte_address, phase_lanes, why_swizzle_fails, worst_bank,
+)
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, report_outcome
+from ..findings import finding, report_outcome, when_clause
 from ..registry import rule
 from ..solver import Outcome, Verdict
 from ..diagnostics import Severity
 
-BANKS = 32
 BANK_TIMEOUT_MS = 250  # a warning's proof per access, and the rule's whole budget: a verify
 BANK_BUDGET_S = 0.3  # stays well under 1 s; what is left unproved is "not analysed"
-
-
-def phase_lanes(width_bytes: int) -> int:
-    """Lanes served together: the whole warp for <= 4-byte accesses, half-warps for
-    8 bytes, quarter-warps for 16 (measured with ncu on H200)."""
-    return 32 if width_bytes <= 4 else 16 if width_bytes == 8 else 8
-
-
-def _byte_address(ctx: VerifyContext, m: AccessModel) -> Expr:
-    alloc = ctx.allocations[m.acc.tensor.name]
-    first = {var_name(m.acc, i): const(0) for i in m.vector_ids}  # a vector starts at its element 0
-    return substitute(mul(linear_offset(alloc.strides(), m.indices), m.acc.tensor.dtype.bytes), first)
-
 
 @rule("SMEM-BANK-CONFLICT", family="bank", severity=Severity.WARNING)
 def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
@@ -45,8 +33,12 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         lanes of one warp that the hardware serves in the same phase (the whole warp
         for 4-byte accesses, half-warps for 8, quarter-warps for 16): the two lanes do
         not touch different 4-byte words of the same bank (bank = word % 32). A proof z3
-        does not finish in 0.5 s (0.6 s for all accesses together) is reported as "not
-        analysed" (a warning, like a conflict).
+        does not finish in 0.25 s (0.3 s for all accesses together) is reported as "not
+        analysed" (a warning, like a conflict). A conflict is reported with its degree
+        (n-way: the most distinct words one bank serves to the counterexample's warp phase,
+        counted from the address expressions at its iteration) and the lanes of that bank;
+        a swizzle call of two of the tensor's loop axes is proposed when it removes the
+        conflict at that iteration, and proved to remove it when the budget leaves time.
     Why the hardware needs it:
         Shared memory has 32 banks; two different words of one bank in one phase are
         served one after the other, so an n-way conflict makes the access n times
@@ -86,10 +78,10 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if w is None:
             continue
         left_ms = int((deadline - time.monotonic()) * 1000)
-        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(left_ms, 50)))
+        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(left_ms, 50)), deadline)
 
 
-def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int) -> Iterator[Diagnostic]:
+def _prove_free(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int) -> Outcome:
     # Formal statement: forall lanes l1 != l2 of one warp in one phase, iteration s, words k1, k2:
     #   executes(l1, s) and executes(l2, s) => not (word1 % 32 == word2 % 32 and word1 != word2)
     lanes = phase_lanes(width)
@@ -97,7 +89,7 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int) -> I
     tid = m.tid
     other = add(mul(floordiv(tid, 32), 32), var("other lane"))
     env = m.thread_env(other)
-    addr = _byte_address(ctx, m)
+    addr = byte_address(ctx, m)
     addr2 = substitute(addr, env)
     word1 = add(floordiv(addr, 4), var("word 1"))
     word2 = add(floordiv(addr2, 4), var("word 2"))
@@ -111,9 +103,13 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int) -> I
         same_phase,
         q.eq(mod(word1, BANKS), mod(word2, BANKS)), q.ne(word1, word2),
     )
-    out = q.prove(z3.Not(conflict), values={"lane": mod(tid, 32), "other": var("other lane"), "address": addr,
-                                            "other address": addr2, "bank": mod(word1, BANKS), "thread": tid},
-                  smallest=tid)
+    return q.prove(z3.Not(conflict), values={"lane": mod(tid, 32), "other": var("other lane"), "address": addr,
+                                             "other address": addr2, "bank": mod(word1, BANKS), "thread": tid},
+                   smallest=tid)
+
+
+def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int, deadline: float) -> Iterator[Diagnostic]:
+    out = _prove_free(ctx, m, width, timeout_ms)
     where = dict(tensor=m.acc.tensor.name, ids=[i.name for i in m.acc.consumer.loop], location=m.acc.op.origin)
     if out.status is Verdict.UNKNOWN:  # a performance warning gives up rather than hold up the verdict
         yield finding("SMEM-BANK-CONFLICT", f"the {m.describe} was not analysed for bank conflicts: z3 gave no "
@@ -121,20 +117,52 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int) -> I
                       hint="bind the symbolic sizes (verify(..., bind={...})) to analyse it", **where)
         return
     yield from report_outcome("SMEM-BANK-CONFLICT", out, f"that the {m.describe} is free of bank conflicts",
-                              lambda out: _conflict(ctx, m, out, width, lanes, where), **where)
+                              lambda out: _conflict(ctx, m, out, width, where, deadline), **where)
 
 
-def _conflict(ctx: VerifyContext, m: AccessModel, out: Outcome, width: int, lanes: int, where: dict) -> Diagnostic:
-    v = out.values
+def _conflict(ctx: VerifyContext, m: AccessModel, out: Outcome, width: int, where: dict,
+              deadline: float) -> Diagnostic:
+    """The warning for a counterexample: the conflict's degree and the lanes of its bank, counted
+    over the counterexample's warp phase and iteration (bank_lanes), why the tensor's swizzle
+    does not separate them, and a swizzle call that does where one is found within the budget."""
+    v, lanes = out.values, phase_lanes(width)
     loops = {k: val for k, val in out.model.items() if k in m.ranges and k not in THREAD_VARS}
+    warp, first = v["thread"] // 32, v["lane"] // lanes * lanes
+    phase = bank_lanes(m, byte_address(ctx, m), out.model, warp, first, lanes, width)
+    bank, words = worst_bank(phase) if phase else (v["bank"], {})
+    if len(words) < 2:  # not counted (a value the model left out): the solver's pair
+        bank, words = v["bank"], {v["address"] // 4: [v["lane"]], v["other address"] // 4: [v["other"]]}
+    degree = len(words)
+    firsts = [lane_list[0] for _, lane_list in sorted(words.items())]
+    (w1, l1), (w2, l2) = sorted((w, ls[0]) for w, ls in words.items())[:2]
+    notes = [f"{width}-byte accesses are served {lanes} lanes at a time; a bank serves one 4-byte word per pass, "
+             f"so lanes {first}-{first + lanes - 1} take {degree} passes here instead of 1"]
+    if any(len(ls) > 1 for ls in words.values()):  # lanes on one word are served together (a broadcast)
+        notes.append(f"bank {bank}: " + "; ".join(f"byte {4 * w} by lane{'s' if len(ls) > 1 else ''} {_listed(ls)}"
+                                                  for w, ls in sorted(words.items())))
+    try:  # the explanation and the fix are extras of a warning: their failure must not reject the schedule
+        notes += why_swizzle_fails(ctx, m, out.model, warp, firsts)
+        hint = bank_fix(ctx, m, out.model, warp, first, width, degree, firsts, deadline, _prove_free)
+    except Exception as e:  # noqa: BLE001
+        hint = (f"give lanes {_listed(firsts)} words in different banks (no concrete change: the search for one "
+                f"failed, a tileproof bug, please report: {type(e).__name__}: {e})")
     return finding(
         "SMEM-BANK-CONFLICT",
-        f"the shared-memory {m.describe} has bank conflicts: lanes {v['lane']} and {v['other']} of warp "
-        f"{v['thread'] // 32} access bytes {v['address']} and {v['other address']}, both in bank {v['bank']}",
-        notes=[f"{width}-byte accesses are served {lanes} lanes at a time; a bank serves one 4-byte word per pass"],
-        counterexample={**ctx.symbols_of(out.model), **loops, "lane": v["lane"], "other lane": v["other"],
-                        "byte address": v["address"], "other byte address": v["other address"], "bank": v["bank"]},
-        hint="XOR-swizzle the shared-memory layout (tv.swizzle(tp.SwizzleType.XOR, row, column)) so that lanes "
-             "reading one column land in different banks",
+        f"the shared-memory {m.describe} has {degree}-way bank conflicts{when_clause(ctx.symbols_of(out.model))}: "
+        f"lanes {_listed(firsts)} of warp {warp} "
+        f"access {degree} different words of bank {bank} (bytes {_listed([4 * w for w in sorted(words)])})",
+        notes=notes,
+        counterexample={**ctx.symbols_of(out.model), **loops, "lane": l1, "other lane": l2, "byte address": 4 * w1,
+                        "other byte address": 4 * w2, "bank": bank, "conflict degree": degree},
+        hint=hint,
         **where,
     )
+
+
+def _listed(xs) -> str:
+    """`0, 8, 16 and 24`; a longer even progression as `0, 128, ..., 3968` (`0-31` when the step is 1)."""
+    xs = list(xs)
+    steps = {b - a for a, b in zip(xs, xs[1:])}
+    if len(xs) > 4 and len(steps) == 1:
+        return f"{xs[0]}-{xs[-1]}" if steps == {1} else f"{xs[0]}, {xs[1]}, ..., {xs[-1]}"
+    return str(xs[0]) if len(xs) == 1 else f"{', '.join(map(str, xs[:-1]))} and {xs[-1]}"

@@ -125,11 +125,10 @@ def _prove_divides(ctx: VerifyContext, n: Expr, f: Expr):
 
 
 def _divisibility_hint(s: Split, sizes: dict[str, int]) -> str:
-    if sizes:
-        names = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
+    if sizes:  # the extent split, not every size of the counterexample (a split of N, not of M * N)
         claim = user_str(sympy.Eq(sympy.Mod(s.in_.extent, s.inner.extent), 0))
         return (f"if every size you run satisfies it, state it: fusion.assume(\"{claim}\")"
-                f"; otherwise split {names} by a factor that always divides it")
+                f"; otherwise split {s.in_.label()} by a factor that always divides {user_str(s.in_.extent)}")
     return (f"split by a factor that divides {user_str(s.in_.extent)}, or pad the tensor to a multiple of "
             f"{user_str(s.inner.extent)}")
 

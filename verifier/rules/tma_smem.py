@@ -6,22 +6,26 @@ element of the tile, with the functions of model/tma_layout.py the code generato
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterator
 
 import z3
 
 from ...model.expr import Expr, add, const, mod, substitute, var
+from ...model.notation import user_str
 from ...model.smem_plan import swizzle_period
 from ...model.tma import InferredTma
 from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
-from ...model.types import BLOCK_TYPES, Direction, MemoryType
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, MemoryType
 from ..access import AccessModel, active, build
+from ..analysis.swizzle_axes import Reaimed, first_fix, swizzle_calls
 from ..analysis.tma import inferred_tmas
+from ..causes import propose_fix
 from ..context import Access, VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, report_values
+from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
-from ..solver import Outcome
+from ..solver import Outcome, Verdict
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
 SWIZZLE_MODES = (32, 64, 128)
@@ -338,7 +342,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if s not in SWIZZLE_MODES:
             yield finding("TMA-SWIZZLE-WIDTH", f"the XOR swizzle of {issue.info.smem.name} spans {s} bytes "
                           f"({s // 16} chunks of 16 bytes); TMA swizzles 32, 64 or 128 bytes",
-                          hint="view the tile as [-1, s, 8/s, s, 16B] with s = 2, 4 or 8 and swizzle axes 1 and 3",
+                          hint=_mode_hint(issue, "into an axis of 2, 4 or 8 16-byte chunks (32, 64 or 128 bytes)"),
                           counterexample={"swizzle bytes": s}, **issue.where)
             continue
         if _width_problem(ctx, issue) is None:
@@ -351,7 +355,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
             lambda v, when: (f"the inner box of the TMA into {issue.info.smem.name} is {v['inner box bytes']} bytes"
                              f"{when}, wider than its {s}-byte swizzle span"),
             ["inner box bytes"],
-            hint=f"box the innermost dimension to at most {s} bytes, or use a wider swizzle ({s * 2} bytes or more)",
+            hint=_wider_hint(ctx, issue),
             point=issue.m.ranges, **issue.where)
         if not fits.proved:
             continue
@@ -376,7 +380,11 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         box exactly S bytes), for every issued copy and every tile element: the byte
         offset the allocation domain gives it equals P(tile start + row-major offset),
         P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4). This is a proof of function equality,
-        not a pattern match: any schedule computing the same addresses passes.
+        not a pattern match: any schedule computing the same addresses passes. When the
+        swizzle is wrong (this proof, or a mode or width TMA-SWIZZLE-WIDTH rejects), the same
+        swizzle call on two other axes of the loop domain it was called on is tried on a copy
+        of the fusion; one that passes both rules is reported as the cause, in the user's axis
+        numbers, and the findings it removes are listed after it as following from it.
     Why the hardware needs it:
         TMA writes a swizzled tile at swizzled addresses whatever the schedule says;
         reads that index shared memory with a different XOR get other rows' data,
@@ -411,19 +419,135 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   (proved), for all admitted sizes, issue points p and tile coordinates c:
     #   issued(p) and c_k < tile_k for all k => P(off(p, c)) == P(off(p, 0)) + hw(c),
     #   P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4), its own inverse: off(p, c) == P(start(p) + hw(c))
+    #   When the swizzle fails (a mode that is no TMA mode, an inner box that does not fill it, or this
+    #   proof), the same call on other loop axes is tried on a copy of the fusion (_reaimed): the first
+    #   one for which the width and this proof hold is reported as the cause, with the user's axis numbers.
     for issue in _issues(ctx):
         s = issue.info.swizzle_bytes
-        if s not in SWIZZLE_MODES or issue.t.missing or _width_problem(ctx, issue) is not None:
+        if not s or issue.t.missing:
             continue
-        out = _layout(ctx, issue)
-        yield from report_values(
-            ctx, "TMA-SWIZZLE-LAYOUT", out, f"that {issue.info.smem.name} matches the {s}-byte TMA swizzle",
-            _layout_message(issue, f"the swizzled layout of {issue.info.smem.name} is not the TMA's {s}-byte swizzle"),
-            list(issue.tile_values()) + ["address", "expected address", "tile start"],
-            hint=f"view the tile as [-1, {s // 16}, {128 // s}, {s // 16}, 16B] and swizzle axes 1 and 3 (row chunk, "
-                 f"column chunk): tv.swizzle(tp.SwizzleType.XOR, row_axis, chunk_axis)",
-            notes=[f"hardware: P(A) = A ^ (((A >> 7) & {s // 16 - 1}) << 4) on the row-major tile offset A"],
-            point=issue.m.ranges, **issue.where)
+        fits = s in SWIZZLE_MODES and _width_problem(ctx, issue) is None
+        out = _layout(ctx, issue) if fits else None
+        if out is not None and out.status is not Verdict.COUNTEREXAMPLE:
+            if not out.proved:
+                yield from report_outcome("TMA-SWIZZLE-LAYOUT", out, f"that {issue.info.smem.name} matches the "
+                                          f"{s}-byte TMA swizzle", lambda o: None, **issue.where)
+            continue
+        fix = _reaimed(ctx, issue)
+        if fix is not None:
+            yield _wrong_axes(ctx, issue, fix, out)
+        elif out is not None:
+            yield from report_values(
+                ctx, "TMA-SWIZZLE-LAYOUT", out, f"that {issue.info.smem.name} matches the {s}-byte TMA swizzle",
+                _layout_message(issue, f"the swizzled layout of {issue.info.smem.name} is not the TMA's {s}-byte "
+                                       f"swizzle"),
+                list(issue.tile_values()) + ["address", "expected address", "tile start"],
+                hint=f"view each tile row as [{s // 16}, 16B] chunks and the rows as [-1, {s // 16}, {128 // s}], and "
+                     f"XOR the row axis of {s // 16} into the chunk axis: swizzle(tp.SwizzleType.XOR, row axis, chunk "
+                     f"axis) with their positions in {issue.info.smem.name}'s loop domain; no single swizzle of two "
+                     f"of its present loop axes does it",
+                notes=[_hardware_note(s)], point=issue.m.ranges, **issue.where)
+
+
+def _hardware_note(s: int) -> str:
+    return f"hardware: P(A) = A ^ (((A >> 7) & {s // 16 - 1}) << 4) on the row-major tile offset A"
+
+
+def _mode_hint(issue: Issue, wanted: str) -> str:
+    """Swizzle `wanted` (e.g. "an axis of 4 16-byte chunks (64 bytes)"), and how the mode comes
+    from the schedule: the XORed (y) axis counts 16-byte chunks, named in the user's numbers."""
+    calls = swizzle_calls(issue.info.smem)
+    if len(calls) == 1:
+        c = calls[0]
+        y = c.loop[c.y]
+        now = f"here loop axis {c.y} of {c.written()} ({y.label()}, {user_str(y.extent)} chunks)"
+    else:
+        now = f"here the y axis of {issue.info.smem.name}'s XOR swizzle"
+    return f"XOR-swizzle {wanted}: the TMA swizzle mode is 16 bytes x the extent of the XORed axis, {now}"
+
+
+def _wider_hint(ctx: VerifyContext, issue: Issue) -> str:
+    s, inner = issue.info.swizzle_bytes, ctx.concrete(issue.t.inner_box_bytes())
+    modes = [m for m in SWIZZLE_MODES if inner is not None and m >= inner]
+    if not modes:
+        return (f"box the innermost dimension to at most {s} bytes (TMA swizzles at most 128 bytes, "
+                f"{_mode_hint(issue, 'into an axis of 2, 4 or 8 16-byte chunks')})")
+    return (f"box the innermost dimension to at most {s} bytes, or "
+            + _mode_hint(issue, f"into an axis of {modes[0] // 16} 16-byte chunks ({modes[0]} bytes)"))
+
+
+def _reaimed(ctx: VerifyContext, issue: Issue) -> Reaimed | None:
+    """The user's swizzle call aimed at two other axes of its loop domain such that the width
+    and the layout proofs hold on the copy of the fusion with that call; None when the tensor
+    has not exactly one swizzle call of the user, the inner box is symbolic, or no pair of axes
+    whose XORed axis fills the box (2, 4 or 8 chunks) does it."""
+    def search():
+        calls = swizzle_calls(issue.info.smem)
+        inner = ctx.concrete(issue.t.inner_box_bytes())
+        if len(calls) != 1 or inner is None:
+            return None
+        call = calls[0]
+        parallel = {call.x: call.swizzle.x_out, call.y: call.swizzle.y_out}
+        launch = {p for p, i in enumerate(call.loop)
+                  if parallel.get(p, i).parallel_type in THREAD_TYPES + BLOCK_TYPES}  # not in the tile
+        ranked = []
+        for x, y in itertools.permutations(range(len(call.loop)), 2):
+            ex, ey = call.extent(x), call.extent(y)
+            if (x, y) == (call.x, call.y) or ex is None or ey is None or ex < 2 or {x, y} & launch:
+                continue
+            if ey * 16 not in SWIZZLE_MODES or ey * 16 < inner or ey % (1 << (ex - 1).bit_length()):
+                continue  # no TMA mode, narrower than the box, or not a bijection
+            # the box's own width first, the user's two axes swapped first, then the fewest axes moved
+            ranked.append((ey * 16 != inner, (x, y) != (call.y, call.x), (x != call.x) + (y != call.y), x, y))
+        return first_fix(ctx, call, [(x, y) for *_, x, y in sorted(ranked)], lambda fixed: _swizzle_holds(fixed, issue))
+    return ctx.memo(("tma-reaimed", id(issue)), search)
+
+
+def _swizzle_holds(fixed: VerifyContext, issue: Issue) -> bool:
+    """In the fixed copy, the TMA of `issue` fits its swizzle mode and has its layout."""
+    same = [i for i in _issues(fixed) if (i.info.smem.name, i.info.consumer.name, i.info.direction)
+            == (issue.info.smem.name, issue.info.consumer.name, issue.info.direction)]
+    if len(same) != 1:
+        return False
+    other = same[0]
+    s, inner = other.info.swizzle_bytes, fixed.concrete(other.t.inner_box_bytes())
+    if s not in SWIZZLE_MODES or inner is None or inner > s:
+        return False
+    return _layout(fixed, other).proved
+
+
+def _wrong_axes(ctx: VerifyContext, issue: Issue, fix: Reaimed, out: Outcome | None) -> Diagnostic:
+    """The cause: the swizzle call XORs the wrong loop axes; the fix in the user's numbers."""
+    call, name, s = fix.call, issue.info.smem.name, issue.info.swizzle_bytes
+    mode = fix.call.extent(fix.y) * 16  # the XORed axis counts 16-byte chunks
+    loop = call.loop
+    notes = [f"{call.written()} XORs loop axis {call.x} ({loop[call.x].label()}) into loop axis {call.y} "
+             f"({loop[call.y].label()}); the TMA's {mode}-byte swizzle is loop axis {fix.x} ({loop[fix.x].label()}) "
+             f"XORed into loop axis {fix.y} ({loop[fix.y].label()}), the {mode // 16} 16-byte chunks of a row"]
+    if s != mode:
+        notes.append(f"the XORed axis sets the TMA swizzle mode: {loop[call.y].label()} counts {s // 16} chunks of 16 "
+                     f"bytes, so the TMA would swizzle {s} bytes where its inner box is {mode} bytes")
+    notes.append(_hardware_note(mode))
+    if out is not None and out.status is Verdict.COUNTEREXAMPLE:
+        sizes = ctx.symbols_of(out.model)
+        keys = list(issue.tile_values()) + ["address", "expected address", "tile start"]
+        shown = {**sizes, **{k: v for k, v in out.model.items() if k in issue.m.ranges},
+                 **{k: out.values[k] for k in keys if k in out.values}}
+        message = _layout_message(issue, f"the swizzled layout of {name} is not the TMA's {s}-byte swizzle")(
+            out.values, when_clause(sizes))
+    else:
+        shown = {"swizzle x axis": call.x, "swizzle y axis": call.y, "swizzle bytes": s, "inner box bytes": mode}
+        message = (f"the swizzled layout of {name} is not the TMA's {mode}-byte swizzle: {call.written()} XORs "
+                   f"the wrong loop axes ({call.x} and {call.y}; the TMA's swizzle needs {fix.x} and {fix.y})")
+    where = dict(issue.where, location=call.swizzle.x_out.origin or issue.where["location"],
+                 ids=list(dict.fromkeys(loop[p].name for p in (call.x, call.y, fix.x, fix.y))),
+                 labels=[f"the TMA {'into' if issue.info.direction is Direction.LOAD else 'from'} {name}: "
+                         f"{issue.where['location']}"] if issue.where["location"] else [])
+    d = finding("TMA-SWIZZLE-LAYOUT", message, notes=notes, counterexample=shown,
+                hint=f"swizzle loop axes {fix.x} and {fix.y} of {name}: {fix.text()} in place of {call.written()} "
+                     f"(verified: with it, the TMA's {mode}-byte swizzle is the schedule's layout)", **where)
+    d.id = propose_fix(ctx, f"TMA-SWIZZLE-LAYOUT:{name}", fix.fixed)
+    return d
 
 
 @rule("SMEM-ALIGNMENT", family="tma")

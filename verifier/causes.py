@@ -1,0 +1,71 @@
+"""Root causes first: one mistake in a schedule often breaks several rules (a swizzle on the
+wrong axes makes the TMA swizzle mode, the row width and the bijection fail too). A rule that
+finds the mistake itself and verifies a fix on a copy of the fusion records the copy
+(propose_fix); here every other finding whose rule no longer reports it on the
+fixed copy is marked as following from the cause, and the report lists each cause first with
+its consequences right after it, so that a reader meets the mistake before its symptoms.
+"""
+
+from __future__ import annotations
+
+from .context import VerifyContext
+from .diagnostics import Diagnostic, Report
+from .registry import RULES
+
+
+def propose_fix(ctx: VerifyContext, key: str, fixed: VerifyContext) -> str:
+    """Record that the diagnostic a rule is about to report has a verified fix, `fixed` (the
+    context of the fusion with it applied); returns the diagnostic's id (`key`, made unique)."""
+    fixes = _fixes(ctx)
+    n = sum(1 for k in fixes if k == key or k.startswith(key + "#"))
+    did = key if n == 0 else f"{key}#{n + 1}"
+    fixes[did] = fixed
+    return did
+
+
+def _fixes(ctx: VerifyContext) -> dict[str, VerifyContext]:
+    """diagnostic id -> the context of the fusion with that diagnostic's cause fixed (one per verify)."""
+    return ctx.memo(("root-cause fixes",), dict)
+
+
+def group_by_cause(ctx: VerifyContext, report: Report) -> None:
+    """Mark and reorder report.diagnostics in place (see the module docstring)."""
+    fixes = _fixes(ctx)
+    causes = [d for d in report.diagnostics if d.id in fixes]
+    if not causes:
+        return
+    for cause in causes:
+        fixed = fixes[cause.id]
+        others = [d for d in report.diagnostics if d.follows_from is None and d.id is None]
+        still = _findings(fixed, {d.code for d in others})
+        ctx.queries += fixed.queries
+        consequences = [d for d in others if (d.code, d.tensor) not in still]
+        for d in consequences:
+            d.follows_from = cause.id
+        if consequences:
+            listed = ", ".join(dict.fromkeys(f"{d.severity}[{d.code}]" for d in consequences))
+            what = "the finding" if len(consequences) == 1 else f"the {len(consequences)} findings"
+            cause.notes.append(f"this causes {what} listed after it ({listed}): with the fix below, "
+                               f"{'it goes' if len(consequences) == 1 else 'they go'} away (re-verified)")
+    report.diagnostics = _ordered(report.diagnostics, causes)
+
+
+def _findings(fixed: VerifyContext, codes: set[str]) -> set[tuple[str, str | None]]:
+    """(code, tensor) of what the rules of `codes` find on the fixed fusion; a rule that crashes
+    there keeps all of its findings (nothing is credited to the cause)."""
+    found: set[tuple[str, str | None]] = set()
+    for code in sorted(codes):
+        try:
+            found |= {(d.code, d.tensor) for d in RULES[code].func(fixed)}
+        except Exception:  # noqa: BLE001 - the fix is judged conservatively
+            found |= {(code, t.name) for t in fixed.fusion.tensors} | {(code, None)}
+    return found
+
+
+def _ordered(diagnostics: list[Diagnostic], causes: list[Diagnostic]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for cause in causes:
+        out.append(cause)
+        out += [d for d in diagnostics if d.follows_from == cause.id]
+    placed = {id(d) for d in out}
+    return out + [d for d in diagnostics if id(d) not in placed]
