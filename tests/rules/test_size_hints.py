@@ -1,9 +1,12 @@
 """Help that can be acted on for symbolic sizes (issue 11 item 2): SPLIT-DIVISIBILITY names the
-extent it splits, with the assumption written as the Python a user pastes back."""
+extent it splits, and TMA-GLOBAL-STRIDE the assumption that fixes a symbolic stride, written as
+the Python a user pastes back (`fusion.assume("N % 4 == 0")`)."""
 
 from __future__ import annotations
 
 import re
+
+import pytest
 
 import tileproof as tp
 
@@ -23,6 +26,25 @@ def vectorized_rows():
     return fusion
 
 
+def tma_rows(dtype):
+    """A TMA load of tiles 8 x 32 of T0[M, N]: the row stride N x element bytes is symbolic."""
+    with tp.Fusion("tma_rows") as fusion:
+        t0 = tp.make_tensor(["M", "N"], dtype=dtype)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t1.split(1, 32).split(0, 8)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    tp.propagate_transforms(t1)
+    tp.parallelize_all_like(t1, [P.BIDx, P.BIDy])
+    return fusion
+
+
 def only(report, code):
     (d,) = [d for d in report.diagnostics if d.code == code]
     return d
@@ -38,3 +60,42 @@ def test_split_divisibility_names_the_extent_it_splits():
     fusion = vectorized_rows()
     fusion.assume(claim)
     assert not [x for x in tp.verify(fusion).diagnostics if x.code == "SPLIT-DIVISIBILITY"]
+
+
+@pytest.mark.parametrize("dtype, claim", [(tp.float32, "N % 4 == 0"), (tp.float16, "N % 8 == 0"),
+                                          (tp.float64, "N % 2 == 0")])
+def test_tma_global_stride_suggests_the_assumption_that_fixes_it(dtype, claim):
+    d = only(tp.verify(tma_rows(dtype)), "TMA-GLOBAL-STRIDE")
+    assert ASSUME.findall(d.hint) == [claim]
+    assert "pad the rows of T0" in d.hint  # and the fix for sizes that do not satisfy it
+    fusion = tma_rows(dtype)
+    fusion.assume(claim)  # pasted back as written
+    assert tp.verify(fusion).ok
+
+
+def test_tma_global_stride_of_a_concrete_size_suggests_no_assumption():
+    with tp.Fusion("rows98") as fusion:
+        t0 = tp.make_contig_concrete_tensor([64, 98])
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t1.split(1, 32).split(0, 8)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.Bulk)
+    t1.axis(3).parallelize(P.Bulk)
+    tp.propagate_transforms(t1)
+    tp.parallelize_all_like(t1, [P.BIDx, P.BIDy])
+    d = only(tp.verify(fusion), "TMA-GLOBAL-STRIDE")
+    assert "assume" not in d.hint and d.hint.startswith("pad the rows of T0")
+
+
+def test_no_assumption_is_suggested_that_contradicts_the_fusions_own():
+    """N % 4 == 1 is assumed: no assumption can make the stride 16-byte aligned without
+    contradicting it, so the hint only says to pad."""
+    fusion = tma_rows(tp.float32)
+    fusion.assume("N % 4 == 1")
+    d = only(tp.verify(fusion), "TMA-GLOBAL-STRIDE")
+    assert "assume" not in d.hint

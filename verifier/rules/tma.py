@@ -5,9 +5,14 @@ its IterDomains, the value and the limit."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Iterator
 
-from ...model.expr import Expr, const, mod
+import sympy
+import z3
+
+from ...model.expr import Expr, const, mod, to_sympy
+from ...model.notation import user_str
 from ...model.tma import InferredTma, TmaDim, TmaInfo
 from ...model.tma_inference import ViewKind
 from ...model.types import ParallelType
@@ -16,6 +21,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_values
 from ..registry import rule
+from ..solver import Outcome, Verdict, assumption_terms
 
 MAX_RANK, MAX_BOX, MAX_ELEMENT_STRIDE = 5, 256, 8
 STRIDE_ALIGN, STRIDE_LIMIT = 16, 2**40
@@ -409,9 +415,38 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 ctx, "TMA-GLOBAL-STRIDE", out, f"the global stride of TMA dimension {k}",
                 lambda v, when, k=k: (f"{info.describe(k)} has a global stride of {v['stride bytes']} bytes{when}; "
                                       f"it must be a multiple of {STRIDE_ALIGN} and below 2^40"),
-                ["stride bytes", "remainder"],
-                hint="pad the rows of the global tensor to a multiple of 16 bytes (a discontiguous tensor with a "
-                     "padded stride), or composite this dimension with its inner neighbour", **_where(info, d))
+                ["stride bytes", "remainder"], hint=_stride_hint(ctx, info, s, out), **_where(info, d))
+
+
+def _stride_hint(ctx: VerifyContext, info: TmaInfo, stride: Expr, out: Outcome) -> str:
+    """The fix of a global stride: where the stride is c x (sizes), the assumption on the sizes
+    that makes it a multiple of 16 (or keeps it below 2^40), in the Python a user writes, when a
+    query shows that it suffices with the fusion's own assumptions and contradicts none of them;
+    else padding the rows."""
+    pad = (f"pad the rows of {info.gmem.name} to a multiple of {STRIDE_ALIGN} bytes (a discontiguous tensor with "
+           f"a padded stride), or composite this dimension with its inner neighbour")
+    if out.status is not Verdict.COUNTEREXAMPLE:
+        return pad
+    coeff, sizes = sympy.factor_terms(to_sympy(stride)).as_coeff_Mul()
+    if not coeff.is_Integer or not sizes.free_symbols:
+        return pad
+    if out.values.get("remainder"):
+        need = STRIDE_ALIGN // math.gcd(int(coeff), STRIDE_ALIGN)
+        cond = sympy.Eq(sympy.Mod(sizes, need), 0)
+        if need == 1:
+            return pad
+    else:
+        cond = sympy.Le(sizes, (STRIDE_LIMIT - 1) // int(coeff))
+
+    def check() -> bool:
+        exprs = [stride, mod(stride, STRIDE_ALIGN), const(STRIDE_ALIGN), const(STRIDE_LIMIT)]
+        q = ctx.query(exprs + assumption_terms(cond))
+        q.assume_sympy(cond)
+        fixed = q.prove(z3.And(q.eq(mod(stride, STRIDE_ALIGN), const(0)), q.lt(stride, const(STRIDE_LIMIT))))
+        return fixed.proved and q.prove(z3.BoolVal(False, q.ctx)).status is Verdict.COUNTEREXAMPLE  # not vacuous
+    if not ctx.memo(("tma-stride-assumption", stride, str(cond)), check):
+        return pad
+    return f"if every size you run satisfies it, state it: fusion.assume(\"{user_str(cond)}\"); otherwise {pad}"
 
 
 @rule("TMA-FTTC", family="tma", severity=Severity.WARNING)
