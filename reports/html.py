@@ -1,16 +1,25 @@
 """The HTML renderer: one self-contained page (inline CSS and SVG, no external assets) with,
-per schedule, the verdict, each diagnostic and the pictures of its on-chip tensors."""
+per schedule, the verdict, each diagnostic and the pictures of its on-chip tensors.
+
+The page stays small: one <style> block for the page and its pictures, and each distinct
+drawing once. A Picture's body (reports/svg.py) is drawn at its first view, inside an
+element with an id; every later view is `<use href="#...">` of it (no JavaScript), with the
+view's own marks (a diagnostic's counterexample, highlighted IterDomains) drawn over it and a
+link to where it was drawn."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from html import escape
 from typing import Any, Iterable
 
 from ..model.types import MemoryType
 from ..verifier.diagnostics import Diagnostic, Report, Severity
-from .layouts import tmem_source
-from .pictures import domain_graph_svg, smem_map_svg, tmem_map_svg
+from .comparisons import hardware_pictures
+from .layouts import Layout, smem_layout, tmem_layout, tmem_source
+from .pictures import domain_graph, smem_map, tmem_map
+from .svg import ARROW, PAGE_ARROW, STYLE, Picture, page_defs
 
 CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px; color: #1d1f23;
@@ -31,6 +40,7 @@ th, td { border: 1px solid #d8dde6; padding: 2px 8px; text-align: left; }
 th { background: #eef1f6; } tr.highlight td { color: #b0151a; font-weight: bold; }
 .help { color: #00639a; } .rule { color: #8a94a3; font-size: 12px; }
 .picture { overflow-x: auto; margin: 8px 0; } .picture svg { display: block; }
+.picture .caption { font-size: 12px; color: #3d4652; margin: 2px 0; } .picture .caption .meta { margin: 0; }
 details > summary { cursor: pointer; font-weight: bold; margin: 8px 0; }
 pre.error { background: #f6f0ee; padding: 8px; white-space: pre-wrap; }
 """
@@ -50,13 +60,53 @@ class PageEntry:
 
 
 def report_page(entries: Iterable[PageEntry], *, title: str = "tileproof report") -> str:
-    sections = [_section(entry, k) for k, entry in enumerate(entries)]
+    figures = Figures()
+    sections = [_section(entry, k, figures) for k, entry in enumerate(entries)]
     return ("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"UTF-8\">\n"
-            f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+            f"<title>{escape(title)}</title>\n<style>{CSS}{STYLE}</style>\n</head>\n<body>\n{page_defs()}\n"
             f"<h1>{escape(title)}</h1>\n" + "\n".join(sections) + "\n</body>\n</html>\n")
 
 
-def _section(entry: PageEntry, number: int) -> str:
+class Figures:
+    """The pictures of one page: each distinct body drawn once (`<g id="fig-N">`), later views
+    of it `<use>` it and draw only their own overlay. A view in a folded section (a closed
+    <details>) may use a drawing but is never the one others use: a link to it would lead
+    nowhere visible."""
+
+    def __init__(self) -> None:
+        self.drawn: dict[str, int] = {}
+        self.layouts: dict[tuple, Layout] = {}  # (kind, tensor, issuer) -> its enumeration, shared by its views
+
+    def layout(self, kind: str, tensor, issuer=None) -> Layout:
+        key = (kind, id(tensor), id(issuer))
+        if key not in self.layouts:
+            self.layouts[key] = smem_layout(tensor) if kind == "smem" else tmem_layout(tensor, issuer)
+        return self.layouts[key]
+
+    def html(self, picture: Picture, *, folded: bool = False) -> str:
+        key = hashlib.sha1(f"{picture.width:.0f}x{picture.height:.0f}|{picture.body}".encode()).hexdigest()
+        number = self.drawn.get(key)
+        first = number is None
+        if first and not folded:
+            number = self.drawn[key] = len(self.drawn)
+        w, h = f"{picture.width:.0f}", f"{picture.height:.0f}"
+        body = picture.body.replace(ARROW, f"url(#{PAGE_ARROW})")
+        if not first:
+            shared = f'<use href="#fig-{number}"/>'
+        else:
+            shared = f'<g class="tp" id="fig-{number}">{body}</g>' if not folded else f'<g class="tp">{body}</g>'
+        overlay = f'<g class="tp">{picture.overlay}</g>' if picture.overlay else ""
+        caption = escape(picture.title)
+        if not first:
+            caption += f' <span class="meta">(drawn at <a href="#picture-{number}">picture {number}</a>)</span>'
+        notes = "".join(f'<div class="meta">{escape(note)}</div>' for note in picture.notes)
+        anchor = f' id="picture-{number}"' if first and not folded else ""
+        return (f'<div class="picture"{anchor}><div class="caption">{caption}{notes}</div>'
+                f'<svg xmlns="http://www.w3.org/2000/svg" class="tileproof" width="{w}" height="{h}" '
+                f'viewBox="0 0 {w} {h}" role="img"><title>{escape(picture.title)}</title>{shared}{overlay}</svg></div>')
+
+
+def _section(entry: PageEntry, number: int, figures: Figures) -> str:
     status = "" if entry.passed is None else ("pass" if entry.passed else "fail")
     parts = [f'<section class="schedule" id="schedule-{number}">',
              f'<h2 class="status {status}">{escape(entry.title)}</h2>']
@@ -78,8 +128,8 @@ def _section(entry: PageEntry, number: int) -> str:
         parts.append('<p class="meta">launch: ' + escape(", ".join(f"{k} = {v}" for k, v in report.launch.items())) + "</p>")
     tensors = _tensors_by_name(entry.fusion)
     for diagnostic in report.diagnostics:
-        parts.append(_diagnostic(diagnostic, tensors))
-    parts.append(_tensor_pictures(report, tensors))
+        parts.append(_diagnostic(diagnostic, entry.fusion, tensors, figures))
+    parts.append(_tensor_pictures(report, tensors, figures))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -88,7 +138,7 @@ def _tensors_by_name(fusion) -> dict[str, Any]:
     return {t.name: t for t in fusion.tensors} if fusion is not None else {}
 
 
-def _diagnostic(d: Diagnostic, tensors: dict[str, Any]) -> str:
+def _diagnostic(d: Diagnostic, fusion, tensors: dict[str, Any], figures: Figures) -> str:
     kind = "warning" if d.severity is Severity.WARNING else "error"
     parts = [f'<div class="diagnostic {kind}">',
              f'<div class="headline"><span class="code">{escape(str(d.severity))}[{escape(d.code)}]</span>: '
@@ -109,10 +159,11 @@ def _diagnostic(d: Diagnostic, tensors: dict[str, Any]) -> str:
         parts.append(f'<div class="rule">rule {escape(d.rule)}</div>')
     tensor = tensors.get(d.tensor or "")
     if tensor is not None:
-        parts.append(_picture(domain_graph_svg(tensor, d.ids)))
-        picture = _memory_map(tensor, d)
-        if picture:
-            parts.append(_picture(picture))
+        parts.append(figures.html(domain_graph(tensor, d.ids)))
+        picture = _memory_map(tensor, figures, d)
+        if picture is not None:
+            parts.append(figures.html(picture))
+        parts += [figures.html(p) for p in hardware_pictures(fusion, d)]
     parts.append("</div>")
     return "\n".join(parts)
 
@@ -141,19 +192,19 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _memory_map(tensor, diagnostic: Diagnostic | None = None) -> str | None:
+def _memory_map(tensor, figures: Figures, diagnostic: Diagnostic | None = None) -> Picture | None:
     """The map of the memory the tensor lives in, or that it loads from (tensor memory)."""
     if tensor.memory_type is MemoryType.Shared:
-        return smem_map_svg(tensor, diagnostic=diagnostic)
+        return smem_map(tensor, diagnostic=diagnostic, layout=figures.layout("smem", tensor))
     if tensor.memory_type is MemoryType.Tensor:
-        return tmem_map_svg(tensor, diagnostic=diagnostic)
+        return tmem_map(tensor, diagnostic=diagnostic, layout=figures.layout("tmem", tensor))
     source = tmem_source(tensor) if diagnostic is not None else None
     if source is not None:
-        return tmem_map_svg(source, issuer=tensor, diagnostic=diagnostic)
+        return tmem_map(source, issuer=tensor, diagnostic=diagnostic, layout=figures.layout("tmem", source, tensor))
     return None
 
 
-def _tensor_pictures(report: Report, tensors: dict[str, Any]) -> str:
+def _tensor_pictures(report: Report, tensors: dict[str, Any], figures: Figures) -> str:
     """Every on-chip tensor: allocation, IterDomain graph and (smem/tmem) map; registers folded."""
     parts = []
     for summary in report.tensors:
@@ -165,15 +216,11 @@ def _tensor_pictures(report: Report, tensors: dict[str, Any]) -> str:
         big = summary.memory in ("Shared", "Tensor")
         parts.append(f"<details{' open' if big else ''}><summary>{escape(summary.name)} "
                      f"({escape(summary.memory)}, {escape(summary.dtype)}): {escape(facts)}</summary>")
-        parts.append(_picture(domain_graph_svg(tensor)))
-        picture = _memory_map(tensor) if big else None
-        if picture:
-            parts.append(_picture(picture))
+        parts.append(figures.html(domain_graph(tensor), folded=not big))
+        picture = _memory_map(tensor, figures) if big else None
+        if picture is not None:
+            parts.append(figures.html(picture))
         parts.append("</details>")
     if not parts:
         return '<p class="meta">no on-chip tensors</p>'
     return "<h3>tensors</h3>\n" + "\n".join(parts)
-
-
-def _picture(svg: str) -> str:
-    return f'<div class="picture">{svg}</div>'

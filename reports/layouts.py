@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from ..model.allocation import Allocation, compute_allocation
-from ..model.expr import Expr, PY_EVAL, try_int
+from ..model.expr import PY_EVAL, Expr, const, substitute, try_int
 from ..model.indexing import (indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical,
                               thread_dims, valid_item_bounds)
 from ..model.tensor import TensorView
@@ -97,9 +97,12 @@ def _enumerated_ids(tv: TensorView):
 
 def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
               place: Callable[[dict[int, Expr]], list[Expr]],
-              keep: Callable[[tuple[int, ...]], bool]) -> Iterator[tuple[tuple[int, ...], Access]]:
+              keep: Callable[[tuple[int, ...]], bool],
+              pinned: dict[str, int] | None = None) -> Iterator[tuple[tuple[int, ...], Access]]:
     """(place values, Access) for every loop point of `issuer` that touches `tensor` at a
-    place that `keep` accepts."""
+    place that `keep` accepts. Loop variables named in `pinned` (a counterexample's serial and
+    block indices) take that value instead of their range; its other names are sizes (symbols)."""
+    pinned = pinned or {}
     idx_issuer = indices_from_loop(issuer)
     if issuer is tensor:
         idx_tensor = dict(idx_issuer)
@@ -110,11 +113,17 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
     forward = indices_from_logical(tensor, [idx_tensor[i.uid] for i in tensor.logical])
     idx_tensor = {**forward, **idx_tensor}
     walked, layout.notes = _enumerated_ids(issuer)
+    if pinned:  # the caller says which point it draws
+        layout.notes = []
     ranges, zero = [], {}
+    names_of = {loop_var(issuer, i).value for i in issuer.loop}
+    sizes = {k: v for k, v in pinned.items() if k not in names_of and k not in THREAD_VARS}  # symbolic sizes
     for i in issuer.loop:
-        extent = try_int(i.extent_expr)
+        extent = try_int(_bind(i.extent_expr, sizes))
         name = loop_var(issuer, i).value
-        if i in walked:
+        if name in pinned and i.parallel_type not in THREAD_TYPES:  # threads are walked: the whole warp
+            ranges.append((name, range(pinned[name], pinned[name] + 1)))
+        elif i in walked:
             if extent is None:
                 layout.error = f"{issuer.name} loop axis {i.label()} has a symbolic extent"
                 return
@@ -122,7 +131,7 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
         else:
             zero[name] = 0
     names = [n for n, _ in ranges]
-    known = set(zero) | set(names) | set(THREAD_VARS)
+    known = set(zero) | set(names) | set(THREAD_VARS) | set(sizes)
     bounds = []
     for bound in valid_item_bounds(issuer, idx_issuer):
         if (bound.extent.free_vars() | bound.value.free_vars()) - known:
@@ -132,7 +141,7 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
     named = [i for i in tensor.all_ids() if i.uid in idx_tensor]
     wanted = [idx_tensor[i.uid] for i in tensor.logical] + place(idx_tensor)
     unknown = set().union(*(e.free_vars() for e in wanted)) - known
-    dims = [try_int(d) for d in thread_dims(tensor.fusion)]
+    dims = [try_int(_bind(d, sizes)) for d in thread_dims(tensor.fusion)]
     if unknown or None in dims:
         layout.error = f"an index depends on {', '.join(sorted(unknown)) or 'the symbolic block size'}"
         return
@@ -141,9 +150,10 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
     where = _Program(bounds + place(idx_tensor))
     what = _Program([idx_tensor[i.uid] for i in tensor.logical] + [idx_tensor[i.uid] for i in named])
     n_bounds, n_logical = len(bounds), len(tensor.logical)
-    pairs = [(k, k + 1) for k in range(0, n_bounds, 2)]
+    hole = _hole_test(n_bounds)
     env = dict.fromkeys(THREAD_VARS, 0)
     env.update(zero)
+    env.update(sizes)
     where_run, what_run, ids = where.run, what.run, [i.name for i in named]
     for count, point in enumerate(itertools.product(*(r for _, r in ranges))):
         if count >= POINT_BUDGET:
@@ -152,8 +162,8 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
             return
         env.update(zip(names, point))  # one env, overwritten: the programs only read it
         out = where_run(env)
-        if pairs and any(out[v] >= out[e] for v, e in pairs):
-            continue  # a hole: predicated off, touches nothing
+        if hole(out):
+            continue
         places = tuple(out[n_bounds:])
         if not keep(places):
             continue
@@ -165,16 +175,41 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
         yield places, Access(tuple(out[:n_logical]), values)
 
 
-def smem_layout(tv: TensorView, max_elements: int = 4096) -> Layout:
-    """Element offset -> the accesses that land there, for a shared-memory tensor; offsets
-    from `max_elements` on are left out (and the layout says it is truncated)."""
+def _hole_test(n_bounds: int) -> Callable[[list[int]], bool]:
+    """Whether a point is a hole (predicated off, touches nothing): some bound's value o[k]
+    reaches its extent o[k + 1]. One compiled test: it runs for every enumerated point."""
+    test = " or ".join(f"o[{k}] >= o[{k + 1}]" for k in range(0, n_bounds, 2)) or "False"
+    return eval(f"lambda o: {test}")  # noqa: S307 - our own source, indices only
+
+
+def _bind(e: Expr, sizes: dict[str, int]) -> Expr:
+    """e with the counterexample's sizes (symbols) put in."""
+    return substitute(e, {k: const(v) for k, v in sizes.items()}) if sizes else e
+
+
+def smem_layout(tv: TensorView, max_elements: int = 4096, *, issuer: TensorView | None = None,
+                pinned: dict[str, int] | None = None) -> Layout:
+    """Element offset -> the accesses that land there, for a shared-memory tensor as stored by
+    its own loop domain or as read by `issuer`, at every loop point or (`pinned`) at one point
+    of the serial and block loops; offsets from `max_elements` on are left out (and the layout
+    says it is truncated)."""
     alloc = compute_allocation(tv)
-    layout = Layout(tv, tv, alloc)
+    layout = Layout(tv, issuer or tv, alloc)
     strides = alloc.strides()
     window = _Window(layout, lambda offset: offset < max_elements,
                      f"only the first {max_elements} elements are drawn")
-    for (offset,), access in _accesses(tv, tv, layout, lambda idx: [linear_offset(strides, idx)], window.keep):
+    for (offset,), access in _accesses(tv, layout.issuer, layout, lambda idx: [linear_offset(strides, idx)],
+                                       window.keep, pinned):
         layout.cells.setdefault(offset, []).append(access)
+    return layout
+
+
+def point_accesses(tensor: TensorView, issuer: TensorView, pinned: dict[str, int]) -> Layout:
+    """Every thread's accesses of `issuer` to `tensor` (any memory) at one point of the serial
+    and block loops (`pinned`), the loops it leaves out walked: cells keyed by thread."""
+    layout = Layout(tensor, issuer, compute_allocation(tensor))
+    for _, access in _accesses(tensor, issuer, layout, lambda idx: [], lambda places: True, pinned):
+        layout.cells.setdefault(access.values["thread"], []).append(access)
     return layout
 
 

@@ -1,8 +1,11 @@
-"""Pictures and the HTML page: every example renders to well-formed SVG, maps have one cell per
-element, a swizzle shows, tmem cells take their warp's colour, counterexamples are marked."""
+"""Pictures and the HTML page: every example renders to well-formed SVG, maps draw every element
+of their window once, a swizzle shows, tmem cells take their warp's colour, counterexamples are
+marked. (The page's size, shared drawings and the hardware-beside-schedule pictures:
+tests/test_html_report.py.)"""
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,7 +16,8 @@ import tileproof as tp
 from tileproof.cli import main, run_case
 from tileproof.reports.html import PageEntry, report_page
 from tileproof.reports.layouts import marked_cells, smem_layout, tmem_layout
-from tileproof.reports.pictures import bank_colour, domain_graph_svg, smem_map_svg, tmem_map_svg, warp_colour
+from tileproof.reports.pictures import (bank_colour, domain_graph_svg, line_window, smem_map, smem_map_svg,
+                                        tmem_map_svg, warp_blocks, warp_colour)
 from tileproof.schedule_files import discover
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -21,13 +25,35 @@ SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 NS = "{http://www.w3.org/2000/svg}"
 
 
-def cells(svg: str, cls: str = "cell") -> list[ET.Element]:
-    """The map cells of a picture (rects whose class list holds `cls`)."""
+def cells(svg: str, cls: str = "cells") -> list[ET.Element]:
+    """The rects of a picture whose class list holds `cls`."""
     return [r for r in ET.fromstring(svg).iter(f"{NS}rect") if cls in r.get("class", "").split()]
 
 
 def title_of(element: ET.Element) -> str:
     return element.find(f"{NS}title").text
+
+
+def path_rects(svg: str, cls: str) -> list[tuple[str | None, float, float, float, float]]:
+    """(fill, x, y, width, height) of every rectangle drawn by the paths of class `cls`
+    (a map draws its cells as one path per colour: M x y h w v h h-w z ...)."""
+    out = []
+    for path in ET.fromstring(svg).iter(f"{NS}path"):
+        if cls in path.get("class", "").split():
+            for x, y, w, h in re.findall(r"M([\d.]+) ([\d.]+)h([\d.]+)v([\d.]+)h-[\d.]+z", path.get("d")):
+                out.append((path.get("fill"), float(x), float(y), float(w), float(h)))
+    return out
+
+
+def fill_at(svg: str, x: float, y: float) -> str | None:
+    """The fill of the cell-path rectangle containing (x, y)."""
+    return next((f for f, rx, ry, w, h in path_rects(svg, "cells") if rx <= x < rx + w and ry <= y < ry + h), None)
+
+
+def labels(svg: str) -> list[str]:
+    """The cell labels of a picture, in drawing order."""
+    groups = [g for g in ET.fromstring(svg).iter(f"{NS}g") if g.get("class") == "labels"]
+    return [t.text for g in groups for t in g.iter(f"{NS}text")]
 
 
 @pytest.fixture(scope="module")
@@ -59,19 +85,45 @@ def test_every_example_renders_well_formed_svg(pages):
 
 
 @pytest.mark.slow  # shares the pages of every example (about a minute)
-def test_maps_have_one_cell_per_shown_element(pages):
+def test_maps_draw_every_element_of_their_window_once(pages):
     checked = 0
     for name, (_, outcomes) in pages.items():
         for o in outcomes[:6]:  # the parametrized files repeat one schedule shape
             for t in o.fusion.tensors:
                 if t.memory_type is tp.MemoryType.Shared:
-                    assert len(cells(smem_map_svg(t))) == len(smem_layout(t).cells), (name, t.name)
+                    layout = smem_layout(t)
+                    picture = smem_map(t, layout=layout)
+                    if layout.error:
+                        continue
+                    size = t.dtype.bytes
+                    lines = line_window((), math.ceil((max(layout.cells, default=0) + 1) * size / 128))
+                    # the outlined runs cover exactly the used bytes of the drawn lines
+                    runs = path_rects(picture.svg(), "run")
+                    shown = sum(1 for o in layout.cells if o * size // 128 in lines)
+                    assert sum(round(w / (11 * size)) for _, _, _, w, _ in runs) == shown, (name, t.name)
                 elif t.memory_type is tp.MemoryType.Tensor:
                     layout = tmem_layout(t)
-                    drawn = cells(tmem_map_svg(t))
-                    assert len(drawn) == len(layout.cells) and drawn, (name, t.name)
+                    blocks = warp_blocks(layout)
+                    area = sum((l1 - l0) * (c1 - c0) for (l0, l1), (c0, c1), _, _ in blocks)
+                    assert area == len(layout.cells) and blocks, (name, t.name)
+                    assert len(cells(tmem_map_svg(t))) == len(blocks), (name, t.name)
                     checked += 1
     assert checked >= 10
+
+
+@pytest.mark.slow  # shares the pages of every example (about a minute)
+def test_page_of_every_example_is_small(pages):
+    """`tileproof verify examples/ --html` wrote 129 MB when every view drew its picture and its
+    style: now one style block, each drawing once, large tensors as a bounded window."""
+    outcomes = [o for _, found in pages.values() for o in found]
+    page = report_page([PageEntry(o.case.name, o.report, o.fusion, o.error, o.case.expect.describe(), o.matched)
+                        for o in outcomes])
+    assert len(page.encode()) < 5_000_000
+    assert page.count("<style") == 1 and all(p.count("<style") == 1 for p, _ in pages.values())
+    sections = re.findall(r'<section class="schedule".*?</section>', page, re.S)
+    assert len(sections) == len(outcomes)
+    # per schedule, so that a bigger example set stays small too: no picture draws a large tensor whole
+    assert max(len(s.encode()) for s in sections) < 150_000
 
 
 def _shared_tile(swizzle: bool):
@@ -89,40 +141,45 @@ def _shared_tile(swizzle: bool):
 
 def test_xor_swizzle_changes_the_shared_memory_map():
     plain, swizzled = smem_map_svg(_shared_tile(False)), smem_map_svg(_shared_tile(True))
-    assert len(cells(plain)) == len(cells(swizzled)) == 32 * 32
     assert plain != swizzled
-    # address row 1, word 0 holds (1,0) unswizzled and (1,1) swizzled (x ^ y = 1 ^ 0)
-    assert title_of(cells(plain)[32]).startswith("T1(1,0) at byte 128, bank 0")
-    assert title_of(cells(swizzled)[32]).startswith("T1(1,1) at byte 128, bank 0")
-    # the logical view: element (1,0) sits in bank 0 unswizzled, in bank 1 swizzled
-    logical = {title_of(r): r.get("fill") for r in cells(swizzled, "logical-cell")}
-    assert logical["T1(1,0): bank 1"] == bank_colour(1)
-    assert {title_of(r) for r in cells(plain, "logical-cell")} >= {"T1(1,0): bank 0"}
+    # unswizzled, line k of the address map is row k in order: one run per line
+    assert labels(plain)[:8] == [f"({k},0-31)" for k in range(8)]
+    # swizzled (x ^ y): line 0 is row 0 in order, line 1 holds (1,1), (1,0), (1,3), (1,2), ...: runs of
+    # one element, line 2 runs of two, (2,2-3), (2,0-1), ...
+    drawn = labels(swizzled)
+    assert drawn[0] == "(0,0-31)" and drawn[1:33] == [f"(1,{c ^ 1})" for c in range(32)]
+    assert drawn[33:35] == ["(2,2-3)", "(2,0-1)"]
+    # the logical view (below the 8 drawn lines): element (1,0) sits in bank 0 unswizzled, in bank 1 swizzled
+    top = 16 + 8 * 22 + 30
+    assert fill_at(plain, 64 + 1, top + 18 + 1) == bank_colour(0)
+    assert fill_at(swizzled, 64 + 1, top + 18 + 1) == bank_colour(1)
 
 
 def test_tmem_map_colours_lane_k_with_warp_k_over_32():
     case = next(c for c in discover([str(EXAMPLES / "valid" / "tmem_access.py")]) if c.name == "warp_group_xyz")
     tv = case.build().tensor("T2")
     drawn = cells(tmem_map_svg(tv))
-    assert len(drawn) == 128 * 2
-    for rect in drawn:
-        lane = int(re.match(r"lane (\d+) col (\d+)", title_of(rect)).group(1))
-        assert rect.get("fill") == warp_colour(lane // 32), title_of(rect)
-        assert title_of(rect).endswith(f"warp {lane // 32}")
+    lanes_drawn = 0
+    for rect in drawn:  # one block per warp: 32 lanes x 2 columns
+        first, last = map(int, re.match(r"lanes (\d+)-(\d+), columns 0-1: ", title_of(rect)).groups())
+        assert first // 32 == last // 32 and rect.get("fill") == warp_colour(first // 32), title_of(rect)
+        assert title_of(rect).endswith(f"warp {first // 32}")
+        lanes_drawn += last - first + 1
+    assert lanes_drawn == 128
 
 
 @pytest.mark.slow  # shares the pages of every example (about a minute)
 def test_rejected_example_page_marks_the_counterexample(pages):
     page, outcomes = pages[str(Path("invalid") / "tmem_access.py")]
-    assert 'class="cell cex"' in page and "cex-mark" in page
+    assert 'class="cex-mark"' in page
     outcome = next(o for o in outcomes if o.case.name == "not_contiguous")
     diagnostic = outcome.report.errors[0]
     assert diagnostic.code == "TMEM-ACCESS-PATTERN"
     lane, column = diagnostic.counterexample["lane"], diagnostic.counterexample["column"]
     svg = tmem_map_svg(outcome.fusion.tensor("T2"), diagnostic=diagnostic)
-    marked = [title_of(r) for r in cells(svg, "cex")]
-    assert marked == [next(t for t in marked if t.startswith(f"lane {lane} col {column}:"))]
-    assert '<rect class="cex-expected-mark"' in svg  # the lane the pattern needed
+    marked = [title_of(r) for r in cells(svg, "cex-mark")]
+    assert len(marked) == 1 and marked[0].startswith(f"lane {lane} col {column}:")
+    assert 'class="cex-expected-mark"' in svg  # the lane the pattern needed
 
 
 @pytest.mark.slow  # shares the pages of every example (about a minute)
@@ -132,7 +189,7 @@ def test_load_counterexample_is_marked_on_the_tensor_memory_it_reads(pages):
     load = next(d for d in outcome.report.errors if d.tensor == "T3")
     svg = tmem_map_svg(outcome.fusion.tensor("T2"), issuer=outcome.fusion.tensor("T3"), diagnostic=load)
     assert "loaded by T3" in svg
-    assert [title_of(r).split(":")[0] for r in cells(svg, "cex")] == [
+    assert [title_of(r).split(":")[0] for r in cells(svg, "cex-mark")] == [
         f"lane {load.counterexample['lane']} col {load.counterexample['column']}"]
 
 
