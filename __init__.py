@@ -87,23 +87,43 @@ def tma_info(tv: TensorView) -> TmaInfo:
 
 
 def add(a, b):
-    """Elementwise a + b of two tensors of one dtype (broadcast axes stretch); nvFuser's ops.add."""
+    """Elementwise a + b of two tensors of one dtype (broadcast axes stretch), or of a tensor and
+    a number on either side (an int or float, converted to the tensor's compute type,
+    DataType.compute; the result has the tensor's dtype; an integer tensor takes ints only);
+    nvFuser's ops.add.
+
+        t2 = tp.add(t0, t1); t3 = tp.add(t2, 1.0)"""
     return _ops.binary("add", a, b)
 
 
 def sub(a, b):
-    """Elementwise a - b; nvFuser's ops.sub."""
+    """Elementwise a - b, of tensors or a tensor and a number as tp.add; nvFuser's ops.sub.
+
+        t1 = tp.sub(1.0, t0)   # 1 - t0"""
     return _ops.binary("sub", a, b)
 
 
 def mul(a, b):
-    """Elementwise a * b; nvFuser's ops.mul."""
+    """Elementwise a * b, of tensors or a tensor and a number as tp.add; nvFuser's ops.mul.
+
+        t1 = tp.mul(t0, 0.5)"""
     return _ops.binary("mul", a, b)
 
 
 def div(a, b):
-    """Elementwise a / b; nvFuser's ops.div."""
+    """Elementwise a / b, of tensors or a tensor and a number as tp.add (integer division
+    truncates toward zero); nvFuser's ops.div."""
     return _ops.binary("div", a, b)
+
+
+def cast(tv, dtype):
+    """tv's values converted to `dtype` (tp.float32, float64, float16, bfloat16, int8, int32, int64,
+    or the name): to a float type rounded to nearest even; from a float to an integer truncated
+    toward zero, saturated to its range (as PTX cvt.rzi does), NaN to 0; between integers, the low bits.
+    A cast to tv's own dtype is tp.set(tv). nvFuser's castOp(dtype, tv).
+
+        t1 = tp.cast(t0, tp.bfloat16)"""
+    return _ops.cast(tv, dtype)
 
 
 def neg(a):
@@ -162,6 +182,7 @@ __all__ = [
     "allocation",
     "bfloat16",
     "broadcast",
+    "cast",
     "div",
     "exp",
     "float16",

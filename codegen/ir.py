@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from ..model.barriers import Sync, TmaWait  # placed by the model, checked by SMEM-RACE
 from ..model.execution import Cond  # statements' predicates come from the execution model
+from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const
 from ..model.tcgen05 import TmemPattern, tmem_address
 from ..model.types import DataType, Direction, MemoryType, OpKind
@@ -68,7 +69,8 @@ ELEMENT_VAR = "tp_v"  # the element of a vector in a per-element operand's offse
 @dataclass
 class Compute:
     """out = op(ins) at one point of the loop nest, under `conds`.
-    `vector` > 1: one access of `vector` consecutive elements per operand."""
+    `vector` > 1: one access of `vector` consecutive elements per operand.
+    `scalar`: a binary op's number operand (the fusion Op's), beside its one tensor input."""
 
     kind: OpKind  # the fusion Op's kind
     name: str  # set, add, exp, ...
@@ -77,6 +79,7 @@ class Compute:
     conds: list[Cond]
     vector: int = 1
     comment: str = ""
+    scalar: Scalar | None = None
 
 
 @dataclass
@@ -319,8 +322,11 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"
                             if n.issuer or n.bounds else ""))
         else:
-            lines.append(f"{pad}{_operand_text(n.out)} = {n.name}("
-                         + ", ".join(_operand_text(o) for o in n.ins) + ")"
+            args = [_operand_text(o) for o in n.ins]
+            scalar = getattr(n, "scalar", None)
+            if scalar is not None:
+                args.insert(scalar.position, str(scalar))
+            lines.append(f"{pad}{_operand_text(n.out)} = {n.name}(" + ", ".join(args) + ")"
                          + (f" x{n.vector}" if n.vector > 1 else "")
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.conds)}" if n.conds else ""))
     return "\n".join(line for line in lines if line)

@@ -16,10 +16,26 @@ from .types import LoadStoreOpType, MemoryType, OpKind
 _state = threading.local()
 
 
+@dataclass(frozen=True)
+class Scalar:
+    """A number operand of a binary op (`tp.mul(t, 2.0)`, `tp.sub(1, t)`): `value` is the number
+    converted to the op's compute type (DataType.compute: a Python float holding a float32 or
+    float64 value, or a Python int in range), `position` where it stands (0: left, 1: right),
+    `given` the number as the user wrote it (what reports print)."""
+
+    value: int | float
+    position: int
+    given: int | float
+
+    def __str__(self) -> str:
+        return repr(self.given)
+
+
 @dataclass(eq=False)
 class Op:
     """One expression. `logical_map[k][j]` is the logical axis of `inputs[k]` that the
-    output's logical axis j reads (None where the output axis is a new broadcast)."""
+    output's logical axis j reads (None where the output axis is a new broadcast).
+    A binary op with a number operand has one tensor input and its `scalar`."""
 
     kind: OpKind
     inputs: list
@@ -28,11 +44,16 @@ class Op:
     name: str = "set"
     op_type: LoadStoreOpType = LoadStoreOpType.Set
     origin: str | None = field(default_factory=user_location)
+    scalar: Scalar | None = None
 
     def __str__(self) -> str:
-        args = ", ".join(t.name for t in self.inputs)
+        args = [t.name for t in self.inputs]
+        if self.scalar is not None:
+            args.insert(self.scalar.position, str(self.scalar))
+        if self.kind is OpKind.CAST:
+            args.append(str(self.output.dtype))
         what = self.name if self.kind is not OpKind.LOAD_STORE or self.op_type is LoadStoreOpType.Set else self.op_type.value
-        return f"{self.output.name} = {what}({args})"
+        return f"{self.output.name} = {what}({', '.join(args)})"
 
 
 class Fusion:

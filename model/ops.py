@@ -4,14 +4,17 @@ and records which input axis each output axis reads."""
 
 from __future__ import annotations
 
+import math
+import numbers
+import struct
 from typing import Sequence
 
 from .errors import ScheduleError
 from .expr import Expr, const, var
-from .fusion import Op, current_fusion
+from .fusion import Op, Scalar, current_fusion
 from .iterdomain import IterDomain, as_index, wrong_enum
 from .tensor import TensorView
-from .types import DTYPES, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float32
+from .types import DTYPES, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float32, float64
 
 
 def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
@@ -96,7 +99,8 @@ def _like(src: TensorView, dtype: DataType | None = None, order: Sequence[int] |
 
 def _check_tv(op: str, tv, arg: str = "tv") -> TensorView:
     if not isinstance(tv, TensorView):
-        scalar = " (number operands are not supported; make a tensor)" if isinstance(tv, (int, float)) else ""
+        scalar = (" (of the ops, only the binary ones take a number operand: tp.add, tp.sub, tp.mul, tp.div)"
+                  if isinstance(tv, (int, float)) else "")
         raise ScheduleError(f"{op}: expected a TensorView for {arg}, got {type(tv).__name__} {tv!r:.60}{scalar}")
     if tv.fusion is not current_fusion():
         raise ScheduleError(f"{op}: {tv.name} belongs to another fusion")
@@ -180,11 +184,85 @@ def unary(name: str, tv: TensorView) -> TensorView:
     return out
 
 
-def binary(name: str, a: TensorView, b: TensorView) -> TensorView:
-    _check_tv(name, a, "a")
-    _check_tv(name, b, "b")
+def cast(tv: TensorView, dtype) -> TensorView:
+    """A copy of `tv` whose values are converted to `dtype` (a tp.DataType or its name), with
+    C++ / CUDA conversion semantics: to a float type, rounded to nearest even (inf and NaN stay,
+    an overflow becomes inf); from a float to an integer, truncated toward zero, saturated to the
+    integer's range (as PTX cvt.rzi does), NaN to 0; between integers, the low bits kept (two's
+    complement wrap). A cast to tv's own dtype is tp.set(tv), as in nvFuser.
+    nvFuser: castOp(dtype, tv).
+
+        t1 = tp.cast(t0, tp.bfloat16)   # float32 -> bfloat16, round to nearest even"""
+    _check_tv("cast", tv)
+    dtype = _check_dtype("cast", dtype)
+    if dtype == tv.dtype:
+        return set(tv)
+    out = _like(tv, dtype)
+    tv.fusion._register_op(Op(OpKind.CAST, [tv], out, [list(range(len(tv.logical)))], name="cast"))
+    return out
+
+
+_INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+
+
+def _scalar_value(op: str, arg: str, number, dtype: DataType) -> int | float:
+    """`number` converted to dtype's compute type, or a ScheduleError naming the argument."""
+
+    if isinstance(number, bool):
+        raise ScheduleError(f"{op}: {arg} is a bool ({number!r}); tileproof has no bool dtype: pass "
+                            f"{int(number)} or {float(number)}")
+    if not isinstance(number, numbers.Real):
+        raise ScheduleError(f"{op}: expected a TensorView or a number (int, float) for {arg}, got "
+                            f"{type(number).__name__} {number!r:.60}")
+    compute = dtype.compute
+    if compute.is_integer:
+        if not isinstance(number, numbers.Integral):
+            raise ScheduleError(
+                f"{op}: {arg} is the float {number!r} but the tensor is {dtype}; tileproof does not promote "
+                f"(nvFuser would make the result float): pass an int, or cast the tensor first "
+                f"(tp.cast(t, tp.float32))")
+        lo, hi = _INT_RANGE[compute.name]
+        if not lo <= int(number) <= hi:
+            raise ScheduleError(f"{op}: {arg} {int(number)} is out of range for {dtype} arithmetic, which is done "
+                                f"in {compute} ({lo} .. {hi})")
+        return int(number)
+    try:
+        value = float(number)
+        if compute.bytes == 4:
+            value = struct.unpack("f", struct.pack("f", value))[0]  # rounded to float32, nearest even
+    except OverflowError:
+        value = None
+    if value is None or (math.isinf(value) and not math.isinf(float(number))):
+        raise ScheduleError(f"{op}: {arg} {number!r:.60} overflows {compute}, the type {dtype} arithmetic is done in")
+    return value
+
+
+def _binary_with_number(name: str, a, b) -> TensorView:
+    """A binary op with a number operand: the tensor's dtype, the number in its compute type."""
+    if not isinstance(a, TensorView) and not isinstance(b, TensorView):
+        for arg, x in (("a", a), ("b", b)):
+            _scalar_value(name, arg, x, float64)  # a clear error for what is no number
+        raise ScheduleError(f"{name}: one operand must be a TensorView, got two numbers {a!r} and {b!r}")
+    position, tv, number = (1, a, b) if isinstance(a, TensorView) else (0, b, a)
+    _check_tv(name, tv, "a" if position == 1 else "b")
+    value = _scalar_value(name, "b" if position == 1 else "a", number, tv.dtype)
+    given = int(number) if isinstance(number, numbers.Integral) else float(number)
+    out = _like(tv)
+    tv.fusion._register_op(Op(OpKind.BINARY, [tv], out, [list(range(len(tv.logical)))], name=name,
+                              scalar=Scalar(value, position, given)))
+    return out
+
+
+def binary(name: str, a, b) -> TensorView:
+    """Elementwise `name` of two tensors, or of a tensor and a number (an int or float, either
+    side: converted to the tensor's compute type, DataType.compute; the result has the
+    tensor's dtype)."""
     if name not in BINARY:
         raise ScheduleError(f"unknown binary op {name!r}; supported: {', '.join(BINARY)}")
+    if not isinstance(a, TensorView) or not isinstance(b, TensorView):
+        return _binary_with_number(name, a, b)
+    _check_tv(name, a, "a")
+    _check_tv(name, b, "b")
     if len(a.logical) != len(b.logical):
         raise ScheduleError(f"{name}: {a.name} has {len(a.logical)} dimensions, {b.name} has {len(b.logical)}; broadcast first")
     if a.dtype != b.dtype:

@@ -119,6 +119,7 @@ class OpKind(str, enum.Enum):
     BINARY = "binary"
     BROADCAST = "broadcast"
     TRANSPOSE = "transpose"
+    CAST = "cast"  # a tensor of another dtype (nvFuser's UnaryOp of UnaryOpType::Cast)
 
     def __str__(self) -> str:
         return self.value
@@ -128,7 +129,8 @@ class OpKind(str, enum.Enum):
 
 
 COPIES = (OpKind.LOAD_STORE, OpKind.BROADCAST, OpKind.TRANSPOSE)  # ops that move values unchanged
-ARITHMETIC = (OpKind.UNARY, OpKind.BINARY)
+ARITHMETIC = (OpKind.UNARY, OpKind.BINARY)  # ops computed in the output's compute type (DataType.compute)
+# OpKind.CAST is neither: it converts each value from its input's dtype to its output's
 
 
 class LoadStoreOpType(enum.Enum):
@@ -165,6 +167,18 @@ class DataType:
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_integer(self) -> bool:
+        """Whether this is an integer type (int8, int32, int64)."""
+        return self.name in INTEGER_NAMES
+
+    @property
+    def compute(self) -> "DataType":
+        """The type arithmetic on this dtype is done in: float32 for the 16-bit floats, int32
+        for int8 (C++'s promotion), the dtype itself otherwise. A binary op's number operand is
+        converted to it (`tp.mul(t, 0.1)` on a bfloat16 t multiplies by float32 0.1)."""
+        return DTYPES[_COMPUTE.get(self.name, self.name)]
+
 
 float32 = DataType("float32", 4, "float")
 float64 = DataType("float64", 8, "double")
@@ -174,6 +188,8 @@ int8 = DataType("int8", 1, "int8_t")
 int32 = DataType("int32", 4, "int32_t")
 int64 = DataType("int64", 8, "int64_t")
 DTYPES = {d.name: d for d in (float32, float64, float16, bfloat16, int8, int32, int64)}
+INTEGER_NAMES = ("int8", "int32", "int64")
+_COMPUTE = {"float16": "float32", "bfloat16": "float32", "int8": "int32"}
 
 
 def as_dtype(d) -> DataType:

@@ -3,19 +3,20 @@ that prints it (TMA, ldmatrix and tensor memory in tma.py, ldsm.py, tmem.py here
 is printed by cuda_expr.py.
 
 Values are stored in the tensor's dtype and computed in float (double for float64,
-the integer type for integers). A copy between tensors of one dtype moves the bits,
-so copies are exact. Half types come from cuda_fp16.h / cuda_bf16.h when the CUDA
+the integer type for integers: DataType.compute). A copy between tensors of one dtype moves
+the bits, so copies are exact; a cast converts with one rounding (CASTS). Half types come from cuda_fp16.h / cuda_bf16.h when the CUDA
 headers are found, else from a small prelude of PTX conversions.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 from ...model.errors import InternalError
 from ...model.expr import const
-from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType
+from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from . import ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, Compute, Cond, KernelIR, Loop, LoopKind, MatrixCopy, Operand, ParamKind, Sync, TmaCopy,
@@ -54,6 +55,69 @@ OPS = {  # compute type -> op name -> C++ ({a}, {b}: the operands in the compute
     "int": {**_ARITH, **_INT},
     "long long": {**_ARITH, **_INT},
 }
+# A cast: (the source's compute type, the destination dtype) -> C++ turning a value of the compute
+# type (the source loaded exactly: half types widen to float, int8 to int) into the destination's
+# storage, rounding once. Float -> float: nearest even. Float -> integer: toward zero, saturated
+# (PTX cvt.rzi clamps to the destination's range), NaN -> 0 for every pair (cvt.rzi itself gives
+# 0 only where neither side is 64-bit, MININT otherwise; CUDA's __float2int_rz and kin leave
+# out-of-range values undefined, hence CAST_HELPERS). Integer -> integer: the low bits.
+# int -> float16 goes through float: exact below 2^24, and from 65520 up both are inf; int ->
+# bfloat16 through double (exact); long long -> bfloat16 by cvt.rn.bf16.s64, since through float
+# or double it would round twice. codegen/runtime/reference.py does the same in float64.
+CASTS = {
+    "float": {"float32": "{}", "float64": "(double)({})", "float16": "__float2half_rn({})",
+              "bfloat16": "__float2bfloat16_rn({})", "int8": "tp_sat_s8(tp_f2i({}))",
+              "int32": "tp_f2i({})", "int64": "tp_f2ll({})"},
+    "double": {"float32": "__double2float_rn({})", "float64": "{}", "float16": "__double2half({})",
+               "bfloat16": "__double2bfloat16({})", "int8": "tp_sat_s8(tp_d2i({}))",
+               "int32": "tp_d2i({})", "int64": "tp_d2ll({})"},
+    "int": {"float32": "__int2float_rn({})", "float64": "__int2double_rn({})",
+            "float16": "__float2half_rn(__int2float_rn({}))", "bfloat16": "__double2bfloat16(__int2double_rn({}))",
+            "int8": "(signed char)({})", "int32": "{}", "int64": "(long long)({})"},
+    "long long": {"float32": "__ll2float_rn({})", "float64": "__ll2double_rn({})",
+                  "float16": "__float2half_rn(__ll2float_rn({}))", "bfloat16": "__ll2bfloat16_rn({})",
+                  "int8": "(signed char)({})", "int32": "(int)({})", "int64": "{}"},
+}
+# the float -> integer conversions CASTS names, each emitted where the kernel uses it
+CAST_HELPERS = {
+    "tp_f2i": """\
+__device__ __forceinline__ int tp_f2i(float x) {  // toward zero, saturated, NaN -> 0
+  int r; asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r; }""",
+    "tp_f2ll": """\
+__device__ __forceinline__ long long tp_f2ll(float x) {  // toward zero, saturated, NaN -> 0
+  long long r; asm("cvt.rzi.s64.f32 %0, %1;" : "=l"(r) : "f"(x)); return x != x ? 0 : r; }""",
+    "tp_d2i": """\
+__device__ __forceinline__ int tp_d2i(double x) {  // toward zero, saturated, NaN -> 0
+  int r; asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(x)); return x != x ? 0 : r; }""",
+    "tp_d2ll": """\
+__device__ __forceinline__ long long tp_d2ll(double x) {  // toward zero, saturated, NaN -> 0
+  long long r; asm("cvt.rzi.s64.f64 %0, %1;" : "=l"(r) : "d"(x)); return x != x ? 0 : r; }""",
+    "tp_sat_s8": """\
+__device__ __forceinline__ signed char tp_sat_s8(int x) {  // saturated to int8's range
+  return (signed char)(x < -128 ? -128 : x > 127 ? 127 : x); }""",
+}
+# a number operand's C++ for non-finite values, per compute type: (inf, nan)
+_NON_FINITE = {"float": ("__int_as_float(0x7f800000)", "__int_as_float(0x7fc00000)"),
+               "double": ("__longlong_as_double(0x7ff0000000000000LL)", "__longlong_as_double(0x7ff8000000000000LL)")}
+_INT_MIN = {"int": -2**31, "long long": -2**63}
+
+
+def scalar_literal(value: int | float, compute: str) -> str:
+    """A binary op's number operand (already converted to the compute type) as C++ of that type."""
+    if compute in _INT_MIN:
+        suffix = "LL" if compute == "long long" else ""
+        if value == _INT_MIN[compute]:
+            return f"({value + 1}{suffix} - 1)"  # -2147483648 would be the long 2147483648, negated
+        return f"{value}{suffix}" if value >= 0 else f"({value}{suffix})"
+    inf, nan = _NON_FINITE[compute]
+    if math.isnan(value):
+        return nan
+    if math.isinf(value):
+        return inf if value > 0 else f"(-{inf})"
+    text = repr(float(value)) + ("f" if compute == "float" else "")  # a float32 value prints exactly
+    return f"({text})" if text.startswith("-") else text
+
+
 NAN_MAX_MIN = """\
 template <typename T> __device__ __forceinline__ T tp_max(T a, T b) { return (a != a || a > b) ? a : b; }  // NaN wins
 template <typename T> __device__ __forceinline__ T tp_min(T a, T b) { return (a != a || a < b) ? a : b; }"""
@@ -74,6 +138,12 @@ __device__ __forceinline__ float __bfloat162float(__nv_bfloat16 b) {
   return __uint_as_float(((unsigned int)b.x) << 16); }
 __device__ __forceinline__ __nv_bfloat16 __float2bfloat16_rn(float f) {
   __nv_bfloat16 b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b.x) : "f"(f)); return b; }
+__device__ __forceinline__ __half __double2half(double d) {
+  __half h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.x) : "d"(d)); return h; }
+__device__ __forceinline__ __nv_bfloat16 __double2bfloat16(double d) {
+  __nv_bfloat16 b; asm("cvt.rn.bf16.f64 %0, %1;" : "=h"(b.x) : "d"(d)); return b; }
+__device__ __forceinline__ __nv_bfloat16 __ll2bfloat16_rn(long long i) {
+  __nv_bfloat16 b; asm("cvt.rn.bf16.s64 %0, %1;" : "=h"(b.x) : "l"(i)); return b; }
 """
 
 
@@ -86,6 +156,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     """The kernel's C++ source; cuda_headers: include cuda_fp16.h / cuda_bf16.h (found on
     this machine) instead of the prelude."""
     e = _Emitter(ir)
+    body = e.nodes(ir.body, 1)
     lines = ["// generated by tileproof from a verified schedule", "//"]
     lines += [f"//   {h}" for h in ir.header]
     if uses_half_types(ir):
@@ -93,6 +164,9 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     if any("tp_max" in OPS[CTYPES[c.out.dtype.name].compute].get(c.name, "")
            for c in _nodes_of(ir.body, (Compute,)) if c.kind in ARITHMETIC):
         lines += NAN_MAX_MIN.splitlines()
+    for name, helper in CAST_HELPERS.items():
+        if any(f"{name}(" in line for line in body):
+            lines += helper.splitlines()
     copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy))
     if copies:
         lines += SMEM_ADDRESS.splitlines()
@@ -102,7 +176,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
     lines += e.buffers()
     lines += emit_tma.barrier_setup(ir.mbarriers)
-    lines += e.nodes(ir.body, 1)
+    lines += body
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -221,7 +295,12 @@ class _Emitter:
         out = CTYPES[s.out.dtype.name]
         if s.kind in COPIES and s.ins[0].dtype == s.out.dtype:
             return args[0]  # a copy moves the bits
+        if s.kind is OpKind.CAST:
+            source = CTYPES[s.ins[0].dtype.name]
+            return CASTS[source.compute][s.out.dtype.name].format(source.load.format(args[0]))
         loaded = [f"({out.compute})({CTYPES[o.dtype.name].load.format(a)})" for o, a in zip(s.ins, args)]
+        if s.scalar is not None:  # a number operand, already in the compute type
+            loaded.insert(s.scalar.position, scalar_literal(s.scalar.value, out.compute))
         if s.kind in ARITHMETIC:
             v = OPS[out.compute][s.name].format(a=loaded[0], b=loaded[-1])
         else:

@@ -85,7 +85,7 @@ class StatementBuilder:
         holes = drop_implied(self._simplified(ex.conds_of(CondKind.HOLE), ranges), self.fusion, self.target, ranges)
         conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
         op = tv.definition
-        return Compute(op.kind, op.name, out, ins, conds, 1, str(op))
+        return Compute(op.kind, op.name, out, ins, conds, 1, str(op), op.scalar)
 
     def _operand(self, tv: TensorView, idx: dict[int, Expr], ranges) -> Operand:
         try:
@@ -124,4 +124,5 @@ def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
         return Operand(o.tensor, o.memory, o.dtype, with_value(o.offset, name, 0))
 
     conds = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why, c.kind) for c in stmt.conds]
-    return Compute(stmt.kind, stmt.name, first(stmt.out), [first(o) for o in stmt.ins], conds, n, stmt.comment)
+    return Compute(stmt.kind, stmt.name, first(stmt.out), [first(o) for o in stmt.ins], conds, n, stmt.comment,
+                   stmt.scalar)

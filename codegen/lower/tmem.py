@@ -174,7 +174,7 @@ class AccessLowering:
                    f"(TMEM-ACCESS-PATTERN, TMEM-PACKING, TMEM-SUBPARTITION)")
         if holes:
             comment += f"; no hole predicate: SPLIT-DIVISIBILITY proved the splits of {tv.name} divisible"
-        access = TmemAccess(stmt.kind, stmt.name, out, ins, conds, regs, comment, direction=direction,
+        access = TmemAccess(stmt.kind, stmt.name, out, ins, conds, regs, comment, stmt.scalar, direction=direction,
                             tensor=m.acc.tensor.name, pattern=pattern, repeat=repeat, lane=lane, column=column,
                             column_offset=self.column_offset, registers=regs, elements=elements,
                             data_conds=data_conds, tmem_input=m.acc.input_index)
@@ -223,10 +223,10 @@ class AccessLowering:
         conds = [Cond(simplify(substitute(c.lhs, in_kernel), self.ranges), c.op,
                       simplify(substitute(c.rhs, in_kernel), self.ranges), c.why) for c in data_conds]
         if m.acc.direction is Direction.STORE:
-            data = Compute(stmt.kind, stmt.name, cell, [at(o) for o in stmt.ins], [], 1, stmt.comment)
+            data = Compute(stmt.kind, stmt.name, cell, [at(o) for o in stmt.ins], [], 1, stmt.comment, stmt.scalar)
         else:
             ins = [cell if k == m.acc.input_index else at(o) for k, o in enumerate(stmt.ins)]
-            data = Compute(stmt.kind, stmt.name, at(stmt.out), ins, conds, 1, stmt.comment)
+            data = Compute(stmt.kind, stmt.name, at(stmt.out), ins, conds, 1, stmt.comment, stmt.scalar)
         return TmemElement(v, data, lane, column, try_int(pk.word(v)), try_int(pk.byte(v)))
 
     def _split_conditions(self, stmt: Compute, direction: Direction) -> tuple[list[Cond], list[Cond], list[Cond]]:

@@ -169,10 +169,29 @@ def to_raw(array, dtype: DataType):
 
     if dtype.name != "bfloat16":
         return np.ascontiguousarray(array, dtype=np.dtype(dtype.name))
-    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    array = np.asarray(array)
+    narrow = _float32_round_to_odd(array) if array.dtype == np.float64 else array
+    bits = np.ascontiguousarray(narrow, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
-    nan = np.isnan(np.ascontiguousarray(array, dtype=np.float32))
+    nan = np.isnan(np.ascontiguousarray(narrow, dtype=np.float32))
     return np.where(nan, 0x7FC0, rounded).astype(np.uint16)
+
+
+def _float32_round_to_odd(values):
+    """float64 -> float32 rounding to odd (an inexact result: toward zero, last bit set), so that
+    rounding that on to bfloat16 rounds as once from float64 (as cvt.rn.bf16.f64 does): float32
+    keeps more than two bits beyond bfloat16's, which a tie needs."""
+    import numpy as np
+
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        nearest = values.astype(np.float32)
+        back = nearest.astype(np.float64)
+        inexact = np.isfinite(values) & (back != values)
+        away = inexact & (np.abs(back) > np.abs(values))
+    toward_zero = np.where(away, np.nextafter(nearest, np.float32(0)), nearest).astype(np.float32)
+    bits = toward_zero.view(np.uint32)
+    return np.where(inexact, bits | np.uint32(1), bits).astype(np.uint32).view(np.float32)
 
 
 def from_raw(raw, dtype: DataType):

@@ -1,6 +1,16 @@
 """A reference for checking kernels: the fusion's ops evaluated with numpy in float64,
 rounding each tensor to its dtype as the kernel stores it. Schedules do not change
 values, so one reference serves every schedule of a fusion.
+
+Rounding to a dtype: float types round to nearest even, once from float64 (bfloat16 too,
+arrays.to_raw); integer types keep the low bits of an integer that does not fit (two's
+complement wrap, as the kernel's C++ stores it). A cast from a float type to an integer
+truncates toward zero, saturates to the integer's range and makes NaN 0 (PTX cvt.rzi, as the
+kernel's conversions do); every other cast is that rounding. A binary op's number operand
+enters as its value in the compute type (model/fusion.py Scalar.value).
+
+float64 holds integers exactly up to 2^53 only: int64 values beyond are approximate here, and
+2^63 stands for INT64_MAX. An integer division by zero has no value in CUDA; here it is inf or NaN.
 """
 
 from __future__ import annotations
@@ -25,6 +35,13 @@ BINARY = {
     "minimum": lambda np, a, b: np.minimum(a, b),
 }
 INTEGER = ("int8", "int32", "int64")
+_BITS = {"int8": 8, "int32": 32, "int64": 64}
+
+
+def _range(dtype) -> tuple[float, float]:
+    """An integer dtype's least and greatest value in float64 (2^63 for INT64_MAX, which it cannot hold)."""
+    bits = _BITS[dtype.name]
+    return -2.0 ** (bits - 1), 2.0 ** (bits - 1) - (1.0 if bits < 64 else 0.0)
 
 
 def round_to(values, dtype):
@@ -32,8 +49,26 @@ def round_to(values, dtype):
     import numpy as np
 
     if dtype.name in INTEGER:
-        return np.trunc(values).astype(dtype.name).astype(np.float64)
-    return from_raw(to_raw(values, dtype), dtype).astype(np.float64)
+        whole = np.trunc(np.asarray(values, dtype=np.float64))
+        lo, hi = _range(dtype)
+        span = 2.0 ** _BITS[dtype.name]
+        with np.errstate(invalid="ignore"):
+            outside = np.isfinite(whole) & ((whole < lo) | (whole > hi))
+            wrapped = whole - span * np.floor((whole - lo) / span)  # the low bits, two's complement
+        return np.where(outside, wrapped, whole)
+    with np.errstate(over="ignore"):  # beyond the dtype's range: inf, as the kernel's conversion
+        return from_raw(to_raw(values, dtype), dtype).astype(np.float64)
+
+
+def cast(np, values, source, dest):
+    """`values` (of dtype `source`) converted to `dest`, before round_to(dest): from a float type
+    to an integer, truncated toward zero, saturated, NaN to 0; otherwise unchanged (round_to
+    rounds to nearest even, or wraps an integer)."""
+    if dest.name not in INTEGER or source.name in INTEGER:
+        return values.copy()
+    lo, hi = _range(dest)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isnan(values), 0.0, np.clip(np.trunc(values), lo, hi))
 
 
 def reference(fusion: Fusion, inputs: list) -> list:
@@ -56,8 +91,13 @@ def _apply(np, op, args):
         with np.errstate(all="ignore"):
             return UNARY[op.name](np, args[0])
     if op.kind is OpKind.BINARY:
+        if op.scalar is not None:
+            args = list(args)
+            args.insert(op.scalar.position, np.float64(op.scalar.value))
         with np.errstate(all="ignore"):
             return BINARY[op.name](np, *args)
+    if op.kind is OpKind.CAST:
+        return cast(np, args[0], op.inputs[0].dtype, op.output.dtype)
     if op.kind is OpKind.TRANSPOSE:
         return np.transpose(args[0], op.logical_map[0])
     if op.kind is OpKind.BROADCAST:

@@ -261,6 +261,76 @@ def two_outputs(n=1000):
     return fusion
 
 
+DTYPE_NAMES = ["float32", "float64", "float16", "bfloat16", "int8", "int32", "int64"]
+
+
+def every_cast(source="float32", threads=128):
+    """One input of `source` cast to each other dtype (six outputs) over a symbolic N."""
+    with tp.Fusion(f"every_cast_{source}") as fusion:
+        a = tp.make_tensor(["N"], dtype=source)
+        fusion.add_input(a)
+        for dest in DTYPE_NAMES:
+            if dest != source:
+                out = tp.cast(a, dest)
+                fusion.add_output(out)
+                _tile_1d(out, threads)
+    return fusion
+
+
+def vectorized_cast(source="float32", dest="bfloat16", vector=4, threads=128):
+    """[M, N] source -> dest, `vector` elements per thread and access (N % vector == 0)."""
+    with tp.Fusion("vectorized_cast") as fusion:
+        a = tp.make_tensor(["M", "N"], contiguity=True, dtype=source)
+        fusion.add_input(a)
+        out = tp.cast(a, dest)
+        fusion.add_output(out)
+    fusion.assume(f"N % {vector} == 0")
+    out.merge(0).split(0, vector).split(0, threads)
+    out.axis(0).parallelize(P.BIDx)
+    out.axis(1).parallelize(P.TIDx)
+    out.axis(2).parallelize(P.Vectorize)
+    return fusion
+
+
+def scalar_ops(dtype="float32"):
+    """Every binary op with a number operand, on both sides: floats
+    max(min((2 - a * 0.5) / 3 + 0.25, 1.5), -1) and its integer twin with int numbers."""
+    from tileproof.model import ops
+
+    integer = getattr(tp, dtype).is_integer
+    with tp.Fusion("scalar_ops") as fusion:
+        a = tp.make_tensor(["N"], dtype=dtype)
+        fusion.add_input(a)
+        if integer:
+            x = tp.div(tp.sub(7, tp.mul(a, 3)), 2)
+            y = ops.binary("maximum", ops.binary("minimum", tp.add(x, -5), 100), -100)
+        else:
+            x = tp.div(tp.sub(2.0, tp.mul(a, 0.5)), 3.0)
+            y = ops.binary("maximum", ops.binary("minimum", tp.add(x, 0.25), 1.5), -1)
+        fusion.add_output(y)
+    for tv in fusion.tensors[1:]:
+        _tile_1d(tv, 128)
+    tp.inline_most(fusion)
+    return fusion
+
+
+def cast_chain(dtype="bfloat16"):
+    """A mixed-precision chain: float32(a) * 2 + float32(b), rounded back to `dtype`, and its
+    int32 truncation."""
+    with tp.Fusion("cast_chain") as fusion:
+        a = tp.make_tensor(["N"], dtype=dtype)
+        b = tp.make_tensor(["N"], dtype=dtype)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        s = tp.add(tp.mul(tp.cast(a, tp.float32), 2), tp.cast(b, tp.float32))
+        fusion.add_output(tp.cast(s, dtype))
+        fusion.add_output(tp.cast(s, tp.int32))
+    for tv in fusion.tensors[2:]:
+        _tile_1d(tv, 128)
+    tp.inline_most(fusion)
+    return fusion
+
+
 BUILDERS = {
     "pointwise_add": pointwise_add,
     "pointwise_add_f16": lambda: pointwise_add("float16"),
@@ -282,4 +352,10 @@ BUILDERS = {
     "serial_smem_reuse": serial_smem_reuse,
     "big_smem_copy": big_smem_copy,
     "two_outputs": two_outputs,
+    **{f"every_cast_{d}": (lambda d=d: every_cast(d)) for d in DTYPE_NAMES},
+    "vectorized_cast_f32_bf16": vectorized_cast,
+    "vectorized_cast_bf16_f32": lambda: vectorized_cast("bfloat16", "float32", 4),
+    "scalar_ops": scalar_ops,
+    "scalar_ops_int8": lambda: scalar_ops("int8"),
+    "cast_chain": cast_chain,
 }

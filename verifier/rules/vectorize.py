@@ -12,7 +12,7 @@ from ...model.expr import add, const, mod, substitute, var
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, MemoryType, OpKind
-from ...model.vectorize import VECTOR_BYTES, VectorOperand, unit_stride, vector_findings
+from ...model.vectorize import VECTOR_BYTES, Finding, VectorOperand, unit_stride, vector_findings
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome
@@ -67,10 +67,11 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         For every statement whose loop domain ends in a Vectorize axis of extent n (plain
-        loads, stores and arithmetic; ldmatrix, tcgen05 and TMA fragments have their own
+        loads, stores, arithmetic and casts; ldmatrix, tcgen05 and TMA fragments have their own
         rules), each shared- or global-memory operand moves n * element bytes in one access:
-        2, 4, 8 or 16 bytes. Register operands may have any width (they are accessed element
-        by element where needed).
+        2, 4, 8 or 16 bytes, with its own element size (a cast from bfloat16 to float32 moves
+        2n bytes of its input and 4n of its output). Register operands may have any width
+        (they are accessed element by element where needed).
     Why the hardware needs it:
         A GPU thread's widest load or store is 16 bytes (ld/st.v4.b32; .v2.b64); there is
         no 12- or 32-byte access. A wider or odd vector would have to be split into several
@@ -93,18 +94,33 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/hardware.md#vector-loads-and-stores
     """
     # Formal statement: none, structural (n * bytes(dtype) in {2, 4, 8, 16} for each shared/global operand)
-    for tv, f, n in ((tv, f, n) for tv, operands, _, n in _vectors(ctx) for f in vector_findings(operands, n)):
-        o = f.operand
-        fits = [b // o.dtype.bytes for b in VECTOR_BYTES if b % o.dtype.bytes == 0 and b // o.dtype.bytes > 1]
-        yield finding(
-            "VECTORIZE-WIDTH",
-            f"{tv.name}'s Vectorize axis moves {n} elements of {o.tensor} ({o.dtype}) at once: {f.bytes} bytes, "
-            f"not one access of 2, 4, 8 or 16 bytes",
-            notes=[f"{o.tensor} is in {o.memory.value.lower()} memory; one thread moves at most 16 bytes per access"],
-            counterexample={"elements": n, "bytes": f.bytes},
-            hint=f"split the vectorized axis by {' or '.join(map(str, fits))} ({o.dtype}) instead of {n}",
-            **_where(tv),
-        )
+    for tv, operands, _, n in _vectors(ctx):
+        for f in vector_findings(operands, n):
+            yield _too_wide(tv, operands, n, f)
+
+
+def _too_wide(tv: TensorView, operands: list[VectorOperand], n: int, f: Finding) -> Diagnostic:
+    """The VECTORIZE-WIDTH diagnostic of finding f: n elements of an operand are no legal access."""
+    o = f.operand
+    # a cast's operands differ in element size: the vector must be one access of each
+    accessed = [x for x in operands if x.memory is not MemoryType.Local]
+    fits = [k for k in range(2, 17) if all(k * x.dtype.bytes in VECTOR_BYTES for x in accessed)]
+    notes = [f"{o.tensor} is in {o.memory.value.lower()} memory; one thread moves at most 16 bytes per access"]
+    dtypes = f"({o.dtype})"
+    if len({x.dtype.bytes for x in accessed}) > 1:
+        sizes = ", ".join(f"{x.tensor} {x.dtype} {n * x.dtype.bytes} bytes" for x in accessed)
+        notes.append(f"`{tv.definition}` moves operands of different element sizes; the vector of {n} is "
+                     f"{sizes}: each shared or global operand must be one legal access")
+        dtypes = "(" + ", ".join(f"{x.tensor} {x.dtype}" for x in accessed) + ")"
+    return finding(
+        "VECTORIZE-WIDTH",
+        f"{tv.name}'s Vectorize axis moves {n} elements of {o.tensor} ({o.dtype}) at once: {f.bytes} bytes, "
+        f"not one access of 2, 4, 8 or 16 bytes",
+        notes=notes,
+        counterexample={"elements": n, "bytes": f.bytes},
+        hint=f"split the vectorized axis by {' or '.join(map(str, fits))} {dtypes} instead of {n}",
+        **_where(tv),
+    )
 
 
 @rule("VECTORIZE-CONTIGUOUS", family="vectorize")
