@@ -85,3 +85,17 @@ def test_a_symbolic_grid_bounded_by_an_assumption_is_reported_at_a_natural_size(
     t1.axis(0).parallelize(P.BIDx); t1.axis(1).parallelize(P.Serial)
     (d,) = warnings_of(fusion, "GRID-SIZE")
     assert d.counterexample["blocks"] == 64 and d.counterexample["N"] == 65536  # the smallest admitted N
+
+
+def test_a_vectorize_axis_wider_than_any_vector_is_not_sampled():
+    """fuzz seed 21 case 4147 took 105 s: a Vectorize axis of extent M * N was sampled element
+    by element (16M per lane). Such an axis is no vector access (VECTORIZE-WIDTH rejects it)."""
+    from tileproof.verifier.context import VerifyContext
+    from tileproof.verifier.rules import perf
+
+    fusion, t1 = copy(["M", "N"])
+    t1.merge(0)
+    t1.axis(0).parallelize(P.Vectorize)
+    ctx = VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
+    (store, load) = sorted(ctx.accesses_to(tp.MemoryType.Global), key=lambda a: a.input_index)
+    assert perf._warp_bytes(ctx, load, {"M": 4096, "N": 4096}) is None

@@ -26,6 +26,7 @@ SECTOR = 32  # bytes: the unit in which L2 and DRAM serve a warp's global access
 WASTE = 2  # warn when a warp moves at least this many times the sectors its bytes need
 SAMPLE_EXTENTS = (4096, 8192, 16384, 2048, 1024, 512, 256, 128, 64, 32)  # typical sizes to sample, in order
 SAMPLE_TRIES = 200
+MAX_VECTOR = 16  # elements of the widest vector access (16 bytes of int8)
 BIG_KERNEL = 1 << 20  # output elements from which idle SMs cost more than the launch itself
 
 
@@ -109,8 +110,8 @@ def _warp_bytes(ctx: VerifyContext, acc, sizes: dict[str, int]) -> set[int] | No
         return None  # no global layout (LOWERING-SUPPORTED reports it)
     vector = [var_name(acc, i) for i in m.vector_ids]
     extents = [_value(i.extent_expr, sizes) for i in m.vector_ids]
-    if None in extents:
-        return None
+    if None in extents or math.prod(extents) > MAX_VECTOR:  # type: ignore[arg-type]
+        return None  # not one vector access (VECTORIZE-WIDTH rejects it)
     base = {name: 0 for name in m.ranges}
     base.update(sizes)
     width = acc.tensor.dtype.bytes
@@ -202,24 +203,31 @@ def grid_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
     blocks = product(dims)
     sms = ctx.target.sm_count
     work = add(*(product([i.extent_expr for i in t.logical if not i.is_broadcast]) for t in ctx.fusion.outputs))
+    sizes = _sample_sizes(ctx)
+    if sizes is None or (_value(blocks, sizes) or 0) >= sms:
+        return  # an admitted size fills the GPU: nothing to prove
     q = ctx.query([blocks, work, const(sms), const(BIG_KERNEL)])
     if not q.prove(q.lt(blocks, const(sms))).proved:
         return
-    # a size where the kernel is big enough for idle SMs to matter
-    sample = q.prove(q.lt(work, const(BIG_KERNEL)), values={"blocks": blocks, "elements": work}, smallest=work)
-    if sample.status is not Verdict.COUNTEREXAMPLE:
-        return
-    count = sample.values["blocks"]
-    sizes = ctx.symbols_of(sample.model)
+    # a size where the kernel is big enough for idle SMs to matter: the sample's, else z3's
+    if (_value(work, sizes) or 0) >= BIG_KERNEL:
+        count, elements = _value(blocks, sizes), _value(work, sizes)
+        sizes = {k: v for k, v in sizes.items() if k in ctx.fusion.symbols and k not in ctx.bind}
+    else:
+        sample = q.prove(q.lt(work, const(BIG_KERNEL)), values={"blocks": blocks, "elements": work}, smallest=work)
+        if sample.status is not Verdict.COUNTEREXAMPLE:
+            return
+        count, elements = sample.values["blocks"], sample.values["elements"]
+        sizes = ctx.symbols_of(sample.model)
     when = f" (when {', '.join(f'{k} = {v}' for k, v in sizes.items())})" if sizes else ""
     yield finding(
         "GRID-SIZE",
         f"the grid has {count} blocks{when}, fewer than the {sms} SMs of {ctx.target.sm_part}, for "
-        f"{sample.values['elements']} output elements: at most {count} SMs work",
+        f"{elements} output elements: at most {count} SMs work",
         notes=[f"blocks = {expr_str(blocks)} (the product of the block-index extents), below {sms} for every "
                f"admitted size",
                "a block runs on one SM; a memory- or compute-bound kernel needs every SM busy"],
-        counterexample={**sizes, "blocks": count, "SMs": sms, "output elements": sample.values["elements"]},
+        counterexample={**sizes, "blocks": count, "SMs": sms, "output elements": elements},
         hint="give blockIdx more of the work: split a larger axis, or merge axes before parallelizing on BIDx",
         tensor=ctx.fusion.outputs[0].name, location=ctx.fusion.origin,
     )
