@@ -78,3 +78,38 @@ def test_vectorize_rules_skip_a_global_intermediate_without_a_layout():
     tp.inline_most(fusion)
     codes = decided(fusion, "sm_100a")
     assert "GLOBAL-INTERMEDIATE" in codes
+
+
+def test_coalescing_skips_a_global_tensor_without_a_layout():
+    """fuzz seed 21 case 24: an intermediate moved to global memory whose allocation domain
+    splits an axis has no global layout; GLOBAL-COALESCING raised a KeyError on it."""
+    with tp.Fusion("split_global_allocation") as fusion:
+        t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Global)
+    t1.split(1, 8)
+    t1.set_allocation_domain(t1.get_loop_domain())
+    codes = decided(fusion)
+    assert "GLOBAL-COALESCING" not in codes
+
+
+def test_a_vectorized_tma_loop_is_not_modelled_as_tiles():
+    """fuzz seed 21 case 3151 (20 s, then undecided): tma_box_by_partitioning with its TMA
+    consumer's axes on TIDy and Vectorize. TMA-BULK-PLACEMENT rejects the loop; the tile
+    rules no longer model it as copies (the overlap query over ceil(N / 64) vectors timed out)."""
+    with tp.Fusion("vectorized_tma") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    fusion.assume("N % 4 == 0")
+    for t in (t1, t2):
+        t.split(1, 64).split(0, 32).reorder({1: 2})
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
+    t1.axis(3).parallelize(P.Bulk)
+    t1.axis(1).parallelize(P.Vectorize)
+    t1.axis(0).parallelize(P.TIDy)
+    t1.axis(2).parallelize(P.Vectorize)
+    codes = decided(fusion)
+    assert "TMA-BULK-PLACEMENT" in codes and "TMA-WHOLE-TILES" not in codes
+    assert not any(d.message.startswith("could not prove") for d in codes.values())

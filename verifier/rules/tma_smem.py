@@ -16,7 +16,7 @@ from ...model.notation import user_str
 from ...model.smem_plan import swizzle_period
 from ...model.tma import InferredTma
 from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
-from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, MemoryType
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, IterType, MemoryType, ParallelType
 from ..access import AccessModel, active, build
 from ..analysis.swizzle_axes import Reaimed, first_fix, swizzle_calls
 from ..analysis.tma import inferred_tmas
@@ -84,8 +84,13 @@ def _issues(ctx: VerifyContext) -> list[Issue]:
 
 
 def _unindexed(ctx: VerifyContext, tma: InferredTma) -> bool:
-    """No tile to place: not inferred, or tile and non-tile IDs mixed (TMA-MIXED-TRANSFORM)."""
-    return tma.info.smem.memory_type is not MemoryType.Shared or not tma.info.dims or tma.mixes_tile
+    """No tile to place: not inferred, tile and non-tile IDs mixed (TMA-MIXED-TRANSFORM), or a
+    vectorized or broadcast tile ID (TMA-BULK-PLACEMENT: the loop is no TMA's)."""
+    misplaced = any(i.parallel_type is ParallelType.Vectorize
+                    or (i.parallel_type is ParallelType.Bulk and i.iter_type is not IterType.Iteration)
+                    for i in tma.info.consumer.loop)
+    return (tma.info.smem.memory_type is not MemoryType.Shared or not tma.info.dims or tma.mixes_tile
+            or misplaced)
 
 
 def _layout(ctx: VerifyContext, issue: Issue) -> Outcome:
