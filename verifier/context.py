@@ -16,7 +16,9 @@ from ..model.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
 from ..model.types import Direction, LoadStoreOpType, MemoryType
-from .solver import MAX_EXTENT, Query, assumption_terms
+from .solver import MAX_EXTENT, Query, ShrinkAccount, assumption_terms
+
+VERIFY_SHRINK_SECONDS = 0.4  # shrinking all of a verify's counterexamples: keeps a verify under 1 s
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class VerifyContext:
         self.target = target
         self.bind = dict(bind or {})
         self.queries = 0
+        self.shrink = ShrinkAccount(VERIFY_SHRINK_SECONDS)  # readable counterexamples, all rules together
 
     @cached_property
     def idmap(self) -> IdMap:
@@ -111,7 +114,7 @@ class VerifyContext:
         self.queries += 1
         hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
-        q = Query(hint, dict(ranges or {}), symbols=self.symbol_bounds(), **limit)
+        q = Query(hint, dict(ranges or {}), symbols=self.symbol_bounds(), shrink=self.shrink, **limit)
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
         return q
