@@ -242,6 +242,7 @@ def test_shortcut_and_solver_agree_on_the_bundled_examples(monkeypatch):
              if (ROOT / "examples" / d / f).exists()]
     cases = [(c.name, c.build, c.target) for c in discover(files)]
     cases += [(f"shared_bias {swap}", lambda swap=swap: shared_bias(swap), "sm_90a") for swap in (False, True)]
+    cases += [("block_axis_of_extent_1", block_axis_of_extent_1, "sm_90a")]
     codes = [CODE, "THREAD-VISIBILITY", "GLOBAL-VISIBILITY"]
     fast = {name: tp.verify(build(), target, rules=codes).codes for name, build, target in cases}
     monkeypatch.setattr(visibility, "_same_by_construction", lambda *a: False)
@@ -249,6 +250,26 @@ def test_shortcut_and_solver_agree_on_the_bundled_examples(monkeypatch):
     slow = {name: tp.verify(build(), target, rules=codes).codes for name, build, target in cases}
     assert fast == slow
     assert sum(bool(v) for v in fast.values()) >= 5  # rejections among them
+
+
+def block_axis_of_extent_1():
+    with tp.Fusion("block_axis_of_extent_1") as fusion:
+        t0 = tp.make_tensor(["M", 64]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2):
+        t.split(0, 15)
+    t1.split(2, 64)  # [BIDy, 15, BIDx{1}, 64]: blockIdx.x is 0 in every block
+    t1.axis(0).parallelize(P.BIDy); t1.axis(2).parallelize(P.BIDx)
+    t2.axis(0).parallelize(P.BIDy); t2.axis(1).parallelize(P.TIDy); t2.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+def test_a_block_type_launched_once_needs_no_query():
+    """fuzz seed 21 case 389 (6 s): a shared tile bound to BIDx{1} (a split by the full extent)
+    read by a consumer without a BIDx axis: blockIdx.x is 0 on both sides."""
+    report = tp.verify(block_axis_of_extent_1(), rules=[CODE])
+    assert report.ok and report.queries == 0
 
 
 def test_a_global_output_split_along_a_broadcast_needs_no_query():

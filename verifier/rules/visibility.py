@@ -85,7 +85,7 @@ def _pinned(tv: TensorView, p: ParallelType) -> bool:
     return single and p not in bound_types(tv)
 
 
-def _same_by_construction(op: Op, k: int, types) -> bool:
+def _same_by_construction(op: Op, k: int, types, launch) -> bool:
     """Each launch index of the consumer is, as a function of the element it reads, the
     producer's index of that element: the two bound IDs have one and the same index
     expression in the shared logical indices. At every point that executes, every ID's
@@ -104,8 +104,8 @@ def _same_by_construction(op: Op, k: int, types) -> bool:
         read.append(element[src] if mapped else var(f"{consumer.name} logical {j}"))
     fwd_p, fwd_c = indices_from_logical(producer, element), indices_from_logical(consumer, read)
     for p in types:
-        if _pinned(producer, p) and _pinned(consumer, p):
-            continue  # both sides run at index 0 of p only (single writer)
+        if launch.get(p) == const(1) or (_pinned(producer, p) and _pinned(consumer, p)):
+            continue  # both sides run at index 0 of p only (a launch of extent 1, or a single writer)
         ip = next((i for i in producer.loop if i.parallel_type is p and not i.is_broadcast), None)
         ic = [i for i in consumer.loop if i.parallel_type is p and not i.is_broadcast]
         if ip is None or not ic or ip.uid not in fwd_p or ic[0].uid not in fwd_c:
@@ -156,7 +156,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     #                              and compared indices equal [and address_P(w) == address_read(r)]
     producer = op.inputs[k]
     types = claim.compare + claim.premise
-    if _same_by_construction(op, k, types):
+    if _same_by_construction(op, k, types, ctx.block_dims):
         return None
     r = tensor_execution(op.output, ctx.block_dims)
     w = _writer(ctx, producer)
