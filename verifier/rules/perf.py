@@ -26,6 +26,7 @@ SECTOR = 32  # bytes: the unit in which L2 and DRAM serve a warp's global access
 WASTE = 2  # warn when a warp moves at least this many times the sectors its bytes need
 SAMPLE_EXTENTS = (4096, 8192, 16384, 2048, 1024, 512, 256, 128, 64, 32)  # typical sizes to sample, in order
 SAMPLE_TRIES = 200
+GRID_TIMEOUT_MS = 200  # a warning may give up: no proof in time, no warning
 MAX_VECTOR = 16  # elements of the widest vector access (16 bytes of int8)
 BIG_KERNEL = 1 << 20  # output elements from which idle SMs cost more than the launch itself
 
@@ -206,7 +207,7 @@ def grid_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
     sizes = _sample_sizes(ctx)
     if sizes is None or (_value(blocks, sizes) or 0) >= sms:
         return  # an admitted size fills the GPU: nothing to prove
-    q = ctx.query([blocks, work, const(sms), const(BIG_KERNEL)])
+    q = ctx.query([blocks, work, const(sms), const(BIG_KERNEL)], timeout_ms=GRID_TIMEOUT_MS)
     if not q.prove(q.lt(blocks, const(sms))).proved:
         return
     # a size where the kernel is big enough for idle SMs to matter: the sample's, else z3's
