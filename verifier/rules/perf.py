@@ -149,7 +149,13 @@ def _sample_sizes(ctx: VerifyContext) -> dict[str, int] | None:
     first combination of typical sizes the assumptions allow, else one z3 finds (None: no
     admitted size)."""
     free = [s for s in ctx.extent_symbols if s not in ctx.bind]
-    for values in itertools.islice(itertools.product(SAMPLE_EXTENTS, repeat=len(free)), SAMPLE_TRIES):
+    # each symbol's first typical size its own assumptions allow (most assumptions name one symbol)
+    own = {s: next((v for v in SAMPLE_EXTENTS if all(_holds(a, {s: v}) for a in ctx.fusion.assumptions
+                                                     if {x.name for x in a.free_symbols} == {s})), 1)
+           for s in free}
+    candidates = itertools.chain([tuple(own[s] for s in free)],
+                                 itertools.product(SAMPLE_EXTENTS, repeat=len(free)))
+    for values in itertools.islice(candidates, SAMPLE_TRIES):
         sizes = {**dict(zip(free, values)), **ctx.bind}
         if all(_holds(a, sizes) for a in ctx.fusion.assumptions):
             return sizes
