@@ -196,8 +196,7 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S),
                            key=lambda r: -r["compile_s"])
     return {
-        "command": f"python benchmarks/fuzz.py --cases {args.cases} --seed {args.seed} --jobs {args.jobs}"
-                   + (f" --families {args.families}" if args.families else ""),
+        "command": "python benchmarks/fuzz.py " + " ".join(sys.argv[1:]),  # as run: --run, --out included
         "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs",
         "cases": len(results),
         "families": dict(Counter(r.get("family", "?") for r in results)),
