@@ -106,7 +106,7 @@ def _labelled(prefix: str, style: str, text: str) -> Table:
     grid = Table.grid()
     grid.add_column(no_wrap=True, style=style)
     grid.add_column()
-    grid.add_row(prefix, text)
+    grid.add_row(prefix, Text(text))  # a note is text: `[i10{2}]` is no rich markup
     return grid
 
 

@@ -142,3 +142,14 @@ def _styled_segments(renderable) -> list[tuple[str, str]]:
 
     console = Console(width=120, color_system="truecolor", force_terminal=True)
     return [(segment.text, str(segment.style or "")) for segment in console.render(renderable)]
+
+
+def test_square_brackets_in_notes_and_hints_are_text_not_markup():
+    """rich read `[i10{2}]` in a note as a markup tag and dropped it (TMA-RANK's dimensions,
+    ALLOCATION-DISTINCT's loop domain)."""
+    from tileproof.verifier.diagnostics import Diagnostic, Report, Severity
+
+    d = Diagnostic("TMA-RANK", Severity.ERROR, "six dimensions", notes=["TMA dimension 1 [i10{2}] (size one)"],
+                   hint="index T0[stride.T0.0*(i5 // 6)] instead", location="x.py:1")
+    text = report_to_text(Report(fusion="f", target="sm_90a", diagnostics=[d]))
+    assert "[i10{2}]" in text and "T0[stride.T0.0*(i5 // 6)]" in text
