@@ -26,6 +26,15 @@ def finding(code: str, message: str, *, location: str | None, **fields) -> Diagn
 _LOOP_INDEX = re.compile(r"(?<![\w.])T\d+\.[ib]\d+\b")
 
 
+# a launch-time stride as the index algebra names it: `stride.T0.1` (model/global_layout.py stride_var)
+_STRIDE = re.compile(r"\bstride\.(T\d+)\.(\d+)\b")
+
+
+def stride_names(text: str) -> str:
+    """`text` with each launch-time stride written as a user reads it: `T0.stride(1)`."""
+    return _STRIDE.sub(r"\1.stride(\2)", text)
+
+
 def tree_names(fusion: Fusion) -> dict[str, str]:
     """How diagnostics name loop indices whose IterDomain the schedule tree shows by its parallel
     type only: `T1.i7` of a Vectorize{4} axis reads `T1.Vectorize{4}` (`T1.axis(2):Bulk{2}` where

@@ -75,6 +75,7 @@ def _over_capacity(ctx: VerifyContext, allocs: list[Allocation], out: Outcome, w
     sizes = ctx.symbols_of(out.model)
     cap = ctx.target.smem_bytes_per_block
     parts = ", ".join(f"{a.tensor.name} {out.values[a.tensor.name]}" for a in allocs)
+    big = max(allocs, key=lambda a: int(out.values[a.tensor.name])).tensor.name  # the largest: tile it first
     return finding(
         "SMEM-CAPACITY",
         f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), "
@@ -82,7 +83,8 @@ def _over_capacity(ctx: VerifyContext, allocs: list[Allocation], out: Outcome, w
         table=[row for a in allocs for row in _table(a)],
         notes=["each IterDomain's row says whether it is allocated and which rule decided"],
         counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
-        hint="tile the tensor: parallelize an outer axis on BIDx, or inline it (inline_at) so only a tile is live",
+        hint=f"tile {big}: parallelize an outer axis of {big} on BIDx, or inline it (inline_at) so only a tile "
+             f"is live",
         **where,
     )
 

@@ -152,7 +152,8 @@ def _misplaced_rows(ctx: VerifyContext, a: Ldsm, shape: Shape, out: Outcome) -> 
         f"{a.smem.name} (lane {row_lane} supplies that row at byte {v['row address']}, + {col * ELEMENT_BYTES} for "
         f"column {col}), but the schedule puts it at byte {v['actual']}",
         notes=[f"x{shape.matrices}: lane 8m + r supplies row r of matrix m; lanes 4r .. 4r + 3 hold "
-               f"its 8 columns, two each, so E(4r + c, 2m + h) must be E(4r, 2m) + 2 * (2c + h)",
+               f"its 8 columns, two each, so E(4r + c, 2m + h) must be E(4r, 2m) + 2 * (2c + h), where "
+               f"E(lane, element) is the byte of {a.smem.name} the schedule gives that register element",
                "the row address of lane T is E(4 * (T % 8), 2 * (T / 8)), the schedule's column 0 of that row"],
         counterexample={**ctx.symbols_of(out.model), **_loop_values(a, out.model), "thread": v["thread"],
                         "lane": v["lane"], "element": v["element"], "matrix": matrix, "row": r, "column": col,

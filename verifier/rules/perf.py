@@ -229,8 +229,9 @@ def grid_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
     when = f" (when {', '.join(f'{k} = {v}' for k, v in sizes.items())})" if sizes else ""
     yield finding(
         "GRID-SIZE",
-        f"the grid has {count} blocks{when}, fewer than the {sms} SMs of {ctx.target.sm_part}, for "
-        f"{elements} output elements: at most {count} SMs work",
+        f"the grid has {count} block{'' if count == 1 else 's'}{when}, fewer than the {sms} SMs of "
+        f"{ctx.target.sm_part}, for {elements} output elements: "
+        f"{'only 1 SM works' if count == 1 else f'at most {count} SMs work'}",
         notes=[f"blocks = {expr_str(blocks)} (the product of the block-index extents), below {sms} for every "
                f"admitted size",
                "a block runs on one SM; a memory- or compute-bound kernel needs every SM busy"],

@@ -12,6 +12,7 @@ import sympy
 import z3
 
 from ...model.expr import Expr, const, mod, to_sympy
+from ...model.iterdomain import Split
 from ...model.notation import user_str
 from ...model.tma import InferredTma, TmaDim, TmaInfo
 from ...model.tma_inference import ViewKind
@@ -19,7 +20,7 @@ from ...model.types import ParallelType
 from ..analysis.tma import extents_of, inferred_tmas
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
-from ..findings import finding, report_values
+from ..findings import finding, report_values, stride_names
 from ..registry import rule
 from ..solver import Outcome, Verdict, assumption_terms
 
@@ -38,6 +39,47 @@ def _where(info: TmaInfo, d: TmaDim | None = None) -> dict:
     names = list(d.ids + d.box_ids + d.tile_ids) if d is not None else []
     origin = next((ids[n].origin for n in reversed(names) if n in ids and ids[n].origin), None)
     return dict(tensor=info.consumer.name, ids=list(dict.fromkeys(names)), location=origin or info.consumer.origin)
+
+
+def _split_making(info: TmaInfo, d: TmaDim, fits: Callable[[Split], bool]) -> Split | None:
+    """The split among the consumer's transforms that made this dimension's box (for hints)."""
+    ids = info.id_map()
+    for n in d.box_ids + d.tile_ids + d.ids:
+        t = ids[n].definition if n in ids else None
+        if isinstance(t, Split) and fits(t):
+            return t
+        for i in ids.values():
+            t = i.definition
+            if isinstance(t, Split) and t.in_.name == n and fits(t):
+                return t
+    return None
+
+
+def _box_hint(info: TmaInfo, d: TmaDim) -> str:
+    t = _split_making(info, d, lambda t: t.inner_split and t.inner.name in d.box_ids + d.tile_ids)
+    if t is None:
+        return f"box at most {MAX_BOX} elements on this dimension: split its box ID further and leave the rest to the loop nest"
+    return (f"split {t.in_.label()} by at most {MAX_BOX} in place of {user_str(to_sympy(t.factor))}, "
+            f"leaving the rest to the loop nest")
+
+
+def _element_stride_hint(info: TmaInfo, d: TmaDim) -> str:
+    t = _split_making(info, d, lambda t: t.outer.name in d.tile_ids and t.in_.name in d.box_ids)
+    if t is None:
+        return (f"make the element stride at most {MAX_ELEMENT_STRIDE}: it is the inner extent of the split "
+                f"whose outer output is the Bulk tile")
+    return (f"split {t.in_.label()} by at most {MAX_ELEMENT_STRIDE} in place of {user_str(to_sympy(t.factor))}: "
+            f"the inner extent of that split ({t.inner.label()}) is the element stride between the "
+            f"{t.outer.label()} tile elements")
+
+
+def _innermost_stride_hint(info: TmaInfo, d: TmaDim) -> str:
+    t = _split_making(info, d, lambda t: t.outer.name in d.tile_ids and t.in_.name in d.box_ids)
+    if t is None:
+        return "do not stride the innermost TMA dimension: make its Bulk tile the inner output of its split"
+    return (f"do not stride the innermost TMA dimension: the tile {t.outer.label()} is the outer output of the "
+            f"split of {t.in_.label()} by {user_str(to_sympy(t.factor))}, so its elements are "
+            f"{user_str(t.inner.extent)} apart ({t.inner.label()}); make the Bulk tile the inner output of that split")
 
 
 def _remainder_zero(q, e):
@@ -231,8 +273,7 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
             yield from report_values(
                 ctx, "TMA-BOX-SIZE", out, f"that the box of TMA dimension {k} is at most {MAX_BOX}",
                 lambda v, when, k=k: f"{info.describe(k)} has box {v['box']}{when}, the limit is {MAX_BOX}",
-                ["box"], hint=f"box by a factor of at most {MAX_BOX} (split the box further and leave the rest to "
-                              f"the loop nest)", **_where(info, d))
+                ["box"], hint=_box_hint(info, d), **_where(info, d))
 
 
 @rule("TMA-INNER-BYTES", family="tma")
@@ -337,14 +378,14 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
                     return q.eq(e["element stride"], const(1))
 
                 out = _prove(ctx, {"element stride": d.element_stride_expr}, one)
-                limit_text, hint = "the innermost dimension must have 1", "do not stride the innermost TMA dimension"
+                limit_text, hint = "the innermost dimension must have 1", _innermost_stride_hint(info, d)
             else:
                 def fits(q, e):
                     return q.le(e["element stride"], const(MAX_ELEMENT_STRIDE))
 
                 out = _prove(ctx, {"element stride": d.element_stride_expr}, fits, (MAX_ELEMENT_STRIDE,))
                 limit_text = f"the limit is {MAX_ELEMENT_STRIDE}"
-                hint = f"split the box by a striding factor of at most {MAX_ELEMENT_STRIDE}"
+                hint = _element_stride_hint(info, d)
             yield from report_values(
                 ctx, "TMA-ELEMENT-STRIDE", out, f"the element stride of TMA dimension {k}",
                 lambda v, when, k=k, limit_text=limit_text: (
@@ -397,8 +438,12 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if d0.stride_elements_expr != const(1):
             yield finding("TMA-GLOBAL-STRIDE",
                           f"{info.describe(0)} is not contiguous in {info.gmem.name}: its stride is "
-                          f"{d0.stride_elements} elements, the innermost TMA dimension must have stride 1",
-                          counterexample={"stride elements": -1}, hint=f"make {info.gmem.name}'s innermost allocation axis contiguous",
+                          f"{stride_names(user_str(d0.stride_elements))} elements"
+                          f"{', known only at launch' if 'stride.' in str(d0.stride_elements) else ''}; the "
+                          f"innermost TMA dimension must have stride 1",
+                          counterexample={"stride elements": stride_names(user_str(d0.stride_elements))},
+                          hint=f"make {info.gmem.name}'s innermost axis contiguous (contiguity True for it where "
+                               f"{info.gmem.name} is created)",
                           **_where(info, d0))
         for k, d in enumerate(info.dims[1:], start=1):
             s = d.stride_bytes_expr

@@ -15,7 +15,7 @@ from ...model.types import LoadStoreOpType, MemoryType, OpKind
 from ...model.vectorize import VECTOR_BYTES, Finding, VectorOperand, unit_stride, vector_findings
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, report_outcome
+from ..findings import finding, report_outcome, stride_names
 from ..registry import rule
 from ..solver import MAX_EXTENT, Outcome
 
@@ -201,8 +201,8 @@ def _not_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name: 
     return finding(
         "VECTORIZE-CONTIGUOUS",
         f"{tv.name}'s Vectorize axis is not one access of {o.tensor} ({o.memory.value.lower()} memory): {what}",
-        notes=[f"{o.tensor}[{o.offset}] with the vector index {name}"],
-        counterexample={**point, **val},
+        notes=[stride_names(f"{o.tensor}[{o.offset}] with the vector index {name}")],
+        counterexample={stride_names(k): x for k, x in {**point, **val}.items()},
         hint=f"vectorize the inner output of a split of {o.tensor}'s innermost contiguous axis "
              f"(split(axis, {n}) with inner_split=True, then parallelize the inner axis as Vectorize)",
         **_where(tv),
