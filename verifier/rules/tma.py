@@ -58,7 +58,8 @@ def _split_making(info: TmaInfo, d: TmaDim, fits: Callable[[Split], bool]) -> Sp
 def _box_hint(info: TmaInfo, d: TmaDim) -> str:
     t = _split_making(info, d, lambda t: t.inner_split and t.inner.name in d.box_ids + d.tile_ids)
     if t is None:
-        return f"box at most {MAX_BOX} elements on this dimension: split its box ID further and leave the rest to the loop nest"
+        return (f"box at most {MAX_BOX} elements on this dimension: split its box ID further and leave the rest "
+                f"to the loop nest")
     return (f"split {t.in_.label()} by at most {MAX_BOX} in place of {user_str(to_sympy(t.factor))}, "
             f"leaving the rest to the loop nest")
 
