@@ -113,3 +113,19 @@ def test_a_correct_swizzle_has_no_cause():
 
 def _line_of(path: Path, text: str) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if line.strip() == text)
+
+
+def test_an_element_xor_gets_the_chunk_split_and_swizzle_in_the_users_numbers():
+    """swizzle_element_xor XORs float32 elements (split(3, 8), swizzle(2, 4)); the help gives the
+    16-byte-chunk recipe in its numbers, and that schedule is accepted."""
+    (case,) = [c for c in discover([str(EXAMPLE)]) if c.name == "swizzle_element_xor"]
+    (d,) = tp.verify(case.build(), case.target).diagnostics
+    assert d.code == "TMA-SWIZZLE-LAYOUT"
+    assert "t1.split(3, 4) then t1.swizzle(tp.SwizzleType.XOR, 2, 3)" in d.hint
+    source = EXAMPLE.read_text().replace("t1.split(3, 8)  # [.., R{8}, 4, 8]\n    t1.swizzle(XOR, 2, 4)",
+                                         "t1.split(3, 4)\n    t1.swizzle(XOR, 2, 3)")
+    assert source != EXAMPLE.read_text()
+    namespace: dict = {"__name__": "fixed_example"}
+    exec(compile(source, str(EXAMPLE), "exec"), namespace)
+    fixed = namespace["swizzle_element_xor"]
+    assert tp.verify(getattr(fixed, "build", fixed)(), case.target).ok

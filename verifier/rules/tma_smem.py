@@ -11,7 +11,8 @@ from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, add, const, mod, substitute, var
+from ...model.expr import Expr, add, const, mod, substitute, try_int, var
+from ...model.iterdomain import Split
 from ...model.notation import user_str
 from ...model.smem_plan import swizzle_period
 from ...model.tma import InferredTma
@@ -447,11 +448,43 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 _layout_message(issue, f"the swizzled layout of {issue.info.smem.name} is not the TMA's {s}-byte "
                                        f"swizzle"),
                 list(issue.tile_values()) + ["address", "expected address", "tile start"],
-                hint=f"view each tile row as [{s // 16}, 16B] chunks and the rows as [-1, {s // 16}, {128 // s}], and "
-                     f"XOR the row axis of {s // 16} into the chunk axis: swizzle(tp.SwizzleType.XOR, row axis, chunk "
-                     f"axis) with their positions in {issue.info.smem.name}'s loop domain; no single swizzle of two "
-                     f"of its present loop axes does it",
+                hint=_chunk_hint(issue) or
+                f"view each tile row as [{s // 16}, 16B] chunks and the rows as [-1, {s // 16}, {128 // s}], and "
+                f"XOR the row axis of {s // 16} into the chunk axis: swizzle(tp.SwizzleType.XOR, row axis, chunk "
+                f"axis) with their positions in {issue.info.smem.name}'s loop domain; no single swizzle of two "
+                f"of its present loop axes does it",
                 notes=[_hardware_note(s)], point=issue.m.ranges, **issue.where)
+
+
+def _chunk_hint(issue: Issue) -> str | None:
+    """The split and swizzle calls that XOR 16-byte chunks instead of elements, in the user's
+    axis numbers, when the user's one swizzle XORs the inner output of a split of a row of S
+    bytes (split(p, f) directly followed by swizzle(x, p + 1)): split(p, 16 / element bytes) then
+    swizzle(x, p), at the same positions since both splits put two axes at p. None when the
+    schedule has another shape."""
+    calls = swizzle_calls(issue.info.smem)
+    if len(calls) != 1:
+        return None
+    call, s = calls[0], issue.info.swizzle_bytes
+    y_in = call.swizzle.y_in
+    split = y_in.definition
+    p = call.y - 1
+    if (not isinstance(split, Split) or split.inner is not y_in or p < 0 or call.loop[p] is not split.outer
+            or call.x == p or call.index == 0 or call.tensor.history[call.index - 1] is not split):
+        return None  # the split's positions are the user's only when the swizzle directly follows it
+    es = issue.info.smem.dtype.bytes
+    row, x = try_int(split.in_.extent_expr), call.extent(call.x)
+    if es > 16 or 16 % es or row is None or x is None or row * es != s or x % (s // 16):
+        return None
+    chunk, name, factor = 16 // es, call.receiver(), try_int(split.factor)
+    if factor is None or not split.inner_split:
+        return None
+    x_axis = call.loop[call.x]
+    return (f"XOR 16-byte chunks, not elements: split {split.in_.label()} ({row} {issue.info.smem.dtype.name} = "
+            f"{s} bytes, loop axis {p} before {name}.split({p}, {factor})) by {chunk} into "
+            f"{s // 16} chunks of 16 bytes, then XOR the row axis {x_axis.label()} (loop axis {call.x}) into the "
+            f"chunk axis (the split's outer output, loop axis {p}): {name}.split({p}, {chunk}) then "
+            f"{call.text(call.x, p)} in place of {name}.split({p}, {factor}) and {call.written()}")
 
 
 def _hardware_note(s: int) -> str:
