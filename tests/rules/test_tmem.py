@@ -143,3 +143,31 @@ def test_elements_fill_whole_registers(dtype, vector, codes):
     assert sorted(set(report.codes)) == codes
     for d in report.errors:
         assert d.counterexample["bytes of the column"] == f"0..{vector * dtype.bytes - 1 if vector else dtype.bytes - 1}"
+
+
+@pytest.mark.parametrize("name, calls, order, separator", [
+    ("wrong_subpartition", "T2.reorder({1: 2, 2: 1}).set_tmem_dim_sep_pos(2)", {1: 2, 2: 1}, 2),
+    ("wrong_subpartition2", "T2.reorder({0: 1, 1: 0}).set_tmem_dim_sep_pos(2)", {0: 1, 1: 0}, 2),
+])
+def test_subpartition_help_names_the_lane_and_thread_axes_and_a_fix_that_verifies(name, calls, order, separator):
+    from pathlib import Path
+
+    from tileproof.schedule_files import discover
+    example = Path(__file__).resolve().parents[2] / "examples" / "invalid" / "tmem_access.py"
+    (case,) = [c for c in discover([str(example)]) if c.name == name]
+    found = [d for d in tp.verify(case.build(), case.target).errors if d.code == "TMEM-SUBPARTITION"]
+    assert found and all("T2's lanes" in d.hint and "(loop axis " in d.hint and calls in d.hint for d in found)
+    fusion = case.build()
+    (t2,) = [t for t in fusion.tensors if t.name == "T2"]
+    t2.reorder(order).set_tmem_dim_sep_pos(separator)
+    assert tp.verify(fusion, case.target).ok
+
+
+def test_subpartition_help_with_too_many_thread_lanes_says_leave_them_serial():
+    from pathlib import Path
+
+    from tileproof.schedule_files import discover
+    example = Path(__file__).resolve().parents[2] / "examples" / "invalid" / "tmem_allocation.py"
+    (case,) = [c for c in discover([str(example)]) if c.name == "too_many_cols"]
+    found = [d for d in tp.verify(case.build(), case.target).errors if d.code == "TMEM-SUBPARTITION"]
+    assert found and all("2080 lanes, more than 128" in d.hint and "TIDz{13} (loop axis 5)" in d.hint for d in found)

@@ -6,19 +6,21 @@ verifier/analysis/tmem.py, shared with the code generator."""
 
 from __future__ import annotations
 
+import copy
+import math
 from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, const, floordiv, mod
+from ...model.expr import Expr, const, floordiv, mod, try_int
 from ...model.tcgen05 import TmemPattern
-from ...model.types import Direction, MemoryType
+from ...model.types import Direction, MemoryType, ParallelType
 from ..access import THREAD_VARS, AccessModel, executes
 from ..analysis.tmem import access_models, collective, matching_pattern, packed, packing, registers
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, undecided
-from ..registry import rule
+from ..registry import RULES, rule
 from ..solver import Outcome, Verdict
 
 
@@ -377,10 +379,80 @@ def _wrong_subpartition(ctx: VerifyContext, m: AccessModel, out: Outcome) -> Dia
         counterexample={**ctx.symbols_of(out.model), **_thread_values(m, out.model), **_loop_values(m, out.model),
                         "thread": v["thread"], "warp": v["warp"], "lane": v["lane"],
                         "allowed lanes from": 32 * sub},
-        hint="order the thread axes so that warp w's 32 threads index lanes 32*(w%4)..: the lane axes should be "
-             "the innermost thread axes, covering whole warpgroups (128 lanes)",
+        hint=_subpartition_hint(ctx, m),
         **_where(m),
     )
+
+
+THREAD_ORDER = (ParallelType.TIDz, ParallelType.TIDy, ParallelType.TIDx)  # outermost first
+_PROPOSING: list[bool] = []  # set while a proposed fix is verified: no proposal inside a proposal
+
+
+def _subpartition_hint(ctx: VerifyContext, m: AccessModel) -> str:
+    """Which of the tensor's loop axes carry the lanes and which the threads, in the user's
+    numbers, and (when the allocation is the loop domain) the reorder and separator calls that
+    make the lanes exactly the thread axes, threadIdx.x innermost: proposed only when the copy of
+    the fusion with them passes every tensor-memory rule."""
+    tv = m.acc.tensor
+    loop, alloc, sep = list(tv.loop), tv.get_allocation_domain(), tv.tmem_dim_sep
+    lanes = alloc[:sep]
+
+    def axis(i) -> str:
+        return f"{i.label()} (loop axis {loop.index(i)})" if i in loop else i.label()
+
+    threads = [i for i in loop if i.parallel_type in THREAD_ORDER]
+    wanted = sorted(threads, key=lambda i: THREAD_ORDER.index(i.parallel_type))
+    text = (f"{tv.name}'s lanes (left of its dimension separator) are {', '.join(map(axis, lanes)) or 'none'}; "
+            f"warp w may only index lanes 32*(w%4).., so the lanes must be {tv.name}'s thread axes and nothing "
+            f"else, threadIdx.x innermost: {', '.join(map(axis, wanted)) or 'none'}")
+    extra = [i for i in lanes if i not in threads]
+    missing = [i for i in threads if i not in lanes]
+    extents = [try_int(i.extent_expr) for i in wanted]
+    count = None if None in extents else math.prod(extents)
+    moves = [f"move {', '.join(map(axis, extra))} right of the separator"] if extra else []
+    if missing and count is not None and count > ctx.target.tmem_lanes:
+        moves.append(f"the thread axes make {count} lanes, more than {ctx.target.tmem_lanes}: leave "
+                     f"{', '.join(map(axis, missing))} serial or parallelize {'it' if len(missing) == 1 else 'them'} "
+                     f"on blocks, so that the lanes need only {', '.join(map(axis, [i for i in wanted if i in lanes]))}")
+        return text + "; " + "; ".join(moves)
+    if missing:
+        moves.append(f"move {', '.join(map(axis, missing))} left of the separator, outside TIDx (or leave "
+                     f"{'it' if len(missing) == 1 else 'them'} serial)")
+    fix = (ctx.memo(("tmem-subpartition-fix", tv.name), lambda: _subpartition_fix(ctx, tv, wanted))
+           if alloc == loop and not _PROPOSING else None)  # one copy verified for the store and the load
+    if fix is not None:
+        moves.append(f"{fix} does it (verified: with it, the tensor-memory rules hold)")
+    elif lanes != wanted:
+        moves.append(f"order the lanes as {', '.join(map(axis, wanted))}")
+    return text + "; " + "; ".join(moves)
+
+
+def _subpartition_fix(ctx: VerifyContext, tv, wanted) -> str | None:
+    """`tv.reorder({..}).set_tmem_dim_sep_pos(n)` putting the `wanted` thread axes first, in
+    order, and everything else right of the separator, when a copy of the fusion with it has no
+    tensor-memory error; else None."""
+    from ..verify import verify  # the rules are loaded by verify's module
+
+    loop = list(tv.loop)
+    order = wanted + [i for i in loop if i not in wanted]
+    old2new = dict(sorted((loop.index(i), new) for new, i in enumerate(order) if loop.index(i) != new))
+    calls = f"{tv.name}.reorder({old2new}).set_tmem_dim_sep_pos({len(wanted)})" if old2new else \
+        f"{tv.name}.set_tmem_dim_sep_pos({len(wanted)})"
+    memo: dict[int, object] = {}
+    fusion = copy.deepcopy(ctx.fusion, memo)
+    fixed = memo[id(tv)]
+    _PROPOSING.append(True)
+    try:
+        if old2new:
+            fixed.reorder(old2new)
+        fixed.set_tmem_dim_sep_pos(len(wanted))
+        report = verify(fusion, ctx.target, bind=ctx.bind or None,
+                        rules=[c for c, r in RULES.items() if r.family == "tmem"] + ["TMEM-LANES", "TMEM-COLUMNS"])
+    except Exception:  # noqa: BLE001 - a change the model refuses (compute-at, ...) is not proposed
+        return None
+    finally:
+        _PROPOSING.pop()
+    return calls if not report.errors else None
 
 
 def _fits_lanes(ctx: VerifyContext, m: AccessModel) -> bool:
