@@ -4,7 +4,9 @@ the Python a user pastes back (`fusion.assume("N % 4 == 0")`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +101,32 @@ def test_no_assumption_is_suggested_that_contradicts_the_fusions_own():
     fusion.assume("N % 4 == 1")
     d = only(tp.verify(fusion), "TMA-GLOBAL-STRIDE")
     assert "assume" not in d.hint
+
+
+def performant_copy(name):
+    """The seed's tensor-memory copy (examples/valid/tmem_performant_copy.py) without its
+    assumption: a symbolic T0_0 split by 4, 128, 2 and 2 in the history of every tensor."""
+    path = Path(__file__).parents[2] / "examples" / "valid" / "tmem_performant_copy.py"
+    spec = importlib.util.spec_from_file_location("_size_hints_performant_copy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.performant_vectorized_copy_schedule(name)
+
+
+def test_one_assumption_for_a_chain_of_splits():
+    report = tp.verify(performant_copy("unaligned"), "sm_100a")
+    found = [d for d in report.diagnostics if d.code == "SPLIT-DIVISIBILITY"]
+    assert len(found) == 10
+    cause, rest = found[0], found[1:]
+    assert ASSUME.findall(cause.hint) == ["T0_0 % 2048 == 0"]
+    assert "all 10 splits" in cause.hint and "verified" in cause.hint
+    assert all(d.follows_from == cause.id for d in rest)
+    fixed = performant_copy("aligned")
+    fixed.assume(ASSUME.findall(cause.hint)[0])
+    assert tp.verify(fixed, "sm_100a").ok
+
+
+def test_a_single_failing_split_keeps_its_own_assumption():
+    fusion = vectorized_rows()
+    d = only(tp.verify(fusion, "sm_90a"), "SPLIT-DIVISIBILITY")
+    assert ASSUME.findall(d.hint) == ["N % 4 == 0"] and d.id is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import math
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -13,8 +15,10 @@ from ...model.global_layout import global_strides
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
 from ...model.types import Direction, MemoryType, ParallelType
+from ..causes import propose_fix
+from .assumptions import _satisfiable
 from ..context import VerifyContext
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
 from ..solver import Outcome
@@ -94,13 +98,72 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   tensor-memory tensor or of a tensor loading from one), for all admitted sizes s:
     #   extent(S.in)(s) mod extent(S.inner)(s) == 0
     #   (extent(S.inner) = the factor for an inner split, ceildiv(extent(S.in), factor) for an outer one)
+    found: list[tuple[RequiredSplit, Diagnostic]] = []
     for req in required_splits(ctx):
         s = req.split
         n, f = s.in_.extent_expr, s.inner.extent_expr
         out = ctx.memo(("divides", n, f), lambda: _prove_divides(ctx, n, f))
         where = dict(tensor=req.tensor.name, ids=[s.in_.name, s.outer.name, s.inner.name], location=s.outer.origin)
-        yield from report_outcome("SPLIT-DIVISIBILITY", out, f"that {s} divides",
-                                  lambda out: _not_divisible(ctx, req, out, where), **where)
+        found += [(req, d) for d in report_outcome("SPLIT-DIVISIBILITY", out, f"that {s} divides",
+                                                   lambda out: _not_divisible(ctx, req, out, where), **where)]
+    if len(found) > 1 and not _COMBINING:
+        _combine(ctx, found)
+    yield from (d for _, d in found)
+
+
+_COMBINING: list[bool] = []  # set while a combined assumption is checked on a copy (no nesting)
+
+
+def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) -> None:
+    """One assumption per size symbol that makes every failing split divide (the product of the
+    constant factors down each chain of splits), proposed on the first failure when a copy of the
+    fusion with it has no SPLIT-DIVISIBILITY finding; the other failures then follow from it."""
+    need: dict[sympy.Symbol, int] = {}
+    for req, d in found:
+        if d.severity is not Severity.ERROR or not d.counterexample:
+            return
+        chain = _chain_modulus(req.split.in_.extent, int(req.split.inner.extent) if req.split.inner.extent.is_Integer else None)
+        if chain is None:
+            return
+        sym, k = chain
+        need[sym] = math.lcm(need.get(sym, 1), k)
+    if any(ctx.bind.get(s.name) is not None for s in need):
+        return
+    claims = [f"{s.name} % {k} == 0" for s, k in sorted(need.items(), key=lambda sk: sk[0].name)]
+    fixed_fusion = copy.deepcopy(ctx.fusion)
+    for c in claims:
+        fixed_fusion.assume(c)
+    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind)
+    _COMBINING.append(True)
+    try:
+        if not _satisfiable(fixed, fixed_fusion.assumptions) or list(split_divisibility(fixed)):
+            return
+    finally:
+        _COMBINING.pop()
+        ctx.queries += fixed.queries
+    first = found[0][1]
+    assumes = "; ".join(f'fusion.assume("{c}")' for c in claims)
+    first.hint = (f"if every size you run satisfies it, state once for all {len(found)} splits that must "
+                  f"divide: {assumes} (verified: with it, each of them divides)")
+    first.id = propose_fix(ctx, f"SPLIT-DIVISIBILITY:{first.tensor}", fixed)
+
+
+def _chain_modulus(extent, factor: int | None) -> tuple[sympy.Symbol, int] | None:
+    """(S, k) when `extent` is S or ceil(...ceil(S / c1)... / cn) with constant c's and the factor
+    is constant: then S % k == 0 with k = c1 * ... * cn * factor makes extent % factor == 0."""
+    if factor is None:
+        return None
+    k = factor
+    e = extent
+    while not isinstance(e, sympy.Symbol):
+        if not isinstance(e, sympy.ceiling):
+            return None
+        num, den = sympy.fraction(sympy.together(e.args[0]))
+        if not den.is_Integer:
+            return None
+        k *= int(den)
+        e = num
+    return e, k
 
 
 def _not_divisible(ctx: VerifyContext, req: RequiredSplit, out: Outcome, where: dict) -> Diagnostic:

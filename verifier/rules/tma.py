@@ -64,6 +64,19 @@ def _box_hint(info: TmaInfo, d: TmaDim) -> str:
             f"leaving the rest to the loop nest")
 
 
+def inner_bytes_hint(info: TmaInfo) -> str:
+    """How to make the innermost box a multiple of 16 bytes, naming the split that makes it."""
+    d, elem = info.dims[0], info.gmem.dtype.bytes
+    need = STRIDE_ALIGN // math.gcd(STRIDE_ALIGN, elem)
+    t = _split_making(info, d, lambda t: t.inner_split and t.inner.name in d.box_ids + d.tile_ids)
+    factor = to_sympy(t.factor) if t is not None else None
+    if factor is None or not factor.is_Integer:
+        return f"make the innermost box a multiple of {need} elements of {info.gmem.dtype} (16 bytes)"
+    return (f"split {t.in_.label()} by {math.lcm(int(factor), need)} in place of {int(factor)}: its inner output "
+            f"{t.inner.label()} is the innermost box, which must be a multiple of {need} elements of "
+            f"{info.gmem.dtype} (16 bytes)")
+
+
 def _element_stride_hint(info: TmaInfo, d: TmaDim) -> str:
     t = _split_making(info, d, lambda t: t.outer.name in d.tile_ids and t.in_.name in d.box_ids)
     if t is None:
@@ -320,7 +333,7 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
             lambda v, when: (f"{info.describe(0)} has an inner box of {v['bytes']} bytes{when} "
                              f"({d0.box} x {elem}), not a multiple of {STRIDE_ALIGN}"),
             ["bytes", "remainder"],
-            hint=f"make the innermost box a multiple of {STRIDE_ALIGN // elem} elements of {info.gmem.dtype}",
+            hint=inner_bytes_hint(info),
             **_where(info, d0))
         if not out.proved:
             continue

@@ -27,6 +27,7 @@ from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
 from ..solver import Outcome, Verdict
+from .tma import inner_bytes_hint
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
 SWIZZLE_MODES = (32, 64, 128)
@@ -702,8 +703,16 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
                              f"{when} ({v['bytes']} bytes), not a multiple of 16 bytes: the kernel would fault "
                              f"with an illegal instruction"),
             ["coordinate 0", "bytes"],
-            hint="make the inner box a multiple of 16 bytes so every box starts 16-byte aligned",
-            point=issue.m.ranges, **issue.where)
+            hint=_coord_align_hint(ctx, issue), point=issue.m.ranges, **issue.where)
+
+
+def _coord_align_hint(ctx: VerifyContext, issue) -> str:
+    info = issue.info
+    inner = ctx.concrete(info.dims[0].box_expr * info.gmem.dtype.bytes)
+    if inner is None or inner % COORD_ALIGN == 0:
+        return "make the inner box a multiple of 16 bytes so every box starts 16-byte aligned"
+    return (f"the coordinate is a multiple of the inner box, which is {inner} bytes (TMA-INNER-BYTES): "
+            f"{inner_bytes_hint(info)}")
 
 
 @rule("TMA-COORD-RANGE", family="tma")
