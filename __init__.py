@@ -18,6 +18,7 @@ from .model.fusion import Fusion, current_fusion as _current_fusion
 from .model.inlining import inline_all_at
 from .model.inlining import inline_most as _inline_most
 from .model.iterdomain import IterDomain, Merge, Split, Swizzle
+from .model.mma import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand
 from .model.ops import (
     broadcast,
     make_contig_concrete_tensor,
@@ -161,6 +162,10 @@ __all__ = [
     "LoadStoreOpType",
     "MemoryType",
     "Merge",
+    "MmaInputSmemSwizzle",
+    "MmaLayout",
+    "MmaMacro",
+    "MmaOperand",
     "NoDeviceError",
     "ParallelType",
     "Report",
