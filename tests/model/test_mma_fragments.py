@@ -1,6 +1,6 @@
 """The tensor-core fragment maps of model/mma.py, by brute force: each is a bijection from
 (thread, element) onto its instruction tile, its inverse inverts it, and it equals both the
-PTX ISA's formula (written here in PTX's own piecewise words) and CUTLASS's CuTe
+PTX ISA's formula (in PTX's own piecewise words, tests/support/ptx_fragments.py) and CUTLASS's CuTe
 thread-value layout (decoded from its shape:stride text by tests/support/cute_layout.py).
 Then the same maps as Exprs: z3 proves the bijection for every thread and element, and the z3
 and C++ renderings evaluate as Python does at every point."""
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 import z3
-
 from tileproof.codegen.emit.cuda_expr import to_cuda
 from tileproof.model import mma
 from tileproof.model.expr import as_expr, const, evaluate, var
 from tileproof.verifier.solver import Query
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support import ptx_fragments  # noqa: E402
 from support.cute_layout import TVLayout  # noqa: E402
 
 WGMMA_NS = list(range(8, 257, 8))
@@ -84,45 +84,8 @@ def every_point(f: mma.Fragment):
     return [(t, v) for t in range(f.threads) for v in range(f.elements)]
 
 
-# -- the PTX ISA's formulas, in its own words (groupID, threadID_in_group, element i) --------------
-
-
-def ptx_mma_sync(inst: mma.MmaInstruction, part: str, lane: int, i: int) -> tuple[int, int]:
-    """PTX ISA 9.7.14.5.7 / 9.7.14.5.8, "The row and column of a matrix fragment"."""
-    group, tig = lane >> 2, lane % 4
-    if part == "c":  # Figures 77, 83
-        return (group if i < 2 else group + 8), tig * 2 + (i & 1)
-    if inst.input_type == "tf32":
-        if part == "a":  # Figure 72
-            return (group if i in (0, 2) else group + 8), (tig if i in (0, 1) else tig + 4)
-        return (tig if i == 0 else tig + 4), group  # Figure 75
-    if inst.k == 8:
-        if part == "a":  # Figure 71
-            return (group if i in (0, 1) else group + 8), tig * 2 + (i & 1)
-        return tig * 2 + i, group  # Figure 74
-    if part == "a":  # Figure 79
-        row = group if (0 <= i < 2 or 4 <= i < 6) else group + 8
-        return row, tig * 2 + (i & 1) + (8 if i >= 4 else 0)
-    return tig * 2 + (i & 1) + (8 if i >= 2 else 0), group  # Figure 81
-
-
-def ptx_wgmma(inst: mma.MmaInstruction, part: str, thread: int, i: int) -> tuple[int, int]:
-    """PTX ISA 9.7.15.5.1.1 gives wgmma's fragments as figures (148-151): warp w of the
-    warpgroup holds rows 16w .. 16w + 15; there D repeats mma.sync's m16n8 C every 8 columns
-    (elements 4j .. 4j + 3 in columns 8j ..), and register A is mma.sync's A of the same k."""
-    warp, lane = thread // 32, thread % 32
-    if part == "c":
-        row, col = ptx_mma_sync(mma.MMA_M16N8K8_TF32, "c", lane, i % 4)
-        return 16 * warp + row, 8 * (i // 4) + col
-    sync = mma.MMA_M16N8K8_TF32 if inst.input_type == "tf32" else mma.MMA_M16N8K16["bfloat16"]
-    row, col = ptx_mma_sync(sync, "a", lane, i)
-    return 16 * warp + row, col
-
-
 def ptx(inst: mma.MmaInstruction, part: str, thread: int, i: int) -> tuple[int, int]:
-    if inst.threads == mma.WARP:
-        return ptx_mma_sync(inst, part, thread, i)
-    return ptx_wgmma(inst, part, thread, i)
+    return ptx_fragments.position(inst.input_type, inst.k, inst.threads, part, thread, i)
 
 
 # -- brute force ----------------------------------------------------------------------------------
@@ -228,7 +191,7 @@ def test_z3_proves_the_bijection(name, inst, part):
 
 def test_z3_finds_a_counterexample_to_a_wrong_inverse():
     f = mma.MMA_M16N8K8_TF32.a
-    t, v, r, c, ranges = symbolic(f)
+    t, v, _, _, ranges = symbolic(f)
     row, col = f.position(t, v)
     wrong_t, wrong_v = mma.m16n8k8_16bit_a_holder(row, col)  # the 16-bit inverse
     q = Query([row, col, wrong_t, wrong_v], ranges)

@@ -1,0 +1,44 @@
+"""C++ for tensor-core instructions, given the C++ names of the registers: one mma.sync as
+inline PTX, the tf32 rounding of a float32 operand (cvt.rna.tf32.f32), and the packing of two
+16-bit elements into a 32-bit register in the order of model/mma.py's fragments (the even
+element in the low half). Which element goes in which register is the fragment map's business,
+not this module's: callers render its Exprs with cuda_expr.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...model.errors import InternalError
+from ...model.mma import WARP, MmaInstruction
+
+
+def mma_sync(inst: MmaInstruction, d: Sequence[str], a: Sequence[str], b: Sequence[str], c: Sequence[str]) -> str:
+    """One `asm volatile` of inst (an mma.sync): D = A B + C with d and c float lvalues (f32
+    accumulators, d may name c's registers), a and b unsigned 32-bit registers, each list in
+    register order."""
+    if inst.threads != WARP or inst.b is None:
+        raise InternalError(f"emit/mma.py: {inst.name} is not an mma.sync")
+    want = {"d": (d, inst.c.registers), "a": (a, inst.a.registers), "b": (b, inst.b.registers),
+            "c": (c, inst.c.registers)}
+    for name, (regs, n) in want.items():
+        if len(regs) != n:
+            raise InternalError(f"emit/mma.py: {inst.name} takes {n} {name} registers, got {len(regs)}")
+    groups, k = [], 0
+    for regs in (d, a, b, c):  # PTX numbers the operands in this order
+        groups.append("{" + ", ".join(f"%{k + i}" for i in range(len(regs))) + "}")
+        k += len(regs)
+    outs = ", ".join(f'"=f"({r})' for r in d)
+    ins = ", ".join([f'"r"({r})' for r in (*a, *b)] + [f'"f"({r})' for r in c])
+    return f'asm volatile("{inst.ptx} {", ".join(groups)};" : {outs} : {ins});'
+
+
+def to_tf32(dst: str, src: str) -> str:
+    """dst (an unsigned register) = the float src rounded to tf32, to nearest with ties away
+    from zero: PTX leaves the bits an mma reads from an unrounded float32 implementation-defined."""
+    return f'asm("cvt.rna.tf32.f32 %0, %1;" : "=r"({dst}) : "f"({src}));'
+
+
+def pack_16bit(dst: str, low: str, high: str) -> str:
+    """dst (an unsigned register) = two 16-bit bit patterns: `low` (the even element) in bits
+    0-15, `high` in bits 16-31."""
+    return f"{dst} = (unsigned)({low}) | ((unsigned)({high}) << 16);"
