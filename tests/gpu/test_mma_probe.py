@@ -122,3 +122,21 @@ def test_random_tiles_match_float64(runner):
         d, want = runner(a, b, c)
         # products of the rounded operands are exact in f32; only the f32 sums round
         np.testing.assert_allclose(d, want, rtol=1e-5, atol=1e-5, err_msg=inst.name)
+
+
+def test_a_probe_built_with_the_16_bit_a_order_for_tf32_is_wrong():
+    """The probe tells maps apart on the hardware: with the 16-bit A order used for tf32 (element
+    1 one column right instead of 8 rows down) D is wrong."""
+    good, wrong_a = mma.MMA_M16N8K8_TF32, mma.MMA_M16N8K8["float16"].a
+    bad = mma.MmaInstruction(good.ptx, good.m, good.n, good.k, good.input_type, good.threads,
+                             mma.Fragment("A", 16, 8, 32, 4, 32, wrong_a.position_map, wrong_a.holder_map),
+                             good.b, good.c)
+    r = Runner(bad)
+    try:
+        a, b, c = np.arange(128.0).reshape(16, 8), np.eye(8), np.zeros((16, 8))
+        d, _ = r(a, b, c)
+    finally:
+        r.close()
+    wrong = int((d != a).sum())
+    print(f"16-bit A order for tf32: {wrong} of 128 elements of D wrong")
+    assert wrong > 0
