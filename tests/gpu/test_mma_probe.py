@@ -26,7 +26,8 @@ try:
 except NoDeviceError:
     pytest.skip("no CUDA device", allow_module_level=True)
 if CAPABILITY < (8, 0):
-    pytest.skip(f"mma.sync tf32 / bf16 needs compute capability 8.0, this GPU has {CAPABILITY}", allow_module_level=True)
+    pytest.skip(f"mma.sync tf32 / bf16 needs compute capability 8.0, this GPU has {CAPABILITY}",
+                allow_module_level=True)
 
 pytestmark = pytest.mark.gpu
 ARCH = "sm_90a" if CAPABILITY == (9, 0) else f"sm_{CAPABILITY[0]}{CAPABILITY[1]}"

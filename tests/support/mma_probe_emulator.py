@@ -19,7 +19,8 @@ _CVT = re.compile(r'asm\("cvt\.rna\.tf32\.f32 %0, %1;" : "=r"\((\w+)\[(\d+)\]\) 
 _PACK = re.compile(r"(\w+)\[(\d+)\] = \(unsigned\)\((\w+)\[(.+)\]\) \| \(\(unsigned\)\((\w+)\[(.+)\]\) << 16\);")
 _LOAD = re.compile(r"(c_reg)\[(\d+)\] = (c)\[(.+)\];")
 _STORE = re.compile(r"d\[(.+)\] = (d_reg)\[(\d+)\];")
-_MMA = re.compile(r'asm volatile\("(mma\.sync\.aligned\.m16n8k(\d+)\.row\.col\.f32\.(\w+)\.\w+\.f32) [^"]*" : (.*) : (.*)\);')
+_MMA = re.compile(r'asm volatile\("(mma\.sync\.aligned\.m16n8k(\d+)\.row\.col\.f32\.(\w+)\.\w+\.f32) [^"]*"'
+                  r' : (.*) : (.*)\);')
 _OPERAND = re.compile(r'"[=]?[rf]"\((\w+)\[(\d+)\]\)')
 
 
