@@ -34,7 +34,7 @@ section.schedule { background: #fff; border: 1px solid #d8dde6; border-radius: 8
 .diagnostic.warning { border-left-color: #ef8f00; background: #fffaf0; }
 .headline { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-weight: bold; }
 .code { color: #c62828; } .warning .code { color: #ef8f00; }
-ul.notes { margin: 6px 0; padding-left: 20px; } ul.notes li { margin: 2px 0; }
+p.follows { margin: 4px 0; color: #a0a; } ul.notes { margin: 6px 0; padding-left: 20px; } ul.notes li { margin: 2px 0; }
 table { border-collapse: collapse; font-size: 13px; margin: 6px 0; }
 th, td { border: 1px solid #d8dde6; padding: 2px 8px; text-align: left; }
 th { background: #eef1f6; } tr.highlight td { color: #b0151a; font-weight: bold; }
@@ -127,8 +127,9 @@ def _section(entry: PageEntry, number: int, figures: Figures) -> str:
     if report.launch:
         parts.append('<p class="meta">launch: ' + escape(", ".join(f"{k} = {v}" for k, v in report.launch.items())) + "</p>")
     tensors = _tensors_by_name(entry.fusion)
+    causes = {d.id: d for d in report.diagnostics if d.id}
     for diagnostic in report.diagnostics:
-        parts.append(_diagnostic(diagnostic, entry.fusion, tensors, figures))
+        parts.append(_diagnostic(diagnostic, entry.fusion, tensors, figures, f"schedule-{number}", causes))
     parts.append(_tensor_pictures(report, tensors, figures))
     parts.append("</section>")
     return "\n".join(parts)
@@ -138,11 +139,18 @@ def _tensors_by_name(fusion) -> dict[str, Any]:
     return {t.name: t for t in fusion.tensors} if fusion is not None else {}
 
 
-def _diagnostic(d: Diagnostic, fusion, tensors: dict[str, Any], figures: Figures) -> str:
+def _diagnostic(d: Diagnostic, fusion, tensors: dict[str, Any], figures: Figures, section: str,
+                causes: dict[str, Diagnostic]) -> str:
     kind = "warning" if d.severity is Severity.WARNING else "error"
-    parts = [f'<div class="diagnostic {kind}">',
+    anchor = f' id="{section}-{_anchor(d.id)}"' if d.id else ""
+    parts = [f'<div class="diagnostic {kind}"{anchor}>',
              f'<div class="headline"><span class="code">{escape(str(d.severity))}[{escape(d.code)}]</span>: '
              f"{escape(d.message)}</div>"]
+    if d.follows_from:  # a consequence links back to its root cause, listed before it
+        cause = causes.get(d.follows_from)
+        named = f"{cause.severity}[{cause.code}]" if cause is not None else d.follows_from
+        parts.append(f'<p class="follows">follows from: <a href="#{section}-{_anchor(d.follows_from)}">'
+                     f"{escape(named)}</a> above (its fix removes this {escape(str(d.severity))} too)</p>")
     if d.location:
         parts.append(f'<div class="meta">--&gt; {escape(d.location)}</div>')
     parts += [f'<div class="meta">| {escape(label)}</div>' for label in d.labels]
@@ -166,6 +174,11 @@ def _diagnostic(d: Diagnostic, fusion, tensors: dict[str, Any], figures: Figures
         parts += [figures.html(p) for p in hardware_pictures(fusion, d)]
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def _anchor(diagnostic_id: str) -> str:
+    """A diagnostic id (`TMA-SWIZZLE-LAYOUT:T1#2`) as an HTML id."""
+    return "diag-" + "".join(c if c.isalnum() or c == "-" else "_" for c in diagnostic_id)
 
 
 def _pre(text: str) -> str:

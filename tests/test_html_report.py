@@ -202,3 +202,14 @@ def test_bank_map_highlights_only_the_lanes_that_collide():
     assert hot == [0, 1]
     red = [t.text for t in ET.fromstring(svg).iter(f"{NS}text") if "collide-label" in (t.get("class") or "")]
     assert red == ["lane 0 T9(0)", "lane 1 T9(1)", "lanes 0-31: 2-way in bank 0"]
+
+
+def test_a_consequence_links_to_its_root_cause():
+    """The 10 failing splits of the seed's copy without its assumption: one cause, 9 consequences."""
+    outcome = outcome_of("invalid/tmem_performant_copy_unaligned.py", "performant_vectorized_copy_unaligned")
+    (cause,) = [d for d in outcome.report.diagnostics if d.id]
+    page = page_of(outcome)
+    anchors = re.findall(r'<div class="diagnostic error" id="([^"]+)">', page)
+    links = re.findall(r'<p class="follows">follows from: <a href="#([^"]+)">error\[SPLIT-DIVISIBILITY\]</a>', page)
+    assert len(anchors) == 1 and anchors[0].endswith("diag-SPLIT-DIVISIBILITY_T1")
+    assert links == anchors * 9
