@@ -33,6 +33,7 @@ from .model.targets import TARGETS, Target, get_target
 from .model.tensor import TensorView
 from .model.tma import TmaDim, TmaInfo, infer_tma as _infer_tma, tma_ops_of as _tma_ops_of
 from .model.types import (
+    CacheOp,
     DataType,
     Direction,
     IterType,
@@ -147,6 +148,7 @@ def exp(a):
 __all__ = [
     "AllocatedId",
     "Allocation",
+    "CacheOp",
     "CompileError",
     "DataType",
     "Diagnostic",

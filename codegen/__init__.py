@@ -9,14 +9,16 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
       statements.py     one statement per tensor: offsets, predicates, vectorization
       gmem.py           strides of global tensors from contiguity
       (indices and predicates are simplified by model/simplify.py, as the verifier's terms are)
-      syncs.py          __syncthreads placement
+      syncs.py          __syncthreads, mbarrier and cp.async waits (placed by model/barriers.py)
       tma.py            TMA copies from model/tma_layout.py
+      cp_async.py       cp.async copies: cp-size and cache from model/cp_async.py, holes as src-size 0
       ldsm.py           ldmatrix / stmatrix: each lane's row address from the index algebra
       predicates.py     holes ruled out by the fusion's assumptions (z3)
       tmem.py           tensor memory: tcgen05 ld/st from the verifier's access model, alloc, fences
     emit/             kernel IR -> C++; __init__.py is the node -> lines table
       cuda_expr.py      index math (the Expr algebra) as C++
       tma.py            TMA: descriptors, mbarriers, cp.async.bulk.tensor
+      cp_async.py       cp.async, cp.async.commit_group / wait_group inline PTX
       ldsm.py           ldmatrix / stmatrix inline PTX
       tmem.py           tcgen05 inline PTX
     runtime/          C++ -> cubin -> launch

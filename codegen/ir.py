@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..model.barriers import Sync, TmaWait  # placed by the model, checked by SMEM-RACE
+from ..model.barriers import CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const
@@ -98,6 +98,17 @@ class TmaCopy:
     issuer: list[Cond]
     bounds: list[Cond]
     comment: str = ""
+
+
+@dataclass
+class CpAsyncCopy(Compute):
+    """cp.async.{cache}.shared.global: `vector` elements of ins[0] (global) into out (shared), one
+    copy of `nbytes` (cp-size), issued where `conds` hold. Where a `zero_fill` cond fails (a hole)
+    the copy reads nothing and writes zeros (src-size 0). Completes after a CpAsyncWait."""
+
+    cache: str = "ca"  # "ca" or "cg"
+    nbytes: int = 4
+    zero_fill: list[Cond] = field(default_factory=list)
 
 
 @dataclass
@@ -302,7 +313,8 @@ class TmemDealloc(Sync):
 
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
-NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc)
+NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
+              CpAsyncCopy, CpAsyncWait)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:
@@ -317,6 +329,9 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             lines.append(f"{pad}{'fence.proxy.async + ' if n.fence_async else ''}sync  # {n.why}")
         elif isinstance(n, TmaWait):
             lines.append(f"{pad}wait {n.barrier}  # {n.why}")
+        elif isinstance(n, CpAsyncWait):
+            lines.append(f"{pad}{'cp.async.commit_group + ' if n.commit else ''}cp.async.wait_group {n.pending}"
+                         f"  # {n.why}")
         elif isinstance(n, TmaCopy):
             lines.append(f"{pad}tma {n.direction.value} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"
@@ -326,8 +341,11 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             scalar = getattr(n, "scalar", None)
             if scalar is not None:
                 args.insert(scalar.position, str(scalar))
-            lines.append(f"{pad}{_operand_text(n.out)} = {n.name}(" + ", ".join(args) + ")"
-                         + (f" x{n.vector}" if n.vector > 1 else "")
+            name = f"cp.async.{n.cache}" if isinstance(n, CpAsyncCopy) else n.name
+            fill = (f" zero-fill unless {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.zero_fill)}"
+                    if isinstance(n, CpAsyncCopy) and n.zero_fill else "")
+            lines.append(f"{pad}{_operand_text(n.out)} = {name}(" + ", ".join(args) + ")"
+                         + (f" x{n.vector}" if n.vector > 1 else "") + fill
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.conds)}" if n.conds else ""))
     return "\n".join(line for line in lines if line)
 

@@ -17,6 +17,11 @@ TMA: a load's data arrive on its mbarrier, so its readers need a wait, not a bar
 threads wait in the copy's own scope (one wait per copy issued), just before the first child
 that reads the tile. A TMA store reads shared memory through the async proxy, so the barrier
 before it is preceded by fence.proxy.async in the writing threads.
+
+cp.async: each thread's copies complete only after it commits them to a group and waits for
+the group (cp.async.wait_group), and other threads see them after a barrier that follows the
+wait: a CpAsyncWait (commit, then wait until none is in flight) and the barrier go where the
+read-after-write barrier would.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class Async(enum.Enum):
     NONE = "threads"
     TMA_LOAD = "TMA load"  # written by the copy engine, complete on an mbarrier
     TMA_STORE = "TMA store"  # read by the copy engine (the async proxy)
+    CP_ASYNC = "cp.async"  # written by the thread's async copies, complete after cp.async.wait_group
 
 
 @dataclass(frozen=True)
@@ -63,12 +69,25 @@ class TmaWait:
     why: str
 
 
+@dataclass
+class CpAsyncWait:
+    """Every thread commits its cp.async copies not yet committed as one group (when `commit`;
+    an empty group where it issued none), then waits until at most `pending` of its groups are
+    in flight (cp.async.commit_group; cp.async.wait_group pending)."""
+
+    pending: int
+    why: str
+    commit: bool = True
+
+
 @dataclass(frozen=True)
 class Hazards:
-    """The nest's vocabulary: what a leaf accesses (None: not a statement) and whether a loop repeats."""
+    """The nest's vocabulary: what a leaf accesses (None: not a statement), whether a loop repeats
+    and how many times it runs (its extent)."""
 
     access: Callable[[object], Access | None]
     repeats: Callable[[object], bool]
+    extent: Callable[[object], object] | None = None
 
 
 def statement_paths(nodes: list, hazards: Hazards, prefix: Path | None = None) -> list[tuple[object, Access, Path]]:
@@ -77,7 +96,7 @@ def statement_paths(nodes: list, hazards: Hazards, prefix: Path | None = None) -
         here = (prefix or []) + [(nodes, k)]
         if hasattr(n, "body"):
             out += statement_paths(n.body, hazards, here)
-        elif not isinstance(n, (Sync, TmaWait)):
+        elif not isinstance(n, (Sync, TmaWait, CpAsyncWait)):
             acc = hazards.access(n)
             if acc is not None:
                 out.append((n, acc, here))
@@ -115,19 +134,26 @@ class _Plan:
         return any(lo < p <= hi and any(isinstance(n, TmaWait) and n.barrier == barrier for n in nodes)
                    for p, nodes in self._entry(scope)[1].items())
 
-    def add(self, scope: list, p: int, node: Sync | TmaWait) -> None:
+    def has_cp_async_wait(self, scope: list, lo: int, hi: int) -> bool:
+        """A full cp.async wait (none left in flight) at some p with lo < p <= hi; each is placed
+        with a barrier at its position, after it."""
+        return any(lo < p <= hi and any(isinstance(n, CpAsyncWait) and n.pending == 0 for n in nodes)
+                   for p, nodes in self._entry(scope)[1].items())
+
+    def add(self, scope: list, p: int, node: Sync | TmaWait | CpAsyncWait) -> None:
         nodes = self._entry(scope)[1].setdefault(p, [])
-        same = [n for n in nodes if isinstance(n, Sync)] if isinstance(node, Sync) else []
-        if same:  # one barrier per position, fenced if any hazard needs the fence
+        same = [n for n in nodes if type(n) is type(node)] if isinstance(node, (Sync, CpAsyncWait)) else []
+        if same and isinstance(node, Sync):  # one barrier per position, fenced if any hazard needs the fence
             same[0].fence_async |= node.fence_async
-        else:
+        elif not same:  # one cp.async wait per position
             nodes.append(node)
 
     def insert(self) -> None:
         for scope, at in self.at.values():
             for p in sorted(at, reverse=True):
                 # waits first: a barrier placed with them then also orders the waited data
-                ordered = [n for n in at[p] if isinstance(n, TmaWait)] + [n for n in at[p] if isinstance(n, Sync)]
+                ordered = ([n for n in at[p] if isinstance(n, (TmaWait, CpAsyncWait))]
+                           + [n for n in at[p] if isinstance(n, Sync)])
                 scope[p:p] = ordered
 
 
@@ -145,6 +171,10 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
                 store = r.kind is Async.TMA_STORE
                 if w.kind is Async.TMA_LOAD:
                     _wait(plan, w, wp, rp, d, name)
+                elif w.kind is Async.CP_ASYNC:
+                    if not plan.has_cp_async_wait(scope, iw, ir):  # the copies complete, then all threads see them
+                        plan.add(scope, ir, CpAsyncWait(0, f"{name} written by cp.async, read below"))
+                        plan.add(scope, ir, Sync(f"{name} written by cp.async above, read below by other threads"))
                 elif not plan.has_between(scope, iw, ir, fence=store):
                     plan.add(scope, ir, Sync(f"{name} written above, read below by other threads", fence_async=store))
                 if scope_repeats(wp, d, hazards) and not _wraps(plan, scope, iw, ir):

@@ -11,7 +11,7 @@ from typing import Iterator
 import sympy
 
 from .errors import ScheduleError, user_location
-from .types import LoadStoreOpType, MemoryType, OpKind
+from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind
 
 _state = threading.local()
 
@@ -35,7 +35,8 @@ class Scalar:
 class Op:
     """One expression. `logical_map[k][j]` is the logical axis of `inputs[k]` that the
     output's logical axis j reads (None where the output axis is a new broadcast).
-    A binary op with a number operand has one tensor input and its `scalar`."""
+    A binary op with a number operand has one tensor input and its `scalar`. `cache_op`: a
+    cp.async copy's caches (tp.CacheOp; Unspecified for every other op)."""
 
     kind: OpKind
     inputs: list
@@ -45,6 +46,7 @@ class Op:
     op_type: LoadStoreOpType = LoadStoreOpType.Set
     origin: str | None = field(default_factory=user_location)
     scalar: Scalar | None = None
+    cache_op: CacheOp = CacheOp.Unspecified
 
     def __str__(self) -> str:
         args = [t.name for t in self.inputs]

@@ -50,7 +50,7 @@ INSTRUCTION_AXES = (ParallelType.Vectorize, ParallelType.Bulk)  # one instructio
 LAUNCHED = THREAD_TYPES + BLOCK_TYPES
 # What codegen lowers (codegen/lower/__init__.py, codegen/lower/tmem.py).
 LOWERED_OP_TYPES = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix,
-                    LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore)
+                    LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore, LoadStoreOpType.CpAsync)
 FLOAT_ONLY_OPS = ("exp", "sqrt")
 INTEGER_DTYPES = ("int8", "int32", "int64")
 
@@ -578,6 +578,8 @@ def unsupported_features(fusion) -> list[Problem]:
                     hint="leave the axis Serial or bind it to a block index (BIDx/BIDy/BIDz)",
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
     out += _instruction_features(fusion, order)
+    from .cp_async import structure_problems  # cp.async: global -> shared, its vector innermost, zero fill
+    out += structure_problems(fusion, order)
     for tv in list(fusion.inputs) + list(fusion.outputs):
         problem = allocation_problem(tv)
         if problem is not None:

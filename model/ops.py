@@ -14,7 +14,7 @@ from .expr import Expr, const, var
 from .fusion import Op, Scalar, current_fusion
 from .iterdomain import IterDomain, as_index, wrong_enum
 from .tensor import TensorView
-from .types import DTYPES, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float32, float64
+from .types import DTYPES, CacheOp, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float32, float64
 
 
 def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
@@ -107,19 +107,33 @@ def _check_tv(op: str, tv, arg: str = "tv") -> TensorView:
     return tv
 
 
-def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set) -> TensorView:  # noqa: A001 - nvFuser's name
+def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set,  # noqa: A001 - nvFuser's name
+        cache_op: CacheOp = CacheOp.Unspecified) -> TensorView:
     """A copy of `tv` (a new tensor of the same shape and dtype); `op` (tp.LoadStoreOpType)
-    names the instruction the copy becomes: Set, TMA, LdMatrix, StMatrix, TMemLoad, TMemStore.
-    nvFuser: set(tv) and LoadStoreOp.
+    names the instruction the copy becomes: Set, TMA, LdMatrix, StMatrix, TMemLoad, TMemStore,
+    CpAsync. `cache_op` (tp.CacheOp) picks cp.async's `.ca` (AllLevels) or `.cg` (Global);
+    Unspecified takes `.cg` for 16-byte copies and `.ca` otherwise. nvFuser: set(tv) and
+    LoadStoreOp(op_type, out, in, cache_op).
 
         t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)   # global -> shared by TMA"""
     _check_tv("set", tv)
     if not isinstance(op, LoadStoreOpType):
         raise wrong_enum("set", "op", LoadStoreOpType, op)
+    check_cache_op("set", op, cache_op)
     out = _like(tv)
     n = len(tv.logical)
-    tv.fusion._register_op(Op(OpKind.LOAD_STORE, [tv], out, [list(range(n))], name="set", op_type=op))
+    tv.fusion._register_op(Op(OpKind.LOAD_STORE, [tv], out, [list(range(n))], name="set", op_type=op,
+                              cache_op=cache_op))
     return out
+
+
+def check_cache_op(func: str, op: LoadStoreOpType, cache_op) -> None:
+    """A cache op is a tp.CacheOp, and only cp.async takes one other than Unspecified."""
+    if not isinstance(cache_op, CacheOp):
+        raise wrong_enum(func, "cache_op", CacheOp, cache_op)
+    if cache_op is not CacheOp.Unspecified and op is not LoadStoreOpType.CpAsync:
+        raise ScheduleError(f"{func}: cache_op {cache_op.name} is for op=tp.LoadStoreOpType.CpAsync (cp.async.ca / "
+                            f".cg); a {op.value} copy takes no cache op")
 
 
 def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from .errors import ScheduleError, user_location
 from .expr import Expr
 from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform, as_index, check_factor, wrong_enum
-from .types import DataType, LoadStoreOpType, MemoryType, ParallelType, SwizzleType
+from .types import CacheOp, DataType, LoadStoreOpType, MemoryType, ParallelType, SwizzleType
 
 if TYPE_CHECKING:
     from .fusion import Fusion, Op
@@ -279,18 +279,21 @@ class TensorView:
         return self
 
     # -- caching ----------------------------------------------------------------------
-    def cache_after(self, op: LoadStoreOpType = LoadStoreOpType.Set) -> "TensorView":
-        """A new tensor that copies this one with `op` (tp.LoadStoreOpType); every former consumer
-        of this tensor now reads the new one, which is returned. nvFuser: TensorView::cacheAfter(op).
+    def cache_after(self, op: LoadStoreOpType = LoadStoreOpType.Set,
+                    cache_op: CacheOp = CacheOp.Unspecified) -> "TensorView":
+        """A new tensor that copies this one with `op` (tp.LoadStoreOpType; `cache_op`, a
+        tp.CacheOp, for cp.async as in tp.set); every former consumer of this tensor now reads
+        the new one, which is returned. nvFuser: TensorView::cacheAfter(op, cache_op).
 
             t1 = t0.cache_after(tp.LoadStoreOpType.TMA)   # t0 -> t1 -> t0's consumers"""
-        from .ops import set as set_op
+        from .ops import check_cache_op, set as set_op
 
         if not isinstance(op, LoadStoreOpType):
             raise wrong_enum("cache_after", "op", LoadStoreOpType, op)
+        check_cache_op("cache_after", op, cache_op)
         uses = self.fusion.uses_of(self)
         with self.fusion:
-            new = set_op(self, op=op)
+            new = set_op(self, op=op, cache_op=cache_op)
         for u in uses:
             u.inputs = [new if t is self else t for t in u.inputs]
         return new

@@ -140,10 +140,13 @@ class LoadStoreOpType(enum.Enum):
     Set: plain loads and stores (vectorized where a Vectorize axis says so). TMA:
     cp.async.bulk.tensor between global and shared memory (a load or a store). LdMatrix /
     StMatrix: ldmatrix / stmatrix between shared memory and registers. TMemLoad / TMemStore:
-    tcgen05.ld / tcgen05.st between tensor memory and registers (sm_100a). CpAsync: verified but
-    not lowered yet (LOWERING-SUPPORTED rejects it).
+    tcgen05.ld / tcgen05.st between tensor memory and registers (sm_100a). CpAsync: cp.async,
+    global -> shared, 4, 8 or 16 bytes per thread (the Vectorize axis, or one element), with
+    `.ca` or `.cg` as the copy's tp.CacheOp says (CPASYNC-SIZE); out-of-bounds elements are
+    zero-filled (src-size 0), and readers wait (cp.async.wait_group, then __syncthreads).
 
-        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)"""
+        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
+        t2 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync, cache_op=tp.CacheOp.Global)   # cp.async.cg"""
 
     Set = "Set"
     TMA = "TMA"
@@ -152,6 +155,19 @@ class LoadStoreOpType(enum.Enum):
     CpAsync = "CpAsync"
     TMemLoad = "TMemLoad"
     TMemStore = "TMemStore"
+
+
+class CacheOp(enum.Enum):
+    """Which caches a cp.async copy goes through (nvFuser's CacheOp), passed as
+    `tp.set(tv, op=tp.LoadStoreOpType.CpAsync, cache_op=...)` or `tv.cache_after(op, cache_op)`.
+
+    AllLevels: `cp.async.ca` (L1 and L2; 4, 8 or 16 bytes). Global: `cp.async.cg` (L2 only,
+    bypassing L1; exactly 16 bytes). Unspecified (the default): `.cg` when the copy moves 16
+    bytes, `.ca` otherwise. CPASYNC-SIZE checks the bytes against the choice."""
+
+    Unspecified = "Unspecified"
+    AllLevels = "AllLevels"
+    Global = "Global"
 
 
 @dataclass(frozen=True)

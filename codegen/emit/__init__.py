@@ -19,9 +19,9 @@ from ...model.errors import InternalError
 from ...model.expr import const
 from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
-from . import ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, Compute, Cond, KernelIR, Loop, LoopKind, MatrixCopy, Operand, ParamKind, Sync, TmaCopy,
-                 TmaWait, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
+from . import cp_async as emit_cp_async, ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
+from ..ir import (ELEMENT_VAR, Compute, Cond, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy, Operand,
+                 ParamKind, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
 
 
 @dataclass(frozen=True)
@@ -168,10 +168,11 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     for name, helper in CAST_HELPERS.items():
         if any(f"{name}(" in line for line in body):
             lines += helper.splitlines()
-    copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy))
+    copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy, CpAsyncCopy))
     if copies:
         lines += SMEM_ADDRESS.splitlines()
     lines += emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
+    lines += emit_cp_async.prelude([c for c in copies if isinstance(c, CpAsyncCopy)])
     lines.append("")
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
@@ -374,6 +375,8 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     TmemAlloc: emit_tmem.alloc_lines,
     TmemFencedSync: emit_tmem.fenced_sync_lines,
     TmemDealloc: emit_tmem.dealloc_lines,
+    CpAsyncCopy: emit_cp_async.copy_lines,
+    CpAsyncWait: emit_cp_async.wait_lines,
 }
 
 def dtype_storage(dtype: DataType) -> str:

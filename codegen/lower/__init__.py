@@ -6,9 +6,11 @@
     allocate   registers and shared-memory buffers (model.allocation, model.smem_plan),
                global layouts (strides from contiguity)
     index      one statement per tensor: offsets and predicates from the index algebra; a TMA
-               copy (lower/tma.py) or an ldmatrix/stmatrix (lower/ldsm.py) where the op says so
+               copy (lower/tma.py), an ldmatrix/stmatrix (lower/ldsm.py) or a cp.async
+               (lower/cp_async.py) where the op says so
     nest       the loop tree
-    sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads
+    sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads,
+               cp.async commits and waits
     signature  parameters, launch dimensions, names
 
 Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ...model.allocation import Allocation
 from ...model.errors import InternalError
+from ...model.cp_async import is_cp_async
 from ...model.execution import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
 from ...model.expr import Expr, substitute, var
 from ...model.fusion import Fusion
@@ -24,6 +25,7 @@ from ..errors import UnsupportedSchedule
 from ..ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
 from ...model.simplify import less_than, simplify, with_value
+from .cp_async import cp_async_statement
 from .ldsm import is_ldsm, matrix_copy
 from .predicates import drop_implied
 from .tma import TmaLowering, is_tma
@@ -65,6 +67,8 @@ class StatementBuilder:
                                     f"yet the schedule verified", rule=f.problem.value)
             stmt = _as_vector(stmt, name, n)
             path = path[:-1]
+        if is_cp_async(tv.definition):
+            stmt = cp_async_statement(tv, stmt)
         return path, stmt
 
     def execution(self, tv: TensorView) -> TensorExecution:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.types import Direction
-from ..ir import Compute, Loop, LoopKind, MatrixCopy, TmaCopy
+from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, TmaCopy
 
 
 def access(n) -> Access | None:
     """What a lowered statement does to on-chip memory (a TMA store writes global memory)."""
+    if isinstance(n, CpAsyncCopy):
+        return Access(n.out.tensor, frozenset(), Async.CP_ASYNC)
     if isinstance(n, TmaCopy):
         if n.direction is Direction.LOAD:
             return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier)
@@ -20,7 +22,8 @@ def access(n) -> Access | None:
     return None
 
 
-HAZARDS = Hazards(access, lambda loop: isinstance(loop, Loop) and loop.kind in (LoopKind.SERIAL, LoopKind.UNROLL))
+HAZARDS = Hazards(access, lambda loop: isinstance(loop, Loop) and loop.kind in (LoopKind.SERIAL, LoopKind.UNROLL),
+                  lambda loop: loop.extent)
 
 
 def insert_syncs(tree: list, on_chip: set[str]) -> None:

@@ -140,23 +140,6 @@ def intermediate_in_global_memory():
 
 
 @tp.schedule(expect=tp.rejected("LOWERING-SUPPORTED", messages=[
-    "`T1 = CpAsync(T0)` uses CpAsync, which tileproof's code generator does not lower yet"]))
-def cp_async_copy():
-    """A cp.async copy into shared memory: a valid Ampere+ instruction that tileproof's code
-    generator does not emit yet."""
-    with tp.Fusion("cp_async_copy") as fusion:
-        t0 = tp.make_contig_concrete_tensor([8, 32])
-        fusion.add_input(t0)
-        t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync)
-        t2 = tp.set(t1)
-        fusion.add_output(t2)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    for t in (t1, t2):
-        t.axis(1).parallelize(P.TIDx)
-    return fusion
-
-
-@tp.schedule(expect=tp.rejected("LOWERING-SUPPORTED", messages=[
     "T2 axis 0 is parallelized on DIDx; tileproof's code generator emits single-GPU kernels"]))
 def multi_device_axis():
     """An axis split across devices (DIDx): tileproof emits single-GPU kernels only."""

@@ -17,6 +17,7 @@ from tileproof.model.expr import evaluate
 from tileproof.model.indexing import block_dims
 from tileproof.model.types import MemoryType
 from tileproof.schedule_files import discover
+from tileproof.verifier.analysis import barrier_nest as barrier_nest_module  # places the barriers SMEM-RACE checks
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules import races
 from tileproof.verifier.solver import Verdict
@@ -80,7 +81,7 @@ def test_every_bundled_example_has_its_barriers():
 
 
 def test_a_tile_read_before_its_barrier_is_a_race_between_two_threads(monkeypatch):
-    monkeypatch.setattr(races, "insert_barriers", without(barriers.Sync))
+    monkeypatch.setattr(barrier_nest_module, "insert_barriers", without(barriers.Sync))
     report = tp.verify(handed_over(transposed=True))
     assert report.codes == [CODE]
     d = report.errors[0]
@@ -96,21 +97,21 @@ def test_a_tile_read_before_its_barrier_is_a_race_between_two_threads(monkeypatc
 def test_a_tile_overwritten_in_a_serial_loop_before_its_readers_are_done(monkeypatch):
     fusion = handed_over(transposed=True, serial_rows=4)
     assert tp.verify(fusion).ok
-    monkeypatch.setattr(races, "insert_barriers", without(barriers.Sync, "rewritten in the next iteration"))
+    monkeypatch.setattr(barrier_nest_module, "insert_barriers", without(barriers.Sync, "rewritten in the next iteration"))
     report = tp.verify(fusion)
     assert report.codes == [CODE]
     assert "write after read race on T1" in report.errors[0].message
 
 
 def test_no_barrier_is_needed_where_every_thread_reads_what_it_wrote(monkeypatch):
-    monkeypatch.setattr(races, "insert_barriers", without(barriers.Sync))
+    monkeypatch.setattr(barrier_nest_module, "insert_barriers", without(barriers.Sync))
     assert tp.verify(handed_over(transposed=False, serial_rows=4)).ok
 
 
 def test_a_tma_load_read_before_its_wait_is_a_race(monkeypatch):
     case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_smem.py")])
                 if c.name == "swizzle_128b_recipe")
-    monkeypatch.setattr(races, "insert_barriers", without(barriers.TmaWait))
+    monkeypatch.setattr(barrier_nest_module, "insert_barriers", without(barriers.TmaWait))
     report = tp.verify(case.build(), case.target)
     assert CODE in report.codes and "read after write" in report.errors[0].message
 

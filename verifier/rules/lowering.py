@@ -385,7 +385,9 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         Every op the kernel computes is lowered by tileproof: load/store ops Set, TMA,
-        LdMatrix, StMatrix, TMemLoad (from tensor memory), TMemStore (into tensor memory);
+        LdMatrix, StMatrix, TMemLoad (from tensor memory), TMemStore (into tensor memory),
+        CpAsync (from a global tensor into a shared one, its Vectorize axis innermost, and,
+        where it has holes to zero-fill, allocated along its own loop IDs);
         exp and sqrt of floating-point types; an op touches tensor memory at most once;
         tensor-memory tensors take a constant number of columns; an
         ldmatrix/stmatrix consumer's innermost loop axis is its Vectorize axis and its statement
@@ -400,16 +402,15 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         verifier rejects what the code generator cannot lower so that an accepted schedule
         always compiles; the message names the missing feature.
     Example:
-        with tp.Fusion("cp_async") as fusion:
+        with tp.Fusion("cp_async_into_registers") as fusion:
             t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
             t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("plain_copy") as fusion:
+        with tp.Fusion("cp_async_into_shared") as fusion:
             t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)

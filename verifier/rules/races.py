@@ -9,66 +9,24 @@ from typing import Iterator
 
 import z3
 
-from ...model.barriers import (
-    Access, Async, Hazards, Sync, TmaWait, insert_barriers, scope_repeats, split_point, statement_paths,
-)
+from ...model.barriers import Async, Sync, TmaWait, scope_repeats, split_point, statement_paths
 from ...model.execution import tensor_execution
 from ...model.expr import Expr
 from ...model.indexing import linear_offset
-from ...model.lowerable import execution_order, loop_groups, nest, statement_path
 from ...model.tensor import TensorView
-from ...model.tma import is_tma_op
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
+from ..analysis.barrier_nest import ON_CHIP, Nest, barrier_nest, statement_access  # noqa: F401 - re-exported
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
 from ..registry import rule
 from ..solver import Outcome, Verdict
 
-ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
 # ops whose on-chip side is touched by other lanes than the statement's thread (warp-collective
 # or asynchronous): a hand-off between threads is assumed, not proved absent
 COLLECTIVE = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix, LoadStoreOpType.TMemLoad,
-              LoadStoreOpType.TMemStore, LoadStoreOpType.TMA)
+              LoadStoreOpType.TMemStore, LoadStoreOpType.TMA, LoadStoreOpType.CpAsync)
 WRITER = "writer "
-
-
-def statement_access(tv: TensorView) -> Access:
-    """What tv's statement does to on-chip memory, as the code generator lowers it."""
-    op = tv.definition
-    if is_tma_op(op):
-        if tv.memory_type is MemoryType.Shared:
-            return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}")
-        return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
-    return Access(tv.name, frozenset(t.name for t in op.inputs))
-
-
-@dataclass
-class Nest:
-    """The kernel's loop nest with its barriers: leaves are the tensors computed."""
-
-    tree: list
-    hazards: Hazards
-    on_chip: set[str]
-
-
-def barrier_nest(ctx: VerifyContext) -> Nest | None:
-    """The nest the code generator emits, barriers placed; None where the loops do not form one
-    nest (the lowering rules report why)."""
-    fusion = ctx.fusion
-    order = execution_order(fusion)
-    groups = loop_groups(fusion, order)
-    if groups.unmapped or groups.mismatched:
-        return None
-    tree, conflict = nest([([g.index for g in statement_path(tv, groups)], tv) for tv in order])
-    if conflict is not None:
-        return None
-    launched = THREAD_TYPES + BLOCK_TYPES
-    hazards = Hazards(lambda n: statement_access(n) if isinstance(n, TensorView) else None,
-                      lambda loop: groups.groups[loop.key].parallel not in launched)
-    on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
-    insert_barriers(tree, on_chip, hazards)
-    return Nest(tree, hazards, on_chip)
 
 
 def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome | None:
@@ -131,7 +89,9 @@ def unordered(nest_: Nest) -> list[Hazard]:
                 scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
                 repeats = scope_repeats(wp, d, nest_.hazards)
                 store = ra.kind is Async.TMA_STORE
-                if wa.kind is Async.TMA_LOAD:  # a wait in the copy's own scope, after the copy
+                if wa.kind is Async.CP_ASYNC:  # its wait and barrier: CPASYNC-WAIT proves them
+                    raw = True
+                elif wa.kind is Async.TMA_LOAD:  # a wait in the copy's own scope, after the copy
                     own, at = wp[-1]
                     limit = rp[d][1] + 1 if d == len(wp) - 1 else len(own)
                     raw = _wait_in(own, at + 1, limit, wa.barrier)
@@ -186,7 +146,7 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   neither access is collective or asynchronous, and (_handoff) for all admitted sizes, writer points
     #   w, reader points r: executes_x(w) and executes_reader(r) and blockIdx(w) == blockIdx(r)
     #   and address_x(w) == address_read(r) => threadIdx(w) == threadIdx(r)
-    nest_ = ctx.memo(("barrier-nest",), lambda: barrier_nest(ctx))
+    nest_ = barrier_nest(ctx)
     if nest_ is None:
         return
     tensors = {t.name: t for t in ctx.fusion.tensors}

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import z3
 
+from ...model.cp_async import is_cp_async
 from ...model.execution import element_offset, tensor_execution, vector_axis
 from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var
@@ -95,6 +96,8 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: none, structural (n * bytes(dtype) in {2, 4, 8, 16} for each shared/global operand)
     for tv, operands, _, n in _vectors(ctx):
+        if is_cp_async(tv.definition):
+            continue  # one cp.async moves the vector: CPASYNC-SIZE checks its bytes
         for f in vector_findings(operands, n):
             yield _too_wide(tv, operands, n, f)
 
@@ -183,6 +186,8 @@ def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name
     for s in strides:  # bind_strides refuses a stride that is not a positive multiple of the vector
         q.add(q.eq(mod(var(s), const(n)), const(0)), z3.UGE(q.var(s), q.val(1)) if q.bv else q.var(s) >= 1)
     step = q.eq(second, add(first, const(1))) if not unit_stride(o.offset, name) else z3.BoolVal(True, q.ctx)
+    if is_cp_async(tv.definition):  # its addresses' alignment is CPASYNC-ALIGN's, in bytes
+        return q.prove(step, values=values)
     return q.prove(z3.And(step, q.eq(mod(start, const(n)), const(0))), values=values)
 
 

@@ -1,0 +1,128 @@
+"""cp.async in the code generator (no GPU): the copy's instruction, cp-size and src-size (zeros
+for holes), the commit / wait and the barrier before the readers, each as verified; NVRTC
+compiles every form for sm_90a (ptxas checks the PTX), with and without the CUDA headers.
+tests/gpu/test_cp_async.py runs the kernels."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.emit import emit
+from tileproof.codegen.ir import Compute, CpAsyncCopy, CpAsyncWait, Loop, Sync
+from tileproof.codegen.lower import lower
+from tileproof.codegen.runtime import nvrtc
+from tileproof.model.targets import get_target
+from tileproof.schedule_files import discover
+
+ROOT = Path(__file__).resolve().parents[2]
+VALID = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / "cp_async.py")])}
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+def lowered(name: str):
+    return lower(VALID[name].build().snapshot(), get_target("sm_90a"))
+
+
+def flat(nodes: list) -> list:
+    out = []
+    for n in nodes:
+        out.append(n)
+        if isinstance(n, Loop):
+            out += flat(n.body)
+    return out
+
+
+@pytest.mark.parametrize("name,cache,nbytes", [("k_loop_sum_cg_16_bytes", "cg", 16), ("k_loop_sum_ca_8_bytes", "ca", 8),
+                                               ("k_loop_sum_ca_4_bytes_any_k", "ca", 4), ("cache_after_copy", "cg", 16)])
+def test_the_copy_is_one_cp_async_of_the_verified_size(name, cache, nbytes):
+    st = lowered(name)
+    copies = [n for n in flat(st.tree) if isinstance(n, CpAsyncCopy)]
+    assert copies and all((c.cache, c.nbytes, c.vector * c.out.dtype.bytes) == (cache, nbytes, nbytes) for c in copies)
+    source = tp.compile(VALID[name].build()).cuda_source
+    call = "tp_cp_async_cg(tp_smem(" if cache == "cg" else f"tp_cp_async_ca<{nbytes}>(tp_smem("
+    assert source.count(call) == len(copies)
+    assert f"cp.async.{cache}.shared.global" in source
+
+
+def test_holes_become_src_size_zero_and_the_issue_keeps_its_thread_predicate():
+    """k_loop_sum_ca_4_bytes_any_k: K and M need not divide the tile; a copy past either end
+    reads nothing (the tensor's base is passed) and writes zeros. The loop's thread count equals the
+    copy's, so no issue predicate is left."""
+    st = lowered("k_loop_sum_ca_4_bytes_any_k")
+    [a, b] = [n for n in flat(st.tree) if isinstance(n, CpAsyncCopy)]
+    assert not a.conds and sorted(c.rhs.value for c in a.zero_fill) == ["K", "M"]
+    source = tp.compile(VALID["k_loop_sum_ca_4_bytes_any_k"].build()).cuda_source
+    assert re.search(r"const bool tp_in = .*< s_M && .*< s_K;", source)
+    assert "tp_in ? (const void*)&T0[" in source and ": (const void*)T0, tp_in ? 4u : 0u);" in source
+
+
+def test_a_cache_after_copy_keeps_its_issue_predicate():
+    """cache_after_copy: T1 runs on 16 of the 64 launched TIDx: the copy is issued by threadIdx.x < 16."""
+    st = lowered("cache_after_copy")
+    [c] = [n for n in flat(st.tree) if isinstance(n, CpAsyncCopy)]
+    assert [(str(x.lhs), x.op, str(x.rhs)) for x in c.conds] == [("threadIdx.x", "<", "16")] and not c.zero_fill
+
+
+def test_the_readers_wait_then_synchronize():
+    """In each iteration of the K loop: both copies, one commit + wait_group 0, the barrier, the add,
+    and the barrier before the next iteration's copies overwrite the tiles."""
+    st = lowered("k_loop_sum_cg_16_bytes")
+    [k_loop] = [n for n in flat(st.tree) if isinstance(n, Loop) and n.label.startswith("T2 axis 1")]
+
+    def kinds(nodes):
+        out = []
+        for n in nodes:
+            if isinstance(n, Loop):
+                out += kinds(n.body)
+            else:
+                out.append(type(n).__name__ if not isinstance(n, Compute) or isinstance(n, CpAsyncCopy) else "read")
+        return out
+
+    assert kinds(k_loop.body) == ["CpAsyncCopy", "CpAsyncCopy", "CpAsyncWait", "Sync", "read", "Sync"]
+    [w] = [n for n in flat(k_loop.body) if isinstance(n, CpAsyncWait)]
+    assert (w.pending, w.commit) == (0, True)
+    source = tp.compile(VALID["k_loop_sum_cg_16_bytes"].build()).cuda_source
+    lines = [ln.strip() for ln in source.splitlines()]
+    at = lines.index("tp_cp_async_commit();")
+    assert lines[at + 1].startswith("tp_cp_async_wait<0>();") and lines[at + 2].startswith("__syncthreads();")
+
+
+@pytest.mark.parametrize("name", sorted(VALID))
+@pytest.mark.parametrize("headers", [False, True])
+def test_nvrtc_compiles_every_form_for_sm_90a(name, headers):
+    st = lowered(name)
+    include = nvrtc.cuda_include_dir() if headers else None
+    if headers and include is None:
+        pytest.skip("no CUDA headers here")
+    assert nvrtc.compile_to_cubin(emit(st.kernel, cuda_headers=headers), "sm_90a", include)
+
+
+def test_ptxas_refuses_an_eight_byte_cp_async_cg():
+    """The hardware fact behind CPASYNC-SIZE (docs/hardware.md): .cg takes exactly 16 bytes."""
+    source = ('extern "C" __global__ void k(const float* g) { __shared__ float s[4];\n'
+              '  asm volatile("cp.async.cg.shared.global [%0], [%1], {n};" :: "r"((unsigned)__cvta_generic_to_shared(s)),'
+              ' "l"(__cvta_generic_to_global(g)) : "memory"); }')
+    assert nvrtc.compile_to_cubin(source.replace("{n}", "16"), "sm_90a")
+    with pytest.raises(tp.CompileError) as e:
+        nvrtc.compile_to_cubin(source.replace("{n}", "8"), "sm_90a")
+    assert "expected to be 16" in e.value.log
+    assert nvrtc.compile_to_cubin(source.replace("cg", "ca").replace("{n}", "8"), "sm_90a")
+
+
+def test_the_fingerprint_tells_cache_ops_apart():
+    from tileproof.codegen.runtime.fingerprint import fingerprint
+
+    def build(cache_op):
+        with tp.Fusion("fp") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32])
+            fusion.add_input(t0)
+            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync, cache_op=cache_op)
+            fusion.add_output(tp.set(t1))
+        return fusion
+
+    assert fingerprint(build(tp.CacheOp.Global), "sm_90a") != fingerprint(build(tp.CacheOp.AllLevels), "sm_90a")

@@ -1,0 +1,64 @@
+"""The kernel's loop nest with its barriers and waits placed (model/barriers.py), leaves the
+tensors computed: what SMEM-RACE and CPASYNC-WAIT check, built once per verify."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...model.barriers import Access, Async, Hazards, insert_barriers
+from ...model.cp_async import is_cp_async
+from ...model.lowerable import execution_order, loop_groups, nest, statement_path
+from ...model.tensor import TensorView
+from ...model.tma import is_tma_op
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
+from ..context import VerifyContext
+
+ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
+
+
+def statement_access(tv: TensorView) -> Access:
+    """What tv's statement does to on-chip memory, as the code generator lowers it."""
+    op = tv.definition
+    if is_tma_op(op):
+        if tv.memory_type is MemoryType.Shared:
+            return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}")
+        return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
+    if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
+        return Access(tv.name, frozenset(), Async.CP_ASYNC)
+    return Access(tv.name, frozenset(t.name for t in op.inputs))
+
+
+@dataclass
+class Nest:
+    """The kernel's loop nest with its barriers: leaves are the tensors computed."""
+
+    tree: list
+    hazards: Hazards
+    on_chip: set[str]
+
+
+def barrier_nest(ctx: VerifyContext) -> Nest | None:
+    """The nest the code generator emits, barriers placed; None where the loops do not form one
+    nest (the lowering rules report why)."""
+    return ctx.memo(("barrier-nest",), lambda: _build(ctx))
+
+
+def _build(ctx: VerifyContext) -> Nest | None:
+    fusion = ctx.fusion
+    order = execution_order(fusion)
+    groups = loop_groups(fusion, order)
+    if groups.unmapped or groups.mismatched:
+        return None
+    tree, conflict = nest([([g.index for g in statement_path(tv, groups)], tv) for tv in order])
+    if conflict is not None:
+        return None
+    launched = THREAD_TYPES + BLOCK_TYPES
+    hazards = Hazards(lambda n: statement_access(n) if isinstance(n, TensorView) else None,
+                      lambda loop: groups.groups[loop.key].parallel not in launched,
+                      lambda loop: groups.groups[loop.key].extent)
+    on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
+    insert_barriers(tree, on_chip, hazards)
+    return Nest(tree, hazards, on_chip)
+
+
+__all__ = ["ON_CHIP", "Nest", "barrier_nest", "statement_access"]

@@ -1,0 +1,171 @@
+"""The claims CPASYNC-WAIT and PIPELINE-WAR decide about a cp.async Timeline (model/pipeline.py),
+for a symbolic iteration, with z3 over the integers.
+
+Program order: position i of iteration k is k * W + i (W: Timeline.width); prologue iterations
+are k = -P'..-1, the loop's k = 0..E-1. A group is the copies a thread issued since its
+previous commit; after `cp.async.wait_group N` all but the newest N committed groups are
+complete. So the copy issued at position I is complete after a wait at position X with N
+pending iff at least N + 1 commits lie in (I, X]: the first closes the copy's group, the others
+are the newer groups the wait may leave in flight.
+
+    complete(k)  the read of iteration k (data k) comes after the ISSUE of data k, and after a
+                 WAIT that completes it, and a SYNC after that WAIT (groups are per thread:
+                 other threads' copies are seen after the barrier)
+    free(k, j)   the ISSUE at iteration k (data d = k + P, stage d % S) comes after a SYNC that
+                 follows every READ of an older datum j < d of the same stage
+
+Each check takes the latest WAIT instance before the read and the earliest SYNC after a WAIT
+or a READ: those are the best candidates, so the claim holds iff some candidate does. The
+extent E is the loop's where it is a constant, else every E >= 1 (a proof for more sizes than
+admitted). A fresh z3 context per query; unsat is proved, unknown is not.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from ...model.expr import try_int
+from ...model.pipeline import Step, Timeline
+from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict
+
+
+class _Model:
+    """Positions and commit counts of one Timeline in a fresh z3 context."""
+
+    def __init__(self, tl: Timeline):
+        self.tl = tl
+        self.ctx = z3.Context()
+        self.w = tl.width
+        self.p = tl.prefetch
+        self.pro = tl.prologue_iterations
+        self.facts = []
+        e = try_int(tl.extent)
+        self.e = z3.Int("extent", self.ctx)
+        self.facts.append(self.e == e if e is not None else z3.And(self.e >= 1, self.e <= MAX_EXTENT))
+
+    def int(self, name: str):
+        return z3.Int(name, self.ctx)
+
+    def val(self, n: int):
+        return z3.IntVal(n, self.ctx)
+
+    def pos(self, k, i: int):
+        return k * self.w + i
+
+    def issue(self, k):
+        """(position, issued) of the copy at iteration k: the loop's ISSUE, or the prologue's for k < 0."""
+        body = self.tl.positions(Step.ISSUE)
+        pro = self.tl.positions(Step.ISSUE, prologue=True)
+        a = self.val(body[0]) if body else None
+        b = self.val(pro[0]) if pro else None
+        in_loop = z3.And(k >= 0, k < self.e) if a is not None else z3.BoolVal(False, self.ctx)
+        in_pro = z3.And(k < 0, k >= -self.pro) if b is not None else z3.BoolVal(False, self.ctx)
+        where = z3.If(k >= 0, a if a is not None else self.val(0), b if b is not None else self.val(0))
+        return self.pos(k, 0) + where, z3.Or(in_loop, in_pro)
+
+    def commits(self, x, y):
+        """The commits at positions in (x, y]."""
+        total = self.val(0)
+        for c in self.tl.positions(Step.COMMIT):
+            total = total + self._count(x, y, c, self.val(0), self.e)
+        for c in self.tl.positions(Step.COMMIT, prologue=True):
+            total = total + self._count(x, y, c, self.val(-self.pro), self.val(0))
+        return total
+
+    def _count(self, x, y, c: int, lo, hi):
+        """#k in [lo, hi) with x < k * W + c <= y (z3's integer division floors for W > 0)."""
+        first = _max((x - c) / self.w + 1, lo)
+        last = _min((y - c) / self.w, hi - 1)
+        return z3.If(last >= first, last - first + 1, self.val(0))
+
+    def prove(self, k_vars, claim, values) -> Outcome:
+        s = z3.Solver(ctx=self.ctx)
+        s.set("timeout", DEFAULT_TIMEOUT_MS)
+        s.add(*self.facts)
+        s.add(z3.Not(claim))
+        r = s.check()
+        if r == z3.unsat:
+            return Outcome(Verdict.PROVED)
+        if r == z3.unknown:
+            return Outcome(Verdict.UNKNOWN, reason=s.reason_unknown())
+        m = s.model()
+        for v in list(k_vars) + [self.e]:  # the smallest iteration that fails, for a readable report
+            s.push()
+            for _ in range(64):
+                cur = m.eval(v, model_completion=True).as_long()
+                s.add(v < cur)
+                if s.check() != z3.sat:
+                    break
+                m = s.model()
+            s.pop()
+            s.add(v == m.eval(v, model_completion=True))
+            if s.check() == z3.sat:
+                m = s.model()
+        model = {str(v): m.eval(v, model_completion=True).as_long() for v in list(k_vars) + [self.e]}
+        derived = {name: m.eval(t, model_completion=True).as_long() for name, t in values.items()}
+        return Outcome(Verdict.COUNTEREXAMPLE, model, values=derived)
+
+
+def _max(a, b):
+    return z3.If(a >= b, a, b)
+
+
+def _min(a, b):
+    return z3.If(a <= b, a, b)
+
+
+def prove_complete(tl: Timeline) -> Outcome:
+    """CPASYNC-WAIT's claim: for all k in [0, E), complete(k) (module docstring). A counterexample
+    gives the iteration `k` and whether the data was issued before the read (`issued`), the
+    commits after its copy up to the last wait (`commits`) and that wait's `pending`."""
+    # Formal statement: for all E and k in [0, E), r the READ: issued(k - P) and I(k) < R(k) and
+    #   exists a WAIT w (latest instance before R) with I(k) < X_w and commits(I(k), X_w] >= N_w + 1
+    #   and a SYNC after X_w before R(k)
+    m = _Model(tl)
+    k = m.int("iteration")
+    r = tl.positions(Step.READ)[0]
+    read = m.pos(k, r)
+    at, issued = m.issue(k - m.p)
+    options = []
+    best_commits, best_pending = m.val(-1), m.val(-1)
+    for w in tl.positions(Step.WAIT):
+        kw = k if w < r else k - 1
+        x = m.pos(kw, w)
+        n = tl.body[w].pending
+        covered = m.commits(at, x)
+        syncs = []
+        for s in tl.positions(Step.SYNC):
+            ks = kw if s > w else kw + 1
+            syncs.append(z3.And(m.pos(ks, s) < read, ks < m.e))
+        options.append(z3.And(kw >= 0, x > at, covered >= n + 1, z3.Or(*syncs) if syncs else z3.BoolVal(False, m.ctx)))
+        best_commits, best_pending = z3.If(x > at, covered, best_commits), z3.If(x > at, m.val(n), best_pending)
+    claim = z3.And(issued, at < read, z3.Or(*options) if options else z3.BoolVal(False, m.ctx))
+    m.facts += [k >= 0, k < m.e]
+    values = {"issued before the read": z3.If(z3.And(issued, at < read), m.val(1), m.val(0)),
+              "commits after its copy": best_commits, "pending allowed": best_pending}
+    return m.prove([k], claim, values)
+
+
+def prove_free(tl: Timeline) -> Outcome:
+    """PIPELINE-WAR's claim: for every copy (iteration k, data d = k + P, stage d % S) and every
+    older datum j < d of that stage, a SYNC after the READ of j comes before the copy. A
+    counterexample gives the refilling iteration `k`, the data `d` it copies, the older `j`
+    still to be read, and their `stage`."""
+    # Formal statement: for all E, k in [-P', E), j in [0, E) with issued(k), 0 <= d = k + P < E, j < d and
+    #   j % S == d % S: exists a SYNC at position X with R(j) < X < I(k) (R(j): the READ of iteration j)
+    m = _Model(tl)
+    k, j = m.int("refill iteration"), m.int("read iteration")
+    r = tl.positions(Step.READ)[0]
+    at, issued = m.issue(k)
+    d = k + m.p
+    syncs = []
+    for s in tl.positions(Step.SYNC):
+        js = j if s > r else j + 1
+        syncs.append(z3.And(js < m.e, m.pos(js, s) < at))
+    claim = z3.Or(*syncs) if syncs else z3.BoolVal(False, m.ctx)
+    m.facts += [issued, d >= 0, d < m.e, j >= 0, j < d, j % tl.stages == d % tl.stages]
+    values = {"data": d, "stage": d % tl.stages}
+    return m.prove([k, j], claim, values)
+
+
+__all__ = ["prove_complete", "prove_free"]
