@@ -143,8 +143,34 @@ def exp(a):
     return _ops.unary("exp", a)
 
 
+def sum(tv, axes):  # noqa: A001 - nvFuser's name
+    """The sum of tv over `axes` (an int or a list of ints; negative counts from the end), added
+    in tv's compute type (DataType.compute: float32 for the 16-bit floats, int32 for int8) and
+    stored in tv's dtype. The output keeps each reduced axis in its logical domain as a reduction
+    IterDomain (IterType.Reduction) to schedule; its shape drops them (nvFuser's keep_dim=False):
+    tp.sum of an [M, N] tensor over axis 1 is an [M] array. Reduction axes run as a serial or
+    unrolled loop, or across the threads of a block (TIDx/TIDy/TIDz); TensorView.rfactor splits a
+    reduction in two. nvFuser's ops.sum(tv, axes).
+
+        t1 = tp.sum(t0, 1)            # [M, N] -> [M]: row sums
+        t2 = tp.sum(t0, [0, 1])       # every element"""
+    from .model.reduction import reduction
+
+    return reduction("sum", tv, axes)
+
+
+def max(tv, axes):  # noqa: A001 - nvFuser's name
+    """The largest value of tv over `axes`, as tp.sum (NaN wins, as in PyTorch: a NaN among the
+    values gives NaN). nvFuser's ops.max(tv, axes).
+
+        t1 = tp.max(t0, -1)           # [M, N] -> [M]"""
+    from .model.reduction import reduction
+
+    return reduction("max", tv, axes)
+
+
 # `from tileproof import *` brings every public name except those that would shadow a Python
-# builtin: tp.abs, tp.compile and tp.set keep nvFuser's names, so call them through `tp.`.
+# builtin: tp.abs, tp.compile, tp.max, tp.set and tp.sum keep nvFuser's names, so call them through `tp.`.
 __all__ = [
     "AllocatedId",
     "Allocation",

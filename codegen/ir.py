@@ -312,9 +312,40 @@ class TmemDealloc(Sync):
     linear_thread: Expr = const(0)
 
 
+# -- reductions (codegen/lower/reduction.py) ------------------------------------------------------
+
+@dataclass
+class ReduceInit:
+    """Each of the `elements` registers of a reduction's accumulator `acc` (of the compute type
+    `dtype`) holds `neutral`, before the reduction's first reduction loop (model/reduction.py)."""
+
+    acc: str
+    elements: int
+    dtype: DataType
+    neutral: int | float
+    comment: str = ""
+
+
+@dataclass
+class BlockReduce:
+    """The threads of the block combine their accumulators `acc` across the thread indices marked
+    in `threads` (x, y, z): warp shuffles, then shared memory (`scratch`, between two
+    __syncthreads); every thread ends with its group's total. Every thread of the block runs it:
+    it sits outside every predicate, and a thread that accumulated nothing holds the neutral
+    element. `combine` is the binary op (add, maximum)."""
+
+    acc: str
+    elements: int
+    dtype: DataType
+    combine: str
+    threads: tuple[bool, bool, bool]
+    scratch: str
+    comment: str = ""
+
+
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CpAsyncWait)
+              CpAsyncCopy, CpAsyncWait, ReduceInit, BlockReduce)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:
@@ -329,6 +360,15 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             lines.append(f"{pad}{'fence.proxy.async + ' if n.fence_async else ''}sync  # {n.why}")
         elif isinstance(n, TmaWait):
             lines.append(f"{pad}wait {n.barrier}  # {n.why}")
+        elif isinstance(n, ReduceInit):
+            lines.append(f"{pad}{n.acc}[0..{n.elements}) = {n.neutral}")
+        elif isinstance(n, BlockReduce):
+            over = "".join(c for c, r in zip("xyz", n.threads) if r)
+            lines.append(f"{pad}block {n.combine} of {n.acc}[0..{n.elements}) over threadIdx.{over} via {n.scratch}")
+            lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}), each then commit")
+            lines.append(format_nodes(n.body, indent + 1))
+            lines.append(f"{pad}the copies of iteration {n.index} + {n.prefetch} (if below {n.extent}), stage % {n.stages}")
+            lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, CpAsyncWait):
             lines.append(f"{pad}{'cp.async.commit_group + ' if n.commit else ''}cp.async.wait_group {n.pending}"
                          f"  # {n.why}")

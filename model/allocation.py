@@ -3,7 +3,8 @@
 1. An IterDomain parallelized on a type the memory is distributed across is not allocated.
 2. One parallelized on a type the memory is shared across is always allocated.
 3. Otherwise IterDomains right of the compute-at position are allocated, left of it not.
-Extent-1 and broadcast IterDomains occupy nothing. Global tensors are allocated whole.
+Extent-1 and broadcast IterDomains occupy nothing, nor do reduction IterDomains (the tensor holds
+one value across them: the reduction's total). Global tensors are allocated whole.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ SHARED: dict[MemoryType, tuple[ParallelType, ...]] = {
 @dataclass(frozen=True)
 class AllocatedId:
     """One row of an allocation table: IterDomain `id`, whether it is `allocated`, the `rule` that
-    decided ("distributed", "shared", "compute-at", "trivial" for extent 1, "global") with its
+    decided ("distributed", "shared", "compute-at", "trivial" for extent 1, "global", "reduction") with its
     `reason` in words, and for tensor memory the `side` ("lane" or "column")."""
 
     id: IterDomain
     allocated: bool
-    rule: str  # "distributed", "shared", "compute-at", "trivial", "global"
+    rule: str  # "distributed", "shared", "compute-at", "trivial", "global", "reduction"
     reason: str
     side: str | None = None  # "lane" / "column" for tensor memory
 
@@ -149,6 +150,8 @@ def _decide(tv: TensorView, i: IterDomain, mem: MemoryType, loop_pos: dict[int, 
     p = i.parallel_type
     if i.is_broadcast or try_int(i.extent_expr) == 1:
         return AllocatedId(i, True, "trivial", "extent 1: occupies nothing", side)
+    if i.is_reduction:
+        return AllocatedId(i, False, "reduction", "a reduction axis: the tensor holds its total, one value", side)
     if p in DISTRIBUTED[mem]:
         return AllocatedId(i, False, "distributed", f"{mem} memory is distributed across {p}", side)
     if p in SHARED[mem]:

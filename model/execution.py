@@ -17,6 +17,12 @@ Predicates (one `Cond` each):
                   index 0 alone: the others would write the same values
 Registers (Local) have no single writer: every thread along an unbound dimension
 computes the tensor for itself.
+
+A reduction (model/reduction.py) reads its input at every point of its loop nest and stores
+each element once, after its loops and the block's combine: tensor_execution is its
+accumulation (no single writer: every thread adds its part), store_execution its store
+(no reduction loop, no predicate on a reduction axis, and a single writer along the thread
+types the reduction combines: the axes bound to them are not its elements').
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from .indexing import (
     indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
 )
 from .iterdomain import Merge, Split
+from .reduction import is_reduction_tensor
 from .tensor import TensorView
 from .types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 
@@ -131,9 +138,31 @@ def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
         if p in launch:
             ranges.setdefault(p.cuda_name, launch[p])
     indices = indices_from_loop(tv, env)
-    conds = _extent_conds(tv, launch) + _hole_conds(tv, indices) + _writer_conds(tv, launch)
+    writers = [] if is_reduction_tensor(tv) else _writer_conds(tv, launch)  # a reduction stores after its loops
+    conds = _extent_conds(tv, launch) + _hole_conds(tv, indices) + writers
     launch_index = {p: var(p.cuda_name) for p in LAUNCH_TYPES if p in launch}
     return TensorExecution(tv, env, ranges, indices, tuple(conds), launch_index)
+
+
+def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
+                    names: dict[int, str] | None = None) -> TensorExecution:
+    """The points that store tv's elements: its statement (tensor_execution), but for a
+    reduction the store after its loops: the predicates that involve a reduction axis (its
+    thread extent, holes its loops reach) dropped, its serial reduction loops' indices 0 (the
+    store is outside them), and one writer along the thread types its reduction axes bind
+    (the combine left the same total in all of them) for a shared or global tensor."""
+    ex = tensor_execution(tv, launch, names)
+    if not is_reduction_tensor(tv):
+        return ex
+    # an element is a point of the iteration IDs: the bounds of reduction IDs (a reduced root, a split
+    # of it, a reduction axis's thread extent) bound the terms, not the elements; every element is
+    # stored, the neutral value where no term is valid
+    conds = (_extent_conds(tv, launch, elements=True) + _hole_conds(tv, ex.indices, elements=True)
+             + _writer_conds(tv, launch))
+    loops = {ex.env[i.uid].value: const(0) for i in tv.loop
+             if i.is_reduction and ex.env[i.uid].op == "var" and i.parallel_type not in LAUNCH_TYPES}
+    stored = TensorExecution(tv, ex.env, ex.ranges, ex.indices, tuple(conds), ex.launch_index)
+    return stored.renamed(loops) if loops else stored
 
 
 def element_offset(tv: TensorView, idx: dict[int, Expr], allocation: Allocation | None) -> Expr:
@@ -157,25 +186,27 @@ def vector_axis(tv: TensorView):
 
 
 def bound_types(tv: TensorView) -> set[ParallelType]:
-    """The launched types a non-broadcast loop axis of tv binds (it splits tv's elements)."""
-    return {i.parallel_type for i in tv.loop if i.parallel_type in LAUNCH_TYPES and not i.is_broadcast}
+    """The launched types a non-broadcast, non-reduction loop axis of tv binds (it splits tv's
+    elements; a reduction axis splits the terms of a sum, which the block combines)."""
+    return {i.parallel_type for i in tv.loop
+            if i.parallel_type in LAUNCH_TYPES and not i.is_broadcast and not i.is_reduction}
 
 
-def _extent_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond]:
+def _extent_conds(tv: TensorView, launch: dict[ParallelType, Expr], elements: bool = False) -> list[Cond]:
     out = []
     for i in tv.loop:
         p = i.parallel_type
-        if i.is_broadcast or p not in LAUNCH_TYPES:
+        if i.is_broadcast or p not in LAUNCH_TYPES or (elements and i.is_reduction):
             continue  # a broadcast axis: one value, computed alike by every thread/block along p
         if launch.get(p) != i.extent_expr:
             out.append(Cond(var(p.cuda_name), "<", i.extent_expr, "thread extent", CondKind.THREAD_EXTENT))
     return out
 
 
-def _hole_conds(tv: TensorView, indices: dict[int, Expr]) -> list[Cond]:
+def _hole_conds(tv: TensorView, indices: dict[int, Expr], elements: bool = False) -> list[Cond]:
     needed = needed_bounds(tv)
     return [Cond(b.value, "<", b.extent, f"hole of {b.id.label()}", CondKind.HOLE)
-            for b in valid_item_bounds(tv, indices) if b.id.uid in needed]
+            for b in valid_item_bounds(tv, indices) if b.id.uid in needed and not (elements and b.id.is_reduction)]
 
 
 def _writer_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond]:

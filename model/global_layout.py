@@ -9,7 +9,9 @@ form (its outer stride depends on padding): `allocation_problem` says so.
 
 A contiguous axis has the stride of the next inner one times that one's extent (the
 innermost: 1); a discontiguous axis gets its stride as a kernel argument (the variable
-`stride_var`), bound from the array at run time. Broadcast axes are never indexed (stride 0).
+`stride_var`), bound from the array at run time. Broadcast axes are never indexed (stride 0),
+nor are the reduction axes of a reduction's output, which are not in its array (the allocation
+domain may leave them out).
 The code generator lays global tensors out with these strides (codegen/lower/gmem.py), the
 TMA inference builds tensor maps from them (model/tma_inference.py) and the verifier's
 vectorization rules read the same offsets.
@@ -63,12 +65,14 @@ def _memory_axes(tv: TensorView) -> list[tuple[int, bool | None]] | str:
             return (f"allocation axis {k} ({a.label()}) of {tv.name} is not a logical axis or a merge of logical "
                     f"axes: {leaves}")
         c = tv.contiguity[k]
-        last = max((j for j, i in enumerate(leaves) if not i.is_broadcast), default=-1)
+        last = max((j for j, i in enumerate(leaves) if not i.is_broadcast and not i.is_reduction), default=-1)
         for j, i in enumerate(leaves):
-            if i.is_broadcast:
+            if i.is_broadcast or i.is_reduction:
                 out.append((logical_pos[i.uid], None))
             else:  # inside a merge each axis is followed by the next without a gap
                 out.append((logical_pos[i.uid], c is not False if j == last else True))
+    listed = {a for a, _ in out}
+    out += [(k, None) for k, i in enumerate(tv.logical) if i.is_reduction and k not in listed]  # not in the array
     axes = sorted(a for a, _ in out)
     if axes != list(range(len(tv.logical))):
         missing = [tv.logical[a].label() for a in range(len(tv.logical)) if a not in axes]
@@ -95,7 +99,7 @@ def global_strides(tv: TensorView) -> GlobalStrides | None:
     for k in reversed(range(len(axes))):
         axis, contiguous = axes[k]
         ident = tv.logical[axis]
-        if ident.is_broadcast:
+        if ident.is_broadcast or ident.is_reduction:
             continue
         if contiguous is False:
             running = var(stride_var(tv.name, axis))
@@ -109,6 +113,6 @@ def global_offset(tv: TensorView, layout: GlobalStrides, idx: dict[int, Expr]) -
     terms = []
     for k, axis in enumerate(layout.alloc_axes):
         ident = tv.logical[axis]
-        if not ident.is_broadcast:
+        if not ident.is_broadcast and not ident.is_reduction:
             terms.append(mul(idx[ident.uid], layout.strides[k]))
     return add(*terms) if terms else const(0)

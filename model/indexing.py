@@ -46,9 +46,20 @@ def indices_from_logical(tv: TensorView, logical: list[Expr]) -> dict[int, Expr]
     return {i.uid: e for i, e in idx.items()}
 
 
+def indices_from_root(tv: TensorView, root: list[Expr]) -> dict[int, Expr]:
+    """uid -> index for every ID of tv, computed forward from its root indices (the logical
+    ones but for an rfactor's partial reduction, whose logical domain derives from its root)."""
+    idx: dict[IterDomain, Expr] = dict(zip(tv.root, root))
+    for t in tv.history:
+        if all(x in idx for x in t.inputs):
+            idx.update(t.forward(idx))
+    return {i.uid: e for i, e in idx.items()}
+
+
 def producer_logical(op, k: int, consumer_idx: dict[int, Expr]) -> list[Expr]:
-    """The logical indices of op.inputs[k] read at the consumer's point."""
-    out_logical = op.output.logical
+    """The logical indices of op.inputs[k] read at the consumer's point (the op maps the
+    consumer's root axes to the producer's logical axes)."""
+    out_logical = op.output.root
     producer = op.inputs[k]
     result: list[Expr] = [const(0)] * len(producer.logical)
     for j, src in enumerate(op.logical_map[k]):

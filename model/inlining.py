@@ -2,7 +2,8 @@
 
 A tensor may be inlined into its consumers at position p when, for every
 consumer and every axis k < p, the consumer's loop axis k is the same iteration
-(IdMap) and neither is vectorized (a vector is produced whole, not per element).
+(IdMap) and neither is vectorized (a vector is produced whole, not per element), and no
+tensor is inlined past its own reduction axes (its consumers read totals, after its loops).
 inline_most and inline_all_at also stop before a Bulk axis, as nvFuser's do: a TMA tile
 axis is covered by one instruction and is not a loop another tensor can share.
 """
@@ -24,6 +25,8 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
     if tv.is_fusion_input or not consumers:
         return 0, "fusion inputs and tensors without consumers are not inlined"
     for k, i in enumerate(tv.loop):
+        if i.is_reduction:  # its consumers read the totals, after the reduction's loops
+            return k, f"axis {k} of {tv.name} ({i.label()}) is a reduction axis"
         if i.parallel_type is ParallelType.Vectorize:
             return k, f"axis {k} of {tv.name} ({i.label()}) is vectorized"
         if before_bulk and i.parallel_type is ParallelType.Bulk:

@@ -22,6 +22,7 @@ from .types import IterType, ParallelType
 from .notation import user_str
 
 _uids = itertools.count()
+_PREFIX = {IterType.Iteration: "i", IterType.Broadcast: "b", IterType.Reduction: "r"}
 
 Numbers = Callable[[], int]  # a fusion's IterDomain numbering: the next number on each call
 
@@ -63,10 +64,16 @@ class IterDomain:
         return self.iter_type is IterType.Broadcast
 
     @property
+    def is_reduction(self) -> bool:
+        """Whether this is a reduction axis (IterType.Reduction): tp.sum / tp.max combine the values
+        along it, and it is not in the output's shape; nvFuser's isReduction()."""
+        return self.iter_type is IterType.Reduction
+
+    @property
     def name(self) -> str:
-        """`i7` (`b3` for a broadcast axis): the name the schedule tree, diagnostics and pictures
-        use for this IterDomain, numbered per fusion."""
-        return f"{'b' if self.is_broadcast else 'i'}{self.number}"
+        """`i7` (`b3` for a broadcast axis, `r5` for a reduction axis): the name the schedule tree,
+        diagnostics and pictures use for this IterDomain, numbered per fusion."""
+        return f"{_PREFIX[self.iter_type]}{self.number}"
 
     def parallelize(self, parallel_type: ParallelType) -> "IterDomain":
         """Bind this loop axis to `parallel_type` (tp.ParallelType: BIDx.., TIDx.., Bulk for a
@@ -85,10 +92,11 @@ class IterDomain:
         self.parallel_origin = origin
 
     def label(self) -> str:
-        """nvFuser-like: `TIDx{128}`, `i7{64}` (serial), `b3{1}` (broadcast)."""
+        """nvFuser-like: `TIDx{128}`, `i7{64}` (serial), `b3{1}` (broadcast), `r5{N}` (a serial
+        reduction axis), `rTIDx{128}` (a parallel one)."""
         ext = user_str(self.extent)
         if self.parallel_type is not ParallelType.Serial:
-            return f"{self.parallel_type.value}{{{ext}}}"
+            return f"{'r' if self.is_reduction else ''}{self.parallel_type.value}{{{ext}}}"
         return f"{self.name}{{{ext}}}"
 
     def __repr__(self) -> str:
@@ -211,6 +219,8 @@ class Merge(Transform):
         by `numbers`; `origin` is the user's file:line. TensorView.merge calls it; it does not
         touch any tensor."""
         it = IterType.Broadcast if outer.is_broadcast and inner.is_broadcast else IterType.Iteration
+        if outer.is_reduction and inner.is_reduction:
+            it = IterType.Reduction  # TensorView.merge refuses a reduction merged with another kind
         out = IterDomain(mul(outer.extent_expr, inner.extent_expr), number=numbers(), iter_type=it, origin=origin)
         t = Merge(outer, inner, out)
         t.out.definition = t
@@ -255,11 +265,16 @@ class Swizzle(Transform):
         """An XOR swizzle of `x` and `y` with fresh outputs of the same extents, numbered by
         `numbers`; `origin` is the user's file:line, `loop` the loop domain it was called on.
         TensorView.swizzle calls it; it does not touch any tensor."""
-        t = Swizzle(x, y, IterDomain(x.extent_expr, number=numbers(), origin=origin),
-                    IterDomain(y.extent_expr, number=numbers(), origin=origin), tuple(loop))
+        t = Swizzle(x, y, IterDomain(x.extent_expr, number=numbers(), origin=origin, iter_type=_swizzled(x)),
+                    IterDomain(y.extent_expr, number=numbers(), origin=origin, iter_type=_swizzled(y)), tuple(loop))
         t.x_out.definition = t
         t.y_out.definition = t
         return t
+
+
+def _swizzled(i: IterDomain) -> IterType:
+    """A swizzle output keeps a reduction axis's kind (TensorView.swizzle refuses mixing kinds)."""
+    return IterType.Reduction if i.is_reduction else IterType.Iteration
 
 
 def wrong_enum(func: str, arg: str, kind: type[enum.Enum], value) -> ScheduleError:

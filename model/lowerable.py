@@ -172,7 +172,7 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
                     tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)}, location=tv.origin))
                 continue
             for k in range(ca):
-                if not idmap.same(tv.loop[k], c.loop[k]):
+                if not idmap.same(tv.loop[k], c.loop[k]) or tv.loop[k].is_reduction:
                     unmapped.append(Problem(
                         f"{tv.name} is inlined at position {tv.compute_at} but its loop axis {k} "
                         f"({tv.loop[k].label()}) is not {c.name}'s loop axis {k} ({c.loop[k].label()})",
@@ -180,7 +180,9 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
                              f"before inlining so that the first {tv.compute_at} loop axes stay the same",
                         tensor=tv.name, ids=(tv.loop[k].name, c.loop[k].name),
                         values={"compute_at": tv.compute_at, "axis": k},
-                        notes=(f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
+                        notes=(f"{tv.name}'s axis {k} is a reduction axis: its consumers read totals, after "
+                               f"the reduction's loops" if tv.loop[k].is_reduction else
+                               f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
                         location=tv.loop[k].origin or tv.origin))
                     break
                 ra, rb = find((tv.name, k)), find((c.name, k))
@@ -276,28 +278,60 @@ def nest(items: Sequence[tuple[Sequence[Hashable], Any]]) -> tuple[list, NestCon
     return root, None
 
 
+def statement_items(order: Sequence[TensorView], groups: LoopGroups) -> list[tuple[list[int], object]]:
+    """Each statement of the kernel in order, as (the loop groups it is nested in, the statement):
+    a tensor for its one statement, a (tensor, Phase) pair for each step of a reduction
+    (model/reduction.py phases). The code generator nests the same statements
+    (codegen/lower/__init__.py), the verifier places barriers on them (verifier/analysis/barrier_nest.py)."""
+    from .reduction import Phase, insert_init, phases
+
+    items: list[tuple[list[int], object]] = []
+    for tv in order:
+        path = statement_path(tv, groups)
+        for steps, phase in phases(tv, path):
+            keys = [g.index for g in steps]
+            if phase is Phase.INIT:  # before the producers inlined into its reduction loop
+                insert_init(items, keys, path[len(steps)].index, (tv, phase))
+            else:
+                items.append((keys, tv if phase is Phase.STATEMENT else (tv, phase)))
+    return items
+
+
+def statement_tensor(item) -> TensorView:
+    """The tensor a statement of statement_items computes."""
+    return item[0] if isinstance(item, tuple) else item
+
+
+def _names(tensors) -> list[str]:
+    out: list[str] = []
+    for t in tensors:
+        if t.name not in out:
+            out.append(t.name)
+    return out
+
+
 def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: LoopGroups | None = None) -> list[Problem]:
     order = list(execution_order(fusion) if order is None else order)
     groups = groups or loop_groups(fusion, order)
     if groups.unmapped or groups.mismatched:
         return []  # the inlining rules report these; the loops are not one nest yet
-    items = [([g.index for g in statement_path(tv, groups)], tv) for tv in order]
+    items = statement_items(order, groups)
     _, conflict = nest(items)
     if conflict is None:
         return []
     g = groups.groups[conflict.key]
-    tv = order[conflict.statement]
-    paths = [statement_path(t, groups) for t in order]
-    inside = [order[j].name for j in range(conflict.statement) if g in paths[j]]
-    last = max(j for j in range(conflict.statement) if g in paths[j])
-    between = [t.name for t in order[last + 1:conflict.statement]]
+    tv = statement_tensor(items[conflict.statement][1])
+    before = items[:conflict.statement]
+    inside = _names(statement_tensor(t) for keys, t in before if g.index in keys)
+    last = max(j for j, (keys, _) in enumerate(before) if g.index in keys)
+    between = _names(statement_tensor(t) for _, t in items[last + 1:conflict.statement])
     return [Problem(
         f"the loop of {', '.join(g.labels())} would be split in two: {', '.join(between)} runs between "
         f"{', '.join(inside)} and {tv.name}, outside that loop",
         hint=f"inline {', '.join(between)} into the same loop (inline_at / inline_most), or do not inline "
              f"{', '.join(inside)} with {tv.name}",
         tensor=tv.name, ids=(g.first.name,),
-        values={"statement": conflict.statement, "loop_members": len(g.members)},
+        values={"statement": order.index(tv), "loop_members": len(g.members)},
         notes=(f"statements in execution order: {', '.join(t.name for t in order)}",
                "a loop of the kernel is one C++ for loop: the statements that share it must be adjacent"),
         location=tv.origin)]
@@ -578,6 +612,9 @@ def unsupported_features(fusion) -> list[Problem]:
                     hint="leave the axis Serial or bind it to a block index (BIDx/BIDy/BIDz)",
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
     out += _instruction_features(fusion, order)
+    from .reduction import unsupported_reductions
+
+    out += unsupported_reductions(fusion, order)
     from .cp_async import structure_problems  # cp.async: global -> shared, its vector innermost, zero fill
     out += structure_problems(fusion, order)
     for tv in list(fusion.inputs) + list(fusion.outputs):

@@ -15,7 +15,7 @@ class IdMap:
         self.fusion = fusion
         self._parent: dict[int, int] = {}
         for tv in fusion.tensors:
-            for i in tv.logical:
+            for i in tv.root + tv.logical:
                 self._parent.setdefault(i.uid, i.uid)
         for op in fusion.exprs:
             out = op.output
@@ -23,9 +23,17 @@ class IdMap:
                 for j, k in enumerate(mapping):
                     if k is None:
                         continue
-                    a, b = out.logical[j], inp.logical[k]
+                    a, b = out.root[j], inp.logical[k]
                     if a.is_broadcast == b.is_broadcast:
                         self._union(a.uid, b.uid)
+        # an rfactor's partial reduction has logical IDs derived from its root: the IDs mapped
+        # to one of them iterate as it does (its transform's key)
+        self._derived: dict[int, IterDomain] = {}
+        for tv in fusion.tensors:
+            own = {id(t) for t in tv.history}
+            for i in tv.logical:
+                if i.definition is not None and id(i.definition) in own:
+                    self._derived[self._find(i.uid)] = i
         self._keys: dict[int, int] = {}
         self._intern: dict[tuple, int] = {}
 
@@ -45,6 +53,9 @@ class IdMap:
         if k is not None:
             return k
         t = i.definition
+        if t is None and i.uid in self._parent and self._derived.get(self._find(i.uid), i) is not i:
+            k = self._keys[i.uid] = self.key(self._derived[self._find(i.uid)])
+            return k
         if t is None:
             raw: tuple = ("root", self._find(i.uid)) if i.uid in self._parent else ("orphan", i.uid)
         elif isinstance(t, Split):

@@ -13,6 +13,7 @@ from .errors import ScheduleError
 from .expr import Expr, const, var
 from .fusion import Op, Scalar, current_fusion
 from .iterdomain import IterDomain, as_index, wrong_enum
+from .reduction import element_axes
 from .tensor import TensorView
 from .types import DTYPES, CacheOp, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float32, float64
 
@@ -91,7 +92,7 @@ def make_contig_tensor(ndims: int, dtype=float32) -> TensorView:
 
 
 def _like(src: TensorView, dtype: DataType | None = None, order: Sequence[int] | None = None) -> TensorView:
-    order = list(range(len(src.logical))) if order is None else list(order)
+    order = element_axes(src) if order is None else list(order)  # a reduced axis is not in the shape
     ids = [IterDomain(src.logical[k].extent_expr, number=src.fusion.next_iterdomain_number(),
                       iter_type=src.logical[k].iter_type) for k in order]
     return TensorView(src.fusion, ids, dtype or src.dtype)
@@ -121,8 +122,7 @@ def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set,  # noqa: A001
         raise wrong_enum("set", "op", LoadStoreOpType, op)
     check_cache_op("set", op, cache_op)
     out = _like(tv)
-    n = len(tv.logical)
-    tv.fusion._register_op(Op(OpKind.LOAD_STORE, [tv], out, [list(range(n))], name="set", op_type=op,
+    tv.fusion._register_op(Op(OpKind.LOAD_STORE, [tv], out, [element_axes(tv)], name="set", op_type=op,
                               cache_op=cache_op))
     return out
 
@@ -142,13 +142,14 @@ def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
 
         t1 = tp.transpose(t0, 0, 1)   # [M, N] -> [N, M]"""
     _check_tv("transpose", tv)
-    n = len(tv.logical)
+    axes = element_axes(tv)
+    n = len(axes)
     for arg, d in (("dim0", dim0), ("dim1", dim1)):
         if as_index(d) is None:
             raise ScheduleError(f"transpose: {arg} must be an int, got {type(d).__name__} {d!r}")
         if not -n <= as_index(d) < n:
             raise ScheduleError(f"transpose: {arg} {d!r} is out of range for {tv.name} with {n} dimensions")
-    order = list(range(n))
+    order = list(axes)
     a, b = as_index(dim0) % n, as_index(dim1) % n
     order[a], order[b] = order[b], order[a]
     out = _like(tv, order=order)
@@ -166,9 +167,10 @@ def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
         raise ScheduleError(f"broadcast: is_broadcast_dim must be a list of True / False, one per output axis, "
                             f"got {is_broadcast_dim!r}")
     flags = list(is_broadcast_dim)
-    if sum(1 for f in flags if not f) != len(tv.logical):
+    axes = element_axes(tv)
+    if sum(1 for f in flags if not f) != len(axes):
         raise ScheduleError(
-            f"broadcast: {len(flags) - sum(flags)} non-broadcast entries for {tv.name} with {len(tv.logical)} dimensions"
+            f"broadcast: {len(flags) - sum(flags)} non-broadcast entries for {tv.name} with {len(axes)} dimensions"
         )
     ids, mapping, k = [], [], 0
     for f in flags:
@@ -176,9 +178,9 @@ def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
             ids.append(IterDomain(const(1), number=tv.fusion.next_iterdomain_number(), iter_type=IterType.Broadcast))
             mapping.append(None)
         else:
-            src = tv.logical[k]
+            src = tv.logical[axes[k]]
             ids.append(IterDomain(src.extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=src.iter_type))
-            mapping.append(k)
+            mapping.append(axes[k])
             k += 1
     out = TensorView(tv.fusion, ids, tv.dtype)
     tv.fusion._register_op(Op(OpKind.BROADCAST, [tv], out, [mapping], name="broadcast"))
@@ -194,7 +196,7 @@ def unary(name: str, tv: TensorView) -> TensorView:
     if name not in UNARY:
         raise ScheduleError(f"unknown unary op {name!r}; supported: {', '.join(UNARY)}")
     out = _like(tv)
-    tv.fusion._register_op(Op(OpKind.UNARY, [tv], out, [list(range(len(tv.logical)))], name=name))
+    tv.fusion._register_op(Op(OpKind.UNARY, [tv], out, [element_axes(tv)], name=name))
     return out
 
 
@@ -212,7 +214,7 @@ def cast(tv: TensorView, dtype) -> TensorView:
     if dtype == tv.dtype:
         return set(tv)
     out = _like(tv, dtype)
-    tv.fusion._register_op(Op(OpKind.CAST, [tv], out, [list(range(len(tv.logical)))], name="cast"))
+    tv.fusion._register_op(Op(OpKind.CAST, [tv], out, [element_axes(tv)], name="cast"))
     return out
 
 
@@ -262,7 +264,7 @@ def _binary_with_number(name: str, a, b) -> TensorView:
     value = _scalar_value(name, "b" if position == 1 else "a", number, tv.dtype)
     given = int(number) if isinstance(number, numbers.Integral) else float(number)
     out = _like(tv)
-    tv.fusion._register_op(Op(OpKind.BINARY, [tv], out, [list(range(len(tv.logical)))], name=name,
+    tv.fusion._register_op(Op(OpKind.BINARY, [tv], out, [element_axes(tv)], name=name,
                               scalar=Scalar(value, position, given)))
     return out
 
@@ -277,19 +279,19 @@ def binary(name: str, a, b) -> TensorView:
         return _binary_with_number(name, a, b)
     _check_tv(name, a, "a")
     _check_tv(name, b, "b")
-    if len(a.logical) != len(b.logical):
-        raise ScheduleError(f"{name}: {a.name} has {len(a.logical)} dimensions, {b.name} has {len(b.logical)}; broadcast first")
+    axes_a, axes_b = element_axes(a), element_axes(b)
+    if len(axes_a) != len(axes_b):
+        raise ScheduleError(f"{name}: {a.name} has {len(axes_a)} dimensions, {b.name} has {len(axes_b)}; broadcast first")
     if a.dtype != b.dtype:
         raise ScheduleError(f"{name}: dtypes differ ({a.dtype} vs {b.dtype}); cast first")
     ids = []
-    for x, y in zip(a.logical, b.logical):
+    for x, y in zip([a.logical[k] for k in axes_a], [b.logical[k] for k in axes_b]):
         src = y if x.is_broadcast else x
         if not x.is_broadcast and not y.is_broadcast and x.extent_expr != y.extent_expr:
             raise ScheduleError(f"{name}: extents {x.extent} and {y.extent} differ")
         ids.append(IterDomain(src.extent_expr, number=a.fusion.next_iterdomain_number(), iter_type=src.iter_type))
     out = TensorView(a.fusion, ids, a.dtype)
-    n = len(ids)
-    a.fusion._register_op(Op(OpKind.BINARY, [a, b], out, [list(range(n)), list(range(n))], name=name))
+    a.fusion._register_op(Op(OpKind.BINARY, [a, b], out, [axes_a, axes_b], name=name))
     return out
 
 
@@ -297,6 +299,10 @@ def redirect_definition(tv: TensorView, op_type: LoadStoreOpType) -> TensorView:
     """cache_before: `tv`'s definition now writes a new tensor, and tv = set(new)."""
     fusion = tv.fusion
     old = tv.definition
+    if old.kind is OpKind.REDUCTION:  # the cache computes the reduction; tv becomes a copy of its shape
+        from .reduction import cache_before
+
+        return cache_before(tv, op_type)
     with fusion:
         new = _like(tv)
     old.output = new

@@ -53,6 +53,8 @@ def _replay(idmap: IdMap, ref: TensorView, tv: TensorView) -> None:
         ins = [have.get(idmap.key(i)) for i in t.inputs]
         if any(i is None or i not in tv.loop for i in ins):
             continue  # best effort: this tensor lacks an input (e.g. a broadcast-only axis)
+        if len({i.is_reduction for i in ins}) > 1:
+            continue  # a reduction axis merges or swizzles only with reduction axes (TensorView.merge)
         numbers = tv.fusion.next_iterdomain_number
         if isinstance(t, Split):
             new = Split.make(ins[0], t.factor, t.inner_split, t.outer.origin, numbers)

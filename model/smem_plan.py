@@ -5,7 +5,8 @@ One plan, used by the verifier (SMEM-ALIGNMENT, SMEM-CAPACITY) and by the code g
 fusion order, each at the next multiple of its alignment: 16 bytes for plain buffers
 (vector accesses), 128 for TMA buffers (the copy faults otherwise), the swizzle period
 (256 / 512 / 1024 bytes) for TMA-swizzled buffers. The dynamic base itself is declared
-`__align__(1024)`, so a buffer offset is also its address modulo 1024.
+`__align__(1024)`, so a buffer offset is also its address modulo 1024. Block reductions
+(model/reduction.py) combine their threads' partials in one scratch buffer after the tensors.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from .types import LoadStoreOpType, MemoryType, OpKind
 BASE_ALIGN = 1024
 PLAIN_ALIGN, TMA_ALIGN = 16, 128
 MBARRIER_BYTES = 8
+SCRATCH = "tp_scratch"  # the block reductions' partials (not a tensor)
 
 
 @dataclass(frozen=True)
@@ -71,4 +73,17 @@ def plan_shared_memory(fusion: Fusion, allocations: dict[str, Allocation]) -> Sm
         size = allocations[tv.name].bytes_expr
         buffers[tv.name] = SmemBuffer(tv.name, offset, size, align, why)
         cursor = add(offset, size)
+    scratch = _reduction_scratch(fusion)
+    if scratch is not None:
+        offset = mul(ceildiv(cursor, PLAIN_ALIGN), PLAIN_ALIGN)
+        buffers[SCRATCH] = SmemBuffer(SCRATCH, offset, scratch, PLAIN_ALIGN, "block reductions' partials")
+        cursor = add(offset, scratch)
     return SmemPlan(buffers, cursor)
+
+
+def _reduction_scratch(fusion: Fusion) -> Expr | None:
+    from .indexing import thread_dims
+    from .lowerable import execution_order
+    from .reduction import scratch_bytes
+
+    return scratch_bytes(fusion, execution_order(fusion), thread_dims(fusion))

@@ -27,6 +27,7 @@ class TensorView:
         self.name = fusion._next_tensor_name()
         self.dtype = dtype
         self.logical: list[IterDomain] = list(logical)
+        self.root: list[IterDomain] = self.logical  # another list only for an rFactor's partial reduction
         self.loop: list[IterDomain] = list(logical)
         self.history: list[Transform] = []
         self.allocation: list[IterDomain] | None = None
@@ -61,6 +62,12 @@ class TensorView:
         """A copy of the logical domain, the tensor's shape as created (nvFuser's getLogicalDomain())."""
         return list(self.logical)
 
+    def get_root_domain(self) -> list[IterDomain]:
+        """A copy of the root domain: the axes the defining op maps to its inputs (nvFuser's
+        getRootDomain()). It is the logical domain, except for the partial reduction that
+        `rfactor` makes, whose logical domain holds the split reduction axes."""
+        return list(self.root)
+
     def get_allocation_domain(self) -> list[IterDomain]:
         """The allocation domain; when none was set, global tensors are allocated
         along their logical domain and on-chip tensors along their loop domain."""
@@ -75,7 +82,7 @@ class TensorView:
     def all_ids(self) -> list[IterDomain]:
         """Every IterDomain of this tensor: the logical ones, then each transform's outputs in the
         order they were made (nvFuser's TensorDomain::allIDs())."""
-        seen: dict[int, IterDomain] = {i.uid: i for i in self.logical}
+        seen: dict[int, IterDomain] = {i.uid: i for i in self.root + self.logical}
         for t in self.history:
             for o in t.outputs:
                 seen.setdefault(o.uid, o)
@@ -137,6 +144,7 @@ class TensorView:
                 raise ScheduleError(
                     f"merge: cannot merge {self.name} axis {a} ({self.loop[a].label()}): it is parallelized"
                 )
+        _check_same_kind("merge", self, o, i)
         t = Merge.make(self.loop[o], self.loop[i], user_location(), self.fusion.next_iterdomain_number)
         self._apply(t, min(o, i), [o, i])
         return self
@@ -155,6 +163,7 @@ class TensorView:
             raise ScheduleError(f"swizzle: the two axes must differ, got {x} and {y}")
         for a in (ax, ay):
             self._check_outside_ca("swizzle", a)
+        _check_same_kind("swizzle", self, ax, ay)
         t = Swizzle.make(self.loop[ax], self.loop[ay], user_location(), self.fusion.next_iterdomain_number,
                          loop=tuple(self.loop))
         self.history.append(t)
@@ -267,6 +276,24 @@ class TensorView:
         self.tmem_dim_sep = p
         return self
 
+    # -- reductions -----------------------------------------------------------------
+    def rfactor(self, axes) -> "TensorView":
+        """Split this reduction (the output of tp.sum / tp.max) in two: a new tensor that reduces
+        the loop axes `axes` (positions in the loop domain, an int or a list; reduction axes)
+        and keeps the other reduction axes as iteration axes, and this tensor, which now
+        reduces those remaining axes of the new one. Returns the new (partial) tensor. So a
+        thread can sum serially into a register, then the threads combine their partials: split
+        the reduction axis, rfactor the serial part, parallelize the rest on TIDx. The loop axes
+        keep their parallel types in both tensors. Call it before inlining.
+        nvFuser: TensorView::rFactor(axes).
+
+            t1 = tp.sum(t0, 1)                  # [M, rN]
+            t1.split(1, 128)                    # [M, r{N/128}, r{128}]
+            t2 = t1.rfactor([1])                # t2: [M, r{N/128}, i{128}], t1: [M, r{128}]"""
+        from .reduction import rfactor
+
+        return rfactor(self, axes)
+
     # -- inlining -------------------------------------------------------------------
     def inline_at(self, pos: int) -> "TensorView":
         """Compute this tensor inside its first `pos` loops, shared with its consumers (its
@@ -355,10 +382,10 @@ def _check_cut(tv: "TensorView", ids: list[IterDomain]) -> None:
     for t in reversed(tv.history):
         if all(o.uid in known for o in t.outputs):
             known.update(x.uid for x in t.inputs)
-    missing = [i.label() for i in tv.logical if i.uid not in known]
+    missing = [i.label() for i in tv.root if i.uid not in known]
     if missing:
         raise ScheduleError(f"set_loop_domain: the IDs do not cover logical {', '.join(missing)} of {tv.name}")
-    ancestors: dict[int, set[int]] = {i.uid: set() for i in tv.logical}
+    ancestors: dict[int, set[int]] = {i.uid: set() for i in tv.root}
     for t in tv.history:
         up = set().union(*(ancestors.get(x.uid, set()) | {x.uid} for x in t.inputs))
         for o in t.outputs:
@@ -370,6 +397,17 @@ def _check_cut(tv: "TensorView", ids: list[IterDomain]) -> None:
                                 f"a loop domain cannot hold both")
 
 
+def _check_same_kind(op: str, tv: "TensorView", a: int, b: int) -> None:
+    """A reduction axis is merged or swizzled only with another reduction axis (as in nvFuser):
+    an index mixing both kinds would be neither an output element nor a term of its sum."""
+    x, y = tv.loop[a], tv.loop[b]
+    if x.is_reduction != y.is_reduction:
+        r, other = (a, b) if x.is_reduction else (b, a)
+        raise ScheduleError(
+            f"{op}: axis {r} of {tv.name} ({tv.loop[r].label()}) is a reduction axis and axis {other} "
+            f"({tv.loop[other].label()}) is not; reduction axes {op} only with reduction axes")
+
+
 def _id_list(op: str, ids) -> list[IterDomain]:
     if isinstance(ids, IterDomain) or not isinstance(ids, (list, tuple)):
         raise ScheduleError(f"{op}: ids must be a list of IterDomains, got {type(ids).__name__} {ids!r}")
@@ -379,7 +417,7 @@ def _id_list(op: str, ids) -> list[IterDomain]:
 def _normalize_contiguity(contiguity, ids: Sequence[IterDomain], op: str) -> list[bool | None]:
     if contiguity is None or isinstance(contiguity, bool):
         c = True if contiguity is None else contiguity
-        return [None if i.is_broadcast else c for i in ids]
+        return [None if i.is_broadcast or i.is_reduction else c for i in ids]
     if not isinstance(contiguity, (list, tuple)):
         raise ScheduleError(f"{op}: contiguity must be True, False or a list of them (None for broadcast), "
                             f"got {type(contiguity).__name__} {contiguity!r}")

@@ -90,11 +90,14 @@ class MemoryType(enum.Enum):
 
 
 class IterType(enum.Enum):
-    """The kind of an IterDomain (nvFuser's IterType): Iteration, or Broadcast for an axis of
-    extent 1 that stretches to its partner's extent in a binary op (`IterDomain.is_broadcast`)."""
+    """The kind of an IterDomain (nvFuser's IterType): Iteration, Broadcast for an axis of
+    extent 1 that stretches to its partner's extent in a binary op (`IterDomain.is_broadcast`),
+    or Reduction for an axis a reduction (tp.sum, tp.max) combines away: it stays in the output's
+    logical domain but not in its shape (`IterDomain.is_reduction`)."""
 
     Iteration = "Iteration"
     Broadcast = "Broadcast"
+    Reduction = "Reduction"
 
 
 class SwizzleType(enum.Enum):
@@ -120,6 +123,7 @@ class OpKind(str, enum.Enum):
     BROADCAST = "broadcast"
     TRANSPOSE = "transpose"
     CAST = "cast"  # a tensor of another dtype (nvFuser's UnaryOp of UnaryOpType::Cast)
+    REDUCTION = "reduction"  # sum / max over axes (nvFuser's ReductionOp)
 
     def __str__(self) -> str:
         return self.value
@@ -130,7 +134,8 @@ class OpKind(str, enum.Enum):
 
 COPIES = (OpKind.LOAD_STORE, OpKind.BROADCAST, OpKind.TRANSPOSE)  # ops that move values unchanged
 ARITHMETIC = (OpKind.UNARY, OpKind.BINARY)  # ops computed in the output's compute type (DataType.compute)
-# OpKind.CAST is neither: it converts each value from its input's dtype to its output's
+# OpKind.CAST is neither: it converts each value from its input's dtype to its output's;
+# OpKind.REDUCTION combines values in the compute type (model/reduction.py)
 
 
 class LoadStoreOpType(enum.Enum):

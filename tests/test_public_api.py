@@ -18,7 +18,7 @@ from tileproof.codegen.runtime.driver import DriverError
 from tileproof.schedule_files import LoadError
 
 # The names nvFuser gives that would shadow a Python builtin: attributes, not star-imported.
-SHADOWING = {"abs", "compile", "set"}
+SHADOWING = {"abs", "compile", "max", "set", "sum"}
 
 PUBLIC = sorted(set(tp.__all__) | SHADOWING)
 EXCEPTIONS = [getattr(tp, name) for name in PUBLIC

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import z3
 
 from ..model.expr import Expr, const, floordiv, mul, product, substitute
-from ..model.execution import Cond, CondKind, tensor_execution
+from ..model.execution import Cond, CondKind, store_execution, tensor_execution
 from ..model.indexing import linear_thread, thread_env, vector_index
 from ..model.types import THREAD_TYPES, Direction, ParallelType
 from .context import Access, VerifyContext
@@ -76,7 +76,8 @@ def build(ctx: VerifyContext, acc: Access) -> AccessModel:
     register (element of the vectorized axes) each point moves."""
     c = acc.consumer
     dims = ctx.thread_dims
-    ex = tensor_execution(c, ctx.block_dims)
+    # a store: the points that store the tensor (for a reduction, after its loops)
+    ex = (store_execution if acc.direction is Direction.STORE else tensor_execution)(c, ctx.block_dims)
     ranges: dict[str, Expr] = {**dict(zip(THREAD_VARS, dims)), **ex.ranges}  # unlaunched thread types: index 0
     # a single writer's index 0 is `index < 1`
     active = [(cond.lhs, cond.rhs if cond.op == "<" else const(1))

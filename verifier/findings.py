@@ -23,7 +23,7 @@ def finding(code: str, message: str, *, location: str | None, **fields) -> Diagn
 
 
 # a loop index as the index algebra names it: `T1.i7` (model/indexing.py loop_var)
-_LOOP_INDEX = re.compile(r"(?<![\w.])T\d+\.[ib]\d+\b")
+_LOOP_INDEX = re.compile(r"(?<![\w.])T\d+\.[ibr]\d+\b")
 
 
 # a launch-time stride as the index algebra names it: `stride.T0.1` (model/global_layout.py stride_var)

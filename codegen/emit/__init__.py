@@ -19,9 +19,9 @@ from ...model.errors import InternalError
 from ...model.expr import const
 from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
-from . import cp_async as emit_cp_async, ldsm as emit_ldsm, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, Compute, Cond, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy, Operand,
-                 ParamKind, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
+from . import cp_async as emit_cp_async, ldsm as emit_ldsm, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
+from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
+                 Operand, ParamKind, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     if uses_half_types(ir):
         lines += ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>"] if cuda_headers else HALF_PRELUDE.splitlines()
     if any("tp_max" in OPS[CTYPES[c.out.dtype.name].compute].get(c.name, "")
-           for c in _nodes_of(ir.body, (Compute,)) if c.kind in ARITHMETIC):
+           for c in _nodes_of(ir.body, (Compute,)) if c.kind in ARITHMETIC) or emit_reduction.uses_max(ir):
         lines += NAN_MAX_MIN.splitlines()
     for name, helper in CAST_HELPERS.items():
         if any(f"{name}(" in line for line in body):
@@ -173,6 +173,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
         lines += SMEM_ADDRESS.splitlines()
     lines += emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
     lines += emit_cp_async.prelude([c for c in copies if isinstance(c, CpAsyncCopy)])
+    lines += emit_reduction.prelude(ir)
     lines.append("")
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
@@ -305,6 +306,8 @@ class _Emitter:
             loaded.insert(s.scalar.position, scalar_literal(s.scalar.value, out.compute))
         if s.kind in ARITHMETIC:
             v = OPS[out.compute][s.name].format(a=loaded[0], b=loaded[-1])
+        elif s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
+            v = emit_reduction.combine(s, self.ref(s.out), loaded[0])
         else:
             v = loaded[0]
         return out.store.format(v)
@@ -376,6 +379,8 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     TmemFencedSync: emit_tmem.fenced_sync_lines,
     TmemDealloc: emit_tmem.dealloc_lines,
     CpAsyncCopy: emit_cp_async.copy_lines,
+    ReduceInit: emit_reduction.init_lines,
+    BlockReduce: emit_reduction.block_reduce_lines,
     CpAsyncWait: emit_cp_async.wait_lines,
 }
 

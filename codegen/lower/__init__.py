@@ -7,7 +7,8 @@
                global layouts (strides from contiguity)
     index      one statement per tensor: offsets and predicates from the index algebra; a TMA
                copy (lower/tma.py), an ldmatrix/stmatrix (lower/ldsm.py) or a cp.async
-               (lower/cp_async.py) where the op says so
+               (lower/cp_async.py) where the op says so;
+               a reduction's init, accumulation, block combine and store (lower/reduction.py)
     nest       the loop tree
     sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads,
                cp.async commits and waits
@@ -30,6 +31,7 @@ from ...model.allocation import Allocation, compute_allocation
 from ...model import lowerable
 from ...model.expr import const
 from ...model.fusion import Fusion
+from ...model.reduction import is_reduction_tensor
 from ...model.indexing import block_dims, thread_dims
 from ...model.smem_plan import SmemPlan, plan_shared_memory
 from ...model.targets import Target
@@ -41,7 +43,7 @@ from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, Tens
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
-from . import tmem
+from . import reduction, tmem
 
 KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart
 # load/store ops lowered as statements here (the tensor-memory ones in lower/tmem.py)
@@ -72,6 +74,7 @@ def check_supported(st: Lowering) -> None:
     refuse("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(fusion))
     refuse("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(fusion))
     refuse("SYMBOLIC-FACTOR", lowerable.symbolic_factors(fusion))
+    reduction.check(fusion, lowerable.execution_order(fusion))
     tmem.check_supported(st)
 
 
@@ -93,6 +96,7 @@ def allocate(st: Lowering) -> None:
             alloc = st.allocations[tv.name]
             st.buffers.append(Buffer(tv.name, MemoryType.Shared, tv.dtype, alloc.num_elements_expr,
                                      st.smem.offset(tv.name)))
+    st.buffers += reduction.buffers(st.order, st.smem)  # accumulators, block reductions' scratch
     for tv in list(fusion.inputs) + list(fusion.outputs):
         st.globals[tv.name] = global_layout(tv)
 
@@ -101,6 +105,9 @@ def index(st: Lowering) -> None:
     launch = block_dims(st.fusion)
     builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, launch, st.target)
     for tv in st.order:
+        if is_reduction_tensor(tv):  # init, accumulate, combine, store (lower/reduction.py)
+            reduction.add_statements(builder, tv, st.statements)
+            continue
         path, stmt = builder.build(tv)
         st.statements.append((path, stmt))
         if isinstance(stmt, Compute) and stmt.vector > 1:

@@ -11,11 +11,19 @@ enters as its value in the compute type (model/fusion.py Scalar.value).
 
 float64 holds integers exactly up to 2^53 only: int64 values beyond are approximate here, and
 2^63 stands for INT64_MAX. An integer division by zero has no value in CUDA; here it is inf or NaN.
+
+A tensor's array has the axes of its shape: a reduction's output drops its reduced axes, and an
+op names its input's axes by logical position (model/reduction.py element_axes). A reduction sums
+(or takes the max) in float64; the kernel adds in the compute type, in another order, so sums
+agree to a tolerance. The partial reduction of an rfactor is evaluated over its logical domain,
+which derives from its root: each point maps back to an input element, a hole to the neutral value.
 """
 
 from __future__ import annotations
 
+from ...model.expr import evaluate
 from ...model.fusion import Fusion
+from ...model.reduction import element_axes
 from ...model.types import OpKind
 from .arrays import from_raw, to_raw
 
@@ -57,7 +65,8 @@ def round_to(values, dtype):
             wrapped = whole - span * np.floor((whole - lo) / span)  # the low bits, two's complement
         return np.where(outside, wrapped, whole)
     with np.errstate(over="ignore"):  # beyond the dtype's range: inf, as the kernel's conversion
-        return from_raw(to_raw(values, dtype), dtype).astype(np.float64)
+        # (to_raw makes a 0-dimensional array 1-dimensional: the sum of every element keeps its shape)
+        return from_raw(to_raw(values, dtype), dtype).astype(np.float64).reshape(np.shape(values))
 
 
 def cast(np, values, source, dest):
@@ -76,12 +85,75 @@ def reference(fusion: Fusion, inputs: list) -> list:
     import numpy as np
 
     values = {t.name: round_to(np.asarray(a, dtype=np.float64), t.dtype) for t, a in zip(fusion.inputs, inputs)}
+    sizes = _sizes(fusion, values)
     pending = list(fusion.exprs)  # creation order; cache_after/cache_before insert producers later
     while pending:
         op = next(o for o in pending if all(t.name in values for t in o.inputs))
         pending.remove(op)
-        values[op.output.name] = round_to(_apply(np, op, [values[t.name] for t in op.inputs]), op.output.dtype)
+        args = [values[t.name] for t in op.inputs]
+        value = _reduce(np, op, args, sizes) if op.kind is OpKind.REDUCTION else _apply(np, op, args)
+        values[op.output.name] = round_to(value, op.output.dtype)
     return [values[t.name] for t in fusion.outputs]
+
+
+def _sizes(fusion: Fusion, values: dict) -> dict[str, int]:
+    """The extent symbols, from the inputs' shapes."""
+    out = {}
+    for t in fusion.inputs:
+        for k, axis in enumerate(element_axes(t)):
+            e = t.logical[axis].extent_expr
+            if e.op == "var":
+                out[e.value] = values[t.name].shape[k]
+    return out
+
+
+def _array_axis(tv, logical_axis: int) -> int:
+    return element_axes(tv).index(logical_axis)
+
+
+def _reduce(np, op, args, sizes: dict[str, int]):
+    """A reduction's value: over the input's axes that the output's root axes mark reduced, or,
+    for an rfactor's partial reduction, over the logical points that derive from its root."""
+    out, x = op.output, args[0]
+    source = [_array_axis(op.inputs[0], a) for a in op.logical_map[0]]  # the input array axis of each root axis
+    x = np.transpose(x, source)
+    fill = 0.0 if op.name == "sum" else -np.inf
+    if out.root is not out.logical and [i.uid for i in out.root] != [i.uid for i in out.logical]:
+        x = _gather(np, out, x, sizes, fill)
+        axes = [k for k, i in enumerate(out.logical) if i.is_reduction]
+    else:
+        axes = [j for j, i in enumerate(out.root) if i.is_reduction]
+    with np.errstate(all="ignore"):
+        return np.sum(x, axis=tuple(axes)) if op.name == "sum" else np.max(x, axis=tuple(axes))
+
+
+def _gather(np, tv, x, sizes: dict[str, int], fill: float):
+    """x (an array over tv's root axes) at every point of tv's logical domain: each point's root
+    indices backward through tv's transforms, `fill` where a point is a hole."""
+    extents = [evaluate(i.extent_expr, sizes) for i in tv.logical]
+    grid = np.indices(extents, sparse=False) if extents else np.zeros((0,), dtype=np.int64)
+    idx = {i: grid[k] for k, i in enumerate(tv.logical)}
+    valid = np.ones(extents, dtype=bool)
+    for t in reversed(tv.history):
+        if all(o in idx for o in t.outputs) and not all(i in idx for i in t.inputs):
+            idx.update(_backward(np, t, idx, sizes))
+    for i, v in idx.items():
+        if i not in tv.logical:
+            valid &= v < evaluate(i.extent_expr, sizes)
+    root = tuple(np.where(valid, idx[i], 0) for i in tv.root)
+    return np.where(valid, x[root], fill)
+
+
+def _backward(np, t, idx, sizes):
+    """A transform's inputs' indices from its outputs' (model/iterdomain.py backward), on arrays."""
+    from ...model.iterdomain import Merge, Split
+
+    if isinstance(t, Split):
+        return {t.in_: idx[t.outer] * evaluate(t.inner.extent_expr, sizes) + idx[t.inner]}
+    if isinstance(t, Merge):
+        e = evaluate(t.inner.extent_expr, sizes)
+        return {t.outer: idx[t.out] // e, t.inner: idx[t.out] % e}
+    return {t.x_in: idx[t.x_out], t.y_in: idx[t.x_out] ^ idx[t.y_out]}
 
 
 def _apply(np, op, args):
@@ -99,9 +171,9 @@ def _apply(np, op, args):
     if op.kind is OpKind.CAST:
         return cast(np, args[0], op.inputs[0].dtype, op.output.dtype)
     if op.kind is OpKind.TRANSPOSE:
-        return np.transpose(args[0], op.logical_map[0])
+        return np.transpose(args[0], [_array_axis(op.inputs[0], k) for k in op.logical_map[0]])
     if op.kind is OpKind.BROADCAST:
-        shape = [1 if k is None else args[0].shape[k] for k in op.logical_map[0]]
+        shape = [1 if k is None else args[0].shape[_array_axis(op.inputs[0], k)] for k in op.logical_map[0]]
         return args[0].reshape(shape)
     raise ValueError(f"no reference for op kind {op.kind!r}")
 

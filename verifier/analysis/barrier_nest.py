@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.cp_async import is_cp_async
-from ...model.lowerable import execution_order, loop_groups, nest, statement_path
+from ...model.lowerable import execution_order, loop_groups, nest, statement_items
+from ...model.reduction import Phase
 from ...model.tensor import TensorView
 from ...model.tma import is_tma_op
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
@@ -16,9 +17,15 @@ from ..context import VerifyContext
 ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
 
 
-def statement_access(tv: TensorView) -> Access:
-    """What tv's statement does to on-chip memory, as the code generator lowers it."""
+def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access | None:
+    """What tv's statement does to on-chip memory, as the code generator lowers it (a reduction:
+    its accumulation reads the inputs into registers, its store writes tv; init and the block's
+    combine touch registers and their own scratch only)."""
     op = tv.definition
+    if phase is not Phase.STATEMENT:
+        reads = frozenset(t.name for t in op.inputs) if phase is Phase.ACCUMULATE else frozenset()
+        return Access(tv.name if phase is Phase.STORE else None, reads) if phase in (Phase.ACCUMULATE, Phase.STORE) \
+            else None
     if is_tma_op(op):
         if tv.memory_type is MemoryType.Shared:
             return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}")
@@ -49,11 +56,12 @@ def _build(ctx: VerifyContext) -> Nest | None:
     groups = loop_groups(fusion, order)
     if groups.unmapped or groups.mismatched:
         return None
-    tree, conflict = nest([([g.index for g in statement_path(tv, groups)], tv) for tv in order])
+    tree, conflict = nest(statement_items(order, groups))  # leaves: tensors, (tensor, Phase) for reductions
     if conflict is not None:
         return None
     launched = THREAD_TYPES + BLOCK_TYPES
-    hazards = Hazards(lambda n: statement_access(n) if isinstance(n, TensorView) else None,
+    hazards = Hazards(lambda n: statement_access(*n) if isinstance(n, tuple) else
+                      statement_access(n) if isinstance(n, TensorView) else None,
                       lambda loop: groups.groups[loop.key].parallel not in launched,
                       lambda loop: groups.groups[loop.key].extent)
     on_chip = {t.name for t in order if t.memory_type in ON_CHIP}

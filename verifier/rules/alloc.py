@@ -8,7 +8,9 @@ from typing import Iterator
 import z3
 
 from ...model.allocation import Allocation
-from ...model.execution import tensor_execution
+from ...model.execution import store_execution
+from ...model.reduction import block_reductions
+from ...model.smem_plan import SCRATCH
 from ...model.expr import Expr, add, const, evaluate, product, var
 from ...model.indexing import linear_offset
 from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
@@ -59,14 +61,17 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   sum over shared tensors T of bytes_T(s) <= target.smem_bytes_per_block
     #   (bytes_T = element bytes x product of T's allocated extents; no alignment padding)
     allocs = [ctx.allocations[t.name] for t in ctx.tensors_in(MemoryType.Shared)]
-    if not allocs:
+    scratch = ctx.smem_plan.buffers.get(SCRATCH)  # block reductions' partials (model/reduction.py)
+    if not allocs and scratch is None:
         return
-    total = add(*(a.bytes_expr for a in allocs))
+    total = add(*(a.bytes_expr for a in allocs), *([scratch.bytes] if scratch else []))
     cap = ctx.target.smem_bytes_per_block
     q = ctx.query([total, const(cap)])
-    out = q.prove(q.le(total, const(cap)), values={"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs}})
-    where = dict(tensor=allocs[0].tensor.name if len(allocs) == 1 else None,
-                 ids=[x.id.name for a in allocs for x in a.allocated()], location=allocs[0].tensor.origin)
+    out = q.prove(q.le(total, const(cap)), values={"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs},
+                                                  **({SCRATCH: scratch.bytes} if scratch else {})})
+    first = allocs[0].tensor if allocs else block_reductions(ctx.fusion, ctx.executed())[0].tensor
+    where = dict(tensor=first.name if len(allocs) <= 1 else None,
+                 ids=[x.id.name for a in allocs for x in a.allocated()], location=first.origin)
     yield from report_outcome("SMEM-CAPACITY", out, "that shared memory fits",
                               lambda out: _over_capacity(ctx, allocs, out, where), **where)
 
@@ -74,7 +79,18 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
 def _over_capacity(ctx: VerifyContext, allocs: list[Allocation], out: Outcome, where: dict) -> Diagnostic:
     sizes = ctx.symbols_of(out.model)
     cap = ctx.target.smem_bytes_per_block
-    parts = ", ".join(f"{a.tensor.name} {out.values[a.tensor.name]}" for a in allocs)
+    parts = ", ".join([f"{a.tensor.name} {out.values[a.tensor.name]}" for a in allocs]
+                      + ([f"block reduction scratch {out.values[SCRATCH]}"] if SCRATCH in out.values else []))
+    if not allocs or int(out.values.get(SCRATCH, 0)) > max(int(out.values[a.tensor.name]) for a in allocs):
+        return finding(
+            "SMEM-CAPACITY",
+            f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), "
+            f"{ctx.target.name} has {cap} per block",
+            notes=["a block reduction combines one partial per thread and accumulator register in shared memory"],
+            counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
+            hint="launch fewer threads per block, or give the block reductions fewer iteration axes inside their "
+                 "reduction loops (fewer accumulator registers)",
+            **where)
     big = max(allocs, key=lambda a: int(out.values[a.tensor.name])).tensor.name  # the largest: tile it first
     return finding(
         "SMEM-CAPACITY",
@@ -420,12 +436,12 @@ def _instance(x, ex) -> list[Expr]:
 
 
 def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
-    p = tensor_execution(x, ctx.block_dims)
+    p = store_execution(x, ctx.block_dims)
     q = p.renamed({name: var(OTHER + name) for name in p.ranges})
     strides = ctx.allocations[x.name].strides()
     addr_p, addr_q = linear_offset(strides, p.indices), linear_offset(strides, q.indices)
-    # a broadcast axis holds one element, whatever index a split of it gives
-    real = [k for k, i in enumerate(x.logical) if not i.is_broadcast]
+    # a broadcast axis holds one element, whatever index a split of it gives; a reduction axis is no element's
+    real = [k for k, i in enumerate(x.logical) if not i.is_broadcast and not i.is_reduction]
     elem_p = [e for k, e in enumerate(p.written_logical()) if k in real]
     elem_q = [e for k, e in enumerate(q.written_logical()) if k in real]
     same, same_q = _instance(x, p), _instance(x, q)
@@ -443,7 +459,7 @@ def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
 
 def _shared_address(ctx: VerifyContext, x, out: Outcome) -> Diagnostic:
     v = out.values
-    n = len([i for i in x.logical if not i.is_broadcast])
+    n = len([i for i in x.logical if not i.is_broadcast and not i.is_reduction])
     first = ", ".join(str(v[f"element {k}"]) for k in range(n))
     second = ", ".join(str(v[f"other element {k}"]) for k in range(n))
     scope = "thread" if x.memory_type is MemoryType.Local else "block"

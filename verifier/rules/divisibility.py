@@ -203,7 +203,7 @@ def _global_view(ctx: VerifyContext, tv: TensorView):
     op = tv.definition
     for k, src in enumerate(op.inputs if op is not None else []):
         if src.memory_type is MemoryType.Global:
-            yield src, {tv.logical[j].uid: p for j, p in enumerate(op.logical_map[k]) if p is not None}
+            yield src, {tv.root[j].uid: p for j, p in enumerate(op.logical_map[k]) if p is not None}
 
 
 def _logical_roots(i: IterDomain) -> set[int]:

@@ -31,6 +31,12 @@ MAX_VECTOR = 16  # elements of the widest vector access (16 bytes of int8)
 BIG_KERNEL = 1 << 20  # output elements from which idle SMs cost more than the launch itself
 
 
+def _work_unit(ctx: VerifyContext) -> str:
+    """What GRID-SIZE counts: output elements, times the extents they reduce for a reduction's output."""
+    reduced = any(i.is_reduction for t in ctx.fusion.outputs for i in t.logical)
+    return "output elements times the extents they reduce" if reduced else "output elements"
+
+
 @rule("GLOBAL-COALESCING", family="perf", severity=Severity.WARNING)
 def global_coalescing(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A warp's global loads and stores use the 32-byte sectors they move (a warning).
@@ -230,7 +236,7 @@ def grid_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield finding(
         "GRID-SIZE",
         f"the grid has {count} block{'' if count == 1 else 's'}{when}, fewer than the {sms} SMs of "
-        f"{ctx.target.sm_part}, for {elements} output elements: "
+        f"{ctx.target.sm_part}, for {elements} {_work_unit(ctx)}: "
         f"{'only 1 SM works' if count == 1 else f'at most {count} SMs work'}",
         notes=[f"blocks = {expr_str(blocks)} (the product of the block-index extents), below {sms} for every "
                f"admitted size",

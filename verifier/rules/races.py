@@ -10,9 +10,10 @@ from typing import Iterator
 import z3
 
 from ...model.barriers import Async, Sync, TmaWait, scope_repeats, split_point, statement_paths
-from ...model.execution import tensor_execution
+from ...model.execution import store_execution, tensor_execution
 from ...model.expr import Expr
 from ...model.indexing import linear_offset
+from ...model.lowerable import statement_tensor
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
 from ..analysis.barrier_nest import ON_CHIP, Nest, barrier_nest, statement_access  # noqa: F401 - re-exported
@@ -37,7 +38,7 @@ def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome |
     if x.memory_type is not MemoryType.Shared or any(
             op.op_type in COLLECTIVE for op in (x.definition, reader.definition) if op.kind is OpKind.LOAD_STORE):
         return None
-    w = tensor_execution(x, ctx.block_dims).launched_apart(WRITER)
+    w = store_execution(x, ctx.block_dims).launched_apart(WRITER)
     r = tensor_execution(reader, ctx.block_dims)
     strides = ctx.allocations[x.name].strides()
     reads = [k for k, t in enumerate(reader.definition.inputs) if t is x]
@@ -100,12 +101,12 @@ def unordered(nest_: Nest) -> list[Hazard]:
                 else:  # the reader comes first: it reads the previous iteration's writes
                     raw = not repeats or _sync_in(scope, iw + 1, len(scope)) or _sync_in(scope, 0, ir)
                 if not raw:
-                    out.append(Hazard("read after write", name, w, r))
+                    out.append(Hazard("read after write", name, statement_tensor(w), statement_tensor(r)))
                 if repeats:
                     war = (_sync_in(scope, ir + 1, len(scope)) or _sync_in(scope, 0, iw) if iw < ir
                            else _sync_in(scope, ir + 1, iw))
                     if not war:
-                        out.append(Hazard("write after read", name, w, r))
+                        out.append(Hazard("write after read", name, statement_tensor(w), statement_tensor(r)))
     return out
 
 

@@ -33,6 +33,8 @@ def vector_operands(ctx: VerifyContext, tv: TensorView) -> tuple[list[VectorOper
     op = tv.definition
     if axis is None or (op.kind is OpKind.LOAD_STORE and op.op_type in FRAGMENT_OPS) or axis.static_extent is None:
         return None
+    if op.kind is OpKind.REDUCTION:
+        return None  # no vector statement: REDUCTION-PARALLEL rejects a Vectorize axis of a reduction
     if MemoryType.Tensor in [tv.memory_type] + [t.memory_type for t in op.inputs]:
         return None  # a tcgen05 access: its Vectorize axis is the instruction's registers
     ex = tensor_execution(tv, ctx.block_dims)

@@ -12,10 +12,10 @@ from typing import Iterator
 
 import z3
 
-from ...model.execution import TensorExecution, bound_types, tensor_execution
+from ...model.execution import TensorExecution, bound_types, store_execution, tensor_execution
 from ...model.expr import Expr, const, var
 from ...model.fusion import Op
-from ...model.indexing import indices_from_logical, linear_offset
+from ...model.indexing import indices_from_logical, indices_from_root, linear_offset
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
 from ..context import VerifyContext
@@ -61,7 +61,7 @@ def _claims(op: Op, k: int, launched) -> list[Claim]:
 
 def _writer(ctx: VerifyContext, tv: TensorView) -> TensorExecution:
     return ctx.memo(("visibility-writer", tv.name),
-                    lambda: tensor_execution(tv, ctx.block_dims).launched_apart(WRITER))
+                    lambda: store_execution(tv, ctx.block_dims).launched_apart(WRITER))
 
 
 def _repeated(tv: TensorView, types) -> bool:
@@ -102,7 +102,7 @@ def _same_by_construction(op: Op, k: int, types, launch) -> bool:
     for j, src in enumerate(op.logical_map[k]):
         mapped = src is not None and not producer.logical[src].is_broadcast
         read.append(element[src] if mapped else var(f"{consumer.name} logical {j}"))
-    fwd_p, fwd_c = indices_from_logical(producer, element), indices_from_logical(consumer, read)
+    fwd_p, fwd_c = indices_from_logical(producer, element), indices_from_root(consumer, read)
     for p in types:
         if launch.get(p) == const(1) or (_pinned(producer, p) and _pinned(consumer, p)):
             continue  # both sides run at index 0 of p only (a launch of extent 1, or a single writer)
@@ -162,7 +162,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     w = _writer(ctx, producer)
     read = r.read_logical(k)
     written = w.written_logical()
-    axes = [j for j, i in enumerate(producer.logical) if not i.is_broadcast]
+    axes = [j for j, i in enumerate(producer.logical) if not i.is_broadcast and not i.is_reduction]
     address = None
     if claim.address:
         strides = ctx.allocations[producer.name].strides()

@@ -1,0 +1,125 @@
+"""A reduction tensor's statements (model/reduction.py), in the order its steps run:
+
+    init        ReduceInit: the accumulator's registers hold the neutral element
+    accumulate  a Compute (kind REDUCTION) in the tensor's whole loop nest: acc[k] = combine(acc[k],
+                input), predicated as the execution model says (thread extents, every hole)
+    combine     BlockReduce, where reduction axes are bound to thread indices: no predicate, every
+                thread of the block takes part
+    store       a Compute in loops of its own over the accumulator's axes: the tensor's element =
+                acc[k] in its dtype, predicated by model/execution.py store_execution (a single
+                writer along the reduced thread indices for shared and global tensors)
+
+Init, combine and store sit just outside the loop of the tensor's first reduction axis, so the
+loops left of it (shared with other tensors) run them once per element of those axes. Indices
+and predicates come from the execution model only, as for every other statement.
+"""
+
+from __future__ import annotations
+
+from ...model.execution import CondKind, element_offset, store_execution
+from ...model.expr import try_int, var
+from ...model.indexing import vector_index
+from ...model.lowerable import Problem
+from ...model.reduction import (
+    COMBINE, ReductionLoops, accumulator_problems, insert_init, parallel_problems, reduction_loops,
+    unsupported_reductions,
+)
+from ...model.simplify import simplify
+from ...model.smem_plan import SCRATCH
+from ...model.tensor import TensorView
+from ...model.types import THREAD_TYPES, MemoryType, OpKind, int8
+from ..ir import BlockReduce, Buffer, Compute, Loop, LoopKind, Operand, ReduceInit
+from .loop_nest import LoopClass, refuse
+from .predicates import drop_implied
+
+
+def accumulator(tv: TensorView) -> str:
+    """The C++ name of tv's accumulator registers."""
+    return f"tp_acc_{tv.name}"
+
+
+def check(fusion, order) -> None:
+    """The reduction rules' conditions (verifier/rules/reduction.py); a problem here is a bug."""
+    for code, problems in (("REDUCTION-PARALLEL", parallel_problems(fusion, order)),
+                           ("REDUCTION-ACCUMULATOR", accumulator_problems(fusion, order)),
+                           ("LOWERING-SUPPORTED", unsupported_reductions(fusion, order))):
+        refuse(code, problems)
+
+
+def buffers(order, smem) -> list[Buffer]:
+    """Each reduction's accumulator (registers of its compute type) and the block reductions'
+    shared scratch (the smem plan's SCRATCH)."""
+    out = []
+    for tv in order:
+        if tv.definition.kind is OpKind.REDUCTION:
+            r = reduction_loops(tv)
+            out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements))
+    if SCRATCH in smem.buffers:
+        b = smem.buffers[SCRATCH]
+        out.append(Buffer(SCRATCH, MemoryType.Shared, int8, b.bytes, b.offset))  # bytes, cast where used
+    return out
+
+
+def add_statements(builder, tv: TensorView, items: list) -> None:
+    """Add tv's steps to `items` ((loop classes, statement) pairs in order; builder: lower/statements.py's):
+    the init before the producers inlined into its reduction loop (model/reduction.py insert_init)."""
+    (path, init), *rest = statements(builder, tv)
+    insert_init(items, path, builder.classes.of(tv, len(path)), init, key=lambda cls: cls.key)
+    items += rest
+
+
+def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
+    """tv's steps, each with the loop classes it is nested in (builder: lower/statements.py's)."""
+    r = reduction_loops(tv)
+    path = [builder.classes.of(tv, k) for k in range(len(tv.loop))]
+    outer = path[:r.start]
+    acc = accumulator(tv)
+    n = try_int(r.elements)
+    if n is None:  # REDUCTION-ACCUMULATOR rejects it
+        refuse("REDUCTION-ACCUMULATOR", [Problem(f"{tv.name}'s accumulator has a symbolic size", hint="")])
+    out: list[tuple[list[LoopClass], object]] = [
+        (outer, ReduceInit(acc, n, r.dtype, r.neutral, f"{tv.name}: {r.op_name} starts at {r.neutral}"))]
+    out.append((path, _accumulate(builder, tv, r, acc)))
+    if r.threads:
+        reduced = tuple(p in r.threads for p in THREAD_TYPES)
+        out.append((outer, BlockReduce(acc, n, r.dtype, COMBINE[r.op_name], reduced, SCRATCH,
+                                       f"{tv.name}: the block's threads combine over "
+                                       f"{', '.join(p.value for p in r.threads)}")))
+    out.append((outer, _store(builder, tv, r, acc)))
+    return out
+
+
+def _accumulate(builder, tv: TensorView, r: ReductionLoops, acc: str) -> Compute:
+    ex = builder.execution(tv)
+    ranges = ex.guarded_ranges
+    register = vector_index([ex.env[i.uid] for i in r.accumulator], [i.extent_expr for i in r.accumulator])
+    out = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges))
+    op = tv.definition
+    ins = [builder._operand(p, ex.operand_indices(k), ranges) for k, p in enumerate(op.inputs)]
+    holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
+                         ranges)
+    return Compute(OpKind.REDUCTION, op.name, out, ins, ex.conds_of(CondKind.THREAD_EXTENT) + holes, 1, str(op))
+
+
+def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
+    """T's elements from the accumulator, in loops of their own over its axes (the store is
+    outside the reduction loops, so it cannot reuse their counters)."""
+    names = {i.uid: builder.classes.of(tv, k).index_var for k, i in enumerate(tv.loop)}
+    private = {i.uid: f"tp_r{j}_{tv.name}" for j, i in enumerate(r.accumulator)}
+    ex = store_execution(tv, builder.launch, {**names, **private})
+    ranges = ex.guarded_ranges
+    register = vector_index([var(private[i.uid]) for i in r.accumulator], [i.extent_expr for i in r.accumulator])
+    source = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges))
+    target = Operand(tv.name, tv.memory_type, tv.dtype,
+                     simplify(element_offset(tv, ex.indices, builder.allocations.get(tv.name)), ranges))
+    holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
+                         ranges)
+    conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
+    kind, name = (OpKind.LOAD_STORE, "set") if tv.dtype == r.dtype else (OpKind.CAST, "cast")
+    node: object = Compute(kind, name, target, [source], conds, 1, f"{tv.name} = the {r.op_name} (after its loops)")
+    for i in reversed(r.accumulator):
+        node = Loop(private[i.uid], i.extent_expr, LoopKind.UNROLL, f"{tv.name} {i.label()} (store)", -1, [node])
+    return node
+
+
+__all__ = ["accumulator", "add_statements", "buffers", "check", "statements"]

@@ -1,0 +1,476 @@
+"""Reductions: tp.sum and tp.max over axes (nvFuser's ReductionOp), rFactor, and how a
+reduction's statement runs, derived once for the verifier and the code generator.
+
+The output of a reduction keeps each reduced axis in its logical domain as a reduction
+IterDomain (IterType.Reduction), as nvFuser does; its shape (the arrays run() binds, the axes
+other ops see) drops them (nvFuser's keep_dim=False). The op maps the output's root axes one to
+one to the input's, so the index algebra reads the input at every point of the output's loop
+nest, reduction loops included.
+
+A reduction tensor T runs in four steps (`ReductionLoops`; codegen/lower/reduction.py emits them,
+model/execution.py store_execution and the verifier's rules model the same):
+
+    init        before the loop of T's first reduction axis (`start`), its accumulator holds the
+                neutral element (0 for sum; -inf, or the dtype's lowest integer, for max), one
+                register per point of the iteration loops right of `start` (`accumulator`)
+    accumulate  at every point of T's loop nest that executes (thread extents, holes of
+                indivisible splits), acc = combine(acc, input), in the dtype's compute type
+    combine     where reduction axes are bound to TIDx/TIDy/TIDz, the block's threads combine
+                their partials (warp shuffles, then shared memory): every thread of a group
+                ends with the same total
+    store       after the loops, T's element = acc (rounded to T's dtype); a shared or global T
+                is written by index 0 of the reduced thread types only (single writer)
+
+A hole never contributes: the accumulate is predicated on every hole bound, and a thread or
+register that accumulates nothing holds the neutral element.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Sequence
+
+from .errors import ScheduleError
+from .expr import Expr, product, to_sympy, try_int
+from .fusion import Op
+from .iterdomain import IterDomain, Merge, Split, Swizzle, as_index
+from .notation import user_str
+from .tensor import TensorView, _normalize_contiguity
+from .types import (
+    BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, DataType, IterType, MemoryType, OpKind, ParallelType,
+)
+
+REDUCTIONS = ("sum", "max")
+COMBINE = {"sum": "add", "max": "maximum"}  # the binary op (model/ops.py BINARY) that combines two partials
+LOOPS = (ParallelType.Serial, ParallelType.Unroll)  # a reduction axis bound to these is a loop of its statement
+_LOWEST = {"int8": -2 ** 7, "int32": -2 ** 31, "int64": -2 ** 63}
+
+
+def element_axes(tv: TensorView) -> list[int]:
+    """The positions of tv's logical axes that are in its shape: all but reduction axes."""
+    return [k for k, i in enumerate(tv.logical) if not i.is_reduction]
+
+
+def is_reduction_tensor(tv: TensorView) -> bool:
+    """Whether tv is computed by a reduction (tp.sum, tp.max, or the partial one of an rfactor)."""
+    return tv.definition is not None and tv.definition.kind is OpKind.REDUCTION
+
+
+def neutral(op_name: str, dtype: DataType) -> int | float:
+    """The value a combine leaves unchanged, representable in `dtype` (a partial of an rfactor is
+    stored in the reduction's dtype): 0 for sum; for max -inf, or the integer dtype's lowest."""
+    if op_name == "sum":
+        return 0 if dtype.is_integer else 0.0
+    return _LOWEST[dtype.name] if dtype.is_integer else float("-inf")
+
+
+# -- the ops ---------------------------------------------------------------------------------------
+
+def _axes(func: str, tv: TensorView, axes) -> list[int]:
+    n = len(tv.logical)
+    single = as_index(axes)
+    if single is not None:
+        listed = [single]
+    elif isinstance(axes, (list, tuple)):
+        listed = list(axes)
+    else:
+        raise ScheduleError(f"{func}: axes must be an int or a list of ints, got {type(axes).__name__} {axes!r:.60}")
+    if not listed:
+        raise ScheduleError(f"{func}: axes is empty; name at least one axis of {tv.name} to reduce")
+    out = []
+    for a in listed:
+        k = as_index(a)
+        if k is None:
+            raise ScheduleError(f"{func}: axes must hold ints, got {type(a).__name__} {a!r:.60}")
+        if not -n <= k < n:
+            raise ScheduleError(f"{func}: axis {k} is out of range for {tv.name} with {n} dimensions")
+        k %= n
+        if k in out:
+            raise ScheduleError(f"{func}: axis {k} appears twice in axes {list(listed)}")
+        if tv.logical[k].is_broadcast:
+            raise ScheduleError(
+                f"{func}: axis {k} of {tv.name} ({tv.logical[k].label()}) is a broadcast axis, which holds one "
+                f"value: there is nothing to reduce; drop it from axes")
+        out.append(k)
+    return sorted(out)
+
+
+def reduction(name: str, tv, axes) -> TensorView:
+    """`name` (sum or max) of tv over `axes`: a new tensor whose logical domain keeps the reduced
+    axes as reduction IterDomains and whose shape drops them."""
+    from .ops import _check_tv
+
+    if name not in REDUCTIONS:
+        raise ScheduleError(f"unknown reduction {name!r}; supported: {', '.join(REDUCTIONS)}")
+    _check_tv(name, tv)
+    if is_reduction_tensor(tv):
+        raise ScheduleError(
+            f"{name}: {tv.name} is itself the output of a reduction (`{tv.definition}`); reduce every axis in one "
+            f"op instead (tp.{tv.definition.name}({tv.definition.inputs[0].name}, [...]) with all the axes)")
+    reduced = _axes(name, tv, axes)
+    ids = []
+    for k, src in enumerate(tv.logical):
+        kind = IterType.Reduction if k in reduced else src.iter_type
+        ids.append(IterDomain(src.extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=kind))
+    out = TensorView(tv.fusion, ids, tv.dtype)
+    tv.fusion._register_op(Op(OpKind.REDUCTION, [tv], out, [list(range(len(ids)))], name=name))
+    return out
+
+
+# -- rFactor ----------------------------------------------------------------------------------------
+
+def _derives(tv: TensorView) -> dict[int, set[int]]:
+    """uid -> the uids of tv's root IDs it derives from."""
+    out = {i.uid: {i.uid} for i in tv.root}
+    for t in tv.history:
+        src = set().union(*(out.get(x.uid, set()) for x in t.inputs))
+        for o in t.outputs:
+            out[o.uid] = src
+    return out
+
+
+def rfactor(tv: TensorView, axes) -> TensorView:
+    """TensorView.rfactor: the partial reduction over the loop axes `axes`, which is returned;
+    tv then reduces the remaining reduction axes of the partial one."""
+    fusion = tv.fusion
+    op = tv.definition
+    if not is_reduction_tensor(tv):
+        raise ScheduleError(f"rfactor: {tv.name} is not the output of a reduction (tp.sum, tp.max)")
+    if as_index(axes) is not None:
+        axes = [axes]
+    if not isinstance(axes, (list, tuple)) or not axes:
+        raise ScheduleError(f"rfactor: axes must be an int or a non-empty list of loop positions, got {axes!r:.60}")
+    picked = []
+    for a in axes:
+        k = tv._norm_axis("rfactor", a, "axes entry")
+        if not tv.loop[k].is_reduction:
+            raise ScheduleError(f"rfactor: axis {k} of {tv.name} ({tv.loop[k].label()}) is not a reduction axis; "
+                                f"rfactor moves reduction axes into the partial reduction")
+        if k in picked:
+            raise ScheduleError(f"rfactor: axis {k} appears twice in axes {list(axes)}")
+        picked.append(k)
+    left = [k for k, i in enumerate(tv.loop) if i.is_reduction and k not in picked]
+    if not left:
+        raise ScheduleError(f"rfactor: axes {list(axes)} are all of {tv.name}'s reduction axes; leave at least one "
+                            f"for {tv.name} to reduce (split a reduction axis first)")
+    if tv.compute_at:
+        raise ScheduleError(f"rfactor: {tv.name} is inlined at {tv.compute_at}; rfactor before inlining")
+    if tv.allocation is not None:
+        raise ScheduleError(f"rfactor: {tv.name} has an allocation domain; rfactor before setting it")
+
+    # The partial tensor takes tv's domain: its root is tv's logical domain, its logical domain the
+    # iteration axes plus the loop IDs the reduction axes became; reduction loop IDs not rfactored
+    # become its iteration axes (one partial per point of them).
+    with fusion:
+        part = TensorView(fusion, list(tv.logical), tv.dtype)
+    derives = _derives(tv)
+    reduced_roots = {i.uid for i in tv.logical if i.is_reduction}
+    reduction_leaves = [i for i in tv.loop if derives[i.uid] & reduced_roots]
+    first = next(k for k, i in enumerate(tv.logical) if i.is_reduction)
+    logical = [i for i in tv.logical[:first] if not i.is_reduction] + reduction_leaves \
+        + [i for i in tv.logical[first:] if not i.is_reduction]
+    part.root, part.logical = list(tv.logical), logical
+    part.history, part.loop = list(tv.history), list(tv.loop)
+    for k in left:
+        tv.loop[k].iter_type = IterType.Iteration
+    part.contiguity = _normalize_contiguity(None, part.logical, "rfactor")
+    op.output, part.definition = part, op
+
+    # tv: fresh IDs, one per logical axis of the partial tensor that the partial one does not reduce;
+    # the iteration transforms replayed on them, so loop positions and parallel types stay.
+    numbers = fusion.next_iterdomain_number
+    new: dict[int, IterDomain] = {}
+    root, mapping = [], []
+    for k, i in enumerate(part.logical):
+        if i.is_reduction:
+            continue
+        was_reduction = i in reduction_leaves
+        copy = IterDomain(i.extent_expr, number=numbers(),
+                          iter_type=IterType.Reduction if was_reduction else i.iter_type, origin=i.origin)
+        new[i.uid] = copy
+        root.append(copy)
+        mapping.append(k)
+    history = []
+    for t in part.history:
+        if not all(x.uid in new for x in t.inputs) or any(derives[x.uid] & reduced_roots for x in t.inputs):
+            continue  # a transform of the reduction axes: the partial tensor did it
+        if isinstance(t, Split):
+            r = Split.make(new[t.in_.uid], t.factor, t.inner_split, t.outer.origin, numbers)
+        elif isinstance(t, Merge):
+            r = Merge.make(new[t.outer.uid], new[t.inner.uid], t.out.origin, numbers)
+        elif isinstance(t, Swizzle):
+            r = Swizzle.make(new[t.x_in.uid], new[t.y_in.uid], t.x_out.origin, numbers)
+        else:  # pragma: no cover - every transform kind is listed above
+            raise TypeError(f"unknown transform {t!r}")
+        history.append(r)
+        for o, ro in zip(t.outputs, r.outputs):
+            new[o.uid] = ro
+    old_positions = {i.uid: k for k, i in enumerate(tv.logical)}
+    tv.logical = tv.root = root
+    tv.history = history
+    tv.loop = [new[i.uid] for k, i in enumerate(part.loop) if k not in picked]
+    for old, i in zip([i for k, i in enumerate(part.loop) if k not in picked], tv.loop):
+        i.set_parallel_type(old.parallel_type, old.parallel_origin)
+    tv.contiguity = _normalize_contiguity(None, tv.logical, "rfactor")
+    tv.allocation = None
+    # consumers of tv name its axes by logical position: renumber them for the new logical domain
+    position = {old_positions[i.uid]: j for j, i in enumerate(part.logical) if i.uid in old_positions}
+    renumber = {old: root.index(new[part.logical[j].uid]) for old, j in position.items()
+                if part.logical[j].uid in new and not part.logical[j].is_reduction}
+    for use in fusion.uses_of(tv):
+        for k, t in enumerate(use.inputs):
+            if t is tv:
+                use.logical_map[k] = [None if a is None else renumber[a] for a in use.logical_map[k]]
+    final = Op(OpKind.REDUCTION, [part], tv, [mapping], name=op.name)
+    fusion.exprs.insert(fusion.exprs.index(op) + 1, final)
+    tv.definition = final
+    # the partial tensor was registered last: move it before tv, so fusion order stays producers first
+    fusion.tensors.remove(part)
+    fusion.tensors.insert(fusion.tensors.index(tv), part)
+    return part
+
+
+def cache_before(tv: TensorView, op_type) -> TensorView:
+    """TensorView.cache_before of a reduction's output: a new (register) tensor takes tv's domain
+    and computes the reduction; tv becomes a copy of its shape (fresh IDs, no reduction axes),
+    as nvFuser's cacheBefore does. Returns the new tensor."""
+    fusion = tv.fusion
+    old = tv.definition
+    if tv.compute_at:
+        raise ScheduleError(f"cache_before: {tv.name} is inlined at {tv.compute_at}; cache before inlining")
+    with fusion:
+        new = TensorView(fusion, list(tv.logical), tv.dtype)
+    new.root, new.logical, new.history, new.loop = list(tv.root), list(tv.logical), list(tv.history), list(tv.loop)
+    new.allocation = None
+    new.contiguity = _normalize_contiguity(None, new.logical, "cache_before")
+    old.output, new.definition = new, old
+    axes = element_axes(new)
+    numbers = fusion.next_iterdomain_number
+    copies = [IterDomain(new.logical[k].extent_expr, number=numbers(), iter_type=new.logical[k].iter_type,
+                         origin=new.logical[k].origin) for k in axes]
+    renumber = {k: j for j, k in enumerate(axes)}
+    tv.logical = tv.root = copies
+    tv.loop, tv.history, tv.allocation = list(copies), [], None
+    tv.contiguity = _normalize_contiguity(None, copies, "cache_before")
+    for use in fusion.uses_of(tv):
+        for k, t in enumerate(use.inputs):
+            if t is tv:
+                use.logical_map[k] = [None if a is None else renumber[a] for a in use.logical_map[k]]
+    op = Op(OpKind.LOAD_STORE, [new], tv, [axes], name="set", op_type=op_type)
+    fusion.exprs.insert(fusion.exprs.index(old) + 1, op)
+    tv.definition = op
+    fusion.tensors.remove(new)
+    fusion.tensors.insert(fusion.tensors.index(tv), new)
+    return new
+
+
+# -- how a reduction statement runs -----------------------------------------------------------------
+
+class Phase(enum.Enum):
+    """One of the statements a tensor's computation becomes (a reduction: four)."""
+
+    STATEMENT = "statement"  # a tensor that is no reduction: one statement
+    INIT = "init"
+    ACCUMULATE = "accumulate"
+    COMBINE = "combine"
+    STORE = "store"
+
+
+@dataclass(frozen=True)
+class ReductionLoops:
+    """How reduction tensor `tensor` runs. `start`: the loop position of its first reduction
+    axis (init, combine and store sit just outside it); `accumulator`: the iteration loop IDs
+    right of `start` that are loops (one register per point of them); `threads`: the thread
+    types its reduction axes are bound to (the block combines across them)."""
+
+    tensor: TensorView
+    start: int
+    accumulator: tuple[IterDomain, ...]
+    threads: tuple[ParallelType, ...]
+
+    @property
+    def op_name(self) -> str:
+        return self.tensor.definition.name
+
+    @property
+    def dtype(self) -> DataType:
+        """The type values are combined in: the compute type of the input's dtype."""
+        return self.tensor.definition.inputs[0].dtype.compute
+
+    @property
+    def elements(self) -> Expr:
+        """Accumulator registers per thread."""
+        return product([i.extent_expr for i in self.accumulator])
+
+    @property
+    def neutral(self) -> int | float:
+        return neutral(self.op_name, self.tensor.dtype)
+
+    def phases(self, path: Sequence) -> list[tuple[list, Phase]]:
+        """Where each step sits: `path` is the statement's loop path (one entry per loop axis)."""
+        out = [(list(path[:self.start]), Phase.INIT), (list(path), Phase.ACCUMULATE)]
+        if self.threads:
+            out.append((list(path[:self.start]), Phase.COMBINE))
+        return out + [(list(path[:self.start]), Phase.STORE)]
+
+
+def insert_init(items: list, path: Sequence, loop, init, key=lambda x: x) -> None:
+    """Add a reduction's init to the statements `items` ((path, statement) pairs, in order): nested
+    in `path` (the loops left of its first reduction axis), just before the producers inlined
+    into that axis's loop `loop`, which precede the accumulation and open the loop."""
+    inside = [key(p) for p in path] + [key(loop)]
+    at = len(items)
+    while at > 0 and [key(p) for p in items[at - 1][0]][:len(inside)] == inside:
+        at -= 1
+    items.insert(at, (list(path), init))
+
+
+def reduction_loops(tv: TensorView) -> ReductionLoops:
+    """The ReductionLoops of reduction tensor tv."""
+    start = next(k for k, i in enumerate(tv.loop) if i.is_reduction)
+    accumulator = tuple(i for i in tv.loop[start:] if not i.is_reduction and i.parallel_type not in
+                        THREAD_TYPES + BLOCK_TYPES + DEVICE_TYPES)
+    threads = tuple(p for p in THREAD_TYPES if any(i.is_reduction and i.parallel_type is p for i in tv.loop))
+    return ReductionLoops(tv, start, accumulator, threads)
+
+
+def phases(tv: TensorView, path: Sequence) -> list[tuple[list, Phase]]:
+    """The statements tv's computation becomes, each with its loop path."""
+    if not is_reduction_tensor(tv):
+        return [(list(path), Phase.STATEMENT)]
+    return reduction_loops(tv).phases(path)
+
+
+def block_reductions(fusion, order) -> list[ReductionLoops]:
+    """The reductions of `order` (the computed tensors) that combine across threads."""
+    return [r for tv in order if is_reduction_tensor(tv) and (r := reduction_loops(tv)).threads]
+
+
+def scratch_bytes(fusion, order, dims: Sequence[Expr]) -> Expr | None:
+    """Shared memory the block combines use (one buffer, reused: each combine ends with a barrier):
+    a value per thread and accumulator register, of the widest; None without a block combine."""
+    sizes = [r.elements * r.dtype.bytes for r in block_reductions(fusion, order)]
+    if not sizes:
+        return None
+    from .expr import maximum
+
+    return product(list(dims)) * maximum(*sizes)
+
+
+def accumulator_registers(r: ReductionLoops) -> int | None:
+    """32-bit registers of r's accumulator, or None where a symbolic extent sizes it."""
+    n = try_int(r.elements)
+    return None if n is None else -(-n * r.dtype.bytes // 4)
+
+
+# -- what the code generator lowers (the verifier's reduction rules report these) ---------------------
+
+MAX_ACCUMULATOR_REGISTERS = 255  # a thread's registers (model/lowerable.py MAX_REGISTERS_PER_THREAD)
+INSTRUCTION_AXES = (ParallelType.Vectorize, ParallelType.Bulk)
+
+
+def parallel_problems(fusion, order) -> list:
+    """REDUCTION-PARALLEL: a reduction axis bound to a block index (a grid reduction), Vectorize or
+    Bulk, or a Vectorize / Bulk iteration axis of a reduction (it stores one element at a time)."""
+    from .lowerable import Problem
+
+    out = []
+    for tv in order:
+        if not is_reduction_tensor(tv):
+            continue
+        for k, i in enumerate(tv.loop):
+            p = i.parallel_type
+            where = dict(tensor=tv.name, ids=(i.name,), location=i.parallel_origin or i.origin or tv.origin)
+            if i.is_reduction and p in BLOCK_TYPES:
+                out.append(Problem(
+                    f"{tv.name}'s reduction axis {k} ({i.label()}) is bound to {p}: its terms would be summed in "
+                    f"different blocks, a grid reduction, which tileproof does not lower",
+                    hint=f"bind {tv.name}'s iteration axes to blocks (one output element per block or thread) and "
+                         f"its reduction axis to TIDx/TIDy/TIDz (a block reduction) or leave it Serial; to spread "
+                         f"one reduction over more threads, split it and rfactor the serial part",
+                    values={"axis": k},
+                    notes=("the threads of one block combine partials through shared memory and __syncthreads; "
+                           "blocks would need a global workspace and a grid-wide barrier",), **where))
+            elif i.is_reduction and p in INSTRUCTION_AXES:
+                out.append(Problem(
+                    f"{tv.name}'s reduction axis {k} ({i.label()}) is bound to {p}; a reduction adds its terms one "
+                    f"at a time into a register, not as one {'vector access' if p is ParallelType.Vectorize else 'TMA tile'}",
+                    hint=f"make axis {k} of {tv.name} Unroll (or Serial), and vectorize the load instead: "
+                         f"t = {tv.definition.inputs[0].name}.cache_after(), schedule t like {tv.name} with its "
+                         f"innermost axis Vectorize, inline t into {tv.name}",
+                    values={"axis": k}, **where))
+            elif p in INSTRUCTION_AXES:
+                out.append(Problem(
+                    f"{tv.name}'s axis {k} ({i.label()}) is bound to {p}, but {tv.name} is a reduction: it stores "
+                    f"each element once after its loops, one element at a time",
+                    hint=f"make axis {k} of {tv.name} Unroll (or Serial); vectorize a copy instead (a tp.set of "
+                         f"{tv.name}, or the cached load of its input)",
+                    values={"axis": k}, **where))
+    return out
+
+
+def accumulator_problems(fusion, order) -> list:
+    """REDUCTION-ACCUMULATOR: a reduction's accumulator has a compile-time size that fits a thread's
+    registers."""
+    from .lowerable import Problem
+
+    out = []
+    for tv in order:
+        if not is_reduction_tensor(tv):
+            continue
+        r = reduction_loops(tv)
+        regs = accumulator_registers(r)
+        if regs is not None and regs <= MAX_ACCUMULATOR_REGISTERS:
+            continue
+        axes = ", ".join(f"{i.label()} (axis {tv.loop.index(i)})" for i in r.accumulator)
+        symbols = sorted(r.elements.free_vars())
+        values = _too_many(r, symbols)
+        size = (f"{user_str(to_sympy(r.elements))} running totals per thread, a number that depends on {', '.join(symbols)}"
+                if regs is None else f"{try_int(r.elements)} running totals per thread ({regs} 32-bit registers)")
+        out.append(Problem(
+            f"{tv.name} keeps {size}: one {r.dtype} register for each point of its loop axes {axes}, which lie "
+            f"inside its first reduction loop (axis {r.start}, {tv.loop[r.start].label()})",
+            hint=f"move {tv.name}'s iteration axes out of its reduction loops (reorder them left of axis "
+                 f"{r.start}), or bind them to threads or blocks",
+            tensor=tv.name, ids=tuple(i.name for i in r.accumulator),
+            values={**values, "limit": MAX_ACCUMULATOR_REGISTERS},
+            notes=("a reduction keeps a running total for every element its reduction loops update at once; "
+                   "registers are sized when the kernel is compiled",),
+            location=r.accumulator[0].origin or tv.origin))
+    return out
+
+
+def _too_many(r: ReductionLoops, symbols: list[str]) -> dict[str, int]:
+    """The registers at the smallest power of two, given to every symbol, that exceeds the limit."""
+    from .expr import evaluate
+
+    v = 1
+    while True:
+        n = evaluate(r.elements, {s: v for s in symbols})
+        regs = -(-n * r.dtype.bytes // 4)
+        if regs > MAX_ACCUMULATOR_REGISTERS or v >= 1 << 20 or not symbols:
+            return {**{s: v for s in symbols}, "registers": regs}
+        v *= 2
+
+
+def unsupported_reductions(fusion, order) -> list:
+    """LOWERING-SUPPORTED: reductions the code generator does not lower (tensor memory)."""
+    from .lowerable import Problem
+
+    out = []
+    for tv in order:
+        if not is_reduction_tensor(tv):
+            continue
+        touched = [t.name for t in [tv] + list(tv.definition.inputs) if t.memory_type is MemoryType.Tensor]
+        if touched:
+            out.append(Problem(
+                f"`{tv.definition}` reads or writes tensor memory ({', '.join(touched)}); tileproof lowers "
+                f"reductions over registers, shared and global memory",
+                hint="copy through a register (Local) tensor: tensor memory -> registers -> the reduction",
+                tensor=tv.name, values={"tensor_memory_operands": len(touched)}, location=tv.definition.origin))
+    return out
+
+
+__all__ = ["COMBINE", "Phase", "REDUCTIONS", "ReductionLoops", "block_reductions", "element_axes",
+           "is_reduction_tensor", "neutral", "phases", "reduction", "reduction_loops", "rfactor", "scratch_bytes"]

@@ -1,0 +1,320 @@
+"""A CPU simulator of lowered kernels with reductions, for tests without a GPU.
+
+It runs the kernel IR (codegen/ir.py) block by block, the threads of a block in lockstep,
+statement by statement, on Python values: every Loop, every Compute under its predicate
+(copies, casts, arithmetic and a reduction's accumulation), ReduceInit, and BlockReduce by the
+algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
+over __shfl_xor_sync lanes with its mask, then the shared scratch), with its requirements
+checked: every shuffle partner is a lane of the warp that exists and is in the mask, every
+scratch slot read was written by this combine and lies inside the scratch buffer.
+
+Values come in two kinds: numbers (rounded to each buffer's dtype as the kernel stores them,
+`Numbers`), or `Terms`: the multiset of input elements a value is the sum of, so that a test
+can check that each output element is the sum of exactly its own inputs, each once, and that
+no hole of an indivisible split and no other element ever contributes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import numpy as np
+
+from tileproof.codegen.ir import ELEMENT_VAR, BlockReduce, Compute, Loop, LoopKind, ReduceInit, Sync
+from tileproof.codegen.runtime.reference import BINARY, UNARY, cast, round_to
+from tileproof.model.expr import evaluate
+from tileproof.model.reduction import COMBINE
+
+from .tmem_sim import compiled
+
+WARP = 32
+THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+
+
+class SimulationError(AssertionError):
+    pass
+
+
+class Numbers:
+    """Values are float64 numbers rounded to the dtype of the buffer that holds them."""
+
+    @staticmethod
+    def store(value, dtype):
+        return float(round_to(np.array([value], dtype=np.float64), dtype)[0])
+
+    @staticmethod
+    def combine(name: str, a, b):
+        if name == "add":
+            return a + b
+        if np.isnan(a) or np.isnan(b):
+            return float("nan")
+        return max(a, b)
+
+    @staticmethod
+    def compute(s: Compute, args):
+        import numpy
+
+        if s.kind in ("load_store", "broadcast", "transpose"):
+            return args[0]
+        if s.kind == "cast":
+            return float(cast(numpy, np.array([args[0]]), s.ins[0].dtype, s.out.dtype)[0])
+        values = [np.float64(a) for a in args]
+        if s.scalar is not None:
+            values.insert(s.scalar.position, np.float64(s.scalar.value))
+        with np.errstate(all="ignore"):
+            if s.kind == "unary":
+                return float(UNARY[s.name](numpy, values[0]))
+            if s.kind == "binary":
+                return float(BINARY[s.name](numpy, *values))
+        raise NotImplementedError(f"{s.kind} {s.name}")
+
+
+class Terms:
+    """Values are Counters of input elements (sums only): a copy moves one, a sum adds them."""
+
+    @staticmethod
+    def store(value, dtype):
+        return value
+
+    @staticmethod
+    def combine(name: str, a, b):
+        if name != "add":
+            raise NotImplementedError("terms are tracked for sums")
+        return a + b
+
+    @staticmethod
+    def compute(s: Compute, args):
+        if s.kind in ("load_store", "broadcast", "transpose", "cast"):
+            return args[0]
+        raise NotImplementedError(f"{s.kind} {s.name}")
+
+
+class Simulator:
+    """Runs `ir` on flat buffers of values: `buffers[name]` for every global tensor."""
+
+    def __init__(self, ir, symbols: dict[str, int] | None = None, values=Numbers):
+        self.ir = ir
+        self.values = values
+        self.symbols = dict(symbols or {})
+        self.algebra = {cpp: alg for alg, cpp in ir.names.items()}  # C++ loop counter -> algebra variable
+        self.block = [evaluate(e, self.symbols) for e in ir.block]
+        self.grid = [evaluate(e, self.symbols) for e in ir.grid]
+        self.neutral = Counter() if values is Terms else None
+        self._functions: dict = {}
+        self.shuffles = 0
+        self.scratch_rounds = 0
+
+    def ev(self, e, env) -> int:
+        f = self._functions.get(e)
+        if f is None:
+            f = self._functions[e] = compiled(e)
+        return f(env)
+
+    def run(self, buffers: dict[str, list], blocks=None) -> None:
+        """Run every block, or the blocks (blockIdx tuples) listed in `blocks`."""
+        self.buffers = buffers
+        bx, by, bz = self.block
+        self.threads = [dict(zip(THREAD_VARS, (x, y, z))) for z in range(bz) for y in range(by) for x in range(bx)]
+        for b in blocks if blocks is not None else itertools.product(*(range(g) for g in self.grid)):
+            self.block_env = {**self.symbols, **dict(zip(BLOCK_VARS, b))}
+            self.local = [dict() for _ in self.threads]
+            self.shared = {}
+            for buf in self.ir.buffers:
+                n = evaluate(buf.elements, self.symbols)
+                if buf.memory.value == "Shared":
+                    self.shared[buf.tensor] = [None] * n
+                else:
+                    for regs in self.local:
+                        regs[buf.tensor] = [None] * n
+            self.nodes(self.ir.body, {})
+
+    def nodes(self, nodes: list, loops: dict[str, int]) -> None:
+        for n in nodes:
+            if isinstance(n, Loop):
+                if n.kind in (LoopKind.THREAD, LoopKind.BLOCK):
+                    self.nodes(n.body, loops)
+                else:
+                    name = self.algebra.get(n.var, n.var)
+                    for v in range(evaluate(n.extent, {**self.symbols})):
+                        self.nodes(n.body, {**loops, name: v})
+            elif isinstance(n, Sync):
+                pass  # lockstep: every thread has finished the statements above
+            elif isinstance(n, ReduceInit):
+                for regs in self.local:
+                    regs[n.acc][:n.elements] = [self.start(n)] * n.elements
+            elif isinstance(n, BlockReduce):
+                self.block_reduce(n)
+            elif isinstance(n, Compute):
+                self.compute(n, loops)
+            else:
+                raise NotImplementedError(type(n).__name__)
+
+    def start(self, n: ReduceInit):
+        return self.neutral if self.neutral is not None else float(n.neutral)
+
+    def env(self, k: int, loops) -> dict[str, int]:
+        return {**self.block_env, **self.threads[k], **loops}
+
+    def holds(self, conds, env) -> bool:
+        for c in conds:
+            a, b = self.ev(c.lhs, env), self.ev(c.rhs, env)
+            if not (a < b if c.op == "<" else a == b):
+                return False
+        return True
+
+    def array(self, k: int, tensor: str) -> list:
+        if tensor in self.local[k]:
+            return self.local[k][tensor]
+        if tensor in self.shared:
+            return self.shared[tensor]
+        return self.buffers[tensor]
+
+    def compute(self, s: Compute, loops) -> None:
+        writes = []
+        for k in range(len(self.threads)):
+            env = self.env(k, loops)
+            if not self.holds(s.conds, env):
+                continue
+            for v in range(s.vector):  # a vector: consecutive elements (a per-element operand: its own offset)
+                writes += self.element(s, k, {**env, ELEMENT_VAR: v}, v)
+        for out, at, value in writes:  # lockstep: every thread reads before any writes
+            out[at] = value
+
+    def offset(self, o, env, v: int) -> int:
+        return self.ev(o.offset, env) + (0 if o.per_element else v)
+
+    def element(self, s: Compute, k: int, env, v: int) -> list:
+        args = []
+        for o in s.ins:
+            buf, at = self.array(k, o.tensor), self.offset(o, env, v)
+            if not 0 <= at < len(buf) or buf[at] is None:
+                raise SimulationError(f"{s.comment}: thread {k} reads {o.tensor}[{at}], "
+                                      f"{'outside it' if not 0 <= at < len(buf) else 'never written'}")
+            args.append(buf[at])
+        out = self.array(k, s.out.tensor)
+        at = self.offset(s.out, env, v)
+        if not 0 <= at < len(out):
+            raise SimulationError(f"{s.comment}: thread {k} writes {s.out.tensor}[{at}] outside it")
+        if s.kind == "reduction":
+            if out[at] is None:
+                raise SimulationError(f"{s.comment}: the accumulator {s.out.tensor}[{at}] was not initialized")
+            value = self.values.combine(COMBINE[s.name], out[at], args[0])
+        else:
+            value = self.values.compute(s, args)
+        return [(out, at, self.values.store(value, s.out.dtype))]
+
+    # -- codegen/emit/reduction.py tp_block_reduce, step by step -------------------------------------
+    def block_reduce(self, n: BlockReduce) -> None:
+        rx, ry, rz = n.threads
+        bx, by, bz = self.block
+        total = bx * by * bz
+        accs = [regs[n.acc] for regs in self.local]
+        info = []
+        for t in self.threads:
+            x, y, z = (t[v] for v in THREAD_VARS)
+            r = g = 0
+            G = NG = 1
+            if rz:
+                r, G = z, bz
+            else:
+                g, NG = z, bz
+            if ry:
+                r, G = r * by + y, G * by
+            else:
+                g, NG = g * by + y, NG * by
+            if rx:
+                r, G = r * bx + x, G * bx
+            else:
+                g, NG = g * bx + x, NG * bx
+            lanes = (not ry or rx or bx == 1) and (not rz or ((ry or by == 1) and (rx or bx == 1)))
+            W = min(G & -G, WARP) if lanes else 1
+            info.append((r, g, G, NG, W))
+        W = info[0][4]
+        if any(i[4] != W or i[2] != info[0][2] for i in info):
+            raise SimulationError("threads of one block disagree on the group size")
+        off = W >> 1
+        while off:
+            new = []
+            for k in range(total):
+                base = k & ~(WARP - 1)
+                present = total - base
+                mask = (1 << min(present, WARP)) - 1
+                partner = k ^ off
+                if partner >= total or not (mask >> (partner - base)) & 1:
+                    raise SimulationError(f"lane {k} shuffles with lane {partner}, which is not in the warp's mask")
+                if info[partner][1] != info[k][1]:
+                    raise SimulationError(f"lane {k} shuffles with lane {partner} of another group")
+                new.append([self.values.combine(n.combine, a, b) for a, b in zip(accs[k], accs[partner])])
+            for k in range(total):
+                accs[k][:n.elements] = new[k]
+            self.shuffles += 1
+            off >>= 1
+        G, NG = info[0][2], info[0][3]
+        P = G // W
+        if P > 1:
+            self.scratch_rounds += 1
+            size = len(self.shared[n.scratch]) // n.dtype.bytes
+            scratch: dict[int, object] = {}
+            for k, (r, g, _, _, _) in enumerate(info):
+                if r % W == 0:
+                    for e in range(n.elements):
+                        at = (e * NG + g) * P + r // W
+                        if not 0 <= at < size:
+                            raise SimulationError(f"scratch slot {at} is outside the {size} slots")
+                        if at in scratch:
+                            raise SimulationError(f"two threads write scratch slot {at}")
+                        scratch[at] = accs[k][e]
+            for k, (r, g, _, _, _) in enumerate(info):
+                for e in range(n.elements):
+                    part = [(e * NG + g) * P + j for j in range(P)]
+                    missing = [a for a in part if a not in scratch]
+                    if missing:
+                        raise SimulationError(f"thread {k} reads scratch slot {missing[0]}, which no thread wrote")
+                    v = scratch[part[0]]
+                    for a in part[1:]:
+                        v = self.values.combine(n.combine, v, scratch[a])
+                    accs[k][e] = v
+
+
+def global_view(g, flat: list, symbols: dict[str, int]) -> np.ndarray:
+    """The logical (shape) array of objects over flat buffer `flat` laid out by GlobalTensor g."""
+    shape = [evaluate(e, symbols) for e in g.extents]
+    strides = [0] * len(shape)
+    for axis, s in zip(g.alloc_axes, g.strides):
+        strides[axis] = evaluate(s, symbols)
+    out = np.empty(shape, dtype=object)
+    for point in itertools.product(*(range(n) for n in shape)):
+        out[point] = flat[sum(p * s for p, s in zip(point, strides))]
+    return out
+
+
+def _flat_size(g, symbols) -> int:
+    return 1 + sum((evaluate(g.extents[a], symbols) - 1) * evaluate(s, symbols) for a, s in zip(g.alloc_axes, g.strides))
+
+
+def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Numbers, blocks=None) -> list[np.ndarray]:
+    """Simulate on logical input arrays (numbers, or for Terms anything: each input element becomes
+    the term (input name, index)); returns the logical outputs (None where unwritten). `blocks`:
+    only these blocks (blockIdx tuples)."""
+    symbols = dict(symbols or {})
+    buffers: dict[str, list] = {}
+    for g in ir.globals:
+        buffers[g.name] = [None] * _flat_size(g, symbols)
+    for t, a in zip(fusion.inputs, inputs):
+        g = next(g for g in ir.globals if g.name == t.name)
+        strides = [0] * len(g.extents)
+        for axis, s in zip(g.alloc_axes, g.strides):
+            strides[axis] = evaluate(s, symbols)
+        a = np.asarray(a)
+        for point in itertools.product(*(range(n) for n in a.shape)):
+            value = Counter({(t.name, point): 1}) if values is Terms else Numbers.store(float(a[point]), t.dtype)
+            buffers[g.name][sum(p * s for p, s in zip(point, strides))] = value
+    sim = Simulator(ir, symbols, values)
+    sim.run(buffers, blocks)
+    outs = []
+    for t in fusion.outputs:
+        g = next(g for g in ir.globals if g.name == t.name)
+        outs.append(global_view(g, buffers[g.name], symbols))
+    return outs
