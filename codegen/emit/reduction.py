@@ -72,9 +72,14 @@ def prelude(ir: KernelIR) -> list[str]:
 
 
 def uses_max(ir: KernelIR) -> bool:
-    """Whether a reduction combines with max (tp_max: NaN wins)."""
-    return (any(c.name == "max" for c in _nodes(ir.body, Compute) if c.kind == "reduction")
-            or any(b.combine == "maximum" for b in _nodes(ir.body, BlockReduce)))
+    """Whether a reduction combines floats with tp_max (NaN wins; integers compare plainly)."""
+    from . import CTYPES, OPS
+    from ...model.reduction import COMBINE
+
+    texts = [OPS[CTYPES[c.out.dtype.name].compute][COMBINE[c.name]] for c in _nodes(ir.body, Compute)
+             if c.kind == "reduction"]
+    texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, BlockReduce)]
+    return any("tp_max" in t for t in texts)
 
 
 def init_lines(e, n: ReduceInit, depth: int) -> list[str]:

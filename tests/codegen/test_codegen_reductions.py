@@ -1,0 +1,168 @@
+"""Reductions in the generated code: what each step becomes (init with the neutral element, the
+accumulation in the compute type under its predicates, the block combine outside every
+predicate, the store by one writer), and that every variant compiles with NVRTC for sm_90a,
+with and without the CUDA headers. tests/differential/test_differential_reduction.py runs the
+lowered kernels; tests/gpu/test_reductions.py runs them on the GPU.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.emit import emit
+from tileproof.codegen.emit.reduction import BLOCK_REDUCE
+from tileproof.codegen.ir import BlockReduce, Compute, Loop, ReduceInit, format_nodes
+from tileproof.codegen.lower import lower
+from tileproof.codegen.runtime import nvrtc
+from tileproof.model.targets import get_target
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support.reduction_schedules import (  # noqa: E402
+    DTYPE_NAMES, column_reduction, row_reduction, row_reduction_rfactor, shared_partials, subtract_row_max, total,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def source(fusion) -> str:
+    return tp.compile(fusion, "sm_90a").cuda_source
+
+
+def body(fusion) -> str:
+    text = source(fusion)
+    return text[text.index('extern "C"'):]
+
+
+def walk(nodes):
+    for n in nodes:
+        yield n
+        if isinstance(n, Loop):
+            yield from walk(n.body)
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("builder", [row_reduction, column_reduction, total], ids=lambda b: b.__name__)
+def test_every_dtype_and_op_compiles_with_and_without_cuda_headers(builder, dtype, op):
+    ir = lower(builder(op, dtype).snapshot(), get_target("sm_90a")).kernel
+    for headers in (True, False):
+        include = nvrtc.cuda_include_dir() if headers else None
+        if headers and include is None:
+            continue
+        assert nvrtc.compile_to_cubin(emit(ir, cuda_headers=headers), "sm_90a", include)[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("fusion", [row_reduction_rfactor(), row_reduction_rfactor(dtype="bfloat16", vector=8),
+                                    row_reduction_rfactor("max", "float64", vector=2, threads=64, unroll=1),
+                                    subtract_row_max(), subtract_row_max("bfloat16"), shared_partials(),
+                                    row_reduction(threads=96, unroll=4), column_reduction(tidx=48, tidy=6)],
+                         ids=lambda f: f.name)
+def test_schedules_compile(fusion):
+    assert tp.compile(fusion, "sm_90a").cubin[:4] == b"\x7fELF"
+
+
+def test_a_block_reduction_is_init_accumulate_combine_store():
+    st = lower(row_reduction().snapshot(), get_target("sm_90a"))
+    nodes = list(walk(st.kernel.body))
+    kinds = [type(n).__name__ for n in nodes if isinstance(n, (ReduceInit, Compute, BlockReduce))]
+    assert kinds == ["ReduceInit", "Compute", "BlockReduce", "Compute"]
+    init, accumulate, combine, store = [n for n in nodes if isinstance(n, (ReduceInit, Compute, BlockReduce))]
+    assert init.neutral == 0.0 and accumulate.kind == "reduction" and accumulate.out.tensor == init.acc
+    assert combine.threads == (True, False, False) and combine.acc == init.acc
+    assert [c.why for c in store.conds] == ["single writer"]  # thread 0 stores the row's total
+    assert any(c.why.startswith("hole") for c in accumulate.conds)  # N is not a multiple of 128: skipped
+    assert not any(c.why == "single writer" for c in accumulate.conds)  # every thread adds its part
+
+
+def test_the_combine_is_outside_every_predicate_and_loop_of_the_reduction():
+    text = body(row_reduction())
+    lines = text.splitlines()
+    at = next(k for k, ln in enumerate(lines) if "tp_block_reduce<" in ln)
+    depth = sum(ln.count("{") - ln.count("}") for ln in lines[:at])
+    assert depth == 1, "the combine sits at the kernel's top level (the BIDx 'loop' is no loop)"
+    assert "__shfl_xor_sync" in text or "__shfl_xor_sync" in source(row_reduction())
+
+
+def test_the_helper_shuffles_then_goes_through_shared_memory_with_two_barriers():
+    assert BLOCK_REDUCE.count("__syncthreads()") == 2
+    assert "__shfl_xor_sync(mask, acc[k], off)" in BLOCK_REDUCE
+    text = source(row_reduction())
+    assert text.count("template <int N, bool RX, bool RY, bool RZ") == 1
+    serial = tp.compile(tp.schedule_files.discover([str(ROOT / "examples" / "valid" / "reductions.py::column_sum_symbolic")])[0]
+                        .build(), "sm_90a").cuda_source
+    assert "tp_block_reduce" not in serial and "extern __shared__" not in serial  # no reduced thread axis: no combine
+
+
+def test_reducing_over_tidy_combines_y_only():
+    assert "tp_block_reduce<1, false, true, false>" in body(column_reduction())
+    assert "if (threadIdx.y == 0U) {" in body(column_reduction(shape=(64, 256)))
+
+
+@pytest.mark.parametrize("dtype, neutral", [("float32", "(-__int_as_float(0x7f800000))"),
+                                            ("float64", "(-__longlong_as_double(0x7ff0000000000000LL))"),
+                                            ("int8", "(-128)"), ("int32", "(-2147483647 - 1)"),
+                                            ("int64", "(-9223372036854775807LL - 1)")])
+def test_max_starts_at_the_lowest_value_of_the_dtype(dtype, neutral):
+    assert f"= {neutral};" in body(row_reduction("max", dtype))
+
+
+def test_sums_of_half_types_add_in_float_and_round_once():
+    text = body(row_reduction("sum", "bfloat16"))
+    assert re.search(r"alignas\(16\) float tp_acc_T1\[1U*L*\];", text)
+    assert "__float2bfloat16_rn(tp_acc_T1[" in text  # the store rounds the float total
+    assert "__bfloat162float(T0[" in text  # each term widened exactly
+    int8 = body(row_reduction("sum", "int8"))
+    assert re.search(r"alignas\(16\) int tp_acc_T1", int8) and "(signed char)(tp_acc_T1[" in int8
+
+
+def test_max_of_floats_propagates_nan():
+    text = source(row_reduction("max"))
+    assert "tp_max(tp_acc_T1[" in text and "T tp_max(T a, T b)" in text
+    assert "tp_max" not in source(row_reduction("max", "int32"))
+
+
+def test_a_reduction_in_registers_read_by_a_pointwise_consumer():
+    st = lower(subtract_row_max().snapshot(), get_target("sm_90a"))
+    dump = format_nodes(st.kernel.body)
+    store = next(n for n in walk(st.kernel.body) if isinstance(n, Compute) and n.out.tensor == "T1")
+    assert not store.conds  # a register: every thread of the row keeps the total (no single writer)
+    assert dump.index("block maximum") < dump.index("T3[")  # the consumer runs after the combine
+
+
+def test_running_totals_of_iteration_axes_inside_the_reduction_loop():
+    """Column sums with each thread's four columns inside the row loop: four accumulator registers,
+    stored after the loop in loops of their own."""
+    with tp.Fusion("four_columns") as fusion:
+        t0 = tp.make_contig_concrete_tensor([64, 512])
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, 0)
+        fusion.add_output(t1)
+    t1.split(1, 4).split(1, 32)  # [r{64}, 4, 32, 4]
+    t1.reorder({0: 2, 1: 0, 2: 1})  # [4, 32, r{64}, 4]
+    t1.axis(0).parallelize(tp.ParallelType.BIDx)
+    t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    text = body(fusion)
+    assert "float tp_acc_T1[4U];" in text
+    assert "for (int k = 0; k < 4; ++k) tp_acc_T1[k] = 0.0f;" in text
+    assert "tp_r0_T1" in text  # the store's own loop over the four totals
+
+
+def test_reduction_examples_compile_and_reject_as_declared():
+    from tileproof.schedule_files import discover
+
+    cases = discover([str(ROOT / "examples" / "valid" / "reductions.py"), str(ROOT / "examples" / "invalid" / "reductions.py")])
+    assert len(cases) >= 15
+    for case in cases:
+        fusion = case.build()
+        report = tp.verify(fusion, case.target)
+        assert not case.expect.mismatches(report, lambda t, key: getattr(tp.allocation(fusion.tensor(t)), key)), case.name
+        if report.ok:
+            assert tp.compile(fusion, case.target).cubin[:4] == b"\x7fELF", case.name
+        else:
+            with pytest.raises(tp.ScheduleRejected):
+                tp.compile(fusion, case.target)
