@@ -7,7 +7,9 @@ family most often: ops, memory types, splits by int / extent-symbol / unknown fa
 reorders, every parallel type, two axes on one type, inlining before and after scheduling,
 vectorize, unroll of large extents, cache ops; the bundled valid examples with 1-3 random
 changes (TMA, ldmatrix, tensor memory near valid); and the split, swizzle, tensor-memory and
-visibility families), reproducibly: hypothesis strategies drawn from random.Random("S:i").
+visibility families; and reductions of tests/support/reduction_gen.py: sum / max over some
+axes with indivisible splits, block reductions over odd thread counts, rfactor, cached and
+vectorized inputs), reproducibly: hypothesis strategies drawn from random.Random("S:i").
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds. Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
@@ -43,7 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1)]
+FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
+            ("reduction", 2)]
 MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
@@ -67,6 +70,10 @@ def draw_case(seed: int, index: int, families=None):
     rng = random.Random(f"{seed}:{index}")
     chosen = [(f, w) for f, w in FAMILIES if families is None or f in families]
     family = rng.choices([f for f, _ in chosen], weights=[w for _, w in chosen])[0]
+    if family == "reduction":  # plain random draws, not hypothesis (tests/support/reduction_gen.py)
+        from support.reduction_gen import reduction_case
+
+        return family, "sm_90a", reduction_case(rng.randrange(2 ** 31))
     for attempt in range(MAX_DRAWS):
         data = ConjectureData(random=random.Random(f"{seed}:{index}:{attempt}"))
         try:
