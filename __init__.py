@@ -30,6 +30,7 @@ from .model.ops import (
 from .model import ops as _ops
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
+from .model.pipeline import Pipelined
 from .model.tensor import TensorView
 from .model.tma import TmaDim, TmaInfo, infer_tma as _infer_tma, tma_ops_of as _tma_ops_of
 from .model.types import (
@@ -196,6 +197,7 @@ __all__ = [
     "MmaOperand",
     "NoDeviceError",
     "ParallelType",
+    "Pipelined",
     "Report",
     "ScheduleError",
     "ScheduleRejected",

@@ -23,6 +23,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ..model.barriers import CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
+from ..model.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const
@@ -109,6 +110,7 @@ class CpAsyncCopy(Compute):
     cache: str = "ca"  # "ca" or "cg"
     nbytes: int = 4
     zero_fill: list[Cond] = field(default_factory=list)
+    circular: tuple[int, int, int] | None = None  # a circular buffer's (stages, prefetch, circular loop depth)
 
 
 @dataclass
@@ -345,7 +347,7 @@ class BlockReduce:
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CpAsyncWait, ReduceInit, BlockReduce)
+              CpAsyncCopy, CpAsyncWait, ReduceInit, BlockReduce, Prologue, Prefetched)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:
@@ -367,6 +369,12 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             lines.append(f"{pad}block {n.combine} of {n.acc}[0..{n.elements}) over threadIdx.{over} via {n.scratch}")
             lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}), each then commit")
             lines.append(format_nodes(n.body, indent + 1))
+            lines.append(f"{pad}the copies of iteration {n.index} + {n.prefetch} (if below {n.extent}), stage % {n.stages}")
+            lines.append(format_nodes(n.body, indent + 1))
+        elif isinstance(n, Prologue):
+            lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}), each then commit")
+            lines.append(format_nodes(n.body, indent + 1))
+        elif isinstance(n, Prefetched):
             lines.append(f"{pad}the copies of iteration {n.index} + {n.prefetch} (if below {n.extent}), stage % {n.stages}")
             lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, CpAsyncWait):

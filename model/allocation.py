@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Expr, ceildiv, const, product, to_sympy, try_int
+from .expr import Expr, ceildiv, const, mod, product, to_sympy, try_int
 from .iterdomain import IterDomain
 from .tensor import TensorView
 from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
@@ -71,8 +71,32 @@ class Allocation:
 
     @property
     def num_elements_expr(self) -> Expr:
-        """num_elements in the index algebra (an Expr)."""
+        """num_elements in the index algebra (an Expr): the stages' tiles of a circular buffer."""
+        return self.tile_elements_expr * self.stages
+
+    @property
+    def tile_elements_expr(self) -> Expr:
+        """The elements of one tile: the product of the allocated extents."""
         return product([a.id.extent_expr for a in self.allocated()])
+
+    @property
+    def stages(self) -> int:
+        """The tiles of a circular-buffered tensor (TensorView.circular_buffer): iteration i of
+        its circular loop uses tile i % stages; 1 for every other tensor."""
+        from .pipeline import circular_axis
+
+        c = self.tensor.circular
+        return c.stages if c is not None and circular_axis(self.tensor) is not None else 1
+
+    def stage_offset(self, idx: dict[int, Expr]) -> Expr:
+        """The element offset of the tile of the point with IterDomain indices `idx`: its
+        circular loop index % stages, times the tile's elements (0 with one stage)."""
+        from .pipeline import circular_axis
+
+        if self.stages == 1:
+            return const(0)
+        loop_id = self.tensor.loop[circular_axis(self.tensor)]
+        return mod(idx[loop_id.uid], self.stages) * self.tile_elements_expr
 
     @property
     def bytes_expr(self) -> Expr:

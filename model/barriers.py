@@ -21,7 +21,8 @@ before it is preceded by fence.proxy.async in the writing threads.
 cp.async: each thread's copies complete only after it commits them to a group and waits for
 the group (cp.async.wait_group), and other threads see them after a barrier that follows the
 wait: a CpAsyncWait (commit, then wait until none is in flight) and the barrier go where the
-read-after-write barrier would.
+read-after-write barrier would. A circular-buffered copy is pipelined over its loop instead:
+model/pipeline.py's insert_pipelines, called last, places its prologue, waits and barriers.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class Access:
     reads: frozenset[str]
     kind: Async = Async.NONE
     barrier: str | None = None  # a TMA load's mbarrier
+    # a circular-buffered cp.async: (stages, prefetch, depth of its circular loop in the statement's
+    # path); model/pipeline.py places its waits and barriers
+    circular: tuple[int, int, int] | None = None
 
 
 @dataclass
@@ -113,7 +117,13 @@ def split_point(a: Path, b: Path) -> int:
 
 def scope_repeats(path: Path, depth: int, hazards: Hazards) -> bool:
     """The scope at `depth` lies inside a repeating loop (it runs more than once per thread)."""
-    return any(hazards.repeats(scope[k]) for scope, k in path[:depth])
+    return any(repeats(scope[k], hazards) for scope, k in path[:depth])
+
+
+def repeats(node, hazards: Hazards) -> bool:
+    """Whether a node with a body runs it more than once (a pipeline's nodes say so themselves)."""
+    own = getattr(node, "repeats_itself", None)
+    return own if own is not None else hazards.repeats(node)
 
 
 class _Plan:
@@ -164,6 +174,8 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
     for name in sorted(on_chip):
         writers = [(a, p) for _, a, p in stmts if a.writes == name]
         readers = [(a, p) for _, a, p in stmts if name in a.reads]
+        if any(w.circular is not None for w, _ in writers):
+            continue  # a circular buffer: pipeline.insert_pipelines places its waits and barriers
         for w, wp in writers:
             for r, rp in readers:
                 d = split_point(wp, rp)
@@ -183,6 +195,9 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
             if w.kind is Async.TMA_LOAD and not plan.has_wait(wp[-1][0], wp[-1][1], len(wp[-1][0]), w.barrier):
                 plan.add(wp[-1][0], wp[-1][1] + 1, TmaWait(w.barrier, f"{name} loaded by TMA"))
     plan.insert()
+    from .pipeline import insert_pipelines  # circular buffers, after the barriers of everything else
+
+    insert_pipelines(tree, hazards)
 
 
 def _wait(plan: _Plan, w: Access, wp: Path, rp: Path, d: int, name: str) -> None:

@@ -31,7 +31,7 @@ import enum
 from dataclasses import dataclass, field
 
 from .allocation import Allocation
-from .expr import Expr, const, substitute, var
+from .expr import Expr, add, const, substitute, var
 from .global_layout import global_offset, global_strides
 from .indexing import (
     indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
@@ -167,15 +167,18 @@ def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
 
 def element_offset(tv: TensorView, idx: dict[int, Expr], allocation: Allocation | None) -> Expr:
     """The element offset a point with IterDomain indices `idx` touches: the global layout for
-    fusion inputs and outputs, the allocation's strides on chip. A KeyError names an ID
-    without an index (a tileproof bug)."""
+    fusion inputs and outputs, the allocation's strides on chip (in the tile of its iteration,
+    for a circular buffer). A KeyError names an ID without an index (a tileproof bug)."""
     if tv.memory_type is MemoryType.Global:
         layout = global_strides(tv)
         if layout is None:
             raise KeyError(f"{tv.name}: allocation domain not a permutation of the logical domain")
         return global_offset(tv, layout, idx)
     strides = allocation.strides() if allocation is not None else {}
-    return linear_offset(strides, idx) if strides else const(0)
+    offset = linear_offset(strides, idx) if strides else const(0)
+    if allocation is not None and allocation.stages > 1:  # a circular buffer: the iteration's tile
+        return add(offset, allocation.stage_offset(idx))
+    return offset
 
 
 def vector_axis(tv: TensorView):

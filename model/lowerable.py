@@ -616,7 +616,9 @@ def unsupported_features(fusion) -> list[Problem]:
 
     out += unsupported_reductions(fusion, order)
     from .cp_async import structure_problems  # cp.async: global -> shared, its vector innermost, zero fill
-    out += structure_problems(fusion, order)
+    from .pipeline import unsupported_pipelines  # circular buffers of cp.async copies, barrier-guarded
+
+    out += structure_problems(fusion, order) + unsupported_pipelines(fusion, order)
     for tv in list(fusion.inputs) + list(fusion.outputs):
         problem = allocation_problem(tv)
         if problem is not None:

@@ -1,4 +1,26 @@
-"""The order in which a loop issues, commits, waits for and reads a cp.async-filled tensor.
+"""Circular buffering of cp.async copies over a serial loop, and the order in which a loop
+issues, commits, waits for and reads a cp.async-filled tensor.
+
+Circular buffering (nvFuser's TensorView::circularBuffer, its Pipelined form):
+`tv.circular_buffer(stages, prefetch)` on a shared tensor a cp.async fills inside a serial loop
+(the circular loop: tv's loop axis just left of its compute-at position) allocates `stages`
+tiles; iteration i's data lives in tile i % stages (Allocation.stage_offset). insert_pipelines
+rewrites the loop nest, after model/barriers.py placed the other barriers:
+
+    Prologue        before the loop: for p in [0, P): the copy of iteration p (if p < extent),
+                    then commit                                          (P = prefetch)
+    loop i:         Prefetched: the copy of iteration i + P (if i + P < extent)
+                    commit; cp.async.wait_group P        (iteration i's group is complete)
+                    __syncthreads                       (read after write: every thread's copies)
+                    ... the readers of stage i % S ...
+                    __syncthreads where P = S - 1       (write after read: the next iteration
+                                                         refills the stage read here)
+
+With P <= S - 2 the next barrier after a read is the read-after-write barrier of the next
+iteration, before stage (i + P) % S is refilled in iteration i + S - P; with P >= S no barrier
+can help (the refill comes before the read): PIPELINE-WAR rejects it, PIPELINE-STAGES too. A
+loop shorter than the prologue simply issues fewer copies (the predicates), and the groups
+stay counted since every iteration commits one group, empty or not.
 
 A Timeline is what one iteration of the loop around a cp.async copy and one of its readers
 does, step by step, taken from the loop nest with its barriers and waits placed
@@ -16,11 +38,233 @@ nest the Timeline was read from. Pure data: no z3.
 
 from __future__ import annotations
 
+import copy
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .barriers import CpAsyncWait, Hazards, Path, Sync, split_point
+from .barriers import CpAsyncWait, Hazards, Path, Sync, repeats, split_point, statement_paths
+from .errors import ScheduleError, user_location
 from .expr import Expr, const
+from .types import MemoryType, ParallelType
+
+
+@dataclass(frozen=True)
+class Pipelined:
+    """The Pipelined circular-buffer type (nvFuser's Pipelined): one group of threads both copies
+    and reads, and a stage is refilled after a __syncthreads that follows its reads
+    (`uses_mbarrier_for_war=False`, the form tileproof lowers; nvFuser's mbarrier-based WAR is
+    for TMA loads and is not lowered: LOWERING-SUPPORTED).
+
+        t1.circular_buffer(3, 2, tp.Pipelined())"""
+
+    uses_mbarrier_for_war: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.uses_mbarrier_for_war, bool):
+            raise ScheduleError(f"Pipelined: uses_mbarrier_for_war must be True or False, got "
+                                f"{self.uses_mbarrier_for_war!r}")
+
+
+@dataclass(frozen=True)
+class CircularBuffer:
+    """A tensor's circular buffering as scheduled: `stages` tiles, `prefetch` copies ahead (a
+    negative prefetch_distance already taken as stages + prefetch_distance), the `type`, and
+    the user's file:line."""
+
+    stages: int
+    prefetch: int
+    type: Pipelined = field(default_factory=Pipelined)
+    origin: str | None = None
+
+
+def make_circular_buffer(number_of_stages, prefetch_distance, type_) -> CircularBuffer:
+    """The arguments of TensorView.circular_buffer, checked at the door (their values are the
+    verifier's: PIPELINE-STAGES)."""
+    for name, value in (("number_of_stages", number_of_stages), ("prefetch_distance", prefetch_distance)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScheduleError(f"circular_buffer: {name} must be an int, got {type(value).__name__} {value!r}")
+    if number_of_stages < 1:
+        raise ScheduleError(f"circular_buffer: number_of_stages must be positive, got {number_of_stages}")
+    if type_ is None:
+        type_ = Pipelined()
+    if not isinstance(type_, Pipelined):
+        raise ScheduleError(f"circular_buffer: type must be a tp.Pipelined(...), got {type(type_).__name__} {type_!r} "
+                            f"(tileproof has no warp-specialized circular buffering yet)")
+    prefetch = prefetch_distance + number_of_stages if prefetch_distance < 0 else prefetch_distance
+    return CircularBuffer(number_of_stages, prefetch, type_, user_location())
+
+
+def circular_axis(tv) -> int | None:
+    """The position of tv's circular loop: its loop axis just left of its compute-at position
+    (None where tv is not circular-buffered or not inlined)."""
+    if getattr(tv, "circular", None) is None or tv.compute_at == 0:
+        return None
+    return tv.compute_at - 1
+
+
+def circular_access(tv) -> tuple[int, int, int] | None:
+    """What model/barriers.py needs of a circular-buffered copy: (stages, prefetch, the depth of
+    its circular loop in the statement's loop path, which holds every loop axis left of it)."""
+    pos = circular_axis(tv)
+    return None if pos is None else (tv.circular.stages, tv.circular.prefetch, pos)
+
+
+def circular_tensors(fusion) -> list:
+    """The tensors of `fusion` that circular_buffer was called on, in fusion order."""
+    return [t for t in fusion.tensors if getattr(t, "circular", None) is not None]
+
+
+def stage_problems(fusion) -> list:
+    """PIPELINE-STAGES: each circular buffer has a serial circular loop, at least two stages and
+    0 <= prefetch < stages, and the circular buffers of one loop agree on both numbers."""
+    from .lowerable import Problem, execution_order, loop_groups
+
+    out = []
+    order = execution_order(fusion)
+    computed = {t.name for t in order}
+    by_loop: dict[int, list] = {}
+    groups = None
+    for tv in circular_tensors(fusion):
+        if tv.name not in computed:
+            continue
+        c = tv.circular
+        where = dict(tensor=tv.name, location=c.origin or tv.origin)
+        pos = circular_axis(tv)
+        if pos is None:
+            out.append(Problem(
+                f"{tv.name} is circular-buffered but not inlined into a loop: its compute-at position is 0, so no "
+                f"loop iterates over its tiles",
+                hint=f"inline {tv.name} right after its serial (K) loop axis: inline_at(k + 1) for loop axis k",
+                values={"compute_at": tv.compute_at, "stages": c.stages}, **where))
+            continue
+        axis = tv.loop[pos]
+        if axis.parallel_type is not ParallelType.Serial or axis.static_extent == 1:
+            kind = "of extent 1" if axis.static_extent == 1 else f"parallelized on {axis.parallel_type}"
+            out.append(Problem(
+                f"{tv.name}'s circular loop, its axis {pos} ({axis.label()}) just left of its compute-at position "
+                f"{tv.compute_at}, is {kind}: a circular buffer needs a serial loop over its tiles",
+                hint=f"inline {tv.name} right after its serial (K) loop axis (inline_at(k + 1) for that axis k)",
+                ids=(axis.name,), values={"axis": pos, "compute_at": tv.compute_at}, **where))
+            continue
+        if c.stages < 2:
+            out.append(Problem(
+                f"{tv.name} is circular-buffered with {c.stages} stage: a stage cannot be refilled while it is read, "
+                f"so one stage leaves no copy in flight (the loop would wait for each tile in full)",
+                hint=f"circular_buffer({tv.name}, 2) or more stages (2 stages, 1 copy ahead)",
+                values={"stages": c.stages, "prefetch": c.prefetch},
+                notes=("nvFuser refuses it too (TensorView::circularBuffer: \"Unsupported stage number\")",), **where))
+        elif not 0 <= c.prefetch < c.stages:
+            why = ("a stage would be refilled before the iteration that reads it is done (PIPELINE-WAR)"
+                   if c.prefetch >= c.stages else "the copy of an iteration would be issued after its reads (CPASYNC-WAIT)")
+            out.append(Problem(
+                f"{tv.name} prefetches {c.prefetch} copies ahead with {c.stages} stages; the prefetch must be at least 0 "
+                f"and below the stages: {why}",
+                hint=f"use a prefetch from 0 to {c.stages - 1} (circular_buffer({c.stages}) prefetches "
+                     f"{c.stages - 1}), or more stages",
+                values={"stages": c.stages, "prefetch": c.prefetch}, **where))
+        groups = groups or loop_groups(fusion, order)
+        group = groups.of.get((tv.name, pos))
+        if group is not None:
+            by_loop.setdefault(group.index, []).append(tv)
+    for tvs in by_loop.values():
+        first = tvs[0]
+        for tv in tvs[1:]:
+            a, b = first.circular, tv.circular
+            if (a.stages, a.prefetch) != (b.stages, b.prefetch):
+                out.append(Problem(
+                    f"{first.name} ({a.stages} stages, prefetch {a.prefetch}) and {tv.name} ({b.stages} stages, prefetch "
+                    f"{b.prefetch}) are circular-buffered over one loop with different numbers; tileproof pipelines a "
+                    f"loop with one wait per iteration, for one prefetch",
+                    hint=f"give {tv.name} the numbers of {first.name}: circular_buffer({a.stages}, {a.prefetch})",
+                    tensor=tv.name, values={"stages": b.stages, "prefetch": b.prefetch},
+                    location=b.origin or tv.origin))
+    return out
+
+
+def unsupported_pipelines(fusion, order) -> list:
+    """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async copies
+    into shared memory with barrier-guarded refills (Pipelined without mbarriers)."""
+    from .cp_async import is_cp_async
+    from .lowerable import Problem
+
+    out = []
+    for tv in order:
+        c = getattr(tv, "circular", None)
+        if c is None:
+            continue
+        if not is_cp_async(tv.definition) or tv.memory_type is not MemoryType.Shared:
+            out.append(Problem(
+                f"{tv.name} is circular-buffered, but it is not a shared tensor filled by cp.async (`{tv.definition}`, "
+                f"{tv.memory_type.value.lower()} memory); tileproof circular-buffers cp.async copies only",
+                hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) into shared memory, or drop "
+                     f"circular_buffer",
+                tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
+        if c.type.uses_mbarrier_for_war:
+            out.append(Problem(
+                f"{tv.name} is circular-buffered with Pipelined(uses_mbarrier_for_war=True); tileproof guards a refill "
+                f"with __syncthreads, not with mbarriers",
+                hint="use tp.Pipelined() (uses_mbarrier_for_war=False)",
+                tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
+    return out
+
+
+# -- the loop nest, pipelined --------------------------------------------------------------------
+
+@dataclass
+class Prologue:
+    """Before the circular loop: for p in [0, prefetch), the copies in `body` for iteration p
+    where p < the loop's extent, then a commit (one group per p, empty or not). `index` and
+    `extent`: the loop's index variable and extent (filled in by the code generator)."""
+
+    stages: int
+    prefetch: int
+    body: list
+    index: str | None = None
+    extent: Expr | None = None
+    repeats_itself = True  # a loop of its own (barriers.scope_repeats)
+
+
+@dataclass
+class Prefetched:
+    """In the circular loop's body: the copies in `body` for iteration i + prefetch, where that
+    is below the loop's extent (stage (i + prefetch) % stages)."""
+
+    stages: int
+    prefetch: int
+    body: list
+    index: str | None = None
+    extent: Expr | None = None
+    repeats_itself = False
+
+
+def insert_pipelines(tree: list, hazards: Hazards) -> None:
+    """Pipeline every loop whose body holds circular-buffered copies (their Access.circular),
+    in place: the Prologue before the loop, the Prefetched copies first in its body, the
+    commit, the wait and the barriers (module docstring). Called by barriers.insert_barriers."""
+    loops: dict[int, tuple[list, int, list[int], tuple[int, int]]] = {}
+    for _, acc, path in statement_paths(tree, hazards):
+        if acc.circular is None or any(isinstance(scope[k], (Prologue, Prefetched)) for scope, k in path):
+            continue
+        stages, prefetch, depth = acc.circular
+        if depth >= len(path) - 1:
+            continue  # no loop at that depth: PIPELINE-STAGES rejects the schedule
+        scope, at = path[depth]
+        entry = loops.setdefault(id(scope[at]), (scope, at, [], (stages, prefetch)))
+        child = path[depth + 1][1]
+        if child not in entry[2]:
+            entry[2].append(child)
+    for scope, at, children, (stages, prefetch) in loops.values():
+        loop = scope[at]
+        copies = [loop.body[k] for k in sorted(children)]
+        rest = [n for k, n in enumerate(loop.body) if k not in children]
+        ahead = max(prefetch, 0)
+        waits = [Prefetched(stages, prefetch, copies),
+                 CpAsyncWait(ahead, f"this iteration's copies are complete, at most {ahead} newer group(s) in flight"),
+                 Sync("this iteration's stage, copied by every thread, read below")]
+        war = [Sync("the stage read here is refilled at the top of the next iteration")] if prefetch >= stages - 1 else []
+        loop.body[:] = waits + rest + war
+        at = next(k for k, n in enumerate(scope) if n is loop)  # an earlier prologue may have moved it
+        scope.insert(at, Prologue(stages, prefetch, copy.deepcopy(copies)))
 
 
 class Step(enum.Enum):
@@ -82,10 +326,17 @@ def events_of(node) -> list[Event]:
     return []
 
 
+def in_prologue(path: Path) -> bool:
+    """Whether a statement path runs inside a Prologue (a copy of a pipelined statement)."""
+    return any(isinstance(scope[k], Prologue) for scope, k in path)
+
+
 def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards) -> Timeline:
     """The Timeline of the copy at path `wp` and the read at path `rp` (statement paths of the
-    barrier nest): the steps of the innermost scope holding both, in order. That scope's loop
-    gives the iterations (one where it does not repeat). Waits and barriers nested deeper
+    barrier nest, the copy's outside any Prologue): the steps of the innermost scope holding
+    both, in order. That scope's loop gives the iterations (one where it does not repeat); a
+    Prefetched copy its prefetch and stages, and the Prologue just before the loop the prologue's
+    steps (issue, commit), one iteration per prefetched copy. Waits and barriers nested deeper
     than the scope are not counted: a scope holds the copy's and the read's own children."""
     d = split_point(wp, rp)
     scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
@@ -98,11 +349,21 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards) -> 
         else:
             body += events_of(node)
     extent: Expr = const(1)
+    prologue: tuple[Event, ...] = ()
+    iterations, prefetch, stages = 0, 0, 1
+    if isinstance(scope[iw], Prefetched):
+        prefetch, stages = scope[iw].prefetch, scope[iw].stages
     if d > 0:
-        owner = wp[d - 1][0][wp[d - 1][1]]
-        if hazards.repeats(owner) and hazards.extent is not None:
+        parent, at = wp[d - 1]
+        owner = parent[at]
+        if repeats(owner, hazards) and hazards.extent is not None:
             extent = hazards.extent(owner)
-    return Timeline(tensor, reader, tuple(body), extent)
+        before = parent[at - 1] if at > 0 else None
+        if isinstance(before, Prologue) and isinstance(scope[iw], Prefetched):
+            prologue, iterations = (Event(Step.ISSUE), Event(Step.COMMIT)), max(before.prefetch, 0)
+    return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations)
 
 
-__all__ = ["Event", "Step", "Timeline", "events_of", "timeline"]
+__all__ = ["CircularBuffer", "Event", "Pipelined", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",
+           "circular_axis", "circular_tensors", "events_of", "in_prologue", "insert_pipelines", "make_circular_buffer", "stage_problems",
+           "timeline", "unsupported_pipelines"]

@@ -36,6 +36,7 @@ class TensorView:
         self.tmem_dim_sep: int = 0
         self.compute_at: int = 0
         self.definition: Op | None = None
+        self.circular = None  # a CircularBuffer (model/pipeline.py) once circular_buffer is called
         self.origin = user_location()
         fusion._register_tensor(self)
 
@@ -293,6 +294,36 @@ class TensorView:
         from .reduction import rfactor
 
         return rfactor(self, axes)
+
+    # -- circular buffering -----------------------------------------------------------
+    def circular_buffer(self, number_of_stages: int | None = None, prefetch_distance: int = -1, type=None, *,
+                        stages: int | None = None, prefetch: int | None = None) -> "TensorView":
+        """Circular-buffer this shared tensor over its serial loop: the loop axis just left of its
+        compute-at position (the K loop) gets `number_of_stages` tiles, and the cp.async copy of
+        iteration i + prefetch is issued while iteration i reads its tile, so `prefetch` copies
+        are in flight (`prefetch_distance` -1, the default, means stages - 1: a negative one counts
+        from the stages). `type` is tp.Pipelined() (the default; a __syncthreads guards a stage
+        before it is refilled). `stages=` and `prefetch=` are aliases. Returns self. The
+        verifier checks the numbers (PIPELINE-STAGES: at least two stages, 0 <= prefetch <
+        stages) and proves the pipeline (CPASYNC-WAIT, PIPELINE-WAR); shared memory holds the
+        stages (SMEM-CAPACITY). nvFuser: TensorView::circularBuffer(number_of_stages,
+        prefetch_distance, type).
+
+            t1.inline_at(2); t1.circular_buffer(3)   # 3 tiles, 2 copies ahead"""
+        from .pipeline import make_circular_buffer
+
+        if stages is not None:
+            if number_of_stages is not None:
+                raise ScheduleError("circular_buffer: give number_of_stages or stages=, not both")
+            number_of_stages = stages
+        if number_of_stages is None:
+            raise ScheduleError("circular_buffer: number_of_stages is missing (the number of tiles, e.g. 2)")
+        if prefetch is not None:
+            if prefetch_distance != -1:
+                raise ScheduleError("circular_buffer: give prefetch_distance or prefetch=, not both")
+            prefetch_distance = prefetch
+        self.circular = make_circular_buffer(number_of_stages, prefetch_distance, type)
+        return self
 
     # -- inlining -------------------------------------------------------------------
     def inline_at(self, pos: int) -> "TensorView":

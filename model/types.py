@@ -149,6 +149,8 @@ class LoadStoreOpType(enum.Enum):
     global -> shared, 4, 8 or 16 bytes per thread (the Vectorize axis, or one element), with
     `.ca` or `.cg` as the copy's tp.CacheOp says (CPASYNC-SIZE); out-of-bounds elements are
     zero-filled (src-size 0), and readers wait (cp.async.wait_group, then __syncthreads).
+    A shared tensor it fills inside a serial loop may be circular-buffered over that loop
+    (TensorView.circular_buffer).
 
         t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
         t2 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync, cache_op=tp.CacheOp.Global)   # cp.async.cg"""

@@ -21,7 +21,8 @@ from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
-                 Operand, ParamKind, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync)
+                 Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
+                 TmemDealloc, TmemFencedSync)
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
 def _nodes_of(nodes: list, kinds: tuple) -> list:
     out = []
     for n in nodes:
-        if isinstance(n, Loop):
+        if hasattr(n, "body"):  # loops, and a circular buffer's prologue and prefetched copies
             out += _nodes_of(n.body, kinds)
         elif isinstance(n, kinds):
             out.append(n)
@@ -382,6 +383,8 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     ReduceInit: emit_reduction.init_lines,
     BlockReduce: emit_reduction.block_reduce_lines,
     CpAsyncWait: emit_cp_async.wait_lines,
+    Prologue: emit_cp_async.prologue_lines,
+    Prefetched: emit_cp_async.prefetched_lines,
 }
 
 def dtype_storage(dtype: DataType) -> str:

@@ -5,12 +5,16 @@ or 16) and `cp.async.cg.shared.global [dst], [src], 16, src-size`; src-size 0 re
 src and fills dst with zeros (so a hole's source address is never formed: the tensor's base is
 passed instead). `cp.async.commit_group` closes the thread's group of copies issued so far,
 `cp.async.wait_group N` waits until at most N of its groups are in flight (both checked with
-ptxas for sm_90a).
+ptxas for sm_90a). A circular buffer's prologue runs the loop's first copies ahead of it, in a
+loop of its own over the same index variable; its prefetched copies are guarded by the loop's
+extent.
 """
 
 from __future__ import annotations
 
-from ..ir import CpAsyncCopy, CpAsyncWait
+from ...model.expr import add, const, var
+from ..ir import CpAsyncCopy, CpAsyncWait, Prefetched, Prologue
+from .cuda_expr import INDEX_TYPES
 
 PRELUDE = """\
 // cp.async: global -> shared; src_bytes 0 reads nothing and writes zeros
@@ -49,10 +53,32 @@ def copy_lines(emitter, n: CpAsyncCopy, depth: int) -> list[str]:
     return lines + [f"{pad}{{"] + [f"{pad}  {b}" for b in body] + [f"{pad}}}"]
 
 
+def prologue_lines(emitter, n: Prologue, depth: int) -> list[str]:
+    """The circular loop's first `prefetch` copies, ahead of it: one commit per iteration, so
+    every thread's groups count the same however short the loop is."""
+    pad = "  " * depth
+    i, extent = emitter.x(var(n.index)), emitter.x(n.extent)
+    return ([f"{pad}// prologue: the copies of iterations 0..{n.prefetch - 1} of the loop over {i} "
+             f"({n.stages} stages)", f"{pad}#pragma unroll",
+             f"{pad}for ({INDEX_TYPES[emitter.ir.index_bits]} {i} = 0; {i} < {n.prefetch}; ++{i}) {{",
+             f"{pad}  if ({i} < {extent}) {{"]
+            + emitter.nodes(n.body, depth + 2)
+            + [f"{pad}  }}", f"{pad}  tp_cp_async_commit();", f"{pad}}}"])
+
+
+def prefetched_lines(emitter, n: Prefetched, depth: int) -> list[str]:
+    """The copies of iteration i + prefetch (their indices are shifted already), where it exists."""
+    pad = "  " * depth
+    ahead = add(var(n.index), const(n.prefetch))
+    return ([f"{pad}if ({emitter.x(ahead)} < {emitter.x(n.extent)}) {{  // the copies of iteration "
+             f"{emitter.x(ahead)}, into stage ({emitter.x(ahead)}) % {n.stages}"]
+            + emitter.nodes(n.body, depth + 1) + [f"{pad}}}"])
+
+
 def wait_lines(emitter, n: CpAsyncWait, depth: int) -> list[str]:
     pad = "  " * depth
     commit = [f"{pad}tp_cp_async_commit();"] if n.commit else []
     return commit + [f"{pad}tp_cp_async_wait<{n.pending}>();  // {n.why}"]
 
 
-__all__ = ["PRELUDE", "copy_lines", "prelude", "wait_lines"]
+__all__ = ["PRELUDE", "copy_lines", "prefetched_lines", "prelude", "prologue_lines", "wait_lines"]

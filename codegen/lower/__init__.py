@@ -11,7 +11,9 @@
                a reduction's init, accumulation, block combine and store (lower/reduction.py)
     nest       the loop tree
     sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads,
-               cp.async commits and waits
+               cp.async commits and waits; a circular buffer's prologue and prefetched copies
+    pipeline   those prologues and prefetched copies: their loop's index, the copies shifted ahead
+               (lower/cp_async.py)
     signature  parameters, launch dimensions, names
 
 Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
@@ -43,6 +45,7 @@ from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, Tens
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
+from .cp_async import fill_pipelines
 from . import reduction, tmem
 
 KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart
@@ -127,6 +130,10 @@ def sync(st: Lowering) -> None:
     insert_syncs(st.tree, on_chip)
 
 
+def pipeline(st: Lowering) -> None:
+    fill_pipelines(st.tree, {cls.key: cls.index_var for cls in st.classes.classes.values()})
+
+
 def signature(st: Lowering) -> None:
     fusion = st.fusion
     params, names = [], {}
@@ -173,6 +180,7 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("tmem", tmem.lower_accesses),
     ("nest", nest),
     ("sync", sync),
+    ("pipeline", pipeline),
     ("tmem-alloc", tmem.allocate_and_fence),
     ("signature", signature),
 ]

@@ -2,14 +2,20 @@
 vector as one copy (model/cp_async.py: cp-size, .ca or .cg), and its predicates in two parts:
 the thread-extent and single-writer conditions gate the issue, the holes of indivisible splits
 become src-size 0 (the copy writes zeros and reads nothing). Waits and barriers are placed by
-model/barriers.py (lower/syncs.py)."""
+model/barriers.py (lower/syncs.py), a circular buffer's prologue and prefetched copies by
+model/pipeline.py; fill_pipelines gives those their loop's index and extent and moves the
+prefetched copies `prefetch` iterations ahead (the same statement at iteration i + prefetch)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...model.cp_async import ISSUE_CONDS, ZERO_FILL_CONDS, cp_async_copy
 from ...model.errors import InternalError
+from ...model.expr import Expr, add, const, substitute, var
+from ...model.pipeline import Prefetched, Prologue, circular_access
 from ...model.tensor import TensorView
-from ..ir import Compute, CpAsyncCopy
+from ..ir import Compute, CpAsyncCopy, Loop, Operand
 
 
 def cp_async_statement(tv: TensorView, stmt: Compute) -> CpAsyncCopy:
@@ -25,7 +31,42 @@ def cp_async_statement(tv: TensorView, stmt: Compute) -> CpAsyncCopy:
         raise InternalError(f"{tv.name}'s cp.async has a predicate of no known kind: "
                             f"{[c.why for c in stmt.conds if c.kind not in ISSUE_CONDS + ZERO_FILL_CONDS]}")
     return CpAsyncCopy(stmt.kind, stmt.name, stmt.out, stmt.ins, issue, stmt.vector, stmt.comment, stmt.scalar,
-                       cache=copy.cache, nbytes=copy.bytes, zero_fill=zero_fill)
+                       cache=copy.cache, nbytes=copy.bytes, zero_fill=zero_fill, circular=circular_access(tv))
 
 
-__all__ = ["cp_async_statement"]
+def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
+    """Each Prologue and Prefetched node of the placed tree (in place): its loop's index
+    variable (`index_of`: loop class key -> index) and extent; a Prefetched node's copies run for
+    iteration i + prefetch, so their loop index is shifted (offsets, predicates, inner extents)."""
+    for k, n in enumerate(tree):
+        if isinstance(n, Prologue):
+            loop = tree[k + 1] if k + 1 < len(tree) else None
+            if not isinstance(loop, Loop):
+                raise InternalError("a circular buffer's prologue is not followed by its loop")
+            n.index, n.extent = index_of[loop.key], loop.extent
+        if isinstance(n, Loop):
+            for child in n.body:
+                if isinstance(child, Prefetched):
+                    child.index, child.extent = index_of[n.key], n.extent
+                    ahead = {child.index: add(var(child.index), const(child.prefetch))}
+                    child.body[:] = [_shifted(c, ahead) for c in child.body]
+        if hasattr(n, "body"):
+            fill_pipelines(n.body, index_of)
+
+
+def _shifted(node, names: dict[str, Expr]):
+    """node with its loop index renamed: a copy of iteration i + prefetch."""
+    if isinstance(node, Loop):
+        return dataclasses.replace(node, extent=substitute(node.extent, names),
+                                   body=[_shifted(c, names) for c in node.body])
+    if isinstance(node, CpAsyncCopy):
+        def operand(o: Operand) -> Operand:
+            return dataclasses.replace(o, offset=substitute(o.offset, names))
+
+        return dataclasses.replace(node, out=operand(node.out), ins=[operand(o) for o in node.ins],
+                                   conds=[c.renamed(names) for c in node.conds],
+                                   zero_fill=[c.renamed(names) for c in node.zero_fill])
+    raise InternalError(f"a circular buffer's prefetched copies hold a {type(node).__name__}")
+
+
+__all__ = ["cp_async_statement", "fill_pipelines"]

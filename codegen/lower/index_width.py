@@ -68,7 +68,7 @@ def _ranges(ir: KernelIR) -> dict[str, int]:
 def _walk(nodes: list):
     for n in nodes:
         yield n
-        if isinstance(n, Loop):
+        if hasattr(n, "body"):  # loops, and a circular buffer's prologue and prefetched copies
             yield from _walk(n.body)
 
 

@@ -12,7 +12,7 @@ from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, TmaCopy
 def access(n) -> Access | None:
     """What a lowered statement does to on-chip memory (a TMA store writes global memory)."""
     if isinstance(n, CpAsyncCopy):
-        return Access(n.out.tensor, frozenset(), Async.CP_ASYNC)
+        return Access(n.out.tensor, frozenset(), Async.CP_ASYNC, circular=n.circular)
     if isinstance(n, TmaCopy):
         if n.direction is Direction.LOAD:
             return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier)

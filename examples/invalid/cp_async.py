@@ -1,5 +1,8 @@
 """cp.async copies the hardware cannot make: a size its cache does not take (CPASYNC-SIZE),
-misaligned addresses (CPASYNC-ALIGN), a copy that is not global -> shared (LOWERING-SUPPORTED).
+misaligned addresses (CPASYNC-ALIGN), a copy that is not global -> shared (LOWERING-SUPPORTED);
+and circular buffers that do not make a pipeline: a stage refilled before it is read
+(PIPELINE-WAR), a copy issued after its read (CPASYNC-WAIT), numbers or loops that cannot be
+pipelined (PIPELINE-STAGES), stages that do not fit (SMEM-CAPACITY).
 
 examples/valid/cp_async.py holds the working forms.
 """
@@ -86,3 +89,83 @@ def cp_async_into_registers():
     for t in (t1, t2):
         t.axis(1).parallelize(P.TIDx)
     return fusion
+
+
+def k_loop(name, *, stages, prefetch=-1, tile_rows=16, columns=32, shape=("M", "K"), op=CP_ASYNC, inline=True):
+    """out = set(a) through the shared tile s, circular-buffered over the K loop: [M/rows, K loop,
+    rows x columns/4 threads, 4]; the reader uses the threads in another order."""
+    with tp.Fusion(name) as fusion:
+        a = tp.make_tensor(list(shape), contiguity=True)
+        fusion.add_input(a)
+        s = tp.set(a, op=op)
+        out = tp.set(s)
+        fusion.add_output(out)
+    if "K" in shape:
+        fusion.assume("K % 4 == 0")
+    s.set_memory_type(tp.MemoryType.Shared)
+    for t in (s, out):
+        t.split(1, 4).split(1, columns // 4).split(0, tile_rows).reorder({1: 2})  # [Mo, Ko, rows, cols/4, 4]
+        t.axis(0).parallelize(P.BIDx)
+    s.merge(2, 3).axis(2).parallelize(P.TIDx)
+    s.axis(3).parallelize(P.Vectorize)
+    out.merge(2, 3).merge(2, 3).split(2, tile_rows * columns // 4).axis(3).parallelize(P.TIDx)
+    if inline:
+        s.inline_at(2)
+    s.circular_buffer(stages, prefetch)
+    return fusion, s
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-WAR", "PIPELINE-STAGES", messages=[
+    "T1's stage 0 is refilled in iteration 0 with iteration 2's data before T2 reads iteration 0's data from it"]))
+def prefetch_equal_to_the_stage_count():
+    """The issue's example: 2 stages, 2 copies ahead. Iteration 0 issues the copy of iteration 2
+    into stage 0, which iteration 0 itself still reads: no barrier can order the refill after the
+    read. Counterexample: refill iteration 0, data 2, read iteration 0, stage 0."""
+    return k_loop("prefetch_equal_to_the_stage_count", stages=2, prefetch=2)[0]
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-STAGES", messages=["T1 is circular-buffered with 1 stage"]))
+def one_stage():
+    """A circular buffer of one stage has no copy in flight while its tile is read."""
+    return k_loop("one_stage", stages=1)[0]
+
+
+@tp.schedule(expect=tp.rejected("CPASYNC-WAIT", "PIPELINE-STAGES", messages=[
+    "T2 reads T1 in iteration 0 before the cp.async data of that iteration is complete: its copy of iteration 0's "
+    "data is not issued before the read"]))
+def prefetch_behind():
+    """prefetch_distance -3 with 2 stages is a prefetch of -1: each iteration copies the tile of the
+    iteration before, after that iteration read it."""
+    return k_loop("prefetch_behind", stages=2, prefetch=-3)[0]
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-STAGES", messages=[
+    "T1 is circular-buffered but not inlined into a loop"]))
+def circular_buffer_without_a_loop():
+    """A [64, 128] tile computed whole before its reader (not inlined: compute-at 0): no loop
+    rotates its stages."""
+    return k_loop("circular_buffer_without_a_loop", stages=2, shape=(64, 128), inline=False)[0]
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-STAGES", messages=[
+    "T1's circular loop, its axis 1 (", "is parallelized on BIDy"]))
+def circular_loop_on_blocks():
+    """The axis left of the tile's compute-at position is bound to blockIdx.y: its iterations run in
+    different blocks, and there is no loop to pipeline."""
+    fusion, s = k_loop("circular_loop_on_blocks", stages=2)
+    for t in fusion.tensors[1:]:
+        t.axis(1).parallelize(P.BIDy)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("SMEM-CAPACITY", messages=["not enough shared memory"]))
+def stages_do_not_fit():
+    """A tile of 4 rows x 1024 fp32 columns is 16 KiB; 16 stages need 256 KiB, over sm_90a's 227 KiB."""
+    return k_loop("stages_do_not_fit", stages=16, tile_rows=4, columns=1024)[0]
+
+
+@tp.schedule(expect=tp.rejected("LOWERING-SUPPORTED", messages=[
+    "T1 is circular-buffered, but it is not a shared tensor filled by cp.async"]))
+def circular_buffer_of_a_plain_copy():
+    """tileproof pipelines cp.async copies; a plain tp.set into shared memory is not pipelined."""
+    return k_loop("circular_buffer_of_a_plain_copy", stages=2, op=tp.LoadStoreOpType.Set)[0]

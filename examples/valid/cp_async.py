@@ -4,9 +4,9 @@ then the block synchronizes. A copy past the end of the tensor (a hole of an ind
 split) reads nothing and writes zeros (src-size 0).
 
 The K loops below copy an [M, K] tile of 16 rows x 32 columns per iteration and add it to
-another, which is the shape of a GEMM's main loop without the multiply (tileproof has no
-reduction of its own yet to consume the tiles); examples/invalid/cp_async.py holds the broken
-variants.
+another, which is the shape of a GEMM's main loop without the multiply; the circular-buffered
+ones copy the next tiles while the current one is read (TensorView.circular_buffer).
+examples/invalid/cp_async.py holds the broken variants.
 """
 
 import tileproof as tp
@@ -15,10 +15,12 @@ P = tp.ParallelType
 CP_ASYNC = tp.LoadStoreOpType.CpAsync
 
 
-def k_loop_sum(name: str, *, vector: int, dtype=tp.float32, cache_op=tp.CacheOp.Unspecified, rows: int = 16):
+def k_loop_sum(name: str, *, vector: int, dtype=tp.float32, cache_op=tp.CacheOp.Unspecified, rows: int = 16,
+               stages: int | None = None, prefetch: int = -1):
     """out = a + b, [M, K]: per block `rows` rows; per iteration of the K loop, 32 columns of a and
     b copied into shared memory by cp.async, `vector` elements per copy (one thread per vector),
-    then added by threads in another order (each reads what other threads copied)."""
+    then added by threads in another order (each reads what other threads copied). With `stages`,
+    both tiles are circular-buffered over the K loop, `prefetch` copies ahead."""
     with tp.Fusion(name) as fusion:
         a = tp.make_tensor(["M", "K"], contiguity=True, dtype=dtype)
         b = tp.make_tensor(["M", "K"], contiguity=True, dtype=dtype)
@@ -40,6 +42,8 @@ def k_loop_sum(name: str, *, vector: int, dtype=tp.float32, cache_op=tp.CacheOp.
         t.axis(2).parallelize(P.TIDx)
         t.axis(3).parallelize(P.Vectorize if vector > 1 else P.Serial)
         t.inline_at(2)
+        if stages is not None:
+            t.circular_buffer(stages, prefetch)
     out.merge(2, 3).merge(2, 3).split(2, rows * 32 // vector)  # [Mo, Ko, vector, threads]
     out.axis(3).parallelize(P.TIDx)
     return fusion
@@ -63,6 +67,35 @@ def k_loop_sum_ca_4_bytes_any_k():
     """fp32, one element per copy: 4-byte cp.async.ca, for every K (no assumption): the tail of the
     last tile and the rows past M are zero-filled."""
     return k_loop_sum("k_loop_sum_ca_4_bytes_any_k", vector=1, rows=4)
+
+
+@tp.schedule(expect=tp.accepted(allocations={"T2": {"bytes": 2 * 16 * 32 * 4}}))
+def k_loop_sum_double_buffered():
+    """k_loop_sum_cg_16_bytes with both tiles circular-buffered: 2 stages, the copy of the next K
+    tile in flight while this one is added (prefetch 1: a barrier ends each iteration, before the
+    tile it read is refilled). Shared memory holds both stages of each tile."""
+    return k_loop_sum("k_loop_sum_double_buffered", vector=4, stages=2)
+
+
+@tp.schedule(expect=tp.accepted())
+def k_loop_sum_three_stages_prefetch_one():
+    """3 stages, 1 copy ahead: the tile refilled in iteration i was read in iteration i - 2, before
+    the wait's barrier of iteration i - 1, so no barrier ends the iteration."""
+    return k_loop_sum("k_loop_sum_three_stages_prefetch_one", vector=4, stages=3, prefetch=1)
+
+
+@tp.schedule(expect=tp.accepted())
+def k_loop_sum_four_stages_bf16():
+    """bf16, 8-byte cp.async.ca, 4 stages and 3 copies ahead (the default prefetch, stages - 1)."""
+    return k_loop_sum("k_loop_sum_four_stages_bf16", vector=4, dtype=tp.bfloat16, cache_op=tp.CacheOp.AllLevels,
+                      stages=4)
+
+
+@tp.schedule(expect=tp.accepted())
+def k_loop_sum_pipelined_any_k():
+    """4-byte copies for every K, circular-buffered with 2 stages: the last tile's tail is
+    zero-filled, and a K of fewer tiles than the prologue copies skips the missing ones."""
+    return k_loop_sum("k_loop_sum_pipelined_any_k", vector=1, rows=4, stages=2)
 
 
 @tp.schedule(expect=tp.accepted())

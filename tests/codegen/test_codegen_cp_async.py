@@ -126,3 +126,61 @@ def test_the_fingerprint_tells_cache_ops_apart():
         return fusion
 
     assert fingerprint(build(tp.CacheOp.Global), "sm_90a") != fingerprint(build(tp.CacheOp.AllLevels), "sm_90a")
+
+
+# -- circular buffering --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,stages,prefetch,war", [("k_loop_sum_double_buffered", 2, 1, True),
+                                                      ("k_loop_sum_three_stages_prefetch_one", 3, 1, False),
+                                                      ("k_loop_sum_four_stages_bf16", 4, 3, True),
+                                                      ("k_loop_sum_pipelined_any_k", 2, 1, True)])
+def test_the_pipelined_k_loop(name, stages, prefetch, war):
+    """The prologue copies iterations 0..P-1 (each below the loop's extent, each then committed);
+    the loop copies iteration i + P into stage (i + P) % S, commits, waits until at most P groups are
+    in flight, synchronizes, reads stage i % S, and synchronizes again where P = S - 1."""
+    source = tp.compile(VALID[name].build()).cuda_source
+    body = source[source.index("extern"):]
+    lines = [ln.strip() for ln in body.splitlines()]
+    pro = lines.index(f"for (unsigned long long i1 = 0; i1 < {prefetch}; ++i1) {{") if "unsigned long long" in body \
+        else lines.index(f"for (unsigned i1 = 0; i1 < {prefetch}; ++i1) {{")
+    assert lines[pro - 1] == "#pragma unroll" and lines[pro + 1].startswith("if (i1 < ")
+    loop = next(k for k, ln in enumerate(lines) if k > pro and ln.startswith("for (") and "i1 <" in ln)
+    assert lines[loop + 1].startswith(f"if ((i1 + {prefetch}") and f"% {stages}" in lines[loop + 1]
+    assert f"% {stages}" in body and f"((i1 + {prefetch}" in body  # the shifted copies' stage and data
+    at = next(k for k, ln in enumerate(lines) if ln.startswith(f"tp_cp_async_wait<{prefetch}>();"))
+    assert lines[at - 1] == "tp_cp_async_commit();" and lines[at + 1].startswith("__syncthreads();")
+    assert ("refilled at the top of the next iteration" in body) == war
+
+
+def test_a_prologue_copy_is_the_loops_statement_at_an_earlier_iteration():
+    """The prefetched copies are the loop's own statement with its index shifted by the prefetch:
+    substituting i1 + P back gives the prologue's copy."""
+    from tileproof.codegen.ir import CpAsyncCopy
+    from tileproof.model.expr import add, const, substitute, var
+    from tileproof.model.pipeline import Prefetched, Prologue
+
+    st = lowered("k_loop_sum_double_buffered")
+    pro = next(n for n in flat_all(st.tree) if isinstance(n, Prologue))
+    pre = next(n for n in flat_all(st.tree) if isinstance(n, Prefetched))
+    assert pro.index == pre.index == "loop.i1" and str(pro.extent) == str(pre.extent) == "ceil(ceil(K / 4) / 8)"
+    early = [n for n in flat_all(pro.body) if isinstance(n, CpAsyncCopy)]
+    ahead = [n for n in flat_all(pre.body) if isinstance(n, CpAsyncCopy)]
+    shift = {"loop.i1": add(var("loop.i1"), const(1))}
+    assert [substitute(c.out.offset, shift) for c in early] == [c.out.offset for c in ahead]
+    assert [substitute(c.ins[0].offset, shift) for c in early] == [c.ins[0].offset for c in ahead]
+
+
+def flat_all(nodes: list) -> list:
+    out = []
+    for n in nodes:
+        out.append(n)
+        out += flat_all(getattr(n, "body", []))
+    return out
+
+
+def test_the_fingerprint_tells_circular_buffers_apart():
+    from tileproof.codegen.runtime.fingerprint import fingerprint
+
+    a, b = VALID["k_loop_sum_cg_16_bytes"].build(), VALID["k_loop_sum_double_buffered"].build()
+    b.name = a.name
+    assert fingerprint(a, "sm_90a") != fingerprint(b, "sm_90a")

@@ -1,9 +1,12 @@
 """cp.async kernels on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device).
 
 The K loops of examples/valid/cp_async.py add two [M, K] tensors whose tiles are copied into
-shared memory by cp.async: the sums must equal PyTorch's bit for bit (one fp32 / bf16 add), into
-outputs poisoned with NaN, for sizes the 16 x 32 tile divides and sizes it does not (the last
-tile's columns past K and rows past M are copied with src-size 0: zeros, no global read).
+shared memory by cp.async, plain or circular-buffered (2 to 4 stages): the sums must equal
+PyTorch's bit for bit (one fp32 / bf16 add), into outputs poisoned with NaN, for sizes the
+16 x 32 tile divides and sizes it does not (the last tile's columns past K and rows past M are
+copied with src-size 0: zeros, no global read), and K loops shorter than a pipeline's prologue.
+The issue's rejected pipeline (prefetch equal to the stage count), built anyway, is run too: it
+reads tiles already refilled with later data.
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 SIZES = [(64, 128), (37, 100), (5, 36), (16, 32), (3, 4), (130, 1000)]
 
 
-@pytest.mark.parametrize("name", ["k_loop_sum_cg_16_bytes", "k_loop_sum_ca_8_bytes", "k_loop_sum_ca_4_bytes_any_k"])
+K_LOOPS = ["k_loop_sum_cg_16_bytes", "k_loop_sum_ca_8_bytes", "k_loop_sum_ca_4_bytes_any_k", "k_loop_sum_double_buffered",
+           "k_loop_sum_three_stages_prefetch_one", "k_loop_sum_four_stages_bf16", "k_loop_sum_pipelined_any_k"]
+
+
+@pytest.mark.parametrize("name", K_LOOPS)
 @pytest.mark.parametrize("m,k", SIZES)
 def test_k_loop_sum(name, m, k):
     fusion = VALID[name].build()
@@ -43,9 +50,11 @@ def test_k_loop_sum(name, m, k):
     assert torch.equal(out, a + b)
 
 
-def test_k_loop_sum_any_k_with_odd_columns():
-    """4-byte copies need no assumption on K: K = 33, 7, 1."""
-    kernel = tp.compile(VALID["k_loop_sum_ca_4_bytes_any_k"].build())
+@pytest.mark.parametrize("name", ["k_loop_sum_ca_4_bytes_any_k", "k_loop_sum_pipelined_any_k"])
+def test_k_loop_sum_any_k_with_odd_columns(name):
+    """4-byte copies need no assumption on K: K = 33, 7, 1 (one K tile: the pipeline's prologue copies
+    less than it prefetches)."""
+    kernel = tp.compile(VALID[name].build())
     for m, k in [(9, 33), (4, 7), (1, 1)]:
         a, b = torch.randn(m, k, device="cuda"), torch.randn(m, k, device="cuda")
         (out,) = kernel.run(a, b)
@@ -70,3 +79,21 @@ def test_a_misaligned_input_is_refused_at_launch():
     a = buf[1:].view(16, 64)
     with pytest.raises(tp.InputError, match="aligned"):
         kernel.run(a, a.clone())
+
+
+def test_the_issues_rejected_pipeline_reads_refilled_tiles():
+    """examples/invalid/cp_async.py prefetch_equal_to_the_stage_count (PIPELINE-WAR), built with
+    compile_unverified: iteration i copies iteration i + 2's tile into the stage it is about to
+    read. Over many blocks and K tiles some reads see the later tile: the copy out is wrong."""
+    from tileproof.testing import compile_unverified
+
+    invalid = {c.name: c for c in discover([str(ROOT / "examples" / "invalid" / "cp_async.py")])}
+    kernel = compile_unverified(invalid["prefetch_equal_to_the_stage_count"].build())
+    a = torch.randn(4096, 4096, device="cuda")
+    wrong = 0
+    for _ in range(5):
+        out = torch.full_like(a, float("nan"))
+        kernel.run(a, out=[out])
+        torch.cuda.synchronize()
+        wrong += int((out != a).sum())
+    assert wrong > 0

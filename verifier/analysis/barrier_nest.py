@@ -1,5 +1,5 @@
 """The kernel's loop nest with its barriers and waits placed (model/barriers.py), leaves the
-tensors computed: what SMEM-RACE and CPASYNC-WAIT check, built once per verify."""
+tensors computed: what SMEM-RACE, CPASYNC-WAIT and PIPELINE-WAR check, built once per verify."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.cp_async import is_cp_async
+from ...model.pipeline import circular_access
 from ...model.lowerable import execution_order, loop_groups, nest, statement_items
 from ...model.reduction import Phase
 from ...model.tensor import TensorView
@@ -31,7 +32,7 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
             return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}")
         return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
     if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
-        return Access(tv.name, frozenset(), Async.CP_ASYNC)
+        return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))
     return Access(tv.name, frozenset(t.name for t in op.inputs))
 
 

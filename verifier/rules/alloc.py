@@ -91,16 +91,20 @@ def _over_capacity(ctx: VerifyContext, allocs: list[Allocation], out: Outcome, w
             hint="launch fewer threads per block, or give the block reductions fewer iteration axes inside their "
                  "reduction loops (fewer accumulator registers)",
             **where)
-    big = max(allocs, key=lambda a: int(out.values[a.tensor.name])).tensor.name  # the largest: tile it first
+    biggest = max(allocs, key=lambda a: int(out.values[a.tensor.name]))  # the largest: tile it first
+    big = biggest.tensor.name
+    staged = [f"{a.tensor.name} holds {a.stages} stages of its tile (circular_buffer), each "
+              f"{int(out.values[a.tensor.name]) // a.stages} bytes" for a in allocs if a.stages > 1]
     return finding(
         "SMEM-CAPACITY",
         f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), "
         f"{ctx.target.name} has {cap} per block",
         table=[row for a in allocs for row in _table(a)],
-        notes=["each IterDomain's row says whether it is allocated and which rule decided"],
+        notes=["each IterDomain's row says whether it is allocated and which rule decided"] + staged,
         counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
-        hint=f"tile {big}: parallelize an outer axis of {big} on BIDx, or inline it (inline_at) so only a tile "
-             f"is live",
+        hint=(f"circular-buffer {big} with fewer stages, or tile it smaller" if biggest.stages > 1 else
+              f"tile {big}: parallelize an outer axis of {big} on BIDx, or inline it (inline_at) so only a tile "
+              f"is live"),
         **where,
     )
 

@@ -387,7 +387,8 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         Every op the kernel computes is lowered by tileproof: load/store ops Set, TMA,
         LdMatrix, StMatrix, TMemLoad (from tensor memory), TMemStore (into tensor memory),
         CpAsync (from a global tensor into a shared one, its Vectorize axis innermost, and,
-        where it has holes to zero-fill, allocated along its own loop IDs);
+        where it has holes to zero-fill, allocated along its own loop IDs); circular buffering of
+        cp.async copies into shared memory only, with barrier-guarded refills (tp.Pipelined());
         exp and sqrt of floating-point types; an op touches tensor memory at most once;
         tensor-memory tensors take a constant number of columns; an
         ldmatrix/stmatrix consumer's innermost loop axis is its Vectorize axis and its statement

@@ -1,15 +1,17 @@
 """Asynchronous copies over loops: every read of a cp.async-filled tensor waits for its data
-(CPASYNC-WAIT), decided on the loop nest with its waits and barriers placed (model/barriers.py)
-as a Timeline (model/pipeline.py) for a symbolic iteration (verifier/analysis/pipeline.py)."""
+(CPASYNC-WAIT), a circular buffer's numbers make a pipeline (PIPELINE-STAGES), and no stage is
+refilled before its reads are done (PIPELINE-WAR). The two proofs are decided on the loop nest
+with its waits and barriers placed (model/barriers.py, model/pipeline.py) as a Timeline for a
+symbolic iteration (verifier/analysis/pipeline.py)."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
 from ...model.barriers import Async, statement_paths
-from ...model.pipeline import Timeline, timeline
+from ...model.pipeline import Timeline, in_prologue, stage_problems, timeline
 from ..analysis.barrier_nest import barrier_nest
-from ..analysis.pipeline import prove_complete
+from ..analysis.pipeline import prove_complete, prove_free
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome
@@ -25,8 +27,8 @@ def _timelines(ctx: VerifyContext) -> list[tuple[Timeline, object, object]]:
     stmts = statement_paths(nest_.tree, nest_.hazards)
     out = []
     for w, wa, wp in stmts:
-        if wa.kind is not Async.CP_ASYNC:
-            continue
+        if wa.kind is not Async.CP_ASYNC or in_prologue(wp):
+            continue  # a prologue's copies are the Timeline's prologue
         for r, ra, rp in stmts:
             if wa.writes in ra.reads:
                 reader = _tensor(r)
@@ -50,7 +52,10 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
         loop (its prologue included): the copy of iteration k's data is issued before the
         read, a `cp.async.wait_group N` after it has at least N + 1 commits between the copy
         and itself (so the copy's group is complete), and a __syncthreads comes after that
-        wait, before the read. The counterexample names the iteration.
+        wait, before the read. The counterexample names the iteration. tileproof places the
+        waits itself, so only a circular buffer whose copies come after their reads (a negative
+        prefetch) fails on a schedule written with the API; tests/rules/test_cp_async.py
+        removes placed waits and shows what the rule then reports.
     Why the hardware needs it:
         A cp.async completes asynchronously. Its thread sees the data only after a
         cp.async.wait_group that covers the copy's group (groups are committed with
@@ -58,11 +63,31 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
         only after a barrier that follows the wait: a read before either sees stale shared
         memory, or a copy still in flight.
     Example:
-        none: tileproof places every wait and barrier itself, so no schedule written with
-        today's API fails this rule; it proves the placement on every schedule
-        (tests/rules/test_cp_async.py removes a wait and shows the failure it then reports)
+        with tp.Fusion("prefetch_behind") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
+        fusion.assume("K % 4 == 0")
+        for t in (s, out):
+            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
+        s.set_memory_type(tp.MemoryType.Shared)
+        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
+        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
+        s.inline_at(2)
+        s.circular_buffer(2, prefetch_distance=-3)  # prefetch 2 - 3 = -1: the copy comes late
+    Reported with:
+        PIPELINE-STAGES
     Fix:
-        none: a report of this rule on an unmodified schedule is a tileproof bug
+        with tp.Fusion("prefetch_ahead") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
+        fusion.assume("K % 4 == 0")
+        for t in (s, out):
+            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
+        s.set_memory_type(tp.MemoryType.Shared)
+        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
+        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
+        s.inline_at(2)
+        s.circular_buffer(2)  # prefetch 1
     References:
         PTX ISA 9.7.9.25.3.1 (cp.async), 9.7.9.25.3.2 (cp.async.commit_group), 9.7.9.25.3.3
         (cp.async.wait_group: "waits until ... N or fewer of the most recent groups are pending");
@@ -96,7 +121,149 @@ def _incomplete(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
     return finding(
         "CPASYNC-WAIT",
         f"{tl.reader} reads {tl.tensor} in iteration {k} before the cp.async data of that iteration is complete: {why}",
-        notes=[f"the steps of the loop: {tl.describe()}",
-               "tileproof places the waits and barriers itself: this is a tileproof bug, please report it"],
+        notes=[f"the steps of the loop: {tl.describe()}"] + (
+            [f"{tl.tensor} is circular-buffered with prefetch {tl.prefetch}: the copy of iteration k is issued in "
+             f"iteration k - ({tl.prefetch})"] if tl.prefetch < 0 else
+            ["tileproof places the waits and barriers itself: this is a tileproof bug, please report it"]),
         counterexample={"iteration": k, "extent": out.model.get("extent"), **v},
-        hint="report the schedule; until it is fixed, use a plain tp.set instead of cp.async", **where)
+        hint=(f"prefetch at least 0 copies ahead (circular_buffer({tl.stages}) prefetches {tl.stages - 1})"
+              if tl.prefetch < 0 else "report the schedule; until it is fixed, use a plain tp.set instead of cp.async"),
+        **where)
+
+
+@rule("PIPELINE-STAGES", family="pipeline")
+def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A circular buffer has a serial loop, at least two stages and 0 <= prefetch < stages.
+
+    What it checks:
+        For every tensor with circular_buffer(stages, prefetch_distance): it is inlined into a
+        loop, and its loop axis just left of its compute-at position (the circular loop) is a
+        serial loop, not of extent 1; stages >= 2; 0 <= prefetch < stages, the prefetch being
+        the prefetch_distance, or stages + prefetch_distance for a negative one; circular
+        buffers over one loop have the same numbers. A loop shorter than the stages needs no
+        check: the prologue's copies are predicated by the loop's extent. Shared memory holds
+        every stage (SMEM-CAPACITY counts stages x tile).
+    Why the hardware needs it:
+        A stage being read cannot be refilled (the copy would overwrite data other threads
+        still read), so a buffer of S stages keeps at most S - 1 copies in flight while one
+        stage is read: one stage leaves none (the loop waits for each tile in full, and nvFuser
+        refuses it), a prefetch of S or more refills a stage before its iteration reads it
+        (PIPELINE-WAR), and a negative one reads a stage before its copy is issued
+        (CPASYNC-WAIT). The circular loop is the loop whose iterations the stages rotate over.
+    Example:
+        with tp.Fusion("one_stage") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
+        fusion.assume("K % 4 == 0")
+        for t in (s, out):
+            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
+        s.set_memory_type(tp.MemoryType.Shared)
+        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
+        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
+        s.inline_at(2)
+        s.circular_buffer(1)
+    Fix:
+        with tp.Fusion("two_stages") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
+        fusion.assume("K % 4 == 0")
+        for t in (s, out):
+            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
+        s.set_memory_type(tp.MemoryType.Shared)
+        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
+        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
+        s.inline_at(2)
+        s.circular_buffer(2)
+    References:
+        nvFuser csrc/tensor_view.cpp (circularBuffer: "Unsupported stage number", "Invalid prefetch
+        distance") and csrc/device_lower/analysis/circular_buffer.cpp (the circular axis left of
+        the compute-at position); docs/hardware.md#circular-buffering
+    """
+    # Formal statement: none, structural: for each circular-buffered tensor, compute_at > 0, its loop axis
+    #   compute_at - 1 is Serial with extent != 1, stages >= 2, 0 <= prefetch < stages, and the circular
+    #   buffers of one loop have equal (stages, prefetch)
+    for p in stage_problems(ctx.fusion):
+        yield finding("PIPELINE-STAGES", p.message, tensor=p.tensor, ids=list(p.ids), location=p.location,
+                      notes=list(p.notes), counterexample=dict(p.values), hint=p.hint)
+
+
+@rule("PIPELINE-WAR", family="pipeline")
+def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A circular buffer's stage is refilled only after every read of its previous data.
+
+    What it checks:
+        On the kernel's loop nest with the prologue, waits and barriers the code generator
+        places for a circular buffer (model/pipeline.py), for every statement reading the
+        tensor and a symbolic refill: the copy issued in iteration k (its prologue included)
+        fills the data of iteration d = k + prefetch into stage d % stages; for every older
+        iteration j < d whose data shares that stage, a __syncthreads that follows j's read
+        comes before the copy. The counterexample names the refilling iteration, the data it
+        copies, the iteration still to read the stage, and the stage.
+    Why the hardware needs it:
+        Other threads read a stage in iteration j; a cp.async issued into the same stage
+        before they are all done overwrites data they have not read yet (write after read),
+        and the refill lands asynchronously, at any time after its issue. Only a barrier
+        between the last read and the refill orders them (nvFuser PR #3865: a circular buffer
+        refilled too early gave wrong results).
+    Example:
+        with tp.Fusion("prefetch_equal_to_stages") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
+        fusion.assume("K % 4 == 0")
+        for t in (s, out):
+            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
+        s.set_memory_type(tp.MemoryType.Shared)
+        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
+        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
+        s.inline_at(2)
+        s.circular_buffer(2, prefetch_distance=2)
+    Reported with:
+        PIPELINE-STAGES
+    Fix:
+        with tp.Fusion("prefetch_below_stages") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
+        fusion.assume("K % 4 == 0")
+        for t in (s, out):
+            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
+        s.set_memory_type(tp.MemoryType.Shared)
+        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
+        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
+        s.inline_at(2)
+        s.circular_buffer(2, prefetch_distance=1)
+    References:
+        PTX ISA 9.7.9.25.3.1 (cp.async completes asynchronously); CUDA C++ Programming Guide,
+        __syncthreads; nvFuser csrc/device_lower/pass/circular_buffer.cpp (the Pipelined form) and
+        PR #3865; docs/hardware.md#circular-buffering
+    """
+    # Formal statement: for every circular buffer's copy c and reader r, on the Timeline of the circular
+    #   loop (verifier/analysis/pipeline.py prove_free): for all extents E, refill iterations k in [-P, E)
+    #   with d = k + P in [0, E), and iterations j in [0, E) with j < d and j % S == d % S:
+    #   some SYNC Y has R(j) < Y < I(k)
+    for tl, writer, reader in _timelines(ctx):
+        if tl.stages == 1 and tl.prefetch == 0 and not tl.prologue_iterations:
+            continue  # no circular buffer: SMEM-RACE checks the refill of a plain tile
+        out = ctx.memo(("pipeline-war", tl), lambda tl=tl: prove_free(tl))
+        where = dict(tensor=writer.name, location=(writer.circular.origin if writer.circular else None) or writer.origin,
+                     labels=[f"{reader.name} reads {tl.tensor} in each iteration of the circular loop"])
+        yield from report_outcome("PIPELINE-WAR", out, f"that {tl.tensor}'s stages are refilled after their reads",
+                                  lambda out, tl=tl: _refilled_early(tl, out, where), **where)
+
+
+def _refilled_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
+    k, j = out.model.get("refill iteration", 0), out.model.get("read iteration", 0)
+    d, stage = out.values.get("data"), out.values.get("stage")
+    when = "in the prologue" if k < 0 else f"in iteration {k}"
+    return finding(
+        "PIPELINE-WAR",
+        f"{tl.tensor}'s stage {stage} is refilled {when} with iteration {d}'s data before {tl.reader} reads "
+        f"iteration {j}'s data from it, with no __syncthreads between: the copy may overwrite data still to be read",
+        notes=[f"the steps of the loop: {tl.describe()}",
+               f"{tl.stages} stages, prefetch {tl.prefetch}: iteration i reads stage i % {tl.stages} and copies "
+               f"iteration i + {tl.prefetch}'s data into stage (i + {tl.prefetch}) % {tl.stages}"],
+        counterexample={"refill iteration": k, "data": d, "read iteration": j, "stage": stage,
+                        "extent": out.model.get("extent")},
+        hint=(f"prefetch fewer copies than the stages: circular_buffer({tl.stages}, {tl.stages - 1}), or use "
+              f"{tl.prefetch + 1} stages for a prefetch of {tl.prefetch}" if tl.prefetch >= tl.stages else
+              "report the schedule: tileproof places the barriers itself"),
+        **where)

@@ -1,0 +1,250 @@
+"""Circular buffering of cp.async copies (issue 12, item 2): TensorView.circular_buffer at the door,
+the stages in the allocation and the shared-memory plan, the pipelined loop nest that
+model/pipeline.py places, and the rules PIPELINE-STAGES, PIPELINE-WAR and CPASYNC-WAIT on it.
+tests/differential/test_differential_pipeline.py compares the two proofs with a simulation."""
+
+from __future__ import annotations
+
+import pytest
+
+import tileproof as tp
+from tileproof.model.allocation import compute_allocation
+from tileproof.model.barriers import CpAsyncWait, Sync
+from tileproof.model.pipeline import Prefetched, Prologue, Step
+from tileproof.model.targets import get_target
+from tileproof.verifier.analysis import barrier_nest as nest_module
+from tileproof.verifier.context import VerifyContext
+from tileproof.verifier.rules import pipeline as pipeline_rules
+
+P = tp.ParallelType
+CP_ASYNC = tp.LoadStoreOpType.CpAsync
+
+
+def k_loop(stages=2, prefetch=-1, *, circular=True, vector=4, columns=32, dtype=tp.float32, **kw):
+    """out = set(a) through the shared tile s over a K loop of `columns`-wide tiles."""
+    with tp.Fusion("k_loop") as fusion:
+        a = tp.make_tensor(["M", "K"], contiguity=True, dtype=dtype)
+        fusion.add_input(a)
+        s = tp.set(a, op=CP_ASYNC)
+        out = tp.set(s)
+        fusion.add_output(out)
+    fusion.assume(f"K % {vector} == 0")
+    s.set_memory_type(tp.MemoryType.Shared)
+    for t in (s, out):
+        t.split(1, vector).split(1, columns // vector).axis(0).parallelize(P.BIDx)  # [M, Ko, cols/vec, vec]
+    s.axis(2).parallelize(P.TIDx)
+    s.axis(3).parallelize(P.Vectorize)
+    out.merge(2).axis(2).parallelize(P.TIDx)
+    s.inline_at(2)
+    if circular:
+        s.circular_buffer(stages, prefetch, **kw)
+    return fusion, s
+
+
+# -- the API ---------------------------------------------------------------------------------------------
+
+def test_circular_buffer_records_the_numbers():
+    _, s = k_loop(3)
+    c = s.circular
+    assert (c.stages, c.prefetch, c.type) == (3, 2, tp.Pipelined()) and c.origin and "test_pipeline.py" in c.origin
+    _, s = k_loop(4, 1)
+    assert (s.circular.stages, s.circular.prefetch) == (4, 1)
+    _, s = k_loop(4, -3)
+    assert s.circular.prefetch == 1  # stages + prefetch_distance
+    _, s = k_loop(circular=False)
+    assert s.circular_buffer(stages=3, prefetch=1) is s and (s.circular.stages, s.circular.prefetch) == (3, 1)
+    assert s.circular_buffer(2, type=tp.Pipelined(uses_mbarrier_for_war=False)).circular.type == tp.Pipelined()
+
+
+@pytest.mark.parametrize("call,words", [
+    (lambda s: s.circular_buffer(0), ("number_of_stages must be positive", "0")),
+    (lambda s: s.circular_buffer(2.0), ("number_of_stages must be an int", "2.0")),
+    (lambda s: s.circular_buffer(True), ("number_of_stages must be an int",)),
+    (lambda s: s.circular_buffer(2, "1"), ("prefetch_distance must be an int",)),
+    (lambda s: s.circular_buffer(2, type="pipelined"), ("type must be a tp.Pipelined",)),
+    (lambda s: s.circular_buffer(), ("number_of_stages is missing",)),
+    (lambda s: s.circular_buffer(2, stages=3), ("not both",)),
+    (lambda s: tp.Pipelined(uses_mbarrier_for_war=1), ("uses_mbarrier_for_war must be True or False",)),
+])
+def test_wrong_arguments_are_refused_at_the_door(call, words):
+    _, s = k_loop(circular=False)
+    with pytest.raises(tp.ScheduleError) as e:
+        call(s)
+    for w in words:
+        assert w in str(e.value)
+
+
+# -- storage ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stages", [2, 3, 5])
+def test_storage_is_stages_times_the_tile(stages):
+    fusion, s = k_loop(stages)
+    alloc = compute_allocation(s)
+    assert alloc.stages == stages and alloc.tile_elements_expr.value == 32
+    assert alloc.num_elements == 32 * stages and alloc.bytes == 128 * stages
+    assert tp.allocation(s).bytes == 128 * stages
+    ctx = VerifyContext(fusion, get_target("sm_90a"))
+    assert ctx.smem_plan.buffers["T1"].bytes.value == 128 * stages
+
+
+def test_an_uninlined_circular_buffer_has_one_stage_of_storage():
+    """Without a circular loop there is nothing to rotate over (PIPELINE-STAGES reports it)."""
+    fusion, s = k_loop(3)
+    s.compute_at = 0
+    assert compute_allocation(s).stages == 1
+
+
+def test_smem_capacity_counts_the_stages():
+    fusion, s = k_loop(8, columns=8192 // 8 * 8)  # 8 stages of a 32 KiB tile: 256 KiB
+    report = tp.verify(fusion, rules=["SMEM-CAPACITY"])
+    d = report.errors[0]
+    assert report.codes == ["SMEM-CAPACITY"] and d.counterexample["bytes"] == 8 * 8192 * 4
+    assert any("8 stages of its tile" in n for n in d.notes) and "fewer stages" in d.hint
+    fusion, s = k_loop(6, columns=8192)  # 6 x 32 KiB = 192 KiB fits 227 KiB
+    assert tp.verify(fusion, rules=["SMEM-CAPACITY"]).ok
+
+
+def test_each_iteration_addresses_its_stage():
+    """The writer's and the reader's shared offsets carry (K loop index % stages) * tile."""
+    from tileproof.codegen.ir import CpAsyncCopy, Compute
+    from tileproof.codegen.lower import lower
+
+    fusion, _ = k_loop(3)
+    st = lower(fusion.snapshot(), get_target("sm_90a"), until="index")
+    copy, read = [s for _, s in st.statements]
+    assert isinstance(copy, CpAsyncCopy) and isinstance(read, Compute)
+    assert "32*(loop.i1 % 3)" in str(copy.out.offset) and "32*(loop.i1 % 3)" in str(read.ins[0].offset)
+
+
+# -- PIPELINE-STAGES ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stages,prefetch,codes", [
+    (2, -1, []), (2, 1, []), (3, -1, []), (3, 0, []), (3, 1, []), (4, 3, []),
+    (1, -1, ["PIPELINE-STAGES"]),
+    (2, 2, ["PIPELINE-STAGES", "PIPELINE-WAR"]),
+    (3, 5, ["PIPELINE-STAGES", "PIPELINE-WAR"]),
+    (2, -3, ["CPASYNC-WAIT", "PIPELINE-STAGES"]),
+])
+def test_the_stage_and_prefetch_numbers(stages, prefetch, codes):
+    fusion, _ = k_loop(stages, prefetch)
+    assert tp.verify(fusion).codes == codes
+
+
+def test_the_circular_loop_must_be_a_serial_loop_inside_the_tile():
+    fusion, s = k_loop(2)
+    s.inline_at(1)  # the axis left of the compute-at position is BIDx
+    d = tp.verify(fusion, rules=["PIPELINE-STAGES"]).errors[0]
+    assert "is parallelized on BIDx" in d.message and d.counterexample == {"axis": 0, "compute_at": 1}
+
+
+def test_circular_buffers_of_one_loop_share_their_numbers():
+    with tp.Fusion("two") as fusion:
+        a = tp.make_tensor(["M", "K"], contiguity=True)
+        b = tp.make_tensor(["M", "K"], contiguity=True)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        sa, sb = tp.set(a, op=CP_ASYNC), tp.set(b, op=CP_ASYNC)
+        out = tp.add(sa, sb)
+        fusion.add_output(out)
+    fusion.assume("K % 4 == 0")
+    for t in (sa, sb, out):
+        t.split(1, 4).split(1, 8).axis(0).parallelize(P.BIDx)
+    for t, stages in ((sa, 2), (sb, 3)):
+        t.set_memory_type(tp.MemoryType.Shared)
+        t.axis(2).parallelize(P.TIDx)
+        t.axis(3).parallelize(P.Vectorize)
+        t.inline_at(2)
+        t.circular_buffer(stages, 1)
+    out.merge(2).axis(2).parallelize(P.TIDx)
+    report = tp.verify(fusion)
+    assert report.codes == ["PIPELINE-STAGES"] and "different numbers" in report.errors[0].message
+    sb.circular_buffer(2, 1)
+    assert tp.verify(fusion).ok
+
+
+def test_only_cp_async_into_shared_memory_with_barriers_is_pipelined():
+    fusion, s = k_loop(2, type=tp.Pipelined(uses_mbarrier_for_war=True))
+    report = tp.verify(fusion, rules=["LOWERING-SUPPORTED"])
+    assert report.codes == ["LOWERING-SUPPORTED"] and "uses_mbarrier_for_war=True" in report.errors[0].message
+
+
+# -- the pipelined nest -----------------------------------------------------------------------------------------
+
+def nest_of(fusion):
+    return nest_module.barrier_nest(VerifyContext(fusion.snapshot(), get_target("sm_90a")))
+
+
+def _find(nodes, kind):
+    for n in nodes:
+        if isinstance(n, kind):
+            return n
+        found = _find(getattr(n, "body", []), kind)
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("stages,prefetch,war", [(2, 1, True), (3, 2, True), (3, 1, False), (4, 1, False)])
+def test_the_placed_loop(stages, prefetch, war):
+    fusion, _ = k_loop(stages, prefetch)
+    tree = nest_of(fusion).tree
+    prologue = _find(tree, Prologue)
+    assert (prologue.stages, prologue.prefetch) == (stages, prefetch)
+    scope = next(n for n in tree if hasattr(n, "body")).body  # the block's scope: prologue, then the K loop
+    k = next(i for i, n in enumerate(scope) if isinstance(n, Prologue))
+    body = scope[k + 1].body
+    assert isinstance(body[0], Prefetched) and isinstance(body[1], CpAsyncWait) and body[1].pending == prefetch
+    assert isinstance(body[2], Sync) and isinstance(body[-1], Sync) == war
+
+
+def test_cpasync_wait_and_pipeline_war_see_the_prologue():
+    fusion, _ = k_loop(3)
+    ctx = VerifyContext(fusion.snapshot(), get_target("sm_90a"))
+    [(tl, writer, reader)] = pipeline_rules._timelines(ctx)
+    assert (tl.stages, tl.prefetch, tl.prologue_iterations) == (3, 2, 2)
+    assert [e.step for e in tl.prologue] == [Step.ISSUE, Step.COMMIT]
+    assert str(tl.extent) == "ceil(ceil(K / 4) / 8)"
+
+
+@pytest.mark.parametrize("remove", ["war", "wait"])
+def test_removing_a_placed_barrier_or_deepening_the_wait_is_reported(remove, monkeypatch):
+    """The rules check the nest the code generator emits: without the end-of-iteration barrier a
+    stage is refilled while it is read (PIPELINE-WAR); a wait that leaves one more group in
+    flight lets a read see its copy in flight (CPASYNC-WAIT)."""
+    built = nest_module._build
+
+    def broken(ctx):
+        nest_ = built(ctx)
+        loop = _find(nest_.tree, Prefetched)
+        owner = next(n for n in _loops(nest_.tree) if n.body and n.body[0] is loop)
+        if remove == "war":
+            owner.body.pop()
+        else:
+            owner.body[1].pending += 1
+        return nest_
+
+    monkeypatch.setattr(nest_module, "_build", broken)
+    fusion, _ = k_loop(2)
+    report = tp.verify(fusion, rules=["CPASYNC-WAIT", "PIPELINE-WAR"])
+    d = report.errors[0]
+    if remove == "war":
+        assert report.codes == ["PIPELINE-WAR"]
+        assert d.counterexample["refill iteration"] == 1 and d.counterexample["read iteration"] == 0
+        assert d.counterexample["data"] == 2 and d.counterexample["stage"] == 0
+    else:
+        assert report.codes == ["CPASYNC-WAIT"] and "may leave the copy in flight" in d.message
+
+
+def _loops(nodes):
+    for n in nodes:
+        if hasattr(n, "body"):
+            yield n
+            yield from _loops(n.body)
+
+
+def test_smem_race_leaves_circular_buffers_to_the_pipeline_rules():
+    fusion, _ = k_loop(2)
+    nest_ = nest_of(fusion)
+    from tileproof.verifier.rules.races import unordered
+
+    assert unordered(nest_) == []
