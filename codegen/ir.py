@@ -367,10 +367,6 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
         elif isinstance(n, BlockReduce):
             over = "".join(c for c, r in zip("xyz", n.threads) if r)
             lines.append(f"{pad}block {n.combine} of {n.acc}[0..{n.elements}) over threadIdx.{over} via {n.scratch}")
-            lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}), each then commit")
-            lines.append(format_nodes(n.body, indent + 1))
-            lines.append(f"{pad}the copies of iteration {n.index} + {n.prefetch} (if below {n.extent}), stage % {n.stages}")
-            lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, Prologue):
             lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}), each then commit")
             lines.append(format_nodes(n.body, indent + 1))

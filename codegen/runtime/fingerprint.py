@@ -45,7 +45,6 @@ def fingerprint(fusion: Fusion, target: str) -> str:
             tv.name, tv.dtype.name, tv.memory_type.value, f"ca={tv.compute_at}", f"sep={tv.tmem_dim_sep}",
             "contig=" + ",".join(map(str, tv.contiguity)),
             f"circular={tv.circular.stages},{tv.circular.prefetch},{tv.circular.type}" if tv.circular else "circular=-",
-            f"circular={tv.circular.stages},{tv.circular.prefetch},{tv.circular.type}" if tv.circular else "circular=-",
             "root=" + ",".join(ids(i) for i in tv.root),  # an rfactor's partial reduction: not its logical domain
             "logical=" + ",".join(ids(i) for i in tv.logical),
             "history=" + ",".join(_transform(t, ids) for t in tv.history),
