@@ -34,7 +34,7 @@ def domain_graph(tv: TensorView, highlight: Iterable[str] = ()) -> Picture:
     drawn over the graph (the overlay)."""
     wanted = set(highlight)
     by_uid = {i.uid: i for i in tv.all_ids()}
-    level: dict[int, int] = {i.uid: 0 for i in tv.logical}
+    level: dict[int, int] = {i.uid: 0 for i in tv.root}  # the logical domain, but an rfactor's partial's root
     producer: dict[int, object] = {}
     for t in tv.history:
         depth = max(level[i.uid] for i in t.inputs) + 1
@@ -52,7 +52,7 @@ def domain_graph(tv: TensorView, highlight: Iterable[str] = ()) -> Picture:
     slot = 7.2 * max((len(i.label()) for i in by_uid.values()), default=6) + 28
     row_height, box_h = 74, 24
     box_w, left = slot - 16, 100 + slot / 2  # room for the row names
-    home: dict[int, float] = {i.uid: left + slot * k for k, i in enumerate(tv.logical)}
+    home: dict[int, float] = {i.uid: left + slot * k for k, i in enumerate(tv.root)}
     loop_x = {i.uid: left + slot * k for k, i in enumerate(tv.loop)}
     for lvl in range(1, deepest + 1):
         if lvl == bottom:
@@ -108,7 +108,7 @@ def domain_graph(tv: TensorView, highlight: Iterable[str] = ()) -> Picture:
             box(loop_x[i.uid], y_of(bottom), i, dashed=True)
     allocation = tv.get_allocation_domain()
     separate = [i.uid for i in allocation] != [i.uid for i in tv.loop]
-    body.append(label(8, y_of(0) + 4, "logical", "axis"))
+    body.append(label(8, y_of(0) + 4, "logical" if tv.root == tv.logical else "root", "axis"))
     body.append(label(8, y_of(bottom) + 4, "loop" if separate else "loop = alloc.", "axis"))
     loop_xs = [loop_x[i.uid] for i in tv.loop]
     if tv.compute_at:
