@@ -178,6 +178,19 @@ def _apply(np, op, args):
     raise ValueError(f"no reference for op kind {op.kind!r}")
 
 
+def reduction_slack(fusion: Fusion, inputs: list) -> list:
+    """Per output, the absolute error a float reduction may add beyond `tolerance`: the kernel
+    adds in float32 (float64 for float64) in another order than this float64 reference, so its
+    error scales with the magnitudes of the terms (the outputs computed from |inputs|), not with
+    the total, which may cancel. 0 for fusions without a reduction and for integers (exact)."""
+    import numpy as np
+
+    if not any(op.kind is OpKind.REDUCTION for op in fusion.exprs):
+        return [0.0] * len(fusion.outputs)
+    magnitudes = reference(fusion, [np.abs(np.asarray(a, dtype=np.float64)) for a in inputs])
+    return [4 * tolerance(t.dtype)[0] * np.nan_to_num(np.abs(m), posinf=0.0) for t, m in zip(fusion.outputs, magnitudes)]
+
+
 def tolerance(dtype) -> tuple[float, float]:
     """(rtol, atol) for comparing a kernel's output with the reference: the kernel computes
     in float (one rounding per op), the reference in float64 then rounds."""
