@@ -12,7 +12,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.codegen.emit import emit
-from tileproof.codegen.ir import Compute, CpAsyncCopy, CpAsyncWait, Loop, Sync
+from tileproof.codegen.ir import Compute, CpAsyncCopy, CpAsyncWait, Loop
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime import nvrtc
 from tileproof.model.targets import get_target
@@ -54,7 +54,7 @@ def test_holes_become_src_size_zero_and_the_issue_keeps_its_thread_predicate():
     reads nothing (the tensor's base is passed) and writes zeros. The loop's thread count equals the
     copy's, so no issue predicate is left."""
     st = lowered("k_loop_sum_ca_4_bytes_any_k")
-    [a, b] = [n for n in flat(st.tree) if isinstance(n, CpAsyncCopy)]
+    [a, _] = [n for n in flat(st.tree) if isinstance(n, CpAsyncCopy)]
     assert not a.conds and sorted(c.rhs.value for c in a.zero_fill) == ["K", "M"]
     source = tp.compile(VALID["k_loop_sum_ca_4_bytes_any_k"].build()).cuda_source
     assert re.search(r"const bool tp_in = .*< s_M && .*< s_K;", source)

@@ -97,3 +97,18 @@ def test_the_issues_rejected_pipeline_reads_refilled_tiles():
         torch.cuda.synchronize()
         wrong += int((out != a).sum())
     assert wrong > 0
+
+
+def test_ldmatrix_from_a_circular_buffer():
+    """cp.async tiles, 2 stages, read by ldmatrix.x1 (tests/rules/test_pipeline.py): a copy, exact."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "rules"))
+    from test_pipeline import ldmatrix_from_a_circular_buffer
+
+    kernel = tp.compile(ldmatrix_from_a_circular_buffer(tiles=6))
+    x = torch.randn(8, 48, device="cuda").half()
+    out = torch.full_like(x, float("nan"))
+    kernel.run(x, out=[out])
+    torch.cuda.synchronize()
+    assert torch.equal(out, x)

@@ -248,3 +248,40 @@ def test_smem_race_leaves_circular_buffers_to_the_pipeline_rules():
     from tileproof.verifier.rules.races import unordered
 
     assert unordered(nest_) == []
+
+
+def ldmatrix_from_a_circular_buffer(tiles=6, stages=2):
+    """fp16 [8, 8 * tiles]: each K tile (8 x 8) copied into shared memory by cp.async (a row of 16
+    bytes per thread), circular-buffered, then read by ldmatrix.x1 into registers and stored."""
+    with tp.Fusion("ldmatrix_circular") as fusion:
+        t0 = tp.make_contig_concrete_tensor([8, 8 * tiles], dtype=tp.float16)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=CP_ASYNC)
+        t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix)
+        t3 = tp.set(t2)
+        fusion.add_output(t3)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2, t3):
+        t.split(1, 8).reorder({1: 0})  # [K tiles, 8 rows, 8 columns]
+    t1.axis(1).parallelize(P.TIDx)
+    t1.axis(2).parallelize(P.Vectorize)
+    for t in (t2, t3):
+        t.split(2, 2).merge(1, 2).axis(1).parallelize(P.TIDx)  # [K tiles, 32 lanes, 2]
+    t2.axis(2).parallelize(P.Vectorize)
+    t1.inline_at(1)
+    t2.inline_at(2)
+    t1.circular_buffer(stages)
+    return fusion
+
+
+def test_ldmatrix_reads_the_iterations_stage():
+    """The LDSM rules prove the row addresses the kernel computes, stage offset included."""
+    from tileproof.verifier.analysis.ldsm import _offset, accesses
+
+    fusion = ldmatrix_from_a_circular_buffer()
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    ctx = VerifyContext(fusion.snapshot(), get_target("sm_90a"))
+    [a] = accesses(ctx)
+    assert "% 2)" in str(_offset(ctx, a))  # (K tile index % 2) * 64 elements
+    assert "tp_cp_async_wait<1>();" in tp.compile(fusion).cuda_source

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import z3
 
+from ...model.execution import element_offset
 from ...model.expr import Expr, add, const, mod, mul, substitute, var
 from ...model.fusion import Op
-from ...model.indexing import indices_from_loop, linear_offset, producer_logical, vector_point
+from ...model.indexing import indices_from_loop, producer_logical, vector_point
 from ...model.ldsm_layout import (
     ELEMENT_BYTES, MATRICES, ROW_BYTES, at_lane, fragment, holder, lane_of, row_address, supplied_address, warp_start,
 )
@@ -99,9 +100,10 @@ def _at(a: Ldsm, e: Expr, lane: Expr, element: Expr) -> Expr:
 
 
 def _offset(ctx: VerifyContext, a: Ldsm) -> Expr:
-    """E(t, v): the byte offset from the start of the shared buffer."""
+    """E(t, v): the byte offset from the start of the shared buffer (in the iteration's tile of a
+    circular buffer, as the code generator's statement offset)."""
     alloc = ctx.allocations[a.smem.name]
-    return mul(linear_offset(alloc.strides(), a.m.indices), a.smem.dtype.bytes)
+    return mul(element_offset(a.smem, a.m.indices, alloc), a.smem.dtype.bytes)
 
 
 def _buffer_offset(ctx: VerifyContext, a: Ldsm) -> Expr:
