@@ -249,12 +249,12 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         if depth >= len(path) - 1:
             continue  # no loop at that depth: PIPELINE-STAGES rejects the schedule
         scope, at = path[depth]
-        entry = loops.setdefault(id(scope[at]), (scope, at, [], (stages, prefetch)))
+        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch)))
         child = path[depth + 1][1]
         if child not in entry[2]:
             entry[2].append(child)
-    for scope, at, children, (stages, prefetch) in loops.values():
-        loop = scope[at]
+    # the loop itself, not its index: a prologue inserted for one loop shifts its later siblings
+    for scope, loop, children, (stages, prefetch) in loops.values():
         copies = [loop.body[k] for k in sorted(children)]
         rest = [n for k, n in enumerate(loop.body) if k not in children]
         ahead = max(prefetch, 0)

@@ -113,3 +113,14 @@ def test_a_vectorized_tma_loop_is_not_modelled_as_tiles():
     codes = decided(fusion)
     assert "TMA-BULK-PLACEMENT" in codes and "TMA-WHOLE-TILES" not in codes
     assert not any(d.message.startswith("could not prove") for d in codes.values())
+
+
+def test_two_pipelined_loops_in_one_scope_are_placed_by_node_not_index():
+    """k_loop_sum_pipelined_any_k with T2 inlined at 1: two circular loops side by side; the
+    prologue inserted before the first shifted the second, taken by its stale index (a wait node)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+    from cp_async import k_loop_sum
+
+    fusion = k_loop_sum("two_pipelines", vector=1, rows=4, stages=2)
+    fusion.tensor("T2").inline_at(1)
+    assert "PIPELINE-STAGES" in decided(fusion)
