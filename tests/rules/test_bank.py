@@ -71,8 +71,10 @@ def test_an_undecided_bank_proof_is_a_warning_within_the_budget(monkeypatch):
     """z3 without an answer in time: "not analysed", a warning (the schedule stays accepted),
     not the 20 s timeout and rejection of a correctness rule."""
     from tileproof.verifier.rules import bank
+    from tileproof.verifier.solver import Outcome, Verdict
 
-    monkeypatch.setattr(bank, "BANK_TIMEOUT_MS", 1)
+    # z3 with a 1 ms timeout may still answer (a flaky test): make every bank proof undecided
+    monkeypatch.setattr(bank, "_prove_free", lambda *a, **k: Outcome(Verdict.UNKNOWN, reason="timeout"))
     monkeypatch.setattr(bank, "BANK_BUDGET_S", 0.0)
     with tp.Fusion("symbolic_transpose") as fusion:
         t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
