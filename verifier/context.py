@@ -17,8 +17,9 @@ from ..model.targets import Target
 from ..model.tensor import TensorView
 from ..model.types import Direction, LoadStoreOpType, MemoryType
 from .solver import MAX_EXTENT, Query, ShrinkAccount, assumption_terms
+from .symbol_ranges import Admitted, admitted
 
-VERIFY_SHRINK_SECONDS = 0.4  # shrinking all of a verify's counterexamples: keeps a verify under 1 s
+VERIFY_SHRINK_SECONDS = 0.15  # shrinking all of a verify's counterexamples: keeps a verify under 0.5 s
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,18 @@ class Access:
 
 
 class VerifyContext:
-    def __init__(self, fusion: Fusion, target: Target, bind: Mapping[str, int] | None = None):
+    def __init__(self, fusion: Fusion, target: Target, bind: Mapping[str, int] | None = None, *,
+                 shrink_seconds: float = VERIFY_SHRINK_SECONDS):
+        """`shrink_seconds`: what making counterexamples readable may take, all rules together
+        (0 for a copy of the fusion that is judged by its verdicts: its findings are never shown)."""
         self.fusion = fusion
         self.target = target
         self.bind = dict(bind or {})
         self.queries = 0
-        self.shrink = ShrinkAccount(VERIFY_SHRINK_SECONDS)  # readable counterexamples, all rules together
+        self.shrink = ShrinkAccount(shrink_seconds)
+        # the codes of the rules verify runs on this context (None for a copy a rule judges itself):
+        # a rule may leave a claim to another only when that one runs
+        self.running: frozenset[str] | None = None
 
     @cached_property
     def idmap(self) -> IdMap:
@@ -107,6 +114,12 @@ class VerifyContext:
         """Each extent symbol's admitted values: its binding, else symbol_range()."""
         return {name: (self.bind[name],) * 2 if name in self.bind else symbol_range() for name in self.extent_symbols}
 
+    @cached_property
+    def admitted(self) -> Admitted:
+        """symbol_bounds() narrowed by the assumptions that bound one symbol (M <= 128, M % 16 == 0):
+        the ranges every query asserts, and sizes its bit-vectors by."""
+        return admitted(self.symbol_bounds(), self.fusion.assumptions)
+
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None,
               timeout_ms: int | None = None) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings);
@@ -114,7 +127,8 @@ class VerifyContext:
         self.queries += 1
         hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
-        q = Query(hint, dict(ranges or {}), symbols=self.symbol_bounds(), shrink=self.shrink, **limit)
+        q = Query(hint, dict(ranges or {}), symbols=self.admitted.bounds(), steps=self.admitted.steps(),
+                  shrink=self.shrink, **limit)
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
         return q

@@ -33,7 +33,7 @@ USE_INT = os.environ.get("TILEPROOF_THEORY") == "int"
 # a counterexample is made readable (its sizes, then the rule's `smallest`, then the loop
 # indices and threads shrunk toward their smallest values) within this many extra solves and seconds
 SHRINK_CHECKS = 48
-SHRINK_SECONDS = float(os.environ.get("TILEPROOF_SHRINK_SECONDS", "0.25"))
+SHRINK_SECONDS = float(os.environ.get("TILEPROOF_SHRINK_SECONDS", "0.1"))
 
 
 def _ite_max(args):
@@ -140,10 +140,12 @@ class Query:
 
     def __init__(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], *,
                  symbols: Mapping[str, tuple[int, int]] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                 simplify: bool = True, shrink: "ShrinkAccount | None" = None):
+                 simplify: bool = True, shrink: "ShrinkAccount | None" = None, steps: Mapping[str, int] | None = None):
         """`hint`: every expression the query will use (picks the theory and width);
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
         `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
+        `steps`: symbol -> k where the facts (an assumption S % k == 0) admit only multiples of k,
+        so that shrinking a counterexample probes those alone;
         `simplify=False` renders terms as given and decides no comparison itself (tests
         compare the verdicts)."""
         self.ctx = z3.Context()
@@ -155,6 +157,7 @@ class Query:
         hint = list(hint) + list(ranges.values())
         symbols = dict(symbols or {})
         self.symbols = symbols
+        self.steps = dict(steps or {})
         # where each variable lies, as the facts below assert it: the ranges of model/simplify.py,
         # for bounds (theory and width), simplifying terms before rendering and deciding comparisons
         self.ranges: dict[str, Expr | tuple[int, int]] = {**symbols, **ranges}
@@ -296,12 +299,14 @@ class Query:
         self.facts.append(self._sympy_bool(cond))
 
     # -- decide -----------------------------------------------------------------
-    def prove(self, claim, *, values: Mapping[str, Expr] | None = None, smallest: Expr | None = None) -> Outcome:
+    def prove(self, claim, *, values: Mapping[str, Expr] | None = None, smallest: Expr | None = None,
+              shrink_seconds: float | None = None) -> Outcome:
         """Is `claim` true for every assignment satisfying the facts? A counterexample
         carries every variable of the query and the requested derived `values`. It is the
         smallest one a few more solves find (_readable): each extent symbol as small as the
         claim's failure allows (1 where it does not depend on the symbol), then the expression
-        `smallest` (the rule's witness, e.g. a thread id), then the other variables."""
+        `smallest` (the rule's witness, e.g. a thread id), then the other variables;
+        `shrink_seconds` caps that search further (a warning rule's own time budget)."""
         # simplify, then the SMT core: on the bundled examples' queries half the solving time
         # of the default QF_BV pipeline (eager bit-blasting to SAT), the same verdicts
         s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
@@ -310,45 +315,60 @@ class Query:
         s.add(z3.Not(claim))
         if DUMP_SMT:
             print(s.sexpr())
+        start = time.perf_counter()
         r = s.check()
         if r == z3.unsat:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
             return Outcome(Verdict.UNKNOWN, reason=s.reason_unknown())
-        m = self._readable(s, s.model(), smallest)
+        m = self._readable(s, s.model(), smallest, shrink_seconds, time.perf_counter() - start)
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
         return Outcome(Verdict.COUNTEREXAMPLE, model, values=derived)
 
-    def _readable(self, s: z3.Solver, m, smallest: Expr | None):
+    def _readable(self, s: z3.Solver, m, smallest: Expr | None, seconds: float | None = None,
+                  solved_in: float = 0.0):
         """The counterexample m shrunk, term by term, within SHRINK_CHECKS solves and
         SHRINK_SECONDS: the free extent symbols toward their smallest admitted value, then
         `smallest`, then the other variables toward 0. Each term is fixed at its smallest value
         before the next one shrinks, so a later term never grows an earlier one back. Every
-        model found satisfies the same facts and the negated claim: only its values change."""
-        targets = [(self.var(name), lo) for name, (lo, hi) in self.symbols.items() if lo < hi]
+        model found satisfies the same facts and the negated claim: only its values change. A
+        solve that took longer than the budget (`solved_in`) is not followed by any: a probe is the
+        same question with one more bound, and would time out."""
+        targets = [(self.var(name), lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items() if lo < hi]
         if smallest is not None:
-            targets.append((self.term(smallest), 0))
-        targets += [(v, 0) for name, v in list(self._vars.items()) if name not in self.symbols]
+            targets.append((self.term(smallest), 0, 1))
+        targets += [(v, 0, 1) for name, v in list(self._vars.items()) if name not in self.symbols]
         start = time.perf_counter()
-        budget = _Budget(SHRINK_CHECKS, min(SHRINK_SECONDS, self.shrink.left), self.timeout_ms)
-        for term, lo in targets:
+        seconds = min(SHRINK_SECONDS, self.shrink.left, SHRINK_SECONDS if seconds is None else seconds)
+        if solved_in > seconds:
+            return m
+        budget = _Budget(SHRINK_CHECKS, seconds, self.timeout_ms)
+        for term, lo, step in targets:
             if budget.spent:
                 break
-            m = self._minimize(s, m, term, lo, budget)
+            m = self._minimize(s, m, term, lo, budget, step)
             s.add(term == m.eval(term, model_completion=True))
         self.shrink.left -= time.perf_counter() - start
         return m
 
-    def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "_Budget"):
-        """A model where `term` is as small as it gets (at least lo), starting from model m:
-        steps doubling up from lo until one is met, then bisection below it."""
-        cur = self._as_int(m.eval(term, model_completion=True))
-        bad, step = lo - 1, 1  # no model has term <= bad; m has term == cur
+    def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "_Budget", unit: int = 1):
+        """A model where `term` is as small as it gets (at least lo), starting from model m. The
+        first probes are lo (the usual answer) and just below m's value (one solve shows that m's
+        value is the smallest, where the search below takes one per bit of it); then steps
+        doubling up from lo until one is met, and bisection below it. Every value term takes is
+        lo plus a multiple of `unit` (a size the assumptions make a multiple of it): the search
+        counts in units."""
+        cur = (self._as_int(m.eval(term, model_completion=True)) - lo) // unit
+        bad, step = -1, 1  # no model has term <= lo + bad * unit; m has term == lo + cur * unit
+        first = [0, cur - 1]
         while bad + 1 < cur and not budget.spent:
-            probe = min(bad + step, cur - 1) if step else (bad + cur) // 2
+            forced = bool(first)
+            probe = first.pop(0) if forced else min(bad + step, cur - 1) if step else (bad + cur) // 2
+            if probe <= bad or probe >= cur:
+                continue
             s.push()
-            s.add(z3.ULE(term, self.val(probe)) if self.bv else term <= probe)
+            s.add(z3.ULE(term, self.val(lo + probe * unit)) if self.bv else term <= lo + probe * unit)
             s.set("timeout", budget.timeout_ms())
             r = s.check()
             better = s.model() if r == z3.sat else None
@@ -357,8 +377,9 @@ class Query:
             if r == z3.unknown:
                 budget.checks = 0  # out of time: keep the smallest model so far
             elif better is not None:
-                m, cur = better, self._as_int(better.eval(term, model_completion=True))
-                step = 0  # found one at most probe: bisect between bad and it
+                m, cur = better, (self._as_int(better.eval(term, model_completion=True)) - lo) // unit
+                if not forced:  # found one at most probe: bisect between bad and it
+                    step = 0
             else:
                 bad = probe
                 step = step * 2 if step else 0

@@ -41,6 +41,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     wanted = _check_rules(rules)
     report = Report(fusion=snap.name, target=tgt.name, location=snap.origin)
     rules = [r for r in all_rules() if wanted is None or r.code in wanted]
+    ctx.running = frozenset(r.code for r in rules)
     names = tree_names(snap)
     for r in sorted(rules, key=lambda r: r.code not in GATES):
         if any(d.code in GATES for d in report.errors):

@@ -11,7 +11,8 @@ tile start serves every element of a copy (P(address) - row-major offset is cons
 the hardware swizzle written out here, not the model's. TMA-WHOLE-TILES by bytes: every
 byte each copy writes (P(start + row-major offset) for each element of its box, out-of-bounds
 rows included) lies inside the allocation, and no byte is written by two copies of one block
-with different starts.
+with different starts. Where the TMA has an inner box no size can encode (TMA-INNER-BYTES says
+so in a note), the placement rules leave it unchecked and are not compared.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tileproof.model.allocation import compute_allocation
 from tileproof.model.expr import evaluate
 from tileproof.model.indexing import indices_from_loop, linear_offset, loop_var
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
+from tileproof.verifier.analysis.tma import PLACEMENT_RULES, Unencodable
 
 P = tp.ParallelType
 LAYOUT = ("TMA-TILE-CONTIGUITY", "TMA-SWIZZLE-LAYOUT", "TMA-SWIZZLE-WIDTH")
@@ -36,6 +38,7 @@ CODES = LAYOUT + ("TMA-WHOLE-TILES", "SMEM-ALIGNMENT", "TMA-COORD-ALIGN", "TMA-I
 BYTES = ("overflowing copies", "overlapping copies", "accepted and byte-safe", "accepted, not whole tiles")
 TALLY: Counter = Counter()
 DISAGREE: list[str] = []
+UNCHECKED = Unencodable("TMA-INNER-BYTES", 0).note()
 
 
 def hw_swizzle(a: int, s: int) -> int:
@@ -193,6 +196,9 @@ def _run(c):
     got = set(report.codes) | {d.code for d in report.warnings}
     want, not_whole = oracle(fusion, t1, c)
     TALLY["cases"] += 1
+    if any(UNCHECKED in d.notes for d in report.errors):  # a TMA no size can encode: its placement is moot
+        TALLY["placement unchecked"] += 1
+        want = {code: bad for code, bad in want.items() if code not in PLACEMENT_RULES}
     if not got and not any(want.values()):
         TALLY["accepted and byte-safe"] += 1
         TALLY["accepted, not whole tiles"] += not_whole
@@ -208,7 +214,8 @@ def summary():
     yield
     print(f"\nTMA shared-memory differential (sm_90a): {TALLY['cases']} cases in {time.time() - start:.1f}s, "
           f"{len(DISAGREE)} disagreeing; violated: " + ", ".join(f"{k} {TALLY[k]}" for k in CODES)
-          + "; by bytes: " + ", ".join(f"{k} {TALLY[k]}" for k in BYTES))
+          + "; by bytes: " + ", ".join(f"{k} {TALLY[k]}" for k in BYTES)
+          + f"; placement unchecked (no size encodes the TMA) {TALLY['placement unchecked']}")
 
 
 @seed(20261121)

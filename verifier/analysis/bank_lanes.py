@@ -16,7 +16,7 @@ import time
 from typing import Callable, Mapping
 
 from ...model.errors import ScheduleError
-from ...model.expr import Expr, const, evaluate, mul, substitute, try_int
+from ...model.expr import PY_EVAL, Expr, const, evaluate, mul, substitute, try_int
 from ...model.indexing import linear_offset
 from ...model.iterdomain import IterDomain, Split, Swizzle
 from ...model.types import Direction, LoadStoreOpType, ParallelType, SwizzleType
@@ -93,26 +93,51 @@ def degree(phase: Mapping[int, list[int]] | None) -> int | None:
     return None if phase is None else max(len(worst_bank(phase)[1]), 1)
 
 
-def _indices(m: AccessModel, model: Mapping[str, int], warp: int, lanes: list[int], uid: int) -> list[int] | None:
-    if uid not in m.indices:
-        return None
-    out = []
+class _Lane:
+    """One lane's values at the counterexample (lane_env), and the subterms evaluated there: the
+    index expressions of a tensor's IDs share most of their subterms."""
+
+    def __init__(self, env: dict[str, int]):
+        self.env = env
+        self.known: dict[Expr, int] = {}
+
+    def value(self, e: Expr) -> int:
+        v = self.known.get(e)
+        if v is None:
+            if e.op == "const":
+                v = e.value  # type: ignore[assignment]
+            elif e.op == "var":
+                v = self.env[e.value]  # type: ignore[index]
+            else:
+                v = PY_EVAL[e.op](*(self.value(a) for a in e.args))
+            self.known[e] = v  # type: ignore[assignment]
+        return v  # type: ignore[return-value]
+
+
+def _lane_envs(m: AccessModel, model: Mapping[str, int], warp: int, lanes: list[int]) -> list[_Lane] | None:
+    """lane_env of each of `lanes`, computed once for all the indices read from them; None when
+    one of them does not execute or the counterexample lacks a value."""
     try:
-        for lane in lanes:
-            env = lane_env(m, model, warp, lane)
-            if env is None:
-                return None
-            out.append(evaluate(m.indices[uid], env))
+        envs = [lane_env(m, model, warp, lane) for lane in lanes]
+    except (KeyError, ZeroDivisionError):
+        return None
+    return None if any(env is None for env in envs) else [_Lane(env) for env in envs]  # type: ignore[arg-type]
+
+
+def _indices(m: AccessModel, envs: list[_Lane] | None, uid: int) -> list[int] | None:
+    if envs is None or uid not in m.indices:
+        return None
+    try:
+        return [lane.value(m.indices[uid]) for lane in envs]
     except (KeyError, ZeroDivisionError):  # a value the counterexample does not give
         return None
-    return out
 
 
-def _differing(ctx: VerifyContext, m: AccessModel, model, warp: int, lanes: list[int]) -> list[IterDomain]:
-    """The allocated IDs of the tensor whose index differs between the colliding lanes."""
+def _differing(ctx: VerifyContext, m: AccessModel, envs: list[_Lane] | None) -> list[IterDomain]:
+    """The allocated IDs of the tensor whose index differs between the colliding lanes (envs)."""
     out = []
     for a in ctx.allocations[m.acc.tensor.name].allocated():
-        values = _indices(m, model, warp, lanes, a.id.uid)
+        values = _indices(m, envs, a.id.uid)
         if values is not None and len(set(values)) > 1:
             out.append(a.id)
     return out
@@ -130,10 +155,11 @@ def why_swizzle_fails(ctx: VerifyContext, m: AccessModel, model: Mapping[str, in
     in one bank, from their index values at the counterexample's point."""
     tv = m.acc.tensor
     notes = []
-    differ = ", ".join(i.label() for i in _differing(ctx, m, model, warp, lanes)) or "no allocated ID"
+    envs = _lane_envs(m, model, warp, lanes)
+    differ = ", ".join(i.label() for i in _differing(ctx, m, envs)) or "no allocated ID"
     for t in (t for t in tv.history if isinstance(t, Swizzle)):
-        xs = _indices(m, model, warp, lanes, t.x_in.uid)
-        ys = _indices(m, model, warp, lanes, t.y_out.uid)
+        xs = _indices(m, envs, t.x_in.uid)
+        ys = _indices(m, envs, t.y_out.uid)
         if xs is None or ys is None:
             continue
         by = f"{tv.name}'s {t}" + (f" ({t.x_out.origin})" if t.x_out.origin else "")
@@ -185,7 +211,7 @@ def bank_fix(ctx: VerifyContext, m: AccessModel, model: Mapping[str, int], warp:
         return (f"swizzle {name}'s loop axes {x} ({loop[x].label()}) and {y} ({loop[y].label()}): "
                 f"{tensor_variable(tv)}.swizzle(tp.SwizzleType.XOR, {x}, {y}) after its last split, merge or reorder"
                 f"{' and before parallelizing them' if parallel else ''}; {evidence}")
-    differ = _differing(ctx, m, model, warp, lanes)
+    differ = _differing(ctx, m, _lane_envs(m, model, warp, lanes))
     named = ", ".join(i.label() for i in differ) or "the IDs they differ in"
     for t in (t for t in tv.history if isinstance(t, Swizzle)):
         split = t.x_in.definition
@@ -208,10 +234,11 @@ def _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, deadline,
         return None  # the swizzle would change the writer's own loop: judged by the proof only, not here
     loop = tv.loop
     rows, cols = [], []
+    envs = _lane_envs(m, model, warp, lanes)
     for p, i in enumerate(loop):
         if p < tv.compute_at or (try_int(i.extent_expr) or 0) < 2:
             continue
-        values = _indices(m, model, warp, lanes, i.uid)
+        values = _indices(m, envs, i.uid)
         if values is not None and len(set(values)) > 1:
             rows.append(p)
         stride = _stride_bytes(ctx, m, i)
@@ -260,7 +287,7 @@ def _with_swizzle(ctx: VerifyContext, m: AccessModel, x: int, y: int):
         return None
     for p, (kind, origin) in zip((x, y), kept):
         tv.loop[p].set_parallel_type(kind, origin)
-    fixed = VerifyContext(copied, ctx.target, ctx.bind)
+    fixed = VerifyContext(copied, ctx.target, ctx.bind, shrink_seconds=0)  # judged by its verdicts only
     acc = m.acc
     op = memo[id(acc.op)]
     same = [a for a in fixed.accesses_to(tv.memory_type)

@@ -174,7 +174,8 @@ def first_fix(ctx: VerifyContext, call: SwizzleCall, positions: Iterable[tuple[i
     """The first of `positions` (at most `tries` of them) whose re-aimed call `fixes` the fusion,
     judged on a copy; the copy's queries count towards ctx's."""
     for x, y in list(positions)[:tries]:
-        fixed = VerifyContext(reaimed(ctx.fusion, call, x, y), ctx.target, ctx.bind)
+        # judged by its verdicts: the copy's counterexamples are never shown, so none is shrunk
+        fixed = VerifyContext(reaimed(ctx.fusion, call, x, y), ctx.target, ctx.bind, shrink_seconds=0)
         try:
             ok = fixes(fixed)
         except Exception:  # noqa: BLE001 - a candidate the rules cannot judge is not proposed

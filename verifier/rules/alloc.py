@@ -17,6 +17,7 @@ from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, report_values, when_clause
+from ..monotone import prove_at_most
 from ..registry import rule
 from ..solver import Outcome
 
@@ -66,9 +67,8 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         return
     total = add(*(a.bytes_expr for a in allocs), *([scratch.bytes] if scratch else []))
     cap = ctx.target.smem_bytes_per_block
-    q = ctx.query([total, const(cap)])
-    out = q.prove(q.le(total, const(cap)), values={"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs},
-                                                  **({SCRATCH: scratch.bytes} if scratch else {})})
+    out = prove_at_most(ctx, total, cap, {"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs},
+                                          **({SCRATCH: scratch.bytes} if scratch else {})})
     first = allocs[0].tensor if allocs else block_reductions(ctx.fusion, ctx.executed())[0].tensor
     where = dict(tensor=first.name if len(allocs) <= 1 else None,
                  ids=[x.id.name for a in allocs for x in a.allocated()], location=first.origin)
@@ -216,8 +216,7 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
     t = alloc.tensor
-    q = ctx.query([need, const(have)])
-    out = q.prove(q.le(need, const(have)), values={"need": need})
+    out = prove_at_most(ctx, need, have, {"need": need})
     where = dict(tensor=t.name, ids=[x.id.name for x in alloc.allocated(side)], location=t.origin)
 
     def over_budget(out: Outcome) -> Diagnostic:
@@ -271,9 +270,8 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
     dims = ctx.thread_dims
     total = product(list(dims))
     limit = ctx.target.max_threads_per_block
-    q = ctx.query([total, const(limit)])
     block = {"blockDim.x": dims[0], "blockDim.y": dims[1], "blockDim.z": dims[2]}
-    out = q.prove(q.le(total, const(limit)), values={"threads": total, **block})
+    out = prove_at_most(ctx, total, limit, {"threads": total, **block})
     yield from report_outcome(
         "LAUNCH-THREADS", out, "that the block fits 1024 threads",
         lambda out: finding(
@@ -287,9 +285,8 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
     if not out.proved:
         return  # one finding per launch: the per-dimension limits below are smaller claims
     for p, (name, extent), most in zip(THREAD_TYPES, block.items(), ctx.target.max_block_dims):
-        q = ctx.query([extent, const(most)])
         yield from report_values(
-            ctx, "LAUNCH-THREADS", q.prove(q.le(extent, const(most)), values={name: extent}),
+            ctx, "LAUNCH-THREADS", prove_at_most(ctx, extent, most, {name: extent}),
             f"that {name} is at most {most}",
             lambda v, when, name=name, most=most: f"{name} is {v[name]}{when}, over the hardware's limit of {most}",
             [name], hint=f"put the {p} axis on TIDx/TIDy (up to 1024) or on a BID, or split it "

@@ -21,8 +21,9 @@ from ..registry import rule
 from ..solver import Outcome, Verdict
 from ..diagnostics import Severity
 
-BANK_TIMEOUT_MS = 250  # a warning's proof per access, and the rule's whole budget: a verify
-BANK_BUDGET_S = 0.3  # stays well under 1 s; what is left unproved is "not analysed"
+BANK_TIMEOUT_MS = 250  # a warning's proof per access, and the rule's whole budget (readable
+BANK_BUDGET_S = 0.3  # counterexamples included): a verify stays under 0.5 s; what is left unproved is "not analysed"
+MIN_PROOF_S, MIN_READABLE_S = 0.05, 0.02  # what an access's proof and its counterexample get once it is spent
 
 @rule("SMEM-BANK-CONFLICT", family="bank", severity=Severity.WARNING)
 def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
@@ -78,10 +79,11 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if w is None:
             continue
         left_ms = int((deadline - time.monotonic()) * 1000)
-        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(left_ms, 50)), deadline)
+        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(left_ms, int(MIN_PROOF_S * 1000))), deadline)
 
 
-def _prove_free(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int) -> Outcome:
+def _prove_free(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int,
+                deadline: float | None = None) -> Outcome:
     # Formal statement: forall lanes l1 != l2 of one warp in one phase, iteration s, words k1, k2:
     #   executes(l1, s) and executes(l2, s) => not (word1 % 32 == word2 % 32 and word1 != word2)
     lanes = phase_lanes(width)
@@ -105,11 +107,12 @@ def _prove_free(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int)
     )
     return q.prove(z3.Not(conflict), values={"lane": mod(tid, 32), "other": var("other lane"), "address": addr,
                                              "other address": addr2, "bank": mod(word1, BANKS), "thread": tid},
-                   smallest=tid)
+                   smallest=tid,  # a readable conflict within the rule's budget too
+                   shrink_seconds=None if deadline is None else max(MIN_READABLE_S, deadline - time.monotonic()))
 
 
 def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int, deadline: float) -> Iterator[Diagnostic]:
-    out = _prove_free(ctx, m, width, timeout_ms)
+    out = _prove_free(ctx, m, width, timeout_ms, deadline)
     where = dict(tensor=m.acc.tensor.name, ids=[i.name for i in m.acc.consumer.loop], location=m.acc.op.origin)
     if out.status is Verdict.UNKNOWN:  # a performance warning gives up rather than hold up the verdict
         yield finding("SMEM-BANK-CONFLICT", f"the {m.describe} was not analysed for bank conflicts: z3 gave no "

@@ -133,7 +133,7 @@ def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) 
     fixed_fusion = copy.deepcopy(ctx.fusion)
     for c in claims:
         fixed_fusion.assume(c)
-    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind)
+    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)  # judged by its verdicts only
     _COMBINING.append(True)
     try:
         if not _satisfiable(fixed, fixed_fusion.assumptions) or list(split_divisibility(fixed)):

@@ -17,15 +17,14 @@ from ...model.notation import user_str
 from ...model.tma import InferredTma, TmaDim, TmaInfo
 from ...model.tma_inference import ViewKind
 from ...model.types import ParallelType
-from ..analysis.tma import extents_of, inferred_tmas
+from ..analysis.tma import MAX_BOX, MAX_RANK, STRIDE_ALIGN, extents_of, inferred_tmas, unencodable
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_values, stride_names
 from ..registry import rule
 from ..solver import Outcome, Verdict, assumption_terms
 
-MAX_RANK, MAX_BOX, MAX_ELEMENT_STRIDE = 5, 256, 8
-STRIDE_ALIGN, STRIDE_LIMIT = 16, 2**40
+MAX_ELEMENT_STRIDE, STRIDE_LIMIT = 8, 2**40
 REFS = "nvFuser doc/dev/tma.md; CUDA driver API cuTensorMapEncodeTiled; measured on H200"
 
 
@@ -94,6 +93,13 @@ def _innermost_stride_hint(info: TmaInfo, d: TmaDim) -> str:
     return (f"do not stride the innermost TMA dimension: the tile {t.outer.label()} is the outer output of the "
             f"split of {t.in_.label()} by {user_str(to_sympy(t.factor))}, so its elements are "
             f"{user_str(t.inner.extent)} apart ({t.inner.label()}); make the Bulk tile the inner output of that split")
+
+
+def _unchecked(ctx: VerifyContext, info: TmaInfo, code: str, dim: int | None = None) -> list[str]:
+    """The note of the finding that makes the TMA unencodable at every size: its shared-memory
+    rules (tma_smem.py) are left out."""
+    never = unencodable(ctx, info)
+    return [never.note()] if never is not None and (never.code, never.dim) == (code, dim) else []
 
 
 def _remainder_zero(q, e):
@@ -237,7 +243,7 @@ def tma_rank(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if info.rank > MAX_RANK:
             dims = "; ".join(info.describe(k) for k in range(info.rank))
             yield finding("TMA-RANK", f"the TMA of {tma.op} has {info.rank} dimensions, the limit is {MAX_RANK}",
-                          notes=[f"dimensions, innermost first: {dims}"],
+                          notes=[f"dimensions, innermost first: {dims}", *_unchecked(ctx, info, "TMA-RANK")],
                           counterexample={"rank": info.rank, "limit": MAX_RANK},
                           hint="make neighbouring axes contiguous so they composite, merge coordinate axes in the "
                                "TMA domain, or leave whole axes to the loop nest (several TMAs)",
@@ -287,7 +293,7 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
             yield from report_values(
                 ctx, "TMA-BOX-SIZE", out, f"that the box of TMA dimension {k} is at most {MAX_BOX}",
                 lambda v, when, k=k: f"{info.describe(k)} has box {v['box']}{when}, the limit is {MAX_BOX}",
-                ["box"], hint=_box_hint(info, d), **_where(info, d))
+                ["box"], hint=_box_hint(info, d), notes=_unchecked(ctx, info, "TMA-BOX-SIZE", k), **_where(info, d))
 
 
 @rule("TMA-INNER-BYTES", family="tma")
@@ -333,7 +339,7 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
             lambda v, when: (f"{info.describe(0)} has an inner box of {v['bytes']} bytes{when} "
                              f"({d0.box} x {elem}), not a multiple of {STRIDE_ALIGN}"),
             ["bytes", "remainder"],
-            hint=inner_bytes_hint(info),
+            hint=inner_bytes_hint(info), notes=_unchecked(ctx, info, "TMA-INNER-BYTES", 0),
             **_where(info, d0))
         if not out.proved:
             continue

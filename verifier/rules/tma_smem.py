@@ -2,7 +2,10 @@
 reads) each tile element against where the schedule's allocation domain says it lives,
 the swizzle, alignment and the coordinates the instruction is issued with. All proofs
 quantify over every issue (every non-tile loop point, thread and block) and every
-element of the tile, with the functions of model/tma_layout.py the code generator uses."""
+element of the tile, with the functions of model/tma_layout.py the code generator uses.
+Where the tile of a TMA that no size can give a descriptor lies (analysis/tma.py unencodable:
+a rank over 5, a constant box over 256 or inner box off 16 bytes) is not checked (_placed):
+such a TMA never runs, and the fix changes the box those claims would be about."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, IterType, MemoryType, ParallelType
 from ..access import AccessModel, active, build
 from ..analysis.swizzle_axes import Reaimed, first_fix, swizzle_calls
-from ..analysis.tma import inferred_tmas
+from ..analysis.tma import inferred_tmas, unencodable
 from ..causes import propose_fix
 from ..context import Access, VerifyContext
 from ..diagnostics import Diagnostic
@@ -83,6 +86,11 @@ class Issue:
 def _issues(ctx: VerifyContext) -> list[Issue]:
     return ctx.memo(("tma-issues",), lambda: [Issue(ctx, t) for t in inferred_tmas(ctx)
                                               if t.info.ok and not _unindexed(ctx, t)])
+
+
+def _placed(ctx: VerifyContext) -> list[Issue]:
+    """The TMAs whose tile placement the placement rules check: those some size gives a descriptor."""
+    return [i for i in _issues(ctx) if unencodable(ctx, i.info) is None]
 
 
 def _unindexed(ctx: VerifyContext, tma: InferredTma) -> bool:
@@ -167,7 +175,8 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   tile coordinates c: issued(p) and c_k < tile_k for all k => off(p, c) == off(p, 0) + hw(c)
     #   (off: the allocation's byte offset, tile variables c; hw(c): c's row-major byte offset in the tile;
     #   issued: the thread takes part and no coordinate is a hole; _layout)
-    for issue in _issues(ctx):
+    #   Only for a TMA some size gives a descriptor (_placed; analysis/tma.py unencodable).
+    for issue in _placed(ctx):
         yield from _missing(issue)
         if issue.info.swizzle_bytes or issue.t.missing:
             continue
@@ -230,7 +239,8 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   all admitted sizes and issue points p, p' of one block (equal block indices, every other index
     #   free): issued(p) and issued(p') and start(p) < start(p') => start(p) + F <= start(p')
     #   (start(p) = P(off(p, 0)): the tile's start as the hardware sees it)
-    for issue in _issues(ctx):
+    #   Only for a TMA some size gives a descriptor (_placed; analysis/tma.py unencodable).
+    for issue in _placed(ctx):
         if issue.t.missing:
             continue
         yield from _inside(ctx, issue)
@@ -342,7 +352,8 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   all admitted sizes (I = box_0 x element bytes), for all admitted sizes and issue points p:
     #   issued(p) => I <= S, and then issued(p) and c in the tile => P(off(p, c)) == P(off(p, 0)) + hw(c)
     #   (hw with row pitch S; P the hardware swizzle, see TMA-SWIZZLE-LAYOUT)
-    for issue in _issues(ctx):
+    #   Only for a TMA some size gives a descriptor (_placed; analysis/tma.py unencodable).
+    for issue in _placed(ctx):
         s = issue.info.swizzle_bytes
         if not s or issue.t.missing:
             continue
@@ -429,7 +440,8 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   When the swizzle fails (a mode that is no TMA mode, an inner box that does not fill it, or this
     #   proof), the same call on other loop axes is tried on a copy of the fusion (_reaimed): the first
     #   one for which the width and this proof hold is reported as the cause, with the user's axis numbers.
-    for issue in _issues(ctx):
+    #   Only for a TMA some size gives a descriptor (_placed; analysis/tma.py unencodable).
+    for issue in _placed(ctx):
         s = issue.info.swizzle_bytes
         if not s or issue.t.missing:
             continue

@@ -1,0 +1,65 @@
+"""The search Query.prove shrinks a counterexample with (solver.py _minimize): given the time,
+each term ends at the smallest value any counterexample has once the terms before it are
+fixed, whatever z3's first model was; sizes that the assumptions make multiples of a step are
+searched in steps. Checked by enumerating small ranges on random claims."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import sympy
+
+from tileproof.model import expr as E
+from tileproof.model.expr import evaluate
+from tileproof.verifier import solver
+from tileproof.verifier.solver import Query, ShrinkAccount, Verdict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support.expr_gen import random_expr  # noqa: E402
+
+S = sympy.Symbol("S", integer=True, nonnegative=True)
+
+
+def test_each_term_shrinks_to_its_smallest_failing_value(monkeypatch):
+    """Claim f(S, i) <= cap over a size S (a multiple of k in [lo, 60]) and an index i < S + 3:
+    the counterexample has the smallest failing S, then the smallest failing i for it."""
+    monkeypatch.setattr(solver, "SHRINK_SECONDS", 60)
+    monkeypatch.setattr(solver, "SHRINK_CHECKS", 10_000)
+    rng = random.Random(11)
+    found = 0
+    for _ in range(120):
+        f = E.substitute(random_expr(rng, 3, "ab"), {"a": E.var("S"), "b": E.var("i")})
+        k = rng.choice([1, 1, 2, 4, 8])
+        lo, hi = k * rng.randint(1, 3), 60 // k * k
+        points = [(s, i) for s in range(lo, hi + 1, k) for i in range(s + 3)]
+        values = {p: evaluate(f, {"S": p[0], "i": p[1]}) for p in points}
+        cap = rng.choice(sorted(values.values()))
+        q = Query([f, E.const(cap)], {"i": E.add(E.var("S"), 3)}, symbols={"S": (lo, hi)},
+                  steps={"S": k} if k > 1 else {}, shrink=ShrinkAccount(60))
+        q.assume_sympy(sympy.Eq(sympy.Mod(S, k), 0))
+        out = q.prove(q.le(f, E.const(cap)))
+        failing = sorted(p for p, v in values.items() if v > cap)
+        assert (out.status is Verdict.COUNTEREXAMPLE) == bool(failing), str(f)
+        if failing:
+            found += 1
+            assert (out.model["S"], out.model["i"]) == failing[0], (str(f), cap, lo, k)
+    assert found > 60
+
+
+def test_a_large_first_model_shrinks_within_the_default_budget():
+    """z3's first model may sit anywhere below 2^31: the smallest failing size comes back
+    within the default budget (SHRINK_SECONDS, SHRINK_CHECKS)."""
+    size = E.var("S")
+    q = Query([size], {}, symbols={"S": (1, 2**31 - 1)})
+    assert q.prove(q.lt(size, E.const(1_000_000))).model == {"S": 1_000_000}  # fails from S = 10^6 on
+
+
+def test_steps_are_the_assumed_multiples():
+    """A size assumed a multiple of 16 is searched in steps of 16 and reaches the smallest one."""
+    size = E.var("S")
+    q = Query([size, E.mul(size, size)], {}, symbols={"S": (16, 2**31 - 16)}, steps={"S": 16})
+    q.assume_sympy(sympy.Eq(sympy.Mod(S, 16), 0))
+    out = q.prove(q.le(E.mul(size, size), E.const(10_000)))  # S * S > 10^4 from S = 101, a multiple of 16 from 112
+    assert out.model == {"S": 112}
