@@ -28,10 +28,12 @@ def vectorized_rows():
     return fusion
 
 
-def tma_rows(dtype):
-    """A TMA load of tiles 8 x 32 of T0[M, N]: the row stride N x element bytes is symbolic."""
+def tma_rows(dtype, shape=("M", "N")):
+    """A TMA load of tiles 8 x 32 of T0[M, N]: the row stride N x element bytes is symbolic
+    (unless `shape` is concrete)."""
     with tp.Fusion("tma_rows") as fusion:
-        t0 = tp.make_tensor(["M", "N"], dtype=dtype)
+        concrete = all(isinstance(s, int) for s in shape)  # as make_contig_concrete_tensor
+        t0 = tp.make_tensor(list(shape), contiguity=True if concrete else None, dtype=dtype)
         fusion.add_input(t0)
         t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
         t2 = tp.set(t1)
@@ -76,20 +78,7 @@ def test_tma_global_stride_suggests_the_assumption_that_fixes_it(dtype, claim):
 
 
 def test_tma_global_stride_of_a_concrete_size_suggests_no_assumption():
-    with tp.Fusion("rows98") as fusion:
-        t0 = tp.make_contig_concrete_tensor([64, 98])
-        fusion.add_input(t0)
-        t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
-        t2 = tp.set(t1)
-        fusion.add_output(t2)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    t1.split(1, 32).split(0, 8)
-    t1.axis(0).parallelize(P.BIDx)
-    t1.axis(2).parallelize(P.BIDy)
-    t1.axis(1).parallelize(P.Bulk)
-    t1.axis(3).parallelize(P.Bulk)
-    tp.propagate_transforms(t1)
-    tp.parallelize_all_like(t1, [P.BIDx, P.BIDy])
+    fusion = tma_rows(tp.float32, shape=(64, 98))
     d = only(tp.verify(fusion), "TMA-GLOBAL-STRIDE")
     assert "assume" not in d.hint and d.hint.startswith("pad the rows of T0")
 
