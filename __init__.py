@@ -27,7 +27,7 @@ from .model.ops import (
     set,  # noqa: A004 - nvFuser's name
     transpose,
 )
-from .model import ops as _ops
+from .model import mma_op as _mma_op, ops as _ops
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
 from .model.pipeline import Pipelined
@@ -168,6 +168,25 @@ def max(tv, axes):  # noqa: A001 - nvFuser's name
     from .model.reduction import reduction
 
     return reduction("max", tv, axes)
+
+
+def fused_multiply_sum(a, b, axes):
+    """The sum over `axes` of a * b, added in float32 (nvFuser's fusedMultiplySum, an MmaOp):
+    a and b have the same number of axes, a broadcast on the N axes and b on the M axes. With
+    `d.definition.set_macro(tp.MmaMacro...)` and the macro's M, N, K tile as d's innermost loop
+    IDs bound to tp.ParallelType.Mma, it runs on the tensor cores (mma.sync); otherwise as a
+    reduction of fused multiply-adds.
+
+        a3 = tp.broadcast(a, [False, True, False])   # [M, 1, K]
+        b3 = tp.broadcast(b, [True, False, False])   # [1, N, K] (b is N x K: a @ b.T)
+        d = tp.fused_multiply_sum(a3, b3, [-1])       # [M, N, rK]"""
+    return _mma_op.fused_multiply_sum(a, b, axes)
+
+
+def matmul(a, b):
+    """a @ b for a [M, K] and b [K, N], in float32: tp.fused_multiply_sum of a as [M, K, 1] and
+    b as [1, K, N] over axis 1 (the output's logical domain is [M, rK, N])."""
+    return _mma_op.matmul(a, b)
 
 
 # `from tileproof import *` brings every public name except those that would shadow a Python

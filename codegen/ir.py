@@ -345,9 +345,25 @@ class BlockReduce:
     comment: str = ""
 
 
+# -- tensor cores (codegen/lower/mma.py) ------------------------------------------------------------
+
+@dataclass
+class MmaIssue(Compute):
+    """One macro tile of an MmaOp (model/mma_op.py): the warp issues `frag.k_steps * frag.n_steps`
+    instructions `frag.inst`, accumulating into the registers acc[acc_base + element] (out.tensor
+    is the accumulator; out.offset is acc_base). `a` and `b` hold the register of every element
+    of the lane's A and B fragments of the tile, in the macro's order (MacroFragments); ins are
+    their first elements, so barrier placement sees which tensors it reads. `conds` are uniform
+    across the warp (the instruction is warp-collective)."""
+
+    frag: object = None  # model.mma_op.MacroFragments
+    a: list = field(default_factory=list)
+    b: list = field(default_factory=list)
+
+
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CpAsyncWait, ReduceInit, BlockReduce, Prologue, Prefetched)
+              CpAsyncCopy, CpAsyncWait, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:

@@ -47,6 +47,17 @@ class Op:
     origin: str | None = field(default_factory=user_location)
     scalar: Scalar | None = None
     cache_op: CacheOp = CacheOp.Unspecified
+    macro: object = None  # an MmaOp's tp.MmaMacro (model/mma_op.py), set by set_macro
+
+    def set_macro(self, macro) -> None:
+        """The tensor-core instruction tile this MmaOp (tp.fused_multiply_sum, tp.matmul) is
+        computed with: its output's three innermost loop IDs, bound to tp.ParallelType.Mma, are
+        the macro's M, N and K. nvFuser: MmaOp::setMacro.
+
+            d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)"""
+        from .mma_op import check_macro
+
+        self.macro = check_macro(self, macro)
 
     def __str__(self) -> str:
         args = [t.name for t in self.inputs]

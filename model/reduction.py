@@ -42,7 +42,7 @@ from .types import (
 )
 
 REDUCTIONS = ("sum", "max")
-COMBINE = {"sum": "add", "max": "maximum"}  # the binary op (model/ops.py BINARY) that combines two partials
+COMBINE = {"sum": "add", "max": "maximum", "fms": "add"}  # fms: an MmaOp (model/mma_op.py), a sum of products  # the binary op (model/ops.py BINARY) that combines two partials
 LOOPS = (ParallelType.Serial, ParallelType.Unroll)  # a reduction axis bound to these is a loop of its statement
 _LOWEST = {"int8": -2 ** 7, "int32": -2 ** 31, "int64": -2 ** 63}
 
@@ -60,7 +60,7 @@ def is_reduction_tensor(tv: TensorView) -> bool:
 def neutral(op_name: str, dtype: DataType) -> int | float:
     """The value a combine leaves unchanged, representable in `dtype` (a partial of an rfactor is
     stored in the reduction's dtype): 0 for sum; for max -inf, or the integer dtype's lowest."""
-    if op_name == "sum":
+    if op_name in ("sum", "fms"):
         return 0 if dtype.is_integer else 0.0
     return _LOWEST[dtype.name] if dtype.is_integer else float("-inf")
 
@@ -137,6 +137,9 @@ def rfactor(tv: TensorView, axes) -> TensorView:
     op = tv.definition
     if not is_reduction_tensor(tv):
         raise ScheduleError(f"rfactor: {tv.name} is not the output of a reduction (tp.sum, tp.max)")
+    if len(op.inputs) != 1:
+        raise ScheduleError(f"rfactor: {tv.name} is the output of `{op}`, whose terms are products of two operands; "
+                            f"tileproof rfactors tp.sum and tp.max")
     if as_index(axes) is not None:
         axes = [axes]
     if not isinstance(axes, (list, tuple)) or not axes:
@@ -300,7 +303,13 @@ class ReductionLoops:
 
     @property
     def elements(self) -> Expr:
-        """Accumulator registers per thread."""
+        """Accumulator registers per thread (on the tensor cores: per macro tile, the lane's
+        elements of the C fragment, model/mma_op.py)."""
+        from .mma_op import fragments, is_mma, mma_axes
+
+        if is_mma(self.tensor) and mma_axes(self.tensor) is not None:
+            loops = [i.extent_expr for i in self.accumulator if i.parallel_type is not ParallelType.Mma]
+            return product(loops) * fragments(self.tensor).elements("C")
         return product([i.extent_expr for i in self.accumulator])
 
     @property

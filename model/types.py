@@ -16,6 +16,8 @@ class ParallelType(enum.Enum):
     LOWERING-SUPPORTED rejects them: tileproof emits single-GPU kernels). Vectorize: one 2-,
     4-, 8- or 16-byte access (or one tcgen05 / ldmatrix register run). Unroll: a fully
     unrolled loop. Bulk: the tile axes of a TMA copy, moved by one cp.async.bulk.tensor.
+    Mma: the M, N and K axes of one tensor-core instruction tile of an MmaOp's output
+    (tp.fused_multiply_sum with a macro): the warp's lanes and registers cover them.
 
         tv.axis(0).parallelize(tp.ParallelType.BIDx)"""
 
@@ -32,6 +34,7 @@ class ParallelType(enum.Enum):
     Vectorize = "Vectorize"
     Unroll = "Unroll"
     Bulk = "Bulk"
+    Mma = "Mma"
 
     @property
     def is_thread(self) -> bool:

@@ -19,10 +19,10 @@ from ...model.errors import InternalError
 from ...model.expr import const
 from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
-from . import cp_async as emit_cp_async, ldsm as emit_ldsm, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
+from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
-                 TmemDealloc, TmemFencedSync)
+                 TmemDealloc, TmemFencedSync, MmaIssue)
 
 
 @dataclass(frozen=True)
@@ -308,7 +308,8 @@ class _Emitter:
         if s.kind in ARITHMETIC:
             v = OPS[out.compute][s.name].format(a=loaded[0], b=loaded[-1])
         elif s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
-            v = emit_reduction.combine(s, self.ref(s.out), loaded[0])
+            term = loaded[0] if len(loaded) == 1 else f"({loaded[0]} * {loaded[1]})"  # fms: a product
+            v = emit_reduction.combine(s, self.ref(s.out), term)
         else:
             v = loaded[0]
         return out.store.format(v)
@@ -385,6 +386,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     CpAsyncWait: emit_cp_async.wait_lines,
     Prologue: emit_cp_async.prologue_lines,
     Prefetched: emit_cp_async.prefetched_lines,
+    MmaIssue: emit_mma.issue_lines,
 }
 
 def dtype_storage(dtype: DataType) -> str:

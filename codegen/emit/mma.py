@@ -42,3 +42,48 @@ def pack_16bit(dst: str, low: str, high: str) -> str:
     """dst (an unsigned register) = two 16-bit bit patterns: `low` (the even element) in bits
     0-15, `high` in bits 16-31."""
     return f"{dst} = (unsigned)({low}) | ((unsigned)({high}) << 16);"
+
+
+def bits16(ref: str) -> str:
+    """The 16-bit pattern of a float16 / bfloat16 lvalue."""
+    return f"(*reinterpret_cast<const unsigned short*>(&{ref}))"
+
+
+def issue_lines(e, n, depth: int) -> list[str]:
+    """An MmaIssue (codegen/ir.py): the lane's A and B registers from its fragment elements, then
+    the macro tile's instructions over N then K, accumulating into acc[acc_base + element]."""
+    from ...model.expr import add, const
+    from ...model.simplify import simplify
+
+    pad = "  " * depth
+    frag = n.frag
+    inst = frag.inst
+    body = []
+    for role, elems, f in (("a", n.a, inst.a), ("b", n.b, inst.b)):
+        per = f.per_register
+        for r in range(len(elems) // per):
+            name = f"tp_{role}{r}"
+            body.append(f"unsigned {name};")
+            if per == 1:
+                body.append(to_tf32(name, e.ref(elems[r])) if inst.converts_to_tf32 else
+                            f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[r])});")
+            else:
+                body.append(pack_16bit(name, bits16(e.ref(elems[per * r])), bits16(e.ref(elems[per * r + 1]))))
+
+    def registers(role: str, f, sk: int, sn: int) -> list[str]:
+        first = frag.element(role, sk, sn, 0)
+        return [f"tp_{role.lower()}{(first // f.per_register) + r}" for r in range(f.registers)]
+
+    for sk in range(frag.k_steps):
+        for sn in range(frag.n_steps):
+            acc = [f"{n.out.tensor}[{e.x(simplify(add(n.out.offset, const(frag.element('C', sk, sn, v))), {}))}]"
+                   for v in range(inst.c.elements)]
+            body.append(mma_sync(inst, acc, registers("A", inst.a, sk, sn), registers("B", inst.b, sk, sn), acc))
+    lines = [f"{pad}// {n.comment}"]
+    if n.conds:
+        lines.append(f"{pad}if ({' && '.join(e.cond(c) for c in n.conds)}) {{")
+    else:
+        lines.append(f"{pad}{{")
+    lines += [f"{pad}  {b}" for b in body]
+    lines.append(f"{pad}}}")
+    return lines

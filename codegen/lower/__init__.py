@@ -33,6 +33,7 @@ from ...model.allocation import Allocation, compute_allocation
 from ...model import lowerable
 from ...model.expr import const
 from ...model.fusion import Fusion
+from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...model.indexing import block_dims, thread_dims
 from ...model.smem_plan import SmemPlan, plan_shared_memory
@@ -46,7 +47,7 @@ from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refu
 from .statements import StatementBuilder
 from .syncs import insert_syncs
 from .cp_async import fill_pipelines
-from . import reduction, tmem
+from . import mma, reduction, tmem
 
 KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart
 # load/store ops lowered as statements here (the tensor-memory ones in lower/tmem.py)
@@ -78,6 +79,7 @@ def check_supported(st: Lowering) -> None:
     refuse("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(fusion))
     refuse("SYMBOLIC-FACTOR", lowerable.symbolic_factors(fusion))
     reduction.check(fusion, lowerable.execution_order(fusion))
+    mma.check(fusion, lowerable.execution_order(fusion), st.target)
     tmem.check_supported(st)
 
 
@@ -108,6 +110,9 @@ def index(st: Lowering) -> None:
     launch = block_dims(st.fusion)
     builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, launch, st.target)
     for tv in st.order:
+        if is_mma(tv):  # init, the tensor-core tiles, store (lower/mma.py)
+            mma.add_statements(builder, tv, st.statements)
+            continue
         if is_reduction_tensor(tv):  # init, accumulate, combine, store (lower/reduction.py)
             reduction.add_statements(builder, tv, st.statements)
             continue

@@ -114,7 +114,7 @@ def _array_axis(tv, logical_axis: int) -> int:
 def _reduce(np, op, args, sizes: dict[str, int]):
     """A reduction's value: over the input's axes that the output's root axes mark reduced, or,
     for an rfactor's partial reduction, over the logical points that derive from its root."""
-    out, x = op.output, args[0]
+    out, x = op.output, args[0] if len(args) == 1 else args[0] * args[1]  # fms: a sum of products
     source = [_array_axis(op.inputs[0], a) for a in op.logical_map[0]]  # the input array axis of each root axis
     x = np.transpose(x, source)
     fill = 0.0 if op.name == "sum" else -np.inf

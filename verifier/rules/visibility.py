@@ -16,6 +16,7 @@ from ...model.execution import TensorExecution, bound_types, store_execution, te
 from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...model.indexing import indices_from_logical, indices_from_root, linear_offset
+from ...model.mma_op import ELEMENT_VARS, fragments, is_mma, mma_execution, well_formed
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
 from ..context import VerifyContext
@@ -48,20 +49,36 @@ def _claims(op: Op, k: int, launched) -> list[Claim]:
         return [Claim("GLOBAL-VISIBILITY", tuple(t for t in LAUNCH_TYPES if t in launched), (), False)]
     if p.memory_type not in ON_CHIP or p.definition is None:
         return []
+    if (is_mma(op.output) and not well_formed(op.output)) or (is_mma(p) and not well_formed(p)):
+        return []  # no fragments to prove against: MMA-SHAPE / MMA-TARGET / MMA-DTYPE reject it
     bound = bound_types(p)
     blocks = tuple(t for t in BLOCK_TYPES if t in bound)
     threads = tuple(t for t in THREAD_TYPES if t in bound)
     out = []
     if blocks:
         out.append(Claim("SMEM-BLOCK-VISIBILITY", blocks, (), p.memory_type is MemoryType.Shared))
+    if is_mma(p) and ParallelType.TIDx in launched and ParallelType.TIDx not in threads:
+        threads = (ParallelType.TIDx,) + threads  # the accumulator's lanes (mma_execution's C view)
     if p.memory_type is MemoryType.Local and (threads or blocks) and op.op_type not in LANE_EXCHANGES:
-        out.append(Claim("THREAD-VISIBILITY", threads, blocks, True))
+        code = ("MMA-OPERAND-LAYOUT" if is_mma(op.output) else "MMA-ACCUM-LAYOUT" if is_mma(p)
+                else "THREAD-VISIBILITY")
+        out.append(Claim(code, threads, blocks, True))
     return out
 
 
 def _writer(ctx: VerifyContext, tv: TensorView) -> TensorExecution:
-    return ctx.memo(("visibility-writer", tv.name),
-                    lambda: store_execution(tv, ctx.block_dims).launched_apart(WRITER))
+    def build():
+        ex = mma_execution(tv, ctx.block_dims, "C") if is_mma(tv) else store_execution(tv, ctx.block_dims)
+        return ex.launched_apart(WRITER)
+
+    return ctx.memo(("visibility-writer", tv.name), build)
+
+
+def _reader(ctx: VerifyContext, op: Op, k: int) -> TensorExecution:
+    """The consumer's points reading input k: an MmaOp reads its operands by fragment (mma_execution)."""
+    if is_mma(op.output):
+        return mma_execution(op.output, ctx.block_dims, "AB"[k])
+    return tensor_execution(op.output, ctx.block_dims)
 
 
 def _repeated(tv: TensorView, types) -> bool:
@@ -95,6 +112,8 @@ def _same_by_construction(op: Op, k: int, types, launch) -> bool:
     element). Not so where a split broadcast repeats an element on either side: its loop
     index is not the image of the broadcast's logical index 0."""
     producer, consumer = op.inputs[k], op.output
+    if is_mma(producer) or is_mma(consumer):
+        return False  # lanes hold elements by the fragment maps, not by loop IDs
     if _repeated(producer, types) or _repeated(consumer, types):
         return False
     element = [var(f"logical {j}") for j in range(len(producer.logical))]
@@ -158,7 +177,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     types = claim.compare + claim.premise
     if _same_by_construction(op, k, types, ctx.block_dims):
         return None
-    r = tensor_execution(op.output, ctx.block_dims)
+    r = _reader(ctx, op, k)
     w = _writer(ctx, producer)
     read = r.read_logical(k)
     written = w.written_logical()
@@ -292,12 +311,45 @@ def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, whe
         hint = (f"put {producer.name} in shared memory ({producer.name}.set_memory_type(tp.MemoryType.Shared)) "
                 f"to hand elements between threads, or parallelize {consumer.name}'s axes like "
                 f"{producer.name}'s (tp.parallelize_all_like({producer.name}))")
+    if claim.code in ("MMA-OPERAND-LAYOUT", "MMA-ACCUM-LAYOUT"):
+        return _fragment_misread(ctx, op, k, claim, proof, where, element, problem, notes, sizes, point)
     return finding(
         claim.code,
         f"{consumer.name} reads {producer.name}[{element}] in the {owner} with {reader}{when_clause(sizes)}, "
         f"but {problem}",
         notes=notes, counterexample={**sizes, **point, **v}, hint=hint, **where,
     )
+
+
+def _fragment_misread(ctx, op: Op, k: int, claim: Claim, proof: Proof, where: dict, element: str, problem: str,
+                      notes: list, sizes: dict, point: dict) -> Diagnostic:
+    """A lane supplies (or reads) a tensor-core fragment element another thread holds: name the
+    instruction, the lane, the element and where the fragment map wants each lane's elements."""
+    v = proof.outcome.values
+    mma = op.output if claim.code == "MMA-OPERAND-LAYOUT" else op.inputs[k]
+    role = "AB"[k] if claim.code == "MMA-OPERAND-LAYOUT" else "C"
+    frag = fragments(mma)
+    tile = {"A": "A (M x K)", "B": "B (K x N)", "C": "C (M x N)"}[role]
+    lane = v.get("reader threadIdx.x", point.get("threadIdx.x"))
+    held = point.get(ELEMENT_VARS[role])
+    wanted = "; ".join(f"lane {t} holds " + ", ".join(str(frag.position(role, t, e)) for e in range(frag.elements(role)))
+                       for t in (0, 1, 4))
+    if claim.code == "MMA-OPERAND-LAYOUT":
+        what = (f"{mma.name}'s {frag.inst.name} takes {op.inputs[k].name}[{element}] as lane {lane}'s {role} element "
+                f"{held if held is not None else '?'}")
+        fix = op.inputs[k].name
+    else:
+        what = f"{op.output.name} reads {mma.name}[{element}] in lane {lane}, where the accumulators are spread by the C fragment"
+        fix = op.output.name
+    notes = notes[:1] + [f"the {tile} fragment of {frag.inst.name} (row, col) of each element: {wanted}, ...",
+                     "docs/hardware.md#tensor-core-fragment-layouts has the maps as formulas"]
+    return finding(
+        claim.code, f"{what}{when_clause(sizes)}, but {problem}", notes=notes,
+        counterexample={**sizes, **point, **v},
+        hint=f"schedule {fix}'s tile as the fragment: split its rows and columns into the fragment's parts, merge "
+             f"the lane parts into the axis bound to TIDx (lane = 4 * row part + column part) and the element parts, "
+             f"in element order, into the register axis",
+        **where)
 
 
 def _check(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:

@@ -1,0 +1,149 @@
+"""Lowering an MmaOp on the tensor cores (model/mma_op.py) to its statements, in the order they run:
+
+    init        ReduceInit: the accumulator's registers are 0, before D's first K loop
+    accumulate  MmaIssue at every point of D's loop nest but its three Mma axes: the warp issues
+                the macro tile's mma.sync instructions, each lane supplying the A and B registers
+                its fragments hold (mma_execution's A and B views)
+    store       a Compute per accumulator element, in loops of their own over the accumulator's
+                axes and the C fragment's elements: D at lane threadIdx.x's element v of the C
+                view = acc[...]
+
+The operands' register offsets come from the execution model only (MMA-OPERAND-LAYOUT proved
+the lane that wrote each one is the lane that supplies it). An offset the simplifier shows is the
+same for every lane is emitted as a constant register index; another keeps threadIdx.x in it
+(correct, but the registers then live in local memory). Predicates: the warp-uniform ones guard the
+instruction; a hole of the M or N axis inside the tile only makes rows or columns the store
+skips; a hole of the K axis would add what the registers past K hold, which REDUCTION-K
+rejects.
+"""
+
+from __future__ import annotations
+
+from ...model.execution import CondKind, tensor_execution
+from ...model.expr import const, product, substitute, try_int, var
+from ...model.lowerable import Problem
+from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, fragments, is_mma, mma_execution, tile_conds
+from ...model.reduction import reduction_loops
+from ...model.simplify import simplify
+from ...model.tensor import TensorView
+from ...model.types import MemoryType, OpKind, ParallelType, float32
+from ..ir import Compute, Loop, LoopKind, MmaIssue, Operand, ReduceInit
+from .loop_nest import LoopClass, refuse
+from .predicates import drop_implied
+from .reduction import accumulator
+
+
+def check(fusion, order, target) -> None:
+    """The MMA rules' structural conditions (verifier/rules/mma.py); a problem here is a bug."""
+    from ...model.mma_rules import problems
+
+    for code, found in problems(fusion, order, target).items():
+        refuse(code, found)
+
+
+def add_statements(builder, tv: TensorView, items: list) -> None:
+    """Add tv's init, accumulate and store to `items` (builder: lower/statements.py's)."""
+    from ...model.reduction import insert_init
+
+    (path, init), *rest = statements(builder, tv)
+    insert_init(items, path, builder.classes.of(tv, len(path)), init, key=lambda cls: cls.key)
+    items += rest
+
+
+def _accumulator_axes(tv: TensorView):
+    r = reduction_loops(tv)
+    return r, [i for i in r.accumulator if i.parallel_type is not ParallelType.Mma]
+
+
+def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
+    r, acc_axes = _accumulator_axes(tv)
+    frag = fragments(tv)
+    loops = len(tv.loop) - INSTRUCTION_AXES
+    path = [builder.classes.of(tv, k) for k in range(loops)]
+    start = min(r.start, loops)
+    n = try_int(r.elements)
+    acc = accumulator(tv)
+    init = ReduceInit(acc, n, float32, 0.0, f"{tv.name}: the accumulators start at 0")
+    return [(path[:start], init), (path, _issue(builder, tv, acc_axes, acc)),
+            (path[:start], _store(builder, tv, acc_axes, acc))]
+
+
+def _tile_register(env_of, acc_axes, per_tile: int):
+    """The accumulator register of element 0 of the current macro tile."""
+    from ...model.indexing import vector_index
+
+    return vector_index([env_of(i) for i in acc_axes], [i.extent_expr for i in acc_axes]) * per_tile
+
+
+def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
+    frag = fragments(tv)
+    op = tv.definition
+    plain = builder.execution(tv)
+    ranges = plain.guarded_ranges
+    lane_uniform, k_holes = _split_conds(builder, tv, plain)
+    if k_holes:
+        refuse("REDUCTION-K", [Problem(f"{tv.name}'s K tile reads past K where {k_holes[0].lhs} < {k_holes[0].rhs} "
+                                       f"fails", hint="")])
+    operands = []
+    for k, role in ((0, "A"), (1, "B")):
+        ex = mma_execution(tv, builder.launch, role, {i.uid: builder.classes.of(tv, j).index_var
+                                                       for j, i in enumerate(tv.loop)})
+        view_ranges = {**ranges, **ex.ranges}
+        regs = []
+        for v in range(frag.elements(role)):
+            idx = {u: substitute(e, {ELEMENT_VARS[role]: const(v)}) for u, e in ex.operand_indices(k).items()}
+            regs.append(_lane_uniform(builder._operand(op.inputs[k], idx, view_ranges), view_ranges))
+        operands.append(regs)
+    base = simplify(_tile_register(lambda i: plain.env[i.uid], acc_axes, frag.elements("C")), ranges)
+    out = Operand(acc, MemoryType.Local, float32, base)
+    comment = (f"{tv.name} += {op.inputs[0].name} x {op.inputs[1].name}: one {op.macro.name} tile, "
+               f"{frag.k_steps * frag.n_steps} x {frag.inst.ptx}")
+    return MmaIssue(OpKind.REDUCTION, op.name, out, [operands[0][0], operands[1][0]], lane_uniform, 1, comment,
+                    None, frag, operands[0], operands[1])
+
+
+def _split_conds(builder, tv: TensorView, plain):
+    """D's predicates at the accumulate (model/mma_op.py tile_conds): (those the whole warp shares,
+    the holes of the K tile not implied by the ranges and assumptions)."""
+    holes = drop_implied(builder._simplified(plain.conds_of(CondKind.HOLE), plain.guarded_ranges), builder.fusion,
+                         builder.target, plain.guarded_ranges)
+    return tile_conds(tv, plain, plain.conds_of(CondKind.THREAD_EXTENT) + holes)
+
+
+def _lane_uniform(o: Operand, ranges) -> Operand:
+    """o with the lane made a constant where every lane's offset simplifies to one expression."""
+    lane = LANE.cuda_name
+    if lane not in o.offset.free_vars() or o.memory is not MemoryType.Local:
+        return o
+    offsets = {simplify(substitute(o.offset, {lane: const(t)}), ranges) for t in range(32)}
+    if len(offsets) == 1:
+        return Operand(o.tensor, o.memory, o.dtype, offsets.pop())
+    return o
+
+
+def _store(builder, tv: TensorView, acc_axes, acc: str):
+    """D's elements from the accumulator: loops over the accumulator's axes and the C fragment."""
+    frag = fragments(tv)
+    names = {i.uid: builder.classes.of(tv, k).index_var for k, i in enumerate(tv.loop)}
+    private = {i.uid: f"tp_r{j}_{tv.name}" for j, i in enumerate(acc_axes)}
+    ex = mma_execution(tv, builder.launch, "C", {**names, **private})
+    v = ELEMENT_VARS["C"]
+    element = f"tp_c_{tv.name}"
+    ex = ex.renamed({v: var(element)})
+    ranges = {**ex.guarded_ranges, element: const(frag.elements("C"))}
+    base = _tile_register(lambda i: var(private[i.uid]), acc_axes, frag.elements("C"))
+    source = Operand(acc, MemoryType.Local, float32, simplify(base + var(element), ranges))
+    target = builder._operand(tv, ex.indices, ranges)
+    holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
+                         ranges)
+    conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
+    kind, name = (OpKind.LOAD_STORE, "set") if tv.dtype == float32 else (OpKind.CAST, "cast")
+    node: object = Compute(kind, name, target, [source], conds, 1, f"{tv.name} = the accumulators (C fragment)")
+    node = Loop(element, const(frag.elements("C")), LoopKind.UNROLL, f"{tv.name} C fragment element (store)", -1,
+                [node])
+    for i in reversed(acc_axes):
+        node = Loop(private[i.uid], i.extent_expr, LoopKind.UNROLL, f"{tv.name} {i.label()} (store)", -1, [node])
+    return node
+
+
+__all__ = ["add_statements", "check", "is_mma", "statements"]

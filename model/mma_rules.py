@@ -1,0 +1,128 @@
+"""What an MmaOp's schedule must be for the tensor cores to compute it (model/mma_op.py): the
+structural conditions of the MMA rules, one function for the verifier (verifier/rules/mma.py)
+and the code generator (codegen/lower/mma.py), which treats a problem as a tileproof bug.
+
+    MMA-TARGET            the macro's instruction exists on the target and tileproof lowers it
+                          (mma.sync; wgmma exists on sm_90a only and is not lowered yet)
+    MMA-DTYPE             both operands have a dtype the macro takes
+    MMA-SHAPE             a macro and Mma axes come together; the output's three innermost loop IDs
+                          are its Mma axes, one per role, of the macro's extents, each an inner
+                          tile of its root (its index adds to the root's with stride 1); no other
+                          tensor has Mma axes
+    MMA-WARP-COLLECTIVE   a warp issues each tile: the kernel launches exactly 32 threads along
+                          TIDx (the lanes), the output binds none of its axes to TIDx and none to
+                          Vectorize or Bulk, and lives in registers or global memory
+    MMA-OPERAND-LAYOUT    (structural part) the operands are register (Local) tensors: the
+                          instruction reads its fragments from registers
+"""
+
+from __future__ import annotations
+
+from .expr import const
+from .indexing import block_dims
+from .lowerable import Problem
+from .mma_op import INSTRUCTION_AXES, inner_tile, is_mma_op, is_mma_sync, mma_axes
+from .types import MemoryType, ParallelType
+
+CODES = ("MMA-TARGET", "MMA-DTYPE", "MMA-SHAPE", "MMA-WARP-COLLECTIVE", "MMA-OPERAND-LAYOUT")
+
+
+def problems(fusion, order, target) -> dict[str, list[Problem]]:
+    """Each MMA code -> its problems in the tensors of `order` (the computed tensors)."""
+    out: dict[str, list[Problem]] = {code: [] for code in CODES}
+    for tv in order:
+        op = tv.definition
+        if not is_mma_op(op):
+            for k, i in enumerate(tv.loop):
+                if i.parallel_type is ParallelType.Mma:
+                    out["MMA-SHAPE"].append(Problem(
+                        f"{tv.name}'s axis {k} ({i.label()}) is bound to Mma, but {tv.name} is computed by `{op}`, "
+                        f"not by a tensor-core op",
+                        hint=f"bind Mma on the output of tp.fused_multiply_sum / tp.matmul only; schedule {tv.name}'s "
+                             f"axis {k} as a loop (Serial, Unroll) or on threads",
+                        tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.parallel_origin or tv.origin))
+            continue
+        _check(tv, op, target, out, fusion)
+    return out
+
+
+def _check(tv, op, target, out, fusion) -> None:
+    where = dict(tensor=tv.name, location=op.origin or tv.origin)
+    mma_ids = [(k, i) for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Mma]
+    macro = op.macro
+    if macro is None:
+        if mma_ids:
+            out["MMA-SHAPE"].append(Problem(
+                f"{tv.name} binds {len(mma_ids)} axes to Mma but its op has no macro: which instruction computes "
+                f"the tile is not said",
+                hint=f"{tv.name}.definition.set_macro(tp.MmaMacro.Ampere_16_8_16) (bfloat16 / float16) or "
+                     f"tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), with the macro's M, N, K tile as the Mma axes",
+                values={"mma_axes": len(mma_ids)}, **where))
+        return
+    if not is_mma_sync(macro):
+        out["MMA-TARGET"].append(Problem(
+            f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only"
+            if target is not None and target.name != "sm_90a" else
+            f"MmaMacro.{macro.name} is a wgmma (warpgroup MMA); tileproof lowers the mma.sync macros "
+            f"(Turing_*, Ampere_*) so far",
+            hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32)",
+            values={"m": macro.m, "n": macro.n, "k": macro.k}, **where))
+        return
+    dtypes = [t.dtype.name for t in op.inputs]
+    if any(d not in macro.input_dtypes for d in dtypes):
+        out["MMA-DTYPE"].append(Problem(
+            f"MmaMacro.{macro.name} takes {' or '.join(macro.input_dtypes)} operands; {tv.name}'s are "
+            f"{' and '.join(sorted(set(dtypes)))}",
+            hint=("float32 operands run on the tensor cores as tf32: set_macro(tp.MmaMacro.Ampere_16_8_8)"
+                  if dtypes[0] == "float32" else
+                  "bfloat16 / float16 operands: set_macro(tp.MmaMacro.Ampere_16_8_16)"),
+            values={"operand_bits": 8 * op.inputs[0].dtype.bytes}, **where))
+        return
+    axes = mma_axes(tv)
+    want = {"M": macro.m, "N": macro.n, "K": macro.k}
+    if axes is None or [i for _, i in mma_ids] != list(tv.loop[-INSTRUCTION_AXES:]):
+        out["MMA-SHAPE"].append(Problem(
+            f"{tv.name}'s Mma axes must be its three innermost loop IDs, one tiling each of its M, N and K axes; "
+            f"it has {len(mma_ids)} Mma axes" + (f" at positions {[k for k, _ in mma_ids]}" if mma_ids else ""),
+            hint=f"split {tv.name}'s M, N and K axes by {macro.m}, {macro.n} and {macro.k}, move the inner parts to "
+                 f"the end (reorder) and bind them to tp.ParallelType.Mma",
+            values={"mma_axes": len(mma_ids), "loop_axes": len(tv.loop)}, **where))
+        return
+    for role in ("M", "N", "K"):
+        i = axes.of(role)
+        if i.static_extent != want[role] or not inner_tile(tv, i):
+            out["MMA-SHAPE"].append(Problem(
+                f"{tv.name}'s {role} Mma axis {i.label()} must be the inner {want[role]} of a split of its {role} axis "
+                f"(MmaMacro.{macro.name} is {macro.m} x {macro.n} x {macro.k})"
+                + ("" if inner_tile(tv, i) else "; it is not an inner split of that axis"),
+                hint=f"split {tv.name}'s {role} axis by {want[role]} and bind the inner part to Mma",
+                ids=(i.name,), values={"extent": i.static_extent or -1, "macro_extent": want[role]}, **where))
+    lanes = block_dims(fusion).get(ParallelType.TIDx, const(1))
+    if lanes != const(32):
+        out["MMA-WARP-COLLECTIVE"].append(Problem(
+            f"a warp issues each mma.sync of {tv.name}: the kernel must launch exactly 32 threads along TIDx (the "
+            f"lanes), and it launches {lanes}",
+            hint="bind an axis of extent 32 to TIDx in the tensors that use TIDx (the operands' fragments: 32 lanes), "
+                 "and spread warps over TIDy / TIDz",
+            values={"blockDim_x": lanes.value if lanes.op == "const" else -1, "warp": 32}, **where))
+    for k, i in enumerate(tv.loop):
+        if i.parallel_type in (ParallelType.TIDx, ParallelType.Vectorize, ParallelType.Bulk):
+            out["MMA-WARP-COLLECTIVE"].append(Problem(
+                f"{tv.name}'s axis {k} ({i.label()}) is bound to {i.parallel_type}; the lanes of an MMA tile are "
+                f"its Mma axes, and each warp (TIDy, TIDz, loops) issues whole tiles",
+                hint=f"bind {tv.name}'s axis {k} to TIDy / TIDz or leave it Serial",
+                ids=(i.name,), values={"axis": k}, **where))
+    if tv.memory_type not in (MemoryType.Local, MemoryType.Global):
+        out["MMA-WARP-COLLECTIVE"].append(Problem(
+            f"{tv.name} is in {tv.memory_type} memory; an MmaOp's accumulators are stored from the lanes' "
+            f"registers to registers (Local) or global memory",
+            hint=f"leave {tv.name} in registers and copy it (tp.set) where it must go",
+            values={"memory": 0}, **where))
+    for arg, t in zip("ab", op.inputs):
+        if t.memory_type is not MemoryType.Local:
+            out["MMA-OPERAND-LAYOUT"].append(Problem(
+                f"{tv.name}'s operand {arg} ({t.name}) is in {t.memory_type} memory; mma.sync reads its operands "
+                f"from each lane's registers",
+                hint=f"copy {t.name} into registers first (r = {t.name}.cache_after(), or tp.LoadStoreOpType.LdMatrix "
+                     f"from shared memory), scheduled so each lane holds its fragment",
+                values={"operand": 0 if arg == "a" else 1}, **where))

@@ -1,0 +1,365 @@
+"""Tensor cores: what an MmaOp's schedule (model/mma_op.py) must be for mma.sync to compute it.
+
+The structural conditions live in model/mma_rules.py, shared with the code generator. The layout
+rules are register-ownership proofs over the MmaOp's execution model seen from each fragment
+(mma_execution): MMA-OPERAND-LAYOUT and MMA-ACCUM-LAYOUT are claims of verifier/rules/visibility.py,
+proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the K tile has no hole.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...model.execution import CondKind, tensor_execution
+from ...model.lowerable import execution_order
+from ...model.mma_op import tile_conds, well_formed
+from ...model.mma_rules import problems
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import report_values
+from ..registry import rule
+from .reduction import _report
+from .visibility import _check
+
+# the tf32 m16n8k8 tile of the docstrings: D (16 x 8) = A (16 x 8) B (8 x 8), one warp
+_TILE = '''with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)'''
+
+
+_TILE_EPILOGUE = '''with tp.Fusion("tf32_tile_epilogue") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1])  # in registers
+            out = tp.set(d); fusion.add_output(out)'''
+
+
+def _doc(text: str):
+    """Set a rule's documentation built from shared snippets (a docstring must be a literal)."""
+    def apply(func):
+        func.__doc__ = text
+        return func
+
+    return apply
+
+
+def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
+    order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
+    found = ctx.memo(("mma-problems",), lambda: problems(ctx.fusion, order, ctx.target))
+    yield from _report(code, found[code])
+
+
+@rule("MMA-TARGET", family="mma")
+@_doc("""The MmaOp's macro is an instruction the target has and tileproof lowers.
+
+    What it checks:
+        For every MmaOp with a macro: the macro is an mma.sync one (Turing_16_8_8,
+        Turing_16_8_16, Turing_16_16_16, Ampere_16_8_16, Ampere_16_16_16, and tileproof's tf32
+        Ampere_16_8_8), which sm_90a and sm_100a both run. A Hopper_64_N_16 macro is a wgmma:
+        sm_100a has none (its tensor-core MMA is tcgen05.mma) and tileproof does not lower
+        wgmma yet.
+    Why the hardware needs it:
+        mma.sync exists from sm_80 on for tf32 and bf16 (sm_75 for f16). wgmma.mma_async needs
+        sm_90a: PTX for sm_100a rejects it at compile time.
+    Example:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_8_16)
+        target = "sm_100a"
+    Fix:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.14.5 (mma.sync: target requirements), 9.7.15 (wgmma: sm_90a);
+        docs/hardware.md#tensor-core-fragment-layouts
+    """)
+def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    # Formal statement: none, structural: for each MmaOp with macro m: arch(m) in {Turing, Ampere}
+    yield from _structural(ctx, "MMA-TARGET")
+
+
+@rule("MMA-DTYPE", family="mma")
+@_doc("""The MmaOp's operands have a dtype its macro takes.
+
+    What it checks:
+        For every MmaOp with a macro: its operands' dtype is one the macro's instruction takes:
+        float32 (rounded to tf32) for Ampere_16_8_8, bfloat16 or float16 for the others.
+    Why the hardware needs it:
+        Each mma.sync shape exists for certain types only: m16n8k8 with .tf32 operands,
+        m16n8k16 with .bf16 / .f16; the fragment maps differ with the element width (two 16-bit
+        elements share a 32-bit register), so a float32 tensor fed to m16n8k16 would be read
+        as pairs of half-precision numbers.
+    Example:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)
+    Fix:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.14.5.14 (mma.sync shapes and types); docs/hardware.md#tensor-core-fragment-layouts
+    """)
+def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    # Formal statement: none, structural: dtype(A) == dtype(B) in input_dtypes(macro)
+    yield from _structural(ctx, "MMA-DTYPE")
+
+
+@rule("MMA-SHAPE", family="mma")
+@_doc("""The MmaOp's three innermost loop IDs are its macro's M, N and K tile, bound to Mma.
+
+    What it checks:
+        A macro and Mma axes come together. The output's three innermost loop IDs are bound to
+        Mma, one derived from each of its M, N and K axes, with the macro's extents (16, 8 and 8
+        for Ampere_16_8_8); each is the inner output of splits of its axis, so its index adds
+        to the axis's with stride 1 (the instruction's tile is contiguous rows and columns).
+        No tensor other than an MmaOp's output binds Mma.
+    Why the hardware needs it:
+        One mma.sync computes a fixed m x n x k tile, and its fragment maps name rows and
+        columns of that tile: the loop IDs the instruction replaces must be exactly that tile.
+    Example:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(2):  # K is not bound to Mma
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.14.5 (mma.sync shapes); nvFuser csrc/scheduler/mma_utils.cpp (the
+        instruction tile as the innermost loop IDs, ParallelType::Mma);
+        docs/hardware.md#tensor-core-fragment-layouts
+    """)
+def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    # Formal statement: none, structural: loop(D)[-3:] = Mma IDs of roles M, N, K with extents (m, n, k) of
+    #   the macro, each an inner split chain of its root
+    yield from _structural(ctx, "MMA-SHAPE")
+
+
+@rule("MMA-WARP-COLLECTIVE", family="mma")
+@_doc("""A whole warp issues each mma.sync: the kernel's TIDx is the 32 lanes.
+
+    What it checks:
+        For every MmaOp with a macro: the kernel launches exactly 32 threads along TIDx (the
+        lanes of each warp; warps go along TIDy and TIDz), the MmaOp's output binds no axis to
+        TIDx, Vectorize or Bulk, and it lives in registers or global memory.
+    Why the hardware needs it:
+        mma.sync.aligned is executed by all 32 threads of a warp together, each supplying its
+        fragment registers; a partial or divergent warp makes the instruction undefined. With
+        TIDx = 32 a warp is one (threadIdx.y, threadIdx.z), so every predicate on those is the
+        same for the whole warp.
+    Example:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        with fusion:
+            c = tp.set(a); fusion.add_output(c)  # a copy of A on 128 threads: blockDim.x = 128
+        c.merge(0); c.axis(0).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.14.5.14 (mma.sync: ".aligned: all threads in the warp must execute the
+        same mma instruction"); docs/hardware.md#tensor-core-fragment-layouts
+    """)
+def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    # Formal statement: none, structural: blockDim.x == 32; no loop ID of D is TIDx, Vectorize or Bulk;
+    #   memory(D) in {Local, Global}
+    yield from _structural(ctx, "MMA-WARP-COLLECTIVE")
+
+
+@rule("MMA-OPERAND-LAYOUT", family="mma")
+@_doc("""Each lane's operand registers hold exactly the elements the instruction's fragment map says.
+
+    What it checks:
+        For every MmaOp with a macro, its operands are register (Local) tensors, and for each
+        operand P (A, then B), over the MmaOp's execution model seen from P's fragment
+        (model/mma_op.py mma_execution: the Mma axes' indices are the tile position of lane
+        threadIdx.x's element v): for every instruction instance, lane and element v that
+        executes, the thread that wrote the element of P read there is that lane (every thread
+        index P binds, and every block index, agree) and wrote it at the register the
+        instruction takes as its element v. Where an ldmatrix fills P, LDSM-REGISTER-LAYOUT
+        proves the ldmatrix's own fragment, so the two compose.
+    Why the hardware needs it:
+        mma.sync reads A and B from fixed registers of fixed lanes (for tf32 m16n8k8, lane
+        4g + q's a0..a3 are rows g, g + 8 and columns q, q + 4 of A); a register holding
+        another element computes a wrong product silently. Measured on an H100: A of a tf32
+        tile in the bfloat16 register order (columns 2q, 2q + 1) gave 112 of 128 elements wrong.
+    Example:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 2).reorder({0: 3, 2: 0, 3: 2}).merge(1).merge(2)  # columns 2q, 2q + 1
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        """ + _TILE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)  # columns q, q + 4
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.14.5.8 (mma.m16n8k8 fragments: tf32 A, B, C); CUTLASS
+        include/cute/atom/mma_traits_sm80.hpp (SM80_16x8x8_F32TF32TF32F32_TN);
+        docs/hardware.md#tensor-core-fragment-layouts
+    """)
+def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    # Formal statement: structural: memory(A) == memory(B) == Local; and for each operand P (input k):
+    #   for all admitted sizes, instruction points r of D's P view (lane = threadIdx.x, element v) and
+    #   writer points w of P: executes_D(r) and executes_P(w) and logical_P(w) == read_k(r) and
+    #   blockIdx(w) == blockIdx(r) => threadIdx_t(w) == threadIdx_t(r) (t bound by P) and
+    #   address_P(w) == address_read(r)   (visibility.py _prove over mma_execution)
+    yield from _structural(ctx, "MMA-OPERAND-LAYOUT")
+    yield from _check(ctx, "MMA-OPERAND-LAYOUT")
+
+
+@rule("MMA-ACCUM-LAYOUT", family="mma")
+@_doc("""A consumer of an MmaOp's register output reads each accumulator in the lane that holds it.
+
+    What it checks:
+        For every op that reads an MmaOp's output D kept in registers (Local), over the
+        consumer's execution model and D's stores seen from the C fragment (lane threadIdx.x's
+        element v is row g + 8 (v / 2), column 2q + v % 2 of each m16n8 tile): the thread that
+        reads an element of D is the lane that holds it, and reads the register it was stored in.
+    Why the hardware needs it:
+        The accumulators of mma.sync are spread over the warp's lanes by a fixed map; an
+        epilogue that reads D as if each thread held whole rows reads other lanes' registers,
+        which it cannot see, and stores wrong values without any fault.
+    Example:
+        """ + _TILE_EPILOGUE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        out.merge(0).split(0, 4); out.axis(0).parallelize(tp.ParallelType.TIDx)  # 4 of a row, not the C fragment
+    Fix:
+        """ + _TILE_EPILOGUE + """
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for i in range(3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
+        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
+        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        out.split(0, 8).split(2, 2).reorder({0: 2, 1: 0, 2: 1}).merge(0).merge(1)  # [(g, q), (m_half, n_low)]
+        out.axis(0).parallelize(tp.ParallelType.TIDx)
+    References:
+        PTX ISA 9.7.14.5.8 (mma.m16n8k8 accumulator fragment); CUTLASS
+        include/cute/atom/mma_traits_sm80.hpp (SM80_16x8_Row); docs/hardware.md#tensor-core-fragment-layouts
+    """)
+def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    # Formal statement: for each op reading a Local MmaOp output D (input k) into C: for all admitted sizes,
+    #   reader points r of C and writer points w of D's C view (lane = threadIdx.x, element v):
+    #   executes_C(r) and executes_D(w) and logical_D(w) == read_k(r) and blockIdx(w) == blockIdx(r)
+    #   => threadIdx_t(w) == threadIdx_t(r) (t: x and those D binds) and address_D(w) == address_read(r)
+    yield from _check(ctx, "MMA-ACCUM-LAYOUT")
+
+
+@rule("REDUCTION-K", family="mma")
+@_doc("""No MMA tile reaches past the end of K.
+
+    What it checks:
+        For every MmaOp with a macro and well-formed Mma axes: every hole predicate of its loop
+        nest that involves the K Mma axis (an element of the instruction's K tile past the
+        extent of K, or of a split of it) holds at every point of the loop nest, for every
+        admitted size: the K tiles divide K.
+    Why the hardware needs it:
+        An instruction adds the products of its whole K tile, and it is warp-collective: it
+        cannot skip the lanes whose elements lie past K. Those products would have to be 0 in
+        both operands; registers and shared memory past K hold whatever was there (stale shared
+        memory may hold NaN, and NaN times 0 is NaN). tileproof does not yet prove a zero-filled
+        tail (cp.async with src-size 0 into both operands' buffers, ending in registers), so the
+        K tile must divide K; say so with an assumption (fusion.assume("K % 8 == 0")).
+    Example:
+        with tp.Fusion("k_tail") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 100]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 100]); fusion.add_input(b)
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for t in (d, a3, b3):
+            t.split(2, 8)
+        d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
+        for i in (1, 2, 3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        for t in (a3, b3):
+            t.reorder({2: 0, 0: 1, 1: 2})
+        a3.split(1, 8).split(4, 4).reorder({1: 5, 3: 1, 5: 3}).merge(2).merge(3)
+        b3.split(3, 4).reorder({3: 4, 4: 3}).merge(2)
+        a3.axis(2).parallelize(tp.ParallelType.TIDx); b3.axis(2).parallelize(tp.ParallelType.TIDx)
+        tp.inline_all_at(d, 1)
+    Fix:
+        with tp.Fusion("k_tail") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 104]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 104]); fusion.add_input(b)
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+        for t in (d, a3, b3):
+            t.split(2, 8)
+        d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
+        for i in (1, 2, 3):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        for t in (a3, b3):
+            t.reorder({2: 0, 0: 1, 1: 2})
+        a3.split(1, 8).split(4, 4).reorder({1: 5, 3: 1, 5: 3}).merge(2).merge(3)
+        b3.split(3, 4).reorder({3: 4, 4: 3}).merge(2)
+        a3.axis(2).parallelize(tp.ParallelType.TIDx); b3.axis(2).parallelize(tp.ParallelType.TIDx)
+        tp.inline_all_at(d, 1)
+    References:
+        PTX ISA 9.7.14.5 (mma.sync is warp-collective: every lane supplies its whole
+        fragment); PTX ISA 9.7.9.25 (cp.async src-size: bytes past it are zero-filled);
+        docs/hardware.md#tensor-core-fragment-layouts
+    """)
+def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    # Formal statement: for each MmaOp D with well-formed Mma axes, each hole cond c of D's loop nest
+    #   whose terms use the K Mma index: for all admitted sizes and loop points: c holds
+    for tv in execution_order(ctx.fusion):
+        if not well_formed(tv):
+            continue
+        ex = tensor_execution(tv, ctx.block_dims)
+        _, k_holes = tile_conds(tv, ex, ex.conds_of(CondKind.HOLE))
+        for c in k_holes:
+            q = ctx.query([c.lhs, c.rhs], ex.guarded_ranges)
+            out = q.prove(q.lt(c.lhs, c.rhs), values={"index": c.lhs, "extent": c.rhs})
+            yield from report_values(
+                ctx, "REDUCTION-K", out, f"that {tv.name}'s K tiles end at K",
+                lambda v, when: (f"{tv.name}'s K tile reaches index {v.get('index')} of an axis of extent "
+                                 f"{v.get('extent')}{when}: the instruction would add the products of elements "
+                                 f"past K, which hold whatever the registers held"),
+                ("index", "extent"), point=tuple(ex.guarded_ranges),
+                hint=f"make the K tile divide K: fusion.assume(\"K % {tv.definition.macro.k} == 0\") for a symbolic "
+                     f"K, or pad K to a multiple of the K tile",
+                notes=(f"hole predicate {c.why}: {c.lhs} < {c.rhs}",), tensor=tv.name,
+                location=tv.definition.origin)
