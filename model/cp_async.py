@@ -123,9 +123,41 @@ def structure_problems(fusion, order: list[TensorView]):
                 hint=f"reorder {tv.name} so that its one Vectorize axis is innermost",
                 tensor=tv.name, ids=tuple(tv.loop[k].name for k in vec),
                 values={"vectorize_axis": vec[0], "axes": tv.ndim}, location=tv.origin))
-        if needed_bounds(tv):
+        if _may_have_holes(tv, needed_bounds(tv)):
             out += zero_fill_problems(tv, compute_allocation(tv))
     return out
+
+
+def _may_have_holes(tv: TensorView, needed: set[int]) -> bool:
+    """Whether an ID whose bound is needed may be exceeded: it is split by a factor that its
+    extent is not a known multiple of (the bound of an ID whose splits all divide is implied)."""
+    from .expr import try_int
+    from .iterdomain import Split
+
+    for t in tv.history:
+        if isinstance(t, Split) and t.in_.uid in needed:
+            extent, factor = try_int(t.in_.extent_expr), try_int(t.inner.extent_expr)
+            if extent is None and factor is not None and _assumed_multiple(tv.fusion, t.in_.extent_expr, factor):
+                continue
+            if extent is None or factor is None or extent % factor:
+                return True
+    return False
+
+
+def _assumed_multiple(fusion, extent, factor: int) -> bool:
+    """Whether an assumption states that the extent symbol `extent` is a multiple of `factor`
+    (`fusion.assume("K % 64 == 0")` for a factor dividing 64)."""
+    import sympy
+
+    if extent.op != "var":
+        return False
+    symbol = sympy.Symbol(extent.value, integer=True)
+    for a in fusion.assumptions:
+        if isinstance(a, sympy.Eq) and a.rhs == 0 and isinstance(a.lhs, sympy.Mod):
+            base, modulus = a.lhs.args
+            if getattr(base, "name", None) == symbol.name and modulus.is_Integer and int(modulus) % factor == 0:
+                return True
+    return False
 
 
 def zero_fill_problems(tv: TensorView, allocation):

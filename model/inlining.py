@@ -2,7 +2,7 @@
 
 A tensor may be inlined into its consumers at position p when, for every
 consumer and every axis k < p, the consumer's loop axis k is the same iteration
-(IdMap) and neither is vectorized (a vector is produced whole, not per element), and no
+(IdMap) or the tensor's is a broadcast of extent 1 read by an MmaOp (mapping.promoted), and neither is vectorized (a vector is produced whole, not per element), and no
 tensor is inlined past its own reduction axes (its consumers read totals, after its loops).
 inline_most and inline_all_at also stop before a Bulk axis, as nvFuser's do: a TMA tile
 axis is covered by one instruction and is not a loop another tensor can share.
@@ -11,7 +11,7 @@ axis is covered by one instruction and is not a loop another tensor can share.
 from __future__ import annotations
 
 from .errors import ScheduleError
-from .mapping import IdMap
+from .mapping import IdMap, inline_mapped
 from .tensor import TensorView
 from .types import ParallelType
 
@@ -32,7 +32,7 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
         if before_bulk and i.parallel_type is ParallelType.Bulk:
             return k, f"axis {k} of {tv.name} ({i.label()}) is a TMA tile axis (Bulk)"
         for c in consumers:
-            if k >= len(c.loop) or not idmap.same(i, c.loop[k]):
+            if k >= len(c.loop) or not inline_mapped(idmap, i, c, k):
                 return k, f"axis {k} of {tv.name} ({i.label()}) does not map to {c.name}'s axis {k}"
             if c.loop[k].parallel_type is ParallelType.Vectorize:
                 return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is vectorized"

@@ -31,7 +31,7 @@ from .allocation import Allocation, compute_allocation
 from .expr import Expr, evaluate, try_int
 from .global_layout import allocation_problem
 from .iterdomain import Split
-from .mapping import IdMap
+from .mapping import IdMap, inline_mapped
 from .tensor import TensorView
 from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
@@ -83,20 +83,30 @@ def _allocations(fusion, allocations) -> dict[str, Allocation]:
 def execution_order(fusion) -> list[TensorView]:
     """The tensors the kernel computes, producers first: a consumer's producers that are not
     inlined before those that are, so an inlined producer's statement lands right before the
-    consumer's inside the loops they share. Tensors no output needs are not computed."""
+    consumer's inside the loops they share; and what all of a consumer's producers need before
+    any of them, so that sibling producers inlined alike stay together (the shared-memory
+    copies of both operands of a matmul, then both register fragments). Tensors no output
+    needs are not computed."""
     done: set[str] = set()
     order: list[TensorView] = []
 
-    def visit(tv: TensorView) -> None:
-        if tv.name in done or tv.definition is None:
-            return
-        done.add(tv.name)
-        for p in sorted(fusion.producers(tv), key=lambda t: t.compute_at):
-            visit(p)
-        order.append(tv)
+    def emit(tv: TensorView) -> None:
+        if tv.name not in done and tv.definition is not None:
+            done.add(tv.name)
+            order.append(tv)
+
+    def needs(tv: TensorView) -> None:
+        """Emit what tv's producers need, then its producers (least inlined first)."""
+        producers = sorted(fusion.producers(tv), key=lambda t: t.compute_at)
+        for p in producers:
+            if p.name not in done:
+                needs(p)
+        for p in producers:
+            emit(p)
 
     for out in fusion.outputs:
-        visit(out)
+        needs(out)
+        emit(out)
     return order
 
 
@@ -110,8 +120,10 @@ class LoopGroup:
 
     @property
     def first(self):
-        tv, k = self.members[0]
-        return tv.loop[k]
+        """The member that gives the loop its extent and type: the first that is not a promoted
+        broadcast (mapping.promoted: it shares a consumer's loop)."""
+        ids = [tv.loop[k] for tv, k in self.members]
+        return next((i for i in ids if not (i.is_broadcast and i.static_extent == 1)), ids[0])
 
     @property
     def parallel(self) -> ParallelType:
@@ -172,7 +184,7 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
                     tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)}, location=tv.origin))
                 continue
             for k in range(ca):
-                if not idmap.same(tv.loop[k], c.loop[k]) or tv.loop[k].is_reduction:
+                if not inline_mapped(idmap, tv.loop[k], c, k) or tv.loop[k].is_reduction:
                     unmapped.append(Problem(
                         f"{tv.name} is inlined at position {tv.compute_at} but its loop axis {k} "
                         f"({tv.loop[k].label()}) is not {c.name}'s loop axis {k} ({c.loop[k].label()})",
@@ -202,7 +214,8 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
             of[(tv.name, k)] = g
     mismatched = []
     for g in groups:
-        differ = [(tv, k) for tv, k in g.members[1:] if tv.loop[k].parallel_type is not g.parallel]
+        differ = [(tv, k) for tv, k in g.members if tv.loop[k].parallel_type is not g.parallel
+                  and not (tv.loop[k].is_broadcast and tv.loop[k].static_extent == 1 and len(g.members) > 1)]
         if not differ and g.parallel in INSTRUCTION_AXES and len(g.members) > 1:
             (tv, k), (other, j) = g.members[0], g.members[1]
             mismatched.append(Problem(
@@ -478,11 +491,14 @@ def unrolled_copies(tv: TensorView) -> tuple[int, list]:
     from tv's outermost Unroll/Vectorize loop of constant extent inward, every loop of constant
     extent. A serial loop of constant extent inside an unrolled one is unrolled by the compiler
     too (measured: #pragma unroll over 64 around a serial loop of 48 compiles as 3072 copies, in
-    43 s). Thread and block axes are no loops; loops of symbolic extent are not unrolled."""
+    43 s). Thread and block axes are no loops; loops of symbolic extent are not unrolled; an
+    MmaOp's Mma axes are its instructions (model/mma_op.py: `issues` per tile)."""
     n, axes, inside = 1, [], False
     for i in tv.loop:
         e = try_int(i.extent_expr)
         if e is None or i.parallel_type in LAUNCHED or i.parallel_type in DEVICE_TYPES:
+            continue
+        if i.parallel_type is ParallelType.Mma:
             continue
         inside = inside or i.parallel_type in UNROLLED
         if inside and e > 1:

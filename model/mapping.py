@@ -75,3 +75,23 @@ class IdMap:
 
     def by_key(self, tv) -> dict[int, IterDomain]:
         return {self.key(i): i for i in tv.all_ids()}
+
+
+def promoted(producer_id: IterDomain, consumer, k: int) -> bool:
+    """Whether a producer's loop ID may share loop k of `consumer` without being the same
+    iteration: a broadcast of extent 1 holds one element, which the producer computes (again) at
+    every index of the consumer's loop (nvFuser's loop promotion of broadcast IDs). Done for the
+    operands of a tensor-core op (an MmaOp's operand is broadcast along the other operand's
+    axes), never into a reduction loop (its consumers read totals, after it)."""
+    from .mma_op import is_mma_op
+
+    return (producer_id.is_broadcast and producer_id.static_extent == 1 and is_mma_op(consumer.definition)
+            and not consumer.loop[k].is_reduction)
+
+
+def inline_mapped(idmap: "IdMap", producer_id: IterDomain, consumer, k: int) -> bool:
+    """Whether a producer inlined past position k shares loop k of `consumer`: the same
+    iteration, two broadcasts of extent 1 (one point each), or a promoted broadcast."""
+    c = consumer.loop[k]
+    single = [i.is_broadcast and i.static_extent == 1 for i in (producer_id, c)]
+    return idmap.same(producer_id, c) or all(single) or promoted(producer_id, consumer, k)

@@ -18,7 +18,6 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import report_values
 from ..registry import rule
-from .reduction import _report
 from .visibility import _check
 
 # the tf32 m16n8k8 tile of the docstrings: D (16 x 8) = A (16 x 8) B (8 x 8), one warp
@@ -47,6 +46,8 @@ def _doc(text: str):
 
 
 def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
+    from .reduction import _report  # imported here: rules register in their families' order
+
     order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
     found = ctx.memo(("mma-problems",), lambda: problems(ctx.fusion, order, ctx.target))
     yield from _report(code, found[code])

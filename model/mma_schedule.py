@@ -1,0 +1,114 @@
+"""Scheduling a register tensor as a tensor-core fragment: tp.schedule_mma_fragment.
+
+A fragment map of model/mma.py sends (lane, element v) to a tile position whose row and column
+are sums of digits of the lane (g = l / 4: 8 values, q = l % 4: 4 values) and of v. For
+mma.sync m16n8k8 tf32, A: row = g + 8 v0, col = q + 4 v1 (v = 2 v1 + v0). Splitting the tile's
+row and column axes into those digits, merging g and q into the lane axis (bound to TIDx) and
+the v digits, most significant first, into the element axis, makes the schedule place in each
+lane's registers exactly what the instruction reads. The verifier still proves it
+(MMA-OPERAND-LAYOUT, MMA-ACCUM-LAYOUT): this only writes the splits, merges and reorders a
+user would.
+
+A macro of several instructions (Ampere_16_16_16: two m16n8k16 along N) adds its step digits
+above the instruction's: the N step j moves B and C by 8 columns, the K step by the
+instruction's k (MacroFragments numbers elements instruction by instruction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ScheduleError
+from .mma import MmaMacro, MmaOperand
+from .types import ParallelType
+
+# instruction fragments as digits: (row digits, col digits), each outermost first, a digit
+# (name, extent); v digits are named by their weight in v ("v1": v // 2 % 2, ...)
+_C = ((("v2", 2), ("g", 8)), (("q", 4), ("v1", 2)))  # C: (g + 8 (v / 2), 2q + v % 2)
+_RECIPES = {
+    ("tf32", 8, "A"): ((("v1", 2), ("g", 8)), (("v2", 2), ("q", 4))),  # (g + 8 (v % 2), q + 4 (v / 2))
+    ("tf32", 8, "B"): ((("g", 8),), (("v1", 2), ("q", 4))),  # (n, k) = (g, q + 4 v)
+    ("16", 16, "A"): ((("v2", 2), ("g", 8)), (("v4", 2), ("q", 4), ("v1", 2))),
+    ("16", 16, "B"): ((("g", 8),), (("v2", 2), ("q", 4), ("v1", 2))),  # (g, 2q + v % 2 + 8 (v / 2))
+    ("16", 8, "A"): ((("v2", 2), ("g", 8)), (("q", 4), ("v1", 2))),
+    ("16", 8, "B"): ((("g", 8),), (("q", 4), ("v1", 2))),
+}
+
+
+@dataclass(frozen=True)
+class _Digit:
+    name: str
+    extent: int
+    weight: int  # in v (0 for the lane digits)
+
+
+def _digits(macro: MmaMacro, operand: str, dtype) -> tuple[list[_Digit], list[_Digit]]:
+    """The row and column digits of the macro tile's fragment, outermost first."""
+    inst = macro.instruction(dtype)
+    key = ("tf32" if inst.input_type == "tf32" else "16", inst.k, operand)
+    rows, cols = _C if operand == "C" else _RECIPES[key]
+    per = {"A": inst.a, "B": inst.b, "C": inst.c}[operand].elements
+
+    def digit(name: str, extent: int) -> _Digit:
+        return _Digit(name, extent, int(name[1:]) if name.startswith("v") else 0)
+
+    rows = [digit(*d) for d in rows]
+    cols = [digit(*d) for d in cols]
+    n_steps, k_steps = macro.n // inst.n, macro.k // inst.k
+    # macro steps, above the instruction's elements: A by K step; B by K step then N step; C by N step
+    if operand == "A" and k_steps > 1:
+        cols.insert(0, _Digit("k_step", k_steps, per))
+    if operand == "B":
+        if n_steps > 1:
+            rows.insert(0, _Digit("n_step", n_steps, per))
+        if k_steps > 1:
+            cols.insert(0, _Digit("k_step", k_steps, per * n_steps))
+    if operand == "C" and n_steps > 1:
+        cols.insert(0, _Digit("n_step", n_steps, per))
+    return rows, cols
+
+
+def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
+    """Schedule tv's two innermost loop axes, one instruction tile of `macro` for `operand`, as
+    that operand's register fragment: [.., rows, cols] -> [.., lane (TIDx), v]. The tile is
+    (M, K) for A, (N, K) for B and (M, N) for C (the accumulators), of the macro's extents.
+    `dtype`: the operands' dtype (default tv's; for C, the MmaOp's operands', default
+    bfloat16 for the 16-bit macros). Returns tv.
+
+        tp.schedule_mma_fragment(a_regs, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.A)"""
+    if not isinstance(macro, MmaMacro):
+        raise ScheduleError(f"schedule_mma_fragment: macro must be a tp.MmaMacro, got {macro!r:.60}")
+    role = operand.value if isinstance(operand, MmaOperand) else operand
+    if role not in ("A", "B", "C"):
+        raise ScheduleError(f"schedule_mma_fragment: operand must be tp.MmaOperand.A / .B or \"C\", got {operand!r}")
+    if macro.arch.name not in ("Turing", "Ampere"):
+        raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is not an mma.sync macro")
+    if dtype is None:
+        dtype = tv.dtype if role != "C" else macro.input_dtypes[-1]
+    rows, cols = _digits(macro, role, dtype)
+    want = {"A": (macro.m, macro.k), "B": (macro.n, macro.k), "C": (macro.m, macro.n)}[role]
+    if len(tv.loop) < 2:
+        raise ScheduleError(f"schedule_mma_fragment: {tv.name} needs two loop axes (the tile's rows and columns)")
+    got = (tv.loop[-2].static_extent, tv.loop[-1].static_extent)
+    if got != want:
+        raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s two innermost axes are {got[0]} x {got[1]}; "
+                            f"the {role} tile of MmaMacro.{macro.name} is {want[0]} x {want[1]} "
+                            f"({'M x K' if role == 'A' else 'N x K' if role == 'B' else 'M x N'})")
+    at = len(tv.loop) - 2
+    for digits, pos in ((cols, at + 1), (rows, at)):  # the columns first: the rows' position stays
+        for d in reversed(digits[1:]):
+            tv.split(pos, d.extent)
+            # [.., outer, d]: the outer part is split further at the same position
+    order = rows + cols  # the loop axes now, outermost first
+    lane = [d for d in order if d.name in ("g", "q")]
+    elements = sorted((d for d in order if d.weight), key=lambda d: -d.weight)
+    wanted = lane + elements
+    tv.reorder({at + order.index(d): at + k for k, d in enumerate(wanted)})
+    tv.merge(at)  # g, q -> lane
+    for _ in range(len(elements) - 1):
+        tv.merge(at + 1)
+    tv.axis(at).parallelize(ParallelType.TIDx)
+    return tv
+
+
+__all__ = ["schedule_mma_fragment"]

@@ -1,0 +1,87 @@
+"""Tensor-core matmuls on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device).
+
+Every bundled MmaOp example (examples/valid/mma.py) runs on random inputs into an output
+poisoned with NaN and is compared with a float64 reference: within the tf32 bound for float32
+operands (each operand rounded to 10 mantissa bits, cvt.rna: a relative error of at most
+2^-11 per operand, so |error| <= 2^-10 sum_k |a||b| plus the float32 additions), within the
+float32 additions for bfloat16 / float16 operands (their products are exact in float32).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tileproof as tp  # noqa: E402
+from tileproof.schedule_files import discover  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = discover([str(ROOT / "examples" / "valid" / "mma.py")])
+SYMBOLIC = {"M": 384, "N": 256, "K": 80}
+TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def operand(tv, shape, seed):
+    """Random values in tv's memory layout (its allocation order), broadcast axes of extent 1."""
+    gen = torch.Generator().manual_seed(seed)
+    order = [tv.logical.index(i) if i in tv.logical else k for k, i in enumerate(tv.allocation or tv.logical)]
+    dense = torch.randn([shape[k] for k in order], generator=gen, dtype=torch.float64)
+    x = dense.to(TORCH[tv.dtype.name]).cuda()
+    return x.permute([order.index(k) for k in range(len(shape))])
+
+
+def check(a, b, got):
+    """got (M x N) against A (M x 1 x K) B (1 x N x K) in float64, within the operand dtype's bound."""
+    torch.cuda.synchronize()
+    a64, b64 = a.double()[:, 0, :], b.double()[0]
+    want = a64 @ b64.T
+    magnitude = a64.abs() @ b64.abs().T
+    unit = 2.0 ** -10 if a.dtype == torch.float32 else 0.0  # tf32 rounding of both operands
+    k = a.shape[-1]
+    bound = unit * magnitude + k * 2.0 ** -23 * magnitude + 1e-6
+    err = (got.double() - want).abs()
+    assert not torch.isnan(got).any(), "NaN left in the output: an element was not stored"
+    assert bool((err <= bound).all()), f"max error {float(err.max())}, at bound {float(bound.flatten()[err.argmax()])}"
+
+
+def run(fusion, env, seed=0):
+    kernel = tp.compile(fusion, "sm_90a")
+    a_tv, b_tv = fusion.inputs
+    from tileproof.model.expr import evaluate
+
+    shapes = [[evaluate(i.extent_expr, env) for i in t.logical] for t in (a_tv, b_tv)]
+    a, b = operand(a_tv, shapes[0], seed), operand(b_tv, shapes[1], seed + 1)
+    out = torch.full((shapes[0][0], shapes[1][1]), float("nan"), dtype=torch.float32, device="cuda")
+    (got,) = kernel.run(a, b, out=[out], **{k: v for k, v in env.items() if k in fusion.symbols})
+    check(a, b, got)
+
+
+@pytest.mark.parametrize("case", EXAMPLES, ids=lambda c: c.name)
+def test_mma_example_matches_float64(case):
+    fusion = case.build()
+    run(fusion, SYMBOLIC)
+
+
+def test_every_lane_and_register_of_the_seed_tile():
+    """The seed's 16 x 8 x 8 tile on A = iota, B = one-hot columns: each output column is one
+    column of A, so a misplaced fragment element shows as a wrong number, not a small error."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    import mma as examples  # noqa: PLC0415
+
+    kernel = tp.compile(examples.moye_tile(16, 8, 8), "sm_90a")
+    a = torch.arange(16 * 8, dtype=torch.float32, device="cuda").reshape(8, 16).t().reshape(16, 1, 8)
+    b = torch.zeros(1, 8, 8, dtype=torch.float32, device="cuda")
+    for n in range(8):
+        b[0, n, (3 * n + 1) % 8] = 1.0
+    (got,) = kernel.run(a, b)
+    torch.cuda.synchronize()
+    want = a[:, 0, :] @ b[0].T  # small integers: exact in tf32
+    assert torch.equal(got, want), (got, want)

@@ -1,0 +1,48 @@
+"""tp.schedule_mma_fragment places in each lane's registers exactly the elements the macro's
+fragment map names (model/mma_op.py MacroFragments), for every mma.sync macro, dtype and role:
+checked by evaluating the schedule's index algebra at every (lane, element)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tileproof as tp
+from tileproof.model.expr import const, evaluate
+from tileproof.model.indexing import indices_from_loop
+from tileproof.model.mma_op import MacroFragments
+
+MACROS = [m for m in tp.MmaMacro if m.arch.name in ("Turing", "Ampere")]
+CASES = [(m, d, r) for m in MACROS for d in m.input_dtypes for r in "ABC"]
+
+
+def tile(macro, role):
+    return {"A": (macro.m, macro.k), "B": (macro.n, macro.k), "C": (macro.m, macro.n)}[role]
+
+
+@pytest.mark.parametrize("macro, dtype, role", CASES, ids=lambda x: getattr(x, "name", x))
+def test_fragment_schedule_matches_the_fragment_map(macro, dtype, role):
+    rows, cols = tile(macro, role)
+    with tp.Fusion("fragment"):
+        t = tp.make_contig_concrete_tensor([rows, cols], dtype=tp.float32 if role == "C" else dtype)
+    tp.schedule_mma_fragment(t, macro, role if role == "C" else tp.MmaOperand[role], dtype=dtype)
+    lane_axis, v_axis = t.loop
+    assert lane_axis.parallel_type is tp.ParallelType.TIDx and lane_axis.static_extent == 32
+    frag = MacroFragments(macro, macro.instruction(dtype))
+    assert v_axis.static_extent == frag.elements(role)
+    seen = set()
+    for lane in range(32):
+        for v in range(frag.elements(role)):
+            idx = indices_from_loop(t, {lane_axis.uid: const(lane), v_axis.uid: const(v)})
+            got = tuple(evaluate(idx[i.uid], {}) for i in t.logical)
+            row, col = frag.position(role, lane, v)
+            want = (col, row) if role == "B" else (row, col)  # B's tile is given as (N, K)
+            assert got == want, (lane, v)
+            seen.add(got)
+    assert len(seen) == rows * cols
+
+
+def test_wrong_tile_is_a_schedule_error():
+    with tp.Fusion("fragment"):
+        t = tp.make_contig_concrete_tensor([16, 16])
+    with pytest.raises(tp.ScheduleError, match="16 x 8"):
+        tp.schedule_mma_fragment(t, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.A)
