@@ -231,7 +231,8 @@ class Kernel:
         if tmap is None:
             if len(self._tensor_maps) >= TENSOR_MAP_CACHE_SIZE:
                 self._tensor_maps.clear()
-            tmap = self._tensor_maps[key] = tensor_maps.encode(m, address, env)
+            tmap = self._tensor_maps[key] = tensor_maps.encode(
+                m, address, env, "" if self.verified else ", ".join(self.report.codes))
         return tmap
 
 

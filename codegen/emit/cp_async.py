@@ -58,9 +58,10 @@ def prologue_lines(emitter, n: Prologue, depth: int) -> list[str]:
     every thread's groups count the same however short the loop is."""
     pad = "  " * depth
     i, extent = emitter.x(var(n.index)), emitter.x(n.extent)
-    return ([f"{pad}// prologue: the copies of iterations 0..{n.prefetch - 1} of the loop over {i} "
+    count = max(n.prefetch, 0)  # a negative prefetch (rejected, built by compile_unverified) has none
+    return ([f"{pad}// prologue: the copies of iterations 0..{count - 1} of the loop over {i} "
              f"({n.stages} stages)", f"{pad}#pragma unroll",
-             f"{pad}for ({INDEX_TYPES[emitter.ir.index_bits]} {i} = 0; {i} < {n.prefetch}; ++{i}) {{",
+             f"{pad}for ({INDEX_TYPES[emitter.ir.index_bits]} {i} = 0; {i} < {count}; ++{i}) {{",
              f"{pad}  if ({i} < {extent}) {{"]
             + emitter.nodes(n.body, depth + 2)
             + [f"{pad}  }}", f"{pad}  tp_cp_async_commit();", f"{pad}}}"])

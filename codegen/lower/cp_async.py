@@ -15,7 +15,8 @@ from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
 from ...model.pipeline import Prefetched, Prologue, circular_access
 from ...model.tensor import TensorView
-from ..ir import Compute, CpAsyncCopy, Loop, Operand
+from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, Operand
+from .loop_nest import NotLowered
 
 
 def cp_async_statement(tv: TensorView, stmt: Compute) -> CpAsyncCopy:
@@ -43,6 +44,9 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
             loop = tree[k + 1] if k + 1 < len(tree) else None
             if not isinstance(loop, Loop):
                 raise InternalError("a circular buffer's prologue is not followed by its loop")
+            if loop.kind not in (LoopKind.SERIAL, LoopKind.UNROLL):
+                raise NotLowered(f"a circular buffer's loop over {loop.label} is {loop.var}, a {loop.kind.value} "
+                                 f"index and not a loop: no iterations to pipeline", rule="PIPELINE-STAGES")
             n.index, n.extent = index_of[loop.key], loop.extent
         if isinstance(n, Loop):
             for child in n.body:

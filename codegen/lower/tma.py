@@ -17,8 +17,10 @@ from ...model.tma_layout import build_issue
 from ...model.types import THREAD_TYPES, Direction, ParallelType
 from ..errors import UnsupportedSchedule
 from ..ir import Cond, MBarrier, TensorMap, TmaCopy
-from .loop_nest import LoopClass
+from .loop_nest import LoopClass, NotLowered
 from ...model.simplify import less_than, simplify
+
+MAX_TMA_RANK = 5  # PTX ISA cp.async.bulk.tensor .dim = .1d .. .5d (verifier/analysis/tma.py MAX_RANK)
 
 
 def is_tma(tv: TensorView) -> bool:
@@ -39,6 +41,9 @@ class TmaLowering:
         op = tv.definition
         tma = self._inferred(op)
         info = tma.info
+        if info.rank > MAX_TMA_RANK:
+            raise NotLowered(f"the TMA of {tv.name} has {info.rank} dimensions; cp.async.bulk.tensor has 1d to "
+                             f"{MAX_TMA_RANK}d forms", rule="TMA-RANK")
         for i, cls in zip(tv.loop, path):
             if i.parallel_type is ParallelType.Bulk and len(cls.members) > 1:
                 raise UnsupportedSchedule(

@@ -11,7 +11,7 @@ from ...model.errors import InternalError
 from ...model.expr import evaluate
 from ..errors import InputError
 from ..ir import TensorMap
-from .driver import driver
+from .driver import DriverError, driver
 
 DATA_TYPES = {"uint8": 0, "int8": 0, "float16": 6, "bfloat16": 9, "int32": 3, "int64": 5, "float32": 7,
               "float64": 8}
@@ -45,8 +45,10 @@ def check(m: TensorMap, address: int, v: dict[str, list[int]]) -> None:
                              f"positive multiple of 16 below 2^40 (the array's strides do not fit this TMA)")
 
 
-def encode(m: TensorMap, address: int, env: dict[str, int]):
-    """A CUtensorMap for the array at `address`, to pass by value (launch type None)."""
+def encode(m: TensorMap, address: int, env: dict[str, int], unverified: str = ""):
+    """A CUtensorMap for the array at `address`, to pass by value (launch type None).
+    `unverified`: the rejection's codes of a kernel built by compile_unverified (a refused map is
+    then a DriverError, not a tileproof bug)."""
     v = values(m, env)
     check(m, address, v)
     cu = driver()
@@ -59,7 +61,9 @@ def encode(m: TensorMap, address: int, env: dict[str, int]):
         cu.CUtensorMapInterleave(0), cu.CUtensorMapSwizzle(SWIZZLES[m.swizzle_bytes]),
         cu.CUtensorMapL2promotion(L2_PROMOTION_256B), cu.CUtensorMapFloatOOBfill(0))
     if err != cu.CUresult.CUDA_SUCCESS:  # the array and the launch sizes were checked above: the schedule's side
-        raise InternalError(f"cuTensorMapEncodeTiled for {m.tensor} refused sizes {v['sizes']}, strides "
-                            f"{v['strides']} B, box {v['box']}, element strides {v['element_strides']}, swizzle "
-                            f"{m.swizzle_bytes} B ({err.name}), which the verifier accepted")
+        refused = (f"cuTensorMapEncodeTiled for {m.tensor} refused sizes {v['sizes']}, strides {v['strides']} B, box "
+                   f"{v['box']}, element strides {v['element_strides']}, swizzle {m.swizzle_bytes} B ({err.name})")
+        if unverified:  # tileproof.testing.compile_unverified: the failure the rejection predicts
+            raise DriverError(f"{refused}; the kernel is unverified ({unverified})")
+        raise InternalError(f"{refused}, which the verifier accepted")
     return tmap
