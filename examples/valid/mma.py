@@ -191,3 +191,107 @@ def moye_tf32_double_buffered(size):
         fusion.assume("K % 16 == 0")
         return fusion
     return moye_double_buffered(*(int(x) for x in size.split("x")))
+
+
+def swizzled_tile(tv, row_bytes=128):
+    """Allocate tv's tile [.., rows, K] (K of `row_bytes` bytes) with its 16-byte chunks XOR-swizzled
+    by the row (chunk c of row r at c ^ (r % 8)): the 8 rows an ldmatrix reads at one chunk, and
+    the 8 chunks of a row cp.async writes, fall in 8 different 16-byte bank groups."""
+    tile = tv.get_loop_domain()
+    per_chunk = 16 // tv.dtype.bytes
+    tv.split(-1, per_chunk)  # [.., rows, chunks, 16 bytes]
+    tv.split(-3, 8)  # [.., rows / 8, 8, chunks, 16 bytes]
+    tv.swizzle(tp.SwizzleType.XOR, -3, -2)
+    tv.set_allocation_domain(tv.get_loop_domain(), True)
+    tv.set_loop_domain(tile)
+
+
+def cp_async_tile(tv, rows, cols, threads):
+    """The loop of a cp.async copy of tv's tile [.., rows, cols]: 16 bytes per thread, the
+    threads (TIDz, TIDy, TIDx = 32) along consecutive chunks of consecutive rows."""
+    per_chunk = 16 // tv.dtype.bytes
+    chunks = rows * cols // per_chunk
+    tv.merge(-2)  # [.., rows * cols]
+    tv.split(-1, per_chunk)  # [.., chunks, 16 bytes]
+    tv.split(-2, threads)  # [.., repeats, threads, 16 bytes]
+    tv.split(-2, 32)  # [.., repeats, warps, 32, 16 bytes]
+    warps = threads // 32
+    inner_warps = 2 if warps % 2 == 0 else 1
+    tv.split(-3, inner_warps)  # [.., repeats, warps_z, warps_y, 32, 16 bytes]
+    tv.axis(-5).parallelize(P.Unroll)
+    tv.axis(-4).parallelize(P.TIDz)
+    tv.axis(-3).parallelize(P.TIDy)
+    tv.axis(-2).parallelize(P.TIDx)
+    tv.axis(-1).parallelize(P.Vectorize)
+    assert chunks % threads == 0
+
+
+def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, ldmatrix=True):
+    """A tuned mma.sync matmul, D = A B^T with A [M, K] and B [N, K] both K-major (A @ B.T):
+    block tile block[0] x block[1] x (128 bytes of K), warps[0] x warps[1] warps each computing
+    a (block / warps) tile of macro tiles, `stages` cp.async stages of swizzled shared memory
+    (conflict-free for cp.async and ldmatrix), fragments loaded by ldmatrix.x4 (bfloat16 /
+    float16: Ampere_16_16_16, tf32: Ampere_16_8_8)."""
+    bm, bn = block
+    wm, wn = warps
+    bk = 128 // dtype.bytes
+    macro = tp.MmaMacro.Ampere_16_8_8 if dtype == tp.float32 else tp.MmaMacro.Ampere_16_16_16
+    mk = macro.k
+    fusion, a, b, d = operands(m, n, k, dtype)
+    d.definition.set_macro(macro)
+    sa = a.cache_after(LS.CpAsync)
+    sb = b.cache_after(LS.CpAsync)
+    op = LS.LdMatrix if ldmatrix else LS.Set
+    ra = sa.cache_after(op)
+    rb = sb.cache_after(op)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+    for t in (d, sa, sb, ra, rb):
+        tile_mnk(t, bm, bn, bk)
+    # D [Mo, No, Ko, bm, bn, bk] -> [Mo, No, Ko, wm, wn, kb, rm, rn, M, N, K (the macro)]
+    d.split(5, mk)  # K -> kb, mk
+    d.split(4, macro.n).split(4, bn // wn // macro.n)  # N -> wn, rn, n
+    d.split(3, macro.m).split(3, bm // wm // macro.m)  # M -> wm, rm, m: [Mo, No, Ko, wm, rm, m, wn, rn, n, kb, mk]
+    permute(d, [0, 1, 2, 3, 6, 9, 4, 7, 5, 8, 10])
+    for i, p in ((0, P.BIDx), (1, P.BIDy), (3, P.TIDz), (4, P.TIDy), (5, P.Unroll), (6, P.Unroll), (7, P.Unroll),
+                 (8, P.Mma), (9, P.Mma), (10, P.Mma)):
+        d.axis(i).parallelize(p)
+    # A's fragments [Mo, 1, Ko, bm, bk] -> [Mo, 1, Ko, wm, 1, kb, rm, lane, v]
+    ra.split(4, mk)
+    ra.split(3, macro.m).split(3, bm // wm // macro.m)  # [Mo, 1, Ko, wm, rm, m, kb, mk]
+    ra.split(1, 1)  # [Mo, 1, 1, Ko, wm, rm, m, kb, mk]
+    permute(ra, [0, 1, 3, 4, 2, 7, 5, 6, 8])
+    ra.axis(0).parallelize(P.BIDx)
+    ra.axis(3).parallelize(P.TIDz)
+    # B's fragments [1, No, Ko, bn, bk] -> [1, No, Ko, 1, wn, kb, rn, lane, v]
+    rb.split(4, mk)
+    rb.split(3, macro.n).split(3, bn // wn // macro.n)  # [1, No, Ko, wn, rn, n, kb, mk]
+    rb.split(0, 1)  # [1, 1, No, Ko, wn, rn, n, kb, mk]
+    permute(rb, [0, 2, 3, 1, 4, 7, 5, 6, 8])
+    rb.axis(1).parallelize(P.BIDy)
+    rb.axis(4).parallelize(P.TIDy)
+    for t, operand in ((ra, tp.MmaOperand.A), (rb, tp.MmaOperand.B)):
+        t.axis(5).parallelize(P.Unroll)
+        t.axis(6).parallelize(P.Unroll)
+        tp.schedule_mma_fragment(t, macro, operand)
+        t.axis(8).parallelize(P.Vectorize if ldmatrix else P.Unroll)
+    for t, rows, blk in ((sa, bm, P.BIDx), (sb, bn, P.BIDy)):
+        swizzled_tile(t)
+        cp_async_tile(t, rows, bk, wm * wn * 32)
+        t.axis(0 if blk is P.BIDx else 1).parallelize(blk)
+        t.inline_at(3)
+        t.circular_buffer(stages)
+    ra.inline_at(6)
+    rb.inline_at(6)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted(), params={"dtype": ["bfloat16", "float32"]})
+def tuned_matmul(dtype):
+    """The tuned mma.sync schedule (benchmarks/matmul.py runs it at 8192^3) at a symbolic size:
+    128 x 128 block tiles of four warps, four swizzled cp.async stages, ldmatrix fragments."""
+    dt = getattr(tp, dtype)
+    fusion = tuned("M", "N", "K", dt)
+    for s, q in (("M", 128), ("N", 128), ("K", 128 // dt.bytes)):
+        fusion.assume(f"{s} % {q} == 0")
+    return fusion

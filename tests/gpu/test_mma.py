@@ -23,7 +23,7 @@ from tileproof.schedule_files import discover  # noqa: E402
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = discover([str(ROOT / "examples" / "valid" / "mma.py")])
-SYMBOLIC = {"M": 384, "N": 256, "K": 80}
+SYMBOLIC = {"M": 384, "N": 256, "K": 192}
 TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
