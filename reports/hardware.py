@@ -18,7 +18,7 @@ from typing import Any
 from ..model.allocation import compute_allocation
 from ..model.expr import add, try_int
 from ..model.indexing import loop_var, thread_dims
-from ..model.ldsm_layout import WARP, fragment
+from ..model.ldsm_layout import WARP, WIDTHS, layout as ldsm_layout
 from ..model.tensor import TensorView
 from ..model.tma import infer_tma, is_tma_op
 from ..model.tma_layout import build_issue, hw_swizzle
@@ -137,7 +137,7 @@ class Fragment:
 def ldsm_fragment(fusion, diagnostic) -> Fragment | None:
     """The warp's register fragment at the counterexample's point: which (lane, element) holds
     each (row, column) of the register tensor, by the schedule and by the m8n8 fragment whose
-    matrices start where the schedule's do (lane 0, element 2m)."""
+    matrices start where the schedule's do (lane 0, element 2m; element m with 32-bit elements)."""
     if diagnostic.code != "LDSM-REGISTER-LAYOUT":
         return None
     op = next((o for o in fusion.exprs if o.kind is OpKind.LOAD_STORE and o.output.name == diagnostic.tensor
@@ -146,8 +146,9 @@ def ldsm_fragment(fusion, diagnostic) -> Fragment | None:
         return None
     issuer = op.output
     regs = issuer if op.op_type is LoadStoreOpType.LdMatrix else op.inputs[0]
-    if len(regs.logical) < 2:
+    if len(regs.logical) < 2 or regs.dtype.bytes not in WIDTHS:
         return None
+    L = ldsm_layout(regs.dtype.bytes)  # 16-bit, or 32-bit elements (8 x 4 matrices)
     cex = diagnostic.counterexample
     dims = [try_int(d) for d in thread_dims(fusion)]
     if None in dims:
@@ -177,8 +178,8 @@ def ldsm_fragment(fusion, diagnostic) -> Fragment | None:
         schedule.setdefault(place, []).append(key)
     hardware: dict = {}
     for lane, element in sorted(held):
-        matrix, row, column = fragment(lane, element)
-        origin = held.get((0, 2 * matrix))
+        matrix, row, column = L.fragment(lane, element)
+        origin = held.get((0, L.first_element(matrix)))
         if origin is not None:
             hardware.setdefault((origin[0] + row, origin[1] + column), []).append((lane, element))
     marked = (cex["lane"], cex["element"]) if "lane" in cex and "element" in cex else None

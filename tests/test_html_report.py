@@ -165,6 +165,23 @@ def test_ldmatrix_fragment_error_shows_the_m8n8_fragment_beside_the_schedule():
     assert "the hardware: the m8n8 fragment" in view and len(rects(svg_of(view), "cex-mark")) == 2
 
 
+def test_ldmatrix_float32_fragment_error_shows_the_32_bit_fragment():
+    """32-bit elements (CuTe LDSM_U32x4_N): lane t element v is (row t / 4, column t % 4) of matrix v."""
+    o = outcome_of("invalid/ldst_matrix.py", "ldmatrix_float32_columns_swapped")
+    (d,) = [d for d in o.report.errors if d.code == "LDSM-REGISTER-LAYOUT"]
+    f = ldsm_fragment(o.fusion, d)
+    held = {h: place for place, holders in f.schedule.items() for h in holders}
+    assert len(held) == 32 * 4  # .x4: every lane, one float per matrix
+    assert sum(len(h) for h in f.hardware.values()) == 32 * 4
+    for (row, column), holders in f.hardware.items():
+        for lane, element in holders:
+            origin = held[(0, element)]
+            assert (row - origin[0], column - origin[1]) == (lane // 4, lane % 4)
+    cex = d.counterexample
+    assert held[f.marked] == (cex["row"], cex["column"])
+    assert f.marked in f.hardware[(cex["expected row"], cex["expected column"])]
+
+
 def test_bank_map_shows_every_lane_of_a_column_read_in_one_bank():
     with tp.Fusion("column_read") as fusion:
         t0 = tp.make_contig_concrete_tensor([32, 32])

@@ -1,5 +1,6 @@
 """C++ for ldmatrix / stmatrix: one MatrixCopy (codegen/lower/ldsm.py) as inline PTX
 (.sync.aligned.m8n8.x{1,2,4}.shared.b16) with the lane's row address and its registers.
+32-bit elements (an ldmatrix of float32) use the same .b16 instruction: register i is one element.
 Index math is rendered by the emitter's `x` (codegen/emit/__init__.py, cuda_expr.py)."""
 
 from __future__ import annotations

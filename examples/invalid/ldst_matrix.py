@@ -129,10 +129,69 @@ def stmatrix_misaligned_rows():
 
 
 @tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS"))
-def ldmatrix_float32():
-    """A float32 tile: ldmatrix/stmatrix move 16-bit elements (.b16) only."""
+def ldmatrix_float64():
+    """A float64 tile: ldmatrix moves 16-bit elements (.b16), or 32-bit ones as pairs of them; not 8-byte ones."""
+    fusion, t1, t2, t3 = smem_to_registers([8, 8], dtype=tp.float64)
+    fragment_x1(t2, t3)
+    t2.axis(1).parallelize(P.Vectorize)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS"))
+def stmatrix_float32():
+    """stmatrix.x4 of a 16x16 float32 register tile: tileproof models 32-bit elements for ldmatrix
+    only (CuTe's LDSM_U32x{1,2,4}_N); stmatrix stays 16-bit, refused by the instruction shape."""
+    with tp.Fusion("stmatrix") as fusion:
+        t0 = tp.make_contig_concrete_tensor([16, 16], dtype=tp.float32)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1, op=LS.StMatrix)
+        t3 = tp.set(t2)
+        fusion.add_output(t3)
+    t2.set_memory_type(tp.MemoryType.Shared)
+    t2.set_allocation_domain(t2.get_logical_domain(), True)
+    for t in (t1, t2):
+        t.split(1, 8).split(2, 2).split(0, 8)  # [ro, r, co, cq, cp]
+        t.reorder({0: 3, 1: 0, 2: 2, 3: 1})  # [r, cq, co, ro, cp]
+        t.merge(0, 1).merge(1, 2).merge(1, 2)
+        t.axis(0).parallelize(P.TIDx)
+    t2.axis(1).parallelize(P.Vectorize)
+    tp.inline_most(fusion)
+    return fusion
+
+
+# -- 32-bit elements: a matrix is 8 rows x 4 float32, lane t holds row t/4, column t%4 of each ----
+
+
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", "LDSM-REGISTER-LAYOUT"))
+def ldmatrix_float32_pairs():
+    """An 8x8 float32 tile scheduled as the 16-bit fragment (lane t holds columns 2(t%4) + {0, 1} of
+    row t/4): with 32-bit elements the two elements are two matrices (.x2), each lane's register v
+    holds column t%4 of matrix v, so lane 1 element 0 receives column 1 where the schedule keeps
+    column 2 (THREAD-ROWS, REGISTER-LAYOUT), and lane 8 supplies matrix 1's row 0 at byte 4
+    (lane 0's element 1, column 1: ALIGNMENT)."""
     fusion, t1, t2, t3 = smem_to_registers([8, 8], dtype=tp.float32)
     fragment_x1(t2, t3)
+    t2.axis(1).parallelize(P.Vectorize)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("LDSM-REGISTER-LAYOUT"))
+def ldmatrix_float32_columns_swapped():
+    """ldmatrix.x4 of a 16x8 float32 tile (32-bit elements, as valid/ldst_matrix.py's ldmatrix_x4_float32)
+    with the lane roles swapped: TIDx = merge(column % 4, row % 8), so lane t holds row t % 8, column
+    t / 8 of each 8x4 block, and the shared tile stores each block column-major ([row / 8, column / 4,
+    column % 4, row % 8]) so that lanes 4r .. 4r+3 still find 16 contiguous, aligned bytes: ldmatrix
+    moves the bytes, but register v of lane 1 holds T2[1, 0] (+ the block of v) where the hardware puts
+    row 0, column 1 (T2[0, 1]): the wrong element for an mma.sync tf32 A operand."""
+    fusion, t1, t2, t3 = smem_to_registers([16, 8], dtype=tp.float32)
+    t1.split(1, 4).split(0, 8)  # [ro(2), r(8), co(2), cq(4)]
+    t1.set_allocation_domain([t1.axis(0), t1.axis(2), t1.axis(3), t1.axis(1)])  # [ro, co, cq, r]
+    for t in (t2, t3):
+        t.split(1, 4).split(0, 8)  # [ro, r, co, cq]
+        t.reorder({0: 3, 1: 1, 2: 2, 3: 0})  # [cq, r, co, ro]
+        t.merge(0, 1).merge(1, 2)  # [(cq * r)(32), (co * ro)(4)]
+        t.axis(0).parallelize(P.TIDx)
     t2.axis(1).parallelize(P.Vectorize)
     return fusion
 

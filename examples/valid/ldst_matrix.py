@@ -6,6 +6,9 @@ An ldmatrix is `tp.set(smem, op=LdMatrix)` into a Local tensor whose loop domain
 stmatrix is `tp.set(regs, op=StMatrix)` into a Shared tensor whose loop domain issues it. In both,
 the issuing loop domain has TIDx (lanes) and Vectorize (2, 4 or 8 16-bit elements per thread: .x1,
 .x2, .x4) and is the m8n8 fragment: lane t holds row t/4, columns 2(t%4) + {0, 1} of each matrix.
+An ldmatrix also moves float32 (CuTe's LDSM_U32x{1,2,4}_N on Float32, as in MoYe's tf32 matmul):
+a matrix is 8 rows x 4 32-bit columns (16 bytes), each thread holds 1, 2 or 4 elements, one per
+matrix, and lane t holds row t/4, column t%4 of each: the mma.sync m16n8k8 tf32 operand fragment.
 tileproof has no AbstractTensor: where the seed gives a tensor a loop domain other than its
 allocation domain, the loop domain is scheduled first and saved, the allocation branch is scheduled
 from the earlier loop domain (set_loop_domain), set as the allocation domain, and the saved loop
@@ -17,6 +20,7 @@ import tileproof as tp
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
 F16 = tp.float16
+F32 = tp.float32
 
 
 # -- the seed's helpers ------------------------------------------------------------------------------
@@ -235,4 +239,79 @@ def stmatrix_x4():
     fragment_x4(t1, t2)
     t2.axis(1).parallelize(P.Vectorize)
     tp.inline_most(fusion)
+    return fusion
+
+
+# -- 32-bit elements (ldmatrix only) ---------------------------------------------------------------
+
+
+def fragment_x4_b32(*tensors):
+    """[16, 8] float32 -> [(row % 8, column % 4)(32) TIDx, (column / 4, row / 8)(4)]: the 32-bit .x4
+    fragment, lane 4g + q element v = (g + 8 (v % 2), q + 4 (v / 2)), matrix v the 8x4 block at
+    rows 8 (v % 2), columns 4 (v / 2): the A fragment of mma.sync m16n8k8 tf32."""
+    for t in tensors:
+        t.split(1, 4).split(0, 8)  # [ro(2), r(8), co(2), cq(4)]
+        t.reorder({0: 3, 1: 0, 2: 2, 3: 1})  # [r, cq, co, ro]
+        t.merge(0, 1).merge(1, 2)  # [32, (co * ro)(4)]
+        t.axis(0).parallelize(P.TIDx)
+
+
+@tp.schedule(expect=tp.accepted(allocations={"T1": {"bytes": 512}, "T2": {"bytes": 16}}))
+def ldmatrix_x4_float32():
+    """A 16x8 float32 tile (the A operand of mma.sync m16n8k8 tf32) T0 (gmem) -> T1 (smem, row-major)
+    -ldmatrix.x4, 32-bit elements-> T2 (registers) -> T3 (gmem): CuTe's
+    make_tiled_copy_A(Copy_Atom<SM75_U32x4_LDSM_N, float>, SM80_16x8x8_F32TF32TF32F32_TN). Each lane holds
+    4 floats, one per matrix: lane 4g + q element v = T1[g + 8 (v % 2), q + 4 (v / 2)]; lane 8m + r
+    supplies row r of matrix m, 16 bytes at byte 32 (r + 8 (m % 2)) + 16 (m / 2)."""
+    fusion, t1, t2, t3 = smem_to_registers([16, 8], dtype=F32)
+    fragment_x4_b32(t2, t3)
+    t2.axis(1).parallelize(P.Vectorize)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def ldmatrix_x2_float32():
+    """An 8x8 float32 tile as two 8x4 matrices side by side (.x2): register v holds row t/4, column
+    4v + t%4: the B operand of mma.sync m16n8k8 tf32 stored [n, k] (element (k, n) = (q + 4v, g))."""
+    fusion, t1, t2, t3 = smem_to_registers([8, 8], dtype=F32)
+    for t in (t2, t3):
+        t.split(1, 4)  # [r(8), co(2), cq(4)]
+        t.reorder({1: 2, 2: 1})  # [r, cq, co]
+        t.merge(0, 1)  # [32, 2]
+        t.axis(0).parallelize(P.TIDx)
+    t2.axis(1).parallelize(P.Vectorize)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def ldmatrix_x1_float32():
+    """One 8x4 float32 matrix (.x1): one element per lane, lane t holds row t/4, column t%4 and lane
+    r (r < 8) supplies row r at byte 16r. The LDSM rules accept it without a Vectorize axis too;
+    the code generator issues an ldmatrix from a Vectorize axis (LOWERING-SUPPORTED), here of extent 1."""
+    fusion, t1, t2, t3 = smem_to_registers([8, 4], dtype=F32)
+    for t in (t2, t3):
+        t.split(1, 1).merge(0, 1)  # [32, 1]
+        t.axis(0).parallelize(P.TIDx)
+    t2.axis(1).parallelize(P.Vectorize)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def ldmatrix_x4_float32_warps_swizzled():
+    """Four warps (TIDx{128}) each load a 16x8 float32 tile (.x4) of a [32, 16] shared tile whose
+    16-byte chunks (4 floats) are XOR-swizzled by row % 4: rows stay whole chunks, so they stay
+    ldmatrix rows. Warp w = (row / 16, column / 8)."""
+    fusion, t1, t2, t3 = smem_to_registers([32, 16], dtype=F32)
+    t1.split(1, 4).split(0, 4)  # [row / 4 (8), row % 4 (4), chunk (4), 4]
+    t1.swizzle(tp.SwizzleType.XOR, 1, 2)  # chunk ^= row % 4
+    for t in (t2, t3):
+        t.split(0, 16).split(2, 8)  # [wr(2), 16, wc(2), 8]
+        t.reorder({1: 2, 2: 1})  # [wr, wc, 16, 8]
+        t.merge(0, 1)  # [w(4), 16, 8]
+        t.split(2, 4).split(1, 8)  # [w, ro(2), r(8), co(2), cq(4)]
+        t.reorder({1: 4, 2: 1, 3: 3, 4: 2})  # [w, r, cq, co, ro]
+        t.merge(1, 2).merge(2, 3)  # [w, 32, 4]
+        t.merge(0, 1)  # [128, 4]
+        t.axis(0).parallelize(P.TIDx)
+    t2.axis(1).parallelize(P.Vectorize)
     return fusion

@@ -72,3 +72,67 @@ def test_ldst_matrix_set_lowers_unpredicated_x4_pairs(size):
     # the symbolic case's holes are ruled out by its assumptions (M % 128, K % 256), proved by z3
     body = src[src.index("LdMatrix"):src.index("StMatrix")]
     assert "if (" not in body
+
+
+# -- 32-bit elements (ldmatrix of float32: CuTe LDSM_U32x{1,2,4}_N) ----------------------------------
+
+
+def row_major_16x8_fp32(lane):
+    """.x4 of a row-major 16 x 8 float32 tile, matrices 0 rows 0-7 | 1 rows 8-15 of columns 0-3, then
+    2 | 3 of columns 4-7 (the tf32 A operand): row r of matrix m at byte 32 (r + 8 (m % 2)) + 16 (m / 2)."""
+    m, r = lane // 8, lane % 8
+    return (r + 8 * (m % 2)) * 32 + (m // 2) * 16
+
+
+@pytest.mark.parametrize("name,num,rows", [("ldmatrix_x1_float32", 1, lambda t: t * 16),
+                                           ("ldmatrix_x2_float32", 2, lambda t: (t % 8) * 32 + (t // 8) * 16),
+                                           ("ldmatrix_x4_float32", 4, row_major_16x8_fp32)])
+def test_each_lane_supplies_its_float32_matrix_row(name, num, rows):
+    (copy,) = copies_of(name)
+    assert copy.instruction == "ldmatrix" and copy.num == num and copy.regs.dtype.bytes == 4
+    for lane in range(8 * num):
+        assert evaluate(copy.address, lane_env(lane)) == rows(lane), lane
+
+
+def test_float32_swizzled_rows_stay_16_byte_chunks():
+    """Four warps, chunks XOR-swizzled by row % 4: every supplied row address is 16-byte aligned and
+    holds the row's column 0 at its swizzled place."""
+    (copy,) = copies_of("ldmatrix_x4_float32_warps_swizzled")
+    assert copy.num == 4
+    seen = set()
+    for thread in range(128):
+        warp, lane = thread // 32, thread % 32
+        m, r = lane // 8, lane % 8
+        row = 16 * (warp // 2) + 8 * (m % 2) + r
+        chunk = 2 * (warp % 2) + m // 2
+        address = evaluate(copy.address, lane_env(thread))
+        assert address == 64 * row + 16 * (chunk ^ (row % 4)), thread
+        seen.add(address)
+    assert len(seen) == 128
+
+
+@pytest.mark.parametrize("name,num", [("ldmatrix_x1_float32", 1), ("ldmatrix_x2_float32", 2),
+                                      ("ldmatrix_x4_float32", 4), ("ldmatrix_x4_float32_warps_swizzled", 4)])
+def test_float32_ldmatrix_compiles_with_nvrtc(name, num):
+    kernel = tp.compile(CASES[name].build(), target="sm_90a")
+    regs = ", ".join(f"%{k}" for k in range(num))
+    assert kernel.cuda_source.count(f"ldmatrix.sync.aligned.m8n8.x{num}.shared.b16 {{{regs}}}, [%{num}];") == 1
+    assert "reinterpret_cast<unsigned*>(&T2[0U])" in kernel.cuda_source and "float T2[" in kernel.cuda_source
+    assert kernel.cubin[:4] == b"\x7fELF"
+
+
+def test_float32_stmatrix_is_refused_by_the_lowering():
+    """stmatrix stays 16-bit: a float32 stmatrix is refused with a clear reason (LDSM-THREAD-ROWS rejects it
+    first; the lowering says so too if asked directly)."""
+    import importlib.util
+
+    from tileproof.codegen.errors import UnsupportedSchedule
+
+    path = ROOT / "examples" / "invalid" / "ldst_matrix.py"
+    spec = importlib.util.spec_from_file_location("_ldst_matrix_invalid", path)
+    invalid = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(invalid)
+    fusion = invalid.stmatrix_float32()
+    assert tp.verify(fusion, "sm_90a").codes.count("LDSM-THREAD-ROWS") == 1
+    with pytest.raises(UnsupportedSchedule, match="stmatrix for 16-bit elements only"):
+        lower(fusion.snapshot(), get_target("sm_90a"))

@@ -2,13 +2,16 @@
 
 Hypothesis builds small ldmatrix and stmatrix schedules with concrete extents: the issuing loop
 domain is the m8n8 fragment (.x1 / .x2 / .x4, one or more warps, serial, TIDy and BIDx outer
-axes) or a perturbation of it (lane roles swapped, rows permuted, element pairs split, extra or
-missing vector elements, partial warps, holes, 32-bit elements), and the shared tensor's
+axes; 16-bit elements, or 32-bit ones: 8 x 4 matrices, one element per register, ldmatrix only)
+or a perturbation of it (lane roles swapped, rows permuted, element pairs split or joined, extra
+or missing vector elements, partial warps, holes, 32-bit stmatrix, 8-byte elements), and the shared tensor's
 allocation is row-major or a perturbation (column-major, padded rows, 16-byte chunks moved or
 XOR-swizzled, element pairs swizzled or interleaved). For each, the oracle below decides
 LDSM-THREAD-ROWS, LDSM-ALIGNMENT and LDSM-REGISTER-LAYOUT by enumerating every thread, loop
 point and element in plain Python (the model's index expressions evaluated through
-model.expr.PY_EVAL, never z3), and `tp.verify(..., rules=[...])` decides them with z3:
+model.expr.PY_EVAL, never z3) against the PTX map written out here in bytes (lane t's register
+i is bytes 4 (t % 4) .. of row t / 4 of matrix i; not model/ldsm_layout.py), and
+`tp.verify(..., rules=[...])` decides them with z3:
 0 disagreements, and both verdicts of every rule exercised.
 
 The oracle shares the model (index maps, allocation, shared-memory plan) with the verifier by
@@ -93,14 +96,17 @@ def _decide(fusion, op, ld, smem, regs, issuer, allocations, plan):
     if smem.memory_type is not tp.MemoryType.Shared or regs.memory_type is not tp.MemoryType.Local:
         yield "LDSM-THREAD-ROWS", "memory types"
         return
-    if smem.dtype.bytes != 2 or regs.dtype.bytes != 2:
+    b = smem.dtype.bytes  # element bytes
+    if b not in (2, 4) or regs.dtype.bytes != b or (b == 4 and not ld):
         yield "LDSM-THREAD-ROWS", f"{smem.dtype.bytes}-byte elements"
         return
+    k = 4 // b  # elements per 32-bit register
+    width = 16 // b  # columns of a matrix
     vec = [i for i in issuer.loop if i.parallel_type is P.Vectorize]
     n = 1
     for i in vec:
         n *= ext(i.extent_expr)
-    if n not in (2, 4, 8):
+    if n not in (k, 2 * k, 4 * k):
         yield "LDSM-THREAD-ROWS", f"{n} elements per thread"
         return
 
@@ -176,24 +182,28 @@ def _decide(fusion, op, ld, smem, regs, issuer, allocations, plan):
             if not ok:
                 continue
             lane, w0 = t % WARP, t - t % WARP
-            m2 = 2 * (v // 2)
-            want = E[w0 + 4 * (lane // 4), m2] + 2 * (2 * (lane % 4) + v % 2)
+            # PTX: lane t's register v // k is bytes 4 (t % 4) .. 4 (t % 4) + 3 of row t / 4 of matrix v // k;
+            # element v is its bytes b (v % k) ..; row t / 4 is at what lane 4 (t / 4) holds at its byte 0
+            # (lane 4 (t / 4), element k (v // k)): column 0
+            m0 = k * (v // k)
+            byte = 4 * (lane % 4) + b * (v % k)
+            want = E[w0 + 4 * (lane // 4), m0] + byte
             if E[t, v] != want and "rows" not in found:
                 found.add("rows")
                 yield "LDSM-THREAD-ROWS", f"{base} thread {t} element {v}: byte {E[t, v]}, expected {want}"
-            if lane % 4 == 0 and v % 2 == 0 and (buffer + E[t, v]) % 16 and "align" not in found:
+            if lane % 4 == 0 and v % k == 0 and (buffer + E[t, v]) % 16 and "align" not in found:
                 found.add("align")
                 yield "LDSM-ALIGNMENT", f"{base} thread {t} element {v}: address {buffer + E[t, v]}"
-            want_r, want_c = R[w0, m2] + lane // 4, C[w0, m2] + 2 * (lane % 4) + v % 2
+            want_r, want_c = R[w0, m0] + lane // 4, C[w0, m0] + byte // b
             if (R[t, v], C[t, v]) != (want_r, want_c) and "frag" not in found:
                 found.add("frag")
                 yield "LDSM-REGISTER-LAYOUT", (f"{base} thread {t} element {v}: ({R[t, v]}, {C[t, v]}), "
                                                f"expected ({want_r}, {want_c})")
-            if lane == 0 and v % 2 == 0 and "frag" not in found:
-                for b in range(0, n, 2):
-                    if b != v and abs(R[t, v] - R[t, b]) < 8 and abs(C[t, v] - C[t, b]) < 8:
+            if lane == 0 and v % k == 0 and "frag" not in found:
+                for other in range(0, n, k):
+                    if other != v and abs(R[t, v] - R[t, other]) < 8 and abs(C[t, v] - C[t, other]) < width:
                         found.add("frag")
-                        yield "LDSM-REGISTER-LAYOUT", f"{base} warp {t // WARP}: matrices {v // 2}, {b // 2} overlap"
+                        yield "LDSM-REGISTER-LAYOUT", f"{base} warp {t // WARP}: matrices {v // k}, {other // k} overlap"
                         break
 
 
@@ -261,11 +271,12 @@ def mostly(normal, rare, weight: int = 6) -> list:
     return [normal] * weight + list(rare) + [normal] * weight
 
 
-def _fragment(draw, ax: Axes, steps) -> list[str]:
-    """Schedule the issuing tensor [R, C] as the m8n8 fragment, or a perturbation of it."""
-    chunk = draw(st.sampled_from(mostly(8, [4, 16])))
+def _fragment(draw, ax: Axes, steps, wide: bool = False) -> list[str]:
+    """Schedule the issuing tensor [R, C] as the m8n8 fragment, or a perturbation of it; `wide`:
+    for 32-bit elements (rows of 4 columns, one column per lane)."""
+    chunk = draw(st.sampled_from(mostly(4, [8, 2]) if wide else mostly(8, [4, 16])))
     ax.split("C", chunk, "co", "c8")
-    pair = draw(st.sampled_from(mostly(2, [1, 4])))
+    pair = draw(st.sampled_from(mostly(1, [2]) if wide else mostly(2, [1, 4])))
     if pair == 1:
         ax.ids["cq"] = ax.ids.pop("c8")
         cp = None
@@ -326,7 +337,9 @@ SMEM_LAYOUTS = ["row"] * 4 + ["col", "pad", "pad_outer", "chunks", "xor_chunks",
 
 
 def _smem_layout(draw, ax: Axes, steps) -> None:
-    """Transform the shared tensor's [R, C] into its allocation order."""
+    """Transform the shared tensor's [R, C] into its allocation order (chunks: 16 bytes, 8 16-bit
+    or 4 32-bit elements)."""
+    chunk = max(1, 16 // ax.tv.dtype.bytes)
     mode = draw(st.sampled_from(SMEM_LAYOUTS))
     steps.append(f"shared layout {mode}")
     if mode == "col":
@@ -336,10 +349,10 @@ def _smem_layout(draw, ax: Axes, steps) -> None:
     elif mode == "pad_outer":
         ax.split("C", draw(st.sampled_from([2, 3])), "co", "ci", inner_split=False)
     elif mode == "chunks":
-        ax.split("C", 8, "co", "c8")
+        ax.split("C", chunk, "co", "c8")
         ax.order(["co", "R", "c8"])
     elif mode == "xor_chunks":
-        ax.split("C", 8, "co", "c8")
+        ax.split("C", chunk, "co", "c8")
         k = ax.extent("co")
         if k in (2, 4) and ax.extent("R") % k == 0:
             ax.split("R", k, "ro", "ri")
@@ -351,14 +364,14 @@ def _smem_layout(draw, ax: Axes, steps) -> None:
             ax.split("R", k, "ro", "ri")
             ax.swizzle("ri", "cq")
     elif mode == "quad":
-        ax.split("C", 8, "co", "c8")
-        ax.split("c8", 2, "cq", "cp")
+        ax.split("C", chunk, "co", "c8")
+        ax.split("c8", 2, "cq", "cp")  # 32-bit: pairs of elements, half chunks
         ax.order(["co", "cq", "R", "cp"])
     elif mode == "interleave":
         ax.split("C", 2, "cq", "cp")
         ax.order(["R", "cp", "cq"])
     elif mode == "perm":
-        ax.split("C", 8, "co", "c8")
+        ax.split("C", chunk, "co", "c8")
         ax.order(list(draw(st.permutations(["R", "co", "c8"]))))
     elif mode == "rowperm" and ax.extent("R") % 2 == 0:
         ax.split("R", 2, "rh", "rl")
@@ -368,7 +381,10 @@ def _smem_layout(draw, ax: Axes, steps) -> None:
 @st.composite
 def ldsm_cases(draw) -> Case:
     kind = draw(st.sampled_from(["ldmatrix", "stmatrix"]))
-    dtype = draw(st.sampled_from(mostly(tp.float16, [tp.bfloat16] * 10 + [tp.float32], 6)))
+    if kind == "ldmatrix":  # 32-bit elements: ldmatrix only (a 32-bit stmatrix is a shape violation)
+        dtype = draw(st.sampled_from(mostly(tp.float16, [tp.bfloat16] * 8 + [tp.float32] * 8 + [tp.float64], 6)))
+    else:
+        dtype = draw(st.sampled_from(mostly(tp.float16, [tp.bfloat16] * 10 + [tp.float32], 6)))
     rows = draw(st.sampled_from(mostly(16, [8] * 6 + [32] * 4 + [4, 12], 4)))  # 4, 12: partial warps, holes
     cols = draw(st.sampled_from(mostly(16, [8] * 6 + [32] * 4 + [12], 4)))  # 12: holes
     steps = [f"{kind} {dtype} [{rows}, {cols}]"]
@@ -383,7 +399,7 @@ def ldsm_cases(draw) -> Case:
     smem = t1 if kind == "ldmatrix" else t2
     smem.set_memory_type(tp.MemoryType.Shared)
     logical = t2.get_loop_domain()
-    _fragment(draw, Axes(t2, ["R", "C"], run), steps)
+    _fragment(draw, Axes(t2, ["R", "C"], run), steps, wide=dtype.bytes == 4 and draw(st.integers(0, 9)) > 0)
     if kind == "stmatrix":  # the allocation branch of the issuing shared tensor
         fragment = t2.get_loop_domain()
         run("T2.set_loop_domain(logical)", t2.set_loop_domain, logical)
@@ -428,8 +444,12 @@ def test_ldsm_differential(capsys):
         got = set(report.codes)
         CASES[case.family] += 1
         CASES["all"] += 1
+        b32 = case.family == "ldmatrix" and case.fusion.inputs[0].dtype.bytes == 4
+        CASES["32-bit"] += b32
         for c in CODES:
             VIOLATED[c] += bool(want[c])
+            VIOLATED[f"32-bit {c}"] += b32 and bool(want[c])
+        VIOLATED["32-bit none"] += b32 and not any(want.values())
         VIOLATED["none"] += not any(want.values())
         for part, words in THREAD_ROWS_PARTS.items():
             VIOLATED[part] += any(w in text for text in want["LDSM-THREAD-ROWS"] for w in words)
@@ -454,7 +474,8 @@ def test_ldsm_differential(capsys):
     with capsys.disabled():
         per = ", ".join(f"{c} {VIOLATED[c]}/{n}" for c in CODES)
         print(f"\nldmatrix/stmatrix differential ({TARGET}): {n} cases ({CASES['ldmatrix']} ldmatrix, "
-              f"{CASES['stmatrix']} stmatrix) in {seconds:.1f}s, {len(DISAGREEMENTS)} disagreeing; "
+              f"{CASES['stmatrix']} stmatrix; {CASES['32-bit']} 32-bit ldmatrix, all hold in "
+              f"{VIOLATED['32-bit none']}) in {seconds:.1f}s, {len(DISAGREEMENTS)} disagreeing; "
               f"violated: {per}; all hold in {VIOLATED['none']}/{n}; LDSM-THREAD-ROWS by part: "
               + ", ".join(f"{part} {VIOLATED[part]}" for part in THREAD_ROWS_PARTS))
     assert not DISAGREEMENTS
@@ -465,3 +486,7 @@ def test_ldsm_differential(capsys):
         assert VIOLATED["none"] >= 0.1 * n, f"too few cases pass every rule: {VIOLATED} of {n}"
         for part in THREAD_ROWS_PARTS:
             assert VIOLATED[part] >= 0.05 * n, f"too few cases violate the {part} part: {VIOLATED} of {n}"
+        # 32-bit ldmatrix (float32): both verdicts of every rule
+        assert VIOLATED["32-bit none"] >= 0.02 * n, f"too few 32-bit ldmatrix cases pass: {VIOLATED} of {n}"
+        for c in CODES:
+            assert VIOLATED[f"32-bit {c}"] >= 0.01 * n, f"too few 32-bit ldmatrix cases violate {c}: {VIOLATED} of {n}"

@@ -10,7 +10,9 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.expr import add, floordiv, mod, mul
-from tileproof.model.ldsm_layout import fragment, holder, supplier, supplier_lane
+from tileproof.model import ldsm_layout
+from tileproof.model.ldsm_layout import B16, B32, fragment, holder, layout, supplier, supplier_lane
+from tileproof.model.mma import m16n8k8_tf32_a_position, m16n8k8_tf32_b_position
 from tileproof.verifier import solver
 from tileproof.verifier.analysis import ldsm as ldsm_analysis
 
@@ -68,11 +70,58 @@ def test_hardware_map_spot_values_and_inverses():
         assert supplier_lane(row, matrix) == lane and holder(matrix, row) == (4 * (lane % 8), 2 * (lane // 8))
 
 
+def ptx_register(lane, register):
+    """PTX ISA 9.7.14.5.15 / Figure 104, in bytes: receiving lane t's register i is bytes
+    4 (t % 4) .. 4 (t % 4) + 3 of row t / 4 of matrix i (the b16 columns 2 (t % 4), 2 (t % 4) + 1)."""
+    return register, lane // 4, 4 * (lane % 4)
+
+
+@pytest.mark.parametrize("L", [B16, B32], ids=["b16", "b32"])
+def test_hardware_map_brute_force_against_ptx(L):
+    """Every lane and element of .x4, for 16-bit and 32-bit elements: the element's bytes are the part
+    of the register PTX hands the lane (element v: register v / k, bytes b (v % k) ..), holder inverts
+    fragment, and the row lane T supplies starts at lane 4 (T % 8), element k (T / 8)."""
+    b, k = L.element_bytes, L.elements_per_register
+    assert (b, k, L.row_elements) == ((2, 2, 8) if b == 2 else (4, 1, 4))
+    assert L.matrices == {k: 1, 2 * k: 2, 4 * k: 4} and layout(b) is L
+    for lane in range(32):
+        for element in range(4 * k):
+            matrix, row, column = L.fragment(lane, element)
+            register, ptx_row, first_byte = ptx_register(lane, element // k)
+            assert (matrix, row) == (register, ptx_row), (lane, element)
+            assert column * b == first_byte + b * (element % k), (lane, element)  # its bytes within the row
+            assert 0 <= column < L.row_elements and L.holder(matrix, row, column) == (lane, element)
+        row, matrix = supplier(lane)
+        assert L.holder(matrix, row) == (4 * (lane % 8), k * (lane // 8))
+
+
+def test_32bit_map_is_the_tf32_mma_fragment():
+    """32-bit elements: lane t element v is (row t / 4, column t % 4) of matrix v, which is mma.sync m16n8k8
+    tf32's A (the .x4 in the order rows 0-7 | 8-15 of columns 0-3, then of 4-7) and B (stored [n, k]:
+    the .x2 of k 0-3, 4-7) fragment (model/mma.py)."""
+    assert [B32.fragment(5, v) for v in range(4)] == [(v, 1, 1) for v in range(4)]
+    for lane in range(32):
+        for v in range(4):
+            m, r, c = B32.fragment(lane, v)
+            assert (r + 8 * (m % 2), c + 4 * (m // 2)) == m16n8k8_tf32_a_position(lane, v)
+        for v in range(2):
+            m, n, c = B32.fragment(lane, v)
+            assert (4 * m + c, n) == m16n8k8_tf32_b_position(lane, v)
+
+
+def test_the_16bit_names_are_the_16bit_map():
+    assert ldsm_layout.ELEMENT_BYTES == 2 and ldsm_layout.MATRICES == B16.matrices == {2: 1, 4: 2, 8: 4}
+    assert fragment == B16.fragment and holder == B16.holder
+    with pytest.raises(ValueError):
+        layout(8)
+
+
 # -- passing ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["ldmatrix_x1", "ldmatrix_x2", "ldmatrix_x4", "ldmatrix_x4_two_warps_swizzled",
-                                  "stmatrix_x4"])
+                                  "stmatrix_x4", "ldmatrix_x1_float32", "ldmatrix_x2_float32", "ldmatrix_x4_float32",
+                                  "ldmatrix_x4_float32_warps_swizzled"])
 def test_small_valid_cases_pass(name):
     report = verify(getattr(VALID, name)())
     assert report.ok and report.rules_run == CODES, [d.message for d in report.diagnostics]
@@ -156,13 +205,33 @@ def test_symbolic_rows_give_a_size():
     assert verify(fusion).ok
 
 
-@pytest.mark.parametrize("name,fragment", [("ldmatrix_float32", "moves float32 elements (4 bytes)"),
+@pytest.mark.parametrize("name,fragment", [("ldmatrix_float64", "moves float64 elements (8 bytes)"),
+                                           ("stmatrix_float32", "stmatrix is modelled for 16-bit elements"),
                                            ("ldmatrix_six_elements", "gives each thread 6 elements")])
 def test_instruction_shape(name, fragment):
     report = verify(getattr(INVALID, name)())
     assert report.codes == ["LDSM-THREAD-ROWS"]
     d = only(report, "LDSM-THREAD-ROWS")
     assert fragment in d.message and d.counterexample and d.hint
+
+
+def test_float32_x1_without_a_vectorize_axis():
+    """32-bit .x1: one element per lane, which the LDSM rules accept without a Vectorize axis."""
+    fusion, t1, t2, t3 = VALID.smem_to_registers([8, 4], dtype=tp.float32)
+    for t in (t2, t3):
+        t.merge(0, 1)
+        t.axis(0).parallelize(P.TIDx)
+    assert verify(fusion).ok
+
+
+def test_float32_elements_per_thread():
+    fusion, t1, t2, t3 = VALID.smem_to_registers([16, 24], dtype=tp.float32)
+    for t in (t2, t3):
+        t.split(1, 3).merge(0, 1)  # [(16 * 8)(128), 3]
+        t.axis(0).parallelize(P.TIDx)
+    t2.axis(1).parallelize(P.Vectorize)
+    d = only(verify(fusion), "LDSM-THREAD-ROWS")
+    assert "gives each thread 3 elements; with 32-bit elements .x1, .x2 and .x4 give 1, 2 or 4" in d.message
 
 
 def test_one_element_per_thread():
@@ -263,6 +332,34 @@ def test_register_layout_counterexample():
     # lane t holds row t % 8, column 2 (t / 8) + v; the fragment wants row t / 4, column 2 (t % 4) + v
     assert (ce["row"], ce["column"]) == (lane % 8, 2 * (lane // 8) + v)
     assert (ce["expected row"], ce["expected column"]) == (lane // 4, 2 * (lane % 4) + v)
+
+
+def test_float32_register_layout_counterexample():
+    """32-bit .x4 with the lane roles swapped: lane t holds row t % 8, column t / 8 of each 8x4 block; the
+    fragment wants row t / 4, column t % 4 (CuTe LDSM_U32x4_N, the tf32 A operand)."""
+    report = verify(INVALID.ldmatrix_float32_columns_swapped())
+    assert report.codes == ["LDSM-REGISTER-LAYOUT"]
+    d = only(report, "LDSM-REGISTER-LAYOUT")
+    ce = d.counterexample
+    lane, v = ce["lane"], ce["element"]
+    origin = (8 * (v % 2), 4 * (v // 2))  # matrix v: the block the Vectorize order (column / 4, row / 8) gives
+    assert (ce["row"], ce["column"]) == (origin[0] + lane % 8, origin[1] + lane // 8)
+    assert (ce["expected row"], ce["expected column"]) == (origin[0] + lane // 4, origin[1] + lane % 4)
+    assert "32-bit elements: lane t element v is (row t/4, column t%4) of matrix v" in d.notes[0]
+
+
+def test_float32_with_the_16bit_fragment_breaks_every_rule():
+    """Two adjacent float32 columns per lane (the 16-bit fragment) are two 32-bit matrices (.x2)."""
+    report = verify(INVALID.ldmatrix_float32_pairs())
+    assert report.codes == sorted(CODES)
+    rows = only(report, "LDSM-THREAD-ROWS").counterexample
+    lane, v = rows["lane"], rows["element"]
+    # row-major 8 x 8 float32: the schedule keeps (t / 4, 2 (t % 4) + v); the hardware reads column t % 4 of
+    # matrix v, whose row starts at lane 4 (t / 4)'s element v: column v
+    assert rows["actual byte offset"] == 4 * (8 * (lane // 4) + 2 * (lane % 4) + v)
+    assert rows["expected byte offset"] == 4 * (8 * (lane // 4) + v + lane % 4)
+    align = only(report, "LDSM-ALIGNMENT").counterexample
+    assert align["matrix"] == 1 and align["byte offset"] == 32 * align["row"] + 4
 
 
 def test_rows_permuted_move_correct_bytes_but_not_the_fragment():

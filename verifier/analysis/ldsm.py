@@ -7,8 +7,10 @@ v (the consumer's Vectorize'd loop IDs, row-major: model/indexing.py vector_inde
 shared-memory byte offset E(t, v) of the element the schedule assigns there. `Terms` puts
 E through the hardware's map (model/ldsm_layout.py): where the hardware moves lane t's
 element v, the row address each lane supplies (the expression the code generator passes),
-and the fragment the registers hold. `instruction_shape` and `collective` decide, once per
-instruction, whether an instruction fits and whole warps issue it: every rule's premise.
+and the fragment the registers hold, in the map of the instruction's element width
+(`Ldsm.layout`: 16-bit, or 32-bit for an ldmatrix of float32). `instruction_shape` and
+`collective` decide, once per instruction, whether an instruction fits and whole warps issue it:
+every rule's premise.
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ from ...model.execution import element_offset
 from ...model.expr import Expr, add, const, mod, mul, substitute, var
 from ...model.fusion import Op
 from ...model.indexing import indices_from_loop, producer_logical, vector_point
-from ...model.ldsm_layout import (
-    ELEMENT_BYTES, MATRICES, ROW_BYTES, at_lane, fragment, holder, lane_of, row_address, supplied_address, warp_start,
-)
+from ...model.ldsm_layout import ROW_BYTES, WIDTHS, Layout, at_lane, lane_of, layout, warp_start
 from ...model.tensor import TensorView
 from ...model.types import Direction, LoadStoreOpType, MemoryType, OpKind
 from ..access import AccessModel, build, var_name
@@ -57,6 +57,12 @@ class Ldsm:
     @property
     def issuer(self) -> TensorView:
         return self.op.output
+
+    @property
+    def layout(self) -> Layout:
+        """The hardware map for the shared tensor's element width (2 or 4 bytes; instruction_shape
+        refuses other widths before anything asks)."""
+        return layout(self.smem.dtype.bytes)
 
     def where(self) -> dict:
         return dict(tensor=self.issuer.name, ids=[i.name for i in self.issuer.loop], location=self.op.origin,
@@ -161,15 +167,19 @@ class Terms:
     supplied: Expr  # E(4*(T%8), 2*(T/8)): the row address lane T = t % 32 supplies (what the kernel passes)
     supplied_address: Expr  # buffer + supplied
     fragment: tuple | None  # (row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb)), None: < 2 axes
+    layout: Layout  # the map of the element width
 
     def hint(self) -> list[Expr]:
         out = [self.tid, self.reg, self.block_threads, self.lane, self.mate, self.offset, self.row_start,
-               self.expected, self.buffer, self.supplied, self.supplied_address, mod(self.reg, 2),
+               self.expected, self.buffer, self.supplied, self.supplied_address,
                mod(self.supplied_address, ROW_BYTES)]
+        if self.layout.elements_per_register > 1:
+            out.append(mod(self.reg, self.layout.elements_per_register))
         if self.fragment is not None:
             row, col, row0, col0, want_row, want_col, (ra, ca), (rb, cb) = self.fragment
+            w = self.layout.row_elements
             out += [row, col, row0, col0, want_row, want_col, ra, ca, rb, cb,
-                    add(ra, 8), add(rb, 8), add(ca, 8), add(cb, 8)]
+                    add(ra, 8), add(rb, 8), add(ca, w), add(cb, w)]
         return out + _flat(self.mine) + _flat(self.theirs)
 
 
@@ -179,39 +189,41 @@ def terms(ctx: VerifyContext, a: Ldsm) -> Terms:
 
 def _build_terms(ctx: VerifyContext, a: Ldsm) -> Terms:
     m = a.m
+    L = a.layout
     tid, reg = m.tid, m.reg
     lane = lane_of(tid)
     mate = add(warp_start(tid), var(OTHER_LANE))
     theirs = _execution(a, {**m.thread_env(mate), **_vector_env(a, var(OTHER_ELEMENT))})
-    matrix, row, column = fragment(lane, reg)  # where the hardware puts lane t's element v
+    matrix, row, column = L.fragment(lane, reg)  # where the hardware puts lane t's element v
     offset = _offset(ctx, a)
-    row_start = row_address(offset, matrix, row, m.dims, _element_env(a))
-    expected = add(row_start, mul(column, ELEMENT_BYTES))
+    row_start = L.row_address(offset, matrix, row, m.dims, _element_env(a))
+    expected = add(row_start, mul(column, L.element_bytes))
     buffer = _buffer_offset(ctx, a)
-    supplied = supplied_address(offset, m.dims, _element_env(a))
+    supplied = L.supplied_address(offset, m.dims, _element_env(a))
     claims = None
     rc = _row_col(a)
     if rc is not None:
         r, c = rc
 
         def origin(e: Expr, m: Expr) -> Expr:  # e at column 0 of row 0 of matrix m
-            return _at(a, e, *holder(m, 0))
+            return _at(a, e, *L.holder(m, 0))
 
         row0, col0 = origin(r, matrix), origin(c, matrix)
         ra, ca = origin(r, var(MATRIX_A)), origin(c, var(MATRIX_A))
         rb, cb = origin(r, var(MATRIX_B)), origin(c, var(MATRIX_B))
         claims = (r, c, row0, col0, add(row0, row), add(col0, column), (ra, ca), (rb, cb))
     return Terms(tid, reg, m.block_threads, lane, _execution(a), mate, theirs, offset, row_start, expected,
-                 buffer, supplied, add(buffer, supplied), claims)
+                 buffer, supplied, add(buffer, supplied), claims, L)
 
 
 def query(ctx: VerifyContext, a: Ldsm):
     """One z3 context for every claim about the instruction (each claim gets a fresh solver):
     the variables, their ranges and the rendered terms are the same."""
     def make():
-        n = instruction_shape(ctx, a).elements
+        shape = instruction_shape(ctx, a)
+        n, matrices = shape.elements, shape.matrices
         return ctx.query(terms(ctx, a).hint(), {**a.m.ranges, OTHER_LANE: const(32), OTHER_ELEMENT: const(n),
-                                                 MATRIX_A: const(n // 2), MATRIX_B: const(n // 2)})
+                                                 MATRIX_A: const(matrices), MATRIX_B: const(matrices)})
     return ctx.memo(("ldsm-query", id(a.op)), make)
 
 
@@ -223,11 +235,12 @@ class Shape:
     problem: str | None  # why no ldmatrix/stmatrix instruction fits, else None
     counterexample: dict
     hint: str
-    elements: int = 0  # 2, 4 or 8 when the shape fits
+    elements: int = 0  # when the shape fits: 2, 4 or 8 (16-bit), 1, 2 or 4 (32-bit)
+    layout: Layout | None = None  # the map of the element width, when the shape fits
 
     @property
     def matrices(self) -> int:
-        return MATRICES[self.elements]
+        return self.layout.matrices[self.elements]
 
 
 def instruction_shape(ctx: VerifyContext, a: Ldsm) -> Shape:
@@ -242,24 +255,44 @@ def _decide_shape(ctx: VerifyContext, a: Ldsm) -> Shape:
             return Shape(f"the {a.describe}: {t.name} is in {t.memory_type} memory, but {a.name} {want_smem}",
                          {f"{t.name} in {memory} memory": 0},
                          f"set the {side} side's memory type: {t.name}.set_memory_type(tp.MemoryType.{memory})")
-    if a.smem.dtype.bytes != ELEMENT_BYTES or a.regs.dtype.bytes != ELEMENT_BYTES:
+    width = a.smem.dtype.bytes
+    if width not in WIDTHS or a.regs.dtype.bytes != width:
         return Shape(f"the {a.describe} moves {a.smem.dtype} elements ({a.smem.dtype.bytes} bytes); "
-                     f"{a.name}.m8n8 moves 16-bit elements (.b16)",
-                     {"element bytes": a.smem.dtype.bytes, "required bytes": ELEMENT_BYTES},
-                     f"use a 16-bit dtype (float16, bfloat16) or a plain tp.set for {a.smem.dtype}")
-    n, sizes = _elements(ctx, a)
-    if n not in MATRICES:
+                     f"{a.name}.m8n8 moves 16-bit elements (.b16)"
+                     + (", or 32-bit ones as pairs of them (ldmatrix only)" if a.op.op_type is LoadStoreOpType.LdMatrix
+                        else ""),
+                     {"element bytes": a.smem.dtype.bytes, "required bytes": 2},
+                     f"use a 16-bit dtype (float16, bfloat16)"
+                     + (" or float32" if a.op.op_type is LoadStoreOpType.LdMatrix else "")
+                     + f" on both sides, or a plain tp.set for {a.smem.dtype}")
+    if width == 4 and a.op.op_type is LoadStoreOpType.StMatrix:
+        return Shape(f"the {a.describe} moves {a.smem.dtype} elements (4 bytes); tileproof models 32-bit "
+                     f"elements for ldmatrix only: stmatrix is modelled for 16-bit elements (.b16)",
+                     {"element bytes": 4, "required bytes": 2},
+                     f"store the {a.smem.dtype} registers with a plain tp.set, or stmatrix a 16-bit tensor")
+    L = layout(width)
+    n, sizes = _elements(ctx, a, L)
+    if n not in L.matrices:
         got = f"{n} elements{when_clause(sizes)}" if n is not None else f"{a.m.num_regs} elements, a number that depends on the sizes"
-        return Shape(f"the {a.describe} gives each thread {got}; .x1, .x2 and .x4 give 2, 4 or 8",
+        if L.element_bytes == 2:
+            return Shape(f"the {a.describe} gives each thread {got}; .x1, .x2 and .x4 give 2, 4 or 8",
+                         {**sizes, "elements per thread": n if n is not None else 0},
+                         "vectorize the register axes so each thread moves 2 (x1), 4 (x2) or 8 (x4) elements: "
+                         "split the inner column by 2, merge in the matrix axes and parallelize with "
+                         "tp.ParallelType.Vectorize")
+        return Shape(f"the {a.describe} gives each thread {got}; with {L.bits}-bit elements .x1, .x2 and .x4 "
+                     f"give 1, 2 or 4",
                      {**sizes, "elements per thread": n if n is not None else 0},
-                     "vectorize the register axes so each thread moves 2 (x1), 4 (x2) or 8 (x4) elements: "
-                     "split the inner column by 2, merge in the matrix axes and parallelize with tp.ParallelType.Vectorize")
-    return Shape(None, {}, "", n)
+                     "vectorize the matrix axes so each thread moves 1 (x1), 2 (x2) or 4 (x4) 32-bit elements, "
+                     "one per matrix: TIDx = merge(row % 8, column % 4), Vectorize = merge(matrix axes...)")
+    return Shape(None, {}, "", n, L)
 
 
-def _elements(ctx: VerifyContext, a: Ldsm) -> tuple[int | None, dict[str, int]]:
-    """Elements per thread, or a number of elements the assumptions admit that is not 2, 4 or 8
-    (with the sizes giving it); a symbolic vector extent must be fixed by the assumptions."""
+def _elements(ctx: VerifyContext, a: Ldsm, L: Layout) -> tuple[int | None, dict[str, int]]:
+    """Elements per thread, or a number of elements the assumptions admit that is not one of
+    L.matrices (2, 4 or 8 16-bit, 1, 2 or 4 32-bit elements), with the sizes giving it; a
+    symbolic vector extent must be fixed by the assumptions."""
+    MATRICES = L.matrices
     n = ctx.concrete(a.m.num_regs)
     if n is not None:
         return n, {}
@@ -271,7 +304,7 @@ def _elements(ctx: VerifyContext, a: Ldsm) -> tuple[int | None, dict[str, int]]:
     out = q.prove(z3.Or(*[q.eq(a.m.num_regs, const(k)) for k in MATRICES]), values={"n": a.m.num_regs})
     if out.status is Verdict.COUNTEREXAMPLE:
         return out.values["n"], ctx.symbols_of(out.model)
-    return None, {}  # several of 2, 4 and 8 admitted: no one instruction
+    return None, {}  # several of the instruction's sizes admitted: no one instruction
 
 
 def collective(ctx: VerifyContext, a: Ldsm) -> Outcome:
