@@ -1,0 +1,113 @@
+"""Tensor-core schedules that would compute wrong products (seed 002's traps): the bfloat16
+register order used for a tf32 operand (MMA-OPERAND-LAYOUT), the seed's M-major A fed to an
+ldmatrix that reads K-major rows (LDSM-REGISTER-LAYOUT), a K of 100 that the 8-wide K tile does
+not divide, with nothing making the tail zero (REDUCTION-K), and an epilogue that reads the
+accumulators as if each thread held whole rows (MMA-ACCUM-LAYOUT).
+
+examples/valid/mma.py holds the working forms.
+"""
+
+import tileproof as tp
+
+P = tp.ParallelType
+LS = tp.LoadStoreOpType
+
+
+def tile(m, n, k, dtype=tp.float32, a_m_major=False, epilogue=False):
+    """D[M, N] = sum_k A[M, 1, K] B[1, N, K] on one block and one warp: shared-memory copies of
+    both operands, their register fragments, and the MmaOp (or a register MmaOp and a copy of
+    it to global memory, `epilogue`)."""
+    with tp.Fusion("mma_tile") as fusion:
+        a = tp.make_tensor([m, 1, k], dtype=dtype)
+        b = tp.make_tensor([1, n, k], dtype=dtype)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        out = tp.set(d) if epilogue else d
+        fusion.add_output(out)
+    if a_m_major:
+        a.set_allocation_domain([a.axis(2), a.axis(1), a.axis(0)], True)
+    sa, sb = a.cache_after(), b.cache_after()
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+    return fusion, sa, sb, d, out
+
+
+def mma_axes(d):
+    for i in range(3):
+        d.axis(i).parallelize(P.Mma)
+
+
+def copy_threads(t):
+    """A shared copy's loop [.., rows, cols] -> [.., 32 lanes, rest]: any thread mapping."""
+    t.merge(-2).split(-1, 32, inner_split=False)
+    t.axis(-2).parallelize(P.TIDx)
+
+
+@tp.schedule(expect=tp.rejected("MMA-OPERAND-LAYOUT", messages=[
+    "takes T5[0, 4] as lane 0's A element 2"]))
+def bf16_register_order_for_tf32():
+    """The seed's tf32 16 x 8 x 8 tile with A's registers in the bfloat16 order: lane 4g + q
+    holding columns 2q, 2q + 1 (the m16n8k8 f16 / bf16 A fragment) where tf32 wants q, q + 4.
+    Measured on an H100 (the layout probe): 112 of the 128 outputs wrong."""
+    fusion, sa, sb, d, _ = tile(16, 8, 8)
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+    mma_axes(d)
+    copy_threads(sa)
+    copy_threads(sb)
+    ra, rb = sa.cache_after(), sb.cache_after()
+    # A [16, 1, 8] -> [1, (g, q), (mh, kl)]: k = 2q + kl, the 16-bit order
+    ra.split(0, 8).split(3, 2)  # [mh, g, 1, q, kl]
+    ra.reorder({0: 3, 2: 0, 3: 2})  # [1, g, q, mh, kl]
+    ra.merge(1).merge(2)
+    ra.axis(1).parallelize(P.TIDx)
+    tp.schedule_mma_fragment(rb, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.B)
+    tp.inline_most(fusion)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("REDUCTION-K", messages=["reaches index 100 of an axis of extent 100"]))
+def k_of_100_without_zero_fill():
+    """K = 100 in K tiles of 8: the last tile reads K indices 100..103, past the operands. The
+    instruction is warp-collective, so the lanes holding them cannot skip it; their registers
+    (and the shared memory behind them) hold whatever was there, NaN included."""
+    fusion, sa, sb, d, _ = tile(16, 8, 100)
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+    d.split(2, 8)
+    d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
+    mma_axes_at = (1, 2, 3)
+    for i in mma_axes_at:
+        d.axis(i).parallelize(P.Mma)
+    for t in (sa, sb):
+        t.split(2, 8)
+        t.reorder({2: 0, 0: 1, 1: 2})  # [Ko, .., .., Ki]
+        copy_threads(t)
+    ra, rb = sa.cache_after(), sb.cache_after()
+    for t, operand in ((ra, tp.MmaOperand.A), (rb, tp.MmaOperand.B)):
+        t.split(2, 8)
+        t.reorder({2: 0, 0: 1, 1: 2})
+        if operand is tp.MmaOperand.A:
+            t.reorder({1: 2, 2: 1})  # [Ko, 1, M, Ki]: the tile innermost
+        tp.schedule_mma_fragment(t, tp.MmaMacro.Ampere_16_8_8, operand)
+    tp.inline_all_at(d, 1)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", messages=["T3 reads T2[0, 2] in lane 0"]))
+def accumulators_read_as_rows():
+    """The accumulators stay in registers (the MmaOp's output is Local) and a copy stores them,
+    each thread taking four consecutive elements of a row; mma.sync left lane 4g + q holding
+    rows g and g + 8, columns 2q and 2q + 1."""
+    fusion, sa, sb, d, out = tile(16, 8, 8, epilogue=True)
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+    mma_axes(d)
+    copy_threads(sa)
+    copy_threads(sb)
+    ra, rb = sa.cache_after(), sb.cache_after()
+    ra.reorder({0: 1, 1: 0})  # [1, M, K]: the tile innermost
+    tp.schedule_mma_fragment(ra, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.A)
+    tp.schedule_mma_fragment(rb, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.B)
+    out.merge(0).split(0, 4)
+    out.axis(0).parallelize(P.TIDx)
+    tp.inline_most(fusion)
+    return fusion
