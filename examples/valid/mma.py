@@ -206,24 +206,21 @@ def swizzled_tile(tv, row_bytes=128):
     tv.set_loop_domain(tile)
 
 
-def cp_async_tile(tv, rows, cols, threads):
+def cp_async_tile(tv, rows, cols, warps):
     """The loop of a cp.async copy of tv's tile [.., rows, cols]: 16 bytes per thread, the
-    threads (TIDz, TIDy, TIDx = 32) along consecutive chunks of consecutive rows."""
+    threads (TIDz = warps[0], TIDy = warps[1], TIDx = 32) along consecutive chunks of
+    consecutive rows."""
     per_chunk = 16 // tv.dtype.bytes
-    chunks = rows * cols // per_chunk
+    threads = warps[0] * warps[1] * 32
+    if rows * cols % (per_chunk * threads):
+        raise ValueError(f"a {rows} x {cols} tile is not a whole number of 16-byte copies per thread")
     tv.merge(-2)  # [.., rows * cols]
     tv.split(-1, per_chunk)  # [.., chunks, 16 bytes]
     tv.split(-2, threads)  # [.., repeats, threads, 16 bytes]
     tv.split(-2, 32)  # [.., repeats, warps, 32, 16 bytes]
-    warps = threads // 32
-    inner_warps = 2 if warps % 2 == 0 else 1
-    tv.split(-3, inner_warps)  # [.., repeats, warps_z, warps_y, 32, 16 bytes]
-    tv.axis(-5).parallelize(P.Unroll)
-    tv.axis(-4).parallelize(P.TIDz)
-    tv.axis(-3).parallelize(P.TIDy)
-    tv.axis(-2).parallelize(P.TIDx)
-    tv.axis(-1).parallelize(P.Vectorize)
-    assert chunks % threads == 0
+    tv.split(-3, warps[1])  # [.., repeats, warps z, warps y, 32, 16 bytes]
+    for k, p in ((-5, P.Unroll), (-4, P.TIDz), (-3, P.TIDy), (-2, P.TIDx), (-1, P.Vectorize)):
+        tv.axis(k).parallelize(p)
 
 
 def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, ldmatrix=True):
@@ -277,7 +274,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
         t.axis(8).parallelize(P.Vectorize if ldmatrix else P.Unroll)
     for t, rows, blk in ((sa, bm, P.BIDx), (sb, bn, P.BIDy)):
         swizzled_tile(t)
-        cp_async_tile(t, rows, bk, wm * wn * 32)
+        cp_async_tile(t, rows, bk, warps)
         t.axis(0 if blk is P.BIDx else 1).parallelize(blk)
         t.inline_at(3)
         t.circular_buffer(stages)
