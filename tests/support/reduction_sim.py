@@ -128,7 +128,15 @@ class Simulator:
                 else:
                     for regs in self.local:
                         regs[buf.tensor] = [None] * n
+            self.begin_block()
             self.nodes(self.ir.body, {})
+            self.end_block()
+
+    def begin_block(self) -> None:
+        """Called before each block runs, its buffers allocated (for subclasses' own state)."""
+
+    def end_block(self) -> None:
+        """Called after each block has run."""
 
     def nodes(self, nodes: list, loops: dict[str, int]) -> None:
         for n in nodes:
@@ -294,10 +302,11 @@ def _flat_size(g, symbols) -> int:
     return 1 + sum((evaluate(g.extents[a], symbols) - 1) * evaluate(s, symbols) for a, s in zip(g.alloc_axes, g.strides))
 
 
-def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Numbers, blocks=None) -> list[np.ndarray]:
+def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Numbers, blocks=None,
+               simulator=None) -> list[np.ndarray]:
     """Simulate on logical input arrays (numbers, or for Terms anything: each input element becomes
     the term (input name, index)); returns the logical outputs (None where unwritten). `blocks`:
-    only these blocks (blockIdx tuples)."""
+    only these blocks (blockIdx tuples); `simulator`: what makes the Simulator from (ir, symbols, values) (default Simulator)."""
     symbols = dict(symbols or {})
     buffers: dict[str, list] = {}
     for g in ir.globals:
@@ -311,7 +320,7 @@ def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Number
         for point in itertools.product(*(range(n) for n in a.shape)):
             value = Counter({(t.name, point): 1}) if values is Terms else Numbers.store(float(a[point]), t.dtype)
             buffers[g.name][sum(p * s for p, s in zip(point, strides))] = value
-    sim = Simulator(ir, symbols, values)
+    sim = (simulator or Simulator)(ir, symbols, values)
     sim.run(buffers, blocks)
     outs = []
     for t in fusion.outputs:

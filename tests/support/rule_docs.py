@@ -7,8 +7,13 @@ import tileproof as tp
 SNIPPET_FILE = "<rule doc>"  # the file name that `-->` locations into a snippet carry
 
 
-def run_snippet(code: str):
-    """Execute a docstring snippet (it builds `fusion`; it may set `target`) and verify it."""
+def build_snippet(code: str):
+    """Execute a docstring snippet (it builds `fusion`; it may set `target`): (fusion, target)."""
     scope = {"tp": tp, "target": "sm_90a"}
     exec(compile(code, SNIPPET_FILE, "exec"), scope)
-    return tp.verify(scope["fusion"], scope["target"])
+    return scope["fusion"], scope["target"]
+
+
+def run_snippet(code: str):
+    """Execute a docstring snippet (build_snippet) and verify it."""
+    return tp.verify(*build_snippet(code))
