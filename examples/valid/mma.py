@@ -223,7 +223,7 @@ def cp_async_tile(tv, rows, cols, warps):
         tv.axis(k).parallelize(p)
 
 
-def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, ldmatrix=True):
+def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, prefetch=-1, ldmatrix=True):
     """A tuned mma.sync matmul, D = A B^T with A [M, K] and B [N, K] both K-major (A @ B.T):
     block tile block[0] x block[1] x (128 bytes of K), warps[0] x warps[1] warps each computing
     a (block / warps) tile of macro tiles, `stages` cp.async stages of swizzled shared memory
@@ -277,7 +277,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
         cp_async_tile(t, rows, bk, warps)
         t.axis(0 if blk is P.BIDx else 1).parallelize(blk)
         t.inline_at(3)
-        t.circular_buffer(stages)
+        t.circular_buffer(stages, prefetch)
     ra.inline_at(6)
     rb.inline_at(6)
     return fusion
