@@ -28,8 +28,32 @@ def moye_double_buffered(m, n, k):
     return _mma.moye_double_buffered(m, n, k)
 
 
+def tuned_bf16(m, n, k):
+    """The tuned mma.sync schedule for bfloat16 (examples/valid/mma.py tuned), the fastest
+    configuration of the sweep recorded in benchmarks/README.md: 128 x 128 x 64 block tiles of
+    four 64 x 64 warps (Ampere_16_16_16), two XOR-swizzled cp.async stages (two blocks per SM),
+    ldmatrix.x4 fragments, both operands K-major."""
+    return _mma.tuned(m, n, k, _mma.tp.bfloat16, block=(128, 128), warps=(2, 2), stages=2, prefetch=1)
+
+
+def tuned_bf16_four_stages(m, n, k):
+    """The issue's shape of the tuned schedule: four swizzled cp.async stages (two in flight, one
+    barrier per K tile), 256 x 128 x 64 block tiles of eight 64 x 64 warps, ldmatrix.x4."""
+    return _mma.tuned(m, n, k, _mma.tp.bfloat16, block=(256, 128), warps=(4, 2), stages=4, prefetch=2)
+
+
+def tuned_tf32(m, n, k):
+    """The tuned schedule for float32 operands on the tf32 tensor cores: 128 x 256 x 32 block
+    tiles of eight 64 x 64 warps (Ampere_16_8_8), four XOR-swizzled cp.async stages (two in
+    flight), 32-bit ldmatrix.x4 fragments, both operands K-major."""
+    return _mma.tuned(m, n, k, _mma.tp.float32, block=(128, 256), warps=(2, 4), stages=4, prefetch=2)
+
+
 SCHEDULES = {
     "moye_double_buffered": ("tf32", moye_double_buffered),
+    "tuned_tf32": ("tf32", tuned_tf32),
+    "tuned_bf16": ("bf16", tuned_bf16),
+    "tuned_bf16_four_stages": ("bf16", tuned_bf16_four_stages),
 }
 
 DTYPES = ("tf32", "bf16")

@@ -40,7 +40,8 @@ def test_every_schedule_verifies_and_compiles_quickly(name):
     dtype, build = S.SCHEDULES[name]
     entry = B.verify_and_compile(name, dtype, build, S.SIZE)
     assert entry["accepted"], entry["diagnostics"]
-    assert not [d for d in entry["diagnostics"] if not d.startswith("SMEM-BANK-CONFLICT")], entry["diagnostics"]
+    allowed = ("SMEM-BANK-CONFLICT",) if name == "moye_double_buffered" else ()  # the seed's UniversalCopy conflicts
+    assert not [d for d in entry["diagnostics"] if not d.startswith(allowed or "\0")], entry["diagnostics"]
     kernel = entry.pop("_kernel")
     assert "mma.sync.aligned" in kernel.cuda_source
     # issue 12 asks for < 1 s each on the benchmark machine; a slow CI machine gets slack
