@@ -1,6 +1,6 @@
 """Tensor-core schedules that would compute wrong products (seed 002's traps): the bfloat16
 register order used for a tf32 operand (MMA-OPERAND-LAYOUT), the seed's M-major A fed to an
-ldmatrix that reads K-major rows (LDSM-REGISTER-LAYOUT), a K of 100 that the 8-wide K tile does
+ldmatrix that reads K-major rows (LDSM-THREAD-ROWS, LDSM-ALIGNMENT), a K of 100 that the 8-wide K tile does
 not divide, with nothing making the tail zero (REDUCTION-K), and an epilogue that reads the
 accumulators as if each thread held whole rows (MMA-ACCUM-LAYOUT).
 
@@ -109,5 +109,27 @@ def accumulators_read_as_rows():
     tp.schedule_mma_fragment(rb, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.B)
     out.merge(0).split(0, 4)
     out.axis(0).parallelize(P.TIDx)
+    tp.inline_most(fusion)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", messages=[
+    "does not move 16-byte matrix rows: lane 1 element 0 is row 0, column 1 of matrix 0"]))
+def m_major_a_through_ldmatrix():
+    """The seed's A is M-major in shared memory ((bM, bK):(1, bM)); its double-buffered kernel
+    notes "A is M-major so we cannot use LDSM_U32x4_N". Here A's fragment is loaded with
+    ldmatrix.x4 anyway: each lane supplies the address of a row of 4 consecutive floats, which in
+    an M-major tile are 4 rows of one column, so the registers get A's transpose."""
+    fusion, sa, sb, d, _ = tile(16, 8, 8, a_m_major=True)
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+    mma_axes(d)
+    sa.set_allocation_domain([sa.axis(2), sa.axis(1), sa.axis(0)], True)  # M-major, as the seed's sA
+    copy_threads(sa)
+    copy_threads(sb)
+    ra, rb = sa.cache_after(LS.LdMatrix), sb.cache_after()
+    ra.reorder({0: 1, 1: 0})  # [1, M, K]: the tile innermost
+    tp.schedule_mma_fragment(ra, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.A)
+    ra.axis(-1).parallelize(P.Vectorize)  # the lane's 4 registers: ldmatrix.x4
+    tp.schedule_mma_fragment(rb, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.B)
     tp.inline_most(fusion)
     return fusion
