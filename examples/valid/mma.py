@@ -194,14 +194,20 @@ def moye_tf32_double_buffered(size):
 
 
 def swizzled_tile(tv, row_bytes=128):
-    """Allocate tv's tile [.., rows, K] (K of `row_bytes` bytes) with its 16-byte chunks XOR-swizzled
-    by the row (chunk c of row r at c ^ (r % 8)): the 8 rows an ldmatrix reads at one chunk, and
-    the 8 chunks of a row cp.async writes, fall in 8 different 16-byte bank groups."""
+    """Allocate tv's tile [.., rows, K] (K of `row_bytes` = 128 or 64 bytes) with its 16-byte chunks
+    XOR-swizzled by the row: chunk c of row r at c ^ (r % 8) for 128-byte rows, c ^ ((r / 2) % 4)
+    for 64-byte rows (two rows share a 128-byte line). The 8 rows an ldmatrix reads at one chunk,
+    and the chunks cp.async writes along a row, fall in 8 different 16-byte bank groups."""
     tile = tv.get_loop_domain()
     per_chunk = 16 // tv.dtype.bytes
+    chunks = row_bytes // 16
     tv.split(-1, per_chunk)  # [.., rows, chunks, 16 bytes]
-    tv.split(-3, 8)  # [.., rows / 8, 8, chunks, 16 bytes]
-    tv.swizzle(tp.SwizzleType.XOR, -3, -2)
+    if chunks == 8:
+        tv.split(-3, 8)  # [.., rows / 8, 8, chunks, 16 bytes]
+        tv.swizzle(tp.SwizzleType.XOR, -3, -2)
+    else:
+        tv.split(-3, 8 // chunks).split(-4, chunks)  # [.., rows / 8, chunks, 8 / chunks, chunks, 16 bytes]
+        tv.swizzle(tp.SwizzleType.XOR, -4, -2)
     tv.set_allocation_domain(tv.get_loop_domain(), True)
     tv.set_loop_domain(tile)
 
@@ -223,15 +229,16 @@ def cp_async_tile(tv, rows, cols, warps):
         tv.axis(k).parallelize(p)
 
 
-def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, prefetch=-1, ldmatrix=True):
+def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, prefetch=-1, ldmatrix=True,
+          row_bytes=128):
     """A tuned mma.sync matmul, D = A B^T with A [M, K] and B [N, K] both K-major (A @ B.T):
-    block tile block[0] x block[1] x (128 bytes of K), warps[0] x warps[1] warps each computing
-    a (block / warps) tile of macro tiles, `stages` cp.async stages of swizzled shared memory
-    (conflict-free for cp.async and ldmatrix), fragments loaded by ldmatrix.x4 (bfloat16 /
-    float16: Ampere_16_16_16, tf32: Ampere_16_8_8)."""
+    block tile block[0] x block[1] x (row_bytes = 128 or 64 bytes of K), warps[0] x warps[1]
+    warps each computing a (block / warps) tile of macro tiles, `stages` cp.async stages of
+    swizzled shared memory (conflict-free for cp.async and ldmatrix), `prefetch` of them in flight,
+    fragments loaded by ldmatrix.x4 (bfloat16 / float16: Ampere_16_16_16, tf32: Ampere_16_8_8)."""
     bm, bn = block
     wm, wn = warps
-    bk = 128 // dtype.bytes
+    bk = row_bytes // dtype.bytes
     macro = tp.MmaMacro.Ampere_16_8_8 if dtype == tp.float32 else tp.MmaMacro.Ampere_16_16_16
     mk = macro.k
     fusion, a, b, d = operands(m, n, k, dtype)
@@ -273,7 +280,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
         tp.schedule_mma_fragment(t, macro, operand)
         t.axis(8).parallelize(P.Vectorize if ldmatrix else P.Unroll)
     for t, rows, blk in ((sa, bm, P.BIDx), (sb, bn, P.BIDy)):
-        swizzled_tile(t)
+        swizzled_tile(t, row_bytes)
         cp_async_tile(t, rows, bk, warps)
         t.axis(0 if blk is P.BIDx else 1).parallelize(blk)
         t.inline_at(3)
