@@ -21,6 +21,7 @@ from .svg import (ARROW, BANKS, Picture, bank_colour, label, marks, message_pict
 
 BANK_BYTES, ROW_BYTES = 4, 128
 LINES_DRAWN = 8  # 128-byte lines of a shared-memory map: one period of the 128-byte swizzle
+MARKED_BLOCKS = 3  # at most this many more 8-line blocks around a counterexample's cells
 LOGICAL_CELLS = 512  # elements of the logical view drawn at most (whole rows, at most 16)
 LOGICAL_COLUMNS = 128
 
@@ -176,12 +177,12 @@ def _marks(layout: Layout, diagnostic) -> tuple[set, set]:
 
 
 def line_window(wanted: Iterable[int], total: int, first: int = LINES_DRAWN) -> list[int]:
-    """The lines a map draws: the first `first` of `total`, and the 8-line block around each
-    wanted line (a counterexample's cell) further down."""
+    """The lines a map draws: the first `first` of `total`, and the 8-line blocks around the
+    wanted lines (a counterexample's cells) further down, the first MARKED_BLOCKS of them."""
     lines = set(range(min(first, total)))
-    for line in wanted:
-        start = line - line % LINES_DRAWN
-        lines.update(range(start, min(start + LINES_DRAWN, max(total, line + 1))))
+    blocks = sorted({line - line % LINES_DRAWN for line in wanted if line >= first})
+    for start in blocks[:MARKED_BLOCKS]:  # the first few: a warp's accesses may touch every line
+        lines.update(range(start, min(start + LINES_DRAWN, max(total, start + 1))))
     return sorted(lines)
 
 

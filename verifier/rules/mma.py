@@ -20,30 +20,6 @@ from ..findings import report_values
 from ..registry import rule
 from .visibility import _check
 
-# the tf32 m16n8k8 tile of the docstrings: D (16 x 8) = A (16 x 8) B (8 x 8), one warp
-_TILE = '''with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)'''
-
-
-_TILE_EPILOGUE = '''with tp.Fusion("tf32_tile_epilogue") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1])  # in registers
-            out = tp.set(d); fusion.add_output(out)'''
-
-
-def _doc(text: str):
-    """Set a rule's documentation built from shared snippets (a docstring must be a literal)."""
-    def apply(func):
-        func.__doc__ = text
-        return func
-
-    return apply
-
 
 def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
     from .reduction import _report  # imported here: rules register in their families' order
@@ -54,7 +30,8 @@ def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
 
 
 @rule("MMA-TARGET", family="mma")
-@_doc("""The MmaOp's macro is an instruction the target has and tileproof lowers.
+def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The MmaOp's macro is an instruction the target has and tileproof lowers.
 
     What it checks:
         For every MmaOp with a macro: the macro is an mma.sync one (Turing_16_8_8,
@@ -66,11 +43,19 @@ def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
         mma.sync exists from sm_80 on for tf32 and bf16 (sm_75 for f16). wgmma.mma_async needs
         sm_90a: PTX for sm_100a rejects it at compile time.
     Example:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Hopper_64_8_16)
         target = "sm_100a"
     Fix:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -80,14 +65,14 @@ def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.14.5 (mma.sync: target requirements), 9.7.15 (wgmma: sm_90a);
         docs/hardware.md#tensor-core-fragment-layouts
-    """)
-def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """
     # Formal statement: none, structural: for each MmaOp with macro m: arch(m) in {Turing, Ampere}
     yield from _structural(ctx, "MMA-TARGET")
 
 
 @rule("MMA-DTYPE", family="mma")
-@_doc("""The MmaOp's operands have a dtype its macro takes.
+def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The MmaOp's operands have a dtype its macro takes.
 
     What it checks:
         For every MmaOp with a macro: its operands' dtype is one the macro's instruction takes:
@@ -98,10 +83,18 @@ def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
         elements share a 32-bit register), so a float32 tensor fed to m16n8k16 would be read
         as pairs of half-precision numbers.
     Example:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)
     Fix:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -110,14 +103,14 @@ def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
         a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
         PTX ISA 9.7.14.5.14 (mma.sync shapes and types); docs/hardware.md#tensor-core-fragment-layouts
-    """)
-def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """
     # Formal statement: none, structural: dtype(A) == dtype(B) in input_dtypes(macro)
     yield from _structural(ctx, "MMA-DTYPE")
 
 
 @rule("MMA-SHAPE", family="mma")
-@_doc("""The MmaOp's three innermost loop IDs are its macro's M, N and K tile, bound to Mma.
+def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The MmaOp's three innermost loop IDs are its macro's M, N and K tile, bound to Mma.
 
     What it checks:
         A macro and Mma axes come together. The output's three innermost loop IDs are bound to
@@ -129,7 +122,11 @@ def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
         One mma.sync computes a fixed m x n x k tile, and its fragment maps name rows and
         columns of that tile: the loop IDs the instruction replaces must be exactly that tile.
     Example:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(2):  # K is not bound to Mma
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -137,7 +134,11 @@ def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
         b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
         a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -148,15 +149,15 @@ def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.14.5 (mma.sync shapes); nvFuser csrc/scheduler/mma_utils.cpp (the
         instruction tile as the innermost loop IDs, ParallelType::Mma);
         docs/hardware.md#tensor-core-fragment-layouts
-    """)
-def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """
     # Formal statement: none, structural: loop(D)[-3:] = Mma IDs of roles M, N, K with extents (m, n, k) of
     #   the macro, each an inner split chain of its root
     yield from _structural(ctx, "MMA-SHAPE")
 
 
 @rule("MMA-WARP-COLLECTIVE", family="mma")
-@_doc("""A whole warp issues each mma.sync: the kernel's TIDx is the 32 lanes.
+def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A whole warp issues each mma.sync: the kernel's TIDx is the 32 lanes.
 
     What it checks:
         For every MmaOp with a macro: the kernel launches exactly 32 threads along TIDx (the
@@ -168,7 +169,11 @@ def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
         TIDx = 32 a warp is one (threadIdx.y, threadIdx.z), so every predicate on those is the
         same for the whole warp.
     Example:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -179,7 +184,11 @@ def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
             c = tp.set(a); fusion.add_output(c)  # a copy of A on 128 threads: blockDim.x = 128
         c.merge(0); c.axis(0).parallelize(tp.ParallelType.TIDx)
     Fix:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -189,15 +198,15 @@ def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.14.5.14 (mma.sync: ".aligned: all threads in the warp must execute the
         same mma instruction"); docs/hardware.md#tensor-core-fragment-layouts
-    """)
-def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """
     # Formal statement: none, structural: blockDim.x == 32; no loop ID of D is TIDx, Vectorize or Bulk;
     #   memory(D) in {Local, Global}
     yield from _structural(ctx, "MMA-WARP-COLLECTIVE")
 
 
 @rule("MMA-OPERAND-LAYOUT", family="mma")
-@_doc("""Each lane's operand registers hold exactly the elements the instruction's fragment map says.
+def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Each lane's operand registers hold exactly the elements the instruction's fragment map says.
 
     What it checks:
         For every MmaOp with a macro, its operands are register (Local) tensors, and for each
@@ -214,7 +223,11 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         another element computes a wrong product silently. Measured on an H100: A of a tf32
         tile in the bfloat16 register order (columns 2q, 2q + 1) gave 112 of 128 elements wrong.
     Example:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -222,7 +235,11 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
         a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        """ + _TILE + """
+        with tp.Fusion("tf32_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -233,8 +250,7 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.14.5.8 (mma.m16n8k8 fragments: tf32 A, B, C); CUTLASS
         include/cute/atom/mma_traits_sm80.hpp (SM80_16x8x8_F32TF32TF32F32_TN);
         docs/hardware.md#tensor-core-fragment-layouts
-    """)
-def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """
     # Formal statement: structural: memory(A) == memory(B) == Local; and for each operand P (input k):
     #   for all admitted sizes, instruction points r of D's P view (lane = threadIdx.x, element v) and
     #   writer points w of P: executes_D(r) and executes_P(w) and logical_P(w) == read_k(r) and
@@ -245,7 +261,8 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 
 @rule("MMA-ACCUM-LAYOUT", family="mma")
-@_doc("""A consumer of an MmaOp's register output reads each accumulator in the lane that holds it.
+def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A consumer of an MmaOp's register output reads each accumulator in the lane that holds it.
 
     What it checks:
         For every op that reads an MmaOp's output D kept in registers (Local), over the
@@ -257,7 +274,12 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         epilogue that reads D as if each thread held whole rows reads other lanes' registers,
         which it cannot see, and stores wrong values without any fault.
     Example:
-        """ + _TILE_EPILOGUE + """
+        with tp.Fusion("tf32_tile_epilogue") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1])  # in registers
+            out = tp.set(d); fusion.add_output(out)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -266,7 +288,12 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
         out.merge(0).split(0, 4); out.axis(0).parallelize(tp.ParallelType.TIDx)  # 4 of a row, not the C fragment
     Fix:
-        """ + _TILE_EPILOGUE + """
+        with tp.Fusion("tf32_tile_epilogue") as fusion:
+            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
+            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+            d = tp.fused_multiply_sum(a3, b3, [-1])  # in registers
+            out = tp.set(d); fusion.add_output(out)
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -278,8 +305,7 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     References:
         PTX ISA 9.7.14.5.8 (mma.m16n8k8 accumulator fragment); CUTLASS
         include/cute/atom/mma_traits_sm80.hpp (SM80_16x8_Row); docs/hardware.md#tensor-core-fragment-layouts
-    """)
-def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """
     # Formal statement: for each op reading a Local MmaOp output D (input k) into C: for all admitted sizes,
     #   reader points r of C and writer points w of D's C view (lane = threadIdx.x, element v):
     #   executes_C(r) and executes_D(w) and logical_D(w) == read_k(r) and blockIdx(w) == blockIdx(r)
@@ -288,7 +314,8 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 
 @rule("REDUCTION-K", family="mma")
-@_doc("""No MMA tile reaches past the end of K.
+def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """No MMA tile reaches past the end of K.
 
     What it checks:
         For every MmaOp with a macro and well-formed Mma axes: every hole predicate of its loop
@@ -342,8 +369,7 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.14.5 (mma.sync is warp-collective: every lane supplies its whole
         fragment); PTX ISA 9.7.9.25 (cp.async src-size: bytes past it are zero-filled);
         docs/hardware.md#tensor-core-fragment-layouts
-    """)
-def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """
     # Formal statement: for each MmaOp D with well-formed Mma axes, each hole cond c of D's loop nest
     #   whose terms use the K Mma index: for all admitted sizes and loop points: c holds
     for tv in execution_order(ctx.fusion):
