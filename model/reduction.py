@@ -307,7 +307,9 @@ class ReductionLoops:
         elements of the C fragment, model/mma_op.py)."""
         from .mma_op import fragments, is_mma, mma_axes
 
-        if is_mma(self.tensor) and mma_axes(self.tensor) is not None:
+        macro = self.tensor.definition.macro if is_mma(self.tensor) else None
+        operands = self.tensor.definition.inputs[0].dtype.name
+        if macro is not None and mma_axes(self.tensor) is not None and operands in macro.input_dtypes:
             loops = [i.extent_expr for i in self.accumulator if i.parallel_type is not ParallelType.Mma]
             return product(loops) * fragments(self.tensor).elements("C")
         return product([i.extent_expr for i in self.accumulator])
