@@ -9,7 +9,10 @@ vectorize, unroll of large extents, cache ops; the bundled valid examples with 1
 changes (TMA, ldmatrix, tensor memory near valid); and the split, swizzle, tensor-memory and
 visibility families; and reductions of tests/support/reduction_gen.py: sum / max over some
 axes with indivisible splits, block reductions over odd thread counts, rfactor, cached and
-vectorized inputs), reproducibly: hypothesis strategies drawn from random.Random("S:i").
+vectorized inputs; and tensor-core MmaOps of tests/support/mma_gen.py: mma.sync matmuls with
+random macros, dtypes, warp and tile shapes, cp.async stages, ldmatrix or element copies,
+register epilogues, concrete or symbolic sizes, nearly half of them mutated, and API misuse that
+must raise tp.ScheduleError), reproducibly: hypothesis strategies drawn from random.Random("S:i").
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds. Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
@@ -19,7 +22,8 @@ cases over 1 s, proofs z3 left undecided (unknown, a timeout),
 compile time max, and the rule codes seen. `--case I` rebuilds and prints one case.
 With --run (a GPU and torch), every accepted sm_90a kernel is also launched at sizes its launch
 checks admit (benchmarks/gpu_check.py), on random inputs, and compared with the float64
-reference: gpu_runs in the JSON counts correct runs, wrong outputs and faults.
+reference (a float32 MmaOp within the tf32 bound 2^-10 |A| |B|): gpu_runs in the JSON counts
+correct runs, wrong outputs and faults.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
-            ("reduction", 2)]
+            ("reduction", 2), ("mma", 1)]
 MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
@@ -74,6 +78,11 @@ def draw_case(seed: int, index: int, families=None):
         from support.reduction_gen import reduction_case
 
         return family, "sm_90a", reduction_case(rng.randrange(2 ** 31))
+    if family == "mma":  # plain random draws too (tests/support/mma_gen.py)
+        from support.mma_gen import mma_case
+
+        case = mma_case(rng.randrange(2 ** 31))
+        return family, case.target, case
     for attempt in range(MAX_DRAWS):
         data = ConjectureData(random=random.Random(f"{seed}:{index}:{attempt}"))
         try:
@@ -93,6 +102,8 @@ def run_case(seed: int, index: int, families=None, on_gpu=False) -> dict:
     except Exception as e:  # noqa: BLE001 - a generator failing is recorded, not fatal
         return {**out, "outcome": "generator error", "error": f"{type(e).__name__}: {e}"}
     out.update(family=family, target=target, steps=repr(case))
+    if getattr(case, "api_bugs", None):  # API misuse that raised something other than tp.ScheduleError
+        return {**out, "outcome": "internal error", "stage": "api", "error": case.api_bugs[0]}
     start = time.perf_counter()
     try:
         report = tp.verify(case.fusion, target)

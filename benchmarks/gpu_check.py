@@ -15,6 +15,7 @@ import math
 CANDIDATE_SIZES = (96, 128, 100, 256, 64, 1000, 1024, 2048, 33, 4096, 8192)  # tried in order per symbol
 MAX_ELEMENTS = 1 << 24  # per tensor, when choosing symbolic sizes: keeps a case's arrays small
 MAX_FIXED_ELEMENTS = 1 << 27  # per tensor of a fixed-size fusion (its sizes are not ours to choose)
+TF32 = 2.0 ** -10  # a float32 MmaOp's operands rounded to tf32: |D - A B| <= 2^-10 |A| |B| (+ the float32 sums)
 GUARD = 1 << 14  # poisoned elements after each output: a store past its end changes them
 TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64",
                 "int32": "int32", "int64": "int64", "int8": "int8"}
@@ -116,14 +117,29 @@ def wrong_elements(fusion, inputs, outs) -> tuple[int, int]:
 
     host = [x.double().cpu().numpy() for x in inputs]
     wrong = total = 0
-    for t, got, want, slack in zip(fusion.outputs, outs, reference(fusion, host), reduction_slack(fusion, host)):
+    for t, got, want, slack, tf32 in zip(fusion.outputs, outs, reference(fusion, host), reduction_slack(fusion, host),
+                                         tf32_slack(fusion, host)):
         got = got.double().cpu().numpy()
         rtol, atol = tolerance(t.dtype)
-        atol = atol + slack  # a float sum's error scales with its terms' magnitudes
+        atol = atol + slack + tf32  # a float sum's error scales with its terms' magnitudes
         ok = (got == want) | (np.isnan(want) & np.isnan(got)) | (np.abs(got - want) <= atol + rtol * np.abs(want))
         wrong += int((~ok).sum())
         total += got.size
     return wrong, total
+
+
+def tf32_slack(fusion, host) -> list:
+    """Per output, what rounding a float32 MmaOp's operands to tf32 may add: 2^-10 times the
+    outputs computed from |inputs| (|A| |B| for D itself), 0 without such an MmaOp."""
+    import numpy as np
+
+    from tileproof.codegen.runtime.reference import reference
+    from tileproof.model.mma_op import is_mma
+
+    if not any(is_mma(op.output) and op.inputs[0].dtype.name == "float32" for op in fusion.exprs):
+        return [0.0] * len(fusion.outputs)
+    magnitudes = reference(fusion, [np.abs(x) for x in host])
+    return [TF32 * np.nan_to_num(np.abs(m), posinf=0.0) for m in magnitudes]
 
 
 def run_and_judge(kernel, sizes: dict[str, int]) -> dict:

@@ -1,0 +1,62 @@
+"""The fuzzer's mma family (tests/support/mma_gen.py): its draws are reproducible, API misuse
+raises tp.ScheduleError, and a few accepted valid draws, lowered, compute D = A B on the CPU
+simulator of mma.sync (tests/support/mma_sim.py) within the tf32 / float32 bounds."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.lower import lower
+from tileproof.codegen.runtime.reference import round_to
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support.mma_gen import mma_case  # noqa: E402
+from support.mma_sim import run_mma_kernel  # noqa: E402
+
+F32_ADD = 2.0 ** -23
+TF32 = 2.0 ** -10
+
+
+def test_draws_are_reproducible_and_misuse_raises_schedule_error():
+    for seed in range(40):
+        case = mma_case(seed)
+        assert not case.api_bugs, case.api_bugs
+        assert repr(mma_case(seed)) == repr(case)
+
+
+def _small_accepted(count: int, limit: int = 120):
+    found = []
+    for seed in range(limit):
+        case = mma_case(seed)
+        m, n, k = case.sizes
+        if case.mutation or not isinstance(m, int) or m * n * k > 64 * 64 * 64 or case.target != "sm_90a" \
+                or "ldmatrix" in repr(case):  # the simulator has no ldmatrix (MatrixCopy)
+            continue
+        if tp.verify(case.fusion, case.target).ok:
+            found.append((seed, case))
+            if len(found) == count:
+                break
+    return found
+
+
+@pytest.mark.parametrize("slot", range(2))
+def test_accepted_draws_compute_the_product_on_the_simulator(slot):
+    cases = _small_accepted(2)
+    assert len(cases) > slot, "too few small accepted mma draws"
+    seed, case = cases[slot]
+    m, n, k = case.sizes
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((m, 1, k)), rng.standard_normal((1, n, k))
+    dtype = case.fusion.inputs[0].dtype
+    (out,), _ = run_mma_kernel(lower(case.fusion.snapshot(), tp.get_target("sm_90a")).kernel, case.fusion, [a, b])
+    a2, b2 = round_to(a[:, 0, :], dtype), round_to(b[0], dtype)
+    magnitude = np.abs(a2) @ np.abs(b2).T
+    unit = TF32 if dtype == tp.float32 else 0.0
+    err = np.abs(out - a2 @ b2.T)
+    assert not np.isnan(out).any(), case
+    assert (err <= unit * magnitude + k * F32_ADD * magnitude + 1e-9).all(), (case, float(err.max()))
