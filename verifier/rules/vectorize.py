@@ -13,7 +13,7 @@ from ...model.expr import add, const, mod, substitute, var
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, MemoryType, OpKind
-from ...model.vectorize import VECTOR_BYTES, Finding, VectorOperand, unit_stride, vector_findings
+from ...model.vectorize import VECTOR_BYTES, Finding, VectorOperand, peel_vector, unit_stride, vector_findings
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, stride_names
@@ -187,7 +187,8 @@ def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name
     q = ctx.query(list(values.values()) + [mod(start, const(n))], ranges)
     for s in strides:  # bind_strides refuses a stride that is not a positive multiple of the vector
         q.add(q.eq(mod(var(s), const(n)), const(0)), z3.UGE(q.var(s), q.val(1)) if q.bv else q.var(s) >= 1)
-    step = q.eq(second, add(first, const(1))) if not unit_stride(o.offset, name) else z3.BoolVal(True, q.ctx)
+    peeled = peel_vector(o.offset, name, n)  # the vector index split off a multiple of n: no solver needed
+    step = q.eq(second, add(first, const(1))) if not unit_stride(peeled, name) else z3.BoolVal(True, q.ctx)
     if is_cp_async(tv.definition):  # its addresses' alignment is CPASYNC-ALIGN's, in bytes
         return q.prove(step, values=values)
     return q.prove(z3.And(step, q.eq(mod(start, const(n)), const(0))), values=values)
