@@ -117,14 +117,15 @@ def _reduce(np, op, args, sizes: dict[str, int]):
     out, x = op.output, args[0] if len(args) == 1 else args[0] * args[1]  # fms: a sum of products
     source = [_array_axis(op.inputs[0], a) for a in op.logical_map[0]]  # the input array axis of each root axis
     x = np.transpose(x, source)
-    fill = 0.0 if op.name == "sum" else -np.inf
+    total = op.name in ("sum", "fms")  # fms: an MmaOp, a sum of products
+    fill = 0.0 if total else -np.inf
     if out.root is not out.logical and [i.uid for i in out.root] != [i.uid for i in out.logical]:
         x = _gather(np, out, x, sizes, fill)
         axes = [k for k, i in enumerate(out.logical) if i.is_reduction]
     else:
         axes = [j for j, i in enumerate(out.root) if i.is_reduction]
     with np.errstate(all="ignore"):
-        return np.sum(x, axis=tuple(axes)) if op.name == "sum" else np.max(x, axis=tuple(axes))
+        return np.sum(x, axis=tuple(axes)) if total else np.max(x, axis=tuple(axes))
 
 
 def _gather(np, tv, x, sizes: dict[str, int], fill: float):
