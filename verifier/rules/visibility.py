@@ -16,6 +16,7 @@ from ...model.execution import TensorExecution, bound_types, store_execution, te
 from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...model.indexing import indices_from_logical, indices_from_root, linear_offset
+from ...model.lowerable import launch_axis_clashes
 from ...model.mma_op import ELEMENT_VARS, fragments, is_mma, mma_execution, well_formed
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
@@ -353,7 +354,10 @@ def _fragment_misread(ctx, op: Op, k: int, claim: Claim, proof: Proof, where: di
 
 
 def _check(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
+    clashing = ctx.memo(("launch-axis-clashes",), lambda: {p.tensor for p in launch_axis_clashes(ctx.fusion)})
     for op in ctx.fusion.exprs:
+        if op.output.name in clashing or any(t.name in clashing for t in op.inputs):
+            continue  # one index bound to two axes has no single value: PARALLEL-TYPE-UNIQUE rejects it
         for k in range(len(op.inputs)):
             claims = _claims(op, k, ctx.block_dims)
             for claim in claims:
