@@ -20,8 +20,16 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted([ROOT / "README.md", ROOT / "benchmarks" / "README.md", ROOT / "tests" / "gpu" / "README.md",
                *(ROOT / "docs").glob("*.md")])
 PUBLIC = sorted(set(tp.__all__) | {"abs", "compile", "max", "set", "sum"})  # the shadowing names live on tp only
-# Internal project notes that are not part of the repository: no doc or rule may point at them.
-FORBIDDEN = ("../shared", "/work/shared", "DESIGN.md", "STYLE.md")
+# Internal project notes that are not part of the repository: no doc or rule may point at them,
+# nor at a top-level note (an all-capitals `NAME.md`) that the repository does not hold.
+FORBIDDEN = ("../shared", "/work/shared")
+NOTE = re.compile(r"\b[A-Z][A-Z_]+\.md\b")
+
+
+def _outside_notes(text: str) -> list[str]:
+    """What `text` points at outside the repository: FORBIDDEN paths, and notes it does not hold."""
+    notes = {m.group(0) for m in NOTE.finditer(text)}
+    return [f for f in FORBIDDEN if f in text] + sorted(n for n in notes if not any(ROOT.rglob(n)))
 # A citation of another project's file names the project first ("nvFuser doc/dev/tma.md").
 OTHER_PROJECTS = ("nvFuser", "CUTLASS", "CuTe", "Triton", "DeepGEMM", "PyTorch")
 PATH = re.compile(r"(?<![\w/.-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\.(?:py|md|json|hpp|cpp|h|cu|toml))(#[\w-]+)?")
@@ -142,7 +150,7 @@ def test_relative_links_resolve_to_files_and_headings_of_the_repository(doc):
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_doc_points_outside_the_repository(doc):
     text = doc.read_text()
-    assert not [f for f in FORBIDDEN if f in text], doc
+    assert not _outside_notes(text), doc
 
 
 def _named_paths(text: str) -> list[tuple[str, str]]:
@@ -172,7 +180,8 @@ def test_the_link_checker_finds_broken_links_and_anchors(tmp_path):
     assert _check_target(readme, "docs/hardware.md#tma-rank") is None
     assert "no such file" in _check_target(readme, "docs/nothing.md")
     assert "no heading" in _check_target(readme, "docs/hardware.md#no-such-section")
-    assert "outside" in _check_target(readme, "../shared/DESIGN.md")
+    assert "outside" in _check_target(readme, "../shared/notes.md")
+    assert _outside_notes("see ROADMAP.md and README.md") == ["ROADMAP.md"]
     assert _slug("TMA swizzle span and row pitch") == "tma-swizzle-span-and-row-pitch"
     assert _slug("Generated kernels (`gpu_kernels.py`)") == "generated-kernels-gpu_kernelspy"
     named = _named_paths("- ours: `model/expr.py`\n- Source: nvFuser\n  `doc/dev/tma.md`\n\nsee `doc/dev/tma.md`")
@@ -199,7 +208,7 @@ RULES = all_rules()
 @pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
 def test_explain_cites_only_files_that_exist(rule):
     text = explain_text(rule.code)
-    assert not [f for f in FORBIDDEN if f in text], rule.code
+    assert not _outside_notes(text), rule.code
     problems = []
     for path, anchor, citation in _cited_paths(text):
         if (ROOT / path).is_file():
