@@ -30,11 +30,11 @@ import statistics
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_common import attempt, launch_info  # noqa: E402  (benchmarks/bench_common.py)
 import schedules as S  # noqa: E402  (benchmarks/schedules.py)
 
 import tileproof as tp  # noqa: E402
@@ -161,15 +161,6 @@ def poison(t) -> None:
     torch.cuda.synchronize()
 
 
-def attempt(results: dict, key: str, fn) -> None:
-    """results[key] = fn(), or {"error": ...} when it raises (the run goes on)."""
-    try:
-        results[key] = fn()
-    except Exception as e:  # noqa: BLE001 - a failed entry is recorded, not fatal
-        results[key] = {"error": f"{type(e).__name__}: {e}".strip()[:2000],
-                        "traceback": traceback.format_exc(limit=4)[-2000:]}
-
-
 # -- Triton peers -----------------------------------------------------------------------------
 def triton_kernels():
     import triton
@@ -249,7 +240,7 @@ def job_add(torch, rep_ms: int, triton_mods) -> dict:
         kernel = tp.compile(fusion, target=TARGET)
         poison(c)
         kernel.run(a, b, out=[c])
-        entry = {"fusion": fusion.name, "launch": _launch(kernel), "max_abs_err": check(fusion.name)}
+        entry = {"fusion": fusion.name, "launch": launch_info(kernel), "max_abs_err": check(fusion.name)}
         entry.update(timed(tp_launcher(kernel, [a, b], [c]), nbytes, rep_ms))
         return entry
 
@@ -337,7 +328,7 @@ def job_transpose(torch, rep_ms: int, triton_mods, dtype: str) -> dict:
         kernel.run(a, out=[out])
         check(fusion.name)
         report = kernel.report
-        entry = {"fusion": fusion.name, "launch": _launch(kernel),
+        entry = {"fusion": fusion.name, "launch": launch_info(kernel),
                  "warnings": [f"{d.code}: {d.message}" for d in report.diagnostics]}
         launch = tp_launcher(kernel, [a], [out])
         entry.update(timed(launch, nbytes, rep_ms))
@@ -378,7 +369,7 @@ def job_transpose(torch, rep_ms: int, triton_mods, dtype: str) -> dict:
         kernel.run(a, out=[out])
         check(fusion.name)
         entry = {"fusion": "tests/support/codegen_schedules.py smem_transpose (32 x 32, no swizzle, scalar)",
-                 "launch": _launch(kernel, M=N, N=N),
+                 "launch": launch_info(kernel, M=N, N=N),
                  "warnings": [f"{d.code}: {d.message}" for d in kernel.report.diagnostics]}
         entry.update(timed(tp_launcher(kernel, [a], [out]), nbytes, rep_ms))
         return entry
@@ -390,11 +381,6 @@ def job_transpose(torch, rep_ms: int, triton_mods, dtype: str) -> dict:
     if "triton" in runners and "tileproof" in runners:
         attempt(res, "rematch", rematch)
     return res
-
-
-def _launch(kernel, **sizes) -> dict:
-    lp = kernel.launch_params_for(**sizes) if sizes else kernel.launch_params
-    return {"grid": list(lp.grid), "block": list(lp.block), "smem_bytes": lp.shared_memory_bytes}
 
 
 def _gbps(entry) -> float | None:

@@ -51,11 +51,11 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_common import attempt, launch_info  # noqa: E402  (benchmarks/bench_common.py)
 import matmul_schedules as S  # noqa: E402  (benchmarks/matmul_schedules.py)
 
 import tileproof as tp  # noqa: E402
@@ -82,22 +82,8 @@ TRITON_CONFIGS = {
 
 
 # -- helpers ------------------------------------------------------------------------------------
-def attempt(results: dict, key: str, fn) -> None:
-    """results[key] = fn(), or {"error": ...} when it raises (the run goes on)."""
-    try:
-        results[key] = fn()
-    except Exception as e:  # noqa: BLE001 - a failed entry is recorded, not fatal
-        results[key] = {"error": f"{type(e).__name__}: {e}".strip()[:2000],
-                        "traceback": traceback.format_exc(limit=4)[-2000:]}
-
-
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     return round(2 * m * n * k / (ms * 1e-3) / 1e12, 1)
-
-
-def _launch(kernel) -> dict:
-    p = kernel.launch_params
-    return {"grid": list(map(str, p.grid)), "block": list(map(str, p.block)), "smem_bytes": str(p.shared_memory_bytes)}
 
 
 def schedule_entries(dtype: str | None = None) -> list[tuple[str, str, object]]:
@@ -141,7 +127,7 @@ def verify_and_compile(name: str, dtype: str, build, size: int, cold_runs: int =
             os.environ["TILEPROOF_CACHE_DIR"] = saved
     cold_s = statistics.median(cold)
     entry.update({"cold_compile_s": round(cold_s, 4), "cold_compile_all_s": [round(x, 4) for x in cold],
-                  "launch": _launch(kernel), "source_lines": kernel.cuda_source.count("\n"),
+                  "launch": launch_info(kernel), "source_lines": kernel.cuda_source.count("\n"),
                   "layout": layout_of(fusion),
                   "targets": {"verify_below_s": VERIFY_S, "verify_met": verify_s < VERIFY_S,
                               "cold_compile_below_s": COLD_COMPILE_S, "cold_compile_met": cold_s < COLD_COMPILE_S},

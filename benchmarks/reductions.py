@@ -29,11 +29,11 @@ import platform
 import statistics
 import sys
 import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_common import attempt, launch_info  # noqa: E402  (benchmarks/bench_common.py)
 import reduction_schedules as S  # noqa: E402  (benchmarks/reduction_schedules.py)
 
 import tileproof as tp  # noqa: E402
@@ -65,15 +65,10 @@ def compile_only(n: int) -> dict:
                      "diagnostics": [f"{d.code}: {d.message}" for d in report.diagnostics]}
             if report.ok:
                 kernel = tp.compile(fusion, target=TARGET)
-                entry["launch"] = _launch(kernel)
+                entry["launch"] = launch_info(kernel)
             entry["seconds"] = round(time.perf_counter() - start, 3)
             out[f"{job}: {label}"] = entry
     return out
-
-
-def _launch(kernel) -> dict:
-    p = kernel.launch_params
-    return {"grid": list(p.grid), "block": list(p.block), "smem_bytes": p.shared_memory_bytes}
 
 
 # -- timing ---------------------------------------------------------------------------------------
@@ -108,15 +103,6 @@ def launcher(kernel, inputs, out):
     """The launch closure of a tileproof kernel for fixed arguments (no per-call binding)."""
     _bound, _stream, launch = kernel._prepare(tuple(inputs), list(out), None, {})
     return launch
-
-
-def attempt(results: dict, key: str, fn) -> None:
-    """results[key] = fn(), or {"error": ...} when it raises (the run goes on)."""
-    try:
-        results[key] = fn()
-    except Exception as e:  # noqa: BLE001 - a failed entry is recorded, not fatal
-        results[key] = {"error": f"{type(e).__name__}: {e}".strip()[:2000],
-                        "traceback": traceback.format_exc(limit=4)[-2000:]}
 
 
 # -- jobs -------------------------------------------------------------------------------------------
@@ -160,7 +146,7 @@ def job_reduction(torch, x, dim: int, builds, rep_ms: int, copy: dict) -> dict:
         kernel = tp.compile(fusion, target=TARGET)
         out.fill_(float("nan"))
         kernel.run(x, out=[out])
-        entry = {"schedule": label, "fusion": fusion.name, "launch": _launch(kernel), "max_abs_err": check(label)}
+        entry = {"schedule": label, "fusion": fusion.name, "launch": launch_info(kernel), "max_abs_err": check(label)}
         entry.update(timed(torch, launcher(kernel, [x], [out]), x.nbytes, rep_ms))
         return entry
 

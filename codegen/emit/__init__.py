@@ -281,6 +281,13 @@ class _Emitter:
             lines += [f"{pad}{b}" for b in body] if len(body) == 1 else [f"{pad}{{"] + [f"{pad}  {b}" for b in body] + [f"{pad}}}"]
         return lines
 
+    def guarded_block(self, comment: str, conds: list, body: list[str], depth: int, note: str = "") -> list[str]:
+        """`body` in braces under its comment, inside `if (conds)` where there are any (`note`: a
+        comment on that line)."""
+        pad = "  " * depth
+        head = f"if ({' && '.join(self.cond(c) for c in conds)}) {{{note}" if conds else "{"
+        return [f"{pad}// {comment}", f"{pad}{head}"] + [f"{pad}  {b}" for b in body] + [f"{pad}}}"]
+
     def storage(self, dtype: DataType) -> str:
         """The C++ type that stores a dtype's elements."""
         return CTYPES[dtype.name].storage

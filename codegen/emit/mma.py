@@ -55,7 +55,6 @@ def issue_lines(e, n, depth: int) -> list[str]:
     from ...model.expr import add, const
     from ...model.simplify import simplify
 
-    pad = "  " * depth
     frag = n.frag
     inst = frag.inst
     body = []
@@ -79,11 +78,4 @@ def issue_lines(e, n, depth: int) -> list[str]:
             acc = [f"{n.out.tensor}[{e.x(simplify(add(n.out.offset, const(frag.element('C', sk, sn, v))), {}))}]"
                    for v in range(inst.c.elements)]
             body.append(mma_sync(inst, acc, registers("A", inst.a, sk, sn), registers("B", inst.b, sk, sn), acc))
-    lines = [f"{pad}// {n.comment}"]
-    if n.conds:
-        lines.append(f"{pad}if ({' && '.join(e.cond(c) for c in n.conds)}) {{")
-    else:
-        lines.append(f"{pad}{{")
-    lines += [f"{pad}  {b}" for b in body]
-    lines.append(f"{pad}}}")
-    return lines
+    return e.guarded_block(n.comment, n.conds, body, depth)

@@ -66,7 +66,6 @@ def dealloc_lines(e, node: TmemDealloc, depth: int) -> list[str]:
 
 
 def access_lines(e, a: TmemAccess, depth: int) -> list[str]:
-    pad = "  " * depth
     dtype = a.elements[0].data.out.dtype if a.direction is Direction.STORE else a.elements[0].data.ins[a.tmem_input].dtype
     slots = _slots(a, dtype.bytes)
     n, count = a.registers, len(a.elements)
@@ -100,14 +99,7 @@ def access_lines(e, a: TmemAccess, depth: int) -> list[str]:
             if el.data.conds:
                 line = f"if ({' && '.join(e.cond(c) for c in el.data.conds)}) {line}"
             body.append(line)
-    lines = [f"{pad}// {a.comment}"]
-    if a.conds:
-        lines.append(f"{pad}if ({' && '.join(e.cond(c) for c in a.conds)}) {{  // warp-uniform")
-    else:
-        lines.append(f"{pad}{{")
-    lines += [f"{pad}  {b}" for b in body]
-    lines.append(f"{pad}}}")
-    return lines
+    return e.guarded_block(a.comment, a.conds, body, depth, "  // warp-uniform")
 
 
 def _slots(a: TmemAccess, element_bytes: int) -> list[int]:
