@@ -19,18 +19,18 @@ rejects.
 
 from __future__ import annotations
 
-from ...model.execution import CondKind, tensor_execution
-from ...model.expr import const, product, substitute, try_int, var
+from ...model.execution import CondKind
+from ...model.expr import const, substitute, try_int, var
 from ...model.lowerable import Problem
 from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, fragments, is_mma, mma_execution, tile_conds
 from ...model.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import MemoryType, OpKind, ParallelType, float32
-from ..ir import Compute, Loop, LoopKind, MmaIssue, Operand, ReduceInit
+from ..ir import MmaIssue, Operand, ReduceInit
 from .loop_nest import LoopClass, refuse
 from .predicates import drop_implied
-from .reduction import accumulator
+from .reduction import accumulator, store_names, store_statement
 
 
 def check(fusion, order, target) -> None:
@@ -124,26 +124,15 @@ def _lane_uniform(o: Operand, ranges) -> Operand:
 def _store(builder, tv: TensorView, acc_axes, acc: str):
     """D's elements from the accumulator: loops over the accumulator's axes and the C fragment."""
     frag = fragments(tv)
-    names = {i.uid: builder.classes.of(tv, k).index_var for k, i in enumerate(tv.loop)}
-    private = {i.uid: f"tp_r{j}_{tv.name}" for j, i in enumerate(acc_axes)}
-    ex = mma_execution(tv, builder.launch, "C", {**names, **private})
-    v = ELEMENT_VARS["C"]
+    names, private = store_names(builder, tv, acc_axes)
     element = f"tp_c_{tv.name}"
-    ex = ex.renamed({v: var(element)})
+    ex = mma_execution(tv, builder.launch, "C", names).renamed({ELEMENT_VARS["C"]: var(element)})
     ranges = {**ex.guarded_ranges, element: const(frag.elements("C"))}
     base = _tile_register(lambda i: var(private[i.uid]), acc_axes, frag.elements("C"))
     source = Operand(acc, MemoryType.Local, float32, simplify(base + var(element), ranges))
-    target = builder._operand(tv, ex.indices, ranges)
-    holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
-                         ranges)
-    conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
-    kind, name = (OpKind.LOAD_STORE, "set") if tv.dtype == float32 else (OpKind.CAST, "cast")
-    node: object = Compute(kind, name, target, [source], conds, 1, f"{tv.name} = the accumulators (C fragment)")
-    node = Loop(element, const(frag.elements("C")), LoopKind.UNROLL, f"{tv.name} C fragment element (store)", -1,
-                [node])
-    for i in reversed(acc_axes):
-        node = Loop(private[i.uid], i.extent_expr, LoopKind.UNROLL, f"{tv.name} {i.label()} (store)", -1, [node])
-    return node
+    loops = [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in acc_axes]
+    loops.append((element, const(frag.elements("C")), f"{tv.name} C fragment element (store)"))
+    return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the accumulators (C fragment)", loops)
 
 
 __all__ = ["add_statements", "check", "is_mma", "statements"]

@@ -16,7 +16,7 @@ and predicates come from the execution model only, as for every other statement.
 
 from __future__ import annotations
 
-from ...model.execution import CondKind, element_offset, store_execution
+from ...model.execution import CondKind, store_execution
 from ...model.expr import try_int, var
 from ...model.indexing import vector_index
 from ...model.lowerable import Problem
@@ -102,24 +102,38 @@ def _accumulate(builder, tv: TensorView, r: ReductionLoops, acc: str) -> Compute
 
 
 def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
-    """T's elements from the accumulator, in loops of their own over its axes (the store is
-    outside the reduction loops, so it cannot reuse their counters)."""
-    names = {i.uid: builder.classes.of(tv, k).index_var for k, i in enumerate(tv.loop)}
-    private = {i.uid: f"tp_r{j}_{tv.name}" for j, i in enumerate(r.accumulator)}
-    ex = store_execution(tv, builder.launch, {**names, **private})
+    """T's elements from the accumulator, in loops of their own over its axes."""
+    names, private = store_names(builder, tv, r.accumulator)
+    ex = store_execution(tv, builder.launch, names)
     ranges = ex.guarded_ranges
     register = vector_index([var(private[i.uid]) for i in r.accumulator], [i.extent_expr for i in r.accumulator])
     source = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges))
-    target = Operand(tv.name, tv.memory_type, tv.dtype,
-                     simplify(element_offset(tv, ex.indices, builder.allocations.get(tv.name)), ranges))
+    return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the {r.op_name} (after its loops)",
+                           [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in r.accumulator])
+
+
+def store_names(builder, tv: TensorView, axes) -> tuple[dict[int, str], dict[int, str]]:
+    """The index names of tv's store from its accumulator: its loop classes' and, for `axes`,
+    counters of its own (the store is outside the reduction loops, so it cannot reuse theirs).
+    Returns (all names, those counters)."""
+    names = {i.uid: builder.classes.of(tv, k).index_var for k, i in enumerate(tv.loop)}
+    private = {i.uid: f"tp_r{j}_{tv.name}" for j, i in enumerate(axes)}
+    return {**names, **private}, private
+
+
+def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, comment: str, loops) -> object:
+    """tv's element at the point `ex` = `source` (an accumulator register, rounded to tv's dtype),
+    predicated as the store execution says, in unrolled `loops` ((counter, extent, label),
+    outermost first)."""
+    target = builder._operand(tv, ex.indices, ranges)
     holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
                          ranges)
     conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
-    kind, name = (OpKind.LOAD_STORE, "set") if tv.dtype == r.dtype else (OpKind.CAST, "cast")
-    node: object = Compute(kind, name, target, [source], conds, 1, f"{tv.name} = the {r.op_name} (after its loops)")
-    for i in reversed(r.accumulator):
-        node = Loop(private[i.uid], i.extent_expr, LoopKind.UNROLL, f"{tv.name} {i.label()} (store)", -1, [node])
+    kind, name = (OpKind.LOAD_STORE, "set") if tv.dtype == source.dtype else (OpKind.CAST, "cast")
+    node: object = Compute(kind, name, target, [source], conds, 1, comment)
+    for counter, extent, label in reversed(loops):
+        node = Loop(counter, extent, LoopKind.UNROLL, label, -1, [node])
     return node
 
 
-__all__ = ["accumulator", "add_statements", "buffers", "check", "statements"]
+__all__ = ["accumulator", "add_statements", "buffers", "check", "statements", "store_names", "store_statement"]
