@@ -149,13 +149,14 @@ def _assumed_multiple(fusion, extent, factor: int) -> bool:
     (`fusion.assume("K % 64 == 0")` for a factor dividing 64)."""
     import sympy
 
+    from .fusion import symbol_bound
+
     if extent.op != "var":
         return False
-    symbol = sympy.Symbol(extent.value, integer=True)
     for a in fusion.assumptions:
-        if isinstance(a, sympy.Eq) and a.rhs == 0 and isinstance(a.lhs, sympy.Mod):
-            base, modulus = a.lhs.args
-            if getattr(base, "name", None) == symbol.name and modulus.is_Integer and int(modulus) % factor == 0:
+        for part in sympy.And.make_args(a):
+            got = symbol_bound(part)
+            if got is not None and got[0] == extent.value and got[3] % factor == 0:
                 return True
     return False
 

@@ -15,6 +15,8 @@ from typing import Iterable, Mapping
 
 import sympy
 
+from ..model.fusion import symbol_bound
+
 
 @dataclass(frozen=True)
 class SizeRange:
@@ -56,7 +58,7 @@ def admitted(bounds: Mapping[str, tuple[int, int]], assumptions: Iterable[sympy.
     exact = True
     for cond in assumptions:
         for part in sympy.And.make_args(cond):
-            got = _bound(part)
+            got = symbol_bound(part)
             if got is None or got[0] not in out:
                 exact = False
                 continue
@@ -70,26 +72,3 @@ def admitted(bounds: Mapping[str, tuple[int, int]], assumptions: Iterable[sympy.
                 return Admitted({name: SizeRange(lo, hi) for name, (lo, hi) in bounds.items()}, False)
             out[name] = SizeRange(a, b, step)
     return Admitted(out, exact)
-
-
-def _bound(rel) -> tuple[str, int | None, int | None, int] | None:
-    """(symbol, lo, hi, step) when `rel` says exactly that one symbol lies in [lo, hi] (None:
-    unbounded on that side) and is a multiple of step; None for any other condition."""
-    if not isinstance(rel, sympy.core.relational.Relational):
-        return None
-    lhs, rhs, op = rel.lhs, rel.rhs, type(rel)
-    if op is sympy.Eq and isinstance(lhs, sympy.Mod) and rhs == 0:
-        s, m = lhs.args
-        if isinstance(s, sympy.Symbol) and isinstance(m, sympy.Integer) and m > 0:
-            return s.name, None, None, int(m)
-        return None
-    if isinstance(rhs, sympy.Symbol) and isinstance(lhs, sympy.Integer):  # 128 >= M is M <= 128
-        lhs, rhs = rhs, lhs
-        op = {sympy.StrictLessThan: sympy.StrictGreaterThan, sympy.LessThan: sympy.GreaterThan,
-              sympy.StrictGreaterThan: sympy.StrictLessThan, sympy.GreaterThan: sympy.LessThan}.get(op, op)
-    if not (isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Integer)):
-        return None
-    c = int(rhs)
-    sides = {sympy.StrictLessThan: (None, c - 1), sympy.LessThan: (None, c), sympy.StrictGreaterThan: (c + 1, None),
-             sympy.GreaterThan: (c, None), sympy.Eq: (c, c)}
-    return (lhs.name, *sides[op], 1) if op in sides else None
