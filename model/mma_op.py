@@ -118,16 +118,14 @@ def is_mma(tv: TensorView) -> bool:
 
 def well_formed(tv: TensorView) -> bool:
     """Whether tv is an MmaOp on the tensor cores whose fragments are defined: an mma.sync macro
-    whose tile is tv's three innermost loop IDs, bound to Mma (MMA-SHAPE, MMA-TARGET)."""
-    if not is_mma(tv) or not is_mma_sync(tv.definition.macro):
+    whose tile is tv's three innermost loop IDs, bound to Mma (no MMA-TARGET, MMA-DTYPE or
+    MMA-SHAPE problem, model/mma_rules.py)."""
+    from .mma_rules import CODES, shape_problems
+
+    if not is_mma(tv):
         return False
-    axes = mma_axes(tv)
-    macro = tv.definition.macro
-    return (axes is not None and list(tv.loop[-INSTRUCTION_AXES:]) == [i for i in tv.loop if
-                                                                       i.parallel_type is ParallelType.Mma]
-            and (axes.m.static_extent, axes.n.static_extent, axes.k.static_extent) == (macro.m, macro.n, macro.k)
-            and all(inner_tile(tv, i) for i in (axes.m, axes.n, axes.k))
-            and tv.definition.inputs[0].dtype.name in macro.input_dtypes)
+    found: dict = {code: [] for code in CODES}
+    return shape_problems(tv, None, found) and not any(found.values())
 
 
 def check_macro(op: Op, macro) -> MmaMacro:
@@ -317,11 +315,6 @@ def tile_conds(tv: TensorView, ex, conds) -> tuple[list, list]:
     return uniform, k_holes
 
 
-def lane_dependent(e: Expr, role: str) -> bool:
-    """Whether e depends on the lane or on the fragment element (differs within one instruction)."""
-    return bool(e.free_vars() & {LANE.cuda_name, ELEMENT_VARS[role]})
-
-
 __all__ = ["ELEMENT_VARS", "INSTRUCTION_AXES", "LANE", "MMA_OP", "MacroFragments", "MmaAxes", "axis_roles", "check_macro",
-           "fragments", "fused_multiply_sum", "inner_tile", "is_mma", "is_mma_op", "is_mma_sync", "lane_dependent",
+           "fragments", "fused_multiply_sum", "inner_tile", "is_mma", "is_mma_op", "is_mma_sync",
            "matmul", "mma_axes", "well_formed", "mma_execution", "root_of", "tile_conds"]

@@ -42,11 +42,16 @@ def problems(fusion, order, target) -> dict[str, list[Problem]]:
                              f"axis {k} as a loop (Serial, Unroll) or on threads",
                         tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.parallel_origin or tv.origin))
             continue
-        _check(tv, op, target, out, fusion)
+        if shape_problems(tv, target, out):
+            _warp_problems(tv, out, fusion)
     return out
 
 
-def _check(tv, op, target, out, fusion) -> None:
+def shape_problems(tv, target, out: dict[str, list[Problem]] | None = None) -> bool:
+    """Add to `out` the MMA-TARGET, MMA-DTYPE and MMA-SHAPE problems of MmaOp output tv (every
+    code of CODES a key); whether the other rules can go on (tv has a macro and Mma axes by role)."""
+    out = out if out is not None else {code: [] for code in CODES}
+    op = tv.definition
     where = dict(tensor=tv.name, location=op.origin or tv.origin)
     mma_ids = [(k, i) for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Mma]
     macro = op.macro
@@ -58,7 +63,7 @@ def _check(tv, op, target, out, fusion) -> None:
                 hint=f"{tv.name}.definition.set_macro(tp.MmaMacro.Ampere_16_8_16) (bfloat16 / float16) or "
                      f"tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), with the macro's M, N, K tile as the Mma axes",
                 values={"mma_axes": len(mma_ids)}, **where))
-        return
+        return False
     if not is_mma_sync(macro):
         out["MMA-TARGET"].append(Problem(
             f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only"
@@ -67,7 +72,7 @@ def _check(tv, op, target, out, fusion) -> None:
             f"(Turing_*, Ampere_*) so far",
             hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32)",
             values={"m": macro.m, "n": macro.n, "k": macro.k}, **where))
-        return
+        return False
     dtypes = [t.dtype.name for t in op.inputs]
     if any(d not in macro.input_dtypes for d in dtypes):
         out["MMA-DTYPE"].append(Problem(
@@ -77,7 +82,7 @@ def _check(tv, op, target, out, fusion) -> None:
                   if dtypes[0] == "float32" else
                   "bfloat16 / float16 operands: set_macro(tp.MmaMacro.Ampere_16_8_16)"),
             values={"operand_bits": 8 * op.inputs[0].dtype.bytes}, **where))
-        return
+        return False
     axes = mma_axes(tv)
     want = {"M": macro.m, "N": macro.n, "K": macro.k}
     if axes is None or [i for _, i in mma_ids] != list(tv.loop[-INSTRUCTION_AXES:]):
@@ -87,7 +92,7 @@ def _check(tv, op, target, out, fusion) -> None:
             hint=f"split {tv.name}'s M, N and K axes by {macro.m}, {macro.n} and {macro.k}, move the inner parts to "
                  f"the end (reorder) and bind them to tp.ParallelType.Mma",
             values={"mma_axes": len(mma_ids), "loop_axes": len(tv.loop)}, **where))
-        return
+        return False
     for role in ("M", "N", "K"):
         i = axes.of(role)
         if i.static_extent != want[role] or not inner_tile(tv, i):
@@ -97,6 +102,13 @@ def _check(tv, op, target, out, fusion) -> None:
                 + ("" if inner_tile(tv, i) else "; it is not an inner split of that axis"),
                 hint=f"split {tv.name}'s {role} axis by {want[role]} and bind the inner part to Mma",
                 ids=(i.name,), values={"extent": i.static_extent or -1, "macro_extent": want[role]}, **where))
+    return True
+
+
+def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
+    """Add the MMA-WARP-COLLECTIVE and MMA-OPERAND-LAYOUT (registers) problems of MmaOp output tv."""
+    op = tv.definition
+    where = dict(tensor=tv.name, location=op.origin or tv.origin)
     lanes = block_dims(fusion).get(ParallelType.TIDx, const(1))
     if lanes != const(32):
         out["MMA-WARP-COLLECTIVE"].append(Problem(
