@@ -104,13 +104,14 @@ def run_case(seed: int, index: int, families=None, on_gpu=False) -> dict:
     out.update(family=family, target=target, steps=repr(case))
     if getattr(case, "api_bugs", None):  # API misuse that raised something other than tp.ScheduleError
         return {**out, "outcome": "internal error", "stage": "api", "error": case.api_bugs[0]}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         report = tp.verify(case.fusion, target)
     except Exception as e:  # noqa: BLE001
         return {**out, "outcome": "internal error", "stage": "verify",
                 "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc(limit=4)[-1500:]}
     out["verify_s"] = time.perf_counter() - start
+    out["verify_cpu_s"] = time.process_time() - cpu  # this process's CPU time: what other workers cannot inflate
     out["codes"] = report.codes
     out["undecided"] = [d.code for d in report.diagnostics if d.message.startswith(UNDECIDED)]
     bugs = [d for d in report.errors if "tileproof bug" in d.message]
@@ -141,6 +142,10 @@ def _run_on_gpu(kernel) -> dict:
 
 
 def _worker(conn, seed: int, families, on_gpu: bool) -> None:
+    if on_gpu:  # the references' host math must not take the CPUs the other workers' verifies time
+        import torch
+
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     while True:
         index = conn.recv()
         if index is None:
@@ -205,6 +210,7 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     internal = [r for r in results if r["outcome"] == "internal error"]
     codes = Counter(c for r in results for c in r.get("codes", []))
     kinds = Counter(re.sub(r"'[^']*'|\b\d+\b", "_", r.get("error", ""))[:140] for r in internal + failed)
+    verify_cpu = [r["verify_cpu_s"] for r in results if "verify_cpu_s" in r]
     slowest = max((r for r in results if "verify_s" in r), key=lambda r: r["verify_s"], default=None)
     slow_verifies = sorted((r for r in results if r.get("verify_s", 0) > SLOW_VERIFY_S), key=lambda r: -r["verify_s"])
     undecided = [r for r in results if r.get("undecided")]
@@ -215,7 +221,8 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
                            key=lambda r: -r["compile_s"])
     return {
         "command": "python benchmarks/fuzz.py " + " ".join(sys.argv[1:]),  # as run: --run, --out included
-        "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs",
+        "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs, "
+                   f"{args.jobs} workers of {_threads_per_worker(args.jobs)} host-math threads each",
         "cases": len(results),
         "families": dict(Counter(r.get("family", "?") for r in results)),
         "accepted": count["compiled"] + count["failed to compile"],
@@ -227,7 +234,9 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
         "verify_s": {"max": round(max(verify, default=0), 3), "median": round(statistics.median(verify), 4) if verify
                      else 0, "slowest_case": slowest and slowest["index"],
                      f"over_{SLOW_VERIFY_S}_s": len(slow_verifies),
-                     "slowest": [{"index": r["index"], "verify_s": round(r["verify_s"], 2), "steps": r["steps"]}
+                     "cpu_max": round(max(verify_cpu, default=0), 3),
+                     "slowest": [{"index": r["index"], "verify_s": round(r["verify_s"], 2),
+                                  "cpu_s": round(r.get("verify_cpu_s", 0), 2), "steps": r["steps"]}
                                  for r in slow_verifies[:20]]},
         "solver_undecided": {"cases": len(undecided),
                              "examples": [{"index": r["index"], "codes": r["undecided"], "steps": r["steps"]}
@@ -266,6 +275,11 @@ def _rerun_alone(results: list[dict], args, families) -> None:
     print(f"{len(oom)} cases out of memory among {args.jobs} workers, run again alone", flush=True)
 
 
+def _threads_per_worker(jobs: int) -> int:
+    """The CPUs each worker's numpy and torch may use: together the workers fill the machine once."""
+    return max(1, (os.cpu_count() or 1) // jobs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=200)
@@ -300,6 +314,8 @@ def main() -> None:
             c = Counter(x["outcome"] for x in results)
             print(f"{len(results)}/{args.cases} {dict(c)} ({time.perf_counter() - start:.0f} s)", flush=True)
 
+    for threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy loads
+        os.environ[threads] = str(_threads_per_worker(args.jobs))
     pool = Pool(args.jobs, args.seed, args.timeout, families, args.run)
     try:
         pool.run(range(args.first, args.first + args.cases), on_result)
