@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..model.barriers import CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
+from ..model.barriers import CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
 from ..model.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
@@ -363,7 +363,7 @@ class MmaIssue(Compute):
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CpAsyncWait, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue)
+              CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue)
 
 
 def format_nodes(nodes: list, indent: int = 0) -> str:
@@ -392,6 +392,8 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
         elif isinstance(n, CpAsyncWait):
             lines.append(f"{pad}{'cp.async.commit_group + ' if n.commit else ''}cp.async.wait_group {n.pending}"
                          f"  # {n.why}")
+        elif isinstance(n, CpAsyncCommit):
+            lines.append(f"{pad}cp.async.commit_group  # {n.why}")
         elif isinstance(n, TmaCopy):
             lines.append(f"{pad}tma {n.direction.value} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"

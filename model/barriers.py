@@ -85,6 +85,14 @@ class CpAsyncWait:
 
 
 @dataclass(frozen=True)
+class CpAsyncCommit:
+    """Every thread commits its cp.async copies not yet committed as one group, an empty group
+    where it issued none (cp.async.commit_group), and goes on without waiting."""
+
+    why: str
+
+
+@dataclass(frozen=True)
 class Hazards:
     """The nest's vocabulary: what a leaf accesses (None: not a statement), whether a loop repeats
     and how many times it runs (its extent)."""
@@ -100,7 +108,7 @@ def statement_paths(nodes: list, hazards: Hazards, prefix: Path | None = None) -
         here = (prefix or []) + [(nodes, k)]
         if hasattr(n, "body"):
             out += statement_paths(n.body, hazards, here)
-        elif not isinstance(n, (Sync, TmaWait, CpAsyncWait)):
+        elif not isinstance(n, (Sync, TmaWait, CpAsyncWait, CpAsyncCommit)):
             acc = hazards.access(n)
             if acc is not None:
                 out.append((n, acc, here))

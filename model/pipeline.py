@@ -9,18 +9,19 @@ rewrites the loop nest, after model/barriers.py placed the other barriers:
 
     Prologue        before the loop: for p in [0, P): the copy of iteration p (if p < extent),
                     then commit                                          (P = prefetch)
-    loop i:         Prefetched: the copy of iteration i + P (if i + P < extent)
-                    commit; cp.async.wait_group P        (iteration i's group is complete)
-                    __syncthreads                       (read after write: every thread's copies)
+    loop i:         cp.async.wait_group P - 1           (iteration i's group is complete)
+                    __syncthreads                       (read after write: every thread's copies;
+                                                         write after read: iteration i - 1's reads)
+                    Prefetched: the copy of iteration i + P (if i + P < extent), into stage
+                    (i + P) % S, which iteration i + P - S <= i - 1 read; commit
                     ... the readers of stage i % S ...
-                    __syncthreads where P = S - 1       (write after read: the next iteration
-                                                         refills the stage read here)
 
-With P <= S - 2 the next barrier after a read is the read-after-write barrier of the next
-iteration, before stage (i + P) % S is refilled in iteration i + S - P; with P >= S no barrier
-can help (the refill comes before the read): PIPELINE-WAR rejects it, PIPELINE-STAGES too. A
-loop shorter than the prologue simply issues fewer copies (the predicates), and the groups
-stay counted since every iteration commits one group, empty or not.
+One barrier per iteration orders both hazards where 1 <= P <= S - 1 (CUTLASS's multistage order;
+nvFuser issues the refill first and needs a second barrier at the end when P = S - 1). With
+P = 0 the loop issues, commits and waits for its own copies before the barrier. With P >= S the
+refill comes before the read: PIPELINE-WAR rejects it, PIPELINE-STAGES too. A loop shorter than
+the prologue simply issues fewer copies (the predicates), and the groups stay counted since every
+iteration commits one group, empty or not.
 
 A Timeline is what one iteration of the loop around a cp.async copy and one of its readers
 does, step by step, taken from the loop nest with its barriers and waits placed
@@ -42,7 +43,7 @@ import copy
 import enum
 from dataclasses import dataclass, field
 
-from .barriers import CpAsyncWait, Hazards, Path, Sync, repeats, split_point, statement_paths
+from .barriers import CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, repeats, split_point, statement_paths
 from .errors import ScheduleError, user_location
 from .expr import Expr, const
 from .types import MemoryType, ParallelType
@@ -257,12 +258,18 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
     for scope, loop, children, (stages, prefetch) in loops.values():
         copies = [loop.body[k] for k in sorted(children)]
         rest = [n for k, n in enumerate(loop.body) if k not in children]
-        ahead = max(prefetch, 0)
-        waits = [Prefetched(stages, prefetch, copies),
-                 CpAsyncWait(ahead, f"this iteration's copies are complete, at most {ahead} newer group(s) in flight"),
-                 Sync("this iteration's stage, copied by every thread, read below")]
-        war = [Sync("the stage read here is refilled at the top of the next iteration")] if prefetch >= stages - 1 else []
-        loop.body[:] = waits + rest + war
+        if prefetch >= 1:  # the refill after the read-after-write barrier, which also orders the refill
+            # after the previous iteration's reads of its stage: one barrier per iteration
+            loop.body[:] = [CpAsyncWait(prefetch - 1, f"this iteration's copies are complete, at most "
+                                        f"{prefetch - 1} newer group(s) in flight", commit=False),
+                            Sync("this iteration's stage is complete for every thread; the stage refilled "
+                                 "below was read in the previous iteration"),
+                            Prefetched(stages, prefetch, copies), CpAsyncCommit("the refill's group")] + rest
+        else:  # no prefetch: the copies of this very iteration, waited for at once
+            war = [Sync("the stage read here is refilled at the top of the next iteration")] if stages == 1 else []
+            loop.body[:] = [Prefetched(stages, prefetch, copies),
+                            CpAsyncWait(0, "this iteration's copies are complete"),
+                            Sync("this iteration's stage, copied by every thread, read below")] + rest + war
         at = next(k for k, n in enumerate(scope) if n is loop)  # an earlier prologue may have moved it
         scope.insert(at, Prologue(stages, prefetch, copy.deepcopy(copies)))
 
@@ -321,6 +328,8 @@ def events_of(node) -> list[Event]:
     """The Steps a barrier-nest node stands for (a CpAsyncWait that commits is two)."""
     if isinstance(node, CpAsyncWait):
         return ([Event(Step.COMMIT)] if node.commit else []) + [Event(Step.WAIT, node.pending)]
+    if isinstance(node, CpAsyncCommit):
+        return [Event(Step.COMMIT)]
     if isinstance(node, Sync):
         return [Event(Step.SYNC)]
     return []

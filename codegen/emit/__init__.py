@@ -20,7 +20,7 @@ from ...model.expr import const
 from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
+from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
                  TmemDealloc, TmemFencedSync, MmaIssue)
 
@@ -391,6 +391,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     ReduceInit: emit_reduction.init_lines,
     BlockReduce: emit_reduction.block_reduce_lines,
     CpAsyncWait: emit_cp_async.wait_lines,
+    CpAsyncCommit: emit_cp_async.commit_lines,
     Prologue: emit_cp_async.prologue_lines,
     Prefetched: emit_cp_async.prefetched_lines,
     MmaIssue: emit_mma.issue_lines,

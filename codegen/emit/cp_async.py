@@ -13,7 +13,7 @@ extent.
 from __future__ import annotations
 
 from ...model.expr import add, const, var
-from ..ir import CpAsyncCopy, CpAsyncWait, Prefetched, Prologue
+from ..ir import CpAsyncCommit, CpAsyncCopy, CpAsyncWait, Prefetched, Prologue
 from .cuda_expr import INDEX_TYPES
 
 PRELUDE = """\
@@ -82,4 +82,8 @@ def wait_lines(emitter, n: CpAsyncWait, depth: int) -> list[str]:
     return commit + [f"{pad}tp_cp_async_wait<{n.pending}>();  // {n.why}"]
 
 
-__all__ = ["PRELUDE", "copy_lines", "prefetched_lines", "prelude", "prologue_lines", "wait_lines"]
+def commit_lines(emitter, n: CpAsyncCommit, depth: int) -> list[str]:
+    return [f"{'  ' * depth}tp_cp_async_commit();  // {n.why}"]
+
+
+__all__ = ["PRELUDE", "commit_lines", "copy_lines", "prefetched_lines", "prelude", "prologue_lines", "wait_lines"]

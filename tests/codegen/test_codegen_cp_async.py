@@ -130,14 +130,15 @@ def test_the_fingerprint_tells_cache_ops_apart():
 
 # -- circular buffering --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,stages,prefetch,war", [("k_loop_sum_double_buffered", 2, 1, True),
-                                                      ("k_loop_sum_three_stages_prefetch_one", 3, 1, False),
-                                                      ("k_loop_sum_four_stages_bf16", 4, 3, True),
-                                                      ("k_loop_sum_pipelined_any_k", 2, 1, True)])
-def test_the_pipelined_k_loop(name, stages, prefetch, war):
+@pytest.mark.parametrize("name,stages,prefetch", [("k_loop_sum_double_buffered", 2, 1),
+                                                  ("k_loop_sum_three_stages_prefetch_one", 3, 1),
+                                                  ("k_loop_sum_four_stages_bf16", 4, 3),
+                                                  ("k_loop_sum_pipelined_any_k", 2, 1)])
+def test_the_pipelined_k_loop(name, stages, prefetch):
     """The prologue copies iterations 0..P-1 (each below the loop's extent, each then committed);
-    the loop copies iteration i + P into stage (i + P) % S, commits, waits until at most P groups are
-    in flight, synchronizes, reads stage i % S, and synchronizes again where P = S - 1."""
+    the loop waits until at most P - 1 groups are in flight (iteration i's data is complete),
+    synchronizes once, copies iteration i + P into stage (i + P) % S (read in iteration i + P - S,
+    before that barrier), commits, and reads stage i % S: one barrier per iteration."""
     source = tp.compile(VALID[name].build()).cuda_source
     body = source[source.index("extern"):]
     lines = [ln.strip() for ln in body.splitlines()]
@@ -145,11 +146,16 @@ def test_the_pipelined_k_loop(name, stages, prefetch, war):
         else lines.index(f"for (unsigned i1 = 0; i1 < {prefetch}; ++i1) {{")
     assert lines[pro - 1] == "#pragma unroll" and lines[pro + 1].startswith("if (i1 < ")
     loop = next(k for k, ln in enumerate(lines) if k > pro and ln.startswith("for (") and "i1 <" in ln)
-    assert lines[loop + 1].startswith(f"if ((i1 + {prefetch}") and f"% {stages}" in lines[loop + 1]
+    assert lines[loop + 1].startswith(f"tp_cp_async_wait<{prefetch - 1}>();")
+    assert lines[loop + 2].startswith("__syncthreads();")
+    assert lines[loop + 3].startswith(f"if ((i1 + {prefetch}") and f"% {stages}" in lines[loop + 3]
     assert f"% {stages}" in body and f"((i1 + {prefetch}" in body  # the shifted copies' stage and data
-    at = next(k for k, ln in enumerate(lines) if ln.startswith(f"tp_cp_async_wait<{prefetch}>();"))
-    assert lines[at - 1] == "tp_cp_async_commit();" and lines[at + 1].startswith("__syncthreads();")
-    assert ("refilled at the top of the next iteration" in body) == war
+    end = lines.index("}", loop + 3)  # the prefetched copies' block
+    inner = lines[loop + 4:]
+    close = next(k for k, ln in enumerate(inner) if ln.startswith("tp_cp_async_commit();"))
+    assert all(not ln.startswith("__syncthreads") for ln in inner[:close]), end
+    loop_body = body[body.index(lines[loop]):]
+    assert loop_body.count("__syncthreads();") >= 1 and "refilled at the top of the next iteration" not in body
 
 
 def test_a_prologue_copy_is_the_loops_statement_at_an_earlier_iteration():

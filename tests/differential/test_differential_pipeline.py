@@ -57,7 +57,7 @@ def simulate(tl: Timeline, extent: int) -> bool:
                 groups.append(uncommitted)
                 uncommitted = []
             elif e.step is Step.WAIT:
-                done = groups[:len(groups) - e.pending] if e.pending else groups
+                done = groups[:max(len(groups) - e.pending, 0)]  # more pending than committed: none done
                 for g in done:
                     for d in g:
                         completed.setdefault(d, time)
@@ -131,9 +131,11 @@ def test_the_placed_pipeline_has_the_documented_steps():
     tl = placed(3, 2, 10)
     assert (tl.prefetch, tl.stages, tl.prologue_iterations) == (2, 3, 2)
     assert [e.step for e in tl.prologue] == [Step.ISSUE, Step.COMMIT]
-    assert [(e.step, e.pending) for e in tl.body] == [(Step.ISSUE, 0), (Step.COMMIT, 0), (Step.WAIT, 2),
-                                                       (Step.SYNC, 0), (Step.READ, 0), (Step.SYNC, 0)]
-    assert [e.step for e in placed(3, 1, 10).body][-1] is Step.READ  # prefetch <= stages - 2: no end barrier
+    # the refill after the read-after-write barrier: one barrier per iteration
+    assert [(e.step, e.pending) for e in tl.body] == [(Step.WAIT, 1), (Step.SYNC, 0), (Step.ISSUE, 0),
+                                                       (Step.COMMIT, 0), (Step.READ, 0)]
+    assert [(e.step, e.pending) for e in placed(3, 0, 10).body] == [  # no prefetch: the copy waited for at once
+        (Step.ISSUE, 0), (Step.COMMIT, 0), (Step.WAIT, 0), (Step.SYNC, 0), (Step.READ, 0)]
 
 
 # -- perturbations ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.allocation import compute_allocation
-from tileproof.model.barriers import CpAsyncWait, Sync
+from tileproof.model.barriers import CpAsyncCommit, CpAsyncWait, Sync
 from tileproof.model.pipeline import Prefetched, Prologue, Step
 from tileproof.model.targets import get_target
 from tileproof.verifier.analysis import barrier_nest as nest_module
@@ -184,8 +184,10 @@ def _find(nodes, kind):
     return None
 
 
-@pytest.mark.parametrize("stages,prefetch,war", [(2, 1, True), (3, 2, True), (3, 1, False), (4, 1, False)])
-def test_the_placed_loop(stages, prefetch, war):
+@pytest.mark.parametrize("stages,prefetch", [(2, 1), (3, 2), (3, 1), (4, 1)])
+def test_the_placed_loop(stages, prefetch):
+    """wait (prefetch - 1 groups in flight), one barrier, the refill of the stage read in the
+    previous iteration, its commit, then the reads: no barrier at the end of the iteration."""
     fusion, _ = k_loop(stages, prefetch)
     tree = nest_of(fusion).tree
     prologue = _find(tree, Prologue)
@@ -193,8 +195,17 @@ def test_the_placed_loop(stages, prefetch, war):
     scope = next(n for n in tree if hasattr(n, "body")).body  # the block's scope: prologue, then the K loop
     k = next(i for i, n in enumerate(scope) if isinstance(n, Prologue))
     body = scope[k + 1].body
-    assert isinstance(body[0], Prefetched) and isinstance(body[1], CpAsyncWait) and body[1].pending == prefetch
-    assert isinstance(body[2], Sync) and isinstance(body[-1], Sync) == war
+    assert isinstance(body[0], CpAsyncWait) and body[0].pending == prefetch - 1 and not body[0].commit
+    assert isinstance(body[1], Sync) and isinstance(body[2], Prefetched) and isinstance(body[3], CpAsyncCommit)
+    assert not any(isinstance(n, Sync) for n in body[2:])
+
+
+def test_without_prefetch_the_copy_is_waited_for_in_its_iteration():
+    fusion, _ = k_loop(2, 0)
+    scope = next(n for n in nest_of(fusion).tree if hasattr(n, "body")).body
+    body = next(n for n in scope if hasattr(n, "body") and any(isinstance(c, Prefetched) for c in n.body)).body
+    assert isinstance(body[0], Prefetched) and isinstance(body[1], CpAsyncWait) and body[1].pending == 0
+    assert isinstance(body[2], Sync) and tp.verify(fusion, rules=["CPASYNC-WAIT", "PIPELINE-WAR"]).ok
 
 
 def test_cpasync_wait_and_pipeline_war_see_the_prologue():
@@ -207,20 +218,20 @@ def test_cpasync_wait_and_pipeline_war_see_the_prologue():
 
 
 @pytest.mark.parametrize("remove", ["war", "wait"])
-def test_removing_a_placed_barrier_or_deepening_the_wait_is_reported(remove, monkeypatch):
-    """The rules check the nest the code generator emits: without the end-of-iteration barrier a
-    stage is refilled while it is read (PIPELINE-WAR); a wait that leaves one more group in
-    flight lets a read see its copy in flight (CPASYNC-WAIT)."""
+def test_refilling_before_the_barrier_or_deepening_the_wait_is_reported(remove, monkeypatch):
+    """The rules check the nest the code generator emits: a refill issued before the iteration's
+    barrier overwrites a stage other threads may still read (PIPELINE-WAR); a wait that leaves one
+    more group in flight lets a read see its copy in flight (CPASYNC-WAIT)."""
     built = nest_module._build
 
     def broken(ctx):
         nest_ = built(ctx)
         loop = _find(nest_.tree, Prefetched)
-        owner = next(n for n in _loops(nest_.tree) if n.body and n.body[0] is loop)
-        if remove == "war":
-            owner.body.pop()
+        owner = next(n for n in _loops(nest_.tree) if len(n.body) > 2 and n.body[2] is loop)
+        if remove == "war":  # [wait, refill, barrier, commit, ...]
+            owner.body[1], owner.body[2] = owner.body[2], owner.body[1]
         else:
-            owner.body[1].pending += 1
+            owner.body[0].pending += 1
         return nest_
 
     monkeypatch.setattr(nest_module, "_build", broken)
@@ -284,4 +295,4 @@ def test_ldmatrix_reads_the_iterations_stage():
     ctx = VerifyContext(fusion.snapshot(), get_target("sm_90a"))
     [a] = accesses(ctx)
     assert "% 2)" in str(_offset(ctx, a))  # (K tile index % 2) * 64 elements
-    assert "tp_cp_async_wait<1>();" in tp.compile(fusion).cuda_source
+    assert "tp_cp_async_wait<0>();" in tp.compile(fusion).cuda_source  # 2 stages: wait for the one in flight

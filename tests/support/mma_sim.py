@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tileproof.codegen.ir import CpAsyncCopy, CpAsyncWait, MmaIssue, Prefetched, Prologue, Sync
+from tileproof.codegen.ir import CpAsyncCommit, CpAsyncCopy, CpAsyncWait, MmaIssue, Prefetched, Prologue, Sync
 from tileproof.model.expr import evaluate
 from tileproof.model.types import MemoryType
 
@@ -100,6 +100,8 @@ class MmaSimulator(Simulator):
                 self.cp_async(n, loops)
             elif isinstance(n, CpAsyncWait):
                 self.wait(n)
+            elif isinstance(n, CpAsyncCommit):
+                self.commit()
             elif isinstance(n, Prologue):
                 extent = evaluate(n.extent, self.symbols)
                 for p in range(max(n.prefetch, 0)):
