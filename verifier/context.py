@@ -120,6 +120,13 @@ class VerifyContext:
         the ranges every query asserts, and sizes its bit-vectors by."""
         return admitted(self.symbol_bounds(), self.fusion.assumptions)
 
+    @cached_property
+    def z3_context(self):
+        """The z3 context this verify's queries build their terms in, each with its own solver."""
+        import z3
+
+        return z3.Context()
+
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None,
               timeout_ms: int | None = None) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings);
@@ -128,7 +135,7 @@ class VerifyContext:
         hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
         q = Query(hint, dict(ranges or {}), symbols=self.admitted.bounds(), steps=self.admitted.steps(),
-                  shrink=self.shrink, **limit)
+                  shrink=self.shrink, context=self.z3_context, **limit)
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
         return q

@@ -140,15 +140,17 @@ class Query:
 
     def __init__(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], *,
                  symbols: Mapping[str, tuple[int, int]] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                 simplify: bool = True, shrink: "ShrinkAccount | None" = None, steps: Mapping[str, int] | None = None):
+                 simplify: bool = True, shrink: "ShrinkAccount | None" = None, steps: Mapping[str, int] | None = None,
+                 context: "z3.Context | None" = None):
         """`hint`: every expression the query will use (picks the theory and width);
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
         `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
         `steps`: symbol -> k where the facts (an assumption S % k == 0) admit only multiples of k,
         so that shrinking a counterexample probes those alone;
         `simplify=False` renders terms as given and decides no comparison itself (tests
-        compare the verdicts)."""
-        self.ctx = z3.Context()
+        compare the verdicts); `context`: the z3 context to build terms in (one verify's queries
+        share one: making a context costs about a millisecond), each query with its own solver."""
+        self.ctx = context if context is not None else z3.Context()
         self.shrink = shrink if shrink is not None else ShrinkAccount(SHRINK_SECONDS)
         self.timeout_ms = timeout_ms
         self.facts: list = []
