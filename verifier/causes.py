@@ -1,15 +1,15 @@
 """Root causes first: one mistake in a schedule often breaks several rules (a swizzle on the
 wrong axes makes the TMA swizzle mode, the row width and the bijection fail too). A rule that
 finds the mistake itself and verifies a fix on a copy of the fusion records the copy
-(propose_fix); here every other finding whose rule no longer reports it on the
-fixed copy is marked as following from the cause, and the report lists each cause first with
+(propose_fix); here every other error whose rule no longer reports it on the
+fixed copy is marked as following from the cause (warnings stay on their own), and the report lists each cause first with
 its consequences right after it, so that a reader meets the mistake before its symptoms.
 """
 
 from __future__ import annotations
 
 from .context import VerifyContext
-from .diagnostics import Diagnostic, Report
+from .diagnostics import Diagnostic, Report, Severity
 from .registry import RULES
 
 
@@ -36,7 +36,9 @@ def group_by_cause(ctx: VerifyContext, report: Report) -> None:
         return
     for cause in causes:
         fixed = fixes[cause.id]
-        others = [d for d in report.diagnostics if d.follows_from is None and d.id is None]
+        # errors only: a warning rule re-run on the copy would spend its time budget again
+        others = [d for d in report.diagnostics if d.follows_from is None and d.id is None
+                  and d.severity is Severity.ERROR]
         still = _findings(fixed, {d.code for d in others})
         ctx.queries += fixed.queries
         consequences = [d for d in others if (d.code, d.tensor) not in still]

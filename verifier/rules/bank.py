@@ -21,8 +21,8 @@ from ..registry import rule
 from ..solver import Outcome, Verdict
 from ..diagnostics import Severity
 
-BANK_TIMEOUT_MS = 250  # a warning's proof per access, and the rule's whole budget (readable
-BANK_BUDGET_S = 0.3  # counterexamples included): a verify stays under 0.5 s; what is left unproved is "not analysed"
+BANK_TIMEOUT_MS = 200  # a warning's proof per access, and the rule's whole budget (readable
+BANK_BUDGET_S = 0.25  # counterexamples included): a verify stays under 0.5 s; what is left unproved is "not analysed"
 MIN_PROOF_S, MIN_READABLE_S = 0.05, 0.02  # what an access's proof and its counterexample get once it is spent
 
 @rule("SMEM-BANK-CONFLICT", family="bank", severity=Severity.WARNING)
@@ -34,7 +34,7 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         lanes of one warp that the hardware serves in the same phase (the whole warp
         for 4-byte accesses, half-warps for 8, quarter-warps for 16): the two lanes do
         not touch different 4-byte words of the same bank (bank = word % 32). A proof z3
-        does not finish in 0.25 s (0.3 s for all accesses together) is reported as "not
+        does not finish in 0.2 s (0.25 s for all accesses together) is reported as "not
         analysed" (a warning, like a conflict). A conflict is reported with its degree
         (n-way: the most distinct words one bank serves to the counterexample's warp phase,
         counted from the address expressions at its iteration) and the lanes of that bank;
