@@ -223,3 +223,22 @@ def _related_loop_positions(tv: TensorView, i: IterDomain, loop_pos: dict[int, i
                 return [loop_pos[x.uid]]
         node = node.definition.inputs[0]
     return []
+
+
+def complete_cut_below(x: TensorView, domain) -> bool:
+    """Whether `domain` is what x's loop domain becomes by the transforms between them: split
+    (index = outer * factor + inner), merge and XOR swizzle (bijective, SWIZZLE-BIJECTIVITY) are
+    one-to-one, so distinct loop points then have distinct coordinates in `domain`."""
+    wanted, stack = set(), list(domain)
+    while stack:  # domain's IDs and everything they derive from
+        i = stack.pop()
+        if i.uid not in wanted:
+            wanted.add(i.uid)
+            if i.definition is not None:
+                stack.extend(i.definition.inputs)
+    cut = {i.uid for i in x.loop}
+    for t in x.history:
+        ins, outs = {i.uid for i in t.inputs}, {o.uid for o in t.outputs}
+        if ins <= cut and outs & wanted:
+            cut = (cut - ins) | outs
+    return cut == {i.uid for i in domain}

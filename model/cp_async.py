@@ -34,7 +34,7 @@ from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
 CA_BYTES = (4, 8, 16)  # cp.async.ca cp-size (PTX ISA 9.7.9.25.3.1)
 CG_BYTES = (16,)  # cp.async.cg takes 16 only (ptxas: "expected to be 16")
 ISSUE_CONDS = (CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)  # no copy issued where these fail
-ZERO_FILL_CONDS = (CondKind.HOLE,)  # issued with src-size 0 where these fail
+ZERO_FILL_CONDS = (CondKind.HOLE, CondKind.PADDING)  # issued with src-size 0 where these fail
 
 
 def is_cp_async(op) -> bool:
@@ -100,6 +100,7 @@ def structure_problems(fusion, order: list[TensorView]):
     from .allocation import compute_allocation
     from .execution import needed_bounds
     from .lowerable import Problem
+    from .zero_padding import zero_padded
 
     out = []
     for tv in order:
@@ -123,7 +124,9 @@ def structure_problems(fusion, order: list[TensorView]):
                 hint=f"reorder {tv.name} so that its one Vectorize axis is innermost",
                 tensor=tv.name, ids=tuple(tv.loop[k].name for k in vec),
                 values={"vectorize_axis": vec[0], "axes": tv.ndim}, location=tv.origin))
-        if _may_have_holes(tv, needed_bounds(tv)):
+        # the bound of K a zero path runs past is a point that executes (model/zero_padding.py), whose
+        # zeros every rule sees land; only the holes left are issued unseen
+        if _may_have_holes(tv, needed_bounds(tv) - {zero_padded(tv.fusion).get(tv.name)}):
             out += zero_fill_problems(tv, compute_allocation(tv))
     return out
 

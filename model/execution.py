@@ -40,6 +40,7 @@ from .iterdomain import Merge, Split
 from .reduction import is_reduction_tensor
 from .tensor import TensorView
 from .types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
+from .zero_padding import zero_padded
 
 LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
 
@@ -47,6 +48,7 @@ LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
 class CondKind(enum.Enum):
     THREAD_EXTENT = "thread extent"
     HOLE = "hole"
+    PADDING = "past K"  # not a predicate: the point runs on zeros (TensorExecution.padding)
     SINGLE_WRITER = "single writer"
 
 
@@ -74,6 +76,9 @@ class TensorExecution:
     indices: dict[int, Expr]  # uid of every ID of the tensor -> its index
     conds: tuple[Cond, ...]
     launch_index: dict[ParallelType, Expr] = field(default_factory=dict)  # launched type -> its index
+    # bounds of K the point runs past on zeros (model/zero_padding.py): not predicates; a cp.async
+    # reads no global byte where one fails (src-size 0)
+    padding: tuple[Cond, ...] = ()
 
     @property
     def op(self):
@@ -119,7 +124,8 @@ class TensorExecution:
         return TensorExecution(self.tensor, {u: ren(e) for u, e in self.env.items()}, ranges,
                                {u: ren(e) for u, e in self.indices.items()},
                                tuple(c.renamed(names) for c in self.conds),
-                               {p: ren(e) for p, e in self.launch_index.items()})
+                               {p: ren(e) for p, e in self.launch_index.items()},
+                               tuple(c.renamed(names) for c in self.padding))
 
 
 def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
@@ -139,9 +145,12 @@ def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
             ranges.setdefault(p.cuda_name, launch[p])
     indices = indices_from_loop(tv, env)
     writers = [] if is_reduction_tensor(tv) else _writer_conds(tv, launch)  # a reduction stores after its loops
-    conds = _extent_conds(tv, launch) + _hole_conds(tv, indices) + writers
+    padded = zero_padded(tv.fusion).get(tv.name)
+    padding = tuple(Cond(b.value, "<", b.extent, f"{b.id.label()} past K: zeros", CondKind.PADDING)
+                    for b in valid_item_bounds(tv, indices) if b.id.uid == padded and padded in needed_bounds(tv))
+    conds = _extent_conds(tv, launch) + _hole_conds(tv, indices, skip=padded) + writers
     launch_index = {p: var(p.cuda_name) for p in LAUNCH_TYPES if p in launch}
-    return TensorExecution(tv, env, ranges, indices, tuple(conds), launch_index)
+    return TensorExecution(tv, env, ranges, indices, tuple(conds), launch_index, padding)
 
 
 def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
@@ -157,11 +166,12 @@ def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     # an element is a point of the iteration IDs: the bounds of reduction IDs (a reduced root, a split
     # of it, a reduction axis's thread extent) bound the terms, not the elements; every element is
     # stored, the neutral value where no term is valid
-    conds = (_extent_conds(tv, launch, elements=True) + _hole_conds(tv, ex.indices, elements=True)
+    conds = (_extent_conds(tv, launch, elements=True)
+             + _hole_conds(tv, ex.indices, elements=True, skip=zero_padded(tv.fusion).get(tv.name))
              + _writer_conds(tv, launch))
     loops = {ex.env[i.uid].value: const(0) for i in tv.loop
              if i.is_reduction and ex.env[i.uid].op == "var" and i.parallel_type not in LAUNCH_TYPES}
-    stored = TensorExecution(tv, ex.env, ex.ranges, ex.indices, tuple(conds), ex.launch_index)
+    stored = TensorExecution(tv, ex.env, ex.ranges, ex.indices, tuple(conds), ex.launch_index, ex.padding)
     return stored.renamed(loops) if loops else stored
 
 
@@ -206,8 +216,10 @@ def _extent_conds(tv: TensorView, launch: dict[ParallelType, Expr], elements: bo
     return out
 
 
-def _hole_conds(tv: TensorView, indices: dict[int, Expr], elements: bool = False) -> list[Cond]:
-    needed = needed_bounds(tv)
+def _hole_conds(tv: TensorView, indices: dict[int, Expr], elements: bool = False,
+                skip: int | None = None) -> list[Cond]:
+    """The holes tv's points are predicated on; `skip`: the uid of the K it runs past on zeros."""
+    needed = needed_bounds(tv) - {skip}
     return [Cond(b.value, "<", b.extent, f"hole of {b.id.label()}", CondKind.HOLE)
             for b in valid_item_bounds(tv, indices) if b.id.uid in needed and not (elements and b.id.is_reduction)]
 

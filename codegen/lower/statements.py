@@ -89,6 +89,8 @@ class StatementBuilder:
         holes = drop_implied(self._simplified(ex.conds_of(CondKind.HOLE), ranges), self.fusion, self.target, ranges)
         conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
         op = tv.definition
+        if is_cp_async(op):  # past K: no global byte is read, zeros are written (src-size 0)
+            conds += drop_implied(self._simplified(list(ex.padding), ranges), self.fusion, self.target, ranges)
         return Compute(op.kind, op.name, out, ins, conds, 1, str(op), op.scalar)
 
     def _operand(self, tv: TensorView, idx: dict[int, Expr], ranges) -> Operand:
@@ -120,7 +122,8 @@ def _touches_tensor_memory(stmt: Compute) -> bool:
 
 def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
     """The statement for the whole vector: offsets of its first element, and predicates at
-    its last (the verifier proved vectorized splits divisible, so it is all or nothing).
+    its last (the verifier proved vectorized splits divisible, and a cp.async vector wholly
+    before or past K: SPLIT-DIVISIBILITY; so it is all or nothing).
     A per-element operand keeps its offset for every element, in ELEMENT_VAR."""
     def first(o: Operand) -> Operand:
         if per_element(VectorOperand(o.tensor, o.memory, o.dtype, o.offset), name, n):

@@ -13,10 +13,10 @@ P = tp.ParallelType
 LS = tp.LoadStoreOpType
 
 
-def tile(m, n, k, dtype=tp.float32, a_m_major=False, epilogue=False):
+def tile(m, n, k, dtype=tp.float32, a_m_major=False, epilogue=False, copy=LS.Set):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] on one block and one warp: shared-memory copies of
-    both operands, their register fragments, and the MmaOp (or a register MmaOp and a copy of
-    it to global memory, `epilogue`)."""
+    both operands (by `copy`), their register fragments, and the MmaOp (or a register MmaOp and
+    a copy of it to global memory, `epilogue`)."""
     with tp.Fusion("mma_tile") as fusion:
         a = tp.make_tensor([m, 1, k], dtype=dtype)
         b = tp.make_tensor([1, n, k], dtype=dtype)
@@ -27,7 +27,7 @@ def tile(m, n, k, dtype=tp.float32, a_m_major=False, epilogue=False):
         fusion.add_output(out)
     if a_m_major:
         a.set_allocation_domain([a.axis(2), a.axis(1), a.axis(0)], True)
-    sa, sb = a.cache_after(), b.cache_after()
+    sa, sb = a.cache_after(copy), b.cache_after(copy)
     for t in (sa, sb):
         t.set_memory_type(tp.MemoryType.Shared)
     return fusion, sa, sb, d, out
@@ -91,6 +91,39 @@ def k_of_100_without_zero_fill():
         tp.schedule_mma_fragment(t, tp.MmaMacro.Ampere_16_8_8, operand)
     tp.inline_all_at(d, 1)
     return fusion
+
+
+def k_tail(k, a_tile):
+    """D[16, 8] over K = k in K tiles of 8, one warp: both operands staged by cp.async (zeros
+    past K) into shared tiles that are not inlined (A's split of K by `a_tile`), then copied to
+    the fragments inside the K loop."""
+    fusion, sa, sb, d, _ = tile(16, 8, k, copy=LS.CpAsync)
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+    d.split(2, 8)
+    d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
+    for i in (1, 2, 3):
+        d.axis(i).parallelize(P.Mma)
+    sa.split(2, a_tile)  # [16, 1, K / a_tile, a_tile]
+    sa.axis(0).parallelize(P.TIDx)
+    sb.split(2, 8)  # [1, 8, K / 8, 8]
+    sb.axis(1).parallelize(P.TIDx)
+    ra, rb = sa.cache_after(), sb.cache_after()
+    for t, operand in ((ra, tp.MmaOperand.A), (rb, tp.MmaOperand.B)):
+        t.split(2, 8)
+        t.reorder({2: 0, 0: 1, 1: 2})
+        if operand is tp.MmaOperand.A:
+            t.reorder({1: 2, 2: 1})  # [Ko, 1, M, Ki]: the tile innermost
+        tp.schedule_mma_fragment(t, tp.MmaMacro.Ampere_16_8_8, operand)
+        t.inline_at(1)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("REDUCTION-K", messages=["reads T3 at K index 100 (K = 100)"]))
+def shared_tile_ends_at_k():
+    """K = 100 in K tiles of 8, both operands staged by cp.async, which writes zeros past K;
+    but A's shared tile splits K by 4, so its copies end at index 99. The last K tile's fragment
+    reads A's indices 100..103, which no copy wrote: shared memory holds whatever was there."""
+    return k_tail(100, 4)
 
 
 @tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", messages=["T3 reads T2[0, 2] in lane 0"]))

@@ -93,6 +93,15 @@ def moye_tile(m=16, n=8, k=8):
     return fusion
 
 
+@tp.schedule(expect=tp.accepted(), params={"size": ["16x8x100", "32x16x36"]})
+def moye_tf32_tile_k_tail(size):
+    """The seed's tile with a K the 8-wide K tile does not divide (100 = 12 x 8 + 4): both
+    operands' cp.async copies write zeros past K (src-size 0), the fragment copies and the last
+    mma.sync run past K on those zeros, so the products there are 0 x 0 (REDUCTION-K)."""
+    m, n, k = (int(x) for x in size.split("x"))
+    return moye_tile(m, n, k)
+
+
 @tp.schedule(expect=tp.accepted(), params={"size": ["16x8x8", "64x32x8"]})
 def moye_tf32_tile(size):
     """The seed's 16 x 8 x 8 tf32 tile per block, M-major A (cp.async 16 bytes, UniversalCopy
@@ -297,5 +306,17 @@ def tuned_matmul(dtype):
     dt = getattr(tp, dtype)
     fusion = tuned("M", "N", "K", dt)
     for s, q in (("M", 128), ("N", 128), ("K", 128 // dt.bytes)):
+        fusion.assume(f"{s} % {q} == 0")
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted(), params={"dtype": ["bfloat16", "float32"]})
+def tuned_matmul_k_tail(dtype):
+    """The tuned schedule with a K its 128-byte K tiles need not divide: the last tile's
+    cp.async copies write zeros past K, and ldmatrix and mma.sync run on them. K stays a multiple
+    of the 16-byte copy (8 bfloat16 or 4 float32), so that no copy straddles the end of K."""
+    dt = getattr(tp, dtype)
+    fusion = tuned("M", "N", "K", dt)
+    for s, q in (("M", 128), ("N", 128), ("K", 16 // dt.bytes)):
         fusion.assume(f"{s} % {q} == 0")
     return fusion

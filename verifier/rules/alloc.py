@@ -7,7 +7,7 @@ from typing import Iterator
 
 import z3
 
-from ...model.allocation import Allocation
+from ...model.allocation import Allocation, complete_cut_below
 from ...model.execution import store_execution
 from ...model.reduction import block_reductions
 from ...model.smem_plan import SCRATCH
@@ -405,27 +405,8 @@ def _distinct_by_construction(ctx: VerifyContext, x) -> bool:
     # one-to-one image of the loop indices when it is a complete cut below the loop domain
     domain = x.get_allocation_domain()
     dropped = [i for i in domain if i.uid not in allocated]
-    return (_complete_cut_below(x, domain)
+    return (complete_cut_below(x, domain)
             and all(i.uid in keys or i.static_extent == 1 for i in dropped))
-
-
-def _complete_cut_below(x, domain) -> bool:
-    """Whether `domain` is what x's loop domain becomes by the transforms between them: split
-    (index = outer * factor + inner), merge and XOR swizzle (bijective, SWIZZLE-BIJECTIVITY) are
-    one-to-one, so distinct loop points then have distinct coordinates in `domain`."""
-    wanted, stack = set(), list(domain)
-    while stack:  # domain's IDs and everything they derive from
-        i = stack.pop()
-        if i.uid not in wanted:
-            wanted.add(i.uid)
-            if i.definition is not None:
-                stack.extend(i.definition.inputs)
-    cut = {i.uid for i in x.loop}
-    for t in x.history:
-        ins, outs = {i.uid for i in t.inputs}, {o.uid for o in t.outputs}
-        if ins <= cut and outs & wanted:
-            cut = (cut - ins) | outs
-    return cut == {i.uid for i in domain}
 
 
 def _instance(x, ex) -> list[Expr]:

@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import sympy
+import z3
 
 from ...model.expr import Expr, const, mod
+from ...model.cp_async import is_cp_async
+from ...model.execution import tensor_execution, vector_axis
+from ...model.expr import var
 from ...model.notation import user_str
+from ...model.zero_padding import zero_padded
 from ...model.global_layout import global_strides
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
@@ -20,6 +25,8 @@ from .assumptions import _satisfiable
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_outcome, report_values, when_clause
+
+OTHER = "other "  # the second vector element's index
 from ..registry import rule
 from ..solver import Outcome
 
@@ -51,10 +58,13 @@ def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
         if isinstance(t, Split) and id(t) not in out:
             out[id(t)] = RequiredSplit(t, tv, why)
 
+    padded = zero_padded(ctx.fusion)
     for tv in ctx.executed():
         for i in tv.loop:
             if i.parallel_type is ParallelType.Vectorize:
                 for t in ancestors(i):
+                    if isinstance(t, Split) and t.in_.uid == padded.get(tv.name):
+                        continue  # past K the vector runs whole, on zeros (a cp.async's: _straddling_k)
                     need(t, tv, f"it lies on the path to the vectorized {i.label()} of {tv.name}")
     for acc in ctx.tmem_accesses:
         for t in acc.tensor.history:
@@ -109,6 +119,40 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     if len(found) > 1 and not _COMBINING:
         _combine(ctx, found)
     yield from (d for _, d in found)
+    yield from _straddling_k(ctx)
+
+
+def _straddling_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A cp.async vector on a zero path (model/zero_padding.py) lies wholly before K or wholly
+    past it: it is issued as one copy, with src-size 0 past K, so a vector across K would zero
+    elements before K (or read past the operand).
+    Formal statement: for each such cp.async T with Vectorize ID v (indices v1, v2 < extent(v)):
+      for all admitted sizes and points: conds(v1) and conds(v2) => past_K(v1) == past_K(v2)."""
+    padded = zero_padded(ctx.fusion)
+    for tv in ctx.executed():
+        axis = vector_axis(tv)
+        if tv.name not in padded or axis is None or not is_cp_async(tv.definition):
+            continue
+        ex = tensor_execution(tv, ctx.block_dims)
+        v = ex.env[axis.uid]
+        if not ex.padding or v.op != "var":
+            continue
+        other = ex.renamed({v.value: var(OTHER + v.value)})
+        ranges = {**ex.guarded_ranges, OTHER + v.value: axis.extent_expr}
+        q = ctx.query([e for c in ex.conds + ex.padding + other.padding for e in (c.lhs, c.rhs)], ranges)
+        inside = [z3.And(*[q.holds(c) for c in e.padding]) for e in (ex, other)]
+        premise = z3.And(*[q.holds(c) for c in ex.conds + other.conds], q.ctx)
+        c, o = ex.padding[0], other.padding[0]
+        out = q.prove(z3.Implies(premise, inside[0] == inside[1]),
+                      values={"index": c.lhs, "other index": o.lhs, "extent": c.rhs})
+        yield from report_values(
+            ctx, "SPLIT-DIVISIBILITY", out, f"that {tv.name}'s cp.async vectors end at K",
+            lambda v, when: (f"{tv.name}'s {axis.static_extent or ''}-element cp.async vector straddles the end "
+                             f"of K{when}: it holds K indices {v.get('index')} and {v.get('other index')} on both "
+                             f"sides of K = {v.get('extent')}, and one copy cannot zero-fill only its part past K"),
+            ("index", "other index", "extent"), point=tuple(ranges),
+            hint="make K a multiple of the vector (fusion.assume(\"K % 8 == 0\") for 16-byte bfloat16 copies)",
+            tensor=tv.name, ids=[axis.name], location=tv.origin)
 
 
 _COMBINING: list[bool] = []  # set while a combined assumption is checked on a copy (no nesting)

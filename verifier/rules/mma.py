@@ -3,16 +3,20 @@
 The structural conditions live in model/mma_rules.py, shared with the code generator. The layout
 rules are register-ownership proofs over the MmaOp's execution model seen from each fragment
 (mma_execution): MMA-OPERAND-LAYOUT and MMA-ACCUM-LAYOUT are claims of verifier/rules/visibility.py,
-proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the K tile has no hole.
+proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the products past K are 0 x 0.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from ...model.execution import CondKind, tensor_execution
+import z3
+
+from ...model.execution import CondKind, needed_bounds, tensor_execution
+from ...model.indexing import indices_from_logical
 from ...model.lowerable import execution_order
-from ...model.mma_op import tile_conds, well_formed
+from ...model.mma_op import mma_execution, tile_conds, well_formed
+from ...model.zero_padding import zero_padded, zero_path
 from ...model.mma_rules import problems
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -315,20 +319,21 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 @rule("REDUCTION-K", family="mma")
 def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """No MMA tile reaches past the end of K.
+    """Every product an MMA tile adds past the end of K is 0 x 0.
 
     What it checks:
-        For every MmaOp with a macro and well-formed Mma axes: every hole predicate of its loop
-        nest that involves the K Mma axis (an element of the instruction's K tile past the
-        extent of K, or of a split of it) holds at every point of the loop nest, for every
-        admitted size: the K tiles divide K.
+        For every MmaOp with a macro and well-formed Mma axes, for every admitted size: where its
+        K tiles may reach past K, both operands come by a zero path (global -> cp.async ->
+        shared -> plain copies or ldmatrix -> the fragment) and every read past K on that path
+        finds a point its producer wrote: the cp.async's zeros (src-size 0), carried by copies
+        that run past K too. A hole inside the K tile (a split of K by a factor the tile is
+        not a multiple of) holds at every point.
     Why the hardware needs it:
         An instruction adds the products of its whole K tile, and it is warp-collective: it
-        cannot skip the lanes whose elements lie past K. Those products would have to be 0 in
-        both operands; registers and shared memory past K hold whatever was there (stale shared
-        memory may hold NaN, and NaN times 0 is NaN). tileproof does not yet prove a zero-filled
-        tail (cp.async with src-size 0 into both operands' buffers, ending in registers), so the
-        K tile must divide K; say so with an assumption (fusion.assume("K % 8 == 0")).
+        cannot skip the lanes whose elements lie past K. Those products must be 0 in both
+        operands. Registers and shared memory that no copy wrote past K hold whatever was there
+        (stale shared memory may hold NaN, and NaN times 0 is NaN); a copy that skips the
+        elements past K leaves them so. cp.async with src-size 0 reads nothing and writes zeros.
     Example:
         with tp.Fusion("k_tail") as fusion:
             a = tp.make_contig_concrete_tensor([16, 100]); fusion.add_input(a)
@@ -371,22 +376,65 @@ def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/hardware.md#tensor-core-fragment-layouts
     """
     # Formal statement: for each MmaOp D with well-formed Mma axes, each hole cond c of D's loop nest
-    #   whose terms use the K Mma index: for all admitted sizes and loop points: c holds
+    #   whose terms use the K Mma index: for all admitted sizes and loop points: c holds; where D runs
+    #   past K (model/zero_padding.py), for each read of an on-chip P on its operands' zero paths by C
+    #   (D's fragments or a copy): for all admitted sizes and points r of C that execute: every loop ID
+    #   and needed bound of P but K holds at the forward image of the logical index r reads
+    padded = zero_padded(ctx.fusion)
     for tv in execution_order(ctx.fusion):
         if not well_formed(tv):
             continue
         ex = tensor_execution(tv, ctx.block_dims)
         _, k_holes = tile_conds(tv, ex, ex.conds_of(CondKind.HOLE))
+        paths = [zero_path(tv, k) for k in (0, 1)]
+        unpadded = [f"{role}: {why}" for role, (_, why) in zip("AB", paths) if why]
         for c in k_holes:
             q = ctx.query([c.lhs, c.rhs], ex.guarded_ranges)
             out = q.prove(q.lt(c.lhs, c.rhs), values={"index": c.lhs, "extent": c.rhs})
+            inside = tv.name in padded  # past K runs on zeros: this hole is one inside the K tile
             yield from report_values(
                 ctx, "REDUCTION-K", out, f"that {tv.name}'s K tiles end at K",
                 lambda v, when: (f"{tv.name}'s K tile reaches index {v.get('index')} of an axis of extent "
                                  f"{v.get('extent')}{when}: the instruction would add the products of elements "
-                                 f"past K, which hold whatever the registers held"),
+                                 f"past {'its split of K' if inside else 'K'}, which hold whatever the registers "
+                                 f"held"),
                 ("index", "extent"), point=tuple(ex.guarded_ranges),
-                hint=f"make the K tile divide K: fusion.assume(\"K % {tv.definition.macro.k} == 0\") for a symbolic "
-                     f"K, or pad K to a multiple of the K tile",
-                notes=(f"hole predicate {c.why}: {c.lhs} < {c.rhs}",), tensor=tv.name,
-                location=tv.definition.origin)
+                hint=(f"split K by multiples of the macro's K ({tv.definition.macro.k}) only" if inside else
+                      f"stage both operands through cp.async (tp.LoadStoreOpType.CpAsync), which writes zeros "
+                      f"past K, then plain copies or ldmatrix to the fragments; or make the K tile divide K: "
+                      f"fusion.assume(\"K % {tv.definition.macro.k} == 0\") for a symbolic K"),
+                notes=(f"hole predicate {c.why}: {c.lhs} < {c.rhs}", *(f"no zero path for {u}" for u in unpadded)),
+                tensor=tv.name, location=tv.definition.origin)
+        if tv.name in padded and ex.padding:
+            for (path, _), role in zip(paths, "AB"):
+                reads = [(mma_execution(tv, ctx.block_dims, role), "AB".index(role))]
+                reads += [(tensor_execution(t, ctx.block_dims), 0) for t, _ in path[:-1]]  # the head reads global
+                for r, k in reads:
+                    yield from _zeros_reach(ctx, r, k, padded)
+
+
+def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Iterator[Diagnostic]:
+    """Every point r (of a copy or an MmaOp's fragment) that executes reads, in input k, an
+    element of a point of the producer's loop nest: the forward image of the logical index it
+    reads lies within every loop ID and needed bound of the producer, except K, which a zero
+    path runs past. (Past K that point wrote zeros: see model/zero_padding.py.)"""
+    consumer, p = r.tensor, r.tensor.definition.inputs[k]
+    read = r.read_logical(k)
+    fwd = indices_from_logical(p, read)
+    needed = needed_bounds(p) - {padded[p.name]}
+    ids = [i for i in p.loop if not i.is_broadcast] + [i for i in p.all_ids() if i.uid in needed]
+    bounds = [(fwd[i.uid], i.extent_expr) for i in ids if i.uid in fwd]
+    kpos = next(j for j, i in enumerate(p.logical) if i.uid == padded[p.name])
+    ranges = r.guarded_ranges
+    q = ctx.query([e for c in r.conds for e in (c.lhs, c.rhs)] + [e for b in bounds for e in b], ranges)
+    premise = z3.And(*[q.holds(c) for c in r.conds], q.ctx)
+    goal = z3.And(*[q.lt(e, n) for e, n in bounds], q.ctx)
+    out = q.prove(z3.Implies(premise, goal), values={"index": read[kpos], "extent": p.logical[kpos].extent_expr})
+    yield from report_values(
+        ctx, "REDUCTION-K", out, f"that {consumer.name}'s reads of {p.name} past K find zeros",
+        lambda v, when: (f"{consumer.name} reads {p.name} at K index {v.get('index')} (K = {v.get('extent')}){when}, "
+                         f"which no point of {p.name}'s loop nest writes: the zeros its cp.async writes past K "
+                         f"do not reach it, and it reads whatever was there"),
+        ("index", "extent"), point=tuple(ranges),
+        hint=f"tile K alike along the operand's path: {p.name}'s K tiles must cover every K index {consumer.name} reads",
+        tensor=consumer.name, location=consumer.origin)

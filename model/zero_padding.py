@@ -1,0 +1,79 @@
+"""Which statements run past the end of K on zeros: the operand paths of a tensor-core MmaOp.
+
+An mma.sync adds the products of its whole K tile and is warp-collective: where the K tile does
+not divide K, the last tile reaches past K and no lane can skip it, so the products past K must
+be 0 in both operands (stale shared memory may hold NaN, and NaN x 0 is NaN). tileproof lowers
+such a tail as CUTLASS and nvFuser do. Each operand is staged global -> shared by cp.async, then
+by plain copies (tp.set, ldmatrix) through shared memory and registers, its "zero path". The
+cp.async writes zeros past K (src-size 0: it reads no global byte there). Every later copy and
+the MmaOp itself run at the points past K too, carrying those zeros: for them, the bound of
+the logical K axis is not a predicate (TensorExecution.padding) but a point that executes.
+
+Only the bound of K itself is lifted; a hole of a split of K (a K tile split by a factor it is
+not a multiple of) stays a predicate, and REDUCTION-K rejects it at the MmaOp. REDUCTION-K also
+proves that every read past K finds a point its producer wrote. The other rules see the padded
+points as points that execute: visibility, fragment layouts and distinct addresses are proved
+over them as over any other.
+"""
+
+from __future__ import annotations
+
+from .tensor import TensorView
+from .types import LoadStoreOpType, MemoryType, OpKind
+
+COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync)
+
+
+def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str | None]:
+    """Operand k's path back from MmaOp d: the copies from its register fragment up to the
+    cp.async that reads global memory, each with the logical position of its K axis, and None;
+    or ([], why it is not a zero path)."""
+    from .cp_async import is_cp_async
+    from .mma_op import mma_axes
+
+    op = d.definition
+    axes = mma_axes(d)
+    if axes is None:
+        return [], f"{d.name} has no Mma K axis"
+    pos = op.logical_map[k][list(d.root).index(axes.roots[2])]
+    tv = op.inputs[k]
+    out: list[tuple[TensorView, int]] = []
+    while True:
+        step = tv.definition
+        if tv.memory_type not in (MemoryType.Shared, MemoryType.Local) or step is None:
+            return [], f"{tv.name} is {tv.memory_type.value.lower()} memory, read past K without a cp.async before it"
+        if step.kind is not OpKind.LOAD_STORE or step.op_type not in COPIES or len(step.inputs) != 1:
+            return [], f"{tv.name} = {step.name}(...) is not a copy (tp.set, ldmatrix or cp.async)"
+        if pos is None or tv.logical[pos].is_broadcast:
+            return [], f"{tv.name}'s K axis is a broadcast"
+        out.append((tv, pos))
+        src = step.inputs[0]
+        if is_cp_async(step):
+            return (out, None) if src.memory_type is MemoryType.Global else ([], f"{tv.name}'s cp.async reads "
+                                                                                 f"{src.name}, not global memory")
+        if src.memory_type is MemoryType.Global:
+            return [], (f"{tv.name} = {step.op_type.value}({src.name}) reads global memory with a copy that skips the "
+                        f"elements past K (only a cp.async writes zeros there)")
+        pos = step.logical_map[0][pos]
+        tv = src
+
+
+def zero_padded(fusion) -> dict[str, int]:
+    """Tensor name -> uid of the logical (for an MmaOp: root) K ID whose bound it runs past, for
+    every well-formed MmaOp whose two operands have zero paths, and the tensors on those paths."""
+    from .mma_op import is_mma, mma_axes, well_formed
+
+    out: dict[str, int] = {}
+    for d in fusion.tensors:
+        if not is_mma(d) or mma_axes(d) is None:
+            continue
+        paths = [zero_path(d, k) for k in (0, 1)]
+        if any(why is not None for _, why in paths) or not well_formed(d):
+            continue
+        out[d.name] = mma_axes(d).roots[2].uid
+        for path, _ in paths:
+            out.update({tv.name: tv.logical[pos].uid for tv, pos in path})
+    return out
+
+
+__all__ = ["COPIES", "zero_padded", "zero_path"]

@@ -1,0 +1,101 @@
+"""REDUCTION-K and the zero paths it accepts (model/zero_padding.py): which tensors run past K,
+why a path is not one, the reads past K that find no zeros, and a cp.async vector across K."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import tileproof as tp
+from tileproof.model.execution import CondKind, tensor_execution
+from tileproof.model.indexing import block_dims
+from tileproof.model.zero_padding import zero_padded, zero_path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "valid"))
+from mma import tuned  # noqa: E402
+
+LS = tp.LoadStoreOpType
+
+
+def _invalid():
+    spec = importlib.util.spec_from_file_location("invalid_mma", ROOT / "examples" / "invalid" / "mma.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tuned(k_multiple=None):
+    fusion = tuned("M", "N", "K", tp.bfloat16, stages=2)
+    for a in ("M % 128 == 0", "N % 128 == 0") + ((f"K % {k_multiple} == 0",) if k_multiple else ()):
+        fusion.assume(a)
+    return fusion
+
+
+def test_the_tuned_operands_run_past_k_from_their_cp_async_to_the_mma():
+    fusion = _tuned(8)
+    d = next(t for t in fusion.tensors if t.definition is not None and t.definition.macro is not None)
+    padded = zero_padded(fusion)
+    assert set(padded) == {t.name for t in fusion.tensors if t.definition is not None}  # D, 2 x (shared, fragment)
+    for k in (0, 1):
+        path, why = zero_path(d, k)
+        assert why is None and [t.definition.op_type for t, _ in path] == [LS.LdMatrix, LS.CpAsync]
+    launch = block_dims(fusion)
+    for t in fusion.tensors:
+        if t.definition is None:
+            continue
+        ex = tensor_execution(t, launch)
+        assert len(ex.padding) == 1 and ex.padding[0].kind is CondKind.PADDING  # the bound of K, lifted
+        assert not [c for c in ex.conds if "past K" in c.why]
+
+
+def test_a_plain_copy_from_global_memory_is_no_zero_path():
+    fusion = _invalid().k_of_100_without_zero_fill()
+    assert zero_padded(fusion) == {}
+    d = next(t for t in fusion.tensors if t.definition is not None and t.definition.macro is not None)
+    _, why = zero_path(d, 0)
+    assert "reads global memory with a copy that skips the elements past K" in why
+    found = [x for x in tp.verify(fusion, "sm_90a").errors if x.code == "REDUCTION-K"]
+    assert found and found[0].counterexample["index"] == 100
+    assert any("no zero path for A" in n for n in found[0].notes)
+    assert "cp.async" in found[0].hint
+
+
+def test_a_read_past_the_producers_tiles_is_rejected_with_its_k_index():
+    found = [x for x in tp.verify(_invalid().k_tail(100, 4), "sm_90a").errors if x.code == "REDUCTION-K"]
+    assert len(found) == 1
+    assert found[0].counterexample["index"] == 100 and found[0].counterexample["extent"] == 100
+    assert found[0].message.startswith("T5 reads T3 at K index 100 (K = 100)")
+    assert tp.verify(_invalid().k_tail(100, 8), "sm_90a").ok
+
+
+def test_a_cp_async_vector_across_the_end_of_k_is_rejected():
+    """Without K % 8 == 0, a 16-byte bfloat16 copy can hold elements on both sides of K: one
+    src-size cannot zero only its part past K."""
+    found = [x for x in tp.verify(_tuned(), "sm_90a").errors if x.code == "SPLIT-DIVISIBILITY"]
+    assert len(found) == 2 and all("straddles the end of K" in x.message for x in found)
+    ce = found[0].counterexample
+    assert ce["index"] < ce["extent"] <= ce["other index"] or ce["other index"] < ce["extent"] <= ce["index"]
+    assert tp.verify(_tuned(8), "sm_90a").ok
+
+
+def test_the_cp_async_past_k_is_lowered_with_src_size_0_and_the_mma_unpredicated():
+    from tileproof.codegen.ir import CpAsyncCopy, MmaIssue
+    from tileproof.codegen.lower import lower
+
+    nodes = []
+
+    def walk(body):
+        for node in body:
+            nodes.append(node)
+            walk(getattr(node, "body", []))
+
+    walk(lower(_tuned(8).snapshot(), tp.get_target("sm_90a")).kernel.body)
+    copies = [n for n in nodes if isinstance(n, CpAsyncCopy)]
+    assert len(copies) == 4  # A's and B's copies, in the prologue and the loop
+    assert all([c.kind for c in n.zero_fill] == [CondKind.PADDING] for n in copies)
+    issues = [n for n in nodes if isinstance(n, MmaIssue)]
+    assert issues and not any(c.kind in (CondKind.HOLE, CondKind.PADDING) for n in issues for c in n.conds)
+    src = tp.compile(_tuned(8), "sm_90a").cuda_source
+    assert src.count("const bool tp_in = ") == 4 and "< s_K;" in src
