@@ -4,6 +4,7 @@ simulator of mma.sync (tests/support/mma_sim.py) within the tf32 / float32 bound
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -29,13 +30,19 @@ def test_draws_are_reproducible_and_misuse_raises_schedule_error():
         assert repr(mma_case(seed)) == repr(case)
 
 
-def _small_accepted(count: int, limit: int = 120):
+def _k_tile(case) -> int:
+    return int(re.search(r"block \d+x\d+x(\d+)", repr(case)).group(1))
+
+
+def _small_accepted(count: int, limit: int = 120, k_tail: bool = False):
     found = []
     for seed in range(limit):
         case = mma_case(seed)
         m, n, k = case.sizes
         if case.mutation or not isinstance(m, int) or m * n * k > 64 * 64 * 64 or case.target != "sm_90a" \
                 or "ldmatrix" in repr(case):  # the simulator has no ldmatrix (MatrixCopy)
+            continue
+        if k_tail and k % _k_tile(case) == 0:
             continue
         if tp.verify(case.fusion, case.target).ok:
             found.append((seed, case))
@@ -48,7 +55,19 @@ def _small_accepted(count: int, limit: int = 120):
 def test_accepted_draws_compute_the_product_on_the_simulator(slot):
     cases = _small_accepted(2)
     assert len(cases) > slot, "too few small accepted mma draws"
-    seed, case = cases[slot]
+    _run_on_the_simulator(*cases[slot])
+
+
+@pytest.mark.parametrize("slot", range(2))
+def test_accepted_draws_with_a_k_tail_compute_the_product_on_the_simulator(slot):
+    """Draws whose K the block's K tile does not divide: accepted on a zero path (cp.async,
+    model/zero_padding.py), they must add nothing past K."""
+    cases = _small_accepted(2, limit=400, k_tail=True)
+    assert len(cases) > slot, "too few small accepted mma draws with a K tail"
+    _run_on_the_simulator(*cases[slot])
+
+
+def _run_on_the_simulator(seed, case):
     m, n, k = case.sizes
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((m, 1, k)), rng.standard_normal((1, n, k))
