@@ -42,6 +42,18 @@ def tuned_bf16_four_stages(m, n, k):
     return _mma.tuned(m, n, k, _mma.tp.bfloat16, block=(256, 128), warps=(4, 2), stages=4, prefetch=2)
 
 
+def tuned_bf16_three_stages(m, n, k):
+    """tuned_bf16 with three stages (two in flight): 96 KiB of stages, two blocks per SM, what
+    Triton's mma.sync kernel allocates for its num_stages = 4."""
+    return _mma.tuned(m, n, k, _mma.tp.bfloat16, block=(128, 128), warps=(2, 2), stages=3, prefetch=2)
+
+
+def tuned_tf32_two_stages(m, n, k):
+    """The tf32 schedule as tuned_bf16 is shaped: 128 x 128 x 32 block tiles of four 64 x 64
+    warps, two stages."""
+    return _mma.tuned(m, n, k, _mma.tp.float32, block=(128, 128), warps=(2, 2), stages=2, prefetch=1)
+
+
 def tuned_tf32(m, n, k):
     """The tuned schedule for float32 operands on the tf32 tensor cores: 128 x 256 x 32 block
     tiles of eight 64 x 64 warps (Ampere_16_8_8), four XOR-swizzled cp.async stages (two in
@@ -54,6 +66,8 @@ SCHEDULES = {
     "tuned_tf32": ("tf32", tuned_tf32),
     "tuned_bf16": ("bf16", tuned_bf16),
     "tuned_bf16_four_stages": ("bf16", tuned_bf16_four_stages),
+    "tuned_bf16_three_stages": ("bf16", tuned_bf16_three_stages),
+    "tuned_tf32_two_stages": ("tf32", tuned_tf32_two_stages),
 }
 
 DTYPES = ("tf32", "bf16")

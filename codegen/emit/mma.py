@@ -49,6 +49,20 @@ def bits16(ref: str) -> str:
     return f"(*reinterpret_cast<const unsigned short*>(&{ref}))"
 
 
+def _word(low, high) -> bool:
+    """Whether two 16-bit register operands are the halves of one 32-bit word of one register
+    array: `high` right after `low`, at an even element offset (register arrays are 16-byte
+    aligned). Read as that word, the pair needs no repacking (little-endian: `low` in bits 0-15,
+    as pack_16bit puts it), which ptxas otherwise pays for in moves."""
+    from ...model.expr import add, const, mod
+    from ...model.simplify import simplify
+    from ...model.types import MemoryType
+
+    return (low.tensor == high.tensor and low.memory is MemoryType.Local and high.memory is MemoryType.Local
+            and simplify(high.offset, {}) == simplify(add(low.offset, const(1)), {})
+            and simplify(mod(low.offset, const(2)), {}) == const(0))
+
+
 def issue_lines(e, n, depth: int) -> list[str]:
     """An MmaIssue (codegen/ir.py): the lane's A and B registers from its fragment elements, then
     the macro tile's instructions over N then K, accumulating into acc[acc_base + element]."""
@@ -66,6 +80,8 @@ def issue_lines(e, n, depth: int) -> list[str]:
             if per == 1:
                 body.append(to_tf32(name, e.ref(elems[r])) if inst.converts_to_tf32 else
                             f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[r])});")
+            elif _word(elems[per * r], elems[per * r + 1]):  # one aligned 32-bit word: no repacking
+                body.append(f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[per * r])});")
             else:
                 body.append(pack_16bit(name, bits16(e.ref(elems[per * r])), bits16(e.ref(elems[per * r + 1]))))
 

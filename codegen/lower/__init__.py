@@ -42,7 +42,7 @@ from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, MemoryType
 from .gmem import global_layout
 from .index_width import index_bits
-from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap
+from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Loop, Param, ParamKind, TensorMap
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
@@ -112,18 +112,25 @@ def index(st: Lowering) -> None:
     for tv in st.order:
         if is_mma(tv):  # init, the tensor-core tiles, store (lower/mma.py)
             mma.add_statements(builder, tv, st.statements)
-            continue
-        if is_reduction_tensor(tv):  # init, accumulate, combine, store (lower/reduction.py)
+        elif is_reduction_tensor(tv):  # init, accumulate, combine, store (lower/reduction.py)
             reduction.add_statements(builder, tv, st.statements)
-            continue
-        path, stmt = builder.build(tv)
-        st.statements.append((path, stmt))
-        if isinstance(stmt, Compute) and stmt.vector > 1:
-            for operand in [stmt.out] + stmt.ins:
-                g = st.globals.get(operand.tensor)
-                if g is not None and g.vector_elements < stmt.vector:
-                    st.globals[operand.tensor] = replace(g, vector_elements=stmt.vector)
+        else:
+            st.statements.append(builder.build(tv))
+    for _, stmt in st.statements:  # a global tensor's pointer is aligned for its widest vector
+        for s in _computes(stmt):
+            if s.vector > 1:
+                for operand in [s.out] + s.ins:
+                    g = st.globals.get(operand.tensor)
+                    if g is not None and g.vector_elements < s.vector:
+                        st.globals[operand.tensor] = replace(g, vector_elements=s.vector)
     st.tensor_maps, st.mbarriers = builder.tma.tensor_maps, builder.tma.mbarriers
+
+
+def _computes(node) -> list[Compute]:
+    """The Compute statements in node (a statement or a Loop of them)."""
+    if isinstance(node, Loop):
+        return [c for child in node.body for c in _computes(child)]
+    return [node] if isinstance(node, Compute) else []
 
 
 def nest(st: Lowering) -> None:

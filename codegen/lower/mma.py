@@ -122,17 +122,49 @@ def _lane_uniform(o: Operand, ranges) -> Operand:
 
 
 def _store(builder, tv: TensorView, acc_axes, acc: str):
-    """D's elements from the accumulator: loops over the accumulator's axes and the C fragment."""
+    """D's elements from the accumulator: loops over the accumulator's axes and the C fragment,
+    two elements at a time where they are adjacent in D (_pairs)."""
     frag = fragments(tv)
     names, private = store_names(builder, tv, acc_axes)
-    element = f"tp_c_{tv.name}"
-    ex = mma_execution(tv, builder.launch, "C", names).renamed({ELEMENT_VARS["C"]: var(element)})
-    ranges = {**ex.guarded_ranges, element: const(frag.elements("C"))}
     base = _tile_register(lambda i: var(private[i.uid]), acc_axes, frag.elements("C"))
-    source = Operand(acc, MemoryType.Local, float32, simplify(base + var(element), ranges))
     loops = [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in acc_axes]
+    plain = mma_execution(tv, builder.launch, "C", names)
+    element = f"tp_c_{tv.name}"
+    ex = plain.renamed({ELEMENT_VARS["C"]: var(element)})
+    ranges = {**ex.guarded_ranges, element: const(frag.elements("C"))}
+    paired = _pairs(builder, tv, plain, frag.elements("C"))
+    if paired is not None:
+        ex, ranges, pair = paired
+        source = Operand(acc, MemoryType.Local, float32, simplify(base + const(2) * var(pair), ranges))
+        loops.append((pair, const(frag.elements("C") // 2), f"{tv.name} C fragment pair (store)"))
+        return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the accumulators (C fragment, "
+                               f"two adjacent elements a store)", loops, vector=2)
+    source = Operand(acc, MemoryType.Local, float32, simplify(base + var(element), ranges))
     loops.append((element, const(frag.elements("C")), f"{tv.name} C fragment element (store)"))
     return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the accumulators (C fragment)", loops)
+
+
+def _pairs(builder, tv: TensorView, plain, elements: int):
+    """(the store at elements 2p, its ranges, p's name) where each even C element and the next are
+    adjacent in D with the same predicates and D's offset of the even one is even for every
+    admitted size (proved with the verifier's solver), so the pair is one aligned 2-element
+    access; None otherwise. mma.sync's C fragment gives a lane columns 2q and 2q + 1 of a row."""
+    from ...model.expr import mod
+    from .predicates import always_equal
+    from .reduction import store_conds
+
+    if tv.memory_type is not MemoryType.Global or elements % 2:
+        return None
+    pair = f"tp_c2_{tv.name}"
+    at = [plain.renamed({ELEMENT_VARS["C"]: const(2) * var(pair) + const(e)}) for e in (0, 1)]
+    ranges = {**at[0].guarded_ranges, pair: const(elements // 2)}
+    first, second = (builder._operand(tv, x.indices, ranges).offset for x in at)
+    if store_conds(builder, at[0], ranges) != store_conds(builder, at[1], ranges):
+        return None
+    if not all(always_equal(a, b, builder.fusion, builder.target, ranges)
+               for a, b in ((second, first + const(1)), (mod(first, const(2)), const(0)))):
+        return None
+    return at[0], ranges, pair
 
 
 __all__ = ["add_statements", "check", "is_mma", "statements"]

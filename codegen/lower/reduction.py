@@ -121,19 +121,24 @@ def store_names(builder, tv: TensorView, axes) -> tuple[dict[int, str], dict[int
     return {**names, **private}, private
 
 
-def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, comment: str, loops) -> object:
-    """tv's element at the point `ex` = `source` (an accumulator register, rounded to tv's dtype),
-    predicated as the store execution says, in unrolled `loops` ((counter, extent, label),
-    outermost first)."""
-    target = builder._operand(tv, ex.indices, ranges)
+def store_conds(builder, ex, ranges) -> list:
+    """The predicates of a store from the accumulator at the point `ex`, as emitted."""
     holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
                          ranges)
-    conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
+    return ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
+
+
+def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, comment: str, loops,
+                    vector: int = 1) -> object:
+    """tv's element at the point `ex` = `source` (an accumulator register, rounded to tv's dtype),
+    predicated as the store execution says, in unrolled `loops` ((counter, extent, label),
+    outermost first); `vector` consecutive elements of both at once where the caller proved so."""
+    target = builder._operand(tv, ex.indices, ranges)
     kind, name = (OpKind.LOAD_STORE, "set") if tv.dtype == source.dtype else (OpKind.CAST, "cast")
-    node: object = Compute(kind, name, target, [source], conds, 1, comment)
+    node: object = Compute(kind, name, target, [source], store_conds(builder, ex, ranges), vector, comment)
     for counter, extent, label in reversed(loops):
         node = Loop(counter, extent, LoopKind.UNROLL, label, -1, [node])
     return node
 
 
-__all__ = ["accumulator", "add_statements", "buffers", "check", "statements", "store_names", "store_statement"]
+__all__ = ["accumulator", "add_statements", "buffers", "check", "statements", "store_conds", "store_names", "store_statement"]

@@ -68,6 +68,15 @@ def test_mma_example_matches_float64(case):
     run(fusion, SYMBOLIC)
 
 
+@pytest.mark.parametrize("case", [c for c in EXAMPLES if c.name.startswith("tuned_matmul_k_tail")],
+                         ids=lambda c: c.name)
+@pytest.mark.parametrize("k", [200, 72, 8])
+def test_a_k_tail_runs_on_zeros(case, k):
+    """K not a multiple of the 128-byte K tile: the last tile's cp.async copies write zeros past K
+    and ldmatrix and mma.sync run on them; the output poisoned with NaN first."""
+    run(case.build(), {**SYMBOLIC, "K": k})
+
+
 def test_every_lane_and_register_of_the_seed_tile():
     """The seed's 16 x 8 x 8 tile on A = iota, B = one-hot columns: each output column is one
     column of A, so a misplaced fragment element shows as a wrong number, not a small error."""
