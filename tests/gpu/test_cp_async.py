@@ -81,24 +81,6 @@ def test_a_misaligned_input_is_refused_at_launch():
         kernel.run(a, a.clone())
 
 
-def test_the_issues_rejected_pipeline_reads_refilled_tiles():
-    """examples/invalid/cp_async.py prefetch_equal_to_the_stage_count (PIPELINE-WAR), built with
-    compile_unverified: iteration i copies iteration i + 2's tile into the stage it is about to
-    read. Over many blocks and K tiles some reads see the later tile: the copy out is wrong."""
-    from tileproof.testing import compile_unverified
-
-    invalid = {c.name: c for c in discover([str(ROOT / "examples" / "invalid" / "cp_async.py")])}
-    kernel = compile_unverified(invalid["prefetch_equal_to_the_stage_count"].build())
-    a = torch.randn(4096, 4096, device="cuda")
-    wrong = 0
-    for _ in range(5):
-        out = torch.full_like(a, float("nan"))
-        kernel.run(a, out=[out])
-        torch.cuda.synchronize()
-        wrong += int((out != a).sum())
-    assert wrong > 0
-
-
 def test_ldmatrix_from_a_circular_buffer():
     """cp.async tiles, 2 stages, read by ldmatrix.x1 (tests/rules/test_pipeline.py): a copy, exact."""
     import sys
