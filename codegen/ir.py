@@ -366,6 +366,15 @@ NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, Tme
               CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue)
 
 
+def walk(nodes: list):
+    """Every node of `nodes`, and of the bodies nested in them (loops, a circular buffer's
+    prologue and prefetched copies), in order."""
+    for n in nodes:
+        yield n
+        if hasattr(n, "body"):
+            yield from walk(n.body)
+
+
 def format_nodes(nodes: list, indent: int = 0) -> str:
     """A readable dump of a loop tree (for `--passes` style debugging and tests)."""
     pad = "  " * indent

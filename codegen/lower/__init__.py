@@ -42,7 +42,7 @@ from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, MemoryType
 from .gmem import global_layout
 from .index_width import index_bits
-from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Loop, Param, ParamKind, TensorMap
+from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, walk
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
@@ -117,20 +117,13 @@ def index(st: Lowering) -> None:
         else:
             st.statements.append(builder.build(tv))
     for _, stmt in st.statements:  # a global tensor's pointer is aligned for its widest vector
-        for s in _computes(stmt):
-            if s.vector > 1:
+        for s in walk([stmt]):
+            if isinstance(s, Compute) and s.vector > 1:
                 for operand in [s.out] + s.ins:
                     g = st.globals.get(operand.tensor)
                     if g is not None and g.vector_elements < s.vector:
                         st.globals[operand.tensor] = replace(g, vector_elements=s.vector)
     st.tensor_maps, st.mbarriers = builder.tma.tensor_maps, builder.tma.mbarriers
-
-
-def _computes(node) -> list[Compute]:
-    """The Compute statements in node (a statement or a Loop of them)."""
-    if isinstance(node, Loop):
-        return [c for child in node.body for c in _computes(child)]
-    return [node] if isinstance(node, Compute) else []
 
 
 def nest(st: Lowering) -> None:

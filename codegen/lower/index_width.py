@@ -18,7 +18,7 @@ from ...model.execution import Cond
 from ...model.expr import Expr
 from ...model.types import BLOCK_TYPES, THREAD_TYPES
 from ...verifier.context import symbol_range
-from ..ir import ELEMENT_VAR, Compute, KernelIR, Loop, LoopKind, ParamKind
+from ..ir import ELEMENT_VAR, Compute, KernelIR, Loop, LoopKind, ParamKind, walk
 
 LIMIT = 1 << 32  # every value an unsigned 32-bit expression computes stays below this
 
@@ -54,7 +54,7 @@ def _ranges(ir: KernelIR) -> dict[str, int]:
             out[p.cuda_name] = (0, max(span[1] - 1, 0))
     algebra = {cxx: name for name, cxx in ir.names.items()}
     vector = 1
-    for n in _walk(ir.body):
+    for n in walk(ir.body):
         if isinstance(n, Loop) and n.kind in (LoopKind.SERIAL, LoopKind.UNROLL):
             span = _span(n.extent, out)
             if span is not None:
@@ -63,13 +63,6 @@ def _ranges(ir: KernelIR) -> dict[str, int]:
             vector = max(vector, n.vector)
     out[ELEMENT_VAR] = (0, vector - 1)
     return out
-
-
-def _walk(nodes: list):
-    for n in nodes:
-        yield n
-        if hasattr(n, "body"):  # loops, and a circular buffer's prologue and prefetched copies
-            yield from _walk(n.body)
 
 
 def _exprs(ir: KernelIR):

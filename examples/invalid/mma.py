@@ -72,16 +72,27 @@ def k_of_100_without_zero_fill():
     instruction is warp-collective, so the lanes holding them cannot skip it; their registers
     (and the shared memory behind them) hold whatever was there, NaN included."""
     fusion, sa, sb, d, _ = tile(16, 8, 100)
-    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-    d.split(2, 8)
-    d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
-    mma_axes_at = (1, 2, 3)
-    for i in mma_axes_at:
-        d.axis(i).parallelize(P.Mma)
+    k_tiles_of_8(d)
     for t in (sa, sb):
         t.split(2, 8)
         t.reorder({2: 0, 0: 1, 1: 2})  # [Ko, .., .., Ki]
         copy_threads(t)
+    k_tiled_fragments(sa, sb)
+    tp.inline_all_at(d, 1)
+    return fusion
+
+
+def k_tiles_of_8(d):
+    """D [M, N, K] -> [Ko, M, N, Ki]: the seed's 16 x 8 x 8 tf32 macro tile per K tile of 8."""
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+    d.split(2, 8)
+    d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
+    for i in (1, 2, 3):
+        d.axis(i).parallelize(P.Mma)
+
+
+def k_tiled_fragments(sa, sb):
+    """The register fragments of the shared tiles, per K tile of 8: [Ko, .., lane, v]."""
     ra, rb = sa.cache_after(), sb.cache_after()
     for t, operand in ((ra, tp.MmaOperand.A), (rb, tp.MmaOperand.B)):
         t.split(2, 8)
@@ -89,8 +100,7 @@ def k_of_100_without_zero_fill():
         if operand is tp.MmaOperand.A:
             t.reorder({1: 2, 2: 1})  # [Ko, 1, M, Ki]: the tile innermost
         tp.schedule_mma_fragment(t, tp.MmaMacro.Ampere_16_8_8, operand)
-    tp.inline_all_at(d, 1)
-    return fusion
+    return ra, rb
 
 
 def k_tail(k, a_tile):
@@ -98,22 +108,12 @@ def k_tail(k, a_tile):
     past K) into shared tiles that are not inlined (A's split of K by `a_tile`), then copied to
     the fragments inside the K loop."""
     fusion, sa, sb, d, _ = tile(16, 8, k, copy=LS.CpAsync)
-    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-    d.split(2, 8)
-    d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
-    for i in (1, 2, 3):
-        d.axis(i).parallelize(P.Mma)
+    k_tiles_of_8(d)
     sa.split(2, a_tile)  # [16, 1, K / a_tile, a_tile]
     sa.axis(0).parallelize(P.TIDx)
     sb.split(2, 8)  # [1, 8, K / 8, 8]
     sb.axis(1).parallelize(P.TIDx)
-    ra, rb = sa.cache_after(), sb.cache_after()
-    for t, operand in ((ra, tp.MmaOperand.A), (rb, tp.MmaOperand.B)):
-        t.split(2, 8)
-        t.reorder({2: 0, 0: 1, 1: 2})
-        if operand is tp.MmaOperand.A:
-            t.reorder({1: 2, 2: 1})  # [Ko, 1, M, Ki]: the tile innermost
-        tp.schedule_mma_fragment(t, tp.MmaMacro.Ampere_16_8_8, operand)
+    for t in k_tiled_fragments(sa, sb):
         t.inline_at(1)
     return fusion
 

@@ -12,7 +12,6 @@ end.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -25,16 +24,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "examples" / "valid"))
 from mma import moye_tile, tuned  # noqa: E402
+from support.examples import example_module  # noqa: E402
 from support.mma_sim import SimulationError, run_mma_kernel  # noqa: E402
 
 from differential.test_differential_mma import check, check_tf32, inputs, lowered, simulate  # noqa: E402
 
 
 def _invalid():
-    spec = importlib.util.spec_from_file_location("invalid_mma", ROOT / "examples" / "invalid" / "mma.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_module("invalid", "mma")
 
 
 def accepted(fusion):

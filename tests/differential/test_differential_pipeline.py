@@ -205,7 +205,6 @@ def test_the_issues_rejected_pipeline_built_anyway_reads_a_stage_being_refilled(
     stage 0, into which that copy is still in flight. (On an H100 the copy usually lands after the
     reads, so the race seldom shows in the output: 0 wrong elements in 5 runs of 4096 x 4096 with the
     one-barrier loop; compute-sanitizer racecheck reports the hazards.)"""
-    import importlib.util
     import sys
     from pathlib import Path
 
@@ -214,13 +213,11 @@ def test_the_issues_rejected_pipeline_built_anyway_reads_a_stage_being_refilled(
     import tileproof as tp
     from tileproof.codegen.lower import lower
 
-    root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from support.examples import example_module
     from support.mma_sim import SimulationError, run_mma_kernel
 
-    spec = importlib.util.spec_from_file_location("invalid_cp_async", root / "examples" / "invalid" / "cp_async.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = example_module("invalid", "cp_async")
     fusion = module.prefetch_equal_to_the_stage_count()
     assert "PIPELINE-WAR" in {d.code for d in tp.verify(fusion, "sm_90a").errors}
     ir = lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel

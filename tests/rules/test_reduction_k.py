@@ -3,7 +3,6 @@ why a path is not one, the reads past K that find no zeros, and a cp.async vecto
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -14,16 +13,15 @@ from tileproof.model.zero_padding import zero_padded, zero_path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "valid"))
+sys.path.insert(0, str(ROOT / "tests"))
 from mma import tuned  # noqa: E402
+from support.examples import example_module  # noqa: E402
 
 LS = tp.LoadStoreOpType
 
 
 def _invalid():
-    spec = importlib.util.spec_from_file_location("invalid_mma", ROOT / "examples" / "invalid" / "mma.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_module("invalid", "mma")
 
 
 def _tuned(k_multiple=None):
