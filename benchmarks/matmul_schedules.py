@@ -61,6 +61,33 @@ def tuned_tf32(m, n, k):
     return _mma.tuned(m, n, k, _mma.tp.float32, block=(128, 256), warps=(2, 4), stages=4, prefetch=2)
 
 
+def tuned_bf16_pipelined(m, n, k):
+    """tuned_bf16_three_stages with the fragments double-buffered in registers over the k-slice
+    loop and the blocks in groups of 8 M tiles (examples/valid/mma.py
+    tuned_matmul_grouped_double_buffered)."""
+    return _mma.tuned(m, n, k, _mma.tp.bfloat16, block=(128, 128), warps=(2, 2), stages=3, prefetch=2,
+                      fragment_stages=2, group=8)
+
+
+def tuned_bf16_four_stages_pipelined(m, n, k):
+    """tuned_bf16_four_stages with double-buffered fragments and groups of 8 M tiles."""
+    return _mma.tuned(m, n, k, _mma.tp.bfloat16, block=(256, 128), warps=(4, 2), stages=4, prefetch=2,
+                      fragment_stages=2, group=8)
+
+
+def tuned_tf32_pipelined(m, n, k):
+    """tuned_tf32 with double-buffered fragments and groups of 8 M tiles."""
+    return _mma.tuned(m, n, k, _mma.tp.float32, block=(128, 256), warps=(2, 4), stages=4, prefetch=2,
+                      fragment_stages=2, group=8)
+
+
+def tuned_tf32_three_stages_pipelined(m, n, k):
+    """128 x 128 x 32 tf32 tiles of four warps, three stages, double-buffered fragments, groups of
+    8 M tiles."""
+    return _mma.tuned(m, n, k, _mma.tp.float32, block=(128, 128), warps=(2, 2), stages=3, prefetch=2,
+                      fragment_stages=2, group=8)
+
+
 SCHEDULES = {
     "moye_double_buffered": ("tf32", moye_double_buffered),
     "tuned_tf32": ("tf32", tuned_tf32),
@@ -68,6 +95,10 @@ SCHEDULES = {
     "tuned_bf16_four_stages": ("bf16", tuned_bf16_four_stages),
     "tuned_bf16_three_stages": ("bf16", tuned_bf16_three_stages),
     "tuned_tf32_two_stages": ("tf32", tuned_tf32_two_stages),
+    "tuned_bf16_pipelined": ("bf16", tuned_bf16_pipelined),
+    "tuned_bf16_four_stages_pipelined": ("bf16", tuned_bf16_four_stages_pipelined),
+    "tuned_tf32_pipelined": ("tf32", tuned_tf32_pipelined),
+    "tuned_tf32_three_stages_pipelined": ("tf32", tuned_tf32_three_stages_pipelined),
 }
 
 DTYPES = ("tf32", "bf16")

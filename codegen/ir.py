@@ -117,7 +117,8 @@ class CpAsyncCopy(Compute):
 class MatrixCopy:
     """ldmatrix / stmatrix .m8n8.x{num}.b16: a warp moves `num` 8x8 matrices between shared
     memory and `num` 32-bit registers per lane. `address`: the byte offset from the shared
-    buffer's start of the row this lane supplies; the register operand is the lane's first element."""
+    buffer's start of the row this lane supplies; the register operand is the lane's first element.
+    `conds`: where the warp issues it, the same in every lane (a block past the tensor's end)."""
 
     instruction: str  # "ldmatrix" or "stmatrix"
     num: int  # 1, 2 or 4
@@ -125,6 +126,7 @@ class MatrixCopy:
     ins: list[Operand]
     address: Expr
     comment: str = ""
+    conds: list[Cond] = field(default_factory=list)
 
     @property
     def smem(self) -> Operand:

@@ -1,5 +1,6 @@
-"""Circular buffering of cp.async copies over a serial loop, and the order in which a loop
-issues, commits, waits for and reads a cp.async-filled tensor.
+"""Circular buffering of cp.async copies over a serial loop (and of register tiles over an
+unrolled one), and the order in which a loop issues, commits, waits for and reads a
+circular-buffered tensor.
 
 Circular buffering (nvFuser's TensorView::circularBuffer, its Pipelined form):
 `tv.circular_buffer(stages, prefetch)` on a shared tensor a cp.async fills inside a serial loop
@@ -23,6 +24,19 @@ refill comes before the read: PIPELINE-WAR rejects it, PIPELINE-STAGES too. A lo
 the prologue simply issues fewer copies (the predicates), and the groups stay counted since every
 iteration commits one group, empty or not.
 
+Registers (nvFuser's circular buffering of shared-memory reads): a register tensor a plain copy
+or ldmatrix fills from shared memory, circular-buffered over its loop (the k-slice loop of a
+matmul, unrolled), is pipelined the same way without commits, waits or barriers, since a
+thread's registers are its own and program order orders them:
+
+    Prologue        before the loop: for p in [0, P): the copy of iteration p (if p < extent)
+    loop i:         Prefetched: the copy of iteration i + P (if i + P < extent), into stage
+                    (i + P) % S; ... the readers of stage i % S ...
+
+So the load of the next fragments is issued before the tensor-core instructions of this one,
+into other registers. Its sources must be complete before the loop starts (PIPELINE-STAGES):
+the prefetched copy reads iteration i + P's data in iteration i.
+
 A Timeline is what one iteration of the loop around a cp.async copy and one of its readers
 does, step by step, taken from the loop nest with its barriers and waits placed
 (model/barriers.py): ISSUE (the copy), COMMIT (cp.async.commit_group), WAIT
@@ -31,7 +45,7 @@ of the loop reads the data of iteration k; its copy fills the data of iteration 
 which lives in stage (k + prefetch) % stages of the tensor's buffer. Without circular
 buffering prefetch is 0 and there is one stage.
 
-The verifier's CPASYNC-WAIT and PIPELINE-WAR rules decide from a Timeline, for a symbolic
+The verifier's CPASYNC-WAIT, PIPELINE-RAW and PIPELINE-WAR rules decide from a Timeline, for a symbolic
 iteration, that every read sees its own data complete and that no stage is refilled while
 its previous data is still read (verifier/analysis/pipeline.py); the code generator emits the
 nest the Timeline was read from. Pure data: no z3.
@@ -43,10 +57,10 @@ import copy
 import enum
 from dataclasses import dataclass, field
 
-from .barriers import CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, repeats, split_point, statement_paths
+from .barriers import Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, repeats, split_point, statement_paths
 from .errors import ScheduleError, user_location
 from .expr import Expr, const
-from .types import MemoryType, ParallelType
+from .types import LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 
 @dataclass(frozen=True)
@@ -139,14 +153,19 @@ def stage_problems(fusion) -> list:
                 values={"compute_at": tv.compute_at, "stages": c.stages}, **where))
             continue
         axis = tv.loop[pos]
-        if axis.parallel_type is not ParallelType.Serial or axis.static_extent == 1:
+        register = tv.memory_type is MemoryType.Local
+        loops = (ParallelType.Serial, ParallelType.Unroll) if register else (ParallelType.Serial,)
+        if axis.parallel_type not in loops or axis.static_extent == 1:
             kind = "of extent 1" if axis.static_extent == 1 else f"parallelized on {axis.parallel_type}"
             out.append(Problem(
                 f"{tv.name}'s circular loop, its axis {pos} ({axis.label()}) just left of its compute-at position "
-                f"{tv.compute_at}, is {kind}: a circular buffer needs a serial loop over its tiles",
+                f"{tv.compute_at}, is {kind}: a circular buffer needs a {'serial or unrolled' if register else 'serial'} "
+                f"loop over its tiles",
                 hint=f"inline {tv.name} right after its serial (K) loop axis (inline_at(k + 1) for that axis k)",
                 ids=(axis.name,), values={"axis": pos, "compute_at": tv.compute_at}, **where))
             continue
+        if register:
+            out += _sources_inside(tv, pos, where)
         if c.stages < 2:
             out.append(Problem(
                 f"{tv.name} is circular-buffered with {c.stages} stage: a stage cannot be refilled while it is read, "
@@ -155,8 +174,9 @@ def stage_problems(fusion) -> list:
                 values={"stages": c.stages, "prefetch": c.prefetch},
                 notes=("nvFuser refuses it too (TensorView::circularBuffer: \"Unsupported stage number\")",), **where))
         elif not 0 <= c.prefetch < c.stages:
+            raw = "PIPELINE-RAW" if tv.memory_type is MemoryType.Local else "CPASYNC-WAIT"
             why = ("a stage would be refilled before the iteration that reads it is done (PIPELINE-WAR)"
-                   if c.prefetch >= c.stages else "the copy of an iteration would be issued after its reads (CPASYNC-WAIT)")
+                   if c.prefetch >= c.stages else f"the copy of an iteration would be issued after its reads ({raw})")
             out.append(Problem(
                 f"{tv.name} prefetches {c.prefetch} copies ahead with {c.stages} stages; the prefetch must be at least 0 "
                 f"and below the stages: {why}",
@@ -182,6 +202,32 @@ def stage_problems(fusion) -> list:
     return out
 
 
+def is_register_copy(tv) -> bool:
+    """A register tensor a plain copy or ldmatrix fills: circular-buffered without waits."""
+    op = tv.definition
+    return (tv.memory_type is MemoryType.Local and op is not None and op.kind is OpKind.LOAD_STORE
+            and op.op_type in (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix))
+
+
+def _sources_inside(tv, pos: int, where: dict) -> list:
+    """A register circular buffer's copy of iteration i + prefetch runs in iteration i: each
+    source it reads must be complete before the circular loop, so computed outside it."""
+    from .lowerable import Problem
+
+    out = []
+    for src in tv.definition.inputs:
+        if src.definition is not None and src.compute_at > pos:
+            out.append(Problem(
+                f"{tv.name} is circular-buffered over its axis {pos} ({tv.loop[pos].label()}), but its source "
+                f"{src.name} is computed inside that loop (compute-at position {src.compute_at}): the copy of "
+                f"iteration i + {tv.circular.prefetch}, issued in iteration i, would read {src.name} before that "
+                f"iteration writes it",
+                hint=f"inline {src.name} at most at {pos}, outside {tv.name}'s circular loop, or circular-buffer "
+                     f"{tv.name} over a loop inside {src.name}'s",
+                ids=(tv.loop[pos].name,), values={"axis": pos, f"{src.name} compute_at": src.compute_at}, **where))
+    return out
+
+
 def unsupported_pipelines(fusion, order) -> list:
     """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async copies
     into shared memory with barrier-guarded refills (Pipelined without mbarriers)."""
@@ -193,12 +239,13 @@ def unsupported_pipelines(fusion, order) -> list:
         c = getattr(tv, "circular", None)
         if c is None:
             continue
-        if not is_cp_async(tv.definition) or tv.memory_type is not MemoryType.Shared:
+        if not (is_cp_async(tv.definition) and tv.memory_type is MemoryType.Shared) and not is_register_copy(tv):
             out.append(Problem(
-                f"{tv.name} is circular-buffered, but it is not a shared tensor filled by cp.async (`{tv.definition}`, "
-                f"{tv.memory_type.value.lower()} memory); tileproof circular-buffers cp.async copies only",
-                hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) into shared memory, or drop "
-                     f"circular_buffer",
+                f"{tv.name} is circular-buffered, but it is neither a shared tensor filled by cp.async nor registers "
+                f"filled by a copy (`{tv.definition}`, {tv.memory_type.value.lower()} memory); tileproof "
+                f"circular-buffers those two only",
+                hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) into shared memory, or with a "
+                     f"plain copy or ldmatrix into registers, or drop circular_buffer",
                 tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         if c.type.uses_mbarrier_for_war:
             out.append(Problem(
@@ -222,6 +269,7 @@ class Prologue:
     body: list
     index: str | None = None
     extent: Expr | None = None
+    asynchronous: bool = True  # cp.async copies, committed one group per iteration; False: registers
     repeats_itself = True  # a loop of its own (barriers.scope_repeats)
 
 
@@ -235,14 +283,16 @@ class Prefetched:
     body: list
     index: str | None = None
     extent: Expr | None = None
+    asynchronous: bool = True
     repeats_itself = False
 
 
 def insert_pipelines(tree: list, hazards: Hazards) -> None:
     """Pipeline every loop whose body holds circular-buffered copies (their Access.circular),
-    in place: the Prologue before the loop, the Prefetched copies first in its body, the
-    commit, the wait and the barriers (module docstring). Called by barriers.insert_barriers."""
-    loops: dict[int, tuple[list, int, list[int], tuple[int, int]]] = {}
+    in place: the Prologue before the loop, the Prefetched copies first in its body, and for
+    cp.async copies the commit, the wait and the barriers (module docstring). Called by
+    barriers.insert_barriers."""
+    loops: dict[int, tuple[list, object, list, tuple[int, int], bool]] = {}
     for _, acc, path in statement_paths(tree, hazards):
         if acc.circular is None or any(isinstance(scope[k], (Prologue, Prefetched)) for scope, k in path):
             continue
@@ -250,15 +300,17 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         if depth >= len(path) - 1:
             continue  # no loop at that depth: PIPELINE-STAGES rejects the schedule
         scope, at = path[depth]
-        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch)))
-        child = path[depth + 1][1]
-        if child not in entry[2]:
+        asynchronous = acc.kind is Async.CP_ASYNC
+        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous))
+        child = scope[at].body[path[depth + 1][1]]  # the node, not its index: prologues shift indices
+        if not any(child is c for c in entry[2]):
             entry[2].append(child)
-    # the loop itself, not its index: a prologue inserted for one loop shifts its later siblings
-    for scope, loop, children, (stages, prefetch) in loops.values():
-        copies = [loop.body[k] for k in sorted(children)]
-        rest = [n for k, n in enumerate(loop.body) if k not in children]
-        if prefetch >= 1:  # the refill after the read-after-write barrier, which also orders the refill
+    for scope, loop, children, (stages, prefetch), asynchronous in loops.values():
+        copies = [n for n in loop.body if any(n is c for c in children)]
+        rest = [n for n in loop.body if not any(n is c for c in children)]
+        if not asynchronous:  # registers: the next iteration's copy ahead of this one's reads
+            loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest
+        elif prefetch >= 1:  # the refill after the read-after-write barrier, which also orders the refill
             # after the previous iteration's reads of its stage: one barrier per iteration
             loop.body[:] = [CpAsyncWait(prefetch - 1, f"this iteration's copies are complete, at most "
                                         f"{prefetch - 1} newer group(s) in flight", commit=False),
@@ -271,7 +323,25 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
                             CpAsyncWait(0, "this iteration's copies are complete"),
                             Sync("this iteration's stage, copied by every thread, read below")] + rest + war
         at = next(k for k, n in enumerate(scope) if n is loop)  # an earlier prologue may have moved it
-        scope.insert(at, Prologue(stages, prefetch, copy.deepcopy(copies)))
+        scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous))
+
+
+def _copied(nodes: list) -> list:
+    """The prologue's own copy of the copies' nest: loops and statements copied, the verifier's
+    leaves (tensors, (tensor, phase) pairs) kept, so that they still name the fusion's tensors."""
+    from .tensor import TensorView
+
+    out = []
+    for n in nodes:
+        if isinstance(n, (TensorView, tuple)):
+            out.append(n)
+        elif hasattr(n, "body"):
+            c = copy.copy(n)
+            c.body = _copied(n.body)
+            out.append(c)
+        else:
+            out.append(copy.deepcopy(n))
+    return out
 
 
 class Step(enum.Enum):
@@ -296,7 +366,8 @@ class Timeline:
     order (`body`), run `extent` times (1 where the copy and the read share no repeating loop).
     The ISSUE at iteration k fills the data of iteration k + `prefetch`, in stage
     (k + prefetch) % `stages`. Before the loop, `prologue_iterations` iterations k = -P'..-1 run
-    the `prologue` steps only (the copies of data k + prefetch ahead of the loop)."""
+    the `prologue` steps only (the copies of data k + prefetch ahead of the loop). `private`: the
+    copy fills the thread's own registers (no commits, waits or barriers to order it)."""
 
     tensor: str
     reader: str
@@ -306,6 +377,7 @@ class Timeline:
     stages: int = 1
     prologue: tuple[Event, ...] = ()
     prologue_iterations: int = 0
+    private: bool = False  # a register circular buffer: each thread's own data, ordered by program order
 
     def positions(self, step: Step, prologue: bool = False) -> list[int]:
         """The positions of `step` in one iteration (of the prologue, if asked)."""
@@ -360,8 +432,9 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards) -> 
     extent: Expr = const(1)
     prologue: tuple[Event, ...] = ()
     iterations, prefetch, stages = 0, 0, 1
+    private = False
     if isinstance(scope[iw], Prefetched):
-        prefetch, stages = scope[iw].prefetch, scope[iw].stages
+        prefetch, stages, private = scope[iw].prefetch, scope[iw].stages, not scope[iw].asynchronous
     if d > 0:
         parent, at = wp[d - 1]
         owner = parent[at]
@@ -369,8 +442,9 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards) -> 
             extent = hazards.extent(owner)
         before = parent[at - 1] if at > 0 else None
         if isinstance(before, Prologue) and isinstance(scope[iw], Prefetched):
-            prologue, iterations = (Event(Step.ISSUE), Event(Step.COMMIT)), max(before.prefetch, 0)
-    return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations)
+            steps = (Event(Step.ISSUE),) if private else (Event(Step.ISSUE), Event(Step.COMMIT))
+            prologue, iterations = steps, max(before.prefetch, 0)
+    return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private)
 
 
 __all__ = ["CircularBuffer", "Event", "Pipelined", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",

@@ -266,7 +266,10 @@ class _Emitter:
         return ["  " * depth + line for line in [f"// {n.comment}", *emit_tma.copy(n, self.x, n.smem)]]
 
     def matrix_copy(self, n: MatrixCopy, depth: int) -> list[str]:
-        return ["  " * depth + line for line in [f"// {n.comment}", *emit_ldsm.matrix_copy(n, self.x)]]
+        # warp-uniform predicates only (LDSM-THREAD-ROWS proved whole warps), e.g. a block past M
+        body = emit_ldsm.matrix_copy(n, self.x)
+        return self.guarded_block(n.comment, n.conds, body[1:-1], depth) if n.conds else \
+            ["  " * depth + line for line in [f"// {n.comment}", *body]]
 
     # -- statements ---------------------------------------------------------------------
     def compute(self, s: Compute, depth: int) -> list[str]:

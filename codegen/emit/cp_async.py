@@ -7,7 +7,7 @@ passed instead). `cp.async.commit_group` closes the thread's group of copies iss
 `cp.async.wait_group N` waits until at most N of its groups are in flight (both checked with
 ptxas for sm_90a). A circular buffer's prologue runs the loop's first copies ahead of it, in a
 loop of its own over the same index variable; its prefetched copies are guarded by the loop's
-extent.
+extent (a register circular buffer's the same, without groups).
 """
 
 from __future__ import annotations
@@ -54,17 +54,18 @@ def copy_lines(emitter, n: CpAsyncCopy, depth: int) -> list[str]:
 
 
 def prologue_lines(emitter, n: Prologue, depth: int) -> list[str]:
-    """The circular loop's first `prefetch` copies, ahead of it: one commit per iteration, so
-    every thread's groups count the same however short the loop is."""
+    """The circular loop's first `prefetch` copies, ahead of it: for cp.async one commit per
+    iteration, so every thread's groups count the same however short the loop is."""
     pad = "  " * depth
     i, extent = emitter.x(var(n.index)), emitter.x(n.extent)
     count = max(n.prefetch, 0)  # a negative prefetch (rejected, built by compile_unverified) has none
+    commit = [f"{pad}  tp_cp_async_commit();"] if n.asynchronous else []  # registers: no groups
     return ([f"{pad}// prologue: the copies of iterations 0..{count - 1} of the loop over {i} "
-             f"({n.stages} stages)", f"{pad}#pragma unroll",
+             f"({n.stages} stages{'' if n.asynchronous else ' of registers'})", f"{pad}#pragma unroll",
              f"{pad}for ({INDEX_TYPES[emitter.ir.index_bits]} {i} = 0; {i} < {count}; ++{i}) {{",
              f"{pad}  if ({i} < {extent}) {{"]
             + emitter.nodes(n.body, depth + 2)
-            + [f"{pad}  }}", f"{pad}  tp_cp_async_commit();", f"{pad}}}"])
+            + [f"{pad}  }}"] + commit + [f"{pad}}}"])
 
 
 def prefetched_lines(emitter, n: Prefetched, depth: int) -> list[str]:

@@ -37,6 +37,7 @@ from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...model.indexing import block_dims, thread_dims
 from ...model.smem_plan import SmemPlan, plan_shared_memory
+from ...model.pipeline import circular_access, is_register_copy
 from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, MemoryType
@@ -132,7 +133,8 @@ def nest(st: Lowering) -> None:
 
 def sync(st: Lowering) -> None:
     on_chip = {t.name for t in st.order if t.memory_type in (MemoryType.Shared, MemoryType.Tensor)}
-    insert_syncs(st.tree, on_chip)
+    registers = {t.name: circular_access(t) for t in st.order if is_register_copy(t) and circular_access(t)}
+    insert_syncs(st.tree, on_chip, registers)
 
 
 def pipeline(st: Lowering) -> None:

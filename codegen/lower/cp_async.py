@@ -15,7 +15,7 @@ from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
 from ...model.pipeline import Prefetched, Prologue, circular_access
 from ...model.tensor import TensorView
-from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, Operand
+from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, Operand
 from .loop_nest import NotLowered
 
 
@@ -63,13 +63,20 @@ def _shifted(node, names: dict[str, Expr]):
     if isinstance(node, Loop):
         return dataclasses.replace(node, extent=substitute(node.extent, names),
                                    body=[_shifted(c, names) for c in node.body])
-    if isinstance(node, CpAsyncCopy):
-        def operand(o: Operand) -> Operand:
-            return dataclasses.replace(o, offset=substitute(o.offset, names))
 
+    def operand(o: Operand) -> Operand:
+        return dataclasses.replace(o, offset=substitute(o.offset, names))
+
+    if isinstance(node, CpAsyncCopy):
         return dataclasses.replace(node, out=operand(node.out), ins=[operand(o) for o in node.ins],
                                    conds=[c.renamed(names) for c in node.conds],
                                    zero_fill=[c.renamed(names) for c in node.zero_fill])
+    if isinstance(node, Compute):  # a register circular buffer's plain copy
+        return dataclasses.replace(node, out=operand(node.out), ins=[operand(o) for o in node.ins],
+                                   conds=[c.renamed(names) for c in node.conds])
+    if isinstance(node, MatrixCopy):  # a register circular buffer's ldmatrix
+        return dataclasses.replace(node, out=operand(node.out), ins=[operand(o) for o in node.ins],
+                                   address=substitute(node.address, names), conds=[c.renamed(names) for c in node.conds])
     raise InternalError(f"a circular buffer's prefetched copies hold a {type(node).__name__}")
 
 

@@ -16,7 +16,7 @@ from ...model.ldsm_layout import B16, WIDTHS, Layout, layout
 from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, OpKind
 from ..errors import UnsupportedSchedule
-from ..ir import Compute, MatrixCopy, Operand
+from ..ir import Compute, Cond, MatrixCopy, Operand
 from .predicates import always_equal
 from ...model.simplify import simplify
 
@@ -44,10 +44,6 @@ def matrix_copy(tv: TensorView, stmt: Compute, vector_var: str, elements: int, b
         raise UnsupportedSchedule(f"{tv.name}: {name} moves 2, 4 or 8 16-bit elements per lane (ldmatrix: or 1, 2 "
                                   f"or 4 32-bit ones); the schedule gives {elements} of {stmt.out.dtype}")
     L = layout(width)
-    if stmt.conds:
-        raise UnsupportedSchedule(
-            f"{tv.name}: {name} is warp-collective but the schedule predicates it "
-            f"({', '.join(c.why for c in stmt.conds)}); make the tile divide the tensor")
     smem, regs = (stmt.ins[0], stmt.out) if name == "ldmatrix" else (stmt.out, stmt.ins[0])
     address = mul(lane_address(smem.offset, vector_var, block, ranges, L), smem.dtype.bytes)
     fixed = {vector_var: const(0)}
@@ -59,6 +55,9 @@ def matrix_copy(tv: TensorView, stmt: Compute, vector_var: str, elements: int, b
     def first(o: Operand) -> Operand:
         return Operand(o.tensor, o.memory, o.dtype, simplify(substitute(o.offset, fixed), ranges))
 
+    # LDSM-THREAD-ROWS proved that a lane executes it only where its whole warp does (every element):
+    # the predicates, a block past M say, hold in all lanes or in none, so they guard the instruction
+    conds = [Cond(simplify(substitute(c.lhs, fixed), ranges), c.op, c.rhs, c.why, c.kind) for c in stmt.conds]
     return MatrixCopy(name, L.matrices[elements], first(stmt.out), [first(stmt.ins[0])], simplify(address, ranges),
-                      stmt.comment)
+                      stmt.comment, conds)
 

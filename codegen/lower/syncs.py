@@ -9,8 +9,9 @@ from ...model.types import Direction
 from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, TmaCopy
 
 
-def access(n) -> Access | None:
-    """What a lowered statement does to on-chip memory (a TMA store writes global memory)."""
+def access(n, circular: dict[str, tuple[int, int, int]]) -> Access | None:
+    """What a lowered statement does to on-chip memory (a TMA store writes global memory);
+    `circular`: the register circular buffers' (stages, prefetch, depth), by tensor."""
     if isinstance(n, CpAsyncCopy):
         return Access(n.out.tensor, frozenset(), Async.CP_ASYNC, circular=n.circular)
     if isinstance(n, TmaCopy):
@@ -18,13 +19,12 @@ def access(n) -> Access | None:
             return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier)
         return Access(None, frozenset({n.smem}), Async.TMA_STORE)
     if isinstance(n, (Compute, MatrixCopy)):
-        return Access(n.out.tensor, frozenset(o.tensor for o in n.ins))
+        return Access(n.out.tensor, frozenset(o.tensor for o in n.ins), circular=circular.get(n.out.tensor))
     return None
 
 
-HAZARDS = Hazards(access, lambda loop: isinstance(loop, Loop) and loop.kind in (LoopKind.SERIAL, LoopKind.UNROLL),
-                  lambda loop: loop.extent)
-
-
-def insert_syncs(tree: list, on_chip: set[str]) -> None:
-    insert_barriers(tree, on_chip, HAZARDS)
+def insert_syncs(tree: list, on_chip: set[str], circular: dict[str, tuple[int, int, int]]) -> None:
+    hazards = Hazards(lambda n: access(n, circular),
+                      lambda loop: isinstance(loop, Loop) and loop.kind in (LoopKind.SERIAL, LoopKind.UNROLL),
+                      lambda loop: loop.extent)
+    insert_barriers(tree, on_chip, hazards)

@@ -1,8 +1,8 @@
 """cp.async copies the hardware cannot make: a size its cache does not take (CPASYNC-SIZE),
 misaligned addresses (CPASYNC-ALIGN), a copy that is not global -> shared (LOWERING-SUPPORTED);
 and circular buffers that do not make a pipeline: a stage refilled before it is read
-(PIPELINE-WAR), a copy issued after its read (CPASYNC-WAIT), numbers or loops that cannot be
-pipelined (PIPELINE-STAGES), stages that do not fit (SMEM-CAPACITY).
+(PIPELINE-WAR), a copy issued after its read (CPASYNC-WAIT; PIPELINE-RAW for registers), numbers
+or loops that cannot be pipelined (PIPELINE-STAGES), stages that do not fit (SMEM-CAPACITY).
 
 examples/valid/cp_async.py holds the working forms.
 """
@@ -165,7 +165,58 @@ def stages_do_not_fit():
 
 
 @tp.schedule(expect=tp.rejected("LOWERING-SUPPORTED", messages=[
-    "T1 is circular-buffered, but it is not a shared tensor filled by cp.async"]))
+    "T1 is circular-buffered, but it is neither a shared tensor filled by cp.async nor registers filled by a "
+    "copy"]))
 def circular_buffer_of_a_plain_copy():
-    """tileproof pipelines cp.async copies; a plain tp.set into shared memory is not pipelined."""
+    """tileproof pipelines cp.async copies into shared memory and copies into registers; a plain
+    tp.set into shared memory is not pipelined."""
     return k_loop("circular_buffer_of_a_plain_copy", stages=2, op=tp.LoadStoreOpType.Set)[0]
+
+
+def register_slices(name, prefetch, source_inline=2):
+    """Rows of [M, K] through shared memory (a K loop of 32-wide tiles) into registers, four
+    slices of 8 per tile, the registers circular-buffered over the (unrolled) slice loop."""
+    with tp.Fusion(name) as fusion:
+        a = tp.make_tensor(["M", "K"], contiguity=True)
+        fusion.add_input(a)
+        s = tp.set(a)
+        r = tp.set(s)
+        out = tp.set(r)
+        fusion.add_output(out)
+    fusion.assume("K % 32 == 0")
+    for t in (s, r, out):
+        t.split(1, 32).axis(0).parallelize(P.BIDx)  # [M, K loop, 32]
+    s.set_memory_type(tp.MemoryType.Shared)
+    for t in (r, out) if source_inline <= 2 else (s, r, out):
+        t.split(2, 8).axis(3).parallelize(P.TIDx)  # [M, K loop, 4 slices, 8]
+        t.axis(2).parallelize(P.Unroll)
+    s.axis(-1).parallelize(P.TIDx)
+    s.inline_at(source_inline)
+    r.inline_at(3)
+    r.circular_buffer(2, prefetch)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-WAR", "PIPELINE-STAGES", messages=[
+    "T2's stage 0 is refilled in iteration 0 with iteration 2's data before T3 reads iteration 0's data from it, "
+    "the copy overwrites the thread's registers before it reads them"]))
+def register_slices_refilled_before_read():
+    """Registers circular-buffered over the slice loop (two stages) two slices ahead: iteration 0
+    copies slice 2 into stage 0 before it reads slice 0 from there. Counterexample: refill
+    iteration 0, data 2, read iteration 0, stage 0."""
+    return register_slices("register_slices_refilled_before_read", 2)
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-RAW", "PIPELINE-STAGES", messages=[
+    "T3 reads T2 in iteration 0 before the copy of that iteration's data"]))
+def register_slices_copied_late():
+    """prefetch_distance -3 with 2 register stages is a prefetch of -1: each slice's registers are
+    copied in the next iteration, after their read. Counterexample: iteration 0."""
+    return register_slices("register_slices_copied_late", -3)
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-STAGES", messages=["but its source T1 is computed inside that loop"]))
+def register_slices_from_a_tile_of_the_slice():
+    """The shared tile is copied inside the slice loop (inlined at 3, one slice at a time), so
+    the registers' copy of slice i + 1, issued in iteration i, would read a slice not yet written."""
+    return register_slices("register_slices_from_a_tile_of_the_slice", 1, source_inline=3)

@@ -239,12 +239,16 @@ def cp_async_tile(tv, rows, cols, warps):
 
 
 def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, prefetch=-1, ldmatrix=True,
-          row_bytes=128):
+          row_bytes=128, fragment_stages=1, group=1):
     """A tuned mma.sync matmul, D = A B^T with A [M, K] and B [N, K] both K-major (A @ B.T):
     block tile block[0] x block[1] x (row_bytes = 128 or 64 bytes of K), warps[0] x warps[1]
     warps each computing a (block / warps) tile of macro tiles, `stages` cp.async stages of
     swizzled shared memory (conflict-free for cp.async and ldmatrix), `prefetch` of them in flight,
-    fragments loaded by ldmatrix.x4 (bfloat16 / float16: Ampere_16_16_16, tf32: Ampere_16_8_8)."""
+    fragments loaded by ldmatrix.x4 (bfloat16 / float16: Ampere_16_16_16, tf32: Ampere_16_8_8).
+    fragment_stages=2 double-buffers the fragments over the k-slice loop: the next slice's
+    ldmatrix is issued before this slice's mma.sync, into other registers. group=G orders the
+    blocks in groups of G M tiles (blockIdx.x within the group, blockIdx.y the N tile,
+    blockIdx.z the group): the blocks running at once share G tiles of A and few of B in L2."""
     bm, bn = block
     wm, wn = warps
     bk = row_bytes // dtype.bytes
@@ -266,7 +270,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     d.split(4, macro.n).split(4, bn // wn // macro.n)  # N -> wn, rn, n
     d.split(3, macro.m).split(3, bm // wm // macro.m)  # M -> wm, rm, m: [Mo, No, Ko, wm, rm, m, wn, rn, n, kb, mk]
     permute(d, [0, 1, 2, 3, 6, 9, 4, 7, 5, 8, 10])
-    for i, p in ((0, P.BIDx), (1, P.BIDy), (3, P.TIDz), (4, P.TIDy), (5, P.Unroll), (6, P.Unroll), (7, P.Unroll),
+    for i, p in ((3, P.TIDz), (4, P.TIDy), (5, P.Unroll), (6, P.Unroll), (7, P.Unroll),
                  (8, P.Mma), (9, P.Mma), (10, P.Mma)):
         d.axis(i).parallelize(p)
     # A's fragments [Mo, 1, Ko, bm, bk] -> [Mo, 1, Ko, wm, 1, kb, rm, lane, v]
@@ -274,28 +278,38 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     ra.split(3, macro.m).split(3, bm // wm // macro.m)  # [Mo, 1, Ko, wm, rm, m, kb, mk]
     ra.split(1, 1)  # [Mo, 1, 1, Ko, wm, rm, m, kb, mk]
     permute(ra, [0, 1, 3, 4, 2, 7, 5, 6, 8])
-    ra.axis(0).parallelize(P.BIDx)
     ra.axis(3).parallelize(P.TIDz)
     # B's fragments [1, No, Ko, bn, bk] -> [1, No, Ko, 1, wn, kb, rn, lane, v]
     rb.split(4, mk)
     rb.split(3, macro.n).split(3, bn // wn // macro.n)  # [1, No, Ko, wn, rn, n, kb, mk]
     rb.split(0, 1)  # [1, 1, No, Ko, wn, rn, n, kb, mk]
     permute(rb, [0, 2, 3, 1, 4, 7, 5, 6, 8])
-    rb.axis(1).parallelize(P.BIDy)
     rb.axis(4).parallelize(P.TIDy)
     for t, operand in ((ra, tp.MmaOperand.A), (rb, tp.MmaOperand.B)):
         t.axis(5).parallelize(P.Unroll)
         t.axis(6).parallelize(P.Unroll)
         tp.schedule_mma_fragment(t, macro, operand)
         t.axis(8).parallelize(P.Vectorize if ldmatrix else P.Unroll)
-    for t, rows, blk in ((sa, bm, P.BIDx), (sb, bn, P.BIDy)):
+    for t, rows in ((sa, bm), (sb, bn)):
         swizzled_tile(t, row_bytes)
         cp_async_tile(t, rows, bk, warps)
-        t.axis(0 if blk is P.BIDx else 1).parallelize(blk)
-        t.inline_at(3)
+    # the block tiles [Mo, No]; in groups of `group` M tiles [Mo / group, group, No]: blockIdx.x
+    # the tile in its group, blockIdx.y the N tile, blockIdx.z the group (x runs fastest)
+    at = 1 if group > 1 else 0
+    for t in (d, sa, sb, ra, rb):
+        if group > 1:
+            t.split(0, 1 if t.axis(0).is_broadcast else group)  # B's M: two broadcasts of extent 1
+        for i, p in enumerate([P.BIDz, P.BIDx, P.BIDy][1 - at:]):
+            if not t.axis(i).is_broadcast:
+                t.axis(i).parallelize(p)
+    for t in (sa, sb):
+        t.inline_at(3 + at)
         t.circular_buffer(stages, prefetch)
-    ra.inline_at(6)
-    rb.inline_at(6)
+    ra.inline_at(6 + at)
+    rb.inline_at(6 + at)
+    if fragment_stages > 1:
+        ra.circular_buffer(fragment_stages)
+        rb.circular_buffer(fragment_stages)
     return fusion
 
 
@@ -318,5 +332,20 @@ def tuned_matmul_k_tail(dtype):
     dt = getattr(tp, dtype)
     fusion = tuned("M", "N", "K", dt)
     for s, q in (("M", 128), ("N", 128), ("K", 16 // dt.bytes)):
+        fusion.assume(f"{s} % {q} == 0")
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted(), params={"dtype": ["bfloat16", "float32"]})
+def tuned_matmul_grouped_double_buffered(dtype):
+    """The tuned schedule as benchmarks/matmul.py runs it fastest: three cp.async stages, the
+    ldmatrix fragments circular-buffered over the k-slice loop (two register stages, one slice
+    ahead: ldmatrix of slice s + 1 is issued before the mma.sync of slice s, into the other
+    stage's registers; PIPELINE-RAW, PIPELINE-WAR), and the blocks in groups of 8 M tiles
+    (blockIdx.z the group; M need only be a multiple of the 128-row tile: the last group's
+    blocks past M do nothing)."""
+    dt = getattr(tp, dtype)
+    fusion = tuned("M", "N", "K", dt, stages=3, prefetch=2, fragment_stages=2, group=8)
+    for s, q in (("M", 128), ("N", 128), ("K", 128 // dt.bytes)):
         fusion.assume(f"{s} % {q} == 0")
     return fusion

@@ -77,6 +77,15 @@ def test_a_k_tail_runs_on_zeros(case, k):
     run(case.build(), {**SYMBOLIC, "K": k})
 
 
+@pytest.mark.parametrize("case", [c for c in EXAMPLES if c.name.startswith("tuned_matmul_grouped_double_buffered")],
+                         ids=lambda c: c.name)
+@pytest.mark.parametrize("m", [1152, 128])
+def test_grouped_blocks_cover_every_tile(case, m):
+    """Groups of 8 M tiles (blockIdx.z the group): 9 tiles are a whole group and one tile of the
+    next, 1 tile leaves 7 blocks of its group past M; fragments double-buffered in registers."""
+    run(case.build(), {**SYMBOLIC, "M": m})
+
+
 def test_every_lane_and_register_of_the_seed_tile():
     """The seed's 16 x 8 x 8 tile on A = iota, B = one-hot columns: each output column is one
     column of A, so a misplaced fragment element shows as a wrong number, not a small error."""

@@ -107,7 +107,8 @@ class MmaSimulator(Simulator):
                 for p in range(max(n.prefetch, 0)):
                     if p < extent:
                         self.nodes(n.body, {**loops, n.index: p})
-                    self.commit()
+                    if n.asynchronous:  # a register circular buffer's prologue commits nothing
+                        self.commit()
             elif isinstance(n, Prefetched):
                 if loops[n.index] + n.prefetch < evaluate(n.extent, self.symbols):
                     self.nodes(n.body, loops)  # the copies' offsets are shifted already

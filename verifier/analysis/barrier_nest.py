@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.cp_async import is_cp_async
-from ...model.pipeline import circular_access
+from ...model.pipeline import circular_access, is_register_copy
 from ...model.lowerable import execution_order, loop_groups, nest, statement_items
 from ...model.reduction import Phase
 from ...model.tensor import TensorView
@@ -33,7 +33,8 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
         return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
     if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
         return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))
-    return Access(tv.name, frozenset(t.name for t in op.inputs))
+    return Access(tv.name, frozenset(t.name for t in op.inputs),
+                  circular=circular_access(tv) if is_register_copy(tv) else None)
 
 
 @dataclass

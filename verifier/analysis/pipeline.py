@@ -1,5 +1,5 @@
-"""The claims CPASYNC-WAIT and PIPELINE-WAR decide about a cp.async Timeline (model/pipeline.py),
-for a symbolic iteration, with z3 over the integers.
+"""The claims CPASYNC-WAIT, PIPELINE-RAW and PIPELINE-WAR decide about a pipeline's Timeline
+(model/pipeline.py), for a symbolic iteration, with z3 over the integers.
 
 Program order: position i of iteration k is k * W + i (W: Timeline.width); prologue iterations
 are k = -P'..-1, the loop's k = 0..E-1. A group is the copies a thread issued since its
@@ -13,6 +13,10 @@ are the newer groups the wait may leave in flight.
                  other threads' copies are seen after the barrier)
     free(k, j)   the ISSUE at iteration k (data d = k + P, stage d % S) comes after a SYNC that
                  follows every READ of an older datum j < d of the same stage
+
+A private Timeline (a register circular buffer: each thread copies into and reads its own
+registers) needs program order only: complete(k) is the ISSUE of data k before the READ of k,
+free(k, j) every READ of j before the ISSUE at k.
 
 Each check takes the latest WAIT instance before the read and the earliest SYNC after a WAIT
 or a READ: those are the best candidates, so the claim holds iff some candidate does. The
@@ -139,10 +143,12 @@ def prove_complete(tl: Timeline) -> Outcome:
             syncs.append(z3.And(m.pos(ks, s) < read, ks < m.e))
         options.append(z3.And(kw >= 0, x > at, covered >= n + 1, z3.Or(*syncs) if syncs else z3.BoolVal(False, m.ctx)))
         best_commits, best_pending = z3.If(x > at, covered, best_commits), z3.If(x > at, m.val(n), best_pending)
-    claim = z3.And(issued, at < read, z3.Or(*options) if options else z3.BoolVal(False, m.ctx))
+    waited = z3.Or(*options) if options else z3.BoolVal(False, m.ctx)
+    claim = z3.And(issued, at < read) if tl.private else z3.And(issued, at < read, waited)
     m.facts += [k >= 0, k < m.e]
-    values = {"issued before the read": z3.If(z3.And(issued, at < read), m.val(1), m.val(0)),
-              "commits after its copy": best_commits, "pending allowed": best_pending}
+    values = {"issued before the read": z3.If(z3.And(issued, at < read), m.val(1), m.val(0))}
+    if not tl.private:
+        values.update({"commits after its copy": best_commits, "pending allowed": best_pending})
     return m.prove([k], claim, values)
 
 
@@ -163,6 +169,8 @@ def prove_free(tl: Timeline) -> Outcome:
         js = j if s > r else j + 1
         syncs.append(z3.And(js < m.e, m.pos(js, s) < at))
     claim = z3.Or(*syncs) if syncs else z3.BoolVal(False, m.ctx)
+    if tl.private:  # the thread's own registers: its read of j comes first in program order
+        claim = m.pos(j, r) < at
     m.facts += [issued, d >= 0, d < m.e, j >= 0, j < d, j % tl.stages == d % tl.stages]
     values = {"data": d, "stage": d % tl.stages}
     return m.prove([k, j], claim, values)

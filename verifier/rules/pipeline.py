@@ -1,6 +1,7 @@
-"""Asynchronous copies over loops: every read of a cp.async-filled tensor waits for its data
-(CPASYNC-WAIT), a circular buffer's numbers make a pipeline (PIPELINE-STAGES), and no stage is
-refilled before its reads are done (PIPELINE-WAR). The two proofs are decided on the loop nest
+"""Copies over loops: every read of a cp.async-filled tensor waits for its data (CPASYNC-WAIT),
+every read of a register circular buffer follows its copy (PIPELINE-RAW), a circular buffer's
+numbers make a pipeline (PIPELINE-STAGES), and no stage is refilled before its reads are done
+(PIPELINE-WAR). The proofs are decided on the loop nest
 with its waits and barriers placed (model/barriers.py, model/pipeline.py) as a Timeline for a
 symbolic iteration (verifier/analysis/pipeline.py)."""
 
@@ -20,14 +21,15 @@ from ..solver import Outcome
 
 
 def _timelines(ctx: VerifyContext) -> list[tuple[Timeline, object, object]]:
-    """(timeline, writer, reader) for every cp.async copy and each statement reading its tensor."""
+    """(timeline, writer, reader) for every cp.async copy or register circular buffer's copy
+    (a private Timeline) and each statement reading its tensor."""
     nest_ = barrier_nest(ctx)
     if nest_ is None:
         return []
     stmts = statement_paths(nest_.tree, nest_.hazards)
     out = []
     for w, wa, wp in stmts:
-        if wa.kind is not Async.CP_ASYNC or in_prologue(wp):
+        if not (wa.kind is Async.CP_ASYNC or wa.circular is not None) or in_prologue(wp):
             continue  # a prologue's copies are the Timeline's prologue
         for r, ra, rp in stmts:
             if wa.writes in ra.reads:
@@ -98,6 +100,8 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   iterations k in [0, E): I(k - P) < R(k), and some WAIT X with N pending, I(k - P) < X < R(k), has
     #   commits(I(k - P), X] >= N + 1, and some SYNC Y has X < Y < R(k)
     for tl, writer, reader in _timelines(ctx):
+        if tl.private:
+            continue  # a register circular buffer: PIPELINE-RAW
         out = ctx.memo(("cp-async-wait", tl), lambda tl=tl: prove_complete(tl))
         where = dict(tensor=reader.name, location=reader.definition.origin,
                      labels=[f"{tl.tensor} (shared memory) filled by cp.async in {writer.name}'s statement"])
@@ -131,6 +135,87 @@ def _incomplete(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
         **where)
 
 
+@rule("PIPELINE-RAW", family="pipeline")
+def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Every read of a register circular buffer's stage comes after the copy of its data.
+
+    What it checks:
+        On the kernel's loop nest with a register circular buffer's prologue and prefetched
+        copies placed (model/pipeline.py), for every statement reading the tensor and a symbolic
+        iteration k of the circular loop (the prologue included): the copy of iteration k's data,
+        issued in iteration k - prefetch, comes before the read of iteration k in the thread's
+        program order. The counterexample names the iteration. tileproof places the copies
+        itself, so a negative prefetch is what fails on a schedule written with the API
+        (PIPELINE-STAGES reports it too).
+    Why the hardware needs it:
+        A register circular buffer (fragments loaded from shared memory by ldmatrix or plain
+        copies, one k-slice ahead of the tensor-core instructions) has no wait and no barrier:
+        each thread reads the registers it wrote itself, so only program order puts its data
+        there in time. A read before the copy of its data takes the registers' previous
+        contents, another iteration's fragments.
+    Example:
+        with tp.Fusion("register_prefetch_late") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a); r = tp.set(s); out = tp.set(r); fusion.add_output(out)
+        fusion.assume("K % 32 == 0")
+        for t in (s, r, out):
+            t.split(1, 32).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 32]
+        s.set_memory_type(tp.MemoryType.Shared); s.axis(2).parallelize(tp.ParallelType.TIDx)
+        for t in (r, out):
+            t.split(2, 8).axis(3).parallelize(tp.ParallelType.TIDx)  # [M, K loop, 4 slices, 8]
+            t.axis(2).parallelize(tp.ParallelType.Unroll)
+        s.inline_at(2)
+        r.inline_at(3)
+        r.circular_buffer(2, prefetch_distance=-3)  # prefetch 2 - 3 = -1: the copy comes late
+    Reported with:
+        PIPELINE-STAGES
+    Fix:
+        with tp.Fusion("register_prefetch") as fusion:
+            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
+            s = tp.set(a); r = tp.set(s); out = tp.set(r); fusion.add_output(out)
+        fusion.assume("K % 32 == 0")
+        for t in (s, r, out):
+            t.split(1, 32).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 32]
+        s.set_memory_type(tp.MemoryType.Shared); s.axis(2).parallelize(tp.ParallelType.TIDx)
+        for t in (r, out):
+            t.split(2, 8).axis(3).parallelize(tp.ParallelType.TIDx)  # [M, K loop, 4 slices, 8]
+            t.axis(2).parallelize(tp.ParallelType.Unroll)
+        s.inline_at(2)
+        r.inline_at(3)
+        r.circular_buffer(2)  # prefetch 1: the next slice's registers load while this one is used
+    References:
+        nvFuser's Ampere matmul scheduler (`acr->circularBuffer(2)` under
+        MatmulParams::CircularBufferOptions::circular_buffer_smem_read); CUTLASS
+        include/cutlass/gemm/threadblock/mma_multistage.h (warp fragments double-buffered over
+        the k-groups); docs/hardware.md#circular-buffering
+    """
+    # Formal statement: for every register circular buffer's copy c and reader r, on the private
+    #   Timeline of the circular loop (verifier/analysis/pipeline.py prove_complete): for all extents E
+    #   and iterations k in [0, E): issued(k - P) and I(k - P) < R(k)
+    for tl, writer, reader in _timelines(ctx):
+        if not tl.private:
+            continue  # cp.async: CPASYNC-WAIT
+        out = ctx.memo(("pipeline-raw", tl), lambda tl=tl: prove_complete(tl))
+        where = dict(tensor=reader.name, location=reader.definition.origin,
+                     labels=[f"{tl.tensor} (registers) copied in {writer.name}'s statement"])
+        yield from report_outcome("PIPELINE-RAW", out, f"that {reader.name} reads {tl.tensor} after its copy",
+                                  lambda out, tl=tl: _read_early(tl, out, where), **where)
+
+
+def _read_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
+    k = out.model.get("iteration", 0)
+    return finding(
+        "PIPELINE-RAW",
+        f"{tl.reader} reads {tl.tensor} in iteration {k} before the copy of that iteration's data: the registers "
+        f"still hold another iteration's values",
+        notes=[f"the steps of the loop: {tl.describe()}",
+               f"{tl.tensor} is circular-buffered with prefetch {tl.prefetch}: the copy of iteration k is issued in "
+               f"iteration k - ({tl.prefetch})"],
+        counterexample={"iteration": k, "extent": out.model.get("extent"), **out.values},
+        hint=f"prefetch at least 0 copies ahead (circular_buffer({tl.stages}) prefetches {tl.stages - 1})",
+        **where)
+
+
 @rule("PIPELINE-STAGES", family="pipeline")
 def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A circular buffer has a serial loop, at least two stages and 0 <= prefetch < stages.
@@ -138,9 +223,10 @@ def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
     What it checks:
         For every tensor with circular_buffer(stages, prefetch_distance): it is inlined into a
         loop, and its loop axis just left of its compute-at position (the circular loop) is a
-        serial loop, not of extent 1; stages >= 2; 0 <= prefetch < stages, the prefetch being
-        the prefetch_distance, or stages + prefetch_distance for a negative one; circular
-        buffers over one loop have the same numbers. A loop shorter than the stages needs no
+        serial loop (serial or unrolled for registers), not of extent 1; stages >= 2;
+        0 <= prefetch < stages, the prefetch being the prefetch_distance, or stages +
+        prefetch_distance for a negative one; circular buffers over one loop have the same
+        numbers; a register circular buffer's sources are computed outside its loop. A loop shorter than the stages needs no
         check: the prologue's copies are predicated by the loop's extent. Shared memory holds
         every stage (SMEM-CAPACITY counts stages x tile).
     Why the hardware needs it:
@@ -149,7 +235,9 @@ def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
         stage is read: one stage leaves none (the loop waits for each tile in full, and nvFuser
         refuses it), a prefetch of S or more refills a stage before its iteration reads it
         (PIPELINE-WAR), and a negative one reads a stage before its copy is issued
-        (CPASYNC-WAIT). The circular loop is the loop whose iterations the stages rotate over.
+        (CPASYNC-WAIT, PIPELINE-RAW). The circular loop is the loop whose iterations the stages
+        rotate over. A register circular buffer copies iteration i + prefetch's data in
+        iteration i, so what it copies from must be complete before the loop.
     Example:
         with tp.Fusion("one_stage") as fusion:
             a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
@@ -180,8 +268,9 @@ def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
         the compute-at position); docs/hardware.md#circular-buffering
     """
     # Formal statement: none, structural: for each circular-buffered tensor, compute_at > 0, its loop axis
-    #   compute_at - 1 is Serial with extent != 1, stages >= 2, 0 <= prefetch < stages, and the circular
-    #   buffers of one loop have equal (stages, prefetch)
+    #   compute_at - 1 is Serial (registers: Serial or Unroll) with extent != 1, stages >= 2,
+    #   0 <= prefetch < stages, the circular buffers of one loop have equal (stages, prefetch), and a
+    #   register buffer's producers have compute_at <= compute_at - 1
     for p in stage_problems(ctx.fusion):
         yield finding("PIPELINE-STAGES", p.message, tensor=p.tensor, ids=list(p.ids), location=p.location,
                       notes=list(p.notes), counterexample=dict(p.values), hint=p.hint)
@@ -197,8 +286,9 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
         tensor and a symbolic refill: the copy issued in iteration k (its prologue included)
         fills the data of iteration d = k + prefetch into stage d % stages; for every older
         iteration j < d whose data shares that stage, a __syncthreads that follows j's read
-        comes before the copy. The counterexample names the refilling iteration, the data it
-        copies, the iteration still to read the stage, and the stage.
+        comes before the copy (for a register circular buffer, the read itself: each thread
+        refills only its own registers). The counterexample names the refilling iteration, the
+        data it copies, the iteration still to read the stage, and the stage.
     Why the hardware needs it:
         Other threads read a stage in iteration j; a cp.async issued into the same stage
         before they are all done overwrites data they have not read yet (write after read),
@@ -239,7 +329,7 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: for every circular buffer's copy c and reader r, on the Timeline of the circular
     #   loop (verifier/analysis/pipeline.py prove_free): for all extents E, refill iterations k in [-P, E)
     #   with d = k + P in [0, E), and iterations j in [0, E) with j < d and j % S == d % S:
-    #   some SYNC Y has R(j) < Y < I(k)
+    #   some SYNC Y has R(j) < Y < I(k) (a private Timeline, registers: R(j) < I(k))
     for tl, writer, reader in _timelines(ctx):
         if tl.stages == 1 and tl.prefetch == 0 and not tl.prologue_iterations:
             continue  # no circular buffer: SMEM-RACE checks the refill of a plain tile
@@ -254,10 +344,12 @@ def _refilled_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
     k, j = out.model.get("refill iteration", 0), out.model.get("read iteration", 0)
     d, stage = out.values.get("data"), out.values.get("stage")
     when = "in the prologue" if k < 0 else f"in iteration {k}"
+    why = ("the copy overwrites the thread's registers before it reads them" if tl.private else
+           "with no __syncthreads between: the copy may overwrite data still to be read")
     return finding(
         "PIPELINE-WAR",
         f"{tl.tensor}'s stage {stage} is refilled {when} with iteration {d}'s data before {tl.reader} reads "
-        f"iteration {j}'s data from it, with no __syncthreads between: the copy may overwrite data still to be read",
+        f"iteration {j}'s data from it, {why}",
         notes=[f"the steps of the loop: {tl.describe()}",
                f"{tl.stages} stages, prefetch {tl.prefetch}: iteration i reads stage i % {tl.stages} and copies "
                f"iteration i + {tl.prefetch}'s data into stage (i + {tl.prefetch}) % {tl.stages}"],

@@ -1,0 +1,121 @@
+"""Fragments circular-buffered over the k-slice loop (register circular buffers, model/pipeline.py),
+differentially: the lowered kernel runs on the CPU (tests/support/mma_sim.py) against numpy's
+float64 A @ B. The fragments are copied element by element (the simulator has no ldmatrix); the
+kernel's prologue copies slice 0, each slice copies the next one into the other stage, then
+issues its mma.sync from its own.
+
+The same kernel with the prefetched copies moved after the mma.sync (what a refill before the
+read does) or without its prologue computes a wrong product: the simulator and the rules agree.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.ir import Loop, Prefetched, Prologue
+from tileproof.model.expr import add, const, substitute, var
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "examples" / "valid"))
+from mma import tuned  # noqa: E402
+
+from differential.test_differential_mma import check, check_tf32, inputs, lowered, simulate  # noqa: E402
+from support.mma_sim import SimulationError, run_mma_kernel  # noqa: E402
+
+
+def double_buffered(dtype, k_multiple):
+    fusion = tuned("M", "N", "K", dtype, block=(64, 64), stages=2, ldmatrix=False, fragment_stages=2)
+    for a in ("M % 64 == 0", "N % 64 == 0", f"K % {k_multiple} == 0"):
+        fusion.assume(a)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, [d.message for d in report.errors]
+    return fusion
+
+
+def _loops_with_prefetch(nodes, found):
+    for n in nodes:
+        if isinstance(n, Loop) and any(isinstance(c, Prefetched) and not c.asynchronous for c in n.body):
+            found.append(n)
+        if hasattr(n, "body"):
+            _loops_with_prefetch(n.body, found)
+    return found
+
+
+@pytest.mark.parametrize("dtype, k", [(tp.bfloat16, 128), (tp.bfloat16, 200), (tp.float32, 96)])
+def test_double_buffered_fragments_compute_the_matmul(dtype, k):
+    fusion = double_buffered(dtype, 8)
+    m, n = 64, 64
+    out, a, b, sim = simulate(fusion, m, n, k, {"M": m, "N": n, "K": k})
+    (check_tf32(out, a, b) if dtype == tp.float32 else check(out, a, b, 0.0))
+    loops = _loops_with_prefetch(lowered(fusion).kernel.body, [])
+    assert len(loops) == 1 and loops[0].extent == const(4)  # the k-slice loop, 4 slices
+
+
+def _broken(fusion, change):
+    ir = copy.deepcopy(lowered(fusion).kernel)
+    (loop,) = _loops_with_prefetch(ir.body, [])
+    change(ir, loop)
+    return ir
+
+
+def _without_prologue(ir, loop):
+    def drop(nodes):
+        nodes[:] = [n for n in nodes if not (isinstance(n, Prologue) and not n.asynchronous)]
+        for n in nodes:
+            if hasattr(n, "body"):
+                drop(n.body)
+    drop(ir.body)
+
+
+def _into_the_stage_read(ir, loop):
+    """The copy of slice s + 1 into slice s's own stage, as a prefetch equal to the stages would
+    place it (PIPELINE-WAR's counterexample): slice s's mma.sync reads slice s + 1's fragments."""
+    pre = next(c for c in loop.body if isinstance(c, Prefetched))
+    ahead = {pre.index: add(var(pre.index), const(1))}
+
+    def restage(nodes):
+        for n in nodes:
+            if hasattr(n, "body"):
+                restage(n.body)
+            elif n.out.memory is tp.MemoryType.Local:
+                n.out = replace(n.out, offset=substitute(n.out.offset, ahead))
+    restage(pre.body)
+
+
+def test_fragments_without_their_prologue_read_registers_never_written():
+    fusion = double_buffered(tp.bfloat16, 8)
+    ir = _broken(fusion, _without_prologue)
+    args, a, b = inputs(fusion, 64, 64, 128)
+    with pytest.raises((SimulationError, AssertionError)):
+        (out,), _ = run_mma_kernel(ir, fusion, args, {"M": 64, "N": 64, "K": 128})
+        check(out, a, b, 0.0)
+
+
+def test_fragments_copied_into_the_stage_being_read_compute_a_wrong_product():
+    fusion = double_buffered(tp.bfloat16, 8)
+    ir = _broken(fusion, _into_the_stage_read)
+    args, a, b = inputs(fusion, 64, 64, 128)
+    (out,), _ = run_mma_kernel(ir, fusion, args, {"M": 64, "N": 64, "K": 128})
+    with pytest.raises(AssertionError, match="max error"):  # slice s multiplied with slice s + 1's fragments
+        check(out, a, b, 0.0)
+
+
+def test_the_rules_reject_what_the_broken_kernels_do():
+    """The two broken kernels above are what a negative prefetch (no prologue copy of slice 0 in
+    time) and a prefetch equal to the stages build; the rules name both."""
+    for prefetch, codes in ((-3, {"PIPELINE-RAW", "PIPELINE-STAGES"}), (2, {"PIPELINE-WAR", "PIPELINE-STAGES"})):
+        fusion = tuned("M", "N", "K", tp.bfloat16, block=(64, 64), stages=2, ldmatrix=False)
+        fusion.assume("M % 64 == 0")
+        fusion.assume("N % 64 == 0")
+        fusion.assume("K % 64 == 0")
+        for t in fusion.tensors:
+            if t.memory_type is tp.MemoryType.Local and t.definition is not None and t.definition.name == "set":
+                t.circular_buffer(2, prefetch)
+        assert {d.code for d in tp.verify(fusion, "sm_90a").errors} == codes
