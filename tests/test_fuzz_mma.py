@@ -34,7 +34,7 @@ def _k_tile(case) -> int:
     return int(re.search(r"block \d+x\d+x(\d+)", repr(case)).group(1))
 
 
-def _small_accepted(count: int, limit: int = 120, k_tail: bool = False):
+def _small_accepted(count: int, limit: int = 120, k_tail: bool = False, fragments: bool = False):
     found = []
     for seed in range(limit):
         case = mma_case(seed)
@@ -43,6 +43,8 @@ def _small_accepted(count: int, limit: int = 120, k_tail: bool = False):
                 or "ldmatrix" in repr(case):  # the simulator has no ldmatrix (MatrixCopy)
             continue
         if k_tail and k % _k_tile(case) == 0:
+            continue
+        if fragments and "fragments" not in repr(case):
             continue
         if tp.verify(case.fusion, case.target).ok:
             found.append((seed, case))
@@ -62,8 +64,17 @@ def test_accepted_draws_compute_the_product_on_the_simulator(slot):
 def test_accepted_draws_with_a_k_tail_compute_the_product_on_the_simulator(slot):
     """Draws whose K the block's K tile does not divide: accepted on a zero path (cp.async,
     model/zero_padding.py), they must add nothing past K."""
-    cases = _small_accepted(2, limit=400, k_tail=True)
+    cases = _small_accepted(2, limit=900, k_tail=True)
     assert len(cases) > slot, "too few small accepted mma draws with a K tail"
+    _run_on_the_simulator(*cases[slot])
+
+
+@pytest.mark.parametrize("slot", range(2))
+def test_accepted_draws_with_fragments_in_register_stages_compute_the_product(slot):
+    """Draws whose fragments are circular-buffered over the k-slice loop (model/pipeline.py:
+    the next slice copied into the other stage before this slice's mma.sync)."""
+    cases = _small_accepted(2, limit=600, fragments=True)
+    assert len(cases) > slot, "too few small accepted mma draws with fragments in register stages"
     _run_on_the_simulator(*cases[slot])
 
 

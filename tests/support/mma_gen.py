@@ -7,7 +7,8 @@ the five 16-bit mma.sync macros), warps (TIDz x TIDy, 1-8 of them) each repeatin
 tile rm x rn times, a K tile of 1-4 macro K's, operands copied to shared memory by cp.async
 (16 bytes, sometimes swizzled, sometimes circular-buffered with 2-4 stages and a random
 prefetch) or by a plain vectorized copy, fragments read by ldmatrix or element by element
-(tp.schedule_mma_fragment), the accumulators stored directly or kept in registers and copied
+(tp.schedule_mma_fragment), sometimes circular-buffered in registers over the k-slice loop (a
+prefetch equal to the stages now and then: rejected), the accumulators stored directly or kept in registers and copied
 out in the C fragment's layout; sizes concrete (sometimes not multiples of the block tile) or
 symbolic with divisibility assumptions (now and then one left out).
 
@@ -288,6 +289,11 @@ def mma_case(seed: int) -> MmaCase:
         d.inline_at(2)
     if rng.random() < 0.12:
         _api_misuse(rng, case, fusion, a, sa, ra, d, macro)
+    if ra is not sa and bk > macro.k and rng.random() < 0.3:  # fragments circular-buffered over the k-slices
+        stages, ahead = rng.choice([(2, 1), (2, 1), (2, 0), (3, 2), (2, 2)])  # (2, 2): refilled before read
+        for t in (ra, rb):
+            t.circular_buffer(stages, ahead)
+        case.steps.append(f"fragments {stages} stages prefetch {ahead}")
     return case
 
 
