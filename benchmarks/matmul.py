@@ -401,7 +401,8 @@ def job_tileproof(torch, prob: Problem, name: str, build, rep_ms: int) -> dict:
         return entry
     a, b = prob.operands_for(kernel.fusion)
     entry["input_strides"] = [list(a.stride()), list(b.stride())]
-    out = poisoned(torch, prob.m, prob.n)
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[kernel.fusion.outputs[0].dtype.name]
+    out = poisoned(torch, prob.m, prob.n, dtype)  # float32, or bfloat16 for a cast epilogue
     _bound, _stream, launch = kernel._prepare((a, b), [out], None, {})
     return checked_and_timed(prob, launch, out, rep_ms, entry)
 

@@ -88,6 +88,16 @@ def tuned_tf32_three_stages_pipelined(m, n, k):
                       fragment_stages=2, group=8)
 
 
+def tuned_bf16_stmatrix_epilogue(m, n, k):
+    """256 x 128 tiles of eight warps, three stages (the output tile takes the fourth's shared
+    memory), register stages, groups of 8 M tiles, and a bfloat16 output, as cuBLAS's bf16 row
+    writes it: the accumulators cast to bfloat16 in registers, stmatrix.x4 into a 128-byte-swizzled
+    shared tile, one TMA store per 64-column box (examples/valid/mma.py
+    tuned_matmul_stmatrix_epilogue)."""
+    return _mma.tuned(m, n, k, _mma.tp.bfloat16, block=(256, 128), warps=(4, 2), stages=3, prefetch=2,
+                      fragment_stages=2, group=8, stmatrix_epilogue=_mma.tp.bfloat16)
+
+
 SCHEDULES = {
     "moye_double_buffered": ("tf32", moye_double_buffered),
     "tuned_tf32": ("tf32", tuned_tf32),
@@ -99,6 +109,7 @@ SCHEDULES = {
     "tuned_bf16_four_stages_pipelined": ("bf16", tuned_bf16_four_stages_pipelined),
     "tuned_tf32_pipelined": ("tf32", tuned_tf32_pipelined),
     "tuned_tf32_three_stages_pipelined": ("tf32", tuned_tf32_three_stages_pipelined),
+    "tuned_bf16_stmatrix_epilogue": ("bf16", tuned_bf16_stmatrix_epilogue),
 }
 
 DTYPES = ("tf32", "bf16")

@@ -17,10 +17,17 @@ double-buffered kernel's `tile_to_shape(sB_atom_layout, ...)` names a layout it 
 and discards the result; we read sB_layout as given ((128, 16, 2):(16, 1, 2048), K-major).
 """
 
+import importlib.util
+from pathlib import Path
+
 import tileproof as tp
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
+
+_spec = importlib.util.spec_from_file_location("_tileproof_example_ldst_matrix", Path(__file__).parent / "ldst_matrix.py")
+_ldst_matrix = importlib.util.module_from_spec(_spec)  # swizzle_tma_box, for the stmatrix epilogue
+_spec.loader.exec_module(_ldst_matrix)
 
 
 def operands(m, n, k, dtype=tp.float32, a_m_major=False):
@@ -239,7 +246,7 @@ def cp_async_tile(tv, rows, cols, warps):
 
 
 def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, prefetch=-1, ldmatrix=True,
-          row_bytes=128, fragment_stages=1, group=1):
+          row_bytes=128, fragment_stages=1, group=1, stmatrix_epilogue=None):
     """A tuned mma.sync matmul, D = A B^T with A [M, K] and B [N, K] both K-major (A @ B.T):
     block tile block[0] x block[1] x (row_bytes = 128 or 64 bytes of K), warps[0] x warps[1]
     warps each computing a (block / warps) tile of macro tiles, `stages` cp.async stages of
@@ -248,13 +255,18 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     fragment_stages=2 double-buffers the fragments over the k-slice loop: the next slice's
     ldmatrix is issued before this slice's mma.sync, into other registers. group=G orders the
     blocks in groups of G M tiles (blockIdx.x within the group, blockIdx.y the N tile,
-    blockIdx.z the group): the blocks running at once share G tiles of A and few of B in L2."""
+    blockIdx.z the group): the blocks running at once share G tiles of A and few of B in L2.
+    stmatrix_epilogue=dtype (a 16-bit type) makes the output D cast to it, stored through
+    stmatrix into a swizzled shared tile and a TMA store (bfloat16 operands)."""
     bm, bn = block
     wm, wn = warps
     bk = row_bytes // dtype.bytes
     macro = tp.MmaMacro.Ampere_16_8_8 if dtype == tp.float32 else tp.MmaMacro.Ampere_16_16_16
     mk = macro.k
     fusion, a, b, d = operands(m, n, k, dtype)
+    epilogue = []
+    if stmatrix_epilogue is not None:
+        fusion, a, b, d, epilogue = _cast_output(m, n, k, dtype, stmatrix_epilogue)
     d.definition.set_macro(macro)
     sa = a.cache_after(LS.CpAsync)
     sb = b.cache_after(LS.CpAsync)
@@ -270,6 +282,8 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     d.split(4, macro.n).split(4, bn // wn // macro.n)  # N -> wn, rn, n
     d.split(3, macro.m).split(3, bm // wm // macro.m)  # M -> wm, rm, m: [Mo, No, Ko, wm, rm, m, wn, rn, n, kb, mk]
     permute(d, [0, 1, 2, 3, 6, 9, 4, 7, 5, 8, 10])
+    if epilogue:
+        _accumulators_in_fragments(d, macro)
     for i, p in ((3, P.TIDz), (4, P.TIDy), (5, P.Unroll), (6, P.Unroll), (7, P.Unroll),
                  (8, P.Mma), (9, P.Mma), (10, P.Mma)):
         d.axis(i).parallelize(p)
@@ -295,8 +309,10 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
         cp_async_tile(t, rows, bk, warps)
     # the block tiles [Mo, No]; in groups of `group` M tiles [Mo / group, group, No]: blockIdx.x
     # the tile in its group, blockIdx.y the N tile, blockIdx.z the group (x runs fastest)
+    if epilogue:
+        _stmatrix_epilogue(epilogue, macro, block, warps)
     at = 1 if group > 1 else 0
-    for t in (d, sa, sb, ra, rb):
+    for t in (d, sa, sb, ra, rb, *epilogue):
         if group > 1:
             t.split(0, 1 if t.axis(0).is_broadcast else group)  # B's M: two broadcasts of extent 1
         for i, p in enumerate([P.BIDz, P.BIDx, P.BIDy][1 - at:]):
@@ -307,10 +323,82 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
         t.circular_buffer(stages, prefetch)
     ra.inline_at(6 + at)
     rb.inline_at(6 + at)
+    if epilogue:
+        c, cs, _ = epilogue
+        d.inline_at(2 + at)
+        cs.inline_at(2 + at)
+        c.inline_at(len(c.loop) - 1)
     if fragment_stages > 1:
         ra.circular_buffer(fragment_stages)
         rb.circular_buffer(fragment_stages)
     return fusion
+
+
+def _cast_output(m, n, k, dtype, out_dtype):
+    """D = A B^T in registers, C = cast(D, out_dtype) the output: (fusion, a, b, d, [c, c_smem,
+    out]) with c the cast in registers, c_smem its shared tile (stmatrix) and out the output
+    (TMA store)."""
+    with tp.Fusion("matmul") as fusion:
+        a = tp.make_tensor([m, 1, k], dtype=dtype)
+        b = tp.make_tensor([1, n, k], dtype=dtype)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        out = tp.cast(d, out_dtype)
+        fusion.add_output(out)
+    cs = out.cache_before(LS.TMA)  # out = TMA store(cs)
+    c = cs.cache_before(LS.StMatrix)  # cs = stmatrix(c), c = cast(d)
+    cs.set_memory_type(tp.MemoryType.Shared)
+    return fusion, a, b, d, [c, cs, out]
+
+
+def _accumulators_in_fragments(d, macro):
+    """The register MmaOp D [Mo, No, Ko, wm, wn, kb, rm, rn, M, N, K] allocated as its C
+    fragments [Mo, No, (K axes), wm, wn, rm, rn, lane, v] with the lane on TIDx: each thread holds its own elements
+    (the macro's 8 a tile), not the whole 16 x 16 tile."""
+    loop = d.get_loop_domain()
+    d.set_loop_domain([loop[i] for i in (0, 1, 2, 5, 10, 3, 4, 6, 7, 8, 9)])  # the K axes first
+    tp.schedule_mma_fragment(d, macro, "C")
+    d.axis(-2).parallelize(P.TIDx)
+    d.set_allocation_domain(d.get_loop_domain(), True)
+    d.set_loop_domain(loop)
+
+
+def _stmatrix_epilogue(epilogue, macro, block, warps, swizzle=128):
+    """The cast c in the accumulators' layout (the C fragment), stmatrix.x4 of each 16 x 16
+    macro tile into the block's shared tile cs (laid out as the TMA store's 128-byte-swizzled
+    boxes of 64 columns), and the TMA store of cs to the output."""
+    c, cs, out = epilogue
+    bm, bn = block
+    wm, wn = warps
+    for t in (c, cs, out):
+        t.split(1, bn).split(0, bm)  # [Mo, bm, No, bn]
+        permute(t, [0, 2, 1, 3])  # [Mo, No, bm, bn]
+    tile = cs.get_loop_domain()
+    swizzle_span = swizzle // cs.dtype.bytes
+    for t in (cs, out):  # the TMA boxes [Mo, No, bn / span, bm, span], swizzled
+        if t is cs:
+            t.set_loop_domain(tile)
+        t.split(3, swizzle_span)
+        permute(t, [0, 1, 3, 2, 4])
+        if t is cs:
+            _ldst_matrix.swizzle_tma_box(t, swizzle)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+            t.set_loop_domain(tile)
+    for k in range(3, len(out.loop)):
+        out.axis(k).parallelize(P.Bulk)
+    for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wm, wn, rm, rn, lane, v]: the C fragment
+        t.split(3, macro.n).split(3, bn // wn // macro.n)
+        t.split(2, macro.m).split(2, bm // wm // macro.m)
+        permute(t, [0, 1, 2, 5, 3, 6, 4, 7])
+        tp.schedule_mma_fragment(t, macro, "C")
+        t.axis(2).parallelize(P.TIDz)
+        t.axis(3).parallelize(P.TIDy)
+        t.axis(4).parallelize(P.Unroll)
+        t.axis(5).parallelize(P.Unroll)
+        t.axis(6).parallelize(P.TIDx)
+    c.axis(7).parallelize(P.Unroll)
+    cs.axis(7).parallelize(P.Vectorize)  # eight 16-bit elements a lane: stmatrix.x4
 
 
 @tp.schedule(expect=tp.accepted(), params={"dtype": ["bfloat16", "float32"]})
@@ -347,5 +435,20 @@ def tuned_matmul_grouped_double_buffered(dtype):
     dt = getattr(tp, dtype)
     fusion = tuned("M", "N", "K", dt, stages=3, prefetch=2, fragment_stages=2, group=8)
     for s, q in (("M", 128), ("N", 128), ("K", 128 // dt.bytes)):
+        fusion.assume(f"{s} % {q} == 0")
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted(), params={"group": [1, 8]})
+def tuned_matmul_stmatrix_epilogue(group):
+    """The tuned bfloat16 schedule with a bfloat16 output through stmatrix and a TMA store: the
+    MmaOp's accumulators stay in registers, allocated as their C fragments (8 a lane per 16 x 16
+    tile, ALLOCATION-DISTINCT on the lanes' own elements), are cast to bfloat16 in that layout,
+    stored by stmatrix.x4 (one per 16 x 16 tile: its four 8 x 8 matrices are the fragment's
+    register pairs) into the block's shared tile, laid out as two 128 x 64 TMA boxes with the
+    128-byte swizzle, and written out by one TMA store per box."""
+    fusion = tuned("M", "N", "K", tp.bfloat16, stages=3, prefetch=2, fragment_stages=2, group=group,
+                   stmatrix_epilogue=tp.bfloat16)
+    for s, q in (("M", 128), ("N", 128), ("K", 64)):
         fusion.assume(f"{s} % {q} == 0")
     return fusion
