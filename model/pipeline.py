@@ -230,7 +230,8 @@ def _sources_inside(tv, pos: int, where: dict) -> list:
 
 def unsupported_pipelines(fusion, order) -> list:
     """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async copies
-    into shared memory with barrier-guarded refills (Pipelined without mbarriers)."""
+    into shared memory with barrier-guarded refills (Pipelined without mbarriers), and copies into
+    registers."""
     from .cp_async import is_cp_async
     from .lowerable import Problem
 

@@ -9,7 +9,7 @@ import z3
 
 from ...model.allocation import Allocation, complete_cut_below
 from ...model.execution import store_execution
-from ...model.mma_op import is_mma, mma_execution
+from ...model.mma_op import mma_execution, well_formed
 from ...model.reduction import block_reductions
 from ...model.smem_plan import SCRATCH
 from ...model.expr import Expr, add, const, evaluate, product, var
@@ -419,8 +419,9 @@ def _instance(x, ex) -> list[Expr]:
 
 
 def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
-    # an MmaOp's register output is written by each lane at its elements of the C fragment
-    p = mma_execution(x, ctx.block_dims, "C") if is_mma(x) else store_execution(x, ctx.block_dims)
+    # an MmaOp's register output is written by each lane at its elements of the C fragment (where
+    # the fragments are defined: MMA-SHAPE reports an MmaOp without them)
+    p = mma_execution(x, ctx.block_dims, "C") if well_formed(x) else store_execution(x, ctx.block_dims)
     q = p.renamed({name: var(OTHER + name) for name in p.ranges})
     strides = ctx.allocations[x.name].strides()
     addr_p, addr_q = linear_offset(strides, p.indices), linear_offset(strides, q.indices)
