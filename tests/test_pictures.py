@@ -118,7 +118,7 @@ def test_page_of_every_example_is_small(pages):
     outcomes = [o for _, found in pages.values() for o in found]
     page = report_page([PageEntry(o.case.name, o.report, o.fusion, o.error, o.case.expect.describe(), o.matched)
                         for o in outcomes])
-    assert len(page.encode()) < 5_000_000
+    assert len(page.encode()) < 25_000 * len(outcomes)  # about 16 KB a schedule (309: 5.0 MB); 129 MB was 400 KB
     assert page.count("<style") == 1 and all(p.count("<style") == 1 for p, _ in pages.values())
     sections = re.findall(r'<section class="schedule".*?</section>', page, re.S)
     assert len(sections) == len(outcomes)
