@@ -354,8 +354,8 @@ def _cast_output(m, n, k, dtype, out_dtype):
 
 def _accumulators_in_fragments(d, macro):
     """The register MmaOp D [Mo, No, Ko, wm, wn, kb, rm, rn, M, N, K] allocated as its C
-    fragments [Mo, No, (K axes), wm, wn, rm, rn, lane, v] with the lane on TIDx: each thread holds its own elements
-    (the macro's 8 a tile), not the whole 16 x 16 tile."""
+    fragments [Mo, No, (K axes), wm, wn, rm, rn, lane, v], the lane on TIDx: each thread holds
+    its own elements of a macro tile (8 of 16 x 16), not the whole tile."""
     loop = d.get_loop_domain()
     d.set_loop_domain([loop[i] for i in (0, 1, 2, 5, 10, 3, 4, 6, 7, 8, 9)])  # the K axes first
     tp.schedule_mma_fragment(d, macro, "C")
@@ -375,16 +375,12 @@ def _stmatrix_epilogue(epilogue, macro, block, warps, swizzle=128):
         t.split(1, bn).split(0, bm)  # [Mo, bm, No, bn]
         permute(t, [0, 2, 1, 3])  # [Mo, No, bm, bn]
     tile = cs.get_loop_domain()
-    swizzle_span = swizzle // cs.dtype.bytes
-    for t in (cs, out):  # the TMA boxes [Mo, No, bn / span, bm, span], swizzled
-        if t is cs:
-            t.set_loop_domain(tile)
-        t.split(3, swizzle_span)
+    for t in (cs, out):  # the TMA boxes [Mo, No, bn / span, bm, span], span = one swizzle's columns
+        t.split(3, swizzle // cs.dtype.bytes)
         permute(t, [0, 1, 3, 2, 4])
-        if t is cs:
-            _ldst_matrix.swizzle_tma_box(t, swizzle)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-            t.set_loop_domain(tile)
+    _ldst_matrix.swizzle_tma_box(cs, swizzle)  # cs is allocated as the boxes, swizzled
+    cs.set_allocation_domain(cs.get_loop_domain(), True)
+    cs.set_loop_domain(tile)
     for k in range(3, len(out.loop)):
         out.axis(k).parallelize(P.Bulk)
     for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wm, wn, rm, rn, lane, v]: the C fragment
