@@ -39,8 +39,7 @@ def _small_accepted(count: int, limit: int = 120, k_tail: bool = False, fragment
     for seed in range(limit):
         case = mma_case(seed)
         m, n, k = case.sizes
-        if case.mutation or not isinstance(m, int) or m * n * k > 64 * 64 * 64 or case.target != "sm_90a" \
-                or "ldmatrix" in repr(case):  # the simulator has no ldmatrix (MatrixCopy)
+        if case.mutation or not isinstance(m, int) or m * n * k > 64 * 64 * 64 or case.target != "sm_90a":
             continue
         if k_tail and k % _k_tile(case) == 0:
             continue

@@ -1,8 +1,9 @@
 """Fragments circular-buffered over the k-slice loop (register circular buffers, model/pipeline.py),
 differentially: the lowered kernel runs on the CPU (tests/support/mma_sim.py) against numpy's
-float64 A @ B. The fragments are copied element by element (the simulator has no ldmatrix); the
-kernel's prologue copies slice 0, each slice copies the next one into the other stage, then
-issues its mma.sync from its own.
+float64 A @ B. The kernel's prologue copies slice 0, each slice copies the next one into the
+other stage, then issues its mma.sync from its own. The fragments are copied element by element,
+or by ldmatrix (the simulator's MatrixCopy: the PTX ISA's row addresses and register map), with
+the blocks in groups of M tiles (a group past M guards its warp-collective instructions).
 
 The same kernel with the prefetched copies moved after the mma.sync (what a refill before the
 read does) or without its prologue computes a wrong product: the simulator and the rules agree.
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.ir import Loop, Prefetched, Prologue
+from tileproof.codegen.ir import Loop, MatrixCopy, Prefetched, Prologue
 from tileproof.model.expr import add, const, substitute, var
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,3 +120,42 @@ def test_the_rules_reject_what_the_broken_kernels_do():
             if t.memory_type is tp.MemoryType.Local and t.definition is not None and t.definition.name == "set":
                 t.circular_buffer(2, prefetch)
         assert {d.code for d in tp.verify(fusion, "sm_90a").errors} == codes
+
+
+@pytest.mark.parametrize("dtype, fragment_stages, group, size", [
+    (tp.bfloat16, 1, 1, (64, 64, 128)), (tp.bfloat16, 2, 4, (128, 64, 192)), (tp.float32, 2, 1, (64, 64, 64))])
+def test_ldmatrix_kernels_compute_the_matmul(dtype, fragment_stages, group, size):
+    """The tuned schedule as benchmarks/matmul.py runs it, small: swizzled cp.async stages,
+    ldmatrix.x4 (32-bit elements for tf32), register stages, groups of M tiles (group 4 over 2
+    tiles: blocks 2 and 3 of the group lie past M)."""
+    fusion = tuned("M", "N", "K", dtype, block=(64, 64), stages=2, fragment_stages=fragment_stages, group=group)
+    for a in ("M % 64 == 0", "N % 64 == 0", "K % 8 == 0"):
+        fusion.assume(a)
+    assert tp.verify(fusion, "sm_90a").ok
+    m, n, k = size
+    out, a, b, _ = simulate(fusion, m, n, k, {"M": m, "N": n, "K": k})
+    (check_tf32(out, a, b) if dtype == tp.float32 else check(out, a, b, 0.0))
+
+
+def test_an_ldmatrix_reading_the_next_chunk_computes_a_wrong_product():
+    """Each lane's row address moved by 16 bytes (the next chunk of its row, as a wrong swizzle
+    would): the fragments hold other K elements and the product is wrong."""
+    fusion = tuned("M", "N", "K", tp.bfloat16, block=(64, 64), stages=2)
+    for a in ("M % 64 == 0", "N % 64 == 0", "K % 64 == 0"):
+        fusion.assume(a)
+    ir = copy.deepcopy(lowered(fusion).kernel)
+    moved = []
+
+    def shift(nodes):
+        for node in nodes:
+            if hasattr(node, "body"):
+                shift(node.body)
+            elif isinstance(node, MatrixCopy):
+                node.address = add(node.address, const(16))
+                moved.append(node)
+    shift(ir.body)
+    assert moved
+    args, a, b = inputs(fusion, 64, 64, 64)
+    with pytest.raises((AssertionError, SimulationError)):
+        (out,), _ = run_mma_kernel(ir, fusion, args, {"M": 64, "N": 64, "K": 64})
+        check(out, a, b, 0.0)

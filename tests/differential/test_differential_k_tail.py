@@ -50,7 +50,7 @@ def test_the_seed_tile_with_a_k_tail_computes_the_tf32_matmul(m, n, k):
 @pytest.mark.parametrize("k", [200, 72])
 def test_a_pipelined_bfloat16_tile_with_a_k_tail_computes_the_matmul(k):
     """Two cp.async stages of 64-wide K tiles (K = 72: the second tile holds 8 elements of K),
-    fragments copied element by element (the simulator has no ldmatrix), symbolic sizes."""
+    fragments copied element by element, symbolic sizes."""
     fusion = tuned("M", "N", "K", tp.bfloat16, block=(64, 64), stages=2, ldmatrix=False)
     for a in ("M % 64 == 0", "N % 64 == 0", "K % 8 == 0"):
         fusion.assume(a)

@@ -1,5 +1,6 @@
 """The CPU simulator of tests/support/reduction_sim.py, extended to tensor-core kernels: MmaIssue
-(mma.sync macro tiles), cp.async copies and a circular buffer's Prologue / Prefetched copies.
+(mma.sync macro tiles), ldmatrix / stmatrix (MatrixCopy), cp.async copies and a circular
+buffer's Prologue / Prefetched copies.
 
 MmaIssue, per warp (32 consecutive linear threads; blockDim.x must be 32, so threadIdx.x is the
 lane): the instruction is executed by all 32 lanes or by none (its `conds` evaluated in every
@@ -26,7 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tileproof.codegen.ir import CpAsyncCommit, CpAsyncCopy, CpAsyncWait, MmaIssue, Prefetched, Prologue, Sync
+from tileproof.codegen.ir import (CpAsyncCommit, CpAsyncCopy, CpAsyncWait, MatrixCopy, MmaIssue, Prefetched, Prologue,
+                                  Sync)
 from tileproof.model.expr import evaluate
 from tileproof.model.types import MemoryType
 
@@ -112,11 +114,52 @@ class MmaSimulator(Simulator):
             elif isinstance(n, Prefetched):
                 if loops[n.index] + n.prefetch < evaluate(n.extent, self.symbols):
                     self.nodes(n.body, loops)  # the copies' offsets are shifted already
+            elif isinstance(n, MatrixCopy):
+                self.matrix_copy(n, loops)
             elif isinstance(n, Sync):
                 self.unpublished.clear()
                 super().nodes([n], loops)
             else:
                 super().nodes([n], loops)
+
+    # -- ldmatrix / stmatrix ----------------------------------------------------------------------
+    def matrix_copy(self, n: MatrixCopy, loops) -> None:
+        """One ldmatrix / stmatrix per warp, as the PTX ISA defines it: lanes 8i .. 8i + 7 supply
+        the byte addresses of rows 0..7 of matrix i (16 bytes each, 16-byte aligned); register i of
+        lane t holds row t / 4 of matrix i, its 32-bit column t % 4 (two 16-bit elements, or one
+        32-bit element). Executed by all 32 lanes or by none (its guard, checked)."""
+        per_reg = 4 // n.regs.dtype.bytes  # elements in one 32-bit register
+        for w in range(0, len(self.threads), WARP):
+            lanes = list(range(w, w + WARP))
+            envs = [self.env(k, loops) for k in lanes]
+            executes = [self.holds(n.conds, env) for env in envs]
+            if not any(executes):
+                continue
+            if not all(executes):
+                raise SimulationError(f"{n.comment}: only {sum(executes)} of the 32 lanes of warp {w // WARP} "
+                                      f"issue the warp-collective {n.instruction}")
+            rows = {}
+            for lane in range(8 * n.num):
+                address = self.ev(n.address, envs[lane])
+                if address % 16:
+                    raise SimulationError(f"{n.comment}: lane {lane} supplies byte {address}, not 16-byte aligned")
+                rows[(lane // 8, lane % 8)] = address // n.smem.dtype.bytes
+            smem = self.shared[n.smem.tensor]
+            for lane, k in enumerate(lanes):
+                regs, first = self.array(k, n.regs.tensor), self.ev(n.regs.offset, envs[lane])
+                for i in range(n.num):
+                    for j in range(per_reg):
+                        at, reg = rows[(i, lane // 4)] + (lane % 4) * per_reg + j, first + i * per_reg + j
+                        if not (0 <= at < len(smem) and 0 <= reg < len(regs)):
+                            raise SimulationError(f"{n.comment}: lane {lane} moves {n.smem.tensor}[{at}] <-> "
+                                                  f"{n.regs.tensor}[{reg}], outside a buffer")
+                        if n.instruction == "ldmatrix":
+                            regs[reg] = self.read(n, k, n.smem, at)
+                        else:
+                            if regs[reg] is None:
+                                raise SimulationError(f"{n.comment}: lane {lane} stores {n.regs.tensor}[{reg}], "
+                                                      f"never written")
+                            smem[at] = regs[reg]
 
     # -- cp.async -------------------------------------------------------------------------------
     def cp_async(self, s: CpAsyncCopy, loops) -> None:
