@@ -22,7 +22,7 @@ from __future__ import annotations
 from ...model.execution import CondKind
 from ...model.expr import const, substitute, try_int, var
 from ...model.lowerable import Problem
-from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, fragments, is_mma, mma_execution, tile_conds
+from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, fragments, is_mma, mma_axes, mma_execution, tile_conds
 from ...model.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
@@ -104,10 +104,40 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
 
 def _split_conds(builder, tv: TensorView, plain):
     """D's predicates at the accumulate (model/mma_op.py tile_conds): (those the whole warp shares,
-    the holes of the K tile not implied by the ranges and assumptions)."""
+    the holes of the K tile not implied by the ranges and assumptions). A hole of the M or N tile
+    guards the tile by its first row or column where the index grows with the tile's own: a
+    tile wholly past M or N (a block of the last group past M) stores nothing, so it issues
+    nothing either."""
     holes = drop_implied(builder._simplified(plain.conds_of(CondKind.HOLE), plain.guarded_ranges), builder.fusion,
                          builder.target, plain.guarded_ranges)
-    return tile_conds(tv, plain, plain.conds_of(CondKind.THREAD_EXTENT) + holes)
+    uniform, k_holes = tile_conds(tv, plain, plain.conds_of(CondKind.THREAD_EXTENT) + holes)
+    axes = mma_axes(tv)
+    first = {}
+    for role in ("M", "N"):
+        e = plain.env[axes.of(role).uid]
+        if e.op == "var":
+            first[e.value] = const(0)
+    for c in holes:
+        used = (c.lhs.free_vars() | c.rhs.free_vars()) & set(first)
+        if used and c.op == "<" and not (c.rhs.free_vars() & set(first)) and all(_grows_in(c.lhs, v) for v in used):
+            uniform.append(c.renamed(first))
+    return uniform, k_holes
+
+
+def _grows_in(e, name: str) -> bool:
+    """e is a sum in which `name` appears only as a term, alone or times a non-negative constant:
+    its smallest value over the tile is at name = 0."""
+    if name not in e.free_vars():
+        return True
+    if e.op == "var":
+        return True
+    if e.op == "add":
+        return all(_grows_in(a, name) for a in e.args)
+    if e.op == "mul":
+        consts = [a for a in e.args if a.op == "const"]
+        rest = [a for a in e.args if a.op != "const"]
+        return len(rest) == 1 and rest[0].op == "var" and all(a.value >= 0 for a in consts)
+    return False
 
 
 def _lane_uniform(o: Operand, ranges) -> Operand:

@@ -127,14 +127,17 @@ def test_the_rules_reject_what_the_broken_kernels_do():
 def test_ldmatrix_kernels_compute_the_matmul(dtype, fragment_stages, group, size):
     """The tuned schedule as benchmarks/matmul.py runs it, small: swizzled cp.async stages,
     ldmatrix.x4 (32-bit elements for tf32), register stages, groups of M tiles (group 4 over 2
-    tiles: blocks 2 and 3 of the group lie past M)."""
+    tiles: blocks 2 and 3 of the group lie past M, and issue no ldmatrix or mma.sync)."""
     fusion = tuned("M", "N", "K", dtype, block=(64, 64), stages=2, fragment_stages=fragment_stages, group=group)
     for a in ("M % 64 == 0", "N % 64 == 0", "K % 8 == 0"):
         fusion.assume(a)
     assert tp.verify(fusion, "sm_90a").ok
     m, n, k = size
-    out, a, b, _ = simulate(fusion, m, n, k, {"M": m, "N": n, "K": k})
+    out, a, b, sim = simulate(fusion, m, n, k, {"M": m, "N": n, "K": k})
     (check_tf32(out, a, b) if dtype == tp.float32 else check(out, a, b, 0.0))
+    tile_n, tile_k = (8, 8) if dtype == tp.float32 else (16, 16)
+    # a block past M issues no mma.sync: its tiles' first rows are past M (lower/mma.py _split_conds)
+    assert sim.mma_issues == (m // 16) * (n // tile_n) * (k // tile_k)
 
 
 def test_an_ldmatrix_reading_the_next_chunk_computes_a_wrong_product():
