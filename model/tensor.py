@@ -298,16 +298,19 @@ class TensorView:
     # -- circular buffering -----------------------------------------------------------
     def circular_buffer(self, number_of_stages: int | None = None, prefetch_distance: int = -1, type=None, *,
                         stages: int | None = None, prefetch: int | None = None) -> "TensorView":
-        """Circular-buffer this shared tensor over its serial loop: the loop axis just left of its
-        compute-at position (the K loop) gets `number_of_stages` tiles, and the cp.async copy of
-        iteration i + prefetch is issued while iteration i reads its tile, so `prefetch` copies
-        are in flight (`prefetch_distance` -1, the default, means stages - 1: a negative one counts
-        from the stages). `type` is tp.Pipelined() (the default; a __syncthreads guards a stage
-        before it is refilled). `stages=` and `prefetch=` are aliases. Returns self. The
-        verifier checks the numbers (PIPELINE-STAGES: at least two stages, 0 <= prefetch <
-        stages) and proves the pipeline (CPASYNC-WAIT, PIPELINE-WAR); shared memory holds the
-        stages (SMEM-CAPACITY). nvFuser: TensorView::circularBuffer(number_of_stages,
-        prefetch_distance, type).
+        """Circular-buffer this tensor over its loop: the loop axis just left of its compute-at
+        position (the K loop) gets `number_of_stages` tiles, and the copy of iteration
+        i + prefetch is issued while iteration i reads its tile, so `prefetch` copies are in
+        flight (`prefetch_distance` -1, the default, means stages - 1: a negative one counts from
+        the stages). A shared tensor filled by cp.async is pipelined over a serial loop; `type`
+        is tp.Pipelined() (the default; a __syncthreads guards a stage before it is refilled). A
+        register tensor filled by a copy or ldmatrix (a matmul's fragments over the k-slice
+        loop) needs no wait: give it an unrolled loop, since a serial one indexes the stages at
+        run time and puts them in local memory. `stages=` and `prefetch=` are aliases. Returns
+        self. The verifier checks the numbers (PIPELINE-STAGES: at least two stages,
+        0 <= prefetch < stages) and proves the pipeline (CPASYNC-WAIT, PIPELINE-RAW,
+        PIPELINE-WAR); shared memory holds the stages (SMEM-CAPACITY). nvFuser:
+        TensorView::circularBuffer(number_of_stages, prefetch_distance, type).
 
             t1.inline_at(2); t1.circular_buffer(3)   # 3 tiles, 2 copies ahead"""
         from .pipeline import make_circular_buffer
