@@ -30,15 +30,16 @@ _ldst_matrix = importlib.util.module_from_spec(_spec)  # swizzle_tma_box, for th
 _spec.loader.exec_module(_ldst_matrix)
 
 
-def operands(m, n, k, dtype=tp.float32, a_m_major=False):
-    """The fusion D[M, N] = sum_k A[M, 1, K] B[1, N, K] (A M-major in memory if `a_m_major`)."""
+def operands(m, n, k, dtype=tp.float32, a_m_major=False, out_dtype=None):
+    """The fusion D[M, N] = sum_k A[M, 1, K] B[1, N, K] (A M-major in memory if `a_m_major`);
+    with `out_dtype`, D stays an intermediate and its cast to out_dtype is the output."""
     with tp.Fusion("matmul") as fusion:
         a = tp.make_tensor([m, 1, k], dtype=dtype)
         b = tp.make_tensor([1, n, k], dtype=dtype)
         fusion.add_input(a)
         fusion.add_input(b)
         d = tp.fused_multiply_sum(a, b, [-1])
-        fusion.add_output(d)
+        fusion.add_output(d if out_dtype is None else tp.cast(d, out_dtype))
     if a_m_major:  # column-major A: M is the contiguous axis
         a.set_allocation_domain([a.axis(2), a.axis(1), a.axis(0)], True)
     return fusion, a, b, d
@@ -263,10 +264,8 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     bk = row_bytes // dtype.bytes
     macro = tp.MmaMacro.Ampere_16_8_8 if dtype == tp.float32 else tp.MmaMacro.Ampere_16_16_16
     mk = macro.k
-    fusion, a, b, d = operands(m, n, k, dtype)
-    epilogue = []
-    if stmatrix_epilogue is not None:
-        fusion, a, b, d, epilogue = _cast_output(m, n, k, dtype, stmatrix_epilogue)
+    fusion, a, b, d = operands(m, n, k, dtype, out_dtype=stmatrix_epilogue)
+    epilogue = [] if stmatrix_epilogue is None else _through_shared(fusion.outputs[0])
     d.definition.set_macro(macro)
     sa = a.cache_after(LS.CpAsync)
     sb = b.cache_after(LS.CpAsync)
@@ -334,22 +333,13 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     return fusion
 
 
-def _cast_output(m, n, k, dtype, out_dtype):
-    """D = A B^T in registers, C = cast(D, out_dtype) the output: (fusion, a, b, d, [c, c_smem,
-    out]) with c the cast in registers, c_smem its shared tile (stmatrix) and out the output
-    (TMA store)."""
-    with tp.Fusion("matmul") as fusion:
-        a = tp.make_tensor([m, 1, k], dtype=dtype)
-        b = tp.make_tensor([1, n, k], dtype=dtype)
-        fusion.add_input(a)
-        fusion.add_input(b)
-        d = tp.fused_multiply_sum(a, b, [-1])
-        out = tp.cast(d, out_dtype)
-        fusion.add_output(out)
+def _through_shared(out):
+    """The cast output's path [c, c_smem, out]: c = cast(D) in registers, c_smem its shared tile
+    (stmatrix) and out the output (TMA store)."""
     cs = out.cache_before(LS.TMA)  # out = TMA store(cs)
     c = cs.cache_before(LS.StMatrix)  # cs = stmatrix(c), c = cast(d)
     cs.set_memory_type(tp.MemoryType.Shared)
-    return fusion, a, b, d, [c, cs, out]
+    return [c, cs, out]
 
 
 def _accumulators_in_fragments(d, macro):
@@ -397,15 +387,19 @@ def _stmatrix_epilogue(epilogue, macro, block, warps, swizzle=128):
     cs.axis(7).parallelize(P.Vectorize)  # eight 16-bit elements a lane: stmatrix.x4
 
 
+def tile_multiples(fusion, k_multiple, m_multiple=128, n_multiple=128):
+    """Assume the symbolic sizes multiples of the block tile (M, N) and of `k_multiple` (K)."""
+    for s, q in (("M", m_multiple), ("N", n_multiple), ("K", k_multiple)):
+        fusion.assume(f"{s} % {q} == 0")
+    return fusion
+
+
 @tp.schedule(expect=tp.accepted(), params={"dtype": ["bfloat16", "float32"]})
 def tuned_matmul(dtype):
     """The tuned mma.sync schedule (benchmarks/matmul.py runs it at 8192^3) at a symbolic size:
     128 x 128 block tiles of four warps, four swizzled cp.async stages, ldmatrix fragments."""
     dt = getattr(tp, dtype)
-    fusion = tuned("M", "N", "K", dt)
-    for s, q in (("M", 128), ("N", 128), ("K", 128 // dt.bytes)):
-        fusion.assume(f"{s} % {q} == 0")
-    return fusion
+    return tile_multiples(tuned("M", "N", "K", dt), 128 // dt.bytes)
 
 
 @tp.schedule(expect=tp.accepted(), params={"dtype": ["bfloat16", "float32"]})
@@ -414,10 +408,7 @@ def tuned_matmul_k_tail(dtype):
     cp.async copies write zeros past K, and ldmatrix and mma.sync run on them. K stays a multiple
     of the 16-byte copy (8 bfloat16 or 4 float32), so that no copy straddles the end of K."""
     dt = getattr(tp, dtype)
-    fusion = tuned("M", "N", "K", dt)
-    for s, q in (("M", 128), ("N", 128), ("K", 16 // dt.bytes)):
-        fusion.assume(f"{s} % {q} == 0")
-    return fusion
+    return tile_multiples(tuned("M", "N", "K", dt), 16 // dt.bytes)
 
 
 @tp.schedule(expect=tp.accepted(), params={"dtype": ["bfloat16", "float32"]})
@@ -430,9 +421,7 @@ def tuned_matmul_grouped_double_buffered(dtype):
     blocks past M do nothing)."""
     dt = getattr(tp, dtype)
     fusion = tuned("M", "N", "K", dt, stages=3, prefetch=2, fragment_stages=2, group=8)
-    for s, q in (("M", 128), ("N", 128), ("K", 128 // dt.bytes)):
-        fusion.assume(f"{s} % {q} == 0")
-    return fusion
+    return tile_multiples(fusion, 128 // dt.bytes)
 
 
 @tp.schedule(expect=tp.accepted(), params={"group": [1, 8]})
@@ -445,6 +434,4 @@ def tuned_matmul_stmatrix_epilogue(group):
     128-byte swizzle, and written out by one TMA store per box."""
     fusion = tuned("M", "N", "K", tp.bfloat16, stages=3, prefetch=2, fragment_stages=2, group=group,
                    stmatrix_epilogue=tp.bfloat16)
-    for s, q in (("M", 128), ("N", 128), ("K", 64)):
-        fusion.assume(f"{s} % {q} == 0")
-    return fusion
+    return tile_multiples(fusion, 64)

@@ -122,13 +122,9 @@ class MmaSimulator(Simulator):
             else:
                 super().nodes([n], loops)
 
-    # -- ldmatrix / stmatrix ----------------------------------------------------------------------
-    def matrix_copy(self, n: MatrixCopy, loops) -> None:
-        """One ldmatrix / stmatrix per warp, as the PTX ISA defines it: lanes 8i .. 8i + 7 supply
-        the byte addresses of rows 0..7 of matrix i (16 bytes each, 16-byte aligned); register i of
-        lane t holds row t / 4 of matrix i, its 32-bit column t % 4 (two 16-bit elements, or one
-        32-bit element). Executed by all 32 lanes or by none (its guard, checked)."""
-        per_reg = 4 // n.regs.dtype.bytes  # elements in one 32-bit register
+    def issuing_warps(self, n, loops, instruction: str):
+        """(lanes, their envs) of each warp that issues the warp-collective node `n`: all 32 lanes
+        hold its conds or none does (a partial warp raises)."""
         for w in range(0, len(self.threads), WARP):
             lanes = list(range(w, w + WARP))
             envs = [self.env(k, loops) for k in lanes]
@@ -136,8 +132,18 @@ class MmaSimulator(Simulator):
             if not any(executes):
                 continue
             if not all(executes):
-                raise SimulationError(f"{n.comment}: only {sum(executes)} of the 32 lanes of warp {w // WARP} "
-                                      f"issue the warp-collective {n.instruction}")
+                raise SimulationError(f"{n.comment}: executed by lanes {[t for t, x in enumerate(executes) if x]} "
+                                      f"of warp {w // WARP} only ({instruction} is warp-collective)")
+            yield lanes, envs
+
+    # -- ldmatrix / stmatrix ----------------------------------------------------------------------
+    def matrix_copy(self, n: MatrixCopy, loops) -> None:
+        """One ldmatrix / stmatrix per warp, as the PTX ISA defines it: lanes 8i .. 8i + 7 supply
+        the byte addresses of rows 0..7 of matrix i (16 bytes each, 16-byte aligned); register i of
+        lane t holds row t / 4 of matrix i, its 32-bit column t % 4 (two 16-bit elements, or one
+        32-bit element). Executed by all 32 lanes or by none (its guard, checked)."""
+        per_reg = 4 // n.regs.dtype.bytes  # elements in one 32-bit register
+        for lanes, envs in self.issuing_warps(n, loops, n.instruction):
             rows = {}
             for lane in range(8 * n.num):
                 address = self.ev(n.address, envs[lane])
@@ -235,15 +241,7 @@ class MmaSimulator(Simulator):
         if len(n.a) != frag.elements("A") or len(n.b) != frag.elements("B"):
             raise SimulationError(f"{n.comment}: {len(n.a)} A and {len(n.b)} B registers per lane, the macro "
                                   f"takes {frag.elements('A')} and {frag.elements('B')}")
-        for w in range(0, len(self.threads), WARP):
-            lanes = range(w, w + WARP)
-            envs = [self.env(k, loops) for k in lanes]
-            executes = [self.holds(n.conds, env) for env in envs]
-            if not any(executes):
-                continue
-            if not all(executes):
-                raise SimulationError(f"{n.comment}: executed by lanes {[t for t, x in enumerate(executes) if x]} "
-                                      f"of warp {w // WARP} only (mma.sync is warp-collective)")
+        for lanes, envs in self.issuing_warps(n, loops, "mma.sync"):
             a = self.tile(n, "A", n.a, lanes, envs, (frag.macro.m, frag.macro.k))
             b = self.tile(n, "B", n.b, lanes, envs, (frag.macro.k, frag.macro.n))
             for sk in range(frag.k_steps):
