@@ -18,7 +18,7 @@ from .model.fusion import Fusion, current_fusion as _current_fusion
 from .model.inlining import inline_all_at
 from .model.inlining import inline_most as _inline_most
 from .model.iterdomain import IterDomain, Merge, Split, Swizzle
-from .model.mma import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand
+from .model.mma import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand, Tf32Rounding
 from .model.mma_schedule import schedule_mma_fragment
 from .model.ops import (
     broadcast,
@@ -228,6 +228,7 @@ __all__ = [
     "TARGETS",
     "Target",
     "TensorView",
+    "Tf32Rounding",
     "TileproofError",
     "TmaDim",
     "TmaInfo",

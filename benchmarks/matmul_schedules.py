@@ -81,6 +81,14 @@ def tuned_tf32_pipelined(m, n, k):
                       fragment_stages=2, group=8)
 
 
+def tuned_tf32_pipelined_truncated(m, n, k):
+    """tuned_tf32_pipelined with tf32 truncation declared (tp.Tf32Rounding.Truncate): the
+    float32 bits go to mma.sync as they are, as in Triton's tf32 dot, instead of through
+    cvt.rna.tf32.f32 (twice the rounding error)."""
+    return _mma.tuned(m, n, k, _mma.tp.float32, block=(128, 256), warps=(2, 4), stages=4, prefetch=2,
+                      fragment_stages=2, group=8, tf32_rounding=_mma.tp.Tf32Rounding.Truncate)
+
+
 def tuned_tf32_three_stages_pipelined(m, n, k):
     """128 x 128 x 32 tf32 tiles of four warps, three stages, double-buffered fragments, groups of
     8 M tiles."""
@@ -108,6 +116,7 @@ SCHEDULES = {
     "tuned_bf16_pipelined": ("bf16", tuned_bf16_pipelined),
     "tuned_bf16_four_stages_pipelined": ("bf16", tuned_bf16_four_stages_pipelined),
     "tuned_tf32_pipelined": ("tf32", tuned_tf32_pipelined),
+    "tuned_tf32_pipelined_truncated": ("tf32", tuned_tf32_pipelined_truncated),
     "tuned_tf32_three_stages_pipelined": ("tf32", tuned_tf32_three_stages_pipelined),
     "tuned_bf16_stmatrix_epilogue": ("bf16", tuned_bf16_stmatrix_epilogue),
 }

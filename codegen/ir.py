@@ -356,11 +356,13 @@ class MmaIssue(Compute):
     is the accumulator; out.offset is acc_base). `a` and `b` hold the register of every element
     of the lane's A and B fragments of the tile, in the macro's order (MacroFragments); ins are
     their first elements, so barrier placement sees which tensors it reads. `conds` are uniform
-    across the warp (the instruction is warp-collective)."""
+    across the warp (the instruction is warp-collective). `tf32_rounding`: the op's
+    tp.Tf32Rounding (None for 16-bit operands)."""
 
     frag: object = None  # model.mma_op.MacroFragments
     a: list = field(default_factory=list)
     b: list = field(default_factory=list)
+    tf32_rounding: object = None
 
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).

@@ -48,16 +48,19 @@ class Op:
     scalar: Scalar | None = None
     cache_op: CacheOp = CacheOp.Unspecified
     macro: object = None  # an MmaOp's tp.MmaMacro (model/mma_op.py), set by set_macro
+    tf32_rounding: object = None  # an MmaOp's tp.Tf32Rounding, set by set_macro (tf32 macros only)
 
-    def set_macro(self, macro) -> None:
+    def set_macro(self, macro, tf32_rounding=None) -> None:
         """The tensor-core instruction tile this MmaOp (tp.fused_multiply_sum, tp.matmul) is
         computed with: its output's three innermost loop IDs, bound to tp.ParallelType.Mma, are
-        the macro's M, N and K. nvFuser: MmaOp::setMacro.
+        the macro's M, N and K. nvFuser: MmaOp::setMacro. `tf32_rounding` (a tp.Tf32Rounding,
+        tf32 macros only; RNA when left out) says how the float32 operands become tf32.
 
             d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)"""
-        from .mma_op import check_macro
+        from .mma_op import check_macro, check_tf32_rounding
 
         self.macro = check_macro(self, macro)
+        self.tf32_rounding = check_tf32_rounding(self.macro, tf32_rounding)
 
     def __str__(self) -> str:
         args = [t.name for t in self.inputs]

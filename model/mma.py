@@ -58,6 +58,22 @@ def encode_macro(arch: MmaArch, m: int, n: int, k: int) -> int:
     return int(arch) << 48 | m << 32 | n << 16 | k
 
 
+class Tf32Rounding(enum.Enum):
+    """How a tf32 MmaOp (Ampere_16_8_8) turns its float32 operands into tf32 (tileproof's
+    extension, set with `set_macro(..., tf32_rounding=)`).
+
+    RNA (the default): cvt.rna.tf32.f32, to nearest with ties away from zero; PTX leaves the
+    bits an mma reads from an unrounded float32 implementation-defined. Truncate: the float32
+    bits are passed as they are, and the tensor cores read their upper 19 (round toward zero,
+    measured on an H100): twice the rounding error, no conversion instruction. Triton's tf32
+    `tl.dot` does this.
+
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8, tf32_rounding=tp.Tf32Rounding.Truncate)"""
+
+    RNA = "rna"
+    Truncate = "truncate"
+
+
 class MmaMacro(enum.Enum):
     """The tensor-core operation an MmaOp computes per instruction tile (nvFuser's MmaMacro,
     same names and packed values: arch << 48 | m << 32 | n << 16 | k).

@@ -32,8 +32,8 @@ from typing import Sequence
 from .errors import ScheduleError
 from .expr import Expr, const, var
 from .fusion import Op
-from .iterdomain import IterDomain, Split
-from .mma import MmaArch, MmaInstruction, MmaMacro
+from .iterdomain import IterDomain, Split, wrong_enum
+from .mma import MmaArch, MmaInstruction, MmaMacro, Tf32Rounding
 from .tensor import TensorView
 from .types import IterType, OpKind, ParallelType, float32
 
@@ -130,14 +130,26 @@ def well_formed(tv: TensorView) -> bool:
 
 def check_macro(op: Op, macro) -> MmaMacro:
     """Op.set_macro's argument check."""
-    from .iterdomain import wrong_enum
-
     if not is_mma_op(op):
         raise ScheduleError(f"set_macro: `{op}` is not an MmaOp; the macro belongs to the op of "
                             f"tp.fused_multiply_sum / tp.matmul")
     if not isinstance(macro, MmaMacro):
         raise wrong_enum("set_macro", "macro", MmaMacro, macro)
     return macro
+
+
+def check_tf32_rounding(macro, rounding):
+    """Op.set_macro's tf32_rounding check: a tp.Tf32Rounding, for a macro with float32 operands
+    (None: RNA there, nothing for the others)."""
+    if rounding is None:
+        return Tf32Rounding.RNA if macro.input_dtypes == ("float32",) else None
+    if not isinstance(rounding, Tf32Rounding):
+        raise wrong_enum("set_macro", "tf32_rounding", Tf32Rounding, rounding)
+    if macro.input_dtypes != ("float32",):
+        raise ScheduleError(f"set_macro: tf32_rounding applies to the tf32 macro (Ampere_16_8_8); "
+                            f"MmaMacro.{macro.name} takes {' or '.join(macro.input_dtypes)} operands, which are "
+                            f"not rounded")
+    return rounding
 
 
 # -- the roles of D's axes and its Mma loop IDs ------------------------------------------------------

@@ -1,5 +1,6 @@
 """C++ for tensor-core instructions, given the C++ names of the registers: one mma.sync as
-inline PTX, the tf32 rounding of a float32 operand (cvt.rna.tf32.f32), and the packing of two
+inline PTX, the tf32 rounding of a float32 operand (cvt.rna.tf32.f32, unless truncation is
+declared), and the packing of two
 16-bit elements into a 32-bit register in the order of model/mma.py's fragments (the even
 element in the low half). Which element goes in which register is the fragment map's business,
 not this module's: callers render its Exprs with cuda_expr.py."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model.errors import InternalError
-from ...model.mma import WARP, MmaInstruction
+from ...model.mma import WARP, MmaInstruction, Tf32Rounding
 
 
 def mma_sync(inst: MmaInstruction, d: Sequence[str], a: Sequence[str], b: Sequence[str], c: Sequence[str]) -> str:
@@ -36,6 +37,12 @@ def to_tf32(dst: str, src: str) -> str:
     """dst (an unsigned register) = the float src rounded to tf32, to nearest with ties away
     from zero: PTX leaves the bits an mma reads from an unrounded float32 implementation-defined."""
     return f'asm("cvt.rna.tf32.f32 %0, %1;" : "=r"({dst}) : "f"({src}));'
+
+
+def rounds_to_tf32(n) -> bool:
+    """Whether an MmaIssue converts its float32 operands with cvt.rna.tf32.f32: tf32 operands,
+    unless the op declares tp.Tf32Rounding.Truncate (the bits go as they are)."""
+    return n.frag.inst.converts_to_tf32 and n.tf32_rounding is not Tf32Rounding.Truncate
 
 
 def pack_16bit(dst: str, low: str, high: str) -> str:
@@ -77,8 +84,8 @@ def issue_lines(e, n, depth: int) -> list[str]:
         for r in range(len(elems) // per):
             name = f"tp_{role}{r}"
             body.append(f"unsigned {name};")
-            if per == 1:
-                body.append(to_tf32(name, e.ref(elems[r])) if inst.converts_to_tf32 else
+            if per == 1:  # a 32-bit element: tf32 rounds it unless truncation is declared
+                body.append(to_tf32(name, e.ref(elems[r])) if rounds_to_tf32(n) else
                             f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[r])});")
             elif _word(elems[per * r], elems[per * r + 1]):  # one aligned 32-bit word: no repacking
                 body.append(f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[per * r])});")

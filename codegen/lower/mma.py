@@ -99,7 +99,7 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
     comment = (f"{tv.name} += {op.inputs[0].name} x {op.inputs[1].name}: one {op.macro.name} tile, "
                f"{frag.k_steps * frag.n_steps} x {frag.inst.ptx}")
     return MmaIssue(OpKind.REDUCTION, op.name, out, [operands[0][0], operands[1][0]], lane_uniform, 1, comment,
-                    None, frag, operands[0], operands[1])
+                    None, frag, operands[0], operands[1], op.tf32_rounding)
 
 
 def _split_conds(builder, tv: TensorView, plain):

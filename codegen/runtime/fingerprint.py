@@ -53,5 +53,5 @@ def fingerprint(fusion: Fusion, target: str) -> str:
         ]))
     for op in fusion.exprs:
         parts.append(f"{op.kind}:{op.name}:{op.op_type.value}:{[t.name for t in op.inputs]}->{op.output.name}"
-                     f":{op.logical_map}:{op.scalar!r}:{op.cache_op.value}")
+                     f":{op.logical_map}:{op.scalar!r}:{op.cache_op.value}:{op.macro}:{op.tf32_rounding}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -247,7 +247,7 @@ def cp_async_tile(tv, rows, cols, warps):
 
 
 def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, prefetch=-1, ldmatrix=True,
-          row_bytes=128, fragment_stages=1, group=1, stmatrix_epilogue=None):
+          row_bytes=128, fragment_stages=1, group=1, stmatrix_epilogue=None, tf32_rounding=None):
     """A tuned mma.sync matmul, D = A B^T with A [M, K] and B [N, K] both K-major (A @ B.T):
     block tile block[0] x block[1] x (row_bytes = 128 or 64 bytes of K), warps[0] x warps[1]
     warps each computing a (block / warps) tile of macro tiles, `stages` cp.async stages of
@@ -258,7 +258,8 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     blocks in groups of G M tiles (blockIdx.x within the group, blockIdx.y the N tile,
     blockIdx.z the group): the blocks running at once share G tiles of A and few of B in L2.
     stmatrix_epilogue=dtype (a 16-bit type) makes the output D cast to it, stored through
-    stmatrix into a swizzled shared tile and a TMA store (bfloat16 operands)."""
+    stmatrix into a swizzled shared tile and a TMA store (bfloat16 operands). tf32_rounding (a
+    tp.Tf32Rounding, float32 operands) is the MmaOp's: cvt.rna (None) or declared truncation."""
     bm, bn = block
     wm, wn = warps
     bk = row_bytes // dtype.bytes
@@ -266,7 +267,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     mk = macro.k
     fusion, a, b, d = operands(m, n, k, dtype, out_dtype=stmatrix_epilogue)
     epilogue = [] if stmatrix_epilogue is None else _through_shared(fusion.outputs[0])
-    d.definition.set_macro(macro)
+    d.definition.set_macro(macro, tf32_rounding=tf32_rounding)
     sa = a.cache_after(LS.CpAsync)
     sb = b.cache_after(LS.CpAsync)
     op = LS.LdMatrix if ldmatrix else LS.Set
@@ -422,6 +423,17 @@ def tuned_matmul_grouped_double_buffered(dtype):
     dt = getattr(tp, dtype)
     fusion = tuned("M", "N", "K", dt, stages=3, prefetch=2, fragment_stages=2, group=8)
     return tile_multiples(fusion, 128 // dt.bytes)
+
+
+@tp.schedule(expect=tp.accepted())
+def tuned_matmul_tf32_truncated():
+    """The tuned float32 schedule with tf32 truncation declared (tp.Tf32Rounding.Truncate): the
+    mma.sync reads the float32 bits as they are (the tensor cores use the upper 19: round toward
+    zero, twice cvt.rna's error), as Triton's tf32 dot does; no conversion instruction is
+    issued. Without the declaration each operand register is rounded by cvt.rna.tf32.f32."""
+    fusion = tuned("M", "N", "K", tp.float32, stages=3, prefetch=2, fragment_stages=2, group=8,
+                   tf32_rounding=tp.Tf32Rounding.Truncate)
+    return tile_multiples(fusion, 32)
 
 
 @tp.schedule(expect=tp.accepted(), params={"group": [1, 8]})

@@ -65,3 +65,15 @@ def test_a_pair_split_by_a_hole_is_stored_one_element_at_a_time():
     """N = 12 in 8-wide tiles: the second tile's columns 12..15 are a hole, predicated per column."""
     assert [s.vector for s in _stores(moye_tile(16, 12, 8))[1]] == [1]
     assert [s.vector for s in _stores(moye_tile(16, 16, 8))[1]] == [2]
+
+
+def test_tf32_operands_are_rounded_unless_truncation_is_declared():
+    """cvt.rna.tf32.f32 per operand register by default; declared truncation passes the float32
+    words as they are. The kernel cache tells the two apart."""
+    sources = {}
+    for rounding in tp.Tf32Rounding:
+        fusion = tuned(128, 128, 64, float32, tf32_rounding=rounding)
+        sources[rounding] = tp.compile(fusion, "sm_90a").cuda_source
+    assert sources[tp.Tf32Rounding.RNA].count("cvt.rna.tf32.f32") == 4 + 2  # A's 4 and B's 2 registers
+    assert "cvt.rna" not in sources[tp.Tf32Rounding.Truncate]
+    assert sources[tp.Tf32Rounding.Truncate].count("tp_a0 = *reinterpret_cast<const unsigned*>(&T") == 1

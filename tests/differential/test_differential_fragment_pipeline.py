@@ -16,6 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tileproof as tp
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT / "examples" / "valid"))
 from mma import tuned  # noqa: E402
 
 from differential.test_differential_mma import check, check_tf32, inputs, lowered, simulate  # noqa: E402
-from support.mma_sim import SimulationError, run_mma_kernel  # noqa: E402
+from support.mma_sim import SimulationError, run_mma_kernel, tf32, tf32_truncated  # noqa: E402
 
 
 def double_buffered(dtype, k_multiple):
@@ -162,3 +163,21 @@ def test_an_ldmatrix_reading_the_next_chunk_computes_a_wrong_product():
     with pytest.raises((AssertionError, SimulationError)):
         (out,), _ = run_mma_kernel(ir, fusion, args, {"M": 64, "N": 64, "K": 64})
         check(out, a, b, 0.0)
+
+
+@pytest.mark.parametrize("rounding", [tp.Tf32Rounding.RNA, tp.Tf32Rounding.Truncate])
+def test_tf32_operands_are_rounded_as_declared(rounding):
+    """The simulator rounds each float32 operand as the emitted code does (cvt.rna.tf32.f32, or the
+    bits as they are where truncation is declared): the product is float64's of the operands so
+    rounded, up to the float32 additions, and the two roundings give different products."""
+    fusion = tuned("M", "N", "K", tp.float32, block=(64, 64), stages=2, ldmatrix=False, fragment_stages=2,
+                   tf32_rounding=rounding)
+    for a in ("M % 64 == 0", "N % 64 == 0", "K % 8 == 0"):
+        fusion.assume(a)
+    assert tp.verify(fusion, "sm_90a").ok
+    m, n, k = 64, 64, 96
+    out, a, b, _ = simulate(fusion, m, n, k, {"M": m, "N": n, "K": k})
+    rounded = np.vectorize(tf32 if rounding is tp.Tf32Rounding.RNA else tf32_truncated)
+    check(out, rounded(a), rounded(b), 0.0)
+    other = np.vectorize(tf32_truncated if rounding is tp.Tf32Rounding.RNA else tf32)
+    assert not np.allclose(out, other(a) @ other(b).T, rtol=0, atol=1e-7)

@@ -4,7 +4,8 @@ Every bundled MmaOp example (examples/valid/mma.py) runs on random inputs into a
 poisoned with NaN and is compared with a float64 reference: within the tf32 bound for float32
 operands (each operand rounded to 10 mantissa bits, cvt.rna: a relative error of at most
 2^-11 per operand, so |error| <= 2^-10 sum_k |a||b| plus the float32 additions), within the
-float32 additions for bfloat16 / float16 operands (their products are exact in float32).
+float32 additions for bfloat16 / float16 operands (their products are exact in float32). A
+schedule that declares tf32 truncation (tp.Tf32Rounding.Truncate) has twice the tf32 bound.
 """
 
 from __future__ import annotations
@@ -36,13 +37,19 @@ def operand(tv, shape, seed):
     return x.permute([order.index(k) for k in range(len(shape))])
 
 
-def check(a, b, got):
+def truncates(fusion) -> bool:
+    return any(op.tf32_rounding is tp.Tf32Rounding.Truncate for op in fusion.exprs)
+
+
+def check(a, b, got, truncated=False):
     """got (M x N) against A (M x 1 x K) B (1 x N x K) in float64, within the operand dtype's bound."""
     torch.cuda.synchronize()
     a64, b64 = a.double()[:, 0, :], b.double()[0]
     want = a64 @ b64.T
     magnitude = a64.abs() @ b64.abs().T
-    unit = 2.0 ** -10 if a.dtype == torch.float32 else 0.0  # tf32 rounding of both operands
+    unit = 0.0
+    if a.dtype == torch.float32:  # tf32 rounding of both operands: 2^-11 each, 2^-10 truncated
+        unit = 2.0 ** -9 if truncated else 2.0 ** -10
     k = a.shape[-1]
     bound = unit * magnitude + k * 2.0 ** -23 * magnitude + 1e-6
     if got.dtype == torch.bfloat16:  # a cast epilogue: one rounding to bfloat16
@@ -62,7 +69,8 @@ def run(fusion, env, seed=0):
     out = torch.full((shapes[0][0], shapes[1][1]), float("nan"), dtype=TORCH[fusion.outputs[0].dtype.name],
                      device="cuda")
     (got,) = kernel.run(a, b, out=[out], **{k: v for k, v in env.items() if k in fusion.symbols})
-    check(a, b, got)
+    check(a, b, got, truncates(fusion))
+    return a, b, got
 
 
 @pytest.mark.parametrize("case", EXAMPLES, ids=lambda c: c.name)
@@ -95,6 +103,29 @@ def test_grouped_blocks_cover_every_tile(case, m):
 def test_the_stmatrix_epilogue_stores_every_tile(case, m):
     """bfloat16 output through stmatrix and TMA stores, M past the last group's tiles."""
     run(case.build(), {**SYMBOLIC, "M": m})
+
+
+def as_tf32(x, truncated):
+    """float32 x as the tensor cores take it: cvt.rna.tf32.f32 (finite values: half an ulp added to
+    the magnitude bits, then the low 13 cleared), or its bits truncated."""
+    bits = x.contiguous().view(torch.int32)
+    if not truncated:
+        bits = bits + 0x1000
+    return (bits & ~0x1FFF).view(torch.float32)
+
+
+@pytest.mark.parametrize("case", [c for c in EXAMPLES if c.name in (
+    "tuned_matmul_tf32_truncated", "tuned_matmul_grouped_double_buffered[dtype=float32]")], ids=lambda c: c.name)
+def test_tf32_operands_are_rounded_as_declared(case):
+    """The product equals float64's of the operands rounded as the schedule declares, up to the
+    float32 additions: cvt.rna by default, the upper 19 bits where truncation is declared."""
+    fusion = case.build()
+    a, b, got = run(fusion, SYMBOLIC)
+    truncated = truncates(fusion)
+    a64, b64 = as_tf32(a, truncated).double()[:, 0, :], as_tf32(b, truncated).double()[0]
+    err = (got.double() - a64 @ b64.T).abs()
+    bound = a.shape[-1] * 2.0 ** -23 * (a64.abs() @ b64.abs().T) + 1e-6
+    assert bool((err <= bound).all()), f"max error {float(err.max())} past the float32 additions' bound"
 
 
 def test_every_lane_and_register_of_the_seed_tile():

@@ -103,3 +103,30 @@ def test_swizzle_values_are_the_wgmma_descriptor_layout_field():
 def test_the_vocabulary_is_public():
     assert (tp.MmaMacro, tp.MmaOperand, tp.MmaLayout, tp.MmaInputSmemSwizzle) == (
         MmaMacro, MmaOperand, MmaLayout, MmaInputSmemSwizzle)
+
+
+def _tf32_tile():
+    with tp.Fusion("tile") as fusion:
+        a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
+        b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)
+        d = tp.fused_multiply_sum(tp.broadcast(a, [False, True, False]), tp.broadcast(b, [True, False, False]), [-1])
+        fusion.add_output(d)
+    return d.definition
+
+
+def test_tf32_rounding_defaults_to_cvt_rna_and_truncation_is_declared():
+    op = _tf32_tile()
+    op.set_macro(MmaMacro.Ampere_16_8_8)
+    assert op.tf32_rounding is tp.Tf32Rounding.RNA
+    op.set_macro(MmaMacro.Ampere_16_8_8, tf32_rounding=tp.Tf32Rounding.Truncate)
+    assert op.tf32_rounding is tp.Tf32Rounding.Truncate
+    op.set_macro(MmaMacro.Ampere_16_8_16)  # 16-bit operands: nothing to round
+    assert op.tf32_rounding is None
+
+
+def test_tf32_rounding_names_a_wrong_value_or_macro():
+    op = _tf32_tile()
+    with pytest.raises(tp.ScheduleError, match=r"tp.Tf32Rounding for tf32_rounding.*use tp.Tf32Rounding.Truncate"):
+        op.set_macro(MmaMacro.Ampere_16_8_8, tf32_rounding="truncate")
+    with pytest.raises(tp.ScheduleError, match="applies to the tf32 macro.*Ampere_16_8_16 takes float16 or bfloat16"):
+        op.set_macro(MmaMacro.Ampere_16_8_16, tf32_rounding=tp.Tf32Rounding.Truncate)

@@ -29,6 +29,7 @@ import numpy as np
 
 from tileproof.codegen.ir import (CpAsyncCommit, CpAsyncCopy, CpAsyncWait, MatrixCopy, MmaIssue, Prefetched, Prologue,
                                   Sync)
+from tileproof.codegen.emit.mma import rounds_to_tf32
 from tileproof.model.expr import evaluate
 from tileproof.model.types import MemoryType
 
@@ -43,6 +44,13 @@ def tf32(x: float) -> float:
     if (bits >> 23) & 0xFF == 0xFF:
         return x
     bits = (bits + 0x1000) & 0xFFFFE000
+    return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
+
+
+def tf32_truncated(x: float) -> float:
+    """x (a float32 value) as the tensor cores read its unconverted bits: the upper 19 (10
+    mantissa bits, toward zero)."""
+    bits = int(np.array([x], dtype=np.float32).view(np.uint32)[0]) & 0xFFFFE000
     return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
 
@@ -271,7 +279,7 @@ class MmaSimulator(Simulator):
                 else:
                     value = self.read(n, k, o, at)
                 if frag.inst.converts_to_tf32:
-                    value = tf32(value)
+                    value = tf32(value) if rounds_to_tf32(n) else tf32_truncated(value)
                 tile[row, col] = value
                 supplied[row, col] += 1
         if not (supplied == 1).all():

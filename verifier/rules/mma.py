@@ -80,7 +80,9 @@ def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         For every MmaOp with a macro: its operands' dtype is one the macro's instruction takes:
-        float32 (rounded to tf32) for Ampere_16_8_8, bfloat16 or float16 for the others.
+        float32 (rounded to tf32 by cvt.rna.tf32.f32, or truncated where set_macro's
+        tf32_rounding declares tp.Tf32Rounding.Truncate) for Ampere_16_8_8, bfloat16 or
+        float16 for the others.
     Why the hardware needs it:
         Each mma.sync shape exists for certain types only: m16n8k8 with .tf32 operands,
         m16n8k16 with .bf16 / .f16; the fragment maps differ with the element width (two 16-bit
