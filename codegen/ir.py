@@ -363,6 +363,20 @@ class MmaIssue(Compute):
     a: list = field(default_factory=list)
     b: list = field(default_factory=list)
     tf32_rounding: object = None
+    descriptors: tuple = ()  # wgmma: A's and B's WgmmaDescriptor (a and b then hold element 0 only)
+
+
+@dataclass(frozen=True)
+class WgmmaDescriptor:
+    """A wgmma operand's shared-memory matrix descriptor (model/wgmma.py, proved by
+    WGMMA-SMEM-LAYOUT): `start` bytes from `tensor`'s buffer at this instance, LBO and SBO in
+    bytes, `layout` the descriptor's swizzle field."""
+
+    tensor: str
+    start: object  # Expr
+    lbo: int
+    sbo: int
+    layout: int
 
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).

@@ -33,7 +33,7 @@ from .errors import ScheduleError
 from .expr import Expr, const, var
 from .fusion import Op
 from .iterdomain import IterDomain, Split, wrong_enum
-from .mma import MmaArch, MmaInstruction, MmaMacro, Tf32Rounding
+from .mma import WARP, MmaArch, MmaInstruction, MmaMacro, Tf32Rounding
 from .tensor import TensorView
 from .types import IterType, OpKind, ParallelType, float32
 
@@ -242,7 +242,15 @@ class MacroFragments:
     def k_steps(self) -> int:
         return self.macro.k // self.inst.k
 
+    @property
+    def from_shared(self) -> bool:
+        """wgmma: A and B are read from shared memory by the whole warpgroup, through descriptors;
+        their "fragment" is the instruction's whole tile, element v at row v / cols, column v % cols."""
+        return self.inst.threads > WARP
+
     def per_instruction(self, role: str) -> int:
+        if self.from_shared and role != "C":
+            return self.inst.m * self.inst.k if role == "A" else self.inst.k * self.inst.n
         return {"A": self.inst.a, "B": self.inst.b, "C": self.inst.c}[role].elements
 
     def elements(self, role: str) -> int:
@@ -253,8 +261,12 @@ class MacroFragments:
     def position(self, role: str, lane, v) -> tuple:
         """(row, col) in the macro tile of lane's element v of role (ints or Exprs)."""
         e = self.per_instruction(role)
-        frag = {"A": self.inst.a, "B": self.inst.b, "C": self.inst.c}[role]
-        row, col = frag.position(lane, v % e)
+        if self.from_shared and role != "C":
+            cols = self.inst.k if role == "A" else self.inst.n
+            row, col = (v % e) // cols, (v % e) % cols
+        else:
+            frag = {"A": self.inst.a, "B": self.inst.b, "C": self.inst.c}[role]
+            row, col = frag.position(lane, v % e)
         step = v // e
         if role == "A":
             return row, col + self.inst.k * step
@@ -303,7 +315,7 @@ def mma_execution(tv: TensorView, launch: dict, role: str, names: dict[int, str]
     conds = tuple(c for c in out.conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs == var(LANE.cuda_name)))
     ranges = {k: v for k, v in out.ranges.items() if k not in subs}
     ranges[ELEMENT_VARS[role]] = const(frag.elements(role))
-    ranges[LANE.cuda_name] = const(32)  # the lane (MMA-WARP-COLLECTIVE: blockDim.x is the warp)
+    ranges[LANE.cuda_name] = const(frag.inst.threads)  # MMA-WARP-COLLECTIVE: blockDim.x is the warp(group)
     return TensorExecution(out.tensor, out.env, ranges, out.indices, conds, out.launch_index)
 
 

@@ -3,17 +3,19 @@ structural conditions of the MMA rules, one function for the verifier (verifier/
 and the code generator (codegen/lower/mma.py), which treats a problem as a tileproof bug.
 
     MMA-TARGET            the macro's instruction exists on the target and tileproof lowers it
-                          (mma.sync; wgmma exists on sm_90a only and is not lowered yet)
+                          (mma.sync; wgmma on sm_90a only)
     MMA-DTYPE             both operands have a dtype the macro takes
     MMA-SHAPE             a macro and Mma axes come together; the output's three innermost loop IDs
                           are its Mma axes, one per role, of the macro's extents, each an inner
                           tile of its root (its index adds to the root's with stride 1); no other
                           tensor has Mma axes
-    MMA-WARP-COLLECTIVE   a warp issues each tile: the kernel launches exactly 32 threads along
-                          TIDx (the lanes), the output binds none of its axes to TIDx and none to
-                          Vectorize or Bulk, and lives in registers or global memory
-    MMA-OPERAND-LAYOUT    (structural part) the operands are register (Local) tensors: the
-                          instruction reads its fragments from registers
+    MMA-WARP-COLLECTIVE   a warp (mma.sync) or warpgroup (wgmma) issues each tile: the kernel
+                          launches exactly its 32 or 128 threads along TIDx, the output binds
+                          none of its axes to TIDx and none to Vectorize or Bulk, and lives in
+                          registers (or global memory, for mma.sync)
+    MMA-OPERAND-LAYOUT    (structural part) mma.sync's operands are register (Local) tensors:
+                          the instruction reads its fragments from registers; wgmma's are shared
+                          tensors, read through matrix descriptors (WGMMA-SMEM-LAYOUT)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .expr import const
 from .indexing import block_dims
 from .lowerable import Problem
 from .mma_op import INSTRUCTION_AXES, inner_tile, is_mma_op, is_mma_sync, mma_axes
+from .tma import is_tma_op
 from .types import MemoryType, ParallelType
 
 CODES = ("MMA-TARGET", "MMA-DTYPE", "MMA-SHAPE", "MMA-WARP-COLLECTIVE", "MMA-OPERAND-LAYOUT")
@@ -64,13 +67,11 @@ def shape_problems(tv, target, out: dict[str, list[Problem]] | None = None) -> b
                      f"tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), with the macro's M, N, K tile as the Mma axes",
                 values={"mma_axes": len(mma_ids)}, **where))
         return False
-    if not is_mma_sync(macro):
+    if not is_mma_sync(macro) and target is not None and target.name != "sm_90a":
         out["MMA-TARGET"].append(Problem(
-            f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only"
-            if target is not None and target.name != "sm_90a" else
-            f"MmaMacro.{macro.name} is a wgmma (warpgroup MMA); tileproof lowers the mma.sync macros "
-            f"(Turing_*, Ampere_*) so far",
-            hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32)",
+            f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only; {target.name} has none",
+            hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), "
+                 "or target sm_90a",
             values={"m": macro.m, "n": macro.n, "k": macro.k}, **where))
         return False
     dtypes = [t.dtype.name for t in op.inputs]
@@ -109,14 +110,20 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
     """Add the MMA-WARP-COLLECTIVE and MMA-OPERAND-LAYOUT (registers) problems of MmaOp output tv."""
     op = tv.definition
     where = dict(tensor=tv.name, location=op.origin or tv.origin)
+    wgmma = not is_mma_sync(op.macro)
+    threads = 128 if wgmma else 32
     lanes = block_dims(fusion).get(ParallelType.TIDx, const(1))
-    if lanes != const(32):
+    if lanes != const(threads):
         out["MMA-WARP-COLLECTIVE"].append(Problem(
-            f"a warp issues each mma.sync of {tv.name}: the kernel must launch exactly 32 threads along TIDx (the "
-            f"lanes), and it launches {lanes}",
-            hint="bind an axis of extent 32 to TIDx in the tensors that use TIDx (the operands' fragments: 32 lanes), "
-                 "and spread warps over TIDy / TIDz",
-            values={"blockDim_x": lanes.value if lanes.op == "const" else -1, "warp": 32}, **where))
+            (f"a warpgroup issues each wgmma of {tv.name}: the kernel must launch exactly 128 threads along TIDx "
+             f"(the warpgroup's threads), and it launches {lanes}" if wgmma else
+             f"a warp issues each mma.sync of {tv.name}: the kernel must launch exactly 32 threads along TIDx (the "
+             f"lanes), and it launches {lanes}"),
+            hint=("bind an axis of extent 128 to TIDx in the tensors that use TIDx (the accumulators' fragment: "
+                  "tp.schedule_mma_fragment(..., \"C\")), and spread warpgroups over TIDy / TIDz" if wgmma else
+                  "bind an axis of extent 32 to TIDx in the tensors that use TIDx (the operands' fragments: 32 "
+                  "lanes), and spread warps over TIDy / TIDz"),
+            values={"blockDim_x": lanes.value if lanes.op == "const" else -1, "warp": threads}, **where))
     for k, i in enumerate(tv.loop):
         if i.parallel_type in (ParallelType.TIDx, ParallelType.Vectorize, ParallelType.Bulk):
             out["MMA-WARP-COLLECTIVE"].append(Problem(
@@ -124,14 +131,27 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
                 f"its Mma axes, and each warp (TIDy, TIDz, loops) issues whole tiles",
                 hint=f"bind {tv.name}'s axis {k} to TIDy / TIDz or leave it Serial",
                 ids=(i.name,), values={"axis": k}, **where))
-    if tv.memory_type not in (MemoryType.Local, MemoryType.Global):
+    if tv.memory_type not in ((MemoryType.Local,) if wgmma else (MemoryType.Local, MemoryType.Global)):
         out["MMA-WARP-COLLECTIVE"].append(Problem(
             f"{tv.name} is in {tv.memory_type} memory; an MmaOp's accumulators are stored from the lanes' "
-            f"registers to registers (Local) or global memory",
+            f"registers to registers (Local)" + ("" if wgmma else " or global memory"),
             hint=f"leave {tv.name} in registers and copy it (tp.set) where it must go",
             values={"memory": 0}, **where))
     for arg, t in zip("ab", op.inputs):
-        if t.memory_type is not MemoryType.Local:
+        if wgmma and t.memory_type is not MemoryType.Shared:
+            out["MMA-OPERAND-LAYOUT"].append(Problem(
+                f"{tv.name}'s operand {arg} ({t.name}) is in {t.memory_type} memory; tileproof issues wgmma with both "
+                f"operands in shared memory, read through matrix descriptors",
+                hint=f"load {t.name} into shared memory first ({t.name}.cache_after(tp.LoadStoreOpType.TMA), "
+                     f"set_memory_type(tp.MemoryType.Shared)), allocated as the TMA's swizzled boxes",
+                values={"operand": 0 if arg == "a" else 1}, **where))
+        elif wgmma and not (t.definition is not None and is_tma_op(t.definition)):
+            out["MMA-OPERAND-LAYOUT"].append(Problem(
+                f"{tv.name}'s operand {arg} ({t.name}) is written by `{t.definition}`; tileproof issues wgmma on shared "
+                f"tiles the TMA loads (the TMA and wgmma both use the async proxy: no proxy fence between them)",
+                hint=f"fill {t.name} with {t.name} = x.cache_after(tp.LoadStoreOpType.TMA)",
+                values={"operand": 0 if arg == "a" else 1}, **where))
+        elif not wgmma and t.memory_type is not MemoryType.Local:
             out["MMA-OPERAND-LAYOUT"].append(Problem(
                 f"{tv.name}'s operand {arg} ({t.name}) is in {t.memory_type} memory; mma.sync reads its operands "
                 f"from each lane's registers",

@@ -19,12 +19,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ScheduleError
-from .mma import MmaMacro, MmaOperand
+from .mma import WARP, MmaMacro, MmaOperand
 from .types import ParallelType
 
 # instruction fragments as digits: (row digits, col digits), each outermost first, a digit
 # (name, extent); v digits are named by their weight in v ("v1": v // 2 % 2, ...)
 _C = ((("v2", 2), ("g", 8)), (("q", 4), ("v1", 2)))  # C: (g + 8 (v / 2), 2q + v % 2)
+
+
+def _wgmma_c(n: int):
+    """wgmma's D over the warpgroup's threads T = 32 w + 4 g + q: (16 w + g + 8 ((v / 2) % 2),
+    8 (v / 4) + 2q + v % 2), model/mma.py wgmma_d_position."""
+    return (("w", 4), ("v2", 2), ("g", 8)), (("v4", n // 8), ("q", 4), ("v1", 2))
+
+
 _RECIPES = {
     ("tf32", 8, "A"): ((("v1", 2), ("g", 8)), (("v2", 2), ("q", 4))),  # (g + 8 (v % 2), q + 4 (v / 2))
     ("tf32", 8, "B"): ((("g", 8),), (("v1", 2), ("q", 4))),  # (n, k) = (g, q + 4 v)
@@ -46,7 +54,10 @@ def _digits(macro: MmaMacro, operand: str, dtype) -> tuple[list[_Digit], list[_D
     """The row and column digits of the macro tile's fragment, outermost first."""
     inst = macro.instruction(dtype)
     key = ("tf32" if inst.input_type == "tf32" else "16", inst.k, operand)
-    rows, cols = _C if operand == "C" else _RECIPES[key]
+    if inst.threads > WARP:
+        rows, cols = _wgmma_c(inst.n)
+    else:
+        rows, cols = _C if operand == "C" else _RECIPES[key]
     per = {"A": inst.a, "B": inst.b, "C": inst.c}[operand].elements
 
     def digit(name: str, extent: int) -> _Digit:
@@ -81,8 +92,9 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
     role = operand.value if isinstance(operand, MmaOperand) else operand
     if role not in ("A", "B", "C"):
         raise ScheduleError(f"schedule_mma_fragment: operand must be tp.MmaOperand.A / .B or \"C\", got {operand!r}")
-    if macro.arch.name not in ("Turing", "Ampere"):
-        raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is not an mma.sync macro")
+    if macro.arch.name not in ("Turing", "Ampere") and not (macro.arch.name == "Hopper" and role == "C"):
+        raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is a wgmma, whose A and B tileproof reads "
+                            f"from shared memory; only its accumulators (\"C\") are a register fragment")
     if dtype is None:
         dtype = tv.dtype if role != "C" else macro.input_dtypes[-1]
     rows, cols = _digits(macro, role, dtype)
@@ -100,11 +112,12 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
             tv.split(pos, d.extent)
             # [.., outer, d]: the outer part is split further at the same position
     order = rows + cols  # the loop axes now, outermost first
-    lane = [d for d in order if d.name in ("g", "q")]
+    lane = [d for d in order if d.name in ("w", "g", "q")]  # w: a wgmma's warp in the warpgroup
     elements = sorted((d for d in order if d.weight), key=lambda d: -d.weight)
     wanted = lane + elements
     tv.reorder({at + order.index(d): at + k for k, d in enumerate(wanted)})
-    tv.merge(at)  # g, q -> lane
+    for _ in range(len(lane) - 1):  # (w,) g, q -> the thread
+        tv.merge(at)
     for _ in range(len(elements) - 1):
         tv.merge(at + 1)
     tv.axis(at).parallelize(ParallelType.TIDx)

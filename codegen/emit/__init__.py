@@ -175,6 +175,8 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     lines += emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
     lines += emit_cp_async.prelude([c for c in copies if isinstance(c, CpAsyncCopy)])
     lines += emit_reduction.prelude(ir)
+    if emit_mma.uses_wgmma(_nodes_of(ir.body, (MmaIssue,))):
+        lines += emit_mma.WGMMA_PRELUDE.splitlines()
     lines.append("")
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")

@@ -70,12 +70,57 @@ def _word(low, high) -> bool:
             and simplify(mod(low.offset, const(2)), {}) == const(0))
 
 
+WGMMA_PRELUDE = """\
+// wgmma (PTX ISA 9.7.15): a shared-memory matrix descriptor from its fields (bytes; 9.7.15.5.1.2.2)
+__device__ __forceinline__ unsigned long long tp_wgmma_desc(unsigned start, unsigned lbo, unsigned sbo, unsigned layout) {
+  return (unsigned long long)((start & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16)
+       | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)layout << 62); }
+__device__ __forceinline__ void tp_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void tp_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int PENDING> __device__ __forceinline__ void tp_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(PENDING) : "memory"); }"""
+
+
+def uses_wgmma(issues) -> bool:
+    return any(n.descriptors for n in issues)
+
+
+def wgmma(inst: MmaInstruction, d: Sequence[str], a_desc: str, b_desc: str) -> str:
+    """One `asm volatile` of inst (a wgmma with both operands in shared memory): D = A B + D,
+    d the float accumulator lvalues in register order, scale-d 1 (D is zeroed before the first)."""
+    if inst.threads == WARP or len(d) != inst.c.registers:
+        raise InternalError(f"emit/mma.py: {inst.name} takes {inst.c.registers} d registers, got {len(d)}")
+    regs = ", ".join(f"%{i}" for i in range(len(d)))
+    outs = ", ".join(f'"+f"({r})' for r in d)
+    n = len(d)
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n + 2}, 0;\\n'
+            f'{inst.ptx} {{{regs}}}, %{n}, %{n + 1}, p, 1, 1, 0, 0;\\n}}\\n" : {outs} : "l"({a_desc}), '
+            f'"l"({b_desc}), "n"(1) : "memory");')
+
+
+def _wgmma_lines(e, n, depth: int) -> list[str]:
+    """A wgmma MmaIssue: each operand's descriptor, the fence (the accumulators were written by
+    the zeroing or an earlier wgmma), the instruction, its commit and a wait for it (its
+    accumulators and shared tiles are free when this statement ends)."""
+    inst = n.frag.inst
+    body = []
+    for name, desc in zip(("tp_da", "tp_db"), n.descriptors):
+        body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
+                    f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
+    acc = [f"{n.out.tensor}[{e.x(n.out.offset)} + {v}]" for v in range(inst.c.elements)]
+    body += ["tp_wgmma_fence();", wgmma(inst, acc, "tp_da", "tp_db"), "tp_wgmma_commit();", "tp_wgmma_wait<0>();"]
+    return e.guarded_block(n.comment, n.conds, body, depth)
+
+
 def issue_lines(e, n, depth: int) -> list[str]:
     """An MmaIssue (codegen/ir.py): the lane's A and B registers from its fragment elements, then
-    the macro tile's instructions over N then K, accumulating into acc[acc_base + element]."""
+    the macro tile's instructions over N then K, accumulating into acc[acc_base + element]; a
+    wgmma's operands are its descriptors instead."""
     from ...model.expr import add, const
     from ...model.simplify import simplify
 
+    if n.descriptors:
+        return _wgmma_lines(e, n, depth)
     frag = n.frag
     inst = frag.inst
     body = []

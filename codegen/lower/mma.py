@@ -27,7 +27,8 @@ from ...model.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import MemoryType, OpKind, ParallelType, float32
-from ..ir import MmaIssue, Operand, ReduceInit
+from ...model.wgmma import wgmma_operand
+from ..ir import MmaIssue, Operand, ReduceInit, WgmmaDescriptor
 from .loop_nest import LoopClass, refuse
 from .predicates import drop_implied
 from .reduction import accumulator, store_names, store_statement
@@ -84,13 +85,17 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
     if k_holes:
         refuse("REDUCTION-K", [Problem(f"{tv.name}'s K tile reads past K where {k_holes[0].lhs} < {k_holes[0].rhs} "
                                        f"fails", hint="")])
-    operands = []
+    operands, descriptors = [], []
+    names = {i.uid: builder.classes.of(tv, j).index_var for j, i in enumerate(tv.loop)}
     for k, role in ((0, "A"), (1, "B")):
-        ex = mma_execution(tv, builder.launch, role, {i.uid: builder.classes.of(tv, j).index_var
-                                                       for j, i in enumerate(tv.loop)})
+        ex = mma_execution(tv, builder.launch, role, names)
         view_ranges = {**ranges, **ex.ranges}
         regs = []
-        for v in range(frag.elements(role)):
+        if frag.from_shared:  # wgmma: the descriptor names the tile; element 0 tells barriers what it reads
+            d = wgmma_operand(tv, builder.launch, role, names)
+            descriptors.append(WgmmaDescriptor(op.inputs[k].name, simplify(d.start, view_ranges), d.lbo, d.sbo,
+                                               d.swizzle.value))
+        for v in range(1 if frag.from_shared else frag.elements(role)):
             idx = {u: substitute(e, {ELEMENT_VARS[role]: const(v)}) for u, e in ex.operand_indices(k).items()}
             regs.append(_lane_uniform(builder._operand(op.inputs[k], idx, view_ranges), view_ranges))
         operands.append(regs)
@@ -99,7 +104,7 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
     comment = (f"{tv.name} += {op.inputs[0].name} x {op.inputs[1].name}: one {op.macro.name} tile, "
                f"{frag.k_steps * frag.n_steps} x {frag.inst.ptx}")
     return MmaIssue(OpKind.REDUCTION, op.name, out, [operands[0][0], operands[1][0]], lane_uniform, 1, comment,
-                    None, frag, operands[0], operands[1], op.tf32_rounding)
+                    None, frag, operands[0], operands[1], op.tf32_rounding, tuple(descriptors))
 
 
 def _split_conds(builder, tv: TensorView, plain):

@@ -1,0 +1,90 @@
+"""Hopper matmuls on wgmma: both operands in shared memory (TMA loads, 128-byte swizzle), read by
+wgmma.mma_async through matrix descriptors, the accumulators in each warpgroup's registers as
+wgmma's D fragment."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import tileproof as tp
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from mma import permute, tile_mnk, tile_multiples  # noqa: E402
+
+P = tp.ParallelType
+LS = tp.LoadStoreOpType
+
+
+def _ldst_matrix():
+    spec = importlib.util.spec_from_file_location("tp_example_ldst_matrix", HERE / "ldst_matrix.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def hopper(m, n, k, block=(128, 128), swizzle=128):
+    """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
+    block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
+    Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
+    one swizzle span of K, allocated as the TMA's swizzled boxes; D's accumulators allocated as
+    wgmma's D fragment (128 threads on TIDx) and stored to the output from there."""
+    bm, bn = block
+    bk = swizzle // 2
+    macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
+    with tp.Fusion("hopper_matmul") as fusion:
+        a = tp.make_tensor([m, 1, k], dtype=tp.bfloat16)
+        b = tp.make_tensor([1, n, k], dtype=tp.bfloat16)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        out = tp.set(d)
+        fusion.add_output(out)
+    d.definition.set_macro(macro)
+    sa = a.cache_after(LS.TMA)
+    sb = b.cache_after(LS.TMA)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+    for t in (d, sa, sb):
+        tile_mnk(t, bm, bn, bk)
+    # D [Mo, No, Ko, bm, bn, bk] -> [Mo, No, Ko, wg, kk, M64, N, K16]
+    d.split(5, 16)
+    d.split(3, 64)
+    permute(d, [0, 1, 2, 3, 6, 4, 5, 7])
+    loop = d.get_loop_domain()  # the accumulators: [Mo, No, Ko, kk, K16, wg, thread, v]
+    d.set_loop_domain([loop[i] for i in (0, 1, 2, 4, 7, 3, 5, 6)])
+    tp.schedule_mma_fragment(d, macro, "C")
+    d.set_allocation_domain(d.get_loop_domain(), True)
+    d.set_loop_domain(loop)
+    for i, p in ((3, P.TIDy), (4, P.Unroll), (5, P.Mma), (6, P.Mma), (7, P.Mma)):
+        d.axis(i).parallelize(p)
+    # the output [M, N] -> [Mo, No, wg, thread, v]: D's fragment
+    out.split(1, bn).split(0, bm)
+    permute(out, [0, 2, 1, 3])
+    out.split(2, 64)
+    tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
+    out.axis(2).parallelize(P.TIDy)
+    # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
+    box = _ldst_matrix()
+    for t in (sa, sb):
+        box.swizzle_tma_box(t, swizzle)
+        for i in t.get_loop_domain()[3:]:
+            i.parallelize(P.Bulk)
+        t.set_allocation_domain(t.get_loop_domain(), True)
+    for t in (d, out, sa, sb):
+        for i, p in enumerate((P.BIDx, P.BIDy)):
+            if not t.axis(i).is_broadcast:
+                t.axis(i).parallelize(p)
+    for t in (sa, sb):
+        t.inline_at(3)
+    d.inline_at(2)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul():
+    """The smallest Hopper schedule: 128 x 128 block tiles of two warpgroups, one 64 x 128 x 16
+    wgmma per warpgroup and 16 columns of K, one TMA box of A and of B per 64 columns of K."""
+    return tile_multiples(hopper("M", "N", "K"), 64)

@@ -1,0 +1,33 @@
+"""Hopper wgmma matmuls on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device).
+
+Every bundled wgmma example (examples/valid/wgmma.py) runs on random bfloat16 inputs into an
+output poisoned with NaN, against a float64 reference within the float32 additions (bfloat16
+products are exact in float32): the descriptors WGMMA-SMEM-LAYOUT proved read the elements the
+TMA wrote, and the accumulators are stored through wgmma's D fragment.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+from tileproof.schedule_files import discover  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from gpu.test_mma import run  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+EXAMPLES = discover([str(ROOT / "examples" / "valid" / "wgmma.py")])
+
+
+@pytest.mark.parametrize("case", EXAMPLES, ids=lambda c: c.name)
+@pytest.mark.parametrize("m, n, k", [(128, 128, 64), (384, 256, 192), (1024, 512, 1024)])
+def test_wgmma_example_matches_float64(case, m, n, k):
+    run(case.build(), {"M": m, "N": n, "K": k})

@@ -1,0 +1,177 @@
+"""wgmma's shared-memory operands: the descriptor the code generator builds from the schedule
+(model/wgmma.py) makes the hardware read each operand element where the schedule put it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import z3
+
+from ...model.expr import const, var
+from ...model.lowerable import execution_order
+from ...model.mma_op import is_mma, is_mma_sync, well_formed
+from ...model.wgmma import wgmma_operand
+from ...model.wgmma_descriptor import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, report_values
+from ..registry import rule
+
+MN, K = "tp_mn", "tp_k"  # the operand element's row (M of A, N of B) and K index in the instruction tile
+
+
+def _wgmma_ops(ctx: VerifyContext):
+    order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
+    for tv in order:
+        if is_mma(tv) and tv.definition.macro is not None and not is_mma_sync(tv.definition.macro) and well_formed(tv):
+            if all(t.memory_type.name == "Shared" for t in tv.definition.inputs):
+                yield tv
+
+
+def _operands(ctx: VerifyContext, tv):
+    return ctx.memo(("wgmma-operands", tv.name), lambda: [wgmma_operand(tv, ctx.block_dims, r) for r in "AB"])
+
+
+@rule("WGMMA-SMEM-LAYOUT", family="wgmma")
+def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """wgmma reads each operand element where the schedule's shared-memory layout put it, through a valid descriptor.
+
+    What it checks:
+        For every wgmma MmaOp (a Hopper_64_N_16 macro), operand A (64 x 16) and B (N x 16), every
+        instruction instance (a point of the op's other loops) and element (mn, k): the
+        address the hardware computes from the descriptor the code generator builds (start =
+        element (0, 0)'s address, SBO = the distance of its 8-row groups, the layout = the
+        TMA's swizzle, K-major) equals the schedule's byte offset of element (mn, k):
+        Sw(start + (mn % 8) S + (mn / 8) SBO + k es) == offset(mn, k) (PTX's canonical layouts;
+        without swizzle, 8 x 16-byte core matrices at LBO and SBO). One proof covers the
+        major-ness, the swizzle mode, the K steps inside a swizzled row and sub-tiles. The
+        descriptor itself is proved valid with it: SBO (and LBO without swizzle) is the same
+        at every instance, a multiple of 16 below 2^18 (the fields hold bytes / 16 in 14
+        bits), and every start is a multiple of 16 on row 0 of a swizzle pattern (the
+        descriptor's base offset is 0). These are WGMMA-DESCRIPTOR's conditions: a tile the
+        TMA writes into a buffer tileproof places cannot break them alone, so they are proved
+        here, with the layout.
+    Why the hardware needs it:
+        wgmma does not take addresses per element: it derives all of them from the
+        descriptor's start, LBO, SBO and layout fields, XORing absolute address bits. A tile
+        stored any other way (row-major rows of 128 bytes without the swizzle, an M-major
+        tile, a swizzle atom split across tiles) is read as other elements, silently. The
+        fields drop the low 4 bits and anything from bit 18 on, and a base offset of 0 tells
+        the hardware the pattern starts at the tile (a 128-byte-aligned SW128 tile reads back
+        wrong).
+    Example:
+        with tp.Fusion("hopper_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([64, 1, 64], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 64], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb):  # plain 128-byte rows: no swizzle, not core matrices
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({1: 0} if t is sa else {})
+            for i in t.get_loop_domain()[1:]:  # the broadcast axis first: not part of the box
+                i.parallelize(tp.ParallelType.Bulk)
+        d.split(2, 16).reorder({2: 0})  # [kk, M, N, K16]
+        loop = d.get_loop_domain()
+        d.set_loop_domain([loop[0], loop[3], loop[1], loop[2]])
+        tp.schedule_mma_fragment(d, tp.MmaMacro.Hopper_64_64_16, "C")
+        d.set_allocation_domain(d.get_loop_domain(), True); d.set_loop_domain(loop)
+        for i in range(1, 4):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16)
+    Fix:
+        with tp.Fusion("hopper_tile") as fusion:
+            a = tp.make_contig_concrete_tensor([64, 1, 64], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 64], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb):  # rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8): TMA's 128B swizzle
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({1: 0} if t is sa else {})
+            t.split(-2, 8).split(-2, 1).split(-1, 8)
+            t.swizzle(tp.SwizzleType.XOR, -4, -2)
+            for i in t.get_loop_domain()[1:]:  # the broadcast axis first: not part of the box
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(2, 16).reorder({2: 0})  # [kk, M, N, K16]
+        loop = d.get_loop_domain()
+        d.set_loop_domain([loop[0], loop[3], loop[1], loop[2]])
+        tp.schedule_mma_fragment(d, tp.MmaMacro.Hopper_64_64_16, "C")
+        d.set_allocation_domain(d.get_loop_domain(), True); d.set_loop_domain(loop)
+        for i in range(1, 4):
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16)
+    References:
+        PTX ISA 9.7.15.5.1.2 (shared memory matrix layout, matrix descriptor); CUTLASS
+        include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc); docs/hardware.md#wgmma-shared-memory-operands
+    """
+    # Formal statement:
+    #   forall instance, mn < rows, k < 16:
+    #     Sw(start + canonical(mn, k, SBO, LBO)) == offset_schedule(mn, k)   (model/wgmma.py)
+    #   and the descriptor: offset(8, 0) == offset(0, 0) + SBO, start % 16 == 0, (start / 128) % 8 == 0 if swizzled
+    for tv in _wgmma_ops(ctx):
+        for op in _operands(ctx, tv):
+            t = op.tensor
+            invalid = list(_descriptor(ctx, tv, op))
+            yield from invalid
+            if invalid:
+                continue  # no one descriptor to compare the layout with
+            lbo, sbo = op.lbo, op.sbo
+            mn, k = var(MN), var(K)
+            got, want = op.hardware(mn, k), op.byte_offset(mn, k)
+            ranges = {**op.ex.ranges, MN: const(op.rows), K: const(op.depth)}
+            q = ctx.query([got, want], ranges)
+            out = q.prove(q.eq(got, want), values={"mn": mn, "k": k, "schedule": want, "hardware": got})
+            yield from report_values(
+                ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s wgmma reads {t.name} where the schedule put it",
+                lambda v, when, t=t, op=op: (
+                    f"{tv.name}'s wgmma reads {op.role}[{v.get('mn')}, {v.get('k')}] of {t.name} at byte "
+                    f"{v.get('hardware')} of its tile{when}, where the schedule stores byte {v.get('schedule')}: the "
+                    f"{op.swizzle.swizzle_bytes}-byte {'swizzled' if op.swizzle.value else 'unswizzled'} K-major layout "
+                    f"of the descriptor (SBO {sbo}) is not how {t.name} is allocated"),
+                ("mn", "k", "schedule", "hardware"), point=tuple(ranges),
+                hint=(f"allocate {t.name} as TMA's swizzled boxes of K-major rows: rows of one swizzle span of K "
+                      f"(128 bytes), the 16-byte chunks XOR-swizzled by the row within 8 "
+                      f"(split(-2, 8).split(-2, 1).split(-1, 16 bytes), swizzle(XOR, -4, -2)), as "
+                      f"MmaInputSmemSwizzle.B128 lays them out"),
+                notes=(f"descriptor: {op.swizzle.name}, SBO {sbo} bytes, LBO {lbo} bytes; element (mn, k) of "
+                       f"{op.role} is {'row m' if op.role == 'A' else 'column n'}, K index k",),
+                tensor=t.name, location=t.origin)
+
+
+def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
+    """The descriptor of op (a WgmmaOperand) is valid at every instance: encodable fields, SBO
+    the same everywhere, every start a multiple of 16 on a swizzle pattern's row 0."""
+    t = op.tensor
+    where = dict(tensor=t.name, location=t.origin)
+    measured = op.measured()
+    fields = ([("SBO", op.sbo)] if op.rows > 8 else []) + ([("LBO", op.lbo)] if not op.swizzle.value else [])
+    bad = [(n, v) for n, v in fields if v % CORE_ROW or not 0 <= v < FIELD_LIMIT]
+    for name, value in bad:
+        yield finding("WGMMA-SMEM-LAYOUT", (
+            f"{tv.name}'s wgmma operand {op.role} ({t.name}) needs {name} = {value} bytes, which the "
+            f"descriptor's field (bytes / 16 in 14 bits) cannot hold"),
+            hint=f"lay {t.name} out so its {name} is a multiple of 16 below 2^18",
+            counterexample={name.lower(): value}, **where)
+    start = op.start
+    ranges = dict(op.ex.ranges)
+    q = ctx.query([start, *measured.values()], ranges)
+    claim = z3.And(q.eq(start % CORE_ROW, const(0)),
+                   *[q.eq(measured[n], measured["start"] + const(v)) for n, v in fields])
+    if op.swizzle.value:
+        claim = z3.And(claim, q.eq((start // SWIZZLE_LINE) % 8, const(0)))
+    out = q.prove(claim, values={"start": start, "row_0": measured["start"], "row_8": measured["SBO"]})
+    yield from report_values(
+        ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s {op.role} descriptors have one SBO and start on a "
+                                      f"pattern's row 0",
+        lambda v, when, t=t, op=op: (
+            f"{tv.name}'s wgmma operand {op.role} ({t.name}) at this instance{when} starts at byte "
+            f"{v.get('start')} of its buffer, its rows 0 and 8 at bytes {v.get('row_0')} and {v.get('row_8')} "
+            f"(SBO {op.sbo} at the first instance): the start must be a multiple of 16 on row 0 of a "
+            f"{op.swizzle.swizzle_bytes}-byte swizzle pattern (base offset 0), and SBO one constant"),
+        ("start", "row_0", "row_8"), point=tuple(ranges),
+        hint=f"allocate {t.name}'s rows in groups of 8 at one stride, each instruction's tile starting at a "
+             f"multiple of 8 rows of the swizzle span: TMA's swizzled boxes",
+        **where)
