@@ -203,7 +203,8 @@ class Kernel:
         entry = self._functions.get(device_id)
         if entry is None:
             module, function = driver.load_function(self.cubin, self.name, device_id)
-            entry = self._functions[device_id] = [module, function, self.target.smem_bytes_default]
+            # opt in from the first byte: the static mbarriers count against the default 48 KiB too
+            entry = self._functions[device_id] = [module, function, 0]
         if smem > entry[2]:
             driver.allow_dynamic_smem(entry[1], smem)
             entry[2] = smem

@@ -379,9 +379,27 @@ class WgmmaDescriptor:
     layout: int
 
 
+@dataclass
+class WgmmaFence:
+    """wgmma.fence.sync.aligned before a batch of wgmma (codegen/lower/wgmma.py): orders the
+    accumulators' earlier register writes (zeroing, stores) before the asynchronous reads."""
+
+    why: str = ""
+
+
+@dataclass
+class WgmmaWait:
+    """wgmma.commit_group, then wgmma.wait_group `pending`, after a batch of wgmma: the batch's
+    accumulators are written and its shared-memory tiles read when it returns."""
+
+    pending: int = 0
+    why: str = ""
+
+
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue)
+              CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
+              WgmmaFence, WgmmaWait)
 
 
 def walk(nodes: list):
@@ -421,6 +439,10 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
                          f"  # {n.why}")
         elif isinstance(n, CpAsyncCommit):
             lines.append(f"{pad}cp.async.commit_group  # {n.why}")
+        elif isinstance(n, WgmmaFence):
+            lines.append(f"{pad}wgmma.fence  # {n.why}")
+        elif isinstance(n, WgmmaWait):
+            lines.append(f"{pad}wgmma.commit_group + wgmma.wait_group {n.pending}  # {n.why}")
         elif isinstance(n, TmaCopy):
             lines.append(f"{pad}tma {n.direction.value} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"

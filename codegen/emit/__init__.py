@@ -22,7 +22,7 @@ from .cuda_expr import INDEX_TYPES, to_cuda
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
-                 TmemDealloc, TmemFencedSync, MmaIssue)
+                 TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait)
 
 
 @dataclass(frozen=True)
@@ -400,6 +400,8 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     Prologue: emit_cp_async.prologue_lines,
     Prefetched: emit_cp_async.prefetched_lines,
     MmaIssue: emit_mma.issue_lines,
+    WgmmaFence: emit_mma.fence_lines,
+    WgmmaWait: emit_mma.wait_lines,
 }
 
 def dtype_storage(dtype: DataType) -> str:

@@ -98,17 +98,25 @@ def wgmma(inst: MmaInstruction, d: Sequence[str], a_desc: str, b_desc: str) -> s
             f'"l"({b_desc}), "n"(1) : "memory");')
 
 
+def fence_lines(e, n, depth: int) -> list[str]:
+    return [f"{'  ' * depth}tp_wgmma_fence();  // {n.why}"]
+
+
+def wait_lines(e, n, depth: int) -> list[str]:
+    pad = "  " * depth
+    return [f"{pad}tp_wgmma_commit();", f"{pad}tp_wgmma_wait<{n.pending}>();  // {n.why}"]
+
+
 def _wgmma_lines(e, n, depth: int) -> list[str]:
-    """A wgmma MmaIssue: each operand's descriptor, the fence (the accumulators were written by
-    the zeroing or an earlier wgmma), the instruction, its commit and a wait for it (its
-    accumulators and shared tiles are free when this statement ends)."""
+    """A wgmma MmaIssue: each operand's descriptor and the instruction; the fence before its batch
+    and the commit and wait after it are nodes of their own (codegen/lower/wgmma.py)."""
     inst = n.frag.inst
     body = []
     for name, desc in zip(("tp_da", "tp_db"), n.descriptors):
         body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
                     f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
     acc = [f"{n.out.tensor}[{e.x(n.out.offset)} + {v}]" for v in range(inst.c.elements)]
-    body += ["tp_wgmma_fence();", wgmma(inst, acc, "tp_da", "tp_db"), "tp_wgmma_commit();", "tp_wgmma_wait<0>();"]
+    body.append(wgmma(inst, acc, "tp_da", "tp_db"))
     return e.guarded_block(n.comment, n.conds, body, depth)
 
 

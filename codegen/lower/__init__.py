@@ -47,6 +47,7 @@ from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, Tens
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
+from .wgmma import batch_wgmma
 from .cp_async import fill_pipelines
 from . import mma, reduction, tmem
 
@@ -141,6 +142,10 @@ def pipeline(st: Lowering) -> None:
     fill_pipelines(st.tree, {cls.key: cls.index_var for cls in st.classes.classes.values()})
 
 
+def wgmma(st: Lowering) -> None:
+    batch_wgmma(st.tree)
+
+
 def signature(st: Lowering) -> None:
     fusion = st.fusion
     params, names = [], {}
@@ -189,6 +194,7 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("sync", sync),
     ("pipeline", pipeline),
     ("tmem-alloc", tmem.allocate_and_fence),
+    ("wgmma", wgmma),
     ("signature", signature),
 ]
 

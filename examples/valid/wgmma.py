@@ -88,3 +88,10 @@ def hopper_matmul():
     """The smallest Hopper schedule: 128 x 128 block tiles of two warpgroups, one 64 x 128 x 16
     wgmma per warpgroup and 16 columns of K, one TMA box of A and of B per 64 columns of K."""
     return tile_multiples(hopper("M", "N", "K"), 64)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_wide():
+    """128 x 256 block tiles: one 64 x 256 x 16 wgmma (128 accumulators a thread) per warpgroup and
+    16 columns of K; 48 KiB of shared tiles plus the mbarriers."""
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256)), 64, n_multiple=256)
