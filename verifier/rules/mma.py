@@ -163,17 +163,21 @@ def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 @rule("MMA-WARP-COLLECTIVE", family="mma")
 def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """A whole warp issues each mma.sync: the kernel's TIDx is the 32 lanes.
+    """A whole warp issues each mma.sync, a whole warpgroup each wgmma: the kernel's TIDx is its 32 or 128 threads.
 
     What it checks:
         For every MmaOp with a macro: the kernel launches exactly 32 threads along TIDx (the
         lanes of each warp; warps go along TIDy and TIDz), the MmaOp's output binds no axis to
-        TIDx, Vectorize or Bulk, and it lives in registers or global memory.
+        TIDx, Vectorize or Bulk, and it lives in registers or global memory. For a wgmma
+        (Hopper_64_N_16): 128 threads along TIDx (a warpgroup: 4 warps, the first a multiple
+        of 4), and the accumulators in registers; its operands are shared tiles a TMA loads
+        (MMA-OPERAND-LAYOUT).
     Why the hardware needs it:
         mma.sync.aligned is executed by all 32 threads of a warp together, each supplying its
         fragment registers; a partial or divergent warp makes the instruction undefined. With
         TIDx = 32 a warp is one (threadIdx.y, threadIdx.z), so every predicate on those is the
-        same for the whole warp.
+        same for the whole warp. wgmma.mma_async.sync.aligned is the same for the 128 threads
+        of a warpgroup, which must be 4 consecutive warps starting at a multiple of 4.
     Example:
         with tp.Fusion("tf32_tile") as fusion:
             a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
