@@ -99,6 +99,8 @@ class TmaCopy:
     issuer: list[Cond]
     bounds: list[Cond]
     comment: str = ""
+    circular: tuple[int, int, int] | None = None  # a circular buffer's (stages, prefetch, circular loop depth)
+    stage: Expr | None = None  # a circular buffer's load: the stage, whose mbarrier it completes on
 
 
 @dataclass
@@ -197,6 +199,7 @@ class MBarrier:
     name: str
     count: int  # threads that arrive per phase (the load's issuers)
     tensor: str
+    stages: int = 1  # a circular buffer's loads: one mbarrier per stage, name[stage]
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,8 @@ class Access:
     reads: frozenset[str]
     kind: Async = Async.NONE
     barrier: str | None = None  # a TMA load's mbarrier
-    # a circular-buffered cp.async: (stages, prefetch, depth of its circular loop in the statement's
-    # path); model/pipeline.py places its waits and barriers
+    # a circular-buffered cp.async or TMA load: (stages, prefetch, depth of its circular loop in
+    # the statement's path); model/pipeline.py places its waits and barriers
     circular: tuple[int, int, int] | None = None
 
 
@@ -67,10 +67,15 @@ class Sync:
 
 @dataclass
 class TmaWait:
-    """All threads wait for the current phase of a load's mbarrier, then flip their phase bit."""
+    """All threads wait for the current phase of a load's mbarrier, then flip their phase bit.
+    In a circular buffer's loop (`stages` > 1: one mbarrier per stage) they wait instead for
+    iteration i's: mbarrier i % stages, parity (i / stages) % 2 (`index`: i, filled in by the
+    code generator), the (i / stages)-th phase of that barrier."""
 
     barrier: str
     why: str
+    stages: int = 0
+    index: str | None = None
 
 
 @dataclass

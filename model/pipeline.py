@@ -57,7 +57,7 @@ import copy
 import enum
 from dataclasses import dataclass, field
 
-from .barriers import Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, repeats, split_point, statement_paths
+from .barriers import Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, split_point, statement_paths
 from .errors import ScheduleError, user_location
 from .expr import Expr, const
 from .types import LoadStoreOpType, MemoryType, OpKind, ParallelType
@@ -234,19 +234,21 @@ def unsupported_pipelines(fusion, order) -> list:
     registers."""
     from .cp_async import is_cp_async
     from .lowerable import Problem
+    from .tma import is_tma_op
 
     out = []
     for tv in order:
         c = getattr(tv, "circular", None)
         if c is None:
             continue
-        if not (is_cp_async(tv.definition) and tv.memory_type is MemoryType.Shared) and not is_register_copy(tv):
+        shared = tv.memory_type is MemoryType.Shared
+        if not (shared and (is_cp_async(tv.definition) or is_tma_op(tv.definition))) and not is_register_copy(tv):
             out.append(Problem(
-                f"{tv.name} is circular-buffered, but it is neither a shared tensor filled by cp.async nor registers "
-                f"filled by a copy (`{tv.definition}`, {tv.memory_type.value.lower()} memory); tileproof "
-                f"circular-buffers those two only",
-                hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) into shared memory, or with a "
-                     f"plain copy or ldmatrix into registers, or drop circular_buffer",
+                f"{tv.name} is circular-buffered, but it is neither a shared tensor filled by cp.async or TMA nor "
+                f"registers filled by a copy (`{tv.definition}`, {tv.memory_type.value.lower()} memory); tileproof "
+                f"circular-buffers those only",
+                hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) or a TMA into shared memory, or "
+                     f"with a plain copy or ldmatrix into registers, or drop circular_buffer",
                 tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         if c.type.uses_mbarrier_for_war:
             out.append(Problem(
@@ -271,6 +273,7 @@ class Prologue:
     index: str | None = None
     extent: Expr | None = None
     asynchronous: bool = True  # cp.async copies, committed one group per iteration; False: registers
+    tma: bool = False  # TMA loads, each completing on its stage's mbarrier: no commits
     repeats_itself = True  # a loop of its own (barriers.scope_repeats)
 
 
@@ -285,6 +288,7 @@ class Prefetched:
     index: str | None = None
     extent: Expr | None = None
     asynchronous: bool = True
+    tma: bool = False
     repeats_itself = False
 
 
@@ -301,16 +305,26 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         if depth >= len(path) - 1:
             continue  # no loop at that depth: PIPELINE-STAGES rejects the schedule
         scope, at = path[depth]
-        asynchronous = acc.kind is Async.CP_ASYNC
-        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous))
+        asynchronous = acc.kind in (Async.CP_ASYNC, Async.TMA_LOAD)
+        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous, []))
+        if acc.kind is Async.TMA_LOAD and acc.barrier not in entry[5]:
+            entry[5].append(acc.barrier)
         child = scope[at].body[path[depth + 1][1]]  # the node, not its index: prologues shift indices
         if not any(child is c for c in entry[2]):
             entry[2].append(child)
-    for scope, loop, children, (stages, prefetch), asynchronous in loops.values():
+    for scope, loop, children, (stages, prefetch), asynchronous, barriers in loops.values():
         copies = [n for n in loop.body if any(n is c for c in children)]
         rest = [n for n in loop.body if not any(n is c for c in children)]
+        tma = bool(barriers)
         if not asynchronous:  # registers: the next iteration's copy ahead of this one's reads
             loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest
+        elif tma:  # each thread waits for its stage's mbarrier itself; the barrier after it orders the refill
+            # after every thread's reads of that stage in the previous iterations (and their waits)
+            waits = [TmaWait(b, "this iteration's tile loaded by TMA (stage i % stages, phase i / stages)", stages)
+                     for b in barriers]
+            war = Sync("every thread's reads of the stage refilled below are done (previous iterations)")
+            loop.body[:] = ([*waits, war, Prefetched(stages, prefetch, copies, tma=True)] if prefetch >= 1 else
+                            [war, Prefetched(stages, prefetch, copies, tma=True), *waits]) + rest
         elif prefetch >= 1:  # the refill after the read-after-write barrier, which also orders the refill
             # after the previous iteration's reads of its stage: one barrier per iteration
             loop.body[:] = [CpAsyncWait(prefetch - 1, f"this iteration's copies are complete, at most "
@@ -324,7 +338,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
                             CpAsyncWait(0, "this iteration's copies are complete"),
                             Sync("this iteration's stage, copied by every thread, read below")] + rest + war
         at = next(k for k, n in enumerate(scope) if n is loop)  # an earlier prologue may have moved it
-        scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous))
+        scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma))
 
 
 def _copied(nodes: list) -> list:
@@ -379,6 +393,7 @@ class Timeline:
     prologue: tuple[Event, ...] = ()
     prologue_iterations: int = 0
     private: bool = False  # a register circular buffer: each thread's own data, ordered by program order
+    tma: bool = False  # TMA loads: a WAIT is every thread's own wait on iteration k's stage and phase
 
     def positions(self, step: Step, prologue: bool = False) -> list[int]:
         """The positions of `step` in one iteration (of the prologue, if asked)."""
@@ -394,11 +409,15 @@ class Timeline:
             return ", ".join(e.step.value + (f" {e.pending}" if e.step is Step.WAIT else "") for e in events)
 
         pro = (f"prologue x{self.prologue_iterations}: [{text(self.prologue)}]; " if self.prologue_iterations else "")
-        return f"{pro}loop x{self.extent}: [{text(self.body)}]"
+        return f"{pro}loop x{self.extent}: [{text(self.body)}]".replace("wait 0", "wait") if self.tma else \
+            f"{pro}loop x{self.extent}: [{text(self.body)}]"
 
 
-def events_of(node) -> list[Event]:
-    """The Steps a barrier-nest node stands for (a CpAsyncWait that commits is two)."""
+def events_of(node, barrier: str | None = None) -> list[Event]:
+    """The Steps a barrier-nest node stands for (a CpAsyncWait that commits is two; a circular
+    buffer's wait on `barrier`, the TMA load's mbarriers, is a WAIT)."""
+    if isinstance(node, TmaWait):
+        return [Event(Step.WAIT)] if node.stages and node.barrier == barrier else []
     if isinstance(node, CpAsyncWait):
         return ([Event(Step.COMMIT)] if node.commit else []) + [Event(Step.WAIT, node.pending)]
     if isinstance(node, CpAsyncCommit):
@@ -413,13 +432,14 @@ def in_prologue(path: Path) -> bool:
     return any(isinstance(scope[k], Prologue) for scope, k in path)
 
 
-def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards) -> Timeline:
+def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, barrier: str | None = None) -> Timeline:
     """The Timeline of the copy at path `wp` and the read at path `rp` (statement paths of the
     barrier nest, the copy's outside any Prologue): the steps of the innermost scope holding
     both, in order. That scope's loop gives the iterations (one where it does not repeat); a
     Prefetched copy its prefetch and stages, and the Prologue just before the loop the prologue's
     steps (issue, commit), one iteration per prefetched copy. Waits and barriers nested deeper
-    than the scope are not counted: a scope holds the copy's and the read's own children."""
+    than the scope are not counted: a scope holds the copy's and the read's own children.
+    `barrier`: a TMA load's mbarriers, whose circular waits are the Timeline's WAITs."""
     d = split_point(wp, rp)
     scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
     body: list[Event] = []
@@ -429,13 +449,14 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards) -> 
         elif k == ir:
             body.append(Event(Step.READ))
         else:
-            body += events_of(node)
+            body += events_of(node, barrier)
     extent: Expr = const(1)
     prologue: tuple[Event, ...] = ()
     iterations, prefetch, stages = 0, 0, 1
-    private = False
+    private = tma = False
     if isinstance(scope[iw], Prefetched):
         prefetch, stages, private = scope[iw].prefetch, scope[iw].stages, not scope[iw].asynchronous
+        tma = scope[iw].tma
     if d > 0:
         parent, at = wp[d - 1]
         owner = parent[at]
@@ -443,9 +464,9 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards) -> 
             extent = hazards.extent(owner)
         before = parent[at - 1] if at > 0 else None
         if isinstance(before, Prologue) and isinstance(scope[iw], Prefetched):
-            steps = (Event(Step.ISSUE),) if private else (Event(Step.ISSUE), Event(Step.COMMIT))
+            steps = (Event(Step.ISSUE),) if private or tma else (Event(Step.ISSUE), Event(Step.COMMIT))
             prologue, iterations = steps, max(before.prefetch, 0)
-    return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private)
+    return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private, tma)
 
 
 __all__ = ["CircularBuffer", "Event", "Pipelined", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",

@@ -106,6 +106,8 @@ def build_issue(tma: InferredTma, smem_alloc: Allocation, loop_env: dict[int, Ex
     strides_of = smem_alloc.strides()
     missing = tuple(a.id.label() for a in smem_alloc.allocated() if a.id.uid not in sidx)
     offset = mul(linear_offset({u: s for u, s in strides_of.items() if u in sidx}, sidx), es)
+    if smem_alloc.stages > 1 and not missing:  # a circular buffer: the tile of the copy's iteration
+        offset = add(offset, mul(smem_alloc.stage_offset(sidx), es))
     consumed = {u for u, r in (tma.inference.roles.items() if tma.inference else ()) if r.kind is not RoleKind.NONBULK}
     # one decision per copy: a hole is tested at the tile's first element (the hardware clips the rest)
     bounds = tuple(Bound(b.id, substitute(b.value, zero), b.extent)

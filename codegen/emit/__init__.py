@@ -262,7 +262,7 @@ class _Emitter:
         return fence + [f"{pad}__syncthreads();  // {n.why}"]
 
     def tma_wait(self, n: TmaWait, depth: int) -> list[str]:
-        return ["  " * depth + line for line in emit_tma.wait(n)]
+        return ["  " * depth + line for line in emit_tma.wait(n, self.x)]
 
     def tma_copy(self, n: TmaCopy, depth: int) -> list[str]:
         return ["  " * depth + line for line in [f"// {n.comment}", *emit_tma.copy(n, self.x, n.smem)]]

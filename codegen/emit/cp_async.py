@@ -59,9 +59,10 @@ def prologue_lines(emitter, n: Prologue, depth: int) -> list[str]:
     pad = "  " * depth
     i, extent = emitter.x(var(n.index)), emitter.x(n.extent)
     count = max(n.prefetch, 0)  # a negative prefetch (rejected, built by compile_unverified) has none
-    commit = [f"{pad}  tp_cp_async_commit();"] if n.asynchronous else []  # registers: no groups
+    commit = [f"{pad}  tp_cp_async_commit();"] if n.asynchronous and not n.tma else []  # registers, TMA: no groups
     return ([f"{pad}// prologue: the copies of iterations 0..{count - 1} of the loop over {i} "
-             f"({n.stages} stages{'' if n.asynchronous else ' of registers'})", f"{pad}#pragma unroll",
+             f"({n.stages} stages{'' if n.asynchronous else ' of registers'}{', TMA' if n.tma else ''})",
+             f"{pad}#pragma unroll",
              f"{pad}for ({INDEX_TYPES[emitter.ir.index_bits]} {i} = 0; {i} < {count}; ++{i}) {{",
              f"{pad}  if ({i} < {extent}) {{"]
             + emitter.nodes(n.body, depth + 2)

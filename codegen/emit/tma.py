@@ -7,6 +7,7 @@ so the `.shared::cluster` load form takes the CTA's own shared address.
 
 from __future__ import annotations
 
+from ...model.expr import var
 from ...model.types import Direction
 from ..ir import KernelIR, MBarrier, TmaCopy, TmaWait
 
@@ -64,17 +65,25 @@ def barrier_setup(barriers: list[MBarrier]) -> list[str]:
     """Declare, initialize (thread 0) and publish the mbarriers; each thread tracks its phase bits."""
     if not barriers:
         return []
-    lines = [f"  __shared__ __align__(8) unsigned long long {b.name};  // TMA into {b.tensor}" for b in barriers]
+    lines = [f"  __shared__ __align__(8) unsigned long long {b.name}{f'[{b.stages}]' if b.stages > 1 else ''};"
+             f"  // TMA into {b.tensor}" + (" (one per stage)" if b.stages > 1 else "") for b in barriers]
     lines.append("  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {")
-    lines += [f"    tp_mbar_init(&{b.name}, {b.count}u);" for b in barriers]
+    for b in barriers:
+        lines += ([f"    tp_mbar_init(&{b.name}, {b.count}u);"] if b.stages == 1 else
+                  [f"    for (int s = 0; s < {b.stages}; ++s) tp_mbar_init(&{b.name}[s], {b.count}u);"])
     lines.append("    tp_fence_async_smem();  // the initialized barriers, visible to the TMA unit")
     lines.append("  }")
     lines.append("  __syncthreads();")
-    lines += [f"  unsigned {b.name}_phase = 0;" for b in barriers]
+    lines += [f"  unsigned {b.name}_phase = 0;" for b in barriers if b.stages == 1]
     return lines
 
 
-def wait(n: TmaWait) -> list[str]:
+def wait(n: TmaWait, x) -> list[str]:
+    """A plain wait flips the thread's phase bit; a circular buffer's computes stage and phase
+    from the iteration (x renders an Expr)."""
+    if n.stages:
+        i = x(var(n.index))
+        return [f"tp_mbar_wait(&{n.barrier}[({i}) % {n.stages}], (unsigned)((({i}) / {n.stages}) % 2));  // {n.why}"]
     return [f"tp_mbar_wait(&{n.barrier}, {n.barrier}_phase);  // {n.why}", f"{n.barrier}_phase ^= 1u;"]
 
 
@@ -85,9 +94,10 @@ def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
     address = f"tp_smem({smem_base}) + (unsigned){x(n.smem_offset)}"
     rank = len(n.coords)
     if n.direction is Direction.LOAD:
-        issue = [f"tp_mbar_expect_tx(&{n.barrier}, (unsigned){x(n.nbytes)});",
-                 f"tp_bulk_load_{rank}d({address}, &{n.tensor_map}, &{n.barrier}, {coords});"]
-        skipped = [f"tp_mbar_arrive(&{n.barrier});"]
+        bar = f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
+        issue = [f"tp_mbar_expect_tx({bar}, (unsigned){x(n.nbytes)});",
+                 f"tp_bulk_load_{rank}d({address}, &{n.tensor_map}, {bar}, {coords});"]
+        skipped = [f"tp_mbar_arrive({bar});"]
     else:
         issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_wait();"]
         skipped = []

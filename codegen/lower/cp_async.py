@@ -15,7 +15,7 @@ from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
 from ...model.pipeline import Prefetched, Prologue, circular_access
 from ...model.tensor import TensorView
-from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, Operand
+from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, Operand, TmaCopy, TmaWait
 from .loop_nest import NotLowered
 
 
@@ -50,6 +50,8 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
             n.index, n.extent = index_of[loop.key], loop.extent
         if isinstance(n, Loop):
             for child in n.body:
+                if isinstance(child, TmaWait) and child.stages:  # the stage and phase of iteration i
+                    child.index = index_of[n.key]
                 if isinstance(child, Prefetched):
                     child.index, child.extent = index_of[n.key], n.extent
                     ahead = {child.index: add(var(child.index), const(child.prefetch))}
@@ -77,6 +79,12 @@ def _shifted(node, names: dict[str, Expr]):
     if isinstance(node, MatrixCopy):  # a register circular buffer's ldmatrix
         return dataclasses.replace(node, out=operand(node.out), ins=[operand(o) for o in node.ins],
                                    address=substitute(node.address, names), conds=[c.renamed(names) for c in node.conds])
+    if isinstance(node, TmaCopy):  # a circular buffer's TMA load
+        return dataclasses.replace(node, smem_offset=substitute(node.smem_offset, names),
+                                   coords=tuple(substitute(c, names) for c in node.coords),
+                                   stage=substitute(node.stage, names) if node.stage is not None else None,
+                                   issuer=[c.renamed(names) for c in node.issuer],
+                                   bounds=[c.renamed(names) for c in node.bounds])
     raise InternalError(f"a circular buffer's prefetched copies hold a {type(node).__name__}")
 
 

@@ -16,7 +16,7 @@ def access(n, circular: dict[str, tuple[int, int, int]]) -> Access | None:
         return Access(n.out.tensor, frozenset(), Async.CP_ASYNC, circular=n.circular)
     if isinstance(n, TmaCopy):
         if n.direction is Direction.LOAD:
-            return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier)
+            return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier, circular=n.circular)
         return Access(None, frozenset({n.smem}), Async.TMA_STORE)
     if isinstance(n, (Compute, MatrixCopy)):
         return Access(n.out.tensor, frozenset(o.tensor for o in n.ins), circular=circular.get(n.out.tensor))

@@ -9,7 +9,8 @@ launch. Bulk IDs are not loops: the instruction covers them.
 
 from __future__ import annotations
 
-from ...model.expr import Expr, product, try_int
+from ...model.expr import Expr, const, mod, product, try_int
+from ...model.pipeline import circular_access, circular_axis
 from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
@@ -57,13 +58,17 @@ class TmaLowering:
             if not less_than(value, b.extent, ranges):
                 bounds.append(Cond(value, "<", b.extent, f"hole of {b.id.label()}"))
         tmap = self._tensor_map(info)
-        barrier = None
+        barrier, circular, stage = None, None, None
         direction = info.direction
         if direction is Direction.LOAD:
             barrier = f"tp_bar_{tv.name}"
-            self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name))
+            alloc = self.allocations[info.smem.name]
+            circular = circular_access(tv)
+            if circular is not None:  # one mbarrier per stage: the copy completes on its stage's
+                stage = simplify(mod(env[tv.loop[circular_axis(tv)].uid], const(alloc.stages)), ranges)
+            self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name, alloc.stages if circular else 1))
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
-                       info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op))
+                       info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage)
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 
     @staticmethod

@@ -25,12 +25,14 @@ def _ldst_matrix():
     return module
 
 
-def hopper(m, n, k, block=(128, 128), swizzle=128):
+def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
     one swizzle span of K, allocated as the TMA's swizzled boxes; D's accumulators allocated as
-    wgmma's D fragment (128 threads on TIDx) and stored to the output from there."""
+    wgmma's D fragment (128 threads on TIDx) and stored to the output from there. stages > 1
+    circular-buffers A's and B's tiles over the K loop, `prefetch` TMA loads ahead (an mbarrier
+    per stage)."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -79,6 +81,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128):
                 t.axis(i).parallelize(p)
     for t in (sa, sb):
         t.inline_at(3)
+        if stages > 1:
+            t.circular_buffer(stages, prefetch)
     d.inline_at(2)
     return fusion
 
@@ -95,3 +99,13 @@ def hopper_matmul_wide():
     """128 x 256 block tiles: one 64 x 256 x 16 wgmma (128 accumulators a thread) per warpgroup and
     16 columns of K; 48 KiB of shared tiles plus the mbarriers."""
     return tile_multiples(hopper("M", "N", "K", block=(128, 256)), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted(), params={"block": ["128x128", "128x256"]})
+def hopper_matmul_pipelined(block):
+    """The Hopper schedule with A's and B's tiles circular-buffered over the K loop: four stages,
+    three TMA loads ahead, one mbarrier per stage (iteration i waits for phase i / 4 of mbarrier
+    i % 4: PIPELINE-RAW), one barrier per K tile before the refill of the stage the previous
+    iteration read (PIPELINE-WAR), whose wgmma are complete when it ends."""
+    bm, bn = (int(x) for x in block.split("x"))
+    return tile_multiples(hopper("M", "N", "K", block=(bm, bn), stages=4, prefetch=3), 64, n_multiple=bn)

@@ -29,7 +29,7 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
             else None
     if is_tma_op(op):
         if tv.memory_type is MemoryType.Shared:
-            return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}")
+            return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}", circular=circular_access(tv))
         return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
     if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
         return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))

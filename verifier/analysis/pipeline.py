@@ -14,6 +14,13 @@ are the newer groups the wait may leave in flight.
     free(k, j)   the ISSUE at iteration k (data d = k + P, stage d % S) comes after a SYNC that
                  follows every READ of an older datum j < d of the same stage
 
+A TMA Timeline (a circular buffer of TMA loads, an mbarrier per stage) has no groups: the WAIT
+of iteration k is every thread's own wait on mbarrier k % S for its (k / S)-th phase, which the
+load of data k completes, so complete(k) is the ISSUE of data k, then a WAIT of iteration k,
+then the READ of k, in the issuing thread's program order (no barrier: each thread waits). That
+no mbarrier runs a phase ahead of a waiter follows from free(k, j): the load of data k + S is
+issued after a barrier that follows every READ of k, and each thread's READ of k follows its WAIT.
+
 A private Timeline (a register circular buffer: each thread copies into and reads its own
 registers) needs program order only: complete(k) is the ISSUE of data k before the READ of k,
 free(k, j) every READ of j before the ISSUE at k.
@@ -144,6 +151,8 @@ def prove_complete(tl: Timeline) -> Outcome:
         options.append(z3.And(kw >= 0, x > at, covered >= n + 1, z3.Or(*syncs) if syncs else z3.BoolVal(False, m.ctx)))
         best_commits, best_pending = z3.If(x > at, covered, best_commits), z3.If(x > at, m.val(n), best_pending)
     waited = z3.Or(*options) if options else z3.BoolVal(False, m.ctx)
+    if tl.tma:  # the thread's own wait on iteration k's stage and phase, after the issue, before the read
+        waited = z3.Or(*[m.pos(k, w) > at for w in tl.positions(Step.WAIT) if w < r], z3.BoolVal(False, m.ctx))
     claim = z3.And(issued, at < read) if tl.private else z3.And(issued, at < read, waited)
     m.facts += [k >= 0, k < m.e]
     values = {"issued before the read": z3.If(z3.And(issued, at < read), m.val(1), m.val(0))}

@@ -34,7 +34,8 @@ def _timelines(ctx: VerifyContext) -> list[tuple[Timeline, object, object]]:
         for r, ra, rp in stmts:
             if wa.writes in ra.reads:
                 reader = _tensor(r)
-                out.append((timeline(wa.writes, reader.name, wp, rp, nest_.hazards), _tensor(w), reader))
+                out.append((timeline(wa.writes, reader.name, wp, rp, nest_.hazards,
+                                     wa.barrier if wa.kind is Async.TMA_LOAD else None), _tensor(w), reader))
     return out
 
 
@@ -100,8 +101,8 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   iterations k in [0, E): I(k - P) < R(k), and some WAIT X with N pending, I(k - P) < X < R(k), has
     #   commits(I(k - P), X] >= N + 1, and some SYNC Y has X < Y < R(k)
     for tl, writer, reader in _timelines(ctx):
-        if tl.private:
-            continue  # a register circular buffer: PIPELINE-RAW
+        if tl.private or tl.tma:
+            continue  # a register or TMA circular buffer: PIPELINE-RAW
         out = ctx.memo(("cp-async-wait", tl), lambda tl=tl: prove_complete(tl))
         where = dict(tensor=reader.name, location=reader.definition.origin,
                      labels=[f"{tl.tensor} (shared memory) filled by cp.async in {writer.name}'s statement"])
@@ -193,21 +194,25 @@ def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   Timeline of the circular loop (verifier/analysis/pipeline.py prove_complete): for all extents E
     #   and iterations k in [0, E): issued(k - P) and I(k - P) < R(k)
     for tl, writer, reader in _timelines(ctx):
-        if not tl.private:
+        if not (tl.private or tl.tma):
             continue  # cp.async: CPASYNC-WAIT
         out = ctx.memo(("pipeline-raw", tl), lambda tl=tl: prove_complete(tl))
         where = dict(tensor=reader.name, location=reader.definition.origin,
-                     labels=[f"{tl.tensor} (registers) copied in {writer.name}'s statement"])
+                     labels=[f"{tl.tensor} ({'shared memory, loaded by TMA' if tl.tma else 'registers'}) copied in "
+                             f"{writer.name}'s statement"])
         yield from report_outcome("PIPELINE-RAW", out, f"that {reader.name} reads {tl.tensor} after its copy",
                                   lambda out, tl=tl: _read_early(tl, out, where), **where)
 
 
 def _read_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
     k = out.model.get("iteration", 0)
+    what = ("before a wait on the mbarrier phase of that iteration's TMA load: the stage may still hold another "
+            "iteration's tile" if tl.tma and out.values.get("issued before the read") else
+            "before the copy of that iteration's data: the " + ("stage" if tl.tma else "registers")
+            + " still hold" + ("s" if tl.tma else "") + " another iteration's values")
     return finding(
         "PIPELINE-RAW",
-        f"{tl.reader} reads {tl.tensor} in iteration {k} before the copy of that iteration's data: the registers "
-        f"still hold another iteration's values",
+        f"{tl.reader} reads {tl.tensor} in iteration {k} {what}",
         notes=[f"the steps of the loop: {tl.describe()}",
                f"{tl.tensor} is circular-buffered with prefetch {tl.prefetch}: the copy of iteration k is issued in "
                f"iteration k - ({tl.prefetch})"],

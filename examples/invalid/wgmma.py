@@ -1,0 +1,163 @@
+"""Hopper wgmma schedules the tensor cores would compute wrong or cannot issue: operand tiles the
+descriptor cannot name (WGMMA-SMEM-LAYOUT: unswizzled rows, an M-major A, swizzle patterns that
+straddle the warpgroups' tiles), a wgmma on a target without one (MMA-TARGET), accumulators
+stored by a warp instead of the warpgroup that holds them (MMA-WARP-COLLECTIVE), operands filled
+by thread copies instead of the TMA (MMA-OPERAND-LAYOUT).
+
+Each is examples/valid/wgmma.py's hopper() (its hopper_matmul, or hopper_matmul_wide's 128 x 256
+tile) with one thing changed. Its tensors: T0 = A [M, 1, K] and T1 = B [1, N, K] (global), T2 the
+accumulators, T3 the output, T4 and T5 A's and B's shared tiles. hopper() lays each operand's
+tile out with ldst_matrix.py's swizzle_tma_box and loads both with LoadStoreOpType.TMA; the
+schedules below swap those two of its module's names for one build (`_hopper_with`), or change a
+tensor of the fusion it returns.
+"""
+
+import contextlib
+import importlib.util
+import types
+from pathlib import Path
+
+import tileproof as tp
+
+P = tp.ParallelType
+LS = tp.LoadStoreOpType
+VALID = Path(__file__).resolve().parent.parent / "valid"
+
+_spec = importlib.util.spec_from_file_location("_tileproof_example_invalid_wgmma_hopper", VALID / "wgmma.py")
+_valid = importlib.util.module_from_spec(_spec)  # a private copy: _hopper_with swaps its module names
+_spec.loader.exec_module(_valid)
+
+
+def _hopper_with(block=(128, 128), a_tile=None, b_tile=None, load=None):
+    """hopper("M", "N", "K", block) with A's and B's shared tiles [.., rows, one swizzle span
+    of K] laid out by `a_tile` / `b_tile` (functions of the tile and the swizzle bytes;
+    swizzle_tma_box where None) and both loaded by `load` (TMA where None); the sizes assumed
+    multiples of the block tile and of 64 (K)."""
+    box = _valid._ldst_matrix()
+
+    def lay_out(t, swizzle_bytes):
+        tile = a_tile if t.axis(1).is_broadcast else b_tile  # A [Mo, 1, Ko, ..], B [1, No, Ko, ..]
+        (tile or box.swizzle_tma_box)(t, swizzle_bytes)
+
+    swapped = {"_ldst_matrix": lambda: types.SimpleNamespace(swizzle_tma_box=lay_out)}
+    if load is not None:
+        swapped["LS"] = types.SimpleNamespace(TMA=load)
+    with _swapped(swapped):
+        fusion = _valid.hopper("M", "N", "K", block=block)
+    return _valid.tile_multiples(fusion, 64, n_multiple=block[1])
+
+
+@contextlib.contextmanager
+def _swapped(names):
+    old = {k: getattr(_valid, k) for k in names}
+    for k, v in names.items():
+        setattr(_valid, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(_valid, k, v)
+
+
+def _plain_rows(t, swizzle_bytes):
+    """The tile as the TMA box loads it without a swizzle: row r's 128 bytes at byte 128 r."""
+
+
+@tp.schedule(expect=tp.rejected("WGMMA-SMEM-LAYOUT", messages=[
+    "T2's wgmma reads A[1, 0] of T4 at byte 16 of its tile", "where the schedule stores byte 128",
+    "T2's wgmma reads B[1, 0] of T5 at byte 16 of its tile"]))
+def unswizzled_operand_rows():
+    """Both operands' tiles as plain K-major rows of 128 bytes: TMA boxes without a swizzle,
+    allocated as loaded. An unswizzled descriptor names 8 x 16-byte core matrices, whose row r
+    lies 16 bytes after row r - 1, so wgmma reads A[1, 0] at byte 16, where the schedule put
+    A[0, 8]; only the 128-byte swizzle lets a descriptor span whole 128-byte rows."""
+    return _hopper_with(a_tile=_plain_rows, b_tile=_plain_rows)
+
+
+def _m_major(t, swizzle_bytes):
+    """[.., M (128), K (64)] -> [.., mo (2), K rows (64), mi (64: one 128-byte span of M)],
+    swizzled: the layout an M-major A's TMA boxes of 64 x 64 write."""
+    t.split(-2, 64)
+    t.reorder({-1: -2, -2: -1})
+    _valid._ldst_matrix().swizzle_tma_box(t, swizzle_bytes)
+
+
+@tp.schedule(expect=tp.rejected("WGMMA-SMEM-LAYOUT", messages=[
+    "T2's wgmma reads A[0, 1] of T4 at byte 2 of its tile", "where the schedule stores byte 144",
+    "K-major layout of the descriptor (SBO 16) is not how T4 is allocated"]))
+def m_major_a():
+    """A stored M-major (column-major, as a transposed A arrives) and its tile laid out so: rows
+    of K, each 64 consecutive rows of A (128 bytes), swizzled, two 64 x 64 TMA boxes per tile.
+    tileproof builds K-major descriptors only (wgmma's transpose bit is not lowered): the
+    hardware reads A[0, 1] two bytes after A[0, 0], where the tile holds A[1, 0], and sums
+    A's transpose."""
+    fusion = _hopper_with(a_tile=_m_major)
+    a = fusion.tensor("T0")
+    a.set_allocation_domain([a.axis(2), a.axis(1), a.axis(0)], True)  # M innermost in global memory
+    fusion.tensor("T4").axis(3).parallelize(P.Serial)  # mo: one box per 64 rows of A (TMA-SWIZZLE-WIDTH)
+    return fusion
+
+
+def _rows_of_both_warpgroups(t, swizzle_bytes):
+    """[.., M (128), K] -> [.., (r, wg) (128), K]: A's row 64 wg + r at row 2 r + wg of the tile,
+    then swizzle_tma_box: each 8-row swizzle pattern holds 4 rows of each warpgroup's tile."""
+    t.split(-2, 64)  # [.., wg (2), r (64), K]
+    t.reorder({-3: -2, -2: -3})  # [.., r, wg, K]
+    t.merge(-3)
+    _valid._ldst_matrix().swizzle_tma_box(t, swizzle_bytes)
+
+
+@tp.schedule(expect=tp.rejected("TMA-SWIZZLE-LAYOUT", "WGMMA-SMEM-LAYOUT", messages=[
+    "T2's wgmma operand A (T4) at this instance when M = 128, K = 64, N = 256 starts at byte 128 of its buffer",
+    "its rows 0 and 8 at bytes 144 and 2192"]))
+def swizzle_patterns_across_warpgroups():
+    """hopper_matmul_wide's 128 x 256 tile with A's rows interleaved by warpgroup, so that each
+    8-row, 1024-byte swizzle pattern holds rows of both warpgroups' 64 x 16 tiles. A descriptor
+    names 8-row groups at one stride, each starting on a pattern's row 0; warpgroup 1's tile
+    starts on row 1 (and its rows 0 and 8 lie 2048 bytes apart). The TMA's box writes A's rows
+    in order, which is not this allocation either (TMA-SWIZZLE-LAYOUT)."""
+    return _hopper_with(block=(128, 256), a_tile=_rows_of_both_warpgroups)
+
+
+@tp.schedule(target="sm_100a", expect=tp.rejected("MMA-TARGET", messages=[
+    "MmaMacro.Hopper_64_128_16 is a wgmma, which exists on sm_90a only; sm_100a has none"]))
+def hopper_macro_on_sm100a():
+    """hopper_matmul verified for sm_100a: wgmma exists on sm_90a only (the `a` in sm_90a is
+    the architecture-specific feature set no later GPU inherits); Blackwell's tensor cores run
+    tcgen05.mma, from tensor memory, which tileproof does not lower for an MmaOp."""
+    return _hopper_with()
+
+
+@tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", "MMA-WARP-COLLECTIVE", messages=[
+    "the kernel must launch exactly 128 threads along TIDx (the warpgroup's threads), and it launches 32",
+    "T3 reads T2[16, 0] in lane 0"]))
+def accumulators_stored_by_one_warp():
+    """The output stored by 32 threads on TIDx, each taking four threads' share of D's fragment
+    in a loop. wgmma is issued by the 128 threads of a warpgroup (MMA-WARP-COLLECTIVE), each
+    left holding its own part of D in registers: thread t cannot read thread t + 32's registers
+    (MMA-ACCUM-LAYOUT)."""
+    fusion = _hopper_with()
+    out = fusion.tensor("T3")  # [Mo, No, wg, TIDx (128), v]: D's fragment
+    out.axis(3).parallelize(P.Serial)
+    out.split(3, 32)
+    out.axis(4).parallelize(P.TIDx)
+    return fusion
+
+
+@tp.schedule(params={"copy": ["CpAsync", "Set"]}, expect=lambda copy: tp.rejected("MMA-OPERAND-LAYOUT", messages=[
+    f"T2's operand a (T4) is written by `T4 = {'set' if copy == 'Set' else copy}(T0)`",
+    f"T2's operand b (T5) is written by `T5 = {'set' if copy == 'Set' else copy}(T1)`"]))
+def operands_copied_by_threads(copy):
+    """Both tiles filled by the threads (cp.async, or loads and st.shared), 16 bytes each into
+    the same swizzled layout. Those writes go through the generic proxy and wgmma reads through
+    the async proxy: without a fence.proxy.async between them wgmma may read stale bytes.
+    tileproof issues wgmma on tiles the TMA loads (async proxy, completed on an mbarrier)."""
+    fusion = _hopper_with(load=getattr(LS, copy))
+    for name in ("T4", "T5"):
+        t = fusion.tensor(name)  # [.., 16, 8 rows, 1, 8 chunks, 8], Bulk: the TMA's box
+        for i in t.get_loop_domain()[3:]:
+            i.parallelize(P.Serial)
+        t.merge(3).merge(3).merge(3).split(3, 128)  # [.., 8, 128, 8]: 16 bytes a thread
+        t.axis(4).parallelize(P.TIDx)
+        t.axis(5).parallelize(P.Vectorize)
+    return fusion
