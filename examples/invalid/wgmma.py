@@ -26,6 +26,7 @@ VALID = Path(__file__).resolve().parent.parent / "valid"
 _spec = importlib.util.spec_from_file_location("_tileproof_example_invalid_wgmma_hopper", VALID / "wgmma.py")
 _valid = importlib.util.module_from_spec(_spec)  # a private copy: _hopper_with swaps its module names
 _spec.loader.exec_module(_valid)
+_box = _valid._ldst_matrix()  # ldst_matrix.py: swizzle_tma_box
 
 
 def _hopper_with(block=(128, 128), a_tile=None, b_tile=None, load=None):
@@ -33,11 +34,9 @@ def _hopper_with(block=(128, 128), a_tile=None, b_tile=None, load=None):
     of K] laid out by `a_tile` / `b_tile` (functions of the tile and the swizzle bytes;
     swizzle_tma_box where None) and both loaded by `load` (TMA where None); the sizes assumed
     multiples of the block tile and of 64 (K)."""
-    box = _valid._ldst_matrix()
-
     def lay_out(t, swizzle_bytes):
         tile = a_tile if t.axis(1).is_broadcast else b_tile  # A [Mo, 1, Ko, ..], B [1, No, Ko, ..]
-        (tile or box.swizzle_tma_box)(t, swizzle_bytes)
+        (tile or _box.swizzle_tma_box)(t, swizzle_bytes)
 
     swapped = {"_ldst_matrix": lambda: types.SimpleNamespace(swizzle_tma_box=lay_out)}
     if load is not None:
@@ -79,7 +78,7 @@ def _m_major(t, swizzle_bytes):
     swizzled: the layout an M-major A's TMA boxes of 64 x 64 write."""
     t.split(-2, 64)
     t.reorder({-1: -2, -2: -1})
-    _valid._ldst_matrix().swizzle_tma_box(t, swizzle_bytes)
+    _box.swizzle_tma_box(t, swizzle_bytes)
 
 
 @tp.schedule(expect=tp.rejected("WGMMA-SMEM-LAYOUT", messages=[
@@ -104,7 +103,7 @@ def _rows_of_both_warpgroups(t, swizzle_bytes):
     t.split(-2, 64)  # [.., wg (2), r (64), K]
     t.reorder({-3: -2, -2: -3})  # [.., r, wg, K]
     t.merge(-3)
-    _valid._ldst_matrix().swizzle_tma_box(t, swizzle_bytes)
+    _box.swizzle_tma_box(t, swizzle_bytes)
 
 
 @tp.schedule(expect=tp.rejected("TMA-SWIZZLE-LAYOUT", "WGMMA-SMEM-LAYOUT", messages=[
@@ -123,8 +122,9 @@ def swizzle_patterns_across_warpgroups():
     "MmaMacro.Hopper_64_128_16 is a wgmma, which exists on sm_90a only; sm_100a has none"]))
 def hopper_macro_on_sm100a():
     """hopper_matmul verified for sm_100a: wgmma exists on sm_90a only (the `a` in sm_90a is
-    the architecture-specific feature set no later GPU inherits); Blackwell's tensor cores run
-    tcgen05.mma, from tensor memory, which tileproof does not lower for an MmaOp."""
+    the architecture-specific feature set no later GPU inherits): ptxas refuses wgmma.mma_async
+    for sm_100a, whose tensor cores take tcgen05.mma (accumulators in tensor memory) instead, an
+    instruction tileproof has no MmaMacro for."""
     return _hopper_with()
 
 
