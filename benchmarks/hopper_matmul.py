@@ -1,0 +1,615 @@
+"""Hopper GEMM on wgmma: tileproof's wgmma schedules against cuBLAS and Triton's persistent TMA
+matmul, in one process on one GPU (issue 13).
+
+    python3 benchmarks/hopper_matmul.py [--out FILE] [--shapes MxNxK,...] [--rep-ms MS]  # an H100, torch, triton
+    python3 benchmarks/hopper_matmul.py --compile-only [--shapes MxNxK,...]            # verify + NVRTC; no GPU
+
+D[M, N] = sum_k A[m, k] B[n, k], bfloat16 operands, float32 accumulation, at M x N x K =
+8192x8192x8192, 4096x4096x16384, 8192x1024x8192 and 8000x8000x8192 (M and N not multiples of the
+block tile: the last row and column of tiles are partial); --shapes picks a subset or others.
+
+Implementations, per shape:
+  tileproof   examples/valid/wgmma.py hopper(M, N, K, block=(128, 128)) and block=(128, 256)
+              ("hopper_128x128", "hopper_128x256"; swizzle 128): A and B tiles loaded by TMA into
+              128-byte-swizzled shared memory, read by wgmma.mma_async through matrix descriptors,
+              one warpgroup per 64 rows, float32 output. Built at the concrete shape; tp.verify
+              seconds and cold tp.compile seconds (empty memory cache, fresh NVRTC disk cache; the
+              median of 3) as benchmarks/matmul.py's verify_and_compile records them. A schedule the
+              verifier rejects at a shape is recorded with its rejection codes and not run.
+  cuBLAS      torch.matmul with a bfloat16 output (benchmarks/matmul.py's job_cublas), in two
+              layouts: "cublas_a_bT" a @ b.T, A [M, K] and B [N, K] row-major (both K-major: the
+              layout tileproof and Triton read, and the reference of vs_cublas; the issue quotes
+              778 TFLOP/s) and "cublas_a_b" a @ b, B stored N-major as [K, N] row-major (the
+              issue's 701 TFLOP/s); torch.mm(..., out_dtype=torch.float32) is timed beside each.
+  Triton      the persistent TMA matmul of Triton's tutorial 09-persistent-matmul: min(#SMs, tiles)
+              programs, each looping over output tiles in grouped order (GROUP_M 8); A, B and C
+              through TMA tensor descriptors, made on the device by tl.make_tensor_descriptor
+              (public from Triton 3.4 on; their global scratch comes from triton.set_allocator) or,
+              for an older Triton (3.2, 3.3), host descriptors of triton.tools.experimental_descriptor
+              read by tl._experimental_descriptor_load / _store (the JSON says which); float32
+              accumulation, bfloat16 output as in the tutorial. DISABLE_MMA_V3 is not set (it is
+              removed from this process's environment: this is Triton's wgmma path), and each
+              configuration's PTX must hold wgmma.mma_async (recorded; one without it is not timed).
+              Configurations: BLOCK 128x256x64, 3 stages, 8 warps (the tutorial's best H100
+              configuration) and 128x128x64, 4 stages, 4 warps; the best is reported.
+
+Every output is poisoned with NaN, computed once and checked before it is timed, against a float64
+reference on 1024 rows spread over M plus the last 128 rows (the partial tile of an M that is not a
+multiple of the tile), every column, and for NaN everywhere: |D - D64| <= K 2^-23 |A| |B|^T (the
+bfloat16 products are exact in float32, the sums float32: benchmarks/matmul.py's bf16 bound), plus
+2^-8 |D64| where the output is bfloat16. A failed check is recorded and that entry is not timed.
+Times: triton.testing.do_bench (CUDA events per launch, L2 flushed before each), the median of
+>= 20 launches after warm-up; back_to_back_ms: 20 launches in a row, no flush (median of 5); a
+tileproof kernel is launched through Kernel._prepare's launch closure. TFLOP/s = 2 M N K / time.
+Ratios are speeds (the peer's time over this one's): vs_cublas against cuBLAS a @ b.T, vs_triton
+against the best Triton configuration. Writes JSON (default benchmarks/results/hopper_matmul.json,
+hopper_matmul_compile_only.json with --compile-only) and prints a table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+EXAMPLES = ROOT / "examples" / "valid"
+for _path in (HERE, EXAMPLES):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+# benchmarks/matmul.py sets DISABLE_MMA_V3=1 when imported (its Triton peer is the mma.sync path);
+# this benchmark is the wgmma path: put the variable back as it was (main() removes it outright).
+_DISABLE_MMA_V3_BEFORE = os.environ.get("DISABLE_MMA_V3")
+import matmul as base  # benchmarks/matmul.py: Problem, checks, timing, verify_and_compile, job_cublas
+
+if _DISABLE_MMA_V3_BEFORE is None:
+    os.environ.pop("DISABLE_MMA_V3", None)
+
+import tileproof as tp
+import wgmma  # examples/valid/wgmma.py: hopper()
+from bench_common import attempt
+
+DTYPE = "bf16"  # benchmarks/matmul.py's name for bfloat16 operands, float32 accumulation
+SHAPES = [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 8000, 8192)]
+SWIZZLE = 128
+# name -> hopper()'s keyword arguments besides swizzle (add an entry to time another: the circular-
+# buffered hopper_matmul_pipelined of examples/valid/wgmma.py is block=..., stages=4, prefetch=3)
+SCHEDULES = {"hopper_128x128": {"block": (128, 128)}, "hopper_128x256": {"block": (128, 256)}}
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
+TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4)]
+GROUP_M = 8
+TAIL_ROWS = 128  # checked beside the spread rows: M's last tile, partial where M % 128 != 0
+K_MAJOR = base.K_MAJOR  # "A K-major, B K-major"
+N_MAJOR = "A K-major, B N-major"
+CUBLAS = {  # key -> (layout, call, the issue's quote)
+    "cublas_a_bT": (K_MAJOR, "a @ b.T: A [M, K], B [N, K] row-major (both K-major)", 778),
+    "cublas_a_b": (N_MAJOR, "a @ b: A [M, K] row-major, B [K, N] row-major (B N-major)", 701),
+}
+PEER_LABELS = {"cublas_a_bT": "cuBLAS a @ b.T", "cublas_a_b": "cuBLAS a @ b", "triton": "Triton persistent TMA"}
+
+
+# -- shapes and schedules (no GPU) -------------------------------------------------------------
+def shape_key(shape) -> str:
+    return "x".join(str(int(d)) for d in shape)
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """'8192x8192x8192,8000x8000x8192' -> [(8192, 8192, 8192), (8000, 8000, 8192)]; one number N
+    is N x N x N; 'all' or '' the default SHAPES. Raises ValueError on anything else."""
+    if text.strip().lower() in ("", "all"):
+        return list(SHAPES)
+    shapes: list[tuple[int, int, int]] = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        dims = part.split("x")
+        if len(dims) == 1:
+            dims = dims * 3
+        if len(dims) != 3:
+            raise ValueError(f"shape {part!r}: M x N x K, as 8192x8192x8192")
+        try:
+            m, n, k = (int(d) for d in dims)
+        except ValueError:
+            raise ValueError(f"shape {part!r}: M, N and K must be integers") from None
+        if min(m, n, k) <= 0:
+            raise ValueError(f"shape {part!r}: M, N and K must be positive")
+        if (m, n, k) not in shapes:
+            shapes.append((m, n, k))
+    if not shapes:
+        raise ValueError("no shape given")
+    return shapes
+
+
+def builder(name: str, m: int, n: int, k: int):
+    """Schedule `name`, hopper() at (m, n, k), as a builder for base.verify_and_compile, which
+    calls it with its one `size` thrice: the arguments are ignored."""
+
+    def build(*_sizes):
+        return wgmma.hopper(m, n, k, swizzle=SWIZZLE, **SCHEDULES[name])
+
+    return build
+
+
+def call_text(name: str, m="M", n="N", k="K") -> str:
+    """'hopper(M, N, K, block=(128, 128), swizzle=128)' and the like."""
+    kwargs = ", ".join(f"{key}={value}" for key, value in SCHEDULES[name].items())
+    return f"hopper({m}, {n}, {k}, {kwargs}, swizzle={SWIZZLE})"
+
+
+def tile_multiples(name: str, shape) -> dict:
+    """Whether M, N, K are multiples of the schedule's block tile (K of its swizzle span)."""
+    (bm, bn), (m, n, k) = SCHEDULES[name]["block"], shape
+    return {"M": m % bm == 0, "N": n % bn == 0, "K": k % (SWIZZLE // 2) == 0}
+
+
+def verify_and_compile(name: str, shape, cold_runs: int = 1) -> dict:
+    """base.verify_and_compile of the schedule at `shape` (tp.verify seconds, cold tp.compile
+    seconds), plus the block, the tile multiples, the warning codes, the rejection codes (a
+    rejected schedule: the error diagnostics, from a second tp.verify) and whether the CUDA source
+    holds wgmma. The kernel under "_kernel" when accepted."""
+    m, n, k = shape
+    build = builder(name, m, n, k)
+    entry = base.verify_and_compile(name, DTYPE, build, m, cold_runs=cold_runs)
+    entry.update({"shape": [m, n, k], "block": list(SCHEDULES[name]["block"]), "swizzle": SWIZZLE,
+                  "builder": f"examples/valid/wgmma.py {call_text(name, m, n, k)}",
+                  "tile_multiples": tile_multiples(name, shape)})
+    if entry["accepted"]:
+        entry["warnings"] = sorted({d.split(":")[0] for d in entry["diagnostics"]})
+        kernel = entry["_kernel"]
+        entry["wgmma_in_source"] = "wgmma.mma_async" in kernel.cuda_source
+        entry["tma_in_source"] = "cp.async.bulk.tensor" in kernel.cuda_source
+        entry["out_dtype"] = kernel.fusion.outputs[0].dtype.name
+    else:
+        report = tp.verify(build(), target=base.TARGET)
+        entry["rejection_codes"] = sorted({d.code for d in report.diagnostics if d.is_error})
+        entry["warnings"] = sorted({d.code for d in report.diagnostics if not d.is_error})
+    return entry
+
+
+def compile_only(shapes) -> dict:
+    """{shape key: {schedule: entry}}: verify + one cold compile of each schedule at each shape."""
+    out: dict = {}
+    for shape in shapes:
+        key = shape_key(shape)
+        out[key] = {}
+        for name in SCHEDULES:
+            attempt(out[key], name, lambda name=name, shape=shape: verify_and_compile(name, shape))
+            out[key][name].pop("_kernel", None)
+    return out
+
+
+def compile_line(key: str, name: str, e: dict) -> str:
+    """One printed line of --compile-only."""
+    if "error" in e:
+        return f"{key:16} {name:16} FAILED {e['error'][:200]}"
+    multiples = e.get("tile_multiples", {})
+    partial = [ax for ax in ("M", "N", "K") if not multiples.get(ax, True)]
+    where = f" ({', '.join(partial)} not a multiple of the tile)" if partial else ""
+    text = f"{key:16} {name:16} {'accepted' if e.get('accepted') else 'REJECTED'}{where}: verify {e.get('verify_s')} s"
+    if e.get("accepted"):
+        launch = e.get("launch", {})
+        text += (f", cold compile {e.get('cold_compile_s')} s; grid {launch.get('grid')} block {launch.get('block')} "
+                 f"smem {launch.get('smem_bytes')} B; {'wgmma' if e.get('wgmma_in_source') else 'NO wgmma'} in the "
+                 f"source; {e.get('out_dtype')} output")
+    else:
+        text += f"; rejection codes {', '.join(e.get('rejection_codes', [])) or '-'}"
+    if e.get("warnings"):
+        text += f"; warnings {', '.join(e['warnings'])}"
+    return text
+
+
+def compile_failures(compiled: dict) -> list[str]:
+    """Entries that failed: an exception, or a rejection at a shape whose M, N, K are multiples of
+    the tile (a rejection at a partial-tile shape is an answer, recorded, not a failure)."""
+    bad = []
+    for key, entries in compiled.items():
+        for name, e in entries.items():
+            if "error" in e or (not e.get("accepted") and all(e.get("tile_multiples", {}).values())):
+                bad.append(f"{key} {name}")
+    return bad
+
+
+# -- on the GPU ---------------------------------------------------------------------------------
+class Problem(base.Problem):
+    """base.Problem for bfloat16 operands, whose checked rows also hold M's last TAIL_ROWS rows
+    (the partial tile of an M that is not a multiple of the block tile)."""
+
+    def __init__(self, torch, m: int, n: int, k: int, seed: int = 0):
+        super().__init__(torch, DTYPE, m, n, k, seed)
+        tail = torch.arange(max(0, m - TAIL_ROWS), m, device="cuda")
+        rows = torch.unique(torch.cat([self.rows, tail]))  # sorted, distinct
+        if rows.numel() != self.rows.numel():
+            self.rows = rows
+            a64, b64 = self.a[rows].double(), self.b.double()
+            self.want = a64 @ b64.T
+            self.magnitude = a64.abs() @ b64.abs().T
+
+
+def job_cublas(torch, prob: Problem, key: str, rep_ms: int) -> dict:
+    """base.job_cublas on the layout of `key`: torch.matmul(a2, b2.T) with b2 = b[0], a [N, K] view
+    whose transpose is B as stored (the K-major layout: a transposed view, a @ b.T; the N-major
+    one: a [K, N] row-major matrix, a @ b), bfloat16 output, and torch.mm's float32 output beside."""
+    layout, call, quoted = CUBLAS[key]
+    res = base.job_cublas(torch, prob, layout, rep_ms)
+    res.update({"layout": layout, "call": call, "out_dtype": "torch.bfloat16", "issue_quote_tflops": quoted})
+    return res
+
+
+_TRITON: dict = {}
+
+
+def descriptor_api(triton, tl) -> str:
+    """Which TMA descriptor API this Triton has: "tl.make_tensor_descriptor" (device-side, public
+    from Triton 3.4 on) or "experimental_descriptor" (host-side: Triton 3.2 and 3.3)."""
+    if hasattr(tl, "make_tensor_descriptor"):
+        return "tl.make_tensor_descriptor"
+    if hasattr(tl, "_experimental_descriptor_load"):
+        import triton.tools.experimental_descriptor  # raises ImportError where that module is missing
+
+        return "experimental_descriptor"
+    raise RuntimeError(f"Triton {triton.__version__} has neither tl.make_tensor_descriptor nor "
+                       "tl._experimental_descriptor_load: no TMA descriptors")
+
+
+def triton_persistent() -> dict:
+    """The persistent TMA kernel of Triton's tutorial 09 for the descriptor API this Triton has:
+    {"triton", "kernel", "api", "flatten"}. Triton is imported here, on first use."""
+    if _TRITON:
+        return _TRITON
+    import triton
+    import triton.language as tl
+
+    # an older Triton looks a kernel's names up in its module's globals only, not in this closure
+    globals().update(triton=triton, tl=tl)
+    api = descriptor_api(triton, tl)
+    if api == "tl.make_tensor_descriptor":
+
+        @triton.jit
+        def persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bn, stride_cm,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+            # A [M, K], B [N, K] (both K-major) and C [M, N], row-major, through device-made descriptors
+            a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                               block_shape=[BLOCK_M, BLOCK_K])
+            b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                               block_shape=[BLOCK_N, BLOCK_K])
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BLOCK_M, BLOCK_N])
+            start = tl.program_id(axis=0)
+            tiles_m = tl.cdiv(M, BLOCK_M)
+            tiles_n = tl.cdiv(N, BLOCK_N)
+            k_tiles = tl.cdiv(K, BLOCK_K)
+            per_group = GROUP_M * tiles_n
+            tile_c = start - NUM_SMS  # the epilogue's own tile counter, as the tutorial keeps it
+            for tile in tl.range(start, tiles_m * tiles_n, NUM_SMS, flatten=True):
+                group_m = min(tiles_m - (tile // per_group) * GROUP_M, GROUP_M)
+                pid_m = (tile // per_group) * GROUP_M + tile % group_m
+                pid_n = (tile % per_group) // group_m
+                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for kt in range(k_tiles):
+                    a = a_desc.load([pid_m * BLOCK_M, kt * BLOCK_K])
+                    b = b_desc.load([pid_n * BLOCK_N, kt * BLOCK_K])
+                    acc = tl.dot(a, b.T, acc)
+                tile_c += NUM_SMS
+                group_c = min(tiles_m - (tile_c // per_group) * GROUP_M, GROUP_M)
+                pid_cm = (tile_c // per_group) * GROUP_M + tile_c % group_c
+                pid_cn = (tile_c % per_group) // group_c
+                c_desc.store([pid_cm * BLOCK_M, pid_cn * BLOCK_N], acc.to(c_ptr.dtype.element_ty))
+
+        kernel, flatten = persistent_tma, True
+    else:
+
+        @triton.jit
+        def persistent_tma_experimental(a_desc, b_desc, c_desc, M, N, K,
+                                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                        GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+            # the same loops; the descriptors were made on the host (bfloat16 A [M, K], B [N, K], C [M, N])
+            start = tl.program_id(axis=0)
+            tiles_m = tl.cdiv(M, BLOCK_M)
+            tiles_n = tl.cdiv(N, BLOCK_N)
+            k_tiles = tl.cdiv(K, BLOCK_K)
+            per_group = GROUP_M * tiles_n
+            for tile in range(start, tiles_m * tiles_n, NUM_SMS):
+                group_m = min(tiles_m - (tile // per_group) * GROUP_M, GROUP_M)
+                pid_m = (tile // per_group) * GROUP_M + tile % group_m
+                pid_n = (tile % per_group) // group_m
+                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for kt in range(k_tiles):
+                    a = tl._experimental_descriptor_load(a_desc, [pid_m * BLOCK_M, kt * BLOCK_K], [BLOCK_M, BLOCK_K],
+                                                         tl.bfloat16)
+                    b = tl._experimental_descriptor_load(b_desc, [pid_n * BLOCK_N, kt * BLOCK_K], [BLOCK_N, BLOCK_K],
+                                                         tl.bfloat16)
+                    acc = tl.dot(a, b.T, acc)
+                tl._experimental_descriptor_store(c_desc, acc.to(tl.bfloat16), [pid_m * BLOCK_M, pid_n * BLOCK_N])
+
+        kernel, flatten = persistent_tma_experimental, False
+    _TRITON.update({"triton": triton, "kernel": kernel, "api": api, "flatten": flatten})
+    return _TRITON
+
+
+def set_descriptor_allocator(torch, triton) -> str:
+    """Device-made descriptors live in global scratch that Triton asks the allocator for (per
+    launch); give it torch's caching allocator. Returns what was done, for the JSON."""
+    if not hasattr(triton, "set_allocator"):
+        return "triton.set_allocator absent: not set"
+
+    def alloc(size: int, alignment: int, stream):
+        return torch.empty(size, device="cuda", dtype=torch.int8)
+
+    triton.set_allocator(alloc)
+    return "triton.set_allocator(torch.empty(size, dtype=torch.int8, device='cuda'))"
+
+
+def wgmma_ptx(compiled) -> dict:
+    """base.ptx_check's flags, plus what this path must have: wgmma (and TMA) in the PTX."""
+    ptx = compiled.asm.get("ptx", "") if hasattr(compiled, "asm") else ""
+    flags = base.ptx_check(compiled)
+    flags.update({"ptx_bytes": len(ptx), "wgmma_instructions": ptx.count("wgmma.mma_async"),
+                  "ptx_has_tma": "cp.async.bulk.tensor" in ptx,
+                  "wgmma_path": "wgmma.mma_async" in ptx and "mma.sync" not in ptx})
+    return flags
+
+
+def job_triton(torch, prob: Problem, rep_ms: int, sms: int) -> dict:
+    t = triton_persistent()
+    triton, kernel, api = t["triton"], t["kernel"], t["api"]
+    a, b = prob.operands(K_MAJOR)
+    a2, b2 = a[:, 0, :], b[0]  # A [M, K], B [N, K], both row-major (K-major)
+    m, n, k = prob.m, prob.n, prob.k
+    out = base.poisoned(torch, m, n, torch.bfloat16)  # bfloat16 output, as the tutorial's
+    allocator = set_descriptor_allocator(torch, triton) if api == "tl.make_tensor_descriptor" else "not needed"
+    configs = []
+    for bm, bn, bk, stages, warps in TRITON_CONFIGS:
+        label = f"BLOCK {bm}x{bn}x{bk}, {stages} stages, {warps} warps"
+        grid = (min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn)),)
+        holder: dict = {}
+        if api == "tl.make_tensor_descriptor":
+            args = (a2, b2, out, m, n, k, a2.stride(0), b2.stride(0), out.stride(0))
+        else:
+            from triton.tools.experimental_descriptor import create_2d_tma_descriptor
+
+            descs = [create_2d_tma_descriptor(x.data_ptr(), rows, cols, br, bc, x.element_size())
+                     for x, rows, cols, br, bc in ((a2, m, k, bm, bk), (b2, n, k, bn, bk), (out, m, n, bm, bn))]
+            args = (*descs, m, n, k)
+
+        def run(args=args, grid=grid, bm=bm, bn=bn, bk=bk, stages=stages, warps=warps, holder=holder):
+            holder["compiled"] = kernel[grid](*args, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
+                                              NUM_SMS=sms, num_stages=stages, num_warps=warps)
+
+        def one(label=label, run=run, holder=holder, grid=grid):
+            entry = {"config": label, "grid": list(grid), "out_dtype": str(out.dtype)}
+            out.fill_(float("nan"))
+            run()
+            entry["ptx"] = wgmma_ptx(holder["compiled"])
+            if not entry["ptx"]["wgmma_path"]:
+                entry["check"] = {"ok": False, "error": "no wgmma.mma_async in the PTX (see ptx): not Triton's wgmma path"}
+                return entry
+            return base.checked_and_timed(prob, run, out, rep_ms, entry)
+
+        e: dict = {}
+        attempt(e, "r", one)
+        configs.append(e["r"])
+    ran = [c for c in configs if "ms" in c]
+    res = {"what": "Triton tutorial 09-persistent-matmul's TMA kernel: min(#SMs, tiles) programs looping over tiles "
+                   f"in grouped order (GROUP_M {GROUP_M}), TMA descriptors, tl.dot(a, b.T) accumulating in float32",
+           "descriptor_api": api, "descriptor_allocator": allocator, "flatten": t["flatten"], "num_sms": sms,
+           "layout": K_MAJOR, "out_dtype": str(out.dtype), "DISABLE_MMA_V3": os.environ.get("DISABLE_MMA_V3"),
+           "configs": configs}
+    if ran:
+        best = min(ran, key=lambda c: c["ms"])
+        res.update({"best_config": best["config"], "ptx": best["ptx"],
+                    **{key: best[key] for key in ("ms", "tflops", "back_to_back_ms", "back_to_back_tflops")}})
+    return res
+
+
+def job_tileproof(torch, prob: Problem, name: str, rep_ms: int) -> dict:
+    entry = verify_and_compile(name, (prob.m, prob.n, prob.k), cold_runs=3)
+    kernel = entry.pop("_kernel", None)
+    if kernel is None:  # rejected at this shape: the codes are recorded, nothing runs
+        return entry
+    a, b = prob.operands_for(kernel.fusion)
+    entry["input_strides"] = [list(a.stride()), list(b.stride())]
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[kernel.fusion.outputs[0].dtype.name]
+    out = base.poisoned(torch, prob.m, prob.n, dtype)
+    _bound, _stream, launch = kernel._prepare((a, b), [out], None, {})
+    return base.checked_and_timed(prob, launch, out, rep_ms, entry)
+
+
+def add_ratios(res: dict) -> None:
+    """vs_cublas (cuBLAS a @ b.T's time over the entry's) and vs_triton (the best Triton
+    configuration's) on every timed entry of one shape, peers included."""
+    peers = res.get("peers", {})
+    reference = {"cublas": peers.get("cublas_a_bT", {}), "triton": peers.get("triton", {})}
+    for entry in [*peers.values(), *res.get("tileproof", {}).values()]:
+        if isinstance(entry, dict):
+            base.ratios(entry, reference)
+
+
+def job_shape(torch, shape, rep_ms: int, sms: int) -> dict:
+    m, n, k = shape
+    prob = Problem(torch, m, n, k)
+    res: dict = {"shape": [m, n, k], "check_rows": int(prob.rows.numel()), "peers": {}, "tileproof": {}}
+    attempt(res["peers"], "cublas_a_bT", lambda: job_cublas(torch, prob, "cublas_a_bT", rep_ms))
+    attempt(res["peers"], "triton", lambda: job_triton(torch, prob, rep_ms, sms))
+    for name in SCHEDULES:
+        attempt(res["tileproof"], name, lambda name=name: job_tileproof(torch, prob, name, rep_ms))
+        torch.cuda.empty_cache()
+    attempt(res["peers"], "cublas_a_b", lambda: job_cublas(torch, prob, "cublas_a_b", rep_ms))
+    add_ratios(res)
+    prob._layouts.clear()
+    return res
+
+
+def environment(torch) -> dict:
+    env = base.environment(torch)
+    env["capability"] = list(torch.cuda.get_device_capability(0))
+    env["DISABLE_MMA_V3_at_start"] = _DISABLE_MMA_V3_BEFORE
+    e: dict = {}
+    attempt(e, "api", lambda: triton_persistent()["api"])
+    env["triton_descriptor_api"] = e["api"]
+    return env
+
+
+# -- the table ----------------------------------------------------------------------------------
+def rows_of(results: dict) -> list[dict]:
+    """One row per entry of every shape: shape, who, layout, output dtype, ms, TFLOP/s, ratios."""
+    rows = []
+    for key, r in results.get("results", {}).items():
+        if not isinstance(r, dict) or ("error" in r and "peers" not in r):
+            rows.append({"shape": key, "who": "-", "layout": "-", "note": str((r or {}).get("error", r))[:90]})
+            continue
+        peers = r.get("peers", {})
+        for who in ("cublas_a_bT", "cublas_a_b", "triton"):
+            p = peers.get(who, {})
+            row = {"shape": key, "who": PEER_LABELS[who], "layout": p.get("layout", CUBLAS.get(who, (K_MAJOR,))[0]),
+                   "out": short_dtype(p.get("out_dtype")), "ms": p.get("ms"), "tflops": p.get("tflops"),
+                   "vs_cublas": p.get("vs_cublas"), "vs_triton": p.get("vs_triton"),
+                   "back_to_back_tflops": p.get("back_to_back_tflops")}
+            if who == "triton":
+                row["note"] = (f"{p['best_config']}; {p.get('descriptor_api')}" if "best_config" in p
+                               else p.get("error") or first_failure(p) or "no configuration ran")
+            else:
+                row["note"] = (f"{p.get('call', '')}; issue: {p.get('issue_quote_tflops')}" if "ms" in p
+                               else p.get("error") or (p.get("matmul") or {}).get("error", ""))
+            rows.append(row)
+        for name, e in r.get("tileproof", {}).items():
+            row = {"shape": key, "who": f"tileproof {name}", "layout": e.get("layout", K_MAJOR),
+                   "out": short_dtype(e.get("out_dtype")), "ms": e.get("ms"), "tflops": e.get("tflops"),
+                   "vs_cublas": e.get("vs_cublas"), "vs_triton": e.get("vs_triton"),
+                   "back_to_back_tflops": e.get("back_to_back_tflops")}
+            if "error" in e:
+                row["note"] = e["error"]
+            elif not e.get("accepted", True):
+                row["note"] = f"rejected: {', '.join(e.get('rejection_codes', []))}"
+            elif "ms" not in e:
+                row["note"] = (e.get("check") or {}).get("error", "not timed")
+            else:
+                row["note"] = f"verify {e.get('verify_s')} s, cold compile {e.get('cold_compile_s')} s"
+            rows.append(row)
+    return rows
+
+
+def short_dtype(name) -> str | None:
+    if name is None:
+        return None
+    return {"float32": "f32", "bfloat16": "bf16"}.get(str(name).replace("torch.", ""), str(name))
+
+
+def first_failure(triton_res: dict) -> str | None:
+    for c in triton_res.get("configs", []):
+        why = c.get("error") or (c.get("check") or {}).get("error")
+        if why:
+            return f"{c.get('config')}: {why}"
+    return None
+
+
+def table(results: dict) -> str:
+    head = (f"{'shape':16} {'implementation':26} {'layout':20} {'out':4} {'ms':>8} {'TFLOP/s':>8} "
+            f"{'vs cuBLAS':>9} {'vs Triton':>9} {'b2b TFLOP/s':>11}  note")
+    lines = [head]
+
+    def fmt(v) -> str:
+        return "-" if v is None else str(v)
+
+    for row in rows_of(results):
+        lines.append(f"{row['shape']:16} {row['who']:26} {row['layout']:20} {fmt(row.get('out')):4} "
+                     f"{fmt(row.get('ms')):>8} {fmt(row.get('tflops')):>8} {fmt(row.get('vs_cublas')):>9} "
+                     f"{fmt(row.get('vs_triton')):>9} {fmt(row.get('back_to_back_tflops')):>11}  "
+                     f"{str(row.get('note', ''))[:100]}")
+    return "\n".join(lines)
+
+
+# -- main ---------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON file to write (default: benchmarks/results/hopper_matmul.json, or "
+                             "hopper_matmul_compile_only.json with --compile-only)")
+    parser.add_argument("--shapes", default="all",
+                        help="comma-separated MxNxK shapes (default: all of "
+                             + ",".join(shape_key(s) for s in SHAPES) + ")")
+    parser.add_argument("--rep-ms", type=int, default=200,
+                        help="do_bench's repetition time per kernel (default: %(default)s)")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="verify and compile the tileproof schedules at every shape (NVRTC, sm_90a), print the "
+                             "times; no GPU")
+    args = parser.parse_args(argv)
+    try:
+        shapes = parse_shapes(args.shapes)
+    except ValueError as e:
+        parser.error(f"--shapes: {e}")
+    if args.rep_ms <= 0:
+        parser.error("--rep-ms must be positive")
+    if args.out is None:
+        name = "hopper_matmul_compile_only.json" if args.compile_only else "hopper_matmul.json"
+        args.out = ROOT / "benchmarks" / "results" / name
+    started = time.time()
+    results: dict = {
+        "script": "benchmarks/hopper_matmul.py", "issue": 13,
+        "command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),
+        "shapes": [shape_key(s) for s in shapes],
+        "schedules": {name: f"examples/valid/wgmma.py {call_text(name)}" for name in SCHEDULES},
+        "triton_configs": [f"BLOCK {bm}x{bn}x{bk}, {s} stages, {w} warps" for bm, bn, bk, s, w in TRITON_CONFIGS],
+        "cublas": {key: {"layout": layout, "call": call, "issue_quote_tflops": q}
+                   for key, (layout, call, q) in CUBLAS.items()},
+    }
+    if args.compile_only:
+        results["mode"] = "compile-only"
+        results["target"] = base.TARGET
+        results["compile"] = compile_only(shapes)
+        for key, entries in results["compile"].items():
+            for name, e in entries.items():
+                print(compile_line(key, name, e))
+        bad = compile_failures(results["compile"])
+        entries = [e for es in results["compile"].values() for e in es.values()]
+        print(f"{len(entries)} schedule builds ({len(shapes)} shapes x {len(SCHEDULES)} schedules): "
+              f"{sum(bool(e.get('accepted')) for e in entries)} accepted, "
+              f"{sum('accepted' in e and not e['accepted'] for e in entries)} rejected, "
+              f"{sum('error' in e for e in entries)} failed")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        print(f"wrote {args.out}")
+        return 1 if bad else 0
+    if os.environ.pop("DISABLE_MMA_V3", None) is not None:
+        print("hopper_matmul.py: DISABLE_MMA_V3 removed from the environment (this is Triton's wgmma path)",
+              file=sys.stderr)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("hopper_matmul.py: no CUDA device (use --compile-only to check the schedules without one)",
+              file=sys.stderr)
+        return 2
+    if tuple(torch.cuda.get_device_capability(0)) != (9, 0):
+        print(f"hopper_matmul.py: wgmma needs a Hopper GPU (sm_90a); this one is {torch.cuda.get_device_name(0)}, "
+              f"capability {torch.cuda.get_device_capability(0)}", file=sys.stderr)
+        return 2
+    results["mode"] = "gpu"
+    results["environment"] = environment(torch)
+    results["timing"] = (f"triton.testing.do_bench(warmup=25 ms, rep={args.rep_ms} ms), median of the per-launch "
+                         "CUDA-event times (>= 20), L2 flushed before each")
+    results["check"] = (f"float64 reference on every M/1024-th row and the last {TAIL_ROWS} rows, every column, no NaN "
+                        "anywhere: |err| <= K 2^-23 |A||B|^T (+ 2^-8 |D| for a bfloat16 output)")
+    results["ratios"] = "vs_cublas: cuBLAS a @ b.T (both K-major) ms / this ms; vs_triton: best Triton config ms / this ms"
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    results["results"] = {}
+    for shape in shapes:
+        attempt(results["results"], shape_key(shape), lambda shape=shape: job_shape(torch, shape, args.rep_ms, sms))
+        torch.cuda.empty_cache()
+    results["table"] = rows_of(results)
+    results["seconds"] = round(time.time() - started, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    print(table(results))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The Hopper GEMM benchmark (benchmarks/hopper_matmul.py, issue 13) without a GPU: its shapes
+parse, it imports without torch or Triton and leaves DISABLE_MMA_V3 unset (matmul.py, which it
+imports, sets it), --compile-only verifies and compiles each wgmma schedule at each shape and names
+each with its verify and cold compile seconds (a schedule rejected at a shape with its rejection
+codes), and its rows carry the ratios against cuBLAS a @ b.T and the best Triton configuration."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "hopper_matmul.py"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+H = _load("bench_hopper_matmul", SCRIPT)
+
+
+def _run(*args: str, timeout: int = 600, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], check=False, capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_the_issue_shapes_and_schedules():
+    assert H.SHAPES == [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 8000, 8192)]
+    partial = [s for s in H.SHAPES if not all(H.tile_multiples("hopper_128x128", s).values())]
+    assert partial == [(8000, 8000, 8192)]  # one shape whose last tiles are partial
+    assert {n: e["block"] for n, e in H.SCHEDULES.items()} == {"hopper_128x128": (128, 128), "hopper_128x256": (128, 256)}
+    assert H.call_text("hopper_128x256") == "hopper(M, N, K, block=(128, 256), swizzle=128)"
+    assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8)  # the tutorial's best H100 configuration
+    assert {layout for layout, _call, _q in H.CUBLAS.values()} == {"A K-major, B K-major", "A K-major, B N-major"}
+
+
+def test_the_shapes_list_parses():
+    assert H.parse_shapes("8192x8192x8192") == [(8192, 8192, 8192)]
+    assert H.parse_shapes(" 8000X8000x8192 , 4096x4096x16384,8000x8000x8192") == [(8000, 8000, 8192),
+                                                                                   (4096, 4096, 16384)]
+    assert H.parse_shapes("1024") == [(1024, 1024, 1024)]
+    assert H.parse_shapes("all") == H.SHAPES and H.parse_shapes("") == H.SHAPES
+    for bad in ("12x34", "axbxc", "0x8x8", "8x8x-8", ",", "1x2x3x4"):
+        with pytest.raises(ValueError):
+            H.parse_shapes(bad)
+    assert [H.shape_key(s) for s in H.SHAPES][-1] == "8000x8000x8192"
+
+
+def test_imports_without_torch_or_triton_and_leaves_disable_mma_v3_unset():
+    probe = ("import os, sys; sys.path.insert(0, %r); import hopper_matmul; "
+             "print('DISABLE_MMA_V3' in os.environ, 'triton' in sys.modules, 'torch' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "DISABLE_MMA_V3"}
+    out = _run("-c", probe % str(SCRIPT.parent), timeout=120, env=env)
+    assert out.stdout.split() == ["False", "False", "False"], out.stdout + out.stderr
+
+
+def test_help_names_the_peers_and_options():
+    shown = _run(str(SCRIPT), "--help", timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    for word in ("--compile-only", "--shapes", "--rep-ms", "--out", "wgmma", "cuBLAS", "a @ b.T", "a @ b",
+                 "make_tensor_descriptor", "experimental_descriptor", "set_allocator", "DISABLE_MMA_V3", "float64"):
+        assert word in shown.stdout, word
+
+
+def test_bad_shapes_are_refused_before_any_work():
+    run = _run(str(SCRIPT), "--compile-only", "--shapes", "12x34", timeout=120)
+    assert run.returncode == 2 and "--shapes" in run.stderr, run.stderr
+
+
+def test_compile_only_names_each_schedule_with_its_times(tmp_path):
+    """Two shapes the schedules accept (one with partial M and N tiles) and one whose K tail the
+    verifier refuses (REDUCTION-K): recorded with its codes, not a failure."""
+    path = tmp_path / "hopper.json"
+    shapes = "256x256x128,200x200x128,256x256x72"
+    run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "6 schedule builds (3 shapes x 2 schedules): 4 accepted, 2 rejected, 0 failed" in run.stdout, run.stdout
+    lines = run.stdout.splitlines()
+    for key in ("256x256x128", "200x200x128"):
+        for name in H.SCHEDULES:
+            line = next(x for x in lines if x.startswith(key) and name in x)
+            assert "accepted" in line and "verify" in line and "cold compile" in line and "wgmma" in line, line
+    assert "M, N not a multiple of the tile" in next(x for x in lines if x.startswith("200x200x128"))
+    rejected = [x for x in lines if x.startswith("256x256x72")]
+    assert len(rejected) == 2 and all("REJECTED" in x and "REDUCTION-K" in x for x in rejected), rejected
+    data = json.loads(path.read_text())
+    assert data["mode"] == "compile-only" and data["shapes"] == shapes.split(",")
+    assert set(data["compile"]) == set(shapes.split(","))
+    for key in ("256x256x128", "200x200x128"):
+        assert set(data["compile"][key]) == set(H.SCHEDULES)
+        for name, entry in data["compile"][key].items():
+            assert entry["accepted"], entry["diagnostics"]
+            assert {"verify_s", "cold_compile_s", "launch", "layout", "block", "tile_multiples"} <= set(entry), entry
+            assert entry["verify_s"] > 0 and entry["cold_compile_s"] > 0
+            assert entry["wgmma_in_source"] and entry["tma_in_source"] and entry["out_dtype"] == "float32"
+            assert entry["layout"] == "A K-major, B K-major" and entry["block"] == list(H.SCHEDULES[name]["block"])
+    assert data["compile"]["200x200x128"]["hopper_128x128"]["tile_multiples"] == {"M": False, "N": False, "K": True}
+    assert data["compile"]["200x200x128"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]
+    for entry in data["compile"]["256x256x72"].values():
+        assert not entry["accepted"] and "REDUCTION-K" in entry["rejection_codes"] and "verify_s" in entry
+
+
+def test_failures_are_errors_and_rejections_at_whole_tiles():
+    whole = {"M": True, "N": True, "K": True}
+    partial = {"M": False, "N": False, "K": True}
+    compiled = {"8192x8192x8192": {"hopper_128x128": {"accepted": True, "tile_multiples": whole},
+                                   "hopper_128x256": {"accepted": False, "tile_multiples": whole}},
+                "8000x8000x8192": {"hopper_128x128": {"accepted": False, "tile_multiples": partial,
+                                                      "rejection_codes": ["X"]},
+                                   "hopper_128x256": {"error": "RuntimeError: boom"}}}
+    assert H.compile_failures(compiled) == ["8192x8192x8192 hopper_128x256", "8000x8000x8192 hopper_128x256"]
+    assert "REJECTED" in H.compile_line("8000x8000x8192", "hopper_128x128", compiled["8000x8000x8192"]["hopper_128x128"])
+    assert "FAILED" in H.compile_line("8000x8000x8192", "hopper_128x256", compiled["8000x8000x8192"]["hopper_128x256"])
+
+
+def test_rows_and_table_carry_the_ratios():
+    res = {"shape": [8192, 8192, 8192], "peers": {
+        "cublas_a_bT": {"ms": 1.4, "tflops": 785.4, "layout": "A K-major, B K-major", "out_dtype": "torch.bfloat16",
+                        "call": "a @ b.T", "issue_quote_tflops": 778},
+        "cublas_a_b": {"ms": 1.6, "tflops": 687.2, "layout": "A K-major, B N-major", "out_dtype": "torch.bfloat16",
+                       "call": "a @ b", "issue_quote_tflops": 701},
+        "triton": {"ms": 2.0, "tflops": 549.8, "best_config": "BLOCK 128x256x64, 3 stages, 8 warps",
+                   "descriptor_api": "tl.make_tensor_descriptor", "out_dtype": "torch.bfloat16", "configs": []}},
+        "tileproof": {"hopper_128x128": {"ms": 2.8, "tflops": 392.7, "layout": "A K-major, B K-major",
+                                         "out_dtype": "float32", "verify_s": 0.2, "cold_compile_s": 0.4},
+                      "hopper_128x256": {"accepted": False, "rejection_codes": ["REDUCTION-K"], "verify_s": 0.1}}}
+    H.add_ratios(res)
+    assert res["tileproof"]["hopper_128x128"]["vs_cublas"] == 0.5
+    assert res["tileproof"]["hopper_128x128"]["vs_triton"] == round(2.0 / 2.8, 4)
+    assert res["peers"]["cublas_a_b"]["vs_cublas"] == 0.875 and res["peers"]["triton"]["vs_cublas"] == 0.7
+    assert "vs_cublas" not in res["tileproof"]["hopper_128x256"]
+    results = {"results": {"8192x8192x8192": res, "8000x8000x8192": {"error": "RuntimeError: no GPU"}}}
+    rows = H.rows_of(results)
+    who = [(r["shape"], r["who"]) for r in rows]
+    assert ("8192x8192x8192", "cuBLAS a @ b.T") in who and ("8192x8192x8192", "cuBLAS a @ b") in who
+    assert ("8192x8192x8192", "tileproof hopper_128x128") in who and ("8000x8000x8192", "-") in who
+    rejected = next(r for r in rows if r["who"] == "tileproof hopper_128x256")
+    assert rejected["note"] == "rejected: REDUCTION-K"
+    text = H.table(results)
+    assert "TFLOP/s" in text and "392.7" in text and "0.5" in text and "A K-major, B N-major" in text
+    json.dumps(rows)  # the rows go into the JSON as they are
