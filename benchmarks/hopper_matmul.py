@@ -79,7 +79,13 @@ SHAPES = [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 80
 SWIZZLE = 128
 # name -> hopper()'s keyword arguments besides swizzle (add an entry to time another: the circular-
 # buffered hopper_matmul_pipelined of examples/valid/wgmma.py is block=..., stages=4, prefetch=3)
-SCHEDULES = {"hopper_128x128": {"block": (128, 128)}, "hopper_128x256": {"block": (128, 256)}}
+SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
+    "hopper_128x128": {"block": (128, 128)},
+    "hopper_128x256": {"block": (128, 256)},
+    "hopper_128x256_4_stages": {"block": (128, 256), "stages": 4, "prefetch": 3},
+    "hopper_128x256_4_stages_one_batch_in_flight": {"block": (128, 256), "stages": 4, "prefetch": 2},
+    "hopper_128x128_4_stages_one_batch_in_flight": {"block": (128, 128), "stages": 4, "prefetch": 2},
+}
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
 TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4)]
 GROUP_M = 8

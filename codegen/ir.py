@@ -23,6 +23,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ..model.barriers import CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
+from ..model.wgmma_order import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..model.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
@@ -382,23 +383,6 @@ class WgmmaDescriptor:
     layout: int
 
 
-@dataclass
-class WgmmaFence:
-    """wgmma.fence.sync.aligned before a batch of wgmma (codegen/lower/wgmma.py): orders the
-    accumulators' earlier register writes (zeroing, stores) before the asynchronous reads."""
-
-    why: str = ""
-
-
-@dataclass
-class WgmmaWait:
-    """wgmma.commit_group, then wgmma.wait_group `pending`, after a batch of wgmma: the batch's
-    accumulators are written and its shared-memory tiles read when it returns."""
-
-    pending: int = 0
-    why: str = ""
-
-
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
               CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
@@ -445,7 +429,7 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
         elif isinstance(n, WgmmaFence):
             lines.append(f"{pad}wgmma.fence  # {n.why}")
         elif isinstance(n, WgmmaWait):
-            lines.append(f"{pad}wgmma.commit_group + wgmma.wait_group {n.pending}  # {n.why}")
+            lines.append(f"{pad}{'wgmma.commit_group + ' if n.commit else ''}wgmma.wait_group {n.pending}  # {n.why}")
         elif isinstance(n, TmaCopy):
             lines.append(f"{pad}tma {n.direction.value} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"

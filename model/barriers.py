@@ -41,6 +41,7 @@ class Async(enum.Enum):
     TMA_LOAD = "TMA load"  # written by the copy engine, complete on an mbarrier
     TMA_STORE = "TMA store"  # read by the copy engine (the async proxy)
     CP_ASYNC = "cp.async"  # written by the thread's async copies, complete after cp.async.wait_group
+    WGMMA = "wgmma"  # read by the warpgroup's asynchronous MMA, complete after wgmma.wait_group (model/wgmma_order.py)
 
 
 @dataclass(frozen=True)
@@ -209,8 +210,10 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
                 plan.add(wp[-1][0], wp[-1][1] + 1, TmaWait(w.barrier, f"{name} loaded by TMA"))
     plan.insert()
     from .pipeline import insert_pipelines  # circular buffers, after the barriers of everything else
+    from .wgmma_order import insert_wgmma_waits  # wgmma's fences and waits, around the placed barriers
 
     insert_pipelines(tree, hazards)
+    insert_wgmma_waits(tree, hazards)
 
 
 def _wait(plan: _Plan, w: Access, wp: Path, rp: Path, d: int, name: str) -> None:

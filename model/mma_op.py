@@ -111,6 +111,11 @@ def is_mma_op(op: Op | None) -> bool:
     return op is not None and op.kind is OpKind.REDUCTION and op.name == MMA_OP
 
 
+def is_wgmma_op(op: Op | None) -> bool:
+    """An MmaOp on a Hopper macro: a warpgroup's asynchronous wgmma."""
+    return is_mma_op(op) and op.macro is not None and op.macro.arch is MmaArch.Hopper
+
+
 def is_mma(tv: TensorView) -> bool:
     """Whether tv is computed on the tensor cores: an MmaOp with a macro."""
     return is_mma_op(tv.definition) and tv.definition.macro is not None

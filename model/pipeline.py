@@ -58,6 +58,7 @@ import enum
 from dataclasses import dataclass, field
 
 from .barriers import Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, split_point, statement_paths
+from .wgmma_order import WgmmaWait
 from .errors import ScheduleError, user_location
 from .expr import Expr, const
 from .types import LoadStoreOpType, MemoryType, OpKind, ParallelType
@@ -367,6 +368,7 @@ class Step(enum.Enum):
     WAIT = "wait"  # cp.async.wait_group N
     SYNC = "sync"  # __syncthreads
     READ = "read"  # the reader's statement, for this iteration's data
+    MMA_WAIT = "wgmma wait"  # wgmma.wait_group N: an asynchronous reader's reads of N batches ago are done
 
 
 @dataclass(frozen=True)
@@ -394,6 +396,7 @@ class Timeline:
     prologue_iterations: int = 0
     private: bool = False  # a register circular buffer: each thread's own data, ordered by program order
     tma: bool = False  # TMA loads: a WAIT is every thread's own wait on iteration k's stage and phase
+    async_read: bool = False  # the reader is a wgmma: its reads end at an MMA_WAIT, not with the statement
 
     def positions(self, step: Step, prologue: bool = False) -> list[int]:
         """The positions of `step` in one iteration (of the prologue, if asked)."""
@@ -406,7 +409,8 @@ class Timeline:
 
     def describe(self) -> str:
         def text(events) -> str:
-            return ", ".join(e.step.value + (f" {e.pending}" if e.step is Step.WAIT else "") for e in events)
+            return ", ".join(e.step.value + (f" {e.pending}" if e.step in (Step.WAIT, Step.MMA_WAIT) else "")
+                             for e in events)
 
         pro = (f"prologue x{self.prologue_iterations}: [{text(self.prologue)}]; " if self.prologue_iterations else "")
         return f"{pro}loop x{self.extent}: [{text(self.body)}]".replace("wait 0", "wait") if self.tma else \
@@ -418,6 +422,8 @@ def events_of(node, barrier: str | None = None) -> list[Event]:
     buffer's wait on `barrier`, the TMA load's mbarriers, is a WAIT)."""
     if isinstance(node, TmaWait):
         return [Event(Step.WAIT)] if node.stages and node.barrier == barrier else []
+    if isinstance(node, WgmmaWait):
+        return [Event(Step.MMA_WAIT, node.pending)]
     if isinstance(node, CpAsyncWait):
         return ([Event(Step.COMMIT)] if node.commit else []) + [Event(Step.WAIT, node.pending)]
     if isinstance(node, CpAsyncCommit):
@@ -454,6 +460,9 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
     prologue: tuple[Event, ...] = ()
     iterations, prefetch, stages = 0, 0, 1
     private = tma = False
+    leaf_scope, leaf_at = rp[-1]
+    reading = hazards.access(leaf_scope[leaf_at])
+    async_read = reading is not None and reading.kind is Async.WGMMA
     if isinstance(scope[iw], Prefetched):
         prefetch, stages, private = scope[iw].prefetch, scope[iw].stages, not scope[iw].asynchronous
         tma = scope[iw].tma
@@ -466,7 +475,8 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
         if isinstance(before, Prologue) and isinstance(scope[iw], Prefetched):
             steps = (Event(Step.ISSUE),) if private or tma else (Event(Step.ISSUE), Event(Step.COMMIT))
             prologue, iterations = steps, max(before.prefetch, 0)
-    return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private, tma)
+    return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private, tma,
+                    async_read)
 
 
 __all__ = ["CircularBuffer", "Event", "Pipelined", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",

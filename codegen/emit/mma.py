@@ -104,12 +104,12 @@ def fence_lines(e, n, depth: int) -> list[str]:
 
 def wait_lines(e, n, depth: int) -> list[str]:
     pad = "  " * depth
-    return [f"{pad}tp_wgmma_commit();", f"{pad}tp_wgmma_wait<{n.pending}>();  // {n.why}"]
+    return ([f"{pad}tp_wgmma_commit();"] if n.commit else []) + [f"{pad}tp_wgmma_wait<{n.pending}>();  // {n.why}"]
 
 
 def _wgmma_lines(e, n, depth: int) -> list[str]:
     """A wgmma MmaIssue: each operand's descriptor and the instruction; the fence before its batch
-    and the commit and wait after it are nodes of their own (codegen/lower/wgmma.py)."""
+    and the commit and wait after it are nodes of their own (model/wgmma_order.py)."""
     inst = n.frag.inst
     body = []
     for name, desc in zip(("tp_da", "tp_db"), n.descriptors):

@@ -47,7 +47,6 @@ from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, Tens
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
-from .wgmma import batch_wgmma
 from .cp_async import fill_pipelines
 from . import mma, reduction, tmem
 
@@ -142,10 +141,6 @@ def pipeline(st: Lowering) -> None:
     fill_pipelines(st.tree, {cls.key: cls.index_var for cls in st.classes.classes.values()})
 
 
-def wgmma(st: Lowering) -> None:
-    batch_wgmma(st.tree)
-
-
 def signature(st: Lowering) -> None:
     fusion = st.fusion
     params, names = [], {}
@@ -194,7 +189,6 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("sync", sync),
     ("pipeline", pipeline),
     ("tmem-alloc", tmem.allocate_and_fence),
-    ("wgmma", wgmma),
     ("signature", signature),
 ]
 

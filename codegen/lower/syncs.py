@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.types import Direction
-from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, TmaCopy
+from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, MmaIssue, TmaCopy
 
 
 def access(n, circular: dict[str, tuple[int, int, int]]) -> Access | None:
@@ -18,6 +18,8 @@ def access(n, circular: dict[str, tuple[int, int, int]]) -> Access | None:
         if n.direction is Direction.LOAD:
             return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier, circular=n.circular)
         return Access(None, frozenset({n.smem}), Async.TMA_STORE)
+    if isinstance(n, MmaIssue) and n.descriptors:  # wgmma: the warpgroup reads its tiles asynchronously
+        return Access(n.out.tensor, frozenset(o.tensor for o in n.ins), Async.WGMMA)
     if isinstance(n, (Compute, MatrixCopy)):
         return Access(n.out.tensor, frozenset(o.tensor for o in n.ins), circular=circular.get(n.out.tensor))
     return None

@@ -165,11 +165,11 @@ def stages_do_not_fit():
 
 
 @tp.schedule(expect=tp.rejected("LOWERING-SUPPORTED", messages=[
-    "T1 is circular-buffered, but it is neither a shared tensor filled by cp.async nor registers filled by a "
-    "copy"]))
+    "T1 is circular-buffered, but it is neither a shared tensor filled by cp.async or TMA nor registers filled "
+    "by a copy"]))
 def circular_buffer_of_a_plain_copy():
-    """tileproof pipelines cp.async copies into shared memory and copies into registers; a plain
-    tp.set into shared memory is not pipelined."""
+    """tileproof pipelines cp.async and TMA copies into shared memory and copies into registers; a
+    plain tp.set into shared memory is not pipelined."""
     return k_loop("circular_buffer_of_a_plain_copy", stages=2, op=tp.LoadStoreOpType.Set)[0]
 
 

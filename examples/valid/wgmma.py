@@ -101,11 +101,13 @@ def hopper_matmul_wide():
     return tile_multiples(hopper("M", "N", "K", block=(128, 256)), 64, n_multiple=256)
 
 
-@tp.schedule(expect=tp.accepted(), params={"block": ["128x128", "128x256"]})
-def hopper_matmul_pipelined(block):
+@tp.schedule(expect=tp.accepted(), params={"block": ["128x128", "128x256"], "prefetch": [2, 3]})
+def hopper_matmul_pipelined(block, prefetch):
     """The Hopper schedule with A's and B's tiles circular-buffered over the K loop: four stages,
-    three TMA loads ahead, one mbarrier per stage (iteration i waits for phase i / 4 of mbarrier
-    i % 4: PIPELINE-RAW), one barrier per K tile before the refill of the stage the previous
-    iteration read (PIPELINE-WAR), whose wgmma are complete when it ends."""
+    `prefetch` TMA loads ahead, one mbarrier per stage (iteration i waits for phase i / 4 of
+    mbarrier i % 4: PIPELINE-RAW), one barrier per K tile before the refill of a stage
+    (PIPELINE-WAR). With prefetch 2 a stage is refilled two iterations after its read, so each
+    iteration's wgmma batch stays in flight while the next is issued (wgmma.wait_group 1); with
+    prefetch 3 each batch is waited for at once."""
     bm, bn = (int(x) for x in block.split("x"))
-    return tile_multiples(hopper("M", "N", "K", block=(bm, bn), stages=4, prefetch=3), 64, n_multiple=bn)
+    return tile_multiples(hopper("M", "N", "K", block=(bm, bn), stages=4, prefetch=prefetch), 64, n_multiple=bn)

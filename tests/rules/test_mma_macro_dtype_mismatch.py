@@ -10,7 +10,7 @@ import tileproof as tp
 @pytest.mark.parametrize("dtype, macro, code", [
     (tp.bfloat16, tp.MmaMacro.Ampere_16_8_8, "MMA-DTYPE"),
     (tp.float32, tp.MmaMacro.Ampere_16_8_16, "MMA-DTYPE"),
-    (tp.float32, tp.MmaMacro.Hopper_64_8_16, "MMA-TARGET"),
+    (tp.float32, tp.MmaMacro.Hopper_64_8_16, "MMA-DTYPE"),  # wgmma takes bfloat16 / float16
 ])
 def test_macro_of_another_dtype_is_rejected_without_a_crash(dtype, macro, code):
     with tp.Fusion("f") as f:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.cp_async import is_cp_async
+from ...model.mma_op import is_wgmma_op
 from ...model.pipeline import circular_access, is_register_copy
 from ...model.lowerable import execution_order, loop_groups, nest, statement_items
 from ...model.reduction import Phase
@@ -25,6 +26,8 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
     op = tv.definition
     if phase is not Phase.STATEMENT:
         reads = frozenset(t.name for t in op.inputs) if phase is Phase.ACCUMULATE else frozenset()
+        if phase is Phase.ACCUMULATE and is_wgmma_op(op):
+            return Access(None, reads, Async.WGMMA)
         return Access(tv.name if phase is Phase.STORE else None, reads) if phase in (Phase.ACCUMULATE, Phase.STORE) \
             else None
     if is_tma_op(op):

@@ -21,6 +21,11 @@ then the READ of k, in the issuing thread's program order (no barrier: each thre
 no mbarrier runs a phase ahead of a waiter follows from free(k, j): the load of data k + S is
 issued after a barrier that follows every READ of k, and each thread's READ of k follows its WAIT.
 
+An asynchronous reader (a wgmma) is done with iteration j's data only at the first wgmma wait
+after its READ in that scope: a wait leaving N batches in flight at iteration j + N. free(k, j)
+then needs its SYNC after that wait (where the scope holds none, the reader's own subtree waits
+for it: the READ).
+
 A private Timeline (a register circular buffer: each thread copies into and reads its own
 registers) needs program order only: complete(k) is the ISSUE of data k before the READ of k,
 free(k, j) every READ of j before the ISSUE at k.
@@ -173,9 +178,13 @@ def prove_free(tl: Timeline) -> Outcome:
     r = tl.positions(Step.READ)[0]
     at, issued = m.issue(k)
     d = k + m.p
+    done, done_at = j, r  # where the reads of j are over: the READ, or an asynchronous reader's wait
+    waits = [w for w in tl.positions(Step.MMA_WAIT) if w > r] if tl.async_read else []
+    if waits:
+        done, done_at = j + tl.body[waits[0]].pending, waits[0]
     syncs = []
     for s in tl.positions(Step.SYNC):
-        js = j if s > r else j + 1
+        js = done if s > done_at else done + 1
         syncs.append(z3.And(js < m.e, m.pos(js, s) < at))
     claim = z3.Or(*syncs) if syncs else z3.BoolVal(False, m.ctx)
     if tl.private:  # the thread's own registers: its read of j comes first in program order

@@ -351,10 +351,14 @@ def _refilled_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
     when = "in the prologue" if k < 0 else f"in iteration {k}"
     why = ("the copy overwrites the thread's registers before it reads them" if tl.private else
            "with no __syncthreads between: the copy may overwrite data still to be read")
+    reads = f"reads iteration {j}'s data from it"
+    if tl.async_read:  # a wgmma: its reads last until a wgmma.wait_group covers its batch
+        reads = f"'s wgmma reading iteration {j}'s data from it is waited for (wgmma.wait_group)"
+        why = "with no __syncthreads after that wait: the TMA may overwrite the tile the tensor cores still read"
     return finding(
         "PIPELINE-WAR",
-        f"{tl.tensor}'s stage {stage} is refilled {when} with iteration {d}'s data before {tl.reader} reads "
-        f"iteration {j}'s data from it, {why}",
+        f"{tl.tensor}'s stage {stage} is refilled {when} with iteration {d}'s data before {tl.reader}"
+        f"{'' if tl.async_read else ' '}{reads}, {why}",
         notes=[f"the steps of the loop: {tl.describe()}",
                f"{tl.stages} stages, prefetch {tl.prefetch}: iteration i reads stage i % {tl.stages} and copies "
                f"iteration i + {tl.prefetch}'s data into stage (i + {tl.prefetch}) % {tl.stages}"],

@@ -1,0 +1,86 @@
+"""wgmma's asynchrony placed on the loop nest (the verifier's and the code generator's):
+PTX ISA 9.7.15.7 asks for a wgmma.fence before the first wgmma and after register writes to its
+accumulators, and a wgmma.commit_group + wgmma.wait_group before the accumulators are read or
+its shared tiles reused.
+
+A batch is a maximal subtree holding nothing but wgmma statements and loops (the K slices of a
+tile): a WgmmaFence before it, a WgmmaWait after it. The wait leaves `pending` = 1 batch in
+flight where the batch reads TMA circular buffers refilled at least two iterations after it
+(stages - prefetch >= 2 for each): the next iteration's batch is issued while this one runs, and
+the barrier before a refill follows the wait that completes the batch that read the stage
+(PIPELINE-WAR proves it with the batch's reads completing at that wait). The circular loop is
+then followed by a WgmmaWait(0): the accumulators are complete before anything reads them.
+Elsewhere the wait leaves none in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .barriers import Async, Hazards
+
+
+@dataclass
+class WgmmaFence:
+    """wgmma.fence.sync.aligned before a batch of wgmma: orders the accumulators' earlier register
+    writes (zeroing, an earlier batch's stores) before the asynchronous reads."""
+
+    why: str = ""
+
+
+@dataclass
+class WgmmaWait:
+    """wgmma.commit_group (when `commit`), then wgmma.wait_group `pending`: all but the newest
+    `pending` committed batches have written their accumulators and read their shared tiles."""
+
+    pending: int = 0
+    why: str = ""
+    commit: bool = True
+
+
+def _only_wgmma(n, hazards: Hazards) -> bool:
+    if hasattr(n, "body"):
+        return bool(n.body) and all(_only_wgmma(c, hazards) for c in n.body)
+    acc = hazards.access(n)
+    return acc is not None and acc.kind is Async.WGMMA
+
+
+def _in_flight(scope: list) -> int:
+    """1 where the batch's scope (a circular loop's body) refills its TMA stages at least two
+    iterations after reading them, else 0."""
+    from .pipeline import Prefetched
+
+    fills = [n for n in scope if isinstance(n, Prefetched) and n.tma]
+    return 1 if fills and all(n.stages - n.prefetch >= 2 for n in fills) else 0
+
+
+def insert_wgmma_waits(nodes: list, hazards: Hazards) -> None:
+    """In place: every batch between a fence and a wait (module docstring)."""
+    out = []
+    for n in nodes:
+        if _only_wgmma(n, hazards):
+            out.append(n)
+            continue
+        if hasattr(n, "body"):
+            insert_wgmma_waits(n.body, hazards)
+            if any(isinstance(c, WgmmaWait) and c.pending for c in n.body):
+                out += [n, WgmmaWait(0, "the batches still in flight: the accumulators complete", commit=False)]
+                continue
+        out.append(n)
+    nodes[:] = _wrapped(out, hazards)
+
+
+def _wrapped(nodes: list, hazards: Hazards) -> list:
+    pending = _in_flight(nodes)
+    out = []
+    for n in nodes:
+        if _only_wgmma(n, hazards):
+            out += [WgmmaFence("the accumulators' earlier register writes, before the asynchronous wgmma"), n,
+                    WgmmaWait(pending, "this batch's accumulators written and its shared tiles read" if not pending
+                              else "the previous iteration's batch complete: its stage may be refilled")]
+        else:
+            out.append(n)
+    return out
+
+
+__all__ = ["WgmmaFence", "WgmmaWait", "insert_wgmma_waits"]

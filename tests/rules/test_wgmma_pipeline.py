@@ -1,0 +1,83 @@
+"""A wgmma batch reads its shared tiles until a wgmma.wait_group covers it (model/wgmma_order.py):
+with TMA stages refilled at least two iterations after their reads, the batch of iteration i
+is waited for in iteration i + 1 (wgmma.wait_group 1), otherwise at once. PIPELINE-WAR proves the
+refill of a stage comes after a barrier that follows that wait; a wait leaving one batch too many
+in flight (the refill racing the tensor cores' reads, nvFuser issue 3561's family) is refuted
+with the iteration."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.model.barriers import Async, statement_paths
+from tileproof.model.pipeline import in_prologue, timeline
+from tileproof.model.wgmma_order import WgmmaFence, WgmmaWait
+from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.verifier.analysis.pipeline import prove_free
+from tileproof.verifier.context import VerifyContext
+from tileproof.verifier.solver import Verdict
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+from wgmma import hopper, tile_multiples  # noqa: E402
+
+
+def _nest(stages, prefetch):
+    fusion = tile_multiples(hopper("M", "N", "K", stages=stages, prefetch=prefetch), 64)
+    return barrier_nest(VerifyContext(fusion.snapshot(), tp.get_target("sm_90a")))
+
+
+def _nodes(nodes, kind):
+    for n in nodes:
+        if isinstance(n, kind):
+            yield n
+        if hasattr(n, "body"):
+            yield from _nodes(n.body, kind)
+
+
+def _free(nest):
+    """prove_free of each TMA circular buffer read by the wgmma."""
+    stmts = statement_paths(nest.tree, nest.hazards)
+    out = {}
+    for _, wa, wp in stmts:
+        if wa.kind is Async.TMA_LOAD and not in_prologue(wp):
+            for _, ra, rp in stmts:
+                if wa.writes in ra.reads:
+                    tl = timeline(wa.writes, "T2", wp, rp, nest.hazards, wa.barrier)
+                    assert tl.async_read and tl.tma
+                    out[wa.writes] = prove_free(tl)
+    assert set(out) == {"T4", "T5"}
+    return out
+
+
+@pytest.mark.parametrize("stages, prefetch, pending", [(4, 2, 1), (3, 1, 1), (4, 3, 0), (2, 1, 0)])
+def test_a_batch_stays_in_flight_only_where_its_stage_is_refilled_two_iterations_later(stages, prefetch, pending):
+    nest = _nest(stages, prefetch)
+    waits = list(_nodes(nest.tree, WgmmaWait))
+    assert [w.pending for w in waits if w.commit] == [pending]
+    assert [w.pending for w in waits if not w.commit] == ([0] if pending else [])  # after the loop
+    assert len(list(_nodes(nest.tree, WgmmaFence))) == 1
+    assert all(out.status is Verdict.PROVED for out in _free(nest).values())
+
+
+@pytest.mark.parametrize("stages, prefetch, forced", [(4, 3, 1), (4, 2, 2)])
+def test_a_wait_leaving_the_refilled_stages_batch_in_flight_is_refuted(stages, prefetch, forced):
+    nest = _nest(stages, prefetch)
+    for w in _nodes(nest.tree, WgmmaWait):
+        if w.commit:
+            w.pending = forced
+    for out in _free(nest).values():
+        assert out.status is Verdict.COUNTEREXAMPLE
+        # the stage read in iteration 0 is refilled with iteration `stages`' data before its batch is waited for
+        assert out.values == {"data": stages, "stage": 0} and out.model["read iteration"] == 0
+
+
+def test_the_kernel_keeps_one_batch_in_flight_and_waits_for_all_before_the_store():
+    fusion = tile_multiples(hopper("M", "N", "K", stages=4, prefetch=2), 64)
+    src = tp.compile(fusion, "sm_90a").cuda_source
+    body = src[src.index("for (unsigned long long i2 = 0; i2 < ((s_K"):]
+    assert body.count("tp_wgmma_wait<1>();") == 1 and body.count("tp_wgmma_commit();") == 1
+    assert body.index("tp_wgmma_wait<1>();") < body.index("tp_wgmma_wait<0>();") < body.index("T3[")
