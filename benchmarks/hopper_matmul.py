@@ -85,6 +85,8 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x256_4_stages": {"block": (128, 256), "stages": 4, "prefetch": 3},
     "hopper_128x256_4_stages_one_batch_in_flight": {"block": (128, 256), "stages": 4, "prefetch": 2},
     "hopper_128x128_4_stages_one_batch_in_flight": {"block": (128, 128), "stages": 4, "prefetch": 2},
+    "hopper_128x256_4_stages_one_batch_in_flight_grouped": {"block": (128, 256), "stages": 4, "prefetch": 2,
+                                                            "group": 8},
 }
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
 TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4)]

@@ -25,14 +25,15 @@ def _ldst_matrix():
     return module
 
 
-def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1):
+def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
     one swizzle span of K, allocated as the TMA's swizzled boxes; D's accumulators allocated as
     wgmma's D fragment (128 threads on TIDx) and stored to the output from there. stages > 1
     circular-buffers A's and B's tiles over the K loop, `prefetch` TMA loads ahead (an mbarrier
-    per stage)."""
+    per stage). group=G orders the blocks in groups of G M tiles (blockIdx.z the group, blockIdx.x
+    the tile in it, blockIdx.y the N tile), as examples/valid/mma.py's tuned schedule does."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -68,6 +69,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1):
     out.split(2, 64)
     tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
     out.axis(2).parallelize(P.TIDy)
+    if not any(isinstance(x, int) and x % t for x, t in ((m, bm), (n, bn))):  # whole tiles: no pair straddles a hole
+        out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
     box = _ldst_matrix()
     for t in (sa, sb):
@@ -75,15 +78,18 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1):
         for i in t.get_loop_domain()[3:]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
+    at = 1 if group > 1 else 0
     for t in (d, out, sa, sb):
-        for i, p in enumerate((P.BIDx, P.BIDy)):
+        if group > 1:
+            t.split(0, 1 if t.axis(0).is_broadcast else group)  # B's M: two broadcasts of extent 1
+        for i, p in enumerate([P.BIDz, P.BIDx, P.BIDy][1 - at:]):
             if not t.axis(i).is_broadcast:
                 t.axis(i).parallelize(p)
     for t in (sa, sb):
-        t.inline_at(3)
+        t.inline_at(3 + at)
         if stages > 1:
             t.circular_buffer(stages, prefetch)
-    d.inline_at(2)
+    d.inline_at(2 + at)
     return fusion
 
 
