@@ -161,3 +161,14 @@ def operands_copied_by_threads(copy):
         t.axis(4).parallelize(P.TIDx)
         t.axis(5).parallelize(P.Vectorize)
     return fusion
+
+
+@tp.schedule(expect=tp.rejected("PIPELINE-RAW", "PIPELINE-STAGES", messages=[
+    "T2 reads T4 in iteration 0 before the copy of that iteration's data"]))
+def tma_stages_loaded_late():
+    """A's and B's tiles circular-buffered over four TMA stages with a prefetch of -1: each
+    iteration would load the tile of the iteration before and read its own stage before any
+    load of its data, past a wait on a phase the load has not completed. An mbarrier phase,
+    waited for by parity, is the only sign that a TMA tile has landed."""
+    fusion = _valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=-5)
+    return _valid.tile_multiples(fusion, 64, n_multiple=256)

@@ -117,3 +117,12 @@ def hopper_matmul_pipelined(block, prefetch):
     prefetch 3 each batch is waited for at once."""
     bm, bn = (int(x) for x in block.split("x"))
     return tile_multiples(hopper("M", "N", "K", block=(bm, bn), stages=4, prefetch=prefetch), 64, n_multiple=bn)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_grouped():
+    """The fastest Hopper schedule of benchmarks/hopper_matmul.py: 128 x 256 block tiles, four TMA
+    stages two loads ahead (one wgmma batch in flight), the blocks in groups of 8 M tiles
+    (blockIdx.z the group; M need only be a multiple of 128: the last group's blocks past M do
+    nothing), D's adjacent column pairs stored 8 bytes at a time."""
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8), 64, n_multiple=256)

@@ -138,22 +138,27 @@ def _incomplete(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
 
 @rule("PIPELINE-RAW", family="pipeline")
 def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """Every read of a register circular buffer's stage comes after the copy of its data.
+    """Every read of a register or TMA circular buffer's stage comes after the copy of its data.
 
     What it checks:
         On the kernel's loop nest with a register circular buffer's prologue and prefetched
         copies placed (model/pipeline.py), for every statement reading the tensor and a symbolic
         iteration k of the circular loop (the prologue included): the copy of iteration k's data,
         issued in iteration k - prefetch, comes before the read of iteration k in the thread's
-        program order. The counterexample names the iteration. tileproof places the copies
-        itself, so a negative prefetch is what fails on a schedule written with the API
+        program order. For a TMA circular buffer (shared tiles, an mbarrier per stage) the read
+        of iteration k also follows the thread's own wait of iteration k (mbarrier k % stages,
+        parity (k / stages) % 2, the phase the load of data k completes), after the issue.
+        The counterexample names the iteration. tileproof places the copies and waits itself,
+        so a negative prefetch is what fails on a schedule written with the API
         (PIPELINE-STAGES reports it too).
     Why the hardware needs it:
         A register circular buffer (fragments loaded from shared memory by ldmatrix or plain
         copies, one k-slice ahead of the tensor-core instructions) has no wait and no barrier:
         each thread reads the registers it wrote itself, so only program order puts its data
         there in time. A read before the copy of its data takes the registers' previous
-        contents, another iteration's fragments.
+        contents, another iteration's fragments. A TMA load lands asynchronously: only the
+        mbarrier phase it completes says the tile is there, and a wait on the wrong parity
+        passes at once, on the previous contents.
     Example:
         with tp.Fusion("register_prefetch_late") as fusion:
             a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
@@ -188,11 +193,11 @@ def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
         nvFuser's Ampere matmul scheduler (`acr->circularBuffer(2)` under
         MatmulParams::CircularBufferOptions::circular_buffer_smem_read); CUTLASS
         include/cutlass/gemm/threadblock/mma_multistage.h (warp fragments double-buffered over
-        the k-groups); docs/hardware.md#circular-buffering
+        the k-groups); PTX ISA 9.7.13.15 (mbarrier phases, try_wait.parity); docs/hardware.md#circular-buffering
     """
-    # Formal statement: for every register circular buffer's copy c and reader r, on the private
-    #   Timeline of the circular loop (verifier/analysis/pipeline.py prove_complete): for all extents E
-    #   and iterations k in [0, E): issued(k - P) and I(k - P) < R(k)
+    # Formal statement: for every register or TMA circular buffer's copy c and reader r, on the Timeline of
+    #   the circular loop (verifier/analysis/pipeline.py prove_complete): for all extents E and iterations
+    #   k in [0, E): issued(k - P) and I(k - P) < R(k), and for TMA some WAIT X of iteration k has I(k - P) < X < R(k)
     for tl, writer, reader in _timelines(ctx):
         if not (tl.private or tl.tma):
             continue  # cp.async: CPASYNC-WAIT
