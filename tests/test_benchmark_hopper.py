@@ -41,7 +41,8 @@ def test_the_issue_shapes_and_schedules():
     assert {n: e["block"] for n, e in H.SCHEDULES.items()} == {
         "hopper_128x128": (128, 128), "hopper_128x256": (128, 256), "hopper_128x256_4_stages": (128, 256),
         "hopper_128x256_4_stages_one_batch_in_flight": (128, 256),
-        "hopper_128x128_4_stages_one_batch_in_flight": (128, 128)}
+        "hopper_128x128_4_stages_one_batch_in_flight": (128, 128),
+        "hopper_128x256_4_stages_one_batch_in_flight_grouped": (128, 256)}
     assert H.SCHEDULES["hopper_128x256_4_stages_one_batch_in_flight"] == {"block": (128, 256), "stages": 4, "prefetch": 2}
     assert H.call_text("hopper_128x256") == "hopper(M, N, K, block=(128, 256), swizzle=128)"
     assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8)  # the tutorial's best H100 configuration

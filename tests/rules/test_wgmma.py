@@ -71,6 +71,7 @@ def _diagnostics(report, code):
     ("accumulators_stored_by_one_warp", "MMA-ACCUM-LAYOUT", {"T3"}),
     ("operands_copied_by_threads[copy=CpAsync]", "MMA-OPERAND-LAYOUT", {"T2"}),
     ("operands_copied_by_threads[copy=Set]", "MMA-OPERAND-LAYOUT", {"T2"}),
+    ("tma_stages_loaded_late", "PIPELINE-RAW", {"T2"}),
 ])
 def test_each_rejection_names_the_broken_tensor(name, code, tensors):
     report = _verify(INVALID_CASES[name])
@@ -83,7 +84,7 @@ def test_every_invalid_schedule_is_listed_here():
     """A new schedule in examples/invalid/wgmma.py gets a row in the table above."""
     listed = {"unswizzled_operand_rows", "m_major_a", "swizzle_patterns_across_warpgroups", "hopper_macro_on_sm100a",
               "accumulators_stored_by_one_warp", "operands_copied_by_threads[copy=CpAsync]",
-              "operands_copied_by_threads[copy=Set]"}
+              "operands_copied_by_threads[copy=Set]", "tma_stages_loaded_late"}
     assert set(INVALID_CASES) == listed
 
 

@@ -9,6 +9,7 @@ from typing import Iterator
 import z3
 
 from ...model.expr import add, const, floordiv, mod, mul, substitute, var
+from ...model.mma_op import is_wgmma_op
 from ...model.types import LoadStoreOpType, MemoryType
 from ..access import THREAD_VARS, AccessModel, build, executes
 from ..analysis.bank_lanes import (  # noqa: F401 (phase_lanes: the phase model, for tests)
@@ -71,8 +72,8 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   (addr: the byte offset of the vector's element 0; see _check)
     deadline = time.monotonic() + BANK_BUDGET_S
     for acc in ctx.accesses_to(MemoryType.Shared):
-        if acc.op.op_type is not LoadStoreOpType.Set:
-            continue  # TMA, ldmatrix/stmatrix and cp.async have their own phase rules
+        if acc.op.op_type is not LoadStoreOpType.Set or is_wgmma_op(acc.op):
+            continue  # TMA, ldmatrix/stmatrix and cp.async have their own phase rules; wgmma reads by descriptor
         m = build(ctx, acc)
         width = m.num_regs * acc.tensor.dtype.bytes
         w = width.value if width.is_const else None

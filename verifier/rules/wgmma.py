@@ -21,6 +21,10 @@ from ..registry import rule
 MN, K = "tp_mn", "tp_k"  # the operand element's row (M of A, N of B) and K index in the instruction tile
 
 
+def _layout_name(op) -> str:
+    return f"{op.swizzle.swizzle_bytes}-byte swizzle" if op.swizzle.value else "no swizzle (8 x 16-byte core matrices)"
+
+
 def _wgmma_ops(ctx: VerifyContext):
     order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
     for tv in order:
@@ -131,12 +135,12 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
                     f"{v.get('hardware')} of its tile{when}, where the schedule stores byte {v.get('schedule')}: the "
                     f"{op.swizzle.swizzle_bytes}-byte {'swizzled' if op.swizzle.value else 'unswizzled'} K-major layout "
                     f"of the descriptor (SBO {sbo}) is not how {t.name} is allocated"),
-                ("mn", "k", "schedule", "hardware"), point=tuple(ranges),
+                ("mn", "k", "schedule", "hardware"), point=tuple(v for v in ranges if v not in (MN, K)),
                 hint=(f"allocate {t.name} as TMA's swizzled boxes of K-major rows: rows of one swizzle span of K "
                       f"(128 bytes), the 16-byte chunks XOR-swizzled by the row within 8 "
                       f"(split(-2, 8).split(-2, 1).split(-1, 16 bytes), swizzle(XOR, -4, -2)), as "
                       f"MmaInputSmemSwizzle.B128 lays them out"),
-                notes=(f"descriptor: {op.swizzle.name}, SBO {sbo} bytes, LBO {lbo} bytes; element (mn, k) of "
+                notes=(f"descriptor: {_layout_name(op)}, SBO {sbo} bytes, LBO {lbo} bytes; element (mn, k) of "
                        f"{op.role} is {'row m' if op.role == 'A' else 'column n'}, K index k",),
                 tensor=t.name, location=t.origin)
 
