@@ -81,3 +81,49 @@ def test_the_kernel_keeps_one_batch_in_flight_and_waits_for_all_before_the_store
     body = src[src.index("for (unsigned long long i2 = 0; i2 < ((s_K"):]
     assert body.count("tp_wgmma_wait<1>();") == 1 and body.count("tp_wgmma_commit();") == 1
     assert body.index("tp_wgmma_wait<1>();") < body.index("tp_wgmma_wait<0>();") < body.index("T3[")
+
+
+def _swap_sync_and_wait(nodes):
+    """The barrier moved before the wgmma wait that completes the batch (nvFuser issue 3865's
+    family): [.., batch, wait 0, sync] -> [.., batch, sync, wait 0]."""
+    from tileproof.model.barriers import Sync
+
+    for k in range(len(nodes) - 1):
+        if isinstance(nodes[k], WgmmaWait) and isinstance(nodes[k + 1], Sync):
+            nodes[k], nodes[k + 1] = nodes[k + 1], nodes[k]
+            return True
+    return any(_swap_sync_and_wait(n.body) for n in nodes if hasattr(n, "body"))
+
+
+def test_one_stage_the_barrier_before_the_refill_follows_the_wgmma_wait():
+    from tileproof.verifier.rules.races import unordered
+
+    nest = _nest(1, -1)
+    assert unordered(nest) == []
+    assert _swap_sync_and_wait(nest.tree)
+    found = unordered(nest)
+    assert {(h.kind, h.tensor, h.reader.name) for h in found} == {("write after read", t, "T2") for t in ("T4", "T5")}
+
+
+def test_a_wgmma_wait_at_the_top_of_the_next_iteration_counts_from_there():
+    """The batch's wait moved to the next iteration, after its barrier: the refill there races the
+    tensor cores even with prefetch 3 (nothing in flight)."""
+    from tileproof.model.barriers import Sync
+
+    nest = _nest(4, 3)
+
+    def move(nodes):
+        for k, n in enumerate(nodes):
+            if isinstance(n, WgmmaWait) and n.commit:
+                body = nodes
+                del body[k]
+                at = next(i for i, x in enumerate(body) if isinstance(x, Sync)) + 1
+                body.insert(at, n)  # after the barrier, before the refill
+                return True
+            if hasattr(n, "body") and move(n.body):
+                return True
+        return False
+
+    assert move(nest.tree)
+    for out in _free(nest).values():
+        assert out.status is Verdict.COUNTEREXAMPLE and out.values["stage"] == out.model["read iteration"] % 4

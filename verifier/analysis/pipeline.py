@@ -22,7 +22,8 @@ no mbarrier runs a phase ahead of a waiter follows from free(k, j): the load of 
 issued after a barrier that follows every READ of k, and each thread's READ of k follows its WAIT.
 
 An asynchronous reader (a wgmma) is done with iteration j's data only at the first wgmma wait
-after its READ in that scope: a wait leaving N batches in flight at iteration j + N. free(k, j)
+after its READ in that scope: a wait leaving N batches in flight at iteration j + N (a wait
+placed before the READ in the body counts from the next iteration). free(k, j)
 then needs its SYNC after that wait (where the scope holds none, the reader's own subtree waits
 for it: the READ).
 
@@ -179,9 +180,12 @@ def prove_free(tl: Timeline) -> Outcome:
     at, issued = m.issue(k)
     d = k + m.p
     done, done_at = j, r  # where the reads of j are over: the READ, or an asynchronous reader's wait
-    waits = [w for w in tl.positions(Step.MMA_WAIT) if w > r] if tl.async_read else []
-    if waits:
-        done, done_at = j + tl.body[waits[0]].pending, waits[0]
+    waits = tl.positions(Step.MMA_WAIT) if tl.async_read else []
+    later = [w for w in waits if w > r]
+    if later:  # the first wait after the read, in its iteration
+        done, done_at = j + tl.body[later[0]].pending, later[0]
+    elif waits:  # else the first one of the next iteration
+        done, done_at = j + 1 + tl.body[waits[0]].pending, waits[0]
     syncs = []
     for s in tl.positions(Step.SYNC):
         js = done if s > done_at else done + 1

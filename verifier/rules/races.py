@@ -16,6 +16,7 @@ from ...model.indexing import linear_offset
 from ...model.lowerable import statement_tensor
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
+from ...model.wgmma_order import WgmmaWait
 from ..analysis.barrier_nest import ON_CHIP, Nest, barrier_nest, statement_access  # noqa: F401 - re-exported
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -67,6 +68,15 @@ def _wait_in(scope: list, lo: int, hi: int, barrier: str) -> bool:
     return any(isinstance(n, TmaWait) and n.barrier == barrier for n in scope[max(lo, 0):hi])
 
 
+def _read_done(scope: list, ir: int, asynchronous: bool) -> int | None:
+    """Where the read at scope[ir] is over: there, or for a wgmma at the first wgmma.wait_group 0
+    after it (None: no such wait, the tensor cores may still read when the scope repeats)."""
+    if not asynchronous:
+        return ir
+    return next((p for p in range(ir + 1, len(scope))
+                 if isinstance(scope[p], WgmmaWait) and scope[p].pending == 0), None)
+
+
 @dataclass(frozen=True)
 class Hazard:
     kind: str  # "read after write" or "write after read"
@@ -103,8 +113,9 @@ def unordered(nest_: Nest) -> list[Hazard]:
                 if not raw:
                     out.append(Hazard("read after write", name, statement_tensor(w), statement_tensor(r)))
                 if repeats:
-                    war = (_sync_in(scope, ir + 1, len(scope)) or _sync_in(scope, 0, iw) if iw < ir
-                           else _sync_in(scope, ir + 1, iw))
+                    done = _read_done(scope, ir, ra.kind is Async.WGMMA)
+                    war = done is not None and (_sync_in(scope, done + 1, len(scope)) or _sync_in(scope, 0, iw)
+                                                if iw < ir else _sync_in(scope, done + 1, iw))
                     if not war:
                         out.append(Hazard("write after read", name, statement_tensor(w), statement_tensor(r)))
     return out
@@ -121,7 +132,8 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
         write and the read in the innermost scope holding both, or, for a TMA load, an
         mbarrier wait after the copy in its own scope before the reader; and (write after
         read) where that scope repeats, a barrier between the read and the next iteration's
-        write. A pair needs ordering when some thread reads an element another thread of its
+        write (for a wgmma, which reads asynchronously, between the wgmma.wait_group 0 after it
+        and that write). A pair needs ordering when some thread reads an element another thread of its
         block wrote (z3 over both statements' executed points, same block, same shared-memory
         offset, different threadIdx; collective and asynchronous accesses always do). The
         counterexample names the two threads and the offset.

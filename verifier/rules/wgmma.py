@@ -10,7 +10,7 @@ import z3
 
 from ...model.expr import const, var
 from ...model.lowerable import execution_order
-from ...model.mma_op import is_mma, is_mma_sync, well_formed
+from ...model.mma_op import ELEMENT_VARS, LANE, is_mma, is_mma_sync, well_formed
 from ...model.wgmma import wgmma_operand
 from ...model.wgmma_descriptor import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE
 from ..context import VerifyContext
@@ -135,7 +135,8 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
                     f"{v.get('hardware')} of its tile{when}, where the schedule stores byte {v.get('schedule')}: the "
                     f"{op.swizzle.swizzle_bytes}-byte {'swizzled' if op.swizzle.value else 'unswizzled'} K-major layout "
                     f"of the descriptor (SBO {sbo}) is not how {t.name} is allocated"),
-                ("mn", "k", "schedule", "hardware"), point=tuple(v for v in ranges if v not in (MN, K)),
+                ("mn", "k", "schedule", "hardware"),
+                point=tuple(v for v in ranges if v not in (MN, K, ELEMENT_VARS[op.role], LANE.cuda_name)),
                 hint=(f"allocate {t.name} as TMA's swizzled boxes of K-major rows: rows of one swizzle span of K "
                       f"(128 bytes), the 16-byte chunks XOR-swizzled by the row within 8 "
                       f"(split(-2, 8).split(-2, 1).split(-1, 16 bytes), swizzle(XOR, -4, -2)), as "
@@ -179,3 +180,4 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
         hint=f"allocate {t.name}'s rows in groups of 8 at one stride, each instruction's tile starting at a "
              f"multiple of 8 rows of the swizzle span: TMA's swizzled boxes",
         **where)
+
