@@ -14,24 +14,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .allocation import Allocation
-from .expr import Expr, add, const, floordiv, mod, mul, product, substitute, xor
+from .expr import Expr, add, const, mul, product, substitute
 from .indexing import (
-    Bound, indices_from_logical, indices_from_loop, linear_offset, producer_logical, valid_item_bounds,
+    Bound,
+    indices_from_logical,
+    indices_from_loop,
+    linear_offset,
+    producer_logical,
+    valid_item_bounds,
 )
 from .iterdomain import IterDomain
 from .tma import InferredTma, TmaInfo
 from .tma_inference import RoleKind
 from .types import ParallelType
-
-SWIZZLE_LINE = 128  # bytes: the hardware XORs 16-byte chunk bits 4.. with line bits 7..
+from .wgmma_descriptor import SWIZZLE_OF_BYTES, hardware_swizzle
 
 
 def hw_swizzle(address: Expr, swizzle_bytes: int) -> Expr:
-    """P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4); its own inverse. S = 0: no swizzle."""
-    if not swizzle_bytes:
-        return address
-    line = mod(floordiv(address, SWIZZLE_LINE), swizzle_bytes // 16)
-    return xor(address, mul(line, 16))
+    """P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4); its own inverse. S = 0: no swizzle. The
+    descriptor's swizzle of model/wgmma_descriptor.py, by its span in bytes."""
+    return hardware_swizzle(address, SWIZZLE_OF_BYTES[swizzle_bytes])
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .allocation import compute_allocation
-from .expr import Expr, const, evaluate, substitute
 from .execution import element_offset
+from .expr import Expr, const, evaluate, substitute
 from .mma import MmaInputSmemSwizzle
 from .mma_op import ELEMENT_VARS, fragments, mma_execution
 from .tma import swizzle_bytes_of
-from .wgmma_descriptor import CORE_ROW, hardware_address, hardware_swizzle
-
-SWIZZLES = {0: MmaInputSmemSwizzle.NoSwizzle, 32: MmaInputSmemSwizzle.B32, 64: MmaInputSmemSwizzle.B64,
-            128: MmaInputSmemSwizzle.B128}
+from .wgmma_descriptor import (
+    CORE_ROW,
+    SWIZZLE_OF_BYTES,
+    hardware_address,
+    hardware_swizzle,
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
     """The layout of MmaOp output tv's operand `role` as the descriptor describes it."""
     ex = mma_execution(tv, launch, role, names)
     t = tv.definition.inputs["AB".index(role)]
-    swizzle = SWIZZLES.get(swizzle_bytes_of(t)[0], MmaInputSmemSwizzle.NoSwizzle)
+    swizzle = SWIZZLE_OF_BYTES.get(swizzle_bytes_of(t)[0], MmaInputSmemSwizzle.NoSwizzle)
     draft = WgmmaOperand(tv, role, ex, swizzle, 0, 0)
     at = {k: evaluate(e, {name: 0 for name in ex.ranges}) for k, e in draft.measured().items()}  # the first instance
     sbo = at["SBO"] - at["start"] if draft.rows > 8 else 8 * swizzle.swizzle_bytes  # one 8-row group: unused
@@ -95,4 +97,4 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
     return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo)
 
 
-__all__ = ["SWIZZLES", "WgmmaOperand", "wgmma_operand"]
+__all__ = ["WgmmaOperand", "wgmma_operand"]

@@ -25,6 +25,8 @@ CORE_ROW = 16  # bytes: one row of an 8 x 16-byte core matrix, the unit of every
 SWIZZLE_LINE = 128  # bytes: the swizzle XORs address bits 4.. with bits 7..
 FIELD_LIMIT = 1 << 18  # start, LBO and SBO are 14-bit fields of bytes >> 4
 MAJORS = ("K", "MN")
+SWIZZLE_OF_BYTES = {0: MmaInputSmemSwizzle.NoSwizzle, 16: MmaInputSmemSwizzle.NoSwizzle, 32: MmaInputSmemSwizzle.B32,
+                    64: MmaInputSmemSwizzle.B64, 128: MmaInputSmemSwizzle.B128}  # a TMA's swizzle span (0: none)
 
 
 def swizzle_span(swizzle: MmaInputSmemSwizzle) -> int:

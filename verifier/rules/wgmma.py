@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import z3
 
@@ -28,9 +28,9 @@ def _layout_name(op) -> str:
 def _wgmma_ops(ctx: VerifyContext):
     order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
     for tv in order:
-        if is_mma(tv) and tv.definition.macro is not None and not is_mma_sync(tv.definition.macro) and well_formed(tv):
-            if all(t.memory_type.name == "Shared" for t in tv.definition.inputs):
-                yield tv
+        wgmma = is_mma(tv) and tv.definition.macro is not None and not is_mma_sync(tv.definition.macro)
+        if wgmma and well_formed(tv) and all(t.memory_type.name == "Shared" for t in tv.definition.inputs):
+            yield tv
 
 
 def _operands(ctx: VerifyContext, tv):
@@ -130,7 +130,7 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
             out = q.prove(q.eq(got, want), values={"mn": mn, "k": k, "schedule": want, "hardware": got})
             yield from report_values(
                 ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s wgmma reads {t.name} where the schedule put it",
-                lambda v, when, t=t, op=op: (
+                lambda v, when, tv=tv, t=t, op=op, sbo=sbo: (
                     f"{tv.name}'s wgmma reads {op.role}[{v.get('mn')}, {v.get('k')}] of {t.name} at byte "
                     f"{v.get('hardware')} of its tile{when}, where the schedule stores byte {v.get('schedule')}: the "
                     f"{op.swizzle.swizzle_bytes}-byte {'swizzled' if op.swizzle.value else 'unswizzled'} K-major layout "
@@ -141,8 +141,8 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
                       f"(128 bytes), the 16-byte chunks XOR-swizzled by the row within 8 "
                       f"(split(-2, 8).split(-2, 1).split(-1, 16 bytes), swizzle(XOR, -4, -2)), as "
                       f"MmaInputSmemSwizzle.B128 lays them out"),
-                notes=(f"descriptor: {_layout_name(op)}, SBO {sbo} bytes, LBO {lbo} bytes; element (mn, k) of "
-                       f"{op.role} is {'row m' if op.role == 'A' else 'column n'}, K index k",),
+                notes=[(f"descriptor: {_layout_name(op)}, SBO {sbo} bytes, LBO {lbo} bytes; element (mn, k) of "
+                        f"{op.role} is {'row m' if op.role == 'A' else 'column n'}, K index k")],
                 tensor=t.name, location=t.origin)
 
 
@@ -150,7 +150,7 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
     """The descriptor of op (a WgmmaOperand) is valid at every instance: encodable fields, SBO
     the same everywhere, every start a multiple of 16 on a swizzle pattern's row 0."""
     t = op.tensor
-    where = dict(tensor=t.name, location=t.origin)
+    where = {"tensor": t.name, "location": t.origin}
     measured = op.measured()
     fields = ([("SBO", op.sbo)] if op.rows > 8 else []) + ([("LBO", op.lbo)] if not op.swizzle.value else [])
     bad = [(n, v) for n, v in fields if v % CORE_ROW or not 0 <= v < FIELD_LIMIT]
@@ -171,7 +171,7 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
     yield from report_values(
         ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s {op.role} descriptors have one SBO and start on a "
                                       f"pattern's row 0",
-        lambda v, when, t=t, op=op: (
+        lambda v, when, tv=tv, t=t, op=op: (
             f"{tv.name}'s wgmma operand {op.role} ({t.name}) at this instance{when} starts at byte "
             f"{v.get('start')} of its buffer, its rows 0 and 8 at bytes {v.get('row_0')} and {v.get('row_8')} "
             f"(SBO {op.sbo} at the first instance): the start must be a multiple of 16 on row 0 of a "
