@@ -46,3 +46,33 @@ def test_wrong_tile_is_a_schedule_error():
         t = tp.make_contig_concrete_tensor([16, 16])
     with pytest.raises(tp.ScheduleError, match="16 x 8"):
         tp.schedule_mma_fragment(t, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.A)
+
+
+@pytest.mark.parametrize("n", [8, 64, 128, 256])
+def test_wgmma_accumulators_are_the_d_fragment_of_the_warpgroup(n):
+    """A Hopper macro's C: thread T (0..127, TIDx) holds at element v the D element wgmma's map
+    names, (16 w + g + 8 ((v / 2) % 2), 8 (v / 4) + 2q + v % 2)."""
+    from tileproof.model.mma import wgmma_d_position
+
+    macro = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
+    with tp.Fusion("fragment"):
+        t = tp.make_contig_concrete_tensor([64, n])
+    tp.schedule_mma_fragment(t, macro, "C")
+    thread_axis, v_axis = t.loop
+    assert thread_axis.parallel_type is tp.ParallelType.TIDx and thread_axis.static_extent == 128
+    assert v_axis.static_extent == n // 2
+    seen = set()
+    for thread in range(128):
+        for v in range(n // 2):
+            idx = indices_from_loop(t, {thread_axis.uid: const(thread), v_axis.uid: const(v)})
+            got = tuple(evaluate(idx[i.uid], {}) for i in t.logical)
+            assert got == wgmma_d_position(thread, v), (thread, v)
+            seen.add(got)
+    assert len(seen) == 64 * n
+
+
+def test_wgmma_operands_have_no_register_fragment():
+    with tp.Fusion("fragment"):
+        t = tp.make_contig_concrete_tensor([64, 16], dtype=tp.bfloat16)
+    with pytest.raises(tp.ScheduleError, match="reads from shared memory"):
+        tp.schedule_mma_fragment(t, tp.MmaMacro.Hopper_64_64_16, tp.MmaOperand.A)

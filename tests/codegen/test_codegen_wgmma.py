@@ -1,0 +1,76 @@
+"""wgmma lowered from the schedule (codegen/lower/mma.py, codegen/emit/mma.py): the descriptors the
+kernel builds are the ones WGMMA-SMEM-LAYOUT proved (model/wgmma.py), the instruction names
+every accumulator register of the warpgroup's D fragment, and a batch sits between a fence and
+a commit + wait (model/wgmma_order.py)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.emit import mma as emit_mma
+from tileproof.codegen.ir import MmaIssue, WgmmaFence, WgmmaWait, walk
+from tileproof.codegen.lower import lower
+from tileproof.model.expr import evaluate
+from tileproof.model.indexing import block_dims
+from tileproof.model.wgmma import wgmma_operand
+from tileproof.model.wgmma_descriptor import Descriptor, hardware_address
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+from wgmma import hopper, tile_multiples  # noqa: E402
+
+
+def _fusion(**kw):
+    return tile_multiples(hopper("M", "N", "K", **kw), 64, n_multiple=kw.get("block", (128, 128))[1])
+
+
+def _issues(fusion):
+    return [n for n in walk(lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel.body) if isinstance(n, MmaIssue)]
+
+
+@pytest.mark.parametrize("kw", [{}, {"block": (128, 256), "stages": 4, "prefetch": 2}])
+def test_the_kernel_builds_the_proved_descriptors(kw):
+    fusion = _fusion(**kw)
+    (issue,) = _issues(fusion)
+    d = fusion.tensors[2]
+    for desc, role in zip(issue.descriptors, "AB"):
+        model = wgmma_operand(d, block_dims(fusion), role)
+        assert (desc.lbo, desc.sbo, desc.layout) == (model.lbo, model.sbo, model.swizzle.value) == (16, 1024, 1)
+        assert desc.tensor == model.tensor.name
+        # the emitted start, at every instance of one block: the model's start, and on a swizzle row 0
+        names = sorted(desc.start.free_vars())
+        for values in ((0,) * len(names), tuple(range(1, len(names) + 1))):
+            env = dict(zip(names, values))
+            start = evaluate(desc.start, env)
+            assert start % 1024 in range(0, 128, 32)  # row 0 of a pattern, a K step of 32 bytes in
+            assert Descriptor(start, desc.lbo, desc.sbo, model.swizzle).field_problems() == []
+            # the hardware reads element (1, 3) one row and 6 bytes on, through the swizzle
+            assert hardware_address(start, "K", model.swizzle, 2, 1, 3, desc.lbo, desc.sbo) == (start + 128 + 6) ^ (
+                ((start + 128 + 6) // 128 % 8) * 16)
+
+
+@pytest.mark.parametrize("n", [128, 256])
+def test_the_instruction_names_every_accumulator_of_the_d_fragment(n):
+    fusion = _fusion(block=(128, n))
+    src = tp.compile(fusion, "sm_90a").cuda_source
+    (asm,) = [line for line in src.splitlines() if "wgmma.mma_async" in line and "asm volatile" in line]
+    assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in asm
+    assert asm.count('"+f"(') == n // 2 and len(set(re.findall(r'"\+f"\(([^)]*)\)', asm))) == n // 2
+    assert '"l"(tp_da), "l"(tp_db)' in asm
+    with pytest.raises(Exception, match="d registers"):
+        emit_mma.wgmma(fusion.tensors[2].definition.macro.instruction("bfloat16"), ["x"], "a", "b")
+
+
+def test_a_batch_is_fenced_and_waited_for():
+    nodes = list(walk(lower(_fusion().snapshot(), tp.get_target("sm_90a")).kernel.body))
+    kinds = [type(n) for n in nodes if isinstance(n, (WgmmaFence, MmaIssue, WgmmaWait))]
+    assert kinds == [WgmmaFence, MmaIssue, WgmmaWait]
+
+
+def test_hopper_macros_exist_on_sm_90a_only():
+    report = tp.verify(_fusion(), "sm_100a")
+    assert "MMA-TARGET" in report.codes
