@@ -171,6 +171,35 @@ class TensorView:
         self.loop[ax], self.loop[ay] = t.x_out, t.y_out
         return self
 
+    def apply_mma_swizzle_for_tma_load(self, swizzle) -> "TensorView":
+        """Lay out a K-major wgmma operand tile [.., rows, one swizzle span of K] as the TMA's
+        swizzled box writes it and the descriptor's canonical layout reads it: rows in groups of 8,
+        16-byte chunks XOR-swizzled by the row within its group (nvFuser's
+        TensorView::applyMmaSwizzleForTMALoad: [.., rows / 8, 8, 128 / S, S / 16, 16 bytes], XOR
+        of the row and the chunk); returns self. `swizzle` is a tp.MmaInputSmemSwizzle (B128, B64
+        or B32); the innermost axis must hold S bytes. Bind the tile axes to Bulk and make this the
+        allocation domain (WGMMA-SMEM-LAYOUT proves the descriptor reads it).
+
+            a_smem.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)"""
+        from .mma import MmaInputSmemSwizzle
+
+        if not isinstance(swizzle, MmaInputSmemSwizzle):
+            raise wrong_enum("apply_mma_swizzle_for_tma_load", "swizzle", MmaInputSmemSwizzle, swizzle)
+        if not swizzle.value:
+            raise ScheduleError("apply_mma_swizzle_for_tma_load: MmaInputSmemSwizzle.None (core matrices of 8 rows "
+                                "x 16 bytes) is not supported; use B128, B64 or B32")
+        span, es = swizzle.swizzle_bytes, self.dtype.bytes
+        if len(self.loop) < 2:
+            raise ScheduleError(f"apply_mma_swizzle_for_tma_load: {self.name} needs two loop axes (rows, K)")
+        got = self.loop[-1].static_extent
+        if got is None or got * es != span:
+            raise ScheduleError(f"apply_mma_swizzle_for_tma_load: {self.name}'s innermost axis holds "
+                                f"{'a symbolic number of' if got is None else got} {self.dtype.name} elements"
+                                f"{'' if got is None else f' ({got * es} bytes)'}; the {span}-byte swizzle takes "
+                                f"{span // es} (one swizzle span of K)")
+        self.split(-2, 8).split(-2, 128 // span).split(-1, 16 // es)
+        return self.swizzle(SwizzleType.XOR, -4, -2)
+
     def reorder(self, old2new) -> "TensorView":
         """Permute the loop axes; returns self. `old2new` is a dict {old position: new position}
         (axes not named keep their relative order) or a list with `old2new[i]` the new position

@@ -7,9 +7,9 @@ by thread copies instead of the TMA (MMA-OPERAND-LAYOUT).
 Each is examples/valid/wgmma.py's hopper() (its hopper_matmul, or hopper_matmul_wide's 128 x 256
 tile) with one thing changed. Its tensors: T0 = A [M, 1, K] and T1 = B [1, N, K] (global), T2 the
 accumulators, T3 the output, T4 and T5 A's and B's shared tiles. hopper() lays each operand's
-tile out with ldst_matrix.py's swizzle_tma_box and loads both with LoadStoreOpType.TMA; the
-schedules below swap those two of its module's names for one build (`_hopper_with`), or change a
-tensor of the fusion it returns.
+tile out with its `tile_layout` (swizzled_box: apply_mma_swizzle_for_tma_load) and loads both with
+LoadStoreOpType.TMA; the schedules below pass another layout, swap its module's LS for one build
+(`_hopper_with`), or change a tensor of the fusion it returns.
 """
 
 import contextlib
@@ -26,23 +26,20 @@ VALID = Path(__file__).resolve().parent.parent / "valid"
 _spec = importlib.util.spec_from_file_location("_tileproof_example_invalid_wgmma_hopper", VALID / "wgmma.py")
 _valid = importlib.util.module_from_spec(_spec)  # a private copy: _hopper_with swaps its module names
 _spec.loader.exec_module(_valid)
-_box = _valid._ldst_matrix()  # ldst_matrix.py: swizzle_tma_box
 
 
 def _hopper_with(block=(128, 128), a_tile=None, b_tile=None, load=None):
     """hopper("M", "N", "K", block) with A's and B's shared tiles [.., rows, one swizzle span
     of K] laid out by `a_tile` / `b_tile` (functions of the tile and the swizzle bytes;
-    swizzle_tma_box where None) and both loaded by `load` (TMA where None); the sizes assumed
-    multiples of the block tile and of 64 (K)."""
+    the TMA's swizzled box where None) and both loaded by `load` (TMA where None); the sizes
+    assumed multiples of the block tile and of 64 (K)."""
     def lay_out(t, swizzle_bytes):
         tile = a_tile if t.axis(1).is_broadcast else b_tile  # A [Mo, 1, Ko, ..], B [1, No, Ko, ..]
-        (tile or _box.swizzle_tma_box)(t, swizzle_bytes)
+        (tile or _valid.swizzled_box)(t, swizzle_bytes)
 
-    swapped = {"_ldst_matrix": lambda: types.SimpleNamespace(swizzle_tma_box=lay_out)}
-    if load is not None:
-        swapped["LS"] = types.SimpleNamespace(TMA=load)
+    swapped = {"LS": types.SimpleNamespace(TMA=load)} if load is not None else {}
     with _swapped(swapped):
-        fusion = _valid.hopper("M", "N", "K", block=block)
+        fusion = _valid.hopper("M", "N", "K", block=block, tile_layout=lay_out)
     return _valid.tile_multiples(fusion, 64, n_multiple=block[1])
 
 
@@ -78,7 +75,7 @@ def _m_major(t, swizzle_bytes):
     swizzled: the layout an M-major A's TMA boxes of 64 x 64 write."""
     t.split(-2, 64)
     t.reorder({-1: -2, -2: -1})
-    _box.swizzle_tma_box(t, swizzle_bytes)
+    _valid.swizzled_box(t, swizzle_bytes)
 
 
 @tp.schedule(expect=tp.rejected("WGMMA-SMEM-LAYOUT", messages=[
@@ -99,11 +96,11 @@ def m_major_a():
 
 def _rows_of_both_warpgroups(t, swizzle_bytes):
     """[.., M (128), K] -> [.., (r, wg) (128), K]: A's row 64 wg + r at row 2 r + wg of the tile,
-    then swizzle_tma_box: each 8-row swizzle pattern holds 4 rows of each warpgroup's tile."""
+    then the swizzled box: each 8-row swizzle pattern holds 4 rows of each warpgroup's tile."""
     t.split(-2, 64)  # [.., wg (2), r (64), K]
     t.reorder({-3: -2, -2: -3})  # [.., r, wg, K]
     t.merge(-3)
-    _box.swizzle_tma_box(t, swizzle_bytes)
+    _valid.swizzled_box(t, swizzle_bytes)
 
 
 @tp.schedule(expect=tp.rejected("TMA-SWIZZLE-LAYOUT", "WGMMA-SMEM-LAYOUT", messages=[

@@ -2,7 +2,6 @@
 wgmma.mma_async through matrix descriptors, the accumulators in each warpgroup's registers as
 wgmma's D fragment."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -16,16 +15,15 @@ from mma import permute, tile_mnk, tile_multiples  # noqa: E402
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
+SMEM_SWIZZLES = {128: tp.MmaInputSmemSwizzle.B128, 64: tp.MmaInputSmemSwizzle.B64, 32: tp.MmaInputSmemSwizzle.B32}
 
 
-def _ldst_matrix():
-    spec = importlib.util.spec_from_file_location("tp_example_ldst_matrix", HERE / "ldst_matrix.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def swizzled_box(tile, swizzle_bytes):
+    """The operand tile [.., rows, one swizzle span of K] as the TMA's swizzled box lays it out."""
+    tile.apply_mma_swizzle_for_tma_load(SMEM_SWIZZLES[swizzle_bytes])
 
 
-def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1):
+def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -33,7 +31,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     wgmma's D fragment (128 threads on TIDx) and stored to the output from there. stages > 1
     circular-buffers A's and B's tiles over the K loop, `prefetch` TMA loads ahead (an mbarrier
     per stage). group=G orders the blocks in groups of G M tiles (blockIdx.z the group, blockIdx.x
-    the tile in it, blockIdx.y the N tile), as examples/valid/mma.py's tuned schedule does."""
+    the tile in it, blockIdx.y the N tile), as examples/valid/mma.py's tuned schedule does.
+    tile_layout(tile, swizzle bytes) lays out each operand's shared tile (swizzled_box)."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -72,9 +71,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     if not any(isinstance(x, int) and x % t for x, t in ((m, bm), (n, bn))):  # whole tiles: no pair straddles a hole
         out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
-    box = _ldst_matrix()
     for t in (sa, sb):
-        box.swizzle_tma_box(t, swizzle)
+        tile_layout(t, swizzle)
         for i in t.get_loop_domain()[3:]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)

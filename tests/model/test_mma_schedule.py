@@ -76,3 +76,29 @@ def test_wgmma_operands_have_no_register_fragment():
         t = tp.make_contig_concrete_tensor([64, 16], dtype=tp.bfloat16)
     with pytest.raises(tp.ScheduleError, match="reads from shared memory"):
         tp.schedule_mma_fragment(t, tp.MmaMacro.Hopper_64_64_16, tp.MmaOperand.A)
+
+
+def test_apply_mma_swizzle_for_tma_load_writes_the_tma_box_layout():
+    """[rows, 64 bf16] -> [rows / 8, 8, 1, 8 chunks, 8]: chunk c of row r at c ^ (r % 8)."""
+    with tp.Fusion("tile"):
+        t = tp.make_contig_concrete_tensor([64, 64], dtype=tp.bfloat16)
+    t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+    assert [i.static_extent for i in t.loop] == [8, 8, 1, 8, 8]
+    rows, row, _, chunk, _ = t.loop
+    idx = indices_from_loop(t, {rows.uid: const(1), row.uid: const(3), t.loop[2].uid: const(0),
+                                chunk.uid: const(5), t.loop[4].uid: const(2)})
+    r, c = (evaluate(idx[i.uid], {}) for i in t.logical)
+    assert (r, c) == (11, 8 * (5 ^ 3) + 2)  # the loop's chunk 5 of row 11 holds logical chunk 5 ^ 3
+
+
+def test_apply_mma_swizzle_for_tma_load_names_a_wrong_argument():
+    with tp.Fusion("tile"):
+        t = tp.make_contig_concrete_tensor([64, 32], dtype=tp.bfloat16)
+    with pytest.raises(tp.ScheduleError, match="64 bytes.*128-byte swizzle takes 64"):
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+    with pytest.raises(tp.ScheduleError, match="expected a tp.MmaInputSmemSwizzle.*use tp.MmaInputSmemSwizzle.B64"):
+        t.apply_mma_swizzle_for_tma_load("B64")
+    with pytest.raises(tp.ScheduleError, match="not supported; use B128, B64 or B32"):
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.NoSwizzle)
+    t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B64)  # 32 bf16 = one 64-byte span
+    assert [i.static_extent for i in t.loop] == [8, 4, 2, 4, 8]  # two 64-byte rows per 128-byte line
