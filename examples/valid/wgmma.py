@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from mma import permute, tile_mnk, tile_multiples  # noqa: E402
+from mma import permute, tile_mnk, tile_multiples
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
