@@ -19,7 +19,7 @@ from .model.inlining import inline_all_at
 from .model.inlining import inline_most as _inline_most
 from .model.iterdomain import IterDomain, Merge, Split, Swizzle
 from .model.mma import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand, Tf32Rounding
-from .model.mma_schedule import schedule_mma_fragment
+from .model.mma_schedule import mma_output_allocation, schedule_mma_fragment
 from .model.ops import (
     broadcast,
     make_contig_concrete_tensor,

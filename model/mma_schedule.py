@@ -125,3 +125,35 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
 
 
 __all__ = ["schedule_mma_fragment"]
+
+
+def mma_output_allocation(tv) -> list:
+    """The allocation domain of an MmaOp's register output: its accumulators as the macro's C
+    fragment, [.., reduction axes, warp and tile axes, thread (TIDx), element] (nvFuser's
+    MmaSwizzler::scheduleMmaOutputAllocation). The loop axes before the first reduction axis
+    stay outermost, the reduction axes follow (no storage), then the other axes, whose
+    innermost two, the macro's M and N tile, become the fragment's thread and element axes. Call
+    it before binding the tile to Mma (a bound axis is not split); tv's loop domain is left as it
+    was; returns the IDs for set_allocation_domain.
+
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)"""
+    from .mma_op import is_mma_op
+
+    if not is_mma_op(tv.definition) or tv.definition.macro is None:
+        raise ScheduleError(f"mma_output_allocation: {tv.name} is not the output of an MmaOp with a macro "
+                            f"(tp.fused_multiply_sum / tp.matmul, then definition.set_macro)")
+    loop = list(tv.loop)
+    macro = tv.definition.macro
+    tile = [i.static_extent for i in loop[-3:]]
+    if len(loop) < 3 or tile != [macro.m, macro.n, macro.k] or not loop[-1].is_reduction:
+        raise ScheduleError(f"mma_output_allocation: {tv.name}'s three innermost loop axes must be the M, N and K "
+                            f"tile of MmaMacro.{macro.name} ({macro.m}, {macro.n}, {macro.k}), not yet bound to Mma; "
+                            f"they are {tile}")
+    first = next(k for k, i in enumerate(loop) if i.is_reduction)
+    order = loop[:first] + [i for i in loop[first:] if i.is_reduction] + [i for i in loop[first:] if not i.is_reduction]
+    tv.set_loop_domain(order)
+    try:
+        schedule_mma_fragment(tv, macro, "C", dtype=tv.definition.inputs[0].dtype)
+        return list(tv.loop)
+    finally:
+        tv.set_loop_domain(loop)

@@ -283,7 +283,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     d.split(3, macro.m).split(3, bm // wm // macro.m)  # M -> wm, rm, m: [Mo, No, Ko, wm, rm, m, wn, rn, n, kb, mk]
     permute(d, [0, 1, 2, 3, 6, 9, 4, 7, 5, 8, 10])
     if epilogue:
-        _accumulators_in_fragments(d, macro)
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)  # the C fragments: K axes first, then the tiles
     for i, p in ((3, P.TIDz), (4, P.TIDy), (5, P.Unroll), (6, P.Unroll), (7, P.Unroll),
                  (8, P.Mma), (9, P.Mma), (10, P.Mma)):
         d.axis(i).parallelize(p)
@@ -341,18 +341,6 @@ def _through_shared(out):
     c = cs.cache_before(LS.StMatrix)  # cs = stmatrix(c), c = cast(d)
     cs.set_memory_type(tp.MemoryType.Shared)
     return [c, cs, out]
-
-
-def _accumulators_in_fragments(d, macro):
-    """The register MmaOp D [Mo, No, Ko, wm, wn, kb, rm, rn, M, N, K] allocated as its C
-    fragments [Mo, No, (K axes), wm, wn, rm, rn, lane, v], the lane on TIDx: each thread holds
-    its own elements of a macro tile (8 of 16 x 16), not the whole tile."""
-    loop = d.get_loop_domain()
-    d.set_loop_domain([loop[i] for i in (0, 1, 2, 5, 10, 3, 4, 6, 7, 8, 9)])  # the K axes first
-    tp.schedule_mma_fragment(d, macro, "C")
-    d.axis(-2).parallelize(P.TIDx)
-    d.set_allocation_domain(d.get_loop_domain(), True)
-    d.set_loop_domain(loop)
 
 
 def _stmatrix_epilogue(epilogue, macro, block, warps, swizzle=128):

@@ -55,11 +55,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     d.split(5, 16)
     d.split(3, 64)
     permute(d, [0, 1, 2, 3, 6, 4, 5, 7])
-    loop = d.get_loop_domain()  # the accumulators: [Mo, No, Ko, kk, K16, wg, thread, v]
-    d.set_loop_domain([loop[i] for i in (0, 1, 2, 4, 7, 3, 5, 6)])
-    tp.schedule_mma_fragment(d, macro, "C")
-    d.set_allocation_domain(d.get_loop_domain(), True)
-    d.set_loop_domain(loop)
+    # the accumulators: [Mo, No, Ko, kk, K16, wg, thread (TIDx), v], wgmma's D fragment
+    d.set_allocation_domain(tp.mma_output_allocation(d), True)
     for i, p in ((3, P.TIDy), (4, P.Unroll), (5, P.Mma), (6, P.Mma), (7, P.Mma)):
         d.axis(i).parallelize(p)
     # the output [M, N] -> [Mo, No, wg, thread, v]: D's fragment

@@ -102,3 +102,34 @@ def test_apply_mma_swizzle_for_tma_load_names_a_wrong_argument():
         t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.NoSwizzle)
     t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B64)  # 32 bf16 = one 64-byte span
     assert [i.static_extent for i in t.loop] == [8, 4, 2, 4, 8]  # two 64-byte rows per 128-byte line
+
+
+def test_mma_output_allocation_puts_the_k_axes_first_and_the_tile_as_the_fragment():
+    with tp.Fusion("mm"):
+        a = tp.make_contig_concrete_tensor([128, 1, 64], dtype=tp.bfloat16)
+        b = tp.make_contig_concrete_tensor([1, 128, 64], dtype=tp.bfloat16)
+        d = tp.fused_multiply_sum(a, b, [-1])
+    d.definition.set_macro(tp.MmaMacro.Hopper_64_128_16)
+    d.split(2, 16).split(0, 64)  # [wg, M64, N, kk, K16]
+    d.reorder({1: 3, 3: 1})  # [wg, kk, N, M64, K16]
+    d.reorder({2: 3, 3: 2})  # [wg, kk, M64, N, K16]
+    loop = list(d.loop)
+    alloc = tp.mma_output_allocation(d)
+    assert d.loop == loop  # the loop domain is left as it was
+    assert [i.static_extent for i in alloc] == [2, 4, 16, 128, 64]  # wg, kk, K16, thread, element
+    assert [i.is_reduction for i in alloc] == [False, True, True, False, False]
+    assert alloc[-2].parallel_type is tp.ParallelType.TIDx
+    d.set_allocation_domain(alloc, True)
+
+
+def test_mma_output_allocation_names_what_it_needs():
+    with tp.Fusion("mm"):
+        a = tp.make_contig_concrete_tensor([64, 1, 16], dtype=tp.bfloat16)
+        b = tp.make_contig_concrete_tensor([1, 64, 16], dtype=tp.bfloat16)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        e = tp.set(a)
+    with pytest.raises(tp.ScheduleError, match="not the output of an MmaOp with a macro"):
+        tp.mma_output_allocation(e)
+    d.definition.set_macro(tp.MmaMacro.Hopper_64_128_16)
+    with pytest.raises(tp.ScheduleError, match=r"tile of MmaMacro.Hopper_64_128_16 \(64, 128, 16\).*\[64, 64, 16\]"):
+        tp.mma_output_allocation(d)
