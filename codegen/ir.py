@@ -416,7 +416,8 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             over = "".join(c for c, r in zip("xyz", n.threads) if r)
             lines.append(f"{pad}block {n.combine} of {n.acc}[0..{n.elements}) over threadIdx.{over} via {n.scratch}")
         elif isinstance(n, Prologue):
-            lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}), each then commit")
+            then = "" if n.tma or not n.asynchronous else ", each then commit"
+            lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}){then}")
             lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, Prefetched):
             lines.append(f"{pad}the copies of iteration {n.index} + {n.prefetch} (if below {n.extent}), stage % {n.stages}")

@@ -69,9 +69,11 @@ class Sync:
 @dataclass
 class TmaWait:
     """All threads wait for the current phase of a load's mbarrier, then flip their phase bit.
-    In a circular buffer's loop (`stages` > 1: one mbarrier per stage) they wait instead for
-    iteration i's: mbarrier i % stages, parity (i / stages) % 2 (`index`: i, filled in by the
-    code generator), the (i / stages)-th phase of that barrier."""
+    In a circular buffer's loop (`stages` > 1: one mbarrier per stage) iteration i waits on
+    mbarrier i % stages (`index`: i, filled in by the code generator), with that stage's phase
+    bit: the loop loads each stage exactly as often as it waits for it (the prologue and the
+    refills load iterations 0 .. E - 1 once each), so the k-th wait on a stage's mbarrier is for
+    its k-th load, in this run of the loop and in the next (an outer loop)."""
 
     barrier: str
     why: str

@@ -57,7 +57,8 @@ import copy
 import enum
 from dataclasses import dataclass, field
 
-from .barriers import Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, split_point, statement_paths
+from .barriers import (Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats, split_point,
+                       statement_paths)
 from .wgmma_order import WgmmaWait
 from .errors import ScheduleError, user_location
 from .expr import Expr, const
@@ -307,13 +308,14 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             continue  # no loop at that depth: PIPELINE-STAGES rejects the schedule
         scope, at = path[depth]
         asynchronous = acc.kind in (Async.CP_ASYNC, Async.TMA_LOAD)
-        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous, []))
+        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous, [],
+                                                 scope_repeats(path, depth, hazards)))
         if acc.kind is Async.TMA_LOAD and acc.barrier not in entry[5]:
             entry[5].append(acc.barrier)
         child = scope[at].body[path[depth + 1][1]]  # the node, not its index: prologues shift indices
         if not any(child is c for c in entry[2]):
             entry[2].append(child)
-    for scope, loop, children, (stages, prefetch), asynchronous, barriers in loops.values():
+    for scope, loop, children, (stages, prefetch), asynchronous, barriers, outer in loops.values():
         copies = [n for n in loop.body if any(n is c for c in children)]
         rest = [n for n in loop.body if not any(n is c for c in children)]
         tma = bool(barriers)
@@ -321,7 +323,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest
         elif tma:  # each thread waits for its stage's mbarrier itself; the barrier after it orders the refill
             # after every thread's reads of that stage in the previous iterations (and their waits)
-            waits = [TmaWait(b, "this iteration's tile loaded by TMA (stage i % stages, phase i / stages)", stages)
+            waits = [TmaWait(b, "this iteration's tile loaded by TMA (stage i % stages, its next phase)", stages)
                      for b in barriers]
             war = Sync("every thread's reads of the stage refilled below are done (previous iterations)")
             loop.body[:] = ([*waits, war, Prefetched(stages, prefetch, copies, tma=True)] if prefetch >= 1 else
@@ -339,6 +341,9 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
                             CpAsyncWait(0, "this iteration's copies are complete"),
                             Sync("this iteration's stage, copied by every thread, read below")] + rest + war
         at = next(k for k, n in enumerate(scope) if n is loop)  # an earlier prologue may have moved it
+        if outer and asynchronous:  # the next outer iteration's prologue refills the stages read here
+            scope.insert(at + 1, Sync(f"every thread's reads of the circular buffer are done before the next "
+                                      f"iteration's prologue refills its stages"))
         scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma))
 
 
@@ -397,6 +402,7 @@ class Timeline:
     private: bool = False  # a register circular buffer: each thread's own data, ordered by program order
     tma: bool = False  # TMA loads: a WAIT is every thread's own wait on iteration k's stage and phase
     async_read: bool = False  # the reader is a wgmma: its reads end at an MMA_WAIT, not with the statement
+    outer_ordered: bool = True  # in a repeating scope: a barrier after the loop (after its reads are done)
 
     def positions(self, step: Step, prologue: bool = False) -> list[int]:
         """The positions of `step` in one iteration (of the prologue, if asked)."""
@@ -460,6 +466,7 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
     prologue: tuple[Event, ...] = ()
     iterations, prefetch, stages = 0, 0, 1
     private = tma = False
+    outer_ordered = True
     leaf_scope, leaf_at = rp[-1]
     reading = hazards.access(leaf_scope[leaf_at])
     async_read = reading is not None and reading.kind is Async.WGMMA
@@ -472,11 +479,24 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
         if repeats(owner, hazards) and hazards.extent is not None:
             extent = hazards.extent(owner)
         before = parent[at - 1] if at > 0 else None
+        if isinstance(scope[iw], Prefetched) and not private and scope_repeats(wp, d - 1, hazards):
+            outer_ordered = _barrier_after(parent, at, async_read) or any(isinstance(n, Sync) for n in parent[:at - 1])
         if isinstance(before, Prologue) and isinstance(scope[iw], Prefetched):
             steps = (Event(Step.ISSUE),) if private or tma else (Event(Step.ISSUE), Event(Step.COMMIT))
             prologue, iterations = steps, max(before.prefetch, 0)
     return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private, tma,
-                    async_read)
+                    async_read, outer_ordered)
+
+
+def _barrier_after(parent: list, at: int, async_read: bool) -> bool:
+    """A barrier after the circular loop parent[at], after the wgmma.wait_group 0 there that
+    ends an asynchronous reader's reads (where the loop leaves a batch in flight)."""
+    after = parent[at + 1:]
+    start = 0
+    if async_read:
+        waits = [k for k, n in enumerate(after) if isinstance(n, WgmmaWait) and n.pending == 0]
+        start = waits[0] + 1 if waits else 0
+    return any(isinstance(n, Sync) for n in after[start:])
 
 
 __all__ = ["CircularBuffer", "Event", "Pipelined", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",

@@ -74,16 +74,20 @@ def barrier_setup(barriers: list[MBarrier]) -> list[str]:
     lines.append("    tp_fence_async_smem();  // the initialized barriers, visible to the TMA unit")
     lines.append("  }")
     lines.append("  __syncthreads();")
-    lines += [f"  unsigned {b.name}_phase = 0;" for b in barriers if b.stages == 1]
+    lines += [f"  unsigned {b.name}_phase = 0;" + ("  // bit s: the phase stage s's mbarrier waits for next"
+                                                   if b.stages > 1 else "") for b in barriers]
     return lines
 
 
 def wait(n: TmaWait, x) -> list[str]:
-    """A plain wait flips the thread's phase bit; a circular buffer's computes stage and phase
-    from the iteration (x renders an Expr)."""
+    """A wait flips the thread's phase bit of the mbarrier it waits on: a circular buffer's
+    iteration i waits on stage i % stages's (x renders an Expr). Each pipelined loop loads every
+    stage as often as it waits for it, so the bits carry over to the loop's next run."""
     if n.stages:
-        i = x(var(n.index))
-        return [f"tp_mbar_wait(&{n.barrier}[({i}) % {n.stages}], (unsigned)((({i}) / {n.stages}) % 2));  // {n.why}"]
+        stage = f"(unsigned)(({x(var(n.index))}) % {n.stages})"
+        return [f"{{ const unsigned tp_s = {stage};",
+                f"  tp_mbar_wait(&{n.barrier}[tp_s], ({n.barrier}_phase >> tp_s) & 1u);  // {n.why}",
+                f"  {n.barrier}_phase ^= 1u << tp_s; }}"]
     return [f"tp_mbar_wait(&{n.barrier}, {n.barrier}_phase);  // {n.why}", f"{n.barrier}_phase ^= 1u;"]
 
 

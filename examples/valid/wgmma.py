@@ -121,3 +121,16 @@ def hopper_matmul_grouped():
     (blockIdx.z the group; M need only be a multiple of 128: the last group's blocks past M do
     nothing), D's adjacent column pairs stored 8 bytes at a time."""
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_m_tiles_in_a_loop():
+    """The pipelined schedule with each block looping over the M tiles (blockIdx.x's axis made a
+    serial loop): the circular K loop runs once per M tile. Its waits flip a phase bit per stage
+    (each run loads every stage as often as it waits for it), and a barrier after the loop, after
+    the last wgmma.wait_group, keeps the next tile's prologue from refilling a stage still read."""
+    fusion = tile_multiples(hopper("M", "N", "K", stages=4, prefetch=2), 64)
+    for t in fusion.tensors:
+        if t.loop and t.loop[0].parallel_type is P.BIDx:
+            t.loop[0].parallelize(P.Serial)
+    return fusion

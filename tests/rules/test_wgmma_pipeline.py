@@ -127,3 +127,48 @@ def test_a_wgmma_wait_at_the_top_of_the_next_iteration_counts_from_there():
     assert move(nest.tree)
     for out in _free(nest).values():
         assert out.status is Verdict.COUNTEREXAMPLE and out.values["stage"] == out.model["read iteration"] % 4
+
+
+def _m_tiles_in_a_loop(stages=4, prefetch=2):
+    """The pipelined Hopper schedule with each block looping over the M tiles (Mo serial): the
+    circular loop runs once per M tile."""
+    fusion = tile_multiples(hopper("M", "N", "K", stages=stages, prefetch=prefetch), 64)
+    for t in fusion.tensors:
+        if t.loop and t.loop[0].parallel_type is tp.ParallelType.BIDx:
+            t.loop[0].parallelize(tp.ParallelType.Serial)
+    return fusion
+
+
+def test_a_circular_loop_in_an_outer_loop_ends_with_a_barrier_after_its_last_wait():
+    """The next M tile's prologue refills stages the last K tiles' wgmma may still read: the
+    barrier after the loop comes after its wgmma.wait_group 0; without it PIPELINE-WAR rejects."""
+    from tileproof.model.barriers import Sync
+    from tileproof.verifier.rules.pipeline import pipeline_war
+
+    fusion = _m_tiles_in_a_loop()
+    assert tp.verify(fusion, "sm_90a").ok
+    ctx = VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
+    nest = barrier_nest(ctx)
+
+    def after_loop(nodes):
+        for k, n in enumerate(nodes):
+            if isinstance(n, WgmmaWait) and not n.commit:
+                assert isinstance(nodes[k + 1], Sync)
+                del nodes[k + 1]
+                return True
+            if hasattr(n, "body") and after_loop(n.body):
+                return True
+        return False
+
+    assert after_loop(nest.tree)
+    found = [d for d in pipeline_war(ctx) if "runs again in an outer loop" in d.message]
+    assert {d.tensor for d in found} == {"T4", "T5"}
+
+
+def test_a_stage_waits_with_its_own_phase_bit_across_runs_of_the_loop():
+    """Each run of the loop loads each stage as often as it waits for it: the k-th wait of a
+    stage is for its k-th load however many runs came before, so the wait flips a per-stage
+    phase bit instead of computing the parity from the iteration."""
+    src = tp.compile(_m_tiles_in_a_loop(), "sm_90a").cuda_source
+    assert "tp_mbar_wait(&tp_bar_T4[tp_s], (tp_bar_T4_phase >> tp_s) & 1u);" in src
+    assert src.count("tp_bar_T4_phase ^= 1u << tp_s;") == 1 and "/ 4) % 2" not in src

@@ -339,7 +339,8 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: for every circular buffer's copy c and reader r, on the Timeline of the circular
     #   loop (verifier/analysis/pipeline.py prove_free): for all extents E, refill iterations k in [-P, E)
     #   with d = k + P in [0, E), and iterations j in [0, E) with j < d and j % S == d % S:
-    #   some SYNC Y has R(j) < Y < I(k) (a private Timeline, registers: R(j) < I(k))
+    #   some SYNC Y has R(j) < Y < I(k) (a private Timeline, registers: R(j) < I(k)); inside an outer loop,
+    #   a SYNC after the loop (after the wgmma wait ending the reads) before the next run's prologue
     for tl, writer, reader in _timelines(ctx):
         if tl.stages == 1 and tl.prefetch == 0 and not tl.prologue_iterations:
             continue  # no circular buffer: SMEM-RACE checks the refill of a plain tile
@@ -348,6 +349,15 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
                      labels=[f"{reader.name} reads {tl.tensor} in each iteration of the circular loop"])
         yield from report_outcome("PIPELINE-WAR", out, f"that {tl.tensor}'s stages are refilled after their reads",
                                   lambda out, tl=tl: _refilled_early(tl, out, where), **where)
+        if not tl.outer_ordered:
+            yield finding(
+                "PIPELINE-WAR",
+                f"{tl.tensor}'s circular loop runs again in an outer loop, and no __syncthreads after it (after "
+                f"the wgmma.wait_group that ends {tl.reader}'s reads) comes before the next run's prologue refills "
+                f"its stages: a thread may refill a stage another thread still reads",
+                notes=[f"the steps of the loop: {tl.describe()}"],
+                counterexample={"prologue iteration": 0, "stage": 0},
+                hint="report the schedule: tileproof places that barrier itself", **where)
 
 
 def _refilled_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
