@@ -105,8 +105,8 @@ def hopper_matmul_wide():
 @tp.schedule(expect=tp.accepted(), params={"block": ["128x128", "128x256"], "prefetch": [2, 3]})
 def hopper_matmul_pipelined(block, prefetch):
     """The Hopper schedule with A's and B's tiles circular-buffered over the K loop: four stages,
-    `prefetch` TMA loads ahead, one mbarrier per stage (iteration i waits for phase i / 4 of
-    mbarrier i % 4: PIPELINE-RAW), one barrier per K tile before the refill of a stage
+    `prefetch` TMA loads ahead, one mbarrier per stage (iteration i waits for mbarrier
+    i % 4's next phase: PIPELINE-RAW), one barrier per K tile before the refill of a stage
     (PIPELINE-WAR). With prefetch 2 a stage is refilled two iterations after its read, so each
     iteration's wgmma batch stays in flight while the next is issued (wgmma.wait_group 1); with
     prefetch 3 each batch is waited for at once."""

@@ -147,7 +147,8 @@ def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
         issued in iteration k - prefetch, comes before the read of iteration k in the thread's
         program order. For a TMA circular buffer (shared tiles, an mbarrier per stage) the read
         of iteration k also follows the thread's own wait of iteration k (mbarrier k % stages,
-        parity (k / stages) % 2, the phase the load of data k completes), after the issue.
+        the next phase of that stage: each run of the loop loads every stage as often as it waits
+        for it, so it is the phase the load of data k completes), after the issue.
         The counterexample names the iteration. tileproof places the copies and waits itself,
         so a negative prefetch is what fails on a schedule written with the API
         (PIPELINE-STAGES reports it too).
