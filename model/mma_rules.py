@@ -138,23 +138,20 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
             hint=f"leave {tv.name} in registers and copy it (tp.set) where it must go",
             values={"memory": 0}, **where))
     for arg, t in zip("ab", op.inputs):
+        def operand_problem(why: str, hint: str, arg=arg, t=t) -> None:
+            out["MMA-OPERAND-LAYOUT"].append(Problem(f"{tv.name}'s operand {arg} ({t.name}) {why}", hint=hint,
+                                                     values={"operand": 0 if arg == "a" else 1}, **where))
+
         if wgmma and t.memory_type is not MemoryType.Shared:
-            out["MMA-OPERAND-LAYOUT"].append(Problem(
-                f"{tv.name}'s operand {arg} ({t.name}) is in {t.memory_type} memory; tileproof issues wgmma with both "
-                f"operands in shared memory, read through matrix descriptors",
-                hint=f"load {t.name} into shared memory first ({t.name}.cache_after(tp.LoadStoreOpType.TMA), "
-                     f"set_memory_type(tp.MemoryType.Shared)), allocated as the TMA's swizzled boxes",
-                values={"operand": 0 if arg == "a" else 1}, **where))
+            operand_problem(f"is in {t.memory_type} memory; tileproof issues wgmma with both operands in shared "
+                            f"memory, read through matrix descriptors",
+                            f"load {t.name} into shared memory first ({t.name}.cache_after(tp.LoadStoreOpType.TMA), "
+                            f"set_memory_type(tp.MemoryType.Shared)), allocated as the TMA's swizzled boxes")
         elif wgmma and not (t.definition is not None and is_tma_op(t.definition)):
-            out["MMA-OPERAND-LAYOUT"].append(Problem(
-                f"{tv.name}'s operand {arg} ({t.name}) is written by `{t.definition}`; tileproof issues wgmma on shared "
-                f"tiles the TMA loads (the TMA and wgmma both use the async proxy: no proxy fence between them)",
-                hint=f"fill {t.name} with {t.name} = x.cache_after(tp.LoadStoreOpType.TMA)",
-                values={"operand": 0 if arg == "a" else 1}, **where))
+            operand_problem(f"is written by `{t.definition}`; tileproof issues wgmma on shared tiles the TMA loads "
+                            f"(the TMA and wgmma both use the async proxy: no proxy fence between them)",
+                            f"fill {t.name} with {t.name} = x.cache_after(tp.LoadStoreOpType.TMA)")
         elif not wgmma and t.memory_type is not MemoryType.Local:
-            out["MMA-OPERAND-LAYOUT"].append(Problem(
-                f"{tv.name}'s operand {arg} ({t.name}) is in {t.memory_type} memory; mma.sync reads its operands "
-                f"from each lane's registers",
-                hint=f"copy {t.name} into registers first (r = {t.name}.cache_after(), or tp.LoadStoreOpType.LdMatrix "
-                     f"from shared memory), scheduled so each lane holds its fragment",
-                values={"operand": 0 if arg == "a" else 1}, **where))
+            operand_problem(f"is in {t.memory_type} memory; mma.sync reads its operands from each lane's registers",
+                            f"copy {t.name} into registers first (r = {t.name}.cache_after(), or "
+                            f"tp.LoadStoreOpType.LdMatrix from shared memory), scheduled so each lane holds its fragment")

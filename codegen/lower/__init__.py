@@ -13,7 +13,7 @@
     sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads,
                cp.async commits and waits; a circular buffer's prologue and prefetched copies
     pipeline   those prologues and prefetched copies: their loop's index, the copies shifted ahead
-               (lower/cp_async.py)
+               (lower/pipelines.py)
     signature  parameters, launch dimensions, names
 
 Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
@@ -47,7 +47,7 @@ from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, Tens
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
 from .syncs import insert_syncs
-from .cp_async import fill_pipelines
+from .pipelines import fill_pipelines
 from . import mma, reduction, tmem
 
 KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart

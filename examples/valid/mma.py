@@ -307,17 +307,9 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     for t, rows in ((sa, bm), (sb, bn)):
         swizzled_tile(t, row_bytes)
         cp_async_tile(t, rows, bk, warps)
-    # the block tiles [Mo, No]; in groups of `group` M tiles [Mo / group, group, No]: blockIdx.x
-    # the tile in its group, blockIdx.y the N tile, blockIdx.z the group (x runs fastest)
     if epilogue:
         _stmatrix_epilogue(epilogue, macro, block, warps)
-    at = 1 if group > 1 else 0
-    for t in (d, sa, sb, ra, rb, *epilogue):
-        if group > 1:
-            t.split(0, 1 if t.axis(0).is_broadcast else group)  # B's M: two broadcasts of extent 1
-        for i, p in enumerate([P.BIDz, P.BIDx, P.BIDy][1 - at:]):
-            if not t.axis(i).is_broadcast:
-                t.axis(i).parallelize(p)
+    at = grouped_blocks((d, sa, sb, ra, rb, *epilogue), group)
     for t in (sa, sb):
         t.inline_at(3 + at)
         t.circular_buffer(stages, prefetch)
@@ -374,6 +366,21 @@ def _stmatrix_epilogue(epilogue, macro, block, warps, swizzle=128):
         t.axis(6).parallelize(P.TIDx)
     c.axis(7).parallelize(P.Unroll)
     cs.axis(7).parallelize(P.Vectorize)  # eight 16-bit elements a lane: stmatrix.x4
+
+
+def grouped_blocks(tensors, group):
+    """Bind the block tiles [Mo, No, ..] of `tensors` to blocks: blockIdx.x the M tile, blockIdx.y
+    the N tile; with group > 1 the M tiles in groups [Mo / group, group, No], blockIdx.z the group
+    and blockIdx.x the tile in it (x runs fastest: the blocks running at once share `group` tiles
+    of A). Returns the axes the grouping added (0 or 1)."""
+    at = 1 if group > 1 else 0
+    for t in tensors:
+        if group > 1:
+            t.split(0, 1 if t.axis(0).is_broadcast else group)  # B's M: two broadcasts of extent 1
+        for i, p in enumerate([P.BIDz, P.BIDx, P.BIDy][1 - at:]):
+            if not t.axis(i).is_broadcast:
+                t.axis(i).parallelize(p)
+    return at
 
 
 def tile_multiples(fusion, k_multiple, m_multiple=128, n_multiple=128):

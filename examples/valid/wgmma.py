@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from mma import permute, tile_mnk, tile_multiples
+from mma import grouped_blocks, permute, tile_mnk, tile_multiples
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
@@ -73,13 +73,7 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         for i in t.get_loop_domain()[3:]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
-    at = 1 if group > 1 else 0
-    for t in (d, out, sa, sb):
-        if group > 1:
-            t.split(0, 1 if t.axis(0).is_broadcast else group)  # B's M: two broadcasts of extent 1
-        for i, p in enumerate([P.BIDz, P.BIDx, P.BIDy][1 - at:]):
-            if not t.axis(i).is_broadcast:
-                t.axis(i).parallelize(p)
+    at = grouped_blocks((d, out, sa, sb), group)
     for t in (sa, sb):
         t.inline_at(3 + at)
         if stages > 1:
