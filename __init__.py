@@ -31,7 +31,7 @@ from .model.ops import (
 from .model import mma_op as _mma_op, ops as _ops
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
-from .model.pipeline import Pipelined
+from .model.pipeline import Pipelined, WarpSpecialized
 from .model.tensor import TensorView
 from .model.tma import TmaDim, TmaInfo, infer_tma as _infer_tma, tma_ops_of as _tma_ops_of
 from .model.types import (
@@ -233,6 +233,7 @@ __all__ = [
     "TmaDim",
     "TmaInfo",
     "UnsupportedSchedule",
+    "WarpSpecialized",
     "accepted",
     "add",
     "allocation",

@@ -87,6 +87,17 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x128_4_stages_one_batch_in_flight": {"block": (128, 128), "stages": 4, "prefetch": 2},
     "hopper_128x256_4_stages_one_batch_in_flight_grouped": {"block": (128, 256), "stages": 4, "prefetch": 2,
                                                             "group": 8},
+    "hopper_128x256_4_stages_warp_specialized_grouped": {"block": (128, 256), "stages": 4, "prefetch": 2, "group": 8,
+                                                         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy,
+                                                                                           num_registers=(40, 232))},
+    "hopper_128x256_4_stages_one_batch_in_flight_grouped_bf16_out": {"block": (128, 256), "stages": 4, "prefetch": 2,
+                                                                     "group": 8, "out_dtype": tp.bfloat16},
+    "hopper_128x256_4_stages_warp_specialized_grouped_bf16_out": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "out_dtype": tp.bfloat16,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
+                                                               "group": 8,
+                                                               "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},
 }
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
 TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4)]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ..model.barriers import CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
 from ..model.wgmma_order import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..model.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
+from ..model.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const
@@ -102,6 +103,7 @@ class TmaCopy:
     comment: str = ""
     circular: tuple[int, int, int] | None = None  # a circular buffer's (stages, prefetch, circular loop depth)
     stage: Expr | None = None  # a circular buffer's load: the stage, whose mbarrier it completes on
+    specialized: object | None = None  # a warp-specialized circular buffer's load: its WarpSpecialized
 
 
 @dataclass
@@ -195,12 +197,14 @@ class TensorMap:
 
 @dataclass(frozen=True)
 class MBarrier:
-    """A shared-memory mbarrier completing one phase per execution of a TMA load."""
+    """A shared-memory mbarrier completing one phase per execution of a TMA load (or, `empty`, per
+    release of a warp-specialized stage by its consumer warpgroups)."""
 
     name: str
-    count: int  # threads that arrive per phase (the load's issuers)
+    count: int  # threads that arrive per phase (the load's issuers; the consumer warpgroups)
     tensor: str
     stages: int = 1  # a circular buffer's loads: one mbarrier per stage, name[stage]
+    empty: bool = False  # waited for by the producer, whose phase bits start at 1
 
 
 @dataclass(frozen=True)
@@ -332,6 +336,9 @@ class ReduceInit:
     dtype: DataType
     neutral: int | float
     comment: str = ""
+    # wgmma's accumulators: each register pinned after its init (an empty asm reading and writing
+    # it), so that ptxas sets them before the wgmma pipeline rather than inside it (C7515)
+    pinned: bool = False
 
 
 @dataclass
@@ -386,7 +393,7 @@ class WgmmaDescriptor:
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
               CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
-              WgmmaFence, WgmmaWait)
+              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease)  # a Role only in WarpRoles.body
 
 
 def walk(nodes: list):

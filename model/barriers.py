@@ -55,6 +55,7 @@ class Access:
     # a circular-buffered cp.async or TMA load: (stages, prefetch, depth of its circular loop in
     # the statement's path); model/pipeline.py places its waits and barriers
     circular: tuple[int, int, int] | None = None
+    specialized: object | None = None  # its WarpSpecialized type (model/warp_roles.py), if any
 
 
 @dataclass

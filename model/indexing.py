@@ -96,13 +96,23 @@ def executed_tensors(fusion) -> list[TensorView]:
 
 
 def block_dims(fusion) -> dict[ParallelType, Expr]:
-    """blockDim/gridDim per parallel type: the largest extent bound to it (others predicate)."""
+    """blockDim/gridDim per parallel type: the largest extent bound to it (others predicate), and
+    one more index on a warp-specialized circular buffer's axis: its producer warpgroup
+    (model/warp_roles.py)."""
+    from .pipeline import specialization
+
     dims: dict[ParallelType, list[Expr]] = {}
+    roles = set()
     for tv in executed_tensors(fusion):
         for i in tv.loop:
             if i.parallel_type in THREAD_TYPES or i.parallel_type in BLOCK_TYPES:
                 dims.setdefault(i.parallel_type, []).append(i.extent_expr)
-    return {p: maximum(*es) for p, es in dims.items()}
+        if specialization(tv) is not None:
+            roles.add(specialization(tv).on)
+    out = {p: maximum(*es) for p, es in dims.items()}
+    for p in roles:
+        out[p] = add(out.get(p, const(1)), const(1))
+    return out
 
 
 def thread_dims(fusion) -> tuple[Expr, Expr, Expr]:

@@ -62,7 +62,7 @@ from .barriers import (Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, T
 from .wgmma_order import WgmmaWait
 from .errors import ScheduleError, user_location
 from .expr import Expr, const
-from .types import LoadStoreOpType, MemoryType, OpKind, ParallelType
+from .types import THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,36 @@ class Pipelined:
 
 
 @dataclass(frozen=True)
+class WarpSpecialized:
+    """The WarpSpecialized circular-buffer type (nvFuser's WarpSpecialized): one more index of
+    the thread axis `on` (the last, threadIdx.y == the consumers' extent for TIDy) is a producer
+    warpgroup that only issues the TMA loads, each after an mbarrier says the stage is free; the
+    other warpgroups, the consumers, wait for each stage's data and release it once their wgmma
+    reads are done (model/warp_roles.py). `num_registers=(producer, consumer)`: setmaxnreg
+    moves registers from the producer to the consumers (WS-REGISTERS checks the counts).
+
+        t1.circular_buffer(4, 2, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))"""
+
+    on: ParallelType
+    num_registers: tuple[int, int] | None = None
+
+    def __repr__(self) -> str:
+        regs = f", num_registers={self.num_registers}" if self.num_registers else ""
+        return f"tp.WarpSpecialized(tp.ParallelType.{self.on.name}{regs})"
+
+    def __post_init__(self):
+        if not isinstance(self.on, ParallelType) or self.on not in THREAD_TYPES:
+            raise ScheduleError(f"WarpSpecialized: `on` must be a thread axis (tp.ParallelType.TIDx, TIDy or TIDz), "
+                                f"got {self.on!r}")
+        regs = self.num_registers
+        if regs is not None:
+            if (not isinstance(regs, tuple) or len(regs) != 2
+                    or any(isinstance(r, bool) or not isinstance(r, int) for r in regs)):
+                raise ScheduleError(f"WarpSpecialized: num_registers must be a tuple of two ints (producer, consumer), "
+                                    f"e.g. (40, 232); got {regs!r}")
+
+
+@dataclass(frozen=True)
 class CircularBuffer:
     """A tensor's circular buffering as scheduled: `stages` tiles, `prefetch` copies ahead (a
     negative prefetch_distance already taken as stages + prefetch_distance), the `type`, and
@@ -90,7 +120,7 @@ class CircularBuffer:
 
     stages: int
     prefetch: int
-    type: Pipelined = field(default_factory=Pipelined)
+    type: Pipelined | WarpSpecialized = field(default_factory=Pipelined)
     origin: str | None = None
 
 
@@ -104,9 +134,9 @@ def make_circular_buffer(number_of_stages, prefetch_distance, type_) -> Circular
         raise ScheduleError(f"circular_buffer: number_of_stages must be positive, got {number_of_stages}")
     if type_ is None:
         type_ = Pipelined()
-    if not isinstance(type_, Pipelined):
-        raise ScheduleError(f"circular_buffer: type must be a tp.Pipelined(...), got {type(type_).__name__} {type_!r} "
-                            f"(tileproof has no warp-specialized circular buffering yet)")
+    if not isinstance(type_, (Pipelined, WarpSpecialized)):
+        raise ScheduleError(f"circular_buffer: type must be a tp.Pipelined(...) or tp.WarpSpecialized(...), got "
+                            f"{type(type_).__name__} {type_!r}")
     prefetch = prefetch_distance + number_of_stages if prefetch_distance < 0 else prefetch_distance
     return CircularBuffer(number_of_stages, prefetch, type_, user_location())
 
@@ -124,6 +154,12 @@ def circular_access(tv) -> tuple[int, int, int] | None:
     its circular loop in the statement's loop path, which holds every loop axis left of it)."""
     pos = circular_axis(tv)
     return None if pos is None else (tv.circular.stages, tv.circular.prefetch, pos)
+
+
+def specialization(tv) -> WarpSpecialized | None:
+    """tv's WarpSpecialized circular buffering, None where it has none or is pipelined."""
+    c = getattr(tv, "circular", None)
+    return c.type if c is not None and isinstance(c.type, WarpSpecialized) else None
 
 
 def circular_tensors(fusion) -> list:
@@ -252,7 +288,15 @@ def unsupported_pipelines(fusion, order) -> list:
                 hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) or a TMA into shared memory, or "
                      f"with a plain copy or ldmatrix into registers, or drop circular_buffer",
                 tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
-        if c.type.uses_mbarrier_for_war:
+        if isinstance(c.type, WarpSpecialized):
+            if not (shared and is_tma_op(tv.definition)):
+                out.append(Problem(
+                    f"{tv.name} is circular-buffered with WarpSpecialized, but it is not a shared tensor a TMA loads "
+                    f"(`{tv.definition}`); tileproof's producer warpgroup issues TMA loads only",
+                    hint=f"load {tv.name} with tv.cache_after(tp.LoadStoreOpType.TMA) into shared memory, or use "
+                         f"tp.Pipelined()",
+                    tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
+        elif c.type.uses_mbarrier_for_war:
             out.append(Problem(
                 f"{tv.name} is circular-buffered with Pipelined(uses_mbarrier_for_war=True); tileproof guards a refill "
                 f"with __syncthreads, not with mbarriers",
@@ -297,9 +341,12 @@ class Prefetched:
 def insert_pipelines(tree: list, hazards: Hazards) -> None:
     """Pipeline every loop whose body holds circular-buffered copies (their Access.circular),
     in place: the Prologue before the loop, the Prefetched copies first in its body, and for
-    cp.async copies the commit, the wait and the barriers (module docstring). Called by
+    cp.async copies the commit, the wait and the barriers (module docstring); a warp-specialized
+    loop's copies go to a producer warpgroup instead (model/warp_roles.py). Called by
     barriers.insert_barriers."""
-    loops: dict[int, tuple[list, object, list, tuple[int, int], bool]] = {}
+    from .warp_roles import SpecializedLoop, split_roles
+
+    loops: dict[int, tuple] = {}
     for _, acc, path in statement_paths(tree, hazards):
         if acc.circular is None or any(isinstance(scope[k], (Prologue, Prefetched)) for scope, k in path):
             continue
@@ -309,16 +356,24 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         scope, at = path[depth]
         asynchronous = acc.kind in (Async.CP_ASYNC, Async.TMA_LOAD)
         entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous, [],
-                                                 scope_repeats(path, depth, hazards)))
+                                                 scope_repeats(path, depth, hazards), acc.specialized,
+                                                 [s[k] for s, k in path[:depth]]))
         if acc.kind is Async.TMA_LOAD and acc.barrier not in entry[5]:
             entry[5].append(acc.barrier)
         child = scope[at].body[path[depth + 1][1]]  # the node, not its index: prologues shift indices
         if not any(child is c for c in entry[2]):
             entry[2].append(child)
-    for scope, loop, children, (stages, prefetch), asynchronous, barriers, outer in loops.values():
+    specialized = []
+    for scope, loop, children, (stages, prefetch), asynchronous, barriers, outer, spec, ancestors in loops.values():
         copies = [n for n in loop.body if any(n is c for c in children)]
         rest = [n for n in loop.body if not any(n is c for c in children)]
         tma = bool(barriers)
+        if spec is not None and tma:  # the producer warpgroup loads, the consumers wait for each stage's data
+            waits = [TmaWait(b, "this iteration's tile, loaded by the producer warpgroup (stage i % stages, its "
+                                "next phase)", stages) for b in barriers]
+            loop.body[:] = waits + rest
+            specialized.append(SpecializedLoop(loop, scope, ancestors, copies, barriers, stages, prefetch, spec))
+            continue
         if not asynchronous:  # registers: the next iteration's copy ahead of this one's reads
             loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest
         elif tma:  # each thread waits for its stage's mbarrier itself; the barrier after it orders the refill
@@ -345,6 +400,8 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             scope.insert(at + 1, Sync(f"every thread's reads of the circular buffer are done before the next "
                                       f"iteration's prologue refills its stages"))
         scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma))
+    if specialized:
+        split_roles(tree, specialized)
 
 
 def _copied(nodes: list) -> list:
@@ -374,6 +431,8 @@ class Step(enum.Enum):
     SYNC = "sync"  # __syncthreads
     READ = "read"  # the reader's statement, for this iteration's data
     MMA_WAIT = "wgmma wait"  # wgmma.wait_group N: an asynchronous reader's reads of N batches ago are done
+    EMPTY_WAIT = "empty wait"  # the producer waits until the consumers released the stage it refills
+    RELEASE = "release"  # the consumers release the stage of the datum N iterations back (N: pending)
 
 
 @dataclass(frozen=True)
@@ -403,6 +462,11 @@ class Timeline:
     tma: bool = False  # TMA loads: a WAIT is every thread's own wait on iteration k's stage and phase
     async_read: bool = False  # the reader is a wgmma: its reads end at an MMA_WAIT, not with the statement
     outer_ordered: bool = True  # in a repeating scope: a barrier after the loop (after its reads are done)
+    # warp-specialized (model/warp_roles.py): `body` is the consumers' iteration, `producer` the
+    # producer's (its ISSUE loads iteration k's data), `tail` the consumers' steps after the loop
+    specialized: bool = False
+    producer: tuple[Event, ...] = ()
+    tail: tuple[Event, ...] = ()
 
     def positions(self, step: Step, prologue: bool = False) -> list[int]:
         """The positions of `step` in one iteration (of the prologue, if asked)."""
@@ -416,7 +480,11 @@ class Timeline:
     def describe(self) -> str:
         def text(events) -> str:
             return ", ".join(e.step.value + (f" {e.pending}" if e.step in (Step.WAIT, Step.MMA_WAIT) else "")
-                             for e in events)
+                             + (f" of iteration i - {e.pending}" if e.step is Step.RELEASE else "") for e in events)
+
+        if self.specialized:
+            return (f"producer loop x{self.extent}: [{text(self.producer)}]; consumer loop x{self.extent}: "
+                    f"[{text(self.body)}]; then [{text(self.tail)}]").replace("wait 0", "wait")
 
         pro = (f"prologue x{self.prologue_iterations}: [{text(self.prologue)}]; " if self.prologue_iterations else "")
         return f"{pro}loop x{self.extent}: [{text(self.body)}]".replace("wait 0", "wait") if self.tma else \
@@ -488,6 +556,45 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
                     async_read, outer_ordered)
 
 
+def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, barrier: str) -> Timeline | None:
+    """The Timeline of a warp-specialized load at path `wp` (in the producer Role) and its read
+    at `rp` (in the consumer Role): the producer's circular loop body (EMPTY_WAIT, ISSUE), the
+    consumers' (the WAIT on `barrier`, the READ, wgmma waits, the RELEASE) and the consumers'
+    steps after their loop. None where the paths are not a warp-specialized pair."""
+    from .warp_roles import StageEmptyWait, StageRelease, WarpRoles
+
+    roles = wp[0][0][wp[0][1]]
+    if not isinstance(roles, WarpRoles) or rp[0][0][rp[0][1]] is not roles:
+        return None
+    for made, loop, empty, _ in roles.loops:
+        dp = next((d for d, (sc, k) in enumerate(wp) if sc[k] is made), None)
+        dc = next((d for d, (sc, k) in enumerate(rp) if sc[k] is loop), None)
+        if dp is None or dc is None or dp + 1 >= len(wp) or dc + 1 >= len(rp):
+            continue
+        issue, read = wp[dp + 1][1], rp[dc + 1][1]
+        producer = [Event(Step.ISSUE) if k == issue else Event(Step.EMPTY_WAIT)
+                    for k, n in enumerate(made.body) if k == issue or (isinstance(n, StageEmptyWait) and n.barrier == empty)]
+
+        def events(nodes, at=None):
+            out = []
+            for k, n in enumerate(nodes):
+                if k == at:
+                    out.append(Event(Step.READ))
+                elif isinstance(n, StageRelease) and n.barrier == empty:
+                    out.append(Event(Step.RELEASE, n.lag))
+                else:
+                    out += events_of(n, barrier)
+            return out
+
+        scope, at = rp[dc]
+        stages = next((n.stages for n in made.body if isinstance(n, StageEmptyWait)), 1)
+        reading = hazards.access(rp[-1][0][rp[-1][1]])
+        return Timeline(tensor, reader, tuple(events(loop.body, read)), hazards.extent(loop), 0, stages, tma=True,
+                        async_read=reading is not None and reading.kind is Async.WGMMA, specialized=True,
+                        producer=tuple(producer), tail=tuple(events(scope[at + 1:])))
+    return None
+
+
 def _barrier_after(parent: list, at: int, async_read: bool) -> bool:
     """A barrier after the circular loop parent[at], after the wgmma.wait_group 0 there that
     ends an asynchronous reader's reads (where the loop leaves a batch in flight)."""
@@ -499,6 +606,6 @@ def _barrier_after(parent: list, at: int, async_read: bool) -> bool:
     return any(isinstance(n, Sync) for n in after[start:])
 
 
-__all__ = ["CircularBuffer", "Event", "Pipelined", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",
+__all__ = ["CircularBuffer", "Event", "Pipelined", "WarpSpecialized", "specialization", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",
            "circular_axis", "circular_tensors", "events_of", "in_prologue", "insert_pipelines", "make_circular_buffer", "stage_problems",
-           "timeline", "unsupported_pipelines"]
+           "specialized_timeline", "timeline", "unsupported_pipelines"]

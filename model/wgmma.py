@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from .allocation import compute_allocation
 from .execution import element_offset
-from .expr import Expr, const, evaluate, substitute
+from .expr import Expr, add, const, evaluate, mul, substitute, try_int
+from .simplify import simplify
 from .mma import MmaInputSmemSwizzle
 from .mma_op import ELEMENT_VARS, fragments, mma_execution
 from .tma import swizzle_bytes_of
@@ -91,9 +92,19 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
     t = tv.definition.inputs["AB".index(role)]
     swizzle = SWIZZLE_OF_BYTES.get(swizzle_bytes_of(t)[0], MmaInputSmemSwizzle.NoSwizzle)
     draft = WgmmaOperand(tv, role, ex, swizzle, 0, 0)
-    at = {k: evaluate(e, {name: 0 for name in ex.ranges}) for k, e in draft.measured().items()}  # the first instance
-    sbo = at["SBO"] - at["start"] if draft.rows > 8 else 8 * swizzle.swizzle_bytes  # one 8-row group: unused
-    lbo = at["LBO"] - at["start"] if swizzle is MmaInputSmemSwizzle.NoSwizzle else CORE_ROW
+    at = draft.measured()
+    first = {name: const(0) for name in ex.ranges}  # the first instance
+
+    def distance(key: str) -> int:
+        """From element (0, 0) to the element `key` measures, at the first instance. Where the
+        layout makes it depend on the sizes (a tile allocated across a loop of symbolic extent),
+        any admitted value gives a candidate: WGMMA-SMEM-LAYOUT proves the descriptor for all."""
+        d = simplify(substitute(add(at[key], mul(at["start"], const(-1))), first), {})
+        n = try_int(d)
+        return n if n is not None else evaluate(d, {v: 1 for v in d.free_vars()})
+
+    sbo = distance("SBO") if draft.rows > 8 else 8 * swizzle.swizzle_bytes  # one 8-row group: unused
+    lbo = distance("LBO") if swizzle is MmaInputSmemSwizzle.NoSwizzle else CORE_ROW
     return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo)
 
 

@@ -47,9 +47,14 @@ def _only_wgmma(n, hazards: Hazards) -> bool:
 
 def _in_flight(scope: list) -> int:
     """1 where the batch's scope (a circular loop's body) refills its TMA stages at least two
-    iterations after reading them, else 0."""
+    iterations after reading them, else 0; a warp-specialized loop's consumers: the iterations
+    they keep a datum before releasing it."""
     from .pipeline import Prefetched
+    from .warp_roles import StageRelease
 
+    releases = [n for n in scope if isinstance(n, StageRelease) and not n.tail]
+    if releases:
+        return releases[0].lag
     fills = [n for n in scope if isinstance(n, Prefetched) and n.tma]
     return 1 if fills and all(n.stages - n.prefetch >= 2 for n in fills) else 0
 

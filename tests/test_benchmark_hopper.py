@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import tileproof as tp
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "hopper_matmul.py"
 
@@ -42,7 +44,13 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x128": (128, 128), "hopper_128x256": (128, 256), "hopper_128x256_4_stages": (128, 256),
         "hopper_128x256_4_stages_one_batch_in_flight": (128, 256),
         "hopper_128x128_4_stages_one_batch_in_flight": (128, 128),
-        "hopper_128x256_4_stages_one_batch_in_flight_grouped": (128, 256)}
+        "hopper_128x256_4_stages_one_batch_in_flight_grouped": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_grouped": (128, 256),
+        "hopper_128x256_4_stages_one_batch_in_flight_grouped_bf16_out": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_grouped_bf16_out": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
+    ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
+    assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     assert H.SCHEDULES["hopper_128x256_4_stages_one_batch_in_flight"] == {"block": (128, 256), "stages": 4, "prefetch": 2}
     assert H.call_text("hopper_128x256") == "hopper(M, N, K, block=(128, 256), swizzle=128)"
     assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8)  # the tutorial's best H100 configuration
@@ -109,7 +117,8 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
             assert entry["accepted"], entry["diagnostics"]
             assert {"verify_s", "cold_compile_s", "launch", "layout", "block", "tile_multiples"} <= set(entry), entry
             assert entry["verify_s"] > 0 and entry["cold_compile_s"] > 0
-            assert entry["wgmma_in_source"] and entry["tma_in_source"] and entry["out_dtype"] == "float32"
+            assert entry["wgmma_in_source"] and entry["tma_in_source"]
+            assert entry["out_dtype"] == ("bfloat16" if name.endswith("_bf16_out") else "float32")
             assert entry["layout"] == "A K-major, B K-major" and entry["block"] == list(H.SCHEDULES[name]["block"])
     assert data["compile"]["200x200x128"]["hopper_128x128"]["tile_multiples"] == {"M": False, "N": False, "K": True}
     assert data["compile"]["200x200x128"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]

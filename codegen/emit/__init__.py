@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ...model.errors import InternalError
-from ...model.expr import const
-from ...model.types import ARITHMETIC, COPIES, DataType, MemoryType, OpKind
+from ...model.expr import add, const
+from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
-                 TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait)
+                 TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease)
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,7 @@ def _nodes_of(nodes: list, kinds: tuple) -> list:
 class _Emitter:
     def __init__(self, ir: KernelIR):
         self.ir = ir
+        self.consumers = 0  # inside a warp-specialized kernel's consumer role: its thread count
 
     def x(self, expr) -> str:
         return to_cuda(expr, self.ir.names, cast=False, bits=self.ir.index_bits)
@@ -208,7 +209,9 @@ class _Emitter:
         from ...model.expr import product, try_int
 
         n = try_int(product(list(self.ir.block)))
-        return f" __launch_bounds__({n})" if n is not None else ""
+        # one block per SM where setmaxnreg moves registers: ptxas then sizes the pool it shares out
+        once = ", 1" if any(isinstance(r, WarpRoles) and r.spec.num_registers for r in self.ir.body) else ""
+        return f" __launch_bounds__({n}{once})" if n is not None else ""
 
     def params(self) -> list[str]:
         out = []
@@ -259,7 +262,40 @@ class _Emitter:
         pad = "  " * depth
         # fence_async: shared-memory writes, then read by the async proxy (a TMA store)
         fence = [f"{pad}tp_fence_async_smem();"] if n.fence_async else []
+        if self.consumers:  # the producer warpgroup has left: a named barrier of the consumers' threads
+            return fence + [f'{pad}asm volatile("bar.sync 1, {self.consumers};" ::: "memory");  // {n.why}']
         return fence + [f"{pad}__syncthreads();  // {n.why}"]
+
+    def warp_roles(self, n: WarpRoles, depth: int) -> list[str]:
+        """The producer warpgroup (the last index on the specialized axis) runs its loads and
+        returns; the consumers run the rest, with named barriers among themselves."""
+        pad = "  " * depth
+        axis = n.spec.on.cuda_name
+        last = self.x(add(self.ir.block[THREAD_TYPES.index(n.spec.on)], const(-1)))
+        producer, consumer = n.body
+        regs = n.spec.num_registers
+        lines = [f"{pad}if ({axis} == {last}) {{  // the producer warpgroup: the TMA loads"]
+        if regs:
+            lines.append(f'{pad}  asm volatile("setmaxnreg.dec.sync.aligned.u32 {regs[0]};");')
+        if producer.elected:  # the issuing thread alone; the others leave at once
+            lines.append(f"{pad}  if ({' && '.join(self.cond(c) for c in producer.elected)}) {{")
+            lines += self.nodes(producer.body, depth + 2) + [f"{pad}  }}"]
+        else:
+            lines += self.nodes(producer.body, depth + 1)
+        lines += [f"{pad}  return;", f"{pad}}}"]
+        if regs:
+            lines.append(f'{pad}asm volatile("setmaxnreg.inc.sync.aligned.u32 {regs[1]};");  // the consumers')
+        self.consumers = n.consumer_threads
+        try:
+            return lines + self.nodes(consumer.body, depth)
+        finally:
+            self.consumers = 0
+
+    def empty_wait(self, n: StageEmptyWait, depth: int) -> list[str]:
+        return ["  " * depth + line for line in emit_tma.empty_wait(n, self.x)]
+
+    def release(self, n: StageRelease, depth: int) -> list[str]:
+        return ["  " * depth + line for line in emit_tma.release(n, self.x)]
 
     def tma_wait(self, n: TmaWait, depth: int) -> list[str]:
         return ["  " * depth + line for line in emit_tma.wait(n, self.x)]
@@ -402,6 +438,9 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     MmaIssue: emit_mma.issue_lines,
     WgmmaFence: emit_mma.fence_lines,
     WgmmaWait: emit_mma.wait_lines,
+    WarpRoles: _Emitter.warp_roles,
+    StageEmptyWait: _Emitter.empty_wait,
+    StageRelease: _Emitter.release,
 }
 
 def dtype_storage(dtype: DataType) -> str:

@@ -89,8 +89,12 @@ def init_lines(e, n: ReduceInit, depth: int) -> list[str]:
     value = scalar_literal(n.neutral, CTYPES[n.dtype.name].compute)
     if n.elements == 1:
         return [f"{pad}{n.acc}[0] = {value};  // {n.comment}"]
-    return [f"{pad}#pragma unroll  // {n.comment}",
-            f"{pad}for (int k = 0; k < {n.elements}; ++k) {n.acc}[k] = {value};"]
+    lines = [f"{pad}#pragma unroll  // {n.comment}",
+             f"{pad}for (int k = 0; k < {n.elements}; ++k) {n.acc}[k] = {value};"]
+    if n.pinned:  # else ptxas may set some inside the wgmma pipeline, and serializes every wgmma (C7515)
+        lines += [f"{pad}#pragma unroll  // the accumulators set here, before the asynchronous wgmmas",
+                  f'{pad}for (int k = 0; k < {n.elements}; ++k) asm volatile("" : "+f"({n.acc}[k]) :: "memory");']
+    return lines
 
 
 def combine(s: Compute, acc: str, value: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...model.expr import var
 from ...model.types import Direction
-from ..ir import KernelIR, MBarrier, TmaCopy, TmaWait
+from ..ir import KernelIR, MBarrier, StageEmptyWait, StageRelease, TmaCopy, TmaWait
 
 PRELUDE = """\
 // TMA: a CUtensorMap is 128 opaque bytes, passed by value as a __grid_constant__ parameter
@@ -74,9 +74,16 @@ def barrier_setup(barriers: list[MBarrier]) -> list[str]:
     lines.append("    tp_fence_async_smem();  // the initialized barriers, visible to the TMA unit")
     lines.append("  }")
     lines.append("  __syncthreads();")
-    lines += [f"  unsigned {b.name}_phase = 0;" + ("  // bit s: the phase stage s's mbarrier waits for next"
-                                                   if b.stages > 1 else "") for b in barriers]
+    lines += [f"  unsigned {b.name}_phase = {'~0u' if b.empty else '0'};"
+              + ("  // bit s: the phase stage s's mbarrier waits for next" if b.stages > 1 else "")
+              + ("; 1: the stage was never filled, the first wait passes" if b.empty else "") for b in barriers]
     return lines
+
+
+def _stage_wait(barrier: str, stage: str, why: str) -> list[str]:
+    return [f"{{ const unsigned tp_s = {stage};",
+            f"  tp_mbar_wait(&{barrier}[tp_s], ({barrier}_phase >> tp_s) & 1u);  // {why}",
+            f"  {barrier}_phase ^= 1u << tp_s; }}"]
 
 
 def wait(n: TmaWait, x) -> list[str]:
@@ -84,11 +91,30 @@ def wait(n: TmaWait, x) -> list[str]:
     iteration i waits on stage i % stages's (x renders an Expr). Each pipelined loop loads every
     stage as often as it waits for it, so the bits carry over to the loop's next run."""
     if n.stages:
-        stage = f"(unsigned)(({x(var(n.index))}) % {n.stages})"
-        return [f"{{ const unsigned tp_s = {stage};",
-                f"  tp_mbar_wait(&{n.barrier}[tp_s], ({n.barrier}_phase >> tp_s) & 1u);  // {n.why}",
-                f"  {n.barrier}_phase ^= 1u << tp_s; }}"]
+        return _stage_wait(n.barrier, f"(unsigned)(({x(var(n.index))}) % {n.stages})", n.why)
     return [f"tp_mbar_wait(&{n.barrier}, {n.barrier}_phase);  // {n.why}", f"{n.barrier}_phase ^= 1u;"]
+
+
+def empty_wait(n: StageEmptyWait, x) -> list[str]:
+    """The producer's wait for stage i % stages to be released (its phase bits start at 1)."""
+    return _stage_wait(n.barrier, f"(unsigned)(({x(var(n.index))}) % {n.stages})", n.why)
+
+
+LEADER = "((threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y) % 128u) == 0u"
+
+
+def release(n: StageRelease, x) -> list[str]:
+    """The first thread of each consumer warpgroup arrives on the empty mbarrier of datum i - lag
+    (in the loop), or of each of the last `lag` data (after it)."""
+    if n.tail:
+        e = x(n.extent)
+        return [f"if ({LEADER}) {{  // {n.why}",
+                f"  for (unsigned long long tp_d = ({e}) > {n.lag}ULL ? ({e}) - {n.lag}ULL : 0ULL; tp_d < ({e}); "
+                f"++tp_d) tp_mbar_arrive(&{n.barrier}[tp_d % {n.stages}ULL]);",
+                "}"]
+    i = x(var(n.index))
+    ready = f" && ({i}) >= {n.lag}ULL" if n.lag else ""
+    return [f"if ({LEADER}{ready}) tp_mbar_arrive(&{n.barrier}[(({i}) - {n.lag}ULL) % {n.stages}ULL]);  // {n.why}"]
 
 
 def copy(n: TmaCopy, x, smem_base: str) -> list[str]:

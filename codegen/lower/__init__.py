@@ -14,6 +14,7 @@
                cp.async commits and waits; a circular buffer's prologue and prefetched copies
     pipeline   those prologues and prefetched copies: their loop's index, the copies shifted ahead
                (lower/pipelines.py)
+    roles      a warp-specialized kernel's producer issuers and empty mbarriers (lower/warp_roles.py)
     signature  parameters, launch dimensions, names
 
 Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
@@ -38,6 +39,7 @@ from ...model.reduction import is_reduction_tensor
 from ...model.indexing import block_dims, thread_dims
 from ...model.smem_plan import SmemPlan, plan_shared_memory
 from ...model.pipeline import circular_access, is_register_copy
+from ...model.warp_roles import register_problems, role_problems
 from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, MemoryType
@@ -48,6 +50,7 @@ from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refu
 from .statements import StatementBuilder
 from .syncs import insert_syncs
 from .pipelines import fill_pipelines
+from .warp_roles import lower_roles
 from . import mma, reduction, tmem
 
 KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart
@@ -79,6 +82,8 @@ def check_supported(st: Lowering) -> None:
     refuse("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(fusion))
     refuse("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(fusion))
     refuse("SYMBOLIC-FACTOR", lowerable.symbolic_factors(fusion))
+    refuse("WS-ROLES", role_problems(fusion))
+    refuse("WS-REGISTERS", register_problems(fusion))
     reduction.check(fusion, lowerable.execution_order(fusion))
     mma.check(fusion, lowerable.execution_order(fusion), st.target)
     tmem.check_supported(st)
@@ -141,6 +146,10 @@ def pipeline(st: Lowering) -> None:
     fill_pipelines(st.tree, {cls.key: cls.index_var for cls in st.classes.classes.values()})
 
 
+def roles(st: Lowering) -> None:
+    lower_roles(st.tree, st.fusion, st.mbarriers)
+
+
 def signature(st: Lowering) -> None:
     fusion = st.fusion
     params, names = [], {}
@@ -188,6 +197,7 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("nest", nest),
     ("sync", sync),
     ("pipeline", pipeline),
+    ("roles", roles),
     ("tmem-alloc", tmem.allocate_and_fence),
     ("signature", signature),
 ]

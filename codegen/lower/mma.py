@@ -64,7 +64,7 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
     start = min(r.start, loops)
     n = try_int(r.elements)
     acc = accumulator(tv)
-    init = ReduceInit(acc, n, float32, 0.0, f"{tv.name}: the accumulators start at 0")
+    init = ReduceInit(acc, n, float32, 0.0, f"{tv.name}: the accumulators start at 0", pinned=frag.from_shared)
     return [(path[:start], init), (path, _issue(builder, tv, acc_axes, acc)),
             (path[:start], _store(builder, tv, acc_axes, acc))]
 
@@ -112,7 +112,7 @@ def _split_conds(builder, tv: TensorView, plain):
     the holes of the K tile not implied by the ranges and assumptions). A hole of the M or N tile
     guards the tile by its first row or column where the index grows with the tile's own: a
     tile wholly past M or N (a block of the last group past M) stores nothing, so it issues
-    nothing either."""
+    nothing either (mma.sync only: see the wgmma case below)."""
     holes = drop_implied(builder._simplified(plain.conds_of(CondKind.HOLE), plain.guarded_ranges), builder.fusion,
                          builder.target, plain.guarded_ranges)
     uniform, k_holes = tile_conds(tv, plain, plain.conds_of(CondKind.THREAD_EXTENT) + holes)
@@ -122,6 +122,8 @@ def _split_conds(builder, tv: TensorView, plain):
         e = plain.env[axes.of(role).uid]
         if e.op == "var":
             first[e.value] = const(0)
+    if fragments(tv).from_shared:  # wgmma: a guard that varies by warpgroup (threadIdx) makes ptxas serialize
+        return uniform, k_holes  # every wgmma (C7520); a tile past M or N only computes rows no store reads
     for c in holes:
         used = (c.lhs.free_vars() | c.rhs.free_vars()) & set(first)
         if used and c.op == "<" and not (c.rhs.free_vars() & set(first)) and all(_grows_in(c.lhs, v) for v in used):

@@ -10,6 +10,7 @@ import dataclasses
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
 from ...model.pipeline import Prefetched, Prologue
+from ...model.warp_roles import StageEmptyWait, StageRelease
 from ..ir import (
     Compute,
     CpAsyncCopy,
@@ -26,8 +27,14 @@ from .loop_nest import NotLowered
 def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
     """Each Prologue and Prefetched node of the placed tree (in place): its loop's index
     variable (`index_of`: loop class key -> index) and extent; a Prefetched node's copies run for
-    iteration i + prefetch, so their loop index is shifted (offsets, predicates, inner extents)."""
+    iteration i + prefetch, so their loop index is shifted (offsets, predicates, inner extents).
+    A warp-specialized loop's empty waits and releases get its index and extent too."""
     for k, n in enumerate(tree):
+        if isinstance(n, StageRelease) and n.tail:  # after its loop (and the loop's final wgmma wait)
+            loop = next((m for m in reversed(tree[:k]) if isinstance(m, Loop)), None)
+            if loop is None:
+                raise InternalError("a warp-specialized loop's final release does not follow its loop")
+            n.extent = loop.extent
         if isinstance(n, Prologue):
             loop = tree[k + 1] if k + 1 < len(tree) else None
             if not isinstance(loop, Loop):
@@ -38,8 +45,10 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
             n.index, n.extent = index_of[loop.key], loop.extent
         if isinstance(n, Loop):
             for child in n.body:
-                if isinstance(child, TmaWait) and child.stages:  # the stage and phase of iteration i
+                if isinstance(child, (TmaWait, StageEmptyWait)) and child.stages:  # iteration i's stage and phase
                     child.index = index_of[n.key]
+                if isinstance(child, StageRelease):
+                    child.index, child.extent = index_of[n.key], n.extent
                 if isinstance(child, Prefetched):
                     child.index, child.extent = index_of[n.key], n.extent
                     ahead = {child.index: add(var(child.index), const(child.prefetch))}

@@ -16,7 +16,8 @@ def access(n, circular: dict[str, tuple[int, int, int]]) -> Access | None:
         return Access(n.out.tensor, frozenset(), Async.CP_ASYNC, circular=n.circular)
     if isinstance(n, TmaCopy):
         if n.direction is Direction.LOAD:
-            return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier, circular=n.circular)
+            return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier, circular=n.circular,
+                          specialized=n.specialized)
         return Access(None, frozenset({n.smem}), Async.TMA_STORE)
     if isinstance(n, MmaIssue) and n.descriptors:  # wgmma: the warpgroup reads its tiles asynchronously
         return Access(n.out.tensor, frozenset(o.tensor for o in n.ins), Async.WGMMA)

@@ -10,7 +10,7 @@ launch. Bulk IDs are not loops: the instruction covers them.
 from __future__ import annotations
 
 from ...model.expr import Expr, const, mod, product, try_int
-from ...model.pipeline import circular_access, circular_axis
+from ...model.pipeline import circular_access, circular_axis, specialization
 from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
@@ -68,7 +68,8 @@ class TmaLowering:
                 stage = simplify(mod(env[tv.loop[circular_axis(tv)].uid], const(alloc.stages)), ranges)
             self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name, alloc.stages if circular else 1))
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
-                       info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage)
+                       info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage,
+                       specialization(tv) if circular is not None else None)
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 
     @staticmethod

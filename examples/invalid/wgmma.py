@@ -169,3 +169,26 @@ def tma_stages_loaded_late():
     waited for by parity, is the only sign that a TMA tile has landed."""
     fusion = _valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=-5)
     return _valid.tile_multiples(fusion, 64, n_multiple=256)
+
+
+def _warp_specialized(spec):
+    fusion = _valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=spec)
+    return _valid.tile_multiples(fusion, 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.rejected("WS-REGISTERS", messages=[
+    "after setmaxnreg the block would hold 40 x 128 + 240 x 256 = 66560 registers, more than the 168 x 384 = 64512"]))
+def warp_specialized_registers_past_the_pool():
+    """hopper_matmul_warp_specialized with num_registers=(40, 240): the block is launched with 168
+    registers a thread (384 threads, one block an SM), 64512 in all; the producer gives back
+    128 x 128 of them, and the two consumer warpgroups ask for 2 x 128 x 72 more. Their
+    setmaxnreg.inc would wait forever (CUTLASS issue #2007's hang)."""
+    return _warp_specialized(tp.WarpSpecialized(P.TIDy, num_registers=(40, 240)))
+
+
+@tp.schedule(expect=tp.rejected("WS-ROLES", "MMA-WARP-COLLECTIVE", messages=[
+    "whose every index holds 1 threads: each role must be whole warpgroups of 128 threads"]))
+def warp_specialized_on_tidx():
+    """The producer as one more index of TIDx: thread 128 of each row of warpgroups, not a
+    warpgroup of its own (and the wgmma warpgroups would have 129 threads)."""
+    return _warp_specialized(tp.WarpSpecialized(P.TIDx))

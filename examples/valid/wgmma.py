@@ -23,7 +23,8 @@ def swizzled_box(tile, swizzle_bytes):
     tile.apply_mma_swizzle_for_tma_load(SMEM_SWIZZLES[swizzle_bytes])
 
 
-def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box):
+def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
+           specialized=None, out_dtype=tp.float32):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -32,7 +33,9 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     circular-buffers A's and B's tiles over the K loop, `prefetch` TMA loads ahead (an mbarrier
     per stage). group=G orders the blocks in groups of G M tiles (blockIdx.z the group, blockIdx.x
     the tile in it, blockIdx.y the N tile), as examples/valid/mma.py's tuned schedule does.
-    tile_layout(tile, swizzle bytes) lays out each operand's shared tile (swizzled_box)."""
+    tile_layout(tile, swizzle bytes) lays out each operand's shared tile (swizzled_box).
+    specialized=tp.WarpSpecialized(...): the stages are loaded by a producer warpgroup instead.
+    out_dtype: the output's dtype (a cast of the float32 accumulators where it is another)."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -42,7 +45,7 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         fusion.add_input(a)
         fusion.add_input(b)
         d = tp.fused_multiply_sum(a, b, [-1])
-        out = tp.set(d)
+        out = tp.set(d) if out_dtype == tp.float32 else tp.cast(d, out_dtype)
         fusion.add_output(out)
     d.definition.set_macro(macro)
     sa = a.cache_after(LS.TMA)
@@ -77,7 +80,7 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     for t in (sa, sb):
         t.inline_at(3 + at)
         if stages > 1:
-            t.circular_buffer(stages, prefetch)
+            t.circular_buffer(stages, prefetch, specialized)
     d.inline_at(2 + at)
     return fusion
 
@@ -128,3 +131,14 @@ def hopper_matmul_m_tiles_in_a_loop():
         if t.loop and t.loop[0].parallel_type is P.BIDx:
             t.loop[0].parallelize(P.Serial)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized():
+    """The grouped schedule with a producer warpgroup (threadIdx.y == 2) issuing the TMA loads: it
+    waits for each stage's empty mbarrier, which both consumer warpgroups arrive on once their
+    wgmma batch has read it; the consumers wait for each stage's full mbarrier. setmaxnreg gives
+    the producer 40 registers a thread and the consumers 232 (40 x 128 + 232 x 256 = 168 x 384)."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws), 64,
+                          n_multiple=256)

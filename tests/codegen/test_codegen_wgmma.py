@@ -6,6 +6,9 @@ a commit + wait (model/wgmma_order.py)."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -74,3 +77,49 @@ def test_a_batch_is_fenced_and_waited_for():
 def test_hopper_macros_exist_on_sm_90a_only():
     report = tp.verify(_fusion(), "sm_100a")
     assert "MMA-TARGET" in report.codes
+
+
+WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+
+
+def _source(fusion):
+    from tileproof.codegen.emit import emit
+
+    return emit(lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel, cuda_headers=False)
+
+
+def test_a_warp_specialized_kernel_splits_its_block_by_role():
+    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, specialized=WS))
+    assert "__launch_bounds__(384, 1)" in src  # two consumer warpgroups and the producer
+    assert "tp_mbar_init(&tp_empty_T4[s], 2u);" in src  # one arrival per consumer warpgroup
+    assert "unsigned tp_empty_T4_phase = ~0u;" in src  # a fresh stage's first wait passes
+    producer, consumer = src.split("  if (threadIdx.y == 2ULL) {  // the producer warpgroup", 1)[1].split("return;", 1)
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in producer and "if (threadIdx.x == 0ULL) {" in producer
+    assert producer.count("tp_bulk_load_2d") == 2 and "tp_empty_T4[tp_s]" in producer and "wgmma" not in producer
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in consumer and "tp_bulk_load" not in consumer
+    assert consumer.count("tp_mbar_arrive(&tp_empty_T4[") == 2  # in the loop (datum i - 1) and after it
+    assert "threadIdx.y < 2" not in consumer  # implied by the role: no predicate varies by warpgroup
+    assert "__syncthreads" not in consumer
+
+
+@pytest.mark.parametrize("kw", [dict(block=(128, 256), stages=4, prefetch=2, group=8),
+                                dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS)])
+def test_no_wgmma_is_guarded_by_a_predicate_that_varies_by_warpgroup(kw):
+    """ptxas serializes every wgmma of a kernel (C7520) where one sits in a branch on threadIdx, and
+    where a non-wgmma instruction sets an accumulator inside the pipeline (C7515): the wgmma runs
+    unguarded (a tile past M computes rows no store reads) and the zeroed accumulators are pinned
+    before the loop."""
+    src = _source(_fusion(**kw))
+    issue = src.index("wgmma.mma_async")
+    guard = src.rfind("\n", 0, src.rfind("// T2 += T4 x T5", 0, issue))
+    assert "threadIdx" not in src[guard:src.index("tp_wgmma_desc", guard)]
+    assert 'asm volatile("" : "+f"(tp_acc_T2[k]) :: "memory");' in src
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc here: ptxas's report on the kernel is not available")
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "k.cu"
+        cu.write_text(src)
+        out = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
+                             capture_output=True, text=True, check=True)
+    assert "Used" in out.stdout + out.stderr and "serialized" not in out.stdout + out.stderr, out.stderr

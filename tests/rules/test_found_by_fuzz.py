@@ -124,3 +124,17 @@ def test_two_pipelined_loops_in_one_scope_are_placed_by_node_not_index():
     fusion = k_loop_sum("two_pipelines", vector=1, rows=4, stages=2)
     fusion.tensor("T2").inline_at(1)
     assert "PIPELINE-STAGES" in decided(fusion)
+
+
+def test_wgmma_descriptor_strides_of_a_tile_allocated_across_the_k_loop():
+    """The A tile inlined outside its K loop (fuzz seed 0, case 91: T4.inline_at(2) on the
+    grouped Hopper schedule) is allocated across ceil(K / 64) tiles: measuring the descriptor's
+    SBO evaluated a size expression without a value for K. The candidate is now simplified first
+    (WGMMA-SMEM-LAYOUT proves it for every size)."""
+    from wgmma import hopper_matmul_grouped, hopper_matmul_warp_specialized
+
+    for build in (hopper_matmul_grouped, hopper_matmul_warp_specialized):
+        fusion = build()
+        next(t for t in fusion.tensors if t.name == "T4").inline_at(2)
+        found = decided(fusion)
+        assert "PIPELINE-STAGES" in found and "WGMMA-SMEM-LAYOUT" not in found

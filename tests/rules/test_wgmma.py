@@ -72,6 +72,8 @@ def _diagnostics(report, code):
     ("operands_copied_by_threads[copy=CpAsync]", "MMA-OPERAND-LAYOUT", {"T2"}),
     ("operands_copied_by_threads[copy=Set]", "MMA-OPERAND-LAYOUT", {"T2"}),
     ("tma_stages_loaded_late", "PIPELINE-RAW", {"T2"}),
+    ("warp_specialized_registers_past_the_pool", "WS-REGISTERS", {"T4"}),
+    ("warp_specialized_on_tidx", "WS-ROLES", {"T4"}),
 ])
 def test_each_rejection_names_the_broken_tensor(name, code, tensors):
     report = _verify(INVALID_CASES[name])
@@ -84,7 +86,8 @@ def test_every_invalid_schedule_is_listed_here():
     """A new schedule in examples/invalid/wgmma.py gets a row in the table above."""
     listed = {"unswizzled_operand_rows", "m_major_a", "swizzle_patterns_across_warpgroups", "hopper_macro_on_sm100a",
               "accumulators_stored_by_one_warp", "operands_copied_by_threads[copy=CpAsync]",
-              "operands_copied_by_threads[copy=Set]", "tma_stages_loaded_late"}
+              "operands_copied_by_threads[copy=Set]", "tma_stages_loaded_late",
+              "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx"}
     assert set(INVALID_CASES) == listed
 
 

@@ -31,6 +31,18 @@ A private Timeline (a register circular buffer: each thread copies into and read
 registers) needs program order only: complete(k) is the ISSUE of data k before the READ of k,
 free(k, j) every READ of j before the ISSUE at k.
 
+A warp-specialized Timeline (model/warp_roles.py) has two programs: the producer's iteration k
+waits for the stage to be released (EMPTY_WAIT) and loads data k into stage k % S; the
+consumers' iteration k waits for full[k % S] (WAIT), reads, and releases the datum L iterations
+back (RELEASE), the last L data after the loop. Both enumerate the same data in the same order,
+one load and one wait (one release and one producer wait) per datum, so the n-th wait on a
+stage's mbarrier is for its n-th phase:
+    complete(k)  a WAIT of the consumers' iteration k comes before its READ (and the producer loads k)
+    free(j)      datum j is released exactly once (in the loop where j + L < E, else by the tail),
+                 after the consumer's reads of j are done (its READ, or for a wgmma the first wait
+                 covering j's batch), and the producer's refill of j's stage (data j + S) follows
+                 its EMPTY_WAIT on that release.
+
 Each check takes the latest WAIT instance before the read and the earliest SYNC after a WAIT
 or a READ: those are the best candidates, so the claim holds iff some candidate does. The
 extent E is the loop's where it is a constant, else every E >= 1 (a proof for more sizes than
@@ -132,9 +144,11 @@ def _min(a, b):
 
 
 def prove_complete(tl: Timeline) -> Outcome:
-    """CPASYNC-WAIT's claim: for all k in [0, E), complete(k) (module docstring). A counterexample
+    """A warp-specialized Timeline: _specialized_complete. Otherwise: CPASYNC-WAIT's claim: for all k in [0, E), complete(k) (module docstring). A counterexample
     gives the iteration `k` and whether the data was issued before the read (`issued`), the
     commits after its copy up to the last wait (`commits`) and that wait's `pending`."""
+    if tl.specialized:
+        return _specialized_complete(tl)
     # Formal statement: for all E and k in [0, E), r the READ: issued(k - P) and I(k) < R(k) and
     #   exists a WAIT w (latest instance before R) with I(k) < X_w and commits(I(k), X_w] >= N_w + 1
     #   and a SYNC after X_w before R(k)
@@ -168,10 +182,12 @@ def prove_complete(tl: Timeline) -> Outcome:
 
 
 def prove_free(tl: Timeline) -> Outcome:
-    """PIPELINE-WAR's claim: for every copy (iteration k, data d = k + P, stage d % S) and every
+    """A warp-specialized Timeline: _specialized_free. Otherwise: PIPELINE-WAR's claim: for every copy (iteration k, data d = k + P, stage d % S) and every
     older datum j < d of that stage, a SYNC after the READ of j comes before the copy. A
     counterexample gives the refilling iteration `k`, the data `d` it copies, the older `j`
     still to be read, and their `stage`."""
+    if tl.specialized:
+        return _specialized_free(tl)
     # Formal statement: for all E, k in [-P', E), j in [0, E) with issued(k), 0 <= d = k + P < E, j < d and
     #   j % S == d % S: exists a SYNC at position X with R(j) < X < I(k) (R(j): the READ of iteration j)
     m = _Model(tl)
@@ -196,6 +212,69 @@ def prove_free(tl: Timeline) -> Outcome:
     m.facts += [issued, d >= 0, d < m.e, j >= 0, j < d, j % tl.stages == d % tl.stages]
     values = {"data": d, "stage": d % tl.stages}
     return m.prove([k, j], claim, values)
+
+
+def _specialized_complete(tl: Timeline) -> Outcome:
+    """PIPELINE-RAW, warp-specialized: for all k in [0, E), the producer loads datum k (an ISSUE
+    in its iteration) and the consumers' iteration k waits (WAIT) before its READ."""
+    # Formal statement: for all E and k in [0, E): ISSUE in producer(k) and exists a WAIT w of the
+    #   consumers' iteration k with pos(k, w) < pos(k, r)
+    m = _Model(tl)
+    k = m.int("iteration")
+    r = tl.positions(Step.READ)[0]
+    issued = any(e.step is Step.ISSUE for e in tl.producer)
+    waited = z3.Or(*[m.pos(k, w) < m.pos(k, r) for w in tl.positions(Step.WAIT)], z3.BoolVal(False, m.ctx))
+    m.facts += [k >= 0, k < m.e]
+    values = {"issued before the read": m.val(int(issued))}
+    return m.prove([k], z3.And(z3.BoolVal(issued, m.ctx), waited), values)
+
+
+def _specialized_free(tl: Timeline) -> Outcome:
+    """PIPELINE-WAR, warp-specialized: every datum j is released once, after its reads are done,
+    and the producer waits for the release before refilling the stage (module docstring). A
+    counterexample gives the datum `read iteration` and the values `released` (how many
+    releases cover it), `release position` and `reads done at` (positions in the consumers'
+    program order, iteration x W + step; -1: never)."""
+    # Formal statement: EMPTY_WAIT before ISSUE in the producer's body, and for all E, j in [0, E):
+    #   (j + L < E) + (j >= E - L_tail) == 1 and done(j) < release(j), where release(j) = pos(j + L, RELEASE)
+    #   or E * W + (the tail RELEASE's step), and done(j) = pos(j, READ), or for a wgmma reader the first
+    #   wgmma wait covering j's batch (iteration j + N, or the tail's wait)
+    m = _Model(tl)
+    j = m.int("read iteration")
+    never = m.val(-1)
+    r = tl.positions(Step.READ)[0]
+    tail_at = m.e * m.w
+
+    def tail_step(step: Step, pending: int | None = None):
+        k = next((t for t, e in enumerate(tl.tail) if e.step is step and (pending is None or e.pending == pending)), None)
+        return None if k is None else tail_at + k
+
+    done = m.pos(j, r)
+    if tl.async_read:
+        waits = tl.positions(Step.MMA_WAIT)
+        final = tail_step(Step.MMA_WAIT, 0)
+        later = [w for w in waits if w > r]
+        it, at = (j + tl.body[later[0]].pending, later[0]) if later else \
+            (j + 1 + tl.body[waits[0]].pending, waits[0]) if waits else (None, None)
+        fallback = final if final is not None else never
+        done = fallback if it is None else z3.If(it < m.e, m.pos(it, at), fallback)
+    rel = tl.positions(Step.RELEASE)
+    lag = tl.body[rel[0]].pending if rel else 0
+    in_loop = z3.And(z3.BoolVal(bool(rel), m.ctx), j + lag < m.e)
+    tail_rel = next((t for t, e in enumerate(tl.tail) if e.step is Step.RELEASE), None)
+    in_tail = z3.BoolVal(False, m.ctx) if tail_rel is None else j >= m.e - tl.tail[tail_rel].pending
+    release = z3.If(in_loop, m.pos(j + lag, rel[0]) if rel else never,
+                    tail_at + tail_rel if tail_rel is not None else never)
+    p_wait = [k for k, e in enumerate(tl.producer) if e.step is Step.EMPTY_WAIT]
+    p_issue = [k for k, e in enumerate(tl.producer) if e.step is Step.ISSUE]
+    guarded = bool(p_wait) and bool(p_issue) and p_wait[0] < p_issue[0]
+    once = z3.If(in_loop, 1, 0) + z3.If(in_tail, 1, 0) == 1
+    claim = z3.And(z3.BoolVal(guarded, m.ctx), once, done >= 0, done < release)
+    m.facts += [j >= 0, j < m.e]
+    values = {"stage": j % tl.stages, "released": z3.If(in_loop, 1, 0) + z3.If(in_tail, 1, 0),
+              "release position": z3.If(z3.Or(in_loop, in_tail), release, never), "reads done at": done,
+              "refill waits for the release": m.val(int(guarded))}
+    return m.prove([j], claim, values)
 
 
 __all__ = ["prove_complete", "prove_free"]

@@ -2,5 +2,5 @@
 
 from . import (  # noqa: F401
     alloc, assumptions, bank, cp_async, divisibility, ldsm, lowering, mma, perf, pipeline, races, reduction, swizzle, tma,
-    tma_consumer, tma_smem, tmem, vectorize, visibility, wgmma,
+    tma_consumer, tma_smem, tmem, vectorize, visibility, warp_specialization, wgmma,
 )

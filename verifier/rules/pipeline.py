@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...model.barriers import Async, statement_paths
-from ...model.pipeline import Timeline, in_prologue, stage_problems, timeline
+from ...model.pipeline import Timeline, in_prologue, specialized_timeline, stage_problems, timeline
 from ..analysis.barrier_nest import barrier_nest
 from ..analysis.pipeline import prove_complete, prove_free
 from ..context import VerifyContext
@@ -34,8 +34,13 @@ def _timelines(ctx: VerifyContext) -> list[tuple[Timeline, object, object]]:
         for r, ra, rp in stmts:
             if wa.writes in ra.reads:
                 reader = _tensor(r)
-                out.append((timeline(wa.writes, reader.name, wp, rp, nest_.hazards,
-                                     wa.barrier if wa.kind is Async.TMA_LOAD else None), _tensor(w), reader))
+                barrier = wa.barrier if wa.kind is Async.TMA_LOAD else None
+                tl = (specialized_timeline(wa.writes, reader.name, wp, rp, nest_.hazards, barrier)
+                      if wa.specialized is not None else None)
+                if wa.specialized is not None and tl is None:
+                    continue  # not a warp-specialized pair of one loop: WS-ROLES reports the schedule
+                tl = tl or timeline(wa.writes, reader.name, wp, rp, nest_.hazards, barrier)
+                out.append((tl, _tensor(w), reader))
     return out
 
 
@@ -361,7 +366,32 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 hint="report the schedule: tileproof places that barrier itself", **where)
 
 
+def _released_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
+    """A warp-specialized Timeline's PIPELINE-WAR counterexample (verifier/analysis/pipeline.py)."""
+    j, v = out.model.get("read iteration", 0), out.values
+    if not v.get("refill waits for the release"):
+        why = "the producer refills the stage without waiting for its empty mbarrier"
+    elif v.get("released") != 1:
+        why = (f"the consumers release it {v.get('released')} times (once is what the producer's waits count: a "
+               f"missing release stalls the producer, an extra one lets it refill a stage still read)")
+    elif v.get("reads done at", -1) < 0:
+        why = "no wgmma.wait_group after the read covers its batch before the release"
+    else:
+        why = (f"the consumers release it (step {v.get('release position')}) before their reads of it are done "
+               f"(step {v.get('reads done at')}, where a wgmma.wait_group covers its batch)")
+    return finding(
+        "PIPELINE-WAR",
+        f"{tl.tensor}'s stage {v.get('stage')} holding iteration {j}'s data may be refilled while {tl.reader} still "
+        f"reads it: {why}",
+        notes=[f"the steps of the loops: {tl.describe()}",
+               f"positions count the consumers' steps: iteration i's step s is i x {tl.width} + s"],
+        counterexample={"read iteration": j, "extent": out.model.get("extent"), **v},
+        hint="report the schedule: tileproof places the waits and releases itself", **where)
+
+
 def _refilled_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
+    if tl.specialized:
+        return _released_early(tl, out, where)
     k, j = out.model.get("refill iteration", 0), out.model.get("read iteration", 0)
     d, stage = out.values.get("data"), out.values.get("stage")
     when = "in the prologue" if k < 0 else f"in iteration {k}"

@@ -1,0 +1,67 @@
+"""Warp specialization on the lowered tree (model/warp_roles.py split the nest): the producer's
+TMA loads are issued by its first thread (the single-writer predicate on the specialized axis
+names thread 0 of the consumers' range, not the producer's), and each loop's empty mbarriers
+count one arrival per consumer warpgroup."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ...model.errors import InternalError
+from ...model.expr import const, var
+from ...model.warp_roles import WARPGROUP, Role, WarpRoles, role_threads
+from ..ir import MBarrier, TmaCopy, walk
+
+
+def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
+    """In place: the producer's issuers, and the empty mbarriers appended to `mbarriers`. Where
+    every load has the same issuing thread, that thread alone runs the producer's loops (the
+    Role's `elected`), so that the producer's other warps do not spin on the empty mbarriers."""
+    roles = next((n for n in tree if isinstance(n, WarpRoles)), None)
+    if roles is None:
+        return
+    axis = roles.spec.on.cuda_name
+    producer = roles.body[0]
+    if not (isinstance(producer, Role) and producer.producer):
+        raise InternalError("a warp-specialized kernel's first role is not its producer")
+    _reissued(producer.body, axis)
+    issuers = {tuple(n.issuer) for n in walk(producer.body) if isinstance(n, TmaCopy)}
+    if len(issuers) == 1:
+        producer.elected = list(next(iter(issuers)))
+        _reissued(producer.body, None)
+    inner, indices = role_threads(fusion)
+    if inner is None or indices is None:
+        raise InternalError("a warp-specialized kernel's block is not constant (WS-ROLES)")
+    _unguarded(roles.body[1].body, roles.spec.on, indices)
+    roles.consumer_threads = inner * indices
+    consumers = roles.consumer_threads // WARPGROUP
+    for made, _, empty, _ in roles.loops:
+        copies = [n for n in walk(made.body) if isinstance(n, TmaCopy)]
+        stages = max((n.circular[0] for n in copies if n.circular), default=1)
+        mbarriers.append(MBarrier(empty, consumers, ", ".join(sorted({c.smem for c in copies})), stages, empty=True))
+
+
+def _unguarded(nodes: list, on, indices: int) -> None:
+    """The consumers' statements without `threadIdx.<on> < C` (C: the consumers' indices), which
+    their role implies: a predicate varying by warpgroup would make ptxas serialize the wgmmas."""
+    implied = (var(on.cuda_name), const(indices))
+    for k, n in enumerate(nodes):
+        if hasattr(n, "body"):
+            _unguarded(n.body, on, indices)
+        elif getattr(n, "conds", None):
+            kept = [c for c in n.conds if not (c.op == "<" and (c.lhs, c.rhs) == implied)]
+            if len(kept) != len(n.conds):
+                nodes[k] = dataclasses.replace(n, conds=kept)
+
+
+def _reissued(nodes: list, axis: str | None) -> None:
+    """The loads' issuer predicates without those on `axis` (None: without any)."""
+    for k, n in enumerate(nodes):
+        if isinstance(n, TmaCopy):
+            nodes[k] = dataclasses.replace(n, issuer=[c for c in n.issuer
+                                                      if axis is not None and axis not in c.lhs.free_vars()])
+        elif hasattr(n, "body"):
+            _reissued(n.body, axis)
+
+
+__all__ = ["lower_roles"]

@@ -1,0 +1,308 @@
+"""Warp specialization on the loop nest (the verifier's and the code generator's): a producer
+warpgroup issues a circular buffer's TMA loads, the consumer warpgroups read the stages
+(nvFuser's WarpSpecialized circular buffering; CUTLASS's PipelineTmaAsync).
+
+    tv.circular_buffer(4, 2, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))
+
+The block gets one more index on the WarpSpecialized axis (`on`): threadIdx.y == C, where C is
+the extent the fusion binds to TIDy, is the producer. Each stage s has two mbarriers: full[s]
+(the TMA load's, one arrival with its bytes) and empty[s] (one arrival per consumer warpgroup).
+insert_pipelines hands each warp-specialized circular loop to split_roles, which rewrites the
+nest into
+
+    WarpRoles
+      Role(producer)  the loops around the circular loop, and in it, for iteration i:
+                        StageEmptyWait   wait empty[i % S] (phase bits start at 1: the first wait
+                                         on each stage passes, the stage never held data)
+                        the TMA loads of data i into stage i % S (completing on full[i % S])
+      Role(consumer)  the nest without those loads; the circular loop's iteration i:
+                        TmaWait          wait full[i % S] (the stage's next phase)
+                        ... the reads (a wgmma batch) ...
+                        StageRelease     arrive on empty[(i - L) % S] for data i - L (i >= L)
+                      after the loop: StageRelease(tail) for the last L data
+
+L = 1 where S - prefetch >= 2 (the batch of iteration i stays in flight while iteration i + 1's
+is issued, wgmma.wait_group 1, model/wgmma_order.py), else 0. Each role runs the same loops,
+so each loads and releases every datum once per run of the circular loop, in order: the n-th
+wait on a stage's full (empty) mbarrier is for its n-th load (release), in this run and the
+next. PIPELINE-RAW and PIPELINE-WAR prove the order on this nest (verifier/analysis/pipeline.py);
+WS-ROLES and WS-REGISTERS check what the rewrite assumes. Pure data: no z3.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+from .pipeline import WarpSpecialized
+
+EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first buffer>[stages]
+
+
+@dataclass
+class StageEmptyWait:
+    """The producer waits for empty mbarrier `barrier`[i % stages]'s phase (its own bit per
+    stage, flipped per wait; `index`: i, filled in by the code generator)."""
+
+    barrier: str
+    stages: int
+    why: str
+    index: str | None = None
+
+
+@dataclass
+class StageRelease:
+    """The first thread of each consumer warpgroup arrives on empty mbarrier `barrier`[d % stages]
+    for the datum d its warpgroup is done with: d = i - lag in iteration i of the circular loop
+    (where i >= lag); `tail`: after the loop, for d in [extent - lag, extent). `index` and
+    `extent`: the loop's (filled in by the code generator)."""
+
+    barrier: str
+    stages: int
+    lag: int
+    why: str
+    tail: bool = False
+    index: str | None = None
+    extent: object = None
+
+
+@dataclass
+class Role:
+    """One side of a WarpRoles split: the producer's loads or the consumers' nest."""
+
+    producer: bool
+    body: list
+    elected: list = field(default_factory=list)  # the code generator's: the one thread running it
+    repeats_itself = False
+
+
+@dataclass
+class WarpRoles:
+    """The kernel body split by warpgroup role (`spec`): body = [producer Role, consumer Role].
+    `loops`: (producer circular loop, consumer circular loop, the empty mbarriers, consumer
+    warpgroups per empty phase) per warp-specialized loop."""
+
+    spec: WarpSpecialized
+    body: list
+    loops: list = field(default_factory=list)
+    consumer_threads: int = 0  # the code generator's: the consumer role's threads (its named barriers)
+    repeats_itself = False
+
+
+@dataclass
+class SpecializedLoop:
+    """What insert_pipelines found of a warp-specialized circular loop: the loop node, its
+    ancestors from the root (outermost first), the TMA loads (children of the loop), their
+    mbarriers (full), stages and prefetch."""
+
+    loop: object
+    scope: list  # the list holding the loop
+    ancestors: list
+    copies: list
+    barriers: list
+    stages: int
+    prefetch: int
+    spec: WarpSpecialized
+
+
+def release_lag(stages: int, prefetch: int) -> int:
+    """Iterations a consumer keeps a datum after its read: 1 where the stages leave room for one
+    wgmma batch in flight (stages - prefetch >= 2), else 0."""
+    return 1 if stages - prefetch >= 2 else 0
+
+
+def split_roles(tree: list, loops: list[SpecializedLoop]) -> None:
+    """Rewrite the nest (in place) into producer and consumer roles (module docstring); each
+    loop's copies are already out of loop.body, which holds its full waits and the reads."""
+    producer: list = []
+    pairs = []
+    for sl in loops:
+        empty = EMPTY_PREFIX + sl.barriers[0].removeprefix("tp_bar_")
+        lag = release_lag(sl.stages, sl.prefetch)
+        made = copy.copy(sl.loop)
+        made.body = [StageEmptyWait(empty, sl.stages, f"stage i % {sl.stages} released by every consumer "
+                                                      f"warpgroup (its data of iteration i - {sl.stages} read)"),
+                     *sl.copies]
+        sl.loop.body.append(StageRelease(empty, sl.stages, lag, f"this warpgroup's reads of datum i - {lag} are "
+                                                                f"done: its stage may be refilled"))
+        if lag:
+            at = next(k for k, n in enumerate(sl.scope) if n is sl.loop)
+            sl.scope.insert(at + 1, StageRelease(empty, sl.stages, lag, "the last data's reads are done (after the "
+                                                                        "loop's final wgmma.wait_group)", tail=True))
+        node = made
+        for anc in reversed(sl.ancestors):
+            outer = copy.copy(anc)
+            outer.body = [node]
+            node = outer
+        producer.append(node)
+        pairs.append((made, sl.loop, empty, lag))
+    tree[:] = [WarpRoles(loops[0].spec, [Role(True, producer), Role(False, list(tree))], pairs)]
+
+
+# -- what the rewrite assumes (WS-ROLES) and setmaxnreg's obligations (WS-REGISTERS) -------------
+
+WARPGROUP = 128
+REGISTER_FILE = 65536  # 32-bit registers per SM (and the most one block may hold), sm_90a and sm_100a
+MIN_REGISTERS, MAX_REGISTERS, REGISTER_STEP = 24, 256, 8  # setmaxnreg's range (PTX ISA 9.7.19.5)
+
+
+def specialized_tensors(fusion, order=None) -> list:
+    from .lowerable import execution_order
+    from .pipeline import specialization
+
+    return [t for t in (order if order is not None else execution_order(fusion)) if specialization(t) is not None]
+
+
+def role_threads(fusion) -> tuple[int | None, int | None]:
+    """(threads per index of the warp-specialized axis, the consumers' indices on it): the block
+    the fusion binds, without the producer's index; None where symbolic."""
+    from .expr import product, try_int
+    from .indexing import block_dims
+    from .pipeline import specialization
+    from .types import THREAD_TYPES
+
+    tvs = specialized_tensors(fusion)
+    if not tvs:
+        return None, None
+    on = specialization(tvs[0]).on
+    dims = block_dims(fusion)
+    at = THREAD_TYPES.index(on)
+    inner = try_int(product([dims.get(p) for p in THREAD_TYPES[:at] if p in dims])) if at else 1
+    consumers = try_int(dims[on])
+    return inner, None if consumers is None else consumers - 1
+
+
+def role_problems(fusion) -> list:
+    """WS-ROLES: what the producer/consumer rewrite needs of the schedule (model docstring)."""
+    from .expr import try_int
+    from .indexing import block_dims
+    from .lowerable import Problem, execution_order, loop_groups
+    from .mma_op import is_wgmma_op
+    from .pipeline import circular_axis, specialization
+    from .types import THREAD_TYPES
+
+    order = execution_order(fusion)
+    tvs = specialized_tensors(fusion, order)
+    if not tvs:
+        return []
+    out = []
+    first = tvs[0]
+    spec = specialization(first)
+    where = dict(location=first.circular.origin or first.origin)
+    dims = block_dims(fusion)
+    at = THREAD_TYPES.index(spec.on)
+    outer = [p for p in THREAD_TYPES[at + 1:] if p in dims and try_int(dims[p]) != 1]
+    if outer:
+        out.append(Problem(
+            f"{first.name} is warp-specialized on {spec.on.value}, but the block also has threads on "
+            f"{', '.join(p.value for p in outer)}, above it: the producer (the last {spec.on.value} index) would be "
+            f"spread over the block instead of being the last warpgroups",
+            hint=f"warp-specialize on the outermost thread axis the block uses ({outer[-1].value})",
+            tensor=first.name, values={"axis": at}, **where))
+    inner, consumers = role_threads(fusion)
+    if inner is None or consumers is None:
+        out.append(Problem(
+            f"{first.name} is warp-specialized, but the block's thread extents are symbolic: the producer's index and "
+            f"its warpgroups must be known when the kernel is compiled",
+            hint="give the thread axes constant extents (split by constants)", tensor=first.name, **where))
+    elif inner % WARPGROUP:
+        out.append(Problem(
+            f"{first.name} is warp-specialized on {spec.on.value}, whose every index holds {inner} threads: each role "
+            f"must be whole warpgroups of {WARPGROUP} threads (setmaxnreg and wgmma are warpgroup-wide)",
+            hint=f"warp-specialize on an axis above {WARPGROUP} threads (TIDy with TIDx = {WARPGROUP}: one warpgroup "
+                 f"per index)",
+            tensor=first.name, values={"threads per index": inner, "warpgroup": WARPGROUP}, **where))
+    groups = loop_groups(fusion, order)
+    loops = {groups.of.get((t.name, circular_axis(t))) for t in tvs if circular_axis(t) is not None}
+    for tv in tvs:
+        other = specialization(tv)
+        if other != spec:
+            out.append(Problem(
+                f"{tv.name} is warp-specialized as {other!r} and {first.name} as {spec!r}: a kernel has one producer "
+                f"warpgroup", hint=f"give {tv.name} the WarpSpecialized of {first.name}", tensor=tv.name,
+                location=tv.circular.origin or tv.origin))
+        bound = [i for i in tv.loop if i.parallel_type is spec.on]
+        if bound:
+            out.append(Problem(
+                f"{tv.name} is warp-specialized on {spec.on.value} and also parallelized on it ({bound[0].label()}): its "
+                f"loads are the producer's alone, issued by one thread", tensor=tv.name, ids=(bound[0].name,),
+                hint=f"do not bind {tv.name}'s axes to {spec.on.value}; the consumers' tensors use it",
+                location=tv.circular.origin or tv.origin))
+        readers = [c for c in fusion.consumers(tv) if not (c.definition is not None and is_wgmma_op(c.definition))]
+        if readers:
+            out.append(Problem(
+                f"{tv.name} is warp-specialized, but {readers[0].name} reads it with `{readers[0].definition}`: a "
+                f"consumer warpgroup releases a stage after its wgmma.wait_group, so only wgmma reads are lowered",
+                hint=f"read {tv.name} with a Hopper wgmma (MmaMacro.Hopper_64_N_16), or use tp.Pipelined()",
+                tensor=tv.name, location=tv.circular.origin or tv.origin))
+    if len(loops) > 1:
+        out.append(Problem(
+            f"the warp-specialized buffers {', '.join(t.name for t in tvs)} are circular over {len(loops)} different "
+            f"loops; one producer warpgroup serves one circular loop", tensor=first.name,
+            hint="inline them at one loop (the K loop)", **where))
+    return out
+
+
+def register_problems(fusion) -> list:
+    """WS-REGISTERS: setmaxnreg's counts (model docstring of register_pool)."""
+    from .lowerable import Problem
+    from .pipeline import specialization
+
+    tvs = specialized_tensors(fusion)
+    spec = specialization(tvs[0]) if tvs else None
+    if spec is None or spec.num_registers is None:
+        return []
+    producer, consumer = spec.num_registers
+    where = dict(tensor=tvs[0].name, location=tvs[0].circular.origin or tvs[0].origin)
+    out = []
+    for name, n in (("producer", producer), ("consumer", consumer)):
+        if not MIN_REGISTERS <= n <= MAX_REGISTERS or n % REGISTER_STEP:
+            out.append(Problem(
+                f"num_registers gives the {name} warpgroups {n} registers a thread; setmaxnreg takes a multiple of "
+                f"{REGISTER_STEP} from {MIN_REGISTERS} to {MAX_REGISTERS}",
+                hint=f"use {max(MIN_REGISTERS, min(MAX_REGISTERS, n // REGISTER_STEP * REGISTER_STEP))}",
+                values={name: n}, **where))
+    inner, consumers = role_threads(fusion)
+    if out or inner is None or consumers is None or inner % WARPGROUP:
+        return out  # WS-ROLES reports the block
+    pool = register_pool(inner, consumers)
+    entry, total = pool["entry"], pool["threads"]
+    if producer > consumer:
+        out.append(Problem(
+            f"num_registers=({producer}, {consumer}) gives the producer more registers than the consumers: the "
+            f"producer only issues loads, the consumers hold the accumulators",
+            hint=f"num_registers=({consumer}, {producer})", values={"producer": producer, "consumer": consumer},
+            **where))
+    if not producer <= entry <= consumer:
+        out.append(Problem(
+            f"the kernel starts with {entry} registers a thread ({total} threads, one block an SM), so the producer's "
+            f"setmaxnreg.dec to {producer} and the consumers' setmaxnreg.inc to {consumer} must lie on either side "
+            f"of {entry}",
+            hint=f"choose producer <= {entry} <= consumer", values={"entry": entry, "producer": producer,
+                                                                    "consumer": consumer}, **where))
+    need = producer * inner + consumer * inner * consumers
+    if need > entry * total:
+        out.append(Problem(
+            f"after setmaxnreg the block would hold {producer} x {inner} + {consumer} x {inner * consumers} = {need} "
+            f"registers, more than the {entry} x {total} = {entry * total} it was launched with: the consumers' "
+            f"setmaxnreg.inc waits for registers that never come free, and the kernel hangs",
+            hint=f"lower the counts, e.g. num_registers=({producer}, "
+                 f"{(entry * total - producer * inner) // (inner * consumers) // REGISTER_STEP * REGISTER_STEP})",
+            values={"registers needed": need, "registers launched": entry * total, "producer": producer,
+                    "consumer": consumer}, notes=("CUTLASS issue #2007: a kernel hangs where 232 x 2 + 24 warpgroups "
+                                                  "of registers exceed 168 x 3",), **where))
+    return out
+
+
+def register_pool(inner: int, consumers: int) -> dict:
+    """The registers a warp-specialized block starts with: __launch_bounds__(threads, 1) lets
+    ptxas give each thread REGISTER_FILE / threads registers, in steps of 8, at most 255 (the
+    pool setmaxnreg shares out: `entry` x `threads`)."""
+    threads = inner * (consumers + 1)
+    entry = min(255 // REGISTER_STEP * REGISTER_STEP, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
+    return {"threads": threads, "entry": entry}
+
+
+__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "role_problems", "role_threads",
+           "specialized_tensors", "Role", "SpecializedLoop", "StageEmptyWait", "StageRelease", "WarpRoles",
+           "release_lag", "split_roles"]

@@ -1,0 +1,207 @@
+"""Warp specialization (model/warp_roles.py): a producer warpgroup loads each stage after the
+consumers released it, the consumers wait for each stage's data and release it after their wgmma
+reads. PIPELINE-RAW and PIPELINE-WAR prove the protocol on the rewritten nest, and refute each
+mutation that breaks it with the datum; WS-ROLES and WS-REGISTERS check the schedule's side."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.model.barriers import Async, TmaWait, statement_paths
+from tileproof.model.pipeline import specialized_timeline
+from tileproof.model.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles, register_pool
+from tileproof.model.wgmma_order import WgmmaWait
+from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
+from tileproof.verifier.context import VerifyContext
+from tileproof.verifier.solver import Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "valid"))
+from wgmma import hopper, tile_multiples  # noqa: E402
+
+P = tp.ParallelType
+WS = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+
+
+def _fusion(stages=4, prefetch=2, spec=WS, block=(128, 256)):
+    return tile_multiples(hopper("M", "N", "K", block=block, stages=stages, prefetch=prefetch, specialized=spec), 64,
+                          n_multiple=block[1])
+
+
+def _nest(**kw):
+    return barrier_nest(VerifyContext(_fusion(**kw).snapshot(), tp.get_target("sm_90a")))
+
+
+def _nodes(nodes, kind):
+    for n in nodes:
+        if isinstance(n, kind):
+            yield n
+        if hasattr(n, "body"):
+            yield from _nodes(n.body, kind)
+
+
+def _timelines(nest):
+    stmts = statement_paths(nest.tree, nest.hazards)
+    out = {}
+    for _, wa, wp in stmts:
+        if wa.kind is Async.TMA_LOAD:
+            for _, ra, rp in stmts:
+                if wa.writes in ra.reads:
+                    out[wa.writes] = specialized_timeline(wa.writes, "T2", wp, rp, nest.hazards, wa.barrier)
+    assert set(out) == {"T4", "T5"} and all(t is not None and t.specialized for t in out.values())
+    return out
+
+
+def _consumer_loop(nest):
+    roles = nest.tree[0]
+    assert isinstance(roles, WarpRoles)
+    return roles.loops[0][1]
+
+
+def test_the_nest_splits_into_a_producer_and_consumers():
+    nest = _nest()
+    roles = nest.tree[0]
+    assert len(nest.tree) == 1 and isinstance(roles, WarpRoles) and roles.spec == WS
+    producer, consumer = roles.body
+    assert isinstance(producer, Role) and producer.producer and not consumer.producer
+    made, loop, empty, lag = roles.loops[0]
+    assert empty == "tp_empty_T4" and lag == 1
+    assert isinstance(made.body[0], StageEmptyWait) and len(made.body) == 3  # the wait, then both loads
+    kinds = [type(n).__name__ for n in loop.body]
+    assert kinds[:2] == ["TmaWait", "TmaWait"] and kinds[-2:] == ["WgmmaWait", "StageRelease"]
+    assert [w.pending for w in _nodes(loop.body, WgmmaWait)] == [1]
+    tail = [n for n in _nodes(consumer.body, StageRelease) if n.tail]
+    assert len(tail) == 1 and tail[0].lag == 1
+    for tl in _timelines(nest).values():
+        assert tl.describe() == ("producer loop xceil(K / 64): [empty wait, issue]; consumer loop xceil(K / 64): "
+                                 "[wait, read, wgmma wait 1, release of iteration i - 1]; then [wgmma wait, "
+                                 "release of iteration i - 1]")
+        assert prove_complete(tl).status is Verdict.PROVED and prove_free(tl).status is Verdict.PROVED
+
+
+@pytest.mark.parametrize("stages, prefetch, lag", [(4, 2, 1), (4, 3, 0), (2, 1, 0), (3, 1, 1)])
+def test_a_consumer_keeps_a_datum_one_iteration_where_the_stages_leave_room(stages, prefetch, lag):
+    nest = _nest(stages=stages, prefetch=prefetch, block=(128, 128))
+    assert nest.tree[0].loops[0][3] == lag
+    assert [w.pending for w in _nodes(_consumer_loop(nest).body, WgmmaWait)] == [lag]
+    assert all(prove_free(tl).proved and prove_complete(tl).proved for tl in _timelines(nest).values())
+
+
+def test_a_release_before_the_wgmma_wait_is_refuted():
+    """nvFuser issue 3561's family: the stage released while the tensor cores still read it."""
+    nest = _nest()
+    body = _consumer_loop(nest).body
+    release = next(n for n in body if isinstance(n, StageRelease))
+    body.remove(release)
+    body.insert(next(k for k, n in enumerate(body) if isinstance(n, WgmmaWait)), release)
+    for tl in _timelines(nest).values():
+        out = prove_free(tl)
+        assert out.status is Verdict.COUNTEREXAMPLE and out.model["read iteration"] == 0
+        assert out.values["reads done at"] > out.values["release position"] >= 0
+
+
+def test_a_release_of_the_current_datum_with_a_batch_in_flight_is_refuted():
+    nest = _nest()
+    for n in _nodes(_consumer_loop(nest).body, StageRelease):
+        n.lag = 0
+    for tl in _timelines(nest).values():
+        out = prove_free(tl)
+        assert out.status is Verdict.COUNTEREXAMPLE
+        # datum 0 is released in iteration 0, its batch waited for in iteration 1
+        assert out.model["read iteration"] == 0 and out.values["released"] == 2  # and again by the tail
+
+
+def test_a_missing_final_release_is_refuted():
+    """Without it the last datum's stage is never released: the producer's next run waits forever."""
+    nest = _nest()
+    consumer = nest.tree[0].body[1]
+    for scope in [consumer.body] + [n.body for n in _nodes(consumer.body, object) if hasattr(n, "body")]:
+        scope[:] = [n for n in scope if not (isinstance(n, StageRelease) and n.tail)]
+    for tl in _timelines(nest).values():
+        out = prove_free(tl)
+        assert out.status is Verdict.COUNTEREXAMPLE and out.values["released"] == 0
+        assert out.model["read iteration"] == out.model["extent"] - 1
+
+
+def test_a_producer_that_does_not_wait_for_the_release_is_refuted():
+    nest = _nest()
+    made = nest.tree[0].loops[0][0]
+    made.body[:] = [n for n in made.body if not isinstance(n, StageEmptyWait)]
+    for tl in _timelines(nest).values():
+        out = prove_free(tl)
+        assert out.status is Verdict.COUNTEREXAMPLE and out.values["refill waits for the release"] == 0
+
+
+def test_a_read_before_the_full_wait_is_refuted():
+    nest = _nest()
+    body = _consumer_loop(nest).body
+    waits = [n for n in body if isinstance(n, TmaWait)]
+    body[:] = [n for n in body if not isinstance(n, TmaWait)] + waits
+    for tl in _timelines(nest).values():
+        out = prove_complete(tl)
+        assert out.status is Verdict.COUNTEREXAMPLE and out.model["iteration"] == 0
+
+
+def test_the_block_has_one_more_warpgroup_on_the_specialized_axis():
+    report = tp.verify(_fusion(), "sm_90a")
+    assert report.ok, [d.message for d in report.errors]
+    assert report.launch["TIDy"] == "3" and report.launch["TIDx"] == "128"
+
+
+def test_the_register_pool_of_two_consumer_warpgroups():
+    assert register_pool(128, 2) == {"threads": 384, "entry": 168}  # ptxas under __launch_bounds__(384, 1)
+    assert register_pool(128, 1) == {"threads": 256, "entry": 248}
+
+
+@pytest.mark.parametrize("regs, message", [
+    ((40, 240), "40 x 128 + 240 x 256 = 66560 registers, more than the 168 x 384 = 64512"),
+    ((44, 232), "a multiple of 8 from 24 to 256"),
+    ((16, 232), "a multiple of 8 from 24 to 256"),
+    ((232, 40), "gives the producer more registers than the consumers"),
+    ((176, 232), "must lie on either side of 168"),
+])
+def test_setmaxnreg_counts_are_checked(regs, message):
+    report = tp.verify(_fusion(spec=tp.WarpSpecialized(P.TIDy, num_registers=regs)), "sm_90a")
+    found = [d for d in report.errors if d.code == "WS-REGISTERS"]
+    assert found and any(message in d.message for d in found), [d.message for d in report.errors]
+    assert all(d.counterexample and d.hint for d in found)
+
+
+def test_roles_are_checked():
+    report = tp.verify(_fusion(spec=tp.WarpSpecialized(P.TIDx)), "sm_90a")
+    roles = [d.message for d in report.errors if d.code == "WS-ROLES"]
+    assert any("holds 1 threads" in m for m in roles) and any("above it" in m for m in roles)
+
+
+def test_a_warp_specialized_buffer_must_be_a_tma_load_read_by_wgmma():
+    import cp_async
+
+    fusion = cp_async.k_loop_sum_double_buffered()
+    for t in fusion.tensors:
+        if t.circular is not None:
+            t.circular_buffer(2, 1, tp.WarpSpecialized(P.TIDy))
+    report = tp.verify(fusion, "sm_90a")
+    assert any(d.code == "LOWERING-SUPPORTED" and "producer warpgroup issues TMA loads only" in d.message
+               for d in report.errors), [d.message for d in report.errors]
+    assert any(d.code == "WS-ROLES" and "only wgmma reads are lowered" in d.message for d in report.errors)
+
+
+def test_compile_refuses_a_rejected_warp_specialization():
+    with pytest.raises(tp.ScheduleRejected):
+        tp.compile(_fusion(spec=tp.WarpSpecialized(P.TIDx)), "sm_90a")
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(on="TIDy"), "`on` must be a thread axis"),
+    (dict(on=P.BIDx), "`on` must be a thread axis"),
+    (dict(on=P.TIDy, num_registers=(40,)), "a tuple of two ints"),
+    (dict(on=P.TIDy, num_registers=[40, 232]), "a tuple of two ints"),
+])
+def test_bad_arguments_are_refused_at_the_door(bad, message):
+    with pytest.raises(tp.ScheduleError, match=message):
+        tp.WarpSpecialized(**bad)

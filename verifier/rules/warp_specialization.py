@@ -1,0 +1,188 @@
+"""Warp specialization: a producer warpgroup loads a circular buffer's stages with TMA, the
+consumer warpgroups read them with wgmma (model/warp_roles.py rewrites the loop nest). WS-ROLES
+checks what that rewrite needs of the schedule, WS-REGISTERS the setmaxnreg counts that move
+registers from the producer to the consumers. The mbarrier protocol between the roles is proved
+by PIPELINE-RAW and PIPELINE-WAR on the rewritten nest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ...model.warp_roles import register_problems, role_problems
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..registry import rule
+from .lowering import _report
+
+
+@rule("WS-ROLES", family="warpspec")
+def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A warp-specialized circular buffer's producer is whole warpgroups that only issue its loads.
+
+    What it checks:
+        For the tensors circular-buffered with tp.WarpSpecialized(on): the block's threads
+        per index of `on` (the product of the thread axes below it) are a constant multiple
+        of 128, and no thread axis above `on` has more than one index, so the producer (one
+        more index of `on`, the last) is whole warpgroups after the consumers'; every such
+        tensor is a TMA load (LOWERING-SUPPORTED), read only by wgmma, not bound to `on`
+        itself, all of them circular over one loop with one WarpSpecialized.
+    Why the hardware needs it:
+        setmaxnreg and wgmma are executed by whole warpgroups: a producer that shares a
+        warpgroup with consumers cannot give its registers away, and a wgmma issued by a
+        partial warpgroup is undefined. A consumer warpgroup tells the producer a stage is free
+        by one mbarrier arrival after its wgmma.wait_group, which covers its wgmma reads only
+        (plain loads by other threads would still be running). One producer thread issues the
+        loads of one circular loop: a second loop, or a load split over `on`, would need a
+        second producer.
+    Example:
+        with tp.Fusion("producer_on_tidx") as fusion:
+            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
+        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 64)  # [warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy)
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDx))
+    Reported with:
+        MMA-WARP-COLLECTIVE
+    Fix:
+        with tp.Fusion("producer_warpgroup") as fusion:
+            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
+        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 64)  # [warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy)
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
+    References:
+        nvFuser csrc/parallel_dimension_map.cpp (the warp-specialized axis gets one more index,
+        whole warpgroups) and csrc/device_lower/pass/circular_buffer.cpp (WarpSpecialized);
+        CUTLASS include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp;
+        PTX ISA 9.7.15.5 (wgmma, warpgroup-wide), 9.7.19.5 (setmaxnreg); docs/hardware.md#warp-specialization
+    """
+    # Formal statement: none, structural: for the WarpSpecialized(on) tensors T: prod(thread extents below
+    #   on) % 128 == 0 and constant, every thread extent above on == 1, each t in T is read only by wgmma,
+    #   has no loop axis parallelized on on, and all t share one circular loop group and one WarpSpecialized
+    yield from _report("WS-ROLES", role_problems(ctx.fusion))
+
+
+@rule("WS-REGISTERS", family="warpspec")
+def ws_registers(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """setmaxnreg's counts fit the registers the warp-specialized block is launched with.
+
+    What it checks:
+        For WarpSpecialized(on, num_registers=(producer, consumer)): each count is a multiple
+        of 8 from 24 to 256; producer <= consumer; the kernel's entry count E (ptxas gives each
+        of the block's T threads 65536 / T registers, in steps of 8, at most 248, under
+        __launch_bounds__(T, 1), which the code generator emits) lies between them
+        (setmaxnreg.dec lowers a warpgroup's count, .inc raises it); and producer x (producer
+        threads) + consumer x (consumer threads) <= E x T, the pool the block holds.
+    Why the hardware needs it:
+        setmaxnreg.inc blocks until the block's pool has the registers it asks for: they come
+        only from the warpgroups that gave theirs back with setmaxnreg.dec. Counts that sum to
+        more than the block was launched with leave the consumers waiting forever (CUTLASS
+        #2007: 232 x 2 + 24 > 168 x 3 hangs). A count outside [24, 256] or not a multiple of 8
+        does not assemble.
+    Example:
+        with tp.Fusion("registers_past_the_pool") as fusion:
+            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
+        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 64)  # [warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy)
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 240)))
+    Fix:
+        with tp.Fusion("registers_shared_out") as fusion:
+            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
+        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 64)  # [warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy)
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))
+    References:
+        PTX ISA 9.7.19.5 (setmaxnreg: the range, multiples of 8, the per-CTA pool); CUTLASS
+        sm90_gemm_tma_warpspecialized_cooperative.hpp (40 / 232 with two math warpgroups) and
+        issue #2007; nvFuser WarpSpecialized::validateRegisterSharing; docs/hardware.md#warp-specialization
+    """
+    # Formal statement: none, structural: with T = inner * (consumers + 1) threads and E = min(248,
+    #   floor(65536 / T / 8) * 8): producer, consumer in [24, 256] and % 8 == 0, producer <= E <= consumer,
+    #   producer * inner + consumer * inner * consumers <= E * T
+    yield from _report("WS-REGISTERS", register_problems(ctx.fusion))
