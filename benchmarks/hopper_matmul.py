@@ -95,6 +95,14 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x256_4_stages_warp_specialized_grouped_bf16_out": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "out_dtype": tp.bfloat16,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_one_batch_in_flight_one_wave": {"block": (128, 256), "stages": 4, "prefetch": 2,
+                                                             "patch": "one wave"},
+    "hopper_128x256_4_stages_warp_specialized_one_wave": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave",
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "out_dtype": tp.bfloat16,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
     "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
                                                                "group": 8,
                                                                "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},
@@ -102,6 +110,7 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
 TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4)]
 GROUP_M = 8
+SMS = 132  # an H100 SXM's (and H200's) SMs: a "one wave" schedule runs at most one block on each
 TAIL_ROWS = 128  # checked beside the spread rows: M's last tile, partial where M % 128 != 0
 K_MAJOR = base.K_MAJOR  # "A K-major, B K-major"
 N_MAJOR = "A K-major, B N-major"
@@ -145,12 +154,31 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     return shapes
 
 
+def one_wave_patch(shape, block, sms: int = SMS) -> tuple[int, int]:
+    """hopper()'s patch (pm, pn) for a schedule marked "one wave": the fewest block tiles a block
+    such that the blocks fit on the SMs at once (ceil(Mo / pm) x ceil(No / pn) <= sms; every block
+    runs pm x pn tiles, those past M or N too, so that is the kernel's length), then the fewest
+    rows of A and B the blocks stream at a step (the L2's working set)."""
+    mo, no = (-(-d // b) for d, b in zip(shape, block))
+    best = None
+    for pm in range(1, mo + 1):
+        for pn in range(1, no + 1):
+            blocks = -(-mo // pm) * -(-no // pn)
+            if blocks <= sms:
+                key = (pm * pn, -(-mo // pm) * block[0] + -(-no // pn) * block[1])
+                best = min(best or (key, (pm, pn)), (key, (pm, pn)))
+    return best[1]
+
+
 def builder(name: str, m: int, n: int, k: int):
     """Schedule `name`, hopper() at (m, n, k), as a builder for base.verify_and_compile, which
     calls it with its one `size` thrice: the arguments are ignored."""
 
     def build(*_sizes):
-        return wgmma.hopper(m, n, k, swizzle=SWIZZLE, **SCHEDULES[name])
+        kwargs = dict(SCHEDULES[name])
+        if kwargs.get("patch") == "one wave":
+            kwargs["patch"] = one_wave_patch((m, n), kwargs["block"])
+        return wgmma.hopper(m, n, k, swizzle=SWIZZLE, **kwargs)
 
     return build
 

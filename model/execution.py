@@ -166,8 +166,13 @@ def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     # an element is a point of the iteration IDs: the bounds of reduction IDs (a reduced root, a split
     # of it, a reduction axis's thread extent) bound the terms, not the elements; every element is
     # stored, the neutral value where no term is valid
+    # an MmaOp's accumulators copied into registers: every element, holes included (rows past M
+    # hold values no store reads); a predicated copy would keep both register tiles live
+    from .mma_op import is_mma_op  # mma_op builds on this module
+
+    registers = tv.memory_type is MemoryType.Local and tv.definition is not None and is_mma_op(tv.definition)
     conds = (_extent_conds(tv, launch, elements=True)
-             + _hole_conds(tv, ex.indices, elements=True, skip=zero_padded(tv.fusion).get(tv.name))
+             + ([] if registers else _hole_conds(tv, ex.indices, elements=True, skip=zero_padded(tv.fusion).get(tv.name)))
              + _writer_conds(tv, launch))
     loops = {ex.env[i.uid].value: const(0) for i in tv.loop
              if i.is_reduction and ex.env[i.uid].op == "var" and i.parallel_type not in LAUNCH_TYPES}

@@ -48,6 +48,9 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_4_stages_warp_specialized_grouped": (128, 256),
         "hopper_128x256_4_stages_one_batch_in_flight_grouped_bf16_out": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_grouped_bf16_out": (128, 256),
+        "hopper_128x256_4_stages_one_batch_in_flight_one_wave": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_one_wave": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
     ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
     assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
@@ -55,6 +58,15 @@ def test_the_issue_shapes_and_schedules():
     assert H.call_text("hopper_128x256") == "hopper(M, N, K, block=(128, 256), swizzle=128)"
     assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8)  # the tutorial's best H100 configuration
     assert {layout for layout, _call, _q in H.CUBLAS.values()} == {"A K-major, B K-major", "A K-major, B N-major"}
+
+
+def test_one_wave_patches_fit_the_sms_with_the_fewest_tiles_a_block():
+    assert [H.one_wave_patch(s[:2], (128, 256)) for s in H.SHAPES] == [(4, 4), (2, 2), (2, 1), (4, 4)]
+    assert H.one_wave_patch((128, 256), (128, 256)) == (1, 1)
+    for shape in H.SHAPES:
+        pm, pn = H.one_wave_patch(shape[:2], (128, 256))
+        mo, no = -(-shape[0] // 128), -(-shape[1] // 256)
+        assert -(-mo // pm) * -(-no // pn) <= H.SMS < -(-mo // pm) * -(-no // pn) * pm * pn
 
 
 def test_the_shapes_list_parses():

@@ -23,8 +23,24 @@ def swizzled_box(tile, swizzle_bytes):
     tile.apply_mma_swizzle_for_tma_load(SMEM_SWIZZLES[swizzle_bytes])
 
 
+def patched_blocks(tensors, patch):
+    """Bind the block tiles [Mo, No, ..] of `tensors` to blocks in patches of pm x pn tiles, each
+    block running over its patch: [Mo / pm (blockIdx.x), No / pn (blockIdx.y), pm, pn (serial
+    loops), ..]. A and B split their broadcast axis by 1 to have one for each loop of the other
+    operand. Returns the axes added (2)."""
+    pm, pn = patch
+    for t in tensors:
+        t.split(1, 1 if t.axis(1).is_broadcast else pn)  # [Mo, No / pn, pn, ..]
+        t.split(0, 1 if t.axis(0).is_broadcast else pm)  # [Mo / pm, pm, No / pn, pn, ..]
+        permute(t, [0, 2, 1, 3] + list(range(4, len(t.get_loop_domain()))))
+        for i, p in ((0, P.BIDx), (1, P.BIDy)):
+            if not t.axis(i).is_broadcast:
+                t.axis(i).parallelize(p)
+    return 2
+
+
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
-           specialized=None, out_dtype=tp.float32):
+           specialized=None, out_dtype=tp.float32, patch=None):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -35,7 +51,10 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     the tile in it, blockIdx.y the N tile), as examples/valid/mma.py's tuned schedule does.
     tile_layout(tile, swizzle bytes) lays out each operand's shared tile (swizzled_box).
     specialized=tp.WarpSpecialized(...): the stages are loaded by a producer warpgroup instead.
-    out_dtype: the output's dtype (a cast of the float32 accumulators where it is another)."""
+    out_dtype: the output's dtype (a cast of the float32 accumulators where it is another).
+    patch=(pm, pn): each block computes pm x pn tiles one after another (patched_blocks) instead
+    of one (group is then unused): with about one block per SM the grid is one wave, and a
+    warp-specialized producer loads the next tile while the consumers store this one."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -70,13 +89,15 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     out.axis(2).parallelize(P.TIDy)
     if not any(isinstance(x, int) and x % t for x, t in ((m, bm), (n, bn))):  # whole tiles: no pair straddles a hole
         out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
+    # the thread's accumulators read by constant indices: registers, not local memory
+    out.axis(-2 if out.axis(-1).parallel_type is P.Vectorize else -1).parallelize(P.Unroll)
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
     for t in (sa, sb):
         tile_layout(t, swizzle)
         for i in t.get_loop_domain()[3:]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
-    at = grouped_blocks((d, out, sa, sb), group)
+    at = patched_blocks((d, out, sa, sb), patch) if patch else grouped_blocks((d, out, sa, sb), group)
     for t in (sa, sb):
         t.inline_at(3 + at)
         if stages > 1:
@@ -142,3 +163,18 @@ def hopper_matmul_warp_specialized():
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws), 64,
                           n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_m_tiles_in_a_loop():
+    """The warp-specialized schedule with each block looping over its group's M tiles (blockIdx.x's
+    axis made a serial loop): the producer runs ahead into the next tile's K loop while the
+    consumers store this one, the full and empty mbarriers' phases carried from tile to tile
+    (each tile loads and releases every stage as often as it waits for it)."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws), 64,
+                            n_multiple=256)
+    for t in fusion.tensors:
+        if t.loop and len(t.loop) > 1 and t.loop[1].parallel_type is P.BIDx:
+            t.loop[1].parallelize(P.Serial)
+    return fusion

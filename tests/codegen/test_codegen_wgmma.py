@@ -123,3 +123,25 @@ def test_no_wgmma_is_guarded_by_a_predicate_that_varies_by_warpgroup(kw):
         out = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
                              capture_output=True, text=True, check=True)
     assert "Used" in out.stdout + out.stderr and "serialized" not in out.stdout + out.stderr, out.stderr
+
+
+def test_partial_tiles_keep_the_accumulators_in_registers():
+    """With M and N not multiples of the tile, the copy of the accumulators into D's register tile
+    is not predicated (rows past M hold values no store reads: a predicated copy kept both tiles
+    live, 256 registers) and the store loop over them is unrolled (a serial one indexed them at
+    run time: local memory)."""
+    fusion = hopper(8000, 8000, 8192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS)
+    src = _source(fusion)
+    copy = src[src.index("// T2 = the accumulators"):]
+    assert copy.split("\n", 1)[1].lstrip().startswith("T2[")  # no `if (...)` around it
+    store = src[src.rindex("for (", 0, src.index("// T3 = set(T2)")) - 20:src.index("// T3 = set(T2)")]
+    assert "#pragma unroll" in store
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc here: ptxas's report on the kernel is not available")
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "k.cu"
+        cu.write_text(src)
+        out = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
+                             capture_output=True, text=True, check=True)
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out.stdout + out.stderr, out.stderr
