@@ -155,3 +155,52 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
             operand_problem(f"is in {t.memory_type} memory; mma.sync reads its operands from each lane's registers",
                             f"copy {t.name} into registers first (r = {t.name}.cache_after(), or "
                             f"tp.LoadStoreOpType.LdMatrix from shared memory), scheduled so each lane holds its fragment")
+
+
+# -- MMA-REGISTER-PRESSURE (a warning) ------------------------------------------------------------
+
+REGISTER_MARGIN = 30  # registers a thread needs besides the tiles: addresses, descriptors, counters
+
+
+def register_pressure(fusion, order) -> list[Problem]:
+    """MMA-REGISTER-PRESSURE: an MmaOp's register tiles per thread (its accumulators, and the
+    operand fragments mma.sync reads from registers) plus REGISTER_MARGIN exceed what a thread of
+    the kernel gets: the consumers' setmaxnreg count where the kernel is warp-specialized with
+    num_registers, else REGISTER_FILE / (the block's threads), in steps of 8, at most 255
+    (__launch_bounds__ with the block's threads: ptxas fits every thread in one block)."""
+    from .allocation import compute_allocation
+    from .expr import product, try_int
+    from .lowerable import registers_of
+    from .pipeline import specialization
+    from .types import THREAD_TYPES
+    from .warp_roles import REGISTER_FILE, REGISTER_STEP, specialized_tensors
+
+    dims = block_dims(fusion)
+    threads = try_int(product([dims.get(p, const(1)) for p in THREAD_TYPES]))
+    budget = 255 if threads is None else min(255, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
+    why = f"{REGISTER_FILE} registers over the block's {threads} threads" if threads else "a thread's limit"
+    roles = specialized_tensors(fusion, order)
+    spec = specialization(roles[0]) if roles else None
+    if spec is not None and spec.num_registers:
+        budget, why = spec.num_registers[1], "the consumers' setmaxnreg count"
+    out = []
+    for tv in order:
+        if not is_mma_op(tv.definition) or tv.memory_type is not MemoryType.Local:
+            continue
+        tiles = [tv] + [t for t in tv.definition.inputs if t.memory_type is MemoryType.Local]
+        counts = {t.name: try_int(compute_allocation(t).num_elements_expr) for t in tiles}
+        if any(n is None for n in counts.values()):
+            continue  # REGISTER-SIZE-CONSTANT
+        regs = {name: registers_of(t, counts[name]) for name, t in zip(counts, tiles)}
+        need = sum(regs.values()) + REGISTER_MARGIN
+        if need > budget:
+            parts = " + ".join(f"{n} ({name})" for name, n in regs.items())
+            out.append(Problem(
+                f"{tv.name}'s tensor-core tiles take {parts} registers a thread, and with about {REGISTER_MARGIN} "
+                f"for addresses and counters {need}; a thread of this kernel gets {budget} ({why}): ptxas will spill "
+                f"to local memory or serialize the tensor-core instructions",
+                hint="spread the tile over more warpgroups (a smaller tile per warpgroup), fewer consumer "
+                     "warpgroups per block, or give the consumers more registers (WarpSpecialized num_registers)",
+                tensor=tv.name, values={"registers needed": need, "registers per thread": budget, **regs},
+                location=tv.origin))
+    return out

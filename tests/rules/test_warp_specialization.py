@@ -205,3 +205,24 @@ def test_compile_refuses_a_rejected_warp_specialization():
 def test_bad_arguments_are_refused_at_the_door(bad, message):
     with pytest.raises(tp.ScheduleError, match=message):
         tp.WarpSpecialized(**bad)
+
+
+@pytest.mark.parametrize("spec, budget, why", [
+    (tp.WarpSpecialized(P.TIDy), 128, "65536 registers over the block's 512 threads"),
+    (tp.WarpSpecialized(P.TIDy, num_registers=(40, 152)), 152, "the consumers' setmaxnreg count"),
+])
+def test_three_consumer_warpgroups_of_64_x_256_leave_too_few_registers(spec, budget, why):
+    """MMA-REGISTER-PRESSURE: 128 accumulators a thread and about 30 more, against 128 registers a
+    thread (four warpgroups) or the consumers' 152."""
+    fusion = tile_multiples(hopper("M", "N", "K", block=(192, 256), stages=3, prefetch=1, specialized=spec), 64,
+                            m_multiple=192, n_multiple=256)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, [d.message for d in report.errors]
+    (w,) = [d for d in report.warnings if d.code == "MMA-REGISTER-PRESSURE"]
+    assert w.counterexample["registers needed"] == 158 and w.counterexample["registers per thread"] == budget
+    assert why in w.message
+
+
+def test_two_consumer_warpgroups_fit():
+    report = tp.verify(_fusion(), "sm_90a")
+    assert not [d for d in report.warnings if d.code == "MMA-REGISTER-PRESSURE"]

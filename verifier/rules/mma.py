@@ -17,11 +17,12 @@ from ...model.indexing import indices_from_logical
 from ...model.lowerable import execution_order
 from ...model.mma_op import mma_execution, tile_conds, well_formed
 from ...model.zero_padding import zero_padded, zero_path
-from ...model.mma_rules import problems
+from ...model.mma_rules import problems, register_pressure
 from ..context import VerifyContext
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Severity
 from ..findings import report_values
 from ..registry import rule
+from .lowering import _report as report_problems
 from .visibility import _check
 
 
@@ -444,3 +445,91 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
         ("index", "extent"), point=tuple(ranges),
         hint=f"tile K alike along the operand's path: {p.name}'s K tiles must cover every K index {consumer.name} reads",
         tensor=consumer.name, location=consumer.origin)
+
+
+
+@rule("MMA-REGISTER-PRESSURE", family="mma", severity=Severity.WARNING)
+def mma_register_pressure(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """An MmaOp's register tiles leave a thread room for its other registers (a warning).
+
+    What it checks:
+        For each MmaOp whose output is a register tile: its accumulator registers per thread,
+        plus those of any operand fragment held in registers (mma.sync), plus about 30 for
+        addresses, descriptors and counters, are at most what a thread of the kernel gets: the
+        consumers' setmaxnreg count where the kernel is warp-specialized with num_registers,
+        else 65536 registers over the block's threads, in steps of 8, at most 255.
+    Why the hardware needs it:
+        An SM has 65536 32-bit registers; the code generator's __launch_bounds__ tells ptxas
+        the block's thread count, so ptxas fits every thread in that share. Tiles that do not fit
+        are spilled to local memory, and ptxas serializes wgmma whose accumulators it cannot keep
+        in registers across the pipeline: the kernel stays correct, and slow. Four warpgroups of
+        a 64 x 256 wgmma (128 accumulators each) get 128 registers a thread.
+    Example:
+        with tp.Fusion("three_consumer_warpgroups") as fusion:
+            a = tp.make_contig_concrete_tensor([192, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 256, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_256_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
+        for i in (3, 4, 5):  # one Hopper_64_256_16 wgmma: 128 accumulators a thread
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 64)  # [warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_256_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy)
+        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))  # 4 warpgroups: 128 registers a thread
+    Fix:
+        with tp.Fusion("two_consumer_warpgroups") as fusion:
+            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 256, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_256_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
+        for i in (3, 4, 5):  # one Hopper_64_256_16 wgmma: 128 accumulators a thread
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 64)  # [warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_256_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy)
+        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))  # 3 warpgroups: 168 registers a thread
+    References:
+        CUDA C++ Programming Guide (65536 registers per SM, 255 per thread, __launch_bounds__);
+        PTX ISA 9.7.19.5 (setmaxnreg); CUTLASS sm90 warp-specialized kernels (two math warpgroups
+        of 128 x 256 / 2 with 232 registers); docs/hardware.md#warp-specialization
+    """
+    # Formal statement: none, structural: for each MmaOp output tv in registers, sum over tv and its
+    #   register operands of ceil(elements * bytes / 4) + 30 <= the consumers' num_registers, or
+    #   min(255, floor(65536 / threads / 8) * 8)
+    yield from report_problems("MMA-REGISTER-PRESSURE",
+                               register_pressure(ctx.fusion, ctx.memo(("execution-order",),
+                                                                      lambda: execution_order(ctx.fusion))))
