@@ -20,19 +20,28 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     roles = next((n for n in tree if isinstance(n, WarpRoles)), None)
     if roles is None:
         return
-    axis = roles.spec.on.cuda_name
-    producer = roles.body[0]
+    producer, consumer = roles.body
     if not (isinstance(producer, Role) and producer.producer):
         raise InternalError("a warp-specialized kernel's first role is not its producer")
-    _reissued(producer.body, axis)
-    issuers = {tuple(n.issuer) for n in walk(producer.body) if isinstance(n, TmaCopy)}
-    if len(issuers) == 1:
-        producer.elected = list(next(iter(issuers)))
-        _reissued(producer.body, None)
     inner, indices = role_threads(fusion)
     if inner is None or indices is None:
         raise InternalError("a warp-specialized kernel's block is not constant (WS-ROLES)")
-    _unguarded(roles.body[1].body, roles.spec.on, indices)
+    axis = roles.spec.on.cuda_name
+
+    def issuer(n: TmaCopy) -> list:  # the predicates on `axis` name the consumers' thread 0, not the producer's
+        return [c for c in n.issuer if axis not in c.lhs.free_vars()]
+
+    issuers = {tuple(issuer(n)) for n in walk(producer.body) if isinstance(n, TmaCopy)}
+    if len(issuers) == 1:
+        producer.elected = list(next(iter(issuers)))
+    _mapped(producer.body, lambda n: dataclasses.replace(n, issuer=[] if producer.elected else issuer(n))
+            if isinstance(n, TmaCopy) else n)
+    # the consumers' `threadIdx.<axis> < indices`, implied by their role: a predicate varying by warpgroup
+    # would make ptxas serialize the wgmmas
+    implied = (var(axis), const(indices))
+    _mapped(consumer.body, lambda n: dataclasses.replace(
+        n, conds=[c for c in n.conds if not (c.op == "<" and (c.lhs, c.rhs) == implied)])
+        if getattr(n, "conds", None) else n)
     roles.consumer_threads = inner * indices
     consumers = roles.consumer_threads // WARPGROUP
     for made, _, empty, _ in roles.loops:
@@ -41,27 +50,13 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
         mbarriers.append(MBarrier(empty, consumers, ", ".join(sorted({c.smem for c in copies})), stages, empty=True))
 
 
-def _unguarded(nodes: list, on, indices: int) -> None:
-    """The consumers' statements without `threadIdx.<on> < C` (C: the consumers' indices), which
-    their role implies: a predicate varying by warpgroup would make ptxas serialize the wgmmas."""
-    implied = (var(on.cuda_name), const(indices))
+def _mapped(nodes: list, leaf) -> None:
+    """In place: every statement of the tree `nodes` replaced by leaf(statement)."""
     for k, n in enumerate(nodes):
         if hasattr(n, "body"):
-            _unguarded(n.body, on, indices)
-        elif getattr(n, "conds", None):
-            kept = [c for c in n.conds if not (c.op == "<" and (c.lhs, c.rhs) == implied)]
-            if len(kept) != len(n.conds):
-                nodes[k] = dataclasses.replace(n, conds=kept)
-
-
-def _reissued(nodes: list, axis: str | None) -> None:
-    """The loads' issuer predicates without those on `axis` (None: without any)."""
-    for k, n in enumerate(nodes):
-        if isinstance(n, TmaCopy):
-            nodes[k] = dataclasses.replace(n, issuer=[c for c in n.issuer
-                                                      if axis is not None and axis not in c.lhs.free_vars()])
-        elif hasattr(n, "body"):
-            _reissued(n.body, axis)
+            _mapped(n.body, leaf)
+        else:
+            nodes[k] = leaf(n)
 
 
 __all__ = ["lower_roles"]

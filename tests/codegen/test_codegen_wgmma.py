@@ -88,6 +88,19 @@ def _source(fusion):
     return emit(lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel, cuda_headers=False)
 
 
+def _ptxas_report(src: str) -> str:
+    """ptxas -v's report on the kernel `src` for sm_90a, through nvcc (the test skips without it)."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("no nvcc here: ptxas's report on the kernel is not available")
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "k.cu"
+        cu.write_text(src)
+        out = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
+                             capture_output=True, text=True, check=True)
+    return out.stdout + out.stderr
+
+
 def test_a_warp_specialized_kernel_splits_its_block_by_role():
     src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, specialized=WS))
     assert "__launch_bounds__(384, 1)" in src  # two consumer warpgroups and the producer
@@ -114,15 +127,8 @@ def test_no_wgmma_is_guarded_by_a_predicate_that_varies_by_warpgroup(kw):
     guard = src.rfind("\n", 0, src.rfind("// T2 += T4 x T5", 0, issue))
     assert "threadIdx" not in src[guard:src.index("tp_wgmma_desc", guard)]
     assert 'asm volatile("" : "+f"(tp_acc_T2[k]) :: "memory");' in src
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("no nvcc here: ptxas's report on the kernel is not available")
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(src)
-        out = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
-                             capture_output=True, text=True, check=True)
-    assert "Used" in out.stdout + out.stderr and "serialized" not in out.stdout + out.stderr, out.stderr
+    report = _ptxas_report(src)
+    assert "Used" in report and "serialized" not in report, report
 
 
 def test_partial_tiles_keep_the_accumulators_in_registers():
@@ -136,12 +142,5 @@ def test_partial_tiles_keep_the_accumulators_in_registers():
     assert copy.split("\n", 1)[1].lstrip().startswith("T2[")  # no `if (...)` around it
     store = src[src.rindex("for (", 0, src.index("// T3 = set(T2)")) - 20:src.index("// T3 = set(T2)")]
     assert "#pragma unroll" in store
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("no nvcc here: ptxas's report on the kernel is not available")
-    with tempfile.TemporaryDirectory() as tmp:
-        cu = Path(tmp) / "k.cu"
-        cu.write_text(src)
-        out = subprocess.run([nvcc, "-arch=sm_90a", "-cubin", "-Xptxas", "-v", "-o", str(Path(tmp) / "k.cubin"), str(cu)],
-                             capture_output=True, text=True, check=True)
-    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out.stdout + out.stderr, out.stderr
+    report = _ptxas_report(src)
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in report, report

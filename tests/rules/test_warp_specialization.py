@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
+from tileproof.codegen.ir import walk
 from tileproof.model.barriers import Async, TmaWait, statement_paths
 from tileproof.model.pipeline import specialized_timeline
 from tileproof.model.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles, register_pool
@@ -38,11 +39,7 @@ def _nest(**kw):
 
 
 def _nodes(nodes, kind):
-    for n in nodes:
-        if isinstance(n, kind):
-            yield n
-        if hasattr(n, "body"):
-            yield from _nodes(n.body, kind)
+    return [n for n in walk(nodes) if isinstance(n, kind)]
 
 
 def _timelines(nest):
