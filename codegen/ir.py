@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..model.barriers import CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
 from ..model.wgmma_order import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..model.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
-from ..model.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
+from ..model.warp_roles import Role, StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
 from ..model.execution import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const
@@ -104,6 +104,9 @@ class TmaCopy:
     circular: tuple[int, int, int] | None = None  # a circular buffer's (stages, prefetch, circular loop depth)
     stage: Expr | None = None  # a circular buffer's load: the stage, whose mbarrier it completes on
     specialized: object | None = None  # a warp-specialized circular buffer's load: its WarpSpecialized
+    # a load multicast to its cluster (model/cluster.py): (the cluster axis, x/y/z; the receivers' CTA-rank
+    # mask from the issuer's rank), issued by the block first along that axis
+    multicast: tuple[str, int] | None = None
 
 
 @dataclass
@@ -232,6 +235,7 @@ class KernelIR:
     header: list[str] = field(default_factory=list)  # the fusion's ops, one per line
     tensor_maps: list[TensorMap] = field(default_factory=list)
     mbarriers: list[MBarrier] = field(default_factory=list)
+    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster (model/cluster.py): __cluster_dims__
     index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
 
 
@@ -393,7 +397,7 @@ class WgmmaDescriptor:
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
               CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
-              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease)  # a Role only in WarpRoles.body
+              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain)  # a Role only in WarpRoles.body
 
 
 def walk(nodes: list):

@@ -94,6 +94,23 @@ class Fusion:
         self._iterdomain_count = 0
         self.origin = user_location()
         self.assumption_origins: list[str | None] = []  # the user's file:line of each assumption
+        self._cluster_dims = (1, 1, 1)
+        self.cluster_origin: str | None = None  # the user's file:line setting cluster_dims
+
+    @property
+    def cluster_dims(self) -> tuple[int, int, int]:
+        """Blocks per thread-block cluster (x, y, z), (1, 1, 1) by default: `fusion.cluster_dims =
+        (2, 1, 1)` makes blocks 2j and 2j + 1 along x a cluster (sm_90a), whose blocks may share a
+        TMA load (TensorView.multicast). CLUSTER-MULTICAST checks it (at most 8 blocks, the grid a
+        multiple of it). nvFuser: the matmul scheduler's cluster_dims."""
+        return self._cluster_dims
+
+    @cluster_dims.setter
+    def cluster_dims(self, value) -> None:
+        from .cluster import checked_cluster_dims
+
+        self._cluster_dims = checked_cluster_dims(value)
+        self.cluster_origin = user_location()
 
     # -- context ------------------------------------------------------------------
     def __enter__(self) -> "Fusion":

@@ -37,6 +37,7 @@ class TensorView:
         self.compute_at: int = 0
         self.definition: Op | None = None
         self.circular = None  # a CircularBuffer (model/pipeline.py) once circular_buffer is called
+        self.multicast_on = None  # a Multicast (model/cluster.py) once multicast is called
         self.origin = user_location()
         fusion._register_tensor(self)
 
@@ -323,6 +324,20 @@ class TensorView:
         from .reduction import rfactor
 
         return rfactor(self, axes)
+
+    def multicast(self, on=ParallelType.BIDx) -> "TensorView":
+        """Load this TMA-loaded shared tensor once per thread-block cluster and multicast it to the
+        cluster's blocks along `on` (a block axis; fusion.cluster_dims sets the cluster): the
+        block whose index along `on` is first in its cluster issues the load for all of them,
+        which halves the operand's L2 reads with clusters of 2. Needs a warp-specialized circular
+        buffer (tp.WarpSpecialized), whose empty mbarriers then count every block's consumers.
+        CLUSTER-MULTICAST proves each receiver would have loaded the same box. Returns self.
+
+            fusion.cluster_dims = (2, 1, 1); sb.multicast(tp.ParallelType.BIDx)"""
+        from .cluster import checked_multicast
+
+        self.multicast_on = checked_multicast(self, on)
+        return self
 
     # -- circular buffering -----------------------------------------------------------
     def circular_buffer(self, number_of_stages: int | None = None, prefetch_distance: int = -1, type=None, *,

@@ -15,6 +15,9 @@ nest into
                         StageEmptyWait   wait empty[i % S] (phase bits start at 1: the first wait
                                          on each stage passes, the stage never held data)
                         the TMA loads of data i into stage i % S (completing on full[i % S])
+                      after its loops, StageDrain: one more wait on every stage's empty
+                      mbarrier, for its last release (the block stays until no consumer,
+                      of this block or of another in its cluster, arrives on it)
       Role(consumer)  the nest without those loads; the circular loop's iteration i:
                         TmaWait          wait full[i % S] (the stage's next phase)
                         ... the reads (a wgmma batch) ...
@@ -48,6 +51,17 @@ class StageEmptyWait:
     stages: int
     why: str
     index: str | None = None
+
+
+@dataclass
+class StageDrain:
+    """The producer's wait, after its loops, for the last release of each of `barrier`'s
+    `stages` (its next phase per stage: the release of the last datum loaded there, or the
+    initial free phase of a stage never loaded)."""
+
+    barrier: str
+    stages: int
+    why: str
 
 
 @dataclass
@@ -135,6 +149,8 @@ def split_roles(tree: list, loops: list[SpecializedLoop]) -> None:
             outer.body = [node]
             node = outer
         producer.append(node)
+        producer.append(StageDrain(empty, sl.stages, "every stage's last release, before the block may exit: "
+                                                     "no consumer (of any block of the cluster) arrives later"))
         pairs.append((made, sl.loop, empty, lag))
     tree[:] = [WarpRoles(loops[0].spec, [Role(True, producer), Role(False, list(tree))], pairs)]
 
@@ -304,5 +320,5 @@ def register_pool(inner: int, consumers: int) -> dict:
 
 
 __all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "role_problems", "role_threads",
-           "specialized_tensors", "Role", "SpecializedLoop", "StageEmptyWait", "StageRelease", "WarpRoles",
+           "specialized_tensors", "Role", "SpecializedLoop", "StageDrain", "StageEmptyWait", "StageRelease", "WarpRoles",
            "release_lag", "split_roles"]

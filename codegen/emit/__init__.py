@@ -22,7 +22,7 @@ from .cuda_expr import INDEX_TYPES, to_cuda
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
-                 TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease)
+                 TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, StageDrain, StageEmptyWait, StageRelease)
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
     lines += e.buffers()
-    lines += emit_tma.barrier_setup(ir.mbarriers)
+    lines += emit_tma.barrier_setup(ir.mbarriers, math.prod(ir.cluster))
     lines += body
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -211,7 +211,8 @@ class _Emitter:
         n = try_int(product(list(self.ir.block)))
         # one block per SM where setmaxnreg moves registers: ptxas then sizes the pool it shares out
         once = ", 1" if any(isinstance(r, WarpRoles) and r.spec.num_registers for r in self.ir.body) else ""
-        return f" __launch_bounds__({n}{once})" if n is not None else ""
+        cluster = f" __cluster_dims__({', '.join(map(str, self.ir.cluster))})" if math.prod(self.ir.cluster) > 1 else ""
+        return cluster + (f" __launch_bounds__({n}{once})" if n is not None else "")
 
     def params(self) -> list[str]:
         out = []
@@ -295,7 +296,10 @@ class _Emitter:
         return ["  " * depth + line for line in emit_tma.empty_wait(n, self.x)]
 
     def release(self, n: StageRelease, depth: int) -> list[str]:
-        return ["  " * depth + line for line in emit_tma.release(n, self.x)]
+        return ["  " * depth + line for line in emit_tma.release(n, self.x, math.prod(self.ir.cluster))]
+
+    def drain(self, n: StageDrain, depth: int) -> list[str]:
+        return ["  " * depth + line for line in emit_tma.drain(n)]
 
     def tma_wait(self, n: TmaWait, depth: int) -> list[str]:
         return ["  " * depth + line for line in emit_tma.wait(n, self.x)]
@@ -441,6 +445,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     WarpRoles: _Emitter.warp_roles,
     StageEmptyWait: _Emitter.empty_wait,
     StageRelease: _Emitter.release,
+    StageDrain: _Emitter.drain,
 }
 
 def dtype_storage(dtype: DataType) -> str:

@@ -1,15 +1,18 @@
 """C++ for TMA: the descriptor type, mbarriers, cp.async.bulk.tensor loads and stores.
 
 The PTX follows PTX ISA 9.7.9.25 cp.async.bulk.tensor and 9.7.13.15 mbarrier (checked with
-ptxas for sm_90a): a CTA is a cluster of one,
-so the `.shared::cluster` load form takes the CTA's own shared address.
+ptxas for sm_90a): the `.shared::cluster` load form takes the CTA's own shared address (a
+CTA's shared window is part of its cluster's). In a cluster (model/cluster.py) the mbarriers'
+initialization is published to the cluster by a cluster barrier, a multicast load adds
+`.multicast::cluster` and the receivers' mask, and a consumer releases a stage on every
+block's empty mbarrier (mapa: the same mbarrier in another block).
 """
 
 from __future__ import annotations
 
 from ...model.expr import var
 from ...model.types import Direction
-from ..ir import KernelIR, MBarrier, StageEmptyWait, StageRelease, TmaCopy, TmaWait
+from ..ir import KernelIR, MBarrier, StageDrain, StageEmptyWait, StageRelease, TmaCopy, TmaWait
 
 PRELUDE = """\
 // TMA: a CUtensorMap is 128 opaque bytes, passed by value as a __grid_constant__ parameter
@@ -26,6 +29,18 @@ __device__ __forceinline__ void tp_mbar_wait(unsigned long long* bar, unsigned p
     asm volatile("{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n"
                  "selp.u32 %0, 1, 0, p;\\n}" : "=r"(done) : "r"(tp_smem(bar)), "r"(phase) : "memory");
   } }
+__device__ __forceinline__ void tp_mbar_arrive_cluster(unsigned long long* bar, unsigned cta) {
+  asm volatile("{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n"
+               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n}"
+               :: "r"(tp_smem(bar)), "r"(cta) : "memory"); }
+__device__ __forceinline__ unsigned tp_cluster_ctarank() {
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
+__device__ __forceinline__ unsigned tp_cluster_ctaid_x() {
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(r)); return r; }
+__device__ __forceinline__ unsigned tp_cluster_ctaid_y() {
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctaid.y;" : "=r"(r)); return r; }
+__device__ __forceinline__ unsigned tp_cluster_ctaid_z() {
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(r)); return r; }
 __device__ __forceinline__ void tp_fence_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void tp_bulk_store_wait() {
@@ -37,10 +52,18 @@ def _coord_regs(rank: int, first: int) -> str:
     return ", ".join(f"%{first + k}" for k in range(rank))
 
 
-def copy_function(direction: Direction, rank: int) -> str:
-    """tp_bulk_load_<r>d(dst, tmap, bar, c0..) / tp_bulk_store_<r>d(tmap, src, c0..)."""
+def copy_function(direction: Direction, rank: int, multicast: bool = False) -> str:
+    """tp_bulk_load_<r>d(dst, tmap, bar, c0..) / tp_bulk_store_<r>d(tmap, src, c0..) /
+    tp_bulk_load_multicast_<r>d(dst, tmap, bar, mask, c0..)."""
     cs = ", ".join(f"int c{k}" for k in range(rank))
     ins = ", ".join(f'"r"(c{k})' for k in range(rank))
+    if multicast:
+        return (f"__device__ __forceinline__ void tp_bulk_load_multicast_{rank}d(unsigned dst, const TmaDescriptor* "
+                f"tmap, unsigned long long* bar, unsigned short mask, {cs}) {{\n"
+                f'  asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes'
+                f'.multicast::cluster [%0], [%1, {{{_coord_regs(rank, 4)}}}], [%2], %3;"\n'
+                f'               :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(tmap)), "r"(tp_smem(bar)), '
+                f'"h"(mask), {ins} : "memory"); }}')
     if direction is Direction.LOAD:
         return (f"__device__ __forceinline__ void tp_bulk_load_{rank}d(unsigned dst, const TmaDescriptor* tmap, "
                 f"unsigned long long* bar, {cs}) {{\n"
@@ -57,12 +80,17 @@ def copy_function(direction: Direction, rank: int) -> str:
 def prelude(ir: KernelIR, copies: list[TmaCopy]) -> list[str]:
     if not ir.tensor_maps:
         return []
-    kinds = sorted({(c.direction, len(c.coords)) for c in copies}, key=lambda k: (k[0].value, k[1]))
-    return PRELUDE.splitlines() + [copy_function(d, r) for d, r in kinds]
+    kinds = sorted({(c.direction, len(c.coords), c.multicast is not None) for c in copies},
+                   key=lambda k: (k[0].value, k[1], k[2]))
+    return PRELUDE.splitlines() + [copy_function(d, r, m) for d, r, m in kinds]
 
 
-def barrier_setup(barriers: list[MBarrier]) -> list[str]:
-    """Declare, initialize (thread 0) and publish the mbarriers; each thread tracks its phase bits."""
+CLUSTER_SYNC = 'asm volatile("barrier.cluster.arrive.release.aligned;\\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");'
+
+
+def barrier_setup(barriers: list[MBarrier], cluster: int = 1) -> list[str]:
+    """Declare, initialize (thread 0) and publish the mbarriers, to the block or (cluster > 1
+    blocks) to the cluster, whose blocks arrive on each other's; each thread tracks its phase bits."""
     if not barriers:
         return []
     lines = [f"  __shared__ __align__(8) unsigned long long {b.name}{f'[{b.stages}]' if b.stages > 1 else ''};"
@@ -72,8 +100,11 @@ def barrier_setup(barriers: list[MBarrier]) -> list[str]:
         lines += ([f"    tp_mbar_init(&{b.name}, {b.count}u);"] if b.stages == 1 else
                   [f"    for (int s = 0; s < {b.stages}; ++s) tp_mbar_init(&{b.name}[s], {b.count}u);"])
     lines.append("    tp_fence_async_smem();  // the initialized barriers, visible to the TMA unit")
+    if cluster > 1:
+        lines.append('    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // and to the cluster')
     lines.append("  }")
-    lines.append("  __syncthreads();")
+    lines.append(f"  {CLUSTER_SYNC}  // every block's mbarriers initialized before any block multicasts "
+                 f"into it or arrives on them" if cluster > 1 else "  __syncthreads();")
     lines += [f"  unsigned {b.name}_phase = {'~0u' if b.empty else '0'};"
               + ("  // bit s: the phase stage s's mbarrier waits for next" if b.stages > 1 else "")
               + ("; 1: the stage was never filled, the first wait passes" if b.empty else "") for b in barriers]
@@ -100,21 +131,38 @@ def empty_wait(n: StageEmptyWait, x) -> list[str]:
     return _stage_wait(n.barrier, f"(unsigned)(({x(var(n.index))}) % {n.stages})", n.why)
 
 
+def drain(n: StageDrain) -> list[str]:
+    """The producer's wait for each stage's next phase (its last release), stage by stage."""
+    return [f"for (unsigned tp_s = 0; tp_s < {n.stages}u; ++tp_s) {{  // {n.why}",
+            f"  tp_mbar_wait(&{n.barrier}[tp_s], ({n.barrier}_phase >> tp_s) & 1u);",
+            f"  {n.barrier}_phase ^= 1u << tp_s;",
+            "}"]
+
+
 LEADER = "((threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y) % 128u) == 0u"
 
 
-def release(n: StageRelease, x) -> list[str]:
+def _arrive(bar: str, cluster: int) -> str:
+    """One consumer warpgroup's release of `bar`: in its block, or in each block of its cluster."""
+    if cluster == 1:
+        return f"tp_mbar_arrive(&{bar});"
+    return f"for (unsigned tp_cta = 0; tp_cta < {cluster}u; ++tp_cta) tp_mbar_arrive_cluster(&{bar}, tp_cta);"
+
+
+def release(n: StageRelease, x, cluster: int = 1) -> list[str]:
     """The first thread of each consumer warpgroup arrives on the empty mbarrier of datum i - lag
-    (in the loop), or of each of the last `lag` data (after it)."""
+    (in the loop), or of each of the last `lag` data (after it); in a cluster, on every block's."""
     if n.tail:
         e = x(n.extent)
         return [f"if ({LEADER}) {{  // {n.why}",
                 f"  for (unsigned long long tp_d = ({e}) > {n.lag}ULL ? ({e}) - {n.lag}ULL : 0ULL; tp_d < ({e}); "
-                f"++tp_d) tp_mbar_arrive(&{n.barrier}[tp_d % {n.stages}ULL]);",
+                f"++tp_d) {{ {_arrive(f'{n.barrier}[tp_d % {n.stages}ULL]', cluster)} }}",
                 "}"]
     i = x(var(n.index))
     ready = f" && ({i}) >= {n.lag}ULL" if n.lag else ""
-    return [f"if ({LEADER}{ready}) tp_mbar_arrive(&{n.barrier}[(({i}) - {n.lag}ULL) % {n.stages}ULL]);  // {n.why}"]
+    return [f"if ({LEADER}{ready}) {{  // {n.why}",
+            f"  {_arrive(f'{n.barrier}[(({i}) - {n.lag}ULL) % {n.stages}ULL]', cluster)}",
+            "}"]
 
 
 def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
@@ -127,6 +175,10 @@ def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
         bar = f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
         issue = [f"tp_mbar_expect_tx({bar}, (unsigned){x(n.nbytes)});",
                  f"tp_bulk_load_{rank}d({address}, &{n.tensor_map}, {bar}, {coords});"]
+        if n.multicast:  # every receiver expects the bytes; the first block along the axis loads for all
+            axis, mask = n.multicast
+            issue[1:] = [f'if (tp_cluster_ctaid_{axis}() == 0u) tp_bulk_load_multicast_{rank}d({address}, '
+                         f'&{n.tensor_map}, {bar}, (unsigned short)({mask}u << tp_cluster_ctarank()), {coords});']
         skipped = [f"tp_mbar_arrive({bar});"]
     else:
         issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_wait();"]

@@ -39,6 +39,7 @@ from ...model.reduction import is_reduction_tensor
 from ...model.indexing import block_dims, thread_dims
 from ...model.smem_plan import SmemPlan, plan_shared_memory
 from ...model.pipeline import circular_access, is_register_copy
+from ...model.cluster import cluster_dims, cluster_problems
 from ...model.warp_roles import register_problems, role_problems
 from ...model.targets import Target
 from ...model.tensor import TensorView
@@ -84,6 +85,7 @@ def check_supported(st: Lowering) -> None:
     refuse("SYMBOLIC-FACTOR", lowerable.symbolic_factors(fusion))
     refuse("WS-ROLES", role_problems(fusion))
     refuse("WS-REGISTERS", register_problems(fusion))
+    refuse("CLUSTER-MULTICAST", cluster_problems(fusion))
     reduction.check(fusion, lowerable.execution_order(fusion))
     mma.check(fusion, lowerable.execution_order(fusion), st.target)
     tmem.check_supported(st)
@@ -182,6 +184,7 @@ def signature(st: Lowering) -> None:
         header=[str(op) for op in fusion.exprs if op.output in st.order],
         tensor_maps=st.tensor_maps,
         mbarriers=st.mbarriers,
+        cluster=cluster_dims(fusion),
     )
     if index_bits(st.kernel) == 32:
         st.kernel.index_bits = 32

@@ -9,13 +9,16 @@ launch. Bulk IDs are not loops: the instruction covers them.
 
 from __future__ import annotations
 
+import math
+
 from ...model.expr import Expr, const, mod, product, try_int
 from ...model.pipeline import circular_access, circular_axis, specialization
 from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
 from ...model.tma_layout import build_issue
-from ...model.types import THREAD_TYPES, Direction, ParallelType
+from ...model.cluster import cluster_dims
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, ParallelType
 from ..errors import UnsupportedSchedule
 from ..ir import Cond, MBarrier, TensorMap, TmaCopy
 from .loop_nest import LoopClass, NotLowered
@@ -69,7 +72,7 @@ class TmaLowering:
             self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name, alloc.stages if circular else 1))
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
                        info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage,
-                       specialization(tv) if circular is not None else None)
+                       specialization(tv) if circular is not None else None, _multicast(tv))
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 
     @staticmethod
@@ -99,6 +102,18 @@ class TmaLowering:
         )
         self.tensor_maps.append(tmap)
         return tmap
+
+
+def _multicast(tv: TensorView) -> tuple[str, int] | None:
+    """(the cluster axis, the mask of the blocks along it from the issuer's CTA rank): ranks count
+    x fastest, so the receivers are `extent` ranks `stride` apart."""
+    m = tv.multicast_on
+    if m is None:
+        return None
+    dims = cluster_dims(tv.fusion)
+    at = BLOCK_TYPES.index(m.on)
+    stride = math.prod(dims[:at])
+    return m.on.cuda_name[-1], sum(1 << (j * stride) for j in range(dims[at]))
 
 
 def _issuers(tv: TensorView) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ...model.cluster import cluster_size
 from ...model.errors import InternalError
 from ...model.expr import const, var
 from ...model.warp_roles import WARPGROUP, Role, WarpRoles, role_threads
@@ -43,7 +44,8 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
         n, conds=[c for c in n.conds if not (c.op == "<" and (c.lhs, c.rhs) == implied)])
         if getattr(n, "conds", None) else n)
     roles.consumer_threads = inner * indices
-    consumers = roles.consumer_threads // WARPGROUP
+    # each consumer warpgroup releases a stage in every block of its cluster (model/cluster.py)
+    consumers = roles.consumer_threads // WARPGROUP * cluster_size(fusion)
     for made, _, empty, _ in roles.loops:
         copies = [n for n in walk(made.body) if isinstance(n, TmaCopy)]
         stages = max((n.circular[0] for n in copies if n.circular), default=1)

@@ -192,3 +192,40 @@ def warp_specialized_on_tidx():
     """The producer as one more index of TIDx: thread 128 of each row of warpgroups, not a
     warpgroup of its own (and the wgmma warpgroups would have 129 threads)."""
     return _warp_specialized(tp.WarpSpecialized(P.TIDx))
+
+
+def _clustered(along, tensor, specialized=True, n_multiple=256):
+    """The warp-specialized (or grouped) 128 x 256 schedule in clusters of two blocks along
+    `along`, `tensor` (T4: A's tile, T5: B's) multicast along it."""
+    spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232)) if specialized else None
+    fusion = _valid.tile_multiples(_valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8,
+                                                 specialized=spec), 64, n_multiple=n_multiple)
+    fusion.cluster_dims = (2, 1, 1) if along is P.BIDx else (1, 2, 1)
+    next(t for t in fusion.tensors if t.name == tensor).multicast(along)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("CLUSTER-MULTICAST", messages=[
+    "T4 is multicast along BIDx, but block 0 loads the box at (0, 0) and block 1 of its cluster the box at (0, 128)"]))
+def multicast_of_a_tile_each_block_needs():
+    """Clusters of two M tiles (blockIdx.x) with A's tile multicast: the first block would write
+    its own 128 rows of A into both blocks, and the second block would multiply the wrong rows."""
+    return _clustered(P.BIDx, "T4")
+
+
+@tp.schedule(expect=tp.rejected("CLUSTER-MULTICAST", messages=[
+    "the grid's extent along BIDy, 1 when", "N = 256, is not a multiple of the cluster's 2"]))
+def cluster_past_the_grid():
+    """Clusters of two N tiles (blockIdx.y), A's tile multicast to both: right for every pair,
+    but N need only be a multiple of 256, so an odd number of N tiles leaves a block without a
+    cluster, and the launch fails. hopper_matmul_warp_specialized_cluster_along_n assumes N a
+    multiple of 512."""
+    return _clustered(P.BIDy, "T4")
+
+
+@tp.schedule(expect=tp.rejected("CLUSTER-MULTICAST", messages=[
+    "T5 is multicast, but not circular-buffered with tp.WarpSpecialized"]))
+def multicast_without_warp_specialization():
+    """hopper_matmul_grouped's B multicast in clusters of two: each block's threads refill a stage
+    after their own barrier, which does not wait for the other block's reads of it."""
+    return _clustered(P.BIDx, "T5", specialized=False)

@@ -40,7 +40,7 @@ def patched_blocks(tensors, patch):
 
 
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
-           specialized=None, out_dtype=tp.float32, patch=None):
+           specialized=None, out_dtype=tp.float32, patch=None, cluster=1):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -54,7 +54,9 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     out_dtype: the output's dtype (a cast of the float32 accumulators where it is another).
     patch=(pm, pn): each block computes pm x pn tiles one after another (patched_blocks) instead
     of one (group is then unused): with about one block per SM the grid is one wave, and a
-    warp-specialized producer loads the next tile while the consumers store this one."""
+    warp-specialized producer loads the next tile while the consumers store this one.
+    cluster=C: clusters of C blocks along blockIdx.x (the M tiles of one N tile), B's tile loaded
+    once per cluster and multicast to its blocks (warp-specialized schedules only)."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -103,6 +105,9 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         if stages > 1:
             t.circular_buffer(stages, prefetch, specialized)
     d.inline_at(2 + at)
+    if cluster > 1:
+        fusion.cluster_dims = (cluster, 1, 1)
+        sb.multicast(P.BIDx)
     return fusion
 
 
@@ -163,6 +168,30 @@ def hopper_matmul_warp_specialized():
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws), 64,
                           n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_cluster():
+    """The warp-specialized schedule with clusters of two blocks along blockIdx.x, two M tiles of
+    one N tile: B's tile is loaded once per cluster, by the first block, and multicast into both
+    (CLUSTER-MULTICAST proves both blocks would have loaded that box); each consumer warpgroup
+    releases a stage in both blocks, whose empty mbarriers count the cluster's four consumer
+    warpgroups, so a multicast never refills a stage the other block still reads."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
+                                 cluster=2), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_cluster_along_n():
+    """Clusters of two N tiles (blockIdx.y) instead, A's tile multicast: N a multiple of 512, so
+    the grid holds whole clusters (CLUSTER-MULTICAST proves it for every admitted N)."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws),
+                            64, n_multiple=512)
+    fusion.cluster_dims = (1, 2, 1)
+    next(t for t in fusion.tensors if t.name == "T4").multicast(P.BIDy)  # A's tile
+    return fusion
 
 
 @tp.schedule(expect=tp.accepted())

@@ -1,0 +1,180 @@
+"""Thread-block clusters and TMA multicast (model/cluster.py): one block of a cluster loads a tile
+for every block of it. CLUSTER-MULTICAST proves the grid a multiple of the cluster and each
+multicast load's box the one every receiver would have loaded itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import z3
+
+from ...model.cluster import cluster_dims, cluster_extent, cluster_problems, multicast_tensors
+from ...model.expr import const, floordiv, mod, substitute, var
+from ...model.types import BLOCK_TYPES
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import report_values
+from ..registry import rule
+from .lowering import _report
+from .tma_smem import _issues
+
+PEER = "peer."  # the other block of the cluster: its block index variables
+
+
+@rule("CLUSTER-MULTICAST", family="cluster")
+def cluster_multicast(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A multicast TMA load brings each block of the cluster the tile it would have loaded itself.
+
+    What it checks:
+        With fusion.cluster_dims = (cx, cy, cz): at most 8 blocks a cluster, and the grid's
+        extent along each clustered axis a multiple of the cluster's, for every admitted size.
+        For each tensor multicast along a block axis (tv.multicast(on)): it is a TMA load into
+        shared memory, circular-buffered with tp.WarpSpecialized, the cluster has more than
+        one block along `on`, and for any two blocks of one cluster that differ along `on`,
+        at every point of the load's loops, the box origin (each coordinate) is the same and
+        each hole test (the copy skipped past an extent) has the same outcome.
+    Why the hardware needs it:
+        The first block along `on` issues one cp.async.bulk.tensor with .multicast::cluster,
+        which writes the box into every receiver's shared memory at the same offset and
+        completes each receiver's mbarrier there: a receiver that needed another box reads
+        the wrong tile, and one that skips its copy (a hole) while the issuer does not
+        receives bytes its mbarrier does not expect. A cluster is launched only where the grid
+        is a multiple of it. The issuer refills a stage in every receiver, so it waits on an
+        empty mbarrier that counts every block's consumer warpgroups (the warp-specialized
+        pipeline's).
+    Example:
+        with tp.Fusion("multicast_of_a") as fusion:
+            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+            t.split(1, 1 if t is sb else 128).reorder({1: 0})  # [M tile, K loop, 128 of M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({3: 2} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[3:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(4, 16).split(2, 64)  # [M tile, K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({5: 3})  # [M tile, K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(2).parallelize(tp.ParallelType.TIDy); d.axis(3).parallelize(tp.ParallelType.Unroll)
+        for i in (4, 5, 6):  # one Hopper_64_64_16 wgmma
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 128).split(1, 64)  # [M tile, warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
+        out.axis(1).parallelize(tp.ParallelType.TIDy)
+        for t in (sa, d, out):
+            t.axis(0).parallelize(tp.ParallelType.BIDx)
+        for t in (sa, sb):
+            t.inline_at(2)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
+        fusion.cluster_dims = (2, 1, 1)
+        sa.multicast(tp.ParallelType.BIDx)
+    Fix:
+        with tp.Fusion("multicast_of_b") as fusion:
+            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+            t.split(1, 1 if t is sb else 128).reorder({1: 0})  # [M tile, K loop, 128 of M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({3: 2} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[3:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(4, 16).split(2, 64)  # [M tile, K loop, warpgroup, M64, N, kk, K16]
+        d.reorder({5: 3})  # [M tile, K loop, warpgroup, kk, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(2).parallelize(tp.ParallelType.TIDy); d.axis(3).parallelize(tp.ParallelType.Unroll)
+        for i in (4, 5, 6):  # one Hopper_64_64_16 wgmma
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 128).split(1, 64)  # [M tile, warpgroup, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
+        out.axis(1).parallelize(tp.ParallelType.TIDy)
+        for t in (sa, d, out):
+            t.axis(0).parallelize(tp.ParallelType.BIDx)
+        for t in (sa, sb):
+            t.inline_at(2)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
+        fusion.cluster_dims = (2, 1, 1)
+        sb.multicast(tp.ParallelType.BIDx)  # B's tile is the same for both M tiles of a cluster
+    References:
+        PTX ISA 9.7.9.25 (cp.async.bulk.tensor .multicast::cluster, ctaMask), 9.7.13.15
+        (mbarrier, remote arrive through mapa), CUDA programming guide "Thread Block Clusters";
+        CUTLASS include/cutlass/pipeline/sm90_pipeline.hpp (PipelineTmaAsync: consumers release
+        every multicasting block's stage); docs/hardware.md#clusters-and-tma-multicast
+    """
+    # Formal statement: size(cluster) <= 8; for each block axis p with cluster extent c > 1: for all
+    #   admitted sizes s: gridDim.p(s) % c == 0; for each multicast tensor T along p (structurally a
+    #   warp-specialized TMA load, c > 1): for all admitted sizes, loop points and block indices b, b' with
+    #   b.p // c == b'.p // c (the rest equal): origin_k(b) == origin_k(b') for each box coordinate k and
+    #   (v_j(b) < e_j) == (v_j(b') < e_j) for each hole test j of the issue
+    fusion = ctx.fusion
+    problems = cluster_problems(fusion)
+    yield from _report("CLUSTER-MULTICAST", problems)
+    dims = cluster_dims(fusion)
+    for p, c in zip(BLOCK_TYPES, dims):
+        if c == 1:
+            continue
+        extent = ctx.block_dims.get(p, const(1))
+        exprs = {"grid extent": extent, "cluster extent": const(c), "remainder": mod(extent, const(c))}
+        q = ctx.query(list(exprs.values()))
+        out = q.prove(q.eq(exprs["remainder"], const(0)), values=exprs)
+        yield from report_values(
+            ctx, "CLUSTER-MULTICAST", out, f"that the grid is a multiple of the cluster along {p.value}",
+            lambda v, when: (f"the grid's extent along {p.value}, {v['grid extent']}{when}, is not a multiple of the "
+                             f"cluster's {c}: a cluster launch needs whole clusters"),
+            ("grid extent", "cluster extent", "remainder"),
+            hint=f"make the blocks along {p.value} a multiple of {c} (fusion.assume on the size, a constant split), "
+                 f"or cluster another axis", location=fusion.cluster_origin or fusion.origin)
+    refused = {p.tensor for p in problems}
+    issues = {i.info.consumer.name: i for i in _issues(ctx)}
+    for tv in multicast_tensors(fusion):
+        issue = issues.get(tv.name)
+        if tv.name in refused or issue is None:
+            continue
+        yield from _same_box(ctx, tv, issue)
+
+
+def _same_box(ctx: VerifyContext, tv, issue) -> Iterator[Diagnostic]:
+    """Every receiver of tv's multicast would load the issuer's box, and skip it where it does."""
+    on = tv.multicast_on.on
+    c = cluster_extent(ctx.fusion, on)
+    b = on.cuda_name
+    peer = {b: var(PEER + b)}
+    t = issue.t
+    origin = list(t.box_origin)
+    holes = [(x.value, x.extent) for x in t.issue_bounds]
+    values = {"block": var(b), "other block": var(PEER + b)}
+    values.update({f"origin {k}": e for k, e in enumerate(origin)})
+    values.update({f"other origin {k}": substitute(e, peer) for k, e in enumerate(origin)})
+    ranges = {**issue.m.ranges, PEER + b: issue.m.ranges.get(b, const(1))}
+    hint = list(values.values()) + [e for h in holes for e in h] + [substitute(v, peer) for v, _ in holes]
+    q = ctx.query(hint + [const(c), floordiv(var(b), const(c))], ranges)
+    q.add(q.eq(floordiv(var(b), const(c)), floordiv(var(PEER + b), const(c))))
+    claim = z3.And(*[q.eq(e, substitute(e, peer)) for e in origin],
+                   *[q.lt(v, e) == q.lt(substitute(v, peer), e) for v, e in holes])
+    out = q.prove(claim, values=values)
+    yield from report_values(
+        ctx, "CLUSTER-MULTICAST", out, f"that {tv.name}'s multicast box is the same for the blocks of a cluster",
+        lambda v, when: (f"{tv.name} is multicast along {on.value}, but block {v['block']} loads the box at "
+                         f"({', '.join(str(v[f'origin {k}']) for k in range(len(origin)))}) and block "
+                         f"{v['other block']} of its cluster the box at "
+                         f"({', '.join(str(v[f'other origin {k}']) for k in range(len(origin)))}){when}"
+                         + ("" if any(v[f"origin {k}"] != v[f"other origin {k}"] for k in range(len(origin))) else
+                            ": one of them skips it as a hole")),
+        list(values),
+        hint=f"multicast a tensor whose tile does not depend on {b} within a cluster (the operand broadcast along "
+             f"the clustered axis), or cluster along an axis {tv.name} is broadcast on",
+        notes=(f"box coordinates, innermost first: {', '.join(str(e) for e in origin)}",),
+        tensor=tv.name, location=tv.multicast_on.origin or tv.origin)
