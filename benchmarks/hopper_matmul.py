@@ -103,6 +103,12 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "out_dtype": tp.bfloat16,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_grouped_cluster_2": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "cluster": 2,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "cluster": 2,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
     "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
                                                                "group": 8,
                                                                "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},
@@ -154,17 +160,18 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     return shapes
 
 
-def one_wave_patch(shape, block, sms: int = SMS) -> tuple[int, int]:
+def one_wave_patch(shape, block, sms: int = SMS, cluster: int = 1) -> tuple[int, int]:
     """hopper()'s patch (pm, pn) for a schedule marked "one wave": the fewest block tiles a block
     such that the blocks fit on the SMs at once (ceil(Mo / pm) x ceil(No / pn) <= sms; every block
     runs pm x pn tiles, those past M or N too, so that is the kernel's length), then the fewest
-    rows of A and B the blocks stream at a step (the L2's working set)."""
+    rows of A and B the blocks stream at a step (the L2's working set); with clusters of `cluster`
+    blocks along x, ceil(Mo / pm) a multiple of it."""
     mo, no = (-(-d // b) for d, b in zip(shape, block))
     best = None
     for pm in range(1, mo + 1):
         for pn in range(1, no + 1):
             blocks = -(-mo // pm) * -(-no // pn)
-            if blocks <= sms:
+            if blocks <= sms and -(-mo // pm) % cluster == 0:
                 key = (pm * pn, -(-mo // pm) * block[0] + -(-no // pn) * block[1])
                 best = min(best or (key, (pm, pn)), (key, (pm, pn)))
     return best[1]
@@ -177,7 +184,7 @@ def builder(name: str, m: int, n: int, k: int):
     def build(*_sizes):
         kwargs = dict(SCHEDULES[name])
         if kwargs.get("patch") == "one wave":
-            kwargs["patch"] = one_wave_patch((m, n), kwargs["block"])
+            kwargs["patch"] = one_wave_patch((m, n), kwargs["block"], cluster=kwargs.get("cluster", 1))
         return wgmma.hopper(m, n, k, swizzle=SWIZZLE, **kwargs)
 
     return build

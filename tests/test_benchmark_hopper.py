@@ -51,6 +51,8 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_4_stages_one_batch_in_flight_one_wave": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_one_wave": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_grouped_cluster_2": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
     ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
     assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
@@ -63,6 +65,7 @@ def test_the_issue_shapes_and_schedules():
 def test_one_wave_patches_fit_the_sms_with_the_fewest_tiles_a_block():
     assert [H.one_wave_patch(s[:2], (128, 256)) for s in H.SHAPES] == [(4, 4), (2, 2), (2, 1), (4, 4)]
     assert H.one_wave_patch((128, 256), (128, 256)) == (1, 1)
+    assert H.one_wave_patch((384, 256), (128, 256), cluster=2) == (2, 1)  # 2 blocks along x, not 3: whole clusters
     for shape in H.SHAPES:
         pm, pn = H.one_wave_patch(shape[:2], (128, 256))
         mo, no = -(-shape[0] // 128), -(-shape[1] // 256)

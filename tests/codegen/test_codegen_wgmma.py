@@ -115,6 +115,34 @@ def test_a_warp_specialized_kernel_splits_its_block_by_role():
     assert "__syncthreads" not in consumer
 
 
+def test_a_warp_specialized_producer_drains_before_it_exits():
+    """After its loads the producer thread waits once more on every stage's empty mbarrier (the
+    last release of each), so no consumer arrives on the mbarriers of a block that has left."""
+    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, specialized=WS))
+    producer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[0]
+    drain = producer[producer.rindex("for (unsigned tp_s = 0; tp_s < 4u; ++tp_s)"):]
+    assert "tp_mbar_wait(&tp_empty_T4[tp_s], (tp_empty_T4_phase >> tp_s) & 1u);" in drain
+    assert "tp_bulk_load" not in drain
+
+
+def test_a_cluster_multicasts_b_and_releases_in_every_block():
+    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2))
+    assert "__cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)" in src
+    setup = src[src.index("tp_mbar_init(&tp_empty_T4[s]"):src.index("unsigned tp_bar_T4_phase")]
+    assert "tp_mbar_init(&tp_empty_T4[s], 4u);" in setup  # two consumer warpgroups in each of two blocks
+    assert "fence.mbarrier_init.release.cluster;" in setup and "barrier.cluster.arrive.release.aligned;" in setup
+    assert "__syncthreads" not in setup
+    producer, consumer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)
+    # A's tile: each block its own; B's: loaded by the cluster's first block into both, expected by both
+    assert producer.count("tp_bulk_load_2d(") == 1 and producer.count("tp_bulk_load_multicast_2d(") == 1
+    b = producer[producer.index("// T5 = TMA(T1)"):]
+    assert b.index("tp_mbar_expect_tx(&tp_bar_T5") < b.index("if (tp_cluster_ctaid_x() == 0u) tp_bulk_load_multicast_2d")
+    assert "(unsigned short)(3u << tp_cluster_ctarank())" in b
+    assert consumer.count("tp_mbar_arrive_cluster(&tp_empty_T4[") == 2 and "tp_mbar_arrive(&tp_empty" not in consumer
+    report = _ptxas_report(src)
+    assert "Used" in report and "serialized" not in report, report
+
+
 @pytest.mark.parametrize("kw", [dict(block=(128, 256), stages=4, prefetch=2, group=8),
                                 dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS)])
 def test_no_wgmma_is_guarded_by_a_predicate_that_varies_by_warpgroup(kw):

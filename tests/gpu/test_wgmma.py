@@ -17,6 +17,8 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
+import tileproof as tp  # noqa: E402
+from tileproof.codegen.runtime.binding import check_assumptions  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,4 +32,10 @@ EXAMPLES = discover([str(ROOT / "examples" / "valid" / "wgmma.py")])
 @pytest.mark.parametrize("case", EXAMPLES, ids=lambda c: c.name)
 @pytest.mark.parametrize("m, n, k", [(128, 256, 64), (384, 512, 192), (1024, 512, 1024)])
 def test_wgmma_example_matches_float64(case, m, n, k):
-    run(case.build(), {"M": m, "N": n, "K": k})
+    fusion = case.build()
+    sizes = {"M": m, "N": n, "K": k}
+    try:
+        check_assumptions(list(fusion.assumptions), sizes, list(fusion.symbols))
+    except tp.InputError:
+        pytest.skip(f"{sizes} is outside the schedule's assumptions")
+    run(fusion, sizes)
