@@ -31,7 +31,7 @@ __device__ __forceinline__ void tp_mbar_wait(unsigned long long* bar, unsigned p
   } }
 __device__ __forceinline__ void tp_mbar_arrive_cluster(unsigned long long* bar, unsigned cta) {
   asm volatile("{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n}"
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}"
                :: "r"(tp_smem(bar)), "r"(cta) : "memory"); }
 __device__ __forceinline__ unsigned tp_cluster_ctarank() {
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
