@@ -2,10 +2,13 @@
 
 An mma.sync adds the products of its whole K tile and is warp-collective: where the K tile does
 not divide K, the last tile reaches past K and no lane can skip it, so the products past K must
-be 0 in both operands (stale shared memory may hold NaN, and NaN x 0 is NaN). tileproof lowers
-such a tail as CUTLASS and nvFuser do. Each operand is staged global -> shared by cp.async, then
-by plain copies (tp.set, ldmatrix) through shared memory and registers, its "zero path". The
-cp.async writes zeros past K (src-size 0: it reads no global byte there). Every later copy and
+be 0 in both operands (stale shared memory may hold NaN, and NaN x 0 is NaN); a wgmma likewise.
+tileproof lowers such a tail as CUTLASS and nvFuser do. Each operand is staged global -> shared
+by cp.async or by a TMA load, then by plain copies (tp.set, ldmatrix) through shared memory and
+registers, its "zero path". The cp.async writes zeros past K (src-size 0: it reads no global
+byte there); so does the TMA, where K is one dimension of its tensor map (of size K): the
+coordinates past it are out of bounds, and the tensor map's out-of-bounds fill is NONE (zeros;
+codegen/runtime/tensor_maps.py). Every later copy and
 the MmaOp itself run at the points past K too, carrying those zeros: for them, the bound of
 the logical K axis is not a predicate (TensorExecution.padding) but a point that executes.
 
@@ -21,15 +24,16 @@ from __future__ import annotations
 from .tensor import TensorView
 from .types import LoadStoreOpType, MemoryType, OpKind
 
-COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync)
+COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync, LoadStoreOpType.TMA)
 
 
 def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str | None]:
-    """Operand k's path back from MmaOp d: the copies from its register fragment up to the
-    cp.async that reads global memory, each with the logical position of its K axis, and None;
-    or ([], why it is not a zero path)."""
+    """Operand k's path back from MmaOp d: the copies from its register (or shared) operand up
+    to the cp.async or TMA load that reads global memory, each with the logical position of its
+    K axis, and None; or ([], why it is not a zero path)."""
     from .cp_async import is_cp_async
     from .mma_op import mma_axes
+    from .tma import infer_tma
 
     op = d.definition
     axes = mma_axes(d)
@@ -48,9 +52,17 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
             return [], f"{tv.name}'s K axis is a broadcast"
         out.append((tv, pos))
         src = step.inputs[0]
-        if is_cp_async(step):
-            return (out, None) if src.memory_type is MemoryType.Global else ([], f"{tv.name}'s cp.async reads "
-                                                                                 f"{src.name}, not global memory")
+        if is_cp_async(step) or step.op_type is LoadStoreOpType.TMA:
+            kind = "cp.async" if is_cp_async(step) else "TMA"
+            if src.memory_type is not MemoryType.Global:
+                return [], f"{tv.name}'s {kind} reads {src.name}, not global memory"
+            if kind == "TMA":
+                info = infer_tma(step).info
+                k_id = tv.logical[pos].name
+                if not info.ok or not any(dim.ids == (k_id,) for dim in info.dims):
+                    return [], (f"{tv.name}'s TMA does not have K ({tv.logical[pos].label()}) as a dimension of its "
+                                f"own, so the elements past K are not out of its bounds (zeros)")
+            return out, None
         if src.memory_type is MemoryType.Global:
             return [], (f"{tv.name} = {step.op_type.value}({src.name}) reads global memory with a copy that skips the "
                         f"elements past K (only a cp.async writes zeros there)")

@@ -147,6 +147,15 @@ def hopper_matmul_grouped():
 
 
 @tp.schedule(expect=tp.accepted())
+def hopper_matmul_k_tail():
+    """The grouped schedule with K only a multiple of 8 (the TMA's 16-byte row stride): the last
+    K tile reaches past K, where the TMA fills the box with zeros (K is a dimension of its
+    tensor map, the coordinates past it out of bounds), so the last wgmma batch adds 0 x 0 there
+    (REDUCTION-K proves every read past K finds those zeros)."""
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8), 8, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
 def hopper_matmul_m_tiles_in_a_loop():
     """The pipelined schedule with each block looping over the M tiles (blockIdx.x's axis made a
     serial loop): the circular K loop runs once per M tile. Its waits flip a phase bit per stage

@@ -39,3 +39,11 @@ def test_wgmma_example_matches_float64(case, m, n, k):
     except tp.InputError:
         pytest.skip(f"{sizes} is outside the schedule's assumptions")
     run(fusion, sizes)
+
+
+@pytest.mark.parametrize("k", [200, 72, 8])
+def test_a_tma_k_tail_runs_on_zeros(k):
+    """K not a multiple of the 64-wide K tile: the TMA fills the box past K with zeros and the last
+    wgmma batch adds 0 x 0 there (the output poisoned with NaN first)."""
+    case = next(c for c in EXAMPLES if c.name == "hopper_matmul_k_tail")
+    run(case.build(), {"M": 256, "N": 512, "K": k})

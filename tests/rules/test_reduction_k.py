@@ -97,3 +97,43 @@ def test_the_cp_async_past_k_is_lowered_with_src_size_0_and_the_mma_unpredicated
     assert issues and not any(c.kind in (CondKind.HOLE, CondKind.PADDING) for n in issues for c in n.conds)
     src = tp.compile(_tuned(8), "sm_90a").cuda_source
     assert src.count("const bool tp_in = ") == 4 and "< s_K;" in src
+
+
+def test_tma_loaded_wgmma_operands_run_past_k_on_the_tma_zeros():
+    """K only a multiple of 8: the TMA box of the last K tile reaches past K, whose coordinates are
+    out of its tensor map's bounds (zeros), and the wgmma reads them from shared memory."""
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper, tile_multiples
+
+    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2), 8, n_multiple=256)
+    d = next(t for t in fusion.tensors if t.definition is not None and t.definition.macro is not None)
+    for k in (0, 1):
+        path, why = zero_path(d, k)
+        assert why is None and [t.definition.op_type for t, _ in path] == [LS.TMA]
+    assert set(zero_padded(fusion)) == {d.name, "T4", "T5"}
+    assert tp.verify(fusion, "sm_90a").ok
+    fusion.assume("K % 16 == 0")  # not needed, and no different
+    assert tp.verify(fusion, "sm_90a").ok
+
+
+def test_a_tma_whose_k_is_merged_into_another_dimension_is_no_zero_path():
+    """A [M, 1, K] loaded as one TMA dimension of M * K elements: past K lie the next row's
+    elements, not zeros, so REDUCTION-K finds no zero path for A."""
+    from tileproof.model.tma import infer_tma
+
+    with tp.Fusion("merged_k") as fusion:
+        a = tp.make_contig_concrete_tensor([16, 1, 100], dtype=tp.bfloat16); fusion.add_input(a)
+        b = tp.make_contig_concrete_tensor([1, 8, 100], dtype=tp.bfloat16); fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1]); fusion.add_output(d)
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)
+    d.split(2, 16).reorder({2: 0})  # [K loop, 16, 8, 16]
+    for i in (1, 2, 3):
+        d.axis(i).parallelize(tp.ParallelType.Mma)
+    sa = a.cache_after(LS.TMA)
+    sa.set_memory_type(tp.MemoryType.Shared)
+    sa.reorder({1: 0}).merge(1).split(1, 64)  # [1, ceil(M * K / 64), 64]
+    sa.axis(2).parallelize(tp.ParallelType.Bulk)
+    info = infer_tma(sa.definition).info
+    assert len(info.dims) == 1 and info.dims[0].size == 1600  # M and K in one dimension: no bound at K
+    path, why = zero_path(d, 0)
+    assert path == [] and f"{sa.name}'s TMA does not have K" in why

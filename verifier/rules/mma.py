@@ -330,17 +330,20 @@ def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         For every MmaOp with a macro and well-formed Mma axes, for every admitted size: where its
-        K tiles may reach past K, both operands come by a zero path (global -> cp.async ->
-        shared -> plain copies or ldmatrix -> the fragment) and every read past K on that path
-        finds a point its producer wrote: the cp.async's zeros (src-size 0), carried by copies
-        that run past K too. A hole inside the K tile (a split of K by a factor the tile is
+        K tiles may reach past K, both operands come by a zero path (global -> cp.async or a
+        TMA load whose tensor map has K as a dimension of its own -> shared -> plain copies or
+        ldmatrix -> the fragment, or wgmma's shared operand) and every read past K on that path
+        finds a point its producer wrote: the cp.async's zeros (src-size 0) or the TMA's
+        (coordinates past K are out of bounds, filled with zeros), carried by copies that run
+        past K too. A hole inside the K tile (a split of K by a factor the tile is
         not a multiple of) holds at every point.
     Why the hardware needs it:
         An instruction adds the products of its whole K tile, and it is warp-collective: it
         cannot skip the lanes whose elements lie past K. Those products must be 0 in both
         operands. Registers and shared memory that no copy wrote past K hold whatever was there
         (stale shared memory may hold NaN, and NaN times 0 is NaN); a copy that skips the
-        elements past K leaves them so. cp.async with src-size 0 reads nothing and writes zeros.
+        elements past K leaves them so. cp.async with src-size 0 reads nothing and writes zeros;
+        a TMA box fills its out-of-bounds elements with zeros (OOB fill NONE).
     Example:
         with tp.Fusion("k_tail") as fusion:
             a = tp.make_contig_concrete_tensor([16, 100]); fusion.add_input(a)
@@ -407,8 +410,8 @@ def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
                                  f"held"),
                 ("index", "extent"), point=tuple(ex.guarded_ranges),
                 hint=(f"split K by multiples of the macro's K ({tv.definition.macro.k}) only" if inside else
-                      f"stage both operands through cp.async (tp.LoadStoreOpType.CpAsync), which writes zeros "
-                      f"past K, then plain copies or ldmatrix to the fragments; or make the K tile divide K: "
+                      f"stage both operands through cp.async (tp.LoadStoreOpType.CpAsync) or TMA, which write "
+                      f"zeros past K, then plain copies or ldmatrix to the fragments; or make the K tile divide K: "
                       f"fusion.assume(\"K % {tv.definition.macro.k} == 0\") for a symbolic K"),
                 notes=(f"hole predicate {c.why}: {c.lhs} < {c.rhs}", *(f"no zero path for {u}" for u in unpadded)),
                 tensor=tv.name, location=tv.definition.origin)
@@ -440,7 +443,7 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
     yield from report_values(
         ctx, "REDUCTION-K", out, f"that {consumer.name}'s reads of {p.name} past K find zeros",
         lambda v, when: (f"{consumer.name} reads {p.name} at K index {v.get('index')} (K = {v.get('extent')}){when}, "
-                         f"which no point of {p.name}'s loop nest writes: the zeros its cp.async writes past K "
+                         f"which no point of {p.name}'s loop nest writes: the zeros its copy writes past K "
                          f"do not reach it, and it reads whatever was there"),
         ("index", "extent"), point=tuple(ranges),
         hint=f"tile K alike along the operand's path: {p.name}'s K tiles must cover every K index {consumer.name} reads",
