@@ -103,6 +103,8 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "out_dtype": tp.bfloat16,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_grouped_war_mbarriers": {"block": (128, 256), "stages": 4, "prefetch": 2, "group": 8,
+                                                      "war_mbarriers": True},
     "hopper_128x256_4_stages_warp_specialized_grouped_cluster_2": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "cluster": 2,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},

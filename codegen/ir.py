@@ -104,6 +104,7 @@ class TmaCopy:
     circular: tuple[int, int, int] | None = None  # a circular buffer's (stages, prefetch, circular loop depth)
     stage: Expr | None = None  # a circular buffer's load: the stage, whose mbarrier it completes on
     specialized: object | None = None  # a warp-specialized circular buffer's load: its WarpSpecialized
+    war_mbarrier: bool = False  # a Pipelined(uses_mbarrier_for_war=True) load: refilled after empty mbarriers
     # a load multicast to its cluster (model/cluster.py): (the cluster axis, x/y/z; the receivers' CTA-rank
     # mask from the issuer's rank), issued by the block first along that axis
     multicast: tuple[str, int] | None = None

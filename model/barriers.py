@@ -56,6 +56,7 @@ class Access:
     # the statement's path); model/pipeline.py places its waits and barriers
     circular: tuple[int, int, int] | None = None
     specialized: object | None = None  # its WarpSpecialized type (model/warp_roles.py), if any
+    war_mbarrier: bool = False  # Pipelined(uses_mbarrier_for_war=True): refills wait on empty mbarriers
 
 
 @dataclass

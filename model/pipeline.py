@@ -68,9 +68,10 @@ from .types import THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelTy
 @dataclass(frozen=True)
 class Pipelined:
     """The Pipelined circular-buffer type (nvFuser's Pipelined): one group of threads both copies
-    and reads, and a stage is refilled after a __syncthreads that follows its reads
-    (`uses_mbarrier_for_war=False`, the form tileproof lowers; nvFuser's mbarrier-based WAR is
-    for TMA loads and is not lowered: LOWERING-SUPPORTED).
+    and reads, and a stage is refilled after a __syncthreads that follows its reads; with
+    `uses_mbarrier_for_war=True` (TMA loads read by wgmma), after each warpgroup released it on
+    the stage's empty mbarrier once its wgmma.wait_group covers the reads, the issuing thread
+    waiting for that (no barrier in the loop).
 
         t1.circular_buffer(3, 2, tp.Pipelined())"""
 
@@ -160,6 +161,12 @@ def specialization(tv) -> WarpSpecialized | None:
     """tv's WarpSpecialized circular buffering, None where it has none or is pipelined."""
     c = getattr(tv, "circular", None)
     return c.type if c is not None and isinstance(c.type, WarpSpecialized) else None
+
+
+def war_mbarrier(tv) -> bool:
+    """Whether tv's circular buffer is Pipelined(uses_mbarrier_for_war=True)."""
+    c = getattr(tv, "circular", None)
+    return c is not None and isinstance(c.type, Pipelined) and c.type.uses_mbarrier_for_war
 
 
 def circular_tensors(fusion) -> list:
@@ -297,11 +304,18 @@ def unsupported_pipelines(fusion, order) -> list:
                          f"tp.Pipelined()",
                     tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         elif c.type.uses_mbarrier_for_war:
-            out.append(Problem(
-                f"{tv.name} is circular-buffered with Pipelined(uses_mbarrier_for_war=True); tileproof guards a refill "
-                f"with __syncthreads, not with mbarriers",
-                hint="use tp.Pipelined() (uses_mbarrier_for_war=False)",
-                tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
+            from .mma_op import is_wgmma_op
+
+            readers = [r for r in tv.fusion.consumers(tv) if not (r.definition is not None and is_wgmma_op(r.definition))]
+            if not (shared and is_tma_op(tv.definition)) or readers:
+                out.append(Problem(
+                    f"{tv.name} is circular-buffered with Pipelined(uses_mbarrier_for_war=True), but "
+                    + (f"{readers[0].name} reads it with `{readers[0].definition}`" if readers else
+                       f"it is not a shared tensor a TMA loads (`{tv.definition}`)")
+                    + ": each warpgroup releases a stage on its empty mbarrier after its wgmma.wait_group, so tileproof "
+                      "lowers mbarrier WAR for TMA loads read by wgmma only",
+                    hint="use tp.Pipelined() (uses_mbarrier_for_war=False): a __syncthreads guards the refill",
+                    tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
     return out
 
 
@@ -344,7 +358,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
     cp.async copies the commit, the wait and the barriers (module docstring); a warp-specialized
     loop's copies go to a producer warpgroup instead (model/warp_roles.py). Called by
     barriers.insert_barriers."""
-    from .warp_roles import SpecializedLoop, split_roles
+    from .warp_roles import EMPTY_PREFIX, SpecializedLoop, StageEmptyWait, StageRelease, release_lag, split_roles
 
     loops: dict[int, tuple] = {}
     for _, acc, path in statement_paths(tree, hazards):
@@ -357,14 +371,14 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         asynchronous = acc.kind in (Async.CP_ASYNC, Async.TMA_LOAD)
         entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous, [],
                                                  scope_repeats(path, depth, hazards), acc.specialized,
-                                                 [s[k] for s, k in path[:depth]]))
+                                                 [s[k] for s, k in path[:depth]], acc.war_mbarrier))
         if acc.kind is Async.TMA_LOAD and acc.barrier not in entry[5]:
             entry[5].append(acc.barrier)
         child = scope[at].body[path[depth + 1][1]]  # the node, not its index: prologues shift indices
         if not any(child is c for c in entry[2]):
             entry[2].append(child)
     specialized = []
-    for scope, loop, children, (stages, prefetch), asynchronous, barriers, outer, spec, ancestors in loops.values():
+    for scope, loop, children, (stages, prefetch), asynchronous, barriers, outer, spec, ancestors, war in loops.values():
         copies = [n for n in loop.body if any(n is c for c in children)]
         rest = [n for n in loop.body if not any(n is c for c in children)]
         tma = bool(barriers)
@@ -376,6 +390,24 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             continue
         if not asynchronous:  # registers: the next iteration's copy ahead of this one's reads
             loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest
+        elif tma and war:  # empty mbarriers instead of barriers: each refill waits for its stage's release
+            empty = EMPTY_PREFIX + barriers[0].removeprefix("tp_bar_")
+            lag = release_lag(stages, prefetch)
+            waits = [TmaWait(b, "this iteration's tile loaded by TMA (stage i % stages, its next phase)", stages)
+                     for b in barriers]
+            free = StageEmptyWait(empty, stages, f"stage (i + {prefetch}) % {stages} released by every warpgroup "
+                                                 f"(its data of iteration i - {stages - prefetch} read)")
+            copies = [free, *copies]
+            refill = Prefetched(stages, prefetch, copies, tma=True)  # without prefetch, before its own wait
+            loop.body[:] = [*([*waits, refill] if prefetch >= 1 else [refill, *waits]), *rest,
+                            StageRelease(empty, stages, lag, f"this warpgroup's reads of datum i - {lag} are done: its "
+                                                             f"stage may be refilled")]
+            at = next(k for k, n in enumerate(scope) if n is loop)
+            if lag:
+                scope.insert(at + 1, StageRelease(empty, stages, lag, "the last data's reads are done (after the "
+                                                                      "loop's final wgmma.wait_group)", tail=True))
+            scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=True, tma=True))
+            continue
         elif tma:  # each thread waits for its stage's mbarrier itself; the barrier after it orders the refill
             # after every thread's reads of that stage in the previous iterations (and their waits)
             waits = [TmaWait(b, "this iteration's tile loaded by TMA (stage i % stages, its next phase)", stages)
@@ -520,8 +552,12 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
     steps (issue, commit), one iteration per prefetched copy. Waits and barriers nested deeper
     than the scope are not counted: a scope holds the copy's and the read's own children.
     `barrier`: a TMA load's mbarriers, whose circular waits are the Timeline's WAITs."""
+    from .warp_roles import StageEmptyWait
+
     d = split_point(wp, rp)
     scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
+    if d > 0 and isinstance(scope[iw], Prefetched) and any(isinstance(n, StageEmptyWait) for n in scope[iw].body):
+        return _released_timeline(tensor, reader, wp, rp, d, hazards, barrier)
     body: list[Event] = []
     for k, node in enumerate(scope):
         if k == iw:
@@ -554,6 +590,45 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
             prologue, iterations = steps, max(before.prefetch, 0)
     return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private, tma,
                     async_read, outer_ordered)
+
+
+def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, hazards: Hazards,
+                       barrier: str | None) -> Timeline:
+    """The Timeline of a Pipelined loop with mbarrier WAR, as a warp-specialized one: the issuing
+    thread's program (the prologue's and each Prefetched node's EMPTY_WAIT, ISSUE) loads data 0,
+    1, .. in order, one empty wait per datum, as a producer warpgroup would; the loop body and
+    the steps after the loop are the consumers'. Its waits are for releases of data at least
+    S - prefetch - L >= 1 iterations back (release_lag), which the thread's own warpgroup made
+    in an earlier iteration, so it never waits on itself."""
+    from .warp_roles import StageEmptyWait, StageRelease
+
+    scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
+    parent, at = wp[d - 1]
+
+    def producer(nodes) -> tuple[Event, ...]:
+        return tuple(Event(Step.EMPTY_WAIT) if isinstance(n, StageEmptyWait) else Event(Step.ISSUE) for n in nodes
+                     if isinstance(n, StageEmptyWait) or hazards.access(n) is not None)
+
+    def events(nodes, read=None) -> tuple[Event, ...]:
+        out: list[Event] = []
+        for k, n in enumerate(nodes):
+            if k == read:
+                out.append(Event(Step.READ))
+            elif isinstance(n, StageRelease):
+                out.append(Event(Step.RELEASE, n.lag))
+            elif not isinstance(n, (Prefetched, Prologue)):
+                out += events_of(n, barrier)
+        return tuple(out)
+
+    made = producer(scope[iw].body)
+    before = parent[at - 1] if at > 0 else None
+    if isinstance(before, Prologue) and producer(before.body) != made:  # the prologue's loads wait alike
+        made = tuple(e for e in made if e.step is Step.ISSUE)
+    reading = hazards.access(rp[-1][0][rp[-1][1]])
+    extent = hazards.extent(parent[at]) if hazards.extent is not None and repeats(parent[at], hazards) else const(1)
+    return Timeline(tensor, reader, events(scope, ir), extent, scope[iw].prefetch, scope[iw].stages, tma=True,
+                    async_read=reading is not None and reading.kind is Async.WGMMA, specialized=True, producer=made,
+                    tail=events(parent[at + 1:]))
 
 
 def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, barrier: str) -> Timeline | None:

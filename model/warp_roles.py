@@ -45,12 +45,16 @@ EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first
 @dataclass
 class StageEmptyWait:
     """The producer waits for empty mbarrier `barrier`[i % stages]'s phase (its own bit per
-    stage, flipped per wait; `index`: i, filled in by the code generator)."""
+    stage, flipped per wait; `index`: i, filled in by the code generator). In a Pipelined loop
+    with mbarrier WAR (model/pipeline.py) the wait precedes the copies of iteration i + `ahead`,
+    by the threads that issue them (`guard`, the code generator's)."""
 
     barrier: str
     stages: int
     why: str
     index: str | None = None
+    ahead: int = 0
+    guard: list = field(default_factory=list)
 
 
 @dataclass

@@ -51,6 +51,7 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_4_stages_one_batch_in_flight_one_wave": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_one_wave": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": (128, 256),
+        "hopper_128x256_4_stages_grouped_war_mbarriers": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_grouped_cluster_2": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}

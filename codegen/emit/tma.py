@@ -127,8 +127,14 @@ def wait(n: TmaWait, x) -> list[str]:
 
 
 def empty_wait(n: StageEmptyWait, x) -> list[str]:
-    """The producer's wait for stage i % stages to be released (its phase bits start at 1)."""
-    return _stage_wait(n.barrier, f"(unsigned)(({x(var(n.index))}) % {n.stages})", n.why)
+    """The producer's wait for stage (i + ahead) % stages to be released (its phase bits start at
+    1), by the threads of `guard` where it has one (the loads' issuers)."""
+    i = x(var(n.index)) + (f" + {n.ahead}" if n.ahead else "")
+    lines = _stage_wait(n.barrier, f"(unsigned)(({i}) % {n.stages})", n.why)
+    if not n.guard:
+        return lines
+    cond = " || ".join("(" + " && ".join(f"{x(c.lhs)} {c.op} {x(c.rhs)}" for c in cs) + ")" for cs in n.guard)
+    return [f"if ({cond}) {{"] + [f"  {line}" for line in lines] + ["}"]
 
 
 def drain(n: StageDrain) -> list[str]:

@@ -51,7 +51,7 @@ from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refu
 from .statements import StatementBuilder
 from .syncs import insert_syncs
 from .pipelines import fill_pipelines
-from .warp_roles import lower_roles
+from .warp_roles import lower_releases, lower_roles
 from . import mma, reduction, tmem
 
 KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart
@@ -150,6 +150,7 @@ def pipeline(st: Lowering) -> None:
 
 def roles(st: Lowering) -> None:
     lower_roles(st.tree, st.fusion, st.mbarriers)
+    lower_releases(st.tree, st.fusion, st.mbarriers)
 
 
 def signature(st: Lowering) -> None:

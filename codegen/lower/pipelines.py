@@ -43,6 +43,9 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
                 raise NotLowered(f"a circular buffer's loop over {loop.label} is {loop.var}, a {loop.kind.value} "
                                  f"index and not a loop: no iterations to pipeline", rule="PIPELINE-STAGES")
             n.index, n.extent = index_of[loop.key], loop.extent
+            for child in n.body:  # mbarrier WAR: the prologue's loads wait for their stages too
+                if isinstance(child, StageEmptyWait):
+                    child.index = n.index
         if isinstance(n, Loop):
             for child in n.body:
                 if isinstance(child, (TmaWait, StageEmptyWait)) and child.stages:  # iteration i's stage and phase
@@ -51,6 +54,9 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
                     child.index, child.extent = index_of[n.key], n.extent
                 if isinstance(child, Prefetched):
                     child.index, child.extent = index_of[n.key], n.extent
+                    for c in child.body:  # mbarrier WAR: the wait for the stage of iteration i + prefetch
+                        if isinstance(c, StageEmptyWait):
+                            c.index, c.ahead = child.index, child.prefetch
                     ahead = {child.index: add(var(child.index), const(child.prefetch))}
                     child.body[:] = [_shifted(c, ahead) for c in child.body]
         if hasattr(n, "body"):
@@ -59,6 +65,8 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
 
 def _shifted(node, names: dict[str, Expr]):
     """node with its loop index renamed: a copy of iteration i + prefetch."""
+    if isinstance(node, StageEmptyWait):  # its stage counts `ahead` iterations already
+        return node
     if isinstance(node, Loop):
         return dataclasses.replace(node, extent=substitute(node.extent, names),
                                    body=[_shifted(c, names) for c in node.body])

@@ -17,7 +17,7 @@ def access(n, circular: dict[str, tuple[int, int, int]]) -> Access | None:
     if isinstance(n, TmaCopy):
         if n.direction is Direction.LOAD:
             return Access(n.smem, frozenset(), Async.TMA_LOAD, n.barrier, circular=n.circular,
-                          specialized=n.specialized)
+                          specialized=n.specialized, war_mbarrier=n.war_mbarrier)
         return Access(None, frozenset({n.smem}), Async.TMA_STORE)
     if isinstance(n, MmaIssue) and n.descriptors:  # wgmma: the warpgroup reads its tiles asynchronously
         return Access(n.out.tensor, frozenset(o.tensor for o in n.ins), Async.WGMMA)

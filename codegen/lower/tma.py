@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ...model.expr import Expr, const, mod, product, try_int
-from ...model.pipeline import circular_access, circular_axis, specialization
+from ...model.pipeline import circular_access, circular_axis, specialization, war_mbarrier
 from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
@@ -72,7 +72,8 @@ class TmaLowering:
             self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name, alloc.stages if circular else 1))
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
                        info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage,
-                       specialization(tv) if circular is not None else None, _multicast(tv))
+                       specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
+                       _multicast(tv))
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 
     @staticmethod

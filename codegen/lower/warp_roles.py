@@ -11,7 +11,7 @@ from ...model.cluster import cluster_size
 from ...model.errors import InternalError
 from ...model.expr import const, var
 from ...model.warp_roles import WARPGROUP, Role, WarpRoles, role_threads
-from ..ir import MBarrier, TmaCopy, walk
+from ..ir import MBarrier, StageEmptyWait, TmaCopy, walk
 
 
 def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
@@ -52,6 +52,39 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
         mbarriers.append(MBarrier(empty, consumers, ", ".join(sorted({c.smem for c in copies})), stages, empty=True))
 
 
+def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
+    """Pipelined loops with mbarrier WAR (model/pipeline.py), in place: each empty wait is run by
+    the threads that issue the loads after it (the Prologue's or Prefetched node's), and each
+    loop's empty mbarriers count one arrival per warpgroup of the block (each releases a stage
+    after its wgmma.wait_group)."""
+    from ...model.expr import product, try_int
+    from ...model.indexing import thread_dims
+
+    seen = set()
+    for n in walk(tree):
+        if isinstance(n, WarpRoles):
+            return  # the producer's loads have their own thread (lower_roles)
+        body = getattr(n, "body", None)
+        waits = [c for c in body or () if isinstance(c, StageEmptyWait)]
+        if not waits:
+            continue
+        copies = [c for c in body if isinstance(c, TmaCopy)]
+        guard = []
+        for c in copies:
+            if c.issuer not in guard:
+                guard.append(list(c.issuer))
+        for w in waits:
+            w.guard = [] if [] in guard else guard
+            if w.barrier not in seen:
+                seen.add(w.barrier)
+                threads = try_int(product(list(thread_dims(fusion))))
+                if threads is None or threads % WARPGROUP:
+                    raise InternalError(f"a Pipelined loop with mbarrier WAR in a block of {threads} threads, not "
+                                        f"whole warpgroups (its wgmma readers need them)")
+                mbarriers.append(MBarrier(w.barrier, threads // WARPGROUP, ", ".join(sorted({c.smem for c in copies})),
+                                          w.stages, empty=True))
+
+
 def _mapped(nodes: list, leaf) -> None:
     """In place: every statement of the tree `nodes` replaced by leaf(statement)."""
     for k, n in enumerate(nodes):
@@ -61,4 +94,4 @@ def _mapped(nodes: list, leaf) -> None:
             nodes[k] = leaf(n)
 
 
-__all__ = ["lower_roles"]
+__all__ = ["lower_releases", "lower_roles"]

@@ -40,7 +40,7 @@ def patched_blocks(tensors, patch):
 
 
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
-           specialized=None, out_dtype=tp.float32, patch=None, cluster=1):
+           specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -51,6 +51,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     the tile in it, blockIdx.y the N tile), as examples/valid/mma.py's tuned schedule does.
     tile_layout(tile, swizzle bytes) lays out each operand's shared tile (swizzled_box).
     specialized=tp.WarpSpecialized(...): the stages are loaded by a producer warpgroup instead.
+    war_mbarriers=True: tp.Pipelined(uses_mbarrier_for_war=True), a stage refilled after each
+    warpgroup released it on an empty mbarrier instead of after a __syncthreads.
     out_dtype: the output's dtype (a cast of the float32 accumulators where it is another).
     patch=(pm, pn): each block computes pm x pn tiles one after another (patched_blocks) instead
     of one (group is then unused): with about one block per SM the grid is one wave, and a
@@ -103,7 +105,7 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     for t in (sa, sb):
         t.inline_at(3 + at)
         if stages > 1:
-            t.circular_buffer(stages, prefetch, specialized)
+            t.circular_buffer(stages, prefetch, specialized or (tp.Pipelined(True) if war_mbarriers else None))
     d.inline_at(2 + at)
     if cluster > 1:
         fusion.cluster_dims = (cluster, 1, 1)
@@ -144,6 +146,16 @@ def hopper_matmul_grouped():
     (blockIdx.z the group; M need only be a multiple of 128: the last group's blocks past M do
     nothing), D's adjacent column pairs stored 8 bytes at a time."""
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_grouped_war_mbarriers():
+    """The grouped schedule with tp.Pipelined(uses_mbarrier_for_war=True): no __syncthreads in the
+    K loop. Each warpgroup arrives on stage s's empty mbarrier once its wgmma.wait_group covers
+    the batch that read s, and thread 0 waits on it before the TMA refills s: the refill of data
+    i + 2 in iteration i waits for the releases of data i - 2, made in iteration i - 1."""
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, war_mbarriers=True),
+                          64, n_multiple=256)
 
 
 @tp.schedule(expect=tp.accepted())

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.cp_async import is_cp_async
 from ...model.mma_op import is_wgmma_op
-from ...model.pipeline import circular_access, is_register_copy, specialization
+from ...model.pipeline import circular_access, is_register_copy, specialization, war_mbarrier
 from ...model.lowerable import execution_order, loop_groups, nest, statement_items
 from ...model.reduction import Phase
 from ...model.tensor import TensorView
@@ -33,7 +33,7 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
     if is_tma_op(op):
         if tv.memory_type is MemoryType.Shared:
             return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}", circular=circular_access(tv),
-                          specialized=specialization(tv))
+                          specialized=specialization(tv), war_mbarrier=war_mbarrier(tv))
         return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
     if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
         return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))

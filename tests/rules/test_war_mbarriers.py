@@ -1,0 +1,140 @@
+"""Pipelined(uses_mbarrier_for_war=True) (model/pipeline.py): one group of threads loads and reads
+a TMA circular buffer, and a stage is refilled after each warpgroup released it on an empty
+mbarrier (after its wgmma.wait_group) instead of after a __syncthreads. PIPELINE-RAW and
+PIPELINE-WAR prove it as a warp-specialized protocol whose producer is the issuing thread, and
+refute the mutations that break it."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.ir import walk
+from tileproof.model.barriers import Async, Sync, TmaWait, statement_paths
+from tileproof.model.pipeline import Prefetched, Prologue, timeline
+from tileproof.model.warp_roles import StageEmptyWait, StageRelease
+from tileproof.model.wgmma_order import WgmmaWait
+from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
+from tileproof.verifier.context import VerifyContext
+from tileproof.verifier.solver import Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "valid"))
+from wgmma import hopper, tile_multiples  # noqa: E402
+
+P = tp.ParallelType
+
+
+def _fusion(stages=4, prefetch=2, block=(128, 256)):
+    return tile_multiples(hopper("M", "N", "K", block=block, stages=stages, prefetch=prefetch, war_mbarriers=True), 64,
+                          n_multiple=block[1])
+
+
+def _nest(**kw):
+    return barrier_nest(VerifyContext(_fusion(**kw).snapshot(), tp.get_target("sm_90a")))
+
+
+def _loop(nest):
+    return next(n for n in walk(nest.tree) if any(isinstance(c, Prefetched) for c in getattr(n, "body", ())))
+
+
+def _timelines(nest, specialized=True):
+    stmts = statement_paths(nest.tree, nest.hazards)
+    out = {}
+    for _, wa, wp in stmts:
+        if wa.kind is Async.TMA_LOAD and not any(isinstance(s[k], Prologue) for s, k in wp):
+            for _, ra, rp in stmts:
+                if wa.writes in ra.reads:
+                    out[wa.writes] = timeline(wa.writes, "T2", wp, rp, nest.hazards, wa.barrier)
+    assert set(out) == {"T4", "T5"} and all(t.specialized == specialized for t in out.values())
+    return out
+
+
+@pytest.mark.parametrize("stages, prefetch, lag", [(4, 2, 1), (4, 3, 0), (2, 1, 0), (4, 0, 1)])
+def test_the_refill_waits_for_the_release_instead_of_a_barrier(stages, prefetch, lag):
+    nest = _nest(stages=stages, prefetch=prefetch, block=(128, 128))
+    body = _loop(nest).body
+    assert not [n for n in walk(nest.tree) if isinstance(n, Sync)]  # no __syncthreads in or after the loop
+    refill = next(n for n in body if isinstance(n, Prefetched))
+    assert isinstance(refill.body[0], StageEmptyWait) and refill.body[0].barrier == "tp_empty_T4"
+    prologue = next(n for n in walk(nest.tree) if isinstance(n, Prologue))
+    assert isinstance(prologue.body[0], StageEmptyWait)  # the prologue's loads count their stages' phases too
+    kinds = [type(n).__name__ for n in body]
+    assert kinds[-2:] == ["WgmmaWait", "StageRelease"] and body[-1].lag == lag
+    # without prefetch the refill (of this very iteration) comes before its own full wait
+    assert (kinds.index("Prefetched") < kinds.index("TmaWait")) == (prefetch == 0)
+    assert [w.pending for w in walk(body) if isinstance(w, WgmmaWait)] == [lag]
+    for tl in _timelines(nest).values():
+        assert prove_complete(tl).proved and prove_free(tl).proved
+
+
+def test_a_refill_without_its_empty_wait_is_refuted():
+    nest = _nest()
+    refill = next(n for n in _loop(nest).body if isinstance(n, Prefetched))
+    refill.body[:] = [n for n in refill.body if not isinstance(n, StageEmptyWait)]
+    for tl in _timelines(nest, specialized=False).values():  # a plain TMA pipeline, with no barrier either
+        out = prove_free(tl)
+        assert out.status is Verdict.COUNTEREXAMPLE and out.model["read iteration"] == 0
+
+
+def test_a_prologue_load_without_its_empty_wait_is_refuted():
+    """Its stage's first refill would then wait for the phase the skipped wait was for, which has
+    already passed: the refill would overwrite a stage still read."""
+    nest = _nest()
+    prologue = next(n for n in walk(nest.tree) if isinstance(n, Prologue))
+    prologue.body[:] = [n for n in prologue.body if not isinstance(n, StageEmptyWait)]
+    for tl in _timelines(nest).values():
+        assert prove_free(tl).status is Verdict.COUNTEREXAMPLE
+
+
+def test_a_release_before_the_wgmma_wait_is_refuted():
+    nest = _nest()
+    body = _loop(nest).body
+    release = next(n for n in body if isinstance(n, StageRelease))
+    body.remove(release)
+    body.insert(next(k for k, n in enumerate(body) if isinstance(n, WgmmaWait)), release)
+    for tl in _timelines(nest).values():
+        out = prove_free(tl)
+        assert out.status is Verdict.COUNTEREXAMPLE and out.values["reads done at"] > out.values["release position"]
+
+
+def test_a_read_before_the_full_wait_is_refuted():
+    nest = _nest()
+    body = _loop(nest).body
+    body[:] = [n for n in body if not isinstance(n, TmaWait)]
+    for tl in _timelines(nest).values():
+        assert prove_complete(tl).status is Verdict.COUNTEREXAMPLE
+
+
+def test_the_schedule_verifies_and_lowers_without_barriers_in_the_loop():
+    from tileproof.codegen.lower import lower
+    from tileproof.codegen.emit import emit
+
+    fusion = _fusion()
+    assert tp.verify(fusion).ok
+    src = emit(lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel, cuda_headers=False)
+    k = re.search(r"for \(unsigned (?:long long )?(i\d+) = 0; \1 < \(\(s_K", src)
+    loop = src[k.start():src.index("tp_wgmma_wait<0>")]
+    assert "__syncthreads" not in loop and "bar.sync" not in loop
+    assert "tp_mbar_init(&tp_empty_T4[s], 2u);" in src  # one arrival per warpgroup
+    refill = loop[loop.index("// the copies of iteration"):loop.index("// T4 = TMA(T0)")]
+    assert "if ((threadIdx.x == 0ULL && threadIdx.y == 0ULL)) {" in refill  # the issuing thread waits, alone
+    assert "tp_mbar_wait(&tp_empty_T4[tp_s]" in refill and f"(unsigned)(({k.group(1)} + 2) % 4)" in refill
+
+
+def test_mbarrier_war_needs_tma_loads_read_by_wgmma():
+    """A's tile also copied out by threads: their reads are not covered by a wgmma.wait_group."""
+    fusion = _fusion()
+    sa = next(t for t in fusion.tensors if t.name == "T4")
+    with fusion:
+        extra = tp.set(sa)
+        fusion.add_output(extra)
+    report = tp.verify(fusion, rules=["LOWERING-SUPPORTED"])
+    assert report.codes == ["LOWERING-SUPPORTED"]
+    assert "T4 is circular-buffered with Pipelined(uses_mbarrier_for_war=True), but T6 reads it with" in \
+        report.errors[0].message
