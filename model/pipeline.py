@@ -352,6 +352,23 @@ class Prefetched:
     repeats_itself = False
 
 
+@dataclass
+class _CircularLoop:
+    """What insert_pipelines gathers of one circular loop from its copies' statement paths."""
+
+    scope: list  # the list holding the loop
+    loop: object
+    stages: int
+    prefetch: int
+    asynchronous: bool  # cp.async or TMA copies (False: registers)
+    outer: bool  # an enclosing scope repeats (the loop runs more than once)
+    spec: object  # the copies' WarpSpecialized, if any
+    ancestors: list  # the loop's ancestors from the root, outermost first
+    war: bool  # Pipelined(uses_mbarrier_for_war=True)
+    children: list = field(default_factory=list)  # the loop's children holding the copies
+    barriers: list = field(default_factory=list)  # the TMA loads' mbarriers
+
+
 def insert_pipelines(tree: list, hazards: Hazards) -> None:
     """Pipeline every loop whose body holds circular-buffered copies (their Access.circular),
     in place: the Prologue before the loop, the Prefetched copies first in its body, and for
@@ -360,7 +377,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
     barriers.insert_barriers."""
     from .warp_roles import EMPTY_PREFIX, SpecializedLoop, StageEmptyWait, StageRelease, release_lag, split_roles
 
-    loops: dict[int, tuple] = {}
+    loops: dict[int, _CircularLoop] = {}
     for _, acc, path in statement_paths(tree, hazards):
         if acc.circular is None or any(isinstance(scope[k], (Prologue, Prefetched)) for scope, k in path):
             continue
@@ -369,16 +386,20 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             continue  # no loop at that depth: PIPELINE-STAGES rejects the schedule
         scope, at = path[depth]
         asynchronous = acc.kind in (Async.CP_ASYNC, Async.TMA_LOAD)
-        entry = loops.setdefault(id(scope[at]), (scope, scope[at], [], (stages, prefetch), asynchronous, [],
-                                                 scope_repeats(path, depth, hazards), acc.specialized,
-                                                 [s[k] for s, k in path[:depth]], acc.war_mbarrier))
-        if acc.kind is Async.TMA_LOAD and acc.barrier not in entry[5]:
-            entry[5].append(acc.barrier)
+        entry = loops.get(id(scope[at]))
+        if entry is None:
+            entry = loops[id(scope[at])] = _CircularLoop(
+                scope, scope[at], stages, prefetch, asynchronous, scope_repeats(path, depth, hazards), acc.specialized,
+                [s[k] for s, k in path[:depth]], acc.war_mbarrier)
+        if acc.kind is Async.TMA_LOAD and acc.barrier not in entry.barriers:
+            entry.barriers.append(acc.barrier)
         child = scope[at].body[path[depth + 1][1]]  # the node, not its index: prologues shift indices
-        if not any(child is c for c in entry[2]):
-            entry[2].append(child)
+        if not any(child is c for c in entry.children):
+            entry.children.append(child)
     specialized = []
-    for scope, loop, children, (stages, prefetch), asynchronous, barriers, outer, spec, ancestors, war in loops.values():
+    for cl in loops.values():
+        scope, loop, children, barriers = cl.scope, cl.loop, cl.children, cl.barriers
+        stages, prefetch, asynchronous, outer, spec, war = cl.stages, cl.prefetch, cl.asynchronous, cl.outer, cl.spec, cl.war
         copies = [n for n in loop.body if any(n is c for c in children)]
         rest = [n for n in loop.body if not any(n is c for c in children)]
         tma = bool(barriers)
@@ -386,7 +407,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             waits = [TmaWait(b, "this iteration's tile, loaded by the producer warpgroup (stage i % stages, its "
                                 "next phase)", stages) for b in barriers]
             loop.body[:] = waits + rest
-            specialized.append(SpecializedLoop(loop, scope, ancestors, copies, barriers, stages, prefetch, spec))
+            specialized.append(SpecializedLoop(loop, scope, cl.ancestors, copies, barriers, stages, prefetch, spec))
             continue
         if not asynchronous:  # registers: the next iteration's copy ahead of this one's reads
             loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest

@@ -7,6 +7,7 @@ import time
 import traceback
 from typing import Iterable, Mapping
 
+from ..model.cluster import cluster_dims, cluster_size
 from ..model.errors import InternalError, ScheduleError
 from ..model.fusion import Fusion
 from ..model.notation import user_str
@@ -65,6 +66,8 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
                           + [user_str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()])
     report.tensors = summarize(ctx)
     report.launch = {str(p): str(e) for p, e in ctx.block_dims.items()}
+    if cluster_size(snap) > 1:
+        report.launch["cluster"] = str(cluster_dims(snap))
     report.queries = ctx.queries
     report.seconds = time.perf_counter() - start
     return report

@@ -74,6 +74,9 @@ def _diagnostics(report, code):
     ("tma_stages_loaded_late", "PIPELINE-RAW", {"T2"}),
     ("warp_specialized_registers_past_the_pool", "WS-REGISTERS", {"T4"}),
     ("warp_specialized_on_tidx", "WS-ROLES", {"T4"}),
+    ("multicast_of_a_tile_each_block_needs", "CLUSTER-MULTICAST", {"T4"}),
+    ("cluster_past_the_grid", "CLUSTER-MULTICAST", {None}),  # the launch, no tensor
+    ("multicast_without_warp_specialization", "CLUSTER-MULTICAST", {"T5"}),
 ])
 def test_each_rejection_names_the_broken_tensor(name, code, tensors):
     report = _verify(INVALID_CASES[name])
@@ -87,7 +90,8 @@ def test_every_invalid_schedule_is_listed_here():
     listed = {"unswizzled_operand_rows", "m_major_a", "swizzle_patterns_across_warpgroups", "hopper_macro_on_sm100a",
               "accumulators_stored_by_one_warp", "operands_copied_by_threads[copy=CpAsync]",
               "operands_copied_by_threads[copy=Set]", "tma_stages_loaded_late",
-              "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx"}
+              "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx",
+              "multicast_of_a_tile_each_block_needs", "cluster_past_the_grid", "multicast_without_warp_specialization"}
     assert set(INVALID_CASES) == listed
 
 
