@@ -107,27 +107,28 @@ def test_bad_shapes_are_refused_before_any_work():
 
 
 def test_compile_only_names_each_schedule_with_its_times(tmp_path):
-    """Two shapes the schedules accept (one with partial M and N tiles) and one whose K tail the
-    verifier refuses (REDUCTION-K): recorded with its codes, not a failure."""
+    """Two shapes the schedules accept (one with partial M, N and K tiles: the K tail runs on the
+    TMA's zeros) and one whose rows the TMA cannot address (K = 100: 200-byte rows, not a multiple
+    of 16, TMA-GLOBAL-STRIDE): recorded with its codes, not a failure."""
     path = tmp_path / "hopper.json"
-    shapes = "256x256x128,200x200x128,256x256x72"
+    shapes = "256x256x128,200x200x72,256x256x100"
     run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     n = len(H.SCHEDULES)
     assert f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n} accepted, {n} rejected, 0 failed" in run.stdout, \
         run.stdout
     lines = run.stdout.splitlines()
-    for key in ("256x256x128", "200x200x128"):
+    for key in ("256x256x128", "200x200x72"):
         for name in H.SCHEDULES:
             line = next(x for x in lines if x.startswith(key) and name in x)
             assert "accepted" in line and "verify" in line and "cold compile" in line and "wgmma" in line, line
-    assert "M, N not a multiple of the tile" in next(x for x in lines if x.startswith("200x200x128"))
-    rejected = [x for x in lines if x.startswith("256x256x72")]
-    assert len(rejected) == n and all("REJECTED" in x and "REDUCTION-K" in x for x in rejected), rejected
+    assert "M, N, K not a multiple of the tile" in next(x for x in lines if x.startswith("200x200x72"))
+    rejected = [x for x in lines if x.startswith("256x256x100")]
+    assert len(rejected) == n and all("REJECTED" in x and "TMA-GLOBAL-STRIDE" in x for x in rejected), rejected
     data = json.loads(path.read_text())
     assert data["mode"] == "compile-only" and data["shapes"] == shapes.split(",")
     assert set(data["compile"]) == set(shapes.split(","))
-    for key in ("256x256x128", "200x200x128"):
+    for key in ("256x256x128", "200x200x72"):
         assert set(data["compile"][key]) == set(H.SCHEDULES)
         for name, entry in data["compile"][key].items():
             assert entry["accepted"], entry["diagnostics"]
@@ -136,10 +137,10 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
             assert entry["wgmma_in_source"] and entry["tma_in_source"]
             assert entry["out_dtype"] == ("bfloat16" if name.endswith("_bf16_out") else "float32")
             assert entry["layout"] == "A K-major, B K-major" and entry["block"] == list(H.SCHEDULES[name]["block"])
-    assert data["compile"]["200x200x128"]["hopper_128x128"]["tile_multiples"] == {"M": False, "N": False, "K": True}
-    assert data["compile"]["200x200x128"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]
-    for entry in data["compile"]["256x256x72"].values():
-        assert not entry["accepted"] and "REDUCTION-K" in entry["rejection_codes"] and "verify_s" in entry
+    assert data["compile"]["200x200x72"]["hopper_128x128"]["tile_multiples"] == {"M": False, "N": False, "K": False}
+    assert data["compile"]["200x200x72"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]
+    for entry in data["compile"]["256x256x100"].values():
+        assert not entry["accepted"] and "TMA-GLOBAL-STRIDE" in entry["rejection_codes"] and "verify_s" in entry
 
 
 def test_failures_are_errors_and_rejections_at_whole_tiles():
