@@ -126,19 +126,36 @@ def structure_problems(fusion, order: list[TensorView]):
                 values={"vectorize_axis": vec[0], "axes": tv.ndim}, location=tv.origin))
         # the bound of K a zero path runs past is a point that executes (model/zero_padding.py), whose
         # zeros every rule sees land; only the holes left are issued unseen
-        if _may_have_holes(tv, needed_bounds(tv) - {zero_padded(tv.fusion).get(tv.name)}):
-            out += zero_fill_problems(tv, compute_allocation(tv))
+        allocation = compute_allocation(tv)
+        allocated = {a.id.uid for a in allocation.allocated()}
+        if _may_have_holes(tv, needed_bounds(tv) - {zero_padded(tv.fusion).get(tv.name)}, allocated):
+            out += zero_fill_problems(tv, allocation)
     return out
 
 
-def _may_have_holes(tv: TensorView, needed: set[int]) -> bool:
-    """Whether an ID whose bound is needed may be exceeded: it is split by a factor that its
-    extent is not a known multiple of (the bound of an ID whose splits all divide is implied)."""
+def _may_have_holes(tv: TensorView, needed: set[int], allocated: set[int]) -> bool:
+    """Whether a hole may put a point's zeros in the tile: an ID whose bound is needed is split
+    by a factor its extent is not a known multiple of (the bound of an ID whose splits all
+    divide is implied), or an ID derived from one (an outer output split again) on the path of
+    an allocated ID (its ancestor or descendant: the hole moves the point's slot in the tile;
+    a hole off that path, such as a split of the tile index over blocks, keeps the slot)."""
     from .expr import try_int
     from .iterdomain import Split
 
+    ancestors: dict[int, set[int]] = {}  # ID -> the IDs it derives from, itself included
     for t in tv.history:
-        if isinstance(t, Split) and t.in_.uid in needed:
+        for o in t.outputs:
+            ancestors[o.uid] = {o.uid}.union(*(ancestors.get(x.uid, {x.uid}) for x in t.inputs))
+
+    def of(uid: int) -> set[int]:
+        return ancestors.get(uid, {uid})
+
+    for t in tv.history:
+        if not isinstance(t, Split):
+            continue
+        x = t.in_.uid
+        on_path = any(x in of(a) or a in of(x) for a in allocated)
+        if x in needed or (of(x) & needed and on_path):
             extent, factor = try_int(t.in_.extent_expr), try_int(t.inner.extent_expr)
             if extent is None and factor is not None and _assumed_multiple(tv.fusion, t.in_.extent_expr, factor):
                 continue

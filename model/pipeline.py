@@ -295,6 +295,16 @@ def unsupported_pipelines(fusion, order) -> list:
                 hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) or a TMA into shared memory, or "
                      f"with a plain copy or ldmatrix into registers, or drop circular_buffer",
                 tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
+        at = circular_axis(tv)
+        inside = [i for i in (tv.loop[at + 1:] if at is not None else [])
+                  if i.parallel_type in (ParallelType.Serial, ParallelType.Unroll) and not i.is_broadcast
+                  and i.static_extent is None]
+        if shared and is_tma_op(tv.definition) and inside:
+            out.append(Problem(
+                f"{tv.name}'s TMA loads run in a loop of symbolic extent ({inside[0].label()}) inside its circular loop: "
+                f"each copy arrives on the stage's mbarrier, whose arrival count is fixed when it is initialized",
+                hint=f"give {tv.name}'s loops inside the circular loop constant extents, or make them Bulk (one box)",
+                tensor=tv.name, ids=(inside[0].name,), location=c.origin or tv.origin))
         if isinstance(c.type, WarpSpecialized):
             if not (shared and is_tma_op(tv.definition)):
                 out.append(Problem(

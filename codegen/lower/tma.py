@@ -69,7 +69,8 @@ class TmaLowering:
             circular = circular_access(tv)
             if circular is not None:  # one mbarrier per stage: the copy completes on its stage's
                 stage = simplify(mod(env[tv.loop[circular_axis(tv)].uid], const(alloc.stages)), ranges)
-            self.mbarriers.append(MBarrier(barrier, _issuers(tv), tv.name, alloc.stages if circular else 1))
+            arrivals = _issuers(tv) * (_copies_per_iteration(tv) if circular else 1)
+            self.mbarriers.append(MBarrier(barrier, arrivals, tv.name, alloc.stages if circular else 1))
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
                        info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage,
                        specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
@@ -115,6 +116,20 @@ def _multicast(tv: TensorView) -> tuple[str, int] | None:
     at = BLOCK_TYPES.index(m.on)
     stride = math.prod(dims[:at])
     return m.on.cuda_name[-1], sum(1 << (j * stride) for j in range(dims[at]))
+
+
+def _copies_per_iteration(tv: TensorView) -> int:
+    """A circular buffer's copies per iteration of its circular loop: the trip counts of tv's own
+    loops inside it (not Bulk: the instruction covers those). Each arrives on the stage's
+    mbarrier, whose phase completes when all have (and their bytes have landed); the waits
+    follow the circular loop's iteration, not each copy (model/pipeline.py)."""
+    inside = [i for i in tv.loop[circular_axis(tv) + 1:]
+              if i.parallel_type not in (ParallelType.Bulk, *THREAD_TYPES, *BLOCK_TYPES) and not i.is_broadcast]
+    n = try_int(product([i.extent_expr for i in inside])) if inside else 1
+    if n is None:
+        raise UnsupportedSchedule(f"{tv.name}'s TMA loads run in loops of symbolic extent inside its circular loop "
+                                  f"({', '.join(i.label() for i in inside)}); the stage mbarrier needs a constant count")
+    return n
 
 
 def _issuers(tv: TensorView) -> int:

@@ -138,3 +138,52 @@ def test_wgmma_descriptor_strides_of_a_tile_allocated_across_the_k_loop():
         next(t for t in fusion.tensors if t.name == "T4").inline_at(2)
         found = decided(fusion)
         assert "PIPELINE-STAGES" in found and "WGMMA-SMEM-LAYOUT" not in found
+
+
+def _tensor(fusion, name):
+    return next(t for t in fusion.tensors if t.name == name)
+
+
+def test_global_visibility_skips_an_mma_without_its_mma_axes():
+    """Seed 15, case 3122: A's tile made global and an Mma axis of D serial; GLOBAL-VISIBILITY
+    built D's fragment execution without Mma axes (AttributeError)."""
+    import wgmma
+
+    fusion = wgmma.hopper_matmul_wide()
+    _tensor(fusion, "T4").set_memory_type(tp.MemoryType.Global)
+    _tensor(fusion, "T2").axis(5).parallelize(P.Serial)
+    assert "MMA-SHAPE" in decided(fusion)
+
+
+def test_a_cp_async_hole_that_moves_a_point_off_its_tile_is_rejected():
+    """Seed 15, case 1616 (ran wrong on the GPU: 65239 of 65536 outputs): sA's row axis of 2 split
+    by 32. The hole of the tile's 128-row bound came through a split of an ID derived from it,
+    which the zero-fill check did not see: its zeros (src-size 0) landed on other rows."""
+    import mma
+
+    fusion = mma.moye_tf32_double_buffered("256x256x64")
+    _tensor(fusion, "T3").split(4, 32)
+    found = decided(fusion)["LOWERING-SUPPORTED"]
+    assert "T3's cp.async has holes (an indivisible split), which it fills with zeros" in found.message
+
+
+def test_a_split_of_the_tile_index_over_blocks_keeps_each_hole_in_its_own_slot():
+    """The grouped schedules split M's tile index by 8 groups of blocks, indivisibly: a block past
+    M copies zeros into its own tile, where no element of a block in M lies."""
+    import mma
+
+    assert tp.verify(mma.tuned_matmul_tf32_truncated()).ok
+
+
+def test_a_circular_tma_load_in_an_inner_loop_counts_every_copy_on_its_mbarrier():
+    """Seed 15, case 2620 (a launch failure on the GPU): A's 16 rows of boxes made a serial loop
+    inside the circular loop, 16 copies per stage and iteration, each arriving on the stage's
+    mbarrier, initialized for one arrival: its phases ran ahead of the waits."""
+    import wgmma
+    from tileproof.codegen.lower import lower
+
+    fusion = wgmma.hopper_matmul_warp_specialized_m_tiles_in_a_loop()
+    _tensor(fusion, "T4").axis(4).parallelize(P.Serial)
+    assert tp.verify(fusion).ok
+    bars = {b.name: b for b in lower(fusion.snapshot(), tp.get_target("sm_90a")).mbarriers}
+    assert bars["tp_bar_T4"].count == 16 and bars["tp_bar_T5"].count == 1

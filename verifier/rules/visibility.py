@@ -45,13 +45,13 @@ class Claim:
 
 def _claims(op: Op, k: int, launched) -> list[Claim]:
     p = op.inputs[k]
+    if (is_mma(op.output) and not well_formed(op.output)) or (is_mma(p) and not well_formed(p)):
+        return []  # no fragments to prove against: MMA-SHAPE / MMA-TARGET / MMA-DTYPE reject it
     if p.memory_type is MemoryType.Global and p.definition is not None:
         # no grid-wide barrier orders a store with another thread's load: the writer is the reader
         return [Claim("GLOBAL-VISIBILITY", tuple(t for t in LAUNCH_TYPES if t in launched), (), False)]
     if p.memory_type not in ON_CHIP or p.definition is None:
         return []
-    if (is_mma(op.output) and not well_formed(op.output)) or (is_mma(p) and not well_formed(p)):
-        return []  # no fragments to prove against: MMA-SHAPE / MMA-TARGET / MMA-DTYPE reject it
     bound = bound_types(p)
     blocks = tuple(t for t in BLOCK_TYPES if t in bound)
     threads = tuple(t for t in THREAD_TYPES if t in bound)
