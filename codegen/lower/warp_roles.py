@@ -68,7 +68,7 @@ def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
         waits = [c for c in body or () if isinstance(c, StageEmptyWait)]
         if not waits:
             continue
-        copies = [c for c in body if isinstance(c, TmaCopy)]
+        copies = [c for c in walk(body) if isinstance(c, TmaCopy)]  # the copies may sit in loops of their own
         guard = []
         for c in copies:
             if c.issuer not in guard:

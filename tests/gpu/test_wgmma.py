@@ -49,10 +49,12 @@ def test_a_tma_k_tail_runs_on_zeros(k):
     run(case.build(), {"M": 256, "N": 512, "K": k})
 
 
-def test_a_circular_tma_load_in_an_inner_loop_runs():
+@pytest.mark.parametrize("name", ["hopper_matmul_warp_specialized_m_tiles_in_a_loop",
+                                  "hopper_matmul_grouped_war_mbarriers"])
+def test_a_circular_tma_load_in_an_inner_loop_runs(name):
     """Fuzz seed 15, case 2620: A's box rows made a serial loop of 16 copies per stage inside the
-    warp-specialized M-tile loop; the stage mbarriers count all 16 (a launch failure before)."""
-    case = next(c for c in EXAMPLES if c.name == "hopper_matmul_warp_specialized_m_tiles_in_a_loop")
+    circular loop; the stage mbarriers count all 16 (a launch failure before)."""
+    case = next(c for c in EXAMPLES if c.name == name)
     fusion = case.build()
     next(t for t in fusion.tensors if t.name == "T4").axis(4).parallelize(tp.ParallelType.Serial)
     run(fusion, {"M": 384, "N": 512, "K": 192})

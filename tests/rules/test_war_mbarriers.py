@@ -127,6 +127,20 @@ def test_the_schedule_verifies_and_lowers_without_barriers_in_the_loop():
     assert "tp_mbar_wait(&tp_empty_T4[tp_s]" in refill and f"(unsigned)(({k.group(1)} + 2) % 4)" in refill
 
 
+def test_the_issuing_thread_alone_waits_where_the_copies_sit_in_a_loop_of_their_own():
+    """A's boxes of 8 rows made a serial loop of 16 copies inside the circular loop: the empty
+    wait before them is still the issuing thread's, and the full mbarrier counts 16 arrivals."""
+    from tileproof.codegen.lower import lower
+
+    fusion = _fusion()
+    next(t for t in fusion.tensors if t.name == "T4").axis(4).parallelize(P.Serial)
+    assert tp.verify(fusion).ok
+    st = lower(fusion.snapshot(), tp.get_target("sm_90a"))
+    assert {b.name: b.count for b in st.mbarriers} == {"tp_bar_T4": 16, "tp_bar_T5": 1, "tp_empty_T4": 2}
+    waits = [n for n in walk(st.kernel.body) if isinstance(n, StageEmptyWait)]
+    assert waits and all(len(w.guard) == 1 and w.guard[0] for w in waits)
+
+
 def test_mbarrier_war_needs_tma_loads_read_by_wgmma():
     """A's tile also copied out by threads: their reads are not covered by a wgmma.wait_group."""
     fusion = _fusion()
