@@ -132,8 +132,9 @@ def test_the_issuing_thread_alone_waits_where_the_copies_sit_in_a_loop_of_their_
     wait before them is still the issuing thread's, and the full mbarrier counts 16 arrivals."""
     from tileproof.codegen.lower import lower
 
-    fusion = _fusion()
-    next(t for t in fusion.tensors if t.name == "T4").axis(4).parallelize(P.Serial)
+    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, war_mbarriers=True),
+                            64, n_multiple=256)
+    next(t for t in fusion.tensors if t.name == "T4").axis(4).parallelize(P.Serial)  # Bulk{16} -> 16 copies
     assert tp.verify(fusion).ok
     st = lower(fusion.snapshot(), tp.get_target("sm_90a"))
     assert {b.name: b.count for b in st.mbarriers} == {"tp_bar_T4": 16, "tp_bar_T5": 1, "tp_empty_T4": 2}
