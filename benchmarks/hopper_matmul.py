@@ -111,6 +111,9 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "cluster": 2,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2_spread": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "cluster": 2, "spread": True,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
     "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
                                                                "group": 8,
                                                                "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},

@@ -106,8 +106,8 @@ class TmaCopy:
     specialized: object | None = None  # a warp-specialized circular buffer's load: its WarpSpecialized
     war_mbarrier: bool = False  # a Pipelined(uses_mbarrier_for_war=True) load: refilled after empty mbarriers
     # a load multicast to its cluster (model/cluster.py): (the cluster axis, x/y/z; the receivers' CTA-rank
-    # mask from the issuer's rank), issued by the block first along that axis
-    multicast: tuple[str, int] | None = None
+    # mask from the axis's first block; the rank along the axis that issues this copy; the rank stride)
+    multicast: tuple[str, int, Expr, int] | None = None
 
 
 @dataclass

@@ -181,10 +181,11 @@ def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
         bar = f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
         issue = [f"tp_mbar_expect_tx({bar}, (unsigned){x(n.nbytes)});",
                  f"tp_bulk_load_{rank}d({address}, &{n.tensor_map}, {bar}, {coords});"]
-        if n.multicast:  # every receiver expects the bytes; the first block along the axis loads for all
-            axis, mask = n.multicast
-            issue[1:] = [f'if (tp_cluster_ctaid_{axis}() == 0u) tp_bulk_load_multicast_{rank}d({address}, '
-                         f'&{n.tensor_map}, {bar}, (unsigned short)({mask}u << tp_cluster_ctarank()), {coords});']
+        if n.multicast:  # every receiver expects the bytes; one block along the axis loads them for all
+            axis, mask, issuer, stride = n.multicast
+            base = f"(tp_cluster_ctarank() - tp_cluster_ctaid_{axis}() * {stride}u)"  # the axis's first block
+            issue[1:] = [f'if (tp_cluster_ctaid_{axis}() == (unsigned)({x(issuer)})) tp_bulk_load_multicast_{rank}d('
+                         f'{address}, &{n.tensor_map}, {bar}, (unsigned short)({mask}u << {base}), {coords});']
         skipped = [f"tp_mbar_arrive({bar});"]
     else:
         issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_wait();"]

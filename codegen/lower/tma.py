@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ...model.expr import Expr, const, mod, product, try_int
+from ...model.expr import Expr, add, const, mod, mul, product, try_int
 from ...model.pipeline import circular_access, circular_axis, specialization, war_mbarrier
 from ...model.fusion import Op
 from ...model.tensor import TensorView
@@ -74,7 +74,7 @@ class TmaLowering:
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
                        info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage,
                        specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
-                       _multicast(tv))
+                       _multicast(tv, env))
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 
     @staticmethod
@@ -106,16 +106,29 @@ class TmaLowering:
         return tmap
 
 
-def _multicast(tv: TensorView) -> tuple[str, int] | None:
-    """(the cluster axis, the mask of the blocks along it from the issuer's CTA rank): ranks count
-    x fastest, so the receivers are `extent` ranks `stride` apart."""
+def _multicast(tv: TensorView, env: dict[int, Expr]) -> tuple[str, int, Expr, int] | None:
+    """(the cluster axis, the mask of the blocks along it from the first one's CTA rank, the rank
+    along the axis that issues this copy, the CTA-rank distance of neighbours along the axis):
+    ranks count x fastest, so the receivers are `extent` ranks `stride` apart. The copies of one iteration (tv's loops inside its circular loop) take
+    turns over the ranks, so that a tile split into as many boxes as the cluster has blocks is
+    loaded a box by each (CUTLASS's multicast split); a single copy, by the first."""
     m = tv.multicast_on
     if m is None:
         return None
     dims = cluster_dims(tv.fusion)
     at = BLOCK_TYPES.index(m.on)
     stride = math.prod(dims[:at])
-    return m.on.cuda_name[-1], sum(1 << (j * stride) for j in range(dims[at]))
+    copy: Expr = const(0)
+    for i in _inside(tv):
+        copy = add(mul(copy, i.extent_expr), env[i.uid])
+    return m.on.cuda_name[-1], sum(1 << (j * stride) for j in range(dims[at])), mod(copy, const(dims[at])), stride
+
+
+def _inside(tv: TensorView) -> list:
+    """tv's own loops inside its circular loop (not Bulk: the instruction covers those)."""
+    at = circular_axis(tv)
+    return [] if at is None else [i for i in tv.loop[at + 1:] if not i.is_broadcast
+                                  and i.parallel_type not in (ParallelType.Bulk, *THREAD_TYPES, *BLOCK_TYPES)]
 
 
 def _copies_per_iteration(tv: TensorView) -> int:
@@ -123,8 +136,7 @@ def _copies_per_iteration(tv: TensorView) -> int:
     loops inside it (not Bulk: the instruction covers those). Each arrives on the stage's
     mbarrier, whose phase completes when all have (and their bytes have landed); the waits
     follow the circular loop's iteration, not each copy (model/pipeline.py)."""
-    inside = [i for i in tv.loop[circular_axis(tv) + 1:]
-              if i.parallel_type not in (ParallelType.Bulk, *THREAD_TYPES, *BLOCK_TYPES) and not i.is_broadcast]
+    inside = _inside(tv)
     n = try_int(product([i.extent_expr for i in inside])) if inside else 1
     if n is None:
         raise UnsupportedSchedule(f"{tv.name}'s TMA loads run in loops of symbolic extent inside its circular loop "

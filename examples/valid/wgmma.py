@@ -40,7 +40,7 @@ def patched_blocks(tensors, patch):
 
 
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
-           specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False):
+           specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -58,7 +58,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     of one (group is then unused): with about one block per SM the grid is one wave, and a
     warp-specialized producer loads the next tile while the consumers store this one.
     cluster=C: clusters of C blocks along blockIdx.x (the M tiles of one N tile), B's tile loaded
-    once per cluster and multicast to its blocks (warp-specialized schedules only)."""
+    once per cluster and multicast to its blocks (warp-specialized schedules only); with
+    spread=True B's tile is loaded as `cluster` boxes (a serial loop of them), one by each block."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -98,7 +99,9 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
     for t in (sa, sb):
         tile_layout(t, swizzle)
-        for i in t.get_loop_domain()[3:]:
+        if spread and t is sb:  # B's 8-row groups [bn / 8] -> [cluster (a loop of boxes), bn / 8 / cluster]
+            t.split(3, bn // 8 // cluster)
+        for i in t.get_loop_domain()[3 + (spread and t is sb):]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
     at = patched_blocks((d, out, sa, sb), patch) if patch else grouped_blocks((d, out, sa, sb), group)
@@ -201,6 +204,16 @@ def hopper_matmul_warp_specialized_cluster():
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
                                  cluster=2), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_cluster_spread():
+    """The clustered schedule with B's tile loaded as two boxes of 128 rows, one by each block of
+    the cluster and multicast to both (CUTLASS's split of a multicast tile): each block's full
+    mbarrier counts both boxes' arrivals, each block expects both boxes' bytes."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
+                                 cluster=2, spread=True), 64, n_multiple=256)
 
 
 @tp.schedule(expect=tp.accepted())

@@ -136,11 +136,23 @@ def test_a_cluster_multicasts_b_and_releases_in_every_block():
     # A's tile: each block its own; B's: loaded by the cluster's first block into both, expected by both
     assert producer.count("tp_bulk_load_2d(") == 1 and producer.count("tp_bulk_load_multicast_2d(") == 1
     b = producer[producer.index("// T5 = TMA(T1)"):]
-    assert b.index("tp_mbar_expect_tx(&tp_bar_T5") < b.index("if (tp_cluster_ctaid_x() == 0u) tp_bulk_load_multicast_2d")
-    assert "(unsigned short)(3u << tp_cluster_ctarank())" in b
+    assert b.index("tp_mbar_expect_tx(&tp_bar_T5") < b.index(
+        "if (tp_cluster_ctaid_x() == (unsigned)(0ULL)) tp_bulk_load_multicast_2d")  # one box: the first block's
+    assert "(unsigned short)(3u << (tp_cluster_ctarank() - tp_cluster_ctaid_x() * 1u))" in b
     assert consumer.count("tp_mbar_arrive_cluster(&tp_empty_T4[") == 2 and "tp_mbar_arrive(&tp_empty" not in consumer
     report = _ptxas_report(src)
     assert "Used" in report and "serialized" not in report, report
+
+
+def test_a_spread_multicast_tile_is_loaded_a_box_by_each_block():
+    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2, spread=True))
+    assert "tp_mbar_init(&tp_bar_T5[s], 2u);" in src  # both boxes arrive on each block's mbarrier
+    b = src[src.index("// T5 = TMA(T1)"):]
+    b = b[:b.index("}")]
+    box = re.search(r"if \(tp_cluster_ctaid_x\(\) == \(unsigned\)\(\((i\d+) % 2ULL\)\)\) tp_bulk_load_multicast_2d", b)
+    assert box, b  # box j by the block of rank j along x
+    assert f"(blockIdx.y * 256ULL) + ({box.group(1)} * 128ULL)" in b  # its 128 rows of B
+    assert "(unsigned short)(3u << (tp_cluster_ctarank() - tp_cluster_ctaid_x() * 1u))" in b
 
 
 @pytest.mark.parametrize("kw", [dict(block=(128, 256), stages=4, prefetch=2, group=8),
