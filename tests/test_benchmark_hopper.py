@@ -183,3 +183,24 @@ def test_rows_and_table_carry_the_ratios():
     text = H.table(results)
     assert "TFLOP/s" in text and "392.7" in text and "0.5" in text and "A K-major, B N-major" in text
     json.dumps(rows)  # the rows go into the JSON as they are
+
+
+def test_the_rematch_times_the_three_best_alternately_and_takes_medians():
+    calls = []
+    ms = {"cublas": [1.0, 1.2, 1.1], "triton": [1.3, 1.1, 1.2], "ours": [1.0, 0.9, 1.05]}
+
+    def fake_time(run):
+        calls.append(run)
+        return ms[run].pop(0)
+
+    res = {"shape": [8192, 8192, 8192],
+           "peers": {"triton": {"best_config": "BLOCK 128x256x64", "ms": 2.0}, "cublas_a_bT": {"ms": 1.5}},
+           "tileproof": {"slow": {"ms": 3.0}, "fast": {"ms": 1.9}, "rejected": {"accepted": False}}}
+    runners = {"cublas_a_bT": "cublas", "triton BLOCK 128x256x64": "triton", "tileproof fast": "ours",
+               "tileproof slow": "never"}
+    r = H.rematch(res, runners, fake_time, rounds=3)
+    assert calls == ["cublas", "triton", "ours"] * 3  # alternately, round by round
+    assert r["tileproof"] == "fast" and r["median_ms"] == {"cublas_a_bT": 1.1, "triton": 1.2, "tileproof": 1.0}
+    assert r["vs_cublas"] == 1.1 and r["vs_triton"] == 1.2
+    assert "rematch (3 rounds, alternately): tileproof fast" in H.rematch_line("8192x8192x8192", r)
+    assert "no timed tileproof schedule" in H.rematch({"peers": {}, "tileproof": {}}, {}, fake_time)["error"]
