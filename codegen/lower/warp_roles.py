@@ -1,7 +1,9 @@
-"""Warp specialization on the lowered tree (model/warp_roles.py split the nest): the producer's
-TMA loads are issued by its first thread (the single-writer predicate on the specialized axis
-names thread 0 of the consumers' range, not the producer's), and each loop's empty mbarriers
-count one arrival per consumer warpgroup."""
+"""Empty mbarriers on the lowered tree. Warp specialization (model/warp_roles.py split the nest):
+the producer's TMA loads are issued by its first thread (the single-writer predicate on the
+specialized axis names thread 0 of the consumers' range, not the producer's), and each loop's
+empty mbarriers count one arrival per consumer warpgroup of the cluster. mbarrier WAR without a
+producer (model/pipeline.py): each empty wait is the issuing thread's, and the empty mbarriers
+count the block's warpgroups."""
 
 from __future__ import annotations
 
