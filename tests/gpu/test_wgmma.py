@@ -58,3 +58,16 @@ def test_a_circular_tma_load_in_an_inner_loop_runs(name):
     fusion = case.build()
     next(t for t in fusion.tensors if t.name == "T4").axis(4).parallelize(tp.ParallelType.Serial)
     run(fusion, {"M": 384, "N": 512, "K": 192})
+
+
+@pytest.mark.parametrize("specialized", [None, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))],
+                         ids=["grouped", "warp_specialized"])
+@pytest.mark.parametrize("m, n", [(200, 200), (392, 776)])
+def test_partial_tiles_store_column_pairs(specialized, m, n):
+    """M and N not multiples of the tile, N even: D's column pairs are stored 8 bytes at a time,
+    a pair wholly inside or outside N, rows past M skipped whole (SPLIT-DIVISIBILITY's
+    whole-vector holes); the output poisoned with NaN first."""
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    run(hopper(m, n, 192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=specialized), {})

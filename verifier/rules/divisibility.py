@@ -36,6 +36,7 @@ class RequiredSplit:
     split: Split
     tensor: TensorView
     why: str
+    vector: bool = False  # on the path to a Vectorize ID (not needed where its holes spare whole vectors)
 
 
 def ancestors(i: IterDomain) -> Iterator:
@@ -54,9 +55,9 @@ def ancestors(i: IterDomain) -> Iterator:
 def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
     out: dict[int, RequiredSplit] = {}
 
-    def need(t, tv, why):
+    def need(t, tv, why, vector=False):
         if isinstance(t, Split) and id(t) not in out:
-            out[id(t)] = RequiredSplit(t, tv, why)
+            out[id(t)] = RequiredSplit(t, tv, why, vector)
 
     padded = zero_padded(ctx.fusion)
     for tv in ctx.executed():
@@ -65,7 +66,7 @@ def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
                 for t in ancestors(i):
                     if isinstance(t, Split) and t.in_.uid == padded.get(tv.name):
                         continue  # past K the vector runs whole, on zeros (a cp.async's: _straddling_k)
-                    need(t, tv, f"it lies on the path to the vectorized {i.label()} of {tv.name}")
+                    need(t, tv, f"it lies on the path to the vectorized {i.label()} of {tv.name}", vector=True)
     for acc in ctx.tmem_accesses:
         for t in acc.tensor.history:
             need(t, acc.tensor, f"{acc.tensor.name} is in tensor memory, whose warp-collective accesses cannot skip holes")
@@ -82,7 +83,10 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     What it checks:
         Splits on the path to a vectorized IterDomain, and splits in the schedule of a
         tensor-memory tensor or of the tensor that loads from it, divide their input
-        extent for every size the assumptions admit. A failing proof shows a size.
+        extent for every size the assumptions admit. A failing proof shows a size. A split
+        on a vector's path need not divide where its holes take vectors whole (for every
+        point, two elements of one vector are both holes or neither: a row past M under a
+        vector of columns), since the vector is then predicated as one.
     Why the hardware needs it:
         An indivisible split adds holes (ceil(N/f)*f - N extra points). A vector load
         or store moves its f elements unconditionally, and a tcgen05 ld/st is issued by
@@ -104,8 +108,9 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         nvFuser doc/reading/divisibility-of-split.md; PTX ISA 9.7.16.8 (tcgen05.ld/st are .sync.aligned);
         docs/hardware.md#vector-loads-and-stores, docs/hardware.md#tensor-memory-load-and-store-shapes
     """
-    # Formal statement: for every required split S (on the path to a Vectorize ID; in the history of a
-    #   tensor-memory tensor or of a tensor loading from one), for all admitted sizes s:
+    # Formal statement: for every required split S (on the path to a Vectorize ID, unless the vectorized
+    #   tensor's holes take vectors whole (_whole_vectors); in the history of a tensor-memory tensor or of
+    #   a tensor loading from one), for all admitted sizes s:
     #   extent(S.in)(s) mod extent(S.inner)(s) == 0
     #   (extent(S.inner) = the factor for an inner split, ceildiv(extent(S.in), factor) for an outer one)
     found: list[tuple[RequiredSplit, Diagnostic]] = []
@@ -113,6 +118,8 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         s = req.split
         n, f = s.in_.extent_expr, s.inner.extent_expr
         out = ctx.memo(("divides", n, f), lambda: _prove_divides(ctx, n, f))
+        if not out.proved and req.vector and _whole_vectors(ctx, req.tensor):
+            continue  # its holes are whole vectors: each is predicated as one
         where = dict(tensor=req.tensor.name, ids=[s.in_.name, s.outer.name, s.inner.name], location=s.outer.origin)
         found += [(req, d) for d in report_outcome("SPLIT-DIVISIBILITY", out, f"that {s} divides",
                                                    lambda out: _not_divisible(ctx, req, out, where), **where)]
@@ -120,6 +127,33 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         _combine(ctx, found)
     yield from (d for _, d in found)
     yield from _straddling_k(ctx)
+
+
+def _whole_vectors(ctx: VerifyContext, tv: TensorView) -> bool:
+    """Whether every hole of tv's statement takes its vectors whole: for all admitted sizes,
+    points and two elements v1, v2 of one vector, its hole predicates hold at v1 iff at v2 (a
+    row past M under a vector of columns), so the predicate at one element (the code generator
+    tests the last) decides the whole vector. An indivisible split inside a vector is not.
+    Formal statement: for all admitted sizes, points p and v1, v2 < extent(v):
+      and(holes(p, v1)) == and(holes(p, v2))."""
+    from ...model.execution import CondKind
+
+    def prove() -> bool:
+        axis = vector_axis(tv)
+        if axis is None:
+            return False
+        ex = tensor_execution(tv, ctx.block_dims)
+        v = ex.env[axis.uid]
+        holes = ex.conds_of(CondKind.HOLE)
+        if v.op != "var" or not holes:
+            return v.op == "var"
+        other = ex.renamed({v.value: var(OTHER + v.value)})
+        ranges = {**ex.guarded_ranges, OTHER + v.value: axis.extent_expr}
+        theirs = other.conds_of(CondKind.HOLE)
+        q = ctx.query([e for c in holes + theirs for e in (c.lhs, c.rhs)], ranges)
+        return q.prove(z3.And(*[q.holds(c) for c in holes]) == z3.And(*[q.holds(c) for c in theirs])).proved
+
+    return ctx.memo(("whole-vectors", tv.name), prove)
 
 
 def _straddling_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
