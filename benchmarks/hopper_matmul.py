@@ -77,6 +77,7 @@ from bench_common import attempt
 DTYPE = "bf16"  # benchmarks/matmul.py's name for bfloat16 operands, float32 accumulation
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 8000, 8192)]
 SWIZZLE = 128
+SMS = 132  # an H100 SXM's (and H200's) SMs: a "one wave" schedule runs at most one block on each
 # name -> hopper()'s keyword arguments besides swizzle (add an entry to time another: the circular-
 # buffered hopper_matmul_pipelined of examples/valid/wgmma.py is block=..., stages=4, prefetch=3)
 SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
@@ -114,6 +115,12 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2_spread": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "cluster": 2, "spread": True,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_persistent": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "persistent": SMS,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_persistent_cluster_2": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "persistent": SMS, "cluster": 2,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
     "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
                                                                "group": 8,
                                                                "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},
@@ -121,7 +128,6 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
 TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4)]
 GROUP_M = 8
-SMS = 132  # an H100 SXM's (and H200's) SMs: a "one wave" schedule runs at most one block on each
 TAIL_ROWS = 128  # checked beside the spread rows: M's last tile, partial where M % 128 != 0
 K_MAJOR = base.K_MAJOR  # "A K-major, B K-major"
 N_MAJOR = "A K-major, B N-major"
@@ -633,6 +639,8 @@ def main(argv=None) -> int:
                              + ",".join(shape_key(s) for s in SHAPES) + ")")
     parser.add_argument("--rep-ms", type=int, default=200,
                         help="do_bench's repetition time per kernel (default: %(default)s)")
+    parser.add_argument("--schedules", default="all",
+                        help="comma-separated names of SCHEDULES to build and time (default: all)")
     parser.add_argument("--compile-only", action="store_true",
                         help="verify and compile the tileproof schedules at every shape (NVRTC, sm_90a), print the "
                              "times; no GPU")
@@ -643,6 +651,13 @@ def main(argv=None) -> int:
         parser.error(f"--shapes: {e}")
     if args.rep_ms <= 0:
         parser.error("--rep-ms must be positive")
+    if args.schedules.strip().lower() not in ("", "all"):
+        names = [x.strip() for x in args.schedules.split(",") if x.strip()]
+        unknown = [x for x in names if x not in SCHEDULES]
+        if unknown or not names:
+            parser.error(f"--schedules: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(SCHEDULES)}")
+        for name in [x for x in SCHEDULES if x not in names]:
+            del SCHEDULES[name]
     if args.out is None:
         name = "hopper_matmul_compile_only.json" if args.compile_only else "hopper_matmul.json"
         args.out = ROOT / "benchmarks" / "results" / name

@@ -31,12 +31,13 @@ import enum
 from dataclasses import dataclass, field
 
 from .allocation import Allocation
-from .expr import Expr, add, const, substitute, var
+from .expr import Expr, add, const, substitute, try_int, var
 from .global_layout import global_offset, global_strides
 from .indexing import (
     indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
 )
 from .iterdomain import Merge, Split
+from .promotion import loop_extents, promotion
 from .reduction import is_reduction_tensor
 from .tensor import TensorView
 from .types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
@@ -100,7 +101,7 @@ class TensorExecution:
     def guarded_ranges(self) -> dict[str, Expr]:
         """Each loop index's bound where the statement runs (a thread index under its
         thread-extent predicate is below the tensor's own extent)."""
-        out = {e.value: i.extent_expr for i in self.tensor.loop  # type: ignore[misc]
+        out = {e.value: extent for i, extent in zip(self.tensor.loop, loop_extents(self.tensor))  # type: ignore[misc]
                if (e := self.env[i.uid]).op == "var"}
         return {**self.ranges, **out}
 
@@ -135,11 +136,11 @@ def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     generator's loop class); by default `loop_var` (thread/block indices by their CUDA name)."""
     env: dict[int, Expr] = {}
     ranges: dict[str, Expr] = {}
-    for i in tv.loop:
+    for i, extent in zip(tv.loop, loop_extents(tv)):
         index = var(names[i.uid]) if names and i.uid in names else loop_var(tv, i)
-        env[i.uid] = const(0) if i.static_extent == 1 else index  # one point, whoever runs it
+        env[i.uid] = const(0) if try_int(extent) == 1 else index  # one point, whoever runs it
         p = i.parallel_type
-        ranges[index.value] = launch[p] if p in LAUNCH_TYPES and p in launch else i.extent_expr  # type: ignore[index]
+        ranges[index.value] = launch[p] if p in LAUNCH_TYPES and p in launch else extent  # type: ignore[index]
     for p in LAUNCH_TYPES:
         if p in launch:
             ranges.setdefault(p.cuda_name, launch[p])
@@ -255,5 +256,12 @@ def needed_bounds(tv: TensorView) -> set[int]:
     for t in tv.history:
         if isinstance(t, Split) and t.in_.uid in backward:
             implied.add(t.outer.uid)
-    return backward - implied - {i.uid for i in tv.loop}
+    loops = {i.uid for i in tv.loop}
+    promo = promotion(tv)
+    if promo is None:
+        return backward - implied - loops
+    # the IDs mapped to the consumer's are bounded as the consumer's are, and the consumer's holes
+    # at the shared loops are tv's; the loop IDs' merges of broadcasts have no bound of their own
+    mapped = {u for u, c in promo.seeds.items() if not c.is_broadcast}
+    return (backward - implied - promo.loop_only | mapped | {i.uid for i in promo.holes}) - loops
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .expr import Expr, add, const, floordiv, maximum, mod, mul, var
 from .iterdomain import IterDomain
+from .promotion import promotion
 from .tensor import TensorView
 from .types import THREAD_TYPES, BLOCK_TYPES, ParallelType
 
@@ -24,13 +25,23 @@ def loop_var(tv: TensorView, i: IterDomain) -> Expr:
 
 
 def indices_from_loop(tv: TensorView, loop_env: dict[int, Expr] | None = None) -> dict[int, Expr]:
-    """uid -> index for every ID of tv, computed backward from its loop domain."""
+    """uid -> index for every ID of tv, computed backward from its loop domain (and, where its
+    inlined loops iterate its consumer's space, from the consumer's IDs: model/promotion.py)."""
     idx: dict[IterDomain, Expr] = {}
     for i in tv.loop:
         idx[i] = loop_env[i.uid] if loop_env and i.uid in loop_env else loop_var(tv, i)
+    promo = promotion(tv)
+    seeded: set[int] = set()
+    if promo is not None:
+        cidx = indices_from_loop(promo.consumer, promo.consumer_env(tv, {i.uid: e for i, e in idx.items()}))
+        by_uid = {i.uid: i for i in tv.all_ids()}
+        for u, c in promo.seeds.items():
+            idx[by_uid[u]] = cidx[c.uid]
+        seeded = set(promo.seeds)
+        idx.update({i: cidx[i.uid] for i in promo.holes})  # the consumer's holes at this point (valid_item_bounds)
     for t in reversed(tv.history):
         if all(o in idx for o in t.outputs) and not all(x in idx for x in t.inputs):
-            idx.update(t.backward(idx))
+            idx.update({x: e for x, e in t.backward(idx).items() if x.uid not in seeded})
     for t in tv.history:  # IDs scheduled from the loop or logical IDs (an allocation domain)
         if all(x in idx for x in t.inputs) and not all(o in idx for o in t.outputs):
             idx.update(t.forward(idx))
@@ -79,9 +90,10 @@ class Bound:
 
 def valid_item_bounds(tv: TensorView, idx: dict[int, Expr]) -> list[Bound]:
     """The bounds a point of tv's loop nest must satisfy to be executed (holes are predicated)."""
-    loop_uids = {i.uid for i in tv.loop}
+    promo = promotion(tv)
+    loop_uids = {i.uid for i in tv.loop} | (promo.loop_only if promo else set())
     out = []
-    for i in tv.all_ids():
+    for i in tv.all_ids() + (list(promo.holes) if promo else []):
         if i.uid in idx and i.uid not in loop_uids and not i.is_broadcast:
             out.append(Bound(i, idx[i.uid], i.extent_expr))
     return out

@@ -31,7 +31,7 @@ from .allocation import Allocation, compute_allocation
 from .expr import Expr, evaluate, try_int
 from .global_layout import allocation_problem
 from .iterdomain import Split
-from .mapping import IdMap, inline_mapped
+from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
 from .tensor import TensorView
 from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
@@ -121,9 +121,9 @@ class LoopGroup:
     @property
     def first(self):
         """The member that gives the loop its extent and type: the first that is not a promoted
-        broadcast (mapping.promoted: it shares a consumer's loop)."""
+        broadcast or a merge of one (mapping.promoted: it shares a consumer's loop)."""
         ids = [tv.loop[k] for tv, k in self.members]
-        return next((i for i in ids if not (i.is_broadcast and i.static_extent == 1)), ids[0])
+        return next((i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))), ids[0])
 
     @property
     def parallel(self) -> ParallelType:

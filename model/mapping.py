@@ -77,21 +77,62 @@ class IdMap:
         return {self.key(i): i for i in tv.all_ids()}
 
 
-def promoted(producer_id: IterDomain, consumer, k: int) -> bool:
+def unit_broadcast(i: IterDomain) -> bool:
+    return i.is_broadcast and i.static_extent == 1
+
+
+def merges_a_broadcast(i: IterDomain) -> bool:
+    """Whether i is not a broadcast but derives from one of extent 1 through a merge: a loop ID
+    that iterates another tensor's space once promoted."""
+    if unit_broadcast(i):
+        return False
+    t = i.definition
+    if isinstance(t, Merge):
+        return any(unit_broadcast(x) or merges_a_broadcast(x) for x in t.inputs)
+    if isinstance(t, (Split, Swizzle)):
+        return any(merges_a_broadcast(x) for x in t.inputs)
+    return False
+
+
+def promoted_match(idmap: IdMap, p: IterDomain, c: IterDomain) -> bool:
+    """Whether producer ID p iterates as consumer ID c once its broadcasts of extent 1 stand for
+    the consumer's IDs they meet: the same transforms of matching inputs, a broadcast matching
+    any iteration ID."""
+    if idmap.same(p, c):
+        return True
+    if unit_broadcast(p):
+        return not c.is_reduction
+    tp_, tc = p.definition, c.definition
+    if isinstance(tp_, Merge) and isinstance(tc, Merge):
+        return promoted_match(idmap, tp_.outer, tc.outer) and promoted_match(idmap, tp_.inner, tc.inner)
+    if isinstance(tp_, Split) and isinstance(tc, Split):
+        return (tp_.factor == tc.factor and tp_.inner_split == tc.inner_split
+                and tp_.outputs.index(p) == tc.outputs.index(c) and promoted_match(idmap, tp_.in_, tc.in_))
+    if isinstance(tp_, Swizzle) and isinstance(tc, Swizzle):
+        return (tp_.outputs.index(p) == tc.outputs.index(c) and promoted_match(idmap, tp_.x_in, tc.x_in)
+                and promoted_match(idmap, tp_.y_in, tc.y_in))
+    return False
+
+
+def promoted(idmap: IdMap, producer_id: IterDomain, consumer, k: int) -> bool:
     """Whether a producer's loop ID may share loop k of `consumer` without being the same
     iteration: a broadcast of extent 1 holds one element, which the producer computes (again) at
-    every index of the consumer's loop (nvFuser's loop promotion of broadcast IDs). Done for the
-    operands of a tensor-core op (an MmaOp's operand is broadcast along the other operand's
-    axes), never into a reduction loop (its consumers read totals, after it)."""
+    every index of the consumer's loop (nvFuser's loop promotion of broadcast IDs); a merge of
+    one iterates the consumer's loop where the broadcast meets the consumer's ID (promoted_match;
+    model/promotion.py indexes it). Done for the operands of a tensor-core op (an MmaOp's operand
+    is broadcast along the other operand's axes), never into a reduction loop (its consumers read
+    totals, after it)."""
     from .mma_op import is_mma_op
 
-    return (producer_id.is_broadcast and producer_id.static_extent == 1 and is_mma_op(consumer.definition)
-            and not consumer.loop[k].is_reduction)
+    c = consumer.loop[k]
+    if not is_mma_op(consumer.definition) or c.is_reduction:
+        return False
+    return unit_broadcast(producer_id) or (merges_a_broadcast(producer_id) and promoted_match(idmap, producer_id, c))
 
 
 def inline_mapped(idmap: "IdMap", producer_id: IterDomain, consumer, k: int) -> bool:
     """Whether a producer inlined past position k shares loop k of `consumer`: the same
     iteration, two broadcasts of extent 1 (one point each), or a promoted broadcast."""
     c = consumer.loop[k]
-    single = [i.is_broadcast and i.static_extent == 1 for i in (producer_id, c)]
-    return idmap.same(producer_id, c) or all(single) or promoted(producer_id, consumer, k)
+    single = [unit_broadcast(i) for i in (producer_id, c)]
+    return idmap.same(producer_id, c) or all(single) or promoted(idmap, producer_id, consumer, k)

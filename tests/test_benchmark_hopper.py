@@ -55,6 +55,8 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_4_stages_warp_specialized_grouped_cluster_2": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2_spread": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_persistent": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_persistent_cluster_2": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
     ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
     assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))

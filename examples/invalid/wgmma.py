@@ -229,3 +229,13 @@ def multicast_without_warp_specialization():
     """hopper_matmul_grouped's B multicast in clusters of two: each block's threads refill a stage
     after their own barrier, which does not wait for the other block's reads of it."""
     return _clustered(P.BIDx, "T5", specialized=False)
+
+
+@tp.schedule(expect=tp.rejected("CLUSTER-MULTICAST", messages=["T5 is multicast along BIDx, but block "]))
+def persistent_multicast_across_n_tiles():
+    """hopper_matmul_warp_specialized_persistent in clusters of two blocks with B's tile multicast,
+    but the tiles in row order (no groups of M tiles): blocks 2c and 2c + 1 compute tiles t and
+    t + 1 of one M tile, which need two different N tiles of B."""
+    spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return _valid.tile_multiples(_valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=1,
+                                               specialized=spec, persistent=132, cluster=2), 64, n_multiple=256)

@@ -39,8 +39,24 @@ def patched_blocks(tensors, patch):
     return 2
 
 
+def persistent_blocks(tensors, sms, group):
+    """Bind the block tiles [Mo, No, ..] of `tensors` to a persistent grid of `sms` blocks: the
+    tiles in groups of `group` M tiles [Mo / group, No, group] (the blocks running at once share
+    their A tiles), merged into one tile index, split by `sms`: [tiles / sms (a serial loop),
+    sms (blockIdx.x), ..]; block b computes tiles b, b + sms, ... A's and B's tiles merge their
+    broadcast axis where D merges the other operand's tiles: the merge iterates D's tiles (loop
+    promotion), each loading the operand's tile of D's tile. Returns the axes added (0)."""
+    for t in tensors:
+        t.split(0, 1 if t.axis(0).is_broadcast else group)  # [Mo / group, group, No, ..]
+        permute(t, [0, 2, 1] + list(range(3, len(t.get_loop_domain()))))  # [Mo / group, No, group, ..]
+        t.merge(0).merge(0).split(0, sms)  # [tiles / sms, sms, ..]
+        t.axis(1).parallelize(P.BIDx)
+    return 0
+
+
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
-           specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False):
+           specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False,
+           persistent=None):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -59,7 +75,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     warp-specialized producer loads the next tile while the consumers store this one.
     cluster=C: clusters of C blocks along blockIdx.x (the M tiles of one N tile), B's tile loaded
     once per cluster and multicast to its blocks (warp-specialized schedules only); with
-    spread=True B's tile is loaded as `cluster` boxes (a serial loop of them), one by each block."""
+    spread=True B's tile is loaded as `cluster` boxes (a serial loop of them), one by each block.
+    persistent=S: a persistent grid of S blocks over the grouped tile order (persistent_blocks)."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -104,7 +121,9 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         for i in t.get_loop_domain()[3 + (spread and t is sb):]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
-    at = patched_blocks((d, out, sa, sb), patch) if patch else grouped_blocks((d, out, sa, sb), group)
+    tiles = (d, out, sa, sb)
+    at = (patched_blocks(tiles, patch) if patch else persistent_blocks(tiles, persistent, group) if persistent
+          else grouped_blocks(tiles, group))
     for t in (sa, sb):
         t.inline_at(3 + at)
         if stages > 1:
@@ -241,3 +260,15 @@ def hopper_matmul_warp_specialized_m_tiles_in_a_loop():
         if t.loop and len(t.loop) > 1 and t.loop[1].parallel_type is P.BIDx:
             t.loop[1].parallelize(P.Serial)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_persistent():
+    """The warp-specialized schedule on a persistent grid of 132 blocks (an H100's SMs): the tiles
+    in groups of 8 M tiles, one tile index split by 132, block b computing tiles b, b + 132, ...
+    A's tile [Mo, 1] merges its broadcast where D merges [Mo, No]: its loop iterates D's tiles
+    and loads A's tile Mo = tile / 8 / (N / 256) * 8 + tile % 8 of each (loop promotion). The
+    producer warpgroup runs ahead into the next tile's K loop while the consumers store this one."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
+                                 persistent=132), 64, n_multiple=256)

@@ -71,3 +71,19 @@ def test_partial_tiles_store_column_pairs(specialized, m, n):
     from wgmma import hopper
 
     run(hopper(m, n, 192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=specialized), {})
+
+
+@pytest.mark.parametrize("sms, m, n, k, cluster", [(132, 2048, 4096, 128, 1), (132, 1000, 5000, 200, 1),
+                                                   (8, 384, 776, 200, 1), (8, 1000, 2000, 128, 2),
+                                                   (132, 2048, 4096, 128, 2)])
+def test_a_persistent_grid_computes_every_tile(sms, m, n, k, cluster):
+    """A grid of `sms` blocks over the grouped tiles (tile t * sms + blockIdx.x at step t), more
+    tiles than blocks, partial tiles in M, N and K, and the tiles past the last group's M tiles
+    skipped: every element right (the output poisoned with NaN first), with B multicast in
+    clusters of two where `cluster` is 2."""
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+    run(hopper(m, n, k, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws, persistent=sms,
+               cluster=cluster), {})

@@ -77,6 +77,7 @@ def _diagnostics(report, code):
     ("multicast_of_a_tile_each_block_needs", "CLUSTER-MULTICAST", {"T4"}),
     ("cluster_past_the_grid", "CLUSTER-MULTICAST", {None}),  # the launch, no tensor
     ("multicast_without_warp_specialization", "CLUSTER-MULTICAST", {"T5"}),
+    ("persistent_multicast_across_n_tiles", "CLUSTER-MULTICAST", {"T5"}),
 ])
 def test_each_rejection_names_the_broken_tensor(name, code, tensors):
     report = _verify(INVALID_CASES[name])
@@ -91,7 +92,8 @@ def test_every_invalid_schedule_is_listed_here():
               "accumulators_stored_by_one_warp", "operands_copied_by_threads[copy=CpAsync]",
               "operands_copied_by_threads[copy=Set]", "tma_stages_loaded_late",
               "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx",
-              "multicast_of_a_tile_each_block_needs", "cluster_past_the_grid", "multicast_without_warp_specialization"}
+              "multicast_of_a_tile_each_block_needs", "cluster_past_the_grid", "multicast_without_warp_specialization",
+              "persistent_multicast_across_n_tiles"}
     assert set(INVALID_CASES) == listed
 
 

@@ -16,6 +16,7 @@ from ...model.execution import CondKind, needed_bounds, tensor_execution
 from ...model.indexing import indices_from_logical
 from ...model.lowerable import execution_order
 from ...model.mma_op import mma_execution, tile_conds, well_formed
+from ...model.promotion import promotion
 from ...model.zero_padding import zero_padded, zero_path
 from ...model.mma_rules import problems, register_pressure
 from ..context import VerifyContext
@@ -432,7 +433,9 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
     read = r.read_logical(k)
     fwd = indices_from_logical(p, read)
     needed = needed_bounds(p) - {padded[p.name]}
-    ids = [i for i in p.loop if not i.is_broadcast] + [i for i in p.all_ids() if i.uid in needed]
+    promo = promotion(p)  # loops shared with a consumer whose space they iterate: the reader's own
+    own = p.loop[promo.positions:] if promo is not None and promo.consumer is consumer else p.loop
+    ids = [i for i in own if not i.is_broadcast] + [i for i in p.all_ids() if i.uid in needed]
     bounds = [(fwd[i.uid], i.extent_expr) for i in ids if i.uid in fwd]
     kpos = next(j for j, i in enumerate(p.logical) if i.uid == padded[p.name])
     ranges = r.guarded_ranges

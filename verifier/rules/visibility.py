@@ -17,7 +17,9 @@ from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...model.indexing import indices_from_logical, indices_from_root, linear_offset
 from ...model.lowerable import launch_axis_clashes
+from ...model.mapping import merges_a_broadcast
 from ...model.mma_op import ELEMENT_VARS, fragments, is_mma, mma_execution, well_formed
+from ...model.promotion import loop_extents, promotion
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
 from ..context import VerifyContext
@@ -84,9 +86,13 @@ def _reader(ctx: VerifyContext, op: Op, k: int) -> TensorExecution:
 
 def _repeated(tv: TensorView, types) -> bool:
     """Whether several points write one element: a loop ID bound to one of `types` derives
-    from a broadcast ID of extent other than 1 (a split broadcast repeats its one element)."""
+    from a broadcast ID of extent other than 1 (a split broadcast repeats its one element), or
+    merges one of extent 1 and is promoted to a consumer's loop (model/promotion.py: it runs
+    over the consumer's tiles, loading an operand's tile for each)."""
     hist = {id(t) for t in tv.history}
     stack = [i for i in tv.loop if i.parallel_type in types and not i.is_broadcast]
+    if promotion(tv) is not None and any(merges_a_broadcast(i) for i in stack):
+        return True
     while stack:
         i = stack.pop()
         if i.is_broadcast and i.static_extent != 1:
@@ -113,8 +119,8 @@ def _same_by_construction(op: Op, k: int, types, launch) -> bool:
     element). Not so where a split broadcast repeats an element on either side: its loop
     index is not the image of the broadcast's logical index 0."""
     producer, consumer = op.inputs[k], op.output
-    if is_mma(producer) or is_mma(consumer):
-        return False  # lanes hold elements by the fragment maps, not by loop IDs
+    if (is_mma(producer) or is_mma(consumer)) and any(p in THREAD_TYPES for p in types):
+        return False  # lanes hold elements by the fragment maps, not by loop IDs (blocks by loop IDs)
     if _repeated(producer, types) or _repeated(consumer, types):
         return False
     element = [var(f"logical {j}") for j in range(len(producer.logical))]
@@ -140,13 +146,21 @@ def _witness(op: Op, k: int, r: TensorExecution, w: TensorExecution) -> dict[str
     consumer's (same extents, position by position, as propagate_transforms leaves them): the
     writer's launch indices are the reader's, its loop counters the reader's at that position."""
     producer, consumer = op.inputs[k], op.output
-    names: dict[str, Expr] = {p.cuda_name: var(p.cuda_name) for p in LAUNCH_TYPES}
-    names = {WRITER + n: e for n, e in names.items()}
+    # the reader's launch indices, but index 0 of a type the writer's store runs at alone (single writer)
+    names: dict[str, Expr] = {WRITER + p.cuda_name: const(0) if _pinned(producer, p) else var(p.cuda_name)
+                              for p in LAUNCH_TYPES}
+    extents = loop_extents(producer)
+    promo = promotion(producer)
+    # a promoted producer's loops past the shared ones: the point of its tile that holds the element read
+    tile = indices_from_logical(producer, r.read_logical(k)) if promo is not None else {}
     for j, i in enumerate(producer.loop):
         e = w.env[i.uid]
         if e.op != "var" or e.value in names:
             continue
-        if j >= len(consumer.loop) or consumer.loop[j].extent_expr != i.extent_expr:
+        if promo is not None and j >= promo.positions:
+            names[e.value] = tile[i.uid]
+            continue
+        if j >= len(consumer.loop) or consumer.loop[j].extent_expr != extents[j]:
             return None
         names[e.value] = r.env[consumer.loop[j].uid]
     return names
@@ -210,8 +224,8 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
         # (quantifier-free) proves the existential below; if it does not, z3 searches for one
         ww = w.renamed(witness)
         wq = ctx.query(hint + [e for c in ww.conds for e in (c.lhs, c.rhs)] + ww.written_logical(), r.ranges)
-        named = _all(wq, [wq.holds(c) for c in ww.conds] + [wq.eq(a, b) for a, b in zip(
-            ww.written_logical(), read)] + [wq.eq(ww.launch_index[p], r.launch_index[p]) for p in types]
+        named = _all(wq, [wq.holds(c) for c in ww.conds] + [wq.eq(ww.written_logical()[j], read[j]) for j in axes]
+            + [wq.eq(ww.launch_index[p], r.launch_index[p]) for p in types]
             + ([wq.eq(linear_offset(ctx.allocations[producer.name].strides(), ww.indices), address[0])]
                if address and ctx.allocations[producer.name].strides() else []))
         if wq.prove(z3.Implies(_all(wq, [wq.holds(c) for c in r.conds]), named), values=values).proved:

@@ -1,0 +1,81 @@
+"""Loop promotion through merges: a tensor-core operand's tile inlined into loops its own IDs do not span.
+
+An MmaOp's operand is broadcast along the other operand's axes (A[M, 1, K], B[1, N, K]). A
+producer's broadcast loop ID of extent 1 may share a consumer's loop (mapping.promoted); this
+module covers the same sharing one level down, where the broadcast was merged into a loop ID:
+A's tile [Mo, 1] merged and split like the consumer's [Mo, No] (a persistent tile loop over
+`Mo * No` tiles split by the number of SMs). Such a loop ID iterates the consumer's space, not
+its own, so (as nvFuser's loop promotion does) the producer's IDs above its inlined loops take
+their indices from the consumer's IDs they map to exactly (A's Mo: the consumer's Mo, i.e.
+tile / No), its loops run over the consumer's extents, and the IDs between those loops and the
+mapped ones (the merge of Mo with the broadcast) have no bound of their own: the mapped IDs'
+bounds are the producer's holes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import Expr
+from .iterdomain import IterDomain
+from .mapping import IdMap, merges_a_broadcast, unit_broadcast
+from .tensor import TensorView
+
+
+def _determined(tv: TensorView, start: list[IterDomain]) -> set[int]:
+    """The IDs of tv whose index the loop IDs `start` fix (backward through tv's transforms)."""
+    known = {i.uid for i in start}
+    for t in reversed(tv.history):
+        if all(o.uid in known for o in t.outputs):
+            known.update(x.uid for x in t.inputs)
+    return known
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """How tv's inlined loops iterate its consumer's space (see the module docstring)."""
+
+    consumer: TensorView
+    positions: int  # tv's first `positions` loops are the consumer's
+    seeds: dict[int, IterDomain]  # uid of an ID of tv -> the consumer's ID it maps to exactly
+    loop_only: frozenset[int]  # IDs of tv fixed by those loops but mapped to none: no index, no bound of their own
+    holes: tuple[IterDomain, ...]  # the consumer's IDs those loops fix whose bounds it needs: tv's holes too
+
+    def extent(self, tv: TensorView, k: int) -> Expr:
+        """The extent of tv's loop k: the consumer's where shared."""
+        return (self.consumer.loop[k] if k < self.positions else tv.loop[k]).extent_expr
+
+    def consumer_env(self, tv: TensorView, env: dict[int, Expr]) -> dict[int, Expr]:
+        """The consumer's loop indices at tv's loop point `env` (the shared loops)."""
+        return {self.consumer.loop[k].uid: env[tv.loop[k].uid] for k in range(self.positions)}
+
+
+def promotion(tv: TensorView) -> Promotion | None:
+    """tv's promotion when an inlined loop ID of tv merges a broadcast (merges_a_broadcast);
+    None otherwise, the usual case (every inlined loop ID the consumer's, or a broadcast)."""
+    ca = tv.compute_at
+    if not ca or not any(merges_a_broadcast(i) for i in tv.loop[:ca]) or tv.fusion is None:
+        return None
+    from .mma_op import is_mma_op  # mma_op builds on the execution model, which builds on this module
+
+    consumer = next((c for c in tv.fusion.consumers(tv) if is_mma_op(c.definition) and len(c.loop) >= ca), None)
+    if consumer is None:
+        return None
+    idmap = IdMap(tv.fusion)
+    # a plain broadcast loop stands for the consumer's loop without fixing any index of tv
+    shared = [k for k in range(ca) if not unit_broadcast(tv.loop[k])]
+    mine = _determined(tv, [tv.loop[k] for k in shared])
+    theirs = _determined(consumer, [consumer.loop[k] for k in shared])
+    by_key = {idmap.key(i): i for i in consumer.all_ids() if i.uid in theirs}
+    seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
+    loop_only = frozenset(u for u in mine if u not in seeds and u not in {i.uid for i in tv.loop})
+    from .execution import needed_bounds  # the execution model builds on this module
+
+    holes = tuple(i for i in consumer.all_ids() if i.uid in theirs and i.uid in needed_bounds(consumer))
+    return Promotion(consumer, ca, seeds, loop_only, holes)
+
+
+def loop_extents(tv: TensorView) -> list[Expr]:
+    """The extent of each loop of tv: the consumer's where tv's loop is promoted to it."""
+    promo = promotion(tv)
+    return [promo.extent(tv, k) if promo else i.extent_expr for k, i in enumerate(tv.loop)]
