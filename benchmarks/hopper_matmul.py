@@ -121,6 +121,9 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
     "hopper_128x256_4_stages_warp_specialized_persistent_cluster_2": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "persistent": SMS, "cluster": 2,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "persistent": "balanced", "cluster": 2,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
     "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
                                                                "group": 8,
                                                                "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},
@@ -188,6 +191,18 @@ def one_wave_patch(shape, block, sms: int = SMS, cluster: int = 1) -> tuple[int,
     return best[1]
 
 
+def balanced_grid(shape, block, group: int, sms: int = SMS, cluster: int = 1) -> int:
+    """hopper()'s persistent grid for a schedule marked "balanced": as few steps as `sms` blocks
+    take over the grouped tiles (those past M in the last group included), then as few blocks as
+    take that many steps, a multiple of `cluster`: 128 blocks of 16 tiles at 8192^3, not 132
+    blocks of which 68 run a 16th tile."""
+    mo, no = (-(-d // b) for d, b in zip(shape, block))
+    tiles = -(-mo // group) * group * no
+    steps = -(-tiles // sms)
+    blocks = -(-tiles // steps)
+    return min(sms - sms % cluster, -(-blocks // cluster) * cluster)
+
+
 def builder(name: str, m: int, n: int, k: int):
     """Schedule `name`, hopper() at (m, n, k), as a builder for base.verify_and_compile, which
     calls it with its one `size` thrice: the arguments are ignored."""
@@ -196,6 +211,9 @@ def builder(name: str, m: int, n: int, k: int):
         kwargs = dict(SCHEDULES[name])
         if kwargs.get("patch") == "one wave":
             kwargs["patch"] = one_wave_patch((m, n), kwargs["block"], cluster=kwargs.get("cluster", 1))
+        if kwargs.get("persistent") == "balanced":
+            kwargs["persistent"] = balanced_grid((m, n), kwargs["block"], kwargs["group"],
+                                                 cluster=kwargs.get("cluster", 1))
         return wgmma.hopper(m, n, k, swizzle=SWIZZLE, **kwargs)
 
     return build

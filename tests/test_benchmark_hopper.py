@@ -57,6 +57,7 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2_spread": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_persistent": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_persistent_cluster_2": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
     ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
     assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
@@ -64,6 +65,14 @@ def test_the_issue_shapes_and_schedules():
     assert H.call_text("hopper_128x256") == "hopper(M, N, K, block=(128, 256), swizzle=128)"
     assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8)  # the tutorial's best H100 configuration
     assert {layout for layout, _call, _q in H.CUBLAS.values()} == {"A K-major, B K-major", "A K-major, B N-major"}
+
+
+def test_balanced_grids_take_the_fewest_steps_with_the_fewest_blocks():
+    assert [H.balanced_grid(s[:2], (128, 256), 8) for s in H.SHAPES] == [128, 128, 128, 128]
+    assert H.balanced_grid((8192, 8192), (128, 256), 8, cluster=2) == 128
+    assert H.balanced_grid((1024, 768), (128, 256), 8) == 24  # 24 tiles: one step each
+    assert H.balanced_grid((128 * 8 * 3, 256 * 7), (128, 256), 8, cluster=2) == 84  # 168 tiles: 2 steps, 84 blocks
+    assert H.balanced_grid((128 * 8, 256 * 17), (128, 256), 8, cluster=2) == 68  # 136 tiles: 2 steps, 68 blocks
 
 
 def test_one_wave_patches_fit_the_sms_with_the_fewest_tiles_a_block():

@@ -272,3 +272,13 @@ def hopper_matmul_warp_specialized_persistent():
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
                                  persistent=132), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_persistent_cluster():
+    """The persistent schedule in clusters of two blocks, B's tile multicast: blocks 2c and 2c + 1
+    compute tiles 2j and 2j + 1 of one group at every step (132 and 8 are even), two M tiles of
+    one N tile (CLUSTER-MULTICAST proves the boxes equal for every admitted M and N)."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
+                                 persistent=132, cluster=2), 64, n_multiple=256)
