@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
 from .allocation import Allocation, compute_allocation
-from .expr import Expr, evaluate, try_int
+from .expr import Expr, evaluate, try_int, var
 from .global_layout import allocation_problem
 from .iterdomain import Split
 from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
@@ -675,7 +675,8 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
                     hint=f"reorder {tv.name} so that its Vectorize axis is innermost",
                     tensor=tv.name, ids=tuple(tv.loop[k].name for k in vec),
                     values={"vectorize_axis": vec[0] if vec else -1, "axes": tv.ndim}, location=tv.origin))
-            conds = tensor_execution(tv, launch).conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)
+            conds = [c for c in tensor_execution(tv, launch).conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)
+                     if not _consumer_role(fusion, c)]
             if conds:
                 shown = ", ".join(f"{c.lhs} {c.op} {c.rhs} ({c.why})" for c in conds)
                 out.append(Problem(
@@ -751,3 +752,16 @@ __all__ = [
     "nest_problems", "register_budget", "registers_of", "statement_path", "symbolic_factors",
     "symbolic_registers", "unroll_lengths", "unrolled_copies", "unsupported_features",
 ]
+
+
+def _consumer_role(fusion, cond) -> bool:
+    """Whether `cond` holds in every consumer warpgroup of a warp-specialized kernel: the
+    thread extent of the specialized axis, one index short of the launch (the producer's)."""
+    from .pipeline import specialization
+    from .warp_roles import role_threads, specialized_tensors
+
+    tvs = specialized_tensors(fusion)
+    if not tvs or cond.op != "<":
+        return False
+    on = specialization(tvs[0]).on
+    return cond.lhs == var(on.cuda_name) and try_int(cond.rhs) == role_threads(fusion)[1]

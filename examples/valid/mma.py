@@ -266,7 +266,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     macro = tp.MmaMacro.Ampere_16_8_8 if dtype == tp.float32 else tp.MmaMacro.Ampere_16_16_16
     mk = macro.k
     fusion, a, b, d = operands(m, n, k, dtype, out_dtype=stmatrix_epilogue)
-    epilogue = [] if stmatrix_epilogue is None else _through_shared(fusion.outputs[0])
+    epilogue = [] if stmatrix_epilogue is None else through_shared(fusion.outputs[0])
     d.definition.set_macro(macro, tf32_rounding=tf32_rounding)
     sa = a.cache_after(LS.CpAsync)
     sb = b.cache_after(LS.CpAsync)
@@ -326,7 +326,7 @@ def tuned(m, n, k, dtype=tp.bfloat16, block=(128, 128), warps=(2, 2), stages=4, 
     return fusion
 
 
-def _through_shared(out):
+def through_shared(out):
     """The cast output's path [c, c_smem, out]: c = cast(D) in registers, c_smem its shared tile
     (stmatrix) and out the output (TMA store)."""
     cs = out.cache_before(LS.TMA)  # out = TMA store(cs)
@@ -335,13 +335,12 @@ def _through_shared(out):
     return [c, cs, out]
 
 
-def _stmatrix_epilogue(epilogue, macro, block, warps, swizzle=128):
-    """The cast c in the accumulators' layout (the C fragment), stmatrix.x4 of each 16 x 16
-    macro tile into the block's shared tile cs (laid out as the TMA store's 128-byte-swizzled
-    boxes of 64 columns), and the TMA store of cs to the output."""
+def tma_store_boxes(epilogue, block, swizzle=128):
+    """[c, cs, out] of through_shared tiled [Mo, No, bm, bn]; cs allocated as the TMA store's
+    swizzled boxes of one swizzle span of columns, out's boxes [Mo, No, bn / span (a loop of
+    stores), bm, span] Bulk. The caller lays out c and cs as the accumulators' fragment."""
     c, cs, out = epilogue
     bm, bn = block
-    wm, wn = warps
     for t in (c, cs, out):
         t.split(1, bn).split(0, bm)  # [Mo, bm, No, bn]
         permute(t, [0, 2, 1, 3])  # [Mo, No, bm, bn]
@@ -354,6 +353,16 @@ def _stmatrix_epilogue(epilogue, macro, block, warps, swizzle=128):
     cs.set_loop_domain(tile)
     for k in range(3, len(out.loop)):
         out.axis(k).parallelize(P.Bulk)
+
+
+def _stmatrix_epilogue(epilogue, macro, block, warps):
+    """The cast c in the accumulators' layout (the C fragment), stmatrix.x4 of each 16 x 16
+    macro tile into the block's shared tile cs (tma_store_boxes), and the TMA store of cs to the
+    output."""
+    tma_store_boxes(epilogue, block)
+    c, cs, _ = epilogue
+    bm, bn = block
+    wm, wn = warps
     for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wm, wn, rm, rn, lane, v]: the C fragment
         t.split(3, macro.n).split(3, bn // wn // macro.n)
         t.split(2, macro.m).split(2, bm // wm // macro.m)

@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from mma import grouped_blocks, permute, tile_mnk, tile_multiples
+from mma import grouped_blocks, permute, through_shared, tile_mnk, tile_multiples, tma_store_boxes
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
@@ -54,9 +54,25 @@ def persistent_blocks(tensors, sms, group):
     return 0
 
 
+def stmatrix_epilogue(epilogue, macro, block):
+    """[c, cs, out] of mma.through_shared: c = cast(D) in D's fragment layout ([Mo, No, wg (TIDy),
+    thread (TIDx), bn / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16 tile:
+    stmatrix.x4) into the TMA store's swizzled boxes, out = their TMA store (tma_store_boxes)."""
+    tma_store_boxes(epilogue, block)
+    c, cs, _ = epilogue
+    for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, thread, bn / 16, 8]: D's fragment
+        t.split(2, 64)
+        tp.schedule_mma_fragment(t, macro, "C")
+        t.axis(2).parallelize(P.TIDy)
+        t.split(-1, 8)
+        t.axis(-2).parallelize(P.Unroll)
+    c.axis(-1).parallelize(P.Unroll)
+    cs.axis(-1).parallelize(P.Vectorize)
+
+
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
            specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False,
-           persistent=None):
+           persistent=None, stmatrix=False):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -76,7 +92,10 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     cluster=C: clusters of C blocks along blockIdx.x (the M tiles of one N tile), B's tile loaded
     once per cluster and multicast to its blocks (warp-specialized schedules only); with
     spread=True B's tile is loaded as `cluster` boxes (a serial loop of them), one by each block.
-    persistent=S: a persistent grid of S blocks over the grouped tile order (persistent_blocks)."""
+    persistent=S: a persistent grid of S blocks over the grouped tile order (persistent_blocks).
+    stmatrix=True (a 16-bit out_dtype): D cast in its fragment layout, stored by stmatrix into a
+    shared tile laid out as the TMA store's 128-byte-swizzled boxes, and stored by TMA
+    (stmatrix_epilogue) instead of from each thread's registers."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -103,16 +122,20 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     d.set_allocation_domain(tp.mma_output_allocation(d), True)
     for i, p in ((3, P.TIDy), (4, P.Unroll), (5, P.Mma), (6, P.Mma), (7, P.Mma)):
         d.axis(i).parallelize(p)
-    # the output [M, N] -> [Mo, No, wg, thread, v]: D's fragment
-    out.split(1, bn).split(0, bm)
-    permute(out, [0, 2, 1, 3])
-    out.split(2, 64)
-    tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
-    out.axis(2).parallelize(P.TIDy)
-    if not (isinstance(n, int) and n % 2):  # an even N: no pair of columns straddles N's end (rows past M: both out)
-        out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
-    # the thread's accumulators read by constant indices: registers, not local memory
-    out.axis(-2 if out.axis(-1).parallel_type is P.Vectorize else -1).parallelize(P.Unroll)
+    if stmatrix:  # through shared memory: stmatrix, then a TMA store
+        epilogue = through_shared(out)
+        stmatrix_epilogue(epilogue, macro, block)
+    else:  # the output [M, N] -> [Mo, No, wg, thread, v]: D's fragment
+        epilogue = [out]
+        out.split(1, bn).split(0, bm)
+        permute(out, [0, 2, 1, 3])
+        out.split(2, 64)
+        tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
+        out.axis(2).parallelize(P.TIDy)
+        if not (isinstance(n, int) and n % 2):  # an even N: no pair of columns straddles N's end (rows past M: both out)
+            out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
+        # the thread's accumulators read by constant indices: registers, not local memory
+        out.axis(-2 if out.axis(-1).parallel_type is P.Vectorize else -1).parallelize(P.Unroll)
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
     for t in (sa, sb):
         tile_layout(t, swizzle)
@@ -121,7 +144,7 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         for i in t.get_loop_domain()[3 + (spread and t is sb):]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
-    tiles = (d, out, sa, sb)
+    tiles = (d, *epilogue, sa, sb)
     at = (patched_blocks(tiles, patch) if patch else persistent_blocks(tiles, persistent, group) if persistent
           else grouped_blocks(tiles, group))
     for t in (sa, sb):
@@ -129,6 +152,10 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         if stages > 1:
             t.circular_buffer(stages, prefetch, specialized or (tp.Pipelined(True) if war_mbarriers else None))
     d.inline_at(2 + at)
+    if stmatrix:
+        c, cs, _ = epilogue
+        c.inline_at(len(c.loop) - 1)
+        cs.inline_at(2 + at)
     if cluster > 1:
         fusion.cluster_dims = (cluster, 1, 1)
         sb.multicast(P.BIDx)
@@ -282,3 +309,15 @@ def hopper_matmul_warp_specialized_persistent_cluster():
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
                                  persistent=132, cluster=2), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_stmatrix_epilogue():
+    """The warp-specialized schedule with a bfloat16 output stored through shared memory: each
+    consumer thread casts its accumulators and writes them with stmatrix.x4 (8 elements of a
+    16 x 16 tile a lane) into a 128 x 256 tile laid out as four 128-byte-swizzled TMA boxes of 64
+    columns, and one thread stores the boxes by TMA after a barrier of the consumers. Three
+    stages (144 KiB) leave room for the 64 KiB tile."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=3, prefetch=1, group=8, specialized=ws,
+                                 out_dtype=tp.bfloat16, stmatrix=True), 64, n_multiple=256)

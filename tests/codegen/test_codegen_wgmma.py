@@ -184,3 +184,28 @@ def test_partial_tiles_keep_the_accumulators_in_registers():
     assert "#pragma unroll" in store
     report = _ptxas_report(src)
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in report, report
+
+
+def test_a_stmatrix_epilogue_stores_through_shared_memory_in_the_consumers():
+    """A bfloat16 output through stmatrix and a TMA store in a warp-specialized kernel: the
+    consumers write the staging tile (stmatrix unpredicated: the role implies threadIdx.y < 2),
+    fence it for the async proxy, meet at their named barrier, and one thread stores the boxes."""
+    src = _source(_fusion(block=(128, 256), stages=3, prefetch=1, group=8, specialized=WS, out_dtype=tp.bfloat16,
+                          stmatrix=True))
+    consumer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[1]
+    assert consumer.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 1
+    epilogue = consumer[consumer.index("stmatrix.sync"):]
+    fence, barrier, store = (epilogue.index(s) for s in ("tp_fence_async_smem();", "bar.sync 1, 256;",
+                                                          "tp_bulk_store_2d(&tmap_T3"))
+    assert fence < barrier < store
+    assert "threadIdx.y < 2" not in consumer
+
+
+def test_a_persistent_grid_loads_the_tiles_of_the_consumers_tile():
+    """The TMA coordinates of A's and B's tiles are D's M and N tiles of tile i * 132 + blockIdx.x."""
+    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, persistent=132))
+    producer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[0]
+    assert "blockIdx.y" not in src and "blockIdx.z" not in src
+    tile = "((i0 * 132ULL) + blockIdx.x)"
+    assert f"(((({tile} / 8ULL) / ((s_N + 256ULL - 1) / 256ULL)) * 8ULL) + ({tile} % 8ULL)) * 128ULL" in producer
+    assert f"((({tile} / 8ULL) % ((s_N + 256ULL - 1) / 256ULL)) * 256ULL)" in producer

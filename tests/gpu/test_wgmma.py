@@ -87,3 +87,16 @@ def test_a_persistent_grid_computes_every_tile(sms, m, n, k, cluster):
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     run(hopper(m, n, k, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws, persistent=sms,
                cluster=cluster), {})
+
+
+@pytest.mark.parametrize("sms, m, n, k", [(None, 384, 512, 192), (132, 2048, 4096, 128), (8, 1024, 1024, 200)])
+def test_a_stmatrix_epilogue_stores_bfloat16_through_shared_memory(sms, m, n, k):
+    """D cast to bfloat16 in its fragment layout, written by stmatrix.x4 into the swizzled staging
+    tile and stored by TMA, on the grouped grid or a persistent one (the staging tile reused from
+    tile to tile), K's tail on the TMA's zeros; the output poisoned with NaN first."""
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+    run(hopper(m, n, k, block=(128, 256), stages=3, prefetch=1, group=8, specialized=ws, persistent=sms,
+               out_dtype=tp.bfloat16, stmatrix=True), {})
