@@ -22,15 +22,6 @@ from .mapping import IdMap, merges_a_broadcast, unit_broadcast
 from .tensor import TensorView
 
 
-def _determined(tv: TensorView, start: list[IterDomain]) -> set[int]:
-    """The IDs of tv whose index the loop IDs `start` fix (backward through tv's transforms)."""
-    known = {i.uid for i in start}
-    for t in reversed(tv.history):
-        if all(o.uid in known for o in t.outputs):
-            known.update(x.uid for x in t.inputs)
-    return known
-
-
 @dataclass(frozen=True)
 class Promotion:
     """How tv's inlined loops iterate its consumer's space (see the module docstring)."""
@@ -61,11 +52,13 @@ def promotion(tv: TensorView) -> Promotion | None:
     consumer = next((c for c in tv.fusion.consumers(tv) if is_mma_op(c.definition) and len(c.loop) >= ca), None)
     if consumer is None:
         return None
+    from .indexing import fixed_by  # indexing builds on this module
+
     idmap = IdMap(tv.fusion)
     # a plain broadcast loop stands for the consumer's loop without fixing any index of tv
     shared = [k for k in range(ca) if not unit_broadcast(tv.loop[k])]
-    mine = _determined(tv, [tv.loop[k] for k in shared])
-    theirs = _determined(consumer, [consumer.loop[k] for k in shared])
+    mine = fixed_by(tv, [tv.loop[k] for k in shared])
+    theirs = fixed_by(consumer, [consumer.loop[k] for k in shared])
     by_key = {idmap.key(i): i for i in consumer.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
     loop_only = frozenset(u for u in mine if u not in seeds and u not in {i.uid for i in tv.loop})

@@ -13,7 +13,7 @@ from ...model.mma_op import mma_execution, well_formed
 from ...model.reduction import block_reductions
 from ...model.smem_plan import SCRATCH
 from ...model.expr import Expr, add, const, evaluate, product, var
-from ...model.indexing import linear_offset
+from ...model.indexing import fixed_by, linear_offset
 from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -403,11 +403,14 @@ def _distinct_by_construction(ctx: VerifyContext, x) -> bool:
     if allocated <= loop:
         return varying <= allocated | keys
     # an allocation domain scheduled from the loop (padding splits, merges, XOR swizzles) is a
-    # one-to-one image of the loop indices when it is a complete cut below the loop domain
+    # one-to-one image of the loop indices when it is a complete cut below the loop domain; an ID
+    # it leaves out must be one instance's: a key, or fixed by the keys (a persistent grid's tile
+    # [Mo, No] is fixed by its loop and blockIdx.x)
     domain = x.get_allocation_domain()
     dropped = [i for i in domain if i.uid not in allocated]
+    fixed = fixed_by(x, _instance_keys(x))
     return (complete_cut_below(x, domain)
-            and all(i.uid in keys or i.static_extent == 1 for i in dropped))
+            and all(i.uid in keys or i.uid in fixed or i.static_extent == 1 for i in dropped))
 
 
 def _instance(x, ex) -> list[Expr]:
@@ -422,7 +425,10 @@ def _prove_distinct(ctx: VerifyContext, x) -> Outcome:
     # an MmaOp's register output is written by each lane at its elements of the C fragment (where
     # the fragments are defined: MMA-SHAPE reports an MmaOp without them)
     p = mma_execution(x, ctx.block_dims, "C") if well_formed(x) else store_execution(x, ctx.block_dims)
-    q = p.renamed({name: var(OTHER + name) for name in p.ranges})
+    # the other point of the same instance: its instance indices are p's own (not equal variables,
+    # which z3 would have to carry through every division of a persistent grid's tile index)
+    instance = {e.value for e in _instance(x, p) if e.op == "var"}
+    q = p.renamed({name: var(OTHER + name) for name in p.ranges if name not in instance})
     strides = ctx.allocations[x.name].strides()
     addr_p, addr_q = linear_offset(strides, p.indices), linear_offset(strides, q.indices)
     # a broadcast axis holds one element, whatever index a split of it gives; a reduction axis is no element's

@@ -224,10 +224,14 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
         # (quantifier-free) proves the existential below; if it does not, z3 searches for one
         ww = w.renamed(witness)
         wq = ctx.query(hint + [e for c in ww.conds for e in (c.lhs, c.rhs)] + ww.written_logical(), r.ranges)
-        named = _all(wq, [wq.holds(c) for c in ww.conds] + [wq.eq(ww.written_logical()[j], read[j]) for j in axes]
-            + [wq.eq(ww.launch_index[p], r.launch_index[p]) for p in types]
-            + ([wq.eq(linear_offset(ctx.allocations[producer.name].strides(), ww.indices), address[0])]
-               if address and ctx.allocations[producer.name].strides() else []))
+        # what holds as written (a condition the reader's point states too, equal expressions) is left out
+        given = {(c.lhs, c.op, c.rhs) for c in r.conds}
+        pairs = [(ww.written_logical()[j], read[j]) for j in axes] + [
+            (ww.launch_index[p], r.launch_index[p]) for p in types] + (
+            [(linear_offset(ctx.allocations[producer.name].strides(), ww.indices), address[0])]
+            if address and ctx.allocations[producer.name].strides() else [])
+        named = _all(wq, [wq.holds(c) for c in ww.conds if (c.lhs, c.op, c.rhs) not in given]
+                     + [wq.eq(a, b) for a, b in pairs if a != b])
         if wq.prove(z3.Implies(_all(wq, [wq.holds(c) for c in r.conds]), named), values=values).proved:
             return Proof(Outcome(Verdict.PROVED), repeated, axes, address)
     if not repeated:
