@@ -235,7 +235,8 @@ def multicast_without_warp_specialization():
 def persistent_multicast_across_n_tiles():
     """hopper_matmul_warp_specialized_persistent in clusters of two blocks with B's tile multicast,
     but the tiles in row order (no groups of M tiles): blocks 2c and 2c + 1 compute tiles t and
-    t + 1 of one M tile, which need two different N tiles of B."""
+    t + 1 of one M tile, which need two different N tiles of B, or of which the second lies past
+    the last tile and skips the box the first multicasts into it (M = 128, N = 256: one tile)."""
     spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return _valid.tile_multiples(_valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=1,
                                                specialized=spec, persistent=132, cluster=2), 64, n_multiple=256)
