@@ -131,6 +131,9 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
         "block": (128, 256), "stages": 3, "prefetch": 1, "group": 8, "persistent": "balanced", "cluster": 2,
         "out_dtype": tp.bfloat16, "stmatrix": True,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_4_stages_warp_specialized_grouped_n_major_b": {
+        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "b_major": "MN",
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
     "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
                                                                "group": 8,
                                                                "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},

@@ -393,6 +393,7 @@ class WgmmaDescriptor:
     lbo: int
     sbo: int
     layout: int
+    major: str = "K"  # "MN": the instruction transposes the operand (imm-trans-a / -b)
 
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).

@@ -13,7 +13,9 @@ byte_offset(mn, k) for every instance and element. The buffer's base is a multip
 swizzle's 8-row pattern (model/smem_plan.py aligns TMA buffers so), so the XOR the hardware
 takes on absolute address bits is the same on offsets from the base.
 
-tileproof lowers K-major operands (the TMA box's inner dimension is K, one swizzle span of it).
+An operand is K-major (the TMA box's inner dimension is K, one swizzle span of it) or, swizzled,
+MN-major (the box's inner dimension M or N: element (1, 0) next to (0, 0)); the instruction's
+transpose bit says which (codegen/emit/mma.py).
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ class WgmmaOperand:
     role: str
     ex: object
     swizzle: MmaInputSmemSwizzle
-    sbo: int  # bytes between 8-row groups at the first instance (WGMMA-DESCRIPTOR: at every one)
-    lbo: int  # bytes between core-matrix columns along K (no swizzle); unused when swizzled
+    sbo: int  # K-major: bytes between 8-row groups; MN-major: between groups of 8 K rows (at the first instance)
+    lbo: int  # K-major: between core-matrix columns along K (no swizzle); MN-major: between swizzle spans of MN
+    major: str = "K"  # "MN" where consecutive elements of a row (A) or column (B) are adjacent in memory
 
     @property
     def tensor(self):
@@ -70,11 +73,28 @@ class WgmmaOperand:
                  for u, e in self.ex.operand_indices("AB".index(self.role)).items()}
         return element_offset(self.tensor, index, compute_allocation(self.tensor)) * const(self.tensor.dtype.bytes)
 
+    @property
+    def span(self) -> int:
+        """Elements of MN in one swizzle span (16 bytes unswizzled): an MN-major row's length."""
+        return (self.swizzle.swizzle_bytes if self.swizzle.value else CORE_ROW) // self.tensor.dtype.bytes
+
     def measured(self) -> dict[str, Expr]:
-        """Where the elements SBO and LBO measure to lie, at this instance: (8, 0) and (0, 16
-        bytes of K); "start" is (0, 0), from which SBO = measured["SBO"] - measured["start"]."""
+        """Where the elements SBO and LBO measure to lie, at this instance: K-major (8, 0) and
+        (0, 16 bytes of K), MN-major (0, 8) and (one span, 0); "start" is (0, 0), from which
+        SBO = measured["SBO"] - measured["start"]."""
+        if self.major == "MN":
+            return {"start": self.byte_offset(const(0), const(0)), "SBO": self.byte_offset(const(0), const(8)),
+                    "LBO": self.byte_offset(const(self.span), const(0))}
         return {"start": self.byte_offset(const(0), const(0)), "SBO": self.byte_offset(const(8), const(0)),
                 "LBO": self.byte_offset(const(0), const(CORE_ROW // self.tensor.dtype.bytes))}
+
+    def fields(self) -> list[tuple[str, int]]:
+        """The descriptor fields the layout uses (WGMMA-SMEM-LAYOUT proves each the same at every
+        instance): SBO across 8-row (K-major) or 8-K-row (MN-major) groups where there are more,
+        LBO across K columns unswizzled (K-major) or across MN spans (MN-major)."""
+        if self.major == "MN":
+            return [("SBO", self.sbo)] + ([("LBO", self.lbo)] if self.rows > self.span else [])
+        return ([("SBO", self.sbo)] if self.rows > 8 else []) + ([("LBO", self.lbo)] if not self.swizzle.value else [])
 
     @property
     def start(self) -> Expr:
@@ -83,7 +103,7 @@ class WgmmaOperand:
 
     def hardware(self, mn, k) -> Expr:
         """Where the descriptor makes the hardware read element (mn, k)."""
-        return hardware_address(self.start, "K", self.swizzle, self.tensor.dtype.bytes, mn, k, self.lbo, self.sbo)
+        return hardware_address(self.start, self.major, self.swizzle, self.tensor.dtype.bytes, mn, k, self.lbo, self.sbo)
 
 
 def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = None) -> WgmmaOperand:
@@ -103,6 +123,14 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
         n = try_int(d)
         return n if n is not None else evaluate(d, {v: 1 for v in d.free_vars()})
 
+    es = t.dtype.bytes
+    next_mn = simplify(substitute(add(draft.byte_offset(const(1), const(0)), mul(at["start"], const(-1))), first), {})
+    if swizzle.value and try_int(next_mn) == es:  # MN-major: a row of MN elements, swizzled (no unswizzled MN yet)
+        mn_major = WgmmaOperand(tv, role, ex, swizzle, 0, 0, "MN")
+        at = mn_major.measured()
+        sbo = distance("SBO")
+        lbo = distance("LBO") if mn_major.rows > mn_major.span else CORE_ROW
+        return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo, "MN")
     sbo = distance("SBO") if draft.rows > 8 else 8 * swizzle.swizzle_bytes  # one 8-row group: unused
     lbo = distance("LBO") if swizzle is MmaInputSmemSwizzle.NoSwizzle else CORE_ROW
     return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo)

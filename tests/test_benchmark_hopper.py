@@ -60,6 +60,7 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2": (128, 256),
         "hopper_128x256_3_stages_warp_specialized_grouped_stmatrix_bf16_out": (128, 256),
         "hopper_128x256_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out": (128, 256),
+        "hopper_128x256_4_stages_warp_specialized_grouped_n_major_b": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
     ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
     assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
@@ -160,7 +161,8 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
             assert entry["verify_s"] > 0 and entry["cold_compile_s"] > 0
             assert entry["wgmma_in_source"] and entry["tma_in_source"]
             assert entry["out_dtype"] == ("bfloat16" if name.endswith("_bf16_out") else "float32")
-            assert entry["layout"] == "A K-major, B K-major" and entry["block"] == list(H.SCHEDULES[name]["block"])
+            layout = "A K-major, B N-major" if H.SCHEDULES[name].get("b_major") == "MN" else "A K-major, B K-major"
+            assert entry["layout"] == layout and entry["block"] == list(H.SCHEDULES[name]["block"])
     assert data["compile"]["200x200x72"]["hopper_128x128"]["tile_multiples"] == {"M": False, "N": False, "K": False}
     assert data["compile"]["200x200x72"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]
     for entry in data["compile"]["256x256x100"].values():

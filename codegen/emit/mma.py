@@ -85,16 +85,19 @@ def uses_wgmma(issues) -> bool:
     return any(n.descriptors for n in issues)
 
 
-def wgmma(inst: MmaInstruction, d: Sequence[str], a_desc: str, b_desc: str) -> str:
+def wgmma(inst: MmaInstruction, d: Sequence[str], a_desc: str, b_desc: str, transpose: tuple[int, int] = (0, 0)) -> str:
     """One `asm volatile` of inst (a wgmma with both operands in shared memory): D = A B + D,
-    d the float accumulator lvalues in register order, scale-d 1 (D is zeroed before the first)."""
+    d the float accumulator lvalues in register order, scale-d 1 (D is zeroed before the first);
+    `transpose`: imm-trans-a and imm-trans-b, 1 for an MN-major operand (16-bit types only)."""
+    if any(transpose) and inst.input_type not in ("bf16", "f16"):
+        raise InternalError(f"emit/mma.py: {inst.name} has no transpose (an MN-major operand needs 16-bit types)")
     if inst.threads == WARP or len(d) != inst.c.registers:
         raise InternalError(f"emit/mma.py: {inst.name} takes {inst.c.registers} d registers, got {len(d)}")
     regs = ", ".join(f"%{i}" for i in range(len(d)))
     outs = ", ".join(f'"+f"({r})' for r in d)
     n = len(d)
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n + 2}, 0;\\n'
-            f'{inst.ptx} {{{regs}}}, %{n}, %{n + 1}, p, 1, 1, 0, 0;\\n}}\\n" : {outs} : "l"({a_desc}), '
+            f'{inst.ptx} {{{regs}}}, %{n}, %{n + 1}, p, 1, 1, {transpose[0]}, {transpose[1]};\\n}}\\n" : {outs} : "l"({a_desc}), '
             f'"l"({b_desc}), "n"(1) : "memory");')
 
 
@@ -116,7 +119,7 @@ def _wgmma_lines(e, n, depth: int) -> list[str]:
         body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
                     f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
     acc = [f"{n.out.tensor}[{e.x(n.out.offset)} + {v}]" for v in range(inst.c.elements)]
-    body.append(wgmma(inst, acc, "tp_da", "tp_db"))
+    body.append(wgmma(inst, acc, "tp_da", "tp_db", tuple(int(desc.major == "MN") for desc in n.descriptors)))
     return e.guarded_block(n.comment, n.conds, body, depth)
 
 

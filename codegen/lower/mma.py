@@ -94,7 +94,7 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
         if frag.from_shared:  # wgmma: the descriptor names the tile; element 0 tells barriers what it reads
             d = wgmma_operand(tv, builder.launch, role, names)
             descriptors.append(WgmmaDescriptor(op.inputs[k].name, simplify(d.start, view_ranges), d.lbo, d.sbo,
-                                               d.swizzle.value))
+                                               d.swizzle.value, d.major))
         for v in range(1 if frag.from_shared else frag.elements(role)):
             idx = {u: substitute(e, {ELEMENT_VARS[role]: const(v)}) for u, e in ex.operand_indices(k).items()}
             regs.append(_lane_uniform(builder._operand(op.inputs[k], idx, view_ranges), view_ranges))

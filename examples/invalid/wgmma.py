@@ -70,27 +70,25 @@ def unswizzled_operand_rows():
     return _hopper_with(a_tile=_plain_rows, b_tile=_plain_rows)
 
 
-def _m_major(t, swizzle_bytes):
-    """[.., M (128), K (64)] -> [.., mo (2), K rows (64), mi (64: one 128-byte span of M)],
-    swizzled: the layout an M-major A's TMA boxes of 64 x 64 write."""
+def _m_major_unswizzled(t, swizzle_bytes):
+    """[.., M (128), K (64)] -> [.., mo (2), K rows (64), mi (64: one 128-byte span of M)]: the
+    rows of an M-major A's TMA boxes, not swizzled."""
     t.split(-2, 64)
     t.reorder({-1: -2, -2: -1})
-    _valid.swizzled_box(t, swizzle_bytes)
 
 
 @tp.schedule(expect=tp.rejected("WGMMA-SMEM-LAYOUT", messages=[
-    "T2's wgmma reads A[0, 1] of T4 at byte 2 of its tile", "where the schedule stores byte 144",
-    "K-major layout of the descriptor (SBO 16) is not how T4 is allocated"]))
-def m_major_a():
-    """A stored M-major (column-major, as a transposed A arrives) and its tile laid out so: rows
-    of K, each 64 consecutive rows of A (128 bytes), swizzled, two 64 x 64 TMA boxes per tile.
-    tileproof builds K-major descriptors only (wgmma's transpose bit is not lowered): the
-    hardware reads A[0, 1] two bytes after A[0, 0], where the tile holds A[1, 0], and sums
-    A's transpose."""
-    fusion = _hopper_with(a_tile=_m_major)
+    "T2's wgmma reads A[0, 1] of T4 at byte 2 of its tile", "where the schedule stores byte 128",
+    "K-major layout of the descriptor"]))
+def m_major_a_unswizzled():
+    """A stored M-major and its tile laid out so, but without the swizzle: tileproof reads an
+    MN-major tile off the schedule only when it is swizzled (hopper_matmul_m_major_a), so this
+    one is described K-major, and the hardware would read A[0, 1] two bytes after A[0, 0], where
+    the tile holds A[1, 0]: it would sum A's transpose."""
+    fusion = _hopper_with(a_tile=_m_major_unswizzled)
     a = fusion.tensor("T0")
     a.set_allocation_domain([a.axis(2), a.axis(1), a.axis(0)], True)  # M innermost in global memory
-    fusion.tensor("T4").axis(3).parallelize(P.Serial)  # mo: one box per 64 rows of A (TMA-SWIZZLE-WIDTH)
+    fusion.tensor("T4").axis(3).parallelize(P.Serial)  # mo: one box per 64 rows of A
     return fusion
 
 

@@ -23,6 +23,17 @@ def swizzled_box(tile, swizzle_bytes):
     tile.apply_mma_swizzle_for_tma_load(SMEM_SWIZZLES[swizzle_bytes])
 
 
+def mn_major_box(tile, swizzle_bytes):
+    """The operand tile [.., rows (M or N), K] as an MN-major TMA box lays it out: [.., rows /
+    span, K rows, span] with span one swizzle span of rows (64 bf16 for 128 bytes), swizzled:
+    rows of MN contiguous, as a transposed operand (M-major A, N-major B) arrives from memory.
+    wgmma reads it with its transpose bit set."""
+    span = swizzle_bytes // tile.dtype.bytes
+    tile.split(-2, span)
+    tile.reorder({-1: -2, -2: -1})
+    swizzled_box(tile, swizzle_bytes)
+
+
 def patched_blocks(tensors, patch):
     """Bind the block tiles [Mo, No, ..] of `tensors` to blocks in patches of pm x pn tiles, each
     block running over its patch: [Mo / pm (blockIdx.x), No / pn (blockIdx.y), pm, pn (serial
@@ -72,7 +83,7 @@ def stmatrix_epilogue(epilogue, macro, block):
 
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
            specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False,
-           persistent=None, stmatrix=False):
+           persistent=None, stmatrix=False, a_major="K", b_major="K"):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -95,7 +106,10 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     persistent=S: a persistent grid of S blocks over the grouped tile order (persistent_blocks).
     stmatrix=True (a 16-bit out_dtype): D cast in its fragment layout, stored by stmatrix into a
     shared tile laid out as the TMA store's 128-byte-swizzled boxes, and stored by TMA
-    (stmatrix_epilogue) instead of from each thread's registers."""
+    (stmatrix_epilogue) instead of from each thread's registers.
+    a_major="MN" / b_major="MN": A stored M-major ([K, M] row-major) / B stored N-major ([K, N]
+    row-major, the layout of a @ b), its tile laid out as MN-major TMA boxes (mn_major_box, a
+    loop of one box per swizzle span of rows), read by wgmma transposed."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
@@ -108,6 +122,10 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         out = tp.set(d) if out_dtype == tp.float32 else tp.cast(d, out_dtype)
         fusion.add_output(out)
     d.definition.set_macro(macro)
+    mn_major = {t for t, major in ((a, a_major), (b, b_major)) if major == "MN"}
+    for t in mn_major:  # M or N innermost in global memory: [1, K, M] / [1, K, N]
+        t.set_allocation_domain([t.axis(2), t.axis(1), t.axis(0)] if t is a else [t.axis(0), t.axis(2), t.axis(1)],
+                                True)
     sa = a.cache_after(LS.TMA)
     sb = b.cache_after(LS.TMA)
     for t in (sa, sb):
@@ -137,11 +155,11 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         # the thread's accumulators read by constant indices: registers, not local memory
         out.axis(-2 if out.axis(-1).parallel_type is P.Vectorize else -1).parallelize(P.Unroll)
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
-    for t in (sa, sb):
-        tile_layout(t, swizzle)
+    for t, g in ((sa, a), (sb, b)):
+        (mn_major_box if g in mn_major else tile_layout)(t, swizzle)
         if spread and t is sb:  # B's 8-row groups [bn / 8] -> [cluster (a loop of boxes), bn / 8 / cluster]
             t.split(3, bn // 8 // cluster)
-        for i in t.get_loop_domain()[3 + (spread and t is sb):]:
+        for i in t.get_loop_domain()[3 + ((spread and t is sb) or g in mn_major):]:  # past a loop of boxes
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
     tiles = (d, *epilogue, sa, sb)
@@ -321,3 +339,22 @@ def hopper_matmul_warp_specialized_stmatrix_epilogue():
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=3, prefetch=1, group=8, specialized=ws,
                                  out_dtype=tp.bfloat16, stmatrix=True), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_m_major_a():
+    """A stored M-major (column-major, as a transposed A arrives): its tile laid out as two
+    MN-major TMA boxes of 64 rows of M by 64 of K (rows of M contiguous, swizzled), which wgmma
+    reads with imm-trans-a = 1 through a descriptor whose LBO steps over the 64-row spans and SBO
+    over groups of 8 K rows (WGMMA-SMEM-LAYOUT proves every element's address)."""
+    return tile_multiples(hopper("M", "N", "K", a_major="MN"), 64)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_n_major_b():
+    """The warp-specialized schedule on a @ b's layout: B stored N-major ([K, N] row-major), its
+    256 x 64 tile loaded as four MN-major boxes of 64 N (a loop of copies, each arriving on the
+    stage's mbarrier), read by wgmma with imm-trans-b = 1."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
+                                 b_major="MN"), 64, n_multiple=256)

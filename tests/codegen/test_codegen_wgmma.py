@@ -209,3 +209,20 @@ def test_a_persistent_grid_loads_the_tiles_of_the_consumers_tile():
     tile = "((i0 * 132ULL) + blockIdx.x)"
     assert f"(((({tile} / 8ULL) / ((s_N + 256ULL - 1) / 256ULL)) * 8ULL) + ({tile} % 8ULL)) * 128ULL" in producer
     assert f"((({tile} / 8ULL) % ((s_N + 256ULL - 1) / 256ULL)) * 256ULL)" in producer
+
+
+@pytest.mark.parametrize("kw, flags", [({}, "0, 0"), ({"a_major": "MN"}, "1, 0"), ({"b_major": "MN"}, "0, 1"),
+                                       ({"a_major": "MN", "b_major": "MN"}, "1, 1")])
+def test_an_mn_major_operand_sets_the_transpose_bit(kw, flags):
+    """imm-trans-a / imm-trans-b are 1 exactly for the MN-major operands, whose descriptors carry
+    the SBO between 8 K rows and, where the instruction spans more than 64 rows (B's 128), the LBO
+    between 64-row spans (8192 bytes: a box of 64 K rows; A's 64 rows need none)."""
+    src = _source(_fusion(**kw))
+    assert f"p, 1, 1, {flags};" in src
+    fusion = _fusion(**kw)
+    for role, major in (("A", kw.get("a_major", "K")), ("B", kw.get("b_major", "K"))):
+        tv = next(t for t in fusion.tensors if t.name == "T2")
+        op = wgmma_operand(tv, block_dims(fusion), role)
+        assert op.major == major
+        if major == "MN":
+            assert (op.lbo, op.sbo) == (8192 if op.rows > 64 else 16, 1024)

@@ -63,7 +63,7 @@ def _diagnostics(report, code):
 
 @pytest.mark.parametrize("name, code, tensors", [
     ("unswizzled_operand_rows", "WGMMA-SMEM-LAYOUT", {"T4", "T5"}),
-    ("m_major_a", "WGMMA-SMEM-LAYOUT", {"T4"}),  # B is untouched
+    ("m_major_a_unswizzled", "WGMMA-SMEM-LAYOUT", {"T4"}),  # B is untouched
     ("swizzle_patterns_across_warpgroups", "WGMMA-SMEM-LAYOUT", {"T4"}),
     ("swizzle_patterns_across_warpgroups", "TMA-SWIZZLE-LAYOUT", {"T4"}),
     ("hopper_macro_on_sm100a", "MMA-TARGET", {"T2"}),
@@ -88,7 +88,7 @@ def test_each_rejection_names_the_broken_tensor(name, code, tensors):
 
 def test_every_invalid_schedule_is_listed_here():
     """A new schedule in examples/invalid/wgmma.py gets a row in the table above."""
-    listed = {"unswizzled_operand_rows", "m_major_a", "swizzle_patterns_across_warpgroups", "hopper_macro_on_sm100a",
+    listed = {"unswizzled_operand_rows", "m_major_a_unswizzled", "swizzle_patterns_across_warpgroups", "hopper_macro_on_sm100a",
               "accumulators_stored_by_one_warp", "operands_copied_by_threads[copy=CpAsync]",
               "operands_copied_by_threads[copy=Set]", "tma_stages_loaded_late",
               "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx",
@@ -225,11 +225,11 @@ def test_brute_force_finds_the_counterexamples_of_the_invalid_layouts():
     """The same enumeration on the unswizzled and M-major tiles: the rule's counterexamples are
     among the elements it finds read from the wrong byte."""
     for build, role, element in (("unswizzled_operand_rows", "A", (1, 0)), ("unswizzled_operand_rows", "B", (1, 0)),
-                                 ("m_major_a", "A", (0, 1))):
+                                 ("m_major_a_unswizzled", "A", (0, 1))):
         fusion = getattr(INVALID, build)()
         wrong = {(r, mn, k) for instance, r, mn, k, got, want, _ in _brute_force_symbolic(fusion)}
         assert (role, *element) in wrong, (build, sorted(wrong)[:5])
-        if build == "m_major_a":
+        if build == "m_major_a_unswizzled":
             assert {r for r, _, _ in wrong} == {"A"}
 
 

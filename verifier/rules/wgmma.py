@@ -48,7 +48,9 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         element (0, 0)'s address, SBO = the distance of its 8-row groups, the layout = the
         TMA's swizzle, K-major) equals the schedule's byte offset of element (mn, k):
         Sw(start + (mn % 8) S + (mn / 8) SBO + k es) == offset(mn, k) (PTX's canonical layouts;
-        without swizzle, 8 x 16-byte core matrices at LBO and SBO). One proof covers the
+        without swizzle, 8 x 16-byte core matrices at LBO and SBO; an MN-major swizzled tile,
+        element (1, 0) next to (0, 0), by the MN-major layout: SBO over 8 K rows, LBO over
+        spans of MN, read with the transpose bit). One proof covers the
         major-ness, the swizzle mode, the K steps inside a swizzled row and sub-tiles. The
         descriptor itself is proved valid with it: SBO (and LBO without swizzle) is the same
         at every instance, a multiple of 16 below 2^18 (the fields hold bytes / 16 in 14
@@ -59,8 +61,8 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     Why the hardware needs it:
         wgmma does not take addresses per element: it derives all of them from the
         descriptor's start, LBO, SBO and layout fields, XORing absolute address bits. A tile
-        stored any other way (row-major rows of 128 bytes without the swizzle, an M-major
-        tile, a swizzle atom split across tiles) is read as other elements, silently. The
+        stored any other way (row-major rows of 128 bytes without the swizzle, an unswizzled
+        M-major tile, a swizzle atom split across tiles) is read as other elements, silently. The
         fields drop the low 4 bits and anything from bit 18 on, and a base offset of 0 tells
         the hardware the pattern starts at the tile (a 128-byte-aligned SW128 tile reads back
         wrong).
@@ -133,7 +135,7 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 lambda v, when, tv=tv, t=t, op=op, sbo=sbo: (
                     f"{tv.name}'s wgmma reads {op.role}[{v.get('mn')}, {v.get('k')}] of {t.name} at byte "
                     f"{v.get('hardware')} of its tile{when}, where the schedule stores byte {v.get('schedule')}: the "
-                    f"{op.swizzle.swizzle_bytes}-byte {'swizzled' if op.swizzle.value else 'unswizzled'} K-major layout "
+                    f"{op.swizzle.swizzle_bytes}-byte {'swizzled' if op.swizzle.value else 'unswizzled'} {op.major}-major layout "
                     f"of the descriptor (SBO {sbo}) is not how {t.name} is allocated"),
                 ("mn", "k", "schedule", "hardware"),
                 point=tuple(v for v in ranges if v not in (MN, K, ELEMENT_VARS[op.role], LANE.cuda_name)),
@@ -152,7 +154,7 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
     t = op.tensor
     where = {"tensor": t.name, "location": t.origin}
     measured = op.measured()
-    fields = ([("SBO", op.sbo)] if op.rows > 8 else []) + ([("LBO", op.lbo)] if not op.swizzle.value else [])
+    fields = op.fields()
     bad = [(n, v) for n, v in fields if v % CORE_ROW or not 0 <= v < FIELD_LIMIT]
     for name, value in bad:
         yield finding("WGMMA-SMEM-LAYOUT", (
