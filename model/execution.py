@@ -39,7 +39,7 @@ from .indexing import (
 from .iterdomain import Merge, Split
 from .promotion import loop_extents, promotion
 from .reduction import is_reduction_tensor
-from .tensor import TensorView
+from .tensor import TensorView, fixed_by
 from .types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .zero_padding import zero_padded
 
@@ -246,14 +246,11 @@ def needed_bounds(tv: TensorView) -> set[int]:
     out % Ei < Ei always) and the outer output of a split (outer * Ei + inner < E implies
     outer < ceil(E / Ei)). Loop IDs are bounded by their loops; IDs computed forward from
     bounded ones (an allocation branch) are bounded by construction."""
-    backward = {i.uid for i in tv.loop}
+    backward = fixed_by(tv, tv.loop)
     implied = set()
-    for t in reversed(tv.history):
-        if all(o.uid in backward for o in t.outputs):
-            backward.update(x.uid for x in t.inputs)
-            if isinstance(t, Merge):
-                implied.update(x.uid for x in t.inputs)
     for t in tv.history:
+        if isinstance(t, Merge) and t.out.uid in backward:
+            implied.update(x.uid for x in t.inputs)
         if isinstance(t, Split) and t.in_.uid in backward:
             implied.add(t.outer.uid)
     loops = {i.uid for i in tv.loop}

@@ -48,16 +48,6 @@ def indices_from_loop(tv: TensorView, loop_env: dict[int, Expr] | None = None) -
     return {i.uid: e for i, e in idx.items()}
 
 
-def fixed_by(tv: TensorView, ids: list[IterDomain]) -> set[int]:
-    """The uids of tv's IDs whose index the indices of `ids` (loop IDs) fix: them, and backward
-    through tv's transforms the inputs of every transform whose outputs are all fixed."""
-    known = {i.uid for i in ids}
-    for t in reversed(tv.history):
-        if all(o.uid in known for o in t.outputs):
-            known.update(x.uid for x in t.inputs)
-    return known
-
-
 def indices_from_logical(tv: TensorView, logical: list[Expr]) -> dict[int, Expr]:
     """uid -> index for every ID of tv, computed forward from its logical indices."""
     idx: dict[IterDomain, Expr] = dict(zip(tv.logical, logical))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
 from .allocation import Allocation, compute_allocation
-from .expr import Expr, evaluate, try_int, var
+from .expr import Expr, evaluate, try_int
 from .global_layout import allocation_problem
 from .iterdomain import Split
 from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
@@ -659,8 +659,11 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
     from .indexing import block_dims
     from .tma import is_tma_op
 
+    from .warp_roles import role_implied
+
     out = []
     launch = block_dims(fusion)
+    implied = role_implied(fusion)  # a consumer's thread extent on the specialized axis holds by its role
     groups = None
     for tv in order:
         op = tv.definition
@@ -676,7 +679,7 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
                     tensor=tv.name, ids=tuple(tv.loop[k].name for k in vec),
                     values={"vectorize_axis": vec[0] if vec else -1, "axes": tv.ndim}, location=tv.origin))
             conds = [c for c in tensor_execution(tv, launch).conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)
-                     if not _consumer_role(fusion, c)]
+                     if not (implied and implied(c))]
             if conds:
                 shown = ", ".join(f"{c.lhs} {c.op} {c.rhs} ({c.why})" for c in conds)
                 out.append(Problem(
@@ -752,16 +755,3 @@ __all__ = [
     "nest_problems", "register_budget", "registers_of", "statement_path", "symbolic_factors",
     "symbolic_registers", "unroll_lengths", "unrolled_copies", "unsupported_features",
 ]
-
-
-def _consumer_role(fusion, cond) -> bool:
-    """Whether `cond` holds in every consumer warpgroup of a warp-specialized kernel: the
-    thread extent of the specialized axis, one index short of the launch (the producer's)."""
-    from .pipeline import specialization
-    from .warp_roles import role_threads, specialized_tensors
-
-    tvs = specialized_tensors(fusion)
-    if not tvs or cond.op != "<":
-        return False
-    on = specialization(tvs[0]).on
-    return cond.lhs == var(on.cuda_name) and try_int(cond.rhs) == role_threads(fusion)[1]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .expr import Expr
 from .iterdomain import IterDomain
 from .mapping import IdMap, merges_a_broadcast, unit_broadcast
-from .tensor import TensorView
+from .tensor import TensorView, fixed_by
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,6 @@ def promotion(tv: TensorView) -> Promotion | None:
     consumer = next((c for c in tv.fusion.consumers(tv) if is_mma_op(c.definition) and len(c.loop) >= ca), None)
     if consumer is None:
         return None
-    from .indexing import fixed_by  # indexing builds on this module
-
     idmap = IdMap(tv.fusion)
     # a plain broadcast loop stands for the consumer's loop without fixing any index of tv
     shared = [k for k in range(ca) if not unit_broadcast(tv.loop[k])]
@@ -61,7 +59,7 @@ def promotion(tv: TensorView) -> Promotion | None:
     theirs = fixed_by(consumer, [consumer.loop[k] for k in shared])
     by_key = {idmap.key(i): i for i in consumer.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
-    loop_only = frozenset(u for u in mine if u not in seeds and u not in {i.uid for i in tv.loop})
+    loop_only = frozenset(mine - set(seeds) - {i.uid for i in tv.loop})
     from .execution import needed_bounds  # the execution model builds on this module
 
     holes = tuple(i for i in consumer.all_ids() if i.uid in theirs and i.uid in needed_bounds(consumer))

@@ -453,13 +453,20 @@ def loop_path(tv: "TensorView") -> list:
     return out[::-1]
 
 
-def _check_cut(tv: "TensorView", ids: list[IterDomain]) -> None:
-    """ids index every logical ID (backward through the history) and no two of them
-    derive from one another."""
+def fixed_by(tv: "TensorView", ids: list[IterDomain]) -> set[int]:
+    """The uids of tv's IDs whose index the indices of `ids` fix: them, and backward through
+    tv's transforms the inputs of every transform whose outputs are all fixed."""
     known = {i.uid for i in ids}
     for t in reversed(tv.history):
         if all(o.uid in known for o in t.outputs):
             known.update(x.uid for x in t.inputs)
+    return known
+
+
+def _check_cut(tv: "TensorView", ids: list[IterDomain]) -> None:
+    """ids index every logical ID (backward through the history) and no two of them
+    derive from one another."""
+    known = fixed_by(tv, ids)
     missing = [i.label() for i in tv.root if i.uid not in known]
     if missing:
         raise ScheduleError(f"set_loop_domain: the IDs do not cover logical {', '.join(missing)} of {tv.name}")

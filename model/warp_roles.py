@@ -192,6 +192,20 @@ def role_threads(fusion) -> tuple[int | None, int | None]:
     return inner, None if consumers is None else consumers - 1
 
 
+def role_implied(fusion):
+    """A test of a statement's Cond: whether every consumer warpgroup of a warp-specialized
+    kernel satisfies it by its role (`threadIdx.<on> < consumers`: the launch has one more
+    index, the producer's); None where the kernel is not warp-specialized."""
+    from .expr import try_int, var
+    from .pipeline import specialization
+
+    tvs = specialized_tensors(fusion)
+    if not tvs:
+        return None
+    on, consumers = var(specialization(tvs[0]).on.cuda_name), role_threads(fusion)[1]
+    return lambda c: c.op == "<" and c.lhs == on and consumers is not None and try_int(c.rhs) == consumers
+
+
 def role_problems(fusion) -> list:
     """WS-ROLES: what the producer/consumer rewrite needs of the schedule (model docstring)."""
     from .expr import try_int
@@ -323,6 +337,6 @@ def register_pool(inner: int, consumers: int) -> dict:
     return {"threads": threads, "entry": entry}
 
 
-__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "role_problems", "role_threads",
+__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "role_implied", "role_problems", "role_threads",
            "specialized_tensors", "Role", "SpecializedLoop", "StageDrain", "StageEmptyWait", "StageRelease", "WarpRoles",
            "release_lag", "split_roles"]

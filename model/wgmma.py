@@ -111,29 +111,32 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
     ex = mma_execution(tv, launch, role, names)
     t = tv.definition.inputs["AB".index(role)]
     swizzle = SWIZZLE_OF_BYTES.get(swizzle_bytes_of(t)[0], MmaInputSmemSwizzle.NoSwizzle)
-    draft = WgmmaOperand(tv, role, ex, swizzle, 0, 0)
-    at = draft.measured()
     first = {name: const(0) for name in ex.ranges}  # the first instance
+    draft = WgmmaOperand(tv, role, ex, swizzle, 0, 0)
+    start = draft.byte_offset(const(0), const(0))
 
-    def distance(key: str) -> int:
-        """From element (0, 0) to the element `key` measures, at the first instance. Where the
-        layout makes it depend on the sizes (a tile allocated across a loop of symbolic extent),
-        any admitted value gives a candidate: WGMMA-SMEM-LAYOUT proves the descriptor for all."""
-        d = simplify(substitute(add(at[key], mul(at["start"], const(-1))), first), {})
+    def gap(offset: Expr) -> Expr:
+        """From element (0, 0) to the element at `offset`, at the first instance."""
+        return simplify(substitute(add(offset, mul(start, const(-1))), first), {})
+
+    def distance(offset: Expr) -> int:
+        """gap(offset) as a number. Where the layout makes it depend on the sizes (a tile allocated
+        across a loop of symbolic extent), any admitted value gives a candidate: WGMMA-SMEM-LAYOUT
+        proves the descriptor for all."""
+        d = gap(offset)
         n = try_int(d)
         return n if n is not None else evaluate(d, {v: 1 for v in d.free_vars()})
 
-    es = t.dtype.bytes
-    next_mn = simplify(substitute(add(draft.byte_offset(const(1), const(0)), mul(at["start"], const(-1))), first), {})
-    if swizzle.value and try_int(next_mn) == es:  # MN-major: a row of MN elements, swizzled (no unswizzled MN yet)
-        mn_major = WgmmaOperand(tv, role, ex, swizzle, 0, 0, "MN")
-        at = mn_major.measured()
-        sbo = distance("SBO")
-        lbo = distance("LBO") if mn_major.rows > mn_major.span else CORE_ROW
-        return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo, "MN")
-    sbo = distance("SBO") if draft.rows > 8 else 8 * swizzle.swizzle_bytes  # one 8-row group: unused
-    lbo = distance("LBO") if swizzle is MmaInputSmemSwizzle.NoSwizzle else CORE_ROW
-    return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo)
-
+    # MN-major: element (1, 0) next to (0, 0) in a swizzled tile (no unswizzled MN-major yet)
+    mn_major = bool(swizzle.value) and try_int(gap(draft.byte_offset(const(1), const(0)))) == t.dtype.bytes
+    op = WgmmaOperand(tv, role, ex, swizzle, 0, 0, "MN" if mn_major else "K")
+    at = op.measured()
+    if mn_major:
+        sbo = distance(at["SBO"])
+        lbo = distance(at["LBO"]) if op.rows > op.span else CORE_ROW
+    else:
+        sbo = distance(at["SBO"]) if op.rows > 8 else 8 * swizzle.swizzle_bytes  # one 8-row group: unused
+        lbo = distance(at["LBO"]) if swizzle is MmaInputSmemSwizzle.NoSwizzle else CORE_ROW
+    return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo, op.major)
 
 __all__ = ["WgmmaOperand", "wgmma_operand"]

@@ -11,8 +11,7 @@ import dataclasses
 
 from ...model.cluster import cluster_size
 from ...model.errors import InternalError
-from ...model.expr import const, var
-from ...model.warp_roles import WARPGROUP, Role, WarpRoles, role_threads
+from ...model.warp_roles import WARPGROUP, Role, WarpRoles, role_implied, role_threads
 from ..ir import MBarrier, StageEmptyWait, TmaCopy, walk
 
 
@@ -41,10 +40,9 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
             if isinstance(n, TmaCopy) else n)
     # the consumers' `threadIdx.<axis> < indices`, implied by their role: a predicate varying by warpgroup
     # would make ptxas serialize the wgmmas
-    implied = (var(axis), const(indices))
-    _mapped(consumer.body, lambda n: dataclasses.replace(
-        n, conds=[c for c in n.conds if not (c.op == "<" and (c.lhs, c.rhs) == implied)])
-        if getattr(n, "conds", None) else n)
+    implied = role_implied(fusion)
+    _mapped(consumer.body, lambda n: dataclasses.replace(n, conds=[c for c in n.conds if not implied(c)])
+            if getattr(n, "conds", None) else n)
     roles.consumer_threads = inner * indices
     # each consumer warpgroup releases a stage in every block of its cluster (model/cluster.py)
     consumers = roles.consumer_threads // WARPGROUP * cluster_size(fusion)

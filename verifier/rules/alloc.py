@@ -13,7 +13,8 @@ from ...model.mma_op import mma_execution, well_formed
 from ...model.reduction import block_reductions
 from ...model.smem_plan import SCRATCH
 from ...model.expr import Expr, add, const, evaluate, product, var
-from ...model.indexing import fixed_by, linear_offset
+from ...model.indexing import linear_offset
+from ...model.tensor import fixed_by
 from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
