@@ -502,6 +502,7 @@ class Step(enum.Enum):
 class Event:
     step: Step
     pending: int = 0  # WAIT: N of cp.async.wait_group N
+    stages: int = 0  # an mbarrier WAIT, EMPTY_WAIT or RELEASE: iteration i's is on mbarrier [i % stages]
 
 
 @dataclass(frozen=True)
@@ -558,7 +559,7 @@ def events_of(node, barrier: str | None = None) -> list[Event]:
     """The Steps a barrier-nest node stands for (a CpAsyncWait that commits is two; a circular
     buffer's wait on `barrier`, the TMA load's mbarriers, is a WAIT)."""
     if isinstance(node, TmaWait):
-        return [Event(Step.WAIT)] if node.stages and node.barrier == barrier else []
+        return [Event(Step.WAIT, stages=node.stages)] if node.stages and node.barrier == barrier else []
     if isinstance(node, WgmmaWait):
         return [Event(Step.MMA_WAIT, node.pending)]
     if isinstance(node, CpAsyncWait):
@@ -637,7 +638,8 @@ def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, haz
     parent, at = wp[d - 1]
 
     def producer(nodes) -> tuple[Event, ...]:
-        return tuple(Event(Step.EMPTY_WAIT) if isinstance(n, StageEmptyWait) else Event(Step.ISSUE) for n in nodes
+        return tuple(Event(Step.EMPTY_WAIT, stages=n.stages) if isinstance(n, StageEmptyWait) else Event(Step.ISSUE)
+                     for n in nodes
                      if isinstance(n, StageEmptyWait) or hazards.access(n) is not None)
 
     def events(nodes, read=None) -> tuple[Event, ...]:
@@ -646,7 +648,7 @@ def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, haz
             if k == read:
                 out.append(Event(Step.READ))
             elif isinstance(n, StageRelease):
-                out.append(Event(Step.RELEASE, n.lag))
+                out.append(Event(Step.RELEASE, n.lag, n.stages))
             elif not isinstance(n, (Prefetched, Prologue)):
                 out += events_of(n, barrier)
         return tuple(out)
@@ -678,7 +680,7 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
         if dp is None or dc is None or dp + 1 >= len(wp) or dc + 1 >= len(rp):
             continue
         issue, read = wp[dp + 1][1], rp[dc + 1][1]
-        producer = [Event(Step.ISSUE) if k == issue else Event(Step.EMPTY_WAIT)
+        producer = [Event(Step.ISSUE) if k == issue else Event(Step.EMPTY_WAIT, stages=n.stages)
                     for k, n in enumerate(made.body) if k == issue or (isinstance(n, StageEmptyWait) and n.barrier == empty)]
 
         def events(nodes, at=None):
@@ -687,13 +689,14 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
                 if k == at:
                     out.append(Event(Step.READ))
                 elif isinstance(n, StageRelease) and n.barrier == empty:
-                    out.append(Event(Step.RELEASE, n.lag))
+                    out.append(Event(Step.RELEASE, n.lag, n.stages))
                 else:
                     out += events_of(n, barrier)
             return out
 
         scope, at = rp[dc]
-        stages = next((n.stages for n in made.body if isinstance(n, StageEmptyWait)), 1)
+        circular = hazards.access(wp[-1][0][wp[-1][1]]).circular  # the load's stages, not its waits'
+        stages = circular[0] if circular else 1
         reading = hazards.access(rp[-1][0][rp[-1][1]])
         return Timeline(tensor, reader, tuple(events(loop.body, read)), hazards.extent(loop), 0, stages, tma=True,
                         async_read=reading is not None and reading.kind is Async.WGMMA, specialized=True,

@@ -3,7 +3,7 @@ tensors computed: what SMEM-RACE, CPASYNC-WAIT and PIPELINE-WAR check, built onc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...model.barriers import Access, Async, Hazards, insert_barriers
 from ...model.cp_async import is_cp_async
@@ -48,6 +48,10 @@ class Nest:
     tree: list
     hazards: Hazards
     on_chip: set[str]
+    loops: dict = field(default_factory=dict)  # a Nest's key -> its loop as the schedule tree prints it
+
+    def label(self, loop) -> str:
+        return f"the loop over {self.loops.get(getattr(loop, 'key', None), 'its index')}"
 
 
 def barrier_nest(ctx: VerifyContext) -> Nest | None:
@@ -72,7 +76,7 @@ def _build(ctx: VerifyContext) -> Nest | None:
                       lambda loop: groups.groups[loop.key].extent)
     on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
     insert_barriers(tree, on_chip, hazards)
-    return Nest(tree, hazards, on_chip)
+    return Nest(tree, hazards, on_chip, {g.index: g.first.label() for g in groups.groups})
 
 
 __all__ = ["ON_CHIP", "Nest", "barrier_nest", "statement_access"]

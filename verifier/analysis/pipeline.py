@@ -277,4 +277,85 @@ def _specialized_free(tl: Timeline) -> Outcome:
     return m.prove([j], claim, values)
 
 
-__all__ = ["prove_complete", "prove_free"]
+def _per_stage(m: _Model, stages: int, s):
+    """#k in [0, E) with k % stages == s (s < stages): the data of stage s in one run of the loop."""
+    return (m.e - s + stages - 1) / stages
+
+
+def prove_phase(tl: Timeline) -> Outcome:
+    """PIPELINE-PHASE's claim on a TMA Timeline (module docstring of verifier/rules/pipeline.py's
+    rule): every wait is on the mbarrier and for the phase of the datum it needs, and no phase
+    completes before the waits for the previous one. A counterexample gives the run `run` (0 or 1)
+    and `iteration` (datum) k, and the values `wait` (which wait of the iteration: the t-th full
+    wait, or `empty wait t`), `stage waited`, `phase waited`, `stage of the datum`, `phase of the
+    datum` and `phase order` (1 where the next phase follows the waits)."""
+    # Formal statement: for all E, runs r in {0, 1}, k in [0, E), S the buffer's stages, with
+    #   n(S', x) = r * #{k' in [0, E): k' % S' == x % S'} + x / S' (the x-th datum's use of its stage over runs):
+    #   (full) the t-th of the W waits of iteration k (stages S_w) waits on full[k % S_w] for phase W n(S_w, k) + t,
+    #     which is datum k's: k % S_w == k % S and W n(S_w, k) + t == n(S, k)
+    #   (empty) the t-th of the producer's W' waits for datum k (stages S_e; bits start at 1) waits on empty[k % S_e]
+    #     for phase W' n(S_e, k) + t - 1, the release of the datum before k in its stage: k % S_e == k % S and
+    #     that phase == n(S, k) - 1; and each release's stages S_r: k % S_r == k % S
+    #   (order) the load of datum k + S follows every wait for k: a SYNC between them (one program), or
+    #     EMPTY_WAIT before ISSUE in the producer and every WAIT of k before k's release (warp specialization)
+    m = _Model(tl)
+    k, r = m.int("iteration"), m.int("run")
+    m.facts += [k >= 0, k < m.e, r >= 0, r <= 1]
+    S = tl.stages
+
+    def n(stages, x):
+        return z3.If(r == 1, _per_stage(m, stages, x % stages), 0) + x / stages
+
+    # (which wait, stage waited, phase waited, stage of the datum, its phase)
+    checks: list[tuple[str, object, object, object, object]] = []
+    waits = [e for e in tl.body if e.step is Step.WAIT]
+    for t, e in enumerate(waits):
+        sw = e.stages or 1
+        checks.append((f"wait {t}", k % sw, len(waits) * n(sw, k) + t, k % S, n(S, k)))
+    empties = [e for e in tl.producer if e.step is Step.EMPTY_WAIT]
+    for t, e in enumerate(empties):
+        se = e.stages or 1
+        checks.append((f"empty wait {t}", k % se, len(empties) * n(se, k) + t - 1, k % S, n(S, k) - 1))
+    for sr in sorted({e.stages or 1 for e in tl.body + tl.tail if e.step is Step.RELEASE}):
+        checks.append(("release", k % sr, n(sr, k), k % S, n(S, k)))
+    claims = [z3.And(sw == sd, pw == pd) for _, sw, pw, sd, pd in checks]
+    first = m.val(len(checks))  # the first check that fails, for the report
+    for idx in reversed(range(len(checks))):
+        first = z3.If(z3.Not(claims[idx]), m.val(idx), first)
+    values = {"wait": first}
+    for name, pick in (("stage waited", 1), ("phase waited", 2), ("stage of the datum", 3), ("phase of the datum", 4)):
+        v = m.val(-1)
+        for idx in reversed(range(len(checks))):
+            v = z3.If(first == idx, checks[idx][pick], v)
+        values[name] = v
+    order = _phase_order(m, tl, k)
+    values["phase order"] = z3.If(order, m.val(1), m.val(0))
+    out = m.prove([r, k], z3.And(*claims, order), values)  # the first run first
+    if out.status is Verdict.COUNTEREXAMPLE:
+        out.values["wait"] = ([c[0] for c in checks] + ["-"])[out.values["wait"]]
+    return out
+
+
+def _phase_order(m: _Model, tl: Timeline, k):
+    """The load of datum k + S comes after every wait for datum k (PIPELINE-PHASE's order)."""
+    waits = tl.positions(Step.WAIT)
+    if tl.specialized:
+        p_wait = [i for i, e in enumerate(tl.producer) if e.step is Step.EMPTY_WAIT]
+        p_issue = [i for i, e in enumerate(tl.producer) if e.step is Step.ISSUE]
+        guarded = bool(p_wait) and bool(p_issue) and p_wait[0] < p_issue[0]
+        rel = tl.positions(Step.RELEASE)
+        tail_rel = next((t for t, e in enumerate(tl.tail) if e.step is Step.RELEASE), None)
+        lag = tl.body[rel[0]].pending if rel else 0
+        release = z3.If(z3.And(z3.BoolVal(bool(rel), m.ctx), k + lag < m.e), m.pos(k + lag, rel[0]) if rel else m.val(-1),
+                        m.e * m.w + tail_rel if tail_rel is not None else m.val(-1))
+        return z3.And(z3.BoolVal(guarded, m.ctx), *[z3.And(release >= 0, m.pos(k, w) < release) for w in waits])
+    at, issued = m.issue(k + tl.stages - m.p)
+    last = max(waits, default=-1)
+    syncs = []
+    for s in tl.positions(Step.SYNC):  # the first barrier after iteration k's waits
+        ks = k if s > last else k + 1
+        syncs.append(z3.And(ks < m.e, m.pos(ks, s) < at))
+    return z3.Or(z3.Not(issued), k + tl.stages >= m.e, *syncs)  # no next phase of the stage in this run, or after
+
+
+__all__ = ["prove_complete", "prove_free", "prove_phase"]

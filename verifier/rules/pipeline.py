@@ -12,7 +12,7 @@ from typing import Iterator
 from ...model.barriers import Async, statement_paths
 from ...model.pipeline import Timeline, in_prologue, specialized_timeline, stage_problems, timeline
 from ..analysis.barrier_nest import barrier_nest
-from ..analysis.pipeline import prove_complete, prove_free
+from ..analysis.pipeline import prove_complete, prove_free, prove_phase
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome
@@ -364,6 +364,92 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 notes=[f"the steps of the loop: {tl.describe()}"],
                 counterexample={"prologue iteration": 0, "stage": 0},
                 hint="report the schedule: tileproof places that barrier itself", **where)
+
+
+@rule("PIPELINE-PHASE", family="pipeline")
+def pipeline_phase(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Every mbarrier wait of a TMA pipeline is for the phase of the datum it needs, and no phase runs ahead of its waiters.
+
+    What it checks:
+        On the kernel's loop nest with the mbarrier waits and releases the code generator places
+        (model/pipeline.py, model/warp_roles.py), for every circular buffer of TMA loads, its
+        reader, a symbolic iteration k (datum k, stage k % S of S stages) and two runs of the
+        loop (an outer loop runs it again; the phase bits carry over): each wait flips its own
+        bit of the stage it waits on, so the t-th of the W full waits of iteration k (each on
+        full[k % S_w]) waits for phase W x n(k) + t, n counting the earlier data of that stage
+        in both runs; that must be the stage and phase the load of datum k completes (k % S and
+        n(k)). The producer's empty waits likewise (their bits start at 1, so the first wait
+        on a stage passes) must wait for the release of the datum before k in its stage, and
+        each release must arrive on its datum's stage. And no phase runs ahead: the load of
+        datum k + S, which completes the stage's next phase, comes after every wait for datum
+        k (a __syncthreads between, or, warp-specialized, the producer's wait for the release
+        of k, which the consumers make after their waits for k). The counterexample names the
+        run, the iteration, the wait and the stage and phase it waits for beside the datum's.
+    Why the hardware needs it:
+        An mbarrier wait tests the parity of a phase: it passes once the phase with that parity
+        has completed. A wait on the wrong stage, or a phase count off by one (a wait that runs
+        more or fewer times than the loads, a stage count that is not the buffer's), passes on
+        an older phase (the stage's previous data: a silent wrong result) or never (a hang); a
+        barrier two phases ahead of a waiter has the same parity as the phase it waits for.
+        tilelang PR 3087: a parity computed from the wrong count overwrote a stage at 3 stages.
+    Example:
+        none: tileproof places every mbarrier wait, flips each stage's phase bit itself and
+        indexes the stages by the buffer's count, so no schedule written with today's API fails
+        this rule; it proves the placement on every TMA pipeline (tests/rules/test_pipeline_phase.py
+        duplicates waits and changes their stage counts, and shows the phases it then reports)
+    Fix:
+        none: a report of this rule on an unmodified schedule is a tileproof bug
+    Reported with:
+        PIPELINE-RAW PIPELINE-WAR
+    References:
+        PTX ISA 9.7.13.15 (mbarrier phases; mbarrier.try_wait.parity); CUTLASS
+        include/cutlass/pipeline/sm90_pipeline.hpp (PipelineState: index and phase per stage);
+        docs/hardware.md#circular-buffering
+    """
+    # Formal statement: verifier/analysis/pipeline.py prove_phase, on the Timeline of every TMA circular
+    #   buffer and reader: for all E, runs r in {0, 1}, k in [0, E): each full wait of iteration k is on
+    #   full[k % S] for phase n(k) = r * #{stage k % S's data per run} + k / S, each producer empty wait
+    #   for datum k on empty[k % S] for phase n(k) - 1, each release of datum k on empty[k % S]; and the
+    #   load of datum k + S follows every wait for k (a SYNC between, or EMPTY_WAIT before ISSUE and the
+    #   waits for k before k's release)
+    for tl, writer, reader in _timelines(ctx):
+        if not tl.tma or (tl.stages == 1 and tl.prefetch == 0 and not tl.prologue_iterations):
+            continue  # one load per mbarrier phase outside a loop: SMEM-RACE orders it
+        out = ctx.memo(("pipeline-phase", tl), lambda tl=tl: prove_phase(tl))
+        where = dict(tensor=writer.name, location=(writer.circular.origin if writer.circular else None) or writer.origin,
+                     labels=[f"{reader.name} waits for {tl.tensor}'s stages in each iteration of the circular loop"])
+        yield from report_outcome("PIPELINE-PHASE", out, f"that {tl.tensor}'s mbarrier waits are for their data's "
+                                                         f"phases", lambda out, tl=tl: _wrong_phase(tl, out, where),
+                                  **where)
+
+
+def _wrong_phase(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
+    k, run, v = out.model.get("iteration", 0), out.model.get("run", 0), out.values
+    when = f"iteration {k}" + (" of the loop's second run" if run else "")
+    if v.get("wait") == "-":
+        why = (f"the load of iteration {k + tl.stages}'s data, the next phase of stage {k % tl.stages}, may come "
+               f"before every wait for iteration {k}'s: the barrier runs a phase ahead of a waiter")
+    elif v["wait"] == "release":
+        why = (f"the release of datum {k} arrives on stage {v.get('stage waited')}'s empty mbarrier, where datum {k} "
+               f"lies in stage {v.get('stage of the datum')}")
+    else:
+        empty = v["wait"].startswith("empty")
+        who = "the producer's wait" if empty else f"{tl.reader}'s wait" + (f" {v['wait'][5:]}" if v["wait"] != "wait 0"
+                                                                            else "")
+        before = v.get("phase of the datum", 0)
+        needs = (f"its load completes phase {before}" if not empty else
+                 f"the release of the datum before it there completes phase {before}" if before >= 0 else
+                 "the stage is still free (no release to wait for: phase -1, the initial one)")
+        why = (f"{who} for datum {k} is on stage {v.get('stage waited')}'s {'empty ' if empty else ''}mbarrier for "
+               f"phase {v.get('phase waited')}, where datum {k} lies in stage {v.get('stage of the datum')} and {needs}")
+    return finding(
+        "PIPELINE-PHASE", f"{tl.tensor}'s mbarrier phases and {tl.reader}'s waits disagree in {when}: {why}",
+        notes=[f"the steps of the loop: {tl.describe()}",
+               f"{tl.stages} stages: datum i lies in stage i % {tl.stages}, and completes that stage's phase "
+               f"i / {tl.stages} (counting the loop's earlier runs)",
+               "tileproof places these itself: this is a tileproof bug, please report it"],
+        counterexample={"run": run, "iteration": k, "extent": out.model.get("extent"), **v},
+        hint="report the schedule: tileproof places the mbarrier waits itself", **where)
 
 
 def _released_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:

@@ -1,5 +1,7 @@
 """wgmma's shared-memory operands: the descriptor the code generator builds from the schedule
-(model/wgmma.py) makes the hardware read each operand element where the schedule put it.
+(model/wgmma.py) makes the hardware read each operand element where the schedule put it; and
+its asynchrony: the fences and waits placed around it (model/wgmma_order.py) order it with the
+threads' own register accesses and the stage releases (verifier/analysis/wgmma_order.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from ...model.lowerable import execution_order
 from ...model.mma_op import ELEMENT_VARS, LANE, is_mma, is_mma_sync, well_formed
 from ...model.wgmma import wgmma_operand
 from ...model.wgmma_descriptor import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE
+from ..analysis.barrier_nest import barrier_nest
+from ..analysis.wgmma_order import check_order
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_values
@@ -183,3 +187,69 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
              f"multiple of 8 rows of the swizzle span: TMA's swizzled boxes",
         **where)
 
+
+
+_OBLIGATIONS = {
+    1: "a wgmma.fence between the threads' register writes and the wgmma reading those registers",
+    2: "a wgmma.commit_group and a wgmma.wait_group covering a batch before the threads touch its accumulators",
+    3: "a wgmma.wait_group covering every batch that read a stage before the arrive releasing it",
+}
+
+
+@rule("WGMMA-ASYNC-ORDER", family="wgmma")
+def wgmma_async_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """wgmma's fences and waits order the asynchronous MMA with the threads' registers and the stage releases.
+
+    What it checks:
+        On the kernel's loop nest with the fences, waits and releases the code generator places
+        (model/wgmma_order.py, model/warp_roles.py), run over every path: each loop from the
+        state before it joined with the state after each iteration until nothing changes, each
+        warp role from the state where the roles split. Three of PTX's obligations, for every
+        path: (1) a wgmma.fence comes between any register write to a wgmma's accumulators
+        (their zeroing, the kernel's start) and that wgmma; (2) a thread's own statement (the
+        epilogue's cast, the next tile's zeroing) reads or writes the accumulators only after a
+        wgmma.commit_group and a wgmma.wait_group that leave no batch writing them in flight;
+        (3) the consumers' arrive releasing a stage (warp specialization, mbarrier WAR) comes
+        after a wgmma.wait_group that leaves in flight only the batches of the iterations after
+        that stage's datum (one per iteration). The fourth obligation, a fence.proxy.async after
+        generic-proxy writes to a wgmma operand, is MMA-OPERAND-LAYOUT's: wgmma reads only tiles
+        the TMA loads. The counterexample names the statement, the batch in flight (and how many
+        groups were committed after it) and the path: which role, which iteration of which loop.
+    Why the hardware needs it:
+        wgmma.mma_async runs asynchronously: it reads its accumulators and shared tiles, and
+        writes the accumulators, at any time until a wgmma.wait_group covers its committed group.
+        A register write not fenced may be seen by it or not; a cast of the accumulators before
+        the wait reads partial sums (Triton PR 8964: a persistent epilogue without the wait); a
+        release before the wait lets the producer overwrite a tile the tensor cores still read
+        (nvFuser issue 3561).
+    Example:
+        none: tileproof places wgmma's fences, commits and waits itself, so no schedule written
+        with today's API fails this rule; it proves the placement on every wgmma schedule
+        (tests/rules/test_wgmma_async_order.py removes or moves them and shows the paths it
+        then reports)
+    Fix:
+        none: a report of this rule on an unmodified schedule is a tileproof bug
+    Reported with:
+        PIPELINE-WAR
+    References:
+        PTX ISA 9.7.15.7.1 (wgmma.fence), 9.7.15.7.2 (wgmma.commit_group), 9.7.15.7.3
+        (wgmma.wait_group); docs/hardware.md#wgmma-asynchrony
+    """
+    # Formal statement: an abstract run of the placed nest (verifier/analysis/wgmma_order.py): for every
+    #   path, (1) no wgmma after a register write to its operands without a WgmmaFence between; (2) no
+    #   thread statement touching an accumulator while a batch writing it is uncommitted, or committed and
+    #   not completed by a later wait_group N (N newer groups); (3) at a StageRelease of lag L, every batch
+    #   reading shared tiles is committed with fewer than L newer groups (the tail release: none)
+    if not any(True for _ in _wgmma_ops(ctx)):
+        return
+    nest_ = barrier_nest(ctx)
+    if nest_ is None:
+        return
+    for v in check_order(nest_.tree, nest_.hazards, nest_.label):
+        yield finding(
+            "WGMMA-ASYNC-ORDER", v.message,
+            notes=[f"obligation {v.obligation}: {_OBLIGATIONS[v.obligation]}",
+                   "tileproof places these itself: this is a tileproof bug, please report it"],
+            counterexample=v.counterexample,
+            hint="report the schedule: tileproof places wgmma's fences and waits itself",
+            tensor=None, location=v.location)

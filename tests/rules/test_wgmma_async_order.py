@@ -1,0 +1,164 @@
+"""WGMMA-ASYNC-ORDER (verifier/analysis/wgmma_order.py): the fences, commits and waits placed
+around wgmma (model/wgmma_order.py) order it with the threads' register accesses and the stage
+releases on every path. No schedule can misplace them, so each test removes or moves one on the
+placed nest of a bundled schedule and checks the path reported, as the bugs it stands for
+(nvFuser issue 3561, Triton PR 8964) would have it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.model.warp_roles import StageRelease, WarpRoles
+from tileproof.model.wgmma_order import WgmmaFence, WgmmaWait
+from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.verifier.analysis.wgmma_order import check_order
+from tileproof.verifier.context import VerifyContext
+from tileproof.verifier.rules.wgmma import wgmma_async_order
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+from wgmma import hopper, tile_multiples  # noqa: E402
+
+WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+SCHEDULES = {
+    "one tile": dict(),
+    "pipelined": dict(block=(128, 256), stages=4, prefetch=2, group=8),
+    "pipelined, waiting at once": dict(stages=4, prefetch=3),
+    "mbarrier WAR": dict(block=(128, 256), stages=4, prefetch=2, group=8, war_mbarriers=True),
+    "warp-specialized": dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS),
+    "persistent": dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, persistent=132),
+}
+
+
+def _ctx(**kw):
+    n = 256 if kw.get("block", (128, 128))[1] == 256 else 128
+    fusion = tile_multiples(hopper("M", "N", "K", **kw), 64, n_multiple=n)
+    return VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
+
+
+def _scopes(nodes):
+    """Every list of the nest that holds nodes, outermost first."""
+    yield nodes
+    for n in nodes:
+        if hasattr(n, "body"):
+            yield from _scopes(n.body)
+
+
+def _remove(nest, test) -> int:
+    removed = 0
+    for scope in list(_scopes(nest.tree)):
+        keep = [n for n in scope if not test(n)]
+        removed += len(scope) - len(keep)
+        scope[:] = keep
+    return removed
+
+
+def _violations(nest):
+    return check_order(nest.tree, nest.hazards, nest.label)
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_the_placed_fences_and_waits_keep_every_obligation(name):
+    ctx = _ctx(**SCHEDULES[name])
+    nest = barrier_nest(ctx)
+    assert _violations(nest) == [] and list(wgmma_async_order(ctx)) == []
+    assert any(isinstance(n, WgmmaFence) for s in _scopes(nest.tree) for n in s)  # the nest has wgmma to check
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_without_the_fence_the_wgmma_follows_the_zeroing_unfenced(name):
+    nest = barrier_nest(_ctx(**SCHEDULES[name]))
+    assert _remove(nest, lambda n: isinstance(n, WgmmaFence)) == 1
+    (v,) = _violations(nest)
+    assert v.obligation == 1 and v.statement == "T2's wgmma"
+    assert v.counterexample["register write"] == "T2's init (its accumulators zeroed)"
+    assert "no wgmma.fence between" in v.message
+
+
+def test_a_wgmma_needs_a_fence_even_with_nothing_written_before_it():
+    """The kernel's start counts as a write of every register: PTX asks for a fence before the first wgmma."""
+    nest = barrier_nest(_ctx())
+    _remove(nest, lambda n: isinstance(n, WgmmaFence) or (isinstance(n, tuple) and n[1].value == "init"))
+    (v,) = _violations(nest)
+    assert v.obligation == 1 and v.counterexample["register write"] == "the kernel's start"
+
+
+@pytest.mark.parametrize("name", ["pipelined", "warp-specialized", "persistent"])
+def test_without_the_wait_after_the_loop_the_epilogue_reads_a_batch_in_flight(name):
+    """Triton PR 8964: a persistent epilogue read the accumulators before wgmma.wait_group."""
+    nest = barrier_nest(_ctx(**SCHEDULES[name]))
+    assert _remove(nest, lambda n: isinstance(n, WgmmaWait) and not n.commit) == 1
+    found = {(v.obligation, v.statement) for v in _violations(nest)}
+    assert (2, "T2's store (its accumulators read)") in found
+    v = next(v for v in _violations(nest) if v.obligation == 2)
+    assert v.counterexample["in flight"] == "T2's wgmma" and v.counterexample["commits since"] == 0
+    assert "may still write it" in v.message
+
+
+def test_the_next_tiles_zeroing_waits_for_the_last_batch_too():
+    """Persistent: with the epilogue's read taken away, the next tile's init still writes the
+    accumulators of a batch in flight, in a later iteration of the tile loop."""
+    nest = barrier_nest(_ctx(**SCHEDULES["persistent"]))
+    _remove(nest, lambda n: (isinstance(n, WgmmaWait) and not n.commit)
+            or (isinstance(n, tuple) and n[1].value == "store"))
+    _remove(nest, lambda n: getattr(n, "name", None) == "T3")  # the output, which reads the store
+    found = {v.obligation: v for v in _violations(nest)}
+    assert set(found) == {2, 3}  # and the tail release, after the loop, leaves the last batch running
+    assert found[2].statement == "T2's init (its accumulators zeroed)"
+    assert "a later iteration of the loop over" in found[2].counterexample["path"]
+    assert found[3].counterexample["lag"] == 0
+
+
+@pytest.mark.parametrize("name", ["mbarrier WAR", "warp-specialized"])
+def test_a_release_without_its_wait_lets_the_batch_run_on(name):
+    """nvFuser issue 3561: the arrive on the stage's empty mbarrier before the wgmma.wait_group."""
+    nest = barrier_nest(_ctx(**SCHEDULES[name]))
+    assert _remove(nest, lambda n: isinstance(n, WgmmaWait) and n.commit) == 1
+    v = next(v for v in _violations(nest) if v.obligation == 3)
+    assert v.counterexample["commits since"] == -1 and "not yet committed" in v.message
+    assert "the first iteration of the loop over" in v.counterexample["path"]
+
+
+def test_a_wait_leaving_two_batches_in_flight_releases_too_early():
+    nest = barrier_nest(_ctx(**SCHEDULES["warp-specialized"]))
+    for scope in _scopes(nest.tree):
+        for n in scope:
+            if isinstance(n, WgmmaWait) and n.pending == 1:
+                n.pending = 2
+    v = next(v for v in _violations(nest) if v.obligation == 3)
+    assert v.counterexample["commits since"] == 1 and v.counterexample["lag"] == 1
+    assert "a later iteration" in v.counterexample["path"] and "the consumers" in v.counterexample["path"]
+
+
+def test_a_release_moved_before_the_wait_is_reported_with_its_role():
+    nest = barrier_nest(_ctx(**SCHEDULES["warp-specialized"]))
+    roles = nest.tree[0]
+    assert isinstance(roles, WarpRoles)
+    body = roles.loops[0][1].body
+    release = next(n for n in body if isinstance(n, StageRelease))
+    body.remove(release)
+    body.insert(next(k for k, n in enumerate(body) if isinstance(n, WgmmaWait)), release)
+    (v,) = _violations(nest)
+    assert v.obligation == 3 and v.counterexample["path"].startswith("the consumers")
+
+
+def test_the_rule_reports_with_the_obligation_and_the_path():
+    ctx = _ctx(**SCHEDULES["pipelined"])
+    nest = barrier_nest(ctx)
+    _remove(nest, lambda n: isinstance(n, WgmmaFence))
+    (d,) = list(wgmma_async_order(ctx))
+    assert d.code == "WGMMA-ASYNC-ORDER" and d.location is not None
+    assert any(note.startswith("obligation 1:") for note in d.notes)
+    assert d.counterexample["wgmma"] == "T2's wgmma"
+
+
+def test_no_wgmma_no_check():
+    """An mma.sync kernel has no asynchronous MMA: nothing to order."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+    from mma import tuned  # noqa: E402
+
+    ctx = VerifyContext(tuned("M", "N", "K").snapshot(), tp.get_target("sm_90a"))
+    assert list(wgmma_async_order(ctx)) == []
