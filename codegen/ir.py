@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..model.barriers import CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
+from ..model.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
 from ..model.wgmma_order import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..model.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..model.warp_roles import Role, StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
@@ -399,7 +399,7 @@ class WgmmaDescriptor:
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
               CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
-              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain)  # a Role only in WarpRoles.body
+              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait)  # a Role only in WarpRoles.body
 
 
 def walk(nodes: list):
@@ -440,6 +440,8 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
                          f"  # {n.why}")
         elif isinstance(n, CpAsyncCommit):
             lines.append(f"{pad}cp.async.commit_group  # {n.why}")
+        elif isinstance(n, BulkStoreWait):
+            lines.append(f"{pad}cp.async.bulk.wait_group.read 0  # {n.why}")
         elif isinstance(n, WgmmaFence):
             lines.append(f"{pad}wgmma.fence  # {n.why}")
         elif isinstance(n, WgmmaWait):

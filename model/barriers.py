@@ -16,7 +16,11 @@ barrier is reached by every thread of the block.
 TMA: a load's data arrive on its mbarrier, so its readers need a wait, not a barrier: all
 threads wait in the copy's own scope (one wait per copy issued), just before the first child
 that reads the tile. A TMA store reads shared memory through the async proxy, so the barrier
-before it is preceded by fence.proxy.async in the writing threads.
+before it is preceded by fence.proxy.async in the writing threads; it reads asynchronously
+until its issuing thread's cp.async.bulk.wait_group.read (a BulkStoreWait): where the tile is
+rewritten in the next iteration, the wait and a barrier go just before the rewrite (the store
+runs on while the next iteration computes), and the kernel ends with one (a block's shared
+memory must outlive the reads).
 
 cp.async: each thread's copies complete only after it commits them to a group and waits for
 the group (cp.async.wait_group), and other threads see them after a barrier that follows the
@@ -94,6 +98,15 @@ class CpAsyncWait:
     commit: bool = True
 
 
+@dataclass
+class BulkStoreWait:
+    """Every thread waits until the TMA stores it issued have read their shared memory
+    (cp.async.bulk.wait_group.read 0; each store is its own bulk group; a thread that issued
+    none passes at once)."""
+
+    why: str
+
+
 @dataclass(frozen=True)
 class CpAsyncCommit:
     """Every thread commits its cp.async copies not yet committed as one group, an empty group
@@ -118,7 +131,7 @@ def statement_paths(nodes: list, hazards: Hazards, prefix: Path | None = None) -
         here = (prefix or []) + [(nodes, k)]
         if hasattr(n, "body"):
             out += statement_paths(n.body, hazards, here)
-        elif not isinstance(n, (Sync, TmaWait, CpAsyncWait, CpAsyncCommit)):
+        elif not isinstance(n, (Sync, TmaWait, CpAsyncWait, CpAsyncCommit, BulkStoreWait)):
             acc = hazards.access(n)
             if acc is not None:
                 out.append((n, acc, here))
@@ -168,19 +181,23 @@ class _Plan:
         return any(lo < p <= hi and any(isinstance(n, CpAsyncWait) and n.pending == 0 for n in nodes)
                    for p, nodes in self._entry(scope)[1].items())
 
-    def add(self, scope: list, p: int, node: Sync | TmaWait | CpAsyncWait) -> None:
+    def has_store_wait(self, scope: list, p: int) -> bool:
+        return any(isinstance(n, BulkStoreWait) for n in self._entry(scope)[1].get(p, []))
+
+    def add(self, scope: list, p: int, node: Sync | TmaWait | CpAsyncWait | BulkStoreWait) -> None:
         nodes = self._entry(scope)[1].setdefault(p, [])
-        same = [n for n in nodes if type(n) is type(node)] if isinstance(node, (Sync, CpAsyncWait)) else []
+        same = [n for n in nodes if type(n) is type(node)] if isinstance(node, (Sync, CpAsyncWait, BulkStoreWait)) \
+            else []
         if same and isinstance(node, Sync):  # one barrier per position, fenced if any hazard needs the fence
             same[0].fence_async |= node.fence_async
-        elif not same:  # one cp.async wait per position
+        elif not same:  # one cp.async or bulk store wait per position
             nodes.append(node)
 
     def insert(self) -> None:
         for scope, at in self.at.values():
             for p in sorted(at, reverse=True):
                 # waits first: a barrier placed with them then also orders the waited data
-                ordered = ([n for n in at[p] if isinstance(n, (TmaWait, CpAsyncWait))]
+                ordered = ([n for n in at[p] if isinstance(n, (TmaWait, CpAsyncWait, BulkStoreWait))]
                            + [n for n in at[p] if isinstance(n, Sync)])
                 scope[p:p] = ordered
 
@@ -207,7 +224,11 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
                         plan.add(scope, ir, Sync(f"{name} written by cp.async above, read below by other threads"))
                 elif not plan.has_between(scope, iw, ir, fence=store):
                     plan.add(scope, ir, Sync(f"{name} written above, read below by other threads", fence_async=store))
-                if scope_repeats(wp, d, hazards) and not _wraps(plan, scope, iw, ir):
+                if scope_repeats(wp, d, hazards) and store:  # its reads end at the wait, just before the rewrite
+                    at = iw if iw < ir else ir + 1
+                    plan.add(scope, at, BulkStoreWait(f"{name}'s TMA store of the previous iteration has read it"))
+                    plan.add(scope, at, Sync(f"{name} is rewritten below, after its store's reads"))
+                elif scope_repeats(wp, d, hazards) and not _wraps(plan, scope, iw, ir):
                     plan.add(scope, ir + 1, Sync(f"{name} is rewritten in the next iteration"))
         for w, wp in writers:  # a load nobody reads still completes before the block moves on
             if w.kind is Async.TMA_LOAD and not plan.has_wait(wp[-1][0], wp[-1][1], len(wp[-1][0]), w.barrier):
@@ -218,6 +239,8 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
 
     insert_pipelines(tree, hazards)
     insert_wgmma_waits(tree, hazards)
+    if any(a.kind is Async.TMA_STORE for _, a, _ in stmts):
+        tree.append(BulkStoreWait("the TMA stores have read shared memory before the block exits"))
 
 
 def _wait(plan: _Plan, w: Access, wp: Path, rp: Path, d: int, name: str) -> None:

@@ -20,7 +20,7 @@ from ...model.expr import add, const
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, BlockReduce, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
+from ..ir import (ELEMENT_VAR, BlockReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
                  TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, StageDrain, StageEmptyWait, StageRelease)
 
@@ -301,6 +301,9 @@ class _Emitter:
     def drain(self, n: StageDrain, depth: int) -> list[str]:
         return ["  " * depth + line for line in emit_tma.drain(n)]
 
+    def store_wait(self, n: BulkStoreWait, depth: int) -> list[str]:
+        return ["  " * depth + line for line in emit_tma.store_wait(n)]
+
     def tma_wait(self, n: TmaWait, depth: int) -> list[str]:
         return ["  " * depth + line for line in emit_tma.wait(n, self.x)]
 
@@ -446,6 +449,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     StageEmptyWait: _Emitter.empty_wait,
     StageRelease: _Emitter.release,
     StageDrain: _Emitter.drain,
+    BulkStoreWait: _Emitter.store_wait,
 }
 
 def dtype_storage(dtype: DataType) -> str:

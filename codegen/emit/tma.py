@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...model.expr import var
 from ...model.types import Direction
-from ..ir import KernelIR, MBarrier, StageDrain, StageEmptyWait, StageRelease, TmaCopy, TmaWait
+from ..ir import BulkStoreWait, KernelIR, MBarrier, StageDrain, StageEmptyWait, StageRelease, TmaCopy, TmaWait
 
 PRELUDE = """\
 // TMA: a CUtensorMap is 128 opaque bytes, passed by value as a __grid_constant__ parameter
@@ -43,8 +43,8 @@ __device__ __forceinline__ unsigned tp_cluster_ctaid_z() {
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(r)); return r; }
 __device__ __forceinline__ void tp_fence_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void tp_bulk_store_wait() {
-  asm volatile("cp.async.bulk.commit_group;\\ncp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void tp_bulk_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void tp_bulk_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 """
 
 
@@ -155,6 +155,11 @@ def _arrive(bar: str, cluster: int) -> str:
     return f"for (unsigned tp_cta = 0; tp_cta < {cluster}u; ++tp_cta) tp_mbar_arrive_cluster(&{bar}, tp_cta);"
 
 
+def store_wait(n: BulkStoreWait) -> list[str]:
+    """The TMA stores this thread issued have read their shared memory (model/barriers.py places it)."""
+    return [f"tp_bulk_store_wait();  // {n.why}"]
+
+
 def release(n: StageRelease, x, cluster: int = 1) -> list[str]:
     """The first thread of each consumer warpgroup arrives on the empty mbarrier of datum i - lag
     (in the loop), or of each of the last `lag` data (after it); in a cluster, on every block's."""
@@ -188,7 +193,7 @@ def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
                          f'{address}, &{n.tensor_map}, {bar}, (unsigned short)({mask}u << {base}), {coords});']
         skipped = [f"tp_mbar_arrive({bar});"]
     else:
-        issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_wait();"]
+        issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_commit();"]
         skipped = []
     return _guarded(n.issuer, n.bounds, issue, skipped, x)
 

@@ -82,7 +82,9 @@ def broadcast_copies_read_at_the_first_copy():
     """T1[b{1}, I{6}] in shared memory repeats its one row: the broadcast is split by 2 and
     merged with I into 12 copies-and-columns, then split onto [BIDy{3}, TIDx{4}], so block 1
     holds columns 4, 5, 0, 1 at offsets 0..3. T2, scheduled alike, reads column j at the
-    offset of its first copy (j % 4): in block 1, offset 0 holds column 4, not column 0."""
+    offset of its first copy (j % 4): in block 1, offset 0 holds column 4, not column 0. Each
+    column is also stored by a block that reads it right, so on a GPU the wrong value shows only
+    where that block's store lands first: a race between blocks, not a certain failure."""
     with tp.Fusion("broadcast_copies_read_at_the_first_copy") as fusion:
         t0 = tp.make_contig_concrete_tensor([1, 6])
         fusion.add_input(t0)

@@ -201,6 +201,21 @@ def test_a_stmatrix_epilogue_stores_through_shared_memory_in_the_consumers():
     assert "threadIdx.y < 2" not in consumer
 
 
+def test_a_persistent_tma_store_runs_on_into_the_next_tile():
+    """The store of tile i is waited for (cp.async.bulk.wait_group.read) only before tile i + 1's
+    stmatrix rewrites the staging tile, then the consumers meet; the kernel ends with a wait."""
+    src = _source(_fusion(block=(128, 256), stages=3, prefetch=1, group=8, specialized=WS, out_dtype=tp.bfloat16,
+                          stmatrix=True, persistent=8))
+    consumer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[1]
+    wait, barrier, stmatrix, store = (consumer.index(s) for s in (
+        "tp_bulk_store_wait();  // T6's TMA store of the previous iteration", "bar.sync 1, 256;", "stmatrix.sync",
+        "tp_bulk_store_2d(&tmap_T3"))
+    assert consumer.index("tp_wgmma_wait<0>") < wait < barrier < stmatrix < store
+    after = consumer[store:]
+    assert after.index("tp_bulk_store_commit();") < after.index("tp_bulk_store_wait();  // the TMA stores have read")
+    assert after.count("tp_bulk_store_wait();") == 1 and "bar.sync" not in after  # nothing waits in the tile loop
+
+
 def test_a_persistent_grid_loads_the_tiles_of_the_consumers_tile():
     """The TMA coordinates of A's and B's tiles are D's M and N tiles of tile i * 132 + blockIdx.x."""
     src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, persistent=132))

@@ -1,7 +1,7 @@
 """The visibility rules guard real failures: every rejected sm_90a example of
 examples/invalid/{visibility,thread_visibility,global_visibility,allocation_distinct}.py,
 built anyway with tileproof.testing.compile_unverified, stores wrong values on the GPU
-(marker `gpu`)."""
+(marker `gpu`), except those whose failure is a race between blocks."""
 
 from __future__ import annotations
 
@@ -23,7 +23,11 @@ from rejected_on_gpu import run_case  # noqa: E402
 pytestmark = pytest.mark.gpu
 FILES = [ROOT / "examples" / "invalid" / f for f in ("visibility.py", "thread_visibility.py", "global_visibility.py",
                                                     "allocation_distinct.py")]
-CASES = [c for c in discover([str(f) for f in FILES]) if c.target == "sm_90a"]
+# each element of broadcast_copies_read_at_the_first_copy's output is stored by one block that read
+# it right and one that did not: which store lands last is the hardware's choice (on the H100 the
+# right one did, in 9 runs of 9), so the GPU cannot show its failure reliably
+RACES_BETWEEN_BLOCKS = {"broadcast_copies_read_at_the_first_copy"}
+CASES = [c for c in discover([str(f) for f in FILES]) if c.target == "sm_90a" and c.name not in RACES_BETWEEN_BLOCKS]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

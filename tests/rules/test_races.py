@@ -108,6 +108,31 @@ def test_no_barrier_is_needed_where_every_thread_reads_what_it_wrote(monkeypatch
     assert tp.verify(handed_over(transposed=False, serial_rows=4)).ok
 
 
+def _stmatrix_epilogue(persistent):
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper, tile_multiples  # noqa: E402
+
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=3, prefetch=1, group=8, specialized=ws,
+                                 out_dtype=tp.bfloat16, stmatrix=True, persistent=persistent), 64, n_multiple=256)
+
+
+def test_a_staging_tile_rewritten_before_its_tma_store_has_read_it_is_a_race(monkeypatch):
+    """The TMA store reads the tile asynchronously: the next tile's stmatrix must wait for the
+    issuing thread's cp.async.bulk.wait_group.read, then a barrier."""
+    monkeypatch.setattr(barrier_nest_module, "insert_barriers", without(barriers.BulkStoreWait, "previous iteration"))
+    found = [d for d in tp.verify(_stmatrix_epilogue(8), target="sm_90a").diagnostics if d.code == CODE]
+    assert [d.counterexample["hazard"] for d in found] == ["write after read"]
+    assert "T6" in found[0].message and "T3" in found[0].message
+
+
+def test_a_block_exiting_before_its_tma_store_has_read_is_a_race(monkeypatch):
+    monkeypatch.setattr(barrier_nest_module, "insert_barriers", without(barriers.BulkStoreWait, "before the block exits"))
+    found = [d for d in tp.verify(_stmatrix_epilogue(None), target="sm_90a").diagnostics if d.code == CODE]
+    assert [d.counterexample["hazard"] for d in found] == ["exit before read"]
+    assert "may exit while T3's TMA store still reads T6" in found[0].message
+
+
 def test_a_tma_load_read_before_its_wait_is_a_race(monkeypatch):
     case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_smem.py")])
                 if c.name == "swizzle_128b_recipe")

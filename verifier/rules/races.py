@@ -9,7 +9,7 @@ from typing import Iterator
 
 import z3
 
-from ...model.barriers import Async, Sync, TmaWait, scope_repeats, split_point, statement_paths
+from ...model.barriers import Async, BulkStoreWait, Sync, TmaWait, scope_repeats, split_point, statement_paths
 from ...model.execution import store_execution, tensor_execution
 from ...model.expr import Expr
 from ...model.indexing import linear_offset
@@ -29,6 +29,7 @@ from ..solver import Outcome, Verdict
 COLLECTIVE = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix, LoadStoreOpType.TMemLoad,
               LoadStoreOpType.TMemStore, LoadStoreOpType.TMA, LoadStoreOpType.CpAsync)
 WRITER = "writer "
+EXIT = "exit before read"  # the block may exit while a TMA store still reads its shared memory
 
 
 def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome | None:
@@ -77,6 +78,14 @@ def _read_done(scope: list, ir: int, asynchronous: bool) -> int | None:
                  if isinstance(scope[p], WgmmaWait) and scope[p].pending == 0), None)
 
 
+def _store_read_then_sync(scope: list, iw: int, ir: int) -> bool:
+    """A TMA store's reads at scope[ir] end at a BulkStoreWait followed by a barrier before the
+    next iteration's write at scope[iw] (the way round: after the store, or before the write)."""
+    way = scope[ir + 1:] + scope[:iw] if iw < ir else scope[ir + 1:iw]
+    waited = next((p for p, n in enumerate(way) if isinstance(n, BulkStoreWait)), None)
+    return waited is not None and _sync_in(way, waited + 1, len(way))
+
+
 @dataclass(frozen=True)
 class Hazard:
     kind: str  # "read after write" or "write after read"
@@ -112,12 +121,18 @@ def unordered(nest_: Nest) -> list[Hazard]:
                     raw = not repeats or _sync_in(scope, iw + 1, len(scope)) or _sync_in(scope, 0, ir)
                 if not raw:
                     out.append(Hazard("read after write", name, statement_tensor(w), statement_tensor(r)))
-                if repeats:
+                if repeats and store:  # the copy engine reads until the issuing thread's bulk wait
+                    war = _store_read_then_sync(scope, iw, ir)
+                elif repeats:
                     done = _read_done(scope, ir, ra.kind is Async.WGMMA)
                     war = done is not None and (_sync_in(scope, done + 1, len(scope)) or _sync_in(scope, 0, iw)
                                                 if iw < ir else _sync_in(scope, done + 1, iw))
-                    if not war:
-                        out.append(Hazard("write after read", name, statement_tensor(w), statement_tensor(r)))
+                if repeats and not war:
+                    out.append(Hazard("write after read", name, statement_tensor(w), statement_tensor(r)))
+    stores = [(r, ra) for r, ra, _ in stmts if ra.kind is Async.TMA_STORE]
+    if stores and not (nest_.tree and isinstance(nest_.tree[-1], BulkStoreWait)):  # shared memory outlives the reads
+        r, ra = stores[-1]
+        out.append(Hazard(EXIT, next(iter(ra.reads)), statement_tensor(r), statement_tensor(r)))
     return out
 
 
@@ -165,6 +180,14 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
     tensors = {t.name: t for t in ctx.fusion.tensors}
     for h in unordered(nest_):
         x = tensors[h.tensor]
+        if h.kind == EXIT:
+            yield finding(
+                "SMEM-RACE", f"the block may exit while {h.reader.name}'s TMA store still reads {x.name}: no "
+                             f"cp.async.bulk.wait_group.read ends the kernel",
+                notes=["tileproof places barriers itself: this is a tileproof bug, please report it"],
+                counterexample={"hazard": h.kind}, hint="report the schedule", tensor=h.reader.name,
+                location=h.reader.definition.origin)
+            continue
         out = ctx.memo(("handoff", h.tensor, h.reader.name), lambda: _handoff(ctx, x, h.reader))
         where = dict(tensor=h.reader.name, location=h.reader.definition.origin,
                      labels=[f"{x.name} ({x.memory_type.value.lower()} memory) written by {h.writer.name}'s statement"])
