@@ -131,6 +131,14 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
         "block": (128, 256), "stages": 3, "prefetch": 1, "group": 8, "persistent": "balanced", "cluster": 2,
         "out_dtype": tp.bfloat16, "stmatrix": True,
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_3_stages_warp_specialized_grouped_cluster_2_stmatrix_bf16_out": {
+        "block": (128, 256), "stages": 3, "prefetch": 1, "group": 8, "cluster": 2,
+        "out_dtype": tp.bfloat16, "stmatrix": True,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
+    "hopper_128x256_3_stages_warp_specialized_one_wave_cluster_2_stmatrix_bf16_out": {
+        "block": (128, 256), "stages": 3, "prefetch": 1, "patch": "one wave", "cluster": 2,
+        "out_dtype": tp.bfloat16, "stmatrix": True,
+        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
     "hopper_128x256_4_stages_warp_specialized_grouped_n_major_b": {
         "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "b_major": "MN",
         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},

@@ -8,7 +8,8 @@ tile): a WgmmaFence before it, a WgmmaWait after it. The wait leaves `pending` =
 flight where the batch reads TMA circular buffers refilled at least two iterations after it
 (stages - prefetch >= 2 for each): the next iteration's batch is issued while this one runs, and
 the barrier before a refill follows the wait that completes the batch that read the stage
-(PIPELINE-WAR proves it with the batch's reads completing at that wait). The circular loop is
+(PIPELINE-WAR proves it with the batch's reads completing at that wait), unless the scope reads
+the accumulators after the batch (then nothing stays in flight). The circular loop is
 then followed by a WgmmaWait(0): the accumulators are complete before anything reads them.
 Elsewhere the wait leaves none in flight.
 """
@@ -75,13 +76,29 @@ def insert_wgmma_waits(nodes: list, hazards: Hazards) -> None:
     nodes[:] = _wrapped(out, hazards)
 
 
+def _leaves(n, hazards: Hazards):
+    if hasattr(n, "body"):
+        for c in n.body:
+            yield from _leaves(c, hazards)
+    elif hazards.access(n) is not None:
+        yield hazards.access(n)
+
+
+def _touched_later(batch, later: list, hazards: Hazards) -> bool:
+    """Whether a statement after the batch in its scope reads or writes the batch's accumulators."""
+    accumulators = {a.writes for a in _leaves(batch, hazards)} - {None}
+    return any(a.kind is not Async.WGMMA and (a.writes in accumulators or a.reads & accumulators)
+               for n in later for a in _leaves(n, hazards))
+
+
 def _wrapped(nodes: list, hazards: Hazards) -> list:
     pending = _in_flight(nodes)
     out = []
-    for n in nodes:
+    for k, n in enumerate(nodes):
         if _only_wgmma(n, hazards):
+            left = 0 if _touched_later(n, nodes[k + 1:], hazards) else pending  # its accumulators read below
             out += [WgmmaFence("the accumulators' earlier register writes, before the asynchronous wgmma"), n,
-                    WgmmaWait(pending, "this batch's accumulators written and its shared tiles read" if not pending
+                    WgmmaWait(left, "this batch's accumulators written and its shared tiles read" if not left
                               else "the previous iteration's batch complete: its stage may be refilled")]
         else:
             out.append(n)

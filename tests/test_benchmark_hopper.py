@@ -60,6 +60,8 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2": (128, 256),
         "hopper_128x256_3_stages_warp_specialized_grouped_stmatrix_bf16_out": (128, 256),
         "hopper_128x256_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out": (128, 256),
+        "hopper_128x256_3_stages_warp_specialized_grouped_cluster_2_stmatrix_bf16_out": (128, 256),
+        "hopper_128x256_3_stages_warp_specialized_one_wave_cluster_2_stmatrix_bf16_out": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_grouped_n_major_b": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
     ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
@@ -133,7 +135,7 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     n = len(H.SCHEDULES)
     whole = {name for name, kw in H.SCHEDULES.items() if kw.get("stmatrix")}  # stmatrix is warp-collective
     s = len(whole)
-    assert s == 2
+    assert s == 4
     assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n - s} accepted, {n + s} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()

@@ -162,3 +162,20 @@ def test_no_wgmma_no_check():
 
     ctx = VerifyContext(tuned("M", "N", "K").snapshot(), tp.get_target("sm_90a"))
     assert list(wgmma_async_order(ctx)) == []
+
+
+def test_a_batch_whose_accumulators_are_read_in_its_own_loop_is_waited_for_at_once():
+    """Found by benchmarks/fuzz.py (seed 17, case 2410: the M-tile loop made the circular loop by
+    inline_most): the accumulators were stored in the loop that left the batch in flight. The
+    placement now waits for it there (wgmma.wait_group 0), and the rule finds nothing."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+    from wgmma import hopper_matmul_m_tiles_in_a_loop  # noqa: E402
+
+    fusion = hopper_matmul_m_tiles_in_a_loop()
+    tp.propagate_transforms(fusion.tensor("T4"))
+    tp.inline_most(fusion)
+    ctx = VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
+    nest = barrier_nest(ctx)
+    waits = [n for s in _scopes(nest.tree) for n in s if isinstance(n, WgmmaWait) and n.commit]
+    assert waits and all(w.pending == 0 for w in waits)
+    assert _violations(nest) == [] and list(wgmma_async_order(ctx)) == []

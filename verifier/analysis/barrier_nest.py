@@ -26,8 +26,8 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
     op = tv.definition
     if phase is not Phase.STATEMENT:
         reads = frozenset(t.name for t in op.inputs) if phase is Phase.ACCUMULATE else frozenset()
-        if phase is Phase.ACCUMULATE and is_wgmma_op(op):
-            return Access(None, reads, Async.WGMMA)
+        if phase is Phase.ACCUMULATE and is_wgmma_op(op):  # its accumulators, as the code generator's MmaIssue
+            return Access(tv.name, reads, Async.WGMMA)
         return Access(tv.name if phase is Phase.STORE else None, reads) if phase in (Phase.ACCUMULATE, Phase.STORE) \
             else None
     if is_tma_op(op):
