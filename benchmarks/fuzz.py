@@ -12,7 +12,9 @@ axes with indivisible splits, block reductions over odd thread counts, rfactor, 
 vectorized inputs; and tensor-core MmaOps of tests/support/mma_gen.py: mma.sync matmuls with
 random macros, dtypes, warp and tile shapes, cp.async stages, ldmatrix or element copies,
 register epilogues, concrete or symbolic sizes, nearly half of them mutated, and API misuse that
-must raise tp.ScheduleError), reproducibly: hypothesis strategies drawn from random.Random("S:i").
+must raise tp.ScheduleError; and wgmma matmuls of tests/support/wgmma_gen.py: examples/valid/wgmma.py's
+hopper() with random tiles, stages, grouping, warp specialization, clusters, persistent grids,
+epilogues and majors), reproducibly: hypothesis strategies drawn from random.Random("S:i").
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds. Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
@@ -50,7 +52,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
-            ("reduction", 2), ("mma", 1)]
+            ("reduction", 2), ("mma", 1), ("wgmma", 1)]
 MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
@@ -78,6 +80,11 @@ def draw_case(seed: int, index: int, families=None):
         from support.reduction_gen import reduction_case
 
         return family, "sm_90a", reduction_case(rng.randrange(2 ** 31))
+    if family == "wgmma":  # examples/valid/wgmma.py's hopper() with random parameters (tests/support/wgmma_gen.py)
+        from support.wgmma_gen import wgmma_case
+
+        case = wgmma_case(rng.randrange(2 ** 31))
+        return family, case.target, case
     if family == "mma":  # plain random draws too (tests/support/mma_gen.py)
         from support.mma_gen import mma_case
 
