@@ -637,10 +637,12 @@ def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, haz
     scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
     parent, at = wp[d - 1]
 
+    def loads(n) -> bool:  # a load, or a loop of them (an MN-major tile's boxes)
+        return any(loads(c) for c in n.body) if hasattr(n, "body") else hazards.access(n) is not None
+
     def producer(nodes) -> tuple[Event, ...]:
         return tuple(Event(Step.EMPTY_WAIT, stages=n.stages) if isinstance(n, StageEmptyWait) else Event(Step.ISSUE)
-                     for n in nodes
-                     if isinstance(n, StageEmptyWait) or hazards.access(n) is not None)
+                     for n in nodes if isinstance(n, StageEmptyWait) or loads(n))
 
     def events(nodes, read=None) -> tuple[Event, ...]:
         out: list[Event] = []

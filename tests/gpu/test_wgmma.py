@@ -100,3 +100,15 @@ def test_a_stmatrix_epilogue_stores_bfloat16_through_shared_memory(sms, m, n, k)
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     run(hopper(m, n, k, block=(128, 256), stages=3, prefetch=1, group=8, specialized=ws, persistent=sms,
                out_dtype=tp.bfloat16, stmatrix=True), {})
+
+
+@pytest.mark.parametrize("a_major, b_major", [("MN", "MN"), ("K", "MN")])
+def test_mn_major_tiles_under_mbarrier_war(a_major, b_major):
+    """MN-major tiles (a loop of TMA boxes each) refilled after the empty mbarrier's release,
+    without warp specialization (benchmarks/fuzz.py seed 18: rejected before, the loop of boxes
+    was not seen as the refill)."""
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    run(hopper(248, 320, 680, block=(64, 128), stages=2, prefetch=1, war_mbarriers=True, a_major=a_major,
+               b_major=b_major), {})

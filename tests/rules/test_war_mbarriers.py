@@ -153,3 +153,16 @@ def test_mbarrier_war_needs_tma_loads_read_by_wgmma():
     assert report.codes == ["LOWERING-SUPPORTED"]
     assert "T4 is circular-buffered with Pipelined(uses_mbarrier_for_war=True), but T6 reads it with" in \
         report.errors[0].message
+
+
+def test_a_refill_of_mn_major_boxes_is_one_issue_after_its_empty_wait():
+    """An MN-major tile is loaded as a loop of boxes: that loop is the refill the empty wait
+    guards (benchmarks/fuzz.py seed 18, case 170: the loop was not counted as an issue, and
+    PIPELINE-RAW, PIPELINE-WAR and PIPELINE-PHASE rejected the schedule)."""
+    fusion = hopper(248, 320, 680, block=(64, 128), stages=2, prefetch=1, war_mbarriers=True, a_major="MN",
+                    b_major="MN")
+    nest = barrier_nest(VerifyContext(fusion.snapshot(), tp.get_target("sm_90a")))
+    for tl in _timelines(nest).values():
+        assert [e.step.value for e in tl.producer] == ["empty wait", "issue", "issue"]  # A's and B's boxes
+        assert prove_complete(tl).proved and prove_free(tl).proved
+    assert tp.verify(fusion, "sm_90a").ok
