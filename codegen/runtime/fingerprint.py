@@ -2,8 +2,10 @@
 
 Two fusions with equal fingerprints verify alike and lower to the same kernel: it
 covers every tensor (dtype, memory, contiguity, compute-at, allocation and loop
-domains with parallel types, transform history), every op, the symbols and the
-assumptions. IterDomain uids are renumbered in order of appearance, so rebuilding
+domains with parallel types, transform history, circular buffering, multicast), every op,
+the symbols, the assumptions and the cluster dims. SCHEDULE_STATE lists the attributes it
+reads and NOT_SCHEDULE those it leaves out (source locations, back references, counters):
+tests/codegen/test_fingerprint.py fails on an attribute in neither. IterDomain uids are renumbered in order of appearance, so rebuilding
 the same schedule gives the same fingerprint.
 """
 
@@ -34,9 +36,26 @@ def _transform(t, ids: _Ids) -> str:
     return repr(t)
 
 
+# what each object of a schedule holds: read by fingerprint() / not part of the schedule
+SCHEDULE_STATE = {
+    "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims"},
+    "TensorView": {"name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
+                   "logical", "history", "loop", "allocation", "multicast_on", "definition"},
+    "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
+           "tf32_rounding"},
+    "IterDomain": {"uid", "extent_expr", "iter_type", "parallel_type", "definition"},
+}
+NOT_SCHEDULE = {
+    "Fusion": {"origin", "assumption_origins", "cluster_origin", "_iterdomain_count", "_tensor_count"},
+    "TensorView": {"origin", "fusion"},
+    "Op": {"origin"},
+    "IterDomain": {"origin", "parallel_origin", "number"},
+}
+
+
 def fingerprint(fusion: Fusion, target: str) -> str:
     ids = _Ids()
-    parts = [f"target={target}", f"name={fusion.name}",
+    parts = [f"target={target}", f"name={fusion.name}", f"cluster={fusion.cluster_dims}",
              "symbols=" + ",".join(fusion.symbols), "assume=" + ";".join(map(str, fusion.assumptions)),
              "inputs=" + ",".join(t.name for t in fusion.inputs),
              "outputs=" + ",".join(t.name for t in fusion.outputs)]
@@ -50,6 +69,7 @@ def fingerprint(fusion: Fusion, target: str) -> str:
             "history=" + ",".join(_transform(t, ids) for t in tv.history),
             "loop=" + ",".join(ids(i) for i in tv.loop),
             "alloc=" + (",".join(ids(i) for i in tv.allocation) if tv.allocation is not None else "-"),
+            f"multicast={tv.multicast_on.on.name if tv.multicast_on is not None else '-'}",
         ]))
     for op in fusion.exprs:
         parts.append(f"{op.kind}:{op.name}:{op.op_type.value}:{[t.name for t in op.inputs]}->{op.output.name}"
