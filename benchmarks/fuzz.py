@@ -17,7 +17,8 @@ hopper() with random tiles, stages, grouping, warp specialization, clusters, per
 epilogues and majors), reproducibly: hypothesis strategies drawn from random.Random("S:i").
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
---timeout seconds. Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
+--timeout seconds (such a case has no verdict: it runs again alone at the end, and is listed under
+timed_out if it still does not finish). Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
 rejected, internal errors (a rule or the lowering crashed, or reported a tileproof bug),
 verified-but-failed-to-compile (with each case's steps and error), verify time max/median and the
 cases over 1 s, proofs z3 left undecided (unknown, a timeout),
@@ -56,6 +57,7 @@ FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visib
 MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
+TIMED_OUT = "timed out"  # a worker past --timeout, killed before its verdict: run again alone at the end
 SLOW_VERIFY_S = 1
 BAD_RUNS = ("wrong output", "wrote past an output", "fault")  # an accepted kernel must never do these
 UNDECIDED = "could not prove "  # verifier/findings.undecided: z3 answered unknown (a timeout)
@@ -193,8 +195,9 @@ class Pool:
                     s["index"] = None
                     on_result(result)
                 elif time.monotonic() - s["since"] > self.timeout:
-                    on_result({"index": s["index"], "outcome": "failed to compile",
-                               "error": f"timeout: no verdict and kernel within {self.timeout:.0f} s"})
+                    on_result({"index": s["index"], "outcome": TIMED_OUT,  # no verdict: neither accepted nor rejected
+                               "error": f"no verdict and kernel within {self.timeout:.0f} s",
+                               "steps": repr(draw_case(self.seed, s["index"], self.families)[2])})
                     self._replace(s)
                     s["index"] = None
 
@@ -216,7 +219,8 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     failed = [r for r in results if r["outcome"] == "failed to compile"]
     internal = [r for r in results if r["outcome"] == "internal error"]
     codes = Counter(c for r in results for c in r.get("codes", []))
-    kinds = Counter(re.sub(r"'[^']*'|\b\d+\b", "_", r.get("error", ""))[:140] for r in internal + failed)
+    timed_out = [r for r in results if r["outcome"] == TIMED_OUT]
+    kinds = Counter(re.sub(r"'[^']*'|\b\d+\b", "_", r.get("error", ""))[:140] for r in internal + failed + timed_out)
     verify_cpu = [r["verify_cpu_s"] for r in results if "verify_cpu_s" in r]
     slowest = max((r for r in results if "verify_s" in r), key=lambda r: r["verify_s"], default=None)
     slow_verifies = sorted((r for r in results if r.get("verify_s", 0) > SLOW_VERIFY_S), key=lambda r: -r["verify_s"])
@@ -237,6 +241,8 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
         "internal_errors": len(internal) + sum(1 for r in failed if r.get("internal")),
         "verified_but_failed_to_compile": len(failed),
         "generator_errors": count["generator error"],
+        "timed_out": [{"index": r["index"], "steps": r.get("steps", ""), "rerun_alone": r.get("rerun_alone", False)}
+                      for r in timed_out],
         "compiled": count["compiled"],
         "verify_s": {"max": round(max(verify, default=0), 3), "median": round(statistics.median(verify), 4) if verify
                      else 0, "slowest_case": slowest and slowest["index"],
@@ -266,20 +272,21 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
 
 def _rerun_alone(results: list[dict], args, families) -> None:
     """A kernel refused for lack of device memory while other workers held theirs (each CUDA
-    context keeps the local memory of the largest frame it launched), or a worker that died
-    (host memory: each holds its arrays and reference), runs again alone."""
+    context keeps the local memory of the largest frame it launched), a worker that died
+    (host memory: each holds its arrays and reference), or a case past --timeout while the
+    others loaded the CPUs runs again alone: its outcome then is its own."""
     oom = {r["index"] for r in results if "OUT_OF_MEMORY" in r.get("run", {}).get("detail", "")
-           or r.get("error") == "worker died"}
+           or r.get("error") == "worker died" or r["outcome"] == TIMED_OUT}
     if not oom:
         return
     again: dict[int, dict] = {}
-    pool = Pool(1, args.seed, args.timeout, families, True)
+    pool = Pool(1, args.seed, args.timeout, families, args.run)
     try:
         pool.run(sorted(oom), lambda r: again.__setitem__(r["index"], {**r, "rerun_alone": True}))
     finally:
         pool.close()
     results[:] = [again.get(r["index"], r) for r in results]
-    print(f"{len(oom)} cases out of memory among {args.jobs} workers, run again alone", flush=True)
+    print(f"{len(oom)} cases out of memory or time among {args.jobs} workers, run again alone", flush=True)
 
 
 def _threads_per_worker(jobs: int) -> int:
@@ -313,7 +320,7 @@ def main() -> None:
 
     def on_result(r: dict) -> None:
         results.append(r)
-        if r["outcome"] in ("failed to compile", "internal error", "generator error") or \
+        if r["outcome"] in ("failed to compile", "internal error", "generator error", TIMED_OUT) or \
                 r.get("run", {}).get("outcome") in BAD_RUNS:
             print(f"case {r['index']}: {r['outcome']}: {r.get('error', r.get('run'))}"[:400] + f"\n  {r.get('steps', '')}",
                   flush=True)
@@ -328,8 +335,7 @@ def main() -> None:
         pool.run(range(args.first, args.first + args.cases), on_result)
     finally:
         pool.close()
-    if args.run:
-        _rerun_alone(results, args, families)
+    _rerun_alone(results, args, families)
     results.sort(key=lambda r: r["index"])
     summary = summarize(results, args, time.perf_counter() - start)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

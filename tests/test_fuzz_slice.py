@@ -33,3 +33,17 @@ def test_no_internal_error_and_every_accepted_schedule_compiles(outcomes):
 def test_no_proof_is_left_undecided(outcomes):
     undecided = [(r["index"], r["undecided"], r["steps"]) for r in outcomes if r.get("undecided")]
     assert not undecided, undecided[:3]
+
+
+def test_a_timed_out_case_has_no_verdict():
+    """A worker killed at --timeout gave no verdict: not counted as accepted, nor as an accepted
+    schedule that failed to compile, but listed with its steps."""
+    import argparse
+
+    results = [{"index": 0, "outcome": "compiled", "family": "wgmma", "verify_s": 0.1, "compile_s": 0.2},
+               {"index": 1, "outcome": "rejected", "family": "wgmma", "verify_s": 0.1},
+               {"index": 2, "outcome": fuzz.TIMED_OUT, "error": "no verdict and kernel within 60 s",
+                "steps": "WgmmaCase(...)", "rerun_alone": True}]
+    summary = fuzz.summarize(results, argparse.Namespace(jobs=1), 1.0)
+    assert (summary["accepted"], summary["rejected"], summary["verified_but_failed_to_compile"]) == (1, 1, 0)
+    assert summary["timed_out"] == [{"index": 2, "steps": "WgmmaCase(...)", "rerun_alone": True}]
