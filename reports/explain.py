@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from ..verifier.registry import SECTIONS, Rule, all_rules, get_rule
+from ..verifier.registry import PROVED_BY, SECTIONS, Rule, all_rules, get_rule
 
 
 def explain_text(code: str) -> str:
     """The rule's code, family, severity, summary and its fixed docstring sections.
 
+    A condition another rule proves (PROVED_BY) is explained by that rule, said first.
     Raises KeyError (naming every known code) for a code no rule registers."""
-    rule = get_rule(code)
-    lines = [f"{rule.code} ({rule.family}, {rule.severity})", "", rule.summary]
+    prover = PROVED_BY.get(code.upper())
+    rule = get_rule(prover or code)
+    lines = [f"{code.upper()} has no code of its own: {rule.code} proves it.", ""] if prover else []
+    lines += [f"{rule.code} ({rule.family}, {rule.severity})", "", rule.summary]
     for name in SECTIONS:
         body = rule.section(name)
         if body:

@@ -170,6 +170,19 @@ def test_explain_unknown_code_exits_2(capsys):
     assert "unknown rule" in capsys.readouterr().err
 
 
+def test_explain_suggests_the_code_meant(capsys):
+    assert main(["explain", "WGMMA-SMEM"]) == 2
+    assert "did you mean WGMMA-SMEM-LAYOUT?" in capsys.readouterr().err
+
+
+def test_explain_a_condition_another_rule_proves(capsys):
+    """WGMMA-DESCRIPTOR (the descriptor's fields) is proved with the addresses, by WGMMA-SMEM-LAYOUT."""
+    assert main(["explain", "wgmma-descriptor"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("WGMMA-DESCRIPTOR has no code of its own: WGMMA-SMEM-LAYOUT proves it.")
+    assert "WGMMA-SMEM-LAYOUT (wgmma, error)" in out and "base offset" in out
+
+
 def test_explain_list(capsys):
     assert main(["explain", "--list"]) == 0
     out = capsys.readouterr().out

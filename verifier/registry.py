@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 from dataclasses import dataclass
@@ -43,6 +44,9 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+# names of conditions that have no code of their own because another rule proves them (the
+# wgmma descriptor's fields are proved with the addresses they produce)
+PROVED_BY = {"WGMMA-DESCRIPTOR": "WGMMA-SMEM-LAYOUT"}
 
 
 def rule(code: str, *, family: str, severity: Severity = Severity.ERROR):
@@ -60,7 +64,9 @@ def get_rule(code: str) -> Rule:
     try:
         return RULES[code.upper()]
     except KeyError:
-        raise KeyError(f"unknown rule {code!r}; known: {', '.join(sorted(RULES))}") from None
+        close = difflib.get_close_matches(code.upper(), sorted(RULES), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise KeyError(f"unknown rule {code!r}; {hint}known: {', '.join(sorted(RULES))}") from None
 
 
 def all_rules() -> list[Rule]:
