@@ -79,6 +79,13 @@ def _digits(macro: MmaMacro, operand: str, dtype) -> tuple[list[_Digit], list[_D
     return rows, cols
 
 
+def _check_tensor(fn: str, tv) -> None:
+    from .tensor import TensorView  # tensor.py builds on this module
+
+    if not isinstance(tv, TensorView):
+        raise ScheduleError(f"{fn}: expected a TensorView, got {type(tv).__name__} {tv!r:.60}")
+
+
 def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
     """Schedule tv's two innermost loop axes, one instruction tile of `macro` for `operand`, as
     that operand's register fragment: [.., rows, cols] -> [.., lane (TIDx), v]. The tile is
@@ -87,6 +94,7 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
     bfloat16 for the 16-bit macros). Returns tv.
 
         tp.schedule_mma_fragment(a_regs, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.A)"""
+    _check_tensor("schedule_mma_fragment", tv)
     if not isinstance(macro, MmaMacro):
         raise ScheduleError(f"schedule_mma_fragment: macro must be a tp.MmaMacro, got {macro!r:.60}")
     role = operand.value if isinstance(operand, MmaOperand) else operand
@@ -139,6 +147,7 @@ def mma_output_allocation(tv) -> list:
         d.set_allocation_domain(tp.mma_output_allocation(d), True)"""
     from .mma_op import is_mma_op
 
+    _check_tensor("mma_output_allocation", tv)
     if not is_mma_op(tv.definition) or tv.definition.macro is None:
         raise ScheduleError(f"mma_output_allocation: {tv.name} is not the output of an MmaOp with a macro "
                             f"(tp.fused_multiply_sum / tp.matmul, then definition.set_macro)")

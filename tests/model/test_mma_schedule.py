@@ -133,3 +133,11 @@ def test_mma_output_allocation_names_what_it_needs():
     d.definition.set_macro(tp.MmaMacro.Hopper_64_128_16)
     with pytest.raises(tp.ScheduleError, match=r"tile of MmaMacro.Hopper_64_128_16 \(64, 128, 16\).*\[64, 64, 16\]"):
         tp.mma_output_allocation(d)
+
+
+@pytest.mark.parametrize("call", [lambda x: tp.mma_output_allocation(x),
+                                  lambda x: tp.schedule_mma_fragment(x, tp.MmaMacro.Hopper_64_64_16, "C")])
+@pytest.mark.parametrize("bad", ["T2", None, 3])
+def test_mma_scheduling_helpers_name_a_non_tensor(call, bad):
+    with pytest.raises(tp.ScheduleError, match=r"expected a TensorView, got"):
+        call(bad)
