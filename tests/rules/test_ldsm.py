@@ -205,6 +205,20 @@ def test_symbolic_rows_give_a_size():
     assert verify(fusion).ok
 
 
+def test_a_hole_inside_a_threads_own_vector_is_named_as_such():
+    """hopper()'s stmatrix epilogue at M = N = 200: lane 0's stmatrix.x4 holds columns 192..199 of
+    N (element 0 in bounds) and 200.. (past N, a hole): the thread both executes and skips it."""
+    wgmma = _load("valid/wgmma.py")
+    spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    fusion = wgmma.hopper(200, 200, 128, block=(128, 256), stages=3, prefetch=1, out_dtype=tp.bfloat16,
+                          stmatrix=True, specialized=spec)
+    d = only(verify(fusion), "LDSM-THREAD-ROWS")
+    v = d.counterexample
+    assert v["missing thread"] == v["thread"]
+    assert "executes it for element " in d.message and "but it skips element " in d.message
+    assert f"thread {v['thread']} does not execute" not in d.message
+
+
 @pytest.mark.parametrize("name,fragment", [("ldmatrix_float64", "moves float64 elements (8 bytes)"),
                                            ("stmatrix_float32", "stmatrix is modelled for 16-bit elements"),
                                            ("ldmatrix_six_elements", "gives each thread 6 elements")])

@@ -116,12 +116,13 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 def _partial_warp(ctx: VerifyContext, a: Ldsm, out: Outcome) -> Diagnostic:
     v = out.values
+    who = "it" if v["mate"] == v["thread"] else f"thread {v['mate']}"  # a hole inside the thread's own vector
     missing = (f"thread {v['mate']} does not exist (the block has {v['B']} threads)" if v["mate"] >= v["B"]
-               else f"thread {v['mate']} does not execute it (element {v['other element']})")
+               else f"{who} skips element {v['other element']} of the same instruction (a hole)")
     return finding(
         "LDSM-THREAD-ROWS",
         f"the {a.describe} is not executed by whole warps: thread {v['thread']} (lane {v['lane']} of warp "
-        f"{v['thread'] // 32}) executes it but {missing}",
+        f"{v['thread'] // 32}) executes it for element {v['element']} but {missing}",
         notes=[f"{a.issuer.name} issues it over {', '.join(i.label() for i in a.issuer.loop)}",
                f"threads per block: {' x '.join(str(d) for d in a.m.dims)}; {a.name} is .sync.aligned: "
                f"all 32 lanes execute it, none predicated off"],
