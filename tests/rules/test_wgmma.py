@@ -245,3 +245,30 @@ def _brute_force_symbolic(fusion):
             if got != want:
                 out.append((env, op.role, mn, k, got, want, None))
     return out
+
+
+def test_a_sw128_stage_only_128_byte_aligned_is_refused(monkeypatch):
+    """tilelang #2379: a 128-byte-swizzled TMA stage 128- but not 1024-byte aligned read back wrong.
+    WGMMA-SMEM-LAYOUT proves the layout relative to the buffer; SMEM-ALIGNMENT proves the buffer
+    starts on the swizzle pattern. With the shared-memory plan shifted by 128 bytes (a planner
+    that aligned swizzled buffers to 128 only), the schedule is refused, naming the period."""
+    import dataclasses
+
+    from tileproof.model.expr import add, const
+    from tileproof.verifier import context
+
+    plan = context.plan_shared_memory
+
+    def shifted(fusion, allocations):
+        p = plan(fusion, allocations)
+        return dataclasses.replace(p, buffers={k: dataclasses.replace(b, offset=add(b.offset, const(128)))
+                                               for k, b in p.buffers.items()}, total=add(p.total, const(128)))
+
+    fusion = VALID.hopper(256, 256, 128, block=(128, 256), stages=2, prefetch=1)
+    assert tp.verify(fusion, "sm_90a").ok
+    monkeypatch.setattr(context, "plan_shared_memory", shifted)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.codes == ["SMEM-ALIGNMENT"]
+    d = next(d for d in report.errors if "T4" in d.message)
+    assert d.counterexample["buffer offset"] == 128
+    assert "not a multiple of its 1024-byte swizzle period" in d.message and "faults" not in d.message

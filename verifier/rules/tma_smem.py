@@ -654,13 +654,25 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
             {"buffer offset": buf.offset, "tile address": address, "tile start": issue.tile_start}, tile=False))
         yield from report_values(
             ctx, "SMEM-ALIGNMENT", out, f"that the TMA addresses in {name} are aligned",
-            lambda v, when: (f"a TMA {'into' if issue.info.direction is Direction.LOAD else 'from'} {name} uses shared "
-                             f"address {v['tile address']} (buffer at {v['buffer offset']} + tile start {v['tile start']})"
-                             f"{when}: not a multiple of {TMA_ALIGN}; the copy faults with a misaligned address"),
+            lambda v, when: _misaligned(issue, name, need, v, when),
             ["buffer offset", "tile address", "tile start"],
-            hint=f"make each tile a multiple of {TMA_ALIGN} bytes (a wider box), or give each tile its own "
-                 f"{TMA_ALIGN}-byte slot",
+            hint=(f"make each tile a multiple of {TMA_ALIGN} bytes (a wider box), or give each tile its own "
+                  f"{TMA_ALIGN}-byte slot") if need == TMA_ALIGN else
+                 (f"start {name} on a multiple of {need} bytes (tileproof's shared-memory plan does; a buffer "
+                  f"placed by hand must too), and make each tile a multiple of {TMA_ALIGN} bytes"),
             notes=[f"{name}: {buf.why}"], point=issue.m.ranges, **issue.where)
+
+
+def _misaligned(issue, name: str, need: int, v: dict, when: str) -> str:
+    """The address that breaks SMEM-ALIGNMENT and what it does: a tile off 128 bytes faults; a
+    swizzled buffer off its pattern period is swizzled by other address bits than the schedule's."""
+    copy = f"a TMA {'into' if issue.info.direction is Direction.LOAD else 'from'} {name}"
+    if v["tile address"] % TMA_ALIGN:
+        return (f"{copy} uses shared address {v['tile address']} (buffer at {v['buffer offset']} + tile start "
+                f"{v['tile start']}){when}: not a multiple of {TMA_ALIGN}; the copy faults with a misaligned address")
+    return (f"{copy}: the buffer starts at shared address {v['buffer offset']}{when}, not a multiple of its "
+            f"{need}-byte swizzle period; the hardware swizzles absolute address bits, so the copy's swizzle is "
+            f"not the schedule's layout (wrong values, no fault)")
 
 
 @rule("TMA-COORD-ALIGN", family="tma")
