@@ -112,3 +112,11 @@ def test_mn_major_tiles_under_mbarrier_war(a_major, b_major):
 
     run(hopper(248, 320, 680, block=(64, 128), stages=2, prefetch=1, war_mbarriers=True, a_major=a_major,
                b_major=b_major), {})
+
+
+def test_the_hopper_gemm_walkthrough_runs():
+    """docs/hopper_gemm.md on the GPU: every block, the kernel's run against float64 included."""
+    from support import doc_blocks
+
+    doc = ROOT / "docs" / "hopper_gemm.md"
+    assert doc_blocks.run(doc, gpu=True) == len(doc_blocks.blocks(doc))

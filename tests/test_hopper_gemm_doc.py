@@ -1,0 +1,16 @@
+"""docs/hopper_gemm.md runs as written: its code blocks in order, each shown output exactly what
+the block before it prints (the GPU block runs in tests/gpu/test_wgmma.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import doc_blocks
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "hopper_gemm.md"
+
+
+def test_the_walk_through_runs_and_prints_what_it_shows():
+    blocks = doc_blocks.blocks(DOC)
+    assert sum(b.output is not None for b in blocks) >= 8 and any(b.needs_gpu for b in blocks)
+    assert doc_blocks.run(DOC, gpu=False) == sum(not b.needs_gpu for b in blocks)
