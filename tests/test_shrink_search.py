@@ -63,3 +63,25 @@ def test_steps_are_the_assumed_multiples():
     q.assume_sympy(sympy.Eq(sympy.Mod(S, 16), 0))
     out = q.prove(q.le(E.mul(size, size), E.const(10_000)))  # S * S > 10^4 from S = 101, a multiple of 16 from 112
     assert out.model == {"S": 112}
+
+
+def test_sizes_are_first_tried_small_and_fixed(monkeypatch):
+    """With no time to shrink (SHRINK_CHECKS 0), a counterexample over symbolic sizes is still
+    given at small ones where the size probes find it (solver.py _small_sizes): M and N multiples
+    of 128 with M * N >= 32768 fail first at one step above the smallest, M = 256, N = 128."""
+    monkeypatch.setattr(solver, "SHRINK_CHECKS", 0)
+    product = E.mul(E.var("M"), E.var("N"))
+
+    def query():
+        q = Query([product, E.const(32768)], {}, symbols={"M": (128, 2 ** 20), "N": (128, 2 ** 20)},
+                  steps={"M": 128, "N": 128}, shrink=ShrinkAccount(1e-9))
+        for name in ("M", "N"):
+            q.assume_sympy(sympy.Eq(sympy.Mod(sympy.Symbol(name, integer=True, positive=True), 128), 0))
+        return q
+
+    q = query()
+    out = q.prove(q.lt(product, E.const(32768)))
+    assert (out.model["M"], out.model["N"]) in ((256, 128), (128, 256))
+    q = query()
+    out = q.prove(q.lt(product, E.const(32768)), shrink_seconds=0)  # a verdict only: no probes
+    assert out.status is Verdict.COUNTEREXAMPLE

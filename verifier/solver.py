@@ -34,6 +34,13 @@ USE_INT = os.environ.get("TILEPROOF_THEORY") == "int"
 # indices and threads shrunk toward their smallest values) within this many extra solves and seconds
 SHRINK_CHECKS = 48
 SHRINK_SECONDS = float(os.environ.get("TILEPROOF_SHRINK_SECONDS", "0.1"))
+# before that, a counterexample at large sizes is tried at a few small fixed ones (each free extent
+# symbol at its smallest admitted value, then one or two a step above it): fixed sizes turn
+# divisions by a symbol into divisions by a constant, so these solves are quick where shrinking
+# the symbolic model is not; within this many solves of SIZE_PROBE_MS, and seconds per verify
+SIZE_PROBES = 8
+SIZE_PROBE_MS = 100
+SIZE_PROBE_SECONDS = float(os.environ.get("TILEPROOF_SIZE_PROBE_SECONDS", "1.0"))
 
 
 def _ite_max(args):
@@ -330,14 +337,21 @@ class Query:
 
     def _readable(self, s: z3.Solver, m, smallest: Expr | None, seconds: float | None = None,
                   solved_in: float = 0.0):
-        """The counterexample m shrunk, term by term, within SHRINK_CHECKS solves and
+        """The counterexample m at small fixed sizes where a few quick solves find one
+        (_small_sizes), then shrunk, term by term, within SHRINK_CHECKS solves and
         SHRINK_SECONDS: the free extent symbols toward their smallest admitted value, then
         `smallest`, then the other variables toward 0. Each term is fixed at its smallest value
         before the next one shrinks, so a later term never grows an earlier one back. Every
         model found satisfies the same facts and the negated claim: only its values change. A
         solve that took longer than the budget (`solved_in`) is not followed by any: a probe is the
         same question with one more bound, and would time out."""
-        targets = [(self.var(name), lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items() if lo < hi]
+        fixed: set[str] = set()
+        if seconds is None or seconds > 0:
+            probed = self._small_sizes(s, m)
+            if probed is not None:
+                m, solved_in, fixed = probed
+        targets = [(self.var(name), lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items()
+                   if lo < hi and name not in fixed]
         if smallest is not None:
             targets.append((self.term(smallest), 0, 1))
         targets += [(v, 0, 1) for name, v in list(self._vars.items()) if name not in self.symbols]
@@ -353,6 +367,37 @@ class Query:
             s.add(term == m.eval(term, model_completion=True))
         self.shrink.left -= time.perf_counter() - start
         return m
+
+    def _small_sizes(self, s: z3.Solver, m):
+        """The counterexample m again at small sizes, if a few solves with the free extent symbols
+        fixed find one (SIZE_PROBES): all at their smallest admitted value, then one, then two of
+        them a step (their assumed multiple) above it, never above m's. Returns (model, seconds of
+        the solve that found it, the symbols now fixed on s), or None."""
+        free = [(name, lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items() if lo < hi]
+        now = {name: self._as_int(m.eval(self.var(name), model_completion=True)) for name, _, _ in free}
+        if not free or all(now[name] == lo for name, lo, _ in free):
+            return None
+        ups = [()] + [(i,) for i in range(len(free))] + [(i, j) for i in range(len(free)) for j in range(i + 1, len(free))]
+        for up in ups[:SIZE_PROBES]:
+            if self.shrink.probe_left <= 0:
+                break
+            values = {name: lo + (step if i in up else 0) for i, (name, lo, step) in enumerate(free)}
+            if any(values[name] > now[name] for name in values):
+                continue
+            pinned = [self.var(name) == self.val(v) for name, v in values.items()]
+            s.push()
+            s.add(*pinned)
+            s.set("timeout", max(1, min(SIZE_PROBE_MS, int(self.shrink.probe_left * 1000))))
+            start = time.perf_counter()
+            r = s.check()
+            took = time.perf_counter() - start
+            self.shrink.probe_left -= took
+            found = s.model() if r == z3.sat else None
+            s.pop()
+            if found is not None:
+                s.add(*pinned)  # the shrinking that follows keeps these sizes
+                return found, took, set(values)
+        return None
 
     def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "_Budget", unit: int = 1):
         """A model where `term` is as small as it gets (at least lo), starting from model m. The
@@ -438,6 +483,7 @@ class ShrinkAccount:
 
     def __init__(self, seconds: float):
         self.left = seconds
+        self.probe_left = SIZE_PROBE_SECONDS if seconds > 0 else 0.0  # Query._small_sizes
 
 
 class _Budget:

@@ -126,3 +126,18 @@ def test_the_producer_drains_every_stage_after_its_loops():
     producer = roles.body[0].body
     assert isinstance(producer[-1], StageDrain) and producer[-1].stages == 4
     assert producer[-1].barrier == roles.loops[0][2]
+
+
+def test_a_persistent_multicast_is_refuted_at_the_smallest_sizes(monkeypatch):
+    """persistent_multicast_across_n_tiles: found first at sizes near 2^31 (divisions by the
+    symbolic count of N tiles keep z3's model from shrinking in its budget), the counterexample is
+    given at the smallest admitted sizes, M = 128, N = 256, K = 64 (one tile: block 1 of the
+    cluster skips the box block 0 multicasts into it), by the solver's size probes."""
+    from tileproof.verifier import solver
+
+    monkeypatch.setattr(solver, "SIZE_PROBE_MS", 5000)  # the probes' limit, generous for a slow machine
+    spec = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=1,
+                                   specialized=spec, persistent=132, cluster=2), 64, n_multiple=256)
+    (d,) = [d for d in tp.verify(fusion, "sm_90a").errors if d.code == "CLUSTER-MULTICAST"]
+    assert "when M = 128, K = 64, N = 256: one of them skips it as a hole" in d.message
