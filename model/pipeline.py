@@ -219,7 +219,8 @@ def stage_problems(fusion) -> list:
                 values={"stages": c.stages, "prefetch": c.prefetch},
                 notes=("nvFuser refuses it too (TensorView::circularBuffer: \"Unsupported stage number\")",), **where))
         elif not 0 <= c.prefetch < c.stages:
-            raw = "PIPELINE-RAW" if tv.memory_type is MemoryType.Local else "CPASYNC-WAIT"
+            cp_async = tv.definition is not None and getattr(tv.definition, "op_type", None) is LoadStoreOpType.CpAsync
+            raw = "CPASYNC-WAIT" if cp_async else "PIPELINE-RAW"  # TMA stages and registers: PIPELINE-RAW
             why = ("a stage would be refilled before the iteration that reads it is done (PIPELINE-WAR)"
                    if c.prefetch >= c.stages else f"the copy of an iteration would be issued after its reads ({raw})")
             out.append(Problem(

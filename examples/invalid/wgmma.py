@@ -159,7 +159,8 @@ def operands_copied_by_threads(copy):
 
 
 @tp.schedule(expect=tp.rejected("PIPELINE-RAW", "PIPELINE-STAGES", messages=[
-    "T2 reads T4 in iteration 0 before the copy of that iteration's data"]))
+    "T2 reads T4 in iteration 0 before the copy of that iteration's data",
+    "the copy of an iteration would be issued after its reads (PIPELINE-RAW)"]))
 def tma_stages_loaded_late():
     """A's and B's tiles circular-buffered over four TMA stages with a prefetch of -1: each
     iteration would load the tile of the iteration before and read its own stage before any
