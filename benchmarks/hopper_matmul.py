@@ -1,7 +1,8 @@
 """Hopper GEMM on wgmma: tileproof's wgmma schedules against cuBLAS and Triton's persistent TMA
 matmul, in one process on one GPU (issue 13).
 
-    python3 benchmarks/hopper_matmul.py [--out FILE] [--shapes MxNxK,...] [--rep-ms MS]  # an H100, torch, triton
+    python3 benchmarks/hopper_matmul.py [--out FILE] [--shapes MxNxK,...] [--rep-ms MS] [--schedules A,B]
+                                        [--rematch-rounds R]                             # an H100, torch, triton
     python3 benchmarks/hopper_matmul.py --compile-only [--shapes MxNxK,...]            # verify + NVRTC; no GPU
 
 D[M, N] = sum_k A[m, k] B[n, k], bfloat16 operands, float32 accumulation, at M x N x K =
@@ -548,10 +549,14 @@ def rematch(res: dict, runners: dict, time_ms, rounds: int = REMATCH_ROUNDS) -> 
             times[w].append(time_ms(run))
     ms = {w: sorted(t)[len(t) // 2] for w, t in times.items()}
     m, n, k = res["shape"]
+    # each round's own ratios: the three ran back to back there, so a round's clocks cancel
+    rounds_vs = {peer: [round(p / o, 4) for p, o in zip(times[key], times["tileproof"])]
+                 for peer, key in (("vs_cublas", "cublas_a_bT"), ("vs_triton", "triton"))}
     return {"what": f"cuBLAS a @ b.T, Triton's {triton['best_config']} and tileproof {best}, alternately, "
                     f"{rounds} do_bench medians each", "tileproof": best, "ms": times, "median_ms": ms,
             "tflops": {w: base.tflops(m, n, k, t) for w, t in ms.items()},
-            "vs_cublas": round(ms["cublas_a_bT"] / ms["tileproof"], 4), "vs_triton": round(ms["triton"] / ms["tileproof"], 4)}
+            "vs_cublas": round(ms["cublas_a_bT"] / ms["tileproof"], 4), "vs_triton": round(ms["triton"] / ms["tileproof"], 4),
+            "rounds": {peer: {"ratios": r, "at_least_1": sum(x >= 1 for x in r)} for peer, r in rounds_vs.items()}}
 
 
 def add_ratios(res: dict) -> None:
@@ -564,7 +569,7 @@ def add_ratios(res: dict) -> None:
             base.ratios(entry, reference)
 
 
-def job_shape(torch, shape, rep_ms: int, sms: int) -> dict:
+def job_shape(torch, shape, rep_ms: int, sms: int, rounds: int = REMATCH_ROUNDS) -> dict:
     m, n, k = shape
     prob = Problem(torch, m, n, k)
     res: dict = {"shape": [m, n, k], "check_rows": int(prob.rows.numel()), "peers": {}, "tileproof": {}}
@@ -578,7 +583,7 @@ def job_shape(torch, shape, rep_ms: int, sms: int) -> dict:
     a, b = prob.operands(K_MAJOR)
     out = base.poisoned(torch, m, n, torch.bfloat16)
     RUNNERS["cublas_a_bT"] = lambda: torch.matmul(a[:, 0, :], b[0].T, out=out)
-    attempt(res, "rematch", lambda: rematch(res, RUNNERS, lambda run: base.timed(run, m, n, k, rep_ms)["ms"]))
+    attempt(res, "rematch", lambda: rematch(res, RUNNERS, lambda run: base.timed(run, m, n, k, rep_ms)["ms"], rounds))
     RUNNERS.clear()
     prob._layouts.clear()
     return res
@@ -675,6 +680,8 @@ def main(argv=None) -> int:
                              + ",".join(shape_key(s) for s in SHAPES) + ")")
     parser.add_argument("--rep-ms", type=int, default=200,
                         help="do_bench's repetition time per kernel (default: %(default)s)")
+    parser.add_argument("--rematch-rounds", type=int, default=REMATCH_ROUNDS,
+                        help="rounds of the rematch, the three best timed alternately (default: %(default)s)")
     parser.add_argument("--schedules", default="all",
                         help="comma-separated names of SCHEDULES to build and time (default: all)")
     parser.add_argument("--compile-only", action="store_true",
@@ -687,6 +694,8 @@ def main(argv=None) -> int:
         parser.error(f"--shapes: {e}")
     if args.rep_ms <= 0:
         parser.error("--rep-ms must be positive")
+    if args.rematch_rounds <= 0:
+        parser.error("--rematch-rounds must be positive")
     if args.schedules.strip().lower() not in ("", "all"):
         names = [x.strip() for x in args.schedules.split(",") if x.strip()]
         unknown = [x for x in names if x not in SCHEDULES]
@@ -747,7 +756,8 @@ def main(argv=None) -> int:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     results["results"] = {}
     for shape in shapes:
-        attempt(results["results"], shape_key(shape), lambda shape=shape: job_shape(torch, shape, args.rep_ms, sms))
+        attempt(results["results"], shape_key(shape),
+                lambda shape=shape: job_shape(torch, shape, args.rep_ms, sms, args.rematch_rounds))
         torch.cuda.empty_cache()
     results["table"] = rows_of(results)
     results["seconds"] = round(time.time() - started, 1)
@@ -767,7 +777,9 @@ def rematch_line(key: str, r: dict) -> str:
     t = r["tflops"]
     return (f"{key:<16} rematch ({len(r['ms']['tileproof'])} rounds, alternately): tileproof {r['tileproof']} "
             f"{t['tileproof']} TFLOP/s, cuBLAS a @ b.T {t['cublas_a_bT']}, Triton {t['triton']}; "
-            f"vs cuBLAS {r['vs_cublas']}, vs Triton {r['vs_triton']}")
+            f"vs cuBLAS {r['vs_cublas']}, vs Triton {r['vs_triton']}"
+            + "".join(f"; {peer.replace('_', ' ')} round by round {min(x['ratios'])}-{max(x['ratios'])}, "
+                      f">= 1 in {x['at_least_1']} of {len(x['ratios'])}" for peer, x in r.get("rounds", {}).items()))
 
 
 if __name__ == "__main__":

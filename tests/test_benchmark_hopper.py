@@ -230,4 +230,8 @@ def test_the_rematch_times_the_three_best_alternately_and_takes_medians():
     assert r["tileproof"] == "fast" and r["median_ms"] == {"cublas_a_bT": 1.1, "triton": 1.2, "tileproof": 1.0}
     assert r["vs_cublas"] == 1.1 and r["vs_triton"] == 1.2
     assert "rematch (3 rounds, alternately): tileproof fast" in H.rematch_line("8192x8192x8192", r)
+    # round by round: cuBLAS 1.0 / 1.0, 1.2 / 0.9, 1.1 / 1.05; Triton 1.3 / 1.0, 1.1 / 0.9, 1.2 / 1.05
+    assert r["rounds"]["vs_cublas"] == {"ratios": [1.0, 1.3333, 1.0476], "at_least_1": 3}
+    assert r["rounds"]["vs_triton"] == {"ratios": [1.3, 1.2222, 1.1429], "at_least_1": 3}
+    assert "vs triton round by round 1.1429-1.3, >= 1 in 3 of 3" in H.rematch_line("8192x8192x8192", r)
     assert "no timed tileproof schedule" in H.rematch({"peers": {}, "tileproof": {}}, {}, fake_time)["error"]
