@@ -40,6 +40,14 @@ SHRINK_SECONDS = float(os.environ.get("TILEPROOF_SHRINK_SECONDS", "0.1"))
 # the symbolic model is not; within this many solves of SIZE_PROBE_MS, and seconds per verify
 SIZE_PROBES = 8
 SIZE_PROBE_MS = 100
+# a claim that divides by a symbolic term (a persistent grid's tile index by the count of N tiles)
+# is first tried with each such quotient and remainder a free variable, bounded as they are
+# (remainder < divisor, quotient <= dividend): bit-blasting a division by a variable is the
+# costly part, and a claim proved so holds for the real terms too; a failure (the claim needed
+# the division) falls through to the full proof
+ABSTRACT_MS = 500
+_DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_IDIV)
+_REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I, z3.Z3_OP_MOD)
 SIZE_PROBE_SECONDS = float(os.environ.get("TILEPROOF_SIZE_PROBE_SECONDS", "1.0"))
 
 
@@ -316,6 +324,8 @@ class Query:
         claim's failure allows (1 where it does not depend on the symbol), then the expression
         `smallest` (the rule's witness, e.g. a thread id), then the other variables;
         `shrink_seconds` caps that search further (a warning rule's own time budget)."""
+        if self._proved_without_symbolic_division(claim):
+            return Outcome(Verdict.PROVED)
         # simplify, then the SMT core: on the bundled examples' queries half the solving time
         # of the default QF_BV pipeline (eager bit-blasting to SAT), the same verdicts
         s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
@@ -334,6 +344,43 @@ class Query:
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
         return Outcome(Verdict.COUNTEREXAMPLE, model, values=derived)
+
+    def _proved_without_symbolic_division(self, claim) -> bool:
+        """Whether claim holds with each division and remainder by a non-constant term replaced
+        by a fresh variable bounded as the term is (ABSTRACT_MS): if so it holds for the terms.
+        False where the claim has none, has a quantifier, or needs the division itself."""
+        found, seen, stack = [], set(), [claim]
+        while stack:
+            t = stack.pop()
+            if t.get_id() in seen:
+                continue
+            seen.add(t.get_id())
+            if z3.is_quantifier(t) or z3.is_var(t):
+                return False  # a bound variable must not be captured by a free one
+            if z3.is_app(t):
+                kind = t.decl().kind()
+                if kind in _DIVISIONS + _REMAINDERS and not (z3.is_bv_value(t.arg(1)) or z3.is_int_value(t.arg(1))):
+                    found.append(t)
+                stack.extend(t.children())
+        if not found:
+            return False
+        fresh = [z3.FreshConst(t.sort(), "quotient") for t in found]
+        pairs = list(zip(found, fresh))
+        zero = self.val(0)
+        bounds = []
+        for t, v in pairs:
+            x, d = t.arg(0), t.arg(1)
+            if t.decl().kind() in _REMAINDERS:  # x % d < d (z3's: d > 0 for integers)
+                bounds.append(z3.Implies(z3.UGT(d, zero), z3.ULT(v, d)) if self.bv else z3.Implies(d > 0, z3.And(v >= 0, v < d)))
+            else:  # x / d <= x for d >= 1 (x >= 0 for integers)
+                bounds.append(z3.Implies(z3.UGT(d, zero), z3.ULE(v, x)) if self.bv
+                              else z3.Implies(z3.And(d > 0, x >= 0), z3.And(v >= 0, v <= x)))
+        s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
+        s.set("timeout", min(self.timeout_ms, ABSTRACT_MS))
+        s.add(*self.facts)
+        s.add(*[z3.substitute(b, *pairs) for b in bounds])
+        s.add(z3.Not(z3.substitute(claim, *pairs)))
+        return s.check() == z3.unsat
 
     def _readable(self, s: z3.Solver, m, smallest: Expr | None, seconds: float | None = None,
                   solved_in: float = 0.0):
