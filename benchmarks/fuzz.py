@@ -275,18 +275,18 @@ def _rerun_alone(results: list[dict], args, families) -> None:
     context keeps the local memory of the largest frame it launched), a worker that died
     (host memory: each holds its arrays and reference), or a case past --timeout while the
     others loaded the CPUs runs again alone: its outcome then is its own."""
-    oom = {r["index"] for r in results if "OUT_OF_MEMORY" in r.get("run", {}).get("detail", "")
-           or r.get("error") == "worker died" or r["outcome"] == TIMED_OUT}
-    if not oom:
+    alone = {r["index"] for r in results if "OUT_OF_MEMORY" in r.get("run", {}).get("detail", "")
+             or r.get("error") == "worker died" or r["outcome"] == TIMED_OUT}
+    if not alone:
         return
     again: dict[int, dict] = {}
     pool = Pool(1, args.seed, args.timeout, families, args.run)
     try:
-        pool.run(sorted(oom), lambda r: again.__setitem__(r["index"], {**r, "rerun_alone": True}))
+        pool.run(sorted(alone), lambda r: again.__setitem__(r["index"], {**r, "rerun_alone": True}))
     finally:
         pool.close()
     results[:] = [again.get(r["index"], r) for r in results]
-    print(f"{len(oom)} cases out of memory or time among {args.jobs} workers, run again alone", flush=True)
+    print(f"{len(alone)} cases out of memory or time among {args.jobs} workers, run again alone", flush=True)
 
 
 def _threads_per_worker(jobs: int) -> int:

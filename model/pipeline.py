@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 
 from .barriers import (Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats, split_point,
                        statement_paths)
+from .cp_async import is_cp_async
 from .wgmma_order import WgmmaWait
 from .errors import ScheduleError, user_location
 from .expr import Expr, const
@@ -219,8 +220,7 @@ def stage_problems(fusion) -> list:
                 values={"stages": c.stages, "prefetch": c.prefetch},
                 notes=("nvFuser refuses it too (TensorView::circularBuffer: \"Unsupported stage number\")",), **where))
         elif not 0 <= c.prefetch < c.stages:
-            cp_async = tv.definition is not None and getattr(tv.definition, "op_type", None) is LoadStoreOpType.CpAsync
-            raw = "CPASYNC-WAIT" if cp_async else "PIPELINE-RAW"  # TMA stages and registers: PIPELINE-RAW
+            raw = "CPASYNC-WAIT" if is_cp_async(tv.definition) else "PIPELINE-RAW"  # TMA stages, registers: RAW
             why = ("a stage would be refilled before the iteration that reads it is done (PIPELINE-WAR)"
                    if c.prefetch >= c.stages else f"the copy of an iteration would be issued after its reads ({raw})")
             out.append(Problem(

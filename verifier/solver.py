@@ -40,6 +40,7 @@ SHRINK_SECONDS = float(os.environ.get("TILEPROOF_SHRINK_SECONDS", "0.1"))
 # the symbolic model is not; within this many solves of SIZE_PROBE_MS, and seconds per verify
 SIZE_PROBES = 8
 SIZE_PROBE_MS = 100
+SIZE_PROBE_SECONDS = float(os.environ.get("TILEPROOF_SIZE_PROBE_SECONDS", "1.0"))
 # a claim that divides by a symbolic term (a persistent grid's tile index by the count of N tiles)
 # is first tried with each such quotient and remainder a free variable, bounded as they are
 # (remainder < divisor, quotient <= dividend): bit-blasting a division by a variable is the
@@ -48,7 +49,6 @@ SIZE_PROBE_MS = 100
 ABSTRACT_MS = 500
 _DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_IDIV)
 _REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I, z3.Z3_OP_MOD)
-SIZE_PROBE_SECONDS = float(os.environ.get("TILEPROOF_SIZE_PROBE_SECONDS", "1.0"))
 
 
 def _ite_max(args):
@@ -326,12 +326,7 @@ class Query:
         `shrink_seconds` caps that search further (a warning rule's own time budget)."""
         if self._proved_without_symbolic_division(claim):
             return Outcome(Verdict.PROVED)
-        # simplify, then the SMT core: on the bundled examples' queries half the solving time
-        # of the default QF_BV pipeline (eager bit-blasting to SAT), the same verdicts
-        s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
-        s.set("timeout", self.timeout_ms)
-        s.add(*self.facts)
-        s.add(z3.Not(claim))
+        s = self._solver(self.timeout_ms, z3.Not(claim))
         if DUMP_SMT:
             print(s.sexpr())
         start = time.perf_counter()
@@ -344,6 +339,14 @@ class Query:
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
         return Outcome(Verdict.COUNTEREXAMPLE, model, values=derived)
+
+    def _solver(self, timeout_ms: int, *assertions) -> z3.Solver:
+        """A solver holding the facts and `assertions`: simplify, then the SMT core (on the bundled
+        examples' queries half the solving time of the default QF_BV pipeline, the same verdicts)."""
+        s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
+        s.set("timeout", timeout_ms)
+        s.add(*self.facts, *assertions)
+        return s
 
     def _proved_without_symbolic_division(self, claim) -> bool:
         """Whether claim holds with each division and remainder by a non-constant term replaced
@@ -364,7 +367,7 @@ class Query:
                 stack.extend(t.children())
         if not found:
             return False
-        fresh = [z3.FreshConst(t.sort(), "quotient") for t in found]
+        fresh = [z3.FreshConst(t.sort(), "abstracted") for t in found]
         pairs = list(zip(found, fresh))
         zero = self.val(0)
         bounds = []
@@ -375,11 +378,8 @@ class Query:
             else:  # x / d <= x for d >= 1 (x >= 0 for integers)
                 bounds.append(z3.Implies(z3.UGT(d, zero), z3.ULE(v, x)) if self.bv
                               else z3.Implies(z3.And(d > 0, x >= 0), z3.And(v >= 0, v <= x)))
-        s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
-        s.set("timeout", min(self.timeout_ms, ABSTRACT_MS))
-        s.add(*self.facts)
-        s.add(*[z3.substitute(b, *pairs) for b in bounds])
-        s.add(z3.Not(z3.substitute(claim, *pairs)))
+        s = self._solver(min(self.timeout_ms, ABSTRACT_MS), *[z3.substitute(b, *pairs) for b in bounds],
+                         z3.Not(z3.substitute(claim, *pairs)))
         return s.check() == z3.unsat
 
     def _readable(self, s: z3.Solver, m, smallest: Expr | None, seconds: float | None = None,
