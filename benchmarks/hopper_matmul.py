@@ -2,7 +2,7 @@
 matmul, in one process on one GPU (issue 13).
 
     python3 benchmarks/hopper_matmul.py [--out FILE] [--shapes MxNxK,...] [--rep-ms MS] [--schedules A,B]
-                                        [--rematch-rounds R]                             # an H100, torch, triton
+                                        [--rematch-rounds R] [--headline NAME]           # an H100, torch, triton
     python3 benchmarks/hopper_matmul.py --compile-only [--shapes MxNxK,...]            # verify + NVRTC; no GPU
 
 D[M, N] = sum_k A[m, k] B[n, k], bfloat16 operands, float32 accumulation, at M x N x K =
@@ -23,7 +23,7 @@ Implementations, per shape:
               778 TFLOP/s) and "cublas_a_b" a @ b, B stored N-major as [K, N] row-major (the
               issue's 701 TFLOP/s); torch.mm(..., out_dtype=torch.float32) is timed beside each.
   Triton      the persistent TMA matmul of Triton's tutorial 09-persistent-matmul: min(#SMs, tiles)
-              programs, each looping over output tiles in grouped order (GROUP_M 8); A, B and C
+              programs, each looping over output tiles in grouped order (GROUP_M); A, B and C
               through TMA tensor descriptors, made on the device by tl.make_tensor_descriptor
               (public from Triton 3.4 on; their global scratch comes from triton.set_allocator) or,
               for an older Triton (3.2, 3.3), host descriptors of triton.tools.experimental_descriptor
@@ -31,8 +31,9 @@ Implementations, per shape:
               accumulation, bfloat16 output as in the tutorial. DISABLE_MMA_V3 is not set (it is
               removed from this process's environment: this is Triton's wgmma path), and each
               configuration's PTX must hold wgmma.mma_async (recorded; one without it is not timed).
-              Configurations: BLOCK 128x256x64, 3 stages, 8 warps (the tutorial's best H100
-              configuration) and 128x128x64, 4 stages, 4 warps; the best is reported.
+              Configurations: BLOCK 128x256x64, 3 stages, 8 warps, GROUP_M 8 (the tutorial's best
+              H100 configuration), the same with GROUP_M 16 (as tileproof's fastest schedule groups
+              its tiles) and 128x128x64, 4 stages, 4 warps, GROUP_M 8; the best is reported.
 
 Every output is poisoned with NaN, computed once and checked before it is timed, against a float64
 reference on 1024 rows spread over M plus the last 128 rows (the partial tile of an M that is not a
@@ -43,7 +44,10 @@ Times: triton.testing.do_bench (CUDA events per launch, L2 flushed before each),
 >= 20 launches after warm-up; back_to_back_ms: 20 launches in a row, no flush (median of 5); a
 tileproof kernel is launched through Kernel._prepare's launch closure. TFLOP/s = 2 M N K / time.
 Ratios are speeds (the peer's time over this one's): vs_cublas against cuBLAS a @ b.T, vs_triton
-against the best Triton configuration. Writes JSON (default benchmarks/results/hopper_matmul.json,
+against the best Triton configuration. Then the rematch: cuBLAS a @ b.T, the best Triton
+configuration and one tileproof schedule (--headline NAME at every shape; by default each shape's
+fastest in the first timings) timed again alternately, --rematch-rounds rounds, their medians and
+each round's ratios. Writes JSON (default benchmarks/results/hopper_matmul.json,
 hopper_matmul_compile_only.json with --compile-only) and prints a table last.
 """
 
@@ -147,9 +151,34 @@ SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
                                                                "group": 8,
                                                                "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},
 }
+# Other block tiles, two consumer warpgroups each, on the persistent balanced grid in clusters of 2:
+# narrower than 256 (any multiple of 16 up to 256 is a wgmma N; fewer idle SMs in the last wave at
+# some shapes), 256 x 128 (each warpgroup two 64 x 128 wgmmas) and 192 x 192 with the columns split
+# between the warpgroups (split_n: three 64 x 96 each); and clusters of 4 along M (B's tile loaded
+# once per 4 blocks)
+_WS = {"specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))}
+_PERSISTENT = {"group": 8, "persistent": "balanced", "cluster": 2}
+_STMATRIX = {"stages": 3, "prefetch": 1, "out_dtype": tp.bfloat16, "stmatrix": True}
+for _bn in (192, 208, 224):
+    SCHEDULES[f"hopper_128x{_bn}_4_stages_warp_specialized_persistent_balanced_cluster_2"] = {
+        "block": (128, _bn), "stages": 4, "prefetch": 2, **_PERSISTENT, **_WS}
+SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2_bf16_out"] = {
+    "block": (128, 256), "stages": 4, "prefetch": 2, **_PERSISTENT, "out_dtype": tp.bfloat16, **_WS}
+for _tile, _block, _split in (("256x128", (256, 128), False), ("192x192_split_n", (192, 192), True)):
+    SCHEDULES[f"hopper_{_tile}_3_stages_warp_specialized_grouped_stmatrix_bf16_out"] = {
+        "block": _block, "split_n": _split, "group": 8, **_STMATRIX, **_WS}
+    SCHEDULES[f"hopper_{_tile}_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out"] = {
+        "block": _block, "split_n": _split, **_PERSISTENT, **_STMATRIX, **_WS}
+SCHEDULES["hopper_128x256_3_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_bf16_out"] = {
+    "block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, **_WS}  # a wave's tiles 16 M x 8 N: fewer DRAM reads
+SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_4"] = {
+    "block": (128, 256), "stages": 4, "prefetch": 2, **_PERSISTENT, "cluster": 4, **_WS}
+SCHEDULES["hopper_128x256_3_stages_warp_specialized_grouped_cluster_4_stmatrix_bf16_out"] = {
+    "block": (128, 256), "group": 8, "cluster": 4, **_STMATRIX, **_WS}
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
-TRITON_CONFIGS = [(128, 256, 64, 3, 8), (128, 128, 64, 4, 4)]
-GROUP_M = 8
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps, GROUP_M): the tutorial's (GROUP_M 8) and, as
+# tileproof's fastest schedule groups 16 M tiles, the same with GROUP_M 16
+TRITON_CONFIGS = [(128, 256, 64, 3, 8, 8), (128, 256, 64, 3, 8, 16), (128, 128, 64, 4, 4, 8)]
 TAIL_ROWS = 128  # checked beside the spread rows: M's last tile, partial where M % 128 != 0
 K_MAJOR = base.K_MAJOR  # "A K-major, B K-major"
 N_MAJOR = "A K-major, B N-major"
@@ -467,8 +496,8 @@ def job_triton(torch, prob: Problem, rep_ms: int, sms: int) -> dict:
     out = base.poisoned(torch, m, n, torch.bfloat16)  # bfloat16 output, as the tutorial's
     allocator = set_descriptor_allocator(torch, triton) if api == "tl.make_tensor_descriptor" else "not needed"
     configs = []
-    for bm, bn, bk, stages, warps in TRITON_CONFIGS:
-        label = f"BLOCK {bm}x{bn}x{bk}, {stages} stages, {warps} warps"
+    for bm, bn, bk, stages, warps, group_m in TRITON_CONFIGS:
+        label = f"BLOCK {bm}x{bn}x{bk}, {stages} stages, {warps} warps, GROUP_M {group_m}"
         grid = (min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn)),)
         holder: dict = {}
         if api == "tl.make_tensor_descriptor":
@@ -480,8 +509,8 @@ def job_triton(torch, prob: Problem, rep_ms: int, sms: int) -> dict:
                      for x, rows, cols, br, bc in ((a2, m, k, bm, bk), (b2, n, k, bn, bk), (out, m, n, bm, bn))]
             args = (*descs, m, n, k)
 
-        def run(args=args, grid=grid, bm=bm, bn=bn, bk=bk, stages=stages, warps=warps, holder=holder):
-            holder["compiled"] = kernel[grid](*args, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
+        def run(args=args, grid=grid, bm=bm, bn=bn, bk=bk, stages=stages, warps=warps, group_m=group_m, holder=holder):
+            holder["compiled"] = kernel[grid](*args, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m,
                                               NUM_SMS=sms, num_stages=stages, num_warps=warps)
 
         RUNNERS[f"triton {label}"] = run
@@ -501,7 +530,7 @@ def job_triton(torch, prob: Problem, rep_ms: int, sms: int) -> dict:
         configs.append(e["r"])
     ran = [c for c in configs if "ms" in c]
     res = {"what": "Triton tutorial 09-persistent-matmul's TMA kernel: min(#SMs, tiles) programs looping over tiles "
-                   f"in grouped order (GROUP_M {GROUP_M}), TMA descriptors, tl.dot(a, b.T) accumulating in float32",
+                   "in grouped order (GROUP_M M tiles a group), TMA descriptors, tl.dot(a, b.T) accumulating in float32",
            "descriptor_api": api, "descriptor_allocator": allocator, "flatten": t["flatten"], "num_sms": sms,
            "layout": K_MAJOR, "out_dtype": str(out.dtype), "DISABLE_MMA_V3": os.environ.get("DISABLE_MMA_V3"),
            "configs": configs}
@@ -530,17 +559,20 @@ RUNNERS: dict = {}  # one shape's launchers, by who ran them: the rematch times 
 REMATCH_ROUNDS = 5
 
 
-def rematch(res: dict, runners: dict, time_ms, rounds: int = REMATCH_ROUNDS) -> dict:
+def rematch(res: dict, runners: dict, time_ms, rounds: int = REMATCH_ROUNDS, headline: str | None = None) -> dict:
     """cuBLAS a @ b.T, the best Triton configuration and the best tileproof schedule of one shape
-    (`res`, its first timings) timed again alternately, `rounds` times each with `time_ms(run)`:
-    all three see the same clocks, so their ratios drift less than those of entries timed
-    minutes apart. Medians of the rounds' times, and tileproof's ratios to both."""
+    (`res`, its first timings), or the `headline` schedule at every shape, timed again
+    alternately, `rounds` times each with `time_ms(run)`: all three see the same clocks, so their
+    ratios drift less than those of entries timed minutes apart. Medians of the rounds' times,
+    and tileproof's ratios to both."""
     peers, ours = res.get("peers", {}), res.get("tileproof", {})
     timed_ours = {n: e for n, e in ours.items() if isinstance(e, dict) and "ms" in e}
     triton = peers.get("triton", {})
     if not timed_ours or "best_config" not in triton or "cublas_a_bT" not in runners:
         return {"error": "no timed tileproof schedule, Triton configuration or cuBLAS run to rematch"}
-    best = min(timed_ours, key=lambda n: timed_ours[n]["ms"])
+    if headline is not None and headline not in timed_ours:
+        return {"error": f"the headline schedule {headline} was not timed at this shape"}
+    best = headline or min(timed_ours, key=lambda n: timed_ours[n]["ms"])
     who = {"cublas_a_bT": runners["cublas_a_bT"], "triton": runners[f"triton {triton['best_config']}"],
            "tileproof": runners[f"tileproof {best}"]}
     times: dict = {w: [] for w in who}
@@ -569,7 +601,7 @@ def add_ratios(res: dict) -> None:
             base.ratios(entry, reference)
 
 
-def job_shape(torch, shape, rep_ms: int, sms: int, rounds: int = REMATCH_ROUNDS) -> dict:
+def job_shape(torch, shape, rep_ms: int, sms: int, rounds: int = REMATCH_ROUNDS, headline: str | None = None) -> dict:
     m, n, k = shape
     prob = Problem(torch, m, n, k)
     res: dict = {"shape": [m, n, k], "check_rows": int(prob.rows.numel()), "peers": {}, "tileproof": {}}
@@ -583,7 +615,8 @@ def job_shape(torch, shape, rep_ms: int, sms: int, rounds: int = REMATCH_ROUNDS)
     a, b = prob.operands(K_MAJOR)
     out = base.poisoned(torch, m, n, torch.bfloat16)
     RUNNERS["cublas_a_bT"] = lambda: torch.matmul(a[:, 0, :], b[0].T, out=out)
-    attempt(res, "rematch", lambda: rematch(res, RUNNERS, lambda run: base.timed(run, m, n, k, rep_ms)["ms"], rounds))
+    attempt(res, "rematch", lambda: rematch(res, RUNNERS, lambda run: base.timed(run, m, n, k, rep_ms)["ms"], rounds,
+                                                headline))
     RUNNERS.clear()
     prob._layouts.clear()
     return res
@@ -684,6 +717,9 @@ def main(argv=None) -> int:
                         help="rounds of the rematch, the three best timed alternately (default: %(default)s)")
     parser.add_argument("--schedules", default="all",
                         help="comma-separated names of SCHEDULES to build and time (default: all)")
+    parser.add_argument("--headline", default=None,
+                        help="the schedule the rematch times at every shape (default: each shape's fastest in the "
+                             "first timings)")
     parser.add_argument("--compile-only", action="store_true",
                         help="verify and compile the tileproof schedules at every shape (NVRTC, sm_90a), print the "
                              "times; no GPU")
@@ -703,6 +739,8 @@ def main(argv=None) -> int:
             parser.error(f"--schedules: unknown {', '.join(unknown) or '(none given)'}; known: {', '.join(SCHEDULES)}")
         for name in [x for x in SCHEDULES if x not in names]:
             del SCHEDULES[name]
+    if args.headline is not None and args.headline not in SCHEDULES:
+        parser.error(f"--headline: {args.headline} is not among the schedules timed")
     if args.out is None:
         name = "hopper_matmul_compile_only.json" if args.compile_only else "hopper_matmul.json"
         args.out = ROOT / "benchmarks" / "results" / name
@@ -712,7 +750,9 @@ def main(argv=None) -> int:
         "command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),
         "shapes": [shape_key(s) for s in shapes],
         "schedules": {name: f"examples/valid/wgmma.py {call_text(name)}" for name in SCHEDULES},
-        "triton_configs": [f"BLOCK {bm}x{bn}x{bk}, {s} stages, {w} warps" for bm, bn, bk, s, w in TRITON_CONFIGS],
+        "headline": args.headline or "each shape's fastest schedule in the first timings",
+        "triton_configs": [f"BLOCK {bm}x{bn}x{bk}, {s} stages, {w} warps, GROUP_M {g}"
+                           for bm, bn, bk, s, w, g in TRITON_CONFIGS],
         "cublas": {key: {"layout": layout, "call": call, "issue_quote_tflops": q}
                    for key, (layout, call, q) in CUBLAS.items()},
     }
@@ -757,7 +797,7 @@ def main(argv=None) -> int:
     results["results"] = {}
     for shape in shapes:
         attempt(results["results"], shape_key(shape),
-                lambda shape=shape: job_shape(torch, shape, args.rep_ms, sms, args.rematch_rounds))
+                lambda shape=shape: job_shape(torch, shape, args.rep_ms, sms, args.rematch_rounds, args.headline))
         torch.cuda.empty_cache()
     results["table"] = rows_of(results)
     results["seconds"] = round(time.time() - started, 1)

@@ -40,7 +40,22 @@ def test_the_issue_shapes_and_schedules():
     assert H.SHAPES == [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 8000, 8192)]
     partial = [s for s in H.SHAPES if not all(H.tile_multiples("hopper_128x128", s).values())]
     assert partial == [(8000, 8000, 8192)]  # one shape whose last tiles are partial
-    assert {n: e["block"] for n, e in H.SCHEDULES.items()} == {
+    blocks = {n: e["block"] for n, e in H.SCHEDULES.items()}
+    narrow = {f"hopper_128x{bn}_4_stages_warp_specialized_persistent_balanced_cluster_2": (128, bn)
+              for bn in (192, 208, 224)}
+    narrow["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2_bf16_out"] = (128, 256)
+    narrow["hopper_128x256_3_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_bf16_out"] = (128, 256)
+    clusters_of_4 = {"hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_4": (128, 256),
+                     "hopper_128x256_3_stages_warp_specialized_grouped_cluster_4_stmatrix_bf16_out": (128, 256)}
+    other_tiles = {f"hopper_{tile}_3_stages_warp_specialized_{grid}_stmatrix_bf16_out": block
+                   for tile, block in (("256x128", (256, 128)), ("192x192_split_n", (192, 192)))
+                   for grid in ("grouped", "persistent_balanced_cluster_2")}
+    for family in (narrow, clusters_of_4, other_tiles):
+        assert family.items() <= blocks.items()
+        for name in family:
+            del blocks[name]
+    assert all(H.SCHEDULES[n].get("split_n") for n in other_tiles if "split_n" in n)
+    assert blocks == {
         "hopper_128x128": (128, 128), "hopper_128x256": (128, 256), "hopper_128x256_4_stages": (128, 256),
         "hopper_128x256_4_stages_one_batch_in_flight": (128, 256),
         "hopper_128x128_4_stages_one_batch_in_flight": (128, 128),
@@ -68,7 +83,8 @@ def test_the_issue_shapes_and_schedules():
     assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     assert H.SCHEDULES["hopper_128x256_4_stages_one_batch_in_flight"] == {"block": (128, 256), "stages": 4, "prefetch": 2}
     assert H.call_text("hopper_128x256") == "hopper(M, N, K, block=(128, 256), swizzle=128)"
-    assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8)  # the tutorial's best H100 configuration
+    assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8, 8)  # the tutorial's best H100 configuration
+    assert (128, 256, 64, 3, 8, 16) in H.TRITON_CONFIGS  # as tileproof's fastest schedule groups its tiles
     assert {layout for layout, _call, _q in H.CUBLAS.values()} == {"A K-major, B K-major", "A K-major, B N-major"}
 
 
@@ -135,7 +151,7 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     n = len(H.SCHEDULES)
     whole = {name for name, kw in H.SCHEDULES.items() if kw.get("stmatrix")}  # stmatrix is warp-collective
     s = len(whole)
-    assert s == 4
+    assert s == 10
     assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n - s} accepted, {n + s} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()

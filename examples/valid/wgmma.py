@@ -65,15 +65,33 @@ def persistent_blocks(tensors, sms, group):
     return 0
 
 
-def stmatrix_epilogue(epilogue, macro, block):
+def warpgroup_tiles(t, split_n):
+    """A block tile [Mo, No, bm, bn] as the two warpgroups' wgmma tiles: [Mo, No, wg, 64, bn]
+    (the rows split, bm 128), [Mo, No, wg, mi, 64, bn] (the rows split, each warpgroup's
+    bm / 128 row tiles a loop mi) or with split_n [Mo, No, wg, mi, 64, bn / 2] (the columns
+    split, bm / 64 row tiles). Returns whether there is an mi axis (3)."""
+    bm, bn = t.axis(2).static_extent, t.axis(3).static_extent
+    if split_n:
+        t.split(3, bn // 2).split(2, 64)  # [Mo, No, mi, 64, wg, bn / 2]
+        permute(t, [0, 1, 4, 2, 3, 5])
+    elif bm > 128:
+        t.split(2, bm // 2).split(3, 64)
+    else:
+        t.split(2, 64)
+    return split_n or bm > 128
+
+
+def stmatrix_epilogue(epilogue, macro, block, split_n=False):
     """[c, cs, out] of mma.through_shared: c = cast(D) in D's fragment layout ([Mo, No, wg (TIDy),
-    thread (TIDx), bn / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16 tile:
+    (mi,) thread (TIDx), N / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16 tile:
     stmatrix.x4) into the TMA store's swizzled boxes, out = their TMA store (tma_store_boxes)."""
     tma_store_boxes(epilogue, block)
     c, cs, _ = epilogue
-    for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, thread, bn / 16, 8]: D's fragment
-        t.split(2, 64)
+    for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, (mi,) thread, N / 16, 8]: D's fragment
+        row_tiles = warpgroup_tiles(t, split_n)
         tp.schedule_mma_fragment(t, macro, "C")
+        if row_tiles:
+            t.axis(3).parallelize(P.Unroll)
         t.axis(2).parallelize(P.TIDy)
         t.split(-1, 8)
         t.axis(-2).parallelize(P.Unroll)
@@ -83,7 +101,7 @@ def stmatrix_epilogue(epilogue, macro, block):
 
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
            specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False,
-           persistent=None, stmatrix=False, a_major="K", b_major="K"):
+           persistent=None, stmatrix=False, a_major="K", b_major="K", split_n=False):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -109,10 +127,14 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     (stmatrix_epilogue) instead of from each thread's registers.
     a_major="MN" / b_major="MN": A stored M-major ([K, M] row-major) / B stored N-major ([K, N]
     row-major, the layout of a @ b), its tile laid out as MN-major TMA boxes (mn_major_box, a
-    loop of one box per swizzle span of rows), read by wgmma transposed."""
+    loop of one box per swizzle span of rows), read by wgmma transposed.
+    block[0] 256: each warpgroup's 128 rows are two 64-row wgmmas (a loop mi). split_n=True: the
+    two warpgroups split the block tile's columns instead of its rows, each issuing bm / 64
+    Hopper_64_{bn / 2}_16 wgmmas per 16 columns of K (a 192 x 192 tile: three 64 x 96 x 16 a
+    warpgroup, 144 accumulators a thread)."""
     bm, bn = block
     bk = swizzle // 2
-    macro = getattr(tp.MmaMacro, f"Hopper_64_{bn}_16")
+    macro = getattr(tp.MmaMacro, f"Hopper_64_{bn // 2 if split_n else bn}_16")
     with tp.Fusion("hopper_matmul") as fusion:
         a = tp.make_tensor([m, 1, k], dtype=tp.bfloat16)
         b = tp.make_tensor([1, n, k], dtype=tp.bfloat16)
@@ -132,24 +154,33 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         t.set_memory_type(tp.MemoryType.Shared)
     for t in (d, sa, sb):
         tile_mnk(t, bm, bn, bk)
-    # D [Mo, No, Ko, bm, bn, bk] -> [Mo, No, Ko, wg, kk, M64, N, K16]
-    d.split(5, 16)
-    d.split(3, 64)
-    permute(d, [0, 1, 2, 3, 6, 4, 5, 7])
-    # the accumulators: [Mo, No, Ko, kk, K16, wg, thread (TIDx), v], wgmma's D fragment
+    row_tiles = split_n or bm > 128  # a warpgroup's tile spans more than one wgmma's 64 rows
+    d.split(5, 16)  # D [Mo, No, Ko, bm, bn, kk, K16] -> [Mo, No, Ko, wg, kk, (mi,) M64, N, K16]
+    if split_n:
+        d.split(4, bn // 2).split(3, 64)  # [Mo, No, Ko, mi, M64, wg, bn / 2, kk, K16]
+        permute(d, [0, 1, 2, 5, 7, 3, 4, 6, 8])
+    elif row_tiles:
+        d.split(3, bm // 2).split(4, 64)  # [Mo, No, Ko, wg, mi, M64, bn, kk, K16]
+        permute(d, [0, 1, 2, 3, 7, 4, 5, 6, 8])
+    else:
+        d.split(3, 64)
+        permute(d, [0, 1, 2, 3, 6, 4, 5, 7])
+    # the accumulators: [Mo, No, Ko, kk, K16, wg, (mi,) thread (TIDx), v], wgmma's D fragment
     d.set_allocation_domain(tp.mma_output_allocation(d), True)
-    for i, p in ((3, P.TIDy), (4, P.Unroll), (5, P.Mma), (6, P.Mma), (7, P.Mma)):
+    for i, p in enumerate([P.TIDy, P.Unroll] + [P.Unroll] * row_tiles + [P.Mma] * 3, start=3):
         d.axis(i).parallelize(p)
     if stmatrix:  # through shared memory: stmatrix, then a TMA store
         epilogue = through_shared(out)
-        stmatrix_epilogue(epilogue, macro, block)
-    else:  # the output [M, N] -> [Mo, No, wg, thread, v]: D's fragment
+        stmatrix_epilogue(epilogue, macro, block, split_n)
+    else:  # the output [M, N] -> [Mo, No, wg, (mi,) thread, v]: D's fragment
         epilogue = [out]
         out.split(1, bn).split(0, bm)
         permute(out, [0, 2, 1, 3])
-        out.split(2, 64)
+        warpgroup_tiles(out, split_n)
         tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
         out.axis(2).parallelize(P.TIDy)
+        if row_tiles:
+            out.axis(3).parallelize(P.Unroll)
         if not (isinstance(n, int) and n % 2):  # an even N: no pair of columns straddles N's end (rows past M: both out)
             out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
         # the thread's accumulators read by constant indices: registers, not local memory
@@ -339,6 +370,27 @@ def hopper_matmul_warp_specialized_stmatrix_epilogue():
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
     return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=3, prefetch=1, group=8, specialized=ws,
                                  out_dtype=tp.bfloat16, stmatrix=True), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_256_row_tiles():
+    """256 x 128 block tiles: each consumer warpgroup owns 128 rows, two 64 x 128 x 16 wgmmas
+    (a loop mi) per 16 columns of K, 128 accumulators a thread; D cast to bfloat16 and stored
+    through the stmatrix staging tile (each warpgroup's stmatrix covers its two row tiles)."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(256, 128), stages=3, prefetch=1, group=8, specialized=ws,
+                                 out_dtype=tp.bfloat16, stmatrix=True), 64, m_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_split_n():
+    """192 x 192 block tiles with the columns split between the consumer warpgroups: each issues
+    three 64 x 96 x 16 wgmmas per 16 columns of K, reading its half of B's tile (rows 96 w to
+    96 w + 95: descriptor start addresses WGMMA-SMEM-LAYOUT proves inside the swizzle atoms) and
+    all of A's, 144 accumulators a thread; M and N need not be multiples of 192."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(192, 192), stages=4, prefetch=2, group=8, specialized=ws,
+                                 split_n=True), 64, m_multiple=64, n_multiple=64)
 
 
 @tp.schedule(expect=tp.accepted())

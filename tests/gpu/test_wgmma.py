@@ -102,6 +102,23 @@ def test_a_stmatrix_epilogue_stores_bfloat16_through_shared_memory(sms, m, n, k)
                out_dtype=tp.bfloat16, stmatrix=True), {})
 
 
+@pytest.mark.parametrize("block, split_n", [((256, 128), False), ((192, 192), True)], ids=["256_row_tiles", "split_n"])
+@pytest.mark.parametrize("epilogue", ["registers", "stmatrix"])
+@pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 1008, 784, 200), (8, 2, 1200, 992, 136)])
+def test_warpgroup_tiles_of_several_wgmmas(block, split_n, epilogue, sms, cluster, m, n, k):
+    """Block tiles whose warpgroups issue several wgmmas each (a loop mi over 64-row tiles): 256 x
+    128 (the rows split) and 192 x 192 (the columns split), bfloat16 out from the registers or by
+    stmatrix and TMA, grouped or persistent with B multicast in clusters of two, partial tiles in
+    M, N and K (M and N multiples of 16: stmatrix's tiles); the output poisoned with NaN first."""
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+    stages = 3 if epilogue == "stmatrix" else 4
+    run(hopper(m, n, k, block=block, split_n=split_n, stages=stages, prefetch=stages - 2, group=8, specialized=ws,
+               persistent=sms, cluster=cluster, out_dtype=tp.bfloat16, stmatrix=epilogue == "stmatrix"), {})
+
+
 @pytest.mark.parametrize("a_major, b_major", [("MN", "MN"), ("K", "MN")])
 def test_mn_major_tiles_under_mbarrier_war(a_major, b_major):
     """MN-major tiles (a loop of TMA boxes each) refilled after the empty mbarrier's release,
