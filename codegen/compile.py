@@ -21,13 +21,13 @@ from ..model.errors import ScheduleError
 from ..model.targets import Target, get_target
 from ..model.types import MemoryType
 from ..verifier.diagnostics import Report
-from ..verifier.verify import verify
+from ..verifier.verify import accepted_before, verify
 from .runtime import driver, tensor_maps
 from .runtime.arrays import ArrayInfo, new_output
 from .runtime.binding import Bound, bind
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, ScheduleRejected
-from .runtime.fingerprint import fingerprint
+from ..model.fingerprint import fingerprint
 from .ir import KernelIR, ParamKind
 from .lower import lower
 from .runtime.nvrtc import compile_to_cubin, cuda_include_dir
@@ -274,7 +274,7 @@ def compile(fusion: Fusion, target="sm_90a") -> Kernel:  # noqa: A001 - the publ
     if kernel is not None:
         _memory.move_to_end(key)
         return kernel
-    report = verify(fusion, tgt)
+    report = accepted_before(fusion, key) or verify(fusion, tgt)
     if not report.ok:
         raise ScheduleRejected(report)
     kernel = build_kernel(fusion.snapshot(), report, tgt)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import difflib
 import time
 import traceback
+import weakref
 from typing import Iterable, Mapping
 
 from ..model.cluster import cluster_dims, cluster_size
 from ..model.errors import InternalError, ScheduleError
+from ..model.fingerprint import fingerprint
 from ..model.fusion import Fusion
 from ..model.notation import user_str
 from ..model.targets import get_target
@@ -23,6 +25,11 @@ from .summary import summarize
 # rules whose error leaves the others nothing to prove: a split factor the kernel cannot be
 # given makes every size-quantified claim about a kernel that cannot exist (and slow to decide)
 GATES = ("SYMBOLIC-FACTOR",)
+
+# fusion -> (fingerprint, report) of its last full verify that passed: tp.compile of the same,
+# unchanged fusion takes that report instead of proving everything again (a changed schedule has
+# another fingerprint; a rejection is not kept, so no edit of a report can make compile accept)
+_ACCEPTED: "weakref.WeakKeyDictionary[Fusion, tuple[str, Report]]" = weakref.WeakKeyDictionary()
 
 
 def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = None,
@@ -70,7 +77,16 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
         report.launch["cluster"] = str(cluster_dims(snap))
     report.queries = ctx.queries
     report.seconds = time.perf_counter() - start
+    if report.ok and not bind and wanted is None:
+        _ACCEPTED[fusion] = (fingerprint(snap, tgt.name), report)
     return report
+
+
+def accepted_before(fusion: Fusion, key: str) -> Report | None:
+    """The passing report of the last full tp.verify of this fusion object, if its schedule's
+    fingerprint is still `key` (fingerprint(fusion, target)); else None."""
+    hit = _ACCEPTED.get(fusion)
+    return hit[1] if hit is not None and hit[0] == key else None
 
 
 def _check_rules(rules: Iterable[str] | None) -> set[str] | None:

@@ -242,6 +242,64 @@ def test_disk_cache_skips_nvrtc(tmp_path, monkeypatch):
     assert tp.compile(fusion).cubin == cubin
 
 
+def _counting_verify(monkeypatch) -> list:
+    """Record each full verification tp.compile runs itself."""
+    from tileproof.codegen import compile as compile_module
+
+    calls = []
+    real = compile_module.verify
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compile_module, "verify", counted)
+    return calls
+
+
+def test_compile_after_verify_takes_its_report(monkeypatch):
+    fusion = vectorized_copy()
+    report = tp.verify(fusion)
+    calls = _counting_verify(monkeypatch)
+    kernel = tp.compile(fusion)
+    assert calls == [] and kernel.report is report
+    rebuilt = vectorized_copy()  # the same schedule, another object: proved again
+    clear_memory_cache()
+    tp.compile(rebuilt)
+    assert calls == ["vectorized_copy"]
+
+
+def test_a_schedule_changed_after_verify_is_proved_again(monkeypatch):
+    fusion = vectorized_copy()
+    assert tp.verify(fusion).ok
+    calls = _counting_verify(monkeypatch)
+    producer = fusion.tensors[1]
+    producer.axis(1).parallelize(tp.ParallelType.TIDy)  # its consumer runs it on TIDx: rejected
+    with pytest.raises(tp.ScheduleRejected) as e:
+        tp.compile(fusion)
+    assert calls == ["vectorized_copy"] and not e.value.report.ok
+
+
+def test_only_a_whole_passing_verify_is_taken(monkeypatch):
+    """A verify of some rules, or at bound sizes, proves less than compile needs; a rejection is
+    not kept either (no edit of a report can make compile accept)."""
+    partial, bound = vectorized_copy(), vectorized_copy()
+    assert tp.verify(partial, rules=["SPLIT-DIVISIBILITY"]).ok
+    assert tp.verify(bound, bind={"M": 64, "N": 64}).ok
+    rejected = vectorized_copy()
+    rejected.tensors[1].axis(1).parallelize(tp.ParallelType.TIDy)
+    report = tp.verify(rejected)
+    assert not report.ok
+    report.diagnostics.clear()  # a user "fixing" the report by hand
+    calls = _counting_verify(monkeypatch)
+    for fusion in (partial, bound):
+        tp.compile(fusion)
+        clear_memory_cache()
+    with pytest.raises(tp.ScheduleRejected):
+        tp.compile(rejected)
+    assert len(calls) == 3
+
+
 def test_nvrtc_error_shows_the_failing_line():
     source = 'extern "C" __global__ void k(float* x) {\n  x[0] = undefined_name;\n}\n'
     with pytest.raises(tp.CompileError) as e:

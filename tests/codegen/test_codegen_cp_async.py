@@ -115,7 +115,7 @@ def test_ptxas_refuses_an_eight_byte_cp_async_cg():
 
 
 def test_the_fingerprint_tells_cache_ops_apart():
-    from tileproof.codegen.runtime.fingerprint import fingerprint
+    from tileproof.model.fingerprint import fingerprint
 
     def build(cache_op):
         with tp.Fusion("fp") as fusion:
@@ -185,7 +185,7 @@ def flat_all(nodes: list) -> list:
 
 
 def test_the_fingerprint_tells_circular_buffers_apart():
-    from tileproof.codegen.runtime.fingerprint import fingerprint
+    from tileproof.model.fingerprint import fingerprint
 
     a, b = VALID["k_loop_sum_cg_16_bytes"].build(), VALID["k_loop_sum_double_buffered"].build()
     b.name = a.name

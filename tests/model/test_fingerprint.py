@@ -1,4 +1,4 @@
-"""The compile cache's fingerprint (codegen/runtime/fingerprint.py) covers the whole schedule:
+"""The compile cache's fingerprint (model/fingerprint.py) covers the whole schedule:
 two schedules that differ only in their cluster dims or a multicast once got one fingerprint, and
 tp.compile returned the first one's kernel for the second."""
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import tileproof as tp
-from tileproof.codegen.runtime.fingerprint import NOT_SCHEDULE, SCHEDULE_STATE, fingerprint
+from tileproof.model.fingerprint import NOT_SCHEDULE, SCHEDULE_STATE, fingerprint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
 from wgmma import hopper  # noqa: E402

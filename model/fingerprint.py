@@ -1,11 +1,12 @@
-"""A structural fingerprint of a scheduled fusion, for the in-memory compile cache.
+"""A structural fingerprint of a scheduled fusion: the key of the in-memory compile cache, and
+what tells tp.compile that a fusion tp.verify accepted is unchanged since.
 
 Two fusions with equal fingerprints verify alike and lower to the same kernel: it
 covers every tensor (dtype, memory, contiguity, compute-at, allocation and loop
 domains with parallel types, transform history, circular buffering, multicast), every op,
 the symbols, the assumptions and the cluster dims. SCHEDULE_STATE lists the attributes it
 reads and NOT_SCHEDULE those it leaves out (source locations, back references, counters):
-tests/codegen/test_fingerprint.py fails on an attribute in neither. IterDomain uids are renumbered in order of appearance, so rebuilding
+tests/model/test_fingerprint.py fails on an attribute in neither. IterDomain uids are renumbered in order of appearance, so rebuilding
 the same schedule gives the same fingerprint.
 """
 
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 
-from ...model.fusion import Fusion
-from ...model.iterdomain import IterDomain, Merge, Split, Swizzle
+from .fusion import Fusion
+from .iterdomain import IterDomain, Merge, Split, Swizzle
 
 
 class _Ids:
