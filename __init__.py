@@ -11,7 +11,8 @@
 """
 
 from .codegen.compile import Kernel, LaunchParams, compile  # noqa: A004 - tp.compile is the API
-from .codegen.errors import CompileError, InputError, NoDeviceError, ScheduleRejected, UnsupportedSchedule
+from .codegen.errors import (CompileError, InputError, NoDeviceError, PerformanceWarning, ScheduleRejected,
+                             UnsupportedSchedule)
 from .model.allocation import Allocation, AllocatedId, compute_allocation as _compute_allocation
 from .model.errors import InternalError, ScheduleError, TileproofError
 from .model.fusion import Fusion, current_fusion as _current_fusion
@@ -217,6 +218,7 @@ __all__ = [
     "MmaOperand",
     "NoDeviceError",
     "ParallelType",
+    "PerformanceWarning",
     "Pipelined",
     "Report",
     "ScheduleError",

@@ -11,6 +11,8 @@ memory (keyed by the schedule's fingerprint); the cubin is also cached on disk.
 from __future__ import annotations
 
 import ctypes
+import math
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -26,7 +28,7 @@ from .runtime import driver, tensor_maps
 from .runtime.arrays import ArrayInfo, new_output
 from .runtime.binding import Bound, bind
 from .emit import emit, uses_half_types
-from .errors import InputError, NoDeviceError, ScheduleRejected
+from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejected
 from ..model.fingerprint import fingerprint
 from .ir import KernelIR, ParamKind
 from .lower import lower
@@ -72,6 +74,7 @@ class Kernel:
         self._functions: dict[int, Any] = {}
         self._checked: dict[tuple, tuple] = {}
         self._tensor_maps: dict[tuple, Any] = {}
+        self._clusters_checked: set[tuple] = set()
 
     def __repr__(self) -> str:
         return f"<tileproof Kernel {self.fusion.name} for {self.target.name}: grid {self.launch_params.grid}, " \
@@ -114,6 +117,7 @@ class Kernel:
         device_id = self._device(bound)
         outputs = self._outputs(bound, device_id)
         function = self._function(device_id, smem)
+        self._warn_if_clusters_wait(function, grid, block, smem, device_id)
         args = self._arguments(bound, outputs)
         bound.outputs = outputs
         bound.device_id = device_id
@@ -126,6 +130,19 @@ class Kernel:
                 raise self._explained(e, bound.env) from None
 
         return bound, stream, launch
+
+    def _warn_if_clusters_wait(self, function, grid, block, smem: int, device_id: int) -> None:
+        """PerformanceWarning, once per launch configuration, for a grid whose blocks the GPU
+        holds at once but whose clusters it does not (clusters_wait_note)."""
+        cluster = math.prod(self.ir.cluster)
+        key = (device_id, grid, block, smem)
+        if cluster == 1 or key in self._clusters_checked:
+            return
+        self._clusters_checked.add(key)
+        note = clusters_wait_note(math.prod(grid), cluster, driver.resident_blocks(function, block, smem, device_id),
+                                  driver.resident_clusters(function, grid, block, smem))
+        if note:
+            warnings.warn(f"{self.name}: {note}", PerformanceWarning, stacklevel=4)
 
     def _explained(self, error: Exception, env: dict[str, int]) -> Exception:
         """A launch refused for memory, with what the kernel's register tensors ask for: the
@@ -253,6 +270,21 @@ def _check_no_alias(inputs: list[ArrayInfo], outputs: list[ArrayInfo]) -> None:
             if o.ptr == i.ptr:
                 raise InputError(f"out[{k}] is the same memory as input argument {j}; the kernel reads inputs "
                                  f"while writing outputs, so they must not overlap")
+
+
+def clusters_wait_note(blocks: int, cluster: int, resident_blocks: int, resident_clusters: int) -> str | None:
+    """Why a grid that fits on the GPU at once by its blocks runs in two waves, or None: the
+    blocks of a cluster must share one GPC, so fewer clusters may fit than the SMs would hold
+    (an H200's 132 SMs hold 66 clusters of 2 but 30 of 4). A persistent grid, each block looping
+    over tiles, then takes about twice as long."""
+    clusters = -(-blocks // cluster)
+    if blocks > resident_blocks or clusters <= resident_clusters:
+        return None
+    at_once = resident_clusters * cluster
+    return (f"its {blocks} blocks fit on the GPU at once, but in clusters of {cluster} only {resident_clusters} "
+            f"clusters ({at_once} blocks) do, a cluster's blocks sharing one GPC: the other {blocks - at_once} "
+            f"blocks wait for a second wave, which a persistent grid (a loop over tiles in each block) pays in "
+            f"full; a grid of at most {at_once} blocks runs in one")
 
 
 def _default_stream(inputs) -> int:

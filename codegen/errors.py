@@ -4,7 +4,8 @@ A rejected schedule is the user's (ScheduleRejected, with the report); a schedul
 feature the lowering does not cover yet is UnsupportedSchedule; NVRTC failing on
 our source is CompileError, an InternalError (with the failing line); bad run()
 arguments are InputError (naming the input); a machine without a GPU, driver or
-NVRTC is NoDeviceError. All are TileproofErrors (model/errors.py).
+NVRTC is NoDeviceError. All are TileproofErrors (model/errors.py). PerformanceWarning is a
+Python warning, not an error: the kernel runs, slower than its schedule suggests.
 """
 
 from __future__ import annotations
@@ -47,3 +48,8 @@ class NoDeviceError(TileproofError, RuntimeError):
 
 class InputError(TileproofError, ValueError):
     """kernel.run got arrays that do not match the fusion."""
+
+
+class PerformanceWarning(UserWarning):
+    """A launch that runs correctly but slower than its schedule suggests, and why (a Python
+    warning, once per launch configuration)."""

@@ -21,8 +21,8 @@ from tileproof.schedule_files import LoadError
 SHADOWING = {"abs", "compile", "max", "set", "sum"}
 
 PUBLIC = sorted(set(tp.__all__) | SHADOWING)
-EXCEPTIONS = [getattr(tp, name) for name in PUBLIC
-              if inspect.isclass(getattr(tp, name)) and issubclass(getattr(tp, name), BaseException)]
+EXCEPTIONS = [getattr(tp, name) for name in PUBLIC if inspect.isclass(getattr(tp, name))
+              and issubclass(getattr(tp, name), BaseException) and not issubclass(getattr(tp, name), Warning)]
 
 
 def test_all_is_sorted_and_resolves():
@@ -81,6 +81,12 @@ def test_help_on_split_says_what_it_does_and_its_nvfuser_name():
 @pytest.mark.parametrize("cls", EXCEPTIONS + [DriverError, LoadError, UsageError], ids=lambda c: c.__name__)
 def test_every_exception_has_the_one_root(cls):
     assert issubclass(cls, tp.TileproofError)
+
+
+def test_the_one_warning_is_a_user_warning():
+    assert [n for n in PUBLIC if inspect.isclass(getattr(tp, n)) and issubclass(getattr(tp, n), Warning)] == [
+        "PerformanceWarning"]
+    assert issubclass(tp.PerformanceWarning, UserWarning) and not issubclass(tp.PerformanceWarning, tp.TileproofError)
 
 
 @pytest.mark.parametrize("cls, builtin", [

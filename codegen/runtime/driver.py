@@ -110,6 +110,29 @@ def allow_dynamic_smem(function, nbytes: int) -> None:
     check(cu.cuFuncSetAttribute(function, attr, nbytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
 
+def resident_blocks(function, block, smem: int, device_id: int) -> int:
+    """How many blocks of `function` the GPU runs at once, clusters aside: blocks per SM (its
+    registers, shared memory and threads) times the SMs."""
+    cu = driver()
+    threads = block[0] * block[1] * block[2]
+    per_sm = check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, smem),
+                   "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    return per_sm * check(cu.cuDeviceGetAttribute(attr, _device(device_id)), "cuDeviceGetAttribute")
+
+
+def resident_clusters(function, grid, block, smem: int) -> int:
+    """How many clusters of `function` (its __cluster_dims__) the GPU runs at once: a cluster's
+    blocks must share one GPC, so fewer may fit than the SMs would hold."""
+    cu = driver()
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes = smem
+    config.numAttrs = 0
+    return check(cu.cuOccupancyMaxActiveClusters(function, config), "cuOccupancyMaxActiveClusters")
+
+
 def launch(function, grid, block, smem: int, stream: int, args: list[tuple[int, type]]) -> None:
     cu = driver()
     values = tuple(v for v, _ in args)

@@ -300,6 +300,43 @@ def test_only_a_whole_passing_verify_is_taken(monkeypatch):
     assert len(calls) == 3
 
 
+def test_clusters_that_do_not_fit_at_once_are_named():
+    from tileproof.codegen.compile import clusters_wait_note
+
+    # an H200: 132 SMs, one 384-thread block each; 66 clusters of 2 fit at once, 30 of 4
+    note = clusters_wait_note(128, 4, 132, 30)
+    assert "clusters of 4 only 30 clusters (120 blocks)" in note and "other 8 blocks" in note
+    assert "at most 120 blocks runs in one" in note
+    assert clusters_wait_note(128, 2, 132, 66) is None  # all fit
+    assert clusters_wait_note(2048, 4, 132, 30) is None  # waves by design: more blocks than the GPU holds
+    assert clusters_wait_note(120, 4, 132, 30) is None
+
+
+def test_a_launch_whose_clusters_wait_warns_once(monkeypatch):
+    """The launch path asks the driver how many blocks and clusters fit (faked here: no GPU)."""
+    from tileproof.codegen import compile as compile_module
+    from tileproof.codegen.runtime import driver
+
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+    kernel = tp.compile(hopper(4096, 4096, 256, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
+                               persistent=128, cluster=4))
+    single = tp.compile(hopper(4096, 4096, 256, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
+                               persistent=128))
+    asked = []
+    monkeypatch.setattr(driver, "resident_blocks", lambda *a: asked.append("blocks") or 132)
+    monkeypatch.setattr(driver, "resident_clusters", lambda *a: asked.append("clusters") or 30)
+    grid, block, smem = kernel._config({})
+    assert compile_module.math.prod(grid) == 128 and kernel.ir.cluster == (4, 1, 1)
+    with pytest.warns(tp.PerformanceWarning, match="clusters of 4 only 30 clusters"):
+        kernel._warn_if_clusters_wait("function", grid, block, smem, 0)
+    kernel._warn_if_clusters_wait("function", grid, block, smem, 0)  # the same configuration: asked once
+    single._warn_if_clusters_wait("function", grid, block, smem, 0)  # no clusters: nothing to ask
+    assert asked == ["blocks", "clusters"]
+
+
 def test_nvrtc_error_shows_the_failing_line():
     source = 'extern "C" __global__ void k(float* x) {\n  x[0] = undefined_name;\n}\n'
     with pytest.raises(tp.CompileError) as e:

@@ -89,6 +89,33 @@ def test_a_persistent_grid_computes_every_tile(sms, m, n, k, cluster):
                cluster=cluster), {})
 
 
+def test_a_persistent_grid_whose_clusters_do_not_all_fit_warns():
+    """128 blocks in clusters of 4 on a persistent grid: the GPU holds 128 of these blocks at once
+    (132 SMs) but, on an H100 or H200, only 30 clusters of 4 (a cluster's blocks share one GPC), so
+    8 blocks wait for a second wave. The launch says so (tp.PerformanceWarning) exactly when the
+    driver counts fewer clusters than the grid has, and every tile is still right."""
+    import warnings
+
+    from tileproof.codegen.runtime import driver
+
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+    fusion = hopper(1024, 2048, 128, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws, persistent=128,
+                    cluster=4)
+    kernel = tp.compile(fusion)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(fusion, {})
+    grid, block, smem = kernel._config({})
+    fit = driver.resident_clusters(kernel._function(0, smem), grid, block, smem)
+    warned = [w for w in caught if issubclass(w.category, tp.PerformanceWarning)]
+    assert len(warned) == (fit < 32), (fit, [str(w.message) for w in warned])
+    if warned:
+        assert f"only {fit} clusters" in str(warned[0].message)
+
+
 @pytest.mark.parametrize("sms, m, n, k", [(None, 384, 512, 192), (132, 2048, 4096, 128), (8, 1024, 1024, 200)])
 def test_a_stmatrix_epilogue_stores_bfloat16_through_shared_memory(sms, m, n, k):
     """D cast to bfloat16 in its fragment layout, written by stmatrix.x4 into the swizzled staging
