@@ -65,19 +65,20 @@ def persistent_blocks(tensors, sms, group):
     return 0
 
 
-def warpgroup_tiles(t, split_n):
-    """A block tile [Mo, No, bm, bn] as the two warpgroups' wgmma tiles: [Mo, No, wg, 64, bn]
-    (the rows split, bm 128), [Mo, No, wg, mi, 64, bn] (the rows split, each warpgroup's
-    bm / 128 row tiles a loop mi) or with split_n [Mo, No, wg, mi, 64, bn / 2] (the columns
-    split, bm / 64 row tiles). Returns whether there is an mi axis (3)."""
-    bm, bn = t.axis(2).static_extent, t.axis(3).static_extent
+def warpgroup_tiles(t, split_n, at=2):
+    """A block tile [.., bm, bn, ..] (axes at, at + 1) as the two warpgroups' wgmma tiles:
+    [.., wg, 64, bn, ..] (the rows split, bm 128), [.., wg, mi, 64, bn, ..] (the rows split,
+    each warpgroup's bm / 128 row tiles a loop mi) or with split_n [.., wg, mi, 64, bn / 2, ..]
+    (the columns split, bm / 64 row tiles). Returns whether there is an mi axis (at + 1)."""
+    bm, bn = t.axis(at).static_extent, t.axis(at + 1).static_extent
     if split_n:
-        t.split(3, bn // 2).split(2, 64)  # [Mo, No, mi, 64, wg, bn / 2]
-        permute(t, [0, 1, 4, 2, 3, 5])
+        t.split(at + 1, bn // 2).split(at, 64)  # [.., mi, 64, wg, bn / 2, ..]
+        rest = len(t.get_loop_domain()) - at - 4
+        permute(t, list(range(at)) + [at + 2, at, at + 1, at + 3] + list(range(at + 4, at + 4 + rest)))
     elif bm > 128:
-        t.split(2, bm // 2).split(3, 64)
+        t.split(at, bm // 2).split(at + 1, 64)
     else:
-        t.split(2, 64)
+        t.split(at, 64)
     return split_n or bm > 128
 
 
@@ -154,17 +155,10 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         t.set_memory_type(tp.MemoryType.Shared)
     for t in (d, sa, sb):
         tile_mnk(t, bm, bn, bk)
-    row_tiles = split_n or bm > 128  # a warpgroup's tile spans more than one wgmma's 64 rows
-    d.split(5, 16)  # D [Mo, No, Ko, bm, bn, kk, K16] -> [Mo, No, Ko, wg, kk, (mi,) M64, N, K16]
-    if split_n:
-        d.split(4, bn // 2).split(3, 64)  # [Mo, No, Ko, mi, M64, wg, bn / 2, kk, K16]
-        permute(d, [0, 1, 2, 5, 7, 3, 4, 6, 8])
-    elif row_tiles:
-        d.split(3, bm // 2).split(4, 64)  # [Mo, No, Ko, wg, mi, M64, bn, kk, K16]
-        permute(d, [0, 1, 2, 3, 7, 4, 5, 6, 8])
-    else:
-        d.split(3, 64)
-        permute(d, [0, 1, 2, 3, 6, 4, 5, 7])
+    d.split(5, 16)  # D [Mo, No, Ko, bm, bn, kk, K16] -> [Mo, No, Ko, wg, (mi,) M64, N, kk, K16]
+    row_tiles = warpgroup_tiles(d, split_n, at=3)
+    kk = len(d.get_loop_domain()) - 2  # -> [Mo, No, Ko, wg, kk, (mi,) M64, N, K16]
+    permute(d, [0, 1, 2, 3, kk] + list(range(4, kk)) + [kk + 1])
     # the accumulators: [Mo, No, Ko, kk, K16, wg, (mi,) thread (TIDx), v], wgmma's D fragment
     d.set_allocation_domain(tp.mma_output_allocation(d), True)
     for i, p in enumerate([P.TIDy, P.Unroll] + [P.Unroll] * row_tiles + [P.Mma] * 3, start=3):
