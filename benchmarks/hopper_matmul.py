@@ -164,11 +164,12 @@ for _bn in (192, 208, 224):
         "block": (128, _bn), "stages": 4, "prefetch": 2, **_PERSISTENT, **_WS}
 SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2_bf16_out"] = {
     "block": (128, 256), "stages": 4, "prefetch": 2, **_PERSISTENT, "out_dtype": tp.bfloat16, **_WS}
-for _tile, _block, _split in (("256x128", (256, 128), False), ("192x192_split_n", (192, 192), True)):
+for _tile, _tiling in (("256x128", {"block": (256, 128), "warpgroup_rows": 128}),
+                      ("192x192_split_n", {"block": (192, 192), "split_n": True})):
     SCHEDULES[f"hopper_{_tile}_3_stages_warp_specialized_grouped_stmatrix_bf16_out"] = {
-        "block": _block, "split_n": _split, "group": 8, **_STMATRIX, **_WS}
+        **_tiling, "group": 8, **_STMATRIX, **_WS}
     SCHEDULES[f"hopper_{_tile}_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out"] = {
-        "block": _block, "split_n": _split, **_PERSISTENT, **_STMATRIX, **_WS}
+        **_tiling, **_PERSISTENT, **_STMATRIX, **_WS}
 SCHEDULES["hopper_128x256_3_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_bf16_out"] = {
     "block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, **_WS}  # a wave's tiles 16 M x 8 N: fewer DRAM reads
 SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_4"] = {

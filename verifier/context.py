@@ -128,14 +128,15 @@ class VerifyContext:
         return z3.Context()
 
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None,
-              timeout_ms: int | None = None) -> Query:
+              timeout_ms: int | None = None, integers: bool = False) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings);
-        `timeout_ms` shortens z3's default time limit (a warning rule that may give up)."""
+        `timeout_ms` shortens z3's default time limit (a warning rule that may give up);
+        `integers=True` decides it over the integers (Query's `integers`)."""
         self.queries += 1
         hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
         q = Query(hint, dict(ranges or {}), symbols=self.admitted.bounds(), steps=self.admitted.steps(),
-                  shrink=self.shrink, context=self.z3_context, **limit)
+                  shrink=self.shrink, context=self.z3_context, integers=integers, **limit)
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
         return q

@@ -156,7 +156,7 @@ class Query:
     def __init__(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], *,
                  symbols: Mapping[str, tuple[int, int]] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  simplify: bool = True, shrink: "ShrinkAccount | None" = None, steps: Mapping[str, int] | None = None,
-                 context: "z3.Context | None" = None):
+                 context: "z3.Context | None" = None, integers: bool = False):
         """`hint`: every expression the query will use (picks the theory and width);
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
         `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
@@ -164,7 +164,9 @@ class Query:
         so that shrinking a counterexample probes those alone;
         `simplify=False` renders terms as given and decides no comparison itself (tests
         compare the verdicts); `context`: the z3 context to build terms in (one verify's queries
-        share one: making a context costs about a millisecond), each query with its own solver."""
+        share one: making a context costs about a millisecond), each query with its own solver;
+        `integers=True`: integer arithmetic even where bit-vectors would be chosen (the terms, as
+        simplified, must hold no XOR: ValueError)."""
         self.ctx = context if context is not None else z3.Context()
         self.shrink = shrink if shrink is not None else ShrinkAccount(SHRINK_SECONDS)
         self.timeout_ms = timeout_ms
@@ -185,7 +187,9 @@ class Query:
         lo, hi = self._span(hint + [var(name) for name in self.ranges])
         # bit-vectors are unsigned: a term that may be negative ((2 - N) % 3) is decided over the
         # integers, whose division and remainder are Python's for a positive divisor
-        self.bv = any(e.has_op("xor") for e in hint) or not (USE_INT or lo is None or lo < 0)
+        if integers and any(self.analysis.simplify(e).has_op("xor") for e in hint):
+            raise ValueError("an XOR has no integer rendering: this query needs bit-vectors")
+        self.bv = not integers and (any(e.has_op("xor") for e in hint) or not (USE_INT or lo is None or lo < 0))
         self.width = _width(hi)
         for name, (lo, hi) in symbols.items():
             v = self.var(name)

@@ -65,31 +65,32 @@ def persistent_blocks(tensors, sms, group):
     return 0
 
 
-def warpgroup_tiles(t, split_n, at=2):
-    """A block tile [.., bm, bn, ..] (axes at, at + 1) as the two warpgroups' wgmma tiles:
-    [.., wg, 64, bn, ..] (the rows split, bm 128), [.., wg, mi, 64, bn, ..] (the rows split,
-    each warpgroup's bm / 128 row tiles a loop mi) or with split_n [.., wg, mi, 64, bn / 2, ..]
-    (the columns split, bm / 64 row tiles). Returns whether there is an mi axis (at + 1)."""
+def warpgroup_tiles(t, split_n, rows=64, at=2):
+    """A block tile [.., bm, bn, ..] (axes at, at + 1) as its warpgroups' wgmma tiles: one
+    warpgroup per 64 rows [.., wg, 64, bn, ..], per `rows` rows [.., wg, mi, 64, bn, ..] (a loop mi
+    over its rows / 64 wgmmas), or with split_n two warpgroups splitting the columns
+    [.., wg, mi, 64, bn / 2, ..] (bm / 64 wgmmas each). Returns whether there is an mi axis
+    (at + 1)."""
     bm, bn = t.axis(at).static_extent, t.axis(at + 1).static_extent
     if split_n:
         t.split(at + 1, bn // 2).split(at, 64)  # [.., mi, 64, wg, bn / 2, ..]
         rest = len(t.get_loop_domain()) - at - 4
         permute(t, list(range(at)) + [at + 2, at, at + 1, at + 3] + list(range(at + 4, at + 4 + rest)))
-    elif bm > 128:
-        t.split(at, bm // 2).split(at + 1, 64)
+    elif rows > 64:
+        t.split(at, rows).split(at + 1, 64)
     else:
         t.split(at, 64)
-    return split_n or bm > 128
+    return split_n or rows > 64
 
 
-def stmatrix_epilogue(epilogue, macro, block, split_n=False):
+def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64):
     """[c, cs, out] of mma.through_shared: c = cast(D) in D's fragment layout ([Mo, No, wg (TIDy),
     (mi,) thread (TIDx), N / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16 tile:
     stmatrix.x4) into the TMA store's swizzled boxes, out = their TMA store (tma_store_boxes)."""
     tma_store_boxes(epilogue, block)
     c, cs, _ = epilogue
     for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, (mi,) thread, N / 16, 8]: D's fragment
-        row_tiles = warpgroup_tiles(t, split_n)
+        row_tiles = warpgroup_tiles(t, split_n, rows)
         tp.schedule_mma_fragment(t, macro, "C")
         if row_tiles:
             t.axis(3).parallelize(P.Unroll)
@@ -102,7 +103,7 @@ def stmatrix_epilogue(epilogue, macro, block, split_n=False):
 
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
            specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False,
-           persistent=None, stmatrix=False, a_major="K", b_major="K", split_n=False):
+           persistent=None, stmatrix=False, a_major="K", b_major="K", warpgroup_rows=64, split_n=False):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -129,10 +130,10 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     a_major="MN" / b_major="MN": A stored M-major ([K, M] row-major) / B stored N-major ([K, N]
     row-major, the layout of a @ b), its tile laid out as MN-major TMA boxes (mn_major_box, a
     loop of one box per swizzle span of rows), read by wgmma transposed.
-    block[0] 256: each warpgroup's 128 rows are two 64-row wgmmas (a loop mi). split_n=True: the
-    two warpgroups split the block tile's columns instead of its rows, each issuing bm / 64
-    Hopper_64_{bn / 2}_16 wgmmas per 16 columns of K (a 192 x 192 tile: three 64 x 96 x 16 a
-    warpgroup, 144 accumulators a thread)."""
+    warpgroup_rows=128: a warpgroup per 128 rows instead of 64, two 64-row wgmmas each (a loop mi;
+    a 256 x 128 tile of two warpgroups). split_n=True: the two warpgroups split the block tile's
+    columns instead of its rows, each issuing bm / 64 Hopper_64_{bn / 2}_16 wgmmas per 16 columns
+    of K (a 192 x 192 tile: three 64 x 96 x 16 a warpgroup, 144 accumulators a thread)."""
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn // 2 if split_n else bn}_16")
@@ -156,7 +157,7 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     for t in (d, sa, sb):
         tile_mnk(t, bm, bn, bk)
     d.split(5, 16)  # D [Mo, No, Ko, bm, bn, kk, K16] -> [Mo, No, Ko, wg, (mi,) M64, N, kk, K16]
-    row_tiles = warpgroup_tiles(d, split_n, at=3)
+    row_tiles = warpgroup_tiles(d, split_n, warpgroup_rows, at=3)
     kk = len(d.get_loop_domain()) - 2  # -> [Mo, No, Ko, wg, kk, (mi,) M64, N, K16]
     permute(d, [0, 1, 2, 3, kk] + list(range(4, kk)) + [kk + 1])
     # the accumulators: [Mo, No, Ko, kk, K16, wg, (mi,) thread (TIDx), v], wgmma's D fragment
@@ -165,12 +166,12 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         d.axis(i).parallelize(p)
     if stmatrix:  # through shared memory: stmatrix, then a TMA store
         epilogue = through_shared(out)
-        stmatrix_epilogue(epilogue, macro, block, split_n)
+        stmatrix_epilogue(epilogue, macro, block, split_n, warpgroup_rows)
     else:  # the output [M, N] -> [Mo, No, wg, (mi,) thread, v]: D's fragment
         epilogue = [out]
         out.split(1, bn).split(0, bm)
         permute(out, [0, 2, 1, 3])
-        warpgroup_tiles(out, split_n)
+        warpgroup_tiles(out, split_n, warpgroup_rows)
         tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
         out.axis(2).parallelize(P.TIDy)
         if row_tiles:
@@ -372,8 +373,8 @@ def hopper_matmul_warp_specialized_256_row_tiles():
     (a loop mi) per 16 columns of K, 128 accumulators a thread; D cast to bfloat16 and stored
     through the stmatrix staging tile (each warpgroup's stmatrix covers its two row tiles)."""
     ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
-    return tile_multiples(hopper("M", "N", "K", block=(256, 128), stages=3, prefetch=1, group=8, specialized=ws,
-                                 out_dtype=tp.bfloat16, stmatrix=True), 64, m_multiple=256)
+    return tile_multiples(hopper("M", "N", "K", block=(256, 128), warpgroup_rows=128, stages=3, prefetch=1, group=8,
+                                 specialized=ws, out_dtype=tp.bfloat16, stmatrix=True), 64, m_multiple=256)
 
 
 @tp.schedule(expect=tp.accepted())

@@ -129,10 +129,11 @@ def test_a_stmatrix_epilogue_stores_bfloat16_through_shared_memory(sms, m, n, k)
                out_dtype=tp.bfloat16, stmatrix=True), {})
 
 
-@pytest.mark.parametrize("block, split_n", [((256, 128), False), ((192, 192), True)], ids=["256_row_tiles", "split_n"])
+@pytest.mark.parametrize("block, tiling", [((256, 128), {"warpgroup_rows": 128}), ((192, 192), {"split_n": True})],
+                         ids=["256_row_tiles", "split_n"])
 @pytest.mark.parametrize("epilogue", ["registers", "stmatrix"])
 @pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 1008, 784, 200), (8, 2, 1200, 992, 136)])
-def test_warpgroup_tiles_of_several_wgmmas(block, split_n, epilogue, sms, cluster, m, n, k):
+def test_warpgroup_tiles_of_several_wgmmas(block, tiling, epilogue, sms, cluster, m, n, k):
     """Block tiles whose warpgroups issue several wgmmas each (a loop mi over 64-row tiles): 256 x
     128 (the rows split) and 192 x 192 (the columns split), bfloat16 out from the registers or by
     stmatrix and TMA, grouped or persistent with B multicast in clusters of two, partial tiles in
@@ -142,7 +143,7 @@ def test_warpgroup_tiles_of_several_wgmmas(block, split_n, epilogue, sms, cluste
 
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     stages = 3 if epilogue == "stmatrix" else 4
-    run(hopper(m, n, k, block=block, split_n=split_n, stages=stages, prefetch=stages - 2, group=8, specialized=ws,
+    run(hopper(m, n, k, block=block, **tiling, stages=stages, prefetch=stages - 2, group=8, specialized=ws,
                persistent=sms, cluster=cluster, out_dtype=tp.bfloat16, stmatrix=epilogue == "stmatrix"), {})
 
 
