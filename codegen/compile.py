@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..model.expr import Expr, evaluate, to_sympy, try_int
+from ..model.fingerprint import fingerprint
 from ..model.fusion import Fusion
 from ..model.errors import ScheduleError
 from ..model.targets import Target, get_target
@@ -29,7 +30,6 @@ from .runtime.arrays import ArrayInfo, new_output
 from .runtime.binding import Bound, bind
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejected
-from ..model.fingerprint import fingerprint
 from .ir import KernelIR, ParamKind
 from .lower import lower
 from .runtime.nvrtc import compile_to_cubin, cuda_include_dir

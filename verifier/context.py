@@ -16,7 +16,10 @@ from ..model.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
 from ..model.types import Direction, LoadStoreOpType, MemoryType
-from .solver import MAX_EXTENT, Query, ShrinkAccount, assumption_terms
+from .solver import MAX_EXTENT, Outcome, Query, ShrinkAccount, Verdict, assumption_terms
+
+# a claim the bit-vectors left undecided, tried over the integers (retried_over_integers)
+INTEGER_RETRY_MS = 5000
 from .symbol_ranges import Admitted, admitted
 
 VERIFY_SHRINK_SECONDS = 0.15  # shrinking all of a verify's counterexamples: keeps a verify under 0.5 s
@@ -140,6 +143,21 @@ class VerifyContext:
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
         return q
+
+    def retried_over_integers(self, out: Outcome, hint: Iterable[Expr], ranges: Mapping[str, Expr], claim,
+                              **prove) -> Outcome:
+        """`out`, or where z3 left it undecided over bit-vectors, the verdict of `claim(q)` over
+        the integers: bit-vector products of two symbolic terms stall z3 where integer arithmetic
+        does not (a tile allocated whole over symbolic M and K tiles: 20 s and no verdict). Only a
+        claim whose terms hold no XOR has an integer rendering; `prove`: Query.prove's keywords."""
+        if out.status is not Verdict.UNKNOWN:
+            return out
+        try:
+            q = self.query(hint, ranges, timeout_ms=INTEGER_RETRY_MS, integers=True)
+            again = q.prove(claim(q), **prove)
+        except (KeyError, ValueError):  # an XOR after all (no integer rendering): the unknown stands
+            return out
+        return out if again.status is Verdict.UNKNOWN else again
 
     def shared_query(self, key, hint: Iterable[Expr], ranges: Mapping[str, Expr]) -> Query:
         """A query for a group of claims over the same variables (`key` names the group): they

@@ -69,8 +69,7 @@ def warpgroup_tiles(t, split_n, rows=64, at=2):
     """A block tile [.., bm, bn, ..] (axes at, at + 1) as its warpgroups' wgmma tiles: one
     warpgroup per 64 rows [.., wg, 64, bn, ..], per `rows` rows [.., wg, mi, 64, bn, ..] (a loop mi
     over its rows / 64 wgmmas), or with split_n two warpgroups splitting the columns
-    [.., wg, mi, 64, bn / 2, ..] (bm / 64 wgmmas each). Returns whether there is an mi axis
-    (at + 1)."""
+    [.., wg, mi, 64, bn / 2, ..] (bm / 64 wgmmas each); wg bound to TIDy, mi unrolled."""
     bm, bn = t.axis(at).static_extent, t.axis(at + 1).static_extent
     if split_n:
         t.split(at + 1, bn // 2).split(at, 64)  # [.., mi, 64, wg, bn / 2, ..]
@@ -80,7 +79,9 @@ def warpgroup_tiles(t, split_n, rows=64, at=2):
         t.split(at, rows).split(at + 1, 64)
     else:
         t.split(at, 64)
-    return split_n or rows > 64
+    t.axis(at).parallelize(P.TIDy)
+    if split_n or rows > 64:
+        t.axis(at + 1).parallelize(P.Unroll)
 
 
 def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64):
@@ -90,11 +91,8 @@ def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64):
     tma_store_boxes(epilogue, block)
     c, cs, _ = epilogue
     for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, (mi,) thread, N / 16, 8]: D's fragment
-        row_tiles = warpgroup_tiles(t, split_n, rows)
+        warpgroup_tiles(t, split_n, rows)
         tp.schedule_mma_fragment(t, macro, "C")
-        if row_tiles:
-            t.axis(3).parallelize(P.Unroll)
-        t.axis(2).parallelize(P.TIDy)
         t.split(-1, 8)
         t.axis(-2).parallelize(P.Unroll)
     c.axis(-1).parallelize(P.Unroll)
@@ -157,13 +155,14 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     for t in (d, sa, sb):
         tile_mnk(t, bm, bn, bk)
     d.split(5, 16)  # D [Mo, No, Ko, bm, bn, kk, K16] -> [Mo, No, Ko, wg, (mi,) M64, N, kk, K16]
-    row_tiles = warpgroup_tiles(d, split_n, warpgroup_rows, at=3)
+    warpgroup_tiles(d, split_n, warpgroup_rows, at=3)
     kk = len(d.get_loop_domain()) - 2  # -> [Mo, No, Ko, wg, kk, (mi,) M64, N, K16]
     permute(d, [0, 1, 2, 3, kk] + list(range(4, kk)) + [kk + 1])
     # the accumulators: [Mo, No, Ko, kk, K16, wg, (mi,) thread (TIDx), v], wgmma's D fragment
     d.set_allocation_domain(tp.mma_output_allocation(d), True)
-    for i, p in enumerate([P.TIDy, P.Unroll] + [P.Unroll] * row_tiles + [P.Mma] * 3, start=3):
-        d.axis(i).parallelize(p)
+    d.axis(4).parallelize(P.Unroll)
+    for i in (-3, -2, -1):
+        d.axis(i).parallelize(P.Mma)
     if stmatrix:  # through shared memory: stmatrix, then a TMA store
         epilogue = through_shared(out)
         stmatrix_epilogue(epilogue, macro, block, split_n, warpgroup_rows)
@@ -173,9 +172,6 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         permute(out, [0, 2, 1, 3])
         warpgroup_tiles(out, split_n, warpgroup_rows)
         tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
-        out.axis(2).parallelize(P.TIDy)
-        if row_tiles:
-            out.axis(3).parallelize(P.Unroll)
         if not (isinstance(n, int) and n % 2):  # an even N: no pair of columns straddles N's end (rows past M: both out)
             out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
         # the thread's accumulators read by constant indices: registers, not local memory

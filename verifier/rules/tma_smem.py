@@ -30,8 +30,6 @@ from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
 from ..solver import Outcome, Verdict
-
-RETRY_MS = 5000  # a claim the bit-vectors left undecided, tried over the integers
 from .tma import inner_bytes_hint
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
@@ -77,25 +75,17 @@ class Issue:
     def prove(self, ctx: VerifyContext, claim, extra: list[Expr], values: dict[str, Expr], tile=True,
               smallest: Expr | None = None) -> Outcome:
         # the claims about one copy share a query: same variables, ranges and terms
-        hint = self.exprs() + extra + list(values.values())
-        q = ctx.shared_query(("tma-issue", id(self)), hint, self.m.ranges)
-        cond = z3.And(self.issued(q), self.in_tile(q)) if tile else self.issued(q)
-        out = q.prove(z3.Implies(cond, claim(q)), values=values, smallest=smallest)
-        if out.status is not Verdict.UNKNOWN:
-            return out
-        # The shared query is over bit-vectors (the swizzle's XOR), where a product of two symbolic
-        # extents stalls z3: a tile allocated whole over symbolic M and K tiles took 20 s and no
-        # verdict. Where the claim's terms, simplified, hold no XOR, the integers decide it.
+        def claimed(q):
+            cond = z3.And(self.issued(q), self.in_tile(q)) if tile else self.issued(q)
+            return z3.Implies(cond, claim(q))
+
+        q = ctx.shared_query(("tma-issue", id(self)), self.exprs() + extra + list(values.values()), self.m.ranges)
+        out = q.prove(claimed(q), values=values, smallest=smallest)
+        # the shared query is over bit-vectors (the swizzle's XOR); the claim alone may have none
         mine = extra + list(values.values()) + [b for i in self.t.issue_bounds for b in (i.value, i.extent)]
         if tile:
             mine += list(self.t.tile_coords) + [d.tile_expr for d in self.info.dims]
-        try:
-            qi = ctx.query(mine, self.m.ranges, timeout_ms=RETRY_MS, integers=True)
-            cond = z3.And(self.issued(qi), self.in_tile(qi)) if tile else self.issued(qi)
-            again = qi.prove(z3.Implies(cond, claim(qi)), values=values, smallest=smallest)
-        except (KeyError, ValueError):  # a term with an XOR after all: the bit-vectors' unknown stands
-            return out
-        return out if again.status is Verdict.UNKNOWN else again
+        return ctx.retried_over_integers(out, mine, self.m.ranges, claimed, values=values, smallest=smallest)
 
     def tile_values(self) -> dict[str, Expr]:
         return {f"tile coordinate {k}": c for k, c in enumerate(self.t.tile_coords)}
