@@ -157,35 +157,78 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
                             f"tp.LoadStoreOpType.LdMatrix from shared memory), scheduled so each lane holds its fragment")
 
 
-# -- MMA-REGISTER-PRESSURE (a warning) ------------------------------------------------------------
+# -- WGMMA-INSTRUCTION-REGISTERS and MMA-REGISTER-PRESSURE (a warning) ------------------------------
 
 REGISTER_MARGIN = 30  # registers a thread needs besides the tiles: addresses, descriptors, counters
+WGMMA_MARGIN = 26  # measured: ptxas (NVRTC 13.0) needs one wgmma's accumulators + 26 registers a thread
+
+
+def launch_registers(fusion) -> tuple[int, str]:
+    """The registers a thread gets where ptxas compiles the kernel, and why: 65536 over the
+    block's threads, in steps of 8, at most 255 (the code generator's __launch_bounds__ names
+    the block's threads, one block per SM); 255 where the thread count is symbolic."""
+    from .expr import product, try_int
+    from .types import THREAD_TYPES
+
+    dims = block_dims(fusion)
+    threads = try_int(product([dims.get(p, const(1)) for p in THREAD_TYPES]))
+    if threads is None:
+        return 255, "a thread's limit"
+    return _launch_cap(threads), f"65536 registers over the block's {threads} threads"
+
+
+def _launch_cap(threads: int) -> int:
+    from .warp_roles import REGISTER_FILE, REGISTER_STEP
+    return min(255, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
+
+
+def wgmma_instruction_registers(fusion, order) -> list[Problem]:
+    """WGMMA-INSTRUCTION-REGISTERS: one wgmma instruction's accumulators per thread plus
+    WGMMA_MARGIN exceed launch_registers. ptxas cannot spill the registers of one instruction,
+    and the consumers' setmaxnreg count does not lift this limit: it refuses to compile."""
+    budget, why = launch_registers(fusion)
+    out = []
+    for tv in order:
+        op = tv.definition
+        if not is_mma_op(op) or op.macro is None or is_mma_sync(op.macro) or tv.memory_type is not MemoryType.Local:
+            continue
+        regs = -(-op.macro.m * op.macro.n // 128 * tv.dtype.bytes // 4)
+        if regs + WGMMA_MARGIN > budget:
+            fitting = max(w for w in range(1, 9) if _launch_cap(128 * w) >= regs + WGMMA_MARGIN)
+            out.append(Problem(
+                f"one {op.macro.name} wgmma of {tv.name} keeps {regs} accumulators in each thread's registers, "
+                f"and ptxas needs about {WGMMA_MARGIN} more around it: {regs + WGMMA_MARGIN}; it compiles the kernel "
+                f"for {budget} registers a thread ({why}) and refuses it (ptxas error C7602, "
+                f"\"Insufficient registers\"); a consumer's setmaxnreg count does not raise that limit",
+                hint=f"launch at most {fitting} warpgroups per block (a thread then gets "
+                     f"{_launch_cap(128 * fitting)} registers), or issue narrower wgmmas (a smaller N per instruction)",
+                tensor=tv.name, values={"registers needed": regs + WGMMA_MARGIN, "registers per thread": budget,
+                                        "accumulators": regs},
+                location=op.origin or tv.origin))
+    return out
 
 
 def register_pressure(fusion, order) -> list[Problem]:
     """MMA-REGISTER-PRESSURE: an MmaOp's register tiles per thread (its accumulators, and the
     operand fragments mma.sync reads from registers) plus REGISTER_MARGIN exceed what a thread of
     the kernel gets: the consumers' setmaxnreg count where the kernel is warp-specialized with
-    num_registers, else REGISTER_FILE / (the block's threads), in steps of 8, at most 255
-    (__launch_bounds__ with the block's threads: ptxas fits every thread in one block)."""
+    num_registers (ptxas allocates the code after setmaxnreg.inc to it), else launch_registers.
+    Tiles of which one wgmma already does not fit are WGMMA-INSTRUCTION-REGISTERS' error."""
     from .allocation import compute_allocation
-    from .expr import product, try_int
+    from .expr import try_int
     from .lowerable import registers_of
     from .pipeline import specialization
-    from .types import THREAD_TYPES
-    from .warp_roles import REGISTER_FILE, REGISTER_STEP, specialized_tensors
+    from .warp_roles import specialized_tensors
 
-    dims = block_dims(fusion)
-    threads = try_int(product([dims.get(p, const(1)) for p in THREAD_TYPES]))
-    budget = 255 if threads is None else min(255, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
-    why = f"{REGISTER_FILE} registers over the block's {threads} threads" if threads else "a thread's limit"
+    budget, why = launch_registers(fusion)
     roles = specialized_tensors(fusion, order)
     spec = specialization(roles[0]) if roles else None
     if spec is not None and spec.num_registers:
         budget, why = spec.num_registers[1], "the consumers' setmaxnreg count"
+    failing = {p.tensor for p in wgmma_instruction_registers(fusion, order)}
     out = []
     for tv in order:
-        if not is_mma_op(tv.definition) or tv.memory_type is not MemoryType.Local:
+        if not is_mma_op(tv.definition) or tv.memory_type is not MemoryType.Local or tv.name in failing:
             continue
         tiles = [tv] + [t for t in tv.definition.inputs if t.memory_type is MemoryType.Local]
         counts = {t.name: try_int(compute_allocation(t).num_elements_expr) for t in tiles}
@@ -198,7 +241,7 @@ def register_pressure(fusion, order) -> list[Problem]:
             out.append(Problem(
                 f"{tv.name}'s tensor-core tiles take {parts} registers a thread, and with about {REGISTER_MARGIN} "
                 f"for addresses and counters {need}; a thread of this kernel gets {budget} ({why}): ptxas will spill "
-                f"to local memory or serialize the tensor-core instructions",
+                f"accumulators to local memory between the tensor-core instructions",
                 hint="spread the tile over more warpgroups (a smaller tile per warpgroup), fewer consumer "
                      "warpgroups per block, or give the consumers more registers (WarpSpecialized num_registers)",
                 tensor=tv.name, values={"registers needed": need, "registers per thread": budget, **regs},

@@ -193,6 +193,20 @@ def warp_specialized_on_tidx():
     return _warp_specialized(tp.WarpSpecialized(P.TIDx))
 
 
+@tp.schedule(expect=tp.rejected("WGMMA-INSTRUCTION-REGISTERS", messages=[
+    "one Hopper_64_256_16 wgmma of T2 keeps 128 accumulators in each thread's registers",
+    "it compiles the kernel for 128 registers a thread (65536 registers over the block's 512 threads)"]))
+def three_consumer_warpgroups_of_64_x_256():
+    """A 192 x 256 tile: three consumer warpgroups of one m64n256 wgmma each, and the producer,
+    512 threads. ptxas compiles the kernel for 128 registers a thread, and one wgmma needs its
+    128 accumulators and 26 more at once: NVRTC fails with "Insufficient registers", even with
+    num_registers=(24, 160) (the limit is the launch's, not setmaxnreg's). The 192 x 192 tile
+    (96 accumulators) compiles."""
+    fusion = _valid.hopper("M", "N", "K", block=(192, 256), stages=3, prefetch=1, specialized=tp.WarpSpecialized(
+        P.TIDy, num_registers=(24, 160)))
+    return _valid.tile_multiples(fusion, 64, m_multiple=192, n_multiple=256)
+
+
 def _clustered(along, tensor, specialized=True, n_multiple=256):
     """The warp-specialized (or grouped) 128 x 256 schedule in clusters of two blocks along
     `along`, `tensor` (T4: A's tile, T5: B's) multicast along it."""

@@ -20,8 +20,10 @@ from tileproof.codegen.ir import MmaIssue, WgmmaFence, WgmmaWait, walk
 from tileproof.codegen.lower import lower
 from tileproof.model.expr import evaluate
 from tileproof.model.indexing import block_dims
+from tileproof.model.mma_rules import WGMMA_MARGIN
 from tileproof.model.wgmma import wgmma_operand
 from tileproof.model.wgmma_descriptor import Descriptor, hardware_address
+from tileproof.testing import NotBuilt, compile_unverified
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
 from wgmma import hopper, tile_multiples  # noqa: E402
@@ -264,3 +266,20 @@ def test_the_emitted_descriptor_helper_encodes_as_the_model():
         out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True).stdout.split()
     assert [int(v) for v in out] == [Descriptor(s, l, b, y).encode() for s, l, b, y in fields]
     assert (int(out[0]) >> 16) & 0x3FFF == 1 and (int(out[0]) >> 32) & 0x3FFF == 64  # LBO 16 B, SBO 1024 B
+
+
+@pytest.mark.parametrize("consumers, fits, over", [(3, 200, 208), (4, 136, 144)])
+def test_one_wgmma_fits_in_the_registers_ptxas_compiles_for(consumers, fits, over):
+    """WGMMA-INSTRUCTION-REGISTERS' bound is ptxas's own: with a producer and three (four)
+    consumer warpgroups a thread gets 128 (96) registers; m64n200 (m64n136) compiles, and
+    m64n208 (m64n144) is rejected, where NVRTC asks for its accumulators + WGMMA_MARGIN."""
+    def fusion(n):
+        spec = tp.WarpSpecialized(tp.ParallelType.TIDy)
+        return tile_multiples(hopper("M", "N", "K", block=(64 * consumers, n), stages=2, prefetch=1, specialized=spec),
+                              64, m_multiple=64 * consumers, n_multiple=n)
+
+    assert tp.compile(fusion(fits), "sm_90a").cubin
+    with pytest.raises(NotBuilt) as e:
+        compile_unverified(fusion(over), "sm_90a")
+    assert e.value.report.codes == ["WGMMA-INSTRUCTION-REGISTERS"]
+    assert f"register target of {over // 2 + WGMMA_MARGIN}" in e.value.__cause__.log

@@ -18,7 +18,7 @@ from ...model.lowerable import execution_order
 from ...model.mma_op import mma_execution, tile_conds, well_formed
 from ...model.promotion import promotion
 from ...model.zero_padding import zero_padded, zero_path
-from ...model.mma_rules import problems, register_pressure
+from ...model.mma_rules import problems, register_pressure, wgmma_instruction_registers
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_values
@@ -454,22 +454,23 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
 
 
 
-@rule("MMA-REGISTER-PRESSURE", family="mma", severity=Severity.WARNING)
-def mma_register_pressure(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """An MmaOp's register tiles leave a thread room for its other registers (a warning).
+@rule("WGMMA-INSTRUCTION-REGISTERS", family="mma")
+def wgmma_instruction_fits(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """One wgmma instruction's accumulators fit in the registers ptxas compiles the kernel for.
 
     What it checks:
-        For each MmaOp whose output is a register tile: its accumulator registers per thread,
-        plus those of any operand fragment held in registers (mma.sync), plus about 30 for
-        addresses, descriptors and counters, are at most what a thread of the kernel gets: the
-        consumers' setmaxnreg count where the kernel is warp-specialized with num_registers,
-        else 65536 registers over the block's threads, in steps of 8, at most 255.
+        For each wgmma MmaOp: the accumulator registers of one instruction per thread (64 x N
+        float32 values over a warpgroup's 128 threads: N / 2), plus 26, are at most 65536
+        registers over the block's threads, in steps of 8, at most 255.
     Why the hardware needs it:
-        An SM has 65536 32-bit registers; the code generator's __launch_bounds__ tells ptxas
-        the block's thread count, so ptxas fits every thread in that share. Tiles that do not fit
-        are spilled to local memory, and ptxas serializes wgmma whose accumulators it cannot keep
-        in registers across the pipeline: the kernel stays correct, and slow. Four warpgroups of
-        a 64 x 256 wgmma (128 accumulators each) get 128 registers a thread.
+        The code generator declares __launch_bounds__ with the block's threads, and ptxas
+        compiles the whole kernel for that share of the SM's 65536 registers. One wgmma reads
+        and writes all of its accumulators at once, so ptxas cannot spill any of them: it
+        refuses the kernel instead (error C7602, "Insufficient registers"). Measured with NVRTC
+        13.0 for sm_90a: ptxas asks for the accumulators + 26 (154 for m64n256, 130 for
+        m64n208, 98 for m64n144), with or without warp specialization, persistence and
+        clusters; a consumer's setmaxnreg.inc does not raise the limit for the instruction.
+        Four warpgroups (512 threads) get 128 registers a thread, five get 96.
     Example:
         with tp.Fusion("three_consumer_warpgroups") as fusion:
             a = tp.make_contig_concrete_tensor([192, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
@@ -528,6 +529,99 @@ def mma_register_pressure(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (sa, sb):
             t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))  # 3 warpgroups: 168 registers a thread
+    References:
+        PTX ISA 9.7.15.5 (wgmma.mma_async: the D fragment, N / 2 registers a thread for
+        64 x N float32); CUDA C++ Programming Guide (__launch_bounds__, 65536 registers per SM);
+        docs/hardware.md#warp-specialization
+    """
+    # Formal statement: none, structural: for each wgmma MmaOp output tv in registers,
+    #   ceil(64 * n / 128 * bytes(tv) / 4) + 26 <= min(255, floor(65536 / threads / 8) * 8)
+    yield from report_problems("WGMMA-INSTRUCTION-REGISTERS",
+                               wgmma_instruction_registers(ctx.fusion, ctx.memo(("execution-order",),
+                                                                                lambda: execution_order(ctx.fusion))))
+
+
+@rule("MMA-REGISTER-PRESSURE", family="mma", severity=Severity.WARNING)
+def mma_register_pressure(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """An MmaOp's register tiles leave a thread room for its other registers (a warning).
+
+    What it checks:
+        For each MmaOp whose output is a register tile: its accumulator registers per thread,
+        plus those of any operand fragment held in registers (mma.sync), plus about 30 for
+        addresses, descriptors and counters, are at most what a thread of the kernel gets: the
+        consumers' setmaxnreg count where the kernel is warp-specialized with num_registers,
+        else 65536 registers over the block's threads, in steps of 8, at most 255.
+    Why the hardware needs it:
+        An SM has 65536 32-bit registers; the code generator's __launch_bounds__ tells ptxas
+        the block's thread count, so ptxas fits every thread in that share, and the consumers'
+        code after setmaxnreg.inc in their count. Tiles that do not fit are spilled to local
+        memory between the tensor-core instructions: the kernel stays correct, and slow.
+        Measured with NVRTC 13.0: two warpgroups of two 64 x 192 wgmmas each (192 accumulators a
+        thread) beside a producer get 168 registers and spill 1600 bytes a thread; with
+        num_registers=(40, 232) nothing spills. Where one wgmma alone does not fit, ptxas
+        refuses the kernel: that is the error WGMMA-INSTRUCTION-REGISTERS, not this warning.
+    Example:
+        with tp.Fusion("two_wgmmas_a_warpgroup") as fusion:
+            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 192, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_192_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 128).split(2, 64)  # [K loop, warpgroup, mi, M64, N, kk, K16]
+        d.reorder({5: 2})  # [K loop, warpgroup, kk, mi, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy)
+        for i in (2, 3):
+            d.axis(i).parallelize(tp.ParallelType.Unroll)
+        for i in (4, 5, 6):  # two Hopper_64_192_16 wgmmas a warpgroup: 2 x 96 accumulators a thread
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 128).split(1, 64)  # [warpgroup, mi, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_192_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy); out.axis(1).parallelize(tp.ParallelType.Unroll)
+        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))  # 3 warpgroups: 168 registers a thread
+    Fix:
+        with tp.Fusion("two_wgmmas_a_warpgroup") as fusion:
+            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
+            b = tp.make_contig_concrete_tensor([1, 192, 256], dtype=tp.bfloat16); fusion.add_input(b)
+            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+        d.definition.set_macro(tp.MmaMacro.Hopper_64_192_16)
+        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        for t in (sa, sb, d):
+            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        for t in (sa, sb):
+            t.set_memory_type(tp.MemoryType.Shared)
+            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+            for i in t.get_loop_domain()[2:]:
+                i.parallelize(tp.ParallelType.Bulk)
+            t.set_allocation_domain(t.get_loop_domain(), True)
+        d.split(3, 16).split(1, 128).split(2, 64)  # [K loop, warpgroup, mi, M64, N, kk, K16]
+        d.reorder({5: 2})  # [K loop, warpgroup, kk, mi, M64, N, K16]
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        d.axis(1).parallelize(tp.ParallelType.TIDy)
+        for i in (2, 3):
+            d.axis(i).parallelize(tp.ParallelType.Unroll)
+        for i in (4, 5, 6):  # two Hopper_64_192_16 wgmmas a warpgroup: 2 x 96 accumulators a thread
+            d.axis(i).parallelize(tp.ParallelType.Mma)
+        out.split(0, 128).split(1, 64)  # [warpgroup, mi, M64, N]
+        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_192_16, "C")
+        out.axis(0).parallelize(tp.ParallelType.TIDy); out.axis(1).parallelize(tp.ParallelType.Unroll)
+        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
+        for t in (sa, sb):
+            t.inline_at(1)
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))
     References:
         CUDA C++ Programming Guide (65536 registers per SM, 255 per thread, __launch_bounds__);
         PTX ISA 9.7.19.5 (setmaxnreg); CUTLASS sm90 warp-specialized kernels (two math warpgroups
