@@ -181,6 +181,11 @@ for _group in (8, 16):
         **_THREE_CONSUMERS, **_PERSISTENT, "group": _group, **_STMATRIX}
 SCHEDULES["hopper_128x256_3_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_bf16_out"] = {
     "block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, **_WS}  # a wave's tiles 16 M x 8 N: fewer DRAM reads
+# the staging tile one 64-column box (16 KiB) instead of the whole 128 x 256 (64 KiB): four stages fit
+for _stages in (3, 4):
+    SCHEDULES[f"hopper_128x256_{_stages}_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_"
+              f"by_box_bf16_out"] = {"block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, "stages": _stages,
+                                     "prefetch": _stages - 2, "store_by_box": True, **_WS}
 SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_4"] = {
     "block": (128, 256), "stages": 4, "prefetch": 2, **_PERSISTENT, "cluster": 4, **_WS}
 SCHEDULES["hopper_128x256_3_stages_warp_specialized_grouped_cluster_4_stmatrix_bf16_out"] = {

@@ -492,13 +492,14 @@ def unrolled_copies(tv: TensorView) -> tuple[int, list]:
     extent. A serial loop of constant extent inside an unrolled one is unrolled by the compiler
     too (measured: #pragma unroll over 64 around a serial loop of 48 compiles as 3072 copies, in
     43 s). Thread and block axes are no loops; loops of symbolic extent are not unrolled; an
-    MmaOp's Mma axes are its instructions (model/mma_op.py: `issues` per tile)."""
+    MmaOp's Mma axes are its instructions (model/mma_op.py: `issues` per tile), and Bulk axes
+    the box of one TMA instruction."""
     n, axes, inside = 1, [], False
     for i in tv.loop:
         e = try_int(i.extent_expr)
         if e is None or i.parallel_type in LAUNCHED or i.parallel_type in DEVICE_TYPES:
             continue
-        if i.parallel_type is ParallelType.Mma:
+        if i.parallel_type in (ParallelType.Mma, ParallelType.Bulk):
             continue
         inside = inside or i.parallel_type in UNROLLED
         if inside and e > 1:

@@ -335,10 +335,12 @@ def through_shared(out):
     return [c, cs, out]
 
 
-def tma_store_boxes(epilogue, block, swizzle=128):
+def tma_store_boxes(epilogue, block, swizzle=128, by_box=False):
     """[c, cs, out] of through_shared tiled [Mo, No, bm, bn]; cs allocated as the TMA store's
     swizzled boxes of one swizzle span of columns, out's boxes [Mo, No, bn / span (a loop of
-    stores), bm, span] Bulk. The caller lays out c and cs as the accumulators' fragment."""
+    stores), bm, span] Bulk. The caller lays out c and cs as the accumulators' fragment.
+    by_box=True: cs's loop keeps the box axis [Mo, No, bn / span, bm, span], the axis of its
+    allocation too, so that cs inlined past it holds one box."""
     c, cs, out = epilogue
     bm, bn = block
     for t in (c, cs, out):
@@ -348,6 +350,8 @@ def tma_store_boxes(epilogue, block, swizzle=128):
     for t in (cs, out):  # the TMA boxes [Mo, No, bn / span, bm, span], span = one swizzle's columns
         t.split(3, swizzle // cs.dtype.bytes)
         permute(t, [0, 1, 3, 2, 4])
+    if by_box:
+        tile = cs.get_loop_domain()
     _ldst_matrix.swizzle_tma_box(cs, swizzle)  # cs is allocated as the boxes, swizzled
     cs.set_allocation_domain(cs.get_loop_domain(), True)
     cs.set_loop_domain(tile)

@@ -147,6 +147,21 @@ def test_warpgroup_tiles_of_several_wgmmas(block, tiling, epilogue, sms, cluster
                persistent=sms, cluster=cluster, out_dtype=tp.bfloat16, stmatrix=epilogue == "stmatrix"), {})
 
 
+@pytest.mark.parametrize("block, tiling", [((128, 256), {}), ((256, 128), {"warpgroup_rows": 128})],
+                         ids=["128x256", "256_row_tiles"])
+@pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 1008, 784, 200), (8, 2, 1200, 992, 136)])
+def test_a_stmatrix_epilogue_staged_box_by_box(block, tiling, sms, cluster, m, n, k):
+    """store_by_box: the staging tile holds one 64-column TMA box, rewritten four (two) times a
+    tile after the previous box's store has read it, so that four stages fit beside it; grouped or
+    persistent in clusters of two, partial tiles; the output poisoned with NaN first."""
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+    run(hopper(m, n, k, block=block, **tiling, stages=4, prefetch=2, group=8, specialized=ws, persistent=sms,
+               cluster=cluster, out_dtype=tp.bfloat16, stmatrix=True, store_by_box=True), {})
+
+
 @pytest.mark.parametrize("a_major, b_major", [("MN", "MN"), ("K", "MN")])
 def test_mn_major_tiles_under_mbarrier_war(a_major, b_major):
     """MN-major tiles (a loop of TMA boxes each) refilled after the empty mbarrier's release,

@@ -333,3 +333,17 @@ def test_an_unknown_factor_is_reported_alone():
     assert "other rules were not run" in str(report.errors[0].notes)
     fusion.symbol("F")
     assert "THREAD-VISIBILITY" in tp.verify(fusion).codes
+
+
+def test_a_tma_box_is_one_statement_of_an_unrolled_loop():
+    """The Bulk axes of a TMA store are the box of one instruction: a loop of four unrolled box
+    stores is four statements, not 4 x 128 x 64 (the stmatrix epilogue staged box by box)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+    from wgmma import hopper  # noqa: PLC0415
+
+    fusion = hopper(256, 256, 128, block=(128, 256), stages=3, prefetch=1, out_dtype=tp.bfloat16, stmatrix=True,
+                    store_by_box=True, specialized=tp.WarpSpecialized(P.TIDy, num_registers=(40, 232)))
+    out = fusion.outputs[0]
+    n, axes = lowerable.unrolled_copies(out)
+    assert n == 4 and [a.parallel_type for a in axes] == [P.Unroll]
+    assert lowerable.unroll_lengths(fusion) == []
