@@ -26,7 +26,7 @@ from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, fragments, is_
 from ...model.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
-from ...model.types import MemoryType, OpKind, ParallelType, float32
+from ...model.types import THREAD_TYPES, MemoryType, OpKind, ParallelType, float32
 from ...model.wgmma import wgmma_operand
 from ..ir import MmaIssue, Operand, ReduceInit, WgmmaDescriptor
 from .loop_nest import LoopClass, refuse
@@ -112,7 +112,9 @@ def _split_conds(builder, tv: TensorView, plain):
     the holes of the K tile not implied by the ranges and assumptions). A hole of the M or N tile
     guards the tile by its first row or column where the index grows with the tile's own: a
     tile wholly past M or N (a block of the last group past M) stores nothing, so it issues
-    nothing either (mma.sync only: see the wgmma case below)."""
+    nothing either. wgmma is guarded by the block tile's first row or column instead (every
+    thread index at 0 too): a guard that varies by warpgroup makes ptxas serialize every wgmma
+    (C7520), one the whole block shares does not."""
     holes = drop_implied(builder._simplified(plain.conds_of(CondKind.HOLE), plain.guarded_ranges), builder.fusion,
                          builder.target, plain.guarded_ranges)
     uniform, k_holes = tile_conds(tv, plain, plain.conds_of(CondKind.THREAD_EXTENT) + holes)
@@ -122,8 +124,8 @@ def _split_conds(builder, tv: TensorView, plain):
         e = plain.env[axes.of(role).uid]
         if e.op == "var":
             first[e.value] = const(0)
-    if fragments(tv).from_shared:  # wgmma: a guard that varies by warpgroup (threadIdx) makes ptxas serialize
-        return uniform, k_holes  # every wgmma (C7520); a tile past M or N only computes rows no store reads
+    if fragments(tv).from_shared:
+        first.update({p.cuda_name: const(0) for p in THREAD_TYPES})
     for c in holes:
         used = (c.lhs.free_vars() | c.rhs.free_vars()) & set(first)
         if used and c.op == "<" and not (c.rhs.free_vars() & set(first)) and all(_grows_in(c.lhs, v) for v in used):

@@ -18,7 +18,7 @@ import tileproof as tp
 from tileproof.codegen.emit import mma as emit_mma
 from tileproof.codegen.ir import MmaIssue, WgmmaFence, WgmmaWait, walk
 from tileproof.codegen.lower import lower
-from tileproof.model.expr import evaluate
+from tileproof.model.expr import const, evaluate
 from tileproof.model.indexing import block_dims
 from tileproof.model.mma_rules import WGMMA_MARGIN
 from tileproof.model.wgmma import wgmma_operand
@@ -283,3 +283,25 @@ def test_one_wgmma_fits_in_the_registers_ptxas_compiles_for(consumers, fits, ove
         compile_unverified(fusion(over), "sm_90a")
     assert e.value.report.codes == ["WGMMA-INSTRUCTION-REGISTERS"]
     assert f"register target of {over // 2 + WGMMA_MARGIN}" in e.value.__cause__.log
+
+
+def test_a_block_tile_wholly_past_m_issues_no_wgmma():
+    """At 8000 x 8000 in clusters of two along M the 63 M tiles are padded to 64, and the 64th
+    block tile's rows (8064 on) are past M: its wgmmas are guarded by the block tile's first row
+    and column, in no thread index (a guard that varies by warpgroup makes ptxas serialize every
+    wgmma, C7520), so such a tile issues none. Where the tiles divide M and N there is no guard."""
+    def guards(m):
+        (issue,) = _issues(hopper(m, m, 8192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS,
+                                  cluster=2))
+        return [c for c in issue.conds if c.rhs == const(m)]
+
+    threads = {"threadIdx.x", "threadIdx.y", "threadIdx.z"}
+    rows, cols = guards(8000)
+    assert not (rows.lhs.free_vars() | cols.lhs.free_vars()) & threads
+    assert guards(8192) == []
+
+
+def test_the_block_uniform_wgmma_guard_is_not_serialized():
+    src = _source(hopper(8000, 8000, 8192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2))
+    report = _ptxas_report(src)
+    assert "C7520" not in report and "serializ" not in report.lower(), report
