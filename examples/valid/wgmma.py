@@ -377,6 +377,19 @@ def hopper_matmul_warp_specialized_stmatrix_epilogue():
 
 
 @tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_stmatrix_by_box():
+    """The stmatrix epilogue staged one 64-column TMA box at a time (store_by_box): a 16 KiB staging
+    tile written four times per block tile, each time after the TMA store of the box before has
+    read it (cp.async.bulk.wait_group.read, then a barrier of the consumers), so that four stages
+    (192 KiB) fit beside it: benchmarks/hopper_matmul.py's fastest schedule, persistent in
+    clusters of two with B multicast."""
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    return tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=16, specialized=ws,
+                                 persistent=128, cluster=2, out_dtype=tp.bfloat16, stmatrix=True, store_by_box=True),
+                          64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
 def hopper_matmul_warp_specialized_256_row_tiles():
     """256 x 128 block tiles: each consumer warpgroup owns 128 rows, two 64 x 128 x 16 wgmmas
     (a loop mi) per 16 columns of K, 128 accumulators a thread; D cast to bfloat16 and stored
