@@ -186,6 +186,11 @@ for _stages in (3, 4):
     SCHEDULES[f"hopper_128x256_{_stages}_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_"
               f"by_box_bf16_out"] = {"block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, "stages": _stages,
                                      "prefetch": _stages - 2, "store_by_box": True, **_WS}
+# the same on all 132 SMs: at 8000^2 (2048 tiles with the clusters' padding) the last round is 68
+# tiles, not a 16th full round of 128 blocks
+SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_group_16_cluster_2_stmatrix_by_box_bf16_out"] = {
+    "block": (128, 256), **_PERSISTENT, "persistent": SMS, "group": 16, **_STMATRIX, "stages": 4, "prefetch": 2,
+    "store_by_box": True, **_WS}
 SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_4"] = {
     "block": (128, 256), "stages": 4, "prefetch": 2, **_PERSISTENT, "cluster": 4, **_WS}
 SCHEDULES["hopper_128x256_3_stages_warp_specialized_grouped_cluster_4_stmatrix_bf16_out"] = {
