@@ -50,11 +50,19 @@ def test_the_issue_shapes_and_schedules():
     other_tiles = {f"hopper_{tile}_3_stages_warp_specialized_{grid}_stmatrix_bf16_out": block
                    for tile, block in (("256x128", (256, 128)), ("192x192_split_n", (192, 192)))
                    for grid in ("grouped", "persistent_balanced_cluster_2")}
-    for family in (narrow, clusters_of_4, other_tiles):
+    three_consumers = {f"hopper_192x192_three_consumers_3_stages_warp_specialized_persistent_balanced{group}_cluster_2_"
+                       f"stmatrix_bf16_out": (192, 192) for group in ("", "_group_16")}
+    by_box = {f"hopper_128x256_{name}_cluster_2_stmatrix_by_box_bf16_out": (128, 256)
+              for name in ("3_stages_warp_specialized_persistent_balanced_group_16",
+                           "4_stages_warp_specialized_persistent_balanced_group_16",
+                           "4_stages_warp_specialized_persistent_group_16")}
+    for family in (narrow, clusters_of_4, other_tiles, three_consumers, by_box):
         assert family.items() <= blocks.items()
         for name in family:
             del blocks[name]
     assert all(H.SCHEDULES[n].get("split_n") for n in other_tiles if "split_n" in n)
+    assert all(H.SCHEDULES[n]["store_by_box"] and H.SCHEDULES[n]["stmatrix"] for n in by_box)
+    assert all(H.SCHEDULES[n]["specialized"].num_registers == (40, 152) for n in three_consumers)  # 512 threads
     assert blocks == {
         "hopper_128x128": (128, 128), "hopper_128x256": (128, 256), "hopper_128x256_4_stages": (128, 256),
         "hopper_128x256_4_stages_one_batch_in_flight": (128, 256),
@@ -151,7 +159,7 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     n = len(H.SCHEDULES)
     whole = {name for name, kw in H.SCHEDULES.items() if kw.get("stmatrix")}  # stmatrix is warp-collective
     s = len(whole)
-    assert s == 10
+    assert s == 15
     assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n - s} accepted, {n + s} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()
