@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .expr import const
 from .indexing import block_dims
-from .lowerable import Problem
+from .lowerable import Problem, registers_of
 from .mma_op import INSTRUCTION_AXES, inner_tile, is_mma_op, is_mma_sync, mma_axes
 from .tma import is_tma_op
 from .types import MemoryType, ParallelType
@@ -169,39 +169,38 @@ def launch_registers(fusion) -> tuple[int, str]:
     the block's threads, one block per SM); 255 where the thread count is symbolic."""
     from .expr import product, try_int
     from .types import THREAD_TYPES
+    from .warp_roles import registers_per_thread
 
     dims = block_dims(fusion)
     threads = try_int(product([dims.get(p, const(1)) for p in THREAD_TYPES]))
     if threads is None:
         return 255, "a thread's limit"
-    return _launch_cap(threads), f"65536 registers over the block's {threads} threads"
-
-
-def _launch_cap(threads: int) -> int:
-    from .warp_roles import REGISTER_FILE, REGISTER_STEP
-    return min(255, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
+    return registers_per_thread(threads), f"65536 registers over the block's {threads} threads"
 
 
 def wgmma_instruction_registers(fusion, order) -> list[Problem]:
     """WGMMA-INSTRUCTION-REGISTERS: one wgmma instruction's accumulators per thread plus
     WGMMA_MARGIN exceed launch_registers. ptxas cannot spill the registers of one instruction,
     and the consumers' setmaxnreg count does not lift this limit: it refuses to compile."""
+    from .warp_roles import registers_per_thread
+
     budget, why = launch_registers(fusion)
     out = []
     for tv in order:
         op = tv.definition
         if not is_mma_op(op) or op.macro is None or is_mma_sync(op.macro) or tv.memory_type is not MemoryType.Local:
             continue
-        regs = -(-op.macro.m * op.macro.n // 128 * tv.dtype.bytes // 4)
+        regs = registers_of(tv, op.macro.m * op.macro.n // 128)  # one instruction's D fragment a thread
         if regs + WGMMA_MARGIN > budget:
-            fitting = max(w for w in range(1, 9) if _launch_cap(128 * w) >= regs + WGMMA_MARGIN)
+            fitting = max(w for w in range(1, 9) if registers_per_thread(128 * w) >= regs + WGMMA_MARGIN)
             out.append(Problem(
                 f"one {op.macro.name} wgmma of {tv.name} keeps {regs} accumulators in each thread's registers, "
                 f"and ptxas needs about {WGMMA_MARGIN} more around it: {regs + WGMMA_MARGIN}; it compiles the kernel "
                 f"for {budget} registers a thread ({why}) and refuses it (ptxas error C7602, "
                 f"\"Insufficient registers\"); a consumer's setmaxnreg count does not raise that limit",
                 hint=f"launch at most {fitting} warpgroups per block (a thread then gets "
-                     f"{_launch_cap(128 * fitting)} registers), or issue narrower wgmmas (a smaller N per instruction)",
+                     f"{registers_per_thread(128 * fitting)} registers), or issue narrower wgmmas (a smaller N per "
+                     f"instruction)",
                 tensor=tv.name, values={"registers needed": regs + WGMMA_MARGIN, "registers per thread": budget,
                                         "accumulators": regs},
                 location=op.origin or tv.origin))
@@ -216,7 +215,6 @@ def register_pressure(fusion, order) -> list[Problem]:
     Tiles of which one wgmma already does not fit are WGMMA-INSTRUCTION-REGISTERS' error."""
     from .allocation import compute_allocation
     from .expr import try_int
-    from .lowerable import registers_of
     from .pipeline import specialization
     from .warp_roles import specialized_tensors
 

@@ -328,15 +328,20 @@ def register_problems(fusion) -> list:
     return out
 
 
+def registers_per_thread(threads: int) -> int:
+    """What __launch_bounds__(threads, 1) lets ptxas give each thread: REGISTER_FILE / threads
+    registers, in steps of 8, at most 255."""
+    return min(255, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
+
+
 def register_pool(inner: int, consumers: int) -> dict:
-    """The registers a warp-specialized block starts with: __launch_bounds__(threads, 1) lets
-    ptxas give each thread REGISTER_FILE / threads registers, in steps of 8, at most 255 (the
-    pool setmaxnreg shares out: `entry` x `threads`)."""
+    """The registers a warp-specialized block starts with (registers_per_thread, in setmaxnreg's
+    steps of 8: the pool setmaxnreg shares out is `entry` x `threads`)."""
     threads = inner * (consumers + 1)
-    entry = min(255 // REGISTER_STEP * REGISTER_STEP, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
-    return {"threads": threads, "entry": entry}
+    return {"threads": threads, "entry": registers_per_thread(threads) // REGISTER_STEP * REGISTER_STEP}
 
 
-__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "role_implied", "role_problems", "role_threads",
+__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "registers_per_thread", "role_implied",
+           "role_problems", "role_threads",
            "specialized_tensors", "Role", "SpecializedLoop", "StageDrain", "StageEmptyWait", "StageRelease", "WarpRoles",
            "release_lag", "split_roles"]

@@ -108,7 +108,8 @@ def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=Fal
 
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
            specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False,
-           persistent=None, stmatrix=False, store_by_box=False, a_major="K", b_major="K", warpgroup_rows=64, split_n=False):
+           persistent=None, stmatrix=False, store_by_box=False, a_major="K", b_major="K", warpgroup_rows=64,
+           split_n=False):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
