@@ -13,7 +13,9 @@ the same schedule gives the same fingerprint.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
+from .expr import Expr
 from .fusion import Fusion
 from .iterdomain import IterDomain, Merge, Split, Swizzle
 
@@ -24,12 +26,21 @@ class _Ids:
 
     def __call__(self, i: IterDomain) -> str:
         k = self.n.setdefault(i.uid, len(self.n))
-        return f"{k}:{i.extent_expr}:{i.iter_type.value}:{i.parallel_type.value}"
+        return f"{k}:{_tree(i.extent_expr)}:{i.iter_type.value}:{i.parallel_type.value}"
+
+
+@lru_cache(maxsize=4096)
+def _tree(e: Expr) -> str:
+    """The Expr's own tree, not str(e): that simplifies through sympy, which costs a cache hit
+    milliseconds, and structurally different but equal extents only miss the cache."""
+    if e.op in ("const", "var"):
+        return str(e.value)
+    return f"{e.op}({','.join(map(_tree, e.args))})"
 
 
 def _transform(t, ids: _Ids) -> str:
     if isinstance(t, Split):
-        return f"split({ids(t.in_)}->{ids(t.outer)},{ids(t.inner)};{t.factor};{t.inner_split})"
+        return f"split({ids(t.in_)}->{ids(t.outer)},{ids(t.inner)};{_tree(t.factor)};{t.inner_split})"
     if isinstance(t, Merge):
         return f"merge({ids(t.outer)},{ids(t.inner)}->{ids(t.out)})"
     if isinstance(t, Swizzle):
