@@ -186,6 +186,13 @@ for _stages in (3, 4):
     SCHEDULES[f"hopper_128x256_{_stages}_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_"
               f"by_box_bf16_out"] = {"block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, "stages": _stages,
                                      "prefetch": _stages - 2, "store_by_box": True, **_WS}
+# narrower tiles staged by box: 8000 is 35.7 tiles of 224 columns (a 36th of 160) against 31.25 of 256
+# (a 32nd of 64): 18 rounds of 128 x 224 on 128 blocks are 1.6 % fewer outputs a block than 16 of
+# 128 x 256. 224 is 3.5 boxes of 64 columns, so its boxes are 32 columns (a 64-byte swizzle)
+for _bn, _swizzle in ((224, 64), (192, 128)):
+    SCHEDULES[f"hopper_128x{_bn}_4_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_"
+              f"by_box_bf16_out"] = {"block": (128, _bn), **_PERSISTENT, "group": 16, **_STMATRIX, "stages": 4,
+                                     "prefetch": 2, "store_by_box": True, "store_swizzle": _swizzle, **_WS}
 # the same on all 132 SMs: at 8000^2 (2048 tiles with the clusters' padding) the last round is 68
 # tiles, not a 16th full round of 128 blocks
 SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_group_16_cluster_2_stmatrix_by_box_bf16_out"] = {

@@ -56,12 +56,15 @@ def test_the_issue_shapes_and_schedules():
               for name in ("3_stages_warp_specialized_persistent_balanced_group_16",
                            "4_stages_warp_specialized_persistent_balanced_group_16",
                            "4_stages_warp_specialized_persistent_group_16")}
+    by_box.update({f"hopper_128x{bn}_4_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_by_box_"
+                   f"bf16_out": (128, bn) for bn in (224, 192)})
     for family in (narrow, clusters_of_4, other_tiles, three_consumers, by_box):
         assert family.items() <= blocks.items()
         for name in family:
             del blocks[name]
     assert all(H.SCHEDULES[n].get("split_n") for n in other_tiles if "split_n" in n)
     assert all(H.SCHEDULES[n]["store_by_box"] and H.SCHEDULES[n]["stmatrix"] for n in by_box)
+    assert all(bn % (H.SCHEDULES[n].get("store_swizzle", 128) // 2) == 0 for n, (_, bn) in by_box.items())
     assert all(H.SCHEDULES[n]["specialized"].num_registers == (40, 152) for n in three_consumers)  # 512 threads
     assert blocks == {
         "hopper_128x128": (128, 128), "hopper_128x256": (128, 256), "hopper_128x256_4_stages": (128, 256),
@@ -159,7 +162,7 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     n = len(H.SCHEDULES)
     whole = {name for name, kw in H.SCHEDULES.items() if kw.get("stmatrix")}  # stmatrix is warp-collective
     s = len(whole)
-    assert s == 15
+    assert s == 17
     assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n - s} accepted, {n + s} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()

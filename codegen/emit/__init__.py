@@ -19,6 +19,7 @@ from ...model.errors import InternalError
 from ...model.expr import add, const
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
+from .invariants import Invariants
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
@@ -201,6 +202,11 @@ class _Emitter:
     def __init__(self, ir: KernelIR):
         self.ir = ir
         self.consumers = 0  # inside a warp-specialized kernel's consumer role: its thread count
+        self.enclosing: list[str] = []  # the C++ indices of the loops around the node being printed
+        self.invariants: Invariants | None = None  # inside an unrolled nest: its predicates' named terms
+        self.invariant_count = 0
+        # names that never change within a block: thread and block indices, the kernel's parameters
+        self.fixed = {f"{b}.{c}" for b in ("threadIdx", "blockIdx") for c in "xyz"} | {p.name for p in ir.params}
 
     def x(self, expr) -> str:
         return to_cuda(expr, self.ir.names, cast=False, bits=self.ir.index_bits)
@@ -255,9 +261,28 @@ class _Emitter:
             return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
         if n.extent == const(1):  # its index is 0 wherever it is used
             return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
+        if n.kind is LoopKind.UNROLL and self.invariants is None:
+            return self.unrolled_nest(n, depth)
         head = [f"{pad}#pragma unroll"] if n.kind is LoopKind.UNROLL else []
         head.append(f"{pad}for ({INDEX_TYPES[self.ir.index_bits]} {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
-        return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
+        self.enclosing.append(n.var)
+        try:
+            return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
+        finally:
+            self.enclosing.pop()
+
+    def unrolled_nest(self, n: Loop, depth: int) -> list[str]:
+        """An outermost unrolled loop, the invariant divisions of its predicates named before it
+        (emit/invariants.py: else NVVM may leave it rolled, its register arrays in local memory)."""
+        self.invariants = Invariants(frozenset(self.fixed | set(self.enclosing)), self.ir.names, self.invariant_count)
+        try:
+            lines = self.loop(n, depth)
+            named = self.invariants
+        finally:
+            self.invariants = None
+        self.invariant_count += named.count
+        pad = "  " * depth
+        return [pad + d for d in named.declarations(self.x, INDEX_TYPES[self.ir.index_bits])] + lines
 
     def sync(self, n: Sync, depth: int) -> list[str]:
         pad = "  " * depth
@@ -341,7 +366,8 @@ class _Emitter:
         return CTYPES[dtype.name].storage
 
     def cond(self, c: Cond) -> str:
-        return f"{self.x(c.lhs)} {c.op} {self.x(c.rhs)}"
+        named = self.invariants.rewrite if self.invariants is not None else (lambda e: e)
+        return f"{self.x(named(c.lhs))} {c.op} {self.x(named(c.rhs))}"
 
     def ref(self, o: Operand) -> str:
         return f"{o.tensor}[{self.x(o.offset)}]"

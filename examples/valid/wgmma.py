@@ -84,20 +84,22 @@ def warpgroup_tiles(t, split_n, rows=64, at=2):
         t.axis(at + 1).parallelize(P.Unroll)
 
 
-def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=False):
+def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=False, swizzle=128):
     """[c, cs, out] of mma.through_shared: c = cast(D) in D's fragment layout ([Mo, No, wg (TIDy),
     (mi,) thread (TIDx), N / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16 tile:
     stmatrix.x4) into the TMA store's swizzled boxes, out = their TMA store (tma_store_boxes).
     by_box=True: c and cs [Mo, No, box, wg, (mi,) thread, N / 16 of the box, 8], a loop over the
-    output's TMA boxes (64 columns) outside the threads, so that cs can hold one box at a time."""
-    tma_store_boxes(epilogue, block, by_box=by_box)
+    output's TMA boxes (one `swizzle` span: 64 columns, 32 at swizzle=64) outside the threads, so
+    that cs can hold one box at a time."""
+    tma_store_boxes(epilogue, block, swizzle, by_box=by_box)
     c, cs, _ = epilogue
+    span = swizzle // cs.dtype.bytes
     for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, (mi,) thread, N / 16, 8]: D's fragment
-        if by_box and t is c:  # [Mo, No, box, bm, 64] (cs's already): D's fragment of each box's 64 columns
-            t.split(3, 64)
+        if by_box and t is c:  # [Mo, No, box, bm, span] (cs's already): D's fragment of each box's columns
+            t.split(3, span)
             permute(t, [0, 1, 3, 2, 4])
         warpgroup_tiles(t, split_n, rows, at=3 if by_box else 2)
-        tp.schedule_mma_fragment(t, tp.MmaMacro.Hopper_64_64_16 if by_box else macro, "C")
+        tp.schedule_mma_fragment(t, getattr(tp.MmaMacro, f"Hopper_64_{span}_16") if by_box else macro, "C")
         t.split(-1, 8)
         t.axis(-2).parallelize(P.Unroll)
     for t in epilogue if by_box else ():  # the box loop unrolled: c reads D's registers at constant indices
@@ -109,7 +111,7 @@ def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=Fal
 def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=1, tile_layout=swizzled_box,
            specialized=None, out_dtype=tp.float32, patch=None, cluster=1, war_mbarriers=False, spread=False,
            persistent=None, stmatrix=False, store_by_box=False, a_major="K", b_major="K", warpgroup_rows=64,
-           split_n=False):
+           split_n=False, store_swizzle=128):
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B bfloat16 and K-major: block tile
     block[0] x block[1] x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each issuing one
     Hopper_64_{block[1]}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as boxes of
@@ -142,7 +144,8 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     of K (a 192 x 192 tile: three 64 x 96 x 16 a warpgroup, 144 accumulators a thread).
     store_by_box=True (with stmatrix, warpgroups splitting rows): the staging tile holds one
     64-column TMA box of the output, written and stored box by box (16 KiB instead of 64 for 128 x
-    256: room for a fourth stage)."""
+    256: room for a fourth stage). store_swizzle=64: the output's boxes 32 columns wide (a block
+    tile N of 224 is seven, not 3.5 boxes of 64)."""
     if store_by_box and (split_n or not stmatrix):
         raise ValueError("hopper: store_by_box stages the stmatrix epilogue (stmatrix=True) one box of 64 columns "
                          "at a time, which each warpgroup holds whole only where they split the rows (split_n=False)")
@@ -179,7 +182,7 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
         d.axis(i).parallelize(P.Mma)
     if stmatrix:  # through shared memory: stmatrix, then a TMA store
         epilogue = through_shared(out)
-        stmatrix_epilogue(epilogue, macro, block, split_n, warpgroup_rows, store_by_box)
+        stmatrix_epilogue(epilogue, macro, block, split_n, warpgroup_rows, store_by_box, store_swizzle)
     else:  # the output [M, N] -> [Mo, No, wg, (mi,) thread, v]: D's fragment
         epilogue = [out]
         out.split(1, bn).split(0, bm)

@@ -305,3 +305,17 @@ def test_the_block_uniform_wgmma_guard_is_not_serialized():
     src = _source(hopper(8000, 8000, 8192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2))
     report = _ptxas_report(src)
     assert "C7520" not in report and "serializ" not in report.lower(), report
+
+
+@pytest.mark.parametrize("block, store_swizzle", [((128, 192), 128), ((128, 224), 64)])
+def test_a_partial_tiles_epilogue_keeps_its_registers(block, store_swizzle):
+    """A 192- or 224-wide tile at 8000 x 8000: the epilogue's predicates divide by 42 (36); with
+    those divisions inline NVVM left the cast's loop rolled and the accumulators in local memory
+    (400 and 464 bytes of stack a thread). Named before the unrolled nest (emit/invariants.py),
+    they leave no stack frame."""
+    src = _source(hopper(8000, 8000, 8192, block=block, stages=4, prefetch=2, group=16, specialized=WS, persistent=128,
+                         cluster=2, out_dtype=tp.bfloat16, stmatrix=True, store_by_box=True,
+                         store_swizzle=store_swizzle))
+    assert "const unsigned tp_inv0 = " in src
+    report = _ptxas_report(src)
+    assert re.findall(r"(\d+) bytes stack frame", report) == ["0"], report

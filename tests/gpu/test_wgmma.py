@@ -147,13 +147,15 @@ def test_warpgroup_tiles_of_several_wgmmas(block, tiling, epilogue, sms, cluster
                persistent=sms, cluster=cluster, out_dtype=tp.bfloat16, stmatrix=epilogue == "stmatrix"), {})
 
 
-@pytest.mark.parametrize("block, tiling", [((128, 256), {}), ((256, 128), {"warpgroup_rows": 128})],
-                         ids=["128x256", "256_row_tiles"])
+@pytest.mark.parametrize("block, tiling", [((128, 256), {}), ((256, 128), {"warpgroup_rows": 128}),
+                                           ((128, 224), {"store_swizzle": 64})],
+                         ids=["128x256", "256_row_tiles", "128x224_boxes_of_32"])
 @pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 1008, 784, 200), (8, 2, 1200, 992, 136)])
 def test_a_stmatrix_epilogue_staged_box_by_box(block, tiling, sms, cluster, m, n, k):
-    """store_by_box: the staging tile holds one 64-column TMA box, rewritten four (two) times a
-    tile after the previous box's store has read it, so that four stages fit beside it; grouped or
-    persistent in clusters of two, partial tiles; the output poisoned with NaN first."""
+    """store_by_box: the staging tile holds one 64-column TMA box (32 columns with store_swizzle=64:
+    seven for a 224-wide tile), rewritten box after box once the previous box's store has read it,
+    so that four stages fit beside it; grouped or persistent in clusters of two, partial tiles; the
+    output poisoned with NaN first."""
     sys.path.insert(0, str(ROOT / "examples" / "valid"))
     from wgmma import hopper
 
