@@ -20,6 +20,7 @@ from ...model.expr import add, const
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from .invariants import Invariants
+from .whole_tile import whole_tile
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
                  Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
@@ -205,8 +206,10 @@ class _Emitter:
         self.enclosing: list[str] = []  # the C++ indices of the loops around the node being printed
         self.invariants: Invariants | None = None  # inside an unrolled nest: its predicates' named terms
         self.invariant_count = 0
+        self.implied: frozenset = frozenset()  # hole predicates a whole tile's guard implies (emit/whole_tile.py)
         # names that never change within a block: thread and block indices, the kernel's parameters
-        self.fixed = {f"{b}.{c}" for b in ("threadIdx", "blockIdx") for c in "xyz"} | {p.name for p in ir.params}
+        self.block_uniform = {f"blockIdx.{c}" for c in "xyz"} | {p.name for p in ir.params}
+        self.fixed = self.block_uniform | {f"threadIdx.{c}" for c in "xyz"}
 
     def x(self, expr) -> str:
         return to_cuda(expr, self.ir.names, cast=False, bits=self.ir.index_bits)
@@ -274,14 +277,22 @@ class _Emitter:
     def unrolled_nest(self, n: Loop, depth: int) -> list[str]:
         """An outermost unrolled loop, the invariant divisions of its predicates named before it
         (emit/invariants.py: else NVVM may leave it rolled, its register arrays in local memory)."""
-        self.invariants = Invariants(frozenset(self.fixed | set(self.enclosing)), self.ir.names, self.invariant_count)
+        outer = frozenset(self.fixed | set(self.enclosing))
+        self.invariants = Invariants(outer, self.ir.names, self.invariant_count)
+        whole = whole_tile(n, frozenset(self.block_uniform | set(self.enclosing)), self.ir)
+        pad = "  " * depth
         try:
-            lines = self.loop(n, depth)
+            lines = self.loop(n, depth + (whole is not None))
+            if whole is not None:  # a whole tile's nest without the hole predicates its guard implies
+                self.implied = whole.implied
+                fast = self.loop(n, depth + 1)
+                guard = " && ".join(self.cond(c) for c in whole.guard)
+                lines = ([f"{pad}if ({guard}) {{  // a whole tile: no hole predicates"] + fast
+                         + [f"{pad}}} else {{"] + lines + [f"{pad}}}"])
             named = self.invariants
         finally:
-            self.invariants = None
+            self.invariants, self.implied = None, frozenset()
         self.invariant_count += named.count
-        pad = "  " * depth
         return [pad + d for d in named.declarations(self.x, INDEX_TYPES[self.ir.index_bits])] + lines
 
     def sync(self, n: Sync, depth: int) -> list[str]:
@@ -338,7 +349,8 @@ class _Emitter:
     def matrix_copy(self, n: MatrixCopy, depth: int) -> list[str]:
         # warp-uniform predicates only (LDSM-THREAD-ROWS proved whole warps), e.g. a block past M
         body = emit_ldsm.matrix_copy(n, self.x)
-        return self.guarded_block(n.comment, n.conds, body[1:-1], depth) if n.conds else \
+        conds = self.live(n.conds)
+        return self.guarded_block(n.comment, conds, body[1:-1], depth) if conds else \
             ["  " * depth + line for line in [f"// {n.comment}", *body]]
 
     # -- statements ---------------------------------------------------------------------
@@ -346,8 +358,9 @@ class _Emitter:
         pad = "  " * depth
         body = self.vector_body(s) if s.vector > 1 else [self.scalar(s)]
         lines = [f"{pad}// {s.comment}"]
-        if s.conds:
-            lines.append(f"{pad}if ({' && '.join(self.cond(c) for c in s.conds)}) {{")
+        conds = self.live(s.conds)
+        if conds:
+            lines.append(f"{pad}if ({' && '.join(self.cond(c) for c in conds)}) {{")
             lines += [f"{pad}  {b}" for b in body]
             lines.append(f"{pad}}}")
         else:
@@ -364,6 +377,10 @@ class _Emitter:
     def storage(self, dtype: DataType) -> str:
         """The C++ type that stores a dtype's elements."""
         return CTYPES[dtype.name].storage
+
+    def live(self, conds: list[Cond]) -> list[Cond]:
+        """conds less those a whole tile's guard implies (where it holds)."""
+        return [c for c in conds if c not in self.implied] if self.implied else conds
 
     def cond(self, c: Cond) -> str:
         named = self.invariants.rewrite if self.invariants is not None else (lambda e: e)

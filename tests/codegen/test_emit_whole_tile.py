@@ -1,0 +1,94 @@
+"""emit/whole_tile.py: an unrolled nest's hole predicates are dropped only under a block-uniform
+guard that implies them at every thread and point of the nest."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import tileproof as tp
+from tileproof.codegen.emit.whole_tile import whole_tile
+from tileproof.codegen.ir import Loop, LoopKind, MatrixCopy, walk
+from tileproof.codegen.lower import lower
+from tileproof.model.expr import evaluate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
+from wgmma import hopper  # noqa: E402
+
+WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+
+
+def _epilogue(m, n):
+    """The lowered 128 x 256 by-box kernel at m x n x 8192, its epilogue's unrolled nest (the box
+    loop) and the C++ names around it that are the same for the whole block."""
+    fusion = hopper(m, n, 8192, block=(128, 256), stages=4, prefetch=2, group=16, specialized=WS, persistent=128,
+                    cluster=2, out_dtype=tp.bfloat16, stmatrix=True, store_by_box=True)
+    ir = lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel
+
+    def find(nodes, around):
+        for node in nodes:
+            if isinstance(node, Loop):
+                if node.kind is LoopKind.UNROLL and any(isinstance(x, MatrixCopy) for x in walk(node.body)):
+                    return node, around
+                inner = around + ([node.var] if node.kind in (LoopKind.SERIAL, LoopKind.UNROLL) else [])
+                found = find(node.body, inner)
+                if found:
+                    return found
+            elif hasattr(node, "body"):
+                found = find(node.body, around)
+                if found:
+                    return found
+        return None
+
+    nest, around = find(ir.body, [])
+    uniform = frozenset({"blockIdx.x", "blockIdx.y", "blockIdx.z", *around, *(p.name for p in ir.params)})
+    return ir, nest, uniform
+
+
+def _points(nest):
+    out = {}
+    for node in walk([nest]):
+        if isinstance(node, Loop) and node.kind is not LoopKind.THREAD:
+            out[node.var] = node.extent.value
+    return out
+
+
+def test_the_guard_implies_every_dropped_predicate_and_is_block_uniform():
+    ir, nest, uniform = _epilogue(8000, 8000)
+    whole = whole_tile(nest, uniform, ir)
+    assert whole is not None and len(whole.guard) == 2 and len(whole.implied) >= 3  # rows and columns
+    for g in whole.guard:
+        assert not g.lhs.free_vars() & {"threadIdx.x", "threadIdx.y", "threadIdx.z"}
+    loops = _points(nest)
+    names = {ir.names.get(v, v): v for c in whole.implied for v in c.lhs.free_vars()}
+    block = [v for v in names.values() if ir.names.get(v, v) in uniform]
+    rng = random.Random(7)
+    held = failed = 0
+    for _ in range(400):
+        tile = {v: rng.randrange(16) if ir.names.get(v, v) != "blockIdx.x" else rng.randrange(128) for v in block}
+        if not all(evaluate(g.lhs, tile) < evaluate(g.rhs, tile) for g in whole.guard):
+            failed += 1
+            continue
+        held += 1
+        for _ in range(50):
+            env = dict(tile, **{"threadIdx.x": rng.randrange(128), "threadIdx.y": rng.randrange(2)})
+            env.update({v: rng.randrange(loops[ir.names.get(v, v)]) for v in names.values()
+                        if ir.names.get(v, v) in loops})
+            for c in whole.implied:
+                assert evaluate(c.lhs, env) < evaluate(c.rhs, env), (c, env)
+    assert held > 300 and failed > 0  # most tiles are whole; those at M's or N's end are not
+
+
+def test_a_tile_at_the_edge_keeps_its_predicates():
+    """Column tile 31 starts at 7936: 7936 + 255 >= 8000, so the guard fails there, and row tile
+    62 (7936 + 191 >= 8000) too; tile (61, 30) is whole."""
+    ir, nest, uniform = _epilogue(8000, 8000)
+    whole = whole_tile(nest, uniform, ir)
+    tops = sorted(evaluate(g.lhs, {v: 0 for v in g.lhs.free_vars()}) for g in whole.guard)
+    assert tops == [191, 255]  # 64 x 2 warpgroup rows of the block (producer too) + 63; 256 columns - 1
+
+
+def test_no_guard_where_the_tiles_divide():
+    ir, nest, uniform = _epilogue(8192, 8192)
+    assert whole_tile(nest, uniform, ir) is None  # no hole predicates at all
