@@ -75,3 +75,30 @@ def test_an_xor_has_no_integer_rendering():
 
     with pytest.raises(ValueError, match="XOR"):
         solver.Query([E.xor(E.var("i"), E.const(8))], {"i": E.const(64)}, integers=True)
+
+
+def _stalling_claim(ctx):
+    """x * y + z and z leave the same remainder by y: true, but 48-bit products stall z3."""
+    import z3
+
+    x, y, z = z3.BitVecs("x y z", 48, ctx=ctx)
+    bounds = [z3.ULT(v, 1 << 20) for v in (x, y, z)] + [z3.UGT(y, 0)]
+    return bounds, z3.URem(x * y + z, y) == z3.URem(z, y)
+
+
+def test_a_proof_stops_at_a_resource_count_not_a_time(monkeypatch):
+    """The limit is z3's resource units (UNITS_PER_MS a ms of limit), so a machine's speed or
+    load cannot turn a verdict into an undecided one: with a wall clock far beyond reach, a
+    stalling claim stops at its units, and the reason says so."""
+    import z3
+
+    monkeypatch.setattr(solver, "WALL_FACTOR", 10_000)
+    ctx = z3.Context()
+    bounds, claim = _stalling_claim(ctx)
+    s = z3.Solver(ctx=ctx)
+    solver.limit(s, 100)
+    s.add(*bounds, z3.Not(claim))
+    assert s.check() == z3.unknown
+    units = 100 * solver.UNITS_PER_MS
+    assert int(s.statistics().get_key_value("rlimit count")) <= units * 1.1
+    assert solver.why_unknown(s) == f"no answer within its limit of {units:,} resource units (about 0.1 s of solving)"

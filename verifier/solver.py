@@ -26,6 +26,12 @@ from ..model.simplify import Simplifier
 
 MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
 DEFAULT_TIMEOUT_MS = int(os.environ.get("TILEPROOF_TIMEOUT_MS", "20000"))
+# A proof's limit is z3's resource count, not the clock, so that a verdict does not depend on the
+# machine or its load: a limit of T ms allows T * UNITS_PER_MS units (about T ms of solving on the
+# 2-core machine it was measured on: 2000 to 3200 units a ms on stalled bit-vector claims), and the
+# clock stops only a solve WALL_FACTOR times slower
+UNITS_PER_MS = int(os.environ.get("TILEPROOF_UNITS_PER_MS", "2500"))
+WALL_FACTOR = 6
 DUMP_SMT = os.environ.get("TILEPROOF_DUMP_SMT") == "1"
 # bit-vectors by default: every value is bounded, and bounded div/mod chains that stall
 # integer arithmetic (20 s on PerformantVectorizedCopy) take milliseconds as bit-vectors
@@ -49,6 +55,22 @@ SIZE_PROBE_SECONDS = float(os.environ.get("TILEPROOF_SIZE_PROBE_SECONDS", "1.0")
 ABSTRACT_MS = 500
 _DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_IDIV)
 _REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I, z3.Z3_OP_MOD)
+
+
+def limit(s: z3.Solver, ms: int) -> None:
+    """Stop `s` after about `ms` of solving, counted in z3's resource units (UNITS_PER_MS)."""
+    s.set("rlimit", ms * UNITS_PER_MS)
+    s.set("timeout", ms * WALL_FACTOR)
+    s.limit_ms = ms  # for why_unknown
+
+
+def why_unknown(s: z3.Solver) -> str:
+    """z3's reason for no verdict, its limit said plainly ("canceled" is z3's word for either)."""
+    reason = s.reason_unknown()
+    if reason in ("canceled", "timeout", "max. resource limit exceeded") and hasattr(s, "limit_ms"):
+        return (f"no answer within its limit of {s.limit_ms * UNITS_PER_MS:,} resource units "
+                f"(about {s.limit_ms / 1000:g} s of solving)")
+    return reason
 
 
 def _ite_max(args):
@@ -338,7 +360,7 @@ class Query:
         if r == z3.unsat:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
-            return Outcome(Verdict.UNKNOWN, reason=s.reason_unknown())
+            return Outcome(Verdict.UNKNOWN, reason=why_unknown(s))
         m = self._readable(s, s.model(), smallest, shrink_seconds, time.perf_counter() - start)
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
@@ -348,7 +370,7 @@ class Query:
         """A solver holding the facts and `assertions`: simplify, then the SMT core (on the bundled
         examples' queries half the solving time of the default QF_BV pipeline, the same verdicts)."""
         s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
-        s.set("timeout", timeout_ms)
+        limit(s, timeout_ms)
         s.add(*self.facts, *assertions)
         return s
 

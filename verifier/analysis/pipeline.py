@@ -55,7 +55,7 @@ import z3
 
 from ...model.expr import try_int
 from ...model.pipeline import Step, Timeline
-from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict
+from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict, limit, why_unknown
 
 
 class _Model:
@@ -109,14 +109,14 @@ class _Model:
 
     def prove(self, k_vars, claim, values) -> Outcome:
         s = z3.Solver(ctx=self.ctx)
-        s.set("timeout", DEFAULT_TIMEOUT_MS)
+        limit(s, DEFAULT_TIMEOUT_MS)
         s.add(*self.facts)
         s.add(z3.Not(claim))
         r = s.check()
         if r == z3.unsat:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
-            return Outcome(Verdict.UNKNOWN, reason=s.reason_unknown())
+            return Outcome(Verdict.UNKNOWN, reason=why_unknown(s))
         m = s.model()
         for v in list(k_vars) + [self.e]:  # the smallest iteration that fails, for a readable report
             s.push()
