@@ -276,7 +276,9 @@ class _Emitter:
 
     def unrolled_nest(self, n: Loop, depth: int) -> list[str]:
         """An outermost unrolled loop, the invariant divisions of its predicates named before it
-        (emit/invariants.py: else NVVM may leave it rolled, its register arrays in local memory)."""
+        (emit/invariants.py: else NVVM may leave it rolled, its register arrays in local memory);
+        with hole predicates, printed twice: for a whole tile without them, and as lowered
+        (emit/whole_tile.py)."""
         outer = frozenset(self.fixed | set(self.enclosing))
         self.invariants = Invariants(outer, self.ir.names, self.invariant_count)
         whole = whole_tile(n, frozenset(self.block_uniform | set(self.enclosing)), self.ir)
