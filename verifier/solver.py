@@ -27,10 +27,11 @@ from ..model.simplify import Simplifier
 MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
 DEFAULT_TIMEOUT_MS = int(os.environ.get("TILEPROOF_TIMEOUT_MS", "20000"))
 # A proof's limit is z3's resource count, not the clock, so that a verdict does not depend on the
-# machine or its load: a limit of T ms allows T * UNITS_PER_MS units (about T ms of solving on the
-# 2-core machine it was measured on: 2000 to 3200 units a ms on stalled bit-vector claims), and the
-# clock stops only a solve WALL_FACTOR times slower
-UNITS_PER_MS = int(os.environ.get("TILEPROOF_UNITS_PER_MS", "2500"))
+# machine or its load: a limit of T ms allows T * UNITS_PER_MS units, and the clock stops only a
+# solve WALL_FACTOR times slower. Measured on a 2-core machine: the slowest proof the fuzz slice
+# decides (SMEM-BLOCK-VISIBILITY of a symbolic 192-row persistent tile) took 116 million units in
+# 17.5 s, 6600 a ms; stalled bit-vector claims count 2000 to 3200 a ms, so they give up later
+UNITS_PER_MS = int(os.environ.get("TILEPROOF_UNITS_PER_MS", "7000"))
 WALL_FACTOR = 6
 DUMP_SMT = os.environ.get("TILEPROOF_DUMP_SMT") == "1"
 # bit-vectors by default: every value is bounded, and bounded div/mod chains that stall
