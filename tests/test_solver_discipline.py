@@ -101,4 +101,4 @@ def test_a_proof_stops_at_a_resource_count_not_a_time(monkeypatch):
     assert s.check() == z3.unknown
     units = 100 * solver.UNITS_PER_MS
     assert int(s.statistics().get_key_value("rlimit count")) <= units * 1.1
-    assert solver.why_unknown(s) == f"no answer within its limit of {units:,} resource units (about 0.1 s of solving)"
+    assert solver.why_unknown(s, 100) == f"no answer within its limit of {units:,} resource units (about 0.1 s of solving)"

@@ -62,15 +62,14 @@ def limit(s: z3.Solver, ms: int) -> None:
     """Stop `s` after about `ms` of solving, counted in z3's resource units (UNITS_PER_MS)."""
     s.set("rlimit", ms * UNITS_PER_MS)
     s.set("timeout", ms * WALL_FACTOR)
-    s.limit_ms = ms  # for why_unknown
 
 
-def why_unknown(s: z3.Solver) -> str:
-    """z3's reason for no verdict, its limit said plainly ("canceled" is z3's word for either)."""
+def why_unknown(s: z3.Solver, ms: int) -> str:
+    """z3's reason for no verdict from `s`, limited to `ms` (limit), said plainly ("canceled" is
+    z3's word for either limit)."""
     reason = s.reason_unknown()
-    if reason in ("canceled", "timeout", "max. resource limit exceeded") and hasattr(s, "limit_ms"):
-        return (f"no answer within its limit of {s.limit_ms * UNITS_PER_MS:,} resource units "
-                f"(about {s.limit_ms / 1000:g} s of solving)")
+    if reason in ("canceled", "timeout", "max. resource limit exceeded"):
+        return f"no answer within its limit of {ms * UNITS_PER_MS:,} resource units (about {ms / 1000:g} s of solving)"
     return reason
 
 
@@ -361,7 +360,7 @@ class Query:
         if r == z3.unsat:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
-            return Outcome(Verdict.UNKNOWN, reason=why_unknown(s))
+            return Outcome(Verdict.UNKNOWN, reason=why_unknown(s, self.timeout_ms))
         m = self._readable(s, s.model(), smallest, shrink_seconds, time.perf_counter() - start)
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}

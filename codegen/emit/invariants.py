@@ -17,8 +17,16 @@ from typing import Mapping
 from ...model.expr import Expr, var
 
 
-def _terms(e: Expr) -> list[Expr]:
-    return [t for a in e.args for t in (_terms(a) if a.op == "add" else [a])]
+def sum_terms(e: Expr, distribute: bool = False) -> list[Expr]:
+    """e as the terms of a sum, nested sums flattened; with `distribute`, constant factors
+    distributed over sums too: c * (a + b) -> c * a, c * b."""
+    if e.op == "add":
+        return [t for a in e.args for t in sum_terms(a, distribute)]
+    if distribute and e.op == "mul" and len(e.args) == 2:
+        scale, inner = sorted(e.args, key=lambda a: a.op != "const")
+        if scale.op == "const" and inner.op == "add":
+            return [t * scale.value for t in sum_terms(inner, distribute)]
+    return [e]
 
 
 def _divides(e: Expr) -> bool:
@@ -40,7 +48,7 @@ class Invariants:
         if self._invariant(e):
             return self._name(e) if _divides(e) else e
         if e.op == "add":  # the invariant terms of an index (nested sums too) summed into one name
-            terms = _terms(e)
+            terms = sum_terms(e)
             fixed = [a for a in terms if self._invariant(a)]
             rest = [self.rewrite(a) for a in terms if not self._invariant(a)]
             if any(map(_divides, fixed)):

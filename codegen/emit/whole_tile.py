@@ -15,12 +15,14 @@ computes at some point, within the index width proof, so the implication is plai
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Mapping
 
 from ...model.execution import Cond, CondKind
 from ...model.expr import Expr, add, const, evaluate, try_int
 from ..ir import Compute, KernelIR, Loop, LoopKind, MatrixCopy
+from .invariants import sum_terms
 
 MAX_POINTS = 1 << 12  # points enumerated for one term's largest value
 THREADS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -81,17 +83,6 @@ def _nest_extents(nest: Loop) -> dict[str, int]:
     return out
 
 
-def _terms(e: Expr) -> list[Expr]:
-    """e as a sum of terms, constant factors distributed over sums: c * (a + b) -> c * a, c * b."""
-    if e.op == "add":
-        return [t for a in e.args for t in _terms(a)]
-    if e.op == "mul" and len(e.args) == 2:
-        scale, inner = sorted(e.args, key=lambda a: a.op != "const")
-        if scale.op == "const" and inner.op == "add":
-            return [t * scale.value for t in _terms(inner)]
-    return [e]
-
-
 def _tile_inner(c: Cond, block_uniform: frozenset[str], ranges: Mapping[str, int], names: Mapping[str, str]):
     """(the block-uniform part of c.lhs, its other terms), or None where a term mixes the two or
     reads a name of neither kind, or the bound is not block-uniform."""
@@ -102,7 +93,7 @@ def _tile_inner(c: Cond, block_uniform: frozenset[str], ranges: Mapping[str, int
     if not kinds(c.rhs) <= {"tile"}:
         return None
     tile, inner = [], []
-    for t in _terms(c.lhs):
+    for t in sum_terms(c.lhs, distribute=True):
         k = kinds(t)
         if k <= {"tile"}:
             tile.append(t)
@@ -116,9 +107,6 @@ def _tile_inner(c: Cond, block_uniform: frozenset[str], ranges: Mapping[str, int
 def _largest(term: Expr, ranges: Mapping[str, int], names: Mapping[str, str]) -> int | None:
     vs = sorted(term.free_vars())
     sizes = [ranges[names.get(v, v)] for v in vs]
-    total = 1
-    for s in sizes:
-        total *= s
-    if total > MAX_POINTS:
+    if math.prod(sizes) > MAX_POINTS:
         return None
     return max(evaluate(term, dict(zip(vs, p))) for p in itertools.product(*(range(s) for s in sizes)))

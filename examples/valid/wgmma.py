@@ -147,8 +147,9 @@ def hopper(m, n, k, block=(128, 128), swizzle=128, stages=1, prefetch=-1, group=
     256: room for a fourth stage). store_swizzle=64: the output's boxes 32 columns wide (a block
     tile N of 224 is seven, not 3.5 boxes of 64)."""
     if store_by_box and (split_n or not stmatrix):
-        raise ValueError("hopper: store_by_box stages the stmatrix epilogue (stmatrix=True) one box of 64 columns "
-                         "at a time, which each warpgroup holds whole only where they split the rows (split_n=False)")
+        raise ValueError("hopper: store_by_box stages the stmatrix epilogue (stmatrix=True) one TMA box (64 "
+                         "columns, 32 at store_swizzle=64) at a time, which each warpgroup holds whole only where "
+                         "they split the rows (split_n=False)")
     bm, bn = block
     bk = swizzle // 2
     macro = getattr(tp.MmaMacro, f"Hopper_64_{bn // 2 if split_n else bn}_16")

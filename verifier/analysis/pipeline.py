@@ -116,7 +116,7 @@ class _Model:
         if r == z3.unsat:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
-            return Outcome(Verdict.UNKNOWN, reason=why_unknown(s))
+            return Outcome(Verdict.UNKNOWN, reason=why_unknown(s, DEFAULT_TIMEOUT_MS))
         m = s.model()
         for v in list(k_vars) + [self.e]:  # the smallest iteration that fails, for a readable report
             s.push()
