@@ -11,7 +11,8 @@ Predicates (one `Cond` each):
   thread extent   a thread/block index runs over the launch dimension, which is the
                   largest extent bound to that parallel type; a shorter axis is guarded
   hole            a point of an indivisible split beyond the extent it covers
-                  (only the bounds not implied by others: needed_bounds)
+                  (only the bounds not implied by others: needed_bounds; none for a
+                  statement whose holes only a TMA store reads: model/clipped_holes.py)
   single writer   a shared or global store that the tensor does not parallelize across a
                   launched thread (and, for global memory, block) dimension is done by
                   index 0 alone: the others would write the same values
@@ -31,6 +32,7 @@ import enum
 from dataclasses import dataclass, field
 
 from .allocation import Allocation
+from .clipped_holes import clipped
 from .expr import Expr, add, const, substitute, try_int, var
 from .global_layout import global_offset, global_strides
 from .indexing import (
@@ -224,7 +226,10 @@ def _extent_conds(tv: TensorView, launch: dict[ParallelType, Expr], elements: bo
 
 def _hole_conds(tv: TensorView, indices: dict[int, Expr], elements: bool = False,
                 skip: int | None = None) -> list[Cond]:
-    """The holes tv's points are predicated on; `skip`: the uid of the K it runs past on zeros."""
+    """The holes tv's points are predicated on (none where only a TMA store reads them: clipped);
+    `skip`: the uid of the K it runs past on zeros."""
+    if tv.name in clipped(tv.fusion):
+        return []
     needed = needed_bounds(tv) - {skip}
     return [Cond(b.value, "<", b.extent, f"hole of {b.id.label()}", CondKind.HOLE)
             for b in valid_item_bounds(tv, indices) if b.id.uid in needed and not (elements and b.id.is_reduction)]
