@@ -20,7 +20,7 @@ def test_draws_are_reproducible_and_cover_the_options():
     assert texts == [repr(wgmma_case(seed)) for seed in range(60)]
     joined = " ".join(texts)
     for option in ("specialized=", "cluster=2", "persistent=", "stmatrix=True", "a_major=MN", "b_major=MN",
-                   "war_mbarriers=True", "symbolic", "group=", "split_n=True", "warpgroup_rows=128", "(192, 192)", "(192, 256)"):
+                   "war_mbarriers=True", "symbolic", "store_by_box=True", "store_swizzle=64", "group=", "split_n=True", "warpgroup_rows=128", "(192, 192)", "(192, 256)"):
         assert option in joined, option
 
 

@@ -9,11 +9,11 @@ WGMMA-INSTRUCTION-REGISTERS); 1 to 4 TMA stages with a
 random prefetch (now and then one the stages cannot hold: rejected); the blocks grouped or not;
 a warp-specialized producer (setmaxnreg counts or none) or mbarrier WAR without one; clusters of
 2 with B multicast, a persistent grid of a few blocks, or one tile per block; a float32 output,
-or a bfloat16 one from registers or through stmatrix and a TMA store; A M-major and B N-major now
-and then; sizes concrete (sometimes not multiples of the tile, K a multiple of 8: TMA's 16-byte
-rows) or symbolic with the tile-multiple assumptions. Invalid combinations (a cluster without
-warp specialization, too much shared memory, a stmatrix tile of partial rows) are left for the
-verifier to reject. Every call with one seed builds the same schedule.
+or a bfloat16 one from registers or through stmatrix and a TMA store (the staging tile whole or
+one box at a time, boxes of 64 or 32 columns); A M-major and B N-major now and then; sizes
+concrete (sometimes not multiples of the tile, K a multiple of 8: TMA's 16-byte rows) or symbolic
+with the tile-multiple assumptions. Invalid combinations (a cluster without warp specialization,
+too much shared memory) are left for the verifier to reject. Every call with one seed builds the same schedule.
 """
 
 from __future__ import annotations
@@ -78,6 +78,10 @@ def wgmma_case(seed: int) -> WgmmaCase:
         kw["out_dtype"] = tp.bfloat16
         if rng.random() < 0.5:
             kw["stmatrix"] = True
+            if not kw.get("split_n") and rng.random() < 0.4:  # one TMA box staged at a time
+                kw["store_by_box"] = True
+                if rng.random() < 0.3:
+                    kw["store_swizzle"] = 64  # boxes of 32 columns
     if rng.random() < 0.2:
         kw["a_major"] = "MN"
     if rng.random() < 0.2:
