@@ -83,5 +83,33 @@ def test_sizes_are_first_tried_small_and_fixed(monkeypatch):
     out = q.prove(q.lt(product, E.const(32768)))
     assert (out.model["M"], out.model["N"]) in ((256, 128), (128, 256))
     q = query()
-    out = q.prove(q.lt(product, E.const(32768)), shrink_seconds=0)  # a verdict only: no probes
+    out = q.prove(q.lt(product, E.const(32768)), shrink_units=0)  # a verdict only: no probes
     assert out.status is Verdict.COUNTEREXAMPLE
+
+
+def test_the_clock_does_not_shape_a_report(monkeypatch):
+    """Shrinking and the bank rule's budget count z3's resource units, not seconds: with a clock
+    that jumps a minute at every reading (a machine under heavy load), verify gives the same
+    diagnostics, counterexamples and hints as before."""
+    import itertools
+    import time
+
+    import tileproof as tp
+    from tileproof.schedule_files import discover
+
+    root = Path(__file__).resolve().parents[1] / "examples"
+    cases = [c for c in discover([str(root / "invalid" / "ldst_matrix.py"), str(root / "invalid" / "tma_smem.py")])
+             if c.name in ("ldst_matrix_set_any_size", "ldmatrix_rows_scrambled")][:2]
+    cases += [c for c in discover([str(root / "valid" / "lowering.py")]) if c.name == "tma_load_from_one_thread"]
+    assert len(cases) == 3
+
+    def reports():
+        return [[(d.code, d.message, d.counterexample, d.hint) for d in tp.verify(c.build(), c.target).diagnostics]
+                for c in cases]
+
+    before = reports()
+    assert all(before) and any(d[2] for r in before for d in r)
+    real, jumps = time.perf_counter, itertools.count()
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + 60.0 * next(jumps))
+    monkeypatch.setattr(time, "monotonic", lambda: real() + 60.0 * next(jumps))
+    assert reports() == before

@@ -22,7 +22,7 @@ from .solver import MAX_EXTENT, Outcome, Query, ShrinkAccount, Verdict, assumpti
 INTEGER_RETRY_MS = 5000
 from .symbol_ranges import Admitted, admitted
 
-VERIFY_SHRINK_SECONDS = 0.15  # shrinking all of a verify's counterexamples: keeps a verify under 0.5 s
+VERIFY_SHRINK_SECONDS = 0.15  # of solving (resource units) to shrink all of a verify's counterexamples
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,9 @@ class Access:
 class VerifyContext:
     def __init__(self, fusion: Fusion, target: Target, bind: Mapping[str, int] | None = None, *,
                  shrink_seconds: float = VERIFY_SHRINK_SECONDS):
-        """`shrink_seconds`: what making counterexamples readable may take, all rules together
-        (0 for a copy of the fusion that is judged by its verdicts: its findings are never shown)."""
+        """`shrink_seconds`: the solving that making counterexamples readable may take, all rules
+        together, counted in z3's resource units (0 for a copy of the fusion that is judged by its
+        verdicts: its findings are never shown)."""
         self.fusion = fusion
         self.target = target
         self.bind = dict(bind or {})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import enum
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
@@ -39,6 +38,7 @@ DUMP_SMT = os.environ.get("TILEPROOF_DUMP_SMT") == "1"
 USE_INT = os.environ.get("TILEPROOF_THEORY") == "int"
 # a counterexample is made readable (its sizes, then the rule's `smallest`, then the loop
 # indices and threads shrunk toward their smallest values) within this many extra solves and seconds
+# of solving (counted in resource units, as proofs are: the same counterexample on any machine)
 SHRINK_CHECKS = 48
 SHRINK_SECONDS = float(os.environ.get("TILEPROOF_SHRINK_SECONDS", "0.1"))
 # before that, a counterexample at large sizes is tried at a few small fixed ones (each free extent
@@ -58,10 +58,31 @@ _DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_IDIV)
 _REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I, z3.Z3_OP_MOD)
 
 
+def units(ms: float) -> int:
+    """z3's resource units for `ms` of solving (UNITS_PER_MS)."""
+    return int(ms * UNITS_PER_MS)
+
+
 def limit(s: z3.Solver, ms: int) -> None:
     """Stop `s` after about `ms` of solving, counted in z3's resource units (UNITS_PER_MS)."""
-    s.set("rlimit", ms * UNITS_PER_MS)
+    s.set("rlimit", units(ms))
     s.set("timeout", ms * WALL_FACTOR)
+
+
+def check(s: z3.Solver, allowed: int) -> tuple[z3.CheckSatResult, int]:
+    """s.check() within `allowed` resource units (the clock a backstop WALL_FACTOR times longer):
+    its result and the units it used."""
+    s.set("rlimit", max(1, allowed))
+    s.set("timeout", max(1, allowed * WALL_FACTOR // UNITS_PER_MS))
+    before = _units_used(s)
+    r = s.check()
+    return r, _units_used(s) - before
+
+
+def _units_used(s: z3.Solver) -> int:
+    """The resource units z3 has counted in s's context so far ("rlimit count"; none yet: 0)."""
+    stats = s.statistics()
+    return next((stats.get_key_value(k) for k in stats.keys() if k == "rlimit count"), 0)
 
 
 def why_unknown(s: z3.Solver, ms: int) -> str:
@@ -192,6 +213,7 @@ class Query:
         self.ctx = context if context is not None else z3.Context()
         self.shrink = shrink if shrink is not None else ShrinkAccount(SHRINK_SECONDS)
         self.timeout_ms = timeout_ms
+        self.used = 0  # resource units of every solve so far (a rule's own budget charges them)
         self.facts: list = []
         self._vars: dict[str, z3.ExprRef] = {}
         self._terms: dict[Expr, z3.ExprRef] = {}
@@ -343,36 +365,40 @@ class Query:
 
     # -- decide -----------------------------------------------------------------
     def prove(self, claim, *, values: Mapping[str, Expr] | None = None, smallest: Expr | None = None,
-              shrink_seconds: float | None = None) -> Outcome:
+              shrink_units: int | None = None) -> Outcome:
         """Is `claim` true for every assignment satisfying the facts? A counterexample
         carries every variable of the query and the requested derived `values`. It is the
         smallest one a few more solves find (_readable): each extent symbol as small as the
         claim's failure allows (1 where it does not depend on the symbol), then the expression
         `smallest` (the rule's witness, e.g. a thread id), then the other variables;
-        `shrink_seconds` caps that search further (a warning rule's own time budget)."""
+        `shrink_units` caps that search further (a warning rule's own budget)."""
         if self._proved_without_symbolic_division(claim):
             return Outcome(Verdict.PROVED)
-        s = self._solver(self.timeout_ms, z3.Not(claim))
+        s = self._solver(z3.Not(claim))
         if DUMP_SMT:
             print(s.sexpr())
-        start = time.perf_counter()
-        r = s.check()
+        r, used = self._check(s, units(self.timeout_ms))
         if r == z3.unsat:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
             return Outcome(Verdict.UNKNOWN, reason=why_unknown(s, self.timeout_ms))
-        m = self._readable(s, s.model(), smallest, shrink_seconds, time.perf_counter() - start)
+        m = self._readable(s, s.model(), smallest, shrink_units, used)
         model = {name: self._as_int(m.eval(v, model_completion=True)) for name, v in self._vars.items()}
         derived = {k: self._as_int(m.eval(self.term(e), model_completion=True)) for k, e in (values or {}).items()}
         return Outcome(Verdict.COUNTEREXAMPLE, model, values=derived)
 
-    def _solver(self, timeout_ms: int, *assertions) -> z3.Solver:
+    def _solver(self, *assertions) -> z3.Solver:
         """A solver holding the facts and `assertions`: simplify, then the SMT core (on the bundled
         examples' queries half the solving time of the default QF_BV pipeline, the same verdicts)."""
         s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
-        limit(s, timeout_ms)
         s.add(*self.facts, *assertions)
         return s
+
+    def _check(self, s: z3.Solver, allowed: int) -> tuple[z3.CheckSatResult, int]:
+        """check(s, allowed), its units added to the query's."""
+        r, used = check(s, allowed)
+        self.used += used
+        return r, used
 
     def _proved_without_symbolic_division(self, claim) -> bool:
         """Whether claim holds with each division and remainder by a non-constant term replaced
@@ -404,22 +430,20 @@ class Query:
             else:  # x / d <= x for d >= 1 (x >= 0 for integers)
                 bounds.append(z3.Implies(z3.UGT(d, zero), z3.ULE(v, x)) if self.bv
                               else z3.Implies(z3.And(d > 0, x >= 0), z3.And(v >= 0, v <= x)))
-        s = self._solver(min(self.timeout_ms, ABSTRACT_MS), *[z3.substitute(b, *pairs) for b in bounds],
-                         z3.Not(z3.substitute(claim, *pairs)))
-        return s.check() == z3.unsat
+        s = self._solver(*[z3.substitute(b, *pairs) for b in bounds], z3.Not(z3.substitute(claim, *pairs)))
+        return self._check(s, units(min(self.timeout_ms, ABSTRACT_MS)))[0] == z3.unsat
 
-    def _readable(self, s: z3.Solver, m, smallest: Expr | None, seconds: float | None = None,
-                  solved_in: float = 0.0):
+    def _readable(self, s: z3.Solver, m, smallest: Expr | None, allowed: int | None = None, solved_in: int = 0):
         """The counterexample m at small fixed sizes where a few quick solves find one
-        (_small_sizes), then shrunk, term by term, within SHRINK_CHECKS solves and
-        SHRINK_SECONDS: the free extent symbols toward their smallest admitted value, then
-        `smallest`, then the other variables toward 0. Each term is fixed at its smallest value
-        before the next one shrinks, so a later term never grows an earlier one back. Every
-        model found satisfies the same facts and the negated claim: only its values change. A
-        solve that took longer than the budget (`solved_in`) is not followed by any: a probe is the
-        same question with one more bound, and would time out."""
+        (_small_sizes), then shrunk, term by term, within SHRINK_CHECKS solves and SHRINK_SECONDS
+        of solving (and `allowed` units): the free extent symbols toward their smallest admitted
+        value, then `smallest`, then the other variables toward 0. Each term is fixed at its
+        smallest value before the next one shrinks, so a later term never grows an earlier one
+        back. Every model found satisfies the same facts and the negated claim: only its values
+        change. A solve that took more than the budget (`solved_in` units) is not followed by any:
+        a probe is the same question with one more bound, and would run out."""
         fixed: set[str] = set()
-        if seconds is None or seconds > 0:
+        if allowed is None or allowed > 0:
             probed = self._small_sizes(s, m)
             if probed is not None:
                 m, solved_in, fixed = probed
@@ -428,23 +452,23 @@ class Query:
         if smallest is not None:
             targets.append((self.term(smallest), 0, 1))
         targets += [(v, 0, 1) for name, v in list(self._vars.items()) if name not in self.symbols]
-        start = time.perf_counter()
-        seconds = min(SHRINK_SECONDS, self.shrink.left, SHRINK_SECONDS if seconds is None else seconds)
-        if solved_in > seconds:
+        share = units(SHRINK_SECONDS * 1000)
+        budget = Budget(min(share, self.shrink.left, share if allowed is None else allowed), SHRINK_CHECKS,
+                        units(self.timeout_ms))
+        if solved_in > budget.left:
             return m
-        budget = _Budget(SHRINK_CHECKS, seconds, self.timeout_ms)
         for term, lo, step in targets:
             if budget.spent:
                 break
             m = self._minimize(s, m, term, lo, budget, step)
             s.add(term == m.eval(term, model_completion=True))
-        self.shrink.left -= time.perf_counter() - start
+        self.shrink.left -= budget.used
         return m
 
     def _small_sizes(self, s: z3.Solver, m):
         """The counterexample m again at small sizes, if a few solves with the free extent symbols
         fixed find one (SIZE_PROBES): all at their smallest admitted value, then one, then two of
-        them a step (their assumed multiple) above it, never above m's. Returns (model, seconds of
+        them a step (their assumed multiple) above it, never above m's. Returns (model, units of
         the solve that found it, the symbols now fixed on s), or None."""
         free = [(name, lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items() if lo < hi]
         now = {name: self._as_int(m.eval(self.var(name), model_completion=True)) for name, _, _ in free}
@@ -460,10 +484,7 @@ class Query:
             pinned = [self.var(name) == self.val(v) for name, v in values.items()]
             s.push()
             s.add(*pinned)
-            s.set("timeout", max(1, min(SIZE_PROBE_MS, int(self.shrink.probe_left * 1000))))
-            start = time.perf_counter()
-            r = s.check()
-            took = time.perf_counter() - start
+            r, took = self._check(s, min(units(SIZE_PROBE_MS), self.shrink.probe_left))
             self.shrink.probe_left -= took
             found = s.model() if r == z3.sat else None
             s.pop()
@@ -472,7 +493,7 @@ class Query:
                 return found, took, set(values)
         return None
 
-    def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "_Budget", unit: int = 1):
+    def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "Budget", unit: int = 1):
         """A model where `term` is as small as it gets (at least lo), starting from model m. The
         first probes are lo (the usual answer) and just below m's value (one solve shows that m's
         value is the smallest, where the search below takes one per bit of it); then steps
@@ -489,11 +510,10 @@ class Query:
                 continue
             s.push()
             s.add(z3.ULE(term, self.val(lo + probe * unit)) if self.bv else term <= lo + probe * unit)
-            s.set("timeout", budget.timeout_ms())
-            r = s.check()
+            r, used = self._check(s, budget.next())
+            budget.charge(used)
             better = s.model() if r == z3.sat else None
             s.pop()
-            budget.checks -= 1
             if r == z3.unknown:
                 budget.checks = 0  # out of time: keep the smallest model so far
             elif better is not None:
@@ -551,26 +571,35 @@ class Query:
 
 
 class ShrinkAccount:
-    """Seconds that shrinking counterexamples may still spend, shared by the queries of one
-    verify (VerifyContext), so that many rejections do not add up past the verify budget."""
+    """Resource units that shrinking counterexamples may still spend (`seconds` of solving),
+    shared by the queries of one verify (VerifyContext), so that many rejections do not add up
+    past the verify budget."""
 
     def __init__(self, seconds: float):
-        self.left = seconds
-        self.probe_left = SIZE_PROBE_SECONDS if seconds > 0 else 0.0  # Query._small_sizes
+        self.left = units(seconds * 1000)
+        self.probe_left = units(SIZE_PROBE_SECONDS * 1000) if seconds > 0 else 0  # Query._small_sizes
 
 
-class _Budget:
-    """What the shrinking of one counterexample may still spend: solves and seconds."""
+class Budget:
+    """What a series of solves may still spend: resource units and, optionally, solves (the
+    shrinking of one counterexample; a warning rule's own share of a verify)."""
 
-    def __init__(self, checks: int, seconds: float, timeout_ms: int):
+    def __init__(self, allowed: int, checks: int | None = None, limit_units: int | None = None):
+        self.left = allowed
         self.checks = checks
-        self.deadline = time.perf_counter() + seconds
-        self.limit_ms = timeout_ms
+        self.limit = limit_units
+        self.used = 0
 
     @property
     def spent(self) -> bool:
-        return self.checks <= 0 or time.perf_counter() >= self.deadline
+        return self.left <= 0 or (self.checks is not None and self.checks <= 0)
 
-    def timeout_ms(self) -> int:
-        """z3's time limit for the next solve: what is left of the budget (at least 1 ms)."""
-        return max(1, min(self.limit_ms, int((self.deadline - time.perf_counter()) * 1000)))
+    def next(self) -> int:
+        """The units the next solve may use: what is left, at most one proof's limit."""
+        return max(1, self.left if self.limit is None else min(self.limit, self.left))
+
+    def charge(self, used: int, solves: int = 1) -> None:
+        self.left -= used
+        self.used += used
+        if self.checks is not None:
+            self.checks -= solves

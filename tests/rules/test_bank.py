@@ -75,7 +75,7 @@ def test_an_undecided_bank_proof_is_a_warning_within_the_budget(monkeypatch):
 
     # z3 with a 1 ms timeout may still answer (a flaky test): make every bank proof undecided
     monkeypatch.setattr(bank, "_prove_free", lambda *a, **k: Outcome(Verdict.UNKNOWN, reason="timeout"))
-    monkeypatch.setattr(bank, "BANK_BUDGET_S", 0.0)
+    monkeypatch.setattr(bank, "BANK_BUDGET_MS", 0)
     with tp.Fusion("symbolic_transpose") as fusion:
         t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
         t1 = tp.set(t0); t2 = tp.transpose(t1, 0, 1); fusion.add_output(t2)
@@ -192,7 +192,7 @@ def test_the_degree_needs_no_more_time(monkeypatch):
     and the hint proposes nothing it could not check."""
     from tileproof.verifier.rules import bank
 
-    monkeypatch.setattr(bank, "BANK_BUDGET_S", 0.0)
+    monkeypatch.setattr(bank, "BANK_BUDGET_MS", 0)
     (d,) = tp.verify(column_reader(), rules=["SMEM-BANK-CONFLICT"]).warnings
     assert d.counterexample["conflict degree"] == 32
     assert ".swizzle(" not in d.hint or "proves" in d.hint or "at the iteration above" in d.hint

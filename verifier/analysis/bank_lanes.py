@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import re
-import time
 from typing import Callable, Mapping
 
 from ...model.errors import ScheduleError
@@ -22,12 +21,12 @@ from ...model.iterdomain import IterDomain, Split, Swizzle
 from ...model.types import Direction, LoadStoreOpType, ParallelType, SwizzleType
 from ..access import AccessModel, build, var_name
 from ..context import VerifyContext
-from ..solver import Outcome
+from ..solver import UNITS_PER_MS, Budget, Outcome
 from .swizzle_axes import source_line
 
 BANKS = 32
 BANK_ROW = 4 * BANKS  # bytes: a stride that is a multiple of it never changes the bank
-Prove = Callable[[VerifyContext, AccessModel, int, int], Outcome]  # (ctx, model, width, timeout_ms)
+Prove = Callable[[VerifyContext, AccessModel, int, int, Budget], Outcome]  # (ctx, model, width, timeout_ms, budget)
 
 
 def phase_lanes(width_bytes: int) -> int:
@@ -188,7 +187,7 @@ def tensor_variable(tv) -> str:
 
 
 def bank_fix(ctx: VerifyContext, m: AccessModel, model: Mapping[str, int], warp: int, first: int, width: int,
-             now: int, lanes: list[int], deadline: float, prove: Prove) -> str:
+             now: int, lanes: list[int], budget: Budget, prove: Prove) -> str:
     """A change to the schedule for a `now`-way conflict of `lanes`: a swizzle call on two loop
     axes of the tensor (judged on a copy of the fusion at the counterexample's point, proved
     free of conflicts when the budget leaves time), else what the change must do."""
@@ -200,7 +199,7 @@ def bank_fix(ctx: VerifyContext, m: AccessModel, model: Mapping[str, int], warp:
                 f"row axis into the chunk axis; tileproof explain TMA-SWIZZLE-LAYOUT), or let lanes {shown} of "
                 f"{m.acc.consumer.name} {'read' if m.acc.direction is Direction.LOAD else 'write'} words in "
                 f"different banks (consecutive elements of a row)")
-    found = _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, deadline, prove)
+    found = _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, budget, prove)
     if found is not None:
         (x, y), after, proved = found
         loop = tv.loop
@@ -226,7 +225,7 @@ def bank_fix(ctx: VerifyContext, m: AccessModel, model: Mapping[str, int], warp:
             f"extent first)")
 
 
-def _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, deadline, prove):
+def _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, budget, prove):
     """((x, y), degree after, proved) of the best swizzle of two loop axes of the tensor: x an
     axis the colliding lanes differ in, y an allocated axis whose stride changes the bank."""
     tv = m.acc.tensor
@@ -248,7 +247,7 @@ def _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, deadline,
                                                                         try_int(loop[y].extent_expr))]
     best = None
     for x, y in pairs[:4]:
-        if time.monotonic() > deadline:
+        if budget.spent:
             break
         fixed = _with_swizzle(ctx, m, x, y)
         if fixed is None:
@@ -261,10 +260,10 @@ def _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, deadline,
             break
     if best is None:
         return None
-    left_ms = int((deadline - time.monotonic()) * 1000)
+    left_ms = budget.left // UNITS_PER_MS
     proved = False
     if left_ms >= 20:
-        out = prove(best[2], best[3], width, left_ms)
+        out = prove(best[2], best[3], width, left_ms, budget)
         ctx.queries += best[2].queries
         proved = out.proved
     return best[0], best[1], proved

@@ -3,7 +3,6 @@ iteration or shown with the lanes that collide, the conflict's degree and a fix.
 
 from __future__ import annotations
 
-import time
 from typing import Iterator
 
 import z3
@@ -19,12 +18,12 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, when_clause
 from ..registry import rule
-from ..solver import Outcome, Verdict
+from ..solver import UNITS_PER_MS, Budget, Outcome, Verdict, units
 from ..diagnostics import Severity
 
-BANK_TIMEOUT_MS = 200  # a warning's proof per access, and the rule's whole budget (readable
-BANK_BUDGET_S = 0.25  # counterexamples included): a verify stays under 0.5 s; what is left unproved is "not analysed"
-MIN_PROOF_S, MIN_READABLE_S = 0.05, 0.02  # what an access's proof and its counterexample get once it is spent
+BANK_TIMEOUT_MS = 200  # a warning's proof per access, and the rule's whole budget of solving (readable
+BANK_BUDGET_MS = 250  # counterexamples included): a verify stays under 0.5 s; what is left unproved is "not analysed"
+MIN_PROOF_MS, MIN_READABLE_MS = 50, 20  # what an access's proof and its counterexample get once it is spent
 
 @rule("SMEM-BANK-CONFLICT", family="bank", severity=Severity.WARNING)
 def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
@@ -70,7 +69,7 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   executes(t, s) and executes(u, s) and l != t % 32 and (t % 32) / P == l / P
     #   => not (a1 % 32 == a2 % 32 and a1 != a2), a1 = addr(t, s)/4 + k1, a2 = addr(u, s)/4 + k2
     #   (addr: the byte offset of the vector's element 0; see _check)
-    deadline = time.monotonic() + BANK_BUDGET_S
+    budget = Budget(units(BANK_BUDGET_MS))  # resource units, as every limit: the same warnings on any machine
     for acc in ctx.accesses_to(MemoryType.Shared):
         if acc.op.op_type is not LoadStoreOpType.Set or is_wgmma_op(acc.op):
             continue  # TMA, ldmatrix/stmatrix and cp.async have their own phase rules; wgmma reads by descriptor
@@ -79,12 +78,13 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         w = width.value if width.is_const else None
         if w is None:
             continue
-        left_ms = int((deadline - time.monotonic()) * 1000)
-        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(left_ms, int(MIN_PROOF_S * 1000))), deadline)
+        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(budget.left // UNITS_PER_MS, MIN_PROOF_MS)), budget)
 
 
 def _prove_free(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int,
-                deadline: float | None = None) -> Outcome:
+                budget: Budget | None = None) -> Outcome:
+    """Whether the access is free of bank conflicts, within `timeout_ms` of solving; its solves
+    are charged to `budget`, whose rest shapes the counterexample."""
     # Formal statement: forall lanes l1 != l2 of one warp in one phase, iteration s, words k1, k2:
     #   executes(l1, s) and executes(l2, s) => not (word1 % 32 == word2 % 32 and word1 != word2)
     lanes = phase_lanes(width)
@@ -106,14 +106,17 @@ def _prove_free(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int,
         same_phase,
         q.eq(mod(word1, BANKS), mod(word2, BANKS)), q.ne(word1, word2),
     )
-    return q.prove(z3.Not(conflict), values={"lane": mod(tid, 32), "other": var("other lane"), "address": addr,
-                                             "other address": addr2, "bank": mod(word1, BANKS), "thread": tid},
-                   smallest=tid,  # a readable conflict within the rule's budget too
-                   shrink_seconds=None if deadline is None else max(MIN_READABLE_S, deadline - time.monotonic()))
+    out = q.prove(z3.Not(conflict), values={"lane": mod(tid, 32), "other": var("other lane"), "address": addr,
+                                            "other address": addr2, "bank": mod(word1, BANKS), "thread": tid},
+                  smallest=tid,  # a readable conflict within the rule's budget too
+                  shrink_units=None if budget is None else max(units(MIN_READABLE_MS), budget.left))
+    if budget is not None:
+        budget.charge(q.used)
+    return out
 
 
-def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int, deadline: float) -> Iterator[Diagnostic]:
-    out = _prove_free(ctx, m, width, timeout_ms, deadline)
+def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int, budget: Budget) -> Iterator[Diagnostic]:
+    out = _prove_free(ctx, m, width, timeout_ms, budget)
     where = dict(tensor=m.acc.tensor.name, ids=[i.name for i in m.acc.consumer.loop], location=m.acc.op.origin)
     if out.status is Verdict.UNKNOWN:  # a performance warning gives up rather than hold up the verdict
         yield finding("SMEM-BANK-CONFLICT", f"the {m.describe} was not analysed for bank conflicts: z3 gave no "
@@ -121,11 +124,11 @@ def _check(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int, dead
                       hint="bind the symbolic sizes (verify(..., bind={...})) to analyse it", **where)
         return
     yield from report_outcome("SMEM-BANK-CONFLICT", out, f"that the {m.describe} is free of bank conflicts",
-                              lambda out: _conflict(ctx, m, out, width, where, deadline), **where)
+                              lambda out: _conflict(ctx, m, out, width, where, budget), **where)
 
 
 def _conflict(ctx: VerifyContext, m: AccessModel, out: Outcome, width: int, where: dict,
-              deadline: float) -> Diagnostic:
+              budget: Budget) -> Diagnostic:
     """The warning for a counterexample: the conflict's degree and the lanes of its bank, counted
     over the counterexample's warp phase and iteration (bank_lanes), why the tensor's swizzle
     does not separate them, and a swizzle call that does where one is found within the budget."""
@@ -146,7 +149,7 @@ def _conflict(ctx: VerifyContext, m: AccessModel, out: Outcome, width: int, wher
                                                   for w, ls in sorted(words.items())))
     try:  # the explanation and the fix are extras of a warning: their failure must not reject the schedule
         notes += why_swizzle_fails(ctx, m, out.model, warp, firsts)
-        hint = bank_fix(ctx, m, out.model, warp, first, width, degree, firsts, deadline, _prove_free)
+        hint = bank_fix(ctx, m, out.model, warp, first, width, degree, firsts, budget, _prove_free)
     except Exception as e:  # noqa: BLE001
         hint = (f"give lanes {_listed(firsts)} words in different banks (no concrete change: the search for one "
                 f"failed, a tileproof bug, please report: {type(e).__name__}: {e})")

@@ -180,13 +180,13 @@ def _same_box(ctx: VerifyContext, tv, issue) -> Iterator[Diagnostic]:
 
     def same(e) -> bool:  # e(b) == e(b') for two blocks of a cluster, e alone
         q = query([e, substitute(e, peer)])
-        return q.prove(q.eq(e, substitute(e, peer)), shrink_seconds=0).proved
+        return q.prove(q.eq(e, substitute(e, peer)), shrink_units=0).proved
 
     def same_hole(v, e) -> bool:
         if _congruent(v, b, same):
             return True
         q = query([])
-        return q.prove(q.lt(v, e) == q.lt(substitute(v, peer), e), shrink_seconds=0).proved
+        return q.prove(q.lt(v, e) == q.lt(substitute(v, peer), e), shrink_units=0).proved
 
     if all(_congruent(e, b, same) for e in origin) and all(same_hole(v, e) for v, e in holes):
         return
