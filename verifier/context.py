@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Mapping
 
+import z3
+
 from ..model.allocation import Allocation, compute_allocation
 from ..model.expr import Expr, try_int
 from ..model.fusion import Fusion, Op
@@ -23,6 +25,13 @@ INTEGER_RETRY_MS = 5000
 from .symbol_ranges import Admitted, admitted
 
 VERIFY_SHRINK_SECONDS = 0.15  # of solving (resource units) to shrink all of a verify's counterexamples
+
+
+def _divides_by_symbol(e: Expr) -> bool:
+    """Whether e divides (or takes a remainder) by a term that is not a constant."""
+    if e.op in ("floordiv", "ceildiv", "mod") and e.args[1].op != "const":
+        return True
+    return any(_divides_by_symbol(a) for a in e.args)
 
 
 @dataclass(frozen=True)
@@ -159,6 +168,26 @@ class VerifyContext:
         except (KeyError, ValueError):  # an XOR after all (no integer rendering): the unknown stands
             return out
         return out if again.status is Verdict.UNKNOWN else again
+
+    def unproved_over_integers(self, premises, goals, ranges: Mapping[str, Expr]) -> list:
+        """The goals, (terms, goal) pairs with goal(q) a claim over `terms`, that are not proved
+        one by one over the integers where the XOR-free `premises` (Conds) hold: fewer premises,
+        a stronger claim, so each one proved holds. Only goals that divide by a symbolic term
+        are tried: a conjunction through divisions by symbolic tile counts (a persistent grid's
+        tile index) takes z3 seconds to tens of seconds over bit-vectors and 0.01 s a conjunct
+        over the integers. The rest (no such division, or an XOR: no integer rendering) is left
+        for the caller's bit-vector query."""
+        plain = [c for c in premises if not (c.lhs.has_op("xor") or c.rhs.has_op("xor"))]
+        left = []
+        for terms, goal in goals:
+            if not any(_divides_by_symbol(t) for t in terms) or any(t.has_op("xor") for t in terms):
+                left.append((terms, goal))
+                continue
+            q = self.query(list(terms) + [e for c in plain for e in (c.lhs, c.rhs)], ranges,
+                           timeout_ms=INTEGER_RETRY_MS, integers=True)
+            if not q.prove(z3.Implies(z3.And(*[q.holds(c) for c in plain], q.ctx), goal(q)), shrink_units=0).proved:
+                left.append((terms, goal))
+        return left
 
     def shared_query(self, key, hint: Iterable[Expr], ranges: Mapping[str, Expr]) -> Query:
         """A query for a group of claims over the same variables (`key` names the group): they

@@ -314,3 +314,24 @@ def test_zz_differential_population_has_both_verdicts():
         pytest.skip("the differential test did not run")
     assert 0.2 * DIFF["cases"] <= DIFF["violated"] <= 0.8 * DIFF["cases"], DIFF
     assert DIFF["thread"] >= 0.05 * DIFF["cases"], DIFF
+
+
+def test_a_tile_index_divided_by_a_symbolic_tile_count_is_proved_cheaply(monkeypatch):
+    """Fuzz seed 36 case 9: 192 x 192 tiles whose columns two warpgroups split, M, N and K
+    symbolic, a persistent grid of 8 blocks in clusters of two. The wgmma's reads of A's tile
+    name their writer through the tile index divided by ceil(N / 192); proved as one bit-vector
+    conjunction that took 56 million resource units (8.6 s), and 61 million for each of two of its
+    hole tests alone. Conjunct by conjunct over the integers (VerifyContext.unproved_over_integers)
+    it takes thousands, so the schedule is accepted with a tenth of the usual limit."""
+    from tileproof.verifier import solver
+
+    sys.path.insert(0, str(ROOT / "examples" / "valid"))
+    from wgmma import hopper
+
+    monkeypatch.setattr(solver, "UNITS_PER_MS", 700)
+    fusion = hopper("M", "N", "K", block=(192, 192), split_n=True, stages=2, prefetch=1, group=4,
+                          specialized=tp.WarpSpecialized(tp.ParallelType.TIDy), cluster=2, persistent=8)
+    for a in ("M % 192 == 0", "N % 192 == 0", "K % 8 == 0"):
+        fusion.assume(a)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes

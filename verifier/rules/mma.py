@@ -439,9 +439,12 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
     bounds = [(fwd[i.uid], i.extent_expr) for i in ids if i.uid in fwd]
     kpos = next(j for j, i in enumerate(p.logical) if i.uid == padded[p.name])
     ranges = r.guarded_ranges
-    q = ctx.query([e for c in r.conds for e in (c.lhs, c.rhs)] + [e for b in bounds for e in b], ranges)
+    left = ctx.unproved_over_integers(r.conds, [([e, n], lambda q, e=e, n=n: q.lt(e, n)) for e, n in bounds], ranges)
+    if not left:
+        return
+    q = ctx.query([e for c in r.conds for e in (c.lhs, c.rhs)] + [e for terms, _ in left for e in terms], ranges)
     premise = z3.And(*[q.holds(c) for c in r.conds], q.ctx)
-    goal = z3.And(*[q.lt(e, n) for e, n in bounds], q.ctx)
+    goal = z3.And(*[g(q) for _, g in left], q.ctx)
     out = q.prove(z3.Implies(premise, goal), values={"index": read[kpos], "extent": p.logical[kpos].extent_expr})
     yield from report_values(
         ctx, "REDUCTION-K", out, f"that {consumer.name}'s reads of {p.name} past K find zeros",

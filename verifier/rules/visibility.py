@@ -230,9 +230,11 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
             (ww.launch_index[p], r.launch_index[p]) for p in types] + (
             [(linear_offset(ctx.allocations[producer.name].strides(), ww.indices), address[0])]
             if address and ctx.allocations[producer.name].strides() else [])
-        named = _all(wq, [wq.holds(c) for c in ww.conds if (c.lhs, c.op, c.rhs) not in given]
-                     + [wq.eq(a, b) for a, b in pairs if a != b])
-        if wq.prove(z3.Implies(_all(wq, [wq.holds(c) for c in r.conds]), named), values=values).proved:
+        goals = ([([c.lhs, c.rhs], lambda q, c=c: q.holds(c)) for c in ww.conds if (c.lhs, c.op, c.rhs) not in given]
+                 + [([a, b], lambda q, a=a, b=b: q.eq(a, b)) for a, b in pairs if a != b])
+        left = ctx.unproved_over_integers(r.conds, goals, r.ranges)
+        if not left or wq.prove(z3.Implies(_all(wq, [wq.holds(c) for c in r.conds]), _all(wq, [g(wq) for _, g in left])),
+                                values=values).proved:
             return Proof(Outcome(Verdict.PROVED), repeated, axes, address)
     if not repeated:
         out = q.prove(z3.Implies(z3.And(reader_runs, writes), _all(q, same)),
