@@ -96,9 +96,9 @@ def test_a_proof_stops_at_a_resource_count_not_a_time(monkeypatch):
     ctx = z3.Context()
     bounds, claim = _stalling_claim(ctx)
     s = z3.Solver(ctx=ctx)
-    solver.limit(s, 100)
     s.add(*bounds, z3.Not(claim))
-    assert s.check() == z3.unknown
     units = 100 * solver.UNITS_PER_MS
-    assert int(s.statistics().get_key_value("rlimit count")) <= units * 1.1
+    result, used = solver.check(s, solver.units(100))
+    assert result == z3.unknown
+    assert used <= units * 1.1 and int(s.statistics().get_key_value("rlimit count")) <= units * 1.1
     assert solver.why_unknown(s, 100) == f"no answer within its limit of {units:,} resource units (about 0.1 s of solving)"

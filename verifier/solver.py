@@ -63,12 +63,6 @@ def units(ms: float) -> int:
     return int(ms * UNITS_PER_MS)
 
 
-def limit(s: z3.Solver, ms: int) -> None:
-    """Stop `s` after about `ms` of solving, counted in z3's resource units (UNITS_PER_MS)."""
-    s.set("rlimit", units(ms))
-    s.set("timeout", ms * WALL_FACTOR)
-
-
 def check(s: z3.Solver, allowed: int) -> tuple[z3.CheckSatResult, int]:
     """s.check() within `allowed` resource units (the clock a backstop WALL_FACTOR times longer):
     its result and the units it used."""
@@ -86,8 +80,8 @@ def _units_used(s: z3.Solver) -> int:
 
 
 def why_unknown(s: z3.Solver, ms: int) -> str:
-    """z3's reason for no verdict from `s`, limited to `ms` (limit), said plainly ("canceled" is
-    z3's word for either limit)."""
+    """z3's reason for no verdict from `s`, checked within `ms` of solving (check), said plainly
+    ("canceled" is z3's word for either limit)."""
     reason = s.reason_unknown()
     if reason in ("canceled", "timeout", "max. resource limit exceeded"):
         return f"no answer within its limit of {ms * UNITS_PER_MS:,} resource units (about {ms / 1000:g} s of solving)"

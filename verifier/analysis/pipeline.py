@@ -55,7 +55,7 @@ import z3
 
 from ...model.expr import try_int
 from ...model.pipeline import Step, Timeline
-from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict, limit, why_unknown
+from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict, check, units, why_unknown
 
 
 class _Model:
@@ -109,10 +109,10 @@ class _Model:
 
     def prove(self, k_vars, claim, values) -> Outcome:
         s = z3.Solver(ctx=self.ctx)
-        limit(s, DEFAULT_TIMEOUT_MS)
         s.add(*self.facts)
         s.add(z3.Not(claim))
-        r = s.check()
+        allowed = units(DEFAULT_TIMEOUT_MS)
+        r = check(s, allowed)[0]
         if r == z3.unsat:
             return Outcome(Verdict.PROVED)
         if r == z3.unknown:
@@ -123,12 +123,12 @@ class _Model:
             for _ in range(64):
                 cur = m.eval(v, model_completion=True).as_long()
                 s.add(v < cur)
-                if s.check() != z3.sat:
+                if check(s, allowed)[0] != z3.sat:
                     break
                 m = s.model()
             s.pop()
             s.add(v == m.eval(v, model_completion=True))
-            if s.check() == z3.sat:
+            if check(s, allowed)[0] == z3.sat:
                 m = s.model()
         model = {str(v): m.eval(v, model_completion=True).as_long() for v in list(k_vars) + [self.e]}
         derived = {name: m.eval(t, model_completion=True).as_long() for name, t in values.items()}
