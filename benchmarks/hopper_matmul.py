@@ -193,6 +193,13 @@ for _bn, _swizzle in ((224, 64), (192, 128)):
     SCHEDULES[f"hopper_128x{_bn}_4_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_"
               f"by_box_bf16_out"] = {"block": (128, _bn), **_PERSISTENT, "group": 16, **_STMATRIX, "stages": 4,
                                      "prefetch": 2, "store_by_box": True, "store_swizzle": _swizzle, **_WS}
+# 192 x 192 of three consumers staged by box, room for a fourth stage (4 x 48 KiB + a 24 KiB box):
+# at 8000^2 groups of 14 of its 42 M tiles leave no padding, 1764 tiles in 14 rounds of 126 blocks
+for _group in (14, 16):
+    SCHEDULES[f"hopper_192x192_three_consumers_4_stages_warp_specialized_persistent_balanced_group_{_group}_"
+              f"cluster_2_stmatrix_by_box_bf16_out"] = {
+        **_THREE_CONSUMERS, **_PERSISTENT, "group": _group, **_STMATRIX, "stages": 4, "prefetch": 2,
+        "store_by_box": True}
 # the same on all 132 SMs: at 8000^2 (2048 tiles with the clusters' padding) the last round is 68
 # tiles, not a 16th full round of 128 blocks
 SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_group_16_cluster_2_stmatrix_by_box_bf16_out"] = {

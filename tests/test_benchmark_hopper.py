@@ -160,7 +160,7 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     n = len(H.SCHEDULES)
-    assert sum(1 for kw in H.SCHEDULES.values() if kw.get("stmatrix")) == 17
+    assert sum(1 for kw in H.SCHEDULES.values() if kw.get("stmatrix")) == 19
     assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n} accepted, {n} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()
