@@ -55,7 +55,9 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
         Vectorize'd loop IDs give each thread 2, 4 or 8 16-bit elements (.x1 / .x2 / .x4:
         matrices = elements / 2) or 1, 2 or 4 32-bit ones (matrices = elements); for every
         thread and loop point where one lane of a warp executes it, all 32 lanes of the warp
-        exist and execute it with every element (no lane left out by TID extents or holes).
+        exist and execute it with every element (no lane left out by TID extents or holes;
+        a stmatrix into a tile that only a TMA store reads, from registers computed from the
+        accumulators, has no holes: it runs past M and N, where the store clips).
         Then, with E(t, v) the shared byte offset the schedule gives lane t's element v: for
         every warp, loop point, row r < 8, quad lane c < 4, matrix m and half h < 2,
         E(4r + c, 2m + h) == E(4r, 2m) + 2 * (2c + h): the row that lane 8m + r supplies
