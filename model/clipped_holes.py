@@ -2,9 +2,10 @@
 
 A hole of an indivisible split is a point past the tensor's extent (in some logical axis: a hole
 of a split or merge output is past the end of its input). A TMA store writes its box through the
-tensor map, which clips every element past the global tensor's extent (PTX ISA 5.5.3.3:
-out-of-bounds elements of a store are not written; docs/hardware.md#tma-out-of-bounds-fill). So a shared tile that only a TMA store reads
-may hold anything at its holes, and so may the registers that only such a tile is copied from.
+tensor map, which clips every element past the global tensor's extent (PTX ISA 5.5.3.3: out-of-
+bounds elements of a store are not written; docs/hardware.md#tma-out-of-bounds-fill). So a
+shared tile that only a TMA store reads may hold anything at its holes, and so may the registers
+that only such a tile is copied from.
 Those statements need no hole predicates, and for a warp-collective one (stmatrix) that is the
 difference between running and not: a 16 x 16 stmatrix tile that straddles M = 200 has lanes both
 inside and past the edge, and `.aligned` forbids predicating some of them off.

@@ -588,6 +588,11 @@ class Budget:
     def spent(self) -> bool:
         return self.left <= 0 or (self.checks is not None and self.checks <= 0)
 
+    @property
+    def left_ms(self) -> int:
+        """What is left, as ms of solving (a proof's limit)."""
+        return self.left // UNITS_PER_MS
+
     def next(self) -> int:
         """The units the next solve may use: what is left, at most one proof's limit."""
         return max(1, self.left if self.limit is None else min(self.limit, self.left))

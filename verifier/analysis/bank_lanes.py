@@ -21,7 +21,7 @@ from ...model.iterdomain import IterDomain, Split, Swizzle
 from ...model.types import Direction, LoadStoreOpType, ParallelType, SwizzleType
 from ..access import AccessModel, build, var_name
 from ..context import VerifyContext
-from ..solver import UNITS_PER_MS, Budget, Outcome
+from ..solver import Budget, Outcome
 from .swizzle_axes import source_line
 
 BANKS = 32
@@ -260,7 +260,7 @@ def _swizzle_candidates(ctx, m, model, warp, first, width, now, lanes, budget, p
             break
     if best is None:
         return None
-    left_ms = budget.left // UNITS_PER_MS
+    left_ms = budget.left_ms
     proved = False
     if left_ms >= 20:
         out = prove(best[2], best[3], width, left_ms, budget)

@@ -18,7 +18,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, when_clause
 from ..registry import rule
-from ..solver import UNITS_PER_MS, Budget, Outcome, Verdict, units
+from ..solver import Budget, Outcome, Verdict, units
 from ..diagnostics import Severity
 
 BANK_TIMEOUT_MS = 200  # a warning's proof per access, and the rule's whole budget of solving (readable
@@ -78,7 +78,7 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         w = width.value if width.is_const else None
         if w is None:
             continue
-        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(budget.left // UNITS_PER_MS, MIN_PROOF_MS)), budget)
+        yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(budget.left_ms, MIN_PROOF_MS)), budget)
 
 
 def _prove_free(ctx: VerifyContext, m: AccessModel, width: int, timeout_ms: int,
