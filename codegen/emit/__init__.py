@@ -204,6 +204,7 @@ class _Emitter:
         self.ir = ir
         self.consumers = 0  # inside a warp-specialized kernel's consumer role: its thread count
         self.enclosing: list[str] = []  # the C++ indices of the loops around the node being printed
+        self.threads: dict[str, int] = {}  # thread index -> the extent of the thread loop around the node
         self.invariants: Invariants | None = None  # inside an unrolled nest: its predicates' named terms
         self.invariant_count = 0
         self.implied: frozenset = frozenset()  # hole predicates a whole tile's guard implies (emit/whole_tile.py)
@@ -261,7 +262,15 @@ class _Emitter:
     def loop(self, n: Loop, depth: int) -> list[str]:
         pad = "  " * depth
         if n.kind in (LoopKind.THREAD, LoopKind.BLOCK):
-            return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
+            outer = self.threads.get(n.var)
+            if n.kind is LoopKind.THREAD and n.extent.op == "const":  # its statements run below it (their
+                self.threads[n.var] = n.extent.value  # thread-extent predicates, or the warp role's branch)
+            try:
+                return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
+            finally:
+                self.threads.pop(n.var, None)
+                if outer is not None:
+                    self.threads[n.var] = outer
         if n.extent == const(1):  # its index is 0 wherever it is used
             return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
         if n.kind is LoopKind.UNROLL and self.invariants is None:
@@ -281,7 +290,7 @@ class _Emitter:
         (emit/whole_tile.py)."""
         outer = frozenset(self.fixed | set(self.enclosing))
         self.invariants = Invariants(outer, self.ir.names, self.invariant_count)
-        whole = whole_tile(n, frozenset(self.block_uniform | set(self.enclosing)), self.ir)
+        whole = whole_tile(n, frozenset(self.block_uniform | set(self.enclosing)), self.ir, self.threads)
         pad = "  " * depth
         try:
             lines = self.loop(n, depth + (whole is not None))

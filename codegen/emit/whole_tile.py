@@ -34,14 +34,17 @@ class WholeTile:
     implied: frozenset[Cond]
 
 
-def whole_tile(nest: Loop, block_uniform: frozenset[str], ir: KernelIR) -> WholeTile | None:
+def whole_tile(nest: Loop, block_uniform: frozenset[str], ir: KernelIR,
+               threads: Mapping[str, int] | None = None) -> WholeTile | None:
     """The block-uniform guard under which the hole predicates of the elementwise statements of
     `nest` (an outermost unrolled loop) hold, or None where none has the form tile + inner < bound.
-    `block_uniform`: the C++ names the same for every thread (block indices, outer loops, parameters)."""
+    `block_uniform`: the C++ names the same for every thread (block indices, outer loops, parameters);
+    `threads`: the extents of the thread loops around the nest, which its statements run below (a
+    consumer warpgroup's epilogue: threadIdx.y < 2 of a block of 3), else the block's."""
     ranges = _nest_extents(nest)
     for name, extent in zip(THREADS, ir.block):
         if try_int(extent) is not None:
-            ranges[name] = try_int(extent)
+            ranges[name] = min(try_int(extent), (threads or {}).get(name, try_int(extent)))
     bounds: dict[tuple[Expr, Expr], int] = {}
     implied = set()
     for c in _hole_conds(nest):

@@ -22,30 +22,32 @@ WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
 def _epilogue(m, n):
     """The lowered 128 x 256 kernel at m x n x 8192 whose epilogue stores the accumulators from
     registers (a stmatrix + TMA store epilogue has no hole predicates: model/clipped_holes.py),
-    its unrolled store loop and the C++ names around it that are the same for the whole block."""
+    its unrolled store loop, the C++ names around it that are the same for the whole block, and
+    the extents of the thread loops around it."""
     fusion = hopper(m, n, 8192, block=(128, 256), stages=4, prefetch=2, group=16, specialized=WS, persistent=128,
                     cluster=2, out_dtype=tp.bfloat16)
     ir = lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel
 
-    def find(nodes, around):
+    def find(nodes, around, threads):
         for node in nodes:
             if isinstance(node, Loop):
                 if node.kind is LoopKind.UNROLL and any(isinstance(x, Compute) and x.out.tensor == "T3"
                                                         for x in walk(node.body)):
-                    return node, around
+                    return node, around, threads
                 inner = around + ([node.var] if node.kind in (LoopKind.SERIAL, LoopKind.UNROLL) else [])
-                found = find(node.body, inner)
+                found = find(node.body, inner, {**threads, node.var: node.extent.value}
+                             if node.kind is LoopKind.THREAD else threads)
                 if found:
                     return found
             elif hasattr(node, "body"):
-                found = find(node.body, around)
+                found = find(node.body, around, threads)
                 if found:
                     return found
         return None
 
-    nest, around = find(ir.body, [])
+    nest, around, threads = find(ir.body, [], {})
     uniform = frozenset({"blockIdx.x", "blockIdx.y", "blockIdx.z", *around, *(p.name for p in ir.params)})
-    return ir, nest, uniform
+    return ir, nest, uniform, threads
 
 
 def _points(nest):
@@ -57,8 +59,8 @@ def _points(nest):
 
 
 def test_the_guard_implies_every_dropped_predicate_and_is_block_uniform():
-    ir, nest, uniform = _epilogue(8000, 8000)
-    whole = whole_tile(nest, uniform, ir)
+    ir, nest, uniform, threads = _epilogue(8000, 8000)
+    whole = whole_tile(nest, uniform, ir, threads)
     assert whole is not None and len(whole.guard) == 2 and len(whole.implied) == 2  # rows and columns
     for g in whole.guard:
         assert not g.lhs.free_vars() & {"threadIdx.x", "threadIdx.y", "threadIdx.z"}
@@ -84,13 +86,14 @@ def test_the_guard_implies_every_dropped_predicate_and_is_block_uniform():
 
 def test_a_tile_at_the_edge_keeps_its_predicates():
     """Column tile 31 starts at 7936: 7936 + 255 >= 8000, so the guard fails there, and row tile
-    62 (7936 + 191 >= 8000) too; tile (61, 30) is whole."""
-    ir, nest, uniform = _epilogue(8000, 8000)
-    whole = whole_tile(nest, uniform, ir)
+    62 (7936 + 127 >= 8000) too; tile (61, 30) is whole. The rows are the two consumer
+    warpgroups' (threadIdx.y < 2), not the block's three (191)."""
+    ir, nest, uniform, threads = _epilogue(8000, 8000)
+    whole = whole_tile(nest, uniform, ir, threads)
     tops = sorted(evaluate(g.lhs, {v: 0 for v in g.lhs.free_vars()}) for g in whole.guard)
-    assert tops == [191, 255]  # 64 x 2 warpgroup rows of the block (producer too) + 63; 256 columns - 1
+    assert tops == [127, 255]  # 64 x 2 consumer warpgroups' rows - 1 (not the producer's); 256 columns - 1
 
 
 def test_no_guard_where_the_tiles_divide():
-    ir, nest, uniform = _epilogue(8192, 8192)
-    assert whole_tile(nest, uniform, ir) is None  # no hole predicates at all
+    ir, nest, uniform, threads = _epilogue(8192, 8192)
+    assert whole_tile(nest, uniform, ir, threads) is None  # no hole predicates at all
