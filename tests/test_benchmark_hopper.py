@@ -52,6 +52,8 @@ def test_the_issue_shapes_and_schedules():
                    for grid in ("grouped", "persistent_balanced_cluster_2")}
     three_consumers = {f"hopper_192x192_three_consumers_3_stages_warp_specialized_persistent_balanced{group}_cluster_2_"
                        f"stmatrix_bf16_out": (192, 192) for group in ("", "_group_16")}
+    three_consumers.update({f"hopper_192x192_three_consumers_4_stages_warp_specialized_persistent_balanced_group_{g}_"
+                            f"cluster_2_stmatrix_by_box_bf16_out": (192, 192) for g in (14, 16)})
     by_box = {f"hopper_128x256_{name}_cluster_2_stmatrix_by_box_bf16_out": (128, 256)
               for name in ("3_stages_warp_specialized_persistent_balanced_group_16",
                            "4_stages_warp_specialized_persistent_balanced_group_16",
