@@ -22,6 +22,7 @@ tensors until none fails. The rules then see the holes as points that execute: d
 from __future__ import annotations
 
 from .tensor import TensorView
+from .tma import is_tma_op
 from .types import LoadStoreOpType, MemoryType, OpKind
 
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
@@ -37,9 +38,7 @@ def clipped(fusion) -> frozenset[str]:
     found = {t.name for t in fusion.tensors if t.name not in outputs and _pointwise_on_chip(t)}
 
     def tma_store(t: TensorView) -> bool:
-        op = t.definition
-        return (t.memory_type is MemoryType.Global and op.kind is OpKind.LOAD_STORE
-                and op.op_type is LoadStoreOpType.TMA)
+        return t.memory_type is MemoryType.Global and is_tma_op(t.definition)
 
     def accumulators(t: TensorView) -> bool:
         return t.memory_type is MemoryType.Local and is_mma_op(t.definition)

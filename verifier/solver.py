@@ -597,8 +597,9 @@ class Budget:
         """The units the next solve may use: what is left, at most one proof's limit."""
         return max(1, self.left if self.limit is None else min(self.limit, self.left))
 
-    def charge(self, used: int, solves: int = 1) -> None:
+    def charge(self, used: int) -> None:
+        """Units spent (a solve's, or a query's); one solve, where solves are counted."""
         self.left -= used
         self.used += used
         if self.checks is not None:
-            self.checks -= solves
+            self.checks -= 1

@@ -262,15 +262,13 @@ class _Emitter:
     def loop(self, n: Loop, depth: int) -> list[str]:
         pad = "  " * depth
         if n.kind in (LoopKind.THREAD, LoopKind.BLOCK):
-            outer = self.threads.get(n.var)
+            outer = self.threads
             if n.kind is LoopKind.THREAD and n.extent.op == "const":  # its statements run below it (their
-                self.threads[n.var] = n.extent.value  # thread-extent predicates, or the warp role's branch)
+                self.threads = {**outer, n.var: n.extent.value}  # thread-extent predicates, or the role's branch)
             try:
                 return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
             finally:
-                self.threads.pop(n.var, None)
-                if outer is not None:
-                    self.threads[n.var] = outer
+                self.threads = outer
         if n.extent == const(1):  # its index is 0 wherever it is used
             return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
         if n.kind is LoopKind.UNROLL and self.invariants is None:

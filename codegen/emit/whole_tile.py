@@ -43,8 +43,8 @@ def whole_tile(nest: Loop, block_uniform: frozenset[str], ir: KernelIR,
     consumer warpgroup's epilogue: threadIdx.y < 2 of a block of 3), else the block's."""
     ranges = _nest_extents(nest)
     for name, extent in zip(THREADS, ir.block):
-        if try_int(extent) is not None:
-            ranges[name] = min(try_int(extent), (threads or {}).get(name, try_int(extent)))
+        if (launched := try_int(extent)) is not None:
+            ranges[name] = min(launched, (threads or {}).get(name, launched))
     bounds: dict[tuple[Expr, Expr], int] = {}
     implied = set()
     for c in _hole_conds(nest):
