@@ -200,6 +200,16 @@ for _group in (14, 16):
               f"cluster_2_stmatrix_by_box_bf16_out"] = {
         **_THREE_CONSUMERS, **_PERSISTENT, "group": _group, **_STMATRIX, "stages": 4, "prefetch": 2,
         "store_by_box": True}
+# 192 x 160 of three consumers (64 x 160 each, 80 accumulators) on all 132 SMs, the output in boxes
+# of 32 columns (160 is five): at 8000^2 its 42 x 50 tiles (groups of 14, no padding) take 16 rounds
+# of 30720 outputs a block, against 16 of 32768 for 128 x 256 (6 % fewer); likewise 128 x 160 in
+# 24 rounds of 20480, five stages
+SCHEDULES["hopper_192x160_three_consumers_4_stages_warp_specialized_persistent_group_14_cluster_2_stmatrix_by_box_"
+          "bf16_out"] = {**_THREE_CONSUMERS, "block": (192, 160), **_PERSISTENT, "persistent": SMS, "group": 14,
+                         **_STMATRIX, "stages": 4, "prefetch": 2, "store_by_box": True, "store_swizzle": 64}
+SCHEDULES["hopper_128x160_5_stages_warp_specialized_persistent_group_14_cluster_2_stmatrix_by_box_bf16_out"] = {
+    "block": (128, 160), **_PERSISTENT, "persistent": SMS, "group": 14, **_STMATRIX, "stages": 5, "prefetch": 3,
+    "store_by_box": True, "store_swizzle": 64, **_WS}
 # the same on all 132 SMs: at 8000^2 (2048 tiles with the clusters' padding) the last round is 68
 # tiles, not a 16th full round of 128 blocks
 SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_group_16_cluster_2_stmatrix_by_box_bf16_out"] = {

@@ -1,11 +1,11 @@
-"""Which statements run at their holes unpredicated: values that reach memory only through a TMA store.
+"""Which statements run at their holes unpredicated: values that reach memory only through a TMA
+store (clipped), and TMA loads with the tensor-core MmaOps that read them (filled).
 
-A hole of an indivisible split is a point past the tensor's extent (in some logical axis: a hole
-of a split or merge output is past the end of its input). A TMA store writes its box through the
-tensor map, which clips every element past the global tensor's extent (PTX ISA 5.5.3.3: out-of-
-bounds elements of a store are not written; docs/hardware.md#tma-out-of-bounds-fill). So a
-shared tile that only a TMA store reads may hold anything at its holes, and so may the registers
-that only such a tile is copied from.
+A hole of an indivisible split is a point past the extent of the split's input. A TMA store
+writes its box through the tensor map, which clips every element past the global tensor's
+extent (PTX ISA 5.5.3.3: out-of-bounds elements of a store are not written;
+docs/hardware.md#tma-out-of-bounds-fill). So a shared tile that only a TMA store reads may hold
+anything at its holes, and so may the registers that only such a tile is copied from.
 Those statements need no hole predicates, and for a warp-collective one (stmatrix) that is the
 difference between running and not: a 16 x 16 stmatrix tile that straddles M = 200 has lanes both
 inside and past the edge, and `.aligned` forbids predicating some of them off.
@@ -17,10 +17,26 @@ every operand is clipped or an MmaOp's register accumulators (which hold every e
 included: model/execution.py store_execution). The greatest such set is found by removing
 tensors until none fails. The rules then see the holes as points that execute: distinct addresses
 (ALLOCATION-DISTINCT), visibility of what they read, whole-warp stmatrix, all proved over them.
+
+A TMA load is filled when it reads global memory, its element strides are 1, and each of its
+holes is past the extent of a logical axis that is a dimension of its tensor map of its own (the
+bound that fails leads there through outer split outputs and merge outputs: _holes_past_logical).
+Its box coordinate there is out of the tensor map's bounds, and the TMA writes zeros
+(out-of-bounds fill NONE), counting those bytes on the mbarrier as the ones in bounds. An MmaOp
+on the tensor cores whose operands are filled shared tiles (wgmma reads them through
+descriptors), and whose own holes are past M or N likewise, runs at its holes on those zeros
+into its own accumulators. So a tile past M (the grouped order's padding) is loaded and
+multiplied like any other, with no branch in the K loop, and its output discarded by the
+epilogue's own predicates or the TMA store's clipping. Only the holes of iteration IDs are lifted
+for an MmaOp: a hole of a split of K stays a predicate (model/zero_padding.py).
 """
 
 from __future__ import annotations
 
+from .expr import try_int
+from .indexing import indices_from_loop, loop_var, valid_item_bounds
+from .iterdomain import Merge, Split
+from .simplify import less_than
 from .tensor import TensorView
 from .tma import is_tma_op
 from .types import LoadStoreOpType, MemoryType, OpKind
@@ -52,6 +68,63 @@ def clipped(fusion) -> frozenset[str]:
         found = keep
 
 
+def filled(fusion) -> frozenset[str]:
+    """The names of the TMA loads, and the MmaOps reading them, that run at their holes on the
+    zeros the TMA writes past the extent (module docstring)."""
+    from .mma_op import is_mma  # mma_op builds on execution, which asks this module
+
+    loads = {t.name for t in fusion.tensors if _zero_filled_load(t)}
+    mmas = {t.name for t in fusion.tensors
+            if is_mma(t) and t.memory_type is MemoryType.Local and _holes_past_logical(t, t.logical)
+            and all(p.memory_type is MemoryType.Shared and p.name in loads for p in t.definition.inputs)}
+    return frozenset(loads | mmas)
+
+
+def _zero_filled_load(t: TensorView) -> bool:
+    from .tma import infer_tma
+
+    op = t.definition
+    if t.memory_type is not MemoryType.Shared or op is None or not is_tma_op(op) \
+            or op.inputs[0].memory_type is not MemoryType.Global:
+        return False
+    info = infer_tma(op).info
+    if not info.ok or any(try_int(dim.element_stride_expr) != 1 for dim in info.dims):
+        return False  # an element stride that does not divide the box leaves elements unwritten
+    own = {dim.ids[0] for dim in info.dims if len(dim.ids) == 1}
+    return _holes_past_logical(t, [i for i in t.logical if i.name in own])
+
+
+def _holes_past_logical(t: TensorView, axes) -> bool:
+    """Whether every hole of t is past the extent of one of `axes` (logical IDs), reductions
+    aside: each bound that can fail (one its loops do not imply) is of an ID that leads to one
+    of them through outer outputs of splits (outer >= ceil(E / f) puts the input at >= E) and
+    merge outputs (out >= Eo Ei puts the outer input at >= Eo). The inner output of a split,
+    split again by a factor that does not divide it, has holes inside the extent: another
+    tile's elements, in bounds (examples/valid/tma_boxes.py, tma_indivisible_rotation)."""
+    from .execution import needed_bounds  # execution asks this module
+    from .promotion import loop_extents
+
+    made_by = {o.uid: tr for tr in t.history for o in tr.outputs}
+    target = {i.uid for i in axes}
+
+    def past_logical(uid: int) -> bool:
+        while uid in made_by:
+            tr = made_by[uid]
+            if isinstance(tr, Split) and tr.outer.uid == uid:
+                uid = tr.in_.uid
+            elif isinstance(tr, Merge):
+                uid = tr.outer.uid
+            else:
+                return False
+        return uid in target
+
+    env = {i.uid: loop_var(t, i) for i in t.loop}
+    ranges = {env[i.uid].value: extent for i, extent in zip(t.loop, loop_extents(t))}
+    needed = needed_bounds(t)
+    return all(past_logical(b.id.uid) or less_than(b.value, b.extent, ranges)
+               for b in valid_item_bounds(t, indices_from_loop(t, env)) if b.id.uid in needed and not b.id.is_reduction)
+
+
 def _pointwise_on_chip(t: TensorView) -> bool:
     op = t.definition
     if op is None or t.memory_type not in ON_CHIP or any(i.is_broadcast for i in t.logical):
@@ -59,4 +132,4 @@ def _pointwise_on_chip(t: TensorView) -> bool:
     return op.kind in POINTWISE or (op.kind is OpKind.LOAD_STORE and op.op_type in POINTWISE_COPIES)
 
 
-__all__ = ["clipped"]
+__all__ = ["clipped", "filled"]

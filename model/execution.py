@@ -12,7 +12,8 @@ Predicates (one `Cond` each):
                   largest extent bound to that parallel type; a shorter axis is guarded
   hole            a point of an indivisible split beyond the extent it covers
                   (only the bounds not implied by others: needed_bounds; none for a
-                  statement whose holes only a TMA store reads: model/clipped_holes.py)
+                  statement whose holes only a TMA store reads, nor for a TMA load and
+                  an MmaOp reading it, which run there on zeros: model/clipped_holes.py)
   single writer   a shared or global store that the tensor does not parallelize across a
                   launched thread (and, for global memory, block) dimension is done by
                   index 0 alone: the others would write the same values
@@ -32,7 +33,7 @@ import enum
 from dataclasses import dataclass, field
 
 from .allocation import Allocation
-from .clipped_holes import clipped
+from .clipped_holes import clipped, filled
 from .expr import Expr, add, const, substitute, try_int, var
 from .global_layout import global_offset, global_strides
 from .indexing import (
@@ -226,13 +227,23 @@ def _extent_conds(tv: TensorView, launch: dict[ParallelType, Expr], elements: bo
 
 def _hole_conds(tv: TensorView, indices: dict[int, Expr], elements: bool = False,
                 skip: int | None = None) -> list[Cond]:
-    """The holes tv's points are predicated on (none where only a TMA store reads them: clipped);
-    `skip`: the uid of the K it runs past on zeros."""
-    if tv.name in clipped(tv.fusion):
-        return []
-    needed = needed_bounds(tv) - {skip}
+    """The holes tv's points are predicated on: none where only a TMA store reads them (clipped),
+    only those of reduction IDs where it runs on a TMA's zeros (filled); `skip`: the uid of the K
+    it runs past on zeros."""
+    needed = predicated_bounds(tv, skip)
     return [Cond(b.value, "<", b.extent, f"hole of {b.id.label()}", CondKind.HOLE)
             for b in valid_item_bounds(tv, indices) if b.id.uid in needed and not (elements and b.id.is_reduction)]
+
+
+def predicated_bounds(tv: TensorView, skip: int | None = None) -> set[int]:
+    """The uids of the IDs whose bound predicates tv's statement: the needed bounds but `skip`,
+    none where it is clipped, only those of reduction IDs where it is filled."""
+    if tv.name in clipped(tv.fusion):
+        return set()
+    needed = needed_bounds(tv) - {skip}
+    if tv.name in filled(tv.fusion):
+        needed &= {i.uid for i in tv.all_ids() if i.is_reduction}
+    return needed
 
 
 def _writer_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond]:

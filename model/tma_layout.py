@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .allocation import Allocation
+from .clipped_holes import filled
 from .expr import Expr, add, const, mul, product, substitute
 from .indexing import (
     Bound,
@@ -111,8 +112,10 @@ def build_issue(tma: InferredTma, smem_alloc: Allocation, loop_env: dict[int, Ex
     if smem_alloc.stages > 1 and not missing:  # a circular buffer: the tile of the copy's iteration
         offset = add(offset, mul(smem_alloc.stage_offset(sidx), es))
     consumed = {u for u, r in (tma.inference.roles.items() if tma.inference else ()) if r.kind is not RoleKind.NONBULK}
-    # one decision per copy: a hole is tested at the tile's first element (the hardware clips the rest)
-    bounds = tuple(Bound(b.id, substitute(b.value, zero), b.extent)
-                   for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)
+    # one decision per copy: a hole is tested at the tile's first element (the hardware clips the rest);
+    # a filled load is issued at its holes too, where the hardware writes zeros (model/clipped_holes.py)
+    bounds = () if consumer.name in filled(consumer.fusion) else tuple(
+        Bound(b.id, substitute(b.value, zero), b.extent)
+        for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)
     return TmaIssue(info, cidx, sidx, tile_vars, tile_coords, origin, hw, offset, pitch,
                     mul(product(tiles[1:]), pitch), bounds, missing)

@@ -54,12 +54,15 @@ def test_the_issue_shapes_and_schedules():
                        f"stmatrix_bf16_out": (192, 192) for group in ("", "_group_16")}
     three_consumers.update({f"hopper_192x192_three_consumers_4_stages_warp_specialized_persistent_balanced_group_{g}_"
                             f"cluster_2_stmatrix_by_box_bf16_out": (192, 192) for g in (14, 16)})
+    three_consumers["hopper_192x160_three_consumers_4_stages_warp_specialized_persistent_group_14_cluster_2_stmatrix_"
+                    "by_box_bf16_out"] = (192, 160)
     by_box = {f"hopper_128x256_{name}_cluster_2_stmatrix_by_box_bf16_out": (128, 256)
               for name in ("3_stages_warp_specialized_persistent_balanced_group_16",
                            "4_stages_warp_specialized_persistent_balanced_group_16",
                            "4_stages_warp_specialized_persistent_group_16")}
     by_box.update({f"hopper_128x{bn}_4_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_by_box_"
                    f"bf16_out": (128, bn) for bn in (224, 192)})
+    by_box["hopper_128x160_5_stages_warp_specialized_persistent_group_14_cluster_2_stmatrix_by_box_bf16_out"] = (128, 160)
     for family in (narrow, clusters_of_4, other_tiles, three_consumers, by_box):
         assert family.items() <= blocks.items()
         for name in family:
@@ -162,7 +165,7 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     n = len(H.SCHEDULES)
-    assert sum(1 for kw in H.SCHEDULES.values() if kw.get("stmatrix")) == 19
+    assert sum(1 for kw in H.SCHEDULES.values() if kw.get("stmatrix")) == 21
     assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n} accepted, {n} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()

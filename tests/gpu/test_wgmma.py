@@ -78,9 +78,9 @@ def test_partial_tiles_store_column_pairs(specialized, m, n):
                                                    (132, 2048, 4096, 128, 2)])
 def test_a_persistent_grid_computes_every_tile(sms, m, n, k, cluster):
     """A grid of `sms` blocks over the grouped tiles (tile t * sms + blockIdx.x at step t), more
-    tiles than blocks, partial tiles in M, N and K, and the tiles past the last group's M tiles
-    skipped: every element right (the output poisoned with NaN first), with B multicast in
-    clusters of two where `cluster` is 2."""
+    tiles than blocks, partial tiles in M, N and K, and the tiles past the last tile loaded as
+    zeros and multiplied, never stored (model/clipped_holes.py filled): every element right (the
+    output poisoned with NaN first), with B multicast in clusters of two where `cluster` is 2."""
     sys.path.insert(0, str(ROOT / "examples" / "valid"))
     from wgmma import hopper
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import z3
 
-from ...model.execution import CondKind, needed_bounds, tensor_execution
+from ...model.execution import CondKind, predicated_bounds, tensor_execution
 from ...model.indexing import indices_from_logical
 from ...model.lowerable import execution_order
 from ...model.mma_op import mma_execution, tile_conds, well_formed
@@ -432,7 +432,7 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
     consumer, p = r.tensor, r.tensor.definition.inputs[k]
     read = r.read_logical(k)
     fwd = indices_from_logical(p, read)
-    needed = needed_bounds(p) - {padded[p.name]}
+    needed = predicated_bounds(p, padded[p.name])
     promo = promotion(p)  # loops shared with a consumer whose space they iterate: the reader's own
     own = p.loop[promo.positions:] if promo is not None and promo.consumer is consumer else p.loop
     ids = [i for i in own if not i.is_broadcast] + [i for i in p.all_ids() if i.uid in needed]

@@ -1,0 +1,56 @@
+"""model/clipped_holes.py filled: TMA loads whose boxes the hardware zero-fills past the extent,
+and the wgmmas reading them, run at their holes unpredicated; other loads keep their predicates."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import tileproof as tp
+from tileproof.model.clipped_holes import filled
+from tileproof.model.execution import CondKind, tensor_execution
+from tileproof.model.indexing import block_dims
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "valid"
+sys.path.insert(0, str(EXAMPLES))
+import mma  # noqa: E402
+import tma_boxes  # noqa: E402
+from wgmma import hopper  # noqa: E402
+
+WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+
+
+def _holes(fusion, name: str) -> list:
+    tv = next(t for t in fusion.tensors if t.name == name)
+    return tensor_execution(tv, block_dims(fusion)).conds_of(CondKind.HOLE)
+
+
+def test_the_tiles_of_a_padded_group_are_loaded_and_multiplied():
+    """8000 x 8000 in groups of 16 M tiles: the 63 M tiles pad to 64. A's and B's TMA loads (M, K
+    and N each a dimension of their tensor maps) and the wgmma reading them run at those holes,
+    on zeros; the schedule is still proved."""
+    fusion = hopper(8000, 8000, 8192, block=(128, 256), stages=4, prefetch=2, group=16, specialized=WS,
+                    persistent=128, cluster=2, out_dtype=tp.bfloat16, stmatrix=True, store_by_box=True)
+    assert filled(fusion) == {"T2", "T4", "T5"}
+    assert _holes(fusion, "T4") == []
+    d = next(t for t in fusion.tensors if t.name == "T2")
+    k_ids = {f"hole of {i.label()}" for i in d.all_ids() if i.is_reduction}
+    assert {c.why for c in _holes(fusion, "T2")} <= k_ids  # a hole of a split of K stays a predicate
+    assert tp.verify(fusion, "sm_90a").ok
+
+
+def test_a_box_whose_holes_lie_inside_the_extent_keeps_its_predicates():
+    """tma_indivisible_rotation: I0{1000} split by 32, the 32 split by 12. A hole (I1 >= 32) is
+    the next chunk's element, in bounds, not zero: the load keeps its predicate there. A box split
+    of each axis (holes past M or N only) is filled."""
+    fusion = tma_boxes.tma_indivisible_rotation()
+    assert filled(fusion) == frozenset() and _holes(fusion, "T1")
+    assert filled(tma_boxes.tma_box_by_partitioning()) == {"T1"}
+
+
+def test_an_mma_sync_reading_registers_is_not_filled():
+    """mma.sync reads its operands from registers (ldmatrix of cp.async tiles): it keeps its hole
+    predicates, and so do the cp.async loads."""
+    fusion = mma.tuned(200, 200, 64, block=(128, 128))
+    assert filled(fusion) == frozenset()
+    assert _holes(fusion, "T4") or _holes(fusion, "T2")
