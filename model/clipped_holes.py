@@ -1,5 +1,5 @@
 """Which statements run at their holes unpredicated: values that reach memory only through a TMA
-store (clipped), and TMA loads with the tensor-core MmaOps that read them (filled).
+store (clipped), and TMA loads with the copies and tensor-core MmaOps that read them (filled).
 
 A hole of an indivisible split is a point past the extent of the split's input. A TMA store
 writes its box through the tensor map, which clips every element past the global tensor's
@@ -13,8 +13,8 @@ inside and past the edge, and `.aligned` forbids predicating some of them off.
 A tensor is clipped when it lives on chip (registers or shared memory), is computed pointwise
 from its operands (a copy, stmatrix, a cast, unary or binary arithmetic), has no broadcast axis,
 is no fusion output, every tensor reading it is clipped or is a TMA store to global memory, and
-every operand is clipped or an MmaOp's register accumulators (which hold every element, holes
-included: model/execution.py store_execution). The greatest such set is found by removing
+every operand is clipped, filled (below) or an MmaOp's register accumulators (which hold every
+element, holes included: model/execution.py store_execution). The greatest such set is found by removing
 tensors until none fails. The rules then see the holes as points that execute: distinct addresses
 (ALLOCATION-DISTINCT), visibility of what they read, whole-warp stmatrix, all proved over them.
 
@@ -22,7 +22,9 @@ A TMA load is filled when it reads global memory, its element strides are 1, and
 holes is past the extent of a logical axis that is a dimension of its tensor map of its own (the
 bound that fails leads there through outer split outputs and merge outputs: _holes_past_logical).
 Its box coordinate there is out of the tensor map's bounds, and the TMA writes zeros
-(out-of-bounds fill NONE), counting those bytes on the mbarrier as the ones in bounds. An MmaOp
+(out-of-bounds fill NONE), counting those bytes on the mbarrier as the ones in bounds. An
+on-chip copy of a filled tensor (tp.set, ldmatrix) whose holes are past its logical extents is
+filled too: it copies those zeros (the nvFuser tutorial's LdStMatrixSet at 200 x 200). An MmaOp
 on the tensor cores whose operands are filled shared tiles (wgmma reads them through
 descriptors), and whose own holes are past M or N likewise, runs at its holes on those zeros
 into its own accumulators. So a tile past M (the grouped order's padding) is loaded and
@@ -44,6 +46,7 @@ from .types import LoadStoreOpType, MemoryType, OpKind
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
 POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY)
 POINTWISE_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.StMatrix)
+ZERO_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix)  # on chip, carrying a TMA's zeros
 
 
 def clipped(fusion) -> frozenset[str]:
@@ -59,21 +62,28 @@ def clipped(fusion) -> frozenset[str]:
     def accumulators(t: TensorView) -> bool:
         return t.memory_type is MemoryType.Local and is_mma_op(t.definition)
 
+    zeros = filled(fusion)
     while True:
         keep = {t.name for t in fusion.tensors if t.name in found
                 and all(c.name in found or tma_store(c) for c in fusion.consumers(t))
-                and all(p.name in found or accumulators(p) for p in fusion.producers(t))}
+                and all(p.name in found or p.name in zeros or accumulators(p) for p in fusion.producers(t))}
         if keep == found:
             return frozenset(found)
         found = keep
 
 
 def filled(fusion) -> frozenset[str]:
-    """The names of the TMA loads, and the MmaOps reading them, that run at their holes on the
-    zeros the TMA writes past the extent (module docstring)."""
+    """The names of the TMA loads, and the copies and MmaOps reading them, that run at their holes
+    on the zeros the TMA writes past the extent (module docstring)."""
     from .mma_op import is_mma  # mma_op builds on execution, which asks this module
 
     loads = {t.name for t in fusion.tensors if _zero_filled_load(t)}
+    for t in fusion.tensors:  # in definition order: a copy after the load it copies
+        op = t.definition
+        if t.memory_type in ON_CHIP and op is not None and op.kind is OpKind.LOAD_STORE \
+                and op.op_type in ZERO_COPIES and op.inputs[0].name in loads \
+                and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast]):
+            loads.add(t.name)
     mmas = {t.name for t in fusion.tensors
             if is_mma(t) and t.memory_type is MemoryType.Local and _holes_past_logical(t, t.logical)
             and all(p.memory_type is MemoryType.Shared and p.name in loads for p in t.definition.inputs)}

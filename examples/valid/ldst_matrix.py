@@ -118,7 +118,7 @@ def ld_st_matrix_set(shape):
 
 
 @tp.schedule(expect=tp.accepted(allocations={"T2": {"bytes": 65536}, "T3": {"bytes": 16}, "T4": {"bytes": 65536}}),
-             params={"size": ["symbolic", "8192x8192"]})
+             params={"size": ["symbolic", "any", "8192x8192"]})
 def ldst_matrix_set(size):
     """The seed's LdStMatrixSet: tv0 (M, K bf16) -TMA-> T2 (smem, 128B swizzle) -ldmatrix.x4->
     T3 (registers) -stmatrix.x4-> T4 (smem, 128B swizzle) -TMA-> tv1. CTA tile (128, 256), warp tile
@@ -126,15 +126,19 @@ def ldst_matrix_set(size):
     T3 holds 8 bf16 per thread; each shared tile is 2 warp tiles x 64 x 256 bf16 = 64 KiB.
 
     Chosen where the seed leaves it open: the seed's test runs 8192 x 8192; the symbolic case
-    assumes M % 128 == 0 and K % 256 == 0 (whole CTA tiles: the vectorized, warp-collective
-    ldmatrix/stmatrix cannot skip holes; invalid/ldst_matrix.py shows the schedule without them).
+    assumes M % 128 == 0 and K % 256 == 0 (whole CTA tiles), the "any" case only K % 8 == 0 (the
+    TMA's 16-byte row stride): at a partial tile the warp-collective ldmatrix and stmatrix run
+    at their holes, on the zeros the TMA load writes past M and K, and the TMA store clips
+    what lies past them (model/clipped_holes.py; invalid/ldst_matrix.py without the stride).
     The tensors are made with cache_after / cache_before as in the seed; cache_before gives the new
     copy (tv1 = TMA(T4)) its op type, so the LdMatrix -> T4 op is set to StMatrix afterwards, as
     the seed's setOpType does. tmaSwizzleSharedMemory's choice is written out: 128 bytes."""
-    fusion = ld_st_matrix_set(["M", "K"] if size == "symbolic" else [8192, 8192])
+    fusion = ld_st_matrix_set([8192, 8192] if size == "8192x8192" else ["M", "K"])
     if size == "symbolic":
         fusion.assume("M % 128 == 0")
         fusion.assume("K % 256 == 0")
+    if size == "any":
+        fusion.assume("K % 8 == 0")
     return fusion
 
 
