@@ -35,6 +35,8 @@ for an MmaOp: a hole of a split of K stays a predicate (model/zero_padding.py).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from .expr import try_int
 from .indexing import indices_from_loop, loop_var, valid_item_bounds
 from .iterdomain import Merge, Split
@@ -51,6 +53,33 @@ ZERO_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix)  # on chip, carryi
 
 def clipped(fusion) -> frozenset[str]:
     """The names of the tensors whose statements run at their holes (module docstring)."""
+    return _memo("clipped", fusion, _clipped)
+
+
+def filled(fusion) -> frozenset[str]:
+    """The names of the TMA loads, and the copies and MmaOps reading them, that run at their holes
+    on the zeros the TMA writes past the extent (module docstring)."""
+    return _memo("filled", fusion, _filled)
+
+
+_MEMO: "OrderedDict[tuple[str, str], frozenset[str]]" = OrderedDict()
+MEMO_SIZE = 64
+
+
+def _memo(kind: str, fusion, compute) -> frozenset[str]:
+    """compute(fusion), once per schedule: every predicate of every statement asks (40 times in
+    one verify of the Hopper GEMM), and the answer is a function of what the fingerprint holds."""
+    from .fingerprint import fingerprint
+
+    key = (kind, fingerprint(fusion, "holes"))
+    if key not in _MEMO:
+        _MEMO[key] = compute(fusion)
+        if len(_MEMO) > MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return _MEMO[key]
+
+
+def _clipped(fusion) -> frozenset[str]:
     from .mma_op import is_mma_op  # mma_op builds on execution, which asks this module
 
     outputs = {t.name for t in fusion.outputs}
@@ -72,13 +101,11 @@ def clipped(fusion) -> frozenset[str]:
         found = keep
 
 
-def filled(fusion) -> frozenset[str]:
-    """The names of the TMA loads, and the copies and MmaOps reading them, that run at their holes
-    on the zeros the TMA writes past the extent (module docstring)."""
+def _filled(fusion) -> frozenset[str]:
     from .mma_op import is_mma  # mma_op builds on execution, which asks this module
 
     loads = {t.name for t in fusion.tensors if _zero_filled_load(t)}
-    for t in fusion.tensors:  # in definition order: a copy after the load it copies
+    for t in fusion.topo_tensors():  # a copy after the load it copies
         op = t.definition
         if t.memory_type in ON_CHIP and op is not None and op.kind is OpKind.LOAD_STORE \
                 and op.op_type in ZERO_COPIES and op.inputs[0].name in loads \

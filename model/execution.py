@@ -13,7 +13,8 @@ Predicates (one `Cond` each):
   hole            a point of an indivisible split beyond the extent it covers
                   (only the bounds not implied by others: needed_bounds; none for a
                   statement whose holes only a TMA store reads, nor for a TMA load and
-                  an MmaOp reading it, which run there on zeros: model/clipped_holes.py)
+                  the copies and MmaOps reading it, which run there on its zeros:
+                  model/clipped_holes.py)
   single writer   a shared or global store that the tensor does not parallelize across a
                   launched thread (and, for global memory, block) dimension is done by
                   index 0 alone: the others would write the same values

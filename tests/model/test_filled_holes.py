@@ -54,3 +54,21 @@ def test_an_mma_sync_reading_registers_is_not_filled():
     fusion = mma.tuned(200, 200, 64, block=(128, 128))
     assert filled(fusion) == frozenset()
     assert _holes(fusion, "T4") or _holes(fusion, "T2")
+
+
+def test_the_answer_follows_the_schedule_it_is_asked_about():
+    """filled and clipped are remembered per schedule (by fingerprint): a fusion scheduled further
+    after a first answer gets a new one."""
+    P = tp.ParallelType
+    fusion, t1, t2 = tma_boxes.tma_load("rescheduled", [1000])
+    for t in (t1, t2):
+        t.split(0, 32)  # [I2, I1{32}]: a hole past 1000
+        t.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.Bulk)
+    assert filled(fusion) == {"T1"}
+    t1.axis(1).parallelize(P.Serial)
+    for t in (t1, t2):
+        t.split(1, 12)  # [I2, I3{3}, I4{12}]: holes inside the extent (I1 >= 32)
+        t.axis(1).parallelize(P.BIDy)
+    t1.axis(2).parallelize(P.Bulk)
+    assert filled(fusion) == frozenset()
