@@ -38,11 +38,13 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from .expr import try_int
+from .fingerprint import fingerprint
 from .indexing import indices_from_loop, loop_var, valid_item_bounds
 from .iterdomain import Merge, Split
+from .promotion import loop_extents
 from .simplify import less_than
 from .tensor import TensorView
-from .tma import is_tma_op
+from .tma import infer_tma, is_tma_op
 from .types import LoadStoreOpType, MemoryType, OpKind
 
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
@@ -69,8 +71,6 @@ MEMO_SIZE = 64
 def _memo(kind: str, fusion, compute) -> frozenset[str]:
     """compute(fusion), once per schedule: every predicate of every statement asks (40 times in
     one verify of the Hopper GEMM), and the answer is a function of what the fingerprint holds."""
-    from .fingerprint import fingerprint
-
     key = (kind, fingerprint(fusion, "holes"))
     if key not in _MEMO:
         _MEMO[key] = compute(fusion)
@@ -118,8 +118,6 @@ def _filled(fusion) -> frozenset[str]:
 
 
 def _zero_filled_load(t: TensorView) -> bool:
-    from .tma import infer_tma
-
     op = t.definition
     if t.memory_type is not MemoryType.Shared or op is None or not is_tma_op(op) \
             or op.inputs[0].memory_type is not MemoryType.Global:
@@ -139,7 +137,6 @@ def _holes_past_logical(t: TensorView, axes) -> bool:
     split again by a factor that does not divide it, has holes inside the extent: another
     tile's elements, in bounds (examples/valid/tma_boxes.py, tma_indivisible_rotation)."""
     from .execution import needed_bounds  # execution asks this module
-    from .promotion import loop_extents
 
     made_by = {o.uid: tr for tr in t.history for o in tr.outputs}
     target = {i.uid for i in axes}
