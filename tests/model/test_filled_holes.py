@@ -1,5 +1,6 @@
 """model/clipped_holes.py filled: TMA loads whose boxes the hardware zero-fills past the extent,
-and the wgmmas reading them, run at their holes unpredicated; other loads keep their predicates."""
+and the copies and wgmmas reading them, run at their holes unpredicated; other loads keep their
+predicates."""
 
 from __future__ import annotations
 
