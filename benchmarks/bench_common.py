@@ -1,9 +1,44 @@
-"""What the GPU benchmarks (gpu_kernels.py, reductions.py, matmul.py) share: recording a job that
-may fail, and a kernel's launch configuration for the JSON."""
+"""What the benchmark scripts share: where a run's JSON goes (results/<script>/<machine>.json, the
+scheme benchmarks/README.md states), recording a job that may fail, and a kernel's launch
+configuration for the JSON."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import traceback
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine_name(device: str | None) -> str:
+    """The name a machine's results go under: the GPU's model, lowercase ("NVIDIA H100 80GB HBM3" ->
+    "h100", "NVIDIA H200" -> "h200": the vendor dropped, then the first word with a digit), or
+    "cpu" for a run that used no GPU (device None)."""
+    if not device:
+        return "cpu"
+    words = [w for w in re.split(r"[\s_-]+", device.lower()) if w and w != "nvidia"]
+    model = next((w for w in words if any(c.isdigit() for c in w)), "-".join(words))
+    return re.sub(r"[^a-z0-9]+", "-", model).strip("-") or "gpu"
+
+
+def results_path(script: str, device: str | None, variant: str = "") -> Path:
+    """results/<script>/<machine>[_<variant>].json: the file a run of `script` on `device`
+    overwrites. `variant` names what the run narrowed where that asks another question (fuzz.py's
+    families, hopper_matmul.py's shapes); empty for the script's default run."""
+    name = machine_name(device) + (f"_{variant}" if variant else "")
+    return RESULTS / script / f"{name}.json"
+
+
+def cuda_device_name() -> str | None:
+    """torch's name for GPU 0 ("NVIDIA H200"), or None where there is none; asked in a child
+    process, so that the caller (fuzz.py, whose workers fork from it) never initializes CUDA."""
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name(0))"],
+                           capture_output=True, text=True)
+    lines = probe.stdout.strip().splitlines()
+    return lines[-1] if probe.returncode == 0 and lines else None
 
 
 def attempt(results: dict, key: str, fn) -> None:

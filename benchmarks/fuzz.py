@@ -18,7 +18,8 @@ epilogues and majors), reproducibly: hypothesis strategies drawn from random.Ran
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds (such a case has no verdict: it runs again alone at the end, and is listed under
-timed_out if it still does not finish). Writes JSON (default benchmarks/results/fuzz.json): cases, accepted,
+timed_out if it still does not finish). Writes JSON (default benchmarks/results/fuzz/<machine>.json:
+the GPU's model with --run, else cpu.json; <machine>_<families>.json with --families): cases, accepted,
 rejected, internal errors (a rule or the lowering crashed, or reported a tileproof bug),
 verified-but-failed-to-compile (with each case's steps and error), verify time max/median and the
 cases over 1 s, proofs z3 left undecided (unknown, a timeout),
@@ -51,6 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_common import cuda_device_name, results_path  # noqa: E402  (benchmarks/bench_common.py)
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
             ("reduction", 2), ("mma", 1), ("wgmma", 1)]
@@ -301,7 +304,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case (verify + compile)")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/fuzz.json"))
+    parser.add_argument("--out", help="the JSON file to write (default: benchmarks/results/fuzz/<machine>.json, "
+                        "<machine>_<families>.json with --families; <machine> is cpu without --run)")
     parser.add_argument("--case", type=int, help="print case I of the seed and its outcome, and exit")
     parser.add_argument("--run", action="store_true",
                         help="launch every accepted sm_90a kernel on the GPU and compare with the reference (needs torch)")
@@ -338,6 +342,10 @@ def main() -> None:
     _rerun_alone(results, args, families)
     results.sort(key=lambda r: r["index"])
     summary = summarize(results, args, time.perf_counter() - start)
+    if args.out is None:
+        narrowed = families and set(families) != {f for f, _ in FAMILIES}
+        variant = "-".join(f for f, _ in FAMILIES if f in families) if narrowed else ""
+        args.out = str(results_path("fuzz", cuda_device_name() if args.run else None, variant))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k not in ("failures", "internal")}, indent=1))

@@ -17,7 +17,8 @@ transposes, allclose for add) on fresh random inputs, with the output poisoned (
 Times: triton.testing.do_bench (CUDA events per launch, L2 flushed before each), the median of
 >= 20 launches after warm-up. A tileproof kernel is launched through Kernel._prepare's launch
 closure (one cuLaunchKernel), so Python argument binding stays out of the timed region.
-Writes JSON (default benchmarks/results/gpu_kernels.json); prints a table last.
+Writes JSON (default benchmarks/results/gpu_kernels/<machine>.json: h200.json on an H200, cpu.json with
+--compile-only); prints a table last.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import attempt, launch_info  # noqa: E402  (benchmarks/bench_common.py)
+from bench_common import attempt, launch_info, results_path  # noqa: E402  (benchmarks/bench_common.py)
 import schedules as S  # noqa: E402  (benchmarks/schedules.py)
 
 import tileproof as tp  # noqa: E402
@@ -42,7 +43,6 @@ from tileproof.codegen import compile as tp_compile_module  # noqa: E402
 from tileproof.codegen.runtime import nvrtc as tp_nvrtc  # noqa: E402
 from tileproof.codegen.runtime.nvrtc import compile_to_cubin, cuda_include_dir, nvrtc_version  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET = "sm_90a"
 N = S.SIZE
 ELEMENTS = N * N
@@ -457,15 +457,12 @@ def print_table(results: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", help="JSON path (default benchmarks/results/gpu_kernels.json, or "
-                        "gpu_kernels_compile_only.json with --compile-only, so the GPU results stay)")
+    parser.add_argument("--out", help="JSON path (default benchmarks/results/gpu_kernels/<machine>.json: the GPU's "
+                        "model, or cpu.json with --compile-only, so the GPU results stay)")
     parser.add_argument("--compile-only", action="store_true", help="compile times and schedule checks; no GPU")
     parser.add_argument("--compile-runs", type=int, default=5)
     parser.add_argument("--rep-ms", type=int, default=100, help="do_bench's repetition time per entry")
     args = parser.parse_args()
-    if args.out is None:
-        name = "gpu_kernels_compile_only.json" if args.compile_only else "gpu_kernels.json"
-        args.out = str(ROOT / "benchmarks/results" / name)
 
     results: dict = {"script": "benchmarks/gpu_kernels.py", "target": TARGET, "host": platform.node(),
                      "python": platform.python_version(), "tileproof": tp.__version__,
@@ -499,6 +496,7 @@ def main() -> None:
     if isinstance(results.get("add"), dict):
         results["add"].pop("_tileproof_kernel", None)
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    args.out = args.out or str(results_path("gpu_kernels", results["device"]))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1, default=str) + "\n")
     print_table(results)

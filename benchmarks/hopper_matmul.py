@@ -47,8 +47,9 @@ Ratios are speeds (the peer's time over this one's): vs_cublas against cuBLAS a 
 against the best Triton configuration. Then the rematch: cuBLAS a @ b.T, the best Triton
 configuration and one tileproof schedule (--headline NAME at every shape; by default each shape's
 fastest in the first timings) timed again alternately, --rematch-rounds rounds, their medians and
-each round's ratios. Writes JSON (default benchmarks/results/hopper_matmul.json,
-hopper_matmul_compile_only.json with --compile-only) and prints a table last.
+each round's ratios. Writes JSON (default benchmarks/results/hopper_matmul/<machine>.json: h200.json
+on an H200, cpu.json with --compile-only; <machine>_<shapes>.json where --shapes is not all four,
+e.g. h200_8000x8000x8192.json) and prints a table last.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ if _DISABLE_MMA_V3_BEFORE is None:
 
 import tileproof as tp
 import wgmma  # examples/valid/wgmma.py: hopper()
-from bench_common import attempt
+from bench_common import attempt, results_path
 
 DTYPE = "bf16"  # benchmarks/matmul.py's name for bfloat16 operands, float32 accumulation
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 8000, 8192)]
@@ -750,8 +751,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--out", type=Path, default=None,
-                        help="the JSON file to write (default: benchmarks/results/hopper_matmul.json, or "
-                             "hopper_matmul_compile_only.json with --compile-only)")
+                        help="the JSON file to write (default: benchmarks/results/hopper_matmul/<machine>.json, "
+                             "<machine>_<shapes>.json for fewer shapes; <machine> is cpu with --compile-only)")
     parser.add_argument("--shapes", default="all",
                         help="comma-separated MxNxK shapes (default: all of "
                              + ",".join(shape_key(s) for s in SHAPES) + ")")
@@ -785,9 +786,7 @@ def main(argv=None) -> int:
             del SCHEDULES[name]
     if args.headline is not None and args.headline not in SCHEDULES:
         parser.error(f"--headline: {args.headline} is not among the schedules timed")
-    if args.out is None:
-        name = "hopper_matmul_compile_only.json" if args.compile_only else "hopper_matmul.json"
-        args.out = ROOT / "benchmarks" / "results" / name
+    shapes_variant = "" if set(shapes) == set(SHAPES) else "-".join(shape_key(s) for s in shapes)
     started = time.time()
     results: dict = {
         "script": "benchmarks/hopper_matmul.py", "issue": 13,
@@ -801,6 +800,7 @@ def main(argv=None) -> int:
                    for key, (layout, call, q) in CUBLAS.items()},
     }
     if args.compile_only:
+        args.out = args.out or results_path("hopper_matmul", None, shapes_variant)
         results["mode"] = "compile-only"
         results["target"] = base.TARGET
         results["compile"] = compile_only(shapes)
@@ -832,6 +832,7 @@ def main(argv=None) -> int:
         return 2
     results["mode"] = "gpu"
     results["environment"] = environment(torch)
+    args.out = args.out or results_path("hopper_matmul", results["environment"]["device"], shapes_variant)
     results["timing"] = (f"triton.testing.do_bench(warmup=25 ms, rep={args.rep_ms} ms), median of the per-launch "
                          "CUDA-event times (>= 20), L2 flushed before each")
     results["check"] = (f"float64 reference on every M/1024-th row and the last {TAIL_ROWS} rows, every column, no NaN "

@@ -36,7 +36,8 @@ Times: triton.testing.do_bench (CUDA events per launch, L2 flushed before each),
 closure (one cuLaunchKernel). TFLOP/s = 2 M N K / time. Each timed entry also records
 back_to_back_ms: 20 launches in a row between two CUDA events, no flush (the median of 5).
 Ratios are speeds (the peer's time over this one's): vs cuBLAS and vs Triton on the same layout.
-Writes JSON (default benchmarks/results/matmul.json) and prints a table last.
+Writes JSON (default benchmarks/results/matmul/<machine>.json: h100.json on an H100, cpu.json with
+--compile-only) and prints a table last.
 """
 
 from __future__ import annotations
@@ -56,13 +57,12 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import attempt, launch_info  # noqa: E402  (benchmarks/bench_common.py)
+from bench_common import attempt, launch_info, results_path  # noqa: E402  (benchmarks/bench_common.py)
 import matmul_schedules as S  # noqa: E402  (benchmarks/matmul_schedules.py)
 
 import tileproof as tp  # noqa: E402
 from tileproof.codegen import compile as tp_compile_module  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET = "sm_90a"
 CHECK_ROWS = 1024
 # issue 12: the tuned schedule >= 1.0x Triton's mma.sync path (>= 0.55 of cuBLAS); verify and
@@ -530,8 +530,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--out", type=Path, default=None,
-                        help="the JSON file to write (default: benchmarks/results/matmul.json, or "
-                             "matmul_compile_only.json with --compile-only)")
+                        help="the JSON file to write (default: benchmarks/results/matmul/<machine>.json, the GPU's "
+                             "model, or cpu.json with --compile-only)")
     parser.add_argument("--size", type=int, default=S.SIZE, help="M = N = K (default: %(default)s)")
     parser.add_argument("--rep-ms", type=int, default=200, help="do_bench's repetition time per kernel (default: %(default)s)")
     parser.add_argument("--dtypes", default=",".join(S.DTYPES), help="comma-separated subset of %(default)s")
@@ -543,9 +543,6 @@ def main(argv=None) -> int:
     dtypes = [d for d in args.dtypes.split(",") if d]
     if any(d not in S.DTYPES for d in dtypes):
         parser.error(f"--dtypes: one of {S.DTYPES}")
-    if args.out is None:
-        name = "matmul_compile_only.json" if args.compile_only else "matmul.json"
-        args.out = ROOT / "benchmarks" / "results" / name
     started = time.time()
     results: dict = {"script": "benchmarks/matmul.py",
                      "command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),
@@ -554,6 +551,7 @@ def main(argv=None) -> int:
         results["mode"] = "compile-only"
         results["compile"] = compile_only(args.size)
         bad = [k for k, v in results["compile"].items() if not v.get("accepted")]
+        args.out = args.out or results_path("matmul", None)
         for k, v in results["compile"].items():
             print(f"{k} ({v.get('dtype')}): {'accepted' if v.get('accepted') else 'REJECTED'} {v.get('layout', '')} "
                   f"verify {v.get('verify_s')} s, cold compile {v.get('cold_compile_s')} s {v.get('launch', '')} "
@@ -570,6 +568,7 @@ def main(argv=None) -> int:
         return 2
     results["mode"] = "gpu"
     results["environment"] = environment(torch)
+    args.out = args.out or results_path("matmul", results["environment"]["device"])
     results["timing"] = (f"triton.testing.do_bench(warmup=25 ms, rep={args.rep_ms} ms), median of the per-launch "
                          f"CUDA-event times (>= 20), L2 flushed before each")
     results["check"] = ("float64 reference on every M/1024-th row, no NaN anywhere: |err| <= (u + K 2^-23) |A||B|^T "

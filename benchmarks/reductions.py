@@ -18,7 +18,7 @@ float32 holds exactly in any order of additions, so a missing or repeated term s
 L2 flushed before each, the median of >= 20 launches after warm-up), else the median of CUDA
 events over as many launches. A tileproof kernel is launched through Kernel._prepare's launch
 closure (one cuLaunchKernel), so Python argument binding stays out of the timed region. Writes
-JSON (default benchmarks/results/reductions.json) and prints a table last.
+JSON (default benchmarks/results/reductions/<machine>.json, h100.json on an H100) and prints a table last.
 """
 
 from __future__ import annotations
@@ -33,12 +33,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import attempt, launch_info  # noqa: E402  (benchmarks/bench_common.py)
+from bench_common import attempt, launch_info, results_path  # noqa: E402  (benchmarks/bench_common.py)
 import reduction_schedules as S  # noqa: E402  (benchmarks/reduction_schedules.py)
 
 import tileproof as tp  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET = "sm_90a"
 VS_COPY_READ = 0.95  # issue 12: at least 0.95 of the copy's read bandwidth
 VS_TORCH = 1.0  # and at least as fast as torch.sum
@@ -201,8 +200,8 @@ def table(results: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "reductions.json",
-                        help="the JSON file to write (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the JSON file to write (default: benchmarks/results/reductions/<machine>.json)")
     parser.add_argument("--size", type=int, default=S.SIZE, help="N of the N x N tensor (default: %(default)s)")
     parser.add_argument("--rep-ms", type=int, default=200, help="do_bench's repetition time per kernel (default: %(default)s)")
     parser.add_argument("--compile-only", action="store_true",
@@ -235,6 +234,7 @@ def main(argv=None) -> int:
     attempt(results, "column_sum",
             lambda: job_reduction(torch, x, 0, jobs["column_sum"], args.rep_ms, results["copy"]))
     results["seconds"] = round(time.time() - started, 1)
+    args.out = args.out or results_path("reductions", results["environment"]["device"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))

@@ -21,7 +21,7 @@ gives every extent symbol): the sizes at which the rule predicts the failure. Ou
   ran correctly    no visible failure at these sizes and inputs
 Each result has compile_s (verify, lower and NVRTC) where the build finished, and `sizes` where
 the kernel ran at sizes other than --size. Writes JSON (default
-benchmarks/results/rejected_on_gpu.json) and prints one line per example.
+benchmarks/results/rejected_on_gpu/<machine>.json, h100.json on an H100) and prints one line per example.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_common import cuda_device_name, results_path  # noqa: E402  (benchmarks/bench_common.py)
 
 SLOW_COMPILE_S = 10.0  # as benchmarks/fuzz.py: UNROLL-LENGTH's examples compile for minutes
 
@@ -101,7 +102,7 @@ def _timed_out(output, seconds: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", default=[str(ROOT / "examples" / "invalid")])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "rejected_on_gpu.json"))
+    ap.add_argument("--out", help="the JSON file to write (default: benchmarks/results/rejected_on_gpu/<machine>.json)")
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=8, help="cases run at once, each in its own process")
     ap.add_argument("--case-timeout", type=int, default=60, help="seconds before a case counts as a hang (or a slow compile)")
@@ -135,7 +136,9 @@ def main() -> int:
     summary: dict[str, int] = {}
     for r in results:
         summary[r["outcome"]] = summary.get(r["outcome"], 0) + 1
-    Path(args.out).write_text(json.dumps({"size": args.size, "summary": summary, "cases": results}, indent=1))
+    out = Path(args.out) if args.out else results_path("rejected_on_gpu", cuda_device_name())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"size": args.size, "summary": summary, "cases": results}, indent=1))
     print(json.dumps(summary))
     return 0
 

@@ -1,7 +1,7 @@
 """Verification time per bundled example (median of N runs in one process), and how
 proof cost scales with tensor size: Complicated1 at 4096 x 4096 vs the same schedule
 at 64 x 64, and the TMA transpose example bound to 10000 x 10000 vs 64 x 64.
-Writes JSON (default benchmarks/results/verify_time.json)."""
+Writes JSON (default benchmarks/results/verify_time/cpu.json)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,16 @@ import importlib.util
 import json
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
-import tileproof as tp
-from tileproof.schedule_files import discover
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_common import results_path  # noqa: E402  (benchmarks/bench_common.py)
+
+import tileproof as tp  # noqa: E402
+from tileproof.schedule_files import discover  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,7 +45,7 @@ def load_example(file: str, name: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/verify_time.json"))
+    parser.add_argument("--out", default=str(results_path("verify_time", None)))
     args = parser.parse_args()
 
     examples = {}
