@@ -13,14 +13,14 @@
 from .codegen.compile import Kernel, LaunchParams, compile  # noqa: A004 - tp.compile is the API
 from .codegen.errors import (CompileError, InputError, NoDeviceError, PerformanceWarning, ScheduleRejected,
                              UnsupportedSchedule)
-from .model.allocation import Allocation, AllocatedId, compute_allocation as _compute_allocation
+from .execution.allocation import Allocation, AllocatedId, compute_allocation as _compute_allocation
 from .model.errors import InternalError, ScheduleError, TileproofError
 from .model.fusion import Fusion, current_fusion as _current_fusion
 from .model.inlining import inline_all_at
 from .model.inlining import inline_most as _inline_most
 from .model.iterdomain import IterDomain, Merge, Split, Swizzle
-from .model.mma import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand, Tf32Rounding
-from .model.mma_schedule import mma_output_allocation, schedule_mma_fragment
+from .model.options import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand, Tf32Rounding
+from .hw.mma_schedule import mma_output_allocation, schedule_mma_fragment
 from .model.ops import (
     broadcast,
     make_contig_concrete_tensor,
@@ -32,9 +32,9 @@ from .model.ops import (
 from .model import mma_op as _mma_op, ops as _ops
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
-from .model.pipeline import Pipelined, WarpSpecialized
+from .model.options import Pipelined, WarpSpecialized
 from .model.tensor import TensorView
-from .model.tma import TmaDim, TmaInfo, infer_tma as _infer_tma, tma_ops_of as _tma_ops_of
+from .hw.tma import TmaDim, TmaInfo, infer_tma as _infer_tma, tma_ops_of as _tma_ops_of
 from .model.types import (
     CacheOp,
     DataType,

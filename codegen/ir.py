@@ -22,14 +22,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..model.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
-from ..model.wgmma_order import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
-from ..model.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
-from ..model.warp_roles import Role, StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
-from ..model.execution import Cond  # statements' predicates come from the execution model
+from ..execution.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
+from ..execution.wgmma_order import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
+from ..execution.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
+from ..execution.warp_roles import Role, StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
+from ..execution.statements import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const
-from ..model.tcgen05 import TmemPattern, tmem_address
+from ..hw.tcgen05 import TmemPattern, tmem_address
 from ..model.types import DataType, Direction, MemoryType, OpKind
 
 
@@ -375,7 +375,7 @@ class MmaIssue(Compute):
     across the warp (the instruction is warp-collective). `tf32_rounding`: the op's
     tp.Tf32Rounding (None for 16-bit operands)."""
 
-    frag: object = None  # model.mma_op.MacroFragments
+    frag: object = None  # execution.mma.MacroFragments
     a: list = field(default_factory=list)
     b: list = field(default_factory=list)
     tf32_rounding: object = None

@@ -107,7 +107,7 @@ class Fusion:
 
     @cluster_dims.setter
     def cluster_dims(self, value) -> None:
-        from .cluster import checked_cluster_dims
+        from .options import checked_cluster_dims
 
         self._cluster_dims = checked_cluster_dims(value)
         self.cluster_origin = user_location()

@@ -10,8 +10,8 @@ from .errors import ScheduleError
 
 @dataclass(frozen=True)
 class Target:
-    """A GPU architecture as the verifier sees it: the limits its rules check (threads and block
-    dimensions, shared memory per block with and without opting in, tensor-memory lanes and
+    """A GPU architecture as the verifier sees it: the limits its rules check (threads, block and
+    grid dimensions, shared memory per block with and without opting in, tensor-memory lanes and
     columns, TMA). tp.TARGETS holds the two known ones, "sm_90a" (H100/H200) and "sm_100a"
     (Blackwell); everything that takes a target also takes its name.
 
@@ -22,6 +22,7 @@ class Target:
     warp_size: int = 32
     max_threads_per_block: int = 1024
     max_block_dims: tuple[int, int, int] = (1024, 1024, 64)  # blockDim.x, .y, .z
+    max_grid_dims: tuple[int, int, int] = (2 ** 31 - 1, 65535, 65535)  # gridDim.x, .y, .z
     smem_bytes_per_block: int = 232448  # opt-in maximum (227 KiB)
     smem_bytes_default: int = 49152  # without cudaFuncSetAttribute
     tmem_lanes: int = 0  # 0: no tensor memory

@@ -182,7 +182,7 @@ class TensorView:
         allocation domain (WGMMA-SMEM-LAYOUT proves the descriptor reads it).
 
             a_smem.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)"""
-        from .mma import MmaInputSmemSwizzle
+        from .options import MmaInputSmemSwizzle
 
         if not isinstance(swizzle, MmaInputSmemSwizzle):
             raise wrong_enum("apply_mma_swizzle_for_tma_load", "swizzle", MmaInputSmemSwizzle, swizzle)
@@ -334,7 +334,7 @@ class TensorView:
         CLUSTER-MULTICAST proves each receiver would have loaded the same box. Returns self.
 
             fusion.cluster_dims = (2, 1, 1); sb.multicast(tp.ParallelType.BIDx)"""
-        from .cluster import checked_multicast
+        from .options import checked_multicast
 
         self.multicast_on = checked_multicast(self, on)
         return self
@@ -357,7 +357,7 @@ class TensorView:
         TensorView::circularBuffer(number_of_stages, prefetch_distance, type).
 
             t1.inline_at(2); t1.circular_buffer(3)   # 3 tiles, 2 copies ahead"""
-        from .pipeline import make_circular_buffer
+        from .options import make_circular_buffer
 
         if stages is not None:
             if number_of_stages is not None:

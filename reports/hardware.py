@@ -15,15 +15,15 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.allocation import compute_allocation
+from ..execution.allocation import compute_allocation
 from ..model.expr import add, try_int
-from ..model.indexing import loop_var, thread_dims
-from ..model.ldsm_layout import WARP, WIDTHS, layout as ldsm_layout
+from ..execution.indexing import loop_var, thread_dims
+from ..hw.ldmatrix import WARP, WIDTHS, layout as ldsm_layout
 from ..model.tensor import TensorView
-from ..model.tma import infer_tma, is_tma_op
-from ..model.tma_layout import build_issue, hw_swizzle
+from ..hw.tma import infer_tma, is_tma_op
+from ..execution.tma_issue import build_issue, hw_swizzle
 from ..model.types import LoadStoreOpType, OpKind, ParallelType
-from ..verifier.rules.bank import phase_lanes
+from ..verifier.analysis.bank_lanes import phase_lanes
 from .layouts import POINT_BUDGET, THREAD_VARS, _Program, point_accesses, smem_layout
 
 TMA_LAYOUT_CODES = ("TMA-TILE-CONTIGUITY", "TMA-SWIZZLE-WIDTH", "TMA-SWIZZLE-LAYOUT")

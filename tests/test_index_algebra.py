@@ -125,7 +125,7 @@ def test_index_width_bound_counts_what_cpp_computes():
 
 def test_split_merge_swizzle_round_trip_brute_force():
     import tileproof as tp
-    from tileproof.model.indexing import indices_from_logical, indices_from_loop
+    from tileproof.execution.indexing import indices_from_logical, indices_from_loop
 
     for n, f in [(6, 4), (8, 4), (12, 5), (16, 16)]:
         with tp.Fusion() as fusion:

@@ -12,10 +12,11 @@ import pytest
 
 import tileproof as tp
 from tileproof.codegen.runtime.reference import reference
-from tileproof.model.execution import CondKind, store_execution, tensor_execution
-from tileproof.model.indexing import block_dims
+from tileproof.execution.statements import CondKind, store_execution, tensor_execution
+from tileproof.execution.indexing import block_dims
 from tileproof.model.mapping import IdMap
-from tileproof.model.reduction import element_axes, neutral, reduction_loops
+from tileproof.model.reduction import element_axes, neutral
+from tileproof.execution.reduction import reduction_loops
 
 P = tp.ParallelType
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import z3
 
 from ..model.expr import Expr, const, floordiv, mul, product, substitute
-from ..model.execution import Cond, CondKind, store_execution, tensor_execution
-from ..model.indexing import linear_thread, thread_env, vector_index
+from ..execution.statements import Cond, CondKind, store_execution, tensor_execution
+from ..hw.threads import linear_thread, thread_env
+from ..execution.indexing import vector_index
 from ..model.types import THREAD_TYPES, Direction, ParallelType
 from .context import Access, VerifyContext
 

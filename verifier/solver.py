@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Mapping
 import sympy
 import z3
 
-from ..model.expr import Expr, var
+from ..model.expr import Expr, from_sympy, var
 from ..model.simplify import Simplifier
 
 MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
@@ -170,8 +170,6 @@ def _sides(c) -> tuple:
 
 def assumption_terms(cond) -> list[Expr]:
     """The terms an assumption puts into a query (they must fit its bit-vector width)."""
-    from ..model.expr import from_sympy
-
     out: list[Expr] = []
     for rel in cond.atoms(sympy.core.relational.Relational) if not isinstance(cond, bool) else ():
         out.extend(from_sympy(x) for x in _sides(rel))
@@ -558,8 +556,6 @@ class Query:
         raise ValueError(f"unsupported assumption {c}")
 
     def _sympy_term(self, e):
-        from ..model.expr import from_sympy
-
         return self.term(from_sympy(e))
 
 

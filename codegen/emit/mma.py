@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...model.errors import InternalError
-from ...model.mma import WARP, MmaInstruction, Tf32Rounding
+from ...hw.mma import WARP, MmaInstruction
+from ...model.options import Tf32Rounding
 
 
 def mma_sync(inst: MmaInstruction, d: Sequence[str], a: Sequence[str], b: Sequence[str], c: Sequence[str]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...model.expr import Expr, add, as_expr, mul, var
-from ...model.mma import Fragment, MmaInstruction
+from ...hw.mma import Fragment, MmaInstruction
 from . import mma as emit_mma
 from .cuda_expr import to_cuda
 

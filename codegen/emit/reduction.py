@@ -15,7 +15,9 @@ groups (a reduction over TIDy with TIDx > 1), every thread's value goes through 
 
 from __future__ import annotations
 
+from ...model.reduction import COMBINE
 from ..ir import BlockReduce, Compute, KernelIR, Loop, ReduceInit
+from .scalar_types import CTYPES, OPS, scalar_literal
 
 BLOCK_REDUCE = """\
 // the block's threads combine acc over the thread indices RX, RY, RZ; every thread ends with its group's total
@@ -73,9 +75,6 @@ def prelude(ir: KernelIR) -> list[str]:
 
 def uses_max(ir: KernelIR) -> bool:
     """Whether a reduction combines floats with tp_max (NaN wins; integers compare plainly)."""
-    from . import CTYPES, OPS
-    from ...model.reduction import COMBINE
-
     texts = [OPS[CTYPES[c.out.dtype.name].compute][COMBINE[c.name]] for c in _nodes(ir.body, Compute)
              if c.kind == "reduction"]
     texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, BlockReduce)]
@@ -83,8 +82,6 @@ def uses_max(ir: KernelIR) -> bool:
 
 
 def init_lines(e, n: ReduceInit, depth: int) -> list[str]:
-    from . import CTYPES, scalar_literal
-
     pad = "  " * depth
     value = scalar_literal(n.neutral, CTYPES[n.dtype.name].compute)
     if n.elements == 1:
@@ -99,15 +96,10 @@ def init_lines(e, n: ReduceInit, depth: int) -> list[str]:
 
 def combine(s: Compute, acc: str, value: str) -> str:
     """An accumulation's new value: acc combined with the input's value (both in the compute type)."""
-    from . import CTYPES, OPS
-    from ...model.reduction import COMBINE
-
     return OPS[CTYPES[s.out.dtype.name].compute][COMBINE[s.name]].format(a=acc, b=value)
 
 
 def block_reduce_lines(e, n: BlockReduce, depth: int) -> list[str]:
-    from . import CTYPES, OPS
-
     pad = "  " * depth
     t = CTYPES[n.dtype.name].compute
     op = OPS[t][n.combine].format(a="a", b="b")

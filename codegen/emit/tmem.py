@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from ...model.errors import InternalError
-from ...model.tcgen05 import WORD_BYTES
+from ...hw.tcgen05 import WORD_BYTES
 from ...model.types import Direction
 from ..ir import BASE_NAME, Sync, TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync
 

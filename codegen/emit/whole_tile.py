@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from ...model.execution import Cond, CondKind
+from ...execution.statements import Cond, CondKind
 from ...model.expr import Expr, add, const, evaluate, try_int
 from ..ir import Compute, KernelIR, Loop, LoopKind, MatrixCopy
 from .invariants import sum_terms

@@ -7,9 +7,9 @@ model/pipeline.py (lower/pipelines.py fills them in)."""
 
 from __future__ import annotations
 
-from ...model.cp_async import ISSUE_CONDS, ZERO_FILL_CONDS, cp_async_copy
+from ...execution.cp_async import ISSUE_CONDS, ZERO_FILL_CONDS, cp_async_copy
 from ...model.errors import InternalError
-from ...model.pipeline import circular_access
+from ...execution.pipeline import circular_access
 from ...model.tensor import TensorView
 from ..ir import Compute, CpAsyncCopy
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ...model.execution import Cond
+from ...execution.statements import Cond
 from ...model.expr import Expr
 from ...model.types import BLOCK_TYPES, THREAD_TYPES
 from ...verifier.context import symbol_range

@@ -12,7 +12,7 @@ LDSM-REGISTER-LAYOUT proved to be the hardware's.
 from __future__ import annotations
 
 from ...model.expr import Expr, add, const, mul, substitute, var
-from ...model.ldsm_layout import B16, WIDTHS, Layout, layout
+from ...hw.ldmatrix import B16, WIDTHS, Layout, layout
 from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, OpKind
 from ..errors import UnsupportedSchedule

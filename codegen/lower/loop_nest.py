@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ...model.errors import InternalError
 from ...model.expr import Expr
 from ...model.fusion import Fusion
-from ...model.lowerable import Nest, Problem, execution_order, loop_groups, nest, nest_problems
+from ...execution.lowerable import Nest, Problem, execution_order, loop_groups, nest, nest_problems
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from ..errors import UnsupportedSchedule

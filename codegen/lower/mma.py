@@ -19,15 +19,16 @@ rejects.
 
 from __future__ import annotations
 
-from ...model.execution import CondKind
+from ...execution.statements import CondKind
 from ...model.expr import const, substitute, try_int, var
-from ...model.lowerable import Problem
-from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, fragments, is_mma, mma_axes, mma_execution, tile_conds
-from ...model.reduction import reduction_loops
+from ...execution.lowerable import Problem
+from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, is_mma
+from ...execution.mma import fragments, mma_axes, mma_execution, tile_conds
+from ...execution.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, ParallelType, float32
-from ...model.wgmma import wgmma_operand
+from ...execution.wgmma_operands import wgmma_operand
 from ..ir import MmaIssue, Operand, ReduceInit, WgmmaDescriptor
 from .loop_nest import LoopClass, refuse
 from .predicates import drop_implied
@@ -36,7 +37,7 @@ from .reduction import accumulator, store_names, store_statement
 
 def check(fusion, order, target) -> None:
     """The MMA rules' structural conditions (verifier/rules/mma.py); a problem here is a bug."""
-    from ...model.mma_rules import problems
+    from ...execution.mma_rules import problems
 
     for code, found in problems(fusion, order, target).items():
         refuse(code, found)
@@ -44,7 +45,7 @@ def check(fusion, order, target) -> None:
 
 def add_statements(builder, tv: TensorView, items: list) -> None:
     """Add tv's init, accumulate and store to `items` (builder: lower/statements.py's)."""
-    from ...model.reduction import insert_init
+    from ...execution.reduction import insert_init
 
     (path, init), *rest = statements(builder, tv)
     insert_init(items, path, builder.classes.of(tv, len(path)), init, key=lambda cls: cls.key)
@@ -71,7 +72,7 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
 
 def _tile_register(env_of, acc_axes, per_tile: int):
     """The accumulator register of element 0 of the current macro tile."""
-    from ...model.indexing import vector_index
+    from ...execution.indexing import vector_index
 
     return vector_index([env_of(i) for i in acc_axes], [i.extent_expr for i in acc_axes]) * per_tile
 

@@ -9,8 +9,8 @@ import dataclasses
 
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
-from ...model.pipeline import Prefetched, Prologue
-from ...model.warp_roles import StageEmptyWait, StageRelease
+from ...execution.pipeline import Prefetched, Prologue
+from ...execution.warp_roles import StageEmptyWait, StageRelease
 from ..ir import (
     Compute,
     CpAsyncCopy,

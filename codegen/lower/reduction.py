@@ -16,16 +16,16 @@ and predicates come from the execution model only, as for every other statement.
 
 from __future__ import annotations
 
-from ...model.execution import CondKind, store_execution
+from ...execution.statements import CondKind, store_execution
 from ...model.expr import try_int, var
-from ...model.indexing import vector_index
-from ...model.lowerable import Problem
-from ...model.reduction import (
-    COMBINE, ReductionLoops, accumulator_problems, insert_init, parallel_problems, reduction_loops,
-    unsupported_reductions,
+from ...execution.indexing import vector_index
+from ...execution.lowerable import Problem
+from ...model.reduction import COMBINE
+from ...execution.reduction import (
+    ReductionLoops, accumulator_problems, insert_init, parallel_problems, reduction_loops, unsupported_reductions,
 )
 from ...model.simplify import simplify
-from ...model.smem_plan import SCRATCH
+from ...execution.smem_plan import SCRATCH
 from ...model.tensor import TensorView
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, int8
 from ..ir import BlockReduce, Buffer, Compute, Loop, LoopKind, Operand, ReduceInit

@@ -11,13 +11,13 @@ parallelize across a launched dimension (the others would write the same values)
 
 from __future__ import annotations
 
-from ...model.allocation import Allocation
+from ...execution.allocation import Allocation
 from ...model.errors import InternalError
-from ...model.cp_async import is_cp_async
-from ...model.execution import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
+from ...execution.cp_async import is_cp_async
+from ...execution.statements import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
 from ...model.expr import Expr, substitute, var
 from ...model.fusion import Fusion
-from ...model.indexing import thread_dims
+from ...execution.indexing import thread_dims
 from ...model.tensor import TensorView
 from ...model.types import MemoryType, ParallelType
 from ...model.vectorize import VectorOperand, per_element, vector_findings

@@ -4,7 +4,7 @@ accesses."""
 
 from __future__ import annotations
 
-from ...model.barriers import Access, Async, Hazards, insert_barriers
+from ...execution.barriers import Access, Async, Hazards, insert_barriers
 from ...model.types import Direction
 from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, MmaIssue, TmaCopy
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 
 from ...model.expr import Expr, add, const, mod, mul, product, try_int
-from ...model.pipeline import circular_access, circular_axis, specialization, war_mbarrier
+from ...execution.pipeline import circular_access, circular_axis, specialization, war_mbarrier
 from ...model.fusion import Op
 from ...model.tensor import TensorView
-from ...model.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
-from ...model.tma_layout import build_issue
-from ...model.cluster import cluster_dims
+from ...hw.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
+from ...execution.tma_issue import build_issue
+from ...execution.cluster import cluster_dims
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, ParallelType
 from ..errors import UnsupportedSchedule
 from ..ir import Cond, MBarrier, TensorMap, TmaCopy

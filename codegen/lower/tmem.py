@@ -42,8 +42,8 @@ from dataclasses import fields
 
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, mul, substitute, try_int, var
-from ...model.indexing import block_dims, thread_dims, vector_point
-from ...model.tcgen05 import tmem_address
+from ...execution.indexing import block_dims, thread_dims, vector_point
+from ...hw.tcgen05 import tmem_address
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ...verifier.access import AccessModel, var_name

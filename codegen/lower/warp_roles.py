@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...model.cluster import cluster_size
+from ...execution.cluster import cluster_size
 from ...model.errors import InternalError
-from ...model.warp_roles import WARPGROUP, Role, WarpRoles, role_implied, role_threads
+from ...execution.warp_roles import WARPGROUP, Role, WarpRoles, role_implied, role_threads
 from ..ir import MBarrier, StageEmptyWait, TmaCopy, walk
 
 
@@ -58,7 +58,7 @@ def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     loop's empty mbarriers count one arrival per warpgroup of the block (each releases a stage
     after its wgmma.wait_group)."""
     from ...model.expr import product, try_int
-    from ...model.indexing import thread_dims
+    from ...execution.indexing import thread_dims
 
     seen = set()
     for n in walk(tree):

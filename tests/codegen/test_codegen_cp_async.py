@@ -163,7 +163,7 @@ def test_a_prologue_copy_is_the_loops_statement_at_an_earlier_iteration():
     substituting i1 + P back gives the prologue's copy."""
     from tileproof.codegen.ir import CpAsyncCopy
     from tileproof.model.expr import add, const, substitute, var
-    from tileproof.model.pipeline import Prefetched, Prologue
+    from tileproof.execution.pipeline import Prefetched, Prologue
 
     st = lowered("k_loop_sum_double_buffered")
     pro = next(n for n in flat_all(st.tree) if isinstance(n, Prologue))

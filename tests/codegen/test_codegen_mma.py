@@ -15,7 +15,7 @@ from tileproof.codegen.emit import mma as emit_mma
 from tileproof.codegen.emit.cuda_expr import to_cuda
 from tileproof.codegen.emit.mma_probe import element_offset, probe_kernel
 from tileproof.codegen.runtime.nvrtc import compile_to_cubin
-from tileproof.model import mma
+from tileproof.hw import mma
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from support import mma_probe_emulator  # noqa: E402

@@ -18,13 +18,13 @@ from tileproof.codegen.errors import InputError
 from tileproof.codegen.runtime.binding import bind_strides
 from tileproof.codegen.ir import Compute, Loop, LoopKind, Sync, TmaCopy, TmaWait
 from tileproof.codegen.lower import lower
-from tileproof.model.allocation import compute_allocation
+from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import evaluate
 from tileproof.model.global_layout import global_offset, global_strides
-from tileproof.model.indexing import loop_var, producer_logical
+from tileproof.execution.indexing import loop_var, producer_logical
 from tileproof.model.targets import get_target
-from tileproof.model.tma import infer_tma, is_tma_op
-from tileproof.model.tma_layout import build_issue
+from tileproof.hw.tma import infer_tma, is_tma_op
+from tileproof.execution.tma_issue import build_issue
 from tileproof.model.types import Direction, ParallelType
 from tileproof.schedule_files import discover
 

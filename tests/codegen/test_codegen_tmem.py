@@ -24,7 +24,7 @@ from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import reference
 from tileproof.model.expr import add, evaluate
 from tileproof.model.targets import get_target
-from tileproof.model.tcgen05 import TmemPattern
+from tileproof.hw.tcgen05 import TmemPattern
 from tileproof.model.types import Direction
 from tileproof.schedule_files import discover
 

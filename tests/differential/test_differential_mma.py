@@ -25,7 +25,7 @@ import tileproof as tp
 from tileproof.codegen.ir import CpAsyncWait, Loop, MmaIssue, Sync
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import round_to
-from tileproof.model.execution import Cond
+from tileproof.execution.statements import Cond
 from tileproof.model.expr import const, var
 from tileproof.verifier.registry import get_rule
 

@@ -28,9 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tileproof.model.barriers import Access, Async, Hazards, insert_barriers, statement_paths
+from tileproof.execution.barriers import Access, Async, Hazards, insert_barriers, statement_paths
 from tileproof.model.expr import const
-from tileproof.model.pipeline import Event, Step, Timeline, in_prologue, timeline
+from tileproof.execution.pipeline import Event, Step, Timeline, in_prologue, timeline
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 
 TALLY: Counter = Counter()

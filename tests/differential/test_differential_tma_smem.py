@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import tileproof as tp
-from tileproof.model.allocation import compute_allocation
+from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import evaluate
-from tileproof.model.indexing import indices_from_loop, linear_offset, loop_var
+from tileproof.execution.indexing import indices_from_loop, linear_offset, loop_var
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 from tileproof.verifier.analysis.tma import PLACEMENT_RULES, Unencodable
 

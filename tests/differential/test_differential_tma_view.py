@@ -41,13 +41,13 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import tileproof as tp
-from tileproof.model.allocation import compute_allocation
+from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import evaluate
 from tileproof.model.iterdomain import Merge, Split
-from tileproof.model.indexing import loop_var
+from tileproof.execution.indexing import loop_var
 from tileproof.model.tensor import loop_path
-from tileproof.model.tma import infer_tma, is_tma_op
-from tileproof.model.tma_layout import build_issue
+from tileproof.hw.tma import infer_tma, is_tma_op
+from tileproof.execution.tma_issue import build_issue
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 
 P = tp.ParallelType

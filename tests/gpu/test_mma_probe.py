@@ -19,7 +19,7 @@ from tileproof.codegen.emit.mma_probe import probe_kernel
 from tileproof.codegen.errors import NoDeviceError
 from tileproof.codegen.runtime import driver
 from tileproof.codegen.runtime.nvrtc import compile_to_cubin
-from tileproof.model import mma
+from tileproof.hw import mma
 
 try:
     CAPABILITY = driver.capability(0)

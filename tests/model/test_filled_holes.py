@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import tileproof as tp
-from tileproof.model.clipped_holes import filled
-from tileproof.model.execution import CondKind, tensor_execution
-from tileproof.model.indexing import block_dims
+from tileproof.execution.clipped_holes import filled
+from tileproof.execution.statements import CondKind, tensor_execution
+from tileproof.execution.indexing import block_dims
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "valid"
 sys.path.insert(0, str(EXAMPLES))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import z3
 from tileproof.codegen.emit.cuda_expr import to_cuda
-from tileproof.model import mma
+from tileproof.hw import mma
 from tileproof.model.expr import as_expr, const, evaluate, var
 from tileproof.verifier.solver import Query
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 import tileproof as tp
-from tileproof.model import mma
-from tileproof.model.mma import MmaArch, MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand
+from tileproof.hw import mma
+from tileproof.hw.mma import macro_instruction, macro_issues
+from tileproof.model.options import encode_macro, MmaArch, MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand
 
 # nvFuser's MmaMacro list (csrc/mma_type.h, Blackwell left out), and tileproof's tf32 extension
 NVFUSER_NAMES = (["Turing_16_8_8", "Turing_16_8_16", "Turing_16_16_16", "Ampere_16_8_16", "Ampere_16_16_16"]
@@ -28,7 +29,7 @@ def test_packed_encoding_is_nvfusers(name, arch, m, n, k):
     macro = MmaMacro[name]
     assert macro.value == (arch << 48) | (m << 32) | (n << 16) | k
     assert (int(macro.arch), macro.m, macro.n, macro.k) == (arch, m, n, k)
-    assert MmaMacro(mma.encode_macro(MmaArch(arch), m, n, k)) is macro
+    assert MmaMacro(encode_macro(MmaArch(arch), m, n, k)) is macro
 
 
 def test_ampere_16_8_16_is_the_value_nvfuser_compiles_in():
@@ -48,22 +49,22 @@ def test_ampere_16_8_16_is_the_value_nvfuser_compiles_in():
     (MmaMacro.Hopper_64_8_16, "float16", "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16", 1),
 ])
 def test_each_macro_maps_to_its_instruction(macro, dtype, ptx, issues):
-    inst = macro.instruction(dtype)
+    inst = macro_instruction(macro, dtype)
     assert inst.ptx == ptx
-    assert macro.issues(dtype) == issues
+    assert macro_issues(macro, dtype) == issues
     assert (macro.m, macro.n * macro.k) == (inst.m, inst.n * inst.k * issues)
 
 
 def test_instruction_fragments_have_ptx_register_counts():
     # PTX ISA 9.7.14.5.7-8, 9.7.15.5.1.1: registers of A, B, C per thread
-    tf32 = MmaMacro.Ampere_16_8_8.instruction("float32")
+    tf32 = macro_instruction(MmaMacro.Ampere_16_8_8, "float32")
     assert (tf32.a.registers, tf32.b.registers, tf32.c.registers, tf32.threads) == (4, 2, 4, 32)
-    assert tf32.converts_to_tf32 and not MmaMacro.Ampere_16_8_16.instruction("bfloat16").converts_to_tf32
-    k16 = MmaMacro.Ampere_16_8_16.instruction("float16")
+    assert tf32.converts_to_tf32 and not macro_instruction(MmaMacro.Ampere_16_8_16, "bfloat16").converts_to_tf32
+    k16 = macro_instruction(MmaMacro.Ampere_16_8_16, "float16")
     assert (k16.a.registers, k16.b.registers, k16.c.registers) == (4, 2, 4)
-    k8 = MmaMacro.Turing_16_8_8.instruction("bfloat16")
+    k8 = macro_instruction(MmaMacro.Turing_16_8_8, "bfloat16")
     assert (k8.a.registers, k8.b.registers, k8.c.registers) == (2, 1, 4)
-    wg = MmaMacro.Hopper_64_128_16.instruction("bfloat16")
+    wg = macro_instruction(MmaMacro.Hopper_64_128_16, "bfloat16")
     assert (wg.a.registers, wg.b, wg.c.registers, wg.threads) == (4, None, 64, 128)
     assert wg.operand(MmaOperand.A) is wg.a and wg.operand(MmaOperand.B) is None
     assert mma.wgmma(64, "float32").ptx == "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"
@@ -72,9 +73,9 @@ def test_instruction_fragments_have_ptx_register_counts():
 
 def test_wrong_operand_types_and_shapes_are_refused_at_the_door():
     with pytest.raises(tp.ScheduleError, match="Ampere_16_8_8 takes float32 operands, got bfloat16"):
-        MmaMacro.Ampere_16_8_8.instruction("bfloat16")
+        macro_instruction(MmaMacro.Ampere_16_8_8, "bfloat16")
     with pytest.raises(tp.ScheduleError, match="float16 or bfloat16 operands, got float32"):
-        MmaMacro.Hopper_64_64_16.instruction(tp.float32)
+        macro_instruction(MmaMacro.Hopper_64_64_16, tp.float32)
     with pytest.raises(tp.ScheduleError, match="multiple of 8 from 8 to 256, got 12"):
         mma.wgmma(12, "bfloat16")
     with pytest.raises(tp.ScheduleError, match="got int8"):

@@ -8,8 +8,9 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.expr import const, evaluate
-from tileproof.model.indexing import indices_from_loop
-from tileproof.model.mma_op import MacroFragments
+from tileproof.execution.indexing import indices_from_loop
+from tileproof.execution.mma import MacroFragments
+from tileproof.hw.mma import macro_instruction
 
 MACROS = [m for m in tp.MmaMacro if m.arch.name in ("Turing", "Ampere")]
 CASES = [(m, d, r) for m in MACROS for d in m.input_dtypes for r in "ABC"]
@@ -27,7 +28,7 @@ def test_fragment_schedule_matches_the_fragment_map(macro, dtype, role):
     tp.schedule_mma_fragment(t, macro, role if role == "C" else tp.MmaOperand[role], dtype=dtype)
     lane_axis, v_axis = t.loop
     assert lane_axis.parallel_type is tp.ParallelType.TIDx and lane_axis.static_extent == 32
-    frag = MacroFragments(macro, macro.instruction(dtype))
+    frag = MacroFragments(macro, macro_instruction(macro, dtype))
     assert v_axis.static_extent == frag.elements(role)
     seen = set()
     for lane in range(32):
@@ -52,7 +53,7 @@ def test_wrong_tile_is_a_schedule_error():
 def test_wgmma_accumulators_are_the_d_fragment_of_the_warpgroup(n):
     """A Hopper macro's C: thread T (0..127, TIDx) holds at element v the D element wgmma's map
     names, (16 w + g + 8 ((v / 2) % 2), 8 (v / 4) + 2q + v % 2)."""
-    from tileproof.model.mma import wgmma_d_position
+    from tileproof.hw.mma import wgmma_d_position
 
     macro = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
     with tp.Fusion("fragment"):

@@ -12,14 +12,9 @@ from pathlib import Path
 import pytest
 from tileproof.model.errors import InternalError
 from tileproof.model.expr import Expr, evaluate, var
-from tileproof.model.mma import MmaInputSmemSwizzle as Swizzle
-from tileproof.model.wgmma_descriptor import (
-    Descriptor,
-    atom_aligned,
-    canonical_offset,
-    hardware_address,
-    hardware_swizzle,
-    swizzle_span,
+from tileproof.model.options import MmaInputSmemSwizzle as Swizzle
+from tileproof.hw.wgmma import (
+    Descriptor, atom_aligned, canonical_offset, hardware_address, hardware_swizzle, swizzle_span,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

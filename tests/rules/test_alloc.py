@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tileproof as tp
-from tileproof.model.allocation import compute_allocation
+from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import evaluate
-from tileproof.model.indexing import block_dims, loop_var
+from tileproof.execution.indexing import block_dims, loop_var
 from tileproof.model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 import tileproof as tp
-from tileproof.verifier.rules.bank import phase_lanes
+from tileproof.verifier.analysis.bank_lanes import phase_lanes
 
 P = tp.ParallelType
 

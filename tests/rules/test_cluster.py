@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.model.warp_roles import StageDrain, WarpRoles
+from tileproof.execution.warp_roles import StageDrain, WarpRoles
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.context import VerifyContext
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 import tileproof as tp
-from tileproof.model.barriers import CpAsyncWait, Sync
-from tileproof.model.cp_async import cp_async_copy
-from tileproof.model.execution import CondKind, tensor_execution
+from tileproof.execution.barriers import CpAsyncWait, Sync
+from tileproof.execution.cp_async import cp_async_copy
+from tileproof.execution.statements import CondKind, tensor_execution
 from tileproof.model.expr import const, var
-from tileproof.model.pipeline import Event, Step, Timeline
+from tileproof.execution.pipeline import Event, Step, Timeline
 from tileproof.model.targets import get_target
 from tileproof.verifier.analysis.pipeline import prove_complete
 from tileproof.verifier.context import VerifyContext

@@ -10,9 +10,9 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.expr import add, floordiv, mod, mul
-from tileproof.model import ldsm_layout
-from tileproof.model.ldsm_layout import B16, B32, fragment, holder, layout, supplier, supplier_lane
-from tileproof.model.mma import m16n8k8_tf32_a_position, m16n8k8_tf32_b_position
+from tileproof.hw import ldmatrix as ldsm_layout
+from tileproof.hw.ldmatrix import B16, B32, fragment, holder, layout, supplier, supplier_lane
+from tileproof.hw.mma import m16n8k8_tf32_a_position, m16n8k8_tf32_b_position
 from tileproof.verifier import solver
 from tileproof.verifier.analysis import ldsm as ldsm_analysis
 
@@ -222,7 +222,7 @@ def test_ld_st_matrix_set_runs_at_its_holes_on_the_tmas_zeros():
     (past the edge). The TMA load writes zeros there, the ldmatrix copies them (filled) and the
     stmatrix, read only by the TMA store, which clips them, runs there too (clipped): whole warps
     issue both, with no hole predicate (model/clipped_holes.py)."""
-    from tileproof.model.clipped_holes import clipped, filled
+    from tileproof.execution.clipped_holes import clipped, filled
 
     fusion = VALID.ld_st_matrix_set([200, 200])
     assert verify(fusion).ok
@@ -233,7 +233,7 @@ def test_an_epilogue_that_only_a_tma_store_reads_runs_at_its_holes():
     """hopper()'s stmatrix + TMA store epilogue at M = N = 200 (the 16 x 16 stmatrix tiles straddle
     both edges): its cast and stmatrix run at their holes too, which the TMA store clips, so
     whole warps issue every stmatrix; the same epilogue storing from registers keeps its predicates."""
-    from tileproof.model.clipped_holes import clipped
+    from tileproof.execution.clipped_holes import clipped
 
     wgmma = _load("valid/wgmma.py")
     spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.model import indexing
-from tileproof.model.execution import tensor_execution
+from tileproof.execution import indexing
+from tileproof.execution.statements import tensor_execution
 from tileproof.model.expr import evaluate
-from tileproof.model.indexing import block_dims
-from tileproof.model.lowerable import loop_groups
-from tileproof.model.promotion import loop_extents, promotion
+from tileproof.execution.indexing import block_dims
+from tileproof.execution.lowerable import loop_groups
+from tileproof.execution.promotion import loop_extents, promotion
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "valid"))

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 import tileproof as tp
 from tileproof.codegen.lower.loop_nest import NotLowered
 from tileproof.codegen.lower import lower
-from tileproof.model import lowerable
+from tileproof.execution import lowerable
 from tileproof.model.targets import get_target
 from tileproof.schedule_files import discover
 from tileproof.verifier.registry import all_rules

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 import tileproof as tp
-from tileproof.model.allocation import compute_allocation
-from tileproof.model.barriers import CpAsyncCommit, CpAsyncWait, Sync
-from tileproof.model.pipeline import Prefetched, Prologue, Step
+from tileproof.execution.allocation import compute_allocation
+from tileproof.execution.barriers import CpAsyncCommit, CpAsyncWait, Sync
+from tileproof.execution.pipeline import Prefetched, Prologue, Step
 from tileproof.model.targets import get_target
 from tileproof.verifier.analysis import barrier_nest as nest_module
 from tileproof.verifier.context import VerifyContext

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.model.barriers import Sync, TmaWait
-from tileproof.model.warp_roles import StageEmptyWait, StageRelease
+from tileproof.execution.barriers import Sync, TmaWait
+from tileproof.execution.warp_roles import StageEmptyWait, StageRelease
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules.pipeline import _timelines, pipeline_phase

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tileproof as tp
-from tileproof.model import barriers
+from tileproof.execution import barriers
 from tileproof.model.expr import evaluate
-from tileproof.model.indexing import block_dims
+from tileproof.execution.indexing import block_dims
 from tileproof.model.types import MemoryType
 from tileproof.schedule_files import discover
 from tileproof.verifier.analysis import barrier_nest as barrier_nest_module  # places the barriers SMEM-RACE checks
@@ -147,8 +147,8 @@ def _brute_handoff(fusion) -> bool:
     t1 = next(t for t in snap.tensors if t.memory_type is MemoryType.Shared)
     reader = next(op.output for op in snap.exprs if t1 in op.inputs)
     launch = {p: evaluate(e, {}) for p, e in block_dims(snap).items()}
-    from tileproof.model.allocation import compute_allocation
-    from tileproof.model.indexing import indices_from_logical, producer_logical
+    from tileproof.execution.allocation import compute_allocation
+    from tileproof.execution.indexing import indices_from_logical, producer_logical
 
     strides = {u: evaluate(s, {}) for u, s in compute_allocation(t1).strides().items()}
     writers: dict = {}

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import tileproof as tp
-from tileproof.model.execution import CondKind, tensor_execution
-from tileproof.model.indexing import block_dims
-from tileproof.model.zero_padding import zero_padded, zero_path
+from tileproof.execution.statements import CondKind, tensor_execution
+from tileproof.execution.indexing import block_dims
+from tileproof.execution.zero_padding import zero_padded, zero_path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "valid"))
@@ -119,7 +119,7 @@ def test_tma_loaded_wgmma_operands_run_past_k_on_the_tma_zeros():
 def test_a_tma_whose_k_is_merged_into_another_dimension_is_no_zero_path():
     """A [M, 1, K] loaded as one TMA dimension of M * K elements: past K lie the next row's
     elements, not zeros, so REDUCTION-K finds no zero path for A."""
-    from tileproof.model.tma import infer_tma
+    from tileproof.hw.tma import infer_tma
 
     with tp.Fusion("merged_k") as fusion:
         a = tp.make_contig_concrete_tensor([16, 1, 100], dtype=tp.bfloat16); fusion.add_input(a)

@@ -9,8 +9,8 @@ import pytest
 import sympy
 
 import tileproof as tp
-from tileproof.model.tma import InferredTma, TmaInfo, infer_tma
-from tileproof.model.tma_inference import ViewKind
+from tileproof.hw.tma import InferredTma, TmaInfo, infer_tma
+from tileproof.hw.tma_roles import ViewKind
 from tileproof.model.types import Direction
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.model.tma import is_tma_op
+from tileproof.hw.tma import is_tma_op
 from tileproof.schedule_files import build_fusion, discover
 from tileproof.model.targets import get_target
 from tileproof.verifier.analysis.tma import PLACEMENT_RULES, inferred_tmas, unencodable

@@ -12,7 +12,7 @@ import pytest
 import tileproof as tp
 from tileproof.model.expr import evaluate, var
 from tileproof.model.targets import get_target
-from tileproof.model.tcgen05 import Packing
+from tileproof.hw.tcgen05 import Packing
 from tileproof.verifier.analysis.tmem import _prove_collective, _prove_collective_per_thread, access_models
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 
 import tileproof as tp
 from tileproof.model.expr import const, evaluate
-from tileproof.model.indexing import block_dims, indices_from_logical, indices_from_loop, producer_logical
+from tileproof.execution.indexing import block_dims, indices_from_logical, indices_from_loop, producer_logical
 from tileproof.model.types import BLOCK_TYPES
 from tileproof.schedule_files import discover
-from tileproof.verifier.rules import visibility
+from tileproof.verifier.analysis import visibility
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from support.brute_force import kernel_points, describe, oracle  # noqa: E402

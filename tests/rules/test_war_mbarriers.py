@@ -14,10 +14,10 @@ import pytest
 
 import tileproof as tp
 from tileproof.codegen.ir import walk
-from tileproof.model.barriers import Async, Sync, TmaWait, statement_paths
-from tileproof.model.pipeline import Prefetched, Prologue, timeline
-from tileproof.model.warp_roles import StageEmptyWait, StageRelease
-from tileproof.model.wgmma_order import WgmmaWait
+from tileproof.execution.barriers import Async, Sync, TmaWait, statement_paths
+from tileproof.execution.pipeline import Prefetched, Prologue, timeline
+from tileproof.execution.warp_roles import StageEmptyWait, StageRelease
+from tileproof.execution.wgmma_order import WgmmaWait
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext

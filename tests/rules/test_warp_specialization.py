@@ -12,10 +12,10 @@ import pytest
 
 import tileproof as tp
 from tileproof.codegen.ir import walk
-from tileproof.model.barriers import Async, TmaWait, statement_paths
-from tileproof.model.pipeline import specialized_timeline
-from tileproof.model.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles, register_pool
-from tileproof.model.wgmma_order import WgmmaWait
+from tileproof.execution.barriers import Async, TmaWait, statement_paths
+from tileproof.execution.pipeline import specialized_timeline
+from tileproof.execution.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles, register_pool
+from tileproof.execution.wgmma_order import WgmmaWait
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext

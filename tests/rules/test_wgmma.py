@@ -21,11 +21,11 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.expr import const, evaluate, substitute, var
-from tileproof.model.indexing import block_dims, loop_var
-from tileproof.model.mma import MmaInputSmemSwizzle
+from tileproof.execution.indexing import block_dims, loop_var
+from tileproof.model.options import MmaInputSmemSwizzle
 from tileproof.model.mma_op import ELEMENT_VARS
-from tileproof.model.wgmma import wgmma_operand
-from tileproof.model.wgmma_descriptor import Descriptor, atom_aligned
+from tileproof.execution.wgmma_operands import wgmma_operand
+from tileproof.hw.wgmma import Descriptor, atom_aligned
 from tileproof.schedule_files import discover
 from tileproof.verifier.findings import tree_names
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.model.warp_roles import StageRelease, WarpRoles
-from tileproof.model.wgmma_order import WgmmaFence, WgmmaWait
+from tileproof.execution.warp_roles import StageRelease, WarpRoles
+from tileproof.execution.wgmma_order import WgmmaFence, WgmmaWait
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.wgmma_order import check_order
 from tileproof.verifier.context import VerifyContext

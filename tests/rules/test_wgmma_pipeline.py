@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.model.barriers import Async, statement_paths
-from tileproof.model.pipeline import in_prologue, timeline
-from tileproof.model.wgmma_order import WgmmaFence, WgmmaWait
+from tileproof.execution.barriers import Async, statement_paths
+from tileproof.execution.pipeline import in_prologue, timeline
+from tileproof.execution.wgmma_order import WgmmaFence, WgmmaWait
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.pipeline import prove_free
 from tileproof.verifier.context import VerifyContext
@@ -86,7 +86,7 @@ def test_the_kernel_keeps_one_batch_in_flight_and_waits_for_all_before_the_store
 def _swap_sync_and_wait(nodes):
     """The barrier moved before the wgmma wait that completes the batch (nvFuser issue 3865's
     family): [.., batch, wait 0, sync] -> [.., batch, sync, wait 0]."""
-    from tileproof.model.barriers import Sync
+    from tileproof.execution.barriers import Sync
 
     for k in range(len(nodes) - 1):
         if isinstance(nodes[k], WgmmaWait) and isinstance(nodes[k + 1], Sync):
@@ -108,7 +108,7 @@ def test_one_stage_the_barrier_before_the_refill_follows_the_wgmma_wait():
 def test_a_wgmma_wait_at_the_top_of_the_next_iteration_counts_from_there():
     """The batch's wait moved to the next iteration, after its barrier: the refill there races the
     tensor cores even with prefetch 3 (nothing in flight)."""
-    from tileproof.model.barriers import Sync
+    from tileproof.execution.barriers import Sync
 
     nest = _nest(4, 3)
 
@@ -142,7 +142,7 @@ def _m_tiles_in_a_loop(stages=4, prefetch=2):
 def test_a_circular_loop_in_an_outer_loop_ends_with_a_barrier_after_its_last_wait():
     """The next M tile's prologue refills stages the last K tiles' wgmma may still read: the
     barrier after the loop comes after its wgmma.wait_group 0; without it PIPELINE-WAR rejects."""
-    from tileproof.model.barriers import Sync
+    from tileproof.execution.barriers import Sync
     from tileproof.verifier.rules.pipeline import pipeline_war
 
     fusion = _m_tiles_in_a_loop()

@@ -19,16 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from tileproof.model.allocation import compute_allocation
+from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import Expr
-from tileproof.model.indexing import (
-    block_dims,
-    executed_tensors,
-    indices_from_logical,
-    indices_from_loop,
-    loop_var,
-    producer_logical,
-    thread_dims,
+from tileproof.execution.indexing import (
+    block_dims, executed_tensors, indices_from_logical, indices_from_loop, loop_var, producer_logical, thread_dims,
     valid_item_bounds,
 )
 from tileproof.model.iterdomain import Split, Swizzle

@@ -21,7 +21,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import tileproof as tp
-from tileproof.model.indexing import thread_dims
+from tileproof.execution.indexing import thread_dims
 from tileproof.model.expr import evaluate
 
 P = tp.ParallelType

@@ -313,7 +313,7 @@ def check_addresses(st, blocks=None, values=lambda extent: range(extent), symbol
     from the allocation strides, an element of b bytes at byte column * b of its lane); the
     instruction's predicate is the model's activity. Raises SimulationError on the first
     difference; returns the (element, word) cells checked."""
-    from tileproof.model.indexing import linear_offset
+    from tileproof.execution.indexing import linear_offset
     from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
     from tileproof.verifier.access import build
     from tileproof.verifier.context import VerifyContext

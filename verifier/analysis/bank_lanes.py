@@ -16,7 +16,7 @@ from typing import Callable, Mapping
 
 from ...model.errors import ScheduleError
 from ...model.expr import PY_EVAL, Expr, const, evaluate, mul, substitute, try_int
-from ...model.indexing import linear_offset
+from ...execution.indexing import linear_offset
 from ...model.iterdomain import IterDomain, Split, Swizzle
 from ...model.types import Direction, LoadStoreOpType, ParallelType, SwizzleType
 from ..access import AccessModel, build, var_name

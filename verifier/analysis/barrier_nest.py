@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...model.barriers import Access, Async, Hazards, insert_barriers
-from ...model.cp_async import is_cp_async
+from ...execution.barriers import Access, Async, Hazards, insert_barriers
+from ...execution.cp_async import is_cp_async
 from ...model.mma_op import is_wgmma_op
-from ...model.pipeline import circular_access, is_register_copy, specialization, war_mbarrier
-from ...model.lowerable import execution_order, loop_groups, nest, statement_items
-from ...model.reduction import Phase
+from ...execution.pipeline import circular_access, is_register_copy, specialization, war_mbarrier
+from ...execution.lowerable import execution_order, loop_groups, nest, statement_items
+from ...execution.reduction import Phase
 from ...model.tensor import TensorView
-from ...model.tma import is_tma_op
+from ...hw.tma import is_tma_op
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
 from ..context import VerifyContext
 

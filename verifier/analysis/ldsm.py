@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import z3
 
-from ...model.execution import element_offset
+from ...execution.statements import element_offset
 from ...model.expr import Expr, add, const, mod, mul, substitute, var
 from ...model.fusion import Op
-from ...model.indexing import indices_from_loop, producer_logical, vector_point
-from ...model.ldsm_layout import ROW_BYTES, WIDTHS, Layout, at_lane, lane_of, layout, warp_start
+from ...execution.indexing import indices_from_loop, producer_logical, vector_point
+from ...hw.ldmatrix import ROW_BYTES, WIDTHS, Layout, at_lane, lane_of, layout, warp_start
 from ...model.tensor import TensorView
 from ...model.types import Direction, LoadStoreOpType, MemoryType, OpKind
 from ..access import AccessModel, build, var_name

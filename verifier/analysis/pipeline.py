@@ -54,7 +54,7 @@ from __future__ import annotations
 import z3
 
 from ...model.expr import try_int
-from ...model.pipeline import Step, Timeline
+from ...execution.pipeline import Step, Timeline
 from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict, check, units, why_unknown
 
 

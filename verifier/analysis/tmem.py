@@ -13,14 +13,14 @@ import z3
 
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
-from ...model.indexing import linear_offset
-from ...model.tcgen05 import WORD_BYTES, Packing, TmemPattern, pattern_offset
+from ...execution.indexing import linear_offset
+from ...hw.tcgen05 import WORD_BYTES, Packing, TmemPattern, pattern_offset
 from ...model.types import BLOCK_TYPES
 from ..access import THREAD_VARS, AccessModel, active, build, executes, var_name
 from ..context import VerifyContext
 from ..solver import Outcome, Verdict
+from ...hw.threads import WARP
 
-WARP = 32
 BLOCK_VARS = tuple(p.cuda_name for p in BLOCK_TYPES)
 WORD_VAR = "word"  # which 32-bit half of a 64-bit element
 

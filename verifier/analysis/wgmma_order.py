@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from ...model.barriers import Hazards, repeats
+from ...execution.barriers import Hazards, repeats
 from ...model.mma_op import is_wgmma_op
-from ...model.reduction import Phase
+from ...execution.reduction import Phase
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
-from ...model.warp_roles import Role, StageRelease, WarpRoles
-from ...model.wgmma_order import WgmmaFence, WgmmaWait
+from ...execution.warp_roles import Role, StageRelease, WarpRoles
+from ...execution.wgmma_order import WgmmaFence, WgmmaWait
 
 CAP = 3  # commits counted past a batch's own: more than any wait's `pending` needs
 START = ("*", "the kernel's start")  # every register counts as written before the first fence

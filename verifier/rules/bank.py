@@ -11,7 +11,7 @@ from ...model.expr import add, const, floordiv, mod, mul, substitute, var
 from ...model.mma_op import is_wgmma_op
 from ...model.types import LoadStoreOpType, MemoryType
 from ..access import THREAD_VARS, AccessModel, build, executes
-from ..analysis.bank_lanes import (  # noqa: F401 (phase_lanes: the phase model, for tests)
+from ..analysis.bank_lanes import (
     BANKS, bank_fix, bank_lanes, byte_address, phase_lanes, why_swizzle_fails, worst_bank,
 )
 from ..context import VerifyContext

@@ -9,9 +9,9 @@ from typing import Iterator
 import sympy
 import z3
 
-from ...model.cp_async import CA_BYTES, CG_BYTES, CpAsyncCopy, ISSUE_CONDS, cp_async_copy, is_cp_async
-from ...model.execution import element_offset, tensor_execution, vector_axis
-from ...model.expr import Expr, add, const, mod, mul, substitute, var
+from ...execution.cp_async import CA_BYTES, CG_BYTES, CpAsyncCopy, ISSUE_CONDS, cp_async_copy, is_cp_async
+from ...execution.statements import element_offset, tensor_execution, vector_axis
+from ...model.expr import Expr, add, const, mod, mul, substitute, to_sympy, var
 from ...model.global_layout import global_strides
 from ...model.notation import user_str
 from ...model.tensor import TensorView
@@ -228,8 +228,6 @@ def _misaligned(ctx: VerifyContext, tv: TensorView, copy: CpAsyncCopy, side: str
 
 
 def _sym(e: Expr):
-    from ...model.expr import to_sympy
-
     return to_sympy(e)
 
 

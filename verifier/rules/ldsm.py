@@ -21,7 +21,7 @@ from typing import Iterator
 import z3
 
 from ...model.expr import add, const, mod, var
-from ...model.ldsm_layout import MATRIX_ROWS, ROW_BYTES, WARP, supplier, supplier_lane
+from ...hw.ldmatrix import MATRIX_ROWS, ROW_BYTES, WARP, supplier, supplier_lane
 from ...model.types import LoadStoreOpType
 from ..access import THREAD_VARS, var_name
 from ..analysis.ldsm import (

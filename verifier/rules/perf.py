@@ -11,7 +11,7 @@ from typing import Iterator
 
 import sympy
 
-from ...model.execution import element_offset
+from ...execution.statements import element_offset
 from ...model.expr import Expr, add, const, evaluate, product
 from ...model.notation import expr_str
 from ...model.types import BLOCK_TYPES, LoadStoreOpType, MemoryType

@@ -9,14 +9,14 @@ from typing import Iterator
 
 import z3
 
-from ...model.barriers import Async, BulkStoreWait, Sync, TmaWait, scope_repeats, split_point, statement_paths
-from ...model.execution import store_execution, tensor_execution
+from ...execution.barriers import Async, BulkStoreWait, Sync, TmaWait, scope_repeats, split_point, statement_paths
+from ...execution.statements import store_execution, tensor_execution
 from ...model.expr import Expr
-from ...model.indexing import linear_offset
-from ...model.lowerable import statement_tensor
+from ...execution.indexing import linear_offset
+from ...execution.lowerable import statement_tensor
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
-from ...model.wgmma_order import WgmmaWait
+from ...execution.wgmma_order import WgmmaWait
 from ..analysis.barrier_nest import ON_CHIP, Nest, barrier_nest, statement_access  # noqa: F401 - re-exported
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic

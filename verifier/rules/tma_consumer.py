@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...model.tma import is_tma_op
+from ...hw.tma import is_tma_op
 from ...model.types import IterType, ParallelType
 from ..analysis.tma import extents_of, inferred_tmas
 from ..context import VerifyContext

@@ -6,8 +6,8 @@ from typing import Iterator
 
 import z3
 
-from ...model.cp_async import is_cp_async
-from ...model.execution import element_offset, tensor_execution, vector_axis
+from ...execution.cp_async import is_cp_async
+from ...execution.statements import element_offset, tensor_execution, vector_axis
 from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var
 from ...model.simplify import simplify

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 import z3
 
 from ...model.expr import const, var
-from ...model.lowerable import execution_order
-from ...model.mma_op import ELEMENT_VARS, LANE, is_mma, is_mma_sync, well_formed
-from ...model.wgmma import wgmma_operand
-from ...model.wgmma_descriptor import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE
+from ...execution.lowerable import execution_order
+from ...model.mma_op import ELEMENT_VARS, LANE, is_mma
+from ...execution.mma import is_mma_sync, well_formed
+from ...execution.wgmma_operands import wgmma_operand
+from ...hw.wgmma import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE
 from ..analysis.barrier_nest import barrier_nest
 from ..analysis.wgmma_order import check_order
 from ..context import VerifyContext

@@ -33,10 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .expr import Expr, add, substitute
-from .indexing import linear_thread, thread_env
+from ..model.expr import Expr, add, substitute
+from .threads import WARP, linear_thread, thread_env
 
-WARP = 32
 MATRIX_ROWS = 8  # rows of a matrix, and the lanes supplying one matrix's rows
 ROW_BYTES = 16  # one row is one 16-byte access
 REGISTER_BYTES = 4  # a lane receives (gives) one 32-bit register per matrix

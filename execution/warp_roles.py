@@ -37,7 +37,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from .pipeline import WarpSpecialized
+from ..model.options import WarpSpecialized
+from ..hw.threads import WARPGROUP
 
 EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first buffer>[stages]
 
@@ -161,7 +162,6 @@ def split_roles(tree: list, loops: list[SpecializedLoop]) -> None:
 
 # -- what the rewrite assumes (WS-ROLES) and setmaxnreg's obligations (WS-REGISTERS) -------------
 
-WARPGROUP = 128
 REGISTER_FILE = 65536  # 32-bit registers per SM (and the most one block may hold), sm_90a and sm_100a
 MIN_REGISTERS, MAX_REGISTERS, REGISTER_STEP = 24, 256, 8  # setmaxnreg's range (PTX ISA 9.7.19.5)
 
@@ -176,10 +176,10 @@ def specialized_tensors(fusion, order=None) -> list:
 def role_threads(fusion) -> tuple[int | None, int | None]:
     """(threads per index of the warp-specialized axis, the consumers' indices on it): the block
     the fusion binds, without the producer's index; None where symbolic."""
-    from .expr import product, try_int
+    from ..model.expr import product, try_int
     from .indexing import block_dims
     from .pipeline import specialization
-    from .types import THREAD_TYPES
+    from ..model.types import THREAD_TYPES
 
     tvs = specialized_tensors(fusion)
     if not tvs:
@@ -196,7 +196,7 @@ def role_implied(fusion):
     """A test of a statement's Cond: whether every consumer warpgroup of a warp-specialized
     kernel satisfies it by its role (`threadIdx.<on> < consumers`: the launch has one more
     index, the producer's); None where the kernel is not warp-specialized."""
-    from .expr import try_int, var
+    from ..model.expr import try_int, var
     from .pipeline import specialization
 
     tvs = specialized_tensors(fusion)
@@ -208,12 +208,12 @@ def role_implied(fusion):
 
 def role_problems(fusion) -> list:
     """WS-ROLES: what the producer/consumer rewrite needs of the schedule (model docstring)."""
-    from .expr import try_int
+    from ..model.expr import try_int
     from .indexing import block_dims
     from .lowerable import Problem, execution_order, loop_groups
-    from .mma_op import is_wgmma_op
+    from ..model.mma_op import is_wgmma_op
     from .pipeline import circular_axis, specialization
-    from .types import THREAD_TYPES
+    from ..model.types import THREAD_TYPES
 
     order = execution_order(fusion)
     tvs = specialized_tensors(fusion, order)

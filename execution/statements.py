@@ -35,16 +35,16 @@ from dataclasses import dataclass, field
 
 from .allocation import Allocation
 from .clipped_holes import clipped, filled
-from .expr import Expr, add, const, substitute, try_int, var
-from .global_layout import global_offset, global_strides
+from ..model.expr import Expr, add, const, substitute, try_int, var
+from ..model.global_layout import global_offset, global_strides
 from .indexing import (
     indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
 )
-from .iterdomain import Merge, Split
+from ..model.iterdomain import Merge, Split
 from .promotion import loop_extents, promotion
-from .reduction import is_reduction_tensor
-from .tensor import TensorView, fixed_by
-from .types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
+from ..model.reduction import is_reduction_tensor
+from ..model.tensor import TensorView, fixed_by
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .zero_padding import zero_padded
 
 LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
@@ -173,7 +173,7 @@ def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     # stored, the neutral value where no term is valid
     # an MmaOp's accumulators copied into registers: every element, holes included (rows past M
     # hold values no store reads); a predicated copy would keep both register tiles live
-    from .mma_op import is_mma_op  # mma_op builds on this module
+    from ..model.mma_op import is_mma_op  # mma_op builds on this module
 
     registers = tv.memory_type is MemoryType.Local and tv.definition is not None and is_mma_op(tv.definition)
     conds = (_extent_conds(tv, launch, elements=True)

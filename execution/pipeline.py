@@ -57,90 +57,15 @@ import copy
 import enum
 from dataclasses import dataclass, field
 
-from .barriers import (Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats, split_point,
-                       statement_paths)
+from .barriers import (
+    Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats, split_point,
+    statement_paths,
+)
 from .cp_async import is_cp_async
 from .wgmma_order import WgmmaWait
-from .errors import ScheduleError, user_location
-from .expr import Expr, const
-from .types import THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
-
-
-@dataclass(frozen=True)
-class Pipelined:
-    """The Pipelined circular-buffer type (nvFuser's Pipelined): one group of threads both copies
-    and reads, and a stage is refilled after a __syncthreads that follows its reads; with
-    `uses_mbarrier_for_war=True` (TMA loads read by wgmma), after each warpgroup released it on
-    the stage's empty mbarrier once its wgmma.wait_group covers the reads, the issuing thread
-    waiting for that (no barrier in the loop).
-
-        t1.circular_buffer(3, 2, tp.Pipelined())"""
-
-    uses_mbarrier_for_war: bool = False
-
-    def __post_init__(self):
-        if not isinstance(self.uses_mbarrier_for_war, bool):
-            raise ScheduleError(f"Pipelined: uses_mbarrier_for_war must be True or False, got "
-                                f"{self.uses_mbarrier_for_war!r}")
-
-
-@dataclass(frozen=True)
-class WarpSpecialized:
-    """The WarpSpecialized circular-buffer type (nvFuser's WarpSpecialized): one more index of
-    the thread axis `on` (the last, threadIdx.y == the consumers' extent for TIDy) is a producer
-    warpgroup that only issues the TMA loads, each after an mbarrier says the stage is free; the
-    other warpgroups, the consumers, wait for each stage's data and release it once their wgmma
-    reads are done (model/warp_roles.py). `num_registers=(producer, consumer)`: setmaxnreg
-    moves registers from the producer to the consumers (WS-REGISTERS checks the counts).
-
-        t1.circular_buffer(4, 2, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))"""
-
-    on: ParallelType
-    num_registers: tuple[int, int] | None = None
-
-    def __repr__(self) -> str:
-        regs = f", num_registers={self.num_registers}" if self.num_registers else ""
-        return f"tp.WarpSpecialized(tp.ParallelType.{self.on.name}{regs})"
-
-    def __post_init__(self):
-        if not isinstance(self.on, ParallelType) or self.on not in THREAD_TYPES:
-            raise ScheduleError(f"WarpSpecialized: `on` must be a thread axis (tp.ParallelType.TIDx, TIDy or TIDz), "
-                                f"got {self.on!r}")
-        regs = self.num_registers
-        if regs is not None:
-            if (not isinstance(regs, tuple) or len(regs) != 2
-                    or any(isinstance(r, bool) or not isinstance(r, int) for r in regs)):
-                raise ScheduleError(f"WarpSpecialized: num_registers must be a tuple of two ints (producer, consumer), "
-                                    f"e.g. (40, 232); got {regs!r}")
-
-
-@dataclass(frozen=True)
-class CircularBuffer:
-    """A tensor's circular buffering as scheduled: `stages` tiles, `prefetch` copies ahead (a
-    negative prefetch_distance already taken as stages + prefetch_distance), the `type`, and
-    the user's file:line."""
-
-    stages: int
-    prefetch: int
-    type: Pipelined | WarpSpecialized = field(default_factory=Pipelined)
-    origin: str | None = None
-
-
-def make_circular_buffer(number_of_stages, prefetch_distance, type_) -> CircularBuffer:
-    """The arguments of TensorView.circular_buffer, checked at the door (their values are the
-    verifier's: PIPELINE-STAGES)."""
-    for name, value in (("number_of_stages", number_of_stages), ("prefetch_distance", prefetch_distance)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ScheduleError(f"circular_buffer: {name} must be an int, got {type(value).__name__} {value!r}")
-    if number_of_stages < 1:
-        raise ScheduleError(f"circular_buffer: number_of_stages must be positive, got {number_of_stages}")
-    if type_ is None:
-        type_ = Pipelined()
-    if not isinstance(type_, (Pipelined, WarpSpecialized)):
-        raise ScheduleError(f"circular_buffer: type must be a tp.Pipelined(...) or tp.WarpSpecialized(...), got "
-                            f"{type(type_).__name__} {type_!r}")
-    prefetch = prefetch_distance + number_of_stages if prefetch_distance < 0 else prefetch_distance
-    return CircularBuffer(number_of_stages, prefetch, type_, user_location())
+from ..model.expr import Expr, const
+from ..model.types import LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ..model.options import Pipelined, WarpSpecialized
 
 
 def circular_axis(tv) -> int | None:
@@ -280,7 +205,7 @@ def unsupported_pipelines(fusion, order) -> list:
     registers."""
     from .cp_async import is_cp_async
     from .lowerable import Problem
-    from .tma import is_tma_op
+    from ..hw.tma import is_tma_op
 
     out = []
     for tv in order:
@@ -315,7 +240,7 @@ def unsupported_pipelines(fusion, order) -> list:
                          f"tp.Pipelined()",
                     tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         elif c.type.uses_mbarrier_for_war:
-            from .mma_op import is_wgmma_op
+            from ..model.mma_op import is_wgmma_op
 
             readers = [r for r in tv.fusion.consumers(tv) if not (r.definition is not None and is_wgmma_op(r.definition))]
             if not (shared and is_tma_op(tv.definition)) or readers:
@@ -471,7 +396,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
 def _copied(nodes: list) -> list:
     """The prologue's own copy of the copies' nest: loops and statements copied, the verifier's
     leaves (tensors, (tensor, phase) pairs) kept, so that they still name the fusion's tensors."""
-    from .tensor import TensorView
+    from ..model.tensor import TensorView
 
     out = []
     for n in nodes:

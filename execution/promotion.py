@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Expr
-from .iterdomain import IterDomain
-from .mapping import IdMap, merges_a_broadcast, unit_broadcast
-from .tensor import TensorView, fixed_by
+from ..model.expr import Expr
+from ..model.iterdomain import IterDomain
+from ..model.mapping import IdMap, merges_a_broadcast, unit_broadcast
+from ..model.tensor import TensorView, fixed_by
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def promotion(tv: TensorView) -> Promotion | None:
     ca = tv.compute_at
     if not ca or not any(merges_a_broadcast(i) for i in tv.loop[:ca]) or tv.fusion is None:
         return None
-    from .mma_op import is_mma_op  # mma_op builds on the execution model, which builds on this module
+    from ..model.mma_op import is_mma_op  # mma_op builds on the execution model, which builds on this module
 
     consumer = next((c for c in tv.fusion.consumers(tv) if is_mma_op(c.definition) and len(c.loop) >= ca), None)
     if consumer is None:
@@ -60,7 +60,7 @@ def promotion(tv: TensorView) -> Promotion | None:
     by_key = {idmap.key(i): i for i in consumer.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
     loop_only = frozenset(mine - set(seeds) - {i.uid for i in tv.loop})
-    from .execution import needed_bounds  # the execution model builds on this module
+    from .statements import needed_bounds  # the execution model builds on this module
 
     holes = tuple(i for i in consumer.all_ids() if i.uid in theirs and i.uid in needed_bounds(consumer))
     return Promotion(consumer, ca, seeds, loop_only, holes)

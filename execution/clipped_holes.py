@@ -37,15 +37,15 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .expr import try_int
-from .fingerprint import fingerprint
+from ..model.expr import try_int
+from ..model.fingerprint import fingerprint
 from .indexing import indices_from_loop, loop_var, valid_item_bounds
-from .iterdomain import Merge, Split
+from ..model.iterdomain import Merge, Split
 from .promotion import loop_extents
-from .simplify import less_than
-from .tensor import TensorView
-from .tma import infer_tma, is_tma_op
-from .types import LoadStoreOpType, MemoryType, OpKind
+from ..model.simplify import less_than
+from ..model.tensor import TensorView
+from ..hw.tma import infer_tma, is_tma_op
+from ..model.types import LoadStoreOpType, MemoryType, OpKind
 
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
 POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY)
@@ -80,7 +80,7 @@ def _memo(kind: str, fusion, compute) -> frozenset[str]:
 
 
 def _clipped(fusion) -> frozenset[str]:
-    from .mma_op import is_mma_op  # mma_op builds on execution, which asks this module
+    from ..model.mma_op import is_mma_op  # mma_op builds on execution, which asks this module
 
     outputs = {t.name for t in fusion.outputs}
     found = {t.name for t in fusion.tensors if t.name not in outputs and _pointwise_on_chip(t)}
@@ -102,7 +102,7 @@ def _clipped(fusion) -> frozenset[str]:
 
 
 def _filled(fusion) -> frozenset[str]:
-    from .mma_op import is_mma  # mma_op builds on execution, which asks this module
+    from ..model.mma_op import is_mma  # mma_op builds on execution, which asks this module
 
     loads = {t.name for t in fusion.tensors if _zero_filled_load(t)}
     for t in fusion.topo_tensors():  # a copy after the load it copies
@@ -136,7 +136,7 @@ def _holes_past_logical(t: TensorView, axes) -> bool:
     merge outputs (out >= Eo Ei puts the outer input at >= Eo). The inner output of a split,
     split again by a factor that does not divide it, has holes inside the extent: another
     tile's elements, in bounds (examples/valid/tma_boxes.py, tma_indivisible_rotation)."""
-    from .execution import needed_bounds  # execution asks this module
+    from .statements import needed_bounds  # execution asks this module
 
     made_by = {o.uid: tr for tr in t.history for o in tr.outputs}
     target = {i.uid for i in axes}

@@ -22,186 +22,21 @@ has the formulas in one table.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import ScheduleError
-from .expr import ExprLike
-from .types import DataType, as_dtype
+from ..model.errors import ScheduleError
+from ..model.expr import ExprLike
+from ..model.types import DataType, as_dtype
+from ..model.options import MmaArch, MmaMacro, MmaOperand
+from .threads import WARP, WARPGROUP
 
-WARP = 32
-WARPGROUP = 128
 REGISTER_BITS = 32
 
 Index = ExprLike  # an int, or an Expr of the index algebra
 
 
 # -- nvFuser's vocabulary ---------------------------------------------------------------------
-
-
-class MmaArch(enum.IntEnum):
-    """The architecture field of an MmaMacro's encoding, numbered as nvFuser's
-    MmaMacroEncode::Arch."""
-
-    NoMma = 0
-    Volta = 1
-    Turing = 2
-    Ampere = 3
-    Hopper = 4
-    Blackwell1CTA = 5
-    Blackwell2CTA = 6
-
-
-def encode_macro(arch: MmaArch, m: int, n: int, k: int) -> int:
-    """nvFuser's MmaMacroEncode: arch << 48 | m << 32 | n << 16 | k."""
-    return int(arch) << 48 | m << 32 | n << 16 | k
-
-
-class Tf32Rounding(enum.Enum):
-    """How a tf32 MmaOp (Ampere_16_8_8) turns its float32 operands into tf32 (tileproof's
-    extension, set with `set_macro(..., tf32_rounding=)`).
-
-    RNA (the default): cvt.rna.tf32.f32, to nearest with ties away from zero; PTX leaves the
-    bits an mma reads from an unrounded float32 implementation-defined. Truncate: the float32
-    bits are passed as they are, and the tensor cores read their upper 19 (round toward zero,
-    measured on an H100): twice the rounding error, no conversion instruction. Triton's tf32
-    `tl.dot` does this.
-
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8, tf32_rounding=tp.Tf32Rounding.Truncate)"""
-
-    RNA = "rna"
-    Truncate = "truncate"
-
-
-class MmaMacro(enum.Enum):
-    """The tensor-core operation an MmaOp computes per instruction tile (nvFuser's MmaMacro,
-    same names and packed values: arch << 48 | m << 32 | n << 16 | k).
-
-    Turing_16_8_8, Turing_16_8_16, Turing_16_16_16: mma.sync m16n8k8 (f16 / bf16), issued
-    1, 2 or 4 times. Ampere_16_8_16, Ampere_16_16_16: mma.sync m16n8k16 (f16 / bf16), issued 1
-    or 2 times. Hopper_64_N_16, N = 8, 16, ..., 256: one wgmma m64nNk16 (f16 / bf16).
-    Ampere_16_8_8 is tileproof's own extension: mma.sync m16n8k8 with tf32 operands (float32
-    tensors, rounded by cvt.rna.tf32.f32). Current nvFuser has no tf32 macro; early versions
-    reserved this name as a "place holder for tf32" and never lowered it.
-
-        macro = tp.MmaMacro.Ampere_16_8_8; (macro.m, macro.n, macro.k) == (16, 8, 8)"""
-
-    _ignore_ = ["_width"]  # noqa: RUF012 - the loop variable below, not a member
-    Turing_16_8_8 = encode_macro(MmaArch.Turing, 16, 8, 8)
-    Turing_16_8_16 = encode_macro(MmaArch.Turing, 16, 8, 16)
-    Turing_16_16_16 = encode_macro(MmaArch.Turing, 16, 16, 16)
-    Ampere_16_8_16 = encode_macro(MmaArch.Ampere, 16, 8, 16)
-    Ampere_16_16_16 = encode_macro(MmaArch.Ampere, 16, 16, 16)
-    Ampere_16_8_8 = encode_macro(MmaArch.Ampere, 16, 8, 8)  # tileproof's tf32 extension
-    for _width in range(8, 257, 8):  # wgmma's N: multiples of 8 up to 256
-        vars()[f"Hopper_64_{_width}_16"] = encode_macro(MmaArch.Hopper, 64, _width, 16)
-
-    @property
-    def arch(self) -> MmaArch:
-        """The architecture field of the encoding."""
-        return MmaArch(self.value >> 48)
-
-    @property
-    def m(self) -> int:
-        """Rows of the macro's tile (M)."""
-        return (self.value >> 32) & 0xFFFF
-
-    @property
-    def n(self) -> int:
-        """Columns of the macro's tile (N)."""
-        return (self.value >> 16) & 0xFFFF
-
-    @property
-    def k(self) -> int:
-        """The reduction extent of the macro's tile (K)."""
-        return self.value & 0xFFFF
-
-    @property
-    def input_dtypes(self) -> tuple[str, ...]:
-        """The operand dtypes the macro takes: ("float32",) for the tf32 extension, else
-        ("float16", "bfloat16")."""
-        return ("float32",) if self is MmaMacro.Ampere_16_8_8 else ("float16", "bfloat16")
-
-    def instruction(self, dtype: DataType | str) -> MmaInstruction:
-        """The instruction one tile of this macro issues for operands of `dtype` (`issues`
-        times, over N then K)."""
-        dtype = as_dtype(dtype)
-        if dtype.name not in self.input_dtypes:
-            raise ScheduleError(f"MmaMacro.{self.name} takes {' or '.join(self.input_dtypes)} operands, "
-                                f"got {dtype.name}")
-        if self.arch is MmaArch.Hopper:
-            return wgmma(self.n, dtype)
-        if self is MmaMacro.Ampere_16_8_8:
-            return MMA_M16N8K8_TF32
-        table = MMA_M16N8K16 if self.arch is MmaArch.Ampere else MMA_M16N8K8
-        return table[dtype.name]
-
-    def issues(self, dtype: DataType | str) -> int:
-        """How many instructions one tile of this macro takes (n / instruction n times k /
-        instruction k: Ampere_16_16_16 is two m16n8k16, Turing_16_16_16 four m16n8k8)."""
-        inst = self.instruction(dtype)
-        return (self.n // inst.n) * (self.k // inst.k)
-
-
-class MmaOperand(enum.Enum):
-    """An operand of an MMA (nvFuser's MmaOperand): A (M x K) or B (K x N)."""
-
-    A = "A"
-    B = "B"
-
-
-class MmaLayout(enum.Enum):
-    """How A and B are laid out, named by the position of K (nvFuser's MmaLayout, T = row
-    major, N = column major): NT = [K, M] x [K, N], TT = [M, K] x [K, N], TN = [M, K] x [N, K],
-    NN = [K, M] x [N, K]. mma.sync itself only exists as .row.col (TN at the fragment level):
-    the layout in memory is a matter of the copy that fills the registers."""
-
-    NT = 0
-    TT = 1
-    TN = 2
-    NN = 3
-
-    def k_major(self, operand: MmaOperand) -> bool:
-        """Whether `operand`'s K is its innermost (contiguous) axis in this layout."""
-        if operand is MmaOperand.A:
-            return self in (MmaLayout.TT, MmaLayout.TN)
-        return self in (MmaLayout.TN, MmaLayout.NN)
-
-
-class MmaInputSmemSwizzle(enum.Enum):
-    """The swizzle of an operand in shared memory (nvFuser's MmaInputSmemSwizzle). The values
-    equal the layout field (bits 62-63) of the wgmma matrix descriptor, PTX ISA
-    9.7.15.5.1.2.2: None = 0 (no swizzle), B128 = 1, B64 = 2, B32 = 3. `None` is not an
-    identifier Python accepts after a dot: write MmaInputSmemSwizzle["None"], or its alias
-    MmaInputSmemSwizzle.NoSwizzle."""
-
-    locals()["None"] = 0  # nvFuser's name; the class namespace takes it as a member
-    NoSwizzle = 0  # noqa: PIE796 - an alias of None that can be spelled
-    B128 = 1
-    B64 = 2
-    B32 = 3
-
-    @property
-    def swizzle_bytes(self) -> int:
-        """The swizzle span (nvFuser's getBytesFromSwizzle): 16 bytes (one core-matrix row)
-        without swizzle, else 32, 64 or 128."""
-        return {0: 16, 1: 128, 2: 64, 3: 32}[self.value]
-
-    @property
-    def smem_alignment(self) -> int:
-        """Bytes a buffer of this swizzle is aligned to, so the pattern starts where the
-        descriptor's base offset 0 says (nvFuser's getSharedMemoryByteAlignment): 128 without
-        swizzle, else 8 rows of the span (256, 512, 1024)."""
-        return 128 if self.value == 0 else 8 * self.swizzle_bytes
-
-    @classmethod
-    def from_bytes(cls, nbytes: int) -> MmaInputSmemSwizzle:
-        """The swizzle of a span (nvFuser's getSwizzleFromBytes): 16 -> None, 32 -> B32, ..."""
-        for s in cls:
-            if s.swizzle_bytes == nbytes:
-                return s
-        raise ScheduleError(f"MmaInputSmemSwizzle.from_bytes: no swizzle spans {nbytes} bytes; 16, 32, 64 or 128")
 
 
 # -- fragment maps: mma.sync m16n8k{8,16} -------------------------------------------------------
@@ -491,3 +326,25 @@ def wgmma(n: int, dtype: DataType | str) -> MmaInstruction:
 def mma_sync_instructions() -> list[MmaInstruction]:
     """Every mma.sync instruction modelled: m16n8k8 tf32, m16n8k16 and m16n8k8 for bf16 and f16."""
     return [MMA_M16N8K8_TF32, *MMA_M16N8K16.values(), *MMA_M16N8K8.values()]
+
+
+def macro_instruction(macro: MmaMacro, dtype: DataType | str) -> MmaInstruction:
+    """The instruction one tile of this macro issues for operands of `dtype` (`issues`
+    times, over N then K)."""
+    dtype = as_dtype(dtype)
+    if dtype.name not in macro.input_dtypes:
+        raise ScheduleError(f"MmaMacro.{macro.name} takes {' or '.join(macro.input_dtypes)} operands, "
+                            f"got {dtype.name}")
+    if macro.arch is MmaArch.Hopper:
+        return wgmma(macro.n, dtype)
+    if macro is MmaMacro.Ampere_16_8_8:
+        return MMA_M16N8K8_TF32
+    table = MMA_M16N8K16 if macro.arch is MmaArch.Ampere else MMA_M16N8K8
+    return table[dtype.name]
+
+
+def macro_issues(macro: MmaMacro, dtype: DataType | str) -> int:
+    """How many instructions one tile of this macro takes (n / instruction n times k /
+    instruction k: Ampere_16_16_16 is two m16n8k16, Turing_16_16_16 four m16n8k8)."""
+    inst = macro_instruction(macro, dtype)
+    return (macro.n // inst.n) * (macro.k // inst.k)

@@ -21,8 +21,8 @@ over them as over any other.
 
 from __future__ import annotations
 
-from .tensor import TensorView
-from .types import LoadStoreOpType, MemoryType, OpKind
+from ..model.tensor import TensorView
+from ..model.types import LoadStoreOpType, MemoryType, OpKind
 
 COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync, LoadStoreOpType.TMA)
 
@@ -32,8 +32,8 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
     to the cp.async or TMA load that reads global memory, each with the logical position of its
     K axis, and None; or ([], why it is not a zero path)."""
     from .cp_async import is_cp_async
-    from .mma_op import mma_axes
-    from .tma import infer_tma
+    from .mma import mma_axes
+    from ..hw.tma import infer_tma
 
     op = d.definition
     axes = mma_axes(d)
@@ -73,7 +73,8 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
 def zero_padded(fusion) -> dict[str, int]:
     """Tensor name -> uid of the logical (for an MmaOp: root) K ID whose bound it runs past, for
     every well-formed MmaOp whose two operands have zero paths, and the tensors on those paths."""
-    from .mma_op import is_mma, mma_axes, well_formed
+    from ..model.mma_op import is_mma
+    from .mma import mma_axes, well_formed
 
     out: dict[str, int] = {}
     for d in fusion.tensors:

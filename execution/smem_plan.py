@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .allocation import Allocation
-from .expr import Expr, add, ceildiv, const, mul
-from .fusion import Fusion
-from .tma import swizzle_bytes_of
-from .types import LoadStoreOpType, MemoryType, OpKind
+from ..model.expr import Expr, add, ceildiv, const, mul
+from ..model.fusion import Fusion
+from ..hw.tma import swizzle_bytes_of
+from ..model.types import LoadStoreOpType, MemoryType, OpKind
 
 BASE_ALIGN = 1024
 PLAIN_ALIGN, TMA_ALIGN = 16, 128

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ScheduleError
-from .mma import WARP, MmaMacro, MmaOperand
-from .types import ParallelType
+from ..model.errors import ScheduleError
+from ..model.mma_op import is_mma_op
+from ..model.tensor import TensorView
+from .mma import WARP, macro_instruction
+from ..model.options import MmaMacro, MmaOperand
+from ..model.types import ParallelType
 
 # instruction fragments as digits: (row digits, col digits), each outermost first, a digit
 # (name, extent); v digits are named by their weight in v ("v1": v // 2 % 2, ...)
@@ -52,7 +55,7 @@ class _Digit:
 
 def _digits(macro: MmaMacro, operand: str, dtype) -> tuple[list[_Digit], list[_Digit]]:
     """The row and column digits of the macro tile's fragment, outermost first."""
-    inst = macro.instruction(dtype)
+    inst = macro_instruction(macro, dtype)
     key = ("tf32" if inst.input_type == "tf32" else "16", inst.k, operand)
     if inst.threads > WARP:
         rows, cols = _wgmma_c(inst.n)
@@ -80,8 +83,6 @@ def _digits(macro: MmaMacro, operand: str, dtype) -> tuple[list[_Digit], list[_D
 
 
 def _check_tensor(fn: str, tv) -> None:
-    from .tensor import TensorView  # tensor.py builds on this module
-
     if not isinstance(tv, TensorView):
         raise ScheduleError(f"{fn}: expected a TensorView, got {type(tv).__name__} {tv!r:.60}")
 
@@ -145,8 +146,6 @@ def mma_output_allocation(tv) -> list:
     was; returns the IDs for set_allocation_domain.
 
         d.set_allocation_domain(tp.mma_output_allocation(d), True)"""
-    from .mma_op import is_mma_op
-
     _check_tensor("mma_output_allocation", tv)
     if not is_mma_op(tv.definition) or tv.definition.macro is None:
         raise ScheduleError(f"mma_output_allocation: {tv.name} is not the output of an MmaOp with a macro "

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .execution import CondKind, vector_axis
-from .tensor import TensorView
-from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from .statements import CondKind, vector_axis
+from ..model.tensor import TensorView
+from ..model.types import CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 CA_BYTES = (4, 8, 16)  # cp.async.ca cp-size (PTX ISA 9.7.9.25.3.1)
 CG_BYTES = (16,)  # cp.async.cg takes 16 only (ptxas: "expected to be 16")
@@ -98,7 +98,7 @@ def structure_problems(fusion, order: list[TensorView]):
     tensor into a shared one, its Vectorize axis (if any) innermost, and for a copy with holes a
     destination allocated along its own loop IDs (zero_fill_problems)."""
     from .allocation import compute_allocation
-    from .execution import needed_bounds
+    from .statements import needed_bounds
     from .lowerable import Problem
     from .zero_padding import zero_padded
 
@@ -139,8 +139,8 @@ def _may_have_holes(tv: TensorView, needed: set[int], allocated: set[int]) -> bo
     divide is implied), or an ID derived from one (an outer output split again) on the path of
     an allocated ID (its ancestor or descendant: the hole moves the point's slot in the tile;
     a hole off that path, such as a split of the tile index over blocks, keeps the slot)."""
-    from .expr import try_int
-    from .iterdomain import Split
+    from ..model.expr import try_int
+    from ..model.iterdomain import Split
 
     ancestors: dict[int, set[int]] = {}  # ID -> the IDs it derives from, itself included
     for t in tv.history:
@@ -169,7 +169,7 @@ def _assumed_multiple(fusion, extent, factor: int) -> bool:
     (`fusion.assume("K % 64 == 0")` for a factor dividing 64)."""
     import sympy
 
-    from .fusion import symbol_bound
+    from ..model.fusion import symbol_bound
 
     if extent.op != "var":
         return False

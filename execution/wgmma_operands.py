@@ -23,18 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .allocation import compute_allocation
-from .execution import element_offset
-from .expr import Expr, add, const, evaluate, mul, substitute, try_int
-from .simplify import simplify
-from .mma import MmaInputSmemSwizzle
-from .mma_op import ELEMENT_VARS, fragments, mma_execution
-from .tma import swizzle_bytes_of
-from .wgmma_descriptor import (
-    CORE_ROW,
-    SWIZZLE_OF_BYTES,
-    hardware_address,
-    hardware_swizzle,
-)
+from .statements import element_offset
+from ..model.expr import Expr, add, const, evaluate, mul, substitute, try_int
+from ..model.simplify import simplify
+from ..model.options import MmaInputSmemSwizzle
+from ..model.mma_op import ELEMENT_VARS
+from .mma import fragments, mma_execution
+from ..hw.tma import swizzle_bytes_of
+from ..hw.wgmma import CORE_ROW, SWIZZLE_OF_BYTES, hardware_address, hardware_swizzle
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .expr import Expr, ceildiv, const, mul, try_int
-from .global_layout import allocation_problem, global_strides
-from .iterdomain import IterDomain, Merge, Split, Swizzle, Transform
-from .tensor import TensorView, loop_path
-from .types import MemoryType, ParallelType
+from ..model.expr import Expr, ceildiv, const, mul, try_int
+from ..model.global_layout import allocation_problem, global_strides
+from ..model.iterdomain import IterDomain, Merge, Split, Swizzle, Transform
+from ..model.tensor import TensorView, loop_path
+from ..model.types import MemoryType, ParallelType
 
 
 

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
 from .allocation import Allocation, compute_allocation
-from .expr import Expr, evaluate, try_int
-from .global_layout import allocation_problem
-from .iterdomain import Split
-from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
-from .tensor import TensorView
-from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ..model.expr import Expr, evaluate, try_int
+from ..model.global_layout import allocation_problem
+from ..model.iterdomain import Split
+from ..model.mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
+from ..model.tensor import TensorView
+from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
 # 32-bit registers per thread (compute capability 5.0 .. 12.x).
@@ -248,7 +248,7 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
 
 def statement_path(tv: TensorView, groups: LoopGroups) -> list[LoopGroup]:
     """The loops tv's statement is nested in (a TMA copy covers its Bulk axes itself)."""
-    from .tma import is_tma_op
+    from ..hw.tma import is_tma_op
 
     tma = tv.definition is not None and is_tma_op(tv.definition)
     return [groups.of[(tv.name, k)] for k, i in enumerate(tv.loop)
@@ -656,9 +656,9 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
     counts (tcgen05.alloc is sized at compile time), no broadcast axis bound to a thread/block
     index that is launched wider in a tensor-memory access, and no vectorized axis of a
     tensor-memory access shared through inlining (one tcgen05 instruction moves the vector)."""
-    from .execution import CondKind, tensor_execution
+    from .statements import CondKind, tensor_execution
     from .indexing import block_dims
-    from .tma import is_tma_op
+    from ..hw.tma import is_tma_op
 
     from .warp_roles import role_implied
 

@@ -15,20 +15,15 @@ from dataclasses import dataclass
 
 from .allocation import Allocation
 from .clipped_holes import filled
-from .expr import Expr, add, const, mul, product, substitute
+from ..model.expr import Expr, add, const, mul, product, substitute
 from .indexing import (
-    Bound,
-    indices_from_logical,
-    indices_from_loop,
-    linear_offset,
-    producer_logical,
-    valid_item_bounds,
+    Bound, indices_from_logical, indices_from_loop, linear_offset, producer_logical, valid_item_bounds,
 )
-from .iterdomain import IterDomain
-from .tma import InferredTma, TmaInfo
-from .tma_inference import RoleKind
-from .types import ParallelType
-from .wgmma_descriptor import SWIZZLE_OF_BYTES, hardware_swizzle
+from ..model.iterdomain import IterDomain
+from ..hw.tma import InferredTma, TmaInfo
+from ..hw.tma_roles import RoleKind
+from ..model.types import ParallelType
+from ..hw.wgmma import SWIZZLE_OF_BYTES, hardware_swizzle
 
 
 def hw_swizzle(address: Expr, swizzle_bytes: int) -> Expr:

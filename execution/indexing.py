@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Expr, add, const, floordiv, maximum, mod, mul, var
-from .iterdomain import IterDomain
+from ..model.expr import Expr, add, const, floordiv, maximum, mod, mul, var
+from ..model.iterdomain import IterDomain
 from .promotion import promotion
-from .tensor import TensorView
-from .types import THREAD_TYPES, BLOCK_TYPES, ParallelType
+from ..model.tensor import TensorView
+from ..model.types import THREAD_TYPES, BLOCK_TYPES, ParallelType
 
 
 def loop_var(tv: TensorView, i: IterDomain) -> Expr:
@@ -132,18 +132,11 @@ def thread_dims(fusion) -> tuple[Expr, Expr, Expr]:
     return tuple(d.get(p, const(1)) for p in THREAD_TYPES)  # type: ignore[return-value]
 
 
-def linear_thread(dims: tuple[Expr, Expr, Expr]) -> Expr:
-    """threadIdx.x + threadIdx.y * bdx + threadIdx.z * bdx * bdy."""
-    bx, by, _ = dims
-    x, y, z = (var(p.cuda_name) for p in THREAD_TYPES)
-    return add(x, mul(y, bx), mul(z, bx, by))
-
-
-def thread_env(linear: Expr, dims: tuple[Expr, Expr, Expr]) -> dict[str, Expr]:
-    """threadIdx.{x,y,z} of the thread whose linear id is `linear`."""
-    bx, by, _ = dims
-    x, y, z = (p.cuda_name for p in THREAD_TYPES)
-    return {x: mod(linear, bx), y: mod(floordiv(linear, bx), by), z: floordiv(linear, mul(bx, by))}
+def grid_dims(fusion) -> tuple[Expr, Expr, Expr]:
+    """gridDim.x, .y, .z the kernel is launched with: the largest extent bound to BIDx / BIDy /
+    BIDz (1 where none is). LAUNCH-GRID proves them within the hardware's limits."""
+    d = block_dims(fusion)
+    return tuple(d.get(p, const(1)) for p in BLOCK_TYPES)  # type: ignore[return-value]
 
 
 def vector_index(indices: list[Expr], extents: list[Expr]) -> Expr:

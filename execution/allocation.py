@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Expr, ceildiv, const, mod, product, to_sympy, try_int
-from .iterdomain import IterDomain
-from .tensor import TensorView
-from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
+from ..model.expr import Expr, ceildiv, const, mod, product, to_sympy, try_int
+from ..model.iterdomain import IterDomain
+from ..model.tensor import TensorView
+from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
 
 DISTRIBUTED: dict[MemoryType, tuple[ParallelType, ...]] = {
     MemoryType.Global: DEVICE_TYPES,

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import sympy
 
-from .expr import Expr, ceildiv, const, mul, product, to_sympy, try_int
-from .fusion import Op
-from .iterdomain import IterDomain, Swizzle
-from .tensor import TensorView
-from .tma_inference import Inference, RoleKind, ViewEntry, ViewStep, allocation_entries, infer_roles, replay_view
-from .types import Direction, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ..model.expr import Expr, ceildiv, const, mul, product, to_sympy, try_int
+from ..model.fusion import Op
+from ..model.iterdomain import IterDomain, Swizzle
+from ..model.tensor import TensorView
+from .tma_roles import Inference, RoleKind, ViewEntry, ViewStep, allocation_entries, infer_roles, replay_view
+from ..model.types import Direction, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 MAX_BOX = 256  # the limit when compositing: nvFuser does not merge boxes it knows exceed it
 

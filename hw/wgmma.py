@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InternalError
-from .expr import ExprLike
-from .mma import MmaInputSmemSwizzle
+from ..model.errors import InternalError
+from ..model.expr import ExprLike
+from ..model.options import MmaInputSmemSwizzle
 
 Index = ExprLike  # an int, or an Expr of the index algebra
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .expr import Expr, ExprLike, add, const, floordiv, mod, mul
+from ..model.expr import Expr, ExprLike, add, const, floordiv, mod, mul
 
 TMEM_LANE_SHIFT = 16  # a tensor-memory address holds the lane in bits 31..16, the column in bits 15..0
 WORD_BYTES = 4  # a tensor-memory column, and each register a tcgen05.ld/st moves, is 32 bits

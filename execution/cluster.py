@@ -24,40 +24,10 @@ write. Pure data: no z3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-from .errors import ScheduleError, user_location
-from .types import BLOCK_TYPES, ParallelType
+from ..model.types import BLOCK_TYPES, ParallelType
+from ..model.options import MAX_CLUSTER, NO_CLUSTER
 
-MAX_CLUSTER = 8  # blocks in a portable cluster (CUDA programming guide, thread block clusters)
-NO_CLUSTER = (1, 1, 1)
-
-
-@dataclass(frozen=True)
-class Multicast:
-    """A TMA load multicast to the blocks of its cluster along `on` (TensorView.multicast)."""
-
-    on: ParallelType
-    origin: str | None = None
-
-    def __repr__(self) -> str:
-        return f"tp.ParallelType.{self.on.name}"
-
-
-def checked_cluster_dims(value) -> tuple[int, int, int]:
-    """fusion.cluster_dims's value: three positive ints (x, y, z); fewer are padded with 1."""
-    dims = tuple(value) if isinstance(value, (tuple, list)) else None
-    if (dims is None or not 1 <= len(dims) <= 3
-            or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims)):
-        raise ScheduleError(f"cluster_dims: expected up to three positive ints (x, y, z), e.g. (2, 1, 1); "
-                            f"got {value!r}")
-    return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
-
-
-def checked_multicast(tv, on) -> Multicast:
-    if not isinstance(on, ParallelType) or on not in BLOCK_TYPES:
-        raise ScheduleError(f"multicast: `on` must be a block axis (tp.ParallelType.BIDx, BIDy or BIDz), got {on!r}")
-    return Multicast(on, user_location())
 
 
 def cluster_dims(fusion) -> tuple[int, int, int]:
@@ -83,8 +53,8 @@ def cluster_problems(fusion) -> list:
     of the schedule (module docstring); the proofs are the rule's."""
     from .lowerable import Problem
     from .pipeline import specialization
-    from .tma import is_tma_op
-    from .types import MemoryType
+    from ..hw.tma import is_tma_op
+    from ..model.types import MemoryType
 
     out = []
     dims = cluster_dims(fusion)

@@ -1,0 +1,20 @@
+"""What the kernel does, derived once per fusion and target: the only source of execution facts
+for the verifier (which proves them), the code generator (which renders them) and the reports
+(which draw them).
+
+    statements.py        each tensor's statement: loop indices, ranges, predicates (TensorExecution)
+    indexing.py          index maps from the IterDomain graph; promotion.py, loops promoted through merges
+    allocation.py        what is allocated for a tensor; smem_plan.py, where shared buffers sit
+    clipped_holes.py     statements that run at their holes unpredicated; zero_padding.py, past K on zeros
+    lowerable.py         execution order, loop groups and the nest; the structural conditions codegen needs
+    barriers.py          the placed nest: hazards, __syncthreads, mbarrier and async-group waits
+    pipeline.py          circular buffers placed on the nest and the timeline the pipeline proofs read
+    warp_roles.py        warp specialization: producer and consumer roles, setmaxnreg
+    wgmma_order.py       wgmma fences and waits; wgmma_operands.py, the shared operands and descriptors
+    tma_issue.py         one TMA instruction per loop point; cp_async.py, one cp.async per point
+    mma.py, mma_rules.py how an MmaOp's statement runs on the tensor cores, and what it needs
+    reduction.py         init / accumulate / combine / store of a reduction
+    cluster.py           thread-block clusters and TMA multicast
+
+May import model/ and hw/; never verifier/, codegen/ or reports/. No z3.
+"""
