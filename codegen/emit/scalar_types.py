@@ -1,0 +1,107 @@
+"""The C++ side of each dtype, shared by the emitters (codegen/emit/__init__.py and reduction.py):
+its storage and compute types (CTYPES), the C++ of each arithmetic op per compute type (OPS),
+of each cast (CASTS, with the conversion helpers they call) and of a number operand
+(scalar_literal).
+
+Imports nothing of codegen/ (every emitter may import it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CType:
+    storage: str
+    compute: str
+    load: str  # storage -> compute, "{}" is the value
+    store: str  # compute -> storage
+
+
+CTYPES = {
+    "float32": CType("float", "float", "{}", "{}"),
+    "float64": CType("double", "double", "{}", "{}"),
+    "float16": CType("__half", "float", "__half2float({})", "__float2half_rn({})"),
+    "bfloat16": CType("__nv_bfloat16", "float", "__bfloat162float({})", "__float2bfloat16_rn({})"),
+    "int8": CType("signed char", "int", "(int)({})", "(signed char)({})"),
+    "int32": CType("int", "int", "{}", "{}"),
+    "int64": CType("long long", "long long", "{}", "{}"),
+}
+HALF_TYPES = ("float16", "bfloat16")
+
+_INT = {"neg": "(-{a})", "abs": "({a} < 0 ? -{a} : {a})", "relu": "({a} < 0 ? 0 : {a})",
+        "maximum": "({a} > {b} ? {a} : {b})", "minimum": "({a} < {b} ? {a} : {b})"}
+_ARITH = {"add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})"}
+# maximum / minimum / relu propagate NaN, as the reference (numpy) and PyTorch do; CUDA's
+# fmax/fmin return the other operand (measured on H100: relu(sqrt(-1)) was 0, not NaN)
+OPS = {  # compute type -> op name -> C++ ({a}, {b}: the operands in the compute type)
+    "float": {**_ARITH, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})", "neg": "(-{a})",
+              "abs": "fabsf({a})", "exp": "expf({a})", "sqrt": "sqrtf({a})", "relu": "tp_max({a}, 0.0f)"},
+    "double": {**_ARITH, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})", "neg": "(-{a})",
+               "abs": "fabs({a})", "exp": "exp({a})", "sqrt": "sqrt({a})", "relu": "tp_max({a}, 0.0)"},
+    "int": {**_ARITH, **_INT},
+    "long long": {**_ARITH, **_INT},
+}
+# A cast: (the source's compute type, the destination dtype) -> C++ turning a value of the compute
+# type (the source loaded exactly: half types widen to float, int8 to int) into the destination's
+# storage, rounding once. Float -> float: nearest even. Float -> integer: toward zero, saturated
+# (PTX cvt.rzi clamps to the destination's range), NaN -> 0 for every pair (cvt.rzi itself gives
+# 0 only where neither side is 64-bit, MININT otherwise; CUDA's __float2int_rz and kin leave
+# out-of-range values undefined, hence CAST_HELPERS). Integer -> integer: the low bits.
+# int -> float16 goes through float: exact below 2^24, and from 65520 up both are inf; int ->
+# bfloat16 through double (exact); long long -> bfloat16 by cvt.rn.bf16.s64, since through float
+# or double it would round twice. codegen/runtime/reference.py does the same in float64.
+CASTS = {
+    "float": {"float32": "{}", "float64": "(double)({})", "float16": "__float2half_rn({})",
+              "bfloat16": "__float2bfloat16_rn({})", "int8": "tp_sat_s8(tp_f2i({}))",
+              "int32": "tp_f2i({})", "int64": "tp_f2ll({})"},
+    "double": {"float32": "__double2float_rn({})", "float64": "{}", "float16": "__double2half({})",
+               "bfloat16": "__double2bfloat16({})", "int8": "tp_sat_s8(tp_d2i({}))",
+               "int32": "tp_d2i({})", "int64": "tp_d2ll({})"},
+    "int": {"float32": "__int2float_rn({})", "float64": "__int2double_rn({})",
+            "float16": "__float2half_rn(__int2float_rn({}))", "bfloat16": "__double2bfloat16(__int2double_rn({}))",
+            "int8": "(signed char)({})", "int32": "{}", "int64": "(long long)({})"},
+    "long long": {"float32": "__ll2float_rn({})", "float64": "__ll2double_rn({})",
+                  "float16": "__float2half_rn(__ll2float_rn({}))", "bfloat16": "__ll2bfloat16_rn({})",
+                  "int8": "(signed char)({})", "int32": "(int)({})", "int64": "{}"},
+}
+# the float -> integer conversions CASTS names, each emitted where the kernel uses it
+CAST_HELPERS = {
+    "tp_f2i": """\
+__device__ __forceinline__ int tp_f2i(float x) {  // toward zero, saturated, NaN -> 0
+  int r; asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r; }""",
+    "tp_f2ll": """\
+__device__ __forceinline__ long long tp_f2ll(float x) {  // toward zero, saturated, NaN -> 0
+  long long r; asm("cvt.rzi.s64.f32 %0, %1;" : "=l"(r) : "f"(x)); return x != x ? 0 : r; }""",
+    "tp_d2i": """\
+__device__ __forceinline__ int tp_d2i(double x) {  // toward zero, saturated, NaN -> 0
+  int r; asm("cvt.rzi.s32.f64 %0, %1;" : "=r"(r) : "d"(x)); return x != x ? 0 : r; }""",
+    "tp_d2ll": """\
+__device__ __forceinline__ long long tp_d2ll(double x) {  // toward zero, saturated, NaN -> 0
+  long long r; asm("cvt.rzi.s64.f64 %0, %1;" : "=l"(r) : "d"(x)); return x != x ? 0 : r; }""",
+    "tp_sat_s8": """\
+__device__ __forceinline__ signed char tp_sat_s8(int x) {  // saturated to int8's range
+  return (signed char)(x < -128 ? -128 : x > 127 ? 127 : x); }""",
+}
+# a number operand's C++ for non-finite values, per compute type: (inf, nan)
+_NON_FINITE = {"float": ("__int_as_float(0x7f800000)", "__int_as_float(0x7fc00000)"),
+               "double": ("__longlong_as_double(0x7ff0000000000000LL)", "__longlong_as_double(0x7ff8000000000000LL)")}
+_INT_MIN = {"int": -2**31, "long long": -2**63}
+
+
+def scalar_literal(value: int | float, compute: str) -> str:
+    """A binary op's number operand (already converted to the compute type) as C++ of that type."""
+    if compute in _INT_MIN:
+        suffix = "LL" if compute == "long long" else ""
+        if value == _INT_MIN[compute]:
+            return f"({value + 1}{suffix} - 1)"  # -2147483648 would be the long 2147483648, negated
+        return f"{value}{suffix}" if value >= 0 else f"({value}{suffix})"
+    inf, nan = _NON_FINITE[compute]
+    if math.isnan(value):
+        return nan
+    if math.isinf(value):
+        return inf if value > 0 else f"(-{inf})"
+    text = repr(float(value)) + ("f" if compute == "float" else "")  # a float32 value prints exactly
+    return f"({text})" if text.startswith("-") else text
