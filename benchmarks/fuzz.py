@@ -66,6 +66,14 @@ BAD_RUNS = ("wrong output", "wrote past an output", "fault")  # an accepted kern
 UNDECIDED = "could not prove "  # verifier/findings.undecided: z3 answered unknown (a timeout)
 
 
+def results_variant(families) -> str:
+    """The results file's variant for a run of `families` (None: all of them): "" for all, else
+    their names in FAMILIES' order joined by "-" (h200_mutated-mma-wgmma.json)."""
+    if not families or set(families) == {f for f, _ in FAMILIES}:
+        return ""
+    return "-".join(f for f, _ in FAMILIES if f in families)
+
+
 def draw_case(seed: int, index: int, families=None):
     """Case `index` of `seed`: (family, target, Case), the same on every run (for the same
     `families`, a subset of FAMILIES' names)."""
@@ -343,9 +351,7 @@ def main() -> None:
     results.sort(key=lambda r: r["index"])
     summary = summarize(results, args, time.perf_counter() - start)
     if args.out is None:
-        narrowed = families and set(families) != {f for f, _ in FAMILIES}
-        variant = "-".join(f for f, _ in FAMILIES if f in families) if narrowed else ""
-        args.out = str(results_path("fuzz", cuda_device_name() if args.run else None, variant))
+        args.out = str(results_path("fuzz", cuda_device_name() if args.run else None, results_variant(families)))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k not in ("failures", "internal")}, indent=1))

@@ -239,6 +239,12 @@ def shape_key(shape) -> str:
     return "x".join(str(int(d)) for d in shape)
 
 
+def results_variant(shapes) -> str:
+    """The results file's variant for a run of `shapes`: "" for the four SHAPES, else their keys
+    joined by "-" (8000x8000x8192 alone: h200_8000x8000x8192.json)."""
+    return "" if set(shapes) == set(SHAPES) else "-".join(shape_key(s) for s in shapes)
+
+
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     """'8192x8192x8192,8000x8000x8192' -> [(8192, 8192, 8192), (8000, 8000, 8192)]; one number N
     is N x N x N; 'all' or '' the default SHAPES. Raises ValueError on anything else."""
@@ -786,7 +792,6 @@ def main(argv=None) -> int:
             del SCHEDULES[name]
     if args.headline is not None and args.headline not in SCHEDULES:
         parser.error(f"--headline: {args.headline} is not among the schedules timed")
-    shapes_variant = "" if set(shapes) == set(SHAPES) else "-".join(shape_key(s) for s in shapes)
     started = time.time()
     results: dict = {
         "script": "benchmarks/hopper_matmul.py", "issue": 13,
@@ -800,7 +805,7 @@ def main(argv=None) -> int:
                    for key, (layout, call, q) in CUBLAS.items()},
     }
     if args.compile_only:
-        args.out = args.out or results_path("hopper_matmul", None, shapes_variant)
+        args.out = args.out or results_path("hopper_matmul", None, results_variant(shapes))
         results["mode"] = "compile-only"
         results["target"] = base.TARGET
         results["compile"] = compile_only(shapes)
@@ -832,7 +837,7 @@ def main(argv=None) -> int:
         return 2
     results["mode"] = "gpu"
     results["environment"] = environment(torch)
-    args.out = args.out or results_path("hopper_matmul", results["environment"]["device"], shapes_variant)
+    args.out = args.out or results_path("hopper_matmul", results["environment"]["device"], results_variant(shapes))
     results["timing"] = (f"triton.testing.do_bench(warmup=25 ms, rep={args.rep_ms} ms), median of the per-launch "
                          "CUDA-event times (>= 20), L2 flushed before each")
     results["check"] = (f"float64 reference on every M/1024-th row and the last {TAIL_ROWS} rows, every column, no NaN "
