@@ -46,6 +46,8 @@ from ..model.simplify import less_than
 from ..model.tensor import TensorView
 from ..hw.tma import infer_tma, is_tma_op
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
+from ..model.fusion import is_mma_op
+from ..model.mma_op import is_mma
 
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
 POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY)
@@ -80,8 +82,6 @@ def _memo(kind: str, fusion, compute) -> frozenset[str]:
 
 
 def _clipped(fusion) -> frozenset[str]:
-    from ..model.mma_op import is_mma_op  # mma_op builds on execution, which asks this module
-
     outputs = {t.name for t in fusion.outputs}
     found = {t.name for t in fusion.tensors if t.name not in outputs and _pointwise_on_chip(t)}
 
@@ -102,8 +102,6 @@ def _clipped(fusion) -> frozenset[str]:
 
 
 def _filled(fusion) -> frozenset[str]:
-    from ..model.mma_op import is_mma  # mma_op builds on execution, which asks this module
-
     loads = {t.name for t in fusion.tensors if _zero_filled_load(t)}
     for t in fusion.topo_tensors():  # a copy after the load it copies
         op = t.definition

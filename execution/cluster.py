@@ -25,8 +25,9 @@ write. Pure data: no z3.
 from __future__ import annotations
 
 
-from ..model.types import BLOCK_TYPES, ParallelType
+from ..model.types import BLOCK_TYPES, MemoryType, ParallelType
 from ..model.options import MAX_CLUSTER, NO_CLUSTER
+from ..hw.tma import is_tma_op
 
 
 
@@ -53,8 +54,6 @@ def cluster_problems(fusion) -> list:
     of the schedule (module docstring); the proofs are the rule's."""
     from .lowerable import Problem
     from .pipeline import specialization
-    from ..hw.tma import is_tma_op
-    from ..model.types import MemoryType
 
     out = []
     dims = cluster_dims(fusion)

@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from .statements import CondKind, vector_axis
 from ..model.tensor import TensorView
 from ..model.types import CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ..model.expr import try_int
+from ..model.iterdomain import Split
+from ..model.fusion import symbol_bound
 
 CA_BYTES = (4, 8, 16)  # cp.async.ca cp-size (PTX ISA 9.7.9.25.3.1)
 CG_BYTES = (16,)  # cp.async.cg takes 16 only (ptxas: "expected to be 16")
@@ -139,9 +142,6 @@ def _may_have_holes(tv: TensorView, needed: set[int], allocated: set[int]) -> bo
     divide is implied), or an ID derived from one (an outer output split again) on the path of
     an allocated ID (its ancestor or descendant: the hole moves the point's slot in the tile;
     a hole off that path, such as a split of the tile index over blocks, keeps the slot)."""
-    from ..model.expr import try_int
-    from ..model.iterdomain import Split
-
     ancestors: dict[int, set[int]] = {}  # ID -> the IDs it derives from, itself included
     for t in tv.history:
         for o in t.outputs:
@@ -169,7 +169,6 @@ def _assumed_multiple(fusion, extent, factor: int) -> bool:
     (`fusion.assume("K % 64 == 0")` for a factor dividing 64)."""
     import sympy
 
-    from ..model.fusion import symbol_bound
 
     if extent.op != "var":
         return False

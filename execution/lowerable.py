@@ -34,6 +34,7 @@ from ..model.iterdomain import Split
 from ..model.mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ..hw.tma import is_tma_op
 
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
 # 32-bit registers per thread (compute capability 5.0 .. 12.x).
@@ -248,8 +249,6 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
 
 def statement_path(tv: TensorView, groups: LoopGroups) -> list[LoopGroup]:
     """The loops tv's statement is nested in (a TMA copy covers its Bulk axes itself)."""
-    from ..hw.tma import is_tma_op
-
     tma = tv.definition is not None and is_tma_op(tv.definition)
     return [groups.of[(tv.name, k)] for k, i in enumerate(tv.loop)
             if not (tma and i.parallel_type is ParallelType.Bulk)]
@@ -658,7 +657,6 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
     tensor-memory access shared through inlining (one tcgen05 instruction moves the vector)."""
     from .statements import CondKind, tensor_execution
     from .indexing import block_dims
-    from ..hw.tma import is_tma_op
 
     from .warp_roles import role_implied
 

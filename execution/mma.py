@@ -35,6 +35,7 @@ from ..model.mma_op import ELEMENT_VARS, LANE, is_mma
 from ..model.options import MmaArch, MmaMacro
 from ..model.tensor import TensorView
 from ..model.types import ParallelType
+from ..model.reduction import _derives
 
 
 def well_formed(tv: TensorView) -> bool:
@@ -81,8 +82,6 @@ class MmaAxes:
 
 def root_of(tv: TensorView, i: IterDomain) -> list[IterDomain]:
     """The root IDs loop ID i derives from."""
-    from ..model.reduction import _derives
-
     uids = _derives(tv).get(i.uid, set())
     return [r for r in tv.root if r.uid in uids]
 

@@ -20,13 +20,14 @@ and the code generator (codegen/lower/mma.py), which treats a problem as a tilep
 
 from __future__ import annotations
 
-from ..model.expr import const
+from ..model.expr import const, product, try_int
 from .indexing import block_dims
 from .lowerable import Problem, registers_of
-from ..model.mma_op import INSTRUCTION_AXES, is_mma_op
+from ..model.mma_op import INSTRUCTION_AXES
+from ..model.fusion import is_mma_op
 from .mma import inner_tile, is_mma_sync, mma_axes
 from ..hw.tma import is_tma_op
-from ..model.types import MemoryType, ParallelType
+from ..model.types import MemoryType, ParallelType, THREAD_TYPES
 
 CODES = ("MMA-TARGET", "MMA-DTYPE", "MMA-SHAPE", "MMA-WARP-COLLECTIVE", "MMA-OPERAND-LAYOUT")
 
@@ -168,8 +169,6 @@ def launch_registers(fusion) -> tuple[int, str]:
     """The registers a thread gets where ptxas compiles the kernel, and why: 65536 over the
     block's threads, in steps of 8, at most 255 (the code generator's __launch_bounds__ names
     the block's threads, one block per SM); 255 where the thread count is symbolic."""
-    from ..model.expr import product, try_int
-    from ..model.types import THREAD_TYPES
     from .warp_roles import registers_per_thread
 
     dims = block_dims(fusion)
@@ -215,7 +214,6 @@ def register_pressure(fusion, order) -> list[Problem]:
     num_registers (ptxas allocates the code after setmaxnreg.inc to it), else launch_registers.
     Tiles of which one wgmma already does not fit are WGMMA-INSTRUCTION-REGISTERS' error."""
     from .allocation import compute_allocation
-    from ..model.expr import try_int
     from .pipeline import specialization
     from .warp_roles import specialized_tensors
 

@@ -66,6 +66,9 @@ from .wgmma_order import WgmmaWait
 from ..model.expr import Expr, const
 from ..model.types import LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ..model.options import Pipelined, WarpSpecialized
+from ..model.mma_op import is_wgmma_op
+from ..model.tensor import TensorView
+from ..hw.tma import is_tma_op
 
 
 def circular_axis(tv) -> int | None:
@@ -205,7 +208,6 @@ def unsupported_pipelines(fusion, order) -> list:
     registers."""
     from .cp_async import is_cp_async
     from .lowerable import Problem
-    from ..hw.tma import is_tma_op
 
     out = []
     for tv in order:
@@ -240,8 +242,6 @@ def unsupported_pipelines(fusion, order) -> list:
                          f"tp.Pipelined()",
                     tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         elif c.type.uses_mbarrier_for_war:
-            from ..model.mma_op import is_wgmma_op
-
             readers = [r for r in tv.fusion.consumers(tv) if not (r.definition is not None and is_wgmma_op(r.definition))]
             if not (shared and is_tma_op(tv.definition)) or readers:
                 out.append(Problem(
@@ -396,8 +396,6 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
 def _copied(nodes: list) -> list:
     """The prologue's own copy of the copies' nest: loops and statements copied, the verifier's
     leaves (tensors, (tensor, phase) pairs) kept, so that they still name the fusion's tensors."""
-    from ..model.tensor import TensorView
-
     out = []
     for n in nodes:
         if isinstance(n, (TensorView, tuple)):

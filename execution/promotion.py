@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from ..model.expr import Expr
 from ..model.iterdomain import IterDomain
 from ..model.mapping import IdMap, merges_a_broadcast, unit_broadcast
-from ..model.tensor import TensorView, fixed_by
+from ..model.tensor import TensorView
+from ..model.tensor_base import fixed_by
+from ..model.fusion import is_mma_op
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,6 @@ def promotion(tv: TensorView) -> Promotion | None:
     ca = tv.compute_at
     if not ca or not any(merges_a_broadcast(i) for i in tv.loop[:ca]) or tv.fusion is None:
         return None
-    from ..model.mma_op import is_mma_op  # mma_op builds on the execution model, which builds on this module
 
     consumer = next((c for c in tv.fusion.consumers(tv) if is_mma_op(c.definition) and len(c.loop) >= ca), None)
     if consumer is None:

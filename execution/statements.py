@@ -43,9 +43,11 @@ from .indexing import (
 from ..model.iterdomain import Merge, Split
 from .promotion import loop_extents, promotion
 from ..model.reduction import is_reduction_tensor
-from ..model.tensor import TensorView, fixed_by
+from ..model.tensor import TensorView
+from ..model.tensor_base import fixed_by
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .zero_padding import zero_padded
+from ..model.fusion import is_mma_op
 
 LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
 
@@ -173,7 +175,6 @@ def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     # stored, the neutral value where no term is valid
     # an MmaOp's accumulators copied into registers: every element, holes included (rows past M
     # hold values no store reads); a predicated copy would keep both register tiles live
-    from ..model.mma_op import is_mma_op  # mma_op builds on this module
 
     registers = tv.memory_type is MemoryType.Local and tv.definition is not None and is_mma_op(tv.definition)
     conds = (_extent_conds(tv, launch, elements=True)

@@ -39,6 +39,9 @@ from dataclasses import dataclass, field
 
 from ..model.options import WarpSpecialized
 from ..hw.threads import WARPGROUP
+from ..model.expr import product, try_int, var
+from ..model.types import THREAD_TYPES
+from ..model.mma_op import is_wgmma_op
 
 EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first buffer>[stages]
 
@@ -176,10 +179,8 @@ def specialized_tensors(fusion, order=None) -> list:
 def role_threads(fusion) -> tuple[int | None, int | None]:
     """(threads per index of the warp-specialized axis, the consumers' indices on it): the block
     the fusion binds, without the producer's index; None where symbolic."""
-    from ..model.expr import product, try_int
     from .indexing import block_dims
     from .pipeline import specialization
-    from ..model.types import THREAD_TYPES
 
     tvs = specialized_tensors(fusion)
     if not tvs:
@@ -196,7 +197,6 @@ def role_implied(fusion):
     """A test of a statement's Cond: whether every consumer warpgroup of a warp-specialized
     kernel satisfies it by its role (`threadIdx.<on> < consumers`: the launch has one more
     index, the producer's); None where the kernel is not warp-specialized."""
-    from ..model.expr import try_int, var
     from .pipeline import specialization
 
     tvs = specialized_tensors(fusion)
@@ -208,12 +208,9 @@ def role_implied(fusion):
 
 def role_problems(fusion) -> list:
     """WS-ROLES: what the producer/consumer rewrite needs of the schedule (model docstring)."""
-    from ..model.expr import try_int
     from .indexing import block_dims
     from .lowerable import Problem, execution_order, loop_groups
-    from ..model.mma_op import is_wgmma_op
     from .pipeline import circular_axis, specialization
-    from ..model.types import THREAD_TYPES
 
     order = execution_order(fusion)
     tvs = specialized_tensors(fusion, order)

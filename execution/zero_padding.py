@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from ..model.tensor import TensorView
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
+from ..model.mma_op import is_mma
+from ..hw.tma import infer_tma
 
 COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync, LoadStoreOpType.TMA)
 
@@ -33,7 +35,6 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
     K axis, and None; or ([], why it is not a zero path)."""
     from .cp_async import is_cp_async
     from .mma import mma_axes
-    from ..hw.tma import infer_tma
 
     op = d.definition
     axes = mma_axes(d)
@@ -73,7 +74,6 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
 def zero_padded(fusion) -> dict[str, int]:
     """Tensor name -> uid of the logical (for an MmaOp: root) K ID whose bound it runs past, for
     every well-formed MmaOp whose two operands have zero paths, and the tensors on those paths."""
-    from ..model.mma_op import is_mma
     from .mma import mma_axes, well_formed
 
     out: dict[str, int] = {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.errors import ScheduleError
-from ..model.mma_op import is_mma_op
+from ..model.fusion import is_mma_op
 from ..model.tensor import TensorView
 from .mma import WARP, macro_instruction
 from ..model.options import MmaMacro, MmaOperand

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from ..model.expr import Expr, ceildiv, const, mul, try_int
 from ..model.global_layout import allocation_problem, global_strides
 from ..model.iterdomain import IterDomain, Merge, Split, Swizzle, Transform
-from ..model.tensor import TensorView, loop_path
+from ..model.tensor import TensorView
+from ..model.tensor_base import loop_path
 from ..model.types import MemoryType, ParallelType
 
 

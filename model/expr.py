@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Union
 
+import random
+
 import sympy
+
+from .notation import user_str
 
 # op name -> arity (None: variadic). Every renderer must cover every op (tested).
 OPS: dict[str, int | None] = {
@@ -86,8 +90,6 @@ class Expr:
         return self.op == op or any(a.has_op(op) for a in self.args)
 
     def __str__(self) -> str:
-        from .notation import expr_str  # noqa: PLC0415 - notation imports sympy only; avoids a cycle
-
         return expr_str(self)
 
     def __repr__(self) -> str:
@@ -315,3 +317,57 @@ def from_sympy(s) -> Expr:
     if isinstance(s, sympy.Pow) and s.exp.is_Integer and s.exp > 0:
         return mul(*([from_sympy(s.base)] * int(s.exp)))
     raise ValueError(f"unsupported expression {s} (allowed: ints, symbols, + * // % ceiling max)")
+
+
+# Python's binding strength of what an Expr op prints as (higher binds tighter)
+_LEVEL = {"add": 40, "mul": 50, "floordiv": 50, "mod": 50, "xor": 20}
+
+
+_INFIX = {"mul": "*", "floordiv": " // ", "mod": " % ", "xor": " ^ "}
+
+
+def expr_str(e) -> str:
+    """An index-algebra Expr as Python: sympy's simplified form where it keeps the value, else
+    printed from the Expr's own tree (sympy rewrites some nested Mod/floor terms wrongly)."""
+    simple = to_sympy(e)
+    names = sorted(e.free_vars())
+    rng = random.Random(len(names))
+    for _ in range(4):
+        env = {n: rng.randrange(1, 1000) for n in names}
+        try:
+            same = simple.subs({x: env[x.name] for x in simple.free_symbols}) == evaluate(e, env)
+        except (ZeroDivisionError, TypeError):
+            same = False
+        if not same:
+            return _expr(e)[0]
+    return user_str(simple)
+
+
+def _expr(e) -> tuple[str, int]:
+    op = e.op
+    if op == "const":
+        return str(e.value), (100 if e.value >= 0 else 45)
+    if op == "var":
+        return str(e.value), 100
+    if op == "ceildiv":
+        return f"ceil({_side(e.args[0], 50)} / {_side(e.args[1], 51)})", 100
+    if op == "max":
+        return f"max({', '.join(_expr(a)[0] for a in e.args)})", 100
+    level = _LEVEL[op]
+    if op == "add":
+        parts = [_side(e.args[0], level)]
+        for a in e.args[1:]:
+            if a.op == "const" and a.value < 0:
+                parts.append(f" - {-a.value}")
+            else:
+                parts.append(f" + {_side(a, level)}")
+        return "".join(parts), level
+    sep = _INFIX[op]
+    if op == "mul":  # a product reads (c % 128)*6, not c % 128*6 (the same to Python)
+        return sep.join(_side(a, level + 1 if a.op in ("mod", "floordiv") else level) for a in e.args), level
+    return sep.join([_side(e.args[0], level)] + [_side(a, level + 1) for a in e.args[1:]]), level
+
+
+def _side(e, level: int) -> str:
+    text, own = _expr(e)
+    return f"({text})" if own < level else text

@@ -11,6 +11,8 @@ from typing import Iterator
 import sympy
 
 from .errors import ScheduleError, user_location
+from .iterdomain import wrong_enum
+from .options import MmaMacro, Tf32Rounding, checked_cluster_dims
 from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind
 
 _state = threading.local()
@@ -47,7 +49,7 @@ class Op:
     origin: str | None = field(default_factory=user_location)
     scalar: Scalar | None = None
     cache_op: CacheOp = CacheOp.Unspecified
-    macro: object = None  # an MmaOp's tp.MmaMacro (model/mma_op.py), set by set_macro
+    macro: object = None  # an MmaOp's tp.MmaMacro (model/options.py), set by set_macro
     tf32_rounding: object = None  # an MmaOp's tp.Tf32Rounding, set by set_macro (tf32 macros only)
 
     def set_macro(self, macro, tf32_rounding=None) -> None:
@@ -57,8 +59,6 @@ class Op:
         tf32 macros only; RNA when left out) says how the float32 operands become tf32.
 
             d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)"""
-        from .mma_op import check_macro, check_tf32_rounding
-
         self.macro = check_macro(self, macro)
         self.tf32_rounding = check_tf32_rounding(self.macro, tf32_rounding)
 
@@ -107,8 +107,6 @@ class Fusion:
 
     @cluster_dims.setter
     def cluster_dims(self, value) -> None:
-        from .options import checked_cluster_dims
-
         self._cluster_dims = checked_cluster_dims(value)
         self.cluster_origin = user_location()
 
@@ -326,3 +324,34 @@ def symbol_bound(rel) -> tuple[str, int | None, int | None, int] | None:
     sides = {sympy.StrictLessThan: (None, c - 1), sympy.LessThan: (None, c), sympy.StrictGreaterThan: (c + 1, None),
              sympy.GreaterThan: (c, None), sympy.Eq: (c, c)}
     return (lhs.name, *sides[op], 1) if op in sides else None
+
+
+MMA_OP = "fms"  # the reduction name of an MmaOp (model/reduction.py treats it as a sum of products)
+
+
+def is_mma_op(op: Op | None) -> bool:
+    return op is not None and op.kind is OpKind.REDUCTION and op.name == MMA_OP
+
+
+def check_macro(op: Op, macro) -> MmaMacro:
+    """Op.set_macro's argument check."""
+    if not is_mma_op(op):
+        raise ScheduleError(f"set_macro: `{op}` is not an MmaOp; the macro belongs to the op of "
+                            f"tp.fused_multiply_sum / tp.matmul")
+    if not isinstance(macro, MmaMacro):
+        raise wrong_enum("set_macro", "macro", MmaMacro, macro)
+    return macro
+
+
+def check_tf32_rounding(macro, rounding):
+    """Op.set_macro's tf32_rounding check: a tp.Tf32Rounding, for a macro with float32 operands
+    (None: RNA there, nothing for the others)."""
+    if rounding is None:
+        return Tf32Rounding.RNA if macro.input_dtypes == ("float32",) else None
+    if not isinstance(rounding, Tf32Rounding):
+        raise wrong_enum("set_macro", "tf32_rounding", Tf32Rounding, rounding)
+    if macro.input_dtypes != ("float32",):
+        raise ScheduleError(f"set_macro: tf32_rounding applies to the tf32 macro (Ampere_16_8_8); "
+                            f"MmaMacro.{macro.name} takes {' or '.join(macro.input_dtypes)} operands, which are "
+                            f"not rounded")
+    return rounding

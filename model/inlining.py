@@ -10,10 +10,15 @@ axis is covered by one instruction and is not a loop another tensor can share.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import ScheduleError
 from .mapping import IdMap, inline_mapped
-from .tensor import TensorView
+from .tensor_base import TensorBase
 from .types import ParallelType
+
+if TYPE_CHECKING:
+    from .tensor import TensorView
 
 
 def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
@@ -59,7 +64,7 @@ def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap 
 
 def inline_all_at(ref: TensorView, pos: int) -> None:
     """Inline every tensor at the position that corresponds to ref's `pos` (best effort)."""
-    if not isinstance(ref, TensorView):
+    if not isinstance(ref, TensorBase):
         raise ScheduleError(f"inline_all_at: expected a TensorView, got {type(ref).__name__}")
     n = len(ref.loop)
     p = pos + n + 1 if isinstance(pos, int) and pos < 0 else pos

@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 import sympy
 
 from .errors import ScheduleError, user_location
-from .expr import Expr, ceildiv, const, floordiv, mod, mul, to_sympy, try_int, xor, add
+from .expr import Expr, add, ceildiv, const, floordiv, from_sympy, mod, mul, to_sympy, try_int, var, xor
 from .types import IterType, ParallelType
 from .notation import user_str
 
@@ -303,8 +303,6 @@ def as_index(value) -> int | None:
 def check_factor(op: str, factor) -> Expr:
     """A split factor: a positive int, or a symbol name / sympy symbol or integer expression
     of symbols (a symbolic factor)."""
-    from .expr import from_sympy, var
-
     def refuse(shown: str) -> ScheduleError:
         return ScheduleError(f"{op}: factor must be a positive int or symbol, got {shown}")
 

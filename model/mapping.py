@@ -8,6 +8,7 @@ propagation and parallelize_all_like compare."""
 from __future__ import annotations
 
 from .iterdomain import IterDomain, Merge, Split, Swizzle
+from .fusion import is_mma_op
 
 
 class IdMap:
@@ -122,8 +123,6 @@ def promoted(idmap: IdMap, producer_id: IterDomain, consumer, k: int) -> bool:
     model/promotion.py indexes it). Done for the operands of a tensor-core op (an MmaOp's operand
     is broadcast along the other operand's axes), never into a reduction loop (its consumers read
     totals, after it)."""
-    from .mma_op import is_mma_op
-
     c = consumer.loop[k]
     if not is_mma_op(consumer.definition) or c.is_reduction:
         return False

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 
 from .errors import ScheduleError
-from .fusion import Op
-from .iterdomain import IterDomain, wrong_enum
-from .options import MmaArch, MmaMacro, Tf32Rounding
+from .fusion import MMA_OP, Op, is_mma_op
+from .iterdomain import IterDomain
+from .options import MmaArch
+from .ops import broadcast
+from .reduction import _axes, element_axes, is_reduction_tensor
 from .tensor import TensorView
+from .tensor_base import check_tensor
 from .types import IterType, OpKind, ParallelType, float32
 
-MMA_OP = "fms"  # the reduction name of an MmaOp (model/reduction.py treats it as a sum of products)
 OPERAND_DTYPES = ("float32", "bfloat16", "float16")
 LANE = ParallelType.TIDx  # the lanes of the warp that issues an instruction
 ROLES = ("A", "B", "C")
@@ -52,12 +54,10 @@ def fused_multiply_sum(a: TensorView, b: TensorView, axes) -> TensorView:
         a = tp.broadcast(a2, [False, True, False])   # [M, 1, K]
         b = tp.broadcast(b2, [True, False, False])   # [1, N, K]
         d = tp.fused_multiply_sum(a, b, [-1])         # [M, N, rK]"""
-    from .ops import _check_tv
-    from .reduction import _axes, is_reduction_tensor
 
     func = "fused_multiply_sum"
-    _check_tv(func, a, "a")
-    _check_tv(func, b, "b")
+    check_tensor(func, a, "a")
+    check_tensor(func, b, "b")
     for arg, t in (("a", a), ("b", b)):
         if t.dtype.name not in OPERAND_DTYPES:
             raise ScheduleError(f"{func}: {arg} ({t.name}) is {t.dtype}; operands are float32 (tf32 on the tensor "
@@ -93,19 +93,13 @@ def fused_multiply_sum(a: TensorView, b: TensorView, axes) -> TensorView:
 def matmul(a: TensorView, b: TensorView) -> TensorView:
     """a @ b for a [M, K] and b [K, N], in float32: fused_multiply_sum of a broadcast to
     [M, K, 1] and b to [1, K, N] over axis 1 (the output's logical domain is [M, rK, N])."""
-    from .ops import _check_tv, broadcast
-    from .reduction import element_axes
 
     for arg, t in (("a", a), ("b", b)):
-        _check_tv("matmul", t, arg)
+        check_tensor("matmul", t, arg)
         if len(element_axes(t)) != 2:
             raise ScheduleError(f"matmul: {arg} ({t.name}) has {len(element_axes(t))} axes; matmul takes 2-D "
                                 f"operands (use tp.fused_multiply_sum for others)")
     return fused_multiply_sum(broadcast(a, [False, False, True]), broadcast(b, [True, False, False]), [1])
-
-
-def is_mma_op(op: Op | None) -> bool:
-    return op is not None and op.kind is OpKind.REDUCTION and op.name == MMA_OP
 
 
 def is_wgmma_op(op: Op | None) -> bool:
@@ -116,30 +110,6 @@ def is_wgmma_op(op: Op | None) -> bool:
 def is_mma(tv: TensorView) -> bool:
     """Whether tv is computed on the tensor cores: an MmaOp with a macro."""
     return is_mma_op(tv.definition) and tv.definition.macro is not None
-
-
-def check_macro(op: Op, macro) -> MmaMacro:
-    """Op.set_macro's argument check."""
-    if not is_mma_op(op):
-        raise ScheduleError(f"set_macro: `{op}` is not an MmaOp; the macro belongs to the op of "
-                            f"tp.fused_multiply_sum / tp.matmul")
-    if not isinstance(macro, MmaMacro):
-        raise wrong_enum("set_macro", "macro", MmaMacro, macro)
-    return macro
-
-
-def check_tf32_rounding(macro, rounding):
-    """Op.set_macro's tf32_rounding check: a tp.Tf32Rounding, for a macro with float32 operands
-    (None: RNA there, nothing for the others)."""
-    if rounding is None:
-        return Tf32Rounding.RNA if macro.input_dtypes == ("float32",) else None
-    if not isinstance(rounding, Tf32Rounding):
-        raise wrong_enum("set_macro", "tf32_rounding", Tf32Rounding, rounding)
-    if macro.input_dtypes != ("float32",):
-        raise ScheduleError(f"set_macro: tf32_rounding applies to the tf32 macro (Ampere_16_8_8); "
-                            f"MmaMacro.{macro.name} takes {' or '.join(macro.input_dtypes)} operands, which are "
-                            f"not rounded")
-    return rounding
 
 
 # -- the roles of D's axes and its Mma loop IDs ------------------------------------------------------
@@ -154,5 +124,4 @@ def check_tf32_rounding(macro, rounding):
 
 
 
-__all__ = ["ELEMENT_VARS", "INSTRUCTION_AXES", "LANE", "MMA_OP", "check_macro", "check_tf32_rounding",
-           "fused_multiply_sum", "is_mma", "is_mma_op", "is_wgmma_op", "matmul"]
+__all__ = ["ELEMENT_VARS", "INSTRUCTION_AXES", "LANE", "fused_multiply_sum", "is_mma", "is_wgmma_op", "matmul"]

@@ -7,7 +7,6 @@ every place a symbolic size reaches a user.
 
 from __future__ import annotations
 
-import random
 
 import sympy
 from sympy.printing.precedence import PRECEDENCE, precedence
@@ -57,58 +56,6 @@ class _UserPrinter(StrPrinter):
 
 _PRINTER = _UserPrinter()
 
-# Python's binding strength of what an Expr op prints as (higher binds tighter)
-_LEVEL = {"add": 40, "mul": 50, "floordiv": 50, "mod": 50, "xor": 20}
-_INFIX = {"mul": "*", "floordiv": " // ", "mod": " % ", "xor": " ^ "}
-
-
-def expr_str(e) -> str:
-    """An index-algebra Expr as Python: sympy's simplified form where it keeps the value, else
-    printed from the Expr's own tree (sympy rewrites some nested Mod/floor terms wrongly)."""
-    from .expr import evaluate, to_sympy  # noqa: PLC0415 - expr imports this module lazily
-
-    simple = to_sympy(e)
-    names = sorted(e.free_vars())
-    rng = random.Random(len(names))
-    for _ in range(4):
-        env = {n: rng.randrange(1, 1000) for n in names}
-        try:
-            same = simple.subs({x: env[x.name] for x in simple.free_symbols}) == evaluate(e, env)
-        except (ZeroDivisionError, TypeError):
-            same = False
-        if not same:
-            return _expr(e)[0]
-    return user_str(simple)
-
-
-def _expr(e) -> tuple[str, int]:
-    op = e.op
-    if op == "const":
-        return str(e.value), (100 if e.value >= 0 else 45)
-    if op == "var":
-        return str(e.value), 100
-    if op == "ceildiv":
-        return f"ceil({_side(e.args[0], 50)} / {_side(e.args[1], 51)})", 100
-    if op == "max":
-        return f"max({', '.join(_expr(a)[0] for a in e.args)})", 100
-    level = _LEVEL[op]
-    if op == "add":
-        parts = [_side(e.args[0], level)]
-        for a in e.args[1:]:
-            if a.op == "const" and a.value < 0:
-                parts.append(f" - {-a.value}")
-            else:
-                parts.append(f" + {_side(a, level)}")
-        return "".join(parts), level
-    sep = _INFIX[op]
-    if op == "mul":  # a product reads (c % 128)*6, not c % 128*6 (the same to Python)
-        return sep.join(_side(a, level + 1 if a.op in ("mod", "floordiv") else level) for a in e.args), level
-    return sep.join([_side(e.args[0], level)] + [_side(a, level + 1) for a in e.args[1:]]), level
-
-
-def _side(e, level: int) -> str:
-    text, own = _expr(e)
-    return f"({text})" if own < level else text
 
 
 def user_str(e) -> str:
@@ -129,4 +76,4 @@ def _wrapped(text: str) -> bool:
     return False
 
 
-__all__ = ["expr_str", "user_str"]
+__all__ = ["user_str"]

@@ -4,40 +4,23 @@ and records which input axis each output axis reads."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 import numbers
 import struct
 from typing import Sequence
 
 from .errors import ScheduleError
-from .expr import Expr, const, var
-from .fusion import Op, Scalar, current_fusion
+from .expr import const
+from .fusion import Op, Scalar
 from .iterdomain import IterDomain, as_index, wrong_enum
-from .reduction import element_axes
-from .tensor import TensorView
-from .types import DTYPES, CacheOp, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float32, float64
+from .reduction import cache_before, element_axes
+from .tensor_base import TensorBase, check_tensor
+from .types import DTYPES, CacheOp, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, float64
 
-
-def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
-    import sympy
-
-    if isinstance(s, bool):
-        raise ScheduleError(f"tensor shape entries must be ints or names, got {s!r}")
-    if isinstance(s, int):
-        if s == -1:
-            name = f"T{tensor_index}_{dim}"
-            fusion.symbol(name)
-            return var(name), IterType.Iteration
-        if s <= 0:
-            raise ScheduleError(f"tensor extents must be positive (or -1 for symbolic), got {s}")
-        return const(s), IterType.Broadcast if s == 1 else IterType.Iteration
-    if isinstance(s, str):
-        fusion.symbol(s)
-        return var(s), IterType.Iteration
-    if isinstance(s, sympy.Symbol):
-        fusion.symbol(s.name)
-        return var(s.name), IterType.Iteration
-    raise ScheduleError(f"tensor shape entries must be ints or names, got {type(s).__name__} {s!r}")
+if TYPE_CHECKING:
+    from .tensor import TensorView
 
 
 def _check_dtype(func: str, dtype) -> DataType:
@@ -47,65 +30,11 @@ def _check_dtype(func: str, dtype) -> DataType:
     return as_dtype(dtype)
 
 
-def _check_shape(func: str, shape) -> list:
-    if not isinstance(shape, (list, tuple)):
-        raise ScheduleError(f"{func}: shape must be a list, got {type(shape).__name__} {shape!r}")
-    return list(shape)
-
-
-def make_tensor(shape: Sequence, contiguity=None, dtype=float32) -> TensorView:
-    """A tensor with the given shape: ints are concrete, -1 or a name is symbolic.
-    Extent-1 axes are broadcast axes (as nvFuser's make_concrete_tensor)."""
-    fusion = current_fusion()
-    shape = _check_shape("make_tensor", shape)
-    dtype = _check_dtype("make_tensor", dtype)
-    idx = fusion._tensor_count
-    ids = []
-    for d, s in enumerate(shape):
-        e, it = _extent(fusion, idx, d, s)
-        ids.append(IterDomain(e, number=fusion.next_iterdomain_number(), iter_type=it))
-    return TensorView(fusion, ids, dtype, contiguity=contiguity)
-
-
-def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorView:
-    """A contiguous tensor of constant extents (positive ints; extent 1 is a broadcast axis) in
-    the active fusion. nvFuser: makeContigConcreteTensor(shape, dtype).
-
-        t0 = tp.make_contig_concrete_tensor([1024, 64], dtype=tp.bfloat16); fusion.add_input(t0)"""
-    shape = _check_shape("make_contig_concrete_tensor", shape)
-    _check_dtype("make_contig_concrete_tensor", dtype)
-    for s in shape:
-        if isinstance(s, bool) or not isinstance(s, int) or s <= 0:
-            raise ScheduleError(f"make_contig_concrete_tensor: extents must be positive ints, got {s!r}")
-    return make_tensor(shape, contiguity=True, dtype=dtype)
-
-
-def make_contig_tensor(ndims: int, dtype=float32) -> TensorView:
-    """A contiguous tensor of `ndims` symbolic extents, named T<n>_0, T<n>_1, ... (sizes the
-    proofs quantify over) in the active fusion. nvFuser: makeContigTensor(ndims, dtype).
-
-        t0 = tp.make_contig_tensor(2)   # extents T0_0, T0_1"""
-    if isinstance(ndims, bool) or not isinstance(ndims, int) or ndims < 0:
-        raise ScheduleError(f"make_contig_tensor: ndims must be a non-negative int, got {ndims!r}")
-    _check_dtype("make_contig_tensor", dtype)
-    return make_tensor([-1] * ndims, contiguity=True, dtype=dtype)
-
-
 def _like(src: TensorView, dtype: DataType | None = None, order: Sequence[int] | None = None) -> TensorView:
     order = element_axes(src) if order is None else list(order)  # a reduced axis is not in the shape
     ids = [IterDomain(src.logical[k].extent_expr, number=src.fusion.next_iterdomain_number(),
                       iter_type=src.logical[k].iter_type) for k in order]
-    return TensorView(src.fusion, ids, dtype or src.dtype)
-
-
-def _check_tv(op: str, tv, arg: str = "tv") -> TensorView:
-    if not isinstance(tv, TensorView):
-        scalar = (" (of the ops, only the binary ones take a number operand: tp.add, tp.sub, tp.mul, tp.div)"
-                  if isinstance(tv, (int, float)) else "")
-        raise ScheduleError(f"{op}: expected a TensorView for {arg}, got {type(tv).__name__} {tv!r:.60}{scalar}")
-    if tv.fusion is not current_fusion():
-        raise ScheduleError(f"{op}: {tv.name} belongs to another fusion")
-    return tv
+    return src.new_tensor(ids, dtype or src.dtype)
 
 
 def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set,  # noqa: A001 - nvFuser's name
@@ -117,7 +46,7 @@ def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set,  # noqa: A001
     LoadStoreOp(op_type, out, in, cache_op).
 
         t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)   # global -> shared by TMA"""
-    _check_tv("set", tv)
+    check_tensor("set", tv)
     if not isinstance(op, LoadStoreOpType):
         raise wrong_enum("set", "op", LoadStoreOpType, op)
     check_cache_op("set", op, cache_op)
@@ -141,7 +70,7 @@ def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:
     nvFuser: transpose(tv, dim0, dim1).
 
         t1 = tp.transpose(t0, 0, 1)   # [M, N] -> [N, M]"""
-    _check_tv("transpose", tv)
+    check_tensor("transpose", tv)
     axes = element_axes(tv)
     n = len(axes)
     for arg, d in (("dim0", dim0), ("dim1", dim1)):
@@ -162,7 +91,7 @@ def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
     False entries take tv's axes in order. nvFuser: broadcast(tv, is_broadcast_dim).
 
         t1 = tp.broadcast(t0, [False, True])   # [N] -> [N, b1], to add to an [N, K] tensor"""
-    _check_tv("broadcast", tv)
+    check_tensor("broadcast", tv)
     if not isinstance(is_broadcast_dim, (list, tuple)) or not all(isinstance(f, bool) for f in is_broadcast_dim):
         raise ScheduleError(f"broadcast: is_broadcast_dim must be a list of True / False, one per output axis, "
                             f"got {is_broadcast_dim!r}")
@@ -182,7 +111,7 @@ def broadcast(tv: TensorView, is_broadcast_dim: Sequence[bool]) -> TensorView:
             ids.append(IterDomain(src.extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=src.iter_type))
             mapping.append(axes[k])
             k += 1
-    out = TensorView(tv.fusion, ids, tv.dtype)
+    out = tv.new_tensor(ids, tv.dtype)
     tv.fusion._register_op(Op(OpKind.BROADCAST, [tv], out, [mapping], name="broadcast"))
     return out
 
@@ -192,7 +121,7 @@ BINARY = ("add", "sub", "mul", "div", "maximum", "minimum")
 
 
 def unary(name: str, tv: TensorView) -> TensorView:
-    _check_tv(name, tv, "a")
+    check_tensor(name, tv, "a")
     if name not in UNARY:
         raise ScheduleError(f"unknown unary op {name!r}; supported: {', '.join(UNARY)}")
     out = _like(tv)
@@ -209,7 +138,7 @@ def cast(tv: TensorView, dtype) -> TensorView:
     nvFuser: castOp(dtype, tv).
 
         t1 = tp.cast(t0, tp.bfloat16)   # float32 -> bfloat16, round to nearest even"""
-    _check_tv("cast", tv)
+    check_tensor("cast", tv)
     dtype = _check_dtype("cast", dtype)
     if dtype == tv.dtype:
         return set(tv)
@@ -255,12 +184,12 @@ def _scalar_value(op: str, arg: str, number, dtype: DataType) -> int | float:
 
 def _binary_with_number(name: str, a, b) -> TensorView:
     """A binary op with a number operand: the tensor's dtype, the number in its compute type."""
-    if not isinstance(a, TensorView) and not isinstance(b, TensorView):
+    if not isinstance(a, TensorBase) and not isinstance(b, TensorBase):
         for arg, x in (("a", a), ("b", b)):
             _scalar_value(name, arg, x, float64)  # a clear error for what is no number
         raise ScheduleError(f"{name}: one operand must be a TensorView, got two numbers {a!r} and {b!r}")
-    position, tv, number = (1, a, b) if isinstance(a, TensorView) else (0, b, a)
-    _check_tv(name, tv, "a" if position == 1 else "b")
+    position, tv, number = (1, a, b) if isinstance(a, TensorBase) else (0, b, a)
+    check_tensor(name, tv, "a" if position == 1 else "b")
     value = _scalar_value(name, "b" if position == 1 else "a", number, tv.dtype)
     given = int(number) if isinstance(number, numbers.Integral) else float(number)
     out = _like(tv)
@@ -275,10 +204,10 @@ def binary(name: str, a, b) -> TensorView:
     tensor's dtype)."""
     if name not in BINARY:
         raise ScheduleError(f"unknown binary op {name!r}; supported: {', '.join(BINARY)}")
-    if not isinstance(a, TensorView) or not isinstance(b, TensorView):
+    if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
         return _binary_with_number(name, a, b)
-    _check_tv(name, a, "a")
-    _check_tv(name, b, "b")
+    check_tensor(name, a, "a")
+    check_tensor(name, b, "b")
     axes_a, axes_b = element_axes(a), element_axes(b)
     if len(axes_a) != len(axes_b):
         raise ScheduleError(f"{name}: {a.name} has {len(axes_a)} dimensions, {b.name} has {len(axes_b)}; broadcast first")
@@ -290,7 +219,7 @@ def binary(name: str, a, b) -> TensorView:
         if not x.is_broadcast and not y.is_broadcast and x.extent_expr != y.extent_expr:
             raise ScheduleError(f"{name}: extents {x.extent} and {y.extent} differ")
         ids.append(IterDomain(src.extent_expr, number=a.fusion.next_iterdomain_number(), iter_type=src.iter_type))
-    out = TensorView(a.fusion, ids, a.dtype)
+    out = a.new_tensor(ids, a.dtype)
     a.fusion._register_op(Op(OpKind.BINARY, [a, b], out, [axes_a, axes_b], name=name))
     return out
 
@@ -300,7 +229,6 @@ def redirect_definition(tv: TensorView, op_type: LoadStoreOpType) -> TensorView:
     fusion = tv.fusion
     old = tv.definition
     if old.kind is OpKind.REDUCTION:  # the cache computes the reduction; tv becomes a copy of its shape
-        from .reduction import cache_before
 
         return cache_before(tv, op_type)
     with fusion:

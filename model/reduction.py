@@ -27,14 +27,19 @@ register that accumulates nothing holds the neutral element.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 
 from .errors import ScheduleError
 from .fusion import Op
 from .iterdomain import IterDomain, Merge, Split, Swizzle, as_index
-from .tensor import TensorView, _normalize_contiguity
+from .tensor_base import _normalize_contiguity, check_tensor
 from .types import (
     DataType, IterType, OpKind, ParallelType,
 )
+
+if TYPE_CHECKING:
+    from .tensor import TensorView
 
 REDUCTIONS = ("sum", "max")
 COMBINE = {"sum": "add", "max": "maximum", "fms": "add"}  # fms: an MmaOp (model/mma_op.py), a sum of products  # the binary op (model/ops.py BINARY) that combines two partials
@@ -94,11 +99,9 @@ def _axes(func: str, tv: TensorView, axes) -> list[int]:
 def reduction(name: str, tv, axes) -> TensorView:
     """`name` (sum or max) of tv over `axes`: a new tensor whose logical domain keeps the reduced
     axes as reduction IterDomains and whose shape drops them."""
-    from .ops import _check_tv
-
     if name not in REDUCTIONS:
         raise ScheduleError(f"unknown reduction {name!r}; supported: {', '.join(REDUCTIONS)}")
-    _check_tv(name, tv)
+    check_tensor(name, tv)
     if is_reduction_tensor(tv):
         raise ScheduleError(
             f"{name}: {tv.name} is itself the output of a reduction (`{tv.definition}`); reduce every axis in one "
@@ -108,7 +111,7 @@ def reduction(name: str, tv, axes) -> TensorView:
     for k, src in enumerate(tv.logical):
         kind = IterType.Reduction if k in reduced else src.iter_type
         ids.append(IterDomain(src.extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=kind))
-    out = TensorView(tv.fusion, ids, tv.dtype)
+    out = tv.new_tensor(ids, tv.dtype)
     tv.fusion._register_op(Op(OpKind.REDUCTION, [tv], out, [list(range(len(ids)))], name=name))
     return out
 
@@ -161,7 +164,7 @@ def rfactor(tv: TensorView, axes) -> TensorView:
     # iteration axes plus the loop IDs the reduction axes became; reduction loop IDs not rfactored
     # become its iteration axes (one partial per point of them).
     with fusion:
-        part = TensorView(fusion, list(tv.logical), tv.dtype)
+        part = tv.new_tensor(list(tv.logical), tv.dtype)
     derives = _derives(tv)
     reduced_roots = {i.uid for i in tv.logical if i.is_reduction}
     reduction_leaves = [i for i in tv.loop if derives[i.uid] & reduced_roots]
@@ -238,7 +241,7 @@ def cache_before(tv: TensorView, op_type) -> TensorView:
     if tv.compute_at:
         raise ScheduleError(f"cache_before: {tv.name} is inlined at {tv.compute_at}; cache before inlining")
     with fusion:
-        new = TensorView(fusion, list(tv.logical), tv.dtype)
+        new = tv.new_tensor(list(tv.logical), tv.dtype)
     new.root, new.logical, new.history, new.loop = list(tv.root), list(tv.logical), list(tv.history), list(tv.loop)
     new.allocation = None
     new.contiguity = _normalize_contiguity(None, new.logical, "cache_before")

@@ -12,7 +12,8 @@ from typing import Iterable
 from .errors import ScheduleError, user_location
 from .iterdomain import Merge, Split, Swizzle, wrong_enum
 from .mapping import IdMap
-from .tensor import TensorView, apply_replayed
+from .tensor import TensorView
+from .tensor_base import apply_replayed
 from .types import ParallelType
 
 

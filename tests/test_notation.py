@@ -14,7 +14,8 @@ import sympy
 
 import tileproof as tp
 from tileproof.model.expr import evaluate
-from tileproof.model.notation import expr_str, user_str
+from tileproof.model.expr import expr_str
+from tileproof.model.notation import user_str
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support.expr_gen import random_expr  # noqa: E402

@@ -45,7 +45,7 @@ from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import evaluate
 from tileproof.model.iterdomain import Merge, Split
 from tileproof.execution.indexing import loop_var
-from tileproof.model.tensor import loop_path
+from tileproof.model.tensor_base import loop_path
 from tileproof.hw.tma import infer_tma, is_tma_op
 from tileproof.execution.tma_issue import build_issue
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES

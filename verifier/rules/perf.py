@@ -13,7 +13,7 @@ import sympy
 
 from ...execution.statements import element_offset
 from ...model.expr import Expr, add, const, evaluate, product
-from ...model.notation import expr_str
+from ...model.expr import expr_str
 from ...model.types import BLOCK_TYPES, LoadStoreOpType, MemoryType
 from ..access import THREAD_VARS, build, var_name
 from ..context import VerifyContext
