@@ -36,7 +36,7 @@ def cuda_device_name() -> str | None:
     """torch's name for GPU 0 ("NVIDIA H200"), or None where there is none; asked in a child
     process, so that the caller (fuzz.py, whose workers fork from it) never initializes CUDA."""
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.get_device_name(0))"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
     lines = probe.stdout.strip().splitlines()
     return lines[-1] if probe.returncode == 0 and lines else None
 

@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_common import cuda_device_name, results_path  # noqa: E402  (benchmarks/bench_common.py)
+from bench_common import cuda_device_name, results_path  # benchmarks/bench_common.py
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
             ("reduction", 2), ("mma", 1), ("wgmma", 1)]

@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_common import cuda_device_name, results_path  # noqa: E402  (benchmarks/bench_common.py)
+from bench_common import cuda_device_name, results_path  # benchmarks/bench_common.py
 
 SLOW_COMPILE_S = 10.0  # as benchmarks/fuzz.py: UNROLL-LENGTH's examples compile for minutes
 

@@ -16,10 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import results_path  # noqa: E402  (benchmarks/bench_common.py)
-
-import tileproof as tp  # noqa: E402
-from tileproof.schedule_files import discover  # noqa: E402
+import tileproof as tp
+from bench_common import results_path  # benchmarks/bench_common.py
+from tileproof.schedule_files import discover
 
 ROOT = Path(__file__).resolve().parent.parent
 
