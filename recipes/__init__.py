@@ -1,0 +1,29 @@
+"""Recipes: schedule builders for whole kernels, written on the public `tileproof` API only (as a
+user would write them; they import `tileproof` and each other, nothing of its packages).
+
+Each recipe is a function of the problem sizes and one frozen parameter dataclass, modelled on
+nvFuser's MatmulParams (csrc/scheduler/matmul_heuristic.h): related knobs grouped (the tile, the
+pipeline, the grid order, the cluster, the epilogue, the operands), every field checked at
+construction (tp.ScheduleError naming the class and the field), the repr naming only what differs
+from the defaults. What a recipe builds is an ordinary tp.Fusion: verify it, compile it, or
+change it further.
+
+    hopper_gemm(m, n, k, HopperGemmParams(...))   Hopper wgmma GEMM, TMA loads (hopper_gemm.py,
+                                                  its parameters in hopper_params.py)
+    mma_gemm(m, n, k, MmaGemmParams(...))         mma.sync GEMM, cp.async stages and ldmatrix
+                                                  fragments (mma_gemm.py)
+
+gemm_blocks.py holds the pieces both use (tiling by the block tile, grouped block orders, the
+stmatrix epilogue's TMA store boxes); params.py the parameter groups both use (GridOrder,
+Epilogue) and the checks. examples/valid/wgmma.py and examples/valid/mma.py show them in use.
+"""
+
+from .gemm_blocks import tile_multiples
+from .hopper_gemm import hopper_gemm
+from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline, swizzled_box
+from .mma_gemm import CpAsyncPipeline, MmaGemmParams, MmaTile, matmul_fusion, mma_gemm
+from .params import Epilogue, GridOrder
+
+__all__ = ["Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperTile", "MmaGemmParams",
+           "MmaTile", "Operand", "TmaPipeline", "hopper_gemm", "matmul_fusion", "mma_gemm", "swizzled_box",
+           "tile_multiples"]

@@ -1,0 +1,199 @@
+"""The Hopper wgmma GEMM recipe: D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32, A and B
+bfloat16, both operands in shared memory (TMA loads, swizzled boxes) read by wgmma.mma_async
+through matrix descriptors, the accumulators in each warpgroup's registers as wgmma's D fragment
+(sm_90a).
+
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=ws),
+                              grid=GridOrder(group=8))
+    fusion = hopper_gemm("M", "N", "K", params)
+
+The parameters are hopper_params.py's. This file holds the builder and its pieces: the operand
+tiles' layouts, the block orders (grouped, patches, persistent), the warpgroups' tiles and the
+stmatrix epilogue. Imports only the public `tileproof` API.
+"""
+
+from __future__ import annotations
+
+import tileproof as tp
+
+from .gemm_blocks import grouped_blocks, permute, through_shared, tile_mnk, tma_store_boxes
+from .hopper_params import HopperGemmParams, swizzled_box
+
+P = tp.ParallelType
+
+
+def mn_major_box(tile, swizzle_bytes):
+    """The operand tile [.., rows (M or N), K] as an MN-major TMA box lays it out: [.., rows /
+    span, K rows, span] with span one swizzle span of rows (64 bf16 for 128 bytes), swizzled:
+    rows of MN contiguous, as a transposed operand (M-major A, N-major B) arrives from memory.
+    wgmma reads it with its transpose bit set."""
+    span = swizzle_bytes // tile.dtype.bytes
+    tile.split(-2, span)
+    tile.reorder({-1: -2, -2: -1})
+    swizzled_box(tile, swizzle_bytes)
+
+
+def patched_blocks(tensors, patch):
+    """Bind the block tiles [Mo, No, ..] of `tensors` to blocks in patches of pm x pn tiles, each
+    block running over its patch: [Mo / pm (blockIdx.x), No / pn (blockIdx.y), pm, pn (serial
+    loops), ..]. A and B split their broadcast axis by 1 to have one for each loop of the other
+    operand. Returns the axes added (2)."""
+    pm, pn = patch
+    for t in tensors:
+        t.split(1, 1 if t.axis(1).is_broadcast else pn)  # [Mo, No / pn, pn, ..]
+        t.split(0, 1 if t.axis(0).is_broadcast else pm)  # [Mo / pm, pm, No / pn, pn, ..]
+        permute(t, [0, 2, 1, 3] + list(range(4, len(t.get_loop_domain()))))
+        for i, p in ((0, P.BIDx), (1, P.BIDy)):
+            if not t.axis(i).is_broadcast:
+                t.axis(i).parallelize(p)
+    return 2
+
+
+def persistent_blocks(tensors, sms, group):
+    """Bind the block tiles [Mo, No, ..] of `tensors` to a persistent grid of `sms` blocks: the
+    tiles in groups of `group` M tiles [Mo / group, No, group] (the blocks running at once share
+    their A tiles), merged into one tile index, split by `sms`: [tiles / sms (a serial loop),
+    sms (blockIdx.x), ..]; block b computes tiles b, b + sms, ... A's and B's tiles merge their
+    broadcast axis where D merges the other operand's tiles: the merge iterates D's tiles (loop
+    promotion), each loading the operand's tile of D's tile. Returns the axes added (0)."""
+    for t in tensors:
+        t.split(0, 1 if t.axis(0).is_broadcast else group)  # [Mo / group, group, No, ..]
+        permute(t, [0, 2, 1] + list(range(3, len(t.get_loop_domain()))))  # [Mo / group, No, group, ..]
+        t.merge(0).merge(0).split(0, sms)  # [tiles / sms, sms, ..]
+        t.axis(1).parallelize(P.BIDx)
+    return 0
+
+
+def warpgroup_tiles(t, split_n, rows=64, at=2):
+    """A block tile [.., bm, bn, ..] (axes at, at + 1) as its warpgroups' wgmma tiles: one
+    warpgroup per 64 rows [.., wg, 64, bn, ..], per `rows` rows [.., wg, mi, 64, bn, ..] (a loop mi
+    over its rows / 64 wgmmas), or with split_n two warpgroups splitting the columns
+    [.., wg, mi, 64, bn / 2, ..] (bm / 64 wgmmas each); wg bound to TIDy, mi unrolled."""
+    bn = t.axis(at + 1).static_extent
+    if split_n:
+        t.split(at + 1, bn // 2).split(at, 64)  # [.., mi, 64, wg, bn / 2, ..]
+        rest = len(t.get_loop_domain()) - at - 4
+        permute(t, list(range(at)) + [at + 2, at, at + 1, at + 3] + list(range(at + 4, at + 4 + rest)))
+    elif rows > 64:
+        t.split(at, rows).split(at + 1, 64)
+    else:
+        t.split(at, 64)
+    t.axis(at).parallelize(P.TIDy)
+    if split_n or rows > 64:
+        t.axis(at + 1).parallelize(P.Unroll)
+
+
+def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=False, swizzle=128):
+    """[c, cs, out] of gemm_blocks.through_shared: c = cast(D) in D's fragment layout ([Mo, No, wg
+    (TIDy), (mi,) thread (TIDx), N / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16
+    tile: stmatrix.x4) into the TMA store's swizzled boxes, out = their TMA store (tma_store_boxes).
+    by_box=True: c and cs [Mo, No, box, wg, (mi,) thread, N / 16 of the box, 8], a loop over the
+    output's TMA boxes (one `swizzle` span: 64 columns, 32 at swizzle=64) outside the threads, so
+    that cs can hold one box at a time."""
+    tma_store_boxes(epilogue, block, swizzle, by_box=by_box)
+    c, cs, _ = epilogue
+    span = swizzle // cs.dtype.bytes
+    for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, (mi,) thread, N / 16, 8]: D's fragment
+        if by_box and t is c:  # [Mo, No, box, bm, span] (cs's already): D's fragment of each box's columns
+            t.split(3, span)
+            permute(t, [0, 1, 3, 2, 4])
+        warpgroup_tiles(t, split_n, rows, at=3 if by_box else 2)
+        tp.schedule_mma_fragment(t, getattr(tp.MmaMacro, f"Hopper_64_{span}_16") if by_box else macro, "C")
+        t.split(-1, 8)
+        t.axis(-2).parallelize(P.Unroll)
+    for t in epilogue if by_box else ():  # the box loop unrolled: c reads D's registers at constant indices
+        t.axis(2).parallelize(P.Unroll)
+    c.axis(-1).parallelize(P.Unroll)
+    cs.axis(-1).parallelize(P.Vectorize)
+
+
+def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
+    """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32 on wgmma (sizes ints or symbol names):
+    block tile params.tile.m x .n x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each
+    issuing one Hopper_64_{n}_16 wgmma per 16 columns of K; A's and B's tiles loaded by TMA as
+    boxes of one swizzle span of K, allocated as the TMA's swizzled boxes; D's accumulators
+    allocated as wgmma's D fragment (128 threads on TIDx) and stored to the output from there
+    (or through the stmatrix epilogue); params None: HopperGemmParams(). The fusion is named
+    hopper_matmul; its tensors: T0 = A, T1 = B, T2 the accumulators, T3 the output, T4 and T5
+    A's and B's shared tiles."""
+    params = HopperGemmParams() if params is None else params
+    if not isinstance(params, HopperGemmParams):
+        raise tp.ScheduleError(f"hopper_gemm: params must be a HopperGemmParams, got {type(params).__name__}")
+    tile, pipeline, grid, cluster, epilogue_params = (params.tile, params.pipeline, params.grid, params.cluster,
+                                                      params.epilogue)
+    bm, bn = block = (tile.m, tile.n)
+    swizzle = tile.swizzle
+    bk = swizzle // 2
+    macro = tile.macro
+    with tp.Fusion("hopper_matmul") as fusion:
+        a = tp.make_tensor([m, 1, k], dtype=tp.bfloat16)
+        b = tp.make_tensor([1, n, k], dtype=tp.bfloat16)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        out = tp.set(d) if epilogue_params.dtype == tp.float32 else tp.cast(d, epilogue_params.dtype)
+        fusion.add_output(out)
+    d.definition.set_macro(macro)
+    mn_major = {t for t, operand in ((a, params.a), (b, params.b)) if operand.major == "MN"}
+    for t in mn_major:  # M or N innermost in global memory: [1, K, M] / [1, K, N]
+        t.set_allocation_domain([t.axis(2), t.axis(1), t.axis(0)] if t is a else [t.axis(0), t.axis(2), t.axis(1)],
+                                True)
+    sa = a.cache_after(params.a.load)
+    sb = b.cache_after(params.b.load)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+    for t in (d, sa, sb):
+        tile_mnk(t, bm, bn, bk)
+    d.split(5, 16)  # D [Mo, No, Ko, bm, bn, kk, K16] -> [Mo, No, Ko, wg, (mi,) M64, N, kk, K16]
+    warpgroup_tiles(d, tile.split_n, tile.warpgroup_rows, at=3)
+    kk = len(d.get_loop_domain()) - 2  # -> [Mo, No, Ko, wg, kk, (mi,) M64, N, K16]
+    permute(d, [0, 1, 2, 3, kk] + list(range(4, kk)) + [kk + 1])
+    # the accumulators: [Mo, No, Ko, kk, K16, wg, (mi,) thread (TIDx), v], wgmma's D fragment
+    d.set_allocation_domain(tp.mma_output_allocation(d), True)
+    d.axis(4).parallelize(P.Unroll)
+    for i in (-3, -2, -1):
+        d.axis(i).parallelize(P.Mma)
+    if epilogue_params.stmatrix:  # through shared memory: stmatrix, then a TMA store
+        epilogue = through_shared(out)
+        stmatrix_epilogue(epilogue, macro, block, tile.split_n, tile.warpgroup_rows, epilogue_params.by_box,
+                          epilogue_params.swizzle)
+    else:  # the output [M, N] -> [Mo, No, wg, (mi,) thread, v]: D's fragment
+        epilogue = [out]
+        out.split(1, bn).split(0, bm)
+        permute(out, [0, 2, 1, 3])
+        warpgroup_tiles(out, tile.split_n, tile.warpgroup_rows)
+        tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
+        if not (isinstance(n, int) and n % 2):  # an even N: no pair of columns straddles N's end (rows past M: both out)
+            out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
+        # the thread's accumulators read by constant indices: registers, not local memory
+        out.axis(-2 if out.axis(-1).parallel_type is P.Vectorize else -1).parallelize(P.Unroll)
+    # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
+    spread = cluster.spread
+    for t, g, operand in ((sa, a, params.a), (sb, b, params.b)):
+        (mn_major_box if g in mn_major else operand.layout)(t, swizzle)
+        if spread and t is sb:  # B's 8-row groups [bn / 8] -> [cluster (a loop of boxes), bn / 8 / cluster]
+            t.split(3, bn // 8 // cluster.size)
+        for i in t.get_loop_domain()[3 + ((spread and t is sb) or g in mn_major):]:  # past a loop of boxes
+            i.parallelize(P.Bulk)
+        t.set_allocation_domain(t.get_loop_domain(), True)
+    tiles = (d, *epilogue, sa, sb)
+    at = (patched_blocks(tiles, grid.patch) if grid.patch else
+          persistent_blocks(tiles, grid.persistent, grid.group) if grid.persistent else grouped_blocks(tiles, grid.group))
+    for t in (sa, sb):
+        t.inline_at(3 + at)
+        if pipeline.stages > 1:
+            t.circular_buffer(pipeline.stages, pipeline.prefetch, pipeline.strategy)
+    d.inline_at(2 + at)
+    if epilogue_params.stmatrix:
+        c, cs, _ = epilogue
+        c.inline_at(len(c.loop) - 1)
+        cs.inline_at(3 + at if epilogue_params.by_box else 2 + at)  # by box: one box of shared memory, reused
+    if cluster.size > 1:
+        fusion.cluster_dims = (cluster.size, 1, 1)
+        sb.multicast(P.BIDx)
+    return fusion
+
+
+__all__ = ["hopper_gemm", "mn_major_box", "patched_blocks", "persistent_blocks", "stmatrix_epilogue",
+           "warpgroup_tiles"]
