@@ -8,6 +8,8 @@ its consequences right after it, so that a reader meets the mistake before its s
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from .context import VerifyContext
 from .diagnostics import Diagnostic, Report, Severity
 from .registry import RULES
@@ -21,6 +23,20 @@ def propose_fix(ctx: VerifyContext, key: str, fixed: VerifyContext) -> str:
     did = key if n == 0 else f"{key}#{n + 1}"
     fixes[did] = fixed
     return did
+
+
+def fix_holds(fixed: VerifyContext, codes: Iterable[str]) -> bool:
+    """Whether no rule of `codes` reports an error on `fixed` (the context of a copy of the fusion
+    with a proposed fix applied), the rules run as verify runs them (in registration order, each
+    told which others run); a rule that crashes there counts as an error: the fix is not proposed."""
+    fixed.running = frozenset(codes)
+    for code in [c for c in RULES if c in fixed.running]:
+        try:
+            if any(d.severity is Severity.ERROR for d in RULES[code].func(fixed)):
+                return False
+        except Exception:  # noqa: BLE001 - a fix is proposed only when it is verified
+            return False
+    return True
 
 
 def _fixes(ctx: VerifyContext) -> dict[str, VerifyContext]:

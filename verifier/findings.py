@@ -1,14 +1,18 @@
 """Building Diagnostics inside rules: severity comes from the rule's registration, and a
 proof's verdict becomes diagnostics in one place, report_outcome (the discipline of
-verifier/solver.py: unknown is a rejection, never an accept)."""
+verifier/solver.py: unknown is a rejection, never an accept); a structural check's Problems
+(model/) become diagnostics in report_problems.
+
+May import model/ and the verifier's registry, context, diagnostics and solver; never a rule."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Callable, Container, Iterator, Sequence
+from typing import Callable, Container, Iterable, Iterator, Sequence
 
 from ..model.fusion import Fusion
+from ..execution.problems import Problem
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from .context import VerifyContext
 from .diagnostics import Diagnostic
@@ -20,6 +24,14 @@ def finding(code: str, message: str, *, location: str | None, **fields) -> Diagn
     """A Diagnostic of rule `code`. Every finding says where: `location` is the user's file:line
     of the offending transform, op or tensor (None only where the user's code has no file)."""
     return Diagnostic(code, RULES[code].severity, message, location=location, **fields)
+
+
+def report_problems(code: str, problems: Iterable[Problem]) -> Iterator[Diagnostic]:
+    """The findings of a structural check (no solver): one per Problem that model/ found, with
+    its message, place, notes, values and hint as they are."""
+    for p in problems:
+        yield finding(code, p.message, tensor=p.tensor, ids=list(p.ids), location=p.location, notes=list(p.notes),
+                      counterexample=dict(p.values), hint=p.hint)
 
 
 # a loop index as the index algebra names it: `T1.i7` (model/indexing.py loop_var)

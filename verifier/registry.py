@@ -1,5 +1,9 @@
 """The one rule registry: `@rule("TMEM-LANES", family="tmem")` on a function
-`(ctx) -> Iterable[Diagnostic]`. Codes are stable: never renumber or delete one."""
+`(ctx) -> Iterable[Diagnostic]`. Codes are stable: never renumber or delete one.
+
+The rules register themselves when verifier/rules/ is imported, which verify.py does (and the
+package root imports verify.py, so every use of tileproof has them); this module imports no rule.
+May import model/errors.py and verifier/diagnostics.py only."""
 
 from __future__ import annotations
 
@@ -60,7 +64,7 @@ def rule(code: str, *, family: str, severity: Severity = Severity.ERROR):
 
 
 def get_rule(code: str) -> Rule:
-    _load_rules()
+    _check_loaded()
     try:
         return RULES[code.upper()]
     except KeyError:
@@ -70,9 +74,13 @@ def get_rule(code: str) -> Rule:
 
 
 def all_rules() -> list[Rule]:
-    _load_rules()
+    """Every registered rule, in registration order (the order verify runs and reports them)."""
+    _check_loaded()
     return list(RULES.values())
 
 
-def _load_rules() -> None:
-    from . import rules  # noqa: F401  (registers every family)
+def _check_loaded() -> None:
+    """An empty registry would let verify accept everything: that is a tileproof bug, said so."""
+    if not RULES:
+        raise InternalError("no rule is registered: verifier/rules/ was not imported "
+                            "(tileproof.verifier.verify imports it)")

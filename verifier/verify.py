@@ -1,4 +1,7 @@
-"""verify(): run every registered rule on a frozen snapshot of the fusion."""
+"""verify(): run every registered rule on a frozen snapshot of the fusion.
+
+Imports verifier/rules/ (the families register their rules as they load); a rule never imports
+this module."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import traceback
 import weakref
 from typing import Iterable, Mapping
 
-from ..model.cluster import cluster_dims, cluster_size
+from ..execution.cluster import cluster_dims, cluster_size
 from ..model.errors import InternalError, ScheduleError
 from ..model.fingerprint import fingerprint
 from ..model.fusion import Fusion
@@ -19,6 +22,7 @@ from .context import VerifyContext, symbol_range
 from .diagnostics import Diagnostic, Report, Severity
 from .findings import named_as_tree, tree_names
 from .registry import all_rules
+from . import rules as rule_families  # noqa: F401 - importing it registers every rule, in report order
 from .summary import summarize
 
 

@@ -1,5 +1,6 @@
 """Analysis shared by rules and by codegen; rules import analysis, never each other.
 
+    assumptions.py   whether some size satisfies a fusion's assumptions and bindings (a witness)
     barrier_nest.py  the kernel's loop nest with the barriers and waits model/barriers.py places
                      (what SMEM-RACE, CPASYNC-WAIT and PIPELINE-WAR check)
     bank_lanes.py    shared-memory banks lane by lane at a counterexample's point: a conflict's
@@ -7,11 +8,16 @@
     ldsm.py          the ldmatrix / stmatrix access model and the terms the LDSM rules prove
     swizzle_axes.py  a user's swizzle call in its own axis numbers, and a copy of the fusion
                      with that call aimed at other axes (to verify a proposed fix)
-    tma.py           the TMA each TMA op implies (model/tma.py), inferred once per fusion
+    tma.py           the TMA each TMA op implies (model/tma.py), inferred once per fusion, and
+                     the split that made a dimension's box (for hints)
+    tma_issues.py    each TMA's access model and issue functions, for the TMA shared-memory
+                     rules and CLUSTER-MULTICAST
     tmem.py          tensor-memory access models with lanes and columns; which accesses are
                      warp-collective and which tcgen05 pattern each matches (codegen/lower/tmem.py
                      lowers exactly what these proved)
+    visibility.py    the claims that a reader's block / thread wrote what it reads, and their
+                     proofs (the visibility rules and the tensor-core layout rules)
 
-May import model/ and verifier's access.py, context.py, solver.py and findings.py; never
+May import model/, hw/, execution/ and verifier's access.py, context.py, solver.py and findings.py; never
 verifier/rules/, codegen/ or reports/.
 """

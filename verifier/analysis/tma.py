@@ -1,13 +1,17 @@
 """The TMA each TMA op of the fusion implies (model/tma.py infer_tma), inferred once per
 fusion and shared by the TMA rule families (verifier/rules/tma.py, tma_consumer.py, tma_smem.py),
-and whether any size can give it a descriptor."""
+and whether any size can give it a descriptor; the split that made a TMA dimension's box, which
+the hints of TMA-INNER-BYTES and TMA-COORD-ALIGN name."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Callable
 
-from ...model.expr import mul, try_int
-from ...model.tma import MAX_BOX, InferredTma, TmaInfo, infer_tma, is_tma_op
+from ...model.expr import mul, to_sympy, try_int
+from ...hw.tma import MAX_BOX, InferredTma, TmaDim, TmaInfo, infer_tma, is_tma_op
+from ...model.iterdomain import Split
 from ..context import VerifyContext
 
 MAX_RANK, STRIDE_ALIGN = 5, 16  # cuTensorMapEncodeTiled: tensorRank 1..5, boxDim[0] bytes % 16 == 0
@@ -59,3 +63,31 @@ def extents_of(ids) -> dict[str, int]:
     """The concrete extents of IDs, each named as the schedule tree shows it (`Bulk{64} extent`):
     the numbers behind a structural finding."""
     return {f"{i.label()} extent": v for i in ids if (v := try_int(i.extent_expr)) is not None} or {"ids": len(ids)}
+
+
+def split_making(info: TmaInfo, d: TmaDim, fits: Callable[[Split], bool]) -> Split | None:
+    """The split among the consumer's transforms that made this dimension's box (for hints):
+    the first of them `fits` accepts."""
+    ids = info.id_map()
+    for n in d.box_ids + d.tile_ids + d.ids:
+        t = ids[n].definition if n in ids else None
+        if isinstance(t, Split) and fits(t):
+            return t
+        for i in ids.values():
+            t = i.definition
+            if isinstance(t, Split) and t.in_.name == n and fits(t):
+                return t
+    return None
+
+
+def inner_bytes_hint(info: TmaInfo) -> str:
+    """How to make the innermost box a multiple of 16 bytes, naming the split that makes it."""
+    d, elem = info.dims[0], info.gmem.dtype.bytes
+    need = STRIDE_ALIGN // math.gcd(STRIDE_ALIGN, elem)
+    t = split_making(info, d, lambda t: t.inner_split and t.inner.name in d.box_ids + d.tile_ids)
+    factor = to_sympy(t.factor) if t is not None else None
+    if factor is None or not factor.is_Integer:
+        return f"make the innermost box a multiple of {need} elements of {info.gmem.dtype} (16 bytes)"
+    return (f"split {t.in_.label()} by {math.lcm(int(factor), need)} in place of {int(factor)}: its inner output "
+            f"{t.inner.label()} is the innermost box, which must be a multiple of {need} elements of "
+            f"{info.gmem.dtype} (16 bytes)")

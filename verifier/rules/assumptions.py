@@ -5,29 +5,13 @@ from __future__ import annotations
 from typing import Iterator
 
 import sympy
-import z3
 
+from ..analysis.assumptions import satisfiable, witness
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding
 from ..registry import rule
-from ..solver import MAX_EXTENT, Query, Verdict, assumption_terms
-
-
-def _witness(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> dict[str, int] | None:
-    """Sizes satisfying all `assumptions` (and the bindings and ranges), or None if there are none."""
-    q = Query([t for a in assumptions for t in assumption_terms(a)], {}, symbols=ctx.symbol_bounds())
-    for a in assumptions:
-        q.assume_sympy(a)
-    ctx.queries += 1
-    out = q.prove(z3.BoolVal(False, q.ctx))
-    if out.status is Verdict.UNKNOWN:
-        return {}  # undecided: not reported as a conflict (every rule's own query decides its claim)
-    return None if out.proved else {k: v for k, v in out.model.items() if k in ctx.fusion.symbols}
-
-
-def _satisfiable(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> bool:
-    return _witness(ctx, assumptions) is not None
+from ..solver import MAX_EXTENT
 
 
 def _conflict(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> list[sympy.Basic]:
@@ -35,7 +19,7 @@ def _conflict(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> list[sympy.
     core = list(assumptions)
     for a in list(core):
         rest = [b for b in core if b is not a]
-        if not _satisfiable(ctx, rest):
+        if not satisfiable(ctx, rest):
             core = rest
     return core
 
@@ -69,18 +53,18 @@ def assumptions_satisfiable(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: exists sizes s in [1, 2^31 - 1]^n (bound ones fixed) with A_1(s) and ... and A_k(s)
     assumptions = list(ctx.fusion.assumptions)
-    if (not assumptions and not ctx.bind) or _satisfiable(ctx, assumptions):
+    if (not assumptions and not ctx.bind) or satisfiable(ctx, assumptions):
         return
     core = _conflict(ctx, assumptions)
     binds = [f"{k} = {v}" for k, v in ctx.bind.items()]
     names = [str(a) for a in core] or ["the range of the extent symbols"]
     conflict = " and ".join(names + (binds if binds else []))
     # a size meeting all but the last of the conflict, which it then violates (or the range's end)
-    witness = _witness(ctx, core[:-1]) or {}
+    sizes = witness(ctx, core[:-1]) or {}
     notes = ["every proof holds only for sizes satisfying all assumptions; with none, each would hold vacuously",
              f"extent symbols range over 1 .. {MAX_EXTENT} (2^31 - 1)"]
-    if witness:
-        notes.append(f"{', '.join(f'{k} = {v}' for k, v in witness.items())} satisfies "
+    if sizes:
+        notes.append(f"{', '.join(f'{k} = {v}' for k, v in sizes.items())} satisfies "
                      + (" and ".join(names[:-1]) or "the ranges") + f" but not {names[-1]}")
     # placed at the assumption the witness violates; the others of the conflict are labels
     placed = [_stated_at(ctx, a) for a in core]
@@ -93,7 +77,7 @@ def assumptions_satisfiable(ctx: VerifyContext) -> Iterator[Diagnostic]:
         hint=("drop or correct one of these assumptions" if len(core) > 1 else
               f"correct the assumption {names[0]}" if core else "check the bound sizes") +
              (f"; the bindings {', '.join(binds)} take part" if binds else ""),
-        counterexample={**witness, "violates": names[-1]},
+        counterexample={**sizes, "violates": names[-1]},
     )
 
 

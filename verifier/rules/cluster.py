@@ -8,15 +8,14 @@ from collections.abc import Iterator
 
 import z3
 
-from ...model.cluster import cluster_dims, cluster_extent, cluster_problems, multicast_tensors
+from ...execution.cluster import cluster_dims, cluster_extent, cluster_problems, multicast_tensors
 from ...model.expr import Expr, const, floordiv, mod, substitute, var
 from ...model.types import BLOCK_TYPES
+from ..analysis.tma_issues import tma_issues
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import report_values
+from ..findings import report_problems, report_values
 from ..registry import rule
-from .lowering import _report
-from .tma_smem import _issues
 
 PEER = "peer."  # the other block of the cluster: its block index variables
 
@@ -121,7 +120,7 @@ def cluster_multicast(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   (v_j(b) < e_j) == (v_j(b') < e_j) for each hole test j of the issue
     fusion = ctx.fusion
     problems = cluster_problems(fusion)
-    yield from _report("CLUSTER-MULTICAST", problems)
+    yield from report_problems("CLUSTER-MULTICAST", problems)
     dims = cluster_dims(fusion)
     for p, c in zip(BLOCK_TYPES, dims):
         if c == 1:
@@ -138,7 +137,7 @@ def cluster_multicast(ctx: VerifyContext) -> Iterator[Diagnostic]:
             hint=f"make the blocks along {p.value} a multiple of {c} (fusion.assume on the size, a constant split), "
                  f"or cluster another axis", location=fusion.cluster_origin or fusion.origin)
     refused = {p.tensor for p in problems}
-    issues = {i.info.consumer.name: i for i in _issues(ctx)}
+    issues = {i.info.consumer.name: i for i in tma_issues(ctx)}
     for tv in multicast_tensors(fusion):
         issue = issues.get(tv.name)
         if tv.name in refused or issue is None:

@@ -11,24 +11,24 @@ import sympy
 import z3
 
 from ...model.expr import Expr, const, mod
-from ...model.cp_async import is_cp_async
-from ...model.execution import tensor_execution, vector_axis
+from ...hw.cp_async import is_cp_async
+from ...execution.statements import CondKind, tensor_execution, vector_axis
 from ...model.expr import var
 from ...model.notation import user_str
-from ...model.zero_padding import zero_padded
+from ...execution.zero_padding import zero_padded
 from ...model.global_layout import global_strides
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
 from ...model.types import Direction, MemoryType, ParallelType
+from ..analysis.assumptions import satisfiable
 from ..causes import propose_fix
-from .assumptions import _satisfiable
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_outcome, report_values, when_clause
-
-OTHER = "other "  # the second vector element's index
 from ..registry import rule
 from ..solver import Outcome
+
+OTHER = "other "  # the second vector element's index
 
 
 @dataclass(frozen=True)
@@ -136,8 +136,6 @@ def _whole_vectors(ctx: VerifyContext, tv: TensorView) -> bool:
     tests the last) decides the whole vector. An indivisible split inside a vector is not.
     Formal statement: for all admitted sizes, points p and v1, v2 < extent(v):
       and(holes(p, v1)) == and(holes(p, v2))."""
-    from ...model.execution import CondKind
-
     def prove() -> bool:
         axis = vector_axis(tv)
         if axis is None:
@@ -214,7 +212,7 @@ def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) 
     fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)  # judged by its verdicts only
     _COMBINING.append(True)
     try:
-        if not _satisfiable(fixed, fixed_fusion.assumptions) or list(split_divisibility(fixed)):
+        if not satisfiable(fixed, fixed_fusion.assumptions) or list(split_divisibility(fixed)):
             return
     finally:
         _COMBINING.pop()

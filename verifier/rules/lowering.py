@@ -1,6 +1,6 @@
 """Lowering: what a schedule needs so that the code generator can turn it into a kernel.
 
-Each rule reports the problems of one function of model/lowerable.py; codegen calls the same
+Each rule reports the problems of one function of execution/conditions.py; codegen calls the same
 functions and treats a problem there as a tileproof bug. So an accepted schedule compiles.
 The checks are structural (no solver): they read the schedule's loop domains, allocations and
 ops, with extents as the schedule states them.
@@ -8,24 +8,17 @@ ops, with extents as the schedule states them.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Iterator
 
-from ...model import lowerable
-from ...model.lowerable import Problem
+from ...execution import conditions, loops
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
-from ..findings import finding
+from ..findings import report_problems
 from ..registry import rule
 
 
-def _report(code: str, problems: Iterable[Problem]) -> Iterator[Diagnostic]:
-    for p in problems:
-        yield finding(code, p.message, tensor=p.tensor, ids=list(p.ids), location=p.location, notes=list(p.notes),
-                      counterexample=dict(p.values), hint=p.hint)
-
-
-def _groups(ctx: VerifyContext) -> lowerable.LoopGroups:
-    return ctx.memo("lowering-loop-groups", lambda: lowerable.loop_groups(ctx.fusion, idmap=ctx.idmap))
+def _groups(ctx: VerifyContext) -> loops.LoopGroups:
+    return ctx.memo("lowering-loop-groups", lambda: loops.loop_groups(ctx.fusion, idmap=ctx.idmap))
 
 
 @rule("PARALLEL-TYPE-UNIQUE", family="lowering")
@@ -58,7 +51,7 @@ def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/hardware.md#thread-and-block-indices
     """
     # Formal statement: none, structural: no executed tensor binds one of TIDx..BIDz to two of its loop IDs
-    yield from _report("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(ctx.fusion))
+    yield from report_problems("PARALLEL-TYPE-UNIQUE", conditions.launch_axis_clashes(ctx.fusion))
 
 
 @rule("REGISTER-SIZE-CONSTANT", family="lowering")
@@ -90,7 +83,7 @@ def register_size_constant(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/hardware.md#registers-per-thread
     """
     # Formal statement: none, structural: each computed register (Local) tensor's allocated extent product has no free symbol
-    yield from _report("REGISTER-SIZE-CONSTANT", lowerable.symbolic_registers(ctx.fusion, ctx.allocations))
+    yield from report_problems("REGISTER-SIZE-CONSTANT", conditions.symbolic_registers(ctx.fusion, ctx.allocations))
 
 
 @rule("REGISTER-BUDGET", family="lowering", severity=Severity.WARNING)
@@ -129,7 +122,7 @@ def register_budget(ctx: VerifyContext) -> Iterator[Diagnostic]:
         9.2.6 (register pressure, local-memory spills); docs/hardware.md#registers-per-thread
     """
     # Formal statement: none, structural: for each constant-size register tensor, ceil(elements * bytes / 4) <= 255
-    yield from _report("REGISTER-BUDGET", lowerable.register_budget(ctx.fusion, ctx.allocations))
+    yield from report_problems("REGISTER-BUDGET", conditions.register_budget(ctx.fusion, ctx.allocations))
 
 
 @rule("LOCAL-MEMORY-SIZE", family="lowering")
@@ -163,7 +156,7 @@ def local_memory_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         (maximum amount of local memory per thread: 512 KB); docs/hardware.md#local-memory-per-thread
     """
     # Formal statement: none, structural: sum over constant-size register tensors of elements * bytes <= 512 KiB - 4 KiB
-    yield from _report("LOCAL-MEMORY-SIZE", lowerable.local_memory(ctx.fusion, ctx.allocations))
+    yield from report_problems("LOCAL-MEMORY-SIZE", conditions.local_memory(ctx.fusion, ctx.allocations))
 
 
 @rule("UNROLL-LENGTH", family="lowering")
@@ -200,7 +193,7 @@ def unroll_length(ctx: VerifyContext) -> Iterator[Diagnostic]:
         (loop unrolling and instruction-cache pressure); docs/hardware.md#unrolled-loops-and-compile-time
     """
     # Formal statement: none, structural: the statement copies of every outermost Unroll/Vectorize loop (constant extents inward) sum to <= 1024
-    yield from _report("UNROLL-LENGTH", lowerable.unroll_lengths(ctx.fusion))
+    yield from report_problems("UNROLL-LENGTH", conditions.unroll_lengths(ctx.fusion))
 
 
 @rule("SYMBOLIC-FACTOR", family="lowering")
@@ -232,7 +225,7 @@ def symbolic_factor(ctx: VerifyContext) -> Iterator[Diagnostic]:
         factor (a fusion input scalar); docs/hardware.md#thread-and-block-indices
     """
     # Formal statement: none, structural: every split factor's free symbols are extent symbols of the fusion
-    yield from _report("SYMBOLIC-FACTOR", lowerable.symbolic_factors(ctx.fusion))
+    yield from report_problems("SYMBOLIC-FACTOR", conditions.symbolic_factors(ctx.fusion))
 
 
 @rule("INLINE-LOOP-MAP", family="lowering")
@@ -267,7 +260,7 @@ def inline_loop_map(ctx: VerifyContext) -> Iterator[Diagnostic]:
         exact-mapped between producer and consumer)
     """
     # Formal statement: none, structural: loop IDs 0..p-1 of a tensor inlined at p map to its consumers' loop IDs 0..p-1
-    yield from _report("INLINE-LOOP-MAP", _groups(ctx).unmapped)
+    yield from report_problems("INLINE-LOOP-MAP", _groups(ctx).unmapped)
 
 
 @rule("INLINE-PARALLEL-MATCH", family="lowering")
@@ -303,7 +296,7 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
         nvFuser ComputeAtMap (parallel types are properties of the loop-mapped ID group)
     """
     # Formal statement: none, structural: loop IDs joined by inlining have one parallel type, not Vectorize or Bulk
-    yield from _report("INLINE-PARALLEL-MATCH", _groups(ctx).mismatched)
+    yield from report_problems("INLINE-PARALLEL-MATCH", _groups(ctx).mismatched)
 
 
 @rule("LOOP-NEST-ORDER", family="lowering")
@@ -342,7 +335,7 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: none, structural: each loop covers one contiguous range of statements in execution order
     g = _groups(ctx)
-    yield from _report("LOOP-NEST-ORDER", lowerable.nest_problems(ctx.fusion, groups=g))
+    yield from report_problems("LOOP-NEST-ORDER", conditions.nest_problems(ctx.fusion, groups=g))
 
 
 @rule("GLOBAL-INTERMEDIATE", family="lowering")
@@ -376,7 +369,7 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/hardware.md#memory-visibility
     """
     # Formal statement: none, structural: every computed non-output tensor is in shared, tensor or register memory
-    yield from _report("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(ctx.fusion))
+    yield from report_problems("GLOBAL-INTERMEDIATE", conditions.global_intermediates(ctx.fusion))
 
 
 @rule("LOWERING-SUPPORTED", family="lowering")
@@ -420,4 +413,4 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/supported.md (what is lowered and what is not yet)
     """
     # Formal statement: none, structural: only the ops and features listed above are used
-    yield from _report("LOWERING-SUPPORTED", lowerable.unsupported_features(ctx.fusion))
+    yield from report_problems("LOWERING-SUPPORTED", conditions.unsupported_features(ctx.fusion))

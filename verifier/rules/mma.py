@@ -2,7 +2,7 @@
 
 The structural conditions live in model/mma_rules.py, shared with the code generator. The layout
 rules are register-ownership proofs over the MmaOp's execution model seen from each fragment
-(mma_execution): MMA-OPERAND-LAYOUT and MMA-ACCUM-LAYOUT are claims of verifier/rules/visibility.py,
+(mma_execution): MMA-OPERAND-LAYOUT and MMA-ACCUM-LAYOUT are claims of verifier/analysis/visibility.py,
 proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the products past K are 0 x 0.
 """
 
@@ -12,27 +12,25 @@ from typing import Iterator
 
 import z3
 
-from ...model.execution import CondKind, predicated_bounds, tensor_execution
-from ...model.indexing import indices_from_logical
-from ...model.lowerable import execution_order
-from ...model.mma_op import mma_execution, tile_conds, well_formed
-from ...model.promotion import promotion
-from ...model.zero_padding import zero_padded, zero_path
-from ...model.mma_rules import problems, register_pressure, wgmma_instruction_registers
+from ...execution.statements import CondKind, predicated_bounds, tensor_execution
+from ...execution.indexing import indices_from_logical
+from ...execution.loops import execution_order
+from ...execution.mma_execution import mma_execution, tile_conds
+from ...execution.mma import well_formed
+from ...execution.promotion import promotion
+from ...execution.zero_padding import zero_padded, zero_path
+from ...execution.mma_rules import problems, register_pressure, wgmma_instruction_registers
+from ..analysis.visibility import check_claims
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
-from ..findings import report_values
+from ..findings import report_problems, report_values
 from ..registry import rule
-from .lowering import _report as report_problems
-from .visibility import _check
 
 
 def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
-    from .reduction import _report  # imported here: rules register in their families' order
-
     order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
     found = ctx.memo(("mma-problems",), lambda: problems(ctx.fusion, order, ctx.target))
-    yield from _report(code, found[code])
+    yield from report_problems(code, found[code])
 
 
 @rule("MMA-TARGET", family="mma")
@@ -269,7 +267,7 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   blockIdx(w) == blockIdx(r) => threadIdx_t(w) == threadIdx_t(r) (t bound by P) and
     #   address_P(w) == address_read(r)   (visibility.py _prove over mma_execution)
     yield from _structural(ctx, "MMA-OPERAND-LAYOUT")
-    yield from _check(ctx, "MMA-OPERAND-LAYOUT")
+    yield from check_claims(ctx, "MMA-OPERAND-LAYOUT")
 
 
 @rule("MMA-ACCUM-LAYOUT", family="mma")
@@ -322,7 +320,7 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   reader points r of C and writer points w of D's C view (lane = threadIdx.x, element v):
     #   executes_C(r) and executes_D(w) and logical_D(w) == read_k(r) and blockIdx(w) == blockIdx(r)
     #   => threadIdx_t(w) == threadIdx_t(r) (t: x and those D binds) and address_D(w) == address_read(r)
-    yield from _check(ctx, "MMA-ACCUM-LAYOUT")
+    yield from check_claims(ctx, "MMA-ACCUM-LAYOUT")
 
 
 @rule("REDUCTION-K", family="mma")

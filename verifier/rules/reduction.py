@@ -11,20 +11,14 @@ functions (codegen/lower/reduction.py) and treats a problem there as a tileproof
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Iterator
 
-from ...model import reduction
-from ...model.lowerable import Problem, execution_order
+from ...execution import reduction
+from ...execution.loops import execution_order
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding
+from ..findings import report_problems
 from ..registry import rule
-
-
-def _report(code: str, problems: Iterable[Problem]) -> Iterator[Diagnostic]:
-    for p in problems:
-        yield finding(code, p.message, tensor=p.tensor, ids=list(p.ids), location=p.location, notes=list(p.notes),
-                      counterexample=dict(p.values), hint=p.hint)
 
 
 @rule("REDUCTION-PARALLEL", family="reduction")
@@ -69,7 +63,7 @@ def reduction_parallel(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   reduction(i) => parallel(i) in {Serial, Unroll, TIDx, TIDy, TIDz};
     #   not reduction(i) => parallel(i) not in {Vectorize, Bulk}
     order = execution_order(ctx.fusion)
-    yield from _report("REDUCTION-PARALLEL", reduction.parallel_problems(ctx.fusion, order))
+    yield from report_problems("REDUCTION-PARALLEL", reduction.parallel_problems(ctx.fusion, order))
 
 
 @rule("REDUCTION-ACCUMULATOR", family="reduction")
@@ -108,4 +102,4 @@ def reduction_accumulator(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   reduction loop ID: product of the extents of T's Serial/Unroll iteration loop IDs right of start
     #   * compute bytes / 4 is a constant <= 255
     order = execution_order(ctx.fusion)
-    yield from _report("REDUCTION-ACCUMULATOR", reduction.accumulator_problems(ctx.fusion, order))
+    yield from report_problems("REDUCTION-ACCUMULATOR", reduction.accumulator_problems(ctx.fusion, order))

@@ -12,12 +12,12 @@ import sympy
 import z3
 
 from ...model.expr import Expr, const, mod, to_sympy
-from ...model.iterdomain import Split
 from ...model.notation import user_str
-from ...model.tma import InferredTma, TmaDim, TmaInfo
-from ...model.tma_inference import ViewKind
+from ...hw.tma import InferredTma, TmaDim, TmaInfo
+from ...hw.tma_roles import ViewKind
 from ...model.types import ParallelType
-from ..analysis.tma import MAX_BOX, MAX_RANK, STRIDE_ALIGN, extents_of, inferred_tmas, unencodable
+from ..analysis.tma import (MAX_BOX, MAX_RANK, STRIDE_ALIGN, extents_of, inferred_tmas, inner_bytes_hint,
+                            split_making, unencodable)
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_values, stride_names
@@ -40,22 +40,8 @@ def _where(info: TmaInfo, d: TmaDim | None = None) -> dict:
     return dict(tensor=info.consumer.name, ids=list(dict.fromkeys(names)), location=origin or info.consumer.origin)
 
 
-def _split_making(info: TmaInfo, d: TmaDim, fits: Callable[[Split], bool]) -> Split | None:
-    """The split among the consumer's transforms that made this dimension's box (for hints)."""
-    ids = info.id_map()
-    for n in d.box_ids + d.tile_ids + d.ids:
-        t = ids[n].definition if n in ids else None
-        if isinstance(t, Split) and fits(t):
-            return t
-        for i in ids.values():
-            t = i.definition
-            if isinstance(t, Split) and t.in_.name == n and fits(t):
-                return t
-    return None
-
-
 def _box_hint(info: TmaInfo, d: TmaDim) -> str:
-    t = _split_making(info, d, lambda t: t.inner_split and t.inner.name in d.box_ids + d.tile_ids)
+    t = split_making(info, d, lambda t: t.inner_split and t.inner.name in d.box_ids + d.tile_ids)
     if t is None:
         return (f"box at most {MAX_BOX} elements on this dimension: split its box ID further and leave the rest "
                 f"to the loop nest")
@@ -63,21 +49,8 @@ def _box_hint(info: TmaInfo, d: TmaDim) -> str:
             f"leaving the rest to the loop nest")
 
 
-def inner_bytes_hint(info: TmaInfo) -> str:
-    """How to make the innermost box a multiple of 16 bytes, naming the split that makes it."""
-    d, elem = info.dims[0], info.gmem.dtype.bytes
-    need = STRIDE_ALIGN // math.gcd(STRIDE_ALIGN, elem)
-    t = _split_making(info, d, lambda t: t.inner_split and t.inner.name in d.box_ids + d.tile_ids)
-    factor = to_sympy(t.factor) if t is not None else None
-    if factor is None or not factor.is_Integer:
-        return f"make the innermost box a multiple of {need} elements of {info.gmem.dtype} (16 bytes)"
-    return (f"split {t.in_.label()} by {math.lcm(int(factor), need)} in place of {int(factor)}: its inner output "
-            f"{t.inner.label()} is the innermost box, which must be a multiple of {need} elements of "
-            f"{info.gmem.dtype} (16 bytes)")
-
-
 def _element_stride_hint(info: TmaInfo, d: TmaDim) -> str:
-    t = _split_making(info, d, lambda t: t.outer.name in d.tile_ids and t.in_.name in d.box_ids)
+    t = split_making(info, d, lambda t: t.outer.name in d.tile_ids and t.in_.name in d.box_ids)
     if t is None:
         return (f"make the element stride at most {MAX_ELEMENT_STRIDE}: it is the inner extent of the split "
                 f"whose outer output is the Bulk tile")
@@ -87,7 +60,7 @@ def _element_stride_hint(info: TmaInfo, d: TmaDim) -> str:
 
 
 def _innermost_stride_hint(info: TmaInfo, d: TmaDim) -> str:
-    t = _split_making(info, d, lambda t: t.outer.name in d.tile_ids and t.in_.name in d.box_ids)
+    t = split_making(info, d, lambda t: t.outer.name in d.tile_ids and t.in_.name in d.box_ids)
     if t is None:
         return "do not stride the innermost TMA dimension: make its Bulk tile the inner output of its split"
     return (f"do not stride the innermost TMA dimension: the tile {t.outer.label()} is the outer output of the "
@@ -471,9 +444,7 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 continue  # a launch-time stride: cuTensorMapEncodeTiled checks it
 
             def ok(q, e):
-                from z3 import And
-
-                return And(q.eq(e["remainder"], const(0)), q.lt(e["stride bytes"], const(STRIDE_LIMIT)))
+                return z3.And(q.eq(e["remainder"], const(0)), q.lt(e["stride bytes"], const(STRIDE_LIMIT)))
 
             out = _prove(ctx, {"stride bytes": s, "remainder": mod(s, STRIDE_ALIGN)}, ok, (STRIDE_ALIGN, STRIDE_LIMIT))
             yield from report_values(
@@ -559,10 +530,8 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 continue
 
             def safe(q, e):
-                from z3 import And, Not
-
-                return Not(And(q.lt(e["element stride"], e["box"]), q.lt(e["box"], e["size"]),
-                               q.ne(e["remainder"], const(0))))
+                return z3.Not(z3.And(q.lt(e["element stride"], e["box"]), q.lt(e["box"], e["size"]),
+                                     q.ne(e["remainder"], const(0))))
 
             exprs = {"element stride": d.element_stride_expr, "box": d.box_expr, "size": d.size_expr,
                      "remainder": mod(d.box_expr, d.element_stride_expr)}

@@ -14,101 +14,30 @@ from typing import Iterator
 
 import z3
 
-from ...model.expr import Expr, add, const, mod, substitute, try_int, var
+from ...model.expr import add, const, mod, substitute, try_int, var
 from ...model.iterdomain import Split
 from ...model.notation import user_str
-from ...model.smem_plan import swizzle_period
-from ...model.tma import InferredTma
-from ...model.tma_layout import TmaIssue, build_issue, hw_swizzle
-from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, IterType, MemoryType, ParallelType
-from ..access import AccessModel, active, build
+from ...execution.smem_plan import swizzle_period
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction
+from ..access import active
 from ..analysis.swizzle_axes import Reaimed, first_fix, swizzle_calls
-from ..analysis.tma import inferred_tmas, unencodable
+from ..analysis.tma import inner_bytes_hint, unencodable
+from ..analysis.tma_issues import Issue, tma_issues
 from ..causes import propose_fix
-from ..context import Access, VerifyContext
+from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
 from ..solver import Outcome, Verdict
-from .tma import inner_bytes_hint
 
 TMA_ALIGN, COORD_ALIGN = 128, 16
 SWIZZLE_MODES = (32, 64, 128)
 REFS = "nvFuser doc/dev/tma.md (step 4, data swizzle); measured on an H200"
 
 
-class Issue:
-    """A TMA with its access model (ranges, active threads) and its issue functions."""
-
-    def __init__(self, ctx: VerifyContext, tma: InferredTma):
-        self.info = info = tma.info
-        # a TMA load stores into the shared tensor, a TMA store loads from it
-        acc = (Access(tma.op, Direction.STORE, info.smem, info.smem, -1) if info.direction is Direction.LOAD
-               else Access(tma.op, Direction.LOAD, info.smem, info.consumer, 0))
-        self.m: AccessModel = build(ctx, acc)
-        self.alloc = ctx.allocations[info.smem.name]
-        self.t: TmaIssue = build_issue(tma, self.alloc)
-        self.unswizzled, self.tile_start = self.t.unswizzled, self.t.tile_start  # computed once: the claims share them
-        self.hw_address = hw_swizzle(add(self.tile_start, self.t.hw_offset), info.swizzle_bytes)
-        self._exprs: list[Expr] | None = None
-        self.where = dict(tensor=info.smem.name, ids=[a.id.name for a in self.alloc.allocated()],
-                          location=info.smem.origin or tma.op.origin)
-
-    def exprs(self) -> list[Expr]:
-        if self._exprs is None:
-            t = self.t
-            self._exprs = ([t.smem_offset, self.unswizzled, self.tile_start, t.hw_offset,
-                            add(self.tile_start, t.hw_offset), self.hw_address, t.footprint, t.row_pitch,
-                            self.alloc.bytes_expr] + list(t.tile_coords) + list(t.box_origin)
-                           + [d.tile_expr for d in self.info.dims] + [b.value for b in t.issue_bounds]
-                           + [b.extent for b in t.issue_bounds] + self.m.hint_exprs())
-        return self._exprs
-
-    def issued(self, q) -> z3.BoolRef:
-        """The copy is issued at this point: the thread takes part and no coordinate is a hole."""
-        bounds = [q.lt(b.value, b.extent) for b in self.t.issue_bounds]
-        return z3.And(active(q, self.m), *bounds)
-
-    def in_tile(self, q) -> z3.BoolRef:
-        return z3.And(*[q.lt(c, d.tile_expr) for c, d in zip(self.t.tile_coords, self.info.dims)])
-
-    def prove(self, ctx: VerifyContext, claim, extra: list[Expr], values: dict[str, Expr], tile=True,
-              smallest: Expr | None = None) -> Outcome:
-        # the claims about one copy share a query: same variables, ranges and terms
-        def claimed(q):
-            cond = z3.And(self.issued(q), self.in_tile(q)) if tile else self.issued(q)
-            return z3.Implies(cond, claim(q))
-
-        q = ctx.shared_query(("tma-issue", id(self)), self.exprs() + extra + list(values.values()), self.m.ranges)
-        out = q.prove(claimed(q), values=values, smallest=smallest)
-        # the shared query is over bit-vectors (the swizzle's XOR); the claim alone may have none
-        mine = extra + list(values.values()) + [b for i in self.t.issue_bounds for b in (i.value, i.extent)]
-        if tile:
-            mine += list(self.t.tile_coords) + [d.tile_expr for d in self.info.dims]
-        return ctx.retried_over_integers(out, mine, self.m.ranges, claimed, values=values, smallest=smallest)
-
-    def tile_values(self) -> dict[str, Expr]:
-        return {f"tile coordinate {k}": c for k, c in enumerate(self.t.tile_coords)}
-
-
-def _issues(ctx: VerifyContext) -> list[Issue]:
-    return ctx.memo(("tma-issues",), lambda: [Issue(ctx, t) for t in inferred_tmas(ctx)
-                                              if t.info.ok and not _unindexed(ctx, t)])
-
-
 def _placed(ctx: VerifyContext) -> list[Issue]:
     """The TMAs whose tile placement the placement rules check: those some size gives a descriptor."""
-    return [i for i in _issues(ctx) if unencodable(ctx, i.info) is None]
-
-
-def _unindexed(ctx: VerifyContext, tma: InferredTma) -> bool:
-    """No tile to place: not inferred, tile and non-tile IDs mixed (TMA-MIXED-TRANSFORM), or a
-    vectorized or broadcast tile ID (TMA-BULK-PLACEMENT: the loop is no TMA's)."""
-    misplaced = any(i.parallel_type is ParallelType.Vectorize
-                    or (i.parallel_type is ParallelType.Bulk and i.iter_type is not IterType.Iteration)
-                    for i in tma.info.consumer.loop)
-    return (tma.info.smem.memory_type is not MemoryType.Shared or not tma.info.dims or tma.mixes_tile
-            or misplaced)
+    return [i for i in tma_issues(ctx) if unencodable(ctx, i.info) is None]
 
 
 def _layout(ctx: VerifyContext, issue: Issue) -> Outcome:
@@ -564,7 +493,7 @@ def _reaimed(ctx: VerifyContext, issue: Issue) -> Reaimed | None:
 
 def _swizzle_holds(fixed: VerifyContext, issue: Issue) -> bool:
     """In the fixed copy, the TMA of `issue` fits its swizzle mode and has its layout."""
-    same = [i for i in _issues(fixed) if (i.info.smem.name, i.info.consumer.name, i.info.direction)
+    same = [i for i in tma_issues(fixed) if (i.info.smem.name, i.info.consumer.name, i.info.direction)
             == (issue.info.smem.name, issue.info.consumer.name, issue.info.direction)]
     if len(same) != 1:
         return False
@@ -647,7 +576,7 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: for each TMA buffer at plan offset b, N = 8 x S (its swizzle period) when swizzled
     #   by S in {32, 64, 128} bytes, else 128: for all admitted sizes and issue points p:
     #   issued(p) => b mod N == 0 and (b + start(p)) mod 128 == 0
-    issues = _issues(ctx)
+    issues = tma_issues(ctx)
     if not issues:
         return
     plan = ctx.smem_plan
@@ -722,7 +651,7 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: for each TMA, for all admitted sizes and issue points p:
     #   issued(p) => (c_0(p) x element bytes) mod 16 == 0 (c_0: the innermost box coordinate, tile variables 0)
-    for issue in _issues(ctx):
+    for issue in tma_issues(ctx):
         es = issue.info.gmem.dtype.bytes
         c0 = issue.t.box_origin[0]
         byte = c0 * es
@@ -782,7 +711,7 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: for every dimension k of each TMA, for all admitted sizes and issue points p:
     #   issued(p) => size_k + e_k <= 2^31 + 1, i.e. size_k + e_k - 1 <= 2^31 (e_k: the element stride)
-    for issue in _issues(ctx):
+    for issue in tma_issues(ctx):
         for k, d in enumerate(issue.info.dims):
             reach = add(d.size_expr, d.element_stride_expr)
             out = ctx.memo(("tma-coord-range", id(issue), k), lambda: issue.prove(

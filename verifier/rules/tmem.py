@@ -13,10 +13,10 @@ from typing import Iterator
 import z3
 
 from ...model.expr import Expr, const, floordiv, mod, try_int
-from ...model.tcgen05 import TmemPattern
 from ...model.types import Direction, MemoryType, ParallelType
 from ..access import THREAD_VARS, AccessModel, executes
 from ..analysis.tmem import access_models, collective, matching_pattern, packed, packing, registers
+from ..causes import fix_holds
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, undecided
@@ -431,8 +431,6 @@ def _subpartition_fix(ctx: VerifyContext, tv, wanted) -> str | None:
     """`tv.reorder({..}).set_tmem_dim_sep_pos(n)` putting the `wanted` thread axes first, in
     order, and everything else right of the separator, when a copy of the fusion with it has no
     tensor-memory error; else None."""
-    from ..verify import verify  # the rules are loaded by verify's module
-
     loop = list(tv.loop)
     order = wanted + [i for i in loop if i not in wanted]
     old2new = dict(sorted((loop.index(i), new) for new, i in enumerate(order) if loop.index(i) != new))
@@ -446,13 +444,13 @@ def _subpartition_fix(ctx: VerifyContext, tv, wanted) -> str | None:
         if old2new:
             fixed.reorder(old2new)
         fixed.set_tmem_dim_sep_pos(len(wanted))
-        report = verify(fusion, ctx.target, bind=ctx.bind or None,
-                        rules=[c for c, r in RULES.items() if r.family == "tmem"] + ["TMEM-LANES", "TMEM-COLUMNS"])
+        checked = VerifyContext(fusion, ctx.target, ctx.bind, shrink_seconds=0)  # judged by its verdicts only
+        holds = fix_holds(checked, [c for c, r in RULES.items() if r.family == "tmem"] + ["TMEM-LANES", "TMEM-COLUMNS"])
     except Exception:  # noqa: BLE001 - a change the model refuses (compute-at, ...) is not proposed
         return None
     finally:
         _PROPOSING.pop()
-    return calls if not report.errors else None
+    return calls if holds else None
 
 
 def _fits_lanes(ctx: VerifyContext, m: AccessModel) -> bool:

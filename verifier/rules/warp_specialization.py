@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ...model.warp_roles import register_problems, role_problems
+from ...execution.warp_roles import register_problems, role_problems
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
+from ..findings import report_problems
 from ..registry import rule
-from .lowering import _report
 
 
 @rule("WS-ROLES", family="warpspec")
@@ -101,7 +101,7 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: none, structural: for the WarpSpecialized(on) tensors T: prod(thread extents below
     #   on) % 128 == 0 and constant, every thread extent above on == 1, each t in T is read only by wgmma,
     #   has no loop axis parallelized on on, and all t share one circular loop group and one WarpSpecialized
-    yield from _report("WS-ROLES", role_problems(ctx.fusion))
+    yield from report_problems("WS-ROLES", role_problems(ctx.fusion))
 
 
 @rule("WS-REGISTERS", family="warpspec")
@@ -185,4 +185,4 @@ def ws_registers(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: none, structural: with T = inner * (consumers + 1) threads and E = min(248,
     #   floor(65536 / T / 8) * 8): producer, consumer in [24, 256] and % 8 == 0, producer <= E <= consumer,
     #   producer * inner + consumer * inner * consumers <= E * T
-    yield from _report("WS-REGISTERS", register_problems(ctx.fusion))
+    yield from report_problems("WS-REGISTERS", register_problems(ctx.fusion))

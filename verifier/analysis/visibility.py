@@ -1,0 +1,404 @@
+"""The visibility claims and their proofs, shared by the visibility rules
+(verifier/rules/visibility.py: GLOBAL-VISIBILITY, SMEM-BLOCK-VISIBILITY, THREAD-VISIBILITY)
+and the tensor-core layout rules (verifier/rules/mma.py: MMA-OPERAND-LAYOUT, MMA-ACCUM-LAYOUT).
+
+A consumer may only read elements its own block (for registers: its own thread) wrote, at the
+address where they were written. For each op and input, `Claim`s say which launch indices the
+writer of an element must share with its reader; `check_claims(ctx, code)` proves the claims of
+one rule over the execution model (execution/statements.py) the code generator emits: every consumer
+point that executes and every producer point that writes the element it reads, with their
+predicates (thread/block extents, holes, single writer) and addresses, and builds the findings.
+"""
+
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import z3
+
+from ...execution.statements import TensorExecution, bound_types, store_execution, tensor_execution
+from ...model.expr import Expr, const, var
+from ...model.fusion import Op
+from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
+from ...execution.conditions import launch_axis_clashes
+from ...model.mapping import merges_a_broadcast
+from ...model.mma_op import ELEMENT_VARS, is_mma
+from ...execution.mma import fragments, well_formed
+from ...execution.mma_execution import mma_execution
+from ...execution.promotion import loop_extents, promotion
+from ...model.tensor import TensorView
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import finding, report_outcome, when_clause
+from ..solver import Outcome, Verdict
+
+ON_CHIP = (MemoryType.Shared, MemoryType.Tensor, MemoryType.Local)  # private to a block (Local: to a thread)
+WRITER = "writer "  # prefix of the producer's thread/block variables (renamed apart from the reader's)
+LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
+# registers a layout rule places in other lanes on purpose (LDSM-REGISTER-LAYOUT proves them)
+LANE_EXCHANGES = (LoadStoreOpType.StMatrix,)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Which launch indices the writer of an element must share with its reader."""
+
+    code: str
+    compare: tuple[ParallelType, ...]  # must be equal: the reader's and the writer's index
+    premise: tuple[ParallelType, ...]  # assumed equal (checked by another claim)
+    address: bool  # the writer stored the element at the address the reader reads
+
+
+def _claims(op: Op, k: int, launched) -> list[Claim]:
+    p = op.inputs[k]
+    if (is_mma(op.output) and not well_formed(op.output)) or (is_mma(p) and not well_formed(p)):
+        return []  # no fragments to prove against: MMA-SHAPE / MMA-TARGET / MMA-DTYPE reject it
+    if p.memory_type is MemoryType.Global and p.definition is not None:
+        # no grid-wide barrier orders a store with another thread's load: the writer is the reader
+        return [Claim("GLOBAL-VISIBILITY", tuple(t for t in LAUNCH_TYPES if t in launched), (), False)]
+    if p.memory_type not in ON_CHIP or p.definition is None:
+        return []
+    bound = bound_types(p)
+    blocks = tuple(t for t in BLOCK_TYPES if t in bound)
+    threads = tuple(t for t in THREAD_TYPES if t in bound)
+    out = []
+    if blocks:
+        out.append(Claim("SMEM-BLOCK-VISIBILITY", blocks, (), p.memory_type is MemoryType.Shared))
+    if is_mma(p) and ParallelType.TIDx in launched and ParallelType.TIDx not in threads:
+        threads = (ParallelType.TIDx,) + threads  # the accumulator's lanes (mma_execution's C view)
+    if p.memory_type is MemoryType.Local and (threads or blocks) and op.op_type not in LANE_EXCHANGES:
+        code = ("MMA-OPERAND-LAYOUT" if is_mma(op.output) else "MMA-ACCUM-LAYOUT" if is_mma(p)
+                else "THREAD-VISIBILITY")
+        out.append(Claim(code, threads, blocks, True))
+    return out
+
+
+def _writer(ctx: VerifyContext, tv: TensorView) -> TensorExecution:
+    def build():
+        ex = mma_execution(tv, ctx.block_dims, "C") if is_mma(tv) else store_execution(tv, ctx.block_dims)
+        return ex.launched_apart(WRITER)
+
+    return ctx.memo(("visibility-writer", tv.name), build)
+
+
+def _reader(ctx: VerifyContext, op: Op, k: int) -> TensorExecution:
+    """The consumer's points reading input k: an MmaOp reads its operands by fragment (mma_execution)."""
+    if is_mma(op.output):
+        return mma_execution(op.output, ctx.block_dims, "AB"[k])
+    return tensor_execution(op.output, ctx.block_dims)
+
+
+def _repeated(tv: TensorView, types) -> bool:
+    """Whether several points write one element: a loop ID bound to one of `types` derives
+    from a broadcast ID of extent other than 1 (a split broadcast repeats its one element), or
+    merges one of extent 1 and is promoted to a consumer's loop (model/promotion.py: it runs
+    over the consumer's tiles, loading an operand's tile for each)."""
+    hist = {id(t) for t in tv.history}
+    stack = [i for i in tv.loop if i.parallel_type in types and not i.is_broadcast]
+    if promotion(tv) is not None and any(merges_a_broadcast(i) for i in stack):
+        return True
+    while stack:
+        i = stack.pop()
+        if i.is_broadcast and i.static_extent != 1:
+            return True
+        t = i.definition
+        if t is not None and id(t) in hist:
+            stack.extend(t.inputs)
+    return False
+
+
+def _pinned(tv: TensorView, p: ParallelType) -> bool:
+    """tv's statement runs at index 0 of p only: a single-writer predicate (execution.py)."""
+    single = tv.memory_type is MemoryType.Global or (tv.memory_type is MemoryType.Shared and p in THREAD_TYPES)
+    return single and p not in bound_types(tv)
+
+
+def _same_by_construction(op: Op, k: int, types, launch) -> bool:
+    """Each launch index of the consumer is, as a function of the element it reads, the
+    producer's index of that element: the two bound IDs have one and the same index
+    expression in the shared logical indices. At every point that executes, every ID's
+    index lies in its extent (holes are predicated), where split, merge and XOR swizzle
+    undo each other: an ID's index is its forward image from the logical indices, so the
+    indices agree, and so do the addresses (strides times the forward images of one
+    element). Not so where a split broadcast repeats an element on either side: its loop
+    index is not the image of the broadcast's logical index 0."""
+    producer, consumer = op.inputs[k], op.output
+    if (is_mma(producer) or is_mma(consumer)) and any(p in THREAD_TYPES for p in types):
+        return False  # lanes hold elements by the fragment maps, not by loop IDs (blocks by loop IDs)
+    if _repeated(producer, types) or _repeated(consumer, types):
+        return False
+    element = [var(f"logical {j}") for j in range(len(producer.logical))]
+    read = []
+    for j, src in enumerate(op.logical_map[k]):
+        mapped = src is not None and not producer.logical[src].is_broadcast
+        read.append(element[src] if mapped else var(f"{consumer.name} logical {j}"))
+    fwd_p, fwd_c = indices_from_logical(producer, element), indices_from_root(consumer, read)
+    for p in types:
+        if launch.get(p) == const(1) or (_pinned(producer, p) and _pinned(consumer, p)):
+            continue  # both sides run at index 0 of p only (a launch of extent 1, or a single writer)
+        ip = next((i for i in producer.loop if i.parallel_type is p and not i.is_broadcast), None)
+        ic = [i for i in consumer.loop if i.parallel_type is p and not i.is_broadcast]
+        if ip is None or not ic or ip.uid not in fwd_p or ic[0].uid not in fwd_c:
+            return False
+        if fwd_p[ip.uid] != fwd_c[ic[0].uid]:
+            return False
+    return True
+
+
+def _witness(op: Op, k: int, r: TensorExecution, w: TensorExecution) -> dict[str, Expr] | None:
+    """A writer point for each reader point, where the producer's loop nest lines up with the
+    consumer's (same extents, position by position, as propagate_transforms leaves them): the
+    writer's launch indices are the reader's, its loop counters the reader's at that position."""
+    producer, consumer = op.inputs[k], op.output
+    # the reader's launch indices, but index 0 of a type the writer's store runs at alone (single writer)
+    names: dict[str, Expr] = {WRITER + p.cuda_name: const(0) if _pinned(producer, p) else var(p.cuda_name)
+                              for p in LAUNCH_TYPES}
+    extents = loop_extents(producer)
+    promo = promotion(producer)
+    # a promoted producer's loops past the shared ones: the point of its tile that holds the element read
+    tile = indices_from_logical(producer, r.read_logical(k)) if promo is not None else {}
+    for j, i in enumerate(producer.loop):
+        e = w.env[i.uid]
+        if e.op != "var" or e.value in names:
+            continue
+        if promo is not None and j >= promo.positions:
+            names[e.value] = tile[i.uid]
+            continue
+        if j >= len(consumer.loop) or consumer.loop[j].extent_expr != extents[j]:
+            return None
+        names[e.value] = r.env[consumer.loop[j].uid]
+    return names
+
+
+def _all(q, facts: list):
+    """z3.And in the query's context (z3.And() of nothing would be another context's True)."""
+    return z3.And(*facts) if facts else z3.BoolVal(True, q.ctx)
+
+
+@dataclass
+class Proof:
+    outcome: Outcome
+    repeated: bool
+    element: list[int]  # the producer's non-broadcast logical axes
+    address: tuple[Expr, Expr] | None  # (the reader's, the writer's)
+
+
+def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
+    # Formal statement: for every reader point r of C and writer point w of P,
+    #   executes_C(r) and executes_P(w) and logical_P(w) == read_k(r) and premise(w, r)
+    #   => for every compared type t: index_t(w) == index_t(r)  [and address_P(w) == address_read(r)]
+    # (each element has one writer up to the types P does not bind: P's loop domain is a
+    # complete, non-overlapping cut of its transforms). Where a split broadcast makes several
+    # points write one element (_repeated), one of them must be the reader's:
+    #   executes_C(r) => exists w: executes_P(w) and logical_P(w) == read_k(r) and premise(w, r)
+    #                              and compared indices equal [and address_P(w) == address_read(r)]
+    producer = op.inputs[k]
+    types = claim.compare + claim.premise
+    if _same_by_construction(op, k, types, ctx.block_dims):
+        return None
+    r = _reader(ctx, op, k)
+    w = _writer(ctx, producer)
+    read = r.read_logical(k)
+    written = w.written_logical()
+    axes = [j for j, i in enumerate(producer.logical) if not i.is_broadcast and not i.is_reduction]
+    address = None
+    if claim.address:
+        strides = ctx.allocations[producer.name].strides()
+        address = (linear_offset(strides, r.operand_indices(k)) if strides else const(0),
+                   linear_offset(strides, w.indices) if strides else const(0))
+    values = {f"{producer.name} logical {j}": read[j] for j in axes}
+    values.update({f"reader {p.cuda_name}": r.launch_index[p] for p in types})
+    writer_values = {f"writer {p.cuda_name}": w.launch_index[p] for p in types}
+    if address:
+        values["reader address"] = address[0]
+        writer_values["writer address"] = address[1]
+    hint = ([e for c in r.conds + w.conds for e in (c.lhs, c.rhs)] + read + written + list(values.values())
+            + list(writer_values.values()))
+    ranges = {**r.ranges, **w.ranges}
+    q = ctx.query(hint, ranges)
+    reader_runs = _all(q, [q.holds(c) for c in r.conds])
+    writes = _all(q, [q.holds(c) for c in w.conds] + [q.eq(written[j], read[j]) for j in axes]
+                  + [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise])
+    same = [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
+    if address:
+        same.append(q.eq(address[1], address[0]))
+    repeated = _repeated(producer, types)
+    if repeated and (witness := _witness(op, k, r, w)) is not None:
+        # one writer named as a function of the reader: proving it writes the element read
+        # (quantifier-free) proves the existential below; if it does not, z3 searches for one
+        ww = w.renamed(witness)
+        wq = ctx.query(hint + [e for c in ww.conds for e in (c.lhs, c.rhs)] + ww.written_logical(), r.ranges)
+        # what holds as written (a condition the reader's point states too, equal expressions) is left out
+        given = {(c.lhs, c.op, c.rhs) for c in r.conds}
+        pairs = [(ww.written_logical()[j], read[j]) for j in axes] + [
+            (ww.launch_index[p], r.launch_index[p]) for p in types] + (
+            [(linear_offset(ctx.allocations[producer.name].strides(), ww.indices), address[0])]
+            if address and ctx.allocations[producer.name].strides() else [])
+        goals = ([([c.lhs, c.rhs], lambda q, c=c: q.holds(c)) for c in ww.conds if (c.lhs, c.op, c.rhs) not in given]
+                 + [([a, b], lambda q, a=a, b=b: q.eq(a, b)) for a, b in pairs if a != b])
+        left = ctx.unproved_over_integers(r.conds, goals, r.ranges)
+        if not left or wq.prove(z3.Implies(_all(wq, [wq.holds(c) for c in r.conds]), _all(wq, [g(wq) for _, g in left])),
+                                values=values).proved:
+            return Proof(Outcome(Verdict.PROVED), repeated, axes, address)
+    if not repeated:
+        out = q.prove(z3.Implies(z3.And(reader_runs, writes), _all(q, same)),
+                      values={**values, **writer_values})
+    else:
+        bound = [q.var(name) for name in w.ranges if name not in r.ranges]  # restate: the query's
+        within = [z3.And(z3.UGE(v, q.val(0)), z3.ULT(v, q.term(w.ranges[name])))  # facts do not reach them
+                  if q.bv else z3.And(v >= 0, v < q.term(w.ranges[name]))
+                  for v, name in zip(bound, [n for n in w.ranges if n not in r.ranges])]
+        out = q.prove(z3.Implies(reader_runs, z3.Exists(bound, _all(q, within + [writes] + same))), values=values)
+        if out.status is Verdict.COUNTEREXAMPLE:  # name a writer: in the reader's block/thread if one is there
+            for near in (True, False):
+                q2 = ctx.query(hint, ranges)
+                fixed = [name for name in list(r.ranges) + list(ctx.fusion.symbols) if name in out.model]
+                q2.add(*[q2.var(name) == q2.val(out.model[name]) for name in fixed])
+                facts = ([q2.holds(c) for c in w.conds] + [q2.eq(written[j], read[j]) for j in axes]
+                         + [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise])
+                if near:
+                    facts += [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
+                found = q2.prove(z3.Not(_all(q2, facts)), values=writer_values)
+                if found.status is Verdict.COUNTEREXAMPLE:
+                    out.values.update(found.values)
+                    break
+    return Proof(out, repeated, axes, address)
+
+
+def _proof(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
+    return ctx.memo(("visibility", claim.code, id(op), k), lambda: _prove(ctx, op, k, claim))
+
+
+def _report(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof) -> Iterator[Diagnostic]:
+    producer, consumer = op.inputs[k], op.output
+    bound_ids = [i for i in producer.loop if i.parallel_type in claim.compare + claim.premise and not i.is_broadcast]
+    memory = f"{producer.memory_type.value.lower()} memory"
+    where = dict(tensor=consumer.name, ids=[i.name for i in bound_ids], location=op.origin,
+                 labels=[f"{producer.name} ({memory}) parallelized on "
+                         f"{', '.join(i.label() for i in bound_ids)}, created at {producer.origin}"])
+    what = f"that {consumer.name} reads only the elements of {producer.name} its own {_owner(claim)} wrote"
+    yield from report_outcome(claim.code, proof.outcome, what,
+                              lambda out: _misread(ctx, op, k, claim, proof, where), **where)
+
+
+def _owner(claim: Claim) -> str:
+    return "block" if claim.code == "SMEM-BLOCK-VISIBILITY" else "thread"
+
+
+def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, where: dict) -> Diagnostic:
+    """A reader sees an element its own block or thread did not write: which one, who wrote it."""
+    producer, consumer = op.inputs[k], op.output
+    out = proof.outcome
+    types = claim.compare
+    memory = f"{producer.memory_type.value.lower()} memory"
+    owner = _owner(claim)
+    v = out.values
+    sizes = ctx.symbols_of(out.model)
+    element = ", ".join(str(v[f"{producer.name} logical {j}"]) for j in proof.element)
+    reader = ", ".join(f"{p.cuda_name} = {v[f'reader {p.cuda_name}']}" for p in types + claim.premise)
+    writer = ", ".join(f"{p.cuda_name} = {v[f'writer {p.cuda_name}']}" for p in types + claim.premise
+                       if f"writer {p.cuda_name}" in v)
+    point = {name: out.model[name] for name in out.model if name not in ctx.fusion.symbols and not name.startswith(WRITER)}
+    moved = (proof.address and "writer address" in v and "reader address" in v
+             and v["writer address"] != v["reader address"]
+             and all(v.get(f"writer {p.cuda_name}") == v[f"reader {p.cuda_name}"] for p in types))
+    if moved:
+        problem = (f"that {owner} stored the element at offset {v['writer address']} of {producer.name}, and "
+                   f"{consumer.name} reads offset {v['reader address']}")
+    elif not proof.repeated:
+        problem = f"only the {owner} with {writer} writes that element of {memory}"
+    else:
+        problem = f"that {owner} does not write that element of {memory} (the {owner} with {writer or '?'} does)"
+    private = ("no grid-wide barrier orders a kernel's global stores with other threads' loads"
+               if claim.code == "GLOBAL-VISIBILITY" else "a register belongs to one thread" if owner == "thread"
+               else f"{memory} is private to a thread block")
+    notes = [f"{private}: the {owner} that reads an element must be the {owner} that wrote it, at the address it wrote"]
+    unbound = [p for p in types if p not in bound_types(consumer)]
+    if unbound:
+        single = consumer.memory_type is MemoryType.Global or (owner == "thread" and consumer.memory_type is MemoryType.Shared)
+        only = "block 0 only" if owner == "block" else "thread 0 only"
+        notes.append(f"{consumer.name} does not parallelize {', '.join(str(p) for p in unbound)}: "
+                     + (f"its store runs in {only} (single-writer predicate)" if single
+                        else f"every {owner} runs its whole loop nest"))
+    if proof.repeated:
+        notes.append(f"{producer.name} repeats elements along a split broadcast; {consumer.name} reads "
+                     f"each element at the address of its first copy")
+    if owner == "block":
+        hint = (f"parallelize the axes of {consumer.name} that map to {producer.name}'s "
+                f"{', '.join(str(p) for p in types)} axes on the same block index (schedule it like "
+                f"{producer.name}: tp.propagate_transforms({producer.name}) and "
+                f"tp.parallelize_all_like({producer.name})), or do not parallelize {producer.name} across blocks")
+    elif claim.code == "GLOBAL-VISIBILITY":
+        hint = (f"schedule {consumer.name} like {producer.name} (tp.propagate_transforms({producer.name}) and "
+                f"tp.parallelize_all_like({producer.name})) so each thread reads what it stored, or read "
+                f"{producer.name}'s inputs instead of {producer.name}")
+    else:
+        hint = (f"put {producer.name} in shared memory ({producer.name}.set_memory_type(tp.MemoryType.Shared)) "
+                f"to hand elements between threads, or parallelize {consumer.name}'s axes like "
+                f"{producer.name}'s (tp.parallelize_all_like({producer.name}))")
+    if claim.code in ("MMA-OPERAND-LAYOUT", "MMA-ACCUM-LAYOUT"):
+        return _fragment_misread(ctx, op, k, claim, proof, where, element, problem, notes, sizes, point)
+    return finding(
+        claim.code,
+        f"{consumer.name} reads {producer.name}[{element}] in the {owner} with {reader}{when_clause(sizes)}, "
+        f"but {problem}",
+        notes=notes, counterexample={**sizes, **point, **v}, hint=hint, **where,
+    )
+
+
+def _fragment_misread(ctx, op: Op, k: int, claim: Claim, proof: Proof, where: dict, element: str, problem: str,
+                      notes: list, sizes: dict, point: dict) -> Diagnostic:
+    """A lane supplies (or reads) a tensor-core fragment element another thread holds: name the
+    instruction, the lane, the element and where the fragment map wants each lane's elements."""
+    v = proof.outcome.values
+    mma = op.output if claim.code == "MMA-OPERAND-LAYOUT" else op.inputs[k]
+    role = "AB"[k] if claim.code == "MMA-OPERAND-LAYOUT" else "C"
+    frag = fragments(mma)
+    tile = {"A": "A (M x K)", "B": "B (K x N)", "C": "C (M x N)"}[role]
+    lane = v.get("reader threadIdx.x", point.get("threadIdx.x"))
+    held = point.get(ELEMENT_VARS[role])
+    wanted = "; ".join(f"lane {t} holds " + ", ".join(str(frag.position(role, t, e)) for e in range(frag.elements(role)))
+                       for t in (0, 1, 4))
+    if claim.code == "MMA-OPERAND-LAYOUT":
+        what = (f"{mma.name}'s {frag.inst.name} takes {op.inputs[k].name}[{element}] as lane {lane}'s {role} element "
+                f"{held if held is not None else '?'}")
+        fix = op.inputs[k].name
+    else:
+        what = f"{op.output.name} reads {mma.name}[{element}] in lane {lane}, where the accumulators are spread by the C fragment"
+        fix = op.output.name
+    notes = notes[:1] + [f"the {tile} fragment of {frag.inst.name} (row, col) of each element: {wanted}, ...",
+                     "docs/hardware.md#tensor-core-fragment-layouts has the maps as formulas"]
+    return finding(
+        claim.code, f"{what}{when_clause(sizes)}, but {problem}", notes=notes,
+        counterexample={**sizes, **point, **v},
+        hint=f"schedule {fix}'s tile as the fragment: split its rows and columns into the fragment's parts, merge "
+             f"the lane parts into the axis bound to TIDx (lane = 4 * row part + column part) and the element parts, "
+             f"in element order, into the register axis",
+        **where)
+
+
+def check_claims(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
+    """The findings of rule `code`: each of its claims (Claim) about an op reading a tensor
+    another op wrote, proved over both execution models, that fails or is undecided."""
+    clashing = ctx.memo(("launch-axis-clashes",), lambda: {p.tensor for p in launch_axis_clashes(ctx.fusion)})
+    for op in ctx.fusion.exprs:
+        if op.output.name in clashing or any(t.name in clashing for t in op.inputs):
+            continue  # one index bound to two axes has no single value: PARALLEL-TYPE-UNIQUE rejects it
+        for k in range(len(op.inputs)):
+            claims = _claims(op, k, ctx.block_dims)
+            for claim in claims:
+                if claim.code != code:
+                    continue
+                if claim.premise and any(_failed(ctx, op, k, c) for c in claims if c.code != code):
+                    continue  # the block claim failed: report that cause alone
+                proof = _proof(ctx, op, k, claim)
+                if proof is not None:
+                    yield from _report(ctx, op, k, claim, proof)
+
+
+def _failed(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> bool:
+    proof = _proof(ctx, op, k, claim)
+    return proof is not None and not proof.outcome.proved
