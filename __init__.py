@@ -21,15 +21,10 @@ from .model.inlining import inline_most as _inline_most
 from .model.iterdomain import IterDomain, Merge, Split, Swizzle
 from .model.options import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand, Tf32Rounding
 from .hw.mma_schedule import mma_output_allocation, schedule_mma_fragment
-from .model.ops import (
-    broadcast,
-    make_contig_concrete_tensor,
-    make_contig_tensor,
-    make_tensor,
-    set,  # noqa: A004 - nvFuser's name
-    transpose,
-)
+from .model.ops import broadcast, set, transpose  # noqa: A004 - nvFuser's name
+from .model.tensor import make_contig_concrete_tensor, make_contig_tensor, make_tensor
 from .model import mma_op as _mma_op, ops as _ops
+from .model.reduction import reduction as _reduction
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
 from .model.options import Pipelined, WarpSpecialized
@@ -157,9 +152,7 @@ def sum(tv, axes):  # noqa: A001 - nvFuser's name
 
         t1 = tp.sum(t0, 1)            # [M, N] -> [M]: row sums
         t2 = tp.sum(t0, [0, 1])       # every element"""
-    from .model.reduction import reduction
-
-    return reduction("sum", tv, axes)
+    return _reduction("sum", tv, axes)
 
 
 def max(tv, axes):  # noqa: A001 - nvFuser's name
@@ -167,9 +160,7 @@ def max(tv, axes):  # noqa: A001 - nvFuser's name
     values gives NaN). nvFuser's ops.max(tv, axes).
 
         t1 = tp.max(t0, -1)           # [M, N] -> [M]"""
-    from .model.reduction import reduction
-
-    return reduction("max", tv, axes)
+    return _reduction("max", tv, axes)
 
 
 def fused_multiply_sum(a, b, axes):

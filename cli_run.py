@@ -21,6 +21,8 @@ from .codegen.runtime.reference import reduction_slack, reference, tolerance
 from .model.errors import InternalError, ScheduleError, TileproofError
 from .model.targets import TARGETS
 from .schedule_files import BuildError, ScheduleCase, build_fusion, select
+from .codegen.runtime.arrays import DeviceArray
+from .model.expr import evaluate
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 DEFAULT_SIZE = 1024
@@ -138,7 +140,6 @@ def _compile_case(case: ScheduleCase, target: str | None):
 def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     import numpy as np
 
-    from .codegen.runtime.arrays import DeviceArray
 
     kernel, fusion = c.kernel, c.kernel.fusion
     env = {s: sizes.get(s, DEFAULT_SIZE) for s in fusion.symbols}
@@ -164,8 +165,6 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
 
 
 def _size(e, env) -> int:
-    from .model.expr import evaluate
-
     return evaluate(e, env)
 
 

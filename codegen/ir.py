@@ -23,7 +23,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ..execution.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
-from ..execution.wgmma_order import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
+from ..execution.barriers import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..execution.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..execution.warp_roles import Role, StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
 from ..execution.statements import Cond  # statements' predicates come from the execution model

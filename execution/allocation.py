@@ -15,6 +15,7 @@ from ..model.expr import Expr, ceildiv, const, mod, product, to_sympy, try_int
 from ..model.iterdomain import IterDomain
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
+from .circular import circular_axis
 
 DISTRIBUTED: dict[MemoryType, tuple[ParallelType, ...]] = {
     MemoryType.Global: DEVICE_TYPES,
@@ -83,16 +84,12 @@ class Allocation:
     def stages(self) -> int:
         """The tiles of a circular-buffered tensor (TensorView.circular_buffer): iteration i of
         its circular loop uses tile i % stages; 1 for every other tensor."""
-        from .pipeline import circular_axis
-
         c = self.tensor.circular
         return c.stages if c is not None and circular_axis(self.tensor) is not None else 1
 
     def stage_offset(self, idx: dict[int, Expr]) -> Expr:
         """The element offset of the tile of the point with IterDomain indices `idx`: its
         circular loop index % stages, times the tile's elements (0 with one stage)."""
-        from .pipeline import circular_axis
-
         if self.stages == 1:
             return const(0)
         loop_id = self.tensor.loop[circular_axis(self.tensor)]

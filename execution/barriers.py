@@ -1,7 +1,7 @@
 """Where the kernel synchronises: __syncthreads and mbarrier waits in a loop nest, placed once.
 
-The code generator inserts exactly these into the kernel (codegen/lower/syncs.py) and the verifier's
-SMEM-RACE rule checks them on the same nest (verifier/rules/races.py). The nest is any tree of
+nest.py runs this pass, then the pipelines' and wgmma's; the code generator inserts exactly what they
+place (codegen/lower/syncs.py) and the verifier's SMEM-RACE rule checks it (verifier/rules/races.py). The nest is any tree of
 loops (nodes with a `body`) whose leaves are statements; `Hazards` says what a leaf writes and
 reads of on-chip memory and whether a loop repeats (a serial or unrolled loop, not a
 thread/block index).
@@ -26,7 +26,7 @@ cp.async: each thread's copies complete only after it commits them to a group an
 the group (cp.async.wait_group), and other threads see them after a barrier that follows the
 wait: a CpAsyncWait (commit, then wait until none is in flight) and the barrier go where the
 read-after-write barrier would. A circular-buffered copy is pipelined over its loop instead:
-model/pipeline.py's insert_pipelines, called last, places its prologue, waits and barriers.
+pipeline.py's insert_pipelines, run after this pass (nest.py), places its prologue, waits and barriers.
 """
 
 from __future__ import annotations
@@ -234,13 +234,6 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
             if w.kind is Async.TMA_LOAD and not plan.has_wait(wp[-1][0], wp[-1][1], len(wp[-1][0]), w.barrier):
                 plan.add(wp[-1][0], wp[-1][1] + 1, TmaWait(w.barrier, f"{name} loaded by TMA"))
     plan.insert()
-    from .pipeline import insert_pipelines  # circular buffers, after the barriers of everything else
-    from .wgmma_order import insert_wgmma_waits  # wgmma's fences and waits, around the placed barriers
-
-    insert_pipelines(tree, hazards)
-    insert_wgmma_waits(tree, hazards)
-    if any(a.kind is Async.TMA_STORE for _, a, _ in stmts):
-        tree.append(BulkStoreWait("the TMA stores have read shared memory before the block exits"))
 
 
 def _wait(plan: _Plan, w: Access, wp: Path, rp: Path, d: int, name: str) -> None:
@@ -255,3 +248,21 @@ def _wait(plan: _Plan, w: Access, wp: Path, rp: Path, d: int, name: str) -> None
 def _wraps(plan: _Plan, scope: list, iw: int, ir: int) -> bool:
     """A barrier after the reader or before the writer (on the way to the next iteration)."""
     return plan.has_between(scope, ir, len(scope)) or plan.has_between(scope, -1, iw)
+
+
+@dataclass
+class WgmmaFence:
+    """wgmma.fence.sync.aligned before a batch of wgmma: orders the accumulators' earlier register
+    writes (zeroing, an earlier batch's stores) before the asynchronous reads."""
+
+    why: str = ""
+
+
+@dataclass
+class WgmmaWait:
+    """wgmma.commit_group (when `commit`), then wgmma.wait_group `pending`: all but the newest
+    `pending` committed batches have written their accumulators and read their shared tiles."""
+
+    pending: int = 0
+    why: str = ""
+    commit: bool = True

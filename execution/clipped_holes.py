@@ -41,7 +41,7 @@ from ..model.expr import try_int
 from ..model.fingerprint import fingerprint
 from .indexing import indices_from_loop, loop_var, valid_item_bounds
 from ..model.iterdomain import Merge, Split
-from .promotion import loop_extents
+from .promotion import loop_extents, needed_bounds
 from ..model.simplify import less_than
 from ..model.tensor import TensorView
 from ..hw.tma import infer_tma, is_tma_op
@@ -134,8 +134,6 @@ def _holes_past_logical(t: TensorView, axes) -> bool:
     merge outputs (out >= Eo Ei puts the outer input at >= Eo). The inner output of a split,
     split again by a factor that does not divide it, has holes inside the extent: another
     tile's elements, in bounds (examples/valid/tma_boxes.py, tma_indivisible_rotation)."""
-    from .statements import needed_bounds  # execution asks this module
-
     made_by = {o.uid: tr for tr in t.history for o in tr.outputs}
     target = {i.uid for i in axes}
 

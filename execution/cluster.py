@@ -28,6 +28,8 @@ from __future__ import annotations
 from ..model.types import BLOCK_TYPES, MemoryType, ParallelType
 from ..model.options import MAX_CLUSTER, NO_CLUSTER
 from ..hw.tma import is_tma_op
+from .problems import Problem
+from .circular import specialization
 
 
 
@@ -52,9 +54,6 @@ def multicast_tensors(fusion) -> list:
 def cluster_problems(fusion) -> list:
     """CLUSTER-MULTICAST's structural part: what the cluster launch and each multicast load need
     of the schedule (module docstring); the proofs are the rule's."""
-    from .lowerable import Problem
-    from .pipeline import specialization
-
     out = []
     dims = cluster_dims(fusion)
     size = cluster_size(fusion)

@@ -25,58 +25,21 @@ data after a __syncthreads that follows the wait. model/barriers.py places both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from .statements import CondKind, vector_axis
 from ..model.tensor import TensorView
-from ..model.types import CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ..model.types import MemoryType, ParallelType
 from ..model.expr import try_int
 from ..model.iterdomain import Split
 from ..model.fusion import symbol_bound
+from ..hw.cp_async import CpAsyncCopy, is_cp_async
+from .allocation import compute_allocation
+from .promotion import needed_bounds
+from .problems import Problem
+from .zero_padding import zero_padded
 
-CA_BYTES = (4, 8, 16)  # cp.async.ca cp-size (PTX ISA 9.7.9.25.3.1)
-CG_BYTES = (16,)  # cp.async.cg takes 16 only (ptxas: "expected to be 16")
 ISSUE_CONDS = (CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)  # no copy issued where these fail
 ZERO_FILL_CONDS = (CondKind.HOLE, CondKind.PADDING)  # issued with src-size 0 where these fail
-
-
-def is_cp_async(op) -> bool:
-    return op is not None and op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.CpAsync
-
-
-@dataclass(frozen=True)
-class CpAsyncCopy:
-    """One statement point's cp.async: `elements` of `source` (global) into `tensor` (shared)."""
-
-    tensor: str
-    source: str
-    elements: int
-    element_bytes: int
-    cache_op: CacheOp
-
-    @property
-    def bytes(self) -> int:
-        """cp-size: the bytes one copy moves."""
-        return self.elements * self.element_bytes
-
-    @property
-    def cache(self) -> str:
-        """"cg" or "ca", as the instruction is written: the user's CacheOp, or by size."""
-        if self.cache_op is CacheOp.Global or (self.cache_op is CacheOp.Unspecified and self.bytes == 16):
-            return "cg"
-        return "ca"
-
-    @property
-    def allowed_bytes(self) -> tuple[int, ...]:
-        return CG_BYTES if self.cache == "cg" else CA_BYTES
-
-    @property
-    def size_ok(self) -> bool:
-        return self.bytes in self.allowed_bytes
-
-    @property
-    def instruction(self) -> str:
-        return f"cp.async.{self.cache}.shared.global"
 
 
 def cp_async_copy(tv: TensorView) -> CpAsyncCopy | None:
@@ -100,11 +63,6 @@ def structure_problems(fusion, order: list[TensorView]):
     """What the lowering of a cp.async needs besides the CPASYNC rules: a copy from a global
     tensor into a shared one, its Vectorize axis (if any) innermost, and for a copy with holes a
     destination allocated along its own loop IDs (zero_fill_problems)."""
-    from .allocation import compute_allocation
-    from .statements import needed_bounds
-    from .lowerable import Problem
-    from .zero_padding import zero_padded
-
     out = []
     for tv in order:
         op = tv.definition
@@ -184,8 +142,6 @@ def zero_fill_problems(tv: TensorView, allocation):
     """A hole of tv's statement is copied with src-size 0: zeros land at the hole's own slot,
     which no element uses only when every allocated ID is one of tv's loop IDs (each point of
     the loop box then has its own offset, holes included)."""
-    from .lowerable import Problem
-
     loop = {i.uid for i in tv.loop}
     foreign = [a.id for a in allocation.allocated() if a.id.uid not in loop]
     if not foreign:

@@ -14,6 +14,7 @@ from ..model.iterdomain import IterDomain
 from .promotion import promotion
 from ..model.tensor import TensorView
 from ..model.types import THREAD_TYPES, BLOCK_TYPES, ParallelType
+from .circular import specialization
 
 
 def loop_var(tv: TensorView, i: IterDomain) -> Expr:
@@ -111,8 +112,6 @@ def block_dims(fusion) -> dict[ParallelType, Expr]:
     """blockDim/gridDim per parallel type: the largest extent bound to it (others predicate), and
     one more index on a warp-specialized circular buffer's axis: its producer warpgroup
     (model/warp_roles.py)."""
-    from .pipeline import specialization
-
     dims: dict[ParallelType, list[Expr]] = {}
     roles = set()
     for tv in executed_tensors(fusion):

@@ -28,21 +28,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.expr import const, var
 from ..model.iterdomain import IterDomain, Split
 from ..hw.mma import WARP, MmaInstruction, macro_instruction
-from ..model.mma_op import ELEMENT_VARS, LANE, is_mma
+from ..model.mma_op import is_mma
 from ..model.options import MmaArch, MmaMacro
 from ..model.tensor import TensorView
 from ..model.types import ParallelType
 from ..model.reduction import _derives
+from ..model.mma_op import INSTRUCTION_AXES
+from .problems import Problem
 
 
 def well_formed(tv: TensorView) -> bool:
     """Whether tv is an MmaOp on the tensor cores whose fragments are defined: an mma.sync macro
     whose tile is tv's three innermost loop IDs, bound to Mma (no MMA-TARGET, MMA-DTYPE or
     MMA-SHAPE problem, model/mma_rules.py)."""
-    from .mma_rules import CODES, shape_problems
+    from .mma import CODES, shape_problems
 
     if not is_mma(tv):
         return False
@@ -183,47 +184,60 @@ def is_mma_sync(macro: MmaMacro) -> bool:
     return macro.arch in (MmaArch.Turing, MmaArch.Ampere)
 
 
-def mma_execution(tv: TensorView, launch: dict, role: str, names: dict[int, str] | None = None):
-    """tv's execution model (model/execution.py) seen from role's fragment: the Mma axes' indices
-    are lane threadIdx.x's element `ELEMENT_VARS[role]` of the macro tile (the accumulate reads A
-    and B at these points; C is where the accumulator's elements are stored)."""
-    from .statements import CondKind, TensorExecution, store_execution, tensor_execution
+CODES = ("MMA-TARGET", "MMA-DTYPE", "MMA-SHAPE", "MMA-WARP-COLLECTIVE", "MMA-OPERAND-LAYOUT")
 
-    ex = (store_execution if role == "C" else tensor_execution)(tv, launch, names)
+
+def shape_problems(tv, target, out: dict[str, list[Problem]] | None = None) -> bool:
+    """Add to `out` the MMA-TARGET, MMA-DTYPE and MMA-SHAPE problems of MmaOp output tv (every
+    code of CODES a key); whether the other rules can go on (tv has a macro and Mma axes by role)."""
+    out = out if out is not None else {code: [] for code in CODES}
+    op = tv.definition
+    where = dict(tensor=tv.name, location=op.origin or tv.origin)
+    mma_ids = [(k, i) for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Mma]
+    macro = op.macro
+    if macro is None:
+        if mma_ids:
+            out["MMA-SHAPE"].append(Problem(
+                f"{tv.name} binds {len(mma_ids)} axes to Mma but its op has no macro: which instruction computes "
+                f"the tile is not said",
+                hint=f"{tv.name}.definition.set_macro(tp.MmaMacro.Ampere_16_8_16) (bfloat16 / float16) or "
+                     f"tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), with the macro's M, N, K tile as the Mma axes",
+                values={"mma_axes": len(mma_ids)}, **where))
+        return False
+    if not is_mma_sync(macro) and target is not None and target.name != "sm_90a":
+        out["MMA-TARGET"].append(Problem(
+            f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only; {target.name} has none",
+            hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), "
+                 "or target sm_90a",
+            values={"m": macro.m, "n": macro.n, "k": macro.k}, **where))
+        return False
+    dtypes = [t.dtype.name for t in op.inputs]
+    if any(d not in macro.input_dtypes for d in dtypes):
+        out["MMA-DTYPE"].append(Problem(
+            f"MmaMacro.{macro.name} takes {' or '.join(macro.input_dtypes)} operands; {tv.name}'s are "
+            f"{' and '.join(sorted(set(dtypes)))}",
+            hint=("float32 operands run on the tensor cores as tf32: set_macro(tp.MmaMacro.Ampere_16_8_8)"
+                  if dtypes[0] == "float32" else
+                  "bfloat16 / float16 operands: set_macro(tp.MmaMacro.Ampere_16_8_16)"),
+            values={"operand_bits": 8 * op.inputs[0].dtype.bytes}, **where))
+        return False
     axes = mma_axes(tv)
-    frag = fragments(tv)
-    row, col = frag.position(role, var(LANE.cuda_name), var(ELEMENT_VARS[role]))
-    value = {"A": {"M": row, "K": col, "N": const(0)}, "B": {"K": row, "N": col, "M": const(0)},
-             "C": {"M": row, "N": col, "K": const(0)}}[role]
-    subs = {}
-    for r in ("M", "N", "K"):
-        e = ex.env[axes.of(r).uid]
-        if e.op == "var":
-            subs[e.value] = value[r]
-    out = ex.renamed(subs)
-    # the lanes store different elements: no single writer along them
-    conds = tuple(c for c in out.conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs == var(LANE.cuda_name)))
-    ranges = {k: v for k, v in out.ranges.items() if k not in subs}
-    ranges[ELEMENT_VARS[role]] = const(frag.elements(role))
-    ranges[LANE.cuda_name] = const(frag.inst.threads)  # MMA-WARP-COLLECTIVE: blockDim.x is the warp(group)
-    return TensorExecution(out.tensor, out.env, ranges, out.indices, conds, out.launch_index)
-
-
-def tile_conds(tv: TensorView, ex, conds) -> tuple[list, list]:
-    """`conds` (of tv's plain execution `ex`) split into (those the whole warp shares, the holes of
-    the K tile); the holes of the M and N tiles are dropped: they only make rows and columns of
-    the tile that no store reads."""
-    axes = mma_axes(tv)
-    names = {}
+    want = {"M": macro.m, "N": macro.n, "K": macro.k}
+    if axes is None or [i for _, i in mma_ids] != list(tv.loop[-INSTRUCTION_AXES:]):
+        out["MMA-SHAPE"].append(Problem(
+            f"{tv.name}'s Mma axes must be its three innermost loop IDs, one tiling each of its M, N and K axes; "
+            f"it has {len(mma_ids)} Mma axes" + (f" at positions {[k for k, _ in mma_ids]}" if mma_ids else ""),
+            hint=f"split {tv.name}'s M, N and K axes by {macro.m}, {macro.n} and {macro.k}, move the inner parts to "
+                 f"the end (reorder) and bind them to tp.ParallelType.Mma",
+            values={"mma_axes": len(mma_ids), "loop_axes": len(tv.loop)}, **where))
+        return False
     for role in ("M", "N", "K"):
-        e = ex.env[axes.of(role).uid]
-        if e.op == "var":
-            names[e.value] = role
-    uniform, k_holes = [], []
-    for c in conds:
-        used = {names[v] for v in (c.lhs.free_vars() | c.rhs.free_vars()) if v in names}
-        if not used:
-            uniform.append(c)
-        elif "K" in used:
-            k_holes.append(c)
-    return uniform, k_holes
+        i = axes.of(role)
+        if i.static_extent != want[role] or not inner_tile(tv, i):
+            out["MMA-SHAPE"].append(Problem(
+                f"{tv.name}'s {role} Mma axis {i.label()} must be the inner {want[role]} of a split of its {role} axis "
+                f"(MmaMacro.{macro.name} is {macro.m} x {macro.n} x {macro.k})"
+                + ("" if inner_tile(tv, i) else "; it is not an inner split of that axis"),
+                hint=f"split {tv.name}'s {role} axis by {want[role]} and bind the inner part to Mma",
+                ids=(i.name,), values={"extent": i.static_extent or -1, "macro_extent": want[role]}, **where))
+    return True

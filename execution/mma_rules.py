@@ -22,14 +22,17 @@ from __future__ import annotations
 
 from ..model.expr import const, product, try_int
 from .indexing import block_dims
-from .lowerable import Problem, registers_of
-from ..model.mma_op import INSTRUCTION_AXES
+from .problems import Problem
+from .conditions import registers_of
 from ..model.fusion import is_mma_op
-from .mma import inner_tile, is_mma_sync, mma_axes
+from .mma import is_mma_sync
 from ..hw.tma import is_tma_op
 from ..model.types import MemoryType, ParallelType, THREAD_TYPES
+from .mma import CODES, shape_problems
+from .warp_roles import registers_per_thread, specialized_tensors
+from .allocation import compute_allocation
+from .circular import specialization
 
-CODES = ("MMA-TARGET", "MMA-DTYPE", "MMA-SHAPE", "MMA-WARP-COLLECTIVE", "MMA-OPERAND-LAYOUT")
 
 
 def problems(fusion, order, target) -> dict[str, list[Problem]]:
@@ -50,62 +53,6 @@ def problems(fusion, order, target) -> dict[str, list[Problem]]:
         if shape_problems(tv, target, out):
             _warp_problems(tv, out, fusion)
     return out
-
-
-def shape_problems(tv, target, out: dict[str, list[Problem]] | None = None) -> bool:
-    """Add to `out` the MMA-TARGET, MMA-DTYPE and MMA-SHAPE problems of MmaOp output tv (every
-    code of CODES a key); whether the other rules can go on (tv has a macro and Mma axes by role)."""
-    out = out if out is not None else {code: [] for code in CODES}
-    op = tv.definition
-    where = dict(tensor=tv.name, location=op.origin or tv.origin)
-    mma_ids = [(k, i) for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Mma]
-    macro = op.macro
-    if macro is None:
-        if mma_ids:
-            out["MMA-SHAPE"].append(Problem(
-                f"{tv.name} binds {len(mma_ids)} axes to Mma but its op has no macro: which instruction computes "
-                f"the tile is not said",
-                hint=f"{tv.name}.definition.set_macro(tp.MmaMacro.Ampere_16_8_16) (bfloat16 / float16) or "
-                     f"tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), with the macro's M, N, K tile as the Mma axes",
-                values={"mma_axes": len(mma_ids)}, **where))
-        return False
-    if not is_mma_sync(macro) and target is not None and target.name != "sm_90a":
-        out["MMA-TARGET"].append(Problem(
-            f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only; {target.name} has none",
-            hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), "
-                 "or target sm_90a",
-            values={"m": macro.m, "n": macro.n, "k": macro.k}, **where))
-        return False
-    dtypes = [t.dtype.name for t in op.inputs]
-    if any(d not in macro.input_dtypes for d in dtypes):
-        out["MMA-DTYPE"].append(Problem(
-            f"MmaMacro.{macro.name} takes {' or '.join(macro.input_dtypes)} operands; {tv.name}'s are "
-            f"{' and '.join(sorted(set(dtypes)))}",
-            hint=("float32 operands run on the tensor cores as tf32: set_macro(tp.MmaMacro.Ampere_16_8_8)"
-                  if dtypes[0] == "float32" else
-                  "bfloat16 / float16 operands: set_macro(tp.MmaMacro.Ampere_16_8_16)"),
-            values={"operand_bits": 8 * op.inputs[0].dtype.bytes}, **where))
-        return False
-    axes = mma_axes(tv)
-    want = {"M": macro.m, "N": macro.n, "K": macro.k}
-    if axes is None or [i for _, i in mma_ids] != list(tv.loop[-INSTRUCTION_AXES:]):
-        out["MMA-SHAPE"].append(Problem(
-            f"{tv.name}'s Mma axes must be its three innermost loop IDs, one tiling each of its M, N and K axes; "
-            f"it has {len(mma_ids)} Mma axes" + (f" at positions {[k for k, _ in mma_ids]}" if mma_ids else ""),
-            hint=f"split {tv.name}'s M, N and K axes by {macro.m}, {macro.n} and {macro.k}, move the inner parts to "
-                 f"the end (reorder) and bind them to tp.ParallelType.Mma",
-            values={"mma_axes": len(mma_ids), "loop_axes": len(tv.loop)}, **where))
-        return False
-    for role in ("M", "N", "K"):
-        i = axes.of(role)
-        if i.static_extent != want[role] or not inner_tile(tv, i):
-            out["MMA-SHAPE"].append(Problem(
-                f"{tv.name}'s {role} Mma axis {i.label()} must be the inner {want[role]} of a split of its {role} axis "
-                f"(MmaMacro.{macro.name} is {macro.m} x {macro.n} x {macro.k})"
-                + ("" if inner_tile(tv, i) else "; it is not an inner split of that axis"),
-                hint=f"split {tv.name}'s {role} axis by {want[role]} and bind the inner part to Mma",
-                ids=(i.name,), values={"extent": i.static_extent or -1, "macro_extent": want[role]}, **where))
-    return True
 
 
 def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
@@ -169,8 +116,6 @@ def launch_registers(fusion) -> tuple[int, str]:
     """The registers a thread gets where ptxas compiles the kernel, and why: 65536 over the
     block's threads, in steps of 8, at most 255 (the code generator's __launch_bounds__ names
     the block's threads, one block per SM); 255 where the thread count is symbolic."""
-    from .warp_roles import registers_per_thread
-
     dims = block_dims(fusion)
     threads = try_int(product([dims.get(p, const(1)) for p in THREAD_TYPES]))
     if threads is None:
@@ -182,8 +127,6 @@ def wgmma_instruction_registers(fusion, order) -> list[Problem]:
     """WGMMA-INSTRUCTION-REGISTERS: one wgmma instruction's accumulators per thread plus
     WGMMA_MARGIN exceed launch_registers. ptxas cannot spill the registers of one instruction,
     and the consumers' setmaxnreg count does not lift this limit: it refuses to compile."""
-    from .warp_roles import registers_per_thread
-
     budget, why = launch_registers(fusion)
     out = []
     for tv in order:
@@ -213,10 +156,6 @@ def register_pressure(fusion, order) -> list[Problem]:
     the kernel gets: the consumers' setmaxnreg count where the kernel is warp-specialized with
     num_registers (ptxas allocates the code after setmaxnreg.inc to it), else launch_registers.
     Tiles of which one wgmma already does not fit are WGMMA-INSTRUCTION-REGISTERS' error."""
-    from .allocation import compute_allocation
-    from .pipeline import specialization
-    from .warp_roles import specialized_tensors
-
     budget, why = launch_registers(fusion)
     roles = specialized_tensors(fusion, order)
     spec = specialization(roles[0]) if roles else None

@@ -61,53 +61,23 @@ from .barriers import (
     Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats, split_point,
     statement_paths,
 )
-from .cp_async import is_cp_async
-from .wgmma_order import WgmmaWait
+from ..hw.cp_async import is_cp_async
+from .barriers import WgmmaWait
 from ..model.expr import Expr, const
 from ..model.types import LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ..model.options import Pipelined, WarpSpecialized
 from ..model.mma_op import is_wgmma_op
 from ..model.tensor import TensorView
 from ..hw.tma import is_tma_op
-
-
-def circular_axis(tv) -> int | None:
-    """The position of tv's circular loop: its loop axis just left of its compute-at position
-    (None where tv is not circular-buffered or not inlined)."""
-    if getattr(tv, "circular", None) is None or tv.compute_at == 0:
-        return None
-    return tv.compute_at - 1
-
-
-def circular_access(tv) -> tuple[int, int, int] | None:
-    """What model/barriers.py needs of a circular-buffered copy: (stages, prefetch, the depth of
-    its circular loop in the statement's loop path, which holds every loop axis left of it)."""
-    pos = circular_axis(tv)
-    return None if pos is None else (tv.circular.stages, tv.circular.prefetch, pos)
-
-
-def specialization(tv) -> WarpSpecialized | None:
-    """tv's WarpSpecialized circular buffering, None where it has none or is pipelined."""
-    c = getattr(tv, "circular", None)
-    return c.type if c is not None and isinstance(c.type, WarpSpecialized) else None
-
-
-def war_mbarrier(tv) -> bool:
-    """Whether tv's circular buffer is Pipelined(uses_mbarrier_for_war=True)."""
-    c = getattr(tv, "circular", None)
-    return c is not None and isinstance(c.type, Pipelined) and c.type.uses_mbarrier_for_war
-
-
-def circular_tensors(fusion) -> list:
-    """The tensors of `fusion` that circular_buffer was called on, in fusion order."""
-    return [t for t in fusion.tensors if getattr(t, "circular", None) is not None]
+from .circular import circular_axis, circular_tensors
+from .problems import Problem
+from .loops import execution_order, loop_groups
+from .warp_roles import EMPTY_PREFIX, SpecializedLoop, StageEmptyWait, StageRelease, WarpRoles, release_lag, split_roles
 
 
 def stage_problems(fusion) -> list:
     """PIPELINE-STAGES: each circular buffer has a serial circular loop, at least two stages and
     0 <= prefetch < stages, and the circular buffers of one loop agree on both numbers."""
-    from .lowerable import Problem, execution_order, loop_groups
-
     out = []
     order = execution_order(fusion)
     computed = {t.name for t in order}
@@ -129,8 +99,10 @@ def stage_problems(fusion) -> list:
         axis = tv.loop[pos]
         register = tv.memory_type is MemoryType.Local
         loops = (ParallelType.Serial, ParallelType.Unroll) if register else (ParallelType.Serial,)
-        if axis.parallel_type not in loops or axis.static_extent == 1:
-            kind = "of extent 1" if axis.static_extent == 1 else f"parallelized on {axis.parallel_type}"
+        # a loop of one iteration (K one tile) is a circular loop too: its prologue's copies past
+        # the extent are predicated off, as for a symbolic K of one tile (nvFuser accepts both)
+        if axis.parallel_type not in loops or axis.is_broadcast:
+            kind = "a broadcast" if axis.is_broadcast else f"parallelized on {axis.parallel_type}"
             out.append(Problem(
                 f"{tv.name}'s circular loop, its axis {pos} ({axis.label()}) just left of its compute-at position "
                 f"{tv.compute_at}, is {kind}: a circular buffer needs a {'serial or unrolled' if register else 'serial'} "
@@ -186,8 +158,6 @@ def is_register_copy(tv) -> bool:
 def _sources_inside(tv, pos: int, where: dict) -> list:
     """A register circular buffer's copy of iteration i + prefetch runs in iteration i: each
     source it reads must be complete before the circular loop, so computed outside it."""
-    from .lowerable import Problem
-
     out = []
     for src in tv.definition.inputs:
         if src.definition is not None and src.compute_at > pos:
@@ -206,9 +176,6 @@ def unsupported_pipelines(fusion, order) -> list:
     """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async copies
     into shared memory with barrier-guarded refills (Pipelined without mbarriers), and copies into
     registers."""
-    from .cp_async import is_cp_async
-    from .lowerable import Problem
-
     out = []
     for tv in order:
         c = getattr(tv, "circular", None)
@@ -311,8 +278,6 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
     cp.async copies the commit, the wait and the barriers (module docstring); a warp-specialized
     loop's copies go to a producer warpgroup instead (model/warp_roles.py). Called by
     barriers.insert_barriers."""
-    from .warp_roles import EMPTY_PREFIX, SpecializedLoop, StageEmptyWait, StageRelease, release_lag, split_roles
-
     loops: dict[int, _CircularLoop] = {}
     for _, acc, path in statement_paths(tree, hazards):
         if acc.circular is None or any(isinstance(scope[k], (Prologue, Prefetched)) for scope, k in path):
@@ -508,8 +473,6 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
     steps (issue, commit), one iteration per prefetched copy. Waits and barriers nested deeper
     than the scope are not counted: a scope holds the copy's and the read's own children.
     `barrier`: a TMA load's mbarriers, whose circular waits are the Timeline's WAITs."""
-    from .warp_roles import StageEmptyWait
-
     d = split_point(wp, rp)
     scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
     if d > 0 and isinstance(scope[iw], Prefetched) and any(isinstance(n, StageEmptyWait) for n in scope[iw].body):
@@ -556,8 +519,6 @@ def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, haz
     the steps after the loop are the consumers'. Its waits are for releases of data at least
     S - prefetch - L >= 1 iterations back (release_lag), which the thread's own warpgroup made
     in an earlier iteration, so it never waits on itself."""
-    from .warp_roles import StageEmptyWait, StageRelease
-
     scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
     parent, at = wp[d - 1]
 
@@ -595,8 +556,6 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
     at `rp` (in the consumer Role): the producer's circular loop body (EMPTY_WAIT, ISSUE), the
     consumers' (the WAIT on `barrier`, the READ, wgmma waits, the RELEASE) and the consumers'
     steps after their loop. None where the paths are not a warp-specialized pair."""
-    from .warp_roles import StageEmptyWait, StageRelease, WarpRoles
-
     roles = wp[0][0][wp[0][1]]
     if not isinstance(roles, WarpRoles) or rp[0][0][rp[0][1]] is not roles:
         return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.expr import Expr
-from ..model.iterdomain import IterDomain
+from ..model.iterdomain import IterDomain, Merge, Split
 from ..model.mapping import IdMap, merges_a_broadcast, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.tensor_base import fixed_by
@@ -61,7 +61,7 @@ def promotion(tv: TensorView) -> Promotion | None:
     by_key = {idmap.key(i): i for i in consumer.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
     loop_only = frozenset(mine - set(seeds) - {i.uid for i in tv.loop})
-    from .statements import needed_bounds  # the execution model builds on this module
+    from .promotion import needed_bounds  # the execution model builds on this module
 
     holes = tuple(i for i in consumer.all_ids() if i.uid in theirs and i.uid in needed_bounds(consumer))
     return Promotion(consumer, ca, seeds, loop_only, holes)
@@ -71,3 +71,26 @@ def loop_extents(tv: TensorView) -> list[Expr]:
     """The extent of each loop of tv: the consumer's where tv's loop is promoted to it."""
     promo = promotion(tv)
     return [promo.extent(tv, k) if promo else i.extent_expr for k, i in enumerate(tv.loop)]
+
+
+def needed_bounds(tv: TensorView) -> set[int]:
+    """The IDs whose bound is not implied by others: those reached backward from the loop
+    domain, except the inputs of a merge (out < Eo * Ei implies out // Ei < Eo, and
+    out % Ei < Ei always) and the outer output of a split (outer * Ei + inner < E implies
+    outer < ceil(E / Ei)). Loop IDs are bounded by their loops; IDs computed forward from
+    bounded ones (an allocation branch) are bounded by construction."""
+    backward = fixed_by(tv, tv.loop)
+    implied = set()
+    for t in tv.history:
+        if isinstance(t, Merge) and t.out.uid in backward:
+            implied.update(x.uid for x in t.inputs)
+        if isinstance(t, Split) and t.in_.uid in backward:
+            implied.add(t.outer.uid)
+    loops = {i.uid for i in tv.loop}
+    promo = promotion(tv)
+    if promo is None:
+        return backward - implied - loops
+    # the IDs mapped to the consumer's are bounded as the consumer's are, and the consumer's holes
+    # at the shared loops are tv's; the loop IDs' merges of broadcasts have no bound of their own
+    mapped = {u for u, c in promo.seeds.items() if not c.is_broadcast}
+    return (backward - implied - promo.loop_only | mapped | {i.uid for i in promo.holes}) - loops

@@ -38,11 +38,13 @@ from ..model.reduction import is_reduction_tensor, neutral
 from ..model.notation import user_str
 from ..model.tensor import TensorView
 from ..model.types import (
+    INSTRUCTION_AXES,
     BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, DataType, MemoryType, ParallelType,
 )
+from .problems import Problem
+from .mma import fragments, mma_axes
 
 MAX_ACCUMULATOR_REGISTERS = 255  # a thread's registers (execution/lowerable.py MAX_REGISTERS_PER_THREAD)
-INSTRUCTION_AXES = (ParallelType.Vectorize, ParallelType.Bulk)
 
 
 class Phase(enum.Enum):
@@ -80,8 +82,6 @@ class ReductionLoops:
     def elements(self) -> Expr:
         """Accumulator registers per thread (on the tensor cores: per macro tile, the lane's
         elements of the C fragment, model/mma_op.py)."""
-        from .mma import fragments, mma_axes  # mma.py builds on the lowering conditions, which import this module
-
         macro = self.tensor.definition.macro if is_mma(self.tensor) else None
         operands = self.tensor.definition.inputs[0].dtype.name
         if macro is not None and mma_axes(self.tensor) is not None and operands in macro.input_dtypes:
@@ -151,8 +151,6 @@ def accumulator_registers(r: ReductionLoops) -> int | None:
 def parallel_problems(fusion, order) -> list:
     """REDUCTION-PARALLEL: a reduction axis bound to a block index (a grid reduction), Vectorize or
     Bulk, or a Vectorize / Bulk iteration axis of a reduction (it stores one element at a time)."""
-    from .lowerable import Problem
-
     out = []
     for tv in order:
         if not is_reduction_tensor(tv):
@@ -191,8 +189,6 @@ def parallel_problems(fusion, order) -> list:
 def accumulator_problems(fusion, order) -> list:
     """REDUCTION-ACCUMULATOR: a reduction's accumulator has a compile-time size that fits a thread's
     registers."""
-    from .lowerable import Problem
-
     out = []
     for tv in order:
         if not is_reduction_tensor(tv):
@@ -232,8 +228,6 @@ def _too_many(r: ReductionLoops, symbols: list[str]) -> dict[str, int]:
 
 def unsupported_reductions(fusion, order) -> list:
     """LOWERING-SUPPORTED: reductions the code generator does not lower (tensor memory)."""
-    from .lowerable import Problem
-
     out = []
     for tv in order:
         if not is_reduction_tensor(tv):

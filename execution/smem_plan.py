@@ -18,6 +18,9 @@ from ..model.expr import Expr, add, ceildiv, const, mul
 from ..model.fusion import Fusion
 from ..hw.tma import swizzle_bytes_of
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
+from .indexing import thread_dims
+from .loops import execution_order
+from .reduction import scratch_bytes
 
 BASE_ALIGN = 1024
 PLAIN_ALIGN, TMA_ALIGN = 16, 128
@@ -82,8 +85,4 @@ def plan_shared_memory(fusion: Fusion, allocations: dict[str, Allocation]) -> Sm
 
 
 def _reduction_scratch(fusion: Fusion) -> Expr | None:
-    from .indexing import thread_dims
-    from .lowerable import execution_order
-    from .reduction import scratch_bytes
-
     return scratch_bytes(fusion, execution_order(fusion), thread_dims(fusion))

@@ -40,14 +40,13 @@ from ..model.global_layout import global_offset, global_strides
 from .indexing import (
     indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
 )
-from ..model.iterdomain import Merge, Split
-from .promotion import loop_extents, promotion
+from .promotion import loop_extents
 from ..model.reduction import is_reduction_tensor
 from ..model.tensor import TensorView
-from ..model.tensor_base import fixed_by
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .zero_padding import zero_padded
 from ..model.fusion import is_mma_op
+from .promotion import needed_bounds
 
 LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
 
@@ -257,26 +256,4 @@ def _writer_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond
     return [Cond(var(p.cuda_name), "==", const(0), "single writer", CondKind.SINGLE_WRITER)
             for p in kinds if p in launch and p not in own]
 
-
-def needed_bounds(tv: TensorView) -> set[int]:
-    """The IDs whose bound is not implied by others: those reached backward from the loop
-    domain, except the inputs of a merge (out < Eo * Ei implies out // Ei < Eo, and
-    out % Ei < Ei always) and the outer output of a split (outer * Ei + inner < E implies
-    outer < ceil(E / Ei)). Loop IDs are bounded by their loops; IDs computed forward from
-    bounded ones (an allocation branch) are bounded by construction."""
-    backward = fixed_by(tv, tv.loop)
-    implied = set()
-    for t in tv.history:
-        if isinstance(t, Merge) and t.out.uid in backward:
-            implied.update(x.uid for x in t.inputs)
-        if isinstance(t, Split) and t.in_.uid in backward:
-            implied.add(t.outer.uid)
-    loops = {i.uid for i in tv.loop}
-    promo = promotion(tv)
-    if promo is None:
-        return backward - implied - loops
-    # the IDs mapped to the consumer's are bounded as the consumer's are, and the consumer's holes
-    # at the shared loops are tv's; the loop IDs' merges of broadcasts have no bound of their own
-    mapped = {u for u, c in promo.seeds.items() if not c.is_broadcast}
-    return (backward - implied - promo.loop_only | mapped | {i.uid for i in promo.holes}) - loops
 

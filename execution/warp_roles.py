@@ -42,6 +42,10 @@ from ..hw.threads import WARPGROUP
 from ..model.expr import product, try_int, var
 from ..model.types import THREAD_TYPES
 from ..model.mma_op import is_wgmma_op
+from .loops import execution_order, loop_groups
+from .circular import circular_axis, specialization
+from .indexing import block_dims
+from .problems import Problem
 
 EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first buffer>[stages]
 
@@ -170,18 +174,12 @@ MIN_REGISTERS, MAX_REGISTERS, REGISTER_STEP = 24, 256, 8  # setmaxnreg's range (
 
 
 def specialized_tensors(fusion, order=None) -> list:
-    from .lowerable import execution_order
-    from .pipeline import specialization
-
     return [t for t in (order if order is not None else execution_order(fusion)) if specialization(t) is not None]
 
 
 def role_threads(fusion) -> tuple[int | None, int | None]:
     """(threads per index of the warp-specialized axis, the consumers' indices on it): the block
     the fusion binds, without the producer's index; None where symbolic."""
-    from .indexing import block_dims
-    from .pipeline import specialization
-
     tvs = specialized_tensors(fusion)
     if not tvs:
         return None, None
@@ -197,8 +195,6 @@ def role_implied(fusion):
     """A test of a statement's Cond: whether every consumer warpgroup of a warp-specialized
     kernel satisfies it by its role (`threadIdx.<on> < consumers`: the launch has one more
     index, the producer's); None where the kernel is not warp-specialized."""
-    from .pipeline import specialization
-
     tvs = specialized_tensors(fusion)
     if not tvs:
         return None
@@ -208,10 +204,6 @@ def role_implied(fusion):
 
 def role_problems(fusion) -> list:
     """WS-ROLES: what the producer/consumer rewrite needs of the schedule (model docstring)."""
-    from .indexing import block_dims
-    from .lowerable import Problem, execution_order, loop_groups
-    from .pipeline import circular_axis, specialization
-
     order = execution_order(fusion)
     tvs = specialized_tensors(fusion, order)
     if not tvs:
@@ -276,9 +268,6 @@ def role_problems(fusion) -> list:
 
 def register_problems(fusion) -> list:
     """WS-REGISTERS: setmaxnreg's counts (model docstring of register_pool)."""
-    from .lowerable import Problem
-    from .pipeline import specialization
-
     tvs = specialized_tensors(fusion)
     spec = specialization(tvs[0]) if tvs else None
     if spec is None or spec.num_registers is None:

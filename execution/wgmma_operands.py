@@ -28,7 +28,8 @@ from ..model.expr import Expr, add, const, evaluate, mul, substitute, try_int
 from ..model.simplify import simplify
 from ..model.options import MmaInputSmemSwizzle
 from ..model.mma_op import ELEMENT_VARS
-from .mma import fragments, mma_execution
+from .mma import fragments
+from .mma_execution import mma_execution
 from ..hw.tma import swizzle_bytes_of
 from ..hw.wgmma import CORE_ROW, SWIZZLE_OF_BYTES, hardware_address, hardware_swizzle
 

@@ -16,27 +16,10 @@ Elsewhere the wait leaves none in flight.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-from .barriers import Async, Hazards
-
-
-@dataclass
-class WgmmaFence:
-    """wgmma.fence.sync.aligned before a batch of wgmma: orders the accumulators' earlier register
-    writes (zeroing, an earlier batch's stores) before the asynchronous reads."""
-
-    why: str = ""
-
-
-@dataclass
-class WgmmaWait:
-    """wgmma.commit_group (when `commit`), then wgmma.wait_group `pending`: all but the newest
-    `pending` committed batches have written their accumulators and read their shared tiles."""
-
-    pending: int = 0
-    why: str = ""
-    commit: bool = True
+from .barriers import Async, Hazards, WgmmaFence, WgmmaWait
+from .pipeline import Prefetched
+from .warp_roles import StageRelease
 
 
 def _only_wgmma(n, hazards: Hazards) -> bool:
@@ -50,9 +33,6 @@ def _in_flight(scope: list) -> int:
     """1 where the batch's scope (a circular loop's body) refills its TMA stages at least two
     iterations after reading them, else 0; a warp-specialized loop's consumers: the iterations
     they keep a datum before releasing it."""
-    from .pipeline import Prefetched
-    from .warp_roles import StageRelease
-
     releases = [n for n in scope if isinstance(n, StageRelease) and not n.tail]
     if releases:
         return releases[0].lag

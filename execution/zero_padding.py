@@ -25,6 +25,8 @@ from ..model.tensor import TensorView
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
 from ..model.mma_op import is_mma
 from ..hw.tma import infer_tma
+from ..hw.cp_async import is_cp_async
+from .mma import mma_axes, well_formed
 
 COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync, LoadStoreOpType.TMA)
 
@@ -33,9 +35,6 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
     """Operand k's path back from MmaOp d: the copies from its register (or shared) operand up
     to the cp.async or TMA load that reads global memory, each with the logical position of its
     K axis, and None; or ([], why it is not a zero path)."""
-    from .cp_async import is_cp_async
-    from .mma import mma_axes
-
     op = d.definition
     axes = mma_axes(d)
     if axes is None:
@@ -74,8 +73,6 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
 def zero_padded(fusion) -> dict[str, int]:
     """Tensor name -> uid of the logical (for an MmaOp: root) K ID whose bound it runs past, for
     every well-formed MmaOp whose two operands have zero paths, and the tensors on those paths."""
-    from .mma import mma_axes, well_formed
-
     out: dict[str, int] = {}
     for d in fusion.tensors:
         if not is_mma(d) or mma_axes(d) is None:

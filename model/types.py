@@ -64,6 +64,7 @@ class ParallelType(enum.Enum):
 THREAD_TYPES = (ParallelType.TIDx, ParallelType.TIDy, ParallelType.TIDz)
 BLOCK_TYPES = (ParallelType.BIDx, ParallelType.BIDy, ParallelType.BIDz)
 DEVICE_TYPES = (ParallelType.DIDx, ParallelType.DIDy, ParallelType.DIDz)
+INSTRUCTION_AXES = (ParallelType.Vectorize, ParallelType.Bulk)  # one instruction covers them: never a shared loop
 _CUDA_NAMES = {
     ParallelType.TIDx: "threadIdx.x",
     ParallelType.TIDy: "threadIdx.y",

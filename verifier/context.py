@@ -9,12 +9,12 @@ from typing import Iterable, Mapping
 
 import z3
 
-from ..model.allocation import Allocation, compute_allocation
-from ..model.expr import Expr, try_int
+from ..execution.allocation import Allocation, compute_allocation
+from ..model.expr import Expr, const, substitute, try_int
 from ..model.fusion import Fusion, Op
-from ..model.indexing import block_dims, executed_tensors, thread_dims
+from ..execution.indexing import block_dims, executed_tensors, grid_dims, thread_dims
 from ..model.mapping import IdMap
-from ..model.smem_plan import SmemPlan, plan_shared_memory
+from ..execution.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
 from ..model.types import Direction, LoadStoreOpType, MemoryType
@@ -85,6 +85,10 @@ class VerifyContext:
     @cached_property
     def thread_dims(self) -> tuple[Expr, Expr, Expr]:
         return thread_dims(self.fusion)
+
+    @cached_property
+    def grid_dims(self) -> tuple[Expr, Expr, Expr]:
+        return grid_dims(self.fusion)
 
     def executed(self) -> list[TensorView]:
         return executed_tensors(self.fusion)
@@ -202,8 +206,6 @@ class VerifyContext:
         return q
 
     def concrete(self, e: Expr) -> int | None:
-        from ..model.expr import const, substitute
-
         return try_int(substitute(e, {k: const(v) for k, v in self.bind.items()}))
 
     def symbols_of(self, model: Mapping[str, int]) -> dict[str, int]:

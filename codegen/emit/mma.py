@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from ...model.errors import InternalError
 from ...hw.mma import WARP, MmaInstruction
 from ...model.options import Tf32Rounding
+from ...model.expr import add, const, mod
+from ...model.simplify import simplify
+from ...model.types import MemoryType
 
 
 def mma_sync(inst: MmaInstruction, d: Sequence[str], a: Sequence[str], b: Sequence[str], c: Sequence[str]) -> str:
@@ -62,10 +65,6 @@ def _word(low, high) -> bool:
     array: `high` right after `low`, at an even element offset (register arrays are 16-byte
     aligned). Read as that word, the pair needs no repacking (little-endian: `low` in bits 0-15,
     as pack_16bit puts it), which ptxas otherwise pays for in moves."""
-    from ...model.expr import add, const, mod
-    from ...model.simplify import simplify
-    from ...model.types import MemoryType
-
     return (low.tensor == high.tensor and low.memory is MemoryType.Local and high.memory is MemoryType.Local
             and simplify(high.offset, {}) == simplify(add(low.offset, const(1)), {})
             and simplify(mod(low.offset, const(2)), {}) == const(0))
@@ -128,9 +127,6 @@ def issue_lines(e, n, depth: int) -> list[str]:
     """An MmaIssue (codegen/ir.py): the lane's A and B registers from its fragment elements, then
     the macro tile's instructions over N then K, accumulating into acc[acc_base + element]; a
     wgmma's operands are its descriptors instead."""
-    from ...model.expr import add, const
-    from ...model.simplify import simplify
-
     if n.descriptors:
         return _wgmma_lines(e, n, depth)
     frag = n.frag

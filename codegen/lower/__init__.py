@@ -1,6 +1,6 @@
 """Lowering a verified fusion to the kernel IR, as a named list of passes.
 
-    check      the conditions of model/lowerable.py that the verifier's lowering rules check
+    check      the conditions of execution/conditions.py that the verifier's lowering rules check
                (what is not lowered: multi-device, global intermediates, ...); a failure is a bug
     order      the tensors to compute, producers first, and their loop classes
     allocate   registers and shared-memory buffers (model.allocation, model.smem_plan),
@@ -30,20 +30,20 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from ...model.allocation import Allocation, compute_allocation
-from ...model import lowerable
-from ...model.expr import const
+from ...execution.allocation import Allocation, compute_allocation
+from ...execution import conditions, loops
 from ...model.fusion import Fusion
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
-from ...model.indexing import block_dims, thread_dims
-from ...model.smem_plan import SmemPlan, plan_shared_memory
-from ...model.pipeline import circular_access, is_register_copy
-from ...model.cluster import cluster_dims, cluster_problems
-from ...model.warp_roles import register_problems, role_problems
+from ...execution.indexing import block_dims, grid_dims, thread_dims
+from ...execution.smem_plan import SmemPlan, plan_shared_memory
+from ...execution.circular import circular_access
+from ...execution.pipeline import is_register_copy
+from ...execution.cluster import cluster_dims, cluster_problems
+from ...execution.warp_roles import register_problems, role_problems
 from ...model.targets import Target
 from ...model.tensor import TensorView
-from ...model.types import BLOCK_TYPES, MemoryType
+from ...model.types import MemoryType
 from .gmem import global_layout
 from .index_width import index_bits
 from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, walk
@@ -56,7 +56,7 @@ from . import mma, reduction, tmem
 
 KERNEL_PREFIX = "tp_"  # kernels are named after their fusion, so that profiles tell them apart
 # load/store ops lowered as statements here (the tensor-memory ones in lower/tmem.py)
-LOWERED_OPS = tuple(t for t in lowerable.LOWERED_OP_TYPES if t not in tmem.TMEM_OP_TYPES)
+LOWERED_OPS = tuple(t for t in conditions.LOWERED_OP_TYPES if t not in tmem.TMEM_OP_TYPES)
 
 
 @dataclass
@@ -77,17 +77,17 @@ class Lowering:
 
 
 def check_supported(st: Lowering) -> None:
-    """What the verifier's lowering rules reject (model/lowerable.py); reaching one is a bug."""
+    """What the verifier's lowering rules reject (execution/conditions.py); reaching one is a bug."""
     fusion = st.fusion
-    refuse("LOWERING-SUPPORTED", lowerable.unsupported_features(fusion))
-    refuse("GLOBAL-INTERMEDIATE", lowerable.global_intermediates(fusion))
-    refuse("PARALLEL-TYPE-UNIQUE", lowerable.launch_axis_clashes(fusion))
-    refuse("SYMBOLIC-FACTOR", lowerable.symbolic_factors(fusion))
+    refuse("LOWERING-SUPPORTED", conditions.unsupported_features(fusion))
+    refuse("GLOBAL-INTERMEDIATE", conditions.global_intermediates(fusion))
+    refuse("PARALLEL-TYPE-UNIQUE", conditions.launch_axis_clashes(fusion))
+    refuse("SYMBOLIC-FACTOR", conditions.symbolic_factors(fusion))
     refuse("WS-ROLES", role_problems(fusion))
     refuse("WS-REGISTERS", register_problems(fusion))
     refuse("CLUSTER-MULTICAST", cluster_problems(fusion))
-    reduction.check(fusion, lowerable.execution_order(fusion))
-    mma.check(fusion, lowerable.execution_order(fusion), st.target)
+    reduction.check(fusion, loops.execution_order(fusion))
+    mma.check(fusion, loops.execution_order(fusion), st.target)
     tmem.check_supported(st)
 
 
@@ -100,7 +100,7 @@ def allocate(st: Lowering) -> None:
     fusion = st.fusion
     st.allocations = {t.name: compute_allocation(t) for t in fusion.tensors if not t.is_fusion_input}
     st.smem = plan_shared_memory(fusion, st.allocations)
-    refuse("REGISTER-SIZE-CONSTANT", lowerable.symbolic_registers(fusion, st.allocations))
+    refuse("REGISTER-SIZE-CONSTANT", conditions.symbolic_registers(fusion, st.allocations))
     for tv in st.order:
         if tv.memory_type is MemoryType.Local:
             elements = st.allocations[tv.name].num_elements_expr
@@ -171,7 +171,6 @@ def signature(st: Lowering) -> None:
                     params.append(Param(names[v], ParamKind.STRIDE, "unsigned long long", tensor=g.name, symbol=v))
     for cls in st.classes.classes.values():
         names[cls.index_var] = cls.var
-    dims = block_dims(fusion)
     st.kernel = KernelIR(
         name=kernel_name(fusion.name),
         params=params,
@@ -179,7 +178,7 @@ def signature(st: Lowering) -> None:
         body=st.tree,
         globals=[st.globals[t.name] for t in list(fusion.inputs) + list(fusion.outputs)],
         block=thread_dims(fusion),
-        grid=tuple(dims.get(p, const(1)) for p in BLOCK_TYPES),  # type: ignore[arg-type]
+        grid=grid_dims(fusion),
         smem_bytes=st.smem.total,
         names=names,
         header=[str(op) for op in fusion.exprs if op.output in st.order],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...execution.cp_async import ISSUE_CONDS, ZERO_FILL_CONDS, cp_async_copy
 from ...model.errors import InternalError
-from ...execution.pipeline import circular_access
+from ...execution.circular import circular_access
 from ...model.tensor import TensorView
 from ..ir import Compute, CpAsyncCopy
 

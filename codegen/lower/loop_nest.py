@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from ...model.errors import InternalError
 from ...model.expr import Expr
 from ...model.fusion import Fusion
-from ...execution.lowerable import Nest, Problem, execution_order, loop_groups, nest, nest_problems
+from ...execution.loops import Nest, execution_order, loop_groups, nest
+from ...execution.problems import Problem
+from ...execution.conditions import nest_problems
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from ..errors import UnsupportedSchedule

@@ -20,33 +20,32 @@ rejects.
 from __future__ import annotations
 
 from ...execution.statements import CondKind
-from ...model.expr import const, substitute, try_int, var
-from ...execution.lowerable import Problem
+from ...model.expr import const, mod, substitute, try_int, var
+from ...execution.problems import Problem
 from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, is_mma
-from ...execution.mma import fragments, mma_axes, mma_execution, tile_conds
-from ...execution.reduction import reduction_loops
+from ...execution.mma import fragments, mma_axes
+from ...execution.mma_execution import mma_execution, tile_conds
+from ...execution.reduction import insert_init, reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, ParallelType, float32
 from ...execution.wgmma_operands import wgmma_operand
 from ..ir import MmaIssue, Operand, ReduceInit, WgmmaDescriptor
 from .loop_nest import LoopClass, refuse
-from .predicates import drop_implied
-from .reduction import accumulator, store_names, store_statement
+from .predicates import always_equal, drop_implied
+from .reduction import accumulator, store_conds, store_names, store_statement
+from ...execution.mma_rules import problems
+from ...execution.indexing import vector_index
 
 
 def check(fusion, order, target) -> None:
     """The MMA rules' structural conditions (verifier/rules/mma.py); a problem here is a bug."""
-    from ...execution.mma_rules import problems
-
     for code, found in problems(fusion, order, target).items():
         refuse(code, found)
 
 
 def add_statements(builder, tv: TensorView, items: list) -> None:
     """Add tv's init, accumulate and store to `items` (builder: lower/statements.py's)."""
-    from ...execution.reduction import insert_init
-
     (path, init), *rest = statements(builder, tv)
     insert_init(items, path, builder.classes.of(tv, len(path)), init, key=lambda cls: cls.key)
     items += rest
@@ -72,8 +71,6 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
 
 def _tile_register(env_of, acc_axes, per_tile: int):
     """The accumulator register of element 0 of the current macro tile."""
-    from ...execution.indexing import vector_index
-
     return vector_index([env_of(i) for i in acc_axes], [i.extent_expr for i in acc_axes]) * per_tile
 
 
@@ -189,10 +186,6 @@ def _pairs(builder, tv: TensorView, plain, elements: int):
     adjacent in D with the same predicates and D's offset of the even one is even for every
     admitted size (proved with the verifier's solver), so the pair is one aligned 2-element
     access; None otherwise. mma.sync's C fragment gives a lane columns 2q and 2q + 1 of a row."""
-    from ...model.expr import mod
-    from .predicates import always_equal
-    from .reduction import store_conds
-
     if tv.memory_type is not MemoryType.Global or elements % 2:
         return None
     pair = f"tp_c2_{tv.name}"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ...execution.statements import CondKind, store_execution
 from ...model.expr import try_int, var
 from ...execution.indexing import vector_index
-from ...execution.lowerable import Problem
+from ...execution.problems import Problem
 from ...model.reduction import COMBINE
 from ...execution.reduction import (
     ReductionLoops, accumulator_problems, insert_init, parallel_problems, reduction_loops, unsupported_reductions,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ...execution.allocation import Allocation
 from ...model.errors import InternalError
-from ...execution.cp_async import is_cp_async
+from ...hw.cp_async import is_cp_async
 from ...execution.statements import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
 from ...model.expr import Expr, substitute, var
 from ...model.fusion import Fusion

@@ -4,7 +4,8 @@ accesses."""
 
 from __future__ import annotations
 
-from ...execution.barriers import Access, Async, Hazards, insert_barriers
+from ...execution.barriers import Access, Async, Hazards
+from ...execution.nest import place_syncs
 from ...model.types import Direction
 from ..ir import Compute, CpAsyncCopy, Loop, LoopKind, MatrixCopy, MmaIssue, TmaCopy
 
@@ -30,4 +31,4 @@ def insert_syncs(tree: list, on_chip: set[str], circular: dict[str, tuple[int, i
     hazards = Hazards(lambda n: access(n, circular),
                       lambda loop: isinstance(loop, Loop) and loop.kind in (LoopKind.SERIAL, LoopKind.UNROLL),
                       lambda loop: loop.extent)
-    insert_barriers(tree, on_chip, hazards)
+    place_syncs(tree, on_chip, hazards)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ...model.expr import Expr, add, const, mod, mul, product, try_int
-from ...execution.pipeline import circular_access, circular_axis, specialization, war_mbarrier
+from ...execution.circular import circular_access, circular_axis, specialization, war_mbarrier
 from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...hw.tma import InferredTma, TmaInfo, infer_tma, is_tma_op

@@ -13,6 +13,8 @@ from ...execution.cluster import cluster_size
 from ...model.errors import InternalError
 from ...execution.warp_roles import WARPGROUP, Role, WarpRoles, role_implied, role_threads
 from ..ir import MBarrier, StageEmptyWait, TmaCopy, walk
+from ...model.expr import product, try_int
+from ...execution.indexing import thread_dims
 
 
 def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
@@ -57,9 +59,6 @@ def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     the threads that issue the loads after it (the Prologue's or Prefetched node's), and each
     loop's empty mbarriers count one arrival per warpgroup of the block (each releases a stage
     after its wgmma.wait_group)."""
-    from ...model.expr import product, try_int
-    from ...execution.indexing import thread_dims
-
     seen = set()
     for n in walk(tree):
         if isinstance(n, WarpRoles):

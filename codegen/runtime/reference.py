@@ -26,6 +26,7 @@ from ...model.fusion import Fusion
 from ...model.reduction import element_axes
 from ...model.types import OpKind
 from .arrays import from_raw, to_raw
+from ...model.iterdomain import Merge, Split
 
 UNARY = {
     "neg": lambda np, a: -a,
@@ -147,8 +148,6 @@ def _gather(np, tv, x, sizes: dict[str, int], fill: float):
 
 def _backward(np, t, idx, sizes):
     """A transform's inputs' indices from its outputs' (model/iterdomain.py backward), on arrays."""
-    from ...model.iterdomain import Merge, Split
-
     if isinstance(t, Split):
         return {t.in_: idx[t.outer] * evaluate(t.inner.extent_expr, sizes) + idx[t.inner]}
     if isinstance(t, Merge):

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...execution.barriers import Access, Async, Hazards, insert_barriers
-from ...execution.cp_async import is_cp_async
+from ...execution.barriers import Access, Async, Hazards
+from ...execution.nest import place_syncs
+from ...hw.cp_async import is_cp_async
 from ...model.mma_op import is_wgmma_op
-from ...execution.pipeline import circular_access, is_register_copy, specialization, war_mbarrier
-from ...execution.lowerable import execution_order, loop_groups, nest, statement_items
+from ...execution.circular import circular_access, specialization, war_mbarrier
+from ...execution.pipeline import is_register_copy
+from ...execution.loops import execution_order, loop_groups, nest, statement_items
 from ...execution.reduction import Phase
 from ...model.tensor import TensorView
 from ...hw.tma import is_tma_op
@@ -75,7 +77,7 @@ def _build(ctx: VerifyContext) -> Nest | None:
                       lambda loop: groups.groups[loop.key].parallel not in launched,
                       lambda loop: groups.groups[loop.key].extent)
     on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
-    insert_barriers(tree, on_chip, hazards)
+    place_syncs(tree, on_chip, hazards)
     return Nest(tree, hazards, on_chip, {g.index: g.first.label() for g in groups.groups})
 
 

@@ -27,7 +27,7 @@ from ...execution.reduction import Phase
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
 from ...execution.warp_roles import Role, StageRelease, WarpRoles
-from ...execution.wgmma_order import WgmmaFence, WgmmaWait
+from ...execution.barriers import WgmmaFence, WgmmaWait
 
 CAP = 3  # commits counted past a batch's own: more than any wait's `pending` needs
 START = ("*", "the kernel's start")  # every register counts as written before the first fence

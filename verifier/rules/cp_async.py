@@ -9,7 +9,8 @@ from typing import Iterator
 import sympy
 import z3
 
-from ...execution.cp_async import CA_BYTES, CG_BYTES, CpAsyncCopy, ISSUE_CONDS, cp_async_copy, is_cp_async
+from ...hw.cp_async import CA_BYTES, CG_BYTES, CpAsyncCopy, is_cp_async
+from ...execution.cp_async import ISSUE_CONDS, cp_async_copy
 from ...execution.statements import element_offset, tensor_execution, vector_axis
 from ...model.expr import Expr, add, const, mod, mul, substitute, to_sympy, var
 from ...model.global_layout import global_strides

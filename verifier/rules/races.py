@@ -13,10 +13,10 @@ from ...execution.barriers import Async, BulkStoreWait, Sync, TmaWait, scope_rep
 from ...execution.statements import store_execution, tensor_execution
 from ...model.expr import Expr
 from ...execution.indexing import linear_offset
-from ...execution.lowerable import statement_tensor
+from ...execution.loops import statement_tensor
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
-from ...execution.wgmma_order import WgmmaWait
+from ...execution.barriers import WgmmaWait
 from ..analysis.barrier_nest import ON_CHIP, Nest, barrier_nest, statement_access  # noqa: F401 - re-exported
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic

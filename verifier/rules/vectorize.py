@@ -6,7 +6,7 @@ from typing import Iterator
 
 import z3
 
-from ...execution.cp_async import is_cp_async
+from ...hw.cp_async import is_cp_async
 from ...execution.statements import element_offset, tensor_execution, vector_axis
 from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import z3
 
 from ...model.expr import const, var
-from ...execution.lowerable import execution_order
+from ...execution.loops import execution_order
 from ...model.mma_op import ELEMENT_VARS, LANE, is_mma
 from ...execution.mma import is_mma_sync, well_formed
 from ...execution.wgmma_operands import wgmma_operand

@@ -1,0 +1,274 @@
+"""What the code generator lowers, as pure functions that return the problems they find.
+
+Each function below is one condition the lowering needs; an empty list means the fusion meets
+it. The verifier reports the problems (verifier/rules/lowering.py, one rule code per function),
+and the code generator calls the same functions for what it cannot emit and raises InternalError
+on a problem (codegen/lower/loop_nest.py NotLowered), since the verifier should have rejected the
+schedule. So a verified schedule compiles. REGISTER-BUDGET (a warning) and UNROLL-LENGTH guard
+compile time and register use; codegen emits such kernels (tileproof.testing.compile_unverified).
+
+    launch_axis_clashes   PARALLEL-TYPE-UNIQUE    a thread/block index names one loop axis per tensor
+    symbolic_registers    REGISTER-SIZE-CONSTANT  register (Local) tensors have a compile-time size
+    register_budget       REGISTER-BUDGET         register tensors fit 255 32-bit registers per thread (warning)
+    local_memory          LOCAL-MEMORY-SIZE       a thread's register tensors fit its 512 KiB of local memory
+    unroll_lengths        UNROLL-LENGTH           unrolled loops repeat statements at most 1024 times
+    symbolic_factors      SYMBOLIC-FACTOR         split factors are ints or extent symbols
+    loop_groups           INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH: inlined loops are one loop
+    nest / nest_problems  LOOP-NEST-ORDER         the loops nest around the statements in order
+    global_intermediates  GLOBAL-INTERMEDIATE     intermediates live on chip
+    unsupported_features  LOWERING-SUPPORTED      ops and features the code generator lowers
+
+The loop structure (execution_order, loop_groups, nest) lives here too: the code generator
+builds its loops from it (codegen/lower/loop_nest.py), so the rules check the loops that are emitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Sequence
+
+from .allocation import Allocation, compute_allocation
+from ..model.expr import Expr
+from ..model.mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
+from ..model.tensor import TensorView
+from ..model.types import INSTRUCTION_AXES, ParallelType
+from ..hw.tma import is_tma_op
+from .problems import Problem
+from .reduction import Phase, insert_init, phases
+
+
+def _allocations(fusion, allocations) -> dict[str, Allocation]:
+    if allocations is not None:
+        return allocations
+    return {t.name: compute_allocation(t) for t in fusion.tensors if not t.is_fusion_input}
+
+
+def execution_order(fusion) -> list[TensorView]:
+    """The tensors the kernel computes, producers first: a consumer's producers that are not
+    inlined before those that are, so an inlined producer's statement lands right before the
+    consumer's inside the loops they share; and what all of a consumer's producers need before
+    any of them, so that sibling producers inlined alike stay together (the shared-memory
+    copies of both operands of a matmul, then both register fragments). Tensors no output
+    needs are not computed."""
+    done: set[str] = set()
+    order: list[TensorView] = []
+
+    def emit(tv: TensorView) -> None:
+        if tv.name not in done and tv.definition is not None:
+            done.add(tv.name)
+            order.append(tv)
+
+    def needs(tv: TensorView) -> None:
+        """Emit what tv's producers need, then its producers (least inlined first)."""
+        producers = sorted(fusion.producers(tv), key=lambda t: t.compute_at)
+        for p in producers:
+            if p.name not in done:
+                needs(p)
+        for p in producers:
+            emit(p)
+
+    for out in fusion.outputs:
+        needs(out)
+        emit(out)
+    return order
+
+
+@dataclass(eq=False)
+class LoopGroup:
+    """Loop positions joined by inlining: one loop of the kernel. `members` in execution order;
+    the first member's IterDomain gives the loop its extent and parallel type."""
+
+    index: int
+    members: list[tuple[TensorView, int]] = field(default_factory=list)
+
+    @property
+    def first(self):
+        """The member that gives the loop its extent and type: the first that is not a promoted
+        broadcast or a merge of one (mapping.promoted: it shares a consumer's loop)."""
+        ids = [tv.loop[k] for tv, k in self.members]
+        return next((i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))), ids[0])
+
+    @property
+    def parallel(self) -> ParallelType:
+        return self.first.parallel_type
+
+    @property
+    def extent(self) -> Expr:
+        return self.first.extent_expr
+
+    def labels(self) -> list[str]:
+        return [f"{tv.name} axis {k}" for tv, k in self.members]
+
+
+@dataclass
+class LoopGroups:
+    """(tensor name, loop position) -> its LoopGroup, with what stops inlined loops from being one."""
+
+    of: dict[tuple[str, int], LoopGroup]
+    groups: list[LoopGroup]
+    unmapped: list[Problem]
+    mismatched: list[Problem]
+
+
+def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap | None = None) -> LoopGroups:
+    """Union-find over (tensor, loop position): a tensor inlined at p shares its first p loops with
+    each computed consumer, where the loop IDs map (IdMap-exact). Groups are numbered in
+    execution order of their first member."""
+    order = list(execution_order(fusion) if order is None else order)
+    idmap = idmap or IdMap(fusion)
+    computed = {t.name for t in order}
+    parent: dict[tuple[str, int], tuple[str, int]] = {
+        (t.name, k): (t.name, k) for t in order for k in range(len(t.loop))}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    unmapped = []
+    for tv in order:
+        ca = tv.compute_at
+        if ca > len(tv.loop):  # a propagated transform merged axes left of the compute-at position
+            unmapped.append(Problem(
+                f"{tv.name} is inlined at position {ca} but has {len(tv.loop)} loop axes: its loop domain "
+                f"changed after the inlining",
+                hint=f"transform {tv.name} (propagate_transforms) before inlining it, then inline again",
+                tensor=tv.name, values={"compute_at": ca, "loop_axes": len(tv.loop)}, location=tv.origin))
+            continue
+        for c in fusion.consumers(tv):
+            if c.name not in computed:
+                continue
+            if ca > len(c.loop):
+                unmapped.append(Problem(
+                    f"{tv.name} is inlined at position {ca} but its consumer {c.name} has {len(c.loop)} loop axes",
+                    hint=f"inline {tv.name} at most at position {len(c.loop)}, or transform {c.name} before "
+                         f"inlining",
+                    tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)}, location=tv.origin))
+                continue
+            for k in range(ca):
+                if not inline_mapped(idmap, tv.loop[k], c, k) or tv.loop[k].is_reduction:
+                    unmapped.append(Problem(
+                        f"{tv.name} is inlined at position {tv.compute_at} but its loop axis {k} "
+                        f"({tv.loop[k].label()}) is not {c.name}'s loop axis {k} ({c.loop[k].label()})",
+                        hint=f"inline {tv.name} at most at position {k} (inline_at({k})), or schedule {c.name} "
+                             f"before inlining so that the first {tv.compute_at} loop axes stay the same",
+                        tensor=tv.name, ids=(tv.loop[k].name, c.loop[k].name),
+                        values={"compute_at": tv.compute_at, "axis": k},
+                        notes=(f"{tv.name}'s axis {k} is a reduction axis: its consumers read totals, after "
+                               f"the reduction's loops" if tv.loop[k].is_reduction else
+                               f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
+                        location=tv.loop[k].origin or tv.origin))
+                    break
+                ra, rb = find((tv.name, k)), find((c.name, k))
+                if ra != rb:
+                    parent[rb] = ra
+    of: dict[tuple[str, int], LoopGroup] = {}
+    by_root: dict[tuple[str, int], LoopGroup] = {}
+    groups: list[LoopGroup] = []
+    for tv in order:
+        for k in range(len(tv.loop)):
+            root = find((tv.name, k))
+            g = by_root.get(root)
+            if g is None:
+                g = by_root[root] = LoopGroup(len(groups))
+                groups.append(g)
+            g.members.append((tv, k))
+            of[(tv.name, k)] = g
+    mismatched = []
+    for g in groups:
+        differ = [(tv, k) for tv, k in g.members if tv.loop[k].parallel_type is not g.parallel
+                  and not (tv.loop[k].is_broadcast and tv.loop[k].static_extent == 1 and len(g.members) > 1)]
+        if not differ and g.parallel in INSTRUCTION_AXES and len(g.members) > 1:
+            (tv, k), (other, j) = g.members[0], g.members[1]
+            mismatched.append(Problem(
+                f"{tv.name} axis {k} ({tv.loop[k].label()}) shares a loop with {other.name} axis {j} through "
+                f"inlining, but a {g.parallel} axis is covered by one instruction of each statement, not a loop "
+                f"they can share",
+                hint=f"inline {tv.name} left of its {g.parallel} axis (inline_at({k}); tp.inline_most stops there)",
+                tensor=tv.name, ids=(tv.loop[k].name, other.loop[j].name),
+                values={"axis": k, "loops_sharing": len(g.members)},
+                notes=(f"{tv.name}'s statement would move the whole {tv.loop[k].label()} at once, into storage "
+                       f"allocated for one element of it",),
+                location=tv.loop[k].origin or tv.origin))
+            continue
+        if not differ:
+            continue
+        tv, k = differ[0]
+        head_tv, head_k = g.members[0]
+        mismatched.append(Problem(
+            f"{tv.name} axis {k} ({tv.loop[k].parallel_type}) shares a loop with {head_tv.name} axis {head_k} "
+            f"({g.parallel}) through inlining, but they are parallelized differently",
+            hint=f"parallelize inlined axes alike (tp.parallelize_all_like({head_tv.name}) after scheduling), "
+                 f"or inline {head_tv.name if head_tv is not tv else tv.name} left of that axis",
+            tensor=tv.name, ids=(tv.loop[k].name, head_tv.loop[head_k].name),
+            values={"axis": k, "loops_sharing": len(g.members)},
+            notes=(f"one loop of the kernel iterates {', '.join(g.labels())}; it runs on one index, "
+                   f"so its parallel types must agree",),
+            location=tv.loop[k].origin or tv.origin))
+    return LoopGroups(of, groups, unmapped, mismatched)
+
+
+def statement_path(tv: TensorView, groups: LoopGroups) -> list[LoopGroup]:
+    """The loops tv's statement is nested in (a TMA copy covers its Bulk axes itself)."""
+    tma = tv.definition is not None and is_tma_op(tv.definition)
+    return [groups.of[(tv.name, k)] for k, i in enumerate(tv.loop)
+            if not (tma and i.parallel_type is ParallelType.Bulk)]
+
+
+@dataclass
+class Nest:
+    """A loop of the nest: `key` names its loop group, `body` holds Nests and statements."""
+
+    key: Hashable
+    body: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NestConflict:
+    statement: int  # the position of the statement that would reopen the loop
+    key: Hashable  # the loop
+
+
+def nest(items: Sequence[tuple[Sequence[Hashable], Any]]) -> tuple[list, NestConflict | None]:
+    """Nest each statement (in order) in its loop path, reusing a loop only while it is the last
+    thing in its scope: a loop that was closed cannot be reopened (the conflict)."""
+    root: list = []
+    opened: set = set()
+    for n, (path, node) in enumerate(items):
+        scope = root
+        for key in path:
+            last = scope[-1] if scope else None
+            if isinstance(last, Nest) and last.key == key:
+                scope = last.body
+                continue
+            if key in opened:
+                return root, NestConflict(n, key)
+            opened.add(key)
+            loop = Nest(key)
+            scope.append(loop)
+            scope = loop.body
+        scope.append(node)
+    return root, None
+
+
+def statement_items(order: Sequence[TensorView], groups: LoopGroups) -> list[tuple[list[int], object]]:
+    """Each statement of the kernel in order, as (the loop groups it is nested in, the statement):
+    a tensor for its one statement, a (tensor, Phase) pair for each step of a reduction
+    (model/reduction.py phases). The code generator nests the same statements
+    (codegen/lower/__init__.py), the verifier places barriers on them (verifier/analysis/barrier_nest.py)."""
+    items: list[tuple[list[int], object]] = []
+    for tv in order:
+        path = statement_path(tv, groups)
+        for steps, phase in phases(tv, path):
+            keys = [g.index for g in steps]
+            if phase is Phase.INIT:  # before the producers inlined into its reduction loop
+                insert_init(items, keys, path[len(steps)].index, (tv, phase))
+            else:
+                items.append((keys, tv if phase is Phase.STATEMENT else (tv, phase)))
+    return items
+
+
+def statement_tensor(item) -> TensorView:
+    """The tensor a statement of statement_items computes."""
+    return item[0] if isinstance(item, tuple) else item

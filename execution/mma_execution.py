@@ -1,0 +1,78 @@
+"""The MmaOp: tp.fused_multiply_sum / tp.matmul (nvFuser's MmaOp on broadcast operands), its
+macro, its Mma loop axes, and how its statement runs on the tensor cores, derived once for the
+verifier and the code generator.
+
+`D = fused_multiply_sum(A, B, axes)` is a reduction (OpKind.REDUCTION, name "fms"): D[.., m, n]
+= sum over k of A[.., m, 1, k] * B[.., 1, n, k], added in float32. Each output axis is an M axis
+(B broadcast there), an N axis (A broadcast there), a K axis (reduced) or a batch axis. Without a
+macro it runs as any reduction (one fused multiply-add per term). With
+`D.definition.set_macro(macro)` and the macro's M x N x K tile as D's three innermost loop IDs,
+bound to ParallelType.Mma, one warp computes each tile with `macro.issues` mma.sync
+instructions: the lanes of the warp are threadIdx.x (the kernel launches 32 of them), and lane l's
+element v of each operand is the tile position the instruction's fragment map gives
+(`MacroFragments`). `mma_execution` is D's execution model (model/execution.py) with the Mma
+axes' indices replaced by those positions, one view per operand role:
+
+    A   the (m, k) of the tile that lane l's A element v holds   (D's N index 0)
+    B   the (k, n) of B element v                                (D's M index 0)
+    C   the (m, n) of accumulator element v                      (D's K index 0)
+
+so "the element the schedule puts in (lane, register)" is the index algebra's, and the
+verifier's register-ownership proof over these views is MMA-OPERAND-LAYOUT (A, B: the thread
+that wrote the operand's register is the lane that the fragment map says holds it, at that
+register) and MMA-ACCUM-LAYOUT (C: a consumer of D reads the accumulator in the lane that holds
+it).
+"""
+
+from __future__ import annotations
+
+
+from ..model.expr import const, var
+from ..model.mma_op import ELEMENT_VARS, LANE
+from ..model.tensor import TensorView
+from .mma import fragments, mma_axes
+from .statements import CondKind, TensorExecution, store_execution, tensor_execution
+
+
+def mma_execution(tv: TensorView, launch: dict, role: str, names: dict[int, str] | None = None):
+    """tv's execution model (model/execution.py) seen from role's fragment: the Mma axes' indices
+    are lane threadIdx.x's element `ELEMENT_VARS[role]` of the macro tile (the accumulate reads A
+    and B at these points; C is where the accumulator's elements are stored)."""
+    ex = (store_execution if role == "C" else tensor_execution)(tv, launch, names)
+    axes = mma_axes(tv)
+    frag = fragments(tv)
+    row, col = frag.position(role, var(LANE.cuda_name), var(ELEMENT_VARS[role]))
+    value = {"A": {"M": row, "K": col, "N": const(0)}, "B": {"K": row, "N": col, "M": const(0)},
+             "C": {"M": row, "N": col, "K": const(0)}}[role]
+    subs = {}
+    for r in ("M", "N", "K"):
+        e = ex.env[axes.of(r).uid]
+        if e.op == "var":
+            subs[e.value] = value[r]
+    out = ex.renamed(subs)
+    # the lanes store different elements: no single writer along them
+    conds = tuple(c for c in out.conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs == var(LANE.cuda_name)))
+    ranges = {k: v for k, v in out.ranges.items() if k not in subs}
+    ranges[ELEMENT_VARS[role]] = const(frag.elements(role))
+    ranges[LANE.cuda_name] = const(frag.inst.threads)  # MMA-WARP-COLLECTIVE: blockDim.x is the warp(group)
+    return TensorExecution(out.tensor, out.env, ranges, out.indices, conds, out.launch_index)
+
+
+def tile_conds(tv: TensorView, ex, conds) -> tuple[list, list]:
+    """`conds` (of tv's plain execution `ex`) split into (those the whole warp shares, the holes of
+    the K tile); the holes of the M and N tiles are dropped: they only make rows and columns of
+    the tile that no store reads."""
+    axes = mma_axes(tv)
+    names = {}
+    for role in ("M", "N", "K"):
+        e = ex.env[axes.of(role).uid]
+        if e.op == "var":
+            names[e.value] = role
+    uniform, k_holes = [], []
+    for c in conds:
+        used = {names[v] for v in (c.lhs.free_vars() | c.rhs.free_vars()) if v in names}
+        if not used:
+            uniform.append(c)
+        elif "K" in used:
+            k_holes.append(c)
+    return uniform, k_holes
