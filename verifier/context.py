@@ -140,8 +140,6 @@ class VerifyContext:
     @cached_property
     def z3_context(self):
         """The z3 context this verify's queries build their terms in, each with its own solver."""
-        import z3
-
         return z3.Context()
 
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None,
