@@ -11,6 +11,7 @@ block's empty mbarrier (mapa: the same mbarrier in another block).
 from __future__ import annotations
 
 from ...model.expr import var
+from ...hw.mbarrier import phase_bits_init
 from ...model.types import Direction
 from ..ir import BulkStoreWait, KernelIR, MBarrier, StageDrain, StageEmptyWait, StageRelease, TmaCopy, TmaWait
 
@@ -105,7 +106,7 @@ def barrier_setup(barriers: list[MBarrier], cluster: int = 1) -> list[str]:
     lines.append("  }")
     lines.append(f"  {CLUSTER_SYNC}  // every block's mbarriers initialized before any block multicasts "
                  f"into it or arrives on them" if cluster > 1 else "  __syncthreads();")
-    lines += [f"  unsigned {b.name}_phase = {'~0u' if b.empty else '0'};"
+    lines += [f"  unsigned {b.name}_phase = {phase_bits_init(empty=b.empty)};"
               + ("  // bit s: the phase stage s's mbarrier waits for next" if b.stages > 1 else "")
               + ("; 1: the stage was never filled, the first wait passes" if b.empty else "") for b in barriers]
     return lines

@@ -15,6 +15,7 @@ from ...model.expr import Expr, add, const, mod, mul, product, try_int
 from ...execution.circular import circular_access, circular_axis, specialization, war_mbarrier
 from ...model.fusion import Op
 from ...model.tensor import TensorView
+from ...hw.mbarrier import load_arrivals
 from ...hw.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
 from ...execution.tma_issue import build_issue
 from ...execution.cluster import cluster_dims
@@ -69,7 +70,7 @@ class TmaLowering:
             circular = circular_access(tv)
             if circular is not None:  # one mbarrier per stage: the copy completes on its stage's
                 stage = simplify(mod(env[tv.loop[circular_axis(tv)].uid], const(alloc.stages)), ranges)
-            arrivals = _issuers(tv) * (_copies_per_iteration(tv) if circular else 1)
+            arrivals = load_arrivals(_issuers(tv), _copies_per_iteration(tv) if circular else 1)
             self.mbarriers.append(MBarrier(barrier, arrivals, tv.name, alloc.stages if circular else 1))
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
                        info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage,

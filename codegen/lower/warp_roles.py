@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from ...execution.cluster import cluster_size
+from ...hw.mbarrier import release_arrivals
 from ...model.errors import InternalError
 from ...execution.warp_roles import WARPGROUP, Role, WarpRoles, role_implied, role_threads
 from ..ir import MBarrier, StageEmptyWait, TmaCopy, walk
@@ -47,7 +48,7 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
             if getattr(n, "conds", None) else n)
     roles.consumer_threads = inner * indices
     # each consumer warpgroup releases a stage in every block of its cluster (model/cluster.py)
-    consumers = roles.consumer_threads // WARPGROUP * cluster_size(fusion)
+    consumers = release_arrivals(roles.consumer_threads // WARPGROUP, cluster_size(fusion))
     for made, _, empty, _ in roles.loops:
         copies = [n for n in walk(made.body) if isinstance(n, TmaCopy)]
         stages = max((n.circular[0] for n in copies if n.circular), default=1)
@@ -80,7 +81,7 @@ def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
                 if threads is None or threads % WARPGROUP:
                     raise InternalError(f"a Pipelined loop with mbarrier WAR in a block of {threads} threads, not "
                                         f"whole warpgroups (its wgmma readers need them)")
-                mbarriers.append(MBarrier(w.barrier, threads // WARPGROUP, ", ".join(sorted({c.smem for c in copies})),
+                mbarriers.append(MBarrier(w.barrier, release_arrivals(threads // WARPGROUP), ", ".join(sorted({c.smem for c in copies})),
                                           w.stages, empty=True))
 
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import z3
 
+from ...hw.mbarrier import phase_of_wait
 from ...model.expr import try_int
 from ...execution.pipeline import Step, Timeline
 from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict, check, units, why_unknown
@@ -291,7 +292,8 @@ def prove_phase(tl: Timeline) -> Outcome:
     datum` and `phase order` (1 where the next phase follows the waits)."""
     # Formal statement: for all E, runs r in {0, 1}, k in [0, E), S the buffer's stages, with
     #   n(S', x) = r * #{k' in [0, E): k' % S' == x % S'} + x / S' (the x-th datum's use of its stage over runs):
-    #   (full) the t-th of the W waits of iteration k (stages S_w) waits on full[k % S_w] for phase W n(S_w, k) + t,
+    #   (full) the t-th of the W waits of iteration k (stages S_w) waits on full[k % S_w] for phase W n(S_w, k) + t
+    #     (hw/mbarrier.py phase_of_wait: the thread's (W n(S_w, k) + t)-th wait on that mbarrier),
     #     which is datum k's: k % S_w == k % S and W n(S_w, k) + t == n(S, k)
     #   (empty) the t-th of the producer's W' waits for datum k (stages S_e; bits start at 1) waits on empty[k % S_e]
     #     for phase W' n(S_e, k) + t - 1, the release of the datum before k in its stage: k % S_e == k % S and
@@ -311,11 +313,12 @@ def prove_phase(tl: Timeline) -> Outcome:
     waits = [e for e in tl.body if e.step is Step.WAIT]
     for t, e in enumerate(waits):
         sw = e.stages or 1
-        checks.append((f"wait {t}", k % sw, len(waits) * n(sw, k) + t, k % S, n(S, k)))
+        checks.append((f"wait {t}", k % sw, phase_of_wait(len(waits) * n(sw, k) + t, empty=False), k % S, n(S, k)))
     empties = [e for e in tl.producer if e.step is Step.EMPTY_WAIT]
     for t, e in enumerate(empties):
         se = e.stages or 1
-        checks.append((f"empty wait {t}", k % se, len(empties) * n(se, k) + t - 1, k % S, n(S, k) - 1))
+        checks.append((f"empty wait {t}", k % se, phase_of_wait(len(empties) * n(se, k) + t, empty=True), k % S,
+                       n(S, k) - 1))
     for sr in sorted({e.stages or 1 for e in tl.body + tl.tail if e.step is Step.RELEASE}):
         checks.append(("release", k % sr, n(sr, k), k % S, n(S, k)))
     claims = [z3.And(sw == sd, pw == pd) for _, sw, pw, sd, pd in checks]
