@@ -16,7 +16,7 @@ import math
 from typing import Callable
 
 from ...model.errors import InternalError
-from ...model.expr import add, const
+from ...model.expr import Expr, add, const, product, substitute, try_int
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, scalar_literal
@@ -117,13 +117,14 @@ class _Emitter:
         # names that never change within a block: thread and block indices, the kernel's parameters
         self.block_uniform = {f"blockIdx.{c}" for c in "xyz"} | {p.name for p in ir.params}
         self.fixed = self.block_uniform | {f"threadIdx.{c}" for c in "xyz"}
+        self.zero: dict[str, Expr] = {}  # the indices of the extent-1 loops around the node: 0
 
     def x(self, expr) -> str:
+        if self.zero:
+            expr = substitute(expr, self.zero)
         return to_cuda(expr, self.ir.names, cast=False, bits=self.ir.index_bits)
 
     def launch_bounds(self) -> str:
-        from ...model.expr import product, try_int
-
         n = try_int(product(list(self.ir.block)))
         # one block per SM where setmaxnreg moves registers: ptxas then sizes the pool it shares out
         once = ", 1" if any(isinstance(r, WarpRoles) and r.spec.num_registers for r in self.ir.body) else ""
@@ -175,8 +176,14 @@ class _Emitter:
                 return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
             finally:
                 self.threads = outer
-        if n.extent == const(1):  # its index is 0 wherever it is used
-            return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
+        if n.extent == const(1):  # its index is 0 wherever it is used: the statements' indices, and a
+            # circular loop's (K one tile) prefetch predicate, stage and phase, which name it
+            outer = self.zero
+            self.zero = {**outer, **{v: const(0) for v, cpp in self.ir.names.items() if cpp == n.var}}
+            try:
+                return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
+            finally:
+                self.zero = outer
         if n.kind is LoopKind.UNROLL and self.invariants is None:
             return self.unrolled_nest(n, depth)
         head = [f"{pad}#pragma unroll"] if n.kind is LoopKind.UNROLL else []

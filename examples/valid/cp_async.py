@@ -16,22 +16,23 @@ CP_ASYNC = tp.LoadStoreOpType.CpAsync
 
 
 def k_loop_sum(name: str, *, vector: int, dtype=tp.float32, cache_op=tp.CacheOp.Unspecified, rows: int = 16,
-               stages: int | None = None, prefetch: int = -1):
+               stages: int | None = None, prefetch: int = -1, k: int | str = "K"):
     """out = a + b, [M, K]: per block `rows` rows; per iteration of the K loop, 32 columns of a and
     b copied into shared memory by cp.async, `vector` elements per copy (one thread per vector),
     then added by threads in another order (each reads what other threads copied). With `stages`,
-    both tiles are circular-buffered over the K loop, `prefetch` copies ahead."""
+    both tiles are circular-buffered over the K loop, `prefetch` copies ahead. `k`: K's extent,
+    the symbol K or an int."""
     with tp.Fusion(name) as fusion:
-        a = tp.make_tensor(["M", "K"], contiguity=True, dtype=dtype)
-        b = tp.make_tensor(["M", "K"], contiguity=True, dtype=dtype)
+        a = tp.make_tensor(["M", k], contiguity=True, dtype=dtype)
+        b = tp.make_tensor(["M", k], contiguity=True, dtype=dtype)
         fusion.add_input(a)
         fusion.add_input(b)
         sa = tp.set(a, op=CP_ASYNC, cache_op=cache_op)
         sb = tp.set(b, op=CP_ASYNC, cache_op=cache_op)
         out = tp.add(sa, sb)
         fusion.add_output(out)
-    if vector > 1:
-        fusion.assume(f"K % {vector} == 0")  # each vector lies in one row, on a vector boundary
+    if vector > 1 and isinstance(k, str):
+        fusion.assume(f"{k} % {vector} == 0")  # each vector lies in one row, on a vector boundary
     for t in (sa, sb, out):
         t.split(1, vector).split(1, 32 // vector)  # [M, Ko, 32 / vector, vector]: the K loop outside
         t.split(0, rows).reorder({1: 2})  # [Mo, Ko, rows, 32 / vector, vector]
@@ -96,6 +97,14 @@ def k_loop_sum_pipelined_any_k():
     """4-byte copies for every K, circular-buffered with 2 stages: the last tile's tail is
     zero-filled, and a K of fewer tiles than the prologue copies skips the missing ones."""
     return k_loop_sum("k_loop_sum_pipelined_any_k", vector=1, rows=4, stages=2)
+
+
+@tp.schedule(expect=tp.accepted())
+def k_loop_sum_pipelined_one_tile():
+    """k_loop_sum_three_stages_prefetch_one at K = 32, one tile: a circular loop of one iteration.
+    The prologue copies tile 0 (tile 1 is past K: predicated off), the loop reads it and refills
+    nothing, as the symbolic schedule does at K = 32 (nvFuser accepts both)."""
+    return k_loop_sum("k_loop_sum_pipelined_one_tile", vector=4, stages=3, prefetch=1, k=32)
 
 
 @tp.schedule(expect=tp.accepted())
