@@ -1,5 +1,5 @@
-"""Thread-block clusters and TMA multicast (model/cluster.py): one block of a cluster loads a tile
-for every block of it. CLUSTER-MULTICAST proves the grid a multiple of the cluster and each
+"""Thread-block clusters and TMA multicast (execution/cluster.py): one block of a cluster loads a
+tile for every block of it. CLUSTER-MULTICAST proves the grid a multiple of the cluster and each
 multicast load's box the one every receiver would have loaded itself."""
 
 from __future__ import annotations

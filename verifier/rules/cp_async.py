@@ -1,5 +1,5 @@
 """cp.async: the copy's size for its cache (.ca / .cg), the alignment of both addresses, and the
-wait before every read (model/cp_async.py describes the instruction, model/barriers.py places
+wait before every read (execution/cp_async.py describes the instruction, execution/nest.py places
 its waits)."""
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def _whole_vectors(ctx: VerifyContext, tv: TensorView) -> bool:
 
 
 def _straddling_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """A cp.async vector on a zero path (model/zero_padding.py) lies wholly before K or wholly
+    """A cp.async vector on a zero path (execution/zero_padding.py) lies wholly before K or wholly
     past it: it is issued as one copy, with src-size 0 past K, so a vector across K would zero
     elements before K (or read past the operand).
     Formal statement: for each such cp.async T with Vectorize ID v (indices v1, v2 < extent(v)):

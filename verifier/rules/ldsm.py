@@ -4,7 +4,7 @@ fragment layout (LDSM-REGISTER-LAYOUT), for 16-bit elements and (ldmatrix only) 
 
 The claims are about the access model of verifier/analysis/ldsm.py: the schedule's shared
 byte offset E(t, v) of thread t's element v, put through the hardware's map of
-model/ldsm_layout.py. Lane T supplies row T%8 of matrix T/8 at the address
+hw/ldmatrix.py. Lane T supplies row T%8 of matrix T/8 at the address
 A(T) = E(4*(T%8), 2*(T/8)) the code generator gives it (supplied_address), the schedule's
 location of column 0 of that row; lane t receives (or gives) row t/4, columns 2(t%4) + {0, 1}
 of each matrix, register i holding matrix i (elements 2i and 2i + 1; fragment). With 32-bit
@@ -199,7 +199,7 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         warps (LDSM-THREAD-ROWS reports the others): for every warp, loop point, row r < 8
         and matrix m, the absolute shared address of the row that lane 8m + r supplies,
         buffer offset + E(4r, 2m) (E(4r, m) with 32-bit elements), is a multiple of 16. The buffer offset is the shared
-        memory plan's (model/smem_plan.py), from the 1024-byte aligned dynamic base.
+        memory plan's (execution/smem_plan.py), from the 1024-byte aligned dynamic base.
     Why the hardware needs it:
         Each row is read or written as one 16-byte access; PTX requires the row addresses
         to be naturally aligned. A misaligned address is a misaligned-address fault or
@@ -234,7 +234,7 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   admitted sizes, t, loop points s, v < n, with T = t % 32:
     #   executes(t, s, v) and T < 8 * matrices => (buffer + E(32*(t/32) + 4*(T%8), k*(T/8))) % 16 == 0
     #   (k = 2 elements per register for 16-bit elements, 1 for 32-bit)
-    #   (ldsm_layout.supplied_address: the row address lane T supplies, the expression the kernel passes)
+    #   (hw/ldmatrix.py supplied_address: the row address lane T supplies, the expression the kernel passes)
     for a in accesses(ctx):
         if not well_formed(ctx, a):
             continue

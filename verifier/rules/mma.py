@@ -1,6 +1,6 @@
 """Tensor cores: what an MmaOp's schedule (model/mma_op.py) must be for mma.sync to compute it.
 
-The structural conditions live in model/mma_rules.py, shared with the code generator. The layout
+The structural conditions live in execution/mma_rules.py, shared with the code generator. The layout
 rules are register-ownership proofs over the MmaOp's execution model seen from each fragment
 (mma_execution): MMA-OPERAND-LAYOUT and MMA-ACCUM-LAYOUT are claims of verifier/analysis/visibility.py,
 proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the products past K are 0 x 0.
@@ -386,7 +386,7 @@ def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: for each MmaOp D with well-formed Mma axes, each hole cond c of D's loop nest
     #   whose terms use the K Mma index: for all admitted sizes and loop points: c holds; where D runs
-    #   past K (model/zero_padding.py), for each read of an on-chip P on its operands' zero paths by C
+    #   past K (execution/zero_padding.py), for each read of an on-chip P on its operands' zero paths by C
     #   (D's fragments or a copy): for all admitted sizes and points r of C that execute: every loop ID
     #   and needed bound of P but K holds at the forward image of the logical index r reads
     padded = zero_padded(ctx.fusion)
@@ -426,7 +426,7 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
     """Every point r (of a copy or an MmaOp's fragment) that executes reads, in input k, an
     element of a point of the producer's loop nest: the forward image of the logical index it
     reads lies within every loop ID and needed bound of the producer, except K, which a zero
-    path runs past. (Past K that point wrote zeros: see model/zero_padding.py.)"""
+    path runs past. (Past K that point wrote zeros: see execution/zero_padding.py.)"""
     consumer, p = r.tensor, r.tensor.definition.inputs[k]
     read = r.read_logical(k)
     fwd = indices_from_logical(p, read)

@@ -2,7 +2,7 @@
 every read of a register circular buffer follows its copy (PIPELINE-RAW), a circular buffer's
 numbers make a pipeline (PIPELINE-STAGES), and no stage is refilled before its reads are done
 (PIPELINE-WAR). The proofs are decided on the loop nest
-with its waits and barriers placed (model/barriers.py, model/pipeline.py) as a Timeline for a
+with its waits and barriers placed (execution/nest.py, execution/pipeline.py) as a Timeline for a
 symbolic iteration (verifier/analysis/pipeline.py)."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         On the kernel's loop nest with the waits and barriers the code generator places
-        (model/barriers.py), for every cp.async copy and every statement reading its tensor,
+        (execution/nest.py), for every cp.async copy and every statement reading its tensor,
         in the innermost scope holding both and for a symbolic iteration k of that scope's
         loop (its prologue included): the copy of iteration k's data is issued before the
         read, a `cp.async.wait_group N` after it has at least N + 1 commits between the copy
@@ -147,7 +147,7 @@ def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         On the kernel's loop nest with a register circular buffer's prologue and prefetched
-        copies placed (model/pipeline.py), for every statement reading the tensor and a symbolic
+        copies placed (execution/pipeline.py), for every statement reading the tensor and a symbolic
         iteration k of the circular loop (the prologue included): the copy of iteration k's data,
         issued in iteration k - prefetch, comes before the read of iteration k in the thread's
         program order. For a TMA circular buffer (shared tiles, an mbarrier per stage) the read
@@ -300,7 +300,7 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         On the kernel's loop nest with the prologue, waits and barriers the code generator
-        places for a circular buffer (model/pipeline.py), for every statement reading the
+        places for a circular buffer (execution/pipeline.py), for every statement reading the
         tensor and a symbolic refill: the copy issued in iteration k (its prologue included)
         fills the data of iteration d = k + prefetch into stage d % stages; for every older
         iteration j < d whose data shares that stage, a __syncthreads that follows j's read
@@ -374,7 +374,7 @@ def pipeline_phase(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         On the kernel's loop nest with the mbarrier waits and releases the code generator places
-        (model/pipeline.py, model/warp_roles.py), for every circular buffer of TMA loads, its
+        (execution/pipeline.py, execution/warp_roles.py), for every circular buffer of TMA loads, its
         reader, a symbolic iteration k (datum k, stage k % S of S stages) and two runs of the
         loop (an outer loop runs it again; the phase bits carry over): each wait flips its own
         bit of the stage it waits on, so the t-th of the W full waits of iteration k (each on

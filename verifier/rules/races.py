@@ -1,5 +1,5 @@
 """Races on on-chip memory: every cross-thread hand-off through shared or tensor memory is
-ordered by a barrier or an mbarrier wait of the kernel's loop nest (model/barriers.py places
+ordered by a barrier or an mbarrier wait of the kernel's loop nest (execution/nest.py places
 them; this rule checks the placed nest, hazard by hazard)."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         On the kernel's loop nest with the barriers and mbarrier waits the code generator
-        places (model/barriers.py): for every on-chip tensor, every statement that writes it
+        places (execution/nest.py): for every on-chip tensor, every statement that writes it
         and every statement that reads it, (read after write) a __syncthreads between the
         write and the read in the innermost scope holding both, or, for a TMA load, an
         mbarrier wait after the copy in its own scope before the reader; and (write after

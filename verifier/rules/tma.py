@@ -1,4 +1,4 @@
-"""TMA descriptor rules: the TMA a schedule implies (model/tma.py) must be encodable by
+"""TMA descriptor rules: the TMA a schedule implies (hw/tma.py) must be encodable by
 cuTensorMapEncodeTiled and issuable by cp.async.bulk.tensor. Each numeric rule is a z3
 proof over every admitted size; a failure names the TMA dimension (innermost first),
 its IterDomains, the value and the limit."""

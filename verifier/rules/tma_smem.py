@@ -2,7 +2,7 @@
 reads) each tile element against where the schedule's allocation domain says it lives,
 the swizzle, alignment and the coordinates the instruction is issued with. All proofs
 quantify over every issue (every non-tile loop point, thread and block) and every
-element of the tile, with the functions of model/tma_layout.py the code generator uses.
+element of the tile, with the functions of execution/tma_issue.py the code generator uses.
 Where the tile of a TMA that no size can give a descriptor lies (analysis/tma.py unencodable:
 a rank over 5, a constant box over 256 or inner box off 16 bytes) is not checked (_placed):
 such a TMA never runs, and the fix changes the box those claims would be about."""
@@ -543,7 +543,7 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Every TMA shared-memory address is 128-byte aligned; swizzled buffers start on their period.
 
     What it checks:
-        The shared-memory plan (model/smem_plan.py, used by the code generator) puts each
+        The shared-memory plan (execution/smem_plan.py, used by the code generator) puts each
         TMA buffer at a multiple of 128 bytes, each swizzled buffer at a multiple of its
         pattern period (256 / 512 / 1024 bytes for 32 / 64 / 128-byte swizzle); and for
         every issued copy the tile's address (buffer + tile start) is a multiple of 128.

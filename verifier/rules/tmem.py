@@ -257,7 +257,7 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   repetition): for all admitted sizes, t, loop points s, elements r, words h of element r:
     #   executes(t, s, r) => (lane, word(column) + h, byte(column))(t, s, r) ==
     #   (lane, word(column), 0)(32*(t/32), s, 0) + (offset_p(t % 32, word(r) + h, R), byte(r))
-    #   (word / byte: the packing of model/tcgen05.py; 32-bit elements: word(c) = c, byte(c) = 0)
+    #   (word / byte: the packing of hw/tcgen05.py; 32-bit elements: word(c) = c, byte(c) = 0)
     for m in access_models(ctx):
         if not collective(ctx, m).proved or not packed(ctx, m).proved:
             continue

@@ -1,7 +1,7 @@
 """Visibility of on-chip memory: shared and tensor memory belong to one thread block,
 registers to one thread of it, so a consumer may only read elements its own block (for
 registers: its own thread) wrote, at the address where they were written. Proved over
-the execution model (model/execution.py) the code generator emits: every consumer point
+the execution model (execution/statements.py) the code generator emits: every consumer point
 that executes and every producer point that writes the element it reads, with their
 predicates (thread/block extents, holes, single writer) and addresses. The claims and their
 proofs are in verifier/analysis/visibility.py, which the tensor-core layout rules share."""

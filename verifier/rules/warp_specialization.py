@@ -1,5 +1,5 @@
 """Warp specialization: a producer warpgroup loads a circular buffer's stages with TMA, the
-consumer warpgroups read them with wgmma (model/warp_roles.py rewrites the loop nest). WS-ROLES
+consumer warpgroups read them with wgmma (execution/warp_roles.py rewrites the loop nest). WS-ROLES
 checks what that rewrite needs of the schedule, WS-REGISTERS the setmaxnreg counts that move
 registers from the producer to the consumers. The mbarrier protocol between the roles is proved
 by PIPELINE-RAW and PIPELINE-WAR on the rewritten nest."""

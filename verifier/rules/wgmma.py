@@ -1,7 +1,8 @@
 """wgmma's shared-memory operands: the descriptor the code generator builds from the schedule
-(model/wgmma.py) makes the hardware read each operand element where the schedule put it; and
-its asynchrony: the fences and waits placed around it (model/wgmma_order.py) order it with the
-threads' own register accesses and the stage releases (verifier/analysis/wgmma_order.py).
+(execution/wgmma_operands.py) makes the hardware read each operand element where the schedule
+put it; and its asynchrony: the fences and waits placed around it (execution/wgmma_order.py)
+order it with the threads' own register accesses and the stage releases
+(verifier/analysis/wgmma_order.py).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement:
     #   forall instance, mn < rows, k < 16:
-    #     Sw(start + canonical(mn, k, SBO, LBO)) == offset_schedule(mn, k)   (model/wgmma.py)
+    #     Sw(start + canonical(mn, k, SBO, LBO)) == offset_schedule(mn, k)   (hw/wgmma.py, execution/wgmma_operands.py)
     #   and the descriptor: offset(8, 0) == offset(0, 0) + SBO, start % 16 == 0, (start / 128) % 8 == 0 if swizzled
     for tv in _wgmma_ops(ctx):
         for op in _operands(ctx, tv):
@@ -203,7 +204,7 @@ def wgmma_async_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         On the kernel's loop nest with the fences, waits and releases the code generator places
-        (model/wgmma_order.py, model/warp_roles.py), run over every path: each loop from the
+        (execution/wgmma_order.py, execution/warp_roles.py), run over every path: each loop from the
         state before it joined with the state after each iteration until nothing changes, each
         warp role from the state where the roles split. Three of PTX's obligations, for every
         path: (1) a wgmma.fence comes between any register write to a wgmma's accumulators
