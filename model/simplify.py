@@ -16,6 +16,11 @@ symbol's admitted values). Every variable is non-negative (indices and sizes are
 
 Unknown: an `Interval` end that is None is unknown; no bound on that side is proved.
 
+Peak: `Interval.peak` bounds the magnitude of every value computed on the way to e as the
+renderers compute it: every subterm's, a sum's partial sums and a product's partial products
+(left to right), a ceildiv's numerator a + b - 1. A fixed-width rendering that holds the peak
+computes e exactly (codegen/lower/index_width.py chooses 32-bit indices from it).
+
 Every rewrite is an equality at every point of the ranges, both over the integers and in
 the unsigned fixed-width arithmetic of the solver and of the C++ as long as no value wraps
 (the solver checks that from `bounds`). A divisor that may be 0 blocks every rewrite and
@@ -31,10 +36,13 @@ from .expr import BUILDERS, Expr, add, as_expr, const, floordiv, mod, mul, subst
 
 
 class Interval(NamedTuple):
-    """lo <= value <= hi; an end that is None is unknown."""
+    """lo <= value <= hi; an end that is None is unknown. peak: no value computed on the way has
+    a larger magnitude (see the module docstring; None: unknown, also where only the ends are
+    known, e.g. a variable's range)."""
 
     lo: int | None
     hi: int | None
+    peak: int | None = None
 
 
 Ranges = Mapping[str, Union[Expr, "tuple[int, int]"]]  # see the module docstring
@@ -78,10 +86,14 @@ class Simplifier:
         if got is None:
             if e.op == "const":
                 got = Interval(e.value, e.value)  # type: ignore[arg-type]
+                got = got._replace(peak=_magnitude(got))
             elif e.op == "var":
                 got = self._variable(e.value)  # type: ignore[arg-type]
+                got = got._replace(peak=_magnitude(got))
             else:
-                got = INTERVAL[e.op](*map(self.bounds, e.args))
+                args = [self.bounds(a) for a in e.args]
+                got = INTERVAL[e.op](*args)
+                got = got._replace(peak=_peak(e.op, args, got))
             self._bounds[e] = got
         return got
 
@@ -278,6 +290,55 @@ INTERVAL: dict[str, Callable[..., Interval]] = {
     "xor": _xor,
     "max": _maximum,
 }
+
+
+# -- the largest magnitude computed on the way ------------------------------------------------
+
+
+def _magnitude(r: Interval) -> int | None:
+    return None if r.lo is None or r.hi is None else max(abs(r.lo), abs(r.hi))
+
+
+def _partial_sums(*rs: Interval) -> int | None:
+    """(a + b) + c: every prefix of the sum is computed."""
+    return _most(_magnitude(_sum(*rs[:k])) for k in range(2, len(rs)))
+
+
+def _partial_products(*rs: Interval) -> int | None:
+    """(a * b) * c: no prefix is larger than the product of the factors' magnitudes (at least 1:
+    a factor 0 at the end does not shrink what came before it)."""
+    out = 1
+    for m in map(_magnitude, rs):
+        if m is None:
+            return None
+        out *= max(m, 1)
+    return out
+
+
+def _ceildiv_numerator(a: Interval, b: Interval) -> int | None:
+    """ceildiv(a, b) is rendered (a + b - 1) / b."""
+    ma, mb = _magnitude(a), _magnitude(b)
+    return None if ma is None or mb is None else ma + mb
+
+
+def _most(values) -> int | None:
+    """The largest of values (0 if none), None if one is unknown."""
+    values = list(values)
+    return None if None in values else max(values, default=0)
+
+
+# op -> the largest magnitude its rendering computes besides its value and its arguments' (the
+# ops not named compute none)
+PARTIAL: dict[str, Callable[..., int | None]] = {
+    "add": _partial_sums,
+    "mul": _partial_products,
+    "ceildiv": _ceildiv_numerator,
+}
+
+
+def _peak(op: str, args: list[Interval], value: Interval) -> int | None:
+    partial = PARTIAL[op](*args) if op in PARTIAL else 0
+    return _most([partial, _magnitude(value), *(a.peak for a in args)])
 
 
 # -- products and sums as factor lists -------------------------------------------------------

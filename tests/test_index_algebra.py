@@ -83,17 +83,18 @@ def test_cuda_renderer_evaluates_like_python(tmp_path):
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_32_bit_rendering_evaluates_like_python_where_bounded(tmp_path):
-    """codegen/lower/index_width.py's bound covers every value C++ computes: where it is below
-    2^32 for the variables' ranges, 32-bit unsigned arithmetic gives Python's value at the
-    ranges' edges (where partial sums, products and ceildiv numerators are largest)."""
-    from tileproof.codegen.lower.index_width import LIMIT, _largest
+    """model/simplify.py's peak, from which codegen/lower/index_width.py chooses 32 bits, covers
+    every value C++ computes: where it is below 2^32 for the variables' ranges, 32-bit unsigned
+    arithmetic gives Python's value at the ranges' edges (where partial sums, products and ceildiv
+    numerators are largest)."""
+    from tileproof.codegen.lower.index_width import LIMIT
 
     rng = random.Random(5)
     items, near = [], 0
     while len(items) < 150:
         his = {v: rng.choice([60, 1000, 65535, 2**20, 2**31 - 1]) for v in "abc"}
         e = random_expr(rng, 4)
-        top = _largest(e, {v: (0, h) for v, h in his.items()})
+        top = bounds(e, {v: (0, h) for v, h in his.items()}).peak
         if top is None or top >= LIMIT:
             continue
         near += top >= 2**31
@@ -110,17 +111,6 @@ def test_32_bit_rendering_evaluates_like_python_where_bounded(tmp_path):
     out = subprocess.run([str(tmp_path / "algebra32")], capture_output=True, text=True, check=True).stdout.split()
     assert [int(x) for x in out] == [evaluate(e, env) for e, env in items]
     assert near >= 3  # some bounds close to the limit
-
-
-def test_index_width_bound_counts_what_cpp_computes():
-    from tileproof.codegen.lower.index_width import _largest
-
-    a, b, z = E.var("a"), E.var("b"), E.var("z")
-    his = {"a": (0, 2**31), "b": (1, 2**31), "z": (0, 0)}
-    assert _largest(E.Expr("ceildiv", (a, b)), his) == 2**32  # the numerator a + b - 1
-    assert _largest(E.Expr("mul", (a, b, z)), his) == 2**62  # a * b is computed before * z
-    assert _largest(E.Expr("mod", (E.Expr("mul", (a, b)), E.const(7))), his) == 2**62
-    assert _largest(E.var("stride.T0.0"), his) is None  # a run-time stride: unbounded
 
 
 def test_split_merge_swizzle_round_trip_brute_force():

@@ -248,7 +248,7 @@ class Query:
     def _span_of(self, e: Expr) -> Span:
         got = self._spans.get(e)
         if got is None:
-            lo, hi = self.analysis.bounds(e)
+            lo, hi, _ = self.analysis.bounds(e)  # the ends (not the peak)
             for a in e.args:
                 sub_lo, sub_hi = self._span_of(a)
                 lo = None if lo is None or sub_lo is None else min(lo, sub_lo)
@@ -295,7 +295,7 @@ class Query:
                 t = table[e.op](*(self._render(a) for a in e.args))
             if self.bv:
                 # fail closed: a wrapped bit-vector would decide a different question
-                lo, hi = self.analysis.bounds(e)
+                lo, hi, _ = self.analysis.bounds(e)  # the ends (not the peak)
                 if lo is None or lo < 0 or hi is None:
                     raise OverflowError(f"{e} is not proved to lie in 0 .. {(1 << (self.width - 1)) - 1}, "
                                         f"so no unsigned bit-vector holds it")
