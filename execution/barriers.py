@@ -45,7 +45,7 @@ class Async(enum.Enum):
     TMA_LOAD = "TMA load"  # written by the copy engine, complete on an mbarrier
     TMA_STORE = "TMA store"  # read by the copy engine (the async proxy)
     CP_ASYNC = "cp.async"  # written by the thread's async copies, complete after cp.async.wait_group
-    WGMMA = "wgmma"  # read by the warpgroup's asynchronous MMA, complete after wgmma.wait_group (model/wgmma_order.py)
+    WGMMA = "wgmma"  # read by the warpgroup's asynchronous MMA, complete after wgmma.wait_group (wgmma_order.py)
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,9 @@ class Access:
     kind: Async = Async.NONE
     barrier: str | None = None  # a TMA load's mbarrier
     # a circular-buffered cp.async or TMA load: (stages, prefetch, depth of its circular loop in
-    # the statement's path); model/pipeline.py places its waits and barriers
+    # the statement's path); execution/pipeline.py places its waits and barriers
     circular: tuple[int, int, int] | None = None
-    specialized: object | None = None  # its WarpSpecialized type (model/warp_roles.py), if any
+    specialized: object | None = None  # its WarpSpecialized type (execution/warp_roles.py), if any
     war_mbarrier: bool = False  # Pipelined(uses_mbarrier_for_war=True): refills wait on empty mbarriers
 
 

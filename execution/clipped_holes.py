@@ -14,7 +14,7 @@ A tensor is clipped when it lives on chip (registers or shared memory), is compu
 from its operands (a copy, stmatrix, a cast, unary or binary arithmetic), has no broadcast axis,
 is no fusion output, every tensor reading it is clipped or is a TMA store to global memory, and
 every operand is clipped, filled (below) or an MmaOp's register accumulators (which hold every
-element, holes included: model/execution.py store_execution). The greatest such set is found by removing
+element, holes included: execution/statements.py store_execution). The greatest such set is found by removing
 tensors until none fails. The rules then see the holes as points that execute: distinct addresses
 (ALLOCATION-DISTINCT), visibility of what they read, whole-warp stmatrix, all proved over them.
 
@@ -30,7 +30,7 @@ descriptors), and whose own holes are past M or N likewise, runs at its holes on
 into its own accumulators. So a tile past M (the grouped order's padding) is loaded and
 multiplied like any other, with no branch in the K loop, and its output discarded by the
 epilogue's own predicates or the TMA store's clipping. Only the holes of iteration IDs are lifted
-for an MmaOp: a hole of a split of K stays a predicate (model/zero_padding.py).
+for an MmaOp: a hole of a split of K stays a predicate (execution/zero_padding.py).
 """
 
 from __future__ import annotations

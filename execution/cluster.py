@@ -12,7 +12,7 @@ CLUSTER-MULTICAST proves the box's origin and its hole tests equal for the block
 and the grid a multiple of the cluster.
 
 The issuer overwrites a stage in every receiver, so it must wait until all of them have read it.
-The loads are warp-specialized (model/warp_roles.py): each consumer warpgroup releases a stage on
+The loads are warp-specialized (execution/warp_roles.py): each consumer warpgroup releases a stage on
 the empty mbarrier of every block of its cluster (a remote arrive for the others), the empty
 mbarriers count the consumer warpgroups of the whole cluster, and a producer's wait for a stage
 therefore covers every block's reads of it. PIPELINE-WAR proves each block's releases follow its

@@ -11,7 +11,7 @@ The cache (tp.CacheOp) is the user's: AllLevels is .ca, Global .cg, Unspecified 
 copy moves 16 bytes and .ca otherwise (CPASYNC-SIZE checks the bytes). Both addresses must be
 multiples of cp-size (CPASYNC-ALIGN).
 
-The statement's predicates split in two (execution model, model/execution.py): a thread
+The statement's predicates split in two (execution model, execution/statements.py): a thread
 outside the tensor's extent, or not its single writer, issues nothing; a hole of an indivisible
 split still issues, with src-size 0: the hardware reads no global byte and writes zeros, so a
 tile's tail past the tensor's end reads as zero (strong correctness of the padded K of a
@@ -20,7 +20,7 @@ tensor is allocated along its own loop IDs (zero_fill_problems).
 
 A copy completes asynchronously: its thread commits it to a group (cp.async.commit_group) and
 waits (cp.async.wait_group N: at most N of its groups still in flight); other threads see the
-data after a __syncthreads that follows the wait. model/barriers.py places both.
+data after a __syncthreads that follows the wait. execution/barriers.py places both.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def structure_problems(fusion, order: list[TensorView]):
                 hint=f"reorder {tv.name} so that its one Vectorize axis is innermost",
                 tensor=tv.name, ids=tuple(tv.loop[k].name for k in vec),
                 values={"vectorize_axis": vec[0], "axes": tv.ndim}, location=tv.origin))
-        # the bound of K a zero path runs past is a point that executes (model/zero_padding.py), whose
+        # the bound of K a zero path runs past is a point that executes (execution/zero_padding.py), whose
         # zeros every rule sees land; only the holes left are issued unseen
         allocation = compute_allocation(tv)
         allocated = {a.id.uid for a in allocation.allocated()}

@@ -27,7 +27,7 @@ def loop_var(tv: TensorView, i: IterDomain) -> Expr:
 
 def indices_from_loop(tv: TensorView, loop_env: dict[int, Expr] | None = None) -> dict[int, Expr]:
     """uid -> index for every ID of tv, computed backward from its loop domain (and, where its
-    inlined loops iterate its consumer's space, from the consumer's IDs: model/promotion.py)."""
+    inlined loops iterate its consumer's space, from the consumer's IDs: execution/promotion.py)."""
     idx: dict[IterDomain, Expr] = {}
     for i in tv.loop:
         idx[i] = loop_env[i.uid] if loop_env and i.uid in loop_env else loop_var(tv, i)
@@ -111,7 +111,7 @@ def executed_tensors(fusion) -> list[TensorView]:
 def block_dims(fusion) -> dict[ParallelType, Expr]:
     """blockDim/gridDim per parallel type: the largest extent bound to it (others predicate), and
     one more index on a warp-specialized circular buffer's axis: its producer warpgroup
-    (model/warp_roles.py)."""
+    (execution/warp_roles.py)."""
     dims: dict[ParallelType, list[Expr]] = {}
     roles = set()
     for tv in executed_tensors(fusion):

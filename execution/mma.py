@@ -1,27 +1,9 @@
-"""The MmaOp: tp.fused_multiply_sum / tp.matmul (nvFuser's MmaOp on broadcast operands), its
-macro, its Mma loop axes, and how its statement runs on the tensor cores, derived once for the
-verifier and the code generator.
-
-`D = fused_multiply_sum(A, B, axes)` is a reduction (OpKind.REDUCTION, name "fms"): D[.., m, n]
-= sum over k of A[.., m, 1, k] * B[.., 1, n, k], added in float32. Each output axis is an M axis
-(B broadcast there), an N axis (A broadcast there), a K axis (reduced) or a batch axis. Without a
-macro it runs as any reduction (one fused multiply-add per term). With
-`D.definition.set_macro(macro)` and the macro's M x N x K tile as D's three innermost loop IDs,
-bound to ParallelType.Mma, one warp computes each tile with `macro.issues` mma.sync
-instructions: the lanes of the warp are threadIdx.x (the kernel launches 32 of them), and lane l's
-element v of each operand is the tile position the instruction's fragment map gives
-(`MacroFragments`). `mma_execution` is D's execution model (model/execution.py) with the Mma
-axes' indices replaced by those positions, one view per operand role:
-
-    A   the (m, k) of the tile that lane l's A element v holds   (D's N index 0)
-    B   the (k, n) of B element v                                (D's M index 0)
-    C   the (m, n) of accumulator element v                      (D's K index 0)
-
-so "the element the schedule puts in (lane, register)" is the index algebra's, and the
-verifier's register-ownership proof over these views is MMA-OPERAND-LAYOUT (A, B: the thread
-that wrote the operand's register is the lane that the fragment map says holds it, at that
-register) and MMA-ACCUM-LAYOUT (C: a consumer of D reads the accumulator in the lane that holds
-it).
+"""How an MmaOp (model/mma_op.py) maps onto the tensor cores: the role of each output axis (M, N,
+K or batch: axis_roles), D's Mma loop IDs by role (mma_axes), the macro as its instructions with
+each role's fragment over the whole macro tile (MacroFragments, from hw/mma.py's maps), and the
+MMA-TARGET, MMA-DTYPE and MMA-SHAPE problems (shape_problems), which mma_rules.py gathers with
+the MMA rules' other structural conditions. mma_execution.py views D's statement through these
+fragments.
 """
 
 from __future__ import annotations
@@ -42,7 +24,7 @@ from .problems import Problem
 def well_formed(tv: TensorView) -> bool:
     """Whether tv is an MmaOp on the tensor cores whose fragments are defined: an mma.sync macro
     whose tile is tv's three innermost loop IDs, bound to Mma (no MMA-TARGET, MMA-DTYPE or
-    MMA-SHAPE problem, model/mma_rules.py)."""
+    MMA-SHAPE problem: shape_problems)."""
     from .mma import CODES, shape_problems
 
     if not is_mma(tv):

@@ -1,17 +1,8 @@
-"""The MmaOp: tp.fused_multiply_sum / tp.matmul (nvFuser's MmaOp on broadcast operands), its
-macro, its Mma loop axes, and how its statement runs on the tensor cores, derived once for the
-verifier and the code generator.
-
-`D = fused_multiply_sum(A, B, axes)` is a reduction (OpKind.REDUCTION, name "fms"): D[.., m, n]
-= sum over k of A[.., m, 1, k] * B[.., 1, n, k], added in float32. Each output axis is an M axis
-(B broadcast there), an N axis (A broadcast there), a K axis (reduced) or a batch axis. Without a
-macro it runs as any reduction (one fused multiply-add per term). With
-`D.definition.set_macro(macro)` and the macro's M x N x K tile as D's three innermost loop IDs,
-bound to ParallelType.Mma, one warp computes each tile with `macro.issues` mma.sync
-instructions: the lanes of the warp are threadIdx.x (the kernel launches 32 of them), and lane l's
-element v of each operand is the tile position the instruction's fragment map gives
-(`MacroFragments`). `mma_execution` is D's execution model (model/execution.py) with the Mma
-axes' indices replaced by those positions, one view per operand role:
+"""An MmaOp's statement as the tensor cores run it. With a macro, one warp (mma.sync) or
+warpgroup (wgmma) computes each M x N x K tile, and lane l's element v of each operand is the tile
+position the instruction's fragment map gives (execution/mma.py `MacroFragments`).
+`mma_execution` is D's execution model (execution/statements.py) with the Mma axes' indices
+replaced by those positions, one view per operand role:
 
     A   the (m, k) of the tile that lane l's A element v holds   (D's N index 0)
     B   the (k, n) of B element v                                (D's M index 0)
@@ -35,7 +26,7 @@ from .statements import CondKind, TensorExecution, store_execution, tensor_execu
 
 
 def mma_execution(tv: TensorView, launch: dict, role: str, names: dict[int, str] | None = None):
-    """tv's execution model (model/execution.py) seen from role's fragment: the Mma axes' indices
+    """tv's execution model (execution/statements.py) seen from role's fragment: the Mma axes' indices
     are lane threadIdx.x's element `ELEMENT_VARS[role]` of the macro tile (the accumulate reads A
     and B at these points; C is where the accumulator's elements are stored)."""
     ex = (store_execution if role == "C" else tensor_execution)(tv, launch, names)

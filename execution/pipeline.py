@@ -6,7 +6,7 @@ Circular buffering (nvFuser's TensorView::circularBuffer, its Pipelined form):
 `tv.circular_buffer(stages, prefetch)` on a shared tensor a cp.async fills inside a serial loop
 (the circular loop: tv's loop axis just left of its compute-at position) allocates `stages`
 tiles; iteration i's data lives in tile i % stages (Allocation.stage_offset). insert_pipelines
-rewrites the loop nest, after model/barriers.py placed the other barriers:
+rewrites the loop nest, after execution/barriers.py placed the other barriers:
 
     Prologue        before the loop: for p in [0, P): the copy of iteration p (if p < extent),
                     then commit                                          (P = prefetch)
@@ -39,7 +39,7 @@ the prefetched copy reads iteration i + P's data in iteration i.
 
 A Timeline is what one iteration of the loop around a cp.async copy and one of its readers
 does, step by step, taken from the loop nest with its barriers and waits placed
-(model/barriers.py): ISSUE (the copy), COMMIT (cp.async.commit_group), WAIT
+(execution/nest.py): ISSUE (the copy), COMMIT (cp.async.commit_group), WAIT
 (cp.async.wait_group N), SYNC (__syncthreads) and READ (the reader's statement). Iteration k
 of the loop reads the data of iteration k; its copy fills the data of iteration k + prefetch,
 which lives in stage (k + prefetch) % stages of the tensor's buffer. Without circular
@@ -276,7 +276,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
     """Pipeline every loop whose body holds circular-buffered copies (their Access.circular),
     in place: the Prologue before the loop, the Prefetched copies first in its body, and for
     cp.async copies the commit, the wait and the barriers (module docstring); a warp-specialized
-    loop's copies go to a producer warpgroup instead (model/warp_roles.py). Called by
+    loop's copies go to a producer warpgroup instead (execution/warp_roles.py). Called by
     barriers.insert_barriers."""
     loops: dict[int, _CircularLoop] = {}
     for _, acc, path in statement_paths(tree, hazards):
@@ -415,7 +415,7 @@ class Timeline:
     tma: bool = False  # TMA loads: a WAIT is every thread's own wait on iteration k's stage and phase
     async_read: bool = False  # the reader is a wgmma: its reads end at an MMA_WAIT, not with the statement
     outer_ordered: bool = True  # in a repeating scope: a barrier after the loop (after its reads are done)
-    # warp-specialized (model/warp_roles.py): `body` is the consumers' iteration, `producer` the
+    # warp-specialized (execution/warp_roles.py): `body` is the consumers' iteration, `producer` the
     # producer's (its ISSUE loads iteration k's data), `tail` the consumers' steps after the loop
     specialized: bool = False
     producer: tuple[Event, ...] = ()

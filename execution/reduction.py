@@ -1,14 +1,8 @@
-"""Reductions: tp.sum and tp.max over axes (nvFuser's ReductionOp), rFactor, and how a
-reduction's statement runs, derived once for the verifier and the code generator.
-
-The output of a reduction keeps each reduced axis in its logical domain as a reduction
-IterDomain (IterType.Reduction), as nvFuser does; its shape (the arrays run() binds, the axes
-other ops see) drops them (nvFuser's keep_dim=False). The op maps the output's root axes one to
-one to the input's, so the index algebra reads the input at every point of the output's loop
-nest, reduction loops included.
+"""How a reduction (model/reduction.py: tp.sum, tp.max, rfactor) runs, derived once for the
+verifier and the code generator.
 
 A reduction tensor T runs in four steps (`ReductionLoops`; codegen/lower/reduction.py emits them,
-model/execution.py store_execution and the verifier's rules model the same):
+execution/statements.py store_execution and the verifier's rules model the same):
 
     init        before the loop of T's first reduction axis (`start`), its accumulator holds the
                 neutral element (0 for sum; -inf, or the dtype's lowest integer, for max), one
@@ -22,7 +16,9 @@ model/execution.py store_execution and the verifier's rules model the same):
                 is written by index 0 of the reduced thread types only (single writer)
 
 A hole never contributes: the accumulate is predicated on every hole bound, and a thread or
-register that accumulates nothing holds the neutral element.
+register that accumulates nothing holds the neutral element. The *_problems functions say what
+of a reduction the code generator cannot lower (REDUCTION-PARALLEL, REDUCTION-ACCUMULATOR, and
+LOWERING-SUPPORTED through conditions.py).
 """
 
 from __future__ import annotations
@@ -44,7 +40,7 @@ from ..model.types import (
 from .problems import Problem
 from .mma import fragments, mma_axes
 
-MAX_ACCUMULATOR_REGISTERS = 255  # a thread's registers (execution/lowerable.py MAX_REGISTERS_PER_THREAD)
+MAX_ACCUMULATOR_REGISTERS = 255  # a thread's registers (execution/conditions.py MAX_REGISTERS_PER_THREAD)
 
 
 class Phase(enum.Enum):

@@ -14,7 +14,7 @@ Predicates (one `Cond` each):
                   (only the bounds not implied by others: needed_bounds; none for a
                   statement whose holes only a TMA store reads, nor for a TMA load and
                   the copies and MmaOps reading it, which run there on its zeros:
-                  model/clipped_holes.py)
+                  execution/clipped_holes.py)
   single writer   a shared or global store that the tensor does not parallelize across a
                   launched thread (and, for global memory, block) dimension is done by
                   index 0 alone: the others would write the same values
@@ -82,7 +82,7 @@ class TensorExecution:
     indices: dict[int, Expr]  # uid of every ID of the tensor -> its index
     conds: tuple[Cond, ...]
     launch_index: dict[ParallelType, Expr] = field(default_factory=dict)  # launched type -> its index
-    # bounds of K the point runs past on zeros (model/zero_padding.py): not predicates; a cp.async
+    # bounds of K the point runs past on zeros (execution/zero_padding.py): not predicates; a cp.async
     # reads no global byte where one fails (src-size 0)
     padding: tuple[Cond, ...] = ()
 

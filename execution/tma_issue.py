@@ -28,7 +28,7 @@ from ..hw.wgmma import SWIZZLE_OF_BYTES, hardware_swizzle
 
 def hw_swizzle(address: Expr, swizzle_bytes: int) -> Expr:
     """P(A) = A ^ (((A >> 7) & (S/16 - 1)) << 4); its own inverse. S = 0: no swizzle. The
-    descriptor's swizzle of model/wgmma_descriptor.py, by its span in bytes."""
+    descriptor's swizzle of hw/wgmma.py, by its span in bytes."""
     return hardware_swizzle(address, SWIZZLE_OF_BYTES[swizzle_bytes])
 
 
@@ -108,7 +108,7 @@ def build_issue(tma: InferredTma, smem_alloc: Allocation, loop_env: dict[int, Ex
         offset = add(offset, mul(smem_alloc.stage_offset(sidx), es))
     consumed = {u for u, r in (tma.inference.roles.items() if tma.inference else ()) if r.kind is not RoleKind.NONBULK}
     # one decision per copy: a hole is tested at the tile's first element (the hardware clips the rest);
-    # a filled load is issued at its holes too, where the hardware writes zeros (model/clipped_holes.py)
+    # a filled load is issued at its holes too, where the hardware writes zeros (execution/clipped_holes.py)
     bounds = () if consumer.name in filled(consumer.fusion) else tuple(
         Bound(b.id, substitute(b.value, zero), b.extent)
         for b in valid_item_bounds(consumer, cidx) if b.id.uid not in consumed)

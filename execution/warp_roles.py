@@ -25,7 +25,7 @@ nest into
                       after the loop: StageRelease(tail) for the last L data
 
 L = 1 where S - prefetch >= 2 (the batch of iteration i stays in flight while iteration i + 1's
-is issued, wgmma.wait_group 1, model/wgmma_order.py), else 0. Each role runs the same loops,
+is issued, wgmma.wait_group 1, execution/wgmma_order.py), else 0. Each role runs the same loops,
 so each loads and releases every datum once per run of the circular loop, in order: the n-th
 wait on a stage's full (empty) mbarrier is for its n-th load (release), in this run and the
 next. PIPELINE-RAW and PIPELINE-WAR prove the order on this nest (verifier/analysis/pipeline.py);
@@ -54,7 +54,7 @@ EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first
 class StageEmptyWait:
     """The producer waits for empty mbarrier `barrier`[i % stages]'s phase (its own bit per
     stage, flipped per wait; `index`: i, filled in by the code generator). In a Pipelined loop
-    with mbarrier WAR (model/pipeline.py) the wait precedes the copies of iteration i + `ahead`,
+    with mbarrier WAR (execution/pipeline.py) the wait precedes the copies of iteration i + `ahead`,
     by the threads that issue them (`guard`, the code generator's)."""
 
     barrier: str

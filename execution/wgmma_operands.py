@@ -8,9 +8,9 @@ schedule's allocation puts that element, in bytes from the operand tensor's buff
 included). The descriptor is read off the schedule: the start address is element (0, 0)'s
 (un-swizzled: the swizzle is an involution), SBO the distance between its 8-row groups, the
 layout the swizzle of the TMA that fills the buffer. The hardware then reads element (mn, k) at
-hardware_address(start, ...) (model/wgmma_descriptor.py); WGMMA-SMEM-LAYOUT proves that equal to
+hardware_address(start, ...) (hw/wgmma.py); WGMMA-SMEM-LAYOUT proves that equal to
 byte_offset(mn, k) for every instance and element. The buffer's base is a multiple of the
-swizzle's 8-row pattern (model/smem_plan.py aligns TMA buffers so), so the XOR the hardware
+swizzle's 8-row pattern (execution/smem_plan.py aligns TMA buffers so), so the XOR the hardware
 takes on absolute address bits is the same on offsets from the base.
 
 An operand is K-major (the TMA box's inner dimension is K, one swizzle span of it) or, swizzled,
