@@ -10,6 +10,7 @@ schedules against them) and the code generator (which emits them).
     tcgen05.py             tensor-memory addresses, data-path patterns, packing
     cp_async.py            cp.async copy sizes and cache operators
     threads.py             warps, warpgroups and linear thread ids
+    mma_schedule.py        tp.schedule_mma_fragment: a register tile scheduled as an MMA fragment
 
 May import model/ only: no execution analysis, no z3, no CUDA.
 """

@@ -1,26 +1,14 @@
-"""cp.async: one thread copies 4, 8 or 16 bytes from global to shared memory, asynchronously.
-
-A `tp.set(t, op=tp.LoadStoreOpType.CpAsync)` statement becomes one cp.async per point of its
-loop nest, moving the statement's Vectorize axis (or one element) as one copy
-(PTX ISA 9.7.9.25.3.1):
+"""cp.async (PTX ISA 9.7.9.25.3.1): one thread copies 4, 8 or 16 bytes from global to shared
+memory, asynchronously. This file holds the instruction: which op issues it (is_cp_async), and one
+copy (CpAsyncCopy) with its cp-size and cache operator:
 
     cp.async.ca.shared.global [dst], [src], cp-size, src-size   cp-size 4, 8 or 16 (L1 and L2)
     cp.async.cg.shared.global [dst], [src], 16, src-size        16 only (L2, bypassing L1)
 
 The cache (tp.CacheOp) is the user's: AllLevels is .ca, Global .cg, Unspecified .cg where the
-copy moves 16 bytes and .ca otherwise (CPASYNC-SIZE checks the bytes). Both addresses must be
-multiples of cp-size (CPASYNC-ALIGN).
-
-The statement's predicates split in two (execution model, model/execution.py): a thread
-outside the tensor's extent, or not its single writer, issues nothing; a hole of an indivisible
-split still issues, with src-size 0: the hardware reads no global byte and writes zeros, so a
-tile's tail past the tensor's end reads as zero (strong correctness of the padded K of a
-reduction). That write lands in the tile's own slot for the hole, which exists when the
-tensor is allocated along its own loop IDs (zero_fill_problems).
-
-A copy completes asynchronously: its thread commits it to a group (cp.async.commit_group) and
-waits (cp.async.wait_group N: at most N of its groups still in flight); other threads see the
-data after a __syncthreads that follows the wait. model/barriers.py places both.
+copy moves 16 bytes and .ca otherwise (CPASYNC-SIZE checks the bytes). How a statement issues its
+copies (which predicates gate the issue, which become src-size 0) is execution/cp_async.py; where
+the commits, waits and barriers go, execution/barriers.py.
 """
 
 from __future__ import annotations

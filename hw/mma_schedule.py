@@ -1,6 +1,6 @@
 """Scheduling a register tensor as a tensor-core fragment: tp.schedule_mma_fragment.
 
-A fragment map of model/mma.py sends (lane, element v) to a tile position whose row and column
+A fragment map of hw/mma.py sends (lane, element v) to a tile position whose row and column
 are sums of digits of the lane (g = l / 4: 8 values, q = l % 4: 4 values) and of v. For
 mma.sync m16n8k8 tf32, A: row = g + 8 v0, col = q + 4 v1 (v = 2 v1 + v0). Splitting the tile's
 row and column axes into those digits, merging g and q into the lane axis (bound to TIDx) and
@@ -32,7 +32,7 @@ _C = ((("v2", 2), ("g", 8)), (("q", 4), ("v1", 2)))  # C: (g + 8 (v / 2), 2q + v
 
 def _wgmma_c(n: int):
     """wgmma's D over the warpgroup's threads T = 32 w + 4 g + q: (16 w + g + 8 ((v / 2) % 2),
-    8 (v / 4) + 2q + v % 2), model/mma.py wgmma_d_position."""
+    8 (v / 4) + 2q + v % 2), hw/mma.py wgmma_d_position."""
     return (("w", 4), ("v2", 2), ("g", 8)), (("v4", n // 8), ("q", 4), ("v1", 2))
 
 

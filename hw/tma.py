@@ -1,7 +1,7 @@
 """The TMA a schedule implies (nvFuser doc/dev/tma.md, steps 1-4), inferred from the schedule.
 
 For a `set(..., op=TMA)` between a global and a shared tensor, the consumer's Bulk loop
-IDs are the tile. Role inference (tma_inference.py) finds the boxing and striding splits,
+IDs are the tile. Role inference (tma_roles.py) finds the boxing and striding splits,
 rotations included; the transforms it leaves are the view from the global allocation
 domain to the TMA domain. The TMA domain is then collapsed into the hardware dimensions by
 compositing adjacent contiguous IDs: a partitioned ID is one dimension; otherwise a

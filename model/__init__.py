@@ -1,6 +1,7 @@
-"""The schedule IR: IterDomains, transforms, TensorViews, fusions, ops, targets, and
-the one index algebra (expr.py) with its range analysis and simplifier (simplify.py) and
-the index maps built from it (indexing.py).
+"""The user's schedule and the nvFuser-style API: IterDomains, transforms, TensorViews
+(tensor_base.py, tensor.py), fusions, ops, reductions, the MmaOp, the options a schedule passes
+(options.py), targets, and the one index algebra (expr.py) with its range analysis and
+simplifier (simplify.py).
 
-Pure Python: imports nothing of verifier/, codegen/ or reports/, no z3, no CUDA.
+Pure Python: imports nothing of hw/, execution/, verifier/, codegen/ or reports/, no z3, no CUDA.
 """

@@ -13,7 +13,7 @@ innermost: 1); a discontiguous axis gets its stride as a kernel argument (the va
 nor are the reduction axes of a reduction's output, which are not in its array (the allocation
 domain may leave them out).
 The code generator lays global tensors out with these strides (codegen/lower/gmem.py), the
-TMA inference builds tensor maps from them (model/tma_inference.py) and the verifier's
+TMA inference builds tensor maps from them (hw/tma_roles.py) and the verifier's
 vectorization rules read the same offsets.
 """
 

@@ -120,7 +120,7 @@ def promoted(idmap: IdMap, producer_id: IterDomain, consumer, k: int) -> bool:
     iteration: a broadcast of extent 1 holds one element, which the producer computes (again) at
     every index of the consumer's loop (nvFuser's loop promotion of broadcast IDs); a merge of
     one iterates the consumer's loop where the broadcast meets the consumer's ID (promoted_match;
-    model/promotion.py indexes it). Done for the operands of a tensor-core op (an MmaOp's operand
+    execution/promotion.py indexes it). Done for the operands of a tensor-core op (an MmaOp's operand
     is broadcast along the other operand's axes), never into a reduction loop (its consumers read
     totals, after it)."""
     c = consumer.loop[k]

@@ -1,6 +1,5 @@
 """The MmaOp: tp.fused_multiply_sum / tp.matmul (nvFuser's MmaOp on broadcast operands), its
-macro, its Mma loop axes, and how its statement runs on the tensor cores, derived once for the
-verifier and the code generator.
+macro and its Mma loop axes.
 
 `D = fused_multiply_sum(A, B, axes)` is a reduction (OpKind.REDUCTION, name "fms"): D[.., m, n]
 = sum over k of A[.., m, 1, k] * B[.., 1, n, k], added in float32. Each output axis is an M axis
@@ -8,20 +7,9 @@ verifier and the code generator.
 macro it runs as any reduction (one fused multiply-add per term). With
 `D.definition.set_macro(macro)` and the macro's M x N x K tile as D's three innermost loop IDs,
 bound to ParallelType.Mma, one warp computes each tile with `macro.issues` mma.sync
-instructions: the lanes of the warp are threadIdx.x (the kernel launches 32 of them), and lane l's
-element v of each operand is the tile position the instruction's fragment map gives
-(`MacroFragments`). `mma_execution` is D's execution model (model/execution.py) with the Mma
-axes' indices replaced by those positions, one view per operand role:
-
-    A   the (m, k) of the tile that lane l's A element v holds   (D's N index 0)
-    B   the (k, n) of B element v                                (D's M index 0)
-    C   the (m, n) of accumulator element v                      (D's K index 0)
-
-so "the element the schedule puts in (lane, register)" is the index algebra's, and the
-verifier's register-ownership proof over these views is MMA-OPERAND-LAYOUT (A, B: the thread
-that wrote the operand's register is the lane that the fragment map says holds it, at that
-register) and MMA-ACCUM-LAYOUT (C: a consumer of D reads the accumulator in the lane that holds
-it).
+instructions (a warpgroup, with wgmma). How that runs on the tensor cores (each lane's fragment,
+the statement seen from each operand's fragment) is derived in execution/mma.py and
+execution/mma_execution.py, once for the verifier and the code generator.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ class WarpSpecialized:
     the thread axis `on` (the last, threadIdx.y == the consumers' extent for TIDy) is a producer
     warpgroup that only issues the TMA loads, each after an mbarrier says the stage is free; the
     other warpgroups, the consumers, wait for each stage's data and release it once their wgmma
-    reads are done (model/warp_roles.py). `num_registers=(producer, consumer)`: setmaxnreg
+    reads are done (execution/warp_roles.py). `num_registers=(producer, consumer)`: setmaxnreg
     moves registers from the producer to the consumers (WS-REGISTERS checks the counts).
 
         t1.circular_buffer(4, 2, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))"""

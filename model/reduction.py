@@ -1,5 +1,4 @@
-"""Reductions: tp.sum and tp.max over axes (nvFuser's ReductionOp), rFactor, and how a
-reduction's statement runs, derived once for the verifier and the code generator.
+"""Reductions: tp.sum and tp.max over axes (nvFuser's ReductionOp) and rFactor.
 
 The output of a reduction keeps each reduced axis in its logical domain as a reduction
 IterDomain (IterType.Reduction), as nvFuser does; its shape (the arrays run() binds, the axes
@@ -7,22 +6,8 @@ other ops see) drops them (nvFuser's keep_dim=False). The op maps the output's r
 one to the input's, so the index algebra reads the input at every point of the output's loop
 nest, reduction loops included.
 
-A reduction tensor T runs in four steps (`ReductionLoops`; codegen/lower/reduction.py emits them,
-model/execution.py store_execution and the verifier's rules model the same):
-
-    init        before the loop of T's first reduction axis (`start`), its accumulator holds the
-                neutral element (0 for sum; -inf, or the dtype's lowest integer, for max), one
-                register per point of the iteration loops right of `start` (`accumulator`)
-    accumulate  at every point of T's loop nest that executes (thread extents, holes of
-                indivisible splits), acc = combine(acc, input), in the dtype's compute type
-    combine     where reduction axes are bound to TIDx/TIDy/TIDz, the block's threads combine
-                their partials (warp shuffles, then shared memory): every thread of a group
-                ends with the same total
-    store       after the loops, T's element = acc (rounded to T's dtype); a shared or global T
-                is written by index 0 of the reduced thread types only (single writer)
-
-A hole never contributes: the accumulate is predicated on every hole bound, and a thread or
-register that accumulates nothing holds the neutral element.
+How a reduction's statement runs (init, accumulate, the block's combine, store) is derived in
+execution/reduction.py, once for the verifier and the code generator.
 """
 
 from __future__ import annotations

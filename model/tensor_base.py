@@ -42,8 +42,8 @@ class TensorBase:
         self.tmem_dim_sep: int = 0
         self.compute_at: int = 0
         self.definition: Op | None = None
-        self.circular = None  # a CircularBuffer (model/pipeline.py) once circular_buffer is called
-        self.multicast_on = None  # a Multicast (model/cluster.py) once multicast is called
+        self.circular = None  # a CircularBuffer (model/options.py) once circular_buffer is called
+        self.multicast_on = None  # a Multicast (model/options.py) once multicast is called
         self.origin = user_location()
         fusion._register_tensor(self)
 
