@@ -9,9 +9,12 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
       statements.py     one statement per tensor: offsets, predicates, vectorization
       gmem.py           strides of global tensors from contiguity
       (indices and predicates are simplified by model/simplify.py, as the verifier's terms are)
-      syncs.py          __syncthreads, mbarrier and cp.async waits (placed by model/barriers.py)
-      tma.py            TMA copies from model/tma_layout.py
-      cp_async.py       cp.async copies: cp-size and cache from model/cp_async.py, holes as src-size 0
+      syncs.py          __syncthreads, mbarrier and cp.async waits (placed by execution/nest.py)
+      pipelines.py      circular buffers' prologues and prefetched copies (execution/pipeline.py)
+      warp_roles.py     a warp-specialized kernel's producer issuers and empty mbarriers
+      tma.py            TMA copies from execution/tma_issue.py
+      cp_async.py       cp.async copies: cp-size and cache from execution/cp_async.py, holes as src-size 0
+      mma.py            mma.sync and wgmma statements of an MmaOp; reduction.py, a reduction's steps
       ldsm.py           ldmatrix / stmatrix: each lane's row address from the index algebra
       predicates.py     holes ruled out by the fusion's assumptions (z3)
       tmem.py           tensor memory: tcgen05 ld/st from the verifier's access model, alloc, fences
@@ -21,15 +24,17 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
       cp_async.py       cp.async, cp.async.commit_group / wait_group inline PTX
       ldsm.py           ldmatrix / stmatrix inline PTX
       tmem.py           tcgen05 inline PTX
+      mma.py            mma.sync / wgmma inline PTX; mma_probe.py, the tensor-core layout probe kernel
+      reduction.py      a reduction's init and the block's combine
     runtime/          C++ -> cubin -> launch
       nvrtc.py          NVRTC compile and the on-disk cubin cache
       driver.py         the CUDA driver: context, modules, launches, memory, timing
       arrays.py         run() arguments and outputs (DLPack, __cuda_array_interface__)
       binding.py        binding arguments to the kernel's extents and strides
       tensor_maps.py    encoding TMA tensor maps at launch
-      fingerprint.py    the fusion's key in the in-memory compile cache
       reference.py      a float64 numpy reference for checking kernels
 
-May import model/ and verifier/; refuses to lower a fusion that did not verify.
+May import model/, hw/, execution/ and verifier/ (verify and its Report); refuses to lower a
+fusion that did not verify.
 lower/ imports neither emit/ nor runtime/; emit/ does not import lower/.
 """

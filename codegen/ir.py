@@ -105,7 +105,7 @@ class TmaCopy:
     stage: Expr | None = None  # a circular buffer's load: the stage, whose mbarrier it completes on
     specialized: object | None = None  # a warp-specialized circular buffer's load: its WarpSpecialized
     war_mbarrier: bool = False  # a Pipelined(uses_mbarrier_for_war=True) load: refilled after empty mbarriers
-    # a load multicast to its cluster (model/cluster.py): (the cluster axis, x/y/z; the receivers' CTA-rank
+    # a load multicast to its cluster (execution/cluster.py): (the cluster axis, x/y/z; the receivers' CTA-rank
     # mask from the axis's first block; the rank along the axis that issues this copy; the rank stride)
     multicast: tuple[str, int, Expr, int] | None = None
 
@@ -236,7 +236,7 @@ class KernelIR:
     header: list[str] = field(default_factory=list)  # the fusion's ops, one per line
     tensor_maps: list[TensorMap] = field(default_factory=list)
     mbarriers: list[MBarrier] = field(default_factory=list)
-    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster (model/cluster.py): __cluster_dims__
+    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster (execution/cluster.py): __cluster_dims__
     index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
 
 
@@ -255,7 +255,7 @@ class TmemElement:
     `column` are the cell the verifier's model assigns to the element (per thread, the 32-bit
     column of its first byte, relative to the tensor's first column). The element sits in
     register `register` from byte `byte` (a 64-bit one in that register and the next), as
-    model/tcgen05.py Packing places it: the tcgen05 pattern proves that this register and byte
+    hw/tcgen05.py Packing places it: the tcgen05 pattern proves that this register and byte
     of this thread land exactly there."""
 
     index: int
@@ -291,7 +291,7 @@ class TmemAccess(Compute):
 
     @property
     def address_offset(self) -> Expr:
-        """The warp's address minus tmem_base (model/tcgen05.py tmem_address)."""
+        """The warp's address minus tmem_base (hw/tcgen05.py tmem_address)."""
         return tmem_address(self.lane, add(self.column, self.column_offset))
 
     @property
@@ -384,7 +384,7 @@ class MmaIssue(Compute):
 
 @dataclass(frozen=True)
 class WgmmaDescriptor:
-    """A wgmma operand's shared-memory matrix descriptor (model/wgmma.py, proved by
+    """A wgmma operand's shared-memory matrix descriptor (execution/wgmma_operands.py, proved by
     WGMMA-SMEM-LAYOUT): `start` bytes from `tensor`'s buffer at this instance, LBO and SBO in
     bytes, `layout` the descriptor's swizzle field."""
 

@@ -1,8 +1,8 @@
 """Renders Reports: terminal (rich), JSON, HTML with SVG pictures. Pure functions from a Report
 (and, for pictures, the scheduled fusion) to text.
 
-May import verifier/ (for the Report types) and model/; nothing imports reports/ but
-the CLI and the public API.
+May import model/, hw/, execution/ and verifier/ (the Report types and analysis/, never
+rules/); nothing imports reports/ but the CLI and the public API.
 """
 
 from .explain import explain_text, list_text

@@ -5,7 +5,7 @@ TMA-SWIZZLE-LAYOUT), which lane and register the ldmatrix fragment gives each el
 
 Computed from the scheduled fusion at the counterexample's point (its serial, block and
 thread indices and sizes), with the functions the rules prove things about
-(model/tma_layout.py, model/ldsm_layout.py, the bank rule's phases), evaluated on concrete
+(execution/tma_issue.py, hw/ldmatrix.py, the bank rule's phases), evaluated on concrete
 values. Pure Python, no drawing (reports/comparisons.py draws these).
 """
 

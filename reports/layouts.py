@@ -2,7 +2,7 @@
 
 The tensor's loop points (thread and serial indices of one CTA) are mapped to logical
 indices and to allocation offsets with the same index expressions the verifier proves
-things about (model.indexing), evaluated on concrete values. Pure Python, no drawing.
+things about (execution/indexing.py), evaluated on concrete values. Pure Python, no drawing.
 """
 
 from __future__ import annotations

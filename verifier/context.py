@@ -75,7 +75,7 @@ class VerifyContext:
 
     @cached_property
     def smem_plan(self) -> SmemPlan:
-        """Where each shared-memory buffer starts, as the kernel lays them out (model/smem_plan.py)."""
+        """Where each shared-memory buffer starts, as the kernel lays them out (execution/smem_plan.py)."""
         return plan_shared_memory(self.fusion, self.allocations)
 
     @cached_property

@@ -34,7 +34,7 @@ def report_problems(code: str, problems: Iterable[Problem]) -> Iterator[Diagnost
                       counterexample=dict(p.values), hint=p.hint)
 
 
-# a loop index as the index algebra names it: `T1.i7` (model/indexing.py loop_var)
+# a loop index as the index algebra names it: `T1.i7` (execution/indexing.py loop_var)
 _LOOP_INDEX = re.compile(r"(?<![\w.])T\d+\.[ibr]\d+\b")
 
 

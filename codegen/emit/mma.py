@@ -1,7 +1,7 @@
 """C++ for tensor-core instructions, given the C++ names of the registers: one mma.sync as
 inline PTX, the tf32 rounding of a float32 operand (cvt.rna.tf32.f32, unless truncation is
 declared), and the packing of two
-16-bit elements into a 32-bit register in the order of model/mma.py's fragments (the even
+16-bit elements into a 32-bit register in the order of hw/mma.py's fragments (the even
 element in the low half). Which element goes in which register is the fragment map's business,
 not this module's: callers render its Exprs with cuda_expr.py."""
 
@@ -112,7 +112,7 @@ def wait_lines(e, n, depth: int) -> list[str]:
 
 def _wgmma_lines(e, n, depth: int) -> list[str]:
     """A wgmma MmaIssue: each operand's descriptor and the instruction; the fence before its batch
-    and the commit and wait after it are nodes of their own (model/wgmma_order.py)."""
+    and the commit and wait after it are nodes of their own (execution/wgmma_order.py)."""
     inst = n.frag.inst
     body = []
     for name, desc in zip(("tp_da", "tp_db"), n.descriptors):

@@ -1,6 +1,6 @@
 """The tensor-core layout probe: the CUDA source of a one-warp kernel that computes one
 instruction tile D = A B + C with mma.sync, loading A, B and C from global memory and storing D
-through the fragment maps of model/mma.py. Every index in it is a map's Expr rendered by
+through the fragment maps of hw/mma.py. Every index in it is a map's Expr rendered by
 cuda_expr.py; none is written by hand, so a kernel that gets the right D on a GPU confirms the
 maps the verifier proves schedules against (tests/gpu/test_mma_probe.py, like nvFuser's
 MmaTest.SingleTile).
@@ -57,7 +57,7 @@ def _load_operand(f: Fragment, array: str, regs: str, input_type: str) -> list[s
 
 
 def probe_kernel(inst: MmaInstruction) -> Probe:
-    """The probe kernel of an mma.sync instruction (model/mma.py's MMA_M16N8K8_TF32, MMA_M16N8K16,
+    """The probe kernel of an mma.sync instruction (hw/mma.py's MMA_M16N8K8_TF32, MMA_M16N8K16,
     MMA_M16N8K8)."""
     name = f"tp_mma_probe_m{inst.m}n{inst.n}k{inst.k}_{inst.input_type}"
     storage = STORAGE[inst.input_type]

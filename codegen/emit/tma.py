@@ -2,7 +2,7 @@
 
 The PTX follows PTX ISA 9.7.9.25 cp.async.bulk.tensor and 9.7.13.15 mbarrier (checked with
 ptxas for sm_90a): the `.shared::cluster` load form takes the CTA's own shared address (a
-CTA's shared window is part of its cluster's). In a cluster (model/cluster.py) the mbarriers'
+CTA's shared window is part of its cluster's). In a cluster (execution/cluster.py) the mbarriers'
 initialization is published to the cluster by a cluster barrier, a multicast load adds
 `.multicast::cluster` and the receivers' mask, and a consumer releases a stage on every
 block's empty mbarrier (mapa: the same mbarrier in another block).
@@ -157,7 +157,8 @@ def _arrive(bar: str, cluster: int) -> str:
 
 
 def store_wait(n: BulkStoreWait) -> list[str]:
-    """The TMA stores this thread issued have read their shared memory (model/barriers.py places it)."""
+    """The TMA stores this thread issued have read their shared memory (execution/nest.py places
+    it)."""
     return [f"tp_bulk_store_wait();  // {n.why}"]
 
 

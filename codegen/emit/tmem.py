@@ -9,7 +9,7 @@ A loaded register is read only after tcgen05.wait::ld, and the wait takes the re
 array of the tensor's storage type (__nv_bfloat16, signed char, double, ...) whose bytes are
 the registers' (memcpy, which compiles to register moves): element slot k at byte k * bytes,
 so that two bfloat16 share a register, the lower column bytes in its low half, and a 64-bit
-element spans two registers, low word first (model/tcgen05.py Packing). Index math is rendered
+element spans two registers, low word first (hw/tcgen05.py Packing). Index math is rendered
 by the emitter it is given (codegen/emit/__init__.py, cuda_expr.py).
 """
 
