@@ -13,7 +13,10 @@ count ("(0.092 s, 3 z3 queries)") are left out, the JSON drops `seconds` and `qu
 repository root is written <repo> (before rendering, so lines wrap alike everywhere); IterDomains
 are numbered per fusion, so the names do not depend on which tests ran first. The .txt file starts with the Example itself,
 numbered, so that its `--> <rule doc>:LINE` locations can be read against it. Self-check rules
-(Example "none: ...") have no golden file.
+(Example "none: ...") have no golden file, except the three no schedule fails because tileproof
+places the barriers itself (SMEM-RACE, PIPELINE-PHASE, WGMMA-ASYNC-ORDER): theirs is the report
+of a schedule verified with its placed barriers changed as their tests change them
+(tests/support/placed_barriers.py), the case numbered at the top as an Example is.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import difflib
 import functools
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +36,8 @@ from tileproof.reports import report_to_dict, report_to_text, to_json
 from tileproof.verifier.diagnostics import Diagnostic, Report, Severity
 from tileproof.verifier.registry import all_rules, get_rule
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.rule_docs import SNIPPET_FILE, run_snippet  # noqa: E402
+from support.placed_barriers import CASE_FILE, CASES as PLACED_CASES, build_case, run_case
+from support.rule_docs import SNIPPET_FILE, run_snippet
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = "python -m pytest tests/test_golden_reports.py --update-golden"
@@ -47,7 +49,7 @@ TIMING = re.compile(r" *\(\d+(?:\.\d+)? s, \d+ z3 quer(?:y|ies)\)")
 # rewrite every golden file
 LEFT_OUT_FIELDS = ("seconds", "queries", "rules_run")
 
-CODES = [r.code for r in all_rules() if not r.section("Example").startswith("none:")]
+CODES = [r.code for r in all_rules() if not r.section("Example").startswith("none:") or r.code in PLACED_CASES]
 
 
 def _roots() -> list[str]:
@@ -80,7 +82,9 @@ def stable(report: Report) -> Report:
 
 @functools.cache
 def example_report(code: str) -> Report:
-    """The Example's report."""
+    """The Example's report (for a code no schedule fails, its failing case's)."""
+    if code in PLACED_CASES:
+        return run_case(code)
     return run_snippet(get_rule(code).section("Example"))
 
 
@@ -90,9 +94,14 @@ def rendered(report: Report) -> str:
 
 
 def golden_text(code: str) -> str:
-    example = get_rule(code).section("Example").splitlines()
+    if code in PLACED_CASES:
+        example = PLACED_CASES[code].splitlines()
+        heading = (f"Failing case of {code} (no schedule fails it: tileproof places the barriers), its placed "
+                   f"nest changed by mutate, run as {CASE_FILE}:\n")
+    else:
+        example = get_rule(code).section("Example").splitlines()
+        heading = f"Example of {code} (tileproof explain {code}), run as {SNIPPET_FILE}:\n"
     numbered = "".join(f"{n:4} | {line}".rstrip() + "\n" for n, line in enumerate(example, 1))
-    heading = f"Example of {code} (tileproof explain {code}), run as {SNIPPET_FILE}:\n"
     return heading + numbered + "\n" + rendered(example_report(code))
 
 
@@ -155,3 +164,13 @@ def test_rendering_drops_what_differs_between_runs_and_machines():
     assert root not in data and f"{ROOT_PLACEHOLDER}/examples/valid/f.py:3" in data
     assert report.seconds == 1.234 and report.location.startswith(root)  # the report itself is kept
     assert '"seconds"' not in data and '"queries"' not in data and '"rules_run"' not in data
+
+
+@pytest.mark.parametrize("code", sorted(PLACED_CASES))
+def test_a_failing_case_fails_only_with_its_barriers_changed(code):
+    """A failing case stands for its code: the code's rule has no Example of its own, reports the
+    case with its nest changed, and accepts the same schedule with the barriers as placed."""
+    assert get_rule(code).section("Example").startswith("none:")  # else its Example is the golden case
+    assert code in example_report(code).codes
+    fusion, _ = build_case(code)
+    assert tileproof.verify(fusion, "sm_90a").ok
