@@ -164,8 +164,10 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
         permute(out, [0, 2, 1, 3])
         warpgroup_tiles(out, tile.split_n, tile.warpgroup_rows)
         tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
-        if not (isinstance(n, int) and n % 2):  # an even N: no pair of columns straddles N's end (rows past M: both out)
-            out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # D's element pairs are adjacent columns: 8-byte stores
+        # an even N: no pair of columns straddles N's end (rows past M: both out); D's element pairs are
+        # adjacent columns: 8-byte stores
+        if not (isinstance(n, int) and n % 2):
+            out.split(-1, 2).axis(-1).parallelize(P.Vectorize)
         # the thread's accumulators read by constant indices: registers, not local memory
         out.axis(-2 if out.axis(-1).parallel_type is P.Vectorize else -1).parallelize(P.Unroll)
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
@@ -178,8 +180,12 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
     tiles = (d, *epilogue, sa, sb)
-    at = (patched_blocks(tiles, grid.patch) if grid.patch else
-          persistent_blocks(tiles, grid.persistent, grid.group) if grid.persistent else grouped_blocks(tiles, grid.group))
+    if grid.patch:
+        at = patched_blocks(tiles, grid.patch)
+    elif grid.persistent:
+        at = persistent_blocks(tiles, grid.persistent, grid.group)
+    else:
+        at = grouped_blocks(tiles, grid.group)
     for t in (sa, sb):
         t.inline_at(3 + at)
         if pipeline.stages > 1:

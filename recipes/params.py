@@ -10,6 +10,7 @@ call that builds it. Imports only the public `tileproof` API.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from dataclasses import dataclass
 
 import tileproof as tp
@@ -35,7 +36,8 @@ class Params:
         """The field an int >= low (and a multiple of `multiple_of`), not a bool."""
         value = getattr(self, field)
         if isinstance(value, bool) or not isinstance(value, int) or value < low or value % multiple_of:
-            must = f"an int >= {low}" if multiple_of == 1 else f"a multiple of {multiple_of} (at least {low})"
+            must = (f"an int >= {low}" if multiple_of == 1 else f"a positive multiple of {multiple_of}"
+                    if low <= multiple_of else f"a multiple of {multiple_of}, at least {low}")
             self._fail(field, must, value)
 
     def _check_bool(self, field: str) -> None:
@@ -57,6 +59,8 @@ def _shown(value) -> str:
     """A value as the call that builds it would spell it: tp.bfloat16, a function's name."""
     if isinstance(value, tp.DataType):
         return f"tp.{value.name}"
+    if isinstance(value, enum.Enum):  # tp.Tf32Rounding.Truncate, tp.LoadStoreOpType.CpAsync
+        return f"tp.{type(value).__name__}.{value.name}"
     if callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
         return value.__qualname__
     return repr(value)
