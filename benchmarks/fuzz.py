@@ -12,9 +12,9 @@ axes with indivisible splits, block reductions over odd thread counts, rfactor, 
 vectorized inputs; and tensor-core MmaOps of tests/support/mma_gen.py: mma.sync matmuls with
 random macros, dtypes, warp and tile shapes, cp.async stages, ldmatrix or element copies,
 register epilogues, concrete or symbolic sizes, nearly half of them mutated, and API misuse that
-must raise tp.ScheduleError; and wgmma matmuls of tests/support/wgmma_gen.py: examples/valid/wgmma.py's
-hopper() with random tiles, stages, grouping, warp specialization, clusters, persistent grids,
-epilogues and majors), reproducibly: hypothesis strategies drawn from random.Random("S:i").
+must raise tp.ScheduleError; and wgmma matmuls of tests/support/wgmma_gen.py: the Hopper GEMM
+recipe (tileproof.recipes.hopper_gemm) with random tiles, stages, grouping, warp specialization,
+clusters, persistent grids, epilogues and majors), reproducibly: hypothesis strategies drawn from random.Random("S:i").
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds (such a case has no verdict: it runs again alone at the end, and is listed under
@@ -33,6 +33,7 @@ correct runs, wrong outputs and faults.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -49,11 +50,25 @@ from collections import Counter
 from multiprocessing.connection import wait
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
 from bench_common import cuda_device_name, results_path  # benchmarks/bench_common.py
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _import_test_support() -> None:
+    """tests/support as the package `support`, whose generators draw the cases: found by name
+    where tests/ is on the path (pytest's pythonpath), else loaded from its folder (this script)."""
+    if "support" in sys.modules or importlib.util.find_spec("support") is not None:
+        return
+    folder = ROOT / "tests" / "support"
+    spec = importlib.util.spec_from_file_location("support", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["support"] = module
+    spec.loader.exec_module(module)
+
+
+_import_test_support()
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
             ("reduction", 2), ("mma", 1), ("wgmma", 1)]
@@ -93,7 +108,7 @@ def draw_case(seed: int, index: int, families=None):
         from support.reduction_gen import reduction_case
 
         return family, "sm_90a", reduction_case(rng.randrange(2 ** 31))
-    if family == "wgmma":  # examples/valid/wgmma.py's hopper() with random parameters (tests/support/wgmma_gen.py)
+    if family == "wgmma":  # the Hopper GEMM recipe with random parameters (tests/support/wgmma_gen.py)
         from support.wgmma_gen import wgmma_case
 
         case = wgmma_case(rng.randrange(2 ** 31))

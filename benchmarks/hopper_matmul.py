@@ -10,8 +10,8 @@ D[M, N] = sum_k A[m, k] B[n, k], bfloat16 operands, float32 accumulation, at M x
 block tile: the last row and column of tiles are partial); --shapes picks a subset or others.
 
 Implementations, per shape:
-  tileproof   examples/valid/wgmma.py hopper(M, N, K, block=(128, 128)) and block=(128, 256)
-              ("hopper_128x128", "hopper_128x256"; swizzle 128): A and B tiles loaded by TMA into
+  tileproof   the Hopper GEMM recipe, tileproof.recipes.hopper_gemm(M, N, K, HopperGemmParams(...))
+              ("hopper_128x128", "hopper_128x256", ...; swizzle 128): A and B tiles loaded by TMA into
               128-byte-swizzled shared memory, read by wgmma.mma_async through matrix descriptors,
               one warpgroup per 64 rows, float32 output. Built at the concrete shape; tp.verify
               seconds and cold tp.compile seconds (empty memory cache, fresh NVRTC disk cache; the
@@ -55,18 +55,16 @@ e.g. h200_8000x8000x8192.json) and prints a table last.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-EXAMPLES = ROOT / "examples" / "valid"
-for _path in (HERE, EXAMPLES):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
 # benchmarks/matmul.py sets DISABLE_MMA_V3=1 when imported (its Triton peer is the mma.sync path);
 # this benchmark is the wgmma path: put the variable back as it was (main() removes it outright).
@@ -77,149 +75,161 @@ if _DISABLE_MMA_V3_BEFORE is None:
     os.environ.pop("DISABLE_MMA_V3", None)
 
 import tileproof as tp
-import wgmma  # examples/valid/wgmma.py: hopper()
+from tileproof.recipes import (Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline,
+                               hopper_gemm)
 from bench_common import attempt, results_path
 
 DTYPE = "bf16"  # benchmarks/matmul.py's name for bfloat16 operands, float32 accumulation
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 8000, 8192)]
-SWIZZLE = 128
 SMS = 132  # an H100 SXM's (and H200's) SMs: a "one wave" schedule runs at most one block on each
-# name -> hopper()'s keyword arguments besides swizzle (add an entry to time another: the circular-
-# buffered hopper_matmul_pipelined of examples/valid/wgmma.py is block=..., stages=4, prefetch=3)
-SCHEDULES = {  # name -> examples/valid/wgmma.py hopper()'s arguments
-    "hopper_128x128": {"block": (128, 128)},
-    "hopper_128x256": {"block": (128, 256)},
-    "hopper_128x256_4_stages": {"block": (128, 256), "stages": 4, "prefetch": 3},
-    "hopper_128x256_4_stages_one_batch_in_flight": {"block": (128, 256), "stages": 4, "prefetch": 2},
-    "hopper_128x128_4_stages_one_batch_in_flight": {"block": (128, 128), "stages": 4, "prefetch": 2},
-    "hopper_128x256_4_stages_one_batch_in_flight_grouped": {"block": (128, 256), "stages": 4, "prefetch": 2,
-                                                            "group": 8},
-    "hopper_128x256_4_stages_warp_specialized_grouped": {"block": (128, 256), "stages": 4, "prefetch": 2, "group": 8,
-                                                         "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy,
-                                                                                           num_registers=(40, 232))},
-    "hopper_128x256_4_stages_one_batch_in_flight_grouped_bf16_out": {"block": (128, 256), "stages": 4, "prefetch": 2,
-                                                                     "group": 8, "out_dtype": tp.bfloat16},
-    "hopper_128x256_4_stages_warp_specialized_grouped_bf16_out": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "out_dtype": tp.bfloat16,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_one_batch_in_flight_one_wave": {"block": (128, 256), "stages": 4, "prefetch": 2,
-                                                             "patch": "one wave"},
-    "hopper_128x256_4_stages_warp_specialized_one_wave": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave",
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "out_dtype": tp.bfloat16,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_grouped_war_mbarriers": {"block": (128, 256), "stages": 4, "prefetch": 2, "group": 8,
-                                                      "war_mbarriers": True},
-    "hopper_128x256_4_stages_warp_specialized_grouped_cluster_2": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "cluster": 2,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "cluster": 2,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2_spread": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "patch": "one wave", "cluster": 2, "spread": True,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_persistent": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "persistent": SMS,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_persistent_cluster_2": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "persistent": SMS, "cluster": 2,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "persistent": "balanced", "cluster": 2,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_3_stages_warp_specialized_grouped_stmatrix_bf16_out": {
-        "block": (128, 256), "stages": 3, "prefetch": 1, "group": 8, "out_dtype": tp.bfloat16, "stmatrix": True,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out": {
-        "block": (128, 256), "stages": 3, "prefetch": 1, "group": 8, "persistent": "balanced", "cluster": 2,
-        "out_dtype": tp.bfloat16, "stmatrix": True,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_3_stages_warp_specialized_grouped_cluster_2_stmatrix_bf16_out": {
-        "block": (128, 256), "stages": 3, "prefetch": 1, "group": 8, "cluster": 2,
-        "out_dtype": tp.bfloat16, "stmatrix": True,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_3_stages_warp_specialized_one_wave_cluster_2_stmatrix_bf16_out": {
-        "block": (128, 256), "stages": 3, "prefetch": 1, "patch": "one wave", "cluster": 2,
-        "out_dtype": tp.bfloat16, "stmatrix": True,
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_grouped_n_major_b": {
-        "block": (128, 256), "stages": 4, "prefetch": 2, "group": 8, "b_major": "MN",
-        "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))},
-    "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": {"block": (128, 256), "stages": 4, "prefetch": 2,
-                                                               "group": 8,
-                                                               "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy)},
+ONE_WAVE, BALANCED = "one wave", "balanced"  # a grid taken at the shape: one_wave_patch, balanced_grid
+
+
+class Schedule(NamedTuple):
+    """A schedule timed here: the Hopper GEMM recipe's parameters (tileproof.recipes.hopper_gemm)
+    and, where its grid depends on the shape, how it is taken there (its `params.grid` keeps the
+    group): ONE_WAVE a patch of tiles a block (one_wave_patch), BALANCED a persistent grid
+    (balanced_grid)."""
+
+    params: HopperGemmParams
+    grid_at_shape: str | None = None
+
+
+TIDy = tp.ParallelType.TIDy
+WS = tp.WarpSpecialized(TIDy, num_registers=(40, 232))  # a producer warpgroup and two consumers
+WS_512 = tp.WarpSpecialized(TIDy, num_registers=(40, 152))  # three consumers: 512 threads share the pool
+WIDE = HopperTile(m=128, n=256)
+FOUR_STAGES = TmaPipeline(stages=4, prefetch=2)  # one wgmma batch in flight
+FOUR_STAGES_WS = TmaPipeline(stages=4, prefetch=2, warp_specialized=WS)
+THREE_STAGES_WS = TmaPipeline(stages=3, prefetch=1, warp_specialized=WS)
+GROUPED = GridOrder(group=8)
+PAIRS = Cluster(size=2)
+BF16_OUT = Epilogue(dtype=tp.bfloat16)
+STMATRIX = Epilogue(dtype=tp.bfloat16, stmatrix=True)
+BY_BOX = Epilogue(dtype=tp.bfloat16, stmatrix=True, by_box=True)
+# name -> Schedule (add an entry to time another: the circular-buffered hopper_matmul_pipelined of
+# examples/valid/wgmma.py is HopperGemmParams(tile=..., pipeline=TmaPipeline(stages=4, prefetch=3)))
+SCHEDULES = {
+    "hopper_128x128": Schedule(HopperGemmParams()),
+    "hopper_128x256": Schedule(HopperGemmParams(tile=WIDE)),
+    "hopper_128x256_4_stages": Schedule(HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=3))),
+    "hopper_128x256_4_stages_one_batch_in_flight": Schedule(HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES)),
+    "hopper_128x128_4_stages_one_batch_in_flight": Schedule(HopperGemmParams(pipeline=FOUR_STAGES)),
+    "hopper_128x256_4_stages_one_batch_in_flight_grouped": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES, grid=GROUPED)),
+    "hopper_128x256_4_stages_warp_specialized_grouped": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GROUPED)),
+    "hopper_128x256_4_stages_one_batch_in_flight_grouped_bf16_out": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES, grid=GROUPED, epilogue=BF16_OUT)),
+    "hopper_128x256_4_stages_warp_specialized_grouped_bf16_out": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GROUPED, epilogue=BF16_OUT)),
+    "hopper_128x256_4_stages_one_batch_in_flight_one_wave": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES), ONE_WAVE),
+    "hopper_128x256_4_stages_warp_specialized_one_wave": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS), ONE_WAVE),
+    "hopper_128x256_4_stages_warp_specialized_one_wave_bf16_out": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, epilogue=BF16_OUT), ONE_WAVE),
+    "hopper_128x256_4_stages_grouped_war_mbarriers": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2, war_mbarriers=True), grid=GROUPED)),
+    "hopper_128x256_4_stages_warp_specialized_grouped_cluster_2": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GROUPED, cluster=PAIRS)),
+    "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, cluster=PAIRS), ONE_WAVE),
+    "hopper_128x256_4_stages_warp_specialized_one_wave_cluster_2_spread": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, cluster=Cluster(size=2, spread=True)), ONE_WAVE),
+    "hopper_128x256_4_stages_warp_specialized_persistent": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GridOrder(group=8, persistent=SMS))),
+    "hopper_128x256_4_stages_warp_specialized_persistent_cluster_2": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GridOrder(group=8, persistent=SMS), cluster=PAIRS)),
+    "hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GROUPED, cluster=PAIRS), BALANCED),
+    "hopper_128x256_3_stages_warp_specialized_grouped_stmatrix_bf16_out": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=THREE_STAGES_WS, grid=GROUPED, epilogue=STMATRIX)),
+    "hopper_128x256_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=THREE_STAGES_WS, grid=GROUPED, cluster=PAIRS, epilogue=STMATRIX),
+        BALANCED),
+    "hopper_128x256_3_stages_warp_specialized_grouped_cluster_2_stmatrix_bf16_out": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=THREE_STAGES_WS, grid=GROUPED, cluster=PAIRS, epilogue=STMATRIX)),
+    "hopper_128x256_3_stages_warp_specialized_one_wave_cluster_2_stmatrix_bf16_out": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=THREE_STAGES_WS, cluster=PAIRS, epilogue=STMATRIX), ONE_WAVE),
+    "hopper_128x256_4_stages_warp_specialized_grouped_n_major_b": Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GROUPED, b=Operand(major="MN"))),
+    "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": Schedule(
+        HopperGemmParams(tile=WIDE, grid=GROUPED,
+                         pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=tp.WarpSpecialized(TIDy)))),
 }
 # Other block tiles, two consumer warpgroups each, on the persistent balanced grid in clusters of 2:
 # narrower than 256 (any multiple of 16 up to 256 is a wgmma N; fewer idle SMs in the last wave at
 # some shapes), 256 x 128 (each warpgroup two 64 x 128 wgmmas) and 192 x 192 with the columns split
 # between the warpgroups (split_n: three 64 x 96 each); and clusters of 4 along M (B's tile loaded
 # once per 4 blocks)
-_WS = {"specialized": tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))}
-_PERSISTENT = {"group": 8, "persistent": "balanced", "cluster": 2}
-_STMATRIX = {"stages": 3, "prefetch": 1, "out_dtype": tp.bfloat16, "stmatrix": True}
 for _bn in (192, 208, 224):
-    SCHEDULES[f"hopper_128x{_bn}_4_stages_warp_specialized_persistent_balanced_cluster_2"] = {
-        "block": (128, _bn), "stages": 4, "prefetch": 2, **_PERSISTENT, **_WS}
-SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2_bf16_out"] = {
-    "block": (128, 256), "stages": 4, "prefetch": 2, **_PERSISTENT, "out_dtype": tp.bfloat16, **_WS}
-for _tile, _tiling in (("256x128", {"block": (256, 128), "warpgroup_rows": 128}),
-                      ("192x192_split_n", {"block": (192, 192), "split_n": True})):
-    SCHEDULES[f"hopper_{_tile}_3_stages_warp_specialized_grouped_stmatrix_bf16_out"] = {
-        **_tiling, "group": 8, **_STMATRIX, **_WS}
-    SCHEDULES[f"hopper_{_tile}_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out"] = {
-        **_tiling, **_PERSISTENT, **_STMATRIX, **_WS}
+    SCHEDULES[f"hopper_128x{_bn}_4_stages_warp_specialized_persistent_balanced_cluster_2"] = Schedule(
+        HopperGemmParams(tile=HopperTile(m=128, n=_bn), pipeline=FOUR_STAGES_WS, grid=GROUPED, cluster=PAIRS), BALANCED)
+SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2_bf16_out"] = Schedule(
+    HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GROUPED, cluster=PAIRS, epilogue=BF16_OUT), BALANCED)
+for _name, _tile in (("256x128", HopperTile(m=256, n=128, warpgroup_rows=128)),
+                     ("192x192_split_n", HopperTile(m=192, n=192, split_n=True))):
+    SCHEDULES[f"hopper_{_name}_3_stages_warp_specialized_grouped_stmatrix_bf16_out"] = Schedule(
+        HopperGemmParams(tile=_tile, pipeline=THREE_STAGES_WS, grid=GROUPED, epilogue=STMATRIX))
+    SCHEDULES[f"hopper_{_name}_3_stages_warp_specialized_persistent_balanced_cluster_2_stmatrix_bf16_out"] = Schedule(
+        HopperGemmParams(tile=_tile, pipeline=THREE_STAGES_WS, grid=GROUPED, cluster=PAIRS, epilogue=STMATRIX),
+        BALANCED)
 # 192 x 192 of three consumer warpgroups, one 64 x 192 wgmma each (96 accumulators: ptxas compiles
 # the 512 threads for 128 registers), cuBLAS's tile at 8000^2: 1764 tiles of which 98.4 % is inside
 # the output, against 2016 and 96.9 % for 128 x 256; the pool of 512 threads allows 40 + 3 x 152
-_THREE_CONSUMERS = {"block": (192, 192), "specialized": tp.WarpSpecialized(tp.ParallelType.TIDy,
-                                                                           num_registers=(40, 152))}
+THREE_CONSUMERS = HopperTile(m=192, n=192)
 for _group in (8, 16):
     SCHEDULES[f"hopper_192x192_three_consumers_3_stages_warp_specialized_persistent_balanced"
-              f"{'_group_16' if _group == 16 else ''}_cluster_2_stmatrix_bf16_out"] = {
-        **_THREE_CONSUMERS, **_PERSISTENT, "group": _group, **_STMATRIX}
-SCHEDULES["hopper_128x256_3_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_bf16_out"] = {
-    "block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, **_WS}  # a wave's tiles 16 M x 8 N: fewer DRAM reads
+              f"{'_group_16' if _group == 16 else ''}_cluster_2_stmatrix_bf16_out"] = Schedule(
+        HopperGemmParams(tile=THREE_CONSUMERS, pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=WS_512),
+                         grid=GridOrder(group=_group), cluster=PAIRS, epilogue=STMATRIX), BALANCED)
+SCHEDULES["hopper_128x256_3_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_bf16_out"] = \
+    Schedule(HopperGemmParams(tile=WIDE, pipeline=THREE_STAGES_WS, grid=GridOrder(group=16), cluster=PAIRS,
+                              epilogue=STMATRIX), BALANCED)  # a wave's tiles 16 M x 8 N: fewer DRAM reads
 # the staging tile one 64-column box (16 KiB) instead of the whole 128 x 256 (64 KiB): four stages fit
 for _stages in (3, 4):
     SCHEDULES[f"hopper_128x256_{_stages}_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_"
-              f"by_box_bf16_out"] = {"block": (128, 256), **_PERSISTENT, "group": 16, **_STMATRIX, "stages": _stages,
-                                     "prefetch": _stages - 2, "store_by_box": True, **_WS}
+              f"by_box_bf16_out"] = Schedule(
+        HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=_stages, prefetch=_stages - 2, warp_specialized=WS),
+                         grid=GridOrder(group=16), cluster=PAIRS, epilogue=BY_BOX), BALANCED)
 # narrower tiles staged by box: 8000 is 35.7 tiles of 224 columns (a 36th of 160) against 31.25 of 256
 # (a 32nd of 64): 18 rounds of 128 x 224 on 128 blocks are 1.6 % fewer outputs a block than 16 of
 # 128 x 256. 224 is 3.5 boxes of 64 columns, so its boxes are 32 columns (a 64-byte swizzle)
 for _bn, _swizzle in ((224, 64), (192, 128)):
     SCHEDULES[f"hopper_128x{_bn}_4_stages_warp_specialized_persistent_balanced_group_16_cluster_2_stmatrix_"
-              f"by_box_bf16_out"] = {"block": (128, _bn), **_PERSISTENT, "group": 16, **_STMATRIX, "stages": 4,
-                                     "prefetch": 2, "store_by_box": True, "store_swizzle": _swizzle, **_WS}
+              f"by_box_bf16_out"] = Schedule(
+        HopperGemmParams(tile=HopperTile(m=128, n=_bn), pipeline=FOUR_STAGES_WS, grid=GridOrder(group=16),
+                         cluster=PAIRS, epilogue=dataclasses.replace(BY_BOX, swizzle=_swizzle)), BALANCED)
 # 192 x 192 of three consumers staged by box, room for a fourth stage (4 x 48 KiB + a 24 KiB box):
 # at 8000^2 groups of 14 of its 42 M tiles leave no padding, 1764 tiles in 14 rounds of 126 blocks
 for _group in (14, 16):
     SCHEDULES[f"hopper_192x192_three_consumers_4_stages_warp_specialized_persistent_balanced_group_{_group}_"
-              f"cluster_2_stmatrix_by_box_bf16_out"] = {
-        **_THREE_CONSUMERS, **_PERSISTENT, "group": _group, **_STMATRIX, "stages": 4, "prefetch": 2,
-        "store_by_box": True}
+              f"cluster_2_stmatrix_by_box_bf16_out"] = Schedule(
+        HopperGemmParams(tile=THREE_CONSUMERS, pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS_512),
+                         grid=GridOrder(group=_group), cluster=PAIRS, epilogue=BY_BOX), BALANCED)
 # 192 x 160 of three consumers (64 x 160 each, 80 accumulators) on all 132 SMs, the output in boxes
 # of 32 columns (160 is five): at 8000^2 its 42 x 50 tiles (groups of 14, no padding) take 16 rounds
 # of 30720 outputs a block, against 16 of 32768 for 128 x 256 (6 % fewer); likewise 128 x 160 in
 # 24 rounds of 20480, five stages
+BY_BOX_OF_32 = Epilogue(dtype=tp.bfloat16, stmatrix=True, by_box=True, swizzle=64)
 SCHEDULES["hopper_192x160_three_consumers_4_stages_warp_specialized_persistent_group_14_cluster_2_stmatrix_by_box_"
-          "bf16_out"] = {**_THREE_CONSUMERS, "block": (192, 160), **_PERSISTENT, "persistent": SMS, "group": 14,
-                         **_STMATRIX, "stages": 4, "prefetch": 2, "store_by_box": True, "store_swizzle": 64}
-SCHEDULES["hopper_128x160_5_stages_warp_specialized_persistent_group_14_cluster_2_stmatrix_by_box_bf16_out"] = {
-    "block": (128, 160), **_PERSISTENT, "persistent": SMS, "group": 14, **_STMATRIX, "stages": 5, "prefetch": 3,
-    "store_by_box": True, "store_swizzle": 64, **_WS}
+          "bf16_out"] = Schedule(
+    HopperGemmParams(tile=HopperTile(m=192, n=160),
+                     pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS_512),
+                     grid=GridOrder(group=14, persistent=SMS), cluster=PAIRS, epilogue=BY_BOX_OF_32))
+SCHEDULES["hopper_128x160_5_stages_warp_specialized_persistent_group_14_cluster_2_stmatrix_by_box_bf16_out"] = Schedule(
+    HopperGemmParams(tile=HopperTile(m=128, n=160), pipeline=TmaPipeline(stages=5, prefetch=3, warp_specialized=WS),
+                     grid=GridOrder(group=14, persistent=SMS), cluster=PAIRS, epilogue=BY_BOX_OF_32))
 # the same on all 132 SMs: at 8000^2 (2048 tiles with the clusters' padding) the last round is 68
 # tiles, not a 16th full round of 128 blocks
-SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_group_16_cluster_2_stmatrix_by_box_bf16_out"] = {
-    "block": (128, 256), **_PERSISTENT, "persistent": SMS, "group": 16, **_STMATRIX, "stages": 4, "prefetch": 2,
-    "store_by_box": True, **_WS}
-SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_4"] = {
-    "block": (128, 256), "stages": 4, "prefetch": 2, **_PERSISTENT, "cluster": 4, **_WS}
-SCHEDULES["hopper_128x256_3_stages_warp_specialized_grouped_cluster_4_stmatrix_bf16_out"] = {
-    "block": (128, 256), "group": 8, "cluster": 4, **_STMATRIX, **_WS}
+SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_group_16_cluster_2_stmatrix_by_box_bf16_out"] = Schedule(
+    HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GridOrder(group=16, persistent=SMS), cluster=PAIRS,
+                     epilogue=BY_BOX))
+SCHEDULES["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_4"] = Schedule(
+    HopperGemmParams(tile=WIDE, pipeline=FOUR_STAGES_WS, grid=GROUPED, cluster=Cluster(size=4)), BALANCED)
+SCHEDULES["hopper_128x256_3_stages_warp_specialized_grouped_cluster_4_stmatrix_bf16_out"] = Schedule(
+    HopperGemmParams(tile=WIDE, pipeline=THREE_STAGES_WS, grid=GROUPED, cluster=Cluster(size=4), epilogue=STMATRIX))
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps); the first is the tutorial's best on an H100
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps, GROUP_M): the tutorial's (GROUP_M 8) and, as
 # tileproof's fastest schedule groups 16 M tiles, the same with GROUP_M 16
@@ -274,7 +284,7 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 def one_wave_patch(shape, block, sms: int = SMS, cluster: int = 1) -> tuple[int, int]:
-    """hopper()'s patch (pm, pn) for a schedule marked "one wave": the fewest block tiles a block
+    """GridOrder's patch (pm, pn) for a schedule whose grid is ONE_WAVE: the fewest block tiles a block
     such that the blocks fit on the SMs at once (ceil(Mo / pm) x ceil(No / pn) <= sms; every block
     runs pm x pn tiles, those past M or N too, so that is the kernel's length), then the fewest
     rows of A and B the blocks stream at a step (the L2's working set); with clusters of `cluster`
@@ -291,7 +301,7 @@ def one_wave_patch(shape, block, sms: int = SMS, cluster: int = 1) -> tuple[int,
 
 
 def balanced_grid(shape, block, group: int, sms: int = SMS, cluster: int = 1) -> int:
-    """hopper()'s persistent grid for a schedule marked "balanced": as few steps as `sms` blocks
+    """GridOrder's persistent grid for a schedule whose grid is BALANCED: as few steps as `sms` blocks
     take over the grouped tiles (those past M in the last group included), then as few blocks as
     take that many steps, a multiple of `cluster`: 128 blocks of 16 tiles at 8192^3, not 132
     blocks of which 68 run a 16th tile."""
@@ -302,32 +312,46 @@ def balanced_grid(shape, block, group: int, sms: int = SMS, cluster: int = 1) ->
     return min(sms - sms % cluster, -(-blocks // cluster) * cluster)
 
 
+def params_at(name: str, m: int, n: int) -> HopperGemmParams:
+    """Schedule `name`'s parameters at M x N: a grid taken at the shape filled in (one_wave_patch's
+    patch, or balanced_grid's persistent grid over the schedule's groups)."""
+    schedule = SCHEDULES[name]
+    params = schedule.params
+    tile, cluster = (params.tile.m, params.tile.n), params.cluster.size
+    if schedule.grid_at_shape == ONE_WAVE:
+        grid = GridOrder(patch=one_wave_patch((m, n), tile, cluster=cluster))
+    elif schedule.grid_at_shape == BALANCED:
+        grid = GridOrder(group=params.grid.group,
+                         persistent=balanced_grid((m, n), tile, params.grid.group, cluster=cluster))
+    else:
+        return params
+    return dataclasses.replace(params, grid=grid)
+
+
 def builder(name: str, m: int, n: int, k: int):
-    """Schedule `name`, hopper() at (m, n, k), as a builder for base.verify_and_compile, which
+    """Schedule `name`, hopper_gemm at (m, n, k), as a builder for base.verify_and_compile, which
     calls it with its one `size` thrice: the arguments are ignored."""
 
     def build(*_sizes):
-        kwargs = dict(SCHEDULES[name])
-        if kwargs.get("patch") == "one wave":
-            kwargs["patch"] = one_wave_patch((m, n), kwargs["block"], cluster=kwargs.get("cluster", 1))
-        if kwargs.get("persistent") == "balanced":
-            kwargs["persistent"] = balanced_grid((m, n), kwargs["block"], kwargs["group"],
-                                                 cluster=kwargs.get("cluster", 1))
-        return wgmma.hopper(m, n, k, swizzle=SWIZZLE, **kwargs)
+        return hopper_gemm(m, n, k, params_at(name, m, n))
 
     return build
 
 
 def call_text(name: str, m="M", n="N", k="K") -> str:
-    """'hopper(M, N, K, block=(128, 128), swizzle=128)' and the like."""
-    kwargs = ", ".join(f"{key}={value}" for key, value in SCHEDULES[name].items())
-    return f"hopper({m}, {n}, {k}, {kwargs}, swizzle={SWIZZLE})"
+    """'hopper_gemm(M, N, K, HopperGemmParams(tile=HopperTile(n=256)))' and the like: a grid taken
+    at the shape as it is there where M and N are integers, else named after the call."""
+    schedule = SCHEDULES[name]
+    if isinstance(m, int) and isinstance(n, int):
+        return f"hopper_gemm({m}, {n}, {k}, {params_at(name, m, n)!r})"
+    shaped = f" (grid: {schedule.grid_at_shape}, at the shape)" if schedule.grid_at_shape else ""
+    return f"hopper_gemm({m}, {n}, {k}, {schedule.params!r}){shaped}"
 
 
 def tile_multiples(name: str, shape) -> dict:
     """Whether M, N, K are multiples of the schedule's block tile (K of its swizzle span)."""
-    (bm, bn), (m, n, k) = SCHEDULES[name]["block"], shape
-    return {"M": m % bm == 0, "N": n % bn == 0, "K": k % (SWIZZLE // 2) == 0}
+    tile, (m, n, k) = SCHEDULES[name].params.tile, shape
+    return {"M": m % tile.m == 0, "N": n % tile.n == 0, "K": k % (tile.swizzle // 2) == 0}
 
 
 def verify_and_compile(name: str, shape, cold_runs: int = 1) -> dict:
@@ -338,8 +362,9 @@ def verify_and_compile(name: str, shape, cold_runs: int = 1) -> dict:
     m, n, k = shape
     build = builder(name, m, n, k)
     entry = base.verify_and_compile(name, DTYPE, build, m, cold_runs=cold_runs)
-    entry.update({"shape": [m, n, k], "block": list(SCHEDULES[name]["block"]), "swizzle": SWIZZLE,
-                  "builder": f"examples/valid/wgmma.py {call_text(name, m, n, k)}",
+    tile = SCHEDULES[name].params.tile
+    entry.update({"shape": [m, n, k], "block": [tile.m, tile.n], "swizzle": tile.swizzle,
+                  "builder": f"tileproof.recipes {call_text(name, m, n, k)}",
                   "tile_multiples": tile_multiples(name, shape)})
     if entry["accepted"]:
         entry["warnings"] = sorted({d.split(":")[0] for d in entry["diagnostics"]})
@@ -797,7 +822,7 @@ def main(argv=None) -> int:
         "script": "benchmarks/hopper_matmul.py", "issue": 13,
         "command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),
         "shapes": [shape_key(s) for s in shapes],
-        "schedules": {name: f"examples/valid/wgmma.py {call_text(name)}" for name in SCHEDULES},
+        "schedules": {name: f"tileproof.recipes {call_text(name)}" for name in SCHEDULES},
         "headline": args.headline or "each shape's fastest schedule in the first timings",
         "triton_configs": [f"BLOCK {bm}x{bn}x{bk}, {s} stages, {w} warps, GROUP_M {g}"
                            for bm, bn, bk, s, w, g in TRITON_CONFIGS],

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
+from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, TmaPipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "hopper_matmul.py"
@@ -31,16 +32,16 @@ def _load(name: str, path: Path):
 H = _load("bench_hopper_matmul", SCRIPT)
 
 
-def _run(*args: str, timeout: int = 600, env=None) -> subprocess.CompletedProcess:
+def _run(*args: str, timeout: int = 600, env=None, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], check=False, capture_output=True, text=True, timeout=timeout,
-                          env=env)
+                          env=env, cwd=cwd)
 
 
 def test_the_issue_shapes_and_schedules():
     assert H.SHAPES == [(8192, 8192, 8192), (4096, 4096, 16384), (8192, 1024, 8192), (8000, 8000, 8192)]
     partial = [s for s in H.SHAPES if not all(H.tile_multiples("hopper_128x128", s).values())]
     assert partial == [(8000, 8000, 8192)]  # one shape whose last tiles are partial
-    blocks = {n: e["block"] for n, e in H.SCHEDULES.items()}
+    blocks = {n: (e.params.tile.m, e.params.tile.n) for n, e in H.SCHEDULES.items()}
     narrow = {f"hopper_128x{bn}_4_stages_warp_specialized_persistent_balanced_cluster_2": (128, bn)
               for bn in (192, 208, 224)}
     narrow["hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2_bf16_out"] = (128, 256)
@@ -67,10 +68,14 @@ def test_the_issue_shapes_and_schedules():
         assert family.items() <= blocks.items()
         for name in family:
             del blocks[name]
-    assert all(H.SCHEDULES[n].get("split_n") for n in other_tiles if "split_n" in n)
-    assert all(H.SCHEDULES[n]["store_by_box"] and H.SCHEDULES[n]["stmatrix"] for n in by_box)
-    assert all(bn % (H.SCHEDULES[n].get("store_swizzle", 128) // 2) == 0 for n, (_, bn) in by_box.items())
-    assert all(H.SCHEDULES[n]["specialized"].num_registers == (40, 152) for n in three_consumers)  # 512 threads
+    params = {n: e.params for n, e in H.SCHEDULES.items()}
+    assert all(params[n].tile.split_n for n in other_tiles if "split_n" in n)
+    assert all(params[n].epilogue.by_box and params[n].epilogue.stmatrix for n in by_box)
+    assert all(bn % (params[n].epilogue.swizzle // 2) == 0 for n, (_, bn) in by_box.items())
+    assert all(params[n].pipeline.warp_specialized.num_registers == (40, 152) for n in three_consumers)  # 512 threads
+    for n, e in H.SCHEDULES.items():  # the names say which grids are taken at the shape
+        assert (e.grid_at_shape == H.ONE_WAVE) == ("one_wave" in n)
+        assert (e.grid_at_shape == H.BALANCED) == ("balanced" in n)
     assert blocks == {
         "hopper_128x128": (128, 128), "hopper_128x256": (128, 256), "hopper_128x256_4_stages": (128, 256),
         "hopper_128x256_4_stages_one_batch_in_flight": (128, 256),
@@ -95,10 +100,16 @@ def test_the_issue_shapes_and_schedules():
         "hopper_128x256_3_stages_warp_specialized_one_wave_cluster_2_stmatrix_bf16_out": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_grouped_n_major_b": (128, 256),
         "hopper_128x256_4_stages_warp_specialized_no_setmaxnreg": (128, 256)}
-    ws = H.SCHEDULES["hopper_128x256_4_stages_warp_specialized_grouped"]["specialized"]
+    ws = params["hopper_128x256_4_stages_warp_specialized_grouped"].pipeline.warp_specialized
     assert ws == tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    assert H.SCHEDULES["hopper_128x256_4_stages_one_batch_in_flight"] == {"block": (128, 256), "stages": 4, "prefetch": 2}
-    assert H.call_text("hopper_128x256") == "hopper(M, N, K, block=(128, 256), swizzle=128)"
+    assert params["hopper_128x256_4_stages_one_batch_in_flight"] == HopperGemmParams(
+        tile=HopperTile(m=128, n=256), pipeline=TmaPipeline(stages=4, prefetch=2))
+    assert H.call_text("hopper_128x256") == "hopper_gemm(M, N, K, HopperGemmParams(tile=HopperTile(n=256)))"
+    one_wave = "hopper_128x256_4_stages_warp_specialized_one_wave"
+    assert H.call_text(one_wave).endswith("(grid: one wave, at the shape)")
+    assert H.params_at(one_wave, 8192, 8192).grid == GridOrder(patch=(4, 4))
+    balanced = "hopper_128x256_4_stages_warp_specialized_persistent_balanced_cluster_2"
+    assert H.params_at(balanced, 8192, 8192).grid == GridOrder(group=8, persistent=128)
     assert H.TRITON_CONFIGS[0] == (128, 256, 64, 3, 8, 8)  # the tutorial's best H100 configuration
     assert (128, 256, 64, 3, 8, 16) in H.TRITON_CONFIGS  # as tileproof's fastest schedule groups its tiles
     assert {layout for layout, _call, _q in H.CUBLAS.values()} == {"A K-major, B K-major", "A K-major, B N-major"}
@@ -135,10 +146,10 @@ def test_the_shapes_list_parses():
 
 
 def test_imports_without_torch_or_triton_and_leaves_disable_mma_v3_unset():
-    probe = ("import os, sys; sys.path.insert(0, %r); import hopper_matmul; "
+    probe = ("import os, sys; import hopper_matmul; "  # run in benchmarks/, as the scripts import each other
              "print('DISABLE_MMA_V3' in os.environ, 'triton' in sys.modules, 'torch' in sys.modules)")
     env = {k: v for k, v in os.environ.items() if k != "DISABLE_MMA_V3"}
-    out = _run("-c", probe % str(SCRIPT.parent), timeout=120, env=env)
+    out = _run("-c", probe, timeout=120, env=env, cwd=SCRIPT.parent)
     assert out.stdout.split() == ["False", "False", "False"], out.stdout + out.stderr
 
 
@@ -165,7 +176,7 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     n = len(H.SCHEDULES)
-    assert sum(1 for kw in H.SCHEDULES.values() if kw.get("stmatrix")) == 21
+    assert sum(1 for e in H.SCHEDULES.values() if e.params.epilogue.stmatrix) == 21
     assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n} accepted, {n} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()
@@ -187,8 +198,9 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
             assert entry["verify_s"] > 0 and entry["cold_compile_s"] > 0
             assert entry["wgmma_in_source"] and entry["tma_in_source"]
             assert entry["out_dtype"] == ("bfloat16" if name.endswith("_bf16_out") else "float32")
-            layout = "A K-major, B N-major" if H.SCHEDULES[name].get("b_major") == "MN" else "A K-major, B K-major"
-            assert entry["layout"] == layout and entry["block"] == list(H.SCHEDULES[name]["block"])
+            params = H.SCHEDULES[name].params
+            layout = "A K-major, B N-major" if params.b.major == "MN" else "A K-major, B K-major"
+            assert entry["layout"] == layout and entry["block"] == [params.tile.m, params.tile.n]
     assert data["compile"]["200x200x72"]["hopper_128x128"]["tile_multiples"] == {"M": False, "N": False, "K": False}
     assert data["compile"]["200x200x72"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]
     for entry in data["compile"]["256x256x100"].values():

@@ -3,15 +3,11 @@ undecided, every accepted schedule compiles. The full runs are in benchmarks/res
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import fuzz  # noqa: E402
+import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 
 CASES = 500
 

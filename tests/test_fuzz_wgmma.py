@@ -1,16 +1,12 @@
 """The fuzzer's wgmma family (tests/support/wgmma_gen.py): its draws are reproducible, cover the
-options hopper() combines, and are decided without a crash; the accepted ones compile for
+options the Hopper GEMM recipe combines, and are decided without a crash; the accepted ones compile for
 sm_90a (the GPU run is benchmarks/fuzz.py --run)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import tileproof as tp
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.wgmma_gen import wgmma_case  # noqa: E402
+from support.wgmma_gen import wgmma_case
 
 SEEDS = range(12)
 
@@ -19,8 +15,10 @@ def test_draws_are_reproducible_and_cover_the_options():
     texts = [repr(wgmma_case(seed)) for seed in range(60)]
     assert texts == [repr(wgmma_case(seed)) for seed in range(60)]
     joined = " ".join(texts)
-    for option in ("specialized=", "cluster=2", "persistent=", "stmatrix=True", "a_major=MN", "b_major=MN",
-                   "war_mbarriers=True", "symbolic", "store_by_box=True", "store_swizzle=64", "group=", "split_n=True", "warpgroup_rows=128", "(192, 192)", "(192, 256)"):
+    for option in ("warp_specialized=", "cluster=Cluster(size=2)", "persistent=", "stmatrix=True",
+                   "a=Operand(major='MN')", "b=Operand(major='MN')", "war_mbarriers=True", "symbolic", "by_box=True",
+                   "by_box=True, swizzle=64", "group=", "split_n=True", "warpgroup_rows=128", "HopperTile(m=192, n=192",
+                   "HopperTile(m=192, n=256"):
         assert option in joined, option
 
 

@@ -4,55 +4,30 @@ straddle the warpgroups' tiles), a wgmma on a target without one (MMA-TARGET), a
 stored by a warp instead of the warpgroup that holds them (MMA-WARP-COLLECTIVE), operands filled
 by thread copies instead of the TMA (MMA-OPERAND-LAYOUT).
 
-Each is examples/valid/wgmma.py's hopper() (its hopper_matmul, or hopper_matmul_wide's 128 x 256
-tile) with one thing changed. Its tensors: T0 = A [M, 1, K] and T1 = B [1, N, K] (global), T2 the
-accumulators, T3 the output, T4 and T5 A's and B's shared tiles. hopper() lays each operand's
-tile out with its `tile_layout` (swizzled_box: apply_mma_swizzle_for_tma_load) and loads both with
-LoadStoreOpType.TMA; the schedules below pass another layout, swap its module's LS for one build
-(`_hopper_with`), or change a tensor of the fusion it returns.
+Each is the Hopper GEMM recipe (tileproof.recipes.hopper_gemm, as examples/valid/wgmma.py's
+hopper_matmul or hopper_matmul_wide's 128 x 256 tile use it) with one thing changed. Its tensors:
+T0 = A [M, 1, K] and T1 = B [1, N, K] (global), T2 the accumulators, T3 the output, T4 and T5 A's
+and B's shared tiles. The recipe lays each operand's tile out with its Operand's `layout`
+(swizzled_box: apply_mma_swizzle_for_tma_load) and loads both with its `load` (the TMA); the
+schedules below pass another layout or load (`_hopper_with`), or change a tensor of the fusion
+it returns.
 """
 
-import contextlib
-import importlib.util
-import types
-from pathlib import Path
-
 import tileproof as tp
+from tileproof.recipes import (Cluster, GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline, hopper_gemm,
+                               swizzled_box, tile_multiples)
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
-VALID = Path(__file__).resolve().parent.parent / "valid"
-
-_spec = importlib.util.spec_from_file_location("_tileproof_example_invalid_wgmma_hopper", VALID / "wgmma.py")
-_valid = importlib.util.module_from_spec(_spec)  # a private copy: _hopper_with swaps its module names
-_spec.loader.exec_module(_valid)
 
 
-def _hopper_with(block=(128, 128), a_tile=None, b_tile=None, load=None):
-    """hopper("M", "N", "K", block) with A's and B's shared tiles [.., rows, one swizzle span
-    of K] laid out by `a_tile` / `b_tile` (functions of the tile and the swizzle bytes;
-    the TMA's swizzled box where None) and both loaded by `load` (TMA where None); the sizes
-    assumed multiples of the block tile and of 64 (K)."""
-    def lay_out(t, swizzle_bytes):
-        tile = a_tile if t.axis(1).is_broadcast else b_tile  # A [Mo, 1, Ko, ..], B [1, No, Ko, ..]
-        (tile or _valid.swizzled_box)(t, swizzle_bytes)
-
-    swapped = {"LS": types.SimpleNamespace(TMA=load)} if load is not None else {}
-    with _swapped(swapped):
-        fusion = _valid.hopper("M", "N", "K", block=block, tile_layout=lay_out)
-    return _valid.tile_multiples(fusion, 64, n_multiple=block[1])
-
-
-@contextlib.contextmanager
-def _swapped(names):
-    old = {k: getattr(_valid, k) for k in names}
-    for k, v in names.items():
-        setattr(_valid, k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            setattr(_valid, k, v)
+def _hopper_with(block=(128, 128), a_tile=swizzled_box, b_tile=swizzled_box, load=LS.TMA):
+    """hopper_gemm("M", "N", "K") with a block x 64 tile, A's and B's shared tiles [.., rows, one
+    swizzle span of K] laid out by `a_tile` / `b_tile` (functions of the tile and the swizzle
+    bytes) and both loaded by `load`; the sizes assumed multiples of the block tile and of 64 (K)."""
+    params = HopperGemmParams(tile=HopperTile(m=block[0], n=block[1]), a=Operand(layout=a_tile, load=load),
+                              b=Operand(layout=b_tile, load=load))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=block[1])
 
 
 def _plain_rows(t, swizzle_bytes):
@@ -98,7 +73,7 @@ def _rows_of_both_warpgroups(t, swizzle_bytes):
     t.split(-2, 64)  # [.., wg (2), r (64), K]
     t.reorder({-3: -2, -2: -3})  # [.., r, wg, K]
     t.merge(-3)
-    _valid.swizzled_box(t, swizzle_bytes)
+    swizzled_box(t, swizzle_bytes)
 
 
 @tp.schedule(expect=tp.rejected("TMA-SWIZZLE-LAYOUT", "WGMMA-SMEM-LAYOUT", messages=[
@@ -166,13 +141,15 @@ def tma_stages_loaded_late():
     iteration would load the tile of the iteration before and read its own stage before any
     load of its data, past a wait on a phase the load has not completed. An mbarrier phase,
     waited for by parity, is the only sign that a TMA tile has landed."""
-    fusion = _valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=-5)
-    return _valid.tile_multiples(fusion, 64, n_multiple=256)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256), pipeline=TmaPipeline(stages=4, prefetch=-5))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)
 
 
 def _warp_specialized(spec):
-    fusion = _valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, specialized=spec)
-    return _valid.tile_multiples(fusion, 64, n_multiple=256)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=spec),
+                              grid=GridOrder(group=8))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)
 
 
 @tp.schedule(expect=tp.rejected("WS-REGISTERS", messages=[
@@ -202,17 +179,20 @@ def three_consumer_warpgroups_of_64_x_256():
     128 accumulators and 26 more at once: NVRTC fails with "Insufficient registers", even with
     num_registers=(24, 160) (the limit is the launch's, not setmaxnreg's). The 192 x 192 tile
     (96 accumulators) compiles."""
-    fusion = _valid.hopper("M", "N", "K", block=(192, 256), stages=3, prefetch=1, specialized=tp.WarpSpecialized(
-        P.TIDy, num_registers=(24, 160)))
-    return _valid.tile_multiples(fusion, 64, m_multiple=192, n_multiple=256)
+    spec = tp.WarpSpecialized(P.TIDy, num_registers=(24, 160))
+    params = HopperGemmParams(tile=HopperTile(m=192, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=spec))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, m_multiple=192, n_multiple=256)
 
 
 def _clustered(along, tensor, specialized=True, n_multiple=256):
     """The warp-specialized (or grouped) 128 x 256 schedule in clusters of two blocks along
     `along`, `tensor` (T4: A's tile, T5: B's) multicast along it."""
     spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232)) if specialized else None
-    fusion = _valid.tile_multiples(_valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8,
-                                                 specialized=spec), 64, n_multiple=n_multiple)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=spec),
+                              grid=GridOrder(group=8))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=n_multiple)
     fusion.cluster_dims = (2, 1, 1) if along is P.BIDx else (1, 2, 1)
     next(t for t in fusion.tensors if t.name == tensor).multicast(along)
     return fusion
@@ -251,5 +231,7 @@ def persistent_multicast_across_n_tiles():
     t + 1 of one M tile, which need two different N tiles of B, or of which the second lies past
     the last tile and skips the box the first multicasts into it (M = 128, N = 256: one tile)."""
     spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
-    return _valid.tile_multiples(_valid.hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=1,
-                                               specialized=spec, persistent=132, cluster=2), 64, n_multiple=256)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=spec),
+                              grid=GridOrder(persistent=132), cluster=Cluster(size=2))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)

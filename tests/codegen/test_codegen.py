@@ -3,7 +3,7 @@ caches, and the errors of tp.compile and kernel.run that need no device."""
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 import time
 from pathlib import Path
 
@@ -19,11 +19,11 @@ from tileproof.codegen.lower import LOWERED_OPS, lower
 from tileproof.model.expr import const
 from tileproof.model.targets import get_target
 from tileproof.model.types import LoadStoreOpType, MemoryType
+from tileproof.recipes import Cluster, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 from tileproof.schedule_files import discover
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.codegen_schedules import BUILDERS, big_smem_copy, indivisible_split, partial_threads  # noqa: E402
-from support.codegen_schedules import serial_smem_reuse, smem_transpose, vectorized_copy  # noqa: E402
+from support.codegen_schedules import BUILDERS, big_smem_copy, indivisible_split, partial_threads
+from support.codegen_schedules import serial_smem_reuse, smem_transpose, vectorized_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 SM90 = get_target("sm_90a")
@@ -317,14 +317,12 @@ def test_a_launch_whose_clusters_wait_warns_once(monkeypatch):
     from tileproof.codegen import compile as compile_module
     from tileproof.codegen.runtime import driver
 
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    kernel = tp.compile(hopper(4096, 4096, 256, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
-                               persistent=128, cluster=4))
-    single = tp.compile(hopper(4096, 4096, 256, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws,
-                               persistent=128))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=ws),
+                              grid=GridOrder(group=8, persistent=128))
+    kernel = tp.compile(hopper_gemm(4096, 4096, 256, dataclasses.replace(params, cluster=Cluster(size=4))))
+    single = tp.compile(hopper_gemm(4096, 4096, 256, params))
     asked = []
     monkeypatch.setattr(driver, "resident_blocks", lambda *a: asked.append("blocks") or 132)
     monkeypatch.setattr(driver, "resident_clusters", lambda *a: asked.append("clusters") or 30)

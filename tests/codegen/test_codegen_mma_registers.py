@@ -5,18 +5,17 @@ adjacent and 8-byte aligned in D, with the same predicates (else one element at 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import tileproof as tp
 from tileproof.codegen.emit.mma import _word
 from tileproof.codegen.ir import Compute, Loop, Operand
 from tileproof.codegen.lower import lower
 from tileproof.model.expr import add, const, mul, var
 from tileproof.model.types import MemoryType, bfloat16, float32
+from tileproof.recipes import CpAsyncPipeline, MmaGemmParams, mma_gemm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from mma import moye_tile, tuned  # noqa: E402
+from support.examples import example_module
+
+moye_tile = example_module("valid", "mma").moye_tile
 
 
 def reg(offset, tensor="T5"):
@@ -33,7 +32,8 @@ def test_a_pair_at_an_even_offset_of_one_array_is_one_word():
 
 
 def test_the_tuned_bfloat16_fragments_are_read_as_words():
-    src = tp.compile(tuned(256, 256, 128, tp.bfloat16, stages=2, prefetch=1), "sm_90a").cuda_source
+    params = MmaGemmParams(dtype=tp.bfloat16, pipeline=CpAsyncPipeline(stages=2, prefetch=1))
+    src = tp.compile(mma_gemm(256, 256, 128, params), "sm_90a").cuda_source
     assert "unsigned short" not in src and src.count("tp_a0 = *reinterpret_cast<const unsigned*>") == 1
 
 
@@ -53,7 +53,7 @@ def _stores(fusion):
 
 
 def test_the_accumulators_are_stored_in_aligned_pairs():
-    fusion = tuned("M", "N", "K", tp.bfloat16, stages=2, prefetch=1)
+    fusion = mma_gemm("M", "N", "K", MmaGemmParams(dtype=tp.bfloat16, pipeline=CpAsyncPipeline(stages=2, prefetch=1)))
     for a in ("M % 128 == 0", "N % 128 == 0", "K % 64 == 0"):
         fusion.assume(a)
     st, stores = _stores(fusion)
@@ -72,7 +72,7 @@ def test_tf32_operands_are_rounded_unless_truncation_is_declared():
     words as they are. The kernel cache tells the two apart."""
     sources = {}
     for rounding in tp.Tf32Rounding:
-        fusion = tuned(128, 128, 64, float32, tf32_rounding=rounding)
+        fusion = mma_gemm(128, 128, 64, MmaGemmParams(dtype=float32, tf32_rounding=rounding))
         sources[rounding] = tp.compile(fusion, "sm_90a").cuda_source
     assert sources[tp.Tf32Rounding.RNA].count("cvt.rna.tf32.f32") == 4 + 2  # A's 4 and B's 2 registers
     assert "cvt.rna" not in sources[tp.Tf32Rounding.Truncate]

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,29 +17,30 @@ import tileproof as tp
 from tileproof.codegen.emit import mma as emit_mma
 from tileproof.codegen.ir import MmaIssue, WgmmaFence, WgmmaWait, walk
 from tileproof.codegen.lower import lower
-from tileproof.model.clipped_holes import filled
+from tileproof.execution.clipped_holes import filled
 from tileproof.model.expr import evaluate
-from tileproof.model.indexing import block_dims
-from tileproof.model.mma_rules import WGMMA_MARGIN
-from tileproof.model.wgmma import wgmma_operand
-from tileproof.model.wgmma_descriptor import Descriptor, hardware_address
+from tileproof.execution.indexing import block_dims
+from tileproof.execution.mma_rules import WGMMA_MARGIN
+from tileproof.execution.wgmma_operands import wgmma_operand
+from tileproof.hw.mma import macro_instruction
+from tileproof.hw.wgmma import Descriptor, hardware_address
+from tileproof.recipes import (Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline,
+                               hopper_gemm, tile_multiples)
 from tileproof.testing import NotBuilt, compile_unverified
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper, tile_multiples  # noqa: E402
 
-
-def _fusion(**kw):
-    return tile_multiples(hopper("M", "N", "K", **kw), 64, n_multiple=kw.get("block", (128, 128))[1])
+def _fusion(params=HopperGemmParams()):
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=params.tile.n)
 
 
 def _issues(fusion):
     return [n for n in walk(lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel.body) if isinstance(n, MmaIssue)]
 
 
-@pytest.mark.parametrize("kw", [{}, {"block": (128, 256), "stages": 4, "prefetch": 2}])
-def test_the_kernel_builds_the_proved_descriptors(kw):
-    fusion = _fusion(**kw)
+@pytest.mark.parametrize("params", [HopperGemmParams(), HopperGemmParams(tile=HopperTile(m=128, n=256),
+                                                                         pipeline=TmaPipeline(stages=4, prefetch=2))])
+def test_the_kernel_builds_the_proved_descriptors(params):
+    fusion = _fusion(params)
     (issue,) = _issues(fusion)
     d = fusion.tensors[2]
     for desc, role in zip(issue.descriptors, "AB"):
@@ -61,14 +61,14 @@ def test_the_kernel_builds_the_proved_descriptors(kw):
 
 @pytest.mark.parametrize("n", [128, 256])
 def test_the_instruction_names_every_accumulator_of_the_d_fragment(n):
-    fusion = _fusion(block=(128, n))
+    fusion = _fusion(HopperGemmParams(tile=HopperTile(m=128, n=n)))
     src = tp.compile(fusion, "sm_90a").cuda_source
     (asm,) = [line for line in src.splitlines() if "wgmma.mma_async" in line and "asm volatile" in line]
     assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in asm
     assert asm.count('"+f"(') == n // 2 and len(set(re.findall(r'"\+f"\(([^)]*)\)', asm))) == n // 2
     assert '"l"(tp_da), "l"(tp_db)' in asm
     with pytest.raises(Exception, match="d registers"):
-        emit_mma.wgmma(fusion.tensors[2].definition.macro.instruction("bfloat16"), ["x"], "a", "b")
+        emit_mma.wgmma(macro_instruction(fusion.tensors[2].definition.macro, "bfloat16"), ["x"], "a", "b")
 
 
 def test_a_batch_is_fenced_and_waited_for():
@@ -105,7 +105,9 @@ def _ptxas_report(src: str) -> str:
 
 
 def test_a_warp_specialized_kernel_splits_its_block_by_role():
-    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, specialized=WS))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS))
+    src = _source(_fusion(params))
     assert "__launch_bounds__(384, 1)" in src  # two consumer warpgroups and the producer
     assert "tp_mbar_init(&tp_empty_T4[s], 2u);" in src  # one arrival per consumer warpgroup
     assert "unsigned tp_empty_T4_phase = ~0u;" in src  # a fresh stage's first wait passes
@@ -121,7 +123,9 @@ def test_a_warp_specialized_kernel_splits_its_block_by_role():
 def test_a_warp_specialized_producer_drains_before_it_exits():
     """After its loads the producer thread waits once more on every stage's empty mbarrier (the
     last release of each), so no consumer arrives on the mbarriers of a block that has left."""
-    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, specialized=WS))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS))
+    src = _source(_fusion(params))
     producer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[0]
     drain = producer[producer.rindex("for (unsigned tp_s = 0; tp_s < 4u; ++tp_s)"):]
     assert "tp_mbar_wait(&tp_empty_T4[tp_s], (tp_empty_T4_phase >> tp_s) & 1u);" in drain
@@ -129,7 +133,10 @@ def test_a_warp_specialized_producer_drains_before_it_exits():
 
 
 def test_a_cluster_multicasts_b_and_releases_in_every_block():
-    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS), grid=GridOrder(group=8),
+                              cluster=Cluster(size=2))
+    src = _source(_fusion(params))
     assert "__cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)" in src
     setup = src[src.index("tp_mbar_init(&tp_empty_T4[s]"):src.index("unsigned tp_bar_T4_phase")]
     assert "tp_mbar_init(&tp_empty_T4[s], 4u);" in setup  # two consumer warpgroups in each of two blocks
@@ -148,7 +155,10 @@ def test_a_cluster_multicasts_b_and_releases_in_every_block():
 
 
 def test_a_spread_multicast_tile_is_loaded_a_box_by_each_block():
-    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2, spread=True))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS), grid=GridOrder(group=8),
+                              cluster=Cluster(size=2, spread=True))
+    src = _source(_fusion(params))
     assert "tp_mbar_init(&tp_bar_T5[s], 2u);" in src  # both boxes arrive on each block's mbarrier
     b = src[src.index("// T5 = TMA(T1)"):]
     b = b[:b.index("}")]
@@ -158,14 +168,14 @@ def test_a_spread_multicast_tile_is_loaded_a_box_by_each_block():
     assert "(unsigned short)(3u << (tp_cluster_ctarank() - tp_cluster_ctaid_x() * 1u))" in b
 
 
-@pytest.mark.parametrize("kw", [dict(block=(128, 256), stages=4, prefetch=2, group=8),
-                                dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS)])
-def test_no_wgmma_is_guarded_by_a_predicate_that_varies_by_warpgroup(kw):
+@pytest.mark.parametrize("pipeline", [TmaPipeline(stages=4, prefetch=2),
+                                      TmaPipeline(stages=4, prefetch=2, warp_specialized=WS)])
+def test_no_wgmma_is_guarded_by_a_predicate_that_varies_by_warpgroup(pipeline):
     """ptxas serializes every wgmma of a kernel (C7520) where one sits in a branch on threadIdx, and
     where a non-wgmma instruction sets an accumulator inside the pipeline (C7515): the wgmma runs
     unguarded (a tile past M computes rows no store reads) and the zeroed accumulators are pinned
     before the loop."""
-    src = _source(_fusion(**kw))
+    src = _source(_fusion(HopperGemmParams(tile=HopperTile(m=128, n=256), pipeline=pipeline, grid=GridOrder(group=8))))
     issue = src.index("wgmma.mma_async")
     guard = src.rfind("\n", 0, src.rfind("// T2 += T4 x T5", 0, issue))
     assert "threadIdx" not in src[guard:src.index("tp_wgmma_desc", guard)]
@@ -179,7 +189,9 @@ def test_partial_tiles_keep_the_accumulators_in_registers():
     is not predicated (rows past M hold values no store reads: a predicated copy kept both tiles
     live, 256 registers) and the store loop over them is unrolled (a serial one indexed them at
     run time: local memory)."""
-    fusion = hopper(8000, 8000, 8192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS), grid=GridOrder(group=8))
+    fusion = hopper_gemm(8000, 8000, 8192, params)
     src = _source(fusion)
     copy = src[src.index("// T2 = the accumulators"):]
     assert copy.split("\n", 1)[1].lstrip().startswith("T2[")  # no `if (...)` around it
@@ -193,8 +205,10 @@ def test_a_stmatrix_epilogue_stores_through_shared_memory_in_the_consumers():
     """A bfloat16 output through stmatrix and a TMA store in a warp-specialized kernel: the
     consumers write the staging tile (stmatrix unpredicated: the role implies threadIdx.y < 2),
     fence it for the async proxy, meet at their named barrier, and one thread stores the boxes."""
-    src = _source(_fusion(block=(128, 256), stages=3, prefetch=1, group=8, specialized=WS, out_dtype=tp.bfloat16,
-                          stmatrix=True))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=WS), grid=GridOrder(group=8),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True))
+    src = _source(_fusion(params))
     consumer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[1]
     # once: the epilogue runs at its holes too, which the TMA store clips (model/clipped_holes.py),
     # so it has no hole predicates and no second copy for whole tiles (emit/whole_tile.py)
@@ -210,8 +224,11 @@ def test_a_stmatrix_epilogue_stores_through_shared_memory_in_the_consumers():
 def test_a_persistent_tma_store_runs_on_into_the_next_tile():
     """The store of tile i is waited for (cp.async.bulk.wait_group.read) only before tile i + 1's
     stmatrix rewrites the staging tile, then the consumers meet; the kernel ends with a wait."""
-    src = _source(_fusion(block=(128, 256), stages=3, prefetch=1, group=8, specialized=WS, out_dtype=tp.bfloat16,
-                          stmatrix=True, persistent=8))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=WS),
+                              grid=GridOrder(group=8, persistent=8),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True))
+    src = _source(_fusion(params))
     consumer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[1]
     wait, barrier, stmatrix, store = (consumer.index(s) for s in (
         "tp_bulk_store_wait();  // T6's TMA store of the previous iteration", "bar.sync 1, 256;", "stmatrix.sync",
@@ -224,7 +241,10 @@ def test_a_persistent_tma_store_runs_on_into_the_next_tile():
 
 def test_a_persistent_grid_loads_the_tiles_of_the_consumers_tile():
     """The TMA coordinates of A's and B's tiles are D's M and N tiles of tile i * 132 + blockIdx.x."""
-    src = _source(_fusion(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, persistent=132))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                              grid=GridOrder(group=8, persistent=132))
+    src = _source(_fusion(params))
     producer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[0]
     assert "blockIdx.y" not in src and "blockIdx.z" not in src
     tile = "((i0 * 132ULL) + blockIdx.x)"
@@ -232,16 +252,15 @@ def test_a_persistent_grid_loads_the_tiles_of_the_consumers_tile():
     assert f"((({tile} / 8ULL) % ((s_N + 256ULL - 1) / 256ULL)) * 256ULL)" in producer
 
 
-@pytest.mark.parametrize("kw, flags", [({}, "0, 0"), ({"a_major": "MN"}, "1, 0"), ({"b_major": "MN"}, "0, 1"),
-                                       ({"a_major": "MN", "b_major": "MN"}, "1, 1")])
-def test_an_mn_major_operand_sets_the_transpose_bit(kw, flags):
+@pytest.mark.parametrize("a_major, b_major, flags", [("K", "K", "0, 0"), ("MN", "K", "1, 0"), ("K", "MN", "0, 1"),
+                                                     ("MN", "MN", "1, 1")])
+def test_an_mn_major_operand_sets_the_transpose_bit(a_major, b_major, flags):
     """imm-trans-a / imm-trans-b are 1 exactly for the MN-major operands, whose descriptors carry
     the SBO between 8 K rows and, where the instruction spans more than 64 rows (B's 128), the LBO
     between 64-row spans (8192 bytes: a box of 64 K rows; A's 64 rows need none)."""
-    src = _source(_fusion(**kw))
-    assert f"p, 1, 1, {flags};" in src
-    fusion = _fusion(**kw)
-    for role, major in (("A", kw.get("a_major", "K")), ("B", kw.get("b_major", "K"))):
+    fusion = _fusion(HopperGemmParams(a=Operand(major=a_major), b=Operand(major=b_major)))
+    assert f"p, 1, 1, {flags};" in _source(fusion)
+    for role, major in (("A", a_major), ("B", b_major)):
         tv = next(t for t in fusion.tensors if t.name == "T2")
         op = wgmma_operand(tv, block_dims(fusion), role)
         assert op.major == major
@@ -279,8 +298,9 @@ def test_one_wgmma_fits_in_the_registers_ptxas_compiles_for(consumers, fits, ove
     m64n208 (m64n144) is rejected, where NVRTC asks for its accumulators + WGMMA_MARGIN."""
     def fusion(n):
         spec = tp.WarpSpecialized(tp.ParallelType.TIDy)
-        return tile_multiples(hopper("M", "N", "K", block=(64 * consumers, n), stages=2, prefetch=1, specialized=spec),
-                              64, m_multiple=64 * consumers, n_multiple=n)
+        params = HopperGemmParams(tile=HopperTile(m=64 * consumers, n=n),
+                                  pipeline=TmaPipeline(stages=2, prefetch=1, warp_specialized=spec))
+        return tile_multiples(hopper_gemm("M", "N", "K", params), 64, m_multiple=64 * consumers, n_multiple=n)
 
     assert tp.compile(fusion(fits), "sm_90a").cubin
     with pytest.raises(NotBuilt) as e:
@@ -296,7 +316,10 @@ def test_a_block_tile_wholly_past_m_multiplies_the_zeros_its_tma_loads():
     multiply those zeros (model/clipped_holes.py filled): no guard in the K loop, and no branch
     for ptxas to inject a warpgroup.arrive around (C7519: a branch around the wgmma, 5 % at 8000^2
     on an H200). The producer arrives nowhere but through the TMA's transaction."""
-    fusion = hopper(8000, 8000, 8192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS), grid=GridOrder(group=8),
+                              cluster=Cluster(size=2))
+    fusion = hopper_gemm(8000, 8000, 8192, params)
     assert filled(fusion.snapshot()) == {"T2", "T4", "T5"}
     (issue,) = _issues(fusion)
     assert issue.conds == []
@@ -313,8 +336,11 @@ def test_a_partial_tiles_epilogue_keeps_its_registers(block):
     in local memory (400 and 464 bytes of stack a thread, seen with the stmatrix epilogue's
     predicates before it ran at its holes). Named before the unrolled nest (emit/invariants.py),
     they leave no stack frame."""
-    src = _source(hopper(8000, 8000, 8192, block=block, stages=4, prefetch=2, group=16, specialized=WS, persistent=128,
-                         cluster=2, out_dtype=tp.bfloat16))
+    params = HopperGemmParams(tile=HopperTile(m=block[0], n=block[1]),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                              grid=GridOrder(group=16, persistent=128), cluster=Cluster(size=2),
+                              epilogue=Epilogue(dtype=tp.bfloat16))
+    src = _source(hopper_gemm(8000, 8000, 8192, params))
     assert "const unsigned tp_inv0 = " in src
     report = _ptxas_report(src)
     assert re.findall(r"(\d+) bytes stack frame", report) == ["0"], report

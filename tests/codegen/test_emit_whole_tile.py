@@ -4,17 +4,14 @@ guard that implies them at every thread and point of the nest."""
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import tileproof as tp
 from tileproof.codegen.emit.whole_tile import whole_tile
 from tileproof.codegen.ir import Compute, Loop, LoopKind, walk
 from tileproof.codegen.lower import lower
 from tileproof.model.expr import evaluate
+from tileproof.recipes import Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper  # noqa: E402
 
 WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
 
@@ -24,8 +21,11 @@ def _epilogue(m, n):
     registers (a stmatrix + TMA store epilogue has no hole predicates: model/clipped_holes.py),
     its unrolled store loop, the C++ names around it that are the same for the whole block, and
     the extents of the thread loops around it."""
-    fusion = hopper(m, n, 8192, block=(128, 256), stages=4, prefetch=2, group=16, specialized=WS, persistent=128,
-                    cluster=2, out_dtype=tp.bfloat16)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                              grid=GridOrder(group=16, persistent=128), cluster=Cluster(size=2),
+                              epilogue=Epilogue(dtype=tp.bfloat16))
+    fusion = hopper_gemm(m, n, 8192, params)
     ir = lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel
 
     def find(nodes, around, threads):

@@ -12,9 +12,7 @@ read does) or without its prologue computes a wrong product: the simulator and t
 from __future__ import annotations
 
 import copy
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,17 +21,16 @@ import tileproof as tp
 from tileproof.codegen.ir import Loop, MatrixCopy, Prefetched, Prologue
 from tileproof.model.expr import add, const, substitute, var
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-from mma import tuned  # noqa: E402
+from tileproof.recipes import CpAsyncPipeline, GridOrder, MmaGemmParams, MmaTile, mma_gemm
 
-from differential.test_differential_mma import check, check_tf32, inputs, lowered, simulate  # noqa: E402
-from support.mma_sim import SimulationError, run_mma_kernel, tf32, tf32_truncated  # noqa: E402
+from differential.test_differential_mma import check, check_tf32, inputs, lowered, simulate
+from support.mma_sim import SimulationError, run_mma_kernel, tf32, tf32_truncated
 
 
 def double_buffered(dtype, k_multiple):
-    fusion = tuned("M", "N", "K", dtype, block=(64, 64), stages=2, ldmatrix=False, fragment_stages=2)
+    params = MmaGemmParams(dtype=dtype, tile=MmaTile(m=64, n=64),
+                           pipeline=CpAsyncPipeline(stages=2, ldmatrix=False, fragment_stages=2))
+    fusion = mma_gemm("M", "N", "K", params)
     for a in ("M % 64 == 0", "N % 64 == 0", f"K % {k_multiple} == 0"):
         fusion.assume(a)
     report = tp.verify(fusion, "sm_90a")
@@ -113,7 +110,9 @@ def test_the_rules_reject_what_the_broken_kernels_do():
     """The two broken kernels above are what a negative prefetch (no prologue copy of slice 0 in
     time) and a prefetch equal to the stages build; the rules name both."""
     for prefetch, codes in ((-3, {"PIPELINE-RAW", "PIPELINE-STAGES"}), (2, {"PIPELINE-WAR", "PIPELINE-STAGES"})):
-        fusion = tuned("M", "N", "K", tp.bfloat16, block=(64, 64), stages=2, ldmatrix=False)
+        params = MmaGemmParams(dtype=tp.bfloat16, tile=MmaTile(m=64, n=64),
+                               pipeline=CpAsyncPipeline(stages=2, ldmatrix=False))
+        fusion = mma_gemm("M", "N", "K", params)
         fusion.assume("M % 64 == 0")
         fusion.assume("N % 64 == 0")
         fusion.assume("K % 64 == 0")
@@ -129,7 +128,10 @@ def test_ldmatrix_kernels_compute_the_matmul(dtype, fragment_stages, group, size
     """The tuned schedule as benchmarks/matmul.py runs it, small: swizzled cp.async stages,
     ldmatrix.x4 (32-bit elements for tf32), register stages, groups of M tiles (group 4 over 2
     tiles: blocks 2 and 3 of the group lie past M, and issue no ldmatrix or mma.sync)."""
-    fusion = tuned("M", "N", "K", dtype, block=(64, 64), stages=2, fragment_stages=fragment_stages, group=group)
+    params = MmaGemmParams(dtype=dtype, tile=MmaTile(m=64, n=64),
+                           pipeline=CpAsyncPipeline(stages=2, fragment_stages=fragment_stages),
+                           grid=GridOrder(group=group))
+    fusion = mma_gemm("M", "N", "K", params)
     for a in ("M % 64 == 0", "N % 64 == 0", "K % 8 == 0"):
         fusion.assume(a)
     assert tp.verify(fusion, "sm_90a").ok
@@ -144,7 +146,8 @@ def test_ldmatrix_kernels_compute_the_matmul(dtype, fragment_stages, group, size
 def test_an_ldmatrix_reading_the_next_chunk_computes_a_wrong_product():
     """Each lane's row address moved by 16 bytes (the next chunk of its row, as a wrong swizzle
     would): the fragments hold other K elements and the product is wrong."""
-    fusion = tuned("M", "N", "K", tp.bfloat16, block=(64, 64), stages=2)
+    params = MmaGemmParams(dtype=tp.bfloat16, tile=MmaTile(m=64, n=64), pipeline=CpAsyncPipeline(stages=2))
+    fusion = mma_gemm("M", "N", "K", params)
     for a in ("M % 64 == 0", "N % 64 == 0", "K % 64 == 0"):
         fusion.assume(a)
     ir = copy.deepcopy(lowered(fusion).kernel)
@@ -170,8 +173,10 @@ def test_tf32_operands_are_rounded_as_declared(rounding):
     """The simulator rounds each float32 operand as the emitted code does (cvt.rna.tf32.f32, or the
     bits as they are where truncation is declared): the product is float64's of the operands so
     rounded, up to the float32 additions, and the two roundings give different products."""
-    fusion = tuned("M", "N", "K", tp.float32, block=(64, 64), stages=2, ldmatrix=False, fragment_stages=2,
-                   tf32_rounding=rounding)
+    params = MmaGemmParams(dtype=tp.float32, tile=MmaTile(m=64, n=64),
+                           pipeline=CpAsyncPipeline(stages=2, ldmatrix=False, fragment_stages=2),
+                           tf32_rounding=rounding)
+    fusion = mma_gemm("M", "N", "K", params)
     for a in ("M % 64 == 0", "N % 64 == 0", "K % 8 == 0"):
         fusion.assume(a)
     assert tp.verify(fusion, "sm_90a").ok

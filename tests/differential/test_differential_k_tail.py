@@ -12,22 +12,16 @@ end.
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import pytest
 
 import tileproof as tp
 from tileproof.codegen.ir import CpAsyncCopy, Loop
+from tileproof.recipes import CpAsyncPipeline, MmaGemmParams, MmaTile, mma_gemm
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-from mma import moye_tile, tuned  # noqa: E402
-from support.examples import example_module  # noqa: E402
-from support.mma_sim import SimulationError, run_mma_kernel  # noqa: E402
-
-from differential.test_differential_mma import check, check_tf32, inputs, lowered, simulate  # noqa: E402
+from differential.test_differential_mma import check, check_tf32, inputs, lowered, moye_tile, simulate
+from support.examples import example_module
+from support.mma_sim import SimulationError, run_mma_kernel
 
 
 def _invalid():
@@ -51,7 +45,9 @@ def test_the_seed_tile_with_a_k_tail_computes_the_tf32_matmul(m, n, k):
 def test_a_pipelined_bfloat16_tile_with_a_k_tail_computes_the_matmul(k):
     """Two cp.async stages of 64-wide K tiles (K = 72: the second tile holds 8 elements of K),
     fragments copied element by element, symbolic sizes."""
-    fusion = tuned("M", "N", "K", tp.bfloat16, block=(64, 64), stages=2, ldmatrix=False)
+    params = MmaGemmParams(dtype=tp.bfloat16, tile=MmaTile(m=64, n=64),
+                           pipeline=CpAsyncPipeline(stages=2, ldmatrix=False))
+    fusion = mma_gemm("M", "N", "K", params)
     for a in ("M % 64 == 0", "N % 64 == 0", "K % 8 == 0"):
         fusion.assume(a)
     m, n = 64, 64

@@ -15,8 +15,6 @@ on broken copies of a lowering.
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,12 +27,16 @@ from tileproof.execution.statements import Cond
 from tileproof.model.expr import const, var
 from tileproof.verifier.registry import get_rule
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-from mma import moye_double_buffered, moye_tf32_double_buffered, moye_tile, operands, tile_mnk  # noqa: E402
-from support.mma_sim import SimulationError, run_mma_kernel, tf32  # noqa: E402
-from support.rule_docs import build_snippet  # noqa: E402
+from tileproof.recipes import matmul_fusion
+from tileproof.recipes.gemm_blocks import tile_mnk
+
+from support.examples import example_module
+from support.mma_sim import SimulationError, run_mma_kernel, tf32
+from support.rule_docs import build_snippet
+
+MMA_EXAMPLES = example_module("valid", "mma")  # the seed's kernels
+moye_double_buffered, moye_tf32_double_buffered, moye_tile = (
+    MMA_EXAMPLES.moye_double_buffered, MMA_EXAMPLES.moye_tf32_double_buffered, MMA_EXAMPLES.moye_tile)
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
@@ -126,7 +128,7 @@ def tile_16bit(m, n, k, macro, dtype):
     """moye_tile's pattern for a 16-bit macro: one macro tile per block and K tile, one warp;
     A and B K-major, copied by cp.async (each thread a run of K-consecutive elements) into shared
     memory, read element by element into their fragments (tp.schedule_mma_fragment)."""
-    fusion, a, b, d = operands(m, n, k, dtype=dtype)
+    fusion, a, b, d = matmul_fusion(m, n, k, dtype=dtype)
     d.definition.set_macro(macro)
     sa, sb = a.cache_after(LS.CpAsync), b.cache_after(LS.CpAsync)
     ra, rb = sa.cache_after(), sb.cache_after()

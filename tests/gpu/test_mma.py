@@ -131,11 +131,9 @@ def test_tf32_operands_are_rounded_as_declared(case):
 def test_every_lane_and_register_of_the_seed_tile():
     """The seed's 16 x 8 x 8 tile on A = iota, B = one-hot columns: each output column is one
     column of A, so a misplaced fragment element shows as a wrong number, not a small error."""
-    import sys
+    from support.examples import example_module
 
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    import mma as examples  # noqa: PLC0415
-
+    examples = example_module("valid", "mma")
     kernel = tp.compile(examples.moye_tile(16, 8, 8), "sm_90a")
     a = torch.arange(16 * 8, dtype=torch.float32, device="cuda").reshape(8, 16).t().reshape(16, 1, 8)
     b = torch.zeros(1, 8, 8, dtype=torch.float32, device="cuda")

@@ -8,7 +8,6 @@ TMA wrote, and the accumulators are stored through wgmma's D fragment.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,11 @@ if not torch.cuda.is_available():
 
 import tileproof as tp  # noqa: E402
 from tileproof.codegen.runtime.binding import check_assumptions  # noqa: E402
+from tileproof.recipes import (Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline,
+                               hopper_gemm)
 from tileproof.schedule_files import discover  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
 from gpu.test_mma import run  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -67,10 +67,10 @@ def test_partial_tiles_store_column_pairs(specialized, m, n):
     """M and N not multiples of the tile, N even: D's column pairs are stored 8 bytes at a time,
     a pair wholly inside or outside N, rows past M skipped whole (SPLIT-DIVISIBILITY's
     whole-vector holes); the output poisoned with NaN first."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
-    run(hopper(m, n, 192, block=(128, 256), stages=4, prefetch=2, group=8, specialized=specialized), {})
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=specialized),
+                              grid=GridOrder(group=8))
+    run(hopper_gemm(m, n, 192, params), {})
 
 
 @pytest.mark.parametrize("sms, m, n, k, cluster", [(132, 2048, 4096, 128, 1), (132, 1000, 5000, 200, 1),
@@ -81,12 +81,11 @@ def test_a_persistent_grid_computes_every_tile(sms, m, n, k, cluster):
     tiles than blocks, partial tiles in M, N and K, and the tiles past the last tile loaded as
     zeros and multiplied, never stored (model/clipped_holes.py filled): every element right (the
     output poisoned with NaN first), with B multicast in clusters of two where `cluster` is 2."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    run(hopper(m, n, k, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws, persistent=sms,
-               cluster=cluster), {})
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=ws),
+                              grid=GridOrder(group=8, persistent=sms), cluster=Cluster(size=cluster))
+    run(hopper_gemm(m, n, k, params), {})
 
 
 def test_a_persistent_grid_whose_clusters_do_not_all_fit_warns():
@@ -98,12 +97,11 @@ def test_a_persistent_grid_whose_clusters_do_not_all_fit_warns():
 
     from tileproof.codegen.runtime import driver
 
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    fusion = hopper(1024, 2048, 128, block=(128, 256), stages=4, prefetch=2, group=8, specialized=ws, persistent=128,
-                    cluster=4)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=ws),
+                              grid=GridOrder(group=8, persistent=128), cluster=Cluster(size=4))
+    fusion = hopper_gemm(1024, 2048, 128, params)
     kernel = tp.compile(fusion)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -121,66 +119,65 @@ def test_a_stmatrix_epilogue_stores_bfloat16_through_shared_memory(sms, m, n, k)
     """D cast to bfloat16 in its fragment layout, written by stmatrix.x4 into the swizzled staging
     tile and stored by TMA, on the grouped grid or a persistent one (the staging tile reused from
     tile to tile), K's tail on the TMA's zeros; the output poisoned with NaN first."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    run(hopper(m, n, k, block=(128, 256), stages=3, prefetch=1, group=8, specialized=ws, persistent=sms,
-               out_dtype=tp.bfloat16, stmatrix=True), {})
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=ws),
+                              grid=GridOrder(group=8, persistent=sms),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True))
+    run(hopper_gemm(m, n, k, params), {})
 
 
-@pytest.mark.parametrize("block, tiling", [((256, 128), {"warpgroup_rows": 128}), ((192, 192), {"split_n": True})],
+@pytest.mark.parametrize("tile", [HopperTile(m=256, n=128, warpgroup_rows=128), HopperTile(m=192, n=192, split_n=True)],
                          ids=["256_row_tiles", "split_n"])
 @pytest.mark.parametrize("epilogue", ["registers", "stmatrix"])
 @pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 1008, 784, 200), (8, 2, 1200, 992, 136)])
-def test_warpgroup_tiles_of_several_wgmmas(block, tiling, epilogue, sms, cluster, m, n, k):
+def test_warpgroup_tiles_of_several_wgmmas(tile, epilogue, sms, cluster, m, n, k):
     """Block tiles whose warpgroups issue several wgmmas each (a loop mi over 64-row tiles): 256 x
     128 (the rows split) and 192 x 192 (the columns split), bfloat16 out from the registers or by
     stmatrix and TMA, grouped or persistent with B multicast in clusters of two, partial tiles in
     M, N and K (M and N multiples of 16: stmatrix's tiles); the output poisoned with NaN first."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     stages = 3 if epilogue == "stmatrix" else 4
-    run(hopper(m, n, k, block=block, **tiling, stages=stages, prefetch=stages - 2, group=8, specialized=ws,
-               persistent=sms, cluster=cluster, out_dtype=tp.bfloat16, stmatrix=epilogue == "stmatrix"), {})
+    params = HopperGemmParams(tile=tile, pipeline=TmaPipeline(stages=stages, prefetch=stages - 2, warp_specialized=ws),
+                              grid=GridOrder(group=8, persistent=sms), cluster=Cluster(size=cluster),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=epilogue == "stmatrix"))
+    run(hopper_gemm(m, n, k, params), {})
 
 
-@pytest.mark.parametrize("block, tiling", [((128, 256), {}), ((256, 128), {"warpgroup_rows": 128}),
-                                           ((128, 224), {"store_swizzle": 64})],
+@pytest.mark.parametrize("tile, swizzle", [(HopperTile(m=128, n=256), 128),
+                                           (HopperTile(m=256, n=128, warpgroup_rows=128), 128),
+                                           (HopperTile(m=128, n=224), 64)],
                          ids=["128x256", "256_row_tiles", "128x224_boxes_of_32"])
 @pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 1008, 784, 200), (8, 2, 1200, 992, 136)])
-def test_a_stmatrix_epilogue_staged_box_by_box(block, tiling, sms, cluster, m, n, k):
-    """store_by_box: the staging tile holds one 64-column TMA box (32 columns with store_swizzle=64:
+def test_a_stmatrix_epilogue_staged_box_by_box(tile, swizzle, sms, cluster, m, n, k):
+    """Epilogue.by_box: the staging tile holds one 64-column TMA box (32 columns with swizzle=64:
     seven for a 224-wide tile), rewritten box after box once the previous box's store has read it,
     so that four stages fit beside it; grouped or persistent in clusters of two, partial tiles; the
     output poisoned with NaN first."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    run(hopper(m, n, k, block=block, **tiling, stages=4, prefetch=2, group=8, specialized=ws, persistent=sms,
-               cluster=cluster, out_dtype=tp.bfloat16, stmatrix=True, store_by_box=True), {})
+    params = HopperGemmParams(tile=tile, pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=ws),
+                              grid=GridOrder(group=8, persistent=sms), cluster=Cluster(size=cluster),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True, by_box=True, swizzle=swizzle))
+    run(hopper_gemm(m, n, k, params), {})
 
 
-@pytest.mark.parametrize("block, tiling", [((128, 256), {}), ((128, 256), {"store_by_box": True}),
-                                           ((256, 128), {"warpgroup_rows": 128, "store_by_box": True}),
-                                           ((192, 192), {"split_n": True}),
-                                           ((128, 224), {"store_by_box": True, "store_swizzle": 64})],
+@pytest.mark.parametrize("tile, by_box, swizzle", [(HopperTile(m=128, n=256), False, 128),
+                                                   (HopperTile(m=128, n=256), True, 128),
+                                                   (HopperTile(m=256, n=128, warpgroup_rows=128), True, 128),
+                                                   (HopperTile(m=192, n=192, split_n=True), False, 128),
+                                                   (HopperTile(m=128, n=224), True, 64)],
                          ids=["128x256", "128x256_by_box", "256_row_tiles_by_box", "split_n", "128x224_boxes_of_32"])
 @pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 200, 200, 72), (8, 2, 1001, 1000, 136)])
-def test_a_stmatrix_epilogue_at_edges_inside_its_16_by_16_tiles(block, tiling, sms, cluster, m, n, k):
+def test_a_stmatrix_epilogue_at_edges_inside_its_16_by_16_tiles(tile, by_box, swizzle, sms, cluster, m, n, k):
     """M and N not multiples of 16 (M odd): the stmatrix tiles at the edges straddle them, and the
     cast and stmatrix run there unpredicated (model/clipped_holes.py) while the TMA store clips
     what lies past M and N; the output poisoned with NaN first."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    stages = 4 if tiling.get("store_by_box") else 3
-    run(hopper(m, n, k, block=block, **tiling, stages=stages, prefetch=stages - 2, group=8, specialized=ws,
-               persistent=sms, cluster=cluster, out_dtype=tp.bfloat16, stmatrix=True), {})
+    stages = 4 if by_box else 3
+    params = HopperGemmParams(tile=tile, pipeline=TmaPipeline(stages=stages, prefetch=stages - 2, warp_specialized=ws),
+                              grid=GridOrder(group=8, persistent=sms), cluster=Cluster(size=cluster),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True, by_box=by_box, swizzle=swizzle))
+    run(hopper_gemm(m, n, k, params), {})
 
 
 @pytest.mark.parametrize("a_major, b_major", [("MN", "MN"), ("K", "MN")])
@@ -188,11 +185,10 @@ def test_mn_major_tiles_under_mbarrier_war(a_major, b_major):
     """MN-major tiles (a loop of TMA boxes each) refilled after the empty mbarrier's release,
     without warp specialization (benchmarks/fuzz.py seed 18: rejected before, the loop of boxes
     was not seen as the refill)."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
-    run(hopper(248, 320, 680, block=(64, 128), stages=2, prefetch=1, war_mbarriers=True, a_major=a_major,
-               b_major=b_major), {})
+    params = HopperGemmParams(tile=HopperTile(m=64, n=128),
+                              pipeline=TmaPipeline(stages=2, prefetch=1, war_mbarriers=True), a=Operand(major=a_major),
+                              b=Operand(major=b_major))
+    run(hopper_gemm(248, 320, 680, params), {})
 
 
 def test_the_hopper_gemm_walkthrough_runs():

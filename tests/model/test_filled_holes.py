@@ -4,19 +4,16 @@ predicates."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import tileproof as tp
 from tileproof.execution.clipped_holes import filled
 from tileproof.execution.statements import CondKind, tensor_execution
 from tileproof.execution.indexing import block_dims
+from tileproof.recipes import (Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, MmaGemmParams, MmaTile,
+                               TmaPipeline, hopper_gemm, mma_gemm)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "valid"
-sys.path.insert(0, str(EXAMPLES))
-import mma  # noqa: E402
-import tma_boxes  # noqa: E402
-from wgmma import hopper  # noqa: E402
+from support.examples import example_module
+
+tma_boxes = example_module("valid", "tma_boxes")
 
 WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
 
@@ -30,8 +27,11 @@ def test_the_tiles_of_a_padded_group_are_loaded_and_multiplied():
     """8000 x 8000 in groups of 16 M tiles: the 63 M tiles pad to 64. A's and B's TMA loads (M, K
     and N each a dimension of their tensor maps) and the wgmma reading them run at those holes,
     on zeros; the schedule is still proved."""
-    fusion = hopper(8000, 8000, 8192, block=(128, 256), stages=4, prefetch=2, group=16, specialized=WS,
-                    persistent=128, cluster=2, out_dtype=tp.bfloat16, stmatrix=True, store_by_box=True)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                              grid=GridOrder(group=16, persistent=128), cluster=Cluster(size=2),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True, by_box=True))
+    fusion = hopper_gemm(8000, 8000, 8192, params)
     assert filled(fusion) == {"T2", "T4", "T5"}
     assert _holes(fusion, "T4") == []
     d = next(t for t in fusion.tensors if t.name == "T2")
@@ -52,7 +52,7 @@ def test_a_box_whose_holes_lie_inside_the_extent_keeps_its_predicates():
 def test_an_mma_sync_reading_registers_is_not_filled():
     """mma.sync reads its operands from registers (ldmatrix of cp.async tiles): it keeps its hole
     predicates, and so do the cp.async loads."""
-    fusion = mma.tuned(200, 200, 64, block=(128, 128))
+    fusion = mma_gemm(200, 200, 64, MmaGemmParams(tile=MmaTile(m=128, n=128)))
     assert filled(fusion) == frozenset()
     assert _holes(fusion, "T4") or _holes(fusion, "T2")
 

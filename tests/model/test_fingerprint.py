@@ -4,14 +4,12 @@ tp.compile returned the first one's kernel for the second."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import dataclasses
 
 import tileproof as tp
 from tileproof.model.fingerprint import NOT_SCHEDULE, SCHEDULE_STATE, fingerprint
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper  # noqa: E402
+from tileproof.recipes import (Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline,
+                               hopper_gemm)
 
 WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
 
@@ -22,8 +20,11 @@ def _attributes(obj) -> set[str]:
 
 
 def test_every_attribute_of_a_schedule_is_fingerprinted_or_named_as_no_part_of_it():
-    fusion = hopper(1024, 1024, 512, block=(128, 256), stages=3, prefetch=1, group=8, specialized=WS, cluster=2,
-                    out_dtype=tp.bfloat16, stmatrix=True, a_major="MN")
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=WS), grid=GridOrder(group=8),
+                              cluster=Cluster(size=2), epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True),
+                              a=Operand(major="MN"))
+    fusion = hopper_gemm(1024, 1024, 512, params)
     objects = {"Fusion": [fusion], "TensorView": fusion.tensors, "Op": fusion.exprs,
                "IterDomain": [i for t in fusion.tensors for i in t.loop + t.logical]}
     for kind, objs in objects.items():
@@ -33,10 +34,12 @@ def test_every_attribute_of_a_schedule_is_fingerprinted_or_named_as_no_part_of_i
 
 
 def test_cluster_dims_and_multicast_change_the_fingerprint_and_the_kernel():
-    plain = hopper(1024, 1024, 512, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS)
-    clustered = hopper(1024, 1024, 512, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, cluster=2)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS), grid=GridOrder(group=8))
+    plain = hopper_gemm(1024, 1024, 512, params)
+    clustered = hopper_gemm(1024, 1024, 512, dataclasses.replace(params, cluster=Cluster(size=2)))
     assert fingerprint(plain, "sm_90a") != fingerprint(clustered, "sm_90a")
-    only_dims = hopper(1024, 1024, 512, block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS)
+    only_dims = hopper_gemm(1024, 1024, 512, params)
     only_dims.cluster_dims = (2, 1, 1)
     assert fingerprint(only_dims, "sm_90a") not in {fingerprint(plain, "sm_90a"), fingerprint(clustered, "sm_90a")}
     first, second = tp.compile(plain, "sm_90a"), tp.compile(clustered, "sm_90a")

@@ -5,27 +5,23 @@ with the values that break them."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import tileproof as tp
 from tileproof.execution.warp_roles import StageDrain, WarpRoles
+from tileproof.recipes import Cluster, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.context import VerifyContext
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-from wgmma import hopper, tile_multiples  # noqa: E402
 
 P = tp.ParallelType
 WS = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
 
 
-def _fusion(cluster=(2, 1, 1), multicast=("T5", P.BIDx), specialized=WS, n_multiple=256, group=8, **kw):
-    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=group,
-                                   specialized=specialized, **kw), 64, n_multiple=n_multiple)
+def _fusion(cluster=(2, 1, 1), multicast=("T5", P.BIDx), specialized=WS, n_multiple=256, group=8):
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=specialized),
+                              grid=GridOrder(group=group))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=n_multiple)
     fusion.cluster_dims = cluster
     if multicast:
         name, on = multicast
@@ -137,7 +133,9 @@ def test_a_persistent_multicast_is_refuted_at_the_smallest_sizes(monkeypatch):
 
     monkeypatch.setattr(solver, "SIZE_PROBE_MS", 5000)  # the probes' limit, generous for a slow machine
     spec = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
-    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=1,
-                                   specialized=spec, persistent=132, cluster=2), 64, n_multiple=256)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=spec),
+                              grid=GridOrder(group=1, persistent=132), cluster=Cluster(size=2))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)
     (d,) = [d for d in tp.verify(fusion, "sm_90a").errors if d.code == "CLUSTER-MULTICAST"]
     assert "when M = 128, K = 64, N = 256: one of them skips it as a hole" in d.message

@@ -3,15 +3,14 @@ tileproof bug, Diagnostic.internal): each schedule is rejected with findings, no
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import tileproof as tp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from tmem_performant_copy import performant_vectorized_copy_schedule  # noqa: E402
+from support.examples import example_module
 
 P = tp.ParallelType
+cp_async, mma, tmem_performant_copy, wgmma = (example_module("valid", stem)
+                                              for stem in ("cp_async", "mma", "tmem_performant_copy", "wgmma"))
+performant_vectorized_copy_schedule = tmem_performant_copy.performant_vectorized_copy_schedule
 
 
 def decided(fusion, target="sm_90a"):
@@ -118,10 +117,7 @@ def test_a_vectorized_tma_loop_is_not_modelled_as_tiles():
 def test_two_pipelined_loops_in_one_scope_are_placed_by_node_not_index():
     """k_loop_sum_pipelined_any_k with T2 inlined at 1: two circular loops side by side; the
     prologue inserted before the first shifted the second, taken by its stale index (a wait node)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-    from cp_async import k_loop_sum
-
-    fusion = k_loop_sum("two_pipelines", vector=1, rows=4, stages=2)
+    fusion = cp_async.k_loop_sum("two_pipelines", vector=1, rows=4, stages=2)
     fusion.tensor("T2").inline_at(1)
     assert "PIPELINE-STAGES" in decided(fusion)
 
@@ -131,9 +127,7 @@ def test_wgmma_descriptor_strides_of_a_tile_allocated_across_the_k_loop():
     grouped Hopper schedule) is allocated across ceil(K / 64) tiles: measuring the descriptor's
     SBO evaluated a size expression without a value for K. The candidate is now simplified first
     (WGMMA-SMEM-LAYOUT proves it for every size)."""
-    from wgmma import hopper_matmul_grouped, hopper_matmul_warp_specialized
-
-    for build in (hopper_matmul_grouped, hopper_matmul_warp_specialized):
+    for build in (wgmma.hopper_matmul_grouped, wgmma.hopper_matmul_warp_specialized):
         fusion = build()
         next(t for t in fusion.tensors if t.name == "T4").inline_at(2)
         found = decided(fusion)
@@ -147,8 +141,6 @@ def _tensor(fusion, name):
 def test_global_visibility_skips_an_mma_without_its_mma_axes():
     """Seed 15, case 3122: A's tile made global and an Mma axis of D serial; GLOBAL-VISIBILITY
     built D's fragment execution without Mma axes (AttributeError)."""
-    import wgmma
-
     fusion = wgmma.hopper_matmul_wide()
     _tensor(fusion, "T4").set_memory_type(tp.MemoryType.Global)
     _tensor(fusion, "T2").axis(5).parallelize(P.Serial)
@@ -159,8 +151,6 @@ def test_a_cp_async_hole_that_moves_a_point_off_its_tile_is_rejected():
     """Seed 15, case 1616 (ran wrong on the GPU: 65239 of 65536 outputs): sA's row axis of 2 split
     by 32. The hole of the tile's 128-row bound came through a split of an ID derived from it,
     which the zero-fill check did not see: its zeros (src-size 0) landed on other rows."""
-    import mma
-
     fusion = mma.moye_tf32_double_buffered("256x256x64")
     _tensor(fusion, "T3").split(4, 32)
     found = decided(fusion)["LOWERING-SUPPORTED"]
@@ -170,8 +160,6 @@ def test_a_cp_async_hole_that_moves_a_point_off_its_tile_is_rejected():
 def test_a_split_of_the_tile_index_over_blocks_keeps_each_hole_in_its_own_slot():
     """The grouped schedules split M's tile index by 8 groups of blocks, indivisibly: a block past
     M copies zeros into its own tile, where no element of a block in M lies."""
-    import mma
-
     assert tp.verify(mma.tuned_matmul_tf32_truncated()).ok
 
 
@@ -179,7 +167,6 @@ def test_a_circular_tma_load_in_an_inner_loop_counts_every_copy_on_its_mbarrier(
     """Seed 15, case 2620 (a launch failure on the GPU): A's 16 rows of boxes made a serial loop
     inside the circular loop, 16 copies per stage and iteration, each arriving on the stage's
     mbarrier, initialized for one arrival: its phases ran ahead of the waits."""
-    import wgmma
     from tileproof.codegen.lower import lower
 
     fusion = wgmma.hopper_matmul_warp_specialized_m_tiles_in_a_loop()

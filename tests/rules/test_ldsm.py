@@ -13,6 +13,7 @@ from tileproof.model.expr import add, floordiv, mod, mul
 from tileproof.hw import ldmatrix as ldsm_layout
 from tileproof.hw.ldmatrix import B16, B32, fragment, holder, layout, supplier, supplier_lane
 from tileproof.hw.mma import m16n8k8_tf32_a_position, m16n8k8_tf32_b_position
+from tileproof.recipes import Epilogue, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 from tileproof.verifier import solver
 from tileproof.verifier.analysis import ldsm as ldsm_analysis
 
@@ -230,19 +231,23 @@ def test_ld_st_matrix_set_runs_at_its_holes_on_the_tmas_zeros():
 
 
 def test_an_epilogue_that_only_a_tma_store_reads_runs_at_its_holes():
-    """hopper()'s stmatrix + TMA store epilogue at M = N = 200 (the 16 x 16 stmatrix tiles straddle
-    both edges): its cast and stmatrix run at their holes too, which the TMA store clips, so
-    whole warps issue every stmatrix; the same epilogue storing from registers keeps its predicates."""
+    """The Hopper GEMM recipe's stmatrix + TMA store epilogue at M = N = 200 (the 16 x 16 stmatrix
+    tiles straddle both edges): its cast and stmatrix run at their holes too, which the TMA store
+    clips, so whole warps issue every stmatrix; the same epilogue storing from registers keeps its
+    predicates."""
     from tileproof.execution.clipped_holes import clipped
 
-    wgmma = _load("valid/wgmma.py")
     spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
-    fusion = wgmma.hopper(200, 200, 128, block=(128, 256), stages=3, prefetch=1, out_dtype=tp.bfloat16,
-                          stmatrix=True, specialized=spec)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=spec),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True))
+    fusion = hopper_gemm(200, 200, 128, params)
     assert verify(fusion).ok
     assert clipped(fusion) == {"T6", "T7"}  # the cast into registers and the stmatrix into the TMA store's box
-    registers = wgmma.hopper(200, 200, 128, block=(128, 256), stages=3, prefetch=1, out_dtype=tp.bfloat16,
-                             specialized=spec)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=spec),
+                              epilogue=Epilogue(dtype=tp.bfloat16))
+    registers = hopper_gemm(200, 200, 128, params)
     assert verify(registers).ok and not clipped(registers)  # its cast stores to global memory
 
 

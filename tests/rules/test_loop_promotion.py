@@ -6,9 +6,6 @@ refutes the indexing without promotion."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import tileproof as tp
@@ -16,21 +13,21 @@ from tileproof.execution import indexing
 from tileproof.execution.statements import tensor_execution
 from tileproof.model.expr import evaluate
 from tileproof.execution.indexing import block_dims
-from tileproof.execution.lowerable import loop_groups
+from tileproof.execution.loops import loop_groups
 from tileproof.execution.promotion import loop_extents, promotion
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-from mma import permute  # noqa: E402
-from wgmma import hopper  # noqa: E402
+from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
+from tileproof.recipes.gemm_blocks import permute
 
 P = tp.ParallelType
 WS = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
 M, N, K, SMS, GROUP = 1000, 5000, 200, 132, 8  # 8 x 20 tiles (partial in M and N): 160 > 132 blocks
 
 
-def _persistent(m=M, n=N, k=K, sms=SMS, **kw):
-    return hopper(m, n, k, block=(128, 256), stages=4, prefetch=2, group=GROUP, specialized=WS, persistent=sms, **kw)
+def _persistent(m=M, n=N, k=K, sms=SMS):
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                              grid=GridOrder(group=GROUP, persistent=sms))
+    return hopper_gemm(m, n, k, params)
 
 
 def _tiles(fusion):

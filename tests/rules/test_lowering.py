@@ -1,10 +1,9 @@
 """The lowering rules (verifier/rules/lowering.py) and the code generator decide with the same
-functions (model/lowerable.py): what the rules reject, lowering refuses as a tileproof bug
+functions (execution/conditions.py): what the rules reject, lowering refuses as a tileproof bug
 (NotLowered, an InternalError), and what they accept, lowering takes."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 import tileproof as tp
 from tileproof.codegen.lower.loop_nest import NotLowered
 from tileproof.codegen.lower import lower
-from tileproof.execution import lowerable
+from tileproof.execution import conditions, loops
 from tileproof.model.targets import get_target
+from tileproof.recipes import Epilogue, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 from tileproof.schedule_files import discover
 from tileproof.verifier.registry import all_rules
 
 TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TESTS))
 from support.schedule_gen import lowering_cases  # noqa: E402
 
 P = tp.ParallelType
@@ -91,13 +90,13 @@ def test_rules_and_lowering_agree_on_random_schedules(case):
     assert not codes, (case, codes)
 
 
-# -- the functions of model/lowerable.py ------------------------------------------------------
+# -- the functions of execution/conditions.py ------------------------------------------------------
 
 def test_two_axes_on_one_thread_index():
     fusion, t1, t2 = copy([4, 32])
     t2.axis(0).parallelize(P.BIDx)
     t2.axis(1).parallelize(P.BIDx)
-    (p,) = lowerable.launch_axis_clashes(fusion)
+    (p,) = conditions.launch_axis_clashes(fusion)
     assert p.tensor == "T2" and dict(p.values) == {"axis": 0, "other_axis": 1, "extent": 4, "other_extent": 32}
     assert "blockIdx.x is one index per block" in p.message
 
@@ -108,14 +107,14 @@ def test_one_axis_per_index_is_fine_and_serial_unroll_may_repeat():
         t.axis(0).parallelize(P.Unroll)
         t.axis(1).parallelize(P.Unroll)
         t.axis(2).parallelize(P.TIDx)
-    assert lowerable.launch_axis_clashes(fusion) == []
+    assert conditions.launch_axis_clashes(fusion) == []
 
 
 def test_registers_count_32_bit_words():
     fusion, t1, _ = copy([300], dtype="float16")  # 150 registers
-    assert lowerable.register_budget(fusion) == []
+    assert conditions.register_budget(fusion) == []
     fusion, t1, _ = copy([200], dtype="float64")  # 400 registers
-    (p,) = lowerable.register_budget(fusion)
+    (p,) = conditions.register_budget(fusion)
     assert p.values["registers"] == 400 and p.values["elements"] == 200 and p.values["limit"] == 255
     assert p.message == "T1 holds 400 registers per thread (200 float64 elements); the limit is 255"
 
@@ -124,43 +123,43 @@ def test_register_tensors_count_one_by_one():
     fusion, t1, t2 = copy([200])
     with fusion:
         t3 = tp.set(t2)
-    assert lowerable.register_budget(fusion) == []
+    assert conditions.register_budget(fusion) == []
 
 
 def test_symbolic_registers_name_the_first_size_over_the_budget():
     fusion, t1, _ = copy(["M", 4])
-    (p,) = lowerable.symbolic_registers(fusion)
+    (p,) = conditions.symbolic_registers(fusion)
     assert dict(p.values) == {"M": 64, "registers": 256}
     fusion, t1, t2 = copy(["M", 4])
     for t in (t1, t2):
         t.split(0, 16)
         t.axis(0).parallelize(P.BIDx)
-    assert lowerable.symbolic_registers(fusion) == []  # 16 x 4 per thread
+    assert conditions.symbolic_registers(fusion) == []  # 16 x 4 per thread
 
 
 def test_unrolled_copies_include_constant_loops_inside_the_unroll():
     fusion, t1, t2 = copy([64, 48, 32])
     t2.axis(0).parallelize(P.Unroll)
     t2.axis(2).parallelize(P.TIDx)
-    n, axes = lowerable.unrolled_copies(t2)
+    n, axes = conditions.unrolled_copies(t2)
     assert n == 64 * 48 and [a.static_extent for a in axes] == [64, 48]
-    assert lowerable.unrolled_copies(t1) == (1, [])  # serial loops outside any unroll
+    assert conditions.unrolled_copies(t1) == (1, [])  # serial loops outside any unroll
     t2.reorder({0: 1})  # the unrolled axis inside the serial one
-    assert lowerable.unrolled_copies(t2)[0] == 64
+    assert conditions.unrolled_copies(t2)[0] == 64
 
 
 def test_symbolic_extents_are_not_unrolled():
     fusion, t1, t2 = copy(["N"])
     t2.axis(0).parallelize(P.Unroll)
-    assert lowerable.unrolled_copies(t2)[0] == 1
-    assert lowerable.unroll_lengths(fusion) == []
+    assert conditions.unrolled_copies(t2)[0] == 1
+    assert conditions.unroll_lengths(fusion) == []
 
 
 def test_unroll_limit_is_on_the_sum_of_statements():
     fusion, t1, t2 = copy([600])
     for t in (t1, t2):
         t.axis(0).parallelize(P.Unroll)
-    (p,) = lowerable.unroll_lengths(fusion)
+    (p,) = conditions.unroll_lengths(fusion)
     assert p.values == {"copies": 1200, "limit": 1024}
 
 
@@ -169,7 +168,7 @@ def test_unroll_limit_is_on_the_sum_of_statements():
 def test_split_factors_are_extent_symbols(factor, ok):
     fusion, t1, t2 = copy(["N", 32])
     t2.split(0, factor)
-    problems = lowerable.symbolic_factors(fusion)
+    problems = conditions.symbolic_factors(fusion)
     assert (problems == []) == ok
     if not ok:
         assert "its symbols: N" in problems[0].message
@@ -187,11 +186,11 @@ def test_declared_symbol_is_a_kernel_parameter():
 
 
 def test_nest_reuses_the_last_loop_and_refuses_to_reopen_one():
-    tree, conflict = lowerable.nest([([0, 1], "a"), ([0, 2], "b"), ([3], "c")])
+    tree, conflict = loops.nest([([0, 1], "a"), ([0, 2], "b"), ([3], "c")])
     assert conflict is None
     assert [n.key for n in tree] == [0, 3] and [n.key for n in tree[0].body] == [1, 2]
-    _, conflict = lowerable.nest([([0, 1], "a"), ([3], "b"), ([0], "c")])
-    assert conflict == lowerable.NestConflict(2, 0)
+    _, conflict = loops.nest([([0, 1], "a"), ([3], "b"), ([0], "c")])
+    assert conflict == loops.NestConflict(2, 0)
 
 
 def test_execution_order_puts_inlined_producers_last():
@@ -203,13 +202,13 @@ def test_execution_order_puts_inlined_producers_last():
         t3 = tp.add(t1, t2)
         fusion.add_output(t3)
     t1.inline_at(1)
-    assert [t.name for t in lowerable.execution_order(fusion)] == ["T2", "T1", "T3"]
+    assert [t.name for t in loops.execution_order(fusion)] == ["T2", "T1", "T3"]
 
 
 def test_loop_groups_join_inlined_axes_only():
     fusion, t1, t2 = copy([8, 32])
     t1.inline_at(1)
-    groups = lowerable.loop_groups(fusion)
+    groups = loops.loop_groups(fusion)
     assert groups.of[("T1", 0)] is groups.of[("T2", 0)]
     assert groups.of[("T1", 1)] is not groups.of[("T2", 1)]
     assert [g.index for g in groups.groups] == [0, 1, 2]
@@ -218,13 +217,13 @@ def test_loop_groups_join_inlined_axes_only():
 def test_global_intermediate_and_unsupported_ops_name_the_op():
     fusion, t1, t2 = copy([8, 32], dtype="int32")
     t1.set_memory_type(tp.MemoryType.Global)
-    (p,) = lowerable.global_intermediates(fusion)
+    (p,) = conditions.global_intermediates(fusion)
     assert p.message == "T1 is an intermediate in global memory, read by T2"
     with tp.Fusion("exp_int") as fusion:
         a = tp.make_contig_concrete_tensor([8], dtype="int32")
         fusion.add_input(a)
         fusion.add_output(tp.exp(a))
-    (p,) = lowerable.unsupported_features(fusion)
+    (p,) = conditions.unsupported_features(fusion)
     assert "exp of int32 is not lowered" in p.message
 
 
@@ -338,12 +337,12 @@ def test_an_unknown_factor_is_reported_alone():
 def test_a_tma_box_is_one_statement_of_an_unrolled_loop():
     """The Bulk axes of a TMA store are the box of one instruction: a loop of four unrolled box
     stores is four statements, not 4 x 128 x 64 (the stmatrix epilogue staged box by box)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-    from wgmma import hopper  # noqa: PLC0415
-
-    fusion = hopper(256, 256, 128, block=(128, 256), stages=3, prefetch=1, out_dtype=tp.bfloat16, stmatrix=True,
-                    store_by_box=True, specialized=tp.WarpSpecialized(P.TIDy, num_registers=(40, 232)))
+    ws = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=ws),
+                              epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True, by_box=True))
+    fusion = hopper_gemm(256, 256, 128, params)
     out = fusion.outputs[0]
-    n, axes = lowerable.unrolled_copies(out)
+    n, axes = conditions.unrolled_copies(out)
     assert n == 4 and [a.parallel_type for a in axes] == [P.Unroll]
-    assert lowerable.unroll_lengths(fusion) == []
+    assert conditions.unroll_lengths(fusion) == []

@@ -7,38 +7,38 @@ datum, stage and phase reported."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import tileproof as tp
 from tileproof.execution.barriers import Sync, TmaWait
 from tileproof.execution.warp_roles import StageEmptyWait, StageRelease
+from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules.pipeline import _timelines, pipeline_phase
 from tileproof.verifier.solver import Verdict
 from tileproof.verifier.analysis.pipeline import prove_phase
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper, tile_multiples  # noqa: E402
 
 WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+WIDE = HopperTile(m=128, n=256)
 SCHEDULES = {
-    "three stages": dict(stages=3, prefetch=1),
-    "four stages": dict(block=(128, 256), stages=4, prefetch=2, group=8),
-    "mbarrier WAR": dict(block=(128, 256), stages=4, prefetch=2, group=8, war_mbarriers=True),
-    "warp-specialized": dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS),
-    "warp-specialized, three stages": dict(block=(128, 256), stages=3, prefetch=1, group=8, specialized=WS),
-    "persistent": dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, persistent=132),
+    "three stages": HopperGemmParams(pipeline=TmaPipeline(stages=3, prefetch=1)),
+    "four stages": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2), grid=GridOrder(group=8)),
+    "mbarrier WAR": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2, war_mbarriers=True),
+                                     grid=GridOrder(group=8)),
+    "warp-specialized": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                                         grid=GridOrder(group=8)),
+    "warp-specialized, three stages": HopperGemmParams(
+        tile=WIDE, pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=WS), grid=GridOrder(group=8)),
+    "persistent": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                                   grid=GridOrder(group=8, persistent=132)),
 }
 
 
-def _ctx(**kw):
-    n = 256 if kw.get("block", (128, 128))[1] == 256 else 128
-    return VerifyContext(tile_multiples(hopper("M", "N", "K", **kw), 64, n_multiple=n).snapshot(),
-                         tp.get_target("sm_90a"))
+def _ctx(params):
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=params.tile.n)
+    return VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
 
 
 def _all(nodes):
@@ -59,14 +59,14 @@ def _outcomes(ctx):
 
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_every_wait_is_for_its_datums_phase(name):
-    ctx = _ctx(**SCHEDULES[name])
+    ctx = _ctx(SCHEDULES[name])
     assert all(o.status is Verdict.PROVED for o in _outcomes(ctx).values())
     assert list(pipeline_phase(ctx)) == []
 
 
 def test_a_wait_counting_two_stages_of_three_is_refuted_at_datum_2():
     """The stage count of the wait, not the buffer's: datum 2 lies in stage 2, the wait is on stage 0."""
-    ctx = _ctx(**SCHEDULES["three stages"])
+    ctx = _ctx(SCHEDULES["three stages"])
     for n in _all(barrier_nest(ctx).tree):
         if isinstance(n, TmaWait) and n.stages:
             n.stages = 2
@@ -80,7 +80,7 @@ def test_a_wait_counting_two_stages_of_three_is_refuted_at_datum_2():
 def test_a_second_wait_on_the_same_mbarrier_waits_for_the_next_phase():
     """Two waits per iteration flip the stage's bit twice: the second waits for a phase no load
     of this datum completes (a hang), and from datum S on the first is off too."""
-    ctx = _ctx(**SCHEDULES["warp-specialized"])
+    ctx = _ctx(SCHEDULES["warp-specialized"])
     for n in _all(barrier_nest(ctx).tree):
         if hasattr(n, "body"):
             waits = [k for k, c in enumerate(n.body) if isinstance(c, TmaWait) and c.barrier == "tp_bar_T4"]
@@ -92,7 +92,7 @@ def test_a_second_wait_on_the_same_mbarrier_waits_for_the_next_phase():
 
 
 def test_a_producer_waiting_on_the_wrong_empty_stage_is_refuted():
-    ctx = _ctx(**SCHEDULES["warp-specialized"])
+    ctx = _ctx(SCHEDULES["warp-specialized"])
     for n in _all(barrier_nest(ctx).tree):
         if isinstance(n, StageEmptyWait):
             n.stages = 2
@@ -102,7 +102,7 @@ def test_a_producer_waiting_on_the_wrong_empty_stage_is_refuted():
 
 
 def test_a_release_on_the_wrong_stage_is_refuted():
-    ctx = _ctx(**SCHEDULES["mbarrier WAR"])
+    ctx = _ctx(SCHEDULES["mbarrier WAR"])
     for n in _all(barrier_nest(ctx).tree):
         if isinstance(n, StageRelease):
             n.stages = 3
@@ -111,7 +111,7 @@ def test_a_release_on_the_wrong_stage_is_refuted():
 
 
 def test_without_the_barrier_before_the_refill_the_next_phase_may_run_ahead():
-    ctx = _ctx(**SCHEDULES["four stages"])
+    ctx = _ctx(SCHEDULES["four stages"])
     nest = barrier_nest(ctx)
     for n in _all(nest.tree):
         if hasattr(n, "body"):
@@ -124,7 +124,7 @@ def test_without_the_barrier_before_the_refill_the_next_phase_may_run_ahead():
 
 
 def test_a_producer_loading_before_its_empty_wait_may_run_ahead():
-    ctx = _ctx(**SCHEDULES["warp-specialized"])
+    ctx = _ctx(SCHEDULES["warp-specialized"])
     for n in _all(barrier_nest(ctx).tree):
         if hasattr(n, "body"):
             waits = [c for c in n.body if isinstance(c, StageEmptyWait)]

@@ -3,18 +3,13 @@ why a path is not one, the reads past K that find no zeros, and a cp.async vecto
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import tileproof as tp
 from tileproof.execution.statements import CondKind, tensor_execution
 from tileproof.execution.indexing import block_dims
 from tileproof.execution.zero_padding import zero_padded, zero_path
+from tileproof.recipes import (CpAsyncPipeline, HopperGemmParams, HopperTile, MmaGemmParams, TmaPipeline, hopper_gemm,
+                               mma_gemm, tile_multiples)
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-sys.path.insert(0, str(ROOT / "tests"))
-from mma import tuned  # noqa: E402
 from support.examples import example_module  # noqa: E402
 
 LS = tp.LoadStoreOpType
@@ -25,7 +20,7 @@ def _invalid():
 
 
 def _tuned(k_multiple=None):
-    fusion = tuned("M", "N", "K", tp.bfloat16, stages=2)
+    fusion = mma_gemm("M", "N", "K", MmaGemmParams(dtype=tp.bfloat16, pipeline=CpAsyncPipeline(stages=2)))
     for a in ("M % 128 == 0", "N % 128 == 0") + ((f"K % {k_multiple} == 0",) if k_multiple else ()):
         fusion.assume(a)
     return fusion
@@ -102,10 +97,8 @@ def test_the_cp_async_past_k_is_lowered_with_src_size_0_and_the_mma_unpredicated
 def test_tma_loaded_wgmma_operands_run_past_k_on_the_tma_zeros():
     """K only a multiple of 8: the TMA box of the last K tile reaches past K, whose coordinates are
     out of its tensor map's bounds (zeros), and the wgmma reads them from shared memory."""
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper, tile_multiples
-
-    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2), 8, n_multiple=256)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256), pipeline=TmaPipeline(stages=4, prefetch=2))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 8, n_multiple=256)
     d = next(t for t in fusion.tensors if t.definition is not None and t.definition.macro is not None)
     for k in (0, 1):
         path, why = zero_path(d, k)

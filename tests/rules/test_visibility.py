@@ -9,7 +9,6 @@ schedules (tests/support/brute_force.py, tests/support/schedule_gen.py).
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,10 @@ import tileproof as tp
 from tileproof.model.expr import const, evaluate
 from tileproof.execution.indexing import block_dims, indices_from_logical, indices_from_loop, producer_logical
 from tileproof.model.types import BLOCK_TYPES
+from tileproof.recipes import Cluster, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 from tileproof.schedule_files import discover
 from tileproof.verifier.analysis import visibility
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from support.brute_force import kernel_points, describe, oracle  # noqa: E402
 from support.schedule_gen import visibility_cases  # noqa: E402
 
@@ -325,12 +324,12 @@ def test_a_tile_index_divided_by_a_symbolic_tile_count_is_proved_cheaply(monkeyp
     it takes thousands, so the schedule is accepted with a tenth of the usual limit."""
     from tileproof.verifier import solver
 
-    sys.path.insert(0, str(ROOT / "examples" / "valid"))
-    from wgmma import hopper
-
     monkeypatch.setattr(solver, "UNITS_PER_MS", 700)
-    fusion = hopper("M", "N", "K", block=(192, 192), split_n=True, stages=2, prefetch=1, group=4,
-                          specialized=tp.WarpSpecialized(tp.ParallelType.TIDy), cluster=2, persistent=8)
+    ws = tp.WarpSpecialized(tp.ParallelType.TIDy)
+    params = HopperGemmParams(tile=HopperTile(m=192, n=192, split_n=True),
+                              pipeline=TmaPipeline(stages=2, prefetch=1, warp_specialized=ws),
+                              grid=GridOrder(group=4, persistent=8), cluster=Cluster(size=2))
+    fusion = hopper_gemm("M", "N", "K", params)
     for a in ("M % 192 == 0", "N % 192 == 0", "K % 8 == 0"):
         fusion.assume(a)
     report = tp.verify(fusion)

@@ -7,8 +7,6 @@ refute the mutations that break it."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,22 +15,21 @@ from tileproof.codegen.ir import walk
 from tileproof.execution.barriers import Async, Sync, TmaWait, statement_paths
 from tileproof.execution.pipeline import Prefetched, Prologue, timeline
 from tileproof.execution.warp_roles import StageEmptyWait, StageRelease
-from tileproof.execution.wgmma_order import WgmmaWait
+from tileproof.execution.barriers import WgmmaWait
+from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-from wgmma import hopper, tile_multiples  # noqa: E402
 
 P = tp.ParallelType
 
 
 def _fusion(stages=4, prefetch=2, block=(128, 256)):
-    return tile_multiples(hopper("M", "N", "K", block=block, stages=stages, prefetch=prefetch, war_mbarriers=True), 64,
-                          n_multiple=block[1])
+    params = HopperGemmParams(tile=HopperTile(m=block[0], n=block[1]),
+                              pipeline=TmaPipeline(stages=stages, prefetch=prefetch, war_mbarriers=True))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=block[1])
 
 
 def _nest(**kw):
@@ -132,8 +129,9 @@ def test_the_issuing_thread_alone_waits_where_the_copies_sit_in_a_loop_of_their_
     wait before them is still the issuing thread's, and the full mbarrier counts 16 arrivals."""
     from tileproof.codegen.lower import lower
 
-    fusion = tile_multiples(hopper("M", "N", "K", block=(128, 256), stages=4, prefetch=2, group=8, war_mbarriers=True),
-                            64, n_multiple=256)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, war_mbarriers=True), grid=GridOrder(group=8))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)
     next(t for t in fusion.tensors if t.name == "T4").axis(4).parallelize(P.Serial)  # Bulk{16} -> 16 copies
     assert tp.verify(fusion).ok
     st = lower(fusion.snapshot(), tp.get_target("sm_90a"))
@@ -159,8 +157,10 @@ def test_a_refill_of_mn_major_boxes_is_one_issue_after_its_empty_wait():
     """An MN-major tile is loaded as a loop of boxes: that loop is the refill the empty wait
     guards (benchmarks/fuzz.py seed 18, case 170: the loop was not counted as an issue, and
     PIPELINE-RAW, PIPELINE-WAR and PIPELINE-PHASE rejected the schedule)."""
-    fusion = hopper(248, 320, 680, block=(64, 128), stages=2, prefetch=1, war_mbarriers=True, a_major="MN",
-                    b_major="MN")
+    params = HopperGemmParams(tile=HopperTile(m=64, n=128),
+                              pipeline=TmaPipeline(stages=2, prefetch=1, war_mbarriers=True), a=Operand(major="MN"),
+                              b=Operand(major="MN"))
+    fusion = hopper_gemm(248, 320, 680, params)
     nest = barrier_nest(VerifyContext(fusion.snapshot(), tp.get_target("sm_90a")))
     for tl in _timelines(nest).values():
         assert [e.step.value for e in tl.producer] == ["empty wait", "issue", "issue"]  # A's and B's boxes

@@ -5,9 +5,6 @@ mutation that breaks it with the datum; WS-ROLES and WS-REGISTERS check the sche
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import tileproof as tp
@@ -15,23 +12,22 @@ from tileproof.codegen.ir import walk
 from tileproof.execution.barriers import Async, TmaWait, statement_paths
 from tileproof.execution.pipeline import specialized_timeline
 from tileproof.execution.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles, register_pool
-from tileproof.execution.wgmma_order import WgmmaWait
+from tileproof.execution.barriers import WgmmaWait
+from tileproof.recipes import HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "valid"))
-from wgmma import hopper, tile_multiples  # noqa: E402
 
 P = tp.ParallelType
 WS = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
 
 
 def _fusion(stages=4, prefetch=2, spec=WS, block=(128, 256)):
-    return tile_multiples(hopper("M", "N", "K", block=block, stages=stages, prefetch=prefetch, specialized=spec), 64,
-                          n_multiple=block[1])
+    params = HopperGemmParams(tile=HopperTile(m=block[0], n=block[1]),
+                              pipeline=TmaPipeline(stages=stages, prefetch=prefetch, warp_specialized=spec))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=block[1])
 
 
 def _nest(**kw):
@@ -176,9 +172,9 @@ def test_roles_are_checked():
 
 
 def test_a_warp_specialized_buffer_must_be_a_tma_load_read_by_wgmma():
-    import cp_async
+    from support.examples import example_module
 
-    fusion = cp_async.k_loop_sum_double_buffered()
+    fusion = example_module("valid", "cp_async").k_loop_sum_double_buffered()
     for t in fusion.tensors:
         if t.circular is not None:
             t.circular_buffer(2, 1, tp.WarpSpecialized(P.TIDy))
@@ -209,8 +205,9 @@ def test_three_consumer_warpgroups_of_64_x_256_do_not_compile(spec):
     """WGMMA-INSTRUCTION-REGISTERS: one m64n256 wgmma needs 128 + 26 registers a thread, and ptxas
     compiles four warpgroups for 128, whatever the consumers' setmaxnreg count. The warning is
     not repeated for the same tile."""
-    fusion = tile_multiples(hopper("M", "N", "K", block=(192, 256), stages=3, prefetch=1, specialized=spec), 64,
-                            m_multiple=192, n_multiple=256)
+    params = HopperGemmParams(tile=HopperTile(m=192, n=256),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=spec))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, m_multiple=192, n_multiple=256)
     report = tp.verify(fusion, "sm_90a")
     assert report.codes == ["WGMMA-INSTRUCTION-REGISTERS"]
     (e,) = report.errors
@@ -226,8 +223,9 @@ def test_two_wgmmas_a_consumer_spill_unless_it_gets_more_registers(spec, warned)
     """MMA-REGISTER-PRESSURE: two consumers of two m64n192 wgmmas each (192 accumulators a
     thread) get 168 registers (384 threads; ptxas spills 1600 bytes a thread), or 232 after
     setmaxnreg (nothing spills). One wgmma (96 + 26) fits either way: not an error."""
-    fusion = tile_multiples(hopper("M", "N", "K", block=(256, 192), stages=3, prefetch=1, warpgroup_rows=128,
-                                   specialized=spec), 64, m_multiple=256, n_multiple=192)
+    params = HopperGemmParams(tile=HopperTile(m=256, n=192, warpgroup_rows=128),
+                              pipeline=TmaPipeline(stages=3, prefetch=1, warp_specialized=spec))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, m_multiple=256, n_multiple=192)
     report = tp.verify(fusion, "sm_90a")
     assert report.ok, [d.message for d in report.errors]
     pressure = [d for d in report.warnings if d.code == "MMA-REGISTER-PRESSURE"]

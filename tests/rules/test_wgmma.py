@@ -14,7 +14,6 @@ written out by hand.
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,13 +25,13 @@ from tileproof.model.options import MmaInputSmemSwizzle
 from tileproof.model.mma_op import ELEMENT_VARS
 from tileproof.execution.wgmma_operands import wgmma_operand
 from tileproof.hw.wgmma import Descriptor, atom_aligned
+from tileproof.recipes import HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 from tileproof.schedule_files import discover
 from tileproof.verifier.findings import tree_names
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-from support.examples import example_module  # noqa: E402
+from support.examples import example_module
 
+ROOT = Path(__file__).resolve().parents[2]
 VALID = example_module("valid", "wgmma")
 INVALID = example_module("invalid", "wgmma")
 INVALID_CASES = {c.name: c for c in discover([str(ROOT / "examples" / "invalid" / "wgmma.py")])}
@@ -99,7 +98,7 @@ def test_every_invalid_schedule_is_listed_here():
 
 
 def test_the_valid_schedule_passes_the_rules_the_invalid_ones_break():
-    """Each invalid schedule is hopper() with one change: unchanged, it is accepted on sm_90a."""
+    """Each invalid schedule is the recipe (hopper_gemm) with one change: unchanged, it is accepted on sm_90a."""
     report = tp.verify(INVALID._hopper_with(), target="sm_90a")
     assert report.ok, [(d.code, d.message) for d in report.errors]
 
@@ -197,7 +196,7 @@ def _brute_force(fusion, block: dict[str, int], expected):
 
 
 def _tma_sw128(stage_bytes):
-    """hopper()'s tiles: instance (Ko, wg, kk) reads A's rows 64 wg + mn and B's rows mn, K
+    """hopper_gemm's tiles: instance (Ko, wg, kk) reads A's rows 64 wg + mn and B's rows mn, K
     columns 16 kk + k, in stage Ko % stages (stage_bytes[role] each)."""
 
     def expected(d, instance, role, mn, k):
@@ -215,7 +214,9 @@ def test_brute_force_descriptor_addresses_are_the_tma_tiles(block, stages, k):
     """The last block of a 2 x 2 grid, one K tile; or three K tiles in two stages (the third
     back in stage 0)."""
     bm, bn = block
-    fusion = VALID.hopper(2 * bm, 2 * bn, k, block=block, stages=stages, prefetch=stages - 1 if stages > 1 else -1)
+    params = HopperGemmParams(tile=HopperTile(m=bm, n=bn),
+                              pipeline=TmaPipeline(stages=stages, prefetch=stages - 1 if stages > 1 else -1))
+    fusion = hopper_gemm(2 * bm, 2 * bn, k, params)
     expected = _tma_sw128({"A": (bm * 128, stages), "B": (bn * 128, stages)})
     mismatches, checked = _brute_force(fusion, {"blockIdx.x": 1, "blockIdx.y": 1}, expected)
     assert mismatches == []
@@ -265,7 +266,8 @@ def test_a_sw128_stage_only_128_byte_aligned_is_refused(monkeypatch):
         return dataclasses.replace(p, buffers={k: dataclasses.replace(b, offset=add(b.offset, const(128)))
                                                for k, b in p.buffers.items()}, total=add(p.total, const(128)))
 
-    fusion = VALID.hopper(256, 256, 128, block=(128, 256), stages=2, prefetch=1)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256), pipeline=TmaPipeline(stages=2, prefetch=1))
+    fusion = hopper_gemm(256, 256, 128, params)
     assert tp.verify(fusion, "sm_90a").ok
     monkeypatch.setattr(context, "plan_shared_memory", shifted)
     report = tp.verify(fusion, "sm_90a")

@@ -6,36 +6,38 @@ placed nest of a bundled schedule and checks the path reported, as the bugs it s
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import tileproof as tp
 from tileproof.execution.warp_roles import StageRelease, WarpRoles
-from tileproof.execution.wgmma_order import WgmmaFence, WgmmaWait
+from tileproof.execution.barriers import WgmmaFence, WgmmaWait
+from tileproof.recipes import (GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, mma_gemm,
+                               tile_multiples)
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.wgmma_order import check_order
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules.wgmma import wgmma_async_order
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper, tile_multiples  # noqa: E402
+from support.examples import example_module
+
 
 WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
+WIDE = HopperTile(m=128, n=256)
 SCHEDULES = {
-    "one tile": dict(),
-    "pipelined": dict(block=(128, 256), stages=4, prefetch=2, group=8),
-    "pipelined, waiting at once": dict(stages=4, prefetch=3),
-    "mbarrier WAR": dict(block=(128, 256), stages=4, prefetch=2, group=8, war_mbarriers=True),
-    "warp-specialized": dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS),
-    "persistent": dict(block=(128, 256), stages=4, prefetch=2, group=8, specialized=WS, persistent=132),
+    "one tile": HopperGemmParams(),
+    "pipelined": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2), grid=GridOrder(group=8)),
+    "pipelined, waiting at once": HopperGemmParams(pipeline=TmaPipeline(stages=4, prefetch=3)),
+    "mbarrier WAR": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2, war_mbarriers=True),
+                                     grid=GridOrder(group=8)),
+    "warp-specialized": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                                         grid=GridOrder(group=8)),
+    "persistent": HopperGemmParams(tile=WIDE, pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
+                                   grid=GridOrder(group=8, persistent=132)),
 }
 
 
-def _ctx(**kw):
-    n = 256 if kw.get("block", (128, 128))[1] == 256 else 128
-    fusion = tile_multiples(hopper("M", "N", "K", **kw), 64, n_multiple=n)
+def _ctx(params=HopperGemmParams()):
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=params.tile.n)
     return VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
 
 
@@ -62,7 +64,7 @@ def _violations(nest):
 
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_the_placed_fences_and_waits_keep_every_obligation(name):
-    ctx = _ctx(**SCHEDULES[name])
+    ctx = _ctx(SCHEDULES[name])
     nest = barrier_nest(ctx)
     assert _violations(nest) == [] and list(wgmma_async_order(ctx)) == []
     assert any(isinstance(n, WgmmaFence) for s in _scopes(nest.tree) for n in s)  # the nest has wgmma to check
@@ -70,7 +72,7 @@ def test_the_placed_fences_and_waits_keep_every_obligation(name):
 
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_without_the_fence_the_wgmma_follows_the_zeroing_unfenced(name):
-    nest = barrier_nest(_ctx(**SCHEDULES[name]))
+    nest = barrier_nest(_ctx(SCHEDULES[name]))
     assert _remove(nest, lambda n: isinstance(n, WgmmaFence)) == 1
     (v,) = _violations(nest)
     assert v.obligation == 1 and v.statement == "T2's wgmma"
@@ -89,7 +91,7 @@ def test_a_wgmma_needs_a_fence_even_with_nothing_written_before_it():
 @pytest.mark.parametrize("name", ["pipelined", "warp-specialized", "persistent"])
 def test_without_the_wait_after_the_loop_the_epilogue_reads_a_batch_in_flight(name):
     """Triton PR 8964: a persistent epilogue read the accumulators before wgmma.wait_group."""
-    nest = barrier_nest(_ctx(**SCHEDULES[name]))
+    nest = barrier_nest(_ctx(SCHEDULES[name]))
     assert _remove(nest, lambda n: isinstance(n, WgmmaWait) and not n.commit) == 1
     found = {(v.obligation, v.statement) for v in _violations(nest)}
     assert (2, "T2's store (its accumulators read)") in found
@@ -101,7 +103,7 @@ def test_without_the_wait_after_the_loop_the_epilogue_reads_a_batch_in_flight(na
 def test_the_next_tiles_zeroing_waits_for_the_last_batch_too():
     """Persistent: with the epilogue's read taken away, the next tile's init still writes the
     accumulators of a batch in flight, in a later iteration of the tile loop."""
-    nest = barrier_nest(_ctx(**SCHEDULES["persistent"]))
+    nest = barrier_nest(_ctx(SCHEDULES["persistent"]))
     _remove(nest, lambda n: (isinstance(n, WgmmaWait) and not n.commit)
             or (isinstance(n, tuple) and n[1].value == "store"))
     _remove(nest, lambda n: getattr(n, "name", None) == "T3")  # the output, which reads the store
@@ -115,7 +117,7 @@ def test_the_next_tiles_zeroing_waits_for_the_last_batch_too():
 @pytest.mark.parametrize("name", ["mbarrier WAR", "warp-specialized"])
 def test_a_release_without_its_wait_lets_the_batch_run_on(name):
     """nvFuser issue 3561: the arrive on the stage's empty mbarrier before the wgmma.wait_group."""
-    nest = barrier_nest(_ctx(**SCHEDULES[name]))
+    nest = barrier_nest(_ctx(SCHEDULES[name]))
     assert _remove(nest, lambda n: isinstance(n, WgmmaWait) and n.commit) == 1
     v = next(v for v in _violations(nest) if v.obligation == 3)
     assert v.counterexample["commits since"] == -1 and "not yet committed" in v.message
@@ -123,7 +125,7 @@ def test_a_release_without_its_wait_lets_the_batch_run_on(name):
 
 
 def test_a_wait_leaving_two_batches_in_flight_releases_too_early():
-    nest = barrier_nest(_ctx(**SCHEDULES["warp-specialized"]))
+    nest = barrier_nest(_ctx(SCHEDULES["warp-specialized"]))
     for scope in _scopes(nest.tree):
         for n in scope:
             if isinstance(n, WgmmaWait) and n.pending == 1:
@@ -134,7 +136,7 @@ def test_a_wait_leaving_two_batches_in_flight_releases_too_early():
 
 
 def test_a_release_moved_before_the_wait_is_reported_with_its_role():
-    nest = barrier_nest(_ctx(**SCHEDULES["warp-specialized"]))
+    nest = barrier_nest(_ctx(SCHEDULES["warp-specialized"]))
     roles = nest.tree[0]
     assert isinstance(roles, WarpRoles)
     body = roles.loops[0][1].body
@@ -146,7 +148,7 @@ def test_a_release_moved_before_the_wait_is_reported_with_its_role():
 
 
 def test_the_rule_reports_with_the_obligation_and_the_path():
-    ctx = _ctx(**SCHEDULES["pipelined"])
+    ctx = _ctx(SCHEDULES["pipelined"])
     nest = barrier_nest(ctx)
     _remove(nest, lambda n: isinstance(n, WgmmaFence))
     (d,) = list(wgmma_async_order(ctx))
@@ -157,10 +159,7 @@ def test_the_rule_reports_with_the_obligation_and_the_path():
 
 def test_no_wgmma_no_check():
     """An mma.sync kernel has no asynchronous MMA: nothing to order."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-    from mma import tuned  # noqa: E402
-
-    ctx = VerifyContext(tuned("M", "N", "K").snapshot(), tp.get_target("sm_90a"))
+    ctx = VerifyContext(mma_gemm("M", "N", "K").snapshot(), tp.get_target("sm_90a"))
     assert list(wgmma_async_order(ctx)) == []
 
 
@@ -168,10 +167,7 @@ def test_a_batch_whose_accumulators_are_read_in_its_own_loop_is_waited_for_at_on
     """Found by benchmarks/fuzz.py (seed 17, case 2410: the M-tile loop made the circular loop by
     inline_most): the accumulators were stored in the loop that left the batch in flight. The
     placement now waits for it there (wgmma.wait_group 0), and the rule finds nothing."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-    from wgmma import hopper_matmul_m_tiles_in_a_loop  # noqa: E402
-
-    fusion = hopper_matmul_m_tiles_in_a_loop()
+    fusion = example_module("valid", "wgmma").hopper_matmul_m_tiles_in_a_loop()
     tp.propagate_transforms(fusion.tensor("T4"))
     tp.inline_most(fusion)
     ctx = VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))

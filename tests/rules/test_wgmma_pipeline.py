@@ -7,26 +7,22 @@ with the iteration."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import tileproof as tp
 from tileproof.execution.barriers import Async, statement_paths
 from tileproof.execution.pipeline import in_prologue, timeline
-from tileproof.execution.wgmma_order import WgmmaFence, WgmmaWait
+from tileproof.execution.barriers import WgmmaFence, WgmmaWait
+from tileproof.recipes import HopperGemmParams, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.verifier.analysis.barrier_nest import barrier_nest
 from tileproof.verifier.analysis.pipeline import prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper, tile_multiples  # noqa: E402
-
 
 def _nest(stages, prefetch):
-    fusion = tile_multiples(hopper("M", "N", "K", stages=stages, prefetch=prefetch), 64)
+    params = HopperGemmParams(pipeline=TmaPipeline(stages=stages, prefetch=prefetch))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64)
     return barrier_nest(VerifyContext(fusion.snapshot(), tp.get_target("sm_90a")))
 
 
@@ -76,7 +72,8 @@ def test_a_wait_leaving_the_refilled_stages_batch_in_flight_is_refuted(stages, p
 
 
 def test_the_kernel_keeps_one_batch_in_flight_and_waits_for_all_before_the_store():
-    fusion = tile_multiples(hopper("M", "N", "K", stages=4, prefetch=2), 64)
+    params = HopperGemmParams(pipeline=TmaPipeline(stages=4, prefetch=2))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64)
     src = tp.compile(fusion, "sm_90a").cuda_source
     body = src[src.index("for (unsigned long long i2 = 0; i2 < ((s_K"):]
     assert body.count("tp_wgmma_wait<1>();") == 1 and body.count("tp_wgmma_commit();") == 1
@@ -132,7 +129,8 @@ def test_a_wgmma_wait_at_the_top_of_the_next_iteration_counts_from_there():
 def _m_tiles_in_a_loop(stages=4, prefetch=2):
     """The pipelined Hopper schedule with each block looping over the M tiles (Mo serial): the
     circular loop runs once per M tile."""
-    fusion = tile_multiples(hopper("M", "N", "K", stages=stages, prefetch=prefetch), 64)
+    params = HopperGemmParams(pipeline=TmaPipeline(stages=stages, prefetch=prefetch))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64)
     for t in fusion.tensors:
         if t.loop and t.loop[0].parallel_type is tp.ParallelType.BIDx:
             t.loop[0].parallelize(tp.ParallelType.Serial)

@@ -4,15 +4,11 @@ generator predicates a vector as one (codegen/lower/statements.py tests its last
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 import tileproof as tp
+from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper  # noqa: E402
 
 P = tp.ParallelType
 
@@ -52,6 +48,8 @@ def test_a_hole_inside_a_vector_is_still_rejected():
 def test_the_hopper_store_is_vectorized_on_partial_tiles_of_an_even_n(n, vectorized):
     """D's column pairs: an even N keeps each pair wholly inside or outside N, and rows past M
     are whole pairs; the schedule verifies with 8-byte stores."""
-    fusion = hopper(200, n, 128, block=(128, 256), stages=4, prefetch=2, group=8)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256), pipeline=TmaPipeline(stages=4, prefetch=2),
+                              grid=GridOrder(group=8))
+    fusion = hopper_gemm(200, n, 128, params)
     assert any(i.parallel_type is P.Vectorize for i in fusion.outputs[0].loop) == vectorized
     assert tp.verify(fusion).ok

@@ -1,6 +1,7 @@
 """Random wgmma schedules, for the fuzzer's wgmma family (benchmarks/fuzz.py): D[M, N] =
-sum_k A[M, 1, K] B[1, N, K] built by examples/valid/wgmma.py's hopper() with random parameters,
-so that the combinations no bundled example holds are verified, compiled and (with --run) run.
+sum_k A[M, 1, K] B[1, N, K] built by the Hopper GEMM recipe (tileproof.recipes.hopper_gemm) with
+random HopperGemmParams, so that the combinations no bundled example holds are verified, compiled
+and (with --run) run. A case's steps are its sizes and the parameters' repr.
 
 A draw: a block tile of 64 or 128 rows by 64, 128 or 256 columns, or 256 x 128, 192 x 192 or
 192 x 256 (a warpgroup per 64 rows, per 128 rows, or two splitting the columns: several wgmmas
@@ -19,14 +20,11 @@ too much shared memory) are left for the verifier to reject. Every call with one
 from __future__ import annotations
 
 import random
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import tileproof as tp
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "valid"))
-from wgmma import hopper  # noqa: E402
+from tileproof.recipes import (Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline,
+                               hopper_gemm)
 
 P = tp.ParallelType
 
@@ -51,55 +49,60 @@ def wgmma_case(seed: int) -> WgmmaCase:
     rng = random.Random(seed)
     bm, bn = rng.choice([(128, 128), (128, 256), (64, 128), (128, 64), (64, 256), (256, 128), (192, 192),
                         (192, 256)])
-    kw: dict = {"block": (bm, bn)}
+    tile: dict = {"m": bm, "n": bn}
+    pipeline: dict = {}
+    grid: dict = {}
+    cluster: dict = {}
+    epilogue: dict = {}
     if bm == 256 and rng.random() < 0.7:
-        kw["warpgroup_rows"] = 128  # two warpgroups of two 64-row wgmmas (else four of one)
+        tile["warpgroup_rows"] = 128  # two warpgroups of two 64-row wgmmas (else four of one)
     elif rng.random() < (0.5 if bm == 192 else 0.15):
-        kw["split_n"] = True  # two warpgroups splitting the columns (else one per 64 rows: three at 192)
+        tile["split_n"] = True  # two warpgroups splitting the columns (else one per 64 rows: three at 192)
     stages = rng.choice([1, 2, 3, 4])
     if stages > 1:
-        kw.update(stages=stages, prefetch=rng.randint(0, stages - 1) if rng.random() < 0.9 else stages)
+        pipeline.update(stages=stages, prefetch=rng.randint(0, stages - 1) if rng.random() < 0.9 else stages)
     if rng.random() < 0.5:
-        kw["group"] = rng.choice([2, 4, 8])
+        grid["group"] = rng.choice([2, 4, 8])
     if stages > 1 and rng.random() < 0.6:
         regs = rng.choice([(40, 232), (24, 240), None])
-        kw["specialized"] = (tp.WarpSpecialized(P.TIDy, num_registers=regs) if regs else
-                             tp.WarpSpecialized(P.TIDy))
+        pipeline["warp_specialized"] = (tp.WarpSpecialized(P.TIDy, num_registers=regs) if regs else
+                                        tp.WarpSpecialized(P.TIDy))
         if rng.random() < 0.3:
-            kw["cluster"] = 2
+            cluster["size"] = 2
         if rng.random() < 0.3:
-            kw["persistent"] = rng.choice([2, 4, 8, 132])
-            kw.setdefault("group", 8)
+            grid["persistent"] = rng.choice([2, 4, 8, 132])
+            grid.setdefault("group", 8)
     elif stages > 1 and rng.random() < 0.3:
-        kw["war_mbarriers"] = True
+        pipeline["war_mbarriers"] = True
     if rng.random() < 0.1:
-        kw["cluster"] = 2  # without warp specialization: CLUSTER-MULTICAST / WS-ROLES reject it
+        cluster["size"] = 2  # without warp specialization: CLUSTER-MULTICAST / WS-ROLES reject it
     if rng.random() < 0.4:
-        kw["out_dtype"] = tp.bfloat16
+        epilogue["dtype"] = tp.bfloat16
         if rng.random() < 0.5:
-            kw["stmatrix"] = True
-            if not kw.get("split_n") and rng.random() < 0.4:  # one TMA box staged at a time
-                kw["store_by_box"] = True
+            epilogue["stmatrix"] = True
+            if not tile.get("split_n") and rng.random() < 0.4:  # one TMA box staged at a time
+                epilogue["by_box"] = True
                 if rng.random() < 0.3:
-                    kw["store_swizzle"] = 64  # boxes of 32 columns
-    if rng.random() < 0.2:
-        kw["a_major"] = "MN"
-    if rng.random() < 0.2:
-        kw["b_major"] = "MN"
+                    epilogue["swizzle"] = 64  # boxes of 32 columns
+    a_major = "MN" if rng.random() < 0.2 else "K"
+    b_major = "MN" if rng.random() < 0.2 else "K"
+    params = HopperGemmParams(tile=HopperTile(**tile), pipeline=TmaPipeline(**pipeline), grid=GridOrder(**grid),
+                              cluster=Cluster(**cluster), epilogue=Epilogue(**epilogue), a=Operand(major=a_major),
+                              b=Operand(major=b_major))
     if rng.random() < 0.3:  # symbolic sizes, multiples of the tile (K of 8 or 64)
         k_multiple = rng.choice([8, 64])
-        fusion = hopper("M", "N", "K", **kw)
-        for s, q in (("M", bm), ("N", bn * kw.get("cluster", 1) if rng.random() < 0.5 else bn), ("K", k_multiple)):
+        fusion = hopper_gemm("M", "N", "K", params)
+        n_multiple = bn * params.cluster.size if rng.random() < 0.5 else bn
+        for s, q in (("M", bm), ("N", n_multiple), ("K", k_multiple)):
             fusion.assume(f"{s} % {q} == 0")
         sizes: tuple = ("M", "N", "K")
         shown = f"M, N, K symbolic (K % {k_multiple} == 0)"
     else:
         whole = rng.random() < 0.6
         sizes = (_size(rng, bm, whole), _size(rng, bn, whole), 8 * rng.randint(1 if stages == 1 else 9, 96))
-        fusion = hopper(*sizes, **kw)
+        fusion = hopper_gemm(*sizes, params)
         shown = f"{sizes[0]}x{sizes[1]}x{sizes[2]}"
-    steps = [shown] + [f"{k}={v}" for k, v in kw.items()]
-    return WgmmaCase(fusion, "sm_90a", steps, sizes)
+    return WgmmaCase(fusion, "sm_90a", [shown, repr(params)], sizes)
 
 
 __all__ = ["WgmmaCase", "wgmma_case"]
