@@ -28,20 +28,17 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import attempt, launch_info, results_path  # benchmarks/bench_common.py
+import schedules as S  # benchmarks/schedules.py
 
-from bench_common import attempt, launch_info, results_path  # noqa: E402  (benchmarks/bench_common.py)
-import schedules as S  # noqa: E402  (benchmarks/schedules.py)
-
-import tileproof as tp  # noqa: E402
-from tileproof.codegen import compile as tp_compile_module  # noqa: E402
-from tileproof.codegen.runtime import nvrtc as tp_nvrtc  # noqa: E402
-from tileproof.codegen.runtime.nvrtc import compile_to_cubin, cuda_include_dir, nvrtc_version  # noqa: E402
+import tileproof as tp
+from tileproof.codegen import compile as tp_compile_module
+from tileproof.codegen.runtime import nvrtc as tp_nvrtc
+from tileproof.codegen.runtime.nvrtc import compile_to_cubin, cuda_include_dir, nvrtc_version
 
 TARGET = "sm_90a"
 N = S.SIZE

@@ -55,8 +55,6 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from bench_common import attempt, launch_info, results_path  # noqa: E402  (benchmarks/bench_common.py)
 import matmul_schedules as S  # noqa: E402  (benchmarks/matmul_schedules.py)
 

@@ -31,12 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import attempt, launch_info, results_path  # benchmarks/bench_common.py
+import reduction_schedules as S  # benchmarks/reduction_schedules.py
 
-from bench_common import attempt, launch_info, results_path  # noqa: E402  (benchmarks/bench_common.py)
-import reduction_schedules as S  # noqa: E402  (benchmarks/reduction_schedules.py)
-
-import tileproof as tp  # noqa: E402
+import tileproof as tp
 
 TARGET = "sm_90a"
 VS_COPY_READ = 0.95  # issue 12: at least 0.95 of the copy's read bandwidth

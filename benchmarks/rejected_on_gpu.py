@@ -34,10 +34,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
 from bench_common import cuda_device_name, results_path  # benchmarks/bench_common.py
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SLOW_COMPILE_S = 10.0  # as benchmarks/fuzz.py: UNROLL-LENGTH's examples compile for minutes
 

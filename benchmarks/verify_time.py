@@ -10,11 +10,8 @@ import importlib.util
 import json
 import platform
 import statistics
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tileproof as tp
 from bench_common import results_path  # benchmarks/bench_common.py

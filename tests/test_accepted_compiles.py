@@ -10,7 +10,6 @@ lowering is wrong. benchmarks/fuzz.py runs the same generators at scale (results
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -20,8 +19,7 @@ from hypothesis import HealthCheck, given, settings
 import tileproof as tp
 from tileproof.schedule_files import discover
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.schedule_gen import lowering_cases, split_cases, swizzle_cases, tmem_cases, visibility_cases  # noqa: E402
+from support.schedule_gen import lowering_cases, split_cases, swizzle_cases, tmem_cases, visibility_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = {  # family -> (strategy, target, examples)

@@ -17,9 +17,9 @@ import tileproof as tp
 from tileproof.codegen.lower import lower
 from tileproof.model.targets import get_target
 
+from support.reduction_sim import Numbers, run_kernel
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from support.reduction_sim import Numbers, run_kernel  # noqa: E402
 
 
 def _schedules():

@@ -10,17 +10,16 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ROOT / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-import fuzz  # benchmarks/fuzz.py
+import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 import hopper_matmul  # benchmarks/hopper_matmul.py
 from bench_common import RESULTS, machine_name, results_path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
 
 README = BENCHMARKS / "README.md"
 DOCS = sorted([ROOT / "README.md", README, *(ROOT / "docs").glob("*.md")])

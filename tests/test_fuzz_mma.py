@@ -5,8 +5,6 @@ simulator of mma.sync (tests/support/mma_sim.py) within the tf32 / float32 bound
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +13,8 @@ import tileproof as tp
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import round_to
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.mma_gen import mma_case  # noqa: E402
-from support.mma_sim import run_mma_kernel  # noqa: E402
+from support.mma_gen import mma_case
+from support.mma_sim import run_mma_kernel
 
 F32_ADD = 2.0 ** -23
 TF32 = 2.0 ** -10

@@ -5,8 +5,6 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import z3
@@ -17,8 +15,7 @@ from tileproof.model.expr import OPS, PY_EVAL, SYMPY, evaluate, to_sympy
 from tileproof.model.simplify import bounds
 from tileproof.verifier.solver import Z3_BV, Z3_INT, Query
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.expr_gen import random_expr  # noqa: E402
+from support.expr_gen import random_expr
 
 RENDERERS = {"python": PY_EVAL, "sympy": SYMPY, "z3-bv": Z3_BV, "z3-int": Z3_INT, "cuda": CUDA}
 ROOT_OPS = {"const", "var"}

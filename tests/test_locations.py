@@ -19,8 +19,7 @@ from tileproof.reports import report_to_text
 from tileproof.schedule_files import BuildError, build_fusion, discover
 from tileproof.verifier.registry import all_rules, get_rule
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.rule_docs import SNIPPET_FILE, run_snippet  # noqa: E402
+from support.rule_docs import SNIPPET_FILE, run_snippet
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 INVALID = [c for c in discover([str(EXAMPLES)]) if not c.expect.ok]

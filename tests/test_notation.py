@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from pathlib import Path
 
 import pytest
 import sympy
@@ -17,8 +15,7 @@ from tileproof.model.expr import evaluate
 from tileproof.model.expr import expr_str
 from tileproof.model.notation import user_str
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.expr_gen import random_expr  # noqa: E402
+from support.expr_gen import random_expr
 
 
 @pytest.mark.parametrize("expr,text", [
@@ -48,10 +45,9 @@ def test_printed_sizes_evaluate_to_the_algebra_value():
 
 def test_a_printed_assumption_pastes_back_into_assume():
     """SPLIT-DIVISIBILITY's hint for a split of ceil(T0_0 / 4) by 128 is the assumption to paste."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "valid"))
-    from tmem_performant_copy import performant_vectorized_copy_schedule
+    from support.examples import example_module
 
-    fusion = performant_vectorized_copy_schedule()  # without the example's assumption
+    fusion = example_module("valid", "tmem_performant_copy").performant_vectorized_copy_schedule()  # without the example's assumption
     report = tp.verify(fusion, "sm_100a")
     hints = [d.hint for d in report.diagnostics if d.code == "SPLIT-DIVISIBILITY" and "ceil(" in (d.hint or "")]
     assert hints

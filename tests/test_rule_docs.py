@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from tileproof.verifier.diagnostics import Severity
 from tileproof.verifier.registry import SECTIONS, all_rules
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.rule_docs import run_snippet  # noqa: E402
+from support.rule_docs import run_snippet
 
 RULES = all_rules()
 

@@ -6,7 +6,6 @@ searched in steps. Checked by enumerating small ranges on random claims."""
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import sympy
@@ -16,8 +15,7 @@ from tileproof.model.expr import evaluate
 from tileproof.verifier import solver
 from tileproof.verifier.solver import Query, ShrinkAccount, Verdict
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.expr_gen import random_expr  # noqa: E402
+from support.expr_gen import random_expr
 
 S = sympy.Symbol("S", integer=True, nonnegative=True)
 

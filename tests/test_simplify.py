@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +14,7 @@ from tileproof.model.expr import OPS, evaluate
 from tileproof.model.simplify import INTERVAL, bounds, less_than, simplify, with_value
 from tileproof.verifier.solver import Query, Verdict
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support.expr_gen import random_expr  # noqa: E402
+from support.expr_gen import random_expr
 
 x, y, t, n = E.var("x"), E.var("y"), E.var("t"), E.var("n")
 

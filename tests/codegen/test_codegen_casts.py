@@ -7,7 +7,6 @@ tests/gpu/test_casts.py runs the same kernels against the reference on a GPU."""
 from __future__ import annotations
 
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +20,7 @@ from tileproof.codegen.runtime.reference import reference, round_to
 from tileproof.model.targets import get_target
 from tileproof.model.types import DTYPES
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.codegen_schedules import DTYPE_NAMES, cast_chain, every_cast, scalar_ops, vectorized_cast  # noqa: E402
+from support.codegen_schedules import DTYPE_NAMES, cast_chain, every_cast, scalar_ops, vectorized_cast
 
 ROOT = Path(__file__).resolve().parents[2]
 P = tp.ParallelType

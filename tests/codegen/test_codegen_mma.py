@@ -5,9 +5,6 @@ register semantics (tests/support/mma_probe_emulator.py), computes A B + C."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import tileproof as tp
@@ -17,8 +14,7 @@ from tileproof.codegen.emit.mma_probe import element_offset, probe_kernel
 from tileproof.codegen.runtime.nvrtc import compile_to_cubin
 from tileproof.hw import mma
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support import mma_probe_emulator  # noqa: E402
+from support import mma_probe_emulator
 
 INSTRUCTIONS = mma.mma_sync_instructions()
 IDS = [i.name for i in INSTRUCTIONS]

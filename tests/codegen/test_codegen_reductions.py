@@ -8,7 +8,6 @@ lowered kernels; tests/gpu/test_reductions.py runs them on the GPU.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,7 @@ from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime import nvrtc
 from tileproof.model.targets import get_target
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.reduction_schedules import (  # noqa: E402
+from support.reduction_schedules import (
     DTYPE_NAMES, column_reduction, row_reduction, row_reduction_rfactor, shared_partials, subtract_row_max, total,
 )
 

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +27,7 @@ from tileproof.hw.tcgen05 import TmemPattern
 from tileproof.model.types import Direction
 from tileproof.schedule_files import discover
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.tmem_sim import SimulationError, check_addresses, run_kernel, tmem_accesses_in  # noqa: E402
+from support.tmem_sim import SimulationError, check_addresses, run_kernel, tmem_accesses_in
 
 ROOT = Path(__file__).resolve().parents[2]
 SM100 = get_target("sm_100a")

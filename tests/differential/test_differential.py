@@ -13,10 +13,8 @@ derandomized one.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
@@ -24,9 +22,8 @@ from hypothesis import HealthCheck, given, seed, settings
 import tileproof as tp
 from tileproof.verifier.registry import all_rules
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.brute_force import describe, oracle  # noqa: E402
-from support.schedule_gen import split_cases, swizzle_cases, tmem_cases  # noqa: E402
+from support.brute_force import describe, oracle
+from support.schedule_gen import split_cases, swizzle_cases, tmem_cases
 
 TARGET = "sm_100a"
 ACCESS = ("TMEM-WARP-COLLECTIVE", "TMEM-ACCESS-PATTERN", "TMEM-SUBPARTITION")  # each violated by >= 10%

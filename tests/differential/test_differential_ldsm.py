@@ -23,25 +23,24 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import tileproof as tp
-from tileproof.model.allocation import compute_allocation
+from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import PY_EVAL, Expr, evaluate, mul
-from tileproof.model.indexing import (block_dims, indices_from_logical, indices_from_loop, linear_offset,
-                                      loop_var, producer_logical, thread_dims, valid_item_bounds)
-from tileproof.model.smem_plan import plan_shared_memory
+from tileproof.execution.indexing import (
+    block_dims, indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, thread_dims,
+    valid_item_bounds,
+)
+from tileproof.execution.smem_plan import plan_shared_memory
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.brute_force import describe  # noqa: E402
-from support.schedule_gen import Case, Recorder  # noqa: E402
+from support.brute_force import describe
+from support.schedule_gen import Case, Recorder
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType

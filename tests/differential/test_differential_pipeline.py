@@ -28,7 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tileproof.execution.barriers import Access, Async, Hazards, insert_barriers, statement_paths
+from tileproof.execution.barriers import Access, Async, Hazards, statement_paths
+from tileproof.execution.nest import place_syncs
 from tileproof.model.expr import const
 from tileproof.execution.pipeline import Event, Step, Timeline, in_prologue, timeline
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
@@ -109,7 +110,7 @@ def placed(stages: int, prefetch: int, extent: int) -> Timeline:
     tree = [Loop([writer, reader])]
     hazards = Hazards(lambda n: n.access if isinstance(n, Leaf) else None, lambda loop: True,
                       lambda loop: const(extent))
-    insert_barriers(tree, {"T1"}, hazards)
+    place_syncs(tree, {"T1"}, hazards)
     stmts = statement_paths(tree, hazards)
     [wp] = [p for n, a, p in stmts if n is writer and not in_prologue(p)]
     [rp] = [p for n, a, p in stmts if n is reader]
@@ -205,15 +206,11 @@ def test_the_issues_rejected_pipeline_built_anyway_reads_a_stage_being_refilled(
     stage 0, into which that copy is still in flight. (On an H100 the copy usually lands after the
     reads, so the race seldom shows in the output: 0 wrong elements in 5 runs of 4096 x 4096 with the
     one-barrier loop; compute-sanitizer racecheck reports the hazards.)"""
-    import sys
-    from pathlib import Path
-
     import numpy as np
 
     import tileproof as tp
     from tileproof.codegen.lower import lower
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from support.examples import example_module
     from support.mma_sim import SimulationError, run_mma_kernel
 

@@ -14,7 +14,6 @@ every block shape below, each thread's result checked against its group.
 from __future__ import annotations
 
 import itertools
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -29,9 +28,8 @@ from tileproof.model.expr import const
 from tileproof.model.targets import get_target
 from tileproof.model.types import MemoryType
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.reduction_gen import reduction_case  # noqa: E402
-from support.reduction_sim import Numbers, Simulator, Terms, run_kernel  # noqa: E402
+from support.reduction_gen import reduction_case
+from support.reduction_sim import Numbers, Simulator, Terms, run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = 120

@@ -9,7 +9,6 @@ float -> integer truncation, saturation and NaN, integer wrap-around. PyTorch's 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ import tileproof as tp  # noqa: E402
 from tileproof.codegen.runtime.reference import reference  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from support import codegen_schedules as cs  # noqa: E402
 
 from test_kernels import check_reference  # noqa: E402

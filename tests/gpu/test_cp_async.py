@@ -83,10 +83,7 @@ def test_a_misaligned_input_is_refused_at_launch():
 
 def test_ldmatrix_from_a_circular_buffer():
     """cp.async tiles, 2 stages, read by ldmatrix.x1 (tests/rules/test_pipeline.py): a copy, exact."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tests" / "rules"))
-    from test_pipeline import ldmatrix_from_a_circular_buffer
+    from rules.test_pipeline import ldmatrix_from_a_circular_buffer
 
     kernel = tp.compile(ldmatrix_from_a_circular_buffer(tiles=6))
     x = torch.randn(8, 48, device="cuda").half()

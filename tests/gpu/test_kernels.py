@@ -7,7 +7,6 @@ rounds each tensor to its dtype as the kernel stores it.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ import tileproof as tp  # noqa: E402
 from tileproof.codegen.runtime.reference import reference, tolerance  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from support import codegen_schedules as cs  # noqa: E402
 
 pytestmark = pytest.mark.gpu

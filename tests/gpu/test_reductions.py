@@ -12,7 +12,6 @@ a row holds the total.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ import tileproof as tp  # noqa: E402
 from tileproof.codegen.runtime.reference import reference  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from support import reduction_schedules as rs  # noqa: E402
 
 pytestmark = pytest.mark.gpu

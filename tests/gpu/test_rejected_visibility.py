@@ -5,7 +5,6 @@ built anyway with tileproof.testing.compile_unverified, stores wrong values on t
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,9 @@ if not torch.cuda.is_available():
 
 from tileproof.schedule_files import discover  # noqa: E402
 
+from rejected_on_gpu import run_case  # noqa: E402  (benchmarks/rejected_on_gpu.py)
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from rejected_on_gpu import run_case  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 FILES = [ROOT / "examples" / "invalid" / f for f in ("visibility.py", "thread_visibility.py", "global_visibility.py",

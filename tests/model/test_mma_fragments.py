@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import z3
@@ -19,9 +17,8 @@ from tileproof.hw import mma
 from tileproof.model.expr import as_expr, const, evaluate, var
 from tileproof.verifier.solver import Query
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support import ptx_fragments  # noqa: E402
-from support.cute_layout import TVLayout  # noqa: E402
+from support import ptx_fragments
+from support.cute_layout import TVLayout
 
 WGMMA_NS = list(range(8, 257, 8))
 

@@ -6,8 +6,6 @@ step, the descriptor's bit fields, and the Expr forms evaluating as the int form
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import pytest
 from tileproof.model.errors import InternalError
@@ -17,7 +15,6 @@ from tileproof.hw.wgmma import (
     Descriptor, atom_aligned, canonical_offset, hardware_address, hardware_swizzle, swizzle_span,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from support.cute_layout import index, parse
 
 NONE = Swizzle["None"]

@@ -6,9 +6,7 @@ land at one offset."""
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,9 +17,8 @@ from tileproof.model.expr import evaluate
 from tileproof.execution.indexing import block_dims, loop_var
 from tileproof.model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from support.brute_force import kernel_points  # noqa: E402
-from support.schedule_gen import swizzle_cases, visibility_cases  # noqa: E402
+from support.brute_force import kernel_points
+from support.schedule_gen import swizzle_cases, visibility_cases
 
 P = tp.ParallelType
 CODE = "ALLOCATION-DISTINCT"

@@ -1,2 +1,2 @@
-"""Helpers shared by several test files (not tests themselves). Test files put tests/ on
-sys.path and import `support.<module>`."""
+"""Helpers shared by several test files (not tests themselves). Test files import
+`support.<module>`: pytest puts tests/ on the path (pythonpath in pyproject.toml)."""
