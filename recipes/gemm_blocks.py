@@ -1,7 +1,7 @@
 """Schedule pieces both GEMM recipes use on D[M, N] = sum_k A[M, 1, K] B[1, N, K]: tiling
 [M, N, K] by the block tile, binding the block tiles to the grid in groups of M tiles, the
-symbolic sizes' tile-multiple assumptions, and the stmatrix epilogue's path through a shared
-tile to a TMA store. Imports only the public `tileproof` API.
+symbolic sizes' tile-multiple and grid-size assumptions, and the stmatrix epilogue's path through
+a shared tile to a TMA store. Imports only the public `tileproof` API.
 """
 
 from __future__ import annotations
@@ -45,6 +45,19 @@ def grouped_blocks(tensors, group):
             if not t.axis(i).is_broadcast:
                 t.axis(i).parallelize(p)
     return at
+
+
+GRID_YZ = 65535  # the most blocks along blockIdx.y or .z (LAUNCH-GRID); .x takes 2^31 - 1, more than M's tiles
+
+
+def grid_fits(fusion, m, n, *, n_per_y, m_per_z=None):
+    """Assume the symbolic sizes whose grid the GPU launches (LAUNCH-GRID proves it): N's tiles
+    on blockIdx.y, n_per_y columns a block, at most 65535 of them, so N <= 65535 n_per_y; with
+    m_per_z (M's rows a blockIdx.z covers: a group of M tiles) likewise for M. A size given as
+    an int needs no assumption (LAUNCH-GRID checks it as it is)."""
+    for size, per in ((n, n_per_y), (m, m_per_z)):
+        if isinstance(size, str) and per is not None:
+            fusion.assume(f"{size} <= {GRID_YZ * per}")
 
 
 def tile_multiples(fusion, k_multiple, m_multiple=128, n_multiple=128):
@@ -96,5 +109,5 @@ def tma_store_boxes(epilogue, block, swizzle=128, by_box=False):
         out.axis(k).parallelize(P.Bulk)
 
 
-__all__ = ["grouped_blocks", "permute", "swizzle_tma_box", "through_shared", "tile_mnk", "tile_multiples",
-           "tma_store_boxes"]
+__all__ = ["GRID_YZ", "grid_fits", "grouped_blocks", "permute", "swizzle_tma_box", "through_shared", "tile_mnk",
+           "tile_multiples", "tma_store_boxes"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tileproof as tp
 
-from .gemm_blocks import grouped_blocks, permute, through_shared, tile_mnk, tma_store_boxes
+from .gemm_blocks import grid_fits, grouped_blocks, permute, through_shared, tile_mnk, tma_store_boxes
 from .hopper_params import HopperGemmParams, swizzled_box
 
 P = tp.ParallelType
@@ -182,10 +182,12 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
     tiles = (d, *epilogue, sa, sb)
     if grid.patch:
         at = patched_blocks(tiles, grid.patch)
-    elif grid.persistent:
+        grid_fits(fusion, m, n, n_per_y=bn * grid.patch[1])
+    elif grid.persistent:  # `persistent` blocks along x, whatever the sizes
         at = persistent_blocks(tiles, grid.persistent, grid.group)
     else:
         at = grouped_blocks(tiles, grid.group)
+        grid_fits(fusion, m, n, n_per_y=bn, m_per_z=bm * grid.group if grid.group > 1 else None)
     for t in (sa, sb):
         t.inline_at(3 + at)
         if pipeline.stages > 1:

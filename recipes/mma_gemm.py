@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import tileproof as tp
 
-from .gemm_blocks import grouped_blocks, permute, through_shared, tile_mnk, tma_store_boxes
+from .gemm_blocks import grid_fits, grouped_blocks, permute, through_shared, tile_mnk, tma_store_boxes
 from .params import Epilogue, GridOrder, Params
 
 P = tp.ParallelType
@@ -237,6 +237,8 @@ def mma_gemm(m, n, k, params: MmaGemmParams | None = None) -> tp.Fusion:
     if epilogue:
         _stmatrix_epilogue(epilogue, macro, block, tile.warps)
     at = grouped_blocks((d, sa, sb, ra, rb, *epilogue), params.grid.group)
+    group = params.grid.group
+    grid_fits(fusion, m, n, n_per_y=bn, m_per_z=bm * group if group > 1 else None)
     for t in (sa, sb):
         t.inline_at(3 + at)
         t.circular_buffer(pipeline.stages, pipeline.prefetch)

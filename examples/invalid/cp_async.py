@@ -153,6 +153,7 @@ def circular_loop_on_blocks():
     """The axis left of the tile's compute-at position is bound to blockIdx.y: its iterations run in
     different blocks, and there is no loop to pipeline."""
     fusion, s = k_loop("circular_loop_on_blocks", stages=2)
+    fusion.assume("K <= 65535 * 32")  # gridDim.y = ceil(K / 32) launches (LAUNCH-GRID)
     for t in fusion.tensors[1:]:
         t.axis(1).parallelize(P.BIDy)
     return fusion

@@ -22,6 +22,7 @@ def cast_float32_to_bfloat16_vectorized():
         t1 = tp.cast(t0, tp.bfloat16)
         fusion.add_output(t1)
     fusion.assume("N % 4 == 0")
+    fusion.assume("M * N <= (2**31 - 1) * 512")  # gridDim.x = ceil(M N / 512) launches (LAUNCH-GRID)
     t1.merge(0).split(0, 4).split(0, 128)  # [blocks, TIDx{128}, Vectorize{4}]
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.TIDx)

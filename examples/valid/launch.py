@@ -1,5 +1,7 @@
-"""The fixed schedules of examples/invalid/launch.py: the 96 rows on TIDy (up to 1024), and the
-register tensors inlined so that a thread holds one element of each."""
+"""The fixed schedules of examples/invalid/launch.py: the 96 rows on TIDy (up to 1024), the
+register tensors inlined so that a thread holds one element of each, and grids within their
+limits: rows on blockIdx.x (up to 2^31 - 1), on blockIdx.y with the rows assumed at most
+65535, and a persistent grid of one block per SM."""
 
 import tileproof as tp
 
@@ -31,4 +33,38 @@ def block_rows_on_tidy():
 def local_frame_inlined():
     fusion, _ = copy_96_rows("local_frame_inlined", 1024)
     tp.inline_most(fusion)
+    return fusion
+
+
+def copy_rows(name: str, rows):
+    """T0 [rows, 32] -> output T1, a column per thread (the caller binds the rows to blocks)."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_concrete_tensor([rows, 32]) if isinstance(rows, int) else tp.make_tensor([rows, 32])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        fusion.add_output(t1)
+    t1.axis(1).parallelize(P.TIDx)
+    return fusion, t1
+
+
+@tp.schedule(expect=tp.accepted())
+def rows_on_bidx():
+    fusion, t1 = copy_rows("rows_on_bidx", 70000)
+    t1.axis(0).parallelize(P.BIDx)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def symbolic_rows_on_bidy_assumed_at_most_65535():
+    fusion, t1 = copy_rows("symbolic_rows_on_bidy_assumed_at_most_65535", "N")
+    fusion.assume("N <= 65535")
+    t1.axis(0).parallelize(P.BIDy)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def persistent_grid_of_132_blocks():
+    fusion, t1 = copy_rows("persistent_grid_of_132_blocks", "N")
+    t1.split(0, 132)  # [ceil(N / 132) (a serial loop), 132 (blockIdx.x, an H200's SMs), 32]
+    t1.axis(1).parallelize(P.BIDx)
     return fusion

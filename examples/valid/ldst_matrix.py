@@ -71,6 +71,8 @@ def ld_st_matrix_set(shape):
         fusion.add_input(tv0)
         tv1 = tp.set(tv0)
         fusion.add_output(tv1)
+    if isinstance(shape[1], str):  # gridDim.y = ceil(K / 256) launches up to 65535 (LAUNCH-GRID)
+        fusion.assume(f"{shape[1]} <= 65535 * {cta_n}")
     tv0_smem = tv0.cache_after(LS.TMA)  # TMA load, 128-byte swizzle
     tv0_smem.set_memory_type(tp.MemoryType.Shared)
     tv0_reg = tv0_smem.cache_after(LS.LdMatrix)  # ldmatrix: shared -> registers

@@ -169,6 +169,7 @@ def moye_tf32_double_buffered(size):
         fusion = moye_double_buffered("M", "N", "K")
         for s in ("M", "N"):
             fusion.assume(f"{s} % 128 == 0")
+        fusion.assume("N <= 65535 * 128")  # gridDim.y = N / 128 launches (LAUNCH-GRID)
         fusion.assume("K % 16 == 0")
         return fusion
     return moye_double_buffered(*(int(x) for x in size.split("x")))

@@ -43,10 +43,11 @@ def tma_alloc_merged_outer():
     """T0[M, N{12}, K] allocated [M*N, K]; the TMA domain is the allocation domain: T1 merges M
     and N again and boxes (16, 32) innermost first, a 2-D TMA of sizes (K, 12M). Symbolic M and
     K (boxes need not divide); K % 4 == 0 so the row stride 4K bytes is a multiple of 16, and
-    M <= 2^20 so the merged dimension's coordinates fit int32 (TMA-COORD-RANGE)."""
+    M <= 87380 so the merged dimension's 16-row boxes, ceil(12 M / 16) of them on blockIdx.y,
+    are at most 65535 (LAUNCH-GRID; its coordinates then fit int32 too: TMA-COORD-RANGE)."""
     fusion, t1, t2 = tma_load("tma_alloc_merged_outer", ["M", 12, "K"], lambda t: t.merge(0))
     fusion.assume("K % 4 == 0")
-    fusion.assume("M <= 1048576")
+    fusion.assume("M <= 87380")
     for t in (t1, t2):
         t.merge(0).split(1, 32).split(0, 16)  # [MNo, MNi{16}, Ko, Ki{32}]
         t.axis(0).parallelize(P.BIDy)

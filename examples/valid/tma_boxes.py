@@ -32,6 +32,7 @@ def tma_box_by_partitioning():
     the row stride 4N bytes must be a multiple of 16 (TMA-GLOBAL-STRIDE rejects it otherwise)."""
     fusion, t1, t2 = tma_load("tma_box_by_partitioning", ["M", "N"])
     fusion.assume("N % 4 == 0")
+    fusion.assume("M <= 65535 * 32")  # gridDim.y = ceil(M / 32) launches (LAUNCH-GRID)
     for t in (t1, t2):
         t.split(1, 64).split(0, 32).reorder({1: 2})  # [Mo, No, Mi{32}, Ni{64}]
         t.axis(0).parallelize(P.BIDy)

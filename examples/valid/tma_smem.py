@@ -232,6 +232,7 @@ def padded_tile(name, dtype, rows, swizzle_bytes, padded):
     TMA box has `rows` rows and never touches the padding. T2 stores the tile with 16-byte vectors,
     one row per TIDy: only the rows the box holds."""
     fusion, t1, t2 = tma_load(name, ["M", 64], dtype=dtype)
+    fusion.assume(f"M <= 65535 * {rows}")  # gridDim.y = ceil(M / rows) launches (LAUNCH-GRID)
     s, vec = swizzle_bytes // 16, 16 // dtype.bytes
     per_block_tiles(t1, t2, rows, swizzle_bytes // dtype.bytes)  # [I0o, I1o, rows, S/es]
     loop = t1.get_loop_domain()
@@ -400,6 +401,7 @@ def tma_transpose_bank_conflict_free():
         t1 = tp.transpose(t0, 0, 1)
         fusion.add_output(t1)
     fusion.assume("N % 4 == 0")  # 16-byte row stride for the TMA (TMA-GLOBAL-STRIDE)
+    fusion.assume("M <= 65535 * 32")  # gridDim.y = ceil(M / 32) launches (LAUNCH-GRID)
     t2 = t0.cache_after(op=TMA)
     t2.set_memory_type(tp.MemoryType.Shared)
     t2.split(1, 32).split(0, 32).reorder({1: 2})  # [I0o, I1o, R{32}, C{32}]

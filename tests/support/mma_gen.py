@@ -178,6 +178,7 @@ def mma_case(seed: int) -> MmaCase:
                 steps.append(f"no assumption on {s}")
                 continue
             fusion.assume(f"{s} % {q} == 0")
+        fusion.assume(f"N <= {65535 * bn}")  # N's tiles on blockIdx.y: a grid that launches (LAUNCH-GRID)
     case = MmaCase(fusion, target, steps, mutation, sizes=(m, n, k), macro=macro)
     set_macro = macro
     if mutation == "wrong_dtype":

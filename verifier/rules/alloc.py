@@ -7,19 +7,22 @@ from typing import Iterator
 
 import z3
 
-from ...model.allocation import Allocation, complete_cut_below
-from ...model.execution import store_execution
-from ...model.mma_op import mma_execution, well_formed
-from ...model.reduction import block_reductions
-from ...model.smem_plan import SCRATCH
+from ...execution.allocation import Allocation, complete_cut_below
+from ...execution.statements import store_execution
+from ...execution.mma_execution import mma_execution
+from ...execution.mma import well_formed
+from ...execution.reduction import block_reductions
+from ...execution.smem_plan import SCRATCH
 from ...model.expr import Expr, add, const, evaluate, product, var
-from ...model.indexing import linear_offset
-from ...model.tensor import fixed_by
+from ...execution.indexing import linear_offset
+from ...model.expr import expr_str
+from ...model.simplify import Simplifier
+from ...model.tensor_base import fixed_by
 from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, report_values, when_clause
-from ..monotone import prove_at_most
+from ..monotone import growing, prove_at_most
 from ..registry import rule
 from ..solver import Outcome
 
@@ -282,8 +285,8 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
             f"{out.values['blockDim.z']}) exceeds the {limit}-thread limit",
             counterexample={**ctx.symbols_of(out.model), **{k: out.values[k] for k in block}},
             hint="parallelize some of those axes on BIDx/BIDy/BIDz or leave them serial",
-            **_widest_thread_axes(ctx, THREAD_TYPES, out.model)),
-        **_widest_thread_axes(ctx, THREAD_TYPES, {}))
+            **_widest_axes(ctx, THREAD_TYPES, out.model)),
+        **_widest_axes(ctx, THREAD_TYPES, {}))
     if not out.proved:
         return  # one finding per launch: the per-dimension limits below are smaller claims
     for p, (name, extent), most in zip(THREAD_TYPES, block.items(), ctx.target.max_block_dims):
@@ -292,13 +295,90 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
             f"that {name} is at most {most}",
             lambda v, when, name=name, most=most: f"{name} is {v[name]}{when}, over the hardware's limit of {most}",
             [name], hint=f"put the {p} axis on TIDx/TIDy (up to 1024) or on a BID, or split it "
-                         f"so that at most {most} of it is on {p}", **_widest_thread_axes(ctx, (p,), {}))
+                         f"so that at most {most} of it is on {p}", **_widest_axes(ctx, (p,), {}))
 
 
-def _widest_thread_axes(ctx: VerifyContext, types, sizes: dict[str, int]) -> dict:
-    """Where a block-size finding points: for each of `types` the loop axis that sets its block
-    dimension (the widest one parallelized on it, at the counterexample's `sizes`; the first when
-    they cannot be compared), the widest of them the primary location, the others labels."""
+@rule("LAUNCH-GRID", family="alloc")
+def launch_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The grid has at most 2^31 - 1 blocks along x and 65535 along y and z.
+
+    What it checks:
+        gridDim.x, gridDim.y and gridDim.z, each the largest extent parallelized on
+        BIDx / BIDy / BIDz (the expressions the kernel is launched with), are at most
+        2^31 - 1, 65535 and 65535 for every admitted size: a symbolic extent is proved
+        over its range and the fusion's assumptions, and a counterexample names the
+        sizes whose grid the GPU refuses.
+    Why the hardware needs it:
+        cuLaunchKernel refuses a grid over these limits with CUDA_ERROR_INVALID_VALUE;
+        the kernel never runs. 70000 rows on BIDy, or a persistent grid of 2^31 blocks,
+        compile but cannot be launched.
+    Example:
+        with tp.Fusion("rows_on_bidy") as fusion:
+            t0 = tp.make_contig_concrete_tensor([70000, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.axis(0).parallelize(tp.ParallelType.BIDy)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("rows_on_bidx") as fusion:
+            t0 = tp.make_contig_concrete_tensor([70000, 32]); fusion.add_input(t0)
+            t1 = tp.set(t0); fusion.add_output(t1)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        CUDA C++ Programming Guide, compute capabilities table (maximum x-dimension of a
+        grid of thread blocks 2^31 - 1, maximum y- and z-dimension 65535);
+        docs/hardware.md#grid-dimensions
+    """
+    # Formal statement: for all admitted sizes s (symbol ranges, bindings, assumptions) and p in x, y, z:
+    #   gd_p(s) <= target.max_grid_dims[p], gd_p = the largest extent parallelized on BID_p (1 where none is),
+    #   the gridDim the kernel is launched with (execution/indexing.py grid_dims)
+    for p, extent, most in zip(BLOCK_TYPES, ctx.grid_dims, ctx.target.max_grid_dims):
+        if p not in ctx.block_dims:
+            continue  # gridDim 1
+        name = f"gridDim.{p.cuda_name[-1]}"
+        yield from report_values(
+            ctx, "LAUNCH-GRID", prove_at_most(ctx, extent, most, {name: extent}),
+            f"that {name} is at most {most}",
+            lambda v, when, name=name, most=most: f"{name} is {v[name]}{when}, over the hardware's limit of {most}",
+            [name], notes=[f"{name} = {expr_str(extent)}, the largest extent parallelized on {p.value}"],
+            hint=_grid_hint(ctx, p, extent, most), **_widest_axes(ctx, (p,), {}))
+
+
+def _grid_hint(ctx: VerifyContext, p, extent: Expr, most: int) -> str:
+    fixes = ["put the axis on BIDx (up to 2^31 - 1 blocks)"] if p is not BLOCK_TYPES[0] else []
+    fixes.append(f"split it so that at most {most} of it is on {p.value} (a serial loop over the rest)")
+    bound = _largest_size(ctx, extent, most)
+    if bound is not None:
+        fixes.append(f'assume the sizes it fits: fusion.assume("{bound[0]} <= {bound[1]}")')
+    elif extent.free_vars():
+        fixes.append("bound the sizes with fusion.assume")
+    if len(fixes) == 1:
+        return fixes[0]
+    return ", ".join(fixes[:-1]) + ("," if len(fixes) > 2 else "") + " or " + fixes[-1]
+
+
+def _largest_size(ctx: VerifyContext, extent: Expr, most: int) -> tuple[str, int] | None:
+    """(S, n) where extent depends on one size S, grows with it, and is at most `most` exactly
+    for the admitted S <= n (n >= the smallest admitted S); None otherwise."""
+    free = extent.free_vars()
+    if len(free) != 1 or not ctx.admitted.exact:
+        return None
+    (name,) = free
+    r = ctx.admitted.ranges.get(name)
+    if r is None or not growing(extent, Simplifier(ctx.admitted.bounds())) or evaluate(extent, {name: r.lo}) > most:
+        return None
+    ok, bad = 0, r.count()  # the admitted values at indices <= ok fit, those at >= bad do not
+    while bad - ok > 1:
+        mid = (ok + bad) // 2
+        ok, bad = (mid, bad) if evaluate(extent, {name: r.at(mid)}) <= most else (ok, mid)
+    return name, r.at(ok)
+
+
+def _widest_axes(ctx: VerifyContext, types, sizes: dict[str, int]) -> dict:
+    """Where a block- or grid-size finding points: for each of `types` the loop axis that sets its
+    launch dimension (the widest one parallelized on it, at the counterexample's `sizes`; the
+    first when they cannot be compared), the widest of them the primary location, the others
+    labels."""
     def width(i) -> int:
         try:
             return evaluate(i.extent_expr, sizes)
