@@ -16,6 +16,7 @@ from ..model.iterdomain import IterDomain
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .circular import circular_axis
+from .derive import per_fusion
 
 DISTRIBUTED: dict[MemoryType, tuple[ParallelType, ...]] = {
     MemoryType.Global: DEVICE_TYPES,
@@ -154,6 +155,7 @@ def _value(e: Expr):
     return v if v is not None else to_sympy(e)
 
 
+@per_fusion
 def compute_allocation(tv: TensorView) -> Allocation:
     mem = tv.memory_type
     alloc_ids = tv.get_allocation_domain()

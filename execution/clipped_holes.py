@@ -35,10 +35,8 @@ for an MmaOp: a hole of a split of K stays a predicate (execution/zero_padding.p
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
 from ..model.expr import try_int
-from ..model.fingerprint import fingerprint
 from .indexing import indices_from_loop, loop_var, valid_item_bounds
 from ..model.iterdomain import Merge, Split
 from .promotion import loop_extents, needed_bounds
@@ -48,6 +46,7 @@ from ..hw.tma import infer_tma, is_tma_op
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
 from ..model.fusion import is_mma_op
 from ..model.mma_op import is_mma
+from .derive import per_fusion
 
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
 POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY)
@@ -55,30 +54,17 @@ POINTWISE_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.StMatrix)
 ZERO_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix)  # on chip, carrying a TMA's zeros
 
 
+@per_fusion
 def clipped(fusion) -> frozenset[str]:
     """The names of the tensors whose statements run at their holes (module docstring)."""
-    return _memo("clipped", fusion, _clipped)
+    return _clipped(fusion)
 
 
+@per_fusion
 def filled(fusion) -> frozenset[str]:
     """The names of the TMA loads, and the copies and MmaOps reading them, that run at their holes
     on the zeros the TMA writes past the extent (module docstring)."""
-    return _memo("filled", fusion, _filled)
-
-
-_MEMO: "OrderedDict[tuple[str, str], frozenset[str]]" = OrderedDict()
-MEMO_SIZE = 64
-
-
-def _memo(kind: str, fusion, compute) -> frozenset[str]:
-    """compute(fusion), once per schedule: every predicate of every statement asks (40 times in
-    one verify of the Hopper GEMM), and the answer is a function of what the fingerprint holds."""
-    key = (kind, fingerprint(fusion, "holes"))
-    if key not in _MEMO:
-        _MEMO[key] = compute(fusion)
-        if len(_MEMO) > MEMO_SIZE:
-            _MEMO.popitem(last=False)
-    return _MEMO[key]
+    return _filled(fusion)
 
 
 def _clipped(fusion) -> frozenset[str]:

@@ -17,10 +17,11 @@ from .allocation import Allocation, compute_allocation
 from ..model.expr import Expr
 from ..model.mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
 from ..model.tensor import TensorView
-from ..model.types import INSTRUCTION_AXES, ParallelType
+from ..model.types import BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES, ParallelType
 from ..hw.tma import is_tma_op
 from .problems import Problem
 from .reduction import Phase, insert_init, phases
+from .derive import per_fusion
 
 
 def _allocations(fusion, allocations) -> dict[str, Allocation]:
@@ -30,6 +31,12 @@ def _allocations(fusion, allocations) -> dict[str, Allocation]:
 
 
 def execution_order(fusion) -> list[TensorView]:
+    """The computed tensors in statement order (_execution_order), a fresh list per call."""
+    return list(_execution_order(fusion))
+
+
+@per_fusion
+def _execution_order(fusion) -> tuple[TensorView, ...]:
     """The tensors the kernel computes, producers first: a consumer's producers that are not
     inlined before those that are, so an inlined producer's statement lands right before the
     consumer's inside the loops they share; and what all of a consumer's producers need before
@@ -56,7 +63,7 @@ def execution_order(fusion) -> list[TensorView]:
     for out in fusion.outputs:
         needs(out)
         emit(out)
-    return order
+    return tuple(order)
 
 
 @dataclass(eq=False)
@@ -85,6 +92,23 @@ class LoopGroup:
     def labels(self) -> list[str]:
         return [f"{tv.name} axis {k}" for tv, k in self.members]
 
+    @property
+    def launched(self) -> bool:
+        return self.parallel in THREAD_TYPES or self.parallel in BLOCK_TYPES
+
+    @property
+    def var(self) -> str:
+        """The kernel's name for this loop's index: threadIdx.x / blockIdx.y where the loop is a
+        launched type, else its counter i<index>."""
+        return self.parallel.cuda_name if self.launched else f"i{self.index}"
+
+    @property
+    def index_var(self) -> str:
+        """The index algebra's variable for this loop's index (the statements' execution models
+        are written in it): a thread/block index keeps its CUDA name, a counter gets a dotted name
+        no user extent symbol can take."""
+        return self.var if self.launched else f"loop.{self.var}"
+
 
 @dataclass
 class LoopGroups:
@@ -96,6 +120,7 @@ class LoopGroups:
     mismatched: list[Problem]
 
 
+@per_fusion
 def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap | None = None) -> LoopGroups:
     """Union-find over (tensor, loop position): a tensor inlined at p shares its first p loops with
     each computed consumer, where the loop IDs map (IdMap-exact). Groups are numbered in

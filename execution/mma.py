@@ -25,8 +25,6 @@ def well_formed(tv: TensorView) -> bool:
     """Whether tv is an MmaOp on the tensor cores whose fragments are defined: an mma.sync macro
     whose tile is tv's three innermost loop IDs, bound to Mma (no MMA-TARGET, MMA-DTYPE or
     MMA-SHAPE problem: shape_problems)."""
-    from .mma import CODES, shape_problems
-
     if not is_mma(tv):
         return False
     found: dict = {code: [] for code in CODES}

@@ -22,6 +22,7 @@ from ..model.mapping import IdMap, merges_a_broadcast, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.tensor_base import fixed_by
 from ..model.fusion import is_mma_op
+from .derive import per_fusion
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Promotion:
         return {self.consumer.loop[k].uid: env[tv.loop[k].uid] for k in range(self.positions)}
 
 
+@per_fusion
 def promotion(tv: TensorView) -> Promotion | None:
     """tv's promotion when an inlined loop ID of tv merges a broadcast (merges_a_broadcast);
     None otherwise, the usual case (every inlined loop ID the consumer's, or a broadcast)."""
@@ -61,8 +63,6 @@ def promotion(tv: TensorView) -> Promotion | None:
     by_key = {idmap.key(i): i for i in consumer.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
     loop_only = frozenset(mine - set(seeds) - {i.uid for i in tv.loop})
-    from .promotion import needed_bounds  # the execution model builds on this module
-
     holes = tuple(i for i in consumer.all_ids() if i.uid in theirs and i.uid in needed_bounds(consumer))
     return Promotion(consumer, ca, seeds, loop_only, holes)
 

@@ -47,6 +47,7 @@ from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .zero_padding import zero_padded
 from ..model.fusion import is_mma_op
 from .promotion import needed_bounds
+from .derive import per_fusion
 
 LAUNCH_TYPES = THREAD_TYPES + BLOCK_TYPES
 
@@ -134,6 +135,7 @@ class TensorExecution:
                                tuple(c.renamed(names) for c in self.padding))
 
 
+@per_fusion
 def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
                      names: dict[int, str] | None = None) -> TensorExecution:
     """The execution model of tv's statement in a kernel launched with `launch` (the extent
@@ -159,6 +161,7 @@ def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     return TensorExecution(tv, env, ranges, indices, tuple(conds), launch_index, padding)
 
 
+@per_fusion
 def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
                     names: dict[int, str] | None = None) -> TensorExecution:
     """The points that store tv's elements: its statement (tensor_execution), but for a

@@ -58,7 +58,8 @@ SCHEDULE_STATE = {
     "IterDomain": {"uid", "extent_expr", "iter_type", "parallel_type", "definition"},
 }
 NOT_SCHEDULE = {
-    "Fusion": {"origin", "assumption_origins", "cluster_origin", "_iterdomain_count", "_tensor_count"},
+    "Fusion": {"origin", "assumption_origins", "cluster_origin", "_iterdomain_count", "_tensor_count",
+               "frozen"},  # frozen: a snapshot of a schedule has the schedule's fingerprint
     "TensorView": {"origin", "fusion"},
     "Op": {"origin"},
     "IterDomain": {"origin", "parallel_origin", "number"},

@@ -72,6 +72,14 @@ class Op:
         return f"{self.output.name} = {what}({', '.join(args)})"
 
 
+MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
+
+
+def symbol_range() -> tuple[int, int]:
+    """The values every extent symbol is proved for (32-bit indexing); checked again at launch."""
+    return 1, MAX_EXTENT
+
+
 class Fusion:
     """A small dataflow of tensors (nvFuser's Fusion; the `with` block plays FusionGuard): tensors
     and ops created inside `with fusion:` belong to it. `name` names the kernel (tp_<name>);
@@ -95,6 +103,7 @@ class Fusion:
         self.origin = user_location()
         self.assumption_origins: list[str | None] = []  # the user's file:line of each assumption
         self._cluster_dims = (1, 1, 1)
+        self.frozen = False  # a snapshot: verify and compile read it, nothing schedules it again
         self.cluster_origin: str | None = None  # the user's file:line setting cluster_dims
 
     @property
@@ -235,8 +244,11 @@ class Fusion:
         return iter(order)
 
     def snapshot(self) -> "Fusion":
-        """A deep copy: what `verify` and `compile` work on."""
-        return copy.deepcopy(self)
+        """A frozen deep copy: what `verify` and `compile` work on (execution/derive.py derives
+        its execution facts once)."""
+        snap = copy.deepcopy(self)
+        snap.frozen = True
+        return snap
 
     def __repr__(self) -> str:
         return f"Fusion({self.name}: {len(self.tensors)} tensors, {len(self.exprs)} ops)"
