@@ -9,91 +9,9 @@ and a/b/__init__.py, so it counts as an import of each of them.
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
+from support.import_graph import ROOT, cycles, graph, imports, modules
 
-ROOT = Path(__file__).resolve().parents[2]  # the package root (tileproof)
 RULES = "tileproof.verifier.rules"
-
-
-def module_name(path: Path) -> str:
-    parts = ("tileproof", *path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def modules(folder: str) -> dict[str, Path]:
-    """Every module under `folder` (a path from the package root), by its dotted name."""
-    return {module_name(p): p for p in sorted((ROOT / folder).rglob("*.py"))}
-
-
-def imports(path: Path, module: str | None = None) -> list[tuple[str, int, bool]]:
-    """(the dotted module each import statement of the file names, its line, whether it is inside
-    a function); `from pkg import name` names pkg.name as well, which may be a submodule.
-    `module`: the file's dotted name (by default from its place under the package root)."""
-    tree = ast.parse(path.read_text())
-    in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
-    package = (module or module_name(path)).split(".")
-    if path.name != "__init__.py":
-        package = package[:-1]
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out += [(a.name, node.lineno, id(node) in in_function) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            target = ".".join(base + ([node.module] if node.module else []))
-            out.append((target, node.lineno, id(node) in in_function))
-            out += [(f"{target}.{a.name}", node.lineno, id(node) in in_function) for a in node.names]
-    return out
-
-
-def with_packages(name: str) -> set[str]:
-    """The module and every package that importing it runs: a.b.c -> a.b.c, a.b, a."""
-    parts = name.split(".")
-    return {".".join(parts[:k]) for k in range(1, len(parts) + 1)}
-
-
-def graph(folder: str) -> dict[str, set[str]]:
-    """Module -> the modules of `folder` it imports (anywhere in the file)."""
-    mods = modules(folder)
-    return {m: {t for name, _, _ in imports(p) for t in with_packages(name) if t in mods and t != m}
-            for m, p in mods.items()}
-
-
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(edges.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def test_no_rule_module_imports_another():
