@@ -310,7 +310,8 @@ def launch_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         sizes whose grid the GPU refuses.
     Why the hardware needs it:
         cuLaunchKernel refuses a grid over these limits with CUDA_ERROR_INVALID_VALUE;
-        the kernel never runs. 70000 rows on BIDy, or a persistent grid of 2^31 blocks,
+        the kernel never runs (measured on H200: 65535 blocks along y or z launch, 65536
+        do not; 2^31 - 1 along x launch, 2^31 do not). 70000 rows on BIDy, or a persistent grid of 2^31 blocks,
         compile but cannot be launched.
     Example:
         with tp.Fusion("rows_on_bidy") as fusion:
