@@ -13,8 +13,11 @@ Tensor memory (sm_100a) adds nodes produced by codegen/lower/tmem.py:
     TmemFencedSync    __syncthreads between tcgen05.fence::before_thread_sync and ::after_thread_sync
     TmemDealloc       a fenced barrier, then warp 0 frees the columns
 
-The barrier nodes are Syncs (each holds a __syncthreads). Nodes are plain data: emit/'s
-table EMIT prints each node type (the tensor-memory ones through codegen/emit/tmem.py).
+The barrier nodes are Syncs (each holds a __syncthreads; a NamedSync a bar.sync of some warps).
+The last passes say what the printer would otherwise decide: NamedSync, IndexNames (loop-invariant
+index terms named before an unrolled nest), WholeTile (a nest printed twice under a guard). Nodes
+are plain data: emit/'s table EMIT prints each node type (the tensor-memory ones through
+codegen/emit/tmem.py), and nothing else.
 """
 
 from __future__ import annotations
@@ -396,10 +399,47 @@ class WgmmaDescriptor:
     major: str = "K"  # "MN": the instruction transposes the operand (imm-trans-a / -b)
 
 
+# -- what the late passes decide for the printer ----------------------------------------------------
+
+@dataclass
+class NamedSync(Sync):
+    """`bar.sync barrier, threads`: a barrier of `threads` threads only, where not all of the
+    block's take part (a warp-specialized kernel's consumers, after the producer warpgroup has
+    returned: codegen/lower/named_barriers.py). Barrier 0 is __syncthreads()'s."""
+
+    barrier: int = 1
+    threads: int = 0
+
+
+@dataclass
+class IndexNames:
+    """`const <index type> name = value;` for each (name, value), before the unrolled nest whose
+    predicates read the names (codegen/lower/invariants.py)."""
+
+    names: list[tuple[str, Expr]]
+
+
+@dataclass
+class WholeTile:
+    """An unrolled nest in two versions (codegen/lower/whole_tile.py): `whole`, without the hole
+    predicates that `guard` implies, where the guard holds (it is the same for every thread of the
+    block), else `lowered`, the nest as lowered."""
+
+    guard: list[Cond]
+    whole: Loop
+    lowered: Loop
+
+    @property
+    def body(self) -> list:
+        """Both versions, for walk() and the passes that read every node."""
+        return [self.whole, self.lowered]
+
+
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
               CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
-              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait)  # a Role only in WarpRoles.body
+              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
+              NamedSync, IndexNames, WholeTile)  # a Role only in WarpRoles.body
 
 
 def walk(nodes: list):
@@ -419,8 +459,18 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
         if isinstance(n, Loop):
             lines.append(f"{pad}{n.kind.value} {n.var} < {n.extent}  # {n.label}")
             lines.append(format_nodes(n.body, indent + 1))
+        elif isinstance(n, NamedSync):
+            lines.append(f"{pad}{'fence.proxy.async + ' if n.fence_async else ''}bar.sync {n.barrier}, {n.threads}"
+                         f"  # {n.why}")
         elif isinstance(n, Sync):
             lines.append(f"{pad}{'fence.proxy.async + ' if n.fence_async else ''}sync  # {n.why}")
+        elif isinstance(n, IndexNames):
+            lines += [f"{pad}{name} = {value}" for name, value in n.names]
+        elif isinstance(n, WholeTile):
+            lines.append(f"{pad}if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.guard)}:  # a whole tile")
+            lines.append(format_nodes([n.whole], indent + 1))
+            lines.append(f"{pad}else:")
+            lines.append(format_nodes([n.lowered], indent + 1))
         elif isinstance(n, TmaWait):
             lines.append(f"{pad}wait {n.barrier}  # {n.why}")
         elif isinstance(n, ReduceInit):

@@ -20,12 +20,11 @@ from ...model.expr import Expr, add, const, product, substitute, try_int
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, scalar_literal
-from .invariants import Invariants
-from .whole_tile import whole_tile
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, BlockReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, KernelIR, Loop, LoopKind, MatrixCopy,
-                 Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait, TmemAccess, TmemAlloc,
-                 TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, StageDrain, StageEmptyWait, StageRelease)
+from ..ir import (ELEMENT_VAR, BlockReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
+                 LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
+                 TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
+                 StageDrain, StageEmptyWait, StageRelease)
 
 
 NAN_MAX_MIN = """\
@@ -108,15 +107,6 @@ def _nodes_of(nodes: list, kinds: tuple) -> list:
 class _Emitter:
     def __init__(self, ir: KernelIR):
         self.ir = ir
-        self.consumers = 0  # inside a warp-specialized kernel's consumer role: its thread count
-        self.enclosing: list[str] = []  # the C++ indices of the loops around the node being printed
-        self.threads: dict[str, int] = {}  # thread index -> the extent of the thread loop around the node
-        self.invariants: Invariants | None = None  # inside an unrolled nest: its predicates' named terms
-        self.invariant_count = 0
-        self.implied: frozenset = frozenset()  # hole predicates a whole tile's guard implies (emit/whole_tile.py)
-        # names that never change within a block: thread and block indices, the kernel's parameters
-        self.block_uniform = {f"blockIdx.{c}" for c in "xyz"} | {p.name for p in ir.params}
-        self.fixed = self.block_uniform | {f"threadIdx.{c}" for c in "xyz"}
         self.zero: dict[str, Expr] = {}  # the indices of the extent-1 loops around the node: 0
 
     def x(self, expr) -> str:
@@ -169,13 +159,7 @@ class _Emitter:
     def loop(self, n: Loop, depth: int) -> list[str]:
         pad = "  " * depth
         if n.kind in (LoopKind.THREAD, LoopKind.BLOCK):
-            outer = self.threads
-            if n.kind is LoopKind.THREAD and n.extent.op == "const":  # its statements run below it (their
-                self.threads = {**outer, n.var: n.extent.value}  # thread-extent predicates, or the role's branch)
-            try:
-                return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
-            finally:
-                self.threads = outer
+            return [f"{pad}// {n.var} over {self.x(n.extent)}: {n.label}"] + self.nodes(n.body, depth)
         if n.extent == const(1):  # its index is 0 wherever it is used: the statements' indices, and a
             # circular loop's (K one tile) prefetch predicate, stage and phase, which name it
             outer = self.zero
@@ -184,46 +168,29 @@ class _Emitter:
                 return [f"{pad}{{  // {n.label} (extent 1)"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
             finally:
                 self.zero = outer
-        if n.kind is LoopKind.UNROLL and self.invariants is None:
-            return self.unrolled_nest(n, depth)
         head = [f"{pad}#pragma unroll"] if n.kind is LoopKind.UNROLL else []
         head.append(f"{pad}for ({INDEX_TYPES[self.ir.index_bits]} {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
-        self.enclosing.append(n.var)
-        try:
-            return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
-        finally:
-            self.enclosing.pop()
+        return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
 
-    def unrolled_nest(self, n: Loop, depth: int) -> list[str]:
-        """An outermost unrolled loop, the invariant divisions of its predicates named before it
-        (emit/invariants.py: else NVVM may leave it rolled, its register arrays in local memory);
-        with hole predicates, printed twice: for a whole tile without them, and as lowered
-        (emit/whole_tile.py)."""
-        outer = frozenset(self.fixed | set(self.enclosing))
-        self.invariants = Invariants(outer, self.ir.names, self.invariant_count)
-        whole = whole_tile(n, frozenset(self.block_uniform | set(self.enclosing)), self.ir, self.threads)
+    def index_names(self, n: IndexNames, depth: int) -> list[str]:
+        return [f"{'  ' * depth}const {INDEX_TYPES[self.ir.index_bits]} {name} = {self.x(value)};" for name, value in n.names]
+
+    def whole_tile(self, n: WholeTile, depth: int) -> list[str]:
         pad = "  " * depth
-        try:
-            lines = self.loop(n, depth + (whole is not None))
-            if whole is not None:  # a whole tile's nest without the hole predicates its guard implies
-                self.implied = whole.implied
-                fast = self.loop(n, depth + 1)
-                guard = " && ".join(self.cond(c) for c in whole.guard)
-                lines = ([f"{pad}if ({guard}) {{  // a whole tile: no hole predicates"] + fast
-                         + [f"{pad}}} else {{"] + lines + [f"{pad}}}"])
-            named = self.invariants
-        finally:
-            self.invariants, self.implied = None, frozenset()
-        self.invariant_count += named.count
-        return [pad + d for d in named.declarations(self.x, INDEX_TYPES[self.ir.index_bits])] + lines
+        return ([f"{pad}if ({' && '.join(self.cond(c) for c in n.guard)}) {{  // a whole tile: no hole predicates"]
+                + self.nodes([n.whole], depth + 1) + [f"{pad}}} else {{"] + self.nodes([n.lowered], depth + 1) + [f"{pad}}}"])
 
     def sync(self, n: Sync, depth: int) -> list[str]:
+        return self.fence(n, depth) + [f"{'  ' * depth}__syncthreads();  // {n.why}"]
+
+    def named_sync(self, n: NamedSync, depth: int) -> list[str]:
         pad = "  " * depth
-        # fence_async: shared-memory writes, then read by the async proxy (a TMA store)
-        fence = [f"{pad}tp_fence_async_smem();"] if n.fence_async else []
-        if self.consumers:  # the producer warpgroup has left: a named barrier of the consumers' threads
-            return fence + [f'{pad}asm volatile("bar.sync 1, {self.consumers};" ::: "memory");  // {n.why}']
-        return fence + [f"{pad}__syncthreads();  // {n.why}"]
+        return self.fence(n, depth) + [f'{pad}asm volatile("bar.sync {n.barrier}, {n.threads};" ::: "memory");  // {n.why}']
+
+    @staticmethod
+    def fence(n: Sync, depth: int) -> list[str]:
+        """fence_async: shared-memory writes, then read by the async proxy (a TMA store)."""
+        return [f"{'  ' * depth}tp_fence_async_smem();"] if n.fence_async else []
 
     def warp_roles(self, n: WarpRoles, depth: int) -> list[str]:
         """The producer warpgroup (the last index on the specialized axis) runs its loads and
@@ -244,11 +211,7 @@ class _Emitter:
         lines += [f"{pad}  return;", f"{pad}}}"]
         if regs:
             lines.append(f'{pad}asm volatile("setmaxnreg.inc.sync.aligned.u32 {regs[1]};");  // the consumers')
-        self.consumers = n.consumer_threads
-        try:
-            return lines + self.nodes(consumer.body, depth)
-        finally:
-            self.consumers = 0
+        return lines + self.nodes(consumer.body, depth)
 
     def empty_wait(self, n: StageEmptyWait, depth: int) -> list[str]:
         return ["  " * depth + line for line in emit_tma.empty_wait(n, self.x)]
@@ -271,7 +234,7 @@ class _Emitter:
     def matrix_copy(self, n: MatrixCopy, depth: int) -> list[str]:
         # warp-uniform predicates only (LDSM-THREAD-ROWS proved whole warps), e.g. a block past M
         body = emit_ldsm.matrix_copy(n, self.x)
-        conds = self.live(n.conds)
+        conds = n.conds
         return self.guarded_block(n.comment, conds, body[1:-1], depth) if conds else \
             ["  " * depth + line for line in [f"// {n.comment}", *body]]
 
@@ -280,7 +243,7 @@ class _Emitter:
         pad = "  " * depth
         body = self.vector_body(s) if s.vector > 1 else [self.scalar(s)]
         lines = [f"{pad}// {s.comment}"]
-        conds = self.live(s.conds)
+        conds = s.conds
         if conds:
             lines.append(f"{pad}if ({' && '.join(self.cond(c) for c in conds)}) {{")
             lines += [f"{pad}  {b}" for b in body]
@@ -300,13 +263,8 @@ class _Emitter:
         """The C++ type that stores a dtype's elements."""
         return CTYPES[dtype.name].storage
 
-    def live(self, conds: list[Cond]) -> list[Cond]:
-        """conds less those a whole tile's guard implies (where it holds)."""
-        return [c for c in conds if c not in self.implied] if self.implied else conds
-
     def cond(self, c: Cond) -> str:
-        named = self.invariants.rewrite if self.invariants is not None else (lambda e: e)
-        return f"{self.x(named(c.lhs))} {c.op} {self.x(named(c.rhs))}"
+        return f"{self.x(c.lhs)} {c.op} {self.x(c.rhs)}"
 
     def ref(self, o: Operand) -> str:
         return f"{o.tensor}[{self.x(o.offset)}]"
@@ -415,6 +373,9 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     StageRelease: _Emitter.release,
     StageDrain: _Emitter.drain,
     BulkStoreWait: _Emitter.store_wait,
+    NamedSync: _Emitter.named_sync,
+    IndexNames: _Emitter.index_names,
+    WholeTile: _Emitter.whole_tile,
 }
 
 def dtype_storage(dtype: DataType) -> str:

@@ -16,6 +16,13 @@
                (lower/pipelines.py)
     roles      a warp-specialized kernel's producer issuers and empty mbarriers (lower/warp_roles.py)
     signature  parameters, launch dimensions, names
+    named-barriers  a warp-specialized kernel's consumer barriers: bar.sync 1, N (lower/named_barriers.py)
+    whole-tile  an unrolled nest with hole predicates twice, under a block-uniform guard that
+               implies them (lower/whole_tile.py)
+    invariants  the loop-invariant divisions of an unrolled nest's predicates, named before it
+               (lower/invariants.py)
+    index-width  32-bit index math where every value the kernel computes is below 2^32
+               (lower/index_width.py)
 
 Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
 `tmem-alloc` after sync (tcgen05.alloc / dealloc, tcgen05 fences around every barrier).
@@ -45,7 +52,10 @@ from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
 from .gmem import global_layout
-from .index_width import index_bits
+from .index_width import choose_index_width
+from .invariants import name_invariants
+from .named_barriers import name_barriers
+from .whole_tile import split_whole_tiles
 from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, walk
 from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
 from .statements import StatementBuilder
@@ -186,9 +196,6 @@ def signature(st: Lowering) -> None:
         mbarriers=st.mbarriers,
         cluster=cluster_dims(fusion),
     )
-    if index_bits(st.kernel) == 32:
-        st.kernel.index_bits = 32
-        st.kernel.params = [replace(p, ctype="unsigned") if p.kind is ParamKind.EXTENT else p for p in params]
 
 
 PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
@@ -203,6 +210,10 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("roles", roles),
     ("tmem-alloc", tmem.allocate_and_fence),
     ("signature", signature),
+    ("named-barriers", name_barriers),
+    ("whole-tile", split_whole_tiles),
+    ("invariants", name_invariants),
+    ("index-width", choose_index_width),
 ]
 
 

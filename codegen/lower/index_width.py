@@ -18,9 +18,17 @@ from ...model.expr import Expr, const
 from ...model.simplify import Ranges, Simplifier
 from ...model.types import BLOCK_TYPES, THREAD_TYPES
 from ...verifier.context import symbol_range
-from ..ir import ELEMENT_VAR, Compute, KernelIR, Loop, LoopKind, ParamKind, walk
+from ..ir import ELEMENT_VAR, Compute, IndexNames, KernelIR, Loop, LoopKind, ParamKind, walk
 
 LIMIT = 1 << 32  # every value an unsigned 32-bit expression computes stays below this
+
+
+def choose_index_width(st) -> None:
+    """The pass: 32-bit index math and extent parameters where index_bits says so."""
+    if index_bits(st.kernel) == 32:
+        st.kernel.index_bits = 32
+        st.kernel.params = [dataclasses.replace(p, ctype="unsigned") if p.kind is ParamKind.EXTENT else p
+                            for p in st.kernel.params]
 
 
 def index_bits(ir: KernelIR) -> int:
@@ -44,7 +52,8 @@ def largest_index(ir: KernelIR) -> int | None:
 
 def _ranges(ir: KernelIR) -> Ranges:
     """Variable -> its range: an extent symbol its admitted values, a thread or block index and a
-    loop counter below its extent, a vector's element below the widest vector."""
+    loop counter below its extent, a vector's element below the widest vector, a named index term
+    (lower/invariants.py) the interval of its value."""
     out: dict = {}
     for p in ir.params:
         if p.kind is ParamKind.EXTENT and p.symbol is not None:
@@ -60,6 +69,13 @@ def _ranges(ir: KernelIR) -> Ranges:
         if isinstance(n, Compute):
             vector = max(vector, n.vector)
     out[ELEMENT_VAR] = const(vector)
+    values = Simplifier(dict(out))  # a named term reads loop counters and indices, never another name
+    for n in walk(ir.body):
+        if isinstance(n, IndexNames):
+            for name, value in n.names:
+                r = values.bounds(value)
+                if r.lo is not None and r.hi is not None:
+                    out[name] = (r.lo, r.hi)
     return out
 
 

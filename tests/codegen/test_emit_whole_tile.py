@@ -1,14 +1,17 @@
-"""emit/whole_tile.py: an unrolled nest's hole predicates are dropped only under a block-uniform
-guard that implies them at every thread and point of the nest."""
+"""codegen/lower/whole_tile.py: an unrolled nest's hole predicates are dropped only under a
+block-uniform guard that implies them at every thread and point of the nest; the pass puts the nest
+twice into a WholeTile node, which the emitter prints as if / else."""
 
 from __future__ import annotations
 
 import random
 
 import tileproof as tp
-from tileproof.codegen.emit.whole_tile import whole_tile
-from tileproof.codegen.ir import Compute, Loop, LoopKind, walk
+from tileproof.codegen.emit import emit
+from tileproof.codegen.ir import Compute, Loop, LoopKind, MatrixCopy, WholeTile, walk
 from tileproof.codegen.lower import lower
+from tileproof.codegen.lower.whole_tile import whole_tile_guard
+from tileproof.execution.statements import CondKind
 from tileproof.model.expr import evaluate
 from tileproof.recipes import Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 
@@ -16,17 +19,20 @@ from tileproof.recipes import Cluster, Epilogue, GridOrder, HopperGemmParams, Ho
 WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
 
 
-def _epilogue(m, n):
-    """The lowered 128 x 256 kernel at m x n x 8192 whose epilogue stores the accumulators from
-    registers (a stmatrix + TMA store epilogue has no hole predicates: model/clipped_holes.py),
-    its unrolled store loop, the C++ names around it that are the same for the whole block, and
-    the extents of the thread loops around it."""
+def _fusion(m, n):
     params = HopperGemmParams(tile=HopperTile(m=128, n=256),
                               pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),
                               grid=GridOrder(group=16, persistent=128), cluster=Cluster(size=2),
                               epilogue=Epilogue(dtype=tp.bfloat16))
-    fusion = hopper_gemm(m, n, 8192, params)
-    ir = lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel
+    return hopper_gemm(m, n, 8192, params)
+
+
+def _epilogue(m, n):
+    """The 128 x 256 kernel at m x n x 8192 lowered up to the whole-tile pass, whose epilogue stores
+    the accumulators from registers (a stmatrix + TMA store epilogue has no hole predicates:
+    model/clipped_holes.py), its unrolled store loop, the C++ names around it that are the same for
+    the whole block, and the extents of the thread loops around it."""
+    ir = lower(_fusion(m, n).snapshot(), tp.get_target("sm_90a"), until="signature").kernel
 
     def find(nodes, around, threads):
         for node in nodes:
@@ -60,9 +66,9 @@ def _points(nest):
 
 def test_the_guard_implies_every_dropped_predicate_and_is_block_uniform():
     ir, nest, uniform, threads = _epilogue(8000, 8000)
-    whole = whole_tile(nest, uniform, ir, threads)
-    assert whole is not None and len(whole.guard) == 2 and len(whole.implied) == 2  # rows and columns
-    for g in whole.guard:
+    whole = whole_tile_guard(nest, uniform, ir, threads)
+    assert whole is not None and len(whole.conds) == 2 and len(whole.implied) == 2  # rows and columns
+    for g in whole.conds:
         assert not g.lhs.free_vars() & {"threadIdx.x", "threadIdx.y", "threadIdx.z"}
     loops = _points(nest)
     names = {ir.names.get(v, v): v for c in whole.implied for v in c.lhs.free_vars()}
@@ -71,7 +77,7 @@ def test_the_guard_implies_every_dropped_predicate_and_is_block_uniform():
     held = failed = 0
     for _ in range(400):
         tile = {v: rng.randrange(16) if ir.names.get(v, v) != "blockIdx.x" else rng.randrange(128) for v in block}
-        if not all(evaluate(g.lhs, tile) < evaluate(g.rhs, tile) for g in whole.guard):
+        if not all(evaluate(g.lhs, tile) < evaluate(g.rhs, tile) for g in whole.conds):
             failed += 1
             continue
         held += 1
@@ -89,11 +95,33 @@ def test_a_tile_at_the_edge_keeps_its_predicates():
     62 (7936 + 127 >= 8000) too; tile (61, 30) is whole. The rows are the two consumer
     warpgroups' (threadIdx.y < 2), not the block's three (191)."""
     ir, nest, uniform, threads = _epilogue(8000, 8000)
-    whole = whole_tile(nest, uniform, ir, threads)
-    tops = sorted(evaluate(g.lhs, {v: 0 for v in g.lhs.free_vars()}) for g in whole.guard)
+    whole = whole_tile_guard(nest, uniform, ir, threads)
+    tops = sorted(evaluate(g.lhs, {v: 0 for v in g.lhs.free_vars()}) for g in whole.conds)
     assert tops == [127, 255]  # 64 x 2 consumer warpgroups' rows - 1 (not the producer's); 256 columns - 1
 
 
 def test_no_guard_where_the_tiles_divide():
     ir, nest, uniform, threads = _epilogue(8192, 8192)
-    assert whole_tile(nest, uniform, ir, threads) is None  # no hole predicates at all
+    assert whole_tile_guard(nest, uniform, ir, threads) is None  # no hole predicates at all
+
+
+def _holes(nest) -> int:
+    return sum(c.kind is CondKind.HOLE for n in walk([nest]) if type(n) in (Compute, MatrixCopy) for c in n.conds)
+
+
+def test_the_pass_puts_the_nest_twice_under_the_guard():
+    """The lowered kernel holds the epilogue nest as a WholeTile: the guard the analysis finds, the
+    nest without the predicates it implies, and the nest as lowered; the C++ tests the guard once."""
+    _, nest, uniform, threads = _epilogue(8000, 8000)
+    st = lower(_fusion(8000, 8000).snapshot(), tp.get_target("sm_90a"), until="whole-tile")
+    (split,) = [n for n in walk(st.kernel.body) if isinstance(n, WholeTile)]
+    assert split.guard == whole_tile_guard(nest, uniform, st.kernel, threads).conds
+    assert _holes(split.lowered) == _holes(nest) > 0 and _holes(split.whole) == 0
+    assert [type(n) for n in walk([split.whole])] == [type(n) for n in walk([nest])]  # the same nest otherwise
+    source = emit(lower(_fusion(8000, 8000).snapshot(), tp.get_target("sm_90a")).kernel, cuda_headers=False)
+    assert source.count("// a whole tile: no hole predicates") == 1 and "} else {" in source
+
+
+def test_no_whole_tile_node_where_the_tiles_divide():
+    ir = lower(_fusion(8192, 8192).snapshot(), tp.get_target("sm_90a")).kernel
+    assert not any(isinstance(n, WholeTile) for n in walk(ir.body))

@@ -2,7 +2,9 @@
 
 It runs the kernel IR (codegen/ir.py) block by block, the threads of a block in lockstep,
 statement by statement, on Python values: every Loop, every Compute under its predicate
-(copies, casts, arithmetic and a reduction's accumulation), ReduceInit, and BlockReduce by the
+(copies, casts, arithmetic and a reduction's accumulation), the index names declared before an
+unrolled nest (IndexNames, each thread's own values), a WholeTile's guard (the same in every
+thread of the block: checked) and the version it picks, ReduceInit, and BlockReduce by the
 algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
 over __shfl_xor_sync lanes with its mask, then the shared scratch), with its requirements
 checked: every shuffle partner is a lane of the warp that exists and is in the mask, every
@@ -21,7 +23,7 @@ from collections import Counter
 
 import numpy as np
 
-from tileproof.codegen.ir import ELEMENT_VAR, BlockReduce, Compute, Loop, LoopKind, ReduceInit, Sync
+from tileproof.codegen.ir import ELEMENT_VAR, BlockReduce, Compute, IndexNames, Loop, LoopKind, ReduceInit, Sync, WholeTile
 from tileproof.codegen.runtime.reference import BINARY, UNARY, cast, round_to
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
@@ -120,6 +122,7 @@ class Simulator:
         for b in blocks if blocks is not None else itertools.product(*(range(g) for g in self.grid)):
             self.block_env = {**self.symbols, **dict(zip(BLOCK_VARS, b))}
             self.local = [dict() for _ in self.threads]
+            self.index_names = [{} for _ in self.threads]  # per thread: IndexNames' name -> value
             self.shared = {}
             for buf in self.ir.buffers:
                 n = evaluate(buf.elements, self.symbols)
@@ -156,14 +159,28 @@ class Simulator:
                 self.block_reduce(n)
             elif isinstance(n, Compute):
                 self.compute(n, loops)
+            elif isinstance(n, IndexNames):
+                for k, names in enumerate(self.index_names):
+                    env = self.env(k, loops)
+                    names.update({name: self.ev(value, env) for name, value in n.names})
+            elif isinstance(n, WholeTile):
+                self.nodes([n.whole if self.block_uniform(n.guard, loops) else n.lowered], loops)
             else:
                 raise NotImplementedError(type(n).__name__)
+
+    def block_uniform(self, conds, loops) -> bool:
+        """Whether conds hold, which the kernel tests once for the whole block: in every thread
+        alike (else SimulationError)."""
+        held = {self.holds(conds, self.env(k, loops)) for k in range(len(self.threads))}
+        if len(held) != 1:
+            raise SimulationError(f"a block-uniform guard holds in some threads only: {conds}")
+        return held.pop()
 
     def start(self, n: ReduceInit):
         return self.neutral if self.neutral is not None else float(n.neutral)
 
     def env(self, k: int, loops) -> dict[str, int]:
-        return {**self.block_env, **self.threads[k], **loops}
+        return {**self.block_env, **self.threads[k], **self.index_names[k], **loops}
 
     def holds(self, conds, env) -> bool:
         for c in conds:

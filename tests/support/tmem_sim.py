@@ -1,9 +1,9 @@
 """A CPU simulator of lowered kernels that use tensor memory, for tests without a Blackwell GPU.
 
-It runs the kernel IR (codegen/ir.py) block by block, all threads
-of a block in lockstep, statement by statement, on numpy buffers, with the hardware's
-tcgen05 semantics written out here from the PTX ISA (9.7.16.1.1 addresses, 9.7.16.8
-data-path shapes), independently of model/tcgen05.py:
+It runs the kernel IR (codegen/ir.py) block by block, all threads of a block in lockstep
+(IndexNames and WholeTile as reduction_sim.py runs them), statement by statement, on numpy
+buffers, with the hardware's tcgen05 semantics written out here from the PTX ISA (9.7.16.1.1
+addresses, 9.7.16.8 data-path shapes), independently of model/tcgen05.py:
 
   - alloc hands out `columns` columns from an arbitrary first column (BASE_COLUMN), all lanes;
   - ld/st take the warp's address (taddr = lane << 16 | column, the same in all 32 threads:
@@ -25,7 +25,7 @@ import itertools
 
 import numpy as np
 
-from tileproof.codegen.ir import Compute, Loop, LoopKind, Sync, TmemAccess, TmemAlloc, TmemDealloc
+from tileproof.codegen.ir import Compute, IndexNames, Loop, LoopKind, Sync, TmemAccess, TmemAlloc, TmemDealloc, WholeTile
 from tileproof.codegen.runtime.arrays import from_raw, to_raw
 from tileproof.model.expr import evaluate
 from tileproof.model.types import Direction
@@ -86,6 +86,7 @@ class Simulator:
         for b in blocks if blocks is not None else itertools.product(*(range(g) for g in self.grid)):
             self.block_env = {**self.symbols, **dict(zip(BLOCK_VARS, b))}
             self.local = [dict() for _ in self.threads]  # per thread: buffer name -> array
+            self.index_names = [{} for _ in self.threads]  # per thread: IndexNames' name -> value
             for buf in self.ir.buffers:
                 n = self._int(buf.elements)
                 for regs in self.local:
@@ -121,11 +122,20 @@ class Simulator:
                 self.tmem_access(n, loops)
             elif isinstance(n, Compute):
                 self.compute(n, loops)
+            elif isinstance(n, IndexNames):  # each thread's values, as its C++ declares them
+                for k, names in enumerate(self.index_names):
+                    env = self.env(k, loops)
+                    names.update({name: self.ev(value, env) for name, value in n.names})
+            elif isinstance(n, WholeTile):
+                held = {self.holds(n.guard, self.env(k, loops)) for k in range(len(self.threads))}
+                if len(held) != 1:
+                    raise SimulationError(f"a block-uniform guard holds in some threads only: {n.guard}")
+                self.nodes([n.whole if held.pop() else n.lowered], loops)
             else:
                 raise NotImplementedError(type(n).__name__)
 
     def env(self, k: int, loops: dict[str, int]) -> dict[str, int]:
-        return {**self.block_env, **self.threads[k], **loops}
+        return {**self.block_env, **self.threads[k], **self.index_names[k], **loops}
 
     def holds(self, conds, env) -> bool:
         for c in conds:
