@@ -318,7 +318,7 @@ def compile(fusion: Fusion, target="sm_90a") -> Kernel:  # noqa: A001 - the publ
 
 def build_kernel(snapshot: Fusion, report: Report, tgt: Target, banner: str = "") -> Kernel:
     """Lower, emit and compile a frozen fusion (tp.compile calls it with a passing report only)."""
-    ir = lower(snapshot, tgt).kernel
+    ir = lower(snapshot, tgt, report.decisions).kernel
     include = cuda_include_dir() if uses_half_types(ir) else None
     source = banner + emit(ir, cuda_headers=include is not None)
     return Kernel(snapshot, report, tgt, ir, source, compile_to_cubin(source, tgt.name, include))

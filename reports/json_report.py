@@ -1,5 +1,6 @@
 """The JSON renderer: the Report's dataclass fields one for one, plus `ok`, `codes`
-and `rendered` (the terminal text), so a tool can show exactly what a person saw."""
+and `rendered` (the terminal text), so a tool can show exactly what a person saw; but
+`decisions`, which the code generator reads (claims keyed by expressions, not a finding)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import enum
 import json
 from typing import Any
 
-from ..verifier.diagnostics import Report
+from ..verifier.diagnostics import Decisions, Report
 from .terminal import report_to_text
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
     """A JSON-ready dict (enums as their string values, everything else as built)."""
-    data = dataclasses.asdict(report, dict_factory=_plain_dict)
+    data = dataclasses.asdict(dataclasses.replace(report, decisions=Decisions()), dict_factory=_plain_dict)
+    del data["decisions"]
     data["ok"] = report.ok
     data["codes"] = report.codes
     data["rendered"] = report_to_text(report)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import round_to
 
 from support.mma_gen import mma_case
+from support.lowering import lowered
 from support.mma_sim import run_mma_kernel
 
 F32_ADD = 2.0 ** -23
@@ -79,7 +79,7 @@ def _run_on_the_simulator(seed, case):
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((m, 1, k)), rng.standard_normal((1, n, k))
     dtype = case.fusion.inputs[0].dtype
-    (out,), _ = run_mma_kernel(lower(case.fusion.snapshot(), tp.get_target("sm_90a")).kernel, case.fusion, [a, b])
+    (out,), _ = run_mma_kernel(lowered(case.fusion, "sm_90a").kernel, case.fusion, [a, b])
     a2, b2 = round_to(a[:, 0, :], dtype), round_to(b[0], dtype)
     magnitude = np.abs(a2) @ np.abs(b2).T
     unit = TF32 if dtype == tp.float32 else 0.0

@@ -3,22 +3,22 @@ the launch geometry, and a factory for z3 queries that carries the assumptions."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Mapping
 
 import z3
 
+from ..execution.accesses import Access, accesses_to
 from ..execution.allocation import Allocation, compute_allocation
 from ..model.expr import Expr, const, substitute, try_int
-from ..model.fusion import Fusion, Op
+from ..model.fusion import Fusion, Op, symbol_range
 from ..execution.indexing import block_dims, executed_tensors, grid_dims, thread_dims
 from ..model.mapping import IdMap
 from ..execution.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
-from ..model.types import Direction, LoadStoreOpType, MemoryType
-from .solver import MAX_EXTENT, Outcome, Query, ShrinkAccount, Verdict, assumption_terms
+from ..model.types import LoadStoreOpType, MemoryType
+from .solver import Outcome, Query, ShrinkAccount, Verdict, assumption_terms
 
 # a claim the bit-vectors left undecided, tried over the integers (retried_over_integers)
 INTEGER_RETRY_MS = 5000
@@ -32,22 +32,6 @@ def _divides_by_symbol(e: Expr) -> bool:
     if e.op in ("floordiv", "ceildiv", "mod") and e.args[1].op != "const":
         return True
     return any(_divides_by_symbol(a) for a in e.args)
-
-
-@dataclass(frozen=True)
-class Access:
-    """An access to an on-chip tensor: `op` writes `consumer` (whose loop domain issues
-    it) and touches `tensor` (its output for a store, its input for a load)."""
-
-    op: Op
-    direction: Direction
-    tensor: TensorView
-    consumer: TensorView
-    input_index: int  # which op input is the accessed tensor (loads); -1 for stores
-
-    def __post_init__(self):
-        if not isinstance(self.direction, Direction):
-            raise TypeError(f"Access: direction must be a Direction, got {self.direction!r}")
 
 
 class VerifyContext:
@@ -97,14 +81,7 @@ class VerifyContext:
         return [t for t in self.fusion.tensors if t.memory_type is memory and not t.is_fusion_input]
 
     def accesses_to(self, memory: MemoryType) -> list[Access]:
-        out = []
-        for op in self.fusion.exprs:
-            if op.output.memory_type is memory:
-                out.append(Access(op, Direction.STORE, op.output, op.output, -1))
-            for k, t in enumerate(op.inputs):
-                if t.memory_type is memory:
-                    out.append(Access(op, Direction.LOAD, t, op.output, k))
-        return out
+        return accesses_to(self.fusion, memory)
 
     @cached_property
     def tmem_accesses(self) -> list[Access]:
@@ -209,11 +186,6 @@ class VerifyContext:
     def symbols_of(self, model: Mapping[str, int]) -> dict[str, int]:
         """The extent symbols of a counterexample (what size breaks the schedule)."""
         return {k: v for k, v in model.items() if k in self.fusion.symbols and k not in self.bind}
-
-
-def symbol_range() -> tuple[int, int]:
-    """The values every extent symbol is proved for (32-bit indexing); checked again at launch."""
-    return 1, MAX_EXTENT
 
 
 def is_tmem_op(op: Op) -> bool:

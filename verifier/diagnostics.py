@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, Mapping
+
+from ..execution.predicates import Claim
+from ..hw.tcgen05 import TmemPattern
+
+AccessKey = tuple[str, str, str, int]  # execution/accesses.py Access.key
 
 
 class Severity(enum.Enum):
@@ -67,13 +73,42 @@ class TensorSummary:
     id_labels: dict[str, str]  # IterDomain name -> label (TIDx{32}, i7{64})
 
 
+@dataclass(frozen=True)
+class Decisions:
+    """What verify decided for the code generator, so that tp.compile proves nothing again:
+
+        claims    each claim the lowering asks (execution/predicates.py: a hole or padding
+                  predicate the assumptions make redundant, registers a lane gives a
+                  warp-collective instruction that are consecutive) -> whether it is proved
+        tcgen05   each tensor-memory access (its Access.key) -> the tcgen05 pattern it is lowered
+                  to (whole warps execute it, its elements fill whole registers), None where none
+                  is proved
+
+    Both are held as (key, value) pairs and read as mappings (`claims_decided`, `patterns`). A
+    question neither holds was not decided (a verify with `bind` or a subset of rules, or a
+    rejected schedule whose rules did not all run): the code generator keeps such a predicate,
+    and refuses a warp-collective instruction that would need it."""
+
+    claims: tuple[tuple[Claim, bool], ...] = ()
+    tcgen05: tuple[tuple[AccessKey, TmemPattern | None], ...] = ()
+
+    @cached_property
+    def claims_decided(self) -> Mapping[Claim, bool]:
+        return dict(self.claims)
+
+    @cached_property
+    def patterns(self) -> Mapping[AccessKey, TmemPattern | None]:
+        return dict(self.tcgen05)
+
+
 @dataclass
 class Report:
     """What tp.verify returns: every Diagnostic of every rule that ran (`diagnostics`; `ok` when
     none is an error), the fusion and target, a summary of each tensor (`tensors`), the
     `assumptions` the proofs used, the `launch` dimensions, `rules_run` / `rules_not_run`, and
-    the z3 `queries` and `seconds` spent. Truthy when ok. tileproof.reports renders it
-    (terminal, JSON, HTML).
+    the z3 `queries` and `seconds` spent, and the `decisions` the code generator reads (which
+    predicates are redundant, which tcgen05 pattern each tensor-memory access is). Truthy when
+    ok. tileproof.reports renders it (terminal, JSON, HTML).
 
         report = tp.verify(fusion, target="sm_90a"); print(report.ok, report.codes)"""
 
@@ -88,6 +123,7 @@ class Report:
     queries: int = 0
     seconds: float = 0.0
     location: str | None = None
+    decisions: Decisions = field(default_factory=Decisions)
 
     @property
     def errors(self) -> list[Diagnostic]:

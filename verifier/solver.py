@@ -21,9 +21,9 @@ import sympy
 import z3
 
 from ..model.expr import Expr, from_sympy, var
+from ..model.fusion import MAX_EXTENT  # noqa: F401 - the bound of every symbol; rules size strides by it
 from ..model.simplify import Simplifier
 
-MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
 DEFAULT_TIMEOUT_MS = int(os.environ.get("TILEPROOF_TIMEOUT_MS", "20000"))
 # A proof's limit is z3's resource count, not the clock, so that a verdict does not depend on the
 # machine or its load: a limit of T ms allows T * UNITS_PER_MS units, and the clock stops only a

@@ -14,12 +14,13 @@ from typing import Iterable, Mapping
 from ..execution.cluster import cluster_dims, cluster_size
 from ..model.errors import InternalError, ScheduleError
 from ..model.fingerprint import fingerprint
-from ..model.fusion import Fusion
+from ..model.fusion import Fusion, symbol_range
 from ..model.notation import user_str
 from ..model.targets import get_target
 from .causes import group_by_cause
-from .context import VerifyContext, symbol_range
-from .diagnostics import Diagnostic, Report, Severity
+from .analysis.decisions import decide
+from .context import VerifyContext
+from .diagnostics import Decisions, Diagnostic, Report, Severity
 from .findings import named_as_tree, tree_names
 from .registry import all_rules
 from . import rules as rule_families  # noqa: F401 - importing it registers every rule, in report order
@@ -68,6 +69,8 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
             d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
         report.diagnostics += [named_as_tree(d, names) for d in found]
     group_by_cause(ctx, report)
+    if not bind and wanted is None and not report.rules_not_run:
+        report.decisions = _decisions(ctx, report)
     if report.rules_not_run:
         for d in report.errors:
             d.notes.append(f"{len(report.rules_not_run)} other rules were not run: each proves its claim for "
@@ -84,6 +87,18 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     if report.ok and not bind and wanted is None:
         _ACCEPTED[fusion] = (fingerprint(snap, tgt.name), report)
     return report
+
+
+def _decisions(ctx: VerifyContext, report: Report) -> Decisions:
+    """What the code generator reads (analysis/decisions.py). For a rejected schedule they serve
+    tileproof.testing.compile_unverified only, so one it cannot decide (its lowering is broken
+    beyond the rules' findings) gets none: the lowering then keeps every predicate."""
+    if report.ok:
+        return decide(ctx)
+    try:
+        return decide(ctx)
+    except Exception:  # a rejected schedule: its rejection explains it
+        return Decisions()
 
 
 def accepted_before(fusion: Fusion, key: str) -> Report | None:

@@ -5,7 +5,8 @@
     order      the tensors to compute, producers first, and their loop classes
     allocate   registers and shared-memory buffers (model.allocation, model.smem_plan),
                global layouts (strides from contiguity)
-    index      one statement per tensor: offsets and predicates from the index algebra; a TMA
+    index      one statement per tensor: offsets and predicates from the index algebra (which
+               predicates: execution/predicates.py, with the Report's decisions); a TMA
                copy (lower/tma.py), an ldmatrix/stmatrix (lower/ldsm.py) or a cp.async
                (lower/cp_async.py) where the op says so;
                a reduction's init, accumulation, block combine and store (lower/reduction.py)
@@ -27,7 +28,11 @@
 Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
 `tmem-alloc` after sync (tcgen05.alloc / dealloc, tcgen05 fences around every barrier).
 
-`lower(fusion, target)` runs them all; `lower(..., until="index")` stops early (tests, dumps).
+`lower(fusion, target, decisions)` runs them all; `lower(..., until="index")` stops early (tests,
+dumps). The lowering asks no solver: what needs a proof (a hole the assumptions rule out, an
+instruction's registers, a tcgen05 pattern) it reads from `decisions`, the Report's
+(lower/decisions.py). Without them it keeps every such predicate and refuses warp-collective
+instructions that need one.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ from ...execution.warp_roles import register_problems, role_problems
 from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
+from ...verifier.diagnostics import Decisions
+from .decisions import Answers
 from .gmem import global_layout
 from .index_width import choose_index_width
 from .invariants import name_invariants
@@ -73,6 +80,7 @@ LOWERED_OPS = tuple(t for t in conditions.LOWERED_OP_TYPES if t not in tmem.TMEM
 class Lowering:
     fusion: Fusion
     target: Target
+    answers: Answers
     order: list[TensorView] = field(default_factory=list)
     classes: LoopClasses | None = None
     allocations: dict[str, Allocation] = field(default_factory=dict)
@@ -126,7 +134,7 @@ def allocate(st: Lowering) -> None:
 
 def index(st: Lowering) -> None:
     launch = block_dims(st.fusion)
-    builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, launch, st.target)
+    builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, launch, st.answers, st.target)
     for tv in st.order:
         if is_mma(tv):  # init, the tensor-core tiles, store (lower/mma.py)
             mma.add_statements(builder, tv, st.statements)
@@ -222,9 +230,10 @@ def kernel_name(fusion_name: str) -> str:
     return KERNEL_PREFIX + re.sub(r"\W", "_", fusion_name, flags=re.ASCII)
 
 
-def lower(fusion: Fusion, target: Target, *, until: str | None = None) -> Lowering:
-    """Run the passes on `fusion` (a verified snapshot: lowering never re-checks safety)."""
-    st = Lowering(fusion, target)
+def lower(fusion: Fusion, target: Target, decisions: Decisions | None = None, *, until: str | None = None) -> Lowering:
+    """Run the passes on `fusion` (a verified snapshot: lowering never re-checks safety) with the
+    `decisions` of its Report (none: every predicate that needs a proof to drop is kept)."""
+    st = Lowering(fusion, target, Answers(decisions or Decisions()))
     for name, run in PASSES:
         run(st)
         if name == until:

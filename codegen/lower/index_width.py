@@ -17,7 +17,7 @@ from ...execution.statements import Cond
 from ...model.expr import Expr, const
 from ...model.simplify import Ranges, Simplifier
 from ...model.types import BLOCK_TYPES, THREAD_TYPES
-from ...verifier.context import symbol_range
+from ...model.fusion import symbol_range
 from ..ir import ELEMENT_VAR, Compute, IndexNames, KernelIR, Loop, LoopKind, ParamKind, walk
 
 LIMIT = 1 << 32  # every value an unsigned 32-bit expression computes stays below this

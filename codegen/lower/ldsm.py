@@ -11,19 +11,15 @@ LDSM-REGISTER-LAYOUT proved to be the hardware's.
 
 from __future__ import annotations
 
-from ...model.expr import Expr, add, const, mul, substitute, var
+from ...model.expr import Expr, const, mul, substitute
 from ...hw.ldmatrix import B16, WIDTHS, Layout, layout
 from ...model.tensor import TensorView
-from ...model.types import LoadStoreOpType, OpKind
+from ...model.types import LoadStoreOpType
 from ..errors import UnsupportedSchedule
 from ..ir import Compute, Cond, MatrixCopy, Operand
-from .predicates import always_equal
+from ...execution.predicates import consecutive
 from ...model.simplify import simplify
-
-def is_ldsm(tv: TensorView) -> bool:
-    op = tv.definition
-    return op is not None and op.kind is OpKind.LOAD_STORE and op.op_type in (LoadStoreOpType.LdMatrix,
-                                                                         LoadStoreOpType.StMatrix)
+from .decisions import Answers
 
 
 def lane_address(offset: Expr, vector_var: str, block: tuple[Expr, Expr, Expr], ranges, L: Layout = B16) -> Expr:
@@ -32,8 +28,10 @@ def lane_address(offset: Expr, vector_var: str, block: tuple[Expr, Expr, Expr], 
     return simplify(L.supplied_address(offset, block, lambda element: {vector_var: element}), ranges)
 
 
-def matrix_copy(tv: TensorView, stmt: Compute, vector_var: str, elements: int, block, ranges) -> MatrixCopy:
-    """The instruction for tv's statement (not yet vectorized: operands at element `vector_var`)."""
+def matrix_copy(tv: TensorView, stmt: Compute, vector_var: str, elements: int, block, ranges,
+                answers: Answers) -> MatrixCopy:
+    """The instruction for tv's statement (not yet vectorized: operands at element `vector_var`);
+    its registers are consecutive where verify proved so (execution/predicates.py consecutive)."""
     op = tv.definition
     name = "ldmatrix" if op.op_type is LoadStoreOpType.LdMatrix else "stmatrix"
     width = stmt.out.dtype.bytes
@@ -47,8 +45,12 @@ def matrix_copy(tv: TensorView, stmt: Compute, vector_var: str, elements: int, b
     smem, regs = (stmt.ins[0], stmt.out) if name == "ldmatrix" else (stmt.out, stmt.ins[0])
     address = mul(lane_address(smem.offset, vector_var, block, ranges, L), smem.dtype.bytes)
     fixed = {vector_var: const(0)}
-    start = substitute(regs.offset, fixed)
-    if elements > 1 and not always_equal(regs.offset, add(start, var(vector_var)), tv.fusion, None, ranges):
+    decided = answers.decided(consecutive(regs.offset, vector_var, ranges)) if elements > 1 else True
+    if decided is None:
+        raise UnsupportedSchedule(f"{tv.name}: no decision of tp.verify says whether the {elements} elements a lane "
+                                  f"gives {name} are consecutive in {regs.tensor}'s registers (it decides when every "
+                                  f"rule runs); a warp-collective instruction cannot be predicated per lane")
+    if not decided:
         raise UnsupportedSchedule(f"{tv.name}: the {elements} elements a lane gives {name} are not consecutive in "
                                   f"{regs.tensor}'s registers; allocate its Vectorize axis innermost")
 

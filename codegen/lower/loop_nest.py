@@ -43,6 +43,7 @@ def refuse(code: str, problems: list[Problem]) -> None:
 class LoopClass:
     key: int
     var: str  # C++ index: a counter name, or threadIdx.x / blockIdx.x
+    index_var: str  # the algebra variable of this loop's index (execution/loops.py LoopGroup.index_var)
     extent: Expr
     parallel: ParallelType
     members: list[str] = field(default_factory=list)  # "T1 axis 0"
@@ -56,12 +57,6 @@ class LoopClass:
             return LoopKind.BLOCK
         return LoopKind.UNROLL if p in (ParallelType.Unroll, ParallelType.Vectorize) else LoopKind.SERIAL
 
-    @property
-    def index_var(self) -> str:
-        """The algebra variable of this loop's index (thread/block indices keep their CUDA
-        names; a counter gets a dotted name no user extent symbol can take)."""
-        return self.var if self.kind in (LoopKind.THREAD, LoopKind.BLOCK) else f"loop.{self.var}"
-
 
 class LoopClasses:
     """(tensor, loop position) -> its LoopClass: one per loop group of model.lowerable."""
@@ -73,9 +68,7 @@ class LoopClasses:
         refuse("LOOP-NEST-ORDER", nest_problems(fusion, order, groups))
         self.classes: dict[tuple[str, int], LoopClass] = {}
         for g in groups.groups:
-            p = g.parallel
-            name = p.cuda_name if (p in THREAD_TYPES or p in BLOCK_TYPES) else f"i{g.index}"
-            cls = LoopClass(g.index, name, g.extent, p, g.labels())
+            cls = LoopClass(g.index, g.var, g.index_var, g.extent, g.parallel, g.labels())
             for tv, k in g.members:
                 self.classes[(tv.name, k)] = cls
 

@@ -20,7 +20,7 @@ rejects.
 from __future__ import annotations
 
 from ...execution.statements import CondKind
-from ...model.expr import const, mod, substitute, try_int, var
+from ...model.expr import const, substitute, try_int, var
 from ...execution.problems import Problem
 from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, is_mma
 from ...execution.mma import fragments, mma_axes
@@ -28,11 +28,11 @@ from ...execution.mma_execution import mma_execution, tile_conds
 from ...execution.reduction import insert_init, reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
-from ...model.types import THREAD_TYPES, MemoryType, OpKind, ParallelType, float32
+from ...model.types import THREAD_TYPES, MemoryType, OpKind, float32
 from ...execution.wgmma_operands import wgmma_operand
 from ..ir import MmaIssue, Operand, ReduceInit, WgmmaDescriptor
+from ...execution.predicates import mma_element_var, mma_pair_var, mma_store_axes, mma_store_pairs, pair_claims
 from .loop_nest import LoopClass, refuse
-from .predicates import always_equal, drop_implied
 from .reduction import accumulator, store_conds, store_names, store_statement
 from ...execution.mma_rules import problems
 from ...execution.indexing import vector_index
@@ -51,13 +51,8 @@ def add_statements(builder, tv: TensorView, items: list) -> None:
     items += rest
 
 
-def _accumulator_axes(tv: TensorView):
-    r = reduction_loops(tv)
-    return r, [i for i in r.accumulator if i.parallel_type is not ParallelType.Mma]
-
-
 def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
-    r, acc_axes = _accumulator_axes(tv)
+    r, acc_axes = reduction_loops(tv), mma_store_axes(tv)
     frag = fragments(tv)
     loops = len(tv.loop) - INSTRUCTION_AXES
     path = [builder.classes.of(tv, k) for k in range(loops)]
@@ -113,8 +108,7 @@ def _split_conds(builder, tv: TensorView, plain):
     nothing either. wgmma is guarded by the block tile's first row or column instead (every
     thread index at 0 too): a guard that varies by warpgroup makes ptxas serialize every wgmma
     (C7520), one the whole block shares does not."""
-    holes = drop_implied(builder._simplified(plain.conds_of(CondKind.HOLE), plain.guarded_ranges), builder.fusion,
-                         builder.target, plain.guarded_ranges)
+    holes = builder.holes(plain, plain.guarded_ranges)
     uniform, k_holes = tile_conds(tv, plain, plain.conds_of(CondKind.THREAD_EXTENT) + holes)
     axes = mma_axes(tv)
     first = {}
@@ -166,7 +160,7 @@ def _store(builder, tv: TensorView, acc_axes, acc: str):
     base = _tile_register(lambda i: var(private[i.uid]), acc_axes, frag.elements("C"))
     loops = [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in acc_axes]
     plain = mma_execution(tv, builder.launch, "C", names)
-    element = f"tp_c_{tv.name}"
+    element = mma_element_var(tv)
     ex = plain.renamed({ELEMENT_VARS["C"]: var(element)})
     ranges = {**ex.guarded_ranges, element: const(frag.elements("C"))}
     paired = _pairs(builder, tv, plain, frag.elements("C"))
@@ -184,18 +178,17 @@ def _store(builder, tv: TensorView, acc_axes, acc: str):
 def _pairs(builder, tv: TensorView, plain, elements: int):
     """(the store at elements 2p, its ranges, p's name) where each even C element and the next are
     adjacent in D with the same predicates and D's offset of the even one is even for every
-    admitted size (proved with the verifier's solver), so the pair is one aligned 2-element
-    access; None otherwise. mma.sync's C fragment gives a lane columns 2q and 2q + 1 of a row."""
+    admitted size (verify proved both: execution/predicates.py pair_claims), so the pair is one
+    aligned 2-element access; None otherwise. mma.sync's C fragment gives a lane columns 2q and
+    2q + 1 of a row."""
     if tv.memory_type is not MemoryType.Global or elements % 2:
         return None
-    pair = f"tp_c2_{tv.name}"
-    at = [plain.renamed({ELEMENT_VARS["C"]: const(2) * var(pair) + const(e)}) for e in (0, 1)]
-    ranges = {**at[0].guarded_ranges, pair: const(elements // 2)}
+    pair = mma_pair_var(tv)
+    at, ranges = mma_store_pairs(plain, pair, elements)
     first, second = (builder._operand(tv, x.indices, ranges).offset for x in at)
     if store_conds(builder, at[0], ranges) != store_conds(builder, at[1], ranges):
         return None
-    if not all(always_equal(a, b, builder.fusion, builder.target, ranges)
-               for a, b in ((second, first + const(1)), (mod(first, const(2)), const(0)))):
+    if not all(builder.answers.proved(claim) for claim in pair_claims(first, second, ranges)):
         return None
     return at[0], ranges, pair
 

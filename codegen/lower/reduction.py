@@ -29,8 +29,8 @@ from ...execution.smem_plan import SCRATCH
 from ...model.tensor import TensorView
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, int8
 from ..ir import BlockReduce, Buffer, Compute, Loop, LoopKind, Operand, ReduceInit
+from ...execution.predicates import store_names as store_index_names
 from .loop_nest import LoopClass, refuse
-from .predicates import drop_implied
 
 
 def accumulator(tv: TensorView) -> str:
@@ -96,9 +96,8 @@ def _accumulate(builder, tv: TensorView, r: ReductionLoops, acc: str) -> Compute
     out = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges))
     op = tv.definition
     ins = [builder._operand(p, ex.operand_indices(k), ranges) for k, p in enumerate(op.inputs)]
-    holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
-                         ranges)
-    return Compute(OpKind.REDUCTION, op.name, out, ins, ex.conds_of(CondKind.THREAD_EXTENT) + holes, 1, str(op))
+    return Compute(OpKind.REDUCTION, op.name, out, ins, ex.conds_of(CondKind.THREAD_EXTENT) + builder.holes(ex, ranges),
+                   1, str(op))
 
 
 def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
@@ -113,19 +112,15 @@ def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
 
 
 def store_names(builder, tv: TensorView, axes) -> tuple[dict[int, str], dict[int, str]]:
-    """The index names of tv's store from its accumulator: its loop classes' and, for `axes`,
-    counters of its own (the store is outside the reduction loops, so it cannot reuse theirs).
-    Returns (all names, those counters)."""
+    """The index names of tv's store from its accumulator (execution/predicates.py store_names):
+    its loop classes' and, for `axes`, counters of its own. Returns (all names, those counters)."""
     names = {i.uid: builder.classes.of(tv, k).index_var for k, i in enumerate(tv.loop)}
-    private = {i.uid: f"tp_r{j}_{tv.name}" for j, i in enumerate(axes)}
-    return {**names, **private}, private
+    return store_index_names(tv, names, axes)
 
 
 def store_conds(builder, ex, ranges) -> list:
     """The predicates of a store from the accumulator at the point `ex`, as emitted."""
-    holes = drop_implied(builder._simplified(ex.conds_of(CondKind.HOLE), ranges), builder.fusion, builder.target,
-                         ranges)
-    return ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
+    return ex.conds_of(CondKind.THREAD_EXTENT) + builder.holes(ex, ranges) + ex.conds_of(CondKind.SINGLE_WRITER)
 
 
 def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, comment: str, loops,

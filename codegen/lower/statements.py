@@ -6,7 +6,9 @@ Indices come only from the index algebra: the consumer's from its loop domain
 on-chip tensors, the global layout for inputs and outputs. Predicates: a thread/block
 index beyond the tensor's own extent, the holes of indivisible splits
 (valid_item_bounds), and one writer for shared/global stores that the tensor does not
-parallelize across a launched dimension (the others would write the same values).
+parallelize across a launched dimension (the others would write the same values). Which
+holes (and cp.async padding) the kernel checks is execution/predicates.py's decision, with
+the verifier's answers (`answers`, lower/decisions.py) on the claims it asks.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from ...execution.allocation import Allocation
 from ...model.errors import InternalError
 from ...hw.cp_async import is_cp_async
-from ...execution.statements import Cond, CondKind, TensorExecution, element_offset, tensor_execution, vector_axis
+from ...execution.statements import Cond, CondKind, TensorExecution, tensor_execution, vector_axis
 from ...model.expr import Expr, substitute, var
 from ...model.fusion import Fusion
 from ...execution.indexing import thread_dims
@@ -24,19 +26,21 @@ from ...model.vectorize import VectorOperand, per_element, vector_findings
 from ..errors import UnsupportedSchedule
 from ..ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
-from ...model.simplify import less_than, simplify, with_value
+from ...model.simplify import with_value
+from ...execution.predicates import checked, hole_candidates, is_matrix_copy, operand_offset, padding_candidates
 from .cp_async import cp_async_statement
-from .ldsm import is_ldsm, matrix_copy
-from .predicates import drop_implied
+from .decisions import Answers
+from .ldsm import matrix_copy
 from .tma import TmaLowering, is_tma
 
 
 
 class StatementBuilder:
     def __init__(self, fusion: Fusion, classes: LoopClasses, allocations: dict[str, Allocation],
-                 globals_: dict[str, GlobalTensor], launch: dict[ParallelType, Expr], target=None):
+                 globals_: dict[str, GlobalTensor], launch: dict[ParallelType, Expr], answers: Answers, target=None):
         self.fusion = fusion
         self.target = target
+        self.answers = answers
         self.classes = classes
         self.allocations = allocations
         self.globals = globals_
@@ -53,11 +57,12 @@ class StatementBuilder:
         stmt = self.statement(tv)
         axis = vector_axis(tv)
         vec = axis.static_extent if axis is not None else None
-        if is_ldsm(tv):
+        if is_matrix_copy(tv):
             if vec is None:
                 raise UnsupportedSchedule(f"{tv.name}: an ldmatrix/stmatrix is issued by a loop domain ending in a "
                                           f"Vectorize axis (its registers)")
-            return path[:-1], matrix_copy(tv, stmt, path[-1].index_var, vec, thread_dims(self.fusion), ranges)
+            return path[:-1], matrix_copy(tv, stmt, path[-1].index_var, vec, thread_dims(self.fusion), ranges,
+                                          self.answers)
         if vec is not None and not _touches_tensor_memory(stmt):  # tcgen05: lower/tmem.py lowers it
             name, n = path[-1].index_var, vec
             found = vector_findings(_vector_operands(stmt), n)  # contiguity: proved (VECTORIZE-CONTIGUOUS)
@@ -86,31 +91,26 @@ class StatementBuilder:
             ex = ex.renamed({v.value: env[u] for u, v in ex.env.items() if v.op == "var" and u in env})
         out = self._operand(tv, ex.indices, ranges)
         ins = [self._operand(producer, ex.operand_indices(k), ranges) for k, producer in enumerate(tv.definition.inputs)]
-        holes = drop_implied(self._simplified(ex.conds_of(CondKind.HOLE), ranges), self.fusion, self.target, ranges)
-        conds = ex.conds_of(CondKind.THREAD_EXTENT) + holes + ex.conds_of(CondKind.SINGLE_WRITER)
+        conds = ex.conds_of(CondKind.THREAD_EXTENT) + self.holes(ex, ranges) + ex.conds_of(CondKind.SINGLE_WRITER)
         op = tv.definition
         if is_cp_async(op):  # past K: no global byte is read, zeros are written (src-size 0)
-            conds += drop_implied(self._simplified(list(ex.padding), ranges), self.fusion, self.target, ranges)
+            conds += self.checked(padding_candidates(ex, ranges), ranges)
         return Compute(op.kind, op.name, out, ins, conds, 1, str(op), op.scalar)
+
+    def holes(self, ex: TensorExecution, ranges) -> list[Cond]:
+        """The hole predicates the kernel checks at the points of `ex` (execution/predicates.py)."""
+        return self.checked(hole_candidates(ex, ranges), ranges)
+
+    def checked(self, conds: list[Cond], ranges) -> list[Cond]:
+        """`conds` but those verify proved redundant."""
+        return checked(self.fusion, conds, ranges, self.answers.proved)
 
     def _operand(self, tv: TensorView, idx: dict[int, Expr], ranges) -> Operand:
         try:
-            offset = element_offset(tv, idx, self.allocations.get(tv.name))
+            offset = operand_offset(tv, idx, self.allocations.get(tv.name), ranges)
         except KeyError as e:
             raise InternalError(f"no index for IterDomain uid {e.args[0]} of {tv.name}") from None
-        return Operand(tv.name, tv.memory_type, tv.dtype, simplify(offset, ranges))
-
-    @staticmethod
-    def _simplified(conds: list[Cond], ranges) -> list[Cond]:
-        """The hole predicates as emitted: simplified, without repeats or ones the ranges imply."""
-        out, seen = [], set()
-        for c in conds:
-            value = simplify(c.lhs, ranges)
-            if (value, c.rhs) in seen or less_than(value, c.rhs, ranges):
-                continue
-            seen.add((value, c.rhs))
-            out.append(Cond(value, c.op, c.rhs, c.why, c.kind))
-        return out
+        return Operand(tv.name, tv.memory_type, tv.dtype, offset)
 
 def _vector_operands(stmt: Compute) -> list[VectorOperand]:
     return [VectorOperand(o.tensor, o.memory, o.dtype, o.offset) for o in [stmt.out] + stmt.ins]

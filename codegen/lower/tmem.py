@@ -12,12 +12,12 @@ Three hooks in the pass list of codegen/lower/__init__.py:
     allocate_and_fence    (after `sync`) one tcgen05.alloc for all tensor-memory tensors by
                           warp 0, a dealloc at the end, and tcgen05 fences around every barrier
 
-What was proved is what runs. The addresses are the verifier's access model
-(verifier/access.py `build`, lanes and columns from the tensor's allocation in
-verifier/analysis/tmem.py), not a second derivation: the warp's address is that model at the
-warp's first thread and register 0 (AccessModel.warp_base_env, exactly the base of the
-TMEM-ACCESS-PATTERN proof), and the instruction shape is the pattern that rule proved
-(matching_pattern). The proof says: for every executing thread t, loop point s and
+What was proved is what runs. The addresses are the access model the verifier proves
+(execution/accesses.py, lanes and columns from the tensor's allocation), not a second
+derivation: the warp's address is that model at the warp's first thread and register 0
+(AccessModel.warp_base_env, exactly the base of the TMEM-ACCESS-PATTERN proof), and the
+instruction shape is the pattern verify recorded for the access (Report.decisions: the
+pattern TMEM-ACCESS-PATTERN proved, where TMEM-WARP-COLLECTIVE and TMEM-PACKING hold too). The proof says: for every executing thread t, loop point s and
 element r, the element's (lane, 32-bit column) = base(warp of t, s) + offset_pattern(t % 32, R),
 which is where tcgen05 puts register R of thread t. Element r is the one at the vectorized point
 r (row-major over the vectorized IDs: model/indexing.py vector_index), and it sits in register
@@ -46,9 +46,7 @@ from ...execution.indexing import block_dims, thread_dims, vector_point
 from ...hw.tcgen05 import tmem_address
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, LoadStoreOpType, MemoryType, OpKind, ParallelType
-from ...verifier.access import AccessModel, var_name
-from ...verifier.context import VerifyContext
-from ...verifier.analysis.tmem import access_models, collective, matching_pattern, packed, packing, registers
+from ...execution.accesses import AccessModel, packing, registers, tmem_access_models, var_name
 from ..errors import UnsupportedSchedule
 from ..ir import Compute, Cond, Loop, Operand, Sync
 from ...model.simplify import simplify
@@ -100,11 +98,11 @@ def lower_accesses(st) -> None:
     """Replace the statements that store into or load from tensor memory by TmemAccess nodes."""
     if not tmem_tensors(st.fusion):
         return
-    ctx = VerifyContext(st.fusion, st.target)
-    models = access_models(ctx)  # the verifier's access models, lanes and columns included
+    # the access models the verifier proves, lanes and columns included
+    models = tmem_access_models(st.fusion, block_dims(st.fusion), thread_dims(st.fusion), st.allocations)
     _, offsets = column_plan(st)
     by_name = {t.name: t for t in st.order}
-    builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, block_dims(st.fusion),
+    builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, block_dims(st.fusion), st.answers,
                                target=st.target)
     for k, (_, stmt) in enumerate(st.statements):
         if not isinstance(stmt, Compute):
@@ -116,15 +114,14 @@ def lower_accesses(st) -> None:
         if len(found) > 1:  # check_supported lets one op touch tensor memory once
             raise InternalError(f"{tv.name} has {len(found)} tensor-memory accesses")
         m = found[0]
-        st.statements[k] = AccessLowering(st, ctx, builder, tv, m, offsets[m.acc.tensor.name]).build()
+        st.statements[k] = AccessLowering(st, builder, tv, m, offsets[m.acc.tensor.name]).build()
 
 
 class AccessLowering:
     """One TmemAccess from the verifier's AccessModel of one tensor-memory access."""
 
-    def __init__(self, st, ctx: VerifyContext, builder: StatementBuilder, tv: TensorView, m: AccessModel,
-                 column_offset: int):
-        self.st, self.ctx, self.builder, self.tv, self.m = st, ctx, builder, tv, m
+    def __init__(self, st, builder: StatementBuilder, tv: TensorView, m: AccessModel, column_offset: int):
+        self.st, self.builder, self.tv, self.m = st, builder, tv, m
         self.column_offset = column_offset
         self.path = [st.classes.of(tv, k) for k in range(len(tv.loop))]
         self.env = {i.uid: const(0) if i.static_extent == 1 else var(c.index_var) for i, c in zip(tv.loop, self.path)}
@@ -142,8 +139,11 @@ class AccessLowering:
 
     def build(self) -> tuple[list, TmemAccess]:
         m, tv = self.m, self.tv
-        pattern, _ = matching_pattern(self.ctx, m)
-        if pattern is None or not collective(self.ctx, m).proved or not packed(self.ctx, m).proved:
+        decided, pattern = self.builder.answers.pattern(m.acc.key)
+        if not decided:
+            raise UnsupportedSchedule(f"no decision of tp.verify gives the tcgen05 pattern of {self.where} (it decides "
+                                      f"when every rule runs); a warp-collective instruction cannot be predicated per lane")
+        if pattern is None:
             raise UnsupportedSchedule(f"{self.where} has no proved warp-collective tcgen05 pattern of whole registers; "
                                       f"tp.compile lowers verified schedules only (run tp.verify for the reason)")
         regs = registers(m)

@@ -13,7 +13,7 @@ import sympy
 
 from ...model.expr import Expr, evaluate
 from ...model.notation import user_str
-from ...verifier.context import symbol_range
+from ...model.fusion import symbol_range
 from .arrays import ArrayInfo, describe
 from ..errors import InputError
 from ..ir import GlobalTensor

@@ -10,6 +10,7 @@ import pytest
 import tileproof as tp
 from tileproof.codegen.ir import Loop, MatrixCopy
 from tileproof.codegen.lower import lower
+from support.lowering import lowered
 from tileproof.model.expr import evaluate
 from tileproof.model.targets import get_target
 from tileproof.schedule_files import discover
@@ -33,7 +34,7 @@ def matrix_copies(nodes):
 
 def copies_of(name):
     fusion = CASES[name].build()
-    return matrix_copies(lower(fusion.snapshot(), get_target("sm_90a")).kernel.body)
+    return matrix_copies(lowered(fusion, "sm_90a").kernel.body)
 
 
 def lane_env(lane):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import tileproof as tp
 from tileproof.codegen.emit.mma import _word
 from tileproof.codegen.ir import Compute, Loop, Operand
-from tileproof.codegen.lower import lower
+from support.lowering import lowered
 from tileproof.model.expr import add, const, mul, var
 from tileproof.model.types import MemoryType, bfloat16, float32
 from tileproof.recipes import CpAsyncPipeline, MmaGemmParams, mma_gemm
@@ -47,7 +47,7 @@ def _stores(fusion):
             elif isinstance(n, Compute) and n.out.memory is MemoryType.Global:
                 out.append(n)
 
-    st = lower(fusion.snapshot(), tp.get_target("sm_90a"))
+    st = lowered(fusion, "sm_90a")
     walk(st.kernel.body)
     return st, out
 

@@ -18,6 +18,7 @@ from tileproof.codegen.errors import InputError
 from tileproof.codegen.runtime.binding import bind_strides
 from tileproof.codegen.ir import Compute, Loop, LoopKind, Sync, TmaCopy, TmaWait
 from tileproof.codegen.lower import lower
+from support.lowering import lowered
 from tileproof.execution.allocation import compute_allocation
 from tileproof.model.expr import evaluate
 from tileproof.model.global_layout import global_offset, global_strides
@@ -176,8 +177,8 @@ def test_issue_bound_is_tested_at_the_tile_start_when_a_loop_splits_the_box():
     tv1 = next(t for t in fusion.tensors if t.name == "T1")
     tv1.axis(7).parallelize(ParallelType.Unroll)
     assert tp.verify(fusion, "sm_90a").ok
-    store = next(n for n in flat(lower(fusion.snapshot(), SM90).kernel.body) if isinstance(n, TmaCopy))
-    loops = {n.var for n in flat(lower(fusion.snapshot(), SM90).kernel.body) if isinstance(n, Loop)}
+    store = next(n for n in flat(lowered(fusion, SM90).kernel.body) if isinstance(n, TmaCopy))
+    loops = {n.var for n in flat(lowered(fusion, SM90).kernel.body) if isinstance(n, Loop)}
     for cond in store.bounds:
         assert {v for v in cond.lhs.free_vars() if v.startswith("i")} <= loops, cond
     assert "cp.async.bulk.tensor" in tp.compile(fusion, "sm_90a").cuda_source

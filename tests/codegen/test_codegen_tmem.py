@@ -20,6 +20,7 @@ import pytest
 import tileproof as tp
 from tileproof.codegen.ir import Sync, TmemAccess, TmemAlloc, TmemDealloc
 from tileproof.codegen.lower import lower
+from support.lowering import decisions_for
 from tileproof.codegen.runtime.reference import reference
 from tileproof.model.expr import add, evaluate
 from tileproof.model.targets import get_target
@@ -43,7 +44,7 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 
 def lowered(fusion):
     snapshot = fusion.snapshot()
-    return snapshot, lower(snapshot, SM100)
+    return snapshot, lower(snapshot, SM100, decisions_for(snapshot, SM100))
 
 
 # -- schedules for the other tcgen05 shapes (the examples all use 32x32b) ----------------------

@@ -16,7 +16,7 @@ import pytest
 import tileproof as tp
 from tileproof.codegen.emit import mma as emit_mma
 from tileproof.codegen.ir import MmaIssue, WgmmaFence, WgmmaWait, walk
-from tileproof.codegen.lower import lower
+from support.lowering import lowered
 from tileproof.execution.clipped_holes import filled
 from tileproof.model.expr import evaluate
 from tileproof.execution.indexing import block_dims
@@ -34,7 +34,7 @@ def _fusion(params=HopperGemmParams()):
 
 
 def _issues(fusion):
-    return [n for n in walk(lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel.body) if isinstance(n, MmaIssue)]
+    return [n for n in walk(lowered(fusion, "sm_90a").kernel.body) if isinstance(n, MmaIssue)]
 
 
 @pytest.mark.parametrize("params", [HopperGemmParams(), HopperGemmParams(tile=HopperTile(m=128, n=256),
@@ -72,7 +72,7 @@ def test_the_instruction_names_every_accumulator_of_the_d_fragment(n):
 
 
 def test_a_batch_is_fenced_and_waited_for():
-    nodes = list(walk(lower(_fusion().snapshot(), tp.get_target("sm_90a")).kernel.body))
+    nodes = list(walk(lowered(_fusion(), "sm_90a").kernel.body))
     kinds = [type(n) for n in nodes if isinstance(n, (WgmmaFence, MmaIssue, WgmmaWait))]
     assert kinds == [WgmmaFence, MmaIssue, WgmmaWait]
 
@@ -88,7 +88,7 @@ WS = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
 def _source(fusion):
     from tileproof.codegen.emit import emit
 
-    return emit(lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel, cuda_headers=False)
+    return emit(lowered(fusion, "sm_90a").kernel, cuda_headers=False)
 
 
 def _ptxas_report(src: str) -> str:

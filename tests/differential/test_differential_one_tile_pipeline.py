@@ -21,8 +21,9 @@ k_loop_sum = example_module("valid", "cp_async").k_loop_sum  # K tiles of 32 col
 
 
 def simulate(fusion, inputs, symbols=None):
-    assert tp.verify(fusion).ok
-    ir = lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel
+    report = tp.verify(fusion)
+    assert report.ok
+    ir = lower(fusion.snapshot(), tp.get_target("sm_90a"), report.decisions).kernel
     return run_mma_kernel(ir, fusion, inputs, symbols)
 
 

@@ -75,7 +75,7 @@ def test_a_cp_async_vector_across_the_end_of_k_is_rejected():
 
 def test_the_cp_async_past_k_is_lowered_with_src_size_0_and_the_mma_unpredicated():
     from tileproof.codegen.ir import CpAsyncCopy, MmaIssue
-    from tileproof.codegen.lower import lower
+    from support.lowering import lowered
 
     nodes = []
 
@@ -84,7 +84,7 @@ def test_the_cp_async_past_k_is_lowered_with_src_size_0_and_the_mma_unpredicated
             nodes.append(node)
             walk(getattr(node, "body", []))
 
-    walk(lower(_tuned(8).snapshot(), tp.get_target("sm_90a")).kernel.body)
+    walk(lowered(_tuned(8), "sm_90a").kernel.body)
     copies = [n for n in nodes if isinstance(n, CpAsyncCopy)]
     assert len(copies) == 4  # A's and B's copies, in the prologue and the loop
     assert all([c.kind for c in n.zero_fill] == [CondKind.PADDING] for n in copies)

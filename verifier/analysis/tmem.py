@@ -1,9 +1,9 @@
-"""Tensor-memory accesses as the TMEM rules (verifier/rules/tmem.py) prove them and the code
-generator (codegen/lower/tmem.py) lowers them: each access model with its tensor-memory lane and
-column, whether whole warps execute it, whether each thread's elements fill whole 32-bit registers,
-and the tcgen05 pattern it matches. Proved over every
-thread of the block (linear id x + y*bdx + z*bdx*bdy), every loop point and every register;
-each question is decided once per access."""
+"""Tensor-memory accesses as the TMEM rules (verifier/rules/tmem.py) prove them: each access
+model (execution/accesses.py, with its tensor-memory lane and column), whether whole warps
+execute it, whether each thread's elements fill whole 32-bit registers, and the tcgen05 pattern
+it matches. Proved over every thread of the block (linear id x + y*bdx + z*bdx*bdy), every loop
+point and every register; each question is decided once per access. `tcgen05_shape` is what
+verify records for the code generator (codegen/lower/tmem.py lowers the access to that pattern)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import z3
 
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, floordiv, mod, mul, substitute, var
-from ...execution.indexing import linear_offset
-from ...hw.tcgen05 import WORD_BYTES, Packing, TmemPattern, pattern_offset
+from ...execution.accesses import packing, registers, tmem_access_models
+from ...hw.tcgen05 import WORD_BYTES, TmemPattern, pattern_offset
 from ...model.types import BLOCK_TYPES
-from ..access import THREAD_VARS, AccessModel, active, build, executes, var_name
+from ..access import THREAD_VARS, AccessModel, active, executes, var_name
 from ..context import VerifyContext
 from ..solver import Outcome, Verdict
 from ...hw.threads import WARP
@@ -29,16 +29,17 @@ def access_models(ctx: VerifyContext) -> list[AccessModel]:
     """Every access to a tensor-memory tensor, with its lane and column (none without tensor memory)."""
     if not ctx.target.has_tmem:
         return []
-    return ctx.memo(("tmem-models",), lambda: [with_lanes_and_columns(ctx, build(ctx, a)) for a in ctx.tmem_accesses])
+    return ctx.memo(("tmem-models",), lambda: tmem_access_models(ctx.fusion, ctx.block_dims, ctx.thread_dims,
+                                                                 ctx.allocations))
 
 
-def with_lanes_and_columns(ctx: VerifyContext, m: AccessModel) -> AccessModel:
-    """m with addresses "lane" and "column": the accessed tensor's allocation offsets on its lane
-    and column sides."""
-    alloc = ctx.allocations[m.acc.tensor.name]
-    m.addresses["lane"] = linear_offset(alloc.strides("lane"), m.indices)
-    m.addresses["column"] = linear_offset(alloc.strides("column"), m.indices)
-    return m
+def tcgen05_shape(ctx: VerifyContext, m: AccessModel) -> TmemPattern | None:
+    """The tcgen05 pattern the access is lowered to: the first one it is proved to match, where
+    whole warps execute it and each thread's elements fill whole registers; None otherwise."""
+    pattern, _ = matching_pattern(ctx, m)
+    if pattern is None or not collective(ctx, m).proved or not packed(ctx, m).proved:
+        return None
+    return pattern
 
 
 def collective(ctx: VerifyContext, m: AccessModel) -> Outcome:
@@ -137,17 +138,6 @@ def _active_counts(q, counts: list[Expr]) -> list[tuple]:
         smallest = [q.lt(a, x) for x in counts[:k]] + [q.le(a, x) for x in counts[k + 1:]]
         out.append((z3.And(*smallest, q.ctx) if smallest else z3.BoolVal(True, q.ctx), a, k > 0))
     return out
-
-
-def packing(m: AccessModel) -> Packing:
-    """How the accessed tensor's elements sit in 32-bit columns and registers."""
-    return Packing(m.acc.tensor.dtype.bytes)
-
-
-def registers(m: AccessModel) -> int | None:
-    """The 32-bit registers each thread moves per instruction (its elements packed), None when
-    the element count is symbolic or fills no whole number of registers."""
-    return packing(m).registers(m.num_regs.value) if m.num_regs.is_const else None
 
 
 def packed(ctx: VerifyContext, m: AccessModel) -> Outcome:
