@@ -84,7 +84,7 @@ class Decisions:
                   to (whole warps execute it, its elements fill whole registers), None where none
                   is proved
 
-    Both are held as (key, value) pairs and read as mappings (`claims_decided`, `patterns`). A
+    Both are held as (key, value) pairs and read as mappings (`verdicts`, `patterns`). A
     question neither holds was not decided (a verify with `bind` or a subset of rules, or a
     rejected schedule whose rules did not all run): the code generator keeps such a predicate,
     and refuses a warp-collective instruction that would need it."""
@@ -93,7 +93,7 @@ class Decisions:
     tcgen05: tuple[tuple[AccessKey, TmemPattern | None], ...] = ()
 
     @cached_property
-    def claims_decided(self) -> Mapping[Claim, bool]:
+    def verdicts(self) -> Mapping[Claim, bool]:
         return dict(self.claims)
 
     @cached_property

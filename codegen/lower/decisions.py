@@ -22,7 +22,7 @@ class Answers:
 
     def decided(self, claim: Claim) -> bool | None:
         """Whether verify proved `claim`; None where it did not decide it."""
-        out = self.decisions.claims_decided.get(claim)
+        out = self.decisions.verdicts.get(claim)
         if out is None:
             self.undecided.append(claim)
         return out
