@@ -211,7 +211,7 @@ def test_a_stmatrix_epilogue_stores_through_shared_memory_in_the_consumers():
     src = _source(_fusion(params))
     consumer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[1]
     # once: the epilogue runs at its holes too, which the TMA store clips (model/clipped_holes.py),
-    # so it has no hole predicates and no second copy for whole tiles (emit/whole_tile.py)
+    # so it has no hole predicates and no second copy for whole tiles (codegen/lower/whole_tile.py)
     assert consumer.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 1
     assert "// a whole tile: no hole predicates" not in consumer
     epilogue = consumer[consumer.index("stmatrix.sync"):]
@@ -334,7 +334,7 @@ def test_a_partial_tiles_epilogue_keeps_its_registers(block):
     """A 192- or 224-wide tile at 8000 x 8000, stored from registers: the store's predicates divide
     by 42 (36); with those divisions inline NVVM left the cast's loop rolled and the accumulators
     in local memory (400 and 464 bytes of stack a thread, seen with the stmatrix epilogue's
-    predicates before it ran at its holes). Named before the unrolled nest (emit/invariants.py),
+    predicates before it ran at its holes). Named before the unrolled nest (lower/invariants.py),
     they leave no stack frame."""
     params = HopperGemmParams(tile=HopperTile(m=block[0], n=block[1]),
                               pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS),

@@ -52,3 +52,25 @@ def test_a_run_time_stride_keeps_64_bits():
     t1.axis(1).parallelize(P.TIDx)
     kernel = tp.compile(fusion)
     assert any(p.kind is ParamKind.STRIDE for p in kernel.ir.params) and kernel.ir.index_bits == 64
+
+
+def test_the_late_passes_compute_no_larger_value():
+    """index-width runs after whole-tile and invariants: a named term ranges over its value's
+    interval and a whole tile's guard sums what the predicates it implies sum, so the largest value
+    is the lowered kernel's, and a 192-wide partial tile keeps 32-bit indices."""
+    from tileproof.codegen.ir import IndexNames, WholeTile, walk
+    from tileproof.codegen.lower import lower
+    from tileproof.codegen.lower.index_width import index_bits, largest_index
+    from tileproof.recipes import Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
+
+    params = HopperGemmParams(tile=HopperTile(m=128, n=192),
+                              pipeline=TmaPipeline(stages=4, prefetch=2,
+                                                   warp_specialized=tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))),
+                              grid=GridOrder(group=16, persistent=128), cluster=Cluster(size=2),
+                              epilogue=Epilogue(dtype=tp.bfloat16))
+    fusion, target = hopper_gemm(8000, 8000, 8192, params).snapshot(), tp.get_target("sm_90a")
+    lowered = lower(fusion, target, until="signature").kernel
+    ir = lower(fusion, target).kernel
+    assert any(isinstance(n, IndexNames) for n in walk(ir.body)) and any(isinstance(n, WholeTile) for n in walk(ir.body))
+    assert largest_index(ir) == largest_index(lowered) < 2**32
+    assert ir.index_bits == index_bits(ir) == 32
