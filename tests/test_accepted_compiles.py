@@ -6,17 +6,23 @@ compile with tp.compile (sm_100a for the tensor-memory family and lowering cases
 memory, sm_90a otherwise), and so must every accepted bundled example. A failure to compile is a
 tileproof bug: a verifier rule is missing (model/lowerable.py, verifier/rules/lowering.py) or the
 lowering is wrong. benchmarks/fuzz.py runs the same generators at scale (results/fuzz.json).
+tp.compile after tp.verify asks z3 nothing (z3.Solver.check raises meanwhile), and its lowering
+asks no claim (execution/predicates.py) the Report did not decide.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 import pytest
+import z3
 from hypothesis import HealthCheck, given, settings
 
 import tileproof as tp
+from tileproof.codegen.lower import lower
+from tileproof.model.targets import get_target
 from tileproof.schedule_files import discover
 
 from support.schedule_gen import lowering_cases, split_cases, swizzle_cases, tmem_cases, visibility_cases
@@ -38,9 +44,12 @@ def compile_if_accepted(fusion, target: str, label: str) -> bool:
     if not report.ok:
         return False
     try:
-        tp.compile(fusion, target)
+        with mock.patch.object(z3.Solver, "check", side_effect=AssertionError("tp.compile asked z3 after tp.verify")):
+            tp.compile(fusion, target)
     except Exception as e:  # noqa: BLE001 - every failure is the finding
         pytest.fail(f"{label} verified on {target} but tp.compile raised {type(e).__name__}: {e}")
+    undecided = lower(fusion.snapshot(), get_target(target), report.decisions).answers.undecided
+    assert not undecided, f"{label}: the lowering asked what verify did not decide: {[str(c) for c in undecided]}"
     return True
 
 
