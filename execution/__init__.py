@@ -3,6 +3,9 @@ for the verifier (which proves them), the code generator (which renders them) an
 (which draw them).
 
     statements.py        each tensor's statement: loop indices, ranges, predicates (TensorExecution)
+    predicates.py        which predicates a statement's kernel checks, and the claims (proved by the
+                         verifier, recorded on its Report) that drop more or that instructions need
+    accesses.py          each access to shared or tensor memory per thread, point and register
     indexing.py          index maps from the IterDomain graph; promotion.py, loops promoted through merges
     allocation.py        what is allocated for a tensor; smem_plan.py, where shared buffers sit
     clipped_holes.py     statements that run at their holes unpredicated; zero_padding.py, past K on zeros
