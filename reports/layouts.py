@@ -11,10 +11,10 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from ..model.allocation import Allocation, compute_allocation
+from ..execution.allocation import Allocation, compute_allocation
 from ..model.expr import PY_EVAL, Expr, const, substitute, try_int
-from ..model.indexing import (indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical,
-                              thread_dims, valid_item_bounds)
+from ..execution.indexing import block_dims, indices_from_logical, linear_offset, loop_var, producer_logical, thread_dims
+from ..execution.statements import tensor_execution
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType
 
@@ -100,10 +100,13 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
               keep: Callable[[tuple[int, ...]], bool],
               pinned: dict[str, int] | None = None) -> Iterator[tuple[tuple[int, ...], Access]]:
     """(place values, Access) for every loop point of `issuer` that touches `tensor` at a
-    place that `keep` accepts. Loop variables named in `pinned` (a counterexample's serial and
+    place that `keep` accepts: the points the kernel runs (the statement's execution model,
+    execution/statements.py: its predicates, so a point clipped or filled by a TMA is drawn and a
+    replicated store is drawn once). Loop variables named in `pinned` (a counterexample's serial and
     block indices) take that value instead of their range; its other names are sizes (symbols)."""
     pinned = pinned or {}
-    idx_issuer = indices_from_loop(issuer)
+    ex = tensor_execution(issuer, block_dims(issuer.fusion))
+    idx_issuer = ex.indices
     if issuer is tensor:
         idx_tensor = dict(idx_issuer)
     else:  # a load: the issuer's point reads the tensor at the producer's logical indices
@@ -132,12 +135,13 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
             zero[name] = 0
     names = [n for n, _ in ranges]
     known = set(zero) | set(names) | set(THREAD_VARS) | set(sizes)
-    bounds = []
-    for bound in valid_item_bounds(issuer, idx_issuer):
-        if (bound.extent.free_vars() | bound.value.free_vars()) - known:
-            layout.notes.append(f"assuming {bound.id.label()} is large enough (its bound is symbolic)")
+    bounds, tests = [], []
+    for cond in ex.conds:
+        if (cond.lhs.free_vars() | cond.rhs.free_vars()) - known:
+            layout.notes.append(f"assuming the {cond.why} predicate holds (its bound is symbolic)")
         else:
-            bounds += [bound.value, bound.extent]
+            bounds += [cond.lhs, cond.rhs]
+            tests.append(cond.op)
     named = [i for i in tensor.all_ids() if i.uid in idx_tensor]
     wanted = [idx_tensor[i.uid] for i in tensor.logical] + place(idx_tensor)
     unknown = set().union(*(e.free_vars() for e in wanted)) - known
@@ -150,7 +154,7 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
     where = _Program(bounds + place(idx_tensor))
     what = _Program([idx_tensor[i.uid] for i in tensor.logical] + [idx_tensor[i.uid] for i in named])
     n_bounds, n_logical = len(bounds), len(tensor.logical)
-    hole = _hole_test(n_bounds)
+    hole = _hole_test(tests)
     env = dict.fromkeys(THREAD_VARS, 0)
     env.update(zero)
     env.update(sizes)
@@ -175,10 +179,11 @@ def _accesses(tensor: TensorView, issuer: TensorView, layout: Layout,
         yield places, Access(tuple(out[:n_logical]), values)
 
 
-def _hole_test(n_bounds: int) -> Callable[[list[int]], bool]:
-    """Whether a point is a hole (predicated off, touches nothing): some bound's value o[k]
-    reaches its extent o[k + 1]. One compiled test: it runs for every enumerated point."""
-    test = " or ".join(f"o[{k}] >= o[{k + 1}]" for k in range(0, n_bounds, 2)) or "False"
+def _hole_test(ops: list[str]) -> Callable[[list[int]], bool]:
+    """Whether a point is predicated off (touches nothing): some predicate o[2k] < o[2k + 1] or
+    o[2k] == o[2k + 1] fails. One compiled test: it runs for every enumerated point."""
+    fails = {"<": ">=", "==": "!="}
+    test = " or ".join(f"o[{2 * k}] {fails[op]} o[{2 * k + 1}]" for k, op in enumerate(ops)) or "False"
     return eval(f"lambda o: {test}")  # noqa: S307 - our own source, indices only
 
 

@@ -16,6 +16,8 @@ import tileproof as tp
 from tileproof.cli import main, run_case
 from tileproof.reports.html import PageEntry, report_page
 from tileproof.reports.layouts import marked_cells, smem_layout, tmem_layout
+
+from support.examples import example_module
 from tileproof.reports.pictures import (bank_colour, domain_graph_svg, line_window, smem_map, smem_map_svg,
                                         tmem_map_svg, warp_blocks, warp_colour)
 from tileproof.schedule_files import discover
@@ -256,3 +258,14 @@ def test_swizzle_layout_counterexample_marks_schedule_and_hardware_cells():
     assert marked == {d.counterexample["address"] // es}
     assert expected == {d.counterexample["expected address"] // es}
     assert marked != expected
+
+
+
+def test_maps_draw_the_points_the_kernel_runs():
+    """A TMA box whose rows past M the hardware fills with zeros (execution/clipped_holes.py
+    filled) runs at those holes unpredicated: the map of the last block's tile (M = 100, boxes of
+    32 rows) draws all 32 rows, as the kernel writes them, not the 4 inside M."""
+    tma_boxes = example_module("valid", "tma_boxes")
+    tile = tma_boxes.tma_box_by_partitioning().snapshot().tensors[1]
+    layout = smem_layout(tile, pinned={"M": 100, "N": 128, "blockIdx.y": 3, "blockIdx.x": 0})
+    assert sorted(layout.cells) == list(range(32 * 64))
