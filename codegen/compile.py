@@ -26,8 +26,8 @@ from ..model.types import MemoryType
 from ..verifier.diagnostics import Report
 from ..verifier.verify import accepted_before, verify
 from .runtime import driver, tensor_maps
-from .runtime.arrays import ArrayInfo, new_output
-from .runtime.binding import Bound, bind
+from .runtime.arrays import ArrayInfo, describe, new_output
+from .runtime.binding import Bound, bind, check_assumptions
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejected
 from .ir import KernelIR, ParamKind
@@ -175,8 +175,6 @@ class Kernel:
         key = tuple(sorted(env.items()))
         hit = self._checked.get(key)
         if hit is None:
-            from .runtime.binding import check_assumptions
-
             check_assumptions(list(self.fusion.assumptions), env, list(self.fusion.symbols))
             try:
                 grid = tuple(evaluate(e, env) for e in self.ir.grid)
@@ -198,12 +196,11 @@ class Kernel:
                 raise InputError(f"these sizes need blockDim.{axis} = {n}; {t.name} allows {most}")
         if smem > t.smem_bytes_per_block:
             raise InputError(f"these sizes need {smem} bytes of shared memory; {t.name} has {t.smem_bytes_per_block}")
-        if grid[0] >= 2 ** 31 or max(grid[1], grid[2]) > 65535:
-            raise InputError(f"these sizes need a grid of {grid}, beyond the hardware's limits")
+        for axis, n, most in zip("xyz", grid, t.max_grid_dims):
+            if n > most:
+                raise InputError(f"these sizes need gridDim.{axis} = {n}; {t.name} allows {most}")
 
     def _outputs(self, bound: Bound, device_id: int) -> list[ArrayInfo]:
-        from .runtime.arrays import describe
-
         like = bound.inputs[0] if bound.inputs else None
         result = []
         outs = [g for g in self.ir.globals if not g.is_input]

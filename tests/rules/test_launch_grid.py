@@ -2,7 +2,7 @@
 gridDim.z <= 65535 for every admitted size. The rule reads the grid the kernel is launched with
 (execution/indexing.py grid_dims, the KernelIR's grid), its verdict matches enumeration over the
 admitted sizes, a symbolic counterexample names the sizes, its hint's assumption makes the schedule
-verify."""
+verify, and Kernel.run refuses the same grids with the target's limits."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ import tileproof as tp
 from tileproof.codegen.lower import lower
 from tileproof.execution.indexing import grid_dims
 from tileproof.model.expr import evaluate
+from tileproof.testing import compile_unverified
 from tileproof.verifier.context import VerifyContext
 
 P = tp.ParallelType
+BLOCKS = (P.BIDx, P.BIDy, P.BIDz)
 
 
 def rows_on(block, rows, *, tile=1, assume=()):
@@ -108,3 +110,15 @@ def test_a_persistent_grid_is_its_constant_block_count():
     fusion.tensors[-1].axis(1).parallelize(P.Serial)
     fusion.tensors[-1].axis(0).parallelize(P.BIDx)
     assert not launch_grid_errors(fusion)
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_kernel_run_refuses_the_same_grids(block):
+    """The rejected schedule built anyway: the launch check names the dimension and the target's
+    limit (Target.max_grid_dims, the rule's too)."""
+    kernel = compile_unverified(rows_on(block, "N"))
+    most = tp.get_target("sm_90a").max_grid_dims[BLOCKS.index(block)]
+    assert kernel.launch_params_for(N=min(most, 2**31 - 1)).grid[BLOCKS.index(block)] == min(most, 2**31 - 1)
+    if most < 2**31 - 1:
+        with pytest.raises(tp.InputError, match=f"gridDim.{block.cuda_name[-1]} = {most + 1}; sm_90a allows {most}"):
+            kernel.launch_params_for(N=most + 1)
