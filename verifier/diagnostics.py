@@ -119,7 +119,7 @@ class Report:
     assumptions: list[str] = field(default_factory=list)
     launch: dict[str, Any] = field(default_factory=dict)
     rules_run: list[str] = field(default_factory=list)
-    rules_not_run: list[str] = field(default_factory=list)  # after an error of a gate (verify.GATES)
+    rules_not_run: list[str] = field(default_factory=list)  # after an error of a gate (verify.GATES) or a premise
     queries: int = 0
     seconds: float = 0.0
     location: str | None = None

@@ -27,6 +27,7 @@ class Rule:
     family: str
     severity: Severity
     func: Callable[..., Iterable[Diagnostic]]
+    premises: tuple[str, ...] = ()  # codes whose error leaves this rule nothing to check (verify skips it)
 
     @property
     def doc(self) -> str:
@@ -53,11 +54,17 @@ RULES: dict[str, Rule] = {}
 PROVED_BY = {"WGMMA-DESCRIPTOR": "WGMMA-SMEM-LAYOUT"}
 
 
-def rule(code: str, *, family: str, severity: Severity = Severity.ERROR):
+def rule(code: str, *, family: str, severity: Severity = Severity.ERROR, premises: tuple[str, ...] = ()):
+    """Register func as the rule `code`. `premises`: codes of rules registered before it whose
+    error makes its question moot (a bank-conflict analysis of a block that cannot launch), so
+    verify does not run it then."""
     def register(func):
         if code in RULES:
             raise InternalError(f"rule code {code} registered twice")
-        RULES[code] = Rule(code, family, severity, func)
+        unknown = [p for p in premises if p not in RULES]
+        if unknown:
+            raise InternalError(f"rule {code}: premises {unknown} are not registered before it")
+        RULES[code] = Rule(code, family, severity, func, tuple(premises))
         return func
 
     return register

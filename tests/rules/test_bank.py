@@ -196,3 +196,32 @@ def test_the_degree_needs_no_more_time(monkeypatch):
     (d,) = tp.verify(column_reader(), rules=["SMEM-BANK-CONFLICT"]).warnings
     assert d.counterexample["conflict degree"] == 32
     assert ".swizzle(" not in d.hint or "proves" in d.hint or "at the iteration above" in d.hint
+
+
+def test_a_block_that_cannot_launch_gets_no_bank_analysis():
+    """SMEM-BANK-CONFLICT's premise is a block that launches (LAUNCH-THREADS): with 4096 threads
+    its warps do not exist, the rule is not run (the report lists it under rules_not_run) and the
+    verdict is LAUNCH-THREADS alone; at 1024 threads the bank rule runs."""
+    def shared_copy(threads):
+        with tp.Fusion("wide") as fusion:
+            t0 = tp.make_contig_concrete_tensor([threads]); fusion.add_input(t0)
+            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        for t in (t1, t2):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+        return fusion
+
+    report = tp.verify(shared_copy(4096), "sm_90a")
+    assert report.codes == ["LAUNCH-THREADS"]
+    assert "SMEM-BANK-CONFLICT" in report.rules_not_run and "SMEM-BANK-CONFLICT" not in report.rules_run
+    assert not any("other rules were not run" in n for d in report.errors for n in d.notes)
+    fine = tp.verify(shared_copy(1024), "sm_90a")
+    assert fine.ok and "SMEM-BANK-CONFLICT" in fine.rules_run and not fine.rules_not_run
+
+
+def test_a_premise_is_a_rule_registered_before():
+    from tileproof.model.errors import InternalError
+    from tileproof.verifier.registry import rule
+
+    with pytest.raises(InternalError, match="not registered before"):
+        rule("NOT-A-CODE", family="bank", premises=("NO-SUCH-RULE",))(lambda ctx: [])

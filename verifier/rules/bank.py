@@ -25,7 +25,7 @@ BANK_TIMEOUT_MS = 200  # a warning's proof per access, and the rule's whole budg
 BANK_BUDGET_MS = 250  # counterexamples included): a verify stays under 0.5 s; what is left unproved is "not analysed"
 MIN_PROOF_MS, MIN_READABLE_MS = 50, 20  # what an access's proof and its counterexample get once it is spent
 
-@rule("SMEM-BANK-CONFLICT", family="bank", severity=Severity.WARNING)
+@rule("SMEM-BANK-CONFLICT", family="bank", severity=Severity.WARNING, premises=("LAUNCH-THREADS",))
 def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Shared-memory accesses are free of bank conflicts (a warning).
 

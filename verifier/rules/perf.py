@@ -37,7 +37,7 @@ def _work_unit(ctx: VerifyContext) -> str:
     return "output elements times the extents they reduce" if reduced else "output elements"
 
 
-@rule("GLOBAL-COALESCING", family="perf", severity=Severity.WARNING)
+@rule("GLOBAL-COALESCING", family="perf", severity=Severity.WARNING, premises=("LAUNCH-THREADS",))
 def global_coalescing(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A warp's global loads and stores use the 32-byte sectors they move (a warning).
 
