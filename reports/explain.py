@@ -1,8 +1,20 @@
-"""`tileproof explain CODE`: a rule's docstring as a page (rustc --explain, ruff rule docs)."""
+"""`tileproof explain CODE`: a rule's docstring as a page (rustc --explain, ruff rule docs).
+
+An Example or Fix starts from a builder of rule_examples.py and writes only the lines that make
+it fail or pass; the docstring leaves out the builder's import (the docs run with the builders in
+scope: tests/support/rule_docs.py), and the page shows it, so its code runs as it stands after
+`import tileproof as tp`."""
 
 from __future__ import annotations
 
+import ast
+import builtins
+
 from ..verifier.registry import PROVED_BY, SECTIONS, Rule, all_rules, get_rule
+
+# where the builders live (rule_examples.py); named, not imported: it imports tileproof itself
+BUILDERS_MODULE = "tileproof.rule_examples"
+RUNNABLE_SECTIONS = ("Example", "Fix")
 
 
 def explain_text(code: str) -> str:
@@ -16,9 +28,29 @@ def explain_text(code: str) -> str:
     lines += [f"{rule.code} ({rule.family}, {rule.severity})", "", rule.summary]
     for name in SECTIONS:
         body = rule.section(name)
+        if body and name in RUNNABLE_SECTIONS:
+            body = shown_snippet(body)
         if body:
             lines += ["", f"{name}:", *(f"    {line}" if line else "" for line in body.splitlines())]
     return "\n".join(lines) + "\n"
+
+
+def shown_snippet(body: str) -> str:
+    """An Example or Fix as the page shows it: the import of the builders it calls, then its lines."""
+    builders = builders_called(body)
+    return f"from {BUILDERS_MODULE} import {', '.join(builders)}\n{body}" if builders else body
+
+
+def builders_called(snippet: str) -> list[str]:
+    """The names a snippet calls without binding them, Python's builtins aside: the builders it
+    starts from (none for prose, such as a self-check rule's "none: ...")."""
+    try:
+        tree = ast.parse(snippet)
+    except SyntaxError:
+        return []
+    bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    called = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    return sorted(called - bound - set(dir(builtins)))
 
 
 def list_text() -> str:

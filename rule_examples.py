@@ -1,0 +1,271 @@
+"""The schedules that the rule docs' Examples and Fixes start from (`tileproof explain CODE`).
+
+A rule's Example calls one of these builders and then writes only the lines that make the
+schedule fail the rule; its Fix calls the same builder and writes the lines that make it pass.
+So the two read as a diff of a few lines, and the builder is the part they share:
+
+    fusion, t0, t1, t2 = tma_copy("box512", [64, 4096])   # t0 -> t1 (shared, by TMA) -> t2
+    t1.split(1, 512)                                       # a 512-element box: TMA-BOX-SIZE
+    ...
+
+The docs run with `tp` and these builders in scope (tests/test_rule_docs.py runs every Example
+and Fix); `tileproof explain` prints the import the builders need, so what it shows runs as it
+stands after `import tileproof as tp`.
+
+    copy_chain            t0 -> t1 -> ... copies of one input (alloc, lowering, visibility, ...)
+    tma_copy              t0 -> t1 (shared, TMA) -> t2 (the tma families)
+    cp_async_copy         t0 -> t1 (shared, cp.async) -> t2 (cp_async)
+    ldmatrix_copy         an 8 x 8 tile through shared memory into ldmatrix's fragment (ldsm)
+    tmem_copy             t0 -> t1 -> t2 (tensor memory) -> t3 (tmem)
+    cp_async_k_loop       rows staged through shared memory 32 of K at a time (pipeline)
+    register_k_loop       the same, sliced into registers (pipeline)
+    tf32_operands         a 16 x K times 8 x K product, unscheduled (mma)
+    mma_sync_tile         that product as mma.sync m16n8k8 tiles (mma)
+    hopper_gemm_operands  bf16 A and B staged by TMA for wgmma (wgmma, mma, warpspec, cluster)
+    one_wgmma             a 64 x 64 x 64 wgmma tile, the operands' layout left open (wgmma)
+    hopper_gemm_tile      a warp-specialized wgmma GEMM tile, the pipeline left open
+
+Written on the public API only, as a user writes a schedule; nothing of the library imports
+this module. Its frames count as tileproof's (model/errors.py): a diagnostic about a tensor or
+transform made here points at the line that called the builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tileproof as tp
+
+# the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
+__all__ = ["copy_chain", "cp_async_copy", "cp_async_k_loop", "hopper_gemm_tile", "ldmatrix_copy", "mma_sync_tile",
+           "one_wgmma", "register_k_loop", "tf32_operands", "tma_copy", "tmem_copy"]
+
+
+# -- copies ---------------------------------------------------------------------------------------
+
+def copy_chain(name: str, shape: Sequence, *, copies: int = 2, dtype=tp.float32, contiguity=True,
+               op: tp.LoadStoreOpType = tp.LoadStoreOpType.Set, cache_op: tp.CacheOp = tp.CacheOp.Unspecified):
+    """Fusion `name` copying an input of `shape` (ints, or names for symbolic extents) `copies`
+    times: t0 (the input) -> t1 -> ... -> t<copies> (the output), each a tp.set, the first with
+    `op` and `cache_op`. Nothing is scheduled: the intermediates are in registers, every loop
+    serial. Returns (fusion, t0, t1, ..., t<copies>)."""
+    with tp.Fusion(name) as fusion:
+        tensors = [tp.make_tensor(shape, contiguity=contiguity, dtype=dtype)]
+        fusion.add_input(tensors[0])
+        tensors.append(tp.set(tensors[0], op=op, cache_op=cache_op))
+        for _ in range(copies - 1):
+            tensors.append(tp.set(tensors[-1]))
+        fusion.add_output(tensors[-1])
+    return (fusion, *tensors)
+
+
+def tma_copy(name: str, shape: Sequence, *, dtype=tp.float32, contiguity=True):
+    """t0 (global) -> t1 (shared memory, loaded by TMA) -> t2 (the output); t1's box, tile and
+    grid are the caller's to schedule. Returns (fusion, t0, t1, t2)."""
+    fusion, t0, t1, t2 = copy_chain(name, shape, dtype=dtype, contiguity=contiguity, op=tp.LoadStoreOpType.TMA)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion, t0, t1, t2
+
+
+def cp_async_copy(name: str, shape: Sequence, *, cache_op: tp.CacheOp = tp.CacheOp.Unspecified):
+    """t0 (global) -> t1 (shared memory, written by cp.async with `cache_op`) -> t2 (the output),
+    unscheduled. Returns (fusion, t0, t1, t2)."""
+    fusion, t0, t1, t2 = copy_chain(name, shape, op=tp.LoadStoreOpType.CpAsync, cache_op=cache_op)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    return fusion, t0, t1, t2
+
+
+def ldmatrix_copy(name: str, *, fragment: bool = True):
+    """An 8 x 8 float16 tile: t0 (global) -> t1 (shared memory) -> t2 (registers, read by
+    ldmatrix) -> t3 (the output). With `fragment`, t2 and t3 are ldmatrix's register fragment:
+    lane 4r + q holds row r's elements 2q and 2q + 1, one 4-byte vector; t1's layout is the
+    caller's. Returns (fusion, t0, t1, t2, t3)."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_concrete_tensor([8, 8], dtype=tp.float16); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix); t3 = tp.set(t2)
+        fusion.add_output(t3)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    if fragment:
+        for t in (t2, t3):
+            t.split(1, 2).merge(0, 1)  # [row x pair of columns, 2]
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+        t2.axis(1).parallelize(tp.ParallelType.Vectorize)
+    return fusion, t0, t1, t2, t3
+
+
+def tmem_copy(name: str, shape: Sequence, *, dtype=tp.float32):
+    """t0 (global) -> t1 (registers) -> t2 (tensor memory: its first axis lanes, the others
+    32-bit columns) -> t3 (the output), unscheduled. Tensor memory needs target="sm_100a".
+    Returns (fusion, t0, t1, t2, t3)."""
+    fusion, t0, t1, t2, t3 = copy_chain(name, shape, copies=3, dtype=dtype)
+    t2.set_memory_type(tp.MemoryType.Tensor)
+    t2.set_tmem_dim_sep_pos(1)
+    return fusion, t0, t1, t2, t3
+
+
+# -- pipelines ------------------------------------------------------------------------------------
+
+def cp_async_k_loop(name: str):
+    """Each row of an M x K input (K a multiple of 4) on its own block (BIDx), copied through
+    shared memory 32 floats of K at a time: s = a's slice, written by cp.async with 8 threads x
+    4 floats, computed inside the K loop (inline_at(2)) and read by out's 32 threads. The caller
+    pipelines the K loop: s.circular_buffer(...). Returns (fusion, a, s, out)."""
+    fusion, a, s, out = copy_chain(name, ["M", "K"], op=tp.LoadStoreOpType.CpAsync)
+    fusion.assume("K % 4 == 0")
+    for t in (s, out):
+        t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
+    s.set_memory_type(tp.MemoryType.Shared)
+    s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
+    out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
+    s.inline_at(2)
+    return fusion, a, s, out
+
+
+def register_k_loop(name: str):
+    """Each row of an M x K input (K a multiple of 32) on its own block (BIDx), 32 of K at a
+    time: s (shared, 32 threads) -> r (registers) -> out, r and out in 4 unrolled slices of 8
+    threads; s is computed in the K loop, r in its slice loop (inline_at(3)). The caller
+    pipelines the slices: r.circular_buffer(...). Returns (fusion, a, s, r, out)."""
+    fusion, a, s, r, out = copy_chain(name, ["M", "K"], copies=3)
+    fusion.assume("K % 32 == 0")
+    for t in (s, r, out):
+        t.split(1, 32).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 32]
+    s.set_memory_type(tp.MemoryType.Shared); s.axis(2).parallelize(tp.ParallelType.TIDx)
+    for t in (r, out):
+        t.split(2, 8).axis(3).parallelize(tp.ParallelType.TIDx)  # [M, K loop, 4 slices, 8]
+        t.axis(2).parallelize(tp.ParallelType.Unroll)
+    s.inline_at(2)
+    r.inline_at(3)
+    return fusion, a, s, r, out
+
+
+# -- mma.sync -------------------------------------------------------------------------------------
+
+def tf32_operands(name: str, k: int = 8, *, epilogue: bool = False):
+    """d[m, n] = sum over K of a[m, k] * b[n, k] for float32 a (16 x k) and b (8 x k, N x K),
+    through their broadcasts a3 [M, 1, K] and b3 [1, N, K]; no macro, nothing scheduled. d is the
+    output; with `epilogue`, d stays in registers and out = tp.set(d) is the output.
+    Returns (fusion, a, b, a3, b3, d), and out after d with `epilogue`."""
+    with tp.Fusion(name) as fusion:
+        a = tp.make_contig_concrete_tensor([16, k]); fusion.add_input(a)
+        b = tp.make_contig_concrete_tensor([8, k]); fusion.add_input(b)
+        a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
+        d = tp.fused_multiply_sum(a3, b3, [-1])
+        out = tp.set(d) if epilogue else d
+        fusion.add_output(out)
+    return (fusion, a, b, a3, b3, d) + ((out,) if epilogue else ())
+
+
+def mma_sync_tile(name: str, k: int = 8, *, epilogue: bool = False):
+    """tf32_operands computed by mma.sync m16n8k8 (tp.MmaMacro.Ampere_16_8_8): d's M, N and K
+    axes bound to Mma, a3 and b3 in the instruction's operand fragments on one warp's 32 lanes
+    (lane 4g + q holds A's rows g, g + 8 at columns q, q + 4, and B's row g at q, q + 4). A K
+    larger than 8 is a serial loop of 8-wide slices, the operands computed inside it.
+    Returns what tf32_operands returns."""
+    fusion, a, b, a3, b3, d, *out = tf32_operands(name, k, epilogue=epilogue)
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
+    o = 0 if k == 8 else 1  # the K loop's axis in front
+    if o:
+        for t in (d, a3, b3):
+            t.split(2, 8)
+        d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
+    for i in range(o, o + 3):
+        d.axis(i).parallelize(tp.ParallelType.Mma)
+    if o:
+        for t in (a3, b3):
+            t.reorder({2: 0, 0: 1, 1: 2})
+    a3.split(o, 8).split(o + 3, 4).reorder({o: o + 4, o + 2: o, o + 4: o + 2}).merge(o + 1).merge(o + 2)
+    b3.split(o + 2, 4).reorder({o + 2: o + 3, o + 3: o + 2}).merge(o + 1)
+    a3.axis(o + 1).parallelize(tp.ParallelType.TIDx); b3.axis(o + 1).parallelize(tp.ParallelType.TIDx)
+    if o:
+        tp.inline_all_at(d, 1)
+    return (fusion, a, b, a3, b3, d, *out)
+
+
+# -- wgmma ----------------------------------------------------------------------------------------
+
+def _hopper_macro(n: int) -> tp.MmaMacro:
+    """The wgmma instruction of 64 rows by n columns by 16 of K."""
+    return getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
+
+
+def hopper_gemm_operands(name: str, m: int, n: int, k: int):
+    """bfloat16 A (m x k, as [m, 1, k]) and B (n x k, as [1, n, k]): d = A B^T accumulated in
+    float32 by wgmma Hopper_64_<n>_16, out = tp.set(d) the output; A and B are copied by TMA into
+    sa and sb, unscheduled (their memory and layout are the caller's).
+    Returns (fusion, sa, sb, d, out)."""
+    with tp.Fusion(name) as fusion:
+        a = tp.make_contig_concrete_tensor([m, 1, k], dtype=tp.bfloat16); fusion.add_input(a)
+        b = tp.make_contig_concrete_tensor([1, n, k], dtype=tp.bfloat16); fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
+    d.definition.set_macro(_hopper_macro(n))
+    sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+    return fusion, sa, sb, d, out
+
+
+def one_wgmma(name: str):
+    """A 64 x 64 x 64 hopper_gemm_operands tile: d computed by 4 Hopper_64_64_16 wgmmas, one per
+    16 of K, out written from d's C fragment in bfloat16; sa and sb in shared memory, the
+    broadcast axis first (not part of the box). Their layout, and their Bulk axes, are the
+    caller's. Returns (fusion, sa, sb, d, out)."""
+    fusion, sa, sb, d, out = hopper_gemm_operands(name, 64, 64, 64)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+        t.reorder({1: 0} if t is sa else {})
+    d.split(2, 16).reorder({2: 0})  # [kk, M, N, K16]
+    loop = d.get_loop_domain()
+    d.set_loop_domain([loop[0], loop[3], loop[1], loop[2]])
+    tp.schedule_mma_fragment(d, tp.MmaMacro.Hopper_64_64_16, "C")
+    d.set_allocation_domain(d.get_loop_domain(), True); d.set_loop_domain(loop)
+    for i in range(1, 4):
+        d.axis(i).parallelize(tp.ParallelType.Mma)
+    tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16)
+    return fusion, sa, sb, d, out
+
+
+def hopper_gemm_tile(name: str, m: int, n: int, *, wgmmas: int = 1, block_m: int | None = None):
+    """An m x n x 256 hopper_gemm_operands GEMM: a K loop of 64, the A and B tiles loaded by TMA
+    into shared memory in wgmma's 128-byte swizzle and computed inside that loop; d's rows in
+    warpgroups on TIDy, each issuing `wgmmas` Hopper_64_<n>_16 (an unrolled loop) per 16 of K;
+    out written from d's C fragment. With `block_m`, M is tiled by block_m rows on BIDx (B, one
+    row, is not). The caller picks the pipeline: sa.circular_buffer(...), sb.circular_buffer(...).
+    Returns (fusion, sa, sb, d, out)."""
+    fusion, sa, sb, d, out = hopper_gemm_operands(name, m, n, 256)
+    o = 0 if block_m is None else 1  # the M tile's axis in front
+    w = 0 if wgmmas == 1 else 1  # the axis of a warpgroup's wgmmas
+    for t in (sa, sb, d):
+        t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        if block_m is not None:
+            t.split(1, 1 if t is sb else block_m).reorder({1: 0})  # [M tile, K loop, block_m of M, N, 64 of K]
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+        t.reorder({o + 2: o + 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+        for i in t.get_loop_domain()[o + 2:]:
+            i.parallelize(tp.ParallelType.Bulk)
+        t.set_allocation_domain(t.get_loop_domain(), True)
+    d.split(o + 3, 16).split(o + 1, 64 * wgmmas)  # [K loop, warpgroup, M of a warpgroup, N, kk, K16]
+    if w:
+        d.split(o + 2, 64)  # [K loop, warpgroup, mi, M64, N, kk, K16]
+    d.reorder({o + 4 + w: o + 2})  # [K loop, warpgroup, kk, (mi,) M64, N, K16]
+    d.set_allocation_domain(tp.mma_output_allocation(d), True)
+    d.axis(o + 1).parallelize(tp.ParallelType.TIDy)
+    for i in range(o + 2, o + 3 + w):
+        d.axis(i).parallelize(tp.ParallelType.Unroll)
+    for i in range(o + 3 + w, o + 6 + w):  # one wgmma: M64, N, K16
+        d.axis(i).parallelize(tp.ParallelType.Mma)
+    if block_m is not None:
+        out.split(0, block_m)
+    out.split(o, 64 * wgmmas)  # [warpgroup, M of a warpgroup, N]
+    if w:
+        out.split(o + 1, 64)  # [warpgroup, mi, M64, N]
+    tp.schedule_mma_fragment(out, _hopper_macro(n), "C")
+    out.axis(o).parallelize(tp.ParallelType.TIDy)
+    if w:
+        out.axis(o + 1).parallelize(tp.ParallelType.Unroll)
+    if block_m is not None:
+        for t in (sa, d, out):
+            t.axis(0).parallelize(tp.ParallelType.BIDx)
+    for t in (sa, sb):
+        t.inline_at(o + 1)
+    return fusion, sa, sb, d, out
