@@ -42,68 +42,14 @@ def cluster_multicast(ctx: VerifyContext) -> Iterator[Diagnostic]:
         empty mbarrier that counts every block's consumer warpgroups (the warp-specialized
         pipeline's).
     Example:
-        with tp.Fusion("multicast_of_a") as fusion:
-            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
-            t.split(1, 1 if t is sb else 128).reorder({1: 0})  # [M tile, K loop, 128 of M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("multicast_of_a", 256, 64, block_m=128)  # 2 M tiles on BIDx
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({3: 2} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[3:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(4, 16).split(2, 64)  # [M tile, K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({5: 3})  # [M tile, K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(2).parallelize(tp.ParallelType.TIDy); d.axis(3).parallelize(tp.ParallelType.Unroll)
-        for i in (4, 5, 6):  # one Hopper_64_64_16 wgmma
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 128).split(1, 64)  # [M tile, warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
-        out.axis(1).parallelize(tp.ParallelType.TIDy)
-        for t in (sa, d, out):
-            t.axis(0).parallelize(tp.ParallelType.BIDx)
-        for t in (sa, sb):
-            t.inline_at(2)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
         fusion.cluster_dims = (2, 1, 1)
         sa.multicast(tp.ParallelType.BIDx)
     Fix:
-        with tp.Fusion("multicast_of_b") as fusion:
-            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
-            t.split(1, 1 if t is sb else 128).reorder({1: 0})  # [M tile, K loop, 128 of M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("multicast_of_b", 256, 64, block_m=128)
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({3: 2} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[3:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(4, 16).split(2, 64)  # [M tile, K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({5: 3})  # [M tile, K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(2).parallelize(tp.ParallelType.TIDy); d.axis(3).parallelize(tp.ParallelType.Unroll)
-        for i in (4, 5, 6):  # one Hopper_64_64_16 wgmma
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 128).split(1, 64)  # [M tile, warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
-        out.axis(1).parallelize(tp.ParallelType.TIDy)
-        for t in (sa, d, out):
-            t.axis(0).parallelize(tp.ParallelType.BIDx)
-        for t in (sa, sb):
-            t.inline_at(2)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
         fusion.cluster_dims = (2, 1, 1)
         sb.multicast(tp.ParallelType.BIDx)  # B's tile is the same for both M tiles of a cluster

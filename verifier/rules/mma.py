@@ -47,25 +47,11 @@ def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
         mma.sync exists from sm_80 on for tf32 and bf16 (sm_75 for f16). wgmma.mma_async needs
         sm_90a: PTX for sm_100a rejects it at compile time.
     Example:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
+        fusion, a, b, a3, b3, d = tf32_operands("tf32_tile")
         d.definition.set_macro(tp.MmaMacro.Hopper_64_8_16)
         target = "sm_100a"
     Fix:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")  # Ampere_16_8_8: mma.sync, sm_80 and later
     References:
         PTX ISA 9.7.14.5 (mma.sync: target requirements), 9.7.15 (wgmma: sm_90a);
         docs/hardware.md#tensor-core-fragment-layouts
@@ -89,24 +75,10 @@ def mma_dtype(ctx: VerifyContext) -> Iterator[Diagnostic]:
         elements share a 32-bit register), so a float32 tensor fed to m16n8k16 would be read
         as pairs of half-precision numbers.
     Example:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)
+        fusion, a, b, a3, b3, d = tf32_operands("tf32_tile")
+        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)  # an f16 / bf16 instruction
     Fix:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")  # Ampere_16_8_8: tf32 operands
     References:
         PTX ISA 9.7.14.5.14 (mma.sync shapes and types); docs/hardware.md#tensor-core-fragment-layouts
     """
@@ -128,29 +100,10 @@ def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
         One mma.sync computes a fixed m x n x k tile, and its fragment maps name rows and
         columns of that tile: the loop IDs the instruction replaces must be exactly that tile.
     Example:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(2):  # K is not bound to Mma
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")
+        d.axis(2).parallelize(tp.ParallelType.Serial)  # K is not bound to Mma
     Fix:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")  # M, N and K bound to Mma
     References:
         PTX ISA 9.7.14.5 (mma.sync shapes); nvFuser csrc/scheduler/mma_utils.cpp (the
         instruction tile as the innermost loop IDs, ParallelType::Mma);
@@ -179,32 +132,12 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         same for the whole warp. wgmma.mma_async.sync.aligned is the same for the 128 threads
         of a warpgroup, which must be 4 consecutive warps starting at a multiple of 4.
     Example:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")
         with fusion:
             c = tp.set(a); fusion.add_output(c)  # a copy of A on 128 threads: blockDim.x = 128
         c.merge(0); c.axis(0).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")  # the tile alone: one warp
     References:
         PTX ISA 9.7.14.5.14 (mma.sync: ".aligned: all threads in the warp must execute the
         same mma instruction"); docs/hardware.md#tensor-core-fragment-layouts
@@ -233,11 +166,7 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         another element computes a wrong product silently. Measured on an H100: A of a tf32
         tile in the bfloat16 register order (columns 2q, 2q + 1) gave 112 of 128 elements wrong.
     Example:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
+        fusion, a, b, a3, b3, d = tf32_operands("tf32_tile")
         d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
         for i in range(3):
             d.axis(i).parallelize(tp.ParallelType.Mma)
@@ -245,17 +174,7 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
         a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("tf32_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)  # columns q, q + 4
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")  # A's columns q, q + 4
     References:
         PTX ISA 9.7.14.5.8 (mma.m16n8k8 fragments: tf32 A, B, C); CUTLASS
         include/cute/atom/mma_traits_sm80.hpp (SM80_16x8x8_F32TF32TF32F32_TN);
@@ -284,32 +203,10 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         epilogue that reads D as if each thread held whole rows reads other lanes' registers,
         which it cannot see, and stores wrong values without any fault.
     Example:
-        with tp.Fusion("tf32_tile_epilogue") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1])  # in registers
-            out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d, out = mma_sync_tile("tf32_tile_epilogue", epilogue=True)
         out.merge(0).split(0, 4); out.axis(0).parallelize(tp.ParallelType.TIDx)  # 4 of a row, not the C fragment
     Fix:
-        with tp.Fusion("tf32_tile_epilogue") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 8]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(b)  # N x K
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1])  # in registers
-            out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for i in range(3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        a3.split(0, 8).split(3, 4).reorder({0: 4, 2: 0, 4: 2}).merge(1).merge(2)
-        b3.split(2, 4).reorder({2: 3, 3: 2}).merge(1)
-        a3.axis(1).parallelize(tp.ParallelType.TIDx); b3.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, a, b, a3, b3, d, out = mma_sync_tile("tf32_tile_epilogue", epilogue=True)
         out.split(0, 8).split(2, 2).reorder({0: 2, 1: 0, 2: 1}).merge(0).merge(1)  # [(g, q), (m_half, n_low)]
         out.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
@@ -344,41 +241,9 @@ def reduction_k(ctx: VerifyContext) -> Iterator[Diagnostic]:
         elements past K leaves them so. cp.async with src-size 0 reads nothing and writes zeros;
         a TMA box fills its out-of-bounds elements with zeros (OOB fill NONE).
     Example:
-        with tp.Fusion("k_tail") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 100]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 100]); fusion.add_input(b)
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for t in (d, a3, b3):
-            t.split(2, 8)
-        d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
-        for i in (1, 2, 3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        for t in (a3, b3):
-            t.reorder({2: 0, 0: 1, 1: 2})
-        a3.split(1, 8).split(4, 4).reorder({1: 5, 3: 1, 5: 3}).merge(2).merge(3)
-        b3.split(3, 4).reorder({3: 4, 4: 3}).merge(2)
-        a3.axis(2).parallelize(tp.ParallelType.TIDx); b3.axis(2).parallelize(tp.ParallelType.TIDx)
-        tp.inline_all_at(d, 1)
+        fusion, a, b, a3, b3, d = mma_sync_tile("k_tail", 100)  # a K loop of 13 x 8: 4 past the end
     Fix:
-        with tp.Fusion("k_tail") as fusion:
-            a = tp.make_contig_concrete_tensor([16, 104]); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([8, 104]); fusion.add_input(b)
-            a3 = tp.broadcast(a, [False, True, False]); b3 = tp.broadcast(b, [True, False, False])
-            d = tp.fused_multiply_sum(a3, b3, [-1]); fusion.add_output(d)
-        d.definition.set_macro(tp.MmaMacro.Ampere_16_8_8)
-        for t in (d, a3, b3):
-            t.split(2, 8)
-        d.reorder({2: 0, 0: 1, 1: 2})  # [Ko, M, N, Ki]
-        for i in (1, 2, 3):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        for t in (a3, b3):
-            t.reorder({2: 0, 0: 1, 1: 2})
-        a3.split(1, 8).split(4, 4).reorder({1: 5, 3: 1, 5: 3}).merge(2).merge(3)
-        b3.split(3, 4).reorder({3: 4, 4: 3}).merge(2)
-        a3.axis(2).parallelize(tp.ParallelType.TIDx); b3.axis(2).parallelize(tp.ParallelType.TIDx)
-        tp.inline_all_at(d, 1)
+        fusion, a, b, a3, b3, d = mma_sync_tile("k_tail", 104)  # 13 x 8
     References:
         PTX ISA 9.7.14.5 (mma.sync is warp-collective: every lane supplies its whole
         fragment); PTX ISA 9.7.9.25 (cp.async src-size: bytes past it are zero-filled);
@@ -473,62 +338,14 @@ def wgmma_instruction_fits(ctx: VerifyContext) -> Iterator[Diagnostic]:
         clusters; a consumer's setmaxnreg.inc does not raise the limit for the instruction.
         Four warpgroups (512 threads) get 128 registers a thread, five get 96.
     Example:
-        with tp.Fusion("three_consumer_warpgroups") as fusion:
-            a = tp.make_contig_concrete_tensor([192, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 256, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_256_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
-        for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
-        for i in (3, 4, 5):  # one Hopper_64_256_16 wgmma: 128 accumulators a thread
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 64)  # [warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_256_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy)
+        fusion, sa, sb, d, out = hopper_gemm_tile("three_consumer_warpgroups", 192, 256)  # 128 accumulators a thread
         out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
         for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))  # 4 warpgroups: 128 registers a thread
     Fix:
-        with tp.Fusion("two_consumer_warpgroups") as fusion:
-            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 256, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_256_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("two_consumer_warpgroups", 128, 256)
+        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
-        for i in (3, 4, 5):  # one Hopper_64_256_16 wgmma: 128 accumulators a thread
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 64)  # [warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_256_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy)
-        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
-        for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))  # 3 warpgroups: 168 registers a thread
     References:
         PTX ISA 9.7.15.5 (wgmma.mma_async: the D fragment, N / 2 registers a thread for
@@ -562,66 +379,14 @@ def mma_register_pressure(ctx: VerifyContext) -> Iterator[Diagnostic]:
         num_registers=(40, 232) nothing spills. Where one wgmma alone does not fit, ptxas
         refuses the kernel: that is the error WGMMA-INSTRUCTION-REGISTERS, not this warning.
     Example:
-        with tp.Fusion("two_wgmmas_a_warpgroup") as fusion:
-            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 192, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_192_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
-        for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 128).split(2, 64)  # [K loop, warpgroup, mi, M64, N, kk, K16]
-        d.reorder({5: 2})  # [K loop, warpgroup, kk, mi, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy)
-        for i in (2, 3):
-            d.axis(i).parallelize(tp.ParallelType.Unroll)
-        for i in (4, 5, 6):  # two Hopper_64_192_16 wgmmas a warpgroup: 2 x 96 accumulators a thread
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 128).split(1, 64)  # [warpgroup, mi, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_192_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy); out.axis(1).parallelize(tp.ParallelType.Unroll)
+        fusion, sa, sb, d, out = hopper_gemm_tile("two_wgmmas_a_warpgroup", 256, 192, wgmmas=2)  # 2 x 96 accumulators
         out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
         for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))  # 3 warpgroups: 168 registers a thread
     Fix:
-        with tp.Fusion("two_wgmmas_a_warpgroup") as fusion:
-            a = tp.make_contig_concrete_tensor([256, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 192, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_192_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("two_wgmmas_a_warpgroup", 256, 192, wgmmas=2)
+        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 128).split(2, 64)  # [K loop, warpgroup, mi, M64, N, kk, K16]
-        d.reorder({5: 2})  # [K loop, warpgroup, kk, mi, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy)
-        for i in (2, 3):
-            d.axis(i).parallelize(tp.ParallelType.Unroll)
-        for i in (4, 5, 6):  # two Hopper_64_192_16 wgmmas a warpgroup: 2 x 96 accumulators a thread
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 128).split(1, 64)  # [warpgroup, mi, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_192_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy); out.axis(1).parallelize(tp.ParallelType.Unroll)
-        out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
-        for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))
     References:
         CUDA C++ Programming Guide (65536 registers per SM, 255 per thread, __launch_bounds__);

@@ -35,62 +35,14 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         loads of one circular loop: a second loop, or a load split over `on`, would need a
         second producer.
     Example:
-        with tp.Fusion("producer_on_tidx") as fusion:
-            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("producer_on_tidx", 128, 64)
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
-        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 64)  # [warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy)
-        for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDx))
     Reported with:
         MMA-WARP-COLLECTIVE
     Fix:
-        with tp.Fusion("producer_warpgroup") as fusion:
-            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("producer_warpgroup", 128, 64)
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
-        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 64)  # [warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy)
-        for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
     References:
         nvFuser csrc/parallel_dimension_map.cpp (the warp-specialized axis gets one more index,
@@ -122,60 +74,12 @@ def ws_registers(ctx: VerifyContext) -> Iterator[Diagnostic]:
         #2007: 232 x 2 + 24 > 168 x 3 hangs). A count outside [24, 256] or not a multiple of 8
         does not assemble.
     Example:
-        with tp.Fusion("registers_past_the_pool") as fusion:
-            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("registers_past_the_pool", 128, 64)
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
-        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 64)  # [warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy)
-        for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 240)))
     Fix:
-        with tp.Fusion("registers_shared_out") as fusion:
-            a = tp.make_contig_concrete_tensor([128, 1, 256], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
-        for t in (sa, sb, d):
-            t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+        fusion, sa, sb, d, out = hopper_gemm_tile("registers_shared_out", 128, 64)
         for t in (sa, sb):
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({2: 1} if t is sa else {})  # the broadcast axis next to the K loop: not part of the box
-            t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
-            for i in t.get_loop_domain()[2:]:
-                i.parallelize(tp.ParallelType.Bulk)
-            t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
-        d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        d.axis(1).parallelize(tp.ParallelType.TIDy); d.axis(2).parallelize(tp.ParallelType.Unroll)
-        for i in (3, 4, 5):  # one Hopper_64_64_16 wgmma
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        out.split(0, 64)  # [warpgroup, M64, N]
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C")
-        out.axis(0).parallelize(tp.ParallelType.TIDy)
-        for t in (sa, sb):
-            t.inline_at(1)
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))
     References:
         PTX ISA 9.7.19.5 (setmaxnreg: the range, multiples of 8, the per-CTA pool); CUTLASS

@@ -73,48 +73,18 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         the hardware the pattern starts at the tile (a 128-byte-aligned SW128 tile reads back
         wrong).
     Example:
-        with tp.Fusion("hopper_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([64, 1, 64], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 64], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        fusion, sa, sb, d, out = one_wgmma("hopper_tile")
         for t in (sa, sb):  # plain 128-byte rows: no swizzle, not core matrices
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({1: 0} if t is sa else {})
             for i in t.get_loop_domain()[1:]:  # the broadcast axis first: not part of the box
                 i.parallelize(tp.ParallelType.Bulk)
-        d.split(2, 16).reorder({2: 0})  # [kk, M, N, K16]
-        loop = d.get_loop_domain()
-        d.set_loop_domain([loop[0], loop[3], loop[1], loop[2]])
-        tp.schedule_mma_fragment(d, tp.MmaMacro.Hopper_64_64_16, "C")
-        d.set_allocation_domain(d.get_loop_domain(), True); d.set_loop_domain(loop)
-        for i in range(1, 4):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16)
     Fix:
-        with tp.Fusion("hopper_tile") as fusion:
-            a = tp.make_contig_concrete_tensor([64, 1, 64], dtype=tp.bfloat16); fusion.add_input(a)
-            b = tp.make_contig_concrete_tensor([1, 64, 64], dtype=tp.bfloat16); fusion.add_input(b)
-            d = tp.fused_multiply_sum(a, b, [-1]); out = tp.set(d); fusion.add_output(out)
-        d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
-        sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+        fusion, sa, sb, d, out = one_wgmma("hopper_tile")
         for t in (sa, sb):  # rows of 128 bytes, 16-byte chunk c of row r at c ^ (r % 8): TMA's 128B swizzle
-            t.set_memory_type(tp.MemoryType.Shared)
-            t.reorder({1: 0} if t is sa else {})
             t.split(-2, 8).split(-2, 1).split(-1, 8)
             t.swizzle(tp.SwizzleType.XOR, -4, -2)
             for i in t.get_loop_domain()[1:]:  # the broadcast axis first: not part of the box
                 i.parallelize(tp.ParallelType.Bulk)
             t.set_allocation_domain(t.get_loop_domain(), True)
-        d.split(2, 16).reorder({2: 0})  # [kk, M, N, K16]
-        loop = d.get_loop_domain()
-        d.set_loop_domain([loop[0], loop[3], loop[1], loop[2]])
-        tp.schedule_mma_fragment(d, tp.MmaMacro.Hopper_64_64_16, "C")
-        d.set_allocation_domain(d.get_loop_domain(), True); d.set_loop_domain(loop)
-        for i in range(1, 4):
-            d.axis(i).parallelize(tp.ParallelType.Mma)
-        tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16)
     References:
         PTX ISA 9.7.15.5.1.2 (shared memory matrix layout, matrix descriptor); CUTLASS
         include/cute/atom/mma_traits_sm90_gmma.hpp (make_gmma_desc); docs/hardware.md#wgmma-shared-memory-operands
