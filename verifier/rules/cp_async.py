@@ -52,20 +52,12 @@ def cp_async_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         8 or 16 bytes, .cg (which bypasses L1) only 16; ptxas rejects `cp.async.cg ... 8`
         ("expected to be 16"). A 2-byte element alone, or a 12-byte vector, has no cp.async.
     Example:
-        with tp.Fusion("cg_eight_bytes") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync, cache_op=tp.CacheOp.Global)
-            t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = cp_async_copy("cg_eight_bytes", [64, 32], cache_op=tp.CacheOp.Global)
         t1.split(1, 2)
         t1.axis(1).parallelize(tp.ParallelType.TIDx); t1.axis(2).parallelize(tp.ParallelType.Vectorize)
         t2.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("cg_sixteen_bytes") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync, cache_op=tp.CacheOp.Global)
-            t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = cp_async_copy("cg_sixteen_bytes", [64, 32], cache_op=tp.CacheOp.Global)
         t1.split(1, 4)
         t1.axis(1).parallelize(tp.ParallelType.TIDx); t1.axis(2).parallelize(tp.ParallelType.Vectorize)
         t2.axis(1).parallelize(tp.ParallelType.TIDx)
@@ -127,10 +119,7 @@ def cp_async_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
         address". A padded shared row or a row stride that is not a multiple of the vector
         misaligns every other row.
     Example:
-        with tp.Fusion("padded_rows") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 4]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = cp_async_copy("padded_rows", [64, 4])
         loop = t1.get_loop_domain()
         t1.split(1, 5)  # each row padded to 5 floats (20 bytes)
         t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)
@@ -138,10 +127,7 @@ def cp_async_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
             t.axis(0).parallelize(tp.ParallelType.TIDx)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     Fix:
-        with tp.Fusion("padded_rows") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 4]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = cp_async_copy("padded_rows", [64, 4])
         loop = t1.get_loop_domain()
         t1.split(1, 8)  # each row padded to 8 floats (32 bytes)
         t1.set_allocation_domain(t1.get_loop_domain()); t1.set_loop_domain(loop)

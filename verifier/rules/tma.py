@@ -112,18 +112,12 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
         a discontiguous merge has no single stride, so neither describes memory: the
         descriptor would address the wrong elements.
     Example:
-        with tp.Fusion("view") as fusion:
-            t0 = tp.make_tensor([64, 128], contiguity=[False, True]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("view", [64, 128], contiguity=[False, True])
         t1.merge(0).split(0, 64)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("view") as fusion:
-            t0 = tp.make_tensor([64, 128], contiguity=[True, True]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("view", [64, 128], contiguity=[True, True])
         t1.merge(0).split(0, 64)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
@@ -193,18 +187,10 @@ def tma_rank(ctx: VerifyContext) -> Iterator[Diagnostic]:
         cuTensorMapEncodeTiled takes tensorRank 1..5 and cp.async.bulk.tensor exists
         in .1d to .5d only (rank 6 is refused before reaching the driver).
     Example:
-        with tp.Fusion("rank6") as fusion:
-            t0 = tp.make_tensor([2, 2, 2, 2, 2, 64], contiguity=[False, False, False, False, False, True])
-            fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("rank6", [2, 2, 2, 2, 2, 64], contiguity=[False] * 5 + [True])
         t1.axis(5).parallelize(tp.ParallelType.Bulk)
     Fix:
-        with tp.Fusion("rank5") as fusion:
-            t0 = tp.make_tensor([2, 2, 2, 2, 2, 64], contiguity=[True, False, False, False, False, True])
-            fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("rank5", [2, 2, 2, 2, 2, 64], contiguity=[True] + [False] * 4 + [True])
         t1.axis(5).parallelize(tp.ParallelType.Bulk)
     References:
         PTX ISA 9.7.9.25.5.2 (cp.async.bulk.tensor .dim); CUDA driver API cuTensorMapEncodeTiled (tensorRank);
@@ -234,19 +220,13 @@ def tma_box_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
     Why the hardware needs it:
         cuTensorMapEncodeTiled rejects boxDim[i] outside 1..256 (257 measured rejected on H200).
     Example:
-        with tp.Fusion("box512") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("box512", [64, 4096])
         t1.split(1, 512)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
-        with tp.Fusion("box256") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("box256", [64, 4096])
         t1.split(1, 256)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(1).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
@@ -282,16 +262,10 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
         (fp16 box 4 and 12 rejected, 8 accepted on H200), and the mbarrier expects the
         transfer's byte count, which nvFuser requires to be a multiple of 16.
     Example:
-        with tp.Fusion("inner12") as fusion:
-            t0 = tp.make_contig_concrete_tensor([12], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("inner12", [12], dtype=tp.float16)
         t1.axis(0).parallelize(tp.ParallelType.Bulk)
     Fix:
-        with tp.Fusion("inner16") as fusion:
-            t0 = tp.make_contig_concrete_tensor([16], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("inner16", [16], dtype=tp.float16)
         t1.axis(0).parallelize(tp.ParallelType.Bulk)
     References:
         CUDA driver API cuTensorMapEncodeTiled (boxDim[0] * elementSize % 16); PTX ISA 9.7.9.25.5.2; measured on H200;
@@ -340,19 +314,13 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         and without interleave the innermost element stride is ignored by the hardware,
         so a strided innermost tile would silently load a dense one.
     Example:
-        with tp.Fusion("stride16") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("stride16", [1024, 64])
         t1.split(0, 64).split(1, 16).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("stride4") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("stride4", [1024, 64])
         t1.split(0, 64).split(1, 4).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
@@ -400,19 +368,13 @@ def tma_global_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
         cuTensorMapEncodeTiled has no stride for dimension 0 (it is the element size) and
         rejects strides that are not multiples of 16 or reach 2^40 (120 rejected, 144 accepted on H200).
     Example:
-        with tp.Fusion("rows98") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 98]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("rows98", [64, 98])
         t1.split(1, 32).split(0, 8)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.BIDy)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
-        with tp.Fusion("rows128") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 128]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("rows128", [64, 128])
         t1.split(1, 32).split(0, 8)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.BIDy)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
@@ -499,19 +461,13 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
         needs holes to be zero (a reduction, an MMA) then reads garbage; strong
         correctness is unachievable for such a schedule (weak correctness still holds).
     Example:
-        with tp.Fusion("fttc") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("fttc", [1024, 64])
         t1.split(0, 8).split(1, 3).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("fttc") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("fttc", [1024, 64])
         t1.split(0, 8).split(1, 4).reorder({2: 1})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)

@@ -28,17 +28,12 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
         whole tile. On an ordinary copy a Bulk loop would simply not execute its
         iterations; a TMA consumer without Bulk IDs would issue a TMA per element.
     Example:
-        with tp.Fusion("bulk_on_set") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("bulk_on_set", [1024, 64])  # t1 = tp.set(t0): no TMA
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("bulk_on_tma") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 64]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("bulk_on_tma", [1024, 64])
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     References:
@@ -90,20 +85,14 @@ def tma_mixed_transform(ctx: VerifyContext) -> Iterator[Diagnostic]:
         merge or swizzle across the two branches has no box the hardware could move, and
         nvFuser infers the TMA domain only from schedules that keep the branches apart.
     Example:
-        with tp.Fusion("mixed") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("mixed", [256, 256])
         t1.split(1, 32).split(0, 32).reorder({1: 2})
         t1.merge(1, 2).split(1, 4)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("separate") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("separate", [256, 256])
         t1.split(1, 32).split(0, 32).reorder({1: 2})
         t1.merge(0, 1)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)

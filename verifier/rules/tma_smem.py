@@ -83,10 +83,7 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         block at one shared address. If the schedule places the tile's elements
         elsewhere, every later shared-memory access reads the wrong data, silently.
     Example:
-        with tp.Fusion("gap") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("gap", [256, 256])
         t1.split(1, 32).split(0, 8).reorder({1: 2})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
@@ -95,10 +92,7 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     Reported with:
         TMA-WHOLE-TILES
     Fix:
-        with tp.Fusion("gap") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("gap", [256, 256])
         t1.split(1, 32).split(0, 8).reorder({1: 2})
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
@@ -147,20 +141,14 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         zeros), from its shared address on. A box that runs past the buffer overwrites the
         next buffer or faults; two loads whose ranges overlap overwrite each other's tile.
     Example:
-        with tp.Fusion("tail") as fusion:
-            t0 = tp.make_contig_concrete_tensor([12, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("tail", [12, 32])
         t1.set_allocation_domain(t1.get_logical_domain())
         t1.split(0, 5)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("tail") as fusion:
-            t0 = tp.make_contig_concrete_tensor([12, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("tail", [12, 32])
         t1.split(0, 5)
         t1.set_allocation_domain(t1.get_loop_domain())
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
@@ -260,10 +248,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         on H200). A narrower row still occupies S bytes of shared memory, so an
         allocation that packs rows densely reads the wrong rows.
     Example:
-        with tp.Fusion("wide") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("wide", [256, 256], dtype=tp.float16)
         t1.split(1, 64).split(0, 16).reorder({1: 2})
         t1.split(3, 8).split(3, 2).split(2, 8)
         t1.swizzle(tp.SwizzleType.XOR, 2, 4)
@@ -271,10 +256,7 @@ def tma_swizzle_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
-        with tp.Fusion("wide") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("wide", [256, 256], dtype=tp.float16)
         t1.split(1, 16).split(0, 16).reorder({1: 2})
         t1.split(3, 8).split(2, 4).split(2, 2)
         t1.swizzle(tp.SwizzleType.XOR, 3, 5)
@@ -345,10 +327,7 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         reads that index shared memory with a different XOR get other rows' data,
         silently.
     Example:
-        with tp.Fusion("swapped") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("swapped", [256, 256], dtype=tp.float16)
         t1.split(1, 32).split(0, 16).reorder({1: 2})
         t1.split(3, 8).split(2, 2).split(2, 4)
         t1.swizzle(tp.SwizzleType.XOR, 5, 3)
@@ -356,10 +335,7 @@ def tma_swizzle_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for a in range(2, 7): t1.axis(a).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx, tp.ParallelType.BIDy])
     Fix:
-        with tp.Fusion("swapped") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 256], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("swapped", [256, 256], dtype=tp.float16)
         t1.split(1, 32).split(0, 16).reorder({1: 2})
         t1.split(3, 8).split(2, 2).split(2, 4)
         t1.swizzle(tp.SwizzleType.XOR, 3, 5)
@@ -553,19 +529,13 @@ def smem_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         32- and 64-byte alignment). The swizzle XORs absolute address bits, so the layout
         proof holds only when the pattern period starts at the buffer.
     Example:
-        with tp.Fusion("narrow_tiles") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 256]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("narrow_tiles", [1024, 256])
         t1.split(1, 16)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("narrow_tiles") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 256]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("narrow_tiles", [1024, 256])
         t1.split(1, 32)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
@@ -627,10 +597,7 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
         with CUDA_ERROR_ILLEGAL_INSTRUCTION (the PTX ISA: the bounding box must be
         16-byte aligned).
     Example:
-        with tp.Fusion("coord") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("coord", [64, 1024])
         t1.split(1, 2).split(0, 64)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(2).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
@@ -638,10 +605,7 @@ def tma_coord_align(ctx: VerifyContext) -> Iterator[Diagnostic]:
     Reported with:
         TMA-INNER-BYTES
     Fix:
-        with tp.Fusion("coord") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("coord", [64, 1024])
         t1.split(1, 4).split(0, 64)
         t1.axis(0).parallelize(tp.ParallelType.BIDy); t1.axis(2).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.Bulk); t1.axis(3).parallelize(tp.ParallelType.Bulk)
@@ -690,18 +654,12 @@ def tma_coord_range(ctx: VerifyContext) -> Iterator[Diagnostic]:
         tensor with more than 2^31 elements (a flattened pointwise kernel) wraps to a
         negative coordinate and the copy reads or writes the wrong box.
     Example:
-        with tp.Fusion("huge") as fusion:
-            t0 = tp.make_contig_concrete_tensor([2**16, 2**16], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("huge", [2**16, 2**16], dtype=tp.float16)
         t1.merge(0).split(0, 256)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
-        with tp.Fusion("huge") as fusion:
-            t0 = tp.make_contig_concrete_tensor([2**16, 2**16], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = tma_copy("huge", [2**16, 2**16], dtype=tp.float16)
         t1.split(1, 256)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.BIDy)
         t1.axis(2).parallelize(tp.ParallelType.Bulk)
