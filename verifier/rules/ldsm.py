@@ -70,27 +70,11 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
         elements (one 32-bit register) each. A lane whose element lives elsewhere silently
         gets another element.
     Example:
-        with tp.Fusion("ldmatrix_rows") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 8], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix); t3 = tp.set(t2)
-            fusion.add_output(t3)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2, t3 = ldmatrix_copy("ldmatrix_rows")
         t1.split(1, 2)
-        t1.set_allocation_domain([t1.axis(0), t1.axis(2), t1.axis(1)])
-        for t in (t2, t3):
-            t.split(1, 2).merge(0, 1)
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
-        t2.axis(1).parallelize(tp.ParallelType.Vectorize)
+        t1.set_allocation_domain([t1.axis(0), t1.axis(2), t1.axis(1)])  # column 2q + j of a row at j * 4 + q
     Fix:
-        with tp.Fusion("ldmatrix_rows") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 8], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix); t3 = tp.set(t2)
-            fusion.add_output(t3)
-        t1.set_memory_type(tp.MemoryType.Shared)
-        for t in (t2, t3):
-            t.split(1, 2).merge(0, 1)
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
-        t2.axis(1).parallelize(tp.ParallelType.Vectorize)
+        fusion, t0, t1, t2, t3 = ldmatrix_copy("ldmatrix_rows")  # t1 row-major: a row is 16 contiguous bytes
     References:
         PTX ISA 9.7.14.5.15 (ldmatrix) and 9.7.14.5.16 (stmatrix): .sync.aligned, m8n8, .b16,
         .x1/.x2/.x4, threads 8i..8i+7 give the rows of matrix i; Figure 104 (fragment);
@@ -205,27 +189,11 @@ def ldsm_alignment(ctx: VerifyContext) -> Iterator[Diagnostic]:
         to be naturally aligned. A misaligned address is a misaligned-address fault or
         wrong data.
     Example:
-        with tp.Fusion("ldmatrix_padded") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 8], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix); t3 = tp.set(t2)
-            fusion.add_output(t3)
-        t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(1, 3)
-        for t in (t2, t3):
-            t.split(1, 2).merge(0, 1)
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
-        t2.axis(1).parallelize(tp.ParallelType.Vectorize)
+        fusion, t0, t1, t2, t3 = ldmatrix_copy("ldmatrix_padded")
+        t1.split(1, 3)  # rows of 3 x 3 = 9 halves: 18 bytes apart
     Fix:
-        with tp.Fusion("ldmatrix_padded") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 8], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix); t3 = tp.set(t2)
-            fusion.add_output(t3)
-        t1.set_memory_type(tp.MemoryType.Shared)
-        t1.split(1, 4)
-        for t in (t2, t3):
-            t.split(1, 2).merge(0, 1)
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
-        t2.axis(1).parallelize(tp.ParallelType.Vectorize)
+        fusion, t0, t1, t2, t3 = ldmatrix_copy("ldmatrix_padded")
+        t1.split(1, 4)  # rows of 2 x 4 = 8 halves: 16 bytes apart
     References:
         PTX ISA 9.7.14.5.15 (ldmatrix: "the matrix addresses must be naturally aligned") and 9.7.14.5.16;
         docs/hardware.md#ldmatrix-row-alignment
@@ -301,27 +269,15 @@ def ldsm_register_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         registers hold the data in an order the MMA (mma.sync / wgmma fragments) and the
         rest of the kernel do not expect; LDSM-THREAD-ROWS alone only makes the bytes land.
     Example:
-        with tp.Fusion("ldmatrix_fragment") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 8], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix); t3 = tp.set(t2)
-            fusion.add_output(t3)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2, t3 = ldmatrix_copy("ldmatrix_fragment", fragment=False)
         t1.split(1, 2)
         t1.set_allocation_domain([t1.axis(1), t1.axis(0), t1.axis(2)])
         for t in (t2, t3):
-            t.split(1, 2).merge(1, 0)
+            t.split(1, 2).merge(1, 0)  # lane 8q + r: not ldmatrix's 4r + q
             t.axis(0).parallelize(tp.ParallelType.TIDx)
         t2.axis(1).parallelize(tp.ParallelType.Vectorize)
     Fix:
-        with tp.Fusion("ldmatrix_fragment") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 8], dtype=tp.float16); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1, op=tp.LoadStoreOpType.LdMatrix); t3 = tp.set(t2)
-            fusion.add_output(t3)
-        t1.set_memory_type(tp.MemoryType.Shared)
-        for t in (t2, t3):
-            t.split(1, 2).merge(0, 1)
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
-        t2.axis(1).parallelize(tp.ParallelType.Vectorize)
+        fusion, t0, t1, t2, t3 = ldmatrix_copy("ldmatrix_fragment")
     References:
         PTX ISA 9.7.14.5.15, Figure 104 (ldmatrix fragment: row = lane / 4, column = 2 * (lane % 4) + i);
         CUTLASS include/cute/atom/copy_traits_sm75.hpp (SM75_U32x4_LDSM_N);

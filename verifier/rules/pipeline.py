@@ -71,30 +71,12 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
         only after a barrier that follows the wait: a read before either sees stale shared
         memory, or a copy still in flight.
     Example:
-        with tp.Fusion("prefetch_behind") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
-        fusion.assume("K % 4 == 0")
-        for t in (s, out):
-            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
-        s.set_memory_type(tp.MemoryType.Shared)
-        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
-        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
-        s.inline_at(2)
+        fusion, a, s, out = cp_async_k_loop("prefetch_behind")
         s.circular_buffer(2, prefetch_distance=-3)  # prefetch 2 - 3 = -1: the copy comes late
     Reported with:
         PIPELINE-STAGES
     Fix:
-        with tp.Fusion("prefetch_ahead") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
-        fusion.assume("K % 4 == 0")
-        for t in (s, out):
-            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
-        s.set_memory_type(tp.MemoryType.Shared)
-        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
-        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
-        s.inline_at(2)
+        fusion, a, s, out = cp_async_k_loop("prefetch_ahead")
         s.circular_buffer(2)  # prefetch 1
     References:
         PTX ISA 9.7.9.25.3.1 (cp.async), 9.7.9.25.3.2 (cp.async.commit_group), 9.7.9.25.3.3
@@ -166,34 +148,12 @@ def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
         mbarrier phase it completes says the tile is there, and a wait on the wrong parity
         passes at once, on the previous contents.
     Example:
-        with tp.Fusion("register_prefetch_late") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a); r = tp.set(s); out = tp.set(r); fusion.add_output(out)
-        fusion.assume("K % 32 == 0")
-        for t in (s, r, out):
-            t.split(1, 32).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 32]
-        s.set_memory_type(tp.MemoryType.Shared); s.axis(2).parallelize(tp.ParallelType.TIDx)
-        for t in (r, out):
-            t.split(2, 8).axis(3).parallelize(tp.ParallelType.TIDx)  # [M, K loop, 4 slices, 8]
-            t.axis(2).parallelize(tp.ParallelType.Unroll)
-        s.inline_at(2)
-        r.inline_at(3)
+        fusion, a, s, r, out = register_k_loop("register_prefetch_late")
         r.circular_buffer(2, prefetch_distance=-3)  # prefetch 2 - 3 = -1: the copy comes late
     Reported with:
         PIPELINE-STAGES
     Fix:
-        with tp.Fusion("register_prefetch") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a); r = tp.set(s); out = tp.set(r); fusion.add_output(out)
-        fusion.assume("K % 32 == 0")
-        for t in (s, r, out):
-            t.split(1, 32).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 32]
-        s.set_memory_type(tp.MemoryType.Shared); s.axis(2).parallelize(tp.ParallelType.TIDx)
-        for t in (r, out):
-            t.split(2, 8).axis(3).parallelize(tp.ParallelType.TIDx)  # [M, K loop, 4 slices, 8]
-            t.axis(2).parallelize(tp.ParallelType.Unroll)
-        s.inline_at(2)
-        r.inline_at(3)
+        fusion, a, s, r, out = register_k_loop("register_prefetch")
         r.circular_buffer(2)  # prefetch 1: the next slice's registers load while this one is used
     References:
         nvFuser's Ampere matmul scheduler (`acr->circularBuffer(2)` under
@@ -257,28 +217,10 @@ def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
         rotate over. A register circular buffer copies iteration i + prefetch's data in
         iteration i, so what it copies from must be complete before the loop.
     Example:
-        with tp.Fusion("one_stage") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
-        fusion.assume("K % 4 == 0")
-        for t in (s, out):
-            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
-        s.set_memory_type(tp.MemoryType.Shared)
-        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
-        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
-        s.inline_at(2)
+        fusion, a, s, out = cp_async_k_loop("one_stage")
         s.circular_buffer(1)
     Fix:
-        with tp.Fusion("two_stages") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
-        fusion.assume("K % 4 == 0")
-        for t in (s, out):
-            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
-        s.set_memory_type(tp.MemoryType.Shared)
-        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
-        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
-        s.inline_at(2)
+        fusion, a, s, out = cp_async_k_loop("two_stages")
         s.circular_buffer(2)
     References:
         nvFuser csrc/tensor_view.cpp (circularBuffer: "Unsupported stage number", "Invalid prefetch
@@ -314,30 +256,12 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
         between the last read and the refill orders them (nvFuser PR #3865: a circular buffer
         refilled too early gave wrong results).
     Example:
-        with tp.Fusion("prefetch_equal_to_stages") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
-        fusion.assume("K % 4 == 0")
-        for t in (s, out):
-            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
-        s.set_memory_type(tp.MemoryType.Shared)
-        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
-        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
-        s.inline_at(2)
+        fusion, a, s, out = cp_async_k_loop("prefetch_equal_to_stages")
         s.circular_buffer(2, prefetch_distance=2)
     Reported with:
         PIPELINE-STAGES
     Fix:
-        with tp.Fusion("prefetch_below_stages") as fusion:
-            a = tp.make_tensor(["M", "K"], contiguity=True); fusion.add_input(a)
-            s = tp.set(a, op=tp.LoadStoreOpType.CpAsync); out = tp.set(s); fusion.add_output(out)
-        fusion.assume("K % 4 == 0")
-        for t in (s, out):
-            t.split(1, 4).split(1, 8).axis(0).parallelize(tp.ParallelType.BIDx)  # [M, K loop, 8, 4]
-        s.set_memory_type(tp.MemoryType.Shared)
-        s.axis(2).parallelize(tp.ParallelType.TIDx); s.axis(3).parallelize(tp.ParallelType.Vectorize)
-        out.merge(2).axis(2).parallelize(tp.ParallelType.TIDx)
-        s.inline_at(2)
+        fusion, a, s, out = cp_async_k_loop("prefetch_below_stages")
         s.circular_buffer(2, prefetch_distance=1)
     References:
         PTX ISA 9.7.9.25.3.1 (cp.async completes asynchronously); CUDA C++ Programming Guide,

@@ -51,20 +51,12 @@ def target_tmem(ctx: VerifyContext) -> Iterator[Diagnostic]:
         tcgen05.alloc for sm_90a.
     Example:
         target = "sm_90a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([128, 4]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [128, 4])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     Fix:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([128, 4]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [128, 4])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
@@ -96,22 +88,14 @@ def tmem_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         must execute the same instruction; a partial warp is undefined behaviour.
     Example:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([16, 2]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [16, 2])
         for t in (t1, t2, t3):
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
+            t.axis(0).parallelize(tp.ParallelType.TIDx)  # 16 lanes: half a warp
     Fix:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 2]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [32, 2])
         for t in (t1, t2, t3):
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
+            t.axis(0).parallelize(tp.ParallelType.TIDx)  # 32 lanes: a whole warp
     References:
         PTX ISA 9.7.16.8.3 (tcgen05.ld .sync.aligned); nvFuser PR #4070;
         docs/hardware.md#tensor-memory-load-and-store-shapes
@@ -158,25 +142,17 @@ def tmem_packing(ctx: VerifyContext) -> Iterator[Diagnostic]:
         whole column, its neighbours' bytes included.
     Example:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 4], dtype="float16"); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [32, 4], dtype=tp.float16)
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     Fix:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 4], dtype="float16"); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [32, 4], dtype=tp.float16)
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
         for t in (t2, t3):
             t.split(1, 2)
-            t.axis(2).parallelize(tp.ParallelType.Vectorize)
+            t.axis(2).parallelize(tp.ParallelType.Vectorize)  # two halves: one 32-bit column
     References:
         PTX ISA 9.7.16.1 (tensor memory: 32-bit cells), 9.7.16.8.3 (tcgen05.ld/st .b32 registers);
         docs/hardware.md#tensor-memory-geometry
@@ -231,21 +207,13 @@ def tmem_access_pattern(ctx: VerifyContext) -> Iterator[Diagnostic]:
         access that is not one of them cannot be issued as tcgen05 instructions.
     Example:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [32, 32])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDy)
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [32, 32])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
@@ -331,21 +299,13 @@ def tmem_subpartition(ctx: VerifyContext) -> Iterator[Diagnostic]:
         sub-partition w % 4 only. Any other lane is unreachable for that warp.
     Example:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 2]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [32, 2])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
             t.axis(1).parallelize(tp.ParallelType.TIDy)
     Fix:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 2]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [32, 2])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
@@ -477,21 +437,13 @@ def tmem_vectorize(ctx: VerifyContext) -> Iterator[Diagnostic]:
         widths have no instruction.
     Example:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([128, 96]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [128, 96])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
         t2.axis(1).parallelize(tp.ParallelType.Vectorize)
     Fix:
         target = "sm_100a"
-        with tp.Fusion("tmem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([128, 96]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("tmem", [128, 96])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
         t2.split(1, 32)
