@@ -48,17 +48,13 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         A launch that asks for more dynamic shared memory than the block may have
         fails with CUDA_ERROR_INVALID_VALUE; the kernel never runs.
     Example:
-        with tp.Fusion("big_smem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
-        t1.set_memory_type(tp.MemoryType.Shared)
+        fusion, t0, t1, t2 = copy_chain("big_smem", [1024, 1024])
+        t1.set_memory_type(tp.MemoryType.Shared)  # the whole 4 MiB tensor in one block's shared memory
     Fix:
-        with tp.Fusion("tiled_smem") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("tiled_smem", [1024, 1024])
         t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
-            t.axis(0).parallelize(tp.ParallelType.BIDx)
+            t.axis(0).parallelize(tp.ParallelType.BIDx)  # a 4 KiB row a block
     References:
         CUDA driver API cuFuncSetAttribute (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); measured on H200;
         docs/hardware.md#shared-memory-per-block
@@ -126,24 +122,17 @@ def tmem_lanes(ctx: VerifyContext) -> Iterator[Diagnostic]:
         part of an address cannot name a 129th row.
     Example:
         target = "sm_100a"
-        with tp.Fusion("lanes") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("lanes", [256, 32])
         for t in (t1, t2, t3):
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
+            t.axis(0).parallelize(tp.ParallelType.TIDx)  # 256 lanes
     Fix:
         target = "sm_100a"
-        with tp.Fusion("lanes") as fusion:
-            t0 = tp.make_contig_concrete_tensor([256, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
+        fusion, t0, t1, t2, t3 = tmem_copy("lanes", [256, 32])
         for t in (t1, t2, t3):
             t.split(0, 128)
             t.axis(0).parallelize(tp.ParallelType.BIDx)
             t.axis(1).parallelize(tp.ParallelType.TIDx)
-        t2.set_tmem_dim_sep_pos(2)
+        t2.set_tmem_dim_sep_pos(2)  # 128 lanes a block
     References:
         PTX ISA 9.7.16.1 (tensor memory: 128 lanes x 512 columns); docs/hardware.md#tensor-memory-geometry
     """
@@ -170,24 +159,16 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
         cannot satisfy blocks forever.
     Example:
         target = "sm_100a"
-        with tp.Fusion("cols") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("cols", [32, 1024])
         for t in (t1, t2, t3):
-            t.axis(0).parallelize(tp.ParallelType.TIDx)
+            t.axis(0).parallelize(tp.ParallelType.TIDx)  # 1024 columns a lane
     Fix:
         target = "sm_100a"
-        with tp.Fusion("cols") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
-        t2.set_memory_type(tp.MemoryType.Tensor)
-        t2.set_tmem_dim_sep_pos(1)
+        fusion, t0, t1, t2, t3 = tmem_copy("cols", [32, 1024])
         for t in (t1, t2, t3):
             t.axis(0).parallelize(tp.ParallelType.TIDx)
             t.split(1, 256)
-            t.axis(1).parallelize(tp.ParallelType.BIDx)
+            t.axis(1).parallelize(tp.ParallelType.BIDx)  # 256 columns a block
     References:
         PTX ISA 9.7.16.7.1 (tcgen05.alloc: nCols a power of two in [32, 512]);
         docs/hardware.md#tensor-memory-allocation
@@ -254,15 +235,11 @@ def launch_threads(ctx: VerifyContext) -> Iterator[Diagnostic]:
         A launch with more threads per block fails (measured: 1025 fails on H200), and so
         does one with blockDim.z = 96 (cuLaunchKernel: invalid argument, measured on H100).
     Example:
-        with tp.Fusion("threads") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("threads", [64, 32], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.TIDy)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("threads") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("threads", [64, 32], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
@@ -314,15 +291,11 @@ def launch_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         do not; 2^31 - 1 along x launch, 2^31 do not). 70000 rows on BIDy, or a persistent grid of 2^31 blocks,
         compile but cannot be launched.
     Example:
-        with tp.Fusion("rows_on_bidy") as fusion:
-            t0 = tp.make_contig_concrete_tensor([70000, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("rows_on_bidy", [70000, 32], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.BIDy)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("rows_on_bidx") as fusion:
-            t0 = tp.make_contig_concrete_tensor([70000, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("rows_on_bidx", [70000, 32], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
@@ -423,18 +396,14 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
         or vectorized loop) does exactly that: measured on H100, a TMA store whose shared
         producer's allocation lacked its Vectorize{8} axis stored 1792 of 2048 elements wrong.
     Example:
-        with tp.Fusion("reused") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("reused", [64, 32])
         t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
             t.split(0, 8)
             t.axis(2).parallelize(tp.ParallelType.TIDx)
         t1.set_allocation_domain([t1.axis(1), t1.axis(2)])
     Fix:
-        with tp.Fusion("reused") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("reused", [64, 32])
         t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
             t.split(0, 8)

@@ -37,15 +37,11 @@ def assumptions_satisfiable(ctx: VerifyContext) -> Iterator[Diagnostic]:
         no such size, each claim holds vacuously: `N > 10` and `N < 5` would make any
         schedule "proved", including ones that fault on every real size.
     Example:
-        with tp.Fusion("no_size_fits") as fusion:
-            t0 = tp.make_contig_tensor(1); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("no_size_fits", [-1], copies=1)  # extent T0_0: any size
         fusion.assume("T0_0 > 10")
         fusion.assume("T0_0 < 5")
     Fix:
-        with tp.Fusion("a_size_fits") as fusion:
-            t0 = tp.make_contig_tensor(1); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("a_size_fits", [-1], copies=1)
         fusion.assume("T0_0 > 10")
     References:
         z3 satisfiability of the assumption set (the premise of every proof); symbolic

@@ -93,15 +93,11 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         whole warps, so neither can predicate a hole away: the kernel reads or writes
         out of bounds, or a partial warp executes a warp-collective instruction.
     Example:
-        with tp.Fusion("vec6") as fusion:
-            t0 = tp.make_contig_concrete_tensor([6]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("vec6", [6], copies=1)
         t1.split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     Fix:
-        with tp.Fusion("vec8") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("vec8", [8], copies=1)
         t1.split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
@@ -307,15 +303,11 @@ def view_discontiguous_merge(ctx: VerifyContext) -> Iterator[Diagnostic]:
         next element after a row end is not the next address: the vector would read
         the padding between rows instead of the next row's first elements.
     Example:
-        with tp.Fusion("strided_rows") as fusion:
-            t0 = tp.make_tensor([8, 6], contiguity=[False, True]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("strided_rows", [8, 6], copies=1, contiguity=[False, True])
         t1.merge(0).split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     Fix:
-        with tp.Fusion("strided_rows") as fusion:
-            t0 = tp.make_tensor([8, 8], contiguity=[False, True]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("strided_rows", [8, 8], copies=1, contiguity=[False, True])
         t1.merge(0).split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:

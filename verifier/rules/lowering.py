@@ -34,15 +34,11 @@ def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
         would visit only the point (3, 3): the kernel would cover the diagonal of the two
         axes and skip every other point.
     Example:
-        with tp.Fusion("two_axes_on_tidx") as fusion:
-            t0 = tp.make_contig_concrete_tensor([4, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("two_axes_on_tidx", [4, 32], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.TIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("merged_on_tidx") as fusion:
-            t0 = tp.make_contig_concrete_tensor([4, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("merged_on_tidx", [4, 32], copies=1)
         t1.merge(0)
         t1.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
@@ -66,14 +62,10 @@ def register_size_constant(ctx: VerifyContext) -> Iterator[Diagnostic]:
         kernel binary before launch, and registers cannot be indexed by a run-time value.
         An array whose size is known only at launch has no register allocation.
     Example:
-        with tp.Fusion("symbolic_registers") as fusion:
-            t0 = tp.make_tensor(["M", 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("symbolic_registers", ["M", 32])
         t1.set_memory_type(tp.MemoryType.Local)
     Fix:
-        with tp.Fusion("registers_per_thread") as fusion:
-            t0 = tp.make_tensor(["M", 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("registers_per_thread", ["M", 32])
         for t in (t1, t2):
             t.axis(0).parallelize(tp.ParallelType.BIDx)
             t.axis(1).parallelize(tp.ParallelType.TIDx)
@@ -106,14 +98,10 @@ def register_budget(ctx: VerifyContext) -> Iterator[Diagnostic]:
         the register the schedule asked for. Hence a warning; what made such a schedule hang
         NVRTC, unrolling it fully, is the error UNROLL-LENGTH.
     Example:
-        with tp.Fusion("registers_per_thread") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("registers_per_thread", [64, 32])
         t1.set_memory_type(tp.MemoryType.Local)
     Fix:
-        with tp.Fusion("registers_per_thread") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("registers_per_thread", [64, 32])
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
@@ -141,14 +129,10 @@ def local_memory_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         float32 tensor copied through two serial register tensors, 786432 bytes per thread;
         and a [4096, 32] float32 register tensor, exactly 512 KiB).
     Example:
-        with tp.Fusion("local_frame") as fusion:
-            t0 = tp.make_contig_concrete_tensor([96, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        fusion, t0, t1, t2, t3 = copy_chain("local_frame", [96, 1024], copies=3)
         t1.set_memory_type(tp.MemoryType.Local); t2.set_memory_type(tp.MemoryType.Local)
     Fix:
-        with tp.Fusion("local_frame") as fusion:
-            t0 = tp.make_contig_concrete_tensor([96, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2); fusion.add_output(t3)
+        fusion, t0, t1, t2, t3 = copy_chain("local_frame", [96, 1024], copies=3)
         t1.set_memory_type(tp.MemoryType.Local); t2.set_memory_type(tp.MemoryType.Local)
         tp.inline_most(fusion)
     References:
@@ -178,14 +162,10 @@ def unroll_length(ctx: VerifyContext) -> Iterator[Diagnostic]:
         register tensor over 5 minutes). The limit is a compile-time budget of tileproof, not
         an instruction-set rule.
     Example:
-        with tp.Fusion("long_unroll") as fusion:
-            t0 = tp.make_contig_concrete_tensor([4096]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("long_unroll", [4096], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.Unroll)
     Fix:
-        with tp.Fusion("inner_unroll") as fusion:
-            t0 = tp.make_contig_concrete_tensor([4096]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("inner_unroll", [4096], copies=1)
         t1.split(0, 8)
         t1.axis(1).parallelize(tp.ParallelType.Unroll)
     References:
@@ -210,15 +190,11 @@ def symbolic_factor(ctx: VerifyContext) -> Iterator[Diagnostic]:
         name has no value in the kernel (NVRTC: identifier "F" is undefined), and no proof
         about it constrains the size the kernel would be run with.
     Example:
-        with tp.Fusion("unknown_factor") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("unknown_factor", [64, 32], copies=1)
         t1.split(0, "F")
     Fix:
-        with tp.Fusion("declared_factor") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
-            fusion.symbol("F")
+        fusion, t0, t1 = copy_chain("declared_factor", [64, 32], copies=1)
+        fusion.symbol("F")
         t1.split(0, "F")
     References:
         CUDA C++ Programming Guide 7.2.3 (kernel parameters); nvFuser Split with a symbolic
@@ -243,15 +219,11 @@ def inline_loop_map(ctx: VerifyContext) -> Iterator[Diagnostic]:
         another factor, merged, reordered), there is no single loop whose index is right
         for both, and the producer would compute elements other than those its consumer reads.
     Example:
-        with tp.Fusion("split_after_inlining") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("split_after_inlining", [64, 32])
         t1.inline_at(1)
         t2.split(0, 4)
     Fix:
-        with tp.Fusion("split_before_inlining") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("split_before_inlining", [64, 32])
         t2.split(0, 4)
         tp.propagate_transforms(t2)
         t1.inline_at(1)
@@ -280,15 +252,11 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
         past its Vectorize axis moves the whole vector into storage allocated for one element
         (measured on H100: a 2-element vectorized copy through registers stored one wrong value).
     Example:
-        with tp.Fusion("serial_and_tidx") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("serial_and_tidx", [64, 32])
         t1.inline_at(1)
         t2.axis(0).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("tidx_both") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("tidx_both", [64, 32])
         t1.inline_at(1)
         t2.axis(0).parallelize(tp.ParallelType.TIDx)
         tp.parallelize_all_like(t2)
@@ -314,22 +282,19 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
         close and reopen, and the second half would see none of the first half's values
         (the inlined producer keeps only the current iteration's tile).
     Example:
-        with tp.Fusion("interleaved") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("interleaved", [8, 32])
+        with fusion:
             t3 = tp.set(t0); t4 = tp.add(t1, t3); fusion.add_output(t4)
         for t in (t1, t2, t3, t4):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.inline_at(1)
     Fix:
-        with tp.Fusion("interleaved") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("interleaved", [8, 32])
+        with fusion:
             t3 = tp.set(t0); t4 = tp.add(t1, t3); fusion.add_output(t4)
         for t in (t1, t2, t3, t4):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
-        t1.inline_at(1)
-        t3.inline_at(1)
+        t1.inline_at(1); t3.inline_at(1)
     References:
         nvFuser lower_loops (loop nest generation from the compute-at map)
     """
@@ -351,16 +316,12 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
         barrier (a cooperative launch). This is a limit of tileproof's code generator, which
         lowers neither yet; the hardware could run such a kernel.
     Example:
-        with tp.Fusion("global_intermediate") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("global_intermediate", [8, 32])
         t1.set_memory_type(tp.MemoryType.Global)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("shared_intermediate") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("shared_intermediate", [8, 32])
         t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
@@ -396,15 +357,11 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         verifier rejects what the code generator cannot lower so that an accepted schedule
         always compiles; the message names the missing feature.
     Example:
-        with tp.Fusion("cp_async_into_registers") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("cp_async_into_registers", [8, 32], op=tp.LoadStoreOpType.CpAsync)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("cp_async_into_shared") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0, op=tp.LoadStoreOpType.CpAsync); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("cp_async_into_shared", [8, 32], op=tp.LoadStoreOpType.CpAsync)
         t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)

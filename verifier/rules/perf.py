@@ -54,15 +54,11 @@ def global_coalescing(ctx: VerifyContext) -> Iterator[Diagnostic]:
         bound by memory bandwidth runs up to 8 times slower. The result stays correct,
         hence a warning.
     Example:
-        with tp.Fusion("column_walk") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("column_walk", [1024, 1024], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.TIDx)
         t1.axis(1).parallelize(tp.ParallelType.BIDx)
     Fix:
-        with tp.Fusion("row_walk") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024, 1024]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("row_walk", [1024, 1024], copies=1)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
@@ -191,16 +187,12 @@ def grid_size(ctx: VerifyContext) -> Iterator[Diagnostic]:
         A block runs on one SM; a grid of 8 blocks keeps 8 of 132 SMs busy, so a kernel
         bound by memory bandwidth or compute reaches at most 8/132 of the GPU.
     Example:
-        with tp.Fusion("eight_blocks") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 262144]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("eight_blocks", [8, 262144], copies=1)
         t1.split(1, 1024)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("many_blocks") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 262144]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("many_blocks", [8, 262144], copies=1)
         t1.split(1, 1024)
         t1.axis(0).parallelize(tp.ParallelType.BIDy)
         t1.axis(1).parallelize(tp.ParallelType.BIDx)

@@ -36,15 +36,11 @@ def swizzle_bijectivity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         one overwrites the other; if an element maps past the extent, it is written
         outside the buffer. Either way the kernel silently computes wrong results.
     Example:
-        with tp.Fusion("swizzle6") as fusion:
-            t0 = tp.make_contig_concrete_tensor([6, 6]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("swizzle6", [6, 6])
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.swizzle(tp.SwizzleType.XOR, 0, 1)
     Fix:
-        with tp.Fusion("swizzle8") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 8]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("swizzle8", [8, 8])
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.swizzle(tp.SwizzleType.XOR, 0, 1)
     References:

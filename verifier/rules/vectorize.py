@@ -80,15 +80,11 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         no 12- or 32-byte access. A wider or odd vector would have to be split into several
         accesses, which is not the vector the schedule asked for; nvFuser rejects it.
     Example:
-        with tp.Fusion("twelve_bytes") as fusion:
-            t0 = tp.make_contig_concrete_tensor([48]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("twelve_bytes", [48], copies=1)
         t1.split(0, 3)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     Fix:
-        with tp.Fusion("sixteen_bytes") as fusion:
-            t0 = tp.make_contig_concrete_tensor([48]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("sixteen_bytes", [48], copies=1)
         t1.split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:
@@ -144,15 +140,11 @@ def vectorize_contiguous(ctx: VerifyContext) -> Iterator[Diagnostic]:
         a discontiguous global axis) cannot be one access; nvFuser rejects it, and emitting
         it element by element silently drops the vectorization the schedule asked for.
     Example:
-        with tp.Fusion("strided_vector") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("strided_vector", [64], copies=1)
         t1.split(0, 4, inner_split=False).reorder({1: 0})  # [I{16}, O{4}]: O strides by 16
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     Fix:
-        with tp.Fusion("consecutive_vector") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64]); fusion.add_input(t0)
-            t1 = tp.set(t0); fusion.add_output(t1)
+        fusion, t0, t1 = copy_chain("consecutive_vector", [64], copies=1)
         t1.split(0, 4)
         t1.axis(1).parallelize(tp.ParallelType.Vectorize)
     References:

@@ -81,17 +81,13 @@ def smem_block_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         result. nvFuser rejects such a schedule when lowering (parallel-dimension
         validation of the sync map).
     Example:
-        with tp.Fusion("other_blocks_tile") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("other_blocks_tile", [8, 32])
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
         t2.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("own_blocks_tile") as fusion:
-            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("own_blocks_tile", [8, 32])
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
@@ -130,14 +126,10 @@ def thread_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         but one, and nothing faults. nvFuser rejects such schedules ("Producer is required
         to be in Global, Shared or Tensor Memory based on parallelization strategy").
     Example:
-        with tp.Fusion("other_threads_registers") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("other_threads_registers", [32])
         t1.axis(0).parallelize(tp.ParallelType.TIDx)
     Fix:
-        with tp.Fusion("own_threads_registers") as fusion:
-            t0 = tp.make_contig_concrete_tensor([32]); fusion.add_input(t0)
-            t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+        fusion, t0, t1, t2 = copy_chain("own_threads_registers", [32])
         t1.axis(0).parallelize(tp.ParallelType.TIDx)
         t2.axis(0).parallelize(tp.ParallelType.TIDx)
     References:
