@@ -10,7 +10,8 @@ for the verifier (which proves them), the code generator (which renders them) an
     allocation.py        what is allocated for a tensor; smem_plan.py, where shared buffers sit
     clipped_holes.py     statements that run at their holes unpredicated; zero_padding.py, past K on zeros
     loops.py             execution order, loop groups and the nest of loops around the statements
-    conditions.py        the structural conditions codegen needs; problems.py, the Problem they return
+    conditions/          the structural conditions codegen needs, one module per rule family;
+                         problems.py, the Problem they return
     nest.py              the placed nest: every sync, placed once (barriers, then pipelines, then wgmma)
     barriers.py          hazards, __syncthreads, mbarrier and async-group waits
     circular.py          which tensors are circular-buffered, over which loop, with which option
@@ -19,7 +20,7 @@ for the verifier (which proves them), the code generator (which renders them) an
     wgmma_order.py       wgmma fences and waits; wgmma_operands.py, the shared operands and descriptors
     tma_issue.py         one TMA instruction per loop point; cp_async.py, one cp.async per point
     mma.py               an MmaOp's Mma axes and fragments; mma_execution.py, its statement seen from
-                         each fragment; mma_rules.py, what its schedule needs
+                         each fragment (conditions/mma.py: what its schedule needs)
     reduction.py         init / accumulate / combine / store of a reduction
     cluster.py           thread-block clusters and TMA multicast
 

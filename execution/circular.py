@@ -11,6 +11,7 @@ from __future__ import annotations
 
 
 from ..model.options import Pipelined, WarpSpecialized
+from ..model.types import LoadStoreOpType, MemoryType, OpKind
 
 
 def circular_axis(tv) -> int | None:
@@ -43,3 +44,10 @@ def war_mbarrier(tv) -> bool:
 def circular_tensors(fusion) -> list:
     """The tensors of `fusion` that circular_buffer was called on, in fusion order."""
     return [t for t in fusion.tensors if getattr(t, "circular", None) is not None]
+
+
+def is_register_copy(tv) -> bool:
+    """A register tensor a plain copy or ldmatrix fills: circular-buffered without waits."""
+    op = tv.definition
+    return (tv.memory_type is MemoryType.Local and op is not None and op.kind is OpKind.LOAD_STORE
+            and op.op_type in (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix))

@@ -1,7 +1,7 @@
 """How an MmaOp (model/mma_op.py) maps onto the tensor cores: the role of each output axis (M, N,
 K or batch: axis_roles), D's Mma loop IDs by role (mma_axes), the macro as its instructions with
 each role's fragment over the whole macro tile (MacroFragments, from hw/mma.py's maps), and the
-MMA-TARGET, MMA-DTYPE and MMA-SHAPE problems (shape_problems), which mma_rules.py gathers with
+MMA-TARGET, MMA-DTYPE and MMA-SHAPE problems (shape_problems), which conditions/mma.py gathers with
 the MMA rules' other structural conditions. mma_execution.py views D's statement through these
 fragments.
 """

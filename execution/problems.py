@@ -1,5 +1,5 @@
 """Problem: one reason a fusion cannot be lowered as scheduled, what the structural checks of
-execution/ return (conditions.py, and each feature's *_problems functions). The verifier reports
+execution/ return (the functions of conditions/). The verifier reports
 each as a diagnostic (verifier/findings.py report_problems); the code generator calls the same
 checks and treats a problem as a tileproof bug, since the verifier should have rejected the
 schedule.

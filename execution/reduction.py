@@ -18,7 +18,7 @@ execution/statements.py store_execution and the verifier's rules model the same)
 A hole never contributes: the accumulate is predicated on every hole bound, and a thread or
 register that accumulates nothing holds the neutral element. The *_problems functions say what
 of a reduction the code generator cannot lower (REDUCTION-PARALLEL, REDUCTION-ACCUMULATOR, and
-LOWERING-SUPPORTED through conditions.py).
+LOWERING-SUPPORTED through conditions/lowering.py).
 """
 
 from __future__ import annotations
@@ -27,20 +27,17 @@ import enum
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model.expr import Expr, evaluate, maximum, product, to_sympy, try_int
+from ..model.expr import Expr, maximum, product, try_int
 from ..model.iterdomain import IterDomain
 from ..model.mma_op import is_mma
 from ..model.reduction import is_reduction_tensor, neutral
-from ..model.notation import user_str
 from ..model.tensor import TensorView
 from ..model.types import (
-    INSTRUCTION_AXES,
-    BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, DataType, MemoryType, ParallelType,
+    BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, DataType, ParallelType,
 )
-from .problems import Problem
 from .mma import fragments, mma_axes
 
-MAX_ACCUMULATOR_REGISTERS = 255  # a thread's registers (execution/conditions.py MAX_REGISTERS_PER_THREAD)
+MAX_ACCUMULATOR_REGISTERS = 255  # a thread's registers (conditions/lowering.py MAX_REGISTERS_PER_THREAD)
 
 
 class Phase(enum.Enum):
@@ -144,95 +141,3 @@ def accumulator_registers(r: ReductionLoops) -> int | None:
     return None if n is None else -(-n * r.dtype.bytes // 4)
 
 
-def parallel_problems(fusion, order) -> list:
-    """REDUCTION-PARALLEL: a reduction axis bound to a block index (a grid reduction), Vectorize or
-    Bulk, or a Vectorize / Bulk iteration axis of a reduction (it stores one element at a time)."""
-    out = []
-    for tv in order:
-        if not is_reduction_tensor(tv):
-            continue
-        for k, i in enumerate(tv.loop):
-            p = i.parallel_type
-            where = dict(tensor=tv.name, ids=(i.name,), location=i.parallel_origin or i.origin or tv.origin)
-            if i.is_reduction and p in BLOCK_TYPES:
-                out.append(Problem(
-                    f"{tv.name}'s reduction axis {k} ({i.label()}) is bound to {p}: its terms would be summed in "
-                    f"different blocks, a grid reduction, which tileproof does not lower",
-                    hint=f"bind {tv.name}'s iteration axes to blocks (one output element per block or thread) and "
-                         f"its reduction axis to TIDx/TIDy/TIDz (a block reduction) or leave it Serial; to spread "
-                         f"one reduction over more threads, split it and rfactor the serial part",
-                    values={"axis": k},
-                    notes=("the threads of one block combine partials through shared memory and __syncthreads; "
-                           "blocks would need a global workspace and a grid-wide barrier",), **where))
-            elif i.is_reduction and p in INSTRUCTION_AXES:
-                out.append(Problem(
-                    f"{tv.name}'s reduction axis {k} ({i.label()}) is bound to {p}; a reduction adds its terms one "
-                    f"at a time into a register, not as one {'vector access' if p is ParallelType.Vectorize else 'TMA tile'}",
-                    hint=f"make axis {k} of {tv.name} Unroll (or Serial), and vectorize the load instead: "
-                         f"t = {tv.definition.inputs[0].name}.cache_after(), schedule t like {tv.name} with its "
-                         f"innermost axis Vectorize, inline t into {tv.name}",
-                    values={"axis": k}, **where))
-            elif p in INSTRUCTION_AXES:
-                out.append(Problem(
-                    f"{tv.name}'s axis {k} ({i.label()}) is bound to {p}, but {tv.name} is a reduction: it stores "
-                    f"each element once after its loops, one element at a time",
-                    hint=f"make axis {k} of {tv.name} Unroll (or Serial); vectorize a copy instead (a tp.set of "
-                         f"{tv.name}, or the cached load of its input)",
-                    values={"axis": k}, **where))
-    return out
-
-
-def accumulator_problems(fusion, order) -> list:
-    """REDUCTION-ACCUMULATOR: a reduction's accumulator has a compile-time size that fits a thread's
-    registers."""
-    out = []
-    for tv in order:
-        if not is_reduction_tensor(tv):
-            continue
-        r = reduction_loops(tv)
-        regs = accumulator_registers(r)
-        if regs is not None and regs <= MAX_ACCUMULATOR_REGISTERS:
-            continue
-        axes = ", ".join(f"{i.label()} (axis {tv.loop.index(i)})" for i in r.accumulator)
-        symbols = sorted(r.elements.free_vars())
-        values = _too_many(r, symbols)
-        size = (f"{user_str(to_sympy(r.elements))} running totals per thread, a number that depends on {', '.join(symbols)}"
-                if regs is None else f"{try_int(r.elements)} running totals per thread ({regs} 32-bit registers)")
-        out.append(Problem(
-            f"{tv.name} keeps {size}: one {r.dtype} register for each point of its loop axes {axes}, which lie "
-            f"inside its first reduction loop (axis {r.start}, {tv.loop[r.start].label()})",
-            hint=f"move {tv.name}'s iteration axes out of its reduction loops (reorder them left of axis "
-                 f"{r.start}), or bind them to threads or blocks",
-            tensor=tv.name, ids=tuple(i.name for i in r.accumulator),
-            values={**values, "limit": MAX_ACCUMULATOR_REGISTERS},
-            notes=("a reduction keeps a running total for every element its reduction loops update at once; "
-                   "registers are sized when the kernel is compiled",),
-            location=r.accumulator[0].origin or tv.origin))
-    return out
-
-
-def _too_many(r: ReductionLoops, symbols: list[str]) -> dict[str, int]:
-    """The registers at the smallest power of two, given to every symbol, that exceeds the limit."""
-    v = 1
-    while True:
-        n = evaluate(r.elements, {s: v for s in symbols})
-        regs = -(-n * r.dtype.bytes // 4)
-        if regs > MAX_ACCUMULATOR_REGISTERS or v >= 1 << 20 or not symbols:
-            return {**{s: v for s in symbols}, "registers": regs}
-        v *= 2
-
-
-def unsupported_reductions(fusion, order) -> list:
-    """LOWERING-SUPPORTED: reductions the code generator does not lower (tensor memory)."""
-    out = []
-    for tv in order:
-        if not is_reduction_tensor(tv):
-            continue
-        touched = [t.name for t in [tv] + list(tv.definition.inputs) if t.memory_type is MemoryType.Tensor]
-        if touched:
-            out.append(Problem(
-                f"`{tv.definition}` reads or writes tensor memory ({', '.join(touched)}); tileproof lowers "
-                f"reductions over registers, shared and global memory",
-                hint="copy through a register (Local) tensor: tensor memory -> registers -> the reduction",
-                tensor=tv.name, values={"tensor_memory_operands": len(touched)}, location=tv.definition.origin))
-    return out

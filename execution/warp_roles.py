@@ -38,14 +38,11 @@ import copy
 from dataclasses import dataclass, field
 
 from ..model.options import WarpSpecialized
-from ..hw.threads import WARPGROUP
 from ..model.expr import product, try_int, var
 from ..model.types import THREAD_TYPES
-from ..model.mma_op import is_wgmma_op
-from .loops import execution_order, loop_groups
-from .circular import circular_axis, specialization
+from .loops import execution_order
+from .circular import specialization
 from .indexing import block_dims
-from .problems import Problem
 
 EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first buffer>[stages]
 
@@ -200,118 +197,6 @@ def role_implied(fusion):
         return None
     on, consumers = var(specialization(tvs[0]).on.cuda_name), role_threads(fusion)[1]
     return lambda c: c.op == "<" and c.lhs == on and consumers is not None and try_int(c.rhs) == consumers
-
-
-def role_problems(fusion) -> list:
-    """WS-ROLES: what the producer/consumer rewrite needs of the schedule (model docstring)."""
-    order = execution_order(fusion)
-    tvs = specialized_tensors(fusion, order)
-    if not tvs:
-        return []
-    out = []
-    first = tvs[0]
-    spec = specialization(first)
-    where = dict(location=first.circular.origin or first.origin)
-    dims = block_dims(fusion)
-    at = THREAD_TYPES.index(spec.on)
-    outer = [p for p in THREAD_TYPES[at + 1:] if p in dims and try_int(dims[p]) != 1]
-    if outer:
-        out.append(Problem(
-            f"{first.name} is warp-specialized on {spec.on.value}, but the block also has threads on "
-            f"{', '.join(p.value for p in outer)}, above it: the producer (the last {spec.on.value} index) would be "
-            f"spread over the block instead of being the last warpgroups",
-            hint=f"warp-specialize on the outermost thread axis the block uses ({outer[-1].value})",
-            tensor=first.name, values={"axis": at}, **where))
-    inner, consumers = role_threads(fusion)
-    if inner is None or consumers is None:
-        out.append(Problem(
-            f"{first.name} is warp-specialized, but the block's thread extents are symbolic: the producer's index and "
-            f"its warpgroups must be known when the kernel is compiled",
-            hint="give the thread axes constant extents (split by constants)", tensor=first.name, **where))
-    elif inner % WARPGROUP:
-        out.append(Problem(
-            f"{first.name} is warp-specialized on {spec.on.value}, whose every index holds {inner} threads: each role "
-            f"must be whole warpgroups of {WARPGROUP} threads (setmaxnreg and wgmma are warpgroup-wide)",
-            hint=f"warp-specialize on an axis above {WARPGROUP} threads (TIDy with TIDx = {WARPGROUP}: one warpgroup "
-                 f"per index)",
-            tensor=first.name, values={"threads per index": inner, "warpgroup": WARPGROUP}, **where))
-    groups = loop_groups(fusion, order)
-    loops = {groups.of.get((t.name, circular_axis(t))) for t in tvs if circular_axis(t) is not None}
-    for tv in tvs:
-        other = specialization(tv)
-        if other != spec:
-            out.append(Problem(
-                f"{tv.name} is warp-specialized as {other!r} and {first.name} as {spec!r}: a kernel has one producer "
-                f"warpgroup", hint=f"give {tv.name} the WarpSpecialized of {first.name}", tensor=tv.name,
-                location=tv.circular.origin or tv.origin))
-        bound = [i for i in tv.loop if i.parallel_type is spec.on]
-        if bound:
-            out.append(Problem(
-                f"{tv.name} is warp-specialized on {spec.on.value} and also parallelized on it ({bound[0].label()}): its "
-                f"loads are the producer's alone, issued by one thread", tensor=tv.name, ids=(bound[0].name,),
-                hint=f"do not bind {tv.name}'s axes to {spec.on.value}; the consumers' tensors use it",
-                location=tv.circular.origin or tv.origin))
-        readers = [c for c in fusion.consumers(tv) if not (c.definition is not None and is_wgmma_op(c.definition))]
-        if readers:
-            out.append(Problem(
-                f"{tv.name} is warp-specialized, but {readers[0].name} reads it with `{readers[0].definition}`: a "
-                f"consumer warpgroup releases a stage after its wgmma.wait_group, so only wgmma reads are lowered",
-                hint=f"read {tv.name} with a Hopper wgmma (MmaMacro.Hopper_64_N_16), or use tp.Pipelined()",
-                tensor=tv.name, location=tv.circular.origin or tv.origin))
-    if len(loops) > 1:
-        out.append(Problem(
-            f"the warp-specialized buffers {', '.join(t.name for t in tvs)} are circular over {len(loops)} different "
-            f"loops; one producer warpgroup serves one circular loop", tensor=first.name,
-            hint="inline them at one loop (the K loop)", **where))
-    return out
-
-
-def register_problems(fusion) -> list:
-    """WS-REGISTERS: setmaxnreg's counts (model docstring of register_pool)."""
-    tvs = specialized_tensors(fusion)
-    spec = specialization(tvs[0]) if tvs else None
-    if spec is None or spec.num_registers is None:
-        return []
-    producer, consumer = spec.num_registers
-    where = dict(tensor=tvs[0].name, location=tvs[0].circular.origin or tvs[0].origin)
-    out = []
-    for name, n in (("producer", producer), ("consumer", consumer)):
-        if not MIN_REGISTERS <= n <= MAX_REGISTERS or n % REGISTER_STEP:
-            out.append(Problem(
-                f"num_registers gives the {name} warpgroups {n} registers a thread; setmaxnreg takes a multiple of "
-                f"{REGISTER_STEP} from {MIN_REGISTERS} to {MAX_REGISTERS}",
-                hint=f"use {max(MIN_REGISTERS, min(MAX_REGISTERS, n // REGISTER_STEP * REGISTER_STEP))}",
-                values={name: n}, **where))
-    inner, consumers = role_threads(fusion)
-    if out or inner is None or consumers is None or inner % WARPGROUP:
-        return out  # WS-ROLES reports the block
-    pool = register_pool(inner, consumers)
-    entry, total = pool["entry"], pool["threads"]
-    if producer > consumer:
-        out.append(Problem(
-            f"num_registers=({producer}, {consumer}) gives the producer more registers than the consumers: the "
-            f"producer only issues loads, the consumers hold the accumulators",
-            hint=f"num_registers=({consumer}, {producer})", values={"producer": producer, "consumer": consumer},
-            **where))
-    if not producer <= entry <= consumer:
-        out.append(Problem(
-            f"the kernel starts with {entry} registers a thread ({total} threads, one block an SM), so the producer's "
-            f"setmaxnreg.dec to {producer} and the consumers' setmaxnreg.inc to {consumer} must lie on either side "
-            f"of {entry}",
-            hint=f"choose producer <= {entry} <= consumer", values={"entry": entry, "producer": producer,
-                                                                    "consumer": consumer}, **where))
-    need = producer * inner + consumer * inner * consumers
-    if need > entry * total:
-        out.append(Problem(
-            f"after setmaxnreg the block would hold {producer} x {inner} + {consumer} x {inner * consumers} = {need} "
-            f"registers, more than the {entry} x {total} = {entry * total} it was launched with: the consumers' "
-            f"setmaxnreg.inc waits for registers that never come free, and the kernel hangs",
-            hint=f"lower the counts, e.g. num_registers=({producer}, "
-                 f"{(entry * total - producer * inner) // (inner * consumers) // REGISTER_STEP * REGISTER_STEP})",
-            values={"registers needed": need, "registers launched": entry * total, "producer": producer,
-                    "consumer": consumer}, notes=("CUTLASS issue #2007: a kernel hangs where 232 x 2 + 24 warpgroups "
-                                                  "of registers exceed 168 x 3",), **where))
-    return out
 
 
 def registers_per_thread(threads: int) -> int:

@@ -43,16 +43,18 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ...execution.allocation import Allocation, compute_allocation
-from ...execution import conditions, loops
+from ...execution.conditions import lowering as conditions
+from ...execution import loops
 from ...model.fusion import Fusion
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...execution.indexing import block_dims, grid_dims, thread_dims
 from ...execution.smem_plan import SmemPlan, plan_shared_memory
 from ...execution.circular import circular_access
-from ...execution.pipeline import is_register_copy
-from ...execution.cluster import cluster_dims, cluster_problems
-from ...execution.warp_roles import register_problems, role_problems
+from ...execution.circular import is_register_copy
+from ...execution.cluster import cluster_dims
+from ...execution.conditions.cluster import cluster_problems
+from ...execution.conditions.warp_specialization import register_problems, role_problems
 from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import MemoryType

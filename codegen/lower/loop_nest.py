@@ -18,7 +18,7 @@ from ...model.expr import Expr
 from ...model.fusion import Fusion
 from ...execution.loops import Nest, execution_order, loop_groups, nest
 from ...execution.problems import Problem
-from ...execution.conditions import nest_problems
+from ...execution.conditions.lowering import nest_problems
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from ..errors import UnsupportedSchedule

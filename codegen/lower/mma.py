@@ -34,7 +34,7 @@ from ..ir import MmaIssue, Operand, ReduceInit, WgmmaDescriptor
 from ...execution.predicates import mma_element_var, mma_pair_var, mma_store_axes, mma_store_pairs, pair_claims
 from .loop_nest import LoopClass, refuse
 from .reduction import accumulator, store_conds, store_names, store_statement
-from ...execution.mma_rules import problems
+from ...execution.conditions.mma import problems
 from ...execution.indexing import vector_index
 
 

@@ -21,9 +21,8 @@ from ...model.expr import try_int, var
 from ...execution.indexing import vector_index
 from ...execution.problems import Problem
 from ...model.reduction import COMBINE
-from ...execution.reduction import (
-    ReductionLoops, accumulator_problems, insert_init, parallel_problems, reduction_loops, unsupported_reductions,
-)
+from ...execution.reduction import ReductionLoops, insert_init, reduction_loops
+from ...execution.conditions.reduction import accumulator_problems, parallel_problems, unsupported_reductions
 from ...model.simplify import simplify
 from ...execution.smem_plan import SCRATCH
 from ...model.tensor import TensorView

@@ -12,7 +12,8 @@ import dataclasses
 from ...execution.cluster import cluster_size
 from ...hw.mbarrier import release_arrivals
 from ...model.errors import InternalError
-from ...execution.warp_roles import WARPGROUP, Role, WarpRoles, role_implied, role_threads
+from ...execution.warp_roles import Role, WarpRoles, role_implied, role_threads
+from ...hw.threads import WARPGROUP
 from ..ir import MBarrier, StageEmptyWait, TmaCopy, walk
 from ...model.expr import product, try_int
 from ...execution.indexing import thread_dims

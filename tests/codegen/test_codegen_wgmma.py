@@ -20,7 +20,7 @@ from support.lowering import lowered
 from tileproof.execution.clipped_holes import filled
 from tileproof.model.expr import evaluate
 from tileproof.execution.indexing import block_dims
-from tileproof.execution.mma_rules import WGMMA_MARGIN
+from tileproof.execution.conditions.mma import WGMMA_MARGIN
 from tileproof.execution.wgmma_operands import wgmma_operand
 from tileproof.hw.mma import macro_instruction
 from tileproof.hw.wgmma import Descriptor, hardware_address

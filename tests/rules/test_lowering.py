@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 import tileproof as tp
 from tileproof.codegen.lower.loop_nest import NotLowered
 from tileproof.codegen.lower import lower
-from tileproof.execution import conditions, loops
+from tileproof.execution.conditions import lowering as conditions
+from tileproof.execution import loops
 from tileproof.model.targets import get_target
 from tileproof.recipes import Epilogue, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 from tileproof.schedule_files import discover

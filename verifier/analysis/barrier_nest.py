@@ -10,7 +10,7 @@ from ...execution.nest import place_syncs
 from ...hw.cp_async import is_cp_async
 from ...model.mma_op import is_wgmma_op
 from ...execution.circular import circular_access, specialization, war_mbarrier
-from ...execution.pipeline import is_register_copy
+from ...execution.circular import is_register_copy
 from ...execution.loops import execution_order, loop_groups, nest, statement_items
 from ...execution.reduction import Phase
 from ...model.tensor import TensorView

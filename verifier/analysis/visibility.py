@@ -22,7 +22,7 @@ from ...execution.statements import TensorExecution, bound_types, store_executio
 from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
-from ...execution.conditions import launch_axis_clashes
+from ...execution.conditions.lowering import launch_axis_clashes
 from ...model.mapping import merges_a_broadcast
 from ...model.mma_op import ELEMENT_VARS, is_mma
 from ...execution.mma import fragments, well_formed

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import z3
 
-from ...execution.cluster import cluster_dims, cluster_extent, cluster_problems, multicast_tensors
+from ...execution.cluster import cluster_dims, cluster_extent, multicast_tensors
+from ...execution.conditions.cluster import cluster_problems
 from ...model.expr import Expr, const, floordiv, mod, substitute, var
 from ...model.types import BLOCK_TYPES
 from ..analysis.tma_issues import tma_issues

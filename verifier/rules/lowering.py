@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...execution import conditions, loops
+from ...execution.conditions import lowering as conditions
+from ...execution import loops
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems

@@ -19,7 +19,7 @@ from ...execution.mma_execution import mma_execution, tile_conds
 from ...execution.mma import well_formed
 from ...execution.promotion import promotion
 from ...execution.zero_padding import zero_padded, zero_path
-from ...execution.mma_rules import problems, register_pressure, wgmma_instruction_registers
+from ...execution.conditions.mma import problems, register_pressure, wgmma_instruction_registers
 from ..analysis.visibility import check_claims
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...execution.barriers import Async, statement_paths
-from ...execution.pipeline import Timeline, in_prologue, specialized_timeline, stage_problems, timeline
+from ...execution.pipeline import Timeline, in_prologue, specialized_timeline, timeline
+from ...execution.conditions.pipeline import stage_problems
 from ..analysis.barrier_nest import barrier_nest
 from ..analysis.pipeline import prove_complete, prove_free, prove_phase
 from ..context import VerifyContext

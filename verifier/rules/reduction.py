@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...execution import reduction
+from ...execution.conditions import reduction
 from ...execution.loops import execution_order
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic

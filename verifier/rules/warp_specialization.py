@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ...execution.warp_roles import register_problems, role_problems
+from ...execution.conditions.warp_specialization import register_problems, role_problems
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import report_problems

@@ -20,18 +20,18 @@ and the code generator (codegen/lower/mma.py), which treats a problem as a tilep
 
 from __future__ import annotations
 
-from ..model.expr import const, product, try_int
-from .indexing import block_dims
-from .problems import Problem
-from .conditions import registers_of
-from ..model.fusion import is_mma_op
-from .mma import is_mma_sync
-from ..hw.tma import is_tma_op
-from ..model.types import MemoryType, ParallelType, THREAD_TYPES
-from .mma import CODES, shape_problems
-from .warp_roles import registers_per_thread, specialized_tensors
-from .allocation import compute_allocation
-from .circular import specialization
+from ...model.expr import const, product, try_int
+from ..indexing import block_dims
+from ..problems import Problem
+from .lowering import registers_of
+from ...model.fusion import is_mma_op
+from ..mma import is_mma_sync
+from ...hw.tma import is_tma_op
+from ...model.types import MemoryType, ParallelType, THREAD_TYPES
+from ..mma import CODES, shape_problems
+from ..warp_roles import registers_per_thread, specialized_tensors
+from ..allocation import compute_allocation
+from ..circular import specialization
 
 
 

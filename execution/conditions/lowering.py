@@ -26,21 +26,21 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .allocation import Allocation, compute_allocation
-from ..model.expr import Expr, evaluate, try_int
-from ..model.global_layout import allocation_problem
-from ..model.iterdomain import Split
-from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
-from ..hw.tma import is_tma_op
-from .problems import Problem
-from .loops import LoopGroups, _allocations, execution_order, loop_groups, nest, statement_items, statement_tensor
+from ..allocation import Allocation, compute_allocation
+from ...model.expr import Expr, evaluate, try_int
+from ...model.global_layout import allocation_problem
+from ...model.iterdomain import Split
+from ...model.tensor import TensorView
+from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ...hw.tma import is_tma_op
+from ..problems import Problem
+from ..loops import LoopGroups, _allocations, execution_order, loop_groups, nest, statement_items, statement_tensor
 from .reduction import unsupported_reductions
 from .cp_async import structure_problems
 from .pipeline import unsupported_pipelines
-from .statements import CondKind, tensor_execution
-from .indexing import block_dims
-from .warp_roles import role_implied
+from ..statements import CondKind, tensor_execution
+from ..indexing import block_dims
+from ..warp_roles import role_implied
 
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
 # 32-bit registers per thread (compute capability 5.0 .. 12.x).
