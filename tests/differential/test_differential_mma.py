@@ -31,6 +31,7 @@ from tileproof.recipes import matmul_fusion
 from tileproof.recipes.gemm_blocks import tile_mnk
 
 from support.examples import example_module
+from support.lowering import decisions_for
 from support.mma_sim import SimulationError, run_mma_kernel, tf32
 from support.rule_docs import build_snippet
 
@@ -45,7 +46,10 @@ TF32 = 2.0 ** -10  # both operands rounded to tf32
 
 
 def lowered(fusion):
-    return lower(fusion.snapshot(), tp.get_target("sm_90a"))
+    """The lowering with the decisions verify would record (whatever the rules find: this lowers
+    rejected schedules too)."""
+    snapshot = fusion.snapshot()
+    return lower(snapshot, tp.get_target("sm_90a"), decisions_for(snapshot))
 
 
 def inputs(fusion, m, n, k, seed=0, integers=False):
