@@ -57,7 +57,7 @@ class ScheduleError(TileproofError, ValueError):
     """
 
 
-_INTERNAL_DIRS = {"model", "verifier", "codegen", "reports"}
+_INTERNAL_DIRS = {"model", "hw", "execution", "verifier", "codegen", "reports"}
 # rule_examples.py: the rule docs' builders; a diagnostic points at the doc line that called one
 _INTERNAL_FILES = {"__init__.py", "__main__.py", "cli.py", "cli_run.py", "rule_examples.py", "schedule_files.py",
                    "testing.py"}

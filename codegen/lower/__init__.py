@@ -1,6 +1,6 @@
 """Lowering a verified fusion to the kernel IR, as a named list of passes.
 
-    check      the conditions of execution/conditions.py that the verifier's lowering rules check
+    check      the conditions of execution/conditions/lowering.py that the verifier's lowering rules check
                (what is not lowered: multi-device, global intermediates, ...); a failure is a bug
     order      the tensors to compute, producers first, and their loop classes
     allocate   registers and shared-memory buffers (model.allocation, model.smem_plan),
@@ -97,7 +97,7 @@ class Lowering:
 
 
 def check_supported(st: Lowering) -> None:
-    """What the verifier's lowering rules reject (execution/conditions.py); reaching one is a bug."""
+    """What the verifier's lowering rules reject (execution/conditions/lowering.py); reaching one is a bug."""
     fusion = st.fusion
     refuse("LOWERING-SUPPORTED", conditions.unsupported_features(fusion))
     refuse("GLOBAL-INTERMEDIATE", conditions.global_intermediates(fusion))

@@ -1,5 +1,5 @@
 """The lowering rules (verifier/rules/lowering.py) and the code generator decide with the same
-functions (execution/conditions.py): what the rules reject, lowering refuses as a tileproof bug
+functions (execution/conditions/lowering.py): what the rules reject, lowering refuses as a tileproof bug
 (NotLowered, an InternalError), and what they accept, lowering takes."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_rules_and_lowering_agree_on_random_schedules(case):
     assert not codes, (case, codes)
 
 
-# -- the functions of execution/conditions.py ------------------------------------------------------
+# -- the functions of execution/conditions/lowering.py ------------------------------------------------------
 
 def test_two_axes_on_one_thread_index():
     fusion, t1, t2 = copy([4, 32])

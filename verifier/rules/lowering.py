@@ -1,6 +1,6 @@
 """Lowering: what a schedule needs so that the code generator can turn it into a kernel.
 
-Each rule reports the problems of one function of execution/conditions.py; codegen calls the same
+Each rule reports the problems of one function of execution/conditions/lowering.py; codegen calls the same
 functions and treats a problem there as a tileproof bug. So an accepted schedule compiles.
 The checks are structural (no solver): they read the schedule's loop domains, allocations and
 ops, with extents as the schedule states them.

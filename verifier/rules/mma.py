@@ -1,6 +1,6 @@
 """Tensor cores: what an MmaOp's schedule (model/mma_op.py) must be for mma.sync to compute it.
 
-The structural conditions live in execution/mma_rules.py, shared with the code generator. The layout
+The structural conditions live in execution/conditions/mma.py, shared with the code generator. The layout
 rules are register-ownership proofs over the MmaOp's execution model seen from each fragment
 (mma_execution): MMA-OPERAND-LAYOUT and MMA-ACCUM-LAYOUT are claims of verifier/analysis/visibility.py,
 proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the products past K are 0 x 0.
