@@ -4,7 +4,7 @@ Each generator family of tests/support/schedule_gen.py (swizzle, split, tensor m
 lowering) draws a fixed number of schedules (derandomized hypothesis); each accepted one must
 compile with tp.compile (sm_100a for the tensor-memory family and lowering cases with tensor
 memory, sm_90a otherwise), and so must every accepted bundled example. A failure to compile is a
-tileproof bug: a verifier rule is missing (model/lowerable.py, verifier/rules/lowering.py) or the
+tileproof bug: a verifier rule is missing (execution/loops.py, verifier/rules/lowering.py) or the
 lowering is wrong. benchmarks/fuzz.py runs the same generators at scale (results/fuzz.json).
 tp.compile after tp.verify asks z3 nothing (z3.Solver.check raises meanwhile), and its lowering
 asks no claim (execution/predicates.py) the Report did not decide.

@@ -59,7 +59,7 @@ def test_accepted_draws_compute_the_product_on_the_simulator(slot):
 @pytest.mark.parametrize("slot", range(2))
 def test_accepted_draws_with_a_k_tail_compute_the_product_on_the_simulator(slot):
     """Draws whose K the block's K tile does not divide: accepted on a zero path (cp.async,
-    model/zero_padding.py), they must add nothing past K."""
+    execution/zero_padding.py), they must add nothing past K."""
     cases = _small_accepted(2, limit=900, k_tail=True)
     assert len(cases) > slot, "too few small accepted mma draws with a K tail"
     _run_on_the_simulator(*cases[slot])
@@ -67,7 +67,7 @@ def test_accepted_draws_with_a_k_tail_compute_the_product_on_the_simulator(slot)
 
 @pytest.mark.parametrize("slot", range(2))
 def test_accepted_draws_with_fragments_in_register_stages_compute_the_product(slot):
-    """Draws whose fragments are circular-buffered over the k-slice loop (model/pipeline.py:
+    """Draws whose fragments are circular-buffered over the k-slice loop (execution/pipeline.py:
     the next slice copied into the other stage before this slice's mma.sync)."""
     cases = _small_accepted(2, limit=600, fragments=True)
     assert len(cases) > slot, "too few small accepted mma draws with fragments in register stages"

@@ -1,7 +1,7 @@
 """Kernel IR -> CUDA C++ source: EMIT maps every node type of codegen/ir.py to the function
 that prints it (TMA, ldmatrix and tensor memory in tma.py, ldsm.py, tmem.py here); index math
 is printed by cuda_expr.py. mma.py prints mma.sync and its operand conversions over named
-registers; mma_probe.py builds the tensor-core layout probe kernel from model/mma.py's maps.
+registers; mma_probe.py builds the tensor-core layout probe kernel from hw/mma.py's maps.
 
 Values are stored in the tensor's dtype and computed in float (double for float64,
 the integer type for integers: DataType.compute). A copy between tensors of one dtype moves

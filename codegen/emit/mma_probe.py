@@ -76,7 +76,7 @@ def probe_kernel(inst: MmaInstruction) -> Probe:
     body += [f"d[{_index(c, v)}] = d_reg[{v}];" for v in range(c.elements)]
     source = "\n".join([
         f"// tileproof tensor-core layout probe: one {inst.ptx}",
-        "// every index below is a fragment map of model/mma.py rendered by codegen/emit/cuda_expr.py",
+        "// every index below is a fragment map of hw/mma.py rendered by codegen/emit/cuda_expr.py",
         f'extern "C" __global__ void __launch_bounds__(32) {name}(',
         f"    const {storage}* __restrict__ a, const {storage}* __restrict__ b,",
         "    const float* __restrict__ c, float* __restrict__ d) {",

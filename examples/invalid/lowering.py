@@ -1,5 +1,5 @@
 """Schedules the verifier rejects because the code generator could not turn them into a kernel
-(the lowering family: verifier/rules/lowering.py, conditions in model/lowerable.py). Before these
+(the lowering family: verifier/rules/lowering.py, conditions in execution/loops.py). Before these
 rules each one verified and then made tp.compile raise, fail in NVRTC or run for minutes.
 
 examples/valid/lowering.py holds the fixed schedules.

@@ -131,7 +131,7 @@ def ldst_matrix_set(size):
     assumes M % 128 == 0 and K % 256 == 0 (whole CTA tiles), the "any" case only K % 8 == 0 (the
     TMA's 16-byte row stride): at a partial tile the warp-collective ldmatrix and stmatrix run
     at their holes, on the zeros the TMA load writes past M and K, and the TMA store clips
-    what lies past them (model/clipped_holes.py; invalid/ldst_matrix.py without the stride).
+    what lies past them (execution/clipped_holes.py; invalid/ldst_matrix.py without the stride).
     The tensors are made with cache_after / cache_before as in the seed; cache_before gives the new
     copy (tv1 = TMA(T4)) its op type, so the LdMatrix -> T4 op is set to StMatrix afterwards, as
     the seed's setOpType does. tmaSwizzleSharedMemory's choice is written out: 128 bytes."""

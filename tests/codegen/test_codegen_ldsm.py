@@ -71,7 +71,7 @@ def test_ldst_matrix_set_lowers_unpredicated_x4_pairs(size):
     assert src.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {") == 1
     assert src.count("stmatrix.sync.aligned.m8n8.x4.shared.b16 [") == 1
     # the symbolic case's holes are ruled out by its assumptions (M % 128, K % 256), proved by z3; the
-    # "any" case runs at them, on the TMA load's zeros (model/clipped_holes.py)
+    # "any" case runs at them, on the TMA load's zeros (execution/clipped_holes.py)
     body = src[src.index("LdMatrix"):src.index("StMatrix")]
     assert "if (" not in body
 

@@ -1,7 +1,7 @@
 """wgmma lowered from the schedule (codegen/lower/mma.py, codegen/emit/mma.py): the descriptors the
-kernel builds are the ones WGMMA-SMEM-LAYOUT proved (model/wgmma.py), the instruction names
+kernel builds are the ones WGMMA-SMEM-LAYOUT proved (execution/wgmma_operands.py), the instruction names
 every accumulator register of the warpgroup's D fragment, and a batch sits between a fence and
-a commit + wait (model/wgmma_order.py)."""
+a commit + wait (execution/wgmma_order.py)."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def test_a_stmatrix_epilogue_stores_through_shared_memory_in_the_consumers():
                               epilogue=Epilogue(dtype=tp.bfloat16, stmatrix=True))
     src = _source(_fusion(params))
     consumer = src.split("// the producer warpgroup", 1)[1].split("return;", 1)[1]
-    # once: the epilogue runs at its holes too, which the TMA store clips (model/clipped_holes.py),
+    # once: the epilogue runs at its holes too, which the TMA store clips (execution/clipped_holes.py),
     # so it has no hole predicates and no second copy for whole tiles (codegen/lower/whole_tile.py)
     assert consumer.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 1
     assert "// a whole tile: no hole predicates" not in consumer
@@ -313,7 +313,7 @@ def test_a_block_tile_wholly_past_m_multiplies_the_zeros_its_tma_loads():
     """At 8000 x 8000 in clusters of two along M the 63 M tiles are padded to 64, and the 64th
     block tile's rows (8064 on) are past M. Its TMA loads are issued all the same (boxes wholly
     out of bounds, which the hardware fills with zeros, their bytes counted) and its wgmmas
-    multiply those zeros (model/clipped_holes.py filled): no guard in the K loop, and no branch
+    multiply those zeros (execution/clipped_holes.py filled): no guard in the K loop, and no branch
     for ptxas to inject a warpgroup.arrive around (C7519: a branch around the wgmma, 5 % at 8000^2
     on an H200). The producer arrives nowhere but through the TMA's transaction."""
     params = HopperGemmParams(tile=HopperTile(m=128, n=256),

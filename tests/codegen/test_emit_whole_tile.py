@@ -30,7 +30,7 @@ def _fusion(m, n):
 def _epilogue(m, n):
     """The 128 x 256 kernel at m x n x 8192 lowered up to the whole-tile pass, whose epilogue stores
     the accumulators from registers (a stmatrix + TMA store epilogue has no hole predicates:
-    model/clipped_holes.py), its unrolled store loop, the C++ names around it that are the same for
+    execution/clipped_holes.py), its unrolled store loop, the C++ names around it that are the same for
     the whole block, and the extents of the thread loops around it."""
     ir = lower(_fusion(m, n).snapshot(), tp.get_target("sm_90a"), until="signature").kernel
 

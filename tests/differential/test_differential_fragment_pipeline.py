@@ -1,4 +1,4 @@
-"""Fragments circular-buffered over the k-slice loop (register circular buffers, model/pipeline.py),
+"""Fragments circular-buffered over the k-slice loop (register circular buffers, execution/pipeline.py),
 differentially: the lowered kernel runs on the CPU (tests/support/mma_sim.py) against numpy's
 float64 A @ B. The kernel's prologue copies slice 0, each slice copies the next one into the
 other stage, then issues its mma.sync from its own. The fragments are copied element by element,

@@ -2,7 +2,7 @@
 (tests/support/mma_sim.py, which refuses reads of memory no copy wrote or outside a buffer)
 against numpy's float64 A @ B.
 
-The tail runs on zeros (model/zero_padding.py): each operand's cp.async writes zeros past K
+The tail runs on zeros (execution/zero_padding.py): each operand's cp.async writes zeros past K
 (src-size 0), the fragment copies and the last instructions run past K on them. The same kernel
 with the copies past K skipped instead (a plain copy's predicate) adds stale elements of the
 previous K tile; a shared tile that ends at K (REDUCTION-K's rejected example) is read past its

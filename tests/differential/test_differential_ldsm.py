@@ -10,7 +10,7 @@ XOR-swizzled, element pairs swizzled or interleaved). For each, the oracle below
 LDSM-THREAD-ROWS, LDSM-ALIGNMENT and LDSM-REGISTER-LAYOUT by enumerating every thread, loop
 point and element in plain Python (the model's index expressions evaluated through
 model.expr.PY_EVAL, never z3) against the PTX map written out here in bytes (lane t's register
-i is bytes 4 (t % 4) .. of row t / 4 of matrix i; not model/ldsm_layout.py), and
+i is bytes 4 (t % 4) .. of row t / 4 of matrix i; not hw/ldmatrix.py), and
 `tp.verify(..., rules=[...])` decides them with z3:
 0 disagreements, and both verdicts of every rule exercised.
 

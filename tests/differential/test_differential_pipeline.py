@@ -1,6 +1,6 @@
 """Differential test of the pipeline rules (CPASYNC-WAIT, PIPELINE-WAR): z3 against a simulation.
 
-The oracle runs a Timeline (model/pipeline.py) step by step for a concrete loop extent: the
+The oracle runs a Timeline (execution/pipeline.py) step by step for a concrete loop extent: the
 prologue's iterations, then the loop's; each ISSUE starts a copy of its data into its stage; a
 COMMIT closes the copies since the last commit into a group; a WAIT N completes every group but
 the newest N; a SYNC is a barrier of the block. Every thread runs the same steps, so one thread's
@@ -15,7 +15,7 @@ after it. A read of iteration k's data is safe iff (no read of stale or in-fligh
     the read (no thread refills it while another still reads).
 
 The rules' verdict (both proofs) must equal the oracle's on random timelines: the placement
-tileproof emits for random stages, prefetch and extent (model/pipeline.py insert_pipelines on a
+tileproof emits for random stages, prefetch and extent (execution/pipeline.py insert_pipelines on a
 small loop nest), and perturbations of it (a wait of another depth, a barrier dropped or moved, a
 prologue without commits or of another length, an extra commit).
 """
@@ -103,7 +103,7 @@ class Leaf:
 
 
 def placed(stages: int, prefetch: int, extent: int) -> Timeline:
-    """The Timeline of model/barriers.py + model/pipeline.py's placement for a loop that copies
+    """The Timeline of execution/barriers.py + execution/pipeline.py's placement for a loop that copies
     a circular-buffered tile and reads it."""
     writer = Leaf(Access("T1", frozenset(), Async.CP_ASYNC, circular=(stages, prefetch, 0)))
     reader = Leaf(Access("T2", frozenset({"T1"})))

@@ -9,7 +9,7 @@ sometimes inside the tile; partial last tiles; the shared tensor allocated along
 domain, its logical domain, or the chunks the first split makes. The verifier answers with
 the rules that place the tile (CODES); the simulation takes what the kernel is built from,
 the inferred TMA (the tensor map: sizes, strides, boxes and element strides) and, per issued
-copy (model/tma_layout.py, what codegen emits): its coordinates, its
+copy (execution/tma_issue.py, what codegen emits): its coordinates, its
 shared address and whether a hole skips it; and then does what the hardware does, with
 plain integers: box element t of a copy is global element sum((origin + t * e) * stride),
 out of bounds where a coordinate leaves the tensor map (a load fills 0, a store skips it),
@@ -24,7 +24,7 @@ writing different values there). A store is correct when every global element of
 written, only with the value T1 holds for it (T1 = T0 at T1's non-hole points; any other
 shared byte is garbage), and nothing outside T2 is written. Asserted: the verifier accepts
 => the simulation is correct. Both verdicts must occur for loads, for stores and for loads
-whose box overhangs a split it does not divide (model/tma_inference.py), and some cases must be
+whose box overhangs a split it does not divide (hw/tma_roles.py), and some cases must be
 incorrect; the tally is printed. Without TMA-WHOLE-TILES in CODES this test finds overhanging
 loads accepted that write past their buffer, without TMA-TILE-CONTIGUITY loads and stores
 accepted that move the wrong elements (41 and 14 of the 400 cases when this was written).

@@ -1,6 +1,6 @@
 """The tensor-core fragment maps on the hardware (marker `gpu`; skipped without a CUDA device
 of compute capability 8.0 or newer), like nvFuser's MmaTest.SingleTile: the probe kernels of
-codegen/emit/mma_probe.py, whose every index is a fragment map of model/mma.py, compute one
+codegen/emit/mma_probe.py, whose every index is a fragment map of hw/mma.py, compute one
 mma.sync tile D = A B + C.
 
 With A = iota, B = one-hot columns (column n picks row (n + s) % k, for every shift s) and C

@@ -79,7 +79,7 @@ def test_partial_tiles_store_column_pairs(specialized, m, n):
 def test_a_persistent_grid_computes_every_tile(sms, m, n, k, cluster):
     """A grid of `sms` blocks over the grouped tiles (tile t * sms + blockIdx.x at step t), more
     tiles than blocks, partial tiles in M, N and K, and the tiles past the last tile loaded as
-    zeros and multiplied, never stored (model/clipped_holes.py filled): every element right (the
+    zeros and multiplied, never stored (execution/clipped_holes.py filled): every element right (the
     output poisoned with NaN first), with B multicast in clusters of two where `cluster` is 2."""
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     params = HopperGemmParams(tile=HopperTile(m=128, n=256),
@@ -170,7 +170,7 @@ def test_a_stmatrix_epilogue_staged_box_by_box(tile, swizzle, sms, cluster, m, n
 @pytest.mark.parametrize("sms, cluster, m, n, k", [(None, 1, 200, 200, 72), (8, 2, 1001, 1000, 136)])
 def test_a_stmatrix_epilogue_at_edges_inside_its_16_by_16_tiles(tile, by_box, swizzle, sms, cluster, m, n, k):
     """M and N not multiples of 16 (M odd): the stmatrix tiles at the edges straddle them, and the
-    cast and stmatrix run there unpredicated (model/clipped_holes.py) while the TMA store clips
+    cast and stmatrix run there unpredicated (execution/clipped_holes.py) while the TMA store clips
     what lies past M and N; the output poisoned with NaN first."""
     ws = tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))
     stages = 4 if by_box else 3

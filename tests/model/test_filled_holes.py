@@ -1,4 +1,4 @@
-"""model/clipped_holes.py filled: TMA loads whose boxes the hardware zero-fills past the extent,
+"""execution/clipped_holes.py filled: TMA loads whose boxes the hardware zero-fills past the extent,
 and the copies and wgmmas reading them, run at their holes unpredicated; other loads keep their
 predicates."""
 

@@ -1,4 +1,4 @@
-"""The tensor-core fragment maps of model/mma.py, by brute force: each is a bijection from
+"""The tensor-core fragment maps of hw/mma.py, by brute force: each is a bijection from
 (thread, element) onto its instruction tile, its inverse inverts it, and it equals both the
 PTX ISA's formula (in PTX's own piecewise words, tests/support/ptx_fragments.py) and CUTLASS's CuTe
 thread-value layout (decoded from its shape:stride text by tests/support/cute_layout.py).

@@ -1,4 +1,4 @@
-"""nvFuser's MMA vocabulary in model/mma.py: the macro names and packed values of nvFuser's
+"""nvFuser's MMA vocabulary in hw/mma.py: the macro names and packed values of nvFuser's
 csrc/mma_type.h, the instruction each macro issues, the operand layouts and the shared-memory
 swizzles whose values are the wgmma descriptor's layout field."""
 

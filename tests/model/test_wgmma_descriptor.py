@@ -1,4 +1,4 @@
-"""model/wgmma_descriptor.py by brute force: the canonical layouts against the PTX ISA's worked
+"""hw/wgmma.py by brute force: the canonical layouts against the PTX ISA's worked
 examples (CuTe shape:stride text, decoded by tests/support/cute_layout.py), the hardware swizzle
 on concrete addresses, a TMA-written SW128 tile read back through the descriptor at every K
 step, the descriptor's bit fields, and the Expr forms evaluating as the int forms do."""

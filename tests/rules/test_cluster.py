@@ -1,4 +1,4 @@
-"""Clusters and TMA multicast (model/cluster.py, CLUSTER-MULTICAST): the schedule's cluster and
+"""Clusters and TMA multicast (execution/cluster.py, CLUSTER-MULTICAST): the schedule's cluster and
 multicast declarations checked at the door, the rule's structural checks, and its two proofs
 (the grid a multiple of the cluster, each multicast box the same for a cluster's blocks) refuted
 with the values that break them."""

@@ -56,7 +56,7 @@ def x1(shape=(8, 8), dtype=tp.float16, lanes=("row", "pair")):
     return fusion, t1, t2, t3
 
 
-# -- the hardware map (model/ldsm_layout.py) --------------------------------------------------------------
+# -- the hardware map (hw/ldmatrix.py) --------------------------------------------------------------
 
 
 def test_hardware_map_spot_values_and_inverses():
@@ -99,7 +99,7 @@ def test_hardware_map_brute_force_against_ptx(L):
 def test_32bit_map_is_the_tf32_mma_fragment():
     """32-bit elements: lane t element v is (row t / 4, column t % 4) of matrix v, which is mma.sync m16n8k8
     tf32's A (the .x4 in the order rows 0-7 | 8-15 of columns 0-3, then of 4-7) and B (stored [n, k]:
-    the .x2 of k 0-3, 4-7) fragment (model/mma.py)."""
+    the .x2 of k 0-3, 4-7) fragment (hw/mma.py)."""
     assert [B32.fragment(5, v) for v in range(4)] == [(v, 1, 1) for v in range(4)]
     for lane in range(32):
         for v in range(4):
@@ -222,7 +222,7 @@ def test_ld_st_matrix_set_runs_at_its_holes_on_the_tmas_zeros():
     """The seed's LdStMatrixSet at 200 x 200: lane 0's stmatrix.x4 holds columns 192..199 and 200..
     (past the edge). The TMA load writes zeros there, the ldmatrix copies them (filled) and the
     stmatrix, read only by the TMA store, which clips them, runs there too (clipped): whole warps
-    issue both, with no hole predicate (model/clipped_holes.py)."""
+    issue both, with no hole predicate (execution/clipped_holes.py)."""
     from tileproof.execution.clipped_holes import clipped, filled
 
     fusion = VALID.ld_st_matrix_set([200, 200])
@@ -345,7 +345,7 @@ def test_alignment_counterexample_stmatrix_x4():
 
 
 def test_alignment_is_absolute():
-    """The address includes the buffer's place in shared memory (model/smem_plan.py)."""
+    """The address includes the buffer's place in shared memory (execution/smem_plan.py)."""
     with tp.Fusion("two") as fusion:
         a = tp.make_contig_concrete_tensor([20], dtype=tp.float16)
         fusion.add_input(a)

@@ -1,4 +1,4 @@
-"""Loop promotion through merges (model/promotion.py): a persistent grid splits D's merged tile index
+"""Loop promotion through merges (execution/promotion.py): a persistent grid splits D's merged tile index
 by the number of SMs, and A's and B's shared tiles merge their broadcast axis the same way. Their
 loops then iterate D's tiles: each TMA load fetches the operand's tile of D's tile, its loops run
 over D's extents, and its holes are D's. The verifier proves what the code generator emits, and

@@ -1,6 +1,6 @@
 """Circular buffering of cp.async copies (issue 12, item 2): TensorView.circular_buffer at the door,
 the stages in the allocation and the shared-memory plan, the pipelined loop nest that
-model/pipeline.py places, and the rules PIPELINE-STAGES, PIPELINE-WAR and CPASYNC-WAIT on it.
+execution/pipeline.py places, and the rules PIPELINE-STAGES, PIPELINE-WAR and CPASYNC-WAIT on it.
 tests/differential/test_differential_pipeline.py compares the two proofs with a simulation."""
 
 from __future__ import annotations

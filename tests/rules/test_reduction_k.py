@@ -1,4 +1,4 @@
-"""REDUCTION-K and the zero paths it accepts (model/zero_padding.py): which tensors run past K,
+"""REDUCTION-K and the zero paths it accepts (execution/zero_padding.py): which tensors run past K,
 why a path is not one, the reads past K that find no zeros, and a cp.async vector across K."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""TMA inference (model/tma.py) and the descriptor rules (verifier/rules/tma.py)."""
+"""TMA inference (hw/tma.py) and the descriptor rules (verifier/rules/tma.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pipelined(uses_mbarrier_for_war=True) (model/pipeline.py): one group of threads loads and reads
+"""Pipelined(uses_mbarrier_for_war=True) (execution/pipeline.py): one group of threads loads and reads
 a TMA circular buffer, and a stage is refilled after each warpgroup released it on an empty
 mbarrier (after its wgmma.wait_group) instead of after a __syncthreads. PIPELINE-RAW and
 PIPELINE-WAR prove it as a warp-specialized protocol whose producer is the issuing thread, and

@@ -1,4 +1,4 @@
-"""Warp specialization (model/warp_roles.py): a producer warpgroup loads each stage after the
+"""Warp specialization (execution/warp_roles.py): a producer warpgroup loads each stage after the
 consumers released it, the consumers wait for each stage's data and release it after their wgmma
 reads. PIPELINE-RAW and PIPELINE-WAR prove the protocol on the rewritten nest, and refute each
 mutation that breaks it with the datum; WS-ROLES and WS-REGISTERS check the schedule's side."""

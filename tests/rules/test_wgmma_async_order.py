@@ -1,5 +1,5 @@
 """WGMMA-ASYNC-ORDER (verifier/analysis/wgmma_order.py): the fences, commits and waits placed
-around wgmma (model/wgmma_order.py) order it with the threads' register accesses and the stage
+around wgmma (execution/wgmma_order.py) order it with the threads' register accesses and the stage
 releases on every path. No schedule can misplace them, so each test removes or moves one on the
 placed nest of a bundled schedule and checks the path reported, as the bugs it stands for
 (nvFuser issue 3561, Triton PR 8964) would have it."""

@@ -1,4 +1,4 @@
-"""A wgmma batch reads its shared tiles until a wgmma.wait_group covers it (model/wgmma_order.py):
+"""A wgmma batch reads its shared tiles until a wgmma.wait_group covers it (execution/wgmma_order.py):
 with TMA stages refilled at least two iterations after their reads, the batch of iteration i
 is waited for in iteration i + 1 (wgmma.wait_group 1), otherwise at once. PIPELINE-WAR proves the
 refill of a stage comes after a barrier that follows that wait; a wait leaving one batch too many

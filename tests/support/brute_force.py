@@ -2,7 +2,7 @@
 
 Each function decides one verifier rule on a fusion with concrete extents by
 enumerating every thread, loop index and register index. It uses the model's
-index maps (`model/indexing.py`) and allocation (`model/allocation.py`), which
+index maps (`execution/indexing.py`) and allocation (`execution/allocation.py`), which
 are shared with the verifier by design, but it implements the rule logic itself
 and never imports `tileproof.verifier`.
 

@@ -1,5 +1,5 @@
 """A tiny evaluator of CuTe layouts written in CuTe's shape:stride notation, for checking the
-tensor-core fragment maps of model/mma.py against CUTLASS's thread-value layouts without
+tensor-core fragment maps of hw/mma.py against CUTLASS's thread-value layouts without
 sharing a formula with them.
 
 A layout `S:D` maps a coordinate to an index: an int coordinate of a mode whose shape is a

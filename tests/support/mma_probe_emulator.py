@@ -3,7 +3,7 @@ lane at a time, reading the C++ text itself: each register load, the operand ord
 mma.sync asm and each store. The mma.sync is given the PTX ISA's semantics through
 tests/support/ptx_fragments.py (register r of a lane holds PTX element r, or elements 2r and
 2r + 1 in its low and high half): the tile a register belongs to is decided there, not by
-model/mma.py. So the emulated D equals A B + C only if the kernel text puts each element
+hw/mma.py. So the emulated D equals A B + C only if the kernel text puts each element
 where the hardware expects it.
 """
 

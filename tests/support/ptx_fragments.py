@@ -1,6 +1,6 @@
 """The tensor-core register fragments as the PTX ISA states them, in its own piecewise words
 (groupID = lane >> 2, threadID_in_group = lane % 4, element i "low to high"), kept apart from
-model/mma.py's formulas so tests can hold one against the other. An instruction is named by its
+hw/mma.py's formulas so tests can hold one against the other. An instruction is named by its
 operands' PTX type ("tf32", "bf16", "f16"), its k and the threads issuing it (32 or 128)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It runs the kernel IR (codegen/ir.py) block by block, all threads of a block in lockstep
 (IndexNames and WholeTile as reduction_sim.py runs them), statement by statement, on numpy
 buffers, with the hardware's tcgen05 semantics written out here from the PTX ISA (9.7.16.1.1
-addresses, 9.7.16.8 data-path shapes), independently of model/tcgen05.py:
+addresses, 9.7.16.8 data-path shapes), independently of hw/tcgen05.py:
 
   - alloc hands out `columns` columns from an arbitrary first column (BASE_COLUMN), all lanes;
   - ld/st take the warp's address (taddr = lane << 16 | column, the same in all 32 threads:
