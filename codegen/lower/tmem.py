@@ -17,7 +17,8 @@ What was proved is what runs. The addresses are the access model the verifier pr
 derivation: the warp's address is that model at the warp's first thread and register 0
 (AccessModel.warp_base_env, exactly the base of the TMEM-ACCESS-PATTERN proof), and the
 instruction shape is the pattern verify recorded for the access (Report.decisions: the
-pattern TMEM-ACCESS-PATTERN proved, where TMEM-WARP-COLLECTIVE and TMEM-PACKING hold too). The proof says: for every executing thread t, loop point s and
+pattern TMEM-ACCESS-PATTERN proved, where TMEM-WARP-COLLECTIVE and TMEM-PACKING hold too).
+The proof says: for every executing thread t, loop point s and
 element r, the element's (lane, 32-bit column) = base(warp of t, s) + offset_pattern(t % 32, R),
 which is where tcgen05 puts register R of thread t. Element r is the one at the vectorized point
 r (row-major over the vectorized IDs: model/indexing.py vector_index), and it sits in register
