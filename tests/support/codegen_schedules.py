@@ -32,6 +32,9 @@ def pointwise_add(dtype="float32", threads=128, shape=("M", "N")):
         ea = tp.exp(a)
         out = tp.add(ea, b)
         fusion.add_output(out)
+    for name in shape:
+        if isinstance(name, str):  # at most 2^29 blocks on BIDx (LAUNCH-GRID)
+            fusion.assume(f"{name} <= 262144")
     for tv in (ea, out):
         _tile_1d(tv, threads)
     tp.inline_most(fusion)
@@ -89,6 +92,8 @@ def vectorized_copy(dtype="float32", vector=4, threads=128):
         t2 = tp.set(t1)
         fusion.add_output(t2)
     fusion.assume(f"N % {vector} == 0")
+    fusion.assume("M <= 262144")  # at most 2^29 blocks on BIDx (LAUNCH-GRID)
+    fusion.assume("N <= 262144")
     for tv in (t1, t2):
         tv.split(1, vector)  # [M, N/v, v]
         tv.merge(0)  # [M*N/v, v]
@@ -123,6 +128,7 @@ def smem_transpose(dtype="float32", tile=32, rows=8):
         t1 = tp.set(t0)
         t2 = tp.transpose(t1, 0, 1)
         fusion.add_output(t2)
+    fusion.assume(f"M <= 65535 * {tile}")  # ceil(M / tile) blocks on BIDy (LAUNCH-GRID)
     t1.set_memory_type(tp.MemoryType.Shared)
     t1.split(1, tile).split(0, tile)  # [Mo, Mi, No, Ni]
     t1.reorder({1: 2, 2: 1})  # [Mo, No, Mi, Ni]
@@ -149,6 +155,7 @@ def broadcast_add(dtype="float32"):
         bb = tp.broadcast(bias, [True, False])
         out = tp.add(a, bb)
         fusion.add_output(out)
+    fusion.assume("M <= 65535")  # a block per row on BIDy (LAUNCH-GRID)
     for tv in (bb, out):
         tv.split(1, 64)
         tv.axis(0).parallelize(P.BIDy)
@@ -285,6 +292,8 @@ def vectorized_cast(source="float32", dest="bfloat16", vector=4, threads=128):
         out = tp.cast(a, dest)
         fusion.add_output(out)
     fusion.assume(f"N % {vector} == 0")
+    fusion.assume("M <= 262144")  # at most 2^29 blocks on BIDx (LAUNCH-GRID)
+    fusion.assume("N <= 262144")
     out.merge(0).split(0, vector).split(0, threads)
     out.axis(0).parallelize(P.BIDx)
     out.axis(1).parallelize(P.TIDx)
