@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tileproof as tp
 from tileproof.codegen.emit.mma import _word
-from tileproof.codegen.ir import Compute, Loop, Operand
+from tileproof.codegen.ir import Compute, Loop, Operand, WholeTile
 from support.lowering import lowered
 from tileproof.model.expr import add, const, mul, var
 from tileproof.model.types import MemoryType, bfloat16, float32
@@ -40,9 +40,11 @@ def test_the_tuned_bfloat16_fragments_are_read_as_words():
 def _stores(fusion):
     out = []
 
-    def walk(nodes):
+    def walk(nodes):  # the stores as lowered (a WholeTile's unpredicated copy aside)
         for n in nodes:
-            if isinstance(n, Loop):
+            if isinstance(n, WholeTile):
+                walk([n.lowered])
+            elif isinstance(n, Loop):
                 walk(n.body)
             elif isinstance(n, Compute) and n.out.memory is MemoryType.Global:
                 out.append(n)
