@@ -51,7 +51,9 @@ def test_bank_conflict_query_is_sized_for_the_other_lanes_predicates():
     t3.axis(0).parallelize(P.Unroll); t3.axis(3).parallelize(P.TIDx); t3.axis(4).parallelize(P.TIDy)
     tp.inline_most(fusion)
     codes = decided(fusion)
-    assert "SMEM-BANK-CONFLICT" in codes and "PARALLEL-TYPE-UNIQUE" in codes
+    assert "PARALLEL-TYPE-UNIQUE" in codes and "LAUNCH-THREADS" in codes  # 131072 threads: no bank analysis
+    report = tp.verify(fusion, rules=["SMEM-BANK-CONFLICT"])  # the rule alone still decides its query
+    assert [d.code for d in report.diagnostics] == ["SMEM-BANK-CONFLICT"] and not report.diagnostics[0].internal
 
 
 def test_tmem_access_pattern_names_a_symbolic_register_count():

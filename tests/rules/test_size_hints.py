@@ -38,6 +38,8 @@ def tma_rows(dtype, shape=("M", "N")):
         t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)
         t2 = tp.set(t1)
         fusion.add_output(t2)
+    if not concrete:
+        fusion.assume(f"{shape[1]} <= 65535 * 32")  # ceil(N / 32) blocks on BIDy (LAUNCH-GRID)
     t1.set_memory_type(tp.MemoryType.Shared)
     t1.split(1, 32).split(0, 8)
     t1.axis(0).parallelize(P.BIDx)
