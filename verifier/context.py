@@ -48,6 +48,8 @@ class VerifyContext:
         # the codes of the rules verify runs on this context (None for a copy a rule judges itself):
         # a rule may leave a claim to another only when that one runs
         self.running: frozenset[str] | None = None
+        # what this verify's queries share (Query's `shared`): range analyses, the solver tactic
+        self._shared_by_queries: dict = {}
 
     @cached_property
     def idmap(self) -> IdMap:
@@ -128,7 +130,8 @@ class VerifyContext:
         hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
         q = Query(hint, dict(ranges or {}), symbols=self.admitted.bounds(), steps=self.admitted.steps(),
-                  shrink=self.shrink, context=self.z3_context, integers=integers, **limit)
+                  shrink=self.shrink, context=self.z3_context, integers=integers,
+                  shared=self._shared_by_queries, **limit)
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
         return q

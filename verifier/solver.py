@@ -13,6 +13,7 @@ a fresh solver.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
@@ -76,7 +77,13 @@ def check(s: z3.Solver, allowed: int) -> tuple[z3.CheckSatResult, int]:
 def _units_used(s: z3.Solver) -> int:
     """The resource units z3 has counted in s's context so far ("rlimit count"; none yet: 0)."""
     stats = s.statistics()
-    return next((stats.get_key_value(k) for k in stats.keys() if k == "rlimit count"), 0)
+    ref = stats.ctx.ref()
+    for i in range(z3.Z3_stats_size(ref, stats.stats)):  # one pass (Statistics.get_key_value scans again)
+        if z3.Z3_stats_get_key(ref, stats.stats, i) == "rlimit count":
+            if z3.Z3_stats_is_uint(ref, stats.stats, i):
+                return int(z3.Z3_stats_get_uint_value(ref, stats.stats, i))
+            return z3.Z3_stats_get_double_value(ref, stats.stats, i)
+    return 0
 
 
 def why_unknown(s: z3.Solver, ms: int) -> str:
@@ -168,11 +175,19 @@ def _sides(c) -> tuple:
     return pos, neg
 
 
+@functools.lru_cache(maxsize=4096)
+def _side_exprs(c) -> tuple[Expr, Expr]:
+    """_sides(c) in the index algebra (every query of a verify asserts the same assumptions:
+    converted once)."""
+    pos, neg = _sides(c)
+    return from_sympy(pos), from_sympy(neg)
+
+
 def assumption_terms(cond) -> list[Expr]:
     """The terms an assumption puts into a query (they must fit its bit-vector width)."""
     out: list[Expr] = []
     for rel in cond.atoms(sympy.core.relational.Relational) if not isinstance(cond, bool) else ():
-        out.extend(from_sympy(x) for x in _sides(rel))
+        out.extend(_side_exprs(rel))
     return out
 
 
@@ -185,13 +200,26 @@ def _width(top: int | None) -> int:
     return 160 if top is None else min(max(top.bit_length() + 2, 8), 160)
 
 
+def _range_analysis(ranges: Mapping, shared: "dict | None") -> tuple[Simplifier, dict[Expr, Span]]:
+    """The simplifier over `ranges` and its memo of subterm spans (Query._span_of): from
+    `shared` where a query over the same ranges made them, else new."""
+    if shared is None:
+        return Simplifier(ranges), {}
+    key = ("ranges", frozenset(ranges.items()))
+    got = shared.get(key)
+    if got is None:
+        got = shared[key] = (Simplifier(dict(ranges)), {})
+    return got
+
+
 class Query:
     """One question to z3. Variables get ranges; `prove(claim)` checks claim for all of them."""
 
     def __init__(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], *,
                  symbols: Mapping[str, tuple[int, int]] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  simplify: bool = True, shrink: "ShrinkAccount | None" = None, steps: Mapping[str, int] | None = None,
-                 context: "z3.Context | None" = None, integers: bool = False):
+                 context: "z3.Context | None" = None, integers: bool = False,
+                 shared: "dict | None" = None):
         """`hint`: every expression the query will use (picks the theory and width);
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
         `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
@@ -201,7 +229,10 @@ class Query:
         compare the verdicts); `context`: the z3 context to build terms in (one verify's queries
         share one: making a context costs about a millisecond), each query with its own solver;
         `integers=True`: integer arithmetic even where bit-vectors would be chosen (the terms, as
-        simplified, must hold no XOR: ValueError)."""
+        simplified, must hold no XOR: ValueError); `shared`: what the queries of one verify share
+        (VerifyContext's): the range analysis of equal ranges (the ranges decide every answer it
+        gives) and, per z3 context, the tactic each solver is made from."""
+        self._shared = shared
         self.ctx = context if context is not None else z3.Context()
         self.shrink = shrink if shrink is not None else ShrinkAccount(SHRINK_SECONDS)
         self.timeout_ms = timeout_ms
@@ -209,6 +240,9 @@ class Query:
         self.facts: list = []
         self._vars: dict[str, z3.ExprRef] = {}
         self._terms: dict[Expr, z3.ExprRef] = {}
+        # the z3 ids of rendered terms with no division or remainder by a non-constant: the search
+        # of _proved_without_symbolic_division need not enter them
+        self._undivided: set[int] = set()
         hint = list(hint) + list(ranges.values())
         symbols = dict(symbols or {})
         self.symbols = symbols
@@ -216,9 +250,8 @@ class Query:
         # where each variable lies, as the facts below assert it: the ranges of model/simplify.py,
         # for bounds (theory and width), simplifying terms before rendering and deciding comparisons
         self.ranges: dict[str, Expr | tuple[int, int]] = {**symbols, **ranges}
-        self.analysis = Simplifier(self.ranges)
+        self.analysis, self._spans = _range_analysis(self.ranges, shared)
         self.simplifying = simplify
-        self._spans: dict[Expr, Span] = {}
         # every subterm must fit, not only the roots: (a * 4096 + b) % 64 is small, its inner sum is not
         lo, hi = self._span(hint + [var(name) for name in self.ranges])
         # bit-vectors are unsigned: a term that may be negative ((2 - N) % 3) is decided over the
@@ -286,13 +319,15 @@ class Query:
     def _render(self, e: Expr) -> z3.ExprRef:
         t = self._terms.get(e)
         if t is None:
+            args: list = []
             if e.op == "const":
                 t = self.val(e.value)  # type: ignore[arg-type]
             elif e.op == "var":
                 t = self.var(e.value)  # type: ignore[arg-type]
             else:
                 table = Z3_BV if self.bv else Z3_INT
-                t = table[e.op](*(self._render(a) for a in e.args))
+                args = [self._render(a) for a in e.args]
+                t = table[e.op](*args)
             if self.bv:
                 # fail closed: a wrapped bit-vector would decide a different question
                 lo, hi, _ = self.analysis.bounds(e)  # the ends (not the peak)
@@ -301,6 +336,9 @@ class Query:
                                         f"so no unsigned bit-vector holds it")
                 if hi >= 1 << (self.width - 1):
                     raise OverflowError(f"bit-vector width {self.width} too small for {e}")
+            if not (e.op in ("floordiv", "ceildiv", "mod") and e.args[1].op != "const") and \
+                    all(a.get_id() in self._undivided for a in args):
+                self._undivided.add(t.get_id())
             self._terms[e] = t
         return t
 
@@ -382,9 +420,20 @@ class Query:
     def _solver(self, *assertions) -> z3.Solver:
         """A solver holding the facts and `assertions`: simplify, then the SMT core (on the bundled
         examples' queries half the solving time of the default QF_BV pipeline, the same verdicts)."""
-        s = z3.Then("simplify", "smt", ctx=self.ctx).solver()
+        s = self._tactic().solver()
         s.add(*self.facts, *assertions)
         return s
+
+    def _tactic(self) -> z3.Tactic:
+        """simplify, then the SMT core, made once per context where queries share (each solver
+        made from it is fresh)."""
+        if self._shared is None:
+            return z3.Then("simplify", "smt", ctx=self.ctx)
+        key = ("tactic", self.ctx)
+        t = self._shared.get(key)
+        if t is None:
+            t = self._shared[key] = z3.Then("simplify", "smt", ctx=self.ctx)
+        return t
 
     def _check(self, s: z3.Solver, allowed: int) -> tuple[z3.CheckSatResult, int]:
         """check(s, allowed), its units added to the query's."""
@@ -399,9 +448,10 @@ class Query:
         found, seen, stack = [], set(), [claim]
         while stack:
             t = stack.pop()
-            if t.get_id() in seen:
+            ident = t.get_id()
+            if ident in seen or ident in self._undivided:
                 continue
-            seen.add(t.get_id())
+            seen.add(ident)
             if z3.is_quantifier(t) or z3.is_var(t):
                 return False  # a bound variable must not be captured by a free one
             if z3.is_app(t):
@@ -538,8 +588,8 @@ class Query:
         if isinstance(c, sympy.Not):
             return z3.Not(self._sympy_bool(c.args[0]))
         if isinstance(c, sympy.core.relational.Relational):
-            pos, neg = _sides(c)
-            a, b = self._sympy_term(pos), self._sympy_term(neg)
+            pos, neg = _side_exprs(c)
+            a, b = self.term(pos), self.term(neg)
             op = type(c)
             if op is sympy.Eq:
                 return a == b
@@ -554,9 +604,6 @@ class Query:
             bvf, intf = ops[op]
             return bvf(a, b) if self.bv else intf(a, b)
         raise ValueError(f"unsupported assumption {c}")
-
-    def _sympy_term(self, e):
-        return self.term(from_sympy(e))
 
 
 
