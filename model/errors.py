@@ -9,6 +9,8 @@ This module sits at the bottom so that every package can raise these.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -84,7 +86,15 @@ def user_location() -> str | None:
 def _is_users(filename: str) -> bool:
     """Whether a frame of this file is the user's: not tileproof's, not Python's frozen import
     machinery, not code generated without a file (a dataclass __init__)."""
+    if os.path.isabs(filename):  # a relative name resolves against the working directory of the moment
+        return _is_users_absolute(filename)
     return filename != "<string>" and not filename.startswith("<frozen") and not _is_internal(Path(filename))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_users_absolute(filename: str) -> bool:
+    """_is_users of an absolute file name, resolved once (every transform a schedule records asks)."""
+    return not _is_internal(Path(filename))
 
 
 def user_traceback(error: BaseException) -> str:
