@@ -8,6 +8,7 @@ Euclidean (floor) on non-negative operands, which is what every index is.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Union
 
@@ -326,9 +327,12 @@ _LEVEL = {"add": 40, "mul": 50, "floordiv": 50, "mod": 50, "xor": 20}
 _INFIX = {"mul": "*", "floordiv": " // ", "mod": " % ", "xor": " ^ "}
 
 
+@functools.lru_cache(maxsize=8192)
 def expr_str(e) -> str:
     """An index-algebra Expr as Python: sympy's simplified form where it keeps the value, else
-    printed from the Expr's own tree (sympy rewrites some nested Mod/floor terms wrongly)."""
+    printed from the Expr's own tree (sympy rewrites some nested Mod/floor terms wrongly).
+    Remembered: an Expr never changes, and its text is asked for again (IterDomain labels, the
+    keys of the ID map, messages)."""
     simple = to_sympy(e)
     names = sorted(e.free_vars())
     rng = random.Random(len(names))
