@@ -8,7 +8,7 @@ So the two read as a diff of a few lines, and the builder is the part they share
     t1.split(1, 512)                                       # a 512-element box: TMA-BOX-SIZE
     ...
 
-The docs run with `tp` and these builders in scope (tests/test_rule_docs.py runs every Example
+The docs run with `tp` and these builders in scope (tests/verifier/test_rule_docs.py runs every Example
 and Fix); `tileproof explain` prints the import the builders need, so what it shows runs as it
 stands after `import tileproof as tp`.
 

@@ -5,7 +5,7 @@ bytes, tensor-memory columns and block threads are) and the assumptions are all 
 the smallest counterexample, each size in turn as small as the failure allows, is found by
 bisection. That is the counterexample Query.prove shrinks toward, reached in microseconds
 where z3 takes a bit-vector query per probe (a nonlinear one: 0.3 s for 32 * ceil(M / 8)).
-tests/test_monotone.py compares the verdicts and counterexamples with z3's on random claims.
+tests/verifier/test_monotone.py compares the verdicts and counterexamples with z3's on random claims.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The schedules of examples/invalid/lowering.py, fixed so that the code generator lowers them
-(the lowering family: verifier/rules/lowering.py). Each one compiles (tests/test_accepted_compiles.py)."""
+(the lowering family: verifier/rules/lowering.py). Each one compiles (tests/codegen/test_accepted_compiles.py)."""
 
 import tileproof as tp
 

@@ -2,7 +2,7 @@
 examples/invalid/wgmma.py.
 
 Each invalid example's verdict (its exact codes and message fragments) is checked by
-tests/test_seed_examples.py::test_schedule_file_verdict, which discovers every schedule file;
+tests/verifier/test_seed_examples.py::test_schedule_file_verdict, which discovers every schedule file;
 here: which tensor each rejection names, the counterexample of an unswizzled tile evaluated
 through execution/wgmma_operands.py (the hardware's address and the schedule's byte differ there, agree for
 the valid schedule), the valid schedules' descriptor fields, and a brute-force differential:

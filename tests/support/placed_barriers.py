@@ -4,7 +4,7 @@ and WGMMA-ASYNC-ORDER reject only a placement it got wrong. Each case here is a 
 the rule's tests, or a bundled one) verified with its nest changed after the barriers are
 placed, as the rule's tests change it
 (tests/rules/test_races.py, test_pipeline_phase.py, test_wgmma_async_order.py): the reports
-they show are the golden reports of those codes (tests/test_golden_reports.py).
+they show are the golden reports of those codes (tests/verifier/test_golden_reports.py).
 
 A case is a snippet, run like a rule docstring's Example (support/rule_docs.py): it builds
 `fusion` and defines `mutate(tree)`, which changes the placed nest (a list of loops and nodes)

@@ -16,7 +16,7 @@ import tileproof as tp
 from tileproof.reports.explain import explain_text
 from tileproof.verifier.registry import all_rules
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted([ROOT / "README.md", ROOT / "benchmarks" / "README.md", ROOT / "tests" / "gpu" / "README.md",
                *(ROOT / "docs").glob("*.md")])
 PUBLIC = sorted(set(tp.__all__) | {"abs", "compile", "max", "set", "sum"})  # the shadowing names live on tp only

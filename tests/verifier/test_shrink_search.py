@@ -95,7 +95,7 @@ def test_the_clock_does_not_shape_a_report(monkeypatch):
     import tileproof as tp
     from tileproof.schedule_files import discover
 
-    root = Path(__file__).resolve().parents[1] / "examples"
+    root = Path(__file__).resolve().parents[2] / "examples"
     cases = [c for c in discover([str(root / "invalid" / "ldst_matrix.py"), str(root / "invalid" / "tma_smem.py")])
              if c.name in ("ldst_matrix_set_any_size", "ldmatrix_rows_scrambled")][:2]
     cases += [c for c in discover([str(root / "valid" / "lowering.py")]) if c.name == "tma_load_from_one_thread"]

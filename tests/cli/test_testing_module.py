@@ -11,7 +11,7 @@ import tileproof as tp
 from tileproof.schedule_files import discover
 from tileproof.testing import UNVERIFIED_BANNER, compile_unverified
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASE = next(c for c in discover([str(ROOT / "examples" / "invalid" / "thread_visibility.py")])
             if c.name == "registers_on_tidx_read_on_tidy")
 

@@ -5,7 +5,7 @@ must match tests/golden/<CODE>.txt and tests/golden/<CODE>.json.
 A change to a rule's message, notes, table, counterexample or hint, or to a renderer, shows up
 here as a diff. When it is intended, rewrite the files and review their diff before committing:
 
-    python -m pytest tests/test_golden_reports.py --update-golden
+    python -m pytest tests/verifier/test_golden_reports.py --update-golden
 
 The files hold nothing that depends on the machine or the run: the header's timing and query
 count ("(0.092 s, 3 z3 queries)") are left out, the JSON drops `seconds` and `queries` (and
@@ -39,8 +39,8 @@ from tileproof.verifier.registry import all_rules, get_rule
 from support.placed_barriers import CASE_FILE, CASES as PLACED_CASES, build_case, run_case
 from support.rule_docs import SNIPPET_FILE, run_snippet
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
-UPDATE = "python -m pytest tests/test_golden_reports.py --update-golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+UPDATE = "python -m pytest tests/verifier/test_golden_reports.py --update-golden"
 WIDTH = 100
 ROOT_PLACEHOLDER = "<repo>"
 # the header's "  (0.092 s, 3 z3 queries)": run time, and a count that follows solver plumbing

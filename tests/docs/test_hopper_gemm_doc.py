@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support import doc_blocks
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "hopper_gemm.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "hopper_gemm.md"
 
 
 def test_the_walk_through_runs_and_prints_what_it_shows():

@@ -18,7 +18,7 @@ import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 import hopper_matmul  # benchmarks/hopper_matmul.py
 from bench_common import RESULTS, machine_name, results_path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 
 README = BENCHMARKS / "README.md"

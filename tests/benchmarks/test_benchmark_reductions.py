@@ -19,7 +19,7 @@ from tileproof.model.targets import get_target
 
 from support.reduction_sim import Numbers, run_kernel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _schedules():

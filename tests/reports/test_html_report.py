@@ -2,7 +2,7 @@
 <use> it), large tensors drawn as a bounded window; and a layout error shows the hardware's
 layout beside the schedule's, a bank conflict which lanes hit which bank.
 
-(The page of every bundled example, under 5 MB: tests/test_pictures.py, which verifies them all.)"""
+(The page of every bundled example, under 5 MB: tests/reports/test_pictures.py, which verifies them all.)"""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tileproof.reports.pictures import line_window, smem_map
 from tileproof.schedule_files import discover
 from tileproof.verifier.diagnostics import Diagnostic, Severity
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NS = "{http://www.w3.org/2000/svg}"
 PICTURE = re.compile(r'<div class="picture".*?</svg></div>', re.S)
 

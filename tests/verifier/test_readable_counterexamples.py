@@ -17,7 +17,7 @@ from tileproof.reports import report_to_text
 from tileproof.schedule_files import build_fusion, discover
 from tileproof.verifier.solver import MAX_EXTENT, Query
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 P = tp.ParallelType
 TIMING = re.compile(r"\(\d+\.\d+ s, \d+ z3 quer(?:y|ies)\)")
 

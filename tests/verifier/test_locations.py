@@ -21,14 +21,14 @@ from tileproof.verifier.registry import all_rules, get_rule
 
 from support.rule_docs import SNIPPET_FILE, run_snippet
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 INVALID = [c for c in discover([str(EXAMPLES)]) if not c.expect.ok]
 LOCATION = re.compile(r"^\s*--> (.+):(\d+)$", re.MULTILINE)
 
 
 @pytest.mark.parametrize("case", INVALID, ids=lambda c: c.name)
 def test_every_error_of_a_bundled_invalid_example_has_a_location(case):
-    report = tp.verify(build_fusion(case), case.target)  # its verdict: tests/test_seed_examples.py
+    report = tp.verify(build_fusion(case), case.target)  # its verdict: tests/verifier/test_seed_examples.py
     for d in report.errors:
         assert d.location, f"{d.code} of {case.name} has no location: {d.message}"
         path, line = d.location.rsplit(":", 1)

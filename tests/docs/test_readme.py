@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tileproof.verifier.registry import all_rules
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_rule_table_lists_every_registered_code_with_its_family_and_summary():

@@ -1,7 +1,7 @@
 """Pictures and the HTML page: every example renders to well-formed SVG, maps draw every element
 of their window once, a swizzle shows, tmem cells take their warp's colour, counterexamples are
 marked. (The page's size, shared drawings and the hardware-beside-schedule pictures:
-tests/test_html_report.py.)"""
+tests/reports/test_html_report.py.)"""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tileproof.reports.pictures import (bank_colour, domain_graph_svg, line_wind
                                         tmem_map_svg, warp_blocks, warp_colour)
 from tileproof.schedule_files import discover
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -27,7 +27,7 @@ from tileproof.schedule_files import discover
 
 from support.schedule_gen import lowering_cases, split_cases, swizzle_cases, tmem_cases, visibility_cases
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = {  # family -> (strategy, target, examples)
     "swizzle": (swizzle_cases, "sm_90a", 12),
     "split": (split_cases, "sm_90a", 15),

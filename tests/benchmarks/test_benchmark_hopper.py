@@ -18,7 +18,7 @@ import pytest
 import tileproof as tp
 from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, TmaPipeline
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "hopper_matmul.py"
 
 

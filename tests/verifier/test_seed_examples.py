@@ -15,7 +15,7 @@ import pytest
 import tileproof as tp
 from tileproof.schedule_files import discover
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 CASES = discover([str(EXAMPLES)])
 BY_NAME = {c.name: c for c in CASES}
 

@@ -15,7 +15,7 @@ import pytest
 
 import tileproof as tp
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "matmul.py"
 
 

@@ -1,7 +1,7 @@
 """tileproof.recipes: the GEMM recipes' parameter dataclasses check their fields at construction
 (tp.ScheduleError naming the class and the field), print as the call that builds them, and the
 package imports nothing of tileproof but its public API. The schedules the recipes build are
-verified through examples/valid/wgmma.py and examples/valid/mma.py (tests/test_seed_examples.py)."""
+verified through examples/valid/wgmma.py and examples/valid/mma.py (tests/verifier/test_seed_examples.py)."""
 
 from __future__ import annotations
 

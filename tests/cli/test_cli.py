@@ -468,7 +468,7 @@ def test_show_selects_one_schedule(two, tmp_path, capsys):
 
 
 def test_quiet_keeps_a_one_line_count_of_warnings(capsys):
-    path = Path(__file__).resolve().parent.parent / "examples" / "valid" / "tma_boxes.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "valid" / "tma_boxes.py"
     assert main(["verify", f"{path}::tma_strided_tile_fttc", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "PASS tma_strided_tile_fttc: ACCEPTED as expected\n  1 warning (TMA-FTTC)\n" in out
