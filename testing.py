@@ -27,7 +27,7 @@ from .model.errors import InternalError
 from .model.errors import ScheduleError
 from .model.fusion import Fusion
 from .model.targets import get_target
-from .verifier.verify import verify
+from .verifier.verify import rejected_decisions, verify
 
 UNVERIFIED_BANNER = "// UNVERIFIED: built by tileproof.testing.compile_unverified from a rejected schedule"
 
@@ -53,6 +53,7 @@ def compile_unverified(fusion: Fusion, target="sm_90a") -> Kernel:
     if report.ok:
         return build_kernel(fusion.snapshot(), report, tgt)
     codes = ", ".join(report.codes)
+    report.decisions = rejected_decisions(fusion, tgt, report)
     try:
         return build_kernel(fusion.snapshot(), report, tgt, f"{UNVERIFIED_BANNER} ({codes})\n")
     except CompileError as e:  # the lowered source uses what the target lacks: what the rule predicts

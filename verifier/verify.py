@@ -74,8 +74,8 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
             d.rule = d.rule or f"{r.func.__module__.rsplit('.', 1)[-1]}.{r.func.__name__}"
         report.diagnostics += [named_as_tree(d, names) for d in found]
     group_by_cause(ctx, report)
-    if not bind and wanted is None and not gated:
-        report.decisions = _decisions(ctx, report)
+    if report.ok and not bind and wanted is None:
+        report.decisions = decide(ctx)
     if gated:
         for d in report.errors:
             d.notes.append(f"{gated} other rules were not run: each proves its claim for "
@@ -94,14 +94,15 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     return report
 
 
-def _decisions(ctx: VerifyContext, report: Report) -> Decisions:
-    """What the code generator reads (analysis/decisions.py). For a rejected schedule they serve
-    tileproof.testing.compile_unverified only, so one it cannot decide (its lowering is broken
-    beyond the rules' findings) gets none: the lowering then keeps every predicate."""
-    if report.ok:
-        return decide(ctx)
+def rejected_decisions(fusion: Fusion, target, report: Report) -> Decisions:
+    """The decisions of a schedule verify rejected (analysis/decisions.py), asked for by
+    tileproof.testing.compile_unverified only, so a rejecting verify spends no query on them.
+    None where they cannot be had: a gate's rejection left rules unrun, or its lowering is broken
+    beyond the rules' findings; the lowering then keeps every predicate."""
+    if report.rules_not_run and any(d.code in GATES for d in report.errors):
+        return Decisions()
     try:
-        return decide(ctx)
+        return decide(VerifyContext(fusion.snapshot(), get_target(target)))
     except Exception:  # a rejected schedule: its rejection explains it
         return Decisions()
 

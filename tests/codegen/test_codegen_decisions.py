@@ -109,7 +109,8 @@ def test_compile_unverified_refuses_an_ldmatrix_its_report_did_not_decide(monkey
     real = testing.verify
     made_up = Diagnostic("SPLIT-DIVISIBILITY", Severity.ERROR, "made up for the test")
     monkeypatch.setattr(testing, "verify", lambda fusion, target: dataclasses.replace(
-        real(fusion, target), decisions=Decisions(), diagnostics=[made_up]))
+        real(fusion, target), diagnostics=[made_up]))
+    monkeypatch.setattr(testing, "rejected_decisions", lambda fusion, target, report: Decisions())
     case = CASES["ldmatrix_x4"]
     with pytest.raises(NotBuilt, match="no decision of tp.verify says whether the 8 elements"):
         compile_unverified(case.build(), case.target)
@@ -119,3 +120,24 @@ def test_the_json_report_leaves_the_decisions_out():
     _, report, _ = _verified("consistent_bounds")
     data = json.loads(report_to_json(report))
     assert "decisions" not in data and data["ok"] is True
+
+
+def test_compile_unverified_decides_what_a_rejected_report_did_not(monkeypatch):
+    """A rejecting verify spends no query on decisions; compile_unverified asks for them itself
+    (verify.rejected_decisions), so a rejected ldmatrix schedule is still built."""
+    from tileproof import testing
+    from tileproof.verifier.diagnostics import Diagnostic, Severity
+
+    real = testing.verify
+    made_up = Diagnostic("SPLIT-DIVISIBILITY", Severity.ERROR, "made up for the test")
+    monkeypatch.setattr(testing, "verify", lambda fusion, target: dataclasses.replace(
+        real(fusion, target), decisions=Decisions(), diagnostics=[made_up]))
+    case = CASES["ldmatrix_x4"]
+    kernel = compile_unverified(case.build(), case.target)
+    assert kernel.cuda_source.startswith(testing.UNVERIFIED_BANNER) and "ldmatrix" in kernel.cuda_source
+
+
+def test_a_rejecting_verify_records_no_decision():
+    case = next(c for c in discover([str(ROOT / "examples" / "invalid" / "ldst_matrix.py")]))
+    report = tp.verify(case.build(), case.target)
+    assert not report.ok and report.decisions == Decisions()
