@@ -16,7 +16,8 @@ from ..solver import Query, Verdict, assumption_terms
 
 def witness(ctx: VerifyContext, assumptions: list[sympy.Basic]) -> dict[str, int] | None:
     """Sizes satisfying all `assumptions` (and the bindings and ranges), or None if there are none."""
-    q = Query([t for a in assumptions for t in assumption_terms(a)], {}, symbols=ctx.symbol_bounds())
+    q = Query([t for a in assumptions for t in assumption_terms(a)], {}, symbols=ctx.symbol_bounds(),
+              context=ctx.z3_context)
     for a in assumptions:
         q.assume_sympy(a)
     ctx.queries += 1

@@ -46,7 +46,8 @@ stage's mbarrier is for its n-th phase:
 Each check takes the latest WAIT instance before the read and the earliest SYNC after a WAIT
 or a READ: those are the best candidates, so the claim holds iff some candidate does. The
 extent E is the loop's where it is a constant, else every E >= 1 (a proof for more sizes than
-admitted). A fresh z3 context per query; unsat is proved, unknown is not.
+admitted). Each claim is a fresh solver, in the verify's z3 context (`context`; None: a
+fresh one); unsat is proved, unknown is not.
 """
 
 from __future__ import annotations
@@ -60,11 +61,11 @@ from ..solver import DEFAULT_TIMEOUT_MS, MAX_EXTENT, Outcome, Verdict, check, un
 
 
 class _Model:
-    """Positions and commit counts of one Timeline in a fresh z3 context."""
+    """Positions and commit counts of one Timeline in a z3 context (the verify's, else a fresh one)."""
 
-    def __init__(self, tl: Timeline):
+    def __init__(self, tl: Timeline, context: z3.Context | None):
         self.tl = tl
-        self.ctx = z3.Context()
+        self.ctx = context if context is not None else z3.Context()
         self.w = tl.width
         self.p = tl.prefetch
         self.pro = tl.prologue_iterations
@@ -144,16 +145,16 @@ def _min(a, b):
     return z3.If(a <= b, a, b)
 
 
-def prove_complete(tl: Timeline) -> Outcome:
+def prove_complete(tl: Timeline, context: z3.Context | None = None) -> Outcome:
     """A warp-specialized Timeline: _specialized_complete. Otherwise: CPASYNC-WAIT's claim: for all k in [0, E), complete(k) (module docstring). A counterexample
     gives the iteration `k` and whether the data was issued before the read (`issued`), the
     commits after its copy up to the last wait (`commits`) and that wait's `pending`."""
     if tl.specialized:
-        return _specialized_complete(tl)
+        return _specialized_complete(tl, context)
     # Formal statement: for all E and k in [0, E), r the READ: issued(k - P) and I(k) < R(k) and
     #   exists a WAIT w (latest instance before R) with I(k) < X_w and commits(I(k), X_w] >= N_w + 1
     #   and a SYNC after X_w before R(k)
-    m = _Model(tl)
+    m = _Model(tl, context)
     k = m.int("iteration")
     r = tl.positions(Step.READ)[0]
     read = m.pos(k, r)
@@ -182,16 +183,16 @@ def prove_complete(tl: Timeline) -> Outcome:
     return m.prove([k], claim, values)
 
 
-def prove_free(tl: Timeline) -> Outcome:
+def prove_free(tl: Timeline, context: z3.Context | None = None) -> Outcome:
     """A warp-specialized Timeline: _specialized_free. Otherwise: PIPELINE-WAR's claim: for every copy (iteration k, data d = k + P, stage d % S) and every
     older datum j < d of that stage, a SYNC after the READ of j comes before the copy. A
     counterexample gives the refilling iteration `k`, the data `d` it copies, the older `j`
     still to be read, and their `stage`."""
     if tl.specialized:
-        return _specialized_free(tl)
+        return _specialized_free(tl, context)
     # Formal statement: for all E, k in [-P', E), j in [0, E) with issued(k), 0 <= d = k + P < E, j < d and
     #   j % S == d % S: exists a SYNC at position X with R(j) < X < I(k) (R(j): the READ of iteration j)
-    m = _Model(tl)
+    m = _Model(tl, context)
     k, j = m.int("refill iteration"), m.int("read iteration")
     r = tl.positions(Step.READ)[0]
     at, issued = m.issue(k)
@@ -215,12 +216,12 @@ def prove_free(tl: Timeline) -> Outcome:
     return m.prove([k, j], claim, values)
 
 
-def _specialized_complete(tl: Timeline) -> Outcome:
+def _specialized_complete(tl: Timeline, context: z3.Context | None = None) -> Outcome:
     """PIPELINE-RAW, warp-specialized: for all k in [0, E), the producer loads datum k (an ISSUE
     in its iteration) and the consumers' iteration k waits (WAIT) before its READ."""
     # Formal statement: for all E and k in [0, E): ISSUE in producer(k) and exists a WAIT w of the
     #   consumers' iteration k with pos(k, w) < pos(k, r)
-    m = _Model(tl)
+    m = _Model(tl, context)
     k = m.int("iteration")
     r = tl.positions(Step.READ)[0]
     issued = any(e.step is Step.ISSUE for e in tl.producer)
@@ -230,7 +231,7 @@ def _specialized_complete(tl: Timeline) -> Outcome:
     return m.prove([k], z3.And(z3.BoolVal(issued, m.ctx), waited), values)
 
 
-def _specialized_free(tl: Timeline) -> Outcome:
+def _specialized_free(tl: Timeline, context: z3.Context | None = None) -> Outcome:
     """PIPELINE-WAR, warp-specialized: every datum j is released once, after its reads are done,
     and the producer waits for the release before refilling the stage (module docstring). A
     counterexample gives the datum `read iteration` and the values `released` (how many
@@ -240,7 +241,7 @@ def _specialized_free(tl: Timeline) -> Outcome:
     #   (j + L < E) + (j >= E - L_tail) == 1 and done(j) < release(j), where release(j) = pos(j + L, RELEASE)
     #   or E * W + (the tail RELEASE's step), and done(j) = pos(j, READ), or for a wgmma reader the first
     #   wgmma wait covering j's batch (iteration j + N, or the tail's wait)
-    m = _Model(tl)
+    m = _Model(tl, context)
     j = m.int("read iteration")
     never = m.val(-1)
     r = tl.positions(Step.READ)[0]
@@ -283,7 +284,7 @@ def _per_stage(m: _Model, stages: int, s):
     return (m.e - s + stages - 1) / stages
 
 
-def prove_phase(tl: Timeline) -> Outcome:
+def prove_phase(tl: Timeline, context: z3.Context | None = None) -> Outcome:
     """PIPELINE-PHASE's claim on a TMA Timeline (module docstring of verifier/rules/pipeline.py's
     rule): every wait is on the mbarrier and for the phase of the datum it needs, and no phase
     completes before the waits for the previous one. A counterexample gives the run `run` (0 or 1)
@@ -300,7 +301,7 @@ def prove_phase(tl: Timeline) -> Outcome:
     #     that phase == n(S, k) - 1; and each release's stages S_r: k % S_r == k % S
     #   (order) the load of datum k + S follows every wait for k: a SYNC between them (one program), or
     #     EMPTY_WAIT before ISSUE in the producer and every WAIT of k before k's release (warp specialization)
-    m = _Model(tl)
+    m = _Model(tl, context)
     k, r = m.int("iteration"), m.int("run")
     m.facts += [k >= 0, k < m.e, r >= 0, r <= 1]
     S = tl.stages

@@ -91,7 +91,7 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tl, writer, reader in _timelines(ctx):
         if tl.private or tl.tma:
             continue  # a register or TMA circular buffer: PIPELINE-RAW
-        out = ctx.memo(("cp-async-wait", tl), lambda tl=tl: prove_complete(tl))
+        out = ctx.memo(("cp-async-wait", tl), lambda tl=tl: prove_complete(tl, ctx.z3_context))
         where = dict(tensor=reader.name, location=reader.definition.origin,
                      labels=[f"{tl.tensor} (shared memory) filled by cp.async in {writer.name}'s statement"])
         yield from report_outcome("CPASYNC-WAIT", out, f"that {reader.name} reads {tl.tensor} after its copy completes",
@@ -168,7 +168,7 @@ def pipeline_raw(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tl, writer, reader in _timelines(ctx):
         if not (tl.private or tl.tma):
             continue  # cp.async: CPASYNC-WAIT
-        out = ctx.memo(("pipeline-raw", tl), lambda tl=tl: prove_complete(tl))
+        out = ctx.memo(("pipeline-raw", tl), lambda tl=tl: prove_complete(tl, ctx.z3_context))
         where = dict(tensor=reader.name, location=reader.definition.origin,
                      labels=[f"{tl.tensor} ({'shared memory, loaded by TMA' if tl.tma else 'registers'}) copied in "
                              f"{writer.name}'s statement"])
@@ -277,7 +277,7 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tl, writer, reader in _timelines(ctx):
         if tl.stages == 1 and tl.prefetch == 0 and not tl.prologue_iterations:
             continue  # no circular buffer: SMEM-RACE checks the refill of a plain tile
-        out = ctx.memo(("pipeline-war", tl), lambda tl=tl: prove_free(tl))
+        out = ctx.memo(("pipeline-war", tl), lambda tl=tl: prove_free(tl, ctx.z3_context))
         where = dict(tensor=writer.name, location=(writer.circular.origin if writer.circular else None) or writer.origin,
                      labels=[f"{reader.name} reads {tl.tensor} in each iteration of the circular loop"])
         yield from report_outcome("PIPELINE-WAR", out, f"that {tl.tensor}'s stages are refilled after their reads",
@@ -342,7 +342,7 @@ def pipeline_phase(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tl, writer, reader in _timelines(ctx):
         if not tl.tma or (tl.stages == 1 and tl.prefetch == 0 and not tl.prologue_iterations):
             continue  # one load per mbarrier phase outside a loop: SMEM-RACE orders it
-        out = ctx.memo(("pipeline-phase", tl), lambda tl=tl: prove_phase(tl))
+        out = ctx.memo(("pipeline-phase", tl), lambda tl=tl: prove_phase(tl, ctx.z3_context))
         where = dict(tensor=writer.name, location=(writer.circular.origin if writer.circular else None) or writer.origin,
                      labels=[f"{reader.name} waits for {tl.tensor}'s stages in each iteration of the circular loop"])
         yield from report_outcome("PIPELINE-PHASE", out, f"that {tl.tensor}'s mbarrier waits are for their data's "
