@@ -55,8 +55,22 @@ SIZE_PROBE_SECONDS = float(os.environ.get("TILEPROOF_SIZE_PROBE_SECONDS", "1.0")
 # costly part, and a claim proved so holds for the real terms too; a failure (the claim needed
 # the division) falls through to the full proof
 ABSTRACT_MS = 500
+# the rewriting _valid_alone may do before a claim goes to the solver (the bundled examples' claims
+# take under 1000 steps)
+SIMPLIFY_STEPS = 100_000
 _DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_IDIV)
 _REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I, z3.Z3_OP_MOD)
+
+
+def _valid_alone(claim) -> bool:
+    """Whether z3's rewriter alone makes claim true (`0 == 0`, `(a + 1) * 4 == a * 4 + 4`, a
+    conjunction of comparisons the ranges decided): it then holds under any facts, and no solver
+    is needed (on the bundled examples, three proofs in four). Within SIMPLIFY_STEPS rewrite
+    steps; past them (or not true) the solver decides."""
+    try:
+        return z3.is_true(claim) or z3.is_true(z3.simplify(claim, max_steps=SIMPLIFY_STEPS))
+    except z3.Z3Exception:  # "max. steps exceeded"
+        return False
 
 
 def units(ms: float) -> int:
@@ -402,7 +416,7 @@ class Query:
         claim's failure allows (1 where it does not depend on the symbol), then the expression
         `smallest` (the rule's witness, e.g. a thread id), then the other variables;
         `shrink_units` caps that search further (a warning rule's own budget)."""
-        if self._proved_without_symbolic_division(claim):
+        if _valid_alone(claim) or self._proved_without_symbolic_division(claim):
             return Outcome(Verdict.PROVED)
         s = self._solver(z3.Not(claim))
         if DUMP_SMT:
