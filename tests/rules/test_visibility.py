@@ -334,3 +334,16 @@ def test_a_tile_index_divided_by_a_symbolic_tile_count_is_proved_cheaply(monkeyp
         fusion.assume(a)
     report = tp.verify(fusion)
     assert report.ok, report.codes
+
+
+def test_loops_that_do_not_map_leave_the_visibility_proofs_unrun():
+    """INLINE-LOOP-MAP is the visibility rules' premise: an inlined tensor whose shared loops are
+    not its consumer's has no 'same iteration' to prove reads against (a mutated fuzz case spent
+    50 s in SMEM-BLOCK-VISIBILITY and MMA-ACCUM-LAYOUT there); they are listed as not run."""
+    from support.examples import example_module
+
+    fusion = example_module("invalid", "lowering").consumer_split_after_inlining()
+    report = tp.verify(fusion, "sm_90a")
+    assert report.codes == ["INLINE-LOOP-MAP"]
+    assert {"GLOBAL-VISIBILITY", "SMEM-BLOCK-VISIBILITY", "THREAD-VISIBILITY", "MMA-OPERAND-LAYOUT",
+            "MMA-ACCUM-LAYOUT"} <= set(report.rules_not_run)

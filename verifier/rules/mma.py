@@ -147,7 +147,7 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from _structural(ctx, "MMA-WARP-COLLECTIVE")
 
 
-@rule("MMA-OPERAND-LAYOUT", family="mma")
+@rule("MMA-OPERAND-LAYOUT", family="mma", premises=("INLINE-LOOP-MAP",))
 def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Each lane's operand registers hold exactly the elements the instruction's fragment map says.
 
@@ -189,7 +189,7 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from check_claims(ctx, "MMA-OPERAND-LAYOUT")
 
 
-@rule("MMA-ACCUM-LAYOUT", family="mma")
+@rule("MMA-ACCUM-LAYOUT", family="mma", premises=("INLINE-LOOP-MAP",))
 def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A consumer of an MmaOp's register output reads each accumulator in the lane that holds it.
 

@@ -16,7 +16,7 @@ from ..diagnostics import Diagnostic
 from ..registry import rule
 
 
-@rule("GLOBAL-VISIBILITY", family="visibility")
+@rule("GLOBAL-VISIBILITY", family="visibility", premises=("INLINE-LOOP-MAP",))
 def global_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A tensor the kernel stores to global memory is read in the kernel only by the thread that stored it.
 
@@ -58,7 +58,7 @@ def global_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from check_claims(ctx, "GLOBAL-VISIBILITY")
 
 
-@rule("SMEM-BLOCK-VISIBILITY", family="visibility")
+@rule("SMEM-BLOCK-VISIBILITY", family="visibility", premises=("INLINE-LOOP-MAP",))
 def smem_block_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A consumer reads only on-chip elements (shared, tensor, register memory) that its own block wrote.
 
@@ -107,7 +107,7 @@ def smem_block_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from check_claims(ctx, "SMEM-BLOCK-VISIBILITY")
 
 
-@rule("THREAD-VISIBILITY", family="visibility")
+@rule("THREAD-VISIBILITY", family="visibility", premises=("INLINE-LOOP-MAP",))
 def thread_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A consumer reads only register elements that its own thread wrote, where it wrote them.
 
