@@ -18,6 +18,7 @@ from ..execution.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
 from ..model.tensor import TensorView
 from ..model.types import LoadStoreOpType, MemoryType
+from .query_share import QueryShare
 from .solver import Outcome, Query, ShrinkAccount, Verdict, assumption_terms
 
 # a claim the bit-vectors left undecided, tried over the integers (retried_over_integers)
@@ -48,8 +49,8 @@ class VerifyContext:
         # the codes of the rules verify runs on this context (None for a copy a rule judges itself):
         # a rule may leave a claim to another only when that one runs
         self.running: frozenset[str] | None = None
-        # what this verify's queries share (Query's `shared`): range analyses, the solver tactic
-        self._shared_by_queries: dict = {}
+        # what this verify's queries share (verifier/query_share.py): never a solver or an assertion
+        self._shared_by_queries = QueryShare()
 
     @cached_property
     def idmap(self) -> IdMap:
@@ -117,6 +118,11 @@ class VerifyContext:
         return admitted(self.symbol_bounds(), self.fusion.assumptions)
 
     @cached_property
+    def _assumption_terms(self) -> list[Expr]:
+        """The terms the fusion's assumptions put into every query (solver.assumption_terms)."""
+        return [t for a in self.fusion.assumptions for t in assumption_terms(a)]
+
+    @cached_property
     def z3_context(self):
         """The z3 context this verify's queries build their terms in, each with its own solver."""
         return z3.Context()
@@ -127,7 +133,7 @@ class VerifyContext:
         `timeout_ms` shortens z3's default time limit (a warning rule that may give up);
         `integers=True` decides it over the integers (Query's `integers`)."""
         self.queries += 1
-        hint = list(hint) + [t for a in self.fusion.assumptions for t in assumption_terms(a)]
+        hint = list(hint) + self._assumption_terms
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
         q = Query(hint, dict(ranges or {}), symbols=self.admitted.bounds(), steps=self.admitted.steps(),
                   shrink=self.shrink, context=self.z3_context, integers=integers,

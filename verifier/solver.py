@@ -7,7 +7,9 @@ every subterm; a term that could wrap, or has no upper bound, aborts the query i
 simplifies each term before it is rendered, and settles the comparisons they decide.
 TILEPROOF_THEORY=int switches queries without XOR to integer arithmetic, for comparison.
 Several claims over the same variables may share one query (one context); each claim gets
-a fresh solver.
+a fresh solver. The queries of one verify share its z3 context and what they would build the
+same (query_share.py: range analyses, rendered terms, the facts of equal ranges), never a
+solver or an assertion. A claim z3's rewriter alone makes true needs no solver (_valid_alone).
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Callable, Iterable, Mapping
 
 import sympy
 import z3
+from z3.z3 import _to_expr_ref
 
 from ..model.expr import Expr, from_sympy, var
 from ..model.fusion import MAX_EXTENT  # noqa: F401 - the bound of every symbol; rules size strides by it
-from ..model.simplify import Simplifier
+from .query_share import QueryShare, Span
 
 DEFAULT_TIMEOUT_MS = int(os.environ.get("TILEPROOF_TIMEOUT_MS", "20000"))
 # A proof's limit is z3's resource count, not the clock, so that a verdict does not depend on the
@@ -67,8 +70,11 @@ def _valid_alone(claim) -> bool:
     conjunction of comparisons the ranges decided): it then holds under any facts, and no solver
     is needed (on the bundled examples, three proofs in four). Within SIMPLIFY_STEPS rewrite
     steps; past them (or not true) the solver decides."""
+    ref = claim.ctx_ref()
+    if z3.Z3_get_bool_value(ref, claim.as_ast()) == z3.Z3_L_TRUE:
+        return True
     try:
-        return z3.is_true(claim) or z3.is_true(z3.simplify(claim, max_steps=SIMPLIFY_STEPS))
+        return z3.Z3_get_bool_value(ref, z3.simplify(claim, max_steps=SIMPLIFY_STEPS).as_ast()) == z3.Z3_L_TRUE
     except z3.Z3Exception:  # "max. steps exceeded"
         return False
 
@@ -92,7 +98,7 @@ def _units_used(s: z3.Solver) -> int:
     """The resource units z3 has counted in s's context so far ("rlimit count"; none yet: 0)."""
     stats = s.statistics()
     ref = stats.ctx.ref()
-    for i in range(z3.Z3_stats_size(ref, stats.stats)):  # one pass (Statistics.get_key_value scans again)
+    for i in reversed(range(z3.Z3_stats_size(ref, stats.stats))):  # it is among the last: from the end
         if z3.Z3_stats_get_key(ref, stats.stats, i) == "rlimit count":
             if z3.Z3_stats_is_uint(ref, stats.stats, i):
                 return int(z3.Z3_stats_get_uint_value(ref, stats.stats, i))
@@ -205,25 +211,10 @@ def assumption_terms(cond) -> list[Expr]:
     return out
 
 
-Span = tuple["int | None", "int | None"]  # the smallest and the largest value, None: unknown
-
-
 def _width(top: int | None) -> int:
     """Bits for values up to top, two to spare (the widest when top is unknown: the terms
     without a bound then fail closed when rendered)."""
     return 160 if top is None else min(max(top.bit_length() + 2, 8), 160)
-
-
-def _range_analysis(ranges: Mapping, shared: "dict | None") -> tuple[Simplifier, dict[Expr, Span]]:
-    """The simplifier over `ranges` and its memo of subterm spans (Query._span_of): from
-    `shared` where a query over the same ranges made them, else new."""
-    if shared is None:
-        return Simplifier(ranges), {}
-    key = ("ranges", frozenset(ranges.items()))
-    got = shared.get(key)
-    if got is None:
-        got = shared[key] = (Simplifier(dict(ranges)), {})
-    return got
 
 
 class Query:
@@ -233,7 +224,7 @@ class Query:
                  symbols: Mapping[str, tuple[int, int]] | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                  simplify: bool = True, shrink: "ShrinkAccount | None" = None, steps: Mapping[str, int] | None = None,
                  context: "z3.Context | None" = None, integers: bool = False,
-                 shared: "dict | None" = None):
+                 shared: "QueryShare | None" = None):
         """`hint`: every expression the query will use (picks the theory and width);
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
         `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
@@ -244,19 +235,14 @@ class Query:
         share one: making a context costs about a millisecond), each query with its own solver;
         `integers=True`: integer arithmetic even where bit-vectors would be chosen (the terms, as
         simplified, must hold no XOR: ValueError); `shared`: what the queries of one verify share
-        (VerifyContext's): the range analysis of equal ranges (the ranges decide every answer it
-        gives) and, per z3 context, the tactic each solver is made from."""
-        self._shared = shared
+        (verifier/query_share.py; VerifyContext's), else this query's own."""
+        self._shared = shared if shared is not None else QueryShare()
         self.ctx = context if context is not None else z3.Context()
         self.shrink = shrink if shrink is not None else ShrinkAccount(SHRINK_SECONDS)
         self.timeout_ms = timeout_ms
         self.used = 0  # resource units of every solve so far (a rule's own budget charges them)
-        self.facts: list = []
+        self._own: list = []  # the facts this query adds to those of its symbols and ranges (facts)
         self._vars: dict[str, z3.ExprRef] = {}
-        self._terms: dict[Expr, z3.ExprRef] = {}
-        # the z3 ids of rendered terms with no division or remainder by a non-constant: the search
-        # of _proved_without_symbolic_division need not enter them
-        self._undivided: set[int] = set()
         hint = list(hint) + list(ranges.values())
         symbols = dict(symbols or {})
         self.symbols = symbols
@@ -264,7 +250,7 @@ class Query:
         # where each variable lies, as the facts below assert it: the ranges of model/simplify.py,
         # for bounds (theory and width), simplifying terms before rendering and deciding comparisons
         self.ranges: dict[str, Expr | tuple[int, int]] = {**symbols, **ranges}
-        self.analysis, self._spans = _range_analysis(self.ranges, shared)
+        self.analysis, self._spans = self._shared.range_analysis(self.ranges)
         self.simplifying = simplify
         # every subterm must fit, not only the roots: (a * 4096 + b) % 64 is small, its inner sum is not
         lo, hi = self._span(hint + [var(name) for name in self.ranges])
@@ -274,16 +260,40 @@ class Query:
             raise ValueError("an XOR has no integer rendering: this query needs bit-vectors")
         self.bv = not integers and (any(e.has_op("xor") for e in hint) or not (USE_INT or lo is None or lo < 0))
         self.width = _width(hi)
-        for name, (lo, hi) in symbols.items():
-            v = self.var(name)
-            if lo == hi:
-                self.facts.append(v == self.val(lo))
-            elif self.bv:
-                self.facts += [z3.UGE(v, self.val(lo)), z3.ULE(v, self.val(hi))]
-            else:
-                self.facts += [v >= lo, v <= hi]
+        self._bounds = dict(ranges)
+        self._r = self._shared.rendering(self.ctx, self.bv, self.width,
+                                         (simplify, tuple(symbols.items()), tuple(ranges.items())))
+        self._terms = self._r.terms
+        if self._r.order is not None:  # named as another query over the same ranges did
+            self._vars = {name: self._r.vars[name] for name in self._r.order}
+            return
+        # every variable with a range, in the order the facts name them (a counterexample lists
+        # them so, and shrinks them in this order); a bound that does not fit fails closed here
+        for name in symbols:
+            self.var(name)
         for name, hi in ranges.items():
-            self.in_range(name, hi)
+            self.var(name)
+            self.term(hi)
+        self._r.order = tuple(self._vars)
+
+    @property
+    def facts(self) -> list:
+        """What every solve of this query assumes: the symbols' admitted values, each variable in
+        its range, the assumptions, and the facts added (add)."""
+        if self._r.facts is None:  # made once for the queries that share them, when a solver needs them
+            facts: list = []
+            for name, (lo, hi) in self.symbols.items():
+                v = self.var(name)
+                if lo == hi:
+                    facts.append(v == self.val(lo))
+                elif self.bv:
+                    facts += [z3.UGE(v, self.val(lo)), z3.ULE(v, self.val(hi))]
+                else:
+                    facts += [v >= lo, v <= hi]
+            for name, hi in self._bounds.items():
+                facts += self._in_range(name, hi)
+            self._r.facts = facts
+        return self._r.facts + self._own
 
     def _span(self, exprs: Iterable[Expr]) -> Span:
         """The smallest and the largest value of any subterm of exprs (None: not bounded)."""
@@ -316,12 +326,17 @@ class Query:
         if v is None:
             if name not in self.ranges:  # the simplifier would take it for a non-negative index
                 raise ValueError(f"variable {name!r} has no range in this query")
-            v = z3.BitVec(name, self.width, self.ctx) if self.bv else z3.Int(name, self.ctx)
+            v = self._r.vars.get(name)
+            if v is None:
+                v = self._r.vars[name] = z3.BitVec(name, self.width, self.ctx) if self.bv else z3.Int(name, self.ctx)
             self._vars[name] = v
         return v
 
     def val(self, n: int) -> z3.ExprRef:
-        return z3.BitVecVal(n, self.width, self.ctx) if self.bv else z3.IntVal(n, self.ctx)
+        v = self._r.vals.get(n)
+        if v is None:
+            v = self._r.vals[n] = z3.BitVecVal(n, self.width, self.ctx) if self.bv else z3.IntVal(n, self.ctx)
+        return v
 
     def term(self, e: Expr) -> z3.ExprRef:
         t = self._terms.get(e)
@@ -351,8 +366,9 @@ class Query:
                 if hi >= 1 << (self.width - 1):
                     raise OverflowError(f"bit-vector width {self.width} too small for {e}")
             if not (e.op in ("floordiv", "ceildiv", "mod") and e.args[1].op != "const") and \
-                    all(a.get_id() in self._undivided for a in args):
-                self._undivided.add(t.get_id())
+                    all(a in self._r.undivided_exprs for a in e.args):
+                self._r.undivided_exprs.add(e)
+                self._r.undivided.add(t.as_ast().value)
             self._terms[e] = t
         return t
 
@@ -395,17 +411,20 @@ class Query:
 
     def in_range(self, name: str, hi: Expr, lo: int = 0) -> None:
         """lo <= name < hi (asserted as is: the intervals the simplifier uses come from here)."""
+        self._own += self._in_range(name, hi, lo)
+
+    def _in_range(self, name: str, hi: Expr, lo: int = 0) -> list:
         v, h = self.var(name), self.term(hi)
-        if self.bv:
-            self.facts += [z3.UGE(v, self.val(lo)), z3.ULT(v, h)]
-        else:
-            self.facts += [v >= lo, v < h]
+        return [z3.UGE(v, self.val(lo)), z3.ULT(v, h)] if self.bv else [v >= lo, v < h]
 
     def add(self, *facts) -> None:
-        self.facts.extend(facts)
+        self._own.extend(facts)
 
     def assume_sympy(self, cond: sympy.Basic) -> None:
-        self.facts.append(self._sympy_bool(cond))
+        fact = self._r.assumed.get(cond)
+        if fact is None:
+            fact = self._r.assumed[cond] = self._sympy_bool(cond)
+        self._own.append(fact)
 
     # -- decide -----------------------------------------------------------------
     def prove(self, claim, *, values: Mapping[str, Expr] | None = None, smallest: Expr | None = None,
@@ -434,20 +453,14 @@ class Query:
     def _solver(self, *assertions) -> z3.Solver:
         """A solver holding the facts and `assertions`: simplify, then the SMT core (on the bundled
         examples' queries half the solving time of the default QF_BV pipeline, the same verdicts)."""
-        s = self._tactic().solver()
-        s.add(*self.facts, *assertions)
+        s = self._shared.tactic(self.ctx).solver()
+        ref = self.ctx.ref()
+        for fact in (*self.facts, *assertions):
+            if isinstance(fact, z3.BoolRef):  # as Solver.add, without its checks and conversions
+                z3.Z3_solver_assert(ref, s.solver, fact.as_ast())
+            else:
+                s.add(fact)
         return s
-
-    def _tactic(self) -> z3.Tactic:
-        """simplify, then the SMT core, made once per context where queries share (each solver
-        made from it is fresh)."""
-        if self._shared is None:
-            return z3.Then("simplify", "smt", ctx=self.ctx)
-        key = ("tactic", self.ctx)
-        t = self._shared.get(key)
-        if t is None:
-            t = self._shared[key] = z3.Then("simplify", "smt", ctx=self.ctx)
-        return t
 
     def _check(self, s: z3.Solver, allowed: int) -> tuple[z3.CheckSatResult, int]:
         """check(s, allowed), its units added to the query's."""
@@ -459,20 +472,7 @@ class Query:
         """Whether claim holds with each division and remainder by a non-constant term replaced
         by a fresh variable bounded as the term is (ABSTRACT_MS): if so it holds for the terms.
         False where the claim has none, has a quantifier, or needs the division itself."""
-        found, seen, stack = [], set(), [claim]
-        while stack:
-            t = stack.pop()
-            ident = t.get_id()
-            if ident in seen or ident in self._undivided:
-                continue
-            seen.add(ident)
-            if z3.is_quantifier(t) or z3.is_var(t):
-                return False  # a bound variable must not be captured by a free one
-            if z3.is_app(t):
-                kind = t.decl().kind()
-                if kind in _DIVISIONS + _REMAINDERS and not (z3.is_bv_value(t.arg(1)) or z3.is_int_value(t.arg(1))):
-                    found.append(t)
-                stack.extend(t.children())
+        found = self._symbolic_divisions(claim)
         if not found:
             return False
         fresh = [z3.FreshConst(t.sort(), "abstracted") for t in found]
@@ -488,6 +488,29 @@ class Query:
                               else z3.Implies(z3.And(d > 0, x >= 0), z3.And(v >= 0, v <= x)))
         s = self._solver(*[z3.substitute(b, *pairs) for b in bounds], z3.Not(z3.substitute(claim, *pairs)))
         return self._check(s, units(min(self.timeout_ms, ABSTRACT_MS)))[0] == z3.unsat
+
+    def _symbolic_divisions(self, claim) -> list | None:
+        """The divisions and remainders by a non-constant term in claim, depth first (None where
+        it has a quantifier or a bound variable: one must not be captured by a free one). Read
+        through z3's C API (no Python object per node); rendered terms without one are not entered."""
+        ref, undivided = self.ctx.ref(), self._r.undivided
+        found, seen, stack = [], set(), [claim.as_ast()]
+        while stack:
+            a = stack.pop()
+            if a.value in seen or a.value in undivided:
+                continue
+            seen.add(a.value)
+            kind = z3.Z3_get_ast_kind(ref, a)
+            if kind in (z3.Z3_QUANTIFIER_AST, z3.Z3_VAR_AST):
+                return None
+            if kind != z3.Z3_APP_AST:
+                continue  # a numeral
+            app = z3.Z3_to_app(ref, a)
+            if z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app)) in _DIVISIONS + _REMAINDERS and \
+                    not z3.Z3_is_numeral_ast(ref, z3.Z3_get_app_arg(ref, app, 1)):
+                found.append(_to_expr_ref(a, self.ctx))  # as ExprRef.children makes them
+            stack.extend(z3.Z3_get_app_arg(ref, app, i) for i in range(z3.Z3_get_app_num_args(ref, app)))
+        return found
 
     def _readable(self, s: z3.Solver, m, smallest: Expr | None, allowed: int | None = None, solved_in: int = 0):
         """The counterexample m at small fixed sizes where a few quick solves find one
