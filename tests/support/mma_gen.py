@@ -28,6 +28,7 @@ import random
 from dataclasses import dataclass, field
 
 import tileproof as tp
+from tileproof.recipes.gemm_blocks import tile_mnk
 
 P = tp.ParallelType
 LS = tp.LoadStoreOpType
@@ -53,19 +54,6 @@ class MmaCase:
 
 def _permute(tv, order):
     tv.reorder({old: new for new, old in enumerate(order)})
-
-
-def _tile_mnk(tv, bm, bn, bk):
-    """[M, N, K] -> [Mo, No, Ko, bm, bn, bk], a broadcast axis not split."""
-    inner = []
-    for axis, factor in ((0, bm), (1, bn), (2, bk)):
-        at = axis + len(inner)
-        if tv.axis(at).is_broadcast:
-            continue
-        tv.split(at, factor)
-        inner.append(at + 1)
-    outer = [i for i in range(len(tv.get_loop_domain())) if i not in inner]
-    _permute(tv, outer + inner)
 
 
 def _swizzled(tv, row_bytes):
@@ -200,7 +188,7 @@ def mma_case(seed: int) -> MmaCase:
         t.set_memory_type(tp.MemoryType.Shared)
     tiled = [d, sa, sb] + ([ra, rb] if ra is not sa else [])
     for t in tiled:
-        _tile_mnk(t, bm, bn, bk)
+        tile_mnk(t, bm, bn, bk)
     # D [Mo, No, Ko, bm, bn, bk] -> [Mo, No, Ko, wm, wn, kb, rm, rn, M, N, K]
     d.split(5, mk)
     d.split(4, macro.n).split(4, rn)
