@@ -262,6 +262,50 @@ def evaluate(e: Expr, env: Mapping[str, int]) -> int:
     return PY_EVAL[e.op](*(evaluate(a, env) for a in e.args))
 
 
+# -- renderer: Python source (evaluate, compiled once per expression, for enumerations) --------
+
+PY_SOURCE: dict[str, Callable[..., str]] = {
+    "add": lambda *a: "(" + " + ".join(a) + ")",
+    "mul": lambda *a: "(" + " * ".join(a) + ")",
+    "floordiv": lambda a, b: f"({a} // {b})",
+    "ceildiv": lambda a, b: f"(-(-{a} // {b}))",
+    "mod": lambda a, b: f"({a} % {b})",
+    "xor": lambda a, b: f"({a} ^ {b})",
+    "max": lambda *a: f"max({', '.join(a)})",
+}
+_MAX_COMPILED_DEPTH = 60  # Python's parser takes about 200 nested parentheses
+
+
+def _py_source(e: Expr) -> str:
+    if e.op == "const":
+        return f"({e.value})"
+    if e.op == "var":
+        return f"env[{e.value!r}]"
+    return PY_SOURCE[e.op](*(_py_source(a) for a in e.args))
+
+
+def _depth(e: Expr) -> int:
+    return 1 + max((_depth(a) for a in e.args), default=0)
+
+
+@functools.lru_cache(maxsize=4096)
+def compiled(e: Expr) -> Callable[[Mapping[str, int]], int]:
+    """`evaluate(e, env)` as one Python function made once per expression (a loop over lanes
+    evaluates the same indices thousands of times): the same value, the same operands evaluated
+    in the same order, the same errors."""
+    if _depth(e) > _MAX_COMPILED_DEPTH:
+        return lambda env: evaluate(e, env)
+    fast = eval(f"lambda env: {_py_source(e)}", {"max": max})  # noqa: S307 - source built from an Expr alone
+
+    def run(env: Mapping[str, int]) -> int:
+        try:
+            return fast(env)
+        except KeyError as missing:
+            raise KeyError(f"no value for variable {missing.args[0]!r}") from None
+
+    return run
+
+
 def try_int(e: Expr) -> int | None:
     """The value of an expression without free variables, else None."""
     return evaluate(e, {}) if not e.free_vars() else None

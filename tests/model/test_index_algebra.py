@@ -11,13 +11,14 @@ import z3
 
 from tileproof.codegen.emit.cuda_expr import CUDA, to_cuda
 from tileproof.model import expr as E
-from tileproof.model.expr import OPS, PY_EVAL, SYMPY, evaluate, to_sympy
+from tileproof.model.expr import OPS, PY_EVAL, PY_SOURCE, SYMPY, compiled, evaluate, to_sympy
 from tileproof.model.simplify import bounds
 from tileproof.verifier.solver import Z3_BV, Z3_INT, Query
 
 from support.expr_gen import random_expr
 
-RENDERERS = {"python": PY_EVAL, "sympy": SYMPY, "z3-bv": Z3_BV, "z3-int": Z3_INT, "cuda": CUDA}
+RENDERERS = {"python": PY_EVAL, "python-source": PY_SOURCE, "sympy": SYMPY, "z3-bv": Z3_BV, "z3-int": Z3_INT,
+             "cuda": CUDA}
 ROOT_OPS = {"const", "var"}
 
 
@@ -53,6 +54,15 @@ def test_z3_renderer_evaluates_like_python():
             s.add(q.var(k) == q.val(v))
         got = z3.simplify(z3.substitute(q.term(e), *[(q.var(k), q.val(v)) for k, v in env.items()]))
         assert q._as_int(got) == want, (str(e), env)
+
+
+def test_compiled_python_evaluates_like_python():
+    for e, env in cases():
+        assert compiled(e)(env) == evaluate(e, env), str(e)
+    with pytest.raises(KeyError, match="no value for variable 'b'"):  # the same error as evaluate's
+        compiled(E.var("a") + E.var("b"))({"a": 1})
+    with pytest.raises(ZeroDivisionError):
+        compiled(E.floordiv(E.var("a"), E.var("b")))({"a": 1, "b": 0})
 
 
 def test_sympy_renderer_evaluates_like_python():

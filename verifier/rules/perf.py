@@ -12,7 +12,7 @@ from typing import Iterator
 import sympy
 
 from ...execution.statements import element_offset
-from ...model.expr import Expr, add, const, evaluate, product
+from ...model.expr import Expr, add, compiled, const, evaluate, product
 from ...model.expr import expr_str
 from ...model.types import BLOCK_TYPES, LoadStoreOpType, MemoryType
 from ..access import THREAD_VARS, build, var_name
@@ -119,20 +119,24 @@ def _warp_bytes(ctx: VerifyContext, acc, sizes: dict[str, int]) -> set[int] | No
     base.update(sizes)
     width = acc.tensor.dtype.bytes
     touched: set[int] = set()
+    # the same indices at every lane and element: each compiled once (model/expr.py compiled)
+    active = [(compiled(i), compiled(e)) for i, e in m.active]
+    valid = [(compiled(c.lhs), compiled(c.rhs)) for c in m.valid]
+    at = compiled(offset)
     for lane in range(min(32, threads)):  # type: ignore[type-var]
         env = dict(base)
         env.update(zip(THREAD_VARS, (lane % dims[0], lane // dims[0] % dims[1], lane // (dims[0] * dims[1]))))
         try:
-            if not all(evaluate(i, env) < evaluate(e, env) for i, e in m.active):
+            if not all(i(env) < e(env) for i, e in active):
                 continue
             for k in range(math.prod(extents)):  # type: ignore[arg-type]
                 point = dict(env)
                 rest = k
                 for name, n in reversed(list(zip(vector, extents))):
                     point[name], rest = rest % n, rest // n
-                if not all(evaluate(c.lhs, point) < evaluate(c.rhs, point) for c in m.valid):
+                if not all(lhs(point) < rhs(point) for lhs, rhs in valid):
                     continue
-                start = evaluate(offset, point) * width
+                start = at(point) * width
                 touched.update(range(start, start + width))
         except KeyError:
             return None  # a variable the sample does not give (a run-time stride)
