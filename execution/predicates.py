@@ -40,7 +40,7 @@ from ..model.expr import Expr, add, const, mod, substitute, var
 from ..model.fusion import Fusion
 from ..model.mma_op import ELEMENT_VARS, is_mma
 from ..model.reduction import is_reduction_tensor
-from ..model.simplify import less_than, simplify
+from ..model.simplify import Simplifier, simplify
 from ..model.tensor import TensorView
 from ..model.types import LoadStoreOpType, MemoryType, OpKind, ParallelType
 from .allocation import Allocation, compute_allocation
@@ -93,9 +93,10 @@ def candidates(conds: list[Cond], ranges) -> list[Cond]:
     """Hole (or padding) predicates as the kernel would check them: simplified over `ranges`,
     without repeats or ones the ranges imply."""
     out, seen = [], set()
+    over = Simplifier(ranges)  # one range analysis for them all (simplify / less_than make one a call)
     for c in conds:
-        value = simplify(c.lhs, ranges)
-        if (value, c.rhs) in seen or less_than(value, c.rhs, ranges):
+        value = over.simplify(c.lhs)
+        if (value, c.rhs) in seen or over.less_than(value, c.rhs):
             continue
         seen.add((value, c.rhs))
         out.append(Cond(value, c.op, c.rhs, c.why, c.kind))

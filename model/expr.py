@@ -48,6 +48,9 @@ class Expr:
             object.__setattr__(self, "_hash", h)
         return h
 
+    def __deepcopy__(self, memo) -> "Expr":  # immutable: a snapshot (Fusion.snapshot) shares it
+        return self
+
     # -- construction -------------------------------------------------------
     def __add__(self, other: "ExprLike") -> "Expr":
         return add(self, other)

@@ -10,7 +10,7 @@ from ...hw.cp_async import is_cp_async
 from ...execution.statements import element_offset, tensor_execution, vector_axis
 from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var
-from ...model.simplify import simplify
+from ...model.simplify import Simplifier
 from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, MemoryType, OpKind
 from ...model.vectorize import VECTOR_BYTES, Finding, VectorOperand, peel_vector, unit_stride, vector_findings
@@ -46,8 +46,9 @@ def vector_operands(ctx: VerifyContext, tv: TensorView) -> tuple[list[VectorOper
     if any(t.memory_type is MemoryType.Global and global_strides(t) is None for t in tensors):
         return None  # no global layout to vectorize over: LOWERING-SUPPORTED / GLOBAL-INTERMEDIATE report it
     indices = [ex.indices] + [ex.operand_indices(k) for k in range(len(op.inputs))]
+    over = Simplifier(ranges)
     operands = [VectorOperand(t.name, t.memory_type, t.dtype,
-                              simplify(element_offset(t, idx, ctx.allocations.get(t.name)), ranges))
+                              over.simplify(element_offset(t, idx, ctx.allocations.get(t.name))))
                 for t, idx in zip(tensors, indices)]
     return operands, index.value, axis.static_extent
 
