@@ -77,9 +77,15 @@ class LoopGroup:
     @property
     def first(self):
         """The member that gives the loop its extent and type: the first that is not a promoted
-        broadcast or a merge of one (mapping.promoted: it shares a consumer's loop)."""
-        ids = [tv.loop[k] for tv, k in self.members]
-        return next((i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))), ids[0])
+        broadcast or a merge of one (mapping.promoted: it shares a consumer's loop). Found once
+        for a frozen fusion's group (loop_groups builds it whole; nothing changes it after)."""
+        got = self.__dict__.get("_first")
+        if got is None:
+            ids = [tv.loop[k] for tv, k in self.members]
+            got = next((i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))), ids[0])
+            if getattr(self.members[0][0].fusion, "frozen", False):
+                self._first = got
+        return got
 
     @property
     def parallel(self) -> ParallelType:

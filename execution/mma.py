@@ -18,6 +18,7 @@ from ..model.tensor import TensorView
 from ..model.types import ParallelType
 from ..model.reduction import _derives
 from ..model.mma_op import INSTRUCTION_AXES
+from .derive import per_fusion
 from .problems import Problem
 
 
@@ -61,9 +62,15 @@ class MmaAxes:
         return {"M": self.m, "N": self.n, "K": self.k}[role]
 
 
+@per_fusion
+def _derived(tv: TensorView) -> dict[int, set[int]]:
+    """model/reduction.py's _derives, once per tensor of a frozen fusion (read, never changed)."""
+    return _derives(tv)
+
+
 def root_of(tv: TensorView, i: IterDomain) -> list[IterDomain]:
     """The root IDs loop ID i derives from."""
-    uids = _derives(tv).get(i.uid, set())
+    uids = _derived(tv).get(i.uid, set())
     return [r for r in tv.root if r.uid in uids]
 
 
@@ -79,6 +86,7 @@ def inner_tile(tv: TensorView, i: IterDomain) -> bool:
     return any(i is r for r in tv.root)
 
 
+@per_fusion
 def mma_axes(tv: TensorView) -> MmaAxes | None:
     """D's Mma loop IDs by role, or None unless there is exactly one for M, N and K, each
     derived from one root of that role."""

@@ -26,6 +26,7 @@ from ..model.types import LoadStoreOpType, MemoryType, OpKind
 from ..model.mma_op import is_mma
 from ..hw.tma import infer_tma
 from ..hw.cp_async import is_cp_async
+from .derive import per_fusion
 from .mma import mma_axes, well_formed
 
 COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync, LoadStoreOpType.TMA)
@@ -70,6 +71,7 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
         tv = src
 
 
+@per_fusion
 def zero_padded(fusion) -> dict[str, int]:
     """Tensor name -> uid of the logical (for an MmaOp: root) K ID whose bound it runs past, for
     every well-formed MmaOp whose two operands have zero paths, and the tensors on those paths."""

@@ -7,6 +7,7 @@ every place a symbolic size reaches a user.
 
 from __future__ import annotations
 
+import functools
 
 import sympy
 from sympy.printing.precedence import PRECEDENCE, precedence
@@ -60,6 +61,20 @@ _PRINTER = _UserPrinter()
 
 def user_str(e) -> str:
     """`e` (sympy, int or anything sympify takes) as Python source a user would write."""
+    try:
+        return _remembered(e)
+    except TypeError:  # not hashable: printed each time
+        return _user_str(e)
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _remembered(e) -> str:
+    """user_str of a hashable value, printed once (every IterDomain label prints its extent;
+    equal sympy expressions print alike, and `typed` keeps 2 and 2.0 apart)."""
+    return _user_str(e)
+
+
+def _user_str(e) -> str:
     text = _PRINTER.doprint(sympy.sympify(e))
     return text[1:-1] if _wrapped(text) else text
 
