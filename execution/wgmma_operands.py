@@ -20,7 +20,7 @@ transpose bit says which (codegen/emit/mma.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .allocation import compute_allocation
 from .statements import element_offset
@@ -46,6 +46,9 @@ class WgmmaOperand:
     sbo: int  # K-major: bytes between 8-row groups; MN-major: between groups of 8 K rows (at the first instance)
     lbo: int  # K-major: between core-matrix columns along K (no swizzle); MN-major: between swizzle spans of MN
     major: str = "K"  # "MN" where consecutive elements of a row (A) or column (B) are adjacent in memory
+    # (mn, k) -> byte_offset: the same for every operand of this tv, role and ex (wgmma_operand
+    # builds three in turn, and the rule and the code generator ask the same elements again)
+    offsets: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def tensor(self):
@@ -64,6 +67,12 @@ class WgmmaOperand:
 
     def byte_offset(self, mn, k) -> Expr:
         """Where the schedule puts element (mn, k), bytes from the buffer's start."""
+        got = self.offsets.get((mn, k))
+        if got is None:
+            got = self.offsets[(mn, k)] = self._byte_offset(mn, k)
+        return got
+
+    def _byte_offset(self, mn, k) -> Expr:
         inst = fragments(self.tv).inst
         v = mn * inst.k + k if self.role == "A" else k * inst.n + mn  # MacroFragments.position's order
         index = {u: substitute(e, {ELEMENT_VARS[self.role]: v})
@@ -126,7 +135,7 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
 
     # MN-major: element (1, 0) next to (0, 0) in a swizzled tile (no unswizzled MN-major yet)
     mn_major = bool(swizzle.value) and try_int(gap(draft.byte_offset(const(1), const(0)))) == t.dtype.bytes
-    op = WgmmaOperand(tv, role, ex, swizzle, 0, 0, "MN" if mn_major else "K")
+    op = WgmmaOperand(tv, role, ex, swizzle, 0, 0, "MN" if mn_major else "K", draft.offsets)
     at = op.measured()
     if mn_major:
         sbo = distance(at["SBO"])
@@ -134,6 +143,6 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
     else:
         sbo = distance(at["SBO"]) if op.rows > 8 else 8 * swizzle.swizzle_bytes  # one 8-row group: unused
         lbo = distance(at["LBO"]) if swizzle is MmaInputSmemSwizzle.NoSwizzle else CORE_ROW
-    return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo, op.major)
+    return WgmmaOperand(tv, role, ex, swizzle, sbo, lbo, op.major, draft.offsets)
 
 __all__ = ["WgmmaOperand", "wgmma_operand"]
