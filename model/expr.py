@@ -40,7 +40,6 @@ class Expr:
     args: tuple["Expr", ...] = ()
     value: Union[int, str, None] = None
     _hash: int | None = field(default=None, compare=False, repr=False)
-
     def __hash__(self) -> int:  # cached: trees are hashed often as dict keys
         h = self._hash
         if h is None:
@@ -122,10 +121,11 @@ def as_expr(x: ExprLike) -> Expr:
 def add(*xs: ExprLike) -> Expr:
     terms: list[Expr] = []
     total = 0
-    for x in map(as_expr, xs):
-        parts = x.args if x.op == "add" else (x,)
-        for p in parts:
-            if p.is_const:
+    for x in xs:  # (the builders are the hottest code of a verify: op tests inline)
+        if not isinstance(x, Expr):
+            x = as_expr(x)
+        for p in (x.args if x.op == "add" else (x,)):
+            if p.op == "const":
                 total += p.value  # type: ignore[operator]
             else:
                 terms.append(p)
@@ -139,10 +139,11 @@ def add(*xs: ExprLike) -> Expr:
 def mul(*xs: ExprLike) -> Expr:
     factors: list[Expr] = []
     coeff = 1
-    for x in map(as_expr, xs):
-        parts = x.args if x.op == "mul" else (x,)
-        for p in parts:
-            if p.is_const:
+    for x in xs:
+        if not isinstance(x, Expr):
+            x = as_expr(x)
+        for p in (x.args if x.op == "mul" else (x,)):
+            if p.op == "const":
                 coeff *= p.value  # type: ignore[operator]
             else:
                 factors.append(p)
