@@ -5,11 +5,11 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
     errors.py         errors of the code generator and the runtime
     ir.py             the kernel IR (plain data): what lower/ produces and emit/ prints
     lower/            fusion -> kernel IR; __init__.py is the pass list
-      loop_nest.py      loop classes from compute-at, the loop tree
+      loop_nest.py      loop classes from compute-at; the kernel's tree: the placed nest the verifier
+                        proved (execution/nest.py, its barriers, waits and pipelines), statements lowered
       statements.py     one statement per tensor: offsets, predicates, vectorization
       gmem.py           strides of global tensors from contiguity
       (indices and predicates are simplified by model/simplify.py, as the verifier's terms are)
-      syncs.py          __syncthreads, mbarrier and cp.async waits (placed by execution/nest.py)
       pipelines.py      circular buffers' prologues and prefetched copies (execution/pipeline.py)
       warp_roles.py     a warp-specialized kernel's producer issuers and empty mbarriers
       tma.py            TMA copies from execution/tma_issue.py

@@ -7,8 +7,8 @@ index algebra; emission renders them with codegen/emit/cuda_expr.py.
 
 Tensor memory (sm_100a) adds nodes produced by codegen/lower/tmem.py:
 
-    TmemAccess        one warp-collective tcgen05.st or tcgen05.ld (a Compute, so barrier
-                      placement in lower/syncs.py sees which tensor it writes and reads)
+    TmemAccess        one warp-collective tcgen05.st or tcgen05.ld (the placed nest's
+                      leaf of that statement: execution/nest.py classified it)
     TmemAlloc         warp 0 allocates the CTA's columns; a fenced barrier publishes the address
     TmemFencedSync    __syncthreads between tcgen05.fence::before_thread_sync and ::after_thread_sync
     TmemDealloc       a fenced barrier, then warp 0 frees the columns

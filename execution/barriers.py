@@ -1,7 +1,7 @@
 """Where the kernel synchronises: __syncthreads and mbarrier waits in a loop nest, placed once.
 
-nest.py runs this pass, then the pipelines' and wgmma's; the code generator inserts exactly what they
-place (codegen/lower/syncs.py) and the verifier's SMEM-RACE rule checks it (verifier/rules/races.py). The nest is any tree of
+nest.py runs this pass, then the pipelines' and wgmma's; the code generator lowers the nest they
+place (codegen/lower/loop_nest.py) and the verifier's SMEM-RACE rule checks it (verifier/rules/races.py). The nest is any tree of
 loops (nodes with a `body`) whose leaves are statements; `Hazards` says what a leaf writes and
 reads of on-chip memory and whether a loop repeats (a serial or unrolled loop, not a
 thread/block index).

@@ -3,9 +3,8 @@ which tensors' loop axes are one loop of the kernel through inlining (loop_group
 stops them: INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH), and the nest of loops around the statements
 (statement_items, nest; a loop that would have to reopen is LOOP-NEST-ORDER's problem).
 
-The code generator builds its loops from it (codegen/lower/loop_nest.py), and the verifier's rules
-and the placed nest they prove over (verifier/analysis/barrier_nest.py) read the same loops, so
-the rules check the loops that are emitted.
+The placed nest (execution/nest.py) is built on these loops; the verifier's rules prove it and the
+code generator lowers it (codegen/lower/loop_nest.py), so the rules check the loops that are emitted.
 """
 
 from __future__ import annotations
@@ -273,7 +272,7 @@ def statement_items(order: Sequence[TensorView], groups: LoopGroups) -> list[tup
     """Each statement of the kernel in order, as (the loop groups it is nested in, the statement):
     a tensor for its one statement, a (tensor, Phase) pair for each step of a reduction
     (model/reduction.py phases). The code generator nests the same statements
-    (codegen/lower/__init__.py), the verifier places barriers on them (verifier/analysis/barrier_nest.py)."""
+    (codegen/lower/__init__.py) and execution/nest.py places the barriers on them."""
     items: list[tuple[list[int], object]] = []
     for tv in order:
         path = statement_path(tv, groups)

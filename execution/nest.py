@@ -1,14 +1,95 @@
-"""The placed nest: the barriers, mbarrier and async-group waits, circular-buffer pipelines and
-wgmma fences and waits of one loop nest, placed once by the passes below in this order. The code
-generator lowers exactly this nest (codegen/lower/syncs.py) and the verifier proves it
-(verifier/analysis/barrier_nest.py: SMEM-RACE, CPASYNC-WAIT, PIPELINE-*, WGMMA-ASYNC-ORDER).
+"""The placed nest: the kernel's loop nest with its barriers, mbarrier and async-group waits,
+circular-buffer pipelines and wgmma fences and waits, placed once per fusion. Its leaves are the
+statements of execution/loops.py statement_items (a tensor, or a (tensor, Phase) pair for a
+reduction's steps), and `statement_access` is the one classifier of what each does to on-chip
+memory. The verifier proves this nest (SMEM-RACE, CPASYNC-WAIT, PIPELINE-*, WGMMA-ASYNC-ORDER) and
+the code generator lowers this very object (codegen/lower/loop_nest.py: each leaf becomes the
+statement it lowers to, each placed node is kept).
 """
 
 from __future__ import annotations
 
-from .barriers import Async, BulkStoreWait, Hazards, insert_barriers, statement_paths
+from dataclasses import dataclass, field
+
+from ..hw.cp_async import is_cp_async
+from ..hw.tma import is_tma_op
+from ..model.fusion import Fusion
+from ..model.mma_op import is_wgmma_op
+from ..model.tensor import TensorView
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
+from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, statement_paths
+from .circular import circular_access, is_register_copy, specialization, war_mbarrier
+from .derive import per_fusion
+from .loops import LoopGroup, execution_order, loop_groups, nest, statement_items
 from .pipeline import insert_pipelines
+from .reduction import Phase
 from .wgmma_order import insert_wgmma_waits
+
+ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
+
+
+def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access | None:
+    """What tv's statement (or a reduction's step) does to on-chip memory (a reduction: its
+    accumulation reads the inputs into registers, its store writes tv; init and the block's
+    combine touch registers and their own scratch only; a TMA store writes global memory)."""
+    op = tv.definition
+    if phase is not Phase.STATEMENT:
+        reads = frozenset(t.name for t in op.inputs) if phase is Phase.ACCUMULATE else frozenset()
+        if phase is Phase.ACCUMULATE and is_wgmma_op(op):  # the warpgroup reads its tiles asynchronously
+            return Access(tv.name, reads, Async.WGMMA)
+        return Access(tv.name if phase is Phase.STORE else None, reads) if phase in (Phase.ACCUMULATE, Phase.STORE) \
+            else None
+    if is_tma_op(op):
+        if tv.memory_type is MemoryType.Shared:
+            return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}", circular=circular_access(tv),
+                          specialized=specialization(tv), war_mbarrier=war_mbarrier(tv))
+        return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
+    if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
+        return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))
+    return Access(tv.name, frozenset(t.name for t in op.inputs),
+                  circular=circular_access(tv) if is_register_copy(tv) else None)
+
+
+def leaf_access(leaf) -> Access | None:
+    """statement_access of a leaf of the nest (None for a node that is no statement)."""
+    if isinstance(leaf, tuple):
+        return statement_access(*leaf)
+    return statement_access(leaf) if isinstance(leaf, TensorView) else None
+
+
+@dataclass
+class PlacedNest:
+    """The kernel's loop nest with its synchronisation placed. `tree`: execution/loops.py Nest
+    loops (keyed by loop group) around the statements and the placed nodes; `groups`: the loop
+    groups by key."""
+
+    tree: list
+    hazards: Hazards
+    on_chip: set[str]
+    groups: dict[int, LoopGroup] = field(default_factory=dict)
+
+    def label(self, loop) -> str:
+        group = self.groups.get(getattr(loop, "key", None))
+        return f"the loop over {group.first.label() if group is not None else 'its index'}"
+
+
+@per_fusion
+def placed_nest(fusion: Fusion) -> PlacedNest | None:
+    """The fusion's placed nest; None where its loops do not form one nest (INLINE-LOOP-MAP,
+    INLINE-PARALLEL-MATCH and LOOP-NEST-ORDER report why)."""
+    order = execution_order(fusion)
+    groups = loop_groups(fusion, order)
+    if groups.unmapped or groups.mismatched:
+        return None
+    tree, conflict = nest(statement_items(order, groups))
+    if conflict is not None:
+        return None
+    launched = THREAD_TYPES + BLOCK_TYPES
+    hazards = Hazards(leaf_access, lambda loop: groups.groups[loop.key].parallel not in launched,
+                      lambda loop: groups.groups[loop.key].extent)
+    on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
+    place_syncs(tree, on_chip, hazards)
+    return PlacedNest(tree, hazards, on_chip, {g.index: g for g in groups.groups})
 
 
 def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
@@ -21,3 +102,6 @@ def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
     insert_wgmma_waits(tree, hazards)
     if stores:
         tree.append(BulkStoreWait("the TMA stores have read shared memory before the block exits"))
+
+
+__all__ = ["ON_CHIP", "PlacedNest", "leaf_access", "place_syncs", "placed_nest", "statement_access"]

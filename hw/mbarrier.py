@@ -13,7 +13,8 @@ bit per mbarrier (per stage of a circular buffer) and flips it after each wait, 
 
 The code generator prints the bits' initial value and the flip (codegen/emit/tma.py); the
 verifier's PIPELINE-PHASE proof (verifier/analysis/pipeline.py) takes the phase each wait is for
-from the same function. The arrival counts of the kernel's mbarriers come from here too.
+from the same function. The arrival counts and expect-tx bytes of the kernel's mbarriers come
+from here too.
 """
 
 from __future__ import annotations
@@ -45,10 +46,18 @@ def load_arrivals(issuing_threads: int, copies_per_phase: int) -> int:
     return issuing_threads * copies_per_phase
 
 
+def expect_tx_bytes(copy_bytes: Count) -> Count:
+    """The transaction bytes a TMA load's arrival announces (mbarrier.arrive.expect_tx): the
+    bytes its copy writes into this block's shared memory, the whole box, holes included (the
+    copy fills them with zeros). A multicast writes the same box into every receiver, and each
+    receiver's own arrival announces it, so the count is per block either way."""
+    return copy_bytes
+
+
 def release_arrivals(releasing_warpgroups: int, cluster_blocks: int = 1) -> int:
     """An empty mbarrier's arrival count: one arrival per consumer warpgroup that releases the
     stage, in every block of the cluster whose multicast refills it."""
     return releasing_warpgroups * cluster_blocks
 
 
-__all__ = ["initial_parity", "load_arrivals", "phase_bits_init", "phase_of_wait", "release_arrivals"]
+__all__ = ["expect_tx_bytes", "initial_parity", "load_arrivals", "phase_bits_init", "phase_of_wait", "release_arrivals"]

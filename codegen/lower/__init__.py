@@ -10,9 +10,9 @@
                copy (lower/tma.py), an ldmatrix/stmatrix (lower/ldsm.py) or a cp.async
                (lower/cp_async.py) where the op says so;
                a reduction's init, accumulation, block combine and store (lower/reduction.py)
-    nest       the loop tree
-    sync       __syncthreads for shared-memory (and tensor-memory) hazards, mbarrier waits for TMA loads,
-               cp.async commits and waits; a circular buffer's prologue and prefetched copies
+    nest       the placed nest the verifier proved (execution/nest.py), its statements lowered: the
+               loops with their __syncthreads, mbarrier waits, cp.async commits and waits, circular
+               buffers' prologues and prefetched copies, wgmma fences and waits, warp roles
     pipeline   those prologues and prefetched copies: their loop's index, the copies shifted ahead
                (lower/pipelines.py)
     roles      a warp-specialized kernel's producer issuers and empty mbarriers (lower/warp_roles.py)
@@ -26,7 +26,7 @@
                (lower/index_width.py)
 
 Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
-`tmem-alloc` after sync (tcgen05.alloc / dealloc, tcgen05 fences around every barrier).
+`tmem-alloc` after roles (tcgen05.alloc / dealloc, tcgen05 fences around every barrier).
 
 `lower(fusion, target, decisions)` runs them all; `lower(..., until="index")` stops early (tests,
 dumps). The lowering asks no solver: what needs a proof (a hole the assumptions rule out, an
@@ -50,9 +50,8 @@ from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...execution.indexing import block_dims, grid_dims, thread_dims
 from ...execution.smem_plan import SmemPlan, plan_shared_memory
-from ...execution.circular import circular_access
-from ...execution.circular import is_register_copy
 from ...execution.cluster import cluster_dims
+from ...execution.nest import placed_nest
 from ...execution.conditions.cluster import cluster_problems
 from ...execution.conditions.warp_specialization import register_problems, role_problems
 from ...model.targets import Target
@@ -66,9 +65,8 @@ from .invariants import name_invariants
 from .named_barriers import name_barriers
 from .whole_tile import split_whole_tiles
 from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, walk
-from .loop_nest import LoopClass, LoopClasses, build_tree, execution_order, refuse
+from .loop_nest import LoopClass, LoopClasses, execution_order, lower_nest, refuse
 from .statements import StatementBuilder
-from .syncs import insert_syncs
 from .pipelines import fill_pipelines
 from .warp_roles import lower_releases, lower_roles
 from . import mma, reduction, tmem
@@ -155,13 +153,8 @@ def index(st: Lowering) -> None:
 
 
 def nest(st: Lowering) -> None:
-    st.tree = build_tree(st.statements)
-
-
-def sync(st: Lowering) -> None:
-    on_chip = {t.name for t in st.order if t.memory_type in (MemoryType.Shared, MemoryType.Tensor)}
-    registers = {t.name: circular_access(t) for t in st.order if is_register_copy(t) and circular_access(t)}
-    insert_syncs(st.tree, on_chip, registers)
+    """The placed nest the verifier proved (execution/nest.py), its statements lowered."""
+    st.tree = lower_nest(placed_nest(st.fusion), st.order, st.statements, st.classes)
 
 
 def pipeline(st: Lowering) -> None:
@@ -215,7 +208,6 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("index", index),
     ("tmem", tmem.lower_accesses),
     ("nest", nest),
-    ("sync", sync),
     ("pipeline", pipeline),
     ("roles", roles),
     ("tmem-alloc", tmem.allocate_and_fence),

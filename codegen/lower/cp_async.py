@@ -1,9 +1,9 @@
 """Lowering a cp.async copy: the statement of the execution model (offsets, predicates), its
 vector as one copy (model/cp_async.py: cp-size, .ca or .cg), and its predicates in two parts:
 the thread-extent and single-writer conditions gate the issue, the holes of indivisible splits
-become src-size 0 (the copy writes zeros and reads nothing). Waits and barriers are placed by
-model/barriers.py (lower/syncs.py), a circular buffer's prologue and prefetched copies by
-model/pipeline.py (lower/pipelines.py fills them in)."""
+become src-size 0 (the copy writes zeros and reads nothing). Waits and barriers come with the
+placed nest (execution/nest.py), a circular buffer's prologue and prefetched copies too
+(execution/pipeline.py; lower/pipelines.py fills them in)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from ...model.expr import Expr, add, const, mod, mul, product, try_int
 from ...execution.circular import circular_access, circular_axis, specialization, war_mbarrier
 from ...model.fusion import Op
 from ...model.tensor import TensorView
-from ...hw.mbarrier import load_arrivals
+from ...hw.mbarrier import expect_tx_bytes, load_arrivals
 from ...hw.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
 from ...execution.tma_issue import build_issue
 from ...execution.cluster import cluster_dims
@@ -73,7 +73,7 @@ class TmaLowering:
             arrivals = load_arrivals(_issuers(tv), _copies_per_iteration(tv) if circular else 1)
             self.mbarriers.append(MBarrier(barrier, arrivals, tv.name, alloc.stages if circular else 1))
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
-                       info.bytes_per_transfer_expr, barrier, issuer, bounds, str(op), circular, stage,
+                       expect_tx_bytes(info.bytes_per_transfer_expr), barrier, issuer, bounds, str(op), circular, stage,
                        specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
                        _multicast(tv, env))
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy

@@ -312,7 +312,7 @@ def allocate_and_fence(st) -> None:
 
 def _fence_barriers(nodes: list) -> None:
     """Every barrier of a kernel with tensor memory orders tcgen05 operations too (the fences
-    cost nothing next to the barrier, and syncs.py placed them for tensor-memory hazards)."""
+    cost nothing next to the barrier, and execution/nest.py placed them for tensor-memory hazards)."""
     for k, n in enumerate(nodes):
         if isinstance(n, Loop):
             _fence_barriers(n.body)

@@ -1,18 +1,18 @@
 """One nest: the barriers, waits, pipelines and wgmma fences that the verifier's proofs read
-(verifier/analysis/barrier_nest.py) are the ones the kernel has (codegen/lower, after its sync
-pass), in the same order, for a schedule of every kind of synchronisation. Both are placed by
-execution/nest.py place_syncs; this checks that the two trees it runs on classify alike."""
+(execution/nest.py placed_nest) are the ones the kernel has (codegen/lower's nest pass lowers that
+very object), in the same order, for a schedule of every kind of synchronisation; and a change to
+the one classifier (statement_access) or to the placement changes the proof and the kernel alike."""
 
 from __future__ import annotations
 
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.lower import lower, syncs as lowered_syncs
-from tileproof.execution import barriers, pipeline, warp_roles
+from tileproof.codegen.lower import lower
+from tileproof.codegen.lower.loop_nest import lower_nest
+from tileproof.execution import barriers, nest as nest_module, pipeline, warp_roles
+from tileproof.model.errors import InternalError
 from tileproof.schedule_files import discover
-from tileproof.verifier.analysis.barrier_nest import barrier_nest
-from tileproof.verifier.context import VerifyContext
 
 from support.examples import EXAMPLES
 
@@ -38,13 +38,14 @@ def placed(nodes: list, out: list | None = None) -> list[tuple[str, str]]:
 
 
 def _both(name: str) -> tuple[list, list]:
+    """The placed nodes of the nest verify proved and of the kernel lowered from it."""
     (case,) = [c for c in discover([str(EXAMPLES)]) if c.name == name]
     fusion = case.build()
     report = tp.verify(fusion, case.target)
     assert report.ok, report.codes
-    target = tp.get_target(case.target)
-    proved = barrier_nest(VerifyContext(fusion.snapshot(), target))
-    kernel = lower(fusion.snapshot(), target, report.decisions, until="sync")
+    snapshot = fusion.snapshot()
+    proved = nest_module.placed_nest(snapshot)
+    kernel = lower(snapshot, tp.get_target(case.target), report.decisions, until="nest")
     return placed(proved.tree), placed(kernel.tree)
 
 
@@ -54,15 +55,28 @@ def test_the_kernel_has_the_syncs_the_verifier_proves(name):
     assert proved and proved == emitted
 
 
-def test_the_comparison_sees_a_classifier_that_differs(monkeypatch):
-    """Were codegen to classify a cp.async copy as a plain write, its nest would lose the
-    cp.async waits the proof has: the comparison fails."""
-    classify = lowered_syncs.access
+def test_the_kernel_is_lowered_from_the_proved_object_not_a_copy_of_its_placement(monkeypatch):
+    """Were the classifier to see a cp.async copy as a plain write, the proof's nest loses its
+    cp.async waits, and so does the kernel: there is no second placement to keep them."""
+    classify = nest_module.statement_access
 
-    def without_cp_async(n, circular):
-        found = classify(n, circular)
+    def without_cp_async(tv, phase=nest_module.Phase.STATEMENT):
+        found = classify(tv, phase)
         return None if found is not None and found.kind is barriers.Async.CP_ASYNC else found
 
-    monkeypatch.setattr(lowered_syncs, "access", without_cp_async)
+    before = _both("cache_after_copy")[1]
+    monkeypatch.setattr(nest_module, "statement_access", without_cp_async)
     proved, emitted = _both("cache_after_copy")
-    assert proved != emitted
+    assert proved == emitted and emitted != before
+    assert not any(kind == "CpAsyncWait" for kind, _ in emitted)
+
+
+def test_the_lowering_refuses_statements_that_are_not_the_nest_s():
+    """The kernel's statements are matched to the nest's leaves one by one; a statement list that
+    does not line up is a tileproof bug, never a kernel with statements moved."""
+    (case,) = [c for c in discover([str(EXAMPLES)]) if c.name == "cache_after_copy"]
+    fusion = case.build().snapshot()
+    st = lower(fusion, tp.get_target(case.target), until="index")
+    st.statements.pop()
+    with pytest.raises(InternalError, match="not the placed nest's"):
+        lower_nest(nest_module.placed_nest(fusion), st.order, st.statements, st.classes)

@@ -10,7 +10,7 @@ import pytest
 import tileproof as tp
 from tileproof.execution.warp_roles import StageDrain, WarpRoles
 from tileproof.recipes import Cluster, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
-from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.execution.nest import placed_nest
 from tileproof.verifier.context import VerifyContext
 
 P = tp.ParallelType
@@ -116,7 +116,7 @@ def test_the_code_generator_refuses_what_the_rule_rejects():
 
 
 def test_the_producer_drains_every_stage_after_its_loops():
-    nest = barrier_nest(VerifyContext(_fusion().snapshot(), tp.get_target("sm_90a")))
+    nest = placed_nest(_fusion().snapshot())
     roles = nest.tree[0]
     assert isinstance(roles, WarpRoles)
     producer = roles.body[0].body

@@ -267,16 +267,15 @@ def test_the_placed_wait_and_barrier_are_proved():
 def test_removing_a_placed_wait_or_barrier_is_reported(remove, why, monkeypatch):
     """CPASYNC-WAIT checks the nest the code generator emits; without the wait (or the barrier
     after it) the read of iteration 0 may see data still in flight."""
-    from tileproof.verifier.analysis import barrier_nest as nest_module
+    from tileproof.execution import nest as nest_module
 
-    built = nest_module._build
+    place = nest_module.place_syncs
 
-    def without(ctx):
-        nest_ = built(ctx)
-        _strip(nest_.tree, remove)
-        return nest_
+    def without(tree, on_chip, hazards):
+        place(tree, on_chip, hazards)
+        _strip(tree, remove)
 
-    monkeypatch.setattr(nest_module, "_build", without)
+    monkeypatch.setattr(nest_module, "place_syncs", without)
     report = tp.verify(loop_copy(), rules=["CPASYNC-WAIT"])
     assert report.codes == ["CPASYNC-WAIT"]
     d = report.errors[0]
@@ -293,17 +292,16 @@ def _strip(nodes: list, kind: type) -> None:
 
 def test_smem_race_leaves_cp_async_to_cpasync_wait(monkeypatch):
     """SMEM-RACE does not report a cp.async read after write itself (CPASYNC-WAIT does, once)."""
-    from tileproof.verifier.analysis import barrier_nest as nest_module
+    from tileproof.execution import nest as nest_module
 
-    built = nest_module._build
+    place = nest_module.place_syncs
 
-    def without(ctx):
-        nest_ = built(ctx)
-        _strip(nest_.tree, CpAsyncWait)
-        _strip(nest_.tree, Sync)
-        return nest_
+    def without(tree, on_chip, hazards):
+        place(tree, on_chip, hazards)
+        _strip(tree, CpAsyncWait)
+        _strip(tree, Sync)
 
-    monkeypatch.setattr(nest_module, "_build", without)
+    monkeypatch.setattr(nest_module, "place_syncs", without)
     report = tp.verify(loop_copy(), rules=["CPASYNC-WAIT", "SMEM-RACE"])
     kinds = sorted((d.code, d.counterexample.get("hazard")) for d in report.errors)
     assert kinds == [("CPASYNC-WAIT", None), ("SMEM-RACE", "write after read")]

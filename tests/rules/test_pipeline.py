@@ -12,7 +12,7 @@ from tileproof.execution.allocation import compute_allocation
 from tileproof.execution.barriers import CpAsyncCommit, CpAsyncWait, Sync
 from tileproof.execution.pipeline import Prefetched, Prologue, Step
 from tileproof.model.targets import get_target
-from tileproof.verifier.analysis import barrier_nest as nest_module
+from tileproof.execution import nest as nest_module
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules import pipeline as pipeline_rules
 
@@ -171,7 +171,7 @@ def test_only_cp_async_into_shared_memory_with_barriers_is_pipelined():
 # -- the pipelined nest -----------------------------------------------------------------------------------------
 
 def nest_of(fusion):
-    return nest_module.barrier_nest(VerifyContext(fusion.snapshot(), get_target("sm_90a")))
+    return nest_module.placed_nest(fusion.snapshot())
 
 
 def _find(nodes, kind):
@@ -222,19 +222,18 @@ def test_refilling_before_the_barrier_or_deepening_the_wait_is_reported(remove, 
     """The rules check the nest the code generator emits: a refill issued before the iteration's
     barrier overwrites a stage other threads may still read (PIPELINE-WAR); a wait that leaves one
     more group in flight lets a read see its copy in flight (CPASYNC-WAIT)."""
-    built = nest_module._build
+    place = nest_module.place_syncs
 
-    def broken(ctx):
-        nest_ = built(ctx)
-        loop = _find(nest_.tree, Prefetched)
-        owner = next(n for n in _loops(nest_.tree) if len(n.body) > 2 and n.body[2] is loop)
+    def broken(tree, on_chip, hazards):
+        place(tree, on_chip, hazards)
+        loop = _find(tree, Prefetched)
+        owner = next(n for n in _loops(tree) if len(n.body) > 2 and n.body[2] is loop)
         if remove == "war":  # [wait, refill, barrier, commit, ...]
             owner.body[1], owner.body[2] = owner.body[2], owner.body[1]
         else:
             owner.body[0].pending += 1
-        return nest_
 
-    monkeypatch.setattr(nest_module, "_build", broken)
+    monkeypatch.setattr(nest_module, "place_syncs", broken)
     fusion, _ = k_loop(2)
     report = tp.verify(fusion, rules=["CPASYNC-WAIT", "PIPELINE-WAR"])
     d = report.errors[0]

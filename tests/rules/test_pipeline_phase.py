@@ -13,7 +13,7 @@ import tileproof as tp
 from tileproof.execution.barriers import Sync, TmaWait
 from tileproof.execution.warp_roles import StageEmptyWait, StageRelease
 from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
-from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.execution.nest import placed_nest
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules.pipeline import _timelines, pipeline_phase
 from tileproof.verifier.solver import Verdict
@@ -67,7 +67,7 @@ def test_every_wait_is_for_its_datums_phase(name):
 def test_a_wait_counting_two_stages_of_three_is_refuted_at_datum_2():
     """The stage count of the wait, not the buffer's: datum 2 lies in stage 2, the wait is on stage 0."""
     ctx = _ctx(SCHEDULES["three stages"])
-    for n in _all(barrier_nest(ctx).tree):
+    for n in _all(placed_nest(ctx.fusion).tree):
         if isinstance(n, TmaWait) and n.stages:
             n.stages = 2
     for out in _outcomes(ctx).values():
@@ -81,7 +81,7 @@ def test_a_second_wait_on_the_same_mbarrier_waits_for_the_next_phase():
     """Two waits per iteration flip the stage's bit twice: the second waits for a phase no load
     of this datum completes (a hang), and from datum S on the first is off too."""
     ctx = _ctx(SCHEDULES["warp-specialized"])
-    for n in _all(barrier_nest(ctx).tree):
+    for n in _all(placed_nest(ctx.fusion).tree):
         if hasattr(n, "body"):
             waits = [k for k, c in enumerate(n.body) if isinstance(c, TmaWait) and c.barrier == "tp_bar_T4"]
             for k in waits:
@@ -93,7 +93,7 @@ def test_a_second_wait_on_the_same_mbarrier_waits_for_the_next_phase():
 
 def test_a_producer_waiting_on_the_wrong_empty_stage_is_refuted():
     ctx = _ctx(SCHEDULES["warp-specialized"])
-    for n in _all(barrier_nest(ctx).tree):
+    for n in _all(placed_nest(ctx.fusion).tree):
         if isinstance(n, StageEmptyWait):
             n.stages = 2
     out = _outcomes(ctx)["T4"]
@@ -103,7 +103,7 @@ def test_a_producer_waiting_on_the_wrong_empty_stage_is_refuted():
 
 def test_a_release_on_the_wrong_stage_is_refuted():
     ctx = _ctx(SCHEDULES["mbarrier WAR"])
-    for n in _all(barrier_nest(ctx).tree):
+    for n in _all(placed_nest(ctx.fusion).tree):
         if isinstance(n, StageRelease):
             n.stages = 3
     out = _outcomes(ctx)["T4"]
@@ -112,7 +112,7 @@ def test_a_release_on_the_wrong_stage_is_refuted():
 
 def test_without_the_barrier_before_the_refill_the_next_phase_may_run_ahead():
     ctx = _ctx(SCHEDULES["four stages"])
-    nest = barrier_nest(ctx)
+    nest = placed_nest(ctx.fusion)
     for n in _all(nest.tree):
         if hasattr(n, "body"):
             n.body[:] = [c for c in n.body if not isinstance(c, Sync)]
@@ -125,7 +125,7 @@ def test_without_the_barrier_before_the_refill_the_next_phase_may_run_ahead():
 
 def test_a_producer_loading_before_its_empty_wait_may_run_ahead():
     ctx = _ctx(SCHEDULES["warp-specialized"])
-    for n in _all(barrier_nest(ctx).tree):
+    for n in _all(placed_nest(ctx.fusion).tree):
         if hasattr(n, "body"):
             waits = [c for c in n.body if isinstance(c, StageEmptyWait)]
             if waits:

@@ -17,7 +17,7 @@ from tileproof.execution.pipeline import Prefetched, Prologue, timeline
 from tileproof.execution.warp_roles import StageEmptyWait, StageRelease
 from tileproof.execution.barriers import WgmmaWait
 from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline, hopper_gemm, tile_multiples
-from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.execution.nest import placed_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
@@ -33,7 +33,7 @@ def _fusion(stages=4, prefetch=2, block=(128, 256)):
 
 
 def _nest(**kw):
-    return barrier_nest(VerifyContext(_fusion(**kw).snapshot(), tp.get_target("sm_90a")))
+    return placed_nest(_fusion(**kw).snapshot())
 
 
 def _loop(nest):
@@ -161,7 +161,7 @@ def test_a_refill_of_mn_major_boxes_is_one_issue_after_its_empty_wait():
                               pipeline=TmaPipeline(stages=2, prefetch=1, war_mbarriers=True), a=Operand(major="MN"),
                               b=Operand(major="MN"))
     fusion = hopper_gemm(248, 320, 680, params)
-    nest = barrier_nest(VerifyContext(fusion.snapshot(), tp.get_target("sm_90a")))
+    nest = placed_nest(fusion.snapshot())
     for tl in _timelines(nest).values():
         assert [e.step.value for e in tl.producer] == ["empty wait", "issue", "issue"]  # A's and B's boxes
         assert prove_complete(tl).proved and prove_free(tl).proved

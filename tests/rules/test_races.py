@@ -12,14 +12,13 @@ from hypothesis import HealthCheck, given, settings
 
 import tileproof as tp
 from tileproof.execution import barriers
-from tileproof.execution import nest as placed_nest
+from tileproof.execution import nest as nest_module  # places the barriers SMEM-RACE checks
 from tileproof.model.expr import evaluate
 from tileproof.execution.indexing import block_dims
 from tileproof.model.types import MemoryType
 from tileproof.recipes import (Epilogue, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm,
                                tile_multiples)
 from tileproof.schedule_files import discover
-from tileproof.verifier.analysis import barrier_nest as barrier_nest_module  # places the barriers SMEM-RACE checks
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules import races
 from tileproof.verifier.solver import Verdict
@@ -53,7 +52,7 @@ def handed_over(transposed: bool, serial_rows: int = 1):
 
 def without(kinds, reason_part=""):
     """place_syncs, then drop the placed nodes of the given types (whose reason contains reason_part)."""
-    place = placed_nest.place_syncs
+    place = nest_module.place_syncs
 
     def mutated(tree, on_chip, hazards):
         place(tree, on_chip, hazards)
@@ -73,7 +72,7 @@ def test_every_bundled_example_has_its_barriers():
     checked = 0
     for case in cases:
         fusion = case.build().snapshot()
-        nest = races.barrier_nest(VerifyContext(fusion, tp.model.targets.get_target(case.target)))
+        nest = nest_module.placed_nest(fusion)
         if nest is None or not nest.on_chip:
             continue
         assert races.unordered(nest) == [], case.name
@@ -82,7 +81,7 @@ def test_every_bundled_example_has_its_barriers():
 
 
 def test_a_tile_read_before_its_barrier_is_a_race_between_two_threads(monkeypatch):
-    monkeypatch.setattr(barrier_nest_module, "place_syncs", without(barriers.Sync))
+    monkeypatch.setattr(nest_module, "place_syncs", without(barriers.Sync))
     report = tp.verify(handed_over(transposed=True))
     assert report.codes == [CODE]
     d = report.errors[0]
@@ -98,14 +97,14 @@ def test_a_tile_read_before_its_barrier_is_a_race_between_two_threads(monkeypatc
 def test_a_tile_overwritten_in_a_serial_loop_before_its_readers_are_done(monkeypatch):
     fusion = handed_over(transposed=True, serial_rows=4)
     assert tp.verify(fusion).ok
-    monkeypatch.setattr(barrier_nest_module, "place_syncs", without(barriers.Sync, "rewritten in the next iteration"))
+    monkeypatch.setattr(nest_module, "place_syncs", without(barriers.Sync, "rewritten in the next iteration"))
     report = tp.verify(fusion)
     assert report.codes == [CODE]
     assert "write after read race on T1" in report.errors[0].message
 
 
 def test_no_barrier_is_needed_where_every_thread_reads_what_it_wrote(monkeypatch):
-    monkeypatch.setattr(barrier_nest_module, "place_syncs", without(barriers.Sync))
+    monkeypatch.setattr(nest_module, "place_syncs", without(barriers.Sync))
     assert tp.verify(handed_over(transposed=False, serial_rows=4)).ok
 
 
@@ -122,14 +121,14 @@ def _stmatrix_epilogue(persistent):
 def test_a_staging_tile_rewritten_before_its_tma_store_has_read_it_is_a_race(monkeypatch):
     """The TMA store reads the tile asynchronously: the next tile's stmatrix must wait for the
     issuing thread's cp.async.bulk.wait_group.read, then a barrier."""
-    monkeypatch.setattr(barrier_nest_module, "place_syncs", without(barriers.BulkStoreWait, "previous iteration"))
+    monkeypatch.setattr(nest_module, "place_syncs", without(barriers.BulkStoreWait, "previous iteration"))
     found = [d for d in tp.verify(_stmatrix_epilogue(8), target="sm_90a").diagnostics if d.code == CODE]
     assert [d.counterexample["hazard"] for d in found] == ["write after read"]
     assert "T6" in found[0].message and "T3" in found[0].message
 
 
 def test_a_block_exiting_before_its_tma_store_has_read_is_a_race(monkeypatch):
-    monkeypatch.setattr(barrier_nest_module, "place_syncs", without(barriers.BulkStoreWait, "before the block exits"))
+    monkeypatch.setattr(nest_module, "place_syncs", without(barriers.BulkStoreWait, "before the block exits"))
     found = [d for d in tp.verify(_stmatrix_epilogue(None), target="sm_90a").diagnostics if d.code == CODE]
     assert [d.counterexample["hazard"] for d in found] == ["exit before read"]
     assert "may exit while T3's TMA store still reads T6" in found[0].message
@@ -138,7 +137,7 @@ def test_a_block_exiting_before_its_tma_store_has_read_is_a_race(monkeypatch):
 def test_a_tma_load_read_before_its_wait_is_a_race(monkeypatch):
     case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_smem.py")])
                 if c.name == "swizzle_128b_recipe")
-    monkeypatch.setattr(barrier_nest_module, "place_syncs", without(barriers.TmaWait))
+    monkeypatch.setattr(nest_module, "place_syncs", without(barriers.TmaWait))
     report = tp.verify(case.build(), case.target)
     assert CODE in report.codes and "read after write" in report.errors[0].message
 

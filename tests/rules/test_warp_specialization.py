@@ -14,7 +14,7 @@ from tileproof.execution.pipeline import specialized_timeline
 from tileproof.execution.warp_roles import Role, StageEmptyWait, StageRelease, WarpRoles, register_pool
 from tileproof.execution.barriers import WgmmaWait
 from tileproof.recipes import HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
-from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.execution.nest import placed_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
@@ -31,7 +31,7 @@ def _fusion(stages=4, prefetch=2, spec=WS, block=(128, 256)):
 
 
 def _nest(**kw):
-    return barrier_nest(VerifyContext(_fusion(**kw).snapshot(), tp.get_target("sm_90a")))
+    return placed_nest(_fusion(**kw).snapshot())
 
 
 def _nodes(nodes, kind):

@@ -13,7 +13,7 @@ from tileproof.execution.warp_roles import StageRelease, WarpRoles
 from tileproof.execution.barriers import WgmmaFence, WgmmaWait
 from tileproof.recipes import (GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, mma_gemm,
                                tile_multiples)
-from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.execution.nest import placed_nest
 from tileproof.verifier.analysis.wgmma_order import check_order
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules.wgmma import wgmma_async_order
@@ -65,14 +65,14 @@ def _violations(nest):
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_the_placed_fences_and_waits_keep_every_obligation(name):
     ctx = _ctx(SCHEDULES[name])
-    nest = barrier_nest(ctx)
+    nest = placed_nest(ctx.fusion)
     assert _violations(nest) == [] and list(wgmma_async_order(ctx)) == []
     assert any(isinstance(n, WgmmaFence) for s in _scopes(nest.tree) for n in s)  # the nest has wgmma to check
 
 
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_without_the_fence_the_wgmma_follows_the_zeroing_unfenced(name):
-    nest = barrier_nest(_ctx(SCHEDULES[name]))
+    nest = placed_nest(_ctx(SCHEDULES[name]).fusion)
     assert _remove(nest, lambda n: isinstance(n, WgmmaFence)) == 1
     (v,) = _violations(nest)
     assert v.obligation == 1 and v.statement == "T2's wgmma"
@@ -82,7 +82,7 @@ def test_without_the_fence_the_wgmma_follows_the_zeroing_unfenced(name):
 
 def test_a_wgmma_needs_a_fence_even_with_nothing_written_before_it():
     """The kernel's start counts as a write of every register: PTX asks for a fence before the first wgmma."""
-    nest = barrier_nest(_ctx())
+    nest = placed_nest(_ctx().fusion)
     _remove(nest, lambda n: isinstance(n, WgmmaFence) or (isinstance(n, tuple) and n[1].value == "init"))
     (v,) = _violations(nest)
     assert v.obligation == 1 and v.counterexample["register write"] == "the kernel's start"
@@ -91,7 +91,7 @@ def test_a_wgmma_needs_a_fence_even_with_nothing_written_before_it():
 @pytest.mark.parametrize("name", ["pipelined", "warp-specialized", "persistent"])
 def test_without_the_wait_after_the_loop_the_epilogue_reads_a_batch_in_flight(name):
     """Triton PR 8964: a persistent epilogue read the accumulators before wgmma.wait_group."""
-    nest = barrier_nest(_ctx(SCHEDULES[name]))
+    nest = placed_nest(_ctx(SCHEDULES[name]).fusion)
     assert _remove(nest, lambda n: isinstance(n, WgmmaWait) and not n.commit) == 1
     found = {(v.obligation, v.statement) for v in _violations(nest)}
     assert (2, "T2's store (its accumulators read)") in found
@@ -103,7 +103,7 @@ def test_without_the_wait_after_the_loop_the_epilogue_reads_a_batch_in_flight(na
 def test_the_next_tiles_zeroing_waits_for_the_last_batch_too():
     """Persistent: with the epilogue's read taken away, the next tile's init still writes the
     accumulators of a batch in flight, in a later iteration of the tile loop."""
-    nest = barrier_nest(_ctx(SCHEDULES["persistent"]))
+    nest = placed_nest(_ctx(SCHEDULES["persistent"]).fusion)
     _remove(nest, lambda n: (isinstance(n, WgmmaWait) and not n.commit)
             or (isinstance(n, tuple) and n[1].value == "store"))
     _remove(nest, lambda n: getattr(n, "name", None) == "T3")  # the output, which reads the store
@@ -117,7 +117,7 @@ def test_the_next_tiles_zeroing_waits_for_the_last_batch_too():
 @pytest.mark.parametrize("name", ["mbarrier WAR", "warp-specialized"])
 def test_a_release_without_its_wait_lets_the_batch_run_on(name):
     """nvFuser issue 3561: the arrive on the stage's empty mbarrier before the wgmma.wait_group."""
-    nest = barrier_nest(_ctx(SCHEDULES[name]))
+    nest = placed_nest(_ctx(SCHEDULES[name]).fusion)
     assert _remove(nest, lambda n: isinstance(n, WgmmaWait) and n.commit) == 1
     v = next(v for v in _violations(nest) if v.obligation == 3)
     assert v.counterexample["commits since"] == -1 and "not yet committed" in v.message
@@ -125,7 +125,7 @@ def test_a_release_without_its_wait_lets_the_batch_run_on(name):
 
 
 def test_a_wait_leaving_two_batches_in_flight_releases_too_early():
-    nest = barrier_nest(_ctx(SCHEDULES["warp-specialized"]))
+    nest = placed_nest(_ctx(SCHEDULES["warp-specialized"]).fusion)
     for scope in _scopes(nest.tree):
         for n in scope:
             if isinstance(n, WgmmaWait) and n.pending == 1:
@@ -136,7 +136,7 @@ def test_a_wait_leaving_two_batches_in_flight_releases_too_early():
 
 
 def test_a_release_moved_before_the_wait_is_reported_with_its_role():
-    nest = barrier_nest(_ctx(SCHEDULES["warp-specialized"]))
+    nest = placed_nest(_ctx(SCHEDULES["warp-specialized"]).fusion)
     roles = nest.tree[0]
     assert isinstance(roles, WarpRoles)
     body = roles.loops[0][1].body
@@ -149,7 +149,7 @@ def test_a_release_moved_before_the_wait_is_reported_with_its_role():
 
 def test_the_rule_reports_with_the_obligation_and_the_path():
     ctx = _ctx(SCHEDULES["pipelined"])
-    nest = barrier_nest(ctx)
+    nest = placed_nest(ctx.fusion)
     _remove(nest, lambda n: isinstance(n, WgmmaFence))
     (d,) = list(wgmma_async_order(ctx))
     assert d.code == "WGMMA-ASYNC-ORDER" and d.location is not None
@@ -171,7 +171,7 @@ def test_a_batch_whose_accumulators_are_read_in_its_own_loop_is_waited_for_at_on
     tp.propagate_transforms(fusion.tensor("T4"))
     tp.inline_most(fusion)
     ctx = VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
-    nest = barrier_nest(ctx)
+    nest = placed_nest(ctx.fusion)
     waits = [n for s in _scopes(nest.tree) for n in s if isinstance(n, WgmmaWait) and n.commit]
     assert waits and all(w.pending == 0 for w in waits)
     assert _violations(nest) == [] and list(wgmma_async_order(ctx)) == []

@@ -14,7 +14,7 @@ from tileproof.execution.barriers import Async, statement_paths
 from tileproof.execution.pipeline import in_prologue, timeline
 from tileproof.execution.barriers import WgmmaFence, WgmmaWait
 from tileproof.recipes import HopperGemmParams, TmaPipeline, hopper_gemm, tile_multiples
-from tileproof.verifier.analysis.barrier_nest import barrier_nest
+from tileproof.execution.nest import placed_nest
 from tileproof.verifier.analysis.pipeline import prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
@@ -23,7 +23,7 @@ from tileproof.verifier.solver import Verdict
 def _nest(stages, prefetch):
     params = HopperGemmParams(pipeline=TmaPipeline(stages=stages, prefetch=prefetch))
     fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64)
-    return barrier_nest(VerifyContext(fusion.snapshot(), tp.get_target("sm_90a")))
+    return placed_nest(fusion.snapshot())
 
 
 def _nodes(nodes, kind):
@@ -146,7 +146,7 @@ def test_a_circular_loop_in_an_outer_loop_ends_with_a_barrier_after_its_last_wai
     fusion = _m_tiles_in_a_loop()
     assert tp.verify(fusion, "sm_90a").ok
     ctx = VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
-    nest = barrier_nest(ctx)
+    nest = placed_nest(ctx.fusion)
 
     def after_loop(nodes):
         for k, n in enumerate(nodes):

@@ -20,7 +20,7 @@ import tileproof as tp
 from tileproof.execution.barriers import Sync, TmaWait
 from tileproof.execution.barriers import WgmmaFence
 from tileproof.schedule_files import discover
-from tileproof.verifier.analysis import barrier_nest as barrier_nest_module  # where verify places the barriers
+from tileproof.execution import nest as barrier_nest_module  # where verify places the barriers
 
 CASE_FILE = "<failing case>"  # the file name that `-->` locations into a case carry
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "valid"

@@ -1,8 +1,6 @@
 """Analysis shared by rules and by codegen; rules import analysis, never each other.
 
     assumptions.py   whether some size satisfies a fusion's assumptions and bindings (a witness)
-    barrier_nest.py  the kernel's loop nest with the barriers and waits model/barriers.py places
-                     (what SMEM-RACE, CPASYNC-WAIT and PIPELINE-WAR check)
     bank_lanes.py    shared-memory banks lane by lane at a counterexample's point: a conflict's
                      degree, why a swizzle does not separate its lanes, a swizzle call that does
     ldsm.py          the ldmatrix / stmatrix access model and the terms the LDSM rules prove

@@ -12,7 +12,7 @@ from typing import Iterator
 from ...execution.barriers import Async, statement_paths
 from ...execution.pipeline import Timeline, in_prologue, specialized_timeline, timeline
 from ...execution.conditions.pipeline import stage_problems
-from ..analysis.barrier_nest import barrier_nest
+from ...execution.nest import placed_nest
 from ..analysis.pipeline import prove_complete, prove_free, prove_phase
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -24,7 +24,7 @@ from ..solver import Outcome
 def _timelines(ctx: VerifyContext) -> list[tuple[Timeline, object, object]]:
     """(timeline, writer, reader) for every cp.async copy or register circular buffer's copy
     (a private Timeline) and each statement reading its tensor."""
-    nest_ = barrier_nest(ctx)
+    nest_ = placed_nest(ctx.fusion)
     if nest_ is None:
         return []
     stmts = statement_paths(nest_.tree, nest_.hazards)

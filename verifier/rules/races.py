@@ -17,7 +17,7 @@ from ...execution.loops import statement_tensor
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
 from ...execution.barriers import WgmmaWait
-from ..analysis.barrier_nest import ON_CHIP, Nest, barrier_nest, statement_access  # noqa: F401 - re-exported
+from ...execution.nest import PlacedNest, placed_nest
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, undecided
@@ -94,7 +94,7 @@ class Hazard:
     reader: TensorView
 
 
-def unordered(nest_: Nest) -> list[Hazard]:
+def unordered(nest_: PlacedNest) -> list[Hazard]:
     """Every writer -> reader pair of an on-chip tensor whose hazard no barrier or wait orders."""
     out = []
     stmts = statement_paths(nest_.tree, nest_.hazards)
@@ -174,7 +174,7 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   neither access is collective or asynchronous, and (_handoff) for all admitted sizes, writer points
     #   w, reader points r: executes_x(w) and executes_reader(r) and blockIdx(w) == blockIdx(r)
     #   and address_x(w) == address_read(r) => threadIdx(w) == threadIdx(r)
-    nest_ = barrier_nest(ctx)
+    nest_ = placed_nest(ctx.fusion)
     if nest_ is None:
         return
     tensors = {t.name: t for t in ctx.fusion.tensors}

@@ -17,7 +17,7 @@ from ...model.mma_op import ELEMENT_VARS, LANE, is_mma
 from ...execution.mma import is_mma_sync, well_formed
 from ...execution.wgmma_operands import wgmma_operand
 from ...hw.wgmma import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE
-from ..analysis.barrier_nest import barrier_nest
+from ...execution.nest import placed_nest
 from ..analysis.wgmma_order import check_order
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -214,7 +214,7 @@ def wgmma_async_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   reading shared tiles is committed with fewer than L newer groups (the tail release: none)
     if not any(True for _ in _wgmma_ops(ctx)):
         return
-    nest_ = barrier_nest(ctx)
+    nest_ = placed_nest(ctx.fusion)
     if nest_ is None:
         return
     for v in check_order(nest_.tree, nest_.hazards, nest_.label):
