@@ -17,6 +17,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import report_problems, report_values
 from ..registry import rule
+from ..solver import Verdict
 
 PEER = "peer."  # the other block of the cluster: its block index variables
 
@@ -92,16 +93,35 @@ def cluster_multicast(ctx: VerifyContext) -> Iterator[Diagnostic]:
         yield from _same_box(ctx, tv, issue)
 
 
-def _congruent(e: Expr, b: str, same) -> bool:
+def _congruent(e: Expr, b: str, same) -> bool | None:
     """e(b) == e(b') by congruence: a subterm without b is itself; one whose arguments are equal
     is equal; otherwise `same` proves the subterm's two copies equal on its own. A persistent
     grid's box, 256 * ((132 t + b) // 8 % ceil(N / 256)), is then the one small claim
-    (132 t + b) // 8 == (132 t + b') // 8, where z3 seldom decides the whole (it divides by a symbol)."""
+    (132 t + b) // 8 == (132 t + b') // 8, where z3 seldom decides the whole (it divides by a symbol).
+    True: proved; False: not proved; None: refuted (a counterexample), which carries up through
+    the injective terms above it (x + k, c * x with k, c the same in both blocks and c != 0)
+    without another proof: the whole claim, asked next, decides and shows the values."""
     if b not in e.free_vars():
         return True
     if e.op == "var":
         return False
-    return all(_congruent(a, b, same) for a in e.args) or same(e)
+    parts = [_congruent(a, b, same) for a in e.args]
+    if all(p is True for p in parts):
+        return True
+    if None in parts and _injective(e, b):
+        return None
+    return same(e)
+
+
+def _injective(e: Expr, b: str) -> bool:
+    """Whether e is x + k or c * x (c a nonzero constant), k and c free of b: then e(b) == e(b')
+    exactly where x(b) == x(b')."""
+    dependent = [a for a in e.args if b in a.free_vars()]
+    if len(dependent) != 1:
+        return False
+    if e.op == "add":
+        return True
+    return e.op == "mul" and all(a.op == "const" and a.value != 0 for a in e.args if a is not dependent[0])
 
 
 def _same_box(ctx: VerifyContext, tv, issue) -> Iterator[Diagnostic]:
@@ -124,9 +144,10 @@ def _same_box(ctx: VerifyContext, tv, issue) -> Iterator[Diagnostic]:
         q.add(q.eq(floordiv(var(b), const(c)), floordiv(var(PEER + b), const(c))))
         return q
 
-    def same(e) -> bool:  # e(b) == e(b') for two blocks of a cluster, e alone
+    def same(e) -> bool | None:  # e(b) == e(b') for two blocks of a cluster, e alone (None: a counterexample)
         q = query([e, substitute(e, peer)])
-        return q.prove(q.eq(e, substitute(e, peer)), shrink_units=0).proved
+        out = q.prove(q.eq(e, substitute(e, peer)), shrink_units=0)
+        return None if out.status is Verdict.COUNTEREXAMPLE else out.proved
 
     def same_hole(v, e) -> bool:
         if _congruent(v, b, same):
@@ -134,7 +155,7 @@ def _same_box(ctx: VerifyContext, tv, issue) -> Iterator[Diagnostic]:
         q = query([])
         return q.prove(q.lt(v, e) == q.lt(substitute(v, peer), e), shrink_units=0).proved
 
-    if all(_congruent(e, b, same) for e in origin) and all(same_hole(v, e) for v, e in holes):
+    if all(_congruent(e, b, same) is True for e in origin) and all(same_hole(v, e) for v, e in holes):
         return
     q = query([])
     claim = z3.And(*[q.eq(e, substitute(e, peer)) for e in origin],
