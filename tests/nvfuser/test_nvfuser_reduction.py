@@ -1,0 +1,790 @@
+"""nvFuser tests/cpp/test_reduction.cpp, translated (tests/support/nvfuser.py says how).
+
+The file holds grid allreduces (a sum over BIDx / BIDy broadcast back to every block), grouped
+reductions (groupReductions, ParallelType::Group), 1-D bulk (CpAsyncBulk) and 2-D TMA fed
+reductions. Skipped: the Welford TESTs (GridAllreduceWelford1/2, FusedReductionBatchnorm,
+CrossIterationGroupedGridAllreduceWelford1/2/Shmoo: no Welford op), GroupAllreduce5 (complex
+dtypes), CrossEntropyGatherPattern (takeAlongAxis), and the TESTs that only run nvFuser's automatic
+schedulers (GeluBwdReduction, TensorRankLimit, TmaInnerReductionTest.Sum, TmaOuterReductionTest.Sum).
+"""
+
+import pytest
+
+import tileproof as tp
+from support.nvfuser import THROWS, VALID, Case, check, params
+
+P = tp.ParallelType
+
+# H200's sharedMemPerBlockOptin (227 KiB) and SM count, which the C++ reads from the device.
+SMEM_PER_BLOCK_OPTIN = 232448
+SM_COUNT = 132
+
+
+def symbolic_tensor(ndims, dtype=tp.float32):
+    """nvFuser's makeSymbolicTensor: symbolic extents, no contiguity."""
+    return tp.make_tensor([-1] * ndims, dtype=dtype)
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def unparallel_reduction_axes(tv):
+    """The reduction axes of tv not on a thread or block index (nvFuser's !isThread()): what the
+    TMA tests rfactor."""
+    return [i for i, axis in enumerate(tv.get_loop_domain())
+            if axis.is_reduction and not (axis.parallel_type.is_thread or axis.parallel_type.is_block)]
+
+
+def last_pow2(n):
+    """scheduler_utils::lastPow2: the largest power of 2 not above n (0 for 0)."""
+    return 0 if n <= 0 else 1 << (n.bit_length() - 1)
+
+
+# -- grid allreduces ---------------------------------------------------------------------------
+
+def grid_allreduce_1():
+    """T3 = T0 + broadcast(sum(T0)), [N] split [BIDy, unswitch, BIDx{4}, TIDx{128}]: the sum runs
+    over the whole grid; T1's unswitch axis."""
+    with tp.Fusion("grid_allreduce_1") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t2 = tp.broadcast(t1, [True])
+        t3 = tp.add(t0, t2)
+        fusion.add_output(t3)
+    t3.split(0, 128).split(0, 4).split(0, 1)  # unswitch
+    tp.propagate_transforms(t3)
+    t3.axis(0).parallelize(P.BIDy)
+    t3.axis(2).parallelize(P.BIDx)
+    t3.axis(3).parallelize(P.TIDx)
+    tp.parallelize_all_like(t3)
+    t1.axis(1).parallelize(P.Unswitch)
+    return fusion
+
+
+def grid_allreduce_2():
+    """The allreduce over [BIDx, TIDx{32}], T1's thread axis moved to TIDy (its broadcast T2 then
+    a plain copy)."""
+    with tp.Fusion("grid_allreduce_2") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t2 = tp.broadcast(t1, [True])
+        t3 = tp.add(t0, t2)
+        fusion.add_output(t3)
+    t3.split(0, 32)
+    tp.propagate_transforms(t3)
+    t3.axis(0).parallelize(P.BIDx)
+    t3.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t3, tensors=[t2])
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.TIDy)
+    return fusion
+
+
+def grid_allreduce_3():
+    """Row allreduce of [M, N] over [BIDx, TIDx{128}] inside a serial loop over the rows (the
+    work buffer is circular buffered): computeAt(T3, 1)."""
+    with tp.Fusion("grid_allreduce_3") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.broadcast(t1, [False, True])
+        t3 = tp.add(t0, t2)
+        fusion.add_output(t3)
+    t3.split(1, 128)
+    tp.propagate_transforms(t3)
+    tp.inline_all_at(t3, 1)  # tv0->computeAt(tv3, 1)
+    t3.axis(1).parallelize(P.BIDx)
+    t3.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t3)
+    return fusion
+
+
+def grid_allreduce_4():
+    """An op between the grid reduction and its broadcast: T0 + broadcast(sum(T0) + 1)."""
+    with tp.Fusion("grid_allreduce_4") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t2 = tp.add(t1, 1.0)
+        t3 = tp.broadcast(t2, [True])
+        t4 = tp.add(t0, t3)
+        fusion.add_output(t4)
+    t4.split(0, 128)
+    tp.propagate_transforms(t4)
+    t4.axis(0).parallelize(P.BIDx)
+    t4.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t4)
+    return fusion
+
+
+def grid_allreduce_5():
+    """Row allreduce of a [2, N] tensor over BIDx, beside an unrelated copy on [BIDy, BIDx] that
+    launches more blocks than the reduction uses."""
+    with tp.Fusion("grid_allreduce_5") as fusion:
+        t0 = tp.make_tensor([2, -1])
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.add(t1, 1.0)
+        t3 = tp.broadcast(t2, [False, True])
+        t4 = tp.add(t0, t3)
+        fusion.add_output(t4)
+        t5 = symbolic_tensor(2)
+        fusion.add_input(t5)
+        t6 = tp.set(t5)
+        fusion.add_output(t6)
+    t4.split(1, 128)
+    tp.propagate_transforms(t4)
+    t4.axis(1).parallelize(P.BIDx)
+    t4.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t4)
+    t6.axis(0).parallelize(P.BIDy)
+    t6.axis(1).parallelize(P.BIDx)
+    return fusion
+
+
+def grid_allreduce_6():
+    """Column allreduce of [M, N] over [BIDy, TIDy{8}], columns on [BIDx, TIDx{32}, 4], the
+    cached input T1 vectorized by 4."""
+    with tp.Fusion("grid_allreduce_6") as fusion:
+        t0 = tp.make_contig_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.sum(t1, [0])
+        t3 = tp.broadcast(t2, [True, False])
+        t4 = tp.add(t0, t3)
+        fusion.add_output(t4)
+    t1.split(1, 4).split(1, 32).split(0, 8)  # [M/8, 8, N/128, 32, 4]
+    tp.propagate_transforms(t1)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.TIDy)
+    t1.axis(2).parallelize(P.BIDx)
+    t1.axis(3).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1)
+    t1.axis(4).parallelize(P.Vectorize)
+    return fusion
+
+
+# -- grouped reductions (groupReductions) ------------------------------------------------------
+
+def grouped_reduction_1():
+    """Two sums of the same rows grouped into one reduction, [BIDx, TIDx{N}]."""
+    with tp.Fusion("grouped_reduction_1") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.sum(t0, [1])
+        t3 = tp.add(t1, t2)
+        fusion.add_output(t3)
+    tp.group_reductions([t1, t2])
+    t2.axis(0).parallelize(P.BIDx)
+    t2.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t2)
+    return fusion
+
+
+def grouped_reduction_2():
+    """A sum and a max grouped; the row split [BIDy, BIDx, TIDx{128}] (a grid reduction)."""
+    with tp.Fusion("grouped_reduction_2") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.add(t0, 1.0)
+        t2 = tp.sum(t1, [1])
+        t3 = tp.add(t0, 2.0)
+        t4 = tp.max(t3, [1])
+        t5 = tp.add(t2, t4)
+        fusion.add_output(t5)
+    tp.group_reductions([t2, t4])
+    t2.split(1, 128)
+    tp.propagate_transforms(t2)
+    tp.inline_most(fusion)
+    t2.axis(0).parallelize(P.BIDy)
+    t2.axis(1).parallelize(P.BIDx)
+    t2.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+def grouped_reduction_3():
+    """A float32 and a float64 sum grouped, [BIDy, BIDx, TIDx{128}]."""
+    with tp.Fusion("grouped_reduction_3") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.cast(t0, tp.float64)
+        t3 = tp.sum(t2, [1])
+        t4 = tp.cast(t3, tp.float32)
+        t5 = tp.add(t1, t4)
+        fusion.add_output(t5)
+    tp.group_reductions([t1, t3])
+    t1.split(1, 128)
+    tp.propagate_transforms(t1)
+    tp.inline_most(fusion)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+def grouped_reduction_4():
+    """Grouping sums of two inputs whose shapes may differ: nvFuser refuses."""
+    with tp.Fusion("grouped_reduction_4") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = symbolic_tensor(2)
+        fusion.add_input(t1)
+        t2 = tp.sum(t0, [1])
+        t3 = tp.sum(t1, [1])
+        t4 = tp.add(t2, t3)
+        fusion.add_output(t4)
+    tp.group_reductions([t2, t3])
+    return fusion
+
+
+def grouped_reduction_5():
+    """Grouping two sums split differently (128 and 64): nvFuser refuses."""
+    with tp.Fusion("grouped_reduction_5") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.sum(t0, [1])
+        t3 = tp.add(t1, t2)
+        fusion.add_output(t3)
+    t1.split(1, 128)
+    t2.split(1, 64)
+    tp.group_reductions([t1, t2])
+    return fusion
+
+
+def grouped_reduction_6():
+    """Three sums grouped, [BIDx, TIDx{N}]."""
+    with tp.Fusion("grouped_reduction_6") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t2 = tp.sum(tp.add(t0, 1.0), [1])
+        t4 = tp.sum(tp.add(t0, 2.0), [1])
+        t6 = tp.sum(tp.add(t0, 3.0), [1])
+        t7 = tp.add(tp.add(t2, t4), t6)
+        fusion.add_output(t7)
+    tp.group_reductions([t2, t4, t6])
+    t2.axis(0).parallelize(P.BIDx)
+    t2.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t2)
+    return fusion
+
+
+def grouped_reduction_7():
+    """Grouping a sum with a sum that depends on it: nvFuser refuses."""
+    with tp.Fusion("grouped_reduction_7") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.broadcast(t1, [False, True])
+        t3 = tp.add(t0, t2)
+        t4 = tp.sum(t3, [1])
+        fusion.add_output(t4)
+    tp.group_reductions([t1, t4])
+    return fusion
+
+
+def grouped_reduction_rfactor_1():
+    """Two 1-D sums, each split [10 (outer split), N/1280, 128] and rfactored; the partials and
+    the finals grouped; BIDx{10} x TIDx{128} (the final sums are grid reductions)."""
+    with tp.Fusion("grouped_reduction_rfactor_1") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t2 = tp.sum(t0, [0])
+        t3 = tp.add(t1, t2)
+        fusion.add_output(t3)
+    t1.split(0, 10, inner_split=False).split(1, 128)
+    t1_rf = t1.rfactor([1])
+    t2.split(0, 10, inner_split=False).split(1, 128)
+    t2_rf = t2.rfactor([1])
+    tp.group_reductions([t1_rf, t2_rf])
+    tp.group_reductions([t1, t2])
+    t1_rf.axis(0).parallelize(P.BIDx)
+    t1_rf.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1_rf)
+    return fusion
+
+
+def grouped_reduction_rfactor_2():
+    """As GroupedReductionRfactor1, grouped first and rfactored together (rFactor of both)."""
+    with tp.Fusion("grouped_reduction_rfactor_2") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t2 = tp.sum(t0, [0])
+        t3 = tp.add(t1, t2)
+        fusion.add_output(t3)
+    tp.group_reductions([t1, t2])
+    t1.split(0, 10, inner_split=False).split(1, 128)
+    t1_rf = t1.rfactor([1], [t1, t2])[0]
+    t1_rf.axis(0).parallelize(P.BIDx)
+    t1_rf.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1_rf)
+    return fusion
+
+
+def grouped_reduction_after_compute_at():
+    """Two row sums of [M, N] rfactored (each thread sums a strided part serially), inlined, then
+    grouped; the finals on TIDx{128} (block reductions)."""
+    with tp.Fusion("grouped_reduction_after_compute_at") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.add(t0, 1.0)
+        t2 = tp.sum(t1, [1])
+        t3 = tp.sum(t1, [1])
+        t4 = tp.add(t2, t3)
+        fusion.add_output(t4)
+    t2.split(1, 128)
+    t2_rf = t2.rfactor([1])
+    t2_rf.reorder({1: 2})
+    t3.split(1, 128)
+    t3_rf = t3.rfactor([1])
+    t3_rf.reorder({1: 2})
+    tp.propagate_transforms(t2_rf)  # computeAt replays the consumers' transforms on T1
+    tp.inline_most(fusion)  # tv0->computeAt(tv4, -1, MostInlined)
+    tp.group_reductions([t2_rf, t3_rf])
+    tp.group_reductions([t2, t3])
+    t2.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t2)
+    return fusion
+
+
+# -- grouped grid allreduces -------------------------------------------------------------------
+
+def group_allreduce_1():
+    """Two grid allreduces of one [N] grouped, [BIDx, TIDx{128}] split on the broadcast T2."""
+    with tp.Fusion("group_allreduce_1") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t2 = tp.broadcast(t1, [True])
+        t3 = tp.sum(t0, [0])
+        t4 = tp.broadcast(t3, [True])
+        t5 = tp.add(t0, t2)
+        t6 = tp.add(t5, t4)
+        fusion.add_output(t6)
+    tp.group_reductions([t1, t3])
+    t2.split(0, 128)
+    tp.propagate_transforms(t2)
+    t2.axis(0).parallelize(P.BIDx)
+    t2.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t2)
+    return fusion
+
+
+def group_allreduce_2():
+    """Float32 and float64 row allreduces grouped, [BIDy, BIDx, TIDx{512}]."""
+    with tp.Fusion("group_allreduce_2") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.broadcast(t1, [False, True])
+        t3 = tp.cast(t0, tp.float64)
+        t4 = tp.sum(t3, [1])
+        t5 = tp.broadcast(t4, [False, True])
+        t6 = tp.cast(t5, tp.float32)
+        t7 = tp.add(t0, t2)
+        t8 = tp.add(t7, t6)
+        fusion.add_output(t8)
+    tp.group_reductions([t1, t4])
+    t1.split(1, 512)
+    tp.propagate_transforms(t1)
+    tp.inline_most(fusion)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1)
+    return fusion
+
+
+def group_allreduce_3():
+    """A sum, a max and a min allreduce grouped, [BIDx, TIDx{128}]."""
+    with tp.Fusion("group_allreduce_3") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t3 = tp.div(t0, tp.broadcast(t1, [True]))
+        t4 = tp.max(t0, [0])
+        t6 = tp.div(t0, tp.broadcast(t4, [True]))
+        t7 = tp.min(t0, [0])
+        t9 = tp.sub(t0, tp.broadcast(t7, [True]))
+        for t in (t3, t6, t9):
+            fusion.add_output(t)
+    tp.group_reductions([t1, t4, t7])
+    t1.split(0, 128)
+    tp.propagate_transforms(t1)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1)
+    return fusion
+
+
+def group_allreduce_4():
+    """Eight grid allreduces grouped, each mean (the sum divided by the extent N) added back."""
+    with tp.Fusion("group_allreduce_4") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        total = t0
+        reductions = []
+        for i in range(8):
+            reduction = tp.sum(tp.add(t0, float(i)), [0])
+            reductions.append(reduction)
+            avg = tp.div(reduction, t0.axis(0).extent)
+            total = tp.add(total, tp.broadcast(avg, [True]))
+        fusion.add_output(total)
+    tp.group_reductions(reductions)
+    reduction = reductions[0]
+    reduction.split(0, 128)
+    tp.propagate_transforms(reduction)
+    reduction.axis(0).parallelize(P.BIDx)
+    reduction.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(reduction)
+    return fusion
+
+
+def persistent_bn_backward_allreduce():
+    """Batchnorm backward of [N, C, H, W]: the two sums over N, H, W grouped; [C/4, N/8 (BIDx),
+    8 (TIDy), 4 (BIDy), HW/4 (TIDx), 4 (vectorized loads)]; rfactor of both on the vector axis."""
+    with tp.Fusion("persistent_bn_backward_allreduce") as fusion:
+        inp = tp.make_contig_tensor(4)
+        grad_output = tp.make_contig_tensor(4)
+        weight = tp.make_contig_tensor(1)
+        save_mean = tp.make_contig_tensor(1)
+        save_invstd = tp.make_contig_tensor(1)
+        for t in (inp, grad_output, weight, save_mean, save_invstd):
+            fusion.add_input(t)
+        reduction_axes, mask = [0, 2, 3], [True, False, True, True]
+        num_features = tp.cast(inp.axis(0).extent, tp.float64)
+        for axis in (2, 3):
+            num_features = tp.mul(num_features, inp.axis(axis).extent)
+        mean = tp.broadcast(save_mean, mask)
+        norm = tp.div(1.0, num_features)  # reciprocal(num_features)
+        grad_output_sum = tp.sum(grad_output, reduction_axes)
+        dot_p = tp.sum(tp.mul(grad_output, tp.sub(inp, mean)), reduction_axes)
+        grad_mean = tp.broadcast(tp.mul(grad_output_sum, norm), mask)
+        proj_scale = tp.broadcast(tp.mul(tp.mul(dot_p, norm), tp.mul(save_invstd, save_invstd)), mask)
+        grad_scale = tp.mul(tp.broadcast(save_invstd, mask), tp.broadcast(weight, mask))
+        proj = tp.mul(tp.sub(inp, mean), proj_scale)
+        grad_input = tp.mul(tp.sub(tp.sub(grad_output, proj), grad_mean), grad_scale)
+        fusion.add_output(grad_input)
+    input_cache = inp.cache_after()
+    grad_output_cache = grad_output.cache_after()
+    for t in (weight, save_mean, save_invstd):
+        t.cache_after()
+    tp.group_reductions([grad_output_sum, dot_p])
+    grad_input.merge(-2, -1).split(-1, 4)
+    grad_input.split(0, 8).split(2, 4)
+    grad_input.reorder({2: 0, 0: 1, 1: 2})
+    grad_input.axis(1).parallelize(P.BIDx)
+    grad_input.axis(2).parallelize(P.TIDy)
+    grad_input.axis(3).parallelize(P.BIDy)
+    grad_input.axis(4).parallelize(P.TIDx)
+    tp.propagate_transforms(grad_input)
+    grad_output_sum.rfactor([-1], [grad_output_sum, dot_p])
+    tp.inline_all_at(grad_input, 1)  # every input's computeAt(grad_input, 1)
+    tp.parallelize_all_like(grad_input)
+    input_cache.axis(-1).parallelize(P.Vectorize)
+    grad_output_cache.axis(-1).parallelize(P.Vectorize)
+    return fusion
+
+
+def grouped_reduction_re_entrant_1():
+    """Two column sums of [M, N] grouped: rows [BIDy, TIDy{8}], columns [BIDx, TIDx{64}, 2]
+    with the cached input vectorized by 2."""
+    with tp.Fusion("grouped_reduction_re_entrant_1") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t2 = tp.sum(tp.add(t0, 1.0), [0])
+        t4 = tp.sum(tp.add(t0, 2.0), [0])
+        t5 = tp.add(t2, t4)
+        fusion.add_output(t5)
+    tp.group_reductions([t2, t4])
+    t0_cache = t0.cache_after()
+    t2.split(1, 2).split(1, 64).split(0, 8)
+    tp.propagate_transforms(t2)
+    t0_cache.axis(-1).parallelize(P.Vectorize)
+    tp.inline_most(fusion)
+    t2.axis(0).parallelize(P.BIDy)
+    t2.axis(1).parallelize(P.TIDy)
+    t2.axis(2).parallelize(P.BIDx)
+    t2.axis(3).parallelize(P.TIDx)
+    tp.parallelize_all_like(t2)
+    return fusion
+
+
+def channels_last_batch_norm_like(persistent):
+    """Channels-last [N, H, W, C] half inputs, the two sums over N, H, W grouped; the outer
+    reduction schedule: channels [C/32 (BIDx), 16 (TIDx), 2], rows merged and split by TIDy{8}
+    and by BIDy (grid reduction); rfactor of both on the serial axis. `persistent`: T5 and T9
+    broadcast back and added (an allreduce), the channel pair grouped (ParallelType::Group)."""
+    with tp.Fusion("channels_last_batch_norm_like") as fusion:
+        t0 = tp.make_contig_tensor(4, dtype=tp.float16)
+        t1 = tp.make_contig_tensor(4, dtype=tp.float16)
+        t2 = tp.make_contig_tensor(1)
+        for t in (t0, t1, t2):
+            fusion.add_input(t)
+        axes, mask = [0, 1, 2], [True, True, True, False]
+        t3 = tp.cast(t0, tp.float32)
+        t4 = tp.cast(t1, tp.float32)
+        t5 = tp.sum(t3, axes)
+        t8 = tp.mul(t3, tp.sub(t4, tp.broadcast(t2, mask)))
+        t9 = tp.sum(t8, axes)
+        if persistent:
+            fusion.add_output(tp.cast(tp.add(t3, tp.broadcast(t5, mask)), tp.float16))
+            fusion.add_output(tp.cast(tp.add(t4, tp.broadcast(t9, mask)), tp.float16))
+        else:
+            fusion.add_output(tp.cast(t5, tp.float16))
+            fusion.add_output(tp.cast(t9, tp.float16))
+    tp.group_reductions([t5, t9])
+    num_channels, vector, tidy = 32, 2, 8
+    tidx = min(32, num_channels // vector)
+    bidx = ceil_div(num_channels, tidx * vector)
+    bidy = ceil_div(SM_COUNT * 4, bidx)
+    t0_cache = t0.cache_after()
+    t1_cache = t1.cache_after()
+    ref = t5
+    ref.reorder({0: 1, 1: 2, 2: 3, 3: 0})
+    ref.merge(2, 3).merge(1, 2)
+    ref.split(1, tidy)
+    if persistent:
+        ref.split(1, 8)  # reduction work per thread
+    else:
+        ref.split(1, bidy, inner_split=False)
+    ref.split(0, vector).split(0, tidx)
+    ref.reorder({2: 5, 3: 2, 4: 3, 5: 4})
+    ref.reorder({3: 4, 4: 3})
+    tp.propagate_transforms(ref)
+    t5_rf, t9_rf = t5.rfactor([-2], [t5, t9])
+    t0_cache.inline_at(-2)  # computeAt(tv5_rf, -2, BestEffort)
+    t1_cache.inline_at(-2)
+    t3.inline_at(-1)
+    t4.inline_at(-1)
+    ref = t5_rf
+    for axis, p in enumerate((P.BIDx, P.TIDx, P.BIDy, P.TIDy, P.Serial, P.Serial)):
+        ref.axis(axis).parallelize(p)
+    tp.parallelize_all_like(ref)
+    t0_cache.axis(-1).parallelize(P.Vectorize)
+    t1_cache.axis(-1).parallelize(P.Vectorize)
+    if persistent:
+        t5.axis(-1).parallelize(P.Group)
+    return fusion
+
+
+# -- cross-iteration grouped grid allreduces (ParallelType::Group) -----------------------------
+
+def cross_iteration_grouped_grid_allreduce(splits, grouped_axes, grouped_exprs=False):
+    """Column allreduce T0 + broadcast(sum(T1, 0)) of [M, N]: rows [BIDy, TIDy{8}], columns
+    [BIDx, TIDx, splits...]; the column axes `grouped_axes` of the sum on ParallelType::Group.
+    `grouped_exprs`: two such allreduces (of T0 + 1 and T0 + 2), grouped by groupReductions."""
+    with tp.Fusion("cross_iteration_grouped_grid_allreduce") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        if grouped_exprs:
+            t1 = tp.add(t0, 1.0)
+            t2 = tp.sum(t1, [0])
+            t4 = tp.add(t1, tp.broadcast(t2, [True, False]))
+            t5 = tp.add(t0, 2.0)
+            t6 = tp.sum(t5, [0])
+            t8 = tp.add(t5, tp.broadcast(t6, [True, False]))
+            fusion.add_output(tp.add(t4, t8))
+        else:
+            t1 = tp.set(t0)
+            t2 = tp.sum(t1, [0])
+            fusion.add_output(tp.add(t0, tp.broadcast(t2, [True, False])))
+    if grouped_exprs:
+        tp.group_reductions([t2, t6])
+    for factor in splits:
+        t1.split(1, factor)
+    t1.split(0, 8)
+    tp.propagate_transforms(t1)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.TIDy)
+    t1.axis(2).parallelize(P.BIDx)
+    t1.axis(3).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1)
+    for axis in grouped_axes:
+        t2.axis(axis).parallelize(P.Group)
+    return fusion
+
+
+def cross_iteration_grouped_grid_allreduce_4():
+    """The allreduce scheduled on the sum: [N/64 (BIDx), 32 (TIDx), 2 (Group), M/8 (BIDy),
+    8 (TIDy)], inlined most (the grouped axis stops the inlining)."""
+    with tp.Fusion("cross_iteration_grouped_grid_allreduce_4") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.sum(t1, [0])
+        t4 = tp.add(t0, tp.broadcast(t2, [True, False]))
+        fusion.add_output(t4)
+    t2.reorder({0: 1})
+    t2.split(0, 2).split(0, 32).split(-1, 8)
+    tp.propagate_transforms(t2)
+    t2.axis(2).parallelize(P.Group)
+    tp.inline_most(fusion)
+    t4.axis(0).parallelize(P.BIDx)
+    t4.axis(1).parallelize(P.TIDx)
+    for t in fusion.tensors:
+        if not t.is_fusion_input:
+            t.axis(-2).parallelize(P.BIDy)
+            t.axis(-1).parallelize(P.TIDy)
+    return fusion
+
+
+# -- TMA-fed reductions ------------------------------------------------------------------------
+
+def tma_inner_reduction_manual(ndims, inner_size):
+    """Inner sum of [64, inner] or [64, 8, inner]: the reduced axes merged, loaded into shared
+    memory by a 1-D bulk copy (CpAsyncBulk), [I (BIDx), (R/smem (BIDx),) R/4096, unswitch,
+    unroll{4}, TIDx{256}, 4]; the serial, unswitch, unroll and vector axes rfactored."""
+    shape = [64, inner_size] if ndims == 2 else [64, 8, inner_size]
+    reduced_elems = 1
+    for extent in shape[1:]:
+        reduced_elems *= extent
+    smem_elems = SMEM_PER_BLOCK_OPTIN // 4
+    with tp.Fusion("tma_inner_reduction_manual") as fusion:
+        t0 = tp.make_contig_tensor(ndims)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, list(range(1, ndims)))
+        fusion.add_output(t1)
+    t0_smem = t0.cache_after(tp.LoadStoreOpType.CpAsyncBulk)
+    t0_smem.set_memory_type(tp.MemoryType.Shared)
+    redu = t1.cache_before()
+    for i in range(redu.ndim - 2, -1, -1):
+        if redu.axis(i).is_reduction and redu.axis(i + 1).is_reduction:
+            redu.merge(i, i + 1)
+    outer = P.BIDx
+    offset = 1 if reduced_elems > smem_elems else 0
+    if offset:
+        from math import gcd
+        redu.split(1, gcd(smem_elems, reduced_elems))
+        redu.axis(1).parallelize(P.BIDx)
+        outer = P.BIDy
+    redu.axis(0).parallelize(outer)
+    tp.propagate_transforms(redu)
+    tp.parallelize_all_like(redu)
+    tma_axis = 1 + offset
+    t0_smem.axis(tma_axis).parallelize(P.Bulk)
+    redu.split(tma_axis, 4).split(tma_axis, 256).split(tma_axis, 4).split(tma_axis, 1)
+    redu.axis(5 + offset).parallelize(P.Serial)
+    redu.axis(4 + offset).parallelize(P.TIDx)
+    redu.axis(3 + offset).parallelize(P.Unroll)
+    redu.axis(2 + offset).parallelize(P.Unswitch)
+    redu.axis(tma_axis).parallelize(P.Serial)
+    redu.rfactor(unparallel_reduction_axes(redu))
+    tp.inline_most(fusion)
+    return fusion
+
+
+def tma_outer_reduction_manual(outer_size):
+    """Column sum of [R, I] read by 2-D TMA tiles of 128 x 128 into shared memory: rows
+    [grdim (BIDy), R', 8 (unroll), 16 (TIDy)], columns [I/128 (BIDx), 32 (TIDx), 4]; rfactor of
+    the serial and unrolled axes, the final sum over BIDy and TIDy with the 4 columns of a thread
+    grouped (Vectorize turned into ParallelType::Group, iterGroupedGridReduce)."""
+    bdimx, bdimy, iter_unroll, redu_unroll = 32, 16, 4, 8
+    grdim = max(1, min(8, last_pow2(outer_size // 256)))
+    tile_i, tile_r = bdimx * iter_unroll, bdimy * redu_unroll
+    with tp.Fusion("tma_outer_reduction_manual") as fusion:
+        t0 = tp.make_contig_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        fusion.add_output(t1)
+    t0_smem = t0.cache_after(tp.LoadStoreOpType.TMA)
+    t0_smem.set_memory_type(tp.MemoryType.Shared)
+    redu = t1.cache_before()
+    t0_smem.split(0, tile_r).split(2, tile_i).split(0, grdim, inner_split=False)
+    tp.propagate_transforms(t0_smem)
+    for axis, p in enumerate((P.BIDy, P.Serial, P.Bulk, P.BIDx, P.Bulk)):
+        t0_smem.axis(axis).parallelize(p)
+    redu.split(4, iter_unroll).split(2, bdimy)
+    for axis, p in enumerate((P.BIDy, P.Serial, P.Unroll, P.TIDy, P.BIDx, P.TIDx, P.Vectorize)):
+        redu.axis(axis).parallelize(p)
+    ref = redu.rfactor(unparallel_reduction_axes(redu))
+    # TransformPropagator from the rfactor over the non-TMA tensors: the output copy T1, already
+    # [I/128, 128], takes the split of the 128 columns into [32, 4]
+    t1.split(1, iter_unroll)
+    non_tma = [t for t in fusion.tensors if t is not t0_smem and not t.is_fusion_input]
+    tp.parallelize_all_like(ref, [p for p in P if p not in (P.Unroll, P.Vectorize)], non_tma)
+    tp.parallelize_all_like(ref, [P.Vectorize, P.Unroll], [t1])
+    for axis in ref.get_loop_domain():
+        if axis.parallel_type in (P.Unroll, P.Vectorize):
+            axis.parallelize(P.Serial)
+    redu.axis(-1).parallelize(P.Group)
+    tp.inline_most(fusion)
+    return fusion
+
+
+GRID_REDUCTION = "item 6: rejected with REDUCTION-PARALLEL, a reduction axis on BIDx/BIDy (grid reduction) is not lowered"
+NO_GROUP_REDUCTIONS = "no item: tp.group_reductions (nvFuser's groupReductions) is not in the API (AttributeError)"
+CHANNELS_LAST = ("item 7: tp.sub of [N, H, W, C] and broadcast [C] inputs (distinct symbolic extents) raises "
+                 "ScheduleError; then group_reductions and rfactor of two tensors are not in the API")
+NO_GROUP = "no item: ParallelType.Group (cross-iteration grouped reduction) is not in the API (AttributeError)"
+
+CASES = [
+    Case("ReductionTest.GridAllreduce1", grid_allreduce_1, VALID,
+         gap="item 8: ParallelType.Unswitch is not in the API (AttributeError); past it, item 6 (REDUCTION-PARALLEL)"),
+    Case("ReductionTest.GridAllreduce2", grid_allreduce_2, VALID, gap=GRID_REDUCTION),
+    Case("ReductionTest.GridAllreduce3", grid_allreduce_3, VALID, gap=GRID_REDUCTION),
+    Case("ReductionTest.GridAllreduce4", grid_allreduce_4, VALID, gap=GRID_REDUCTION),
+    Case("ReductionTest.GridAllreduce5", grid_allreduce_5, VALID,
+         gap=GRID_REDUCTION + "; also LAUNCH-GRID: the copy's symbolic BIDy extent may pass 65535 (nvFuser checks at launch)"),
+    Case("ReductionTest.GridAllreduce6", grid_allreduce_6, VALID,
+         gap=GRID_REDUCTION + "; also LAUNCH-GRID, SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS over symbolic extents "
+             "(nvFuser checks the vector width and grid at launch)"),
+    Case("ReductionTest.GroupedReduction1", grouped_reduction_1, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReduction2", grouped_reduction_2, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReduction3", grouped_reduction_3, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReduction4", grouped_reduction_4, THROWS,
+         gap="item 7: tp.add of sums of two inputs with distinct symbolic extents raises ScheduleError "
+             "(extents T0_0 and T1_0 differ) before group_reductions, which is not in the API either"),
+    Case("ReductionTest.GroupedReduction5", grouped_reduction_5, THROWS, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReduction6", grouped_reduction_6, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReduction7", grouped_reduction_7, THROWS, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReductionRfactor1", grouped_reduction_rfactor_1, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReductionRfactor2", grouped_reduction_rfactor_2, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReductionAfterComputeAt", grouped_reduction_after_compute_at, VALID,
+         gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupAllreduce1", group_allreduce_1, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupAllreduce2", group_allreduce_2, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupAllreduce3", group_allreduce_3, VALID,
+         gap="no item: tp.min (a min reduction) and tp.group_reductions are not in the API (AttributeError)"),
+    Case("ReductionTest.GroupAllreduce4", group_allreduce_4, VALID,
+         gap="no item: tp.div of a tensor by an extent (a scalar Val) raises ScheduleError; then group_reductions"),
+    Case("ReductionTest.PersistentBNBackwardAllreduce", persistent_bn_backward_allreduce, VALID,
+         gap="no item: scalar arithmetic on extents (castOp / mul / reciprocal of IterDomain extents) raises "
+             "ScheduleError; then group_reductions and multi-tensor rfactor"),
+    Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReductionChannelsLastBatchNormLike", lambda: channels_last_batch_norm_like(False),
+         VALID, gap=CHANNELS_LAST),
+    Case("ReductionTest.GroupedReductionPersistentChannelsLastBatchNormLike",
+         lambda: channels_last_batch_norm_like(True), VALID, gap=CHANNELS_LAST),
+    Case("ReductionTest.CrossIterationGroupedGridAllreduce1",
+         lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4]), VALID, gap=NO_GROUP),
+    Case("ReductionTest.CrossIterationGroupedGridAllreduce2",
+         lambda: cross_iteration_grouped_grid_allreduce([2, 3, 16], [4, 5]), VALID, gap=NO_GROUP),
+    Case("ReductionTest.CrossIterationGroupedGridAllreduce3",
+         lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4], grouped_exprs=True), VALID,
+         gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.CrossIterationGroupedGridAllreduce4", cross_iteration_grouped_grid_allreduce_4, VALID,
+         gap=NO_GROUP),
+    *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",
+           lambda ndims=ndims, inner=inner: tma_inner_reduction_manual(ndims, inner), VALID,
+           gap="item 8: LoadStoreOpType.CpAsyncBulk (1-D bulk copy) is not in the API (AttributeError); "
+               "ParallelType.Unswitch neither")
+      for ndims, inner in ((2, 4), (2, 1024), (2, 1048576), (3, 1024), (3, 65536))],
+    *[Case(f"TmaOuterReductionManualTest.Basic/outer_{outer}_iter_{it}",
+           lambda outer=outer: tma_outer_reduction_manual(outer), VALID,
+           gap="item 6: ParallelType.Group (iterGroupedGridReduce) is not in the API (AttributeError); the final "
+               "sum over rBIDy (grid reduction) is REDUCTION-PARALLEL")
+      for outer, it in ((256, 256), (4096, 1024), (65536, 16384))],
+]
+
+
+@pytest.mark.parametrize("case", params(CASES))
+def test_verdict(case):
+    check(case)
