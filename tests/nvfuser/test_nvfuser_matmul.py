@@ -42,7 +42,7 @@ def hsh_nt_128b_swizzle(broadcast_op: bool, warp_specialized: bool):
         tv2.reorder({-3: -1})
         tv3 = tp.cast(tv2, tp.float16)
         fusion.add_output(tv3)
-    for size, multiple in (("M", CTA_M), ("N", CTA_N), ("K", MACRO.k)):
+    for size, multiple in (("M", CTA_M), ("N", 2 * CTA_N), ("K", MACRO.k)):  # N: whole clusters of 2 N tiles
         fusion.assume(f"{size} % {multiple} == 0")
     fusion.assume(f"M <= {65535 * CTA_M}")  # M's tiles on blockIdx.y
     fusion.cluster_dims = (2, 1, 1)
@@ -89,7 +89,7 @@ def hsh_nt_128b_swizzle(broadcast_op: bool, warp_specialized: bool):
         tv2.axis(i).parallelize(P.Mma)
     for t in (tv3c, tv3):
         tp.schedule_mma_fragment(t, MACRO, "C", dtype=tp.float16)
-    tv3.axis(-1).parallelize(P.Vectorize)
+    tv3.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # nvFuser's innermost fragment axis: N2, a column pair
     tp.inline_most(fusion)  # BroadcastOp: all but the inputs and broadcasts; tileproof's takes no tensor list
     strategy = tp.WarpSpecialized(P.TIDy) if warp_specialized else tp.Pipelined()
     tv0c.circular_buffer(STAGES, PREFETCH, strategy)
