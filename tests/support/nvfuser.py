@@ -57,7 +57,7 @@ def check(case: Case) -> None:
         assert report.ok, f"{case.test}: nvFuser accepts it, tileproof rejects it: {report.codes}\n" + \
             "\n".join(d.message for d in report.errors)
         kernel = tp.compile(fusion, case.target)
-        assert kernel.source, case.test
+        assert kernel.cuda_source, case.test
     else:
         assert not report.ok, f"{case.test}: nvFuser throws, tileproof accepts it"
         assert set(case.codes) <= set(report.codes), (case.test, report.codes)
