@@ -34,6 +34,13 @@ def swizzle_span(swizzle: MmaInputSmemSwizzle) -> int:
     return swizzle.swizzle_bytes
 
 
+def swizzle_lines(swizzle: MmaInputSmemSwizzle) -> int:
+    """128-byte lines of one repeat of the swizzle pattern: the address bits 7.. the XOR reads
+    (2, 4 or 8 for a 32, 64 or 128-byte swizzle; 1 without). A descriptor with base_offset 0
+    starts on line 0 of a repeat: (start // 128) % lines == 0."""
+    return swizzle_span(swizzle) // CORE_ROW
+
+
 def atom_aligned(address: int, swizzle: MmaInputSmemSwizzle) -> bool:
     """Whether `address` starts a repeat of the swizzle pattern (8 rows of the span: 128 without
     swizzle, else 256, 512, 1024 bytes), as a descriptor with base_offset 0 assumes of the tile
@@ -45,7 +52,7 @@ def atom_aligned(address: int, swizzle: MmaInputSmemSwizzle) -> bool:
 def hardware_swizzle(address: Index, swizzle: MmaInputSmemSwizzle) -> Index:
     """The XOR the hardware applies to the absolute shared-memory address it computes:
     a ^ (((a >> 7) & (W - 1)) << 4), W = span / 16; the identity without swizzle. An involution."""
-    lines = swizzle_span(swizzle) // CORE_ROW
+    lines = swizzle_lines(swizzle)
     if lines == 1:
         return address
     # shifts and the mask as floordiv / mod by powers of two: the ops every renderer has

@@ -161,6 +161,7 @@ class LoadStoreOpType(enum.Enum):
 
     Set = "Set"
     TMA = "TMA"
+    CpAsyncBulkTensorTile = "TMA"  # nvFuser's name for TMA (an alias: the same member)
     LdMatrix = "LdMatrix"
     StMatrix = "StMatrix"
     CpAsync = "CpAsync"

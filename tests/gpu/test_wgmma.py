@@ -197,3 +197,16 @@ def test_the_hopper_gemm_walkthrough_runs():
 
     doc = ROOT / "docs" / "hopper_gemm.md"
     assert doc_blocks.run(doc, gpu=True) == len(doc_blocks.blocks(doc))
+
+
+@pytest.mark.parametrize("swizzle, n", [(32, 8), (32, 24), (64, 8), (64, 24)])
+@pytest.mark.parametrize("stages", [2, 4])
+@pytest.mark.parametrize("m, k", [(128, 128), (192, 512), (320, 1008)])
+def test_a_stage_starting_mid_way_through_a_128_byte_swizzle_s_1024_bytes_is_read_right(swizzle, n, stages, m, k):
+    """A 32- or 64-byte swizzle repeats every 256 or 512 bytes: B's stages of n x 32 / 64 bytes start
+    there (not on 1024), with descriptor base offset 0 (WGMMA-SMEM-LAYOUT accepts them since nvFuser's
+    HopperSS.MultipleTile B32 schedules showed the 1024-byte start too strict)."""
+    params = HopperGemmParams(tile=HopperTile(m=64, n=n, swizzle=swizzle), pipeline=TmaPipeline(stages=stages))
+    fusion = hopper_gemm(m, 3 * n, k, params)
+    assert tp.verify(fusion).ok
+    run(fusion, {})

@@ -275,3 +275,40 @@ def test_a_sw128_stage_only_128_byte_aligned_is_refused(monkeypatch):
     d = next(d for d in report.errors if "T4" in d.message)
     assert d.counterexample["buffer offset"] == 128
     assert "not a multiple of its 1024-byte swizzle period" in d.message and "faults" not in d.message
+
+
+@pytest.mark.parametrize("swizzle, n", [(32, 8), (32, 24), (64, 8), (64, 24)])
+def test_a_stage_on_a_32_or_64_byte_pattern_s_first_line_is_a_valid_start(swizzle, n):
+    """A 32- or 64-byte swizzle repeats every 2 or 4 lines of 128 bytes (256, 512 bytes): B's
+    stages of n rows start on a repeat's first line but not on 1024 (nvFuser's HopperSS.MultipleTile
+    B32 tiles; tests/gpu/test_wgmma.py runs them). Accepted, and at every stage the descriptor's
+    address of each element is the byte the schedule allocates."""
+    params = HopperGemmParams(tile=HopperTile(m=64, n=n, swizzle=swizzle), pipeline=TmaPipeline(stages=4))
+    fusion = hopper_gemm(128, 3 * n, 256, params)
+    assert tp.verify(fusion, "sm_90a").ok
+    b = _operands(fusion)[1]
+    loops = [name for name in b.ex.ranges if name not in ("threadIdx.x", ELEMENT_VARS["B"])]
+    starts = set()
+    for values in itertools.product(*(range(evaluate(b.ex.ranges[name], {})) for name in loops)):
+        env = dict(zip(loops, values))
+        starts.add(evaluate(b.start, env))
+        hardware = substitute(b.hardware(var(MN), var(K)), {k: const(v) for k, v in env.items()})
+        schedule = substitute(b.byte_offset(var(MN), var(K)), {k: const(v) for k, v in env.items()})
+        for mn, k in itertools.product(range(b.rows), range(b.depth)):
+            assert evaluate(hardware, {MN: mn, K: k}) == evaluate(schedule, {MN: mn, K: k}), (env, mn, k)
+    assert any(s % 1024 for s in starts) and all(s % (8 * swizzle) < 128 for s in starts)  # line 0 of a repeat
+
+
+def test_a_start_on_line_1_of_a_32_byte_pattern_is_refused(monkeypatch):
+    """The same 32-byte tiles with every descriptor's start moved one 128-byte line on: base offset
+    0 would then read the pattern's rows swapped. Refused, the counterexample's start on line 1."""
+    from tileproof.execution import wgmma_operands
+    from tileproof.model.expr import add
+
+    params = HopperGemmParams(tile=HopperTile(m=64, n=8, swizzle=32), pipeline=TmaPipeline(stages=4))
+    fusion = hopper_gemm(128, 24, 256, params)
+    start = wgmma_operands.WgmmaOperand.start
+    monkeypatch.setattr(wgmma_operands.WgmmaOperand, "start", property(lambda op: add(start.fget(op), const(128))))
+    report = tp.verify(fusion, "sm_90a", rules=["WGMMA-SMEM-LAYOUT"])
+    d = next(d for d in report.errors if d.code == "WGMMA-SMEM-LAYOUT")
+    assert d.counterexample["start"] // 128 % 2 == 1 and "row 0 of a 32-byte swizzle pattern" in d.message

@@ -16,7 +16,7 @@ from ...execution.loops import execution_order
 from ...model.mma_op import ELEMENT_VARS, LANE, is_mma
 from ...execution.mma import is_mma_sync, well_formed
 from ...execution.wgmma_operands import wgmma_operand
-from ...hw.wgmma import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE
+from ...hw.wgmma import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE, swizzle_lines
 from ...execution.nest import placed_nest
 from ..analysis.wgmma_order import check_order
 from ..context import VerifyContext
@@ -144,7 +144,7 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
     claim = z3.And(q.eq(start % CORE_ROW, const(0)),
                    *[q.eq(measured[n], measured["start"] + const(v)) for n, v in fields])
     if op.swizzle.value:
-        claim = z3.And(claim, q.eq((start // SWIZZLE_LINE) % 8, const(0)))
+        claim = z3.And(claim, q.eq((start // SWIZZLE_LINE) % swizzle_lines(op.swizzle), const(0)))
     out = q.prove(claim, values={"start": start, "row_0": measured["start"], "row_8": measured["SBO"]})
     yield from report_values(
         ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s {op.role} descriptors have one SBO and start on a "
