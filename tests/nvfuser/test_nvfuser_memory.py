@@ -10,7 +10,6 @@ assumption nvFuser's launch check enforces (`fusion.assume`), the invalid one at
 """
 
 import pytest
-
 import tileproof as tp
 from support.nvfuser import THROWS, VALID, Case, check, params
 
@@ -445,7 +444,7 @@ def advanced_thread_parallelization(load):
 def disable_index_hoisting():
     """SimpleStore with index hoisting off (no schedule difference): one TMA store of 32 elements.
     At the TEST's size: tv1 holds the whole tensor in shared memory (symbolic: SMEM-CAPACITY)."""
-    fusion, t1, t2 = copy_fusion("disable_index_hoisting", lambda: tp.make_contig_concrete_tensor([32]), load=False)
+    fusion, _, t2 = copy_fusion("disable_index_hoisting", lambda: tp.make_contig_concrete_tensor([32]), load=False)
     t2.split(0, 32)
     t2.axis(1).parallelize(P.Bulk)
     return fusion
@@ -453,7 +452,7 @@ def disable_index_hoisting():
 
 def repro_1977():
     """At the TEST's size: tv1 holds the whole tensor in shared memory (symbolic: SMEM-CAPACITY)."""
-    fusion, t1, t2 = copy_fusion("repro_1977", lambda: tp.make_contig_concrete_tensor([1024]))
+    fusion, t1, _ = copy_fusion("repro_1977", lambda: tp.make_contig_concrete_tensor([1024]))
     t1.split(0, 128)
     t1.axis(1).parallelize(P.Bulk)
     return fusion
