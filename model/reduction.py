@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 REDUCTIONS = ("sum", "max")
 COMBINE = {"sum": "add", "max": "maximum", "fms": "add"}  # fms: an MmaOp (model/mma_op.py), a sum of products  # the binary op (model/ops.py BINARY) that combines two partials
-LOOPS = (ParallelType.Serial, ParallelType.Unroll)  # a reduction axis bound to these is a loop of its statement
+LOOPS = (ParallelType.Serial, ParallelType.Unroll, ParallelType.Unswitch)  # a reduction axis bound to these is a loop of its statement
 _LOWEST = {"int8": -2 ** 7, "int32": -2 ** 31, "int64": -2 ** 63}
 
 

@@ -15,7 +15,10 @@ class ParallelType(enum.Enum):
     threadIdx.x/y/z. DIDx/DIDy/DIDz: devices (the allocation rules model them, but
     LOWERING-SUPPORTED rejects them: tileproof emits single-GPU kernels). Vectorize: one 2-,
     4-, 8- or 16-byte access (or one tcgen05 / ldmatrix register run). Unroll: a fully
-    unrolled loop. Bulk: the tile axes of a TMA copy, moved by one cp.async.bulk.tensor.
+    unrolled loop. Unswitch: a serial loop (every rule treats it as one) whose nest the kernel
+    holds twice (nvFuser's unswitch): under one block-uniform guard that implies every iteration's
+    hole predicates, without them, else with them. Bulk: the tile axes of a TMA copy, moved by one
+    cp.async.bulk.tensor.
     Mma: the M, N and K axes of one tensor-core instruction tile of an MmaOp's output
     (tp.fused_multiply_sum with a macro): the warp's lanes and registers cover them.
 
@@ -33,6 +36,7 @@ class ParallelType(enum.Enum):
     DIDz = "DIDz"
     Vectorize = "Vectorize"
     Unroll = "Unroll"
+    Unswitch = "Unswitch"
     Bulk = "Bulk"
     Mma = "Mma"
 

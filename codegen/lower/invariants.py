@@ -129,12 +129,14 @@ def is_unrolled_nest(n) -> bool:
     return isinstance(n, WholeTile) or (isinstance(n, Loop) and n.kind is LoopKind.UNROLL and n.extent != const(1))
 
 
-def rewrite_unrolled(nodes: list, rewrite: Callable[[Loop | WholeTile, Around], list], around: Around = Around()) -> None:
+def rewrite_unrolled(nodes: list, rewrite: Callable[[Loop | WholeTile, Around], list], around: Around = Around(),
+                     is_nest: Callable[[object], bool] = is_unrolled_nest) -> None:
     """Replaces each outermost unrolled nest among `nodes` and the bodies nested in them (an
-    unrolled Loop of extent > 1, or a WholeTile) by the nodes rewrite(nest, around) returns."""
+    unrolled Loop of extent > 1, or a WholeTile; whatever `is_nest` accepts) by the nodes
+    rewrite(nest, around) returns."""
     out = []
     for n in nodes:
-        if is_unrolled_nest(n):
+        if is_nest(n):
             out += rewrite(n, around)
             continue
         inner = around
@@ -144,7 +146,7 @@ def rewrite_unrolled(nodes: list, rewrite: Callable[[Loop | WholeTile, Around], 
         elif isinstance(n, Loop) and n.kind is LoopKind.SERIAL and n.extent != const(1):
             inner = Around(around.loops + (n.var,), around.threads)
         if hasattr(n, "body"):  # loops, warp roles and their Roles, a prologue, prefetched copies
-            rewrite_unrolled(n.body, rewrite, inner)
+            rewrite_unrolled(n.body, rewrite, inner, is_nest)
         out.append(n)
     nodes[:] = out
 

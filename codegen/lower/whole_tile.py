@@ -9,7 +9,15 @@ indices and the nest's loop indices, each term bounded over their (constant) ran
 predicate everywhere in the nest. The pass `split_whole_tiles` puts the nest twice into a
 WholeTile node: under that guard without the predicates it implies, and as lowered otherwise.
 The guard is uniform over the block, so warp-collective instructions (stmatrix) and barriers
-inside the nest stay uniform. Every value is unsigned and no sum exceeds one the kernel computes
+inside the nest stay uniform.
+
+An Unswitch loop (nvFuser's ParallelType::Unswitch, device_lower/pass/unroll.cpp) is a serial loop
+split the same way: its nest, the Unswitch loop itself included, is put twice under one guard
+that every iteration's predicates imply. Every iteration runs in either version, so it is the
+serial loop the verifier proved; only the predicates the guard implies are gone from the first.
+As in nvFuser, the outermost Unroll or Unswitch loop is the one split; one that has no such
+predicates (a loop of symbolic extent, or none of the form) is left as lowered and the unrolled
+nests inside it are split on their own. Every value is unsigned and no sum exceeds one the kernel computes
 at some point, within the index width proof, so the implication is plain arithmetic.
 """
 
@@ -21,8 +29,9 @@ from typing import Mapping
 from ...execution.statements import Cond, CondKind
 from ...model.expr import Expr, add, const, try_int
 from ...model.simplify import Simplifier
+from ...model.types import ParallelType
 from ..ir import Compute, KernelIR, Loop, LoopKind, MatrixCopy, WholeTile
-from .invariants import THREAD_INDICES, Around, block_uniform, rewrite_unrolled, sum_terms
+from .invariants import THREAD_INDICES, Around, block_uniform, is_unrolled_nest, rewrite_unrolled, sum_terms
 
 GUARD_REASON = "the block's tile is whole"
 
@@ -36,7 +45,7 @@ class Guard:
 def whole_tile_guard(nest: Loop, uniform: frozenset[str], ir: KernelIR,
                      threads: Mapping[str, int] | None = None) -> Guard | None:
     """The block-uniform guard under which the hole predicates of the elementwise statements of
-    `nest` (an outermost unrolled loop) hold, or None where none has the form tile + inner < bound.
+    `nest` (an outermost unrolled or unswitched loop) hold, or None where none has the form tile + inner < bound.
     `uniform`: the C++ names the same for every thread (block indices, outer loops, parameters);
     `threads`: the extents of the thread loops around the nest, which its statements run below (a
     consumer warpgroup's epilogue: threadIdx.y < 2 of a block of 3), else the block's."""
@@ -62,14 +71,28 @@ def whole_tile_guard(nest: Loop, uniform: frozenset[str], ir: KernelIR,
 
 
 def split_whole_tiles(st) -> None:
-    """Each outermost unrolled nest with such hole predicates becomes a WholeTile."""
+    """Each outermost unrolled or unswitched nest with such hole predicates becomes a WholeTile."""
     ir: KernelIR = st.kernel
+    unswitched = unswitched_loops(st.classes)
+
+    def is_nest(n) -> bool:
+        return is_unrolled_nest(n) or (isinstance(n, Loop) and n.key in unswitched)
 
     def rewrite(nest: Loop, around: Around) -> list:
         guard = whole_tile_guard(nest, block_uniform(ir) | set(around.loops), ir, around.threads)
-        return [nest] if guard is None else [WholeTile(guard.conds, _without(nest, guard.implied), nest)]
+        if guard is not None:
+            return [WholeTile(guard.conds, _without(nest, guard.implied), nest)]
+        if nest.key in unswitched:  # a serial loop: the unrolled nests inside it are split on their own
+            inner = Around(around.loops + ((nest.var,) if nest.extent != const(1) else ()), around.threads)
+            rewrite_unrolled(nest.body, rewrite, inner, is_nest)
+        return [nest]
 
-    rewrite_unrolled(ir.body, rewrite)
+    rewrite_unrolled(ir.body, rewrite, is_nest=is_nest)
+
+
+def unswitched_loops(classes) -> frozenset[int]:
+    """The keys of the loop classes bound to Unswitch: serial loops (LoopKind.SERIAL) split here."""
+    return frozenset(c.key for c in classes.classes.values() if c.parallel is ParallelType.Unswitch)
 
 
 def _without(nest: Loop, implied: frozenset[Cond]) -> Loop:

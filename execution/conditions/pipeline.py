@@ -127,7 +127,8 @@ def unsupported_pipelines(fusion, order) -> list:
                 tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         at = circular_axis(tv)
         inside = [i for i in (tv.loop[at + 1:] if at is not None else [])
-                  if i.parallel_type in (ParallelType.Serial, ParallelType.Unroll) and not i.is_broadcast
+                  if i.parallel_type in (ParallelType.Serial, ParallelType.Unroll, ParallelType.Unswitch)
+                  and not i.is_broadcast
                   and i.static_extent is None]
         if shared and is_tma_op(tv.definition) and inside:
             out.append(Problem(

@@ -23,6 +23,10 @@ def prefetch_name(stages: int, prefetch: int) -> str:
     return f"stage_{stages}_prefetch_{'neg' + str(-prefetch) if prefetch < 0 else prefetch}"
 
 
+def torch_exp(t):
+    return t.exp()
+
+
 def run_unary(reference, sizes):
     """A run checking out = reference(t0) for a 1-D input at each size."""
     def run(kernel, torch):
@@ -337,7 +341,7 @@ def non_tma_cases() -> list[Case]:
     item2 = "item 2: rejected with LOWERING-SUPPORTED: a plain set into shared memory is not circular-buffered"
     short = ("nvFuser throws at launch (validateCircularBuffering): the circular loop of {n} iterations is "
              "shorter than {s} stages; tileproof predicates the prologue, the run checks the values")
-    unswitch = "item 8: tp.ParallelType has no Unswitch (AttributeError)"
+    unswitch2 = item2 + " (the Unswitch loop around the circular loop is lowered: item 8)"
     item10 = ("item 10: rejected with INLINE-PARALLEL-MATCH: the consumer's Unroll / TIDx loop is not given to the "
               "inlined producer's Serial axis as nvFuser's loop map does")
     plus2 = run_unary(lambda t: t + 2, [1000, 999, 4])
@@ -354,9 +358,9 @@ def non_tma_cases() -> list[Case]:
         cases.append(Case(f"CircularBufferingTest.SingleDim3/{prefetch_name(s, p)}/producer_inside_loop",
                           lambda s=s, p=p: single_dim3(s, p, producer_inside=True), THROWS,
                           codes=("PIPELINE-STAGES",)))
-        add("SingleDimUnswitch1", s, p, single_dim_unswitch1, THROWS if s > 4 else VALID, gap=unswitch,
+        add("SingleDimUnswitch1", s, p, single_dim_unswitch1, THROWS if s > 4 else VALID, run=plus2,
             **({"differs": short.format(n=4, s=s)} if s > 4 else {}))
-        add("SingleDimUnswitch2", s, p, single_dim_unswitch2, THROWS if s > 4 else VALID, gap=unswitch,
+        add("SingleDimUnswitch2", s, p, single_dim_unswitch2, THROWS if s > 4 else VALID, gap=unswitch2,
             **({"differs": short.format(n=4, s=s)} if s > 4 else {}))
         add("SingleDimUnroll", s, p, single_dim_unroll, THROWS if s > 2 else VALID, gap=item10, **({"differs": short.format(n=2, s=s)} if s > 2 else {}))
         add("SingleDimVectorize", s, p, single_dim_vectorize, THROWS if s > 2 else VALID, gap=item10,
@@ -659,7 +663,6 @@ def tma_cases() -> list[Case]:
         "WarpSpecializedOnTIDx": "item 3: rejected with WS-ROLES: warp specialization on TIDx, the tile read by threads",
     }
     test_gaps = {
-        "SingleDimUnswitch": "item 8: tp.ParallelType has no Unswitch (AttributeError)",
         "InnerReduction": ("item 4: inline_most leaves the TMA tile over the merged-then-split row (SMEM-CAPACITY, "
                            "LOWERING-SUPPORTED: TMA loads in a loop of symbolic extent inside the circular loop)"),
         "Matmul": ("item 9: inline_most does not inline the operand caches through the broadcasts "
@@ -675,13 +678,14 @@ def tma_cases() -> list[Case]:
 
         def add(test, build, verdict):
             if verdict == THROWS:  # TIDx 256 next to a TIDy producer: nvFuser throws at compile
-                gap = bulk_1d_gap if bulk_1d else test_gaps.get(test) if test == "SingleDimUnswitch" else None
+                gap = bulk_1d_gap if bulk_1d else None
                 cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, THROWS,
                                   codes=() if gap else ("WS-ROLES",), gap=gap))
                 return
             gap = (bulk_1d_gap if bulk_1d else test_gaps.get(test)
                    or next((g for t, g in type_gaps.items() if cb_type.startswith(t)), None))
-            cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, VALID, gap=gap))
+            run = run_unary(torch_exp, [4096, 5000, 70001]) if test == "SingleDimUnswitch" else None
+            cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, VALID, gap=gap, run=run))
 
         # TIDx 256 next to a TIDy producer: more than 128 other threads, nvFuser throws
         verdict_256 = THROWS if ws_y else VALID

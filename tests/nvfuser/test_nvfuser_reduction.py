@@ -727,7 +727,8 @@ NO_GROUP = "no item: ParallelType.Group (cross-iteration grouped reduction) is n
 
 CASES = [
     Case("ReductionTest.GridAllreduce1", grid_allreduce_1, VALID,
-         gap="item 8: ParallelType.Unswitch is not in the API (AttributeError); past it, item 6 (REDUCTION-PARALLEL)"),
+         gap="item 6: rejected with REDUCTION-PARALLEL (a grid reduction over BIDy) and LAUNCH-GRID; its "
+             "Unswitch axis is lowered (item 8)"),
     Case("ReductionTest.GridAllreduce2", grid_allreduce_2, VALID, gap=GRID_REDUCTION),
     Case("ReductionTest.GridAllreduce3", grid_allreduce_3, VALID, gap=GRID_REDUCTION),
     Case("ReductionTest.GridAllreduce4", grid_allreduce_4, VALID, gap=GRID_REDUCTION),
