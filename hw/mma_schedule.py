@@ -87,6 +87,26 @@ def _check_tensor(fn: str, tv) -> None:
         raise ScheduleError(f"{fn}: expected a TensorView, got {type(tv).__name__} {tv!r:.60}")
 
 
+def _lay_out(tv, rows: list[_Digit], cols: list[_Digit]) -> None:
+    """tv's two innermost loop axes, the tile's rows and columns, split into their digits and
+    merged into [.., lane (TIDx), element]."""
+    at = len(tv.loop) - 2
+    for digits, pos in ((cols, at + 1), (rows, at)):  # the columns first: the rows' position stays
+        for d in reversed(digits[1:]):
+            tv.split(pos, d.extent)
+            # [.., outer, d]: the outer part is split further at the same position
+    order = rows + cols  # the loop axes now, outermost first
+    lane = [d for d in order if d.name in ("w", "g", "q")]  # w: a wgmma's warp in the warpgroup
+    elements = sorted((d for d in order if d.weight), key=lambda d: -d.weight)
+    wanted = lane + elements
+    tv.reorder({at + order.index(d): at + k for k, d in enumerate(wanted)})
+    for _ in range(len(lane) - 1):  # (w,) g, q -> the thread
+        tv.merge(at)
+    for _ in range(len(elements) - 1):
+        tv.merge(at + 1)
+    tv.axis(at).parallelize(ParallelType.TIDx)
+
+
 def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
     """Schedule tv's two innermost loop axes, one instruction tile of `macro` for `operand`, as
     that operand's register fragment: [.., rows, cols] -> [.., lane (TIDx), v]. The tile is
@@ -115,41 +135,47 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
         raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s two innermost axes are {got[0]} x {got[1]}; "
                             f"the {role} tile of MmaMacro.{macro.name} is {want[0]} x {want[1]} "
                             f"({'M x K' if role == 'A' else 'N x K' if role == 'B' else 'M x N'})")
-    at = len(tv.loop) - 2
-    for digits, pos in ((cols, at + 1), (rows, at)):  # the columns first: the rows' position stays
-        for d in reversed(digits[1:]):
-            tv.split(pos, d.extent)
-            # [.., outer, d]: the outer part is split further at the same position
-    order = rows + cols  # the loop axes now, outermost first
-    lane = [d for d in order if d.name in ("w", "g", "q")]  # w: a wgmma's warp in the warpgroup
-    elements = sorted((d for d in order if d.weight), key=lambda d: -d.weight)
-    wanted = lane + elements
-    tv.reorder({at + order.index(d): at + k for k, d in enumerate(wanted)})
-    for _ in range(len(lane) - 1):  # (w,) g, q -> the thread
-        tv.merge(at)
-    for _ in range(len(elements) - 1):
-        tv.merge(at + 1)
-    tv.axis(at).parallelize(ParallelType.TIDx)
+    _lay_out(tv, rows, cols)
     return tv
 
 
-__all__ = ["schedule_mma_fragment"]
+
+
+def _accumulator_digits(m: int, n: int) -> tuple[list[_Digit], list[_Digit]]:
+    """An m x n accumulator tile as its warps' C fragments, the digits of _wgmma_c with m / 16
+    warps (one for mma.sync, four for wgmma); digits of extent 1 left out. For m = 16 this is
+    the mma.sync C fragment with the N steps of a macro as v4 (MacroFragments numbers an N step
+    4 elements on)."""
+    rows = (("w", m // 16), ("v2", 2), ("g", 8))
+    cols = (("v4", n // 8), ("q", 4), ("v1", 2))
+    return ([_Digit(name, e, int(name[1:]) if name.startswith("v") else 0) for name, e in ds if e > 1]
+            for ds in (rows, cols))
 
 
 def mma_output_allocation(tv) -> list:
     """The allocation domain of an MmaOp's register output: its accumulators as the macro's C
     fragment, [.., reduction axes, warp and tile axes, thread (TIDx), element] (nvFuser's
     MmaSwizzler::scheduleMmaOutputAllocation). The loop axes before the first reduction axis
-    stay outermost, the reduction axes follow (no storage), then the other axes, whose
-    innermost two, the macro's M and N tile, become the fragment's thread and element axes. Call
-    it before binding the tile to Mma (a bound axis is not split); tv's loop domain is left as it
+    (and before the tile) stay outermost, the reduction axes follow (no storage), then the
+    other axes, whose innermost two, the macro's M and N tile, become the fragment's thread and
+    element axes: a single tile [M, N, rK] is allocated as [rK, thread, element]. Call it
+    before binding the tile to Mma (a bound axis is not split); tv's loop domain is left as it
     was; returns the IDs for set_allocation_domain.
 
-        d.set_allocation_domain(tp.mma_output_allocation(d), True)"""
+    On any other tensor whose two innermost loop axes are an M x N accumulator tile (M a
+    multiple of 16: M / 16 warps; N a multiple of 8), an epilogue tensor, it returns those axes
+    as the same fragments, [.., thread (TIDx), element], for set_loop_domain (and, in registers,
+    set_allocation_domain), as nvFuser applies scheduleMmaOutputAllocation to the MmaOp's
+    consumers.
+
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+        epilogue.set_loop_domain(tp.mma_output_allocation(epilogue))"""
     _check_tensor("mma_output_allocation", tv)
-    if not is_mma_op(tv.definition) or tv.definition.macro is None:
-        raise ScheduleError(f"mma_output_allocation: {tv.name} is not the output of an MmaOp with a macro "
-                            f"(tp.fused_multiply_sum / tp.matmul, then definition.set_macro)")
+    if not is_mma_op(tv.definition):
+        return _epilogue_fragments(tv)
+    if tv.definition.macro is None:
+        raise ScheduleError(f"mma_output_allocation: {tv.name} is the output of an MmaOp without a macro "
+                            f"({tv.name}.definition.set_macro(tp.MmaMacro....) first)")
     loop = list(tv.loop)
     macro = tv.definition.macro
     tile = [i.static_extent for i in loop[-3:]]
@@ -157,7 +183,8 @@ def mma_output_allocation(tv) -> list:
         raise ScheduleError(f"mma_output_allocation: {tv.name}'s three innermost loop axes must be the M, N and K "
                             f"tile of MmaMacro.{macro.name} ({macro.m}, {macro.n}, {macro.k}), not yet bound to Mma; "
                             f"they are {tile}")
-    first = next(k for k, i in enumerate(loop) if i.is_reduction)
+    # the tile's M and N always follow the reduction axes ([M, N, rK] -> [rK, M, N])
+    first = min(next(k for k, i in enumerate(loop) if i.is_reduction), len(loop) - 3)
     order = loop[:first] + [i for i in loop[first:] if i.is_reduction] + [i for i in loop[first:] if not i.is_reduction]
     tv.set_loop_domain(order)
     try:
@@ -165,3 +192,25 @@ def mma_output_allocation(tv) -> list:
         return list(tv.loop)
     finally:
         tv.set_loop_domain(loop)
+
+
+def _epilogue_fragments(tv) -> list:
+    """mma_output_allocation of a tensor that no MmaOp defines: its innermost M x N tile as the
+    accumulators' fragments; tv's loop domain is left as it was."""
+    loop = list(tv.loop)
+    tile = [i.static_extent for i in loop[-2:]]
+    bound = [i for i in loop[-2:] if i.parallel_type is not ParallelType.Serial]
+    if (len(loop) < 2 or None in tile or tile[0] % 16 or tile[1] % 8 or any(i.is_reduction for i in loop[-2:])
+            or bound):
+        raise ScheduleError(f"mma_output_allocation: {tv.name} is no MmaOp output, so its two innermost loop axes must "
+                            f"be an accumulator tile, M x N with M a multiple of 16 and N of 8, not reductions and not "
+                            f"yet parallelized; they are {' x '.join(str(i.label()) for i in loop[-2:])}")
+    rows, cols = _accumulator_digits(*tile)
+    try:
+        _lay_out(tv, rows, cols)
+        return list(tv.loop)
+    finally:
+        tv.set_loop_domain(loop)
+
+
+__all__ = ["mma_output_allocation", "schedule_mma_fragment"]

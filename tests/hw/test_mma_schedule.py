@@ -123,14 +123,62 @@ def test_mma_output_allocation_puts_the_k_axes_first_and_the_tile_as_the_fragmen
     d.set_allocation_domain(alloc, True)
 
 
+@pytest.mark.parametrize("macro", [tp.MmaMacro.Turing_16_8_8, tp.MmaMacro.Ampere_16_16_16, tp.MmaMacro.Hopper_64_8_16,
+                                   tp.MmaMacro.Hopper_64_24_16], ids=lambda m: m.name)
+def test_mma_output_allocation_of_a_single_tile_is_k_then_the_fragment(macro):
+    """nvFuser's MmaTest.SingleTile: the accumulator is the tile alone, [M, N, rK]."""
+    with tp.Fusion("mm"):
+        a = tp.make_contig_concrete_tensor([macro.m, 1, macro.k], dtype=tp.float16)
+        b = tp.make_contig_concrete_tensor([1, macro.n, macro.k], dtype=tp.float16)
+        d = tp.fused_multiply_sum(a, b, [-1])
+    d.definition.set_macro(macro)
+    loop = list(d.loop)
+    alloc = tp.mma_output_allocation(d)
+    assert d.loop == loop
+    frag = MacroFragments(macro, macro_instruction(macro, tp.float16))
+    assert [i.static_extent for i in alloc] == [macro.k, frag.inst.threads, frag.elements("C")]
+    assert [i.is_reduction for i in alloc] == [True, False, False]
+    assert alloc[1].parallel_type is tp.ParallelType.TIDx
+
+
+@pytest.mark.parametrize("macro", [m for m in tp.MmaMacro if m.arch.name in ("Turing", "Ampere")]
+                         + [tp.MmaMacro.Hopper_64_8_16, tp.MmaMacro.Hopper_64_64_16, tp.MmaMacro.Hopper_64_256_16],
+                         ids=lambda m: m.name)
+def test_mma_output_allocation_of_an_epilogue_tensor_is_the_accumulators_fragment(macro):
+    """A tensor no MmaOp defines, of the macro's M x N tile (behind an outer axis): lane l's
+    element v is the tile position the macro's C fragment map gives."""
+    with tp.Fusion("epilogue"):
+        t = tp.make_contig_concrete_tensor([2, macro.m, macro.n])
+    t.set_loop_domain(tp.mma_output_allocation(t))
+    outer, lane_axis, v_axis = t.loop
+    frag = MacroFragments(macro, macro_instruction(macro, macro.input_dtypes[0]))
+    assert (lane_axis.parallel_type, lane_axis.static_extent) == (tp.ParallelType.TIDx, frag.inst.threads)
+    assert v_axis.static_extent == frag.elements("C")
+    for lane in range(frag.inst.threads):
+        for v in range(frag.elements("C")):
+            idx = indices_from_loop(t, {outer.uid: const(1), lane_axis.uid: const(lane), v_axis.uid: const(v)})
+            got = tuple(evaluate(idx[i.uid], {}) for i in t.logical)
+            assert got == (1, *frag.position("C", lane, v)), (lane, v)
+
+
 def test_mma_output_allocation_names_what_it_needs():
     with tp.Fusion("mm"):
         a = tp.make_contig_concrete_tensor([64, 1, 16], dtype=tp.bfloat16)
         b = tp.make_contig_concrete_tensor([1, 64, 16], dtype=tp.bfloat16)
         d = tp.fused_multiply_sum(a, b, [-1])
         e = tp.set(a)
-    with pytest.raises(tp.ScheduleError, match="not the output of an MmaOp with a macro"):
-        tp.mma_output_allocation(e)
+        f = tp.make_contig_concrete_tensor([64, 12])
+    with pytest.raises(tp.ScheduleError, match=r"T\d+ is no MmaOp output.*M x N with M a multiple of 16 and N of 8"):
+        tp.mma_output_allocation(e)  # [.., 1, 16]
+    with pytest.raises(tp.ScheduleError, match=r"no MmaOp output.*they are .*64.* x .*12"):
+        tp.mma_output_allocation(f)
+    with tp.Fusion("tile"):
+        g = tp.make_contig_concrete_tensor([64, 16])
+    g.axis(0).parallelize(tp.ParallelType.TIDy)
+    with pytest.raises(tp.ScheduleError, match="not yet parallelized"):
+        tp.mma_output_allocation(g)
+    with pytest.raises(tp.ScheduleError, match="without a macro"):
+        tp.mma_output_allocation(d)
     d.definition.set_macro(tp.MmaMacro.Hopper_64_128_16)
     with pytest.raises(tp.ScheduleError, match=r"tile of MmaMacro.Hopper_64_128_16 \(64, 128, 16\).*\[64, 64, 16\]"):
         tp.mma_output_allocation(d)

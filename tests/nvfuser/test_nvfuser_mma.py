@@ -6,7 +6,7 @@ memory (SS), every layout and operand swizzle) and on tcgen05 (Blackwell, sm_100
 tileproof spells nvFuser's MMA scheduling helpers as follows: applyMmaSwizzle(MmaOperand) is
 tp.schedule_mma_fragment(tv, macro, operand); scheduleMmaOutputAllocation on the MmaOp's output
 is tp.mma_output_allocation(tv) with the M, N, K tile bound to Mma, and on a copy of the output
-it is tp.schedule_mma_fragment(tv, macro, "C"); applyMmaSwizzle(MmaInputSmemSwizzle) on a shared
+tv.set_loop_domain(tp.mma_output_allocation(tv)) as in C++; applyMmaSwizzle(MmaInputSmemSwizzle) on a shared
 operand has no tileproof name and is written out below (mma_smem_swizzle) as nvFuser's
 MmaSwizzler::scheduleOperandRead writes it. Imports tileproof and the scaffolding only.
 """
@@ -26,10 +26,11 @@ SHAPES = {"TT": lambda m, n, k: ([m, k, 1], [1, k, n]), "TN": lambda m, n, k: ([
 REDUCED = {"NT": 0, "TT": 1, "NN": 1, "TN": 2}  # K's position
 TO_MNK = {"TT": {-2: -1}, "TN": {}, "NT": {-3: -1}, "NN": {-1: -3}}  # the accumulator reordered to [M, N, K]
 
-ITEM5_SINGLE_TILE = ("item 5: mma_output_allocation of a single-tile accumulator [M, N, rK] raises ScheduleError "
-                     "(it keeps the axes left of the first reduction axis in place and schedules [N, rK] as the C tile)")
 ITEM5_THREAD_WRITTEN = ("item 5: wgmma reading shared operands written by threads (plain set from global): "
                         "rejected with MMA-OPERAND-LAYOUT (tileproof issues wgmma only on TMA-loaded tiles)")
+
+N_MAJOR_UNSWIZZLED = ("WGMMA-SMEM-LAYOUT: B is N-major without a swizzle (core matrices), which tileproof's "
+                      "descriptors read only K-major")
 
 
 def move_inner_broadcast_left(tv, n=3):
@@ -63,13 +64,13 @@ def naively_parallelize(tv):
     tv.axis(1).parallelize(P.TIDx)
 
 
-def accumulate_as_fragments(acc, out, macro, dtype):
+def accumulate_as_fragments(acc, out):
     """The MmaOp's register output allocated as its C fragments, its tile bound to Mma, and the
     output copy's loop as the C fragment (scheduleMmaOutputAllocation on both)."""
     acc.set_allocation_domain(tp.mma_output_allocation(acc), True)
     for i in (-3, -2, -1):
         acc.axis(i).parallelize(P.Mma)
-    tp.schedule_mma_fragment(out, macro, "C", dtype=dtype)
+    out.set_loop_domain(tp.mma_output_allocation(out))
 
 
 # -- MmaTest: mma.sync, operands global -> registers ------------------------------------------
@@ -100,8 +101,27 @@ def mma_single_tile(macro, dtype, strided=False, propagate_backwards=False):
     move_inner_broadcast_left(tv0)
     tp.schedule_mma_fragment(tv0, macro, tp.MmaOperand.A)
     tp.schedule_mma_fragment(tv1, macro, tp.MmaOperand.B)
-    accumulate_as_fragments(tv2c, tv2, macro, dtype)
+    accumulate_as_fragments(tv2c, tv2)
     return fusion
+
+
+def run_single_tile(macro, dtype, strided=False):
+    """scheduleCompileAndRun's check at the C++ size: the output is A x B over K (torch, float32),
+    for three random draws of the operands (B stored [1, N, K] where strided)."""
+    m, n, k = macro.m, macro.n, macro.k
+
+    def run(kernel, torch):
+        dt = getattr(torch, dtype)
+        for seed in range(3):
+            torch.manual_seed(seed)
+            a = torch.randn([m, k, 1] if strided else [m, 1, k], device="cuda", dtype=dt)
+            b = torch.randn(1, n, k, device="cuda", dtype=dt)
+            if strided:
+                b = b.transpose(1, 2)  # [1, K, N], K innermost in memory
+            (out,) = kernel.run(a, b)
+            want = (a.float() * b.float()).sum(1 if strided else 2)
+            torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-4)
+    return run
 
 
 MMA_TEST_PARAMS = [("Turing_16_8_8", "half"), ("Turing_16_8_16", "half"), ("Turing_16_16_16", "half"),
@@ -133,7 +153,7 @@ def hopper_rs_single_tile(macro, dtype, layout, swizzle_b):
     naively_parallelize(tv1)
     if layout == "TT":
         tv2c.reorder({-1: -2})  # [M, K, N] -> [M, N, K]
-    accumulate_as_fragments(tv2c, tv2, macro, dtype)
+    accumulate_as_fragments(tv2c, tv2)
     return fusion
 
 
@@ -165,7 +185,7 @@ def hopper_rs_stmatrix(macro, dtype, tile_m, tile_n):
     for i in (-3, -2, -1):
         tv2.axis(i).parallelize(P.Mma)
     for t in (tv3c, tv3):
-        tp.schedule_mma_fragment(t, macro, "C", dtype=dtype)
+        t.set_loop_domain(tp.mma_output_allocation(t))
         t.split(-1, tile_m * tile_n // 32)  # one stmatrix tile's elements a lane
     tv3c.set_allocation_domain(tv3c.get_loop_domain(), True)
     tv3.axis(-1).parallelize(P.Vectorize)
@@ -230,7 +250,7 @@ def ss_tile(macro, dtype, layout, swizzle_a, swizzle_b, tiles=1, transposed=Fals
         tv2c.reorder({-5: -3, -3: -2})  # [Mo, Mi, No, Ni, Ko, Ki] -> [Mo, No, Ko, Mi, Ni, Ki]
         tv2.split(-2, macro.m).split(-1, macro.n)
         tv2.reorder({-3: -2})  # [Mo, Mi, No, Ni] -> [Mo, No, Mi, Ni]
-    accumulate_as_fragments(tv2c, tv2, macro, dtype)
+    accumulate_as_fragments(tv2c, tv2)
     if tiles > 1:
         tp.inline_most(fusion)
     return fusion
@@ -244,25 +264,26 @@ def ss_case(suite, tiles=1, transposed=False, gap=ITEM5_THREAD_WRITTEN):
     return make
 
 
-SINGLE = ss_case("HopperSS.SingleTile", gap=ITEM5_SINGLE_TILE + "; then " + ITEM5_THREAD_WRITTEN)
-TRANSPOSED = ss_case("HopperSS.SingleTileTransposed", transposed=True,
-                     gap=ITEM5_SINGLE_TILE + "; then " + ITEM5_THREAD_WRITTEN)
+SINGLE = ss_case("HopperSS.SingleTile")
+TRANSPOSED = ss_case("HopperSS.SingleTileTransposed", transposed=True)
 MULTIPLE = ss_case("HopperSS.MultipleTile", tiles=2)
 
 CASES = [
     *(Case(f"MmaTest.SingleTile/{mac}_{dt}", lambda mac=mac, dt=dt: mma_single_tile(getattr(tp.MmaMacro, mac),
                                                                                      DTYPES[dt]),
-           VALID, gap=ITEM5_SINGLE_TILE)
+           VALID, run=run_single_tile(getattr(tp.MmaMacro, mac), "float16" if dt == "half" else dt))
       for mac, dt in MMA_TEST_PARAMS),
     Case("MmaTest.SingleTileWithStridedInput/Ampere_16_16_16_half",
-         lambda: mma_single_tile(tp.MmaMacro.Ampere_16_16_16, tp.float16, strided=True), VALID, gap=ITEM5_SINGLE_TILE),
+         lambda: mma_single_tile(tp.MmaMacro.Ampere_16_16_16, tp.float16, strided=True), VALID,
+         run=run_single_tile(tp.MmaMacro.Ampere_16_16_16, "float16", strided=True)),
     Case("MmaTest.SingleTileWithStridedInput/Turing_16_8_16_half",
-         lambda: mma_single_tile(tp.MmaMacro.Turing_16_8_16, tp.float16, strided=True), VALID, gap=ITEM5_SINGLE_TILE),
+         lambda: mma_single_tile(tp.MmaMacro.Turing_16_8_16, tp.float16, strided=True), VALID,
+         run=run_single_tile(tp.MmaMacro.Turing_16_8_16, "float16", strided=True)),
     Case("MmaTest.SingleTileWithStridedInput/Ampere_16_8_16_bfloat16/propagate_backwards",
          lambda: mma_single_tile(tp.MmaMacro.Ampere_16_8_16, tp.bfloat16, strided=True, propagate_backwards=True),
          VALID, gap="item 9: propagate_transforms of the output's reorder leaves B's broadcast axis unmapped and "
-                    "moves it innermost ([N, K, 1]: schedule_mma_fragment raises on a 16 x 1 B tile); then "
-                    + ITEM5_SINGLE_TILE),
+                    "moves it innermost ([N, K, 1]: schedule_mma_fragment raises on a 16 x 1 B tile)",
+         run=run_single_tile(tp.MmaMacro.Ampere_16_8_16, "bfloat16", strided=True)),
     Case("HopperRS.SingleTile/Hopper_64_64_16_TN_128B_half",
          lambda: hopper_rs_single_tile(tp.MmaMacro.Hopper_64_64_16, tp.float16, "TN", SW.B128), VALID,
          gap="item 5: wgmma with A in registers (RS): schedule_mma_fragment raises ScheduleError for a Hopper A"),
@@ -277,21 +298,22 @@ CASES = [
          gap="item 5: wgmma with A in registers (RS): schedule_mma_fragment raises ScheduleError for a Hopper A"),
     SINGLE("Hopper_64_64_16", "TN", "B128", "B128", "half"),
     SINGLE("Hopper_64_256_16", "TN", "B32", "B32", "half"),
-    SINGLE("Hopper_64_8_16", "TT", "None", "None", "bfloat16"),
+    Case("HopperSS.SingleTile/Hopper_64_8_16_TT_None_None_bfloat16",
+         lambda: ss_tile(tp.MmaMacro.Hopper_64_8_16, tp.bfloat16, "TT", SW["None"], SW["None"]), VALID,
+         gap=ITEM5_THREAD_WRITTEN + "; also " + N_MAJOR_UNSWIZZLED),
     SINGLE("Hopper_64_128_16", "NT", "B64", "B128", "half"),
     SINGLE("Hopper_64_24_16", "TT", "B128", "B64", "bfloat16"),
     Case("HopperSS.SingleTile/Hopper_64_16_16_NN_B32_B64_bfloat16",
          lambda: ss_tile(tp.MmaMacro.Hopper_64_16_16, tp.bfloat16, "NN", SW.B32, SW.B64), VALID,
          gap="no item: TensorView has no commit_leaf_to_logical (nvFuser's commitLeafToLogical: NN's output [N, M] "
-             "made [M, N]); then " + ITEM5_SINGLE_TILE),
+             "made [M, N]); then " + ITEM5_THREAD_WRITTEN),
     TRANSPOSED("Hopper_64_64_16", "TN", "B128", "B128", "half"),
     TRANSPOSED("Hopper_64_32_16", "NT", "B64", "B64", "half"),
     MULTIPLE("Hopper_64_64_16", "TN", "B128", "B128", "half"),
     MULTIPLE("Hopper_64_128_16", "NT", "B64", "B128", "bfloat16"),
     Case("HopperSS.MultipleTile/Hopper_64_8_16_TT_None_None_half",
          lambda: ss_tile(tp.MmaMacro.Hopper_64_8_16, tp.float16, "TT", SW["None"], SW["None"], tiles=2), VALID,
-         gap=ITEM5_THREAD_WRITTEN + "; also WGMMA-SMEM-LAYOUT: B is N-major without a swizzle (core matrices), "
-             "which tileproof's descriptors read only K-major"),
+         gap=ITEM5_THREAD_WRITTEN + "; also " + N_MAJOR_UNSWIZZLED),
     Case("HopperSS.MultipleTile/Hopper_64_64_16_TN_B32_B32_half",
          lambda: ss_tile(tp.MmaMacro.Hopper_64_64_16, tp.float16, "TN", SW.B32, SW.B32, tiles=2), VALID,
          gap=ITEM5_THREAD_WRITTEN + "; also WGMMA-SMEM-LAYOUT: the second K tile's descriptor starts at byte 256, "
