@@ -1,6 +1,8 @@
 """What is allocated for a tensor, and why (the seed's three rules).
 
-1. An IterDomain parallelized on a type the memory is distributed across is not allocated.
+1. An IterDomain parallelized on a type the memory is distributed across is not allocated. Its type
+   is the one it runs on in the kernel: a Serial axis inlined into a parallel loop takes the loop's
+   (model/loop_map.py), as nvFuser's lowering gives it.
 2. One parallelized on a type the memory is shared across is always allocated.
 3. Otherwise IterDomains right of the compute-at position are allocated, left of it not.
 Extent-1 and broadcast IterDomains occupy nothing, nor do reduction IterDomains (the tensor holds
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from ..model.expr import Expr, ceildiv, const, mod, product, to_sympy, try_int
 from ..model.iterdomain import IterDomain
+from ..model.loop_map import parallel_type_in_kernel, propagated_types
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .circular import circular_axis
@@ -160,17 +163,20 @@ def compute_allocation(tv: TensorView) -> Allocation:
     mem = tv.memory_type
     alloc_ids = tv.get_allocation_domain()
     loop_pos = {i.uid: k for k, i in enumerate(tv.loop)}
+    # an axis inlined into a parallel loop runs on its type (model/loop_map.py): a snapshot has it
+    # already, a schedule still being written is asked
+    given = {} if getattr(tv.fusion, "frozen", False) else propagated_types(tv.fusion)
     rows = []
     for k, i in enumerate(alloc_ids):
         side = None
         if mem is MemoryType.Tensor:
             side = "lane" if k < tv.tmem_dim_sep else "column"
-        rows.append(_decide(tv, i, mem, loop_pos, side))
+        rows.append(_decide(tv, i, mem, loop_pos, side, parallel_type_in_kernel(i, given)))
     return Allocation(tv, tuple(rows))
 
 
-def _decide(tv: TensorView, i: IterDomain, mem: MemoryType, loop_pos: dict[int, int], side) -> AllocatedId:
-    p = i.parallel_type
+def _decide(tv: TensorView, i: IterDomain, mem: MemoryType, loop_pos: dict[int, int], side,
+            p: ParallelType) -> AllocatedId:
     if i.is_broadcast or try_int(i.extent_expr) == 1:
         return AllocatedId(i, True, "trivial", "extent 1: occupies nothing", side)
     if i.is_reduction:

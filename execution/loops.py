@@ -14,7 +14,8 @@ from typing import Any, Hashable, Sequence
 
 from .allocation import Allocation, compute_allocation
 from ..model.expr import Expr
-from ..model.mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
+from ..model.loop_map import SHARED_TYPES, Join, inline_joins, loop_sets, loop_type, sizes_the_loop
+from ..model.mapping import IdMap, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES, ParallelType
 from ..hw.tma import is_tma_op
@@ -68,7 +69,8 @@ def _execution_order(fusion) -> tuple[TensorView, ...]:
 @dataclass(eq=False)
 class LoopGroup:
     """Loop positions joined by inlining: one loop of the kernel. `members` in execution order;
-    the first member's IterDomain gives the loop its extent and parallel type."""
+    the first member that sizes it (model/loop_map.py sizes_the_loop) gives the loop its extent,
+    the members' non-Serial type its parallel type."""
 
     index: int
     members: list[tuple[TensorView, int]] = field(default_factory=list)
@@ -81,14 +83,22 @@ class LoopGroup:
         got = self.__dict__.get("_first")
         if got is None:
             ids = [tv.loop[k] for tv, k in self.members]
-            got = next((i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))), ids[0])
+            got = sizes_the_loop(ids)[0]
             if getattr(self.members[0][0].fusion, "frozen", False):
                 self._first = got
         return got
 
     @property
     def parallel(self) -> ParallelType:
-        return self.first.parallel_type
+        """The loop's type (model/loop_map.py loop_type): its members' non-Serial type, which a
+        snapshot gives its Serial members (model/loop_map.py propagate_parallel_types); the first
+        member's where two differ (INLINE-PARALLEL-MATCH rejects that)."""
+        got = self.__dict__.get("_parallel")
+        if got is None:
+            got = loop_type([tv.loop[k] for tv, k in self.members]) or self.first.parallel_type
+            if getattr(self.members[0][0].fusion, "frozen", False):
+                self._parallel = got
+        return got
 
     @property
     def extent(self) -> Expr:
@@ -132,97 +142,99 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
     execution order of their first member."""
     order = list(execution_order(fusion) if order is None else order)
     idmap = idmap or IdMap(fusion)
-    computed = {t.name for t in order}
-    parent: dict[tuple[str, int], tuple[str, int]] = {
-        (t.name, k): (t.name, k) for t in order for k in range(len(t.loop))}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    unmapped = []
-    for tv in order:
-        ca = tv.compute_at
-        if ca > len(tv.loop):  # a propagated transform merged axes left of the compute-at position
-            unmapped.append(Problem(
-                f"{tv.name} is inlined at position {ca} but has {len(tv.loop)} loop axes: its loop domain "
-                f"changed after the inlining",
-                hint=f"transform {tv.name} (propagate_transforms) before inlining it, then inline again",
-                tensor=tv.name, values={"compute_at": ca, "loop_axes": len(tv.loop)}, location=tv.origin))
-            continue
-        for c in fusion.consumers(tv):
-            if c.name not in computed:
-                continue
-            if ca > len(c.loop):
-                unmapped.append(Problem(
-                    f"{tv.name} is inlined at position {ca} but its consumer {c.name} has {len(c.loop)} loop axes",
-                    hint=f"inline {tv.name} at most at position {len(c.loop)}, or transform {c.name} before "
-                         f"inlining",
-                    tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)}, location=tv.origin))
-                continue
-            for k in range(ca):
-                if not inline_mapped(idmap, tv.loop[k], c, k) or tv.loop[k].is_reduction:
-                    unmapped.append(Problem(
-                        f"{tv.name} is inlined at position {tv.compute_at} but its loop axis {k} "
-                        f"({tv.loop[k].label()}) is not {c.name}'s loop axis {k} ({c.loop[k].label()})",
-                        hint=f"inline {tv.name} at most at position {k} (inline_at({k})), or schedule {c.name} "
-                             f"before inlining so that the first {tv.compute_at} loop axes stay the same",
-                        tensor=tv.name, ids=(tv.loop[k].name, c.loop[k].name),
-                        values={"compute_at": tv.compute_at, "axis": k},
-                        notes=(f"{tv.name}'s axis {k} is a reduction axis: its consumers read totals, after "
-                               f"the reduction's loops" if tv.loop[k].is_reduction else
-                               f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
-                        location=tv.loop[k].origin or tv.origin))
-                    break
-                ra, rb = find((tv.name, k)), find((c.name, k))
-                if ra != rb:
-                    parent[rb] = ra
+    joins = list(inline_joins(fusion, order, idmap))
+    unmapped = [_unjoined(j) for j in joins if j.stop is not None]
+    sets = loop_sets(order, [j for j in joins if j.consumer is not None])
     of: dict[tuple[str, int], LoopGroup] = {}
     by_root: dict[tuple[str, int], LoopGroup] = {}
     groups: list[LoopGroup] = []
     for tv in order:
         for k in range(len(tv.loop)):
-            root = find((tv.name, k))
+            root = sets[(tv.name, k)]
             g = by_root.get(root)
             if g is None:
                 g = by_root[root] = LoopGroup(len(groups))
                 groups.append(g)
             g.members.append((tv, k))
             of[(tv.name, k)] = g
-    mismatched = []
-    for g in groups:
-        differ = [(tv, k) for tv, k in g.members if tv.loop[k].parallel_type is not g.parallel
-                  and not (tv.loop[k].is_broadcast and tv.loop[k].static_extent == 1 and len(g.members) > 1)]
-        if not differ and g.parallel in INSTRUCTION_AXES and len(g.members) > 1:
-            (tv, k), (other, j) = g.members[0], g.members[1]
-            mismatched.append(Problem(
-                f"{tv.name} axis {k} ({tv.loop[k].label()}) shares a loop with {other.name} axis {j} through "
-                f"inlining, but a {g.parallel} axis is covered by one instruction of each statement, not a loop "
-                f"they can share",
-                hint=f"inline {tv.name} left of its {g.parallel} axis (inline_at({k}); tp.inline_most stops there)",
-                tensor=tv.name, ids=(tv.loop[k].name, other.loop[j].name),
-                values={"axis": k, "loops_sharing": len(g.members)},
-                notes=(f"{tv.name}'s statement would move the whole {tv.loop[k].label()} at once, into storage "
-                       f"allocated for one element of it",),
-                location=tv.loop[k].origin or tv.origin))
-            continue
-        if not differ:
-            continue
-        tv, k = differ[0]
-        head_tv, head_k = g.members[0]
-        mismatched.append(Problem(
-            f"{tv.name} axis {k} ({tv.loop[k].parallel_type}) shares a loop with {head_tv.name} axis {head_k} "
-            f"({g.parallel}) through inlining, but they are parallelized differently",
-            hint=f"parallelize inlined axes alike (tp.parallelize_all_like({head_tv.name}) after scheduling), "
-                 f"or inline {head_tv.name if head_tv is not tv else tv.name} left of that axis",
-            tensor=tv.name, ids=(tv.loop[k].name, head_tv.loop[head_k].name),
-            values={"axis": k, "loops_sharing": len(g.members)},
-            notes=(f"one loop of the kernel iterates {', '.join(g.labels())}; it runs on one index, "
-                   f"so its parallel types must agree",),
-            location=tv.loop[k].origin or tv.origin))
+    mismatched = [p for g in groups for p in _mismatch(g)]
     return LoopGroups(of, groups, unmapped, mismatched)
+
+
+def _unjoined(j: Join) -> Problem:
+    """INLINE-LOOP-MAP's problem: the inlining of j.producer joins fewer loops than its position."""
+    tv, c, ca = j.producer, j.consumer, j.producer.compute_at
+    if j.stop == "changed":
+        return Problem(
+            f"{tv.name} is inlined at position {ca} but has {len(tv.loop)} loop axes: its loop domain "
+            f"changed after the inlining",
+            hint=f"transform {tv.name} (propagate_transforms) before inlining it, then inline again",
+            tensor=tv.name, values={"compute_at": ca, "loop_axes": len(tv.loop)}, location=tv.origin)
+    if j.stop == "short":
+        return Problem(
+            f"{tv.name} is inlined at position {ca} but its consumer {c.name} has {len(c.loop)} loop axes",
+            hint=f"inline {tv.name} at most at position {len(c.loop)}, or transform {c.name} before "
+                 f"inlining",
+            tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)}, location=tv.origin)
+    k = j.shared
+    return Problem(
+        f"{tv.name} is inlined at position {ca} but its loop axis {k} "
+        f"({tv.loop[k].label()}) is not {c.name}'s loop axis {k} ({c.loop[k].label()})",
+        hint=f"inline {tv.name} at most at position {k} (inline_at({k})), or schedule {c.name} "
+             f"before inlining so that the first {ca} loop axes stay the same",
+        tensor=tv.name, ids=(tv.loop[k].name, c.loop[k].name),
+        values={"compute_at": ca, "axis": k},
+        notes=(f"{tv.name}'s axis {k} is a reduction axis: its consumers read totals, after "
+               f"the reduction's loops" if tv.loop[k].is_reduction else
+               f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
+        location=tv.loop[k].origin or tv.origin)
+
+
+def _mismatch(g: LoopGroup) -> list[Problem]:
+    """INLINE-PARALLEL-MATCH's problem with one loop, if any: two of its members bound to different
+    non-Serial types, a member left Serial (or a promoted one bound otherwise) where the loop's type
+    is not one another statement takes (model/loop_map.py: Vectorize, Bulk, Mma), or an
+    instruction's axis (Vectorize, Bulk) shared by two statements."""
+    if len(g.members) < 2:
+        return []
+    sizing = {id(i) for i in sizes_the_loop([tv.loop[k] for tv, k in g.members])}
+    typed = [(tv, k) for tv, k in g.members if id(tv.loop[k]) in sizing
+             and tv.loop[k].parallel_type is not ParallelType.Serial]
+    head_tv, head_k = typed[0] if typed else next((tv, k) for tv, k in g.members if id(tv.loop[k]) in sizing)
+    kind = head_tv.loop[head_k].parallel_type
+    differ = [(tv, k) for tv, k in g.members if tv.loop[k].parallel_type is not kind
+              and not unit_broadcast(tv.loop[k])
+              and not (kind in SHARED_TYPES and id(tv.loop[k]) in sizing
+                       and tv.loop[k].parallel_type is ParallelType.Serial)]
+    if not differ and kind in INSTRUCTION_AXES:
+        (tv, k), (other, j) = g.members[0], g.members[1]
+        return [Problem(
+            f"{tv.name} axis {k} ({tv.loop[k].label()}) shares a loop with {other.name} axis {j} through "
+            f"inlining, but a {kind} axis is covered by one instruction of each statement, not a loop "
+            f"they can share",
+            hint=f"inline {tv.name} left of its {kind} axis (inline_at({k}); tp.inline_most stops there)",
+            tensor=tv.name, ids=(tv.loop[k].name, other.loop[j].name),
+            values={"axis": k, "loops_sharing": len(g.members)},
+            notes=(f"{tv.name}'s statement would move the whole {tv.loop[k].label()} at once, into storage "
+                   f"allocated for one element of it",),
+            location=tv.loop[k].origin or tv.origin)]
+    if not differ:
+        return []
+    tv, k = differ[0]
+    serial = tv.loop[k].parallel_type is ParallelType.Serial
+    why = (f"a {kind} loop is not given to an inlined Serial axis: it is covered by one instruction of "
+           f"the statement that binds it" if serial else
+           f"it runs on one index, so its members' types must agree (a Serial member takes the loop's "
+           f"type)")
+    return [Problem(
+        f"{tv.name} axis {k} ({tv.loop[k].parallel_type}) shares a loop with {head_tv.name} axis {head_k} "
+        f"({kind}) through inlining, but they are parallelized differently",
+        hint=f"parallelize inlined axes alike (tp.parallelize_all_like({head_tv.name}) after scheduling), "
+             f"or inline {head_tv.name if head_tv is not tv else tv.name} left of that axis",
+        tensor=tv.name, ids=(tv.loop[k].name, head_tv.loop[head_k].name),
+        values={"axis": k, "loops_sharing": len(g.members)},
+        notes=(f"one loop of the kernel iterates {', '.join(g.labels())}; {why}",),
+        location=tv.loop[k].origin or tv.origin)]
 
 
 def statement_path(tv: TensorView, groups: LoopGroups) -> list[LoopGroup]:

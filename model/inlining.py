@@ -2,10 +2,14 @@
 
 A tensor may be inlined into its consumers at position p when, for every
 consumer and every axis k < p, the consumer's loop axis k is the same iteration
-(IdMap) or the tensor's is a broadcast of extent 1 read by an MmaOp (mapping.promoted), and neither is vectorized (a vector is produced whole, not per element), and no
-tensor is inlined past its own reduction axes (its consumers read totals, after its loops).
-inline_most and inline_all_at also stop before a Bulk axis, as nvFuser's do: a TMA tile
-axis is covered by one instruction and is not a loop another tensor can share.
+(IdMap) or the tensor's is a broadcast of extent 1 read by an MmaOp (mapping.promoted), and neither is
+vectorized (a vector is produced whole, not per element), and no tensor is inlined past its own
+reduction axes (its consumers read totals, after its loops).
+The best-effort forms (inline_most, inline_all_at) also stop before a Bulk or an Unroll axis of the
+tensor or of a consumer, as nvFuser's do (MaxPosCalculator::isAllowedID with best_effort): a TMA tile
+axis is covered by one instruction and is not a loop another tensor can share, and an unrolled loop
+is left to the statements bound to it. inline_at may still be asked to go past an Unroll axis:
+the producer then runs in the unrolled loop (model/loop_map.py gives it the type).
 """
 
 from __future__ import annotations
@@ -17,14 +21,19 @@ from .mapping import IdMap, inline_mapped
 from .tensor_base import TensorBase
 from .types import ParallelType
 
+# what best-effort inlining stops before, besides what every inlining does (nvFuser's isAllowedID,
+# best_effort): a TMA tile axis, and an unrolled loop
+STOPS_BEST_EFFORT = {ParallelType.Bulk: "a TMA tile axis (Bulk)", ParallelType.Unroll: "unrolled (Unroll)"}
+
 if TYPE_CHECKING:
     from .tensor import TensorView
 
 
 def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
-                        before_bulk: bool = False) -> tuple[int, str]:
-    """The largest legal compute-at position and why it stops there (`before_bulk`: stop
-    before a Bulk axis of tv or of a consumer too)."""
+                        best_effort: bool = False) -> tuple[int, str]:
+    """The largest legal compute-at position and why it stops there (`best_effort`: inline_most's
+    and inline_all_at's, stopping before a Bulk or Unroll axis of tv or of a consumer too).
+    nvFuser: MaxPosCalculator::getMaxPosAll."""
     idmap = idmap or IdMap(tv.fusion)
     consumers = tv.fusion.consumers(tv)
     if tv.is_fusion_input or not consumers:
@@ -34,27 +43,27 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
             return k, f"axis {k} of {tv.name} ({i.label()}) is a reduction axis"
         if i.parallel_type is ParallelType.Vectorize:
             return k, f"axis {k} of {tv.name} ({i.label()}) is vectorized"
-        if before_bulk and i.parallel_type is ParallelType.Bulk:
-            return k, f"axis {k} of {tv.name} ({i.label()}) is a TMA tile axis (Bulk)"
+        if best_effort and i.parallel_type in STOPS_BEST_EFFORT:
+            return k, f"axis {k} of {tv.name} ({i.label()}) is {STOPS_BEST_EFFORT[i.parallel_type]}"
         for c in consumers:
             if k >= len(c.loop) or not inline_mapped(idmap, i, c, k):
                 return k, f"axis {k} of {tv.name} ({i.label()}) does not map to {c.name}'s axis {k}"
             if c.loop[k].parallel_type is ParallelType.Vectorize:
                 return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is vectorized"
-            if before_bulk and c.loop[k].parallel_type is ParallelType.Bulk:
-                return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is a TMA tile axis (Bulk)"
+            if best_effort and c.loop[k].parallel_type in STOPS_BEST_EFFORT:
+                why = STOPS_BEST_EFFORT[c.loop[k].parallel_type]
+                return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is {why}"
     return len(tv.loop), "every axis maps"
 
 
-def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap | None = None,
-                   before_bulk: bool = False) -> None:
+def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap | None = None) -> None:
     if isinstance(pos, bool) or not isinstance(pos, int):
         raise ScheduleError(f"inline_at: position must be an int, got {pos!r}")
     n = len(tv.loop)
     p = pos + n + 1 if pos < 0 else pos
     if not 0 <= p <= n:
         raise ScheduleError(f"inline_at: position {pos} is out of range for {tv.name} with {n} loop axes")
-    limit, why = max_inline_position(tv, idmap, before_bulk=before_bulk)
+    limit, why = max_inline_position(tv, idmap, best_effort=best_effort)
     if p > limit:
         if not best_effort:
             raise ScheduleError(f"inline_at: {tv.name} can be inlined at most at position {limit}: {why}")
@@ -78,13 +87,13 @@ def inline_all_at(ref: TensorView, pos: int) -> None:
         k = 0
         while k < len(tv.loop) and idmap.key(tv.loop[k]) in keys:
             k += 1
-        set_compute_at(tv, k, best_effort=True, idmap=idmap, before_bulk=True)
+        set_compute_at(tv, k, best_effort=True, idmap=idmap)
 
 
 def inline_most(fusion) -> None:
-    """Inline every tensor as far as it goes: up to a vectorized or Bulk axis, or the first
-    axis that does not map to a consumer's."""
+    """Inline every tensor as far as it goes: up to a vectorized, Bulk or Unroll axis, or the
+    first axis that does not map to a consumer's (nvFuser: inlineMost)."""
     idmap = IdMap(fusion)
     for tv in fusion.tensors:
         if not tv.is_fusion_input:
-            tv.compute_at = max_inline_position(tv, idmap, before_bulk=True)[0]
+            tv.compute_at = max_inline_position(tv, idmap, best_effort=True)[0]

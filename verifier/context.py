@@ -13,6 +13,7 @@ from ..execution.allocation import Allocation, compute_allocation
 from ..model.expr import Expr, const, substitute, try_int
 from ..model.fusion import Fusion, Op, symbol_range
 from ..execution.indexing import block_dims, executed_tensors, grid_dims, thread_dims
+from ..model.loop_map import propagate_parallel_types
 from ..model.mapping import IdMap
 from ..execution.smem_plan import SmemPlan, plan_shared_memory
 from ..model.targets import Target
@@ -41,6 +42,8 @@ class VerifyContext:
         """`shrink_seconds`: the solving that making counterexamples readable may take, all rules
         together, counted in z3's resource units (0 for a copy of the fusion that is judged by its
         verdicts: its findings are never shown)."""
+        if getattr(fusion, "frozen", False):  # as the kernel is lowered: each loop's type on its Serial members
+            propagate_parallel_types(fusion)
         self.fusion = fusion
         self.target = target
         self.bind = dict(bind or {})

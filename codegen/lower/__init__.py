@@ -46,6 +46,7 @@ from ...execution.allocation import Allocation, compute_allocation
 from ...execution.conditions import lowering as conditions
 from ...execution import loops
 from ...model.fusion import Fusion
+from ...model.loop_map import propagate_parallel_types
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...execution.indexing import block_dims, grid_dims, thread_dims
@@ -227,6 +228,8 @@ def kernel_name(fusion_name: str) -> str:
 def lower(fusion: Fusion, target: Target, decisions: Decisions | None = None, *, until: str | None = None) -> Lowering:
     """Run the passes on `fusion` (a verified snapshot: lowering never re-checks safety) with the
     `decisions` of its Report (none: every predicate that needs a proof to drop is kept)."""
+    if getattr(fusion, "frozen", False):  # each loop's type on its Serial members, as verify saw it
+        propagate_parallel_types(fusion)
     st = Lowering(fusion, target, Answers(decisions or Decisions()))
     for name, run in PASSES:
         run(st)

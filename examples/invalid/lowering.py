@@ -94,13 +94,15 @@ def consumer_split_after_inlining():
 
 
 @tp.schedule(expect=tp.rejected("INLINE-PARALLEL-MATCH", messages=[
-    "T2 axis 0 (BIDx) shares a loop with T1 axis 0 (Serial) through inlining"]))
+    "T2 axis 0 (BIDx) shares a loop with T1 axis 0 (Unroll) through inlining"]))
 def inlined_axis_parallelized_differently():
-    """T1 is inlined into T2 at 1; T2's axis 0 is BIDx and T1's stays Serial: one loop cannot be
-    both a for loop and blockIdx.x."""
+    """T1 is inlined into T2 at 1; T2's axis 0 is BIDx and T1's Unroll: one loop cannot be both
+    blockIdx.x and an unrolled for loop. (Had T1's stayed Serial, it would take the loop's BIDx,
+    as nvFuser's loop map gives it.)"""
     fusion, t1, t2 = _copy("inlined_axis_parallelized_differently", [64, 32])
     for t in (t1, t2):
         t.axis(1).parallelize(P.TIDx)
+    t1.axis(0).parallelize(P.Unroll)
     t2.axis(0).parallelize(P.BIDx)
     t1.inline_at(1)
     return fusion

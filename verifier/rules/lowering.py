@@ -242,27 +242,32 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         Loop axes joined by inlining (a producer's axis k < compute-at position with its
-        consumers' axis k, transitively) all have the same parallel type, and it is not
-        Vectorize or Bulk: one instruction of each statement covers such an axis (a vector
-        access, a TMA box), so two statements cannot share it as a loop.
+        consumers' axis k, transitively) are one loop of the kernel, with one parallel type:
+        the type of its members that are not Serial. A Serial member takes it (nvFuser's
+        ComputeAtMap::validateAndPropagatePType; model/loop_map.py gives it in the snapshot
+        that verify and compile read) where it is a thread, block or device index or Unroll.
+        Rejected: two members bound to different non-Serial types; a Serial member of a loop
+        whose type one instruction of the statement covers (Vectorize, Bulk, Mma); and a
+        Vectorize or Bulk axis shared by two statements at all (a vector access, a TMA box).
     Why the hardware needs it:
         Shared axes are one loop of the kernel: a serial for loop, an unrolled one, or a
-        thread/block index. It cannot be a for loop for the producer and threadIdx.x for the
-        consumer; the producer would compute every element in every thread while its
-        consumer expects one element per thread (or the other way round). A producer inlined
-        past its Vectorize axis moves the whole vector into storage allocated for one element
-        (measured on H100: a 2-element vectorized copy through registers stored one wrong value).
+        thread/block index. It cannot be an unrolled for loop for the producer and threadIdx.x
+        for the consumer: each statement would run at indices the other does not, and the
+        producer's value would not be where its consumer reads it. A producer inlined past its Vectorize
+        axis moves the whole vector into storage allocated for one element (measured on H100:
+        a 2-element vectorized copy through registers stored one wrong value).
     Example:
-        fusion, t0, t1, t2 = copy_chain("serial_and_tidx", [64, 32])
+        fusion, t0, t1, t2 = copy_chain("unroll_and_tidx", [4, 32])
         t1.inline_at(1)
+        t1.axis(0).parallelize(tp.ParallelType.Unroll)
         t2.axis(0).parallelize(tp.ParallelType.TIDx)
     Fix:
-        fusion, t0, t1, t2 = copy_chain("tidx_both", [64, 32])
+        fusion, t0, t1, t2 = copy_chain("serial_takes_tidx", [4, 32])
         t1.inline_at(1)
         t2.axis(0).parallelize(tp.ParallelType.TIDx)
-        tp.parallelize_all_like(t2)
     References:
-        nvFuser ComputeAtMap (parallel types are properties of the loop-mapped ID group)
+        nvFuser ComputeAtMap::validateAndPropagatePType (a loop group's parallel type is its
+        non-Serial members' one, given to the Serial members; two different ones throw)
     """
     # Formal statement: none, structural: loop IDs joined by inlining have one parallel type, not Vectorize or Bulk
     yield from report_problems("INLINE-PARALLEL-MATCH", _groups(ctx).mismatched)

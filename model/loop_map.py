@@ -1,0 +1,149 @@
+"""Which loop axes inlining makes one loop of the kernel (nvFuser's loop map), and the parallel
+type each such loop has.
+
+A tensor inlined at position p shares its loop axes 0..p-1 with each computed consumer's (where
+they map: mapping.inline_mapped). A loop of the kernel runs on one index, so it has one parallel
+type: the one of its members that are not Serial. As nvFuser's lowering does
+(ComputeAtMap::validateAndPropagatePType), a Serial member takes it, so that a producer inlined
+into its consumer's blockIdx.x / threadIdx.x / unrolled loop runs on that index; two members with
+different non-Serial types are INLINE-PARALLEL-MATCH's problem (execution/loops.py), and take
+nothing. Types covered by one instruction (Vectorize, Bulk, Mma) are not given to another
+statement's axis: such a loop is not one to share.
+
+Broadcasts of extent 1 that share a loop (one point, computed at each index of it) and merges of
+one (an MmaOp operand's promoted axis, mapping.merges_a_broadcast) neither give nor take a type:
+their extent is not the loop's.
+
+Imports model/ only (mapping, types).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
+from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, ParallelType
+
+# the loop types a Serial member of the loop takes: an index (thread, block, device) or unrolling
+SHARED_TYPES = THREAD_TYPES + BLOCK_TYPES + DEVICE_TYPES + (ParallelType.Unroll,)
+
+
+@dataclass(frozen=True)
+class Join:
+    """What inlining `producer` into `consumer` joins: their loop axes 0..shared-1. `stop` says why
+    it joins fewer than the producer's compute-at position: "changed" (the producer has fewer loop
+    axes than its position; consumer is None), "short" (the consumer has fewer), "unmapped" (axis
+    `shared` does not map, or is the producer's reduction axis); None where it joins them all."""
+
+    producer: object
+    consumer: object | None
+    shared: int
+    stop: str | None = None
+
+
+def computed_tensors(fusion) -> list:
+    """The tensors the kernel computes (a definition, needed by an output), in fusion order."""
+    needed: set[str] = set()
+    stack = list(fusion.outputs)
+    while stack:
+        tv = stack.pop()
+        if tv.name in needed or tv.definition is None:
+            continue
+        needed.add(tv.name)
+        stack.extend(fusion.producers(tv))
+    return [t for t in fusion.tensors if t.name in needed]
+
+
+def inline_joins(fusion, tensors: Sequence, idmap: IdMap) -> Iterator[Join]:
+    """What each computed tensor's inlining joins, with each consumer among `tensors`."""
+    computed = {t.name for t in tensors}
+    for tv in tensors:
+        ca = tv.compute_at
+        if ca > len(tv.loop):  # a propagated transform merged axes left of the compute-at position
+            yield Join(tv, None, 0, "changed")
+            continue
+        for c in fusion.consumers(tv):
+            if c.name not in computed:
+                continue
+            if ca > len(c.loop):
+                yield Join(tv, c, 0, "short")
+                continue
+            k = next((k for k in range(ca) if tv.loop[k].is_reduction or not inline_mapped(idmap, tv.loop[k], c, k)),
+                     ca)
+            yield Join(tv, c, k, None if k == ca else "unmapped")
+
+
+def loop_sets(tensors: Sequence, joins: Sequence[Join]) -> dict[tuple[str, int], tuple[str, int]]:
+    """(tensor name, loop position) -> the representative of its loop (union-find over the joins)."""
+    parent = {(t.name, k): (t.name, k) for t in tensors for k in range(len(t.loop))}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for j in joins:
+        for k in range(j.shared):
+            ra, rb = find((j.producer.name, k)), find((j.consumer.name, k))
+            if ra != rb:
+                parent[rb] = ra
+    return {x: find(x) for x in parent}
+
+
+def sizes_the_loop(ids: Sequence) -> list:
+    """The members of one loop whose extent and type are the loop's: not a broadcast of extent 1
+    or a merge of one (they stand for one point of it); all of them where every one is."""
+    own = [i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))]
+    return own or list(ids)
+
+
+def loop_type(ids: Sequence) -> ParallelType | None:
+    """The parallel type of the loop whose members' IterDomains are `ids`: the non-Serial type of
+    the members that size it, Serial where none has one, None where two differ."""
+    kinds = {i.parallel_type for i in sizes_the_loop(ids)} - {ParallelType.Serial}
+    if len(kinds) > 1:
+        return None
+    return kinds.pop() if kinds else ParallelType.Serial
+
+
+def propagated_types(fusion) -> dict[int, tuple[ParallelType, str | None]]:
+    """IterDomain uid -> (type, origin) for each Serial loop axis of a computed tensor that takes
+    its loop's type (nvFuser's validateAndPropagatePType), the origin being the user's line that
+    parallelized the member it comes from."""
+    tensors = computed_tensors(fusion)
+    idmap = IdMap(fusion)
+    sets = loop_sets(tensors, [j for j in inline_joins(fusion, tensors, idmap) if j.consumer is not None])
+    members: dict[tuple[str, int], list] = {}
+    for t in tensors:
+        for k, i in enumerate(t.loop):
+            members.setdefault(sets[(t.name, k)], []).append(i)
+    given: dict[int, tuple[ParallelType, str | None]] = {}
+    for ids in members.values():
+        kind = loop_type(ids) if len(ids) > 1 else None
+        if kind not in SHARED_TYPES:
+            continue
+        sizing = sizes_the_loop(ids)
+        donor = next(i for i in sizing if i.parallel_type is kind)
+        given.update({i.uid: (kind, donor.parallel_origin) for i in sizing if i.parallel_type is ParallelType.Serial})
+    return given
+
+
+def parallel_type_in_kernel(i, given: dict[int, tuple[ParallelType, str | None]]) -> ParallelType:
+    """The type loop axis i runs on in the kernel: its loop's where it takes it (`given`:
+    propagated_types), else its own."""
+    return given[i.uid][0] if i.uid in given else i.parallel_type
+
+
+def propagate_parallel_types(fusion) -> None:
+    """Give each loop's type to its Serial members that size it (propagated_types) in a frozen
+    snapshot (Fusion.snapshot, what verify and compile read; never the user's schedule), as
+    nvFuser's lowering does. Idempotent: a snapshot already propagated takes nothing more."""
+    if not getattr(fusion, "frozen", False):
+        raise ValueError("propagate_parallel_types: only a frozen snapshot (Fusion.snapshot()) is lowered")
+    given = propagated_types(fusion)
+    for tv in fusion.tensors:
+        for i in tv.loop:
+            if i.uid in given:
+                i.set_parallel_type(*given[i.uid])
