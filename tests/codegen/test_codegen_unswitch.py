@@ -8,14 +8,16 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 import tileproof as tp
+from support.unswitch_schedules import (
+    unswitched_copy_chain,
+    unswitched_exp,
+    unswitched_row_sum,
+)
 from tileproof.codegen.ir import Compute, Loop, LoopKind, WholeTile, walk
 from tileproof.codegen.lower import lower
 from tileproof.execution.statements import CondKind
 from tileproof.model.expr import evaluate
-
-from support.unswitch_schedules import unswitched_copy_chain, unswitched_exp, unswitched_row_sum
 
 P = tp.ParallelType
 SM90 = tp.get_target("sm_90a")

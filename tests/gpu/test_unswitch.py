@@ -12,9 +12,12 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
-import tileproof as tp  # noqa: E402
-
-from support.unswitch_schedules import unswitched_copy_chain, unswitched_exp, unswitched_row_sum  # noqa: E402
+import tileproof as tp
+from support.unswitch_schedules import (
+    unswitched_copy_chain,
+    unswitched_exp,
+    unswitched_row_sum,
+)
 
 pytestmark = pytest.mark.gpu
 SIZES = [1, 511, 512, 513, 4096, 70001]
