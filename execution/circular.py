@@ -1,7 +1,8 @@
 """Circular buffering as the schedule asks for it (nvFuser's TensorView::circularBuffer;
 `tv.circular_buffer(stages, prefetch, type)`, its options in model/options.py): which tensors are
-circular-buffered (circular_tensors), over which loop (circular_axis: tv's loop axis just left of
-its compute-at position), what barriers.py needs of a circular copy (circular_access), and which
+circular-buffered (circular_tensors), over which loop (circular_axis: nvFuser's choice, the loop
+axis left of the compute-at position that is neither thread-parallel nor broadcast), what
+barriers.py needs of a circular copy (circular_access), and which
 form it takes (specialization: WarpSpecialized; war_mbarrier: Pipelined(uses_mbarrier_for_war=True)).
 
 pipeline.py places the pipelines these describe on the loop nest. Pure data: no z3.
@@ -11,15 +12,39 @@ from __future__ import annotations
 
 
 from ..model.options import Pipelined, WarpSpecialized
-from ..model.types import LoadStoreOpType, MemoryType, OpKind
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
+
+LAUNCHED = THREAD_TYPES + BLOCK_TYPES  # nvFuser's isParallelTypeThread: not a loop of the kernel
 
 
 def circular_axis(tv) -> int | None:
-    """The position of tv's circular loop: its loop axis just left of its compute-at position
-    (None where tv is not circular-buffered or not inlined)."""
-    if getattr(tv, "circular", None) is None or tv.compute_at == 0:
+    """The position of tv's circular loop (None where tv is not circular-buffered or not inlined).
+    The axis just left of tv's compute-at position where that is a loop (serial; unrolled too for
+    registers); otherwise nvFuser's choice (csrc/device_lower/analysis/circular_buffer.cpp,
+    getCircularBufferAxisPosition): of the axes left of min(compute-at position, first Unroll axis)
+    that are neither thread-parallel nor broadcast, the innermost, where every axis between it and
+    the compute-at position is thread-parallel or broadcast (those are shared with the copy's
+    readers; the pipeline gives the copy a scope of its own: execution/pipeline.py). nvFuser takes
+    the outermost for a warp-specialized buffer; tileproof pipelines one loop of copies per
+    iteration, so it takes the outermost only where it is that innermost one. Otherwise the axis
+    just left of the compute-at position (PIPELINE-STAGES says what it is)."""
+    c = getattr(tv, "circular", None)
+    if c is None or tv.compute_at == 0:
         return None
-    return tv.compute_at - 1
+    last = tv.compute_at - 1
+    loops = (ParallelType.Serial, ParallelType.Unroll) if tv.memory_type is MemoryType.Local else (ParallelType.Serial,)
+    if tv.loop[last].parallel_type in loops and not tv.loop[last].is_broadcast:
+        return last
+    limit = next((k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Unroll), len(tv.loop))
+    valid = [k for k in range(min(tv.compute_at, limit)) if not _shared_scope(tv.loop[k])]
+    if not valid or not all(_shared_scope(i) for i in tv.loop[valid[-1] + 1:tv.compute_at]):
+        return last
+    return valid[-1]
+
+
+def _shared_scope(axis) -> bool:
+    """An axis that is no loop of the kernel (a thread or block index) or runs once (broadcast)."""
+    return axis.parallel_type in LAUNCHED or axis.is_broadcast
 
 
 def circular_access(tv) -> tuple[int, int, int] | None:

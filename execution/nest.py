@@ -21,7 +21,7 @@ from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, st
 from .circular import circular_access, is_register_copy, specialization, war_mbarrier
 from .derive import per_fusion
 from .loops import LoopGroup, execution_order, loop_groups, nest, statement_items
-from .pipeline import insert_pipelines
+from .pipeline import insert_pipelines, isolate_circular_copies
 from .reduction import Phase
 from .wgmma_order import insert_wgmma_waits
 
@@ -93,10 +93,12 @@ def placed_nest(fusion: Fusion) -> PlacedNest | None:
 
 
 def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
-    """Place every synchronisation of `tree` (in place): the barriers and waits of plain on-chip
-    hand-offs, then the circular buffers' pipelines, then wgmma's fences and waits around them; a
+    """Place every synchronisation of `tree` (in place): circular copies apart from their readers'
+    thread scopes, the barriers and waits of plain on-chip hand-offs, then the circular buffers'
+    pipelines, then wgmma's fences and waits around them; a
     kernel whose TMA stores read shared memory ends waiting for those reads."""
     stores = any(a.kind is Async.TMA_STORE for _, a, _ in statement_paths(tree, hazards))
+    isolate_circular_copies(tree, hazards)
     insert_barriers(tree, on_chip, hazards)
     insert_pipelines(tree, hazards)
     insert_wgmma_waits(tree, hazards)

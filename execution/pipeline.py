@@ -119,6 +119,61 @@ class _CircularLoop:
     barriers: list = field(default_factory=list)  # the TMA loads' mbarriers
 
 
+def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
+    """In place: a circular copy whose circular loop lies outside thread axes (or broadcast axes)
+    it shares with its readers (nvFuser's circular axis: execution/circular.py) gets a scope of
+    those axes of its own, before its readers' scope, so that its circular loop's body holds the
+    copies apart from the reads. A thread axis is a scope, not a loop: running its copies first
+    and its reads after, each thread still writes the other stage before it reads this one."""
+    changed = True
+    while changed:
+        changed = False
+        for _, acc, path in statement_paths(tree, hazards):
+            if acc.circular is None:
+                continue
+            for scope, at in path[acc.circular[2] + 1:-1]:
+                node = scope[at]
+                if not _shared_scope(node, hazards):
+                    break
+                runs = _runs(node.body, hazards)
+                if len(runs) > 1:
+                    parts = []
+                    for run in runs:
+                        part = copy.copy(node)
+                        part.body = run
+                        parts.append(part)
+                    scope[at:at + 1] = parts
+                    changed = True
+                    break
+            if changed:
+                break
+
+
+def _shared_scope(node, hazards: Hazards) -> bool:
+    """A loop of the nest that is a thread or block index, or runs once."""
+    if not hasattr(node, "key") or not hasattr(node, "body"):
+        return False
+    if not hazards.repeats(node):
+        return True
+    extent = hazards.extent(node) if hazards.extent is not None else None
+    return getattr(extent, "op", None) == "const" and extent.value == 1
+
+
+def _runs(nodes: list, hazards: Hazards) -> list[list]:
+    """nodes in runs of consecutive nodes that hold circular copies only, and the others."""
+    def copies_only(n) -> bool:
+        found = [acc for _, acc, _ in statement_paths([n], hazards)]
+        return bool(found) and all(acc.circular is not None for acc in found)
+
+    runs: list[list] = []
+    for n in nodes:
+        if runs and copies_only(runs[-1][0]) == copies_only(n):
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return runs
+
+
 def insert_pipelines(tree: list, hazards: Hazards) -> None:
     """Pipeline every loop whose body holds circular-buffered copies (their Access.circular),
     in place: the Prologue before the loop, the Prefetched copies first in its body, and for

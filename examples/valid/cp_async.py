@@ -127,3 +127,33 @@ def cache_after_copy():
     t2.axis(0).parallelize(P.TIDy)
     t2.axis(2).parallelize(P.TIDx)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def k_loop_sum_inlined_most_circular():
+    """nvFuser's usual circular buffer: [M, K] + [M, K] with every tensor [Mo (BIDx), Ko, TIDx,
+    vector] and the cp.async tiles inlined as far as they go (inline_most: through the TIDx axis
+    they share with the sum). The circular loop is Ko, the innermost serial axis left of the
+    compute-at position (nvFuser's choice; the TIDx axis is a thread, not a loop); the copies get a
+    TIDx scope of their own, ahead of the sum's, so the next tile's copies run apart from the reads."""
+    with tp.Fusion("k_loop_sum_inlined_most_circular") as fusion:
+        a = tp.make_tensor(["M", "K"], contiguity=True)
+        b = tp.make_tensor(["M", "K"], contiguity=True)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        sa = tp.set(a, op=CP_ASYNC)
+        sb = tp.set(b, op=CP_ASYNC)
+        out = tp.add(sa, sb)
+        fusion.add_output(out)
+    fusion.assume("K % 4 == 0")
+    for t in (sa, sb, out):
+        t.split(1, 4).split(1, 8)  # [M, Ko, 8, 4]
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.TIDx)
+        t.axis(3).parallelize(P.Vectorize)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+    tp.inline_most(fusion)
+    for t in (sa, sb):
+        t.circular_buffer(3, 2)
+    return fusion

@@ -33,7 +33,8 @@ SIZES = [(64, 128), (37, 100), (5, 36), (16, 32), (3, 4), (130, 1000)]
 
 
 K_LOOPS = ["k_loop_sum_cg_16_bytes", "k_loop_sum_ca_8_bytes", "k_loop_sum_ca_4_bytes_any_k", "k_loop_sum_double_buffered",
-           "k_loop_sum_three_stages_prefetch_one", "k_loop_sum_four_stages_bf16", "k_loop_sum_pipelined_any_k"]
+           "k_loop_sum_three_stages_prefetch_one", "k_loop_sum_four_stages_bf16", "k_loop_sum_pipelined_any_k",
+           "k_loop_sum_inlined_most_circular"]
 
 
 @pytest.mark.parametrize("name", K_LOOPS)

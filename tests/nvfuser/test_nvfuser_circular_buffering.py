@@ -345,13 +345,14 @@ def non_tma_cases() -> list[Case]:
     item10 = ("item 10: rejected with INLINE-PARALLEL-MATCH: the consumer's Unroll / TIDx loop is not given to the "
               "inlined producer's Serial axis as nvFuser's loop map does")
     plus2 = run_unary(lambda t: t + 2, [1000, 999, 4])
+    plus1 = run_unary(lambda t: t + 1, [1000, 999, 4, 1])
 
     item1_tidx = ("item 1: rejected with PIPELINE-STAGES: the axis left of the compute-at position is TIDx; "
                   "nvFuser takes the innermost serial loop left of it")
     for s, p in ((2, -1), (5, 0), (9, 3)):
         kw = {"differs": short.format(n=8, s=9)} if s == 9 else {}
         add("SingleDim1", s, p, single_dim1, THROWS if s == 9 else VALID, gap=item2, **kw)
-        add("SingleDim2", s, p, single_dim2, THROWS if s == 9 else VALID, gap=item1_tidx, **kw)
+        add("SingleDim2", s, p, single_dim2, THROWS if s == 9 else VALID, run=plus1, **kw)
     for s, p in ((2, -2), (5, 2)):
         add("SingleDim3", s, p, single_dim3, THROWS if s > 4 else VALID, run=plus2,
             **({"differs": short.format(n=4, s=s)} if s > 4 else {}))

@@ -10,11 +10,14 @@ import pytest
 import tileproof as tp
 from tileproof.execution.allocation import compute_allocation
 from tileproof.execution.barriers import CpAsyncCommit, CpAsyncWait, Sync
+from tileproof.execution.circular import circular_axis
 from tileproof.execution.pipeline import Prefetched, Prologue, Step
 from tileproof.model.targets import get_target
 from tileproof.execution import nest as nest_module
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.rules import pipeline as pipeline_rules
+
+from support.examples import example_module
 
 P = tp.ParallelType
 CP_ASYNC = tp.LoadStoreOpType.CpAsync
@@ -135,6 +138,39 @@ def test_the_circular_loop_must_be_a_serial_loop_inside_the_tile():
     s.inline_at(1)  # the axis left of the compute-at position is BIDx
     d = tp.verify(fusion, rules=["PIPELINE-STAGES"]).errors[0]
     assert "is parallelized on BIDx" in d.message and d.counterexample == {"axis": 0, "compute_at": 1}
+
+
+def test_inlined_through_a_thread_axis_the_circular_loop_is_the_serial_one_left_of_it():
+    """nvFuser's circular axis (getInnerMostCircularBufferPosition): the copies inlined through the
+    TIDx axis they share with the sum pipeline over Ko, the innermost serial axis left of their
+    compute-at position, and the placed nest gives them a TIDx scope of their own in Ko's body,
+    apart from the sum's; with every axis left of the compute-at position a thread or block index
+    there is no circular loop (the test above)."""
+    fusion = example_module("valid", "cp_async").k_loop_sum_inlined_most_circular()
+    assert tp.verify(fusion).ok
+    copies = [t for t in fusion.tensors if t.circular is not None]
+    assert [(t.compute_at, circular_axis(t)) for t in copies] == [(3, 1), (3, 1)]
+    nest = nest_module.placed_nest(fusion.snapshot())
+    ko = _find_loop(nest.tree, lambda n: any(isinstance(c, Prefetched) for c in n.body))
+    (refill,) = [c for c in ko.body if isinstance(c, Prefetched)]
+    (scope,) = refill.body  # the copies' own TIDx scope
+    assert _leaf_names(scope.body) == [t.name for t in copies]
+    readers = [c for c in ko.body if hasattr(c, "key") and c.key == scope.key]  # the sum's TIDx scope
+    assert len(readers) == 1 and _leaf_names(readers[0].body) == [fusion.outputs[0].name]
+
+
+def _leaf_names(nodes) -> list[str]:
+    return [name for n in nodes for name in (_leaf_names(n.body) if hasattr(n, "body") else [n.name])]
+
+
+def _find_loop(nodes, test):
+    for n in nodes:
+        if hasattr(n, "key") and test(n):
+            return n
+        found = _find_loop(getattr(n, "body", []), test)
+        if found is not None:
+            return found
+    return None
 
 
 def test_circular_buffers_of_one_loop_share_their_numbers():
