@@ -11,6 +11,7 @@ from typing import Iterator
 import sympy
 
 from .errors import ScheduleError, user_location
+from .expr import Expr, to_sympy, var
 from .iterdomain import wrong_enum
 from .options import MmaMacro, Tf32Rounding, checked_cluster_dims
 from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind
@@ -98,6 +99,8 @@ class Fusion:
         self.outputs: list = []
         self.assumptions: list[sympy.Basic] = []
         self.symbols: dict[str, sympy.Symbol] = {}
+        # an extent symbol an op unified with another extent (model/extent_unification.py) -> that extent
+        self.extent_aliases: dict[str, Expr] = {}
         self._tensor_count = 0
         self._iterdomain_count = 0
         self.origin = user_location()
@@ -176,6 +179,14 @@ class Fusion:
             self.symbols[name] = sympy.Symbol(name, integer=True, nonnegative=True)
         return self.symbols[name]
 
+    def extent(self, name: str) -> Expr:
+        """The extent a symbol name in a shape stands for: the symbol (created on first use), or
+        the extent an op unified it with (Fusion.extent_aliases)."""
+        if name in self.extent_aliases:
+            return self.extent_aliases[name]
+        self.symbol(name)
+        return var(name)
+
     def assume(self, condition) -> None:
         """State a fact about symbolic extents, e.g. `fusion.assume("N % 4 == 0")`
         or a sympy relation. Proofs hold for every size that satisfies all assumptions."""
@@ -185,6 +196,10 @@ class Fusion:
             cond = condition
         else:
             raise ScheduleError(f"assume: expected a string or a sympy relation, got {type(condition).__name__}")
+        aliased = {s: to_sympy(self.extent_aliases[s.name]) for s in getattr(cond, "free_symbols", ())
+                   if s.name in self.extent_aliases}
+        if aliased:  # a symbol an op unified with another extent: the assumption is about that one
+            cond = cond.subs(aliased)
         if cond is sympy.true:
             return
         if cond is sympy.false:
@@ -277,6 +292,8 @@ class _AssumptionParser:
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
             return sympy.Integer(node.value)
         if isinstance(node, ast.Name):
+            if node.id in self.fusion.extent_aliases:
+                return to_sympy(self.fusion.extent_aliases[node.id])
             if node.id not in self.fusion.symbols:
                 raise ScheduleError(f"assume: unknown extent symbol {node.id}")
             return self.fusion.symbols[node.id]

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from .errors import ScheduleError
 from .expr import const
+from .extent_unification import unify_extents
 from .fusion import Op, Scalar
 from .iterdomain import IterDomain, as_index, wrong_enum
 from .reduction import cache_before, element_axes
@@ -201,7 +202,10 @@ def _binary_with_number(name: str, a, b) -> TensorView:
 def binary(name: str, a, b) -> TensorView:
     """Elementwise `name` of two tensors, or of a tensor and a number (an int or float, either
     side: converted to the tensor's compute type, DataType.compute; the result has the
-    tensor's dtype)."""
+    tensor's dtype). The two tensors' axes are mapped in order; a broadcast axis takes the
+    other's extent, and two others become one extent (model/extent_unification.py: a symbol
+    is unified with the other symbol or constant, as nvFuser's exact map; the launch checks
+    that the inputs' sizes agree); two different constants are a ScheduleError."""
     if name not in BINARY:
         raise ScheduleError(f"unknown binary op {name!r}; supported: {', '.join(BINARY)}")
     if not isinstance(a, TensorBase) or not isinstance(b, TensorBase):
@@ -213,11 +217,13 @@ def binary(name: str, a, b) -> TensorView:
         raise ScheduleError(f"{name}: {a.name} has {len(axes_a)} dimensions, {b.name} has {len(axes_b)}; broadcast first")
     if a.dtype != b.dtype:
         raise ScheduleError(f"{name}: dtypes differ ({a.dtype} vs {b.dtype}); cast first")
+    pairs = [(a.logical[i], b.logical[j]) for i, j in zip(axes_a, axes_b)]
+    for (x, y), i, j in zip(pairs, axes_a, axes_b):  # mapped axes have one extent, as nvFuser's exact map
+        if not x.is_broadcast and not y.is_broadcast:
+            unify_extents(a.fusion, name, x, y, f"{a.name} axis {i}", f"{b.name} axis {j}")
     ids = []
-    for x, y in zip([a.logical[k] for k in axes_a], [b.logical[k] for k in axes_b]):
+    for x, y in pairs:  # after every unification: an extent read earlier may have been replaced
         src = y if x.is_broadcast else x
-        if not x.is_broadcast and not y.is_broadcast and x.extent_expr != y.extent_expr:
-            raise ScheduleError(f"{name}: extents {x.extent} and {y.extent} differ")
         ids.append(IterDomain(src.extent_expr, number=a.fusion.next_iterdomain_number(), iter_type=src.iter_type))
     out = a.new_tensor(ids, a.dtype)
     a.fusion._register_op(Op(OpKind.BINARY, [a, b], out, [axes_a, axes_b], name=name))

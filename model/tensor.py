@@ -13,7 +13,7 @@ from typing import Sequence
 import sympy
 
 from .errors import ScheduleError
-from .expr import Expr, var, const
+from .expr import Expr, const
 from .fusion import current_fusion
 from .inlining import set_compute_at
 from .iterdomain import IterDomain, wrong_enum
@@ -88,19 +88,21 @@ def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
         raise ScheduleError(f"tensor shape entries must be ints or names, got {s!r}")
     if isinstance(s, int):
         if s == -1:
-            name = f"T{tensor_index}_{dim}"
-            fusion.symbol(name)
-            return var(name), IterType.Iteration
+            return _named(fusion, f"T{tensor_index}_{dim}")
         if s <= 0:
             raise ScheduleError(f"tensor extents must be positive (or -1 for symbolic), got {s}")
         return const(s), IterType.Broadcast if s == 1 else IterType.Iteration
     if isinstance(s, str):
-        fusion.symbol(s)
-        return var(s), IterType.Iteration
+        return _named(fusion, s)
     if isinstance(s, sympy.Symbol):
-        fusion.symbol(s.name)
-        return var(s.name), IterType.Iteration
+        return _named(fusion, s.name)
     raise ScheduleError(f"tensor shape entries must be ints or names, got {type(s).__name__} {s!r}")
+
+
+def _named(fusion, name: str) -> tuple[Expr, IterType]:
+    """A symbolic extent named `name`: its symbol, or the extent an op unified it with."""
+    e = fusion.extent(name)
+    return e, IterType.Broadcast if e == const(1) else IterType.Iteration
 
 
 def _check_shape(func: str, shape) -> list:

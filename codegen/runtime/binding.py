@@ -58,7 +58,17 @@ def bind_shape(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, i
         want = _value(extent, env)
         if want is not None and want != size:
             source = f" (bound to {want} by {origin[extent.value]})" if extent.op == "var" else ""
-            raise InputError(f"{_label(g, position)}: axis {axis} has size {size}, expected {extent}{source}")
+            raise InputError(f"{_label(g, position)}: axis {axis} has size {size}, expected {extent}{source}"
+                             f"{_one_extent(extent, origin)}")
+
+
+def _one_extent(extent: Expr, origin: dict[str, str]) -> str:
+    """Why an axis bound by another array must match it: the ops map both axes to one extent
+    (model/extent_unification.py), or the shapes name one symbol."""
+    if extent.op != "var" or extent.value not in origin or origin[extent.value].startswith("the keyword"):
+        return ""
+    return (f"; both axes have the one extent {extent} (the fusion's ops map them onto one another, as "
+            f"nvFuser's exact map does, or its shapes name one symbol), so their sizes must be equal")
 
 
 def bind_strides(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, int]) -> None:
