@@ -16,6 +16,7 @@ from __future__ import annotations
 
 
 from .errors import ScheduleError
+from .extent_unification import unify_extents
 from .fusion import MMA_OP, Op, is_mma_op
 from .iterdomain import IterDomain
 from .options import MmaArch
@@ -64,11 +65,11 @@ def fused_multiply_sum(a: TensorView, b: TensorView, axes) -> TensorView:
         if b.logical[k].is_broadcast:
             raise ScheduleError(f"{func}: axis {k} of b ({b.name}) is a broadcast axis, which cannot be reduced with "
                                 f"a's {a.logical[k].label()}")
+    for k, (x, y) in enumerate(zip(a.logical, b.logical)):  # mapped axes have one extent, as nvFuser's exact map
+        if not x.is_broadcast and not y.is_broadcast:
+            unify_extents(a.fusion, func, x, y, f"{a.name} axis {k}", f"{b.name} axis {k}")
     ids = []
     for k, (x, y) in enumerate(zip(a.logical, b.logical)):
-        if not x.is_broadcast and not y.is_broadcast and x.extent_expr != y.extent_expr:
-            raise ScheduleError(f"{func}: axis {k} has extent {x.extent_expr} in a and {y.extent_expr} in b; "
-                                f"make them equal, or broadcast one of them")
         src = y if x.is_broadcast else x
         kind = IterType.Reduction if k in reduced else src.iter_type
         ids.append(IterDomain(src.extent_expr, number=a.fusion.next_iterdomain_number(), iter_type=kind))

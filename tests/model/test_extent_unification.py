@@ -107,3 +107,15 @@ def test_the_verifier_proves_for_the_unified_size():
     assert report.codes == ["SPLIT-DIVISIBILITY"]  # the vector split, of the one extent T0_0
     (error,) = report.errors
     assert error.counterexample["T0_0"] % 4 and "T1_0" not in error.counterexample
+
+
+def test_an_mma_op_unifies_its_operands_k_extents():
+    with tp.Fusion("matmul") as fusion:
+        a, b = tp.make_contig_tensor(2), tp.make_contig_tensor(2)  # [T0_0, T0_1] @ [T1_0, T1_1]
+        d = tp.matmul(a, b)
+    assert extents(d) == [var("T0_0"), var("T0_1"), var("T1_1")] and extents(b)[0] == var("T0_1")
+    assert list(fusion.symbols) == ["T0_0", "T0_1", "T1_1"]
+    with tp.Fusion("matmul"):
+        a, b = tp.make_contig_concrete_tensor([4, 8]), tp.make_contig_concrete_tensor([9, 4])
+        with pytest.raises(tp.ScheduleError, match=r"fused_multiply_sum: extents 8 and 9 differ"):
+            tp.matmul(a, b)
