@@ -61,6 +61,7 @@ class Access:
     circular: tuple[int, int, int] | None = None
     specialized: object | None = None  # its WarpSpecialized type (execution/warp_roles.py), if any
     war_mbarrier: bool = False  # Pipelined(uses_mbarrier_for_war=True): refills wait on empty mbarriers
+    private: bool = False  # a register circular buffer: each thread's own copy, ordered by program order
 
 
 @dataclass

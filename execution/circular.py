@@ -71,6 +71,13 @@ def circular_tensors(fusion) -> list:
     return [t for t in fusion.tensors if getattr(t, "circular", None) is not None]
 
 
+def is_shared_copy(tv) -> bool:
+    """A shared tensor a plain copy (tp.set) fills: circular-buffered with barriers, no waits."""
+    op = tv.definition
+    return (tv.memory_type is MemoryType.Shared and op is not None and op.kind is OpKind.LOAD_STORE
+            and op.op_type is LoadStoreOpType.Set)
+
+
 def is_register_copy(tv) -> bool:
     """A register tensor a plain copy or ldmatrix fills: circular-buffered without waits."""
     op = tv.definition

@@ -18,7 +18,7 @@ from ..model.mma_op import is_wgmma_op
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
 from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, statement_paths
-from .circular import circular_access, is_register_copy, specialization, war_mbarrier
+from .circular import circular_access, is_register_copy, is_shared_copy, specialization, war_mbarrier
 from .derive import per_fusion
 from .loops import LoopGroup, execution_order, loop_groups, nest, statement_items
 from .pipeline import insert_pipelines, isolate_circular_copies
@@ -46,8 +46,9 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
         return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
     if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
         return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))
-    return Access(tv.name, frozenset(t.name for t in op.inputs),
-                  circular=circular_access(tv) if is_register_copy(tv) else None)
+    circular = circular_access(tv) if is_register_copy(tv) or is_shared_copy(tv) else None
+    return Access(tv.name, frozenset(t.name for t in op.inputs), circular=circular,
+                  private=circular is not None and is_register_copy(tv))
 
 
 def leaf_access(leaf) -> Access | None:

@@ -84,6 +84,7 @@ class Prologue:
     extent: Expr | None = None
     asynchronous: bool = True  # cp.async copies, committed one group per iteration; False: registers
     tma: bool = False  # TMA loads, each completing on its stage's mbarrier: no commits
+    shared: bool = False  # plain copies into shared memory: complete when written, no commits
     repeats_itself = True  # a loop of its own (barriers.scope_repeats)
 
 
@@ -99,6 +100,7 @@ class Prefetched:
     extent: Expr | None = None
     asynchronous: bool = True
     tma: bool = False
+    shared: bool = False
     repeats_itself = False
 
 
@@ -110,7 +112,8 @@ class _CircularLoop:
     loop: object
     stages: int
     prefetch: int
-    asynchronous: bool  # cp.async or TMA copies (False: registers)
+    asynchronous: bool  # cp.async or TMA copies (False: plain copies, into registers or shared memory)
+    shared: bool  # plain copies into shared memory
     outer: bool  # an enclosing scope repeats (the loop runs more than once)
     spec: object  # the copies' WarpSpecialized, if any
     ancestors: list  # the loop's ancestors from the root, outermost first
@@ -192,8 +195,8 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         entry = loops.get(id(scope[at]))
         if entry is None:
             entry = loops[id(scope[at])] = _CircularLoop(
-                scope, scope[at], stages, prefetch, asynchronous, scope_repeats(path, depth, hazards), acc.specialized,
-                [s[k] for s, k in path[:depth]], acc.war_mbarrier)
+                scope, scope[at], stages, prefetch, asynchronous, not asynchronous and not acc.private,
+                scope_repeats(path, depth, hazards), acc.specialized, [s[k] for s, k in path[:depth]], acc.war_mbarrier)
         if acc.kind is Async.TMA_LOAD and acc.barrier not in entry.barriers:
             entry.barriers.append(acc.barrier)
         child = scope[at].body[path[depth + 1][1]]  # the node, not its index: prologues shift indices
@@ -203,6 +206,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
     for cl in loops.values():
         scope, loop, children, barriers = cl.scope, cl.loop, cl.children, cl.barriers
         stages, prefetch, asynchronous, outer, spec, war = cl.stages, cl.prefetch, cl.asynchronous, cl.outer, cl.spec, cl.war
+        shared = cl.shared
         copies = [n for n in loop.body if any(n is c for c in children)]
         rest = [n for n in loop.body if not any(n is c for c in children)]
         tma = bool(barriers)
@@ -212,7 +216,17 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             loop.body[:] = waits + rest
             specialized.append(SpecializedLoop(loop, scope, cl.ancestors, copies, barriers, stages, prefetch, spec))
             continue
-        if not asynchronous:  # registers: the next iteration's copy ahead of this one's reads
+        if shared and prefetch >= 1:  # plain copies into shared memory: complete when written; the barrier
+            # at the top orders this iteration's stage after every thread's writes and the refill after the
+            # previous iteration's reads of its stage (the last reads of it): one barrier per iteration
+            loop.body[:] = [Sync("this iteration's stage is written by every thread; the stage refilled below "
+                                 "was read in the previous iteration"),
+                            Prefetched(stages, prefetch, copies, asynchronous=False, shared=True)] + rest
+        elif shared:  # no prefetch: this iteration's copies, then the barrier before any thread reads them
+            war = [Sync("the stage read here is refilled at the top of the next iteration")] if stages == 1 else []
+            loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False, shared=True),
+                            Sync("this iteration's stage, written by every thread, read below")] + rest + war
+        elif not asynchronous:  # registers: the next iteration's copy ahead of this one's reads
             loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest
         elif tma and war:  # empty mbarriers instead of barriers: each refill waits for its stage's release
             empty = EMPTY_PREFIX + barriers[0].removeprefix("tp_bar_")
@@ -252,10 +266,10 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
                             CpAsyncWait(0, "this iteration's copies are complete"),
                             Sync("this iteration's stage, copied by every thread, read below")] + rest + war
         at = next(k for k, n in enumerate(scope) if n is loop)  # an earlier prologue may have moved it
-        if outer and asynchronous:  # the next outer iteration's prologue refills the stages read here
+        if outer and (asynchronous or shared):  # the next outer iteration's prologue refills the stages read here
             scope.insert(at + 1, Sync(f"every thread's reads of the circular buffer are done before the next "
                                       f"iteration's prologue refills its stages"))
-        scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma))
+        scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma, shared=shared))
     if specialized:
         split_roles(tree, specialized)
 
@@ -317,6 +331,7 @@ class Timeline:
     tma: bool = False  # TMA loads: a WAIT is every thread's own wait on iteration k's stage and phase
     async_read: bool = False  # the reader is a wgmma: its reads end at an MMA_WAIT, not with the statement
     outer_ordered: bool = True  # in a repeating scope: a barrier after the loop (after its reads are done)
+    synchronous: bool = False  # plain copies into shared memory: complete when issued, seen by all after a SYNC
     # warp-specialized (execution/warp_roles.py): `body` is the consumers' iteration, `producer` the
     # producer's (its ISSUE loads iteration k's data), `tail` the consumers' steps after the loop
     specialized: bool = False
@@ -395,9 +410,11 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
     leaf_scope, leaf_at = rp[-1]
     reading = hazards.access(leaf_scope[leaf_at])
     async_read = reading is not None and reading.kind is Async.WGMMA
+    synchronous = False
     if isinstance(scope[iw], Prefetched):
-        prefetch, stages, private = scope[iw].prefetch, scope[iw].stages, not scope[iw].asynchronous
-        tma = scope[iw].tma
+        prefetch, stages, tma = scope[iw].prefetch, scope[iw].stages, scope[iw].tma
+        synchronous = scope[iw].shared  # plain copies into shared memory: complete when issued
+        private = not scope[iw].asynchronous and not synchronous
     if d > 0:
         parent, at = wp[d - 1]
         owner = parent[at]
@@ -407,10 +424,10 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
         if isinstance(scope[iw], Prefetched) and not private and scope_repeats(wp, d - 1, hazards):
             outer_ordered = _barrier_after(parent, at, async_read) or any(isinstance(n, Sync) for n in parent[:at - 1])
         if isinstance(before, Prologue) and isinstance(scope[iw], Prefetched):
-            steps = (Event(Step.ISSUE),) if private or tma else (Event(Step.ISSUE), Event(Step.COMMIT))
+            steps = (Event(Step.ISSUE),) if private or tma or synchronous else (Event(Step.ISSUE), Event(Step.COMMIT))
             prologue, iterations = steps, max(before.prefetch, 0)
     return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private, tma,
-                    async_read, outer_ordered)
+                    async_read, outer_ordered, synchronous=synchronous)
 
 
 def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, hazards: Hazards,

@@ -61,12 +61,17 @@ def prologue_lines(emitter, n: Prologue, depth: int) -> list[str]:
     count = max(n.prefetch, 0)  # a negative prefetch (rejected, built by compile_unverified) has none
     commit = [f"{pad}  tp_cp_async_commit();"] if n.asynchronous and not n.tma else []  # registers, TMA: no groups
     return ([f"{pad}// prologue: the copies of iterations 0..{count - 1} of the loop over {i} "
-             f"({n.stages} stages{'' if n.asynchronous else ' of registers'}{', TMA' if n.tma else ''})",
+             f"({n.stages} stages{_kind(n)}{', TMA' if n.tma else ''})",
              f"{pad}#pragma unroll",
              f"{pad}for ({INDEX_TYPES[emitter.ir.index_bits]} {i} = 0; {i} < {count}; ++{i}) {{",
              f"{pad}  if ({i} < {extent}) {{"]
             + emitter.nodes(n.body, depth + 2)
             + [f"{pad}  }}"] + commit + [f"{pad}}}"])
+
+
+def _kind(n: Prologue) -> str:
+    """What the prologue's stages hold, where not cp.async or TMA copies."""
+    return " of shared memory, plain copies" if n.shared else "" if n.asynchronous else " of registers"
 
 
 def prefetched_lines(emitter, n: Prefetched, depth: int) -> list[str]:

@@ -166,12 +166,25 @@ def stages_do_not_fit():
 
 
 @tp.schedule(expect=tp.rejected("LOWERING-SUPPORTED", messages=[
-    "T1 is circular-buffered, but it is neither a shared tensor filled by cp.async or TMA nor registers filled "
-    "by a copy"]))
-def circular_buffer_of_a_plain_copy():
-    """tileproof pipelines cp.async and TMA copies into shared memory and copies into registers; a
-    plain tp.set into shared memory is not pipelined."""
-    return k_loop("circular_buffer_of_a_plain_copy", stages=2, op=tp.LoadStoreOpType.Set)[0]
+    "T2 is circular-buffered, but it is neither a shared tensor filled by a copy"]))
+def circular_buffer_of_a_computed_tile():
+    """A circular buffer holds copies (nvFuser's circularBuffer takes a LoadStoreOp's output only):
+    a shared tile computed by an add, a + b, is not pipelined."""
+    with tp.Fusion("circular_buffer_of_a_computed_tile") as fusion:
+        a = tp.make_tensor(["M", "K"], contiguity=True)
+        b = tp.make_tensor(["M", "K"], contiguity=True)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        s = tp.add(a, b)
+        out = tp.set(s)
+        fusion.add_output(out)
+    s.set_memory_type(tp.MemoryType.Shared)
+    for t in (s, out):
+        t.split(1, 32).axis(0).parallelize(P.BIDx)  # [M, K loop, 32]
+        t.axis(2).parallelize(P.TIDx)
+    s.inline_at(2)
+    s.circular_buffer(2)
+    return fusion
 
 
 def register_slices(name, prefetch, source_inline=2):

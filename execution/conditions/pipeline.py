@@ -14,7 +14,7 @@ from ...hw.tma import is_tma_op
 from ..circular import circular_axis, circular_tensors
 from ..problems import Problem
 from ..loops import execution_order, loop_groups
-from ..circular import is_register_copy
+from ..circular import is_register_copy, is_shared_copy
 
 
 def stage_problems(fusion) -> list:
@@ -108,22 +108,22 @@ def _sources_inside(tv, pos: int, where: dict) -> list:
 
 
 def unsupported_pipelines(fusion, order) -> list:
-    """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async copies
-    into shared memory with barrier-guarded refills (Pipelined without mbarriers), and copies into
-    registers."""
+    """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async, TMA and
+    plain copies into shared memory, and plain copies or ldmatrix into registers."""
     out = []
     for tv in order:
         c = getattr(tv, "circular", None)
         if c is None:
             continue
         shared = tv.memory_type is MemoryType.Shared
-        if not (shared and (is_cp_async(tv.definition) or is_tma_op(tv.definition))) and not is_register_copy(tv):
+        if not (shared and (is_cp_async(tv.definition) or is_tma_op(tv.definition))) and not is_register_copy(tv) \
+                and not is_shared_copy(tv):
             out.append(Problem(
-                f"{tv.name} is circular-buffered, but it is neither a shared tensor filled by cp.async or TMA nor "
-                f"registers filled by a copy (`{tv.definition}`, {tv.memory_type.value.lower()} memory); tileproof "
-                f"circular-buffers those only",
-                hint=f"fill {tv.name} with tp.set(..., op=tp.LoadStoreOpType.CpAsync) or a TMA into shared memory, or "
-                     f"with a plain copy or ldmatrix into registers, or drop circular_buffer",
+                f"{tv.name} is circular-buffered, but it is neither a shared tensor filled by a copy (cp.async, TMA or "
+                f"tp.set) nor registers filled by a copy (`{tv.definition}`, {tv.memory_type.value.lower()} memory); "
+                f"tileproof circular-buffers those only",
+                hint=f"fill {tv.name} with a copy (tp.set, cp.async or TMA) into shared memory, or with a plain copy or "
+                     f"ldmatrix into registers, or drop circular_buffer",
                 tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         at = circular_axis(tv)
         inside = [i for i in (tv.loop[at + 1:] if at is not None else [])

@@ -331,3 +331,44 @@ def test_ldmatrix_reads_the_iterations_stage():
     [a] = accesses(ctx)
     assert "% 2)" in str(_offset(ctx, a))  # (K tile index % 2) * 64 elements
     assert "tp_cp_async_wait<0>();" in tp.compile(fusion).cuda_source  # 2 stages: wait for the one in flight
+
+
+# -- plain copies into shared memory -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, prefetch", [("transposed_tile_three_stages", 2), ("transposed_tile_no_prefetch", 0)])
+def test_a_plain_copy_into_shared_memory_is_pipelined_with_one_barrier_per_iteration(name, prefetch):
+    """nvFuser circular-buffers any copy: a tp.set into shared memory gets its stages, a prologue,
+    and one barrier per iteration (before the refill with prefetch, after the copies without)."""
+    fusion = getattr(example_module("valid", "circular_copies"), name)()
+    assert tp.verify(fusion).ok
+    nest = nest_module.placed_nest(fusion.snapshot())
+    loop = _find_loop(nest.tree, lambda n: any(isinstance(c, Prefetched) for c in n.body))
+    kinds = [type(c).__name__ for c in loop.body if isinstance(c, (Sync, Prefetched))]
+    assert kinds == (["Sync", "Prefetched"] if prefetch else ["Prefetched", "Sync"])
+    (refill,) = [c for c in loop.body if isinstance(c, Prefetched)]
+    assert refill.shared and not refill.asynchronous and (refill.prefetch, refill.stages) == (prefetch, 3 if prefetch else 2)
+
+
+def test_without_its_barrier_a_plain_circular_copy_is_reported(monkeypatch):
+    """With the barrier of each iteration taken away, a thread reads the stage before the other
+    threads' writes of it (CPASYNC-WAIT: no barrier between the copy and the read) and refills a
+    stage other threads may still read (PIPELINE-WAR)."""
+    place = nest_module.place_syncs
+
+    def without(tree, on_chip, hazards):
+        place(tree, on_chip, hazards)
+        _strip(tree, Sync)
+
+    monkeypatch.setattr(nest_module, "place_syncs", without)
+    fusion = example_module("valid", "circular_copies").transposed_tile_three_stages()
+    report = tp.verify(fusion, rules=["CPASYNC-WAIT", "PIPELINE-WAR"])
+    assert report.codes == ["CPASYNC-WAIT", "PIPELINE-WAR"]
+    d = next(d for d in report.errors if d.code == "CPASYNC-WAIT")
+    assert "no __syncthreads comes between the copy and the read" in d.message and d.counterexample["iteration"] >= 0
+
+
+def _strip(nodes: list, kind: type) -> None:
+    for n in nodes:
+        if hasattr(n, "body"):
+            _strip(n.body, kind)
+    nodes[:] = [n for n in nodes if type(n) is not kind]

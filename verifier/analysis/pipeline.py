@@ -153,7 +153,8 @@ def prove_complete(tl: Timeline, context: z3.Context | None = None) -> Outcome:
         return _specialized_complete(tl, context)
     # Formal statement: for all E and k in [0, E), r the READ: issued(k - P) and I(k) < R(k) and
     #   exists a WAIT w (latest instance before R) with I(k) < X_w and commits(I(k), X_w] >= N_w + 1
-    #   and a SYNC after X_w before R(k)
+    #   and a SYNC after X_w before R(k); a synchronous copy (a plain copy into shared memory): a SYNC
+    #   between I(k - P) and R(k)
     m = _Model(tl, context)
     k = m.int("iteration")
     r = tl.positions(Step.READ)[0]
@@ -173,6 +174,9 @@ def prove_complete(tl: Timeline, context: z3.Context | None = None) -> Outcome:
         options.append(z3.And(kw >= 0, x > at, covered >= n + 1, z3.Or(*syncs) if syncs else z3.BoolVal(False, m.ctx)))
         best_commits, best_pending = z3.If(x > at, covered, best_commits), z3.If(x > at, m.val(n), best_pending)
     waited = z3.Or(*options) if options else z3.BoolVal(False, m.ctx)
+    if tl.synchronous:  # a plain copy is complete when written: a SYNC between it and the read shows it to all
+        waited = z3.Or(*[z3.And(ks >= 0, m.pos(ks, s) > at)
+                         for s in tl.positions(Step.SYNC) for ks in [k if s < r else k - 1]], z3.BoolVal(False, m.ctx))
     if tl.tma:  # the thread's own wait on iteration k's stage and phase, after the issue, before the read
         waited = z3.Or(*[m.pos(k, w) > at for w in tl.positions(Step.WAIT) if w < r], z3.BoolVal(False, m.ctx))
     claim = z3.And(issued, at < read) if tl.private else z3.And(issued, at < read, waited)

@@ -1,4 +1,5 @@
-"""Copies over loops: every read of a cp.async-filled tensor waits for its data (CPASYNC-WAIT),
+"""Copies over loops: every read of a cp.async-filled tensor waits for its data, every read of a
+plain circular copy into shared memory follows a barrier after it (CPASYNC-WAIT),
 every read of a register circular buffer follows its copy (PIPELINE-RAW), a circular buffer's
 numbers make a pipeline (PIPELINE-STAGES), and no stage is refilled before its reads are done
 (PIPELINE-WAR). The proofs are decided on the loop nest
@@ -61,7 +62,9 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
         loop (its prologue included): the copy of iteration k's data is issued before the
         read, a `cp.async.wait_group N` after it has at least N + 1 commits between the copy
         and itself (so the copy's group is complete), and a __syncthreads comes after that
-        wait, before the read. The counterexample names the iteration. tileproof places the
+        wait, before the read. A circular buffer of plain copies (tp.set) into shared memory is
+        complete when written: a __syncthreads between the copy of iteration k's data and its read.
+        The counterexample names the iteration. tileproof places the
         waits itself, so only a circular buffer whose copies come after their reads (a negative
         prefetch) fails on a schedule written with the API; tests/rules/test_cp_async.py
         removes placed waits and shows what the rule then reports.
@@ -92,8 +95,9 @@ def cp_async_wait(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if tl.private or tl.tma:
             continue  # a register or TMA circular buffer: PIPELINE-RAW
         out = ctx.memo(("cp-async-wait", tl), lambda tl=tl: prove_complete(tl, ctx.z3_context))
+        how = "plain copies" if tl.synchronous else "cp.async"
         where = dict(tensor=reader.name, location=reader.definition.origin,
-                     labels=[f"{tl.tensor} (shared memory) filled by cp.async in {writer.name}'s statement"])
+                     labels=[f"{tl.tensor} (shared memory) filled by {how} in {writer.name}'s statement"])
         yield from report_outcome("CPASYNC-WAIT", out, f"that {reader.name} reads {tl.tensor} after its copy completes",
                                   lambda out, tl=tl: _incomplete(tl, out, where), **where)
 
@@ -103,6 +107,8 @@ def _incomplete(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
     v = out.values
     if not v.get("issued before the read"):
         why = f"its copy of iteration {k}'s data is not issued before the read"
+    elif tl.synchronous:
+        why = "no __syncthreads comes between the copy and the read, so other threads' writes may be unseen"
     elif v.get("commits after its copy", -1) < 0:
         why = "no cp.async.wait_group comes between its copy and the read"
     elif v["commits after its copy"] < v["pending allowed"] + 1:
@@ -113,7 +119,8 @@ def _incomplete(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
         why = "no __syncthreads follows the wait before the read, so other threads' copies may be unseen"
     return finding(
         "CPASYNC-WAIT",
-        f"{tl.reader} reads {tl.tensor} in iteration {k} before the cp.async data of that iteration is complete: {why}",
+        f"{tl.reader} reads {tl.tensor} in iteration {k} before the {'copied' if tl.synchronous else 'cp.async'} data "
+        f"of that iteration is complete: {why}",
         notes=[f"the steps of the loop: {tl.describe()}"] + (
             [f"{tl.tensor} is circular-buffered with prefetch {tl.prefetch}: the copy of iteration k is issued in "
              f"iteration k - ({tl.prefetch})"] if tl.prefetch < 0 else
