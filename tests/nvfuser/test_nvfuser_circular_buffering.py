@@ -324,6 +324,16 @@ def run_copy(shape):
     return run
 
 
+def run_add(sizes):
+    """A run checking out = t0 + t1 for two 1-D inputs of each size (one extent: the add unifies them)."""
+    def run(kernel, torch):
+        for n in sizes:
+            t0, t1 = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+            (out,) = kernel.run(t0, t1)
+            torch.testing.assert_close(out, t0 + t1)
+    return run
+
+
 def run_binary_concrete(kernel, torch):
     t0 = torch.randn(33, 48, device="cuda")
     t1 = torch.randn(33, 48, device="cuda")
@@ -371,7 +381,7 @@ def non_tma_cases() -> list[Case]:
             run=run_unary(lambda t: (t + 1).sum(0), [200, 1000, 33]),
             **({"differs": short.format(n=7, s=s)} if s > 8 else {}))
     for s, p in ((2, -1), (5, 1)):
-        add("MultipleTensors", s, p, multiple_tensors)
+        add("MultipleTensors", s, p, multiple_tensors, run=run_add([1000, 999, 128, 1]))
     add("SmemBlockGemmCache", 2, -1, smem_block_gemm_cache, gap="item 9: propagate_transforms from the rfactor "
         "does not reach the operand caches through the broadcasts: inline_at(3) raises ScheduleError (axis 1 of "
         "the smem cache does not map)")
