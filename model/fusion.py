@@ -175,6 +175,9 @@ class Fusion:
         """The sympy symbol of a symbolic extent, created on first use."""
         if not isinstance(name, str) or not name.isidentifier():
             raise ScheduleError(f"a symbolic extent needs an identifier name, got {name!r}")
+        if name in self.extent_aliases:
+            raise ScheduleError(f"{name} is no symbol of this fusion any more: an op unified it with "
+                                f"{self.extent_aliases[name]} (the axes it maps have one extent); use that")
         if name not in self.symbols:
             self.symbols[name] = sympy.Symbol(name, integer=True, nonnegative=True)
         return self.symbols[name]

@@ -86,6 +86,8 @@ def test_assumptions_before_and_after_the_op_are_about_the_unified_extent():
         tp.add(t0, t1)
         t3 = tp.make_tensor(["T1_0"])  # a shape naming the symbol that went: the extent that stayed
     assert extents(t3) == [var("T0_0")]
+    with pytest.raises(tp.ScheduleError, match="T1_0 is no symbol of this fusion any more: an op unified it with T0_0"):
+        t3.fusion.symbol("T1_0")  # a split factor declared by that name would be a new, unrelated symbol
 
 
 def test_an_assumption_the_unification_makes_false_is_an_error_at_the_op():
