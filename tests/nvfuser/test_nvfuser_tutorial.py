@@ -400,22 +400,17 @@ CASES = [
     Case("Tutorial.BasicTMA/1d_store", basic_tma_1d_store, VALID, run=_run_tma_copy),
     Case("Tutorial.BasicTMA/2d_load", basic_tma_2d_load, VALID, run=_run_tma_copy),
     Case("Tutorial.BasicTMA/2d_store", basic_tma_2d_store, VALID, run=_run_tma_copy),
-    Case("Tutorial.VectorizeStorePointwiseTMA/symbolic", vectorize_store_pointwise_tma, VALID,
-         gap="item 10: inline_most inlines tv2b into tv2 across tv2's Unroll axis (nvFuser's best-effort inlining "
-             "stops at a consumer's Unroll axis); rejected with INLINE-PARALLEL-MATCH (Unroll vs Serial)"),
+    Case("Tutorial.VectorizeStorePointwiseTMA/symbolic", vectorize_store_pointwise_tma, VALID),
     Case("Tutorial.VectorizeStorePointwiseTMA/16384x16384", lambda: vectorize_store_pointwise_tma([16384, 16384]),
-         VALID, run=_run_add([(16384, 16384)]),
-         gap="item 10: inline_most inlines tv2b into tv2 across tv2's Unroll axis (nvFuser's best-effort inlining "
-             "stops at a consumer's Unroll axis); rejected with INLINE-PARALLEL-MATCH (Unroll vs Serial)"),
+         VALID, run=_run_add([(16384, 16384)])),
     Case("Tutorial.PointwiseBroadcastTMA/symbolic", pointwise_broadcast_tma, VALID,
-         gap="item 9 and item 10 as at 32x2x4x256: propagate_transforms skips tv3's merges with the broadcast axis "
+         gap="item 9 as at 32x2x4x256: propagate_transforms skips tv3's merges with the broadcast axis "
              "on tv0a, whose TMA box and smem tile stay symbolic (TMA-BOX-SIZE, SMEM-CAPACITY, REGISTER-SIZE-CONSTANT, "
-             "TMA-INNER-BYTES, ...), and inline_most crosses tv3b's Unroll axis (INLINE-PARALLEL-MATCH)"),
+             "TMA-INNER-BYTES, ...)"),
     Case("Tutorial.PointwiseBroadcastTMA/32x2x4x256", lambda: pointwise_broadcast_tma([32, 2, 4, 256]), VALID,
          run=_run_broadcast_add,
          gap="item 9: propagate_transforms skips tv3's merges with the broadcast axis on tv0a (left [4, 256, 2, 1]: "
-             "TMA-INNER-BYTES, SMEM-BLOCK-VISIBILITY) and inline_most crosses tv3b's Unroll axis (item 10: "
-             "INLINE-PARALLEL-MATCH)"),
+             "TMA-INNER-BYTES, SMEM-BLOCK-VISIBILITY)"),
     Case("Tutorial.TMABankConflictFreeTranspose", tma_bank_conflict_free_transpose, VALID, run=_run_transpose),
 ]
 
