@@ -217,14 +217,15 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
                 d = split_point(wp, rp)
                 scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
                 store = r.kind is Async.TMA_STORE
+                proxy = store or r.kind is Async.WGMMA  # the reader is the async proxy: the writers fence first
                 if w.kind is Async.TMA_LOAD:
                     _wait(plan, w, wp, rp, d, name)
                 elif w.kind is Async.CP_ASYNC:
                     if not plan.has_cp_async_wait(scope, iw, ir):  # the copies complete, then all threads see them
                         plan.add(scope, ir, CpAsyncWait(0, f"{name} written by cp.async, read below"))
                         plan.add(scope, ir, Sync(f"{name} written by cp.async above, read below by other threads"))
-                elif not plan.has_between(scope, iw, ir, fence=store):
-                    plan.add(scope, ir, Sync(f"{name} written above, read below by other threads", fence_async=store))
+                elif not plan.has_between(scope, iw, ir, fence=proxy):
+                    plan.add(scope, ir, Sync(f"{name} written above, read below by other threads", fence_async=proxy))
                 if scope_repeats(wp, d, hazards) and store:  # its reads end at the wait, just before the rewrite
                     at = iw if iw < ir else ir + 1
                     plan.add(scope, at, BulkStoreWait(f"{name}'s TMA store of the previous iteration has read it"))

@@ -131,8 +131,9 @@ class Operand(Params):
     layout: a K-major tile's shared layout, layout(tile, swizzle_bytes) on the tile
         [.., rows, one swizzle span of K] (swizzled_box: the TMA's swizzled box). Another lays
         out a schedule to teach with, which the verifier judges (examples/invalid/wgmma.py).
-    load: the copy that fills the shared tile (the TMA; another is rejected by the verifier,
-        MMA-OPERAND-LAYOUT: wgmma reads tiles written through the async proxy).
+    load: the copy that fills the shared tile (the TMA; Set keeps the TMA's box as the loop,
+        to be rescheduled onto the threads, examples/valid/wgmma.py; cp.async is rejected by
+        the verifier, MMA-OPERAND-LAYOUT: no proxy fence after its wait).
     """
 
     major: str = "K"

@@ -19,6 +19,7 @@ from ...model.expr import Expr
 from ...model.fusion import Fusion
 from ...execution.loops import Nest, execution_order, loop_groups, statement_items
 from ...execution.nest import PlacedNest
+from ...execution.barriers import WgmmaFence, WgmmaWait
 from ...execution.reduction import Phase
 from ...execution.warp_roles import WarpRoles
 from ...execution.problems import Problem
@@ -134,7 +135,9 @@ def _lowered_node(n, by_key: dict[int, LoopClass]):
 
 def _covered(loop: Nest, covers: dict) -> bool:
     """Whether the loop is one its statements' instructions cover (see lower_nest); such a loop
-    holding anything else (a barrier, another statement) is a tileproof bug."""
+    holding anything else (a barrier, another statement) is a tileproof bug, but for the
+    wgmma.fence and wait around the instruction: a single-tile wgmma's M and N loops hold its
+    whole batch (they run once, as the instruction)."""
     leaves, others = [], []
 
     def gather(nodes: list) -> None:
@@ -143,7 +146,7 @@ def _covered(loop: Nest, covers: dict) -> bool:
                 gather(c.body)
             elif isinstance(c, (TensorView, tuple)):
                 leaves.append(_leaf_key(c))
-            else:
+            elif not isinstance(c, (WgmmaFence, WgmmaWait)):
                 others.append(c)
 
     gather(loop.body)

@@ -244,3 +244,22 @@ def hopper_matmul_warp_specialized_n_major_b():
                               pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=WS), grid=GridOrder(group=8),
                               b=Operand(major="MN"))
     return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
+def hopper_matmul_operands_stored_by_threads():
+    """A's and B's tiles filled by the threads instead of the TMA: plain 16-byte loads and
+    st.shared into the same 128-byte-swizzled layout. wgmma reads shared memory through the
+    async proxy, so the barrier before it is preceded by fence.proxy.async in the writing
+    threads (SMEM-RACE proves it there), and each K tile's wgmma batch completes
+    (wgmma.wait_group 0) before the barrier that lets the next K tile's stores overwrite it."""
+    params = HopperGemmParams(a=Operand(load=tp.LoadStoreOpType.Set), b=Operand(load=tp.LoadStoreOpType.Set))
+    fusion = tile_multiples(hopper_gemm("M", "N", "K", params), 64)
+    for name in ("T4", "T5"):
+        t = fusion.tensor(name)  # [.., 16, 8 rows, 1, 8 chunks, 8], Bulk: the TMA's box
+        for i in t.get_loop_domain()[3:]:
+            i.parallelize(P.Serial)
+        t.merge(3).merge(3).merge(3).split(3, 128)  # [.., 8, 128, 8]: 16 bytes a thread
+        t.axis(4).parallelize(P.TIDx)
+        t.axis(5).parallelize(P.Vectorize)
+    return fusion

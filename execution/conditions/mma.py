@@ -15,7 +15,9 @@ and the code generator (codegen/lower/mma.py), which treats a problem as a tilep
                           registers (or global memory, for mma.sync)
     MMA-OPERAND-LAYOUT    (structural part) mma.sync's operands are register (Local) tensors:
                           the instruction reads its fragments from registers; wgmma's are shared
-                          tensors, read through matrix descriptors (WGMMA-SMEM-LAYOUT)
+                          tensors, read through matrix descriptors (WGMMA-SMEM-LAYOUT), that a TMA
+                          loads or the threads store (the barrier before the wgmma then fences
+                          their writes for the async proxy: SMEM-RACE); not cp.async copies
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..problems import Problem
 from .lowering import registers_of
 from ...model.fusion import is_mma_op
 from ..mma import is_mma_sync
-from ...hw.tma import is_tma_op
+from ...hw.cp_async import is_cp_async
 from ...model.types import MemoryType, ParallelType, THREAD_TYPES
 from ..mma import CODES, shape_problems
 from ..warp_roles import registers_per_thread, specialized_tensors
@@ -96,10 +98,11 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
                             f"memory, read through matrix descriptors",
                             f"load {t.name} into shared memory first ({t.name}.cache_after(tp.LoadStoreOpType.TMA), "
                             f"set_memory_type(tp.MemoryType.Shared)), allocated as the TMA's swizzled boxes")
-        elif wgmma and not (t.definition is not None and is_tma_op(t.definition)):
-            operand_problem(f"is written by `{t.definition}`; tileproof issues wgmma on shared tiles the TMA loads "
-                            f"(the TMA and wgmma both use the async proxy: no proxy fence between them)",
-                            f"fill {t.name} with {t.name} = x.cache_after(tp.LoadStoreOpType.TMA)")
+        elif wgmma and (t.definition is None or is_cp_async(t.definition)):
+            operand_problem(f"is " + (f"written by `{t.definition}`" if t.definition is not None else "an input") +
+                            "; tileproof issues wgmma on shared tiles the TMA loads or the threads store (then "
+                            "fence.proxy.async and a barrier), not on cp.async copies (no proxy fence after their wait)",
+                            f"fill {t.name} with {t.name} = x.cache_after(tp.LoadStoreOpType.TMA), or a plain copy")
         elif not wgmma and t.memory_type is not MemoryType.Local:
             operand_problem(f"is in {t.memory_type} memory; mma.sync reads its operands from each lane's registers",
                             f"copy {t.name} into registers first (r = {t.name}.cache_after(), or "

@@ -134,6 +134,31 @@ def test_a_block_exiting_before_its_tma_store_has_read_is_a_race(monkeypatch):
     assert "may exit while T3's TMA store still reads T6" in found[0].message
 
 
+def _unfence(nodes):
+    for n in nodes:
+        if isinstance(n, barriers.Sync):
+            n.fence_async = False
+        if hasattr(n, "body"):
+            _unfence(n.body)
+
+
+def test_a_tile_the_threads_store_read_by_wgmma_without_the_proxy_fence_is_a_race(monkeypatch):
+    """wgmma reads through the async proxy: the barrier after the threads' stores must come
+    with fence.proxy.async (placed by tileproof, removed here)."""
+    case = next(c for c in discover([str(ROOT / "examples" / "valid" / "wgmma.py")])
+                if c.name == "hopper_matmul_operands_stored_by_threads")
+    assert tp.verify(case.build(), target="sm_90a").ok
+    place = nest_module.place_syncs
+
+    def unfenced(tree, on_chip, hazards):
+        place(tree, on_chip, hazards)
+        _unfence(tree)
+    monkeypatch.setattr(nest_module, "place_syncs", unfenced)
+    found = [d for d in tp.verify(case.build(), target="sm_90a").diagnostics if d.code == CODE]
+    assert found and {d.counterexample["hazard"] for d in found} == {"read after write"}
+    assert "read after write race on T4" in found[0].message, found[0].message
+
+
 def test_a_tma_load_read_before_its_wait_is_a_race(monkeypatch):
     case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_smem.py")])
                 if c.name == "swizzle_128b_recipe")

@@ -69,7 +69,6 @@ def _diagnostics(report, code):
     ("accumulators_stored_by_one_warp", "MMA-WARP-COLLECTIVE", {"T2"}),
     ("accumulators_stored_by_one_warp", "MMA-ACCUM-LAYOUT", {"T3"}),
     ("operands_copied_by_threads[copy=CpAsync]", "MMA-OPERAND-LAYOUT", {"T2"}),
-    ("operands_copied_by_threads[copy=Set]", "MMA-OPERAND-LAYOUT", {"T2"}),
     ("tma_stages_loaded_late", "PIPELINE-RAW", {"T2"}),
     ("warp_specialized_registers_past_the_pool", "WS-REGISTERS", {"T4"}),
     ("warp_specialized_on_tidx", "WS-ROLES", {"T4"}),
@@ -90,7 +89,7 @@ def test_every_invalid_schedule_is_listed_here():
     """A new schedule in examples/invalid/wgmma.py gets a row in the table above."""
     listed = {"unswizzled_operand_rows", "m_major_a_unswizzled", "swizzle_patterns_across_warpgroups", "hopper_macro_on_sm100a",
               "accumulators_stored_by_one_warp", "operands_copied_by_threads[copy=CpAsync]",
-              "operands_copied_by_threads[copy=Set]", "tma_stages_loaded_late",
+              "tma_stages_loaded_late",
               "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx",
               "three_consumer_warpgroups_of_64_x_256", "multicast_of_a_tile_each_block_needs", "cluster_past_the_grid", "multicast_without_warp_specialization",
               "persistent_multicast_across_n_tiles"}

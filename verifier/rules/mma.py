@@ -123,8 +123,8 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         lanes of each warp; warps go along TIDy and TIDz), the MmaOp's output binds no axis to
         TIDx, Vectorize or Bulk, and it lives in registers or global memory. For a wgmma
         (Hopper_64_N_16): 128 threads along TIDx (a warpgroup: 4 warps, the first a multiple
-        of 4), and the accumulators in registers; its operands are shared tiles a TMA loads
-        (MMA-OPERAND-LAYOUT).
+        of 4), and the accumulators in registers; its operands are shared tiles a TMA loads or
+        the threads store (MMA-OPERAND-LAYOUT).
     Why the hardware needs it:
         mma.sync.aligned is executed by all 32 threads of a warp together, each supplying its
         fragment registers; a partial or divergent warp makes the instruction undefined. With
@@ -159,7 +159,15 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         executes, the thread that wrote the element of P read there is that lane (every thread
         index P binds, and every block index, agree) and wrote it at the register the
         instruction takes as its element v. Where an ldmatrix fills P, LDSM-REGISTER-LAYOUT
-        proves the ldmatrix's own fragment, so the two compose.
+        proves the ldmatrix's own fragment, so the two compose. A wgmma's operands are shared
+        tiles (WGMMA-SMEM-LAYOUT proves their descriptors) that a TMA loads or the threads
+        store with plain stores, not cp.async.
+    Why the hardware needs it (wgmma):
+        wgmma reads shared memory through the async proxy. The threads' stores are ordered
+        before it by fence.proxy.async and a barrier, which tileproof places after plain stores
+        (SMEM-RACE proves them there); it places none after a cp.async wait, so cp.async tiles
+        could be read stale. Run on an H200: nvFuser's HopperSS tiles stored by the threads
+        agree with torch (tests/nvfuser/test_nvfuser_mma.py).
     Why the hardware needs it:
         mma.sync reads A and B from fixed registers of fixed lanes (for tf32 m16n8k8, lane
         4g + q's a0..a3 are rows g, g + 8 and columns q, q + 4 of A); a register holding
