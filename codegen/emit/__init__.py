@@ -77,12 +77,15 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
         if any(f"{name}(" in line for line in body):
             lines += helper.splitlines()
     copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy, CpAsyncCopy))
-    if copies:
+    wgmma = emit_mma.uses_wgmma(_nodes_of(ir.body, (MmaIssue,)))
+    if copies or wgmma:  # wgmma's descriptors hold shared addresses too
         lines += SMEM_ADDRESS.splitlines()
     lines += emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
+    if not ir.tensor_maps and any("tp_fence_async_smem();" in line for line in body):  # wgmma on threads' tiles
+        lines += emit_tma.FENCE_ASYNC.splitlines()
     lines += emit_cp_async.prelude([c for c in copies if isinstance(c, CpAsyncCopy)])
     lines += emit_reduction.prelude(ir)
-    if emit_mma.uses_wgmma(_nodes_of(ir.body, (MmaIssue,))):
+    if wgmma:
         lines += emit_mma.WGMMA_PRELUDE.splitlines()
     lines.append("")
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')

@@ -15,6 +15,12 @@ from ...hw.mbarrier import phase_bits_init
 from ...model.types import Direction
 from ..ir import BulkStoreWait, KernelIR, MBarrier, StageDrain, StageEmptyWait, StageRelease, TmaCopy, TmaWait
 
+# the threads' shared-memory writes, ordered before the async proxy's reads (a TMA store, wgmma)
+FENCE_ASYNC = """\
+__device__ __forceinline__ void tp_fence_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+"""
+
 PRELUDE = """\
 // TMA: a CUtensorMap is 128 opaque bytes, passed by value as a __grid_constant__ parameter
 struct __align__(64) TmaDescriptor { unsigned long long opaque[16]; };
@@ -42,8 +48,7 @@ __device__ __forceinline__ unsigned tp_cluster_ctaid_y() {
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctaid.y;" : "=r"(r)); return r; }
 __device__ __forceinline__ unsigned tp_cluster_ctaid_z() {
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(r)); return r; }
-__device__ __forceinline__ void tp_fence_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+""" + FENCE_ASYNC + """\
 __device__ __forceinline__ void tp_bulk_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void tp_bulk_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 """

@@ -115,8 +115,8 @@ def unordered(nest_: PlacedNest) -> list[Hazard]:
                     own, at = wp[-1]
                     limit = rp[d][1] + 1 if d == len(wp) - 1 else len(own)
                     raw = _wait_in(own, at + 1, limit, wa.barrier)
-                elif iw < ir:
-                    raw = _sync_in(scope, iw + 1, ir, fence=store)
+                elif iw < ir:  # threads' writes reach the async proxy (TMA store, wgmma) through the fence
+                    raw = _sync_in(scope, iw + 1, ir, fence=store or ra.kind is Async.WGMMA)
                 else:  # the reader comes first: it reads the previous iteration's writes
                     raw = not repeats or _sync_in(scope, iw + 1, len(scope)) or _sync_in(scope, 0, ir)
                 if not raw:
@@ -144,7 +144,8 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
         On the kernel's loop nest with the barriers and mbarrier waits the code generator
         places (execution/nest.py): for every on-chip tensor, every statement that writes it
         and every statement that reads it, (read after write) a __syncthreads between the
-        write and the read in the innermost scope holding both, or, for a TMA load, an
+        write and the read in the innermost scope holding both (with fence.proxy.async before
+        it where the reader is the async proxy: a TMA store, a wgmma), or, for a TMA load, an
         mbarrier wait after the copy in its own scope before the reader; and (write after
         read) where that scope repeats, a barrier between the read and the next iteration's
         write (for a wgmma, which reads asynchronously, between the wgmma.wait_group 0 after it
