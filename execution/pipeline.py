@@ -230,7 +230,9 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             loop.body[:] = [Prefetched(stages, prefetch, copies, asynchronous=False)] + rest
         elif tma and war:  # empty mbarriers instead of barriers: each refill waits for its stage's release
             empty = EMPTY_PREFIX + barriers[0].removeprefix("tp_bar_")
-            lag = release_lag(stages, prefetch)
+            threads = _read_by_threads(rest, {a.writes for c in copies for _, a, _ in statement_paths([c], hazards)},
+                                       hazards)
+            lag = 0 if threads else release_lag(stages, prefetch)  # thread reads are done when they are made
             waits = [TmaWait(b, "this iteration's tile loaded by TMA (stage i % stages, its next phase)", stages)
                      for b in barriers]
             free = StageEmptyWait(empty, stages, f"stage (i + {prefetch}) % {stages} released by every warpgroup "
@@ -239,7 +241,9 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             refill = Prefetched(stages, prefetch, copies, tma=True)  # without prefetch, before its own wait
             loop.body[:] = [*([*waits, refill] if prefetch >= 1 else [refill, *waits]), *rest,
                             StageRelease(empty, stages, lag, f"this warpgroup's reads of datum i - {lag} are done: its "
-                                                             f"stage may be refilled")]
+                                                             f"stage may be refilled" if not threads else
+                                         "this thread's reads of datum i are done: its stage may be refilled",
+                                         every_thread=threads)]
             at = next(k for k, n in enumerate(scope) if n is loop)
             if lag:
                 scope.insert(at + 1, StageRelease(empty, stages, lag, "the last data's reads are done (after the "
@@ -272,6 +276,11 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma, shared=shared))
     if specialized:
         split_roles(tree, specialized)
+
+
+def _read_by_threads(nodes: list, tensors: set, hazards: Hazards) -> bool:
+    """Whether a statement of `nodes` reads one of `tensors` with thread loads (not a wgmma)."""
+    return any(a.kind is not Async.WGMMA and a.reads & tensors for _, a, _ in statement_paths(nodes, hazards))
 
 
 def _copied(nodes: list) -> list:

@@ -77,8 +77,10 @@ class StageDrain:
 class StageRelease:
     """The first thread of each consumer warpgroup arrives on empty mbarrier `barrier`[d % stages]
     for the datum d its warpgroup is done with: d = i - lag in iteration i of the circular loop
-    (where i >= lag); `tail`: after the loop, for d in [extent - lag, extent). `index` and
-    `extent`: the loop's (filled in by the code generator)."""
+    (where i >= lag); `tail`: after the loop, for d in [extent - lag, extent). `every_thread`:
+    the stage is read by threads, not wgmma: each thread arrives after its own reads (a
+    warpgroup's first thread's reads say nothing of its other threads'). `index` and `extent`:
+    the loop's (filled in by the code generator)."""
 
     barrier: str
     stages: int
@@ -87,6 +89,7 @@ class StageRelease:
     tail: bool = False
     index: str | None = None
     extent: object = None
+    every_thread: bool = False
 
 
 @dataclass

@@ -54,10 +54,11 @@ def expect_tx_bytes(copy_bytes: Count) -> Count:
     return copy_bytes
 
 
-def release_arrivals(releasing_warpgroups: int, cluster_blocks: int = 1) -> int:
-    """An empty mbarrier's arrival count: one arrival per consumer warpgroup that releases the
-    stage, in every block of the cluster whose multicast refills it."""
-    return releasing_warpgroups * cluster_blocks
+def release_arrivals(releasers: int, cluster_blocks: int = 1) -> int:
+    """An empty mbarrier's arrival count: one arrival per releaser of the stage (a consumer
+    warpgroup read by wgmma, whose first thread arrives after its wgmma.wait_group; or each
+    thread, where threads read the stage), in every block of the cluster whose multicast refills it."""
+    return releasers * cluster_blocks
 
 
 __all__ = ["expect_tx_bytes", "initial_parity", "load_arrivals", "phase_bits_init", "phase_of_wait", "release_arrivals"]

@@ -14,7 +14,7 @@ from ...hw.mbarrier import release_arrivals
 from ...model.errors import InternalError
 from ...execution.warp_roles import Role, WarpRoles, role_implied, role_threads
 from ...hw.threads import WARPGROUP
-from ..ir import MBarrier, StageEmptyWait, TmaCopy, walk
+from ..ir import MBarrier, StageEmptyWait, StageRelease, TmaCopy, walk
 from ...model.expr import product, try_int
 from ...execution.indexing import thread_dims
 
@@ -60,7 +60,7 @@ def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     """Pipelined loops with mbarrier WAR (model/pipeline.py), in place: each empty wait is run by
     the threads that issue the loads after it (the Prologue's or Prefetched node's), and each
     loop's empty mbarriers count one arrival per warpgroup of the block (each releases a stage
-    after its wgmma.wait_group)."""
+    after its wgmma.wait_group), or per thread where threads read the stages."""
     seen = set()
     for n in walk(tree):
         if isinstance(n, WarpRoles):
@@ -78,11 +78,14 @@ def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
             w.guard = [] if [] in guard else guard
             if w.barrier not in seen:
                 seen.add(w.barrier)
+                every_thread = any(r.every_thread for r in walk(tree) if isinstance(r, StageRelease)
+                                   and r.barrier == w.barrier)
                 threads = try_int(product(list(thread_dims(fusion))))
-                if threads is None or threads % WARPGROUP:
+                if threads is None or (threads % WARPGROUP and not every_thread):
                     raise InternalError(f"a Pipelined loop with mbarrier WAR in a block of {threads} threads, not "
                                         f"whole warpgroups (its wgmma readers need them)")
-                mbarriers.append(MBarrier(w.barrier, release_arrivals(threads // WARPGROUP), ", ".join(sorted({c.smem for c in copies})),
+                releasers = threads if every_thread else threads // WARPGROUP
+                mbarriers.append(MBarrier(w.barrier, release_arrivals(releasers), ", ".join(sorted({c.smem for c in copies})),
                                           w.stages, empty=True))
 
 

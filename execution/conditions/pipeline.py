@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 from ...hw.cp_async import is_cp_async
-from ...model.types import MemoryType, ParallelType
+from ...model.types import THREAD_TYPES as LAUNCHED_THREADS, MemoryType, ParallelType
 from ...model.options import WarpSpecialized
 from ...model.mma_op import is_wgmma_op
 from ...hw.tma import is_tma_op
@@ -145,14 +145,26 @@ def unsupported_pipelines(fusion, order) -> list:
                          f"tp.Pipelined()",
                     tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         elif c.type.uses_mbarrier_for_war:
-            readers = [r for r in tv.fusion.consumers(tv) if not (r.definition is not None and is_wgmma_op(r.definition))]
-            if not (shared and is_tma_op(tv.definition)) or readers:
+            readers = tv.fusion.consumers(tv)
+            by_wgmma = [r for r in readers if r.definition is not None and is_wgmma_op(r.definition)]
+            mixed = by_wgmma and len(by_wgmma) < len(readers)
+            if not (shared and is_tma_op(tv.definition)) or mixed:
+                thread_reader = next(r for r in readers if r not in by_wgmma) if mixed else None
                 out.append(Problem(
                     f"{tv.name} is circular-buffered with Pipelined(uses_mbarrier_for_war=True), but "
-                    + (f"{readers[0].name} reads it with `{readers[0].definition}`" if readers else
-                       f"it is not a shared tensor a TMA loads (`{tv.definition}`)")
-                    + ": each warpgroup releases a stage on its empty mbarrier after its wgmma.wait_group, so tileproof "
-                      "lowers mbarrier WAR for TMA loads read by wgmma only",
+                    + (f"{by_wgmma[0].name} reads it with a wgmma and {thread_reader.name} with threads "
+                       f"(`{thread_reader.definition}`): a stage is released after a warpgroup's wgmma.wait_group, or "
+                       f"by each thread after its reads, not both" if mixed else
+                       f"it is not a shared tensor a TMA loads (`{tv.definition}`): tileproof lowers mbarrier WAR "
+                       f"for TMA loads only"),
                     hint="use tp.Pipelined() (uses_mbarrier_for_war=False): a __syncthreads guards the refill",
                     tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
+            threads_outside = [i for i in (tv.loop[:at] if at is not None else []) if i.parallel_type in LAUNCHED_THREADS]
+            if not by_wgmma and threads_outside:
+                out.append(Problem(
+                    f"{tv.name} is circular-buffered with Pipelined(uses_mbarrier_for_war=True) and read by threads, "
+                    f"each of which releases a stage on its empty mbarrier, but its circular loop runs inside "
+                    f"{threads_outside[0].label()}: threads outside that axis's extent would not arrive",
+                    hint=f"put {tv.name}'s thread axes inside its circular loop, or use tp.Pipelined()",
+                    tensor=tv.name, ids=(threads_outside[0].name,), location=c.origin or tv.origin))
     return out

@@ -666,7 +666,6 @@ def tma_cases() -> list[Case]:
     cases = []
     bulk_1d_gap = "item 8: tp.LoadStoreOpType has no CpAsyncBulk (AttributeError)"
     type_gaps = {
-        "PipelinedMBarrierForWAR": "item 3: rejected with LOWERING-SUPPORTED: mbarrier WAR is lowered for wgmma readers only",
         "WarpSpecializedOnTIDx": "item 3: rejected with WS-ROLES: warp specialization on TIDx, the tile read by threads",
     }
     test_gaps = {
@@ -691,7 +690,9 @@ def tma_cases() -> list[Case]:
                 return
             gap = (bulk_1d_gap if bulk_1d else test_gaps.get(test)
                    or next((g for t, g in type_gaps.items() if cb_type.startswith(t)), None))
-            run = run_unary(torch_exp, [4096, 5000, 70001]) if test == "SingleDimUnswitch" else None
+            run = (run_unary(torch_exp, [4096, 5000, 70001])
+                   if test == "SingleDimUnswitch" or (test.startswith("SingleDim") and "MBarrierForWAR" in cb_type)
+                   else None)
             cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, VALID, gap=gap, run=run))
 
         # TIDx 256 next to a TIDy producer: more than 128 other threads, nvFuser throws

@@ -1,6 +1,7 @@
 """Pipelined(uses_mbarrier_for_war=True) (execution/pipeline.py): one group of threads loads and reads
 a TMA circular buffer, and a stage is refilled after each warpgroup released it on an empty
-mbarrier (after its wgmma.wait_group) instead of after a __syncthreads. PIPELINE-RAW and
+mbarrier (after its wgmma.wait_group; each thread after its reads where threads read it) instead
+of after a __syncthreads. PIPELINE-RAW and
 PIPELINE-WAR prove it as a warp-specialized protocol whose producer is the issuing thread, and
 refute the mutations that break it."""
 
@@ -140,8 +141,9 @@ def test_the_issuing_thread_alone_waits_where_the_copies_sit_in_a_loop_of_their_
     assert waits and all(len(w.guard) == 1 and w.guard[0] for w in waits)
 
 
-def test_mbarrier_war_needs_tma_loads_read_by_wgmma():
-    """A's tile also copied out by threads: their reads are not covered by a wgmma.wait_group."""
+def test_mbarrier_war_refuses_a_stage_read_by_wgmma_and_threads():
+    """A's tile also copied out by threads: a warpgroup releases a stage after its wgmma.wait_group,
+    a thread after its own reads; one release cannot be both."""
     fusion = _fusion()
     sa = next(t for t in fusion.tensors if t.name == "T4")
     with fusion:
@@ -149,8 +151,8 @@ def test_mbarrier_war_needs_tma_loads_read_by_wgmma():
         fusion.add_output(extra)
     report = tp.verify(fusion, rules=["LOWERING-SUPPORTED"])
     assert report.codes == ["LOWERING-SUPPORTED"]
-    assert "T4 is circular-buffered with Pipelined(uses_mbarrier_for_war=True), but T6 reads it with" in \
-        report.errors[0].message
+    assert "T4 is circular-buffered with Pipelined(uses_mbarrier_for_war=True), but T2 reads it with a wgmma and T6 " \
+           "with threads" in report.errors[0].message
 
 
 def test_a_refill_of_mn_major_boxes_is_one_issue_after_its_empty_wait():
@@ -166,3 +168,75 @@ def test_a_refill_of_mn_major_boxes_is_one_issue_after_its_empty_wait():
         assert [e.step.value for e in tl.producer] == ["empty wait", "issue", "issue"]  # A's and B's boxes
         assert prove_complete(tl).proved and prove_free(tl).proved
     assert tp.verify(fusion, "sm_90a").ok
+
+
+# -- read by threads -------------------------------------------------------------------------------------------
+
+def exp_tiles(stages=4, prefetch=0, *, threads_outside=False):
+    """nvFuser's TmaCircularBufferingTest.SingleDim with PipelinedMBarrierForWAR: out = exp(a),
+    256-element TMA tiles over a serial loop, read by 256 threads (no wgmma); threads_outside: a
+    TIDy axis of 2 outside the circular loop (its rows split over threadIdx.y)."""
+    with tp.Fusion("exp_tiles") as fusion:
+        a = tp.make_contig_tensor(1)
+        fusion.add_input(a)
+        out = tp.exp(a)
+        fusion.add_output(out)
+    s = a.cache_after(tp.LoadStoreOpType.TMA)
+    s.set_memory_type(tp.MemoryType.Shared)
+    out.split(0, 256)
+    if threads_outside:
+        out.split(0, 2, inner_split=False)  # [2 (TIDy), I/256/2, 256]
+    tp.propagate_transforms(out)
+    tp.inline_all_at(out, 2 if threads_outside else 1)
+    if threads_outside:
+        for t in (s, out):
+            t.axis(0).parallelize(P.TIDy)
+    s.axis(-1).parallelize(P.Bulk)
+    out.axis(-1).parallelize(P.TIDx)
+    s.circular_buffer(stages, prefetch, tp.Pipelined(uses_mbarrier_for_war=True))
+    return fusion
+
+
+@pytest.mark.parametrize("stages, prefetch", [(4, 0), (4, 2), (2, 1)])
+def test_threads_reading_a_stage_each_release_it_after_their_reads(stages, prefetch):
+    """A stage read by threads (not a wgmma) is released by every thread right after its reads
+    (lag 0: no wgmma batch in flight), and the empty mbarriers count every thread of the block."""
+    fusion = exp_tiles(stages, prefetch)
+    assert tp.verify(fusion).ok
+    nest = placed_nest(fusion.snapshot())
+    body = _loop(nest).body
+    (release,) = [n for n in body if isinstance(n, StageRelease)]
+    assert release.every_thread and release.lag == 0 and body[-1] is release
+    kernel = tp.compile(fusion)
+    empty = next(m for m in kernel.ir.mbarriers if m.empty)
+    assert empty.count == 256
+    assert re.search(r"\n\s*tp_mbar_arrive\(&tp_empty_T2\[", kernel.cuda_source)  # unguarded: every thread
+
+
+def test_a_thread_release_before_the_reads_is_refuted(monkeypatch):
+    """The release moved ahead of the reads: the refill may overwrite a stage some thread still
+    reads (PIPELINE-WAR), with the iterations in the counterexample."""
+    from tileproof.execution import nest as nest_module
+
+    place = nest_module.place_syncs
+
+    def early(tree, on_chip, hazards):
+        place(tree, on_chip, hazards)
+        for n in walk(tree):
+            body = getattr(n, "body", None)
+            if body and isinstance(body[-1], StageRelease):
+                body.insert(0, body.pop())
+
+    monkeypatch.setattr(nest_module, "place_syncs", early)
+    report = tp.verify(exp_tiles(4, 2), rules=["PIPELINE-WAR"])
+    assert report.codes == ["PIPELINE-WAR"]
+    d = report.errors[0]
+    assert d.counterexample["read iteration"] == 0 and "before their reads of it are done" in d.message
+    assert "the read itself" in d.message
+
+
+def test_threads_outside_the_circular_loop_cannot_all_release():
+    """Every thread arrives on the empty mbarriers; a circular loop inside a thread axis of its own
+    would leave the block's other threads out: LOWERING-SUPPORTED."""
+    report = tp.verify(exp_tiles(threads_outside=True), rules=["LOWERING-SUPPORTED"])
+    assert report.codes == ["LOWERING-SUPPORTED"] and "threads outside" in report.errors[0].message

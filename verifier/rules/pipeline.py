@@ -397,8 +397,9 @@ def _released_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
     elif v.get("reads done at", -1) < 0:
         why = "no wgmma.wait_group after the read covers its batch before the release"
     else:
+        done = "where a wgmma.wait_group covers its batch" if tl.async_read else "the read itself"
         why = (f"the consumers release it (step {v.get('release position')}) before their reads of it are done "
-               f"(step {v.get('reads done at')}, where a wgmma.wait_group covers its batch)")
+               f"(step {v.get('reads done at')}, {done})")
     return finding(
         "PIPELINE-WAR",
         f"{tl.tensor}'s stage {v.get('stage')} holding iteration {j}'s data may be refilled while {tl.reader} still "
