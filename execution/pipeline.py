@@ -214,7 +214,9 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             waits = [TmaWait(b, "this iteration's tile, loaded by the producer warpgroup (stage i % stages, its "
                                 "next phase)", stages) for b in barriers]
             loop.body[:] = waits + rest
-            specialized.append(SpecializedLoop(loop, scope, cl.ancestors, copies, barriers, stages, prefetch, spec))
+            tensors = {a.writes for c in copies for _, a, _ in statement_paths([c], hazards)}
+            specialized.append(SpecializedLoop(loop, scope, cl.ancestors, copies, barriers, stages, prefetch, spec,
+                                               _read_by_threads(rest, tensors, hazards)))
             continue
         if shared and prefetch >= 1:  # plain copies into shared memory: complete when written; the barrier
             # at the top orders this iteration's stage after every thread's writes and the refill after the

@@ -119,7 +119,8 @@ class WarpRoles:
 class SpecializedLoop:
     """What insert_pipelines found of a warp-specialized circular loop: the loop node, its
     ancestors from the root (outermost first), the TMA loads (children of the loop), their
-    mbarriers (full), stages and prefetch."""
+    mbarriers (full), stages and prefetch; `threads`: the stages are read by threads (each
+    consumer thread releases after its reads), not wgmma."""
 
     loop: object
     scope: list  # the list holding the loop
@@ -129,6 +130,7 @@ class SpecializedLoop:
     stages: int
     prefetch: int
     spec: WarpSpecialized
+    threads: bool = False
 
 
 def release_lag(stages: int, prefetch: int) -> int:
@@ -144,13 +146,15 @@ def split_roles(tree: list, loops: list[SpecializedLoop]) -> None:
     pairs = []
     for sl in loops:
         empty = EMPTY_PREFIX + sl.barriers[0].removeprefix("tp_bar_")
-        lag = release_lag(sl.stages, sl.prefetch)
+        lag = 0 if sl.threads else release_lag(sl.stages, sl.prefetch)  # thread reads are done when made
         made = copy.copy(sl.loop)
         made.body = [StageEmptyWait(empty, sl.stages, f"stage i % {sl.stages} released by every consumer "
                                                       f"warpgroup (its data of iteration i - {sl.stages} read)"),
                      *sl.copies]
         sl.loop.body.append(StageRelease(empty, sl.stages, lag, f"this warpgroup's reads of datum i - {lag} are "
-                                                                f"done: its stage may be refilled"))
+                                                                f"done: its stage may be refilled" if not sl.threads
+                                         else "this thread's reads of datum i are done: its stage may be refilled",
+                                         every_thread=sl.threads))
         if lag:
             at = next(k for k, n in enumerate(sl.scope) if n is sl.loop)
             sl.scope.insert(at + 1, StageRelease(empty, sl.stages, lag, "the last data's reads are done (after the "

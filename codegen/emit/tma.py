@@ -168,19 +168,21 @@ def store_wait(n: BulkStoreWait) -> list[str]:
 
 
 def release(n: StageRelease, x, cluster: int = 1) -> list[str]:
-    """The first thread of each consumer warpgroup arrives on the empty mbarrier of datum i - lag
-    (in the loop), or of each of the last `lag` data (after it); in a cluster, on every block's."""
+    """The first thread of each consumer warpgroup (every thread, where threads read the stages)
+    arrives on the empty mbarrier of datum i - lag (in the loop), or of each of the last `lag`
+    data (after it); in a cluster, on every block's."""
     if n.tail:
         e = x(n.extent)
-        return [f"if ({LEADER}) {{  // {n.why}",
+        return [f"if ({'true' if n.every_thread else LEADER}) {{  // {n.why}",
                 f"  for (unsigned long long tp_d = ({e}) > {n.lag}ULL ? ({e}) - {n.lag}ULL : 0ULL; tp_d < ({e}); "
                 f"++tp_d) {{ {_arrive(f'{n.barrier}[tp_d % {n.stages}ULL]', cluster)} }}",
                 "}"]
     i = x(var(n.index))
     ready = f" && ({i}) >= {n.lag}ULL" if n.lag else ""
-    return [f"if ({LEADER}{ready}) {{  // {n.why}",
-            f"  {_arrive(f'{n.barrier}[(({i}) - {n.lag}ULL) % {n.stages}ULL]', cluster)}",
-            "}"]
+    arrive = _arrive(f'{n.barrier}[(({i}) - {n.lag}ULL) % {n.stages}ULL]', cluster)
+    if n.every_thread and not n.lag:  # each thread, after its own reads
+        return [f"{arrive}  // {n.why}"]
+    return [f"if ({'true' if n.every_thread else LEADER}{ready}) {{  // {n.why}", f"  {arrive}", "}"]
 
 
 def copy(n: TmaCopy, x, smem_base: str) -> list[str]:

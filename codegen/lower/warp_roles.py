@@ -48,8 +48,11 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     _mapped(consumer.body, lambda n: dataclasses.replace(n, conds=[c for c in n.conds if not implied(c)])
             if getattr(n, "conds", None) else n)
     roles.consumer_threads = inner * indices
-    # each consumer warpgroup releases a stage in every block of its cluster (model/cluster.py)
-    consumers = release_arrivals(roles.consumer_threads // WARPGROUP, cluster_size(fusion))
+    # each consumer warpgroup (each consumer thread, where threads read the stages) releases a stage in
+    # every block of its cluster (execution/cluster.py)
+    every_thread = any(r.every_thread for r in walk(consumer.body) if isinstance(r, StageRelease))
+    releasers = roles.consumer_threads if every_thread else roles.consumer_threads // WARPGROUP
+    consumers = release_arrivals(releasers, cluster_size(fusion))
     for made, _, empty, _ in roles.loops:
         copies = [n for n in walk(made.body) if isinstance(n, TmaCopy)]
         stages = max((n.circular[0] for n in copies if n.circular), default=1)

@@ -65,13 +65,16 @@ def role_problems(fusion) -> list:
                 f"loads are the producer's alone, issued by one thread", tensor=tv.name, ids=(bound[0].name,),
                 hint=f"do not bind {tv.name}'s axes to {spec.on.value}; the consumers' tensors use it",
                 location=tv.circular.origin or tv.origin))
-        readers = [c for c in fusion.consumers(tv) if not (c.definition is not None and is_wgmma_op(c.definition))]
-        if readers:
+        readers = fusion.consumers(tv)
+        by_wgmma = [c for c in readers if c.definition is not None and is_wgmma_op(c.definition)]
+        if by_wgmma and len(by_wgmma) < len(readers):
+            thread_reader = next(c for c in readers if c not in by_wgmma)
             out.append(Problem(
-                f"{tv.name} is warp-specialized, but {readers[0].name} reads it with `{readers[0].definition}`: a "
-                f"consumer warpgroup releases a stage after its wgmma.wait_group, so only wgmma reads are lowered",
-                hint=f"read {tv.name} with a Hopper wgmma (MmaMacro.Hopper_64_N_16), or use tp.Pipelined()",
-                tensor=tv.name, location=tv.circular.origin or tv.origin))
+                f"{tv.name} is warp-specialized, but {by_wgmma[0].name} reads it with a wgmma and {thread_reader.name} "
+                f"with threads (`{thread_reader.definition}`): a consumer warpgroup releases a stage after its "
+                f"wgmma.wait_group, or each consumer thread after its reads, not both",
+                hint=f"read {tv.name} one way: by wgmma, or by threads", tensor=tv.name,
+                location=tv.circular.origin or tv.origin))
     if len(loops) > 1:
         out.append(Problem(
             f"the warp-specialized buffers {', '.join(t.name for t in tvs)} are circular over {len(loops)} different "

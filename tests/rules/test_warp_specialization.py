@@ -171,7 +171,7 @@ def test_roles_are_checked():
     assert any("holds 1 threads" in m for m in roles) and any("above it" in m for m in roles)
 
 
-def test_a_warp_specialized_buffer_must_be_a_tma_load_read_by_wgmma():
+def test_a_warp_specialized_buffer_must_be_a_tma_load():
     from support.examples import example_module
 
     fusion = example_module("valid", "cp_async").k_loop_sum_double_buffered()
@@ -181,7 +181,70 @@ def test_a_warp_specialized_buffer_must_be_a_tma_load_read_by_wgmma():
     report = tp.verify(fusion, "sm_90a")
     assert any(d.code == "LOWERING-SUPPORTED" and "producer warpgroup issues TMA loads only" in d.message
                for d in report.errors), [d.message for d in report.errors]
-    assert any(d.code == "WS-ROLES" and "only wgmma reads are lowered" in d.message for d in report.errors)
+
+
+def exp_tiles(stages=4, prefetch=2):
+    """nvFuser's TmaCircularBufferingTest.SingleDim warp-specialized on TIDy: out = exp(a), 256-element
+    TMA tiles read by 256 consumer threads (no wgmma); the producer is threadIdx.y == 1."""
+    with tp.Fusion("ws_exp_tiles") as fusion:
+        a = tp.make_contig_tensor(1)
+        fusion.add_input(a)
+        out = tp.exp(a)
+        fusion.add_output(out)
+    s = a.cache_after(tp.LoadStoreOpType.TMA)
+    s.set_memory_type(tp.MemoryType.Shared)
+    out.split(0, 256)
+    tp.propagate_transforms(out)
+    tp.inline_all_at(out, 1)
+    s.axis(-1).parallelize(P.Bulk)
+    out.axis(-1).parallelize(P.TIDx)
+    s.circular_buffer(stages, prefetch, tp.WarpSpecialized(P.TIDy))
+    return fusion
+
+
+def test_consumer_threads_reading_a_stage_each_release_it():
+    """Threads (not a wgmma) read the stages: each consumer thread releases a stage right after its
+    reads (lag 0), and the empty mbarriers count every consumer thread."""
+    fusion = exp_tiles()
+    assert tp.verify(fusion, "sm_90a").ok
+    (release,) = [n for n in _walk(placed_nest(fusion.snapshot()).tree) if isinstance(n, StageRelease)]
+    assert release.every_thread and release.lag == 0
+    kernel = tp.compile(fusion, "sm_90a")
+    empty = next(m for m in kernel.ir.mbarriers if m.empty)
+    assert empty.count == 256
+
+
+def test_a_consumer_thread_releasing_before_its_reads_is_refuted(monkeypatch):
+    from tileproof.execution import nest as nest_module
+
+    place = nest_module.place_syncs
+
+    def early(tree, on_chip, hazards):
+        place(tree, on_chip, hazards)
+        for n in _walk(tree):
+            body = getattr(n, "body", None)
+            if body and isinstance(body[-1], StageRelease):
+                body.insert(1, body.pop())  # after the full wait, before the reads
+
+    monkeypatch.setattr(nest_module, "place_syncs", early)
+    report = tp.verify(exp_tiles(), "sm_90a", rules=["PIPELINE-WAR"])
+    assert report.codes == ["PIPELINE-WAR"] and "the read itself" in report.errors[0].message
+
+
+def test_a_stage_read_by_wgmma_and_by_threads_is_refused():
+    fusion = _fusion()
+    sa = next(t for t in fusion.tensors if t.circular is not None)
+    with fusion:
+        extra = tp.set(sa)
+        fusion.add_output(extra)
+    report = tp.verify(fusion, "sm_90a", rules=["WS-ROLES"])
+    assert report.codes == ["WS-ROLES"] and "with a wgmma and" in report.errors[0].message
+
+
+def _walk(nodes):
+    for n in nodes:
+        yield n
+        yield from _walk(getattr(n, "body", []))
 
 
 def test_compile_refuses_a_rejected_warp_specialization():

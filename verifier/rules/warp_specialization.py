@@ -24,14 +24,15 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         per index of `on` (the product of the thread axes below it) are a constant multiple
         of 128, and no thread axis above `on` has more than one index, so the producer (one
         more index of `on`, the last) is whole warpgroups after the consumers'; every such
-        tensor is a TMA load (LOWERING-SUPPORTED), read only by wgmma, not bound to `on`
-        itself, all of them circular over one loop with one WarpSpecialized.
+        tensor is a TMA load (LOWERING-SUPPORTED), read by wgmma or by threads (not both), not
+        bound to `on` itself, all of them circular over one loop with one WarpSpecialized.
     Why the hardware needs it:
         setmaxnreg and wgmma are executed by whole warpgroups: a producer that shares a
         warpgroup with consumers cannot give its registers away, and a wgmma issued by a
         partial warpgroup is undefined. A consumer warpgroup tells the producer a stage is free
-        by one mbarrier arrival after its wgmma.wait_group, which covers its wgmma reads only
-        (plain loads by other threads would still be running). One producer thread issues the
+        by one mbarrier arrival after its wgmma.wait_group, which covers its wgmma reads only;
+        threads reading a stage each arrive after their own reads: a stage read both ways
+        would be released by the first kind while the second still reads it. One producer thread issues the
         loads of one circular loop: a second loop, or a load split over `on`, would need a
         second producer.
     Example:
@@ -51,8 +52,8 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         PTX ISA 9.7.15.5 (wgmma, warpgroup-wide), 9.7.19.5 (setmaxnreg); docs/hardware.md#warp-specialization
     """
     # Formal statement: none, structural: for the WarpSpecialized(on) tensors T: prod(thread extents below
-    #   on) % 128 == 0 and constant, every thread extent above on == 1, each t in T is read only by wgmma,
-    #   has no loop axis parallelized on on, and all t share one circular loop group and one WarpSpecialized
+    #   on) % 128 == 0 and constant, every thread extent above on == 1, each t in T is read by wgmma only or
+    #   by threads only, has no loop axis parallelized on on, and all t share one circular loop group and one WarpSpecialized
     yield from report_problems("WS-ROLES", role_problems(ctx.fusion))
 
 
