@@ -23,10 +23,13 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
-from .types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, ParallelType
+from .types import ParallelType
 
-# the loop types a Serial member of the loop takes: an index (thread, block, device) or unrolling
-SHARED_TYPES = THREAD_TYPES + BLOCK_TYPES + DEVICE_TYPES + (ParallelType.Unroll,)
+# the axes one instruction of a statement covers (a vector access, a TMA box, a tensor-core tile):
+# no loop another statement's axis can share
+COVERED_BY_AN_INSTRUCTION = (ParallelType.Vectorize, ParallelType.Bulk, ParallelType.Mma)
+# the loop types a Serial member of the loop takes: an index (thread, block, device), Unroll, Unswitch
+SHARED_TYPES = tuple(p for p in ParallelType if p is not ParallelType.Serial and p not in COVERED_BY_AN_INSTRUCTION)
 
 
 @dataclass(frozen=True)

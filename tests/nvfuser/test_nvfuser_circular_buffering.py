@@ -350,10 +350,12 @@ def non_tma_cases() -> list[Case]:
 
     short = ("nvFuser throws at launch (validateCircularBuffering): the circular loop of {n} iterations is "
              "shorter than {s} stages; tileproof predicates the prologue, the run checks the values")
-    item10 = ("item 10: rejected with INLINE-PARALLEL-MATCH: the consumer's Unroll / TIDx loop is not given to the "
-              "inlined producer's Serial axis as nvFuser's loop map does")
+    unroll_tidx = ("item 1: rejected with PIPELINE-STAGES: tv2 takes tv3's TIDx on its axis 4, just left of its "
+                   "compute-at position (the loop map, item 10 done); nvFuser takes the innermost serial loop left "
+                   "of it")
     plus2 = run_unary(lambda t: t + 2, [1000, 999, 4])
     plus1 = run_unary(lambda t: t + 1, [1000, 999, 4, 1])
+    plus1_by4 = run_unary(lambda t: t + 1, [1000, 200, 4])  # sizes its vectors of 4 divide
 
     item1_tidx = ("item 1: rejected with PIPELINE-STAGES: the axis left of the compute-at position is TIDx; "
                   "nvFuser takes the innermost serial loop left of it")
@@ -371,8 +373,9 @@ def non_tma_cases() -> list[Case]:
             **({"differs": short.format(n=4, s=s)} if s > 4 else {}))
         add("SingleDimUnswitch2", s, p, single_dim_unswitch2, THROWS if s > 4 else VALID, run=plus1,
             **({"differs": short.format(n=4, s=s)} if s > 4 else {}))
-        add("SingleDimUnroll", s, p, single_dim_unroll, THROWS if s > 2 else VALID, gap=item10, **({"differs": short.format(n=2, s=s)} if s > 2 else {}))
-        add("SingleDimVectorize", s, p, single_dim_vectorize, THROWS if s > 2 else VALID, gap=item10,
+        add("SingleDimUnroll", s, p, single_dim_unroll, THROWS if s > 2 else VALID, gap=unroll_tidx,
+            **({"differs": short.format(n=2, s=s)} if s > 2 else {}))
+        add("SingleDimVectorize", s, p, single_dim_vectorize, THROWS if s > 2 else VALID, run=plus1_by4,
             **({"differs": short.format(n=2, s=s)} if s > 2 else {}))
         add("NestedTensors", s, p, nested_tensors, THROWS if s > 4 else VALID, run=plus1,
             **({"differs": short.format(n=4, s=s)} if s > 4 else {}))
@@ -748,8 +751,7 @@ def tma_cases() -> list[Case]:
     cases.append(Case("NVFuserTest.BarSyncWarpSpecializedPointwise",
                       lambda: tma_pointwise(4, 1, "WarpSpecializedOnTIDx" + WS_NONE, "CpAsyncBulkTensorTile",
                                             output_exp=True), VALID,
-                      gap="item 3: rejected with WS-ROLES (warp specialization on TIDx, thread readers); item 10: "
-                          "INLINE-PARALLEL-MATCH, the inlined a + b does not take the loop's BIDx"))
+                      gap="item 3: rejected with WS-ROLES (warp specialization on TIDx, thread readers)"))
     cases.append(Case("NVFuserTest.RegisterSharingCircularBufferingPointwiseCustom",
                       register_sharing_pointwise_custom, VALID,
                       gap="item 3: rejected with WS-ROLES: warp specialization on TIDx, the tiles read by threads"))

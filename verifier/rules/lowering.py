@@ -245,7 +245,8 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
         consumers' axis k, transitively) are one loop of the kernel, with one parallel type:
         the type of its members that are not Serial. A Serial member takes it (nvFuser's
         ComputeAtMap::validateAndPropagatePType; model/loop_map.py gives it in the snapshot
-        that verify and compile read) where it is a thread, block or device index or Unroll.
+        that verify and compile read) where it is a thread, block or device index, Unroll or
+        Unswitch.
         Rejected: two members bound to different non-Serial types; a Serial member of a loop
         whose type one instruction of the statement covers (Vectorize, Bulk, Mma); and a
         Vectorize or Bulk axis shared by two statements at all (a vector access, a TMA box).
