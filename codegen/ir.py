@@ -126,6 +126,14 @@ class CpAsyncCopy(Compute):
 
 
 @dataclass
+class CachedLoad(Compute):
+    """A plain copy of a fusion input (global) whose loads carry a cache operator (the Op's
+    tp.CacheOp): `ld.global.{cache}`, in words of at most 16 bytes (PTX ISA 9.7.9.8 ld)."""
+
+    cache: str = "ca"  # "ca" (AllLevels), "cg" (Global) or "cs" (Streaming)
+
+
+@dataclass
 class MatrixCopy:
     """ldmatrix / stmatrix .m8n8.x{num}.b16: a warp moves `num` 8x8 matrices between shared
     memory and `num` 32-bit registers per lane. `address`: the byte offset from the shared
@@ -437,7 +445,7 @@ class WholeTile:
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
+              CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
               WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
               NamedSync, IndexNames, WholeTile)  # a Role only in WarpRoles.body
 

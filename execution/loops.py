@@ -18,7 +18,7 @@ from ..model.loop_map import SHARED_TYPES, Join, inline_joins, loop_sets, loop_t
 from ..model.mapping import IdMap, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES, ParallelType
-from ..hw.tma import is_tma_op
+from ..hw.bulk_copy import is_async_bulk_op
 from .problems import Problem
 from .reduction import Phase, insert_init, phases
 from .derive import per_fusion
@@ -238,8 +238,8 @@ def _mismatch(g: LoopGroup) -> list[Problem]:
 
 
 def statement_path(tv: TensorView, groups: LoopGroups) -> list[LoopGroup]:
-    """The loops tv's statement is nested in (a TMA copy covers its Bulk axes itself)."""
-    tma = tv.definition is not None and is_tma_op(tv.definition)
+    """The loops tv's statement is nested in (a TMA or bulk copy covers its Bulk axes itself)."""
+    tma = is_async_bulk_op(tv.definition)
     return [groups.of[(tv.name, k)] for k, i in enumerate(tv.loop)
             if not (tma and i.parallel_type is ParallelType.Bulk)]
 

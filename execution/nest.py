@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..hw.cp_async import is_cp_async
-from ..hw.tma import is_tma_op
+from ..hw.bulk_copy import is_async_bulk_op
 from ..model.fusion import Fusion
 from ..model.mma_op import is_wgmma_op
 from ..model.tensor import TensorView
@@ -39,7 +39,7 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
             return Access(tv.name, reads, Async.WGMMA)
         return Access(tv.name if phase is Phase.STORE else None, reads) if phase in (Phase.ACCUMULATE, Phase.STORE) \
             else None
-    if is_tma_op(op):
+    if is_async_bulk_op(op):  # a TMA or a 1-D bulk copy: an mbarrier, or the async proxy's read
         if tv.memory_type is MemoryType.Shared:
             return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}", circular=circular_access(tv),
                           specialized=specialization(tv), war_mbarrier=war_mbarrier(tv))

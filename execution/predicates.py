@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Union
 
 from ..hw.cp_async import is_cp_async
-from ..hw.tma import is_tma_op
+from ..hw.bulk_copy import is_async_bulk_op
 from ..model.expr import Expr, add, const, mod, substitute, var
 from ..model.fusion import Fusion
 from ..model.mma_op import ELEMENT_VARS, is_mma
@@ -199,8 +199,8 @@ def claims(fusion: Fusion) -> list[Claim]:
     for tv in order:
         names = statement_names(tv, groups)
         ex = tensor_execution(tv, launch, names)
-        if is_tma_op(tv.definition):
-            continue  # a TMA copy: the hardware clips its box, no hole predicate
+        if is_async_bulk_op(tv.definition):
+            continue  # a TMA copy: the hardware clips its box; a bulk copy: tested at its run's start
         ranges = ex.guarded_ranges
         out += implied_claims(fusion, hole_candidates(ex, ranges), ranges)
         if is_mma(tv):

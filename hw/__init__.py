@@ -9,6 +9,7 @@ schedules against them) and the code generator (which emits them).
     wgmma.py               the wgmma shared-memory descriptor and the hardware swizzle
     tcgen05.py             tensor-memory addresses, data-path patterns, packing
     cp_async.py            cp.async copy sizes and cache operators
+    global_load.py         ld.global.ca / .cg / .cs: a plain load of a fusion input with a cache operator
     threads.py             warps, warpgroups and linear thread ids
     mma_schedule.py        tp.schedule_mma_fragment: a register tile scheduled as an MMA fragment
 

@@ -12,12 +12,16 @@ from .fusion import is_mma_op
 
 
 class IdMap:
-    def __init__(self, fusion):
+    """The exact map; with `map_broadcast`, also a broadcast axis with the axis an op meets it on
+    (nvFuser's PairwiseLogicalDomainMap, which TransformPropagator replays through)."""
+
+    def __init__(self, fusion, *, map_broadcast: bool = False):
         self.fusion = fusion
         self._parent: dict[int, int] = {}
         for tv in fusion.tensors:
             for i in tv.root + tv.logical:
                 self._parent.setdefault(i.uid, i.uid)
+        self._broadcast_roots: set[int] = set()  # roots of the classes holding a broadcast axis
         for op in fusion.exprs:
             out = op.output
             for inp, mapping in zip(op.inputs, op.logical_map):
@@ -25,8 +29,10 @@ class IdMap:
                     if k is None:
                         continue
                     a, b = out.root[j], inp.logical[k]
-                    if a.is_broadcast == b.is_broadcast:
+                    if map_broadcast or a.is_broadcast == b.is_broadcast:
                         self._union(a.uid, b.uid)
+        for tv in fusion.tensors:
+            self._broadcast_roots.update(self._find(i.uid) for i in tv.root + tv.logical if i.is_broadcast)
         # an rfactor's partial reduction has logical IDs derived from its root: the IDs mapped
         # to one of them iterate as it does (its transform's key)
         self._derived: dict[int, IterDomain] = {}
@@ -76,6 +82,19 @@ class IdMap:
 
     def by_key(self, tv) -> dict[int, IterDomain]:
         return {self.key(i): i for i in tv.all_ids()}
+
+    def root_classes(self, i: IterDomain) -> set[int]:
+        """The classes of the root or logical IDs i derives from."""
+        t = i.definition
+        if i.uid in self._parent:
+            return {self._find(i.uid)}
+        if t is None:
+            return set()
+        return set().union(*(self.root_classes(x) for x in t.inputs))
+
+    def holds_broadcast(self, root_class: int) -> bool:
+        """Whether some tensor has a broadcast axis in this class (of root_classes)."""
+        return root_class in self._broadcast_roots
 
 
 def unit_broadcast(i: IterDomain) -> bool:

@@ -43,8 +43,9 @@ def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set,  # noqa: A001
     """A copy of `tv` (a new tensor of the same shape and dtype); `op` (tp.LoadStoreOpType)
     names the instruction the copy becomes: Set, TMA, LdMatrix, StMatrix, TMemLoad, TMemStore,
     CpAsync. `cache_op` (tp.CacheOp) picks cp.async's `.ca` (AllLevels) or `.cg` (Global);
-    Unspecified takes `.cg` for 16-byte copies and `.ca` otherwise. nvFuser: set(tv) and
-    LoadStoreOp(op_type, out, in, cache_op).
+    Unspecified takes `.cg` for 16-byte copies and `.ca` otherwise. A plain copy (Set) of a
+    fusion input takes AllLevels, Global or Streaming: ld.global.ca / .cg / .cs. nvFuser: set(tv)
+    and LoadStoreOp(op_type, out, in, cache_op).
 
         t1 = tp.set(t0, op=tp.LoadStoreOpType.TMA)   # global -> shared by TMA"""
     check_tensor("set", tv)
@@ -58,12 +59,18 @@ def set(tv: TensorView, op: LoadStoreOpType = LoadStoreOpType.Set,  # noqa: A001
 
 
 def check_cache_op(func: str, op: LoadStoreOpType, cache_op) -> None:
-    """A cache op is a tp.CacheOp, and only cp.async takes one other than Unspecified."""
+    """A cache op is a tp.CacheOp; only cp.async (.ca, .cg) and a plain Set (ld.global.ca, .cg,
+    .cs) take one other than Unspecified (nvFuser's LoadStoreOp constructor)."""
     if not isinstance(cache_op, CacheOp):
         raise wrong_enum(func, "cache_op", CacheOp, cache_op)
-    if cache_op is not CacheOp.Unspecified and op is not LoadStoreOpType.CpAsync:
-        raise ScheduleError(f"{func}: cache_op {cache_op.name} is for op=tp.LoadStoreOpType.CpAsync (cp.async.ca / "
-                            f".cg); a {op.value} copy takes no cache op")
+    if cache_op is CacheOp.Unspecified or op is LoadStoreOpType.Set:
+        return
+    if op is not LoadStoreOpType.CpAsync:
+        raise ScheduleError(f"{func}: cache_op {cache_op.name} is for op=tp.LoadStoreOpType.Set (ld.global) or "
+                            f"CpAsync (cp.async); a {op.value} copy takes no cache op")
+    if cache_op is CacheOp.Streaming:
+        raise ScheduleError(f"{func}: cp.async takes cache_op AllLevels (.ca) or Global (.cg), got Streaming "
+                            f"(.cs is for a plain load, op=tp.LoadStoreOpType.Set)")
 
 
 def transpose(tv: TensorView, dim0: int, dim1: int) -> TensorView:

@@ -33,27 +33,46 @@ def _listed(arg: str, values, element: str) -> list:
 def propagate_transforms(ref: TensorView) -> None:
     """Replay ref's splits, merges and swizzles on every other tensor of its fusion, on the axes
     that map to ref's, then order each loop domain like ref's (best effort: a tensor without an
-    axis a transform needs keeps its own). Parallel types are not copied: parallelize_all_like
-    does that. nvFuser: TransformPropagator over MaxLogicalDomainInfoSpanningTree.
+    axis a transform needs keeps its own). A broadcast axis maps to the axis an op meets it on,
+    so it is split, merged and ordered like that axis; a merge of an axis with one the tensor
+    lacks because that one is a broadcast elsewhere (a tensor before its tp.broadcast) stands for
+    the axis the tensor has. Parallel types are not copied: parallelize_all_like does that.
+    nvFuser: TransformPropagator over MaxLogicalDomainInfoSpanningTree (ReplayTransformations
+    with PairwiseLogicalDomainMap, which maps broadcasts).
 
         t2.split(0, 128); tp.propagate_transforms(t2); tp.parallelize_all_like(t2)"""
     _check_ref("propagate_transforms", ref)
     fusion = ref.fusion
-    idmap = IdMap(fusion)
+    idmap = IdMap(fusion, map_broadcast=True)
     for tv in fusion.tensors:
         if tv is ref:
             continue
         _replay(idmap, ref, tv)
 
 
+def _broadcast_elsewhere(idmap: IdMap, missing, tv: TensorView) -> bool:
+    """Whether ref's ID `missing`, absent from tv, derives only from axes tv lacks and some
+    tensor holds as a broadcast (nvFuser's ReplayTransformations forwards a merge with such an
+    ID to the other input)."""
+    own = set().union(*(idmap.root_classes(i) for i in tv.root + tv.logical))
+    classes = idmap.root_classes(missing)
+    return bool(classes) and all(idmap.holds_broadcast(c) and c not in own for c in classes)
+
+
 def _replay(idmap: IdMap, ref: TensorView, tv: TensorView) -> None:
-    have = idmap.by_key(tv)
+    have = idmap.by_key(tv)  # ref's ID's key -> tv's ID standing for it
     for t in ref.history:
         if all(idmap.key(o) in have for o in t.outputs):
             continue
         ins = [have.get(idmap.key(i)) for i in t.inputs]
+        if isinstance(t, Merge) and ins.count(None) == 1:
+            found = next(i for i in ins if i is not None)
+            missing = t.inputs[ins.index(None)]
+            if _broadcast_elsewhere(idmap, missing, tv):
+                have[idmap.key(t.out)] = found
+            continue
         if any(i is None or i not in tv.loop for i in ins):
-            continue  # best effort: this tensor lacks an input (e.g. a broadcast-only axis)
+            continue  # best effort: this tensor lacks an input (e.g. a reduced axis)
         if len({i.is_reduction for i in ins}) > 1:
             continue  # a reduction axis merges or swizzles only with reduction axes (TensorView.merge)
         numbers = tv.fusion.next_iterdomain_number
@@ -66,13 +85,14 @@ def _replay(idmap: IdMap, ref: TensorView, tv: TensorView) -> None:
         else:  # pragma: no cover
             raise TypeError(f"unknown transform {t!r}")
         apply_replayed(tv, new)
-        for o in new.outputs:
-            have[idmap.key(o)] = o
-    ref_keys = [idmap.key(i) for i in ref.loop]
-    by_key = {idmap.key(i): i for i in tv.loop}
-    ordered = [by_key[k] for k in ref_keys if k in by_key]
-    rest = [i for i in tv.loop if i not in ordered]
-    tv.loop = ordered + rest
+        for o, ref_o in zip(new.outputs, t.outputs):
+            have[idmap.key(ref_o)] = o
+    ordered = []
+    for i in ref.loop:
+        mine = have.get(idmap.key(i))
+        if mine is not None and mine in tv.loop and mine not in ordered:
+            ordered.append(mine)
+    tv.loop = ordered + [i for i in tv.loop if i not in ordered]
 
 
 def parallelize_all_like(ref: TensorView, parallel_types: Iterable[ParallelType] | None = None,

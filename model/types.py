@@ -157,6 +157,10 @@ class LoadStoreOpType(enum.Enum):
     global -> shared, 4, 8 or 16 bytes per thread (the Vectorize axis, or one element), with
     `.ca` or `.cg` as the copy's tp.CacheOp says (CPASYNC-SIZE); out-of-bounds elements are
     zero-filled (src-size 0), and readers wait (cp.async.wait_group, then __syncthreads).
+    CpAsyncBulk: cp.async.bulk, a 1-D bulk copy between global and shared memory with no tensor
+    map: the copy's Bulk axes are one contiguous run of a multiple of 16 bytes in both memories,
+    both addresses 16-byte aligned, and no element out of bounds (no zero fill: each copy lies
+    inside the tensor or is predicated off whole); a load completes on an mbarrier as a TMA's does.
     A shared tensor it fills inside a serial loop may be circular-buffered over that loop
     (TensorView.circular_buffer).
 
@@ -169,21 +173,26 @@ class LoadStoreOpType(enum.Enum):
     LdMatrix = "LdMatrix"
     StMatrix = "StMatrix"
     CpAsync = "CpAsync"
+    CpAsyncBulk = "CpAsyncBulk"  # cp.async.bulk: a 1-D bulk copy, no tensor map (hw/bulk_copy.py)
     TMemLoad = "TMemLoad"
     TMemStore = "TMemStore"
 
 
 class CacheOp(enum.Enum):
-    """Which caches a cp.async copy goes through (nvFuser's CacheOp), passed as
-    `tp.set(tv, op=tp.LoadStoreOpType.CpAsync, cache_op=...)` or `tv.cache_after(op, cache_op)`.
+    """Which caches a copy from global memory goes through (nvFuser's CacheOp), passed as
+    `tp.set(tv, cache_op=...)` or `tv.cache_after(op, cache_op)`.
 
-    AllLevels: `cp.async.ca` (L1 and L2; 4, 8 or 16 bytes). Global: `cp.async.cg` (L2 only,
-    bypassing L1; exactly 16 bytes). Unspecified (the default): `.cg` when the copy moves 16
-    bytes, `.ca` otherwise. CPASYNC-SIZE checks the bytes against the choice."""
+    A cp.async copy (`op=tp.LoadStoreOpType.CpAsync`): AllLevels is `cp.async.ca` (L1 and L2;
+    4, 8 or 16 bytes), Global `cp.async.cg` (L2 only, bypassing L1; exactly 16 bytes);
+    Unspecified (the default) `.cg` when the copy moves 16 bytes, `.ca` otherwise. CPASYNC-SIZE
+    checks the bytes against the choice. A plain load of a fusion input (`op` Set): AllLevels is
+    `ld.global.ca`, Global `ld.global.cg`, Streaming `ld.global.cs` (evict first: data read
+    once); Unspecified a plain load (the compiler's `ld.global`)."""
 
     Unspecified = "Unspecified"
     AllLevels = "AllLevels"
     Global = "Global"
+    Streaming = "Streaming"
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from ...model.expr import Expr, add, const, product, substitute, try_int
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda
 from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, scalar_literal
+from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, BlockReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
+from ..ir import (ELEMENT_VAR, BlockReduce, CachedLoad, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
                  StageDrain, StageEmptyWait, StageRelease)
@@ -84,6 +85,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     if not ir.tensor_maps and any("tp_fence_async_smem();" in line for line in body):  # wgmma on threads' tiles
         lines += emit_tma.FENCE_ASYNC.splitlines()
     lines += emit_cp_async.prelude([c for c in copies if isinstance(c, CpAsyncCopy)])
+    lines += emit_global_load.prelude(_nodes_of(ir.body, (CachedLoad,)))
     lines += emit_reduction.prelude(ir)
     if wgmma:
         lines += emit_mma.WGMMA_PRELUDE.splitlines()
@@ -295,19 +297,21 @@ class _Emitter:
             v = loaded[0]
         return out.store.format(v)
 
-    def vector_body(self, s: Compute) -> list[str]:
+    def vector_body(self, s: Compute, load: Callable[[str, str, int], list[str]] | None = None) -> list[str]:
         """One access of s.vector elements per operand, in words of at most 16 bytes (a
-        per-element register operand: an unrolled loop over the elements instead)."""
+        per-element register operand: an unrolled loop over the elements instead). `load`
+        (dst, src, bytes) -> lines reads the inputs (default: move)."""
+        load = load or self.move
         copy = s.kind in COPIES and s.ins[0].dtype == s.out.dtype
         if any(o.per_element for o in [s.out] + s.ins):
-            return self.gather_body(s)
+            return self.gather_body(s, load)
         if copy:
-            return self.move(f"&{self.ref(s.out)}", f"&{self.ref(s.ins[0])}", s.vector * s.out.dtype.bytes)
+            return load(f"&{self.ref(s.out)}", f"&{self.ref(s.ins[0])}", s.vector * s.out.dtype.bytes)
         lines = []
         for k, o in enumerate(s.ins):
             t = CTYPES[o.dtype.name].storage
             lines.append(f"alignas(16) {t} in{k}[{s.vector}];")
-            lines += self.move(f"in{k}", f"&{self.ref(o)}", s.vector * o.dtype.bytes)
+            lines += load(f"in{k}", f"&{self.ref(o)}", s.vector * o.dtype.bytes)
         lines.append(f"alignas(16) {CTYPES[s.out.dtype.name].storage} result[{s.vector}];")
         lines.append("#pragma unroll")
         args = [f"in{k}[v]" for k in range(len(s.ins))]
@@ -315,10 +319,11 @@ class _Emitter:
         lines += self.move(f"&{self.ref(s.out)}", "result", s.vector * s.out.dtype.bytes)
         return lines
 
-    def gather_body(self, s: Compute) -> list[str]:
+    def gather_body(self, s: Compute, load: Callable[[str, str, int], list[str]] | None = None) -> list[str]:
         """A vector statement with per-element register operands: the others move whole
-        vectors through local arrays, the per-element ones are read or written in a loop
-        over ELEMENT_VAR, which their offsets contain."""
+        vectors through local arrays (read by `load`, default move), the per-element ones are
+        read or written in a loop over ELEMENT_VAR, which their offsets contain."""
+        load = load or self.move
         n, v = s.vector, ELEMENT_VAR
         lines, args = [], []
         for k, o in enumerate(s.ins):
@@ -326,7 +331,7 @@ class _Emitter:
                 args.append(self.ref(o))
                 continue
             lines.append(f"alignas(16) {CTYPES[o.dtype.name].storage} in{k}[{n}];")
-            lines += self.move(f"in{k}", f"&{self.ref(o)}", n * o.dtype.bytes)
+            lines += load(f"in{k}", f"&{self.ref(o)}", n * o.dtype.bytes)
             args.append(f"in{k}[{v}]")
         value = self.value(s, args)
         if s.out.per_element:
@@ -362,6 +367,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     TmemFencedSync: emit_tmem.fenced_sync_lines,
     TmemDealloc: emit_tmem.dealloc_lines,
     CpAsyncCopy: emit_cp_async.copy_lines,
+    CachedLoad: emit_global_load.load_lines,
     ReduceInit: emit_reduction.init_lines,
     BlockReduce: emit_reduction.block_reduce_lines,
     CpAsyncWait: emit_cp_async.wait_lines,

@@ -65,7 +65,8 @@ from .index_width import choose_index_width
 from .invariants import name_invariants
 from .named_barriers import name_barriers
 from .whole_tile import split_whole_tiles
-from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, walk
+from ...hw.bulk_copy import ADDRESS_ALIGN
+from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, TmaCopy, walk
 from .loop_nest import LoopClass, LoopClasses, execution_order, lower_nest, refuse
 from .statements import StatementBuilder
 from .pipelines import fill_pipelines
@@ -150,6 +151,11 @@ def index(st: Lowering) -> None:
                     g = st.globals.get(operand.tensor)
                     if g is not None and g.vector_elements < s.vector:
                         st.globals[operand.tensor] = replace(g, vector_elements=s.vector)
+            if isinstance(s, TmaCopy) and s.gmem is not None:  # a 1-D bulk copy: 16-byte aligned runs
+                g = st.globals[s.gmem]
+                run = max(1, ADDRESS_ALIGN // g.dtype.bytes)
+                if g.vector_elements < run:
+                    st.globals[s.gmem] = replace(g, vector_elements=run)
     st.tensor_maps, st.mbarriers = builder.tma.tensor_maps, builder.tma.mbarriers
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ...execution.allocation import Allocation
 from ...model.errors import InternalError
 from ...hw.cp_async import is_cp_async
+from ...hw.global_load import is_cached_load, load_cache
 from ...execution.statements import Cond, CondKind, TensorExecution, tensor_execution, vector_axis
 from ...model.expr import Expr, substitute, var
 from ...model.fusion import Fusion
@@ -24,7 +25,7 @@ from ...model.tensor import TensorView
 from ...model.types import MemoryType, ParallelType
 from ...model.vectorize import VectorOperand, per_element, vector_findings
 from ..errors import UnsupportedSchedule
-from ..ir import ELEMENT_VAR, Compute, GlobalTensor, Operand, TmaCopy
+from ..ir import ELEMENT_VAR, CachedLoad, Compute, GlobalTensor, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
 from ...model.simplify import with_value
 from ...execution.predicates import checked, hole_candidates, is_matrix_copy, operand_offset, padding_candidates
@@ -74,6 +75,8 @@ class StatementBuilder:
             path = path[:-1]
         if is_cp_async(tv.definition):
             stmt = cp_async_statement(tv, stmt)
+        elif is_cached_load(tv.definition):
+            stmt = _cached_load(tv, stmt)
         return path, stmt
 
     def execution(self, tv: TensorView) -> TensorExecution:
@@ -111,6 +114,15 @@ class StatementBuilder:
         except KeyError as e:
             raise InternalError(f"no index for IterDomain uid {e.args[0]} of {tv.name}") from None
         return Operand(tv.name, tv.memory_type, tv.dtype, offset)
+
+def _cached_load(tv: TensorView, stmt: Compute) -> CachedLoad:
+    """A plain copy of a fusion input whose loads carry its tp.CacheOp (hw/global_load.py)."""
+    if not tv.definition.inputs[0].is_fusion_input or stmt.ins[0].memory is not MemoryType.Global:
+        raise InternalError(f"{tv.name}'s copy names a cache op but reads {tv.definition.inputs[0].name}, "
+                            f"not a fusion input, yet the schedule verified", rule="LOWERING-SUPPORTED")
+    return CachedLoad(stmt.kind, stmt.name, stmt.out, stmt.ins, stmt.conds, stmt.vector, stmt.comment, stmt.scalar,
+                      cache=load_cache(tv.definition))
+
 
 def _vector_operands(stmt: Compute) -> list[VectorOperand]:
     return [VectorOperand(o.tensor, o.memory, o.dtype, o.offset) for o in [stmt.out] + stmt.ins]

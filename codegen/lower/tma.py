@@ -1,10 +1,13 @@
-"""Lowering a TMA copy: one cp.async.bulk.tensor per point of the consumer's non-Bulk loops.
+"""Lowering a TMA copy: one cp.async.bulk.tensor per point of the consumer's non-Bulk loops; and a
+1-D bulk copy (tp.LoadStoreOpType.CpAsyncBulk): one cp.async.bulk of the run its Bulk loops cover.
 
 Everything comes from model.tma_layout, the functions the verifier proved: the box origin
 (the instruction's coordinates) and the tile's first byte in shared memory (the
 instruction's shared address), with the consumer's loop indices replaced by the kernel's
 loop variables. The tensor map is the inferred TMA (dims innermost first), encoded at
-launch. Bulk IDs are not loops: the instruction covers them.
+launch. Bulk IDs are not loops: the instruction covers them. A 1-D bulk copy has no tensor map: its
+source and destination are the run's first element (execution/bulk_copy.py, what BULK-COPY-*
+proved), its size the run's bytes; its mbarriers, stages and pipelines are a TMA load's.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from ...execution.circular import circular_access, circular_axis, specialization
 from ...model.fusion import Op
 from ...model.tensor import TensorView
 from ...hw.mbarrier import expect_tx_bytes, load_arrivals
-from ...hw.tma import InferredTma, TmaInfo, infer_tma, is_tma_op
+from ...hw.bulk_copy import bulk_copy, is_async_bulk_op, is_bulk_copy
+from ...hw.tma import InferredTma, TmaInfo, infer_tma
+from ...execution.bulk_copy import bulk_issue
+from ...execution.indexing import block_dims
 from ...execution.tma_issue import build_issue
 from ...execution.cluster import cluster_dims
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, ParallelType
@@ -29,7 +35,8 @@ MAX_TMA_RANK = 5  # PTX ISA cp.async.bulk.tensor .dim = .1d .. .5d (verifier/ana
 
 
 def is_tma(tv: TensorView) -> bool:
-    return tv.definition is not None and is_tma_op(tv.definition)
+    """tv is written by the bulk-copy engine: a TMA, or a 1-D bulk copy."""
+    return is_async_bulk_op(tv.definition)
 
 
 class TmaLowering:
@@ -44,16 +51,14 @@ class TmaLowering:
     def statement(self, tv: TensorView, path: list[LoopClass], env: dict[int, Expr], ranges: dict[str, Expr],
                   issuer: list[Cond]) -> tuple[list[LoopClass], TmaCopy]:
         op = tv.definition
+        if is_bulk_copy(op):
+            return self._bulk(tv, path, env, ranges, issuer)
         tma = self._inferred(op)
         info = tma.info
         if info.rank > MAX_TMA_RANK:
             raise NotLowered(f"the TMA of {tv.name} has {info.rank} dimensions; cp.async.bulk.tensor has 1d to "
                              f"{MAX_TMA_RANK}d forms", rule="TMA-RANK")
-        for i, cls in zip(tv.loop, path):
-            if i.parallel_type is ParallelType.Bulk and len(cls.members) > 1:
-                raise UnsupportedSchedule(
-                    f"{tv.name}'s Bulk axis {i.label()} is shared through inlining with {', '.join(cls.members[1:])}; "
-                    f"a tile axis is covered by the TMA instruction and cannot be a loop of another tensor")
+        self._unshared(tv, path)
         issue = build_issue(tma, self.allocations[info.smem.name], env)
         coords = tuple(simplify(c, ranges) for c in issue.box_origin)
         bounds = []
@@ -77,6 +82,47 @@ class TmaLowering:
                        specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
                        _multicast(tv, env))
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
+
+    def _bulk(self, tv: TensorView, path: list[LoopClass], env: dict[int, Expr], ranges: dict[str, Expr],
+              issuer: list[Cond]) -> tuple[list[LoopClass], TmaCopy]:
+        """One cp.async.bulk of the run tv's Bulk loops cover, from its first element, skipped where a
+        hole at that element fails (BULK-COPY-BOUNDS proved the rest of the run then in bounds)."""
+        copy = bulk_copy(tv.definition)
+        if not copy.ok:
+            raise UnsupportedSchedule(f"`{tv.definition}`: {'; '.join(copy.problems)}")
+        self._unshared(tv, path)
+        names = {u: e.value for u, e in env.items() if e.op == "var"}
+        alloc = self.allocations[copy.smem.name]
+        issue = bulk_issue(tv, block_dims(tv.fusion), alloc, names)
+        bounds = []
+        for c in issue.issue_bounds:
+            value = simplify(c.lhs, ranges)
+            if not less_than(value, c.rhs, ranges):
+                bounds.append(Cond(value, c.op, c.rhs, c.why))
+        es = copy.element_bytes
+        smem_bytes = simplify(mul(issue.at_start(issue.smem_offset), const(es)), ranges)
+        gmem_offset = simplify(issue.at_start(issue.gmem_offset), ranges)
+        barrier, circular, stage = None, None, None
+        if copy.direction is Direction.LOAD:
+            barrier = f"tp_bar_{tv.name}"
+            circular = circular_access(tv)
+            if circular is not None:
+                stage = simplify(mod(env[tv.loop[circular_axis(tv)].uid], const(alloc.stages)), ranges)
+            arrivals = load_arrivals(_issuers(tv), _copies_per_iteration(tv) if circular else 1)
+            self.mbarriers.append(MBarrier(barrier, arrivals, tv.name, alloc.stages if circular else 1))
+        made = TmaCopy(copy.direction, "", copy.smem.name, smem_bytes, (), expect_tx_bytes(copy.bytes_expr), barrier,
+                       issuer, bounds, str(tv.definition), circular, stage,
+                       specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
+                       None, copy.gmem.name, gmem_offset)
+        return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], made
+
+    @staticmethod
+    def _unshared(tv: TensorView, path: list[LoopClass]) -> None:
+        for i, cls in zip(tv.loop, path):
+            if i.parallel_type is ParallelType.Bulk and len(cls.members) > 1:
+                raise UnsupportedSchedule(
+                    f"{tv.name}'s Bulk axis {i.label()} is shared through inlining with {', '.join(cls.members[1:])}; "
+                    f"a tile axis is covered by the TMA instruction and cannot be a loop of another tensor")
 
     @staticmethod
     def _inferred(op: Op) -> InferredTma:

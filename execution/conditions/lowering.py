@@ -31,8 +31,9 @@ from ...model.expr import Expr, evaluate, try_int
 from ...model.global_layout import allocation_problem
 from ...model.iterdomain import Split
 from ...model.tensor import TensorView
-from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind, ParallelType
-from ...hw.tma import is_tma_op
+from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
+from ...hw.bulk_copy import is_async_bulk_op
+from ...hw.global_load import is_cached_load, load_cache
 from ..problems import Problem
 from ..loops import LoopGroups, _allocations, execution_order, loop_groups, nest, statement_items, statement_tensor
 from .reduction import unsupported_reductions
@@ -56,7 +57,8 @@ UNROLLED = (ParallelType.Unroll, ParallelType.Vectorize)
 LAUNCHED = THREAD_TYPES + BLOCK_TYPES
 # What codegen lowers (codegen/lower/__init__.py, codegen/lower/tmem.py).
 LOWERED_OP_TYPES = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix,
-                    LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore, LoadStoreOpType.CpAsync)
+                    LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore, LoadStoreOpType.CpAsync,
+                    LoadStoreOpType.CpAsyncBulk)
 FLOAT_ONLY_OPS = ("exp", "sqrt")
 INTEGER_DTYPES = ("int8", "int32", "int64")
 
@@ -363,6 +365,23 @@ def unsupported_features(fusion) -> list[Problem]:
                 f"reads a tensor-memory tensor",
                 hint=f"put {op.inputs[0].name} in tensor memory, or use a plain tp.set",
                 tensor=op.output.name, values={"ops": 1}, location=op.origin))
+        if is_cached_load(op) and not op.inputs[0].is_fusion_input:
+            out.append(Problem(
+                f"`{op}` names cache_op {op.cache_op.name} (ld.global.{load_cache(op)}) but reads "
+                f"{op.inputs[0].name}, which is not a fusion input; tileproof emits a cache operator only on a "
+                f"load of a fusion input",
+                hint=f"drop the cache_op, or put it on the copy of the fusion input {op.inputs[0].name} derives from",
+                tensor=op.output.name, values={"ops": 1}, location=op.origin,
+                notes=("a fusion input is read-only for the whole kernel, so what L1 keeps of it is never stale; "
+                       "a tensor the kernel writes may be",)))
+        takes = {LoadStoreOpType.Set: tuple(CacheOp), LoadStoreOpType.CpAsync: (CacheOp.AllLevels, CacheOp.Global)}
+        if op.kind is OpKind.LOAD_STORE and op.cache_op is not CacheOp.Unspecified \
+                and op.cache_op not in takes.get(op.op_type, ()):
+            out.append(Problem(
+                f"`{op}` is a {op.op_type.value} copy with cache_op {op.cache_op.name}; a plain copy (Set) takes "
+                f"AllLevels, Global or Streaming, cp.async AllLevels or Global, other copies none",
+                hint="set the cache_op to tp.CacheOp.Unspecified", tensor=op.output.name, values={"ops": 1},
+                location=op.origin))
         touched = [t.name for t in [op.output] + list(op.inputs) if t.memory_type is MemoryType.Tensor]
         if len(touched) > 1:
             out.append(Problem(
@@ -431,19 +450,19 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
                     hint=f"bind {tv.name}'s axes to the thread indices and extents the kernel launches "
                          f"(tp.parallelize_all_like), so that every thread of each warp issues it",
                     tensor=tv.name, values={"predicates": len(conds)}, location=tv.origin))
-        if is_tma_op(op):
+        if is_async_bulk_op(op):
             groups = groups or loop_groups(fusion, order)
             for k, i in enumerate(tv.loop):
                 g = groups.of[(tv.name, k)]
                 if i.parallel_type is ParallelType.Bulk and len(g.members) > 1:
                     out.append(Problem(
                         f"{tv.name}'s Bulk axis {k} ({i.label()}) is shared through inlining with "
-                        f"{', '.join(x for x in g.labels() if not x.startswith(tv.name + ' '))}; the TMA copy "
+                        f"{', '.join(x for x in g.labels() if not x.startswith(tv.name + ' '))}; the bulk copy "
                         f"covers its tile axes itself, so they are no loop another tensor can share",
                         hint=f"inline {tv.name} and its consumers left of its Bulk axes",
                         tensor=tv.name, ids=(i.name,), values={"axis": k, "loops_sharing": len(g.members)},
                         location=tv.origin))
-        if is_tma_op(op) and tv.memory_type is not MemoryType.Global:  # a load: tv waits on an mbarrier
+        if is_async_bulk_op(op) and tv.memory_type is not MemoryType.Global:  # a load: tv waits on an mbarrier
             threads = [i for i in tv.loop if i.parallel_type in THREAD_TYPES and not i.is_broadcast]
             count = 1
             for i in threads:

@@ -10,7 +10,9 @@ from ...hw.cp_async import is_cp_async
 from ...model.types import THREAD_TYPES as LAUNCHED_THREADS, MemoryType, ParallelType
 from ...model.options import WarpSpecialized
 from ...model.mma_op import is_wgmma_op
-from ...hw.tma import is_tma_op
+from ...hw.bulk_copy import is_async_bulk_op, is_bulk_copy
+from ...model.iterdomain import Split
+from ...model.expr import try_int
 from ..circular import circular_axis, circular_tensors
 from ..problems import Problem
 from ..loops import execution_order, loop_groups
@@ -107,6 +109,28 @@ def _sources_inside(tv, pos: int, where: dict) -> list:
     return out
 
 
+def _bulk_inner_holes(tv, at, c) -> list:
+    """nvFuser's restriction on a circular-buffered 1-D bulk load: its loops inside the circular loop
+    come from divisible splits (a constant extent, a multiple of the factor), as nvFuser's one
+    predicate per iteration needs ('Loop domains between circular buffer and 1D TMA load requires
+    divisible split', csrc/predicate_compute.cpp)."""
+    out = []
+    for i in tv.loop[at + 1:] if at is not None else []:
+        split = i.definition
+        if i.parallel_type is ParallelType.Bulk or not isinstance(split, Split):
+            continue
+        n, f = try_int(split.divided), try_int(split.factor)
+        if n is None or f is None or n % f:
+            out.append(Problem(
+                f"{tv.name}'s 1-D bulk load runs in {i.label()}, inside its circular loop, from {split}, which is not "
+                f"known divisible; tileproof, as nvFuser, requires the loops between a circular loop and its 1-D bulk "
+                f"load to come from divisible splits",
+                hint=f"split {split.in_.label()} by a factor that divides its extent, or move the loop outside the "
+                     f"circular loop",
+                tensor=tv.name, ids=(i.name,), values={"stages": c.stages}, location=c.origin or tv.origin))
+    return out
+
+
 def unsupported_pipelines(fusion, order) -> list:
     """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async, TMA and
     plain copies into shared memory, and plain copies or ldmatrix into registers."""
@@ -116,7 +140,7 @@ def unsupported_pipelines(fusion, order) -> list:
         if c is None:
             continue
         shared = tv.memory_type is MemoryType.Shared
-        if not (shared and (is_cp_async(tv.definition) or is_tma_op(tv.definition))) and not is_register_copy(tv) \
+        if not (shared and (is_cp_async(tv.definition) or is_async_bulk_op(tv.definition))) and not is_register_copy(tv) \
                 and not is_shared_copy(tv):
             out.append(Problem(
                 f"{tv.name} is circular-buffered, but it is neither a shared tensor filled by a copy (cp.async, TMA or "
@@ -130,20 +154,29 @@ def unsupported_pipelines(fusion, order) -> list:
                   if i.parallel_type in (ParallelType.Serial, ParallelType.Unroll, ParallelType.Unswitch)
                   and not i.is_broadcast
                   and i.static_extent is None]
-        if shared and is_tma_op(tv.definition) and inside:
+        if shared and is_async_bulk_op(tv.definition) and inside:
             out.append(Problem(
                 f"{tv.name}'s TMA loads run in a loop of symbolic extent ({inside[0].label()}) inside its circular loop: "
                 f"each copy arrives on the stage's mbarrier, whose arrival count is fixed when it is initialized",
                 hint=f"give {tv.name}'s loops inside the circular loop constant extents, or make them Bulk (one box)",
                 tensor=tv.name, ids=(inside[0].name,), location=c.origin or tv.origin))
+        if shared and is_bulk_copy(tv.definition):
+            out += _bulk_inner_holes(tv, at, c)
         if isinstance(c.type, WarpSpecialized):
-            if not (shared and is_tma_op(tv.definition)):
+            if not (shared and is_async_bulk_op(tv.definition)):
                 out.append(Problem(
                     f"{tv.name} is circular-buffered with WarpSpecialized, but it is not a shared tensor a TMA loads "
                     f"(`{tv.definition}`); tileproof's producer warpgroup issues TMA loads only",
                     hint=f"load {tv.name} with tv.cache_after(tp.LoadStoreOpType.TMA) into shared memory, or use "
                          f"tp.Pipelined()",
                     tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
+        elif is_bulk_copy(tv.definition):
+            out.append(Problem(
+                f"{tv.name} is a 1-D bulk load (CpAsyncBulk) circular-buffered with {type(c.type).__name__}; "
+                f"tileproof, as nvFuser, pipelines 1-D bulk loads with WarpSpecialized only",
+                hint=f"use {tv.name}.circular_buffer(..., tp.WarpSpecialized(tp.ParallelType.TIDy)), or load "
+                     f"{tv.name} by TMA (tp.LoadStoreOpType.TMA)",
+                tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         elif c.type.uses_mbarrier_for_war:
             readers = tv.fusion.consumers(tv)
             by_wgmma = [r for r in readers if r.definition is not None and is_wgmma_op(r.definition)]

@@ -385,9 +385,9 @@ def non_tma_cases() -> list[Case]:
             **({"differs": short.format(n=7, s=s)} if s > 8 else {}))
     for s, p in ((2, -1), (5, 1)):
         add("MultipleTensors", s, p, multiple_tensors, run=run_add([1000, 999, 128, 1]))
-    add("SmemBlockGemmCache", 2, -1, smem_block_gemm_cache, gap="item 9: propagate_transforms from the rfactor "
-        "does not reach the operand caches through the broadcasts: inline_at(3) raises ScheduleError (axis 1 of "
-        "the smem cache does not map)")
+    add("SmemBlockGemmCache", 2, -1, smem_block_gemm_cache, gap="item 9 (inlining): inline_at(3) of the register "
+        "cache [M/32, K/32, ..] into tv2 [M/32, bN, K/32, ..] raises ScheduleError (axis 1 does not map); nvFuser's "
+        "computeAt passes over a consumer's broadcast axis the producer lacks")
     for s, p in ((2, -1), (5, -2), (9, 0)):
         add("CpAsync1", s, p, lambda s, p: cp_async_tile(s, p, op=tp.LoadStoreOpType.CpAsync, vectorize=True,
                                                          reader_split=12), run=run_binary_concrete)

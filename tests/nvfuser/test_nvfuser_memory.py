@@ -110,6 +110,7 @@ def load_cache(cache_op_name):
         t2 = tp.add(t1, 1.0)
         t3 = tp.set(t2)
         fusion.add_output(t3)
+    fusion.assume("T0_0 % 4 == 0")  # nvFuser checks at launch that the vector divides the extent (1024)
     t1.split(0, 4).split(0, 32)
     tp.propagate_transforms(t1)
     t1.axis(0).parallelize(P.BIDx)
@@ -133,6 +134,8 @@ def refine_cache_policy():
         c = tp.add(a2, tp.broadcast(b2, [True, False]))
         c2 = tp.set(c)
         fusion.add_output(c2)
+    fusion.assume("T0_1 % 4 == 0")  # nvFuser checks at launch that the vectors divide the extents (1024)
+    fusion.assume("T0_0 * T0_1 <= 2147483647")  # and that the grid fits
     a2.merge(0).split(0, 4).split(0, 32)
     tp.propagate_transforms(a2)
     a2.axis(0).parallelize(P.BIDx)
@@ -144,14 +147,25 @@ def refine_cache_policy():
     return fusion
 
 
+def runs_plus_one(*sizes):
+    """run(kernel, torch): out = in + 1 for a 1-D input at each size (the C++ runs 1024)."""
+    def run(kernel, torch):
+        for n in sizes:
+            t0 = torch.randn(n, device="cuda")
+            (out,) = kernel.run(t0)
+            torch.testing.assert_close(out, t0 + 1.0)
+    return run
+
+
 MEMORY_CASES = [
     Case(f"CacheGlobalLoads/MemoryTest.LoadCache/{name}", lambda name=name: load_cache(name), VALID,
-         gap="item 9: a plain global load takes no cache op (tp.set raises: cache_op is for CpAsync; "
-             "CacheOp.Streaming does not exist)")
+         run=runs_plus_one(1024, 4, 1000, 4100))
     for name in ("AllLevels", "Global", "Streaming")
 ] + [
     Case("MemoryTest.RefineCachePolicy", refine_cache_policy, VALID,
-         gap="item 9: no CacheOp.Streaming, and tp.set refuses a cache op on a plain load"),
+         gap="item 9 (inlining): b2 and its broadcast merge the broadcast axis into [I1/128, 32, 4] and are not "
+             "promoted to c's loops as nvFuser's loop promotion does, so they stay outside them "
+             "(REGISTER-SIZE-CONSTANT)"),
 ]
 
 
@@ -785,7 +799,19 @@ DOC_CASES = [
 
 # -- TMATest: 1-D bulk copies (cp.async.bulk), TMA1dPredicateTest -----------------------------------
 
-CP_ASYNC_BULK_GAP = "item 8: tp.LoadStoreOpType has no CpAsyncBulk (1-D cp.async.bulk); the builder raises"
+WS_THREAD_READERS = "item 3: rejected with WS-ROLES: warp specialization on TIDy, the tile read by threads"
+
+
+def runs_sum(*shapes, inputs=2):
+    """run(kernel, torch): the kernel returns the sum of its `inputs` inputs (one input: doubled), at
+    each shape."""
+    def run(kernel, torch):
+        for shape in shapes:
+            ins = [torch.randn(shape, device="cuda") for _ in range(inputs)]
+            (out,) = kernel.run(*ins)
+            want = ins[0] + ins[-1]
+            assert torch.equal(out, want), shape
+    return run
 
 
 def cp_async_bulk_1d():
@@ -798,6 +824,8 @@ def cp_async_bulk_1d():
         fusion.add_input(t1)
         t2 = tp.add(t0, t1)
         fusion.add_output(t2)
+    fusion.assume("(T0_0 * T0_1) % 512 == 0")  # nvFuser checks at launch that the Bulk split divides
+    fusion.assume("T0_0 * T0_1 <= 512 * 2147483647")  # gridDim.x, checked at launch
     t0a = t0.cache_after(tp.LoadStoreOpType.CpAsyncBulk)
     t1a = t1.cache_after(tp.LoadStoreOpType.CpAsyncBulk)
     t2b = t2.cache_before()
@@ -816,14 +844,19 @@ def cp_async_bulk_1d():
     return fusion
 
 
-def cp_async_bulk_doubled(shape, outer=(137, 2), unroll=None, circular=None):
+def cp_async_bulk_doubled(shape, outer=(2, 137), unroll=None, circular=None):
     """tv1 = tv0 + tv0 with tv0 loaded by a 1-D bulk copy per row: rows split [BIDx, serial
-    (circular) loop, inner loop], the row on TIDx (compute) and Bulk (load), the copy inlined at 2."""
+    (circular) loop, inner loop], the row on TIDx (compute) and Bulk (load), the copy inlined at 2.
+    Symbolic sizes: nvFuser checks at launch that the row is a multiple of 16 bytes (its 1-D
+    copy's size) and fits the block's threads (assumed)."""
     with tp.Fusion("cp_async_bulk_doubled") as fusion:
         t0 = tp.make_tensor(shape, contiguity=True)
         fusion.add_input(t0)
         t1 = tp.add(t0, t0)
         fusion.add_output(t1)
+    if shape[-1] == -1:
+        fusion.assume("T0_1 % 4 == 0")
+        fusion.assume("T0_1 <= 1024")
     t0a = t0.cache_after(tp.LoadStoreOpType.CpAsyncBulk)
     t0a.set_memory_type(SHARED)
     for factor in outer:
@@ -836,10 +869,28 @@ def cp_async_bulk_doubled(shape, outer=(137, 2), unroll=None, circular=None):
     tp.parallelize_all_like(t1)
     t1.axis(-1).parallelize(P.TIDx)
     t0a.axis(-1).parallelize(P.Bulk)
-    t0a.inline_at(2)
-    tp.inline_most(fusion)
+    t0a.inline_at(2)  # inlineMost({tv1}) inlines the output alone: nothing
     if circular is not None:
         t0a.circular_buffer(2, 1, circular)
+    return fusion
+
+
+def cp_async_bulk_merged_rows():
+    """TMATest.CpAsyncBulk1dNonDivisibleSplit: [M, N] merged and split by 512, each run of 512
+    loaded by a 1-D bulk copy and doubled by 512 threads; nvFuser refuses the split at launch
+    (2 x 1023 is no multiple of 512), tileproof for the sizes where the last run crosses the end."""
+    with tp.Fusion("cp_async_bulk_merged_rows") as fusion:
+        t0 = tp.make_contig_tensor(2)
+        fusion.add_input(t0)
+        t1 = tp.add(t0, t0)
+        fusion.add_output(t1)
+    t0a = t0.cache_after(tp.LoadStoreOpType.CpAsyncBulk)
+    t0a.set_memory_type(SHARED)
+    t1.merge(0).split(0, 512)
+    tp.propagate_transforms(t1)
+    t0a.axis(-1).parallelize(P.Bulk)
+    t1.axis(-1).parallelize(P.TIDx)
+    tp.inline_most(fusion)
     return fusion
 
 
@@ -867,21 +918,21 @@ def tma_1d_predicate(has_unroll, has_circular_buffer):
 
 
 CP_ASYNC_BULK_CASES = [
-    Case("TMATest.CpAsyncBulk1D", cp_async_bulk_1d, VALID,
-         gap=CP_ASYNC_BULK_GAP),
-    Case("TMATest.CpAsyncBulk1dNonDivisibleSplit",
-         lambda: cp_async_bulk_doubled([-1, -1], outer=(512,)), THROWS, gap=CP_ASYNC_BULK_GAP),
+    Case("TMATest.CpAsyncBulk1D", cp_async_bulk_1d, VALID, run=runs_sum((16, 512), (64, 96), (1024, 1024))),
+    Case("TMATest.CpAsyncBulk1dNonDivisibleSplit", cp_async_bulk_merged_rows, THROWS, codes=("BULK-COPY-BOUNDS",)),
     Case("TMATest.CpAsyncBulk1dNonDivisibleUnroll",
          lambda: cp_async_bulk_doubled([1023, 128], circular=tp.WarpSpecialized(P.TIDy)), THROWS,
-         gap=CP_ASYNC_BULK_GAP),
+         codes=("LOWERING-SUPPORTED",)),
     Case("TMATest.CpAsyncBulk1dPipplined",
-         lambda: cp_async_bulk_doubled([1023, 512], circular=tp.Pipelined()), THROWS, gap=CP_ASYNC_BULK_GAP),
+         lambda: cp_async_bulk_doubled([1023, 512], circular=tp.Pipelined()), THROWS, codes=("LOWERING-SUPPORTED",)),
     Case("TMATest.CpAsyncBulk1dNonCircularBuffer", lambda: cp_async_bulk_doubled([-1, -1], unroll=2), VALID,
-         gap=CP_ASYNC_BULK_GAP),
-    Case("TMATest.CpAsyncBulk1dIllegalSize", cp_async_bulk_1d_illegal_size, THROWS, gap=CP_ASYNC_BULK_GAP),
+         run=runs_sum((1023, 512), (5, 64), (300, 1024), inputs=1)),
+    Case("TMATest.CpAsyncBulk1dIllegalSize", cp_async_bulk_1d_illegal_size, THROWS, codes=("BULK-COPY-SIZE",)),
 ] + [
     Case(f"TMATest/TMA1dPredicateTest.testUnrollCircularBuffer/has_unroll_{u}_has_circular_buffer_{c}",
-         lambda u=u, c=c: tma_1d_predicate(u, c), VALID, gap=CP_ASYNC_BULK_GAP)
+         lambda u=u, c=c: tma_1d_predicate(u, c), VALID,
+         run=None if c else runs_sum(((SM_COUNT + 1) * (2 if u else 1) * 2, 128), inputs=1),
+         gap=WS_THREAD_READERS if c else None)
     for u in (True, False) for c in (True, False)
 ]
 

@@ -62,7 +62,9 @@ def test_set_and_cache_after_take_a_cache_op():
 
 
 @pytest.mark.parametrize("call,words", [
-    (lambda t: tp.set(t, cache_op=tp.CacheOp.Global), ("set", "cache_op Global", "takes no cache op")),
+    (lambda t: tp.set(t, op=tp.LoadStoreOpType.TMA, cache_op=tp.CacheOp.Global),
+     ("set", "cache_op Global", "takes no cache op")),
+    (lambda t: tp.set(t, op=CP_ASYNC, cache_op=tp.CacheOp.Streaming), ("set", "Streaming", ".cs is for a plain load")),
     (lambda t: tp.set(t, op=CP_ASYNC, cache_op="cg"), ("set", "cache_op", "tp.CacheOp")),
     (lambda t: tp.set(t, op=CP_ASYNC, cache_op="global"), ("tp.CacheOp.Global",)),
     (lambda t: t.cache_after(tp.LoadStoreOpType.TMA, tp.CacheOp.AllLevels), ("cache_after", "AllLevels")),

@@ -27,7 +27,7 @@ from ..solver import Outcome, Verdict
 # ops whose on-chip side is touched by other lanes than the statement's thread (warp-collective
 # or asynchronous): a hand-off between threads is assumed, not proved absent
 COLLECTIVE = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix, LoadStoreOpType.TMemLoad,
-              LoadStoreOpType.TMemStore, LoadStoreOpType.TMA, LoadStoreOpType.CpAsync)
+              LoadStoreOpType.TMemStore, LoadStoreOpType.TMA, LoadStoreOpType.CpAsync, LoadStoreOpType.CpAsyncBulk)
 WRITER = "writer "
 EXIT = "exit before read"  # the block may exit while a TMA store still reads its shared memory
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...hw.tma import is_tma_op
+from ...hw.bulk_copy import is_async_bulk_op
 from ...model.types import IterType, ParallelType
 from ..analysis.tma import extents_of, inferred_tmas
 from ..context import VerifyContext
@@ -19,7 +19,8 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """ParallelType.Bulk marks exactly the tile IDs of a TMA consumer.
 
     What it checks:
-        Bulk appears only in the loop domain of the output of a TMA op (cp.async.bulk),
+        Bulk appears only in the loop domain of the output of a TMA op (cp.async.bulk.tensor)
+        or of a 1-D bulk copy (tp.LoadStoreOpType.CpAsyncBulk, cp.async.bulk: its run),
         only on iteration IDs (not broadcast), and a TMA consumer has Bulk IDs for its
         tile; no ID of a TMA consumer is vectorized (the tile is moved by the TMA, not
         by vector instructions).
@@ -43,13 +44,13 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: none, structural: for every executed tensor, a Bulk loop ID implies a TMA definition;
     #   a TMA output has a Bulk loop ID, all of them Iteration IDs, and no Vectorize loop ID
     for tv in ctx.executed():
-        tma = is_tma_op(tv.definition)
+        tma = is_async_bulk_op(tv.definition)
         bulk = [i for i in tv.loop if i.parallel_type is ParallelType.Bulk]
         where = dict(tensor=tv.name, location=tv.origin)
         if bulk and not tma:
             yield finding("TMA-BULK-PLACEMENT",
                           f"{', '.join(i.label() for i in bulk)} of {tv.name} is Bulk, but {tv.name} is written by "
-                          f"`{tv.definition}`, not by a TMA",
+                          f"`{tv.definition}`, not by a TMA or bulk copy",
                           hint="use tp.set(..., op=tp.LoadStoreOpType.TMA) for this copy, or parallelize the axis otherwise",
                           ids=[i.name for i in bulk], counterexample=extents_of(bulk), **where)
         if not tma:
