@@ -90,9 +90,10 @@ class Compute:
 
 @dataclass
 class TmaCopy:
-    """One cp.async.bulk.tensor per execution: a load (global -> shared, completes on `barrier`)
-    or a store (shared -> global, a bulk group). Issued by the threads meeting `issuer`;
-    not at all where `bounds` fail (holes outside the box), though a load's issuer still arrives."""
+    """One cp.async.bulk.tensor (with `gmem`: one 1-D cp.async.bulk) per execution: a load (global
+    -> shared, completes on `barrier`) or a store (shared -> global, a bulk group). Issued by the
+    threads meeting `issuer`; not at all where `bounds` fail (holes outside the box, or at a bulk
+    run's first element), though a load's issuer still arrives."""
 
     direction: Direction  # LOAD: global -> shared; STORE: shared -> global
     tensor_map: str  # the kernel parameter
@@ -111,6 +112,10 @@ class TmaCopy:
     # a load multicast to its cluster (execution/cluster.py): (the cluster axis, x/y/z; the receivers' CTA-rank
     # mask from the axis's first block; the rank along the axis that issues this copy; the rank stride)
     multicast: tuple[str, int, Expr, int] | None = None
+    # a 1-D bulk copy (cp.async.bulk, no tensor map: `tensor_map` "" and `coords` ()): the global
+    # tensor, and the element offset of the run's first element from its base
+    gmem: str | None = None
+    gmem_offset: Expr | None = None
 
 
 @dataclass

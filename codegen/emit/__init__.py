@@ -82,7 +82,8 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     if copies or wgmma:  # wgmma's descriptors hold shared addresses too
         lines += SMEM_ADDRESS.splitlines()
     lines += emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
-    if not ir.tensor_maps and any("tp_fence_async_smem();" in line for line in body):  # wgmma on threads' tiles
+    if not (ir.tensor_maps or any(isinstance(c, TmaCopy) for c in copies)) \
+            and any("tp_fence_async_smem();" in line for line in body):  # wgmma on threads' tiles
         lines += emit_tma.FENCE_ASYNC.splitlines()
     lines += emit_cp_async.prelude([c for c in copies if isinstance(c, CpAsyncCopy)])
     lines += emit_global_load.prelude(_nodes_of(ir.body, (CachedLoad,)))

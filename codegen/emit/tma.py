@@ -5,7 +5,9 @@ ptxas for sm_90a): the `.shared::cluster` load form takes the CTA's own shared a
 CTA's shared window is part of its cluster's). In a cluster (execution/cluster.py) the mbarriers'
 initialization is published to the cluster by a cluster barrier, a multicast load adds
 `.multicast::cluster` and the receivers' mask, and a consumer releases a stage on every
-block's empty mbarrier (mapa: the same mbarrier in another block).
+block's empty mbarrier (mapa: the same mbarrier in another block). A 1-D bulk copy (PTX ISA
+9.7.9.25.4.1 cp.async.bulk) takes the global run's generic address and its size in bytes in place
+of a tensor map and coordinates, as nvFuser's runtime/memory.cu (cpAsyncBulkG2S / S2G) does.
 """
 
 from __future__ import annotations
@@ -53,6 +55,16 @@ __device__ __forceinline__ void tp_bulk_store_commit() { asm volatile("cp.async.
 __device__ __forceinline__ void tp_bulk_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 """
 
+BULK_RUN = """\
+__device__ __forceinline__ void tp_bulk_load_run(unsigned dst, const void* src, unsigned bytes,
+                                                 unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               :: "r"(dst), "l"(src), "r"(bytes), "r"(tp_smem(bar)) : "memory"); }
+__device__ __forceinline__ void tp_bulk_store_run(void* dst, unsigned src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+               :: "l"(dst), "r"(src), "r"(bytes) : "memory"); }
+"""
+
 
 def _coord_regs(rank: int, first: int) -> str:
     return ", ".join(f"%{first + k}" for k in range(rank))
@@ -84,11 +96,12 @@ def copy_function(direction: Direction, rank: int, multicast: bool = False) -> s
 
 
 def prelude(ir: KernelIR, copies: list[TmaCopy]) -> list[str]:
-    if not ir.tensor_maps:
+    if not ir.tensor_maps and not copies:
         return []
-    kinds = sorted({(c.direction, len(c.coords), c.multicast is not None) for c in copies},
+    kinds = sorted({(c.direction, len(c.coords), c.multicast is not None) for c in copies if c.gmem is None},
                    key=lambda k: (k[0].value, k[1], k[2]))
-    return PRELUDE.splitlines() + [copy_function(d, r, m) for d, r, m in kinds]
+    runs = BULK_RUN.splitlines() if any(c.gmem is not None for c in copies) else []
+    return PRELUDE.splitlines() + runs + [copy_function(d, r, m) for d, r, m in kinds]
 
 
 CLUSTER_SYNC = 'asm volatile("barrier.cluster.arrive.release.aligned;\\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");'
@@ -191,6 +204,14 @@ def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
     coords = ", ".join(f"(int){x(c)}" for c in n.coords)
     address = f"tp_smem({smem_base}) + (unsigned){x(n.smem_offset)}"
     rank = len(n.coords)
+    if n.gmem is not None:  # a 1-D bulk copy: the run's first element, its bytes
+        run, size = f"&{n.gmem}[{x(n.gmem_offset)}]", f"(unsigned){x(n.nbytes)}"
+        if n.direction is Direction.LOAD:
+            bar = f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
+            issue = [f"tp_mbar_expect_tx({bar}, {size});", f"tp_bulk_load_run({address}, {run}, {size}, {bar});"]
+            return _guarded(n.issuer, n.bounds, issue, [f"tp_mbar_arrive({bar});"], x)
+        store = [f"tp_bulk_store_run({run}, {address}, {size});", "tp_bulk_store_commit();"]
+        return _guarded(n.issuer, n.bounds, store, [], x)
     if n.direction is Direction.LOAD:
         bar = f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
         issue = [f"tp_mbar_expect_tx({bar}, (unsigned){x(n.nbytes)});",

@@ -10,6 +10,7 @@ from ...hw.cp_async import is_cp_async
 from ...model.types import THREAD_TYPES as LAUNCHED_THREADS, MemoryType, ParallelType
 from ...model.options import WarpSpecialized
 from ...model.mma_op import is_wgmma_op
+from ...hw.tma import is_tma_op
 from ...hw.bulk_copy import is_async_bulk_op, is_bulk_copy
 from ...model.iterdomain import Split
 from ...model.expr import try_int

@@ -799,9 +799,6 @@ DOC_CASES = [
 
 # -- TMATest: 1-D bulk copies (cp.async.bulk), TMA1dPredicateTest -----------------------------------
 
-WS_THREAD_READERS = "item 3: rejected with WS-ROLES: warp specialization on TIDy, the tile read by threads"
-
-
 def runs_sum(*shapes, inputs=2):
     """run(kernel, torch): the kernel returns the sum of its `inputs` inputs (one input: doubled), at
     each shape."""
@@ -931,8 +928,7 @@ CP_ASYNC_BULK_CASES = [
 ] + [
     Case(f"TMATest/TMA1dPredicateTest.testUnrollCircularBuffer/has_unroll_{u}_has_circular_buffer_{c}",
          lambda u=u, c=c: tma_1d_predicate(u, c), VALID,
-         run=None if c else runs_sum(((SM_COUNT + 1) * (2 if u else 1) * 2, 128), inputs=1),
-         gap=WS_THREAD_READERS if c else None)
+         run=runs_sum(((SM_COUNT + 1) * (2 if u else 1) * 2, 128), inputs=1))
     for u in (True, False) for c in (True, False)
 ]
 
