@@ -33,6 +33,7 @@ from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejec
 from .ir import KernelIR, ParamKind
 from .lower import lower
 from .runtime.nvrtc import compile_to_cubin, cuda_include_dir
+from .runtime.workspace import Workspaces
 
 MEMORY_CACHE_SIZE = 256
 TENSOR_MAP_CACHE_SIZE = 64
@@ -75,6 +76,7 @@ class Kernel:
         self._checked: dict[tuple, tuple] = {}
         self._tensor_maps: dict[tuple, Any] = {}
         self._clusters_checked: set[tuple] = set()
+        self._workspaces = Workspaces(ir.params)  # a grid reduction's partials and semaphores
 
     def __repr__(self) -> str:
         return f"<tileproof Kernel {self.fusion.name} for {self.target.name}: grid {self.launch_params.grid}, " \
@@ -118,7 +120,7 @@ class Kernel:
         outputs = self._outputs(bound, device_id)
         function = self._function(device_id, smem)
         self._warn_if_clusters_wait(function, grid, block, smem, device_id)
-        args = self._arguments(bound, outputs)
+        args = self._arguments(bound, outputs, self._workspaces.pointers(bound.env, device_id, stream))
         bound.outputs = outputs
         bound.device_id = device_id
 
@@ -224,7 +226,7 @@ class Kernel:
             entry[2] = smem
         return entry[1]
 
-    def _arguments(self, bound: Bound, outputs: list[ArrayInfo]) -> list[tuple[int, type]]:
+    def _arguments(self, bound: Bound, outputs: list[ArrayInfo], workspaces: dict[str, int]) -> list[tuple[int, type]]:
         arrays = {g.name: info for g, info in zip([g for g in self.ir.globals if g.is_input], bound.inputs)}
         arrays.update({g.name: info for g, info in zip([g for g in self.ir.globals if not g.is_input], outputs)})
         args = []
@@ -234,6 +236,8 @@ class Kernel:
                 args.append((arrays[p.tensor].ptr, ctypes.c_void_p))
             elif p.kind is ParamKind.TENSOR_MAP:
                 args.append((self._tensor_map(maps[p.name], arrays[p.tensor].ptr, bound.env), None))
+            elif p.kind in (ParamKind.WORKSPACE, ParamKind.SEMAPHORES):
+                args.append((workspaces[p.name], ctypes.c_void_p))
             else:
                 args.append((bound.env.get(p.symbol, 0), ctypes.c_uint32 if p.ctype == "unsigned" else ctypes.c_uint64))
         return args

@@ -53,6 +53,8 @@ class ParamKind(enum.Enum):
     EXTENT = "extent"  # an extent symbol's value
     STRIDE = "stride"  # a run-time stride of a discontiguous axis
     TENSOR_MAP = "tensor_map"  # a TMA descriptor, encoded at launch
+    WORKSPACE = "workspace"  # a grid reduction's partials: global memory the runtime allocates
+    SEMAPHORES = "semaphores"  # a grid reduction's 32-bit semaphores: zeroed once, returned to 0 by each launch
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,8 @@ class Param:
     ctype: str
     tensor: str | None = None
     symbol: str | None = None  # the algebra variable it binds (extent symbol or stride var)
+    elements: Expr | None = None  # a workspace's or semaphore buffer's size, in its elements
+    dtype: DataType | None = None  # a workspace's element type
 
 
 @dataclass
@@ -379,6 +383,39 @@ class BlockReduce:
     comment: str = ""
 
 
+@dataclass
+class GridReduce:
+    """The blocks of a segment combine their accumulators `acc` (execution/grid_reduction.py):
+    each thread meeting `writer` stores its N registers at `work`[slot + k], every block fences
+    them and counts itself on `semaphores`[semaphore]; the last block of the `ranks` to arrive
+    combines, in each thread, the slots first + j * stride for j = reducer, reducer + reducers, ...
+    then across the thread indices marked in `threads` (as BlockReduce, in `scratch`), and
+    returns the semaphore to 0. `flag` names the bool saying this block was the last, and each
+    (name, block index, grid dim) of `last` the index the store's single writer compares with:
+    the block index in the last block, the grid dim elsewhere. Every thread runs it, unpredicated."""
+
+    acc: str
+    elements: int
+    dtype: DataType
+    combine: str
+    neutral: int | float
+    threads: tuple[bool, bool, bool]
+    scratch: str | None
+    work: str
+    semaphores: str
+    slot: Expr
+    first: Expr
+    stride: Expr
+    ranks: Expr
+    semaphore: Expr
+    writer: list
+    reducer: Expr
+    reducers: Expr
+    flag: str
+    last: list
+    comment: str = ""
+
+
 # -- tensor cores (codegen/lower/mma.py) ------------------------------------------------------------
 
 @dataclass
@@ -450,7 +487,7 @@ class WholeTile:
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, Prologue, Prefetched, MmaIssue,
+              CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, GridReduce, Prologue, Prefetched, MmaIssue,
               WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
               NamedSync, IndexNames, WholeTile)  # a Role only in WarpRoles.body
 
@@ -491,6 +528,9 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
         elif isinstance(n, BlockReduce):
             over = "".join(c for c, r in zip("xyz", n.threads) if r)
             lines.append(f"{pad}block {n.combine} of {n.acc}[0..{n.elements}) over threadIdx.{over} via {n.scratch}")
+        elif isinstance(n, GridReduce):
+            lines.append(f"{pad}grid {n.combine} of {n.acc}[0..{n.elements}) over {n.ranks} blocks via {n.work}"
+                         f"[{n.slot}], semaphore {n.semaphores}[{n.semaphore}]")
         elif isinstance(n, Prologue):
             then = "" if n.tma or not n.asynchronous else ", each then commit"
             lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}){then}")

@@ -12,8 +12,14 @@ execution/statements.py store_execution and the verifier's rules model the same)
     combine     where reduction axes are bound to TIDx/TIDy/TIDz, the block's threads combine
                 their partials (warp shuffles, then shared memory): every thread of a group
                 ends with the same total
+    grid combine where reduction axes are bound to BIDx/BIDy/BIDz (a grid reduction), the blocks
+                of a segment (those that differ only in the reduced block indices) combine
+                theirs through a global workspace: each writes its partials, and the last block
+                to arrive on the segment's semaphore combines them all
+                (execution/grid_reduction.py)
     store       after the loops, T's element = acc (rounded to T's dtype); a shared or global T
-                is written by index 0 of the reduced thread types only (single writer)
+                is written by index 0 of the reduced thread types only (single writer), and
+                after a grid combine by the last block of its segment only
 
 A hole never contributes: the accumulate is predicated on every hole bound, and a thread or
 register that accumulates nothing holds the neutral element. The *_problems functions say what
@@ -47,6 +53,7 @@ class Phase(enum.Enum):
     INIT = "init"
     ACCUMULATE = "accumulate"
     COMBINE = "combine"
+    GRID_COMBINE = "grid combine"  # after the block's: the blocks of a segment, through global memory
     STORE = "store"
 
 
@@ -55,12 +62,14 @@ class ReductionLoops:
     """How reduction tensor `tensor` runs. `start`: the loop position of its first reduction
     axis (init, combine and store sit just outside it); `accumulator`: the iteration loop IDs
     right of `start` that are loops (one register per point of them); `threads`: the thread
-    types its reduction axes are bound to (the block combines across them)."""
+    types its reduction axes are bound to (the block combines across them); `blocks`: the block
+    types its reduction axes are bound to (the grid combines across them)."""
 
     tensor: TensorView
     start: int
     accumulator: tuple[IterDomain, ...]
     threads: tuple[ParallelType, ...]
+    blocks: tuple[ParallelType, ...] = ()
 
     @property
     def op_name(self) -> str:
@@ -91,6 +100,8 @@ class ReductionLoops:
         out = [(list(path[:self.start]), Phase.INIT), (list(path), Phase.ACCUMULATE)]
         if self.threads:
             out.append((list(path[:self.start]), Phase.COMBINE))
+        if self.blocks:
+            out.append((list(path[:self.start]), Phase.GRID_COMBINE))
         return out + [(list(path[:self.start]), Phase.STORE)]
 
 
@@ -111,7 +122,8 @@ def reduction_loops(tv: TensorView) -> ReductionLoops:
     accumulator = tuple(i for i in tv.loop[start:] if not i.is_reduction and i.parallel_type not in
                         THREAD_TYPES + BLOCK_TYPES + DEVICE_TYPES)
     threads = tuple(p for p in THREAD_TYPES if any(i.is_reduction and i.parallel_type is p for i in tv.loop))
-    return ReductionLoops(tv, start, accumulator, threads)
+    blocks = tuple(p for p in BLOCK_TYPES if any(i.is_reduction and i.parallel_type is p for i in tv.loop))
+    return ReductionLoops(tv, start, accumulator, threads, blocks)
 
 
 def phases(tv: TensorView, path: Sequence) -> list[tuple[list, Phase]]:
@@ -122,8 +134,14 @@ def phases(tv: TensorView, path: Sequence) -> list[tuple[list, Phase]]:
 
 
 def block_reductions(fusion, order) -> list[ReductionLoops]:
-    """The reductions of `order` (the computed tensors) that combine across threads."""
+    """The reductions of `order` (the computed tensors) that combine across threads (a grid
+    reduction's last block combines across the same threads again, in the same scratch)."""
     return [r for tv in order if is_reduction_tensor(tv) and (r := reduction_loops(tv)).threads]
+
+
+def grid_reductions(order) -> list[ReductionLoops]:
+    """The reductions of `order` that combine across blocks (a reduction axis on BIDx/BIDy/BIDz)."""
+    return [r for tv in order if is_reduction_tensor(tv) and (r := reduction_loops(tv)).blocks]
 
 
 def scratch_bytes(fusion, order, dims: Sequence[Expr]) -> Expr | None:

@@ -25,7 +25,8 @@ A reduction (model/reduction.py) reads its input at every point of its loop nest
 each element once, after its loops and the block's combine: tensor_execution is its
 accumulation (no single writer: every thread adds its part), store_execution its store
 (no reduction loop, no predicate on a reduction axis, and a single writer along the thread
-types the reduction combines: the axes bound to them are not its elements').
+types the reduction combines: the axes bound to them are not its elements'; along the block
+types a grid reduction combines, the last block of its segment: execution/grid_reduction.py).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from .indexing import (
 )
 from .promotion import loop_extents
 from ..model.reduction import is_reduction_tensor
+from .grid_reduction import last_block_ranges, last_name
+from .reduction import reduction_loops
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .zero_padding import zero_padded
@@ -184,7 +187,15 @@ def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
              + _writer_conds(tv, launch))
     loops = {ex.env[i.uid].value: const(0) for i in tv.loop
              if i.is_reduction and ex.env[i.uid].op == "var" and i.parallel_type not in LAUNCH_TYPES}
-    stored = TensorExecution(tv, ex.env, ex.ranges, ex.indices, tuple(conds), ex.launch_index, ex.padding)
+    ranges = ex.ranges
+    r = reduction_loops(tv)
+    if r.blocks and tv.memory_type is MemoryType.Global:  # a grid reduction: its segment's last block stores
+        last = last_block_ranges(r, launch)
+        conds = [c for c in conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs in [var(p.cuda_name) for p in r.blocks])]
+        conds += [Cond(var(p.cuda_name), "==", var(last_name(tv.name, p)), "the last block to arrive",
+                       CondKind.SINGLE_WRITER) for p in r.blocks if p in launch]
+        ranges = {**ranges, **last}
+    stored = TensorExecution(tv, ex.env, ranges, ex.indices, tuple(conds), ex.launch_index, ex.padding)
     return stored.renamed(loops) if loops else stored
 
 

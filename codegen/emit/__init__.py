@@ -22,7 +22,7 @@ from .cuda_expr import INDEX_TYPES, to_cuda
 from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, scalar_literal
 from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, BlockReduce, CachedLoad, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
+from ..ir import (ELEMENT_VAR, BlockReduce, CachedLoad, GridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
                  StageDrain, StageEmptyWait, StageRelease)
@@ -137,6 +137,10 @@ class _Emitter:
                 out.append(f"{const}{CTYPES[dtypes[p.tensor].name].storage}* __restrict__ {p.name}")
             elif p.kind is ParamKind.TENSOR_MAP:
                 out.append(f"const __grid_constant__ TmaDescriptor {p.name}")
+            elif p.kind is ParamKind.WORKSPACE:
+                out.append(f"{CTYPES[p.dtype.name].compute}* {p.name}")
+            elif p.kind is ParamKind.SEMAPHORES:
+                out.append(f"unsigned* {p.name}")
             else:
                 out.append(f"{p.ctype} {p.name}")
         return out
@@ -371,6 +375,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     CachedLoad: emit_global_load.load_lines,
     ReduceInit: emit_reduction.init_lines,
     BlockReduce: emit_reduction.block_reduce_lines,
+    GridReduce: emit_reduction.grid_reduce_lines,
     CpAsyncWait: emit_cp_async.wait_lines,
     CpAsyncCommit: emit_cp_async.commit_lines,
     Prologue: emit_cp_async.prologue_lines,

@@ -1,5 +1,6 @@
 """C++ for reductions (codegen/lower/reduction.py): the accumulator's init, the block's combine
-through tp_block_reduce, and the combine of an accumulation; the store is a plain Compute.
+through tp_block_reduce, the grid's through tp_grid_reduce, and the combine of an accumulation;
+the store is a plain Compute.
 
 tp_block_reduce leaves in every thread the total of the threads that share its non-reduced
 thread indices (a group). Where a group's threads are consecutive lanes (the reduced indices
@@ -16,7 +17,7 @@ groups (a reduction over TIDy with TIDx > 1), every thread's value goes through 
 from __future__ import annotations
 
 from ...model.reduction import COMBINE
-from ..ir import BlockReduce, Compute, KernelIR, Loop, ReduceInit
+from ..ir import BlockReduce, Compute, GridReduce, KernelIR, Loop, ReduceInit
 from .scalar_types import CTYPES, OPS, scalar_literal
 
 BLOCK_REDUCE = """\
@@ -58,6 +59,44 @@ __device__ __forceinline__ void tp_block_reduce(T (&acc)[N], T* scratch, F op) {
 }"""
 
 
+GRID_REDUCE = """\
+// the blocks of a segment combine acc (execution/grid_reduction.py): each writer stores its partials at
+// work[slot..], fences them, and thread 0 counts the block on *semaphore; the block that reads ranks - 1
+// is the last: it combines every block's partials of its lanes (rank j at first + j * stride, the threads
+// along RX/RY/RZ taking j = reducer, reducer + reducers, ...), then across RX/RY/RZ, and returns the
+// semaphore to 0. No block waits for another. Returns whether this block was the last.
+template <int N, bool RX, bool RY, bool RZ, typename T, typename F>
+__device__ __forceinline__ bool tp_grid_reduce(T (&acc)[N], T* work, unsigned long long slot, unsigned long long first,
+    unsigned long long stride, unsigned long long ranks, unsigned* semaphore, bool writer, unsigned long long reducer,
+    unsigned long long reducers, T* scratch, F op, T neutral) {
+  volatile T* w = work;  // not cached in L1: other blocks write it
+  if (writer) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) w[slot + k] = acc[k];
+  }
+  __threadfence();  // each writer's partials reach the GPU's memory
+  __syncthreads();  // ... before thread 0 counts the block
+  const bool leader = threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
+  unsigned ticket = 0u;
+  if (leader) {
+    __threadfence();  // cumulative: the block's partials, ordered before it by the barrier
+    ticket = atomicAdd(semaphore, 1u);
+    __threadfence();  // the last block reads the partials after the count that proves them written
+  }
+  const bool last = __syncthreads_or(leader && ticket == (unsigned)(ranks - 1ull)) != 0;
+  if (!last) return false;
+#pragma unroll
+  for (int k = 0; k < N; ++k) acc[k] = neutral;
+  for (unsigned long long j = reducer; j < ranks; j += reducers) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc[k] = op(acc[k], w[first + j * stride + k]);
+  }
+  if (RX || RY || RZ) tp_block_reduce<N, RX, RY, RZ>(acc, scratch, op);
+  if (leader) atomicExch(semaphore, 0u);  // every block of the segment has counted: ready for the next launch
+  return true;
+}"""
+
+
 def _nodes(nodes: list, kind) -> list:
     out = []
     for n in nodes:
@@ -69,15 +108,17 @@ def _nodes(nodes: list, kind) -> list:
 
 
 def prelude(ir: KernelIR) -> list[str]:
-    """The helper, where a block combine is emitted."""
-    return BLOCK_REDUCE.splitlines() if _nodes(ir.body, BlockReduce) else []
+    """The helpers, where a block or grid combine is emitted (the grid's calls the block's)."""
+    grid = bool(_nodes(ir.body, GridReduce))
+    block = grid or bool(_nodes(ir.body, BlockReduce))
+    return (BLOCK_REDUCE.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
 
 
 def uses_max(ir: KernelIR) -> bool:
     """Whether a reduction combines floats with tp_max (NaN wins; integers compare plainly)."""
     texts = [OPS[CTYPES[c.out.dtype.name].compute][COMBINE[c.name]] for c in _nodes(ir.body, Compute)
              if c.kind == "reduction"]
-    texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, BlockReduce)]
+    texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, (BlockReduce, GridReduce))]
     return any("tp_max" in t for t in texts)
 
 
@@ -109,4 +150,22 @@ def block_reduce_lines(e, n: BlockReduce, depth: int) -> list[str]:
             f"[]({t} a, {t} b) {{ return {op}; }});"]
 
 
-__all__ = ["BLOCK_REDUCE", "block_reduce_lines", "combine", "init_lines", "prelude", "uses_max"]
+def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
+    pad = "  " * depth
+    t = CTYPES[n.dtype.name].compute
+    op = OPS[t][n.combine].format(a="a", b="b")
+    flags = ", ".join("true" if r else "false" for r in n.threads)
+    writer = " && ".join(e.cond(c) for c in n.writer) or "true"
+    scratch = f"reinterpret_cast<{t}*>({n.scratch})" if n.scratch else f"static_cast<{t}*>(nullptr)"
+    lines = [f"{pad}// {n.comment}",
+             f"{pad}const bool {n.flag} = tp_grid_reduce<{n.elements}, {flags}>({n.acc}, {n.work}, {e.x(n.slot)}, "
+             f"{e.x(n.first)}, {e.x(n.stride)}, {e.x(n.ranks)}, {n.semaphores} + {e.x(n.semaphore)}, {writer}, "
+             f"{e.x(n.reducer)}, {e.x(n.reducers)}, {scratch}, [] ({t} a, {t} b) {{ return {op}; }}, "
+             f"{scalar_literal(n.neutral, t)});"]
+    for name, index, dim in n.last:  # the store's single writer: blockIdx == tp_last holds in the last block only
+        lines.append(f"{pad}const unsigned long long {name} = {n.flag} ? {index} : {dim};")
+    return lines
+
+
+__all__ = ["BLOCK_REDUCE", "GRID_REDUCE", "block_reduce_lines", "combine", "grid_reduce_lines", "init_lines", "prelude",
+           "uses_max"]

@@ -189,6 +189,7 @@ def signature(st: Lowering) -> None:
                 if v.startswith("stride.") and v not in names:
                     names[v] = v.replace(".", "_")
                     params.append(Param(names[v], ParamKind.STRIDE, "unsigned long long", tensor=g.name, symbol=v))
+    params += reduction.workspace_params(st.order, block_dims(fusion))  # grid reductions' workspaces
     for cls in st.classes.classes.values():
         names[cls.index_var] = cls.var
     st.kernel = KernelIR(

@@ -5,9 +5,13 @@
                 input), predicated as the execution model says (thread extents, every hole)
     combine     BlockReduce, where reduction axes are bound to thread indices: no predicate, every
                 thread of the block takes part
+    grid        GridReduce, where reduction axes are bound to block indices: the partials through
+                the workspace, the last block of each segment combines (execution/grid_reduction.py);
+                no predicate, every thread of every block takes part
     store       a Compute in loops of its own over the accumulator's axes: the tensor's element =
                 acc[k] in its dtype, predicated by model/execution.py store_execution (a single
-                writer along the reduced thread indices for shared and global tensors)
+                writer along the reduced thread indices for shared and global tensors, and the
+                last block along the reduced block indices)
 
 Init, combine and store sit just outside the loop of the tensor's first reduction axis, so the
 loops left of it (shared with other tensors) run them once per element of those axes. Indices
@@ -16,18 +20,20 @@ and predicates come from the execution model only, as for every other statement.
 
 from __future__ import annotations
 
-from ...execution.statements import CondKind, store_execution
+from ...execution.statements import Cond, CondKind, store_execution
 from ...model.expr import try_int, var
 from ...execution.indexing import vector_index
 from ...execution.problems import Problem
 from ...model.reduction import COMBINE
 from ...execution.reduction import ReductionLoops, insert_init, reduction_loops
-from ...execution.conditions.reduction import accumulator_problems, parallel_problems, unsupported_reductions
+from ...execution.conditions.reduction import accumulator_problems, grid_problems, parallel_problems, unsupported_reductions
+from ...execution.grid_reduction import entrance_loops, grid_layout, last_name, semaphores_name, work_name
+from ...execution.reduction import grid_reductions
 from ...model.simplify import simplify
 from ...execution.smem_plan import SCRATCH
 from ...model.tensor import TensorView
-from ...model.types import THREAD_TYPES, MemoryType, OpKind, int8
-from ..ir import BlockReduce, Buffer, Compute, Loop, LoopKind, Operand, ReduceInit
+from ...model.types import THREAD_TYPES, MemoryType, OpKind, ParallelType, int8
+from ..ir import BlockReduce, Buffer, Compute, GridReduce, Loop, LoopKind, Operand, Param, ParamKind, ReduceInit
 from ...execution.predicates import store_names as store_index_names
 from .loop_nest import LoopClass, refuse
 
@@ -40,6 +46,7 @@ def accumulator(tv: TensorView) -> str:
 def check(fusion, order) -> None:
     """The reduction rules' conditions (verifier/rules/reduction.py); a problem here is a bug."""
     for code, problems in (("REDUCTION-PARALLEL", parallel_problems(fusion, order)),
+                           ("REDUCTION-GRID", grid_problems(fusion, order)),
                            ("REDUCTION-ACCUMULATOR", accumulator_problems(fusion, order)),
                            ("LOWERING-SUPPORTED", unsupported_reductions(fusion, order))):
         refuse(code, problems)
@@ -84,7 +91,46 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
         out.append((outer, BlockReduce(acc, n, r.dtype, COMBINE[r.op_name], reduced, SCRATCH,
                                        f"{tv.name}: the block's threads combine over "
                                        f"{', '.join(p.value for p in r.threads)}")))
+    if r.blocks:
+        out.append((outer, _grid_combine(builder, tv, r, acc, n, path)))
     out.append((outer, _store(builder, tv, r, acc)))
+    return out
+
+
+def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, path: list) -> GridReduce:
+    """The grid combine of execution/grid_reduction.py at this statement's loop counters."""
+    env = {i.uid: var(path[k].index_var) for k, i in enumerate(tv.loop)}
+    for uid, extent in entrance_loops(r):  # the layout counts entrances by tv's loop extents: its loops' own
+        k = next(k for k, i in enumerate(tv.loop) if i.uid == uid)
+        if path[k].extent != extent:
+            refuse("REDUCTION-GRID", [Problem(f"{tv.name}'s loop {k} runs {path[k].extent} times, its axis "
+                                              f"{extent}", hint="")])
+    g = grid_layout(r, builder.launch, env)
+    return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
+                      SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(tv.name), g.slot, g.first,
+                      g.stride, g.ranks, g.semaphore,
+                      [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
+                      g.reducer, g.reducers, f"tp_grid_last_{tv.name}",
+                      [(last_name(tv.name, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch],
+                      f"{tv.name}: the blocks combine over {', '.join(p.value for p in r.blocks)}; the last to arrive "
+                      f"holds the total")
+
+
+def _grid_dim(p: ParallelType) -> str:
+    return p.cuda_name.replace("blockIdx", "gridDim")
+
+
+def workspace_params(order, launch: dict) -> list[Param]:
+    """A grid reduction's workspace and semaphores (kernel parameters the runtime allocates),
+    sized by execution/grid_reduction.py at the statement's default loop names."""
+    out = []
+    for r in grid_reductions(order):
+        g = grid_layout(r, launch, {uid: var(f"entrance {k}") for k, (uid, _) in enumerate(entrance_loops(r))})
+        name = r.tensor.name
+        out.append(Param(work_name(name), ParamKind.WORKSPACE, "", tensor=name,
+                         elements=g.work_elements, dtype=r.dtype))
+        out.append(Param(semaphores_name(name), ParamKind.SEMAPHORES, "unsigned*", tensor=name,
+                         elements=g.semaphore_count))
     return out
 
 
@@ -135,4 +181,5 @@ def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, commen
     return node
 
 
-__all__ = ["accumulator", "add_statements", "buffers", "check", "statements", "store_conds", "store_names", "store_statement"]
+__all__ = ["accumulator", "add_statements", "buffers", "check", "statements", "store_conds", "store_names", "store_statement",
+           "workspace_params"]

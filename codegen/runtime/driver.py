@@ -188,3 +188,13 @@ def copy_to_host(device_id: int, ptr: int, nbytes: int) -> bytes:
     buf = ctypes.create_string_buffer(nbytes)
     check(driver().cuMemcpyDtoH(buf, ptr, nbytes), "cuMemcpyDtoH")
     return buf.raw
+
+
+def memset_zero_async(ptr: int, nbytes: int, stream: int) -> None:
+    """Zero nbytes at ptr, in order on `stream` (before the launches queued after it)."""
+    check(driver().cuMemsetD8Async(ptr, 0, nbytes, stream), "cuMemsetD8Async")
+
+
+def stream_synchronize(stream: int) -> None:
+    """Wait for the work queued on `stream` (before freeing memory its launches may still use)."""
+    check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize")

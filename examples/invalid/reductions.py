@@ -1,8 +1,8 @@
 """Reductions tileproof does not lower, and a reduction read in the wrong thread.
 
-A reduction axis bound to a block index would sum across blocks (a grid reduction: a global
-workspace and a grid-wide barrier, which tileproof does not emit), a Vectorize reduction axis
-would add a whole vector in one instruction (REDUCTION-PARALLEL); running totals for every
+A grid reduction's total read in the same kernel would need every block to wait for the last
+(an allreduce: REDUCTION-GRID), a Vectorize reduction axis would add a whole vector in one
+instruction (REDUCTION-PARALLEL); running totals for every
 column of a symbolic width do not fit registers (REDUCTION-ACCUMULATOR). examples/valid/
 reductions.py holds the schedules that work: block reductions over TIDx / TIDy, rfactor.
 """
@@ -12,20 +12,23 @@ import tileproof as tp
 P = tp.ParallelType
 
 
-@tp.schedule(expect=tp.rejected("REDUCTION-PARALLEL", messages=["bound to BIDx", "a grid reduction"]))
-def row_sum_across_blocks():
-    """Row sums with the reduction axis on BIDx: each of the 32 blocks would hold part of every
-    row's sum, and nothing in a kernel combines them. Fix: a block per row, the reduction on TIDx
-    (examples/valid/reductions.py row_sum_symbolic)."""
-    with tp.Fusion("row_sum_across_blocks") as fusion:
+@tp.schedule(expect=tp.rejected("REDUCTION-GRID", messages=["a grid reduction", "T2 reads it in the same kernel"]))
+def row_sum_across_blocks_then_scaled():
+    """Row sums with the reduction axis on BIDx, then each sum doubled in the same kernel: only the
+    last of a row's 32 blocks to arrive holds its sum, and the others do not wait for it (an
+    allreduce would need a grid-wide barrier). Fix: store the sums (examples/valid/reductions.py
+    row_sum_across_blocks) and scale them in a second fusion."""
+    with tp.Fusion("row_sum_across_blocks_then_scaled") as fusion:
         t0 = tp.make_contig_concrete_tensor([8, 4096])
         fusion.add_input(t0)
         t1 = tp.sum(t0, 1)
-        fusion.add_output(t1)
+        t2 = tp.mul(t1, 2.0)
+        fusion.add_output(t2)
     t1.split(1, 128)  # [8, r{32}, r{128}]
     t1.axis(0).parallelize(P.TIDy)
     t1.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.TIDx)
+    t2.axis(0).parallelize(P.TIDy)
     return fusion
 
 

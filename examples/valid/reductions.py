@@ -226,3 +226,20 @@ def sum_of_both_axes():
     t1.axis(1).parallelize(P.TIDy)
     t1.axis(2).parallelize(P.TIDx)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def row_sum_across_blocks():
+    """Row sums with the reduction axis on BIDx (a grid reduction, execution/grid_reduction.py): each
+    of a row's 32 blocks combines its 128 threads, writes its partial to the workspace and counts
+    itself on the row's semaphore; the last to arrive adds the 32 partials and stores the sum."""
+    with tp.Fusion("row_sum_across_blocks") as fusion:
+        t0 = tp.make_contig_concrete_tensor([8, 4096])
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, 1)
+        fusion.add_output(t1)
+    t1.split(1, 128)  # [8, r{32}, r{128}]
+    t1.axis(0).parallelize(P.TIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    return fusion

@@ -1,25 +1,29 @@
-"""What a reduction needs to be lowered (REDUCTION-PARALLEL, REDUCTION-ACCUMULATOR, and
-LOWERING-SUPPORTED through lowering.py): reduction axes on loops or a block's threads, never
-across blocks or as a vector, and accumulators that fit a thread's registers. How a reduction
-runs is execution/reduction.py."""
+"""What a reduction needs to be lowered (REDUCTION-PARALLEL, REDUCTION-GRID, REDUCTION-ACCUMULATOR,
+and LOWERING-SUPPORTED through lowering.py): reduction axes on loops, a block's threads or the
+grid's blocks, never as a vector; a grid reduction's total stored by the last block of its
+segment and read by no other statement of the kernel; accumulators that fit a thread's
+registers. How a reduction runs is execution/reduction.py and execution/grid_reduction.py."""
 
 from __future__ import annotations
 
 
 from ...model.expr import evaluate, to_sympy, try_int
+from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...model.notation import user_str
 from ...model.types import (
     INSTRUCTION_AXES,
-    BLOCK_TYPES, MemoryType, ParallelType,
+    MemoryType, ParallelType,
 )
 from ..problems import Problem
+from ..circular import specialization
 from ..reduction import MAX_ACCUMULATOR_REGISTERS, ReductionLoops, accumulator_registers, reduction_loops
 
 
 def parallel_problems(fusion, order) -> list:
-    """REDUCTION-PARALLEL: a reduction axis bound to a block index (a grid reduction), Vectorize or
-    Bulk, or a Vectorize / Bulk iteration axis of a reduction (it stores one element at a time)."""
+    """REDUCTION-PARALLEL: a reduction axis bound to Vectorize or Bulk, or a Vectorize / Bulk
+    iteration axis of a reduction (it stores one element at a time). A reduction axis on a block
+    index is a grid reduction: grid_problems says what it needs."""
     out = []
     for tv in order:
         if not is_reduction_tensor(tv):
@@ -27,17 +31,7 @@ def parallel_problems(fusion, order) -> list:
         for k, i in enumerate(tv.loop):
             p = i.parallel_type
             where = dict(tensor=tv.name, ids=(i.name,), location=i.parallel_origin or i.origin or tv.origin)
-            if i.is_reduction and p in BLOCK_TYPES:
-                out.append(Problem(
-                    f"{tv.name}'s reduction axis {k} ({i.label()}) is bound to {p}: its terms would be summed in "
-                    f"different blocks, a grid reduction, which tileproof does not lower",
-                    hint=f"bind {tv.name}'s iteration axes to blocks (one output element per block or thread) and "
-                         f"its reduction axis to TIDx/TIDy/TIDz (a block reduction) or leave it Serial; to spread "
-                         f"one reduction over more threads, split it and rfactor the serial part",
-                    values={"axis": k},
-                    notes=("the threads of one block combine partials through shared memory and __syncthreads; "
-                           "blocks would need a global workspace and a grid-wide barrier",), **where))
-            elif i.is_reduction and p in INSTRUCTION_AXES:
+            if i.is_reduction and p in INSTRUCTION_AXES:
                 out.append(Problem(
                     f"{tv.name}'s reduction axis {k} ({i.label()}) is bound to {p}; a reduction adds its terms one "
                     f"at a time into a register, not as one {'vector access' if p is ParallelType.Vectorize else 'TMA tile'}",
@@ -108,4 +102,50 @@ def unsupported_reductions(fusion, order) -> list:
                 f"reductions over registers, shared and global memory",
                 hint="copy through a register (Local) tensor: tensor memory -> registers -> the reduction",
                 tensor=tv.name, values={"tensor_memory_operands": len(touched)}, location=tv.definition.origin))
+    return out
+
+
+def grid_problems(fusion, order) -> list:
+    """REDUCTION-GRID: a reduction over block indices (execution/grid_reduction.py) leaves its total
+    in the last block of each segment only, so its tensor must be a global output of the fusion
+    that no statement of the kernel reads (no allreduce: that needs a grid-wide barrier), and
+    computed by no MmaOp, in no warp-specialized kernel, with no broadcast loop axis."""
+    out = []
+    grid = [tv for tv in order if is_reduction_tensor(tv) and reduction_loops(tv).blocks]
+    if not grid:
+        return out
+    specialized = [t.name for t in order if specialization(t) is not None]
+    for tv in grid:
+        r = reduction_loops(tv)
+        axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
+        where = dict(tensor=tv.name, ids=(axis.name,), location=axis.parallel_origin or axis.origin or tv.origin)
+        over = ", ".join(p.value for p in r.blocks)
+        readers = [use.output.name for use in fusion.uses_of(tv)]
+        if readers or tv not in fusion.outputs or tv.memory_type is not MemoryType.Global:
+            why = (f"{', '.join(readers)} read{'s' if len(readers) == 1 else ''} it in the same kernel" if readers
+                   else f"it is a {tv.memory_type.value} tensor, not a global output of the fusion")
+            out.append(Problem(
+                f"{tv.name} is reduced over {over} (a grid reduction), whose total only the last block of each "
+                f"segment holds, but {why}",
+                hint=f"make {tv.name} an output of the fusion that no op reads, and reduce its consumers' inputs in "
+                     f"a second fusion; or keep {tv.name}'s reduction axes on threads (a block reduction)",
+                values={"readers": len(readers)},
+                notes=("the last block to arrive combines the partials of the others, which do not wait for it: "
+                       "broadcasting the total to every block (an allreduce, nvFuser's persistent grid reduction) "
+                       "needs a grid-wide barrier, which tileproof does not emit",), **where))
+        elif is_mma(tv):
+            out.append(Problem(f"{tv.name} is an MmaOp reduced over {over}; tileproof combines tensor-core "
+                               f"accumulators within a block only",
+                               hint=f"bind {tv.name}'s K axes to loops", values={}, **where))
+        elif specialized:
+            out.append(Problem(f"{tv.name} is reduced over {over} in a warp-specialized kernel "
+                               f"({', '.join(specialized)}): its producer warps return early, but every thread of "
+                               f"every block takes part in the grid combine",
+                               hint="drop the warp specialization, or the grid reduction", values={}, **where))
+        elif any(i.is_broadcast for i in tv.loop):
+            b = next(i for i in tv.loop if i.is_broadcast)
+            out.append(Problem(f"{tv.name} is reduced over {over} and has a broadcast loop axis ({b.label()}): "
+                               f"tileproof's grid combine stores each element from one entrance",
+                               hint=f"drop the broadcast axis from {tv.name} (reduce before broadcasting)",
+                               values={}, **where))
     return out

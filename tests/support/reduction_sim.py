@@ -8,7 +8,10 @@ thread of the block: checked) and the version it picks, ReduceInit, and BlockRed
 algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
 over __shfl_xor_sync lanes with its mask, then the shared scratch), with its requirements
 checked: every shuffle partner is a lane of the warp that exists and is in the mask, every
-scratch slot read was written by this combine and lies inside the scratch buffer.
+scratch slot read was written by this combine and lies inside the scratch buffer; and
+GridReduce as codegen/emit/reduction.py's tp_grid_reduce does it, the blocks arriving in the order
+they run: each workspace element written once, each read written before, every semaphore back to
+0 when the launch ends.
 
 Values come in two kinds: numbers (rounded to each buffer's dtype as the kernel stores them,
 `Numbers`), or `Terms`: the multiset of input elements a value is the sum of, so that a test
@@ -23,7 +26,8 @@ from collections import Counter
 
 import numpy as np
 
-from tileproof.codegen.ir import ELEMENT_VAR, BlockReduce, Compute, IndexNames, Loop, LoopKind, ReduceInit, Sync, WholeTile
+from tileproof.codegen.ir import (ELEMENT_VAR, BlockReduce, Compute, GridReduce, IndexNames, Loop, LoopKind, ReduceInit, Sync,
+                                  WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, UNARY, cast, round_to
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
@@ -119,6 +123,8 @@ class Simulator:
         self.buffers = buffers
         bx, by, bz = self.block
         self.threads = [dict(zip(THREAD_VARS, (x, y, z))) for z in range(bz) for y in range(by) for x in range(bx)]
+        self.work: dict[str, dict[int, object]] = {}  # a grid reduction's workspace, element -> value
+        self.semaphores: dict[str, dict[int, int]] = {}
         for b in blocks if blocks is not None else itertools.product(*(range(g) for g in self.grid)):
             self.block_env = {**self.symbols, **dict(zip(BLOCK_VARS, b))}
             self.local = [dict() for _ in self.threads]
@@ -134,6 +140,10 @@ class Simulator:
             self.begin_block()
             self.nodes(self.ir.body, {})
             self.end_block()
+        if blocks is None:
+            left = {(name, at): v for name, sems in self.semaphores.items() for at, v in sems.items() if v}
+            if left:
+                raise SimulationError(f"semaphores left counting after the launch: {left}")
 
     def begin_block(self) -> None:
         """Called before each block runs, its buffers allocated (for subclasses' own state)."""
@@ -157,6 +167,8 @@ class Simulator:
                     regs[n.acc][:n.elements] = [self.start(n)] * n.elements
             elif isinstance(n, BlockReduce):
                 self.block_reduce(n)
+            elif isinstance(n, GridReduce):
+                self.grid_reduce(n, loops)
             elif isinstance(n, Compute):
                 self.compute(n, loops)
             elif isinstance(n, IndexNames):
@@ -229,6 +241,46 @@ class Simulator:
         else:
             value = self.values.compute(s, args)
         return [(out, at, self.values.store(value, s.out.dtype))]
+
+    # -- codegen/emit/reduction.py tp_grid_reduce ----------------------------------------------------
+    def grid_reduce(self, n: GridReduce, loops) -> None:
+        work = self.work.setdefault(n.work, {})
+        sems = self.semaphores.setdefault(n.semaphores, {})
+        envs = [self.env(k, loops) for k in range(len(self.threads))]
+        for k, env in enumerate(envs):
+            if self.holds(n.writer, env):
+                base = self.ev(n.slot, env)
+                for e in range(n.elements):
+                    if base + e in work:
+                        raise SimulationError(f"{n.comment}: workspace element {base + e} written twice")
+                    work[base + e] = self.local[k][n.acc][e]
+        sem, ranks = {self.ev(n.semaphore, env) for env in envs}, {self.ev(n.ranks, env) for env in envs}
+        if len(sem) != 1 or len(ranks) != 1:
+            raise SimulationError(f"{n.comment}: the threads of a block name different semaphores or counts")
+        sem, ranks = sem.pop(), ranks.pop()
+        ticket = sems.get(sem, 0)
+        if ticket >= ranks:
+            raise SimulationError(f"{n.comment}: semaphore {sem} counted past its {ranks} blocks")
+        sems[sem] = ticket + 1
+        last = ticket == ranks - 1
+        if last:
+            for k, env in enumerate(envs):
+                acc = [self.start(n)] * n.elements
+                first, stride = self.ev(n.first, env), self.ev(n.stride, env)
+                for j in range(self.ev(n.reducer, env), ranks, self.ev(n.reducers, env)):
+                    for e in range(n.elements):
+                        at = first + j * stride + e
+                        if at not in work:
+                            raise SimulationError(f"{n.comment}: the last block reads workspace element {at}, "
+                                                  f"which no block wrote")
+                        acc[e] = self.values.combine(n.combine, acc[e], work[at])
+                self.local[k][n.acc][:n.elements] = acc
+            if any(n.threads):
+                self.block_reduce(BlockReduce(n.acc, n.elements, n.dtype, n.combine, n.threads, n.scratch))
+            sems[sem] = 0
+        for name, index, dim in n.last:
+            for k, env in enumerate(envs):
+                self.index_names[k][name] = env[index] if last else self.grid["xyz".index(dim[-1])]
 
     # -- codegen/emit/reduction.py tp_block_reduce, step by step -------------------------------------
     def block_reduce(self, n: BlockReduce) -> None:

@@ -1,11 +1,13 @@
 """Reductions: what the code generator needs of a reduction's schedule (model/reduction.py).
 
-A reduction's axes are added up in a register per thread (serial and unrolled loops) and across
-the threads of a block (TIDx/TIDy/TIDz); nothing combines partials across blocks. Its holes
+A reduction's axes are added up in a register per thread (serial and unrolled loops), across
+the threads of a block (TIDx/TIDy/TIDz) and across the blocks of a segment (BIDx/BIDy/BIDz: a
+grid reduction through a global workspace and a semaphore, execution/grid_reduction.py). Its holes
 never contribute by construction: the accumulation is predicated on every hole bound of the
 tensor's own loop nest, and the accumulator starts at the neutral element
 (tests/differential/test_differential_reduction.py runs the lowered kernels on the CPU and counts
-every term). The checks are structural, like the lowering family's; codegen calls the same
+every term). The checks are structural, like the lowering family's, but for the count of a grid reduction's
+semaphore (REDUCTION-GRID-WORKSPACE), which z3 proves; codegen calls the same
 functions (codegen/lower/reduction.py) and treats a problem there as a tileproof bug.
 """
 
@@ -14,54 +16,50 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...execution.conditions import reduction
+from ...execution.grid_reduction import SEMAPHORE_LIMIT, entrance_loops, grid_layout
 from ...execution.loops import execution_order
+from ...execution.reduction import grid_reductions
+from ...model.expr import const, var
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import report_problems
+from ..findings import report_problems, report_values
 from ..registry import rule
 
 
 @rule("REDUCTION-PARALLEL", family="reduction")
 def reduction_parallel(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """A reduction axis runs as a loop or across a block's threads, never across blocks or as a vector.
+    """A reduction axis runs as a loop or across threads or blocks, never as a vector or TMA tile.
 
     What it checks:
         For every reduction tensor the kernel computes (tp.sum, tp.max, the partial one of an
-        rfactor): no reduction axis of its loop domain is bound to BIDx, BIDy or BIDz (a grid
-        reduction), to Vectorize or to Bulk; and no iteration axis of it is bound to Vectorize
-        or Bulk. Serial, Unroll, TIDx, TIDy and TIDz reduction axes are lowered.
+        rfactor): no reduction axis of its loop domain is bound to Vectorize or to Bulk, and no
+        iteration axis of it is bound to Vectorize or Bulk. Serial, Unroll, TIDx, TIDy and
+        TIDz reduction axes are lowered, and BIDx, BIDy and BIDz ones as a grid reduction
+        (REDUCTION-GRID and REDUCTION-GRID-WORKSPACE say what that needs).
     Why the hardware needs it:
-        Threads of one block combine partial sums through warp shuffles and shared memory,
-        ordered by __syncthreads. Blocks share no memory but global memory, and nothing in a
-        kernel orders one block's stores before another block's loads: summing a reduction
-        axis over blockIdx would need a global workspace and a grid-wide barrier (a
-        cooperative launch or a second kernel), which tileproof does not emit. A Vectorize
-        axis is one access of consecutive elements in one instruction, but a reduction's
-        statement adds one term at a time into a register and stores each total once, after
-        its loops.
+        A Vectorize axis is one access of consecutive elements in one instruction, and a Bulk
+        axis one TMA tile, but a reduction's statement adds one term at a time into a register
+        and stores each total once, after its loops: there is no vector add into one register.
     Example:
-        with tp.Fusion("grid_reduction") as fusion:
+        with tp.Fusion("vector_reduction") as fusion:
             t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
             t1 = tp.sum(t0, 1); fusion.add_output(t1)
-        t1.split(1, 128)
-        t1.axis(0).parallelize(tp.ParallelType.TIDx)
-        t1.axis(1).parallelize(tp.ParallelType.BIDx)
-    Fix:
-        with tp.Fusion("block_reduction") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
-            t1 = tp.sum(t0, 1); fusion.add_output(t1)
-        t1.split(1, 128)
+        t1.split(1, 4)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
-        t1.axis(2).parallelize(tp.ParallelType.TIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Vectorize)
+    Fix:
+        with tp.Fusion("vector_reduction") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 4096]); fusion.add_input(t0)
+            t1 = tp.sum(t0, 1); fusion.add_output(t1)
+        t1.split(1, 4)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.Unroll)
     References:
-        CUDA C++ Programming Guide 7.6 (__syncthreads orders memory within a block only) and
-        7.22 (warp shuffle functions); nvFuser grid reductions (csrc/runtime/grid_reduction.cu:
-        a global work buffer and semaphores tileproof does not have);
+        PTX ISA 9.7.9.8 (ld/st vector forms move values, they do not add them);
         docs/hardware.md#reductions-across-threads-and-blocks
     """
     # Formal statement: none, structural: for each reduction tensor T and loop ID i of T:
-    #   reduction(i) => parallel(i) in {Serial, Unroll, TIDx, TIDy, TIDz};
-    #   not reduction(i) => parallel(i) not in {Vectorize, Bulk}
+    #   parallel(i) not in {Vectorize, Bulk}
     order = execution_order(ctx.fusion)
     yield from report_problems("REDUCTION-PARALLEL", reduction.parallel_problems(ctx.fusion, order))
 
@@ -103,3 +101,109 @@ def reduction_accumulator(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   * compute bytes / 4 is a constant <= 255
     order = execution_order(ctx.fusion)
     yield from report_problems("REDUCTION-ACCUMULATOR", reduction.accumulator_problems(ctx.fusion, order))
+
+
+@rule("REDUCTION-GRID", family="reduction")
+def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A grid reduction's total is stored by the last block of its segment and read by nothing else in the kernel.
+
+    What it checks:
+        For every reduction tensor T with a reduction axis bound to BIDx, BIDy or BIDz (a
+        grid reduction, execution/grid_reduction.py): T is a global output of the fusion that
+        no op reads; it is no MmaOp; the kernel is not warp-specialized; T has no broadcast
+        loop axis.
+    Why the hardware needs it:
+        Blocks share only global memory, and nothing orders one block's stores before another
+        block's loads unless one waits for the other. tileproof's grid combine never waits:
+        each block writes its partials to a workspace, fences them and counts itself on a
+        semaphore, and the last block to arrive reads them all and stores the total. Only
+        that block holds the total, so a consumer in another block would read a partial (an
+        allreduce, which nvFuser runs as a persistent reduction with a grid-wide barrier that
+        needs every block resident at once). Every thread of every block must reach the
+        combine (its barriers), which a warp-specialized kernel's returning producer does not.
+    Example:
+        with tp.Fusion("sum_then_add") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [0])
+            t2 = tp.add(t1, 1.0); fusion.add_output(t2)
+        t1.split(0, 128)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
+        with tp.Fusion("sum_then_add") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [0]); fusion.add_output(t1)
+        t1.split(0, 128)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    References:
+        CUDA C++ Programming Guide 7.5 (memory fence functions: the "last block" sum of
+        threadFenceReduction) and 7.14 (atomicAdd); nvFuser runtime/grid_reduction.cu
+        (gridReduce) and runtime/grid_sync.cu; docs/hardware.md#reductions-across-threads-and-blocks
+    """
+    # Formal statement: none, structural: for each reduction tensor T with a reduction loop ID on
+    #   BIDx/BIDy/BIDz: T in outputs and memory(T) = Global and uses(T) = {} and not mma(T)
+    #   and no warp specialization and no broadcast loop ID in T
+    order = execution_order(ctx.fusion)
+    yield from report_problems("REDUCTION-GRID", reduction.grid_problems(ctx.fusion, order))
+
+
+@rule("REDUCTION-GRID-WORKSPACE", family="reduction", premises=("REDUCTION-GRID", "REDUCTION-ACCUMULATOR"))
+def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A grid reduction's semaphore counts every block of a segment without wrapping.
+
+    What it checks:
+        For every grid reduction (execution/grid_reduction.py), over all admitted sizes: the
+        number of blocks in a segment (the product of the grid dimensions its reduction axes
+        are bound to) is at most 2^32 - 1, what the 32-bit semaphore that counts their
+        arrivals holds. The rest of the workspace's layout holds by construction and is
+        checked by brute force in tests/rules/test_grid_reduction.py: each partial's slot is a
+        mixed-radix number (entrance, segment, rank, lane, register), every digit below its
+        radix, so two writers share a slot only if they are the same writer, every slot lies
+        in the workspace, the last block reads each, and each (entrance, segment) has its own
+        semaphore.
+    Why the hardware needs it:
+        The block that reads ranks - 1 from the semaphore combines the segment's partials.
+        An atomicAdd on a 32-bit counter wraps past 2^32 - 1, and a grid may have up to
+        (2^31 - 1) * 65535 * 65535 blocks: a reduction over BIDx and BIDy can have more
+        blocks per segment than the counter holds, and no block would read ranks - 1.
+    Example:
+        with tp.Fusion("sum_over_a_2d_grid") as fusion:
+            t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [0, 1]); fusion.add_output(t1)
+        fusion.assume("M <= 65535")
+        t1.axis(0).parallelize(tp.ParallelType.BIDy)
+        t1.axis(1).parallelize(tp.ParallelType.BIDx)
+    Fix:
+        with tp.Fusion("sum_over_a_2d_grid") as fusion:
+            t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [0, 1]); fusion.add_output(t1)
+        fusion.assume("M <= 65535")
+        fusion.assume("N <= 65535")
+        t1.axis(0).parallelize(tp.ParallelType.BIDy)
+        t1.axis(1).parallelize(tp.ParallelType.BIDx)
+    References:
+        CUDA C++ Programming Guide 7.14.1.1 (atomicAdd on unsigned int wraps) and
+        "Technical Specifications per Compute Capability" (grid dimensions); nvFuser
+        csrc/device_lower/pass/index.cpp (getGridCommWorkBufferSize, getGridSyncBufferSize:
+        one buffer and one semaphore per entrance); docs/hardware.md#reductions-across-threads-and-blocks
+    """
+    # Formal statement: for each grid reduction T, for all admitted sizes s:
+    #   ranks(s) = product of launch(p, s) over the block types p T reduces <= 2^32 - 1
+    for r in grid_reductions(execution_order(ctx.fusion)):
+        tv = r.tensor
+        ranks = grid_layout(r, ctx.block_dims, {uid: var(f"entrance {k}") for k, (uid, _) in
+                                                enumerate(entrance_loops(r))}).ranks
+        axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
+        over = ", ".join(p.value for p in r.blocks)
+        q = ctx.query([ranks, const(SEMAPHORE_LIMIT)])
+        out = q.prove(q.le(ranks, const(SEMAPHORE_LIMIT)), values={"blocks per segment": ranks})
+        yield from report_values(
+            ctx, "REDUCTION-GRID-WORKSPACE", out, f"that {tv.name}'s segments fit a 32-bit semaphore",
+            lambda v, when, tv=tv, over=over: (f"{tv.name} is reduced over {over}: a segment has "
+                                               f"{v['blocks per segment']} blocks{when}, more than a 32-bit "
+                                               f"semaphore counts ({SEMAPHORE_LIMIT})"),
+            ["blocks per segment"],
+            hint=f"bound the extents on {over} with fusion.assume (their product at most {SEMAPHORE_LIMIT}), or "
+                 f"reduce over fewer block types and rfactor the rest onto threads or loops",
+            tensor=tv.name, ids=[axis.name], location=axis.parallel_origin or axis.origin or tv.origin)

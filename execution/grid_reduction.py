@@ -1,0 +1,170 @@
+"""A grid reduction: how the blocks of a segment combine a reduction over BIDx/BIDy/BIDz, derived
+once for the verifier (REDUCTION-GRID, REDUCTION-GRID-WORKSPACE) and the code generator
+(codegen/lower/reduction.py GridReduce).
+
+After its accumulation (and the block's combine over its reduced thread types), a reduction T
+whose reduction axes are bound to block types runs its grid combine (Phase.GRID_COMBINE), as
+nvFuser's non-persistent gridReduce (runtime/grid_reduction.cu) does, with one difference: the
+block that combines is the last to arrive, not the last by index, so no block ever waits:
+
+    segment     the blocks that differ only in the reduced block indices (`ranks` of them, each
+                with its `rank`); the other block indices number the segments
+    entrance    each time a block reaches the combine: a point of T's loops left of its first
+                reduction axis (serial, unrolled), numbered row-major (`entrance`, `entrances`)
+    partials    every thread at index 0 of the reduced thread types (`writer`) writes its
+                accumulator's N registers to its own slot of the workspace: slot = (((entrance *
+                segments + segment) * ranks + rank) * lanes + lane) * N, `lane` the thread's
+                index over the thread types not reduced
+    arrival     __threadfence, __syncthreads, then thread 0 adds 1 to the semaphore of (entrance,
+                segment); the block that reads ranks - 1 is the last: every other block of the
+                segment has written its partials and fenced them
+    combine     in the last block each thread starts at the neutral element and combines the
+                slots of its lane for ranks j = reducer, reducer + reducers, ... (`reducer`: its
+                index over the reduced thread types), then the block combines across those
+                thread types: every thread ends with its segment's total; it then returns the
+                semaphore to 0, so the next launch finds it as the runtime allocated it
+    store       T's elements are stored by the last block only: along each reduced block type p
+                the single writer is `blockIdx.p == tp_last_<p>_<T>`, which the combine sets to
+                the last block's index there and, in the other blocks, to gridDim.p (no index)
+
+The workspace holds `work_elements` values of the compute type, the semaphores `semaphores`
+32-bit counters; the runtime allocates them, the semaphores zeroed once (codegen/compile.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.expr import Expr, add, const, mul, product, try_int, var
+from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, ParallelType
+from .promotion import loop_extents
+from .reduction import ReductionLoops
+
+SEMAPHORE_LIMIT = (1 << 32) - 1  # a 32-bit semaphore counts the arrivals of a segment
+
+
+def last_name(tv_name: str, p: ParallelType) -> str:
+    """The variable (in the algebra and in C++) of the last block's index along reduced block type p."""
+    return f"tp_last_{p.cuda_name.split('.')[-1]}_{tv_name}"
+
+
+def work_name(tv_name: str) -> str:
+    """The kernel parameter of T's workspace (its partials)."""
+    return f"tp_work_{tv_name}"
+
+
+def semaphores_name(tv_name: str) -> str:
+    """The kernel parameter of T's semaphores."""
+    return f"tp_sems_{tv_name}"
+
+
+def entrance_loops(r: ReductionLoops) -> list[tuple[int, Expr]]:
+    """(uid, extent) of T's loops left of its first reduction axis that a block runs as loops:
+    each point of them enters the grid combine once (extent-1 loops aside)."""
+    tv = r.tensor
+    out = []
+    for i, extent in list(zip(tv.loop, loop_extents(tv)))[:r.start]:
+        if i.parallel_type in THREAD_TYPES + BLOCK_TYPES + DEVICE_TYPES or try_int(extent) == 1:
+            continue
+        out.append((i.uid, extent))
+    return out
+
+
+def _linear(types, index_of, launch: dict[ParallelType, Expr]) -> tuple[Expr, Expr]:
+    """The row-major index over the launched `types` (x fastest) and their count."""
+    index: Expr = const(0)
+    count: Expr = const(1)
+    for p in reversed([p for p in types if p in launch]):  # z, y, x: x varies fastest
+        index = add(mul(index, launch[p]), index_of(p))
+        count = mul(count, launch[p])
+    return index, count
+
+
+@dataclass(frozen=True)
+class GridLayout:
+    """Where the partials of one grid reduction go, as index expressions of the block and thread
+    indices (their CUDA names) and the entrance loops' indices (the names of `env`)."""
+
+    reduction: ReductionLoops
+    segment: Expr
+    segments: Expr
+    rank: Expr
+    ranks: Expr
+    lane: Expr
+    lanes: Expr
+    reducer: Expr
+    reducers: Expr
+    entrance: Expr
+    entrances: Expr
+    writer: tuple[tuple[str, Expr], ...]  # (thread index, 0): the threads that write their partials
+
+    @property
+    def elements(self) -> int:
+        n = try_int(self.reduction.elements)
+        assert n is not None, "REDUCTION-ACCUMULATOR rejects a symbolic accumulator"
+        return n
+
+    def slot_at(self, entrance: Expr, segment: Expr, rank: Expr, lane: Expr) -> Expr:
+        """The offset of the first of N partials of (entrance, segment, rank, lane)."""
+        return mul(add(mul(add(mul(add(mul(entrance, self.segments), segment), self.ranks), rank), self.lanes), lane),
+                   const(self.elements))
+
+    @property
+    def slot(self) -> Expr:
+        """The offset this thread (a writer) writes its partials at."""
+        return self.slot_at(self.entrance, self.segment, self.rank, self.lane)
+
+    @property
+    def first(self) -> Expr:
+        """The offset of rank 0's partials of this thread's lane: the last block reads rank j at
+        first + j * stride."""
+        return self.slot_at(self.entrance, self.segment, const(0), self.lane)
+
+    @property
+    def stride(self) -> Expr:
+        return mul(self.lanes, const(self.elements))
+
+    @property
+    def semaphore(self) -> Expr:
+        """The semaphore of this block's segment at this entrance."""
+        return add(mul(self.entrance, self.segments), self.segment)
+
+    @property
+    def semaphore_count(self) -> Expr:
+        return mul(self.entrances, self.segments)
+
+    @property
+    def work_elements(self) -> Expr:
+        return product([self.entrances, self.segments, self.ranks, self.lanes, const(self.elements)])
+
+
+def grid_layout(r: ReductionLoops, launch: dict[ParallelType, Expr], env: dict[int, Expr]) -> GridLayout:
+    """The layout of grid reduction r in a kernel launched with `launch`; `env`: the index of
+    each of T's loop IDs (execution/statements.py tensor_execution's env, or the code
+    generator's loop counters)."""
+    def index_of(p: ParallelType) -> Expr:
+        return var(p.cuda_name)
+
+    others = [p for p in BLOCK_TYPES if p not in r.blocks]
+    segment, segments = _linear(others, index_of, launch)
+    rank, ranks = _linear(r.blocks, index_of, launch)
+    lane, lanes = _linear([p for p in THREAD_TYPES if p not in r.threads], index_of, launch)
+    reducer, reducers = _linear(r.threads, index_of, launch)
+    entrance: Expr = const(0)
+    entrances: Expr = const(1)
+    for uid, extent in entrance_loops(r):
+        entrance = add(mul(entrance, extent), env[uid])
+        entrances = mul(entrances, extent)
+    writer = tuple((p.cuda_name, const(0)) for p in r.threads if p in launch)
+    return GridLayout(r, segment, segments, rank, ranks, lane, lanes, reducer, reducers, entrance, entrances, writer)
+
+
+def last_block_ranges(r: ReductionLoops, launch: dict[ParallelType, Expr]) -> dict[str, Expr]:
+    """The range of each last-block variable as the verifier models it: the index of the last
+    block of the segment (below the launch); the code's is gridDim.p in the other blocks, where
+    the store's `blockIdx.p == tp_last_p` fails as `blockIdx.p == last` does."""
+    return {last_name(r.tensor.name, p): launch[p] for p in r.blocks if p in launch}
+
+
+__all__ = ["GridLayout", "SEMAPHORE_LIMIT", "entrance_loops", "grid_layout", "last_block_ranges", "last_name",
+           "semaphores_name", "work_name"]

@@ -1,0 +1,128 @@
+"""Grid reductions on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device): a reduction
+axis on BIDx/BIDy (execution/grid_reduction.py), each block's partials through the workspace and
+the last block to arrive on its segment's semaphore combining them (issue 33, item 6). Every
+schedule runs at three or more sizes, some not divisible by its splits, against torch, and twice
+in a row: the second launch reuses the semaphores the first returned to 0."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tileproof as tp  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+P = tp.ParallelType
+
+
+def rows_one_block_per_term():
+    """nvFuser Tutorial.Reduction step 2: [M, rN] with rN on BIDx, one thread per block; the serial
+    loop over M enters the grid combine M times (one workspace slice and semaphore each)."""
+    with tp.Fusion("rows_one_block_per_term") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1]); fusion.add_output(t1)
+    t1.axis(1).parallelize(P.BIDx)
+    return fusion
+
+
+def whole_sum_rfactored():
+    """nvFuser Tutorial.ReductionRFactor's grid step: [r/1024/100 BIDx, r100, r1024 TIDx], two
+    rfactors: serial, block (TIDx), then grid (BIDx, every thread of the block a lane)."""
+    with tp.Fusion("whole_sum_rfactored") as fusion:
+        t0 = tp.make_tensor([-1]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [0]); fusion.add_output(t1)
+    t1.split(0, 1024)
+    t1.split(0, 100)
+    t2 = t1.rfactor([1])
+    t3 = t1.rfactor([1])
+    for t in (t2, t3, t1):
+        t.axis(0).parallelize(P.BIDx)
+    t2.axis(2).parallelize(P.TIDx)
+    t3.axis(1).parallelize(P.TIDx)
+    return fusion
+
+
+def rows_over_blocks_and_threads(op):
+    """[M BIDy, rN/128 BIDx, r128 TIDx]: the block combines TIDx, then the blocks of a row (a
+    segment per row) combine, the last block's threads sharing the ranks before the block combine."""
+    with tp.Fusion(f"rows_{op}_over_blocks_and_threads") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = getattr(tp, op)(t0, [1]); fusion.add_output(t1)
+    fusion.assume("T0_0 <= 65535")  # rows on BIDy
+    t1.split(1, 128)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+def columns_over_blocks():
+    """[rM BIDx, N/32 BIDy, 32 TIDx, ...]: one term per block and thread; each thread a lane of its
+    own column, each BIDy a segment."""
+    with tp.Fusion("columns_over_blocks") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = tp.sum(t0, [0]); fusion.add_output(t1)
+    fusion.assume("T0_1 <= 1000000")  # N / 32 on BIDy
+    t1.split(1, 32)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.BIDy)
+    t1.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+def columns_in_registers():
+    """[rM BIDx, 4]: each block keeps 4 running totals (the accumulator's registers), all combined."""
+    with tp.Fusion("columns_in_registers") as fusion:
+        t0 = tp.make_tensor(["M", 4]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [0]); fusion.add_output(t1)
+    t1.axis(0).parallelize(P.BIDx)
+    return fusion
+
+
+def _twice(kernel, x, expected):
+    for _ in range(2):  # the semaphores the first launch left are the second's
+        (out,) = kernel.run(x)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(10, 1024), (3, 1000), (7, 1), (1, 4097)])
+def test_rows_summed_across_blocks(shape):
+    x = torch.randn(shape, device="cuda")
+    _twice(tp.compile(rows_one_block_per_term()), x, x.sum(1))
+
+
+@pytest.mark.parametrize("n", [10000, 1, 1 << 20, 102400 * 3 + 17])
+def test_whole_tensor_summed_by_rfactors_and_grid(n):
+    x = torch.randn(n, device="cuda")
+    _twice(tp.compile(whole_sum_rfactored()), x, x.sum())
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+@pytest.mark.parametrize("shape", [(5, 1000), (33, 4097), (1, 128), (2, 100000)])
+def test_rows_across_blocks_and_threads(op, shape):
+    x = torch.randn(shape, device="cuda")
+    _twice(tp.compile(rows_over_blocks_and_threads(op)), x, x.sum(1) if op == "sum" else x.amax(1))
+
+
+@pytest.mark.parametrize("shape", [(100, 64), (37, 50), (1000, 33)])
+def test_columns_across_blocks(shape):
+    x = torch.randn(shape, device="cuda")
+    _twice(tp.compile(columns_over_blocks()), x, x.sum(0))
+
+
+@pytest.mark.parametrize("rows", [1, 300, 5001])
+def test_register_totals_across_blocks(rows):
+    x = torch.randn(rows, 4, device="cuda")
+    _twice(tp.compile(columns_in_registers()), x, x.sum(0))
+
+
+def test_sizes_change_between_launches():
+    """A larger launch grows the workspace; a smaller one after it reuses it (semaphores zero)."""
+    kernel = tp.compile(rows_over_blocks_and_threads("sum"))
+    for shape in ((4, 300), (40, 70000), (3, 129)):
+        x = torch.randn(shape, device="cuda")
+        _twice(kernel, x, x.sum(1))

@@ -1,0 +1,145 @@
+"""Grid reductions (execution/grid_reduction.py): REDUCTION-GRID and REDUCTION-GRID-WORKSPACE on
+failing and passing schedules, and the workspace layout checked by brute force at small launches
+(every writer's slot its own and inside the workspace, the last block's reads covering each slot,
+one semaphore per entrance and segment), which REDUCTION-GRID-WORKSPACE's docstring relies on."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import tileproof as tp
+from tileproof.execution.grid_reduction import entrance_loops, grid_layout
+from tileproof.execution.indexing import block_dims
+from tileproof.execution.reduction import reduction_loops
+from tileproof.model.expr import const, evaluate, var
+from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
+
+P = tp.ParallelType
+
+
+def _codes(fusion):
+    return sorted({d.code for d in tp.verify(fusion).diagnostics if d.severity.value == "error"})
+
+
+def _row_sum(name, consumer=False, blocks=(P.BIDx,)):
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        fusion.add_output(tp.add(t1, 1.0) if consumer else t1)
+    fusion.assume("M <= 65535")
+    t1.split(1, 32)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(blocks[0])
+    t1.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+def test_a_grid_reduction_stored_by_its_last_block_is_accepted():
+    assert _codes(_row_sum("rows_over_the_grid")) == []
+
+
+def test_a_grid_reduction_read_in_the_kernel_is_an_allreduce():
+    report = tp.verify(_row_sum("rows_then_add", consumer=True))
+    (d,) = [d for d in report.diagnostics if d.code == "REDUCTION-GRID"]
+    assert "T2 reads it in the same kernel" in d.message and d.counterexample == {"readers": 1}
+
+
+def _two_d_grid(*assumptions):
+    with tp.Fusion("sum_over_a_2d_grid") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [0, 1]); fusion.add_output(t1)
+    for a in assumptions:
+        fusion.assume(a)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    return fusion
+
+
+def test_a_segment_of_more_blocks_than_the_semaphore_counts_has_a_counterexample():
+    report = tp.verify(_two_d_grid("M <= 65535"))
+    (d,) = [d for d in report.diagnostics if d.code == "REDUCTION-GRID-WORKSPACE"]
+    blocks = d.counterexample["blocks per segment"]
+    assert blocks > (1 << 32) - 1 and blocks == d.counterexample["M"] * d.counterexample["N"]
+
+
+def test_a_segment_the_semaphore_counts_is_accepted():
+    assert _codes(_two_d_grid("M <= 65535", "N <= 65535")) == []
+
+
+# -- the layout, by brute force ---------------------------------------------------------------------
+
+def _rows_in_a_loop():
+    """[M serial, rN/2 BIDx, r2 TIDy, 3 TIDx iteration...]: entrances, a reduced thread type, lanes."""
+    with tp.Fusion("layout") as fusion:
+        t0 = tp.make_contig_concrete_tensor([2, 3, 12]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [2]); fusion.add_output(t1)
+    t1.split(2, 2)  # [2, 3, r6, r2]
+    t1.axis(1).parallelize(P.TIDx)
+    t1.axis(2).parallelize(P.BIDx)
+    t1.axis(3).parallelize(P.TIDy)
+    return fusion, t1
+
+
+def _columns():
+    """[rM BIDx, N/2 BIDy, 2 TIDx, 2 serial (registers)]: segments, lanes and N = 2."""
+    with tp.Fusion("layout2") as fusion:
+        t0 = tp.make_contig_concrete_tensor([3, 8]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [0]); fusion.add_output(t1)
+    t1.split(1, 2).split(1, 2)  # [r3, 2, 2, 2]
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.BIDy)
+    t1.axis(2).parallelize(P.TIDx)
+    return fusion, t1
+
+
+@pytest.mark.parametrize("build", [_rows_in_a_loop, _columns])
+def test_the_workspace_layout_gives_each_partial_its_slot_and_the_last_block_reads_all(build):
+    fusion, t1 = build()
+    assert tp.verify(fusion).ok
+    r = reduction_loops(t1)
+
+    launch = {p: const(evaluate(e, {})) for p, e in block_dims(fusion).items()}
+    loops = entrance_loops(r)
+    g = grid_layout(r, launch, {uid: var(f"e{k}") for k, (uid, _) in enumerate(loops)})
+    n = g.elements
+    dims = {p: evaluate(launch[p], {}) for p in launch}
+    types = [p for p in THREAD_TYPES + BLOCK_TYPES if p in dims]
+    work, sems = evaluate(g.work_elements, {}), evaluate(g.semaphore_count, {})
+    written, semaphores = {}, {}
+    for point in itertools.product(*[range(dims[p]) for p in types], *[range(evaluate(e, {})) for _, e in loops]):
+        env = {p.cuda_name: v for p, v in zip(types, point)}
+        env.update({f"e{k}": v for k, v in enumerate(point[len(types):])})
+        block = tuple(env[p.cuda_name] for p in BLOCK_TYPES if p in dims)
+        entrance = point[len(types):]
+        key = (evaluate(g.segment, env), entrance)
+        sem = evaluate(g.semaphore, env)
+        assert 0 <= sem < sems and semaphores.setdefault(sem, key) == key  # one semaphore per (segment, entrance)
+        if all(env[name] == evaluate(value, env) for name, value in g.writer):
+            lane = tuple(env[p.cuda_name] for p in THREAD_TYPES if p in dims and p not in r.threads)
+            for k in range(n):
+                slot = evaluate(g.slot, env) + k
+                assert 0 <= slot < work
+                assert written.setdefault(slot, (block, lane, entrance, k)) == (block, lane, entrance, k)
+    # the last block of each segment: any of them; its threads read first + j * stride + k for their j
+    for point in itertools.product(*[range(dims[p]) for p in types], *[range(evaluate(e, {})) for _, e in loops]):
+        env = {p.cuda_name: v for p, v in zip(types, point)}
+        env.update({f"e{k}": v for k, v in enumerate(point[len(types):])})
+        ranks, reducers = evaluate(g.ranks, env), evaluate(g.reducers, env)
+        read = {evaluate(g.first, env) + j * evaluate(g.stride, env) + k
+                for j in range(evaluate(g.reducer, env), ranks, reducers) for k in range(n)}
+        assert read <= set(range(work))
+    # every written slot is read by the last block's thread of its lane, whichever block that is
+    for slot, (block, lane, entrance, k) in written.items():
+        readers = set()
+        for last in itertools.product(*[range(dims[p]) for p in BLOCK_TYPES if p in dims and p in r.blocks]):
+            env = {p.cuda_name: v for p, v in zip([p for p in BLOCK_TYPES if p in dims], block)}
+            env.update({p.cuda_name: v for p, v in zip([p for p in BLOCK_TYPES if p in dims and p in r.blocks], last)})
+            env.update({p.cuda_name: v for p, v in zip([p for p in THREAD_TYPES if p in dims and p not in r.threads], lane)})
+            env.update({p.cuda_name: 0 for p in r.threads if p in dims})
+            env.update({f"e{i}": v for i, v in enumerate(entrance)})
+            for reducer in range(evaluate(g.reducers, env)):
+                first, stride = evaluate(g.first, env), evaluate(g.stride, env)
+                readers |= {first + j * stride + k for j in range(reducer, evaluate(g.ranks, env), evaluate(g.reducers, env))}
+            assert slot in readers
