@@ -83,7 +83,8 @@ TORCH_OF = {"row_sum_symbolic": ("sum", (1,)), "row_sum_ninety_six_threads": ("s
             "column_sum_symbolic": ("sum", (0,)), "column_sum_across_tidy": ("sum", (0,)),
             "row_max_forty_eight_threads": ("max", (1,)), "row_sum_rfactor": ("sum", (1,)),
             "column_sum_rfactor_vectorized": ("sum", (0,)), "bfloat16_row_sum_in_float32": ("sum", (1,)),
-            "int8_column_max": ("max", (0,)), "sum_of_both_axes": ("sum", (0, 1))}
+            "int8_column_max": ("max", (0,)), "sum_of_both_axes": ("sum", (0, 1)),
+            "row_sum_across_blocks": ("sum", (1,))}
 SIZES = {"M": 296, "N": 4096}  # M % 8 == 0 and N % 1024 == 0, as the rfactor examples assume
 
 
