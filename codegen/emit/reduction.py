@@ -17,7 +17,7 @@ groups (a reduction over TIDy with TIDx > 1), every thread's value goes through 
 from __future__ import annotations
 
 from ...model.reduction import COMBINE
-from ..ir import BlockReduce, Compute, GridReduce, KernelIR, Loop, ReduceInit
+from ..ir import BlockReduce, Compute, GridReduce, KernelIR, ReduceInit, walk
 from .scalar_types import CTYPES, OPS, scalar_literal
 
 BLOCK_REDUCE = """\
@@ -98,13 +98,8 @@ __device__ __forceinline__ bool tp_grid_reduce(T (&acc)[N], T* work, unsigned lo
 
 
 def _nodes(nodes: list, kind) -> list:
-    out = []
-    for n in nodes:
-        if isinstance(n, Loop):
-            out += _nodes(n.body, kind)
-        elif isinstance(n, kind):
-            out.append(n)
-    return out
+    """The nodes of `kind` anywhere under `nodes` (in loops, a whole-tile nest's two versions, ...)."""
+    return [n for n in walk(nodes) if isinstance(n, kind)]
 
 
 def prelude(ir: KernelIR) -> list[str]:

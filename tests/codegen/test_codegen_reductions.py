@@ -164,3 +164,17 @@ def test_reduction_examples_compile_and_reject_as_declared():
         else:
             with pytest.raises(tp.ScheduleRejected):
                 tp.compile(fusion, case.target)
+
+
+def test_a_block_combine_inside_an_unrolled_nest_has_its_helpers():
+    """fuzz seed 0, case 163: max over an axis split onto TIDx under an Unroll axis: the whole-tile
+    pass put the block's combine inside its two versions of the nest, where the helpers' search
+    (loops only, since the grid reductions' prelude) did not look: NVRTC found tp_block_reduce
+    undefined in a verified schedule."""
+    import fuzz  # benchmarks/fuzz.py
+
+    family, target, case = fuzz.draw_case(0, 163)
+    fusion = case.fusion if hasattr(case, "fusion") else case
+    assert tp.verify(fusion, target).ok
+    source = tp.compile(fusion, target).cuda_source
+    assert "tp_block_reduce<" in source and "void tp_block_reduce(" in source

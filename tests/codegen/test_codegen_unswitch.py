@@ -109,11 +109,14 @@ def test_a_reduction_loop_may_be_unswitched():
 
 
 def test_unswitch_is_inlined_like_any_loop_type():
-    """A producer's Serial axis inlined into the consumer's Unswitch axis: one loop, two parallel
-    types (INLINE-PARALLEL-MATCH, as for Unroll)."""
+    """A producer's Serial axis inlined into the consumer's Unswitch axis takes the loop's Unswitch
+    (nvFuser's loop map, as for Unroll: model/loop_map.py); a different non-Serial type on it is
+    INLINE-PARALLEL-MATCH."""
     fusion = unswitched_copy_chain(2)
     t1 = next(t for t in fusion.tensors if t.name == "T1")
     t1.axis(1).parallelize(P.Serial)
+    assert tp.verify(fusion, "sm_90a").ok
+    t1.axis(1).parallelize(P.Unroll)
     report = tp.verify(fusion, "sm_90a")
     assert "INLINE-PARALLEL-MATCH" in report.codes
 

@@ -53,7 +53,9 @@ def test_bank_conflict_query_is_sized_for_the_other_lanes_predicates():
     codes = decided(fusion)
     assert "PARALLEL-TYPE-UNIQUE" in codes and "LAUNCH-THREADS" in codes  # 131072 threads: no bank analysis
     report = tp.verify(fusion, rules=["SMEM-BANK-CONFLICT"])  # the rule alone still decides its query
-    assert [d.code for d in report.diagnostics] == ["SMEM-BANK-CONFLICT"] and not report.diagnostics[0].internal
+    # one warning per conflicting access (two since inline_most stops at the Unroll axes), none internal
+    assert report.diagnostics and {d.code for d in report.diagnostics} == {"SMEM-BANK-CONFLICT"}
+    assert not any(d.internal for d in report.diagnostics)
 
 
 def test_tmem_access_pattern_names_a_symbolic_register_count():
