@@ -141,3 +141,29 @@ def test_a_rejecting_verify_records_no_decision():
     case = next(c for c in discover([str(ROOT / "examples" / "invalid" / "ldst_matrix.py")]))
     report = tp.verify(case.build(), case.target)
     assert not report.ok and report.decisions == Decisions()
+
+
+def test_compile_after_verify_of_a_schedule_whose_loops_give_their_types_asks_z3_nothing(monkeypatch):
+    """A producer inlined into its consumer's BIDx and TIDx loops takes their types in the snapshot
+    verify reads (model/loop_map.py); verify keys its accepted report by the schedule as written,
+    which is what compile looks up, so compile does not verify again."""
+    with tp.Fusion("types_from_the_loop") as fusion:
+        t0 = tp.make_contig_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.add(t0, 1.0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t2.split(0, 128)
+    tp.propagate_transforms(t2)
+    tp.inline_most(fusion)
+    t2.axis(0).parallelize(tp.ParallelType.BIDx)
+    t2.axis(1).parallelize(tp.ParallelType.TIDx)  # t1's axes stay Serial as written
+    report = tp.verify(fusion)
+    assert report.ok
+
+    def no_solver(self, *args, **kwargs):
+        raise AssertionError("tp.compile asked z3 after tp.verify")
+
+    monkeypatch.setattr(z3.Solver, "check", no_solver)
+    kernel = tp.compile(fusion)
+    assert kernel.report is report
