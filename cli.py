@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import multiprocessing
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from rich.console import Console
 
@@ -108,6 +110,9 @@ def _build_parser() -> argparse.ArgumentParser:
     add_keyword_argument(verify_parser)
     verify_parser.add_argument("-x", "--exitfirst", action="store_true",
                                help="stop at the first schedule that does not match its expectation")
+    verify_parser.add_argument("-j", "--jobs", type=_positive_int, default=_cpus(), metavar="N",
+                               help="verify in N processes (default: the CPUs this process may use; "
+                                    "1 with --exitfirst or --html)")
     show_parser = commands.add_parser("show", help="draw schedules: IterDomain graphs, smem and tmem maps")
     show_parser.add_argument("path", metavar="PATH", help="a schedule file or folder; FILE::NAME picks one schedule")
     add_keyword_argument(show_parser)
@@ -121,12 +126,31 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the OS says)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of processes, got {text!r}")
+    return n
+
+
 def _verify_command(args: argparse.Namespace) -> int:
     cases = select(args.paths, args.keyword)
     console = Console(highlight=False)
     outcomes = []
-    for case in cases:
-        o = run_case(case, args.target)
+    # the pictures of --html are drawn from the fusions, which stay in the process that built them
+    jobs = 1 if args.exitfirst or args.html else args.jobs
+    for o in run_cases(cases, args.target, jobs):
         outcomes.append(o)
         if args.json:
             if o.error is not None:
@@ -144,6 +168,31 @@ def _verify_command(args: argparse.Namespace) -> int:
     if any(o.error is not None for o in outcomes):
         return EXIT_ERROR
     return EXIT_OK if all(o.matched for o in outcomes) else EXIT_MISMATCH
+
+
+def run_cases(cases: list[ScheduleCase], target: str | None, jobs: int) -> Iterator[Outcome]:
+    """run_case of each case, in order. With jobs > 1 (on Linux) the cases are verified by that
+    many worker processes forked from this one, which has loaded the schedule files: each proof
+    is pure CPU and independent of the others, and a Report travels back pickled (the fusion does
+    not: an outcome from a worker has none)."""
+    if jobs <= 1 or len(cases) < 2 or not sys.platform.startswith("linux"):
+        for case in cases:
+            yield run_case(case, target)
+        return
+    global _WORKER_CASES
+    _WORKER_CASES = cases
+    with multiprocessing.get_context("fork").Pool(min(jobs, len(cases))) as pool:
+        for k, (report, mismatches, error) in enumerate(pool.imap(_run_in_worker, [(k, target) for k in
+                                                                                  range(len(cases))])):
+            yield Outcome(cases[k], report, mismatches, error)
+
+
+_WORKER_CASES: list[ScheduleCase] = []  # what run_cases' forked workers verify, by index
+
+
+def _run_in_worker(job: tuple[int, str | None]) -> tuple[Report | None, list[str], str | None]:
+    o = run_case(_WORKER_CASES[job[0]], job[1])
+    return o.report, o.mismatches, o.error
 
 
 def run_case(case: ScheduleCase, target: str | None = None) -> Outcome:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -474,3 +475,26 @@ def test_quiet_keeps_a_one_line_count_of_warnings(capsys):
     assert "PASS tma_strided_tile_fttc: ACCEPTED as expected\n  1 warning (TMA-FTTC)\n" in out
     assert out.rstrip().endswith("1 schedules: 1 accepted, 0 rejected, 0 mismatched expectations, 1 warning")
     assert "warning[TMA-FTTC]" not in out  # the report itself stays hidden
+
+
+def test_verify_in_worker_processes_prints_what_one_process_prints(good, wrong, tmp_path, capsys):
+    """-j 2 verifies in two forked processes: the same reports, PASS/FAIL lines, order and exit
+    code as -j 1 (the timings aside); JSON too."""
+    big = write(tmp_path, "big.py", BIG_SHARED)
+
+    def run(*extra) -> tuple[int, str]:
+        code = main(["verify", str(good), str(wrong), str(big), *extra])
+        out = capsys.readouterr().out
+        return code, re.sub(r"\(\d+\.\d+ s, \d+ z3 quer(y|ies)\)", "", out)
+
+    one, two = run("-j", "1"), run("-j", "2")
+    assert one == two and one[0] == 1 and "SMEM-CAPACITY" in one[1]
+    as_json = [json.loads(run("--json", "-j", j)[1]) for j in ("1", "2")]
+    for entry in as_json[0] + as_json[1]:
+        entry.get("report", {}).pop("seconds", None)
+    assert as_json[0] == as_json[1]
+
+
+def test_a_number_of_processes_below_one_is_a_usage_error(good, capsys):
+    assert main(["verify", str(good), "-j", "0"]) == 2
+    assert "positive number of processes" in capsys.readouterr().err
