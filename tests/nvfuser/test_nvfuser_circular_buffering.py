@@ -39,38 +39,22 @@ def run_unary(reference, sizes):
 
 # -- CircularBufferingTest (NonTma): plain copies into shared memory and registers ----------------
 
-def single_dim1(stages, prefetch):
-    with tp.Fusion("single_dim1") as fusion:
+def single_dim(stages, prefetch, *, shared: bool):
+    """SingleDim1 (shared: tv1 in shared memory, computeAt(tv3, 1)) and SingleDim2 (registers,
+    computeAt(tv3, -1)): out = in + 1 through tv1, tiles [I0/128, 4 (BIDx), 32 (TIDx)]."""
+    with tp.Fusion("single_dim1" if shared else "single_dim2") as fusion:
         tv0 = tp.make_contig_tensor(1)
         fusion.add_input(tv0)
         tv1 = tp.set(tv0)
         tv2 = tp.add(tv1, 1.0)
         tv3 = tp.set(tv2)
         fusion.add_output(tv3)
-    tv1.set_memory_type(SHARED)
+    if shared:
+        tv1.set_memory_type(SHARED)
     tv3.split(-1, 128).split(-1, 32)  # [I0/128, 4, 32]
     tp.propagate_transforms(tv3)
-    for tv in (tv1, tv2):  # tv0->computeAt(tv3, 1)
-        tv.inline_at(1)
-    tv3.axis(-2).parallelize(P.BIDx)
-    tv3.axis(-1).parallelize(P.TIDx)
-    tp.parallelize_all_like(tv3)
-    tv1.circular_buffer(stages, prefetch)
-    return fusion
-
-
-def single_dim2(stages, prefetch):
-    with tp.Fusion("single_dim2") as fusion:
-        tv0 = tp.make_contig_tensor(1)
-        fusion.add_input(tv0)
-        tv1 = tp.set(tv0)
-        tv2 = tp.add(tv1, 1.0)
-        tv3 = tp.set(tv2)
-        fusion.add_output(tv3)
-    tv3.split(-1, 128).split(-1, 32)  # [I0/128, 4, 32]
-    tp.propagate_transforms(tv3)
-    for tv in (tv1, tv2):  # tv0->computeAt(tv3, -1)
-        tv.inline_at(-1)
+    for tv in (tv1, tv2):  # tv0->computeAt(tv3, 1 or -1)
+        tv.inline_at(1 if shared else -1)
     tv3.axis(-2).parallelize(P.BIDx)
     tv3.axis(-1).parallelize(P.TIDx)
     tp.parallelize_all_like(tv3)
@@ -361,8 +345,9 @@ def non_tma_cases() -> list[Case]:
                   "nvFuser takes the innermost serial loop left of it")
     for s, p in ((2, -1), (5, 0), (9, 3)):
         kw = {"differs": short.format(n=8, s=9)} if s == 9 else {}
-        add("SingleDim1", s, p, single_dim1, THROWS if s == 9 else VALID, run=plus1, **kw)
-        add("SingleDim2", s, p, single_dim2, THROWS if s == 9 else VALID, run=plus1, **kw)
+        for test, shared in (("SingleDim1", True), ("SingleDim2", False)):
+            add(test, s, p, lambda s, p, shared=shared: single_dim(s, p, shared=shared), THROWS if s == 9 else VALID,
+                run=plus1, **kw)
     for s, p in ((2, -2), (5, 2)):
         add("SingleDim3", s, p, single_dim3, THROWS if s > 4 else VALID, run=plus2,
             **({"differs": short.format(n=4, s=s)} if s > 4 else {}))

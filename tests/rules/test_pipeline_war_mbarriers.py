@@ -23,6 +23,8 @@ from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
+from support.tma_exp_tiles import exp_tiles as tma_exp_tiles
+
 
 P = tp.ParallelType
 
@@ -173,28 +175,9 @@ def test_a_refill_of_mn_major_boxes_is_one_issue_after_its_empty_wait():
 # -- read by threads -------------------------------------------------------------------------------------------
 
 def exp_tiles(stages=4, prefetch=0, *, threads_outside=False):
-    """nvFuser's TmaCircularBufferingTest.SingleDim with PipelinedMBarrierForWAR: out = exp(a),
-    256-element TMA tiles over a serial loop, read by 256 threads (no wgmma); threads_outside: a
-    TIDy axis of 2 outside the circular loop (its rows split over threadIdx.y)."""
-    with tp.Fusion("exp_tiles") as fusion:
-        a = tp.make_contig_tensor(1)
-        fusion.add_input(a)
-        out = tp.exp(a)
-        fusion.add_output(out)
-    s = a.cache_after(tp.LoadStoreOpType.TMA)
-    s.set_memory_type(tp.MemoryType.Shared)
-    out.split(0, 256)
-    if threads_outside:
-        out.split(0, 2, inner_split=False)  # [2 (TIDy), I/256/2, 256]
-    tp.propagate_transforms(out)
-    tp.inline_all_at(out, 2 if threads_outside else 1)
-    if threads_outside:
-        for t in (s, out):
-            t.axis(0).parallelize(P.TIDy)
-    s.axis(-1).parallelize(P.Bulk)
-    out.axis(-1).parallelize(P.TIDx)
-    s.circular_buffer(stages, prefetch, tp.Pipelined(uses_mbarrier_for_war=True))
-    return fusion
+    """nvFuser's TmaCircularBufferingTest.SingleDim with PipelinedMBarrierForWAR (support/tma_exp_tiles.py)."""
+    war = tp.Pipelined(uses_mbarrier_for_war=True)
+    return tma_exp_tiles(lambda s: s.circular_buffer(stages, prefetch, war), threads_outside=threads_outside)
 
 
 @pytest.mark.parametrize("stages, prefetch", [(4, 0), (4, 2), (2, 1)])

@@ -19,6 +19,8 @@ from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
+from support.tma_exp_tiles import exp_tiles as tma_exp_tiles
+
 
 P = tp.ParallelType
 WS = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))
@@ -184,22 +186,9 @@ def test_a_warp_specialized_buffer_must_be_a_tma_load():
 
 
 def exp_tiles(stages=4, prefetch=2):
-    """nvFuser's TmaCircularBufferingTest.SingleDim warp-specialized on TIDy: out = exp(a), 256-element
-    TMA tiles read by 256 consumer threads (no wgmma); the producer is threadIdx.y == 1."""
-    with tp.Fusion("ws_exp_tiles") as fusion:
-        a = tp.make_contig_tensor(1)
-        fusion.add_input(a)
-        out = tp.exp(a)
-        fusion.add_output(out)
-    s = a.cache_after(tp.LoadStoreOpType.TMA)
-    s.set_memory_type(tp.MemoryType.Shared)
-    out.split(0, 256)
-    tp.propagate_transforms(out)
-    tp.inline_all_at(out, 1)
-    s.axis(-1).parallelize(P.Bulk)
-    out.axis(-1).parallelize(P.TIDx)
-    s.circular_buffer(stages, prefetch, tp.WarpSpecialized(P.TIDy))
-    return fusion
+    """nvFuser's TmaCircularBufferingTest.SingleDim warp-specialized on TIDy (support/tma_exp_tiles.py):
+    256 consumer threads read the tiles; the producer is threadIdx.y == 1."""
+    return tma_exp_tiles(lambda s: s.circular_buffer(stages, prefetch, tp.WarpSpecialized(P.TIDy)))
 
 
 def test_consumer_threads_reading_a_stage_each_release_it():
