@@ -26,7 +26,7 @@ from .expr import Expr, substitute, to_sympy
 from .iterdomain import IterDomain, Split
 
 if TYPE_CHECKING:
-    from .fusion import Fusion
+    from .fusion import Fusion  # type hints only: fusion.py imports this module (ops unify extents)
 
 
 def unify_extents(fusion: "Fusion", func: str, x: IterDomain, y: IterDomain, x_at: str, y_at: str) -> None:
