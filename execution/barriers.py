@@ -235,7 +235,36 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
         for w, wp in writers:  # a load nobody reads still completes before the block moves on
             if w.kind is Async.TMA_LOAD and not plan.has_wait(wp[-1][0], wp[-1][1], len(wp[-1][0]), w.barrier):
                 plan.add(wp[-1][0], wp[-1][1] + 1, TmaWait(w.barrier, f"{name} loaded by TMA"))
+    for _, w, wp in stmts:
+        if w.kind is Async.TMA_LOAD and w.circular is None and w.writes in on_chip:
+            _rearmed_after_waits(plan, w, wp, hazards)
     plan.insert()
+
+
+def _rearmed_after_waits(plan: _Plan, w: Access, wp: Path, hazards: Hazards) -> None:
+    """A load issued again on its mbarrier (a repeating loop holds it) arms the barrier's next
+    phase only after every thread has waited for this one: a thread that has not yet tested the
+    phase it waits for would see the next one, of the same parity, pending, and wait forever. A
+    barrier between the wait and the next issue, in the copy's own scope after the wait or in any
+    scope between it and the innermost repeating loop, unless one is planned there already."""
+    def again(node) -> bool:  # a loop running more than once
+        return repeats(node, hazards) and (hazards.extent is None or hazards.extent(node).const_value() != 1)
+
+    inner = max((d for d in range(len(wp) - 1) if again(wp[d][0][wp[d][1]])), default=None)
+    if inner is None:
+        return  # the load is issued once per block
+    own, iw = wp[-1]
+    waits = [p for p, nodes in plan._entry(own)[1].items()
+             if p > iw and any(isinstance(n, TmaWait) and n.barrier == w.barrier for n in nodes)]
+    if not waits:
+        return
+    at = min(waits)
+    if plan.has_between(own, at - 1, len(own)) or plan.has_between(own, -1, iw):
+        return
+    if any(plan.has_between(scope, -1, len(scope)) for scope, _ in wp[inner + 1:-1]):
+        return
+    plan.add(own, at, Sync(f"{w.writes}'s mbarrier is armed again in the next iteration: every thread has "
+                           f"waited for this phase first"))
 
 
 def _wait(plan: _Plan, w: Access, wp: Path, rp: Path, d: int, name: str) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 import tileproof as tp
 from support.nvfuser import THROWS, VALID, Case, check, params
+from tileproof.execution.warp_roles import registers_per_thread
 
 P = tp.ParallelType
 SHARED = tp.MemoryType.Shared
@@ -484,6 +485,8 @@ def tma_inner_reduction(stages, prefetch, cb_type, op):
         tv0 = tp.make_contig_tensor(2)
         fusion.add_input(tv0)
         fusion.assume("T0_1 % 4 == 0")  # TMA's row stride, a multiple of 16 bytes: nvFuser checks it at launch
+        # the stages' rows fit in shared memory: nvFuser sizes it at launch and refuses a launch past the capacity
+        fusion.assume("T0_1 <= 8192")
         tv1 = tp.sum(tv0, [-1])
         fusion.add_output(tv1)
     tv2 = tv0.cache_after(load_type(op))
@@ -629,8 +632,31 @@ def register_sharing_cta(bdim, ws_on, *, dynamic=False):
     tv1.axis(0).parallelize(P.BIDx)
     tv1.axis(2).parallelize(P.Bulk)
     tv1.inline_at(2)
-    tv1.circular_buffer(2, 1, tp.WarpSpecialized(ws_on))
+    tv1.circular_buffer(2, 1, tp.WarpSpecialized(ws_on, num_registers=_shmoo_registers(bdim, ws_on)))
+    # nvFuser checks at launch what tileproof proves from these: a bulk copy of a multiple of 16 bytes, and
+    # the two stages of a row in shared memory
+    fusion.assume("T0_1 % 4 == 0")
+    fusion.assume("T0_1 <= 16384")
     return fusion
+
+
+def _shmoo_other_threads(bdim, ws_on) -> int:
+    """getOtherActiveThreads: the block's threads per index of the warp-specialized axis."""
+    bx, by, bz = bdim
+    return {P.TIDx: by * bz, P.TIDy: bx * bz, P.TIDz: bx * by}[ws_on]
+
+
+def _shmoo_registers(bdim, ws_on):
+    """The setmaxnreg counts CtaShapeShmoo computes (getNumRegisters): the consumers take 8 more than
+    the registers a thread gets at the padded block's size, the 128-thread producer gives up 8 per
+    consumer thread per producer thread; none where the producer's padding along TIDx is under a
+    warp (the TEST's `getTmaPadThreads(ws_pt, bdim) < 32`)."""
+    others = _shmoo_other_threads(bdim, ws_on)
+    if ws_on is P.TIDx and 128 // others < 32:
+        return None
+    computation = bdim[0] * bdim[1] * bdim[2]
+    initial = registers_per_thread(computation + 128)
+    return initial - computation // 128 * 8, initial + 8
 
 
 WS_NONE = "RegisterSharing_NoneStageSlicePosition_None"
@@ -649,6 +675,11 @@ def tma_name(stages, prefetch, m, n, cb_type, op) -> str:
     """gtest's parameter name of nvFuser's tmaName."""
     return f"{prefetch_name(stages, prefetch)}_M_{m}_N_{n}_{cb_type}_{op}"
 
+
+_PAD_GAP = ("item 3: nvFuser pads the warp-specialized axis by 128 / (the other axes' threads) indices, so the "
+            "producer is 128 threads (getTmaPadThreads); tileproof pads it by one index and rejects with WS-ROLES")
+SHMOO_GAPS = {((32, 4, 2), P.TIDx): _PAD_GAP, ((32, 4, 2), P.TIDy): _PAD_GAP, ((128, 2, 1), P.TIDx): _PAD_GAP,
+              ((256, 1, 1), P.TIDx): _PAD_GAP}
 
 WS_256 = ("nvFuser refuses a producer beside more than 128 threads of the other dimensions (TIDx 256 next to "
           "the TIDy producer); the hardware runs it: the producer index's 256 threads load (one elects), every "
@@ -671,7 +702,9 @@ WS_RUNS = {"SingleDim": run_unary(torch_exp, [4096, 5000, 70001]),
            "SingleDimUnswitch": run_unary(torch_exp, [4096, 5000, 70001]),
            "MultiDim": run_2d(torch_exp, [(128, 1024), (200, 520), (7, 2052)]),
            "Pointwise": run_2d(lambda a, b: a + b, [(128, 2048), (33, 1028), (3, 260)], inputs=2),
-           "OuterReduction": run_2d(lambda a: a.sum(0), [(128, 2048), (300, 1028), (5, 260)])}
+           "OuterReduction": run_2d(lambda a: a.sum(0), [(128, 2048), (300, 1028), (5, 260)]),
+           # rows of a multiple of 4 (the TMA row stride) up to 8192 (the assumed shared-memory bound)
+           "InnerReduction": run_2d(lambda a: a.sum(-1), [(128, 1024), (500, 1028), (7, 8192), (3, 4)])}
 
 
 def tma_cases() -> list[Case]:
@@ -682,8 +715,6 @@ def tma_cases() -> list[Case]:
         "WarpSpecializedOnTIDx": "item 3: rejected with WS-ROLES: warp specialization on TIDx, the tile read by threads",
     }
     test_gaps = {
-        "InnerReduction": ("item 4: inline_most leaves the TMA tile over the merged-then-split row (SMEM-CAPACITY, "
-                           "LOWERING-SUPPORTED: TMA loads in a loop of symbolic extent inside the circular loop)"),
         "Matmul": ("item 9: inline_most does not inline the operand caches through the broadcasts "
                    "(REGISTER-SIZE-CONSTANT, LOOP-NEST-ORDER, TMA-TILE-CONTIGUITY, LAUNCH-GRID)"),
         "MatmulWithBroadcastedInput": ("item 9: inline_most does not inline the operand caches through the "
@@ -697,9 +728,9 @@ def tma_cases() -> list[Case]:
 
         def add(test, build, verdict):
             if verdict == THROWS:  # TIDx 256 next to a TIDy producer: nvFuser throws at compile
-                if bulk_1d or test == "InnerReduction":  # InnerReduction: rejected for what item 4 leaves
+                if bulk_1d:
                     cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, THROWS,
-                                      codes=("BULK-COPY-BOUNDS",) if bulk_1d else ("SMEM-CAPACITY",)))
+                                      codes=("BULK-COPY-BOUNDS",)))
                     return
                 cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, THROWS, run=WS_RUNS[test],
                                   differs=WS_256))
@@ -708,7 +739,7 @@ def tma_cases() -> list[Case]:
                    or next((g for t, g in type_gaps.items() if cb_type.startswith(t)), None))
             run = (run_unary(torch_exp, [4096, 5000, 70001])
                    if test == "SingleDimUnswitch" or (test.startswith("SingleDim") and "MBarrierForWAR" in cb_type)
-                   else None)
+                   else WS_RUNS[test] if test == "InnerReduction" else None)
             cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, VALID, gap=gap, run=run))
 
         # TIDx 256 next to a TIDy producer: more than 128 other threads, nvFuser throws
@@ -742,12 +773,16 @@ def tma_cases() -> list[Case]:
                       gap="item 3: rejected with WS-ROLES: warp specialization on TIDx, the tiles read by threads"))
     cases.append(Case("NVFuserTest.TmaRegisterSharingDynamicShapesExpectFail",
                       lambda: register_sharing_cta((32, 4, 2), P.TIDx, dynamic=True), THROWS, codes=("WS-ROLES",)))
-    for bdim, on in (((256, 1, 1), P.TIDy), ((128, 2, 1), P.TIDz), ((32, 4, 2), P.TIDx)):
-        cases.append(Case(f"TmaRegisterSharing.CtaShapeShmoo/cta_{bdim[0]}_{bdim[1]}_{bdim[2]}_pt_{on.name.lower()}",
-                          lambda b=bdim, o=on: register_sharing_cta(b, o), VALID,
-                          gap="item 8 (follow-up): the translation states none of nvFuser's launch checks on the "
-                              "symbolic sizes (BULK-COPY-SIZE: the row a multiple of 16 bytes; SMEM-CAPACITY); on "
-                              "TIDx also WS-ROLES (a role of whole warpgroups)"))
+    for bdim in ((32, 4, 2), (128, 2, 1), (256, 1, 1)):  # the TEST's instantiations, every (bdim, ws_pt)
+        for on in (P.TIDx, P.TIDy, P.TIDz):
+            rows = bdim[0] * bdim[1] * bdim[2]  # the TEST's input: [stages x gdimx, the computation threads]
+            name = f"TmaRegisterSharing.CtaShapeShmoo/cta_{bdim[0]}_{bdim[1]}_{bdim[2]}_pt_{on.name.lower()}"
+            build = lambda b=bdim, o=on: register_sharing_cta(b, o)  # noqa: E731
+            if _shmoo_other_threads(bdim, on) > 128:  # "The # active threads in other thread dimensions > 128"
+                cases.append(Case(name, build, THROWS, codes=("WS-REGISTERS",)))
+            else:
+                cases.append(Case(name, build, VALID, run=run_2d(lambda a: a * a, [(4, rows), (6, rows), (4, 2 * rows)]),
+                                  gap=SHMOO_GAPS.get((bdim, on))))
     return cases
 
 

@@ -132,3 +132,55 @@ def test_a_producer_loading_before_its_empty_wait_may_run_ahead():
                 n.body[:] = [c for c in n.body if c not in waits] + waits  # after the loads
     out = _outcomes(ctx)["T4"]
     assert out.status is Verdict.COUNTEREXAMPLE and out.values["phase order"] == 0
+
+
+def _tma_tiles_one_after_another(tiles=4):
+    """nvFuser's Tutorial.BasicTMA with `tiles` boxes per block loaded one after the other on one
+    mbarrier ([BIDx, tiles, Bulk{256}]) and copied out after the loop: the boxes land in distinct
+    slices, so no tile is rewritten and SMEM-RACE places no barrier in the loop."""
+    with tp.Fusion("tma_tiles_one_after_another") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1 << 16])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        fusion.add_output(t1)
+    smem = t0.cache_after(tp.LoadStoreOpType.CpAsyncBulkTensorTile)
+    smem.set_memory_type(tp.MemoryType.Shared)
+    for tv in (smem, t1):
+        tv.split(0, 256).split(0, tiles)
+        tv.axis(0).parallelize(tp.ParallelType.BIDx)
+    smem.axis(2).parallelize(tp.ParallelType.Bulk)
+    t1.axis(2).parallelize(tp.ParallelType.TIDx)
+    return fusion
+
+
+def _ctx_of(fusion):
+    return VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
+
+
+def test_a_tma_load_issued_again_on_its_mbarrier_waits_behind_a_barrier():
+    """The load of the next box arms the mbarrier's next phase only after a __syncthreads that
+    follows every thread's wait for this one (a tutorial kernel hung on an H200 without it)."""
+    ctx = _ctx_of(_tma_tiles_one_after_another())
+    loop = next(n for n in _all(placed_nest(ctx.fusion).tree) if hasattr(n, "body")
+                and any(isinstance(c, TmaWait) for c in n.body))
+    steps = [type(c).__name__ for c in loop.body]
+    assert steps.index("TmaWait") < steps.index("Sync")
+    assert list(pipeline_phase(ctx)) == []
+    assert tp.verify(_tma_tiles_one_after_another(), "sm_90a").ok
+
+
+def test_a_tma_load_of_one_box_per_block_needs_no_barrier_for_its_mbarrier():
+    ctx = _ctx_of(_tma_tiles_one_after_another(tiles=1))
+    assert not any(isinstance(n, Sync) and "armed again" in n.why for n in _all(placed_nest(ctx.fusion).tree))
+    assert list(pipeline_phase(ctx)) == []
+
+
+def test_without_that_barrier_a_late_waiter_sees_the_phase_after_next():
+    ctx = _ctx_of(_tma_tiles_one_after_another())
+    for n in _all(placed_nest(ctx.fusion).tree):
+        if hasattr(n, "body"):
+            n.body[:] = [c for c in n.body if not isinstance(c, Sync)]
+    (d,) = list(pipeline_phase(ctx))
+    assert d.code == "PIPELINE-PHASE" and d.tensor == "T2" and "issued again in the next iteration" in d.message
+    assert d.counterexample["iteration"] == 0 and "phase 2" in d.counterexample["next issue"]
+    assert "ISSUE, WAIT" in d.notes[0]

@@ -14,6 +14,7 @@ from ...execution.barriers import Async, statement_paths
 from ...execution.pipeline import Timeline, in_prologue, specialized_timeline, timeline
 from ...execution.conditions.pipeline import stage_problems
 from ...execution.nest import placed_nest
+from ..analysis.mbarrier_rearm import Rearm, unordered_rearms
 from ..analysis.pipeline import prove_complete, prove_free, prove_phase
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -319,6 +320,10 @@ def pipeline_phase(ctx: VerifyContext) -> Iterator[Diagnostic]:
         k (a __syncthreads between, or, warp-specialized, the producer's wait for the release
         of k, which the consumers make after their waits for k). The counterexample names the
         run, the iteration, the wait and the stage and phase it waits for beside the datum's.
+        A TMA load that is not circular-buffered but issued again on its one mbarrier (a
+        repeating loop holds it) likewise: going round the innermost such loop's body, a
+        __syncthreads lies between every wait for the load and its next issue
+        (verifier/analysis/mbarrier_rearm.py).
     Why the hardware needs it:
         An mbarrier wait tests the parity of a phase: it passes once the phase with that parity
         has completed. A wait on the wrong stage, or a phase count off by one (a wait that runs
@@ -355,6 +360,25 @@ def pipeline_phase(ctx: VerifyContext) -> Iterator[Diagnostic]:
         yield from report_outcome("PIPELINE-PHASE", out, f"that {tl.tensor}'s mbarrier waits are for their data's "
                                                          f"phases", lambda out, tl=tl: _wrong_phase(tl, out, where),
                                   **where)
+    nest_ = placed_nest(ctx.fusion)
+    for r in unordered_rearms(nest_.tree, nest_.hazards) if nest_ is not None else ():
+        yield _rearmed_early(r, nest_.label(r.loop))
+
+
+def _rearmed_early(r: Rearm, loop: str) -> Diagnostic:
+    tv = _tensor(r.leaf)
+    return finding(
+        "PIPELINE-PHASE",
+        f"{tv.name}'s TMA load is issued again in the next iteration of {loop} on the same mbarrier with no "
+        f"__syncthreads after the waits for this iteration's load: a thread that has not yet tested phase k when "
+        f"phase k + 1 completes sees phase k + 2 pending, of the same parity, and waits forever",
+        notes=[f"the steps of {loop}'s body, in order: {', '.join(r.steps)}",
+               "tileproof places these itself: this is a tileproof bug, please report it"],
+        counterexample={"iteration": 0, "wait": f"a thread's wait for {tv.name}'s phase 0, late",
+                        "next issue": "iteration 1 arms phase 1; phase 1 completes; the late thread sees phase 2 "
+                                      "pending and waits for it"},
+        hint="report the schedule: tileproof places the barrier between the waits and the next load itself",
+        tensor=tv.name, location=tv.origin)
 
 
 def _wrong_phase(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
