@@ -118,6 +118,10 @@ class TmaCopy:
     # tensor, and the element offset of the run's first element from its base
     gmem: str | None = None
     gmem_offset: Expr | None = None
+    # a load whose copies per phase are not a constant (a loop of symbolic extent inside the circular
+    # loop): each copy announces its bytes alone (mbarrier.expect_tx) and the issuer arrives once,
+    # where these hold (its last copy of the phase); None: each copy arrives with its bytes
+    arrive_when: list[Cond] | None = None
 
 
 @dataclass

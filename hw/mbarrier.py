@@ -42,7 +42,9 @@ def phase_bits_init(*, empty: bool) -> str:
 
 def load_arrivals(issuing_threads: int, copies_per_phase: int) -> int:
     """A full mbarrier's arrival count: each issuing thread arrives once per copy (with its
-    expect-tx bytes) in one phase, so the phase completes when every copy's bytes have landed."""
+    expect-tx bytes) in one phase, so the phase completes when every copy's bytes have landed.
+    Where the copies of a phase are not a constant count, copies_per_phase is 1: each copy
+    announces its bytes alone (mbarrier.expect_tx) and the thread arrives after its last one."""
     return issuing_threads * copies_per_phase
 
 

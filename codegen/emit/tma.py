@@ -55,6 +55,12 @@ __device__ __forceinline__ void tp_bulk_store_commit() { asm volatile("cp.async.
 __device__ __forceinline__ void tp_bulk_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 """
 
+# a load whose copies per phase are not a constant: each announces its bytes without arriving
+EXPECT_TX = """\
+__device__ __forceinline__ void tp_mbar_expect_tx_only(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" :: "r"(tp_smem(bar)), "r"(bytes) : "memory"); }
+"""
+
 BULK_RUN = """\
 __device__ __forceinline__ void tp_bulk_load_run(unsigned dst, const void* src, unsigned bytes,
                                                  unsigned long long* bar) {
@@ -101,6 +107,7 @@ def prelude(ir: KernelIR, copies: list[TmaCopy]) -> list[str]:
     kinds = sorted({(c.direction, len(c.coords), c.multicast is not None) for c in copies if c.gmem is None},
                    key=lambda k: (k[0].value, k[1], k[2]))
     runs = BULK_RUN.splitlines() if any(c.gmem is not None for c in copies) else []
+    runs += EXPECT_TX.splitlines() if any(c.arrive_when is not None for c in copies) else []
     return PRELUDE.splitlines() + runs + [copy_function(d, r, m) for d, r, m in kinds]
 
 
@@ -200,35 +207,53 @@ def release(n: StageRelease, x, cluster: int = 1) -> list[str]:
 
 def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
     """The issue, for the issuing threads (x renders an Expr). A load's issuer arrives even
-    where a hole skips the copy, so the phase still completes."""
+    where a hole skips the copy, so the phase still completes; where the copies of a phase are
+    not a constant count (`arrive_when`), each copy issued announces its bytes alone and the
+    issuer arrives once, at its last copy of the phase, whether a hole skipped it or not: the
+    phase cannot complete before every copy's bytes are announced."""
     coords = ", ".join(f"(int){x(c)}" for c in n.coords)
     address = f"tp_smem({smem_base}) + (unsigned){x(n.smem_offset)}"
     rank = len(n.coords)
+    bar = None if n.barrier is None else f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
     if n.gmem is not None:  # a 1-D bulk copy: the run's first element, its bytes
         run, size = f"&{n.gmem}[{x(n.gmem_offset)}]", f"(unsigned){x(n.nbytes)}"
         if n.direction is Direction.LOAD:
-            bar = f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
-            issue = [f"tp_mbar_expect_tx({bar}, {size});", f"tp_bulk_load_run({address}, {run}, {size}, {bar});"]
-            return _guarded(n.issuer, n.bounds, issue, [f"tp_mbar_arrive({bar});"], x)
+            issue = [_expect_tx(n, bar, size), f"tp_bulk_load_run({address}, {run}, {size}, {bar});"]
+            return _guarded(n.issuer, n.bounds, issue, _skipped(n, bar), x, _last_arrival(n, bar, x))
         store = [f"tp_bulk_store_run({run}, {address}, {size});", "tp_bulk_store_commit();"]
         return _guarded(n.issuer, n.bounds, store, [], x)
     if n.direction is Direction.LOAD:
-        bar = f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
-        issue = [f"tp_mbar_expect_tx({bar}, (unsigned){x(n.nbytes)});",
+        issue = [_expect_tx(n, bar, f"(unsigned){x(n.nbytes)}"),
                  f"tp_bulk_load_{rank}d({address}, &{n.tensor_map}, {bar}, {coords});"]
         if n.multicast:  # every receiver expects the bytes; one block along the axis loads them for all
             axis, mask, issuer, stride = n.multicast
             base = f"(tp_cluster_ctarank() - tp_cluster_ctaid_{axis}() * {stride}u)"  # the axis's first block
             issue[1:] = [f'if (tp_cluster_ctaid_{axis}() == (unsigned)({x(issuer)})) tp_bulk_load_multicast_{rank}d('
                          f'{address}, &{n.tensor_map}, {bar}, (unsigned short)({mask}u << {base}), {coords});']
-        skipped = [f"tp_mbar_arrive({bar});"]
-    else:
-        issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_commit();"]
-        skipped = []
-    return _guarded(n.issuer, n.bounds, issue, skipped, x)
+        return _guarded(n.issuer, n.bounds, issue, _skipped(n, bar), x, _last_arrival(n, bar, x))
+    issue = [f"tp_bulk_store_{rank}d(&{n.tensor_map}, {address}, {coords});", "tp_bulk_store_commit();"]
+    return _guarded(n.issuer, n.bounds, issue, [], x)
 
 
-def _guarded(issuer, bounds, body: list[str], otherwise: list[str], x) -> list[str]:
+def _expect_tx(n: TmaCopy, bar: str, size: str) -> str:
+    """A load's announcement of its bytes: with its arrival, or alone (`arrive_when`)."""
+    return f"tp_mbar_expect_tx{'_only' if n.arrive_when is not None else ''}({bar}, {size});"
+
+
+def _skipped(n: TmaCopy, bar: str) -> list[str]:
+    """What a load's issuer does where a hole skips the copy: arrive, unless it arrives once per phase."""
+    return [f"tp_mbar_arrive({bar});"] if n.arrive_when is None else []
+
+
+def _last_arrival(n: TmaCopy, bar: str, x) -> list[str]:
+    """The issuer's one arrival of the phase, at its last copy (`arrive_when`), after the copy."""
+    if n.arrive_when is None:
+        return []
+    last = " && ".join(f"{x(c.lhs)} {c.op} {x(c.rhs)}" for c in n.arrive_when) or "true"
+    return [f"if ({last}) tp_mbar_arrive({bar});  // the phase's last copy: every copy's bytes announced"]
+
+
+def _guarded(issuer, bounds, body: list[str], otherwise: list[str], x, after: list[str] = ()) -> list[str]:
     def cond(cs) -> str:
         return " && ".join(f"{x(c.lhs)} {c.op} {x(c.rhs)}" for c in cs)
 
@@ -237,6 +262,7 @@ def _guarded(issuer, bounds, body: list[str], otherwise: list[str], x) -> list[s
         inner = [f"if ({cond(bounds)}) {{"] + [f"  {b}" for b in body] + ["}"]
         if otherwise:
             inner += ["else {"] + [f"  {b}" for b in otherwise] + ["}"]
+    inner = inner + list(after)
     if issuer:
         return [f"if ({cond(issuer)}) {{"] + [f"  {b}" for b in inner] + ["}"]
     return inner

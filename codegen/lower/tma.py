@@ -67,7 +67,7 @@ class TmaLowering:
             if not less_than(value, b.extent, ranges):
                 bounds.append(Cond(value, "<", b.extent, f"hole of {b.id.label()}"))
         tmap = self._tensor_map(info)
-        barrier, circular, stage = None, None, None
+        barrier, circular, stage, arrive_when = None, None, None, None
         direction = info.direction
         if direction is Direction.LOAD:
             barrier = f"tp_bar_{tv.name}"
@@ -75,12 +75,11 @@ class TmaLowering:
             circular = circular_access(tv)
             if circular is not None:  # one mbarrier per stage: the copy completes on its stage's
                 stage = simplify(mod(env[tv.loop[circular_axis(tv)].uid], const(alloc.stages)), ranges)
-            arrivals = load_arrivals(_issuers(tv), _copies_per_iteration(tv) if circular else 1)
-            self.mbarriers.append(MBarrier(barrier, arrivals, tv.name, alloc.stages if circular else 1))
+            arrive_when = self._mbarrier(tv, barrier, alloc.stages if circular else 1, circular, env, ranges)
         copy = TmaCopy(direction, tmap.param, info.smem.name, simplify(issue.dst_offset, ranges), coords,
                        expect_tx_bytes(info.bytes_per_transfer_expr), barrier, issuer, bounds, str(op), circular, stage,
                        specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
-                       _multicast(tv, env))
+                       _multicast(tv, env), arrive_when=arrive_when)
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], copy
 
     def _bulk(self, tv: TensorView, path: list[LoopClass], env: dict[int, Expr], ranges: dict[str, Expr],
@@ -102,19 +101,32 @@ class TmaLowering:
         es = copy.element_bytes
         smem_bytes = simplify(mul(issue.at_start(issue.smem_offset), const(es)), ranges)
         gmem_offset = simplify(issue.at_start(issue.gmem_offset), ranges)
-        barrier, circular, stage = None, None, None
+        barrier, circular, stage, arrive_when = None, None, None, None
         if copy.direction is Direction.LOAD:
             barrier = f"tp_bar_{tv.name}"
             circular = circular_access(tv)
             if circular is not None:
                 stage = simplify(mod(env[tv.loop[circular_axis(tv)].uid], const(alloc.stages)), ranges)
-            arrivals = load_arrivals(_issuers(tv), _copies_per_iteration(tv) if circular else 1)
-            self.mbarriers.append(MBarrier(barrier, arrivals, tv.name, alloc.stages if circular else 1))
+            arrive_when = self._mbarrier(tv, barrier, alloc.stages if circular else 1, circular, env, ranges)
         made = TmaCopy(copy.direction, "", copy.smem.name, smem_bytes, (), expect_tx_bytes(copy.bytes_expr), barrier,
                        issuer, bounds, str(tv.definition), circular, stage,
                        specialization(tv) if circular is not None else None, circular is not None and war_mbarrier(tv),
-                       None, copy.gmem.name, gmem_offset)
+                       None, copy.gmem.name, gmem_offset, arrive_when=arrive_when)
         return [c for i, c in zip(tv.loop, path) if i.parallel_type is not ParallelType.Bulk], made
+
+    def _mbarrier(self, tv: TensorView, barrier: str, stages: int, circular, env: dict[int, Expr],
+                  ranges: dict[str, Expr]) -> list[Cond] | None:
+        """Declares tv's load mbarrier, one arrival per issuing thread and copy of a phase; where the
+        copies of a phase are not a constant count, one arrival per issuing thread, made where the
+        returned conditions hold (its last copy of the phase: every loop inside the circular loop at
+        its last index), the copies announcing their bytes alone (nvFuser's one arriveExpectTx per
+        stage, whose bytes count every copy, in a form that also counts the copies a hole skips)."""
+        per_phase = _copies_per_iteration(tv) if circular else 1
+        self.mbarriers.append(MBarrier(barrier, load_arrivals(_issuers(tv), per_phase or 1), tv.name, stages))
+        if per_phase is not None:
+            return None
+        return [Cond(simplify(env[i.uid], ranges), "==", simplify(i.extent_expr - 1, ranges),
+                     f"the phase's last copy: {i.label()} at its last index") for i in _inside(tv)]
 
     @staticmethod
     def _unshared(tv: TensorView, path: list[LoopClass]) -> None:
@@ -178,17 +190,13 @@ def _inside(tv: TensorView) -> list:
                                   and i.parallel_type not in (ParallelType.Bulk, *THREAD_TYPES, *BLOCK_TYPES)]
 
 
-def _copies_per_iteration(tv: TensorView) -> int:
+def _copies_per_iteration(tv: TensorView) -> int | None:
     """A circular buffer's copies per iteration of its circular loop: the trip counts of tv's own
-    loops inside it (not Bulk: the instruction covers those). Each arrives on the stage's
-    mbarrier, whose phase completes when all have (and their bytes have landed); the waits
-    follow the circular loop's iteration, not each copy (model/pipeline.py)."""
+    loops inside it (not Bulk: the instruction covers those), None where that is not a constant.
+    Each arrives on the stage's mbarrier, whose phase completes when all have (and their bytes have
+    landed); the waits follow the circular loop's iteration, not each copy (model/pipeline.py)."""
     inside = _inside(tv)
-    n = try_int(product([i.extent_expr for i in inside])) if inside else 1
-    if n is None:
-        raise UnsupportedSchedule(f"{tv.name}'s TMA loads run in loops of symbolic extent inside its circular loop "
-                                  f"({', '.join(i.label() for i in inside)}); the stage mbarrier needs a constant count")
-    return n
+    return try_int(product([i.extent_expr for i in inside])) if inside else 1
 
 
 def _issuers(tv: TensorView) -> int:

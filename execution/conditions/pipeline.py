@@ -151,16 +151,6 @@ def unsupported_pipelines(fusion, order) -> list:
                      f"ldmatrix into registers, or drop circular_buffer",
                 tensor=tv.name, values={"stages": c.stages}, location=c.origin or tv.origin))
         at = circular_axis(tv)
-        inside = [i for i in (tv.loop[at + 1:] if at is not None else [])
-                  if i.parallel_type in (ParallelType.Serial, ParallelType.Unroll, ParallelType.Unswitch)
-                  and not i.is_broadcast
-                  and i.static_extent is None]
-        if shared and is_async_bulk_op(tv.definition) and inside:
-            out.append(Problem(
-                f"{tv.name}'s TMA loads run in a loop of symbolic extent ({inside[0].label()}) inside its circular loop: "
-                f"each copy arrives on the stage's mbarrier, whose arrival count is fixed when it is initialized",
-                hint=f"give {tv.name}'s loops inside the circular loop constant extents, or make them Bulk (one box)",
-                tensor=tv.name, ids=(inside[0].name,), location=c.origin or tv.origin))
         if shared and is_bulk_copy(tv.definition):
             out += _bulk_inner_holes(tv, at, c)
         if isinstance(c.type, WarpSpecialized):
