@@ -11,6 +11,7 @@ memory (keyed by the schedule's fingerprint); the cubin is also cached on disk.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import warnings
 from collections import OrderedDict
@@ -26,17 +27,20 @@ from ..model.types import MemoryType
 from ..verifier.diagnostics import Report
 from ..verifier.verify import accepted_before, verify
 from .runtime import driver, tensor_maps
-from .runtime.arrays import ArrayInfo, describe, new_output
+from .runtime.arrays import (ArrayInfo, default_stream, describe, order_after_current_stream, output_allocator,
+                             signature)
 from .runtime.binding import Bound, bind, check_assumptions
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejected
 from .ir import KernelIR, ParamKind
 from .lower import lower
 from .runtime.nvrtc import compile_to_cubin, cuda_include_dir
+from .runtime.prepared import OutputSlot, PreparedLaunch
 from .runtime.workspace import Workspaces
 
 MEMORY_CACHE_SIZE = 256
 TENSOR_MAP_CACHE_SIZE = 64
+LAUNCH_CACHE_SIZE = 256  # prepared launches per kernel (argument signatures)
 LOCAL_NOTE_BYTES = 4096  # register tensors this large explain a launch refused for memory
 _memory: "OrderedDict[str, Kernel]" = OrderedDict()
 
@@ -76,6 +80,7 @@ class Kernel:
         self._checked: dict[tuple, tuple] = {}
         self._tensor_maps: dict[tuple, Any] = {}
         self._clusters_checked: set[tuple] = set()
+        self._launches: dict[tuple, PreparedLaunch] = {}  # by _launch_key
         self._workspaces = Workspaces(ir.params)  # a grid reduction's partials and semaphores
 
     def __repr__(self) -> str:
@@ -98,40 +103,69 @@ class Kernel:
     def run(self, *inputs, out: Sequence | None = None, stream: int | None = None, **sizes: int) -> tuple:
         """Launch on the inputs' GPU; returns the outputs (new arrays of the inputs' kind,
         or `out`). Asynchronous on `stream` (default: PyTorch's current stream for PyTorch
-        inputs, else the legacy default stream)."""
-        bound, stream, launch = self._prepare(inputs, out, stream, sizes)
-        launch()
-        return tuple(o.obj for o in bound.outputs)
+        inputs, else the legacy default stream). Every check is made once per argument
+        signature (each array's address, shape, strides, dtype, device; the sizes; the stream):
+        a repeated call with the same signature reuses the packed launch."""
+        explicit = stream is not None
+        if not explicit:
+            stream = default_stream(inputs)
+        key = _launch_key(inputs, out, stream, sizes)
+        try:
+            prepared = self._launches.get(key) if key is not None else None
+        except TypeError:  # a size that is no int: the binding refuses it
+            key = prepared = None
+        if explicit:
+            order_after_current_stream(inputs, stream)
+        if prepared is not None and prepared.generation == self._workspaces.generation:
+            if out is None:
+                return prepared.launch_new_outputs()
+            prepared.launch()
+            return tuple(out)
+        prepared, outputs = self._prepare_launch(inputs, out, stream, sizes)
+        if key is not None:
+            if len(self._launches) >= LAUNCH_CACHE_SIZE:
+                self._launches.clear()
+            self._launches[key] = prepared
+        prepared.launch()
+        return outputs
 
     def benchmark(self, *inputs, out: Sequence | None = None, iterations: int = 100, warmup: int = 10,
                   stream: int | None = None, **sizes: int) -> float:
         """Seconds per launch (CUDA events over `iterations` launches after `warmup`)."""
-        bound, stream, launch = self._prepare(inputs, out, stream, sizes)
+        prepared, stream, launch = self._prepare(inputs, out, stream, sizes)
         for _ in range(warmup):
             launch()
-        return driver.time_launches(bound.device_id, stream, launch, iterations)
+        return driver.time_launches(prepared.device_id, stream, launch, iterations)
 
     def _prepare(self, inputs, out, stream, sizes):
-        stream = _default_stream(inputs) if stream is None else stream
+        """(a PreparedLaunch of its own, the stream, a closure launching it into the same outputs
+        every time): for benchmarks, which time the launch alone."""
+        stream = default_stream(inputs) if stream is None else stream
+        prepared, outputs = self._prepare_launch(inputs, out, stream, sizes)
+
+        def launch():
+            prepared.launch()
+            return outputs  # held by the closure: the launches write into them
+
+        return prepared, stream, launch
+
+    def _prepare_launch(self, inputs, out, stream: int, sizes) -> tuple[PreparedLaunch, tuple]:
+        """Bind and check the arguments, allocate the outputs run() makes, pack the arguments:
+        the PreparedLaunch and the outputs of this first launch."""
         bound = bind(self.ir.globals, list(inputs), list(out) if out is not None else None, dict(sizes),
                      list(self.fusion.symbols), stream)
         grid, block, smem = self._config(bound.env)
         device_id = self._device(bound)
-        outputs = self._outputs(bound, device_id)
+        allocators = self._allocators(bound, device_id)
+        outputs = self._outputs(bound, allocators)
         function = self._function(device_id, smem)
         self._warn_if_clusters_wait(function, grid, block, smem, device_id)
         args = self._arguments(bound, outputs, self._workspaces.pointers(bound.env, device_id, stream))
-        bound.outputs = outputs
-        bound.device_id = device_id
-
-        def launch():
-            driver.activate(device_id)
-            try:
-                driver.launch(function, grid, block, smem, stream, args)
-            except driver.DriverError as e:
-                raise self._explained(e, bound.env) from None
-
-        return bound, stream, launch
+        env = bound.env
+        slots = self._output_slots(allocators, env) if out is None else None
+        prepared = PreparedLaunch(function, grid, block, smem, stream, device_id, args, slots,
+                                  lambda e: self._explained(e, env), self._workspaces.generation)
+        return prepared, tuple(o.obj for o in outputs)
 
     def _warn_if_clusters_wait(self, function, grid, block, smem: int, device_id: int) -> None:
         """PerformanceWarning, once per launch configuration, for a grid whose blocks the GPU
@@ -202,18 +236,38 @@ class Kernel:
             if n > most:
                 raise InputError(f"these sizes need gridDim.{axis} = {n}; {t.name} allows {most}")
 
-    def _outputs(self, bound: Bound, device_id: int) -> list[ArrayInfo]:
+    def _allocators(self, bound: Bound, device_id: int) -> list:
+        """For each output run() allocates (None where out= gives it): a function returning a new
+        dense array of it, of the first input's kind."""
         like = bound.inputs[0] if bound.inputs else None
         result = []
-        outs = [g for g in self.ir.globals if not g.is_input]
-        for g, given in zip(outs, bound.outputs):
-            if given is None:
-                shape = [evaluate(e, bound.env) for e in g.extents]
-                obj = new_output(like, shape, _dense_strides(g, shape), g.dtype, device_id)
-                given = describe(obj)
-            result.append(given)
+        for g, given in zip([g for g in self.ir.globals if not g.is_input], bound.outputs):
+            if given is not None:
+                result.append(None)
+                continue
+            shape = [evaluate(e, bound.env) for e in g.extents]
+            result.append(output_allocator(like is not None and like.is_torch, shape, _dense_strides(g, shape),
+                                           g.dtype, device_id))
+        return result
+
+    def _outputs(self, bound: Bound, allocators: list) -> list[ArrayInfo]:
+        result = [given if allocate is None else describe(allocate())
+                  for given, allocate in zip(bound.outputs, allocators)]
         _check_no_alias(bound.inputs, result)
         return result
+
+    def _output_slots(self, allocators: list, env: dict[str, int]) -> list[OutputSlot]:
+        """Where each allocated output's address goes in the arguments (run() allocates them anew
+        at every call)."""
+        maps = {m.param: m for m in self.ir.tensor_maps}
+        unverified = "" if self.verified else ", ".join(self.report.codes)
+        slots = []
+        for g, allocate in zip([g for g in self.ir.globals if not g.is_input], allocators):
+            pointers = [k for k, p in enumerate(self.ir.params) if p.kind is ParamKind.TENSOR and p.tensor == g.name]
+            tmaps = [(k, functools.partial(tensor_maps.encode, maps[p.name], env=env, unverified=unverified))
+                     for k, p in enumerate(self.ir.params) if p.kind is ParamKind.TENSOR_MAP and p.tensor == g.name]
+            slots.append(OutputSlot(allocate, pointers, tmaps))
+        return slots
 
     def _function(self, device_id: int, smem: int):
         entry = self._functions.get(device_id)
@@ -288,13 +342,14 @@ def clusters_wait_note(blocks: int, cluster: int, resident_blocks: int, resident
             f"full; a grid of at most {at_once} blocks runs in one")
 
 
-def _default_stream(inputs) -> int:
-    for obj in inputs:
-        if type(obj).__module__.split(".")[0] == "torch" and getattr(obj, "is_cuda", False):
-            import torch
-
-            return torch.cuda.current_stream(obj.device).cuda_stream
-    return 0
+def _launch_key(inputs, out, stream: int, sizes: dict) -> tuple | None:
+    """What a launch's packed arguments depend on, or None where an argument is no array (the
+    full binding then says what is wrong)."""
+    ins = tuple(map(signature, inputs))
+    outs = None if out is None else tuple(map(signature, out))
+    if None in ins or (outs is not None and None in outs):
+        return None
+    return ins, outs, tuple(sorted(sizes.items())) if sizes else (), stream
 
 
 def compile(fusion: Fusion, target="sm_90a") -> Kernel:  # noqa: A001 - the public name

@@ -1,13 +1,16 @@
-"""Arrays in and out of kernels: what an argument is (DLPack or __cuda_array_interface__),
-and new output arrays of the inputs' kind (PyTorch tensors, else DeviceArray).
+"""Arrays in and out of kernels: what an argument is (a PyTorch tensor read directly, else DLPack
+or __cuda_array_interface__), the signature a launch is cached under, the stream a launch
+defaults to, and new output arrays of the inputs' kind (PyTorch tensors, else DeviceArray).
 
 Reading an array's metadata needs no GPU, so count, dtype, shape and contiguity are
-checked before the driver is touched.
+checked before the driver is touched. PyTorch is never imported here: a tensor can only exist
+once its program imported torch, so `sys.modules` says whether to look for one.
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 
 from ...model.types import DTYPES, DataType
@@ -59,10 +62,22 @@ def contiguous_strides(shape) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def _torch_tensor_type():
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", None)
+
+
+def is_torch_tensor(obj) -> bool:
+    tensor = _torch_tensor_type()
+    return tensor is not None and isinstance(obj, tensor)
+
+
 def describe(obj, stream: int | None = None) -> ArrayInfo:
     """Metadata of obj; raises TypeError when it is no array tileproof can read."""
     if isinstance(obj, DeviceArray):
         return ArrayInfo(obj, obj.ptr, obj.shape, obj.strides, obj.dtype.name, "cuda", obj.device_id)
+    if is_torch_tensor(obj):
+        return _from_torch(obj)
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         try:
             return _from_dlpack(obj, stream)
@@ -72,6 +87,57 @@ def describe(obj, stream: int | None = None) -> ArrayInfo:
     if hasattr(obj, "__cuda_array_interface__"):
         return _from_cai(obj)
     raise TypeError(f"expected an array with DLPack or __cuda_array_interface__, got {type(obj).__name__}")
+
+
+def _from_torch(t) -> ArrayInfo:
+    """A PyTorch tensor's metadata from its attributes (what DLPack would say, without a capsule);
+    RuntimeError for what DLPack refuses to export."""
+    if t.requires_grad:
+        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+    if str(t.layout) != "torch.strided":
+        raise RuntimeError(f"a tensor of layout {t.layout} has no strided memory (use .to_dense())")
+    device = t.device
+    dtype = str(t.dtype).removeprefix("torch.")
+    return ArrayInfo(t, t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype, device.type,
+                     device.index if device.type == "cuda" else 0)
+
+
+def signature(obj) -> tuple | None:
+    """What a launch's arguments depend on of obj: (address, shape, strides, dtype, device, ...),
+    hashable, cheap for PyTorch tensors (read from the tensor, no DLPack capsule); None where obj
+    is no array tileproof can read (the full check then says why)."""
+    if is_torch_tensor(obj):
+        return obj.data_ptr(), obj.shape, obj.stride(), obj.dtype, obj.device, obj.requires_grad
+    try:
+        info = describe(obj)
+    except Exception:  # noqa: BLE001 - not an array, or one its exporter refuses: bind() reports it
+        return None
+    return info.ptr, info.shape, info.strides, info.dtype, info.device, info.device_id
+
+
+def default_stream(inputs) -> int:
+    """The stream a launch on `inputs` uses when run() is given none: PyTorch's current stream on
+    the first CUDA tensor's device, else the legacy default stream (0)."""
+    for obj in inputs:
+        if is_torch_tensor(obj) and obj.is_cuda:
+            torch = sys.modules["torch"]
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch's own launchers read
+            if raw is not None:
+                return raw(obj.device.index)
+            return torch.cuda.current_stream(obj.device).cuda_stream
+    return 0
+
+
+def order_after_current_stream(inputs, stream: int) -> None:
+    """Make `stream` wait for the work queued on PyTorch's current stream (what exporting the
+    tensors by DLPack to another stream does) where run() is given a stream that is not it."""
+    for obj in inputs:
+        if is_torch_tensor(obj) and obj.is_cuda:
+            torch = sys.modules["torch"]
+            current = torch.cuda.current_stream(obj.device)
+            if current.cuda_stream != stream:
+                torch.cuda.ExternalStream(stream, device=obj.device).wait_stream(current)
+            return
 
 
 def _from_dlpack(obj, stream: int | None) -> ArrayInfo:
@@ -203,11 +269,20 @@ def from_raw(raw, dtype: DataType):
     return (raw.astype(np.uint32) << 16).view(np.float32)
 
 
+def output_allocator(torch_kind: bool, shape, strides, dtype: DataType, device_id: int):
+    """A function of no arguments returning a new uninitialized output array (a PyTorch tensor
+    where torch_kind, else a DeviceArray), everything it needs looked up once."""
+    shape, strides = tuple(shape), tuple(strides)
+    if torch_kind:
+        torch = sys.modules["torch"]
+        empty, empty_strided = torch.empty, torch.empty_strided
+        torch_dtype, device = getattr(torch, dtype.name), torch.device("cuda", device_id)
+        if strides == contiguous_strides(shape):
+            return lambda: empty(shape, dtype=torch_dtype, device=device)
+        return lambda: empty_strided(shape, strides, dtype=torch_dtype, device=device)
+    return lambda: DeviceArray(shape, dtype, device_id, strides)
+
+
 def new_output(like: ArrayInfo | None, shape, strides, dtype: DataType, device_id: int):
     """An uninitialized output array of the first input's kind."""
-    if like is not None and like.is_torch:
-        import torch
-
-        return torch.empty_strided(tuple(shape), tuple(strides), dtype=getattr(torch, dtype.name),
-                                   device=f"cuda:{device_id}")
-    return DeviceArray(shape, dtype, device_id, strides)
+    return output_allocator(like is not None and like.is_torch, shape, strides, dtype, device_id)()

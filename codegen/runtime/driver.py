@@ -75,6 +75,7 @@ def activate(device_id: int) -> None:
     check(driver().cuCtxSetCurrent(_primary_context(device_id)), "cuCtxSetCurrent")
 
 
+@functools.lru_cache(maxsize=None)
 def capability(device_id: int) -> tuple[int, int]:
     cu = driver()
     attr = cu.CUdevice_attribute
@@ -84,6 +85,7 @@ def capability(device_id: int) -> tuple[int, int]:
     return major, minor
 
 
+@functools.lru_cache(maxsize=None)
 def device_name(device_id: int) -> str:
     raw = check(driver().cuDeviceGetName(256, _device(device_id)), "cuDeviceGetName")
     return raw.split(b"\0")[0].decode()
@@ -138,6 +140,21 @@ def launch(function, grid, block, smem: int, stream: int, args: list[tuple[int, 
     values = tuple(v for v, _ in args)
     types = tuple(t for _, t in args)
     check(cu.cuLaunchKernel(function, *grid, *block, smem, stream, (values, types), 0), "cuLaunchKernel")
+
+
+def launch_packed(device_id: int, function, grid, block, smem: int, stream: int, params_address: int) -> None:
+    """Make device_id's primary context current and cuLaunchKernel with the arguments already
+    packed: `params_address` is the address of an array of pointers to each parameter's bytes
+    (what prepared launches keep). Two driver calls and nothing else: the per-launch path."""
+    cu = driver()
+    (err,) = cu.cuCtxSetCurrent(_primary_context(device_id))
+    if err == cu.CUresult.CUDA_SUCCESS:
+        (err,) = cu.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, stream,
+                                   params_address, 0)
+        if err == cu.CUresult.CUDA_SUCCESS:
+            return
+        raise DriverError(f"cuLaunchKernel failed: {_message(cu, err)}")
+    raise DriverError(f"cuCtxSetCurrent failed: {_message(cu, err)}")
 
 
 def synchronize(device_id: int) -> None:

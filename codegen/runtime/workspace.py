@@ -32,6 +32,7 @@ class Workspaces:
     def __init__(self, params: list[Param]):
         self.params = [p for p in params if p.kind in (ParamKind.WORKSPACE, ParamKind.SEMAPHORES)]
         self._buffers: dict[tuple[int, int], dict[ParamKind, DeviceArray]] = {}
+        self.generation = 0  # counts reallocations: a launch prepared before one holds freed addresses
 
     def pointers(self, env: dict[str, int], device_id: int, stream: int) -> dict[str, int]:
         """Parameter name -> device address, for one launch at sizes `env` on `stream`."""
@@ -47,6 +48,7 @@ class Workspaces:
                 if buf is not None:  # a launch queued on the stream may still use it
                     driver.stream_synchronize(stream)
                 buf = held[kind] = DeviceArray([sum(sizes)], int8, device_id)
+                self.generation += 1
                 if kind is ParamKind.SEMAPHORES:
                     driver.memset_zero_async(buf.ptr, buf.nbytes, stream)
             offset = 0

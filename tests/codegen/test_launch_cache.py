@@ -1,0 +1,151 @@
+"""Kernel.run's launch cache without a GPU (the driver faked, tests/support/fake_driver.py): a
+repeated call with the same argument signature reuses the packed launch; a change of address,
+shape, strides, sizes or stream prepares a new one; outputs run() allocates get a new address in
+every launch (and a tensor map of it); bad inputs get the same InputErrors before and after a
+launch was cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.compile import Kernel
+from tileproof.codegen.runtime.arrays import signature
+from tileproof.schedule_files import discover
+
+from support.codegen_schedules import BUILDERS, strided_input
+from support.fake_driver import FakeDriver
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+
+class Array:
+    """A __cuda_array_interface__ array at a chosen (fake) address."""
+
+    def __init__(self, shape, address=1 << 40, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (address, False),
+                                         "version": 3, "strides": strides}
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The full bindings made (Kernel._prepare_launch calls), as a list of their sizes."""
+    calls = []
+    original = Kernel._prepare_launch
+
+    def prepare(self, inputs, out, stream, sizes):
+        calls.append(stream)
+        return original(self, inputs, out, stream, sizes)
+
+    monkeypatch.setattr(Kernel, "_prepare_launch", prepare)
+    return calls
+
+
+def add_kernel(monkeypatch):
+    kernel = tp.compile(BUILDERS["pointwise_add"]())
+    return kernel, FakeDriver(monkeypatch, kernel.ir.params)
+
+
+def pointer_param(kernel, tensor=None):
+    """The pointer parameter of `tensor` (default: the first output)."""
+    tensor = tensor or next(g.name for g in kernel.ir.globals if not g.is_input)
+    return next(p.name for p in kernel.ir.params if p.tensor == tensor and p.kind.value == "tensor")
+
+
+def test_same_signature_launches_the_packed_arguments_again(monkeypatch, counted):
+    kernel, fake = add_kernel(monkeypatch)
+    a, b, c = Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), Array((4, 8), 3 << 40)
+    for _ in range(3):
+        assert kernel.run(a, b, out=[c]) == (c,)
+    assert len(counted) == 1 and len(fake.launches) == 3
+    assert fake.launches[0] == fake.launches[2]
+    args = fake.launches[2].args
+    assert args[pointer_param(kernel, "T0")] == 1 << 40 and args[pointer_param(kernel)] == 3 << 40
+    assert set(args.values()) >= {4, 8}  # M and N
+
+
+def test_a_new_address_shape_or_stream_prepares_a_new_launch(monkeypatch, counted):
+    kernel, fake = add_kernel(monkeypatch)
+    c = Array((4, 8), 3 << 40)
+    kernel.run(Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), out=[c])
+    kernel.run(Array((4, 8), 5 << 40), Array((4, 8), 2 << 40), out=[c])  # another address
+    assert fake.launches[-1].args[pointer_param(kernel, "T0")] == 5 << 40
+    kernel.run(Array((6, 8), 5 << 40), Array((6, 8), 2 << 40), out=[Array((6, 8), 3 << 40)])  # another shape
+    assert sorted(fake.launches[-1].args.values())[:2] == [6, 8]  # M, N
+    kernel.run(Array((6, 8), 5 << 40), Array((6, 8), 2 << 40), out=[Array((6, 8), 3 << 40)], stream=7)
+    assert fake.launches[-1].stream == 7
+    assert len(counted) == 4 and len(fake.launches) == 4
+    kernel.run(Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), out=[c])  # the first signature again: cached
+    assert len(counted) == 4 and fake.launches[-1] == fake.launches[0]
+
+
+def test_a_new_stride_prepares_a_new_launch(monkeypatch, counted):
+    kernel = tp.compile(strided_input())
+    fake = FakeDriver(monkeypatch, kernel.ir.params)
+    stride = next(p.name for p in kernel.ir.params if p.kind.value == "stride")
+    out = Array((16, 48), 3 << 40)
+    kernel.run(Array((16, 48), strides=(64 * 4, 4)), out=[out])
+    kernel.run(Array((16, 48), strides=(64 * 4, 4)), out=[out])
+    kernel.run(Array((16, 48), strides=(96 * 4, 4)), out=[out])
+    assert len(counted) == 2
+    assert [launch.args[stride] for launch in fake.launches] == [64, 64, 96]
+
+
+def test_allocated_outputs_get_a_new_address_in_every_launch(monkeypatch, counted):
+    kernel, fake = add_kernel(monkeypatch)
+    a, b = Array((4, 8), 1 << 40), Array((4, 8), 2 << 40)
+    outs = [kernel.run(a, b)[0] for _ in range(3)]
+    assert len(counted) == 1
+    assert all(o.shape == (4, 8) and o.dtype == tp.float32 for o in outs)
+    assert [launch.args[pointer_param(kernel)] for launch in fake.launches] == [o.ptr for o in outs]
+    assert len({o.ptr for o in outs}) == 3
+
+
+def test_an_allocated_tma_output_gets_a_tensor_map_of_its_address(monkeypatch, counted):
+    case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_boxes.py")]) if c.name == "tma_store")
+    kernel = tp.compile(case.build(), "sm_90a")
+    fake = FakeDriver(monkeypatch, kernel.ir.params)
+    tmap = next(p.name for p in kernel.ir.params if p.kind.value == "tensor_map" and p.tensor == "T2")
+    x = Array((256, 512), 1 << 40, typestr="<f2")
+    outs = [kernel.run(x)[0] for _ in range(3)]
+    assert len(counted) == 1
+    assert [launch.args[tmap] for launch in fake.launches] == [o.ptr for o in outs]
+    assert sorted(set(fake.encoded)) == sorted({o.ptr for o in outs})
+
+
+def test_workspace_reallocation_prepares_a_new_launch(monkeypatch, counted):
+    kernel, fake = add_kernel(monkeypatch)
+    a, b, c = Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), Array((4, 8), 3 << 40)
+    kernel.run(a, b, out=[c])
+    kernel._workspaces.generation += 1  # as a grown workspace does: the packed addresses are stale
+    kernel.run(a, b, out=[c])
+    kernel.run(a, b, out=[c])
+    assert len(counted) == 2
+
+
+def test_bad_inputs_get_the_same_input_errors_after_a_cached_launch(monkeypatch):
+    kernel, _ = add_kernel(monkeypatch)
+    a, b, c = Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), Array((4, 8), 3 << 40)
+    kernel.run(a, b, out=[c])
+    with pytest.raises(tp.InputError, match=r"input T1 \(argument 1\): axis 1 has size 7, expected N \(bound to 8"):
+        kernel.run(a, Array((4, 7), 2 << 40), out=[c])
+    with pytest.raises(tp.InputError, match=r"input T1 \(argument 1\): expected dtype float32, got float64"):
+        kernel.run(a, Array((4, 8), 2 << 40, typestr="<f8"), out=[c])
+    with pytest.raises(tp.InputError, match="out\\[0\\] is the same memory as input argument 0"):
+        kernel.run(a, b, out=[Array((4, 8), 1 << 40)])
+    with pytest.raises(tp.InputError, match="takes 2 inputs"):
+        kernel.run(a)
+    with pytest.raises(tp.InputError, match="DLPack or __cuda_array_interface__"):
+        kernel.run(a, [[0.0] * 8] * 4, out=[c])
+    with pytest.raises(tp.InputError, match="unknown extent 'K'"):
+        kernel.run(a, b, out=[c], K=3)
+    with pytest.raises(tp.InputError, match="extent M must be a positive int"):
+        kernel.run(a, b, out=[c], M=[4])
+
+
+def test_signature_is_none_for_what_is_no_array():
+    assert signature([1.0, 2.0]) is None
+    assert signature(Array((2, 3), 1 << 40)) == (1 << 40, (2, 3), (3, 1), "float32", "cuda", None)
