@@ -11,6 +11,7 @@
 """
 
 from .codegen.compile import Kernel, LaunchParams, compile  # noqa: A004 - tp.compile is the API
+from .codegen.torch_op import as_torch_op
 from .codegen.errors import (CompileError, InputError, NoDeviceError, PerformanceWarning, ScheduleRejected,
                              UnsupportedSchedule)
 from .execution.allocation import Allocation, AllocatedId, compute_allocation as _compute_allocation
@@ -230,6 +231,7 @@ __all__ = [
     "accepted",
     "add",
     "allocation",
+    "as_torch_op",
     "bfloat16",
     "broadcast",
     "cast",

@@ -2,6 +2,8 @@
 predicates), NVRTC compilation and launch. Three stages, one folder each, in pipeline order:
 
     compile.py        tp.compile and the Kernel it returns (caches, run, benchmark): the stages below
+    torch_op.py       tp.as_torch_op: a Kernel (or a recipe entry) as a torch.library operator with a
+                      fake implementation (torch imported only there, when an operator is made)
     errors.py         errors of the code generator and the runtime
     ir.py             the kernel IR (plain data): what lower/ produces and emit/ prints
     lower/            fusion -> kernel IR; __init__.py is the pass list
@@ -29,7 +31,9 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
     runtime/          C++ -> cubin -> launch
       nvrtc.py          NVRTC compile and the on-disk cubin cache
       driver.py         the CUDA driver: context, modules, launches, memory, timing
-      arrays.py         run() arguments and outputs (DLPack, __cuda_array_interface__)
+      arrays.py         run() arguments and outputs (PyTorch tensors, DLPack, __cuda_array_interface__),
+                        their launch signatures, the default stream
+      prepared.py       a launch prepared once per argument signature: the packed arguments
       binding.py        binding arguments to the kernel's extents and strides
       tensor_maps.py    encoding TMA tensor maps at launch
       reference.py      a float64 numpy reference for checking kernels

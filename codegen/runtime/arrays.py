@@ -91,11 +91,11 @@ def describe(obj, stream: int | None = None) -> ArrayInfo:
 
 def _from_torch(t) -> ArrayInfo:
     """A PyTorch tensor's metadata from its attributes (what DLPack would say, without a capsule);
-    RuntimeError for what DLPack refuses to export."""
+    BufferError, as from DLPack, for what DLPack refuses to export."""
     if t.requires_grad:
-        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     if str(t.layout) != "torch.strided":
-        raise RuntimeError(f"a tensor of layout {t.layout} has no strided memory (use .to_dense())")
+        raise BufferError(f"a tensor of layout {t.layout} has no strided memory (use .to_dense())")
     device = t.device
     dtype = str(t.dtype).removeprefix("torch.")
     return ArrayInfo(t, t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype, device.type,

@@ -29,7 +29,7 @@ class Bound:
     device_id: int | None
 
 
-def _label(g: GlobalTensor, position: int) -> str:
+def argument_label(g: GlobalTensor, position: int) -> str:
     role = "input" if g.is_input else "output"
     return f"{role} {g.name} (argument {position})" if g.is_input else f"{role} {g.name} (out[{position}])"
 
@@ -38,13 +38,13 @@ def read(g: GlobalTensor, obj, position: int, stream: int | None) -> ArrayInfo:
     try:
         info = describe(obj, stream)
     except TypeError as e:
-        raise InputError(f"{_label(g, position)}: {e}") from None
+        raise InputError(f"{argument_label(g, position)}: {e}") from None
     except (BufferError, RuntimeError, ValueError) as e:  # the exporter refused (e.g. requires_grad)
-        raise InputError(f"{_label(g, position)}: cannot read the array ({e})") from None
+        raise InputError(f"{argument_label(g, position)}: cannot read the array ({e})") from None
     if info.dtype != g.dtype.name:
-        raise InputError(f"{_label(g, position)}: expected dtype {g.dtype}, got {info.dtype}")
+        raise InputError(f"{argument_label(g, position)}: expected dtype {g.dtype}, got {info.dtype}")
     if len(info.shape) != len(g.extents):
-        raise InputError(f"{_label(g, position)}: expected {len(g.extents)} dimensions, got shape {list(info.shape)}")
+        raise InputError(f"{argument_label(g, position)}: expected {len(g.extents)} dimensions, got shape {list(info.shape)}")
     return info
 
 
@@ -53,12 +53,12 @@ def bind_shape(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, i
     for axis, (extent, size) in enumerate(zip(g.extents, info.shape)):
         if extent.op == "var" and extent.value not in env:
             env[extent.value] = int(size)  # type: ignore[index]
-            origin[extent.value] = f"{_label(g, position)} axis {axis}"  # type: ignore[index]
+            origin[extent.value] = f"{argument_label(g, position)} axis {axis}"  # type: ignore[index]
             continue
         want = _value(extent, env)
         if want is not None and want != size:
             source = f" (bound to {want} by {origin[extent.value]})" if extent.op == "var" else ""
-            raise InputError(f"{_label(g, position)}: axis {axis} has size {size}, expected {extent}{source}"
+            raise InputError(f"{argument_label(g, position)}: axis {axis} has size {size}, expected {extent}{source}"
                              f"{_one_extent(extent, origin)}")
 
 
@@ -81,32 +81,32 @@ def bind_strides(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str,
         actual = info.strides[axis]
         if stride.op == "var" and stride.value not in env:
             if actual <= 0:
-                raise InputError(f"{_label(g, position)}: axis {axis} has stride {actual}; tileproof needs positive strides")
+                raise InputError(f"{argument_label(g, position)}: axis {axis} has stride {actual}; tileproof needs positive strides")
             env[stride.value] = actual  # type: ignore[index]
             if g.vector_elements > 1 and actual % g.vector_elements:
-                raise InputError(f"{_label(g, position)}: axis {axis} has stride {actual}, not a multiple of "
+                raise InputError(f"{argument_label(g, position)}: axis {axis} has stride {actual}, not a multiple of "
                                  f"{g.vector_elements} elements, which the kernel's vector accesses need")
             continue
         want = _value(stride, env)
         if want != actual:
             raise InputError(
-                f"{_label(g, position)}: axis {axis} has stride {actual}, expected {want}: the fusion declares it "
+                f"{argument_label(g, position)}: axis {axis} has stride {actual}, expected {want}: the fusion declares it "
                 f"contiguous; pass a contiguous array (e.g. .contiguous()) or declare the axis discontiguous")
 
 
 def check_alignment(g: GlobalTensor, info: ArrayInfo, position: int) -> None:
     need = g.dtype.bytes * g.vector_elements
     if info.ptr % need:
-        raise InputError(f"{_label(g, position)}: its address is not {need}-byte aligned, which the kernel's "
+        raise InputError(f"{argument_label(g, position)}: its address is not {need}-byte aligned, which the kernel's "
                          f"{g.vector_elements}-element vector accesses need (pass a fresh or .clone()d array)")
 
 
 def check_device(g: GlobalTensor, info: ArrayInfo, position: int, device_id: int | None) -> int | None:
     if info.device != "cuda":
-        raise InputError(f"{_label(g, position)}: the array is in {info.device} memory; move it to the GPU "
+        raise InputError(f"{argument_label(g, position)}: the array is in {info.device} memory; move it to the GPU "
                          f"(e.g. tensor.cuda())")
     if device_id is not None and info.device_id is not None and info.device_id != device_id:
-        raise InputError(f"{_label(g, position)}: on GPU {info.device_id}, but earlier arguments are on GPU {device_id}")
+        raise InputError(f"{argument_label(g, position)}: on GPU {info.device_id}, but earlier arguments are on GPU {device_id}")
     return device_id if info.device_id is None else info.device_id
 
 
