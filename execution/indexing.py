@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.expr import Expr, add, const, floordiv, maximum, mod, mul, var
+from ..hw.threads import producer_indices
+from ..model.expr import Expr, add, const, floordiv, maximum, mod, mul, product, try_int, var
 from ..model.iterdomain import IterDomain
 from .promotion import promotion
 from ..model.tensor import TensorView
@@ -110,8 +111,9 @@ def executed_tensors(fusion) -> list[TensorView]:
 
 def block_dims(fusion) -> dict[ParallelType, Expr]:
     """blockDim/gridDim per parallel type: the largest extent bound to it (others predicate), and
-    one more index on a warp-specialized circular buffer's axis: its producer warpgroup
-    (execution/warp_roles.py)."""
+    on a warp-specialized circular buffer's axis the producer's indices after the consumers':
+    one warpgroup (hw/threads.py producer_indices: one index on TIDy over 128 threads of TIDx,
+    128 on TIDx; execution/warp_roles.py)."""
     dims: dict[ParallelType, list[Expr]] = {}
     roles = set()
     for tv in executed_tensors(fusion):
@@ -122,8 +124,14 @@ def block_dims(fusion) -> dict[ParallelType, Expr]:
             roles.add(specialization(tv).on)
     out = {p: maximum(*es) for p, es in dims.items()}
     for p in roles:
-        out[p] = add(out.get(p, const(1)), const(1))
+        out[p] = add(out.get(p, const(1)), const(producer_padding(out, p)))
     return out
+
+
+def producer_padding(dims: dict[ParallelType, Expr], on: ParallelType) -> int:
+    """The indices a warp-specialized axis `on` gets for its producer in a block of `dims`:
+    producer_indices of the threads on the other axes (nvFuser pads by 128 / those threads)."""
+    return producer_indices(try_int(product([dims[q] for q in THREAD_TYPES if q != on and q in dims])))
 
 
 def thread_dims(fusion) -> tuple[Expr, Expr, Expr]:

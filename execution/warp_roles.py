@@ -4,8 +4,10 @@ warpgroup issues a circular buffer's TMA loads, the consumer warpgroups read the
 
     tv.circular_buffer(4, 2, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))
 
-The block gets one more index on the WarpSpecialized axis (`on`): threadIdx.y == C, where C is
-the extent the fusion binds to TIDy, is the producer. Each stage s has two mbarriers: full[s]
+The block gets the producer's indices on the WarpSpecialized axis (`on`) after the C the fusion
+binds to it: one warpgroup, as nvFuser pads it (hw/threads.py producer_indices): threadIdx.y == C
+over TIDx 128; threadIdx.x >= C, 128 more threads, on TIDx alone (its first thread issues the
+loads; every consumer statement runs where threadIdx.x < C). Each stage s has two mbarriers: full[s]
 (the TMA load's, one arrival with its bytes) and empty[s] (one arrival per consumer warpgroup).
 insert_pipelines hands each warp-specialized circular loop to split_roles, which rewrites the
 nest into
@@ -42,7 +44,7 @@ from ..model.expr import product, try_int, var
 from ..model.types import THREAD_TYPES
 from .loops import execution_order
 from .circular import specialization
-from .indexing import block_dims
+from .indexing import block_dims, producer_padding
 
 EMPTY_PREFIX = "tp_empty_"  # the empty mbarriers of a loop: tp_empty_<its first buffer>[stages]
 
@@ -112,6 +114,8 @@ class WarpRoles:
     body: list
     loops: list = field(default_factory=list)
     consumer_threads: int = 0  # the code generator's: the consumer role's threads (its named barriers)
+    consumer_indices: int = 0  # the code generator's: the consumers' indices on spec.on (the producer's follow)
+    producer_indices: int = 1  # the code generator's: the producer's indices on spec.on (hw/threads.py)
     repeats_itself = False
 
 
@@ -183,7 +187,7 @@ def specialized_tensors(fusion, order=None) -> list:
 
 def role_threads(fusion) -> tuple[int | None, int | None]:
     """(threads per index of the warp-specialized axis, the consumers' indices on it): the block
-    the fusion binds, without the producer's index; None where symbolic."""
+    the fusion binds, without the producer's indices (producer_indices); None where symbolic."""
     tvs = specialized_tensors(fusion)
     if not tvs:
         return None, None
@@ -191,14 +195,21 @@ def role_threads(fusion) -> tuple[int | None, int | None]:
     dims = block_dims(fusion)
     at = THREAD_TYPES.index(on)
     inner = try_int(product([dims.get(p) for p in THREAD_TYPES[:at] if p in dims])) if at else 1
-    consumers = try_int(dims[on])
-    return inner, None if consumers is None else consumers - 1
+    launched = try_int(dims[on])
+    return inner, None if launched is None else launched - producer_padding(dims, on)
+
+
+def role_padding(fusion) -> int:
+    """The producer's indices on the warp-specialized axis (indexing.producer_padding); 1 where
+    the kernel is not warp-specialized."""
+    tvs = specialized_tensors(fusion)
+    return producer_padding(block_dims(fusion), specialization(tvs[0]).on) if tvs else 1
 
 
 def role_implied(fusion):
     """A test of a statement's Cond: whether every consumer warpgroup of a warp-specialized
-    kernel satisfies it by its role (`threadIdx.<on> < consumers`: the launch has one more
-    index, the producer's); None where the kernel is not warp-specialized."""
+    kernel satisfies it by its role (`threadIdx.<on> < consumers`: the launch has the
+    producer's indices after them); None where the kernel is not warp-specialized."""
     tvs = specialized_tensors(fusion)
     if not tvs:
         return None
@@ -212,14 +223,17 @@ def registers_per_thread(threads: int) -> int:
     return min(255, REGISTER_FILE // threads // REGISTER_STEP * REGISTER_STEP)
 
 
-def register_pool(inner: int, consumers: int) -> dict:
+def register_pool(inner: int, consumers: int, padding: int = 1) -> dict:
     """The registers a warp-specialized block starts with (registers_per_thread, in setmaxnreg's
-    steps of 8: the pool setmaxnreg shares out is `entry` x `threads`)."""
-    threads = inner * (consumers + 1)
-    return {"threads": threads, "entry": registers_per_thread(threads) // REGISTER_STEP * REGISTER_STEP}
+    steps of 8: the pool setmaxnreg shares out is `entry` x `threads`), `inner` threads an index
+    of the axis, `consumers` and `padding` (the producer's) indices; `producer`: its threads."""
+    producer = inner * padding
+    threads = inner * consumers + producer
+    return {"threads": threads, "producer": producer,
+            "entry": registers_per_thread(threads) // REGISTER_STEP * REGISTER_STEP}
 
 
-__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "registers_per_thread", "role_implied",
+__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "registers_per_thread", "role_implied", "role_padding",
            "role_problems", "role_threads",
            "specialized_tensors", "Role", "SpecializedLoop", "StageDrain", "StageEmptyWait", "StageRelease", "WarpRoles",
            "release_lag", "split_roles"]

@@ -1,5 +1,6 @@
 """Threads as the hardware groups them: warps of 32, warpgroups of 4 warps, and the linear id of
-a thread in its block (threadIdx.x fastest), with its inverse.
+a thread in its block (threadIdx.x fastest), with its inverse; the warp-specialized producer's
+indices (a warpgroup).
 """
 
 from __future__ import annotations
@@ -9,6 +10,18 @@ from ..model.types import THREAD_TYPES
 
 WARP = 32
 WARPGROUP = 128
+CONSUMER_BARRIER = 1  # the named barrier of a warp-specialized kernel's consumers; 0 is __syncthreads()'s
+
+
+def producer_indices(other: int | None) -> int:
+    """The indices a warp-specialized axis is padded by for its producer, where each of its
+    indices stands for `other` threads (the block's threads on the other axes): one where that
+    is whole warpgroups, else WARPGROUP / other, so that the producer is one warpgroup (nvFuser's
+    ParallelDimensionMap::adjustMappingsForWarpSpecialization: 128 threads on TIDx alone). One
+    where `other` is symbolic or divides no warpgroup (WS-ROLES rejects those blocks)."""
+    if other is None or other <= 0 or other % WARPGROUP == 0 or WARPGROUP % other:
+        return 1
+    return WARPGROUP // other
 
 
 def linear_thread(dims: tuple[Expr, Expr, Expr]) -> Expr:

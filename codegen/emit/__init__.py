@@ -203,14 +203,17 @@ class _Emitter:
         return [f"{'  ' * depth}tp_fence_async_smem();"] if n.fence_async else []
 
     def warp_roles(self, n: WarpRoles, depth: int) -> list[str]:
-        """The producer warpgroup (the last index on the specialized axis) runs its loads and
-        returns; the consumers run the rest, with named barriers among themselves."""
+        """The producer warpgroup (the last index on the specialized axis, or its last 128 on TIDx)
+        runs its loads and returns; the consumers run the rest, with named barriers among themselves."""
         pad = "  " * depth
         axis = n.spec.on.cuda_name
-        last = self.x(add(self.ir.block[THREAD_TYPES.index(n.spec.on)], const(-1)))
+        if n.producer_indices > 1:
+            role = f"{axis} >= {self.x(const(n.consumer_indices))}"
+        else:
+            role = f"{axis} == {self.x(add(self.ir.block[THREAD_TYPES.index(n.spec.on)], const(-1)))}"
         producer, consumer = n.body
         regs = n.spec.num_registers
-        lines = [f"{pad}if ({axis} == {last}) {{  // the producer warpgroup: the TMA loads"]
+        lines = [f"{pad}if ({role}) {{  // the producer warpgroup: the TMA loads"]
         if regs:
             lines.append(f'{pad}  asm volatile("setmaxnreg.dec.sync.aligned.u32 {regs[0]};");')
         if producer.elected:  # the issuing thread alone; the others leave at once

@@ -12,12 +12,17 @@ TIDx{48}: W = 16), and a partial last warp names only its lanes in the shuffle m
 partials then go through shared memory: one __syncthreads after they are written, one after
 they are read (the next combine reuses the scratch). Where lanes of one warp belong to different
 groups (a reduction over TIDy with TIDx > 1), every thread's value goes through shared memory.
+In a warp-specialized kernel the helper spans the consumer role only (consumers_block_reduce).
 """
 
 from __future__ import annotations
 
+from ...hw.threads import CONSUMER_BARRIER
+from ...model.errors import InternalError
+from ...model.expr import try_int
 from ...model.reduction import COMBINE
-from ..ir import BlockReduce, Compute, GridReduce, KernelIR, ReduceInit, walk
+from ...model.types import THREAD_TYPES
+from ..ir import BlockReduce, Compute, GridReduce, KernelIR, ReduceInit, WarpRoles, walk
 from .scalar_types import CTYPES, OPS, scalar_literal
 
 BLOCK_REDUCE = """\
@@ -106,7 +111,26 @@ def prelude(ir: KernelIR) -> list[str]:
     """The helpers, where a block or grid combine is emitted (the grid's calls the block's)."""
     grid = bool(_nodes(ir.body, GridReduce))
     block = grid or bool(_nodes(ir.body, BlockReduce))
-    return (BLOCK_REDUCE.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
+    roles = next((n for n in ir.body if isinstance(n, WarpRoles)), None)
+    helper = BLOCK_REDUCE if roles is None else consumers_block_reduce(ir, roles)
+    return (helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
+
+
+def consumers_block_reduce(ir: KernelIR, roles: WarpRoles) -> str:
+    """tp_block_reduce of a warp-specialized kernel: its combines run in the consumer role, whose
+    threads are the block's without the producer's indices on the specialized axis (returned by
+    then): the consumers' extents for blockDim, their named barrier for __syncthreads (nvFuser's
+    blockReduce gets the compute threads' dims and a bar.sync of them too)."""
+    at = THREAD_TYPES.index(roles.spec.on)
+    dims = [roles.consumer_indices if k == at else try_int(e) for k, e in enumerate(ir.block)]
+    if any(d is None for d in dims):
+        raise InternalError("a warp-specialized kernel's block is not constant (WS-ROLES)")
+    bx, by, bz = dims
+    return (BLOCK_REDUCE
+            .replace("const unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;",
+                     f"const unsigned bx = {bx}u, by = {by}u, bz = {bz}u;  // the consumer role's threads")
+            .replace("__syncthreads();",
+                     f'asm volatile("bar.sync {CONSUMER_BARRIER}, {roles.consumer_threads};" ::: "memory");'))
 
 
 def uses_max(ir: KernelIR) -> bool:

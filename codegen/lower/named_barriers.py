@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from ...hw.threads import CONSUMER_BARRIER
 from ..ir import NamedSync, Sync, WarpRoles
-
-CONSUMER_BARRIER = 1  # barrier 0 is __syncthreads()'s
 
 
 def name_barriers(st) -> None:

@@ -1,6 +1,7 @@
 """Empty mbarriers on the lowered tree. Warp specialization (model/warp_roles.py split the nest):
 the producer's TMA loads are issued by its first thread (the single-writer predicate on the
-specialized axis names thread 0 of the consumers' range, not the producer's), and each loop's
+specialized axis names thread 0 of the consumers' range, not the producer's; a producer of 128
+indices on TIDx elects its first, threadIdx.x == the consumers' extent), and each loop's
 empty mbarriers count one arrival per consumer warpgroup of the cluster. mbarrier WAR without a
 producer (model/pipeline.py): each empty wait is the issuing thread's, and the empty mbarriers
 count the block's warpgroups."""
@@ -12,10 +13,10 @@ import dataclasses
 from ...execution.cluster import cluster_size
 from ...hw.mbarrier import release_arrivals
 from ...model.errors import InternalError
-from ...execution.warp_roles import Role, WarpRoles, role_implied, role_threads
+from ...execution.warp_roles import Role, WarpRoles, role_implied, role_padding, role_threads
 from ...hw.threads import WARPGROUP
-from ..ir import MBarrier, StageEmptyWait, StageRelease, TmaCopy, walk
-from ...model.expr import product, try_int
+from ..ir import Cond, MBarrier, StageEmptyWait, StageRelease, TmaCopy, walk
+from ...model.expr import const, product, try_int, var
 from ...execution.indexing import thread_dims
 
 
@@ -37,10 +38,14 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     def issuer(n: TmaCopy) -> list:  # the predicates on `axis` name the consumers' thread 0, not the producer's
         return [c for c in n.issuer if axis not in c.lhs.free_vars()]
 
+    roles.consumer_indices, roles.producer_indices = indices, role_padding(fusion)
+    # a producer of several indices on `axis` (128 on TIDx): its first thread issues
+    first = [Cond(var(axis), "==", const(indices), "the producer's first thread issues the loads")] \
+        if roles.producer_indices > 1 else []
     issuers = {tuple(issuer(n)) for n in walk(producer.body) if isinstance(n, TmaCopy)}
     if len(issuers) == 1:
-        producer.elected = list(next(iter(issuers)))
-    _mapped(producer.body, lambda n: dataclasses.replace(n, issuer=[] if producer.elected else issuer(n))
+        producer.elected = first + list(next(iter(issuers)))
+    _mapped(producer.body, lambda n: dataclasses.replace(n, issuer=[] if producer.elected else first + issuer(n))
             if isinstance(n, TmaCopy) else n)
     # the consumers' `threadIdx.<axis> < indices`, implied by their role: a predicate varying by warpgroup
     # would make ptxas serialize the wgmmas

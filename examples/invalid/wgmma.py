@@ -169,10 +169,11 @@ def warp_specialized_registers_past_the_pool():
 
 
 @tp.schedule(expect=tp.rejected("WS-ROLES", "MMA-WARP-COLLECTIVE", messages=[
-    "whose every index holds 1 threads: each role must be whole warpgroups of 128 threads"]))
+    "but the block also has threads on TIDy, above it: the producer (the last 64 TIDx indices of each of its rows)"]))
 def warp_specialized_on_tidx():
-    """The producer as one more index of TIDx: thread 128 of each row of warpgroups, not a
-    warpgroup of its own (and the wgmma warpgroups would have 129 threads)."""
+    """The producer as 64 more threads of TIDx (nvFuser pads by 128 / the 2 TIDy rows): threads 128
+    to 191 of each row, two halves spread over the block, not a warpgroup after the consumers
+    (and the wgmma warpgroups would be launched 192 wide on TIDx)."""
     return _warp_specialized(tp.WarpSpecialized(P.TIDx))
 
 

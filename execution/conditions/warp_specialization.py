@@ -13,7 +13,8 @@ from ..loops import execution_order, loop_groups
 from ..circular import circular_axis, specialization
 from ..indexing import block_dims
 from ..problems import Problem
-from ..warp_roles import MAX_REGISTERS, MIN_REGISTERS, REGISTER_STEP, register_pool, role_threads, specialized_tensors
+from ..warp_roles import (MAX_REGISTERS, MIN_REGISTERS, REGISTER_STEP, register_pool, role_padding, role_threads,
+                          specialized_tensors)
 
 
 def role_problems(fusion) -> list:
@@ -26,13 +27,14 @@ def role_problems(fusion) -> list:
     first = tvs[0]
     spec = specialization(first)
     where = dict(location=first.circular.origin or first.origin)
-    dims = block_dims(fusion)
     at = THREAD_TYPES.index(spec.on)
-    outer = [p for p in THREAD_TYPES[at + 1:] if p in dims and try_int(dims[p]) != 1]
+    outer = _outer_axes(fusion, spec.on)
     if outer:
+        pad = role_padding(fusion)
+        last = f"the last {pad} {spec.on.value} indices" if pad > 1 else f"the last {spec.on.value} index"
         out.append(Problem(
             f"{first.name} is warp-specialized on {spec.on.value}, but the block also has threads on "
-            f"{', '.join(p.value for p in outer)}, above it: the producer (the last {spec.on.value} index) would be "
+            f"{', '.join(p.value for p in outer)}, above it: the producer ({last} of each of its rows) would be "
             f"spread over the block instead of being the last warpgroups",
             hint=f"warp-specialize on the outermost thread axis the block uses ({outer[-1].value})",
             tensor=first.name, values={"axis": at}, **where))
@@ -42,13 +44,24 @@ def role_problems(fusion) -> list:
             f"{first.name} is warp-specialized, but the block's thread extents are symbolic: the producer's index and "
             f"its warpgroups must be known when the kernel is compiled",
             hint="give the thread axes constant extents (split by constants)", tensor=first.name, **where))
-    elif inner % WARPGROUP:
+    elif inner % WARPGROUP and WARPGROUP % inner:
         out.append(Problem(
-            f"{first.name} is warp-specialized on {spec.on.value}, whose every index holds {inner} threads: each role "
-            f"must be whole warpgroups of {WARPGROUP} threads (setmaxnreg and wgmma are warpgroup-wide)",
-            hint=f"warp-specialize on an axis above {WARPGROUP} threads (TIDy with TIDx = {WARPGROUP}: one warpgroup "
-                 f"per index)",
+            f"{first.name} is warp-specialized on {spec.on.value}, whose every index holds {inner} threads: the "
+            f"producer's indices would not make whole warpgroups of {WARPGROUP} threads (setmaxnreg and wgmma are "
+            f"warpgroup-wide)",
+            hint=f"give each index of {spec.on.value} a divisor or a multiple of {WARPGROUP} threads (TIDy over "
+                 f"TIDx = {WARPGROUP}: the producer is one more index; TIDx alone: {WARPGROUP} more threads)",
             tensor=first.name, values={"threads per index": inner, "warpgroup": WARPGROUP}, **where))
+    elif inner * consumers % WARPGROUP or not consumers:
+        pad = role_padding(fusion)
+        out.append(Problem(
+            f"{first.name} is warp-specialized on {spec.on.value}: its consumers are {consumers} indices of {inner} "
+            f"thread{'s' if inner > 1 else ''}, {inner * consumers} threads, not whole warpgroups of {WARPGROUP}, "
+            f"so the producer's {pad} ind{'ices' if pad > 1 else 'ex'} after them would share a warpgroup with "
+            f"consumers (setmaxnreg, wgmma and the consumers' named barriers are warpgroup- or warp-wide)",
+            hint=f"bind {spec.on.value} to an extent that makes the consumers a multiple of {WARPGROUP} threads "
+                 f"(nvFuser requires it too: \"Illegal register sharing on {spec.on.value}\")",
+            tensor=first.name, values={"consumer threads": inner * consumers, "warpgroup": WARPGROUP}, **where))
     groups = loop_groups(fusion, order)
     loops = {groups.of.get((t.name, circular_axis(t))) for t in tvs if circular_axis(t) is not None}
     for tv in tvs:
@@ -83,6 +96,12 @@ def role_problems(fusion) -> list:
     return out
 
 
+def _outer_axes(fusion, on) -> list:
+    """The thread axes above the warp-specialized axis `on` the block has more than one index of."""
+    dims = block_dims(fusion)
+    return [p for p in THREAD_TYPES[THREAD_TYPES.index(on) + 1:] if p in dims and try_int(dims[p]) != 1]
+
+
 def register_problems(fusion) -> list:
     """WS-REGISTERS: setmaxnreg's counts (model docstring of register_pool)."""
     tvs = specialized_tensors(fusion)
@@ -100,10 +119,11 @@ def register_problems(fusion) -> list:
                 hint=f"use {max(MIN_REGISTERS, min(MAX_REGISTERS, n // REGISTER_STEP * REGISTER_STEP))}",
                 values={name: n}, **where))
     inner, consumers = role_threads(fusion)
-    if out or inner is None or consumers is None or inner % WARPGROUP:
+    if out or inner is None or consumers is None or (inner % WARPGROUP and WARPGROUP % inner) \
+            or inner * consumers % WARPGROUP or not consumers or _outer_axes(fusion, spec.on):
         return out  # WS-ROLES reports the block
-    pool = register_pool(inner, consumers)
-    entry, total = pool["entry"], pool["threads"]
+    pool = register_pool(inner, consumers, role_padding(fusion))
+    entry, total, held = pool["entry"], pool["threads"], pool["producer"]
     if producer > consumer:
         out.append(Problem(
             f"num_registers=({producer}, {consumer}) gives the producer more registers than the consumers: the "
@@ -117,14 +137,14 @@ def register_problems(fusion) -> list:
             f"of {entry}",
             hint=f"choose producer <= {entry} <= consumer", values={"entry": entry, "producer": producer,
                                                                     "consumer": consumer}, **where))
-    need = producer * inner + consumer * inner * consumers
+    need = producer * held + consumer * inner * consumers
     if need > entry * total:
         out.append(Problem(
-            f"after setmaxnreg the block would hold {producer} x {inner} + {consumer} x {inner * consumers} = {need} "
+            f"after setmaxnreg the block would hold {producer} x {held} + {consumer} x {inner * consumers} = {need} "
             f"registers, more than the {entry} x {total} = {entry * total} it was launched with: the consumers' "
             f"setmaxnreg.inc waits for registers that never come free, and the kernel hangs",
             hint=f"lower the counts, e.g. num_registers=({producer}, "
-                 f"{(entry * total - producer * inner) // (inner * consumers) // REGISTER_STEP * REGISTER_STEP})",
+                 f"{(entry * total - producer * held) // (inner * consumers) // REGISTER_STEP * REGISTER_STEP})",
             values={"registers needed": need, "registers launched": entry * total, "producer": producer,
                     "consumer": consumer}, notes=("CUTLASS issue #2007: a kernel hangs where 232 x 2 + 24 warpgroups "
                                                   "of registers exceed 168 x 3",), **where))

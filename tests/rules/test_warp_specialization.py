@@ -19,6 +19,7 @@ from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
+from support.row_sums import row_sums
 from support.tma_exp_tiles import exp_tiles as tma_exp_tiles
 
 
@@ -149,8 +150,9 @@ def test_the_block_has_one_more_warpgroup_on_the_specialized_axis():
 
 
 def test_the_register_pool_of_two_consumer_warpgroups():
-    assert register_pool(128, 2) == {"threads": 384, "entry": 168}  # ptxas under __launch_bounds__(384, 1)
-    assert register_pool(128, 1) == {"threads": 256, "entry": 248}
+    assert register_pool(128, 2) == {"threads": 384, "producer": 128, "entry": 168}  # __launch_bounds__(384, 1)
+    assert register_pool(128, 1) == {"threads": 256, "producer": 128, "entry": 248}
+    assert register_pool(1, 256, 128) == {"threads": 384, "producer": 128, "entry": 168}  # TIDx 256 + 128
 
 
 @pytest.mark.parametrize("regs, message", [
@@ -168,9 +170,12 @@ def test_setmaxnreg_counts_are_checked(regs, message):
 
 
 def test_roles_are_checked():
+    """TIDx under two TIDy rows of warpgroups: nvFuser pads TIDx by 128 / 2, a producer of two
+    halves, one in each row, not a warpgroup of its own."""
     report = tp.verify(_fusion(spec=tp.WarpSpecialized(P.TIDx)), "sm_90a")
-    roles = [d.message for d in report.errors if d.code == "WS-ROLES"]
-    assert any("holds 1 threads" in m for m in roles) and any("above it" in m for m in roles)
+    roles = [d for d in report.errors if d.code == "WS-ROLES"]
+    assert [d.message for d in roles if "above it" in d.message and "the last 64 TIDx indices" in d.message]
+    assert report.launch["TIDx"] == "192"
 
 
 def test_a_warp_specialized_buffer_must_be_a_tma_load():
@@ -189,6 +194,70 @@ def exp_tiles(stages=4, prefetch=2):
     """nvFuser's TmaCircularBufferingTest.SingleDim warp-specialized on TIDy (support/tma_exp_tiles.py):
     256 consumer threads read the tiles; the producer is threadIdx.y == 1."""
     return tma_exp_tiles(lambda s: s.circular_buffer(stages, prefetch, tp.WarpSpecialized(P.TIDy)))
+
+
+def tidx_tiles(stages=4, prefetch=2, num_registers=None, **kw):
+    """exp_tiles warp-specialized on TIDx: 256 consumer threads, the producer 128 more (nvFuser's padding)."""
+    return tma_exp_tiles(lambda s: s.circular_buffer(stages, prefetch, tp.WarpSpecialized(P.TIDx, num_registers)),
+                         **kw)
+
+
+def test_a_producer_on_tidx_is_128_threads_after_the_consumers():
+    fusion = tidx_tiles()
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, [d.message for d in report.errors]
+    assert report.launch["TIDx"] == "384"  # 256 + 128
+    nest = placed_nest(fusion.snapshot())
+    stmts = statement_paths(nest.tree, nest.hazards)
+    (load,) = [(a, p) for _, a, p in stmts if a.kind is Async.TMA_LOAD]
+    (read,) = [p for _, a, p in stmts if load[0].writes in a.reads]
+    tl = specialized_timeline(load[0].writes, "T2", load[1], read, nest.hazards, load[0].barrier)
+    assert tl.specialized and prove_complete(tl).proved and prove_free(tl).proved
+    kernel = tp.compile(fusion, "sm_90a")
+    src = kernel.cuda_source
+    assert "__launch_bounds__(384)" in src
+    assert "if (threadIdx.x >= 256" in src  # the producer: threads 256 to 383
+    assert "if (threadIdx.x == 256" in src  # its first thread issues the loads
+    assert "bar.sync" not in src or "bar.sync 1, 256;" in src
+    assert next(m for m in kernel.ir.mbarriers if m.empty).count == 256  # each consumer thread releases
+
+
+def test_a_producer_on_tidx_shares_registers_out():
+    assert tp.verify(tidx_tiles(num_registers=(64, 192)), "sm_90a").ok
+    report = tp.verify(tidx_tiles(num_registers=(64, 232)), "sm_90a")
+    (e,) = [d for d in report.errors if d.code == "WS-REGISTERS"]
+    assert "64 x 128 + 232 x 256 = 67584 registers, more than the 168 x 384 = 64512" in e.message
+    assert e.counterexample["registers needed"] == 67584
+
+
+def test_tidx_consumers_of_no_whole_warpgroups_are_refused():
+    """192 consumer threads: the producer's warpgroup would start in the middle of a warpgroup."""
+    report = tp.verify(tidx_tiles(tile=192), "sm_90a")
+    assert report.codes == ["WS-ROLES"], [d.message for d in report.errors]
+    (e,) = report.errors
+    assert "192 threads, not whole warpgroups of 128" in e.message
+    assert e.counterexample == {"consumer threads": 192, "warpgroup": 128} and e.hint
+    assert tp.verify(tidx_tiles(tile=128), "sm_90a").ok
+
+
+def test_tidx_under_a_tidy_axis_is_refused():
+    """TIDx 256 under TIDy 2: the producer would be 64 threads at the end of each TIDy row."""
+    report = tp.verify(tidx_tiles(threads_outside=True), "sm_90a")
+    roles = [d for d in report.errors if d.code == "WS-ROLES"]
+    assert roles and "above it: the producer (the last 64 TIDx indices of each of its rows)" in roles[0].message
+    assert roles[0].counterexample and roles[0].hint == "warp-specialize on the outermost thread axis the block uses (TIDy)"
+    assert tp.verify(tidx_tiles(), "sm_90a").ok  # the same rows on TIDx alone
+
+
+def test_a_block_reduction_of_tidx_consumers_spans_their_role():
+    """tp_block_reduce after the producer returned: the consumers' 256 threads and their named
+    barrier, not blockDim.x (384) and __syncthreads (which would wait for the producer)."""
+    fusion = row_sums(lambda s: s.circular_buffer(4, 2, tp.WarpSpecialized(P.TIDx)))
+    assert tp.verify(fusion, "sm_90a").ok
+    src = tp.compile(fusion, "sm_90a").cuda_source
+    helper = src[src.index("tp_block_reduce(T (&acc)"):src.index("extern \"C\"")]
+    assert "const unsigned bx = 256u, by = 1u, bz = 1u;" in helper and "blockDim" not in helper
+    assert "__syncthreads" not in helper and helper.count('bar.sync 1, 256;') == 2
 
 
 def test_consumer_threads_reading_a_stage_each_release_it():
@@ -216,8 +285,10 @@ def test_a_consumer_thread_releasing_before_its_reads_is_refuted(monkeypatch):
                 body.insert(1, body.pop())  # after the full wait, before the reads
 
     monkeypatch.setattr(nest_module, "place_syncs", early)
-    report = tp.verify(exp_tiles(), "sm_90a", rules=["PIPELINE-WAR"])
-    assert report.codes == ["PIPELINE-WAR"] and "the read itself" in report.errors[0].message
+    for fusion in (exp_tiles(), tidx_tiles()):
+        report = tp.verify(fusion, "sm_90a", rules=["PIPELINE-WAR"])
+        assert report.codes == ["PIPELINE-WAR"] and "the read itself" in report.errors[0].message
+        assert report.errors[0].counterexample
 
 
 def test_a_stage_read_by_wgmma_and_by_threads_is_refused():

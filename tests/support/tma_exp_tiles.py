@@ -9,9 +9,10 @@ import tileproof as tp
 P = tp.ParallelType
 
 
-def exp_tiles(circular, *, threads_outside: bool = False) -> tp.Fusion:
+def exp_tiles(circular, *, threads_outside: bool = False, tile: int = 256) -> tp.Fusion:
     """`circular`: a function (TensorView -> None) circular-buffering the shared tile;
-    threads_outside: a TIDy axis of 2 outside the circular loop (rows split over threadIdx.y)."""
+    threads_outside: a TIDy axis of 2 outside the circular loop (rows split over threadIdx.y);
+    tile: the elements of a tile (and the threads on TIDx)."""
     with tp.Fusion("exp_tiles") as fusion:
         a = tp.make_contig_tensor(1)
         fusion.add_input(a)
@@ -19,7 +20,7 @@ def exp_tiles(circular, *, threads_outside: bool = False) -> tp.Fusion:
         fusion.add_output(out)
     s = a.cache_after(tp.LoadStoreOpType.TMA)
     s.set_memory_type(tp.MemoryType.Shared)
-    out.split(0, 256)
+    out.split(0, tile)
     if threads_outside:
         out.split(0, 2, inner_split=False)  # [2 (TIDy), I/256/2, 256]
     tp.propagate_transforms(out)

@@ -1,5 +1,5 @@
 """Warp specialization: a producer warpgroup loads a circular buffer's stages with TMA, the
-consumer warpgroups read them with wgmma (execution/warp_roles.py rewrites the loop nest). WS-ROLES
+consumer warpgroups read them with wgmma or threads (execution/warp_roles.py rewrites the loop nest). WS-ROLES
 checks what that rewrite needs of the schedule, WS-REGISTERS the setmaxnreg counts that move
 registers from the producer to the consumers. The mbarrier protocol between the roles is proved
 by PIPELINE-RAW and PIPELINE-WAR on the rewritten nest."""
@@ -21,21 +21,26 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         For the tensors circular-buffered with tp.WarpSpecialized(on): the block's threads
-        per index of `on` (the product of the thread axes below it) are a constant multiple
-        of 128, and no thread axis above `on` has more than one index, so the producer (one
-        more index of `on`, the last) is whole warpgroups after the consumers'; every such
+        per index of `on` (the product of the thread axes below it) are constant and a
+        multiple or a divisor of 128, the consumers' (the indices the fusion binds to `on`)
+        are whole warpgroups, and no thread axis above `on` has more than one index, so the
+        producer is one warpgroup after the consumers: `on` gets one more index where an index
+        holds whole warpgroups (TIDy over TIDx 128), else 128 / (threads per index) more, as
+        nvFuser pads it (TIDx alone: 128 more threads, threadIdx.x >= bdimx); every such
         tensor is a TMA load (LOWERING-SUPPORTED), read by wgmma or by threads (not both), not
         bound to `on` itself, all of them circular over one loop with one WarpSpecialized.
     Why the hardware needs it:
         setmaxnreg and wgmma are executed by whole warpgroups: a producer that shares a
         warpgroup with consumers cannot give its registers away, and a wgmma issued by a
-        partial warpgroup is undefined. A consumer warpgroup tells the producer a stage is free
+        partial warpgroup is undefined; the consumers' named barriers (bar.sync, .aligned)
+        count whole warps. A consumer warpgroup tells the producer a stage is free
         by one mbarrier arrival after its wgmma.wait_group, which covers its wgmma reads only;
         threads reading a stage each arrive after their own reads: a stage read both ways
         would be released by the first kind while the second still reads it. One producer thread issues the
         loads of one circular loop: a second loop, or a load split over `on`, would need a
         second producer.
     Example:
+        # TIDx (128) under two TIDy warpgroups: the producer, 64 more TIDx threads in each row
         fusion, sa, sb, d, out = hopper_gemm_tile("producer_on_tidx", 128, 64)
         for t in (sa, sb):
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDx))
@@ -46,13 +51,15 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (sa, sb):
             t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
     References:
-        nvFuser csrc/parallel_dimension_map.cpp (the warp-specialized axis gets one more index,
-        whole warpgroups) and csrc/device_lower/pass/circular_buffer.cpp (WarpSpecialized);
+        nvFuser csrc/parallel_dimension_map.cpp (adjustMappingsForWarpSpecialization: the
+        axis padded by 128 / the other axes' threads) and csrc/device_lower/pass/circular_buffer.cpp
+        (getAsyncWarpPredicate: threadIdx.<on> >= the padded extent - the padding);
         CUTLASS include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp;
         PTX ISA 9.7.15.5 (wgmma, warpgroup-wide), 9.7.19.5 (setmaxnreg); docs/hardware.md#warp-specialization
     """
-    # Formal statement: none, structural: for the WarpSpecialized(on) tensors T: prod(thread extents below
-    #   on) % 128 == 0 and constant, every thread extent above on == 1, each t in T is read by wgmma only or
+    # Formal statement: none, structural: for the WarpSpecialized(on) tensors T, with I = prod(thread extents
+    #   below on), constant: I % 128 == 0 or 128 % I == 0, I * (extent bound to on) % 128 == 0, every thread
+    #   extent above on == 1, each t in T is read by wgmma only or
     #   by threads only, has no loop axis parallelized on on, and all t share one circular loop group and one WarpSpecialized
     yield from report_problems("WS-ROLES", role_problems(ctx.fusion))
 
@@ -87,7 +94,7 @@ def ws_registers(ctx: VerifyContext) -> Iterator[Diagnostic]:
         sm90_gemm_tma_warpspecialized_cooperative.hpp (40 / 232 with two math warpgroups) and
         issue #2007; nvFuser WarpSpecialized::validateRegisterSharing; docs/hardware.md#warp-specialization
     """
-    # Formal statement: none, structural: with T = inner * (consumers + 1) threads and E = min(248,
-    #   floor(65536 / T / 8) * 8): producer, consumer in [24, 256] and % 8 == 0, producer <= E <= consumer,
-    #   producer * inner + consumer * inner * consumers <= E * T
+    # Formal statement: none, structural: with the producer's Q = inner * pad threads (pad: 1, or 128 / inner),
+    #   T = inner * consumers + Q and E = min(248, floor(65536 / T / 8) * 8): producer, consumer in [24, 256]
+    #   and % 8 == 0, producer <= E <= consumer, producer * Q + consumer * inner * consumers <= E * T
     yield from report_problems("WS-REGISTERS", register_problems(ctx.fusion))
