@@ -676,10 +676,11 @@ def tma_name(stages, prefetch, m, n, cb_type, op) -> str:
     return f"{prefetch_name(stages, prefetch)}_M_{m}_N_{n}_{cb_type}_{op}"
 
 
-_PAD_GAP = ("item 3: nvFuser pads the warp-specialized axis by 128 / (the other axes' threads) indices, so the "
-            "producer is 128 threads (getTmaPadThreads); tileproof pads it by one index and rejects with WS-ROLES")
-SHMOO_GAPS = {((32, 4, 2), P.TIDx): _PAD_GAP, ((32, 4, 2), P.TIDy): _PAD_GAP, ((128, 2, 1), P.TIDx): _PAD_GAP,
-              ((256, 1, 1), P.TIDx): _PAD_GAP}
+_PAD_GAP = ("item 3 (follow-up): nvFuser pads the warp-specialized axis by 128 / (the other axes' threads) indices "
+            "also under thread axes above it, so its 128-thread producer lies in slices at the end of each of their "
+            "rows, in warps shared with consumers; tileproof pads alike but accepts a producer only as one warpgroup "
+            "after the consumers (WS-ROLES)")
+SHMOO_GAPS = {((32, 4, 2), P.TIDx): _PAD_GAP, ((32, 4, 2), P.TIDy): _PAD_GAP, ((128, 2, 1), P.TIDx): _PAD_GAP}
 
 WS_256 = ("nvFuser refuses a producer beside more than 128 threads of the other dimensions (TIDx 256 next to "
           "the TIDy producer); the hardware runs it: the producer index's 256 threads load (one elects), every "
@@ -709,11 +710,6 @@ WS_RUNS = {"SingleDim": run_unary(torch_exp, [4096, 5000, 70001]),
 
 def tma_cases() -> list[Case]:
     cases = []
-    bulk_1d_gap = ("item 3: rejected with WS-ROLES: warp specialization on TIDy, the tile read by threads (and "
-                   "BULK-COPY-BOUNDS at the sizes where the Bulk split does not divide: nvFuser checks it at launch)")
-    type_gaps = {
-        "WarpSpecializedOnTIDx": "item 3: rejected with WS-ROLES: warp specialization on TIDx, the tile read by threads",
-    }
     test_gaps = {
         "Matmul": ("item 9: inline_most does not inline the operand caches through the broadcasts "
                    "(REGISTER-SIZE-CONSTANT, LOOP-NEST-ORDER, TMA-TILE-CONTIGUITY, LAUNCH-GRID)"),
@@ -735,11 +731,11 @@ def tma_cases() -> list[Case]:
                 cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, THROWS, run=WS_RUNS[test],
                                   differs=WS_256))
                 return
-            gap = (bulk_1d_gap if bulk_1d else test_gaps.get(test)
-                   or next((g for t, g in type_gaps.items() if cb_type.startswith(t)), None))
+            gap = test_gaps.get(test)  # a CpAsyncBulk (bulk_1d) case on TIDy is THROWS, above
             run = (run_unary(torch_exp, [4096, 5000, 70001])
                    if test == "SingleDimUnswitch" or (test.startswith("SingleDim") and "MBarrierForWAR" in cb_type)
-                   else WS_RUNS[test] if test == "InnerReduction" else None)
+                   else WS_RUNS.get(test) if test == "InnerReduction" or cb_type.startswith("WarpSpecializedOnTIDx")
+                   else None)
             cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, VALID, gap=gap, run=run))
 
         # TIDx 256 next to a TIDy producer: more than 128 other threads, nvFuser throws
@@ -767,10 +763,10 @@ def tma_cases() -> list[Case]:
     cases.append(Case("NVFuserTest.BarSyncWarpSpecializedPointwise",
                       lambda: tma_pointwise(4, 1, "WarpSpecializedOnTIDx" + WS_NONE, "CpAsyncBulkTensorTile",
                                             output_exp=True), VALID,
-                      gap="item 3: rejected with WS-ROLES (warp specialization on TIDx, thread readers)"))
+                      run=run_2d(lambda a, b: (a + b).exp(), [(128, 1024), (33, 1028), (3, 260)], inputs=2)))
     cases.append(Case("NVFuserTest.RegisterSharingCircularBufferingPointwiseCustom",
                       register_sharing_pointwise_custom, VALID,
-                      gap="item 3: rejected with WS-ROLES: warp specialization on TIDx, the tiles read by threads"))
+                      run=run_2d(lambda a, b: a + b, [(128, 1024), (33, 1028), (3, 260)], inputs=2)))
     cases.append(Case("NVFuserTest.TmaRegisterSharingDynamicShapesExpectFail",
                       lambda: register_sharing_cta((32, 4, 2), P.TIDx, dynamic=True), THROWS, codes=("WS-ROLES",)))
     for bdim in ((32, 4, 2), (128, 2, 1), (256, 1, 1)):  # the TEST's instantiations, every (bdim, ws_pt)
