@@ -14,8 +14,8 @@ extents are the inputs' symbolic sizes; it checks dtypes, dimensions and equal e
 run()'s messages. PyTorch is imported only when an operator is made: the package imports without it.
 
 A recipe entry is any object with `input_names` (the operator's tensor arguments), `output_count`,
-`__call__(*tensors)` returning the outputs and `fake(*tensors)` returning new tensors of their
-shapes (tileproof.recipes.Matmul). Imports model/ and codegen/ (the Kernel, its IR, the binding's
+`__call__(*tensors)` returning the outputs (a tensor or a tuple) and `fake(*tensors)` returning new
+tensors of their shapes (tileproof.recipes.Matmul). Imports model/ and codegen/ (the Kernel, its IR, the binding's
 labels).
 """
 
@@ -187,18 +187,19 @@ def as_torch_op(kernel_or_recipe, name: str | None = None, **sizes: int):
     returns = "Tensor" if source.output_count == 1 else "(" + ", ".join(["Tensor"] * source.output_count) + ")"
     library.define(f"{op}(" + ", ".join(f"Tensor {n}" for n in source.input_names) + f") -> {returns}")
 
-    if source.output_count == 1:
-        def impl(*tensors):
-            return source(*tensors)[0]
+    one = source.output_count == 1
 
-        def fake(*tensors):
-            return source.fake(*tensors)[0]
-    else:
-        def impl(*tensors):
-            return tuple(source(*tensors))
+    def impl(*tensors):
+        result = source(*tensors)
+        if isinstance(result, torch.Tensor):
+            return result
+        return result[0] if one else tuple(result)
 
-        def fake(*tensors):
-            return tuple(source.fake(*tensors))
+    def fake(*tensors):
+        result = source.fake(*tensors)
+        if isinstance(result, torch.Tensor):
+            return result
+        return result[0] if one else tuple(result)
 
     for key in ("CUDA", "CPU"):  # CPU: run()'s InputError, not the dispatcher's "no kernel"
         library.impl(op, impl, key)

@@ -13,6 +13,10 @@ change it further.
     mma_gemm(m, n, k, MmaGemmParams(...))         mma.sync GEMM, cp.async stages and ldmatrix
                                                   fragments (mma_gemm.py)
 
+    matmul(a, b, out_dtype=...)                   D = A @ B on 2-D PyTorch operands of either major,
+    Matmul(out_dtype=...)                         a kernel per shape class (matmul.py); Matmul is
+                                                  also a recipe entry for tp.as_torch_op
+
 gemm_blocks.py holds the pieces both use (tiling by the block tile, grouped block orders, the
 stmatrix epilogue's TMA store boxes); params.py the parameter groups both use (GridOrder,
 Epilogue) and the checks. examples/valid/wgmma.py and examples/valid/mma.py show them in use.
@@ -20,10 +24,11 @@ Epilogue) and the checks. examples/valid/wgmma.py and examples/valid/mma.py show
 
 from .gemm_blocks import tile_multiples
 from .hopper_gemm import hopper_gemm
+from .matmul import Matmul, matmul
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline, swizzled_box
 from .mma_gemm import CpAsyncPipeline, MmaGemmParams, MmaTile, matmul_fusion, mma_gemm
 from .params import Epilogue, GridOrder
 
-__all__ = ["Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperTile", "MmaGemmParams",
-           "MmaTile", "Operand", "TmaPipeline", "hopper_gemm", "matmul_fusion", "mma_gemm", "swizzled_box",
-           "tile_multiples"]
+__all__ = ["Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperTile", "Matmul",
+           "MmaGemmParams", "MmaTile", "Operand", "TmaPipeline", "hopper_gemm", "matmul", "matmul_fusion", "mma_gemm",
+           "swizzled_box", "tile_multiples"]

@@ -1,0 +1,165 @@
+"""matmul(a, b): D = A @ B on natural PyTorch operands through the Hopper GEMM recipe (hopper_gemm.py):
+A [M, K] and B [K, N], bfloat16, each either major (A row-major, or M-major as a.t() of a [K, M]
+tensor; B N-major as a row-major [K, N], or K-major as w.t() of a [N, K] weight), the output a new
+row-major [M, N] tensor of `out_dtype` (bfloat16, float16 or float32; float32 accumulation).
+
+    d = tileproof.recipes.matmul(a, w.t(), out_dtype=torch.bfloat16)   # a @ w.T, w [N, K]
+    op = tp.as_torch_op(Matmul(out_dtype=torch.float32), name="mylib::mm")   # for torch.compile
+
+One kernel per shape class (the majors, the output dtype; M, N, K symbolic), verified for every
+size whose contiguous extents are multiples of 8 (16-byte rows, which the TMA needs), compiled on
+first use and kept. The schedule is the warp-specialized persistent 128 x 256 tile of the
+benchmarks (hopper_gemm with SCHEDULE's parameters). Every bad operand is an InputError naming
+the operand and what to pass. Imports only the public `tileproof` API; torch when called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import tileproof as tp
+
+from .hopper_gemm import hopper_gemm
+from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
+from .params import Epilogue, GridOrder
+
+ALIGN_ELEMENTS = 8  # 16-byte rows and 16-byte aligned starts: the TMA's global strides and address
+SMS = 132  # an H100's and H200's SMs: the persistent grid's blocks
+SCHEDULE = HopperGemmParams(
+    tile=HopperTile(m=128, n=256),
+    pipeline=TmaPipeline(stages=4, prefetch=2,
+                         warp_specialized=tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))),
+    grid=GridOrder(group=16, persistent=SMS), cluster=Cluster(size=2))
+OUT_DTYPES = ("bfloat16", "float16", "float32")
+
+
+def params_for(a_major: str, b_major: str, out_dtype: str) -> HopperGemmParams:
+    """SCHEDULE for one shape class: the operands' majors ("K" or "MN") and the output's dtype (a
+    16-bit output through stmatrix and TMA stores one box at a time; float32 from registers)."""
+    dtype = getattr(tp, out_dtype)
+    epilogue = Epilogue(dtype=dtype, stmatrix=True, by_box=True) if dtype.bytes == 2 else Epilogue(dtype=dtype)
+    return dataclasses.replace(SCHEDULE, epilogue=epilogue, a=Operand(major=a_major), b=Operand(major=b_major))
+
+
+def shape_class_fusion(a_major: str, b_major: str, out_dtype: str) -> tp.Fusion:
+    """The shape class's fusion: hopper_gemm at symbolic M, N, K, assuming the extents the operands
+    and the output are contiguous along multiples of ALIGN_ELEMENTS (A's K or M, B's K or N, N)."""
+    fusion = hopper_gemm("M", "N", "K", params_for(a_major, b_major, out_dtype))
+    inner = {"K" if a_major == "K" else "M", "K" if b_major == "K" else "N", "N"}
+    for extent in sorted(inner):
+        fusion.assume(f"{extent} % {ALIGN_ELEMENTS} == 0")
+    return fusion
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError(f"tileproof.recipes.matmul takes PyTorch tensors ({e})") from None
+    return torch
+
+
+def _dtype_name(dtype) -> str:
+    name = dtype.name if isinstance(dtype, tp.DataType) else str(dtype).removeprefix("torch.")
+    if name not in OUT_DTYPES:
+        raise tp.InputError(f"matmul: out_dtype must be one of {', '.join(OUT_DTYPES)} (a torch dtype, a tp dtype "
+                            f"or its name), got {dtype!r}")
+    return name
+
+
+def _major(t, name: str, rows: str, cols: str, inner_names: tuple[str, str]) -> str:
+    """Which axis of the 2-D operand `t` [rows, cols] is contiguous: "K" or "MN", by its strides."""
+    (r, c), (sr, sc) = t.shape, t.stride()
+    if sc == 1 and (sr == c or r == 1):
+        return inner_names[1]
+    if sr == 1 and (sc == r or c == 1):
+        return inner_names[0]
+    raise tp.InputError(f"matmul: {name} [{rows}, {cols}] = {list(t.shape)} has strides {list(t.stride())}; it must be "
+                        f"dense along one axis (row-major, or the .t() of a row-major tensor): pass {name}.contiguous()")
+
+
+def _check(torch, a, b) -> None:
+    for name, t in (("A", a), ("B", b)):
+        if not isinstance(t, torch.Tensor):
+            raise tp.InputError(f"matmul: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise tp.InputError(f"matmul: {name} must be 2-D ([M, K] for A, [K, N] for B), got shape {list(t.shape)}")
+        if t.dtype != torch.bfloat16:
+            raise tp.InputError(f"matmul: {name} must be bfloat16, got {str(t.dtype).removeprefix('torch.')}")
+    if a.shape[1] != b.shape[0]:
+        raise tp.InputError(f"matmul: A is [M, K] = {list(a.shape)} and B is [K, N] = {list(b.shape)}: their K differ "
+                            f"(for B as [N, K], pass b.t())")
+    if a.device != b.device:
+        raise tp.InputError(f"matmul: A is on {a.device} and B on {b.device}; both must be on one GPU")
+
+
+class Matmul:
+    """D = A @ B through the Hopper GEMM recipe, for one output dtype (see the module's text):
+    call it on (a, b) for the output tensor; tp.as_torch_op(Matmul(...)) makes it an operator."""
+
+    input_names = ("a", "b")
+    output_count = 1
+
+    def __init__(self, out_dtype="bfloat16", target: str = "sm_90a"):
+        self.out_dtype = _dtype_name(out_dtype)
+        self.target = target
+        self._kernels: dict[tuple[str, str], tp.Kernel] = {}
+
+    def __repr__(self) -> str:
+        return f"Matmul(out_dtype={self.out_dtype!r}, target={self.target!r})"
+
+    def kernel(self, a_major: str, b_major: str) -> tp.Kernel:
+        """The shape class's kernel (verified and compiled on first use)."""
+        key = (a_major, b_major)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = tp.compile(shape_class_fusion(a_major, b_major, self.out_dtype), self.target)
+        return kernel
+
+    def majors(self, a, b) -> tuple[str, str]:
+        """(A's major, B's major) from the strides, after the checks of shape, dtype and device."""
+        _check(_torch(), a, b)
+        a_major = _major(a, "A", "M", "K", ("MN", "K"))
+        b_major = _major(b, "B", "K", "N", ("K", "MN"))
+        (m, k), n = a.shape, b.shape[1]
+        sizes = {"M": m, "N": n, "K": k}
+        for extent in sorted({"K" if a_major == "K" else "M", "K" if b_major == "K" else "N", "N"}):
+            if sizes[extent] % ALIGN_ELEMENTS:
+                raise tp.InputError(
+                    f"matmul: {extent} = {sizes[extent]} is not a multiple of {ALIGN_ELEMENTS}; with A "
+                    f"{'row-major' if a_major == 'K' else 'M-major'}, B {'K' if b_major == 'K' else 'N'}-major and "
+                    f"the row-major output, rows along {extent} must be a multiple of 16 bytes for the TMA (pad "
+                    f"{extent}, or pass the operand in the other major)")
+        for name, t in (("A", a), ("B", b)):
+            if t.data_ptr() % (2 * ALIGN_ELEMENTS):
+                raise tp.InputError(f"matmul: {name} does not start at a 16-byte aligned address, which the TMA "
+                                    f"needs (pass {name}.clone())")
+        return a_major, b_major
+
+    def __call__(self, a, b):
+        a_major, b_major = self.majors(a, b)
+        kernel = self.kernel(a_major, b_major)
+        (d,) = kernel.run(a.unsqueeze(1), b.t().unsqueeze(0))  # A [M, 1, K], B [1, N, K]: the recipe's operands
+        return d
+
+    def fake(self, a, b):
+        """The output as run() allocates it, without running (tp.as_torch_op's fake implementation)."""
+        torch = _torch()
+        _check(torch, a, b)
+        return torch.empty((a.shape[0], b.shape[1]), dtype=getattr(torch, self.out_dtype), device=a.device)
+
+
+_entries: dict[tuple[str, str], Matmul] = {}
+
+
+def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a"):
+    """D = A @ B (A [M, K], B [K, N], bfloat16, either major each) as a new row-major [M, N] tensor of
+    out_dtype, through the Hopper GEMM recipe (a kernel per shape class, compiled on first use)."""
+    key = (_dtype_name(out_dtype), target)
+    entry = _entries.get(key)
+    if entry is None:
+        entry = _entries[key] = Matmul(key[0], target)
+    return entry(a, b)
+
+
+__all__ = ["ALIGN_ELEMENTS", "Matmul", "SCHEDULE", "matmul", "params_for", "shape_class_fusion"]
