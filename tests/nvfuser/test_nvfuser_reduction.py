@@ -8,6 +8,8 @@ dtypes), CrossEntropyGatherPattern (takeAlongAxis), and the TESTs that only run 
 schedulers (GeluBwdReduction, TensorRankLimit, TmaInnerReductionTest.Sum, TmaOuterReductionTest.Sum).
 """
 
+from math import gcd
+
 import pytest
 
 import tileproof as tp
@@ -661,7 +663,6 @@ def tma_inner_reduction_manual(ndims, inner_size):
     outer = P.BIDx
     offset = 1 if reduced_elems > smem_elems else 0
     if offset:
-        from math import gcd
         redu.split(1, gcd(smem_elems, reduced_elems))
         redu.axis(1).parallelize(P.BIDx)
         outer = P.BIDy
@@ -678,7 +679,28 @@ def tma_inner_reduction_manual(ndims, inner_size):
     redu.axis(tma_axis).parallelize(P.Serial)
     redu.rfactor(unparallel_reduction_axes(redu))
     tp.inline_most(fusion)
+    # what the TEST's sizes give and nvFuser checks at launch: the reduced row a multiple of 16 bytes (the
+    # TEST skips the others); unsplit, in shared memory beside the block reduction's scratch (the TEST's
+    # unsplit rows are powers of two up to 32768 elements); split, a whole number of splits
+    reduced = " * ".join(f"T0_{i}" for i in range(1, ndims))
+    fusion.assume(f"{reduced} % 4 == 0")
+    fusion.assume(f"{reduced} <= 32768" if not offset else f"{reduced} % {gcd(smem_elems, reduced_elems)} == 0")
+    if offset:  # the rows on blockIdx.y, the splits on blockIdx.x
+        fusion.assume("T0_0 <= 65535")
+        fusion.assume(f"{reduced} <= {(2 ** 31 - 1) * gcd(smem_elems, reduced_elems)}")
     return fusion
+
+
+def _run_inner_sum(ndims, inner):
+    """A run of the inner sum at the TEST's shape and two others its assumptions admit."""
+    shapes = ([(64, inner), (3, 8), (300, 5000)] if ndims == 2 else [(64, 8, inner), (2, 3, 4), (7, 5, 1000)])
+
+    def run(kernel, torch):
+        for shape in shapes:
+            t0 = torch.randn(*shape, device="cuda")
+            (out,) = kernel.run(t0)
+            torch.testing.assert_close(out, t0.sum(list(range(1, ndims))), rtol=1e-4, atol=1e-3)
+    return run
 
 
 def tma_outer_reduction_manual(outer_size):
@@ -773,9 +795,10 @@ CASES = [
          gap=NO_GROUP),
     *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",
            lambda ndims=ndims, inner=inner: tma_inner_reduction_manual(ndims, inner), VALID,
-           gap="item 8 (follow-up): symbolic sizes without the launch checks nvFuser makes (BULK-COPY-SIZE: the "
-               "row a multiple of 16 bytes, SMEM-CAPACITY, LAUNCH-GRID); the two largest also REDUCTION-GRID (a "
-               "grid reduction read in the same kernel)")
+           run=_run_inner_sum(ndims, inner),
+           gap=None if ndims * inner <= 3 * 1024 else
+           "item 6 (follow-up): the row split over BIDx makes redu a grid reduction that t1 reads in the same "
+           "kernel (REDUCTION-GRID; nvFuser has the last block of each row write it)")
       for ndims, inner in ((2, 4), (2, 1024), (2, 1048576), (3, 1024), (3, 65536))],
     *[Case(f"TmaOuterReductionManualTest.Basic/outer_{outer}_iter_{it}",
            lambda outer=outer: tma_outer_reduction_manual(outer), VALID,
