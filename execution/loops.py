@@ -20,6 +20,7 @@ from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES, ParallelType
 from ..hw.bulk_copy import is_async_bulk_op
 from .problems import Problem
+from .promotion import promotion_problems
 from .reduction import Phase, insert_init, phases
 from .derive import per_fusion
 
@@ -74,6 +75,7 @@ class LoopGroup:
 
     index: int
     members: list[tuple[TensorView, int]] = field(default_factory=list)
+    idmap: IdMap | None = None  # the exact map the loop's members were joined by
 
     @property
     def first(self):
@@ -83,7 +85,7 @@ class LoopGroup:
         got = self.__dict__.get("_first")
         if got is None:
             ids = [tv.loop[k] for tv, k in self.members]
-            got = sizes_the_loop(ids)[0]
+            got = sizes_the_loop(ids, self.idmap)[0]
             if getattr(self.members[0][0].fusion, "frozen", False):
                 self._first = got
         return got
@@ -95,7 +97,7 @@ class LoopGroup:
         member's where two differ (INLINE-PARALLEL-MATCH rejects that)."""
         got = self.__dict__.get("_parallel")
         if got is None:
-            got = loop_type([tv.loop[k] for tv, k in self.members]) or self.first.parallel_type
+            got = loop_type([tv.loop[k] for tv, k in self.members], self.idmap) or self.first.parallel_type
             if getattr(self.members[0][0].fusion, "frozen", False):
                 self._parallel = got
         return got
@@ -143,7 +145,7 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
     order = list(execution_order(fusion) if order is None else order)
     idmap = idmap or IdMap(fusion)
     joins = list(inline_joins(fusion, order, idmap))
-    unmapped = [_unjoined(j) for j in joins if j.stop is not None]
+    unmapped = [_unjoined(j) for j in joins if j.stop is not None] + promotion_problems(fusion)
     sets = loop_sets(order, [j for j in joins if j.consumer is not None])
     of: dict[tuple[str, int], LoopGroup] = {}
     by_root: dict[tuple[str, int], LoopGroup] = {}
@@ -153,7 +155,7 @@ def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap 
             root = sets[(tv.name, k)]
             g = by_root.get(root)
             if g is None:
-                g = by_root[root] = LoopGroup(len(groups))
+                g = by_root[root] = LoopGroup(len(groups), idmap=idmap)
                 groups.append(g)
             g.members.append((tv, k))
             of[(tv.name, k)] = g
@@ -197,7 +199,7 @@ def _mismatch(g: LoopGroup) -> list[Problem]:
     instruction's axis (Vectorize, Bulk) shared by two statements."""
     if len(g.members) < 2:
         return []
-    sizing = {id(i) for i in sizes_the_loop([tv.loop[k] for tv, k in g.members])}
+    sizing = {id(i) for i in sizes_the_loop([tv.loop[k] for tv, k in g.members], g.idmap)}
     typed = [(tv, k) for tv, k in g.members if id(tv.loop[k]) in sizing
              and tv.loop[k].parallel_type is not ParallelType.Serial]
     head_tv, head_k = typed[0] if typed else next((tv, k) for tv, k in g.members if id(tv.loop[k]) in sizing)

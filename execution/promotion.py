@@ -1,15 +1,18 @@
-"""Loop promotion through merges: a tensor-core operand's tile inlined into loops its own IDs do not span.
+"""Loop promotion: a tensor's inlined loops that iterate another tensor's space (nvFuser's
+loop promotion, csrc/id_model/loop_promotion.cpp).
 
-An MmaOp's operand is broadcast along the other operand's axes (A[M, 1, K], B[1, N, K]). A
-producer's broadcast loop ID of extent 1 may share a consumer's loop (mapping.promoted); this
-module covers the same sharing one level down, where the broadcast was merged into a loop ID:
-A's tile [Mo, 1] merged and split like the consumer's [Mo, No] (a persistent tile loop over
-`Mo * No` tiles split by the number of SMs). Such a loop ID iterates the consumer's space, not
-its own, so (as nvFuser's loop promotion does) the producer's IDs above its inlined loops take
-their indices from the consumer's IDs they map to exactly (A's Mo: the consumer's Mo, i.e.
-tile / No), its loops run over the consumer's extents, and the IDs between those loops and the
-mapped ones (the merge of Mo with the broadcast) have no bound of their own: the mapped IDs'
-bounds are the producer's holes.
+A loop of the kernel joins loop IDs of several tensors (model/loop_map.py); its extent is the one
+of the members that cover every concrete logical axis any member derives from (loop_map.py
+sizes_the_loop). A member that does not is promoted to it: a merge of a broadcast of extent 1
+with a concrete ID (tv2[b, I1] merged and split like its consumer's [I0, I1]; an MmaOp's
+operand A[M, 1, K] tiled like D[M, N]) or an ID its consumer merges with such a broadcast (the
+cache of tv2's input, [I1], inlined into tv2's merge of b and I1). As nvFuser does, such a
+tensor's loops run over the extents of the tensor that sizes them (its reference), its IDs above
+the inlined loops take their indices from the reference's IDs they map to exactly (tv2's I1: the
+consumer's I1, i.e. (blockIdx.x / ...) % I1), so the index ignores the broadcast part, and the
+IDs between those loops and the mapped ones (the merge of I1 with the broadcast) have no bound of
+their own: the mapped IDs' bounds are the tensor's holes. A promoted loop whose tensor has a
+concrete logical ID no mapped ID gives an index is rejected (promotion_problems: INLINE-LOOP-MAP).
 """
 
 from __future__ import annotations
@@ -18,53 +21,155 @@ from dataclasses import dataclass
 
 from ..model.expr import Expr
 from ..model.iterdomain import IterDomain, Merge, Split
-from ..model.mapping import IdMap, merges_a_broadcast, unit_broadcast
+from ..model.loop_map import computed_tensors, inline_joins, loop_sets, sizes_the_loop
+from ..model.mapping import IdMap, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.tensor_base import fixed_by
-from ..model.fusion import is_mma_op
 from .derive import per_fusion
+from .problems import Problem
 
 
 @dataclass(frozen=True)
 class Promotion:
-    """How tv's inlined loops iterate its consumer's space (see the module docstring)."""
+    """How tv's inlined loops iterate its reference's space (see the module docstring)."""
 
-    consumer: TensorView
-    positions: int  # tv's first `positions` loops are the consumer's
-    seeds: dict[int, IterDomain]  # uid of an ID of tv -> the consumer's ID it maps to exactly
+    consumer: TensorView  # the reference: the tensor whose loops at tv's inlined positions size them
+    positions: int  # tv's first `positions` loops are the reference's
+    seeds: dict[int, IterDomain]  # uid of an ID of tv -> the reference's ID it maps to exactly
     loop_only: frozenset[int]  # IDs of tv fixed by those loops but mapped to none: no index, no bound of their own
-    holes: tuple[IterDomain, ...]  # the consumer's IDs those loops fix whose bounds it needs: tv's holes too
+    holes: tuple[IterDomain, ...]  # the reference's IDs those loops fix whose bounds it needs: tv's holes too
 
     def extent(self, tv: TensorView, k: int) -> Expr:
-        """The extent of tv's loop k: the consumer's where shared."""
+        """The extent of tv's loop k: the reference's where shared."""
         return (self.consumer.loop[k] if k < self.positions else tv.loop[k]).extent_expr
 
     def consumer_env(self, tv: TensorView, env: dict[int, Expr]) -> dict[int, Expr]:
-        """The consumer's loop indices at tv's loop point `env` (the shared loops)."""
+        """The reference's loop indices at tv's loop point `env` (the shared loops)."""
         return {self.consumer.loop[k].uid: env[tv.loop[k].uid] for k in range(self.positions)}
+
+
+@dataclass(frozen=True)
+class _Loops:
+    """The fusion's loops as inlining joins them: (tensor name, position) -> its loop, and the
+    loop's members that size it (ids of their IterDomains)."""
+
+    idmap: IdMap
+    loop_of: dict[tuple[str, int], tuple[str, int]]
+    sizing: dict[tuple[str, int], frozenset[int]]
+    tensors: tuple[TensorView, ...]
+
+
+@per_fusion
+def _loops(fusion) -> _Loops:
+    tensors = computed_tensors(fusion)
+    idmap = IdMap(fusion)
+    joins = [j for j in inline_joins(fusion, tensors, idmap) if j.consumer is not None]
+    loop_of = loop_sets(tensors, joins)
+    members: dict[tuple[str, int], list[IterDomain]] = {}
+    for t in tensors:
+        for k, i in enumerate(t.loop):
+            members.setdefault(loop_of[(t.name, k)], []).append(i)
+    sizing = {key: frozenset(id(i) for i in sizes_the_loop(ids, idmap)) for key, ids in members.items()}
+    return _Loops(idmap, loop_of, sizing, tuple(tensors))
+
+
+def promoted_positions(tv: TensorView) -> list[int]:
+    """tv's inlined loop positions whose loop another member sizes (tv's ID there is promoted);
+    a broadcast of extent 1 stands for one point of any loop and is not."""
+    ca = tv.compute_at
+    if not ca or tv.fusion is None or ca > len(tv.loop):
+        return []
+    loops = _loops(tv.fusion)
+    if (tv.name, 0) not in loops.loop_of:
+        return []
+    return [k for k in range(ca) if not unit_broadcast(tv.loop[k])
+            and id(tv.loop[k]) not in loops.sizing[loops.loop_of[(tv.name, k)]]]
+
+
+def reference(tv: TensorView) -> TensorView | None:
+    """The tensor whose loop IDs size every loop tv is inlined in (its consumers first), None
+    where no one does."""
+    loops = _loops(tv.fusion)
+    ca = tv.compute_at
+    mine = [loops.loop_of[(tv.name, k)] for k in range(ca)]
+    consumers = tv.fusion.consumers(tv)
+    for t in consumers + [t for t in loops.tensors if t not in consumers]:
+        if t is tv or len(t.loop) < ca or (t.name, 0) not in loops.loop_of:
+            continue
+        if all(loops.loop_of[(t.name, k)] == mine[k] and id(t.loop[k]) in loops.sizing[mine[k]] for k in range(ca)):
+            return t
+    return None
 
 
 @per_fusion
 def promotion(tv: TensorView) -> Promotion | None:
-    """tv's promotion when an inlined loop ID of tv merges a broadcast (merges_a_broadcast);
-    None otherwise, the usual case (every inlined loop ID the consumer's, or a broadcast)."""
+    """tv's promotion when an inlined loop ID of tv is promoted (promoted_positions) and a
+    reference sizes its loops; None otherwise, the usual case (every inlined loop ID sizes its
+    loop, or is a broadcast)."""
+    if not promoted_positions(tv):
+        return None
+    ref = reference(tv)
+    if ref is None:
+        return None
     ca = tv.compute_at
-    if not ca or not any(merges_a_broadcast(i) for i in tv.loop[:ca]) or tv.fusion is None:
-        return None
-
-    consumer = next((c for c in tv.fusion.consumers(tv) if is_mma_op(c.definition) and len(c.loop) >= ca), None)
-    if consumer is None:
-        return None
-    idmap = IdMap(tv.fusion)
-    # a plain broadcast loop stands for the consumer's loop without fixing any index of tv
+    idmap = _loops(tv.fusion).idmap
+    # a plain broadcast loop stands for the reference's loop without fixing any index of tv
     shared = [k for k in range(ca) if not unit_broadcast(tv.loop[k])]
     mine = fixed_by(tv, [tv.loop[k] for k in shared])
-    theirs = fixed_by(consumer, [consumer.loop[k] for k in shared])
-    by_key = {idmap.key(i): i for i in consumer.all_ids() if i.uid in theirs}
+    theirs = fixed_by(ref, [ref.loop[k] for k in shared])
+    by_key = {idmap.key(i): i for i in ref.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
     loop_only = frozenset(mine - set(seeds) - {i.uid for i in tv.loop})
-    holes = tuple(i for i in consumer.all_ids() if i.uid in theirs and i.uid in needed_bounds(consumer))
-    return Promotion(consumer, ca, seeds, loop_only, holes)
+    holes = tuple(i for i in ref.all_ids() if i.uid in theirs and i.uid in needed_bounds(ref))
+    return Promotion(ref, ca, seeds, loop_only, holes)
+
+
+@per_fusion
+def promotion_problems(fusion) -> list[Problem]:
+    """INLINE-LOOP-MAP's problems with promoted loops: a tensor whose promoted loops no tensor
+    sizes, or whose concrete logical IDs take an index from a promoted loop but map to no ID of
+    the reference (the loop runs over the reference's extent, the tensor's own transforms would
+    index past its extents)."""
+    out = []
+    for tv in _loops(fusion).tensors:
+        ks = promoted_positions(tv)
+        if not ks:
+            continue
+        promo = promotion(tv)
+        if promo is None:
+            out.append(_unpromotable(tv, ks[0], "no tensor sharing its loops sizes all of them"))
+            continue
+        unindexed = _unindexed(tv, promo, ks)
+        if unindexed:
+            out.append(_unpromotable(
+                tv, ks[0], f"its logical {', '.join(i.label() for i in unindexed)} would take an index from "
+                           f"the promoted loop but maps to no ID of {promo.consumer.name} it shares"))
+    return out
+
+
+def _unindexed(tv: TensorView, promo: Promotion, ks: list[int]) -> list[IterDomain]:
+    """tv's concrete logical IDs whose index derives from a promoted loop through IDs no seed
+    gives: computed backward from a loop index over the reference's extent, they would be wrong."""
+    stale = {tv.loop[k].uid for k in ks}
+    for t in reversed(tv.history):
+        if any(o.uid in stale for o in t.outputs):
+            stale.update(x.uid for x in t.inputs if x.uid not in promo.seeds)
+    return [i for i in tv.root + [i for i in tv.logical if i not in tv.root]
+            if i.uid in stale and not i.is_broadcast]
+
+
+def _unpromotable(tv: TensorView, k: int, why: str) -> Problem:
+    i = tv.loop[k]
+    return Problem(
+        f"{tv.name} is inlined at position {tv.compute_at} but its loop axis {k} ({i.label()}) iterates "
+        f"another tensor's extent (loop promotion) and {why}",
+        hint=f"inline {tv.name} at most at position {k} (inline_at({k})), or schedule it so that its inlined "
+             f"loop axes derive from the logical axes its consumer's do (merge the broadcast first, or "
+             f"split only the loops it shares)",
+        tensor=tv.name, ids=(i.name,), values={"compute_at": tv.compute_at, "axis": k},
+        notes=(f"{tv.name}'s axis {k} shares a loop whose extent is a consumer's: nvFuser's loop promotion "
+               f"indexes {tv.name} through the IDs it maps to in that consumer",),
+        location=i.origin or tv.origin)
 
 
 def loop_extents(tv: TensorView) -> list[Expr]:

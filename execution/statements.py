@@ -231,12 +231,12 @@ def bound_types(tv: TensorView) -> set[ParallelType]:
 
 def _extent_conds(tv: TensorView, launch: dict[ParallelType, Expr], elements: bool = False) -> list[Cond]:
     out = []
-    for i in tv.loop:
+    for i, extent in zip(tv.loop, loop_extents(tv)):  # a promoted loop runs over its reference's extent
         p = i.parallel_type
         if i.is_broadcast or p not in LAUNCH_TYPES or (elements and i.is_reduction):
             continue  # a broadcast axis: one value, computed alike by every thread/block along p
-        if launch.get(p) != i.extent_expr:
-            out.append(Cond(var(p.cuda_name), "<", i.extent_expr, "thread extent", CondKind.THREAD_EXTENT))
+        if launch.get(p) != extent:
+            out.append(Cond(var(p.cuda_name), "<", extent, "thread extent", CondKind.THREAD_EXTENT))
     return out
 
 

@@ -10,9 +10,10 @@ different non-Serial types are INLINE-PARALLEL-MATCH's problem (execution/loops.
 nothing. Types covered by one instruction (Vectorize, Bulk, Mma) are not given to another
 statement's axis: such a loop is not one to share.
 
-Broadcasts of extent 1 that share a loop (one point, computed at each index of it) and merges of
-one (an MmaOp operand's promoted axis, mapping.merges_a_broadcast) neither give nor take a type:
-their extent is not the loop's.
+Broadcasts of extent 1 that share a loop (one point, computed at each index of it), merges of
+one (mapping.merges_a_broadcast) and IDs a consumer merges with one (loop promotion:
+execution/promotion.py) neither give nor take a type: their extent is not the loop's
+(sizes_the_loop).
 
 Imports model/ only (mapping, types).
 """
@@ -95,17 +96,29 @@ def loop_sets(tensors: Sequence, joins: Sequence[Join]) -> dict[tuple[str, int],
     return {x: find(x) for x in parent}
 
 
-def sizes_the_loop(ids: Sequence) -> list:
+def sizes_the_loop(ids: Sequence, idmap: IdMap | None = None) -> list:
     """The members of one loop whose extent and type are the loop's: not a broadcast of extent 1
-    or a merge of one (they stand for one point of it); all of them where every one is."""
+    or a merge of one (they stand for one point of it), and with `idmap` those that derive from
+    every concrete logical class a member does (nvFuser's loop promotion picks the ID that covers
+    the group: an ID a consumer merges with a broadcast iterates the consumer's extent); all of
+    them where every one is a broadcast."""
     own = [i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))]
+    if idmap is not None and len(own) > 1:
+        covers = [concrete_classes(idmap, i) for i in own]
+        full = set().union(*covers)
+        own = [i for i, c in zip(own, covers) if c == full] or own
     return own or list(ids)
 
 
-def loop_type(ids: Sequence) -> ParallelType | None:
+def concrete_classes(idmap: IdMap, i) -> set[int]:
+    """The exact classes of the logical IDs i derives from that hold no broadcast."""
+    return {c for c in idmap.root_classes(i) if not idmap.holds_broadcast(c)}
+
+
+def loop_type(ids: Sequence, idmap: IdMap | None = None) -> ParallelType | None:
     """The parallel type of the loop whose members' IterDomains are `ids`: the non-Serial type of
     the members that size it, Serial where none has one, None where two differ."""
-    kinds = {i.parallel_type for i in sizes_the_loop(ids)} - {ParallelType.Serial}
+    kinds = {i.parallel_type for i in sizes_the_loop(ids, idmap)} - {ParallelType.Serial}
     if len(kinds) > 1:
         return None
     return kinds.pop() if kinds else ParallelType.Serial
@@ -124,10 +137,10 @@ def propagated_types(fusion) -> dict[int, tuple[ParallelType, str | None]]:
             members.setdefault(sets[(t.name, k)], []).append(i)
     given: dict[int, tuple[ParallelType, str | None]] = {}
     for ids in members.values():
-        kind = loop_type(ids) if len(ids) > 1 else None
+        kind = loop_type(ids, idmap) if len(ids) > 1 else None
         if kind not in SHARED_TYPES:
             continue
-        sizing = sizes_the_loop(ids)
+        sizing = sizes_the_loop(ids, idmap)
         donor = next(i for i in sizing if i.parallel_type is kind)
         given.update({i.uid: (kind, donor.parallel_origin) for i in sizing if i.parallel_type is ParallelType.Serial})
     return given

@@ -117,12 +117,19 @@ def merges_a_broadcast(i: IterDomain) -> bool:
 def promoted_match(idmap: IdMap, p: IterDomain, c: IterDomain) -> bool:
     """Whether producer ID p iterates as consumer ID c once its broadcasts of extent 1 stand for
     the consumer's IDs they meet: the same transforms of matching inputs, a broadcast matching
-    any iteration ID."""
+    any iteration ID, a merge of the consumer's with a broadcast of extent 1 matching its other
+    input."""
     if idmap.same(p, c):
         return True
     if unit_broadcast(p):
         return not c.is_reduction
     tp_, tc = p.definition, c.definition
+    if isinstance(tc, Merge) and any(unit_broadcast(x) for x in tc.inputs) and not unit_broadcast(c):
+        # the consumer merges in a broadcast of extent 1 p does not have: the merge iterates as its
+        # other input (nvFuser's BestEffortReplay forwards such a merge to it)
+        rest = tc.inner if unit_broadcast(tc.outer) else tc.outer
+        if promoted_match(idmap, p, rest):
+            return True
     if isinstance(tp_, Merge) and isinstance(tc, Merge):
         return promoted_match(idmap, tp_.outer, tc.outer) and promoted_match(idmap, tp_.inner, tc.inner)
     if isinstance(tp_, Split) and isinstance(tc, Split):
@@ -136,16 +143,19 @@ def promoted_match(idmap: IdMap, p: IterDomain, c: IterDomain) -> bool:
 
 def promoted(idmap: IdMap, producer_id: IterDomain, consumer, k: int) -> bool:
     """Whether a producer's loop ID may share loop k of `consumer` without being the same
-    iteration: a broadcast of extent 1 holds one element, which the producer computes (again) at
-    every index of the consumer's loop (nvFuser's loop promotion of broadcast IDs); a merge of
-    one iterates the consumer's loop where the broadcast meets the consumer's ID (promoted_match;
-    execution/promotion.py indexes it). Done for the operands of a tensor-core op (an MmaOp's operand
-    is broadcast along the other operand's axes), never into a reduction loop (its consumers read
-    totals, after it)."""
+    iteration (nvFuser's loop promotion): a broadcast of extent 1 holds one element, which the
+    producer computes (again) at every index of the consumer's loop; a merge of one iterates the
+    consumer's loop where the broadcast meets the consumer's ID, and an ID the consumer merges
+    with a broadcast of its own iterates as that merge (promoted_match; execution/promotion.py
+    indexes the loop in the space of the tensor that sizes it). A bare broadcast is promoted into an
+    MmaOp's loops only (its operand is broadcast along the other operand's axes); nothing is
+    promoted into a reduction loop (its consumers read totals, after it)."""
     c = consumer.loop[k]
-    if not is_mma_op(consumer.definition) or c.is_reduction:
+    if c.is_reduction:
         return False
-    return unit_broadcast(producer_id) or (merges_a_broadcast(producer_id) and promoted_match(idmap, producer_id, c))
+    if unit_broadcast(producer_id):
+        return is_mma_op(consumer.definition)
+    return (merges_a_broadcast(producer_id) or merges_a_broadcast(c)) and promoted_match(idmap, producer_id, c)
 
 
 def inline_mapped(idmap: "IdMap", producer_id: IterDomain, consumer, k: int) -> bool:

@@ -11,7 +11,7 @@ import pytest
 import tileproof as tp
 from tileproof.execution import indexing
 from tileproof.execution.statements import tensor_execution
-from tileproof.model.expr import evaluate
+from tileproof.model.expr import evaluate, var as tp_var
 from tileproof.execution.indexing import block_dims
 from tileproof.execution.loops import loop_groups
 from tileproof.execution.promotion import loop_extents, promotion
@@ -113,9 +113,9 @@ def test_an_operand_merged_in_another_order_is_not_inlined():
         sa.inline_at(1)
 
 
-def test_a_broadcast_merge_into_a_plain_consumer_is_not_promoted():
-    """Promotion is for a tensor-core op's operands: an elementwise consumer reads the broadcast
-    value itself, not a tile of it per iteration."""
+def test_a_broadcast_merge_into_a_plain_consumer_is_promoted():
+    """Promotion is not only for a tensor-core op's operands (nvFuser's loop promotion): x2's merge
+    of I0 with its broadcast runs over z's merged loop, and x2's I0 is z's (flat / 32)."""
     with tp.Fusion("add") as fusion:
         x = tp.make_tensor([64, 1], dtype=tp.float32)
         y = tp.make_tensor([64, 32], dtype=tp.float32)
@@ -126,5 +126,8 @@ def test_a_broadcast_merge_into_a_plain_consumer_is_not_promoted():
         fusion.add_output(z)
     x2.merge(0)
     z.merge(0)
-    with pytest.raises(tp.ScheduleError, match="does not map"):
-        x2.inline_at(1)
+    x2.inline_at(1)
+    assert promotion(x2).consumer is z and loop_extents(x2)[0] == z.loop[0].extent_expr
+    index = indexing.indices_from_loop(x2, {x2.loop[0].uid: tp_var("flat")})[x2.logical[0].uid]
+    assert all(evaluate(index, {"flat": f}) == f // 32 for f in range(0, 2048, 7))
+    assert tp.verify(fusion).ok

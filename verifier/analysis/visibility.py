@@ -23,11 +23,10 @@ from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
 from ...execution.conditions.lowering import launch_axis_clashes
-from ...model.mapping import merges_a_broadcast
 from ...model.mma_op import ELEMENT_VARS, is_mma
 from ...execution.mma import fragments, well_formed
 from ...execution.mma_execution import mma_execution
-from ...execution.promotion import loop_extents, promotion
+from ...execution.promotion import loop_extents, promoted_positions, promotion
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
 from ..context import VerifyContext
@@ -94,11 +93,12 @@ def _reader(ctx: VerifyContext, op: Op, k: int) -> TensorExecution:
 def _repeated(tv: TensorView, types) -> bool:
     """Whether several points write one element: a loop ID bound to one of `types` derives
     from a broadcast ID of extent other than 1 (a split broadcast repeats its one element), or
-    merges one of extent 1 and is promoted to a consumer's loop (model/promotion.py: it runs
-    over the consumer's tiles, loading an operand's tile for each)."""
+    is promoted to another tensor's loop (execution/promotion.py: it runs over that tensor's
+    extent, computing or loading its own elements again for each of its points)."""
     hist = {id(t) for t in tv.history}
     stack = [i for i in tv.loop if i.parallel_type in types and not i.is_broadcast]
-    if promotion(tv) is not None and any(merges_a_broadcast(i) for i in stack):
+    promoted = {tv.loop[k].uid for k in promoted_positions(tv)} if promotion(tv) is not None else set()
+    if any(i.uid in promoted for i in stack):
         return True
     while stack:
         i = stack.pop()

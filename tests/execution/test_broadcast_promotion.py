@@ -1,0 +1,83 @@
+"""Loop promotion of a broadcast merged into a pointwise tensor's loops (execution/promotion.py):
+out[I0, I1] = broadcast(a[I1]) + b merged and split into [BIDx, TIDx]; a's cache [I1/128, 128] and
+its broadcast [(1*I1)/128, 128] are inlined into out's loops [(I0*I1)/128, 128] (the cache through
+the merge its consumer makes with the broadcast: nvFuser's BestEffortReplay forwarding). Their
+loops run over out's extents and a's index ignores the broadcast part (flat % I1). A promoted
+tensor whose logical ID would take an index from the promoted loop through its own transforms is
+rejected (INLINE-LOOP-MAP)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tileproof as tp
+from tileproof.execution.indexing import indices_from_loop
+from tileproof.execution.loops import loop_groups
+from tileproof.execution.promotion import loop_extents, promoted_positions, promotion
+from tileproof.model.expr import evaluate, var
+
+from support.broadcast_promotion import broadcast_add
+
+P = tp.ParallelType
+
+
+def test_the_cache_and_the_broadcast_share_the_consumers_loops_and_extents():
+    fusion, a2, ab, out = broadcast_add((6, 300))
+    assert a2.compute_at == ab.compute_at == 2
+    groups = loop_groups(fusion)
+    assert not groups.unmapped and not groups.mismatched
+    for k in range(2):
+        g = groups.of[(out.name, k)]
+        assert groups.of[(a2.name, k)] is g and groups.of[(ab.name, k)] is g
+        assert g.extent == out.loop[k].extent_expr
+    assert promoted_positions(a2) == promoted_positions(ab) == [0, 1]  # the inner split of out's merge too
+    assert promotion(a2).consumer is out and promotion(ab).consumer is out and promotion(out) is None
+    assert [evaluate(e, {}) for e in loop_extents(a2)] == [15, 128] != [3, 128]
+
+
+@pytest.mark.parametrize("name", ["a2", "ab"])
+def test_the_index_of_a_ignores_the_broadcast_part(name):
+    fusion, a2, ab, out = broadcast_add((6, 300))
+    tv = {"a2": a2, "ab": ab}[name]
+    i1 = tv.logical[-1]
+    for block in range(15):
+        for thread in (0, 5, 127):
+            env = {tv.loop[0].uid: var("bx"), tv.loop[1].uid: var("tx")}
+            index = indices_from_loop(tv, env)[i1.uid]
+            assert evaluate(index, {"bx": block, "tx": thread}) == (block * 128 + thread) % 300
+
+
+@pytest.mark.parametrize("shape", [(6, 300), None])
+def test_verified_and_emitted_with_the_consumers_predicate(shape):
+    fusion, *_ = broadcast_add(shape)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    source = tp.compile(fusion).cuda_source
+    if shape is not None:
+        assert "T0[(((blockIdx.x * 128U) + threadIdx.x) % 300U)]" in source
+        assert source.count("((blockIdx.x * 128U) + threadIdx.x) < 1800U") == 3
+
+
+def test_a_promoted_loop_that_leaves_an_index_to_the_tensors_own_transforms_is_rejected():
+    """a's cache split [I1/4/32, 32, 4] shares out's two outer loops only: its I1 would be
+    computed from a loop index over out's extent without out's merge (no % I1): rejected."""
+    with tp.Fusion("vector_broadcast_add") as fusion:
+        a = tp.make_contig_concrete_tensor([256])
+        b = tp.make_contig_concrete_tensor([8, 256])
+        fusion.add_input(a)
+        fusion.add_input(b)
+        a2 = tp.set(a)
+        ab = tp.broadcast(a2, [True, False])
+        out = tp.add(ab, b)
+        fusion.add_output(out)
+    out.merge(0).split(0, 4).split(0, 32)
+    tp.propagate_transforms(out)
+    for tv in (a2, ab, out):
+        tv.axis(0).parallelize(P.BIDx)
+        tv.axis(1).parallelize(P.TIDx)
+    a2.inline_at(2)
+    ab.inline_at(2)
+    report = tp.verify(fusion)
+    assert "INLINE-LOOP-MAP" in report.codes
+    message = next(d.message for d in report.errors if d.code == "INLINE-LOOP-MAP")
+    assert "loop promotion" in message and a2.name in message
