@@ -93,7 +93,7 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
     rejected_on_gpu.py)."""
     if script == "gpu_kernels":
         return data["device"], ""
-    if script in ("matmul", "reductions"):
+    if script in ("matmul", "reductions", "launch_overhead"):
         return data.get("environment", {}).get("device"), ""
     if script == "hopper_matmul":
         shapes = hopper_matmul.parse_shapes(",".join(data["shapes"]))
