@@ -4,7 +4,9 @@
    is the one it runs on in the kernel: a Serial axis inlined into a parallel loop takes the loop's
    (model/loop_map.py), as nvFuser's lowering gives it.
 2. One parallelized on a type the memory is shared across is always allocated.
-3. Otherwise IterDomains right of the compute-at position are allocated, left of it not.
+3. Otherwise IterDomains right of the compute-at position are allocated, left of it not (a register
+   tensor circular-buffered over a loop outside serial or unrolled loops of its compute-at
+   position: right of that circular loop, execution/circular.py allocation_position).
 Extent-1 and broadcast IterDomains occupy nothing, nor do reduction IterDomains (the tensor holds
 one value across them: the reduction's total). Global tensors are allocated whole.
 """
@@ -18,7 +20,7 @@ from ..model.iterdomain import IterDomain
 from ..model.loop_map import parallel_type_in_kernel, propagated_types
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, MemoryType, ParallelType
-from .circular import circular_axis
+from .circular import allocation_position, circular_axis
 from .derive import per_fusion
 
 DISTRIBUTED: dict[MemoryType, tuple[ParallelType, ...]] = {
@@ -188,12 +190,17 @@ def _decide(tv: TensorView, i: IterDomain, mem: MemoryType, loop_pos: dict[int, 
     if mem is MemoryType.Global:
         return AllocatedId(i, True, "global", "global tensors are allocated whole", side)
     ca = tv.compute_at
+    at = allocation_position(tv)
     related = _related_loop_positions(tv, i, loop_pos)
-    if related and max(related) < ca:
+    if related and max(related) < at:
         where = f"loop position {related[0]}" if len(related) == 1 else f"loop positions {related}"
-        return AllocatedId(i, False, "compute-at", f"left of compute-at position {ca} ({where})", side)
+        return AllocatedId(i, False, "compute-at", f"left of compute-at position {ca} ({where})"
+                           if at == ca else f"at or left of its circular loop {at - 1} ({where})", side)
     if not related:
         return AllocatedId(i, True, "compute-at", "not in the loop domain: allocated whole", side)
+    if max(related) < ca:
+        return AllocatedId(i, True, "compute-at", f"between its circular loop {at - 1} and compute-at position {ca}: "
+                                                  f"one iteration's copies fill it before its reads", side)
     return AllocatedId(i, True, "compute-at", f"right of compute-at position {ca}", side)
 
 

@@ -1,7 +1,8 @@
 """Circular buffering as the schedule asks for it (nvFuser's TensorView::circularBuffer;
 `tv.circular_buffer(stages, prefetch, type)`, its options in model/options.py): which tensors are
 circular-buffered (circular_tensors), over which loop (circular_axis: nvFuser's choice, the loop
-axis left of the compute-at position that is neither thread-parallel nor broadcast), what
+axis left of the compute-at position that is neither thread-parallel nor broadcast), the position
+from which it is allocated (allocation_position: right of its circular loop), what
 barriers.py needs of a circular copy (circular_access), and which
 form it takes (specialization: WarpSpecialized; war_mbarrier: Pipelined(uses_mbarrier_for_war=True)).
 
@@ -23,8 +24,10 @@ def circular_axis(tv) -> int | None:
     registers); otherwise nvFuser's choice (csrc/device_lower/analysis/circular_buffer.cpp,
     getCircularBufferAxisPosition): of the axes left of min(compute-at position, first Unroll axis)
     that are neither thread-parallel nor broadcast, the innermost, where every axis between it and
-    the compute-at position is thread-parallel or broadcast (those are shared with the copy's
-    readers; the pipeline gives the copy a scope of its own: execution/pipeline.py). nvFuser takes
+    the compute-at position is thread-parallel or broadcast, or for registers also a serial or
+    unrolled loop (those are shared with the copy's readers; the pipeline gives the copy a nest of
+    its own, execution/pipeline.py, and registers are allocated across the loops, as nvFuser's
+    getAllocPosInfo allocates them from the first Unroll loop: execution/allocation.py). nvFuser takes
     the outermost for a warp-specialized buffer; tileproof pipelines one loop of copies per
     iteration, so it takes the outermost only where it is that innermost one. Otherwise the axis
     just left of the compute-at position (PIPELINE-STAGES says what it is)."""
@@ -37,9 +40,25 @@ def circular_axis(tv) -> int | None:
         return last
     limit = next((k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Unroll), len(tv.loop))
     valid = [k for k in range(min(tv.compute_at, limit)) if not _shared_scope(tv.loop[k])]
-    if not valid or not all(_shared_scope(i) for i in tv.loop[valid[-1] + 1:tv.compute_at]):
+    between = (lambda i: _shared_scope(i) or i.parallel_type in loops) if tv.memory_type is MemoryType.Local \
+        else _shared_scope
+    if not valid or not all(between(i) for i in tv.loop[valid[-1] + 1:tv.compute_at]):
         return last
     return valid[-1]
+
+
+def allocation_position(tv) -> int:
+    """The loop position from which tv's axes are allocated: its compute-at position, or for a
+    register tensor circular-buffered over a loop outside serial or unrolled loops of its
+    compute-at position, right of that circular loop: the copies of one iteration fill those
+    loops' elements before any is read (execution/pipeline.py), as nvFuser's getAllocPosInfo
+    (csrc/device_lower/utils.cpp) allocates registers from the first Unroll loop on."""
+    pos = circular_axis(tv)
+    if pos is None or tv.memory_type is not MemoryType.Local:
+        return tv.compute_at
+    if all(_shared_scope(i) for i in tv.loop[pos + 1:tv.compute_at]):
+        return tv.compute_at
+    return pos + 1
 
 
 def _shared_scope(axis) -> bool:

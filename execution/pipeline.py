@@ -127,7 +127,12 @@ def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
     it shares with its readers (nvFuser's circular axis: execution/circular.py) gets a scope of
     those axes of its own, before its readers' scope, so that its circular loop's body holds the
     copies apart from the reads. A thread axis is a scope, not a loop: running its copies first
-    and its reads after, each thread still writes the other stage before it reads this one."""
+    and its reads after, each thread still writes the other stage before it reads this one.
+    A register copy's serial and unrolled loops there are split too (loop fission, as nvFuser's
+    circular-buffer pass clones the copies' nest into the prologue and main loop): the registers
+    are allocated across those loops (execution/circular.py allocation_position), each thread
+    copies into and reads its own, and the copy reads sources complete before the circular loop
+    (PIPELINE-STAGES), so the iteration's copies may all come before its reads."""
     changed = True
     while changed:
         changed = False
@@ -136,7 +141,7 @@ def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
                 continue
             for scope, at in path[acc.circular[2] + 1:-1]:
                 node = scope[at]
-                if not _shared_scope(node, hazards):
+                if not _shared_scope(node, hazards) and not (acc.private and _is_loop(node)):
                     break
                 runs = _runs(node.body, hazards)
                 if len(runs) > 1:
@@ -160,6 +165,11 @@ def _shared_scope(node, hazards: Hazards) -> bool:
         return True
     extent = hazards.extent(node) if hazards.extent is not None else None
     return getattr(extent, "op", None) == "const" and extent.value == 1
+
+
+def _is_loop(node) -> bool:
+    """A loop node of the nest (serial, unrolled or a thread scope)."""
+    return hasattr(node, "key") and hasattr(node, "body")
 
 
 def _runs(nodes: list, hazards: Hazards) -> list[list]:

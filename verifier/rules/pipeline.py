@@ -207,12 +207,14 @@ def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         For every tensor with circular_buffer(stages, prefetch_distance): it is inlined into a
-        loop, and its loop axis just left of its compute-at position (the circular loop) is a
-        serial loop (serial or unrolled for registers), not a block or thread index or a
-        broadcast; stages >= 2; 0 <= prefetch < stages, the prefetch being the
-        prefetch_distance, or stages + prefetch_distance for a negative one; circular buffers
-        over one loop have the same numbers; a register circular buffer's sources are computed
-        outside its loop. A loop shorter than the stages, down to one iteration (K one tile,
+        loop, and its circular loop (the loop axis just left of its compute-at position, or
+        nvFuser's innermost serial axis before the first Unroll axis where only thread or
+        broadcast axes, or for registers serial and unrolled loops too, lie between:
+        execution/circular.py) is a serial loop (serial or unrolled for registers), not a
+        block or thread index or a broadcast; stages >= 2; 0 <= prefetch < stages, the
+        prefetch being the prefetch_distance, or stages + prefetch_distance for a negative
+        one; circular buffers over one loop have the same numbers; a register circular
+        buffer's sources are computed outside its loop. A loop shorter than the stages, down to one iteration (K one tile,
         concrete or symbolic), needs no check: the prologue's copies are predicated by the
         loop's extent, as in nvFuser. Shared memory holds every stage (SMEM-CAPACITY counts
         stages x tile).
