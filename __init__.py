@@ -24,7 +24,7 @@ from .model.options import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand,
 from .hw.mma_schedule import mma_output_allocation, schedule_mma_fragment
 from .model.ops import broadcast, set, transpose  # noqa: A004 - nvFuser's name
 from .model.tensor import make_contig_concrete_tensor, make_contig_tensor, make_tensor
-from .model import mma_op as _mma_op, ops as _ops
+from .model import composite as _composite, mma_op as _mma_op, ops as _ops
 from .model.reduction import reduction as _reduction
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
@@ -41,6 +41,7 @@ from .model.types import (
     ParallelType,
     SwizzleType,
     bfloat16,
+    bool_ as bool,  # noqa: A001 - tp.bool, as torch.bool
     float16,
     float32,
     float64,
@@ -142,6 +143,217 @@ def exp(a):
     return _ops.unary("exp", a)
 
 
+def relu(a):
+    """Elementwise max(a, 0) (NaN stays NaN); nvFuser's ops.relu."""
+    return _ops.unary("relu", a)
+
+
+def sqrt(a):
+    """Elementwise the square root (float types); nvFuser's ops.sqrt."""
+    return _ops.unary("sqrt", a)
+
+
+def exp2(a):
+    """Elementwise 2 ** a (float types); nvFuser's ops.exp2."""
+    return _ops.unary("exp2", a)
+
+
+def expm1(a):
+    """Elementwise e ** a - 1 (float types); nvFuser's ops.expm1."""
+    return _ops.unary("expm1", a)
+
+
+def log(a):
+    """Elementwise the natural logarithm (float types); nvFuser's ops.log."""
+    return _ops.unary("log", a)
+
+
+def log2(a):
+    """Elementwise the base-2 logarithm (float types); nvFuser's ops.log2."""
+    return _ops.unary("log2", a)
+
+
+def log1p(a):
+    """Elementwise log(1 + a) (float types); nvFuser's ops.log1p."""
+    return _ops.unary("log1p", a)
+
+
+def rsqrt(a):
+    """Elementwise 1 / sqrt(a), CUDA's rsqrtf (float types); nvFuser's ops.rsqrt."""
+    return _ops.unary("rsqrt", a)
+
+
+def reciprocal(a):
+    """Elementwise 1 / a (float types); nvFuser's ops.reciprocal."""
+    return _ops.unary("reciprocal", a)
+
+
+def tanh(a):
+    """Elementwise the hyperbolic tangent (float types); nvFuser's ops.tanh."""
+    return _ops.unary("tanh", a)
+
+
+def erf(a):
+    """Elementwise the error function (float types); nvFuser's ops.erf."""
+    return _ops.unary("erf", a)
+
+
+def erfc(a):
+    """Elementwise 1 - erf(a) (float types); nvFuser's ops.erfc."""
+    return _ops.unary("erfc", a)
+
+
+def sigmoid(a):
+    """Elementwise 1 / (1 + e ** -a) (float types); nvFuser's ops.sigmoid."""
+    return _ops.unary("sigmoid", a)
+
+
+def silu(a):
+    """Elementwise a * sigmoid(a) (float types); nvFuser's ops.silu."""
+    return _ops.unary("silu", a)
+
+
+def sin(a):
+    """Elementwise the sine (float types); nvFuser's ops.sin."""
+    return _ops.unary("sin", a)
+
+
+def cos(a):
+    """Elementwise the cosine (float types); nvFuser's ops.cos."""
+    return _ops.unary("cos", a)
+
+
+def floor(a):
+    """Elementwise the largest integer <= a (float types); nvFuser's ops.floor."""
+    return _ops.unary("floor", a)
+
+
+def ceil(a):
+    """Elementwise the smallest integer >= a (float types); nvFuser's ops.ceil."""
+    return _ops.unary("ceil", a)
+
+
+def logical_not(a):
+    """Elementwise not a, of a bool tensor (bool); nvFuser's ops.logical_not."""
+    return _ops.unary("logical_not", a)
+
+
+def maximum(a, b):
+    """Elementwise the larger of a and b (NaN wins, as PyTorch), of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.maximum."""
+    return _ops.binary("maximum", a, b)
+
+
+def minimum(a, b):
+    """Elementwise the smaller of a and b (NaN wins), of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.minimum."""
+    return _ops.binary("minimum", a, b)
+
+
+def pow(a, b):
+    """Elementwise a ** b (float types), of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.pow."""
+    return _ops.binary("pow", a, b)
+
+
+def fmod(a, b):
+    """Elementwise the remainder of a / b with a's sign (C's fmod; % for integers), of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.fmod."""
+    return _ops.binary("fmod", a, b)
+
+
+def eq(a, b):
+    """Elementwise a == b, a bool tensor, of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.eq."""
+    return _ops.binary("eq", a, b)
+
+
+def ne(a, b):
+    """Elementwise a != b, a bool tensor (NaN != NaN), of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.ne."""
+    return _ops.binary("ne", a, b)
+
+
+def lt(a, b):
+    """Elementwise a < b, a bool tensor, of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.lt."""
+    return _ops.binary("lt", a, b)
+
+
+def le(a, b):
+    """Elementwise a <= b, a bool tensor, of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.le."""
+    return _ops.binary("le", a, b)
+
+
+def gt(a, b):
+    """Elementwise a > b, a bool tensor, of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.gt."""
+    return _ops.binary("gt", a, b)
+
+
+def ge(a, b):
+    """Elementwise a >= b, a bool tensor, of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.ge."""
+    return _ops.binary("ge", a, b)
+
+
+def logical_and(a, b):
+    """Elementwise a and b, of bool tensors, of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.logical_and."""
+    return _ops.binary("logical_and", a, b)
+
+
+def logical_or(a, b):
+    """Elementwise a or b, of bool tensors, of tensors of one dtype or a tensor and a value as tp.add; nvFuser's
+    ops.logical_or."""
+    return _ops.binary("logical_or", a, b)
+
+
+def where(condition, a, b):
+    """Elementwise a where the bool tensor `condition` holds, else b (nvFuser's where): a and b
+    are tensors, their dtypes promoted (bfloat16 with float32 gives float32), or one of them a
+    value (a number or an extent) that takes the other's dtype.
+
+        t2 = tp.where(tp.gt(t0, 0), t0, 0.0)   # relu"""
+    return _ops.where(condition, a, b)
+
+
+def extent(tv, axis):
+    """The extent of tv's axis `axis` (of its shape) as a value ops take: it becomes the kernel's
+    size parameter, converted to the op's compute type (nvFuser's size(tv, dim)).
+
+        t2 = tp.div(tp.sum(t0, 1), tp.extent(t0, 1))   # the row means; tp.div(..., "N") names the symbol"""
+    return _ops.extent(tv, axis)
+
+
+def gelu(x):
+    """x * 0.5 * (1 + erf(x / sqrt(2))), nvFuser's gelu: made of tp.mul, tp.add and tp.erf."""
+    return _composite.gelu(x)
+
+
+def tanh_gelu(x):
+    """The tanh approximation of GELU, nvFuser's tanh_gelu (PyTorch's gelu(approximate="tanh"))."""
+    return _composite.tanh_gelu(x)
+
+
+def mean(tv, axes):
+    """The mean over `axes`: tp.sum divided by the product of their extents (an extent value),
+    nvFuser's mean; float types.
+
+        t1 = tp.mean(t0, 1)           # [M, N] -> [M]"""
+    return _composite.mean(tv, axes)
+
+
+def var_mean(tv, axes, correction=1):
+    """(variance, mean) over `axes` with Bessel's `correction` (torch.var_mean), nvFuser's
+    variance_mean computed by two reductions (the mean, then the squared deviations); float32 or
+    float64.
+
+        var, mu = tp.var_mean(t0, [1])"""
+    return _composite.var_mean(tv, axes, correction)
+
+
 def sum(tv, axes):  # noqa: A001 - nvFuser's name
     """The sum of tv over `axes` (an int or a list of ints; negative counts from the end), added
     in tv's compute type (DataType.compute: float32 for the 16-bit floats, int32 for int8) and
@@ -164,6 +376,11 @@ def max(tv, axes):  # noqa: A001 - nvFuser's name
     return _reduction("max", tv, axes)
 
 
+def min(tv, axes):  # noqa: A001 - nvFuser's name
+    """The smallest value of tv over `axes`, as tp.max (NaN wins). nvFuser's ops.min(tv, axes)."""
+    return _reduction("min", tv, axes)
+
+
 def fused_multiply_sum(a, b, axes):
     """The sum over `axes` of a * b, added in float32 (nvFuser's fusedMultiplySum, an MmaOp):
     a and b have the same number of axes, a broadcast on the N axes and b on the M axes. With
@@ -184,7 +401,8 @@ def matmul(a, b):
 
 
 # `from tileproof import *` brings every public name except those that would shadow a Python
-# builtin: tp.abs, tp.compile, tp.max, tp.set and tp.sum keep nvFuser's names, so call them through `tp.`.
+# builtin: tp.abs, tp.bool, tp.compile, tp.max, tp.min, tp.pow, tp.set and tp.sum keep nvFuser's (and PyTorch's)
+# names, so call them through `tp.`.
 __all__ = [
     "AllocatedId",
     "Allocation",
@@ -235,28 +453,64 @@ __all__ = [
     "bfloat16",
     "broadcast",
     "cast",
+    "ceil",
+    "cos",
     "div",
+    "eq",
+    "erf",
+    "erfc",
     "exp",
+    "exp2",
+    "expm1",
+    "extent",
     "float16",
     "float32",
     "float64",
+    "floor",
+    "fmod",
+    "ge",
+    "gelu",
     "get_target",
+    "gt",
     "inline_all_at",
     "inline_most",
     "int32",
     "int64",
     "int8",
+    "le",
+    "log",
+    "log1p",
+    "log2",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "lt",
     "make_contig_concrete_tensor",
     "make_contig_tensor",
     "make_tensor",
+    "maximum",
+    "mean",
+    "minimum",
     "mul",
+    "ne",
     "neg",
     "parallelize_all_like",
     "propagate_transforms",
+    "reciprocal",
     "rejected",
+    "relu",
+    "rsqrt",
     "schedule",
+    "sigmoid",
+    "silu",
+    "sin",
+    "sqrt",
     "sub",
+    "tanh",
+    "tanh_gelu",
     "tma_info",
     "transpose",
+    "var_mean",
     "verify",
+    "where",
 ]

@@ -17,6 +17,7 @@ May import: model/ only.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import sympy
@@ -79,6 +80,10 @@ def replace_symbol(fusion: "Fusion", func: str, name: str, value: Expr) -> None:
     for i in ids.values():
         if name in i.extent_expr.free_vars():
             i.extent_expr = substitute(i.extent_expr, env)
+    for op in fusion.exprs:  # an extent an op takes as a value (tp.div(t, "N"))
+        scalar = op.scalar
+        if scalar is not None and isinstance(scalar.value, Expr) and name in scalar.value.free_vars():
+            op.scalar = dataclasses.replace(scalar, value=substitute(scalar.value, env))
     _replace_in_assumptions(fusion, func, name, value)
     del fusion.symbols[name]
     for alias, target in list(fusion.extent_aliases.items()):

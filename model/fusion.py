@@ -21,17 +21,19 @@ _state = threading.local()
 
 @dataclass(frozen=True)
 class Scalar:
-    """A number operand of a binary op (`tp.mul(t, 2.0)`, `tp.sub(1, t)`): `value` is the number
-    converted to the op's compute type (DataType.compute: a Python float holding a float32 or
-    float64 value, or a Python int in range), `position` where it stands (0: left, 1: right),
-    `given` the number as the user wrote it (what reports print)."""
+    """A value operand of a binary op or of where (`tp.mul(t, 2.0)`, `tp.sub(1, t)`,
+    `tp.div(t, "N")`): `value` is the number converted to the op's compute type (DataType.compute:
+    a Python float holding a float32 or float64 value, or a Python int in range), or an extent
+    (an Expr of the fusion's extent symbols, which the kernel converts to the compute type);
+    `position` where it stands among the op's operands (0: first), `given` the value as the
+    user wrote it (what reports print)."""
 
-    value: int | float
+    value: int | float | Expr
     position: int
-    given: int | float
+    given: int | float | str
 
     def __str__(self) -> str:
-        return repr(self.given)
+        return self.given if isinstance(self.given, str) else repr(self.given)  # an extent by its name
 
 
 @dataclass(eq=False)

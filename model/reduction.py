@@ -1,4 +1,4 @@
-"""Reductions: tp.sum and tp.max over axes (nvFuser's ReductionOp) and rFactor.
+"""Reductions: tp.sum, tp.max and tp.min over axes (nvFuser's ReductionOp) and rFactor.
 
 The output of a reduction keeps each reduced axis in its logical domain as a reduction
 IterDomain (IterType.Reduction), as nvFuser does; its shape (the arrays run() binds, the axes
@@ -26,10 +26,11 @@ from .types import (
 if TYPE_CHECKING:
     from .tensor import TensorView
 
-REDUCTIONS = ("sum", "max")
-COMBINE = {"sum": "add", "max": "maximum", "fms": "add"}  # fms: an MmaOp (model/mma_op.py), a sum of products  # the binary op (model/ops.py BINARY) that combines two partials
+REDUCTIONS = ("sum", "max", "min")
+COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "fms": "add"}  # fms: an MmaOp (model/mma_op.py), a sum of products  # the binary op (model/ops.py BINARY) that combines two partials
 LOOPS = (ParallelType.Serial, ParallelType.Unroll, ParallelType.Unswitch)  # a reduction axis bound to these is a loop of its statement
 _LOWEST = {"int8": -2 ** 7, "int32": -2 ** 31, "int64": -2 ** 63}
+_HIGHEST = {"int8": 2 ** 7 - 1, "int32": 2 ** 31 - 1, "int64": 2 ** 63 - 1}
 
 
 def element_axes(tv: TensorView) -> list[int]:
@@ -38,15 +39,18 @@ def element_axes(tv: TensorView) -> list[int]:
 
 
 def is_reduction_tensor(tv: TensorView) -> bool:
-    """Whether tv is computed by a reduction (tp.sum, tp.max, or the partial one of an rfactor)."""
+    """Whether tv is computed by a reduction (tp.sum, tp.max, tp.min, or the partial one of an rfactor)."""
     return tv.definition is not None and tv.definition.kind is OpKind.REDUCTION
 
 
 def neutral(op_name: str, dtype: DataType) -> int | float:
     """The value a combine leaves unchanged, representable in `dtype` (a partial of an rfactor is
-    stored in the reduction's dtype): 0 for sum; for max -inf, or the integer dtype's lowest."""
+    stored in the reduction's dtype): 0 for sum; for max -inf, or the integer dtype's lowest;
+    for min +inf, or the integer dtype's highest."""
     if op_name in ("sum", "fms"):
         return 0 if dtype.is_integer else 0.0
+    if op_name == "min":
+        return _HIGHEST[dtype.name] if dtype.is_integer else float("inf")
     return _LOWEST[dtype.name] if dtype.is_integer else float("-inf")
 
 
@@ -82,11 +86,14 @@ def _axes(func: str, tv: TensorView, axes) -> list[int]:
 
 
 def reduction(name: str, tv, axes) -> TensorView:
-    """`name` (sum or max) of tv over `axes`: a new tensor whose logical domain keeps the reduced
-    axes as reduction IterDomains and whose shape drops them."""
+    """`name` (sum, max or min) of tv over `axes`: a new tensor whose logical domain keeps the
+    reduced axes as reduction IterDomains and whose shape drops them."""
     if name not in REDUCTIONS:
         raise ScheduleError(f"unknown reduction {name!r}; supported: {', '.join(REDUCTIONS)}")
     check_tensor(name, tv)
+    if tv.dtype.is_bool:
+        raise ScheduleError(f"{name}: {tv.name} is bool; reduce numbers: cast it first (tp.cast({tv.name}, "
+                            f"tp.int32) counts the true values with tp.sum)")
     if is_reduction_tensor(tv):
         raise ScheduleError(
             f"{name}: {tv.name} is itself the output of a reduction (`{tv.definition}`); reduce every axis in one "
@@ -119,10 +126,10 @@ def rfactor(tv: TensorView, axes) -> TensorView:
     fusion = tv.fusion
     op = tv.definition
     if not is_reduction_tensor(tv):
-        raise ScheduleError(f"rfactor: {tv.name} is not the output of a reduction (tp.sum, tp.max)")
+        raise ScheduleError(f"rfactor: {tv.name} is not the output of a reduction (tp.sum, tp.max, tp.min)")
     if len(op.inputs) != 1:
         raise ScheduleError(f"rfactor: {tv.name} is the output of `{op}`, whose terms are products of two operands; "
-                            f"tileproof rfactors tp.sum and tp.max")
+                            f"tileproof rfactors tp.sum, tp.max and tp.min")
     if as_index(axes) is not None:
         axes = [axes]
     if not isinstance(axes, (list, tuple)) or not axes:

@@ -131,7 +131,8 @@ class OpKind(str, enum.Enum):
     BROADCAST = "broadcast"
     TRANSPOSE = "transpose"
     CAST = "cast"  # a tensor of another dtype (nvFuser's UnaryOp of UnaryOpType::Cast)
-    REDUCTION = "reduction"  # sum / max over axes (nvFuser's ReductionOp)
+    REDUCTION = "reduction"  # sum / max / min over axes (nvFuser's ReductionOp)
+    TERNARY = "ternary"  # where(cond, a, b) (nvFuser's TernaryOp)
 
     def __str__(self) -> str:
         return self.value
@@ -141,7 +142,8 @@ class OpKind(str, enum.Enum):
 
 
 COPIES = (OpKind.LOAD_STORE, OpKind.BROADCAST, OpKind.TRANSPOSE)  # ops that move values unchanged
-ARITHMETIC = (OpKind.UNARY, OpKind.BINARY)  # ops computed in the output's compute type (DataType.compute)
+ARITHMETIC = (OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY)  # ops computed in a compute type (DataType.compute):
+# the output's, or the operands' for a comparison (codegen/emit/scalar_types.py operand_types)
 # OpKind.CAST is neither: it converts each value from its input's dtype to its output's;
 # OpKind.REDUCTION combines values in the compute type (model/reduction.py)
 
@@ -198,8 +200,9 @@ class CacheOp(enum.Enum):
 @dataclass(frozen=True)
 class DataType:
     """An element type: its `name` ("float32"), size in `bytes` and the `cuda` type that stores it.
-    The public ones are tp.float32, float64, float16, bfloat16, int8, int32 and int64; functions
-    that take a dtype also accept the name as a string."""
+    The public ones are tp.float32, float64, float16, bfloat16, int8, int32, int64 and tp.bool
+    (what comparisons make and `tp.where` takes; one byte, 0 or 1); functions that take a dtype
+    also accept the name as a string."""
 
     name: str
     bytes: int
@@ -212,6 +215,16 @@ class DataType:
     def is_integer(self) -> bool:
         """Whether this is an integer type (int8, int32, int64)."""
         return self.name in INTEGER_NAMES
+
+    @property
+    def is_float(self) -> bool:
+        """Whether this is a floating-point type (float64, float32, float16, bfloat16)."""
+        return self.name in FLOAT_NAMES
+
+    @property
+    def is_bool(self) -> bool:
+        """Whether this is tp.bool, the dtype of comparisons (nvFuser's DataType::Bool)."""
+        return self.name == "bool"
 
     @property
     def compute(self) -> "DataType":
@@ -228,8 +241,10 @@ bfloat16 = DataType("bfloat16", 2, "__nv_bfloat16")
 int8 = DataType("int8", 1, "int8_t")
 int32 = DataType("int32", 4, "int32_t")
 int64 = DataType("int64", 8, "int64_t")
-DTYPES = {d.name: d for d in (float32, float64, float16, bfloat16, int8, int32, int64)}
+bool_ = DataType("bool", 1, "bool")
+DTYPES = {d.name: d for d in (float32, float64, float16, bfloat16, int8, int32, int64, bool_)}
 INTEGER_NAMES = ("int8", "int32", "int64")
+FLOAT_NAMES = ("float64", "float32", "float16", "bfloat16")
 _COMPUTE = {"float16": "float32", "bfloat16": "float32", "int8": "int32"}
 
 
@@ -239,3 +254,18 @@ def as_dtype(d) -> DataType:
     if isinstance(d, str) and d in DTYPES:
         return DTYPES[d]
     raise ScheduleError(f"unknown dtype {d!r}; expected one of {', '.join(DTYPES)}")
+
+
+def promote_types(a: DataType, b: DataType) -> DataType:
+    """The dtype two operands of different dtypes meet in (PyTorch's promote_types, nvFuser's
+    promoteType of two tensors): bool below every other; an integer and a float give the float;
+    two integers or two floats the wider, except float16 with bfloat16, which give float32."""
+    if a == b or b.is_bool:
+        return a
+    if a.is_bool:
+        return b
+    if a.is_float != b.is_float:
+        return a if a.is_float else b
+    if {a.name, b.name} == {"float16", "bfloat16"}:
+        return float32
+    return a if a.bytes >= b.bytes else b

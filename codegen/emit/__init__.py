@@ -18,8 +18,8 @@ from typing import Callable
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, product, substitute, try_int
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
-from .cuda_expr import INDEX_TYPES, to_cuda
-from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, scalar_literal
+from .cuda_expr import INDEX_TYPES, to_cuda, to_signed_cuda
+from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, extent_value, operand_types, scalar_literal
 from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (ELEMENT_VAR, BlockReduce, CachedLoad, GridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
@@ -71,7 +71,7 @@ def emit(ir: KernelIR, *, cuda_headers: bool) -> str:
     lines += [f"//   {h}" for h in ir.header]
     if uses_half_types(ir):
         lines += ["#include <cuda_fp16.h>", "#include <cuda_bf16.h>"] if cuda_headers else HALF_PRELUDE.splitlines()
-    if any("tp_max" in OPS[CTYPES[c.out.dtype.name].compute].get(c.name, "")
+    if any(helper in OPS[CTYPES[c.out.dtype.name].compute].get(c.name, "") for helper in ("tp_max", "tp_min")
            for c in _nodes_of(ir.body, (Compute,)) if c.kind in ARITHMETIC) or emit_reduction.uses_max(ir):
         lines += NAN_MAX_MIN.splitlines()
     for name, helper in CAST_HELPERS.items():
@@ -293,17 +293,33 @@ class _Emitter:
         if s.kind is OpKind.CAST:
             source = CTYPES[s.ins[0].dtype.name]
             return CASTS[source.compute][s.out.dtype.name].format(source.load.format(args[0]))
-        loaded = [f"({out.compute})({CTYPES[o.dtype.name].load.format(a)})" for o, a in zip(s.ins, args)]
-        if s.scalar is not None:  # a number operand, already in the compute type
-            loaded.insert(s.scalar.position, scalar_literal(s.scalar.value, out.compute))
         if s.kind in ARITHMETIC:
-            v = OPS[out.compute][s.name].format(a=loaded[0], b=loaded[-1])
-        elif s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
+            dtypes = [o.dtype for o in s.ins]
+            if s.scalar is not None:  # the value operand takes the dtype of the tensor beside it
+                dtypes.insert(s.scalar.position, s.ins[-1].dtype)
+            table, types = operand_types(s.kind, s.name, dtypes, s.out.dtype)
+            loaded = [f"({t})({CTYPES[o.dtype.name].load.format(a)})"
+                      for o, a, t in zip(s.ins, args, [t for k, t in enumerate(types)
+                                                        if s.scalar is None or k != s.scalar.position])]
+            if s.scalar is not None:
+                loaded.insert(s.scalar.position, self.operand_value(s.scalar.value, types[s.scalar.position]))
+            v = OPS[table][s.name].format(a=loaded[0], b=loaded[1 if len(loaded) > 1 else 0], c=loaded[-1])
+            return out.store.format(v)
+        loaded = [f"({out.compute})({CTYPES[o.dtype.name].load.format(a)})" for o, a in zip(s.ins, args)]
+        if s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
             term = loaded[0] if len(loaded) == 1 else f"({loaded[0]} * {loaded[1]})"  # fms: a product
             v = emit_reduction.combine(s, self.ref(s.out), term)
         else:
             v = loaded[0]
         return out.store.format(v)
+
+    def operand_value(self, value, compute: str) -> str:
+        """A value operand (model/fusion.py Scalar): a number, already in the compute type, or an
+        extent, formed from the size parameters in signed 64-bit (model/ops.py bounded it) and
+        converted once."""
+        if isinstance(value, Expr):
+            return extent_value(to_signed_cuda(value, self.ir.names), compute)
+        return scalar_literal(value, compute)
 
     def vector_body(self, s: Compute, load: Callable[[str, str, int], list[str]] | None = None) -> list[str]:
         """One access of s.vector elements per operand, in words of at most 16 bytes (a

@@ -40,3 +40,18 @@ def to_cuda(e: Expr, names: Mapping[str, str] | None = None, *, cast: bool = Tru
 
 
 INDEX_TYPES = {32: "unsigned", 64: "unsigned long long"}
+SIGNED = {"add", "mul", "max"}  # the ops of an extent an op takes as a value (model/ops.py EXTENT_VALUE_OPS)
+
+
+def to_signed_cuda(e: Expr, names: Mapping[str, str] | None = None) -> str:
+    """C++ text of e in signed 64-bit arithmetic (long long), for an extent an op takes as a
+    value (`max(N - 1, 0)` of var_mean goes below 0 on the way, where unsigned would wrap)."""
+    if e.op == "const":
+        return f"({e.value}LL)" if e.value < 0 else f"{e.value}LL"  # type: ignore[operator]
+    if e.op == "var":
+        name = e.value if names is None else names.get(e.value, e.value)  # type: ignore[arg-type]
+        return f"(long long)({name})"
+    if e.op not in SIGNED:
+        raise ValueError(f"{e.op} is not an op of an extent value")
+    args = [to_signed_cuda(a, names) for a in e.args]
+    return CUDA[e.op](*args)

@@ -134,11 +134,11 @@ def consumers_block_reduce(ir: KernelIR, roles: WarpRoles) -> str:
 
 
 def uses_max(ir: KernelIR) -> bool:
-    """Whether a reduction combines floats with tp_max (NaN wins; integers compare plainly)."""
+    """Whether a reduction combines floats with tp_max or tp_min (NaN wins; integers compare plainly)."""
     texts = [OPS[CTYPES[c.out.dtype.name].compute][COMBINE[c.name]] for c in _nodes(ir.body, Compute)
              if c.kind == "reduction"]
     texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, (BlockReduce, GridReduce))]
-    return any("tp_max" in t for t in texts)
+    return any("tp_max" in t or "tp_min" in t for t in texts)
 
 
 def init_lines(e, n: ReduceInit, depth: int) -> list[str]:

@@ -1,7 +1,7 @@
 """The C++ side of each dtype, shared by the emitters (codegen/emit/__init__.py and reduction.py):
 its storage and compute types (CTYPES), the C++ of each arithmetic op per compute type (OPS),
-of each cast (CASTS, with the conversion helpers they call) and of a number operand
-(scalar_literal).
+of each cast (CASTS, with the conversion helpers they call), of a number operand
+(scalar_literal) and of an extent operand (extent_value).
 
 Imports nothing of codegen/ (every emitter may import it).
 """
@@ -28,22 +28,66 @@ CTYPES = {
     "int8": CType("signed char", "int", "(int)({})", "(signed char)({})"),
     "int32": CType("int", "int", "{}", "{}"),
     "int64": CType("long long", "long long", "{}", "{}"),
+    "bool": CType("bool", "bool", "{}", "{}"),
 }
 HALF_TYPES = ("float16", "bfloat16")
 
+_COMPARE = {"eq": "({a} == {b})", "ne": "({a} != {b})", "lt": "({a} < {b})", "le": "({a} <= {b})",
+            "gt": "({a} > {b})", "ge": "({a} >= {b})"}  # IEEE: every comparison with NaN false, but ne
 _INT = {"neg": "(-{a})", "abs": "({a} < 0 ? -{a} : {a})", "relu": "({a} < 0 ? 0 : {a})",
-        "maximum": "({a} > {b} ? {a} : {b})", "minimum": "({a} < {b} ? {a} : {b})"}
-_ARITH = {"add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})"}
+        "maximum": "({a} > {b} ? {a} : {b})", "minimum": "({a} < {b} ? {a} : {b})", "fmod": "({a} % {b})",
+        **_COMPARE}
+_ARITH = {"add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
+          "where": "({a} ? {b} : {c})"}
+
+
+def _float_ops(f: str, one: str) -> dict[str, str]:
+    """The float (f = "f", one = "1.0f") or double (f = "", one = "1.0") ops: CUDA's math functions,
+    as nvFuser's runtime helpers (runtime/helpers.cu) call them."""
+    math_functions = {name: f"{name}{f}({{a}})" for name in
+                      ("exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "tanh", "erf", "erfc", "sin",
+                       "cos", "floor", "ceil")}
+    sigmoid = f"({one} / ({one} + exp{f}(-{{a}})))"
+    return {**_ARITH, **_COMPARE, **math_functions, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})",
+            "neg": "(-{a})", "abs": f"fabs{f}({{a}})", "relu": f"tp_max({{a}}, {'0.0f' if f else '0.0'})",
+            "reciprocal": f"({one} / {{a}})", "sigmoid": sigmoid, "silu": f"({{a}} * {sigmoid})",
+            "pow": f"pow{f}({{a}}, {{b}})", "fmod": f"fmod{f}({{a}}, {{b}})"}
+
+
 # maximum / minimum / relu propagate NaN, as the reference (numpy) and PyTorch do; CUDA's
 # fmax/fmin return the other operand (measured on H100: relu(sqrt(-1)) was 0, not NaN)
-OPS = {  # compute type -> op name -> C++ ({a}, {b}: the operands in the compute type)
-    "float": {**_ARITH, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})", "neg": "(-{a})",
-              "abs": "fabsf({a})", "exp": "expf({a})", "sqrt": "sqrtf({a})", "relu": "tp_max({a}, 0.0f)"},
-    "double": {**_ARITH, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})", "neg": "(-{a})",
-               "abs": "fabs({a})", "exp": "exp({a})", "sqrt": "sqrt({a})", "relu": "tp_max({a}, 0.0)"},
+OPS = {  # compute type -> op name -> C++ ({a}, {b}, {c}: the operands, each in its operand type)
+    "float": _float_ops("f", "1.0f"),
+    "double": _float_ops("", "1.0"),
     "int": {**_ARITH, **_INT},
     "long long": {**_ARITH, **_INT},
+    "bool": {"eq": "({a} == {b})", "ne": "({a} != {b})", "logical_and": "({a} && {b})",
+             "logical_or": "({a} || {b})", "logical_not": "(!{a})"},
 }
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def operand_types(kind: str, name: str, ins: list, out) -> tuple[str, list[str]]:
+    """(the OPS table an arithmetic op's C++ comes from, the C++ type each operand is converted to
+    before it): a comparison's operands stay in their compute type (the output is bool), where's
+    condition is a bool and its values take the output's compute type, every other op computes
+    in the output's compute type. `ins` and `out` are the operands' and the output's dtypes, the
+    value operand (a number, an extent) included at its position."""
+    if name in COMPARISONS:
+        table = CTYPES[ins[0].name].compute
+        return table, [table] * len(ins)
+    table = CTYPES[out.name].compute
+    if name == "where":
+        return table, ["bool"] + [table] * (len(ins) - 1)
+    return table, [table] * len(ins)
+
+
+def extent_value(text: str, compute: str) -> str:
+    """An extent operand (its C++ in signed 64-bit arithmetic, `text`) in the compute type: one
+    conversion (cvt.rn for a float type); model/ops.py checked that it fits an integer type."""
+    return f"(({compute})({text}))"
+
+
 # A cast: (the source's compute type, the destination dtype) -> C++ turning a value of the compute
 # type (the source loaded exactly: half types widen to float, int8 to int) into the destination's
 # storage, rounding once. Float -> float: nearest even. Float -> integer: toward zero, saturated
@@ -52,7 +96,8 @@ OPS = {  # compute type -> op name -> C++ ({a}, {b}: the operands in the compute
 # out-of-range values undefined, hence CAST_HELPERS). Integer -> integer: the low bits.
 # int -> float16 goes through float: exact below 2^24, and from 65520 up both are inf; int ->
 # bfloat16 through double (exact); long long -> bfloat16 by cvt.rn.bf16.s64, since through float
-# or double it would round twice. codegen/runtime/reference.py does the same in float64.
+# or double it would round twice. To bool: nonzero is true; from bool: 0 or 1.
+# codegen/runtime/reference.py does the same in float64.
 CASTS = {
     "float": {"float32": "{}", "float64": "(double)({})", "float16": "__float2half_rn({})",
               "bfloat16": "__float2bfloat16_rn({})", "int8": "tp_sat_s8(tp_f2i({}))",
@@ -66,7 +111,12 @@ CASTS = {
     "long long": {"float32": "__ll2float_rn({})", "float64": "__ll2double_rn({})",
                   "float16": "__float2half_rn(__ll2float_rn({}))", "bfloat16": "__ll2bfloat16_rn({})",
                   "int8": "(signed char)({})", "int32": "(int)({})", "int64": "{}"},
+    "bool": {"float32": "({} ? 1.0f : 0.0f)", "float64": "({} ? 1.0 : 0.0)",
+             "float16": "__float2half_rn({} ? 1.0f : 0.0f)", "bfloat16": "__float2bfloat16_rn({} ? 1.0f : 0.0f)",
+             "int8": "(signed char)({})", "int32": "(int)({})", "int64": "(long long)({})", "bool": "{}"},
 }
+for _source, _zero in (("float", "0.0f"), ("double", "0.0"), ("int", "0"), ("long long", "0LL")):
+    CASTS[_source]["bool"] = f"({{}} != {_zero})"  # nonzero (NaN too) is true, as C++ and PyTorch
 # the float -> integer conversions CASTS names, each emitted where the kernel uses it
 CAST_HELPERS = {
     "tp_f2i": """\

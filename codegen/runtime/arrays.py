@@ -17,9 +17,10 @@ from ...model.types import DTYPES, DataType
 from . import driver
 
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
-_DL_DTYPES = {(2, 32): "float32", (2, 64): "float64", (2, 16): "float16", (4, 16): "bfloat16",
+_DL_DTYPES = {(2, 32): "float32", (2, 64): "float64", (2, 16): "float16", (4, 16): "bfloat16", (6, 8): "bool",
               (0, 8): "int8", (0, 32): "int32", (0, 64): "int64"}
-_CAI_DTYPES = {"f4": "float32", "f8": "float64", "f2": "float16", "i1": "int8", "i4": "int32", "i8": "int64"}
+_CAI_DTYPES = {"f4": "float32", "f8": "float64", "f2": "float16", "i1": "int8", "i4": "int32", "i8": "int64",
+               "b1": "bool"}
 _CAI_TYPESTR = {v: k for k, v in _CAI_DTYPES.items()}
 
 

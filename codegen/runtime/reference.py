@@ -4,7 +4,7 @@ values, so one reference serves every schedule of a fusion.
 
 Rounding to a dtype: float types round to nearest even, once from float64 (bfloat16 too,
 arrays.to_raw); integer types keep the low bits of an integer that does not fit (two's
-complement wrap, as the kernel's C++ stores it). A cast from a float type to an integer
+complement wrap, as the kernel's C++ stores it); bool is 0 or 1 (nonzero, NaN too, is 1). A cast from a float type to an integer
 truncates toward zero, saturates to the integer's range and makes NaN 0 (PTX cvt.rzi, as the
 kernel's conversions do); every other cast is that rounding. A binary op's number operand
 enters as its value in the compute type (model/fusion.py Scalar.value).
@@ -14,26 +14,56 @@ float64 holds integers exactly up to 2^53 only: int64 values beyond are approxim
 
 A tensor's array has the axes of its shape: a reduction's output drops its reduced axes, and an
 op names its input's axes by logical position (model/reduction.py element_axes). A reduction sums
-(or takes the max) in float64; the kernel adds in the compute type, in another order, so sums
+(or takes the max or min) in float64; the kernel adds in the compute type, in another order, so sums
 agree to a tolerance. The partial reduction of an rfactor is evaluated over its logical domain,
 which derives from its root: each point maps back to an input element, a hole to the neutral value.
 """
 
 from __future__ import annotations
 
-from ...model.expr import evaluate
+import math
+
+from ...model.expr import Expr, evaluate
 from ...model.fusion import Fusion
 from ...model.reduction import element_axes
 from ...model.types import OpKind
 from .arrays import from_raw, to_raw
 from ...model.iterdomain import Merge, Split
 
-UNARY = {
+def _elementwise(function):
+    """A float64 function of the math module applied to every element (numpy has no erf)."""
+    def apply(np, a):
+        return np.vectorize(function, otypes=[np.float64])(a)
+    return apply
+
+
+def _sigmoid(np, a):
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+UNARY = {  # as codegen/emit/scalar_types.py computes them (sigmoid and silu in nvFuser's form)
     "neg": lambda np, a: -a,
     "abs": lambda np, a: np.abs(a),
     "exp": lambda np, a: np.exp(a),
+    "exp2": lambda np, a: np.exp2(a),
+    "expm1": lambda np, a: np.expm1(a),
+    "log": lambda np, a: np.log(a),
+    "log2": lambda np, a: np.log2(a),
+    "log1p": lambda np, a: np.log1p(a),
     "sqrt": lambda np, a: np.sqrt(a),
+    "rsqrt": lambda np, a: 1.0 / np.sqrt(a),
+    "reciprocal": lambda np, a: 1.0 / a,
+    "tanh": lambda np, a: np.tanh(a),
+    "erf": _elementwise(math.erf),
+    "erfc": _elementwise(math.erfc),
+    "sigmoid": _sigmoid,
+    "silu": lambda np, a: a * _sigmoid(np, a),
+    "sin": lambda np, a: np.sin(a),
+    "cos": lambda np, a: np.cos(a),
+    "floor": lambda np, a: np.floor(a),
+    "ceil": lambda np, a: np.ceil(a),
     "relu": lambda np, a: np.maximum(a, 0),
+    "logical_not": lambda np, a: a == 0,
 }
 BINARY = {
     "add": lambda np, a, b: a + b,
@@ -42,7 +72,18 @@ BINARY = {
     "div": lambda np, a, b: a / b,
     "maximum": lambda np, a, b: np.maximum(a, b),
     "minimum": lambda np, a, b: np.minimum(a, b),
+    "pow": lambda np, a, b: np.power(a, b),
+    "fmod": lambda np, a, b: np.fmod(a, b),
+    "eq": lambda np, a, b: a == b,
+    "ne": lambda np, a, b: a != b,
+    "lt": lambda np, a, b: a < b,
+    "le": lambda np, a, b: a <= b,
+    "gt": lambda np, a, b: a > b,
+    "ge": lambda np, a, b: a >= b,
+    "logical_and": lambda np, a, b: (a != 0) & (b != 0),
+    "logical_or": lambda np, a, b: (a != 0) | (b != 0),
 }
+TERNARY = {"where": lambda np, c, a, b: np.where(c != 0, a, b)}
 INTEGER = ("int8", "int32", "int64")
 _BITS = {"int8": 8, "int32": 32, "int64": 64}
 
@@ -92,7 +133,7 @@ def reference(fusion: Fusion, inputs: list) -> list:
         op = next(o for o in pending if all(t.name in values for t in o.inputs))
         pending.remove(op)
         args = [values[t.name] for t in op.inputs]
-        value = _reduce(np, op, args, sizes) if op.kind is OpKind.REDUCTION else _apply(np, op, args)
+        value = _reduce(np, op, args, sizes) if op.kind is OpKind.REDUCTION else _apply(np, op, args, sizes)
         values[op.output.name] = round_to(value, op.output.dtype)
     return [values[t.name] for t in fusion.outputs]
 
@@ -119,14 +160,14 @@ def _reduce(np, op, args, sizes: dict[str, int]):
     source = [_array_axis(op.inputs[0], a) for a in op.logical_map[0]]  # the input array axis of each root axis
     x = np.transpose(x, source)
     total = op.name in ("sum", "fms")  # fms: an MmaOp, a sum of products
-    fill = 0.0 if total else -np.inf
+    fill = 0.0 if total else np.inf if op.name == "min" else -np.inf
     if out.root is not out.logical and [i.uid for i in out.root] != [i.uid for i in out.logical]:
         x = _gather(np, out, x, sizes, fill)
         axes = [k for k, i in enumerate(out.logical) if i.is_reduction]
     else:
         axes = [j for j, i in enumerate(out.root) if i.is_reduction]
     with np.errstate(all="ignore"):
-        return np.sum(x, axis=tuple(axes)) if total else np.max(x, axis=tuple(axes))
+        return np.sum(x, axis=tuple(axes)) if total else (np.min if op.name == "min" else np.max)(x, axis=tuple(axes))
 
 
 def _gather(np, tv, x, sizes: dict[str, int], fill: float):
@@ -156,18 +197,26 @@ def _backward(np, t, idx, sizes):
     return {t.x_in: idx[t.x_out], t.y_in: idx[t.x_out] ^ idx[t.y_out]}
 
 
-def _apply(np, op, args):
+def operand_value(np, scalar, dtype, sizes: dict[str, int]):
+    """A value operand in float64: a number as model/ops.py converted it; an extent evaluated at
+    the sizes and rounded to `dtype`'s compute type, as the kernel converts it."""
+    if not isinstance(scalar.value, Expr):
+        return np.float64(scalar.value)
+    return np.float64(round_to(np.array([float(evaluate(scalar.value, sizes))]), dtype.compute)[0])
+
+
+def _apply(np, op, args, sizes: dict[str, int]):
     if op.kind is OpKind.LOAD_STORE:
         return args[0].copy()
     if op.kind is OpKind.UNARY:
         with np.errstate(all="ignore"):
             return UNARY[op.name](np, args[0])
-    if op.kind is OpKind.BINARY:
-        if op.scalar is not None:
+    if op.kind in (OpKind.BINARY, OpKind.TERNARY):
+        if op.scalar is not None:  # the value takes the dtype of the tensor beside it
             args = list(args)
-            args.insert(op.scalar.position, np.float64(op.scalar.value))
+            args.insert(op.scalar.position, operand_value(np, op.scalar, op.inputs[-1].dtype, sizes))
         with np.errstate(all="ignore"):
-            return BINARY[op.name](np, *args)
+            return (BINARY if op.kind is OpKind.BINARY else TERNARY)[op.name](np, *args)
     if op.kind is OpKind.CAST:
         return cast(np, args[0], op.inputs[0].dtype, op.output.dtype)
     if op.kind is OpKind.TRANSPOSE:

@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..ir import TensorMap
 from .driver import DriverError, driver
 
-DATA_TYPES = {"uint8": 0, "int8": 0, "float16": 6, "bfloat16": 9, "int32": 3, "int64": 5, "float32": 7,
+DATA_TYPES = {"uint8": 0, "int8": 0, "bool": 0, "float16": 6, "bfloat16": 9, "int32": 3, "int64": 5, "float32": 7,
               "float64": 8}
 SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
 L2_PROMOTION_256B = 3

@@ -59,8 +59,6 @@ LAUNCHED = THREAD_TYPES + BLOCK_TYPES
 LOWERED_OP_TYPES = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix,
                     LoadStoreOpType.TMemLoad, LoadStoreOpType.TMemStore, LoadStoreOpType.CpAsync,
                     LoadStoreOpType.CpAsyncBulk)
-FLOAT_ONLY_OPS = ("exp", "sqrt")
-INTEGER_DTYPES = ("int8", "int32", "int64")
 
 
 # -- the tensors the kernel computes, and its loops ----------------------------------------------
@@ -345,12 +343,6 @@ def unsupported_features(fusion) -> list[Problem]:
                 f"`{op}` uses {op.op_type.value}, which tileproof's code generator does not lower yet",
                 hint=f"use a plain tp.set (LoadStoreOpType.Set), or TMA for a bulk copy into shared memory",
                 tensor=op.output.name, values={"ops": 1}, location=op.origin))
-        if op.kind is OpKind.UNARY and op.name in FLOAT_ONLY_OPS and op.output.dtype.name in INTEGER_DTYPES:
-            out.append(Problem(
-                f"`{op}`: {op.name} of {op.output.dtype} is not lowered (tileproof emits {op.name} for "
-                f"floating-point types only)",
-                hint="compute it on a float tensor (make the input float32)",
-                tensor=op.output.name, values={"bytes": op.output.dtype.bytes}, location=op.origin))
         if op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.TMemStore \
                 and op.output.memory_type is not MemoryType.Tensor:
             out.append(Problem(

@@ -28,7 +28,7 @@ import numpy as np
 
 from tileproof.codegen.ir import (ELEMENT_VAR, BlockReduce, Compute, GridReduce, IndexNames, Loop, LoopKind, ReduceInit, Sync,
                                   WholeTile)
-from tileproof.codegen.runtime.reference import BINARY, UNARY, cast, round_to
+from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
 
@@ -56,10 +56,10 @@ class Numbers:
             return a + b
         if np.isnan(a) or np.isnan(b):
             return float("nan")
-        return max(a, b)
+        return min(a, b) if name == "minimum" else max(a, b)
 
     @staticmethod
-    def compute(s: Compute, args):
+    def compute(s: Compute, args, symbols: dict[str, int]):
         import numpy
 
         if s.kind in ("load_store", "broadcast", "transpose"):
@@ -67,13 +67,15 @@ class Numbers:
         if s.kind == "cast":
             return float(cast(numpy, np.array([args[0]]), s.ins[0].dtype, s.out.dtype)[0])
         values = [np.float64(a) for a in args]
-        if s.scalar is not None:
-            values.insert(s.scalar.position, np.float64(s.scalar.value))
+        if s.scalar is not None:  # a number, or an extent at these sizes
+            values.insert(s.scalar.position, operand_value(numpy, s.scalar, s.ins[-1].dtype, symbols))
         with np.errstate(all="ignore"):
             if s.kind == "unary":
                 return float(UNARY[s.name](numpy, values[0]))
             if s.kind == "binary":
                 return float(BINARY[s.name](numpy, *values))
+            if s.kind == "ternary":
+                return float(TERNARY[s.name](numpy, *values))
         raise NotImplementedError(f"{s.kind} {s.name}")
 
 
@@ -91,7 +93,7 @@ class Terms:
         return a + b
 
     @staticmethod
-    def compute(s: Compute, args):
+    def compute(s: Compute, args, symbols: dict[str, int]):
         if s.kind in ("load_store", "broadcast", "transpose", "cast"):
             return args[0]
         raise NotImplementedError(f"{s.kind} {s.name}")
@@ -239,7 +241,7 @@ class Simulator:
                 raise SimulationError(f"{s.comment}: the accumulator {s.out.tensor}[{at}] was not initialized")
             value = self.values.combine(COMBINE[s.name], out[at], args[0])
         else:
-            value = self.values.compute(s, args)
+            value = self.values.compute(s, args, self.symbols)
         return [(out, at, self.values.store(value, s.out.dtype))]
 
     # -- codegen/emit/reduction.py tp_grid_reduce ----------------------------------------------------
