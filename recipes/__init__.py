@@ -13,6 +13,9 @@ change it further.
     mma_gemm(m, n, k, MmaGemmParams(...))         mma.sync GEMM, cp.async stages and ldmatrix
                                                   fragments (mma_gemm.py)
 
+    HopperGemmTuning(m, n, k, ...)                hopper_gemm as an autotuning recipe: build(**config),
+    matmul_tuning(a, b)                           a default space, inputs (gemm_tuning.py; tp.autotune)
+
     matmul(a, b, out_dtype=...)                   D = A @ B on 2-D PyTorch operands of either major,
     Matmul(out_dtype=...)                         a kernel per shape class (matmul.py); Matmul is
                                                   also a recipe entry for tp.as_torch_op
@@ -23,12 +26,13 @@ Epilogue) and the checks. examples/valid/wgmma.py and examples/valid/mma.py show
 """
 
 from .gemm_blocks import tile_multiples
+from .gemm_tuning import HopperGemmTuning, matmul_tuning
 from .hopper_gemm import hopper_gemm
 from .matmul import Matmul, matmul
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline, swizzled_box
 from .mma_gemm import CpAsyncPipeline, MmaGemmParams, MmaTile, matmul_fusion, mma_gemm
 from .params import Epilogue, GridOrder
 
-__all__ = ["Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperTile", "Matmul",
-           "MmaGemmParams", "MmaTile", "Operand", "TmaPipeline", "hopper_gemm", "matmul", "matmul_fusion", "mma_gemm",
-           "swizzled_box", "tile_multiples"]
+__all__ = ["Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperGemmTuning", "HopperTile",
+           "Matmul", "MmaGemmParams", "MmaTile", "Operand", "TmaPipeline", "hopper_gemm", "matmul", "matmul_fusion",
+           "matmul_tuning", "mma_gemm", "swizzled_box", "tile_multiples"]
