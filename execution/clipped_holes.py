@@ -49,7 +49,7 @@ from ..model.mma_op import is_mma
 from .derive import per_fusion
 
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
-POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY)
+POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY)
 POINTWISE_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.StMatrix)
 ZERO_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix)  # on chip, carrying a TMA's zeros
 
