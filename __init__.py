@@ -12,6 +12,7 @@
 
 from .codegen.compile import Kernel, LaunchParams, compile  # noqa: A004 - tp.compile is the API
 from .codegen.torch_op import as_torch_op
+from .tuning import AutotuneResult, autotune
 from .codegen.errors import (CompileError, InputError, NoDeviceError, PerformanceWarning, ScheduleRejected,
                              UnsupportedSchedule)
 from .execution.allocation import Allocation, AllocatedId, compute_allocation as _compute_allocation
@@ -406,6 +407,7 @@ def matmul(a, b):
 __all__ = [
     "AllocatedId",
     "Allocation",
+    "AutotuneResult",
     "CacheOp",
     "CompileError",
     "DataType",
@@ -450,6 +452,7 @@ __all__ = [
     "add",
     "allocation",
     "as_torch_op",
+    "autotune",
     "bfloat16",
     "broadcast",
     "cast",
