@@ -56,6 +56,7 @@ class AutotuneResult:
 
     @property
     def proved(self) -> list[Config]:
+        """The configurations the verifier proved, in the space's order."""
         return [v.config for v in self.candidates if v.proved]
 
     @property
