@@ -480,7 +480,7 @@ __all__ = ["TensorView", "Expr"]
 def check_tensor(op: str, tv, arg: str = "tv") -> TensorView:
     """tv, checked at the door of `op`: a tensor of the fusion being built."""
     if not isinstance(tv, TensorBase):
-        scalar = (" (of the ops, only the binary ones take a number operand: tp.add, tp.sub, tp.mul, tp.div)"
+        scalar = (" (of the ops, only the binary ones and tp.where take a number operand: tp.add, tp.mul, ...)"
                   if isinstance(tv, (int, float)) else "")
         raise ScheduleError(f"{op}: expected a TensorView for {arg}, got {type(tv).__name__} {tv!r:.60}{scalar}")
     if tv.fusion is not current_fusion():
