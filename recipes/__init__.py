@@ -17,8 +17,13 @@ change it further.
     matmul_tuning(a, b)                           a default space, inputs (gemm_tuning.py; tp.autotune)
 
     matmul(a, b, out_dtype=...)                   D = A @ B on 2-D PyTorch operands of either major,
-    Matmul(out_dtype=...)                         a kernel per shape class (matmul.py); Matmul is
-                                                  also a recipe entry for tp.as_torch_op
+    Matmul(out_dtype=...)                         a configuration chosen per shape, its kernels per
+                                                  shape class (matmul.py); Matmul is also a recipe
+                                                  entry for tp.as_torch_op
+    choose(m, n, k, ...)                          that choice: tile, stages, cluster, persistence,
+                                                  group, split-K (matmul_heuristic.py)
+    split_k_partials(SplitKParams(...))           split-K as two kernels: float32 partials of K's
+    split_k_sum(out_dtype)                        slices, then their sum (split_k.py)
 
 gemm_blocks.py holds the pieces both use (tiling by the block tile, grouped block orders, the
 stmatrix epilogue's TMA store boxes); params.py the parameter groups both use (GridOrder,
@@ -29,10 +34,13 @@ from .gemm_blocks import tile_multiples
 from .gemm_tuning import HopperGemmTuning, matmul_tuning
 from .hopper_gemm import hopper_gemm
 from .matmul import Matmul, matmul
+from .matmul_heuristic import CONFIGS, MatmulConfig, choose
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline, swizzled_box
 from .mma_gemm import CpAsyncPipeline, MmaGemmParams, MmaTile, matmul_fusion, mma_gemm
 from .params import Epilogue, GridOrder
+from .split_k import SplitKParams, split_k_partials, split_k_sum
 
-__all__ = ["Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperGemmTuning", "HopperTile",
-           "Matmul", "MmaGemmParams", "MmaTile", "Operand", "TmaPipeline", "hopper_gemm", "matmul", "matmul_fusion",
-           "matmul_tuning", "mma_gemm", "swizzled_box", "tile_multiples"]
+__all__ = ["CONFIGS", "Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperGemmTuning",
+           "HopperTile", "Matmul", "MatmulConfig", "MmaGemmParams", "MmaTile", "Operand", "SplitKParams",
+           "TmaPipeline", "choose", "hopper_gemm", "matmul", "matmul_fusion", "matmul_tuning", "mma_gemm",
+           "split_k_partials", "split_k_sum", "swizzled_box", "tile_multiples"]

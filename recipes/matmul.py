@@ -6,11 +6,15 @@ row-major [M, N] tensor of `out_dtype` (bfloat16, float16 or float32; float32 ac
     d = tileproof.recipes.matmul(a, w.t(), out_dtype=torch.bfloat16)   # a @ w.T, w [N, K]
     op = tp.as_torch_op(Matmul(out_dtype=torch.float32), name="mylib::mm")   # for torch.compile
 
-One kernel per shape class (the majors, the output dtype; M, N, K symbolic), verified for every
-size whose contiguous extents are multiples of 8 (16-byte rows, which the TMA needs), compiled on
-first use and kept. The schedule is the warp-specialized persistent 128 x 256 tile of the
-benchmarks (hopper_gemm with SCHEDULE's parameters). Every bad operand is an InputError naming
-the operand and what to pass. Imports only the public `tileproof` API; torch when called.
+Each call picks a configuration for its shape (matmul_heuristic.py: the block tile, stages,
+cluster, persistence, group, split-K and its splits, by an estimate of time on the GPU's SMs); each
+configuration's kernels serve a shape class (the majors, the output dtype; M, N, K symbolic),
+verified for every size whose contiguous extents are multiples of 8 (16-byte rows, which the TMA
+needs), compiled on first use and kept. The persistent configurations are hopper_gemm (SCHEDULE's
+warp-specialized 128 x 256 tile of the benchmarks, and its variants); split-K is split_k.py's two
+kernels, float32 partials of K's slices and their sum. Matmul(config=...) forces one. Every bad
+operand is an InputError naming the operand and what to pass. Imports only the public `tileproof`
+API; torch when called.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
+from .matmul_heuristic import BY_NAME, WIDE, Choice, MatmulConfig, candidates, choose
 from .params import Epilogue, GridOrder
+from .split_k import SplitKParams, split_k_operands, split_k_partials, split_k_sum
 
 ALIGN_ELEMENTS = 8  # 16-byte rows and 16-byte aligned starts: the TMA's global strides and address
 SMS = 132  # an H100's and H200's SMs: the persistent grid's blocks
@@ -41,10 +47,36 @@ def params_for(a_major: str, b_major: str, out_dtype: str) -> HopperGemmParams:
     return dataclasses.replace(SCHEDULE, epilogue=epilogue, a=Operand(major=a_major), b=Operand(major=b_major))
 
 
-def shape_class_fusion(a_major: str, b_major: str, out_dtype: str) -> tp.Fusion:
-    """The shape class's fusion: hopper_gemm at symbolic M, N, K, assuming the extents the operands
-    and the output are contiguous along multiples of ALIGN_ELEMENTS (A's K or M, B's K or N, N)."""
-    fusion = hopper_gemm("M", "N", "K", params_for(a_major, b_major, out_dtype))
+def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: str,
+                  sms: int = SMS) -> HopperGemmParams | SplitKParams:
+    """The recipe's parameters for a configuration of matmul_heuristic.py: SCHEDULE's (params_for)
+    with its tile, stages, cluster and group and a persistent grid of `sms` blocks; split-K's
+    partials kernel (no grid order, cluster or epilogue)."""
+    tile = HopperTile(m=config.tile[0], n=config.tile[1])
+    pipeline = dataclasses.replace(SCHEDULE.pipeline, stages=config.stages, prefetch=config.prefetch)
+    if config.split_k:
+        return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=a_major), b=Operand(major=b_major))
+    return dataclasses.replace(params_for(a_major, b_major, out_dtype), tile=tile, pipeline=pipeline,
+                               grid=GridOrder(group=config.group, persistent=sms), cluster=Cluster(size=config.cluster))
+
+
+def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: str, sms: int = SMS) -> list:
+    """The fusions a configuration runs, in order: the shape class's GEMM (shape_class_fusion), or
+    split-K's partials (split_k_partials: S, M, N, KS symbolic) and their sum in the output dtype."""
+    if config.split_k:
+        return [split_k_partials(config_params(config, a_major, b_major, out_dtype)),
+                split_k_sum(getattr(tp, out_dtype))]
+    return [shape_class_fusion(a_major, b_major, out_dtype, config, sms)]
+
+
+def shape_class_fusion(a_major: str, b_major: str, out_dtype: str, config: MatmulConfig = WIDE,
+                       sms: int = SMS) -> tp.Fusion:
+    """The shape class's fusion: hopper_gemm at symbolic M, N, K (SCHEDULE's, or a persistent
+    configuration's on `sms` blocks), assuming the extents the operands and the output are
+    contiguous along multiples of ALIGN_ELEMENTS (A's K or M, B's K or N, N)."""
+    if config.split_k:
+        raise tp.ScheduleError(f"shape_class_fusion: {config.name} is split-K, two fusions (config_fusions)")
+    fusion = hopper_gemm("M", "N", "K", config_params(config, a_major, b_major, out_dtype, sms))
     for extent in contiguous_extents(a_major, b_major):
         fusion.assume(f"{extent} % {ALIGN_ELEMENTS} == 0")
     return fusion
@@ -98,28 +130,72 @@ def _check(torch, a, b) -> None:
         raise tp.InputError(f"matmul: A is on {a.device} and B on {b.device}; both must be on one GPU")
 
 
+def _config(config) -> MatmulConfig | None:
+    if config is None or isinstance(config, MatmulConfig):
+        return config
+    if config in BY_NAME:
+        return BY_NAME[config]
+    raise tp.InputError(f"matmul: config must be None (chosen per shape), a MatmulConfig or one of "
+                        f"{', '.join(BY_NAME)}, got {config!r}")
+
+
+_sms: dict[int, int] = {}
+
+
+def _device_sms(torch, device) -> int:
+    """The SMs of a CUDA tensor's GPU (asked once per GPU); SMS for another device."""
+    if device.type != "cuda":
+        return SMS
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _sms:
+        _sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _sms[index]
+
+
 class Matmul:
     """D = A @ B through the Hopper GEMM recipe, for one output dtype (see the module's text):
-    call it on (a, b) for the output tensor; tp.as_torch_op(Matmul(...)) makes it an operator."""
+    call it on (a, b) for the output tensor; tp.as_torch_op(Matmul(...)) makes it an operator.
+    config: None (each shape's choice, matmul_heuristic.choose), or a MatmulConfig or its name
+    (matmul_heuristic.CONFIGS) to run every shape with (its splits still chosen per shape)."""
 
     input_names = ("a", "b")
     output_count = 1
 
-    def __init__(self, out_dtype="bfloat16", target: str = "sm_90a"):
+    def __init__(self, out_dtype="bfloat16", target: str = "sm_90a", config=None):
         self.out_dtype = _dtype_name(out_dtype)
         self.target = target
-        self._kernels: dict[tuple[str, str], tp.Kernel] = {}
+        self.config = _config(config)
+        self._kernels: dict[tuple, list] = {}
 
     def __repr__(self) -> str:
-        return f"Matmul(out_dtype={self.out_dtype!r}, target={self.target!r})"
+        forced = "" if self.config is None else f", config={self.config.name!r}"
+        return f"Matmul(out_dtype={self.out_dtype!r}, target={self.target!r}{forced})"
+
+    def kernels(self, config: MatmulConfig, a_major: str, b_major: str, sms: int = SMS) -> list:
+        """The configuration's kernels for the shape class (config_fusions; verified and compiled
+        on first use)."""
+        key = (config, a_major, b_major, sms)
+        kernels = self._kernels.get(key)
+        if kernels is None:
+            kernels = self._kernels[key] = [tp.compile(f, self.target)
+                                            for f in config_fusions(config, a_major, b_major, self.out_dtype, sms)]
+        return kernels
 
     def kernel(self, a_major: str, b_major: str) -> tp.Kernel:
-        """The shape class's kernel (verified and compiled on first use)."""
-        key = (a_major, b_major)
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            kernel = self._kernels[key] = tp.compile(shape_class_fusion(a_major, b_major, self.out_dtype), self.target)
-        return kernel
+        """The shape class's kernel of SCHEDULE (verified and compiled on first use)."""
+        return self.kernels(WIDE, a_major, b_major)[0]
+
+    def choice(self, a_major: str, b_major: str, m: int, n: int, k: int, sms: int = SMS) -> Choice:
+        """The configuration and splits this entry runs at M x N x K: the forced configuration's
+        best splits, or the estimate's best configuration (matmul_heuristic.choose)."""
+        out_bytes = getattr(tp, self.out_dtype).bytes
+        if self.config is None:
+            return choose(m, n, k, a_major=a_major, b_major=b_major, sms=sms, out_bytes=out_bytes)
+        admitted = candidates(self.config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes)
+        if not admitted:
+            raise tp.InputError(f"matmul: configuration {self.config.name} does not take M = {m}, N = {n}, K = {k} "
+                                f"(split-K needs K a multiple of 8 x its splits, each at least 256 long)")
+        return min(admitted, key=lambda c: c.seconds)
 
     def majors(self, a, b) -> tuple[str, str]:
         """(A's major, B's major) from the strides, after the checks of shape, dtype and device."""
@@ -143,8 +219,15 @@ class Matmul:
 
     def __call__(self, a, b):
         a_major, b_major = self.majors(a, b)
-        kernel = self.kernel(a_major, b_major)
-        (d,) = kernel.run(a.unsqueeze(1), b.t().unsqueeze(0))  # A [M, 1, K], B [1, N, K]: the recipe's operands
+        sms = _device_sms(_torch(), a.device)
+        choice = self.choice(a_major, b_major, a.shape[0], b.shape[1], a.shape[1], sms)
+        kernels = self.kernels(choice.config, a_major, b_major, sms)
+        if choice.config.split_k:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
+            partials, total = kernels
+            (p,) = partials.run(*split_k_operands(a, b, choice.splits))
+            (d,) = total.run(p)
+            return d
+        (d,) = kernels[0].run(a.unsqueeze(1), b.t().unsqueeze(0))  # A [M, 1, K], B [1, N, K]: the recipe's operands
         return d
 
     def fake(self, a, b):
@@ -154,17 +237,20 @@ class Matmul:
         return torch.empty((a.shape[0], b.shape[1]), dtype=getattr(torch, self.out_dtype), device=a.device)
 
 
-_entries: dict[tuple[str, str], Matmul] = {}
+_entries: dict[tuple, Matmul] = {}
 
 
-def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a"):
+def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None):
     """D = A @ B (A [M, K], B [K, N], bfloat16, either major each) as a new row-major [M, N] tensor of
-    out_dtype, through the Hopper GEMM recipe (a kernel per shape class, compiled on first use)."""
-    key = (_dtype_name(out_dtype), target)
+    out_dtype, through the Hopper GEMM recipe (a configuration chosen per shape, or `config`;
+    its kernels per shape class, compiled on first use)."""
+    config = _config(config)
+    key = (_dtype_name(out_dtype), target, config)
     entry = _entries.get(key)
     if entry is None:
-        entry = _entries[key] = Matmul(key[0], target)
+        entry = _entries[key] = Matmul(key[0], target, config)
     return entry(a, b)
 
 
-__all__ = ["ALIGN_ELEMENTS", "Matmul", "SCHEDULE", "contiguous_extents", "matmul", "params_for", "shape_class_fusion"]
+__all__ = ["ALIGN_ELEMENTS", "Matmul", "SCHEDULE", "config_fusions", "config_params", "contiguous_extents", "matmul",
+           "params_for", "shape_class_fusion"]

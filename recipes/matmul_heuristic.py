@@ -1,0 +1,167 @@
+"""The shape-aware choice of recipes.matmul: given (M, N, K, the majors, the output's bytes, the
+GPU's SMs), which of a few verified configurations (CONFIGS) runs the GEMM, and with how many K
+splits. Pure arithmetic on ints: no tileproof, no torch (recipes/matmul.py builds and runs the
+kernels; the parameters each configuration stands for are there, in hopper_params_for and
+split_k_params_for).
+
+The estimate follows nvFuser's Hopper heuristic (csrc/scheduler/matmul_utils.cpp,
+fillOptimalHopperTileSizes), which scores a tile by the bytes its wave-quantized grid loads: here a
+configuration's time is the larger of
+
+    compute   rounds x (K tiles + FIXED_K_TILES) x one K tile's wgmmas at EFFICIENCY of the
+              SM's peak, rounds = ceil(tile slots / SMs): the wave quantization (a persistent
+              grid's slots include the tiles past M that its groups of M tiles pad)
+    memory    the bytes A, B, the output (and split-K's float32 partials) move through DRAM, at
+              a bandwidth that grows with the blocks streaming them (HALF the SMs saturate it)
+
+plus, for split-K, the second kernel that sums the partials (its bytes and a launch). Split-K cuts
+K into S slices, S times the blocks: a shape with fewer output tiles than SMs and a long K (or a
+decode GEMM, M = 16) fills the GPU. The constants are an H100 / H200's; the benchmark
+(benchmarks/matmul_shapes.py) times every configuration at each shape beside the choice, so that
+a wrong pick shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PEAK_FLOPS = 989e12  # bf16 dense tensor-core FLOP/s of an H100 / H200 SXM (132 SMs)
+PEAK_SMS = 132
+DRAM_BYTES_PER_S = 4.0e12  # sustained (H200 4.8 TB/s peak, H100 3.35)
+LAUNCH_S = 3e-6  # the second kernel of split-K: its launch and ramp
+FIXED_K_TILES = 2  # a tile's pipeline fill and epilogue, in K tiles' time
+K_TILE = 64  # the recipe's K tile: one 128-byte swizzle span of bfloat16
+SPLITS = (2, 3, 4, 6, 8, 12, 16)  # split-K counts tried (recipes/split_k.py admits up to 64)
+MIN_SPLIT_K_TILES = 4  # a split shorter than this many K tiles spends more on its fill than it gains
+ALIGN = 8  # contiguous extents in multiples of 8 elements (16-byte TMA rows)
+GRID_YZ = 65535
+MN_MAJOR_KS = 2**20  # recipes/split_k.py: an MN-major operand's split at most 2^20 long, M or N below 2^19
+MN_MAJOR_EXTENT = 2**19
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatmulConfig:
+    """One configuration of recipes.matmul's kernels (see recipes/matmul.py for the parameters).
+
+    name: how the benchmark and the errors call it.
+    tile: the block tile (rows, columns), one warpgroup per 64 rows, two consumer warpgroups.
+    stages, prefetch: A's and B's TMA stages and loads ahead, a producer warpgroup filling them.
+    cluster: blocks a cluster along blockIdx.x (B's tile multicast), 1 or 2.
+    group: M tiles a group in the persistent grid's tile order.
+    persistent: a persistent grid of one block an SM; else one block a tile (split_k's grid).
+    split_k: K cut into S slices (recipes/split_k.py: partials, then their sum), S chosen per shape.
+    efficiency: the fraction of an SM's peak its K loop reaches (the estimate's, from the H200
+        runs of benchmarks/hopper_matmul.py: 128 x 256 about 0.8, 128 x 128 less reuse a load).
+    """
+
+    name: str
+    tile: tuple[int, int]
+    stages: int
+    prefetch: int
+    cluster: int = 1
+    group: int = 1
+    persistent: bool = True
+    split_k: bool = False
+    efficiency: float = 0.8
+
+    def __post_init__(self):
+        if self.split_k and (self.persistent or self.cluster != 1):
+            raise ValueError(f"MatmulConfig {self.name}: split_k runs one block a tile, no cluster")
+        if self.persistent and self.group % self.cluster:
+            raise ValueError(f"MatmulConfig {self.name}: a cluster's blocks share B's tile, so the group must be a "
+                             f"multiple of the cluster")
+
+
+WIDE = MatmulConfig(name="128x256_persistent_group_16_cluster_2", tile=(128, 256), stages=4, prefetch=2, cluster=2,
+                    group=16)
+CONFIGS = (
+    WIDE,  # the large shapes' schedule (benchmarks/hopper_matmul.py's headline)
+    MatmulConfig(name="128x256_persistent_group_2_cluster_2", tile=(128, 256), stages=4, prefetch=2, cluster=2,
+                 group=2),  # few M tiles: groups of 16 would pad them with empty tiles
+    MatmulConfig(name="128x128_persistent_group_16_cluster_2", tile=(128, 128), stages=6, prefetch=4, cluster=2,
+                 group=16, efficiency=0.7),  # twice the tiles: a finer last wave
+    MatmulConfig(name="128x256_split_k", tile=(128, 256), stages=4, prefetch=2, persistent=False, split_k=True),
+    MatmulConfig(name="128x128_split_k", tile=(128, 128), stages=6, prefetch=4, persistent=False, split_k=True,
+                 efficiency=0.7),
+)
+BY_NAME = {c.name: c for c in CONFIGS}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A configuration at a shape: its K splits (1 without split-K) and the estimate's seconds."""
+
+    config: MatmulConfig
+    splits: int
+    seconds: float
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def admits(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, a_major: str = "K",
+           b_major: str = "K") -> bool:
+    """Whether the configuration's kernels take this shape (recipes/split_k.py's assumptions for
+    split-K: K a multiple of 8 S, N's tiles on blockIdx.y, MN-major splits' strides below 2^40
+    bytes); the persistent kernels take every shape recipes.matmul accepts."""
+    if not config.split_k:
+        return splits == 1
+    if splits < 2 or k % (ALIGN * splits) or _cdiv(n, config.tile[1]) > GRID_YZ:
+        return False
+    ks = k // splits
+    return all(ks <= MN_MAJOR_KS and extent < MN_MAJOR_EXTENT
+               for major, extent in ((a_major, m), (b_major, n)) if major == "MN")
+
+
+def estimate(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, *, sms: int = PEAK_SMS,
+             out_bytes: int = 2) -> float:
+    """The model's seconds for `config` with `splits` K slices at M x N x K (see the module's text)."""
+    bm, bn = config.tile
+    mo, no = _cdiv(m, bm), _cdiv(n, bn)
+    if config.persistent:
+        slots = _cdiv(mo, config.group) * config.group * no
+        blocks = sms - sms % config.cluster
+    else:
+        slots = mo * no * splits
+        blocks = sms
+    rounds = _cdiv(slots, blocks)
+    k_tiles = _cdiv(_cdiv(k, splits), K_TILE)
+    k_tile_s = 2 * bm * bn * K_TILE / (PEAK_FLOPS / PEAK_SMS * config.efficiency)
+    compute = rounds * (k_tiles + FIXED_K_TILES) * k_tile_s
+    partials = 4 * splits * m * n if splits > 1 else 0
+    streaming = min(1.0, min(slots, blocks) / (sms / 2))
+    memory = (2 * (m * k + k * n) + (partials or out_bytes * m * n)) / (DRAM_BYTES_PER_S * streaming)
+    total = max(compute, memory)
+    if splits > 1:
+        total += (partials + out_bytes * m * n) / DRAM_BYTES_PER_S + LAUNCH_S
+    return total
+
+
+def candidates(config: MatmulConfig, m: int, n: int, k: int, a_major: str = "K", b_major: str = "K",
+               **model) -> list[Choice]:
+    """Each admitted split count of `config` (1 alone without split-K) with its estimate."""
+    out = []
+    for splits in (SPLITS if config.split_k else (1,)):
+        if admits(config, m, n, k, splits, a_major, b_major) and (
+                splits == 1 or _cdiv(k // splits, K_TILE) >= MIN_SPLIT_K_TILES):
+            out.append(Choice(config, splits, estimate(config, m, n, k, splits, **model)))
+    return out
+
+
+def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sms: int = PEAK_SMS,
+           out_bytes: int = 2, configs=CONFIGS) -> Choice:
+    """The configuration (and splits) of least estimated time among `configs` that admit the
+    shape; ties go to the earlier configuration (the wide tile first)."""
+    best = None
+    for config in configs:
+        for choice in candidates(config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes):
+            if best is None or choice.seconds < best.seconds:
+                best = choice
+    if best is None:
+        raise ValueError(f"no configuration admits M = {m}, N = {n}, K = {k} among "
+                         f"{', '.join(c.name for c in configs)}")
+    return best
+
+
+__all__ = ["BY_NAME", "CONFIGS", "Choice", "MatmulConfig", "WIDE", "admits", "candidates", "choose", "estimate"]

@@ -1,0 +1,149 @@
+"""recipes.matmul's shape-aware choice without a GPU: the picks at representative shapes (the
+large tile on large shapes, a small group where M has few tiles, split-K where few output tiles
+have a long K), the split counts each configuration admits, every configuration the chooser can
+pick verifies and compiles in every major, split-K's operand views bind and hold K's slices, and
+the one-kernel split-K that a grid reduction of the accumulators would be is rejected."""
+
+from __future__ import annotations
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.runtime import binding
+from tileproof.recipes import HopperGemmParams, HopperTile, Matmul, hopper_gemm
+from tileproof.recipes.matmul import config_fusions, matmul
+from tileproof.recipes.matmul_heuristic import (BY_NAME, CONFIGS, WIDE, MatmulConfig, admits, candidates, choose,
+                                                estimate)
+from tileproof.recipes.split_k import SplitKParams, split_k_operands, split_k_partials
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+MAJORS = [("K", "K"), ("K", "MN"), ("MN", "K"), ("MN", "MN")]
+SPLIT_128 = BY_NAME["128x128_split_k"]
+
+
+@pytest.mark.parametrize("shape", [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048), (4096, 14336, 4096)])
+def test_large_shapes_take_the_wide_persistent_tile(shape):
+    assert choose(*shape).config is WIDE
+
+
+def test_few_m_tiles_take_a_small_group():
+    """M = 512 is 4 tiles of 128: groups of 16 would run 12 empty tiles per N tile."""
+    choice = choose(512, 8192, 8192)
+    assert (choice.config.tile, choice.config.group, choice.splits) == ((128, 256), 2, 1)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024, 16384), (512, 512, 32768), (16, 4096, 4096), (128, 8192, 8192)])
+def test_few_tiles_with_a_long_k_split_k(shape):
+    m, n, k = shape
+    choice = choose(m, n, k)
+    assert choice.config.split_k and choice.splits > 1
+    bm, bn = choice.config.tile
+    tiles = -(-m // bm) * -(-n // bn)
+    assert tiles < 132 <= 2 * tiles * choice.splits  # the splits fill the SMs (to within a factor of two)
+    assert choice.seconds < min(estimate(c, m, n, k) for c in CONFIGS if not c.split_k)
+
+
+def test_split_counts_follow_the_kernels_assumptions():
+    assert admits(SPLIT_128, 1024, 1024, 16384, 4)
+    assert not admits(SPLIT_128, 1024, 1024, 16384, 3)  # 16384 / 3 is no multiple of 8
+    assert not admits(SPLIT_128, 1024, 1024, 1000, 2)  # 500 columns: rows of 1000 bytes, no multiple of 16
+    assert not admits(SPLIT_128, 1024, 2**19, 2**22, 2, b_major="MN")  # N-major split's stride reaches 2^40
+    assert admits(SPLIT_128, 1024, 2**19, 2**22, 2, b_major="K")
+    assert not admits(WIDE, 1024, 1024, 16384, 2)
+    assert [c.splits for c in candidates(SPLIT_128, 64, 64, 1536)] == [2, 3, 4, 6]  # splits of 4 K tiles at least
+    assert candidates(SPLIT_128, 64, 64, 256) == []
+
+
+def test_the_wave_quantization_counts_rounds_of_tiles():
+    """1024 x 8192 is 8 x 32 = 256 tiles of 128 x 256: 2 rounds on 128 or 132 SMs, 3 on 127 SMs
+    (126 blocks in clusters of 2); with groups of 16 the 8 M tiles pad to 16, 512 slots."""
+    pairs = BY_NAME["128x256_persistent_group_2_cluster_2"]
+    two = estimate(pairs, 1024, 8192, 8192, sms=128)
+    assert two == pytest.approx(estimate(pairs, 1024, 8192, 8192, sms=132))
+    assert estimate(pairs, 1024, 8192, 8192, sms=127) == pytest.approx(1.5 * two)
+    assert estimate(WIDE, 1024, 8192, 8192, sms=128) == pytest.approx(2 * two)
+    assert choose(1024, 8192, 8192).config is pairs
+
+
+def test_configurations_check_their_fields():
+    with pytest.raises(ValueError, match="split_k runs one block a tile"):
+        MatmulConfig(name="x", tile=(128, 128), stages=4, prefetch=2, split_k=True)
+    with pytest.raises(ValueError, match="multiple of the cluster"):
+        MatmulConfig(name="x", tile=(128, 128), stages=4, prefetch=2, cluster=2, group=3)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+def test_every_configuration_verifies_and_compiles(config):
+    fusions = config_fusions(config, "K", "K", "bfloat16")
+    assert len(fusions) == (2 if config.split_k else 1)
+    for fusion in fusions:
+        report = tp.verify(fusion, "sm_90a")
+        assert report.ok, report.codes
+        kernel = tp.compile(fusion, "sm_90a")
+        assert "__global__" in kernel.cuda_source
+    assert "wgmma.mma_async" in tp.compile(fusions[0], "sm_90a").cuda_source
+
+
+@pytest.mark.parametrize("a_major,b_major", MAJORS)
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c is not WIDE and c.tile == (128, 128)],
+                         ids=lambda c: c.name)
+def test_the_other_configurations_verify_in_every_major(config, a_major, b_major):
+    for fusion in config_fusions(config, a_major, b_major, "float32"):
+        assert tp.verify(fusion, "sm_90a").ok
+
+
+def test_split_k_partials_launch_a_block_per_split_and_tile():
+    kernel = tp.compile(split_k_partials(SplitKParams(tile=HopperTile(m=128, n=256))), "sm_90a")
+    assert kernel.launch_params_for(S=4, M=1024, N=1024, KS=4096).grid == (8, 4, 4)
+
+
+def test_a_split_k_in_one_kernel_is_refused_its_grid_reduction_of_accumulators():
+    """Binding an outer part of K to blockIdx.z makes the MmaOp a grid reduction, which tileproof
+    does not combine (REDUCTION-GRID: its total, only in the last block, is read by the epilogue,
+    and an MmaOp's accumulators are combined within a block only): hence split_k.py's two kernels."""
+    fusion = hopper_gemm("M", "N", "K", HopperGemmParams())
+    d = fusion.tensor("T2")  # the accumulators [Mo, No, Ko, ...]
+    d.split(2, 4, inner_split=False)  # [Mo, No, 4, Ko / 4, ...]
+    d.axis(2).parallelize(tp.ParallelType.BIDz)
+    report = tp.verify(fusion, "sm_90a")
+    assert "REDUCTION-GRID" in report.codes
+    assert any(e.message.startswith("T2 is") and "BIDz" in e.message for e in report.errors if e.code == "REDUCTION-GRID")
+
+
+try:
+    import torch
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
+
+
+def operands(a_major, b_major, m=16, n=24, k=64):
+    a = torch.randn(m, k) if a_major == "K" else torch.randn(k, m).t()
+    b = torch.randn(k, n) if b_major == "MN" else torch.randn(n, k).t()
+    return a.bfloat16(), b.bfloat16()
+
+
+@needs_torch
+@pytest.mark.parametrize("a_major,b_major", MAJORS)
+def test_split_k_views_hold_k_slices_and_bind(a_major, b_major, monkeypatch):
+    a, b = operands(a_major, b_major)
+    a4, b4 = split_k_operands(a, b, 4)
+    assert a4.data_ptr() == a.data_ptr() and b4.data_ptr() == b.data_ptr()  # views, no copy
+    for s in range(4):
+        assert torch.equal(a4[s, :, 0], a[:, 16 * s:16 * (s + 1)])
+        assert torch.equal(b4[s, 0], b[16 * s:16 * (s + 1)].t())
+    partials, _ = Matmul().kernels(SPLIT_128, a_major, b_major)
+    monkeypatch.setattr(binding, "check_device", lambda g, info, position, device_id: 0)  # CPU tensors stand in
+    bound = binding.bind(partials.ir.globals, [a4, b4], None, {}, list(partials.fusion.symbols), None)
+    assert {s: bound.env[s] for s in ("S", "M", "N", "KS")} == {"S": 4, "M": 16, "N": 24, "KS": 16}
+
+
+@needs_torch
+def test_a_forced_configuration_runs_every_shape_with_its_splits():
+    entry = Matmul(config="128x128_split_k")
+    assert entry.choice("K", "K", 1024, 1024, 16384).config is SPLIT_128
+    assert Matmul().choice("K", "K", 8192, 8192, 8192).config is WIDE
+    with pytest.raises(tp.InputError, match="128x128_split_k does not take M = 64, N = 64, K = 200"):
+        entry.choice("K", "K", 64, 64, 200)
+    with pytest.raises(tp.InputError, match="config must be None"):
+        matmul(*operands("K", "MN"), config="huge")
