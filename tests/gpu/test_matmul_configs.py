@@ -1,0 +1,74 @@
+"""recipes.matmul's configurations on the GPU (marker `gpu`; skipped without PyTorch or a CUDA
+device): every configuration of matmul_heuristic.CONFIGS, forced, is right for all four operand
+majors at sizes no tile divides (split-K with splits whose length is no multiple of the K tile,
+so each split's last TMA box reads zeros past its slice), in each output dtype; the choice at
+few-tile long-K and decode shapes is split-K and right; the split-K path under a CUDA graph."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+from tileproof.recipes import CONFIGS, Matmul, matmul  # noqa: E402
+from tileproof.recipes.matmul_heuristic import BY_NAME  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+MAJORS = [("K", "K"), ("K", "MN"), ("MN", "K"), ("MN", "MN")]
+
+
+def reference(a, b):
+    return (a.double() @ b.double()).float()
+
+
+def operands(a_major, b_major, m, n, k):
+    a = torch.randn(m, k, device="cuda").bfloat16() if a_major == "K" else \
+        torch.randn(k, m, device="cuda").bfloat16().t()
+    b = torch.randn(k, n, device="cuda").bfloat16() if b_major == "MN" else \
+        torch.randn(n, k, device="cuda").bfloat16().t()
+    return a, b
+
+
+@pytest.mark.parametrize("a_major,b_major", MAJORS)
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("m,n,k", [(200, 264, 1032), (1000, 40, 4104)])  # 3 splits of 344 / 1368: K tails
+def test_every_configuration_is_right_in_every_major(config, a_major, b_major, m, n, k):
+    a, b = operands(a_major, b_major, m, n, k)
+    entry = Matmul(out_dtype=torch.float32, config=config)
+    d = entry(a, b)
+    assert d.shape == (m, n) and d.dtype == torch.float32
+    torch.testing.assert_close(d, reference(a, b), atol=1e-2 * k ** 0.5, rtol=1e-3)
+    if config.split_k:
+        assert entry.choice(a_major, b_major, m, n, k).splits > 1
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c.split_k], ids=lambda c: c.name)
+def test_split_k_16_bit_outputs(config, out_dtype):
+    a, b = operands("K", "K", 384, 520, 2048)
+    d = matmul(a, b, out_dtype=out_dtype, config=config)
+    assert d.dtype == out_dtype
+    torch.testing.assert_close(d.float(), reference(a, b), atol=5e-2 * 45, rtol=1e-2)
+
+
+@pytest.mark.parametrize("m,n,k", [(1024, 1024, 16384), (16, 4096, 4096), (512, 512, 32768)])
+def test_the_choice_at_few_tiles_and_a_long_k_is_split_k_and_right(m, n, k):
+    a, b = operands("K", "K", m, n, k)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert Matmul().choice("K", "K", m, n, k, sms).config.split_k
+    d = matmul(a, b)
+    torch.testing.assert_close(d.float(), reference(a, b), atol=5e-2 * k ** 0.5, rtol=1e-2)
+
+
+def test_split_k_under_a_cuda_graph():
+    entry = Matmul(out_dtype=torch.float32, config=BY_NAME["128x128_split_k"])
+    a, b = operands("K", "MN", 256, 384, 4096)
+    entry(a, b)  # loads the modules and checks the arguments before the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = entry(a, b)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, reference(a, b), atol=1e-2 * 64, rtol=1e-3)
