@@ -132,6 +132,8 @@ def test_var_mean_compiles_without_the_cuda_headers_too():
     for headers in (True, False):
         body = kernel_body(S.var_mean(), headers=headers)
         assert "/ ((float)(999LL))" in body
+    symbolic = kernel_body(S.var_mean("float64", length="N"))  # max(N - 1, 0) in signed 64-bit
+    assert "/ ((double)(max(((long long)(s_N) + (-1LL)), 0LL)))" in symbolic
 
 
 # -- the lowered kernels on the CPU simulator against the reference ---------------------------------
@@ -154,6 +156,7 @@ SIMULATED = [
     (lambda: S.logical(), {"N": 300}), (lambda: S.row("min"), {"M": 3, "N": 300}),
     (lambda: S.row("min", "int32"), {"M": 2, "N": 200}), (lambda: S.row("mean", "bfloat16"), {"M": 3, "N": 300}),
     (lambda: S.var_mean(length=200), {"M": 2}), (lambda: S.var_mean(length=200, correction=0), {"M": 2}),
+    (lambda: S.var_mean(length="N", correction=3), {"M": 2, "N": 2}),  # N - correction < 0: inf, NaN
     (lambda: S.extent_values(), {"M": 3, "N": 50}),
 ]
 

@@ -113,9 +113,10 @@ def row(op: str, dtype: str = "float32", threads: int = 128):
     return fusion
 
 
-def var_mean(dtype: str = "float32", threads: int = 96, length: int = 1000, correction: int = 1):
-    """(var, mean) over the rows of [M, length]: the mean as row("mean"), then x - mean (each thread
-    its strided part), its squares summed over the row and divided by max(length - correction, 0)."""
+def var_mean(dtype: str = "float32", threads: int = 96, length: int | str = 1000, correction: int = 1):
+    """(var, mean) over the rows of [M, length] (length an int, or a symbol: "N"): the mean as
+    row("mean"), then x - mean (each thread its strided part), its squares summed over the row and
+    divided by max(length - correction, 0)."""
     with tp.Fusion(f"var_mean_{dtype}_{correction}") as fusion:
         t0 = tp.make_tensor(["M", length], contiguity=True, dtype=dtype)
         fusion.add_input(t0)
