@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..hw.tcgen05 import Packing
 from ..hw.threads import linear_thread, thread_env
-from ..model.expr import Expr, const, floordiv, mul, product, substitute
+from ..model.expr import Expr, add, const, floordiv, mul, product, substitute
 from ..model.fusion import Fusion, Op
 from ..model.tensor import TensorView
 from ..model.types import THREAD_TYPES, Direction, MemoryType, ParallelType
@@ -123,14 +123,24 @@ def access_model(acc: Access, launch: dict[ParallelType, Expr], dims: tuple[Expr
     # a store: the points that store the tensor (for a reduction, after its loops)
     ex = (store_execution if acc.direction is Direction.STORE else tensor_execution)(c, launch)
     ranges: dict[str, Expr] = {**dict(zip(THREAD_VARS, dims)), **ex.ranges}  # unlaunched thread types: index 0
-    # a single writer's index 0 is `index < 1`
-    active = [(cond.lhs, cond.rhs if cond.op == "<" else const(1))
-              for cond in ex.conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER)]
+    active = [pair for cond in ex.conds_of(CondKind.THREAD_EXTENT, CondKind.SINGLE_WRITER) for pair in _bounds(cond)]
     vector_ids = [i for i in c.loop if i.parallel_type is ParallelType.Vectorize]
     idx_m = ex.indices if acc.direction is Direction.STORE else ex.operand_indices(acc.input_index)
     reg = vector_index([ex.env[i.uid] for i in vector_ids], [i.extent_expr for i in vector_ids])
     num_regs = product([i.extent_expr for i in vector_ids])
     return AccessModel(acc, ranges, active, ex.conds_of(CondKind.HOLE), idx_m, reg, num_regs, dims, vector_ids)
+
+
+def _bounds(cond: Cond) -> list[tuple[Expr, Expr]]:
+    """A thread-extent or single-writer predicate as AccessModel.active's (index, bound) pairs,
+    each `index < bound`: `i < e` itself; a single writer's `i == 0` as i < 1; `i == v` (a
+    warp-specialized producer's first index, a grid reduction's last block) as i < v + 1 and
+    v < i + 1 (no difference: the solver's unsigned bit-vectors hold no negative value)."""
+    if cond.op == "<":
+        return [(cond.lhs, cond.rhs)]
+    if cond.rhs == const(0):
+        return [(cond.lhs, const(1))]
+    return [(cond.lhs, add(cond.rhs, const(1))), (cond.rhs, add(cond.lhs, const(1)))]
 
 
 # -- tensor memory ------------------------------------------------------------------------------

@@ -134,6 +134,13 @@ def producer_padding(dims: dict[ParallelType, Expr], on: ParallelType) -> int:
     return producer_indices(try_int(product([dims[q] for q in THREAD_TYPES if q != on and q in dims])))
 
 
+def producer_start(dims: dict[ParallelType, Expr], on: ParallelType) -> Expr:
+    """The warp-specialized producer's first index on `on` in a launch of `dims` (padded by
+    block_dims): the consumers' extent, after which the producer's indices follow. Its first
+    thread there issues the loads (statements.py's single writer on `on`)."""
+    return add(dims[on], const(-producer_padding(dims, on)))
+
+
 def thread_dims(fusion) -> tuple[Expr, Expr, Expr]:
     d = block_dims(fusion)
     return tuple(d.get(p, const(1)) for p in THREAD_TYPES)  # type: ignore[return-value]

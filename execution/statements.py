@@ -18,6 +18,8 @@ Predicates (one `Cond` each):
   single writer   a shared or global store that the tensor does not parallelize across a
                   launched thread (and, for global memory, block) dimension is done by
                   index 0 alone: the others would write the same values
+                  (a warp-specialized load on its WarpSpecialized axis: by the producer's
+                  first index, indexing.producer_start, which the kernel's producer branch holds)
 Registers (Local) have no single writer: every thread along an unbound dimension
 computes the tensor for itself.
 
@@ -39,8 +41,10 @@ from .clipped_holes import clipped, filled
 from ..model.expr import Expr, add, const, substitute, try_int, var
 from ..model.global_layout import global_offset, global_strides
 from .indexing import (
-    indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, valid_item_bounds,
+    indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical, producer_start,
+    valid_item_bounds,
 )
+from .circular import specialization
 from .promotion import loop_extents
 from ..model.reduction import is_reduction_tensor
 from .grid_reduction import last_block_ranges, last_name
@@ -267,7 +271,10 @@ def _writer_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond
         return []
     own = bound_types(tv)
     kinds = THREAD_TYPES + (BLOCK_TYPES if tv.memory_type is MemoryType.Global else ())
-    return [Cond(var(p.cuda_name), "==", const(0), "single writer", CondKind.SINGLE_WRITER)
+    spec = specialization(tv)  # a warp-specialized load: the producer's first thread issues it
+    return [Cond(var(p.cuda_name), "==", producer_start(launch, p), "the producer's first thread issues the loads",
+                 CondKind.SINGLE_WRITER) if spec is not None and p is spec.on else
+            Cond(var(p.cuda_name), "==", const(0), "single writer", CondKind.SINGLE_WRITER)
             for p in kinds if p in launch and p not in own]
 
 

@@ -1,7 +1,7 @@
 """Empty mbarriers on the lowered tree. Warp specialization (model/warp_roles.py split the nest):
-the producer's TMA loads are issued by its first thread (the single-writer predicate on the
-specialized axis names thread 0 of the consumers' range, not the producer's; a producer of 128
-indices on TIDx elects its first, threadIdx.x == the consumers' extent), and each loop's
+the producer's TMA loads are issued by its first thread, as their execution model says (the
+single-writer predicate on the specialized axis is the producer's first index, execution/
+statements.py; the role branch implies it where the producer is one index), and each loop's
 empty mbarriers count one arrival per consumer warpgroup of the cluster. mbarrier WAR without a
 producer (model/pipeline.py): each empty wait is the issuing thread's, and the empty mbarriers
 count the block's warpgroups."""
@@ -15,8 +15,8 @@ from ...hw.mbarrier import release_arrivals
 from ...model.errors import InternalError
 from ...execution.warp_roles import Role, WarpRoles, role_implied, role_padding, role_threads
 from ...hw.threads import WARPGROUP
-from ..ir import Cond, MBarrier, StageEmptyWait, StageRelease, TmaCopy, walk
-from ...model.expr import const, product, try_int, var
+from ..ir import MBarrier, StageEmptyWait, StageRelease, TmaCopy, walk
+from ...model.expr import product, try_int, var
 from ...execution.indexing import thread_dims
 
 
@@ -34,18 +34,23 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     if inner is None or indices is None:
         raise InternalError("a warp-specialized kernel's block is not constant (WS-ROLES)")
     axis = roles.spec.on.cuda_name
-
-    def issuer(n: TmaCopy) -> list:  # the predicates on `axis` name the consumers' thread 0, not the producer's
-        return [c for c in n.issuer if axis not in c.lhs.free_vars()]
-
     roles.consumer_indices, roles.producer_indices = indices, role_padding(fusion)
-    # a producer of several indices on `axis` (128 on TIDx): its first thread issues
-    first = [Cond(var(axis), "==", const(indices), "the producer's first thread issues the loads")] \
-        if roles.producer_indices > 1 else []
+
+    def issuer(n: TmaCopy) -> list:
+        """The copy's issuer as its execution model states it (execution/statements.py), whose
+        predicate on `axis` is the producer's first index; the role branch implies it where the
+        producer is that one index."""
+        on_axis = [c for c in n.issuer if axis in c.lhs.free_vars()]
+        if [(c.lhs, c.op, try_int(c.rhs)) for c in on_axis] != [(var(axis), "==", indices)]:
+            raise InternalError(f"a warp-specialized load's issuer on {axis} is {on_axis}, not the producer's first "
+                                f"index {indices}")
+        rest = [c for c in n.issuer if axis not in c.lhs.free_vars()]
+        return (on_axis if roles.producer_indices > 1 else []) + rest
+
     issuers = {tuple(issuer(n)) for n in walk(producer.body) if isinstance(n, TmaCopy)}
     if len(issuers) == 1:
-        producer.elected = first + list(next(iter(issuers)))
-    _mapped(producer.body, lambda n: dataclasses.replace(n, issuer=[] if producer.elected else first + issuer(n))
+        producer.elected = list(next(iter(issuers)))
+    _mapped(producer.body, lambda n: dataclasses.replace(n, issuer=[] if producer.elected else issuer(n))
             if isinstance(n, TmaCopy) else n)
     # the consumers' `threadIdx.<axis> < indices`, implied by their role: a predicate varying by warpgroup
     # would make ptxas serialize the wgmmas

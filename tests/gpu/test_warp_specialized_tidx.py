@@ -3,7 +3,9 @@ the block is launched 128 threads wider on TIDx than the fusion binds (nvFuser's
 producer is threadIdx.x >= bdimx (its first thread issues the TMA loads), the consumer threads
 read the stages and release each after their reads. Each kernel runs at 3+ sizes, whole and
 partial last tiles, against PyTorch: exp of 1-D tiles (with and without setmaxnreg, 256 and
-128 consumers) and row sums whose block reduction spans the consumer role only."""
+128 consumers) and row sums whose block reduction spans the consumer role only. Also TIDy over a
+TIDx of 64, 32 or 16 threads, padded by 2, 4 or 8 TIDy indices (the producer's one warpgroup,
+threadIdx.y >= the consumers' rows, its thread (threadIdx.y == rows, threadIdx.x == 0) issuing)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import tileproof as tp  # noqa: E402
 
 from support.row_sums import row_sums  # noqa: E402
 from support.tma_exp_tiles import exp_tiles  # noqa: E402
+from support.ws_rows import exp_rows  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 P = tp.ParallelType
@@ -45,3 +48,15 @@ def test_row_sums_of_tidx_consumers_combine_in_their_role(shape):
     (out,) = kernel.run(a)
     torch.cuda.synchronize()
     torch.testing.assert_close(out, a.sum(-1), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("width, rows, registers", [(64, 4, None), (64, 4, (40, 232)), (64, 2, None),
+                                                     (32, 8, None), (16, 8, None)])
+def test_exp_of_tiles_read_by_tidy_rows_over_a_narrow_tidx(width, rows, registers):
+    kernel = tp.compile(exp_rows(width, rows, num_registers=registers), "sm_90a")
+    assert kernel.launch_params.block[:2] == (width, rows + 128 // width)  # the producer's TIDy indices after them
+    for n in (width * rows * 16, 5000, 70001):
+        a = torch.randn(n, device="cuda")
+        (out,) = kernel.run(a)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, a.exp(), rtol=1e-5, atol=1e-5)

@@ -674,10 +674,18 @@ def tma_name(stages, prefetch, m, n, cb_type, op) -> str:
 
 
 _PAD_GAP = ("item 3 (follow-up): nvFuser pads the warp-specialized axis by 128 / (the other axes' threads) indices "
-            "also under thread axes above it, so its 128-thread producer lies in slices at the end of each of their "
-            "rows, in warps shared with consumers; tileproof pads alike but accepts a producer only as one warpgroup "
-            "after the consumers (WS-ROLES)")
-SHMOO_GAPS = {((32, 4, 2), P.TIDx): _PAD_GAP, ((32, 4, 2), P.TIDy): _PAD_GAP, ((128, 2, 1), P.TIDx): _PAD_GAP}
+            "also under thread axes above it, so its 128-thread producer lies at the end of each of their rows; "
+            "tileproof accepts a producer only as whole warpgroups after the consumers (WS-ROLES). ")
+# why each instance stays refused (nvFuser's kernels run here without a GPU run either way)
+_MIXED_WARPS = ("Here bdimx 48 puts producer and consumer threads in 8 of the 12 warps: the consumers' bar.sync "
+                "(barrier.sync.aligned: every thread of a warp executes it) and its count of 32 per arriving warp "
+                "do not hold there, so accepting needs consumer roles without block barriers and warp-collective "
+                "ops, proved as such; nvFuser gives no setmaxnreg here")
+_MIXED_WARPGROUPS = ("Here the producer is whole warps (4, 5, 10, 11) but shares warpgroups 1 and 2 with consumer warps, "
+                     "and nvFuser's setmaxnreg (152 / 176) runs .dec and .inc in one warpgroup, where PTX requires "
+                     "the same setmaxnreg by all its warps; differs= waits for a GPU run of nvFuser's kernel")
+SHMOO_GAPS = {((32, 4, 2), P.TIDx): _PAD_GAP + _MIXED_WARPS, ((32, 4, 2), P.TIDy): _PAD_GAP + _MIXED_WARPGROUPS,
+              ((128, 2, 1), P.TIDx): _PAD_GAP + _MIXED_WARPGROUPS}
 
 WS_256 = ("nvFuser refuses a producer beside more than 128 threads of the other dimensions (TIDx 256 next to "
           "the TIDy producer); the hardware runs it: the producer index's 256 threads load (one elects), every "

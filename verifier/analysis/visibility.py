@@ -18,7 +18,7 @@ from typing import Iterator
 
 import z3
 
-from ...execution.statements import TensorExecution, bound_types, store_execution, tensor_execution
+from ...execution.statements import CondKind, TensorExecution, bound_types, store_execution, tensor_execution
 from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
@@ -148,13 +148,21 @@ def _same_by_construction(op: Op, k: int, types, launch) -> bool:
     return True
 
 
+def _pinned_at(w: TensorExecution, p: ParallelType) -> Expr:
+    """The constant index of p the writer's single-writer predicate names: 0, or a warp-specialized
+    load's producer index (execution/statements.py); 0 where it names none."""
+    own = var(WRITER + p.cuda_name)
+    return next((c.rhs for c in w.conds if c.kind is CondKind.SINGLE_WRITER and c.op == "==" and c.lhs == own
+                 and not c.rhs.free_vars()), const(0))
+
+
 def _witness(op: Op, k: int, r: TensorExecution, w: TensorExecution) -> dict[str, Expr] | None:
     """A writer point for each reader point, where the producer's loop nest lines up with the
     consumer's (same extents, position by position, as propagate_transforms leaves them): the
     writer's launch indices are the reader's, its loop counters the reader's at that position."""
     producer, consumer = op.inputs[k], op.output
-    # the reader's launch indices, but index 0 of a type the writer's store runs at alone (single writer)
-    names: dict[str, Expr] = {WRITER + p.cuda_name: const(0) if _pinned(producer, p) else var(p.cuda_name)
+    # the reader's launch indices, but the index of a type the writer's store runs at alone (single writer)
+    names: dict[str, Expr] = {WRITER + p.cuda_name: _pinned_at(w, p) if _pinned(producer, p) else var(p.cuda_name)
                               for p in LAUNCH_TYPES}
     extents = loop_extents(producer)
     promo = promotion(producer)
