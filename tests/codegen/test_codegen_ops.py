@@ -112,6 +112,14 @@ def test_bool_tensors_combine_and_cast():
     assert lines[-1].endswith("__float2bfloat16_rn(T7[((blockIdx.x * 128U) + threadIdx.x)] ? 1.0f : 0.0f);")
 
 
+def test_bool_operands_vectorize_as_bytes():
+    body = kernel_body(S.vectorized_mask(4))  # 4 bools are one 4-byte access beside 16 bytes of float32
+    assert "*reinterpret_cast<unsigned int*>(&T2[" in body and "alignas(16) bool in0[4];" in body
+    report = tp.verify(S.vectorized_mask(8), target="sm_90a")  # 32 bytes of float32 are no access
+    assert not report.ok and {d.code for d in report.diagnostics if d.severity is tp.Severity.ERROR} == {
+        "VECTORIZE-WIDTH"}
+
+
 @pytest.mark.parametrize("op", S.ROW_OPS)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 def test_row_reductions_compile(op, dtype):
@@ -157,7 +165,7 @@ SIMULATED = [
     (lambda: S.row("min", "int32"), {"M": 2, "N": 200}), (lambda: S.row("mean", "bfloat16"), {"M": 3, "N": 300}),
     (lambda: S.var_mean(length=200), {"M": 2}), (lambda: S.var_mean(length=200, correction=0), {"M": 2}),
     (lambda: S.var_mean(length="N", correction=3), {"M": 2, "N": 2}),  # N - correction < 0: inf, NaN
-    (lambda: S.extent_values(), {"M": 3, "N": 50}),
+    (lambda: S.extent_values(), {"M": 3, "N": 50}), (lambda: S.vectorized_mask(4), {"N": 1024}),
 ]
 
 

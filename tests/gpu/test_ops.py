@@ -131,6 +131,12 @@ def test_logical_ops_store_bool(n):
     check(S.logical("bfloat16"), [a, b], [mask, mask.to(torch.bfloat16)])
 
 
+@pytest.mark.parametrize("n", [512, 4096, 1 << 20])
+def test_vectorized_bool_operands(n):
+    a, c = random([n], "float32", seed=15), random([n], "float32", seed=16) > 0
+    check(S.vectorized_mask(4), [a, c], [a > 0, torch.where(c, a.double(), 1.5)])
+
+
 @pytest.mark.parametrize("m, n", ROWS)
 def test_extents_as_values(m, n):
     a = random([m, n], "float32", seed=12)

@@ -94,6 +94,29 @@ def logical(dtype: str = "float32"):
     return fusion
 
 
+def vectorized_mask(vector: int = 4):
+    """mask = a > 0 and out = where(c, a, 1.5) over [N] (c a bool input), `vector` elements per
+    thread in one access of each operand: 4 bytes of bool beside 16 of float32 for vector 4."""
+    with tp.Fusion(f"vectorized_mask_{vector}") as fusion:
+        a = tp.make_tensor(["N"], contiguity=True)
+        c = tp.make_tensor(["N"], contiguity=True, dtype="bool")
+        fusion.add_input(a)
+        fusion.add_input(c)
+        mask = tp.gt(a, 0.0)
+        out = tp.where(c, a, 1.5)
+        fusion.add_output(mask)
+        fusion.add_output(out)
+    fusion.assume(f"N % {vector * 128} == 0")
+    fusion.assume("N <= 33554432")
+    for tv in (mask, out):
+        tv.split(0, vector)
+        tv.split(0, 128)
+        tv.axis(0).parallelize(P.BIDx)
+        tv.axis(1).parallelize(P.TIDx)
+        tv.axis(2).parallelize(P.Vectorize)
+    return fusion
+
+
 def row(op: str, dtype: str = "float32", threads: int = 128):
     """op (sum, max, min, mean) over the rows of [M, N]: a block per row, TIDx{threads} threads
     each combining a strided part, then the block's combine (mean: then the division by N, an
@@ -154,4 +177,4 @@ def extent_values(dtype: str = "float32"):
 
 
 __all__ = ["COMPARISONS", "COMPOSITES", "FLOAT_BINARY", "FLOAT_UNARY", "INTEGER_BINARY", "ROW_OPS", "binary",
-           "extent_values", "logical", "row", "unary", "var_mean", "where"]
+           "extent_values", "logical", "row", "unary", "var_mean", "vectorized_mask", "where"]
