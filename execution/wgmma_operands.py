@@ -13,9 +13,10 @@ byte_offset(mn, k) for every instance and element. The buffer's base is a multip
 swizzle's 8-row pattern (execution/smem_plan.py aligns TMA buffers so), so the XOR the hardware
 takes on absolute address bits is the same on offsets from the base.
 
-An operand is K-major (the TMA box's inner dimension is K, one swizzle span of it) or, swizzled,
-MN-major (the box's inner dimension M or N: element (1, 0) next to (0, 0)); the instruction's
-transpose bit says which (codegen/emit/mma.py).
+An operand is K-major (the TMA box's inner dimension is K, one swizzle span of it) or MN-major
+(the box's inner dimension M or N: element (1, 0) next to (0, 0)), swizzled or in 8 x 16-byte
+core matrices (CUTLASS's INTERLEAVE: SBO between 16-byte chunks of MN, LBO between groups of 8 K
+rows); the instruction's transpose bit says which (codegen/emit/mma.py).
 """
 
 from __future__ import annotations
@@ -43,8 +44,10 @@ class WgmmaOperand:
     role: str
     ex: object
     swizzle: MmaInputSmemSwizzle
-    sbo: int  # K-major: bytes between 8-row groups; MN-major: between groups of 8 K rows (at the first instance)
-    lbo: int  # K-major: between core-matrix columns along K (no swizzle); MN-major: between swizzle spans of MN
+    sbo: int  # K-major: bytes between 8-row groups; MN-major: between groups of 8 K rows (at the first instance),
+    # unswizzled between 16-byte chunks of MN
+    lbo: int  # K-major: between core-matrix columns along K (no swizzle); MN-major: between swizzle spans of MN,
+    # unswizzled between groups of 8 K rows
     major: str = "K"  # "MN" where consecutive elements of a row (A) or column (B) are adjacent in memory
     # (mn, k) -> byte_offset: the same for every operand of this tv, role and ex (wgmma_operand
     # builds three in turn, and the rule and the code generator ask the same elements again)
@@ -84,20 +87,30 @@ class WgmmaOperand:
         """Elements of MN in one swizzle span (16 bytes unswizzled): an MN-major row's length."""
         return (self.swizzle.swizzle_bytes if self.swizzle.value else CORE_ROW) // self.tensor.dtype.bytes
 
-    def measured(self) -> dict[str, Expr]:
-        """Where the elements SBO and LBO measure to lie, at this instance: K-major (8, 0) and
-        (0, 16 bytes of K), MN-major (0, 8) and (one span, 0); "start" is (0, 0), from which
-        SBO = measured["SBO"] - measured["start"]."""
+    def field_elements(self) -> dict[str, tuple[int, int]]:
+        """The element (mn, k) whose distance from (0, 0) each field measures: K-major (8, 0) for SBO
+        and (0, 16 bytes of K) for LBO; MN-major swizzled (0, 8) and (one span, 0); MN-major in core
+        matrices (one 16-byte chunk, 0) and (0, 8)."""
+        if self.major == "MN" and not self.swizzle.value:
+            return {"SBO": (self.span, 0), "LBO": (0, 8)}
         if self.major == "MN":
-            return {"start": self.byte_offset(const(0), const(0)), "SBO": self.byte_offset(const(0), const(8)),
-                    "LBO": self.byte_offset(const(self.span), const(0))}
-        return {"start": self.byte_offset(const(0), const(0)), "SBO": self.byte_offset(const(8), const(0)),
-                "LBO": self.byte_offset(const(0), const(CORE_ROW // self.tensor.dtype.bytes))}
+            return {"SBO": (0, 8), "LBO": (self.span, 0)}
+        return {"SBO": (8, 0), "LBO": (0, CORE_ROW // self.tensor.dtype.bytes)}
+
+    def measured(self) -> dict[str, Expr]:
+        """Where element (0, 0) ("start") and the elements SBO and LBO measure (field_elements) lie,
+        at this instance: SBO = measured["SBO"] - measured["start"]."""
+        out = {"start": self.byte_offset(const(0), const(0))}
+        for name, (mn, k) in self.field_elements().items():
+            out[name] = self.byte_offset(const(mn), const(k))
+        return out
 
     def fields(self) -> list[tuple[str, int]]:
         """The descriptor fields the layout uses (WGMMA-SMEM-LAYOUT proves each the same at every
         instance): SBO across 8-row (K-major) or 8-K-row (MN-major) groups where there are more,
         LBO across K columns unswizzled (K-major) or across MN spans (MN-major)."""
+        if self.major == "MN" and not self.swizzle.value:
+            return [("LBO", self.lbo)] + ([("SBO", self.sbo)] if self.rows > self.span else [])
         if self.major == "MN":
             return [("SBO", self.sbo)] + ([("LBO", self.lbo)] if self.rows > self.span else [])
         return ([("SBO", self.sbo)] if self.rows > 8 else []) + ([("LBO", self.lbo)] if not self.swizzle.value else [])
@@ -133,11 +146,14 @@ def wgmma_operand(tv, launch: dict, role: str, names: dict[int, str] | None = No
         n = try_int(d)
         return n if n is not None else evaluate(d, {v: 1 for v in d.free_vars()})
 
-    # MN-major: element (1, 0) next to (0, 0) in a swizzled tile (no unswizzled MN-major yet)
-    mn_major = bool(swizzle.value) and try_int(gap(draft.byte_offset(const(1), const(0)))) == t.dtype.bytes
+    # MN-major: element (1, 0) next to (0, 0)
+    mn_major = try_int(gap(draft.byte_offset(const(1), const(0)))) == t.dtype.bytes
     op = WgmmaOperand(tv, role, ex, swizzle, 0, 0, "MN" if mn_major else "K", draft.offsets)
     at = op.measured()
-    if mn_major:
+    if mn_major and not swizzle.value:  # 8 x 16-byte core matrices: SBO between MN chunks, LBO between K groups
+        sbo = distance(at["SBO"]) if op.rows > op.span else CORE_ROW
+        lbo = distance(at["LBO"])
+    elif mn_major:
         sbo = distance(at["SBO"])
         lbo = distance(at["LBO"]) if op.rows > op.span else CORE_ROW
     else:

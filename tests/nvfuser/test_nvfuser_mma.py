@@ -26,10 +26,6 @@ SHAPES = {"TT": lambda m, n, k: ([m, k, 1], [1, k, n]), "TN": lambda m, n, k: ([
 REDUCED = {"NT": 0, "TT": 1, "NN": 1, "TN": 2}  # K's position
 TO_MNK = {"TT": {-2: -1}, "TN": {}, "NT": {-3: -1}, "NN": {-1: -3}}  # the accumulator reordered to [M, N, K]
 
-N_MAJOR_UNSWIZZLED = ("item 5: WGMMA-SMEM-LAYOUT: B is N-major without a swizzle (8 x 8 core matrices), which "
-                      "tileproof's descriptors read only K-major")
-
-
 def move_inner_broadcast_left(tv, n=3):
     """matmul_utils::moveInnerBroadcastLeft: the broadcast axes among the n innermost first."""
     pos = [i - n for i in range(n)]
@@ -311,9 +307,7 @@ CASES = [
          gap="item 5: wgmma with A in registers (RS): schedule_mma_fragment raises ScheduleError for a Hopper A"),
     SINGLE("Hopper_64_64_16", "TN", "B128", "B128", "half"),
     SINGLE("Hopper_64_256_16", "TN", "B32", "B32", "half"),
-    Case("HopperSS.SingleTile/Hopper_64_8_16_TT_None_None_bfloat16",
-         lambda: ss_tile(tp.MmaMacro.Hopper_64_8_16, tp.bfloat16, "TT", SW["None"], SW["None"]), VALID,
-         gap=N_MAJOR_UNSWIZZLED),
+    SINGLE("Hopper_64_8_16", "TT", "None", "None", "bfloat16"),  # B N-major in 8 x 16-byte core matrices
     SINGLE("Hopper_64_128_16", "NT", "B64", "B128", "half"),
     SINGLE("Hopper_64_24_16", "TT", "B128", "B64", "bfloat16"),
     Case("HopperSS.SingleTile/Hopper_64_16_16_NN_B32_B64_bfloat16",
@@ -324,9 +318,7 @@ CASES = [
     TRANSPOSED("Hopper_64_32_16", "NT", "B64", "B64", "half"),
     MULTIPLE("Hopper_64_64_16", "TN", "B128", "B128", "half"),
     MULTIPLE("Hopper_64_128_16", "NT", "B64", "B128", "bfloat16"),
-    Case("HopperSS.MultipleTile/Hopper_64_8_16_TT_None_None_half",
-         lambda: ss_tile(tp.MmaMacro.Hopper_64_8_16, tp.float16, "TT", SW["None"], SW["None"], tiles=2), VALID,
-         gap=N_MAJOR_UNSWIZZLED),
+    MULTIPLE("Hopper_64_8_16", "TT", "None", "None", "half"),
     MULTIPLE("Hopper_64_64_16", "TN", "B32", "B32", "half"),
     *(Case(f"Blackwell1CTAM128SS.SingleTile/{mac}_TN_{sa}_{sb}_half",
            lambda mac=mac, sa=sa, sb=sb: ss_tile(getattr(tp.MmaMacro, mac), tp.float16, "TN", SW[sa], SW[sb],

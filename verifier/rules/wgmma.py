@@ -145,16 +145,20 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
                    *[q.eq(measured[n], measured["start"] + const(v)) for n, v in fields])
     if op.swizzle.value:
         claim = z3.And(claim, q.eq((start // SWIZZLE_LINE) % swizzle_lines(op.swizzle), const(0)))
-    out = q.prove(claim, values={"start": start, "row_0": measured["start"], "row_8": measured["SBO"]})
+    elements = op.field_elements()
+    shown = {f"element {elements[n]}": measured[n] for n, _ in fields}
+    out = q.prove(claim, values={"start": start, "element (0, 0)": measured["start"], **shown})
     yield from report_values(
         ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s {op.role} descriptors have one SBO and start on a "
                                       f"pattern's row 0",
         lambda v, when, tv=tv, t=t, op=op: (
             f"{tv.name}'s wgmma operand {op.role} ({t.name}) at this instance{when} starts at byte "
-            f"{v.get('start')} of its buffer, its rows 0 and 8 at bytes {v.get('row_0')} and {v.get('row_8')} "
-            f"(SBO {op.sbo} at the first instance): the start must be a multiple of 16 on row 0 of a "
-            f"{op.swizzle.swizzle_bytes}-byte swizzle pattern (base offset 0), and SBO one constant"),
-        ("start", "row_0", "row_8"), point=tuple(ranges),
+            f"{v.get('start')} of its buffer, element (0, 0) at byte {v.get('element (0, 0)')}, "
+            + ", ".join(f"element {elements[n]} at byte {v.get(f'element {elements[n]}')} ({n} {value} at the "
+                        f"first instance)" for n, value in fields)
+            + f": the start must be a multiple of 16 on row 0 of a {op.swizzle.swizzle_bytes}-byte swizzle pattern "
+              f"(base offset 0), and each offset one constant"),
+        ("start", "element (0, 0)", *shown), point=tuple(ranges),
         hint=f"allocate {t.name}'s rows in groups of 8 at one stride, each instruction's tile starting at a "
              f"multiple of 8 rows of the swizzle span: TMA's swizzled boxes",
         **where)
