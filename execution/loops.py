@@ -41,9 +41,41 @@ def _execution_order(fusion) -> tuple[TensorView, ...]:
     """The tensors the kernel computes, producers first: a consumer's producers that are not
     inlined before those that are, so an inlined producer's statement lands right before the
     consumer's inside the loops they share; and what all of a consumer's producers need before
-    any of them, so that sibling producers inlined alike stay together (the shared-memory
-    copies of both operands of a matmul, then both register fragments). Tensors no output
-    needs are not computed."""
+    any of them, level by level (the longest path to the consumer first), so that sibling
+    producers inlined alike stay together (the shared-memory copies of both operands of a
+    matmul, then both register caches, then both broadcasts). Tensors no output needs are not
+    computed."""
+    rank = {t.name: r for r, t in enumerate(_depth_first_order(fusion))}
+    done: set[str] = set()
+    order: list[TensorView] = []
+    for out in fusion.outputs:
+        if out.definition is None or out.name in done:
+            continue
+        distance = {out.name: 0}
+        for t in sorted(_pending_ancestors(fusion, out, done), key=lambda t: -rank[t.name]):  # consumers first
+            distance[t.name] = 1 + max(distance[c.name] for c in fusion.consumers(t) if c.name in distance)
+        for t in sorted((t for t in rank if t in distance), key=lambda n: (-distance[n], rank[n])):
+            done.add(t)
+            order.append(fusion.tensor(t))
+    return tuple(order)
+
+
+def _pending_ancestors(fusion, out: TensorView, done: set[str]) -> list[TensorView]:
+    """The computed tensors `out` needs that are not in `done` yet."""
+    seen: dict[str, TensorView] = {}
+    stack = list(fusion.producers(out))
+    while stack:
+        t = stack.pop()
+        if t.definition is None or t.name in done or t.name in seen:
+            continue
+        seen[t.name] = t
+        stack.extend(fusion.producers(t))
+    return list(seen.values())
+
+
+def _depth_first_order(fusion) -> list[TensorView]:
+    """The tensors in depth-first order from the outputs, a consumer's least inlined producers
+    first: _execution_order's ties."""
     done: set[str] = set()
     order: list[TensorView] = []
 
@@ -64,7 +96,7 @@ def _execution_order(fusion) -> tuple[TensorView, ...]:
     for out in fusion.outputs:
         needs(out)
         emit(out)
-    return tuple(order)
+    return order
 
 
 @dataclass(eq=False)
@@ -205,7 +237,7 @@ def _mismatch(g: LoopGroup) -> list[Problem]:
     head_tv, head_k = typed[0] if typed else next((tv, k) for tv, k in g.members if id(tv.loop[k]) in sizing)
     kind = head_tv.loop[head_k].parallel_type
     differ = [(tv, k) for tv, k in g.members if tv.loop[k].parallel_type is not kind
-              and not unit_broadcast(tv.loop[k])
+              and not tv.loop[k].is_broadcast
               and not (kind in SHARED_TYPES and id(tv.loop[k]) in sizing
                        and tv.loop[k].parallel_type is ParallelType.Serial)]
     if not differ and kind in INSTRUCTION_AXES:

@@ -82,7 +82,7 @@ def promoted_positions(tv: TensorView) -> list[int]:
     loops = _loops(tv.fusion)
     if (tv.name, 0) not in loops.loop_of:
         return []
-    return [k for k in range(ca) if not unit_broadcast(tv.loop[k])
+    return [k for k in range(ca) if not tv.loop[k].is_broadcast
             and id(tv.loop[k]) not in loops.sizing[loops.loop_of[(tv.name, k)]]]
 
 
@@ -114,7 +114,7 @@ def promotion(tv: TensorView) -> Promotion | None:
     ca = tv.compute_at
     idmap = _loops(tv.fusion).idmap
     # a plain broadcast loop stands for the reference's loop without fixing any index of tv
-    shared = [k for k in range(ca) if not unit_broadcast(tv.loop[k])]
+    shared = [k for k in range(ca) if not tv.loop[k].is_broadcast]
     mine = fixed_by(tv, [tv.loop[k] for k in shared])
     theirs = fixed_by(ref, [ref.loop[k] for k in shared])
     by_key = {idmap.key(i): i for i in ref.all_ids() if i.uid in theirs}

@@ -1,10 +1,12 @@
 """Compute-at positions: inline_at, inline_all_at, inline_most.
 
 A tensor may be inlined into its consumers at position p when, for every
-consumer and every axis k < p, the consumer's loop axis k is the same iteration
-(IdMap) or the tensor's is a broadcast of extent 1 read by an MmaOp (mapping.promoted), and neither is
-vectorized (a vector is produced whole, not per element), and no tensor is inlined past its own
-reduction axes (its consumers read totals, after its loops).
+consumer, its loop axes k < p meet consumer loop axes in order (model/loop_alignment.py: a
+consumer axis the tensor has no part in, the broadcast a BroadcastOp makes, is passed over, as
+nvFuser's getMatchedLeafPosWithoutReplayCasP does; every consumer places them alike) that are the
+same iteration (IdMap) or that the tensor's axis is promoted to (mapping.promoted: a broadcast),
+neither vectorized (a vector is produced whole, not per element), and no tensor is inlined past
+its own reduction axes (its consumers read totals, after its loops).
 The best-effort forms (inline_most, inline_all_at) also stop before a Bulk or an Unroll axis of the
 tensor or of a consumer, as nvFuser's do (MaxPosCalculator::isAllowedID with best_effort): a TMA tile
 axis is covered by one instruction and is not a loop another tensor can share, and an unrolled loop
@@ -17,7 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import ScheduleError
-from .mapping import IdMap, inline_mapped
+from .loop_alignment import matched_positions
+from .mapping import IdMap
 from .tensor_base import TensorBase
 from .types import ParallelType
 
@@ -38,6 +41,9 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
     consumers = tv.fusion.consumers(tv)
     if tv.is_fusion_input or not consumers:
         return 0, "fusion inputs and tensors without consumers are not inlined"
+    # the consumer loop position each of tv's loop axes shares, past the consumer's own broadcasts
+    matched = {c.name: matched_positions(idmap, tv, c, len(tv.loop)) for c in consumers}
+    placed = {name: at for name, (at, _) in matched.items()}
     for k, i in enumerate(tv.loop):
         if i.is_reduction:  # its consumers read the totals, after the reduction's loops
             return k, f"axis {k} of {tv.name} ({i.label()}) is a reduction axis"
@@ -46,13 +52,19 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
         if best_effort and i.parallel_type in STOPS_BEST_EFFORT:
             return k, f"axis {k} of {tv.name} ({i.label()}) is {STOPS_BEST_EFFORT[i.parallel_type]}"
         for c in consumers:
-            if k >= len(c.loop) or not inline_mapped(idmap, i, c, k):
-                return k, f"axis {k} of {tv.name} ({i.label()}) does not map to {c.name}'s axis {k}"
-            if c.loop[k].parallel_type is ParallelType.Vectorize:
-                return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is vectorized"
-            if best_effort and c.loop[k].parallel_type in STOPS_BEST_EFFORT:
-                why = STOPS_BEST_EFFORT[c.loop[k].parallel_type]
-                return k, f"axis {k} of consumer {c.name} ({c.loop[k].label()}) is {why}"
+            at = placed[c.name]
+            if k >= len(at):
+                stop = matched[c.name][1]
+                where = f"{c.name}'s axis {stop}" if stop < len(c.loop) else f"an axis of {c.name}"
+                return k, f"axis {k} of {tv.name} ({i.label()}) does not map to {where}"
+            ck = c.loop[at[k]]
+            if ck.parallel_type is ParallelType.Vectorize:
+                return k, f"axis {at[k]} of consumer {c.name} ({ck.label()}) is vectorized"
+            if best_effort and ck.parallel_type in STOPS_BEST_EFFORT:
+                why = STOPS_BEST_EFFORT[ck.parallel_type]
+                return k, f"axis {at[k]} of consumer {c.name} ({ck.label()}) is {why}"
+        if len({tuple(at[:k + 1]) for at in placed.values()}) > 1:
+            return k, f"axis {k} of {tv.name} ({i.label()}) lies at different positions of its consumers' loops"
     return len(tv.loop), "every axis maps"
 
 

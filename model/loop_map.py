@@ -15,7 +15,7 @@ one (mapping.merges_a_broadcast) and IDs a consumer merges with one (loop promot
 execution/promotion.py) neither give nor take a type: their extent is not the loop's
 (sizes_the_loop).
 
-Imports model/ only (mapping, types).
+Imports model/ only (mapping, loop_alignment, types).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from .loop_alignment import align_inlined_loops
 from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
 from .types import ParallelType
 
@@ -102,7 +103,7 @@ def sizes_the_loop(ids: Sequence, idmap: IdMap | None = None) -> list:
     every concrete logical class a member does (nvFuser's loop promotion picks the ID that covers
     the group: an ID a consumer merges with a broadcast iterates the consumer's extent); all of
     them where every one is a broadcast."""
-    own = [i for i in ids if not (unit_broadcast(i) or merges_a_broadcast(i))]
+    own = [i for i in ids if not (i.is_broadcast or merges_a_broadcast(i))]
     if idmap is not None and len(own) > 1:
         covers = [concrete_classes(idmap, i) for i in own]
         full = set().union(*covers)
@@ -155,9 +156,12 @@ def parallel_type_in_kernel(i, given: dict[int, tuple[ParallelType, str | None]]
 def propagate_parallel_types(fusion) -> None:
     """Give each loop's type to its Serial members that size it (propagated_types) in a frozen
     snapshot (Fusion.snapshot, what verify and compile read; never the user's schedule), as
-    nvFuser's lowering does. Idempotent: a snapshot already propagated takes nothing more."""
+    nvFuser's lowering does, once its producers' loops are aligned to their consumers'
+    (loop_alignment.align_inlined_loops). Idempotent: a snapshot already propagated takes nothing
+    more."""
     if not getattr(fusion, "frozen", False):
         raise ValueError("propagate_parallel_types: only a frozen snapshot (Fusion.snapshot()) is lowered")
+    align_inlined_loops(fusion)
     given = propagated_types(fusion)
     for tv in fusion.tensors:
         for i in tv.loop:

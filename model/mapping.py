@@ -8,7 +8,6 @@ propagation and parallelize_all_like compare."""
 from __future__ import annotations
 
 from .iterdomain import IterDomain, Merge, Split, Swizzle
-from .fusion import is_mma_op
 
 
 class IdMap:
@@ -147,14 +146,16 @@ def promoted(idmap: IdMap, producer_id: IterDomain, consumer, k: int) -> bool:
     producer computes (again) at every index of the consumer's loop; a merge of one iterates the
     consumer's loop where the broadcast meets the consumer's ID, and an ID the consumer merges
     with a broadcast of its own iterates as that merge (promoted_match; execution/promotion.py
-    indexes the loop in the space of the tensor that sizes it). A bare broadcast is promoted into an
-    MmaOp's loops only (its operand is broadcast along the other operand's axes); nothing is
-    promoted into a reduction loop (its consumers read totals, after it)."""
+    indexes the loop in the space of the tensor that sizes it). A bare broadcast shares any
+    consumer loop (nvFuser's permissive map pairs it with the ID its consumer meets it on: an
+    MmaOp's operand broadcast along the other operand's axes, tv2 = broadcast(tv0)[M, b] read by
+    an add over [M, N]); nothing is promoted into a reduction loop (its consumers read totals,
+    after it)."""
     c = consumer.loop[k]
     if c.is_reduction:
         return False
-    if unit_broadcast(producer_id):
-        return is_mma_op(consumer.definition)
+    if producer_id.is_broadcast:
+        return True
     return (merges_a_broadcast(producer_id) or merges_a_broadcast(c)) and promoted_match(idmap, producer_id, c)
 
 

@@ -163,9 +163,8 @@ MEMORY_CASES = [
     for name in ("AllLevels", "Global", "Streaming")
 ] + [
     Case("MemoryTest.RefineCachePolicy", refine_cache_policy, VALID,
-         gap="item 9 (inlining): b2 and its broadcast merge the broadcast axis into [I1/128, 32, 4] and are not "
-             "promoted to c's loops as nvFuser's loop promotion does, so they stay outside them "
-             "(REGISTER-SIZE-CONSTANT)"),
+         gap="item 9: b2's split of I1 is promoted to c's merged loops but its I1 would need c's `% I1` "
+             "(INLINE-LOOP-MAP); promoted Serial members don't take the loop's type (INLINE-PARALLEL-MATCH)"),
 ]
 
 
