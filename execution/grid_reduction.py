@@ -26,6 +26,12 @@ block that combines is the last to arrive, not the last by index, so no block ev
     store       T's elements are stored by the last block only: along each reduced block type p
                 the single writer is `blockIdx.p == tp_last_<p>_<T>`, which the combine sets to
                 the last block's index there and, in the other blocks, to gridDim.p (no index)
+    readers     a statement of the kernel that reads T's total, directly or through other
+                statements (`read_totals`), runs in the last block only, under the same
+                `blockIdx.p == tp_last_<p>_<T>` in place of a single writer's `blockIdx.p == 0`
+                (nvFuser's ThreadPredicateMap predicates a grid reduction's consumers on the
+                reduced block types); REDUCTION-GRID says where that holds (one entrance, the
+                readers in the combine's scope, none of them spread over the reduced block types)
 
 The workspace holds `work_elements` values of the compute type, the semaphores `semaphores`
 32-bit counters; the runtime allocates them, the semaphores zeroed once (codegen/compile.py).
@@ -36,9 +42,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.expr import Expr, add, const, mul, product, try_int, var
+from ..model.reduction import is_reduction_tensor
+from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, ParallelType
+from .derive import per_fusion
 from .promotion import loop_extents
-from .reduction import ReductionLoops
+from .reduction import ReductionLoops, reduction_loops
 
 SEMAPHORE_LIMIT = (1 << 32) - 1  # a 32-bit semaphore counts the arrivals of a segment
 
@@ -166,5 +175,43 @@ def last_block_ranges(r: ReductionLoops, launch: dict[ParallelType, Expr]) -> di
     return {last_name(r.tensor.name, p): launch[p] for p in r.blocks if p in launch}
 
 
-__all__ = ["GridLayout", "SEMAPHORE_LIMIT", "entrance_loops", "grid_layout", "last_block_ranges", "last_name",
-           "semaphores_name", "work_name"]
+def is_grid_reduction(tv: TensorView) -> bool:
+    """Whether tv is a reduction with a reduction axis bound to a block index."""
+    return tv.definition is not None and is_reduction_tensor(tv) and bool(reduction_loops(tv).blocks)
+
+
+@per_fusion
+def read_totals(tv: TensorView) -> tuple[TensorView, ...]:
+    """The grid reductions whose totals tv's statement reads, directly or through the statements
+    between (every value computed from a total exists in the last block of its segment only)."""
+    seen: set[str] = set()
+    stack = list(tv.definition.inputs) if tv.definition is not None else []
+    found: list[TensorView] = []
+    while stack:
+        t = stack.pop()
+        if t.name in seen:
+            continue
+        seen.add(t.name)
+        if is_grid_reduction(t):
+            found.append(t)
+        if t.definition is not None:
+            stack.extend(t.definition.inputs)
+    return tuple(sorted(found, key=lambda t: t.name))
+
+
+def grid_totals(tv: TensorView) -> tuple[TensorView, ...]:
+    """The grid reductions whose totals tv's elements hold (tv itself, a grid reduction, and those
+    it reads): what stores them runs in the last block of the segment only."""
+    own = (tv,) if is_grid_reduction(tv) else ()
+    return own + tuple(t for t in read_totals(tv) if t is not tv)
+
+
+def last_block_types(tv: TensorView, launch: dict[ParallelType, Expr] | None = None) -> tuple[ParallelType, ...]:
+    """The block types (launched ones, given `launch`) along which only the last block holds tv's
+    elements (those its grid totals reduce): a reader of tv must be that block."""
+    types = {p for t in grid_totals(tv) for p in reduction_loops(t).blocks if launch is None or p in launch}
+    return tuple(p for p in BLOCK_TYPES if p in types)
+
+
+__all__ = ["GridLayout", "SEMAPHORE_LIMIT", "entrance_loops", "grid_layout", "grid_totals", "is_grid_reduction",
+           "last_block_ranges", "last_block_types", "last_name", "read_totals", "semaphores_name", "work_name"]

@@ -29,6 +29,7 @@ accumulation (no single writer: every thread adds its part), store_execution its
 (no reduction loop, no predicate on a reduction axis, and a single writer along the thread
 types the reduction combines: the axes bound to them are not its elements'; along the block
 types a grid reduction combines, the last block of its segment: execution/grid_reduction.py).
+A statement that reads a grid reduction's total (read_totals) runs in that last block only.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from .indexing import (
 from .circular import specialization
 from .promotion import loop_extents
 from ..model.reduction import is_reduction_tensor
-from .grid_reduction import last_block_ranges, last_name
+from .grid_reduction import grid_totals, last_block_ranges, last_name, read_totals
 from .reduction import reduction_loops
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
@@ -164,6 +165,7 @@ def tensor_execution(tv: TensorView, launch: dict[ParallelType, Expr],
     padding = tuple(Cond(b.value, "<", b.extent, f"{b.id.label()} past K: zeros", CondKind.PADDING)
                     for b in valid_item_bounds(tv, indices) if b.id.uid == padded and padded in needed_bounds(tv))
     conds = _extent_conds(tv, launch) + _hole_conds(tv, indices, skip=padded) + writers
+    conds, ranges = _in_last_blocks(read_totals(tv), conds, ranges, launch)
     launch_index = {p: var(p.cuda_name) for p in LAUNCH_TYPES if p in launch}
     return TensorExecution(tv, env, ranges, indices, tuple(conds), launch_index, padding)
 
@@ -191,16 +193,27 @@ def store_execution(tv: TensorView, launch: dict[ParallelType, Expr],
              + _writer_conds(tv, launch))
     loops = {ex.env[i.uid].value: const(0) for i in tv.loop
              if i.is_reduction and ex.env[i.uid].op == "var" and i.parallel_type not in LAUNCH_TYPES}
-    ranges = ex.ranges
-    r = reduction_loops(tv)
-    if r.blocks and tv.memory_type is MemoryType.Global:  # a grid reduction: its segment's last block stores
-        last = last_block_ranges(r, launch)
-        conds = [c for c in conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs in [var(p.cuda_name) for p in r.blocks])]
-        conds += [Cond(var(p.cuda_name), "==", var(last_name(tv.name, p)), "the last block to arrive",
-                       CondKind.SINGLE_WRITER) for p in r.blocks if p in launch]
-        ranges = {**ranges, **last}
+    # a grid reduction, or a reduction of a grid total: the segment's last block stores
+    conds, ranges = _in_last_blocks(grid_totals(tv), conds, ex.ranges, launch)
     stored = TensorExecution(tv, ex.env, ranges, ex.indices, tuple(conds), ex.launch_index, ex.padding)
     return stored.renamed(loops) if loops else stored
+
+
+def _in_last_blocks(totals, conds: list[Cond], ranges: dict[str, Expr],
+                    launch: dict[ParallelType, Expr]) -> tuple[list[Cond], dict[str, Expr]]:
+    """conds and ranges of a statement that stores or reads the totals of the grid reductions
+    `totals` (execution/grid_reduction.py): it runs where `blockIdx.p == tp_last_<p>_<T>` along
+    each block type p that T reduces, in place of a single writer's `blockIdx.p == 0`."""
+    if not totals:
+        return conds, ranges
+    reduced = [var(p.cuda_name) for t in totals for p in reduction_loops(t).blocks]
+    conds = [c for c in conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs in reduced)]
+    for t in totals:
+        r = reduction_loops(t)
+        conds += [Cond(var(p.cuda_name), "==", var(last_name(t.name, p)), "the last block to arrive",
+                       CondKind.SINGLE_WRITER) for p in r.blocks if p in launch]
+        ranges = {**ranges, **last_block_ranges(r, launch)}
+    return conds, ranges
 
 
 def element_offset(tv: TensorView, idx: dict[int, Expr], allocation: Allocation | None) -> Expr:

@@ -1,7 +1,7 @@
 """Reductions tileproof does not lower, and a reduction read in the wrong thread.
 
-A grid reduction's total read in the same kernel would need every block to wait for the last
-(an allreduce: REDUCTION-GRID), a Vectorize reduction axis would add a whole vector in one
+A grid reduction's total read in every block of the kernel would need each block to wait for the
+last (an allreduce: REDUCTION-GRID), a Vectorize reduction axis would add a whole vector in one
 instruction (REDUCTION-PARALLEL); running totals for every
 column of a symbolic width do not fit registers (REDUCTION-ACCUMULATOR). examples/valid/
 reductions.py holds the schedules that work: block reductions over TIDx / TIDy, rfactor.
@@ -12,22 +12,25 @@ import tileproof as tp
 P = tp.ParallelType
 
 
-@tp.schedule(expect=tp.rejected("REDUCTION-GRID", messages=["a grid reduction", "T2 reads it in the same kernel"]))
-def row_sum_across_blocks_then_scaled():
-    """Row sums with the reduction axis on BIDx, then each sum doubled in the same kernel: only the
-    last of a row's 32 blocks to arrive holds its sum, and the others do not wait for it (an
-    allreduce would need a grid-wide barrier). Fix: store the sums (examples/valid/reductions.py
-    row_sum_across_blocks) and scale them in a second fusion."""
-    with tp.Fusion("row_sum_across_blocks_then_scaled") as fusion:
+@tp.schedule(expect=tp.rejected("REDUCTION-GRID", messages=["a grid reduction", "T3 spreads its elements over BIDx"]))
+def rows_divided_by_their_sums_across_blocks():
+    """Each row divided by its sum, whose reduction axis is on BIDx, with the division's columns on
+    BIDx too: every block of a row would need the row's sum, which only the last of its 32 blocks to
+    arrive holds, and the others do not wait for it (an allreduce would need a grid-wide barrier).
+    Fix: keep the consumer's axes off BIDx, so that it runs in the last block only (examples/valid/
+    reductions.py row_sum_across_blocks_then_scaled), or store the sums and divide in a second fusion."""
+    with tp.Fusion("rows_divided_by_their_sums_across_blocks") as fusion:
         t0 = tp.make_contig_concrete_tensor([8, 4096])
         fusion.add_input(t0)
         t1 = tp.sum(t0, 1)
-        t2 = tp.mul(t1, 2.0)
-        fusion.add_output(t2)
-    t1.split(1, 128)  # [8, r{32}, r{128}]
-    t1.axis(0).parallelize(P.TIDy)
-    t1.axis(1).parallelize(P.BIDx)
-    t1.axis(2).parallelize(P.TIDx)
+        t2 = tp.broadcast(t1, [False, True])
+        t3 = tp.div(t0, t2)
+        fusion.add_output(t3)
+    for t in (t1, t3):
+        t.split(1, 128)  # [8, {32}, {128}]: the sum's axes reduction axes, the division's iteration axes
+        t.axis(0).parallelize(P.TIDy)
+        t.axis(1).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.TIDx)
     t2.axis(0).parallelize(P.TIDy)
     return fusion
 

@@ -4,9 +4,10 @@ serially, then the block combines the threads' partials).
 
 A reduction's output keeps each reduced axis in its logical domain as a reduction IterDomain
 (`r5{N}`, `rTIDx{128}` in the schedule tree) and drops it from its shape: the row sums of an
-[M, N] tensor are an [M] array. examples/invalid/reductions.py holds what is not lowered: a
-reduction across blocks (REDUCTION-PARALLEL) and running totals that do not fit registers
-(REDUCTION-ACCUMULATOR).
+[M, N] tensor are an [M] array. A reduction across blocks (a grid reduction) leaves its total in
+the last block of each row, where the statements reading it run. examples/invalid/reductions.py
+holds what is not lowered: a total every block reads (REDUCTION-GRID), a Vectorize reduction axis
+(REDUCTION-PARALLEL) and running totals that do not fit registers (REDUCTION-ACCUMULATOR).
 """
 
 import tileproof as tp
@@ -242,4 +243,25 @@ def row_sum_across_blocks():
     t1.axis(0).parallelize(P.TIDy)
     t1.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def row_sum_across_blocks_then_scaled():
+    """The row sums across blocks, each doubled in the same kernel: only the last of a row's 32
+    blocks to arrive holds the row's sum, so the statements reading it run in that block only
+    (`blockIdx.x == tp_last_x_T1` in place of a single writer's `blockIdx.x == 0`), as nvFuser
+    predicates a grid reduction's consumers. A consumer spread over BIDx would be an allreduce
+    (examples/invalid/reductions.py rows_divided_by_their_sums_across_blocks)."""
+    with tp.Fusion("row_sum_across_blocks_then_scaled") as fusion:
+        t0 = tp.make_contig_concrete_tensor([8, 4096])
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, 1)
+        t2 = tp.mul(t1, 2.0)
+        fusion.add_output(t2)
+    t1.split(1, 128)  # [8, r{32}, r{128}]
+    t1.axis(0).parallelize(P.TIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    t2.axis(0).parallelize(P.TIDy)
     return fusion

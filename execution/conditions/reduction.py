@@ -1,7 +1,7 @@
 """What a reduction needs to be lowered (REDUCTION-PARALLEL, REDUCTION-GRID, REDUCTION-ACCUMULATOR,
 and LOWERING-SUPPORTED through lowering.py): reduction axes on loops, a block's threads or the
-grid's blocks, never as a vector; a grid reduction's total stored by the last block of its
-segment and read by no other statement of the kernel; accumulators that fit a thread's
+grid's blocks, never as a vector; a grid reduction's total stored, and read by the other
+statements of the kernel, in the last block of its segment only; accumulators that fit a thread's
 registers. How a reduction runs is execution/reduction.py and execution/grid_reduction.py."""
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from ...model.types import (
 from ..problems import Problem
 from ..circular import specialization
 from ..reduction import MAX_ACCUMULATOR_REGISTERS, ReductionLoops, accumulator_registers, reduction_loops
+from ..grid_reduction import entrance_loops, is_grid_reduction, read_totals
+from ..loops import loop_groups, statement_path
+from ..statements import bound_types
 
 
 def parallel_problems(fusion, order) -> list:
@@ -107,11 +110,12 @@ def unsupported_reductions(fusion, order) -> list:
 
 def grid_problems(fusion, order) -> list:
     """REDUCTION-GRID: a reduction over block indices (execution/grid_reduction.py) leaves its total
-    in the last block of each segment only, so its tensor must be a global output of the fusion
-    that no statement of the kernel reads (no allreduce: that needs a grid-wide barrier), and
-    computed by no MmaOp, in no warp-specialized kernel, with no broadcast loop axis."""
+    in the last block of each segment only, so the statements that read it (directly or through
+    others: grid_reduction.read_totals) run in that block only (reader_problems says where that
+    holds), and it is computed by no MmaOp, in no warp-specialized kernel, with no broadcast
+    loop axis."""
     out = []
-    grid = [tv for tv in order if is_reduction_tensor(tv) and reduction_loops(tv).blocks]
+    grid = [tv for tv in order if is_grid_reduction(tv)]
     if not grid:
         return out
     specialized = [t.name for t in order if specialization(t) is not None]
@@ -120,19 +124,9 @@ def grid_problems(fusion, order) -> list:
         axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
         where = dict(tensor=tv.name, ids=(axis.name,), location=axis.parallel_origin or axis.origin or tv.origin)
         over = ", ".join(p.value for p in r.blocks)
-        readers = [use.output.name for use in fusion.uses_of(tv)]
-        if readers or tv not in fusion.outputs or tv.memory_type is not MemoryType.Global:
-            why = (f"{', '.join(readers)} read{'s' if len(readers) == 1 else ''} it in the same kernel" if readers
-                   else f"it is a {tv.memory_type.value} tensor, not a global output of the fusion")
-            out.append(Problem(
-                f"{tv.name} is reduced over {over} (a grid reduction), whose total only the last block of each "
-                f"segment holds, but {why}",
-                hint=f"make {tv.name} an output of the fusion that no op reads, and reduce its consumers' inputs in "
-                     f"a second fusion; or keep {tv.name}'s reduction axes on threads (a block reduction)",
-                values={"readers": len(readers)},
-                notes=("the last block to arrive combines the partials of the others, which do not wait for it: "
-                       "broadcasting the total to every block (an allreduce, nvFuser's persistent grid reduction) "
-                       "needs a grid-wide barrier, which tileproof does not emit",), **where))
+        found = _reader_problems(fusion, order, tv, r, over, where)
+        if found:
+            out.append(found)
         elif is_mma(tv):
             out.append(Problem(f"{tv.name} is an MmaOp reduced over {over}; tileproof combines tensor-core "
                                f"accumulators within a block only",
@@ -149,3 +143,61 @@ def grid_problems(fusion, order) -> list:
                                hint=f"drop the broadcast axis from {tv.name} (reduce before broadcasting)",
                                values={}, **where))
     return out
+
+
+ALLREDUCE = ("the last block to arrive combines the partials of the others, which do not wait for it: "
+             "broadcasting the total to every block (an allreduce, nvFuser's persistent grid reduction) "
+             "needs a grid-wide barrier, which tileproof does not emit")
+
+
+def _reader_problems(fusion, order, tv, r: ReductionLoops, over: str, where: dict) -> Problem | None:
+    """The first reason the statements reading tv's total (a grid reduction) cannot all run in the
+    last block of its segment, after its combine: one that spreads its elements over a block type
+    tv reduces (an allreduce), a grid reduction or an MmaOp or tensor memory access among them,
+    one that reads two grid totals, a combine entered more than once per block, a reader outside
+    a loop scope the combine is in (where its last block is named)."""
+    readers = [t for t in order if tv in read_totals(t)]
+    if not readers:
+        return None
+    start = f"{tv.name} is reduced over {over} (a grid reduction), whose total only the last block of each segment holds"
+    names = ", ".join(t.name for t in readers)
+    for t in readers:
+        spread = [p for p in r.blocks if p in bound_types(t)]
+        if spread or is_grid_reduction(t):
+            why = (f"{t.name} spreads its elements over {', '.join(p.value for p in spread)}, so every block of the "
+                   f"segment would read it" if spread else
+                   f"{t.name}, which reads it, is a grid reduction too, combining every block of its segment")
+            return Problem(f"{start}, but {why}",
+                           hint=f"keep {t.name}'s axes off {over} (its statement then runs in the last block), or "
+                                f"make {tv.name} an output and compute {t.name} in a second fusion",
+                           values={"readers": len(readers)}, notes=(ALLREDUCE,), **where)
+        if is_mma(t) or MemoryType.Tensor in [x.memory_type for x in [t, *t.definition.inputs]]:
+            return Problem(f"{start}, and {t.name}, which reads it, is an MmaOp or touches tensor memory: tileproof "
+                           f"issues those warp-collective instructions in every block",
+                           hint=f"make {tv.name} an output and compute {t.name} in a second fusion",
+                           values={"readers": len(readers)}, **where)
+        both = read_totals(t)
+        if len(both) > 1:
+            return Problem(f"{start}, and {t.name} reads the totals of {', '.join(x.name for x in both)}, whose last "
+                           f"blocks need not be one block",
+                           hint=f"make {', '.join(x.name for x in both)} outputs and compute {t.name} in a second "
+                                f"fusion", values={"readers": len(readers), "totals": len(both)}, **where)
+    entrances = entrance_loops(r)
+    if entrances:
+        loops = ", ".join(tv.loop[k].label() for k, i in enumerate(tv.loop) if i.uid in {u for u, _ in entrances})
+        return Problem(f"{start}, read in the same kernel by {names}, but {tv.name} enters its grid combine at each "
+                       f"point of its loops {loops}, and the last block to arrive can differ each time",
+                       hint=f"bind {tv.name}'s axes left of its reduction axes to threads or blocks, or make "
+                            f"{tv.name} an output and read it in a second fusion",
+                       values={"readers": len(readers), "entrance_loops": len(entrances)}, **where)
+    groups = loop_groups(fusion, order)
+    scopes = [g for g in statement_path(tv, groups)[:r.start] if not g.launched]
+    for t in readers:
+        path = statement_path(t, groups)
+        outside = [g for g in scopes if g not in path]
+        if outside:
+            return Problem(f"{start}, and {t.name}, which reads it, is not nested in the loop of "
+                           f"{outside[0].labels()[0]}, inside which the combine names the last block",
+                           hint=f"inline {t.name} into {tv.name}'s loops (tp.inline_most)",
+                           values={"readers": len(readers)}, **where)
+    return None

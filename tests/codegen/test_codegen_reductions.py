@@ -132,6 +132,31 @@ def test_a_reduction_in_registers_read_by_a_pointwise_consumer():
     assert dump.index("block maximum") < dump.index("T3[")  # the consumer runs after the combine
 
 
+def test_a_grid_total_read_by_later_statements_runs_them_in_the_last_block():
+    """Row sums over BIDx, doubled in the same kernel (issue 33 item 6 follow-up): the combine names
+    the last block, and the total's register store and its consumer's store test it in place of
+    blockIdx.x == 0; NVRTC compiles it."""
+    with tp.Fusion("rows_over_blocks_then_scaled") as fusion:
+        t0 = tp.make_tensor(["M", "N"])
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.mul(t1, 2.0)
+        fusion.add_output(t2)
+    fusion.assume("M <= 65535")
+    t1.split(1, 128)
+    t1.axis(0).parallelize(tp.ParallelType.BIDy)
+    t1.axis(1).parallelize(tp.ParallelType.BIDx)
+    t1.axis(2).parallelize(tp.ParallelType.TIDx)
+    t2.axis(0).parallelize(tp.ParallelType.BIDy)
+    kernel = tp.compile(fusion, "sm_90a")
+    text = kernel.cuda_source
+    named = text.index("const unsigned long long tp_last_x_T1 = tp_grid_last_T1 ? blockIdx.x : gridDim.x;")
+    assert named < text.index("if (blockIdx.x == tp_last_x_T1) {\n    T1[0ULL] = tp_acc_T1[0ULL];")
+    assert named < text.index("if (threadIdx.x == 0ULL && blockIdx.x == tp_last_x_T1) {\n    T2[blockIdx.y] =")
+    assert "blockIdx.x == 0" not in text
+    assert kernel.cubin[:4] == b"\x7fELF"
+
+
 def test_running_totals_of_iteration_axes_inside_the_reduction_loop():
     """Column sums with each thread's four columns inside the row loop: four accumulator registers,
     stored after the loop in loops of their own."""

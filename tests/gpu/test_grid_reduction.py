@@ -2,7 +2,8 @@
 axis on BIDx/BIDy (execution/grid_reduction.py), each block's partials through the workspace and
 the last block to arrive on its segment's semaphore combining them (issue 33, item 6). Every
 schedule runs at three or more sizes, some not divisible by its splits, against torch, and twice
-in a row: the second launch reuses the semaphores the first returned to 0."""
+in a row: the second launch reuses the semaphores the first returned to 0. A total read by later
+statements of the kernel runs them in the last block of its segment only (item 6 follow-up)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,37 @@ def columns_in_registers():
     return fusion
 
 
+def rows_summed_then_scaled():
+    """[M BIDy, rN/128 BIDx, r128 TIDx], then T2 = T1 * 2 (registers) and T3 = T2 + 1 in the same
+    kernel: the statements reading the row's total run in the last block of its row only
+    (`blockIdx.x == tp_last_x_T1`)."""
+    with tp.Fusion("rows_summed_then_scaled") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.mul(t1, 2.0)
+        t3 = tp.add(t2, 1.0); fusion.add_output(t3)
+    fusion.assume("T0_0 <= 65535")  # rows on BIDy
+    t1.split(1, 128)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    for t in (t2, t3):
+        t.axis(0).parallelize(P.BIDy)
+    return fusion
+
+
+def whole_sum_then_scaled():
+    """[rN/256 BIDx, r256 TIDx] summed to one value, then doubled by the last block to arrive."""
+    with tp.Fusion("whole_sum_then_scaled") as fusion:
+        t0 = tp.make_tensor([-1]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t2 = tp.mul(t1, 2.0); fusion.add_output(t2)
+    t1.split(0, 256)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.TIDx)
+    return fusion
+
+
 def _twice(kernel, x, expected):
     for _ in range(2):  # the semaphores the first launch left are the second's
         (out,) = kernel.run(x)
@@ -126,3 +158,17 @@ def test_sizes_change_between_launches():
     for shape in ((4, 300), (40, 70000), (3, 129)):
         x = torch.randn(shape, device="cuda")
         _twice(kernel, x, x.sum(1))
+
+
+@pytest.mark.parametrize("shape", [(5, 1000), (33, 4097), (1, 128), (64, 100000)])
+def test_a_grid_total_read_by_later_statements(shape):
+    """Issue 33 item 6 (follow-up): the total feeds other ops in the same kernel, as nvFuser's
+    TmaInnerReductionManualTest copies it (ThreadPredicateMap: the consumers run in the last block)."""
+    x = torch.randn(shape, device="cuda")
+    _twice(tp.compile(rows_summed_then_scaled()), x, x.sum(1) * 2 + 1)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1 << 20, 300001])
+def test_a_whole_sum_doubled_in_the_last_block(n):
+    x = torch.randn(n, device="cuda")
+    _twice(tp.compile(whole_sum_then_scaled()), x, x.sum() * 2)

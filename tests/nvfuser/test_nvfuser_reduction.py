@@ -692,8 +692,13 @@ def tma_inner_reduction_manual(ndims, inner_size):
 
 
 def _run_inner_sum(ndims, inner):
-    """A run of the inner sum at the TEST's shape and two others its assumptions admit."""
-    shapes = ([(64, inner), (3, 8), (300, 5000)] if ndims == 2 else [(64, 8, inner), (2, 3, 4), (7, 5, 1000)])
+    """A run of the inner sum at the TEST's shape and two others its assumptions admit (a split row:
+    whole splits of 256, summed over BIDx by a grid reduction that T1's copy reads in the last block)."""
+    split = (inner if ndims == 2 else 8 * inner) > SMEM_PER_BLOCK_OPTIN // 4
+    if ndims == 2:
+        shapes = [(64, inner), (3, 1280), (300, 9472)] if split else [(64, inner), (3, 8), (300, 5000)]
+    else:
+        shapes = [(64, 8, inner), (2, 2, 128), (7, 5, 512)] if split else [(64, 8, inner), (2, 3, 4), (7, 5, 1000)]
 
     def run(kernel, torch):
         for shape in shapes:
@@ -795,10 +800,7 @@ CASES = [
          gap=NO_GROUP),
     *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",
            lambda ndims=ndims, inner=inner: tma_inner_reduction_manual(ndims, inner), VALID,
-           run=_run_inner_sum(ndims, inner),
-           gap=None if ndims * inner <= 3 * 1024 else
-           "item 6 (follow-up): the row split over BIDx makes redu a grid reduction that t1 reads in the same "
-           "kernel (REDUCTION-GRID; nvFuser has the last block of each row write it)")
+           run=_run_inner_sum(ndims, inner))
       for ndims, inner in ((2, 4), (2, 1024), (2, 1048576), (3, 1024), (3, 65536))],
     *[Case(f"TmaOuterReductionManualTest.Basic/outer_{outer}_iter_{it}",
            lambda outer=outer: tma_outer_reduction_manual(outer), VALID,

@@ -1,5 +1,6 @@
 """Grid reductions (execution/grid_reduction.py): REDUCTION-GRID and REDUCTION-GRID-WORKSPACE on
-failing and passing schedules, and the workspace layout checked by brute force at small launches
+failing and passing schedules, a grid total read in the last block (and elsewhere: a visibility
+counterexample, an allreduce, a combine entered in a loop, two totals), and the workspace layout checked by brute force at small launches
 (every writer's slot its own and inside the workspace, the last block's reads covering each slot,
 one semaphore per entrance and segment), which REDUCTION-GRID-WORKSPACE's docstring relies on."""
 
@@ -13,6 +14,7 @@ import tileproof as tp
 from tileproof.execution.grid_reduction import entrance_loops, grid_layout
 from tileproof.execution.indexing import block_dims
 from tileproof.execution.reduction import reduction_loops
+from tileproof.execution.statements import CondKind, tensor_execution
 from tileproof.model.expr import const, evaluate, var
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 
@@ -23,27 +25,134 @@ def _codes(fusion):
     return sorted({d.code for d in tp.verify(fusion).diagnostics if d.severity.value == "error"})
 
 
-def _row_sum(name, consumer=False, blocks=(P.BIDx,)):
+def _row_sum(name, consumer=None, blocks=(P.BIDx,)):
+    """Row sums over [M BIDy, rN/32 on blocks[0], r32 TIDx]; with `consumer` (a schedule of it),
+    T2 = T1 + 1 is the output, reading the grid total in the same kernel."""
     with tp.Fusion(name) as fusion:
         t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
         t1 = tp.sum(t0, [1])
-        fusion.add_output(tp.add(t1, 1.0) if consumer else t1)
+        t2 = tp.add(t1, 1.0) if consumer else t1
+        fusion.add_output(t2)
     fusion.assume("M <= 65535")
     t1.split(1, 32)
     t1.axis(0).parallelize(P.BIDy)
     t1.axis(1).parallelize(blocks[0])
     t1.axis(2).parallelize(P.TIDx)
+    if consumer:
+        consumer(t2)
     return fusion
+
+
+def _rows_on_bidy(t2):
+    t2.axis(0).parallelize(P.BIDy)
 
 
 def test_a_grid_reduction_stored_by_its_last_block_is_accepted():
     assert _codes(_row_sum("rows_over_the_grid")) == []
 
 
-def test_a_grid_reduction_read_in_the_kernel_is_an_allreduce():
-    report = tp.verify(_row_sum("rows_then_add", consumer=True))
-    (d,) = [d for d in report.diagnostics if d.code == "REDUCTION-GRID"]
-    assert "T2 reads it in the same kernel" in d.message and d.counterexample == {"readers": 1}
+def test_a_grid_total_read_in_the_last_block_is_accepted():
+    """T2 reads T1's total where it exists: its statement runs under `blockIdx.x == tp_last_x_T1`
+    (in place of the single writer's blockIdx.x == 0), which THREAD/SMEM-BLOCK-VISIBILITY prove."""
+    fusion = _row_sum("rows_then_add", _rows_on_bidy)
+    assert _codes(fusion) == []
+    snap = fusion.snapshot()
+    ex = tensor_execution(snap.tensor("T2"), block_dims(snap))
+    writers = [(str(c.lhs), c.op, str(c.rhs)) for c in ex.conds_of(CondKind.SINGLE_WRITER)]
+    assert ("blockIdx.x", "==", "tp_last_x_T1") in writers and ("blockIdx.x", "==", "0") not in writers
+    assert ex.ranges["tp_last_x_T1"] == block_dims(snap)[P.BIDx]
+
+
+def test_a_grid_total_read_by_another_block_has_a_counterexample():
+    """T2 not on BIDy: block (tp_last, 0) computes every row, but T1's row sums are in the
+    registers of the last block of each row's own segment."""
+    report = tp.verify(_row_sum("rows_then_add_in_one_block", lambda t2: None))
+    (d,) = [d for d in report.diagnostics if d.code == "SMEM-BLOCK-VISIBILITY"]
+    ce = d.counterexample
+    assert ce["reader blockIdx.x"] == ce["writer blockIdx.x"] == ce["tp_last_x_T1"]
+    assert ce["reader blockIdx.y"] != ce["writer blockIdx.y"]
+    assert "REDUCTION-GRID" not in report.codes
+
+
+def test_a_global_total_read_by_threads_that_did_not_store_it_has_a_counterexample():
+    """T1 is an output too: thread 0 of the last block stores it, and every thread of that block
+    reads it back for T2 (registers): no barrier orders the store with the others' loads."""
+    with tp.Fusion("rows_kept_then_scaled") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1]); fusion.add_output(t1)
+        t2 = tp.mul(t1, 2.0)
+        fusion.add_output(tp.add(t2, 1.0))
+    fusion.assume("M <= 65535")
+    t1.split(1, 32)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    for t in fusion.outputs[1:] + [t2]:
+        t.axis(0).parallelize(P.BIDy)
+    report = tp.verify(fusion)
+    assert report.codes == ["GLOBAL-VISIBILITY"]
+    ce = report.errors[0].counterexample
+    assert ce["reader threadIdx.x"] != ce["writer threadIdx.x"] == 0
+    assert ce["reader blockIdx.x"] == ce["writer blockIdx.x"] == ce["tp_last_x_T1"]
+
+
+def test_a_grid_total_every_block_reads_is_an_allreduce():
+    def spread(t2):
+        t2.split(0, 4)
+        t2.axis(0).parallelize(P.BIDy)
+        t2.axis(1).parallelize(P.BIDx)
+    report = tp.verify(_row_sum("rows_then_add_everywhere", spread))
+    assert report.codes == ["REDUCTION-GRID"]  # the visibility rules leave the allreduce to it
+    (d,) = report.errors
+    assert "T2 spreads its elements over BIDx" in d.message and d.counterexample == {"readers": 1}
+    assert "allreduce" in d.notes[0]
+
+
+def test_a_grid_total_entered_in_a_loop_is_refused_when_read():
+    """Rows in a serial loop: each row enters the grid combine, and its last block can differ."""
+    with tp.Fusion("rows_in_a_loop_then_add") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.add(t1, 1.0); fusion.add_output(t2)
+    t1.split(1, 32)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    tp.inline_most(fusion)
+    report = tp.verify(fusion)
+    (d,) = [d for d in report.errors if d.code == "REDUCTION-GRID"]
+    assert "enters its grid combine at each point of its loops" in d.message
+    assert d.counterexample == {"readers": 1, "entrance_loops": 1}
+
+
+def test_a_grid_total_read_outside_the_combines_loop_is_refused():
+    """T1's axis 0 (extent 1) is a loop of the kernel (a scope) that T2, not inlined, is not in:
+    the combine's `tp_last_x_T1` would not be declared where T2 tests it."""
+    with tp.Fusion("one_row_then_add") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1, 4096]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.add(t1, 1.0); fusion.add_output(t2)
+    t1.split(1, 128)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    (d,) = tp.verify(fusion).errors
+    assert d.code == "REDUCTION-GRID" and "T2, which reads it, is not nested in the loop of T1 axis 0" in d.message
+
+
+def test_two_grid_totals_read_by_one_statement_are_refused():
+    with tp.Fusion("two_totals") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.max(t0, [1])
+        t3 = tp.add(t1, t2); fusion.add_output(t3)
+    fusion.assume("M <= 65535")
+    for t in (t1, t2):
+        t.split(1, 32)
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.TIDx)
+    t3.axis(0).parallelize(P.BIDy)
+    (d, *_) = [d for d in tp.verify(fusion).errors if d.code == "REDUCTION-GRID"]
+    assert "T3 reads the totals of T1, T2, whose last blocks need not be one block" in d.message
 
 
 def _two_d_grid(*assumptions):

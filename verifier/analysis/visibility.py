@@ -19,6 +19,7 @@ from typing import Iterator
 import z3
 
 from ...execution.statements import CondKind, TensorExecution, bound_types, store_execution, tensor_execution
+from ...execution.grid_reduction import last_block_types
 from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
@@ -61,7 +62,10 @@ def _claims(op: Op, k: int, launched) -> list[Claim]:
     if p.memory_type not in ON_CHIP or p.definition is None:
         return []
     bound = bound_types(p)
-    blocks = tuple(t for t in BLOCK_TYPES if t in bound)
+    # a grid total (execution/grid_reduction.py) is in the last block of its segment only: the
+    # reader must be that block, along the block types reduced too
+    last = last_block_types(p, launched)
+    blocks = tuple(t for t in BLOCK_TYPES if t in bound or t in last)
     threads = tuple(t for t in THREAD_TYPES if t in bound)
     out = []
     if blocks:
@@ -111,9 +115,10 @@ def _repeated(tv: TensorView, types) -> bool:
 
 
 def _pinned(tv: TensorView, p: ParallelType) -> bool:
-    """tv's statement runs at index 0 of p only: a single-writer predicate (execution.py)."""
+    """tv's statement runs at index 0 of p only: a single-writer predicate (execution.py), which
+    along the block types of a grid total is the last block instead."""
     single = tv.memory_type is MemoryType.Global or (tv.memory_type is MemoryType.Shared and p in THREAD_TYPES)
-    return single and p not in bound_types(tv)
+    return single and p not in bound_types(tv) and p not in last_block_types(tv)
 
 
 def _same_by_construction(op: Op, k: int, types, launch) -> bool:
@@ -128,6 +133,8 @@ def _same_by_construction(op: Op, k: int, types, launch) -> bool:
     producer, consumer = op.inputs[k], op.output
     if (is_mma(producer) or is_mma(consumer)) and any(p in THREAD_TYPES for p in types):
         return False  # lanes hold elements by the fragment maps, not by loop IDs (blocks by loop IDs)
+    if set(types) & set(last_block_types(producer, launch)):
+        return False  # a grid total: its writer is the last block, not a loop ID's index
     if _repeated(producer, types) or _repeated(consumer, types):
         return False
     element = [var(f"logical {j}") for j in range(len(producer.logical))]
@@ -396,6 +403,8 @@ def check_claims(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
         if op.output.name in clashing or any(t.name in clashing for t in op.inputs):
             continue  # one index bound to two axes has no single value: PARALLEL-TYPE-UNIQUE rejects it
         for k in range(len(op.inputs)):
+            if set(last_block_types(op.inputs[k])) & bound_types(op.output):
+                continue  # every block would read a grid total, only in the last: REDUCTION-GRID rejects the allreduce
             claims = _claims(op, k, ctx.block_dims)
             for claim in claims:
                 if claim.code != code:

@@ -105,23 +105,40 @@ def reduction_accumulator(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 @rule("REDUCTION-GRID", family="reduction")
 def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """A grid reduction's total is stored by the last block of its segment and read by nothing else in the kernel.
+    """A grid reduction's total is read only in the last block of its segment, where it exists.
 
     What it checks:
         For every reduction tensor T with a reduction axis bound to BIDx, BIDy or BIDz (a
-        grid reduction, execution/grid_reduction.py): T is a global output of the fusion that
-        no op reads; it is no MmaOp; the kernel is not warp-specialized; T has no broadcast
-        loop axis.
+        grid reduction, execution/grid_reduction.py): the statements that read T's total,
+        directly or through other statements (they run in the last block of T's segment
+        only), bind none of T's reduced block types to an axis of their own (an allreduce),
+        are no grid reduction, MmaOp or tensor memory access, and read no other grid total;
+        if any reads it, T enters its grid combine once per block (no serial or unrolled
+        loop left of its first reduction axis) and every reader lies in the loops the combine
+        is in. T is no MmaOp; the kernel is not warp-specialized; T has no broadcast loop axis.
     Why the hardware needs it:
         Blocks share only global memory, and nothing orders one block's stores before another
         block's loads unless one waits for the other. tileproof's grid combine never waits:
         each block writes its partials to a workspace, fences them and counts itself on a
-        semaphore, and the last block to arrive reads them all and stores the total. Only
-        that block holds the total, so a consumer in another block would read a partial (an
-        allreduce, which nvFuser runs as a persistent reduction with a grid-wide barrier that
-        needs every block resident at once). Every thread of every block must reach the
-        combine (its barriers), which a warp-specialized kernel's returning producer does not.
+        semaphore, and the last block to arrive reads them all and holds the total. The
+        statements reading it run in that block only (`blockIdx.x == tp_last_x_T`, as
+        nvFuser's ThreadPredicateMap predicates a grid reduction's consumers), which names it
+        once per entrance, in the combine's scope. A consumer spread over the reduced blocks
+        would read a partial in all but one (an allreduce, which nvFuser runs as a persistent
+        reduction with a grid-wide barrier that needs every block resident at once). Every
+        thread of every block must reach the combine (its barriers), which a warp-specialized
+        kernel's returning producer does not. GLOBAL-VISIBILITY, SMEM-BLOCK-VISIBILITY and
+        THREAD-VISIBILITY prove that each reader reads what its own block stored.
     Example:
+        with tp.Fusion("sum_then_divide") as fusion:
+            t0 = tp.make_contig_concrete_tensor([1024]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [0])
+            t3 = tp.div(t0, tp.broadcast(t1, [True])); fusion.add_output(t3)
+        for t in (t1, t3):
+            t.split(0, 128)
+            t.axis(0).parallelize(tp.ParallelType.BIDx)
+            t.axis(1).parallelize(tp.ParallelType.TIDx)
+    Fix:
         with tp.Fusion("sum_then_add") as fusion:
             t0 = tp.make_contig_concrete_tensor([1024]); fusion.add_input(t0)
             t1 = tp.sum(t0, [0])
@@ -129,21 +146,18 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t1.split(0, 128)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(1).parallelize(tp.ParallelType.TIDx)
-    Fix:
-        with tp.Fusion("sum_then_add") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024]); fusion.add_input(t0)
-            t1 = tp.sum(t0, [0]); fusion.add_output(t1)
-        t1.split(0, 128)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx)
-        t1.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
         CUDA C++ Programming Guide 7.5 (memory fence functions: the "last block" sum of
         threadFenceReduction) and 7.14 (atomicAdd); nvFuser runtime/grid_reduction.cu
-        (gridReduce) and runtime/grid_sync.cu; docs/hardware.md#reductions-across-threads-and-blocks
+        (gridReduce), runtime/grid_sync.cu and device_lower/analysis/thread_predicate.cpp
+        (ThreadPredicateMap); docs/hardware.md#reductions-across-threads-and-blocks
     """
     # Formal statement: none, structural: for each reduction tensor T with a reduction loop ID on
-    #   BIDx/BIDy/BIDz: T in outputs and memory(T) = Global and uses(T) = {} and not mma(T)
-    #   and no warp specialization and no broadcast loop ID in T
+    #   BIDx/BIDy/BIDz, for each statement S with T in read_totals(S): blocks(T) & bound(S) = {}
+    #   and S is no grid reduction, MmaOp or tensor memory access and read_totals(S) = {T}; if
+    #   such S exist, entrance_loops(T) = {} and S's loops include T's loops left of its first
+    #   reduction axis that are no thread or block index; not mma(T), no warp specialization,
+    #   no broadcast loop ID in T
     order = execution_order(ctx.fusion)
     yield from report_problems("REDUCTION-GRID", reduction.grid_problems(ctx.fusion, order))
 
