@@ -41,6 +41,7 @@ from .cp_async import structure_problems
 from .pipeline import unsupported_pipelines
 from ..statements import CondKind, tensor_execution
 from ..indexing import block_dims
+from ..circular import specialization
 from ..warp_roles import role_implied
 
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
@@ -390,6 +391,7 @@ def unsupported_features(fusion) -> list[Problem]:
                     hint="leave the axis Serial or bind it to a block index (BIDx/BIDy/BIDz)",
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
     out += _instruction_features(fusion, order)
+    out += _specialized_with_tensor_memory(order)
 
     out += unsupported_reductions(fusion, order)
 
@@ -405,6 +407,26 @@ def unsupported_features(fusion) -> list[Problem]:
                 tensor=tv.name, values={"allocation_axes": len(alloc), "logical_axes": len(tv.logical)},
                 location=tv.origin))
     return out
+
+
+def _specialized_with_tensor_memory(order: list[TensorView]) -> list[Problem]:
+    """Warp specialization beside tensor memory: the roles' code (codegen/lower/warp_roles.py)
+    would lose the tcgen05 fences around the consumers' barriers (codegen/lower/tmem.py fences the
+    block's barriers only) and the block's barrier before tcgen05.dealloc is one the producer,
+    returned after its loads, never reaches."""
+    specialized = [t for t in order if specialization(t) is not None]
+    in_tmem = [t for t in order if t.memory_type is MemoryType.Tensor]
+    if not specialized or not in_tmem:
+        return []
+    first = specialized[0]
+    return [Problem(
+        f"{first.name} is warp-specialized and {', '.join(t.name for t in in_tmem)} "
+        f"{'lies' if len(in_tmem) == 1 else 'lie'} in tensor memory: tileproof does not lower warp specialization "
+        f"in a kernel that uses tensor memory yet (the consumers' barriers would lose their tcgen05 fences, and "
+        f"tcgen05.dealloc's barrier would wait for the producer, which has returned)",
+        hint="circular-buffer the loads with tp.Pipelined instead of tp.WarpSpecialized, or keep the kernel out of "
+             "tensor memory", tensor=first.name, values={"tensor_memory_tensors": len(in_tmem)},
+        location=(first.circular.origin if first.circular else None) or first.origin)]
 
 
 def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
