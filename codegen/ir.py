@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ..execution.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
 from ..execution.barriers import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..execution.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
-from ..execution.warp_roles import Role, StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
+from ..execution.warp_roles import StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
 from ..execution.statements import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const

@@ -48,5 +48,4 @@ def multicast_tensors(fusion) -> list:
     return [t for t in fusion.tensors if getattr(t, "multicast_on", None) is not None]
 
 
-__all__ = ["MAX_CLUSTER", "NO_CLUSTER", "Multicast", "checked_cluster_dims", "checked_multicast", "cluster_dims",
-           "cluster_extent", "cluster_problems", "cluster_size", "multicast_tensors"]
+__all__ = ["MAX_CLUSTER", "NO_CLUSTER", "cluster_dims", "cluster_extent", "cluster_size", "multicast_tensors"]

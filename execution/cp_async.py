@@ -51,5 +51,4 @@ def cp_async_tensors(fusion) -> list[TensorView]:
     return [t for t in fusion.tensors if is_cp_async(t.definition)]
 
 
-__all__ = ["CA_BYTES", "CG_BYTES", "CpAsyncCopy", "cp_async_copy", "cp_async_tensors", "is_cp_async",
-           "structure_problems", "zero_fill_problems"]
+__all__ = ["CpAsyncCopy", "cp_async_copy", "cp_async_tensors", "is_cp_async"]

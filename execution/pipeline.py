@@ -540,6 +540,5 @@ def _barrier_after(parent: list, at: int, async_read: bool) -> bool:
     return any(isinstance(n, Sync) for n in after[start:])
 
 
-__all__ = ["CircularBuffer", "Event", "Pipelined", "WarpSpecialized", "specialization", "Prefetched", "Prologue", "Step", "Timeline", "circular_access",
-           "circular_axis", "circular_tensors", "events_of", "in_prologue", "insert_pipelines", "make_circular_buffer", "stage_problems",
-           "specialized_timeline", "timeline", "unsupported_pipelines"]
+__all__ = ["Event", "Pipelined", "WarpSpecialized", "Prefetched", "Prologue", "Step", "Timeline", "circular_axis",
+           "circular_tensors", "events_of", "in_prologue", "insert_pipelines", "specialized_timeline", "timeline"]

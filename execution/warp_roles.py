@@ -233,7 +233,6 @@ def register_pool(inner: int, consumers: int, padding: int = 1) -> dict:
             "entry": registers_per_thread(threads) // REGISTER_STEP * REGISTER_STEP}
 
 
-__all__ = ["EMPTY_PREFIX", "register_pool", "register_problems", "registers_per_thread", "role_implied", "role_padding",
-           "role_problems", "role_threads",
-           "specialized_tensors", "Role", "SpecializedLoop", "StageDrain", "StageEmptyWait", "StageRelease", "WarpRoles",
-           "release_lag", "split_roles"]
+__all__ = ["EMPTY_PREFIX", "register_pool", "registers_per_thread", "role_implied", "role_padding", "role_threads",
+           "specialized_tensors", "Role", "SpecializedLoop", "StageDrain", "StageEmptyWait", "StageRelease",
+           "WarpRoles", "release_lag", "split_roles"]

@@ -20,7 +20,7 @@ import dataclasses
 import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
-from .hopper_params import Cluster, HopperTile, TmaPipeline
+from .hopper_params import Cluster, HopperTile
 from .matmul import ALIGN_ELEMENTS, SMS, Matmul, contiguous_extents, params_for
 from .params import GridOrder
 

@@ -18,7 +18,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ..codegen.compile import Kernel, compile as compile_fusion
 from ..codegen.errors import NoDeviceError
@@ -27,7 +27,7 @@ from ..model.fingerprint import fingerprint
 from ..model.targets import get_target
 from . import cache
 from .distributed import RayRunner
-from .jobs import INVALID, REJECTED, Timing, Verdict, build_fusion, compile_candidate
+from .jobs import Timing, Verdict, build_fusion, compile_candidate
 from .local import ProcessRunner
 from .space import Config, config_key, expand, shown
 

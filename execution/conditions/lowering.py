@@ -525,9 +525,7 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
     return out
 
 
-__all__ = [
-    "MAX_REGISTERS_PER_THREAD", "MAX_UNROLLED_COPIES", "LoopGroup", "LoopGroups", "Nest", "NestConflict",
-    "Problem", "execution_order", "global_intermediates", "launch_axis_clashes", "loop_groups", "nest",
-    "nest_problems", "register_budget", "registers_of", "statement_path", "symbolic_factors",
-    "symbolic_registers", "unroll_lengths", "unrolled_copies", "unsupported_features",
-]
+__all__ = ["MAX_REGISTERS_PER_THREAD", "MAX_UNROLLED_COPIES", "LoopGroups", "Problem", "execution_order",
+           "global_intermediates", "launch_axis_clashes", "loop_groups", "nest", "nest_problems", "register_budget",
+           "registers_of", "symbolic_factors", "symbolic_registers", "unroll_lengths", "unrolled_copies",
+           "unsupported_features"]

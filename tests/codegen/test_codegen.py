@@ -18,7 +18,7 @@ from tileproof.codegen.ir import Compute, Loop, LoopKind, ParamKind, Sync, forma
 from tileproof.codegen.lower import LOWERED_OPS, lower
 from tileproof.model.expr import const
 from tileproof.model.targets import get_target
-from tileproof.model.types import LoadStoreOpType, MemoryType
+from tileproof.model.types import MemoryType
 from tileproof.recipes import Cluster, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 from tileproof.schedule_files import discover
 

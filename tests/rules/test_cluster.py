@@ -11,7 +11,6 @@ import tileproof as tp
 from tileproof.execution.warp_roles import StageDrain, WarpRoles
 from tileproof.recipes import Cluster, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.execution.nest import placed_nest
-from tileproof.verifier.context import VerifyContext
 
 P = tp.ParallelType
 WS = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232))

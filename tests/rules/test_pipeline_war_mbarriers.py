@@ -20,7 +20,6 @@ from tileproof.execution.barriers import WgmmaWait
 from tileproof.recipes import GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.execution.nest import placed_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
-from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
 from support.tma_exp_tiles import exp_tiles as tma_exp_tiles

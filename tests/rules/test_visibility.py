@@ -8,7 +8,6 @@ schedules (tests/support/brute_force.py, tests/support/schedule_gen.py).
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest

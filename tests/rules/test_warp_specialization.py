@@ -16,7 +16,6 @@ from tileproof.execution.barriers import WgmmaWait
 from tileproof.recipes import HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm, tile_multiples
 from tileproof.execution.nest import placed_nest
 from tileproof.verifier.analysis.pipeline import prove_complete, prove_free
-from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
 from support.row_sums import row_sums
