@@ -57,8 +57,8 @@ def test_the_operand_tiles_share_the_consumers_loops_and_extents():
 
 @pytest.mark.parametrize("name, axis, scale", [("T4", 0, 128), ("T5", 1, 256)])
 def test_each_load_fetches_the_operand_tile_of_the_consumers_tile(name, axis, scale):
-    """At every loop point (t, blockIdx.x) the operand's statement writes rows of its tile of D's
-    tile t * 132 + blockIdx.x, and runs exactly where D's tile exists."""
+    """At every loop point (t, blockIdx.x) the operand's statement, at its issuing thread, writes rows
+    of its tile of D's tile t * 132 + blockIdx.x, and runs exactly where D's tile exists."""
     fusion = _persistent()
     tv = _tiles(fusion)[name]
     ex = tensor_execution(tv, block_dims(fusion))
@@ -69,6 +69,9 @@ def test_each_load_fetches_the_operand_tile_of_the_consumers_tile(name, axis, sc
             tile = t * SMS + b
             env = {v: 0 for v in ex.ranges}
             env.update({ex.env[tv.loop[0].uid].value: t, "blockIdx.x": b})
+            for c in ex.conds:  # at the issuing thread (the producer's first, warp-specialized)
+                if c.op == "==" and str(c.lhs).startswith("threadIdx."):
+                    env[str(c.lhs)] = evaluate(c.rhs, env)
             runs = all(evaluate(c.lhs, env) < evaluate(c.rhs, env) if c.op == "<" else
                        evaluate(c.lhs, env) == evaluate(c.rhs, env) for c in ex.conds)
             mo, no = _d_tile(tile)
