@@ -77,6 +77,7 @@ if _DISABLE_MMA_V3_BEFORE is None:
 import tileproof as tp
 from tileproof.recipes import (Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, Operand, TmaPipeline,
                                hopper_gemm)
+from tileproof.recipes.matmul_heuristic import balanced_grid  # recipes.matmul's persistent grid at a shape
 from bench_common import attempt, results_path
 
 DTYPE = "bf16"  # benchmarks/matmul.py's name for bfloat16 operands, float32 accumulation
@@ -298,18 +299,6 @@ def one_wave_patch(shape, block, sms: int = SMS, cluster: int = 1) -> tuple[int,
                 key = (pm * pn, -(-mo // pm) * block[0] + -(-no // pn) * block[1])
                 best = min(best or (key, (pm, pn)), (key, (pm, pn)))
     return best[1]
-
-
-def balanced_grid(shape, block, group: int, sms: int = SMS, cluster: int = 1) -> int:
-    """GridOrder's persistent grid for a schedule whose grid is BALANCED: as few steps as `sms` blocks
-    take over the grouped tiles (those past M in the last group included), then as few blocks as
-    take that many steps, a multiple of `cluster`: 128 blocks of 16 tiles at 8192^3, not 132
-    blocks of which 68 run a 16th tile."""
-    mo, no = (-(-d // b) for d, b in zip(shape, block))
-    tiles = -(-mo // group) * group * no
-    steps = -(-tiles // sms)
-    blocks = -(-tiles // steps)
-    return min(sms - sms % cluster, -(-blocks // cluster) * cluster)
 
 
 def params_at(name: str, m: int, n: int) -> HopperGemmParams:

@@ -2,7 +2,7 @@
 configuration per shape, and each configuration forced) against cuBLAS and Triton, in one process on
 one GPU (issue 34 item 5).
 
-    python3 benchmarks/matmul_shapes.py [--out FILE] [--shapes MxNxK,...] [--rep-ms MS] [--no-triton]
+    python3 benchmarks/matmul_shapes.py [--out FILE] [--shapes MxNxK,...] [--rep-ms MS] [--no-triton] [--all-configs]
     python3 benchmarks/matmul_shapes.py --plan [--shapes ...]     # the choices and estimates only; no GPU
 
 D = A @ B with A [M, K] and B = w.t() of a weight w [N, K] (both K-major, a linear layer's layout),
@@ -15,9 +15,15 @@ sizes no tile divides (8000 x 8000 x 8192, 2000 x 6144 x 4104).
 Entries, per shape:
   cublas       torch.matmul(a, w.t()) (the reference of every ratio)
   tileproof    tileproof.recipes.matmul(a, w.t()): the configuration matmul_heuristic.choose picks
-               (named in the JSON with its splits and estimate), its kernels launched by Kernel.run
-  <config>     tileproof.recipes.matmul(a, w.t(), config=<name>) for every configuration of
-               matmul_heuristic.CONFIGS (its best splits for split-K): whether the choice was the best
+               (named in the JSON with its splits and estimate), its kernels compiled at the shape
+               (balanced persistent grid; split-K's S and K / S as numbers), launched by Kernel.run
+  tileproof_symbolic  the same choice through matmul(a, w.t(), specialize=False): the shape class's
+               kernels (M, N, K symbolic), for the gap specializing closes
+  <config>     tileproof.recipes.matmul(a, w.t(), config=<name>) (its best splits for split-K), each
+               compiled at the shape: the choice and the FORCED_ALTERNATIVES configurations next by
+               the estimate (--all-configs: every configuration of matmul_heuristic.CONFIGS; each
+               costs a verify and a compile of about a second a shape), whether the choice was the
+               best; the JSON's "configs_timed" says which
   triton       the persistent TMA matmul of Triton's tutorial 09 (benchmarks/hopper_matmul.py's
                kernel), the better of 128x256x64 (3 stages, 8 warps) and 128x128x64 (4 stages, 4
                warps), GROUP_M 8; skipped where Triton does not import or with --no-triton
@@ -56,6 +62,7 @@ SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (2048, 2048, 2048),
 TRITON_CONFIGS = [(128, 256, 64, 3, 8, 8), (128, 128, 64, 4, 4, 8)]  # BLOCK M, N, K, stages, warps, GROUP_M
 CHECK_ROWS = 1024
 NEAR_BEST = 0.95  # the choice counts as right within 5 % of the best configuration's speed
+FORCED_ALTERNATIVES = 2  # configurations timed beside the choice, next by the estimate (--all-configs: all)
 
 
 def shape_key(shape) -> str:
@@ -93,6 +100,23 @@ def tflops(shape, ms: float) -> float:
     return round(2 * m * n * k / (ms * 1e-3) / 1e12, 1)
 
 
+def ranked_configs(shape, sms: int = 132) -> list:
+    """(config, its best Choice) for each configuration that takes the shape, best estimate first."""
+    ranked = []
+    for config in CONFIGS:
+        admitted = candidates(config, *shape, sms=sms)
+        if admitted:
+            ranked.append((config, min(admitted, key=lambda c: c.seconds)))
+    return sorted(ranked, key=lambda pair: pair[1].seconds)
+
+
+def forced_configs(shape, sms: int = 132, every: bool = False) -> list:
+    """The configurations timed forced at `shape`: the choice and FORCED_ALTERNATIVES next by the
+    estimate, or with `every` all that take it (best estimate first)."""
+    ranked = [config for config, _ in ranked_configs(shape, sms)]
+    return ranked if every else ranked[:1 + FORCED_ALTERNATIVES]
+
+
 def plan(shapes, sms: int = 132) -> dict:
     """The choice at each shape and every configuration's estimate (no GPU)."""
     out = {}
@@ -105,19 +129,30 @@ def plan(shapes, sms: int = 132) -> dict:
                 best = min(admitted, key=lambda c: c.seconds)
                 estimates[config.name] = {"splits": best.splits, "estimate_us": round(best.seconds * 1e6, 1)}
         out[shape_key(shape)] = {"config": choice.config.name, "splits": choice.splits,
-                                 "estimate_us": round(choice.seconds * 1e6, 1), "estimates": estimates}
+                                 "estimate_us": round(choice.seconds * 1e6, 1), "estimates": estimates,
+                                 "timed_forced": [c.name for c in forced_configs(shape, sms)]}
     return out
+
+
+def _geomean(values) -> float | None:
+    values = list(values)
+    return round(math.exp(statistics.fmean(map(math.log, values))), 3) if values else None
 
 
 def summary(results: dict) -> dict:
     """Over the shapes where tileproof and cuBLAS ran: the geometric mean and minimum of tileproof's
-    vs_cublas, and the shapes where the choice was within NEAR_BEST of the best configuration."""
-    ratios, right, worst = [], [], None
+    vs_cublas, the shapes where the choice was within NEAR_BEST of the best configuration, the
+    geometric mean of tileproof's speed over Triton's and of the symbolic kernels' vs_cublas."""
+    ratios, right, worst, vs_triton, symbolic = [], [], None, [], []
     for key, shape in results["shapes"].items():
         chosen = shape.get("tileproof", {})
         if "vs_cublas" not in chosen:
             continue
         ratios.append(chosen["vs_cublas"])
+        if "ms" in shape.get("triton", {}):
+            vs_triton.append(shape["triton"]["ms"] / chosen["ms"])
+        if "vs_cublas" in shape.get("tileproof_symbolic", {}):
+            symbolic.append(shape["tileproof_symbolic"]["vs_cublas"])
         if worst is None or chosen["vs_cublas"] < worst[1]:
             worst = (key, chosen["vs_cublas"])
         forced = [e["ms"] for name, e in shape.get("configs", {}).items() if "ms" in e]
@@ -125,29 +160,33 @@ def summary(results: dict) -> dict:
             right.append(min(forced) / chosen["ms"] >= NEAR_BEST)
     if not ratios:
         return {"shapes": 0}
-    return {"shapes": len(ratios), "geomean_vs_cublas": round(math.exp(statistics.fmean(map(math.log, ratios))), 3),
-            "min_vs_cublas": worst[1], "min_shape": worst[0], "choice_near_best": f"{sum(right)} of {len(right)}"}
+    return {"shapes": len(ratios), "geomean_vs_cublas": _geomean(ratios), "min_vs_cublas": worst[1],
+            "min_shape": worst[0], "choice_near_best": f"{sum(right)} of {len(right)}",
+            "geomean_vs_triton": _geomean(vs_triton), "symbolic_geomean_vs_cublas": _geomean(symbolic)}
 
 
 def table(results: dict) -> str:
     lines = ["| shape | cuBLAS TFLOP/s | tileproof TFLOP/s | vs cuBLAS | choice (splits) | best configuration "
-             "(vs cuBLAS) | Triton vs cuBLAS |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             "(vs cuBLAS) | symbolic vs cuBLAS | Triton vs cuBLAS |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def shown(e: dict, key: str):
         return e.get(key, (e.get("error") or e.get("skipped") or "")[:40])
 
     for key, shape in results["shapes"].items():
-        cublas, chosen, triton = (shape.get(w, {}) for w in ("cublas", "tileproof", "triton"))
+        cublas, chosen, triton, symbolic = (shape.get(w, {}) for w in ("cublas", "tileproof", "triton",
+                                                                         "tileproof_symbolic"))
         forced = {name: e for name, e in shape.get("configs", {}).items() if "ms" in e}
         best = min(forced, key=lambda name: forced[name]["ms"]) if forced else None
         best_text = f"{best} ({forced[best].get('vs_cublas', '')})" if best else ""
         lines.append(f"| {key} | {shown(cublas, 'tflops')} | {shown(chosen, 'tflops')} | {chosen.get('vs_cublas', '')} "
                      f"| {chosen.get('config', '')} ({chosen.get('splits', '')}) | {best_text} "
-                     f"| {shown(triton, 'vs_cublas')} |")
+                     f"| {shown(symbolic, 'vs_cublas')} | {shown(triton, 'vs_cublas')} |")
     s = results.get("summary", {})
     if s.get("shapes"):
         lines.append(f"\ngeomean vs cuBLAS {s['geomean_vs_cublas']}, min {s['min_vs_cublas']} ({s['min_shape']}), "
-                     f"choice within 5 % of the best configuration at {s['choice_near_best']} shapes")
+                     f"choice within 5 % of the best configuration at {s['choice_near_best']} shapes, "
+                     f"geomean vs Triton {s['geomean_vs_triton']}, symbolic kernels' geomean vs cuBLAS "
+                     f"{s['symbolic_geomean_vs_cublas']}")
     return "\n".join(lines)
 
 
@@ -200,7 +239,7 @@ def triton_job(torch, a, w, shape, rep_ms: int, sms: int) -> dict:
     return {**best, "triton": triton.__version__}
 
 
-def shape_job(torch, shape, rep_ms: int, sms: int, with_triton: bool) -> dict:
+def shape_job(torch, shape, rep_ms: int, sms: int, with_triton: bool, every_config: bool = False) -> dict:
     from tileproof.recipes import matmul
 
     m, n, k = shape
@@ -219,13 +258,11 @@ def shape_job(torch, shape, rep_ms: int, sms: int, with_triton: bool) -> dict:
     attempt(res, "tileproof", entry(lambda: matmul(a, w.t())))
     res["tileproof"].update(config=choice.config.name, splits=choice.splits,
                             estimate_us=round(choice.seconds * 1e6, 1))
+    attempt(res, "tileproof_symbolic", entry(lambda: matmul(a, w.t(), specialize=False)))
     res["configs"] = {}
-    for config in CONFIGS:
-        admitted = candidates(config, m, n, k, sms=sms)
-        if not admitted:
-            res["configs"][config.name] = {"skipped": "the configuration does not take this shape"}
-            continue
-        best = min(admitted, key=lambda c: c.seconds)
+    best_of = dict(ranked_configs(shape, sms))
+    for config in forced_configs(shape, sms, every_config):
+        best = best_of[config]
         attempt(res["configs"], config.name, entry(lambda config=config: matmul(a, w.t(), config=config)))
         res["configs"][config.name].update(splits=best.splits, estimate_us=round(best.seconds * 1e6, 1))
     if with_triton:
@@ -236,7 +273,7 @@ def shape_job(torch, shape, rep_ms: int, sms: int, with_triton: bool) -> dict:
         except ImportError as e:
             res["triton"] = {"skipped": f"triton does not import ({e})"}
     cublas_ms = res["cublas"].get("ms")
-    for e in [res.get("tileproof"), res.get("triton"), *res["configs"].values()]:
+    for e in [res.get("tileproof"), res.get("tileproof_symbolic"), res.get("triton"), *res["configs"].values()]:
         if e and "ms" in e and cublas_ms:
             e["vs_cublas"] = round(cublas_ms / e["ms"], 3)
     return res
@@ -259,6 +296,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rep-ms", type=int, default=100, help="do_bench's repetition time (default: %(default)s)")
     parser.add_argument("--no-triton", action="store_true", help="leave Triton out")
     parser.add_argument("--plan", action="store_true", help="print the choices and estimates only (no GPU)")
+    parser.add_argument("--all-configs", action="store_true",
+                        help=f"time every configuration forced (default: the choice and {FORCED_ALTERNATIVES} more)")
     args = parser.parse_args(argv)
     try:
         shapes = parse_shapes(args.shapes)
@@ -280,9 +319,14 @@ def main(argv=None) -> int:
     env = environment(torch)
     results = {"command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),
                "issue": 34, "environment": env, "layout": "D = A @ w.T: A [M, K], w [N, K] row-major (both K-major)",
-               "dtype": "bfloat16 operands and output, float32 accumulation", "shapes": {}}
+               "dtype": "bfloat16 operands and output, float32 accumulation",
+               "configs_timed": ("every configuration that takes the shape" if args.all_configs else
+                                 f"the choice and the {FORCED_ALTERNATIVES} configurations next by the estimate"),
+               "kernels": "compiled at each shape (tileproof_symbolic: the shape class's, M, N, K symbolic)",
+               "shapes": {}}
     for shape in shapes:
-        results["shapes"][shape_key(shape)] = shape_job(torch, shape, args.rep_ms, env["sms"], not args.no_triton)
+        results["shapes"][shape_key(shape)] = shape_job(torch, shape, args.rep_ms, env["sms"], not args.no_triton,
+                                                        args.all_configs)
         print(f"{shape_key(shape)}: {time.time() - started:.0f} s", file=sys.stderr)
     results["summary"] = summary(results)
     results["seconds"] = round(time.time() - started, 1)

@@ -7,25 +7,30 @@ row-major [M, N] tensor of `out_dtype` (bfloat16, float16 or float32; float32 ac
     op = tp.as_torch_op(Matmul(out_dtype=torch.float32), name="mylib::mm")   # for torch.compile
 
 Each call picks a configuration for its shape (matmul_heuristic.py: the block tile, stages,
-cluster, persistence, group, split-K and its splits, by an estimate of time on the GPU's SMs); each
-configuration's kernels serve a shape class (the majors, the output dtype; M, N, K symbolic),
-verified for every size whose contiguous extents are multiples of 8 (16-byte rows, which the TMA
-needs), compiled on first use and kept. The persistent configurations are hopper_gemm (SCHEDULE's
-warp-specialized 128 x 256 tile of the benchmarks, and its variants); split-K is split_k.py's two
-kernels, float32 partials of K's slices and their sum. Matmul(config=...) forces one. Every bad
-operand is an InputError naming the operand and what to pass. Imports only the public `tileproof`
-API; torch when called.
+cluster, persistence, group, split-K and its splits, by an estimate of time on the GPU's SMs) and
+runs its kernels compiled AT THAT SHAPE (M, N, K, and split-K's S and K / S, as numbers; a
+persistent grid of balanced_grid's blocks), verified there, compiled on first use and kept in a
+bounded LRU cache per (configuration, majors, output dtype, M, N, K, splits, SMs). The same schedule
+compiled for a shape class (M, N, K symbolic: shape_class_fusion, verified for every size whose
+contiguous extents are multiples of 8, the 16-byte rows the TMA needs) runs about 30 % slower at
+8192^3 (64-bit index math and per-tile divisions by the symbolic tile counts in the K loop);
+Matmul(specialize=False) keeps those, one compile per shape class, for shapes seen once. The
+persistent configurations are hopper_gemm (SCHEDULE's warp-specialized 128 x 256 tile of the
+benchmarks, and its variants); split-K is split_k.py's two kernels, float32 partials of K's slices
+and their sum. Matmul(config=...) forces one. Every bad operand is an InputError naming the operand
+and what to pass. Imports only the public `tileproof` API; torch when called.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 
 import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
-from .matmul_heuristic import BY_NAME, WIDE, Choice, MatmulConfig, candidates, choose
+from .matmul_heuristic import BY_NAME, WIDE, Choice, MatmulConfig, balanced_grid, candidates, choose
 from .params import Epilogue, GridOrder
 from .split_k import SplitKParams, split_k_operands, split_k_partials, split_k_sum
 
@@ -37,6 +42,7 @@ SCHEDULE = HopperGemmParams(
                          warp_specialized=tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232))),
     grid=GridOrder(group=16, persistent=SMS), cluster=Cluster(size=2))
 OUT_DTYPES = ("bfloat16", "float16", "float32")
+CACHE_SIZE = 64  # compiled configurations at a shape a Matmul keeps (least recently used dropped)
 
 
 def params_for(a_major: str, b_major: str, out_dtype: str) -> HopperGemmParams:
@@ -48,31 +54,56 @@ def params_for(a_major: str, b_major: str, out_dtype: str) -> HopperGemmParams:
 
 
 def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: str,
-                  sms: int = SMS) -> HopperGemmParams | SplitKParams:
+                  sms: int = SMS, shape: tuple[int, int, int] | None = None) -> HopperGemmParams | SplitKParams:
     """The recipe's parameters for a configuration of matmul_heuristic.py: SCHEDULE's (params_for)
-    with its tile, stages, cluster and group and a persistent grid of `sms` blocks; split-K's
-    partials kernel (no grid order, cluster or epilogue)."""
+    with its tile, stages, registers, cluster and group and a persistent grid of `sms` blocks (at a
+    `shape` (M, N, K), balanced_grid's blocks over the shape's tiles); split-K's partials kernel (no
+    grid order, cluster or epilogue)."""
     tile = HopperTile(m=config.tile[0], n=config.tile[1])
-    pipeline = dataclasses.replace(SCHEDULE.pipeline, stages=config.stages, prefetch=config.prefetch)
+    pipeline = dataclasses.replace(
+        SCHEDULE.pipeline, stages=config.stages, prefetch=config.prefetch,
+        warp_specialized=tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=config.registers))
     if config.split_k:
         return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=a_major), b=Operand(major=b_major))
+    blocks = sms if shape is None else balanced_grid(shape[:2], config.tile, config.group, sms, config.cluster)
     return dataclasses.replace(params_for(a_major, b_major, out_dtype), tile=tile, pipeline=pipeline,
-                               grid=GridOrder(group=config.group, persistent=sms), cluster=Cluster(size=config.cluster))
+                               grid=GridOrder(group=config.group, persistent=blocks),
+                               cluster=Cluster(size=config.cluster))
 
 
-def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: str, sms: int = SMS) -> list:
-    """The fusions a configuration runs, in order: the shape class's GEMM (shape_class_fusion), or
-    split-K's partials (split_k_partials: S, M, N, KS symbolic) and their sum in the output dtype."""
+def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: str, sms: int = SMS,
+                   shape: tuple[int, int, int] | None = None, splits: int = 1) -> list:
+    """The fusions a configuration runs, in order: the GEMM at `shape` (M, N, K) (shape_fusion) or,
+    without one, the shape class's (shape_class_fusion); or split-K's partials (split_k_partials:
+    S = splits, M, N, KS = K / S at the shape, else symbolic) and their sum in the output dtype."""
     if config.split_k:
-        return [split_k_partials(config_params(config, a_major, b_major, out_dtype)),
-                split_k_sum(getattr(tp, out_dtype))]
-    return [shape_class_fusion(a_major, b_major, out_dtype, config, sms)]
+        params = config_params(config, a_major, b_major, out_dtype)
+        if shape is None:
+            return [split_k_partials(params), split_k_sum(getattr(tp, out_dtype))]
+        m, n, k = shape
+        if splits < 2 or k % splits:
+            raise tp.ScheduleError(f"config_fusions: {config.name} at K = {k} needs splits >= 2 dividing K, "
+                                   f"got {splits}")
+        return [split_k_partials(params, (splits, m, n, k // splits)),
+                split_k_sum(getattr(tp, out_dtype), (splits, m, n))]
+    if shape is None:
+        return [shape_class_fusion(a_major, b_major, out_dtype, config, sms)]
+    return [shape_fusion(a_major, b_major, out_dtype, shape, config, sms)]
+
+
+def shape_fusion(a_major: str, b_major: str, out_dtype: str, shape: tuple[int, int, int],
+                 config: MatmulConfig = WIDE, sms: int = SMS) -> tp.Fusion:
+    """hopper_gemm at M x N x K = `shape` (numbers) with a persistent configuration's parameters
+    and balanced_grid's blocks: the kernel recipes.matmul runs at that shape."""
+    if config.split_k:
+        raise tp.ScheduleError(f"shape_fusion: {config.name} is split-K, two fusions (config_fusions)")
+    return hopper_gemm(*shape, config_params(config, a_major, b_major, out_dtype, sms, shape))
 
 
 def shape_class_fusion(a_major: str, b_major: str, out_dtype: str, config: MatmulConfig = WIDE,
                        sms: int = SMS) -> tp.Fusion:
     """The shape class's fusion: hopper_gemm at symbolic M, N, K (SCHEDULE's, or a persistent
-    configuration's on `sms` blocks), assuming the extents the operands and the output are
+    configuration's on `sms` blocks; Matmul(specialize=False) runs it), assuming the extents the operands and the output are
     contiguous along multiples of ALIGN_ELEMENTS (A's K or M, B's K or N, N)."""
     if config.split_k:
         raise tp.ScheduleError(f"shape_class_fusion: {config.name} is split-K, two fusions (config_fusions)")
@@ -156,29 +187,48 @@ class Matmul:
     """D = A @ B through the Hopper GEMM recipe, for one output dtype (see the module's text):
     call it on (a, b) for the output tensor; tp.as_torch_op(Matmul(...)) makes it an operator.
     config: None (each shape's choice, matmul_heuristic.choose), or a MatmulConfig or its name
-    (matmul_heuristic.CONFIGS) to run every shape with (its splits still chosen per shape)."""
+    (matmul_heuristic.CONFIGS) to run every shape with (its splits still chosen per shape).
+    specialize: True compiles each configuration at each call's shape (the faster kernels; a
+    compile, about a second, the first time a shape comes); False the shape class's kernels (M, N,
+    K symbolic: one compile serves every shape). cache_size: the compiled sets kept (LRU)."""
 
     input_names = ("a", "b")
     output_count = 1
 
-    def __init__(self, out_dtype="bfloat16", target: str = "sm_90a", config=None):
+    def __init__(self, out_dtype="bfloat16", target: str = "sm_90a", config=None, specialize: bool = True,
+                 cache_size: int = CACHE_SIZE):
         self.out_dtype = _dtype_name(out_dtype)
         self.target = target
         self.config = _config(config)
-        self._kernels: dict[tuple, list] = {}
+        if not isinstance(specialize, bool):
+            raise tp.InputError(f"matmul: specialize must be True or False, got {specialize!r}")
+        if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
+            raise tp.InputError(f"matmul: cache_size must be a positive int, got {cache_size!r}")
+        self.specialize = specialize
+        self.cache_size = cache_size
+        self._kernels: OrderedDict[tuple, list] = OrderedDict()
+        self._choices: dict[tuple, Choice] = {}  # per call shape: the estimate's loop is a call's host time
 
     def __repr__(self) -> str:
         forced = "" if self.config is None else f", config={self.config.name!r}"
-        return f"Matmul(out_dtype={self.out_dtype!r}, target={self.target!r}{forced})"
+        symbolic = "" if self.specialize else ", specialize=False"
+        return f"Matmul(out_dtype={self.out_dtype!r}, target={self.target!r}{forced}{symbolic})"
 
-    def kernels(self, config: MatmulConfig, a_major: str, b_major: str, sms: int = SMS) -> list:
-        """The configuration's kernels for the shape class (config_fusions; verified and compiled
-        on first use)."""
-        key = (config, a_major, b_major, sms)
+    def kernels(self, config: MatmulConfig, a_major: str, b_major: str, sms: int = SMS,
+                shape: tuple[int, int, int] | None = None, splits: int = 1) -> list:
+        """The configuration's kernels at `shape` (M, N, K) with `splits` K slices for split-K, or
+        without a shape the shape class's (config_fusions; verified and compiled on first use, kept
+        in the LRU cache of cache_size sets)."""
+        key = (config, a_major, b_major, self.out_dtype, sms, shape, splits if shape and config.split_k else None)
         kernels = self._kernels.get(key)
         if kernels is None:
-            kernels = self._kernels[key] = [tp.compile(f, self.target)
-                                            for f in config_fusions(config, a_major, b_major, self.out_dtype, sms)]
+            kernels = [tp.compile(f, self.target)
+                       for f in config_fusions(config, a_major, b_major, self.out_dtype, sms, shape, splits)]
+            self._kernels[key] = kernels
+            while len(self._kernels) > self.cache_size:
+                self._kernels.popitem(last=False)
+        else:
+            self._kernels.move_to_end(key)
         return kernels
 
     def kernel(self, a_major: str, b_major: str) -> tp.Kernel:
@@ -187,7 +237,17 @@ class Matmul:
 
     def choice(self, a_major: str, b_major: str, m: int, n: int, k: int, sms: int = SMS) -> Choice:
         """The configuration and splits this entry runs at M x N x K: the forced configuration's
-        best splits, or the estimate's best configuration (matmul_heuristic.choose)."""
+        best splits, or the estimate's best configuration (matmul_heuristic.choose); remembered
+        per shape."""
+        key = (a_major, b_major, m, n, k, sms)
+        choice = self._choices.get(key)
+        if choice is None:
+            if len(self._choices) >= 64 * self.cache_size:
+                self._choices.clear()
+            choice = self._choices[key] = self._choose(a_major, b_major, m, n, k, sms)
+        return choice
+
+    def _choose(self, a_major: str, b_major: str, m: int, n: int, k: int, sms: int) -> Choice:
         out_bytes = getattr(tp, self.out_dtype).bytes
         if self.config is None:
             return choose(m, n, k, a_major=a_major, b_major=b_major, sms=sms, out_bytes=out_bytes)
@@ -220,8 +280,10 @@ class Matmul:
     def __call__(self, a, b):
         a_major, b_major = self.majors(a, b)
         sms = _device_sms(_torch(), a.device)
-        choice = self.choice(a_major, b_major, a.shape[0], b.shape[1], a.shape[1], sms)
-        kernels = self.kernels(choice.config, a_major, b_major, sms)
+        shape = (a.shape[0], b.shape[1], a.shape[1])
+        choice = self.choice(a_major, b_major, *shape, sms)
+        kernels = self.kernels(choice.config, a_major, b_major, sms, shape if self.specialize else None,
+                               choice.splits)
         if choice.config.split_k:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
             partials, total = kernels
             (p,) = partials.run(*split_k_operands(a, b, choice.splits))
@@ -240,17 +302,17 @@ class Matmul:
 _entries: dict[tuple, Matmul] = {}
 
 
-def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None):
+def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, specialize: bool = True):
     """D = A @ B (A [M, K], B [K, N], bfloat16, either major each) as a new row-major [M, N] tensor of
-    out_dtype, through the Hopper GEMM recipe (a configuration chosen per shape, or `config`;
-    its kernels per shape class, compiled on first use)."""
+    out_dtype, through the Hopper GEMM recipe (a configuration chosen per shape, or `config`; its
+    kernels compiled at the shape on first use, or with specialize=False per shape class)."""
     config = _config(config)
-    key = (_dtype_name(out_dtype), target, config)
+    key = (_dtype_name(out_dtype), target, config, specialize)
     entry = _entries.get(key)
     if entry is None:
-        entry = _entries[key] = Matmul(key[0], target, config)
+        entry = _entries[key] = Matmul(key[0], target, config, specialize)
     return entry(a, b)
 
 
-__all__ = ["ALIGN_ELEMENTS", "Matmul", "SCHEDULE", "config_fusions", "config_params", "contiguous_extents", "matmul",
-           "params_for", "shape_class_fusion"]
+__all__ = ["ALIGN_ELEMENTS", "CACHE_SIZE", "Matmul", "SCHEDULE", "config_fusions", "config_params",
+           "contiguous_extents", "matmul", "params_for", "shape_class_fusion", "shape_fusion"]

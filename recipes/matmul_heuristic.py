@@ -52,6 +52,8 @@ class MatmulConfig:
     split_k: K cut into S slices (recipes/split_k.py: partials, then their sum), S chosen per shape.
     efficiency: the fraction of an SM's peak its K loop reaches (the estimate's, from the H200
         runs of benchmarks/hopper_matmul.py: 128 x 256 about 0.8, 128 x 128 less reuse a load).
+    registers: setmaxnreg's (producer, consumer) registers a thread: 232 for two consumer
+        warpgroups (their 64 x 256 accumulators and the pool's 64 K), 256 for one (a 64-row tile).
     """
 
     name: str
@@ -63,6 +65,7 @@ class MatmulConfig:
     persistent: bool = True
     split_k: bool = False
     efficiency: float = 0.8
+    registers: tuple[int, int] = (40, 232)
 
     def __post_init__(self):
         if self.split_k and (self.persistent or self.cluster != 1):
@@ -83,6 +86,11 @@ CONFIGS = (
     MatmulConfig(name="128x256_split_k", tile=(128, 256), stages=4, prefetch=2, persistent=False, split_k=True),
     MatmulConfig(name="128x128_split_k", tile=(128, 128), stages=6, prefetch=4, persistent=False, split_k=True,
                  efficiency=0.7),
+    # decode (M <= 64): one consumer warpgroup, no rows of a 128-row tile wasted; B's stream is the time
+    MatmulConfig(name="64x256_persistent", tile=(64, 256), stages=4, prefetch=2, efficiency=0.6,
+                 registers=(40, 256)),
+    MatmulConfig(name="64x256_split_k", tile=(64, 256), stages=4, prefetch=2, persistent=False, split_k=True,
+                 efficiency=0.6, registers=(40, 256)),
 )
 BY_NAME = {c.name: c for c in CONFIGS}
 
@@ -112,6 +120,18 @@ def admits(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, a_majo
     ks = k // splits
     return all(ks <= MN_MAJOR_KS and extent < MN_MAJOR_EXTENT
                for major, extent in ((a_major, m), (b_major, n)) if major == "MN")
+
+
+def balanced_grid(shape, block, group: int, sms: int = PEAK_SMS, cluster: int = 1) -> int:
+    """A persistent grid at M x N (`shape`) for `block` tiles taken in groups of `group` M tiles: as
+    few steps as `sms` blocks take over the grouped tiles (those past M in the last group included),
+    then as few blocks as take that many steps, a multiple of `cluster`: 128 blocks of 16 tiles at
+    8192^3, not 132 blocks of which 68 run a 16th tile."""
+    mo, no = (_cdiv(d, b) for d, b in zip(shape, block))
+    tiles = _cdiv(mo, group) * group * no
+    steps = _cdiv(tiles, sms)
+    blocks = _cdiv(tiles, steps)
+    return min(sms - sms % cluster, _cdiv(blocks, cluster) * cluster)
 
 
 def estimate(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, *, sms: int = PEAK_SMS,
@@ -164,4 +184,5 @@ def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sm
     return best
 
 
-__all__ = ["BY_NAME", "CONFIGS", "Choice", "MatmulConfig", "WIDE", "admits", "candidates", "choose", "estimate"]
+__all__ = ["BY_NAME", "CONFIGS", "Choice", "MatmulConfig", "WIDE", "admits", "balanced_grid", "candidates", "choose",
+           "estimate"]

@@ -1,5 +1,6 @@
 """Split-K GEMM on wgmma, as two verified kernels: D[M, N] = sum_k A[M, K] B[K, N] with K cut into
-S slices of KS = K / S columns each (S, M, N and KS symbolic: one kernel each for every split count).
+S slices of KS = K / S columns each (S, M, N and KS symbolic: one kernel each for every split count;
+or given, `shape=`, a kernel compiled at one shape, as recipes.matmul runs them).
 
     partials = split_k_partials(SplitKParams(...))   # P[s, M, N] = A_s @ B_s, float32
     total = split_k_sum(tp.bfloat16)                 # D = cast(sum_s P[s]), one kernel
@@ -77,20 +78,31 @@ def _tile_smnk(t, bm, bn, bk):
     permute(t, outer + inner)
 
 
-def split_k_partials(params: SplitKParams | None = None) -> tp.Fusion:
+def _extents(shape, names: tuple[str, ...], caller: str) -> tuple:
+    """`names` (symbolic) where shape is None, else shape's positive ints, checked at the door."""
+    if shape is None:
+        return names
+    if len(shape) != len(names) or not all(isinstance(d, int) and d > 0 for d in shape):
+        raise tp.ScheduleError(f"{caller}: shape must be None or {len(names)} positive ints "
+                               f"({', '.join(names)}), got {shape!r}")
+    return tuple(shape)
+
+
+def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, int, int] | None = None) -> tp.Fusion:
     """P[s, M, N] = sum_kc A[M, s KS + kc] B[s KS + kc, N] in float32 on wgmma, for s < S
-    (M, N and KS symbolic; the contiguous extents of A, B and P multiples of 8, 16-byte rows for
-    the TMA; see the module's text). Inputs A [S, M, 1, KS] and B [S, 1, N, KS] (the views of
-    split_k_operands), output P [S, M, N] float32."""
+    (S, M, N and KS symbolic, or `shape` = (S, M, N, KS); the contiguous extents of A, B and P
+    multiples of 8, 16-byte rows for the TMA; see the module's text). Inputs A [S, M, 1, KS] and
+    B [S, 1, N, KS] (the views of split_k_operands), output P [S, M, N] float32."""
     params = SplitKParams() if params is None else params
     if not isinstance(params, SplitKParams):
         raise tp.ScheduleError(f"split_k_partials: params must be a SplitKParams, got {type(params).__name__}")
+    s_, m_, n_, ks_ = _extents(shape, ("S", "M", "N", "KS"), "split_k_partials")
     tile, pipeline = params.tile, params.pipeline
     bm, bn, bk = tile.m, tile.n, tile.swizzle // 2
     macro = tile.macro
     with tp.Fusion("split_k_partials") as fusion:
-        a = tp.make_tensor(["S", "M", 1, "KS"], dtype=tp.bfloat16)
-        b = tp.make_tensor(["S", 1, "N", "KS"], dtype=tp.bfloat16)
+        a = tp.make_tensor([s_, m_, 1, ks_], dtype=tp.bfloat16)
+        b = tp.make_tensor([s_, 1, n_, ks_], dtype=tp.bfloat16)
         fusion.add_input(a)
         fusion.add_input(b)
         d = tp.fused_multiply_sum(a, b, [-1])
@@ -98,14 +110,8 @@ def split_k_partials(params: SplitKParams | None = None) -> tp.Fusion:
         fusion.add_output(out)
     for t, name, operand in ((a, "A", params.a), (b, "B", params.b)):
         t.set_allocation_domain([t.axis(i) for i in ALLOCATION[name, operand.major]], True)
-    for extent in ("KS", "N") + (("M",) if params.a.major == "MN" else ()):
-        fusion.assume(f"{extent} % 8 == 0")
-    for extent, operand in (("M", params.a), ("N", params.b)):  # an MN-major split's stride: KS rows of M or N,
-        if operand.major == "MN":  # below 2^40 bytes (TMA-GLOBAL-STRIDE), bounded factor by factor (linear bounds)
-            fusion.assume(f"KS <= {MN_MAJOR_KS}")
-            fusion.assume(f"{extent} < {TMA_STRIDE_LIMIT // 2 // MN_MAJOR_KS}")
-    fusion.assume(f"N <= {GRID_YZ * bn}")  # N's tiles on blockIdx.y (LAUNCH-GRID)
-    fusion.assume(f"S <= {MAX_SPLITS}")  # a K-major row, S KS < 2^31 x 64 elements: below 2^40 bytes
+    if shape is None:  # at a shape the verifier checks these facts of its numbers
+        _assume_partials_extents(fusion, params, bn)
     d.definition.set_macro(macro)
     sa = a.cache_after(params.a.load)
     sb = b.cache_after(params.b.load)
@@ -143,20 +149,35 @@ def split_k_partials(params: SplitKParams | None = None) -> tp.Fusion:
     return fusion
 
 
-def split_k_sum(out_dtype: tp.DataType = tp.bfloat16) -> tp.Fusion:
+def _assume_partials_extents(fusion: tp.Fusion, params: SplitKParams, bn: int) -> None:
+    """The symbolic partials kernel's facts: contiguous extents multiples of 8, MN-major splits'
+    strides and N's tiles in range."""
+    for extent in ("KS", "N") + (("M",) if params.a.major == "MN" else ()):
+        fusion.assume(f"{extent} % 8 == 0")
+    for extent, operand in (("M", params.a), ("N", params.b)):  # an MN-major split's stride: KS rows of M or N,
+        if operand.major == "MN":  # below 2^40 bytes (TMA-GLOBAL-STRIDE), bounded factor by factor (linear bounds)
+            fusion.assume(f"KS <= {MN_MAJOR_KS}")
+            fusion.assume(f"{extent} < {TMA_STRIDE_LIMIT // 2 // MN_MAJOR_KS}")
+    fusion.assume(f"N <= {GRID_YZ * bn}")  # N's tiles on blockIdx.y (LAUNCH-GRID)
+    fusion.assume(f"S <= {MAX_SPLITS}")  # a K-major row, S KS < 2^31 x 64 elements: below 2^40 bytes
+
+
+def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int] | None = None) -> tp.Fusion:
     """D[M, N] = sum_s P[s, M, N] (P float32), cast to out_dtype: the M x N outputs in runs of
     VECTOR (N % 8 == 0: no run crosses a row's end), SUM_THREADS threads a block, each loading
-    its run of each split as one 16-byte vector and adding them in order."""
+    its run of each split as one 16-byte vector and adding them in order. S, M, N symbolic, or
+    `shape` = (S, M, N)."""
     if not isinstance(out_dtype, tp.DataType):
         raise tp.ScheduleError(f"split_k_sum: out_dtype must be a tp.DataType, got {out_dtype!r}")
     with tp.Fusion("split_k_sum") as fusion:
-        p = tp.make_tensor(["S", "M", "N"], dtype=tp.float32)
+        p = tp.make_tensor(list(_extents(shape, ("S", "M", "N"), "split_k_sum")), dtype=tp.float32)
         fusion.add_input(p)
         total = tp.sum(p, [0])
         out = tp.set(total) if out_dtype == tp.float32 else tp.cast(total, out_dtype)
         fusion.add_output(out)
-    fusion.assume("N % 8 == 0")
-    fusion.assume(f"M * N <= {GRID_X * VECTOR * SUM_THREADS}")  # the runs' blocks on blockIdx.x (LAUNCH-GRID)
+    if shape is None:  # at a shape the verifier checks these facts of its numbers
+        fusion.assume("N % 8 == 0")
+        fusion.assume(f"M * N <= {GRID_X * VECTOR * SUM_THREADS}")  # the runs' blocks on blockIdx.x (LAUNCH-GRID)
     loads = p.cache_after()  # registers: one vector, loaded in the loop over the splits
     for t in (loads, total):  # [S, M, N] -> [M N / (V T) (BIDx), T (TIDx), S, V]
         t.merge(1).split(1, VECTOR).split(1, SUM_THREADS)

@@ -37,6 +37,9 @@ def test_the_plan_names_each_choice_and_every_configuration(capsys):
     assert plan["8192x8192x8192"]["config"] == WIDE.name and plan["8192x8192x8192"]["splits"] == 1
     assert plan["1024x1024x16384"]["splits"] > 1
     assert set(plan["1024x1024x16384"]["estimates"]) == {c.name for c in CONFIGS}
+    timed = plan["1024x1024x16384"]["timed_forced"]  # the choice first, then the next estimates
+    assert timed[0] == plan["1024x1024x16384"]["config"] and len(timed) == 1 + B.FORCED_ALTERNATIVES
+    assert len(B.forced_configs((1024, 1024, 16384), every=True)) == len(CONFIGS)
     assert B.main(["--plan", "--shapes", "16x4096x4096"]) == 0
     assert json.loads(capsys.readouterr().out)["16x4096x4096"]["splits"] > 1
 
@@ -50,6 +53,7 @@ def results(chosen_ms: dict, best_ms: dict) -> dict:
                        "configs": {"c": {"ms": ms, "vs_cublas": round(1 / ms, 3)},
                                    "d": {"ms": best_ms[key], "vs_cublas": round(1 / best_ms[key], 3)},
                                    "e": {"skipped": "the configuration does not take this shape"}},
+                       "tileproof_symbolic": {"ms": 2 * ms, "vs_cublas": round(1 / (2 * ms), 3)},
                        "triton": {"skipped": "triton does not import"}}
     return {"shapes": shapes}
 
@@ -58,9 +62,11 @@ def test_the_summary_and_table():
     r = results({"a": 0.5, "b": 2.0, "c": 1.0}, {"a": 0.6, "b": 1.0, "c": 1.02})
     r["summary"] = s = B.summary(r)
     assert s == {"shapes": 3, "geomean_vs_cublas": 1.0, "min_vs_cublas": 0.5, "min_shape": "b",
-                 "choice_near_best": "2 of 3"}
+                 "choice_near_best": "2 of 3", "geomean_vs_triton": None, "symbolic_geomean_vs_cublas": 0.5}
+    r["shapes"]["a"]["triton"] = {"ms": 1.0}
+    assert B.summary(r)["geomean_vs_triton"] == 2.0  # tileproof's 0.5 ms against Triton's 1.0
     text = B.table(r)
-    assert "| b | 100.0 | 50.0 | 0.5 | c (1) | d (1.0) | triton does not import |" in text
+    assert "| b | 100.0 | 50.0 | 0.5 | c (1) | d (1.0) | 0.25 | triton does not import |" in text
     assert "geomean vs cuBLAS 1.0, min 0.5 (b), choice within 5 % of the best configuration at 2 of 3 shapes" in text
 
 

@@ -1,6 +1,8 @@
 """tileproof.recipes.matmul without a GPU: each shape class (A's and B's majors, the output dtype)
-builds and verifies the recipe with those majors, the 2-D operands' views bind to its operands,
-bad operands get InputErrors naming them, and the entry is an operator torch.compile traces."""
+builds and verifies the recipe with those majors, the kernel the entry runs at a shape has numbers
+for its extents (32-bit index math, the balanced persistent grid), the 2-D operands' views bind to
+its operands, bad operands get InputErrors naming them, and the entry is an operator torch.compile
+traces."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import tileproof as tp
 from tileproof.codegen.runtime import binding
 from tileproof.recipes import Matmul, matmul
 from tileproof.recipes.matmul import shape_class_fusion
+from tileproof.recipes.matmul_heuristic import WIDE
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 MAJORS = [("K", "K"), ("K", "MN"), ("MN", "K"), ("MN", "MN")]
@@ -25,6 +28,16 @@ def test_each_shape_class_verifies_with_its_operands_majors(a_major, b_major):
     a, b = (g for g in kernel.ir.globals if g.is_input)
     assert (a.alloc_axes, b.alloc_axes) == (ALLOCATION["A", a_major], ALLOCATION["B", b_major])
     assert "wgmma.mma_async" in kernel.cuda_source
+    assert kernel.ir.index_bits == 64  # M, N, K up to 2^31: the tile counts' products need 64 bits
+
+
+def test_the_kernel_at_a_shape_has_numbers_for_extents():
+    """What Matmul runs at 8192^3: no extent parameter, 32-bit index math, 128 blocks of 16 tiles
+    each (balanced_grid), not 132 of which 68 run a 16th; the shape class's kernel, 132 blocks."""
+    (kernel,) = Matmul().kernels(WIDE, "K", "K", shape=(8192, 8192, 8192))
+    assert not kernel.fusion.symbols and kernel.ir.index_bits == 32
+    assert kernel.launch_params_for().grid == (128, 1, 1)
+    assert "s_M" not in kernel.cuda_source and "unsigned long long i2" not in kernel.cuda_source
 
 
 def test_a_float32_output_verifies():

@@ -1,8 +1,10 @@
 """recipes.matmul's shape-aware choice without a GPU: the picks at representative shapes (the
 large tile on large shapes, a small group where M has few tiles, split-K where few output tiles
-have a long K), the split counts each configuration admits, every configuration the chooser can
-pick verifies and compiles in every major, split-K's operand views bind and hold K's slices, and
-the one-kernel split-K that a grid reduction of the accumulators would be is rejected."""
+have a long K, the 64-row tile at decode), the split counts each configuration admits, the balanced
+persistent grid, every configuration the chooser can pick verifies and compiles at a shape (and the
+128 x 128 ones per shape class in every major), the kernels cache per shape (LRU), split-K's
+operand views bind and hold K's slices, and the one-kernel split-K that a grid reduction of the
+accumulators would be is rejected."""
 
 from __future__ import annotations
 
@@ -11,12 +13,17 @@ import pytest
 import tileproof as tp
 from tileproof.codegen.runtime import binding
 from tileproof.recipes import HopperGemmParams, HopperTile, Matmul, hopper_gemm
-from tileproof.recipes.matmul import config_fusions, matmul
-from tileproof.recipes.matmul_heuristic import (BY_NAME, CONFIGS, WIDE, MatmulConfig, admits, candidates, choose,
-                                                estimate)
+from tileproof.recipes.matmul import config_fusions, config_params, matmul
+from tileproof.recipes.matmul_heuristic import (BY_NAME, CONFIGS, WIDE, MatmulConfig, admits, balanced_grid,
+                                                candidates, choose, estimate)
 from tileproof.recipes.split_k import SplitKParams, split_k_operands, split_k_partials
 
 pytestmark = pytest.mark.usefixtures("private_cache")
+try:
+    import torch
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
 MAJORS = [("K", "K"), ("K", "MN"), ("MN", "K"), ("MN", "MN")]
 SPLIT_128 = BY_NAME["128x128_split_k"]
 
@@ -72,16 +79,62 @@ def test_configurations_check_their_fields():
         MatmulConfig(name="x", tile=(128, 128), stages=4, prefetch=2, cluster=2, group=3)
 
 
+def test_decode_shapes_take_the_64_row_tile_or_split_k():
+    """M <= 64 fills at most 64 rows of a tile: the 64 x 256 tile (one consumer warpgroup) where N
+    has tiles enough for the SMs, else K's splits multiply the blocks."""
+    assert choose(64, 28672, 4096).config is BY_NAME["64x256_persistent"]
+    decode = choose(16, 4096, 4096)
+    assert decode.config.split_k and decode.splits >= 4
+    assert BY_NAME["64x256_persistent"].registers == (40, 256)
+
+
+def test_the_balanced_grid_takes_the_fewest_steps_with_the_fewest_blocks():
+    assert balanced_grid((8192, 8192), (128, 256), 16, cluster=2) == 128  # 2048 tiles: 16 steps of 128, not 132
+    assert balanced_grid((1024, 768), (128, 256), 8) == 24  # 24 tiles: one step each
+    assert balanced_grid((128 * 8 * 3, 256 * 7), (128, 256), 8, cluster=2) == 84  # 168 tiles: 2 steps, 84 blocks
+    assert balanced_grid((128 * 8, 256 * 17), (128, 256), 8, cluster=2) == 68  # 136 tiles: 2 steps, 68 blocks
+    assert config_params(WIDE, "K", "K", "bfloat16", shape=(8192, 8192, 8192)).grid.persistent == 128
+    assert config_params(WIDE, "K", "K", "bfloat16").grid.persistent == 132  # the shape class: every SM
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
-def test_every_configuration_verifies_and_compiles(config):
-    fusions = config_fusions(config, "K", "K", "bfloat16")
+def test_every_configuration_verifies_and_compiles_at_a_shape(config):
+    """At 1000 x 2048 x 4096 (M no tile divides, K in 4 splits of 1024): the kernels recipes.matmul
+    runs, every extent a number."""
+    shape, splits = (1000, 2048, 4096), (4 if config.split_k else 1)
+    fusions = config_fusions(config, "K", "K", "bfloat16", shape=shape, splits=splits)
     assert len(fusions) == (2 if config.split_k else 1)
+    kernels = []
     for fusion in fusions:
         report = tp.verify(fusion, "sm_90a")
         assert report.ok, report.codes
-        kernel = tp.compile(fusion, "sm_90a")
-        assert "__global__" in kernel.cuda_source
-    assert "wgmma.mma_async" in tp.compile(fusions[0], "sm_90a").cuda_source
+        kernels.append(tp.compile(fusion, "sm_90a"))
+        assert not kernels[-1].fusion.symbols and "__global__" in kernels[-1].cuda_source
+    assert "wgmma.mma_async" in kernels[0].cuda_source
+    grid = kernels[0].launch_params_for().grid
+    if config.split_k:
+        assert grid == (-(-1000 // config.tile[0]), 2048 // config.tile[1], splits)
+    else:
+        assert grid == (balanced_grid((1000, 2048), config.tile, config.group, cluster=config.cluster), 1, 1)
+
+
+def test_the_entry_compiles_per_shape_and_keeps_the_least_recently_used(monkeypatch):
+    compiled = []
+    monkeypatch.setattr(tp, "compile", lambda fusion, target: compiled.append(fusion) or fusion)
+    entry = Matmul(cache_size=2)
+    shapes = [(256, 512, 1024), (512, 512, 1024), (256, 512, 1024), (1024, 512, 1024), (512, 512, 1024)]
+    for shape in shapes:
+        entry.kernels(WIDE, "K", "K", shape=shape)
+    assert len(compiled) == 4  # the third call hit; the fifth came after 512 x 512 x 1024 was dropped
+    assert [str(f.inputs[0].get_logical_domain()[0]) for f in compiled[:2]] == ["i0{256}", "i0{512}"]
+    entry.kernels(SPLIT_128, "K", "K", shape=(256, 512, 1024), splits=2)
+    entry.kernels(SPLIT_128, "K", "K", shape=(256, 512, 1024), splits=4)  # S and KS differ: a kernel each
+    assert len(compiled) == 4 + 4
+    symbolic = Matmul(specialize=False)
+    assert set(symbolic.kernels(WIDE, "K", "K")[0].symbols) == {"M", "N", "K"}
+    assert "specialize=False" in repr(symbolic)
+    with pytest.raises(tp.InputError, match="cache_size must be a positive int"):
+        Matmul(cache_size=0)
 
 
 @pytest.mark.parametrize("a_major,b_major", MAJORS)
@@ -110,11 +163,6 @@ def test_a_split_k_in_one_kernel_is_refused_its_grid_reduction_of_accumulators()
     assert any(e.message.startswith("T2 is") and "BIDz" in e.message for e in report.errors if e.code == "REDUCTION-GRID")
 
 
-try:
-    import torch
-except ImportError:
-    torch = None
-needs_torch = pytest.mark.skipif(torch is None, reason="needs PyTorch")
 
 
 def operands(a_major, b_major, m=16, n=24, k=64):
