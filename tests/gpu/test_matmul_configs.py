@@ -2,7 +2,8 @@
 device): every configuration of matmul_heuristic.CONFIGS, forced, is right for all four operand
 majors at sizes no tile divides (split-K with splits whose length is no multiple of the K tile,
 so each split's last TMA box reads zeros past its slice), in each output dtype; the choice at
-few-tile long-K and decode shapes is split-K and right; the split-K path under a CUDA graph."""
+few-tile long-K and decode shapes is split-K and right; the shape-class kernels
+(specialize=False) agree with those compiled at the shape; the split-K path under a CUDA graph."""
 
 from __future__ import annotations
 
@@ -60,6 +61,17 @@ def test_the_choice_at_few_tiles_and_a_long_k_is_split_k_and_right(m, n, k):
     assert Matmul().choice("K", "K", m, n, k, sms).config.split_k
     d = matmul(a, b)
     torch.testing.assert_close(d.float(), reference(a, b), atol=5e-2 * k ** 0.5, rtol=1e-2)
+
+
+@pytest.mark.parametrize("m,n,k", [(1000, 2048, 4096), (64, 1024, 4096), (512, 512, 8192)])
+def test_the_shape_class_kernels_agree_with_those_at_the_shape(m, n, k):
+    a, b = operands("K", "K", m, n, k)
+    at_shape, symbolic = Matmul(out_dtype=torch.float32), Matmul(out_dtype=torch.float32, specialize=False)
+    d = at_shape(a, b)
+    torch.testing.assert_close(d, reference(a, b), atol=1e-2 * k ** 0.5, rtol=1e-3)
+    torch.testing.assert_close(symbolic(a, b), d, atol=1e-2 * k ** 0.5, rtol=1e-3)
+    assert all(not ks[0].fusion.symbols for ks in at_shape._kernels.values())
+    assert all(ks[0].fusion.symbols for ks in symbolic._kernels.values())
 
 
 def test_split_k_under_a_cuda_graph():
