@@ -2,8 +2,11 @@
 wrong axes makes the TMA swizzle mode, the row width and the bijection fail too). A rule that
 finds the mistake itself and verifies a fix on a copy of the fusion records the copy
 (propose_fix); here every other error whose rule no longer reports it on the
-fixed copy is marked as following from the cause (warnings stay on their own), and the report lists each cause first with
-its consequences right after it, so that a reader meets the mistake before its symptoms.
+fixed copy is marked as following from the cause, and so is each warning about a tensor the
+cause or its consequences name that its rule no longer reports there (the other warnings'
+rules are not re-run: they would spend their time budgets again). The report lists one block
+per cause, the cause first and its consequences right after it, so that a reader meets the
+mistake before its symptoms; every error's block comes before the warnings (ordered).
 """
 
 from __future__ import annotations
@@ -48,16 +51,17 @@ def group_by_cause(ctx: VerifyContext, report: Report) -> None:
     """Mark and reorder report.diagnostics in place (see the module docstring)."""
     fixes = _fixes(ctx)
     causes = [d for d in report.diagnostics if d.id in fixes]
-    if not causes:
-        return
     for cause in causes:
         fixed = fixes[cause.id]
-        # errors only: a warning rule re-run on the copy would spend its time budget again
         others = [d for d in report.diagnostics if d.follows_from is None and d.id is None
                   and d.severity is Severity.ERROR]
         still = _findings(fixed, {d.code for d in others})
+        named = {cause.tensor} | {d.tensor for d in others if (d.code, d.tensor) not in still}
+        warnings = [d for d in report.diagnostics if d.follows_from is None and d.severity is Severity.WARNING
+                    and d.tensor is not None and d.tensor in named]
+        still |= _findings(fixed, {d.code for d in warnings})
         ctx.queries += fixed.queries
-        consequences = [d for d in others if (d.code, d.tensor) not in still]
+        consequences = [d for d in others + warnings if (d.code, d.tensor) not in still]
         for d in consequences:
             d.follows_from = cause.id
         if consequences:
@@ -65,7 +69,7 @@ def group_by_cause(ctx: VerifyContext, report: Report) -> None:
             what = "the finding" if len(consequences) == 1 else f"the {len(consequences)} findings"
             cause.notes.append(f"this causes {what} listed after it ({listed}): with the fix below, "
                                f"{'it goes' if len(consequences) == 1 else 'they go'} away (re-verified)")
-    report.diagnostics = _ordered(report.diagnostics, causes)
+    report.diagnostics = ordered(report.diagnostics)
 
 
 def _findings(fixed: VerifyContext, codes: set[str]) -> set[tuple[str, str | None]]:
@@ -80,10 +84,15 @@ def _findings(fixed: VerifyContext, codes: set[str]) -> set[tuple[str, str | Non
     return found
 
 
-def _ordered(diagnostics: list[Diagnostic], causes: list[Diagnostic]) -> list[Diagnostic]:
+def ordered(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """One block per root cause, each cause followed by what follows from it; the blocks of
+    errors first (causes before the other errors), then the warnings, each in report order."""
+    ids = {d.id for d in diagnostics if d.id is not None}
+    heads = [d for d in diagnostics if d.follows_from not in ids]
+    rank = {id(d): (not d.is_error, d.id is None or d.follows_from is not None) for d in heads}
     out: list[Diagnostic] = []
-    for cause in causes:
-        out.append(cause)
-        out += [d for d in diagnostics if d.follows_from == cause.id]
-    placed = {id(d) for d in out}
-    return out + [d for d in diagnostics if id(d) not in placed]
+    for head in sorted(heads, key=lambda d: rank[id(d)]):
+        out.append(head)
+        if head.id is not None:
+            out += sorted((d for d in diagnostics if d.follows_from == head.id), key=lambda d: not d.is_error)
+    return out

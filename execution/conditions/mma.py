@@ -18,6 +18,8 @@ and the code generator (codegen/lower/mma.py), which treats a problem as a tilep
                           tensors, read through matrix descriptors (WGMMA-SMEM-LAYOUT), that a TMA
                           loads or the threads store (the barrier before the wgmma then fences
                           their writes for the async proxy: SMEM-RACE); not cp.async copies
+    MMA-ACCUM-LAYOUT      (structural part) a wgmma's register output is allocated as the C
+                          fragment (no Mma axis in its allocation: tp.mma_output_allocation)
 """
 
 from __future__ import annotations
@@ -107,6 +109,42 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
             operand_problem(f"is in {t.memory_type} memory; mma.sync reads its operands from each lane's registers",
                             f"copy {t.name} into registers first (r = {t.name}.cache_after(), or "
                             f"tp.LoadStoreOpType.LdMatrix from shared memory), scheduled so each lane holds its fragment")
+
+
+# -- MMA-ACCUM-LAYOUT (structural part): the accumulators allocated as the C fragment --------------
+
+def accumulator_allocation(fusion, order) -> list[Problem]:
+    """MMA-ACCUM-LAYOUT (structural part): a wgmma's register output whose allocation keeps an
+    Mma axis, so every thread allocates the macro's whole 64 x N tile (up to 16384 registers)
+    where the C fragment gives it 64 x N / 128 accumulators: the allocation domain was not set
+    to the fragment (tp.mma_output_allocation, nvFuser's scheduleMmaOutputAllocation). An
+    mma.sync tile kept whole (16 x 8: 128 registers a thread) still fits, and is not refused."""
+    out = []
+    for tv in order:
+        op = tv.definition
+        if (not is_mma_op(op) or op.macro is None or is_mma_sync(op.macro)
+                or tv.memory_type is not MemoryType.Local):
+            continue
+        tile = [a.id for a in compute_allocation(tv).allocated() if a.id.parallel_type is ParallelType.Mma]
+        if not tile:
+            continue
+        held = try_int(compute_allocation(tv).num_elements_expr)
+        fragment = op.macro.m * op.macro.n // 128
+        shape = " x ".join(str(i.extent_expr) for i in tile)
+        out.append(Problem(
+            f"{tv.name} allocates its {shape} Mma tile whole in every thread's registers"
+            + (f" ({held} accumulators a thread)" if held is not None else "")
+            + f": its allocation domain is not the {op.macro.name} C fragment, in which each of the "
+              f"warpgroup's 128 threads holds {fragment} of a tile",
+            hint=f"call {tv.name}.set_allocation_domain(tp.mma_output_allocation({tv.name}), True) before binding "
+                 f"{tv.name}'s M, N and K tile to Mma",
+            notes=("an MmaOp's accumulators stay in the registers of the threads that issue it, each holding the "
+                   "elements the C fragment gives it; the allocation domain says which elements a thread keeps, "
+                   "and without the fragment it keeps the whole tile",),
+            tensor=tv.name, ids=tuple(i.name for i in tile),
+            values={**({"accumulators a thread": held} if held is not None else {}), "C fragment a thread": fragment},
+            location=op.origin or tv.origin))
+    return out
 
 
 # -- WGMMA-INSTRUCTION-REGISTERS and MMA-REGISTER-PRESSURE (a warning) ------------------------------

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
+from tileproof.rule_examples import copy_chain
 
 P = tp.ParallelType
 ASSUME = re.compile(r'fusion\.assume\("([^"]+)"\)')
@@ -120,4 +121,23 @@ def test_one_assumption_for_a_chain_of_splits():
 def test_a_single_failing_split_keeps_its_own_assumption():
     fusion = vectorized_rows()
     d = only(tp.verify(fusion, "sm_90a"), "SPLIT-DIVISIBILITY")
-    assert ASSUME.findall(d.hint) == ["N % 4 == 0"] and d.id is None
+    assert ASSUME.findall(d.hint) == ["N % 4 == 0"] and "verified" in d.hint
+    assert d.id == "SPLIT-DIVISIBILITY:T1"  # a verified fix: a root cause, like the chain's
+
+
+def test_divisibility_help_proposes_the_weakest_assumption():
+    """N split by 128 for the threads, then by 2 for vectors: N % 2 == 0 leaves the holes of the
+    128 split as whole vectors, so it suffices; the product of the factors (N % 256) would give
+    up N = 1000. With 4-element vectors the help shows the weaker N % 2 == 0 failing."""
+    for vector, want in ((2, "N % 2 == 0"), (4, "N % 4 == 0")):
+        fusion, t0, t1 = copy_chain(f"rows_by_128_vec{vector}", ["N"], copies=1)
+        t1.split(0, 128).split(1, vector)
+        t1.axis(2).parallelize(tp.ParallelType.Vectorize)
+        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        d = only(tp.verify(fusion, "sm_90a"), "SPLIT-DIVISIBILITY")
+        assert ASSUME.findall(d.hint) == [want], d.hint
+        if vector == 4:
+            assert "not with the weaker N % 2 == 0 (fails at N = " in d.hint
+        fusion.assume(want)
+        assert tp.verify(fusion, "sm_90a").ok

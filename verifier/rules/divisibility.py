@@ -119,7 +119,7 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         where = dict(tensor=req.tensor.name, ids=[s.in_.name, s.outer.name, s.inner.name], location=s.outer.origin)
         found += [(req, d) for d in report_outcome("SPLIT-DIVISIBILITY", out, f"that {s} divides",
                                                    lambda out: _not_divisible(ctx, req, out, where), **where)]
-    if len(found) > 1 and not _COMBINING:
+    if found and not _COMBINING:
         _combine(ctx, found)
     yield from (d for _, d in found)
     yield from _straddling_k(ctx)
@@ -187,9 +187,12 @@ _COMBINING: list[bool] = []  # set while a combined assumption is checked on a c
 
 
 def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) -> None:
-    """One assumption per size symbol that makes every failing split divide (the product of the
-    constant factors down each chain of splits), proposed on the first failure when a copy of the
-    fusion with it has no SPLIT-DIVISIBILITY finding; the other failures then follow from it."""
+    """The weakest assumption per size symbol that makes every failing split divide or leave its
+    holes as whole vectors, proposed on the first failure when a copy of the fusion with it has
+    no SPLIT-DIVISIBILITY finding; the other failures then follow from it. The candidates for a
+    symbol S are S % d == 0 for d dividing the product k of the constant factors down each chain
+    of splits (S % k == 0 always makes them divide), tried from the smallest d, each symbol in
+    turn with the others at their candidate: each weaker d tried is shown with the size it fails."""
     need: dict[sympy.Symbol, int] = {}
     for req, d in found:
         if d.severity is not Severity.ERROR or not d.counterexample:
@@ -201,23 +204,57 @@ def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) 
         need[sym] = math.lcm(need.get(sym, 1), k)
     if any(ctx.bind.get(s.name) is not None for s in need):
         return
-    claims = [f"{s.name} % {k} == 0" for s, k in sorted(need.items(), key=lambda sk: sk[0].name)]
+    chosen = dict(need)
+    weaker: list[str] = []  # "N % 2 == 0 (fails at N = 6)" for each weaker candidate tried
+    fixed = _with_assumptions(ctx, chosen)
+    if fixed is None or isinstance(fixed, str):
+        return
+    for sym in sorted(need, key=lambda s: s.name):
+        for d in [d for d in range(2, need[sym]) if need[sym] % d == 0][:MAX_CANDIDATES]:
+            tried = _with_assumptions(ctx, {**chosen, sym: d})
+            if isinstance(tried, VerifyContext):
+                chosen[sym], fixed = d, tried
+                break
+            if tried is not None:
+                weaker.append(f"{sym.name} % {d} == 0 (fails at {tried})")
+    claims = [f"{s.name} % {k} == 0" for s, k in sorted(chosen.items(), key=lambda sk: sk[0].name)]
+    first = found[0][1]
+    assumes = "; ".join(f'fusion.assume("{c}")' for c in claims)
+    why = f"; not with the weaker {', '.join(weaker[-2:])}" if weaker else ""
+    said = "state it" if len(found) == 1 else f"state once for all {len(found)} splits that must divide"
+    what = "the split" if len(found) == 1 else "each of them"
+    first.hint = (f"if every size you run satisfies it, {said}: {assumes} "
+                  f"(verified: with it, {what} divides or leaves only whole vectors of holes{why}); otherwise "
+                  + (f"split {found[0][0].split.in_.label()} by a factor that always divides "
+                     f"{user_str(found[0][0].split.in_.extent)}" if len(found) == 1 else
+                     "split by factors that always divide"))
+    first.id = propose_fix(ctx, f"SPLIT-DIVISIBILITY:{first.tensor}", fixed)
+
+
+MAX_CANDIDATES = 12  # weaker assumptions tried per symbol (each verifies a copy of the fusion)
+CANDIDATE_SHRINK_SECONDS = 0.03  # a small size at which a weaker assumption fails, shown in the hint
+
+
+def _with_assumptions(ctx: VerifyContext, need: dict[sympy.Symbol, int]) -> VerifyContext | str | None:
+    """The context of a copy of the fusion assuming S % k == 0 for each (S, k) of `need` when the
+    copy has no SPLIT-DIVISIBILITY error; else the sizes of one it has ("N = 6"), or None when
+    the assumptions admit no size or the copy's finding shows none."""
     fixed_fusion = copy.deepcopy(ctx.fusion)
-    for c in claims:
-        fixed_fusion.assume(c)
-    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)  # judged by its verdicts only
+    for s, k in sorted(need.items(), key=lambda sk: sk[0].name):
+        fixed_fusion.assume(f"{s.name} % {k} == 0")
+    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=CANDIDATE_SHRINK_SECONDS)
     _COMBINING.append(True)
     try:
-        if not satisfiable(fixed, fixed_fusion.assumptions) or list(split_divisibility(fixed)):
-            return
+        if not satisfiable(fixed, fixed_fusion.assumptions):
+            return None
+        errors = [d for d in split_divisibility(fixed) if d.severity is Severity.ERROR]
     finally:
         _COMBINING.pop()
         ctx.queries += fixed.queries
-    first = found[0][1]
-    assumes = "; ".join(f'fusion.assume("{c}")' for c in claims)
-    first.hint = (f"if every size you run satisfies it, state once for all {len(found)} splits that must "
-                  f"divide: {assumes} (verified: with it, each of them divides)")
-    first.id = propose_fix(ctx, f"SPLIT-DIVISIBILITY:{first.tensor}", fixed)
+    if not errors:
+        return fixed
+    sizes = {k: v for k, v in errors[0].counterexample.items() if k in fixed_fusion.symbols}
+    return ", ".join(f"{k} = {v}" for k, v in sizes.items()) or None
 
 
 def _chain_modulus(extent, factor: int | None) -> tuple[sympy.Symbol, int] | None:

@@ -8,6 +8,7 @@ proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the products pas
 
 from __future__ import annotations
 
+import copy
 from typing import Iterator
 
 import z3
@@ -19,8 +20,12 @@ from ...execution.mma_execution import mma_execution, tile_conds
 from ...execution.mma import well_formed
 from ...execution.promotion import promotion
 from ...execution.zero_padding import zero_padded, zero_path
-from ...execution.conditions.mma import problems, register_pressure, wgmma_instruction_registers
+from ...execution.conditions.mma import accumulator_allocation, problems, register_pressure, wgmma_instruction_registers
+from ...hw.mma_schedule import mma_output_allocation
+from ...model.errors import ScheduleError
+from ...model.types import ParallelType
 from ..analysis.visibility import check_claims
+from ..causes import fix_holds, propose_fix
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems, report_values
@@ -202,7 +207,10 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A consumer of an MmaOp's register output reads each accumulator in the lane that holds it.
 
     What it checks:
-        For every op that reads an MmaOp's output D kept in registers (Local), over the
+        A wgmma's output D kept in registers (Local) is allocated as the C fragment: no Mma
+        axis in its allocation domain (tp.mma_output_allocation), else every thread keeps the
+        whole 64 x N tile (up to 16384 registers). For every op that reads an MmaOp's output D
+        kept in registers, over the
         consumer's execution model and D's stores seen from the C fragment (lane threadIdx.x's
         element v is row g + 8 (v / 2), column 2q + v % 2 of each m16n8 tile): the thread that
         reads an element of D is the lane that holds it, and reads the register it was stored in.
@@ -225,7 +233,36 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   reader points r of C and writer points w of D's C view (lane = threadIdx.x, element v):
     #   executes_C(r) and executes_D(w) and logical_D(w) == read_k(r) and blockIdx(w) == blockIdx(r)
     #   => threadIdx_t(w) == threadIdx_t(r) (t: x and those D binds) and address_D(w) == address_read(r)
+    # Structural part: no allocated ID of a Local MmaOp output D is bound to Mma
+    order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
+    for d in report_problems("MMA-ACCUM-LAYOUT", accumulator_allocation(ctx.fusion, order)):
+        _propose_fragment(ctx, d)
+        yield d
     yield from check_claims(ctx, "MMA-ACCUM-LAYOUT")
+
+
+def _propose_fragment(ctx: VerifyContext, d: Diagnostic) -> None:
+    """Make `d` (an accumulator allocated whole) a root cause when a copy of the fusion with
+    d's tensor allocated as tp.mma_output_allocation gives it (its Mma axes unbound while it is
+    computed, as the user calls it before binding them) has no MMA-ACCUM-LAYOUT error."""
+    fixed_fusion = copy.deepcopy(ctx.fusion)
+    tv = next(t for t in fixed_fusion.tensors if t.name == d.tensor)
+    bound = [i for i in tv.loop if i.parallel_type is ParallelType.Mma]
+    try:
+        for i in bound:
+            i.parallelize(ParallelType.Serial)
+        allocation = mma_output_allocation(tv)
+        for i in bound:
+            i.parallelize(ParallelType.Mma)
+        tv.set_allocation_domain(allocation, True)
+    except ScheduleError:
+        return  # the tile is not one mma_output_allocation takes: the hint stays a direction
+    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)
+    holds = fix_holds(fixed, ["MMA-ACCUM-LAYOUT"])
+    ctx.queries += fixed.queries
+    if holds:
+        d.hint += " (verified: with it, each thread holds its C fragment)"
+        d.id = propose_fix(ctx, f"MMA-ACCUM-LAYOUT:{d.tensor}", fixed)
 
 
 @rule("REDUCTION-K", family="mma")

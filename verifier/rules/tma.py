@@ -5,6 +5,7 @@ its IterDomains, the value and the limit."""
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Callable, Iterator
 
@@ -15,9 +16,10 @@ from ...model.expr import Expr, const, mod, to_sympy
 from ...model.notation import user_str
 from ...hw.tma import InferredTma, TmaDim, TmaInfo
 from ...hw.tma_roles import ViewKind
-from ...model.types import ParallelType
+from ...model.types import MemoryType, ParallelType
 from ..analysis.tma import (MAX_BOX, MAX_RANK, STRIDE_ALIGN, extents_of, inferred_tmas, inner_bytes_hint,
                             split_making, unencodable)
+from ..causes import fix_holds, propose_fix
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_values, stride_names
@@ -130,16 +132,23 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   extent (the factor for an outer split); structural: each view merge joins adjacent IDs whose outer
     #   one is contiguous, no view swizzle, and a consumer with Bulk IDs has an inferable TMA domain (its global
     #   tensor allocated along logical axes and merges of them)
+    unshared = []  # the TMA-VIEW findings of tiles set_memory_type(Shared) would fix
     for tma in inferred_tmas(ctx):
         info = tma.info
         has_bulk = any(i.parallel_type is ParallelType.Bulk for i in info.consumer.loop)
+        tile_not_shared = info.gmem.memory_type is MemoryType.Global and info.smem.memory_type is not MemoryType.Shared
         for p in info.problems:
             if has_bulk:
-                yield finding("TMA-VIEW", f"cannot infer the TMA of {tma.op}: {p}",
-                              hint="define the TMA domain with splits and merges of the global tensor's axes, "
-                                   "then box it with an inner split whose inner output is Bulk",
-                              counterexample={"rank so far": info.rank}, tensor=info.consumer.name,
-                              location=tma.op.origin)
+                d = finding("TMA-VIEW", f"cannot infer the TMA of {tma.op}: {p}",
+                            hint=(f"put the tile in shared memory: {info.smem.name}.set_memory_type(tp.MemoryType.Shared)"
+                                  if tile_not_shared else
+                                  "define the TMA domain with splits and merges of the global tensor's axes, "
+                                  "then box it with an inner split whose inner output is Bulk"),
+                            counterexample={"rank so far": info.rank}, tensor=info.consumer.name,
+                            location=tma.op.origin)
+                if tile_not_shared:
+                    unshared.append((info.smem.name, d))
+                yield d
         for step in tma.view:
             if step.mixing or step.kind is ViewKind.MERGE_OK:
                 continue  # TMA-MIXED-TRANSFORM explains a mixing step
@@ -162,6 +171,29 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 message, hint = STRUCTURAL[step.kind]
                 yield finding("TMA-VIEW", f"the TMA domain of {info.gmem.name} is not a view: {t} {message}",
                               hint=hint, **shown)
+    if unshared:
+        _shared_tiles_fix(ctx, unshared)
+
+
+def _shared_tiles_fix(ctx: VerifyContext, unshared: list[tuple[str, Diagnostic]]) -> None:
+    """Propose on the first finding of `unshared` (tile name, TMA-VIEW finding of a TMA whose
+    tile is not in shared memory) the one call per tile that puts it there, when a copy of the
+    fusion with those calls has no TMA-VIEW error; the other findings then follow from it."""
+    names = list(dict.fromkeys(name for name, _ in unshared))
+    fixed_fusion = copy.deepcopy(ctx.fusion)
+    for t in fixed_fusion.tensors:
+        if t.name in names:
+            t.set_memory_type(MemoryType.Shared)
+    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)
+    if not fix_holds(fixed, ["TMA-VIEW"]):
+        ctx.queries += fixed.queries
+        return
+    ctx.queries += fixed.queries
+    first = unshared[0][1]
+    calls = " and ".join(f"{n}.set_memory_type(tp.MemoryType.Shared)" for n in names)
+    first.hint = (f"put the TMA's {'tile' if len(names) == 1 else 'tiles'} in shared memory: {calls} (verified: "
+                  f"with {'it' if len(names) == 1 else 'them'}, every TMA of this fusion can be inferred)")
+    first.id = propose_fix(ctx, f"TMA-VIEW:{first.tensor}", fixed)
 
 
 STRUCTURAL = {  # view failures that need no proof: (what is wrong, how to fix it)

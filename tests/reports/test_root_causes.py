@@ -1,0 +1,92 @@
+"""Reports that name the missing step (issue 35 item 4): a Hopper GEMM tile with one scheduling
+call left out is rejected with that call as the help of the first diagnostic, every other
+finding it causes marked as following from it, errors before warnings."""
+
+from __future__ import annotations
+
+import pytest
+
+import tileproof as tp
+from tileproof.reports import report_to_text
+from tileproof.rule_examples import hopper_gemm_operands
+
+MACRO = tp.MmaMacro.Hopper_64_128_16
+
+
+def hopper_tile(*, fragment: bool = True, shared: bool = True) -> tp.Fusion:
+    """rule_examples.hopper_gemm_tile at 128 x 128 x 256, with d's set_allocation_domain(
+    tp.mma_output_allocation(d), True) (`fragment`) or the tiles' set_memory_type(Shared)
+    (`shared`) left out."""
+    fusion, sa, sb, d, out = hopper_gemm_operands("gemm_tile", 128, 128, 256)
+    for t in (sa, sb, d):
+        t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
+    for t in (sa, sb):
+        if shared:
+            t.set_memory_type(tp.MemoryType.Shared)
+        t.reorder({2: 1} if t is sa else {})
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+        for i in t.get_loop_domain()[2:]:
+            i.parallelize(tp.ParallelType.Bulk)
+        t.set_allocation_domain(t.get_loop_domain(), True)
+    d.split(3, 16).split(1, 64)  # [K loop, warpgroup, M64, N, kk, K16]
+    d.reorder({4: 2})  # [K loop, warpgroup, kk, M64, N, K16]
+    if fragment:
+        d.set_allocation_domain(tp.mma_output_allocation(d), True)
+    d.axis(1).parallelize(tp.ParallelType.TIDy)
+    d.axis(2).parallelize(tp.ParallelType.Unroll)
+    for i in range(3, 6):
+        d.axis(i).parallelize(tp.ParallelType.Mma)
+    out.split(0, 64)
+    tp.schedule_mma_fragment(out, MACRO, "C")
+    out.axis(0).parallelize(tp.ParallelType.TIDy)
+    for t in (sa, sb):
+        t.inline_at(1)
+    return fusion
+
+
+def test_the_whole_schedule_is_accepted():
+    assert tp.verify(hopper_tile(), "sm_90a").ok
+
+
+def test_accumulators_not_in_the_fragment_name_mma_output_allocation():
+    """Accepted before, with 8192 accumulators a thread (REGISTER-BUDGET and
+    MMA-REGISTER-PRESSURE warnings only)."""
+    report = tp.verify(hopper_tile(fragment=False), "sm_90a")
+    assert report.codes == ["MMA-ACCUM-LAYOUT"]
+    cause = report.diagnostics[0]
+    assert cause.code == "MMA-ACCUM-LAYOUT" and cause.tensor == "T2" and cause.id is not None
+    assert "8192 accumulators a thread" in cause.message and "holds 64" in cause.message
+    assert "T2.set_allocation_domain(tp.mma_output_allocation(T2), True)" in cause.hint
+    assert "verified" in cause.hint
+    follows = {d.code for d in report.diagnostics if d.follows_from == cause.id}
+    assert {"REGISTER-BUDGET", "MMA-REGISTER-PRESSURE"} <= follows  # the 8192 registers are this mistake
+
+
+def test_tma_tiles_not_in_shared_memory_name_set_memory_type_first():
+    report = tp.verify(hopper_tile(shared=False), "sm_90a")
+    assert report.codes == ["MMA-OPERAND-LAYOUT", "TMA-VIEW"]
+    cause, rest = report.diagnostics[0], report.diagnostics[1:]
+    assert cause.code == "TMA-VIEW" and cause.id is not None
+    assert ("T4.set_memory_type(tp.MemoryType.Shared) and T5.set_memory_type(tp.MemoryType.Shared)"
+            in cause.hint)
+    # one block: T5's TMA-VIEW, both operands' MMA-OPERAND-LAYOUT and the register warnings of the
+    # tiles held in registers follow from it; only the unrelated coalescing warning stands alone
+    assert {(d.code, d.tensor) for d in rest if d.follows_from == cause.id} >= {
+        ("TMA-VIEW", "T5"), ("MMA-OPERAND-LAYOUT", "T2"), ("REGISTER-BUDGET", "T4"), ("REGISTER-BUDGET", "T5")}
+    assert all(d.follows_from == cause.id for d in rest if d.is_error)
+    text = report_to_text(report)
+    assert text.index("TMA-VIEW") < text.index("MMA-OPERAND-LAYOUT")
+    assert "follows from" in text
+
+
+@pytest.mark.parametrize("left_out", [dict(fragment=False), dict(shared=False)])
+def test_errors_come_before_warnings(left_out):
+    """Each error's block (the cause, then what follows from it, errors first) before the
+    warnings that stand alone."""
+    report = tp.verify(hopper_tile(**left_out), "sm_90a")
+    alone = [d.is_error for d in report.diagnostics if d.follows_from is None]
+    assert alone == sorted(alone, reverse=True) and alone[0]
+    for d in report.diagnostics:
+        if d.id is not None:
+            block = [x.is_error for x in report.diagnostics if x.follows_from == d.id]
+            assert block == sorted(block, reverse=True)
