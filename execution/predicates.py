@@ -37,7 +37,7 @@ from typing import Callable, Mapping, Union
 from ..hw.cp_async import is_cp_async
 from ..hw.bulk_copy import is_async_bulk_op
 from ..model.expr import Expr, add, const, mod, substitute, var
-from ..model.fusion import Fusion
+from ..model.fusion import Fusion, symbol_range
 from ..model.mma_op import ELEMENT_VARS, is_mma
 from ..model.reduction import is_reduction_tensor
 from ..model.simplify import Simplifier, simplify
@@ -175,8 +175,11 @@ def consecutive(offset: Expr, vector_var: str, ranges) -> Equal:
 
 
 def operand_offset(tv: TensorView, idx: dict[int, Expr], allocation: Allocation | None, ranges) -> Expr:
-    """The element offset an operand is rendered with: element_offset simplified over the ranges."""
-    return simplify(element_offset(tv, idx, allocation), ranges)
+    """The element offset an operand is rendered with: element_offset simplified over the ranges,
+    every extent symbol at least 1 (so (i * ceil(N / 8) + threadIdx.x) // ceil(N / 8), a register
+    index read back through the logical axis, is i where threadIdx.x < ceil(N / 8))."""
+    symbols = {name: symbol_range() for name in tv.fusion.symbols}
+    return simplify(element_offset(tv, idx, allocation), {**symbols, **ranges})
 
 
 def is_matrix_copy(tv: TensorView) -> bool:

@@ -5,8 +5,10 @@ consumer, its loop axes k < p meet consumer loop axes in order (model/loop_align
 consumer axis the tensor has no part in, the broadcast a BroadcastOp makes, is passed over, as
 nvFuser's getMatchedLeafPosWithoutReplayCasP does; every consumer places them alike) that are the
 same iteration (IdMap) or that the tensor's axis is promoted to (mapping.promoted: a broadcast),
-neither vectorized (a vector is produced whole, not per element), and no tensor is inlined past
-its own reduction axes (its consumers read totals, after its loops).
+neither vectorized (a vector is produced whole, not per element), no tensor is inlined past
+its own reduction axes (its consumers read totals, after its loops), nor along a logical axis one
+consumer reduces while another reads it after that total (model/unmappable.py: a persistent axis,
+nvFuser's unmappable dims; softmax's exp(x - max), read by the sum and by the division by it).
 The best-effort forms (inline_most, inline_all_at) also stop before a Bulk or an Unroll axis of the
 tensor or of a consumer, as nvFuser's do (MaxPosCalculator::isAllowedID with best_effort): a TMA tile
 axis is covered by one instruction and is not a loop another tensor can share, and an unrolled loop
@@ -23,6 +25,7 @@ from .loop_alignment import matched_positions
 from .mapping import IdMap
 from .tensor_base import TensorBase
 from .types import ParallelType
+from .unmappable import unmappable_axes
 
 # what best-effort inlining stops before, besides what every inlining does (nvFuser's isAllowedID,
 # best_effort): a TMA tile axis, and an unrolled loop
@@ -33,11 +36,13 @@ if TYPE_CHECKING:
 
 
 def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
-                        best_effort: bool = False) -> tuple[int, str]:
+                        best_effort: bool = False, unmappable: dict[int, str] | None = None) -> tuple[int, str]:
     """The largest legal compute-at position and why it stops there (`best_effort`: inline_most's
     and inline_all_at's, stopping before a Bulk or Unroll axis of tv or of a consumer too).
+    `unmappable`: model/unmappable.py's unmappable_axes of the fusion, when already built.
     nvFuser: MaxPosCalculator::getMaxPosAll."""
     idmap = idmap or IdMap(tv.fusion)
+    unmappable = unmappable_axes(tv.fusion) if unmappable is None else unmappable
     consumers = tv.fusion.consumers(tv)
     if tv.is_fusion_input or not consumers:
         return 0, "fusion inputs and tensors without consumers are not inlined"
@@ -49,6 +54,10 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
             return k, f"axis {k} of {tv.name} ({i.label()}) is a reduction axis"
         if i.parallel_type is ParallelType.Vectorize:
             return k, f"axis {k} of {tv.name} ({i.label()}) is vectorized"
+        persistent = next((unmappable[a.uid] for a in _logical_sources(tv, i) if a.uid in unmappable), None)
+        if persistent is not None:
+            return k, (f"axis {k} of {tv.name} ({i.label()}) is persistent: {persistent} "
+                       f"(nvFuser's unmappable dims)")
         if best_effort and i.parallel_type in STOPS_BEST_EFFORT:
             return k, f"axis {k} of {tv.name} ({i.label()}) is {STOPS_BEST_EFFORT[i.parallel_type]}"
         for c in consumers:
@@ -66,6 +75,14 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
         if len({tuple(at[:k + 1]) for at in placed.values()}) > 1:
             return k, f"axis {k} of {tv.name} ({i.label()}) lies at different positions of its consumers' loops"
     return len(tv.loop), "every axis maps"
+
+
+def _logical_sources(tv: TensorView, i) -> list:
+    """The logical IDs of tv that loop ID i derives from (nvFuser's isAllowedID walks the same)."""
+    if i in tv.logical:
+        return [i]
+    t = i.definition
+    return [] if t is None else [a for x in t.inputs for a in _logical_sources(tv, x)]
 
 
 def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap | None = None) -> None:
@@ -105,7 +122,7 @@ def inline_all_at(ref: TensorView, pos: int) -> None:
 def inline_most(fusion) -> None:
     """Inline every tensor as far as it goes: up to a vectorized, Bulk or Unroll axis, or the
     first axis that does not map to a consumer's (nvFuser: inlineMost)."""
-    idmap = IdMap(fusion)
+    idmap, unmappable = IdMap(fusion), unmappable_axes(fusion)
     for tv in fusion.tensors:
         if not tv.is_fusion_input:
-            tv.compute_at = max_inline_position(tv, idmap, best_effort=True)[0]
+            tv.compute_at = max_inline_position(tv, idmap, best_effort=True, unmappable=unmappable)[0]

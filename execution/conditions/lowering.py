@@ -29,6 +29,7 @@ from typing import Mapping, Sequence
 from ..allocation import Allocation, compute_allocation
 from ...model.expr import Expr, evaluate, try_int
 from ...model.global_layout import allocation_problem
+from ...model.inlining import max_inline_position
 from ...model.iterdomain import Split
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
@@ -88,12 +89,29 @@ def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: Loo
     before = items[:conflict.statement]
     inside = _names(statement_tensor(t) for keys, t in before if g.index in keys)
     last = max(j for j, (keys, _) in enumerate(before) if g.index in keys)
-    between = _names(statement_tensor(t) for _, t in items[last + 1:conflict.statement])
+    between_tensors = {statement_tensor(t).name: statement_tensor(t) for _, t in items[last + 1:conflict.statement]}
+    between = list(between_tensors)
+    # a tensor inlined past where inline_at lets it (a persistent axis, set by hand) is the cause; one
+    # that cannot go further in (a reduction) is not named to inline_at
+    limits = {t.name: max_inline_position(t) for t in [*(statement_tensor(x) for _, x in before), tv]
+              + list(between_tensors.values())}
+    over = [t for t in [*(statement_tensor(x) for _, x in before), tv] if t.compute_at > limits[t.name][0]]
+    depth = g.members[0][1]  # the loop's position: joining it takes a compute-at position past it
+    stuck = [t for t in between_tensors.values() if limits[t.name][0] <= depth]
+    if over:
+        t = over[0]
+        hint = (f"inline {t.name} at most at position {limits[t.name][0]} ({limits[t.name][1]}); inline_most "
+                f"stops there")
+    elif stuck:
+        hint = (f"do not inline {', '.join(inside)} with {tv.name} ({stuck[0].name} cannot join that loop: "
+                f"{limits[stuck[0].name][1]})")
+    else:
+        hint = (f"inline {', '.join(between)} into the same loop (inline_at / inline_most), or do not inline "
+                f"{', '.join(inside)} with {tv.name}")
     return [Problem(
         f"the loop of {', '.join(g.labels())} would be split in two: {', '.join(between)} runs between "
         f"{', '.join(inside)} and {tv.name}, outside that loop",
-        hint=f"inline {', '.join(between)} into the same loop (inline_at / inline_most), or do not inline "
-             f"{', '.join(inside)} with {tv.name}",
+        hint=hint,
         tensor=tv.name, ids=(g.first.name,),
         values={"statement": order.index(tv), "loop_members": len(g.members)},
         notes=(f"statements in execution order: {', '.join(t.name for t in order)}",
