@@ -25,7 +25,7 @@ from tileproof.schedule_files import discover  # noqa: E402
 
 from support import codegen_schedules as cs  # noqa: E402
 
-from test_kernels import check_reference  # noqa: E402
+from gpu.test_kernels import check_reference  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]

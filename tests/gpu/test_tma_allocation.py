@@ -23,7 +23,7 @@ from tileproof.model.expr import evaluate  # noqa: E402
 from tileproof.model.global_layout import global_strides  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402
 
-from test_kernels import TORCH_DTYPES  # noqa: E402
+from gpu.test_kernels import TORCH_DTYPES  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]

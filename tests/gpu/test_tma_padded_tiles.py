@@ -20,7 +20,7 @@ import tileproof as tp  # noqa: E402
 from tileproof.model.expr import evaluate  # noqa: E402
 from tileproof.schedule_files import discover  # noqa: E402
 
-from test_kernels import TORCH_DTYPES  # noqa: E402
+from gpu.test_kernels import TORCH_DTYPES  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
