@@ -436,7 +436,10 @@ class MmaIssue(Compute):
     a: list = field(default_factory=list)
     b: list = field(default_factory=list)
     tf32_rounding: object = None
-    descriptors: tuple = ()  # wgmma: A's and B's WgmmaDescriptor (a and b then hold element 0 only)
+    # wgmma: the WgmmaDescriptor of each shared operand, A's (unless frag.a_in_registers: then `a`
+    # holds every element of its register fragment, as for mma.sync) and B's; a shared operand's
+    # list holds its element 0 only
+    descriptors: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ..hw.mma import WARP, MmaInstruction, macro_instruction
 from ..model.mma_op import is_mma
 from ..model.options import MmaArch, MmaMacro
 from ..model.tensor import TensorView
-from ..model.types import ParallelType
+from ..model.types import MemoryType, ParallelType
 from ..model.reduction import _derives
 from ..model.mma_op import INSTRUCTION_AXES
 from .derive import per_fusion
@@ -110,10 +110,13 @@ class MacroFragments:
     """One macro tile (m x n x k) as `issues` instructions over N (n_steps) then K (k_steps),
     and each role's fragment over the whole tile: lane l's element v of role A (M x K), B (K x N)
     or C (M x N), numbered instruction by instruction (A: by K step; B: by K step, then N step;
-    C: by N step), each instruction's elements as PTX numbers them."""
+    C: by N step), each instruction's elements as PTX numbers them. `a_in_registers`: a wgmma
+    whose A is a register tensor (RS: the instruction's A register fragment, hw/mma.py
+    wgmma_a16_position) rather than a shared tile read through a descriptor."""
 
     macro: MmaMacro
     inst: MmaInstruction
+    a_in_registers: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -124,13 +127,18 @@ class MacroFragments:
         return self.macro.k // self.inst.k
 
     @property
-    def from_shared(self) -> bool:
-        """wgmma: A and B are read from shared memory by the whole warpgroup, through descriptors;
-        their "fragment" is the instruction's whole tile, element v at row v / cols, column v % cols."""
+    def is_wgmma(self) -> bool:
+        """wgmma: the whole warpgroup issues it asynchronously; B (and A unless a_in_registers)
+        is read from shared memory through a descriptor (in_shared)."""
         return self.inst.threads > WARP
 
+    def in_shared(self, role: str) -> bool:
+        """Whether operand `role` is a shared tile read through a descriptor: its "fragment" is
+        the instruction's whole tile, element v at row v / cols, column v % cols."""
+        return self.is_wgmma and role != "C" and not (role == "A" and self.a_in_registers)
+
     def per_instruction(self, role: str) -> int:
-        if self.from_shared and role != "C":
+        if self.in_shared(role):
             return self.inst.m * self.inst.k if role == "A" else self.inst.k * self.inst.n
         return {"A": self.inst.a, "B": self.inst.b, "C": self.inst.c}[role].elements
 
@@ -142,7 +150,7 @@ class MacroFragments:
     def position(self, role: str, lane, v) -> tuple:
         """(row, col) in the macro tile of lane's element v of role (ints or Exprs)."""
         e = self.per_instruction(role)
-        if self.from_shared and role != "C":
+        if self.in_shared(role):
             cols = self.inst.k if role == "A" else self.inst.n
             row, col = (v % e) // cols, (v % e) % cols
         else:
@@ -165,7 +173,8 @@ class MacroFragments:
 
 def fragments(tv: TensorView) -> MacroFragments:
     op = tv.definition
-    return MacroFragments(op.macro, macro_instruction(op.macro, op.inputs[0].dtype))
+    inst = macro_instruction(op.macro, op.inputs[0].dtype)
+    return MacroFragments(op.macro, inst, inst.threads > WARP and op.inputs[0].memory_type is MemoryType.Local)
 
 
 def is_mma_sync(macro: MmaMacro) -> bool:

@@ -9,7 +9,9 @@ flight where the batch reads TMA circular buffers refilled at least two iteratio
 (stages - prefetch >= 2 for each): the next iteration's batch is issued while this one runs, and
 the barrier before a refill follows the wait that completes the batch that read the stage
 (PIPELINE-WAR proves it with the batch's reads completing at that wait), unless the scope reads
-the accumulators after the batch (then nothing stays in flight). The circular loop is
+the accumulators after the batch, or touches the A registers an RS wgmma of the batch reads
+anywhere in it (the next iteration's load of A: PTX forbids accessing them before a wait
+covering the wgmma), then nothing stays in flight. The circular loop is
 then followed by a WgmmaWait(0): the accumulators are complete before anything reads them.
 Elsewhere the wait leaves none in flight.
 """
@@ -17,6 +19,8 @@ Elsewhere the wait leaves none in flight.
 from __future__ import annotations
 
 
+from ..model.mma_op import is_wgmma_op
+from ..model.types import MemoryType
 from .barriers import Async, Hazards, WgmmaFence, WgmmaWait
 from .pipeline import Prefetched
 from .warp_roles import StageRelease
@@ -71,12 +75,30 @@ def _touched_later(batch, later: list, hazards: Hazards) -> bool:
                for n in later for a in _leaves(n, hazards))
 
 
+def _a_registers(n) -> set[str]:
+    """The register tensors an RS wgmma of the batch reads as its A fragment."""
+    if hasattr(n, "body"):
+        return set().union(*(_a_registers(c) for c in n.body)) if n.body else set()
+    tv = n[0] if isinstance(n, tuple) else n
+    op = getattr(tv, "definition", None)
+    return {t.name for t in op.inputs if t.memory_type is MemoryType.Local} if is_wgmma_op(op) else set()
+
+
+def _a_touched(batch, scope: list, hazards: Hazards) -> bool:
+    """Whether another statement of the batch's scope reads or writes its A registers (RS): before
+    it in the scope too, which a later iteration of a loop runs while the batch may still read them."""
+    registers = _a_registers(batch)
+    return bool(registers) and any(a.kind is not Async.WGMMA and (a.writes in registers or a.reads & registers)
+                                   for n in scope if n is not batch for a in _leaves(n, hazards))
+
+
 def _wrapped(nodes: list, hazards: Hazards) -> list:
     pending = _in_flight(nodes)
     out = []
     for k, n in enumerate(nodes):
         if _only_wgmma(n, hazards):
-            left = 0 if _touched_later(n, nodes[k + 1:], hazards) else pending  # its accumulators read below
+            # its accumulators read below, or its A registers (RS) touched in the scope: none in flight
+            left = 0 if _touched_later(n, nodes[k + 1:], hazards) or _a_touched(n, nodes, hazards) else pending
             out += [WgmmaFence("the accumulators' earlier register writes, before the asynchronous wgmma"), n,
                     WgmmaWait(left, "this batch's accumulators written and its shared tiles read" if not left
                               else "the previous iteration's batch complete: its stage may be refilled")]

@@ -197,6 +197,38 @@ def wgmma_a_tf32_holder(row: Index, col: Index) -> tuple[Index, Index]:
     return WARP * (row // 16) + 4 * (row % 8) + col % 4, (row // 8) % 2 + 2 * (col // 4)
 
 
+# -- one wgmma's accumulators as the next one's A (attention: P = softmax(S), then P V) ------------
+
+
+def accumulator_as_a(v: Index) -> tuple[Index, Index]:
+    """Where D element v of a wgmma m64nNk16 (f32, N / 2 a thread) goes when D, converted to
+    16 bits, is the A operand of a following RS wgmma m64nN'k16 over K = N: (the K step j = v / 8,
+    whose A tile is D's columns 16 j .. 16 j + 15, and that step's A element v % 8). Register r of
+    step j's A fragment is then D elements 8 j + 2 r (low half) and 8 j + 2 r + 1 (high half):
+    consecutive accumulator registers packed, no exchange between threads. FlashAttention-3
+    relies on it (S's fragment reused as P's); accumulator_feeds_a checks it holds."""
+    return v // 8, v % 8
+
+
+def accumulator_feeds_a(n: int) -> list[str]:
+    """The elements where accumulator_as_a fails for a wgmma m64nNk16 D (N a multiple of 16):
+    for every thread T of the warpgroup and D element v, D's (row, col) must be the (row, col + 16 j)
+    of A element e of step j = accumulator_as_a(v). Every thread and element is enumerated
+    (wgmma_d_position against wgmma_a16_position), so [] proves the layouts equal for this N."""
+    if not (isinstance(n, int) and 16 <= n <= 256 and n % 16 == 0):
+        raise ScheduleError(f"accumulator_feeds_a: n must be a multiple of 16 from 16 to 256 (whole K steps of 16), "
+                            f"got {n!r}")
+    wrong = []
+    for t in range(WARPGROUP):
+        for v in range(n // 2):
+            j, e = accumulator_as_a(v)
+            row, col = wgmma_a16_position(t, e)
+            if wgmma_d_position(t, v) != (row, col + 16 * j):
+                wrong.append(f"thread {t} D element {v} at {wgmma_d_position(t, v)}, A step {j} element {e} at "
+                             f"{(row, col + 16 * j)}")
+    return wrong
+
+
 # -- fragments and instructions as data -------------------------------------------------------------
 
 

@@ -9,6 +9,11 @@ lane's registers exactly what the instruction reads. The verifier still proves i
 (MMA-OPERAND-LAYOUT, MMA-ACCUM-LAYOUT): this only writes the splits, merges and reorders a
 user would.
 
+A wgmma (Hopper_64_N_16) spreads its fragments over a warpgroup: the thread T = 32 w + 4 g + q
+adds the warp w (16 rows each) to the lane digits. Its accumulators ("C") and its A in registers
+(the RS form, a 64 x 16 tile whatever N is: the accumulator digits of N = 16) are fragments; its
+B is always read from shared memory through a descriptor.
+
 A macro of several instructions (Ampere_16_16_16: two m16n8k16 along N) adds its step digits
 above the instruction's: the N step j moves B and C by 8 columns, the K step by the
 instruction's k (MacroFragments numbers elements instruction by instruction).
@@ -36,6 +41,11 @@ def _wgmma_c(n: int):
     return (("w", 4), ("v2", 2), ("g", 8)), (("v4", n // 8), ("q", 4), ("v1", 2))
 
 
+# wgmma m64nNk16's A from registers (RS), 16-bit: (16 w + g + 8 ((v / 2) % 2), 2q + v % 2 + 8 (v / 4)),
+# hw/mma.py wgmma_a16_position: D's digits with N = 16, each warp's 16 rows holding mma.sync m16n8k16's A
+_WGMMA_A16 = _wgmma_c(16)
+
+
 _RECIPES = {
     ("tf32", 8, "A"): ((("v1", 2), ("g", 8)), (("v2", 2), ("q", 4))),  # (g + 8 (v % 2), q + 4 (v / 2))
     ("tf32", 8, "B"): ((("g", 8),), (("v1", 2), ("q", 4))),  # (n, k) = (g, q + 4 v)
@@ -58,7 +68,7 @@ def _digits(macro: MmaMacro, operand: str, dtype) -> tuple[list[_Digit], list[_D
     inst = macro_instruction(macro, dtype)
     key = ("tf32" if inst.input_type == "tf32" else "16", inst.k, operand)
     if inst.threads > WARP:
-        rows, cols = _wgmma_c(inst.n)
+        rows, cols = _WGMMA_A16 if operand == "A" else _wgmma_c(inst.n)
     else:
         rows, cols = _C if operand == "C" else _RECIPES[key]
     per = {"A": inst.a, "B": inst.b, "C": inst.c}[operand].elements
@@ -110,7 +120,9 @@ def _lay_out(tv, rows: list[_Digit], cols: list[_Digit]) -> None:
 def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
     """Schedule tv's two innermost loop axes, one instruction tile of `macro` for `operand`, as
     that operand's register fragment: [.., rows, cols] -> [.., lane (TIDx), v]. The tile is
-    (M, K) for A, (N, K) for B and (M, N) for C (the accumulators), of the macro's extents.
+    (M, K) for A, (N, K) for B and (M, N) for C (the accumulators), of the macro's extents. For a
+    wgmma (Hopper) macro, A (64 x 16: the RS form, A read from registers) and C, over the
+    warpgroup's 128 threads; its B has no register fragment (ScheduleError).
     `dtype`: the operands' dtype (default tv's; for C, the MmaOp's operands', default
     bfloat16 for the 16-bit macros). Returns tv.
 
@@ -121,9 +133,10 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
     role = operand.value if isinstance(operand, MmaOperand) else operand
     if role not in ("A", "B", "C"):
         raise ScheduleError(f"schedule_mma_fragment: operand must be tp.MmaOperand.A / .B or \"C\", got {operand!r}")
-    if macro.arch.name not in ("Turing", "Ampere") and not (macro.arch.name == "Hopper" and role == "C"):
-        raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is a wgmma, whose A and B tileproof reads "
-                            f"from shared memory; only its accumulators (\"C\") are a register fragment")
+    if macro.arch.name not in ("Turing", "Ampere") and not (macro.arch.name == "Hopper" and role in ("A", "C")):
+        raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is a wgmma, whose B is read from shared "
+                            f"memory through a descriptor; only its A (wgmma's register form, RS) and its "
+                            f"accumulators (\"C\") are register fragments")
     if dtype is None:
         dtype = tv.dtype if role != "C" else macro.input_dtypes[-1]
     rows, cols = _digits(macro, role, dtype)

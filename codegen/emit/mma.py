@@ -101,6 +101,27 @@ def wgmma(inst: MmaInstruction, d: Sequence[str], a_desc: str, b_desc: str, tran
             f'"l"({b_desc}), "n"(1) : "memory");')
 
 
+def wgmma_rs(inst: MmaInstruction, d: Sequence[str], a: Sequence[str], b_desc: str, transpose_b: int = 0) -> str:
+    """One `asm volatile` of inst with A from registers (RS): D = A B + D, d the float
+    accumulator lvalues in register order, a the thread's unsigned A registers (its fragment,
+    hw/mma.py wgmma_a16_position), B through its descriptor; scale-d 1. PTX ISA 9.7.15.5.2:
+    `d, a, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b` (no imm-trans-a: A in
+    registers is always the K-major fragment)."""
+    if inst.threads == WARP or len(d) != inst.c.registers or len(a) != inst.a.registers:
+        raise InternalError(f"emit/mma.py: {inst.name} takes {inst.c.registers} d and {inst.a.registers} a registers, "
+                            f"got {len(d)} and {len(a)}")
+    if transpose_b and inst.input_type not in ("bf16", "f16"):
+        raise InternalError(f"emit/mma.py: {inst.name} has no transpose (an MN-major operand needs 16-bit types)")
+    n, na = len(d), len(a)
+    d_regs = ", ".join(f"%{i}" for i in range(n))
+    a_regs = ", ".join(f"%{n + i}" for i in range(na))
+    outs = ", ".join(f'"+f"({r})' for r in d)
+    ins = ", ".join([f'"r"({r})' for r in a] + [f'"l"({b_desc})', '"n"(1)'])
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n + na + 1}, 0;\\n'
+            f'{inst.ptx} {{{d_regs}}}, {{{a_regs}}}, %{n + na}, p, 1, 1, {transpose_b};\\n}}\\n" : {outs} : {ins} '
+            f': "memory");')
+
+
 def fence_lines(e, n, depth: int) -> list[str]:
     return [f"{'  ' * depth}tp_wgmma_fence();  // {n.why}"]
 
@@ -111,39 +132,56 @@ def wait_lines(e, n, depth: int) -> list[str]:
 
 
 def _wgmma_lines(e, n, depth: int) -> list[str]:
-    """A wgmma MmaIssue: each operand's descriptor and the instruction; the fence before its batch
-    and the commit and wait after it are nodes of their own (execution/wgmma_order.py)."""
+    """A wgmma MmaIssue: each shared operand's descriptor, A's registers where A is a register
+    fragment (RS), and the instruction; the fence before its batch and the commit and wait after
+    it are nodes of their own (execution/wgmma_order.py)."""
     inst = n.frag.inst
     body = []
-    for name, desc in zip(("tp_da", "tp_db"), n.descriptors):
+    names = ("tp_db",) if n.frag.a_in_registers else ("tp_da", "tp_db")
+    for name, desc in zip(names, n.descriptors):
         body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
                     f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
     acc = [f"{n.out.tensor}[{e.x(n.out.offset)} + {v}]" for v in range(inst.c.elements)]
-    body.append(wgmma(inst, acc, "tp_da", "tp_db", tuple(int(desc.major == "MN") for desc in n.descriptors)))
+    transpose = tuple(int(desc.major == "MN") for desc in n.descriptors)
+    if n.frag.a_in_registers:
+        body += _register_lines(e, n, "a", n.a, inst.a)
+        body.append(wgmma_rs(inst, acc, [f"tp_a{r}" for r in range(inst.a.registers)], "tp_db", transpose[0]))
+    else:
+        body.append(wgmma(inst, acc, "tp_da", "tp_db", transpose))
     return e.guarded_block(n.comment, n.conds, body, depth)
+
+
+def _register_lines(e, n, role: str, elems, f) -> list[str]:
+    """The unsigned registers tp_<role>0.. of one operand's fragment elements `elems` (fragment
+    `f`): a 32-bit element rounded to tf32 (unless truncation is declared) or taken as it is,
+    two 16-bit elements packed, the even one low (one aligned word of a register array read
+    as it is)."""
+    per = f.per_register
+    body = []
+    for r in range(len(elems) // per):
+        name = f"tp_{role}{r}"
+        body.append(f"unsigned {name};")
+        if per == 1:  # a 32-bit element: tf32 rounds it unless truncation is declared
+            body.append(to_tf32(name, e.ref(elems[r])) if rounds_to_tf32(n) else
+                        f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[r])});")
+        elif _word(elems[per * r], elems[per * r + 1]):  # one aligned 32-bit word: no repacking
+            body.append(f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[per * r])});")
+        else:
+            body.append(pack_16bit(name, bits16(e.ref(elems[per * r])), bits16(e.ref(elems[per * r + 1]))))
+    return body
 
 
 def issue_lines(e, n, depth: int) -> list[str]:
     """An MmaIssue (codegen/ir.py): the lane's A and B registers from its fragment elements, then
     the macro tile's instructions over N then K, accumulating into acc[acc_base + element]; a
-    wgmma's operands are its descriptors instead."""
+    wgmma's shared operands are its descriptors instead."""
     if n.descriptors:
         return _wgmma_lines(e, n, depth)
     frag = n.frag
     inst = frag.inst
     body = []
     for role, elems, f in (("a", n.a, inst.a), ("b", n.b, inst.b)):
-        per = f.per_register
-        for r in range(len(elems) // per):
-            name = f"tp_{role}{r}"
-            body.append(f"unsigned {name};")
-            if per == 1:  # a 32-bit element: tf32 rounds it unless truncation is declared
-                body.append(to_tf32(name, e.ref(elems[r])) if rounds_to_tf32(n) else
-                            f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[r])});")
-            elif _word(elems[per * r], elems[per * r + 1]):  # one aligned 32-bit word: no repacking
-                body.append(f"{name} = *reinterpret_cast<const unsigned*>(&{e.ref(elems[per * r])});")
-            else:
-                body.append(pack_16bit(name, bits16(e.ref(elems[per * r])), bits16(e.ref(elems[per * r + 1]))))
+        body += _register_lines(e, n, role, elems, f)
 
     def registers(role: str, f, sk: int, sn: int) -> list[str]:
         first = frag.element(role, sk, sn, 0)

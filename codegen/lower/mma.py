@@ -59,7 +59,7 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
     start = min(r.start, loops)
     n = try_int(r.elements)
     acc = accumulator(tv)
-    init = ReduceInit(acc, n, float32, 0.0, f"{tv.name}: the accumulators start at 0", pinned=frag.from_shared)
+    init = ReduceInit(acc, n, float32, 0.0, f"{tv.name}: the accumulators start at 0", pinned=frag.is_wgmma)
     return [(path[:start], init), (path, _issue(builder, tv, acc_axes, acc)),
             (path[:start], _store(builder, tv, acc_axes, acc))]
 
@@ -84,13 +84,14 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
         ex = mma_execution(tv, builder.launch, role, names)
         view_ranges = {**ranges, **ex.ranges}
         regs = []
-        if frag.from_shared:  # wgmma: the descriptor names the tile; element 0 tells barriers what it reads
+        shared = frag.in_shared(role)
+        if shared:  # wgmma: the descriptor names the tile; element 0 tells barriers what it reads
             d = wgmma_operand(tv, builder.launch, role, names)
             descriptors.append(WgmmaDescriptor(op.inputs[k].name, simplify(d.start, view_ranges), d.lbo, d.sbo,
                                                d.swizzle.value, d.major))
-        for v in range(1 if frag.from_shared else frag.elements(role)):
+        for v in range(1 if shared else frag.elements(role)):
             idx = {u: substitute(e, {ELEMENT_VARS[role]: const(v)}) for u, e in ex.operand_indices(k).items()}
-            regs.append(_lane_uniform(builder._operand(op.inputs[k], idx, view_ranges), view_ranges))
+            regs.append(_lane_uniform(builder._operand(op.inputs[k], idx, view_ranges), view_ranges, frag.inst.threads))
         operands.append(regs)
     base = simplify(_tile_register(lambda i: plain.env[i.uid], acc_axes, frag.elements("C")), ranges)
     out = Operand(acc, MemoryType.Local, float32, base)
@@ -116,7 +117,7 @@ def _split_conds(builder, tv: TensorView, plain):
         e = plain.env[axes.of(role).uid]
         if e.op == "var":
             first[e.value] = const(0)
-    if fragments(tv).from_shared:
+    if fragments(tv).is_wgmma:
         first.update({p.cuda_name: const(0) for p in THREAD_TYPES})
     for c in holes:
         used = (c.lhs.free_vars() | c.rhs.free_vars()) & set(first)
@@ -141,12 +142,13 @@ def _grows_in(e, name: str) -> bool:
     return False
 
 
-def _lane_uniform(o: Operand, ranges) -> Operand:
-    """o with the lane made a constant where every lane's offset simplifies to one expression."""
+def _lane_uniform(o: Operand, ranges, threads: int) -> Operand:
+    """o with the lane made a constant where the offset of every one of the instruction's
+    `threads` (a warp's lanes, a warpgroup's threads) simplifies to one expression."""
     lane = LANE.cuda_name
     if lane not in o.offset.free_vars() or o.memory is not MemoryType.Local:
         return o
-    offsets = {simplify(substitute(o.offset, {lane: const(t)}), ranges) for t in range(32)}
+    offsets = {simplify(substitute(o.offset, {lane: const(t)}), ranges) for t in range(threads)}
     if len(offsets) == 1:
         return Operand(o.tensor, o.memory, o.dtype, offsets.pop())
     return o

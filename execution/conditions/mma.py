@@ -15,7 +15,8 @@ and the code generator (codegen/lower/mma.py), which treats a problem as a tilep
                           registers (or global memory, for mma.sync)
     MMA-OPERAND-LAYOUT    (structural part) mma.sync's operands are register (Local) tensors:
                           the instruction reads its fragments from registers; wgmma's are shared
-                          tensors, read through matrix descriptors (WGMMA-SMEM-LAYOUT), that a TMA
+                          tensors (A may be a register fragment: RS), read through matrix
+                          descriptors (WGMMA-SMEM-LAYOUT), that a TMA
                           loads or the threads store (the barrier before the wgmma then fences
                           their writes for the async proxy: SMEM-RACE); not cp.async copies
     MMA-ACCUM-LAYOUT      (structural part) a wgmma's register output is allocated as the C
@@ -95,9 +96,12 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
             out["MMA-OPERAND-LAYOUT"].append(Problem(f"{tv.name}'s operand {arg} ({t.name}) {why}", hint=hint,
                                                      values={"operand": 0 if arg == "a" else 1}, **where))
 
+        if wgmma and arg == "a" and t.memory_type is MemoryType.Local:
+            continue  # wgmma's register form (RS): the A fragment in registers, proved as mma.sync's operands
         if wgmma and t.memory_type is not MemoryType.Shared:
-            operand_problem(f"is in {t.memory_type} memory; tileproof issues wgmma with both operands in shared "
-                            f"memory, read through matrix descriptors",
+            operand_problem(f"is in {t.memory_type} memory; wgmma reads " +
+                            ("B from shared memory, through a matrix descriptor" if arg == "b" else
+                             "A from shared memory through a matrix descriptor, or from registers (its fragment)"),
                             f"load {t.name} into shared memory first ({t.name}.cache_after(tp.LoadStoreOpType.TMA), "
                             f"set_memory_type(tp.MemoryType.Shared)), allocated as the TMA's swizzled boxes")
         elif wgmma and (t.definition is None or is_cp_async(t.definition)):

@@ -72,11 +72,35 @@ def test_wgmma_accumulators_are_the_d_fragment_of_the_warpgroup(n):
     assert len(seen) == 64 * n
 
 
-def test_wgmma_operands_have_no_register_fragment():
+@pytest.mark.parametrize("n, dtype", [(8, tp.bfloat16), (64, tp.float16), (256, tp.bfloat16)])
+def test_wgmma_a_in_registers_is_the_rs_a_fragment_of_the_warpgroup(n, dtype):
+    """A Hopper macro's A (wgmma's RS form): thread T (0..127, TIDx) holds at element v the A
+    element of wgmma m64nNk16's register fragment, (16 w + g + 8 ((v / 2) % 2), 2q + v % 2 + 8 (v / 4)),
+    for every N (A's tile is 64 x 16 whatever N is)."""
+    from tileproof.hw.mma import wgmma_a16_position
+
+    macro = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
+    with tp.Fusion("fragment"):
+        t = tp.make_contig_concrete_tensor([64, 16], dtype=dtype)
+    tp.schedule_mma_fragment(t, macro, tp.MmaOperand.A)
+    thread_axis, v_axis = t.loop
+    assert thread_axis.parallel_type is tp.ParallelType.TIDx and thread_axis.static_extent == 128
+    assert v_axis.static_extent == 8
+    seen = set()
+    for thread in range(128):
+        for v in range(8):
+            idx = indices_from_loop(t, {thread_axis.uid: const(thread), v_axis.uid: const(v)})
+            got = tuple(evaluate(idx[i.uid], {}) for i in t.logical)
+            assert got == wgmma_a16_position(thread, v), (thread, v)
+            seen.add(got)
+    assert len(seen) == 64 * 16
+
+
+def test_wgmma_b_has_no_register_fragment():
     with tp.Fusion("fragment"):
         t = tp.make_contig_concrete_tensor([64, 16], dtype=tp.bfloat16)
-    with pytest.raises(tp.ScheduleError, match="reads from shared memory"):
-        tp.schedule_mma_fragment(t, tp.MmaMacro.Hopper_64_64_16, tp.MmaOperand.A)
+    with pytest.raises(tp.ScheduleError, match="B is read from shared memory through a descriptor"):
+        tp.schedule_mma_fragment(t, tp.MmaMacro.Hopper_64_64_16, tp.MmaOperand.B)
 
 
 def test_apply_mma_swizzle_for_tma_load_writes_the_tma_box_layout():

@@ -295,16 +295,18 @@ CASES = [
          run=run_single_tile(tp.MmaMacro.Ampere_16_8_16, "bfloat16", strided=True)),
     Case("HopperRS.SingleTile/Hopper_64_64_16_TN_128B_half",
          lambda: hopper_rs_single_tile(tp.MmaMacro.Hopper_64_64_16, tp.float16, "TN", SW.B128), VALID,
-         gap="item 5: wgmma with A in registers (RS): schedule_mma_fragment raises ScheduleError for a Hopper A"),
+         run=run_ss(tp.MmaMacro.Hopper_64_64_16, "float16", "TN")),
     Case("HopperRS.SingleTile/Hopper_64_8_16_TT_None_bfloat16",
          lambda: hopper_rs_single_tile(tp.MmaMacro.Hopper_64_8_16, tp.bfloat16, "TT", SW["None"]), VALID,
-         gap="item 5: wgmma with A in registers (RS): schedule_mma_fragment raises ScheduleError for a Hopper A"),
+         run=run_ss(tp.MmaMacro.Hopper_64_8_16, "bfloat16", "TT")),
     Case("HopperRSStmatrix.SingleTileWithTMALoadStoreStMatrix/Hopper_64_64_16_TN_None_half_16x16",
          lambda: hopper_rs_stmatrix(tp.MmaMacro.Hopper_64_64_16, tp.float16, 16, 16), VALID,
-         gap="item 5: wgmma with A in registers (RS): schedule_mma_fragment raises ScheduleError for a Hopper A"),
+         gap="no item: apply_mma_swizzle_for_tma_load(MmaInputSmemSwizzle.None) raises ScheduleError (a TMA box "
+             "in 8 x 16-byte core matrices; the RS wgmma itself is supported)"),
     Case("HopperRSStmatrix.SingleTileWithTMALoadStoreStMatrix/Hopper_64_256_16_TN_None_half_16x8",
          lambda: hopper_rs_stmatrix(tp.MmaMacro.Hopper_64_256_16, tp.float16, 16, 8), VALID,
-         gap="item 5: wgmma with A in registers (RS): schedule_mma_fragment raises ScheduleError for a Hopper A"),
+         gap="no item: apply_mma_swizzle_for_tma_load(MmaInputSmemSwizzle.None) raises ScheduleError (a TMA box "
+             "in 8 x 16-byte core matrices; the RS wgmma itself is supported)"),
     SINGLE("Hopper_64_64_16", "TN", "B128", "B128", "half"),
     SINGLE("Hopper_64_256_16", "TN", "B32", "B32", "half"),
     SINGLE("Hopper_64_8_16", "TT", "None", "None", "bfloat16"),  # B N-major in 8 x 16-byte core matrices

@@ -3,13 +3,16 @@ and waits, this runs the nest abstractly and finds any path that breaks PTX's or
 
 The state after a statement, over every path that reaches it:
     unfenced  the register tensors written since the last wgmma.fence (at the kernel's start: any)
-    flight    the wgmma statements whose batch may still run: (accumulator, shared tiles read,
-              commits since its group's commit; -1 before its commit, capped at CAP)
+    flight    the wgmma statements whose batch may still run: (accumulator, A registers (RS),
+              shared tiles read, commits since its group's commit; -1 before its commit, capped
+              at CAP)
 A loop's state is the join (union) of the state before it and after each iteration, iterated to
 a fixed point, so a loop that runs zero, one or many times is covered; warp roles run from the
 same state. The obligations (PTX ISA 9.7.15.7):
-    1 a wgmma's register operands (its accumulator) are not `unfenced`
-    2 a thread's own statement reads or writes no accumulator of a batch in `flight`
+    1 a wgmma's register operands (its accumulator, its A fragment in the RS form) are not `unfenced`
+    2 a thread's own statement reads or writes no accumulator and no A register of a batch in
+      `flight` (PTX ISA 9.7.15.7.3: accessing either before a wgmma.wait_group covering the
+      wgmma is undefined)
     3 a StageRelease of the datum `lag` iterations back has no batch reading shared tiles in
       flight but the newest `lag` committed ones (one per iteration); its tail release none
 The fourth, a fence.proxy.async after generic-proxy writes to a wgmma operand, has nothing to
@@ -41,6 +44,7 @@ class Batch:
     tiles: frozenset[str]
     newer: int  # commits since its group's; -1: not committed yet
     statement: str
+    registers: frozenset[str] = frozenset()  # its A fragment's register tensor (RS), read asynchronously
 
 
 @dataclass(frozen=True)
@@ -165,16 +169,19 @@ class _Run:
                     f"{'its registers' if t == '*' else t} with no wgmma.fence between: the asynchronous MMA may "
                     f"read the accumulators before that write",
                     {"wgmma": leaf.text, "register write": w, "path": path}))
-            batch = Batch(next(iter(leaf.writes), ""), leaf.tiles, -1, leaf.text)
+            batch = Batch(next(iter(leaf.writes), ""), leaf.tiles, -1, leaf.text, leaf.reads - leaf.writes)
             return replace(s, flight=s.flight | {batch})
         touched = leaf.reads | leaf.writes
         for b in sorted(s.flight, key=lambda b: (b.statement, b.newer)):
-            if b.accumulator in touched:
+            hit = sorted(({b.accumulator} | b.registers) & touched)
+            if hit:
+                t = b.accumulator if b.accumulator in hit else hit[0]
                 self.report(Violation(
                     2, leaf.text, leaf.location,
-                    f"{leaf.text} {'reads' if b.accumulator in leaf.reads else 'writes'} {b.accumulator} in {path} "
-                    f"while {_in_flight(b)} may still write it: no wgmma.commit_group and wgmma.wait_group "
-                    f"cover that batch first",
+                    f"{leaf.text} {'reads' if t in leaf.reads else 'writes'} {t} in {path} "
+                    f"while {_in_flight(b)} may still " + ("write it" if t == b.accumulator else
+                                                           "read it (its A fragment)") +
+                    ": no wgmma.commit_group and wgmma.wait_group cover that batch first",
                     {"statement": leaf.text, "in flight": b.statement, "commits since": b.newer, "path": path}))
                 break
         return replace(s, unfenced=s.unfenced | {(t, leaf.text) for t in leaf.writes})

@@ -14,7 +14,7 @@ import z3
 from ...model.expr import const, var
 from ...execution.loops import execution_order
 from ...model.mma_op import ELEMENT_VARS, LANE, is_mma
-from ...execution.mma import is_mma_sync, well_formed
+from ...execution.mma import fragments, is_mma_sync, well_formed
 from ...execution.wgmma_operands import wgmma_operand
 from ...hw.wgmma import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE, swizzle_lines
 from ...execution.nest import placed_nest
@@ -32,15 +32,21 @@ def _layout_name(op) -> str:
 
 
 def _wgmma_ops(ctx: VerifyContext):
+    """The wgmma MmaOps whose B is a shared tile (their A a shared tile or a register fragment:
+    MMA-OPERAND-LAYOUT refuses the others)."""
     order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
     for tv in order:
         wgmma = is_mma(tv) and tv.definition.macro is not None and not is_mma_sync(tv.definition.macro)
-        if wgmma and well_formed(tv) and all(t.memory_type.name == "Shared" for t in tv.definition.inputs):
+        if wgmma and well_formed(tv) and tv.definition.inputs[1].memory_type.name == "Shared" and \
+                tv.definition.inputs[0].memory_type.name in ("Shared", "Local"):
             yield tv
 
 
 def _operands(ctx: VerifyContext, tv):
-    return ctx.memo(("wgmma-operands", tv.name), lambda: [wgmma_operand(tv, ctx.block_dims, r) for r in "AB"])
+    """tv's operands read through descriptors: A and B, or B alone where A is in registers (RS)."""
+    frag = fragments(tv)
+    return ctx.memo(("wgmma-operands", tv.name),
+                    lambda: [wgmma_operand(tv, ctx.block_dims, r) for r in "AB" if frag.in_shared(r)])
 
 
 @rule("WGMMA-SMEM-LAYOUT", family="wgmma")
@@ -48,7 +54,8 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """wgmma reads each operand element where the schedule's shared-memory layout put it, through a valid descriptor.
 
     What it checks:
-        For every wgmma MmaOp (a Hopper_64_N_16 macro), operand A (64 x 16) and B (N x 16), every
+        For every wgmma MmaOp (a Hopper_64_N_16 macro), operand A (64 x 16; unless A is a register
+        fragment, wgmma's RS form, which MMA-OPERAND-LAYOUT proves) and B (N x 16), every
         instruction instance (a point of the op's other loops) and element (mn, k): the
         address the hardware computes from the descriptor the code generator builds (start =
         element (0, 0)'s address, SBO = the distance of its 8-row groups, the layout = the
@@ -167,7 +174,8 @@ def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
 
 _OBLIGATIONS = {
     1: "a wgmma.fence between the threads' register writes and the wgmma reading those registers",
-    2: "a wgmma.commit_group and a wgmma.wait_group covering a batch before the threads touch its accumulators",
+    2: "a wgmma.commit_group and a wgmma.wait_group covering a batch before the threads touch its accumulators "
+       "or its A registers (RS)",
     3: "a wgmma.wait_group covering every batch that read a stage before the arrive releasing it",
 }
 
@@ -182,9 +190,11 @@ def wgmma_async_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
         state before it joined with the state after each iteration until nothing changes, each
         warp role from the state where the roles split. Three of PTX's obligations, for every
         path: (1) a wgmma.fence comes between any register write to a wgmma's accumulators
-        (their zeroing, the kernel's start) and that wgmma; (2) a thread's own statement (the
-        epilogue's cast, the next tile's zeroing) reads or writes the accumulators only after a
-        wgmma.commit_group and a wgmma.wait_group that leave no batch writing them in flight;
+        or to its A fragment (wgmma's RS form: A in registers) (their zeroing, their load, the
+        kernel's start) and that wgmma; (2) a thread's own statement (the epilogue's cast, the
+        next tile's zeroing, the next A fragment's load) reads or writes the accumulators, or the
+        A registers of an RS wgmma, only after a wgmma.commit_group and a wgmma.wait_group that
+        leave no batch using them in flight;
         (3) the consumers' arrive releasing a stage (warp specialization, mbarrier WAR) comes
         after a wgmma.wait_group that leaves in flight only the batches of the iterations after
         that stage's datum (one per iteration). The fourth obligation, a fence.proxy.async after
@@ -193,7 +203,9 @@ def wgmma_async_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
         groups were committed after it) and the path: which role, which iteration of which loop.
     Why the hardware needs it:
         wgmma.mma_async runs asynchronously: it reads its accumulators and shared tiles, and
-        writes the accumulators, at any time until a wgmma.wait_group covers its committed group.
+        writes the accumulators, at any time until a wgmma.wait_group covers its committed group;
+        so it reads an RS wgmma's A registers (PTX: accessing the accumulators or the registers
+        holding A's fragment before that wait is undefined).
         A register write not fenced may be seen by it or not; a cast of the accumulators before
         the wait reads partial sums (Triton PR 8964: a persistent epilogue without the wait); a
         release before the wait lets the producer overwrite a tile the tensor cores still read
@@ -213,8 +225,8 @@ def wgmma_async_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: an abstract run of the placed nest (verifier/analysis/wgmma_order.py): for every
     #   path, (1) no wgmma after a register write to its operands without a WgmmaFence between; (2) no
-    #   thread statement touching an accumulator while a batch writing it is uncommitted, or committed and
-    #   not completed by a later wait_group N (N newer groups); (3) at a StageRelease of lag L, every batch
+    #   thread statement touching an accumulator or A register while a batch using it is uncommitted, or
+    #   committed and not completed by a later wait_group N (N newer groups); (3) at a StageRelease of lag L, every batch
     #   reading shared tiles is committed with fewer than L newer groups (the tail release: none)
     if not any(True for _ in _wgmma_ops(ctx)):
         return
