@@ -166,7 +166,10 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         instruction takes as its element v. Where an ldmatrix fills P, LDSM-REGISTER-LAYOUT
         proves the ldmatrix's own fragment, so the two compose. A wgmma's operands are shared
         tiles (WGMMA-SMEM-LAYOUT proves their descriptors) that a TMA loads or the threads
-        store with plain stores, not cp.async.
+        store with plain stores, not cp.async; its A may be a register tensor instead (the RS
+        form), proved as above over the warpgroup's 128 threads against wgmma m64nNk16's A
+        fragment (thread 32 w + 4 g + q, element v: row 16 w + g + 8 ((v / 2) % 2), column
+        2q + v % 2 + 8 (v / 4)); its B never.
     Why the hardware needs it (wgmma):
         wgmma reads shared memory through the async proxy. The threads' stores are ordered
         before it by fence.proxy.async and a barrier, which tileproof places after plain stores
