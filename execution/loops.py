@@ -57,7 +57,77 @@ def _execution_order(fusion) -> tuple[TensorView, ...]:
         for t in sorted((t for t in rank if t in distance), key=lambda n: (-distance[n], rank[n])):
             done.add(t)
             order.append(fusion.tensor(t))
-    return tuple(order)
+    return tuple(_loops_kept_whole(fusion, order))
+
+
+def _loops_kept_whole(fusion, order: list[TensorView]) -> list[TensorView]:
+    """order with statements that do not depend on one another moved so that each loop is one
+    contiguous range (nvFuser's expression sort orders a kernel's loop nests the same way): where a
+    loop would reopen, the statements between its two parts move after the loop's last statement
+    when nothing up to there reads them, or else before its first when they read nothing in it.
+    Softmax's x - max for the output, which inline_most puts in the output's loop, moves after the
+    sum's loop it landed in. Where neither move is possible (or none ends the conflicts) the order
+    stays as it was, and LOOP-NEST-ORDER reports it."""
+    current = list(order)
+    for _ in range(2 * len(order)):
+        groups = loop_groups(fusion, current)
+        if groups.unmapped or groups.mismatched:
+            return list(order)
+        items = statement_items(current, groups)
+        _, conflict = nest(items)
+        if conflict is None:
+            return current
+        moved = _move_between(fusion, current, items, conflict)
+        if moved is None:
+            return list(order)
+        current = moved
+    return list(order)
+
+
+def _move_between(fusion, order: list[TensorView], items, conflict) -> list[TensorView] | None:
+    """order with the statements between a reopened loop's parts moved (see _loops_kept_whole);
+    None when neither move keeps every producer before its consumers."""
+    key = conflict.key
+    inside = [j for j, (keys, _) in enumerate(items[:conflict.statement]) if key in keys]
+    first, last = inside[0], inside[-1]
+    between = _names_of(items[last + 1:conflict.statement])
+    loop = _names_of(items[first:last + 1]) | _names_of(it for it in items[conflict.statement:] if key in it[0])
+    between -= loop
+    if not between:
+        return None
+    end = max(j for j, (keys, _) in enumerate(items) if key in keys)
+    after = _names_of(items[conflict.statement:end + 1]) - between
+    if not any(p.name in between for t in after for p in fusion.producers(fusion.tensor(t))):
+        kept = [t for t in order if t.name not in between]
+        tail = max(kept.index(fusion.tensor(t)) for t in after)
+        moving = [t for t in order if t.name in between]
+        return kept[:tail + 1] + moving + kept[tail + 1:]
+    span = _names_of(items[first:last + 1])
+    if not _reads_any(fusion, between, span):
+        kept = [t for t in order if t.name not in between]
+        head = min(kept.index(fusion.tensor(t)) for t in span)
+        moving = [t for t in order if t.name in between]
+        return kept[:head] + moving + kept[head:]
+    return None
+
+
+def _names_of(items) -> set[str]:
+    return {statement_tensor(t).name for _, t in items}
+
+
+def _reads_any(fusion, names: set[str], sources: set[str]) -> bool:
+    """Whether a tensor of `names` reads one of `sources`, directly or through other tensors."""
+    seen: set[str] = set()
+    stack = list(names)
+    while stack:
+        t = stack.pop()
+        for p in fusion.producers(fusion.tensor(t)):
+            if p.name in sources:
+                return True
+            if p.name not in seen and p.definition is not None:
+                seen.add(p.name)
+                stack.append(p.name)
+    return False
 
 
 def _pending_ancestors(fusion, out: TensorView, done: set[str]) -> list[TensorView]:

@@ -52,7 +52,8 @@ def unmappable_axes(fusion) -> dict[int, str]:
     ComputeAtLogicalDomainMapBuilder: a producer's logical axis joins the class of every consumer
     axis it is read as, unless those classes would put a reduction axis with an axis of a tensor
     computed after that reduction's total (UnmappableReductionDomains::isReductionOutputMapped);
-    then it joins none and is unmappable. Broadcast axes always map (one element, read anywhere).
+    then it joins none and is unmappable. A broadcast axis too: softmax's broadcast max, read by
+    x - max before the sum and again by the x - max after it, cannot share both loops.
     A tensor's axes join its consumers' through the op's map of logical to root axes; an rfactor's
     partial, whose logical axes are derived from its root ones, passes no class through."""
     classes = _Classes()
@@ -70,8 +71,6 @@ def unmappable_axes(fusion) -> dict[int, str]:
     for tv in reversed(list(fusion.topo_tensors())):
         readers = [(op, k) for op in fusion.uses_of(tv) for k, inp in enumerate(op.inputs) if inp is tv]
         for a, axis in enumerate(tv.logical):
-            if axis.is_broadcast:
-                continue
             read_as = [op.output.root[j] for op, k in readers
                        for j, src in enumerate(op.logical_map[k]) if src == a]
             if not read_as:

@@ -111,15 +111,16 @@ def inlined_axis_parallelized_differently():
 @tp.schedule(expect=tp.rejected("LOOP-NEST-ORDER", messages=[
     "the loop of T1 axis 0, T2 axis 0, T4 axis 0 would be split in two: T3 runs between T1, T2 and T4"]))
 def loop_split_around_another_tensor():
-    """T1 is inlined at 1 into both of its consumers, T2 (an output) and T4 = T1 + T3. T3 is not
-    inlined, so it runs between T2 and T4, outside the loop T1, T2 and T4 share."""
+    """T1 is inlined at 1 into both of its consumers, T2 (an output) and T4 = T1 + T3. T3 = exp(T2)
+    is not inlined, so it runs between T2 and T4, outside the loop T1, T2 and T4 share: it reads
+    T2, so it cannot run before the loop, and T4 reads it, so it cannot run after."""
     with tp.Fusion("loop_split_around_another_tensor") as fusion:
         t0 = tp.make_contig_concrete_tensor([8, 32])
         fusion.add_input(t0)
         t1 = tp.set(t0)
         t2 = tp.set(t1)
         fusion.add_output(t2)
-        t3 = tp.set(t0)
+        t3 = tp.exp(t2)
         t4 = tp.add(t1, t3)
         fusion.add_output(t4)
     for t in (t1, t2, t3, t4):

@@ -126,6 +126,25 @@ def every_tensor_in_the_shared_loop():
 
 
 @tp.schedule(expect=tp.accepted())
+def independent_statement_moved_out_of_the_loop():
+    """LOOP-NEST-ORDER: T1 is inlined at 1 into T2 and T4 = T1 + T3; T3 = copy of T0 is not
+    inlined and reads nothing of that loop, so it runs before it (nvFuser's expression sort)."""
+    with tp.Fusion("independent_statement_moved_out_of_the_loop") as fusion:
+        t0 = tp.make_contig_concrete_tensor([8, 32])
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+        t3 = tp.set(t0)
+        t4 = tp.add(t1, t3)
+        fusion.add_output(t4)
+    for t in (t1, t2, t3, t4):
+        t.axis(1).parallelize(P.TIDx)
+    t1.inline_at(1)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
 def intermediate_in_shared_memory():
     """GLOBAL-INTERMEDIATE: T1 in shared memory, each block holding its own row."""
     fusion, t1, t2 = _copy("intermediate_in_shared_memory", [8, 32])

@@ -123,29 +123,44 @@ def test_the_nest_inline_most_made_before_is_loop_nest_order_with_the_position_t
     assert "inline_most stops there" in d.hint
 
 
-def test_the_help_does_not_name_inline_at_for_a_reduction_that_cannot_join_the_loop():
-    """Failing: a copy of x inlined along the row into an output and into a reader of x's row sum,
-    the row a serial loop, by inline_most; the sum of x runs between them (statement order follows
-    the outputs: nvFuser's expression sort would hoist it, tileproof's order does not). The sum cannot
-    join the row loop (its reduction axis), so the help says what to change instead of naming an
-    inline_at the API refuses."""
+def _copy_read_before_and_after_a_sum(sum_of_the_copy: bool):
+    """x's copy a, inlined along the row into an output z = copy(a) and into y = a + sum, the sum of
+    x (independent of the loop) or of z (which the loop writes)."""
     with tp.Fusion("split_by_a_reduction") as fusion:
         x = tp.make_contig_concrete_tensor([8, 32])
         fusion.add_input(x)
         a = tp.set(x)
-        fusion.add_output(tp.set(a))
-        s = tp.sum(x, 1)
+        z = tp.set(a)
+        fusion.add_output(z)
+        s = tp.sum(z if sum_of_the_copy else x, 1)
         b = tp.broadcast(s, [False, True])
         y = tp.add(a, b)
         fusion.add_output(y)
     for t in fusion.tensors[1:]:
         t.axis(0).parallelize(P.BIDx)
     tp.inline_most(fusion)
+    return fusion, a, z, s, b
+
+
+def test_a_sum_that_reads_nothing_of_the_loop_moves_out_of_it():
+    """Passing: the sum of x lands between the two parts of the row loop a, z and b, y share; it
+    reads nothing of that loop, so it runs before it (nvFuser's expression sort)."""
+    fusion, a, z, s, b = _copy_read_before_and_after_a_sum(False)
     assert (a.compute_at, s.compute_at) == (2, 1)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, [(d.code, d.message) for d in report.errors]
+
+
+def test_a_copy_read_by_a_sum_through_an_output_and_after_it_is_persistent():
+    """The sum of z, which the row loop writes, read by y in the loop: a's row is read by z (whose
+    sum is taken) and by y after that total, so inline_most keeps a at the row (passing); inlined
+    along it by hand (set directly, inline_at refuses), the loop would reopen around the sum, and
+    LOOP-NEST-ORDER's help names the position to take (failing)."""
+    fusion, a, z, s, b = _copy_read_before_and_after_a_sum(True)
+    assert a.compute_at == 1
+    assert tp.verify(fusion, "sm_90a").ok
+    a.compute_at = 2
     report = tp.verify(fusion, "sm_90a")
     assert report.codes == ["LOOP-NEST-ORDER"]
     (d,) = report.errors
-    assert d.hint == (f"do not inline {a.name}, {fusion.consumers(a)[0].name} with {b.name} ({s.name} cannot join "
-                      f"that loop: axis 1 of {s.name} ({s.axis(1).label()}) is a reduction axis)")
-    a.inline_at(1)
-    assert tp.verify(fusion, "sm_90a").ok
+    assert d.hint.startswith(f"inline {a.name} at most at position 1 (axis 1 of {a.name}")

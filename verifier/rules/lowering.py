@@ -287,18 +287,20 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
         A loop of the kernel is one C++ for loop (or one thread index range). If a tensor
         that is not in it must run between two tensors that share it, the loop would have to
         close and reopen, and the second half would see none of the first half's values
-        (the inlined producer keeps only the current iteration's tile).
+        (the inlined producer keeps only the current iteration's tile). Statements that do not
+        depend on the loop's are moved out of the way first (after the loop, or before it), as
+        nvFuser's expression sort does; what is reported is an order no move repairs.
     Example:
         fusion, t0, t1, t2 = copy_chain("interleaved", [8, 32])
         with fusion:
-            t3 = tp.set(t0); t4 = tp.add(t1, t3); fusion.add_output(t4)
+            t3 = tp.exp(t2); t4 = tp.add(t1, t3); fusion.add_output(t4)
         for t in (t1, t2, t3, t4):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.inline_at(1)
     Fix:
         fusion, t0, t1, t2 = copy_chain("interleaved", [8, 32])
         with fusion:
-            t3 = tp.set(t0); t4 = tp.add(t1, t3); fusion.add_output(t4)
+            t3 = tp.exp(t2); t4 = tp.add(t1, t3); fusion.add_output(t4)
         for t in (t1, t2, t3, t4):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
         t1.inline_at(1); t3.inline_at(1)
