@@ -25,6 +25,12 @@ change it further.
     split_k_partials(SplitKParams(...))           split-K as two kernels: float32 partials of K's
     split_k_sum(out_dtype)                        slices, then their sum (split_k.py)
 
+    softmax(x), log_softmax(x)                    row softmax, LayerNorm, RMSNorm and cross-entropy
+    layer_norm(x, w, b), rms_norm(x, w)           (forward) on PyTorch tensors: nvFuser's inner
+    cross_entropy(logits, target_probs)           persistent schedule at a symbolic row length, a
+    Softmax(), LayerNorm(), RMSNorm(), ...        kernel per row class (normalization.py; entries
+                                                  for tp.as_torch_op)
+
 gemm_blocks.py holds the pieces both use (tiling by the block tile, grouped block orders, the
 stmatrix epilogue's TMA store boxes); params.py the parameter groups both use (GridOrder,
 Epilogue) and the checks. examples/valid/wgmma.py and examples/valid/mma.py show them in use.
@@ -39,8 +45,11 @@ from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPi
 from .mma_gemm import CpAsyncPipeline, MmaGemmParams, MmaTile, matmul_fusion, mma_gemm
 from .params import Epilogue, GridOrder
 from .split_k import SplitKParams, split_k_partials, split_k_sum
+from .normalization import (CrossEntropy, LayerNorm, RMSNorm, RowClass, Softmax, cross_entropy, layer_norm,
+                            log_softmax, rms_norm, row_class, softmax)
 
-__all__ = ["CONFIGS", "Cluster", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperGemmTuning",
+__all__ = ["CONFIGS", "Cluster", "CrossEntropy", "LayerNorm", "RMSNorm", "RowClass", "Softmax", "cross_entropy",
+           "layer_norm", "log_softmax", "rms_norm", "row_class", "softmax", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperGemmTuning",
            "HopperTile", "Matmul", "MatmulConfig", "MmaGemmParams", "MmaTile", "Operand", "SplitKParams",
            "TmaPipeline", "choose", "hopper_gemm", "matmul", "matmul_fusion", "matmul_tuning", "mma_gemm",
            "split_k_partials", "split_k_sum", "swizzled_box", "tile_multiples"]

@@ -1,0 +1,468 @@
+"""Row normalizations and softmax, scheduled the nvFuser way (issue 35 item 2): softmax,
+log_softmax, layer_norm, rms_norm and cross_entropy (forward) over the last axis of a row-major
+tensor, at a symbolic row length N and row count M.
+
+    softmax(x)                          exp(x - max) / sum(exp(x - max)), per row
+    log_softmax(x)                      x - max - log(sum(exp(x - max)))
+    layer_norm(x, weight, bias, eps)    (x - mean) * rsqrt(var + eps) * weight + bias (var biased)
+    rms_norm(x, weight, eps)            x * rsqrt(mean(x^2) + eps) * weight
+    cross_entropy(logits, target)       sum(p * (logsumexp(x) - x)), per row, float32:
+                                        PyTorch's F.cross_entropy(logits, probabilities, reduction
+                                        ="none"); a one-hot target is the class-index loss
+
+Each is a builder of a tp.Fusion per row class (RowClass: the dtype, the vector and the vectors
+per thread) and an entry (Softmax, LayerNorm, ...) that takes PyTorch tensors, picks the class
+from the row length, and runs the class's kernel, verified for every M and every N the class
+admits, compiled on first use. tp.as_torch_op takes the entries.
+
+The schedule (schedule_rows) is nvFuser's inner persistent one: a block per row; the row split
+[M, batch, ceil(N / (vector * batch)), vector] with the middle axis on TIDx (the threads follow
+N, the registers per thread are a constant), written on the output and copied to every tensor
+with propagate_transforms and parallelize_all_like; the input's register cache loads a 16-byte
+vector per thread and step, the output stores one; inline_most places every statement. The
+cache is read by the first reduction and again after its total, so inline_most keeps it whole
+at the row loop (model/unmappable.py): the row stays in registers, read from global memory
+once. The float32 values are recomputed from it where each consumer needs them (one cast per
+use), so only the 16-bit row is held. The reductions combine over the block (warp shuffles, then
+shared memory). Imports only the public `tileproof` API; torch when called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import tileproof as tp
+
+P = tp.ParallelType
+VECTOR_BYTES = 16  # one global load / store per thread and step
+MAX_THREADS = 1024
+TARGET_THREADS = 512  # the row class's threads at most this where a larger batch allows
+BATCHES = (1, 2, 4, 8)  # 16-byte vectors per thread a class holds (8: 64 16-bit elements)
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+@dataclasses.dataclass(frozen=True)
+class RowClass:
+    """The rows one kernel takes: `dtype` (its name), `vector` elements per load (16 bytes or
+    fewer where N is not a multiple), `batch` loads per thread. Admits every N with
+    N % vector == 0 and N <= vector * batch * 1024."""
+
+    dtype: str = "bfloat16"
+    vector: int = 8
+    batch: int = 1
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise tp.ScheduleError(f"RowClass: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        for name in ("vector", "batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v & (v - 1):
+                raise tp.ScheduleError(f"RowClass: {name} must be a positive power of two, got {v!r}")
+        if self.vector * getattr(tp, self.dtype).bytes > VECTOR_BYTES:
+            raise tp.ScheduleError(f"RowClass: vector {self.vector} of {self.dtype} is more than {VECTOR_BYTES} bytes")
+
+    @property
+    def max_row(self) -> int:
+        return self.vector * self.batch * MAX_THREADS
+
+    def admits(self, n: int) -> bool:
+        return n % self.vector == 0 and 0 < n <= self.max_row
+
+    def threads(self, n: int) -> int:
+        """The block's threads at row length n."""
+        return -(-n // (self.vector * self.batch))
+
+
+def row_class(n: int, dtype: str = "bfloat16") -> RowClass:
+    """The class a row of n elements runs in: the widest vector dividing n (16 bytes at most), and
+    the fewest vectors per thread that keep the block at TARGET_THREADS threads (or, for longer
+    rows, MAX_THREADS)."""
+    width = getattr(tp, dtype).bytes
+    vector = VECTOR_BYTES // width
+    while n % vector:
+        vector //= 2
+    for limit in (TARGET_THREADS, MAX_THREADS):
+        for batch in BATCHES:
+            if -(-n // (vector * batch)) <= limit:
+                return RowClass(dtype, vector, batch)
+    longest = max(BATCHES) * MAX_THREADS * vector
+    raise tp.InputError(f"rows of {n} {dtype} elements are longer than the {longest} a block holds in registers "
+                        f"(vectors of {vector})")
+
+
+# -- the fusions ----------------------------------------------------------------------------------
+
+
+def _row_input(fusion, dtype) -> tp.TensorView:
+    x = tp.make_tensor(["M", "N"], contiguity=True, dtype=getattr(tp, dtype))
+    fusion.add_input(x)
+    return x
+
+
+def _weight_input(fusion, dtype) -> tp.TensorView:
+    w = tp.make_tensor(["N"], contiguity=True, dtype=getattr(tp, dtype))
+    fusion.add_input(w)
+    return w
+
+
+def _float(t: tp.TensorView) -> tp.TensorView:
+    """t in float32: a cast of its own for each use, so that only t's row is held."""
+    return tp.cast(t, tp.float32) if t.dtype != tp.float32 else tp.set(t)
+
+
+def _row(t: tp.TensorView) -> tp.TensorView:
+    """A per-row value [M] broadcast along the row [M, 1]."""
+    return tp.broadcast(t, [False, True])
+
+
+def _assume(fusion, rows: RowClass) -> None:
+    fusion.assume(f"N % {rows.vector} == 0")
+    fusion.assume(f"N <= {rows.max_row}")
+
+
+def softmax_fusion(rows: RowClass, log: bool = False) -> tp.Fusion:
+    """softmax (or log_softmax) over each row of x [M, N], in x's dtype, scheduled."""
+    with tp.Fusion(f"{'log_' if log else ''}softmax_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+        x = _row_input(fusion, rows.dtype)
+        m = _row(tp.max(_float(x), 1))
+        s = tp.sum(tp.exp(tp.sub(_float(x), m)), 1)
+        if log:
+            y = tp.sub(tp.sub(_float(x), m), _row(tp.log(s)))
+        else:
+            y = tp.div(tp.exp(tp.sub(_float(x), m)), _row(s))
+        out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
+        fusion.add_output(out)
+    _assume(fusion, rows)
+    schedule_rows(fusion, out, rows)
+    return fusion
+
+
+def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
+    """(x - mean) * rsqrt(var + eps) * weight + bias over each row of x [M, N] (var biased, as
+    torch.nn.functional.layer_norm), weight and bias [N], all of one dtype, scheduled."""
+    _check_eps(eps)
+    with tp.Fusion(f"layer_norm_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+        x = _row_input(fusion, rows.dtype)
+        w, b = _weight_input(fusion, rows.dtype), _weight_input(fusion, rows.dtype)
+        mean = _row(tp.div(tp.sum(_float(x), 1), "N"))
+
+        def centered():
+            return tp.sub(_float(x), mean)
+
+        c = centered()
+        var = tp.div(tp.sum(tp.mul(c, c), 1), "N")
+        inv = _row(tp.rsqrt(tp.add(var, eps)))
+        y = tp.add(tp.mul(tp.mul(centered(), inv), _float(_columns(w))), _float(_columns(b)))
+        out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
+        fusion.add_output(out)
+    _assume(fusion, rows)
+    schedule_rows(fusion, out, rows)
+    return fusion
+
+
+def rms_norm_fusion(rows: RowClass, eps: float = 1e-6) -> tp.Fusion:
+    """x * rsqrt(mean(x^2) + eps) * weight over each row of x [M, N], weight [N], scheduled."""
+    _check_eps(eps)
+    with tp.Fusion(f"rms_norm_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+        x = _row_input(fusion, rows.dtype)
+        w = _weight_input(fusion, rows.dtype)
+        xf = _float(x)
+        inv = _row(tp.rsqrt(tp.add(tp.div(tp.sum(tp.mul(xf, xf), 1), "N"), eps)))
+        y = tp.mul(tp.mul(_float(x), inv), _float(_columns(w)))
+        out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
+        fusion.add_output(out)
+    _assume(fusion, rows)
+    schedule_rows(fusion, out, rows)
+    return fusion
+
+
+def cross_entropy_fusion(rows: RowClass) -> tp.Fusion:
+    """Per row of logits x [M, N] and target probabilities p [M, N] (one dtype): the float32 loss
+    sum(p * (logsumexp(x) - x)) = -sum(p * log_softmax(x)), scheduled."""
+    with tp.Fusion(f"cross_entropy_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+        x = _row_input(fusion, rows.dtype)
+        p = _row_input(fusion, rows.dtype)
+        m = tp.max(_float(x), 1)
+        lse = tp.add(tp.log(tp.sum(tp.exp(tp.sub(_float(x), _row(m))), 1)), m)
+        # one reduction after logsumexp: two sums of the same row would share its loop, and a
+        # reduction's total is stored where its loop ends
+        loss = tp.sum(tp.mul(_float(p), tp.sub(_row(lse), _float(x))), 1)
+        fusion.add_output(loss)
+    _assume(fusion, rows)
+    schedule_rows(fusion, loss, rows)
+    return fusion
+
+
+def _columns(w: tp.TensorView) -> tp.TensorView:
+    """A weight [N] as [1, N], read by every row."""
+    return tp.broadcast(w, [True, False])
+
+
+def _check_eps(eps) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+        raise tp.ScheduleError(f"eps must be a non-negative number, got {eps!r}")
+
+
+# -- the schedule ---------------------------------------------------------------------------------
+
+
+def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None:
+    """nvFuser's inner persistent schedule (see the module's text) on a fusion whose inputs are
+    rows [M, N] and weights [N]: caches for the inputs, the row split on the output (a row, or a
+    per-row reduction), propagated and parallelized, the caches' loads and a row output's stores
+    vectorized, the vector axes unrolled, inline_most,
+    then the batch axes unrolled."""
+    caches = [t.cache_after() for t in fusion.inputs]
+    per_row = any(i.is_reduction for i in out.logical)  # cross_entropy's loss [M]: the last reduction
+    ref = out
+    ref.split(1, rows.vector)
+    ref.split(1, rows.batch, inner_split=False)  # [M, batch, ceil(N / (vector batch)), vector]
+    tp.propagate_transforms(ref)
+    ref.axis(0).parallelize(P.BIDx)
+    ref.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(ref)
+    computed = [t for t in fusion.tensors if not t.is_fusion_input]
+    for t in computed:  # rows [M, batch, threads, vector], weights [batch, threads, vector]
+        if len(t.loop) >= 3 and not t.axis(-1).is_broadcast and not t.axis(-1).is_reduction:
+            t.axis(-1).parallelize(P.Unroll)
+    for t in caches:
+        t.axis(-1).parallelize(P.Vectorize)
+    if not per_row:
+        out.axis(3).parallelize(P.Vectorize)
+    tp.inline_most(fusion)
+    # after inlining: an unrolled batch loop is one the statements inlined into it run in (inline_most
+    # would stop before it); the persistent cache's registers are then indexed by constants
+    for t in computed:
+        if len(t.loop) >= 3 and not t.axis(-3).is_broadcast:
+            t.axis(-3).parallelize(P.Unroll)
+
+
+# -- PyTorch entries ------------------------------------------------------------------------------
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ImportError(f"tileproof.recipes.normalization takes PyTorch tensors ({e})") from None
+    return torch
+
+
+class RowOp:
+    """An entry: PyTorch tensors in, a new tensor out, a kernel per row class compiled on first use
+    (kept for the entry's life). Subclasses name the op, its inputs and its fusion."""
+
+    name = "row_op"
+    input_names: tuple[str, ...] = ("x",)
+    output_count = 1
+
+    def __init__(self, target: str = "sm_90a"):
+        self.target = target
+        self._kernels: dict[RowClass, tp.Kernel] = {}
+
+    def fusion(self, rows: RowClass) -> tp.Fusion:
+        raise NotImplementedError
+
+    def kernel(self, rows: RowClass) -> tp.Kernel:
+        """The row class's kernel (verified and compiled on first use)."""
+        k = self._kernels.get(rows)
+        if k is None:
+            k = self._kernels[rows] = tp.compile(self.fusion(rows), self.target)
+        return k
+
+    def rows_of(self, x) -> tuple[int, int, RowClass]:
+        """(M, N, the row class) of a row input after the checks."""
+        torch = _torch()
+        if not isinstance(x, torch.Tensor):
+            raise tp.InputError(f"{self.name}: x must be a torch.Tensor, got {type(x).__name__}")
+        dtype = str(x.dtype).removeprefix("torch.")
+        if dtype not in DTYPES:
+            raise tp.InputError(f"{self.name}: x must be one of {', '.join(DTYPES)}, got {dtype}")
+        if x.dim() < 1 or x.numel() == 0:
+            raise tp.InputError(f"{self.name}: x must have at least one element and one axis, got shape {list(x.shape)}")
+        if not x.is_contiguous():
+            raise tp.InputError(f"{self.name}: x must be contiguous (rows along its last axis), got strides "
+                                f"{list(x.stride())}: pass x.contiguous()")
+        n = x.shape[-1]
+        rows = row_class(n, dtype)
+        if x.data_ptr() % (rows.vector * x.element_size()):
+            raise tp.InputError(f"{self.name}: x does not start at a {rows.vector * x.element_size()}-byte aligned "
+                                f"address, which its vector loads need (pass x.clone())")
+        return x.numel() // n, n, rows
+
+    def _like_x(self, what: str, t, x, shape) -> None:
+        torch = _torch()
+        if not isinstance(t, torch.Tensor):
+            raise tp.InputError(f"{self.name}: {what} must be a torch.Tensor, got {type(t).__name__}")
+        if list(t.shape) != list(shape):
+            raise tp.InputError(f"{self.name}: {what} must have shape {list(shape)}, got {list(t.shape)}")
+        if t.dtype != x.dtype:
+            raise tp.InputError(f"{self.name}: {what} is {str(t.dtype).removeprefix('torch.')} but x is "
+                                f"{str(x.dtype).removeprefix('torch.')}; pass {what}.to(x.dtype)")
+        if t.device != x.device:
+            raise tp.InputError(f"{self.name}: {what} is on {t.device} and x on {x.device}; both must be on one GPU")
+        if not t.is_contiguous() or t.data_ptr() % 16:
+            raise tp.InputError(f"{self.name}: {what} must be contiguous and 16-byte aligned: pass {what}.contiguous()")
+
+    def __call__(self, x, *others):
+        m, n, rows = self.rows_of(x)
+        self.check_others(x, others)
+        (out,) = self.kernel(rows).run(x.reshape(m, n), *others)
+        return out.reshape(self.out_shape(x))
+
+    def check_others(self, x, others) -> None:
+        if others:
+            raise tp.InputError(f"{self.name}: takes {len(self.input_names)} tensors, got {1 + len(others)}")
+
+    def out_shape(self, x):
+        return x.shape
+
+    def fake(self, x, *others):
+        """The output as __call__ returns it, without running (tp.as_torch_op's fake implementation)."""
+        self.rows_of(x)
+        self.check_others(x, others)
+        torch = _torch()
+        return torch.empty(self.out_shape(x), dtype=self.out_dtype(x), device=x.device)
+
+    def out_dtype(self, x):
+        return x.dtype
+
+
+class Softmax(RowOp):
+    """softmax over the last axis (log=True: log_softmax)."""
+
+    def __init__(self, log: bool = False, target: str = "sm_90a"):
+        super().__init__(target)
+        if not isinstance(log, bool):
+            raise tp.InputError(f"softmax: log must be True or False, got {log!r}")
+        self.log = log
+        self.name = "log_softmax" if log else "softmax"
+
+    def fusion(self, rows: RowClass) -> tp.Fusion:
+        return softmax_fusion(rows, log=self.log)
+
+
+class _Normalization(RowOp):
+    weights: tuple[str, ...] = ()
+
+    def __init__(self, eps: float, target: str = "sm_90a"):
+        super().__init__(target)
+        try:
+            _check_eps(eps)
+        except tp.ScheduleError as e:
+            raise tp.InputError(f"{self.name}: {e}") from None
+        self.eps = float(eps)
+
+    def check_others(self, x, others) -> None:
+        if len(others) != len(self.weights):
+            raise tp.InputError(f"{self.name}: takes x and {', '.join(self.weights)}, got {1 + len(others)} tensors")
+        for what, t in zip(self.weights, others):
+            self._like_x(what, t, x, [x.shape[-1]])
+
+
+class LayerNorm(_Normalization):
+    """layer_norm over the last axis with weight and bias [N] (torch.nn.functional.layer_norm)."""
+
+    name = "layer_norm"
+    input_names = ("x", "weight", "bias")
+    weights = ("weight", "bias")
+
+    def __init__(self, eps: float = 1e-5, target: str = "sm_90a"):
+        super().__init__(eps, target)
+
+    def fusion(self, rows: RowClass) -> tp.Fusion:
+        return layer_norm_fusion(rows, self.eps)
+
+
+class RMSNorm(_Normalization):
+    """rms_norm over the last axis with weight [N] (torch.nn.functional.rms_norm)."""
+
+    name = "rms_norm"
+    input_names = ("x", "weight")
+    weights = ("weight",)
+
+    def __init__(self, eps: float = 1e-6, target: str = "sm_90a"):
+        super().__init__(eps, target)
+
+    def fusion(self, rows: RowClass) -> tp.Fusion:
+        return rms_norm_fusion(rows, self.eps)
+
+
+class CrossEntropy(RowOp):
+    """The float32 loss per row of logits and target probabilities of one shape and dtype
+    (F.cross_entropy(logits.float(), target.float(), reduction="none"))."""
+
+    name = "cross_entropy"
+    input_names = ("logits", "target")
+
+    def fusion(self, rows: RowClass) -> tp.Fusion:
+        return cross_entropy_fusion(rows)
+
+    def check_others(self, x, others) -> None:
+        if len(others) != 1:
+            raise tp.InputError(f"cross_entropy: takes logits and target, got {1 + len(others)} tensors")
+        self._like_x("target", others[0], x, x.shape)
+
+    def __call__(self, x, target):
+        m, n, rows = self.rows_of(x)
+        self.check_others(x, (target,))
+        (out,) = self.kernel(rows).run(x.reshape(m, n), target.reshape(m, n))
+        return out.reshape(self.out_shape(x))
+
+    def out_shape(self, x):
+        return x.shape[:-1]
+
+    def out_dtype(self, x):
+        return _torch().float32
+
+
+_entries: dict[tuple, RowOp] = {}
+
+
+def _entry(kind, *args) -> RowOp:
+    key = (kind, *args)
+    entry = _entries.get(key)
+    if entry is None:
+        entry = _entries[key] = kind(*args)
+    return entry
+
+
+def _last_axis(op: str, x, dim) -> None:
+    ndim = getattr(x, "ndim", None)
+    if ndim is not None and dim not in (-1, ndim - 1):
+        raise tp.InputError(f"{op}: only dim=-1 (the last axis, contiguous) is supported, got dim={dim!r}")
+
+
+def softmax(x, dim: int = -1, target: str = "sm_90a"):
+    """softmax(x, dim=-1) in x's dtype (bfloat16, float16, float32), rows of up to 8192 vectors."""
+    _last_axis("softmax", x, dim)
+    return _entry(Softmax, False, target)(x)
+
+
+def log_softmax(x, dim: int = -1, target: str = "sm_90a"):
+    """log_softmax(x, dim=-1) in x's dtype."""
+    _last_axis("log_softmax", x, dim)
+    return _entry(Softmax, True, target)(x)
+
+
+def layer_norm(x, weight, bias, eps: float = 1e-5, target: str = "sm_90a"):
+    """F.layer_norm(x, [N], weight, bias, eps) over the last axis, all of x's dtype."""
+    return _entry(LayerNorm, float(eps) if isinstance(eps, (int, float)) and not isinstance(eps, bool) else eps,
+                  target)(x, weight, bias)
+
+
+def rms_norm(x, weight, eps: float = 1e-6, target: str = "sm_90a"):
+    """F.rms_norm(x, [N], weight, eps) over the last axis, all of x's dtype."""
+    return _entry(RMSNorm, float(eps) if isinstance(eps, (int, float)) and not isinstance(eps, bool) else eps,
+                  target)(x, weight)
+
+
+def cross_entropy(logits, target, arch: str = "sm_90a"):
+    """The float32 loss per row: F.cross_entropy(logits, target, reduction="none") with target the
+    class probabilities (one-hot for class indices), of logits' shape and dtype."""
+    return _entry(CrossEntropy, arch)(logits, target)
+
+
+__all__ = ["BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
+           "Softmax", "TARGET_THREADS", "cross_entropy", "cross_entropy_fusion", "layer_norm", "layer_norm_fusion",
+           "log_softmax", "rms_norm", "rms_norm_fusion", "row_class", "schedule_rows", "softmax", "softmax_fusion"]

@@ -1,0 +1,143 @@
+"""recipes/normalization.py on the CPU: every op's fusion verifies and compiles (NVRTC, no GPU)
+for symbolic row lengths, its kernel simulated (tests/support/reduction_sim.py) computes the op
+against numpy at float64, the row classes, and the entries' InputErrors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.lower import lower
+from tileproof.codegen.runtime.reference import reference, round_to, tolerance
+from tileproof.model.targets import get_target
+from tileproof.recipes import normalization as N
+
+from support.reduction_sim import run_kernel
+
+TARGET = get_target("sm_90a")
+EPS = 1e-5
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _layer_norm(x, w, b):
+    mean = x.mean(1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(1, keepdims=True) + EPS) * w + b
+
+
+def _rms_norm(x, w):
+    return x / np.sqrt((x * x).mean(1, keepdims=True) + EPS) * w
+
+
+def _cross_entropy(x, p):
+    m = x.max(1, keepdims=True)
+    lse = np.log(np.exp(x - m).sum(1, keepdims=True)) + m
+    return (p * (lse - x)).sum(1)
+
+
+OPS = {  # name: (fusion builder, inputs (rows [M, N] or weights [N]), numpy at float64)
+    "softmax": (lambda r: N.softmax_fusion(r), "x", _softmax),
+    "log_softmax": (lambda r: N.softmax_fusion(r, log=True), "x", lambda x: np.log(_softmax(x))),
+    "layer_norm": (lambda r: N.layer_norm_fusion(r, EPS), "xwb", _layer_norm),
+    "rms_norm": (lambda r: N.rms_norm_fusion(r, EPS), "xw", _rms_norm),
+    "cross_entropy": (lambda r: N.cross_entropy_fusion(r), "xp", _cross_entropy),
+}
+
+
+def _inputs(kinds, m, n, dtype, rng):
+    out = []
+    for k in kinds:
+        if k == "p":
+            p = rng.random((m, n))
+            out.append(p / p.sum(1, keepdims=True))
+        else:
+            out.append(rng.standard_normal((m, n) if k == "x" else (n,)) * (2.0 if k == "x" else 1.0))
+    return [round_to(a, getattr(tp, dtype)) for a in out]
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("rows", [N.RowClass("bfloat16", 8, 1), N.RowClass("bfloat16", 8, 4),
+                                  N.RowClass("float32", 4, 2)], ids=str)
+def test_the_fusion_verifies_and_compiles_for_every_row_length_of_its_class(op, rows):
+    fusion = OPS[op][0](rows)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, [(d.code, d.message) for d in report.errors]
+    kernel = tp.compile(fusion, "sm_90a")
+    assert kernel.cubin[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype, vector, n", [("float32", 4, 48), ("float32", 4, 40), ("bfloat16", 8, 64)])
+def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n):
+    """Rows of n elements over threads of 2 vectors each (n = 40: the last thread's second vector
+    past the row), 3 rows; against numpy at float64 and the fusion's float64 reference."""
+    build, kinds, numpy_op = OPS[op]
+    fusion = build(N.RowClass(dtype, vector, 2))
+    ir = lower(fusion.snapshot(), TARGET).kernel
+    m = 3
+    inputs = _inputs(kinds, m, n, dtype, np.random.default_rng(n))
+    (got,) = run_kernel(ir, fusion, inputs, {"M": m, "N": n})
+    got = np.asarray(got, dtype=np.float64)
+    (want,) = reference(fusion, inputs)
+    rtol, atol = tolerance(fusion.outputs[0].dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(got, numpy_op(*inputs), rtol=max(rtol, 1e-5), atol=max(atol, 1e-5))
+
+
+@pytest.mark.parametrize("n, dtype, expected", [
+    (1024, "bfloat16", N.RowClass("bfloat16", 8, 1)), (4096, "bfloat16", N.RowClass("bfloat16", 8, 1)),
+    (8192, "bfloat16", N.RowClass("bfloat16", 8, 2)), (32768, "bfloat16", N.RowClass("bfloat16", 8, 8)),
+    (65536, "bfloat16", N.RowClass("bfloat16", 8, 8)), (1000, "bfloat16", N.RowClass("bfloat16", 8, 1)),
+    (1002, "bfloat16", N.RowClass("bfloat16", 2, 1)), (4096, "float32", N.RowClass("float32", 4, 2)),
+])
+def test_row_class(n, dtype, expected):
+    rows = N.row_class(n, dtype)
+    assert rows == expected
+    assert rows.admits(n) and rows.threads(n) <= N.MAX_THREADS
+
+
+def test_rows_longer_than_a_block_holds_are_an_input_error():
+    with pytest.raises(tp.InputError, match="longer than the 65536 a block holds"):
+        N.row_class(65536 + 8)
+
+
+def test_row_class_checks_its_fields():
+    with pytest.raises(tp.ScheduleError, match="vector must be a positive power of two, got 3"):
+        N.RowClass("bfloat16", 3, 1)
+    with pytest.raises(tp.ScheduleError, match="vector 16 of bfloat16 is more than 16 bytes"):
+        N.RowClass("bfloat16", 16, 1)
+    with pytest.raises(tp.ScheduleError, match="dtype must be one of"):
+        N.RowClass("int8", 8, 1)
+
+
+def test_entries_refuse_bad_inputs_with_one_clear_error():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(4, 64, dtype=torch.bfloat16)
+    with pytest.raises(tp.InputError, match="softmax: x must be one of bfloat16, float16, float32, got int32"):
+        N.softmax(torch.zeros(4, 64, dtype=torch.int32))
+    with pytest.raises(tp.InputError, match="only dim=-1"):
+        N.softmax(x, dim=0)
+    with pytest.raises(tp.InputError, match="must be contiguous"):
+        N.softmax(x.t())
+    with pytest.raises(tp.InputError, match=r"layer_norm: weight must have shape \[64\], got \[32\]"):
+        N.layer_norm(x, torch.zeros(32, dtype=torch.bfloat16), torch.zeros(64, dtype=torch.bfloat16))
+    with pytest.raises(tp.InputError, match="rms_norm: weight is float32 but x is bfloat16"):
+        N.rms_norm(x, torch.zeros(64))
+    with pytest.raises(tp.InputError, match="eps must be a non-negative number"):
+        N.rms_norm(x, torch.zeros(64, dtype=torch.bfloat16), eps=-1.0)
+    with pytest.raises(tp.InputError, match=r"cross_entropy: target must have shape \[4, 64\]"):
+        N.cross_entropy(x, torch.zeros(4, 32, dtype=torch.bfloat16))
+
+
+def test_fake_outputs_have_the_ops_shapes_and_dtypes():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(2, 3, 64, dtype=torch.bfloat16, device="meta")
+    w = torch.zeros(64, dtype=torch.bfloat16, device="meta")
+    assert N.Softmax().fake(x).shape == (2, 3, 64)
+    assert N.RMSNorm().fake(x, w).dtype == torch.bfloat16
+    loss = N.CrossEntropy().fake(x, x)
+    assert loss.shape == (2, 3) and loss.dtype == torch.float32
