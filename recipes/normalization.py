@@ -38,6 +38,8 @@ VECTOR_BYTES = 16  # one global load / store per thread and step
 MAX_THREADS = 1024
 TARGET_THREADS = 512  # the row class's threads at most this where a larger batch allows
 BATCHES = (1, 2, 4, 8)  # 16-byte vectors per thread a class holds (8: 64 16-bit elements)
+UNROLLED_BATCHES = (1, 2, 4)  # classes whose batch loop is unrolled (8 would repeat LayerNorm's
+# statements 1216 times, past UNROLL-LENGTH's 1024)
 DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -75,14 +77,14 @@ class RowClass:
 
 def row_class(n: int, dtype: str = "bfloat16") -> RowClass:
     """The class a row of n elements runs in: the widest vector dividing n (16 bytes at most), and
-    the fewest vectors per thread that keep the block at TARGET_THREADS threads (or, for longer
-    rows, MAX_THREADS)."""
+    the fewest vectors per thread, up to UNROLLED_BATCHES, that keep the block at TARGET_THREADS
+    threads, else the fewest that keep it at MAX_THREADS."""
     width = getattr(tp, dtype).bytes
     vector = VECTOR_BYTES // width
     while n % vector:
         vector //= 2
-    for limit in (TARGET_THREADS, MAX_THREADS):
-        for batch in BATCHES:
+    for limit, batches in ((TARGET_THREADS, UNROLLED_BATCHES), (MAX_THREADS, BATCHES)):
+        for batch in batches:
             if -(-n // (vector * batch)) <= limit:
                 return RowClass(dtype, vector, batch)
     longest = max(BATCHES) * MAX_THREADS * vector
@@ -211,7 +213,7 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     rows [M, N] and weights [N]: caches for the inputs, the row split on the output (a row, or a
     per-row reduction), propagated and parallelized, the caches' loads and a row output's stores
     vectorized, the vector axes unrolled, inline_most,
-    then the batch axes unrolled."""
+    then the batch axes unrolled (in UNROLLED_BATCHES' classes)."""
     caches = [t.cache_after() for t in fusion.inputs]
     per_row = any(i.is_reduction for i in out.logical)  # cross_entropy's loss [M]: the last reduction
     ref = out
@@ -233,7 +235,7 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     # after inlining: an unrolled batch loop is one the statements inlined into it run in (inline_most
     # would stop before it); the persistent cache's registers are then indexed by constants
     for t in computed:
-        if len(t.loop) >= 3 and not t.axis(-3).is_broadcast:
+        if rows.batch in UNROLLED_BATCHES and len(t.loop) >= 3 and not t.axis(-3).is_broadcast:
             t.axis(-3).parallelize(P.Unroll)
 
 
@@ -463,6 +465,6 @@ def cross_entropy(logits, target, arch: str = "sm_90a"):
     return _entry(CrossEntropy, arch)(logits, target)
 
 
-__all__ = ["BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
+__all__ = ["BATCHES", "UNROLLED_BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
            "Softmax", "TARGET_THREADS", "cross_entropy", "cross_entropy_fusion", "layer_norm", "layer_norm_fusion",
            "log_softmax", "rms_norm", "rms_norm_fusion", "row_class", "schedule_rows", "softmax", "softmax_fusion"]

@@ -17,6 +17,7 @@ import pytest
 import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 import hopper_matmul  # benchmarks/hopper_matmul.py
 import matmul_shapes  # benchmarks/matmul_shapes.py
+import normalization  # benchmarks/normalization.py
 from bench_common import RESULTS, machine_name, results_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +97,9 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
         return data["device"], ""
     if script in ("matmul", "reductions", "launch_overhead"):
         return data.get("environment", {}).get("device"), ""
+    if script == "normalization":
+        shapes = normalization.parse_shapes(",".join(data["shapes"]))
+        return data.get("environment", {}).get("device"), normalization.results_variant(shapes)
     if script == "matmul_shapes":
         shapes = matmul_shapes.parse_shapes(",".join(data["shapes"]))
         return data.get("environment", {}).get("device"), matmul_shapes.results_variant(shapes)

@@ -61,7 +61,7 @@ def _inputs(kinds, m, n, dtype, rng):
 
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("rows", [N.RowClass("bfloat16", 8, 1), N.RowClass("bfloat16", 8, 4),
-                                  N.RowClass("float32", 4, 2)], ids=str)
+                                  N.RowClass("float32", 4, 2), N.RowClass("bfloat16", 8, 8)], ids=str)
 def test_the_fusion_verifies_and_compiles_for_every_row_length_of_its_class(op, rows):
     fusion = OPS[op][0](rows)
     report = tp.verify(fusion, "sm_90a")
@@ -90,7 +90,7 @@ def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n):
 
 @pytest.mark.parametrize("n, dtype, expected", [
     (1024, "bfloat16", N.RowClass("bfloat16", 8, 1)), (4096, "bfloat16", N.RowClass("bfloat16", 8, 1)),
-    (8192, "bfloat16", N.RowClass("bfloat16", 8, 2)), (32768, "bfloat16", N.RowClass("bfloat16", 8, 8)),
+    (8192, "bfloat16", N.RowClass("bfloat16", 8, 2)), (32768, "bfloat16", N.RowClass("bfloat16", 8, 4)),
     (65536, "bfloat16", N.RowClass("bfloat16", 8, 8)), (1000, "bfloat16", N.RowClass("bfloat16", 8, 1)),
     (1002, "bfloat16", N.RowClass("bfloat16", 2, 1)), (4096, "float32", N.RowClass("float32", 4, 2)),
 ])

@@ -1,0 +1,40 @@
+"""benchmarks/normalization.py's parts that need no GPU: the shapes, the results file's variant,
+the bytes each op moves, the other row classes timed, the summary."""
+
+from __future__ import annotations
+
+import pytest
+
+import normalization as B  # benchmarks/normalization.py (benchmarks/ is on pytest's pythonpath)
+from bench_common import RESULTS, results_path
+
+
+def test_shapes_parse_and_name_the_results_file():
+    assert B.parse_shapes("32768x1024, 2048X32768") == [(32768, 1024), (2048, 32768)]
+    with pytest.raises(SystemExit, match="expected MxN"):
+        B.parse_shapes("32768")
+    assert B.results_variant(B.SHAPES) == ""
+    assert results_path("normalization", "NVIDIA H200", B.results_variant([(1024, 4096)])) == \
+        RESULTS / "normalization" / "h200_1024x4096.json"
+
+
+def test_bytes_moved_are_the_rows_in_and_out_and_the_weights():
+    assert B.bytes_moved("copy", 2048, 32768) == 2 * 2048 * 32768 * 2
+    assert B.bytes_moved("softmax", 2048, 32768) == B.bytes_moved("copy", 2048, 32768)
+    assert B.bytes_moved("layer_norm", 4, 8) - B.bytes_moved("rms_norm", 4, 8) == 8 * 2
+
+
+def test_the_other_classes_are_those_a_block_of_1024_threads_holds():
+    assert B.other_batches(1024, 1) == [2, 4, 8]
+    assert B.other_batches(32768, 4) == [8]
+    assert B.other_batches(16384, 4) == [2, 8]
+
+
+def test_the_summary_is_the_worst_shape_per_op():
+    tp = lambda copy, compiled: {"tileproof": {"vs_copy": copy, "vs_compiled": compiled}}  # noqa: E731
+    results = {"a": {"softmax": tp(0.95, 1.2), "layer_norm": tp(0.9, 1.0), "rms_norm": {"error": "x"}},
+               "b": {"softmax": tp(0.85, 1.1), "layer_norm": tp(0.92, 0.99), "rms_norm": tp(0.9, 1.0)}}
+    summary = B.summarize(results)
+    assert summary["softmax"] == {"vs_copy": 0.85, "vs_compiled": 1.1}
+    assert summary["layer_norm"] == {"vs_copy": 0.9, "vs_compiled": 0.99}
+    assert summary["rms_norm"] == {"vs_copy": None, "vs_compiled": None}
