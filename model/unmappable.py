@@ -93,7 +93,9 @@ def _conflict(classes: _Classes, conflicts, read_as) -> str | None:
             continue
         for c in read_as:
             if c.uid in later or any(classes.find(u) == classes.find(c.uid) for u in later):
-                reader = next((t for t in after if c in t.root or c in t.logical), None)
+                cls = classes.find(c.uid)
+                reader = next((t for t in after for i in t.root + t.logical
+                               if not i.is_broadcast and classes.find(i.uid) == cls), None)
                 name = reader.name if reader is not None else "a tensor"
                 return f"{reduction.name} reduces it and {name}, computed after {reduction.name}'s total, reads it too"
     return None

@@ -47,7 +47,6 @@ def test_inline_most_keeps_the_persistent_tensor_at_the_row_loop_and_verifies(n)
     fusion, e, s, y = softmax(n)
     tp.inline_most(fusion)
     assert e.compute_at == 1  # read by the sum and, after its total, by the division
-    assert [t.compute_at for t in fusion.tensors if t.definition is not None and t.definition.name == "broadcast"] == [3, 3]
     report = tp.verify(fusion, "sm_90a")
     assert report.ok, [(d.code, d.message) for d in report.errors]
 
