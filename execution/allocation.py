@@ -9,6 +9,10 @@
    position: right of that circular loop, execution/circular.py allocation_position).
 Extent-1 and broadcast IterDomains occupy nothing, nor do reduction IterDomains (the tensor holds
 one value across them: the reduction's total). Global tensors are allocated whole.
+
+The allocated IDs of a shared or register tensor without an allocation domain are laid out in the
+order of its logical domain, not its loop (nvFuser's reorderAllocationDomains): a TMA tile loaded
+from a [K, N] tensor is [64k][64n] in shared memory however its loop orders them.
 """
 
 from __future__ import annotations
@@ -174,7 +178,31 @@ def compute_allocation(tv: TensorView) -> Allocation:
         if mem is MemoryType.Tensor:
             side = "lane" if k < tv.tmem_dim_sep else "column"
         rows.append(_decide(tv, i, mem, loop_pos, side, parallel_type_in_kernel(i, given)))
+    if tv.allocation is None and mem in (MemoryType.Shared, MemoryType.Local):
+        rows = _in_logical_order(tv, rows)
     return Allocation(tv, tuple(rows))
+
+
+def _in_logical_order(tv: TensorView, rows: list[AllocatedId]) -> list[AllocatedId]:
+    """rows with the allocated ones permuted among their places into the order of tv's logical
+    domain (nvFuser's reorderAllocationDomains): replaying tv's transforms from its logical domain,
+    each one's outputs take the place after the last of its inputs. The rows not allocated keep
+    their places; an allocated ID not derived from the logical domain keeps the loop order."""
+    order = list(tv.logical)
+    for t in tv.history:
+        consumed = {x.uid for x in t.inputs}
+        places = [k for k, i in enumerate(order) if i.uid in consumed]
+        if not places:  # a transform into the logical domain (rfactor's) or of IDs outside it
+            continue
+        at = max(places) + 1
+        order[at:at] = t.outputs
+        order = [i for i in order if i.uid not in consumed]
+    rank = {i.uid: k for k, i in enumerate(order)}
+    held = [r for r in rows if r.allocated and r.rule != "trivial"]
+    if any(r.id.uid not in rank for r in held):
+        return rows
+    ordered = iter(sorted(held, key=lambda r: rank[r.id.uid]))
+    return [next(ordered) if r.allocated and r.rule != "trivial" else r for r in rows]
 
 
 def _decide(tv: TensorView, i: IterDomain, mem: MemoryType, loop_pos: dict[int, int], side,

@@ -13,7 +13,10 @@ The best-effort forms (inline_most, inline_all_at) also stop before a Bulk or an
 tensor or of a consumer, as nvFuser's do (MaxPosCalculator::isAllowedID with best_effort): a TMA tile
 axis is covered by one instruction and is not a loop another tensor can share, and an unrolled loop
 is left to the statements bound to it. inline_at may still be asked to go past an Unroll axis:
-the producer then runs in the unrolled loop (model/loop_map.py gives it the type).
+the producer then runs in the unrolled loop (model/loop_map.py gives it the type). Every form then
+moves the position left past the tensor's innermost broadcast loop axes, as nvFuser's inlineAt
+does: a TMA tile [b, K/64, b{4}, ...] is loaded once per K step, not once per iteration of the
+loop its broadcast b{4} would share.
 """
 
 from __future__ import annotations
@@ -97,7 +100,15 @@ def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap 
         if not best_effort:
             raise ScheduleError(f"inline_at: {tv.name} can be inlined at most at position {limit}: {why}")
         p = limit
-    tv.compute_at = p
+    tv.compute_at = hoisted_past_broadcasts(tv, p)
+
+
+def hoisted_past_broadcasts(tv: TensorView, pos: int) -> int:
+    """pos moved left past tv's innermost broadcast loop axes: a statement is not placed inside
+    loops it does not vary in (nvFuser's TensorView::inlineAt, 'hoist inner most broadcast')."""
+    while pos > 0 and tv.loop[pos - 1].is_broadcast:
+        pos -= 1
+    return pos
 
 
 def inline_all_at(ref: TensorView, pos: int) -> None:
@@ -125,4 +136,5 @@ def inline_most(fusion) -> None:
     idmap, unmappable = IdMap(fusion), unmappable_axes(fusion)
     for tv in fusion.tensors:
         if not tv.is_fusion_input:
-            tv.compute_at = max_inline_position(tv, idmap, best_effort=True, unmappable=unmappable)[0]
+            at = max_inline_position(tv, idmap, best_effort=True, unmappable=unmappable)[0]
+            tv.compute_at = hoisted_past_broadcasts(tv, at)

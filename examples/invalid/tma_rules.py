@@ -121,6 +121,7 @@ def tma_element_stride_16():
     t2.split(0, 64)  # [I0o, I0i{64}, I1]
     t2.axis(0).parallelize(P.BIDx)
     t1.split(0, 64).split(1, 16).reorder({2: 1})  # [I0o, Stride{16}, Tile{4}, I1]: tiles stay contiguous
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # allocated in that order (unset: the logical order)
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
@@ -138,6 +139,7 @@ def tma_element_stride_innermost():
         t.axis(0).parallelize(P.BIDy)
         t.axis(1).parallelize(P.BIDx)
     t1.split(2, 2).reorder({3: 2})  # [I0, I1o, Stride{2}, Tile{32}]
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # allocated in that order (unset: the logical order)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
 

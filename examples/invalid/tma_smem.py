@@ -216,6 +216,7 @@ def swizzle_64b_wrong_axes():
     t1.split(3, 8)  # [.., R{16}, 4 chunks, 16B]
     t1.split(2, 2).split(2, 4)  # [.., 2, 4, 2, 4 chunks, 16B]
     t1.swizzle(XOR, 2, 4)
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # the layout the swizzle is written for
     for a in range(2, t1.ndim):
         t1.axis(a).parallelize(P.Bulk)
     return fusion

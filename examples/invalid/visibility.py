@@ -30,6 +30,7 @@ def figure14a_output_unscheduled():
     t1.split(0, 8).split(2, 32)  # [I3, I4{8}, I5{8}, I6{32}]
     t1.split(1, 2)  # [I3, I7{4}, I8{2}, I5, I6]
     t1.reorder({2: 1})  # [I3, I8, I7, I5, I6]
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # as nvFuser's Figure14a (unset: I8 splits the tile)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.BIDx)
     t1.axis(4).parallelize(P.Bulk)

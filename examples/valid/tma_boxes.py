@@ -116,6 +116,7 @@ def tma_strided_tile():
     t1.split(1, 16).split(0, 4).split(1, 2).reorder({2: 1})  # [I0o, Stride{2}, Tile{2}, I1o, I1i{16}]
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)  # the stride ID is allocated: outside the tile, as in Figure 14 (a)
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # in that order, as Figure 14 (a) sets it
     t1.axis(3).parallelize(P.BIDy)
     t1.axis(4).parallelize(P.Bulk)
     return fusion
@@ -131,6 +132,7 @@ def tma_strided_tile_fttc():
     t2.axis(0).parallelize(P.BIDx)
     t2.axis(2).parallelize(P.BIDy)
     t1.split(1, 16).split(0, 4).split(1, 3).reorder({2: 1})  # [I0o, Stride{3}, Tile{2}, I1o, I1i{16}]
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # the stride ID outside the tile, as in tma_strided_tile
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.BIDy)
@@ -144,6 +146,7 @@ def tma_strided_composited_box():
     merge the box IDs before the striding split): box 32, tile 8; 4 divides 32, no FTTC."""
     fusion, t1, t2 = tma_load("tma_strided_composited_box", [64, 4, 8, 16])
     t1.merge(1, 2).split(1, 4).reorder({2: 1})  # [I0, Stride{4}, Tile{8}, I3]
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # the stride ID outside the tile (unset: inside it)
     for t in (t1, t2):
         t.axis(0).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.Bulk)
@@ -167,6 +170,7 @@ def tma_figure11():
     for axis in (1, 3, 5, 6, 8, 9):  # I2, I11, I5, I6, I8, I9
         t1.axis(axis).parallelize(P.Bulk)
     t1.reorder({7: 0})  # I7, a serial coordinate, is allocated: outermost, so it does not split the tile
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # in that order (unset: the logical order)
     return fusion
 
 
@@ -201,6 +205,7 @@ def tma_swizzle_64b():
         t.axis(1).parallelize(P.BIDx)
     t1.split(3, 8).split(2, 2).split(2, 4)  # [I0o, I1o, 2, 4, 2, 4, 8]
     t1.swizzle(tp.SwizzleType.XOR, 3, 5)
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # unset, the swizzle's outputs would follow its inner input
     for axis in range(2, 7):
         t1.axis(axis).parallelize(P.Bulk)
     return fusion

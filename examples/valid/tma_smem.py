@@ -45,6 +45,7 @@ def figure14a_stride_outside_tile():
     fusion, t1, t2 = boxed("figure14a_stride_outside_tile", 256, 32)
     t1.split(1, 2)  # [I3, I7{4}, I8{2}, I5, I6]
     t1.reorder({2: 1})  # [I3, I8, I7, I5, I6]
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # as nvFuser's Figure14a (unset: I8 splits the tile)
     t1.axis(2).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.BIDx)
     t1.axis(4).parallelize(P.Bulk)
@@ -183,6 +184,7 @@ def swizzled(name, swizzle_bytes, rows=16, swap=False):
         t1.swizzle(XOR, 5, 3)
     else:
         t1.swizzle(XOR, 3, 5)
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # unset, the swizzle's outputs would follow its inner input
     for a in range(2, 7):
         t1.axis(a).parallelize(P.Bulk)
     return fusion

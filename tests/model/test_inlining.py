@@ -39,3 +39,35 @@ def test_inline_all_at_stops_before_bulk_axes():
     tp.inline_all_at(fusion.outputs[0], -1)
     assert t1.compute_at == 2
     assert tp.verify(fusion).ok
+
+
+def _row_total_broadcast():
+    """T1 = sum(T0, 1), T2 = broadcast(T1) [64, b], T3 = T0 - T2, each [BIDx, 2, TIDx{128}] (T2 [BIDx, b])."""
+    with tp.Fusion("row_total_broadcast") as fusion:
+        t0 = tp.make_contig_concrete_tensor([64, 256])
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, 1)
+        t2 = tp.broadcast(t1, [False, True])
+        t3 = tp.sub(t0, t2)
+        fusion.add_output(t3)
+    for t in (t1, t3):
+        t.split(1, 128)
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.TIDx)
+    t2.axis(0).parallelize(P.BIDx)
+    return fusion, t2
+
+
+def test_inline_most_hoists_past_innermost_broadcast_axes():
+    """nvFuser's inlineAt moves the position left past the tensor's innermost broadcast loop axes:
+    T2 [BIDx, b] shares T3's row loop, not its loop over the row's two halves."""
+    fusion, t2 = _row_total_broadcast()
+    tp.inline_most(fusion)
+    assert t2.compute_at == 1
+    assert tp.verify(fusion).ok
+
+
+def test_inline_at_hoists_past_innermost_broadcast_axes():
+    fusion, t2 = _row_total_broadcast()
+    t2.inline_at(2)
+    assert t2.compute_at == 1

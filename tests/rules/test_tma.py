@@ -305,6 +305,7 @@ def test_fttc_is_a_warning_exactly_when_the_condition_holds():
         t2.axis(0).parallelize(P.BIDx)
         t2.axis(2).parallelize(P.BIDy)
         t1.split(1, 32).split(0, 4).split(1, stride).reorder({2: 1})  # stride ID outside the tile
+        t1.set_allocation_domain(t1.get_loop_domain(), True)  # allocated so (unset: the logical order)
         t1.axis(0).parallelize(P.BIDx)
         t1.axis(2).parallelize(P.Bulk)
         t1.axis(3).parallelize(P.BIDy)

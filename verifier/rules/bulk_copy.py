@@ -126,6 +126,7 @@ def bulk_copy_contiguous(ctx: VerifyContext) -> Iterator[Diagnostic]:
         fusion, t0, t1, t2 = copy_chain("bulk_column", [16, 64], op=tp.LoadStoreOpType.CpAsyncBulk)
         t1.set_memory_type(tp.MemoryType.Shared)
         t1.reorder({0: 1}); t1.axis(1).parallelize(tp.ParallelType.Bulk)
+        t1.set_allocation_domain(t1.get_loop_domain(), True)
     Fix:
         fusion, t0, t1, t2 = copy_chain("bulk_rows", [16, 64], op=tp.LoadStoreOpType.CpAsyncBulk)
         t1.set_memory_type(tp.MemoryType.Shared)

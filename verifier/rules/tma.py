@@ -348,12 +348,14 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
     Example:
         fusion, t0, t1, t2 = tma_copy("stride16", [1024, 64])
         t1.split(0, 64).split(1, 16).reorder({2: 1})
+        t1.set_allocation_domain(t1.get_loop_domain(), True)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         fusion, t0, t1, t2 = tma_copy("stride4", [1024, 64])
         t1.split(0, 64).split(1, 4).reorder({2: 1})
+        t1.set_allocation_domain(t1.get_loop_domain(), True)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
@@ -495,12 +497,14 @@ def tma_fttc(ctx: VerifyContext) -> Iterator[Diagnostic]:
     Example:
         fusion, t0, t1, t2 = tma_copy("fttc", [1024, 64])
         t1.split(0, 8).split(1, 3).reorder({2: 1})
+        t1.set_allocation_domain(t1.get_loop_domain(), True)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
     Fix:
         fusion, t0, t1, t2 = tma_copy("fttc", [1024, 64])
         t1.split(0, 8).split(1, 4).reorder({2: 1})
+        t1.set_allocation_domain(t1.get_loop_domain(), True)
         t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(2).parallelize(tp.ParallelType.Bulk)
         t1.axis(3).parallelize(tp.ParallelType.Bulk)
         tp.propagate_transforms(t1); tp.parallelize_all_like(t1, [tp.ParallelType.BIDx])
