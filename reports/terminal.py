@@ -1,4 +1,5 @@
-"""The terminal renderer: a Report as rich renderables, and as plain or HTML text.
+"""The terminal renderer: a Report as rich renderables, and as plain or HTML text (the plain
+text is also str(report): importing this file registers report_to_text with the Report).
 
 Pure functions of the Report (and, optionally, the verdict the schedule file expected);
 the layout follows rustc: `error[CODE]: message`, `--> file:line`, notes, `help:`.
@@ -17,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..verifier.diagnostics import Diagnostic, Report, Severity, TensorSummary
+from ..verifier.diagnostics import Diagnostic, Report, Severity, TensorSummary, register_text_renderer
 
 HIGHLIGHT = "bold red"
 ON_CHIP = ("Shared", "Local", "Tensor")
@@ -53,6 +54,9 @@ def report_to_text(report: Report, width: int = 100, *, expectation: Any = None)
     console.print(render_report(report, expectation=expectation))
     # padded tables leave trailing blanks that only get in the way of diffs and goldens
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+register_text_renderer(report_to_text)
 
 
 def reports_to_html(entries: Iterable[tuple[str, RenderableType]], *, title: str = "tileproof report",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..execution.predicates import Claim
 from ..hw.tcgen05 import TmemPattern
@@ -147,3 +147,21 @@ class Report:
 
     def __bool__(self) -> bool:
         return self.ok
+
+    def __str__(self) -> str:
+        """The plain text `tileproof verify` prints for this schedule (reports/terminal.py's
+        report_to_text, registered with `register_text_renderer`)."""
+        if _text_renderer is None:  # only while tileproof.reports is being imported
+            return repr(self)
+        return _text_renderer(self)
+
+
+# verifier/ may not import reports/, so reports/terminal.py hands its plain-text renderer to
+# Report.__str__ when it is imported (tileproof's __init__ imports it): one renderer, used by both
+_text_renderer: Callable[[Report], str] | None = None
+
+
+def register_text_renderer(render: Callable[[Report], str]) -> None:
+    """Make `render` what str(report) returns (reports/terminal.py calls it with report_to_text)."""
+    global _text_renderer
+    _text_renderer = render

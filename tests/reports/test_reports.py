@@ -153,3 +153,25 @@ def test_square_brackets_in_notes_and_hints_are_text_not_markup():
                    hint="index T0[stride.T0.0*(i5 // 6)] instead", location="x.py:1")
     text = report_to_text(Report(fusion="f", target="sm_90a", diagnostics=[d]))
     assert "[i10{2}]" in text and "T0[stride.T0.0*(i5 // 6)]" in text
+
+
+def test_str_of_an_accepted_report_is_its_plain_text():
+    report = tp.verify(copy_through_shared(), target="sm_90a")
+    text = str(report)
+    assert text == report_to_text(report)
+    assert text.startswith("copy on sm_90a: ACCEPTED") and "16 bytes (4 elements)" in text
+    assert "Report(" not in text  # not the dataclass repr
+
+
+def test_str_of_a_rejected_report_shows_code_message_counterexample_and_help():
+    from tileproof.rule_examples import copy_chain
+
+    fusion, _, t1 = copy_chain("vec6", [6], copies=1)
+    t1.split(0, 4)
+    t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    text = str(tp.verify(fusion, target="sm_90a"))
+    assert text.startswith("vec6 on sm_90a: REJECTED")
+    assert "error[SPLIT-DIVISIBILITY]: split of i1{6} by 4 in T1 is not divisible: 6 % 4 = 2" in text
+    assert "counterexample:" in text and "remainder     =  2" in text
+    assert "= help: split by a factor that divides 6" in text
+
