@@ -53,6 +53,7 @@ from .model.types import (
 from .schedule_files import Expectation, accepted, rejected, schedule
 from .verifier.diagnostics import Diagnostic, Report, Severity
 from .verifier.verify import verify
+from .reports import terminal as _terminal  # registers the renderer of str(report)
 
 __version__ = "0.1.0"
 

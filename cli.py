@@ -1,5 +1,6 @@
 """The `tileproof` command: verify schedule files against their expectations, explain rules,
-show schedules as pictures, run them on the GPU (cli_run.py).
+show schedules (a terminal tree, or a page of pictures with --html), run them on the GPU
+(cli_run.py).
 
 PATH is a file, a folder, or FILE::NAME for one schedule; -k EXPR selects by name; `verify -x`
 stops at the first schedule that does not match.
@@ -30,7 +31,7 @@ from .model.targets import TARGETS
 from .reports.explain import explain_text, list_text
 from .reports.html import PageEntry, report_page
 from .reports.json_report import report_to_dict, to_json
-from .reports.terminal import render_report
+from .reports.terminal import render_report, render_schedule
 from .schedule_files import BuildError, ScheduleCase, build_fusion, select
 from .verifier.diagnostics import Report
 from .verifier.verify import verify
@@ -113,12 +114,15 @@ def _build_parser() -> argparse.ArgumentParser:
     verify_parser.add_argument("-j", "--jobs", type=_positive_int, default=_cpus(), metavar="N",
                                help="verify in N processes (default: the CPUs this process may use; "
                                     "1 with --exitfirst or --html)")
-    show_parser = commands.add_parser("show", help="draw schedules: IterDomain graphs, smem and tmem maps")
+    show_parser = commands.add_parser("show", help="print schedules as trees (tensors, loop domains, memory "
+                                                   "types, compute-at); --html draws pictures")
     show_parser.add_argument("path", metavar="PATH", help="a schedule file or folder; FILE::NAME picks one schedule")
     add_keyword_argument(show_parser)
     show_parser.add_argument("--target", choices=sorted(TARGETS),
                              help="verify every schedule for this target instead of its own")
-    show_parser.add_argument("--html", metavar="FILE", help="the page to write (default: <PATH stem>.html here)")
+    show_parser.add_argument("--html", metavar="FILE", nargs="?", const="",
+                             help="write a page of pictures (IterDomain graphs, smem and tmem maps) instead: "
+                                  "FILE, or <PATH stem>.html here")
     add_run_parser(commands)
     explain_parser = commands.add_parser("explain", help="what a rule checks and why")
     explain_parser.add_argument("code", nargs="?", metavar="CODE", help="a rule code, e.g. TMEM-LANES")
@@ -305,12 +309,22 @@ def _write_html(path: Path, outcomes: list[Outcome]) -> None:
 
 
 def _show_command(args: argparse.Namespace) -> int:
-    """Verify every schedule in PATH and write the page of pictures; exit 2 on usage or load errors."""
+    """Verify every schedule in PATH and print its tree, or with --html write the page of
+    pictures; exit 2 on usage or load errors."""
     outcomes = [run_case(case, args.target) for case in select([args.path], args.keyword)]
-    file_part = args.path.partition("::")[0]  # FILE::NAME draws into FILE's page
-    path = Path(args.html) if args.html else Path.cwd() / f"{Path(file_part).stem}.html"
-    _write_html(path, outcomes)
-    print(path)
+    if args.html is None:
+        console = Console(highlight=False)
+        for o in outcomes:
+            if o.report is not None:
+                if o.case.name != o.report.fusion:  # the tree's title names the fusion
+                    console.print(o.case.name, style="bold", markup=False, soft_wrap=True)
+                console.print(render_schedule(o.report))
+                console.print()
+    else:
+        file_part = args.path.partition("::")[0]  # FILE::NAME draws into FILE's page
+        path = Path(args.html) if args.html else Path.cwd() / f"{Path(file_part).stem}.html"
+        _write_html(path, outcomes)
+        print(path)
     for o in outcomes:
         if o.error is not None:
             print(f"error: {o.case.name}: {o.error}", file=sys.stderr)

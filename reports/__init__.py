@@ -9,7 +9,8 @@ from .explain import explain_text, list_text
 from .html import PageEntry, report_page
 from .json_report import report_to_dict, report_to_json, to_json
 from .pictures import domain_graph_svg, smem_map_svg, tmem_map_svg
-from .terminal import render_diagnostic, render_report, report_to_text, reports_to_html, schedule_tree
+from .terminal import (render_diagnostic, render_report, render_schedule, report_to_text, reports_to_html,
+                       schedule_tree)
 
 __all__ = [
     "PageEntry",
@@ -18,6 +19,7 @@ __all__ = [
     "list_text",
     "render_diagnostic",
     "render_report",
+    "render_schedule",
     "report_page",
     "report_to_dict",
     "report_to_json",

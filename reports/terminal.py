@@ -105,6 +105,20 @@ def render_diagnostic(diagnostic: Diagnostic, summary: TensorSummary | None = No
     return Group(*parts)
 
 
+def render_schedule(report: Report) -> Tree:
+    """The schedule as one tree (`tileproof show`): the fusion, its verdict and launch, then each
+    tensor's schedule_tree (memory type, loop domain with parallel types and compute-at)."""
+    title = Text.assemble((report.fusion, "bold"), " on ", (report.target, "bold"), ": ")
+    title.append("ACCEPTED" if report.ok else f"REJECTED ({', '.join(report.codes)})",
+                 style="bold green" if report.ok else "bold red")
+    tree = Tree(title, guide_style="dim")
+    if report.launch:
+        tree.add(Text("launch: " + ", ".join(f"{k} = {v}" for k, v in report.launch.items()), style="dim"))
+    for summary in report.tensors:
+        tree.add(schedule_tree(summary))
+    return tree
+
+
 def _labelled(prefix: str, style: str, text: str) -> Table:
     """`prefix text` where wrapped lines of text stay indented under its first word."""
     grid = Table.grid()

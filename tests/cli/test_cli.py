@@ -468,6 +468,54 @@ def test_show_selects_one_schedule(two, tmp_path, capsys):
     assert "right_copy[n=1]" in html and "wrong_first" not in html
 
 
+TILED = '''
+import tileproof as tp
+
+@tp.schedule
+def tiled():
+    with tp.Fusion("tiled") as fusion:
+        t0 = tp.make_contig_concrete_tensor([64, 32]); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2):
+        t.split(1, 4)
+        t.axis(0).parallelize(tp.ParallelType.BIDx)
+        t.axis(1).parallelize(tp.ParallelType.TIDx)
+    t1.inline_at(1)
+    return fusion
+'''
+
+
+def test_show_prints_the_schedule_as_a_tree(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", str(write(tmp_path, "tiled.py", TILED))]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tiled on sm_90a: ACCEPTED\n")
+    assert "launch: BIDx = 64, TIDx = 8" in out
+    assert "T1 (Shared, float32)  T1 = set(T0)" in out  # the memory type
+    assert "split i3{32} by 4 -> TIDx{8}, i7{4}" in out
+    assert "loop       [BIDx{64} | TIDx{8}, i7{4}]   compute-at 1" in out  # parallel types, compute-at
+    assert "T2 (Global, float32)" in out
+    assert not list(tmp_path.glob("*.html"))  # the pictures only with --html
+
+
+def test_show_names_a_case_whose_fusion_has_another_name(two, capsys):
+    assert main(["show", f"{two}::right_copy[n=2]"]) == 0
+    assert capsys.readouterr().out.startswith("right_copy[n=2]\ncopy on sm_90a: ACCEPTED\n")
+
+
+def test_show_gives_a_rejected_schedules_codes(tmp_path, capsys):
+    assert main(["show", str(write(tmp_path, "big.py", BIG_SHARED))]) == 0  # drawn, not judged
+    assert capsys.readouterr().out.startswith("big_shared on sm_90a: REJECTED (SMEM-CAPACITY)\n")
+
+
+def test_show_html_without_a_file_writes_the_page_here(two, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", str(two), "--html"]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "two.html")
+    assert "right_copy[n=1]" in (tmp_path / "two.html").read_text()
+
+
 def test_quiet_keeps_a_one_line_count_of_warnings(capsys):
     path = Path(__file__).resolve().parents[2] / "examples" / "valid" / "tma_boxes.py"
     assert main(["verify", f"{path}::tma_strided_tile_fttc", "--quiet"]) == 0

@@ -221,7 +221,7 @@ def test_domain_graph_highlights_and_marks_positions():
 
 def test_show_writes_the_page(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["show", str(EXAMPLES / "valid" / "gsg_copy.py")]) == 0
+    assert main(["show", str(EXAMPLES / "valid" / "gsg_copy.py"), "--html"]) == 0
     written = tmp_path / "gsg_copy.html"
     assert capsys.readouterr().out.strip() == str(written)
     page = written.read_text()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -161,6 +163,17 @@ def test_str_of_an_accepted_report_is_its_plain_text():
     assert text == report_to_text(report)
     assert text.startswith("copy on sm_90a: ACCEPTED") and "16 bytes (4 elements)" in text
     assert "Report(" not in text  # not the dataclass repr
+
+
+def test_str_needs_only_import_tileproof():
+    """The renderer is registered by `import tileproof`, not only when a test imports reports/."""
+    program = ("import tileproof as tp\n"
+               "with tp.Fusion('copy') as fusion:\n"
+               "    t0 = tp.make_contig_concrete_tensor([2, 4]); fusion.add_input(t0)\n"
+               "    fusion.add_output(tp.set(t0))\n"
+               "print(tp.verify(fusion, target='sm_90a'))\n")
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("copy on sm_90a: ACCEPTED")
 
 
 def test_str_of_a_rejected_report_shows_code_message_counterexample_and_help():
