@@ -241,8 +241,9 @@ def _print_outcome(console: Console, o: Outcome, *, quiet: bool) -> None:
     if o.report is not None and not quiet:
         console.print(render_report(o.report, expectation=o.case.expect))
     console.print(_status_line(o), style=_status_style(o), markup=False, soft_wrap=True)
-    if quiet and o.report is not None and o.report.warnings:  # the reports are hidden, the warnings not forgotten
-        console.print(f"  {_warning_count(o.report.warnings)}", style="yellow", markup=False, soft_wrap=True)
+    unexpected = o.case.expect.unexpected_warnings(o.report) if o.report is not None else []
+    if quiet and unexpected:  # the reports are hidden, the warnings the file does not expect not forgotten
+        console.print(f"  {_warning_count(unexpected)}", style="yellow", markup=False, soft_wrap=True)
     if not quiet:
         console.print()
 
@@ -260,13 +261,16 @@ def _print_summary(console: Console, outcomes: list[Outcome], selected: int) -> 
     rejected = sum(1 for o in outcomes if o.report is not None and not o.report.ok)
     mismatched = sum(1 for o in outcomes if o.mismatches)
     errors = sum(1 for o in outcomes if o.error is not None)
-    warnings = sum(len(o.report.warnings) for o in outcomes if o.report is not None)
+    warnings = sum(len(o.case.expect.unexpected_warnings(o.report)) for o in outcomes if o.report is not None)
+    expected = sum(len(o.report.warnings) for o in outcomes if o.report is not None) - warnings
     summary = (f"{len(outcomes)} schedules: {accepted} accepted, {rejected} rejected, "
                f"{mismatched} mismatched expectations")
     if errors:
         summary += f", {errors} failed to load"
     if warnings:
         summary += f", {warnings} warning{'s' if warnings != 1 else ''}"
+    if expected:  # declared in the schedule files (tp.accepted(warnings=...))
+        summary += f", {expected} expected warning{'s' if expected != 1 else ''}"
     if len(outcomes) < selected:
         summary += f"; stopped at the first failure (-x), {selected - len(outcomes)} not run"
     console.print(summary, style="bold", markup=False, soft_wrap=True)

@@ -22,12 +22,15 @@ from .model.targets import TARGETS
 @dataclass(frozen=True)
 class Expectation:
     """`accepted` or `rejected` with the error codes that must be reported (exactly),
-    optional allocation facts {"T2": {"columns_allocated": 64}} and message fragments."""
+    optional allocation facts {"T2": {"columns_allocated": 64}}, message fragments, and the
+    warning codes the schedule is known to get (each must be reported; `unexpected_warnings`
+    names the others)."""
 
     ok: bool
     codes: tuple[str, ...] = ()
     allocations: dict[str, dict[str, Any]] = field(default_factory=dict)
     messages: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """`ACCEPTED`, or `REJECTED (CODE, ...)`, as the verify command prints an expectation."""
@@ -53,28 +56,44 @@ class Expectation:
         for m in self.messages:
             if m not in text:
                 out.append(f"expected a diagnostic message containing {m!r}")
+        missing = sorted(set(self.warnings) - {d.code for d in report.warnings})
+        if missing:  # a declaration that no longer holds would hide the next warning of that code
+            out.append(f"expected warning {', '.join(missing)}, not reported")
         return out
 
+    def unexpected_warnings(self, report) -> list:
+        """The report's warnings whose codes this expectation does not declare."""
+        return [d for d in report.warnings if d.code not in self.warnings]
 
-def accepted(*, allocations: dict[str, dict[str, Any]] | None = None) -> Expectation:
+
+def accepted(*, allocations: dict[str, dict[str, Any]] | None = None,
+             warnings: tuple[str, ...] | list[str] = ()) -> Expectation:
     """The schedule must verify; `allocations` {"T2": {"columns_allocated": 64}} are facts
-    of tp.allocation(tensor) that must hold too."""
-    return Expectation(True, (), _check_allocations("accepted", allocations))
+    of tp.allocation(tensor) that must hold too; `warnings` ("GLOBAL-COALESCING",) the warning
+    codes it is known to get, each of which must be reported (and is counted apart)."""
+    return Expectation(True, (), _check_allocations("accepted", allocations),
+                       warnings=_check_strings("accepted", "warnings", warnings))
 
 
 def rejected(*codes: str, allocations: dict[str, dict[str, Any]] | None = None,
-             messages: tuple[str, ...] | list[str] = ()) -> Expectation:
+             messages: tuple[str, ...] | list[str] = (), warnings: tuple[str, ...] | list[str] = ()) -> Expectation:
     """The schedule must be rejected with exactly these error codes; `messages` are fragments
-    that some diagnostic's message must contain."""
+    that some diagnostic's message must contain; `warnings` as for accepted."""
     if not codes:
         raise ScheduleError("rejected: name at least one rule code, e.g. tp.rejected('TMEM-LANES')")
     for c in codes:
         if not isinstance(c, str):
             raise ScheduleError(f"rejected: rule codes are strings, got {c!r}")
-    if isinstance(messages, str) or not isinstance(messages, (list, tuple)) \
-            or not all(isinstance(m, str) for m in messages):
-        raise ScheduleError(f"rejected: messages must be a list of strings, got {messages!r}")
-    return Expectation(False, tuple(codes), _check_allocations("rejected", allocations), tuple(messages))
+    return Expectation(False, tuple(codes), _check_allocations("rejected", allocations),
+                       _check_strings("rejected", "messages", messages),
+                       _check_strings("rejected", "warnings", warnings))
+
+
+def _check_strings(func: str, argument: str, values) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, (list, tuple)) \
+            or not all(isinstance(v, str) for v in values):
+        raise ScheduleError(f"{func}: {argument} must be a list of strings, got {values!r}")
+    return tuple(values)
 
 
 def _check_allocations(func: str, allocations) -> dict[str, dict[str, Any]]:
@@ -189,8 +208,10 @@ class LoadError(TileproofError):
 
 
 def discover(paths: list[str]) -> list[ScheduleCase]:
-    """Every schedule case in paths (files, folders searched for *.py not starting with `_`,
-    or `file.py::name` for the cases of one schedule)."""
+    """Every schedule case in paths (files, folders searched for *.py not starting with `_` that
+    mention `schedule`, or `file.py::name` for the cases of one schedule). In a folder, a file
+    that fails to load is one case whose build raises why (BuildError), so the others still run;
+    a file named alone raises LoadError."""
     cases = []
     for path in paths:
         file_part, _, name = path.partition("::")
@@ -199,13 +220,27 @@ def discover(paths: list[str]) -> list[ScheduleCase]:
             raise LoadError(f"{path}: ::NAME selects a schedule in a file, and {p} is not a file")
         if p.is_dir():
             for f in sorted(f for f in p.rglob("*.py") if not f.name.startswith("_")):
-                cases += load_file(f)
+                if b"schedule" not in f.read_bytes():  # no @tp.schedule: a helper, never imported here
+                    continue
+                try:
+                    cases += load_file(f)
+                except LoadError as e:
+                    cases.append(_unloadable(f, e))
         elif p.is_file():
             found = load_file(p)
             cases += _named(found, name, p) if name else found
         else:
             raise LoadError(f"{p}: no such file or directory")
     return cases
+
+
+def _unloadable(path: Path, error: LoadError) -> ScheduleCase:
+    """The case standing for a folder's file that failed to load: building it raises why."""
+
+    def build():
+        raise BuildError(str(error))
+
+    return ScheduleCase(str(path), build, accepted(), "sm_90a", str(path))
 
 
 def select(paths: list[str], keyword: str | None = None) -> list[ScheduleCase]:
@@ -338,7 +373,7 @@ def build_fusion(case: ScheduleCase) -> Fusion:
     function) passes through: it is ours, not theirs."""
     try:
         fusion = case.build()
-    except InternalError:
+    except (InternalError, BuildError):  # ours, or a file that did not load (discover)
         raise
     except ScheduleError as e:  # a tileproof call refused its arguments: the user's call is the place
         raise BuildError(f"schedule error: {e}{_trace(e, case)}") from e

@@ -23,7 +23,7 @@ def consistent_bounds():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GRID-SIZE",)))
 def size_within_the_admitted_range():
     fusion = _copy("size_within_the_admitted_range")
     fusion.assume("T0_0 >= 2**30")

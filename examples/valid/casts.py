@@ -30,7 +30,7 @@ def cast_float32_to_bfloat16_vectorized():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def cast_bfloat16_vector_of_eight_through_registers():
     """bfloat16 -> float32 with a vector of eight: the bfloat16 load is 16 bytes; the eight
     float32 (32 bytes) land in registers, which take any width, and go out as two 16-byte

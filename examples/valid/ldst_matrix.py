@@ -167,7 +167,8 @@ def fragment_x1(*tensors):
         t.axis(0).parallelize(P.TIDx)
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T1": {"bytes": 128}, "T2": {"bytes": 4}}))
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T1": {"bytes": 128}, "T2": {"bytes": 4}}))
 def ldmatrix_x1():
     """One 8x8 fp16 matrix: lane t holds row t/4, columns 2(t%4), 2(t%4)+1 (two elements: .x1);
     the shared tile is row-major, so lane r (r < 8) supplies row r at byte 16r."""
@@ -177,7 +178,7 @@ def ldmatrix_x1():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_x2():
     """A 16x8 fp16 tile as two matrices stacked in rows (.x2): register 0 = rows 0-7, register 1 =
     rows 8-15; lanes 8-15 supply the rows of the second matrix."""
@@ -200,7 +201,7 @@ def fragment_x4(*tensors):
         t.axis(0).parallelize(P.TIDx)
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_x4():
     """A 16x16 fp16 tile as four matrices (.x4) in the seed's (wgmma accumulator) order."""
     fusion, t1, t2, t3 = smem_to_registers([16, 16])
@@ -209,7 +210,7 @@ def ldmatrix_x4():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_x4_two_warps_swizzled():
     """Two warps (TIDx{64}) each load a 16x16 bf16 tile (.x4) of a [32, 16] shared tile whose
     16-byte chunks are XOR-swizzled by row (rows stay whole 16-byte chunks, so they stay valid
@@ -228,7 +229,7 @@ def ldmatrix_x4_two_warps_swizzled():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def stmatrix_x4():
     """stmatrix.x4 of a 16x16 fp16 register tile into a row-major shared tile: T1 (registers)
     and T2 (the stmatrix consumer) share the fragment loop domain; T2's allocation domain is its
@@ -262,7 +263,8 @@ def fragment_x4_b32(*tensors):
         t.axis(0).parallelize(P.TIDx)
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T1": {"bytes": 512}, "T2": {"bytes": 16}}))
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T1": {"bytes": 512}, "T2": {"bytes": 16}}))
 def ldmatrix_x4_float32():
     """A 16x8 float32 tile (the A operand of mma.sync m16n8k8 tf32) T0 (gmem) -> T1 (smem, row-major)
     -ldmatrix.x4, 32-bit elements-> T2 (registers) -> T3 (gmem): CuTe's
@@ -275,7 +277,7 @@ def ldmatrix_x4_float32():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_x2_float32():
     """An 8x8 float32 tile as two 8x4 matrices side by side (.x2): register v holds row t/4, column
     4v + t%4: the B operand of mma.sync m16n8k8 tf32 stored [n, k] (element (k, n) = (q + 4v, g))."""
@@ -302,7 +304,7 @@ def ldmatrix_x1_float32():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_x4_float32_warps_swizzled():
     """Four warps (TIDx{128}) each load a 16x8 float32 tile (.x4) of a [32, 16] shared tile whose
     16-byte chunks (4 floats) are XOR-swizzled by row % 4: rows stay whole chunks, so they stay

@@ -24,7 +24,8 @@ def _copy_chain(name, shape):
     return fusion, (tv0, tv1, tv2, tv3, tv4)
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T2": {"lanes": 32, "columns": 2}}), target="sm_100a")
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T2": {"lanes": 32, "columns": 2}}), target="sm_100a")
 def warp_xyz():
     """One warp split into TIDz{2} x TIDy{4} x TIDx{4}; a loop of 2, each iteration
     accesses a 32x1 box of tensor memory."""
@@ -37,7 +38,8 @@ def warp_xyz():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T2": {"lanes": 128, "columns": 2}}), target="sm_100a")
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T2": {"lanes": 128, "columns": 2}}), target="sm_100a")
 def warp_group_xyz():
     """One warp group; it accesses a whole column, each warp its own subpartition."""
     fusion, (tv0, tv1, tv2, tv3, tv4) = _copy_chain("warp_group_xyz", [2, 8, 8, 2])
@@ -49,7 +51,8 @@ def warp_group_xyz():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T2": {"lanes": 128, "columns": 8}}), target="sm_100a")
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T2": {"lanes": 128, "columns": 8}}), target="sm_100a")
 def warp_group_xy_col_z():
     """8 warp groups (TIDz); warp group i accesses column i."""
     fusion, (tv0, tv1, tv2, tv3, tv4) = _copy_chain("warp_group_xy_col_z", [8, 16, 8])
@@ -61,7 +64,8 @@ def warp_group_xy_col_z():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T2": {"lanes": 128, "columns": 4}}), target="sm_100a")
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T2": {"lanes": 128, "columns": 4}}), target="sm_100a")
 def warp_group_x_col_yz():
     """4 warp groups; warp group (ty + 2 tz) accesses column (2 ty + tz): 0, 2, 1, 3."""
     fusion, (tv0, tv1, tv2, tv3, tv4) = _copy_chain("warp_group_x_col_yz", [128, 2, 2])
@@ -73,7 +77,8 @@ def warp_group_x_col_yz():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T2": {"lanes": 128, "columns": 2}}), target="sm_100a")
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T2": {"lanes": 128, "columns": 2}}), target="sm_100a")
 def x1_warp_group_y_col_z():
     """TIDx{1}, TIDy{128}, TIDz{2}: 2 warp groups, warp group i accesses column i. The order
     of TIDx and TIDy looks wrong but TIDx has extent 1."""

@@ -11,7 +11,8 @@ import tileproof as tp
 P = tp.ParallelType
 
 
-@tp.schedule(expect=tp.accepted(allocations={"T2": {"lanes": 128, "columns": 4}}), target="sm_100a")
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",),
+                                allocations={"T2": {"lanes": 128, "columns": 4}}), target="sm_100a")
 def tmem_transpose():
     with tp.Fusion("tmem_transpose") as fusion:
         tv0 = tp.make_contig_concrete_tensor([128, 2, 2])

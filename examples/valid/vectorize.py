@@ -25,7 +25,7 @@ def vectorize_inner_split():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def vectorize_sixteen_bytes():
     """Eight floats split into two 16-byte vectors per thread ([TIDx{32}, 2, Vectorize{4}])."""
     fusion, t1 = _copy("vectorize_sixteen_bytes", [256])
@@ -35,7 +35,7 @@ def vectorize_sixteen_bytes():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
 def vectorize_transpose_through_registers():
     """The transpose's vector on the output side only: T1 = set(T0) reads T0's rows into
     registers element by element along T1's inner axis (registers take any layout), then

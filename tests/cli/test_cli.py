@@ -546,3 +546,29 @@ def test_verify_in_worker_processes_prints_what_one_process_prints(good, wrong, 
 def test_a_number_of_processes_below_one_is_a_usage_error(good, capsys):
     assert main(["verify", str(good), "-j", "0"]) == 2
     assert "positive number of processes" in capsys.readouterr().err
+
+
+def test_a_folder_run_reports_a_broken_file_and_verifies_the_others(good, tmp_path, capsys):
+    write(tmp_path, "broken.py", "import tileproof as tp\n@tp.schedule\ndef f():\n    pass\nraise RuntimeError('half-written')\n")
+    write(tmp_path, "helper.py", "raise RuntimeError('never imported: it has no decorator')\n")
+    assert main(["verify", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert f"ERROR {tmp_path / 'broken.py'}: {tmp_path / 'broken.py'}: cannot load: RuntimeError: half-written" \
+        in captured.out
+    assert "PASS copy: ACCEPTED as expected" in captured.out  # good.py, after broken.py
+    assert "never imported" not in captured.out + captured.err
+    assert "2 schedules: 1 accepted, 0 rejected, 0 mismatched expectations, 1 failed to load" in captured.out
+
+
+def test_a_declared_warning_that_is_not_reported_is_a_mismatch(tmp_path, capsys):
+    path = write(tmp_path, "declared.py", COPY.format(expect='tp.accepted(warnings=("SMEM-BANK-CONFLICT",))'))
+    assert main(["verify", str(path), "--quiet"]) == 1
+    assert "FAIL copy: expected warning SMEM-BANK-CONFLICT, not reported" in capsys.readouterr().out
+
+
+def test_declared_warnings_are_counted_apart(capsys):
+    path = Path(__file__).resolve().parents[2] / "examples" / "valid" / "casts.py"
+    assert main(["verify", f"{path}::cast_bfloat16_vector_of_eight_through_registers", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS cast_bfloat16_vector_of_eight_through_registers: ACCEPTED as expected\n1 schedules" in out
+    assert out.rstrip().endswith("0 mismatched expectations, 1 expected warning")
