@@ -53,13 +53,13 @@ def _m_major_unswizzled(t, swizzle_bytes):
 
 
 @tp.schedule(expect=tp.rejected("WGMMA-SMEM-LAYOUT", messages=[
-    "T2's wgmma reads A[0, 1] of T4 at byte 2 of its tile", "where the schedule stores byte 128",
-    "K-major layout of the descriptor"]))
+    "T2's wgmma reads A[0, 1] of T4 at byte 16 of its tile", "where the schedule stores byte 128",
+    "unswizzled MN-major layout of the descriptor"]))
 def m_major_a_unswizzled():
-    """A stored M-major and its tile laid out so, but without the swizzle: tileproof reads an
-    MN-major tile off the schedule only when it is swizzled (hopper_matmul_m_major_a), so this
-    one is described K-major, and the hardware would read A[0, 1] two bytes after A[0, 0], where
-    the tile holds A[1, 0]: it would sum A's transpose."""
+    """A stored M-major and its tile laid out so, but without the swizzle and not in core matrices:
+    an unswizzled MN-major operand is read as 8 x 16-byte core matrices (8 elements of M, then the
+    next K row 16 bytes on), so the hardware would read A[0, 1] 16 bytes after A[0, 0], where this
+    tile's plain 128-byte rows of M hold A[8, 0]; A[0, 1] lies 128 bytes on."""
     fusion = _hopper_with(a_tile=_m_major_unswizzled)
     a = fusion.tensor("T0")
     a.set_allocation_domain([a.axis(2), a.axis(1), a.axis(0)], True)  # M innermost in global memory
@@ -78,7 +78,7 @@ def _rows_of_both_warpgroups(t, swizzle_bytes):
 
 @tp.schedule(expect=tp.rejected("TMA-SWIZZLE-LAYOUT", "WGMMA-SMEM-LAYOUT", messages=[
     "T2's wgmma operand A (T4) at this instance when M = 128, K = 64, N = 256 starts at byte 128 of its buffer",
-    "its rows 0 and 8 at bytes 144 and 2192"]))
+    "element (0, 0) at byte 144, element (8, 0) at byte 2192"]))
 def swizzle_patterns_across_warpgroups():
     """hopper_matmul_wide's 128 x 256 tile with A's rows interleaved by warpgroup, so that each
     8-row, 1024-byte swizzle pattern holds rows of both warpgroups' 64 x 16 tiles. A descriptor

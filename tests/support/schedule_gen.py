@@ -407,6 +407,7 @@ LOWERING_TYPES = [P.TIDx, P.TIDy, P.BIDx, P.BIDy, P.Unroll, P.Vectorize, P.Seria
 LOWERING_OP_TYPES = [tp.LoadStoreOpType.CpAsync, tp.LoadStoreOpType.TMA, tp.LoadStoreOpType.TMA,
                      tp.LoadStoreOpType.LdMatrix, tp.LoadStoreOpType.StMatrix, tp.LoadStoreOpType.TMemStore]
 LOWERING_UNARY = ["neg", "abs", "exp", "relu", "sqrt"]
+LOWERING_INTEGER_UNARY = ["neg", "abs", "relu"]
 LOWERING_BINARY = ["add", "sub", "mul", "maximum"]
 
 
@@ -514,7 +515,8 @@ def lowering_cases(draw) -> Case:
             kind = draw(st.sampled_from(["set", "set", "set", "unary", "binary", "transpose", "special",
                                          "broadcast"]))
             if kind == "unary":
-                name = draw(st.sampled_from(LOWERING_UNARY))
+                # exp and sqrt take floating-point operands only (a ScheduleError at the call)
+                name = draw(st.sampled_from(LOWERING_UNARY if cur.dtype.is_float else LOWERING_INTEGER_UNARY))
                 cur = tp._ops.unary(name, cur)
                 steps.append(f"{cur.name} = {name}(...)")
             elif kind == "binary":
