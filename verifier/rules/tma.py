@@ -136,7 +136,8 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tma in inferred_tmas(ctx):
         info = tma.info
         has_bulk = any(i.parallel_type is ParallelType.Bulk for i in info.consumer.loop)
-        tile_not_shared = info.gmem.memory_type is MemoryType.Global and info.smem.memory_type is not MemoryType.Shared
+        tile_not_shared = (info.gmem.memory_type is MemoryType.Global and info.smem.memory_type is not MemoryType.Shared
+                           and not (info.smem.is_fusion_input or info.smem.is_fusion_output))  # those stay global
         for p in info.problems:
             if has_bulk:
                 d = finding("TMA-VIEW", f"cannot infer the TMA of {tma.op}: {p}",
