@@ -83,11 +83,12 @@ def test_symbolic_block_decides_fast_and_keeps_its_verdicts():
     report = tp.verify(symbolic_factor_block(), "sm_100a", rules=["TMEM-WARP-COLLECTIVE"])
     assert time.perf_counter() - start < 5  # was 60 s: three 20 s timeouts
     assert not any("could not prove" in d.message for d in report.diagnostics)
-    # the stores and the load T1 -> T2 run on every thread of 32 * F; the load T2 -> T3 only on
-    # threadIdx.y == threadIdx.z == 0 (T3's broadcast and thread axes): thread 0 without thread 2
-    (d,) = report.diagnostics
-    assert d.code == "TMEM-WARP-COLLECTIVE" and "load from T2 into T3" in d.message
-    assert d.counterexample["thread"] == 0
+    # T1 .. T3 inline into T4's thread loops (T4 = broadcast(T3) merges its broadcast axis with T3's
+    # 32: loop promotion), so each access runs where F * z + y < 4: thread 0, not thread 4 of its warp
+    assert {d.message.split(" is not")[0] for d in report.diagnostics} == {
+        "the store into T1", "the store into T2", "the load from T1 into T2", "the load from T2 into T3"}
+    for d in report.diagnostics:
+        assert d.code == "TMEM-WARP-COLLECTIVE" and d.counterexample["thread"] == 0
 
 
 @pytest.mark.parametrize("build", [symbolic_factor_block, lambda: symbolic_rows(32), lambda: symbolic_rows(16),
