@@ -84,11 +84,7 @@ def test_every_seed_schedule_is_translated():
 
 
 # accepted schedules whose warnings are declared once the other edits to their files land
-UNDECLARED = {"tma_strided_tile_fttc", "tensor_memory_per_block"}
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="warnings not declared yet"))
-                                  if c.name in UNDECLARED else c for c in CASES], ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_schedule_file_verdict(case):
     """The verdict the file declares, and on an accepted schedule exactly the warnings it
     declares (tp.accepted(warnings=...)): `tileproof verify examples/` prints no other."""
