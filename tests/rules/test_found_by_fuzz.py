@@ -178,3 +178,23 @@ def test_a_circular_tma_load_in_an_inner_loop_counts_every_copy_on_its_mbarrier(
     assert tp.verify(fusion).ok
     bars = {b.name: b for b in lower(fusion.snapshot(), tp.get_target("sm_90a")).mbarriers}
     assert bars["tp_bar_T4"].count == 16 and bars["tp_bar_T5"].count == 1
+
+
+def test_a_persistent_tile_allocated_whole_has_distinct_addresses_decided_fast():
+    """Fuzz seed 0, case 390 (190-280 s, undecided): the stmatrix-by-box schedule with T4's
+    transforms propagated and everything inlined allocates T2, T4 and T6 over all ceil(M / 128) x
+    ceil(N / 256) tiles of a persistent grid. Equal offsets were products of symbolic extents: 20 s
+    and no verdict each. Offsets as mixed-radix numbers prove it at once (alloc.py)."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_stmatrix_by_box()
+    try:
+        _tensor(fusion, "T3").inline_at(4)
+    except tp.ScheduleError:
+        pass  # refused, as in the fuzz case
+    tp.propagate_transforms(_tensor(fusion, "T4"))
+    tp.inline_most(fusion)
+    start = time.perf_counter()
+    report = tp.verify(fusion, "sm_90a", rules=["ALLOCATION-DISTINCT"])
+    assert time.perf_counter() - start < 10
+    assert report.ok, [d.message for d in report.diagnostics]
