@@ -201,6 +201,8 @@ def _register_blocks(t3, t2, k: int, blocks, tile_m: int, tile_n: int, warps: in
     t3.reorder({k + 3: k + 4, k + 4: k + 3})  # [.., Mb, Nb]
     t3.axis(k + 3).parallelize(P.Unroll)
     t3.axis(k + 4).parallelize(P.Vectorize)
+    # allocated in this order ([.., Mb, Nb]: Nb innermost, the vector), not in T3's logical [N, M] order
+    t3.set_allocation_domain(t3.get_loop_domain(), True)
 
 
 def unswizzled_transpose(dtype: str = "float32"):
