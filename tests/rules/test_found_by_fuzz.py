@@ -184,7 +184,8 @@ def test_a_persistent_tile_allocated_whole_has_distinct_addresses_decided_fast()
     """Fuzz seed 0, case 390 (190-280 s, undecided): the stmatrix-by-box schedule with T4's
     transforms propagated and everything inlined allocates T2, T4 and T6 over all ceil(M / 128) x
     ceil(N / 256) tiles of a persistent grid. Equal offsets were products of symbolic extents: 20 s
-    and no verdict each. Offsets as mixed-radix numbers prove it at once (alloc.py)."""
+    and no verdict each. Offsets as mixed-radix numbers prove it at once (alloc.py), and T7's reads
+    of T2's accumulators by equal allocated indices (analysis/visibility.py)."""
     import time
 
     fusion = wgmma.hopper_matmul_warp_specialized_stmatrix_by_box()
@@ -195,6 +196,6 @@ def test_a_persistent_tile_allocated_whole_has_distinct_addresses_decided_fast()
     tp.propagate_transforms(_tensor(fusion, "T4"))
     tp.inline_most(fusion)
     start = time.perf_counter()
-    report = tp.verify(fusion, "sm_90a", rules=["ALLOCATION-DISTINCT"])
+    report = tp.verify(fusion, "sm_90a", rules=["ALLOCATION-DISTINCT", "MMA-ACCUM-LAYOUT"])
     assert time.perf_counter() - start < 10
     assert report.ok, [d.message for d in report.diagnostics]
