@@ -37,7 +37,7 @@ _ops: dict[str, tuple[object, object]] = {}  # qualified name -> (source, the op
 
 def _torch():
     try:
-        import torch
+        import torch  # an optional extra: imported only when an operator is made
     except ImportError as e:
         raise ImportError(f"tp.as_torch_op needs PyTorch ({e}); tileproof itself runs without it") from None
     return torch

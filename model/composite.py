@@ -24,7 +24,7 @@ from .reduction import _axes, element_axes, reduction
 from .tensor_base import check_tensor
 
 if TYPE_CHECKING:
-    from .tensor import TensorView
+    from .tensor import TensorView  # type hints only: tensor.py imports the ops
 
 GELU_KAPPA = math.sqrt(0.5)  # M_SQRT1_2
 TANH_GELU_BETA = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5  # M_SQRT2 * M_2_SQRTPI * 0.5

@@ -76,7 +76,7 @@ class HopperGemmTuning:
         """Random operands of the problem on the GPU, as the recipe takes them: A [M, 1, K] and
         B [1, N, K], each laid out in its major (ints m, n, k only)."""
         try:
-            import torch
+            import torch  # an optional extra: imported only when the recipe is called on tensors
         except ImportError as e:
             raise tp.NoDeviceError(f"{self!r}: inputs are made with PyTorch, which is not importable ({e})") from None
         if not torch.cuda.is_available():

@@ -121,7 +121,7 @@ def contiguous_extents(a_major: str, b_major: str) -> list[str]:
 
 def _torch():
     try:
-        import torch
+        import torch  # an optional extra: imported only when matmul is called
     except ImportError as e:
         raise ImportError(f"tileproof.recipes.matmul takes PyTorch tensors ({e})") from None
     return torch

@@ -244,7 +244,7 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
 
 def _torch():
     try:
-        import torch
+        import torch  # an optional extra: imported only when a recipe is called
     except ImportError as e:
         raise ImportError(f"tileproof.recipes.normalization takes PyTorch tensors ({e})") from None
     return torch

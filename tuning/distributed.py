@@ -30,7 +30,7 @@ INSTALL_HINT = "pip install 'tileproof[distributed]' (or pip install ray)"
 
 def _ray():
     try:
-        import ray
+        import ray  # an optional extra (tileproof[distributed]): imported only for executor="ray"
     except ImportError as e:
         raise ScheduleError(f"autotune: executor='ray' needs Ray, which is not importable ({e}); {INSTALL_HINT}") \
             from None
