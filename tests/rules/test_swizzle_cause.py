@@ -39,6 +39,7 @@ def swizzled_tile(x: int, y: int, *, swizzle_bytes: int = 64, rows: int = 16, ve
     t1.split(3, 8)
     t1.split(2, 8 // s).split(2, s)
     t1.swizzle(XOR, x, y)
+    t1.set_allocation_domain(t1.get_loop_domain(), True)  # laid out as swizzled (default: logical order)
     for a in range(2, t1.ndim):
         t1.axis(a).parallelize(P.Bulk)
     if vectorized_output:
