@@ -18,7 +18,7 @@ from tileproof.codegen.runtime.driver import DriverError
 from tileproof.schedule_files import LoadError
 
 # The names nvFuser gives that would shadow a Python builtin: attributes, not star-imported.
-SHADOWING = {"abs", "compile", "max", "set", "sum"}
+SHADOWING = {"abs", "bool", "compile", "max", "min", "pow", "set", "sum"}
 
 PUBLIC = sorted(set(tp.__all__) | SHADOWING)
 EXCEPTIONS = [getattr(tp, name) for name in PUBLIC if inspect.isclass(getattr(tp, name))
@@ -30,6 +30,11 @@ def test_all_is_sorted_and_resolves():
     assert len(set(tp.__all__)) == len(tp.__all__)
     for name in PUBLIC:
         assert hasattr(tp, name), name
+
+
+def test_every_public_name_is_in_all_or_shadows_a_builtin():
+    public = {n for n in dir(tp) if not n.startswith("_") and not isinstance(getattr(tp, n), types.ModuleType)}
+    assert public - set(tp.__all__) == SHADOWING
 
 
 def test_no_modules_future_features_or_internals_leak():
@@ -48,7 +53,8 @@ def test_star_import_does_not_shadow_builtins():
     namespace.pop("__builtins__")
     assert set(namespace) == set(tp.__all__)
     assert not set(namespace) & set(dir(builtins))
-    assert all(callable(getattr(tp, name)) for name in SHADOWING)  # still tp.set, tp.abs, tp.compile
+    assert all(callable(getattr(tp, name)) for name in SHADOWING - {"bool"})  # still tp.set, tp.abs, tp.compile
+    assert isinstance(tp.bool, tp.DataType)
 
 
 @pytest.mark.parametrize("name", PUBLIC)
