@@ -29,6 +29,7 @@ shared memory). Imports only the public `tileproof` API; torch when called.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 
 import tileproof as tp
@@ -250,7 +251,7 @@ def _torch():
     return torch
 
 
-class RowOp:
+class RowOp(abc.ABC):
     """An entry: PyTorch tensors in, a new tensor out, a kernel per row class compiled on first use
     (kept for the entry's life). Subclasses name the op, its inputs and its fusion."""
 
@@ -262,8 +263,9 @@ class RowOp:
         self.target = target
         self._kernels: dict[RowClass, tp.Kernel] = {}
 
+    @abc.abstractmethod
     def fusion(self, rows: RowClass) -> tp.Fusion:
-        raise NotImplementedError
+        """The op's schedule for a row class."""
 
     def kernel(self, rows: RowClass) -> tp.Kernel:
         """The row class's kernel (verified and compiled on first use)."""
