@@ -105,11 +105,10 @@ def inlined_axis_on_bidx_in_both():
     return fusion
 
 
-@tp.schedule(expect=tp.accepted())
-def every_tensor_in_the_shared_loop():
-    """LOOP-NEST-ORDER: T3 is inlined at 1 as well, so T1, T2, T3 and T4 all run in the one loop
-    over the 8 rows."""
-    with tp.Fusion("every_tensor_in_the_shared_loop") as fusion:
+def _two_outputs_of_a_copy(name: str, inline_t3: bool):
+    """T2 = copy of T1 = copy of T0, and T4 = T1 + T3 with T3 = copy of T0, over [8, 32] rows on
+    TIDx; T1 inlined at 1 (and T3 too, with `inline_t3`)."""
+    with tp.Fusion(name) as fusion:
         t0 = tp.make_contig_concrete_tensor([8, 32])
         fusion.add_input(t0)
         t1 = tp.set(t0)
@@ -121,27 +120,23 @@ def every_tensor_in_the_shared_loop():
     for t in (t1, t2, t3, t4):
         t.axis(1).parallelize(P.TIDx)
     t1.inline_at(1)
-    t3.inline_at(1)
+    if inline_t3:
+        t3.inline_at(1)
     return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def every_tensor_in_the_shared_loop():
+    """LOOP-NEST-ORDER: T3 is inlined at 1 as well, so T1, T2, T3 and T4 all run in the one loop
+    over the 8 rows."""
+    return _two_outputs_of_a_copy("every_tensor_in_the_shared_loop", inline_t3=True)
 
 
 @tp.schedule(expect=tp.accepted())
 def independent_statement_moved_out_of_the_loop():
     """LOOP-NEST-ORDER: T1 is inlined at 1 into T2 and T4 = T1 + T3; T3 = copy of T0 is not
     inlined and reads nothing of that loop, so it runs before it (nvFuser's expression sort)."""
-    with tp.Fusion("independent_statement_moved_out_of_the_loop") as fusion:
-        t0 = tp.make_contig_concrete_tensor([8, 32])
-        fusion.add_input(t0)
-        t1 = tp.set(t0)
-        t2 = tp.set(t1)
-        fusion.add_output(t2)
-        t3 = tp.set(t0)
-        t4 = tp.add(t1, t3)
-        fusion.add_output(t4)
-    for t in (t1, t2, t3, t4):
-        t.axis(1).parallelize(P.TIDx)
-    t1.inline_at(1)
-    return fusion
+    return _two_outputs_of_a_copy("independent_statement_moved_out_of_the_loop", inline_t3=False)
 
 
 @tp.schedule(expect=tp.accepted())
