@@ -4,6 +4,7 @@ configuration for the JSON."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -30,6 +31,14 @@ def results_path(script: str, device: str | None, variant: str = "") -> Path:
     families, hopper_matmul.py's shapes); empty for the script's default run."""
     name = machine_name(device) + (f"_{variant}" if variant else "")
     return RESULTS / script / f"{name}.json"
+
+
+def write_results(results: dict, path: Path, shown: str) -> None:
+    """Write a run's JSON to `path` (its folder made), then print `shown` (its table) and where it went."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    print(shown)
+    print(f"wrote {path}")
 
 
 def cuda_device_name() -> str | None:

@@ -29,14 +29,13 @@ benchmarks/results/launch_overhead/<machine>.json: h200.json on an H200) and pri
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from bench_common import attempt, results_path  # benchmarks/bench_common.py
+from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
 import schedules as S  # benchmarks/schedules.py: the pointwise_add schedule
 
 import tileproof as tp
@@ -189,11 +188,8 @@ def main(argv=None) -> int:
                "environment": environment(torch), "shape": list(shape), "dtype": "float32",
                "entries": run(torch, shape, args.calls)}
     results["seconds"] = round(time.time() - started, 1)
-    args.out = args.out or results_path("launch_overhead", results["environment"]["device"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    print(table(results))
-    print(f"wrote {args.out}")
+    out = args.out or results_path("launch_overhead", results["environment"]["device"])
+    write_results(results, out, table(results))
     return 0
 
 

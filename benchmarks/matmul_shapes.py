@@ -50,7 +50,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_common import attempt, results_path  # benchmarks/bench_common.py
+from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
 
 from tileproof.recipes.matmul_heuristic import CONFIGS, candidates, choose
 
@@ -330,11 +330,8 @@ def main(argv=None) -> int:
         print(f"{shape_key(shape)}: {time.time() - started:.0f} s", file=sys.stderr)
     results["summary"] = summary(results)
     results["seconds"] = round(time.time() - started, 1)
-    args.out = args.out or results_path("matmul_shapes", env["device"], results_variant(shapes))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    print(table(results))
-    print(f"wrote {args.out}")
+    write_results(results, args.out or results_path("matmul_shapes", env["device"], results_variant(shapes)),
+                  table(results))
     return 0
 
 

@@ -32,7 +32,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from bench_common import attempt, results_path  # benchmarks/bench_common.py
+from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
 
 SHAPES = [(32768, 1024), (16384, 4096), (8192, 8192), (4096, 16384), (2048, 32768)]
 OPS = ("softmax", "layer_norm", "rms_norm")
@@ -199,10 +199,8 @@ def main(argv=None) -> int:
             "environment": {"device": device, "torch": torch.__version__, "python": platform.python_version()},
             "shapes": [f"{m}x{n}" for m, n in shapes], "calls_per_graph": CALLS, "reps": args.reps,
             "results": results, "summary": summarize(results)}
-    path = Path(args.out) if args.out else results_path("normalization", device, results_variant(shapes))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1) + "\n")
-    print(json.dumps(data["summary"]), f"\nwrote {path}")
+    write_results(data, Path(args.out) if args.out else results_path("normalization", device, results_variant(shapes)),
+                  json.dumps(data["summary"]))
     return 0
 
 

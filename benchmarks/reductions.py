@@ -24,14 +24,13 @@ JSON (default benchmarks/results/reductions/<machine>.json, h100.json on an H100
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from bench_common import attempt, launch_info, results_path  # benchmarks/bench_common.py
+from bench_common import attempt, launch_info, results_path, write_results  # benchmarks/bench_common.py
 import reduction_schedules as S  # benchmarks/reduction_schedules.py
 
 import tileproof as tp
@@ -232,11 +231,7 @@ def main(argv=None) -> int:
     attempt(results, "column_sum",
             lambda: job_reduction(torch, x, 0, jobs["column_sum"], args.rep_ms, results["copy"]))
     results["seconds"] = round(time.time() - started, 1)
-    args.out = args.out or results_path("reductions", results["environment"]["device"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    print(table(results))
-    print(f"wrote {args.out}")
+    write_results(results, args.out or results_path("reductions", results["environment"]["device"]), table(results))
     return 0
 
 
