@@ -16,20 +16,12 @@ if not torch.cuda.is_available():
 from tileproof.recipes import CONFIGS, Matmul, matmul  # noqa: E402
 from tileproof.recipes.matmul_heuristic import BY_NAME  # noqa: E402
 
+from gpu.test_torch_op import operands, reference  # noqa: E402  (operands of each major, the float64 product)
+
 pytestmark = pytest.mark.gpu
 MAJORS = [("K", "K"), ("K", "MN"), ("MN", "K"), ("MN", "MN")]
 
 
-def reference(a, b):
-    return (a.double() @ b.double()).float()
-
-
-def operands(a_major, b_major, m, n, k):
-    a = torch.randn(m, k, device="cuda").bfloat16() if a_major == "K" else \
-        torch.randn(k, m, device="cuda").bfloat16().t()
-    b = torch.randn(k, n, device="cuda").bfloat16() if b_major == "MN" else \
-        torch.randn(n, k, device="cuda").bfloat16().t()
-    return a, b
 
 
 @pytest.mark.parametrize("a_major,b_major", MAJORS)
