@@ -262,6 +262,7 @@ class KernelIR:
     mbarriers: list[MBarrier] = field(default_factory=list)
     cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster (execution/cluster.py): __cluster_dims__
     index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
+    max_threads: int = 1024  # the block's threads at any admitted size: __launch_bounds__
 
 
 # -- tensor memory (sm_100a) ----------------------------------------------------------------------

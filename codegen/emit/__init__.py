@@ -16,7 +16,7 @@ import math
 from typing import Callable
 
 from ...model.errors import InternalError
-from ...model.expr import Expr, add, const, product, substitute, try_int
+from ...model.expr import Expr, add, const, substitute
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda, to_signed_cuda
 from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, extent_value, operand_types, scalar_literal
@@ -121,11 +121,10 @@ class _Emitter:
         return to_cuda(expr, self.ir.names, cast=False, bits=self.ir.index_bits)
 
     def launch_bounds(self) -> str:
-        n = try_int(product(list(self.ir.block)))
         # one block per SM where setmaxnreg moves registers: ptxas then sizes the pool it shares out
         once = ", 1" if any(isinstance(r, WarpRoles) and r.spec.num_registers for r in self.ir.body) else ""
         cluster = f" __cluster_dims__({', '.join(map(str, self.ir.cluster))})" if math.prod(self.ir.cluster) > 1 else ""
-        return cluster + (f" __launch_bounds__({n}{once})" if n is not None else "")
+        return cluster + f" __launch_bounds__({self.ir.max_threads}{once})"
 
     def params(self) -> list[str]:
         out = []

@@ -45,7 +45,9 @@ from typing import Callable
 from ...execution.allocation import Allocation, compute_allocation
 from ...execution.conditions import lowering as conditions
 from ...execution import loops
-from ...model.fusion import Fusion
+from ...model.expr import product
+from ...model.fusion import Fusion, symbol_range
+from ...model.simplify import bounds
 from ...model.loop_map import propagate_parallel_types
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
@@ -59,6 +61,7 @@ from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
 from ...verifier.diagnostics import Decisions
+from ...verifier.symbol_ranges import admitted
 from .decisions import Answers
 from .gmem import global_layout
 from .index_width import choose_index_width
@@ -206,7 +209,18 @@ def signature(st: Lowering) -> None:
         tensor_maps=st.tensor_maps,
         mbarriers=st.mbarriers,
         cluster=cluster_dims(fusion),
+        max_threads=most_threads(fusion, st.target),
     )
+
+
+def most_threads(fusion: Fusion, target: Target) -> int:
+    """The most threads a block of `fusion` has at any admitted size: __launch_bounds__, so that
+    ptxas fits the registers of that many threads (a symbolic block without it compiled to more
+    registers than 1024 threads have, and its launch failed). The bound of the block's product over
+    the symbols' admitted ranges, at most the target's limit (LAUNCH-THREADS proved the block within it)."""
+    ranges = admitted({name: symbol_range() for name in fusion.symbols}, fusion.assumptions).bounds()
+    hi = bounds(product(list(thread_dims(fusion))), ranges).hi
+    return min(hi, target.max_threads_per_block) if hi is not None else target.max_threads_per_block
 
 
 PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
