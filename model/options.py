@@ -45,6 +45,8 @@ class WarpSpecialized:
 
     on: ParallelType
     num_registers: tuple[int, int] | None = None
+    # the user's file:line that made it (WS-REGISTERS points at its num_registers); not compared
+    origin: str | None = field(default_factory=user_location, compare=False, repr=False)
 
     def __repr__(self) -> str:
         regs = f", num_registers={self.num_registers}" if self.num_registers else ""

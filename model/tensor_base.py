@@ -45,6 +45,9 @@ class TensorBase:
         self.circular = None  # a CircularBuffer (model/options.py) once circular_buffer is called
         self.multicast_on = None  # a Multicast (model/options.py) once multicast is called
         self.origin = user_location()
+        # the user's file:line of the knobs set later: rules about them point there, not at `origin`
+        self.memory_origin: str | None = None  # set_memory_type
+        self.allocation_origin: str | None = None  # set_allocation_domain
         fusion._register_tensor(self)
 
     # -- inspection -----------------------------------------------------------
@@ -249,6 +252,7 @@ class TensorBase:
         if (self.is_fusion_input or self.is_fusion_output) and memory_type is not MemoryType.Global:
             raise ScheduleError(f"set_memory_type: {self.name} is a fusion input/output and must stay in global memory")
         self.memory_type = memory_type
+        self.memory_origin = user_location()
         return self
 
     @property
@@ -274,6 +278,7 @@ class TensorBase:
             raise ScheduleError("set_allocation_domain: an IterDomain appears twice")
         self.allocation = ids
         self.contiguity = _normalize_contiguity(contiguity, ids, "set_allocation_domain")
+        self.allocation_origin = user_location()
         return self
 
     def set_loop_domain(self, ids: Sequence[IterDomain]) -> "TensorView":

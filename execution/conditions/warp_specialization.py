@@ -111,7 +111,8 @@ def register_problems(fusion) -> list:
     if spec is None or spec.num_registers is None:
         return []
     producer, consumer = spec.num_registers
-    where = dict(tensor=tvs[0].name, location=tvs[0].circular.origin or tvs[0].origin)
+    # the num_registers argument: where the WarpSpecialized was written
+    where = dict(tensor=tvs[0].name, location=spec.origin or tvs[0].circular.origin or tvs[0].origin)
     out = []
     for name, n in (("producer", producer), ("consumer", consumer)):
         if not MIN_REGISTERS <= n <= MAX_REGISTERS or n % REGISTER_STEP:

@@ -72,7 +72,7 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
                                           **({SCRATCH: scratch.bytes} if scratch else {})})
     first = allocs[0].tensor if allocs else block_reductions(ctx.fusion, ctx.executed())[0].tensor
     where = dict(tensor=first.name if len(allocs) <= 1 else None,
-                 ids=[x.id.name for a in allocs for x in a.allocated()], location=first.origin)
+                 ids=[x.id.name for a in allocs for x in a.allocated()], location=first.memory_origin or first.origin)
     yield from report_outcome("SMEM-CAPACITY", out, "that shared memory fits",
                               lambda out: _over_capacity(ctx, allocs, out, where), **where)
 
@@ -194,7 +194,7 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
             notes=["each tcgen05.alloc takes a power of two of at least 32 columns"],
             table=[row for a in allocs for row in _table(a)],
             hint="inline the tensors further or parallelize column axes on BID so fewer columns are live",
-            tensor=allocs[-1].tensor.name, location=allocs[-1].tensor.origin,
+            tensor=allocs[-1].tensor.name, location=allocs[-1].tensor.memory_origin or allocs[-1].tensor.origin,
             labels=[f"tensor memory {a.tensor.name} ({r} columns) created at {a.tensor.origin}"
                     for a, r in zip(allocs[:-1], rounded[:-1])],
         )
@@ -203,7 +203,7 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
 def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:
     t = alloc.tensor
     out = prove_at_most(ctx, need, have, {"need": need})
-    where = dict(tensor=t.name, ids=[x.id.name for x in alloc.allocated(side)], location=t.origin)
+    where = dict(tensor=t.name, ids=[x.id.name for x in alloc.allocated(side)], location=t.memory_origin or t.origin)
 
     def over_budget(out: Outcome) -> Diagnostic:
         sizes = ctx.symbols_of(out.model)
@@ -428,7 +428,7 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
         yield from report_outcome(
             "ALLOCATION-DISTINCT", out, f"that {x.name}'s elements have distinct addresses",
             lambda out, x=x: _shared_address(ctx, x, out), tensor=x.name,
-            ids=[a.id.name for a in ctx.allocations[x.name].allocated()], location=x.origin)
+            ids=[a.id.name for a in ctx.allocations[x.name].allocated()], location=x.allocation_origin or x.origin)
 
 
 def _private_to(x) -> tuple:
@@ -558,4 +558,4 @@ def _shared_address(ctx: VerifyContext, x, out: Outcome) -> Diagnostic:
                         "offset": v["offset"]},
         hint=f"allocate every axis {x.name} iterates within one {scope}: include it in set_allocation_domain, "
              f"or parallelize it on {'a thread or ' if scope == 'thread' else ''}a block index",
-        tensor=x.name, ids=[a.id.name for a in alloc.allocated()], location=x.origin)
+        tensor=x.name, ids=[a.id.name for a in alloc.allocated()], location=x.allocation_origin or x.origin)
