@@ -158,6 +158,7 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
     attempt(out, "copy", lambda: entry(lambda: x.clone(), check=False))
     attempt(out, "eager", lambda: entry(lambda: _reference(torch, op, x, w, b)))
     if compile_torch:
+        torch._dynamo.reset()  # each (op, shape) its own compile: past dynamo's recompile limit it runs eager
         compiled = torch.compile(lambda x, w, b: _reference(torch, op, x, w, b), dynamic=False)
         attempt(out, "compiled", lambda: entry(lambda: compiled(x, w, b)))
     chosen = row_class(n, "bfloat16")
