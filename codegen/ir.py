@@ -205,6 +205,12 @@ class GlobalTensor:
     strides: tuple[Expr, ...]
     broadcast: tuple[bool, ...]  # per logical axis
     vector_elements: int = 1
+    user_name: str | None = None  # make_tensor(name=): its kernel parameter and launch errors say it
+
+    @property
+    def shown(self) -> str:
+        """The name launch errors give it: the user's, else T<n>."""
+        return self.user_name or self.name
 
 
 @dataclass(frozen=True)

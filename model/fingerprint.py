@@ -51,7 +51,7 @@ def _transform(t, ids: _Ids) -> str:
 # what each object of a schedule holds: read by fingerprint() / not part of the schedule
 SCHEDULE_STATE = {
     "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims"},
-    "TensorView": {"name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
+    "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
                    "logical", "history", "loop", "allocation", "multicast_on", "definition"},
     "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
            "tf32_rounding"},
@@ -75,7 +75,7 @@ def fingerprint(fusion: Fusion, target: str) -> str:
              "outputs=" + ",".join(t.name for t in fusion.outputs)]
     for tv in fusion.tensors:
         parts.append("|".join([
-            tv.name, tv.dtype.name, tv.memory_type.value, f"ca={tv.compute_at}", f"sep={tv.tmem_dim_sep}",
+            tv.name + (f"={tv.user_name}" if tv.user_name else ""), tv.dtype.name, tv.memory_type.value, f"ca={tv.compute_at}", f"sep={tv.tmem_dim_sep}",
             "contig=" + ",".join(map(str, tv.contiguity)),
             f"circular={tv.circular.stages},{tv.circular.prefetch},{tv.circular.type}" if tv.circular else "circular=-",
             "root=" + ",".join(ids(i) for i in tv.root),  # an rfactor's partial reduction: not its logical domain

@@ -4,6 +4,7 @@ under which its symbolic extents are verified."""
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -66,14 +67,17 @@ class Op:
         self.tf32_rounding = check_tf32_rounding(self.macro, tf32_rounding)
 
     def __str__(self) -> str:
-        args = [t.name for t in self.inputs]
+        args = [t.display_name for t in self.inputs]
         if self.scalar is not None:
             args.insert(self.scalar.position, str(self.scalar))
         if self.kind is OpKind.CAST:
             args.append(str(self.output.dtype))
         what = self.name if self.kind is not OpKind.LOAD_STORE or self.op_type is LoadStoreOpType.Set else self.op_type.value
-        return f"{self.output.name} = {what}({', '.join(args)})"
+        return f"{self.output.display_name} = {what}({', '.join(args)})"
 
+
+_TENSOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # a user's tensor name (Fusion.name_tensor)
+_UNNAMED = re.compile(r"T\d+")  # the names tensors have without one
 
 MAX_EXTENT = 2**31 - 1  # symbolic extents are assumed to fit int32 indexing
 
@@ -150,6 +154,21 @@ class Fusion:
 
     def _register_tensor(self, tv) -> None:
         self.tensors.append(tv)
+
+    def name_tensor(self, tv, name, op: str, *, check_only: bool = False) -> None:
+        """Give tv the user's `name` (make_tensor(name=)), checked at the door of `op`: a letter
+        then letters, digits or underscores (it becomes a C++ parameter name), not T<n> (the
+        names of unnamed tensors), and no other tensor of this fusion has it. `check_only`:
+        only check (tv may be None)."""
+        if not isinstance(name, str) or not _TENSOR_NAME.fullmatch(name):
+            raise ScheduleError(f"{op}: name must be a letter followed by letters, digits or underscores "
+                                f"(it names the kernel parameter), got {name!r}")
+        if _UNNAMED.fullmatch(name):
+            raise ScheduleError(f"{op}: name {name!r} looks like an unnamed tensor's T<n>; choose another")
+        if any(t.user_name == name and t is not tv for t in self.tensors):
+            raise ScheduleError(f"{op}: fusion {self.name} already has a tensor named {name!r}")
+        if not check_only:
+            tv.user_name = name
 
     def _register_op(self, op: Op) -> None:
         self.exprs.append(op)
@@ -240,9 +259,10 @@ class Fusion:
         return list(tv.definition.inputs) if tv.definition is not None else []
 
     def tensor(self, name: str):
-        """The tensor named `name` ("T2"); KeyError when there is none."""
+        """The tensor named `name` ("T2", or the name make_tensor(name=) gave); KeyError when
+        there is none."""
         for t in self.tensors:
-            if t.name == name:
+            if name in (t.name, t.user_name):
                 return t
         raise KeyError(name)
 

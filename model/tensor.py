@@ -111,23 +111,36 @@ def _check_shape(func: str, shape) -> list:
     return list(shape)
 
 
-def make_tensor(shape: Sequence, contiguity=None, dtype=float32) -> TensorView:
+def make_tensor(shape: Sequence, contiguity=None, dtype=float32, *, name: str | None = None) -> TensorView:
     """A tensor with the given shape: ints are concrete, -1 or a name is symbolic.
-    Extent-1 axes are broadcast axes (as nvFuser's make_concrete_tensor)."""
+    Extent-1 axes are broadcast axes (as nvFuser's make_concrete_tensor). `name` (optional: a
+    letter, then letters, digits or underscores; unique in the fusion) is what reports, the
+    kernel's parameter and launch errors call it instead of T<n>.
+
+        x = tp.make_tensor(["M", "N"], name="x"); fusion.add_input(x)"""
+    return _make_tensor("make_tensor", shape, contiguity, dtype, name)
+
+
+def _make_tensor(op: str, shape, contiguity, dtype, name) -> TensorView:
     fusion = current_fusion()
-    shape = _check_shape("make_tensor", shape)
-    dtype = _check_dtype("make_tensor", dtype)
+    shape = _check_shape(op, shape)
+    dtype = _check_dtype(op, dtype)
+    if name is not None:  # checked before the tensor exists, so a refused name leaves no tensor behind
+        fusion.name_tensor(None, name, op, check_only=True)
     idx = fusion._tensor_count
     ids = []
     for d, s in enumerate(shape):
         e, it = _extent(fusion, idx, d, s)
         ids.append(IterDomain(e, number=fusion.next_iterdomain_number(), iter_type=it))
-    return TensorView(fusion, ids, dtype, contiguity=contiguity)
+    tv = TensorView(fusion, ids, dtype, contiguity=contiguity)
+    if name is not None:
+        fusion.name_tensor(tv, name, op)
+    return tv
 
 
-def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorView:
+def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32, *, name: str | None = None) -> TensorView:
     """A contiguous tensor of constant extents (positive ints; extent 1 is a broadcast axis) in
-    the active fusion. nvFuser: makeContigConcreteTensor(shape, dtype).
+    the active fusion; `name` as in make_tensor. nvFuser: makeContigConcreteTensor(shape, dtype).
 
         t0 = tp.make_contig_concrete_tensor([1024, 64], dtype=tp.bfloat16); fusion.add_input(t0)"""
     shape = _check_shape("make_contig_concrete_tensor", shape)
@@ -135,15 +148,16 @@ def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32) -> TensorVi
     for s in shape:
         if isinstance(s, bool) or not isinstance(s, int) or s <= 0:
             raise ScheduleError(f"make_contig_concrete_tensor: extents must be positive ints, got {s!r}")
-    return make_tensor(shape, contiguity=True, dtype=dtype)
+    return _make_tensor("make_contig_concrete_tensor", shape, True, dtype, name)
 
 
-def make_contig_tensor(ndims: int, dtype=float32) -> TensorView:
+def make_contig_tensor(ndims: int, dtype=float32, *, name: str | None = None) -> TensorView:
     """A contiguous tensor of `ndims` symbolic extents, named T<n>_0, T<n>_1, ... (sizes the
-    proofs quantify over) in the active fusion. nvFuser: makeContigTensor(ndims, dtype).
+    proofs quantify over) in the active fusion; `name` as in make_tensor.
+    nvFuser: makeContigTensor(ndims, dtype).
 
         t0 = tp.make_contig_tensor(2)   # extents T0_0, T0_1"""
     if isinstance(ndims, bool) or not isinstance(ndims, int) or ndims < 0:
         raise ScheduleError(f"make_contig_tensor: ndims must be a non-negative int, got {ndims!r}")
     _check_dtype("make_contig_tensor", dtype)
-    return make_tensor([-1] * ndims, contiguity=True, dtype=dtype)
+    return _make_tensor("make_contig_tensor", [-1] * ndims, True, dtype, name)

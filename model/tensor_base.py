@@ -30,7 +30,8 @@ class TensorBase:
     at the door (ScheduleError) and return self, so calls chain: `tv.split(0, 128).merge(1)`."""
     def __init__(self, fusion: "Fusion", logical: list[IterDomain], dtype: DataType, *, contiguity=None):
         self.fusion = fusion
-        self.name = fusion._next_tensor_name()
+        self.name = fusion._next_tensor_name()  # T<n>: the key every floor uses for this tensor
+        self.user_name: str | None = None  # the name make_tensor(name=) gave; reports and kernels show it
         self.dtype = dtype
         self.logical: list[IterDomain] = list(logical)
         self.root: list[IterDomain] = self.logical  # another list only for an rFactor's partial reduction
@@ -54,6 +55,21 @@ class TensorBase:
     def __repr__(self) -> str:
         ids = ", ".join(i.label() for i in self.loop)
         return f"{self.name}_{self.memory_type.value[0].lower()}[{ids}]"
+
+    @property
+    def display_name(self) -> str:
+        """The name reports, kernel parameters and launch errors show: the user's name
+        (make_tensor(name="x")), else T<n>."""
+        return self.user_name or self.name
+
+    def set_name(self, name: str) -> "TensorView":
+        """Name this tensor (an op's output, say) as make_tensor(name=) names an input: reports,
+        the kernel's parameter (for an output) and launch errors say `name` instead of T<n>.
+        Returns self.
+
+            y = tp.set(x).set_name("y"); fusion.add_output(y)"""
+        self.fusion.name_tensor(self, name, "set_name")
+        return self
 
     @property
     def ndim(self) -> int:

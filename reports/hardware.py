@@ -66,7 +66,7 @@ def tma_tile(fusion, diagnostic) -> TmaTile | None:
     if diagnostic.code not in TMA_LAYOUT_CODES or "expected address" not in cex:
         return None
     tmas = [infer_tma(op) for op in fusion.exprs if is_tma_op(op)]
-    tiles = [tile for tma in tmas if tma.info.ok and tma.info.smem.name == diagnostic.tensor and tma.info.dims
+    tiles = [tile for tma in tmas if tma.info.ok and tma.info.smem.display_name == diagnostic.tensor and tma.info.dims
              and (tile := _evaluate_tile(tma, cex)) is not None]
     # a load and a store of one tensor: the copy whose tile puts the counterexample's element where it says
     return next((t for t in tiles if _reproduces(t, cex)), tiles[0] if tiles else None)
@@ -140,7 +140,7 @@ def ldsm_fragment(fusion, diagnostic) -> Fragment | None:
     matrices start where the schedule's do (lane 0, element 2m; element m with 32-bit elements)."""
     if diagnostic.code != "LDSM-REGISTER-LAYOUT":
         return None
-    op = next((o for o in fusion.exprs if o.kind is OpKind.LOAD_STORE and o.output.name == diagnostic.tensor
+    op = next((o for o in fusion.exprs if o.kind is OpKind.LOAD_STORE and o.output.display_name == diagnostic.tensor
                and o.op_type in (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix)), None)
     if op is None:
         return None
@@ -228,7 +228,7 @@ def lane_banks(fusion, diagnostic) -> LaneBanks | None:
     cex = diagnostic.counterexample
     if diagnostic.code != "SMEM-BANK-CONFLICT" or "lane" not in cex:
         return None
-    smem = next((t for t in fusion.tensors if t.name == diagnostic.tensor), None)
+    smem = next((t for t in fusion.tensors if t.display_name == diagnostic.tensor), None)
     issuer = next((t for t in fusion.tensors if [i.name for i in t.loop] == list(diagnostic.ids)), None)
     if smem is None or issuer is None:
         return None

@@ -136,7 +136,8 @@ def _section(entry: PageEntry, number: int, figures: Figures) -> str:
 
 
 def _tensors_by_name(fusion) -> dict[str, Any]:
-    return {t.name: t for t in fusion.tensors} if fusion is not None else {}
+    """The fusion's tensors by the name the report shows (the user's, else T<n>)."""
+    return {t.display_name: t for t in fusion.tensors} if fusion is not None else {}
 
 
 def _diagnostic(d: Diagnostic, fusion, tensors: dict[str, Any], figures: Figures, section: str,

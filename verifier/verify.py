@@ -25,6 +25,7 @@ from .findings import named_as_tree, tree_names
 from .registry import all_rules
 from . import rules as rule_families  # noqa: F401 - importing it registers every rule, in report order
 from .summary import summarize
+from .user_names import show_user_names
 
 
 # rules whose error leaves the others nothing to prove: a split factor the kernel cannot be
@@ -85,6 +86,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     report.assumptions = ([f"{lo} <= {s} <= {hi}" for s in snap.symbols if s not in bind]
                           + [user_str(a) for a in snap.assumptions] + [f"{k} = {v}" for k, v in bind.items()])
     report.tensors = summarize(ctx)
+    show_user_names(snap, report)  # last: the rules and the grouping read T<n>
     report.launch = {str(p): str(e) for p, e in ctx.block_dims.items()}
     if cluster_size(snap) > 1:
         report.launch["cluster"] = str(cluster_dims(snap))

@@ -41,7 +41,7 @@ def copy_lines(emitter, n: CpAsyncCopy, depth: int) -> list[str]:
     body = []
     if n.zero_fill:  # a hole: src-size 0, and the tensor's base for an address that is never read
         body.append(f"const bool tp_in = {' && '.join(emitter.cond(c) for c in n.zero_fill)};")
-        src, size = f"tp_in ? (const void*){src} : (const void*){n.ins[0].tensor}", f"tp_in ? {n.nbytes}u : 0u"
+        src, size = f"tp_in ? (const void*){src} : (const void*){emitter.pointer(n.ins[0].tensor)}", f"tp_in ? {n.nbytes}u : 0u"
     body.append(f"tp_cp_async_cg({dst}, {src}, {size});" if n.cache == "cg"
                 else f"tp_cp_async_ca<{n.nbytes}>({dst}, {src}, {size});")
     lines = [f"{pad}// {n.comment}"]

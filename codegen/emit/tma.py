@@ -205,8 +205,9 @@ def release(n: StageRelease, x, cluster: int = 1) -> list[str]:
     return [f"if ({'true' if n.every_thread else LEADER}{ready}) {{  // {n.why}", f"  {arrive}", "}"]
 
 
-def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
-    """The issue, for the issuing threads (x renders an Expr). A load's issuer arrives even
+def copy(n: TmaCopy, x, smem_base: str, pointer=str) -> list[str]:
+    """The issue, for the issuing threads (x renders an Expr, pointer a global tensor's C++
+    name). A load's issuer arrives even
     where a hole skips the copy, so the phase still completes; where the copies of a phase are
     not a constant count (`arrive_when`), each copy issued announces its bytes alone and the
     issuer arrives once, at its last copy of the phase, whether a hole skipped it or not: the
@@ -216,7 +217,7 @@ def copy(n: TmaCopy, x, smem_base: str) -> list[str]:
     rank = len(n.coords)
     bar = None if n.barrier is None else f"&{n.barrier}" if n.stage is None else f"&{n.barrier}[{x(n.stage)}]"
     if n.gmem is not None:  # a 1-D bulk copy: the run's first element, its bytes
-        run, size = f"&{n.gmem}[{x(n.gmem_offset)}]", f"(unsigned){x(n.nbytes)}"
+        run, size = f"&{pointer(n.gmem)}[{x(n.gmem_offset)}]", f"(unsigned){x(n.nbytes)}"
         if n.direction is Direction.LOAD:
             issue = [_expect_tx(n, bar, size), f"tp_bulk_load_run({address}, {run}, {size}, {bar});"]
             return _guarded(n.issuer, n.bounds, issue, _skipped(n, bar), x, _last_arrival(n, bar, x))

@@ -27,4 +27,5 @@ def global_layout(tv: TensorView) -> GlobalTensor:
         alloc_axes=tuple(at[layout.alloc_axes[k]] for k in kept),
         strides=tuple(layout.strides[k] for k in kept),
         broadcast=tuple(tv.logical[axis].is_broadcast for axis in shape),
+        user_name=tv.user_name,
     )

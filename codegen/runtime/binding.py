@@ -31,7 +31,7 @@ class Bound:
 
 def argument_label(g: GlobalTensor, position: int) -> str:
     role = "input" if g.is_input else "output"
-    return f"{role} {g.name} (argument {position})" if g.is_input else f"{role} {g.name} (out[{position}])"
+    return f"{role} {g.shown} (argument {position})" if g.is_input else f"{role} {g.shown} (out[{position}])"
 
 
 def read(g: GlobalTensor, obj, position: int, stream: int | None) -> ArrayInfo:
@@ -140,9 +140,9 @@ def bind(globals_: list[GlobalTensor], inputs, out, sizes: dict[str, int], symbo
     ins = [g for g in globals_ if g.is_input]
     outs = [g for g in globals_ if not g.is_input]
     if len(inputs) != len(ins):
-        raise InputError(f"the fusion takes {len(ins)} inputs ({', '.join(g.name for g in ins)}), got {len(inputs)}")
+        raise InputError(f"the fusion takes {len(ins)} inputs ({', '.join(g.shown for g in ins)}), got {len(inputs)}")
     if out is not None and len(out) != len(outs):
-        raise InputError(f"the fusion has {len(outs)} outputs ({', '.join(g.name for g in outs)}), out= has {len(out)}")
+        raise InputError(f"the fusion has {len(outs)} outputs ({', '.join(g.shown for g in outs)}), out= has {len(out)}")
     env, origin = _sizes(sizes, symbols)
     infos = [read(g, obj, k, stream) for k, (g, obj) in enumerate(zip(ins, inputs))]
     out_infos = [read(g, obj, k, stream) for k, (g, obj) in enumerate(zip(outs, out))] if out is not None else []
