@@ -64,10 +64,16 @@ def bytes_moved(op: str, m: int, n: int, element: int = 2) -> int:
     return (2 * m * n + weights * n) * element
 
 
-def other_batches(n: int, chosen: int, vector: int = 8) -> list[int]:
-    """The classes besides the chosen one that admit a row of n with at most 1024 threads."""
-    from tileproof.recipes.normalization import BATCHES, MAX_THREADS
-    return [b for b in BATCHES if b != chosen and -(-n // (vector * b)) <= MAX_THREADS]
+def other_classes(n: int, chosen, vector: int = 8) -> list:
+    """The classes besides the chosen one that admit a row of n with at most 1024 threads, each
+    with the fewest max_threads (a power of two) that admits n."""
+    from tileproof.recipes.normalization import BATCHES, MAX_THREADS, RowClass
+    out = []
+    for b in BATCHES:
+        threads = -(-n // (vector * b))
+        if b != chosen.batch and threads <= MAX_THREADS:
+            out.append(RowClass("bfloat16", vector, b, max(32, 1 << (threads - 1).bit_length())))
+    return out
 
 
 def summarize(results: dict) -> dict:
@@ -137,7 +143,7 @@ def _tileproof(op, x, w, b, rows=None):
 
 
 def measure(torch, op, m, n, reps, compile_torch) -> dict:
-    from tileproof.recipes.normalization import RowClass, row_class
+    from tileproof.recipes.normalization import row_class
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2
     w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
@@ -163,9 +169,8 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
         attempt(out, "compiled", lambda: entry(lambda: compiled(x, w, b)))
     chosen = row_class(n, "bfloat16")
     attempt(out, "tileproof", lambda: {**entry(_tileproof(op, x, w, b)), "batch": chosen.batch})
-    for batch in other_batches(n, chosen.batch, chosen.vector):
-        rows = RowClass("bfloat16", chosen.vector, batch)
-        attempt(out, f"tileproof_b{batch}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
+    for rows in other_classes(n, chosen, chosen.vector):
+        attempt(out, f"tileproof_b{rows.batch}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
     copy = out.get("copy", {}).get("gbs")
     compiled_us = out.get("compiled", {}).get("us")
     for key, r in out.items():

@@ -47,26 +47,35 @@ DTYPES = ("bfloat16", "float16", "float32")
 @dataclasses.dataclass(frozen=True)
 class RowClass:
     """The rows one kernel takes: `dtype` (its name), `vector` elements per load (16 bytes or
-    fewer where N is not a multiple), `batch` loads per thread. Admits every N with
-    N % vector == 0 and N <= vector * batch * 1024."""
+    fewer where N is not a multiple), `batch` loads per thread, at most `max_threads` threads (a power
+    of two up to 1024: the kernel's __launch_bounds__, so a class of fewer threads keeps more
+    registers a thread). Admits every N with N % vector == 0 and N <= vector * batch * threads."""
 
     dtype: str = "bfloat16"
     vector: int = 8
     batch: int = 1
+    max_threads: int = MAX_THREADS
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise tp.ScheduleError(f"RowClass: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        for name in ("vector", "batch"):
+        for name in ("vector", "batch", "max_threads"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise tp.ScheduleError(f"RowClass: {name} must be a positive power of two, got {v!r}")
+        if self.max_threads > MAX_THREADS:
+            raise tp.ScheduleError(f"RowClass: max_threads must be at most {MAX_THREADS}, got {self.max_threads}")
         if self.vector * getattr(tp, self.dtype).bytes > VECTOR_BYTES:
             raise tp.ScheduleError(f"RowClass: vector {self.vector} of {self.dtype} is more than {VECTOR_BYTES} bytes")
 
     @property
     def max_row(self) -> int:
-        return self.vector * self.batch * MAX_THREADS
+        return self.vector * self.batch * self.max_threads
+
+    @property
+    def tag(self) -> str:
+        """The class in a kernel's name: bfloat16_v8_b2_t512."""
+        return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}"
 
     def admits(self, n: int) -> bool:
         return n % self.vector == 0 and 0 < n <= self.max_row
@@ -79,7 +88,7 @@ class RowClass:
 def row_class(n: int, dtype: str = "bfloat16") -> RowClass:
     """The class a row of n elements runs in: the widest vector dividing n (16 bytes at most), and
     the fewest vectors per thread, up to UNROLLED_BATCHES, that keep the block at TARGET_THREADS
-    threads, else the fewest that keep it at MAX_THREADS."""
+    threads, else the fewest that keep it at MAX_THREADS; the class's `threads` that limit."""
     width = getattr(tp, dtype).bytes
     vector = VECTOR_BYTES // width
     while n % vector:
@@ -87,7 +96,7 @@ def row_class(n: int, dtype: str = "bfloat16") -> RowClass:
     for limit, batches in ((TARGET_THREADS, UNROLLED_BATCHES), (MAX_THREADS, BATCHES)):
         for batch in batches:
             if -(-n // (vector * batch)) <= limit:
-                return RowClass(dtype, vector, batch)
+                return RowClass(dtype, vector, batch, limit)
     longest = max(BATCHES) * MAX_THREADS * vector
     raise tp.InputError(f"rows of {n} {dtype} elements are longer than the {longest} a block holds in registers "
                         f"(vectors of {vector})")
@@ -125,7 +134,7 @@ def _assume(fusion, rows: RowClass) -> None:
 
 def softmax_fusion(rows: RowClass, log: bool = False) -> tp.Fusion:
     """softmax (or log_softmax) over each row of x [M, N], in x's dtype, scheduled."""
-    with tp.Fusion(f"{'log_' if log else ''}softmax_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+    with tp.Fusion(f"{'log_' if log else ''}softmax_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         m = _row(tp.max(_float(x), 1))
         s = tp.sum(tp.exp(tp.sub(_float(x), m)), 1)
@@ -144,7 +153,7 @@ def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
     """(x - mean) * rsqrt(var + eps) * weight + bias over each row of x [M, N] (var biased, as
     torch.nn.functional.layer_norm), weight and bias [N], all of one dtype, scheduled."""
     _check_eps(eps)
-    with tp.Fusion(f"layer_norm_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+    with tp.Fusion(f"layer_norm_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         w, b = _weight_input(fusion, rows.dtype), _weight_input(fusion, rows.dtype)
         mean = _row(tp.div(tp.sum(_float(x), 1), "N"))
@@ -166,7 +175,7 @@ def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
 def rms_norm_fusion(rows: RowClass, eps: float = 1e-6) -> tp.Fusion:
     """x * rsqrt(mean(x^2) + eps) * weight over each row of x [M, N], weight [N], scheduled."""
     _check_eps(eps)
-    with tp.Fusion(f"rms_norm_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+    with tp.Fusion(f"rms_norm_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         w = _weight_input(fusion, rows.dtype)
         xf = _float(x)
@@ -182,7 +191,7 @@ def rms_norm_fusion(rows: RowClass, eps: float = 1e-6) -> tp.Fusion:
 def cross_entropy_fusion(rows: RowClass) -> tp.Fusion:
     """Per row of logits x [M, N] and target probabilities p [M, N] (one dtype): the float32 loss
     sum(p * (logsumexp(x) - x)) = -sum(p * log_softmax(x)), scheduled."""
-    with tp.Fusion(f"cross_entropy_{rows.dtype}_v{rows.vector}_b{rows.batch}") as fusion:
+    with tp.Fusion(f"cross_entropy_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         p = _row_input(fusion, rows.dtype)
         m = tp.max(_float(x), 1)

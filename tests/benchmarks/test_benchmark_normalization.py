@@ -24,10 +24,16 @@ def test_bytes_moved_are_the_rows_in_and_out_and_the_weights():
     assert B.bytes_moved("layer_norm", 4, 8) - B.bytes_moved("rms_norm", 4, 8) == 8 * 2
 
 
-def test_the_other_classes_are_those_a_block_of_1024_threads_holds():
-    assert B.other_batches(1024, 1) == [2, 4, 8]
-    assert B.other_batches(32768, 4) == [8]
-    assert B.other_batches(16384, 4) == [2, 8]
+def test_the_other_classes_are_those_a_block_of_1024_threads_holds_with_the_fewest_threads():
+    from tileproof.recipes.normalization import RowClass, row_class
+
+    def others(n):
+        return [(r.batch, r.max_threads) for r in B.other_classes(n, row_class(n))]
+
+    assert others(1024) == [(2, 64), (4, 32), (8, 32)]
+    assert others(32768) == [(8, 512)]
+    assert others(16384) == [(2, 1024), (8, 256)]
+    assert all(r.admits(16384) for r in B.other_classes(16384, RowClass()))
 
 
 def test_the_summary_is_the_worst_shape_per_op():

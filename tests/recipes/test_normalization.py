@@ -91,15 +91,16 @@ def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n):
 
 
 @pytest.mark.parametrize("n, dtype, expected", [
-    (1024, "bfloat16", N.RowClass("bfloat16", 8, 1)), (4096, "bfloat16", N.RowClass("bfloat16", 8, 1)),
-    (8192, "bfloat16", N.RowClass("bfloat16", 8, 2)), (32768, "bfloat16", N.RowClass("bfloat16", 8, 4)),
-    (65536, "bfloat16", N.RowClass("bfloat16", 8, 8)), (1000, "bfloat16", N.RowClass("bfloat16", 8, 1)),
-    (1002, "bfloat16", N.RowClass("bfloat16", 2, 1)), (4096, "float32", N.RowClass("float32", 4, 2)),
+    (1024, "bfloat16", N.RowClass("bfloat16", 8, 1, 512)), (4096, "bfloat16", N.RowClass("bfloat16", 8, 1, 512)),
+    (8192, "bfloat16", N.RowClass("bfloat16", 8, 2, 512)), (16384, "bfloat16", N.RowClass("bfloat16", 8, 4, 512)),
+    (32768, "bfloat16", N.RowClass("bfloat16", 8, 4, 1024)), (65536, "bfloat16", N.RowClass("bfloat16", 8, 8, 1024)),
+    (1000, "bfloat16", N.RowClass("bfloat16", 8, 1, 512)), (1002, "bfloat16", N.RowClass("bfloat16", 2, 1, 512)),
+    (4096, "float32", N.RowClass("float32", 4, 2, 512)),
 ])
 def test_row_class(n, dtype, expected):
     rows = N.row_class(n, dtype)
     assert rows == expected
-    assert rows.admits(n) and rows.threads(n) <= N.MAX_THREADS
+    assert rows.admits(n) and rows.threads(n) <= rows.max_threads
 
 
 def test_rows_longer_than_a_block_holds_are_an_input_error():
