@@ -72,6 +72,9 @@ class Operand:
 
 
 ELEMENT_VAR = "tp_v"  # the element of a vector in a per-element operand's offset
+# the launch's dimensions as the kernel reads them (codegen/lower/launch_dims.py)
+BLOCK_DIMS = ("blockDim.x", "blockDim.y", "blockDim.z")
+GRID_DIMS = ("gridDim.x", "gridDim.y", "gridDim.z")
 
 
 @dataclass

@@ -23,7 +23,7 @@ from .cuda_expr import INDEX_TYPES, to_cuda, to_signed_cuda
 from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, extent_value, operand_types, scalar_literal
 from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (ELEMENT_VAR, BlockReduce, CachedLoad, GridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
+from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, GridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
                  StageDrain, StageEmptyWait, StageRelease)
@@ -150,11 +150,16 @@ class _Emitter:
         self.ir = ir
         self.pointers = pointers  # a named global tensor's T<n> -> its parameter name (pointer_names)
         self.zero: dict[str, Expr] = {}  # the indices of the extent-1 loops around the node: 0
+        # a launch dimension read from the hardware (lower/launch_dims.py) is a 32-bit builtin: in a
+        # 64-bit kernel it is widened, so that gridDim.x * blockDim.x cannot wrap
+        widen = {d: f"({INDEX_TYPES[64]}){d}" for d in BLOCK_DIMS + GRID_DIMS if d in ir.names} \
+            if ir.index_bits == 64 else {}
+        self.names = {**ir.names, **widen}
 
     def x(self, expr) -> str:
         if self.zero:
             expr = substitute(expr, self.zero)
-        return to_cuda(expr, self.ir.names, cast=False, bits=self.ir.index_bits)
+        return to_cuda(expr, self.names, cast=False, bits=self.ir.index_bits)
 
     def launch_bounds(self) -> str:
         # one block per SM where setmaxnreg moves registers: ptxas then sizes the pool it shares out

@@ -20,7 +20,10 @@
     named-barriers  a warp-specialized kernel's consumer barriers: bar.sync 1, N (lower/named_barriers.py)
     whole-tile  an unrolled nest with hole predicates twice, under a block-uniform guard that
                implies them (lower/whole_tile.py)
-    invariants  the loop-invariant divisions of an unrolled nest's predicates, named before it
+    launch-dims  a subterm equal to a symbolic launch dimension read as blockDim / gridDim
+               (lower/launch_dims.py)
+    invariants  the loop-invariant divisions of unrolled nests and of statements in serial loops,
+               named where all they read is defined: kernel entry, or a serial loop's body
                (lower/invariants.py)
     index-width  32-bit index math where every value the kernel computes is below 2^32
                (lower/index_width.py)
@@ -66,6 +69,7 @@ from .decisions import Answers
 from .gmem import global_layout
 from .index_width import choose_index_width
 from .invariants import name_invariants
+from .launch_dims import read_launch_dims
 from .named_barriers import name_barriers
 from .whole_tile import split_whole_tiles
 from ...hw.bulk_copy import ADDRESS_ALIGN
@@ -236,6 +240,7 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("signature", signature),
     ("named-barriers", name_barriers),
     ("whole-tile", split_whole_tiles),
+    ("launch-dims", read_launch_dims),
     ("invariants", name_invariants),
     ("index-width", choose_index_width),
 ]

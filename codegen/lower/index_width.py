@@ -19,6 +19,7 @@ from ...model.simplify import Ranges, Simplifier
 from ...model.types import BLOCK_TYPES, THREAD_TYPES
 from ...model.fusion import symbol_range
 from ..ir import ELEMENT_VAR, Compute, IndexNames, KernelIR, Loop, LoopKind, ParamKind, walk
+from .launch_dims import launch_dim_vars
 
 LIMIT = 1 << 32  # every value an unsigned 32-bit expression computes stays below this
 
@@ -52,8 +53,9 @@ def largest_index(ir: KernelIR) -> int | None:
 
 def _ranges(ir: KernelIR) -> Ranges:
     """Variable -> its range: an extent symbol its admitted values, a thread or block index and a
-    loop counter below its extent, a vector's element below the widest vector, a named index term
-    (lower/invariants.py) the interval of its value."""
+    loop counter below its extent, a vector's element below the widest vector, a launch dimension
+    read as blockDim / gridDim (lower/launch_dims.py) and a named index term (lower/invariants.py)
+    the interval of its value."""
     out: dict = {}
     for p in ir.params:
         if p.kind is ParamKind.EXTENT and p.symbol is not None:
@@ -69,6 +71,11 @@ def _ranges(ir: KernelIR) -> Ranges:
         if isinstance(n, Compute):
             vector = max(vector, n.vector)
     out[ELEMENT_VAR] = const(vector)
+    extents = Simplifier(dict(out))
+    for extent, name in launch_dim_vars(ir).items():  # blockDim.x: exactly its expression's values
+        r = extents.bounds(extent)
+        if r.lo is not None and r.hi is not None:
+            out[name] = (r.lo, r.hi)
     values = Simplifier(dict(out))  # a named term reads loop counters and indices, never another name
     for n in walk(ir.body):
         if isinstance(n, IndexNames):

@@ -26,7 +26,7 @@ from collections import Counter
 
 import numpy as np
 
-from tileproof.codegen.ir import (ELEMENT_VAR, BlockReduce, Compute, GridReduce, IndexNames, Loop, LoopKind, ReduceInit, Sync,
+from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, Compute, GridReduce, IndexNames, Loop, LoopKind, ReduceInit, Sync,
                                   WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
 from tileproof.model.expr import evaluate
@@ -109,6 +109,8 @@ class Simulator:
         self.algebra = {cpp: alg for alg, cpp in ir.names.items()}  # C++ loop counter -> algebra variable
         self.block = [evaluate(e, self.symbols) for e in ir.block]
         self.grid = [evaluate(e, self.symbols) for e in ir.grid]
+        # blockDim / gridDim (codegen/lower/launch_dims.py): the launch's, as the runtime evaluates them
+        self.symbols.update({**dict(zip(BLOCK_DIMS, self.block)), **dict(zip(GRID_DIMS, self.grid))})
         self.neutral = Counter() if values is Terms else None
         self._functions: dict = {}
         self.shuffles = 0

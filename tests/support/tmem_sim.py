@@ -25,7 +25,8 @@ import itertools
 
 import numpy as np
 
-from tileproof.codegen.ir import Compute, IndexNames, Loop, LoopKind, Sync, TmemAccess, TmemAlloc, TmemDealloc, WholeTile
+from tileproof.codegen.ir import (BLOCK_DIMS, GRID_DIMS, Compute, IndexNames, Loop, LoopKind, Sync, TmemAccess, TmemAlloc,
+                                  TmemDealloc, WholeTile)
 from tileproof.codegen.runtime.arrays import from_raw, to_raw
 from tileproof.model.expr import evaluate
 from tileproof.model.types import Direction
@@ -67,6 +68,8 @@ class Simulator:
         self.algebra = {cpp: alg for alg, cpp in ir.names.items()}  # C++ loop counter -> algebra variable
         self.block = [self._int(e) for e in ir.block]
         self.grid = [self._int(e) for e in ir.grid]
+        # blockDim / gridDim (codegen/lower/launch_dims.py): the launch's, as the runtime evaluates them
+        self.symbols.update({**dict(zip(BLOCK_DIMS, self.block)), **dict(zip(GRID_DIMS, self.grid))})
         self.tmem_touched: set[tuple[int, int]] = set()
         self._functions: dict = {}
 
