@@ -24,7 +24,7 @@ from .solver import Outcome, Query, ShrinkAccount, Verdict, assumption_terms
 
 # a claim the bit-vectors left undecided, tried over the integers (retried_over_integers)
 INTEGER_RETRY_MS = 5000
-from .symbol_ranges import Admitted, admitted
+from ..model.symbol_ranges import Admitted, admitted
 
 VERIFY_SHRINK_SECONDS = 0.15  # of solving (resource units) to shrink all of a verify's counterexamples
 

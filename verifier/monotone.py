@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping
 from ..model.expr import Expr, const, evaluate
 from ..model.simplify import Simplifier
 from .solver import Outcome, Verdict
-from .symbol_ranges import Admitted
+from ..model.symbol_ranges import Admitted
 
 if TYPE_CHECKING:
     from .context import VerifyContext

@@ -64,7 +64,7 @@ from ...model.targets import Target
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
 from ...verifier.diagnostics import Decisions
-from ...verifier.symbol_ranges import admitted
+from ...model.symbol_ranges import admitted
 from .decisions import Answers
 from .gmem import global_layout
 from .index_width import choose_index_width

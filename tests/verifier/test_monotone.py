@@ -19,7 +19,7 @@ from tileproof.verifier import monotone, solver
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.monotone import at_most
 from tileproof.verifier.solver import Query, ShrinkAccount, Verdict
-from tileproof.verifier.symbol_ranges import admitted
+from tileproof.model.symbol_ranges import admitted
 
 M, N = (sympy.Symbol(s, integer=True, nonnegative=True) for s in "MN")
 SMALL = {"M": (1, 40), "N": (1, 40)}  # every point enumerable
