@@ -49,22 +49,26 @@ class RowClass:
     """The rows one kernel takes: `dtype` (its name), `vector` elements per load (16 bytes or
     fewer where N is not a multiple), `batch` loads per thread, at most `max_threads` threads (a power
     of two up to 1024: the kernel's __launch_bounds__, so a class of fewer threads keeps more
-    registers a thread). Admits every N with N % vector == 0 and N <= vector * batch * threads."""
+    registers a thread), and `rows` rows a block (on TIDy, each its own `max_threads` threads on TIDx:
+    at 32 a warp per row, whose reductions are warp shuffles without a block barrier). Admits every
+    N with N % vector == 0 and N <= vector * batch * max_threads."""
 
     dtype: str = "bfloat16"
     vector: int = 8
     batch: int = 1
     max_threads: int = MAX_THREADS
+    rows: int = 1
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise tp.ScheduleError(f"RowClass: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        for name in ("vector", "batch", "max_threads"):
+        for name in ("vector", "batch", "max_threads", "rows"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v & (v - 1):
                 raise tp.ScheduleError(f"RowClass: {name} must be a positive power of two, got {v!r}")
-        if self.max_threads > MAX_THREADS:
-            raise tp.ScheduleError(f"RowClass: max_threads must be at most {MAX_THREADS}, got {self.max_threads}")
+        if self.max_threads * self.rows > MAX_THREADS:
+            raise tp.ScheduleError(f"RowClass: max_threads x rows must be at most {MAX_THREADS}, got "
+                                   f"{self.max_threads} x {self.rows}")
         if self.vector * getattr(tp, self.dtype).bytes > VECTOR_BYTES:
             raise tp.ScheduleError(f"RowClass: vector {self.vector} of {self.dtype} is more than {VECTOR_BYTES} bytes")
 
@@ -74,14 +78,15 @@ class RowClass:
 
     @property
     def tag(self) -> str:
-        """The class in a kernel's name: bfloat16_v8_b2_t512."""
-        return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}"
+        """The class in a kernel's name: bfloat16_v8_b2_t512 (_r4: 4 rows a block)."""
+        rows = f"_r{self.rows}" if self.rows > 1 else ""
+        return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}{rows}"
 
     def admits(self, n: int) -> bool:
         return n % self.vector == 0 and 0 < n <= self.max_row
 
     def threads(self, n: int) -> int:
-        """The block's threads at row length n."""
+        """A row's threads at row length n (the block has `rows` times as many)."""
         return -(-n // (self.vector * self.batch))
 
 
@@ -229,9 +234,12 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     ref = out
     ref.split(1, rows.vector)
     ref.split(1, rows.batch, inner_split=False)  # [M, batch, ceil(N / (vector batch)), vector]
+    if rows.rows > 1:  # [ceil(M / rows), rows (TIDy), batch, threads, vector]
+        ref.split(0, rows.rows)
+        ref.axis(1).parallelize(P.TIDy)
     tp.propagate_transforms(ref)
     ref.axis(0).parallelize(P.BIDx)
-    ref.axis(2).parallelize(P.TIDx)
+    ref.axis(-2).parallelize(P.TIDx)
     tp.parallelize_all_like(ref)
     computed = [t for t in fusion.tensors if not t.is_fusion_input]
     for t in computed:  # rows [M, batch, threads, vector], weights [batch, threads, vector]
@@ -240,7 +248,7 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     for t in caches:
         t.axis(-1).parallelize(P.Vectorize)
     if not per_row:
-        out.axis(3).parallelize(P.Vectorize)
+        out.axis(-1).parallelize(P.Vectorize)
     tp.inline_most(fusion)
     # after inlining: an unrolled batch loop is one the statements inlined into it run in (inline_most
     # would stop before it); the persistent cache's registers are then indexed by constants

@@ -63,7 +63,8 @@ def _inputs(kinds, m, n, dtype, rng):
 
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("rows", [N.RowClass("bfloat16", 8, 1), N.RowClass("bfloat16", 8, 4),
-                                  N.RowClass("float32", 4, 2), N.RowClass("bfloat16", 8, 8)], ids=str)
+                                  N.RowClass("float32", 4, 2), N.RowClass("bfloat16", 8, 8),
+                                  N.RowClass("bfloat16", 8, 4, 32, 4)], ids=str)
 def test_the_fusion_verifies_and_compiles_for_every_row_length_of_its_class(op, rows):
     fusion = OPS[op][0](rows)
     report = tp.verify(fusion, "sm_90a")
@@ -73,12 +74,14 @@ def test_the_fusion_verifies_and_compiles_for_every_row_length_of_its_class(op, 
 
 
 @pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype, vector, n", [("float32", 4, 48), ("float32", 4, 40), ("bfloat16", 8, 64)])
-def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n):
+@pytest.mark.parametrize("dtype, vector, n, rows", [("float32", 4, 48, 1), ("float32", 4, 40, 1), ("bfloat16", 8, 64, 1),
+                                                     ("float32", 4, 40, 2)])
+def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n, rows):
     """Rows of n elements over threads of 2 vectors each (n = 40: the last thread's second vector
-    past the row), 3 rows; against numpy at float64 and the fusion's float64 reference."""
+    past the row), 3 rows (with 2 rows a block: the second block's second row past M); against
+    numpy at float64 and the fusion's float64 reference."""
     build, kinds, numpy_op = OPS[op]
-    fusion = build(N.RowClass(dtype, vector, 2))
+    fusion = build(N.RowClass(dtype, vector, 2, 512, rows))
     ir = lower(fusion.snapshot(), TARGET).kernel
     m = 3
     inputs = _inputs(kinds, m, n, dtype, np.random.default_rng(n))
