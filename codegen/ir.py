@@ -15,7 +15,7 @@ Tensor memory (sm_100a) adds nodes produced by codegen/lower/tmem.py:
 
 The barrier nodes are Syncs (each holds a __syncthreads; a NamedSync a bar.sync of some warps).
 The last passes say what the printer would otherwise decide: NamedSync, IndexNames (loop-invariant
-index terms named before an unrolled nest), WholeTile (a nest printed twice under a guard). Nodes
+index terms named where all they read is defined), WholeTile (a nest printed twice under a guard). Nodes
 are plain data: emit/'s table EMIT prints each node type (the tensor-memory ones through
 codegen/emit/tmem.py), and nothing else.
 """
@@ -480,8 +480,8 @@ class NamedSync(Sync):
 
 @dataclass
 class IndexNames:
-    """`const <index type> name = value;` for each (name, value), before the unrolled nest whose
-    predicates read the names (codegen/lower/invariants.py)."""
+    """`const <index type> name = value;` for each (name, value): loop-invariant index terms, first in
+    the kernel or in the body of the serial loop whose counter they read (codegen/lower/invariants.py)."""
 
     names: list[tuple[str, Expr]]
 
