@@ -14,7 +14,7 @@ from support.unswitch_schedules import (
     unswitched_exp,
     unswitched_row_sum,
 )
-from tileproof.codegen.ir import Compute, Loop, LoopKind, WholeTile, walk
+from tileproof.codegen.ir import Compute, IndexNames, Loop, LoopKind, WholeTile, walk
 from tileproof.codegen.lower import lower
 from tileproof.execution.statements import CondKind
 from tileproof.model.expr import evaluate
@@ -86,7 +86,10 @@ def test_an_unswitch_loop_of_symbolic_extent_keeps_its_predicates_and_its_unroll
     assert split.whole.kind is LoopKind.UNROLL
     (unswitch,) = [n for n in walk(ir.body) if isinstance(n, Loop) and n.kind is LoopKind.SERIAL]
     assert any(split is n for n in unswitch.body)
-    assert any(ir.names.get(v, v) == unswitch.var for g in split.guard for v in g.lhs.free_vars())
+    named = {name: value for n in walk(ir.body) if isinstance(n, IndexNames) for name, value in n.names}
+    reads = {w for g in split.guard for v in g.lhs.free_vars()  # through a name lower/invariants.py gave
+             for w in (named[v].free_vars() if v in named else {v})}
+    assert any(ir.names.get(v, v) == unswitch.var for v in reads)
     ir = _kernel(unswitched_exp(symbolic=True))
     assert not _splits(ir) and _holes(ir.body[0] if isinstance(ir.body[0], Loop) else ir.body)
 
