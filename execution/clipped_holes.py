@@ -13,9 +13,11 @@ inside and past the edge, and `.aligned` forbids predicating some of them off.
 A tensor is clipped when it lives on chip (registers or shared memory), is computed pointwise
 from its operands (a copy, stmatrix, a cast, unary or binary arithmetic), has no broadcast axis,
 is no fusion output, every tensor reading it is clipped or is a TMA store to global memory, and
-every operand is clipped, filled (below) or an MmaOp's register accumulators (which hold every
-element, holes included: execution/statements.py store_execution). The greatest such set is found by removing
-tensors until none fails. The rules then see the holes as points that execute: distinct addresses
+every operand is clipped, filled (below) or in registers: an MmaOp's accumulators (which hold
+every element, holes included: execution/statements.py store_execution), or a register tensor
+whose statement is predicated at its holes (a residual read from global memory), whose registers
+there hold what they held, which a clipped value carries only to the TMA store's clipping. The
+greatest such set is found by removing tensors until none fails. The rules then see the holes as points that execute: distinct addresses
 (ALLOCATION-DISTINCT), visibility of what they read, whole-warp stmatrix, all proved over them.
 
 A TMA load is filled when it reads global memory, its element strides are 1, and each of its
@@ -44,7 +46,6 @@ from ..model.simplify import less_than
 from ..model.tensor import TensorView
 from ..hw.tma import infer_tma, is_tma_op
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
-from ..model.fusion import is_mma_op
 from ..model.mma_op import is_mma
 from .derive import per_fusion
 
@@ -74,14 +75,14 @@ def _clipped(fusion) -> frozenset[str]:
     def tma_store(t: TensorView) -> bool:
         return t.memory_type is MemoryType.Global and is_tma_op(t.definition)
 
-    def accumulators(t: TensorView) -> bool:
-        return t.memory_type is MemoryType.Local and is_mma_op(t.definition)
+    def registers(t: TensorView) -> bool:  # accumulators, or a value whose holes are predicated off (unwritten)
+        return t.memory_type is MemoryType.Local and t.definition is not None
 
     zeros = filled(fusion)
     while True:
         keep = {t.name for t in fusion.tensors if t.name in found
                 and all(c.name in found or tma_store(c) for c in fusion.consumers(t))
-                and all(p.name in found or p.name in zeros or accumulators(p) for p in fusion.producers(t))}
+                and all(p.name in found or p.name in zeros or registers(p) for p in fusion.producers(t))}
         if keep == found:
             return frozenset(found)
         found = keep

@@ -16,7 +16,8 @@ change it further.
     HopperGemmTuning(m, n, k, ...)                hopper_gemm as an autotuning recipe: build(**config),
     matmul_tuning(a, b)                           a default space, inputs (gemm_tuning.py; tp.autotune)
 
-    matmul(a, b, out_dtype=...)                   D = A @ B on 2-D PyTorch operands of either major,
+    matmul(a, b, out_dtype=..., bias=, residual=, D = A @ B on 2-D PyTorch operands of either major,
+           scale=, activation=)               with a fused epilogue (EpilogueOps),
     Matmul(out_dtype=...)                         a configuration chosen per shape, its kernels per
                                                   shape class (matmul.py); Matmul is also a recipe
                                                   entry for tp.as_torch_op
@@ -43,13 +44,13 @@ from .matmul import Matmul, matmul
 from .matmul_heuristic import CONFIGS, MatmulConfig, choose
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline, swizzled_box
 from .mma_gemm import CpAsyncPipeline, MmaGemmParams, MmaTile, matmul_fusion, mma_gemm
-from .params import Epilogue, GridOrder
+from .params import Epilogue, EpilogueOps, GridOrder
 from .split_k import SplitKParams, split_k_partials, split_k_sum
 from .normalization import (CrossEntropy, LayerNorm, RMSNorm, RowClass, Softmax, cross_entropy, layer_norm,
                             log_softmax, rms_norm, row_class, softmax)
 
 __all__ = ["CONFIGS", "Cluster", "CrossEntropy", "LayerNorm", "RMSNorm", "RowClass", "Softmax", "cross_entropy",
-           "layer_norm", "log_softmax", "rms_norm", "row_class", "softmax", "CpAsyncPipeline", "Epilogue", "GridOrder", "HopperGemmParams", "HopperGemmTuning",
+           "layer_norm", "log_softmax", "rms_norm", "row_class", "softmax", "CpAsyncPipeline", "Epilogue", "EpilogueOps", "GridOrder", "HopperGemmParams", "HopperGemmTuning",
            "HopperTile", "Matmul", "MatmulConfig", "MmaGemmParams", "MmaTile", "Operand", "SplitKParams",
            "TmaPipeline", "choose", "hopper_gemm", "matmul", "matmul_fusion", "matmul_tuning", "mma_gemm",
            "split_k_partials", "split_k_sum", "swizzled_box", "tile_multiples"]

@@ -84,28 +84,55 @@ def warpgroup_tiles(t, split_n, rows=64, at=2):
         t.axis(at + 1).parallelize(P.Unroll)
 
 
-def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=False, swizzle=128):
+def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=False, swizzle=128, chain=()):
     """[c, cs, out] of gemm_blocks.through_shared: c = cast(D) in D's fragment layout ([Mo, No, wg
     (TIDy), (mi,) thread (TIDx), N / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16
     tile: stmatrix.x4) into the TMA store's swizzled boxes, out = their TMA store (tma_store_boxes).
     by_box=True: c and cs [Mo, No, box, wg, (mi,) thread, N / 16 of the box, 8], a loop over the
     output's TMA boxes (one `swizzle` span: 64 columns, 32 at swizzle=64) outside the threads, so
-    that cs can hold one box at a time."""
+    that cs can hold one box at a time. `chain`: the fused ops' tensors [M, N] between D and c
+    (epilogue_ops), laid out as c."""
     tma_store_boxes(epilogue, block, swizzle, by_box=by_box)
     c, cs, _ = epilogue
     span = swizzle // cs.dtype.bytes
-    for t in (c, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, (mi,) thread, N / 16, 8]: D's fragment
-        if by_box and t is c:  # [Mo, No, box, bm, span] (cs's already): D's fragment of each box's columns
+    for t in chain:  # [M, N] -> [Mo, No, bm, bn], as tma_store_boxes tiles c
+        t.split(1, block[1]).split(0, block[0])
+        permute(t, [0, 2, 1, 3])
+    registers = (*chain, c)
+    for t in (*registers, cs):  # [Mo, No, bm, bn] -> [Mo, No, wg, (mi,) thread, N / 16, 8]: D's fragment
+        if by_box and t is not cs:  # [Mo, No, box, bm, span] (cs's already): D's fragment of each box's columns
             t.split(3, span)
             permute(t, [0, 1, 3, 2, 4])
         warpgroup_tiles(t, split_n, rows, at=3 if by_box else 2)
         tp.schedule_mma_fragment(t, getattr(tp.MmaMacro, f"Hopper_64_{span}_16") if by_box else macro, "C")
         t.split(-1, 8)
         t.axis(-2).parallelize(P.Unroll)
-    for t in epilogue if by_box else ():  # the box loop unrolled: c reads D's registers at constant indices
+    for t in (*chain, *epilogue) if by_box else ():  # the box loop unrolled: c reads D's registers at constant indices
         t.axis(2).parallelize(P.Unroll)
-    c.axis(-1).parallelize(P.Unroll)
+    for t in registers:
+        t.axis(-1).parallelize(P.Unroll)
     cs.axis(-1).parallelize(P.Vectorize)
+
+
+def epilogue_ops(d, ops, dtype, m, n):
+    """Inside D's fusion: the tensors of EpilogueOps' ops on D, activation(scale * D + bias +
+    residual) in float32, reading the new inputs straight from global memory in D's fragment
+    layout: the bias [1, N] or [M, 1] in float32 (read by the add: a widened copy would be a
+    tensor with a broadcast axis, which does not inline into D's fragment), the residual [M, N]
+    in `dtype` (widened by a cast). Returns the last tensor (D itself where there are no ops)."""
+    fusion = d.fusion
+    x = d if ops.scale is None else tp.mul(d, float(ops.scale))
+    if ops.bias is not None:
+        bias = tp.make_tensor([1, n] if ops.bias == "column" else [m, 1], dtype=tp.float32)
+        fusion.add_input(bias)
+        x = tp.add(x, bias)
+    if ops.residual:
+        residual = tp.make_tensor([m, n], dtype=dtype)
+        fusion.add_input(residual)
+        x = tp.add(x, residual if dtype == tp.float32 else tp.cast(residual, tp.float32))
+    if ops.activation is not None:
+        x = {"relu": tp.relu, "gelu": tp.gelu, "gelu_tanh": tp.tanh_gelu, "silu": tp.silu}[ops.activation](x)
+    return x
 
 
 def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
@@ -132,8 +159,10 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
         fusion.add_input(a)
         fusion.add_input(b)
         d = tp.fused_multiply_sum(a, b, [-1])
-        out = tp.set(d) if epilogue_params.dtype == tp.float32 else tp.cast(d, epilogue_params.dtype)
+        x = epilogue_ops(d, epilogue_params.ops, epilogue_params.dtype, m, n)
+        out = tp.set(x) if epilogue_params.dtype == tp.float32 else tp.cast(x, epilogue_params.dtype)
         fusion.add_output(out)
+    chain = [t for t in fusion.tensors if t not in (a, b, d, out) and not t.is_fusion_input]  # D -> x, in order
     d.definition.set_macro(macro)
     mn_major = {t for t, operand in ((a, params.a), (b, params.b)) if operand.major == "MN"}
     for t in mn_major:  # M or N innermost in global memory: [1, K, M] / [1, K, N]
@@ -157,19 +186,21 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
     if epilogue_params.stmatrix:  # through shared memory: stmatrix, then a TMA store
         epilogue = through_shared(out)
         stmatrix_epilogue(epilogue, macro, block, tile.split_n, tile.warpgroup_rows, epilogue_params.by_box,
-                          epilogue_params.swizzle)
+                          epilogue_params.swizzle, chain)
     else:  # the output [M, N] -> [Mo, No, wg, (mi,) thread, v]: D's fragment
         epilogue = [out]
-        out.split(1, bn).split(0, bm)
-        permute(out, [0, 2, 1, 3])
-        warpgroup_tiles(out, tile.split_n, tile.warpgroup_rows)
-        tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
-        # an even N: no pair of columns straddles N's end (rows past M: both out); D's element pairs are
-        # adjacent columns: 8-byte stores
-        if not (isinstance(n, int) and n % 2):
-            out.split(-1, 2).axis(-1).parallelize(P.Vectorize)
-        # the thread's accumulators read by constant indices: registers, not local memory
-        out.axis(-2 if out.axis(-1).parallel_type is P.Vectorize else -1).parallelize(P.Unroll)
+        pairs = not (isinstance(n, int) and n % 2)
+        for t in (*chain, out):
+            t.split(1, bn).split(0, bm)
+            permute(t, [0, 2, 1, 3])
+            warpgroup_tiles(t, tile.split_n, tile.warpgroup_rows)
+            tp.schedule_mma_fragment(t, macro, "C", dtype=tp.bfloat16)
+            # an even N: no pair of columns straddles N's end (rows past M: both out); D's element pairs are
+            # adjacent columns: 8-byte stores
+            if pairs:
+                t.split(-1, 2).axis(-1).parallelize(P.Vectorize if t is out else P.Unroll)
+            # the thread's accumulators read by constant indices: registers, not local memory
+            t.axis(-2 if pairs else -1).parallelize(P.Unroll)
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
     spread = cluster.spread
     for t, g, operand in ((sa, a, params.a), (sb, b, params.b)):
@@ -179,7 +210,7 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
         for i in t.get_loop_domain()[3 + ((spread and t is sb) or g in mn_major):]:  # past a loop of boxes
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
-    tiles = (d, *epilogue, sa, sb)
+    tiles = (d, *chain, *epilogue, sa, sb)
     if grid.patch:
         at = patched_blocks(tiles, grid.patch)
         grid_fits(fusion, m, n, n_per_y=bn * grid.patch[1])
@@ -193,6 +224,9 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
         if pipeline.stages > 1:
             t.circular_buffer(pipeline.stages, pipeline.prefetch, pipeline.strategy)
     d.inline_at(2 + at)
+    for t in chain:  # each element's ops in registers, in their consumers' loops (not a vector store's)
+        vector = any(c.axis(-1).parallel_type is P.Vectorize for c in fusion.consumers(t))
+        t.inline_at(len(t.loop) - vector)
     if epilogue_params.stmatrix:
         c, cs, _ = epilogue
         c.inline_at(len(c.loop) - 1)
@@ -203,5 +237,5 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
     return fusion
 
 
-__all__ = ["hopper_gemm", "mn_major_box", "patched_blocks", "persistent_blocks", "stmatrix_epilogue",
+__all__ = ["epilogue_ops", "hopper_gemm", "mn_major_box", "patched_blocks", "persistent_blocks", "stmatrix_epilogue",
            "warpgroup_tiles"]

@@ -18,7 +18,13 @@ Matmul(specialize=False) keeps those, one compile per shape class, for shapes se
 persistent configurations are hopper_gemm (SCHEDULE's warp-specialized 128 x 256 tile of the
 benchmarks, and its variants); split-K is split_k.py's two kernels, float32 partials of K's slices
 and their sum. Matmul(config=...) forces one. Every bad operand is an InputError naming the operand
-and what to pass. Imports only the public `tileproof` API; torch when called.
+and what to pass.
+
+A fused epilogue (matmul(..., bias=, residual=, scale=, activation=), or Matmul(epilogue=
+EpilogueOps(...))) computes cast(activation(scale * A @ B + bias + residual)) on the accumulators
+in registers before the output's cast (hopper_gemm.py epilogue_ops); it runs on the persistent
+configurations that fuse it (epilogue_configs: no split-K). Imports only the public `tileproof`
+API; torch when called.
 """
 
 from __future__ import annotations
@@ -30,8 +36,8 @@ import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
-from .matmul_heuristic import BY_NAME, WIDE, Choice, MatmulConfig, balanced_grid, candidates, choose
-from .params import Epilogue, GridOrder
+from .matmul_heuristic import BY_NAME, CONFIGS, WIDE, Choice, MatmulConfig, balanced_grid, candidates, choose
+from .params import Epilogue, EpilogueOps, GridOrder
 from .split_k import SplitKParams, split_k_operands, split_k_partials, split_k_sum
 
 ALIGN_ELEMENTS = 8  # 16-byte rows and 16-byte aligned starts: the TMA's global strides and address
@@ -43,41 +49,61 @@ SCHEDULE = HopperGemmParams(
     grid=GridOrder(group=16, persistent=SMS), cluster=Cluster(size=2))
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 CACHE_SIZE = 64  # compiled configurations at a shape a Matmul keeps (least recently used dropped)
+LONG_ACTIVATIONS = ("gelu", "gelu_tanh")  # 5 and 9 ops a fragment element
 
 
-def params_for(a_major: str, b_major: str, out_dtype: str) -> HopperGemmParams:
-    """SCHEDULE for one shape class: the operands' majors ("K" or "MN") and the output's dtype (a
-    16-bit output through stmatrix and TMA stores one box at a time; float32 from registers)."""
+def epilogue_configs(ops: EpilogueOps) -> tuple[MatmulConfig, ...]:
+    """The configurations that run `ops` fused: every one without ops; with ops the persistent
+    ones (split-K sums its partials in a second kernel, which fuses none), and with gelu's 5 or 9
+    ops an element those of at most 64 accumulators a consumer thread (n <= 128), whose unrolled
+    epilogue stays within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py
+    verifies each)."""
+    if not ops.any:
+        return CONFIGS
+    return tuple(c for c in CONFIGS if not c.split_k and (ops.activation not in LONG_ACTIVATIONS or c.tile[1] <= 128))
+
+
+def params_for(a_major: str, b_major: str, out_dtype: str, ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams:
+    """SCHEDULE for one shape class: the operands' majors ("K" or "MN"), the output's dtype (a
+    16-bit output through stmatrix and TMA stores one box at a time; float32 from registers) and
+    the ops fused before the output's cast (EpilogueOps)."""
     dtype = getattr(tp, out_dtype)
-    epilogue = Epilogue(dtype=dtype, stmatrix=True, by_box=True) if dtype.bytes == 2 else Epilogue(dtype=dtype)
+    epilogue = (Epilogue(dtype=dtype, stmatrix=True, by_box=True, ops=ops) if dtype.bytes == 2
+                else Epilogue(dtype=dtype, ops=ops))
     return dataclasses.replace(SCHEDULE, epilogue=epilogue, a=Operand(major=a_major), b=Operand(major=b_major))
 
 
 def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: str,
-                  sms: int = SMS, shape: tuple[int, int, int] | None = None) -> HopperGemmParams | SplitKParams:
+                  sms: int = SMS, shape: tuple[int, int, int] | None = None,
+                  ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams | SplitKParams:
     """The recipe's parameters for a configuration of matmul_heuristic.py: SCHEDULE's (params_for)
     with its tile, stages, registers, cluster and group and a persistent grid of `sms` blocks (at a
-    `shape` (M, N, K), balanced_grid's blocks over the shape's tiles); split-K's partials kernel (no
-    grid order, cluster or epilogue)."""
+    `shape` (M, N, K), balanced_grid's blocks over the shape's tiles), `ops` fused; split-K's
+    partials kernel (no grid order, cluster or epilogue: no ops)."""
     tile = HopperTile(m=config.tile[0], n=config.tile[1])
     pipeline = dataclasses.replace(
         SCHEDULE.pipeline, stages=config.stages, prefetch=config.prefetch,
         warp_specialized=tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=config.registers))
     if config.split_k:
+        if ops.any:
+            raise tp.ScheduleError(f"config_params: {config.name} is split-K, whose sum of the partials fuses no "
+                                   f"epilogue ops, got {ops!r}")
         return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=a_major), b=Operand(major=b_major))
     blocks = sms if shape is None else balanced_grid(shape[:2], config.tile, config.group, sms, config.cluster)
-    return dataclasses.replace(params_for(a_major, b_major, out_dtype), tile=tile, pipeline=pipeline,
+    return dataclasses.replace(params_for(a_major, b_major, out_dtype, ops), tile=tile, pipeline=pipeline,
                                grid=GridOrder(group=config.group, persistent=blocks),
                                cluster=Cluster(size=config.cluster))
 
 
 def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: str, sms: int = SMS,
-                   shape: tuple[int, int, int] | None = None, splits: int = 1) -> list:
+                   shape: tuple[int, int, int] | None = None, splits: int = 1,
+                   ops: EpilogueOps = EpilogueOps()) -> list:
     """The fusions a configuration runs, in order: the GEMM at `shape` (M, N, K) (shape_fusion) or,
-    without one, the shape class's (shape_class_fusion); or split-K's partials (split_k_partials:
-    S = splits, M, N, KS = K / S at the shape, else symbolic) and their sum in the output dtype."""
+    without one, the shape class's (shape_class_fusion), `ops` fused; or split-K's partials
+    (split_k_partials: S = splits, M, N, KS = K / S at the shape, else symbolic) and their sum in
+    the output dtype (no ops: ScheduleError)."""
     if config.split_k:
-        params = config_params(config, a_major, b_major, out_dtype)
+        params = config_params(config, a_major, b_major, out_dtype, ops=ops)
         if shape is None:
             return [split_k_partials(params), split_k_sum(getattr(tp, out_dtype))]
         m, n, k = shape
@@ -87,27 +113,27 @@ def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: 
         return [split_k_partials(params, (splits, m, n, k // splits)),
                 split_k_sum(getattr(tp, out_dtype), (splits, m, n))]
     if shape is None:
-        return [shape_class_fusion(a_major, b_major, out_dtype, config, sms)]
-    return [shape_fusion(a_major, b_major, out_dtype, shape, config, sms)]
+        return [shape_class_fusion(a_major, b_major, out_dtype, config, sms, ops)]
+    return [shape_fusion(a_major, b_major, out_dtype, shape, config, sms, ops)]
 
 
 def shape_fusion(a_major: str, b_major: str, out_dtype: str, shape: tuple[int, int, int],
-                 config: MatmulConfig = WIDE, sms: int = SMS) -> tp.Fusion:
+                 config: MatmulConfig = WIDE, sms: int = SMS, ops: EpilogueOps = EpilogueOps()) -> tp.Fusion:
     """hopper_gemm at M x N x K = `shape` (numbers) with a persistent configuration's parameters
-    and balanced_grid's blocks: the kernel recipes.matmul runs at that shape."""
+    and balanced_grid's blocks, `ops` fused: the kernel recipes.matmul runs at that shape."""
     if config.split_k:
         raise tp.ScheduleError(f"shape_fusion: {config.name} is split-K, two fusions (config_fusions)")
-    return hopper_gemm(*shape, config_params(config, a_major, b_major, out_dtype, sms, shape))
+    return hopper_gemm(*shape, config_params(config, a_major, b_major, out_dtype, sms, shape, ops))
 
 
 def shape_class_fusion(a_major: str, b_major: str, out_dtype: str, config: MatmulConfig = WIDE,
-                       sms: int = SMS) -> tp.Fusion:
+                       sms: int = SMS, ops: EpilogueOps = EpilogueOps()) -> tp.Fusion:
     """The shape class's fusion: hopper_gemm at symbolic M, N, K (SCHEDULE's, or a persistent
     configuration's on `sms` blocks; Matmul(specialize=False) runs it), assuming the extents the operands and the output are
     contiguous along multiples of ALIGN_ELEMENTS (A's K or M, B's K or N, N)."""
     if config.split_k:
         raise tp.ScheduleError(f"shape_class_fusion: {config.name} is split-K, two fusions (config_fusions)")
-    fusion = hopper_gemm("M", "N", "K", config_params(config, a_major, b_major, out_dtype, sms))
+    fusion = hopper_gemm("M", "N", "K", config_params(config, a_major, b_major, out_dtype, sms, ops=ops))
     for extent in contiguous_extents(a_major, b_major):
         fusion.assume(f"{extent} % {ALIGN_ELEMENTS} == 0")
     return fusion
@@ -190,16 +216,29 @@ class Matmul:
     (matmul_heuristic.CONFIGS) to run every shape with (its splits still chosen per shape).
     specialize: True compiles each configuration at each call's shape (the faster kernels; a
     compile, about a second, the first time a shape comes); False the shape class's kernels (M, N,
-    K symbolic: one compile serves every shape). cache_size: the compiled sets kept (LRU)."""
+    K symbolic: one compile serves every shape). cache_size: the compiled sets kept (LRU).
+    epilogue: EpilogueOps fused before the output's cast, out = cast(activation(scale * A @ B +
+    bias + residual)); the call then takes the bias ([N] or [1, N] for bias="column", [M] or
+    [M, 1] for "row"; float32 or the output's dtype) and the residual ([M, N] row-major, the
+    output's dtype) after a and b, in that order (input_names)."""
 
-    input_names = ("a", "b")
     output_count = 1
 
     def __init__(self, out_dtype="bfloat16", target: str = "sm_90a", config=None, specialize: bool = True,
-                 cache_size: int = CACHE_SIZE):
+                 cache_size: int = CACHE_SIZE, epilogue: EpilogueOps | None = None):
         self.out_dtype = _dtype_name(out_dtype)
         self.target = target
         self.config = _config(config)
+        if not isinstance(epilogue, (EpilogueOps, type(None))):
+            raise tp.InputError(f"matmul: epilogue must be an EpilogueOps or None, got {epilogue!r}")
+        self.epilogue = epilogue or EpilogueOps()
+        self.configs = epilogue_configs(self.epilogue)
+        if self.config is not None and self.config not in self.configs:
+            raise tp.InputError(f"matmul: configuration {self.config.name} does not fuse {self.epilogue!r} (split-K "
+                                f"sums its partials in a second kernel; gelu needs a tile of at most 128 columns): "
+                                f"pass one of {', '.join(c.name for c in self.configs)} or config=None")
+        self.input_names = ("a", "b") + ("bias",) * (self.epilogue.bias is not None) + \
+            ("residual",) * self.epilogue.residual
         if not isinstance(specialize, bool):
             raise tp.InputError(f"matmul: specialize must be True or False, got {specialize!r}")
         if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
@@ -212,7 +251,8 @@ class Matmul:
     def __repr__(self) -> str:
         forced = "" if self.config is None else f", config={self.config.name!r}"
         symbolic = "" if self.specialize else ", specialize=False"
-        return f"Matmul(out_dtype={self.out_dtype!r}, target={self.target!r}{forced}{symbolic})"
+        fused = f", epilogue={self.epilogue!r}" if self.epilogue.any else ""
+        return f"Matmul(out_dtype={self.out_dtype!r}, target={self.target!r}{forced}{symbolic}{fused})"
 
     def kernels(self, config: MatmulConfig, a_major: str, b_major: str, sms: int = SMS,
                 shape: tuple[int, int, int] | None = None, splits: int = 1) -> list:
@@ -222,8 +262,8 @@ class Matmul:
         key = (config, a_major, b_major, self.out_dtype, sms, shape, splits if shape and config.split_k else None)
         kernels = self._kernels.get(key)
         if kernels is None:
-            kernels = [tp.compile(f, self.target)
-                       for f in config_fusions(config, a_major, b_major, self.out_dtype, sms, shape, splits)]
+            kernels = [tp.compile(f, self.target) for f in config_fusions(config, a_major, b_major, self.out_dtype, sms,
+                                                                          shape, splits, self.epilogue)]
             self._kernels[key] = kernels
             while len(self._kernels) > self.cache_size:
                 self._kernels.popitem(last=False)
@@ -232,8 +272,9 @@ class Matmul:
         return kernels
 
     def kernel(self, a_major: str, b_major: str) -> tp.Kernel:
-        """The shape class's kernel of SCHEDULE (verified and compiled on first use)."""
-        return self.kernels(WIDE, a_major, b_major)[0]
+        """The shape class's kernel of SCHEDULE, or of the first configuration that fuses the
+        epilogue (verified and compiled on first use)."""
+        return self.kernels(WIDE if WIDE in self.configs else self.configs[0], a_major, b_major)[0]
 
     def choice(self, a_major: str, b_major: str, m: int, n: int, k: int, sms: int = SMS) -> Choice:
         """The configuration and splits this entry runs at M x N x K: the forced configuration's
@@ -250,7 +291,7 @@ class Matmul:
     def _choose(self, a_major: str, b_major: str, m: int, n: int, k: int, sms: int) -> Choice:
         out_bytes = getattr(tp, self.out_dtype).bytes
         if self.config is None:
-            return choose(m, n, k, a_major=a_major, b_major=b_major, sms=sms, out_bytes=out_bytes)
+            return choose(m, n, k, a_major=a_major, b_major=b_major, sms=sms, out_bytes=out_bytes, configs=self.configs)
         admitted = candidates(self.config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes)
         if not admitted:
             raise tp.InputError(f"matmul: configuration {self.config.name} does not take M = {m}, N = {n}, K = {k} "
@@ -277,8 +318,30 @@ class Matmul:
                                     f"needs (pass {name}.clone())")
         return a_major, b_major
 
-    def __call__(self, a, b):
+    def terms(self, a, b, terms) -> list:
+        """The bias and residual as the kernel takes them (bias float32 [1, N] or [M, 1], residual
+        [M, N]), each checked: shape, dtype, device and strides (a and b checked already)."""
+        torch = _torch()
+        if len(terms) != len(self.input_names) - 2:
+            raise tp.InputError(f"matmul: {self!r} takes {len(self.input_names)} tensors ({', '.join(self.input_names)}), "
+                                f"got {2 + len(terms)}")
+        (m, _), n = a.shape, b.shape[1]
+        out_dtype = getattr(torch, self.out_dtype)
+        views = []
+        for name, t in zip(self.input_names[2:], terms):
+            if not isinstance(t, torch.Tensor):
+                raise tp.InputError(f"matmul: {name} must be a torch.Tensor, got {type(t).__name__}")
+            if t.device != a.device:
+                raise tp.InputError(f"matmul: {name} is on {t.device} and A on {a.device}; both must be on one GPU")
+            if name == "residual":
+                views.append(_residual(t, m, n, out_dtype))
+            else:
+                views.append(_bias(t, self.epilogue.bias, m, n, out_dtype))
+        return views
+
+    def __call__(self, a, b, *terms):
         a_major, b_major = self.majors(a, b)
+        terms = self.terms(a, b, terms)
         sms = _device_sms(_torch(), a.device)
         shape = (a.shape[0], b.shape[1], a.shape[1])
         choice = self.choice(a_major, b_major, *shape, sms)
@@ -289,30 +352,86 @@ class Matmul:
             (p,) = partials.run(*split_k_operands(a, b, choice.splits))
             (d,) = total.run(p)
             return d
-        (d,) = kernels[0].run(a.unsqueeze(1), b.t().unsqueeze(0))  # A [M, 1, K], B [1, N, K]: the recipe's operands
+        # A [M, 1, K], B [1, N, K]: the recipe's operands, then the bias and residual
+        (d,) = kernels[0].run(a.unsqueeze(1), b.t().unsqueeze(0), *terms)
         return d
 
-    def fake(self, a, b):
+    def fake(self, a, b, *terms):
         """The output as run() allocates it, without running (tp.as_torch_op's fake implementation)."""
         torch = _torch()
         _check(torch, a, b)
+        self.terms(a, b, terms)
         return torch.empty((a.shape[0], b.shape[1]), dtype=getattr(torch, self.out_dtype), device=a.device)
+
+
+def _bias(t, kind: str, m: int, n: int, out_dtype):
+    """A bias ([N] or [1, N] for a column bias, [M] or [M, 1] for a row bias) as the kernel's
+    float32 [1, N] or [M, 1] (a 16-bit bias widened by PyTorch: M or N elements)."""
+    length, shapes = (n, ([n], [1, n])) if kind == "column" else (m, ([m], [m, 1]))
+    if list(t.shape) not in shapes:
+        raise tp.InputError(f"matmul: a {kind} bias must be {' or '.join(map(str, shapes))} "
+                            f"({'one value a column, N' if kind == 'column' else 'one value a row, M'} = {length}), "
+                            f"got shape {list(t.shape)}")
+    if t.dtype not in (out_dtype, _torch().float32):
+        raise tp.InputError(f"matmul: bias must be float32 or the output's {str(out_dtype).removeprefix('torch.')}, "
+                            f"got {str(t.dtype).removeprefix('torch.')}")
+    if length > 1 and max(s for s, e in zip(t.stride(), t.shape) if e > 1) != 1:
+        raise tp.InputError(f"matmul: bias has strides {list(t.stride())}; its {length} values must be contiguous "
+                            f"(pass bias.contiguous())")
+    vector = t.reshape(1, n) if kind == "column" else t.reshape(m, 1)
+    return vector.float()
+
+
+def _residual(t, m: int, n: int, out_dtype):
+    if list(t.shape) != [m, n]:
+        raise tp.InputError(f"matmul: residual must be [M, N] = {[m, n]}, got shape {list(t.shape)}")
+    if t.dtype != out_dtype:
+        raise tp.InputError(f"matmul: residual must be the output's {str(out_dtype).removeprefix('torch.')}, got "
+                            f"{str(t.dtype).removeprefix('torch.')}")
+    if not t.is_contiguous():
+        raise tp.InputError(f"matmul: residual [M, N] has strides {list(t.stride())}; it must be row-major "
+                            f"(pass residual.contiguous())")
+    return t
+
+
+def epilogue_of(bias=None, residual=None, scale=None, activation=None) -> EpilogueOps:
+    """The EpilogueOps matmul's arguments ask for: a bias [N] or [1, N] is a column bias (PyTorch's
+    broadcasting of a vector over rows), [M, 1] a row bias."""
+    kind = None
+    if bias is not None:
+        shape = list(getattr(bias, "shape", ()))
+        if len(shape) == 1 or (len(shape) == 2 and shape[0] == 1):
+            kind = "column"
+        elif len(shape) == 2 and shape[1] == 1:
+            kind = "row"
+        else:
+            raise tp.InputError(f"matmul: bias must be a tensor [N] or [1, N] (a value a column) or [M, 1] (a value "
+                                f"a row), got {shape if hasattr(bias, 'shape') else type(bias).__name__}")
+    try:
+        return EpilogueOps(scale=scale, bias=kind, residual=residual is not None, activation=activation)
+    except tp.ScheduleError as e:
+        raise tp.InputError(f"matmul: {e}") from None
 
 
 _entries: dict[tuple, Matmul] = {}
 
 
-def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, specialize: bool = True):
+def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, specialize: bool = True, *,
+           bias=None, residual=None, scale=None, activation=None):
     """D = A @ B (A [M, K], B [K, N], bfloat16, either major each) as a new row-major [M, N] tensor of
     out_dtype, through the Hopper GEMM recipe (a configuration chosen per shape, or `config`; its
-    kernels compiled at the shape on first use, or with specialize=False per shape class)."""
+    kernels compiled at the shape on first use, or with specialize=False per shape class). With
+    any of bias, residual, scale and activation, the fused epilogue
+    cast(activation(scale * A @ B + bias + residual)) (EpilogueOps; Matmul's text)."""
     config = _config(config)
-    key = (_dtype_name(out_dtype), target, config, specialize)
+    ops = epilogue_of(bias, residual, scale, activation)
+    key = (_dtype_name(out_dtype), target, config, specialize, ops)
     entry = _entries.get(key)
     if entry is None:
-        entry = _entries[key] = Matmul(key[0], target, config, specialize)
-    return entry(a, b)
+        entry = _entries[key] = Matmul(key[0], target, config, specialize, epilogue=ops)
+    return entry(a, b, *(t for t in (bias, residual) if t is not None))
 
 
-__all__ = ["ALIGN_ELEMENTS", "CACHE_SIZE", "Matmul", "SCHEDULE", "config_fusions", "config_params",
-           "contiguous_extents", "matmul", "params_for", "shape_class_fusion", "shape_fusion"]
+__all__ = ["ALIGN_ELEMENTS", "CACHE_SIZE", "LONG_ACTIVATIONS", "Matmul", "SCHEDULE", "config_fusions", "config_params",
+           "contiguous_extents", "epilogue_configs", "epilogue_of", "matmul", "params_for", "shape_class_fusion",
+           "shape_fusion"]

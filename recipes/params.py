@@ -1,5 +1,6 @@
 """What the GEMM recipes share of their parameters: the block order of the grid (GridOrder), the
-output's path (Epilogue), and the checks every parameter dataclass runs at construction.
+output's path (Epilogue) and the elementwise ops fused into it (EpilogueOps), and the checks every
+parameter dataclass runs at construction.
 
 Each parameter group is a frozen, keyword-only dataclass that checks its own fields and raises
 tp.ScheduleError naming the class and the field ("HopperTile: n must be ..., got 200"); its
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass
 
 import tileproof as tp
@@ -99,6 +101,53 @@ class GridOrder(Params):
                 self._fail("group", "1 with a patch (a patch orders the blocks itself)", self.group)
 
 
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+BIASES = ("row", "column")
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class EpilogueOps(Params):
+    """Elementwise ops fused between the float32 accumulators D and the output, in this order
+    (cuBLASLt's epilogue, with beta = 1 for the residual):
+
+        out[m, n] = cast(activation(scale * D[m, n] + bias + residual[m, n]))
+
+    computed in float32 in each thread's registers, on D's fragment, before the output's cast.
+
+    scale: a number multiplying D (alpha), or None.
+    bias: "column": a vector of N values, bias[n] added to every row (PyTorch's addmm and
+        F.linear bias, an input [1, N]); "row": M values, bias[m] added to every column (an
+        input [M, 1]); None: no bias. In float32, read by the add straight from global memory.
+    residual: an input [M, N] in the output's dtype added (C of cuBLASLt's D = alpha AB + C).
+
+    Each fused op's tensor is laid out as D's fragment and inlined, so each thread runs the chain
+    on its own accumulators; the bias and residual inputs follow the fusion's A and B, in that
+    order. The scale is a constant of the kernel (another value is another kernel).
+    activation: "relu", "gelu" (the erf form), "gelu_tanh" (PyTorch's approximate="tanh"),
+        "silu" (x sigmoid(x)), or None.
+    """
+
+    scale: float | None = None
+    bias: str | None = None
+    residual: bool = False
+    activation: str | None = None
+
+    def __post_init__(self):
+        if self.scale is not None and (isinstance(self.scale, bool) or not isinstance(self.scale, (int, float))
+                                       or not math.isfinite(self.scale)):
+            self._fail("scale", "a finite number or None", self.scale)
+        if self.bias is not None:
+            self._check_choice("bias", BIASES)
+        self._check_bool("residual")
+        if self.activation is not None:
+            self._check_choice("activation", ACTIVATIONS)
+
+    @property
+    def any(self) -> bool:
+        """Whether any op is fused (EpilogueOps() fuses none: the output is D, cast)."""
+        return self != EpilogueOps()
+
+
 @dataclass(frozen=True, kw_only=True, repr=False)
 class Epilogue(Params):
     """How the float32 accumulators reach the output (nvFuser's use_smem_epilogue).
@@ -111,18 +160,22 @@ class Epilogue(Params):
         stored box by box (16 KiB instead of 64 for a 128 x 256 tile: room for another stage).
     swizzle: the output boxes' swizzle in bytes (with stmatrix): a box is one swizzle span of
         columns, 64 bfloat16 at 128, 32 at 64.
+    ops: the elementwise ops fused before the cast (EpilogueOps: scale, bias, residual,
+        activation), in either path.
     """
 
     dtype: tp.DataType = tp.float32
     stmatrix: bool = False
     by_box: bool = False
     swizzle: int = 128
+    ops: EpilogueOps = EpilogueOps()
 
     def __post_init__(self):
         self._check_type("dtype", tp.DataType)
         self._check_bool("stmatrix")
         self._check_bool("by_box")
         self._check_choice("swizzle", (128, 64, 32))
+        self._check_type("ops", EpilogueOps)
         if self.stmatrix and self.dtype.bytes != 2:
             self._fail("dtype", "a 16-bit type with stmatrix (stmatrix stores 16-bit elements)", self.dtype)
         if self.by_box and not self.stmatrix:
@@ -130,4 +183,4 @@ class Epilogue(Params):
                        self.by_box)
 
 
-__all__ = ["Epilogue", "GridOrder", "Params"]
+__all__ = ["ACTIVATIONS", "BIASES", "Epilogue", "EpilogueOps", "GridOrder", "Params"]
