@@ -273,13 +273,15 @@ def _unjoined(j: Join) -> Problem:
             f"{tv.name} is inlined at position {ca} but has {len(tv.loop)} loop axes: its loop domain "
             f"changed after the inlining",
             hint=f"transform {tv.name} (propagate_transforms) before inlining it, then inline again",
-            tensor=tv.name, values={"compute_at": ca, "loop_axes": len(tv.loop)}, location=tv.origin)
+            tensor=tv.name, values={"compute_at": ca, "loop_axes": len(tv.loop)},
+            location=tv.compute_at_origin or tv.origin)
     if j.stop == "short":
         return Problem(
             f"{tv.name} is inlined at position {ca} but its consumer {c.name} has {len(c.loop)} loop axes",
             hint=f"inline {tv.name} at most at position {len(c.loop)}, or transform {c.name} before "
                  f"inlining",
-            tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)}, location=tv.origin)
+            tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)},
+            location=tv.compute_at_origin or tv.origin)
     k = j.shared
     return Problem(
         f"{tv.name} is inlined at position {ca} but its loop axis {k} "
@@ -291,7 +293,9 @@ def _unjoined(j: Join) -> Problem:
         notes=(f"{tv.name}'s axis {k} is a reduction axis: its consumers read totals, after "
                f"the reduction's loops" if tv.loop[k].is_reduction else
                f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
-        location=tv.loop[k].origin or tv.origin)
+        # the knob: the inlining past a reduction axis, else the transform of the consumer's axis
+        location=(tv.compute_at_origin if tv.loop[k].is_reduction else c.loop[k].origin)
+        or tv.loop[k].origin or tv.origin)
 
 
 def _mismatch(g: LoopGroup) -> list[Problem]:
@@ -321,7 +325,7 @@ def _mismatch(g: LoopGroup) -> list[Problem]:
             values={"axis": k, "loops_sharing": len(g.members)},
             notes=(f"{tv.name}'s statement would move the whole {tv.loop[k].label()} at once, into storage "
                    f"allocated for one element of it",),
-            location=tv.loop[k].origin or tv.origin)]
+            location=tv.compute_at_origin or tv.loop[k].origin or tv.origin)]
     if not differ:
         return []
     tv, k = differ[0]
@@ -338,7 +342,7 @@ def _mismatch(g: LoopGroup) -> list[Problem]:
         tensor=tv.name, ids=(tv.loop[k].name, head_tv.loop[head_k].name),
         values={"axis": k, "loops_sharing": len(g.members)},
         notes=(f"one loop of the kernel iterates {', '.join(g.labels())}; {why}",),
-        location=tv.loop[k].origin or tv.origin)]
+        location=tv.loop[k].parallel_origin or tv.loop[k].origin or tv.origin)]  # its parallelize call
 
 
 def statement_path(tv: TensorView, groups: LoopGroups) -> list[LoopGroup]:

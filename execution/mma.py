@@ -201,12 +201,14 @@ def shape_problems(tv, target, out: dict[str, list[Problem]] | None = None) -> b
                      f"tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), with the macro's M, N, K tile as the Mma axes",
                 values={"mma_axes": len(mma_ids)}, **where))
         return False
+    # the macro's target and operand types are the set_macro call's choice: point there
+    at_macro = dict(where, location=op.macro_origin or where["location"])
     if not is_mma_sync(macro) and target is not None and target.name != "sm_90a":
         out["MMA-TARGET"].append(Problem(
             f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only; {target.name} has none",
             hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), "
                  "or target sm_90a",
-            values={"m": macro.m, "n": macro.n, "k": macro.k}, **where))
+            values={"m": macro.m, "n": macro.n, "k": macro.k}, **at_macro))
         return False
     dtypes = [t.dtype.name for t in op.inputs]
     if any(d not in macro.input_dtypes for d in dtypes):
@@ -216,7 +218,7 @@ def shape_problems(tv, target, out: dict[str, list[Problem]] | None = None) -> b
             hint=("float32 operands run on the tensor cores as tf32: set_macro(tp.MmaMacro.Ampere_16_8_8)"
                   if dtypes[0] == "float32" else
                   "bfloat16 / float16 operands: set_macro(tp.MmaMacro.Ampere_16_8_16)"),
-            values={"operand_bits": 8 * op.inputs[0].dtype.bytes}, **where))
+            values={"operand_bits": 8 * op.inputs[0].dtype.bytes}, **at_macro))
         return False
     axes = mma_axes(tv)
     want = {"M": macro.m, "N": macro.n, "K": macro.k}

@@ -55,6 +55,7 @@ class Op:
     cache_op: CacheOp = CacheOp.Unspecified
     macro: object = None  # an MmaOp's tp.MmaMacro (model/options.py), set by set_macro
     tf32_rounding: object = None  # an MmaOp's tp.Tf32Rounding, set by set_macro (tf32 macros only)
+    macro_origin: str | None = None  # the user's file:line of set_macro: rules about the macro point there
 
     def set_macro(self, macro, tf32_rounding=None) -> None:
         """The tensor-core instruction tile this MmaOp (tp.fused_multiply_sum, tp.matmul) is
@@ -65,6 +66,7 @@ class Op:
             d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)"""
         self.macro = check_macro(self, macro)
         self.tf32_rounding = check_tf32_rounding(self.macro, tf32_rounding)
+        self.macro_origin = user_location()
 
     def __str__(self) -> str:
         args = [t.display_name for t in self.inputs]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import ScheduleError
+from .errors import ScheduleError, user_location
 from .loop_alignment import matched_positions
 from .mapping import IdMap
 from .tensor_base import TensorBase
@@ -101,6 +101,7 @@ def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap 
             raise ScheduleError(f"inline_at: {tv.name} can be inlined at most at position {limit}: {why}")
         p = limit
     tv.compute_at = hoisted_past_broadcasts(tv, p)
+    tv.compute_at_origin = user_location()  # rules about the position point at the call that set it
 
 
 def hoisted_past_broadcasts(tv: TensorView, pos: int) -> int:
@@ -138,3 +139,4 @@ def inline_most(fusion) -> None:
         if not tv.is_fusion_input:
             at = max_inline_position(tv, idmap, best_effort=True, unmappable=unmappable)[0]
             tv.compute_at = hoisted_past_broadcasts(tv, at)
+            tv.compute_at_origin = user_location()

@@ -49,6 +49,7 @@ class TensorBase:
         # the user's file:line of the knobs set later: rules about them point there, not at `origin`
         self.memory_origin: str | None = None  # set_memory_type
         self.allocation_origin: str | None = None  # set_allocation_domain
+        self.compute_at_origin: str | None = None  # inline_at, inline_most, inline_all_at
         fusion._register_tensor(self)
 
     # -- inspection -----------------------------------------------------------

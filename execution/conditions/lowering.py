@@ -98,6 +98,10 @@ def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: Loo
     over = [t for t in [*(statement_tensor(x) for _, x in before), tv] if t.compute_at > limits[t.name][0]]
     depth = g.members[0][1]  # the loop's position: joining it takes a compute-at position past it
     stuck = [t for t in between_tensors.values() if limits[t.name][0] <= depth]
+    # the knob: the inlining of the tensor past its limit, else the inlining that put the first
+    # statement into the loop the others leave (inline_at / inline_most)
+    inlined = over or [t for t in (statement_tensor(x) for _, x in before) if t.name in inside] + [tv]
+    location = next((t.compute_at_origin for t in inlined if t.compute_at_origin), None) or tv.origin
     if over:
         t = over[0]
         hint = (f"inline {t.name} at most at position {limits[t.name][0]} ({limits[t.name][1]}); inline_most "
@@ -116,7 +120,7 @@ def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: Loo
         values={"statement": order.index(tv), "loop_members": len(g.members)},
         notes=(f"statements in execution order: {', '.join(t.name for t in order)}",
                "a loop of the kernel is one C++ for loop: the statements that share it must be adjacent"),
-        location=tv.origin)]
+        location=location)]
 
 
 # -- launch axes ------------------------------------------------------------------------------------
@@ -493,7 +497,7 @@ def _instruction_features(fusion, order: list[TensorView]) -> list[Problem]:
                         f"covers its tile axes itself, so they are no loop another tensor can share",
                         hint=f"inline {tv.name} and its consumers left of its Bulk axes",
                         tensor=tv.name, ids=(i.name,), values={"axis": k, "loops_sharing": len(g.members)},
-                        location=tv.origin))
+                        location=tv.compute_at_origin or tv.origin))
         if is_async_bulk_op(op) and tv.memory_type is not MemoryType.Global:  # a load: tv waits on an mbarrier
             threads = [i for i in tv.loop if i.parallel_type in THREAD_TYPES and not i.is_broadcast]
             count = 1

@@ -106,7 +106,8 @@ def _sources_inside(tv, pos: int, where: dict) -> list:
                 f"iteration writes it",
                 hint=f"inline {src.name} at most at {pos}, outside {tv.name}'s circular loop, or circular-buffer "
                      f"{tv.name} over a loop inside {src.name}'s",
-                ids=(tv.loop[pos].name,), values={"axis": pos, f"{src.name} compute_at": src.compute_at}, **where))
+                ids=(tv.loop[pos].name,), values={"axis": pos, f"{src.name} compute_at": src.compute_at},
+                **dict(where, location=src.compute_at_origin or where["location"])))
     return out
 
 

@@ -1,6 +1,7 @@
 """Locations at the knob that broke (issue 35 item 4): a diagnostic about a setting made after the
 tensor (the stages of circular_buffer, WarpSpecialized's num_registers, a parallelization, a
-memory type, an allocation domain) points at the user's line that set it, not at the line
+memory type, an allocation domain, an inline position, a macro, a multicast, the op a cache_after
+chose, a split or merge) points at the user's line that set it, not at the line
 that made the tensor."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import tileproof as tp
-from tileproof.rule_examples import copy_chain, cp_async_k_loop, hopper_gemm_tile
+from tileproof.rule_examples import copy_chain, cp_async_k_loop, hopper_gemm_tile, tf32_operands
 
 
 def _line() -> int:
@@ -57,3 +58,86 @@ def test_an_allocation_that_repeats_addresses_points_at_the_set_allocation_domai
         t.axis(1).parallelize(tp.ParallelType.TIDx)
     t1.set_allocation_domain([t1.axis(1)]); line = _line()
     assert _error(fusion, "ALLOCATION-DISTINCT").location == f"{__file__}:{line}"
+
+
+def test_an_indivisible_split_points_at_the_split_call():
+    fusion, t0, t1 = copy_chain("vec6", [6], copies=1)
+    t1.split(0, 4); line = _line()
+    t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    assert _error(fusion, "SPLIT-DIVISIBILITY").location == f"{__file__}:{line}"
+
+
+def test_a_merge_of_strided_rows_points_at_the_merge_call():
+    fusion, t0, t1 = copy_chain("strided_rows", [8, 6], copies=1, contiguity=[False, True])
+    t1.merge(0); line = _line()
+    t1.split(0, 4)
+    t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    assert _error(fusion, "VIEW-DISCONTIGUOUS-MERGE").location == f"{__file__}:{line}"
+
+
+def _interleaved():
+    """LOOP-NEST-ORDER's Example: t3 runs between t1 and t2, which share a loop once t1 is inlined."""
+    fusion, t0, t1, t2 = copy_chain("interleaved", [8, 32])
+    with fusion:
+        t3 = tp.exp(t2); t4 = tp.add(t1, t3); fusion.add_output(t4)
+    for t in (t1, t2, t3, t4):
+        t.axis(1).parallelize(tp.ParallelType.TIDx)
+    return fusion, t1
+
+
+def test_a_loop_split_in_two_points_at_the_inline_at_call():
+    fusion, t1 = _interleaved()
+    t1.inline_at(1); line = _line()
+    assert _error(fusion, "LOOP-NEST-ORDER").location == f"{__file__}:{line}"
+
+
+def test_an_inlining_past_the_consumer_points_at_the_inline_most_call():
+    fusion, t0, t1, t2 = copy_chain("merged_after_inlining", [64, 32])
+    tp.inline_most(fusion); line = _line()
+    t2.merge(0)  # T2 now has one loop axis, T1 is inlined at 2
+    assert _error(fusion, "INLINE-LOOP-MAP").location == f"{__file__}:{line}"
+
+
+def test_a_consumer_transformed_after_the_inlining_points_at_its_transform():
+    fusion, t0, t1, t2 = copy_chain("split_after_inlining", [64, 32])
+    t1.inline_at(1)
+    t2.split(0, 4); line = _line()
+    assert _error(fusion, "INLINE-LOOP-MAP").location == f"{__file__}:{line}"
+
+
+def test_inlined_axes_parallelized_differently_point_at_a_parallelize_call():
+    fusion, t0, t1, t2 = copy_chain("unroll_and_tidx", [4, 32])
+    t1.inline_at(1)
+    t1.axis(0).parallelize(tp.ParallelType.Unroll); unroll = _line()
+    t2.axis(0).parallelize(tp.ParallelType.TIDx); tidx = _line()
+    location = _error(fusion, "INLINE-PARALLEL-MATCH").location
+    assert location in (f"{__file__}:{unroll}", f"{__file__}:{tidx}")
+
+
+def test_a_tma_copy_without_a_tile_points_at_the_cache_after_call():
+    with tp.Fusion("tma_without_bulk") as fusion:
+        t0 = tp.make_tensor([64, 64]); fusion.add_input(t0)
+        t1 = tp.set(t0); fusion.add_output(t1)
+    t0.cache_after(tp.LoadStoreOpType.TMA); line = _line()
+    assert _error(fusion, "TMA-BULK-PLACEMENT").location == f"{__file__}:{line}"
+
+
+def test_a_wrong_macro_points_at_the_set_macro_call():
+    fusion, a, b, a3, b3, d = tf32_operands("tf32_tile")
+    d.definition.set_macro(tp.MmaMacro.Ampere_16_8_16); line = _line()
+    assert _error(fusion, "MMA-DTYPE").location == f"{__file__}:{line}"
+
+
+def test_a_wgmma_macro_on_blackwell_points_at_the_set_macro_call():
+    fusion, a, b, a3, b3, d = tf32_operands("tf32_tile")
+    d.definition.set_macro(tp.MmaMacro.Hopper_64_8_16); line = _line()
+    assert _error(fusion, "MMA-TARGET", "sm_100a").location == f"{__file__}:{line}"
+
+
+def test_a_multicast_each_block_needs_points_at_the_multicast_call():
+    fusion, sa, sb, d, out = hopper_gemm_tile("multicast_of_a", 256, 64, block_m=128)
+    for t in (sa, sb):
+        t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy))
+    fusion.cluster_dims = (2, 1, 1)
+    sa.multicast(tp.ParallelType.BIDx); line = _line()
+    assert _error(fusion, "CLUSTER-MULTICAST").location == f"{__file__}:{line}"
