@@ -21,6 +21,7 @@ from .model.fusion import Fusion, current_fusion as _current_fusion
 from .model.inlining import inline_all_at
 from .model.inlining import inline_most as _inline_most
 from .model.iterdomain import IterDomain, Merge, Split, Swizzle
+from .model.loop_map import propagate_parallel_types as _propagate_parallel_types
 from .model.options import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand, Tf32Rounding
 from .hw.mma_schedule import mma_output_allocation, schedule_mma_fragment
 from .model.ops import broadcast, set, transpose  # noqa: A004 - nvFuser's name
@@ -71,7 +72,10 @@ def allocation(tv: TensorView) -> Allocation:
     `.columns_allocated`."""
     if not isinstance(tv, TensorView):
         raise ScheduleError(f"allocation: expected a TensorView for tv, got {type(tv).__name__} {tv!r:.60}")
-    return _compute_allocation(tv)
+    # as verify and compile see it: a loop's parallel type given to every tensor the loop serves
+    snap = tv.fusion.snapshot()
+    _propagate_parallel_types(snap)
+    return _compute_allocation(next(t for t in snap.tensors if t.name == tv.name))
 
 
 def tma_info(tv: TensorView) -> TmaInfo:

@@ -124,3 +124,29 @@ def test_inline_at_may_go_past_an_unroll_axis_and_takes_it():
     assert propagated_types(fusion)[t1.loop[1].uid][0] is P.Unroll
     report = tp.verify(fusion)
     assert report.ok, report.codes
+
+
+def test_allocation_is_the_one_verify_and_the_kernel_see():
+    """tp.allocation on the user's tensor gives loops their members' types as verify does: t2, a
+    register circular buffer inlined under t3's Unroll loop, has its stages for each of that
+    loop's iterations (nvFuser's SingleDimUnroll; before, tp.allocation said 2 and the kernel 8)."""
+    with tp.Fusion("unrolled_member") as fusion:
+        t0 = tp.make_contig_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.add(t0, 1.0)
+        t1.set_memory_type(tp.MemoryType.Shared)
+        t2 = tp.set(t1)
+        t3 = tp.add(t2, 1.0)
+        fusion.add_output(t3)
+    t3.split(-1, 128).split(-1, 16).split(-2, 4).split(-2, 2)  # [N / 128, 2, 2, 2, 16]
+    tp.propagate_transforms(t3)
+    t1.inline_at(1)
+    t2.inline_at(-1)
+    t3.axis(2).parallelize(P.Unroll)
+    t3.axis(4).parallelize(P.TIDx)
+    t2.circular_buffer(2, 1)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    (summary,) = [t for t in report.tensors if t.name == t2.name]
+    assert str(tp.allocation(t2).num_elements) == summary.allocation_size["num_elements"] == "8"
+    assert t2.loop[2].parallel_type is P.Serial  # the user's schedule is not changed
