@@ -27,6 +27,7 @@ from .hw.mma_schedule import mma_output_allocation, schedule_mma_fragment
 from .model.ops import broadcast, set, transpose  # noqa: A004 - nvFuser's name
 from .model.tensor import make_contig_concrete_tensor, make_contig_tensor, make_tensor
 from .model import composite as _composite, mma_op as _mma_op, ops as _ops
+from .model.grouped_reduction import group_reductions
 from .model.reduction import reduction as _reduction
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
@@ -480,6 +481,7 @@ __all__ = [
     "ge",
     "gelu",
     "get_target",
+    "group_reductions",
     "gt",
     "inline_all_at",
     "inline_most",

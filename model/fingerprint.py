@@ -50,7 +50,8 @@ def _transform(t, ids: _Ids) -> str:
 
 # what each object of a schedule holds: read by fingerprint() / not part of the schedule
 SCHEDULE_STATE = {
-    "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims"},
+    "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims",
+               "reduction_groups"},
     "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
                    "logical", "history", "loop", "allocation", "multicast_on", "definition"},
     "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
@@ -73,6 +74,8 @@ def fingerprint(fusion: Fusion, target: str) -> str:
              "symbols=" + ",".join(fusion.symbols), "assume=" + ";".join(map(str, fusion.assumptions)),
              "inputs=" + ",".join(t.name for t in fusion.inputs),
              "outputs=" + ",".join(t.name for t in fusion.outputs)]
+    if fusion.reduction_groups:  # only where there are: the fingerprints of other fusions stay as they were
+        parts.append("groups=" + ";".join(",".join(t.name for t in g) for g in fusion.reduction_groups))
     for tv in fusion.tensors:
         parts.append("|".join([
             tv.name + (f"={tv.user_name}" if tv.user_name else ""), tv.dtype.name, tv.memory_type.value, f"ca={tv.compute_at}", f"sep={tv.tmem_dim_sep}",

@@ -109,6 +109,8 @@ class Fusion:
         self.symbols: dict[str, sympy.Symbol] = {}
         # an extent symbol an op unified with another extent (model/extent_unification.py) -> that extent
         self.extent_aliases: dict[str, Expr] = {}
+        # tp.group_reductions: each group's reduction outputs, run as one (model/grouped_reduction.py)
+        self.reduction_groups: list[tuple] = []
         self._tensor_count = 0
         self._iterdomain_count = 0
         self.origin = user_location()

@@ -4,7 +4,8 @@ type each such loop has.
 A tensor inlined at position p shares its loop axes 0..p-1 with each computed consumer's (where
 they map: mapping.inline_mapped). A loop of the kernel runs on one index, so it has one parallel
 type: the one of its members that are not Serial. As nvFuser's lowering does
-(ComputeAtMap::validateAndPropagatePType), a Serial member takes it, so that a producer inlined
+(ComputeAtMap::validateAndPropagatePType), a Serial member takes it (grouped reductions'
+loop axes are members of their siblings' loops: sibling_joins), so that a producer inlined
 into its consumer's blockIdx.x / threadIdx.x / unrolled loop runs on that index; two members with
 different non-Serial types are INLINE-PARALLEL-MATCH's problem (execution/loops.py), and take
 nothing. Types covered by one instruction (Vectorize, Bulk, Mma) are not given to another
@@ -131,7 +132,8 @@ def propagated_types(fusion) -> dict[int, tuple[ParallelType, str | None]]:
     parallelized the member it comes from."""
     tensors = computed_tensors(fusion)
     idmap = IdMap(fusion)
-    sets = loop_sets(tensors, [j for j in inline_joins(fusion, tensors, idmap) if j.consumer is not None])
+    joins = [j for j in inline_joins(fusion, tensors, idmap) if j.consumer is not None]
+    sets = loop_sets(tensors, joins + sibling_joins(fusion, tensors, idmap))
     members: dict[tuple[str, int], list] = {}
     for t in tensors:
         for k, i in enumerate(t.loop):
@@ -145,6 +147,21 @@ def propagated_types(fusion) -> dict[int, tuple[ParallelType, str | None]]:
         donor = next(i for i in sizing if i.parallel_type is kind)
         given.update({i.uid: (kind, donor.parallel_origin) for i in sizing if i.parallel_type is ParallelType.Serial})
     return given
+
+
+def sibling_joins(fusion, tensors: Sequence, idmap: IdMap) -> list[Join]:
+    """The loops grouped reductions (tp.group_reductions) share as siblings: each member's leading
+    loop axes that are the same iteration as the group's first member's (nvFuser's loop map maps
+    a multi-output expression's outputs), so a type given to one is its siblings' too."""
+    computed = {t.name for t in tensors}
+    out = []
+    for group in fusion.reduction_groups:
+        ref, *others = [t for t in group if t.name in computed] or [None]
+        for tv in others:
+            k = next((k for k, (a, b) in enumerate(zip(ref.loop, tv.loop)) if not idmap.same(a, b)),
+                     min(len(ref.loop), len(tv.loop)))
+            out.append(Join(ref, tv, k))
+    return out
 
 
 def parallel_type_in_kernel(i, given: dict[int, tuple[ParallelType, str | None]]) -> ParallelType:

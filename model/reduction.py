@@ -110,6 +110,12 @@ def reduction(name: str, tv, axes) -> TensorView:
 
 # -- rFactor ----------------------------------------------------------------------------------------
 
+def _group(tv: TensorView) -> tuple:
+    """The reductions tv is grouped with (tp.group_reductions, model/grouped_reduction.py), tv included;
+    empty where it is not grouped."""
+    return next((g for g in tv.fusion.reduction_groups if any(t is tv for t in g)), ())
+
+
 def _derives(tv: TensorView) -> dict[int, set[int]]:
     """uid -> the uids of tv's root IDs it derives from."""
     out = {i.uid: {i.uid} for i in tv.root}
@@ -127,6 +133,11 @@ def rfactor(tv: TensorView, axes) -> TensorView:
     op = tv.definition
     if not is_reduction_tensor(tv):
         raise ScheduleError(f"rfactor: {tv.name} is not the output of a reduction (tp.sum, tp.max, tp.min)")
+    group = _group(tv)
+    if group:
+        raise ScheduleError(f"rfactor: {tv.name} is grouped with {', '.join(t.name for t in group if t is not tv)} "
+                            f"(tp.group_reductions); rfactor the group together: {tv.name}.rfactor(axes, "
+                            f"[{', '.join(t.name for t in group)}])")
     if len(op.inputs) != 1:
         raise ScheduleError(f"rfactor: {tv.name} is the output of `{op}`, whose terms are products of two operands; "
                             f"tileproof rfactors tp.sum, tp.max and tp.min")
@@ -232,6 +243,9 @@ def cache_before(tv: TensorView, op_type) -> TensorView:
     old = tv.definition
     if tv.compute_at:
         raise ScheduleError(f"cache_before: {tv.name} is inlined at {tv.compute_at}; cache before inlining")
+    if _group(tv):
+        raise ScheduleError(f"cache_before: {tv.name} is a grouped reduction (tp.group_reductions); call "
+                            f"cache_before before grouping and group the caches")
     with fusion:
         new = tv.new_tensor(list(tv.logical), tv.dtype)
     new.root, new.logical, new.history, new.loop = list(tv.root), list(tv.logical), list(tv.history), list(tv.loop)

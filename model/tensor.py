@@ -18,6 +18,7 @@ from .fusion import current_fusion
 from .inlining import set_compute_at
 from .iterdomain import IterDomain, wrong_enum
 from .ops import _check_dtype, check_cache_op, redirect_definition, set as set_op
+from .grouped_reduction import rfactor_group
 from .reduction import rfactor
 from .tensor_base import TensorBase
 from .types import CacheOp, IterType, LoadStoreOpType, float32
@@ -29,7 +30,7 @@ class TensorView(TensorBase):
     directly. The scheduling methods record transforms on the loop domain, check their arguments
     at the door (ScheduleError) and return self, so calls chain: `tv.split(0, 128).merge(1)`."""
 
-    def rfactor(self, axes) -> "TensorView":
+    def rfactor(self, axes, tensors=None):
         """Split this reduction (the output of tp.sum / tp.max) in two: a new tensor that reduces
         the loop axes `axes` (positions in the loop domain, an int or a list; reduction axes)
         and keeps the other reduction axes as iteration axes, and this tensor, which now
@@ -41,7 +42,16 @@ class TensorView(TensorBase):
 
             t1 = tp.sum(t0, 1)                  # [M, rN]
             t1.split(1, 128)                    # [M, r{N/128}, r{128}]
-            t2 = t1.rfactor([1])                # t2: [M, r{N/128}, i{128}], t1: [M, r{128}]"""
+            t2 = t1.rfactor([1])                # t2: [M, r{N/128}, i{128}], t1: [M, r{128}]
+
+        A grouped reduction (tp.group_reductions) is rfactored with its group: `tensors` is the
+        group in its order; this tensor's transforms are replayed on the others first, and the
+        partial tensors (returned as a list in that order) form a group of their own.
+        nvFuser: TensorView::rFactor(axes, tvs).
+
+            t1_rf, t2_rf = t1.rfactor([1], [t1, t2])"""
+        if tensors is not None:
+            return rfactor_group(self, axes, tensors)
         return rfactor(self, axes)
 
     # -- inlining -------------------------------------------------------------------

@@ -26,7 +26,8 @@ from ...execution.indexing import vector_index
 from ...execution.problems import Problem
 from ...model.reduction import COMBINE
 from ...execution.reduction import ReductionLoops, insert_init, reduction_loops
-from ...execution.conditions.reduction import accumulator_problems, grid_problems, parallel_problems, unsupported_reductions
+from ...execution.conditions.reduction import (accumulator_problems, grid_problems, group_problems, parallel_problems,
+                                               unsupported_reductions)
 from ...execution.grid_reduction import entrance_loops, grid_layout, last_name, semaphores_name, work_name
 from ...execution.reduction import grid_reductions
 from ...model.simplify import simplify
@@ -48,6 +49,7 @@ def check(fusion, order) -> None:
     for code, problems in (("REDUCTION-PARALLEL", parallel_problems(fusion, order)),
                            ("REDUCTION-GRID", grid_problems(fusion, order)),
                            ("REDUCTION-ACCUMULATOR", accumulator_problems(fusion, order)),
+                           ("REDUCTION-GROUP", group_problems(fusion, order)),
                            ("LOWERING-SUPPORTED", unsupported_reductions(fusion, order))):
         refuse(code, problems)
 

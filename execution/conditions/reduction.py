@@ -1,5 +1,5 @@
 """What a reduction needs to be lowered (REDUCTION-PARALLEL, REDUCTION-GRID, REDUCTION-ACCUMULATOR,
-and LOWERING-SUPPORTED through lowering.py): reduction axes on loops, a block's threads or the
+REDUCTION-GROUP, and LOWERING-SUPPORTED through lowering.py): reduction axes on loops, a block's threads or the
 grid's blocks, never as a vector; a grid reduction's total stored, and read by the other
 statements of the kernel, in the last block of its segment only; accumulators that fit a thread's
 registers. How a reduction runs is execution/reduction.py and execution/grid_reduction.py."""
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 
 from ...model.expr import evaluate, to_sympy, try_int
+from ...model.grouped_reduction import grouping_mismatch
+from ...model.mapping import IdMap
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...model.notation import user_str
@@ -21,6 +23,48 @@ from ..reduction import MAX_ACCUMULATOR_REGISTERS, ReductionLoops, accumulator_r
 from ..grid_reduction import entrance_loops, is_grid_reduction, read_totals
 from ..loops import loop_groups, statement_path
 from ..statements import bound_types
+
+
+def group_problems(fusion, order) -> list:
+    """REDUCTION-GROUP: the reductions of a group (tp.group_reductions, model/grouped_reduction.py)
+    are still scheduled alike when the kernel is made, as nvFuser keeps a GroupedReductionOp's
+    outputs: the same logical iteration, loop axes derived by the same transforms (so the same
+    extents), the same parallel type on each loop axis (after the types siblings give each other:
+    model/loop_map.py sibling_joins) and the same compute-at position. Checked against the group's
+    first member the kernel computes."""
+    out = []
+    computed = {t.name for t in order}
+    idmap = IdMap(fusion)
+    for group in fusion.reduction_groups:
+        members = [t for t in group if t.name in computed]
+        if len(members) < 2:
+            continue
+        ref = members[0]
+        names = ", ".join(t.name for t in group)
+        for tv in members[1:]:
+            where = dict(tensor=tv.name, location=tv.origin)
+            why = grouping_mismatch(ref, tv, idmap)
+            if why is None:
+                k = next((k for k, (a, b) in enumerate(zip(ref.loop, tv.loop)) if a.parallel_type is not b.parallel_type),
+                         None)
+                if k is None:
+                    continue
+                a, b = ref.loop[k], tv.loop[k]
+                why = (f"loop axis {k} runs on {a.parallel_type.value} in {ref.name} ({a.label()}) but on "
+                       f"{b.parallel_type.value} in {tv.name} ({b.label()})")
+                where = dict(tensor=tv.name, ids=(b.name,), location=b.parallel_origin or b.origin or tv.origin)
+                values = {"loop axis": k}
+            else:
+                values = {}
+            out.append(Problem(f"{ref.name} and {tv.name} are grouped reductions ({names}) scheduled differently: "
+                               f"{why}",
+                               hint=f"schedule one member of the group and copy it to the others "
+                                    f"(tp.propagate_transforms({ref.name}); tp.parallelize_all_like({ref.name})), or "
+                                    f"do not group them",
+                               values=values,
+                               notes=("nvFuser runs a group as one GroupedReductionOp, whose outputs share one loop "
+                                      "nest and one parallelization",), **where))
+    return out
 
 
 def parallel_problems(fusion, order) -> list:

@@ -103,6 +103,59 @@ def reduction_accumulator(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from report_problems("REDUCTION-ACCUMULATOR", reduction.accumulator_problems(ctx.fusion, order))
 
 
+@rule("REDUCTION-GROUP", family="reduction")
+def reduction_group(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Grouped reductions are still scheduled alike when the kernel is made.
+
+    What it checks:
+        For every group of tp.group_reductions (model/grouped_reduction.py) whose members the
+        kernel computes: each member has the first one's logical iteration (broadcast and
+        reduction axes in the same places, each axis the same iteration), the same number of
+        loop axes derived by the same transforms (so the same extents), the same parallel type
+        on each loop axis (after a sibling's Serial axis takes the type of its sibling's, as
+        nvFuser's loop map does) and the same compute-at position. group_reductions checks the
+        same at the call, but a schedule may split, parallelize or inline one member afterwards.
+    Why the hardware needs it:
+        A group is one reduction of several values: nvFuser runs it as one GroupedReductionOp
+        whose outputs share one loop nest, one block reduction step per output and, over
+        blocks, one workspace round and one semaphore. Members iterated differently are not
+        one reduction, and the parallelization nvFuser would give them is not the one written.
+    Example:
+        with tp.Fusion("grouped_sum_and_max") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 256]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [1])
+            t2 = tp.max(t0, [1])
+            t3 = tp.add(t1, t2); fusion.add_output(t3)
+        tp.group_reductions([t1, t2])
+        t1.split(1, 32)  # after grouping, t2 is not split
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.TIDx)
+        tp.parallelize_all_like(t1)
+    Fix:
+        with tp.Fusion("grouped_sum_and_max") as fusion:
+            t0 = tp.make_contig_concrete_tensor([64, 256]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [1])
+            t2 = tp.max(t0, [1])
+            t3 = tp.add(t1, t2); fusion.add_output(t3)
+        tp.group_reductions([t1, t2])
+        t1.split(1, 32)
+        tp.propagate_transforms(t1)
+        t1.axis(0).parallelize(tp.ParallelType.BIDx)
+        t1.axis(2).parallelize(tp.ParallelType.TIDx)
+        tp.parallelize_all_like(t1)
+    References:
+        nvFuser csrc/grouped_reduction.cpp (validateReductionGrouping), csrc/codegen.cpp
+        (GroupedReductionOp: genBlockReduction per output, one GroupedGridReduction);
+        docs/hardware.md#reductions-across-threads-and-blocks
+    """
+    # Formal statement: none, structural: for each group G and its first computed member R, for each
+    #   computed member T of G: logical(T) ~ logical(R) position-wise (exact map, same broadcast and
+    #   reduction kinds), loop(T) ~ loop(R) position-wise (same transform keys), parallel(loop(T)[k]) =
+    #   parallel(loop(R)[k]) for each k, and compute_at(T) = compute_at(R)
+    order = execution_order(ctx.fusion)
+    yield from report_problems("REDUCTION-GROUP", reduction.group_problems(ctx.fusion, order))
+
+
 @rule("REDUCTION-GRID", family="reduction")
 def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A grid reduction's total is read only in the last block of its segment, where it exists.
