@@ -22,9 +22,9 @@ and what to pass.
 
 A fused epilogue (matmul(..., bias=, residual=, scale=, activation=), or Matmul(epilogue=
 EpilogueOps(...))) computes cast(activation(scale * A @ B + bias + residual)) on the accumulators
-in registers before the output's cast (hopper_gemm.py epilogue_ops); it runs on the persistent
-configurations that fuse it (epilogue_configs: no split-K). Imports only the public `tileproof`
-API; torch when called.
+in registers before the output's cast (hopper_gemm.py epilogue_ops), in the persistent kernel or
+in split-K's sum of the partials (split_k_sum), on the configurations that fuse it
+(epilogue_configs). Imports only the public `tileproof` API; torch when called.
 """
 
 from __future__ import annotations
@@ -53,14 +53,13 @@ LONG_ACTIVATIONS = ("gelu", "gelu_tanh")  # 5 and 9 ops a fragment element
 
 
 def epilogue_configs(ops: EpilogueOps) -> tuple[MatmulConfig, ...]:
-    """The configurations that run `ops` fused: every one without ops; with ops the persistent
-    ones (split-K sums its partials in a second kernel, which fuses none), and with gelu's 5 or 9
-    ops an element those of at most 64 accumulators a consumer thread (n <= 128), whose unrolled
-    epilogue stays within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py
-    verifies each)."""
-    if not ops.any:
+    """The configurations that run `ops` fused: every one without ops; with gelu's 5 or 9 ops an
+    element, split-K (its sum kernel runs the ops on a thread's VECTOR sums) and the persistent
+    ones of at most 64 accumulators a consumer thread (n <= 128), whose unrolled epilogue stays
+    within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py verifies each)."""
+    if ops.activation not in LONG_ACTIVATIONS:
         return CONFIGS
-    return tuple(c for c in CONFIGS if not c.split_k and (ops.activation not in LONG_ACTIVATIONS or c.tile[1] <= 128))
+    return tuple(c for c in CONFIGS if c.split_k or c.tile[1] <= 128)
 
 
 def params_for(a_major: str, b_major: str, out_dtype: str, ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams:
@@ -79,15 +78,12 @@ def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: s
     """The recipe's parameters for a configuration of matmul_heuristic.py: SCHEDULE's (params_for)
     with its tile, stages, registers, cluster and group and a persistent grid of `sms` blocks (at a
     `shape` (M, N, K), balanced_grid's blocks over the shape's tiles), `ops` fused; split-K's
-    partials kernel (no grid order, cluster or epilogue: no ops)."""
+    partials kernel (no grid order, cluster or epilogue: its sum kernel fuses the ops)."""
     tile = HopperTile(m=config.tile[0], n=config.tile[1])
     pipeline = dataclasses.replace(
         SCHEDULE.pipeline, stages=config.stages, prefetch=config.prefetch,
         warp_specialized=tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=config.registers))
     if config.split_k:
-        if ops.any:
-            raise tp.ScheduleError(f"config_params: {config.name} is split-K, whose sum of the partials fuses no "
-                                   f"epilogue ops, got {ops!r}")
         return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=a_major), b=Operand(major=b_major))
     blocks = sms if shape is None else balanced_grid(shape[:2], config.tile, config.group, sms, config.cluster)
     return dataclasses.replace(params_for(a_major, b_major, out_dtype, ops), tile=tile, pipeline=pipeline,
@@ -101,17 +97,17 @@ def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: 
     """The fusions a configuration runs, in order: the GEMM at `shape` (M, N, K) (shape_fusion) or,
     without one, the shape class's (shape_class_fusion), `ops` fused; or split-K's partials
     (split_k_partials: S = splits, M, N, KS = K / S at the shape, else symbolic) and their sum in
-    the output dtype (no ops: ScheduleError)."""
+    the output dtype, `ops` fused (split_k_sum)."""
     if config.split_k:
-        params = config_params(config, a_major, b_major, out_dtype, ops=ops)
+        params = config_params(config, a_major, b_major, out_dtype)
         if shape is None:
-            return [split_k_partials(params), split_k_sum(getattr(tp, out_dtype))]
+            return [split_k_partials(params), split_k_sum(getattr(tp, out_dtype), ops=ops)]
         m, n, k = shape
         if splits < 2 or k % splits:
             raise tp.ScheduleError(f"config_fusions: {config.name} at K = {k} needs splits >= 2 dividing K, "
                                    f"got {splits}")
         return [split_k_partials(params, (splits, m, n, k // splits)),
-                split_k_sum(getattr(tp, out_dtype), (splits, m, n))]
+                split_k_sum(getattr(tp, out_dtype), (splits, m, n), ops)]
     if shape is None:
         return [shape_class_fusion(a_major, b_major, out_dtype, config, sms, ops)]
     return [shape_fusion(a_major, b_major, out_dtype, shape, config, sms, ops)]
@@ -234,8 +230,8 @@ class Matmul:
         self.epilogue = epilogue or EpilogueOps()
         self.configs = epilogue_configs(self.epilogue)
         if self.config is not None and self.config not in self.configs:
-            raise tp.InputError(f"matmul: configuration {self.config.name} does not fuse {self.epilogue!r} (split-K "
-                                f"sums its partials in a second kernel; gelu needs a tile of at most 128 columns): "
+            raise tp.InputError(f"matmul: configuration {self.config.name} does not fuse {self.epilogue!r} (gelu "
+                                f"needs a tile of at most 128 columns or split-K): "
                                 f"pass one of {', '.join(c.name for c in self.configs)} or config=None")
         self.input_names = ("a", "b") + ("bias",) * (self.epilogue.bias is not None) + \
             ("residual",) * self.epilogue.residual
@@ -350,7 +346,7 @@ class Matmul:
         if choice.config.split_k:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
             partials, total = kernels
             (p,) = partials.run(*split_k_operands(a, b, choice.splits))
-            (d,) = total.run(p)
+            (d,) = total.run(p, *terms)  # the sum kernel fuses the epilogue
             return d
         # A [M, 1, K], B [1, N, K]: the recipe's operands, then the bias and residual
         (d,) = kernels[0].run(a.unsqueeze(1), b.t().unsqueeze(0), *terms)

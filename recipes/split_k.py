@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import tileproof as tp
 
 from .gemm_blocks import GRID_YZ, permute
-from .hopper_gemm import mn_major_box, warpgroup_tiles
+from .hopper_gemm import epilogue_ops, mn_major_box, warpgroup_tiles
 from .hopper_params import HopperTile, Operand, TmaPipeline, swizzled_box
-from .params import Params
+from .params import EpilogueOps, Params
 
 P = tp.ParallelType
 SUM_THREADS = 128  # split_k_sum: threads a block, each summing VECTOR adjacent outputs
@@ -162,22 +162,32 @@ def _assume_partials_extents(fusion: tp.Fusion, params: SplitKParams, bn: int) -
     fusion.assume(f"S <= {MAX_SPLITS}")  # a K-major row, S KS < 2^31 x 64 elements: below 2^40 bytes
 
 
-def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int] | None = None) -> tp.Fusion:
-    """D[M, N] = sum_s P[s, M, N] (P float32), cast to out_dtype: the M x N outputs in runs of
-    VECTOR (N % 8 == 0: no run crosses a row's end), SUM_THREADS threads a block, each loading
-    its run of each split as one 16-byte vector and adding them in order. S, M, N symbolic, or
-    `shape` = (S, M, N)."""
+def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int] | None = None,
+                ops: EpilogueOps = EpilogueOps()) -> tp.Fusion:
+    """D[M, N] = sum_s P[s, M, N] (P float32), `ops` fused (EpilogueOps: cast(activation(scale *
+    D + bias + residual)), the chain of hopper_gemm.epilogue_ops), cast to out_dtype: the M x N
+    outputs in runs of VECTOR (N % 8 == 0: no run crosses a row's end), SUM_THREADS threads a
+    block, each loading its run of each split as one 16-byte vector, adding them in order, then
+    running the ops on the run's VECTOR sums in registers (the residual's run read as one vector
+    of the output dtype, the bias element by element). Inputs P, then the bias ([1, N] or [M, 1]
+    float32) and the residual ([M, N] in out_dtype). S, M, N symbolic, or `shape` = (S, M, N)."""
     if not isinstance(out_dtype, tp.DataType):
         raise tp.ScheduleError(f"split_k_sum: out_dtype must be a tp.DataType, got {out_dtype!r}")
+    if not isinstance(ops, EpilogueOps):
+        raise tp.ScheduleError(f"split_k_sum: ops must be an EpilogueOps, got {ops!r}")
+    s_, m_, n_ = _extents(shape, ("S", "M", "N"), "split_k_sum")
     with tp.Fusion("split_k_sum") as fusion:
-        p = tp.make_tensor(list(_extents(shape, ("S", "M", "N"), "split_k_sum")), dtype=tp.float32)
+        p = tp.make_tensor([s_, m_, n_], dtype=tp.float32)
         fusion.add_input(p)
         total = tp.sum(p, [0])
-        out = tp.set(total) if out_dtype == tp.float32 else tp.cast(total, out_dtype)
+        x = epilogue_ops(total, ops, out_dtype, m_, n_)
+        out = tp.set(x) if out_dtype == tp.float32 else tp.cast(x, out_dtype)
         fusion.add_output(out)
     if shape is None:  # at a shape the verifier checks these facts of its numbers
         fusion.assume("N % 8 == 0")
         fusion.assume(f"M * N <= {GRID_X * VECTOR * SUM_THREADS}")  # the runs' blocks on blockIdx.x (LAUNCH-GRID)
+    chain = [t for t in fusion.tensors if t not in (p, total, out) and not t.is_fusion_input]  # total -> x, in order
+    residual = fusion.inputs[-1] if ops.residual else None
     loads = p.cache_after()  # registers: one vector, loaded in the loop over the splits
     for t in (loads, total):  # [S, M, N] -> [M N / (V T) (BIDx), T (TIDx), S, V]
         t.merge(1).split(1, VECTOR).split(1, SUM_THREADS)
@@ -186,11 +196,15 @@ def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int
         t.axis(1).parallelize(P.TIDx)
     loads.axis(3).parallelize(P.Vectorize)
     total.axis(3).parallelize(P.Unroll)
-    out.merge(0).split(0, VECTOR).split(0, SUM_THREADS)  # [M N / (V T), T, V]
-    out.axis(0).parallelize(P.BIDx)
-    out.axis(1).parallelize(P.TIDx)
-    out.axis(2).parallelize(P.Vectorize)
+    runs = [*chain, out] + ([residual.cache_after()] if residual is not None else [])
+    for t in runs:  # [M, N] -> [M N / (V T), T, V]
+        t.merge(0).split(0, VECTOR).split(0, SUM_THREADS)
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.TIDx)
+        t.axis(2).parallelize(P.Unroll if t in chain else P.Vectorize)  # the residual's run: one vector load
     loads.inline_at(3)
+    for t in runs[len(chain) + 1:] + chain:  # each run's ops in registers, in the thread's loop outside the vector
+        t.inline_at(2)
     return fusion
 
 

@@ -2,7 +2,8 @@
 device): out = cast(activation(scale * A @ B + bias + residual)) against the same formula in
 float64 on the inputs, for each op alone and all of them with each activation, in float32 (the
 register epilogue) and bfloat16 (stmatrix and TMA stores), at shapes whose M and N no tile divides;
-a 16-bit bias is widened by the entry; a row bias; the operator under torch.compile and a CUDA
+a 16-bit bias is widened by the entry; a row bias; split-K's sum kernel fusing the ops (forced,
+chosen by the heuristic, and its shape-class kernel); the operator under torch.compile and a CUDA
 graph."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ if not torch.cuda.is_available():
 
 import tileproof as tp  # noqa: E402
 from tileproof.recipes import Matmul, matmul  # noqa: E402
+from tileproof.recipes.matmul_heuristic import BY_NAME  # noqa: E402
 from tileproof.recipes.params import EpilogueOps  # noqa: E402
 
 from gpu.test_torch_op import operands  # noqa: E402  (operands of each major)
@@ -77,6 +79,37 @@ def test_a_16_bit_bias_in_every_major(a_major, b_major):
     bias = torch.randn(n, device="cuda").bfloat16()
     d = matmul(a, b, bias=bias, activation="gelu_tanh")
     close(d, reference(a, b, bias=bias, activation="gelu_tanh"), k)
+
+
+SPLIT_K_CASES = [dict(scale=2.0, bias="column", residual=True, activation="gelu"),
+                 dict(scale=0.5, bias="row", residual=True, activation="silu")]
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", SPLIT_K_CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_split_k_fuses_the_epilogue_into_its_sum(case, out_dtype):
+    """128x128_split_k forced at 200 x 264 x 1032 (no tile divides M or N; K in splits)."""
+    m, n, k = 200, 264, 1032
+    a, b = operands("K", "MN", m, n, k)
+    bias, residual = terms(case, m, n, out_dtype)
+    entry = Matmul(out_dtype=out_dtype, config=BY_NAME["128x128_split_k"], epilogue=EpilogueOps(**case))
+    assert entry.choice("K", "MN", m, n, k).splits > 1
+    d = entry(a, b, bias, residual)
+    assert d.shape == (m, n) and d.dtype == out_dtype
+    close(d, reference(a, b, case["scale"], bias, residual, case["activation"]), k)
+
+
+@pytest.mark.parametrize("specialize", [True, False])
+def test_the_heuristic_chooses_split_k_with_an_epilogue(specialize):
+    """Few output tiles and a long K: split-K, with the ops in its sum (at the shape, and the
+    shape-class kernels of symbolic S, M, N, K)."""
+    m, n, k = 256, 1024, 16384
+    a, b = operands("K", "K", m, n, k)
+    bias, residual = torch.randn(n, device="cuda").bfloat16(), torch.randn(m, n, device="cuda").bfloat16()
+    entry = Matmul(specialize=specialize, epilogue=EpilogueOps(bias="column", residual=True, activation="relu"))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert entry.choice("K", "K", m, n, k, sms).config.split_k
+    close(entry(a, b, bias, residual), reference(a, b, bias=bias, residual=residual, activation="relu"), k)
 
 
 def test_the_epilogue_operator_under_torch_compile_and_a_cuda_graph():

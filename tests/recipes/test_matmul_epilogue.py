@@ -3,23 +3,34 @@ residual)) verifies in both output paths (float32 from the registers, a 16-bit o
 stmatrix and TMA stores) for each op alone and the ops together, on every configuration
 recipes.matmul runs it on (epilogue_configs); the verifier rejects the long gelu chain on the
 128 x 256 tile (UNROLL-LENGTH), which is why those configurations are left out; the kernel reads
-the bias and residual in D's fragment layout and computes the activation; EpilogueOps refuses bad
-fields; the entry refuses bad bias and residual tensors, split-K with an epilogue, and its fake
-implementation gives the output. The values are checked on the GPU (tests/gpu/test_matmul_epilogue.py)."""
+the bias and residual in D's fragment layout and computes the activation; split-K's sum kernel
+with the ops verifies, compiles (NVRTC) and, simulated (tests/support/reduction_sim.py), computes
+the formula against numpy in float64 at sizes no block divides; EpilogueOps refuses bad fields;
+the entry refuses bad bias and residual tensors and a configuration that does not fuse the ops,
+and its fake implementation gives the output. The GEMM's values are checked on the GPU
+(tests/gpu/test_matmul_epilogue.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
+import numpy as np
 import pytest
 
 import tileproof as tp
+from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime import binding
+from tileproof.codegen.runtime.reference import round_to
+from tileproof.model.targets import get_target
 from tileproof.recipes import Matmul, matmul
 from tileproof.recipes.hopper_gemm import hopper_gemm
-from tileproof.recipes.matmul import config_params, epilogue_configs, epilogue_of, shape_class_fusion
-from tileproof.recipes.matmul_heuristic import BY_NAME, CONFIGS, WIDE
+from tileproof.recipes.matmul import config_fusions, config_params, epilogue_configs, epilogue_of, shape_class_fusion
+from tileproof.recipes.matmul_heuristic import BY_NAME, CONFIGS, WIDE, choose
 from tileproof.recipes.params import EpilogueOps
+from tileproof.recipes.split_k import split_k_sum
+
+from support.reduction_sim import run_kernel
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -47,10 +58,16 @@ def test_each_op_alone_verifies_in_both_paths(ops, out_dtype):
 @pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("ops", TOGETHER, ids=repr)
 def test_the_ops_together_verify_on_every_configuration_that_runs_them(ops, out_dtype):
+    """Split-K's partials kernel takes no ops (its inputs are A and B alone); its sum fuses them."""
     configs = epilogue_configs(ops)
-    assert configs and not any(c.split_k for c in configs)
+    assert any(c.split_k for c in configs) and any(not c.split_k for c in configs)
     for config in configs:
-        report = tp.verify(fusion_with(ops, out_dtype, config), "sm_90a")
+        if config.split_k:
+            partials, fusion = config_fusions(config, "K", "K", out_dtype, ops=ops)
+            assert len(partials.inputs) == 2 and len(fusion.inputs) == 3
+        else:
+            fusion = fusion_with(ops, out_dtype, config)
+        report = tp.verify(fusion, "sm_90a")
         assert report.ok, (config.name, errors(report))
 
 
@@ -84,6 +101,56 @@ def test_the_kernel_reads_bias_and_residual_and_computes_the_activation(out_dtyp
     assert ("stmatrix" in source) == (out_dtype == "bfloat16")
 
 
+SPLIT_K_OPS = ALONE + TOGETHER + [EpilogueOps(scale=0.25, bias="row", residual=True, activation="gelu")]
+ACTIVATIONS = {None: lambda x: x, "relu": lambda x: np.maximum(x, 0.0), "silu": lambda x: x / (1 + np.exp(-x)),
+               "gelu": lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+               "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))}
+
+
+def split_k_reference(p, ops, bias, residual):
+    """activation(scale * sum_s P[s] + bias + residual) in float64, the order EpilogueOps documents."""
+    x = p.sum(0) * (1.0 if ops.scale is None else ops.scale)
+    x = x + (0.0 if bias is None else bias) + (0.0 if residual is None else residual)
+    return ACTIVATIONS[ops.activation](x)
+
+
+@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("ops", SPLIT_K_OPS, ids=repr)
+def test_split_k_sums_with_the_ops_verify_compile_and_compute_the_formula(ops, out_dtype):
+    """The symbolic sum kernel (one for every S, M, N) simulated at 3 x 5 x 40 (200 outputs: one
+    block, its last 78 threads past the end), 2 x 24 x 48 (a block and a quarter) and 4 x 7 x 88
+    (2 blocks, the second's run 26 past M N = 616)."""
+    dtype = getattr(tp, out_dtype)
+    fusion = split_k_sum(dtype, ops=ops)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, errors(report)
+    assert tp.compile(fusion, "sm_90a").cubin[:4] == b"\x7fELF"
+    ir = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    for s, m, n in ((3, 5, 40), (2, 24, 48), (4, 7, 88)):
+        rng = np.random.default_rng(s * m * n)
+        p = round_to(rng.standard_normal((s, m, n)), tp.float32)
+        bias = {"column": (1, n), "row": (m, 1), None: None}[ops.bias]
+        bias = None if bias is None else round_to(rng.standard_normal(bias), tp.float32)
+        residual = round_to(rng.standard_normal((m, n)), dtype) if ops.residual else None
+        (got,) = run_kernel(ir, fusion, [t for t in (p, bias, residual) if t is not None], {"S": s, "M": m, "N": n})
+        want = split_k_reference(p, ops, bias, residual)
+        rtol, atol = (1e-5, 1e-5) if dtype == tp.float32 else (2 ** -8, 1e-5)  # bfloat16: one rounding of the result
+        np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=rtol, atol=atol, err_msg=(s, m, n))
+
+
+def test_split_k_at_a_shape_fuses_the_ops_and_is_chosen_again_with_them():
+    """At a shape config_fusions gives the sum kernel its numbers and the ops' inputs; the
+    heuristic picks split-K for few tiles and a long K with an epilogue as without one."""
+    ops = EpilogueOps(scale=2.0, bias="column", residual=True, activation="gelu_tanh")
+    partials, total = config_fusions(BY_NAME["128x128_split_k"], "K", "MN", "bfloat16", shape=(200, 264, 4096),
+                                     splits=4, ops=ops)
+    assert [t.dtype for t in total.inputs] == [tp.float32, tp.float32, tp.bfloat16] and not total.symbols
+    assert tp.verify(total, "sm_90a").ok
+    shape = (256, 1024, 16384)
+    assert choose(*shape).config.split_k
+    assert choose(*shape, configs=epilogue_configs(ops)) == choose(*shape)
+
+
 BAD_OPS = [
     (lambda: EpilogueOps(scale="2"), "EpilogueOps: scale must be a finite number or None, got '2'"),
     (lambda: EpilogueOps(scale=float("inf")), "EpilogueOps: scale must be a finite number or None, got inf"),
@@ -93,8 +160,7 @@ BAD_OPS = [
     (lambda: EpilogueOps(activation="gelu_erf"),
      "EpilogueOps: activation must be one of 'relu', 'gelu', 'gelu_tanh', 'silu', got 'gelu_erf'"),
     (lambda: tp.recipes.Epilogue(ops="relu"), "Epilogue: ops must be a EpilogueOps, got 'relu'"),
-    (lambda: config_params(BY_NAME["128x256_split_k"], "K", "K", "bfloat16", ops=EpilogueOps(scale=2.0)),
-     "config_params: 128x256_split_k is split-K, whose sum of the partials fuses no epilogue ops"),
+    (lambda: split_k_sum(tp.bfloat16, ops="relu"), "split_k_sum: ops must be an EpilogueOps, got 'relu'"),
 ]
 
 
@@ -160,8 +226,9 @@ def test_bad_bias_and_residual_are_named():
         matmul(a, b, residual=torch.zeros(24, 16, dtype=torch.bfloat16).t(), **out)
     with pytest.raises(tp.InputError, match=r"takes 3 tensors \(a, b, residual\), got 2"):
         Matmul(epilogue=EpilogueOps(residual=True))(a, b)
-    with pytest.raises(tp.InputError, match="configuration 128x256_split_k does not fuse EpilogueOps"):
-        matmul(a, b, scale=2.0, config="128x256_split_k")
+    with pytest.raises(tp.InputError, match="configuration 128x256_persistent_group_16_cluster_2 does not fuse "
+                                            "EpilogueOps"):
+        matmul(a, b, activation="gelu", config=WIDE.name)
     with pytest.raises(tp.InputError, match="in cpu memory"):  # every check passed: run() names the device
         matmul(a, b, bias=torch.zeros(24, dtype=torch.bfloat16), residual=torch.zeros(16, 24, dtype=torch.bfloat16),
                scale=0.5, activation="relu", **out)
@@ -179,6 +246,17 @@ def test_the_terms_bind_to_the_shape_class_kernel(monkeypatch):
     bound = binding.bind(kernel.ir.globals, [a.unsqueeze(1), b.t().unsqueeze(0), *terms], None, {},
                          list(kernel.fusion.symbols), None)
     assert {s: bound.env[s] for s in "MNK"} == {"M": 16, "N": 24, "K": 32}
+
+
+@needs_torch
+def test_the_terms_bind_to_split_k_s_sum_after_the_partials(monkeypatch):
+    entry = Matmul(config="128x128_split_k", specialize=False, epilogue=EpilogueOps(bias="column", residual=True))
+    a, b = operands()
+    terms = entry.terms(a, b, (torch.zeros(24, dtype=torch.bfloat16), torch.zeros(16, 24, dtype=torch.bfloat16)))
+    partials, total = entry.kernels(BY_NAME["128x128_split_k"], "K", "K")
+    monkeypatch.setattr(binding, "check_device", lambda g, info, position, device_id: 0)  # CPU tensors stand in
+    bound = binding.bind(total.ir.globals, [torch.zeros(4, 16, 24), *terms], None, {}, list(total.fusion.symbols), None)
+    assert {s: bound.env[s] for s in "SMN"} == {"S": 4, "M": 16, "N": 24}
 
 
 @needs_torch
