@@ -228,6 +228,12 @@ class TensorMap:
     box: tuple[Expr, ...]
     element_strides: tuple[Expr, ...]
     swizzle_bytes: int
+    user_name: str | None = None  # the global tensor's make_tensor(name=): launch errors say it
+
+    @property
+    def shown(self) -> str:
+        """The global tensor's name in launch errors: the user's, else T<n>."""
+        return self.user_name or self.tensor
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ labels).
 from __future__ import annotations
 
 import hashlib
+import keyword
 import re
 
 from ..model.expr import PY_EVAL, Expr
@@ -52,7 +53,7 @@ class KernelOp:
         self.sizes = dict(sizes)
         self.inputs = [g for g in kernel.ir.globals if g.is_input]
         self.outputs = [g for g in kernel.ir.globals if not g.is_input]
-        self.input_names = tuple(g.name for g in self.inputs)
+        self.input_names = schema_names(self.inputs)
         self.output_count = len(self.outputs)
         bound = set(self.sizes) | {e.value for g in self.inputs for e in g.extents if e.op == "var"}
         unknown = sorted({s for g in self.outputs for e in g.extents for s in _symbols(e)} - bound)
@@ -76,6 +77,19 @@ class KernelOp:
             result.append(torch.empty_strided(shape, _dense_strides(torch, g, shape), dtype=getattr(torch, g.dtype.name),
                                               device=tensors[0].device if tensors else "cuda"))
         return tuple(result)
+
+
+def schema_names(inputs: list[GlobalTensor]) -> tuple[str, ...]:
+    """The operator's argument names: an input's make_tensor(name=) where it is a Python
+    identifier that is no keyword (so op(x=...) works) and no other input takes it, else T<n>."""
+    wanted = [g.user_name if g.user_name and g.user_name.isidentifier() and not keyword.iskeyword(g.user_name)
+              else None for g in inputs]
+    taken = {g.name for g in inputs}
+    out = []
+    for g, name in zip(inputs, wanted):
+        ok = name is not None and wanted.count(name) == 1 and name not in taken - {g.name}
+        out.append(name if ok else g.name)
+    return tuple(out)
 
 
 def _symbols(e: Expr) -> set[str]:
@@ -209,4 +223,4 @@ def as_torch_op(kernel_or_recipe, name: str | None = None, **sizes: int):
     return operator
 
 
-__all__ = ["KernelOp", "as_torch_op"]
+__all__ = ["KernelOp", "as_torch_op", "schema_names"]

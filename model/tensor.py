@@ -93,12 +93,14 @@ class TensorView(TensorBase):
         return redirect_definition(self, op)
 
 
-def _extent(fusion, tensor_index: int, dim: int, s) -> tuple[Expr, IterType]:
+def _extent(fusion, prefix: str, dim: int, s) -> tuple[Expr, IterType]:
+    """The extent of shape entry `s` at axis `dim`; a -1 is the symbol <prefix>_<dim> (prefix: the
+    tensor's name, T<n> or the user's)."""
     if isinstance(s, bool):
         raise ScheduleError(f"tensor shape entries must be ints or names, got {s!r}")
     if isinstance(s, int):
         if s == -1:
-            return _named(fusion, f"T{tensor_index}_{dim}")
+            return _named(fusion, f"{prefix}_{dim}")
         if s <= 0:
             raise ScheduleError(f"tensor extents must be positive (or -1 for symbolic), got {s}")
         return const(s), IterType.Broadcast if s == 1 else IterType.Iteration
@@ -125,7 +127,8 @@ def make_tensor(shape: Sequence, contiguity=None, dtype=float32, *, name: str | 
     """A tensor with the given shape: ints are concrete, -1 or a name is symbolic.
     Extent-1 axes are broadcast axes (as nvFuser's make_concrete_tensor). `name` (optional: a
     letter, then letters, digits or underscores; unique in the fusion) is what reports, the
-    kernel's parameter and launch errors call it instead of T<n>.
+    kernel's parameter and launch errors call it instead of T<n>; its -1 entries are the
+    symbols x_0, x_1, ... (by axis) instead of T<n>_0, ...
 
         x = tp.make_tensor(["M", "N"], name="x"); fusion.add_input(x)"""
     return _make_tensor("make_tensor", shape, contiguity, dtype, name)
@@ -140,7 +143,7 @@ def _make_tensor(op: str, shape, contiguity, dtype, name) -> TensorView:
     idx = fusion._tensor_count
     ids = []
     for d, s in enumerate(shape):
-        e, it = _extent(fusion, idx, d, s)
+        e, it = _extent(fusion, name or f"T{idx}", d, s)  # a named tensor's -1 axes: x_0, x_1, ...
         ids.append(IterDomain(e, number=fusion.next_iterdomain_number(), iter_type=it))
     tv = TensorView(fusion, ids, dtype, contiguity=contiguity)
     if name is not None:
@@ -163,7 +166,8 @@ def make_contig_concrete_tensor(shape: Sequence[int], dtype=float32, *, name: st
 
 def make_contig_tensor(ndims: int, dtype=float32, *, name: str | None = None) -> TensorView:
     """A contiguous tensor of `ndims` symbolic extents, named T<n>_0, T<n>_1, ... (sizes the
-    proofs quantify over) in the active fusion; `name` as in make_tensor.
+    proofs quantify over; <name>_0, ... for a tensor given a `name` as in make_tensor) in the
+    active fusion.
     nvFuser: makeContigTensor(ndims, dtype).
 
         t0 = tp.make_contig_tensor(2)   # extents T0_0, T0_1"""

@@ -20,8 +20,9 @@ from .diagnostics import Diagnostic, Report, TensorSummary
 # a tensor's T<n> as a word, not a path segment (a location's file may sit in a folder T0/)
 _TENSOR = re.compile(r"(?<![/\\])\bT\d+\b(?![/\\])")
 
-# the fields that hold no tensor name: codes, places and links between diagnostics
-_KEPT = {"code", "severity", "ids", "location", "rule", "internal", "id", "follows_from"}
+# the fields that hold no tensor name: codes and places. A diagnostic's `id` ("CODE:T2") and the
+# `follows_from` that links to it are renamed alike, so the links hold (names are unique)
+_KEPT = {"code", "severity", "ids", "location", "rule", "internal"}
 
 
 def show_user_names(fusion: Fusion, report: Report) -> None:

@@ -194,7 +194,9 @@ def signature(st: Lowering) -> None:
         for s in g.strides:
             for v in sorted(s.free_vars()):
                 if v.startswith("stride.") and v not in names:
-                    names[v] = v.replace(".", "_")
+                    _, tensor, axis = v.split(".")  # model/global_layout.py stride_var
+                    named = st.globals[tensor].user_name if tensor in st.globals else None
+                    names[v] = f"stride_{named}_{axis}" if named else v.replace(".", "_")  # the user's name
                     params.append(Param(names[v], ParamKind.STRIDE, "unsigned long long", tensor=g.name, symbol=v))
     params += reduction.workspace_params(st.order, block_dims(fusion))  # grid reductions' workspaces
     for cls in st.classes.classes.values():

@@ -160,6 +160,7 @@ class TmaLowering:
             box=tuple(d.box_expr for d in dims),
             element_strides=tuple(d.element_stride_expr for d in dims),
             swizzle_bytes=info.swizzle_bytes,
+            user_name=g.user_name,
         )
         self.tensor_maps.append(tmap)
         return tmap

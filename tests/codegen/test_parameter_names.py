@@ -79,3 +79,43 @@ def test_launch_errors_name_the_inputs_as_the_user_did():
         kernel.run(FakeDeviceArray((5,)), FakeDeviceArray((6,)))
     with pytest.raises(tp.InputError, match=r"^the fusion takes 2 inputs \(x, bias\), got 1"):
         kernel.run(FakeDeviceArray((5,)))
+
+
+def _strided_copy(name: str | None):
+    """y = x for x of two -1 extents with a run-time row stride (contiguity [False, True])."""
+    with tp.Fusion("strided_copy") as fusion:
+        x = tp.make_tensor([-1, -1], contiguity=[False, True], name=name); fusion.add_input(x)
+        y = tp.set(x); fusion.add_output(y)
+    y.split(1, 128); y.axis(0).parallelize(P.BIDx); y.axis(2).parallelize(P.TIDx)
+    return fusion
+
+
+def test_a_named_tensors_extents_and_strides_take_its_name():
+    fusion = _strided_copy("x")
+    assert list(fusion.symbols) == ["x_0", "x_1"]
+    kernel = tp.compile(fusion)
+    assert [p.name for p in kernel.ir.params][2:] == ["s_x_0", "s_x_1", "stride_x_0"]
+    assert _parameters(kernel.cuda_source) == ["x", "T1"] and "stride_x_0" in kernel.cuda_source
+
+
+def test_an_unnamed_tensors_extents_and_strides_keep_t_n():
+    fusion = _strided_copy(None)
+    assert list(fusion.symbols) == ["T0_0", "T0_1"]
+    assert [p.name for p in tp.compile(fusion).ir.params] == ["T0", "T1", "s_T0_0", "s_T0_1", "stride_T0_0"]
+
+
+def test_tensor_map_launch_errors_name_the_tensor_as_the_user_did():
+    from tileproof.codegen.ir import TensorMap
+    from tileproof.codegen.runtime import tensor_maps
+    from tileproof.model.expr import const, var
+
+    tmap = TensorMap(param="tmap_T1", tensor="T0", dtype=tp.float32, sizes=(var("x_1"), var("x_0")),
+                     strides_bytes=(var("stride.T0.0"),), box=(const(64), const(8)),
+                     element_strides=(const(1), const(1)), swizzle_bytes=0, user_name="x")
+    with pytest.raises(tp.InputError, match=r"^the tensor map of x needs x_1; pass it as a keyword"):
+        tensor_maps.values(tmap, {})
+    with pytest.raises(tp.InputError, match=r"^the tensor map of x needs x.stride\(0\)"):
+        tensor_maps.values(tmap, {"x_0": 8, "x_1": 64})
+    v = tensor_maps.values(tmap, {"x_0": 8, "x_1": 64, "stride.T0.0": 256})
+    with pytest.raises(tp.InputError, match=r"^x is loaded or stored by TMA, which needs a 16-byte aligned address"):
+        tensor_maps.check(tmap, 8, v)

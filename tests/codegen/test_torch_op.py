@@ -138,3 +138,23 @@ def test_names_are_checked_and_a_name_is_one_kernel():
         tp.as_torch_op(lambda a: a)
     default = tp.as_torch_op(kernel)
     assert str(default).startswith(f"tileproof.{kernel.name}_")
+
+
+def _named_add(a: str | None, b: str | None):
+    """out = a + b over N, 128 threads a block, the inputs named a and b (None: unnamed)."""
+    with tp.Fusion("named_add") as fusion:
+        ta = tp.make_tensor(["N"], name=a); fusion.add_input(ta)
+        tb = tp.make_tensor(["N"], name=b); fusion.add_input(tb)
+        tc = tp.add(ta, tb); fusion.add_output(tc)
+    tc.split(0, 128); tc.axis(0).parallelize(tp.ParallelType.BIDx); tc.axis(1).parallelize(tp.ParallelType.TIDx)
+    return tp.compile(fusion)
+
+
+@pytest.mark.parametrize("names, arguments", [(("x", "bias"), ["x", "bias"]), (("x", None), ["x", "T1"]),
+                                              (("lambda", "b"), ["T0", "b"])])  # a keyword stays T<n>
+def test_named_inputs_are_the_schemas_argument_names(names, arguments):
+    op = tp.as_torch_op(_named_add(*names), name=unique("named_add"))
+    assert [a.name for a in op._schema.arguments] == arguments
+    with FakeTensorMode():
+        x = torch.empty([300])
+        assert tuple(op(**dict(zip(arguments, (x, x)))).shape) == (300,)
