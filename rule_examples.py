@@ -24,6 +24,7 @@ stands after `import tileproof as tp`.
     hopper_gemm_operands  bf16 A and B staged by TMA for wgmma (wgmma, mma, warpspec, cluster)
     one_wgmma             a 64 x 64 x 64 wgmma tile, the operands' layout left open (wgmma)
     hopper_gemm_tile      a warp-specialized wgmma GEMM tile, the pipeline left open
+    grouped_sum_and_max   a row sum and a row max grouped by tp.group_reductions (reduction)
 
 Written on the public API only, as a user writes a schedule; nothing of the library imports
 this module. Its frames count as tileproof's (model/errors.py): a diagnostic about a tensor or
@@ -37,8 +38,8 @@ from collections.abc import Sequence
 import tileproof as tp
 
 # the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
-__all__ = ["copy_chain", "cp_async_copy", "cp_async_k_loop", "hopper_gemm_tile", "ldmatrix_copy", "mma_sync_tile",
-           "one_wgmma", "register_k_loop", "tf32_operands", "tma_copy", "tmem_copy"]
+__all__ = ["copy_chain", "cp_async_copy", "cp_async_k_loop", "grouped_sum_and_max", "hopper_gemm_tile", "ldmatrix_copy",
+           "mma_sync_tile", "one_wgmma", "register_k_loop", "tf32_operands", "tma_copy", "tmem_copy"]
 
 
 # -- copies ---------------------------------------------------------------------------------------
@@ -57,6 +58,19 @@ def copy_chain(name: str, shape: Sequence, *, copies: int = 2, dtype=tp.float32,
             tensors.append(tp.set(tensors[-1]))
         fusion.add_output(tensors[-1])
     return (fusion, *tensors)
+
+
+def grouped_sum_and_max(name: str, shape: Sequence = (64, 256)):
+    """Fusion `name`: t1 = sum(t0, 1) and t2 = max(t0, 1) of an input of `shape`, grouped
+    (tp.group_reductions), and t3 = t1 + t2 the output. Nothing is scheduled. Returns
+    (fusion, t1, t2)."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_concrete_tensor(list(shape)); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.max(t0, [1])
+        fusion.add_output(tp.add(t1, t2))
+    tp.group_reductions([t1, t2])
+    return fusion, t1, t2
 
 
 def tma_copy(name: str, shape: Sequence, *, dtype=tp.float32, contiguity=True):

@@ -55,7 +55,11 @@ def group_problems(fusion, order) -> list:
                 where = dict(tensor=tv.name, ids=(b.name,), location=b.parallel_origin or b.origin or tv.origin)
                 values = {"loop axis": k}
             else:
-                values = {}
+                values = _group_values(ref, tv, idmap)
+                k = values["first different loop axis"]
+                ids = [t.loop[k] for t in (ref, tv) if k < len(t.loop)]  # the transform that differs: where it was written
+                where = dict(tensor=tv.name, ids=tuple(i.name for i in ids),
+                             location=next((i.origin for i in ids if i.origin), None) or tv.origin)
             out.append(Problem(f"{ref.name} and {tv.name} are grouped reductions ({names}) scheduled differently: "
                                f"{why}",
                                hint=f"schedule one member of the group and copy it to the others "
@@ -65,6 +69,21 @@ def group_problems(fusion, order) -> list:
                                notes=("nvFuser runs a group as one GroupedReductionOp, whose outputs share one loop "
                                       "nest and one parallelization",), **where))
     return out
+
+
+def _group_values(ref, tv, idmap: IdMap) -> dict[str, int]:
+    """The numbers of two group members scheduled differently: their loop axes, the first loop
+    axis that differs and its extents (where constant), their compute-at positions."""
+    k = next((k for k, (a, b) in enumerate(zip(ref.loop, tv.loop)) if not idmap.same(a, b)),
+             min(len(ref.loop), len(tv.loop)))
+    values = {f"{ref.name} loop axes": len(ref.loop), f"{tv.name} loop axes": len(tv.loop), "first different loop axis": k}
+    for t in (ref, tv):
+        extent = try_int(t.loop[k].extent_expr) if k < len(t.loop) else None
+        if extent is not None:
+            values[f"{t.name} axis {k} extent"] = extent
+    if ref.compute_at != tv.compute_at:
+        values.update({f"{ref.name} compute-at": ref.compute_at, f"{tv.name} compute-at": tv.compute_at})
+    return values
 
 
 def parallel_problems(fusion, order) -> list:

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.ir import BlockReduce, Buffer, KernelIR
+from tileproof.codegen.ir import BlockReduce, Buffer, GridReduce, KernelIR, walk
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import reference
 from tileproof.model.expr import const
@@ -139,3 +139,52 @@ def test_bundled_reduction_example_computes_the_reference(case):
         assert written.any(), case.name
         values = np.where(written, got, 0).astype(float)
         assert np.allclose(values[written], np.asarray(want)[written], rtol=1e-6, atol=1e-6), case.name
+
+
+def _grouped_sum_and_max(grid: bool):
+    """T1 = sum(T0, 1) and T2 = max(T0, 1) of [M, N] grouped (tp.group_reductions), only T1 scheduled
+    (T2, its sibling, takes T1's parallel types): rows on BIDx and the row on TIDx{32} (block
+    reductions, T3 = T1 + T2 the output), or `grid`: rows on BIDy and the row on [BIDx, TIDx{32}]
+    (grid reductions, each lowered with its own workspace and semaphore; T1 and T2 the outputs)."""
+    with tp.Fusion("grouped_grid" if grid else "grouped_block") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.max(t0, [1])
+        if grid:
+            fusion.add_output(t1)
+            fusion.add_output(t2)
+        else:
+            fusion.add_output(tp.add(t1, t2))
+    fusion.assume("M <= 65535")
+    fusion.assume("N <= 65535 * 32")
+    tp.group_reductions([t1, t2])
+    t1.split(1, 32)
+    tp.propagate_transforms(t1)
+    tp.inline_most(fusion)
+    t1.axis(0).parallelize(P_BIDY if grid else P_BIDX)
+    if grid:
+        t1.axis(1).parallelize(P_BIDX)
+    else:
+        fusion.outputs[0].axis(0).parallelize(P_BIDX)
+    t1.axis(2).parallelize(tp.ParallelType.TIDx)
+    return fusion
+
+
+P_BIDX, P_BIDY = tp.ParallelType.BIDx, tp.ParallelType.BIDy
+
+
+@pytest.mark.parametrize("grid", [False, True], ids=["block", "grid"])
+@pytest.mark.parametrize("sizes", [{"M": 3, "N": 96}, {"M": 2, "N": 70}], ids=str)
+def test_grouped_reductions_compute_the_separate_reductions(grid, sizes):
+    """A group changes no value: each member's elements are its own reduction's (the group's block
+    and grid reductions are lowered one per tensor, as nvFuser lowers block reductions)."""
+    fusion = _grouped_sum_and_max(grid)
+    assert tp.verify(fusion, "sm_90a").ok, tp.verify(fusion, "sm_90a").codes
+    st = lower(fusion.snapshot(), get_target("sm_90a"))
+    combines = [n for n in walk(st.kernel.body) if isinstance(n, GridReduce if grid else BlockReduce)]
+    assert len(combines) == 2  # T2 runs on T1's indices: a combine each
+    x = np.random.default_rng(1).integers(-50, 50, size=(sizes["M"], sizes["N"])).astype(float)
+    outs = run_kernel(st.kernel, fusion, [x], sizes, Numbers)
+    want = [x.sum(1), x.max(1)] if grid else [x.sum(1) + x.max(1)]
+    for got, expected in zip(outs, want):
+        assert np.array_equal(got.astype(float), expected)

@@ -748,9 +748,17 @@ def tma_outer_reduction_manual(outer_size):
 
 GRID_REDUCTION = ("no item: an allreduce (the grid reduction's total read by every block) needs a grid-wide barrier; "
                   "rejected with REDUCTION-GRID (tileproof's grid reduction stores from the last block only)")
-NO_GROUP_REDUCTIONS = "no item: tp.group_reductions (nvFuser's groupReductions) is not in the API (AttributeError)"
-CHANNELS_LAST = ("no item: tp.group_reductions (nvFuser's groupReductions) is not in the API (AttributeError), "
-                 "nor rfactor of two tensors at once")
+SYMBOLIC_TIDX = ("no item: TIDx bound to the symbolic row extent N: LAUNCH-THREADS and SMEM-CAPACITY for N > 1024 "
+                 "(nvFuser checks the block size at launch)")
+SYMBOLIC_BIDY = "no item: LAUNCH-GRID: BIDy over the symbolic M may pass 65535 (nvFuser checks the grid at launch)"
+GROUPED_GRID = ("no item: the reader of two grouped grid totals is rejected with REDUCTION-GRID: tileproof lowers a "
+                "group's grid reductions one per tensor (a semaphore each, whose last blocks may differ), nvFuser's "
+                "GroupedGridReduction combines them in one round with one semaphore")
+ONE_NEST = ("no item: LOOP-NEST-ORDER: a producer inlined into two grouped reductions (nvFuser: one GroupedReductionOp, "
+            "one loop nest; tileproof: a statement per member)")
+CHANNELS_LAST = ("no item: SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS, REGISTER-SIZE-CONSTANT over symbolic extents and "
+                 "LOOP-NEST-ORDER (the grouped partials' shared producers); the persistent variant's inline_at refuses a "
+                 "persistent axis, and ParallelType.Group is not in the API")
 NO_GROUP = "no item: ParallelType.Group (cross-iteration grouped reduction) is not in the API (AttributeError)"
 
 CASES = [
@@ -764,27 +772,29 @@ CASES = [
     Case("ReductionTest.GridAllreduce6", grid_allreduce_6, VALID,
          gap=GRID_REDUCTION + "; also LAUNCH-GRID, SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS over symbolic extents "
              "(nvFuser checks the vector width and grid at launch)"),
-    Case("ReductionTest.GroupedReduction1", grouped_reduction_1, VALID, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReduction2", grouped_reduction_2, VALID, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReduction3", grouped_reduction_3, VALID, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReduction4", grouped_reduction_4, THROWS, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReduction5", grouped_reduction_5, THROWS, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReduction6", grouped_reduction_6, VALID, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReduction7", grouped_reduction_7, THROWS, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReductionRfactor1", grouped_reduction_rfactor_1, VALID, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupedReductionRfactor2", grouped_reduction_rfactor_2, VALID, gap=NO_GROUP_REDUCTIONS),
+    Case("ReductionTest.GroupedReduction1", grouped_reduction_1, VALID, gap=SYMBOLIC_TIDX),
+    Case("ReductionTest.GroupedReduction2", grouped_reduction_2, VALID, gap=SYMBOLIC_BIDY),
+    Case("ReductionTest.GroupedReduction3", grouped_reduction_3, VALID, gap=SYMBOLIC_BIDY),
+    Case("ReductionTest.GroupedReduction4", grouped_reduction_4, THROWS, raises="are not the same iteration"),
+    Case("ReductionTest.GroupedReduction5", grouped_reduction_5, THROWS, raises="are transformed differently"),
+    Case("ReductionTest.GroupedReduction6", grouped_reduction_6, VALID, gap=SYMBOLIC_TIDX),
+    Case("ReductionTest.GroupedReduction7", grouped_reduction_7, THROWS, raises="another reduction of the group"),
+    Case("ReductionTest.GroupedReductionRfactor1", grouped_reduction_rfactor_1, VALID, gap=GROUPED_GRID),
+    Case("ReductionTest.GroupedReductionRfactor2", grouped_reduction_rfactor_2, VALID, gap=GROUPED_GRID),
     Case("ReductionTest.GroupedReductionAfterComputeAt", grouped_reduction_after_compute_at, VALID,
-         gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupAllreduce1", group_allreduce_1, VALID, gap=NO_GROUP_REDUCTIONS),
-    Case("ReductionTest.GroupAllreduce2", group_allreduce_2, VALID, gap=NO_GROUP_REDUCTIONS),
+         gap=ONE_NEST),
+    Case("ReductionTest.GroupAllreduce1", group_allreduce_1, VALID,
+         gap=GRID_REDUCTION + "; also REGISTER-SIZE-CONSTANT (T5 holds 128 * ceil(N / 128) registers)"),
+    Case("ReductionTest.GroupAllreduce2", group_allreduce_2, VALID, gap=GRID_REDUCTION + "; also " + SYMBOLIC_BIDY),
     Case("ReductionTest.GroupAllreduce3", group_allreduce_3, VALID,
-         gap="no item: tp.min (a min reduction) and tp.group_reductions are not in the API (AttributeError)"),
+         gap=GRID_REDUCTION),
     Case("ReductionTest.GroupAllreduce4", group_allreduce_4, VALID,
-         gap="no item: tp.div of a tensor by an extent (a scalar Val) raises ScheduleError; then group_reductions"),
+         gap="no item: tp.div of a tensor by an extent (a scalar Val) raises ScheduleError; then the allreduce"),
     Case("ReductionTest.PersistentBNBackwardAllreduce", persistent_bn_backward_allreduce, VALID,
          gap="no item: scalar arithmetic on extents (castOp / mul / reciprocal of IterDomain extents) raises "
-             "ScheduleError; then group_reductions and multi-tensor rfactor"),
-    Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID, gap=NO_GROUP_REDUCTIONS),
+             "ScheduleError; then the allreduce"),
+    Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID,
+         gap=GROUPED_GRID + "; also " + ONE_NEST + "; also " + SYMBOLIC_BIDY),
     Case("ReductionTest.GroupedReductionChannelsLastBatchNormLike", lambda: channels_last_batch_norm_like(False),
          VALID, gap=CHANNELS_LAST),
     Case("ReductionTest.GroupedReductionPersistentChannelsLastBatchNormLike",
@@ -795,7 +805,7 @@ CASES = [
          lambda: cross_iteration_grouped_grid_allreduce([2, 3, 16], [4, 5]), VALID, gap=NO_GROUP),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce3",
          lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4], grouped_exprs=True), VALID,
-         gap=NO_GROUP_REDUCTIONS),
+         gap=NO_GROUP),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce4", cross_iteration_grouped_grid_allreduce_4, VALID,
          gap=NO_GROUP),
     *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",

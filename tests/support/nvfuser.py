@@ -2,7 +2,8 @@
 tests/cpp/): each case builds the schedule the C++ TEST writes, with tileproof's names for
 nvFuser's, and states nvFuser's verdict. `check` asserts tileproof's agrees: a schedule nvFuser
 compiles and validates verifies clean and compiles (NVRTC, no GPU needed); one nvFuser throws on is
-rejected, with the rule codes given. Where tileproof does not agree yet, `gap` says which item of
+rejected, with the rule codes given (or, where nvFuser throws at the scheduling call, the build
+raises a ScheduleError matching `raises`). Where tileproof does not agree yet, `gap` says which item of
 the nvFuser-fidelity issue it waits for (the test is an expected failure, strict: it fails the day
 it starts to agree, so the gap list stays true). Where the hardware says nvFuser is wrong,
 `differs` says so and names the GPU run that shows it; tileproof's verdict is then asserted.
@@ -32,6 +33,7 @@ class Case:
     differs: str | None = None  # the hardware disagrees with nvFuser: what, and the GPU run showing it
     target: str = "sm_90a"
     run: Callable | None = None  # run(kernel, torch): runs it on the GPU at 3+ sizes, asserts the values
+    raises: str | None = None  # THROWS at the scheduling call (nvFuser's NVF_CHECK there): the build's ScheduleError matches this
 
     @property
     def id(self) -> str:
@@ -51,6 +53,10 @@ def params(cases: list[Case]) -> list:
 
 def check(case: Case) -> None:
     """tileproof's verdict on the case is nvFuser's (or the hardware's, where `differs`)."""
+    if case.raises is not None:
+        with pytest.raises(tp.ScheduleError, match=case.raises):
+            case.build()
+        return
     fusion = case.build()
     report = tp.verify(fusion, case.target)
     if case.expects_valid:

@@ -121,23 +121,13 @@ def reduction_group(ctx: VerifyContext) -> Iterator[Diagnostic]:
         blocks, one workspace round and one semaphore. Members iterated differently are not
         one reduction, and the parallelization nvFuser would give them is not the one written.
     Example:
-        with tp.Fusion("grouped_sum_and_max") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 256]); fusion.add_input(t0)
-            t1 = tp.sum(t0, [1])
-            t2 = tp.max(t0, [1])
-            t3 = tp.add(t1, t2); fusion.add_output(t3)
-        tp.group_reductions([t1, t2])
+        fusion, t1, t2 = grouped_sum_and_max("grouped_sum_and_max")
         t1.split(1, 32)  # after grouping, t2 is not split
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
         t1.axis(2).parallelize(tp.ParallelType.TIDx)
         tp.parallelize_all_like(t1)
     Fix:
-        with tp.Fusion("grouped_sum_and_max") as fusion:
-            t0 = tp.make_contig_concrete_tensor([64, 256]); fusion.add_input(t0)
-            t1 = tp.sum(t0, [1])
-            t2 = tp.max(t0, [1])
-            t3 = tp.add(t1, t2); fusion.add_output(t3)
-        tp.group_reductions([t1, t2])
+        fusion, t1, t2 = grouped_sum_and_max("grouped_sum_and_max")
         t1.split(1, 32)
         tp.propagate_transforms(t1)
         t1.axis(0).parallelize(tp.ParallelType.BIDx)
