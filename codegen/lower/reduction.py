@@ -13,6 +13,11 @@
                 writer along the reduced thread indices for shared and global tensors, and the
                 last block along the reduced block indices)
 
+The reductions of a group (tp.group_reductions, model/grouped_reduction.py) are lowered one per
+tensor, as nvFuser lowers a GroupedReductionOp's block and serial reductions; grid ones too (a
+workspace and semaphore each; nvFuser's GroupedGridReduction combines them in one round), so a
+group changes no value. REDUCTION-GROUP's condition is checked here as the verifier checks it.
+
 Init, combine and store sit just outside the loop of the tensor's first reduction axis, so the
 loops left of it (shared with other tensors) run them once per element of those axes. Indices
 and predicates come from the execution model only, as for every other statement.
