@@ -38,7 +38,8 @@ from collections.abc import Sequence
 import tileproof as tp
 
 # the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
-__all__ = ["copy_chain", "cp_async_copy", "cp_async_k_loop", "grouped_sum_and_max", "hopper_gemm_tile", "ldmatrix_copy",
+__all__ = ["copy_chain", "cp_async_copy", "cp_async_k_loop", "grid_allreduce", "grouped_sum_and_max", "hopper_gemm_tile",
+           "ldmatrix_copy",
            "mma_sync_tile", "one_wgmma", "register_k_loop", "tf32_operands", "tma_copy", "tmem_copy"]
 
 
@@ -71,6 +72,21 @@ def grouped_sum_and_max(name: str, shape: Sequence = (64, 256)):
         fusion.add_output(tp.add(t1, t2))
     tp.group_reductions([t1, t2])
     return fusion, t1, t2
+
+
+def grid_allreduce(name: str, n: int = 1024, tile: int = 128):
+    """Fusion `name`: t3 = t0 / broadcast(sum(t0)) of an input of n elements, both t1 = sum(t0)
+    and t3 split by `tile` onto [BIDx, TIDx]: the sum runs over the grid and every block reads it
+    (an allreduce). Returns (fusion, t1, t3)."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_concrete_tensor([n]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [0])
+        t3 = tp.div(t0, tp.broadcast(t1, [True])); fusion.add_output(t3)
+    for t in (t1, t3):
+        t.split(0, tile)
+        t.axis(0).parallelize(tp.ParallelType.BIDx)
+        t.axis(1).parallelize(tp.ParallelType.TIDx)
+    return fusion, t1, t3
 
 
 def tma_copy(name: str, shape: Sequence, *, dtype=tp.float32, contiguity=True):

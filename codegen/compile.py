@@ -160,11 +160,15 @@ class Kernel:
         outputs = self._outputs(bound, allocators)
         function = self._function(device_id, smem)
         self._warn_if_clusters_wait(function, grid, block, smem, device_id)
+        if self.ir.cooperative:
+            problem = co_residency_problem(self.name, grid, *driver.resident_limit(function, block, smem, device_id))
+            if problem:
+                raise InputError(problem)
         args = self._arguments(bound, outputs, self._workspaces.pointers(bound.env, device_id, stream))
         env = bound.env
         slots = self._output_slots(allocators, env) if out is None else None
         prepared = PreparedLaunch(function, grid, block, smem, stream, device_id, args, slots,
-                                  lambda e: self._explained(e, env), self._workspaces.generation)
+                                  lambda e: self._explained(e, env), self._workspaces.generation, self.ir.cooperative)
         return prepared, tuple(o.obj for o in outputs)
 
     def _warn_if_clusters_wait(self, function, grid, block, smem: int, device_id: int) -> None:
@@ -182,7 +186,11 @@ class Kernel:
 
     def _explained(self, error: Exception, env: dict[str, int]) -> Exception:
         """A launch refused for memory, with what the kernel's register tensors ask for: the
-        driver reserves their local memory for every thread the GPU can hold at once."""
+        driver reserves their local memory for every thread the GPU can hold at once. A cooperative
+        launch too large for the GPU (which _prepare_launch checks first): an InputError."""
+        if "COOPERATIVE_LAUNCH_TOO_LARGE" in str(error):
+            return InputError(f"{self.name}: {error}: its allreduce's grid-wide barrier needs every block resident "
+                              f"at once; use smaller sizes or fewer blocks")
         local = [(b.tensor, evaluate(b.elements, env) * b.dtype.bytes) for b in self.ir.buffers
                  if b.memory is MemoryType.Local]
         per_thread = sum(n for _, n in local)
@@ -325,6 +333,20 @@ def _check_no_alias(inputs: list[ArrayInfo], outputs: list[ArrayInfo]) -> None:
             if o.ptr == i.ptr:
                 raise InputError(f"out[{k}] is the same memory as input argument {j}; the kernel reads inputs "
                                  f"while writing outputs, so they must not overlap")
+
+
+def co_residency_problem(name: str, grid: tuple, per_sm: int, sms: int) -> str | None:
+    """Why a kernel with a grid-wide barrier (an allreduce: codegen/lower/reduction.py cooperative)
+    cannot launch with `grid`: its blocks wait for each other, so all must be resident at once
+    (cuLaunchCooperativeKernel refuses more, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE), at most
+    `per_sm` blocks on each of `sms` SMs; None where they fit (nvFuser's validateCooperativeLaunch)."""
+    blocks = math.prod(grid)
+    if blocks <= per_sm * sms:
+        return None
+    return (f"{name}: these sizes need a grid of {blocks} blocks ({' x '.join(map(str, grid))}), but its allreduce's "
+            f"grid-wide barrier needs every block resident at once (a cooperative launch), and the GPU holds at most "
+            f"{per_sm * sms} ({per_sm} blocks per SM x {sms} SMs, given the block's threads, registers and shared "
+            f"memory); use smaller sizes or fewer blocks (bind more of the reduction to threads or loops)")
 
 
 def clusters_wait_note(blocks: int, cluster: int, resident_blocks: int, resident_clusters: int) -> str | None:

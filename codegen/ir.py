@@ -276,6 +276,7 @@ class KernelIR:
     tensor_maps: list[TensorMap] = field(default_factory=list)
     mbarriers: list[MBarrier] = field(default_factory=list)
     cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster (execution/cluster.py): __cluster_dims__
+    cooperative: bool = False  # a grid barrier (an allreduce's GridReduce): cuLaunchCooperativeKernel, every block resident
     index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
     max_threads: int = 1024  # the block's threads at any admitted size: __launch_bounds__
 
@@ -412,7 +413,10 @@ class GridReduce:
     then across the thread indices marked in `threads` (as BlockReduce, in `scratch`), and
     returns the semaphore to 0. `flag` names the bool saying this block was the last, and each
     (name, block index, grid dim) of `last` the index the store's single writer compares with:
-    the block index in the last block, the grid dim elsewhere. Every thread runs it, unpredicated."""
+    the block index in the last block, the grid dim elsewhere. Every thread runs it, unpredicated.
+    An `allreduce` (execution/grid_reduction.py is_allreduce) counts on its semaphore as a grid-wide
+    barrier instead, the block of rank ranks - 1 (`rank`: this block's) adding 2^31 - (ranks - 1),
+    waits for every block of its segment, and combines in every block; `flag` and `last` are unused."""
 
     acc: str
     elements: int
@@ -434,6 +438,8 @@ class GridReduce:
     flag: str
     last: list
     comment: str = ""
+    allreduce: bool = False
+    rank: Expr | None = None
 
 
 # -- tensor cores (codegen/lower/mma.py) ------------------------------------------------------------

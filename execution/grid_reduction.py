@@ -33,6 +33,30 @@ block that combines is the last to arrive, not the last by index, so no block ev
                 reduced block types); REDUCTION-GRID says where that holds (one entrance, the
                 readers in the combine's scope, none of them spread over the reduced block types)
 
+An allreduce (`is_allreduce`: a statement reading T's total spreads its elements over a block
+type T reduces, so every block of the segment needs the total; nvFuser's persistent gridReduce)
+runs the same partials through a grid-wide barrier instead of a count, so every block combines:
+
+    barrier     after the partials, __threadfence, __syncthreads, then thread 0 adds to the
+                semaphore of (entrance, segment): 1 in every block but the one of rank ranks - 1,
+                which adds 2^31 - (ranks - 1); the arrivals of all `ranks` blocks
+                add exactly 2^31, and no proper subset of them changes bit 31 (ranks <= 2^31,
+                REDUCTION-GRID-WORKSPACE), so each block's thread 0 waits until bit 31 differs
+                from the value its own add returned (nvFuser's grid_sync::sync), then fences, and
+                the block passes a __syncthreads: every block's partials are written and fenced
+                before any block reads one (`GENERATION_BIT`)
+    combine     in every block, as the last block combines above: every thread ends with the
+                segment's total, the same in each block (one order of combination)
+    re-entry    the semaphore's low 31 bits are back where they started and bit 31 flipped: the
+                next launch (or a next use) waits for the next flip, whichever value bit 31 has;
+                each entrance has its own semaphore and slots, so no block overwrites a partial
+                another may still read (the slots of a launch are reused only by the next launch)
+    readers     run in every block, each reading its own block's copy (registers or shared
+                memory; REDUCTION-GRID refuses a total in global memory, stored by one block)
+    residency   a block waits for every block of its segment, so all must be on the GPU at
+                once: the kernel is launched cooperatively (cuLaunchCooperativeKernel), which
+                fails, rather than hangs, for a grid the GPU cannot hold (codegen/compile.py)
+
 The workspace holds `work_elements` values of the compute type, the semaphores `semaphores`
 32-bit counters; the runtime allocates them, the semaphores zeroed once (codegen/compile.py).
 """
@@ -42,6 +66,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.expr import Expr, add, const, mul, product, try_int, var
+from ..model.loop_map import computed_tensors
 from ..model.reduction import is_reduction_tensor
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, ParallelType
@@ -50,6 +75,8 @@ from .promotion import loop_extents
 from .reduction import ReductionLoops, reduction_loops
 
 SEMAPHORE_LIMIT = (1 << 32) - 1  # a 32-bit semaphore counts the arrivals of a segment
+GENERATION_BIT = 1 << 31  # an allreduce's barrier flips bit 31 of its semaphore once all ranks arrive
+ALLREDUCE_LIMIT = GENERATION_BIT  # ... which no proper subset of arrivals does while ranks <= 2^31
 
 
 def last_name(tv_name: str, p: ParallelType) -> str:
@@ -180,6 +207,23 @@ def is_grid_reduction(tv: TensorView) -> bool:
     return tv.definition is not None and is_reduction_tensor(tv) and bool(reduction_loops(tv).blocks)
 
 
+def spread_blocks(reader: TensorView, total: TensorView) -> tuple[ParallelType, ...]:
+    """The block types `total` (a grid reduction) reduces that `reader` spreads its elements over
+    (a loop axis neither broadcast nor reduction bound to one): each of those blocks needs the total."""
+    bound = {i.parallel_type for i in reader.loop if not i.is_broadcast and not i.is_reduction}
+    return tuple(p for p in reduction_loops(total).blocks if p in bound)
+
+
+@per_fusion
+def is_allreduce(tv: TensorView) -> bool:
+    """Whether tv is a grid reduction whose total a statement of the kernel reads in every block
+    of its segment (one reading it spreads over a block type tv reduces): its blocks meet at a
+    grid-wide barrier and each combines the partials (the module docstring's allreduce)."""
+    if not is_grid_reduction(tv):
+        return False
+    return any(tv in read_totals(t) and spread_blocks(t, tv) for t in computed_tensors(tv.fusion))
+
+
 @per_fusion
 def read_totals(tv: TensorView) -> tuple[TensorView, ...]:
     """The grid reductions whose totals tv's statement reads, directly or through the statements
@@ -206,12 +250,20 @@ def grid_totals(tv: TensorView) -> tuple[TensorView, ...]:
     return own + tuple(t for t in read_totals(tv) if t is not tv)
 
 
+def last_block_totals(totals) -> tuple[TensorView, ...]:
+    """Of the grid reductions `totals`, those whose total only the last block of a segment holds
+    (an allreduce's every block holds)."""
+    return tuple(t for t in totals if not is_allreduce(t))
+
+
 def last_block_types(tv: TensorView, launch: dict[ParallelType, Expr] | None = None) -> tuple[ParallelType, ...]:
     """The block types (launched ones, given `launch`) along which only the last block holds tv's
     elements (those its grid totals reduce): a reader of tv must be that block."""
-    types = {p for t in grid_totals(tv) for p in reduction_loops(t).blocks if launch is None or p in launch}
+    types = {p for t in last_block_totals(grid_totals(tv)) for p in reduction_loops(t).blocks
+             if launch is None or p in launch}
     return tuple(p for p in BLOCK_TYPES if p in types)
 
 
-__all__ = ["GridLayout", "SEMAPHORE_LIMIT", "entrance_loops", "grid_layout", "grid_totals", "is_grid_reduction",
-           "last_block_ranges", "last_block_types", "last_name", "read_totals", "semaphores_name", "work_name"]
+__all__ = ["ALLREDUCE_LIMIT", "GENERATION_BIT", "GridLayout", "SEMAPHORE_LIMIT", "entrance_loops", "grid_layout",
+           "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_ranges", "last_block_totals",
+           "last_block_types", "last_name", "read_totals", "semaphores_name", "spread_blocks", "work_name"]

@@ -29,7 +29,8 @@ accumulation (no single writer: every thread adds its part), store_execution its
 (no reduction loop, no predicate on a reduction axis, and a single writer along the thread
 types the reduction combines: the axes bound to them are not its elements'; along the block
 types a grid reduction combines, the last block of its segment: execution/grid_reduction.py).
-A statement that reads a grid reduction's total (read_totals) runs in that last block only.
+A statement that reads a grid reduction's total (read_totals) runs in that last block only, but
+for an allreduce's, which every block holds (and stores, into its own registers or shared memory).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from .indexing import (
 from .circular import specialization
 from .promotion import loop_extents
 from ..model.reduction import is_reduction_tensor
-from .grid_reduction import grid_totals, last_block_ranges, last_name, read_totals
+from .grid_reduction import grid_totals, last_block_ranges, last_block_totals, last_name, read_totals
 from .reduction import reduction_loops
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
@@ -203,7 +204,9 @@ def _in_last_blocks(totals, conds: list[Cond], ranges: dict[str, Expr],
                     launch: dict[ParallelType, Expr]) -> tuple[list[Cond], dict[str, Expr]]:
     """conds and ranges of a statement that stores or reads the totals of the grid reductions
     `totals` (execution/grid_reduction.py): it runs where `blockIdx.p == tp_last_<p>_<T>` along
-    each block type p that T reduces, in place of a single writer's `blockIdx.p == 0`."""
+    each block type p that T reduces, in place of a single writer's `blockIdx.p == 0`; an allreduce's
+    total is in every block (grid_reduction.is_allreduce), and asks for nothing."""
+    totals = last_block_totals(totals)
     if not totals:
         return conds, ranges
     reduced = [var(p.cuda_name) for t in totals for p in reduction_loops(t).blocks]

@@ -1,6 +1,7 @@
 """C++ for reductions (codegen/lower/reduction.py): the accumulator's init, the block's combine
-through tp_block_reduce, the grid's through tp_grid_reduce, and the combine of an accumulation;
-the store is a plain Compute.
+through tp_block_reduce, the grid's through tp_grid_reduce (an allreduce's through
+tp_grid_allreduce, a grid-wide barrier), and the combine of an accumulation; the store is a
+plain Compute.
 
 tp_block_reduce leaves in every thread the total of the threads that share its non-reduced
 thread indices (a group). Where a group's threads are consecutive lanes (the reduced indices
@@ -102,6 +103,49 @@ __device__ __forceinline__ bool tp_grid_reduce(T (&acc)[N], T* work, unsigned lo
 }"""
 
 
+GRID_ALLREDUCE = """\
+// an allreduce over the blocks of a segment (execution/grid_reduction.py): each writer stores its partials at
+// work[slot..] and fences them; the blocks meet at a grid-wide barrier on *semaphore (nvFuser's grid_sync::sync):
+// thread 0 adds 1, in the block of rank ranks - 1 2^31 - (ranks - 1), so bit 31 flips once every block of the
+// segment has arrived and no earlier, and waits for the flip; then every block combines every block's partials of
+// its lanes (rank j at first + j * stride, j = reducer, reducer + reducers, ...) and across RX/RY/RZ, so every
+// block holds the total. The low 31 bits end as they began: the next use (next launch) waits for the next flip.
+// The blocks wait for each other: the kernel is launched cooperatively (all of them resident).
+template <int N, bool RX, bool RY, bool RZ, typename T, typename F>
+__device__ __forceinline__ void tp_grid_allreduce(T (&acc)[N], T* work, unsigned long long slot,
+    unsigned long long first, unsigned long long stride, unsigned long long ranks, unsigned long long rank,
+    unsigned* semaphore, bool writer, unsigned long long reducer, unsigned long long reducers, T* scratch, F op,
+    T neutral) {
+  volatile T* w = work;  // not cached in L1: other blocks write it
+  if (writer) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) w[slot + k] = acc[k];
+  }
+  __threadfence();  // each writer's partials reach the GPU's memory
+  __syncthreads();  // ... before thread 0 arrives for the block
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    __threadfence();  // cumulative: the block's partials, ordered before its arrival by the barrier
+    const unsigned increment = rank + 1ull == ranks ? 0x80000000u - (unsigned)(ranks - 1ull) : 1u;
+    const unsigned arrived = atomicAdd(semaphore, increment);
+    const volatile unsigned* s = semaphore;
+    unsigned ns = 8u;
+    while (((arrived ^ *s) & 0x80000000u) == 0u) {  // bit 31 flips when the last of the segment arrives
+      __nanosleep(ns);
+      if (ns < 256u) ns *= 2u;
+    }
+    __threadfence();  // the partials are read after the flip that proves them written
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < N; ++k) acc[k] = neutral;
+  for (unsigned long long j = reducer; j < ranks; j += reducers) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc[k] = op(acc[k], w[first + j * stride + k]);
+  }
+  if (RX || RY || RZ) tp_block_reduce<N, RX, RY, RZ>(acc, scratch, op);
+}"""
+
+
 def _nodes(nodes: list, kind) -> list:
     """The nodes of `kind` anywhere under `nodes` (in loops, a whole-tile nest's two versions, ...)."""
     return [n for n in walk(nodes) if isinstance(n, kind)]
@@ -109,11 +153,13 @@ def _nodes(nodes: list, kind) -> list:
 
 def prelude(ir: KernelIR) -> list[str]:
     """The helpers, where a block or grid combine is emitted (the grid's calls the block's)."""
-    grid = bool(_nodes(ir.body, GridReduce))
-    block = grid or bool(_nodes(ir.body, BlockReduce))
+    grids = _nodes(ir.body, GridReduce)
+    grid, allreduce = any(not n.allreduce for n in grids), any(n.allreduce for n in grids)
+    block = bool(grids) or bool(_nodes(ir.body, BlockReduce))
     roles = next((n for n in ir.body if isinstance(n, WarpRoles)), None)
     helper = BLOCK_REDUCE if roles is None else consumers_block_reduce(ir, roles)
-    return (helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
+    return ((helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
+            + (GRID_ALLREDUCE.splitlines() if allreduce else []))
 
 
 def consumers_block_reduce(ir: KernelIR, roles: WarpRoles) -> str:
@@ -176,6 +222,12 @@ def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
     flags = ", ".join("true" if r else "false" for r in n.threads)
     writer = " && ".join(e.cond(c) for c in n.writer) or "true"
     scratch = f"reinterpret_cast<{t}*>({n.scratch})" if n.scratch else f"static_cast<{t}*>(nullptr)"
+    if n.allreduce:
+        return [f"{pad}// {n.comment}",
+                f"{pad}tp_grid_allreduce<{n.elements}, {flags}>({n.acc}, {n.work}, {e.x(n.slot)}, {e.x(n.first)}, "
+                f"{e.x(n.stride)}, {e.x(n.ranks)}, {e.x(n.rank)}, {n.semaphores} + {e.x(n.semaphore)}, {writer}, "
+                f"{e.x(n.reducer)}, {e.x(n.reducers)}, {scratch}, [] ({t} a, {t} b) {{ return {op}; }}, "
+                f"{scalar_literal(n.neutral, t)});"]
     lines = [f"{pad}// {n.comment}",
              f"{pad}const bool {n.flag} = tp_grid_reduce<{n.elements}, {flags}>({n.acc}, {n.work}, {e.x(n.slot)}, "
              f"{e.x(n.first)}, {e.x(n.stride)}, {e.x(n.ranks)}, {n.semaphores} + {e.x(n.semaphore)}, {writer}, "
@@ -186,5 +238,5 @@ def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
     return lines
 
 
-__all__ = ["BLOCK_REDUCE", "GRID_REDUCE", "block_reduce_lines", "combine", "grid_reduce_lines", "init_lines", "prelude",
+__all__ = ["BLOCK_REDUCE", "GRID_ALLREDUCE", "GRID_REDUCE", "block_reduce_lines", "combine", "grid_reduce_lines", "init_lines", "prelude",
            "uses_max"]

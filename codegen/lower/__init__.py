@@ -215,6 +215,7 @@ def signature(st: Lowering) -> None:
         tensor_maps=st.tensor_maps,
         mbarriers=st.mbarriers,
         cluster=cluster_dims(fusion),
+        cooperative=reduction.cooperative(st.order),
         max_threads=most_threads(fusion, st.target),
     )
 

@@ -6,8 +6,10 @@
     combine     BlockReduce, where reduction axes are bound to thread indices: no predicate, every
                 thread of the block takes part
     grid        GridReduce, where reduction axes are bound to block indices: the partials through
-                the workspace, the last block of each segment combines (execution/grid_reduction.py);
-                no predicate, every thread of every block takes part
+                the workspace, the last block of each segment combines (execution/grid_reduction.py),
+                or for an allreduce every block, after a grid-wide barrier (the kernel then launches
+                cooperatively: KernelIR.cooperative); no predicate, every thread of every block
+                takes part
     store       a Compute in loops of its own over the accumulator's axes: the tensor's element =
                 acc[k] in its dtype, predicated by model/execution.py store_execution (a single
                 writer along the reduced thread indices for shared and global tensors, and the
@@ -33,7 +35,8 @@ from ...model.reduction import COMBINE
 from ...execution.reduction import ReductionLoops, insert_init, reduction_loops
 from ...execution.conditions.reduction import (accumulator_problems, grid_problems, group_problems, parallel_problems,
                                                unsupported_reductions)
-from ...execution.grid_reduction import entrance_loops, grid_layout, last_name, semaphores_name, work_name
+from ...execution.grid_reduction import (entrance_loops, grid_layout, is_allreduce, last_name, semaphores_name,
+                                          work_name)
 from ...execution.reduction import grid_reductions
 from ...model.simplify import simplify
 from ...execution.smem_plan import SCRATCH
@@ -113,6 +116,14 @@ def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, 
             refuse("REDUCTION-GRID", [Problem(f"{tv.name}'s loop {k} runs {path[k].extent} times, its axis "
                                               f"{extent}", hint="")])
     g = grid_layout(r, builder.launch, env)
+    if is_allreduce(tv):
+        return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
+                          SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(tv.name), g.slot, g.first,
+                          g.stride, g.ranks, g.semaphore,
+                          [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
+                          g.reducer, g.reducers, f"tp_grid_last_{tv.name}", [],
+                          f"{tv.name}: the blocks combine over {', '.join(p.value for p in r.blocks)} after a grid-wide "
+                          f"barrier; every block holds the total (an allreduce)", allreduce=True, rank=g.rank)
     return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
                       SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(tv.name), g.slot, g.first,
                       g.stride, g.ranks, g.semaphore,
@@ -125,6 +136,11 @@ def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, 
 
 def _grid_dim(p: ParallelType) -> str:
     return p.cuda_name.replace("blockIdx", "gridDim")
+
+
+def cooperative(order) -> bool:
+    """Whether the kernel has a grid-wide barrier (an allreduce's), whose blocks must all be resident."""
+    return any(is_allreduce(r.tensor) for r in grid_reductions(order))
 
 
 def workspace_params(order, launch: dict) -> list[Param]:
@@ -188,5 +204,5 @@ def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, commen
     return node
 
 
-__all__ = ["accumulator", "add_statements", "buffers", "check", "statements", "store_conds", "store_names", "store_statement",
+__all__ = ["accumulator", "add_statements", "buffers", "check", "cooperative", "statements", "store_conds", "store_names", "store_statement",
            "workspace_params"]

@@ -112,15 +112,22 @@ def allow_dynamic_smem(function, nbytes: int) -> None:
     check(cu.cuFuncSetAttribute(function, attr, nbytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
 
-def resident_blocks(function, block, smem: int, device_id: int) -> int:
-    """How many blocks of `function` the GPU runs at once, clusters aside: blocks per SM (its
-    registers, shared memory and threads) times the SMs."""
+def resident_limit(function, block, smem: int, device_id: int) -> tuple[int, int]:
+    """(blocks of `function` an SM runs at once, given its registers, shared memory and threads;
+    the GPU's SMs): what a cooperative launch may hold, clusters aside."""
     cu = driver()
     threads = block[0] * block[1] * block[2]
     per_sm = check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, smem),
                    "cuOccupancyMaxActiveBlocksPerMultiprocessor")
     attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-    return per_sm * check(cu.cuDeviceGetAttribute(attr, _device(device_id)), "cuDeviceGetAttribute")
+    return int(per_sm), int(check(cu.cuDeviceGetAttribute(attr, _device(device_id)), "cuDeviceGetAttribute"))
+
+
+def resident_blocks(function, block, smem: int, device_id: int) -> int:
+    """How many blocks of `function` the GPU runs at once, clusters aside: blocks per SM (its
+    registers, shared memory and threads) times the SMs."""
+    per_sm, sms = resident_limit(function, block, smem, device_id)
+    return per_sm * sms
 
 
 def resident_clusters(function, grid, block, smem: int) -> int:
@@ -142,18 +149,27 @@ def launch(function, grid, block, smem: int, stream: int, args: list[tuple[int, 
     check(cu.cuLaunchKernel(function, *grid, *block, smem, stream, (values, types), 0), "cuLaunchKernel")
 
 
-def launch_packed(device_id: int, function, grid, block, smem: int, stream: int, params_address: int) -> None:
+def launch_packed(device_id: int, function, grid, block, smem: int, stream: int, params_address: int,
+                  cooperative: bool = False) -> None:
     """Make device_id's primary context current and cuLaunchKernel with the arguments already
     packed: `params_address` is the address of an array of pointers to each parameter's bytes
-    (what prepared launches keep). Two driver calls and nothing else: the per-launch path."""
+    (what prepared launches keep). Two driver calls and nothing else: the per-launch path.
+    `cooperative`: cuLaunchCooperativeKernel, which runs every block at once or fails
+    (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE), for a kernel whose blocks wait for each other."""
     cu = driver()
     (err,) = cu.cuCtxSetCurrent(_primary_context(device_id))
     if err == cu.CUresult.CUDA_SUCCESS:
-        (err,) = cu.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, stream,
-                                   params_address, 0)
+        call = cu.cuLaunchCooperativeKernel if cooperative else cu.cuLaunchKernel
+        if cooperative:
+            (err,) = call(function, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, stream,
+                          params_address)
+        else:
+            (err,) = call(function, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, stream,
+                          params_address, 0)
         if err == cu.CUresult.CUDA_SUCCESS:
             return
-        raise DriverError(f"cuLaunchKernel failed: {_message(cu, err)}")
+        raise DriverError(f"{'cuLaunchCooperativeKernel' if cooperative else 'cuLaunchKernel'} failed: "
+                          f"{_message(cu, err)}")
     raise DriverError(f"cuCtxSetCurrent failed: {_message(cu, err)}")
 
 

@@ -54,8 +54,9 @@ class PreparedLaunch:
 
     def __init__(self, function, grid: tuple, block: tuple, smem: int, stream: int, device_id: int,
                  args: list[tuple[Any, Any]], outputs: list[OutputSlot] | None,
-                 explain: Callable[[Exception], Exception], generation: int = 0):
+                 explain: Callable[[Exception], Exception], generation: int = 0, cooperative: bool = False):
         self.function, self.grid, self.block, self.smem = function, grid, block, smem
+        self.cooperative = cooperative  # cuLaunchCooperativeKernel: a grid barrier's blocks all resident
         self.stream, self.device_id = stream, device_id
         self.outputs = outputs
         self.generation = generation  # the kernel's workspaces when packed (Workspaces.generation)
@@ -78,7 +79,7 @@ class PreparedLaunch:
     def launch(self) -> None:
         try:
             driver.launch_packed(self.device_id, self.function, self.grid, self.block, self.smem, self.stream,
-                                 self.address)
+                                 self.address, self.cooperative)
         except driver.DriverError as e:
             raise self._explain(e) from None
 

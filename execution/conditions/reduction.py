@@ -1,7 +1,8 @@
 """What a reduction needs to be lowered (REDUCTION-PARALLEL, REDUCTION-GRID, REDUCTION-ACCUMULATOR,
 REDUCTION-GROUP, and LOWERING-SUPPORTED through lowering.py): reduction axes on loops, a block's threads or the
 grid's blocks, never as a vector; a grid reduction's total stored, and read by the other
-statements of the kernel, in the last block of its segment only; accumulators that fit a thread's
+statements of the kernel, in the last block of its segment only, or for an allreduce in every
+block after a grid-wide barrier (no cluster launch, the total in registers or shared memory); accumulators that fit a thread's
 registers. How a reduction runs is execution/reduction.py and execution/grid_reduction.py."""
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from ...model.types import (
 from ..problems import Problem
 from ..circular import specialization
 from ..reduction import MAX_ACCUMULATOR_REGISTERS, ReductionLoops, accumulator_registers, reduction_loops
-from ..grid_reduction import entrance_loops, is_grid_reduction, read_totals
+from ..cluster import NO_CLUSTER, cluster_dims
+from ..grid_reduction import (entrance_loops, is_allreduce, is_grid_reduction, last_block_totals, read_totals,
+                              spread_blocks)
 from ..loops import loop_groups, statement_path
 from ..statements import bound_types
 
@@ -208,43 +211,34 @@ def grid_problems(fusion, order) -> list:
     return out
 
 
-ALLREDUCE = ("the last block to arrive combines the partials of the others, which do not wait for it: "
-             "broadcasting the total to every block (an allreduce, nvFuser's persistent grid reduction) "
-             "needs a grid-wide barrier, which tileproof does not emit")
+ALLREDUCE = ("an allreduce (a reader spread over the reduced block types) runs the partials through a grid-wide "
+             "barrier, after which every block combines them: each block keeps its own copy of the total")
 
 
 def _reader_problems(fusion, order, tv, r: ReductionLoops, over: str, where: dict) -> Problem | None:
-    """The first reason the statements reading tv's total (a grid reduction) cannot all run in the
-    last block of its segment, after its combine: one that spreads its elements over a block type
-    tv reduces (an allreduce), a grid reduction or an MmaOp or tensor memory access among them,
-    one that reads two grid totals, a combine entered more than once per block, a reader outside
-    a loop scope the combine is in (where its last block is named)."""
+    """The first reason the statements reading tv's total (a grid reduction) cannot read it where
+    it is: for a plain grid reduction, in the last block of its segment, after its combine (a
+    grid reduction or an MmaOp or tensor memory access among them, one that reads two grid totals
+    held by last blocks, a combine entered more than once per block, a reader outside a loop scope
+    the combine is in); for an allreduce (a reader spread over a block type tv reduces), in every
+    block after its barrier (allreduce_problem)."""
     readers = [t for t in order if tv in read_totals(t)]
     if not readers:
         return None
+    if is_allreduce(tv):
+        return _allreduce_problem(fusion, tv, readers, over, where)
     start = f"{tv.name} is reduced over {over} (a grid reduction), whose total only the last block of each segment holds"
     names = ", ".join(t.name for t in readers)
     for t in readers:
-        spread = [p for p in r.blocks if p in bound_types(t)]
-        if spread or is_grid_reduction(t):
-            why = (f"{t.name} spreads its elements over {', '.join(p.value for p in spread)}, so every block of the "
-                   f"segment would read it" if spread else
-                   f"{t.name}, which reads it, is a grid reduction too, combining every block of its segment")
-            return Problem(f"{start}, but {why}",
+        if is_grid_reduction(t):
+            return Problem(f"{start}, but {t.name}, which reads it, is a grid reduction too, combining every block "
+                           f"of its segment",
                            hint=f"keep {t.name}'s axes off {over} (its statement then runs in the last block), or "
                                 f"make {tv.name} an output and compute {t.name} in a second fusion",
-                           values={"readers": len(readers)}, notes=(ALLREDUCE,), **where)
-        if is_mma(t) or MemoryType.Tensor in [x.memory_type for x in [t, *t.definition.inputs]]:
-            return Problem(f"{start}, and {t.name}, which reads it, is an MmaOp or touches tensor memory: tileproof "
-                           f"issues those warp-collective instructions in every block",
-                           hint=f"make {tv.name} an output and compute {t.name} in a second fusion",
                            values={"readers": len(readers)}, **where)
-        both = read_totals(t)
-        if len(both) > 1:
-            return Problem(f"{start}, and {t.name} reads the totals of {', '.join(x.name for x in both)}, whose last "
-                           f"blocks need not be one block",
-                           hint=f"make {', '.join(x.name for x in both)} outputs and compute {t.name} in a second "
-                                f"fusion", values={"readers": len(readers), "totals": len(both)}, **where)
+        problem = _reader_kind_problem(start, tv, t, readers, where)
+        if problem is not None:
+            return problem
     entrances = entrance_loops(r)
     if entrances:
         loops = ", ".join(tv.loop[k].label() for k, i in enumerate(tv.loop) if i.uid in {u for u, _ in entrances})
@@ -263,4 +257,53 @@ def _reader_problems(fusion, order, tv, r: ReductionLoops, over: str, where: dic
                            f"{outside[0].labels()[0]}, inside which the combine names the last block",
                            hint=f"inline {t.name} into {tv.name}'s loops (tp.inline_most)",
                            values={"readers": len(readers)}, **where)
+    return None
+
+
+def _reader_kind_problem(start: str, tv, t, readers, where: dict) -> Problem | None:
+    """A reader t of tv's total that tileproof cannot run where the total is: an MmaOp or tensor
+    memory access, or a statement reading two totals that last blocks hold (which need not be one)."""
+    if is_mma(t) or MemoryType.Tensor in [x.memory_type for x in [t, *t.definition.inputs]]:
+        return Problem(f"{start}, and {t.name}, which reads it, is an MmaOp or touches tensor memory: tileproof "
+                       f"issues those warp-collective instructions in every block",
+                       hint=f"make {tv.name} an output and compute {t.name} in a second fusion",
+                       values={"readers": len(readers)}, **where)
+    both = last_block_totals(read_totals(t))
+    if len(both) > 1:
+        return Problem(f"{start}, and {t.name} reads the totals of {', '.join(x.name for x in both)}, whose last "
+                       f"blocks need not be one block",
+                       hint=f"make {', '.join(x.name for x in both)} outputs and compute {t.name} in a second "
+                            f"fusion", values={"readers": len(readers), "totals": len(both)}, **where)
+    return None
+
+
+def _allreduce_problem(fusion, tv, readers, over: str, where: dict) -> Problem | None:
+    """What an allreduce (execution/grid_reduction.py) needs: its blocks wait for each other at a
+    grid-wide barrier, so the kernel launches cooperatively (every block resident at once), which
+    a cluster launch cannot be; each block keeps the total in its own registers or shared memory
+    (a global total is stored by one block, after the barrier, and read by the others unordered);
+    its readers are no MmaOp or tensor memory access and read at most one total held by last blocks."""
+    spread = next(t for t in readers if spread_blocks(t, tv))
+    start = (f"{tv.name} is reduced over {over} and {spread.name} reads its total in every block of the segment "
+             f"(an allreduce: spread over {', '.join(p.value for p in spread_blocks(spread, tv))})")
+    clusters = cluster_dims(fusion)
+    if clusters != NO_CLUSTER:
+        x, y, z = clusters
+        return Problem(f"{start}, whose blocks wait for each other at a grid-wide barrier, but the kernel is launched "
+                       f"in clusters of {x} x {y} x {z}: tileproof launches a grid barrier's kernel cooperatively "
+                       f"(every block resident at once, else the waiting blocks hang), and a cooperative launch "
+                       f"takes no cluster dimensions",
+                       hint="drop fusion.cluster_dims (and the multicasts that need it), or make "
+                            f"{tv.name} an output and compute {spread.name} in a second fusion",
+                       values={"cluster blocks": x * y * z, "readers": len(readers)}, notes=(ALLREDUCE,), **where)
+    if tv.memory_type not in (MemoryType.Local, MemoryType.Shared):
+        return Problem(f"{start}, but {tv.name} is in {tv.memory_type.value} memory: one block stores it after the "
+                       f"barrier, and nothing orders that store before the other blocks read it",
+                       hint=f"keep {tv.name} in registers (its default) or shared memory, where each block holds "
+                            f"its own copy; to output the total, copy it (tp.set) into a global tensor",
+                       values={"readers": len(readers)}, notes=(ALLREDUCE,), **where)
+    for t in readers:
+        problem = _reader_kind_problem(start, tv, t, readers, where)
+        if problem is not None:
+            return problem
     return None

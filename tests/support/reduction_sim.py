@@ -11,7 +11,15 @@ checked: every shuffle partner is a lane of the warp that exists and is in the m
 scratch slot read was written by this combine and lies inside the scratch buffer; and
 GridReduce as codegen/emit/reduction.py's tp_grid_reduce does it, the blocks arriving in the order
 they run: each workspace element written once, each read written before, every semaphore back to
-0 when the launch ends.
+0 when the launch ends. An allreduce's GridReduce (tp_grid_allreduce) is a grid-wide barrier:
+in a kernel launched cooperatively (KernelIR.cooperative) every block runs as a coroutine (a
+thread of its own, one running at a time), which parks at the barrier after adding to the
+semaphore exactly as the kernel does (32 bits: 1, or 2^31 - (ranks - 1) in the block of the last
+rank) and resumes only once bit 31 differs from the value its add returned; blocks run in order
+until each parks or ends, then the released ones again. A barrier that never releases is a
+SimulationError (the kernel would hang), as is a barrier outside a cooperative kernel; after the
+launch each barrier semaphore's low 31 bits must be 0 again, and `barrier_semaphores` is kept
+from one run() to the next, so a second run is the next launch finding the state the first left.
 
 Values come in two kinds: numbers (rounded to each buffer's dtype as the kernel stores them,
 `Numbers`), or `Terms`: the multiset of input elements a value is the sum of, so that a test
@@ -22,6 +30,7 @@ no hole of an indivisible split and no other element ever contributes.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import Counter
 
 import numpy as np
@@ -37,6 +46,8 @@ from .tmem_sim import compiled
 WARP = 32
 THREAD_VARS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_VARS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+GENERATION_BIT = 1 << 31  # tp_grid_allreduce's barrier flips bit 31 of its 32-bit semaphore
+BLOCK_STATE = ("block_env", "local", "index_names", "shared", "current_block")  # what a parked block keeps
 
 
 class SimulationError(AssertionError):
@@ -115,6 +126,9 @@ class Simulator:
         self._functions: dict = {}
         self.shuffles = 0
         self.scratch_rounds = 0
+        self.barrier_semaphores: dict[str, dict[int, int]] = {}  # an allreduce's, kept across run()s (launches)
+        self.barrier_waits = 0  # how many times a block parked at a barrier (tests check the barrier ran)
+        self._scheduler = None
 
     def ev(self, e, env) -> int:
         f = self._functions.get(e)
@@ -129,25 +143,38 @@ class Simulator:
         self.threads = [dict(zip(THREAD_VARS, (x, y, z))) for z in range(bz) for y in range(by) for x in range(bx)]
         self.work: dict[str, dict[int, object]] = {}  # a grid reduction's workspace, element -> value
         self.semaphores: dict[str, dict[int, int]] = {}
-        for b in blocks if blocks is not None else itertools.product(*(range(g) for g in self.grid)):
-            self.block_env = {**self.symbols, **dict(zip(BLOCK_VARS, b))}
-            self.local = [dict() for _ in self.threads]
-            self.index_names = [{} for _ in self.threads]  # per thread: IndexNames' name -> value
-            self.shared = {}
-            for buf in self.ir.buffers:
-                n = evaluate(buf.elements, self.symbols)
-                if buf.memory.value == "Shared":
-                    self.shared[buf.tensor] = [None] * n
-                else:
-                    for regs in self.local:
-                        regs[buf.tensor] = [None] * n
-            self.begin_block()
-            self.nodes(self.ir.body, {})
-            self.end_block()
+        order = list(blocks if blocks is not None else itertools.product(*(range(g) for g in self.grid)))
+        if getattr(self.ir, "cooperative", False):
+            _Cooperative(self, order).run()
+        else:
+            for b in order:
+                self.run_block(b)
         if blocks is None:
             left = {(name, at): v for name, sems in self.semaphores.items() for at, v in sems.items() if v}
             if left:
                 raise SimulationError(f"semaphores left counting after the launch: {left}")
+            left = {(name, at): v for name, sems in self.barrier_semaphores.items() for at, v in sems.items()
+                    if v % GENERATION_BIT}
+            if left:
+                raise SimulationError(f"barrier semaphores left mid-count after the launch: {left}")
+
+    def run_block(self, b: tuple) -> None:
+        """Run block b (its blockIdx) from the start: its buffers allocated, then its statements."""
+        self.current_block = b
+        self.block_env = {**self.symbols, **dict(zip(BLOCK_VARS, b))}
+        self.local = [dict() for _ in self.threads]
+        self.index_names = [{} for _ in self.threads]  # per thread: IndexNames' name -> value
+        self.shared = {}
+        for buf in self.ir.buffers:
+            n = evaluate(buf.elements, self.symbols)
+            if buf.memory.value == "Shared":
+                self.shared[buf.tensor] = [None] * n
+            else:
+                for regs in self.local:
+                    regs[buf.tensor] = [None] * n
+        self.begin_block()
+        self.nodes(self.ir.body, {})
+        self.end_block()
 
     def begin_block(self) -> None:
         """Called before each block runs, its buffers allocated (for subclasses' own state)."""
@@ -172,7 +199,7 @@ class Simulator:
             elif isinstance(n, BlockReduce):
                 self.block_reduce(n)
             elif isinstance(n, GridReduce):
-                self.grid_reduce(n, loops)
+                (self.grid_allreduce if n.allreduce else self.grid_reduce)(n, loops)
             elif isinstance(n, Compute):
                 self.compute(n, loops)
             elif isinstance(n, IndexNames):
@@ -286,6 +313,43 @@ class Simulator:
             for k, env in enumerate(envs):
                 self.index_names[k][name] = env[index] if last else self.grid["xyz".index(dim[-1])]
 
+    # -- codegen/emit/reduction.py tp_grid_allreduce ------------------------------------------------
+    def grid_allreduce(self, n: GridReduce, loops) -> None:
+        work = self.work.setdefault(n.work, {})
+        envs = [self.env(k, loops) for k in range(len(self.threads))]
+        for k, env in enumerate(envs):
+            if self.holds(n.writer, env):
+                base = self.ev(n.slot, env)
+                for e in range(n.elements):
+                    if base + e in work:
+                        raise SimulationError(f"{n.comment}: workspace element {base + e} written twice")
+                    work[base + e] = self.local[k][n.acc][e]
+        uniform = {(self.ev(n.semaphore, env), self.ev(n.ranks, env), self.ev(n.rank, env)) for env in envs}
+        if len(uniform) != 1:
+            raise SimulationError(f"{n.comment}: the threads of a block name different semaphores, counts or ranks")
+        sem, ranks, rank = uniform.pop()
+        if self._scheduler is None:
+            raise SimulationError(f"{n.comment}: a grid-wide barrier in a kernel not launched cooperatively")
+        sems = self.barrier_semaphores.setdefault(n.semaphores, {})
+        arrived = sems.get(sem, 0)
+        increment = (GENERATION_BIT - (ranks - 1)) % (1 << 32) if rank == ranks - 1 else 1
+        sems[sem] = (arrived + increment) % (1 << 32)
+        self._scheduler.park(lambda: bool((arrived ^ sems.get(sem, 0)) & GENERATION_BIT),
+                             f"{n.comment}: semaphore {sem}")
+        for k, env in enumerate(envs):
+            acc = [self.start(n)] * n.elements
+            first, stride = self.ev(n.first, env), self.ev(n.stride, env)
+            for j in range(self.ev(n.reducer, env), ranks, self.ev(n.reducers, env)):
+                for e in range(n.elements):
+                    at = first + j * stride + e
+                    if at not in work:
+                        raise SimulationError(f"{n.comment}: block {self.current_block} reads workspace element "
+                                              f"{at} after the barrier, which no block wrote")
+                    acc[e] = self.values.combine(n.combine, acc[e], work[at])
+            self.local[k][n.acc][:n.elements] = acc
+        if any(n.threads):
+            self.block_reduce(BlockReduce(n.acc, n.elements, n.dtype, n.combine, n.threads, n.scratch))
+
     # -- codegen/emit/reduction.py tp_block_reduce, step by step -------------------------------------
     def block_reduce(self, n: BlockReduce) -> None:
         rx, ry, rz = n.threads
@@ -357,6 +421,93 @@ class Simulator:
                     for a in part[1:]:
                         v = self.values.combine(n.combine, v, scratch[a])
                     accs[k][e] = v
+
+
+class _Aborted(BaseException):
+    """Ends a parked block's thread when the launch has failed."""
+
+
+class _Cooperative:
+    """A cooperative launch of `sim`: each block of `order` a thread of its own, one running at a
+    time (the Simulator's per-block state, BLOCK_STATE, saved and restored around a park). Rounds:
+    the runnable blocks run in order until each parks at a barrier or ends; then those whose
+    barrier has released run again. No runnable block while some are parked: the kernel hangs."""
+
+    def __init__(self, sim: Simulator, order: list):
+        self.sim, self.order = sim, order
+        self.cv = threading.Condition()
+        self.turn = None  # the block whose thread runs now; None: the scheduler's turn
+        self.aborted = False
+        self.parked: dict[tuple, tuple] = {}  # block -> (released?, what it waits for)
+        self.errors: list[BaseException] = []
+
+    def run(self) -> None:
+        self.sim._scheduler = self
+        threads = [threading.Thread(target=self._block, args=(b,), daemon=True) for b in self.order]
+        for t in threads:
+            t.start()
+        try:
+            runnable = list(self.order)
+            while runnable:
+                for b in runnable:
+                    self._hand_to(b)
+                    if self.errors:
+                        raise self.errors[0]
+                waiting = [b for b in self.order if b in self.parked]
+                runnable = [b for b in waiting if self.parked[b][0]()]
+                if waiting and not runnable:
+                    raise SimulationError(f"the launch hangs: blocks {waiting[:4]}{'...' if len(waiting) > 4 else ''} "
+                                          f"wait at a grid-wide barrier ({self.parked[waiting[0]][1]}) that never "
+                                          f"releases")
+                for b in runnable:
+                    del self.parked[b]
+        finally:
+            with self.cv:
+                self.aborted = True
+                self.cv.notify_all()
+            for t in threads:
+                t.join()
+            self.sim._scheduler = None
+
+    def _hand_to(self, b) -> None:
+        with self.cv:
+            self.turn = b
+            self.cv.notify_all()
+            while self.turn is not None:
+                self.cv.wait()
+
+    def _wait_turn(self, b) -> None:
+        with self.cv:
+            while self.turn != b and not self.aborted:
+                self.cv.wait()
+            if self.aborted:
+                raise _Aborted()
+
+    def _block(self, b) -> None:
+        try:
+            self._wait_turn(b)
+            self.sim.run_block(b)
+        except _Aborted:
+            return
+        except BaseException as e:  # reported by the scheduler
+            self.errors.append(e)
+        with self.cv:
+            self.turn = None
+            self.cv.notify_all()
+
+    def park(self, released, what: str) -> None:
+        """Called in the running block's thread at a barrier: give the turn back until `released()`."""
+        sim = self.sim
+        b = sim.current_block
+        state = {name: getattr(sim, name) for name in BLOCK_STATE}
+        sim.barrier_waits += 1
+        with self.cv:
+            self.parked[b] = (released, what)
+            self.turn = None
+            self.cv.notify_all()
+        self._wait_turn(b)
+        for name, value in state.items():
+            setattr(sim, name, value)
 
 
 def global_view(g, flat: list, symbols: dict[str, int]) -> np.ndarray:

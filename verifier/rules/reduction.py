@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...execution.conditions import reduction
-from ...execution.grid_reduction import SEMAPHORE_LIMIT, entrance_loops, grid_layout
+from ...execution.grid_reduction import ALLREDUCE_LIMIT, SEMAPHORE_LIMIT, entrance_loops, grid_layout, is_allreduce
 from ...execution.loops import execution_order
 from ...execution.reduction import grid_reductions
 from ...model.expr import const, var
@@ -148,59 +148,62 @@ def reduction_group(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 @rule("REDUCTION-GRID", family="reduction")
 def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """A grid reduction's total is read only in the last block of its segment, where it exists.
+    """A grid reduction's total is read only where it exists: the last block, or every block of an allreduce.
 
     What it checks:
         For every reduction tensor T with a reduction axis bound to BIDx, BIDy or BIDz (a
-        grid reduction, execution/grid_reduction.py): the statements that read T's total,
-        directly or through other statements (they run in the last block of T's segment
-        only), bind none of T's reduced block types to an axis of their own (an allreduce),
-        are no grid reduction, MmaOp or tensor memory access, and read no other grid total;
-        if any reads it, T enters its grid combine once per block (no serial or unrolled
+        grid reduction, execution/grid_reduction.py), over the statements that read T's total,
+        directly or through other statements. If one spreads its elements over a block type T
+        reduces (an allreduce: every block needs the total), the blocks meet at a grid-wide
+        barrier: the kernel is not launched in clusters, T is in registers or shared memory
+        (each block keeps its own copy), and no reader is an MmaOp or tensor memory access or
+        reads two totals held by last blocks. Otherwise the readers run in the last block of
+        T's segment only: none is a grid reduction, MmaOp or tensor memory access or reads
+        another grid total; T enters its grid combine once per block (no serial or unrolled
         loop left of its first reduction axis) and every reader lies in the loops the combine
-        is in. T is no MmaOp; the kernel is not warp-specialized; T has no broadcast loop axis.
+        is in. In both: T is no MmaOp; the kernel is not warp-specialized; T has no broadcast
+        loop axis.
     Why the hardware needs it:
         Blocks share only global memory, and nothing orders one block's stores before another
-        block's loads unless one waits for the other. tileproof's grid combine never waits:
-        each block writes its partials to a workspace, fences them and counts itself on a
-        semaphore, and the last block to arrive reads them all and holds the total. The
-        statements reading it run in that block only (`blockIdx.x == tp_last_x_T`, as
-        nvFuser's ThreadPredicateMap predicates a grid reduction's consumers), which names it
-        once per entrance, in the combine's scope. A consumer spread over the reduced blocks
-        would read a partial in all but one (an allreduce, which nvFuser runs as a persistent
-        reduction with a grid-wide barrier that needs every block resident at once). Every
-        thread of every block must reach the combine (its barriers), which a warp-specialized
-        kernel's returning producer does not. GLOBAL-VISIBILITY, SMEM-BLOCK-VISIBILITY and
-        THREAD-VISIBILITY prove that each reader reads what its own block stored.
+        block's loads unless one waits for the other. A plain grid combine never waits: each
+        block writes its partials to a workspace, fences them and counts itself on a
+        semaphore, and the last block to arrive reads them all and holds the total; its
+        readers run in that block only (`blockIdx.x == tp_last_x_T`, as nvFuser's
+        ThreadPredicateMap predicates a grid reduction's consumers). An allreduce waits
+        instead (nvFuser's persistent gridReduce and grid_sync::sync): every block counts
+        itself and spins until the semaphore shows all arrived, then combines every partial
+        itself. A spinning block holds its SM, so the blocks it waits for must already be
+        resident: tileproof launches such a kernel with cuLaunchCooperativeKernel, which
+        refuses a grid the GPU cannot hold at once (an InputError at run) instead of hanging,
+        and which takes no cluster dimensions. A total in global memory would be stored by
+        one block after the barrier and read by the others with nothing ordering the two.
+        Every thread of every block must reach the combine (its barriers), which a
+        warp-specialized kernel's returning producer does not. REDUCTION-GRID-WORKSPACE
+        proves the semaphore's count; GLOBAL-VISIBILITY, SMEM-BLOCK-VISIBILITY and
+        THREAD-VISIBILITY that each reader reads what its own block stored.
     Example:
-        with tp.Fusion("sum_then_divide") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024]); fusion.add_input(t0)
-            t1 = tp.sum(t0, [0])
-            t3 = tp.div(t0, tp.broadcast(t1, [True])); fusion.add_output(t3)
-        for t in (t1, t3):
-            t.split(0, 128)
-            t.axis(0).parallelize(tp.ParallelType.BIDx)
-            t.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, t1, t3 = grid_allreduce("sum_then_divide")
+        fusion.cluster_dims = (2, 1, 1)  # an allreduce's barrier needs a cooperative launch
     Fix:
-        with tp.Fusion("sum_then_add") as fusion:
-            t0 = tp.make_contig_concrete_tensor([1024]); fusion.add_input(t0)
-            t1 = tp.sum(t0, [0])
-            t2 = tp.add(t1, 1.0); fusion.add_output(t2)
-        t1.split(0, 128)
-        t1.axis(0).parallelize(tp.ParallelType.BIDx)
-        t1.axis(1).parallelize(tp.ParallelType.TIDx)
+        fusion, t1, t3 = grid_allreduce("sum_then_divide")
     References:
         CUDA C++ Programming Guide 7.5 (memory fence functions: the "last block" sum of
-        threadFenceReduction) and 7.14 (atomicAdd); nvFuser runtime/grid_reduction.cu
-        (gridReduce), runtime/grid_sync.cu and device_lower/analysis/thread_predicate.cpp
-        (ThreadPredicateMap); docs/hardware.md#reductions-across-threads-and-blocks
+        threadFenceReduction), 7.14 (atomicAdd) and the cooperative launch of 8.7 (Cooperative
+        Groups: grid synchronization needs every block resident); CUDA Driver API
+        cuLaunchCooperativeKernel (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE); nvFuser
+        runtime/grid_reduction.cu (gridReduce, PERSISTENT_REDUCTION), runtime/grid_sync.cu,
+        runtime/compiled_kernel.cpp (validateCooperativeLaunch) and
+        device_lower/analysis/thread_predicate.cpp (ThreadPredicateMap);
+        docs/hardware.md#reductions-across-threads-and-blocks
     """
     # Formal statement: none, structural: for each reduction tensor T with a reduction loop ID on
-    #   BIDx/BIDy/BIDz, for each statement S with T in read_totals(S): blocks(T) & bound(S) = {}
-    #   and S is no grid reduction, MmaOp or tensor memory access and read_totals(S) = {T}; if
-    #   such S exist, entrance_loops(T) = {} and S's loops include T's loops left of its first
-    #   reduction axis that are no thread or block index; not mma(T), no warp specialization,
-    #   no broadcast loop ID in T
+    #   BIDx/BIDy/BIDz and readers R = {S : T in read_totals(S)}: if some S in R has
+    #   blocks(T) & bound(S) != {} (an allreduce): cluster_dims = (1, 1, 1), memory(T) in {Local,
+    #   Shared}, and each S in R is no MmaOp or tensor memory access with |last_block_totals(S)| <= 1;
+    #   else each S in R is no grid reduction, MmaOp or tensor memory access, read_totals(S) = {T}, and
+    #   if R != {}: entrance_loops(T) = {} and S's loops include T's loops left of its first reduction
+    #   axis that are no thread or block index; always: not mma(T), no warp specialization, no
+    #   broadcast loop ID in T
     order = execution_order(ctx.fusion)
     yield from report_problems("REDUCTION-GRID", reduction.grid_problems(ctx.fusion, order))
 
@@ -213,7 +216,8 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
         For every grid reduction (execution/grid_reduction.py), over all admitted sizes: the
         number of blocks in a segment (the product of the grid dimensions its reduction axes
         are bound to) is at most 2^32 - 1, what the 32-bit semaphore that counts their
-        arrivals holds. The rest of the workspace's layout holds by construction and is
+        arrivals holds; for an allreduce (its total read in every block), at most 2^31, the
+        count its barrier's generation bit tells apart. The rest of the workspace's layout holds by construction and is
         checked by brute force in tests/rules/test_grid_reduction.py: each partial's slot is a
         mixed-radix number (entrance, segment, rank, lane, register), every digit below its
         radix, so two writers share a slot only if they are the same writer, every slot lies
@@ -223,7 +227,13 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
         The block that reads ranks - 1 from the semaphore combines the segment's partials.
         An atomicAdd on a 32-bit counter wraps past 2^32 - 1, and a grid may have up to
         (2^31 - 1) * 65535 * 65535 blocks: a reduction over BIDx and BIDy can have more
-        blocks per segment than the counter holds, and no block would read ranks - 1.
+        blocks per segment than the counter holds, and no block would read ranks - 1. An
+        allreduce's barrier (nvFuser's grid_sync::sync) adds 1 per block but 2^31 - (ranks - 1)
+        for the block of the last rank: all arrivals add 2^31 and flip bit 31, which the
+        waiting blocks watch; with ranks above 2^31 some proper subset of arrivals would flip
+        it too and release the blocks before every partial is written. Each use leaves the
+        low 31 bits as it found them, so a serial loop's next entrance and the next launch
+        wait for the next flip.
     Example:
         with tp.Fusion("sum_over_a_2d_grid") as fusion:
             t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
@@ -246,21 +256,25 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
         one buffer and one semaphore per entrance); docs/hardware.md#reductions-across-threads-and-blocks
     """
     # Formal statement: for each grid reduction T, for all admitted sizes s:
-    #   ranks(s) = product of launch(p, s) over the block types p T reduces <= 2^32 - 1
+    #   ranks(s) = product of launch(p, s) over the block types p T reduces <= 2^32 - 1,
+    #   and <= 2^31 for an allreduce (its barrier's arrivals add 2^31 in all, less in any proper subset)
     for r in grid_reductions(execution_order(ctx.fusion)):
         tv = r.tensor
+        allreduce = is_allreduce(tv)
+        limit = ALLREDUCE_LIMIT if allreduce else SEMAPHORE_LIMIT
+        what = "the barrier of a 32-bit semaphore tells apart" if allreduce else "a 32-bit semaphore counts"
         ranks = grid_layout(r, ctx.block_dims, {uid: var(f"entrance {k}") for k, (uid, _) in
                                                 enumerate(entrance_loops(r))}).ranks
         axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
         over = ", ".join(p.value for p in r.blocks)
-        q = ctx.query([ranks, const(SEMAPHORE_LIMIT)])
-        out = q.prove(q.le(ranks, const(SEMAPHORE_LIMIT)), values={"blocks per segment": ranks})
+        q = ctx.query([ranks, const(limit)])
+        out = q.prove(q.le(ranks, const(limit)), values={"blocks per segment": ranks})
         yield from report_values(
             ctx, "REDUCTION-GRID-WORKSPACE", out, f"that {tv.name}'s segments fit a 32-bit semaphore",
-            lambda v, when, tv=tv, over=over: (f"{tv.name} is reduced over {over}: a segment has "
-                                               f"{v['blocks per segment']} blocks{when}, more than a 32-bit "
-                                               f"semaphore counts ({SEMAPHORE_LIMIT})"),
+            lambda v, when, tv=tv, over=over, limit=limit, what=what: (
+                f"{tv.name} is reduced over {over}: a segment has {v['blocks per segment']} blocks{when}, more "
+                f"than {what} ({limit})"),
             ["blocks per segment"],
-            hint=f"bound the extents on {over} with fusion.assume (their product at most {SEMAPHORE_LIMIT}), or "
+            hint=f"bound the extents on {over} with fusion.assume (their product at most {limit}), or "
                  f"reduce over fewer block types and rfactor the rest onto threads or loops",
             tensor=tv.name, ids=[axis.name], location=axis.parallel_origin or axis.origin or tv.origin)
