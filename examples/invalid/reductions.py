@@ -1,7 +1,7 @@
 """Reductions tileproof does not lower, and a reduction read in the wrong thread.
 
-A grid reduction's total read in every block of the kernel would need each block to wait for the
-last (an allreduce: REDUCTION-GRID), a Vectorize reduction axis would add a whole vector in one
+A grid reduction's total read in every block of a kernel launched in clusters (an allreduce, whose
+grid-wide barrier needs a cooperative launch, which takes no clusters: REDUCTION-GRID), a Vectorize reduction axis would add a whole vector in one
 instruction (REDUCTION-PARALLEL); running totals for every
 column of a symbolic width do not fit registers (REDUCTION-ACCUMULATOR). examples/valid/
 reductions.py holds the schedules that work: block reductions over TIDx / TIDy, rfactor.
@@ -12,14 +12,15 @@ import tileproof as tp
 P = tp.ParallelType
 
 
-@tp.schedule(expect=tp.rejected("REDUCTION-GRID", messages=["a grid reduction", "T3 spreads its elements over BIDx"]))
-def rows_divided_by_their_sums_across_blocks():
+@tp.schedule(expect=tp.rejected("REDUCTION-GRID", messages=["an allreduce", "clusters of 2 x 1 x 1"]))
+def rows_divided_by_their_sums_in_clusters():
     """Each row divided by its sum, whose reduction axis is on BIDx, with the division's columns on
-    BIDx too: every block of a row would need the row's sum, which only the last of its 32 blocks to
-    arrive holds, and the others do not wait for it (an allreduce would need a grid-wide barrier).
-    Fix: keep the consumer's axes off BIDx, so that it runs in the last block only (examples/valid/
-    reductions.py row_sum_across_blocks_then_scaled), or store the sums and divide in a second fusion."""
-    with tp.Fusion("rows_divided_by_their_sums_across_blocks") as fusion:
+    BIDx too (an allreduce: every block of a row needs the row's sum, so the blocks meet at a
+    grid-wide barrier), in a kernel launched in clusters of 2: the barrier needs every block
+    resident at once, which tileproof gets from a cooperative launch, and that takes no cluster
+    dimensions. Fix: drop the cluster dims (examples/valid/reductions.py
+    rows_divided_by_their_sums_across_blocks)."""
+    with tp.Fusion("rows_divided_by_their_sums_in_clusters") as fusion:
         t0 = tp.make_contig_concrete_tensor([8, 4096])
         fusion.add_input(t0)
         t1 = tp.sum(t0, 1)
@@ -32,6 +33,7 @@ def rows_divided_by_their_sums_across_blocks():
         t.axis(1).parallelize(P.BIDx)
         t.axis(2).parallelize(P.TIDx)
     t2.axis(0).parallelize(P.TIDy)
+    fusion.cluster_dims = (2, 1, 1)
     return fusion
 
 

@@ -251,8 +251,8 @@ def row_sum_across_blocks_then_scaled():
     """The row sums across blocks, each doubled in the same kernel: only the last of a row's 32
     blocks to arrive holds the row's sum, so the statements reading it run in that block only
     (`blockIdx.x == tp_last_x_T1` in place of a single writer's `blockIdx.x == 0`), as nvFuser
-    predicates a grid reduction's consumers. A consumer spread over BIDx would be an allreduce
-    (examples/invalid/reductions.py rows_divided_by_their_sums_across_blocks)."""
+    predicates a grid reduction's consumers. A consumer spread over BIDx makes it an allreduce
+    (rows_divided_by_their_sums_across_blocks)."""
     with tp.Fusion("row_sum_across_blocks_then_scaled") as fusion:
         t0 = tp.make_contig_concrete_tensor([8, 4096])
         fusion.add_input(t0)
@@ -263,5 +263,28 @@ def row_sum_across_blocks_then_scaled():
     t1.axis(0).parallelize(P.TIDy)
     t1.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.TIDx)
+    t2.axis(0).parallelize(P.TIDy)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
+def rows_divided_by_their_sums_across_blocks():
+    """Each row divided by its sum, whose reduction axis is on BIDx, with the division's columns on
+    BIDx too: every block of a row needs the row's sum (an allreduce, nvFuser's persistent grid
+    reduction). The blocks of a row write their partials and meet at a grid-wide barrier on the
+    row's semaphore, then each combines all of them (execution/grid_reduction.py); the kernel is
+    launched cooperatively, so that every block is resident while the others wait."""
+    with tp.Fusion("rows_divided_by_their_sums_across_blocks") as fusion:
+        t0 = tp.make_contig_concrete_tensor([4, 512])
+        fusion.add_input(t0)
+        t1 = tp.sum(t0, 1)
+        t2 = tp.broadcast(t1, [False, True])
+        t3 = tp.div(t0, t2)
+        fusion.add_output(t3)
+    for t in (t1, t3):
+        t.split(1, 128)  # [4, {4}, {128}]: the sum's axes reduction axes, the division's iteration axes
+        t.axis(0).parallelize(P.TIDy)
+        t.axis(1).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.TIDx)
     t2.axis(0).parallelize(P.TIDy)
     return fusion

@@ -62,6 +62,7 @@ def grid_allreduce_1():
     t3.axis(3).parallelize(P.TIDx)
     tp.parallelize_all_like(t3)
     t1.axis(1).parallelize(P.Unswitch)
+    fusion.assume("T0_0 <= 33553920")  # gridDim.y = ceil(N / 512) <= 65535: nvFuser checks the grid at launch
     return fusion
 
 
@@ -144,6 +145,7 @@ def grid_allreduce_5():
     tp.parallelize_all_like(t4)
     t6.axis(0).parallelize(P.BIDy)
     t6.axis(1).parallelize(P.BIDx)
+    fusion.assume("T5_0 <= 65535")  # gridDim.y: nvFuser checks the grid at launch
     return fusion
 
 
@@ -166,6 +168,10 @@ def grid_allreduce_6():
     t1.axis(3).parallelize(P.TIDx)
     tp.parallelize_all_like(t1)
     t1.axis(4).parallelize(P.Vectorize)
+    # the TEST's [99, 200]: rows of whole 16-byte vectors and gridDim.y = ceil(M / 8) <= 65535, which
+    # nvFuser checks at launch (the vector width and the grid)
+    fusion.assume("T0_1 % 4 == 0")
+    fusion.assume("T0_0 <= 524280")
     return fusion
 
 
@@ -401,6 +407,7 @@ def group_allreduce_2():
     t1.axis(1).parallelize(P.BIDx)
     t1.axis(2).parallelize(P.TIDx)
     tp.parallelize_all_like(t1)
+    fusion.assume("T0_0 <= 65535")  # gridDim.y = M: nvFuser checks the grid at launch
     return fusion
 
 
@@ -746,8 +753,30 @@ def tma_outer_reduction_manual(outer_size):
     return fusion
 
 
-GRID_REDUCTION = ("no item: an allreduce (the grid reduction's total read by every block) needs a grid-wide barrier; "
-                  "rejected with REDUCTION-GRID (tileproof's grid reduction stores from the last block only)")
+
+
+def _run_allreduce(shapes, reference, inputs=1, positive=False):
+    """A run at each of `shapes` (one shape per input) against torch: reference(torch, *inputs) gives the
+    outputs (`positive`: inputs in [0.5, 1.5), for a division by a sum). The allreduce's kernel is launched
+    cooperatively (every block resident at once)."""
+    def run(kernel, torch):
+        for shape in shapes:
+            xs = [torch.rand(*s, device="cuda") + 0.5 if positive else torch.randn(*s, device="cuda")
+                  for s in (shape if inputs > 1 else [shape])]
+            outs = kernel.run(*xs)
+            for got, want in zip(outs, reference(torch, *xs)):
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-3)
+    return run
+
+
+def _plus_total(torch, t0):
+    return [t0 + t0.sum()]
+
+
+def _rows_plus_totals(torch, t0):
+    return [t0 + t0.sum(1, keepdim=True)]
+
+
 SYMBOLIC_TIDX = ("no item: TIDx bound to the symbolic row extent N: LAUNCH-THREADS and SMEM-CAPACITY for N > 1024 "
                  "(nvFuser checks the block size at launch)")
 SYMBOLIC_BIDY = "no item: LAUNCH-GRID: BIDy over the symbolic M may pass 65535 (nvFuser checks the grid at launch)"
@@ -763,15 +792,17 @@ NO_GROUP = "no item: ParallelType.Group (cross-iteration grouped reduction) is n
 
 CASES = [
     Case("ReductionTest.GridAllreduce1", grid_allreduce_1, VALID,
-         gap=GRID_REDUCTION + "; also LAUNCH-GRID (BIDy over symbolic N may pass 65535)"),
-    Case("ReductionTest.GridAllreduce2", grid_allreduce_2, VALID, gap=GRID_REDUCTION),
-    Case("ReductionTest.GridAllreduce3", grid_allreduce_3, VALID, gap=GRID_REDUCTION),
-    Case("ReductionTest.GridAllreduce4", grid_allreduce_4, VALID, gap=GRID_REDUCTION),
+         run=_run_allreduce([(999,), (1,), (4097,)], _plus_total)),
+    Case("ReductionTest.GridAllreduce2", grid_allreduce_2, VALID, run=_run_allreduce([(999,), (32,), (1000,)], _plus_total)),
+    Case("ReductionTest.GridAllreduce3", grid_allreduce_3, VALID,
+         run=_run_allreduce([(10, 999), (1, 128), (3, 1000)], _rows_plus_totals)),
+    Case("ReductionTest.GridAllreduce4", grid_allreduce_4, VALID,
+         run=_run_allreduce([(999,), (1,), (2000,)], lambda torch, t0: [t0 + (t0.sum() + 1.0)])),
     Case("ReductionTest.GridAllreduce5", grid_allreduce_5, VALID,
-         gap=GRID_REDUCTION + "; also LAUNCH-GRID: the copy's symbolic BIDy extent may pass 65535 (nvFuser checks at launch)"),
+         run=_run_allreduce([[(2, 999), (3, 9)], [(2, 1), (1, 1)], [(2, 1000), (5, 20)]],
+                            lambda torch, t0, t5: [t0 + (t0.sum(1, keepdim=True) + 1.0), t5], inputs=2)),
     Case("ReductionTest.GridAllreduce6", grid_allreduce_6, VALID,
-         gap=GRID_REDUCTION + "; also LAUNCH-GRID, SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS over symbolic extents "
-             "(nvFuser checks the vector width and grid at launch)"),
+         run=_run_allreduce([(99, 200), (8, 4), (17, 300)], lambda torch, t0: [t0 + t0.sum(0, keepdim=True)])),
     Case("ReductionTest.GroupedReduction1", grouped_reduction_1, VALID, gap=SYMBOLIC_TIDX),
     Case("ReductionTest.GroupedReduction2", grouped_reduction_2, VALID, gap=SYMBOLIC_BIDY),
     Case("ReductionTest.GroupedReduction3", grouped_reduction_3, VALID, gap=SYMBOLIC_BIDY),
@@ -784,15 +815,19 @@ CASES = [
     Case("ReductionTest.GroupedReductionAfterComputeAt", grouped_reduction_after_compute_at, VALID,
          gap=ONE_NEST),
     Case("ReductionTest.GroupAllreduce1", group_allreduce_1, VALID,
-         gap=GRID_REDUCTION + "; also REGISTER-SIZE-CONSTANT (T5 holds 128 * ceil(N / 128) registers)"),
-    Case("ReductionTest.GroupAllreduce2", group_allreduce_2, VALID, gap=GRID_REDUCTION + "; also " + SYMBOLIC_BIDY),
+         gap="no item: REGISTER-SIZE-CONSTANT (T5, split on the broadcast T2 only, holds 128 * ceil(N / 128) "
+             "registers)"),
+    Case("ReductionTest.GroupAllreduce2", group_allreduce_2, VALID,
+         run=_run_allreduce([(10, 999), (1, 1), (3, 1100)],
+                            lambda torch, t0: [t0 + t0.sum(1, keepdim=True) + t0.double().sum(1, keepdim=True).float()])),
     Case("ReductionTest.GroupAllreduce3", group_allreduce_3, VALID,
-         gap=GRID_REDUCTION),
+         run=_run_allreduce([(999,), (1,), (1000,)],
+                            lambda torch, t0: [t0 / t0.sum(), t0 / t0.max(), t0 - t0.min()], positive=True)),
     Case("ReductionTest.GroupAllreduce4", group_allreduce_4, VALID,
-         gap="no item: tp.div of a tensor by an extent (a scalar Val) raises ScheduleError; then the allreduce"),
+         gap="no item: tp.div of a tensor by an extent (a scalar Val) raises ScheduleError"),
     Case("ReductionTest.PersistentBNBackwardAllreduce", persistent_bn_backward_allreduce, VALID,
          gap="no item: scalar arithmetic on extents (castOp / mul / reciprocal of IterDomain extents) raises "
-             "ScheduleError; then the allreduce"),
+             "ScheduleError"),
     Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID,
          gap=GROUPED_GRID + "; also " + ONE_NEST + "; also " + SYMBOLIC_BIDY),
     Case("ReductionTest.GroupedReductionChannelsLastBatchNormLike", lambda: channels_last_batch_norm_like(False),

@@ -1,6 +1,7 @@
 """Grid reductions (execution/grid_reduction.py): REDUCTION-GRID and REDUCTION-GRID-WORKSPACE on
 failing and passing schedules, a grid total read in the last block (and elsewhere: a visibility
-counterexample, an allreduce, a combine entered in a loop, two totals), and the workspace layout checked by brute force at small launches
+counterexample, a combine entered in a loop, two totals), allreduces (accepted, in a serial loop
+too; refused in clusters and in global memory; their barrier's generation bit by brute force), and the workspace layout checked by brute force at small launches
 (every writer's slot its own and inside the workspace, the last block's reads covering each slot,
 one semaphore per entrance and segment), which REDUCTION-GRID-WORKSPACE's docstring relies on."""
 
@@ -11,11 +12,14 @@ import itertools
 import pytest
 
 import tileproof as tp
-from tileproof.execution.grid_reduction import entrance_loops, grid_layout
+from tileproof.codegen.ir import GridReduce, walk
+from tileproof.codegen.lower import lower
+from tileproof.execution.grid_reduction import ALLREDUCE_LIMIT, GENERATION_BIT, entrance_loops, grid_layout, is_allreduce
 from tileproof.execution.indexing import block_dims
 from tileproof.execution.reduction import reduction_loops
 from tileproof.execution.statements import CondKind, tensor_execution
 from tileproof.model.expr import const, evaluate, var
+from tileproof.model.targets import get_target
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 
 P = tp.ParallelType
@@ -96,16 +100,127 @@ def test_a_global_total_read_by_threads_that_did_not_store_it_has_a_counterexamp
     assert ce["reader blockIdx.x"] == ce["writer blockIdx.x"] == ce["tp_last_x_T1"]
 
 
+def _row_allreduce(name, *, serial_rows=False, global_total=False, clusters=None, assumptions=("M <= 65535",)):
+    """T3 = T0 + broadcast(T1), T1 = sum(T0, 1) of [M, N]: the row on [BIDx, TIDx{32}] in both, so
+    every block of a row reads its sum (an allreduce); rows on BIDy, or `serial_rows` a serial loop
+    around the reduction (an entrance per row)."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t3 = tp.add(t0, tp.broadcast(t1, [False, True])); fusion.add_output(t3)
+    for a in assumptions:
+        fusion.assume(a)
+    t3.split(1, 32)
+    tp.propagate_transforms(t3)
+    if serial_rows:
+        tp.inline_all_at(t3, 1)
+    t3.axis(1).parallelize(P.BIDx)
+    t3.axis(2).parallelize(P.TIDx)
+    if not serial_rows:
+        t3.axis(0).parallelize(P.BIDy)
+    tp.parallelize_all_like(t3)
+    if global_total:
+        t1.set_memory_type(tp.MemoryType.Global)
+    if clusters:
+        fusion.cluster_dims = clusters
+    return fusion
+
+
 def test_a_grid_total_every_block_reads_is_an_allreduce():
+    """Every block of a row reads the row's sum: no reader waits for a last block (no tp_last
+    predicate), the lowering puts a grid-wide barrier (GridReduce.allreduce) and launches the
+    kernel cooperatively."""
+    fusion = _row_allreduce("rows_then_add_everywhere")
+    assert _codes(fusion) == []
+    snap = fusion.snapshot()
+    t1 = snap.tensor("T1")
+    assert is_allreduce(t1)
+    for name in ("T2", "T3"):
+        ex = tensor_execution(snap.tensor(name), block_dims(snap))
+        assert not [c for c in ex.conds if "tp_last" in str(c.rhs)], name
+    kernel = lower(snap, get_target("sm_90a")).kernel
+    (node,) = [n for n in walk(kernel.body) if isinstance(n, GridReduce)]
+    assert node.allreduce and str(node.rank) == "blockIdx.x" and kernel.cooperative
+
+
+def test_an_allreduce_in_a_serial_loop_is_accepted():
+    """Each row's sum entered once per iteration of the serial loop over rows: a plain grid total
+    read there is refused (the last block can differ each time), an allreduce's barrier has a
+    semaphore and workspace slots per entrance, and every block enters each in the same order."""
+    assert _codes(_row_allreduce("rows_in_a_loop", serial_rows=True)) == []
+
+
+def test_an_allreduce_in_clusters_is_refused_with_its_numbers():
+    report = tp.verify(_row_allreduce("rows_in_clusters", clusters=(2, 1, 1)))
+    (d,) = [d for d in report.errors if d.code == "REDUCTION-GRID"]  # CLUSTER-MULTICAST: M, N need not divide
+    assert "an allreduce" in d.message and "clusters of 2 x 1 x 1" in d.message and "cooperative" in d.message
+    assert d.counterexample == {"cluster blocks": 2, "readers": 2}
+
+
+def test_an_allreduce_total_in_global_memory_is_refused():
+    """One block stores a global total after the barrier; the others read it unordered."""
+    report = tp.verify(_row_allreduce("rows_total_in_global", global_total=True))
+    d = next(d for d in report.errors if d.code == "REDUCTION-GRID")
+    assert "in Global memory" in d.message and "nothing orders that store" in d.message
+
+
+def test_a_total_read_in_another_segment_has_a_counterexample():
+    """T2 spreads the rows over [BIDy, BIDx{4}]: an allreduce over BIDx, but block (x, y) reads row
+    4y + x's sum, which the blocks of segment y do not hold: the visibility rules find the block."""
     def spread(t2):
         t2.split(0, 4)
         t2.axis(0).parallelize(P.BIDy)
         t2.axis(1).parallelize(P.BIDx)
-    report = tp.verify(_row_sum("rows_then_add_everywhere", spread))
-    assert report.codes == ["REDUCTION-GRID"]  # the visibility rules leave the allreduce to it
-    (d,) = report.errors
-    assert "T2 spreads its elements over BIDx" in d.message and d.counterexample == {"readers": 1}
-    assert "allreduce" in d.notes[0]
+    report = tp.verify(_row_sum("rows_then_add_elsewhere", spread))
+    assert report.codes == ["SMEM-BLOCK-VISIBILITY"]
+    ce = report.errors[0].counterexample
+    assert ce["reader blockIdx.y"] != ce["writer blockIdx.y"]
+
+
+def test_an_allreduce_segment_past_the_barriers_generation_bit_has_a_counterexample():
+    """A segment of M * N blocks (both reduced) fits the plain semaphore's 2^32 - 1 but not the
+    allreduce barrier's 2^31."""
+    def build(name, reader):
+        with tp.Fusion(name) as fusion:
+            t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+            t1 = tp.sum(t0, [0, 1])
+            fusion.add_output(tp.add(t0, tp.broadcast(t1, [True, True])) if reader else t1)
+        fusion.assume("M <= 65535")
+        fusion.assume("N <= 65535")
+        for t in fusion.outputs + [t1]:
+            t.axis(0).parallelize(P.BIDy)
+            t.axis(1).parallelize(P.BIDx)
+        return fusion
+    assert "REDUCTION-GRID-WORKSPACE" not in _codes(build("plain", False))
+    report = tp.verify(build("all", True))
+    (d,) = [d for d in report.diagnostics if d.code == "REDUCTION-GRID-WORKSPACE"]
+    blocks = d.counterexample["blocks per segment"]
+    assert (1 << 31) < blocks <= (1 << 32) - 1 and "barrier" in d.message
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 5, 8])
+def test_the_barrier_flips_bit_31_at_the_last_arrival_in_every_order(ranks):
+    """tp_grid_allreduce's barrier on a 32-bit semaphore: from either generation, over every order
+    of arrival, bit 31 changes exactly when the last block arrives, and the low 31 bits end where
+    they began (the next use and the next launch wait for the next flip)."""
+    for start in (0, GENERATION_BIT):
+        for order in itertools.permutations(range(ranks)):
+            value = start
+            for n, rank in enumerate(order, 1):
+                value = (value + ((GENERATION_BIT - (ranks - 1)) if rank == ranks - 1 else 1)) % (1 << 32)
+                assert bool((start ^ value) & GENERATION_BIT) == (n == ranks), (start, order, n)
+            assert value == start ^ GENERATION_BIT
+
+
+@pytest.mark.parametrize("ranks, sound", [(ALLREDUCE_LIMIT, True), (ALLREDUCE_LIMIT + 1, False)])
+def test_no_proper_subset_of_arrivals_flips_the_bit_up_to_the_limit(ranks, sound):
+    """The arrivals of a proper subset add k (k < ranks ones) or 2^31 - (ranks - 1) + k (the last
+    rank's and k < ranks - 1 ones): bit 31 stays unless ranks exceeds 2^31, where ranks - 1 ones
+    already add 2^31 (REDUCTION-GRID-WORKSPACE's allreduce limit)."""
+    big = (GENERATION_BIT - (ranks - 1)) % (1 << 32)
+    sums = [ranks - 1, big, big + ranks - 2]  # the extremes of the subsets without and with the last rank
+    early = any(s % (1 << 32) & GENERATION_BIT for s in sums)
+    assert early != sound
 
 
 def test_a_grid_total_entered_in_a_loop_is_refused_when_read():
