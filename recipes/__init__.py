@@ -24,7 +24,7 @@ change it further.
     choose(m, n, k, ...)                          that choice: tile, stages, cluster, persistence,
                                                   group, split-K (matmul_heuristic.py)
     split_k_partials(SplitKParams(...))           split-K as two kernels: float32 partials of K's
-    split_k_sum(out_dtype)                        slices, then their sum (split_k.py)
+    split_k_sum(out_dtype, ops=EpilogueOps(...))  slices, then their sum, ops fused (split_k.py)
 
     softmax(x), log_softmax(x)                    row softmax, LayerNorm, RMSNorm and cross-entropy
     layer_norm(x, w, b), rms_norm(x, w)           (forward) on PyTorch tensors: nvFuser's inner

@@ -84,14 +84,16 @@ def warpgroup_tiles(t, split_n, rows=64, at=2):
         t.axis(at + 1).parallelize(P.Unroll)
 
 
-def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=False, swizzle=128, chain=()):
+def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=False, swizzle=128, chain=(),
+                      pairs=()):
     """[c, cs, out] of gemm_blocks.through_shared: c = cast(D) in D's fragment layout ([Mo, No, wg
     (TIDy), (mi,) thread (TIDx), N / 16, 8]), cs = stmatrix(c) (a thread's 8 elements of a 16 x 16
     tile: stmatrix.x4) into the TMA store's swizzled boxes, out = their TMA store (tma_store_boxes).
     by_box=True: c and cs [Mo, No, box, wg, (mi,) thread, N / 16 of the box, 8], a loop over the
     output's TMA boxes (one `swizzle` span: 64 columns, 32 at swizzle=64) outside the threads, so
     that cs can hold one box at a time. `chain`: the fused ops' tensors [M, N] between D and c
-    (epilogue_ops), laid out as c."""
+    (epilogue_ops), laid out as c; those of them in `pairs` (the residual's registers) further split
+    [..., N / 16, 4, 2], a vector of each pair of adjacent columns."""
     tma_store_boxes(epilogue, block, swizzle, by_box=by_box)
     c, cs, _ = epilogue
     span = swizzle // cs.dtype.bytes
@@ -110,7 +112,11 @@ def stmatrix_epilogue(epilogue, macro, block, split_n=False, rows=64, by_box=Fal
     for t in (*chain, *epilogue) if by_box else ():  # the box loop unrolled: c reads D's registers at constant indices
         t.axis(2).parallelize(P.Unroll)
     for t in registers:
-        t.axis(-1).parallelize(P.Unroll)
+        if t in pairs:
+            t.split(-1, 2).axis(-1).parallelize(P.Vectorize)
+            t.axis(-2).parallelize(P.Unroll)
+        else:
+            t.axis(-1).parallelize(P.Unroll)
     cs.axis(-1).parallelize(P.Vectorize)
 
 
@@ -119,7 +125,9 @@ def epilogue_ops(d, ops, dtype, m, n):
     residual) in float32, reading the new inputs straight from global memory in D's fragment
     layout: the bias [1, N] or [M, 1] in float32 (read by the add: a widened copy would be a
     tensor with a broadcast axis, which does not inline into D's fragment), the residual [M, N]
-    in `dtype` (widened by a cast). Returns the last tensor (D itself where there are no ops)."""
+    in `dtype` (read by a cast to float32, or a set where `dtype` is float32: the one tensor
+    reading it, which a schedule may vectorize). Returns the last tensor (D itself where there
+    are no ops)."""
     fusion = d.fusion
     x = d if ops.scale is None else tp.mul(d, float(ops.scale))
     if ops.bias is not None:
@@ -129,7 +137,7 @@ def epilogue_ops(d, ops, dtype, m, n):
     if ops.residual:
         residual = tp.make_tensor([m, n], dtype=dtype)
         fusion.add_input(residual)
-        x = tp.add(x, residual if dtype == tp.float32 else tp.cast(residual, tp.float32))
+        x = tp.add(x, tp.set(residual) if dtype == tp.float32 else tp.cast(residual, tp.float32))
     if ops.activation is not None:
         x = {"relu": tp.relu, "gelu": tp.gelu, "gelu_tanh": tp.tanh_gelu, "silu": tp.silu}[ops.activation](x)
     return x
@@ -163,6 +171,8 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
         out = tp.set(x) if epilogue_params.dtype == tp.float32 else tp.cast(x, epilogue_params.dtype)
         fusion.add_output(out)
     chain = [t for t in fusion.tensors if t not in (a, b, d, out) and not t.is_fusion_input]  # D -> x, in order
+    # the residual's reader (epilogue_ops): a column pair at a time (D's pairs of adjacent columns), one vector
+    residual = fusion.consumers(fusion.inputs[-1]) if epilogue_params.ops.residual else []
     d.definition.set_macro(macro)
     mn_major = {t for t, operand in ((a, params.a), (b, params.b)) if operand.major == "MN"}
     for t in mn_major:  # M or N innermost in global memory: [1, K, M] / [1, K, N]
@@ -186,7 +196,7 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
     if epilogue_params.stmatrix:  # through shared memory: stmatrix, then a TMA store
         epilogue = through_shared(out)
         stmatrix_epilogue(epilogue, macro, block, tile.split_n, tile.warpgroup_rows, epilogue_params.by_box,
-                          epilogue_params.swizzle, chain)
+                          epilogue_params.swizzle, chain, residual)
     else:  # the output [M, N] -> [Mo, No, wg, (mi,) thread, v]: D's fragment
         epilogue = [out]
         pairs = not (isinstance(n, int) and n % 2)
@@ -198,7 +208,7 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
             # an even N: no pair of columns straddles N's end (rows past M: both out); D's element pairs are
             # adjacent columns: 8-byte stores
             if pairs:
-                t.split(-1, 2).axis(-1).parallelize(P.Vectorize if t is out else P.Unroll)
+                t.split(-1, 2).axis(-1).parallelize(P.Vectorize if t is out or t in residual else P.Unroll)
             # the thread's accumulators read by constant indices: registers, not local memory
             t.axis(-2 if pairs else -1).parallelize(P.Unroll)
     # A [Mo, 1, Ko, bm, bk], B [1, No, Ko, bn, bk]: one TMA box each, swizzled
@@ -225,8 +235,11 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
             t.circular_buffer(pipeline.stages, pipeline.prefetch, pipeline.strategy)
     d.inline_at(2 + at)
     for t in chain:  # each element's ops in registers, in their consumers' loops (not a vector store's)
-        vector = any(c.axis(-1).parallel_type is P.Vectorize for c in fusion.consumers(t))
-        t.inline_at(len(t.loop) - vector)
+        if t in residual:  # outside its pair's vector (through shared memory: its 4 pairs of a 16-column step)
+            t.inline_at(len(t.loop) - (t.axis(-1).parallel_type is P.Vectorize) - epilogue_params.stmatrix)
+        else:
+            vector = any(c.axis(-1).parallel_type is P.Vectorize for c in fusion.consumers(t))
+            t.inline_at(len(t.loop) - vector)
     if epilogue_params.stmatrix:
         c, cs, _ = epilogue
         c.inline_at(len(c.loop) - 1)

@@ -12,7 +12,9 @@ block computes one output tile of one split (blockIdx.z the split, x the M tile,
 its wgmma accumulators stored as float32 partials. The grid has S times the output tiles,
 so a shape with fewer output tiles than SMs and a long K still fills the GPU. split_k_sum adds
 the S partials of each output element in one thread (S is small: a serial loop of 16-byte vector
-loads, no combine across threads or blocks) and casts the sum to the output dtype.
+loads, no combine across threads or blocks), runs a fused epilogue's ops on the sums
+(EpilogueOps: scale, bias, residual, activation; hopper_gemm.epilogue_ops's chain, the persistent
+kernel's math and order) and casts the result to the output dtype.
 
 Why not one kernel with a grid reduction: tileproof's grid reduction (execution/grid_reduction.py,
 REDUCTION-GRID) combines a reduction's registers across blocks, but not an MmaOp's accumulators
@@ -187,7 +189,7 @@ def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int
         fusion.assume("N % 8 == 0")
         fusion.assume(f"M * N <= {GRID_X * VECTOR * SUM_THREADS}")  # the runs' blocks on blockIdx.x (LAUNCH-GRID)
     chain = [t for t in fusion.tensors if t not in (p, total, out) and not t.is_fusion_input]  # total -> x, in order
-    residual = fusion.inputs[-1] if ops.residual else None
+    residual = fusion.consumers(fusion.inputs[-1]) if ops.residual else []  # its reader (epilogue_ops)
     loads = p.cache_after()  # registers: one vector, loaded in the loop over the splits
     for t in (loads, total):  # [S, M, N] -> [M N / (V T) (BIDx), T (TIDx), S, V]
         t.merge(1).split(1, VECTOR).split(1, SUM_THREADS)
@@ -196,14 +198,13 @@ def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int
         t.axis(1).parallelize(P.TIDx)
     loads.axis(3).parallelize(P.Vectorize)
     total.axis(3).parallelize(P.Unroll)
-    runs = [*chain, out] + ([residual.cache_after()] if residual is not None else [])
-    for t in runs:  # [M, N] -> [M N / (V T), T, V]
+    for t in (*chain, out):  # [M, N] -> [M N / (V T), T, V]
         t.merge(0).split(0, VECTOR).split(0, SUM_THREADS)
         t.axis(0).parallelize(P.BIDx)
         t.axis(1).parallelize(P.TIDx)
-        t.axis(2).parallelize(P.Unroll if t in chain else P.Vectorize)  # the residual's run: one vector load
+        t.axis(2).parallelize(P.Vectorize if t is out or t in residual else P.Unroll)  # the residual's run: one load
     loads.inline_at(3)
-    for t in runs[len(chain) + 1:] + chain:  # each run's ops in registers, in the thread's loop outside the vector
+    for t in chain:  # each run's ops in registers, in the thread's loop outside the vector
         t.inline_at(2)
     return fusion
 

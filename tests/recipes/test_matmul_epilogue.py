@@ -3,7 +3,8 @@ residual)) verifies in both output paths (float32 from the registers, a 16-bit o
 stmatrix and TMA stores) for each op alone and the ops together, on every configuration
 recipes.matmul runs it on (epilogue_configs); the verifier rejects the long gelu chain on the
 128 x 256 tile (UNROLL-LENGTH), which is why those configurations are left out; the kernel reads
-the bias and residual in D's fragment layout and computes the activation; split-K's sum kernel
+the bias and residual in D's fragment layout (the residual a column pair at a time, one vector)
+and computes the activation; split-K's sum kernel
 with the ops verifies, compiles (NVRTC) and, simulated (tests/support/reduction_sim.py), computes
 the formula against numpy in float64 at sizes no block divides; EpilogueOps refuses bad fields;
 the entry refuses bad bias and residual tensors and a configuration that does not fuse the ops,
@@ -146,6 +147,8 @@ def test_split_k_at_a_shape_fuses_the_ops_and_is_chosen_again_with_them():
                                      splits=4, ops=ops)
     assert [t.dtype for t in total.inputs] == [tp.float32, tp.float32, tp.bfloat16] and not total.symbols
     assert tp.verify(total, "sm_90a").ok
+    residual = total.inputs[-1].name  # a thread's run of 4 bfloat16 residuals: one 8-byte load
+    assert f"*reinterpret_cast<const uint2*>(&{residual}[" in tp.compile(total, "sm_90a").cuda_source
     shape = (256, 1024, 16384)
     assert choose(*shape).config.split_k
     assert choose(*shape, configs=epilogue_configs(ops)) == choose(*shape)
@@ -269,3 +272,20 @@ def test_the_fake_implementation_gives_the_output():
         a, b = operands(40, 48, 64)
         d = op(a, b, torch.zeros(48, dtype=torch.bfloat16))
     assert tuple(d.shape) == (40, 48) and d.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("out_dtype, used", [("float32", None), ("bfloat16", "50%")])
+def test_the_residual_is_read_a_column_pair_at_a_time(out_dtype, used):
+    """D's fragment holds pairs of adjacent columns: the residual's reader loads each pair as one
+    vector, so a warp's load uses every byte it moves (float32: 8 rows of 4 threads x 8 bytes) or
+    half (bfloat16: 16 of a sector's 32 bytes a row), not a quarter."""
+    fusion = fusion_with(EpilogueOps(residual=True), out_dtype)
+    residual = fusion.inputs[-1]
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, errors(report)
+    warned = [d.message for d in report.diagnostics if d.code == "GLOBAL-COALESCING"
+              and f"from {residual.name} " in d.message]
+    assert [used in m for m in warned] == ([True] if used else [])
+    source = tp.compile(fusion, "sm_90a").cuda_source
+    vector = "unsigned int" if out_dtype == "bfloat16" else "uint2"
+    assert f"*reinterpret_cast<const {vector}*>(&{residual.name}[" in source
