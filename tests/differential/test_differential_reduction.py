@@ -8,7 +8,10 @@ counts, rfactor, cached and vectorized inputs, shared partials) is lowered and r
 that are the multisets of the input elements they sum, and each output element must be the sum
 of exactly its own inputs, each once; max schedules run on numbers against the float64
 reference. The block combine is run by the algorithm of codegen/emit/reduction.py's helper for
-every block shape below, each thread's result checked against its group.
+every block shape below, each thread's result checked against its group. Allreduces run with
+their grid-wide barrier honoured (blocks park there until every block of the segment arrives):
+each block's outputs hold the whole row's sum, at indivisible sizes, in a serial loop, across
+three launches from the semaphore state the last left, and a missing block hangs.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ import tileproof as tp
 from tileproof.codegen.ir import BlockReduce, Buffer, GridReduce, KernelIR, walk
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import reference
-from tileproof.model.expr import const
+from tileproof.model.expr import const, evaluate
 from tileproof.model.targets import get_target
 from tileproof.model.types import MemoryType
 
 from support.reduction_gen import reduction_case
-from support.reduction_sim import Numbers, Simulator, Terms, run_kernel
+from support.reduction_sim import Numbers, SimulationError, Simulator, Terms, run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = 120
@@ -188,3 +191,115 @@ def test_grouped_reductions_compute_the_separate_reductions(grid, sizes):
     want = [x.sum(1), x.max(1)] if grid else [x.sum(1) + x.max(1)]
     for got, expected in zip(outs, want):
         assert np.array_equal(got.astype(float), expected)
+
+
+# -- allreduces: the grid-wide barrier, simulated (blocks park there until every block of the segment arrives) --
+
+def _row_allreduce(serial_rows: bool):
+    """T3 = T0 + broadcast(sum(T0, 1)) of [M, N], the row on [BIDx, TIDx{32}] in the sum and the add
+    (every block of a row reads its sum: an allreduce); rows on BIDy, or `serial_rows` a serial loop
+    around the reduction (the barrier entered once per row, a semaphore each)."""
+    with tp.Fusion("row_allreduce") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        fusion.add_output(tp.add(t0, tp.broadcast(t1, [False, True])))
+    fusion.assume("M <= 65535")
+    t3 = fusion.outputs[0]
+    t3.split(1, 32)
+    tp.propagate_transforms(t3)
+    if serial_rows:
+        tp.inline_all_at(t3, 1)
+    else:
+        t3.axis(0).parallelize(P_BIDY)
+    t3.axis(1).parallelize(P_BIDX)
+    t3.axis(2).parallelize(tp.ParallelType.TIDx)
+    tp.parallelize_all_like(t3)
+    return fusion
+
+
+def _allreduce_kernel(serial_rows: bool):
+    fusion = _row_allreduce(serial_rows)
+    assert tp.verify(fusion, "sm_90a").ok, tp.verify(fusion, "sm_90a").codes
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    assert kernel.cooperative and [n.allreduce for n in walk(kernel.body) if isinstance(n, GridReduce)] == [True]
+    return fusion, kernel
+
+
+@pytest.mark.parametrize("serial_rows", [False, True], ids=["rows_on_bidy", "rows_in_a_loop"])
+@pytest.mark.parametrize("sizes", [{"M": 2, "N": 96}, {"M": 3, "N": 70}, {"M": 1, "N": 33}], ids=str)
+def test_an_allreduce_gives_every_block_the_whole_rows_sum(serial_rows, sizes):
+    """Each output element is its own input plus every element of its row, each once (Terms), in
+    every block: the barrier released each block only after all partials of its row were written."""
+    fusion, kernel = _allreduce_kernel(serial_rows)
+    x = np.zeros((sizes["M"], sizes["N"]))
+    sim = Simulator(kernel, sizes, Terms)
+    buffers_out = _simulate(sim, kernel, fusion, x, sizes)
+    blocks = -(-sizes["N"] // 32)
+    assert sim.barrier_waits == blocks * (1 if serial_rows else sizes["M"]) * (sizes["M"] if serial_rows else 1)
+    for i in range(sizes["M"]):
+        row = Counter({("T0", (i, j)): 1 for j in range(sizes["N"])})
+        for j in range(sizes["N"]):
+            assert buffers_out[i, j] == row + Counter({("T0", (i, j)): 1}), (i, j)
+
+
+def _simulate(sim, kernel, fusion, x, sizes):
+    """run_kernel's steps with a Simulator of our own (its barrier semaphores kept between runs)."""
+    from support.reduction_sim import global_view, _flat_size
+
+    buffers = {g.name: [None] * _flat_size(g, sizes) for g in kernel.globals}
+    g_in = next(g for g in kernel.globals if g.name == fusion.inputs[0].name)
+    strides = [evaluate(s, sizes) for s in g_in.strides]
+    for point in itertools.product(*(range(n) for n in x.shape)):
+        at = sum(point[a] * s for a, s in zip(g_in.alloc_axes, strides))
+        buffers[g_in.name][at] = Counter({("T0", point): 1})
+    sim.run(buffers)
+    g_out = next(g for g in kernel.globals if g.name == fusion.outputs[0].name)
+    return global_view(g_out, buffers[g_out.name], sizes)
+
+
+def test_an_allreduce_runs_again_from_the_state_its_last_launch_left():
+    """A second launch finds every barrier semaphore with bit 31 flipped and the low bits 0, and
+    waits for the next flip: the same values again (re-entrancy across launches)."""
+    sizes = {"M": 2, "N": 70}
+    fusion, kernel = _allreduce_kernel(serial_rows=True)
+    x = np.random.default_rng(3).integers(-50, 50, size=(2, 70)).astype(float)
+    sim = Simulator(kernel, sizes, Numbers)
+    for launch in range(3):
+        (out,) = run_kernel(kernel, fusion, [x], sizes, Numbers, simulator=lambda *a: sim)
+        assert np.array_equal(out.astype(float), x + x.sum(1, keepdims=True)), launch
+        generation = {v for sems in sim.barrier_semaphores.values() for v in sems.values()}
+        assert generation == {(launch + 1) % 2 << 31}
+
+
+def test_an_allreduce_whose_blocks_are_not_all_launched_hangs_in_the_simulator():
+    """The barrier is honoured: with one block of a row missing (not resident), the others wait
+    for ever (the simulator says so instead of hanging), which is why the kernel launches
+    cooperatively."""
+    sizes = {"M": 1, "N": 96}
+    fusion, kernel = _allreduce_kernel(serial_rows=False)
+    x = np.ones((1, 96))
+    with pytest.raises(SimulationError, match="hangs"):
+        run_kernel(kernel, fusion, [x], sizes, Numbers, blocks=[(0, 0, 0), (1, 0, 0)])
+
+
+def test_an_allreduce_of_max_and_sum_grouped_computes_the_reference():
+    """nvFuser's GroupAllreduce3 (a sum, a max and a min allreduce grouped, [BIDx, TIDx{128}]) on
+    numbers at an indivisible size."""
+    with tp.Fusion("group_allreduce") as fusion:
+        t0 = tp.make_tensor(["N"]); fusion.add_input(t0)
+        t1, t4, t7 = tp.sum(t0, [0]), tp.max(t0, [0]), tp.min(t0, [0])
+        for t in (tp.div(t0, tp.broadcast(t1, [True])), tp.div(t0, tp.broadcast(t4, [True])),
+                  tp.sub(t0, tp.broadcast(t7, [True]))):
+            fusion.add_output(t)
+    tp.group_reductions([t1, t4, t7])
+    t1.split(0, 128)
+    tp.propagate_transforms(t1)
+    t1.axis(0).parallelize(P_BIDX)
+    t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    tp.parallelize_all_like(t1)
+    assert tp.verify(fusion, "sm_90a").ok
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    x = np.random.default_rng(5).integers(1, 50, size=(300,)).astype(float)
+    outs = run_kernel(kernel, fusion, [x], {"N": 300}, Numbers)
+    for got, want in zip(outs, reference(fusion, [x])):
+        assert np.allclose(got.astype(float), want)

@@ -107,6 +107,8 @@ class Terms:
     def compute(s: Compute, args, symbols: dict[str, int]):
         if s.kind in ("load_store", "broadcast", "transpose", "cast"):
             return args[0]
+        if s.kind == "binary" and s.name == "add" and s.scalar is None:  # a sum of sums: their terms together
+            return args[0] + args[1]
         raise NotImplementedError(f"{s.kind} {s.name}")
 
 
