@@ -143,7 +143,7 @@ def test_split_k_at_a_shape_fuses_the_ops_and_is_chosen_again_with_them():
     """At a shape config_fusions gives the sum kernel its numbers and the ops' inputs; the
     heuristic picks split-K for few tiles and a long K with an epilogue as without one."""
     ops = EpilogueOps(scale=2.0, bias="column", residual=True, activation="gelu_tanh")
-    partials, total = config_fusions(BY_NAME["128x128_split_k"], "K", "MN", "bfloat16", shape=(200, 264, 4096),
+    _partials, total = config_fusions(BY_NAME["128x128_split_k"], "K", "MN", "bfloat16", shape=(200, 264, 4096),
                                      splits=4, ops=ops)
     assert [t.dtype for t in total.inputs] == [tp.float32, tp.float32, tp.bfloat16] and not total.symbols
     assert tp.verify(total, "sm_90a").ok
@@ -256,7 +256,7 @@ def test_the_terms_bind_to_split_k_s_sum_after_the_partials(monkeypatch):
     entry = Matmul(config="128x128_split_k", specialize=False, epilogue=EpilogueOps(bias="column", residual=True))
     a, b = operands()
     terms = entry.terms(a, b, (torch.zeros(24, dtype=torch.bfloat16), torch.zeros(16, 24, dtype=torch.bfloat16)))
-    partials, total = entry.kernels(BY_NAME["128x128_split_k"], "K", "K")
+    _partials, total = entry.kernels(BY_NAME["128x128_split_k"], "K", "K")
     monkeypatch.setattr(binding, "check_device", lambda g, info, position, device_id: 0)  # CPU tensors stand in
     bound = binding.bind(total.ir.globals, [torch.zeros(4, 16, 24), *terms], None, {}, list(total.fusion.symbols), None)
     assert {s: bound.env[s] for s in "SMN"} == {"S": 4, "M": 16, "N": 24}
