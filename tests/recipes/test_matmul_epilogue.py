@@ -144,7 +144,7 @@ def test_split_k_at_a_shape_fuses_the_ops_and_is_chosen_again_with_them():
     heuristic picks split-K for few tiles and a long K with an epilogue as without one."""
     ops = EpilogueOps(scale=2.0, bias="column", residual=True, activation="gelu_tanh")
     _partials, total = config_fusions(BY_NAME["128x128_split_k"], "K", "MN", "bfloat16", shape=(200, 264, 4096),
-                                     splits=4, ops=ops)
+                                      splits=4, ops=ops)
     assert [t.dtype for t in total.inputs] == [tp.float32, tp.float32, tp.bfloat16] and not total.symbols
     assert tp.verify(total, "sm_90a").ok
     residual = total.inputs[-1].name  # a thread's run of 4 bfloat16 residuals: one 8-byte load
