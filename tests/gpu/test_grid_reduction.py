@@ -3,7 +3,9 @@ axis on BIDx/BIDy (execution/grid_reduction.py), each block's partials through t
 the last block to arrive on its segment's semaphore combining them (issue 33, item 6). Every
 schedule runs at three or more sizes, some not divisible by its splits, against torch, and twice
 in a row: the second launch reuses the semaphores the first returned to 0. A total read by later
-statements of the kernel runs them in the last block of its segment only (item 6 follow-up)."""
+statements of the kernel runs them in the last block of its segment only (item 6 follow-up). A total
+every block reads (an allreduce) runs through a grid-wide barrier in a cooperative launch, and a grid
+too large to be resident at once is an InputError naming the grid and the limit."""
 
 from __future__ import annotations
 
@@ -172,3 +174,46 @@ def test_a_grid_total_read_by_later_statements(shape):
 def test_a_whole_sum_doubled_in_the_last_block(n):
     x = torch.randn(n, device="cuda")
     _twice(tp.compile(whole_sum_then_scaled()), x, x.sum() * 2)
+
+
+def rows_plus_their_sums(serial_rows: bool):
+    """T3 = T0 + broadcast(sum(T0, 1)), the row on [BIDx, TIDx{128}] in both: every block of a row
+    reads its sum (an allreduce: a grid-wide barrier, launched cooperatively); rows on BIDy, or
+    `serial_rows` a serial loop (the barrier entered once per row, a semaphore each)."""
+    with tp.Fusion(f"rows_plus_their_sums_{'serial' if serial_rows else 'bidy'}") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t3 = tp.add(t0, tp.broadcast(t1, [False, True])); fusion.add_output(t3)
+    fusion.assume("T0_0 <= 65535")  # rows on BIDy
+    t3.split(1, 128)
+    tp.propagate_transforms(t3)
+    if serial_rows:
+        tp.inline_all_at(t3, 1)
+    else:
+        t3.axis(0).parallelize(P.BIDy)
+    t3.axis(1).parallelize(P.BIDx)
+    t3.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t3)
+    return fusion
+
+
+@pytest.mark.parametrize("serial_rows", [False, True], ids=["rows_on_bidy", "rows_in_a_loop"])
+def test_an_allreduce_gives_every_block_its_rows_sum(serial_rows):
+    """Three sizes (one not a multiple of 128), each launched twice: the second launch finds the
+    barrier semaphores' bit 31 flipped by the first and waits for the next flip."""
+    kernel = tp.compile(rows_plus_their_sums(serial_rows))
+    assert kernel.ir.cooperative
+    for shape in ((3, 1000), (1, 128), (17, 4097)):
+        x = torch.randn(shape, device="cuda")
+        _twice(kernel, x, x + x.sum(1, keepdim=True))
+
+
+def test_an_allreduce_grid_too_large_to_be_resident_is_an_input_error():
+    """4000 rows x 32 blocks cannot all be resident: an InputError naming the grid and the limit
+    (blocks per SM x SMs), not a hang; a size that fits still runs afterwards."""
+    kernel = tp.compile(rows_plus_their_sums(False))
+    x = torch.randn(4000, 4096, device="cuda")
+    with pytest.raises(tp.InputError, match=r"128000 blocks \(32 x 4000 x 1\).*at most \d+ \(\d+ blocks per SM x \d+ SMs"):
+        kernel.run(x)
+    y = torch.randn(5, 300, device="cuda")
+    _twice(kernel, y, y + y.sum(1, keepdim=True))
