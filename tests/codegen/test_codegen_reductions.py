@@ -17,7 +17,9 @@ from tileproof.codegen.emit import emit
 from tileproof.codegen.emit.reduction import BLOCK_REDUCE
 from tileproof.codegen.ir import BlockReduce, Compute, Loop, ReduceInit, format_nodes
 from tileproof.codegen.lower import lower
+from tileproof.codegen.compile import co_residency_problem
 from tileproof.codegen.runtime import nvrtc
+from tileproof.rule_examples import grid_allreduce
 from tileproof.model.targets import get_target
 
 from support.reduction_schedules import (
@@ -203,3 +205,40 @@ def test_a_block_combine_inside_an_unrolled_nest_has_its_helpers():
     assert tp.verify(fusion, target).ok
     source = tp.compile(fusion, target).cuda_source
     assert "tp_block_reduce<" in source and "void tp_block_reduce(" in source
+
+
+def _allreduce_fusion():
+    """T3 = T0 / broadcast(sum(T0)) over [BIDx, TIDx{128}] (rule_examples.grid_allreduce)."""
+    fusion, _, _ = grid_allreduce("allreduce_codegen")
+    return fusion
+
+
+def test_an_allreduce_is_a_grid_barrier_launched_cooperatively():
+    """The allreduce's kernel calls tp_grid_allreduce (barrier then every block combines; no last-block
+    flag, no tp_last predicate on its readers), and only it asks for a cooperative launch."""
+    fusion = _allreduce_fusion()
+    st = lower(fusion.snapshot(), get_target("sm_90a"))
+    src = emit(st.kernel, cuda_headers=False)
+    assert st.kernel.cooperative
+    assert "tp_grid_allreduce<1, true, false, false>(tp_acc_T1, tp_work_T1," in src
+    assert "0x80000000u - (unsigned)(ranks - 1ull)" in src and "__nanosleep" in src
+    assert "tp_last_" not in src and "tp_grid_reduce<" not in src
+    with tp.Fusion("plain_grid") as other:  # a total read in the last block only: no barrier, no cooperative launch
+        t0 = tp.make_contig_concrete_tensor([1024]); other.add_input(t0)
+        t1 = tp.sum(t0, [0]); other.add_output(tp.mul(t1, 2.0))
+    t1.split(0, 128)
+    t1.axis(0).parallelize(tp.ParallelType.BIDx)
+    t1.axis(1).parallelize(tp.ParallelType.TIDx)
+    st2 = lower(other.snapshot(), get_target("sm_90a"))
+    assert not st2.kernel.cooperative and "tp_grid_allreduce" not in emit(st2.kernel, cuda_headers=False)
+
+
+def test_an_allreduce_compiles():
+    kernel = tp.compile(_allreduce_fusion(), target="sm_90a")
+    assert kernel.cubin and kernel.ir.cooperative
+
+
+def test_a_grid_that_cannot_be_resident_at_once_is_explained():
+    message = co_residency_problem("tp_k", (32, 4000, 1), 16, 132)
+    assert "128000 blocks (32 x 4000 x 1)" in message and "at most 2112 (16 blocks per SM x 132 SMs" in message
+    assert co_residency_problem("tp_k", (32, 66, 1), 16, 132) is None  # 2112 blocks: exactly resident
