@@ -25,6 +25,7 @@ import sympy
 from .errors import ScheduleError
 from .expr import Expr, substitute, to_sympy
 from .iterdomain import IterDomain, Split
+from .scalar_value import ScalarValue
 
 if TYPE_CHECKING:
     from .fusion import Fusion  # type hints only: fusion.py imports this module (ops unify extents)
@@ -84,6 +85,9 @@ def replace_symbol(fusion: "Fusion", func: str, name: str, value: Expr) -> None:
         scalar = op.scalar
         if scalar is not None and isinstance(scalar.value, Expr) and name in scalar.value.free_vars():
             op.scalar = dataclasses.replace(scalar, value=substitute(scalar.value, env))
+        elif scalar is not None and isinstance(scalar.value, ScalarValue) and name in scalar.value.free_vars():
+            renamed = scalar.value.substitute(env)
+            op.scalar = dataclasses.replace(scalar, value=renamed, given=str(renamed))
     _replace_in_assumptions(fusion, func, name, value)
     del fusion.symbols[name]
     for alias, target in list(fusion.extent_aliases.items()):

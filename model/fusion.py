@@ -15,6 +15,7 @@ from .errors import ScheduleError, user_location
 from .expr import Expr, to_sympy, var
 from .iterdomain import wrong_enum
 from .options import MmaMacro, Tf32Rounding, checked_cluster_dims
+from .scalar_value import ScalarValue
 from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind
 
 _state = threading.local()
@@ -25,11 +26,13 @@ class Scalar:
     """A value operand of a binary op or of where (`tp.mul(t, 2.0)`, `tp.sub(1, t)`,
     `tp.div(t, "N")`): `value` is the number converted to the op's compute type (DataType.compute:
     a Python float holding a float32 or float64 value, or a Python int in range), or an extent
-    (an Expr of the fusion's extent symbols, which the kernel converts to the compute type);
+    (an Expr of the fusion's extent symbols, which the kernel converts to the compute type), or a
+    float scalar of extents (model/scalar_value.py ScalarValue, computed in the kernel in its own
+    float type, then converted to the compute type);
     `position` where it stands among the op's operands (0: first), `given` the value as the
     user wrote it (what reports print)."""
 
-    value: int | float | Expr
+    value: int | float | Expr | ScalarValue
     position: int
     given: int | float | str
 

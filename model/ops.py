@@ -11,12 +11,15 @@ import numbers
 import struct
 from typing import Sequence
 
+import sympy
+
 from .errors import ScheduleError
 from .expr import Expr, const
 from .extent_unification import unify_extents
 from .fusion import Op, Scalar, symbol_range
 from .iterdomain import IterDomain, as_index, wrong_enum
 from .reduction import cache_before, element_axes
+from .scalar_value import ScalarValue, as_extent, is_scalar_operand, scalar_binary, scalar_cast
 from .simplify import bounds
 from .tensor_base import TensorBase, check_tensor
 from .types import (DTYPES, CacheOp, DataType, IterType, LoadStoreOpType, OpKind, as_dtype, bool_, float64,
@@ -186,6 +189,8 @@ def cast(tv: TensorView, dtype) -> TensorView:
     nvFuser: castOp(dtype, tv).
 
         t1 = tp.cast(t0, tp.bfloat16)   # float32 -> bfloat16, round to nearest even"""
+    if not isinstance(tv, (TensorBase, str)) and is_scalar_operand(tv) and not isinstance(tv, numbers.Real):
+        return scalar_cast(tv, _check_dtype("cast", dtype))  # castOp of a scalar Val: an extent's value
     check_tensor("cast", tv)
     dtype = _check_dtype("cast", dtype)
     if dtype == tv.dtype:
@@ -231,9 +236,9 @@ def _scalar_value(op: str, arg: str, number, dtype: DataType) -> int | float:
 
 
 def is_operand_value(x) -> bool:
-    """Whether x is a value an op takes beside its tensors: a number, an extent symbol's name or
-    an extent (tp.extent)."""
-    return isinstance(x, (numbers.Real, str, Expr)) and not isinstance(x, bool)
+    """Whether x is a value an op takes beside its tensors: a number, an extent symbol's name, an
+    extent (tp.extent, IterDomain.extent) or a scalar of extents (model/scalar_value.py)."""
+    return isinstance(x, str) or is_scalar_operand(x)
 
 
 def _extent_value(op: str, arg: str, extent, tv: TensorView) -> Expr:
@@ -264,6 +269,17 @@ def _extent_value(op: str, arg: str, extent, tv: TensorView) -> Expr:
     return value
 
 
+def _scalar_of_extents(op: str, arg: str, value: ScalarValue, tv: TensorView) -> ScalarValue:
+    """A float scalar of extents beside tv: a float tensor only (tileproof does not promote), each
+    extent of the fusion and within int64 (the kernel forms it in 64 bits)."""
+    if not tv.dtype.is_float:
+        raise ScheduleError(f"{op}: {arg} {value} is {value.dtype} and {tv.name} is {tv.dtype}; cast {tv.name} to a "
+                            f"float type first (tp.cast({tv.name}, tp.float32))")
+    for extent in value.extents():
+        _extent_value(op, arg, extent, tv)
+    return value
+
+
 def _subterms(e: Expr) -> list[Expr]:
     return [e] + [t for a in e.args for t in _subterms(a)]
 
@@ -274,8 +290,11 @@ def _operand_scalar(name: str, position: int, x, tv: TensorView) -> Scalar:
     if tv.dtype.is_bool:
         raise ScheduleError(f"{name}: {tv.name} is bool and {arg} is the number {x!r}; compare two bool tensors, "
                             f"or cast {tv.name} first (tp.cast({tv.name}, tp.float32))")
-    if isinstance(x, (str, Expr)):
-        return Scalar(_extent_value(name, arg, x, tv), position, x if isinstance(x, str) else str(x))
+    if isinstance(x, ScalarValue):
+        return Scalar(_scalar_of_extents(name, arg, x, tv), position, str(x))
+    extent = x if isinstance(x, str) else as_extent(x)
+    if isinstance(extent, (str, Expr)) and not isinstance(x, numbers.Integral):
+        return Scalar(_extent_value(name, arg, extent, tv), position, x if isinstance(x, str) else str(extent))
     value = _scalar_value(name, arg, x, tv.dtype)
     given = int(x) if isinstance(x, numbers.Integral) else float(x)
     return Scalar(value, position, given)
@@ -285,6 +304,8 @@ def _binary_with_number(name: str, a, b) -> TensorView:
     """A binary op with a value operand (a number or an extent): the tensor's dtype, the value
     in its compute type."""
     if not isinstance(a, TensorBase) and not isinstance(b, TensorBase):
+        if any(isinstance(x, (Expr, ScalarValue, sympy.Basic)) for x in (a, b)):
+            return scalar_binary(name, a, b)  # scalar arithmetic on extents: a value an op takes
         for arg, x in (("a", a), ("b", b)):
             if not isinstance(x, (str, Expr)):
                 _scalar_value(name, arg, x, float64)  # a clear error for what is no number

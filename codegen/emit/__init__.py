@@ -18,9 +18,11 @@ from typing import Callable
 
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute
+from ...model.scalar_value import ScalarValue
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from .cuda_expr import INDEX_TYPES, to_cuda, to_signed_cuda
-from .scalar_types import CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, extent_value, operand_types, scalar_literal
+from .scalar_types import (CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, extent_value, operand_types, scalar_literal,
+                           scalar_value_cuda)
 from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, GridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
@@ -363,6 +365,8 @@ class _Emitter:
         converted once."""
         if isinstance(value, Expr):
             return extent_value(to_signed_cuda(value, self.ir.names), compute)
+        if isinstance(value, ScalarValue):
+            return scalar_value_cuda(value, lambda e: to_signed_cuda(e, self.ir.names), compute)
         return scalar_literal(value, compute)
 
     def vector_body(self, s: Compute, load: Callable[[str, str, int], list[str]] | None = None) -> list[str]:

@@ -1,7 +1,8 @@
 """The C++ side of each dtype, shared by the emitters (codegen/emit/__init__.py and reduction.py):
 its storage and compute types (CTYPES), the C++ of each arithmetic op per compute type (OPS),
 of each cast (CASTS, with the conversion helpers they call), of a number operand
-(scalar_literal) and of an extent operand (extent_value).
+(scalar_literal), of an extent operand (extent_value) and of a scalar of extents
+(scalar_value_cuda).
 
 Imports nothing of codegen/ (every emitter may import it).
 """
@@ -155,3 +156,23 @@ def scalar_literal(value: int | float, compute: str) -> str:
         return inf if value > 0 else f"(-{inf})"
     text = repr(float(value)) + ("f" if compute == "float" else "")  # a float32 value prints exactly
     return f"({text})" if text.startswith("-") else text
+
+
+_COMPUTE_DTYPE = {"float": "float32", "double": "float64", "int": "int32", "long long": "int64"}
+
+
+def scalar_value_cuda(value, extent_cuda, compute: str) -> str:
+    """A float scalar of extents (model/scalar_value.py ScalarValue) as C++ computed in its own
+    dtype node by node (each extent in signed 64-bit by `extent_cuda`, each op rounding once, as
+    IEEE, never contracted into an fma; codegen/runtime/reference.py scalar_value_at does the same), converted to `compute`."""
+    def render(v) -> str:
+        if v.op == "extent":
+            return f"({extent_cuda(v.value)})"
+        if v.op == "number":
+            return scalar_literal(v.value, CTYPES[v.dtype.name].compute)
+        if v.op == "cast":
+            return CASTS[CTYPES[v.args[0].dtype.name].compute][v.dtype.name].format(render(v.args[0]))
+        prefix = "__d" if v.dtype.name == "float64" else "__f"  # round-to-nearest intrinsics: never fused
+        return f"{prefix}{v.op}_rn({render(v.args[0])}, {render(v.args[1])})"
+
+    return CASTS[CTYPES[value.dtype.name].compute][_COMPUTE_DTYPE[compute]].format(render(value))

@@ -29,6 +29,7 @@ from ...model.reduction import element_axes
 from ...model.types import OpKind
 from .arrays import from_raw, to_raw
 from ...model.iterdomain import Merge, Split
+from ...model.scalar_value import ScalarValue
 
 def _elementwise(function):
     """A float64 function of the math module applied to every element (numpy has no erf)."""
@@ -200,9 +201,44 @@ def _backward(np, t, idx, sizes):
 def operand_value(np, scalar, dtype, sizes: dict[str, int]):
     """A value operand in float64: a number as model/ops.py converted it; an extent evaluated at
     the sizes and rounded to `dtype`'s compute type, as the kernel converts it."""
+    if isinstance(scalar.value, ScalarValue):
+        return np.float64(round_to(np.array([scalar_value_at(np, scalar.value, sizes)]), dtype.compute)[0])
     if not isinstance(scalar.value, Expr):
         return np.float64(scalar.value)
     return np.float64(round_to(np.array([float(evaluate(scalar.value, sizes))]), dtype.compute)[0])
+
+
+def _int_to_float32(x: int) -> float:
+    """The int x rounded to float32's 24 significant bits, nearest even (float32's range holds every int64)."""
+    shift = abs(x).bit_length() - 24
+    if shift <= 0:
+        return float(x)
+    q, r = divmod(abs(x), 1 << shift)
+    half = 1 << (shift - 1)
+    if r > half or (r == half and q & 1):
+        q += 1
+    return math.copysign(float(q << shift), x)
+
+
+def scalar_value_at(np, value, sizes: dict[str, int]) -> float:
+    """A float scalar of extents (model/scalar_value.py) at the sizes, in float64, each node
+    rounded to its dtype as the kernel computes it (codegen/emit/scalar_types.py
+    scalar_value_cuda): an IEEE op of two float32 values rounded through float64 is the float32 op."""
+    if value.op == "extent":
+        return int(evaluate(value.value, sizes))
+    if value.op == "number":
+        return float(value.value)
+    if value.op == "cast":
+        inner = value.args[0]
+        x = scalar_value_at(np, inner, sizes)
+        if isinstance(x, int) and value.dtype.name == "float32":
+            return _int_to_float32(x)  # rounded once, as __ll2float_rn (through float64 it could round twice)
+        return float(round_to(np.array([float(x)]), value.dtype)[0])
+    a, b = (scalar_value_at(np, v, sizes) for v in value.args)
+    with np.errstate(all="ignore"):
+        result = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[value.op](
+            np.float64(a), np.float64(b))
+    return float(round_to(np.array([float(result)]), value.dtype)[0])
 
 
 def _apply(np, op, args, sizes: dict[str, int]):

@@ -33,6 +33,7 @@ from tileproof.model.types import MemoryType
 
 from support.reduction_gen import reduction_case
 from support.reduction_sim import Numbers, SimulationError, Simulator, Terms, run_kernel
+from nvfuser.test_nvfuser_reduction import persistent_bn_backward_allreduce
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = 120
@@ -303,3 +304,28 @@ def test_an_allreduce_of_max_and_sum_grouped_computes_the_reference():
     outs = run_kernel(kernel, fusion, [x], {"N": 300}, Numbers)
     for got, want in zip(outs, reference(fusion, [x])):
         assert np.allclose(got.astype(float), want)
+
+
+def test_persistent_batch_norm_backward_with_scalars_of_extents_computes_the_reference():
+    """nvFuser's PersistentBNBackwardAllreduce: two grouped allreduces over N, H, W scaled by
+    reciprocal(double(N) * H * W), a scalar of extents the kernel computes from its sizes; at
+    indivisible sizes (N = 9 over [BIDx, TIDy{8}], C = 5 over [C/4, BIDy{4}]) against the float64
+    reference and numpy's batchnorm backward."""
+    fusion = persistent_bn_backward_allreduce()
+    assert tp.verify(fusion, "sm_90a").ok
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    n, c, h, w = 9, 5, 2, 6
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(-8, 8, size=shape).astype(float) / 4
+              for shape in ((n, c, h, w), (n, c, h, w), (c,), (c,), (c,))]
+    sizes = {f"T{k}_{d}": s for k, shape in enumerate(x.shape for x in inputs) for d, s in enumerate(shape)}
+    got = run_kernel(kernel, fusion, inputs, sizes, Numbers)[0].astype(float)
+    inp, grad_output, weight, mean, invstd = inputs
+    channel = (None, slice(None), None, None)
+    norm = 1.0 / (n * h * w)
+    centered = inp - mean[channel]
+    proj_scale = (grad_output * centered).sum((0, 2, 3)) * norm * invstd * invstd
+    want = ((grad_output - centered * proj_scale[channel] - (grad_output.sum((0, 2, 3)) * norm)[channel])
+            * (invstd * weight)[channel])
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.allclose(reference(fusion, inputs)[0], want, rtol=1e-5, atol=1e-5)
