@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import tileproof as tp
 
 # the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
-__all__ = ["copy_chain", "cp_async_copy", "cp_async_k_loop", "grid_allreduce", "grouped_sum_and_max", "hopper_gemm_tile",
+__all__ = ["column_allreduce", "copy_chain", "cp_async_copy", "cp_async_k_loop", "grid_allreduce", "grouped_sum_and_max", "hopper_gemm_tile",
            "ldmatrix_copy",
            "mma_sync_tile", "one_wgmma", "register_k_loop", "tf32_operands", "tma_copy", "tmem_copy"]
 
@@ -87,6 +87,24 @@ def grid_allreduce(name: str, n: int = 1024, tile: int = 128):
         t.axis(0).parallelize(tp.ParallelType.BIDx)
         t.axis(1).parallelize(tp.ParallelType.TIDx)
     return fusion, t1, t3
+
+
+def column_allreduce(name: str, shape: Sequence = (64, 256)):
+    """Fusion `name`: t4 = t0 + broadcast(sum(t1, 0)), t1 = set(t0), of a [M, N] input (nvFuser's
+    CrossIterationGroupedGridAllreduce1): rows [BIDy, TIDy{8}], columns [BIDx, TIDx{32}, 2] on
+    every tensor, not inlined; every block reads the column sums (an allreduce). Returns
+    (fusion, t1, t2, t4), t2 the sum."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_concrete_tensor(list(shape)); fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.sum(t1, [0])
+        t4 = tp.add(t0, tp.broadcast(t2, [True, False])); fusion.add_output(t4)
+    t1.split(1, 2).split(1, 32).split(0, 8)
+    tp.propagate_transforms(t1)
+    for k, p in enumerate((tp.ParallelType.BIDy, tp.ParallelType.TIDy, tp.ParallelType.BIDx, tp.ParallelType.TIDx)):
+        t1.axis(k).parallelize(p)
+    tp.parallelize_all_like(t1)
+    return fusion, t1, t2, t4
 
 
 def tma_copy(name: str, shape: Sequence, *, dtype=tp.float32, contiguity=True):

@@ -31,8 +31,10 @@ from .types import ParallelType
 from .unmappable import unmappable_axes
 
 # what best-effort inlining stops before, besides what every inlining does (nvFuser's isAllowedID,
-# best_effort): a TMA tile axis, and an unrolled loop
-STOPS_BEST_EFFORT = {ParallelType.Bulk: "a TMA tile axis (Bulk)", ParallelType.Unroll: "unrolled (Unroll)"}
+# best_effort): a TMA tile axis, an unrolled loop, and a grouped axis (nvFuser's
+# validateAndConvertIterDomainGrouping: the compute-at position stays left of a Group axis)
+STOPS_BEST_EFFORT = {ParallelType.Bulk: "a TMA tile axis (Bulk)", ParallelType.Unroll: "unrolled (Unroll)",
+                     ParallelType.Group: "grouped (Group)"}
 
 if TYPE_CHECKING:
     from .tensor import TensorView

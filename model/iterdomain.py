@@ -83,6 +83,8 @@ class IterDomain:
             tv.axis(-1).parallelize(tp.ParallelType.TIDx)"""
         if not isinstance(parallel_type, ParallelType):
             raise wrong_enum("parallelize", "parallel_type", ParallelType, parallel_type)
+        if parallel_type is ParallelType.Group and parallel_type is not self.parallel_type:
+            _check_groupable(self)
         self.set_parallel_type(parallel_type, user_location())
         return self
 
@@ -101,6 +103,16 @@ class IterDomain:
 
     def __repr__(self) -> str:
         return self.label()
+
+
+def _check_groupable(i: IterDomain) -> None:
+    """nvFuser's IterDomain::parallelize: grouping takes an iteration axis of constant extent."""
+    if i.iter_type is not IterType.Iteration:
+        raise ScheduleError(f"parallelize: {i.label()} is a {i.iter_type.name.lower()} axis; ParallelType.Group "
+                            f"groups the reductions of an iteration axis of a reduction's output")
+    if i.static_extent is None:
+        raise ScheduleError(f"parallelize: {i.label()} has the symbolic extent {user_str(i.extent)}; ParallelType.Group "
+                            f"needs a constant extent (split it by a constant first)")
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,6 +21,10 @@ class ParallelType(enum.Enum):
     cp.async.bulk.tensor.
     Mma: the M, N and K axes of one tensor-core instruction tile of an MmaOp's output
     (tp.fused_multiply_sum with a macro): the warp's lanes and registers cover them.
+    Group: an iteration axis of constant extent of a reduction's output whose reductions, one
+    per index, nvFuser does together (cross-iteration grouping: one grid round for all of
+    them); its values are those of a loop of the reductions, and tileproof runs it as a fully
+    unrolled loop, one round per index (REDUCTION-GROUP-AXIS says where it is allowed).
 
         tv.axis(0).parallelize(tp.ParallelType.BIDx)"""
 
@@ -39,6 +43,7 @@ class ParallelType(enum.Enum):
     Unswitch = "Unswitch"
     Bulk = "Bulk"
     Mma = "Mma"
+    Group = "Group"
 
     @property
     def is_thread(self) -> bool:

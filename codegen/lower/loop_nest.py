@@ -23,7 +23,7 @@ from ...execution.barriers import WgmmaFence, WgmmaWait
 from ...execution.reduction import Phase
 from ...execution.warp_roles import WarpRoles
 from ...execution.problems import Problem
-from ...execution.conditions.lowering import nest_problems
+from ...execution.conditions.lowering import UNROLLED, nest_problems
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
 from ..errors import UnsupportedSchedule
@@ -60,7 +60,7 @@ class LoopClass:
             return LoopKind.THREAD
         if p in BLOCK_TYPES:
             return LoopKind.BLOCK
-        return LoopKind.UNROLL if p in (ParallelType.Unroll, ParallelType.Vectorize) else LoopKind.SERIAL
+        return LoopKind.UNROLL if p in UNROLLED else LoopKind.SERIAL  # Group: one reduction round per index
 
 
 class LoopClasses:

@@ -55,7 +55,7 @@ MAX_LOCAL_BYTES_PER_THREAD = 512 * 1024 - 4096
 # Statement copies in fully unrolled loops per kernel. NVRTC time for one unrolled copy loop on
 # sm_90a (measured here): 512 copies 0.6 s, 1024 copies 2.2 s, 3072 copies 43 s, 4096 copies 84 s.
 MAX_UNROLLED_COPIES = 1024
-UNROLLED = (ParallelType.Unroll, ParallelType.Vectorize)
+UNROLLED = (ParallelType.Unroll, ParallelType.Vectorize, ParallelType.Group)  # Group: a loop of rounds, unrolled
 LAUNCHED = THREAD_TYPES + BLOCK_TYPES
 # What codegen lowers (codegen/lower/__init__.py, codegen/lower/tmem.py).
 LOWERED_OP_TYPES = (LoadStoreOpType.Set, LoadStoreOpType.TMA, LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix,

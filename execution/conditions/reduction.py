@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from ...model.expr import evaluate, to_sympy, try_int
 from ...model.grouped_reduction import grouping_mismatch
+from ...model.loop_map import inline_joins
 from ...model.mapping import IdMap
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...model.notation import user_str
 from ...model.types import (
     INSTRUCTION_AXES,
-    MemoryType, ParallelType,
+    IterType, MemoryType, ParallelType,
 )
 from ..problems import Problem
 from ..circular import specialization
@@ -71,6 +72,64 @@ def group_problems(fusion, order) -> list:
                                values=values,
                                notes=("nvFuser runs a group as one GroupedReductionOp, whose outputs share one loop "
                                       "nest and one parallelization",), **where))
+    return out
+
+
+# nvFuser's kMaxNumGroupedReductions (csrc/type.h): reductions one GroupedReductionOp may do together
+MAX_GROUPED_REDUCTIONS = 16
+
+
+def group_axis_problems(fusion, order) -> list:
+    """REDUCTION-GROUP-AXIS: where a loop axis runs on ParallelType.Group (after the types a loop
+    gives its Serial members and siblings), as nvFuser's validateAndConvertIterDomainGrouping and
+    validateGroupedReductions: an iteration axis of constant extent of a reduction's output, right
+    of its compute-at position and of every producer's inlining into it, and at most 16 reductions
+    done together (the group's members times the grouped extents)."""
+    out = []
+    idmap = IdMap(fusion)
+    produced_at = {}
+    for j in inline_joins(fusion, order, idmap):
+        if j.consumer is not None:
+            produced_at[j.consumer.name] = max(produced_at.get(j.consumer.name, 0), j.shared)
+    for tv in order:
+        grouped = [(k, i) for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Group]
+        for k, i in grouped:
+            where = dict(tensor=tv.name, ids=(i.name,), location=i.parallel_origin or i.origin or tv.origin)
+            why = None
+            if not is_reduction_tensor(tv):
+                why = (f"{tv.name} is not a reduction's output (its definition is {tv.definition.name}); grouping "
+                       f"does the reductions of an axis together")
+            elif i.iter_type is not IterType.Iteration:
+                why = f"{i.label()} is a {i.iter_type.name.lower()} axis, not an iteration axis"
+            elif i.static_extent is None:
+                why = f"{i.label()} has the symbolic extent {user_str(i.extent)}, not a constant"
+            elif tv.compute_at > k:
+                why = f"{tv.name} is inlined at {tv.compute_at}, past its grouped axis {k}"
+            elif produced_at.get(tv.name, 0) > k:
+                why = f"a producer is inlined into {tv.name} at {produced_at[tv.name]}, past its grouped axis {k}"
+            if why is not None:
+                out.append(Problem(f"{tv.name} axis {k} ({i.label()}) runs on Group, but {why}",
+                                   hint="put Group on an iteration axis of constant extent of a reduction's output, "
+                                        "right of where it and its producers are inlined (tp.inline_most stops "
+                                        "there), or leave the axis Serial",
+                                   values={"axis": k, "compute_at": tv.compute_at,
+                                           "producer_position": produced_at.get(tv.name, 0)},
+                                   notes=("nvFuser's validateAndConvertIterDomainGrouping refuses the same: a "
+                                          "GroupedReductionOp holds one value per index of the grouped axes",),
+                                   **where))
+        if not grouped or not is_reduction_tensor(tv):
+            continue
+        members = next((len(g) for g in fusion.reduction_groups if any(t.name == tv.name for t in g)), 1)
+        together = members
+        for _, i in grouped:
+            together *= i.static_extent or 1
+        if together > MAX_GROUPED_REDUCTIONS:
+            k, i = grouped[0]
+            out.append(Problem(f"{tv.name} groups {together} reductions ({members} grouped tensor(s) times the grouped "
+                               f"extents), more than nvFuser's {MAX_GROUPED_REDUCTIONS}",
+                               hint="group fewer indices (split the grouped axis smaller) or fewer reductions",
+                               values={"reductions": together, "limit": MAX_GROUPED_REDUCTIONS},
+                               tensor=tv.name, ids=(i.name,), location=i.parallel_origin or i.origin or tv.origin))
     return out
 
 

@@ -31,9 +31,11 @@ from tileproof.model.expr import const, evaluate
 from tileproof.model.targets import get_target
 from tileproof.model.types import MemoryType
 
+from support.grouped_schedules import shared_producer_sum_and_max
 from support.reduction_gen import reduction_case
 from support.reduction_sim import Numbers, SimulationError, Simulator, Terms, run_kernel
-from nvfuser.test_nvfuser_reduction import persistent_bn_backward_allreduce
+from nvfuser.test_nvfuser_reduction import (cross_iteration_grouped_grid_allreduce,
+                                            cross_iteration_grouped_grid_allreduce_4, persistent_bn_backward_allreduce)
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = 120
@@ -194,6 +196,20 @@ def test_grouped_reductions_compute_the_separate_reductions(grid, sizes):
         assert np.array_equal(got.astype(float), expected)
 
 
+
+@pytest.mark.parametrize("sizes", [{"M": 3, "N": 64}, {"M": 2, "N": 27}, {"M": 1, "N": 5}], ids=str)
+def test_grouped_reductions_of_one_inlined_producer_compute_the_reference_in_one_nest(sizes):
+    """nvFuser's GroupedReductionAfterComputeAt with a sum and a max (support/grouped_schedules.py):
+    T1 = T0 + 1 computed once per step of the loop the grouped partials share, on numbers at a
+    divisible size, an indivisible one and a row shorter than the thread tile; each output
+    element is the reference's."""
+    fusion = shared_producer_sum_and_max()
+    assert tp.verify(fusion, "sm_90a").ok
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    x = np.random.default_rng(7).integers(-50, 50, size=(sizes["M"], sizes["N"])).astype(float)
+    (got,) = run_kernel(kernel, fusion, [x], sizes, Numbers)
+    assert np.array_equal(got.astype(float), (x + 1).sum(1) + (x + 1).max(1))
+
 # -- allreduces: the grid-wide barrier, simulated (blocks park there until every block of the segment arrives) --
 
 def _row_allreduce(serial_rows: bool):
@@ -329,3 +345,22 @@ def test_persistent_batch_norm_backward_with_scalars_of_extents_computes_the_ref
             * (invstd * weight)[channel])
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
     assert np.allclose(reference(fusion, inputs)[0], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("build, sizes", [
+    (lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4]), (19, 70)),
+    (lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4]), (1, 1)),
+    (lambda: cross_iteration_grouped_grid_allreduce([2, 3, 16], [4, 5]), (9, 100)),
+    (cross_iteration_grouped_grid_allreduce_4, (19, 70)),
+], ids=["group_right_of_the_reduction", "one_element", "two_group_axes", "group_left_of_the_reduction"])
+def test_cross_iteration_grouped_allreduces_compute_the_column_sums(build, sizes):
+    """nvFuser's CrossIterationGroupedGridAllreduce1, 2 and 4 (ParallelType.Group on the column
+    axes of a column allreduce): T0 + its column sums in every block, at indivisible sizes, as a
+    loop of separate allreduces would give them."""
+    fusion = build()
+    assert tp.verify(fusion, "sm_90a").ok
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    x = np.random.default_rng(sum(sizes)).integers(-20, 20, size=sizes).astype(float)
+    got = run_kernel(kernel, fusion, [x], {"T0_0": sizes[0], "T0_1": sizes[1]}, Numbers)[0].astype(float)
+    assert np.array_equal(got, x + x.sum(0, keepdims=True))
+    assert np.array_equal(reference(fusion, [x])[0], got)

@@ -620,6 +620,7 @@ def cross_iteration_grouped_grid_allreduce(splits, grouped_axes, grouped_exprs=F
     tp.parallelize_all_like(t1)
     for axis in grouped_axes:
         t2.axis(axis).parallelize(P.Group)
+    fusion.assume("T0_0 <= 524280")  # gridDim.y = ceil(M / 8) <= 65535: nvFuser checks the grid at launch
     return fusion
 
 
@@ -644,6 +645,7 @@ def cross_iteration_grouped_grid_allreduce_4():
         if not t.is_fusion_input:
             t.axis(-2).parallelize(P.BIDy)
             t.axis(-1).parallelize(P.TIDy)
+    fusion.assume("T0_0 <= 524280")  # gridDim.y = ceil(M / 8) <= 65535: nvFuser checks the grid at launch
     return fusion
 
 
@@ -787,6 +789,10 @@ def _plus_total(torch, t0):
     return [t0 + t0.sum()]
 
 
+def _columns_plus_totals(torch, t0):
+    return [t0 + t0.sum(0, keepdim=True)]
+
+
 def _rows_plus_totals(torch, t0):
     return [t0 + t0.sum(1, keepdim=True)]
 
@@ -801,8 +807,7 @@ ONE_NEST = ("no item: LOOP-NEST-ORDER: a producer inlined into two grouped reduc
             "one loop nest; tileproof: a statement per member)")
 CHANNELS_LAST = ("no item: SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS, REGISTER-SIZE-CONSTANT over symbolic extents and "
                  "LOOP-NEST-ORDER (the grouped partials' shared producers); the persistent variant's inline_at refuses a "
-                 "persistent axis, and ParallelType.Group is not in the API")
-NO_GROUP = "no item: ParallelType.Group (cross-iteration grouped reduction) is not in the API (AttributeError)"
+                 "persistent axis")
 
 CASES = [
     Case("ReductionTest.GridAllreduce1", grid_allreduce_1, VALID,
@@ -850,21 +855,27 @@ CASES = [
     Case("ReductionTest.GroupedReductionPersistentChannelsLastBatchNormLike",
          lambda: channels_last_batch_norm_like(True), VALID, gap=CHANNELS_LAST),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce1",
-         lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4]), VALID, gap=NO_GROUP),
+         lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4]), VALID,
+         run=_run_allreduce([(99, 101), (1, 1), (64, 128)], _columns_plus_totals)),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce2",
-         lambda: cross_iteration_grouped_grid_allreduce([2, 3, 16], [4, 5]), VALID, gap=NO_GROUP),
+         lambda: cross_iteration_grouped_grid_allreduce([2, 3, 16], [4, 5]), VALID,
+         run=_run_allreduce([(99, 129), (1, 1), (17, 200)], _columns_plus_totals)),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce3",
          lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4], grouped_exprs=True), VALID,
-         gap=NO_GROUP),
+         run=_run_allreduce([(99, 101), (1, 1), (64, 128)],
+                            lambda torch, t0: [t0 + 1 + (t0 + 1).sum(0, keepdim=True)
+                                               + t0 + 2 + (t0 + 2).sum(0, keepdim=True)])),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce4", cross_iteration_grouped_grid_allreduce_4, VALID,
-         gap=NO_GROUP),
+         run=_run_allreduce([(99, 101), (1, 1), (64, 128)], _columns_plus_totals)),
     *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",
            lambda ndims=ndims, inner=inner: tma_inner_reduction_manual(ndims, inner), VALID,
            run=_run_inner_sum(ndims, inner))
       for ndims, inner in ((2, 4), (2, 1024), (2, 1048576), (3, 1024), (3, 65536))],
     *[Case(f"TmaOuterReductionManualTest.Basic/outer_{outer}_iter_{it}",
            lambda outer=outer: tma_outer_reduction_manual(outer), VALID,
-           gap="no item: ParallelType.Group (iterGroupedGridReduce) is not in the API (AttributeError)")
+           gap="no item: SPLIT-DIVISIBILITY (the 128-column TMA tile over a symbolic I) and TMA-GLOBAL-STRIDE "
+               "(a row stride of I * 4 bytes, a multiple of 16 only where 4 divides I: nvFuser checks the "
+               "descriptor at launch)")
       for outer, it in ((256, 256), (4096, 1024), (65536, 16384))],
 ]
 

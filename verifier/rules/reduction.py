@@ -146,6 +146,42 @@ def reduction_group(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from report_problems("REDUCTION-GROUP", reduction.group_problems(ctx.fusion, order))
 
 
+@rule("REDUCTION-GROUP-AXIS", family="reduction")
+def reduction_group_axis(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A Group axis is an iteration axis of constant extent of a reduction's output, not inlined.
+
+    What it checks:
+        For every loop axis on ParallelType.Group (after an inlined Serial member or a sibling
+        of tp.group_reductions takes its loop's type): the tensor is a reduction's output, the
+        axis is an iteration axis of constant extent, the tensor's compute-at position and
+        every producer's inlining into it stay left of the axis, and the reductions done
+        together (the group's members times the grouped extents) are at most 16.
+    Why the hardware needs it:
+        Group is nvFuser's cross-iteration grouping: the reductions of every index of the axis
+        run together (one grid round, one barrier and semaphore for all, the values in one
+        array per thread). Only a reduction's output has reductions to group; a constant
+        extent sizes that array; an axis inside an inlined loop would be one index of an
+        enclosing loop, not a group; and nvFuser's grouped reduction helpers take at most 16
+        values (kMaxNumGroupedReductions). tileproof runs the group as a fully unrolled loop
+        of the reductions, one round per index: the values nvFuser's one round computes.
+    Example:
+        fusion, t1, t2, t4 = column_allreduce("grouped_add")
+        t4.axis(4).parallelize(tp.ParallelType.Group)  # t4 is an add, not a reduction
+    Fix:
+        fusion, t1, t2, t4 = column_allreduce("grouped_sum")
+        t2.axis(4).parallelize(tp.ParallelType.Group)
+    References:
+        nvFuser csrc/device_lower/validation.cpp (validateAndConvertIterDomainGrouping,
+        validateGroupedReductions), csrc/ir/internal_base_nodes.cpp (IterDomain::parallelize),
+        csrc/type.h (kMaxNumGroupedReductions); docs/supported.md#cross-iteration-grouping
+    """
+    # Formal statement: none, structural: for each tensor T and loop axis k of T with parallel(k) = Group:
+    #   T = reduction(...), iter_type(k) = Iteration, extent(k) const, compute_at(T) <= k,
+    #   max over producers P inlined into T of shared(P, T) <= k; members(T) * prod(extent(Group axes)) <= 16
+    order = execution_order(ctx.fusion)
+    yield from report_problems("REDUCTION-GROUP-AXIS", reduction.group_axis_problems(ctx.fusion, order))
+
+
 @rule("REDUCTION-GRID", family="reduction")
 def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """A grid reduction's total is read only where it exists: the last block, or every block of an allreduce.
