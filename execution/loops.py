@@ -14,7 +14,7 @@ from typing import Any, Hashable, Sequence
 
 from .allocation import Allocation, compute_allocation
 from ..model.expr import Expr
-from ..model.loop_map import SHARED_TYPES, Join, inline_joins, loop_sets, loop_type, sizes_the_loop
+from ..model.loop_map import SHARED_TYPES, Join, inline_joins, loop_sets, loop_type, sibling_joins, sizes_the_loop
 from ..model.mapping import IdMap, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES, ParallelType
@@ -57,7 +57,23 @@ def _execution_order(fusion) -> tuple[TensorView, ...]:
         for t in sorted((t for t in rank if t in distance), key=lambda n: (-distance[n], rank[n])):
             done.add(t)
             order.append(fusion.tensor(t))
+    for group in {id(g): g for g in _grouped_members(order).values()}.values():
+        order = _group_together(fusion, order, group)
     return tuple(_loops_kept_whole(fusion, order))
+
+
+def _group_together(fusion, order: list[TensorView], members: set[str]) -> list[TensorView]:
+    """order with a reduction group's members (tp.group_reductions) and what they need that runs
+    after the first of them moved up to it, before what does not need them (the readers of the
+    first member's total): the group's accumulations can then share its loops. What moves needs
+    nothing that stays behind, so every producer stays before its consumers."""
+    first = min(n for n, t in enumerate(order) if t.name in members)
+    later = order[first:]
+    needed = {t.name for t in later if t.name in members}
+    for t in reversed(later):  # consumers after producers: a needed consumer's producers are needed
+        if t.name in needed:
+            needed.update(p.name for p in fusion.producers(t))
+    return order[:first] + [t for t in later if t.name in needed] + [t for t in later if t.name not in needed]
 
 
 def _loops_kept_whole(fusion, order: list[TensorView]) -> list[TensorView]:
@@ -242,13 +258,15 @@ class LoopGroups:
 @per_fusion
 def loop_groups(fusion, order: Sequence[TensorView] | None = None, idmap: IdMap | None = None) -> LoopGroups:
     """Union-find over (tensor, loop position): a tensor inlined at p shares its first p loops with
-    each computed consumer, where the loop IDs map (IdMap-exact). Groups are numbered in
-    execution order of their first member."""
+    each computed consumer, where the loop IDs map (IdMap-exact), and grouped reductions
+    (tp.group_reductions) share their loops as siblings (model/loop_map.py sibling_joins: nvFuser's
+    GroupedReductionOp is one expression, in one loop nest). Groups are numbered in execution
+    order of their first member."""
     order = list(execution_order(fusion) if order is None else order)
     idmap = idmap or IdMap(fusion)
     joins = list(inline_joins(fusion, order, idmap))
     unmapped = [_unjoined(j) for j in joins if j.stop is not None] + promotion_problems(fusion)
-    sets = loop_sets(order, [j for j in joins if j.consumer is not None])
+    sets = loop_sets(order, [j for j in joins if j.consumer is not None] + sibling_joins(fusion, order, idmap))
     of: dict[tuple[str, int], LoopGroup] = {}
     by_root: dict[tuple[str, int], LoopGroup] = {}
     groups: list[LoopGroup] = []
@@ -394,15 +412,53 @@ def statement_items(order: Sequence[TensorView], groups: LoopGroups) -> list[tup
     (model/reduction.py phases). The code generator nests the same statements
     (codegen/lower/__init__.py) and execution/nest.py places the barriers on them."""
     items: list[tuple[list[int], object]] = []
+    waiting = _grouped_members(order)  # a group's members whose accumulation is still to come
+    held: dict[int, list] = {}  # a group's steps after its members' accumulations, held until the last
     for tv in order:
+        for group in [g for g, steps in held.items() if any(_reads(tv, statement_tensor(s)) for _, s in steps)]:
+            items.extend(_by_phase(held.pop(group)))  # a reader of a held total: the group ends early
         path = statement_path(tv, groups)
+        group = waiting.get(tv.name)
         for steps, phase in phases(tv, path):
             keys = [g.index for g in steps]
             if phase is Phase.INIT:  # before the producers inlined into its reduction loop
                 insert_init(items, keys, path[len(steps)].index, (tv, phase))
+            elif group is not None and phase is not Phase.ACCUMULATE:
+                held.setdefault(id(group), []).append((keys, (tv, phase)))
             else:
                 items.append((keys, tv if phase is Phase.STATEMENT else (tv, phase)))
+        if group is not None:
+            group.discard(tv.name)
+            if not group and id(group) in held:
+                items.extend(_by_phase(held.pop(id(group))))
+    for steps in held.values():
+        items.extend(_by_phase(steps))
     return items
+
+
+def _grouped_members(order: Sequence[TensorView]) -> dict[str, set[str]]:
+    """name -> the names of its group's computed members (tp.group_reductions, two or more computed):
+    one set per group, shared by its members. Their accumulations run in the loops they share
+    (loop_groups joins them as siblings), each init before and each combine and store after them,
+    as nvFuser's one GroupedReductionOp does."""
+    names = {t.name for t in order}
+    fusion = order[0].fusion if order else None
+    out: dict[str, set[str]] = {}
+    for group in getattr(fusion, "reduction_groups", ()):
+        members = {t.name for t in group if t.name in names}
+        if len(members) > 1:
+            out.update({name: members for name in members})
+    return out
+
+
+def _reads(tv: TensorView, other: TensorView) -> bool:
+    return any(p.name == other.name for p in tv.definition.inputs)
+
+
+def _by_phase(steps: list) -> list:
+    """A group's held steps, each phase's for every member before the next phase's."""
+    rank = {phase: n for n, phase in enumerate(Phase)}
+    return sorted(steps, key=lambda item: rank[item[1][1]])
 
 
 def statement_tensor(item) -> TensorView:

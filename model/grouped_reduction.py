@@ -3,10 +3,12 @@
 Grouping reductions of the same iteration space says they run as one: nvFuser replaces them with
 one GroupedReductionOp whose outputs are siblings, scheduled alike afterwards (a parallel type set
 on one holds for all: model/loop_map.py gives a sibling's Serial loop axis its sibling's type, as
-nvFuser's loop map maps siblings). The values are those of the separate reductions: nvFuser
-lowers a group's block, warp and serial reductions one per output and combines only grid
-reductions in one round (GroupedGridReduction); tileproof lowers every reduction of a group one
-per tensor, grid ones too (each its own workspace and semaphore), so a group changes no kernel.
+nvFuser's loop map maps siblings). The members run in one loop nest (execution/loops.py: their
+loops are one, their accumulations run together, a producer inlined into two of them is computed
+once there). The values are those of the separate reductions: nvFuser lowers a group's block,
+warp and serial reductions one per output and combines only grid reductions in one round
+(GroupedGridReduction); tileproof lowers every reduction of a group one per tensor, grid ones too
+(each its own workspace and semaphore).
 
 `group_reductions` checks at the call what nvFuser's validateReductionGrouping checks (an NVF_CHECK
 there, a ScheduleError here); REDUCTION-GROUP (verifier/rules/reduction.py, through

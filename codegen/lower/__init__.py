@@ -48,6 +48,7 @@ from typing import Callable
 from ...execution.allocation import Allocation, compute_allocation
 from ...execution.conditions import lowering as conditions
 from ...execution import loops
+from ...model.errors import InternalError
 from ...model.expr import product
 from ...model.fusion import Fusion, symbol_range
 from ...model.simplify import bounds
@@ -144,13 +145,15 @@ def allocate(st: Lowering) -> None:
 def index(st: Lowering) -> None:
     launch = block_dims(st.fusion)
     builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, launch, st.answers, st.target)
+    steps = {}
     for tv in st.order:
         if is_mma(tv):  # init, the tensor-core tiles, store (lower/mma.py)
-            mma.add_statements(builder, tv, st.statements)
+            steps[tv.name] = iter(mma.statements(builder, tv))
         elif is_reduction_tensor(tv):  # init, accumulate, combine, store (lower/reduction.py)
-            reduction.add_statements(builder, tv, st.statements)
+            steps[tv.name] = iter(reduction.statements(builder, tv))
         else:
-            st.statements.append(builder.build(tv))
+            steps[tv.name] = iter([builder.build(tv)])
+    st.statements = _in_nest_order(st, steps)
     for _, stmt in st.statements:  # a global tensor's pointer is aligned for its widest vector
         for s in walk([stmt]):
             if isinstance(s, Compute) and s.vector > 1:
@@ -164,6 +167,21 @@ def index(st: Lowering) -> None:
                 if g.vector_elements < run:
                     st.globals[s.gmem] = replace(g, vector_elements=run)
     st.tensor_maps, st.mbarriers = builder.tma.tensor_maps, builder.tma.mbarriers
+
+
+def _in_nest_order(st: Lowering, steps: dict) -> list:
+    """Each tensor's lowered steps (in turn) at its leaves of the placed nest, in the nest's order
+    (execution/loops.py statement_items: an init before the producers inlined into its reduction
+    loop, a group's combines and stores after every member's accumulation)."""
+    out = []
+    for _, leaf in loops.statement_items(st.order, st.classes.groups):
+        step = next(steps[loops.statement_tensor(leaf).name], None)
+        if step is None:
+            raise InternalError(f"{loops.statement_tensor(leaf).name} has fewer lowered steps than the placed nest")
+        out.append(step)
+    if any(next(left, None) is not None for left in steps.values()):
+        raise InternalError("a tensor has more lowered steps than the placed nest")
+    return out
 
 
 def nest(st: Lowering) -> None:

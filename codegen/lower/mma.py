@@ -25,7 +25,7 @@ from ...execution.problems import Problem
 from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, is_mma
 from ...execution.mma import fragments, mma_axes
 from ...execution.mma_execution import mma_execution, tile_conds
-from ...execution.reduction import insert_init, reduction_loops
+from ...execution.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, float32
@@ -42,13 +42,6 @@ def check(fusion, order, target) -> None:
     """The MMA rules' structural conditions (verifier/rules/mma.py); a problem here is a bug."""
     for code, found in problems(fusion, order, target).items():
         refuse(code, found)
-
-
-def add_statements(builder, tv: TensorView, items: list) -> None:
-    """Add tv's init, accumulate and store to `items` (builder: lower/statements.py's)."""
-    (path, init), *rest = statements(builder, tv)
-    insert_init(items, path, builder.classes.of(tv, len(path)), init, key=lambda cls: cls.key)
-    items += rest
 
 
 def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
@@ -195,4 +188,4 @@ def _pairs(builder, tv: TensorView, plain, elements: int):
     return at[0], ranges, pair
 
 
-__all__ = ["add_statements", "check", "is_mma", "statements"]
+__all__ = ["check", "is_mma", "statements"]

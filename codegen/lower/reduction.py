@@ -15,10 +15,12 @@
                 writer along the reduced thread indices for shared and global tensors, and the
                 last block along the reduced block indices)
 
-The reductions of a group (tp.group_reductions, model/grouped_reduction.py) are lowered one per
-tensor, as nvFuser lowers a GroupedReductionOp's block and serial reductions; grid ones too (a
-workspace and semaphore each; nvFuser's GroupedGridReduction combines them in one round), so a
-group changes no value. REDUCTION-GROUP's condition is checked here as the verifier checks it.
+The reductions of a group (tp.group_reductions, model/grouped_reduction.py) share one loop nest
+(execution/loops.py: their loops are siblings' and their accumulations run together, every init
+before those loops and every combine and store after them), and each member's steps are its own,
+as nvFuser lowers a GroupedReductionOp's block and serial reductions; grid ones too (a workspace and
+semaphore each; nvFuser's GroupedGridReduction combines them in one round), so a group changes no
+value. REDUCTION-GROUP's condition is checked here as the verifier checks it.
 
 Init, combine and store sit just outside the loop of the tensor's first reduction axis, so the
 loops left of it (shared with other tensors) run them once per element of those axes. Indices
@@ -32,7 +34,7 @@ from ...model.expr import try_int, var
 from ...execution.indexing import vector_index
 from ...execution.problems import Problem
 from ...model.reduction import COMBINE
-from ...execution.reduction import ReductionLoops, insert_init, reduction_loops
+from ...execution.reduction import ReductionLoops, reduction_loops
 from ...execution.conditions.reduction import (accumulator_problems, grid_problems, group_problems, parallel_problems,
                                                unsupported_reductions)
 from ...execution.grid_reduction import (entrance_loops, grid_layout, is_allreduce, last_name, semaphores_name,
@@ -74,14 +76,6 @@ def buffers(order, smem) -> list[Buffer]:
         b = smem.buffers[SCRATCH]
         out.append(Buffer(SCRATCH, MemoryType.Shared, int8, b.bytes, b.offset))  # bytes, cast where used
     return out
-
-
-def add_statements(builder, tv: TensorView, items: list) -> None:
-    """Add tv's steps to `items` ((loop classes, statement) pairs in order; builder: lower/statements.py's):
-    the init before the producers inlined into its reduction loop (model/reduction.py insert_init)."""
-    (path, init), *rest = statements(builder, tv)
-    insert_init(items, path, builder.classes.of(tv, len(path)), init, key=lambda cls: cls.key)
-    items += rest
 
 
 def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
@@ -204,5 +198,5 @@ def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, commen
     return node
 
 
-__all__ = ["accumulator", "add_statements", "buffers", "check", "cooperative", "statements", "store_conds", "store_names", "store_statement",
+__all__ = ["accumulator", "buffers", "check", "cooperative", "statements", "store_conds", "store_names", "store_statement",
            "workspace_params"]

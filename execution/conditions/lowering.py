@@ -109,6 +109,9 @@ def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: Loo
     elif stuck:
         hint = (f"do not inline {', '.join(inside)} with {tv.name} ({stuck[0].name} cannot join that loop: "
                 f"{limits[stuck[0].name][1]})")
+        reductions = list(dict.fromkeys(t.name for t in [*stuck, tv] if t.definition.kind is OpKind.REDUCTION))
+        if len(reductions) > 1:  # grouped reductions share their loops (execution/loops.py)
+            hint += f", or group the reductions (tp.group_reductions([{', '.join(reductions)}]))"
     else:
         hint = (f"inline {', '.join(between)} into the same loop (inline_at / inline_most), or do not inline "
                 f"{', '.join(inside)} with {tv.name}")

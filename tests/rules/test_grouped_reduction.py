@@ -1,6 +1,7 @@
 """Grouped reductions (model/grouped_reduction.py): tp.group_reductions' checks at the call (nvFuser's
 validateReductionGrouping), rfactor of a group, the parallel types siblings give each other, and
-REDUCTION-GROUP on members scheduled differently after grouping (failing and passing)."""
+REDUCTION-GROUP on members scheduled differently after grouping (failing and passing), and the one
+loop nest a group runs in (LOOP-NEST-ORDER without the group, failing, and with it, passing)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.fingerprint import fingerprint
+
+from support.grouped_schedules import shared_producer_sum_and_max
 
 P = tp.ParallelType
 
@@ -134,7 +137,8 @@ def test_members_on_different_thread_indices_are_rejected_with_the_axis():
 
 def test_a_sibling_takes_the_parallel_types_of_its_group():
     """Only T1 is parallelized (nvFuser's GroupedReduction2 parallelizes one member): T2, its
-    sibling, runs on the same indices in the kernel, and the group verifies and compiles."""
+    sibling, runs on the same indices in the kernel (in the same loops: one nest, as nvFuser's one
+    GroupedReductionOp), and the group verifies and compiles."""
     fusion, _, t1, t2, _ = _sum_and_max("one_member_parallelized")
     tp.group_reductions([t1, t2])
     t1.split(1, 32)
@@ -144,5 +148,26 @@ def test_a_sibling_takes_the_parallel_types_of_its_group():
     t1.axis(2).parallelize(P.TIDx)
     assert _codes(fusion) == []
     source = tp.compile(fusion, "sm_90a").cuda_source
-    assert "// threadIdx.x over 32U: T2 axis 2" in source
+    assert "// threadIdx.x over 32U: T1 axis 2, T2 axis 2" in source
+    kernel = source[source.index("__global__ void"):]
+    assert kernel.count("for (") == 1 and "// T1 axis 1, T2 axis 1" in kernel
     assert t2.axis(2).parallel_type is P.Serial  # the user's schedule is unchanged: the snapshot takes the type
+
+
+# -- one loop nest: a producer inlined into two reductions ------------------------------------------
+
+def test_two_reductions_of_one_inlined_producer_split_its_loop_unless_grouped():
+    """Failing: T1 inlined into the partial sum T5 and the partial max T6, not grouped: each
+    reduction's total is stored where its loop ends, so T6's accumulation would reopen the loop
+    T5's store closed (LOOP-NEST-ORDER, whose help names the group)."""
+    report = tp.verify(shared_producer_sum_and_max(grouped=False), "sm_90a")
+    assert report.codes == ["LOOP-NEST-ORDER"]
+    (d,) = report.errors
+    assert d.counterexample and "tp.group_reductions([T5, T6])" in d.hint
+
+
+def test_grouped_reductions_of_one_inlined_producer_share_its_loop():
+    """Passing: the same schedule with the partials and the finals grouped (nvFuser's
+    GroupedReductionAfterComputeAt): one nest, every init before the shared loop and every store
+    after it."""
+    assert _codes(shared_producer_sum_and_max(grouped=True)) == []
