@@ -7,12 +7,19 @@ placed nest."""
 
 from __future__ import annotations
 
+import pytest
+
 import tileproof as tp
+from tileproof.codegen.emit import emit
+from tileproof.codegen.lower import lower
+from tileproof.codegen.runtime import nvrtc
 from tileproof.execution.loops import Nest
 from tileproof.execution.nest import placed_nest
 from tileproof.execution.reduction import Phase
+from tileproof.model.targets import get_target
 
 from support.grouped_schedules import shared_producer_sum_and_max
+
 
 def _leaves(nodes: list, out: list | None = None) -> list:
     out = [] if out is None else out
@@ -70,3 +77,15 @@ def test_the_kernel_computes_the_shared_producer_once_in_one_loop():
     body = kernel.split(loops[1])[1].split("\n    }\n")[0]
     assert "T1 = add(T0, 1.0)" in body and "T5 = sum(T1)" in body and "T6 = max(T1)" in body
 
+
+
+@pytest.mark.parametrize("tile", [8, 128])
+def test_the_grouped_kernel_compiles_with_nvrtc(tile):
+    """NVRTC compiles the one-nest kernel (both inits, the shared loop, both block combines and
+    stores) for sm_90a, at a small thread tile and at nvFuser's 128."""
+    fusion = shared_producer_sum_and_max(tile=tile)
+    assert tp.verify(fusion, "sm_90a").ok
+    ir = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    include = nvrtc.cuda_include_dir()
+    source = emit(ir, cuda_headers=include is not None)
+    assert nvrtc.compile_to_cubin(source, "sm_90a", include)[:4] == b"\x7fELF"
