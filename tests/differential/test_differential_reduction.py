@@ -31,6 +31,7 @@ from tileproof.model.expr import const, evaluate
 from tileproof.model.targets import get_target
 from tileproof.model.types import MemoryType
 
+from support.grouped_schedules import shared_producer_sum_and_max
 from support.reduction_gen import reduction_case
 from support.reduction_sim import Numbers, SimulationError, Simulator, Terms, run_kernel
 from nvfuser.test_nvfuser_reduction import (cross_iteration_grouped_grid_allreduce,
@@ -193,6 +194,20 @@ def test_grouped_reductions_compute_the_separate_reductions(grid, sizes):
     want = [x.sum(1), x.max(1)] if grid else [x.sum(1) + x.max(1)]
     for got, expected in zip(outs, want):
         assert np.array_equal(got.astype(float), expected)
+
+
+@pytest.mark.parametrize("sizes", [{"M": 3, "N": 64}, {"M": 2, "N": 27}, {"M": 1, "N": 5}], ids=str)
+def test_grouped_reductions_of_one_inlined_producer_compute_the_reference_in_one_nest(sizes):
+    """nvFuser's GroupedReductionAfterComputeAt with a sum and a max (support/grouped_schedules.py):
+    T1 = T0 + 1 computed once per step of the loop the grouped partials share, on numbers at a
+    divisible size, an indivisible one and a row shorter than the thread tile; each output
+    element is the reference's."""
+    fusion = shared_producer_sum_and_max()
+    assert tp.verify(fusion, "sm_90a").ok
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    x = np.random.default_rng(7).integers(-50, 50, size=(sizes["M"], sizes["N"])).astype(float)
+    (got,) = run_kernel(kernel, fusion, [x], sizes, Numbers)
+    assert np.array_equal(got.astype(float), (x + 1).sum(1) + (x + 1).max(1))
 
 
 # -- allreduces: the grid-wide barrier, simulated (blocks park there until every block of the segment arrives) --
