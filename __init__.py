@@ -129,9 +129,12 @@ def cast(tv, dtype):
     """tv's values converted to `dtype` (tp.float32, float64, float16, bfloat16, int8, int32, int64,
     or the name): to a float type rounded to nearest even; from a float to an integer truncated
     toward zero, saturated to its range (as PTX cvt.rzi does), NaN to 0; between integers, the low bits.
-    A cast to tv's own dtype is tp.set(tv). nvFuser's castOp(dtype, tv).
+    A cast to tv's own dtype is tp.set(tv). nvFuser's castOp(dtype, tv). Of an extent
+    (tv.axis(0).extent, tp.extent) to tp.float64 / tp.float32 it is a scalar an op takes
+    (nvFuser's castOp of a scalar Val; docs/ops.md).
 
-        t1 = tp.cast(t0, tp.bfloat16)"""
+        t1 = tp.cast(t0, tp.bfloat16)
+        norm = tp.div(1.0, tp.cast(t0.axis(0).extent, tp.float64))   # reciprocal(double(N))"""
     return _ops.cast(tv, dtype)
 
 
