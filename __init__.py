@@ -70,7 +70,9 @@ def inline_most(fusion: Fusion | None = None) -> None:
 def allocation(tv: TensorView) -> Allocation:
     """What is allocated for tv and why: `.ids` (each IterDomain, allocated or not, and the
     rule that decided), `.num_elements`, `.bytes`; for tensor memory `.lanes`, `.columns`,
-    `.columns_allocated`."""
+    `.columns_allocated`. Computed as verify and compile see the schedule, on a snapshot whose
+    loops give their parallel types to every member: its IterDomains are copies of tv's (the
+    same names and `uid`s)."""
     if not isinstance(tv, TensorView):
         raise ScheduleError(f"allocation: expected a TensorView for tv, got {type(tv).__name__} {tv!r:.60}")
     # as verify and compile see it: a loop's parallel type given to every tensor the loop serves

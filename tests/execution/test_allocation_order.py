@@ -49,9 +49,9 @@ def test_a_set_allocation_domain_keeps_its_order():
 
 def test_the_unallocated_rows_keep_their_places():
     _, t1 = _copy(tp.MemoryType.Shared)
-    rows = tp.allocation(t1).ids
-    assert rows[0].id is t1.loop[0] and not rows[0].allocated  # BIDx: one block's tile
-    assert [r.id for r in rows[1:]] == [t1.loop[2], t1.loop[1]]
+    rows = tp.allocation(t1).ids  # the IterDomains of the snapshot verify sees: t1's, by uid
+    assert rows[0].id.uid == t1.loop[0].uid and not rows[0].allocated  # BIDx: one block's tile
+    assert [r.id.uid for r in rows[1:]] == [t1.loop[2].uid, t1.loop[1].uid]
 
 
 def test_a_swizzle_s_outputs_take_the_place_after_its_later_input():
