@@ -29,14 +29,15 @@ class FakeTensorMap:
 
 @dataclass
 class Launch:
-    """One cuLaunchKernel: the configuration and each parameter's value as the kernel reads it
-    (a pointer or scalar; a tensor map's global address)."""
+    """One cuLaunchKernel (cuLaunchCooperativeKernel where `cooperative`): the configuration and
+    each parameter's value as the kernel reads it (a pointer or scalar; a tensor map's global address)."""
 
     grid: tuple
     block: tuple
     smem: int
     stream: int
     args: dict[str, int]
+    cooperative: bool = False
 
 
 class FakeDriver:
@@ -72,7 +73,7 @@ class FakeDriver:
         self.encoded.append(address)
         return 0, FakeTensorMap(address, sizes, strides)
 
-    def _launch(self, device_id, function, grid, block, smem, stream, params_address) -> None:
+    def _launch(self, device_id, function, grid, block, smem, stream, params_address, cooperative=False) -> None:
         pointers = (ctypes.c_void_p * max(len(self.params), 1)).from_address(params_address)
         args = {}
         for k, p in enumerate(self.params):
@@ -81,4 +82,4 @@ class FakeDriver:
             else:  # pointers, and a tensor map's first 8 bytes (its global address here)
                 cell = ctypes.c_uint64
             args[p.name] = cell.from_address(pointers[k]).value
-        self.launches.append(Launch(tuple(grid), tuple(block), smem, stream, args))
+        self.launches.append(Launch(tuple(grid), tuple(block), smem, stream, args, cooperative))
