@@ -56,8 +56,13 @@ def test_each_op_alone_verifies_in_both_paths(ops, out_dtype):
     assert report.ok, errors(report)
 
 
-@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("ops", TOGETHER, ids=repr)
+def each_in_one_dtype(ops_list):
+    """(ops, out_dtype) pairs: each ops in one output dtype, the dtypes alternating (both paths are
+    covered, and each case costs a verify of every configuration: CI's time)."""
+    return [(ops, ("float32", "bfloat16")[k % 2]) for k, ops in enumerate(ops_list)]
+
+
+@pytest.mark.parametrize("ops, out_dtype", each_in_one_dtype(TOGETHER), ids=repr)
 def test_the_ops_together_verify_on_every_configuration_that_runs_them(ops, out_dtype):
     """Split-K's partials kernel takes no ops (its inputs are A and B alone); its sum fuses them."""
     configs = epilogue_configs(ops)
@@ -115,8 +120,7 @@ def split_k_reference(p, ops, bias, residual):
     return ACTIVATIONS[ops.activation](x)
 
 
-@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("ops", SPLIT_K_OPS, ids=repr)
+@pytest.mark.parametrize("ops, out_dtype", each_in_one_dtype(SPLIT_K_OPS), ids=repr)
 def test_split_k_sums_with_the_ops_verify_compile_and_compute_the_formula(ops, out_dtype):
     """The symbolic sum kernel (one for every S, M, N) simulated at 3 x 5 x 40 (200 outputs: one
     block, its last 78 threads past the end), 2 x 24 x 48 (a block and a quarter) and 4 x 7 x 88
