@@ -354,7 +354,8 @@ def _allreduce_problem(fusion, tv, readers, over: str, where: dict) -> Problem |
                        f"takes no cluster dimensions",
                        hint="drop fusion.cluster_dims (and the multicasts that need it), or make "
                             f"{tv.name} an output and compute {spread.name} in a second fusion",
-                       values={"cluster blocks": x * y * z, "readers": len(readers)}, notes=(ALLREDUCE,), **where)
+                       values={"cluster blocks": x * y * z, "readers": len(readers)}, notes=(ALLREDUCE,),
+                       **{**where, "location": fusion.cluster_origin or where.get("location")})  # the knob: cluster_dims
     if tv.memory_type not in (MemoryType.Local, MemoryType.Shared):
         return Problem(f"{start}, but {tv.name} is in {tv.memory_type.value} memory: one block stores it after the "
                        f"barrier, and nothing orders that store before the other blocks read it",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import tileproof as tp
-from tileproof.rule_examples import copy_chain, cp_async_k_loop, hopper_gemm_tile, tf32_operands
+from tileproof.rule_examples import copy_chain, cp_async_k_loop, grid_allreduce, hopper_gemm_tile, tf32_operands
 
 
 def _line() -> int:
@@ -141,3 +141,9 @@ def test_a_multicast_each_block_needs_points_at_the_multicast_call():
     fusion.cluster_dims = (2, 1, 1)
     sa.multicast(tp.ParallelType.BIDx); line = _line()
     assert _error(fusion, "CLUSTER-MULTICAST").location == f"{__file__}:{line}"
+
+
+def test_an_allreduce_in_clusters_points_at_the_cluster_dims_assignment():
+    fusion, t1, t3 = grid_allreduce("allreduce_in_clusters")
+    fusion.cluster_dims = (2, 1, 1); line = _line()
+    assert _error(fusion, "REDUCTION-GRID").location == f"{__file__}:{line}"
