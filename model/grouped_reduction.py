@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .errors import ScheduleError
 from .fusion import MMA_OP
-from .iterdomain import Merge, Split, Swizzle
+from .iterdomain import replay
 from .mapping import IdMap
 from .reduction import REDUCTIONS, is_reduction_tensor, rfactor
 from .tensor_base import apply_replayed
@@ -147,15 +147,7 @@ def _replay_like(ref, tv) -> None:
     have = {idmap.key(b): b for b in tv.logical}
     for t in ref.history:
         ins = [have.get(idmap.key(i)) for i in t.inputs]
-        numbers = tv.fusion.next_iterdomain_number
-        if isinstance(t, Split):
-            new = Split.make(ins[0], t.factor, t.inner_split, t.outer.origin, numbers)
-        elif isinstance(t, Merge):
-            new = Merge.make(ins[0], ins[1], t.out.origin, numbers)
-        elif isinstance(t, Swizzle):
-            new = Swizzle.make(ins[0], ins[1], t.x_out.origin, numbers)
-        else:  # pragma: no cover - every transform kind is listed above
-            raise TypeError(f"unknown transform {t!r}")
+        new = replay(t, ins, tv.fusion.next_iterdomain_number)
         apply_replayed(tv, new)
         for o, ref_o in zip(new.outputs, t.outputs):
             have[idmap.key(ref_o)] = o

@@ -284,6 +284,18 @@ class Swizzle(Transform):
         return t
 
 
+def replay(t: "Split | Merge | Swizzle", ins: list[IterDomain], numbers: Numbers) -> "Split | Merge | Swizzle":
+    """Transform t made again on `ins` (in the order of t.inputs), with fresh outputs numbered by
+    `numbers` and t's origin: how propagation, rfactor and a group's rfactor replay a history."""
+    if isinstance(t, Split):
+        return Split.make(ins[0], t.factor, t.inner_split, t.outer.origin, numbers)
+    if isinstance(t, Merge):
+        return Merge.make(ins[0], ins[1], t.out.origin, numbers)
+    if isinstance(t, Swizzle):
+        return Swizzle.make(ins[0], ins[1], t.x_out.origin, numbers)
+    raise TypeError(f"unknown transform {t!r}")  # pragma: no cover - every transform kind is listed above
+
+
 def _swizzled(i: IterDomain) -> IterType:
     """A swizzle output keeps a reduction axis's kind (TensorView.swizzle refuses mixing kinds)."""
     return IterType.Reduction if i.is_reduction else IterType.Iteration

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from .loop_alignment import align_inlined_loops
-from .mapping import IdMap, inline_mapped, merges_a_broadcast, unit_broadcast
+from .mapping import IdMap, inline_mapped, merges_a_broadcast
 from .types import ParallelType
 
 # the axes one instruction of a statement covers (a vector access, a TMA box, a tensor-core tile):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ScheduleError
 from .fusion import Op
-from .iterdomain import IterDomain, Merge, Split, Swizzle, as_index
+from .iterdomain import IterDomain, as_index, replay
 from .tensor_base import _normalize_contiguity, check_tensor
 from .types import (
     DataType, IterType, OpKind, ParallelType,
@@ -199,14 +199,7 @@ def rfactor(tv: TensorView, axes) -> TensorView:
     for t in part.history:
         if not all(x.uid in new for x in t.inputs) or any(derives[x.uid] & reduced_roots for x in t.inputs):
             continue  # a transform of the reduction axes: the partial tensor did it
-        if isinstance(t, Split):
-            r = Split.make(new[t.in_.uid], t.factor, t.inner_split, t.outer.origin, numbers)
-        elif isinstance(t, Merge):
-            r = Merge.make(new[t.outer.uid], new[t.inner.uid], t.out.origin, numbers)
-        elif isinstance(t, Swizzle):
-            r = Swizzle.make(new[t.x_in.uid], new[t.y_in.uid], t.x_out.origin, numbers)
-        else:  # pragma: no cover - every transform kind is listed above
-            raise TypeError(f"unknown transform {t!r}")
+        r = replay(t, [new[x.uid] for x in t.inputs], numbers)
         history.append(r)
         for o, ro in zip(t.outputs, r.outputs):
             new[o.uid] = ro

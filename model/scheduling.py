@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .errors import ScheduleError, user_location
-from .iterdomain import Merge, Split, Swizzle, wrong_enum
+from .iterdomain import Merge, replay, wrong_enum
 from .mapping import IdMap
 from .tensor import TensorView
 from .tensor_base import apply_replayed
@@ -75,15 +75,7 @@ def _replay(idmap: IdMap, ref: TensorView, tv: TensorView) -> None:
             continue  # best effort: this tensor lacks an input (e.g. a reduced axis)
         if len({i.is_reduction for i in ins}) > 1:
             continue  # a reduction axis merges or swizzles only with reduction axes (TensorView.merge)
-        numbers = tv.fusion.next_iterdomain_number
-        if isinstance(t, Split):
-            new = Split.make(ins[0], t.factor, t.inner_split, t.outer.origin, numbers)
-        elif isinstance(t, Merge):
-            new = Merge.make(ins[0], ins[1], t.out.origin, numbers)
-        elif isinstance(t, Swizzle):
-            new = Swizzle.make(ins[0], ins[1], t.x_out.origin, numbers)
-        else:  # pragma: no cover
-            raise TypeError(f"unknown transform {t!r}")
+        new = replay(t, ins, tv.fusion.next_iterdomain_number)
         apply_replayed(tv, new)
         for o, ref_o in zip(new.outputs, t.outputs):
             have[idmap.key(ref_o)] = o

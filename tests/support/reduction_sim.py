@@ -297,19 +297,7 @@ class Simulator:
         sems[sem] = ticket + 1
         last = ticket == ranks - 1
         if last:
-            for k, env in enumerate(envs):
-                acc = [self.start(n)] * n.elements
-                first, stride = self.ev(n.first, env), self.ev(n.stride, env)
-                for j in range(self.ev(n.reducer, env), ranks, self.ev(n.reducers, env)):
-                    for e in range(n.elements):
-                        at = first + j * stride + e
-                        if at not in work:
-                            raise SimulationError(f"{n.comment}: the last block reads workspace element {at}, "
-                                                  f"which no block wrote")
-                        acc[e] = self.values.combine(n.combine, acc[e], work[at])
-                self.local[k][n.acc][:n.elements] = acc
-            if any(n.threads):
-                self.block_reduce(BlockReduce(n.acc, n.elements, n.dtype, n.combine, n.threads, n.scratch))
+            self.combine_partials(n, envs, work, ranks, "the last block")
             sems[sem] = 0
         for name, index, dim in n.last:
             for k, env in enumerate(envs):
@@ -338,6 +326,11 @@ class Simulator:
         sems[sem] = (arrived + increment) % (1 << 32)
         self._scheduler.park(lambda: bool((arrived ^ sems.get(sem, 0)) & GENERATION_BIT),
                              f"{n.comment}: semaphore {sem}")
+        self.combine_partials(n, envs, work, ranks, f"block {self.current_block}, after the barrier,")
+
+    def combine_partials(self, n: GridReduce, envs, work: dict, ranks: int, who: str) -> None:
+        """Each thread combines the partials of the ranks it reduces from the workspace, then the
+        block's threads combine theirs (the last block of a grid reduction; every block of an allreduce)."""
         for k, env in enumerate(envs):
             acc = [self.start(n)] * n.elements
             first, stride = self.ev(n.first, env), self.ev(n.stride, env)
@@ -345,8 +338,7 @@ class Simulator:
                 for e in range(n.elements):
                     at = first + j * stride + e
                     if at not in work:
-                        raise SimulationError(f"{n.comment}: block {self.current_block} reads workspace element "
-                                              f"{at} after the barrier, which no block wrote")
+                        raise SimulationError(f"{n.comment}: {who} reads workspace element {at}, which no block wrote")
                     acc[e] = self.values.combine(n.combine, acc[e], work[at])
             self.local[k][n.acc][:n.elements] = acc
         if any(n.threads):
