@@ -18,21 +18,57 @@ it).
 from __future__ import annotations
 
 
-from ..model.expr import const, var
+from ..model.expr import Expr, add, const, mod, mul, try_int, var
 from ..model.mma_op import ELEMENT_VARS, LANE
 from ..model.tensor import TensorView
+from ..model.types import ParallelType
 from .mma import fragments, mma_axes
 from .statements import CondKind, TensorExecution, store_execution, tensor_execution
 
 
+TIDY = ParallelType.TIDy.cuda_name
+
+
+def split_lanes(launch: dict, threads: int) -> int | None:
+    """blockDim.x where the `threads` of an instruction (a warp's 32, a warpgroup's 128) are split
+    over TIDx and TIDy: blockDim.x a constant below `threads` that divides it, blockDim.y a
+    multiple of threads / blockDim.x (a wgmma's accumulators as TIDy{32} x TIDx{4}: a row's quad
+    on TIDx alone, so that a row reduces over TIDx); None where TIDx is the warp(group) itself."""
+    bdx = try_int(launch.get(LANE, const(1)))
+    if bdx is None or bdx >= threads or threads % bdx:
+        return None
+    bdy = try_int(launch.get(ParallelType.TIDy, const(1)))
+    return bdx if bdy is not None and bdy % (threads // bdx) == 0 else None
+
+
+def instruction_thread(launch: dict, threads: int) -> Expr:
+    """The index of the running thread among the `threads` that issue an instruction together: the
+    linear thread index threadIdx.x + blockDim.x threadIdx.y modulo `threads` (the hardware's), which
+    is threadIdx.x where TIDx is the warp(group) (MMA-WARP-COLLECTIVE)."""
+    bdx = split_lanes(launch, threads)
+    lane = var(LANE.cuda_name)
+    if bdx is None:
+        return lane
+    rows = threads // bdx
+    y = var(TIDY) if try_int(launch[ParallelType.TIDy]) == rows else mod(var(TIDY), const(rows))
+    return add(lane, mul(const(bdx), y))
+
+
+def lane_vars(launch: dict, threads: int) -> tuple[str, ...]:
+    """The thread indices instruction_thread is made of."""
+    return (LANE.cuda_name,) if split_lanes(launch, threads) is None else (LANE.cuda_name, TIDY)
+
+
 def mma_execution(tv: TensorView, launch: dict, role: str, names: dict[int, str] | None = None):
     """tv's execution model (execution/statements.py) seen from role's fragment: the Mma axes' indices
-    are lane threadIdx.x's element `ELEMENT_VARS[role]` of the macro tile (the accumulate reads A
-    and B at these points; C is where the accumulator's elements are stored)."""
+    are element `ELEMENT_VARS[role]` of the macro tile of the thread instruction_thread (threadIdx.x,
+    or split over TIDx and TIDy) (the accumulate reads A and B at these points; C is where the
+    accumulator's elements are stored)."""
     ex = (store_execution if role == "C" else tensor_execution)(tv, launch, names)
     axes = mma_axes(tv)
     frag = fragments(tv)
-    row, col = frag.position(role, var(LANE.cuda_name), var(ELEMENT_VARS[role]))
+    lanes = lane_vars(launch, frag.inst.threads)
+    row, col = frag.position(role, instruction_thread(launch, frag.inst.threads), var(ELEMENT_VARS[role]))
     value = {"A": {"M": row, "K": col, "N": const(0)}, "B": {"K": row, "N": col, "M": const(0)},
              "C": {"M": row, "N": col, "K": const(0)}}[role]
     subs = {}
@@ -42,10 +78,14 @@ def mma_execution(tv: TensorView, launch: dict, role: str, names: dict[int, str]
             subs[e.value] = value[r]
     out = ex.renamed(subs)
     # the lanes store different elements: no single writer along them
-    conds = tuple(c for c in out.conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs == var(LANE.cuda_name)))
+    conds = tuple(c for c in out.conds if not (c.kind is CondKind.SINGLE_WRITER and
+                                               any(c.lhs == var(name) for name in lanes)))
     ranges = {k: v for k, v in out.ranges.items() if k not in subs}
     ranges[ELEMENT_VARS[role]] = const(frag.elements(role))
-    ranges[LANE.cuda_name] = const(frag.inst.threads)  # MMA-WARP-COLLECTIVE: blockDim.x is the warp(group)
+    if len(lanes) == 1:
+        ranges[LANE.cuda_name] = const(frag.inst.threads)  # MMA-WARP-COLLECTIVE: blockDim.x is the warp(group)
+    else:
+        ranges.update({p.cuda_name: launch[p] for p in (LANE, ParallelType.TIDy)})
     return TensorExecution(out.tensor, out.env, ranges, out.indices, conds, out.launch_index)
 
 

@@ -32,6 +32,7 @@ from ..model.types import ParallelType
 
 # instruction fragments as digits: (row digits, col digits), each outermost first, a digit
 # (name, extent); v digits are named by their weight in v ("v1": v // 2 % 2, ...)
+QUAD = 4  # the lanes q = l % 4 that share a fragment row (quads=True puts them on TIDx)
 _C = ((("v2", 2), ("g", 8)), (("q", 4), ("v1", 2)))  # C: (g + 8 (v / 2), 2q + v % 2)
 
 
@@ -97,9 +98,14 @@ def _check_tensor(fn: str, tv) -> None:
         raise ScheduleError(f"{fn}: expected a TensorView, got {type(tv).__name__} {tv!r:.60}")
 
 
-def _lay_out(tv, rows: list[_Digit], cols: list[_Digit]) -> None:
+def _lay_out(tv, rows: list[_Digit], cols: list[_Digit], quads: bool = False) -> None:
     """tv's two innermost loop axes, the tile's rows and columns, split into their digits and
-    merged into [.., lane (TIDx), element]."""
+    merged into [.., lane (TIDx), element]; with `quads`, [.., TIDy, TIDx{4}, element]: the lane
+    split into the quad (its 4 threads, q, on TIDx) and the quads (on TIDy). Columns that are
+    reduction axes (a row reduction of the tile) keep their element digits apart, the rows' first:
+    [.., TIDy, rTIDx{4}, v2, rv4, rv1]; a broadcast column axis (a row vector, `cols` empty) stays
+    innermost: [.., TIDy, v2, b]."""
+    reduced = tv.loop[-1].is_reduction
     at = len(tv.loop) - 2
     for digits, pos in ((cols, at + 1), (rows, at)):  # the columns first: the rows' position stays
         for d in reversed(digits[1:]):
@@ -107,20 +113,35 @@ def _lay_out(tv, rows: list[_Digit], cols: list[_Digit]) -> None:
             # [.., outer, d]: the outer part is split further at the same position
     order = rows + cols  # the loop axes now, outermost first
     lane = [d for d in order if d.name in ("w", "g", "q")]  # w: a wgmma's warp in the warpgroup
-    elements = sorted((d for d in order if d.weight), key=lambda d: -d.weight)
+    elements = sorted((d for d in order if d.weight), key=lambda d: (d in cols and reduced, -d.weight))
     wanted = lane + elements
     tv.reorder({at + order.index(d): at + k for k, d in enumerate(wanted)})
-    for _ in range(len(lane) - 1):  # (w,) g, q -> the thread
+    quad = [d for d in lane if d.name == "q"]
+    for _ in range(len(lane) - 1 - (quads and bool(quad))):  # (w,) g, q -> the thread; (w,) g with quads
         tv.merge(at)
-    for _ in range(len(elements) - 1):
-        tv.merge(at + 1)
-    tv.axis(at).parallelize(ParallelType.TIDx)
+    if not reduced:
+        for _ in range(len(elements) - 1):
+            tv.merge(at + 1 + (quads and bool(quad)))
+    if quads and quad:
+        tv.axis(at).parallelize(ParallelType.TIDy)
+        tv.axis(at + 1).parallelize(ParallelType.TIDx)
+    elif quads:
+        tv.axis(at).parallelize(ParallelType.TIDy)  # a row vector: the quad's threads all hold its rows
+    else:
+        tv.axis(at).parallelize(ParallelType.TIDx)
 
 
-def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
+def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bool = False):
     """Schedule tv's two innermost loop axes, one instruction tile of `macro` for `operand`, as
-    that operand's register fragment: [.., rows, cols] -> [.., lane (TIDx), v]. The tile is
-    (M, K) for A, (N, K) for B and (M, N) for C (the accumulators), of the macro's extents. For a
+    that operand's register fragment: [.., rows, cols] -> [.., lane (TIDx), v]; with `quads`,
+    [.., quad (TIDy), lane in the quad (TIDx{4}), v]: the same threads (the linear thread index
+    threadIdx.x + 4 threadIdx.y is the lane), with the 4 threads that share each fragment row
+    alone on TIDx, so that a reduction over the tile's columns (a row max of attention's scores)
+    combines over TIDx by warp shuffles. With quads, a C tile's row reduction ([.., M, rN]: its
+    rows as the fragment's, [.., TIDy, rTIDx{4}, v2, rv4, rv1]) and a row vector broadcast along
+    the tile ([.., M, b]: [.., TIDy, v2, b], every thread of a quad holding its rows) are laid out
+    too, so that a row's max or sum and its use in the tile stay in the threads that hold the row.
+    The tile is (M, K) for A, (N, K) for B and (M, N) for C (the accumulators), of the macro's extents. For a
     wgmma (Hopper) macro, A (64 x 16: the RS form, A read from registers) and C, over the
     warpgroup's 128 threads; its B has no register fragment (ScheduleError).
     `dtype`: the operands' dtype (default tv's; for C, the MmaOp's operands', default
@@ -144,11 +165,19 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None):
     if len(tv.loop) < 2:
         raise ScheduleError(f"schedule_mma_fragment: {tv.name} needs two loop axes (the tile's rows and columns)")
     got = (tv.loop[-2].static_extent, tv.loop[-1].static_extent)
+    rows_only = role == "C" and tv.loop[-1].is_broadcast  # a row vector broadcast along the tile's columns
+    if rows_only:
+        got, want, cols = (got[0], None), (want[0], None), []
+    if (rows_only or tv.loop[-1].is_reduction) and not (role == "C" and quads):
+        raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s innermost axis {tv.loop[-1].label()} is a "
+                            f"{'broadcast' if rows_only else 'reduction'} axis: a row "
+                            f"{'vector' if rows_only else 'reduction'} of the C tile, laid out with quads=True "
+                            f"(its rows on TIDy, the four threads of a row on TIDx) and operand \"C\"")
     if got != want:
         raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s two innermost axes are {got[0]} x {got[1]}; "
                             f"the {role} tile of MmaMacro.{macro.name} is {want[0]} x {want[1]} "
                             f"({'M x K' if role == 'A' else 'N x K' if role == 'B' else 'M x N'})")
-    _lay_out(tv, rows, cols)
+    _lay_out(tv, rows, cols, quads)
     return tv
 
 
@@ -165,7 +194,7 @@ def _accumulator_digits(m: int, n: int) -> tuple[list[_Digit], list[_Digit]]:
             for ds in (rows, cols))
 
 
-def mma_output_allocation(tv) -> list:
+def mma_output_allocation(tv, *, quads: bool = False) -> list:
     """The allocation domain of an MmaOp's register output: its accumulators as the macro's C
     fragment, [.., reduction axes, warp and tile axes, thread (TIDx), element] (nvFuser's
     MmaSwizzler::scheduleMmaOutputAllocation). The loop axes before the first reduction axis
@@ -182,10 +211,13 @@ def mma_output_allocation(tv) -> list:
     consumers.
 
         d.set_allocation_domain(tp.mma_output_allocation(d), True)
-        epilogue.set_loop_domain(tp.mma_output_allocation(epilogue))"""
+        epilogue.set_loop_domain(tp.mma_output_allocation(epilogue))
+
+    `quads`: the fragment's thread axis as [TIDy, TIDx{4}] (schedule_mma_fragment's quads), for
+    a kernel whose fragments keep a row's four threads on TIDx."""
     _check_tensor("mma_output_allocation", tv)
     if not is_mma_op(tv.definition):
-        return _epilogue_fragments(tv)
+        return _epilogue_fragments(tv, quads)
     if tv.definition.macro is None:
         raise ScheduleError(f"mma_output_allocation: {tv.name} is the output of an MmaOp without a macro "
                             f"({tv.name}.definition.set_macro(tp.MmaMacro....) first)")
@@ -201,13 +233,13 @@ def mma_output_allocation(tv) -> list:
     order = loop[:first] + [i for i in loop[first:] if i.is_reduction] + [i for i in loop[first:] if not i.is_reduction]
     tv.set_loop_domain(order)
     try:
-        schedule_mma_fragment(tv, macro, "C", dtype=tv.definition.inputs[0].dtype)
+        schedule_mma_fragment(tv, macro, "C", dtype=tv.definition.inputs[0].dtype, quads=quads)
         return list(tv.loop)
     finally:
         tv.set_loop_domain(loop)
 
 
-def _epilogue_fragments(tv) -> list:
+def _epilogue_fragments(tv, quads: bool) -> list:
     """mma_output_allocation of a tensor that no MmaOp defines: its innermost M x N tile as the
     accumulators' fragments; tv's loop domain is left as it was."""
     loop = list(tv.loop)
@@ -220,7 +252,7 @@ def _epilogue_fragments(tv) -> list:
                             f"yet parallelized; they are {' x '.join(str(i.label()) for i in loop[-2:])}")
     rows, cols = _accumulator_digits(*tile)
     try:
-        _lay_out(tv, rows, cols)
+        _lay_out(tv, rows, cols, quads)
         return list(tv.loop)
     finally:
         tv.set_loop_domain(loop)

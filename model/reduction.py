@@ -57,7 +57,10 @@ def neutral(op_name: str, dtype: DataType) -> int | float:
 # -- the ops ---------------------------------------------------------------------------------------
 
 def _axes(func: str, tv: TensorView, axes) -> list[int]:
-    n = len(tv.logical)
+    """`axes` (positions in tv's shape, negative from the end) as positions of tv.logical, sorted: a
+    reduction's output keeps its reduced axes in its logical domain, not in its shape."""
+    shape = element_axes(tv)
+    n = len(shape)
     single = as_index(axes)
     if single is not None:
         listed = [single]
@@ -75,13 +78,13 @@ def _axes(func: str, tv: TensorView, axes) -> list[int]:
         if not -n <= k < n:
             raise ScheduleError(f"{func}: axis {k} is out of range for {tv.name} with {n} dimensions")
         k %= n
-        if k in out:
+        if shape[k] in out:
             raise ScheduleError(f"{func}: axis {k} appears twice in axes {list(listed)}")
-        if tv.logical[k].is_broadcast:
+        if tv.logical[shape[k]].is_broadcast:
             raise ScheduleError(
-                f"{func}: axis {k} of {tv.name} ({tv.logical[k].label()}) is a broadcast axis, which holds one "
+                f"{func}: axis {k} of {tv.name} ({tv.logical[shape[k]].label()}) is a broadcast axis, which holds one "
                 f"value: there is nothing to reduce; drop it from axes")
-        out.append(k)
+        out.append(shape[k])
     return sorted(out)
 
 
@@ -94,17 +97,14 @@ def reduction(name: str, tv, axes) -> TensorView:
     if tv.dtype.is_bool:
         raise ScheduleError(f"{name}: {tv.name} is bool; reduce numbers: cast it first (tp.cast({tv.name}, "
                             f"tp.int32) counts the true values with tp.sum)")
-    if is_reduction_tensor(tv):
-        raise ScheduleError(
-            f"{name}: {tv.name} is itself the output of a reduction (`{tv.definition}`); reduce every axis in one "
-            f"op instead (tp.{tv.definition.name}({tv.definition.inputs[0].name}, [...]) with all the axes)")
     reduced = _axes(name, tv, axes)
+    shape = element_axes(tv)  # a reduction's output is reduced again over its shape (nvFuser's noReductions)
     ids = []
-    for k, src in enumerate(tv.logical):
-        kind = IterType.Reduction if k in reduced else src.iter_type
-        ids.append(IterDomain(src.extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=kind))
+    for k in shape:
+        kind = IterType.Reduction if k in reduced else tv.logical[k].iter_type
+        ids.append(IterDomain(tv.logical[k].extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=kind))
     out = tv.new_tensor(ids, tv.dtype)
-    tv.fusion._register_op(Op(OpKind.REDUCTION, [tv], out, [list(range(len(ids)))], name=name))
+    tv.fusion._register_op(Op(OpKind.REDUCTION, [tv], out, [shape], name=name))
     return out
 
 

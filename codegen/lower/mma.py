@@ -24,7 +24,7 @@ from ...model.expr import const, substitute, try_int, var
 from ...execution.problems import Problem
 from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, is_mma
 from ...execution.mma import fragments, mma_axes
-from ...execution.mma_execution import mma_execution, tile_conds
+from ...execution.mma_execution import lane_vars, mma_execution, split_lanes, tile_conds
 from ...execution.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
@@ -84,7 +84,8 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
                                                d.swizzle.value, d.major))
         for v in range(1 if shared else frag.elements(role)):
             idx = {u: substitute(e, {ELEMENT_VARS[role]: const(v)}) for u, e in ex.operand_indices(k).items()}
-            regs.append(_lane_uniform(builder._operand(op.inputs[k], idx, view_ranges), view_ranges, frag.inst.threads))
+            regs.append(_lane_uniform(builder._operand(op.inputs[k], idx, view_ranges), view_ranges, frag.inst.threads,
+                                        builder.launch))
         operands.append(regs)
     base = simplify(_tile_register(lambda i: plain.env[i.uid], acc_axes, frag.elements("C")), ranges)
     out = Operand(acc, MemoryType.Local, float32, base)
@@ -135,13 +136,18 @@ def _grows_in(e, name: str) -> bool:
     return False
 
 
-def _lane_uniform(o: Operand, ranges, threads: int) -> Operand:
+def _lane_uniform(o: Operand, ranges, threads: int, launch: dict) -> Operand:
     """o with the lane made a constant where the offset of every one of the instruction's
     `threads` (a warp's lanes, a warpgroup's threads) simplifies to one expression."""
-    lane = LANE.cuda_name
-    if lane not in o.offset.free_vars() or o.memory is not MemoryType.Local:
+    names = lane_vars(launch, threads)
+    if not (set(names) & o.offset.free_vars()) or o.memory is not MemoryType.Local:
         return o
-    offsets = {simplify(substitute(o.offset, {lane: const(t)}), ranges) for t in range(threads)}
+    bdx = split_lanes(launch, threads) or threads
+
+    def at(t: int) -> dict:
+        return {LANE.cuda_name: const(t % bdx)} if len(names) == 1 else \
+            {LANE.cuda_name: const(t % bdx), names[1]: const(t // bdx)}
+    offsets = {simplify(substitute(o.offset, at(t)), ranges) for t in range(threads)}
     if len(offsets) == 1:
         return Operand(o.tensor, o.memory, o.dtype, offsets.pop())
     return o

@@ -10,7 +10,9 @@ and the code generator (codegen/lower/mma.py), which treats a problem as a tilep
                           tile of its root (its index adds to the root's with stride 1); no other
                           tensor has Mma axes
     MMA-WARP-COLLECTIVE   a warp (mma.sync) or warpgroup (wgmma) issues each tile: the kernel
-                          launches exactly its 32 or 128 threads along TIDx, the output binds
+                          launches exactly its 32 or 128 threads along TIDx (or a divisor of them
+                          along TIDx and the rest along TIDy, which the output then leaves
+                          unbound), the output binds
                           none of its axes to TIDx and none to Vectorize or Bulk, and lives in
                           registers (or global memory, for mma.sync)
     MMA-OPERAND-LAYOUT    (structural part) mma.sync's operands are register (Local) tensors:
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from ...model.expr import const, product, try_int
 from ..indexing import block_dims
+from ..mma_execution import split_lanes
 from ..problems import Problem
 from .lowering import registers_of
 from ...model.fusion import is_mma_op
@@ -66,15 +69,27 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
     where = dict(tensor=tv.name, location=op.origin or tv.origin)
     wgmma = not is_mma_sync(op.macro)
     threads = 128 if wgmma else 32
-    lanes = block_dims(fusion).get(ParallelType.TIDx, const(1))
-    if lanes != const(threads):
+    dims = block_dims(fusion)
+    lanes = dims.get(ParallelType.TIDx, const(1))
+    split = split_lanes(dims, threads)  # the warp(group)'s threads over TIDy and TIDx
+    if split is not None:
+        for k, i in enumerate(tv.loop):
+            if i.parallel_type is ParallelType.TIDy:
+                out["MMA-WARP-COLLECTIVE"].append(Problem(
+                    f"{tv.name}'s axis {k} ({i.label()}) is bound to TIDy, whose indices are part of the "
+                    f"{'warpgroup' if wgmma else 'warp'} that issues each instruction (blockDim.x = {split}, the "
+                    f"{threads} threads of an instruction span TIDx and TIDy)",
+                    hint=f"bind {tv.name}'s axis {k} to TIDz or leave it Serial", ids=(i.name,), values={"axis": k},
+                    **where))
+    elif lanes != const(threads):
         out["MMA-WARP-COLLECTIVE"].append(Problem(
             (f"a warpgroup issues each wgmma of {tv.name}: the kernel must launch exactly 128 threads along TIDx "
              f"(the warpgroup's threads), and it launches {lanes}" if wgmma else
              f"a warp issues each mma.sync of {tv.name}: the kernel must launch exactly 32 threads along TIDx (the "
              f"lanes), and it launches {lanes}"),
             hint=("bind an axis of extent 128 to TIDx in the tensors that use TIDx (the accumulators' fragment: "
-                  "tp.schedule_mma_fragment(..., \"C\")), and spread warpgroups over TIDy / TIDz" if wgmma else
+                  "tp.schedule_mma_fragment(..., \"C\")), and spread warpgroups over TIDy / TIDz; or split that axis "
+                  "over TIDy and TIDx (TIDy{32} x TIDx{4}: a row's quad on TIDx)" if wgmma else
                   "bind an axis of extent 32 to TIDx in the tensors that use TIDx (the operands' fragments: 32 "
                   "lanes), and spread warps over TIDy / TIDz"),
             values={"blockDim_x": lanes.value if lanes.op == "const" else -1, "warp": threads}, **where))
