@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
 from .allocation import Allocation, compute_allocation
-from ..model.expr import Expr
-from ..model.loop_map import SHARED_TYPES, Join, inline_joins, loop_sets, loop_type, sibling_joins, sizes_the_loop
+from ..model.expr import Expr, const
+from ..model.loop_map import (
+    SHARED_TYPES, Join, inline_joins, loop_sets, loop_type, runs_once, sibling_joins, sizes_the_loop,
+)
 from ..model.mapping import IdMap, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES, ParallelType
@@ -221,8 +223,14 @@ class LoopGroup:
         return got
 
     @property
+    def runs_once(self) -> bool:
+        """Whether the loop runs once, with index 0: all its members are broadcasts (model/loop_map.py
+        runs_once, nvFuser's trivial loop; promotion.py loop_extents gives its members extent 1)."""
+        return runs_once([tv.loop[k] for tv, k in self.members], self.idmap)
+
+    @property
     def extent(self) -> Expr:
-        return self.first.extent_expr
+        return const(1) if self.runs_once else self.first.extent_expr
 
     def labels(self) -> list[str]:
         return [f"{tv.name} axis {k}" for tv, k in self.members]

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.expr import Expr
+from ..model.expr import Expr, const
 from ..model.iterdomain import IterDomain, Merge, Split
-from ..model.loop_map import computed_tensors, inline_joins, loop_sets, sizes_the_loop
+from ..model.loop_map import computed_tensors, inline_joins, loop_sets, runs_once, sibling_joins, sizes_the_loop
 from ..model.mapping import IdMap, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.tensor_base import fixed_by
@@ -172,10 +172,30 @@ def _unpromotable(tv: TensorView, k: int, why: str) -> Problem:
         location=i.origin or tv.origin)
 
 
+@per_fusion
+def broadcast_loops(fusion) -> frozenset[tuple[str, int]]:
+    """(tensor name, loop position) of each loop of the kernel that runs once because all its
+    members are broadcasts (model/loop_map.py runs_once: nvFuser's trivial loops), the loops joined
+    as execution/loops.py loop_groups joins them (inlining and grouped reductions' siblings)."""
+    tensors = computed_tensors(fusion)
+    idmap = IdMap(fusion)
+    joins = [j for j in inline_joins(fusion, tensors, idmap) if j.consumer is not None]
+    sets = loop_sets(tensors, joins + sibling_joins(fusion, tensors, idmap))
+    members: dict[tuple[str, int], list[IterDomain]] = {}
+    for t in tensors:
+        for k, i in enumerate(t.loop):
+            members.setdefault(sets[(t.name, k)], []).append(i)
+    once = {root for root, ids in members.items() if runs_once(ids, idmap)}
+    return frozenset(key for key, root in sets.items() if root in once)
+
+
 def loop_extents(tv: TensorView) -> list[Expr]:
-    """The extent of each loop of tv: the consumer's where tv's loop is promoted to it."""
+    """The extent of each loop of tv: 1 where the loop runs once over broadcasts (broadcast_loops),
+    the consumer's where tv's loop is promoted to it."""
     promo = promotion(tv)
-    return [promo.extent(tv, k) if promo else i.extent_expr for k, i in enumerate(tv.loop)]
+    once = broadcast_loops(tv.fusion) if tv.fusion is not None else frozenset()
+    return [const(1) if (tv.name, k) in once else promo.extent(tv, k) if promo else i.extent_expr
+            for k, i in enumerate(tv.loop)]
 
 
 def needed_bounds(tv: TensorView) -> set[int]:

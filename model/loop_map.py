@@ -11,6 +11,9 @@ different non-Serial types are INLINE-PARALLEL-MATCH's problem (execution/loops.
 nothing. Types covered by one instruction (Vectorize, Bulk, Mma) are not given to another
 statement's axis: such a loop is not one to share.
 
+A loop all of whose members are broadcasts runs once, with index 0 (runs_once: nvFuser's trivial
+loops), whatever their extents (a split broadcast b{32}).
+
 Broadcasts of extent 1 that share a loop (one point, computed at each index of it), merges of
 one (mapping.merges_a_broadcast) and IDs a consumer merges with one (loop promotion:
 execution/promotion.py) neither give nor take a type: their extent is not the loop's
@@ -110,6 +113,23 @@ def sizes_the_loop(ids: Sequence, idmap: IdMap | None = None) -> list:
         full = set().union(*covers)
         own = [i for i, c in zip(own, covers) if c == full] or own
     return own or list(ids)
+
+
+# the loop types a loop over broadcast axes may have and still run once: a for loop of the kernel
+# (a launched index or an instruction's axis is not a loop the kernel skips)
+TRIVIAL_TYPES = (ParallelType.Serial, ParallelType.Unroll, ParallelType.Unswitch)
+
+
+def runs_once(ids: Sequence, idmap: IdMap | None = None) -> bool:
+    """Whether the loop whose members' IterDomains are `ids` runs once, with index 0: every member
+    is a broadcast (derived from broadcast IDs only: a split or merge of broadcasts), so no member
+    iterates a concrete axis, and the loop is a for loop of the kernel (nvFuser's
+    kir::ForLoop::isTrivial: the loop of a broadcast ID, which loop promotion leaves a broadcast
+    where no member of its loop group is concrete, is not materialized). Its iterations would
+    compute one element again and again: a broadcast ID contributes nothing to an index
+    (execution/conditions/broadcast_loops.py proves it of each statement, and rejects the
+    schedule where it does not hold)."""
+    return bool(ids) and all(i.is_broadcast for i in ids) and loop_type(ids, idmap) in TRIVIAL_TYPES
 
 
 def concrete_classes(idmap: IdMap, i) -> set[int]:

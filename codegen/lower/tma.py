@@ -23,6 +23,7 @@ from ...hw.bulk_copy import bulk_copy, is_async_bulk_op, is_bulk_copy
 from ...hw.tma import InferredTma, TmaInfo, infer_tma
 from ...execution.bulk_copy import bulk_issue
 from ...execution.indexing import block_dims
+from ...execution.promotion import broadcast_loops
 from ...execution.tma_issue import build_issue
 from ...execution.cluster import cluster_dims
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, ParallelType
@@ -185,9 +186,11 @@ def _multicast(tv: TensorView, env: dict[int, Expr]) -> tuple[str, int, Expr, in
 
 
 def _inside(tv: TensorView) -> list:
-    """tv's own loops inside its circular loop (not Bulk: the instruction covers those)."""
+    """tv's own loops inside its circular loop that issue copies (not Bulk: the instruction covers
+    those; not a loop over broadcasts, which runs once: execution/promotion.py broadcast_loops)."""
     at = circular_axis(tv)
-    return [] if at is None else [i for i in tv.loop[at + 1:] if not i.is_broadcast
+    once = broadcast_loops(tv.fusion)
+    return [] if at is None else [i for k, i in enumerate(tv.loop) if k > at and (tv.name, k) not in once
                                   and i.parallel_type not in (ParallelType.Bulk, *THREAD_TYPES, *BLOCK_TYPES)]
 
 

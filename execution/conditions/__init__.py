@@ -6,6 +6,7 @@ as a tileproof bug (the verifier rejected it first).
     lowering.py              loop nests, launch axes, registers and local memory, unroll lengths,
                              symbolic factors, intermediates in global memory, what is lowered at all
     pipeline.py              circular buffers: stages, prefetch, the copies a pipeline lowers
+    broadcast_loops.py       loops over broadcasts that run once: their index reaches no address
     warp_specialization.py   producer and consumer roles, setmaxnreg's counts
     cluster.py               thread-block clusters and multicast
     reduction.py             where a reduction's axes run and its accumulators fit

@@ -39,6 +39,7 @@ from ..problems import Problem
 from ..loops import LoopGroups, _allocations, execution_order, loop_groups, nest, statement_items, statement_tensor
 from .reduction import unsupported_reductions
 from .cp_async import structure_problems
+from .broadcast_loops import broadcast_loop_problems
 from .pipeline import unsupported_pipelines
 from ..statements import CondKind, tensor_execution
 from ..indexing import block_dims
@@ -421,6 +422,7 @@ def unsupported_features(fusion) -> list[Problem]:
     out += unsupported_reductions(fusion, order)
 
     out += structure_problems(fusion, order) + unsupported_pipelines(fusion, order)
+    out += broadcast_loop_problems(fusion, order)
     for tv in list(fusion.inputs) + list(fusion.outputs):
         problem = allocation_problem(tv)
         if problem is not None:

@@ -133,26 +133,6 @@ def _bulk_inner_holes(tv, at, c) -> list:
     return out
 
 
-def _broadcast_loops(tv, at, c) -> list:
-    """A circular-buffered bulk load inside loops over its own broadcast axes (a split broadcast,
-    extent above 1): the kernel runs such a loop and issues one copy of the same tile per iteration,
-    while the stage's mbarrier counts the copies of its other loops only (codegen/lower/tma.py,
-    nvFuser's expected bytes, which skip broadcast axes because its loops over them are trivial)."""
-    loops = [i for i in (tv.loop[at + 1:] if at is not None else []) if i.is_broadcast
-             and i.parallel_type is not ParallelType.Bulk and i.parallel_type not in LAUNCHED_THREADS
-             and try_int(i.extent_expr) != 1]
-    if not loops:
-        return []
-    names = ", ".join(i.label() for i in loops)
-    return [Problem(
-        f"{tv.name}'s {tv.definition.op_type.name} load runs in loops over its broadcast axes {names}, inside its "
-        f"circular loop: tileproof issues the tile once per iteration of them, and its mbarrier counts one copy; "
-        f"nvFuser does not loop over a broadcast axis no consumer loop shares",
-        hint=f"move {names} left of {tv.name}'s compute-at position (reorder, then inline past them), or leave the "
-             f"broadcast axis unsplit",
-        tensor=tv.name, ids=tuple(i.name for i in loops), values={"stages": c.stages}, location=c.origin or tv.origin)]
-
-
 def unsupported_pipelines(fusion, order) -> list:
     """What LOWERING-SUPPORTED rejects of circular buffering: tileproof pipelines cp.async, TMA and
     plain copies into shared memory, and plain copies or ldmatrix into registers."""
@@ -174,8 +154,6 @@ def unsupported_pipelines(fusion, order) -> list:
         at = circular_axis(tv)
         if shared and is_bulk_copy(tv.definition):
             out += _bulk_inner_holes(tv, at, c)
-        if shared and is_async_bulk_op(tv.definition):
-            out += _broadcast_loops(tv, at, c)
         if isinstance(c.type, WarpSpecialized):
             if not (shared and is_async_bulk_op(tv.definition)):
                 out.append(Problem(

@@ -732,13 +732,6 @@ WS_RUNS = {"SingleDim": run_unary(torch_exp, [4096, 5000, 70001]),
            "InnerReduction": run_2d(lambda a: a.sum(-1), [(128, 1024), (500, 1028), (7, 8192), (3, 4)])}
 
 
-BROADCAST_LOOPS_GAP = (
-    "item 9 (broadcast loops): the operand caches' TMA tiles keep split broadcast axes ([b4, 2, b16, 32, 64] "
-    "and [4, b2, 16, b32, 64]) right of their compute-at position; nvFuser's loops over a broadcast ID no consumer "
-    "loop shares are trivial (kir::ForLoop::isTrivial), tileproof's are not: each would issue the tile 64 times on "
-    "an mbarrier counting one copy, so LOWERING-SUPPORTED refuses them (allocation order and inlining agree)")
-
-
 def tma_cases() -> list[Case]:
     cases = []
     for params_ in TMA_PARAMS:
@@ -758,14 +751,13 @@ def tma_cases() -> list[Case]:
                 return
             # the TEST's shape (K = 1024), whole tiles, ragged tiles (K % 4 == 0, N % 4 == 0 assumed)
             matmul_shapes = [(m, 1024, n), (64, 64, 64), (100, 68, 132)]
-            gap = BROADCAST_LOOPS_GAP if test == "MatmulWithBroadcastedInput" else None
             run = (run_unary(torch_exp, [4096, 5000, 70001])
                    if test == "SingleDimUnswitch" or (test.startswith("SingleDim") and "MBarrierForWAR" in cb_type)
                    else WS_RUNS.get(test) if test == "InnerReduction" or cb_type.startswith("WarpSpecializedOnTIDx")
                    else run_matmul(matmul_shapes) if test == "Matmul"
                    else run_matmul(matmul_shapes, broadcast_inputs=True) if test == "MatmulWithBroadcastedInput"
                    else None)
-            cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, VALID, gap=gap, run=run))
+            cases.append(Case(f"TmaCircularBufferingTest.{test}/{name}", build, VALID, run=run))
 
         # TIDx 256 next to a TIDy producer: more than 128 other threads, nvFuser throws
         verdict_256 = THROWS if ws_y else VALID

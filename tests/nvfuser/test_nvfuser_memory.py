@@ -163,8 +163,12 @@ MEMORY_CASES = [
     for name in ("AllLevels", "Global", "Streaming")
 ] + [
     Case("MemoryTest.RefineCachePolicy", refine_cache_policy, VALID,
-         gap="item 9: b2's split of I1 is promoted to c's merged loops but its I1 would need c's `% I1` "
-             "(INLINE-LOOP-MAP); promoted Serial members don't take the loop's type (INLINE-PARALLEL-MATCH)"),
+         gap="item 9 (loop promotion past the compute-at position; its broadcast loops run once now): b2 "
+             "[I1/4/32, 32, 4] is inlined at 2 into c's merged [(I0*I1)/4/32, 32, 4]; nvFuser's IdModel promotes "
+             "b2's Vectorize{4} too (split(I1, 4) replayed on the promoted merge(I0, I1)), so b2's I1 is "
+             "((BIDx * 32 + TIDx) * 4 + v) % I1; tileproof promotes only the inlined loops, which do not fix "
+             "that merge (INLINE-LOOP-MAP), and its promoted Serial members do not take the loop's BIDx / TIDx "
+             "(INLINE-PARALLEL-MATCH)"),
 ]
 
 

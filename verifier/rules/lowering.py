@@ -357,8 +357,10 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         ldmatrix/stmatrix consumer's innermost loop axis is its Vectorize axis and its statement
         is unpredicated (every thread of each warp issues it); no TMA tile (Bulk) axis is
         shared through inlining; a TMA load is issued by a constant number of threads (its
-        mbarrier's arrival count), and a circular-buffered one runs in no loop over its own
-        split broadcast axes (the stage's count skips them); a tensor-memory access keeps broadcast axes off
+        mbarrier's arrival count); a loop over broadcast axes alone (a split broadcast no concrete loop
+        shares) runs once, with index 0, as nvFuser's trivial loops, so its index must reach no index
+        a statement in it uses (no concrete ID of the tensor, as an allocation domain's merge of the
+        broadcast with a concrete axis, no operand's logical index); a tensor-memory access keeps broadcast axes off
         thread/block indices launched wider and shares no vectorized axis through inlining;
         no axis is parallelized on DIDx/DIDy/DIDz; global tensors are allocated along a
         permutation of their logical axes and merges of them (no split or swizzle).
