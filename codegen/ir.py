@@ -442,6 +442,24 @@ class GridReduce:
     rank: Expr | None = None
 
 
+@dataclass
+class GroupedGridReduce:
+    """The grid reductions of one round (execution/grid_reduction.py grid_round, nvFuser's
+    GroupedGridReduction) combined together: each member (a GridReduce, its own accumulator,
+    workspace, combine and neutral element) has its partials written, then the block counts itself
+    once on the first member's semaphore (`semaphores`[semaphore], shared by all: the members'
+    layouts are one) or, for an allreduce round, meets the others at one grid-wide barrier; the
+    last block (every block of an allreduce) combines each member's partials in turn, and the
+    first member's `flag` and `last` name the one last block of every member."""
+
+    members: list[GridReduce]
+    comment: str = ""
+
+    @property
+    def allreduce(self) -> bool:
+        return self.members[0].allreduce
+
+
 # -- tensor cores (codegen/lower/mma.py) ------------------------------------------------------------
 
 @dataclass
@@ -516,7 +534,8 @@ class WholeTile:
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, GridReduce, Prologue, Prefetched, MmaIssue,
+              CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, GridReduce, GroupedGridReduce,
+              Prologue, Prefetched, MmaIssue,
               WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
               NamedSync, IndexNames, WholeTile)  # a Role only in WarpRoles.body
 
@@ -560,6 +579,12 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
         elif isinstance(n, GridReduce):
             lines.append(f"{pad}grid {n.combine} of {n.acc}[0..{n.elements}) over {n.ranks} blocks via {n.work}"
                          f"[{n.slot}], semaphore {n.semaphores}[{n.semaphore}]")
+        elif isinstance(n, GroupedGridReduce):
+            first = n.members[0]
+            lines.append(f"{pad}grid round of {', '.join(f'{m.combine} of {m.acc}' for m in n.members)}"
+                         f"[0..{first.elements}) over {first.ranks} blocks via "
+                         f"{', '.join(m.work for m in n.members)}[{first.slot}], one semaphore "
+                         f"{first.semaphores}[{first.semaphore}]")
         elif isinstance(n, Prologue):
             then = "" if n.tma or not n.asynchronous else ", each then commit"
             lines.append(f"{pad}prologue: iterations 0..{n.prefetch - 1} (below {n.extent}){then}")

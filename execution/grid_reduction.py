@@ -57,8 +57,26 @@ runs the same partials through a grid-wide barrier instead of a count, so every 
                 once: the kernel is launched cooperatively (cuLaunchCooperativeKernel), which
                 fails, rather than hangs, for a grid the GPU cannot hold (codegen/compile.py)
 
+A round (`grid_round`): the grid reductions of one group (tp.group_reductions) that reduce over
+the same block and thread types with the same entrances, all plain or all allreduces, combine in
+one round, as nvFuser's GroupedGridReduction (runtime/grid_reduction.cu gridReduceGroup) does:
+
+    partials    every member's writers write its partials, each member to its own workspace at
+                the same slot (the members share the loops, so the layout; REDUCTION-GROUP)
+    arrival     one __threadfence, __syncthreads and count (a plain round) or one grid-wide
+                barrier (an allreduce round) on the semaphore of the round's first member (its
+                `leader`): the block that reads ranks - 1 has every member's partials of every
+                block of its segment
+    combine     that block (every block, after an allreduce's barrier) combines each member's
+                partials in turn, then returns the semaphore to 0 once
+    last block  one block holds every member's total: the stores and readers of each member
+                test the leader's `tp_last_<p>_<leader>`, so a statement reading several totals
+                of one round runs where all of them are (REDUCTION-GRID refuses a reader of
+                totals of two rounds, whose last blocks may differ)
+
 The workspace holds `work_elements` values of the compute type, the semaphores `semaphores`
 32-bit counters; the runtime allocates them, the semaphores zeroed once (codegen/compile.py).
+A round has one semaphore array (its leader's) and a workspace per member.
 """
 
 from __future__ import annotations
@@ -66,6 +84,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.expr import Expr, add, const, mul, product, try_int, var
+from ..model.grouped_reduction import group_of
 from ..model.loop_map import computed_tensors
 from ..model.reduction import is_reduction_tensor
 from ..model.tensor import TensorView
@@ -198,8 +217,15 @@ def grid_layout(r: ReductionLoops, launch: dict[ParallelType, Expr], env: dict[i
 def last_block_ranges(r: ReductionLoops, launch: dict[ParallelType, Expr]) -> dict[str, Expr]:
     """The range of each last-block variable as the verifier models it: the index of the last
     block of the segment (below the launch); the code's is gridDim.p in the other blocks, where
-    the store's `blockIdx.p == tp_last_p` fails as `blockIdx.p == last` does."""
-    return {last_name(r.tensor.name, p): launch[p] for p in r.blocks if p in launch}
+    the store's `blockIdx.p == tp_last_p` fails as `blockIdx.p == last` does. A round's members
+    share their leader's (grid_round)."""
+    return {last_block_name(r.tensor, p): launch[p] for p in r.blocks if p in launch}
+
+
+def last_block_name(tv: TensorView, p: ParallelType) -> str:
+    """The last-block variable along p that tv's store and readers test: its round leader's, the
+    one block that holds every total of the round."""
+    return last_name(round_leader(tv).name, p)
 
 
 def is_grid_reduction(tv: TensorView) -> bool:
@@ -250,6 +276,34 @@ def grid_totals(tv: TensorView) -> tuple[TensorView, ...]:
     return own + tuple(t for t in read_totals(tv) if t is not tv)
 
 
+def _round_key(tv: TensorView) -> tuple:
+    """What the members of one round share: the reduced block and thread types, the entrance
+    loops' extents, the accumulator's registers, and whether it is an allreduce."""
+    r = reduction_loops(tv)
+    return (r.blocks, r.threads, tuple(str(extent) for _, extent in entrance_loops(r)), str(r.elements),
+            is_allreduce(tv))
+
+
+@per_fusion
+def grid_round(tv: TensorView) -> tuple[TensorView, ...]:
+    """The grid reductions that combine in one round with tv (the module docstring's round, nvFuser's
+    GroupedGridReduction): the members of tv's group (tp.group_reductions) that the kernel computes,
+    that are grid reductions and that share tv's reduced types, entrances, registers and kind, in the
+    group's order; (tv,) where tv is not grouped. Its first member is the round's leader."""
+    group = group_of(tv)
+    if group is None or not is_grid_reduction(tv):
+        return (tv,)
+    computed = {t.name for t in computed_tensors(tv.fusion)}
+    key = _round_key(tv)
+    members = tuple(tv.fusion.tensor(t.name) for t in group if t.name in computed)
+    return tuple(t for t in members if is_grid_reduction(t) and _round_key(t) == key) or (tv,)
+
+
+def round_leader(tv: TensorView) -> TensorView:
+    """The first member of tv's round (grid_round): its semaphores and last-block names are the round's."""
+    return grid_round(tv)[0]
+
+
 def last_block_totals(totals) -> tuple[TensorView, ...]:
     """Of the grid reductions `totals`, those whose total only the last block of a segment holds
     (an allreduce's every block holds)."""
@@ -265,5 +319,6 @@ def last_block_types(tv: TensorView, launch: dict[ParallelType, Expr] | None = N
 
 
 __all__ = ["ALLREDUCE_LIMIT", "GENERATION_BIT", "GridLayout", "SEMAPHORE_LIMIT", "entrance_loops", "grid_layout",
-           "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_ranges", "last_block_totals",
-           "last_block_types", "last_name", "read_totals", "semaphores_name", "spread_blocks", "work_name"]
+           "grid_round", "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_name", "last_block_ranges",
+           "last_block_totals", "last_block_types", "last_name", "read_totals", "round_leader", "semaphores_name",
+           "spread_blocks", "work_name"]

@@ -49,7 +49,7 @@ from .indexing import (
 from .circular import specialization
 from .promotion import loop_extents
 from ..model.reduction import is_reduction_tensor
-from .grid_reduction import grid_totals, last_block_ranges, last_block_totals, last_name, read_totals
+from .grid_reduction import grid_totals, last_block_name, last_block_ranges, last_block_totals, read_totals, round_leader
 from .reduction import reduction_loops
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
@@ -205,15 +205,16 @@ def _in_last_blocks(totals, conds: list[Cond], ranges: dict[str, Expr],
     """conds and ranges of a statement that stores or reads the totals of the grid reductions
     `totals` (execution/grid_reduction.py): it runs where `blockIdx.p == tp_last_<p>_<T>` along
     each block type p that T reduces, in place of a single writer's `blockIdx.p == 0`; an allreduce's
-    total is in every block (grid_reduction.is_allreduce), and asks for nothing."""
-    totals = last_block_totals(totals)
+    total is in every block (grid_reduction.is_allreduce), and asks for nothing. The totals of one
+    round (grid_reduction.grid_round) are in one block: its leader's `tp_last_<p>_<leader>`, once."""
+    totals = tuple({round_leader(t).name: round_leader(t) for t in last_block_totals(totals)}.values())
     if not totals:
         return conds, ranges
     reduced = [var(p.cuda_name) for t in totals for p in reduction_loops(t).blocks]
     conds = [c for c in conds if not (c.kind is CondKind.SINGLE_WRITER and c.lhs in reduced)]
     for t in totals:
         r = reduction_loops(t)
-        conds += [Cond(var(p.cuda_name), "==", var(last_name(t.name, p)), "the last block to arrive",
+        conds += [Cond(var(p.cuda_name), "==", var(last_block_name(t, p)), "the last block to arrive",
                        CondKind.SINGLE_WRITER) for p in r.blocks if p in launch]
         ranges = {**ranges, **last_block_ranges(r, launch)}
     return conds, ranges

@@ -25,7 +25,7 @@ from .scalar_types import (CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, extent_
                            scalar_value_cuda)
 from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, GridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
+from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, GridReduce, GroupedGridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
                  StageDrain, StageEmptyWait, StageRelease)
@@ -443,6 +443,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     ReduceInit: emit_reduction.init_lines,
     BlockReduce: emit_reduction.block_reduce_lines,
     GridReduce: emit_reduction.grid_reduce_lines,
+    GroupedGridReduce: emit_reduction.grouped_grid_reduce_lines,
     CpAsyncWait: emit_cp_async.wait_lines,
     CpAsyncCommit: emit_cp_async.commit_lines,
     Prologue: emit_cp_async.prologue_lines,

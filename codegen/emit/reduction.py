@@ -1,7 +1,8 @@
 """C++ for reductions (codegen/lower/reduction.py): the accumulator's init, the block's combine
 through tp_block_reduce, the grid's through tp_grid_reduce (an allreduce's through
-tp_grid_allreduce, a grid-wide barrier), and the combine of an accumulation; the store is a
-plain Compute.
+tp_grid_allreduce, a grid-wide barrier; a round of a group's grid reductions through
+tp_grid_partials, tp_grid_arrive or tp_grid_barrier, tp_grid_combine and tp_grid_release), and the
+combine of an accumulation; the store is a plain Compute.
 
 tp_block_reduce leaves in every thread the total of the threads that share its non-reduced
 thread indices (a group). Where a group's threads are consecutive lanes (the reduced indices
@@ -23,7 +24,7 @@ from ...model.errors import InternalError
 from ...model.expr import try_int
 from ...model.reduction import COMBINE
 from ...model.types import THREAD_TYPES
-from ..ir import BlockReduce, Compute, GridReduce, KernelIR, ReduceInit, WarpRoles, walk
+from ..ir import BlockReduce, Compute, GridReduce, GroupedGridReduce, KernelIR, ReduceInit, WarpRoles, walk
 from .scalar_types import CTYPES, OPS, scalar_literal
 
 BLOCK_REDUCE = """\
@@ -146,6 +147,78 @@ __device__ __forceinline__ void tp_grid_allreduce(T (&acc)[N], T* work, unsigned
 }"""
 
 
+GRID_ROUND = """\
+// a round of grid reductions (execution/grid_reduction.py grid_round, nvFuser's GroupedGridReduction): every
+// member's writers store its partials (tp_grid_partials), then the block counts itself once on the round's
+// semaphore (tp_grid_arrive: the block that reads ranks - 1 is the last, every member's partials of every block
+// written and fenced before), or an allreduce round's blocks meet at one grid-wide barrier (tp_grid_barrier);
+// the last block (every block, after a barrier) combines each member's partials (tp_grid_combine) and returns
+// the semaphore to 0 (tp_grid_release). One block holds every member's total.
+template <int N, typename T>
+__device__ __forceinline__ void tp_grid_partials(const T (&acc)[N], T* work, unsigned long long slot, bool writer) {
+  volatile T* w = work;  // not cached in L1: other blocks read it
+  if (writer) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) w[slot + k] = acc[k];
+  }
+}
+template <int N, bool RX, bool RY, bool RZ, typename T, typename F>
+__device__ __forceinline__ void tp_grid_combine(T (&acc)[N], T* work, unsigned long long first,
+    unsigned long long stride, unsigned long long ranks, unsigned long long reducer, unsigned long long reducers,
+    T* scratch, F op, T neutral) {
+  volatile T* w = work;  // not cached in L1: other blocks wrote it
+#pragma unroll
+  for (int k = 0; k < N; ++k) acc[k] = neutral;
+  for (unsigned long long j = reducer; j < ranks; j += reducers) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) acc[k] = op(acc[k], w[first + j * stride + k]);
+  }
+  if (RX || RY || RZ) tp_block_reduce<N, RX, RY, RZ>(acc, scratch, op);
+}"""
+
+
+GRID_ROUND_COUNT = """\
+// a plain round's count: returns whether this block is the last of its segment to arrive
+__device__ __forceinline__ bool tp_grid_arrive(unsigned long long ranks, unsigned* semaphore) {
+  __threadfence();  // each writer's partials, of every member, reach the GPU's memory
+  __syncthreads();  // ... before thread 0 counts the block
+  const bool leader = threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
+  unsigned ticket = 0u;
+  if (leader) {
+    __threadfence();  // cumulative: the block's partials, ordered before it by the barrier
+    ticket = atomicAdd(semaphore, 1u);
+    __threadfence();  // the last block reads the partials after the count that proves them written
+  }
+  return __syncthreads_or(leader && ticket == (unsigned)(ranks - 1ull)) != 0;
+}
+// in the last block, after its combines: every block of the segment has counted, ready for the next launch
+__device__ __forceinline__ void tp_grid_release(unsigned* semaphore) {
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) atomicExch(semaphore, 0u);
+}"""
+
+
+GRID_ROUND_BARRIER = """\
+// an allreduce round's grid-wide barrier (tp_grid_allreduce's): thread 0 adds 1, in the block of rank
+// ranks - 1 2^31 - (ranks - 1), and waits until bit 31 flips; the low 31 bits end as they began
+__device__ __forceinline__ void tp_grid_barrier(unsigned long long ranks, unsigned long long rank, unsigned* semaphore) {
+  __threadfence();  // each writer's partials, of every member, reach the GPU's memory
+  __syncthreads();  // ... before thread 0 arrives for the block
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    __threadfence();  // cumulative: the block's partials, ordered before its arrival by the barrier
+    const unsigned increment = rank + 1ull == ranks ? 0x80000000u - (unsigned)(ranks - 1ull) : 1u;
+    const unsigned arrived = atomicAdd(semaphore, increment);
+    const volatile unsigned* s = semaphore;
+    unsigned ns = 8u;
+    while (((arrived ^ *s) & 0x80000000u) == 0u) {  // bit 31 flips when the last of the segment arrives
+      __nanosleep(ns);
+      if (ns < 256u) ns *= 2u;
+    }
+    __threadfence();  // the partials are read after the flip that proves them written
+  }
+  __syncthreads();
+}"""
+
+
 def _nodes(nodes: list, kind) -> list:
     """The nodes of `kind` anywhere under `nodes` (in loops, a whole-tile nest's two versions, ...)."""
     return [n for n in walk(nodes) if isinstance(n, kind)]
@@ -153,13 +226,18 @@ def _nodes(nodes: list, kind) -> list:
 
 def prelude(ir: KernelIR) -> list[str]:
     """The helpers, where a block or grid combine is emitted (the grid's calls the block's)."""
-    grids = _nodes(ir.body, GridReduce)
+    grids, rounds = _nodes(ir.body, GridReduce), _nodes(ir.body, GroupedGridReduce)
     grid, allreduce = any(not n.allreduce for n in grids), any(n.allreduce for n in grids)
-    block = bool(grids) or bool(_nodes(ir.body, BlockReduce))
+    block = bool(grids) or bool(rounds) or bool(_nodes(ir.body, BlockReduce))
     roles = next((n for n in ir.body if isinstance(n, WarpRoles)), None)
     helper = BLOCK_REDUCE if roles is None else consumers_block_reduce(ir, roles)
-    return ((helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
-            + (GRID_ALLREDUCE.splitlines() if allreduce else []))
+    out = ((helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
+           + (GRID_ALLREDUCE.splitlines() if allreduce else []))
+    if rounds:  # a group's grid reductions in one round: its helpers only where there is one
+        out += GRID_ROUND.splitlines()
+        out += GRID_ROUND_COUNT.splitlines() if any(not n.allreduce for n in rounds) else []
+        out += GRID_ROUND_BARRIER.splitlines() if any(n.allreduce for n in rounds) else []
+    return out
 
 
 def consumers_block_reduce(ir: KernelIR, roles: WarpRoles) -> str:
@@ -184,6 +262,8 @@ def uses_max(ir: KernelIR) -> bool:
     texts = [OPS[CTYPES[c.out.dtype.name].compute][COMBINE[c.name]] for c in _nodes(ir.body, Compute)
              if c.kind == "reduction"]
     texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, (BlockReduce, GridReduce))]
+    texts += [OPS[CTYPES[m.dtype.name].compute][m.combine] for n in _nodes(ir.body, GroupedGridReduce)
+              for m in n.members]
     return any("tp_max" in t or "tp_min" in t for t in texts)
 
 
@@ -238,5 +318,38 @@ def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
     return lines
 
 
-__all__ = ["BLOCK_REDUCE", "GRID_ALLREDUCE", "GRID_REDUCE", "block_reduce_lines", "combine", "grid_reduce_lines", "init_lines", "prelude",
+def grouped_grid_reduce_lines(e, n: GroupedGridReduce, depth: int) -> list[str]:
+    """A round: every member's partials, one count (or one grid barrier), then each member's combine in the
+    last block (every block), the semaphore returned once; the first member's flag and last-block indices."""
+    pad = "  " * depth
+    first = n.members[0]
+    writer = " && ".join(e.cond(c) for c in first.writer) or "true"
+    semaphore = f"{first.semaphores} + {e.x(first.semaphore)}"
+    lines = [f"{pad}// {n.comment}"]
+    for m in n.members:
+        lines.append(f"{pad}tp_grid_partials<{m.elements}>({m.acc}, {m.work}, {e.x(m.slot)}, {writer});")
+    combines = []
+    for m in n.members:
+        t = CTYPES[m.dtype.name].compute
+        op = OPS[t][m.combine].format(a="a", b="b")
+        flags = ", ".join("true" if r else "false" for r in m.threads)
+        scratch = f"reinterpret_cast<{t}*>({m.scratch})" if m.scratch else f"static_cast<{t}*>(nullptr)"
+        combines.append(f"tp_grid_combine<{m.elements}, {flags}>({m.acc}, {m.work}, {e.x(m.first)}, {e.x(m.stride)}, "
+                        f"{e.x(m.ranks)}, {e.x(m.reducer)}, {e.x(m.reducers)}, {scratch}, "
+                        f"[] ({t} a, {t} b) {{ return {op}; }}, {scalar_literal(m.neutral, t)});")
+    if n.allreduce:
+        lines.append(f"{pad}tp_grid_barrier({e.x(first.ranks)}, {e.x(first.rank)}, {semaphore});")
+        return lines + [f"{pad}{c}" for c in combines]
+    lines.append(f"{pad}const bool {first.flag} = tp_grid_arrive({e.x(first.ranks)}, {semaphore});")
+    lines.append(f"{pad}if ({first.flag}) {{")
+    lines += [f"{pad}  {c}" for c in combines]
+    lines.append(f"{pad}  tp_grid_release({semaphore});")
+    lines.append(f"{pad}}}")
+    for name, index, dim in first.last:  # every member's store and reader: blockIdx == tp_last, the round's last block
+        lines.append(f"{pad}const unsigned long long {name} = {first.flag} ? {index} : {dim};")
+    return lines
+
+
+__all__ = ["BLOCK_REDUCE", "GRID_ALLREDUCE", "GRID_REDUCE", "GRID_ROUND", "GRID_ROUND_BARRIER", "GRID_ROUND_COUNT",
+           "block_reduce_lines", "combine", "grid_reduce_lines", "grouped_grid_reduce_lines", "init_lines", "prelude",
            "uses_max"]

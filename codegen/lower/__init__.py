@@ -13,6 +13,8 @@
     nest       the placed nest the verifier proved (execution/nest.py), its statements lowered: the
                loops with their __syncthreads, mbarrier waits, cp.async commits and waits, circular
                buffers' prologues and prefetched copies, wgmma fences and waits, warp roles
+    grid-rounds  the grid combines of one round (a group's grid reductions, execution/grid_reduction.py
+               grid_round) joined into one GroupedGridReduce: one semaphore, one last block (lower/reduction.py)
     pipeline   those prologues and prefetched copies: their loop's index, the copies shifted ahead
                (lower/pipelines.py)
     roles      a warp-specialized kernel's producer issuers and empty mbarriers (lower/warp_roles.py)
@@ -255,6 +257,7 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("index", index),
     ("tmem", tmem.lower_accesses),
     ("nest", nest),
+    ("grid-rounds", reduction.combine_rounds),
     ("pipeline", pipeline),
     ("roles", roles),
     ("tmem-alloc", tmem.allocate_and_fence),

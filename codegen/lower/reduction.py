@@ -18,9 +18,12 @@
 The reductions of a group (tp.group_reductions, model/grouped_reduction.py) share one loop nest
 (execution/loops.py: their loops are siblings' and their accumulations run together, every init
 before those loops and every combine and store after them), and each member's steps are its own,
-as nvFuser lowers a GroupedReductionOp's block and serial reductions; grid ones too (a workspace and
-semaphore each; nvFuser's GroupedGridReduction combines them in one round), so a group changes no
-value. REDUCTION-GROUP's condition is checked here as the verifier checks it.
+as nvFuser lowers a GroupedReductionOp's block and serial reductions. Their grid combines form one
+round (execution/grid_reduction.py grid_round, nvFuser's GroupedGridReduction): each member's
+GridReduce names the round leader's semaphores and last-block flag, and the pass `grid-rounds`
+(combine_rounds, after the nest) joins the members' adjacent GridReduce nodes into one
+GroupedGridReduce: every member's partials, one count (or one grid barrier), one last block that
+combines each member. REDUCTION-GROUP's condition is checked here as the verifier checks it.
 
 Init, combine and store sit just outside the loop of the tensor's first reduction axis, so the
 loops left of it (shared with other tensors) run them once per element of those axes. Indices
@@ -37,14 +40,16 @@ from ...model.reduction import COMBINE
 from ...execution.reduction import ReductionLoops, reduction_loops
 from ...execution.conditions.reduction import (accumulator_problems, grid_problems, group_problems, parallel_problems,
                                                unsupported_reductions)
-from ...execution.grid_reduction import (entrance_loops, grid_layout, is_allreduce, last_name, semaphores_name,
-                                          work_name)
+from ...execution.grid_reduction import (entrance_loops, grid_layout, grid_round, is_allreduce, last_block_name,
+                                          round_leader, semaphores_name, work_name)
+from ...model.errors import InternalError
 from ...execution.reduction import grid_reductions
 from ...model.simplify import simplify
 from ...execution.smem_plan import SCRATCH
 from ...model.tensor import TensorView
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, ParallelType, int8
-from ..ir import BlockReduce, Buffer, Compute, GridReduce, Loop, LoopKind, Operand, Param, ParamKind, ReduceInit
+from ..ir import (BlockReduce, Buffer, Compute, GridReduce, GroupedGridReduce, Loop, LoopKind, Operand, Param,
+                  ParamKind, ReduceInit, WholeTile, walk)
 from ...execution.predicates import store_names as store_index_names
 from .loop_nest import LoopClass, refuse
 
@@ -110,20 +115,21 @@ def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, 
             refuse("REDUCTION-GRID", [Problem(f"{tv.name}'s loop {k} runs {path[k].extent} times, its axis "
                                               f"{extent}", hint="")])
     g = grid_layout(r, builder.launch, env)
+    leader = round_leader(tv).name  # a round's members share its leader's semaphores and last block
     if is_allreduce(tv):
         return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
-                          SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(tv.name), g.slot, g.first,
+                          SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(leader), g.slot, g.first,
                           g.stride, g.ranks, g.semaphore,
                           [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
-                          g.reducer, g.reducers, f"tp_grid_last_{tv.name}", [],
+                          g.reducer, g.reducers, f"tp_grid_last_{leader}", [],
                           f"{tv.name}: the blocks combine over {', '.join(p.value for p in r.blocks)} after a grid-wide "
                           f"barrier; every block holds the total (an allreduce)", allreduce=True, rank=g.rank)
     return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
-                      SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(tv.name), g.slot, g.first,
+                      SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(leader), g.slot, g.first,
                       g.stride, g.ranks, g.semaphore,
                       [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
-                      g.reducer, g.reducers, f"tp_grid_last_{tv.name}",
-                      [(last_name(tv.name, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch],
+                      g.reducer, g.reducers, f"tp_grid_last_{leader}",
+                      [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch],
                       f"{tv.name}: the blocks combine over {', '.join(p.value for p in r.blocks)}; the last to arrive "
                       f"holds the total")
 
@@ -139,16 +145,60 @@ def cooperative(order) -> bool:
 
 def workspace_params(order, launch: dict) -> list[Param]:
     """A grid reduction's workspace and semaphores (kernel parameters the runtime allocates),
-    sized by execution/grid_reduction.py at the statement's default loop names."""
+    sized by execution/grid_reduction.py at the statement's default loop names; a round's
+    members each have a workspace, its leader the semaphores."""
     out = []
     for r in grid_reductions(order):
         g = grid_layout(r, launch, {uid: var(f"entrance {k}") for k, (uid, _) in enumerate(entrance_loops(r))})
         name = r.tensor.name
         out.append(Param(work_name(name), ParamKind.WORKSPACE, "", tensor=name,
                          elements=g.work_elements, dtype=r.dtype))
-        out.append(Param(semaphores_name(name), ParamKind.SEMAPHORES, "unsigned*", tensor=name,
-                         elements=g.semaphore_count))
+        if round_leader(r.tensor).name == name:
+            out.append(Param(semaphores_name(name), ParamKind.SEMAPHORES, "unsigned*", tensor=name,
+                             elements=g.semaphore_count))
     return out
+
+
+def combine_rounds(st) -> None:
+    """The pass `grid-rounds`: in the lowered tree (st.tree), the GridReduce nodes of each round of two
+    or more members (execution/grid_reduction.py grid_round), adjacent in one body (the nest holds a
+    group's grid combines together, REDUCTION-GRID checks it) and naming the leader's semaphores,
+    joined into one GroupedGridReduce. A round found apart or incomplete is a tileproof bug."""
+    rounds = {semaphores_name(t.name): grid_round(t) for t in st.order if len(grid_round(t)) > 1
+              and round_leader(t).name == t.name}
+    if not rounds:
+        return
+
+    def join(nodes: list) -> list:
+        out: list = []
+        for n in nodes:
+            if hasattr(n, "body") and not isinstance(n, WholeTile):
+                n.body = join(n.body)
+            if isinstance(n, GridReduce) and n.semaphores in rounds:
+                last = out[-1] if out else None
+                if isinstance(last, GroupedGridReduce) and last.members[0].semaphores == n.semaphores:
+                    last.members.append(n)
+                else:
+                    out.append(GroupedGridReduce([n]))
+                continue
+            out.append(n)
+        return out
+
+    st.tree = join(st.tree)
+    joined = [n for n in walk(st.tree) if isinstance(n, GroupedGridReduce)]
+    for sems, members in rounds.items():
+        found = [sorted(m.acc for m in n.members) for n in joined if n.members[0].semaphores == sems]
+        want = sorted(accumulator(t) for t in members)  # in the nest's order, which need not be the group's
+        if found != [want]:
+            raise InternalError(f"the grid round of {', '.join(t.name for t in members)} is lowered as {found}")
+    for n in joined:
+        first = n.members[0]
+        if any(str((m.semaphore, m.ranks, m.writer)) != str((first.semaphore, first.ranks, first.writer))
+               for m in n.members):
+            raise InternalError(f"the members of the grid round {first.semaphores} count on different semaphores")
+        how = ("one grid-wide barrier; every block holds each total" if n.allreduce
+               else "one semaphore; the last block to arrive holds each total")
+        n.comment = f"{', '.join(m.acc for m in n.members)}: one grid round (nvFuser's GroupedGridReduction), {how}"
 
 
 def _accumulate(builder, tv: TensorView, r: ReductionLoops, acc: str) -> Compute:
@@ -198,5 +248,6 @@ def store_statement(builder, tv: TensorView, ex, ranges, source: Operand, commen
     return node
 
 
-__all__ = ["accumulator", "buffers", "check", "cooperative", "statements", "store_conds", "store_names", "store_statement",
+__all__ = ["accumulator", "buffers", "check", "combine_rounds", "cooperative", "statements", "store_conds", "store_names",
+           "store_statement",
            "workspace_params"]

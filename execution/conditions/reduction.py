@@ -21,11 +21,11 @@ from ...model.types import (
 )
 from ..problems import Problem
 from ..circular import specialization
-from ..reduction import MAX_ACCUMULATOR_REGISTERS, ReductionLoops, accumulator_registers, reduction_loops
+from ..reduction import MAX_ACCUMULATOR_REGISTERS, Phase, ReductionLoops, accumulator_registers, reduction_loops
 from ..cluster import NO_CLUSTER, cluster_dims
-from ..grid_reduction import (entrance_loops, is_allreduce, is_grid_reduction, last_block_totals, read_totals,
-                              spread_blocks)
-from ..loops import loop_groups, statement_path
+from ..grid_reduction import (entrance_loops, grid_round, is_allreduce, is_grid_reduction, last_block_totals,
+                              read_totals, round_leader, spread_blocks)
+from ..loops import loop_groups, statement_items, statement_path
 from ..statements import bound_types
 
 
@@ -238,12 +238,13 @@ def grid_problems(fusion, order) -> list:
     in the last block of each segment only, so the statements that read it (directly or through
     others: grid_reduction.read_totals) run in that block only (reader_problems says where that
     holds), and it is computed by no MmaOp, in no warp-specialized kernel, with no broadcast
-    loop axis."""
+    loop axis; the members of a round (grid_round) combine at one point of the kernel."""
     out = []
     grid = [tv for tv in order if is_grid_reduction(tv)]
     if not grid:
         return out
     specialized = [t.name for t in order if specialization(t) is not None]
+    apart = _rounds_apart(fusion, order, grid)
     for tv in grid:
         r = reduction_loops(tv)
         axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
@@ -252,6 +253,15 @@ def grid_problems(fusion, order) -> list:
         found = _reader_problems(fusion, order, tv, r, over, where)
         if found:
             out.append(found)
+        elif tv.name in apart:
+            members = ", ".join(t.name for t in grid_round(tv))
+            out.append(Problem(f"{tv.name} is reduced over {over} in one grid round with {members} (a group's grid "
+                               f"reductions: one semaphore, one last block), but the kernel combines them at "
+                               f"different points ({apart[tv.name]} statements between, or in other loops)",
+                               hint=f"schedule {members} alike and inline them alike (tp.propagate_transforms, "
+                                    f"tp.inline_most), or do not group them",
+                               values={"members": len(grid_round(tv)), "statements_between": apart[tv.name]},
+                               **where))
         elif is_mma(tv):
             out.append(Problem(f"{tv.name} is an MmaOp reduced over {over}; tileproof combines tensor-core "
                                f"accumulators within a block only",
@@ -270,6 +280,25 @@ def grid_problems(fusion, order) -> list:
     return out
 
 
+def _rounds_apart(fusion, order, grid) -> dict[str, int]:
+    """name -> how many statements lie between the grid combines of its round (grid_round, two or more
+    members), for the members of rounds whose combines are not adjacent in the kernel's statements
+    (execution/loops.py statement_items) or not in the same loops: one round is one point of the kernel."""
+    rounds = {round_leader(t).name: grid_round(t) for t in grid if len(grid_round(t)) > 1}
+    if not rounds:
+        return {}
+    items = statement_items(order, loop_groups(fusion, order))
+    at = {leaf[0].name: k for k, (_, leaf) in enumerate(items)
+          if isinstance(leaf, tuple) and leaf[1] is Phase.GRID_COMBINE}
+    out = {}
+    for members in rounds.values():
+        where = sorted(at[t.name] for t in members if t.name in at)
+        gap = where[-1] - where[0] + 1 - len(members) if len(where) == len(members) else len(items)
+        if gap or len({tuple(items[k][0]) for k in where}) > 1:  # adjacent, and in the same loops
+            out.update({t.name: gap for t in members})
+    return out
+
+
 ALLREDUCE = ("an allreduce (a reader spread over the reduced block types) runs the partials through a grid-wide "
              "barrier, after which every block combines them: each block keeps its own copy of the total")
 
@@ -277,8 +306,8 @@ ALLREDUCE = ("an allreduce (a reader spread over the reduced block types) runs t
 def _reader_problems(fusion, order, tv, r: ReductionLoops, over: str, where: dict) -> Problem | None:
     """The first reason the statements reading tv's total (a grid reduction) cannot read it where
     it is: for a plain grid reduction, in the last block of its segment, after its combine (a
-    grid reduction or an MmaOp or tensor memory access among them, one that reads two grid totals
-    held by last blocks, a combine entered more than once per block, a reader outside a loop scope
+    grid reduction or an MmaOp or tensor memory access among them, one that reads grid totals of
+    two rounds held by last blocks, a combine entered more than once per block, a reader outside a loop scope
     the combine is in); for an allreduce (a reader spread over a block type tv reduces), in every
     block after its barrier (allreduce_problem)."""
     readers = [t for t in order if tv in read_totals(t)]
@@ -321,18 +350,23 @@ def _reader_problems(fusion, order, tv, r: ReductionLoops, over: str, where: dic
 
 def _reader_kind_problem(start: str, tv, t, readers, where: dict) -> Problem | None:
     """A reader t of tv's total that tileproof cannot run where the total is: an MmaOp or tensor
-    memory access, or a statement reading two totals that last blocks hold (which need not be one)."""
+    memory access, or a statement reading totals that the last blocks of two rounds hold (which
+    need not be one block; the totals of one round, grid_round, are in its one last block)."""
     if is_mma(t) or MemoryType.Tensor in [x.memory_type for x in [t, *t.definition.inputs]]:
         return Problem(f"{start}, and {t.name}, which reads it, is an MmaOp or touches tensor memory: tileproof "
                        f"issues those warp-collective instructions in every block",
                        hint=f"make {tv.name} an output and compute {t.name} in a second fusion",
                        values={"readers": len(readers)}, **where)
     both = last_block_totals(read_totals(t))
-    if len(both) > 1:
+    rounds = {round_leader(x).name: grid_round(x) for x in both}
+    if len(rounds) > 1:
+        apart = "; ".join(", ".join(x.name for x in r) for r in rounds.values())
         return Problem(f"{start}, and {t.name} reads the totals of {', '.join(x.name for x in both)}, whose last "
-                       f"blocks need not be one block",
-                       hint=f"make {', '.join(x.name for x in both)} outputs and compute {t.name} in a second "
-                            f"fusion", values={"readers": len(readers), "totals": len(both)}, **where)
+                       f"blocks need not be one block: they combine in {len(rounds)} rounds ({apart}), each with "
+                       f"its own semaphore",
+                       hint=f"group {', '.join(x.name for x in both)} (tp.group_reductions: one round, one last "
+                            f"block), or make them outputs and compute {t.name} in a second fusion",
+                       values={"readers": len(readers), "totals": len(both), "rounds": len(rounds)}, **where)
     return None
 
 

@@ -242,3 +242,57 @@ def test_a_grid_that_cannot_be_resident_at_once_is_explained():
     message = co_residency_problem("tp_k", (32, 4000, 1), 16, 132)
     assert "128000 blocks (32 x 4000 x 1)" in message and "at most 2112 (16 blocks per SM x 132 SMs" in message
     assert co_residency_problem("tp_k", (32, 66, 1), 16, 132) is None  # 2112 blocks: exactly resident
+
+
+def _grouped_grid(allreduce: bool, second_dtype=None):
+    """A sum and a max of [M, N] grouped (tp.group_reductions), rows on BIDy and each row on [BIDx,
+    TIDx{32}]: T1 + T2 read in the round's last block, or `allreduce`: each added back to T0 in every
+    block; `second_dtype`: the max reduces T0 cast to it (members of two dtypes in one round)."""
+    with tp.Fusion(f"grouped_grid_{'all' if allreduce else 'last'}") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = tp.max(tp.cast(t0, second_dtype) if second_dtype else t0, [1])
+        total2 = tp.cast(t2, tp.float32) if second_dtype else t2
+        if allreduce:
+            fusion.add_output(tp.add(tp.add(t0, tp.broadcast(t1, [False, True])), tp.broadcast(total2, [False, True])))
+        else:
+            fusion.add_output(tp.add(t1, total2))
+    fusion.assume("M <= 65535")
+    fusion.assume("N <= 65535 * 32")
+    tp.group_reductions([t1, t2])
+    out = fusion.outputs[0]
+    ref = out if allreduce else t1
+    ref.split(1, 32)
+    tp.propagate_transforms(ref)
+    tp.inline_most(fusion)
+    ref.axis(0).parallelize(tp.ParallelType.BIDy)
+    ref.axis(1).parallelize(tp.ParallelType.BIDx)
+    ref.axis(2).parallelize(tp.ParallelType.TIDx)
+    tp.parallelize_all_like(ref)
+    return fusion
+
+
+@pytest.mark.parametrize("allreduce", [False, True], ids=["last_block", "allreduce"])
+@pytest.mark.parametrize("second_dtype", [None, tp.float64], ids=["f32", "f32_and_f64"])
+def test_a_groups_grid_reductions_are_one_round(allreduce, second_dtype):
+    """nvFuser's GroupedGridReduction: every member's partials, then one count on one semaphore (or one
+    grid-wide barrier), then each member's combine; one semaphore parameter, one last-block flag, the
+    readers and stores testing the round's tp_last_x_T1; it compiles with NVRTC, with and without headers."""
+    fusion = _grouped_grid(allreduce, second_dtype)
+    assert tp.verify(fusion, "sm_90a").ok, tp.verify(fusion, "sm_90a").codes
+    ir = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    src = emit(ir, cuda_headers=False)
+    assert [p.name for p in ir.params if p.kind.value == "semaphores"] == ["tp_sems_T1"]
+    assert src.count("  tp_grid_partials<1>(") == 2 and src.count("  tp_grid_combine<1, true, false, false>(") == 2
+    assert "tp_grid_reduce<" not in src and "tp_grid_allreduce<" not in src
+    if allreduce:
+        assert ir.cooperative and src.count("  tp_grid_barrier(") == 1 and "tp_grid_arrive(" not in src
+        assert "tp_last_" not in src
+    else:
+        assert not ir.cooperative and src.count("= tp_grid_arrive(") == 1 and "tp_grid_barrier(" not in src
+        assert src.count("tp_grid_release(tp_sems_T1") == 1
+        assert re.findall(r"const unsigned long long (tp_last_\w+) =", src) == ["tp_last_x_T1"]
+        # both members' stores and their readers (the add; the cast of the float64 max)
+        assert src.count("blockIdx.x == tp_last_x_T1") == (4 if second_dtype else 3)
+    for headers in (False, True):
+        assert nvrtc.compile_to_cubin(emit(ir, cuda_headers=headers), "sm_90a", None)[:4] == b"\x7fELF"

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.ir import BlockReduce, Buffer, GridReduce, KernelIR, walk
+from tileproof.codegen.ir import BlockReduce, Buffer, GridReduce, GroupedGridReduce, KernelIR, walk
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import reference
 from tileproof.model.expr import const, evaluate
@@ -151,7 +151,7 @@ def _grouped_sum_and_max(grid: bool):
     """T1 = sum(T0, 1) and T2 = max(T0, 1) of [M, N] grouped (tp.group_reductions), only T1 scheduled
     (T2, its sibling, takes T1's parallel types): rows on BIDx and the row on TIDx{32} (block
     reductions, T3 = T1 + T2 the output), or `grid`: rows on BIDy and the row on [BIDx, TIDx{32}]
-    (grid reductions, each lowered with its own workspace and semaphore; T1 and T2 the outputs)."""
+    (grid reductions combined in one round: a workspace each, one semaphore; T1 and T2 the outputs)."""
     with tp.Fusion("grouped_grid" if grid else "grouped_block") as fusion:
         t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
         t1 = tp.sum(t0, [1])
@@ -183,17 +183,67 @@ P_BIDX, P_BIDY = tp.ParallelType.BIDx, tp.ParallelType.BIDy
 @pytest.mark.parametrize("sizes", [{"M": 3, "N": 96}, {"M": 2, "N": 70}], ids=str)
 def test_grouped_reductions_compute_the_separate_reductions(grid, sizes):
     """A group changes no value: each member's elements are its own reduction's (the group's block
-    and grid reductions are lowered one per tensor, as nvFuser lowers block reductions)."""
+    reductions are lowered one per tensor, as nvFuser lowers block reductions; its grid reductions
+    in one round, nvFuser's GroupedGridReduction, whose two members the simulator combines in turn)."""
     fusion = _grouped_sum_and_max(grid)
     assert tp.verify(fusion, "sm_90a").ok, tp.verify(fusion, "sm_90a").codes
     st = lower(fusion.snapshot(), get_target("sm_90a"))
-    combines = [n for n in walk(st.kernel.body) if isinstance(n, GridReduce if grid else BlockReduce)]
-    assert len(combines) == 2  # T2 runs on T1's indices: a combine each
+    if grid:
+        (round_,) = [n for n in walk(st.kernel.body) if isinstance(n, GroupedGridReduce)]
+        assert [m.acc for m in round_.members] == ["tp_acc_T1", "tp_acc_T2"]
+        assert not [n for n in walk(st.kernel.body) if isinstance(n, GridReduce)]
+    else:
+        assert len([n for n in walk(st.kernel.body) if isinstance(n, BlockReduce)]) == 2  # a combine each
     x = np.random.default_rng(1).integers(-50, 50, size=(sizes["M"], sizes["N"])).astype(float)
     outs = run_kernel(st.kernel, fusion, [x], sizes, Numbers)
     want = [x.sum(1), x.max(1)] if grid else [x.sum(1) + x.max(1)]
     for got, expected in zip(outs, want):
         assert np.array_equal(got.astype(float), expected)
+
+
+def _grouped_totals_read_together(op: str):
+    """T3 = T1 + T2 of two grid reductions of [M, N] grouped (T1 = sum, T2 = `op`, rows on BIDy, the row
+    on [BIDx, TIDx{32}]): T3 reads both totals, in the one last block of their round."""
+    with tp.Fusion("grouped_grid_totals") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        t2 = getattr(tp, op)(t0, [1])
+        fusion.add_output(tp.add(t1, t2))
+    fusion.assume("M <= 65535")
+    fusion.assume("N <= 65535 * 32")
+    tp.group_reductions([t1, t2])
+    t1.split(1, 32)
+    tp.propagate_transforms(t1)
+    tp.inline_most(fusion)
+    t1.axis(0).parallelize(P_BIDY)
+    t1.axis(1).parallelize(P_BIDX)
+    t1.axis(2).parallelize(tp.ParallelType.TIDx)
+    tp.parallelize_all_like(t1)
+    return fusion
+
+
+@pytest.mark.parametrize("op", ["max", "sum"])
+@pytest.mark.parametrize("sizes", [{"M": 3, "N": 96}, {"M": 2, "N": 70}, {"M": 1, "N": 33}, {"M": 2, "N": 1}], ids=str)
+def test_a_reader_of_two_grouped_grid_totals_runs_in_their_rounds_last_block(op, sizes):
+    """The round's one semaphore names one last block, which holds both totals: T3 = T1 + T2 stored
+    there, equal to the reference, whatever order the blocks arrive in (forward, backward, shuffled);
+    the round's semaphore is back at 0 after each launch (the simulator checks)."""
+    fusion = _grouped_totals_read_together(op)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, report.codes
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    (round_,) = [n for n in walk(kernel.body) if isinstance(n, GroupedGridReduce)]
+    assert {m.semaphores for m in round_.members} == {"tp_sems_T1"} and not round_.allreduce
+    assert [p.name for p in kernel.params if p.kind.value == "semaphores"] == ["tp_sems_T1"]
+    x = np.random.default_rng(sizes["N"]).integers(-50, 50, size=(sizes["M"], sizes["N"])).astype(float)
+    want = x.sum(1) + getattr(x, op)(1)
+    grid = [evaluate(e, sizes) for e in kernel.grid]
+    blocks = list(itertools.product(*(range(g) for g in grid)))
+    shuffled = list(blocks)
+    np.random.default_rng(0).shuffle(shuffled)
+    for order in (blocks, blocks[::-1], shuffled):
+        (got,) = run_kernel(kernel, fusion, [x], sizes, Numbers, order)
+        assert np.array_equal(got.astype(float), want)
 
 
 @pytest.mark.parametrize("sizes", [{"M": 3, "N": 64}, {"M": 2, "N": 27}, {"M": 1, "N": 5}], ids=str)
@@ -301,7 +351,8 @@ def test_an_allreduce_whose_blocks_are_not_all_launched_hangs_in_the_simulator()
 
 def test_an_allreduce_of_max_and_sum_grouped_computes_the_reference():
     """nvFuser's GroupAllreduce3 (a sum, a max and a min allreduce grouped, [BIDx, TIDx{128}]) on
-    numbers at an indivisible size."""
+    numbers at indivisible sizes: one round, so each block meets the others at one grid-wide barrier
+    (one semaphore), not one per member."""
     with tp.Fusion("group_allreduce") as fusion:
         t0 = tp.make_tensor(["N"]); fusion.add_input(t0)
         t1, t4, t7 = tp.sum(t0, [0]), tp.max(t0, [0]), tp.min(t0, [0])
@@ -316,10 +367,15 @@ def test_an_allreduce_of_max_and_sum_grouped_computes_the_reference():
     tp.parallelize_all_like(t1)
     assert tp.verify(fusion, "sm_90a").ok
     kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
-    x = np.random.default_rng(5).integers(1, 50, size=(300,)).astype(float)
-    outs = run_kernel(kernel, fusion, [x], {"N": 300}, Numbers)
-    for got, want in zip(outs, reference(fusion, [x])):
-        assert np.allclose(got.astype(float), want)
+    (round_,) = [n for n in walk(kernel.body) if isinstance(n, GroupedGridReduce)]
+    assert round_.allreduce and len(round_.members) == 3 and kernel.cooperative
+    for n in (300, 128, 1):
+        x = np.random.default_rng(5).integers(1, 50, size=(n,)).astype(float)
+        sim = Simulator(kernel, {"N": n}, Numbers)
+        outs = run_kernel(kernel, fusion, [x], {"N": n}, Numbers, simulator=lambda *a: sim)
+        for got, want in zip(outs, reference(fusion, [x])):
+            assert np.allclose(got.astype(float), want)
+        assert sim.barrier_waits == -(-n // 128)  # one barrier per block for the three totals
 
 
 def test_persistent_batch_norm_backward_with_scalars_of_extents_computes_the_reference():

@@ -5,7 +5,10 @@ schedule runs at three or more sizes, some not divisible by its splits, against 
 in a row: the second launch reuses the semaphores the first returned to 0. A total read by later
 statements of the kernel runs them in the last block of its segment only (item 6 follow-up). A total
 every block reads (an allreduce) runs through a grid-wide barrier in a cooperative launch, and a grid
-too large to be resident at once is an InputError naming the grid and the limit."""
+too large to be resident at once is an InputError naming the grid and the limit. A group's grid
+reductions (tp.group_reductions) combine in one round with one semaphore (nvFuser's
+GroupedGridReduction): a statement reading both totals runs in the round's one last block, and a
+grouped allreduce meets at one grid-wide barrier."""
 
 from __future__ import annotations
 
@@ -217,3 +220,71 @@ def test_an_allreduce_grid_too_large_to_be_resident_is_an_input_error():
         kernel.run(x)
     y = torch.randn(5, 300, device="cuda")
     _twice(kernel, y, y + y.sum(1, keepdim=True))
+
+
+def grouped_totals_read_together(op: str, dtype_of_second=None):
+    """T3 = sum(T0, 1) + op(T0, 1) of [M, N] grouped (tp.group_reductions), the rows on BIDy and each
+    row on [BIDx, TIDx{128}]: both grid reductions combine in one round (one semaphore), and T3,
+    reading both totals, runs in its one last block. `dtype_of_second`: the second reduces T0 cast to
+    it (a round of members of two dtypes, each with its own workspace)."""
+    with tp.Fusion(f"grouped_totals_{op}_{dtype_of_second.name if dtype_of_second else 'f32'}") as fusion:
+        t0 = tp.make_contig_tensor(2); fusion.add_input(t0)
+        t1 = tp.sum(t0, [1])
+        second = tp.cast(t0, dtype_of_second) if dtype_of_second else t0
+        t2 = getattr(tp, op)(second, [1])
+        fusion.add_output(tp.add(t1, tp.cast(t2, tp.float32) if dtype_of_second else t2))
+    fusion.assume("T0_0 <= 65535")  # rows on BIDy
+    tp.group_reductions([t1, t2])
+    t1.split(1, 128)
+    tp.propagate_transforms(t1)
+    tp.inline_most(fusion)
+    t1.axis(0).parallelize(P.BIDy)
+    t1.axis(1).parallelize(P.BIDx)
+    t1.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1)
+    return fusion
+
+
+@pytest.mark.parametrize("op, dtype", [("sum", None), ("max", None), ("sum", "float64")])
+@pytest.mark.parametrize("shape", [(5, 1000), (33, 4097), (1, 128), (64, 100000)])
+def test_a_reader_of_two_grouped_grid_totals(op, dtype, shape):
+    """Issue 33 (nvFuser's GroupedReductionRfactor1/2, GroupedReductionReEntrant1): one round, one
+    semaphore, one last block holding both totals; launched twice (the round's semaphore back at 0)."""
+    kernel = tp.compile(grouped_totals_read_together(op, getattr(tp, dtype) if dtype else None))
+    assert "tp_grid_arrive(" in kernel.cuda_source
+    assert len([p for p in kernel.ir.params if p.kind.value == "semaphores"]) == 1
+    x = torch.randn(shape, device="cuda")
+    second = x.double().sum(1).float() if dtype else (x.sum(1) if op == "sum" else x.amax(1))
+    _twice(kernel, x, x.sum(1) + second)
+
+
+def grouped_allreduce_of_sum_and_max():
+    """nvFuser's GroupAllreduce3 shape: T0 / sum(T0) and T0 - max(T0) of [N] on [BIDx, TIDx{128}], the
+    two allreduces grouped: one grid-wide barrier for both (cooperative launch)."""
+    with tp.Fusion("grouped_allreduce_of_sum_and_max") as fusion:
+        t0 = tp.make_tensor([-1]); fusion.add_input(t0)
+        t1, t2 = tp.sum(t0, [0]), tp.max(t0, [0])
+        fusion.add_output(tp.div(t0, tp.broadcast(t1, [True])))
+        fusion.add_output(tp.sub(t0, tp.broadcast(t2, [True])))
+    tp.group_reductions([t1, t2])
+    t1.split(0, 128)
+    tp.propagate_transforms(t1)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t1)
+    return fusion
+
+
+@pytest.mark.parametrize("n", [1, 999, 1000, 128 * 100 + 3])
+def test_a_grouped_allreduce_meets_at_one_barrier(n):
+    """Each launched twice: the round's one barrier semaphore flipped by the first launch, waited on
+    for the next flip by the second."""
+    kernel = tp.compile(grouped_allreduce_of_sum_and_max())
+    assert kernel.ir.cooperative and kernel.cuda_source.count("  tp_grid_barrier(") == 1  # one call for both
+    assert len([p for p in kernel.ir.params if p.kind.value == "semaphores"]) == 1
+    x = torch.rand(n, device="cuda") + 0.5
+    for _ in range(2):
+        quotient, difference = kernel.run(x)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(quotient, x / x.sum(), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(difference, x - x.max(), rtol=1e-4, atol=1e-5)

@@ -800,9 +800,6 @@ def _rows_plus_totals(torch, t0):
 SYMBOLIC_TIDX = ("no item: TIDx bound to the symbolic row extent N: LAUNCH-THREADS and SMEM-CAPACITY for N > 1024 "
                  "(nvFuser checks the block size at launch)")
 SYMBOLIC_BIDY = "no item: LAUNCH-GRID: BIDy over the symbolic M may pass 65535 (nvFuser checks the grid at launch)"
-GROUPED_GRID = ("no item: the reader of two grouped grid totals is rejected with REDUCTION-GRID: tileproof lowers a "
-                "group's grid reductions one per tensor (a semaphore each, whose last blocks may differ), nvFuser's "
-                "GroupedGridReduction combines them in one round with one semaphore")
 CHANNELS_LAST = ("no item: SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS, REGISTER-SIZE-CONSTANT over symbolic extents; "
                  "the persistent variant's inline_at refuses a persistent axis")
 
@@ -826,8 +823,10 @@ CASES = [
     Case("ReductionTest.GroupedReduction5", grouped_reduction_5, THROWS, raises="are transformed differently"),
     Case("ReductionTest.GroupedReduction6", grouped_reduction_6, VALID, gap=SYMBOLIC_TIDX),
     Case("ReductionTest.GroupedReduction7", grouped_reduction_7, THROWS, raises="another reduction of the group"),
-    Case("ReductionTest.GroupedReductionRfactor1", grouped_reduction_rfactor_1, VALID, gap=GROUPED_GRID),
-    Case("ReductionTest.GroupedReductionRfactor2", grouped_reduction_rfactor_2, VALID, gap=GROUPED_GRID),
+    Case("ReductionTest.GroupedReductionRfactor1", grouped_reduction_rfactor_1, VALID,
+         run=_run_allreduce([(999,), (1,), (12345,), (1 << 20,)], lambda torch, t0: [t0.sum() + t0.sum()])),
+    Case("ReductionTest.GroupedReductionRfactor2", grouped_reduction_rfactor_2, VALID,
+         run=_run_allreduce([(999,), (1,), (12345,), (1 << 20,)], lambda torch, t0: [t0.sum() + t0.sum()])),
     Case("ReductionTest.GroupedReductionAfterComputeAt", grouped_reduction_after_compute_at, VALID,
          run=_run_allreduce([(10, 999), (1, 1), (3, 1024)], lambda torch, t0: [2.0 * (t0 + 1.0).sum(1)])),
     Case("ReductionTest.GroupAllreduce1", group_allreduce_1, VALID,
@@ -847,8 +846,7 @@ CASES = [
                              [(9, 5, 2, 6), (9, 5, 2, 6), (5,), (5,), (5,)],
                              [(17, 12, 4, 4), (17, 12, 4, 4), (12,), (12,), (12,)]],
                             _batch_norm_backward, inputs=5)),
-    Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID,
-         gap=GROUPED_GRID + "; also " + SYMBOLIC_BIDY),
+    Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID, gap=SYMBOLIC_BIDY),
     Case("ReductionTest.GroupedReductionChannelsLastBatchNormLike", lambda: channels_last_batch_norm_like(False),
          VALID, gap=CHANNELS_LAST),
     Case("ReductionTest.GroupedReductionPersistentChannelsLastBatchNormLike",

@@ -1,6 +1,7 @@
 """Grid reductions (execution/grid_reduction.py): REDUCTION-GRID and REDUCTION-GRID-WORKSPACE on
 failing and passing schedules, a grid total read in the last block (and elsewhere: a visibility
-counterexample, a combine entered in a loop, two totals), allreduces (accepted, in a serial loop
+counterexample, a combine entered in a loop, two totals: refused apart, accepted grouped in one round),
+allreduces (accepted, in a serial loop
 too; refused in clusters and in global memory; their barrier's generation bit by brute force), and the workspace layout checked by brute force at small launches
 (every writer's slot its own and inside the workspace, the last block's reads covering each slot,
 one semaphore per entrance and segment), which REDUCTION-GRID-WORKSPACE's docstring relies on."""
@@ -12,7 +13,8 @@ import itertools
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.ir import GridReduce, walk
+from tileproof.codegen.emit import emit
+from tileproof.codegen.ir import GridReduce, GroupedGridReduce, walk
 from tileproof.codegen.lower import lower
 from tileproof.execution.grid_reduction import ALLREDUCE_LIMIT, GENERATION_BIT, entrance_loops, grid_layout, is_allreduce
 from tileproof.execution.indexing import block_dims
@@ -253,21 +255,71 @@ def test_a_grid_total_read_outside_the_combines_loop_is_refused():
     assert d.code == "REDUCTION-GRID" and "T2, which reads it, is not nested in the loop of T1 axis 0" in d.message
 
 
-def test_two_grid_totals_read_by_one_statement_are_refused():
+def _two_totals(grouped: bool):
+    """T3 = sum(T0, 1) + max(T0, 1) of [M, N], both rows on [BIDy, rN/32 BIDx, r32 TIDx]: two grid
+    totals read by one statement; `grouped`: the two reductions grouped (tp.group_reductions)."""
     with tp.Fusion("two_totals") as fusion:
         t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
         t1 = tp.sum(t0, [1])
         t2 = tp.max(t0, [1])
         t3 = tp.add(t1, t2); fusion.add_output(t3)
     fusion.assume("M <= 65535")
+    if grouped:
+        tp.group_reductions([t1, t2])
     for t in (t1, t2):
         t.split(1, 32)
         t.axis(0).parallelize(P.BIDy)
         t.axis(1).parallelize(P.BIDx)
         t.axis(2).parallelize(P.TIDx)
     t3.axis(0).parallelize(P.BIDy)
-    (d, *_) = [d for d in tp.verify(fusion).errors if d.code == "REDUCTION-GRID"]
+    return fusion
+
+
+def test_two_grid_totals_read_by_one_statement_are_refused():
+    """Ungrouped, each total has its own semaphore: the block that arrives last at one need not be
+    the one that arrives last at the other, so no block holds both."""
+    (d, *_) = [d for d in tp.verify(_two_totals(grouped=False)).errors if d.code == "REDUCTION-GRID"]
     assert "T3 reads the totals of T1, T2, whose last blocks need not be one block" in d.message
+    assert "they combine in 2 rounds (T1; T2), each with its own semaphore" in d.message
+    assert d.counterexample == {"readers": 1, "totals": 2, "rounds": 2}
+    assert "tp.group_reductions" in d.hint
+
+
+def test_two_grouped_grid_totals_read_by_one_statement_are_accepted():
+    """Grouped, the two combine in one round (nvFuser's GroupedGridReduction): one semaphore, one last
+    block holding both totals, where T3 runs (its predicate and both stores test tp_last_x_T1)."""
+    fusion = _two_totals(grouped=True)
+    assert _codes(fusion) == []
+    kernel = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    (round_,) = [n for n in walk(kernel.body) if isinstance(n, GroupedGridReduce)]
+    assert [m.acc for m in round_.members] == ["tp_acc_T1", "tp_acc_T2"] and not round_.allreduce
+    src = emit(kernel, cuda_headers=False)
+    assert "const bool tp_grid_last_T1 = tp_grid_arrive(" in src and "tp_grid_arrive(" in src.split("tp_grid_last_T1")[1]
+    assert src.count("tp_grid_arrive(") == 2 and "tp_sems_T2" not in src and "tp_last_x_T2" not in src
+    assert "tp_grid_reduce<" not in src
+
+
+def test_a_reader_of_one_grouped_and_one_other_grid_total_is_refused():
+    """sum and max grouped (one round), min apart (a round of its own): the output reads totals of two
+    rounds, whose last blocks need not be one."""
+    with tp.Fusion("three_totals") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1, t2, t4 = tp.sum(t0, [1]), tp.max(t0, [1]), tp.min(t0, [1])
+        fusion.add_output(tp.add(tp.add(t1, t2), t4))
+    fusion.assume("M <= 65535")
+    tp.group_reductions([t1, t2])
+    for t in (t1, t2, t4):
+        t.split(1, 32)
+        t.axis(0).parallelize(P.BIDy)
+        t.axis(1).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.TIDx)
+    tp.inline_most(fusion)
+    for t in fusion.tensors:
+        if not t.is_fusion_input and t.definition.name != "sum" and t.ndim and not t.axis(0).is_reduction:
+            t.axis(0).parallelize(P.BIDy)
+    errors = [d for d in tp.verify(fusion).errors if d.code == "REDUCTION-GRID"]
+    assert errors and all(d.counterexample.get("rounds") == 2 for d in errors), [d.message for d in errors]
+    assert f"they combine in 2 rounds (T1, T2; {t4.name})" in errors[0].message
 
 
 def _two_d_grid(*assumptions):

@@ -11,7 +11,9 @@ checked: every shuffle partner is a lane of the warp that exists and is in the m
 scratch slot read was written by this combine and lies inside the scratch buffer; and
 GridReduce as codegen/emit/reduction.py's tp_grid_reduce does it, the blocks arriving in the order
 they run: each workspace element written once, each read written before, every semaphore back to
-0 when the launch ends. An allreduce's GridReduce (tp_grid_allreduce) is a grid-wide barrier:
+0 when the launch ends; a GroupedGridReduce (a round of a group's grid reductions) as its helpers do
+it: every member's partials, one count on the round's one semaphore (the members must name the same),
+each member combined in the last block. An allreduce's GridReduce (tp_grid_allreduce) is a grid-wide barrier:
 in a kernel launched cooperatively (KernelIR.cooperative) every block runs as a coroutine (a
 thread of its own, one running at a time), which parks at the barrier after adding to the
 semaphore exactly as the kernel does (32 bits: 1, or 2^31 - (ranks - 1) in the block of the last
@@ -35,8 +37,8 @@ from collections import Counter
 
 import numpy as np
 
-from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, Compute, GridReduce, IndexNames, Loop, LoopKind, ReduceInit, Sync,
-                                  WholeTile)
+from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, Compute, GridReduce, GroupedGridReduce,
+                                  IndexNames, Loop, LoopKind, ReduceInit, Sync, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
@@ -139,19 +141,20 @@ class Simulator:
         return f(env)
 
     def run(self, buffers: dict[str, list], blocks=None) -> None:
-        """Run every block, or the blocks (blockIdx tuples) listed in `blocks`."""
+        """Run every block, or the blocks (blockIdx tuples) listed in `blocks`, in that order."""
         self.buffers = buffers
         bx, by, bz = self.block
         self.threads = [dict(zip(THREAD_VARS, (x, y, z))) for z in range(bz) for y in range(by) for x in range(bx)]
         self.work: dict[str, dict[int, object]] = {}  # a grid reduction's workspace, element -> value
         self.semaphores: dict[str, dict[int, int]] = {}
-        order = list(blocks if blocks is not None else itertools.product(*(range(g) for g in self.grid)))
+        every = list(itertools.product(*(range(g) for g in self.grid)))
+        order = list(blocks if blocks is not None else every)
         if getattr(self.ir, "cooperative", False):
             _Cooperative(self, order).run()
         else:
             for b in order:
                 self.run_block(b)
-        if blocks is None:
+        if sorted(order) == every:  # the whole launch ran (in any order): its semaphores are back
             left = {(name, at): v for name, sems in self.semaphores.items() for at, v in sems.items() if v}
             if left:
                 raise SimulationError(f"semaphores left counting after the launch: {left}")
@@ -202,6 +205,8 @@ class Simulator:
                 self.block_reduce(n)
             elif isinstance(n, GridReduce):
                 (self.grid_allreduce if n.allreduce else self.grid_reduce)(n, loops)
+            elif isinstance(n, GroupedGridReduce):
+                self.grid_round(n, loops)
             elif isinstance(n, Compute):
                 self.compute(n, loops)
             elif isinstance(n, IndexNames):
@@ -277,36 +282,50 @@ class Simulator:
 
     # -- codegen/emit/reduction.py tp_grid_reduce ----------------------------------------------------
     def grid_reduce(self, n: GridReduce, loops) -> None:
-        work = self.work.setdefault(n.work, {})
-        sems = self.semaphores.setdefault(n.semaphores, {})
-        envs = [self.env(k, loops) for k in range(len(self.threads))]
-        for k, env in enumerate(envs):
-            if self.holds(n.writer, env):
-                base = self.ev(n.slot, env)
-                for e in range(n.elements):
-                    if base + e in work:
-                        raise SimulationError(f"{n.comment}: workspace element {base + e} written twice")
-                    work[base + e] = self.local[k][n.acc][e]
-        sem, ranks = {self.ev(n.semaphore, env) for env in envs}, {self.ev(n.ranks, env) for env in envs}
-        if len(sem) != 1 or len(ranks) != 1:
-            raise SimulationError(f"{n.comment}: the threads of a block name different semaphores or counts")
-        sem, ranks = sem.pop(), ranks.pop()
-        ticket = sems.get(sem, 0)
-        if ticket >= ranks:
-            raise SimulationError(f"{n.comment}: semaphore {sem} counted past its {ranks} blocks")
-        sems[sem] = ticket + 1
-        last = ticket == ranks - 1
-        if last:
-            self.combine_partials(n, envs, work, ranks, "the last block")
-            sems[sem] = 0
-        for name, index, dim in n.last:
-            for k, env in enumerate(envs):
-                self.index_names[k][name] = env[index] if last else self.grid["xyz".index(dim[-1])]
+        self.grid_round(GroupedGridReduce([n]), loops)
 
     # -- codegen/emit/reduction.py tp_grid_allreduce ------------------------------------------------
     def grid_allreduce(self, n: GridReduce, loops) -> None:
-        work = self.work.setdefault(n.work, {})
+        self.grid_round(GroupedGridReduce([n]), loops)
+
+    # -- a round (codegen/emit/reduction.py tp_grid_partials, tp_grid_arrive / tp_grid_barrier,
+    #    tp_grid_combine, tp_grid_release); one member: tp_grid_reduce / tp_grid_allreduce --------------
+    def grid_round(self, n: GroupedGridReduce, loops) -> None:
+        """Every member's partials written, one count on the first member's semaphore (or one barrier),
+        then each member combined in the last block (every block): the members must name one semaphore,
+        count and rank, as the kernel uses the first's."""
         envs = [self.env(k, loops) for k in range(len(self.threads))]
+        for m in n.members:
+            self.write_partials(m, envs)
+        first = n.members[0]
+        uniform = {(m.semaphores, self.ev(m.semaphore, env), self.ev(m.ranks, env),
+                    self.ev(m.rank, env) if m.allreduce else None, m.allreduce) for m in n.members for env in envs}
+        if len(uniform) != 1:
+            raise SimulationError(f"{first.comment}: the threads or members of a round name different semaphores, "
+                                  f"counts or ranks: {sorted(map(str, uniform))}")
+        _, sem, ranks, rank, allreduce = uniform.pop()
+        if allreduce:
+            self.barrier(first, sem, ranks, rank)
+            for m in n.members:
+                self.combine_partials(m, envs, self.work[m.work], ranks, f"block {self.current_block}, after the barrier,")
+            return
+        sems = self.semaphores.setdefault(first.semaphores, {})
+        ticket = sems.get(sem, 0)
+        if ticket >= ranks:
+            raise SimulationError(f"{first.comment}: semaphore {sem} counted past its {ranks} blocks")
+        sems[sem] = ticket + 1
+        last = ticket == ranks - 1
+        if last:
+            for m in n.members:
+                self.combine_partials(m, envs, self.work[m.work], ranks, "the last block")
+            sems[sem] = 0
+        for name, index, dim in first.last:
+            for k, env in enumerate(envs):
+                self.index_names[k][name] = env[index] if last else self.grid["xyz".index(dim[-1])]
+
+    def write_partials(self, n: GridReduce, envs) -> None:
+        """Each writer's N registers of n's accumulator to its slot of n's workspace (each element once)."""
+        work = self.work.setdefault(n.work, {})
         for k, env in enumerate(envs):
             if self.holds(n.writer, env):
                 base = self.ev(n.slot, env)
@@ -314,10 +333,9 @@ class Simulator:
                     if base + e in work:
                         raise SimulationError(f"{n.comment}: workspace element {base + e} written twice")
                     work[base + e] = self.local[k][n.acc][e]
-        uniform = {(self.ev(n.semaphore, env), self.ev(n.ranks, env), self.ev(n.rank, env)) for env in envs}
-        if len(uniform) != 1:
-            raise SimulationError(f"{n.comment}: the threads of a block name different semaphores, counts or ranks")
-        sem, ranks, rank = uniform.pop()
+
+    def barrier(self, n: GridReduce, sem: int, ranks: int, rank: int) -> None:
+        """tp_grid_allreduce's (tp_grid_barrier's) grid-wide barrier: the block parks until bit 31 flips."""
         if self._scheduler is None:
             raise SimulationError(f"{n.comment}: a grid-wide barrier in a kernel not launched cooperatively")
         sems = self.barrier_semaphores.setdefault(n.semaphores, {})
@@ -326,7 +344,6 @@ class Simulator:
         sems[sem] = (arrived + increment) % (1 << 32)
         self._scheduler.park(lambda: bool((arrived ^ sems.get(sem, 0)) & GENERATION_BIT),
                              f"{n.comment}: semaphore {sem}")
-        self.combine_partials(n, envs, work, ranks, f"block {self.current_block}, after the barrier,")
 
     def combine_partials(self, n: GridReduce, envs, work: dict, ranks: int, who: str) -> None:
         """Each thread combines the partials of the ranks it reduces from the workspace, then the

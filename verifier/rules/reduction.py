@@ -193,12 +193,15 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         reduces (an allreduce: every block needs the total), the blocks meet at a grid-wide
         barrier: the kernel is not launched in clusters, T is in registers or shared memory
         (each block keeps its own copy), and no reader is an MmaOp or tensor memory access or
-        reads two totals held by last blocks. Otherwise the readers run in the last block of
-        T's segment only: none is a grid reduction, MmaOp or tensor memory access or reads
-        another grid total; T enters its grid combine once per block (no serial or unrolled
-        loop left of its first reduction axis) and every reader lies in the loops the combine
-        is in. In both: T is no MmaOp; the kernel is not warp-specialized; T has no broadcast
-        loop axis.
+        reads totals held by the last blocks of two rounds. Otherwise the readers run in the
+        last block of T's segment only: none is a grid reduction, MmaOp or tensor memory access
+        or reads a grid total of another round; T enters its grid combine once per block (no
+        serial or unrolled loop left of its first reduction axis) and every reader lies in the
+        loops the combine is in. A round is T alone, or the grid reductions of T's group
+        (tp.group_reductions) reduced over the same block and thread types, all plain or all
+        allreduces: they combine together (nvFuser's GroupedGridReduction), so their combines
+        must be adjacent statements of the kernel, in the same loops. In both: T is no MmaOp;
+        the kernel is not warp-specialized; T has no broadcast loop axis.
     Why the hardware needs it:
         Blocks share only global memory, and nothing orders one block's stores before another
         block's loads unless one waits for the other. A plain grid combine never waits: each
@@ -216,7 +219,11 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         Every thread of every block must reach the combine (its barriers), which a
         warp-specialized kernel's returning producer does not. REDUCTION-GRID-WORKSPACE
         proves the semaphore's count; GLOBAL-VISIBILITY, SMEM-BLOCK-VISIBILITY and
-        THREAD-VISIBILITY that each reader reads what its own block stored.
+        THREAD-VISIBILITY that each reader reads what its own block stored. Two grid
+        reductions count on two semaphores, and the block that arrives last at one need not be
+        the block that arrives last at the other, so no block need hold both totals; a group's
+        round counts every member's partials on one semaphore (an allreduce group: one barrier),
+        and its last block holds every member's total.
     Example:
         fusion, t1, t3 = grid_allreduce("sum_then_divide")
         fusion.cluster_dims = (2, 1, 1)  # an allreduce's barrier needs a cooperative launch
@@ -228,18 +235,22 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         Groups: grid synchronization needs every block resident); CUDA Driver API
         cuLaunchCooperativeKernel (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE); nvFuser
         runtime/grid_reduction.cu (gridReduce, PERSISTENT_REDUCTION), runtime/grid_sync.cu,
-        runtime/compiled_kernel.cpp (validateCooperativeLaunch) and
-        device_lower/analysis/thread_predicate.cpp (ThreadPredicateMap);
+        runtime/compiled_kernel.cpp (validateCooperativeLaunch),
+        device_lower/analysis/thread_predicate.cpp (ThreadPredicateMap) and, for a group's round,
+        runtime/grid_reduction.cu (gridReduceGroup) and csrc/device_lower/pass/index.cpp
+        (handleGridReduction: a GroupedGridReduction's one sync buffer);
         docs/hardware.md#reductions-across-threads-and-blocks
     """
     # Formal statement: none, structural: for each reduction tensor T with a reduction loop ID on
     #   BIDx/BIDy/BIDz and readers R = {S : T in read_totals(S)}: if some S in R has
     #   blocks(T) & bound(S) != {} (an allreduce): cluster_dims = (1, 1, 1), memory(T) in {Local,
-    #   Shared}, and each S in R is no MmaOp or tensor memory access with |last_block_totals(S)| <= 1;
-    #   else each S in R is no grid reduction, MmaOp or tensor memory access, read_totals(S) = {T}, and
+    #   Shared}, and each S in R is no MmaOp or tensor memory access with
+    #   |{round(U) : U in last_block_totals(S)}| <= 1; else each S in R is no grid reduction, MmaOp or
+    #   tensor memory access, {round(U) : U in last_block_totals(read_totals(S))} = {round(T)}, and
     #   if R != {}: entrance_loops(T) = {} and S's loops include T's loops left of its first reduction
     #   axis that are no thread or block index; always: not mma(T), no warp specialization, no
-    #   broadcast loop ID in T
+    #   broadcast loop ID in T, and the grid combines of round(T) are adjacent statements in one loop
+    #   path (round: execution/grid_reduction.py grid_round)
     order = execution_order(ctx.fusion)
     yield from report_problems("REDUCTION-GRID", reduction.grid_problems(ctx.fusion, order))
 
@@ -258,7 +269,8 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
         mixed-radix number (entrance, segment, rank, lane, register), every digit below its
         radix, so two writers share a slot only if they are the same writer, every slot lies
         in the workspace, the last block reads each, and each (entrance, segment) has its own
-        semaphore.
+        semaphore (a group's round: each member its own workspace, all one semaphore, counted
+        once per block for all of them).
     Why the hardware needs it:
         The block that reads ranks - 1 from the semaphore combines the segment's partials.
         An atomicAdd on a 32-bit counter wraps past 2^32 - 1, and a grid may have up to
