@@ -40,7 +40,7 @@ import tileproof as tp
 # the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
 __all__ = ["column_allreduce", "copy_chain", "cp_async_copy", "cp_async_k_loop", "grid_allreduce", "grouped_sum_and_max", "hopper_gemm_tile",
            "ldmatrix_copy",
-           "mma_sync_tile", "one_wgmma", "register_k_loop", "tf32_operands", "tma_copy", "tmem_copy"]
+           "mma_sync_tile", "one_wgmma", "register_k_loop", "tf32_operands", "wgmma_row_max", "tma_copy", "tmem_copy"]
 
 
 # -- copies ---------------------------------------------------------------------------------------
@@ -269,6 +269,31 @@ def one_wgmma(name: str):
         d.axis(i).parallelize(tp.ParallelType.Mma)
     tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16)
     return fusion, sa, sb, d, out
+
+
+def wgmma_row_max(name: str):
+    """A 64 x 64 x 64 hopper_gemm_operands tile whose accumulators' row maxima m = tp.max(d, 1) are a
+    second output: sa and sb TMA tiles in the 128-byte swizzle, d computed by 4 Hopper_64_64_16
+    wgmmas with its C fragment's quads on TIDx (mma_output_allocation(d, quads=True): TIDy{32} x
+    TIDx{4}), out written from the same fragment. m is the caller's to schedule.
+    Returns (fusion, d, out, m)."""
+    fusion, sa, sb, d, out = hopper_gemm_operands(name, 64, 64, 64)
+    with fusion:
+        m = tp.max(d, 1)
+        fusion.add_output(m)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+        t.reorder({1: 0} if t is sa else {})
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+        for i in t.get_loop_domain()[1:]:
+            i.parallelize(tp.ParallelType.Bulk)
+        t.set_allocation_domain(t.get_loop_domain(), True)
+    d.split(2, 16).reorder({2: 0})  # [kk, M, N, K16]
+    d.set_allocation_domain(tp.mma_output_allocation(d, quads=True), True)
+    for i in range(1, 4):
+        d.axis(i).parallelize(tp.ParallelType.Mma)
+    tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16, quads=True)
+    return fusion, d, out, m
 
 
 def hopper_gemm_tile(name: str, m: int, n: int, *, wgmmas: int = 1, block_m: int | None = None):

@@ -54,9 +54,14 @@ def instruction_thread(launch: dict, threads: int) -> Expr:
     return add(lane, mul(const(bdx), y))
 
 
+def lane_types(launch: dict, threads: int) -> tuple[ParallelType, ...]:
+    """The thread types instruction_thread is made of."""
+    return (LANE,) if split_lanes(launch, threads) is None else (LANE, ParallelType.TIDy)
+
+
 def lane_vars(launch: dict, threads: int) -> tuple[str, ...]:
     """The thread indices instruction_thread is made of."""
-    return (LANE.cuda_name,) if split_lanes(launch, threads) is None else (LANE.cuda_name, TIDY)
+    return tuple(p.cuda_name for p in lane_types(launch, threads))
 
 
 def mma_execution(tv: TensorView, launch: dict, role: str, names: dict[int, str] | None = None):

@@ -6,13 +6,16 @@ from __future__ import annotations
 import tileproof as tp
 
 
-def rs_wgmma(name: str, n: int, k: int, *, blocks: int = 1, stages: int | None = None):
+def rs_wgmma(name: str, n: int, k: int, *, blocks: int = 1, stages: int | None = None, quads: bool = False,
+             a_fragment=None):
     """bfloat16 A ((64 blocks) x k, as [M, 1, k]) times B (n x k, as [1, n, k]), float32 out, by
     wgmma Hopper_<n> with A in registers (RS): ra = a copied into each thread's A fragment 16 of
     K at a time, inside d's K loop (tp.schedule_mma_fragment, A); d's 64 rows a block on BIDx,
     out written from d's C fragment. sb = b in shared memory by TMA, in wgmma's swizzle: whole,
     before the loop (k * 2 bytes: 32, 64 or 128), or with `stages`, 16 of K an iteration in a
-    circular buffer of that many stages, prefetching stages - 2. Returns (fusion, ra, sb, d, out)."""
+    circular buffer of that many stages, prefetching stages - 2. `quads`: every fragment's thread axis
+    as TIDy{32} x TIDx{4} (schedule_mma_fragment's quads). `a_fragment(ra)`: lays ra's [M tile, K loop,
+    1, 64, 16] out instead of schedule_mma_fragment. Returns (fusion, ra, sb, d, out)."""
     macro = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
     with tp.Fusion(name) as fusion:
         a = tp.make_contig_concrete_tensor([64 * blocks, 1, k], dtype=tp.bfloat16); fusion.add_input(a)
@@ -21,15 +24,18 @@ def rs_wgmma(name: str, n: int, k: int, *, blocks: int = 1, stages: int | None =
     d.definition.set_macro(macro)
     ra = a.cache_after(); sb = b.cache_after(tp.LoadStoreOpType.TMA)
     d.split(0, 64).split(3, 16).reorder({3: 1})  # [M tile, K loop, M64, N, K16]
-    d.set_allocation_domain(tp.mma_output_allocation(d), True)
+    d.set_allocation_domain(tp.mma_output_allocation(d, quads=quads), True)
     d.axis(0).parallelize(tp.ParallelType.BIDx)
     for i in range(2, 5):
         d.axis(i).parallelize(tp.ParallelType.Mma)
     out.split(0, 64)
-    tp.schedule_mma_fragment(out, macro, "C")
+    tp.schedule_mma_fragment(out, macro, "C", quads=quads)
     out.axis(0).parallelize(tp.ParallelType.BIDx)
     ra.split(0, 64).split(3, 16).reorder({1: 3, 3: 1})  # [M tile, K loop, 1, M64, K16]
-    tp.schedule_mma_fragment(ra, macro, tp.MmaOperand.A)  # [M tile, K loop, 1, thread, element]
+    if a_fragment is None:
+        tp.schedule_mma_fragment(ra, macro, tp.MmaOperand.A, quads=quads)  # [M tile, K loop, 1, thread, element]
+    else:
+        a_fragment(ra)
     ra.axis(0).parallelize(tp.ParallelType.BIDx)
     ra.inline_at(2)  # loaded in d's K loop, 16 of K at a time
     sb.set_memory_type(tp.MemoryType.Shared)

@@ -26,7 +26,7 @@ from ...execution.indexing import indices_from_logical, indices_from_root, linea
 from ...execution.conditions.lowering import launch_axis_clashes
 from ...model.mma_op import ELEMENT_VARS, is_mma
 from ...execution.mma import fragments, well_formed
-from ...execution.mma_execution import mma_execution
+from ...execution.mma_execution import lane_types, mma_execution
 from ...execution.promotion import loop_extents, promoted_positions, promotion
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
@@ -70,8 +70,11 @@ def _claims(op: Op, k: int, launched) -> list[Claim]:
     out = []
     if blocks:
         out.append(Claim("SMEM-BLOCK-VISIBILITY", blocks, (), p.memory_type is MemoryType.Shared))
-    if is_mma(p) and ParallelType.TIDx in launched and ParallelType.TIDx not in threads:
-        threads = (ParallelType.TIDx,) + threads  # the accumulator's lanes (mma_execution's C view)
+    register_operand = is_mma(op.output) and not fragments(op.output).in_shared("AB"[k])
+    if is_mma(p) or register_operand:  # the lanes of a fragment (mma_execution's views): TIDx, and TIDy where
+        # the warp(group)'s threads span both (split_lanes); every one of them must be the writer's
+        lanes = lane_types(launched, fragments(p if is_mma(p) else op.output).inst.threads)
+        threads = tuple(t for t in THREAD_TYPES if (t in threads or t in lanes) and t in launched)
     if p.memory_type is MemoryType.Local and (threads or blocks) and op.op_type not in LANE_EXCHANGES:
         code = ("MMA-OPERAND-LAYOUT" if is_mma(op.output) else "MMA-ACCUM-LAYOUT" if is_mma(p)
                 else "THREAD-VISIBILITY")
@@ -321,8 +324,9 @@ def _report(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof) -> I
     bound_ids = [i for i in producer.loop if i.parallel_type in claim.compare + claim.premise and not i.is_broadcast]
     memory = f"{producer.memory_type.value.lower()} memory"
     where = dict(tensor=consumer.name, ids=[i.name for i in bound_ids], location=op.origin,
-                 labels=[f"{producer.name} ({memory}) parallelized on "
-                         f"{', '.join(i.label() for i in bound_ids)}, created at {producer.origin}"])
+                 labels=[f"{producer.name} ({memory}) " +
+                         (f"parallelized on {', '.join(i.label() for i in bound_ids)}" if bound_ids else
+                          "held by the lanes of its fragment") + f", created at {producer.origin}"])
     what = f"that {consumer.name} reads only the elements of {producer.name} its own {_owner(claim)} wrote"
     yield from report_outcome(claim.code, proof.outcome, what,
                               lambda out: _misread(ctx, op, k, claim, proof, where), **where)

@@ -129,7 +129,10 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         TIDx, Vectorize or Bulk, and it lives in registers or global memory. For a wgmma
         (Hopper_64_N_16): 128 threads along TIDx (a warpgroup: 4 warps, the first a multiple
         of 4), and the accumulators in registers; its operands are shared tiles a TMA loads or
-        the threads store (MMA-OPERAND-LAYOUT).
+        the threads store (MMA-OPERAND-LAYOUT). Or the warp(group)'s threads split over TIDx and
+        TIDy (a fragment laid out with quads=True: TIDy{32} x TIDx{4}): blockDim.x a constant that
+        divides them, blockDim.y a multiple of the rest, the instruction's thread the linear index
+        threadIdx.x + blockDim.x threadIdx.y, and the output binds no axis to TIDy.
     Why the hardware needs it:
         mma.sync.aligned is executed by all 32 threads of a warp together, each supplying its
         fragment registers; a partial or divergent warp makes the instruction undefined. With
@@ -216,18 +219,20 @@ def mma_accum_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         kept in registers, over the
         consumer's execution model and D's stores seen from the C fragment (lane threadIdx.x's
         element v is row g + 8 (v / 2), column 2q + v % 2 of each m16n8 tile): the thread that
-        reads an element of D is the lane that holds it, and reads the register it was stored in.
+        reads an element of D is the lane that holds it, and reads the register it was stored in
+        (with the lanes split over TIDx and TIDy, both indices).
     Why the hardware needs it:
         The accumulators of mma.sync are spread over the warp's lanes by a fixed map; an
         epilogue that reads D as if each thread held whole rows reads other lanes' registers,
         which it cannot see, and stores wrong values without any fault.
     Example:
-        fusion, a, b, a3, b3, d, out = mma_sync_tile("tf32_tile_epilogue", epilogue=True)
-        out.merge(0).split(0, 4); out.axis(0).parallelize(tp.ParallelType.TIDx)  # 4 of a row, not the C fragment
+        fusion, d, out, m = wgmma_row_max("row_max")  # d's fragment: row 16 w + g + 8 v2 in TIDy = 8 w + g
+        m.split(0, 8).split(0, 2).split(3, 2).split(3, 4)  # [w, v2, g, rv4, rq, rv1]
+        m.reorder({2: 0, 0: 1, 4: 2, 1: 3, 3: 4, 5: 5}).merge(0)  # TIDy = 4 g + w: other threads' rows
+        m.axis(0).parallelize(tp.ParallelType.TIDy); m.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        fusion, a, b, a3, b3, d, out = mma_sync_tile("tf32_tile_epilogue", epilogue=True)
-        out.split(0, 8).split(2, 2).reorder({0: 2, 1: 0, 2: 1}).merge(0).merge(1)  # [(g, q), (m_half, n_low)]
-        out.axis(0).parallelize(tp.ParallelType.TIDx)
+        fusion, d, out, m = wgmma_row_max("row_max")
+        tp.schedule_mma_fragment(m, tp.MmaMacro.Hopper_64_64_16, "C", quads=True)  # the fragment's rows
     References:
         PTX ISA 9.7.14.5.8 (mma.m16n8k8 accumulator fragment); CUTLASS
         include/cute/atom/mma_traits_sm80.hpp (SM80_16x8_Row); docs/hardware.md#tensor-core-fragment-layouts

@@ -1,0 +1,37 @@
+"""Attention's building blocks scheduled so that a thread reads accumulators another thread holds
+(MMA-ACCUM-LAYOUT), or a wgmma's warpgroup is split over TIDy while its output binds TIDy
+(MMA-WARP-COLLECTIVE). Each is examples/valid/attention.py's row max with one thing changed.
+"""
+
+import tileproof as tp
+from tileproof.rule_examples import wgmma_row_max
+
+P = tp.ParallelType
+
+
+@tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", messages=[
+    "T6 reads T2[16, 0] in lane 0", "only the thread with threadIdx.x = 0, threadIdx.y = 8 writes that element"]))
+def row_max_with_its_row_digits_swapped():
+    """The row maxima with the row's digits merged g-major (TIDy = 4 g + w) where the fragment
+    puts row 16 w + g in thread TIDy = 8 w + g: the thread with threadIdx.y = 1 reduces row 16
+    (w = 1, g = 0), held by the thread with threadIdx.y = 8."""
+    fusion, d, out, m = wgmma_row_max("row_max_with_its_row_digits_swapped")
+    m.split(0, 8).split(0, 2)  # [w, v2, g, rN]
+    m.split(3, 2).split(3, 4)  # [w, v2, g, rv4, rq, rv1]
+    m.reorder({2: 0, 0: 1, 4: 2, 1: 3, 3: 4, 5: 5})  # [g, w, rq, v2, rv4, rv1]
+    m.merge(0)
+    m.axis(0).parallelize(P.TIDy)
+    m.axis(1).parallelize(P.TIDx)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("MMA-WARP-COLLECTIVE", "WGMMA-SMEM-LAYOUT", messages=[
+    "T2's axis 0 (rTIDy{4}) is bound to TIDy, whose indices are part of the warpgroup"]))
+def accumulator_loop_on_tidy_with_split_lanes():
+    """The wgmma's K loop bound to TIDy, where TIDy{32} x TIDx{4} are the warpgroup's threads: each
+    TIDy index would be a quarter of a warpgroup issuing a different K step (whose operand tiles'
+    descriptors then differ within the warpgroup: WGMMA-SMEM-LAYOUT)."""
+    fusion, d, out, m = wgmma_row_max("accumulator_loop_on_tidy_with_split_lanes")
+    tp.schedule_mma_fragment(m, tp.MmaMacro.Hopper_64_64_16, "C", quads=True)
+    d.axis(0).parallelize(P.TIDy)
+    return fusion

@@ -1,0 +1,39 @@
+"""Attention's building blocks on Hopper wgmma: a row's max and sum over the accumulators' fragment,
+and softmax(Q K^T) V over one key tile with P fed back to a wgmma from registers.
+
+A wgmma's accumulators are spread over the warpgroup's 128 threads by its C fragment: row
+16 w + g + 8 ((v / 2) % 2) of thread 32 w + 4 g + q. Laid out with `quads=True`
+(tp.mma_output_allocation, tp.schedule_mma_fragment), that thread is TIDy{32} (w, g) x TIDx{4}
+(q): the same linear thread, with the four threads sharing each row alone on TIDx, so a row
+reduction is a reduction over the thread's own registers, then over TIDx by warp shuffles, and
+leaves every thread of the row with the total (MMA-ACCUM-LAYOUT proves each thread reads the
+accumulators it holds). The outputs are stored from the fragment, two adjacent columns a thread:
+half of each 32-byte sector a warp moves (GLOBAL-COALESCING, a warning).
+"""
+
+import tileproof as tp
+from tileproof.recipes.attention import AttentionTile, one_tile_attention
+from tileproof.rule_examples import wgmma_row_max
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def row_max_of_a_wgmma_tile():
+    """The row maxima of a 64 x 64 wgmma tile: tp.max(d, 1) laid out as the fragment's rows,
+    [TIDy{32}, rTIDx{4}, v2, rv4, rv1]: each thread's 16 accumulators of its two rows, then its
+    quad by shuffles (xor 1, 2)."""
+    fusion, d, out, m = wgmma_row_max("row_max_of_a_wgmma_tile")
+    tp.schedule_mma_fragment(m, tp.MmaMacro.Hopper_64_64_16, "C", quads=True)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def one_key_tile_attention():
+    """O = softmax(Q K^T / 8) V for 128 queries over one tile of 64 keys, head dims 64: two
+    blocks of one warpgroup (recipes/attention.py)."""
+    return one_tile_attention(AttentionTile(rows=128, keys=64, head_dim=64, value_dim=64))
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def one_key_tile_attention_wide():
+    """128 keys and value head dim 128: S and O each 64 accumulators a thread."""
+    return one_tile_attention(AttentionTile(rows=192, keys=128, head_dim=64, value_dim=128))
