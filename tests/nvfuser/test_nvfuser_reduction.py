@@ -187,6 +187,7 @@ def grouped_reduction_1():
         t3 = tp.add(t1, t2)
         fusion.add_output(t3)
     tp.group_reductions([t1, t2])
+    fusion.assume("T0_1 <= 1024")  # blockDim.x = N: nvFuser checks it at launch
     t2.axis(0).parallelize(P.BIDx)
     t2.axis(1).parallelize(P.TIDx)
     tp.parallelize_all_like(t2)
@@ -205,6 +206,7 @@ def grouped_reduction_2():
         t5 = tp.add(t2, t4)
         fusion.add_output(t5)
     tp.group_reductions([t2, t4])
+    fusion.assume("T0_0 <= 65535")  # gridDim.y = M: nvFuser checks it at launch
     t2.split(1, 128)
     tp.propagate_transforms(t2)
     tp.inline_most(fusion)
@@ -226,6 +228,7 @@ def grouped_reduction_3():
         t5 = tp.add(t1, t4)
         fusion.add_output(t5)
     tp.group_reductions([t1, t3])
+    fusion.assume("T0_0 <= 65535")  # gridDim.y = M: nvFuser checks it at launch
     t1.split(1, 128)
     tp.propagate_transforms(t1)
     tp.inline_most(fusion)
@@ -276,6 +279,7 @@ def grouped_reduction_6():
         t7 = tp.add(tp.add(t2, t4), t6)
         fusion.add_output(t7)
     tp.group_reductions([t2, t4, t6])
+    fusion.assume("T0_1 <= 1024")  # blockDim.x = N: nvFuser checks it at launch
     t2.axis(0).parallelize(P.BIDx)
     t2.axis(1).parallelize(P.TIDx)
     tp.parallelize_all_like(t2)
@@ -515,6 +519,7 @@ def grouped_reduction_re_entrant_1():
         t5 = tp.add(t2, t4)
         fusion.add_output(t5)
     tp.group_reductions([t2, t4])
+    fusion.assume("T0_0 <= 65535 * 8")  # gridDim.y = ceil(M / 8): nvFuser checks it at launch
     t0_cache = t0.cache_after()
     t2.split(1, 2).split(1, 64).split(0, 8)
     tp.propagate_transforms(t2)
@@ -797,9 +802,6 @@ def _rows_plus_totals(torch, t0):
     return [t0 + t0.sum(1, keepdim=True)]
 
 
-SYMBOLIC_TIDX = ("no item: TIDx bound to the symbolic row extent N: LAUNCH-THREADS and SMEM-CAPACITY for N > 1024 "
-                 "(nvFuser checks the block size at launch)")
-SYMBOLIC_BIDY = "no item: LAUNCH-GRID: BIDy over the symbolic M may pass 65535 (nvFuser checks the grid at launch)"
 CHANNELS_LAST = ("no item: SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS, REGISTER-SIZE-CONSTANT over symbolic extents; "
                  "the persistent variant's inline_at refuses a persistent axis")
 
@@ -816,12 +818,12 @@ CASES = [
                             lambda torch, t0, t5: [t0 + (t0.sum(1, keepdim=True) + 1.0), t5], inputs=2)),
     Case("ReductionTest.GridAllreduce6", grid_allreduce_6, VALID,
          run=_run_allreduce([(99, 200), (8, 4), (17, 300)], lambda torch, t0: [t0 + t0.sum(0, keepdim=True)])),
-    Case("ReductionTest.GroupedReduction1", grouped_reduction_1, VALID, gap=SYMBOLIC_TIDX),
-    Case("ReductionTest.GroupedReduction2", grouped_reduction_2, VALID, gap=SYMBOLIC_BIDY),
-    Case("ReductionTest.GroupedReduction3", grouped_reduction_3, VALID, gap=SYMBOLIC_BIDY),
+    Case("ReductionTest.GroupedReduction1", grouped_reduction_1, VALID),
+    Case("ReductionTest.GroupedReduction2", grouped_reduction_2, VALID),
+    Case("ReductionTest.GroupedReduction3", grouped_reduction_3, VALID),
     Case("ReductionTest.GroupedReduction4", grouped_reduction_4, THROWS, raises="are not the same iteration"),
     Case("ReductionTest.GroupedReduction5", grouped_reduction_5, THROWS, raises="are transformed differently"),
-    Case("ReductionTest.GroupedReduction6", grouped_reduction_6, VALID, gap=SYMBOLIC_TIDX),
+    Case("ReductionTest.GroupedReduction6", grouped_reduction_6, VALID),
     Case("ReductionTest.GroupedReduction7", grouped_reduction_7, THROWS, raises="another reduction of the group"),
     Case("ReductionTest.GroupedReductionRfactor1", grouped_reduction_rfactor_1, VALID,
          run=_run_allreduce([(999,), (1,), (12345,), (1 << 20,)], lambda torch, t0: [t0.sum() + t0.sum()])),
@@ -846,7 +848,7 @@ CASES = [
                              [(9, 5, 2, 6), (9, 5, 2, 6), (5,), (5,), (5,)],
                              [(17, 12, 4, 4), (17, 12, 4, 4), (12,), (12,), (12,)]],
                             _batch_norm_backward, inputs=5)),
-    Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID, gap=SYMBOLIC_BIDY),
+    Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID),
     Case("ReductionTest.GroupedReductionChannelsLastBatchNormLike", lambda: channels_last_batch_norm_like(False),
          VALID, gap=CHANNELS_LAST),
     Case("ReductionTest.GroupedReductionPersistentChannelsLastBatchNormLike",
