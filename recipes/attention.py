@@ -33,20 +33,26 @@ from .hopper_gemm import mn_major_box
 
 P = tp.ParallelType
 ROWS = 64  # a warpgroup's wgmma tile: the rows of Q a block computes
+HEADS = 2  # the leading axes [Z (batch x key / value heads), G (query heads per key / value head)]
+GRID_YZ = 65535  # gridDim.y and gridDim.z at most
 SWIZZLE = tp.MmaInputSmemSwizzle.B128
 SPAN = 64  # bfloat16 elements in one 128-byte swizzle span
 
 
 @dataclass(frozen=True)
 class AttentionTile:
-    """rows: Q's rows M (a multiple of 64: a block each 64); keys: N, the one key tile (16 to 256,
-    a multiple of 16); head_dim: D (64: one swizzle span); value_dim: Dv (64 to 256, a multiple of
-    64); scale: the softmax scale (default 1 / sqrt(D))."""
+    """rows: the queries M of each head (a multiple of 64: a block each 64); keys: N, the one key tile
+    (16 to 256, a multiple of 16); head_dim: D (64 or 128: one or two 128-byte swizzle spans);
+    value_dim: Dv (64 to 256, a multiple of 64); batch: the key / value heads times the batch (Z);
+    group: the query heads sharing each key / value head (grouped-query attention, G; 1: one each);
+    scale: the softmax scale (default 1 / sqrt(D))."""
 
     rows: int
     keys: int = 64
     head_dim: int = 64
     value_dim: int = 64
+    batch: int = 1
+    group: int = 1
     scale: float | None = None
 
     def __post_init__(self):
@@ -55,11 +61,16 @@ class AttentionTile:
             problems.append(f"rows must be a positive multiple of {ROWS}, got {self.rows!r}")
         if not (isinstance(self.keys, int) and 16 <= self.keys <= 256 and self.keys % 16 == 0):
             problems.append(f"keys must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.keys!r}")
-        if self.head_dim != SPAN:
-            problems.append(f"head_dim must be {SPAN} (one 128-byte swizzle span of bfloat16), got {self.head_dim!r}")
+        if self.head_dim not in (SPAN, 2 * SPAN):
+            problems.append(f"head_dim must be {SPAN} or {2 * SPAN} (128-byte swizzle spans of bfloat16), "
+                            f"got {self.head_dim!r}")
         if not (isinstance(self.value_dim, int) and SPAN <= self.value_dim <= 256 and self.value_dim % SPAN == 0):
             problems.append(f"value_dim must be 64, 128, 192 or 256 (whole swizzle spans, one wgmma's N), "
                             f"got {self.value_dim!r}")
+        for name in ("batch", "group"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= GRID_YZ):
+                problems.append(f"{name} must be an int from 1 to {GRID_YZ} (a grid dimension), got {value!r}")
         if self.scale is not None and not (isinstance(self.scale, (int, float)) and self.scale > 0):
             problems.append(f"scale must be a positive number, got {self.scale!r}")
         if problems:
@@ -74,65 +85,84 @@ def one_tile_attention(tile: AttentionTile) -> tp.Fusion:
     """The fusion of O = softmax(Q K^T scale) V over one key tile, scheduled (module docstring)."""
     score = getattr(tp.MmaMacro, f"Hopper_64_{tile.keys}_16")
     value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
+    z, g, d, dv, n = tile.batch, tile.group, tile.head_dim, tile.value_dim, tile.keys
     with tp.Fusion("one_tile_attention") as fusion:
-        q = tp.make_contig_concrete_tensor([tile.rows, 1, tile.head_dim], dtype=tp.bfloat16, name="Q")
-        k = tp.make_contig_concrete_tensor([1, tile.keys, tile.head_dim], dtype=tp.bfloat16, name="K")
-        v = tp.make_contig_concrete_tensor([1, tile.value_dim, tile.keys], dtype=tp.bfloat16, name="V")
+        q = tp.make_contig_concrete_tensor([z, g, tile.rows, 1, d], dtype=tp.bfloat16, name="Q")
+        k = tp.make_contig_concrete_tensor([z, 1, 1, n, d], dtype=tp.bfloat16, name="K")
+        v = tp.make_contig_concrete_tensor([z, 1, 1, dv, n], dtype=tp.bfloat16, name="V")
         for t in (q, k, v):
             fusion.add_input(t)
-        s = tp.fused_multiply_sum(q, k, [-1])
-        row_max = tp.max(s, 1)
-        shifted = tp.mul(tp.sub(s, tp.broadcast(row_max, [False, True])), tile.softmax_scale * math.log2(math.e))
+        s = tp.fused_multiply_sum(q, k, [-1])  # [Z, G, M, N]
+        row = [False, False, False, True]  # a row vector [Z, G, M] along the tile's columns
+        row_max = tp.max(s, 3)
+        shifted = tp.mul(tp.sub(s, tp.broadcast(row_max, row)), tile.softmax_scale * math.log2(math.e))
         p = tp.exp2(shifted)
-        row_sum = tp.sum(p, 1)
-        p_a = tp.broadcast(tp.cast(p, tp.bfloat16), [False, True, False])  # [M, 1, N]: the A operand
-        o = tp.fused_multiply_sum(p_a, v, [-1])
-        normalized = tp.div(o, tp.broadcast(row_sum, [False, True]))
+        row_sum = tp.sum(p, 3)
+        p_a = tp.broadcast(tp.cast(p, tp.bfloat16), [False, False, False, True, False])  # [Z, G, M, 1, N]: A
+        o = tp.fused_multiply_sum(p_a, v, [-1])  # [Z, G, M, Dv]
+        normalized = tp.div(o, tp.broadcast(row_sum, row))
         out = tp.cast(normalized, tp.bfloat16)
         fusion.add_output(out)
-    v.set_allocation_domain([v.axis(0), v.axis(2), v.axis(1)], True)  # V [N, Dv] row-major
+    v.set_allocation_domain([v.axis(i) for i in (0, 1, 2, 4, 3)], True)  # V [Z, N, Dv] row-major
     s.definition.set_macro(score)
     o.definition.set_macro(value)
     _operand_tiles(q, k, v)
-    for t in (s, o):  # [Mo, K steps, 64, N, 16]: the accumulators as wgmma's C fragment, quads on TIDx
-        t.split(0, ROWS).split(3, 16).reorder({3: 1})
+    for t in (s, o):  # [Z, G, Mo, K steps, 64, N, 16]: the accumulators as wgmma's C fragment, quads on TIDx
+        t.split(HEADS, ROWS).split(HEADS + 3, 16).reorder({HEADS + 3: HEADS + 1})
         t.set_allocation_domain(tp.mma_output_allocation(t, quads=True), True)
-        for i in range(2, 5):
+        for i in range(HEADS + 2, HEADS + 5):
             t.axis(i).parallelize(P.Mma)
-    p_a.split(0, ROWS).split(3, 16).reorder({1: 3, 3: 1})  # [Mo, K steps, 1, 64, 16]: 16 keys a wgmma
+    # [Z, G, Mo, K steps, 1, 64, 16]: 16 keys a wgmma of the second product
+    p_a.split(HEADS, ROWS).split(HEADS + 3, 16).reorder({HEADS + 1: HEADS + 3, HEADS + 3: HEADS + 1})
     tp.schedule_mma_fragment(p_a, value, tp.MmaOperand.A, quads=True)
-    p_a.inline_at(2)  # converted for each wgmma of the second product, inside its loop
+    p_a.inline_at(HEADS + 2)  # converted for each wgmma of the second product, inside its loop
     computed = [t for t in fusion.tensors if not t.is_fusion_input]
     for t in computed:
         if t.memory_type is not tp.MemoryType.Shared and t not in (s, o, p_a):
-            # [Mo, 64, ..]: S's and O's tiles, row vectors and row reductions as the C fragment
-            t.split(0, ROWS)
+            # [Z, G, Mo, 64, ..]: S's and O's tiles, row vectors and row reductions as the C fragment
+            t.split(HEADS, ROWS)
             tp.schedule_mma_fragment(t, value if t in (normalized, out) else score, "C", quads=True)
-    for t in computed:
-        if not t.axis(0).is_broadcast:
-            t.axis(0).parallelize(P.BIDx)
+    for t in computed:  # the key / value heads on blockIdx.z, the group's query heads on y, 64 rows on x
+        for axis, kind in zip(t.get_loop_domain()[:HEADS + 1], (P.BIDz, P.BIDy, P.BIDx)):
+            if not axis.is_broadcast:
+                axis.parallelize(kind)
     for t in computed:
         if t not in (out, p_a):
-            t.inline_at(1)  # each tensor whole in the block's registers (or shared memory), in order
+            t.inline_at(HEADS + 1)  # each tensor whole in the block's registers (or shared memory), in order
     return fusion
 
 
 def _operand_tiles(q, k, v) -> None:
     """Q's 64 rows a block, K and V whole, loaded by TMA into shared memory in wgmma's 128-byte
-    swizzle (V's as N-major boxes, read transposed)."""
+    swizzle: a head dim of two spans as a loop of two boxes; V's as N-major boxes, read transposed."""
     sq, sk, sv = (t.cache_after(tp.LoadStoreOpType.TMA) for t in (q, k, v))
     for t in (sq, sk, sv):
         t.set_memory_type(tp.MemoryType.Shared)
-    sq.split(0, ROWS).reorder({2: 1})  # [Mo, 1, 64, D]
-    sk.split(0, 1)  # [1, 1, N, D]
-    sv.split(0, 1)  # [1, 1, Dv, N]
-    sq.apply_mma_swizzle_for_tma_load(SWIZZLE)
-    sk.apply_mma_swizzle_for_tma_load(SWIZZLE)
-    mn_major_box(sv, 128)  # [1, 1, Dv / 64 (a loop of boxes), N, 64]
+    sq.split(HEADS, ROWS).reorder({HEADS + 2: HEADS + 1})  # [Z, G, Mo, 1, 64, D]
+    sk.split(HEADS, 1)  # [Z, 1, 1, 1, N, D]
+    sv.split(HEADS, 1)  # [Z, 1, 1, 1, Dv, N]
+    for t in (sq, sk):
+        if t.get_loop_domain()[-1].static_extent > SPAN:  # [.., rows, D / 64 (a loop of boxes), 64] -> [.., D / 64, rows, 64]
+            t.split(-1, SPAN).reorder({-2: -3})
+        t.apply_mma_swizzle_for_tma_load(SWIZZLE)
+    mn_major_box(sv, 128)  # [Z, 1, 1, 1, Dv / 64 (a loop of boxes), N, 64]
     for t in (sq, sk, sv):
-        for i in t.get_loop_domain()[2 + (t is sv):]:
+        boxes = t is sv or q.logical[-1].static_extent > SPAN
+        for i in t.get_loop_domain()[HEADS + 2 + boxes:]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
 
 
-__all__ = ["AttentionTile", "one_tile_attention"]
+def attention_views(q, k, v):
+    """PyTorch's layout [B, H, S, D] (SDPA's: q [B, Hq, M, D], k [B, Hkv, N, D], v [B, Hkv, N, Dv],
+    row-major, Hq a multiple of Hkv) as one_tile_attention's inputs: Q [Z, G, M, 1, D],
+    K [Z, 1, 1, N, D], V [Z, 1, 1, Dv, N] (N-major) with Z = B Hkv and G = Hq / Hkv, views of the same
+    memory. The output [Z, G, M, Dv] is [B, Hq, M, Dv] reshaped."""
+    b, hq, m, d = q.shape
+    hkv, n, dv = k.shape[1], k.shape[2], v.shape[3]
+    z, g = b * hkv, hq // hkv
+    return (q.reshape(z, g, m, 1, d), k.reshape(z, 1, 1, n, d),
+            v.reshape(z, n, dv).transpose(1, 2).reshape(z, 1, 1, dv, n))
+
+
+__all__ = ["AttentionTile", "attention_views", "one_tile_attention"]

@@ -1,0 +1,141 @@
+"""Forward attention on the GPU: tileproof against PyTorch's scaled_dot_product_attention with the
+cuDNN and the flash backends, in one process (issue 36).
+
+    python3 benchmarks/attention.py [--out FILE] [--rep-ms MS]   # a GPU, torch and triton (do_bench)
+
+bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D], non-causal; FLOPs 4 B Hq S^2 D. tileproof runs
+recipes/attention.py one_tile_attention, whose keys are one tile (S <= 256): the short sequences
+below (the issue's long ones, (4, 32, 4096, 128) and up, need the online softmax over many key
+tiles that tileproof does not have yet, and are listed with tileproof "skipped"). Each output is
+checked against float32 SDPA (math backend) within bf16 tolerance before it is timed.
+Times: triton.testing.do_bench (L2 flushed before each call; the call's host time inside it, as a
+caller pays it: Kernel.run with the views of recipes.attention.attention_views), the median of
+>= 20 calls; TFLOP/s; vs_cudnn = cuDNN's time / tileproof's. Writes JSON (default
+benchmarks/results/attention/<machine>.json) and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
+
+import tileproof as tp
+from tileproof.recipes.attention import AttentionTile, attention_views, one_tile_attention
+
+# (B, Hq, Hkv, S, D): ViT-like and short-context shapes, then the issue's long ones
+SHAPES = [(32, 16, 16, 256, 64), (32, 16, 16, 128, 128), (64, 12, 12, 256, 64), (16, 32, 8, 256, 128),
+          (4, 32, 32, 4096, 128), (8, 32, 32, 4096, 64)]
+
+
+def tflops(shape, ms: float) -> float:
+    b, hq, _, s, d = shape
+    return round(4 * b * hq * s * s * d / (ms * 1e-3) / 1e12, 1)
+
+
+def timed(fn, shape, rep_ms: int) -> dict:
+    from triton.testing import do_bench
+
+    times = do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")
+    ms = statistics.median(times)
+    return {"ms": round(ms, 4), "tflops": tflops(shape, ms), "reps": len(times)}
+
+
+def checked(torch, got, want) -> dict:
+    err = ((got.float() - want).abs().max() / want.abs().max()).item()
+    if not err <= 2e-2:
+        raise AssertionError(f"max |O - ref| / max |ref| = {err:.3g} (above 2e-2)")
+    return {"ok": True, "rel_err": round(err, 5)}
+
+
+def shape_job(torch, shape, rep_ms: int) -> dict:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+
+    b, hq, hkv, s, d = shape
+    torch.manual_seed(0)
+    q = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    gqa = hq != hkv
+    with sdpa_kernel([SDPBackend.MATH]):
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=gqa)
+    res: dict = {"shape": {"B": b, "Hq": hq, "Hkv": hkv, "S": s, "D": d}}
+
+    def sdpa(backend):
+        def job():
+            def call():
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
+            return {"check": checked(torch, call(), want), **timed(call, shape, rep_ms)}
+        return job
+
+    attempt(res, "cudnn", sdpa(SDPBackend.CUDNN_ATTENTION))
+    attempt(res, "flash", sdpa(SDPBackend.FLASH_ATTENTION))
+
+    def tileproof_job():
+        if s > 256 or s % 64:
+            return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64 here): needs the online softmax"}
+        tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv)
+        start = time.perf_counter()
+        kernel = tp.compile(one_tile_attention(tile), "sm_90a")
+        views = attention_views(q, k, v)
+        out = torch.empty(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
+        out_view = out.view(b * hkv, hq // hkv, s, d)
+
+        def call():
+            kernel.run(*views, out=[out_view])
+            return out
+        first = call()
+        torch.cuda.synchronize()
+        return {"check": checked(torch, first, want), **timed(call, shape, rep_ms),
+                "verify_and_compile_s": round(time.perf_counter() - start, 2)}
+
+    attempt(res, "tileproof", tileproof_job)
+    for peer in ("cudnn", "flash"):
+        if "ms" in res["tileproof"] and "ms" in res[peer]:
+            res["tileproof"][f"vs_{peer}"] = round(res[peer]["ms"] / res["tileproof"]["ms"], 3)
+    return res
+
+
+def table(results: dict) -> str:
+    lines = ["| B x Hq (Hkv) x S x D | cuDNN TFLOP/s | flash TFLOP/s | tileproof TFLOP/s | vs cuDNN | vs flash |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for key, r in results["shapes"].items():
+        cells = [str(r.get(w, {}).get("tflops", (r.get(w, {}).get("skipped") or r.get(w, {}).get("error") or "")[:30]))
+                 for w in ("cudnn", "flash", "tileproof")]
+        t = r.get("tileproof", {})
+        lines.append(f"| {key} | {' | '.join(cells)} | {t.get('vs_cudnn', '')} | {t.get('vs_flash', '')} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention/<machine>.json)")
+    ap.add_argument("--rep-ms", type=int, default=200)
+    args = ap.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("attention.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    device = torch.cuda.get_device_name(0)
+    results = {"command": " ".join(["python3", "benchmarks/attention.py"] + (argv or sys.argv[1:])),
+               "issue": 36, "environment": {"device": device, "torch": torch.__version__,
+                                             "python": platform.python_version()}, "shapes": {}}
+    for shape in SHAPES:
+        b, hq, hkv, s, d = shape
+        key = f"{b}x{hq}({hkv})x{s}x{d}"
+        attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms))
+        print(key, {w: results["shapes"][key].get(w, {}).get("tflops") for w in ("cudnn", "flash", "tileproof")},
+              flush=True)
+    write_results(results, results_path("attention", device) if args.out is None else Path(args.out), table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""benchmarks/attention.py's parts that need no GPU: the FLOP count, the table, and that every
+short shape is a one-key-tile attention tileproof verifies (the long ones are skipped by the run)."""
+
+from __future__ import annotations
+
+import attention as B  # benchmarks/attention.py (benchmarks/ is on pytest's pythonpath)
+
+import tileproof as tp
+from tileproof.recipes.attention import AttentionTile, one_tile_attention
+
+
+def test_flops_count_both_products():
+    assert B.tflops((1, 1, 1, 1000, 100), 1.0) == round(4 * 1000 * 1000 * 100 / 1e-3 / 1e12, 1)
+
+
+def test_the_table_shows_a_skipped_or_failed_entry_by_its_reason():
+    results = {"shapes": {"4x32(32)x4096x128": {"cudnn": {"tflops": 600.0}, "flash": {"error": "RuntimeError: x"},
+                                                 "tileproof": {"skipped": "keys beyond one tile"}}}}
+    row = B.table(results).splitlines()[-1]
+    assert "600.0" in row and "RuntimeError" in row and "keys beyond one tile" in row
+
+
+def test_the_short_shapes_verify_as_one_key_tile():
+    short = [s for s in B.SHAPES if s[3] <= 256]
+    assert short and len(short) < len(B.SHAPES)
+    b, hq, hkv, s, d = short[-1]  # grouped-query attention, head dim 128
+    tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv)
+    assert tp.verify(one_tile_attention(tile)).ok
