@@ -18,7 +18,9 @@ math, its divisions by the symbolic tile counts once a tile); Matmul(specialize=
 persistent configurations are hopper_gemm (SCHEDULE's warp-specialized 128 x 256 tile of the
 benchmarks, and its variants); split-K is split_k.py's two kernels, float32 partials of K's slices
 and their sum. Matmul(config=...) forces one. Every bad operand is an InputError naming the operand
-and what to pass.
+and what to pass. A call whose tensors have an earlier call's type, shape, strides, dtype and
+device (its signature) skips the checks and the choice: each Matmul keeps a _Plan per signature
+(the compiled set's key and the views' geometry) and checks only A's and B's 16-byte alignment.
 
 A fused epilogue (matmul(..., bias=, residual=, scale=, activation=), or Matmul(epilogue=
 EpilogueOps(...))) computes cast(activation(scale * A @ B + bias + residual)) on the accumulators
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import tileproof as tp
 
@@ -49,6 +52,7 @@ SCHEDULE = HopperGemmParams(
     grid=GridOrder(group=16, persistent=SMS), cluster=Cluster(size=2))
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 CACHE_SIZE = 64  # compiled configurations at a shape a Matmul keeps (least recently used dropped)
+PLANS_PER_SET = 64  # call signatures a Matmul remembers per compiled set it keeps (a plan is a few tuples)
 LONG_ACTIVATIONS = ("gelu", "gelu_tanh")  # 5 and 9 ops a fragment element
 
 
@@ -183,10 +187,44 @@ def _check(torch, a, b) -> None:
         raise tp.InputError(f"matmul: A is on {a.device} and B on {b.device}; both must be on one GPU")
 
 
+def _check_addresses(a, b) -> None:
+    """A's and B's first elements at 16-byte aligned addresses (the TMA's): checked at every call."""
+    for name, t in (("A", a), ("B", b)):
+        if t.data_ptr() % (2 * ALIGN_ELEMENTS):
+            raise tp.InputError(f"matmul: {name} does not start at a 16-byte aligned address, which the TMA "
+                                f"needs (pass {name}.clone())")
+
+
+def _signature(t) -> tuple:
+    """What a call's checks and choices read of a tensor, all but its address: its type, shape,
+    strides, dtype and device (an exception for what is no tensor)."""
+    return type(t), t.shape, t.stride(), t.dtype, t.device
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What the checks and the choice decided for one call signature (each tensor's _signature),
+    so that a call with the same one only checks the addresses and launches: the compiled set's
+    key in Matmul._kernels (what compiles it again if the LRU dropped it), whether it is split-K,
+    the (sizes, strides) of the views the kernels read of A and B (torch's as_strided, one op
+    each instead of two or three), and for each term the shape its bias is reshaped to (None: a
+    residual, passed as it is)."""
+
+    kernels_key: tuple
+    a_view: tuple[tuple, tuple]
+    b_view: tuple[tuple, tuple]
+    split_k: bool
+    term_shapes: tuple
+
+
+def _view_geometry(view) -> tuple[tuple, tuple]:
+    return tuple(view.shape), view.stride()
+
+
 def _config(config) -> MatmulConfig | None:
     if config is None or isinstance(config, MatmulConfig):
         return config
-    if config in BY_NAME:
+    if isinstance(config, str) and config in BY_NAME:
         return BY_NAME[config]
     raise tp.InputError(f"matmul: config must be None (chosen per shape), a MatmulConfig or one of "
                         f"{', '.join(BY_NAME)}, got {config!r}")
@@ -243,6 +281,7 @@ class Matmul:
         self.cache_size = cache_size
         self._kernels: OrderedDict[tuple, list] = OrderedDict()
         self._choices: dict[tuple, Choice] = {}  # per call shape: the estimate's loop is a call's host time
+        self._plans: dict[tuple, _Plan] = {}  # per call signature: the checks' and choice's host time
 
     def __repr__(self) -> str:
         forced = "" if self.config is None else f", config={self.config.name!r}"
@@ -255,11 +294,19 @@ class Matmul:
         """The configuration's kernels at `shape` (M, N, K) with `splits` K slices for split-K, or
         without a shape the shape class's (config_fusions; verified and compiled on first use, kept
         in the LRU cache of cache_size sets)."""
-        key = (config, a_major, b_major, self.out_dtype, sms, shape, splits if shape and config.split_k else None)
+        return self._cached_kernels(self._kernels_key(config, a_major, b_major, sms, shape, splits))
+
+    def _kernels_key(self, config: MatmulConfig, a_major: str, b_major: str, sms: int,
+                     shape: tuple[int, int, int] | None, splits: int) -> tuple:
+        return config, a_major, b_major, self.out_dtype, sms, shape, splits if shape and config.split_k else None
+
+    def _cached_kernels(self, key: tuple) -> list:
+        """kernels() by its cache key (_kernels_key)."""
         kernels = self._kernels.get(key)
         if kernels is None:
-            kernels = [tp.compile(f, self.target) for f in config_fusions(config, a_major, b_major, self.out_dtype, sms,
-                                                                          shape, splits, self.epilogue)]
+            config, a_major, b_major, out_dtype, sms, shape, splits = key
+            kernels = [tp.compile(f, self.target) for f in config_fusions(config, a_major, b_major, out_dtype, sms,
+                                                                          shape, splits or 1, self.epilogue)]
             self._kernels[key] = kernels
             while len(self._kernels) > self.cache_size:
                 self._kernels.popitem(last=False)
@@ -308,10 +355,7 @@ class Matmul:
                     f"{'row-major' if a_major == 'K' else 'M-major'}, B {'K' if b_major == 'K' else 'N'}-major and "
                     f"the row-major output, rows along {extent} must be a multiple of 16 bytes for the TMA (pad "
                     f"{extent}, or pass the operand in the other major)")
-        for name, t in (("A", a), ("B", b)):
-            if t.data_ptr() % (2 * ALIGN_ELEMENTS):
-                raise tp.InputError(f"matmul: {name} does not start at a 16-byte aligned address, which the TMA "
-                                    f"needs (pass {name}.clone())")
+        _check_addresses(a, b)
         return a_major, b_major
 
     def terms(self, a, b, terms) -> list:
@@ -336,21 +380,55 @@ class Matmul:
         return views
 
     def __call__(self, a, b, *terms):
+        try:
+            key = _signature(a) + _signature(b) + (tuple(map(_signature, terms)) if terms else ())
+        except Exception:  # noqa: BLE001 - no tensor: the checks say what is wrong
+            key = None
+        plan = self._plans.get(key) if key is not None else None
+        if plan is None:
+            plan = self._plan(a, b, terms)  # every check
+            if key is not None:
+                if len(self._plans) >= PLANS_PER_SET * self.cache_size:
+                    self._plans.clear()
+                self._plans[key] = plan
+        elif a.data_ptr() % (2 * ALIGN_ELEMENTS) or b.data_ptr() % (2 * ALIGN_ELEMENTS):
+            _check_addresses(a, b)  # the same signature passed every check but the addresses'
+        kernels = self._kernels.get(plan.kernels_key)
+        if kernels is None:
+            kernels = self._cached_kernels(plan.kernels_key)  # dropped from the LRU since: compiled again
+        else:
+            self._kernels.move_to_end(plan.kernels_key)
+        a, b = a.as_strided(*plan.a_view), b.as_strided(*plan.b_view)
+        if terms:
+            terms = [t if shape is None else t.reshape(shape).float() for t, shape in zip(terms, plan.term_shapes)]
+        if plan.split_k:
+            partials, total = kernels
+            (p,) = partials.run(a, b)
+            (d,) = total.run(p, *terms)  # the sum kernel fuses the epilogue
+            return d
+        (d,) = kernels[0].run(a, b, *terms)
+        return d
+
+    def _plan(self, a, b, terms) -> _Plan:
+        """Check every operand, choose the configuration, compile its kernels (first use): the
+        _Plan of this call signature."""
         a_major, b_major = self.majors(a, b)
-        terms = self.terms(a, b, terms)
+        self.terms(a, b, terms)
         sms = _device_sms(_torch(), a.device)
         shape = (a.shape[0], b.shape[1], a.shape[1])
         choice = self.choice(a_major, b_major, *shape, sms)
-        kernels = self.kernels(choice.config, a_major, b_major, sms, shape if self.specialize else None,
-                               choice.splits)
-        if choice.config.split_k:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
-            partials, total = kernels
-            (p,) = partials.run(*split_k_operands(a, b, choice.splits))
-            (d,) = total.run(p, *terms)  # the sum kernel fuses the epilogue
-            return d
-        # A [M, 1, K], B [1, N, K]: the recipe's operands, then the bias and residual
-        (d,) = kernels[0].run(a.unsqueeze(1), b.t().unsqueeze(0), *terms)
-        return d
+        config = choice.config
+        kernels_key = self._kernels_key(config, a_major, b_major, sms, shape if self.specialize else None,
+                                        choice.splits)
+        self._cached_kernels(kernels_key)
+        if config.split_k:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
+            views = split_k_operands(a, b, choice.splits)
+        else:  # A [M, 1, K], B [1, N, K]: the recipe's operands
+            views = a.unsqueeze(1), b.t().unsqueeze(0)
+        (m, _), n = a.shape, b.shape[1]
+        term_shapes = tuple(None if name == "residual" else (1, n) if self.epilogue.bias == "column" else (m, 1)
+                            for name in self.input_names[2:])
+        return _Plan(kernels_key, *map(_view_geometry, views), config.split_k, term_shapes)
 
     def fake(self, a, b, *terms):
         """The output as run() allocates it, without running (tp.as_torch_op's fake implementation)."""
@@ -410,6 +488,7 @@ def epilogue_of(bias=None, residual=None, scale=None, activation=None) -> Epilog
 
 
 _entries: dict[tuple, Matmul] = {}
+_plain_entries: dict[tuple, Matmul] = {}  # a call without epilogue, by its arguments as given (the checks passed)
 
 
 def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, specialize: bool = True, *,
@@ -419,12 +498,25 @@ def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, spec
     kernels compiled at the shape on first use, or with specialize=False per shape class). With
     any of bias, residual, scale and activation, the fused epilogue
     cast(activation(scale * A @ B + bias + residual)) (EpilogueOps; Matmul's text)."""
+    plain = bias is None and residual is None and scale is None and activation is None and type(specialize) is bool
+    if plain:  # type(specialize): a 1 must not find True's entry, whose Matmul refused it
+        try:
+            entry = _plain_entries.get((out_dtype, target, config, specialize))
+        except TypeError:  # an unhashable argument: the checks below say what is wrong
+            plain = entry = None
+        if entry is not None:
+            return entry(a, b)
+    given = (out_dtype, target, config, specialize)
     config = _config(config)
     ops = epilogue_of(bias, residual, scale, activation)
-    key = (_dtype_name(out_dtype), target, config, specialize, ops)
+    key = (_dtype_name(out_dtype), target, config, specialize, type(specialize), ops)  # 1 == True, refused
     entry = _entries.get(key)
     if entry is None:
         entry = _entries[key] = Matmul(key[0], target, config, specialize, epilogue=ops)
+    if plain:
+        if len(_plain_entries) >= CACHE_SIZE:
+            _plain_entries.clear()
+        _plain_entries[given] = entry
     return entry(a, b, *(t for t in (bias, residual) if t is not None))
 
 

@@ -63,13 +63,18 @@ def contiguous_strides(shape) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+_torch_tensor = None  # torch.Tensor, once torch is imported (a module is not unloaded): a launch asks per argument
+
+
 def _torch_tensor_type():
-    torch = sys.modules.get("torch")
-    return getattr(torch, "Tensor", None)
+    global _torch_tensor
+    if _torch_tensor is None:
+        _torch_tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    return _torch_tensor
 
 
 def is_torch_tensor(obj) -> bool:
-    tensor = _torch_tensor_type()
+    tensor = _torch_tensor or _torch_tensor_type()
     return tensor is not None and isinstance(obj, tensor)
 
 
@@ -122,11 +127,21 @@ def default_stream(inputs) -> int:
     for obj in inputs:
         if is_torch_tensor(obj) and obj.is_cuda:
             torch = sys.modules["torch"]
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch's own launchers read
-            if raw is not None:
+            raw = _current_raw_stream or _raw_stream_reader(torch)
+            if raw:
                 return raw(obj.device.index)
             return torch.cuda.current_stream(obj.device).cuda_stream
     return 0
+
+
+_current_raw_stream = None  # torch._C._cuda_getCurrentRawStream, what torch's own launchers read
+
+
+def _raw_stream_reader(torch):
+    """torch's reader of a device's current raw stream (looked up once), or False where it has none."""
+    global _current_raw_stream
+    _current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or False
+    return _current_raw_stream
 
 
 def order_after_current_stream(inputs, stream: int) -> None:

@@ -85,7 +85,7 @@ class PreparedLaunch:
 
     def launch_new_outputs(self) -> tuple:
         """Allocate the outputs, write their addresses into the arguments, launch; the outputs."""
-        arrays = tuple(slot.allocate() for slot in self.outputs)
+        arrays = tuple([slot.allocate() for slot in self.outputs])
         with self._lock:
             for slot, array in zip(self.outputs, arrays):
                 address = address_of(array)
