@@ -1,0 +1,49 @@
+"""recipes.matmul's repeated calls on the GPU (marker `gpu`; skipped without PyTorch or a CUDA
+device): calls whose tensors have an earlier call's signature (the plan cache of Matmul: the checks
+and the choice skipped) compute each call's own product, in every major, split-K and persistent,
+with a bias; a misaligned operand of a cached signature is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import tileproof as tp  # noqa: E402
+from tileproof.recipes import Matmul, matmul  # noqa: E402
+
+from gpu.test_torch_op import operands, reference  # noqa: E402  (operands of each major, the float64 product)
+
+pytestmark = pytest.mark.gpu
+MAJORS = [("K", "K"), ("K", "MN"), ("MN", "K"), ("MN", "MN")]
+
+
+@pytest.mark.parametrize("a_major,b_major", MAJORS)
+@pytest.mark.parametrize("m,n,k", [(16, 512, 4096), (256, 512, 256)], ids=["split_k", "persistent"])
+def test_each_call_of_a_cached_signature_computes_its_own_product(a_major, b_major, m, n, k):
+    entry = Matmul(out_dtype=torch.float32)
+    for _ in range(3):
+        a, b = operands(a_major, b_major, m, n, k)
+        torch.testing.assert_close(entry(a, b), reference(a, b), atol=1e-2 * k ** 0.5, rtol=1e-3)
+    assert len(entry._plans) == 1
+    assert entry.choice(a_major, b_major, m, n, k).config.split_k == (m == 16)
+
+
+def test_a_cached_bias_call_widens_each_call_s_bias():
+    a, b = operands("K", "K", 16, 512, 4096)
+    for _ in range(2):
+        bias = torch.randn(512, device="cuda").bfloat16()
+        d = matmul(a, b, out_dtype=torch.float32, bias=bias)
+        torch.testing.assert_close(d, reference(a, b) + bias.float(), atol=1e-2 * 64, rtol=1e-3)
+
+
+def test_a_misaligned_operand_of_a_cached_signature_is_refused():
+    a, b = operands("K", "K", 128, 256, 64)
+    matmul(a, b)
+    flat = torch.empty(a.numel() + 8, dtype=a.dtype, device="cuda")[1:1 + a.numel()]
+    misaligned = flat.view(a.shape).copy_(a)
+    with pytest.raises(tp.InputError, match="A does not start at a 16-byte aligned address"):
+        matmul(misaligned, b)
+    torch.testing.assert_close(matmul(a, b).float(), reference(a, b), atol=1e-2 * 8, rtol=1e-2)
