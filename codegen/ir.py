@@ -53,7 +53,7 @@ class ParamKind(enum.Enum):
     EXTENT = "extent"  # an extent symbol's value
     STRIDE = "stride"  # a run-time stride of a discontiguous axis
     TENSOR_MAP = "tensor_map"  # a TMA descriptor, encoded at launch
-    WORKSPACE = "workspace"  # a grid reduction's partials: global memory the runtime allocates
+    WORKSPACE = "workspace"  # global memory the runtime allocates: a grid reduction's partials, a TMA-stored intermediate
     SEMAPHORES = "semaphores"  # a grid reduction's 32-bit semaphores: zeroed once, returned to 0 by each launch
 
 
@@ -259,6 +259,7 @@ class Param:
     symbol: str | None = None  # the algebra variable it binds (extent symbol or stride var)
     elements: Expr | None = None  # a workspace's or semaphore buffer's size, in its elements
     dtype: DataType | None = None  # a workspace's element type
+    storage: bool = False  # a workspace holding a tensor's elements (a TMA-stored intermediate), in their storage type
 
 
 @dataclass
@@ -598,7 +599,8 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
         elif isinstance(n, CpAsyncCommit):
             lines.append(f"{pad}cp.async.commit_group  # {n.why}")
         elif isinstance(n, BulkStoreWait):
-            lines.append(f"{pad}cp.async.bulk.wait_group.read 0  # {n.why}")
+            lines.append(f"{pad}{'cp.async.bulk.wait_group 0 + fence.proxy.async.global' if n.complete else 'cp.async.bulk.wait_group.read 0'}"
+                         f"  # {n.why}")
         elif isinstance(n, WgmmaFence):
             lines.append(f"{pad}wgmma.fence  # {n.why}")
         elif isinstance(n, WgmmaWait):

@@ -20,7 +20,9 @@ before it is preceded by fence.proxy.async in the writing threads; it reads asyn
 until its issuing thread's cp.async.bulk.wait_group.read (a BulkStoreWait): where the tile is
 rewritten in the next iteration, the wait and a barrier go just before the rewrite (the store
 runs on while the next iteration computes), and the kernel ends with one (a block's shared
-memory must outlive the reads).
+memory must outlive the reads). A global tensor a TMA store writes and the block reads back
+(insert_store_completions, run last): every thread waits for its stores to complete
+(cp.async.bulk.wait_group 0, then fence.proxy.async.global), then a barrier, before the reader.
 
 cp.async: each thread's copies complete only after it commits them to a group and waits for
 the group (cp.async.wait_group), and other threads see them after a barrier that follows the
@@ -62,6 +64,7 @@ class Access:
     specialized: object | None = None  # its WarpSpecialized type (execution/warp_roles.py), if any
     war_mbarrier: bool = False  # Pipelined(uses_mbarrier_for_war=True): refills wait on empty mbarriers
     private: bool = False  # a register circular buffer: each thread's own copy, ordered by program order
+    stores: str | None = None  # a TMA store's global tensor
 
 
 @dataclass
@@ -103,9 +106,13 @@ class CpAsyncWait:
 class BulkStoreWait:
     """Every thread waits until the TMA stores it issued have read their shared memory
     (cp.async.bulk.wait_group.read 0; each store is its own bulk group; a thread that issued
-    none passes at once)."""
+    none passes at once). complete: until they have also written global memory
+    (cp.async.bulk.wait_group 0, no .read), then fence.proxy.async.global orders those
+    async-proxy writes before the thread's later generic-proxy accesses (a barrier after it
+    carries them to the block's other threads)."""
 
     why: str
+    complete: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,6 +246,45 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
         if w.kind is Async.TMA_LOAD and w.circular is None and w.writes in on_chip:
             _rearmed_after_waits(plan, w, wp, hazards)
     plan.insert()
+
+
+def insert_store_completions(tree: list, stored: set[str], hazards: Hazards) -> None:
+    """A global tensor a TMA store writes and statements of the same block read back (`stored`,
+    execution/nest.py read_back): in the innermost scope holding the store and a reader, just
+    before the child leading to the reader, every thread waits for its stores to complete
+    (a complete BulkStoreWait, with the global proxy fence) and then a barrier, so every
+    element the block stored is in global memory and visible to all its threads before any
+    reads it. Where a repeating loop holds both, a read of one iteration may be of an element a
+    later iteration stores: GLOBAL-INTERMEDIATE accepts only readers that share no repeating loop
+    with the store (`store_completed`, execution/conditions/lowering.py)."""
+    stmts = statement_paths(tree, hazards)
+    plan = _Plan()
+    for name in sorted(stored):
+        for _, w, wp in stmts:
+            if w.kind is not Async.TMA_STORE or w.stores != name:
+                continue
+            for _, r, rp in stmts:
+                if name not in r.reads or r.kind is Async.TMA_STORE:
+                    continue
+                d = split_point(wp, rp)
+                scope, ir = rp[d][0], rp[d][1]
+                plan.add(scope, ir, BulkStoreWait(f"{name} stored by TMA above, read below", complete=True))
+                plan.add(scope, ir, Sync(f"{name} stored by TMA above, read below by other threads"))
+    plan.insert()
+
+
+def store_completed(tree: list, hazards: Hazards, w: Path, r: Path) -> bool:
+    """Between the TMA store at `w` and the reader at `r`, in the innermost scope holding both:
+    a complete BulkStoreWait followed by a barrier, and no loop holding both repeats."""
+    d = split_point(w, r)
+    if d >= min(len(w), len(r)) or scope_repeats(w, d, hazards):
+        return False
+    scope, iw, ir = w[d][0], w[d][1], r[d][1]
+    if iw >= ir:
+        return False
+    way = scope[iw + 1:ir]
+    waited = next((k for k, n in enumerate(way) if isinstance(n, BulkStoreWait) and n.complete), None)
+    return waited is not None and any(isinstance(n, Sync) for n in way[waited + 1:])
 
 
 def _rearmed_after_waits(plan: _Plan, w: Access, wp: Path, hazards: Hazards) -> None:

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 
 from ..hw.cp_async import is_cp_async
 from ..hw.bulk_copy import is_async_bulk_op
+from ..hw.tma import is_tma_op
 from ..model.fusion import Fusion
 from ..model.mma_op import is_wgmma_op
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
-from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, statement_paths
+from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, insert_store_completions, statement_paths
 from .circular import circular_access, is_register_copy, is_shared_copy, specialization, war_mbarrier
 from .derive import per_fusion
 from .loops import LoopGroup, execution_order, loop_groups, nest, statement_items
@@ -43,7 +44,7 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
         if tv.memory_type is MemoryType.Shared:
             return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}", circular=circular_access(tv),
                           specialized=specialization(tv), war_mbarrier=war_mbarrier(tv))
-        return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE)
+        return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE, stores=tv.name)
     if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
         return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))
     circular = circular_access(tv) if is_register_copy(tv) or is_shared_copy(tv) else None
@@ -93,18 +94,30 @@ def placed_nest(fusion: Fusion) -> PlacedNest | None:
     return PlacedNest(tree, hazards, on_chip, {g.index: g for g in groups.groups})
 
 
+def read_back(tv: TensorView) -> bool:
+    """A global intermediate (no fusion output) a TMA store writes and the kernel reads: the block
+    waits for the store to complete before its reads (barriers.insert_store_completions);
+    GLOBAL-INTERMEDIATE says when that is all it needs."""
+    return (tv.memory_type is MemoryType.Global and not tv.is_fusion_output and tv.definition is not None
+            and is_tma_op(tv.definition) and bool(tv.fusion.uses_of(tv)))
+
+
 def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
     """Place every synchronisation of `tree` (in place): circular copies apart from their readers'
     thread scopes, the barriers and waits of plain on-chip hand-offs, then the circular buffers'
-    pipelines, then wgmma's fences and waits around them; a
-    kernel whose TMA stores read shared memory ends waiting for those reads."""
-    stores = any(a.kind is Async.TMA_STORE for _, a, _ in statement_paths(tree, hazards))
+    pipelines, then wgmma's fences and waits around them, then the completion of the TMA stores
+    whose global tensor a statement reads back; a kernel whose TMA stores read shared memory ends
+    waiting for those reads."""
+    stmts = statement_paths(tree, hazards)
+    stores = any(a.kind is Async.TMA_STORE for _, a, _ in stmts)
+    stored = {a.stores for _, a, _ in stmts if a.stores} & {t for _, a, _ in stmts for t in a.reads}
     isolate_circular_copies(tree, hazards)
     insert_barriers(tree, on_chip, hazards)
     insert_pipelines(tree, hazards)
     insert_wgmma_waits(tree, hazards)
+    insert_store_completions(tree, stored, hazards)
     if stores:
         tree.append(BulkStoreWait("the TMA stores have read shared memory before the block exits"))
 
 
-__all__ = ["ON_CHIP", "PlacedNest", "leaf_access", "place_syncs", "placed_nest", "statement_access"]
+__all__ = ["ON_CHIP", "PlacedNest", "leaf_access", "place_syncs", "placed_nest", "read_back", "statement_access"]

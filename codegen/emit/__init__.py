@@ -179,8 +179,8 @@ class _Emitter:
                 out.append(f"{const}{CTYPES[dtypes[p.tensor].name].storage}* __restrict__ {self.pointer(p.tensor)}")
             elif p.kind is ParamKind.TENSOR_MAP:
                 out.append(f"const __grid_constant__ TmaDescriptor {p.name}")
-            elif p.kind is ParamKind.WORKSPACE:
-                out.append(f"{CTYPES[p.dtype.name].compute}* {p.name}")
+            elif p.kind is ParamKind.WORKSPACE:  # a TMA-stored intermediate's elements in their storage type
+                out.append(f"{CTYPES[p.dtype.name].storage if p.storage else CTYPES[p.dtype.name].compute}* {p.name}")
             elif p.kind is ParamKind.SEMAPHORES:
                 out.append(f"unsigned* {p.name}")
             else:

@@ -183,7 +183,12 @@ def _arrive(bar: str, cluster: int) -> str:
 
 def store_wait(n: BulkStoreWait) -> list[str]:
     """The TMA stores this thread issued have read their shared memory (execution/nest.py places
-    it)."""
+    it); complete: have written global memory too (PTX ISA cp.async.bulk.wait_group without .read),
+    then the async proxy's global writes ordered before this thread's generic accesses
+    (fence.proxy.async.global), for the barrier that follows to publish them to the block."""
+    if n.complete:
+        return [f'asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");  // {n.why}',
+                'asm volatile("fence.proxy.async.global;" ::: "memory");']
     return [f"tp_bulk_store_wait();  // {n.why}"]
 
 

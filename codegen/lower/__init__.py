@@ -60,7 +60,7 @@ from ...model.reduction import is_reduction_tensor
 from ...execution.indexing import block_dims, grid_dims, thread_dims
 from ...execution.smem_plan import SmemPlan, plan_shared_memory
 from ...execution.cluster import cluster_dims
-from ...execution.nest import placed_nest
+from ...execution.nest import placed_nest, read_back
 from ...execution.conditions.cluster import cluster_problems
 from ...execution.conditions.warp_specialization import register_problems, role_problems
 from ...model.targets import Target
@@ -140,8 +140,8 @@ def allocate(st: Lowering) -> None:
             st.buffers.append(Buffer(tv.name, MemoryType.Shared, tv.dtype, alloc.num_elements_expr,
                                      st.smem.offset(tv.name)))
     st.buffers += reduction.buffers(st.order, st.smem)  # accumulators, block reductions' scratch
-    for tv in list(fusion.inputs) + list(fusion.outputs):
-        st.globals[tv.name] = global_layout(tv)
+    for tv in list(fusion.inputs) + list(fusion.outputs) + [t for t in st.order if read_back(t)]:
+        st.globals[tv.name] = global_layout(tv)  # a TMA-stored intermediate's: dense, in a workspace
 
 
 def index(st: Lowering) -> None:
@@ -219,6 +219,10 @@ def signature(st: Lowering) -> None:
                     names[v] = f"stride_{named}_{axis}" if named else v.replace(".", "_")  # the user's name
                     params.append(Param(names[v], ParamKind.STRIDE, "unsigned long long", tensor=g.name, symbol=v))
     params += reduction.workspace_params(st.order, block_dims(fusion))  # grid reductions' workspaces
+    for tv in st.order:  # a global intermediate a TMA store writes (GLOBAL-INTERMEDIATE): the runtime allocates it
+        if read_back(tv):
+            params.append(Param(tv.name, ParamKind.WORKSPACE, "", tensor=tv.name,
+                                elements=product(list(st.globals[tv.name].extents)), dtype=tv.dtype, storage=True))
     for cls in st.classes.classes.values():
         names[cls.index_var] = cls.var
     st.kernel = KernelIR(

@@ -15,7 +15,7 @@ compile time and register use; codegen emits such kernels (tileproof.testing.com
     symbolic_factors      SYMBOLIC-FACTOR         split factors are ints or extent symbols
     loop_groups           INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH: inlined loops are one loop
     nest / nest_problems  LOOP-NEST-ORDER         the loops nest around the statements in order
-    global_intermediates  GLOBAL-INTERMEDIATE     intermediates live on chip
+    global_intermediates  GLOBAL-INTERMEDIATE     intermediates live on chip, or are TMA stores read back
     unsupported_features  LOWERING-SUPPORTED      ops and features the code generator lowers
 
 The loop structure (execution_order, loop_groups, nest) lives here too: the code generator
@@ -28,12 +28,14 @@ from typing import Mapping, Sequence
 
 from ..allocation import Allocation, compute_allocation
 from ...model.expr import Expr, evaluate, try_int
-from ...model.global_layout import allocation_problem
+from ...model.global_layout import allocation_problem, global_strides
+from ...model.mma_op import is_mma
 from ...model.inlining import max_inline_position
 from ...model.iterdomain import Split
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ...hw.bulk_copy import is_async_bulk_op
+from ...hw.cp_async import is_cp_async
 from ...hw.global_load import is_cached_load, load_cache
 from ..problems import Problem
 from ..loops import LoopGroups, _allocations, execution_order, loop_groups, nest, statement_items, statement_tensor
@@ -45,6 +47,8 @@ from ..statements import CondKind, tensor_execution
 from ..indexing import block_dims
 from ..circular import specialization
 from ..warp_roles import role_implied
+from ..barriers import Async, statement_paths, store_completed
+from ..nest import placed_nest, read_back
 
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": at most 255
 # 32-bit registers per thread (compute capability 5.0 .. 12.x).
@@ -337,10 +341,14 @@ def symbolic_factors(fusion) -> list[Problem]:
 # -- memory and ops ----------------------------------------------------------------------------------
 
 def global_intermediates(fusion) -> list[Problem]:
-    """A computed tensor that is not a fusion output lives in global memory."""
+    """A computed tensor that is not a fusion output lives in global memory, unless a TMA store
+    writes it and the block reads it back after the store completes (`read_back_problems`)."""
     out = []
     for tv in execution_order(fusion):
         if tv.is_fusion_output or tv.memory_type is not MemoryType.Global:
+            continue
+        if read_back(tv):
+            out += read_back_problems(fusion, tv)
             continue
         consumers = [c.name for c in fusion.consumers(tv)]
         out.append(Problem(
@@ -354,6 +362,58 @@ def global_intermediates(fusion) -> list[Problem]:
                    "code generator emits neither yet",),
             location=tv.origin))
     return out
+
+
+def read_back_problems(fusion, tv: TensorView) -> list[Problem]:
+    """A global intermediate written by a TMA store (execution/nest.py read_back) and read in the
+    kernel: each reader is a plain load of the block's threads, shares no repeating loop with the
+    store, and the placed nest waits for the store to complete (cp.async.bulk.wait_group 0 and
+    fence.proxy.async.global) and then syncs the block between them (barriers.store_completed),
+    so the whole of the block's stores is in global memory before any read; the runtime
+    allocates the buffer, dense (no run-time strides). That each element is read in the block
+    that stored it is GLOBAL-VISIBILITY's claim."""
+    out = []
+    where = dict(tensor=tv.name, location=tv.origin)
+    layout = global_strides(tv)
+    if layout is not None and any(v.startswith("stride.") for s in layout.strides for v in s.free_vars()):
+        out.append(Problem(f"{tv.name} is a global intermediate with a discontiguous axis, whose stride no array "
+                           f"gives", hint=f"make {tv.name} contiguous (a dense buffer the runtime allocates)",
+                           values={"consumers": 1}, **where))
+    for c in fusion.consumers(tv):
+        op = c.definition
+        if is_async_bulk_op(op) or is_cp_async(op) or is_mma(c):
+            out.append(Problem(
+                f"{c.name} reads {tv.name}, which a TMA store writes in the same kernel, through {op.op_type.value}"
+                f"{' (an MMA operand)' if is_mma(c) else ''}; only plain loads of the block's threads are ordered after "
+                f"the store", hint=f"read {tv.name} with a plain tp.set, or keep {tv.name} in shared memory",
+                values={"consumers": 1}, **where))
+    if out:
+        return out
+    placed = placed_nest(fusion)
+    if placed is None:  # INLINE-LOOP-MAP / LOOP-NEST-ORDER report why there is no nest
+        return out
+    stmts = statement_paths(placed.tree, placed.hazards)
+    for _, w, wp in stmts:
+        if w.stores != tv.name:
+            continue
+        for leaf, r, rp in stmts:
+            if tv.name not in r.reads or r.kind is Async.TMA_STORE or store_completed(placed.tree, placed.hazards, wp, rp):
+                continue
+            reader = statement_tensor(leaf).name
+            out.append(Problem(
+                f"{reader} reads {tv.name} inside a loop that also runs {tv.name}'s TMA store: a read may come "
+                f"before the store of its element completes",
+                hint=f"compute {reader} after {tv.name}'s loops: do not inline {tv.name} into {reader}",
+                values={"consumers": 1},
+                notes=(f"the block waits for its TMA stores to complete (cp.async.bulk.wait_group 0) and syncs "
+                       f"before {reader}'s loops only when no repeating loop holds both",), **where))
+    return out
+
+
+def completed_in_block(fusion, tv: TensorView) -> bool:
+    """tv is a global intermediate stored by TMA and read back after the block's stores complete:
+    its readers need only be in the block that stored the element (GLOBAL-VISIBILITY)."""
+    return read_back(tv) and not read_back_problems(fusion, tv)
 
 
 def unsupported_features(fusion) -> list[Problem]:

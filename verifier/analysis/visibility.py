@@ -23,7 +23,7 @@ from ...execution.grid_reduction import last_block_types
 from ...model.expr import Expr, const, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
-from ...execution.conditions.lowering import launch_axis_clashes
+from ...execution.conditions.lowering import completed_in_block, launch_axis_clashes
 from ...model.mma_op import ELEMENT_VARS, is_mma
 from ...execution.mma import fragments, well_formed
 from ...execution.mma_execution import lane_types, mma_execution
@@ -50,10 +50,15 @@ class Claim:
     compare: tuple[ParallelType, ...]  # must be equal: the reader's and the writer's index
     premise: tuple[ParallelType, ...]  # assumed equal (checked by another claim)
     address: bool  # the writer stored the element at the address the reader reads
+    block_hand_off: bool = False  # a TMA store completed in the block before its reads: the block is the owner
 
 
 def _claims(op: Op, k: int, launched) -> list[Claim]:
     p = op.inputs[k]
+    if p.memory_type is MemoryType.Global and completed_in_block(op.output.fusion, p):
+        # a TMA store the block waits for (complete, fenced) and syncs after before its reads
+        # (execution/barriers.py insert_store_completions): the writer's block is the reader's
+        return [Claim("GLOBAL-VISIBILITY", tuple(t for t in BLOCK_TYPES if t in launched), (), False, True)]
     if (is_mma(op.output) and not well_formed(op.output)) or (is_mma(p) and not well_formed(p)):
         return []  # no fragments to prove against: MMA-SHAPE / MMA-TARGET / MMA-DTYPE reject it
     if p.memory_type is MemoryType.Global and p.definition is not None:
@@ -333,7 +338,7 @@ def _report(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof) -> I
 
 
 def _owner(claim: Claim) -> str:
-    return "block" if claim.code == "SMEM-BLOCK-VISIBILITY" else "thread"
+    return "block" if claim.code == "SMEM-BLOCK-VISIBILITY" or claim.block_hand_off else "thread"
 
 
 def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, where: dict) -> Diagnostic:
@@ -360,7 +365,9 @@ def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, whe
         problem = f"only the {owner} with {writer} writes that element of {memory}"
     else:
         problem = f"that {owner} does not write that element of {memory} (the {owner} with {writer or '?'} does)"
-    private = ("no grid-wide barrier orders a kernel's global stores with other threads' loads"
+    private = (("the block waits for its TMA stores to complete and syncs before reading them back, but no "
+                "grid-wide barrier orders them with other blocks' loads" if claim.block_hand_off
+                else "no grid-wide barrier orders a kernel's global stores with other threads' loads")
                if claim.code == "GLOBAL-VISIBILITY" else "a register belongs to one thread" if owner == "thread"
                else f"{memory} is private to a thread block")
     notes = [f"{private}: the {owner} that reads an element must be the {owner} that wrote it, at the address it wrote"]

@@ -314,16 +314,27 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 @rule("GLOBAL-INTERMEDIATE", family="lowering")
 def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """Intermediate tensors live on chip (shared, tensor or register memory).
+    """Intermediate tensors live on chip, or in global memory written by a TMA store and read back in its block.
 
     What it checks:
         Every tensor the kernel computes that is not a fusion output is in shared, tensor or
-        register (Local) memory.
+        register (Local) memory, or is a global tensor a TMA store writes (nvFuser's
+        TMAMiscTest.StoreSyncInsertion) whose readers are plain loads that share no repeating
+        loop with the store, with, between them in the placed nest, every thread's wait for its
+        TMA stores to complete (cp.async.bulk.wait_group 0, not .read), fence.proxy.async.global
+        and a barrier (execution/barriers.py insert_store_completions), and a dense layout (the
+        runtime allocates its buffer). That each element is read in the block that stored it is
+        GLOBAL-VISIBILITY's claim.
     Why the hardware needs it:
         A global intermediate needs a buffer in device memory that the runtime allocates and
-        passes to the kernel, and, when blocks read what other blocks wrote, a grid-wide
-        barrier (a cooperative launch). This is a limit of tileproof's code generator, which
-        lowers neither yet; the hardware could run such a kernel.
+        passes to the kernel, and before a thread reads what another thread wrote, a wait and a
+        barrier; when blocks read what other blocks wrote, a grid-wide barrier (a cooperative
+        launch). A TMA store writes through the async proxy: cp.async.bulk.wait_group.read only
+        says it has read shared memory; its global writes are complete, and visible to the
+        issuing thread, after cp.async.bulk.wait_group without .read, and the proxy fence orders
+        them before the generic-proxy loads the barrier publishes to the block. tileproof
+        places that after a TMA store only and has no grid-wide barrier (a limit of its code
+        generator; the hardware could run more).
     Example:
         fusion, t0, t1, t2 = copy_chain("global_intermediate", [8, 32])
         t1.set_memory_type(tp.MemoryType.Global)
@@ -335,10 +346,14 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     References:
-        CUDA C++ Programming Guide 8.7 (grid synchronization with cooperative groups);
+        CUDA C++ Programming Guide 8.7 (grid synchronization with cooperative groups); PTX ISA
+        cp.async.bulk.wait_group (.read) and membar/fence (fence.proxy.async, proxies);
+        nvFuser csrc/device_lower/pass/insert_syncs.cpp (the TMA store's RAW async wait);
         docs/hardware.md#memory-visibility
     """
-    # Formal statement: none, structural: every computed non-output tensor is in shared, tensor or register memory
+    # Formal statement: none, structural: every computed non-output tensor is in shared, tensor or register memory,
+    #   or is TMA-stored, read by plain loads, and in the placed nest each (store, reader) pair's innermost common
+    #   scope repeats nowhere above and holds a complete BulkStoreWait then a Sync between them
     yield from report_problems("GLOBAL-INTERMEDIATE", conditions.global_intermediates(ctx.fusion))
 
 

@@ -26,6 +26,9 @@ def global_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for every point of the consumer that executes and every point of P's statement that
         stores the element read there (with its single-writer predicate), the writer's
         threadIdx and blockIdx equal the reader's, for every launched thread and block type.
+        A global intermediate a TMA store writes and its block reads back after the stores
+        complete (GLOBAL-INTERMEDIATE accepts it: wait_group 0, the proxy fence, a barrier)
+        needs the blockIdx alone to be equal: the barrier hands it to the block's threads.
     Why the hardware needs it:
         A kernel has no grid-wide barrier, and tileproof places block barriers for on-chip
         memory only: a load of an element another thread or block stores in the same kernel
@@ -54,7 +57,8 @@ def global_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: for every op reading a global P computed in the kernel (input k) into C, with T = every
     #   launched thread and block type: for all admitted sizes, reader points r, writer points w:
     #   executes_C(r) and executes_P(w) and logical_P(w) == read_k(r) => index_t(w) == index_t(r) for t in T;
-    #   where a split broadcast repeats elements: executes_C(r) => exists such a w (analysis/visibility.py _prove)
+    #   where a split broadcast repeats elements: executes_C(r) => exists such a w (analysis/visibility.py _prove);
+    #   T = the launched block types alone where P is TMA-stored and completed in the block before C reads it
     yield from check_claims(ctx, "GLOBAL-VISIBILITY")
 
 

@@ -1,0 +1,146 @@
+"""A global intermediate written by a TMA store and read back in the same kernel (nvFuser's
+TMAMiscTest.StoreSyncInsertion): GLOBAL-INTERMEDIATE accepts it when every reader is a plain
+load that shares no repeating loop with the store, the placed nest waits for the block's stores to
+complete (cp.async.bulk.wait_group 0, not .read, then fence.proxy.async.global) and syncs before
+the reads (execution/barriers.py insert_store_completions), and GLOBAL-VISIBILITY proves each
+element is read in the block that stored it."""
+
+from __future__ import annotations
+
+import pytest
+
+import tileproof as tp
+from tileproof.execution import barriers
+from tileproof.execution import nest as nest_module
+from tileproof.execution.conditions import lowering as conditions
+
+P = tp.ParallelType
+TMA = tp.LoadStoreOpType.TMA
+
+
+def read_back(name: str, *, blocks: str = "same", inline: bool = False) -> tp.Fusion:
+    """gmem -> (TMA) smem -> (TMA) gmem T2 -> T3 = set(T2): [N/512, 4, 128]; blocks: "none" (one
+    block), "same" (T1, T2 and T3 on BIDx along axis 0), "other" (T3 reads along BIDx the rows
+    other blocks stored); inline: T2 inlined into T3 at the serial axis 1 (they share its loop)."""
+    with tp.Fusion(name) as fusion:
+        t0 = tp.make_contig_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1, op=TMA)
+        t3 = tp.set(t2)
+        fusion.add_output(t3)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t2.set_memory_type(tp.MemoryType.Global)
+    for t in (t1, t2, t3):
+        t.split(0, 128).split(0, 4)
+    t1.axis(-1).parallelize(P.Bulk)
+    t2.axis(-1).parallelize(P.Bulk)
+    t3.axis(-1).parallelize(P.TIDx)
+    if blocks == "same":
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(P.BIDx)
+    elif blocks == "other":
+        for t in (t1, t2):
+            t.axis(0).parallelize(P.BIDx)
+        t3.axis(1).parallelize(P.BIDx)
+    t1.inline_at(1)
+    if inline:
+        t2.inline_at(2)
+    return fusion
+
+
+@pytest.mark.parametrize("blocks", ["none", "same"])
+def test_a_block_reads_back_what_it_stored(blocks):
+    fusion = read_back(f"read_back_{blocks}", blocks=blocks)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, report.codes
+    source = tp.compile(fusion, "sm_90a").cuda_source
+    body = source[source.index("__global__"):]
+    wait = body.index('asm volatile("cp.async.bulk.wait_group 0;"')  # complete: not .read
+    fence = body.index('asm volatile("fence.proxy.async.global;"')
+    sync = body.index("__syncthreads();  // T2 stored by TMA above")
+    read = body.index("= T2[")
+    assert body.rindex("tp_bulk_store_1d(&tmap_T2", 0, wait) < wait < fence < sync < read
+    assert "float* T2)" in body  # the intermediate's buffer: a workspace the runtime allocates
+
+
+def test_another_blocks_store_is_not_read():
+    """T3 reads along blockIdx.x rows other blocks stored: no grid-wide barrier orders them."""
+    fusion = read_back("read_back_other_blocks", blocks="other")
+    report = tp.verify(fusion, "sm_90a")
+    assert "GLOBAL-VISIBILITY" in report.codes
+    (d,) = [d for d in report.errors if d.code == "GLOBAL-VISIBILITY"]
+    assert "in the block with blockIdx.x" in d.message and "T2" in d.message, d.message
+    cx = d.counterexample
+    assert cx["reader blockIdx.x"] != cx["writer blockIdx.x"], cx
+    assert "GLOBAL-INTERMEDIATE" not in report.codes
+
+
+def test_a_read_in_the_stores_loop_is_rejected():
+    """T2 inlined into T3 at axis 2 (one block): the serial loops over axes 0 and 1 hold both, and
+    GLOBAL-INTERMEDIATE accepts only reads after the store's loops."""
+    fusion = read_back("read_back_in_the_loop", blocks="none", inline=True)
+    report = tp.verify(fusion, "sm_90a")
+    assert "GLOBAL-INTERMEDIATE" in report.codes, report.codes
+    (d,) = [d for d in report.errors if d.code == "GLOBAL-INTERMEDIATE"]
+    assert "inside a loop that also runs T2's TMA store" in d.message, d.message
+
+
+def test_without_the_completion_wait_it_is_rejected(monkeypatch):
+    """The acceptance reads the placed nest: drop the completion and GLOBAL-INTERMEDIATE rejects."""
+    monkeypatch.setattr(nest_module, "insert_store_completions", lambda tree, stored, hazards: None)
+    fusion = read_back("read_back_unwaited", blocks="none")
+    assert not conditions.completed_in_block(fusion, fusion.tensors[2])
+    report = tp.verify(fusion, "sm_90a")
+    assert "GLOBAL-INTERMEDIATE" in report.codes
+    assert "GLOBAL-VISIBILITY" in report.codes  # then the writer must be the reading thread: it is not
+
+
+def test_a_wait_for_the_reads_only_is_not_completion():
+    """cp.async.bulk.wait_group.read orders the store's shared-memory reads, not its global writes."""
+    fusion = read_back("read_back_read_wait", blocks="none")
+    placed = nest_module.placed_nest(fusion)
+    stmts = barriers.statement_paths(placed.tree, placed.hazards)
+    (w,) = [p for _, a, p in stmts if a.stores == "T2"]
+    (r,) = [p for _, a, p in stmts if "T2" in a.reads]
+    assert barriers.store_completed(placed.tree, placed.hazards, w, r)
+    for n in placed.tree:
+        if isinstance(n, barriers.BulkStoreWait):
+            n.complete = False
+    assert not barriers.store_completed(placed.tree, placed.hazards, w, r)
+
+
+def test_a_global_intermediate_a_plain_store_writes_is_still_rejected():
+    with tp.Fusion("plain_global_intermediate") as fusion:
+        t0 = tp.make_contig_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Global)
+    report = tp.verify(fusion, "sm_90a")
+    assert "GLOBAL-INTERMEDIATE" in report.codes
+
+
+def test_an_output_read_back_by_its_storing_thread_waits_for_completion():
+    """A TMA-stored output that another statement reads (GLOBAL-VISIBILITY: the storing thread,
+    thread 0, reads it): the block waits for the store to complete before the read, as for an
+    intermediate (before, the read could run before the store had written global memory)."""
+    with tp.Fusion("output_read_back") as fusion:
+        t0 = tp.make_contig_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1, op=TMA)
+        t3 = tp.set(t2)
+        fusion.add_output(t2)
+        fusion.add_output(t3)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2, t3):
+        t.split(0, 128)
+    t1.inline_at(1)
+    t1.axis(-1).parallelize(P.Bulk)
+    t2.axis(-1).parallelize(P.Bulk)
+    assert tp.verify(fusion, "sm_90a").ok
+    body = tp.compile(fusion, "sm_90a").cuda_source
+    body = body[body.index("__global__"):]
+    assert body.index("tp_bulk_store_1d(&tmap_T2") < body.index('"cp.async.bulk.wait_group 0;"') < body.index("= T2[")
