@@ -17,6 +17,10 @@ rewrites the loop nest, after execution/barriers.py placed the other barriers:
                     (i + P) % S, which iteration i + P - S <= i - 1 read; commit
                     ... the readers of stage i % S ...
 
+A TMA-loaded stage a TMA store reads is read until the issuing thread's
+cp.async.bulk.wait_group.read: each iteration waits so before its barrier (and an outer loop
+before the barrier ahead of the next prologue), so the refill follows the stores' reads.
+
 One barrier per iteration orders both hazards where 1 <= P <= S - 1 (CUTLASS's multistage order;
 nvFuser issues the refill first and needs a second barrier at the end when P = S - 1). With
 P = 0 the loop issues, commits and waits for its own copies before the barrier. With P >= S the
@@ -58,8 +62,8 @@ import enum
 from dataclasses import dataclass, field
 
 from .barriers import (
-    Async, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats, split_point,
-    statement_paths,
+    Async, BulkStoreWait, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats,
+    split_point, statement_paths,
 )
 from .barriers import WgmmaWait
 from ..model.expr import Expr, const
@@ -263,12 +267,15 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=True, tma=True))
             continue
         elif tma:  # each thread waits for its stage's mbarrier itself; the barrier after it orders the refill
-            # after every thread's reads of that stage in the previous iterations (and their waits)
+            # after every thread's reads of that stage in the previous iterations (and their waits); a TMA
+            # store's reads end at its issuing thread's bulk wait, before that barrier
             waits = [TmaWait(b, "this iteration's tile loaded by TMA (stage i % stages, its next phase)", stages)
                      for b in barriers]
-            war = Sync("every thread's reads of the stage refilled below are done (previous iterations)")
-            loop.body[:] = ([*waits, war, Prefetched(stages, prefetch, copies, tma=True)] if prefetch >= 1 else
-                            [war, Prefetched(stages, prefetch, copies, tma=True), *waits]) + rest
+            war = [*_store_waits(rest, copies, hazards, "the TMA stores of earlier iterations have read the stage "
+                                                        "refilled below"),
+                   Sync("every thread's reads of the stage refilled below are done (previous iterations)")]
+            loop.body[:] = ([*waits, *war, Prefetched(stages, prefetch, copies, tma=True)] if prefetch >= 1 else
+                            [*war, Prefetched(stages, prefetch, copies, tma=True), *waits]) + rest
         elif prefetch >= 1:  # the refill after the read-after-write barrier, which also orders the refill
             # after the previous iteration's reads of its stage: one barrier per iteration
             loop.body[:] = [CpAsyncWait(prefetch - 1, f"this iteration's copies are complete, at most "
@@ -285,9 +292,19 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         if outer and (asynchronous or shared):  # the next outer iteration's prologue refills the stages read here
             scope.insert(at + 1, Sync(f"every thread's reads of the circular buffer are done before the next "
                                       f"iteration's prologue refills its stages"))
+            scope[at + 1:at + 1] = _store_waits(rest, copies, hazards, "the TMA stores have read the circular "
+                                                                      "buffer before the next prologue refills it")
         scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma, shared=shared))
     if specialized:
         split_roles(tree, specialized)
+
+
+def _store_waits(rest: list, copies: list, hazards: Hazards, why: str) -> list:
+    """A BulkStoreWait where a TMA store in `rest` reads the tensors `copies` fill (its reads of a
+    stage end only at its issuing thread's cp.async.bulk.wait_group.read), else nothing."""
+    tensors = {a.writes for c in copies for _, a, _ in statement_paths([c], hazards)}
+    stored = any(a.kind is Async.TMA_STORE and a.reads & tensors for _, a, _ in statement_paths(rest, hazards))
+    return [BulkStoreWait(why)] if stored else []
 
 
 def _read_by_threads(nodes: list, tensors: set, hazards: Hazards) -> bool:
@@ -320,6 +337,7 @@ class Step(enum.Enum):
     SYNC = "sync"  # __syncthreads
     READ = "read"  # the reader's statement, for this iteration's data
     MMA_WAIT = "wgmma wait"  # wgmma.wait_group N: an asynchronous reader's reads of N batches ago are done
+    STORE_WAIT = "bulk store wait"  # cp.async.bulk.wait_group(.read) 0: the TMA stores issued so far have read
     EMPTY_WAIT = "empty wait"  # the producer waits until the consumers released the stage it refills
     RELEASE = "release"  # the consumers release the stage of the datum N iterations back (N: pending)
 
@@ -351,6 +369,7 @@ class Timeline:
     private: bool = False  # a register circular buffer: each thread's own data, ordered by program order
     tma: bool = False  # TMA loads: a WAIT is every thread's own wait on iteration k's stage and phase
     async_read: bool = False  # the reader is a wgmma: its reads end at an MMA_WAIT, not with the statement
+    store_read: bool = False  # the reader is a TMA store (async_read too): its reads end at a STORE_WAIT
     outer_ordered: bool = True  # in a repeating scope: a barrier after the loop (after its reads are done)
     synchronous: bool = False  # plain copies into shared memory: complete when issued, seen by all after a SYNC
     # warp-specialized (execution/warp_roles.py): `body` is the consumers' iteration, `producer` the
@@ -358,6 +377,11 @@ class Timeline:
     specialized: bool = False
     producer: tuple[Event, ...] = ()
     tail: tuple[Event, ...] = ()
+
+    @property
+    def read_wait(self) -> Step:
+        """The step that ends an asynchronous reader's reads."""
+        return Step.STORE_WAIT if self.store_read else Step.MMA_WAIT
 
     def positions(self, step: Step, prologue: bool = False) -> list[int]:
         """The positions of `step` in one iteration (of the prologue, if asked)."""
@@ -389,6 +413,8 @@ def events_of(node, barrier: str | None = None) -> list[Event]:
         return [Event(Step.WAIT, stages=node.stages)] if node.stages and node.barrier == barrier else []
     if isinstance(node, WgmmaWait):
         return [Event(Step.MMA_WAIT, node.pending)]
+    if isinstance(node, BulkStoreWait):
+        return [Event(Step.STORE_WAIT)]
     if isinstance(node, CpAsyncWait):
         return ([Event(Step.COMMIT)] if node.commit else []) + [Event(Step.WAIT, node.pending)]
     if isinstance(node, CpAsyncCommit):
@@ -430,7 +456,8 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
     outer_ordered = True
     leaf_scope, leaf_at = rp[-1]
     reading = hazards.access(leaf_scope[leaf_at])
-    async_read = reading is not None and reading.kind is Async.WGMMA
+    store_read = reading is not None and reading.kind is Async.TMA_STORE
+    async_read = reading is not None and reading.kind is Async.WGMMA or store_read
     synchronous = False
     if isinstance(scope[iw], Prefetched):
         prefetch, stages, tma = scope[iw].prefetch, scope[iw].stages, scope[iw].tma
@@ -443,12 +470,13 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
             extent = hazards.extent(owner)
         before = parent[at - 1] if at > 0 else None
         if isinstance(scope[iw], Prefetched) and not private and scope_repeats(wp, d - 1, hazards):
-            outer_ordered = _barrier_after(parent, at, async_read) or any(isinstance(n, Sync) for n in parent[:at - 1])
+            outer_ordered = _barrier_after(parent, at, async_read, store_read) or \
+                any(isinstance(n, Sync) for n in parent[:at - 1])
         if isinstance(before, Prologue) and isinstance(scope[iw], Prefetched):
             steps = (Event(Step.ISSUE),) if private or tma or synchronous else (Event(Step.ISSUE), Event(Step.COMMIT))
             prologue, iterations = steps, max(before.prefetch, 0)
     return Timeline(tensor, reader, tuple(body), extent, prefetch, stages, prologue, iterations, private, tma,
-                    async_read, outer_ordered, synchronous=synchronous)
+                    async_read, store_read, outer_ordered, synchronous=synchronous)
 
 
 def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, hazards: Hazards,
@@ -487,7 +515,8 @@ def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, haz
     reading = hazards.access(rp[-1][0][rp[-1][1]])
     extent = hazards.extent(parent[at]) if hazards.extent is not None and repeats(parent[at], hazards) else const(1)
     return Timeline(tensor, reader, events(scope, ir), extent, scope[iw].prefetch, scope[iw].stages, tma=True,
-                    async_read=reading is not None and reading.kind is Async.WGMMA, specialized=True, producer=made,
+                    async_read=reading is not None and reading.kind in (Async.WGMMA, Async.TMA_STORE),
+                    store_read=reading is not None and reading.kind is Async.TMA_STORE, specialized=True, producer=made,
                     tail=events(parent[at + 1:]))
 
 
@@ -524,17 +553,24 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
         stages = circular[0] if circular else 1
         reading = hazards.access(rp[-1][0][rp[-1][1]])
         return Timeline(tensor, reader, tuple(events(loop.body, read)), hazards.extent(loop), 0, stages, tma=True,
-                        async_read=reading is not None and reading.kind is Async.WGMMA, specialized=True,
+                        async_read=reading is not None and reading.kind in (Async.WGMMA, Async.TMA_STORE),
+                        store_read=reading is not None and reading.kind is Async.TMA_STORE, specialized=True,
                         producer=tuple(producer), tail=tuple(events(scope[at + 1:])))
     return None
 
 
-def _barrier_after(parent: list, at: int, async_read: bool) -> bool:
+def _barrier_after(parent: list, at: int, async_read: bool, store_read: bool = False) -> bool:
     """A barrier after the circular loop parent[at], after the wgmma.wait_group 0 there that
-    ends an asynchronous reader's reads (where the loop leaves a batch in flight)."""
+    ends an asynchronous reader's reads (where the loop leaves a batch in flight), or, for a TMA
+    store's reads, after a bulk store wait."""
     after = parent[at + 1:]
     start = 0
-    if async_read:
+    if store_read:
+        waits = [k for k, n in enumerate(after) if isinstance(n, BulkStoreWait)]
+        if not waits:
+            return False
+        start = waits[0] + 1
+    elif async_read:
         waits = [k for k, n in enumerate(after) if isinstance(n, WgmmaWait) and n.pending == 0]
         start = waits[0] + 1 if waits else 0
     return any(isinstance(n, Sync) for n in after[start:])

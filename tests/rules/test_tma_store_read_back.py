@@ -12,6 +12,7 @@ import pytest
 import tileproof as tp
 from tileproof.execution import barriers
 from tileproof.execution import nest as nest_module
+from tileproof.execution import pipeline as pipeline_module
 from tileproof.execution.conditions import lowering as conditions
 
 P = tp.ParallelType
@@ -144,3 +145,27 @@ def test_an_output_read_back_by_its_storing_thread_waits_for_completion():
     body = tp.compile(fusion, "sm_90a").cuda_source
     body = body[body.index("__global__"):]
     assert body.index("tp_bulk_store_1d(&tmap_T2") < body.index('"cp.async.bulk.wait_group 0;"') < body.index("= T2[")
+
+
+def test_a_circular_tile_a_tma_store_reads_is_refilled_after_the_stores_reads(monkeypatch):
+    """StoreSyncInsertion/circular_buffered: T1 (10 stages, prefetch 4) is read by T2's TMA store,
+    whose reads of a stage end only at the issuing thread's cp.async.bulk.wait_group.read: each
+    iteration waits for them before the barrier that orders the refill (nvFuser: wait_group.read
+    5 at the end of the loop). Without that wait, PIPELINE-WAR rejects it with the iterations."""
+    fusion = read_back("circular_read_back", blocks="none")
+    fusion.tensors[1].circular_buffer(10, 4)
+    assert tp.verify(fusion, "sm_90a").ok
+    body = tp.compile(fusion, "sm_90a").cuda_source
+    body = body[body.index("__global__"):]
+    refill = body.index("the copies of iteration (i0 + 4U)")
+    assert body.rindex("tp_bulk_store_wait();", 0, refill) < body.rindex("__syncthreads();", 0, refill)
+    assert body.index("tp_mbar_wait(") < body.rindex("tp_bulk_store_wait();", 0, refill)
+
+    monkeypatch.setattr(pipeline_module, "_store_waits", lambda rest, copies, hazards, why: [])
+    fusion = read_back("circular_read_back_unwaited", blocks="none")
+    fusion.tensors[1].circular_buffer(10, 4)
+    report = tp.verify(fusion, "sm_90a")
+    (d,) = [d for d in report.errors if d.code == "PIPELINE-WAR"]
+    assert "TMA store reading iteration" in d.message, d.message
+    cx = d.counterexample
+    assert cx["stage"] == cx["data"] % 10 and cx["read iteration"] % 10 == cx["stage"], cx

@@ -202,12 +202,14 @@ def prove_free(tl: Timeline, context: z3.Context | None = None) -> Outcome:
     at, issued = m.issue(k)
     d = k + m.p
     done, done_at = j, r  # where the reads of j are over: the READ, or an asynchronous reader's wait
-    waits = tl.positions(Step.MMA_WAIT) if tl.async_read else []
+    waits = tl.positions(tl.read_wait) if tl.async_read else []
     later = [w for w in waits if w > r]
     if later:  # the first wait after the read, in its iteration
         done, done_at = j + tl.body[later[0]].pending, later[0]
     elif waits:  # else the first one of the next iteration
         done, done_at = j + 1 + tl.body[waits[0]].pending, waits[0]
+    elif tl.store_read:  # a TMA store's reads end at a bulk wait only: none in the loop, never done in it
+        done = m.e
     syncs = []
     for s in tl.positions(Step.SYNC):
         js = done if s > done_at else done + 1
@@ -257,8 +259,8 @@ def _specialized_free(tl: Timeline, context: z3.Context | None = None) -> Outcom
 
     done = m.pos(j, r)
     if tl.async_read:
-        waits = tl.positions(Step.MMA_WAIT)
-        final = tail_step(Step.MMA_WAIT, 0)
+        waits = tl.positions(tl.read_wait)
+        final = tail_step(tl.read_wait, 0)
         later = [w for w in waits if w > r]
         it, at = (j + tl.body[later[0]].pending, later[0]) if later else \
             (j + 1 + tl.body[waits[0]].pending, waits[0]) if waits else (None, None)

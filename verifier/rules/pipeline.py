@@ -258,14 +258,18 @@ def pipeline_war(ctx: VerifyContext) -> Iterator[Diagnostic]:
         fills the data of iteration d = k + prefetch into stage d % stages; for every older
         iteration j < d whose data shares that stage, a __syncthreads that follows j's read
         comes before the copy (for a register circular buffer, the read itself: each thread
-        refills only its own registers). The counterexample names the refilling iteration, the
-        data it copies, the iteration still to read the stage, and the stage.
+        refills only its own registers; for a wgmma or a TMA store, which read asynchronously,
+        the wgmma.wait_group or cp.async.bulk.wait_group.read that ends j's reads comes first).
+        The counterexample names the refilling iteration, the data it copies, the iteration
+        still to read the stage, and the stage.
     Why the hardware needs it:
         Other threads read a stage in iteration j; a cp.async issued into the same stage
         before they are all done overwrites data they have not read yet (write after read),
         and the refill lands asynchronously, at any time after its issue. Only a barrier
         between the last read and the refill orders them (nvFuser PR #3865: a circular buffer
-        refilled too early gave wrong results).
+        refilled too early gave wrong results). A TMA store reads its stage until its issuing
+        thread's cp.async.bulk.wait_group.read (nvFuser's TMAMiscTest.StoreSyncInsertion waits
+        so at the end of each iteration); tileproof waits before the refill's barrier.
     Example:
         fusion, a, s, out = cp_async_k_loop("prefetch_equal_to_stages")
         s.circular_buffer(2, prefetch_distance=2)
@@ -421,9 +425,11 @@ def _released_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
         why = (f"the consumers release it {v.get('released')} times (once is what the producer's waits count: a "
                f"missing release stalls the producer, an extra one lets it refill a stage still read)")
     elif v.get("reads done at", -1) < 0:
-        why = "no wgmma.wait_group after the read covers its batch before the release"
+        why = ("no cp.async.bulk.wait_group.read after the TMA store ends its reads before the release" if tl.store_read
+               else "no wgmma.wait_group after the read covers its batch before the release")
     else:
-        done = "where a wgmma.wait_group covers its batch" if tl.async_read else "the read itself"
+        done = ("where a bulk wait ends the TMA store's reads" if tl.store_read else
+                "where a wgmma.wait_group covers its batch" if tl.async_read else "the read itself")
         why = (f"the consumers release it (step {v.get('release position')}) before their reads of it are done "
                f"(step {v.get('reads done at')}, {done})")
     return finding(
@@ -445,7 +451,10 @@ def _refilled_early(tl: Timeline, out: Outcome, where: dict) -> Diagnostic:
     why = ("the copy overwrites the thread's registers before it reads them" if tl.private else
            "with no __syncthreads between: the copy may overwrite data still to be read")
     reads = f"reads iteration {j}'s data from it"
-    if tl.async_read:  # a wgmma: its reads last until a wgmma.wait_group covers its batch
+    if tl.store_read:  # a TMA store: its reads last until its issuing thread's bulk wait
+        reads = f"'s TMA store reading iteration {j}'s data from it is waited for (cp.async.bulk.wait_group.read)"
+        why = "with no such wait and __syncthreads after it: the copy may overwrite the tile the TMA store still reads"
+    elif tl.async_read:  # a wgmma: its reads last until a wgmma.wait_group covers its batch
         reads = f"'s wgmma reading iteration {j}'s data from it is waited for (wgmma.wait_group)"
         why = "with no __syncthreads after that wait: the TMA may overwrite the tile the tensor cores still read"
     return finding(
