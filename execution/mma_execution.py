@@ -34,7 +34,9 @@ def split_lanes(launch: dict, threads: int) -> int | None:
     over TIDx and TIDy: blockDim.x a constant below `threads` that divides it, blockDim.y a
     multiple of threads / blockDim.x (a wgmma's accumulators as TIDy{32} x TIDx{4}: a row's quad
     on TIDx alone, so that a row reduces over TIDx); None where TIDx is the warp(group) itself."""
-    bdx = try_int(launch.get(LANE, const(1)))
+    if LANE not in launch or ParallelType.TIDy not in launch:
+        return None
+    bdx = try_int(launch[LANE])
     if bdx is None or bdx >= threads or threads % bdx:
         return None
     bdy = try_int(launch.get(ParallelType.TIDy, const(1)))

@@ -34,6 +34,11 @@ KNOWN_UNDECIDED = {
     # persistent tile index's divisions; z3 gives up over bit-vectors (TMA-WHOLE-TILES, verifier/rules/
     # tma_smem.py _inside). The schedule is rejected (an undecided proof is an error), never accepted.
     390: ["TMA-WHOLE-TILES"],
+    # hopper_matmul_warp_specialized_persistent with its B tile's persistent axis Unroll, propagate_transforms(T2)
+    # and the accumulators in shared memory: the operand tiles' descriptors over the propagated persistent
+    # divisions; z3 gives up (WGMMA-SMEM-LAYOUT). Reached since loops over broadcast axes run once (before,
+    # LOWERING-SUPPORTED refused the TMA loop first). Rejected all the same, never accepted.
+    144: ["WGMMA-SMEM-LAYOUT"],
 }
 
 
