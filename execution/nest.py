@@ -40,13 +40,16 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
             return Access(tv.name, reads, Async.WGMMA)
         return Access(tv.name if phase is Phase.STORE else None, reads) if phase in (Phase.ACCUMULATE, Phase.STORE) \
             else None
+    # a copy into shared memory reads global memory: its global source is a read (a TMA-stored
+    # tensor's completion goes before it: barriers.insert_store_completions)
+    sources = frozenset(t.name for t in op.inputs if t.memory_type is MemoryType.Global)
     if is_async_bulk_op(op):  # a TMA or a 1-D bulk copy: an mbarrier, or the async proxy's read
         if tv.memory_type is MemoryType.Shared:
-            return Access(tv.name, frozenset(), Async.TMA_LOAD, f"tp_bar_{tv.name}", circular=circular_access(tv),
+            return Access(tv.name, sources, Async.TMA_LOAD, f"tp_bar_{tv.name}", circular=circular_access(tv),
                           specialized=specialization(tv), war_mbarrier=war_mbarrier(tv))
         return Access(None, frozenset(t.name for t in op.inputs), Async.TMA_STORE, stores=tv.name)
     if is_cp_async(op) and tv.memory_type is MemoryType.Shared:
-        return Access(tv.name, frozenset(), Async.CP_ASYNC, circular=circular_access(tv))
+        return Access(tv.name, sources, Async.CP_ASYNC, circular=circular_access(tv))
     circular = circular_access(tv) if is_register_copy(tv) or is_shared_copy(tv) else None
     return Access(tv.name, frozenset(t.name for t in op.inputs), circular=circular,
                   private=circular is not None and is_register_copy(tv))

@@ -169,3 +169,31 @@ def test_a_circular_tile_a_tma_store_reads_is_refilled_after_the_stores_reads(mo
     assert "TMA store reading iteration" in d.message, d.message
     cx = d.counterexample
     assert cx["stage"] == cx["data"] % 10 and cx["read iteration"] % 10 == cx["stage"], cx
+
+
+def test_a_tma_load_of_a_tma_stored_output_waits_for_the_store():
+    """T2 (an output) stored by TMA, then loaded again by TMA into T3: the load is issued only
+    after the block's stores complete (TMA copies are not ordered with each other)."""
+    with tp.Fusion("tma_load_read_back") as fusion:
+        t0 = tp.make_contig_tensor(1)
+        fusion.add_input(t0)
+        t1 = tp.set(t0, op=TMA)
+        t2 = tp.set(t1, op=TMA)
+        t3 = tp.set(t2, op=TMA)
+        t4 = tp.set(t3)
+        fusion.add_output(t2)
+        fusion.add_output(t4)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    t3.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2, t3, t4):
+        t.split(0, 128)
+    t1.inline_at(1)
+    t3.inline_at(1)
+    for t in (t1, t2, t3):
+        t.axis(-1).parallelize(P.Bulk)
+    t4.axis(-1).parallelize(P.TIDx)
+    assert tp.verify(fusion, "sm_90a").ok
+    body = tp.compile(fusion, "sm_90a").cuda_source
+    body = body[body.index("__global__"):]
+    assert body.index("tp_bulk_store_1d(&tmap_T2") < body.index('"cp.async.bulk.wait_group 0;"') \
+        < body.index("&tmap_T3")
