@@ -297,7 +297,9 @@ class Kernel:
             if p.kind is ParamKind.TENSOR:
                 args.append((arrays[p.tensor].ptr, ctypes.c_void_p))
             elif p.kind is ParamKind.TENSOR_MAP:
-                args.append((self._tensor_map(maps[p.name], arrays[p.tensor].ptr, bound.env), None))
+                # a TMA-stored global intermediate's map lies over its workspace (Param storage=True, named as the tensor)
+                address = arrays[p.tensor].ptr if p.tensor in arrays else workspaces[p.tensor]
+                args.append((self._tensor_map(maps[p.name], address, bound.env), None))
             elif p.kind in (ParamKind.WORKSPACE, ParamKind.SEMAPHORES):
                 args.append((workspaces[p.name], ctypes.c_void_p))
             else:

@@ -44,8 +44,6 @@ def read_back_kernel():
     return tp.compile(fusion, "sm_90a")
 
 
-@pytest.mark.xfail(strict=True, reason="codegen/compile.py Kernel._arguments takes a tensor map's address from the "
-                                       "inputs and outputs only: a TMA-stored intermediate's lies in its workspace")
 def test_the_tma_store_writes_the_buffer_the_kernel_reads(monkeypatch):
     kernel = read_back_kernel()
     (work,) = [p for p in kernel.ir.params if p.kind.value == "workspace" and p.tensor == "T2"]
