@@ -10,7 +10,8 @@ P = tp.ParallelType
 
 
 @tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", messages=[
-    "T6 reads T2[16, 0] in lane 0", "only the thread with threadIdx.x = 0, threadIdx.y = 8 writes that element"]))
+    "T6 reads T2[16, 0] in lane 4 (threadIdx.x = 0, threadIdx.y = 1)",
+    "only the thread with threadIdx.x = 0, threadIdx.y = 8 writes that element"]))
 def row_max_with_its_row_digits_swapped():
     """The row maxima with the row's digits merged g-major (TIDy = 4 g + w) where the fragment
     puts row 16 w + g in thread TIDy = 8 w + g: the thread with threadIdx.y = 1 reduces row 16

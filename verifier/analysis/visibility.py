@@ -26,7 +26,7 @@ from ...execution.indexing import indices_from_logical, indices_from_root, linea
 from ...execution.conditions.lowering import completed_in_block, launch_axis_clashes
 from ...model.mma_op import ELEMENT_VARS, is_mma
 from ...execution.mma import fragments, well_formed
-from ...execution.mma_execution import lane_types, mma_execution
+from ...execution.mma_execution import lane_types, mma_execution, split_lanes
 from ...execution.promotion import loop_extents, promoted_positions, promotion
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, ParallelType
@@ -414,6 +414,10 @@ def _fragment_misread(ctx, op: Op, k: int, claim: Claim, proof: Proof, where: di
     frag = fragments(mma)
     tile = {"A": "A (M x K)", "B": "B (K x N)", "C": "C (M x N)"}[role]
     lane = v.get("reader threadIdx.x", point.get("threadIdx.x"))
+    bdx = split_lanes(ctx.block_dims, frag.inst.threads)
+    y = v.get("reader threadIdx.y", point.get("threadIdx.y"))
+    if bdx is not None and isinstance(lane, int) and isinstance(y, int):  # the lane spans TIDx and TIDy
+        lane = f"{(lane + bdx * y) % frag.inst.threads} (threadIdx.x = {lane}, threadIdx.y = {y})"
     held = point.get(ELEMENT_VARS[role])
     wanted = "; ".join(f"lane {t} holds " + ", ".join(str(frag.position(role, t, e)) for e in range(frag.elements(role)))
                        for t in (0, 1, 4))
