@@ -4,7 +4,9 @@
     tcgen05.st / tcgen05.ld  + tcgen05.wait::st / ::ld  by every warp that takes part
     tcgen05.fence::before_thread_sync, __syncthreads(), tcgen05.fence::after_thread_sync
 
-A loaded register is read only after tcgen05.wait::ld, and the wait takes the registers as
+At the holes of an indivisible split the instruction runs all the same (warp-collective), its
+data predicated: a store's element there is zero (the array value-initialised), a load's is not
+written back. A loaded register is read only after tcgen05.wait::ld, and the wait takes the registers as
 "+r" operands, so the compiler cannot move a read above it. A thread's elements live in an
 array of the tensor's storage type (__nv_bfloat16, signed char, double, ...) whose bytes are
 the registers' (memcpy, which compiles to register moves): element slot k at byte k * bytes,
@@ -74,9 +76,12 @@ def access_lines(e, a: TmemAccess, depth: int) -> list[str]:
             f"unsigned {REGS_NAME}[{n}];"]
     packing = f"// {_packing_comment(dtype, count, n)}"
     split = f", {a.split_offset}" if a.split_offset is not None else ""
-    if a.direction is Direction.STORE:
-        body += [f"{ELEMENTS_NAME}[{k}] = {e.value(el.data, [e.ref(o) for o in el.data.ins])};"
-                 for k, el in zip(slots, a.elements)]
+    if a.direction is Direction.STORE:  # an element at a hole reads no register: zero is stored there
+        if any(el.data.conds for el in a.elements):
+            body[1] = f"{e.storage(dtype)} {ELEMENTS_NAME}[{count}] = {{}};"
+        for k, el in zip(slots, a.elements):
+            line = f"{ELEMENTS_NAME}[{k}] = {e.value(el.data, [e.ref(o) for o in el.data.ins])};"
+            body.append(f"if ({' && '.join(e.cond(c) for c in el.data.conds)}) {line}" if el.data.conds else line)
         body += [f"memcpy({REGS_NAME}, {ELEMENTS_NAME}, sizeof({REGS_NAME}));  {packing}"]
         regs = ", ".join(f"%{k + 1}" for k in range(n))
         body.append(f'asm volatile("{a.instruction} [%0]{split}, {{{regs}}};"')

@@ -35,7 +35,6 @@ from typing import Callable, Mapping
 from ...execution.statements import Cond
 from ...model.errors import InternalError
 from ...model.expr import Expr, const, var
-from ...model.types import Direction
 from ..ir import (BLOCK_DIMS, GRID_DIMS, Compute, CpAsyncCopy, IndexNames, KernelIR, Loop, LoopKind, MatrixCopy, MmaIssue,
                   Prologue, TmaCopy, TmemAccess, WholeTile)
 
@@ -126,9 +125,8 @@ class Invariants:
         return len(self.named)
 
     def _node(self, n):
-        if isinstance(n, TmemAccess):  # a load writes its elements back each under its own predicate
-            elements = [replace(el, data=replace(el.data, conds=self.conds(el.data.conds)))
-                        if n.direction is Direction.LOAD else el for el in n.elements]
+        if isinstance(n, TmemAccess):  # a load writes its elements back, a store reads them, each under its predicate
+            elements = [replace(el, data=replace(el.data, conds=self.conds(el.data.conds))) for el in n.elements]
             return replace(n, elements=elements, conds=self.conds(n.conds))
         if isinstance(n, CpAsyncCopy):  # the zero fill's test is printed first
             zero_fill = self.conds(n.zero_fill)

@@ -31,10 +31,14 @@ The instruction is predicated only by
   - the thread/block extents of the issuing tensor (AccessModel.active): warp-uniform, because
     TMEM-WARP-COLLECTIVE proved that a thread executes the access only if its whole warp does;
   - conditions free of threadIdx (loop counters and block indices are the same in a warp).
-The holes of indivisible splits need no predicate: SPLIT-DIVISIBILITY proved every split in
-the schedule of a tensor-memory tensor and of a tensor loading from one divisible. Other
-per-thread conditions (a single writer into shared memory) predicate the data: a load's
-write-back of its registers; a store with one is not lowered.
+The holes of indivisible splits do not predicate it either (nvFuser's isLdStTMem predicate):
+the warp runs it at the holes too, which SPLIT-DIVISIBILITY accepted only where every split of
+the schedule divides or the access at its holes stays inside the tensor's allocation and (a
+store) writes no valid element's cell (verifier/analysis/tmem_holes.py). The holes predicate the
+data instead: a store reads no register at a hole (it stores zero there), a load writes none
+back, so nothing from a hole reaches a register a valid point reads. Other per-thread conditions
+(a single writer into shared memory) predicate the data too: a load's write-back of its
+registers; a store with one is not lowered.
 """
 
 from __future__ import annotations
@@ -159,7 +163,7 @@ class AccessLowering:
         base = m.warp_base_env()
         lane = self._kernel_expr(substitute(m.addresses["lane"], base))
         column = self._kernel_expr(pk.word(substitute(m.addresses["column"], base)))
-        elements = [self._element(stmt, v, data_conds) for v in range(m.num_regs.value)]
+        elements = [self._element(stmt, v, data_conds + holes) for v in range(m.num_regs.value)]
         address = Operand(m.acc.tensor.name, MemoryType.Tensor, m.acc.tensor.dtype,
                           tmem_address(lane, add(column, self.column_offset)))
         first = elements[0].data  # like a vector Compute: operands at the first element
@@ -174,7 +178,8 @@ class AccessLowering:
                    f"{regs} register{'s' if regs > 1 else ''} per thread{packed_as} "
                    f"(TMEM-ACCESS-PATTERN, TMEM-PACKING, TMEM-SUBPARTITION)")
         if holes:
-            comment += f"; no hole predicate: SPLIT-DIVISIBILITY proved the splits of {tv.name} divisible"
+            comment += (f"; run at the holes too, inside {m.acc.tensor.name}'s allocation (SPLIT-DIVISIBILITY), "
+                        f"the {'registers stored' if direction is Direction.STORE else 'write-back'} predicated")
         access = TmemAccess(stmt.kind, stmt.name, out, ins, conds, regs, comment, stmt.scalar, direction=direction,
                             tensor=m.acc.tensor.name, pattern=pattern, repeat=repeat, lane=lane, column=column,
                             column_offset=self.column_offset, registers=regs, elements=elements,
@@ -223,8 +228,8 @@ class AccessLowering:
 
         conds = [Cond(simplify(substitute(c.lhs, in_kernel), self.ranges), c.op,
                       simplify(substitute(c.rhs, in_kernel), self.ranges), c.why) for c in data_conds]
-        if m.acc.direction is Direction.STORE:
-            data = Compute(stmt.kind, stmt.name, cell, [at(o) for o in stmt.ins], [], 1, stmt.comment, stmt.scalar)
+        if m.acc.direction is Direction.STORE:  # conds: the holes only (_split_conditions)
+            data = Compute(stmt.kind, stmt.name, cell, [at(o) for o in stmt.ins], conds, 1, stmt.comment, stmt.scalar)
         else:
             ins = [cell if k == m.acc.input_index else at(o) for k, o in enumerate(stmt.ins)]
             data = Compute(stmt.kind, stmt.name, at(stmt.out), ins, conds, 1, stmt.comment, stmt.scalar)

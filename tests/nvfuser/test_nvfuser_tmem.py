@@ -358,10 +358,6 @@ def performant_vectorized_copy():
     return fusion
 
 
-_HOLES_GAP = ("no item: the tcgen05 store / load at the holes of an indivisible split (by 32) is rejected with "
-              "SPLIT-DIVISIBILITY; nvFuser runs it (the tensor memory allocated covers the holes) and validates")
-
-
 def _tmem(test, build, verdict, **kw):
     return Case(test, build, verdict, target=SM100, **kw)
 
@@ -377,9 +373,9 @@ def _tutorial_r(test, shape, parallel_types, sep):
 
 
 CASES = [
-    _tmem("TMemTest.GmemRegTMemRegGmemCopy/symbolic", gmem_reg_tmem_reg_gmem_copy, VALID, gap=_HOLES_GAP),
+    _tmem("TMemTest.GmemRegTMemRegGmemCopy/symbolic", gmem_reg_tmem_reg_gmem_copy, VALID),
     _tmem("TMemTest.GmemRegTMemRegGmemCopy/12800", lambda: gmem_reg_tmem_reg_gmem_copy(12800), VALID),
-    _tmem("TMemTest.AddKernelMultipleRegions/symbolic", lambda: tmem_add_kernel(False), VALID, gap=_HOLES_GAP),
+    _tmem("TMemTest.AddKernelMultipleRegions/symbolic", lambda: tmem_add_kernel(False), VALID),
     _tmem("TMemTest.AddKernelMultipleRegions/12800", lambda: tmem_add_kernel(False, 12800), VALID),
     _tmem("TMemTest.AddKernelSameRegion/12800", lambda: tmem_add_kernel(True, 12800), VALID,
           gap="no item: tileproof has no fusion.manage(\"tmem_regions\", ...) (tensor-memory regions); "
@@ -395,7 +391,7 @@ CASES = [
           gap="no item: rejected with GLOBAL-INTERMEDIATE (tv1) and TMEM-WARP-COLLECTIVE (the holes of 33 split "
               "by 32 predicate the tcgen05 access), never reaching nvFuser's reason: the warp of TIDy = 1 at "
               "lane 64 (TMEM-SUBPARTITION)"),
-    _tmem("TMemTest.InexactParallelType", inexact_parallel_type, VALID, gap=_HOLES_GAP),
+    _tmem("TMemTest.InexactParallelType", inexact_parallel_type, VALID),
     *[_tmem(f"TMemAllocationSize.CopyKernel/{n}cols", lambda n=n: tmem_allocation_size(n), VALID)
       for n in (32, 33, 129, 256, 257)],
     # tutorial_tmem.cpp

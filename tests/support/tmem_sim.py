@@ -203,6 +203,8 @@ class Simulator:
         data = np.zeros(a.registers * CELL_BYTES, dtype=np.uint8)
         defined = np.zeros(a.registers * CELL_BYTES, dtype=bool)
         for el in a.elements:
+            if not self.holds(el.data.conds, env):
+                continue  # a hole: no register is read, the cell's bytes are undefined (NaN when loaded)
             src = el.data.ins[0]
             raw = element_bytes(self.array(k, src.tensor)[self.ev(src.offset, env)], el.data.out.dtype)
             at = el.register * CELL_BYTES + el.byte

@@ -13,6 +13,8 @@
     tmem.py          tensor-memory access models with lanes and columns; which accesses are
                      warp-collective and which tcgen05 pattern each matches (codegen/lower/tmem.py
                      lowers exactly what these proved)
+    tmem_holes.py    whether a tcgen05 access run at the holes of an indivisible split stays in
+                     its tensor's allocation and (a store) off every valid element's cell
     visibility.py    the claims that a reader's block / thread wrote what it reads, and their
                      proofs (the visibility rules and the tensor-core layout rules)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import sympy
@@ -20,13 +20,16 @@ from ...model.global_layout import global_strides
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
 from ...model.types import Direction, MemoryType, ParallelType
+from ..access import AccessModel
 from ..analysis.assumptions import satisfiable
+from ..analysis.tmem import access_models
+from ..analysis.tmem_holes import holes_inside
 from ..causes import propose_fix
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_outcome, report_values, when_clause
 from ..registry import rule
-from ..solver import Outcome
+from ..solver import Outcome, Verdict
 
 OTHER = "other "  # the second vector element's index
 
@@ -37,6 +40,7 @@ class RequiredSplit:
     tensor: TensorView
     why: str
     vector: bool = False  # on the path to a Vectorize ID (not needed where its holes spare whole vectors)
+    tmem: frozenset = frozenset()  # the keys of the tcgen05 accesses that run its holes (Access.key)
 
 
 def ancestors(i: IterDomain) -> Iterator:
@@ -55,9 +59,14 @@ def ancestors(i: IterDomain) -> Iterator:
 def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
     out: dict[int, RequiredSplit] = {}
 
-    def need(t, tv, why, vector=False):
-        if isinstance(t, Split) and id(t) not in out:
-            out[id(t)] = RequiredSplit(t, tv, why, vector)
+    def need(t, tv, why, vector=False, tmem=None):
+        if not isinstance(t, Split):
+            return
+        tmem = frozenset([tmem] if tmem else [])
+        if id(t) not in out:
+            out[id(t)] = RequiredSplit(t, tv, why, vector, tmem)
+        elif tmem:  # required twice: both excuses are needed (a vector's, the tensor memory's)
+            out[id(t)] = replace(out[id(t)], tmem=out[id(t)].tmem | tmem)
 
     padded = zero_padded(ctx.fusion)
     for tv in ctx.executed():
@@ -67,12 +76,13 @@ def required_splits(ctx: VerifyContext) -> list[RequiredSplit]:
                     if isinstance(t, Split) and t.in_.uid == padded.get(tv.name):
                         continue  # past K the vector runs whole, on zeros (a cp.async's: _straddling_k)
                     need(t, tv, f"it lies on the path to the vectorized {i.label()} of {tv.name}", vector=True)
-    for acc in ctx.tmem_accesses:
+    for acc in ctx.tmem_accesses:  # the holes of a split run in the access its tensor issues
         for t in acc.tensor.history:
-            need(t, acc.tensor, f"{acc.tensor.name} is in tensor memory, whose warp-collective accesses cannot skip holes")
+            need(t, acc.tensor, f"{acc.tensor.name} is in tensor memory, whose warp-collective accesses cannot skip holes",
+                 tmem=acc.key if acc.direction is Direction.STORE else None)
         if acc.direction is Direction.LOAD:
             for t in acc.consumer.history:
-                need(t, acc.consumer, f"{acc.consumer.name} loads from tensor memory with whole warps")
+                need(t, acc.consumer, f"{acc.consumer.name} loads from tensor memory with whole warps", tmem=acc.key)
     return list(out.values())
 
 
@@ -86,12 +96,20 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         extent for every size the assumptions admit. A failing proof shows a size. A split
         on a vector's path need not divide where its holes take vectors whole (for every
         point, two elements of one vector are both holes or neither: a row past M under a
-        vector of columns), since the vector is then predicated as one.
+        vector of columns), since the vector is then predicated as one. A split in a
+        tensor-memory schedule need not divide where the tcgen05 access that runs its
+        holes (nvFuser issues it there too, unpredicated) touches at every hole only cells
+        of the warp's sub-partition and of the tensor's own columns (the allocation rounded
+        up), and a store none a valid element of the same allocation instance is stored to
+        (verifier/analysis/tmem_holes.py); a failing proof then shows the hole's cell.
     Why the hardware needs it:
         An indivisible split adds holes (ceil(N/f)*f - N extra points). A vector load
         or store moves its f elements unconditionally, and a tcgen05 ld/st is issued by
         whole warps, so neither can predicate a hole away: the kernel reads or writes
-        out of bounds, or a partial warp executes a warp-collective instruction.
+        out of bounds, or a partial warp executes a warp-collective instruction. A
+        tcgen05 access run at a hole outside the allocation touches columns it does not
+        own (another tensor's, or unallocated ones), and a store onto a valid element's
+        cell replaces its value with the hole's.
     Example:
         fusion, t0, t1 = copy_chain("vec6", [6], copies=1)
         t1.split(0, 4)
@@ -106,7 +124,8 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: for every required split S (on the path to a Vectorize ID, unless the vectorized
     #   tensor's holes take vectors whole (_whole_vectors); in the history of a tensor-memory tensor or of
-    #   a tensor loading from one), for all admitted sizes s:
+    #   a tensor loading from one, unless each tcgen05 access running its holes keeps them inside
+    #   (analysis/tmem_holes.py: inside, and no clobber for a store)), for all admitted sizes s:
     #   extent(S.in)(s) mod extent(S.inner)(s) == 0
     #   (extent(S.inner) = the factor for an inner split, ceildiv(extent(S.in), factor) for an outer one)
     found: list[tuple[RequiredSplit, Diagnostic]] = []
@@ -114,15 +133,28 @@ def split_divisibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         s = req.split
         n, f = s.in_.extent_expr, s.inner.extent_expr
         out = ctx.memo(("divides", n, f), lambda: _prove_divides(ctx, n, f))
-        if not out.proved and req.vector and _whole_vectors(ctx, req.tensor):
-            continue  # its holes are whole vectors: each is predicated as one
+        outside = _holes_outside(ctx, req) if not out.proved else []
+        if not out.proved and (not req.vector or _whole_vectors(ctx, req.tensor)) and not outside:
+            continue  # its holes are whole vectors, each predicated as one; tcgen05 runs them inside the allocation
         where = dict(tensor=req.tensor.name, ids=[s.in_.name, s.outer.name, s.inner.name], location=s.outer.origin)
         found += [(req, d) for d in report_outcome("SPLIT-DIVISIBILITY", out, f"that {s} divides",
-                                                   lambda out: _not_divisible(ctx, req, out, where), **where)]
+                                                   lambda out: _not_divisible(ctx, req, out, where, outside), **where)]
     if found and not _COMBINING:
         _combine(ctx, found)
     yield from (d for _, d in found)
     yield from _straddling_k(ctx)
+
+
+def _holes_outside(ctx: VerifyContext, req: RequiredSplit) -> list[tuple[AccessModel, Outcome | None]]:
+    """The tcgen05 accesses that run req's holes (analysis/tmem_holes.py) not proved inside
+    their allocation, each with its outcome (None: no proved tcgen05 pattern)."""
+    found = []
+    for m in access_models(ctx):
+        if m.acc.key in req.tmem and m.valid:
+            out = holes_inside(ctx, m)
+            if out is None or not out.proved:
+                found.append((m, out))
+    return found
 
 
 def _whole_vectors(ctx: VerifyContext, tv: TensorView) -> bool:
@@ -275,20 +307,54 @@ def _chain_modulus(extent, factor: int | None) -> tuple[sympy.Symbol, int] | Non
     return e, k
 
 
-def _not_divisible(ctx: VerifyContext, req: RequiredSplit, out: Outcome, where: dict) -> Diagnostic:
+def _not_divisible(ctx: VerifyContext, req: RequiredSplit, out: Outcome, where: dict,
+                   outside: list[tuple[AccessModel, Outcome | None]]) -> Diagnostic:
     s = req.split
     ext, inner, rem = out.values["extent"], out.values["inner"], out.values["remainder"]
     sizes = ctx.symbols_of(out.model)
     holes = -(-ext // inner) * inner - ext
+    notes, witness = [f"the split must divide because {req.why}"], {}
+    if outside:
+        m, hole = outside[0]
+        notes.append(f"the {m.describe} runs at the holes too (tcgen05 is warp-collective, issued unpredicated), "
+                     f"which is safe only where each cell it touches there lies in {m.acc.tensor.name}'s allocation "
+                     f"and holds no valid element: {_where_holes_fall(ctx, m, hole)}")
+        witness = _hole_witness(ctx, m, hole)
     return finding(
         "SPLIT-DIVISIBILITY",
         f"split of {s.in_.label()} by {s.factor} in {req.tensor.name} is not divisible{when_clause(sizes)}: "
         f"{ext} % {inner} = {rem}, leaving {holes} holes",
-        notes=[f"the split must divide because {req.why}"],
-        counterexample={**sizes, "extent": ext, "inner extent": inner, "remainder": rem},
+        notes=notes,
+        counterexample={**sizes, "extent": ext, "inner extent": inner, "remainder": rem, **witness},
         hint=_divisibility_hint(s, sizes),
         **where,
     )
+
+
+def _where_holes_fall(ctx: VerifyContext, m: AccessModel, hole: Outcome | None) -> str:
+    if hole is None:
+        return "it matches no proved tcgen05 pattern, so where the holes fall is not known"
+    if hole.status is not Verdict.COUNTEREXAMPLE:
+        return f"not decided ({hole.reason})"
+    v = hole.values
+    sizes = ctx.symbols_of(hole.model)
+    warp = v["warp"] % 4
+    if v["column"] >= v["columns"] or v["lane"] // 32 != warp:
+        return (f"{when_clause(sizes).strip() or 'here'}, thread {v['thread']} (warp {v['warp']}) at a hole reaches lane "
+                f"{v['lane']}, column {v['column']}: its allocation has columns 0..{v['columns'] - 1}, and warp "
+                f"{v['warp']} reaches lanes {32 * warp}..{32 * warp + 31} only")
+    return (f"{when_clause(sizes).strip() or 'here'}, thread {v['thread']} at a hole stores into lane {v['lane']}, "
+            f"column {v['column']}, where a valid element of the same allocation is stored: the hole's garbage "
+            f"could replace it")
+
+
+def _hole_witness(ctx: VerifyContext, m: AccessModel, hole: Outcome | None) -> dict:
+    if hole is None or hole.status is not Verdict.COUNTEREXAMPLE:
+        return {}
+    v = hole.values
+    return {**{f"hole {k}": x for k, x in ctx.symbols_of(hole.model).items()},
+            "hole thread": v["thread"], "hole lane": v["lane"], "hole column": v["column"],
+            "columns allocated": v["columns"]}
 
 
 def _prove_divides(ctx: VerifyContext, n: Expr, f: Expr):
