@@ -199,29 +199,43 @@ class TensorBase:
         return self
 
     def apply_mma_swizzle_for_tma_load(self, swizzle) -> "TensorView":
-        """Lay out a K-major wgmma operand tile [.., rows, one swizzle span of K] as the TMA's
-        swizzled box writes it and the descriptor's canonical layout reads it: rows in groups of 8,
-        16-byte chunks XOR-swizzled by the row within its group (nvFuser's
-        TensorView::applyMmaSwizzleForTMALoad: [.., rows / 8, 8, 128 / S, S / 16, 16 bytes], XOR
-        of the row and the chunk); returns self. `swizzle` is a tp.MmaInputSmemSwizzle (B128, B64
-        or B32); the innermost axis must hold S bytes. Bind the tile axes to Bulk and make this the
-        allocation domain (WGMMA-SMEM-LAYOUT proves the descriptor reads it).
+        """Lay out a wgmma operand tile [.., rows, cols] (cols innermost: K of a K-major tile, M or
+        N of an MN-major one) as TMA boxes that the descriptor's canonical layout reads (nvFuser's
+        MmaSwizzler::scheduleTMALoadForMma, the transforms); returns self. `swizzle` is a
+        tp.MmaInputSmemSwizzle:
+
+        - B128, B64 or B32 (S bytes a span): rows in groups of 8, 16-byte chunks XOR-swizzled by
+          the row within its group (TensorView::swizzleTMABox): [.., rows / 8, 8 / (128 / S),
+          128 / S, S / 16, 16 bytes], XOR of the row and the chunk. cols of exactly one span is
+          that box; cols of n spans are first split into spans, the spans a loop of n boxes
+          outside: [.., n, rows, S] -> [.., n, <the box>].
+        - None: 8 x 16-byte core matrices, each a box: [.., rows / 8, cols / 16 bytes, 8, 16
+          bytes] (the first two a loop of boxes); rows a multiple of 8, cols of 16 bytes.
+
+        Bind the box axes to Bulk (not the loops of boxes) and make the loop the allocation domain
+        (WGMMA-SMEM-LAYOUT proves the descriptor reads it).
 
             a_smem.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)"""
         if not isinstance(swizzle, MmaInputSmemSwizzle):
             raise wrong_enum("apply_mma_swizzle_for_tma_load", "swizzle", MmaInputSmemSwizzle, swizzle)
-        if not swizzle.value:
-            raise ScheduleError("apply_mma_swizzle_for_tma_load: MmaInputSmemSwizzle.None (core matrices of 8 rows "
-                                "x 16 bytes) is not supported; use B128, B64 or B32")
         span, es = swizzle.swizzle_bytes, self.dtype.bytes
         if len(self.loop) < 2:
-            raise ScheduleError(f"apply_mma_swizzle_for_tma_load: {self.name} needs two loop axes (rows, K)")
+            raise ScheduleError(f"apply_mma_swizzle_for_tma_load: {self.name} needs two loop axes (rows, cols)")
         got = self.loop[-1].static_extent
-        if got is None or got * es != span:
+        if got is None or got * es % span:
+            what = (f"core-matrix rows take a multiple of 16 bytes ({16 // es})" if not swizzle.value
+                    else f"the {span}-byte swizzle takes {span // es} (one swizzle span) or a multiple")
             raise ScheduleError(f"apply_mma_swizzle_for_tma_load: {self.name}'s innermost axis holds "
                                 f"{'a symbolic number of' if got is None else got} {self.dtype.name} elements"
-                                f"{'' if got is None else f' ({got * es} bytes)'}; the {span}-byte swizzle takes "
-                                f"{span // es} (one swizzle span of K)")
+                                f"{'' if got is None else f' ({got * es} bytes)'}; {what}")
+        if not swizzle.value:
+            rows = self.loop[-2].static_extent
+            if rows is not None and rows % 8:
+                raise ScheduleError(f"apply_mma_swizzle_for_tma_load: {self.name}'s rows axis holds {rows} "
+                                    "elements; core matrices take a multiple of 8")
+            return self.split(-2, 8).split(-1, 16 // es).reorder({-2: -3})  # [.., rows / 8, cols / 16B, 8, 16B]
+        if got * es > span:
+            self.split(-1, span // es).reorder({-2: -3})  # [.., spans, rows, one span]
         self.split(-2, 8).split(-2, 128 // span).split(-1, 16 // es)
         return self.swizzle(SwizzleType.XOR, -4, -2)
 

@@ -123,10 +123,49 @@ def test_apply_mma_swizzle_for_tma_load_names_a_wrong_argument():
         t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
     with pytest.raises(tp.ScheduleError, match="expected a tp.MmaInputSmemSwizzle.*use tp.MmaInputSmemSwizzle.B64"):
         t.apply_mma_swizzle_for_tma_load("B64")
-    with pytest.raises(tp.ScheduleError, match="not supported; use B128, B64 or B32"):
-        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.NoSwizzle)
+    with pytest.raises(tp.ScheduleError, match="symbolic number of bfloat16 elements"):
+        with tp.Fusion("symbolic"):
+            s = tp.make_tensor([64, "K"], dtype=tp.bfloat16)
+        s.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B64)
     t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B64)  # 32 bf16 = one 64-byte span
     assert [i.static_extent for i in t.loop] == [8, 4, 2, 4, 8]  # two 64-byte rows per 128-byte line
+
+
+def test_apply_mma_swizzle_for_tma_load_splits_an_mn_major_tile_into_spans():
+    """[K16, M128] half, 128-byte swizzle (nvFuser's scheduleTMALoadForMma): [M / 64 (a loop of
+    boxes), K / 8, 8, 1, 8 chunks, 8]: element (k, m) in box m / 64 at row k, chunk (m % 64) / 8 ^ k % 8."""
+    with tp.Fusion("tile"):
+        t = tp.make_contig_concrete_tensor([16, 128], dtype=tp.float16)
+    t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+    assert [i.static_extent for i in t.loop] == [2, 2, 8, 1, 8, 8]
+    span, rows, row, one, chunk, elem = t.loop
+    idx = indices_from_loop(t, {span.uid: const(1), rows.uid: const(1), row.uid: const(5), one.uid: const(0),
+                                chunk.uid: const(2), elem.uid: const(3)})
+    k, m = (evaluate(idx[i.uid], {}) for i in t.logical)
+    assert (k, m) == (13, 64 + 8 * (2 ^ 5) + 3)
+    with tp.Fusion("tile"):
+        t = tp.make_contig_concrete_tensor([16, 96], dtype=tp.float16)
+    with pytest.raises(tp.ScheduleError, match="96 float16 elements.*takes 64 \\(one swizzle span\\) or a multiple"):
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
+
+
+def test_apply_mma_swizzle_for_tma_load_without_swizzle_makes_core_matrices():
+    """[N64, K16] half, no swizzle: [N / 8, K / 8, 8, 8], each 8 x 16-byte core matrix a box."""
+    with tp.Fusion("tile"):
+        t = tp.make_contig_concrete_tensor([1, 64, 16], dtype=tp.float16)
+    t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.NoSwizzle)
+    assert [i.static_extent for i in t.loop] == [1, 8, 2, 8, 8]
+    b, ng, kg, n, k = t.loop
+    idx = indices_from_loop(t, {b.uid: const(0), ng.uid: const(3), kg.uid: const(1), n.uid: const(6), k.uid: const(2)})
+    assert [evaluate(idx[i.uid], {}) for i in t.logical] == [0, 30, 10]
+    with tp.Fusion("tile"):
+        t = tp.make_contig_concrete_tensor([12, 16], dtype=tp.float16)
+    with pytest.raises(tp.ScheduleError, match="rows axis holds 12 elements; core matrices take a multiple of 8"):
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.NoSwizzle)
+    with tp.Fusion("tile"):
+        t = tp.make_contig_concrete_tensor([16, 12], dtype=tp.float16)
+    with pytest.raises(tp.ScheduleError, match=r"12 float16 elements \(24 bytes\); core-matrix rows take a multiple of 16 bytes \(8\)"):
+        t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.NoSwizzle)
 
 
 def test_mma_output_allocation_puts_the_k_axes_first_and_the_tile_as_the_fragment():

@@ -18,6 +18,17 @@ STAGES, PREFETCH = 4, 3
 CTA_M, CTA_N = 2 * MACRO.m, MACRO.n
 
 
+def schedule_tma_load_for_mma(tv):
+    """TensorView::applyMmaSwizzleForTMALoad (MmaSwizzler::scheduleTMALoadForMma) on the MN-major
+    tile [.., K, MN]: tileproof's apply_mma_swizzle_for_tma_load (MN split into 64-element spans,
+    a loop of boxes [K, 64], each swizzled), the boxes' axes Bulk (parallelizeAsBulkSkippingFirstIDs:
+    not the loop of boxes), allocated as the loop."""
+    tv.apply_mma_swizzle_for_tma_load(SWIZZLE)
+    for i in tv.get_loop_domain()[-5:]:  # [K / 8, 8 / (128 / S), 128 / S, S / 16, 16 bytes]
+        i.parallelize(P.Bulk)
+    tv.set_allocation_domain(tv.get_loop_domain(), True)
+
+
 def hsh_nt_128b_swizzle(broadcast_op: bool, warp_specialized: bool):
     """HSH_NT_128BSwizzle_Basic (operands declared [K, M, 1] and [K, 1, N], warp-specialized on
     TIDy) and HSH_NT_128BSwizzle_BroadcastOp (operands [K, M] and [K, N] through broadcast ops,
@@ -64,9 +75,9 @@ def hsh_nt_128b_swizzle(broadcast_op: bool, warp_specialized: bool):
     tp.propagate_transforms(tv2)
     tp.parallelize_all_like(tv2)
     tv0c.reorder({-3: -1})  # [.., Mi, Ni, Ki] -> [.., Ni, Ki, Mi]
-    tv0c.apply_mma_swizzle_for_tma_load(SWIZZLE)
+    schedule_tma_load_for_mma(tv0c)  # [.., Ni, Mi / 64 (a loop of boxes), <K16 x 64 M, swizzled>]
     tv1c.reorder({-1: -2})  # [.., Mi, Ni, Ki] -> [.., Mi, Ki, Ni]
-    tv1c.apply_mma_swizzle_for_tma_load(SWIZZLE)
+    schedule_tma_load_for_mma(tv1c)
     if broadcast_op:
         tv0c.axis(-6).parallelize(P.Unroll)
         tv1c.axis(-6).parallelize(P.Unroll)
@@ -97,14 +108,29 @@ def hsh_nt_128b_swizzle(broadcast_op: bool, warp_specialized: bool):
     return fusion
 
 
-GAP = ("no item: apply_mma_swizzle_for_tma_load takes only an innermost axis of one swizzle span and raises "
-       "ScheduleError on the MN-major tile [K16, M128] (nvFuser's scheduleTMALoadForMma splits it into 64-element "
-       "spans)")
+def run_hsh_nt(broadcast_op: bool):
+    """The check: the output is A^T B over K (torch, float32, rounded to half) at three sizes
+    (M, N, K), the operands [K, M, 1] and [K, 1, N] (Basic) or [K, M] and [K, N] (BroadcastOp)."""
+    def run(kernel, torch):
+        for seed, (m, n, k) in enumerate(((128, 512, 64), (384, 1024, 512), (256, 1536, 2048))):
+            torch.manual_seed(seed)
+            a = torch.randn(k, m, device="cuda", dtype=torch.float16)
+            b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+            (out,) = kernel.run(a, b) if broadcast_op else kernel.run(a.unsqueeze(2), b.unsqueeze(1))
+            want = (a.float().t() @ b.float()).half()
+            torch.testing.assert_close(out, want, rtol=1e-2, atol=1e-2)
+    return run
+
+
+BROADCAST_GAP = ("no item: the broadcasts of A and B set to global memory (setMemoryType(Global)) are rejected as "
+                 "global intermediates (GLOBAL-INTERMEDIATE) and as read by blocks that do not write them "
+                 "(GLOBAL-VISIBILITY: the broadcast's blockIdx.x axis is written by block 0 only)")
 
 CASES = [
-    Case("HopperMatmulTest.HSH_NT_128BSwizzle_Basic", lambda: hsh_nt_128b_swizzle(False, True), VALID, gap=GAP),
+    Case("HopperMatmulTest.HSH_NT_128BSwizzle_Basic", lambda: hsh_nt_128b_swizzle(False, True), VALID,
+         run=run_hsh_nt(False)),
     Case("HopperMatmulTest.HSH_NT_128BSwizzle_BroadcastOp", lambda: hsh_nt_128b_swizzle(True, False), VALID,
-         gap=GAP),
+         gap=BROADCAST_GAP, run=run_hsh_nt(True)),
 ]
 
 

@@ -49,6 +49,17 @@ def mma_smem_swizzle(tv, swizzle):
     tv.set_allocation_domain(tv.get_loop_domain(), True)
 
 
+def schedule_tma_load_for_mma(tv, swizzle):
+    """TensorView::applyMmaSwizzleForTMALoad (MmaSwizzler::scheduleTMALoadForMma): the TMA boxes
+    (tileproof's apply_mma_swizzle_for_tma_load), their axes Bulk (parallelizeAsBulkSkippingFirstIDs:
+    not the loops of boxes), allocated as the loop."""
+    box = 2 if swizzle.value == 0 else 5  # a core matrix [8, 16 bytes]; a swizzled box [rows / 8, .., 16 bytes]
+    tv.apply_mma_swizzle_for_tma_load(swizzle)
+    for i in tv.get_loop_domain()[-box:]:
+        i.parallelize(P.Bulk)
+    tv.set_allocation_domain(tv.get_loop_domain(), True)
+
+
 def naively_parallelize(tv):
     """test_mma.cpp's naivelyParallelize: every axis merged, split by 128 threads."""
     while tv.ndim > 1:
@@ -173,7 +184,7 @@ def hopper_rs_stmatrix(macro, dtype, tile_m, tile_n):
     move_inner_broadcast_left(tv0)
     tp.schedule_mma_fragment(tv0, macro, tp.MmaOperand.A)
     move_inner_broadcast_left(tv1)
-    tv1.apply_mma_swizzle_for_tma_load(SW["None"])
+    schedule_tma_load_for_mma(tv1, SW["None"])
     tv2.set_allocation_domain(tp.mma_output_allocation(tv2), True)
     for i in (-3, -2, -1):
         tv2.axis(i).parallelize(P.Mma)
@@ -181,10 +192,28 @@ def hopper_rs_stmatrix(macro, dtype, tile_m, tile_n):
         t.set_loop_domain(tp.mma_output_allocation(t))
         t.split(-1, tile_m * tile_n // 32)  # one stmatrix tile's elements a lane
     tv3c.set_allocation_domain(tv3c.get_loop_domain(), True)
+    # no allocation in the C++: nvFuser's unswizzled stmatrix index (hardCodedSharedMemoryIndexForLdStMatrix) and the
+    # TMA store read it row-major [M, N]
+    tv3.set_allocation_domain(tv3.get_logical_domain(), True)
     tv3.axis(-1).parallelize(P.Vectorize)
     for i in tv4.get_loop_domain():
         i.parallelize(P.Bulk)
     return fusion
+
+
+def run_rs_stmatrix(macro):
+    """The C++ check at its size: the half output is A x B over K (torch, float32, rounded to
+    half), for three random draws of the TN operands."""
+    m, n, k = macro.m, macro.n, macro.k
+
+    def run(kernel, torch):
+        for seed in range(3):
+            torch.manual_seed(seed)
+            a, b = (torch.randn(s, device="cuda", dtype=torch.float16) for s in SHAPES["TN"](m, n, k))
+            (out,) = kernel.run(a, b)
+            want = (a.float() * b.float()).sum(2).half()
+            torch.testing.assert_close(out, want, rtol=1e-2, atol=1e-2)
+    return run
 
 
 # -- HopperSS / Blackwell: both operands in shared memory -------------------------------------
@@ -301,12 +330,10 @@ CASES = [
          run=run_ss(tp.MmaMacro.Hopper_64_8_16, "bfloat16", "TT")),
     Case("HopperRSStmatrix.SingleTileWithTMALoadStoreStMatrix/Hopper_64_64_16_TN_None_half_16x16",
          lambda: hopper_rs_stmatrix(tp.MmaMacro.Hopper_64_64_16, tp.float16, 16, 16), VALID,
-         gap="no item: apply_mma_swizzle_for_tma_load(MmaInputSmemSwizzle.None) raises ScheduleError (a TMA box "
-             "in 8 x 16-byte core matrices; the RS wgmma itself is supported)"),
+         run=run_rs_stmatrix(tp.MmaMacro.Hopper_64_64_16)),
     Case("HopperRSStmatrix.SingleTileWithTMALoadStoreStMatrix/Hopper_64_256_16_TN_None_half_16x8",
          lambda: hopper_rs_stmatrix(tp.MmaMacro.Hopper_64_256_16, tp.float16, 16, 8), VALID,
-         gap="no item: apply_mma_swizzle_for_tma_load(MmaInputSmemSwizzle.None) raises ScheduleError (a TMA box "
-             "in 8 x 16-byte core matrices; the RS wgmma itself is supported)"),
+         run=run_rs_stmatrix(tp.MmaMacro.Hopper_64_256_16)),
     SINGLE("Hopper_64_64_16", "TN", "B128", "B128", "half"),
     SINGLE("Hopper_64_256_16", "TN", "B32", "B32", "half"),
     SINGLE("Hopper_64_8_16", "TT", "None", "None", "bfloat16"),  # B N-major in 8 x 16-byte core matrices
