@@ -25,6 +25,7 @@ from tileproof.verifier.analysis.tmem_holes import holes_inside
 from tileproof.verifier.context import VerifyContext
 from tileproof.verifier.solver import Verdict
 
+from support.brute_force import split_divisibility
 from support.lowering import decisions_for
 from support.tmem_sim import check_addresses, run_kernel
 
@@ -105,6 +106,19 @@ def test_the_proof_is_per_access():
     outcomes = {m.acc.direction: holes_inside(ctx, m) for m in access_models(ctx)}
     assert outcomes[Direction.STORE].status is Verdict.COUNTEREXAMPLE
     assert outcomes[Direction.LOAD].proved
+
+
+@pytest.mark.parametrize("args, rejected", [
+    (("own_cells", [32, 40], 16, "loop"), False), (("past_the_end", [32, 40], 16, "logical"), False),
+    (("outside", [32, 32], 3, "logical"), True), (("on_element", [32, 3, 10], 4, "logical"), True),
+    (("own_cells_33", [32, 33], 8, "loop"), False), (("outside_64", [32, 64], 5, "logical"), True),
+])
+def test_brute_force_enumeration_agrees(args, rejected):
+    """tests/support/brute_force.py enumerates every thread, point and register of each access
+    (its own tcgen05 tables) and agrees with the proof."""
+    fusion = split_columns(*args)
+    assert split_divisibility(fusion).violated is rejected
+    assert ("SPLIT-DIVISIBILITY" in tp.verify(fusion, SM100).codes) is rejected
 
 
 def test_divisible_splits_need_no_hole_proof():

@@ -169,9 +169,17 @@ def split_divisibility(fusion) -> Verdict:
         n = ext(s.in_)
         f = _int(s.factor, "split factor")
         inner = f if s.inner_split else -(-n // f)
-        if n % inner:
+        if n % inner and not _holes_safe(fusion, name, why):
             v.fail(f"{name}: {s} ({why}): {n} % {inner} = {n % inner}")
     return v
+
+
+def _holes_safe(fusion, name: str, why: str) -> bool:
+    """A tensor-memory split's holes run in the tcgen05 access `name` issues (the store into a
+    tensor-memory tensor, the load into a reader): allowed where that access is hole-safe."""
+    kind = {"tensor-memory tensor": "store", "reads tensor memory": "load"}.get(why)
+    found = [a for a in tmem_accesses(fusion) if a.kind == kind and a.issuer.name == name]
+    return bool(found) and all(analyze_access(fusion, a).holes_safe for a in found)
 
 
 # -- LAUNCH-THREADS -----------------------------------------------------------------------
@@ -272,6 +280,7 @@ class AccessResult:
     packed: bool  # whole 32-bit registers per thread and instruction
     V: int
     witness: dict[str, str] = field(default_factory=dict)
+    holes_safe: bool = False  # run at every active point, it touches only its own cells (SPLIT-DIVISIBILITY)
 
 
 def analyze_access(fusion, acc: Access) -> AccessResult:
@@ -421,6 +430,34 @@ def analyze_access(fusion, acc: Access) -> AccessResult:
     if res.pattern is None:
         res.witness["TMEM-ACCESS-PATTERN"] = f"{acc}: no pattern holds; " + "; ".join(fails)
         return res
+
+    # SPLIT-DIVISIBILITY's holes: the cells the instruction moves at every active point (its warp's
+    # base + the pattern's offset) lie in the warp's sub-partition and the tensor's allocated columns,
+    # and a store's cells at holes are no valid element's in the same block and iteration left of
+    # the compute-at position
+    columns = alloc.columns_allocated
+    instance = [k for k, i in enumerate(C.loop) if i.parallel_type in BLOCK_TYPES
+                or (k < C.compute_at and i.parallel_type not in THREAD_TYPES and i.parallel_type is not ParallelType.Vectorize)]
+    names = [loop_var(C, C.loop[k]).value for k in instance]
+    keys = np.zeros((B, S, V), dtype=np.int64)
+    for name in names:
+        k = list(serial_vars).index(name)
+        keys = keys * shape[3 + k] + grid(env[name])
+    safe = columns is not None
+    run = np.broadcast_to(active[:, None, None], (B, S, V))
+    hole_cells, valid_cells = set(), set()
+    for h in range(max(1, size // CELL_BYTES)):
+        reg = vv * size // CELL_BYTES + h
+        dl, dc = pattern_offsets(res.pattern, ll, reg, regs)
+        hw_lane = np.broadcast_to(base_lane + dl, (B, S, V))
+        hw_word = np.broadcast_to(base_byte // CELL_BYTES + dc, (B, S, V))
+        safe = safe and bool(((hw_lane // WARP == (w % SUBPARTITIONS)[:, None, None]) & (hw_word < (columns or 0)))[run].all())
+        if acc.kind == "store":
+            hole = run & ~valid
+            hole_cells |= set(zip(keys[hole].tolist(), hw_lane[hole].tolist(), hw_word[hole].tolist()))
+            word = (col * size + CELL_BYTES * h) // CELL_BYTES
+            valid_cells |= set(zip(keys[must].tolist(), lane[must].tolist(), word[must].tolist()))
+    res.holes_safe = safe and not hole_cells & valid_cells
 
     # TMEM-SUBPARTITION
     bad = must & ((lane // WARP) != (w % SUBPARTITIONS)[:, None, None])

@@ -150,7 +150,7 @@ def _holes_outside(ctx: VerifyContext, req: RequiredSplit) -> list[tuple[AccessM
     their allocation, each with its outcome (None: no proved tcgen05 pattern)."""
     found = []
     for m in access_models(ctx):
-        if m.acc.key in req.tmem and m.valid:
+        if m.acc.key in req.tmem:  # no hole predicate (a broadcast's): proved over the same points
             out = holes_inside(ctx, m)
             if out is None or not out.proved:
                 found.append((m, out))
