@@ -388,9 +388,10 @@ CASES = [
     _tmem("TMemTest.dtypes/Float_vec128", lambda: tmem_dtypes(tp.float32, 128), VALID),
     _tmem("TMemTest.dtypes/Double_vec2", lambda: tmem_dtypes(tp.float64, 2), VALID),
     _tmem("TMemTestCompileOnly.WrongStride", wrong_stride, THROWS, codes=("TMEM-SUBPARTITION",),
-          gap="no item: rejected with GLOBAL-INTERMEDIATE (tv1) and TMEM-WARP-COLLECTIVE (the holes of 33 split "
-              "by 32 predicate the tcgen05 access), never reaching nvFuser's reason: the warp of TIDy = 1 at "
-              "lane 64 (TMEM-SUBPARTITION)"),
+          gap="no item: rejected with GLOBAL-INTERMEDIATE and GLOBAL-VISIBILITY (tv1, written by plain stores and "
+              "read by other threads), SPLIT-DIVISIBILITY and TMEM-WARP-COLLECTIVE (the block's 33 threads along "
+              "TIDx make warp 1 partial: thread 33 runs the tcgen05 access, thread 32 does not), never reaching "
+              "nvFuser's reason: the warp of TIDy = 1 at lane 64 (TMEM-SUBPARTITION)"),
     _tmem("TMemTest.InexactParallelType", inexact_parallel_type, VALID),
     *[_tmem(f"TMemAllocationSize.CopyKernel/{n}cols", lambda n=n: tmem_allocation_size(n), VALID)
       for n in (32, 33, 129, 256, 257)],
