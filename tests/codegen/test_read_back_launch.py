@@ -10,10 +10,9 @@ import pytest
 import tileproof as tp
 
 from support.fake_driver import FakeDriver
+from support.tma_read_back import read_back
 
 pytestmark = pytest.mark.usefixtures("private_cache")
-P = tp.ParallelType
-TMA = tp.LoadStoreOpType.TMA
 
 
 class Array:
@@ -25,23 +24,7 @@ class Array:
 
 
 def read_back_kernel():
-    with tp.Fusion("read_back_launch") as fusion:
-        t0 = tp.make_contig_tensor(1)
-        fusion.add_input(t0)
-        t1 = tp.set(t0, op=TMA)
-        t2 = tp.set(t1, op=TMA)
-        t3 = tp.set(t2)
-        fusion.add_output(t3)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    t2.set_memory_type(tp.MemoryType.Global)
-    for t in (t1, t2, t3):
-        t.split(0, 128).split(0, 4)
-        t.axis(0).parallelize(P.BIDx)
-    t1.axis(-1).parallelize(P.Bulk)
-    t2.axis(-1).parallelize(P.Bulk)
-    t3.axis(-1).parallelize(P.TIDx)
-    t1.inline_at(1)
-    return tp.compile(fusion, "sm_90a")
+    return tp.compile(read_back("read_back_launch", blocks="same"), "sm_90a")
 
 
 def test_the_tma_store_writes_the_buffer_the_kernel_reads(monkeypatch):

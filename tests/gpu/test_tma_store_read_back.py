@@ -1,5 +1,5 @@
 """Global tensors a TMA store writes and the block reads back, on the GPU (marker `gpu`; skipped
-without PyTorch or a CUDA device): the intermediate T2 of tests/rules/test_tma_store_read_back.py
+without PyTorch or a CUDA device): the intermediate T2 of tests/support/tma_read_back.py
 (one block, or a row of 512 elements per block; circular-buffered or not), and a TMA-stored
 output its storing thread reads back. Each runs into an output poisoned with NaN at sizes with
 and without a partial last box, against the input bit for bit. The intermediate's launch needs
@@ -15,11 +15,9 @@ if not torch.cuda.is_available():
 
 import tileproof as tp  # noqa: E402
 
-from rules.test_tma_store_read_back import read_back  # noqa: E402
+from support.tma_read_back import output_read_back, read_back  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-P = tp.ParallelType
-TMA = tp.LoadStoreOpType.TMA
 SIZES = [512, 1000, 5003, 100000]
 
 
@@ -42,19 +40,5 @@ def test_an_intermediate_stored_by_tma_is_read_back(blocks, stages):
 
 
 def test_an_output_stored_by_tma_is_read_back_by_its_thread():
-    with tp.Fusion("output_read_back_gpu") as fusion:
-        t0 = tp.make_contig_tensor(1)
-        fusion.add_input(t0)
-        t1 = tp.set(t0, op=TMA)
-        t2 = tp.set(t1, op=TMA)
-        t3 = tp.set(t2)
-        fusion.add_output(t2)
-        fusion.add_output(t3)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    for t in (t1, t2, t3):
-        t.split(0, 128)
-        t.axis(0).parallelize(P.BIDx)
-    t1.inline_at(1)
-    t1.axis(-1).parallelize(P.Bulk)
-    t2.axis(-1).parallelize(P.Bulk)
+    fusion = output_read_back("output_read_back_gpu", blocks=True)
     copies_back(tp.compile(fusion, "sm_90a"), outputs=2)

@@ -15,39 +15,10 @@ from tileproof.execution import nest as nest_module
 from tileproof.execution import pipeline as pipeline_module
 from tileproof.execution.conditions import lowering as conditions
 
+from support.tma_read_back import output_read_back, read_back
+
 P = tp.ParallelType
 TMA = tp.LoadStoreOpType.TMA
-
-
-def read_back(name: str, *, blocks: str = "same", inline: bool = False) -> tp.Fusion:
-    """gmem -> (TMA) smem -> (TMA) gmem T2 -> T3 = set(T2): [N/512, 4, 128]; blocks: "none" (one
-    block), "same" (T1, T2 and T3 on BIDx along axis 0), "other" (T3 reads along BIDx the rows
-    other blocks stored); inline: T2 inlined into T3 at the serial axis 1 (they share its loop)."""
-    with tp.Fusion(name) as fusion:
-        t0 = tp.make_contig_tensor(1)
-        fusion.add_input(t0)
-        t1 = tp.set(t0, op=TMA)
-        t2 = tp.set(t1, op=TMA)
-        t3 = tp.set(t2)
-        fusion.add_output(t3)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    t2.set_memory_type(tp.MemoryType.Global)
-    for t in (t1, t2, t3):
-        t.split(0, 128).split(0, 4)
-    t1.axis(-1).parallelize(P.Bulk)
-    t2.axis(-1).parallelize(P.Bulk)
-    t3.axis(-1).parallelize(P.TIDx)
-    if blocks == "same":
-        for t in (t1, t2, t3):
-            t.axis(0).parallelize(P.BIDx)
-    elif blocks == "other":
-        for t in (t1, t2):
-            t.axis(0).parallelize(P.BIDx)
-        t3.axis(1).parallelize(P.BIDx)
-    t1.inline_at(1)
-    if inline:
-        t2.inline_at(2)
-    return fusion
 
 
 @pytest.mark.parametrize("blocks", ["none", "same"])
@@ -127,20 +98,7 @@ def test_an_output_read_back_by_its_storing_thread_waits_for_completion():
     """A TMA-stored output that another statement reads (GLOBAL-VISIBILITY: the storing thread,
     thread 0, reads it): the block waits for the store to complete before the read, as for an
     intermediate (before, the read could run before the store had written global memory)."""
-    with tp.Fusion("output_read_back") as fusion:
-        t0 = tp.make_contig_tensor(1)
-        fusion.add_input(t0)
-        t1 = tp.set(t0, op=TMA)
-        t2 = tp.set(t1, op=TMA)
-        t3 = tp.set(t2)
-        fusion.add_output(t2)
-        fusion.add_output(t3)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    for t in (t1, t2, t3):
-        t.split(0, 128)
-    t1.inline_at(1)
-    t1.axis(-1).parallelize(P.Bulk)
-    t2.axis(-1).parallelize(P.Bulk)
+    fusion = output_read_back("output_read_back")
     assert tp.verify(fusion, "sm_90a").ok
     body = tp.compile(fusion, "sm_90a").cuda_source
     body = body[body.index("__global__"):]
