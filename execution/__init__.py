@@ -7,7 +7,8 @@ for the verifier (which proves them), the code generator (which renders them) an
                          verifier, recorded on its Report) that drop more or that instructions need
     accesses.py          each access to shared or tensor memory per thread, point and register
     indexing.py          index maps from the IterDomain graph; promotion.py, loops promoted through merges
-    allocation.py        what is allocated for a tensor; smem_plan.py, where shared buffers sit
+    allocation.py        what is allocated for a tensor; smem_plan.py, where shared buffers sit;
+                         tmem_regions.py, which tensor-memory tensors share a tcgen05.alloc region
     clipped_holes.py     statements that run at their holes unpredicated; zero_padding.py, past K on zeros
     loops.py             execution order, loop groups and the nest of loops around the statements
     conditions/          the structural conditions codegen needs, one module per rule family;

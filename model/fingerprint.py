@@ -51,7 +51,7 @@ def _transform(t, ids: _Ids) -> str:
 # what each object of a schedule holds: read by fingerprint() / not part of the schedule
 SCHEDULE_STATE = {
     "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims",
-               "reduction_groups"},
+               "reduction_groups", "tmem_regions"},
     "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
                    "logical", "history", "loop", "allocation", "multicast_on", "definition"},
     "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
@@ -59,7 +59,7 @@ SCHEDULE_STATE = {
     "IterDomain": {"uid", "extent_expr", "iter_type", "parallel_type", "definition"},
 }
 NOT_SCHEDULE = {
-    "Fusion": {"origin", "assumption_origins", "cluster_origin", "_iterdomain_count", "_tensor_count",
+    "Fusion": {"origin", "assumption_origins", "cluster_origin", "tmem_regions_origin", "_iterdomain_count", "_tensor_count",
                "frozen",  # frozen: a snapshot of a schedule has the schedule's fingerprint
                "extent_aliases"},  # names resolved when read; the extents they unified are in the IterDomains
     "TensorView": {"origin", "memory_origin", "allocation_origin", "compute_at_origin", "fusion"},
@@ -76,6 +76,8 @@ def fingerprint(fusion: Fusion, target: str) -> str:
              "outputs=" + ",".join(t.name for t in fusion.outputs)]
     if fusion.reduction_groups:  # only where there are: the fingerprints of other fusions stay as they were
         parts.append("groups=" + ";".join(",".join(t.name for t in g) for g in fusion.reduction_groups))
+    if fusion.tmem_regions:  # likewise
+        parts.append("tmem_regions=" + ";".join(",".join(t.name for t in r) for r in fusion.tmem_regions))
     for tv in fusion.tensors:
         parts.append("|".join([
             tv.name + (f"={tv.user_name}" if tv.user_name else ""), tv.dtype.name, tv.memory_type.value, f"ca={tv.compute_at}", f"sep={tv.tmem_dim_sep}",

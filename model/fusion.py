@@ -114,6 +114,9 @@ class Fusion:
         self.extent_aliases: dict[str, Expr] = {}
         # tp.group_reductions: each group's reduction outputs, run as one (model/grouped_reduction.py)
         self.reduction_groups: list[tuple] = []
+        # fusion.manage("tmem_regions", ...): tensors that share one tensor-memory allocation region
+        self.tmem_regions: list[tuple] = []
+        self.tmem_regions_origin: str | None = None
         self._tensor_count = 0
         self._iterdomain_count = 0
         self.origin = user_location()
@@ -198,6 +201,29 @@ class Fusion:
         if tv not in self.outputs:
             self.outputs.append(tv)
         tv.memory_type = MemoryType.Global
+
+    def manage(self, key: str, value) -> None:
+        """nvFuser's Fusion::manage for the one key lowering reads: `manage("tmem_regions",
+        [[tv2, tv6], ...])` puts each list's tensors in one tensor-memory allocation region,
+        laid out one after another (execution/allocation.py tmem_regions); a tensor-memory tensor
+        in no list keeps a region of its own. Each listed tensor must be in tensor memory when
+        the fusion is verified (it may be set after this call, as in nvFuser)."""
+        if key != "tmem_regions":
+            raise ScheduleError(f"manage: unknown key {key!r}; tileproof knows only \"tmem_regions\"")
+        if not isinstance(value, (list, tuple)) or any(not isinstance(r, (list, tuple)) for r in value):
+            raise ScheduleError(f"manage: tmem_regions must be a list of lists of tensors, got {value!r}")
+        seen: dict = {}
+        for k, region in enumerate(value):
+            if not region:
+                raise ScheduleError(f"manage: tmem_regions region {k} is empty")
+            for tv in region:
+                self._check_own(tv, "manage")
+                if tv.name in seen:
+                    raise ScheduleError(f"manage: {tv.name} is in tmem_regions regions {seen[tv.name]} and {k}; "
+                                        f"a tensor lives in one region")
+                seen[tv.name] = k
+        self.tmem_regions = [tuple(r) for r in value]
+        self.tmem_regions_origin = user_location()
 
     def symbol(self, name: str) -> sympy.Symbol:
         """The sympy symbol of a symbolic extent, created on first use."""

@@ -12,6 +12,7 @@ import weakref
 from typing import Iterable, Mapping
 
 from ..execution.cluster import cluster_dims, cluster_size
+from ..execution.tmem_regions import check_tmem_regions
 from ..model.errors import InternalError, ScheduleError
 from ..model.fingerprint import fingerprint
 from ..model.fusion import Fusion, symbol_range
@@ -175,3 +176,4 @@ def _check_structure(fusion: Fusion) -> None:
     for t in fusion.tensors:
         if t.definition is None and t not in fusion.inputs:
             raise ScheduleError(f"verify: {t.name} is neither a fusion input nor computed by an op (call fusion.add_input)")
+    check_tmem_regions(fusion)

@@ -10,7 +10,9 @@ Three hooks in the pass list of codegen/lower/__init__.py:
                           point of its non-vectorized loops, moving the vectorized IDs as the
                           instruction's registers
     allocate_and_fence    (after `sync`) one tcgen05.alloc for all tensor-memory tensors by
-                          warp 0, a dealloc at the end, and tcgen05 fences around every barrier
+                          warp 0, a dealloc at the end, and tcgen05 fences around every barrier;
+                          inside it each region (execution/tmem_regions.py) a power-of-two
+                          block, a region's tensors one after another in it
 
 What was proved is what runs. The addresses are the access model the verifier proves
 (execution/accesses.py, lanes and columns from the tensor's allocation), not a second
@@ -52,6 +54,7 @@ from ...hw.tcgen05 import tmem_address
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, Direction, LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ...execution.accesses import AccessModel, packing, registers, tmem_access_models, var_name
+from ...execution.tmem_regions import tmem_regions
 from ..errors import UnsupportedSchedule
 from ..ir import Compute, Cond, Loop, Operand, Sync
 from ...model.simplify import simplify
@@ -105,7 +108,7 @@ def lower_accesses(st) -> None:
         return
     # the access models the verifier proves, lanes and columns included
     models = tmem_access_models(st.fusion, block_dims(st.fusion), thread_dims(st.fusion), st.allocations)
-    _, offsets = column_plan(st)
+    _, offsets, _ = column_plan(st)
     by_name = {t.name: t for t in st.order}
     builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, block_dims(st.fusion), st.answers,
                                target=st.target)
@@ -272,42 +275,48 @@ class AccessLowering:
 # -- allocation and fences -----------------------------------------------------------------
 
 
-def column_plan(st) -> tuple[int, dict[str, int]]:
-    """(columns to allocate, first column of each tensor-memory tensor). Each tensor gets its
-    own region of Allocation.columns_allocated columns (a power of two >= 32, what TMEM-COLUMNS
-    budgeted); regions are placed largest first, so each starts at a multiple of its size."""
-    sizes = {}
-    for t in tmem_tensors(st.fusion):
-        cols = st.allocations[t.name].columns_allocated
-        if cols is None:
-            raise UnsupportedSchedule(f"{t.name} needs {st.allocations[t.name].columns_expr} tensor-memory columns, "
-                                      f"a symbolic count; tcgen05.alloc takes a constant: bind the sizes of its "
-                                      f"column axes")
-        sizes[t.name] = cols
+def column_plan(st) -> tuple[int, dict[str, int], dict[str, int]]:
+    """(columns to allocate, first column of each tensor-memory tensor, the columns each owns). Each
+    region (execution/tmem_regions.py: a fusion.manage("tmem_regions") list, or one tensor alone) is
+    a block of its columns_allocated columns (a power of two >= 32, what TMEM-COLUMNS budgeted),
+    its tensors one after another inside it; regions are placed largest first, so each starts at a
+    multiple of its size."""
+    regions = tmem_regions(st.fusion)
+    sizes, inside, owned = [], {}, {}
+    for region in regions:
+        for a in region.allocations:
+            cols = try_int(region.window(a.tensor.name))
+            if cols is None or region.columns_allocated is None:
+                raise UnsupportedSchedule(f"{a.tensor.name} needs {a.columns_expr} tensor-memory columns, "
+                                          f"a symbolic count; tcgen05.alloc takes a constant: bind the sizes of its "
+                                          f"column axes")
+            inside[a.tensor.name], owned[a.tensor.name] = try_int(region.offset_expr(a.tensor.name)), cols
+        sizes.append(region.columns_allocated)
     offsets, used = {}, 0
-    for name in sorted(sizes, key=lambda n: -sizes[n]):
-        offsets[name] = used
-        used += sizes[name]
+    for k in sorted(range(len(regions)), key=lambda k: -sizes[k]):
+        for name in regions[k].names:
+            offsets[name] = used + inside[name]
+        used += sizes[k]
     total = max(st.target.tmem_min_alloc_columns, 1 << max(used - 1, 0).bit_length())
     if total > st.target.tmem_columns:
-        raise UnsupportedSchedule(f"the tensor-memory tensors need {used} columns together "
-                                  f"({', '.join(f'{n} {c}' for n, c in sizes.items())}); {st.target.name} has "
-                                  f"{st.target.tmem_columns}")
-    return total, offsets
+        each = ", ".join(f"{'+'.join(r.names)} {c}" for r, c in zip(regions, sizes))
+        raise UnsupportedSchedule(f"the tensor-memory tensors need {used} columns together ({each}); "
+                                  f"{st.target.name} has {st.target.tmem_columns}")
+    return total, offsets, owned
 
 
 def allocate_and_fence(st) -> None:
     tensors = tmem_tensors(st.fusion)
     if not tensors:
         return
-    total, offsets = column_plan(st)
+    total, offsets, owned = column_plan(st)
     bx, by, bz = thread_dims(st.fusion)
     linear = add(var("threadIdx.x"), mul(var("threadIdx.y"), bx), mul(var("threadIdx.z"), bx, by))
     threads = try_int(mul(bx, by, bz))
     if threads is not None and threads < st.target.warp_size:
         raise UnsupportedSchedule(f"the block has {threads} threads; tcgen05.alloc needs a whole warp")
     _fence_barriers(st.tree)
-    regions = [(t.name, offsets[t.name], st.allocations[t.name].columns_allocated) for t in tensors]
+    regions = [(t.name, offsets[t.name], owned[t.name]) for t in tensors]
     where = ", ".join(f"{n} columns {o}..{o + c - 1}" for n, o, c in regions)
     st.tree.insert(0, TmemAlloc(f"{where}; every thread reads the address",
                                 columns=total, linear_thread=linear, regions=regions))

@@ -432,3 +432,55 @@ def test_tmem_accesses_keep_their_kind_in_the_ir():
     assert all(isinstance(a, TmemAccess) for a in accesses)
     assert [a.instruction for a in accesses] == ["tcgen05.st.sync.aligned.32x32b.x1.b32",
                                                   "tcgen05.ld.sync.aligned.32x32b.x1.b32"]
+
+
+# -- tensor-memory regions (fusion.manage("tmem_regions", ...)) ------------------------------------
+
+
+def add_kernel(same_region, n=12800):
+    """nvFuser's testTMemAddKernel: T9 = T3 + T7, T2 and T6 in tensor memory, [n] split by 32 onto
+    [BIDx, TIDx{32}], each tensor-memory tensor one column of 32 lanes; same_region: T2 and T6
+    share one region (T6 at column 1 of it), else each has its own 32 columns."""
+    with tp.Fusion(f"add_kernel_{same_region}") as fusion:
+        tv0 = tp.make_contig_concrete_tensor([n]); fusion.add_input(tv0)
+        tv2 = tp.set(tp.set(tv0), op=tp.LoadStoreOpType.TMemStore)
+        tv3 = tp.set(tv2, op=tp.LoadStoreOpType.TMemLoad)
+        tv4 = tp.make_contig_concrete_tensor([n]); fusion.add_input(tv4)
+        tv6 = tp.set(tp.set(tv4), op=tp.LoadStoreOpType.TMemStore)
+        tv7 = tp.set(tv6, op=tp.LoadStoreOpType.TMemLoad)
+        tv9 = tp.set(tp.add(tv3, tv7)); fusion.add_output(tv9)
+    if same_region:
+        fusion.manage("tmem_regions", [[tv2, tv6]])
+    for tv in (tv2, tv6):
+        tv.set_memory_type(tp.MemoryType.Tensor)
+    tv9.split(0, 32)
+    tp.propagate_transforms(tv9)
+    tv9.axis(0).parallelize(P.BIDx)
+    tv9.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(tv9)
+    for tv in (tv2, tv6):
+        tv.set_allocation_domain(tv.get_loop_domain(), True)
+        tv.set_tmem_dim_sep_pos(-1)
+    tp.inline_most(fusion)
+    return fusion, tv2, tv6
+
+
+@pytest.mark.parametrize("same_region,columns,offsets", [(True, 32, (0, 1)), (False, 64, (0, 32))])
+def test_tmem_regions_place_the_tensors(same_region, columns, offsets):
+    """One region: 32 columns, T6 right after T2's one column (nvFuser's layout); regions of their
+    own: a power-of-two block each. The addresses are the verified model's plus the placement."""
+    fusion, tv2, tv6 = add_kernel(same_region, n=64)
+    assert tp.verify(fusion, SM100).ok
+    _, st = lowered(fusion)
+    alloc = next(n for n in st.tree if isinstance(n, TmemAlloc))
+    assert alloc.columns == columns
+    assert {name: first for name, first, _ in alloc.regions} == dict(zip((tv2.name, tv6.name), offsets))
+    stores = {a.out.tensor: a.column_offset for a, _ in tmem_accesses_in(st.kernel.body)
+              if a.direction is Direction.STORE}
+    assert stores == dict(zip((tv2.name, tv6.name), offsets))
+    assert check_addresses(st) == 2 * 2 * 64  # two tensors, a store and a load each, every element
+    kernel = tp.compile(fusion, target="sm_100a")
+    assert kernel.cubin[:4] == b"\x7fELF"
+    src = kernel.cuda_source
+    assert src.count("tcgen05.alloc.cta_group::1") == 1 and src.count("tcgen05.dealloc.cta_group::1") == 1
+    assert f"shared::cta.b32 [%0], {columns};" in src

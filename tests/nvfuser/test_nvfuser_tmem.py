@@ -377,9 +377,7 @@ CASES = [
     _tmem("TMemTest.GmemRegTMemRegGmemCopy/12800", lambda: gmem_reg_tmem_reg_gmem_copy(12800), VALID),
     _tmem("TMemTest.AddKernelMultipleRegions/symbolic", lambda: tmem_add_kernel(False), VALID),
     _tmem("TMemTest.AddKernelMultipleRegions/12800", lambda: tmem_add_kernel(False, 12800), VALID),
-    _tmem("TMemTest.AddKernelSameRegion/12800", lambda: tmem_add_kernel(True, 12800), VALID,
-          gap="no item: tileproof has no fusion.manage(\"tmem_regions\", ...) (tensor-memory regions); "
-              "the builder raises AttributeError"),
+    _tmem("TMemTest.AddKernelSameRegion/12800", lambda: tmem_add_kernel(True, 12800), VALID),
     _tmem("TMemTest.dtypes/Char_vec2", lambda: tmem_dtypes(tp.int8, 2), THROWS, codes=("TMEM-PACKING",)),
     _tmem("TMemTest.dtypes/Char_vec4", lambda: tmem_dtypes(tp.int8, 4), VALID),
     _tmem("TMemTest.dtypes/Half_vec1", lambda: tmem_dtypes(tp.float16, 1), THROWS, codes=("TMEM-PACKING",)),

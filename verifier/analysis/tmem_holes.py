@@ -8,8 +8,10 @@ load's write-back). That is safe when, at every point the instruction runs:
     inside     each thread's (lane, 32-bit column), the one tcgen05 puts its register at
                (the warp's base address plus the proved pattern's offset, as the code
                generator issues it), lies in the warp's sub-partition and in the tensor's own
-               column region (Allocation.columns_allocated columns, what tcgen05.alloc gives
-               it: the allocation rounded up to a power of two covers the holes)
+               columns (Allocation.columns_allocated columns, what tcgen05.alloc gives a
+               tensor alone in its region: the rounding up to a power of two covers the holes;
+               exactly its columns in a region it shares, fusion.manage("tmem_regions"), where
+               the next tensor's columns follow: execution/tmem_regions.py window)
     no clobber (stores) no cell written at a hole is a cell a valid element of the same
                allocation instance (block, loop iteration left of the compute-at position)
                is written to, so the garbage a hole writes never replaces a value
@@ -24,6 +26,7 @@ from __future__ import annotations
 import z3
 
 from ...execution.accesses import packing, registers
+from ...execution.tmem_regions import region_of
 from ...hw.tcgen05 import pattern_offset
 from ...hw.threads import WARP
 from ...model.expr import Expr, add, const, floordiv, mod, substitute, var
@@ -54,7 +57,8 @@ def _prove_inside(ctx: VerifyContext, m: AccessModel) -> Outcome | None:
     #   no clobber (stores): for t', s', r', h' with s' in the allocation instance of s:
     #              active(t, s) and not valid(t, s, r) and executes(t', s', r')
     #              => hw(t, s, r, h) != (lane, word(column) + h')(t', s', r')
-    #   (C: the tensor's column region, columns_allocated, or its columns where symbolic)
+    #   (C: the tensor's columns in its region (execution/tmem_regions.py window): columns_allocated
+    #   when alone, or its columns where symbolic; exactly its columns in a region it shares)
     pattern = tcgen05_shape(ctx, m)
     if pattern is None:
         return None
@@ -66,8 +70,7 @@ def _prove_inside(ctx: VerifyContext, m: AccessModel) -> Outcome | None:
     base = m.warp_base_env()
     lane = add(substitute(m.addresses["lane"], base), dl)
     word = add(pk.word(substitute(m.addresses["column"], base)), dc)
-    alloc = ctx.allocations[m.acc.tensor.name]
-    columns = const(alloc.columns_allocated) if alloc.columns_allocated is not None else alloc.columns_expr
+    columns = region_of(ctx.fusion, m.acc.tensor.name).window(m.acc.tensor.name)
     ranges = {**m.ranges, **words}
     values = {"thread": tid, "warp": warp, "lane": lane, "column": word, "columns": columns}
     hint = m.hint_exprs() + [lane, word, columns, mod(warp, 4)]

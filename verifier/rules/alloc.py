@@ -9,6 +9,7 @@ import z3
 
 from ...execution.allocation import Allocation, complete_cut_below
 from ...execution.statements import store_execution
+from ...execution.tmem_regions import TmemRegion, tmem_regions
 from ...execution.mma_execution import mma_execution
 from ...execution.mma import well_formed
 from ...execution.reduction import block_reductions
@@ -152,11 +153,15 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
     What it checks:
         Each tensor's column count, ceil(product of allocated extents right of the
         TMem dimension separator x element bytes / 4), is at most 512 for every
-        admitted size; and the allocations, each rounded up to a power of two of at
-        least 32 columns (what tcgen05.alloc takes), sum to at most 512.
+        admitted size; the tensors that share one region (fusion.manage("tmem_regions",
+        [[a, b]]), laid out one after another) use at most 512 columns together for
+        every admitted size; and the regions (a tensor in no list is a region of its
+        own), each rounded up to a power of two of at least 32 columns (what
+        tcgen05.alloc takes), sum to at most 512.
     Why the hardware needs it:
         tcgen05.alloc hands out columns in powers of two from 32 to 512; a request it
-        cannot satisfy blocks forever.
+        cannot satisfy blocks forever. A region's tensors sit side by side in its
+        columns, so they must fit in it together.
     Example:
         target = "sm_100a"
         fusion, t0, t1, t2, t3 = tmem_copy("cols", [32, 1024])
@@ -175,8 +180,10 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: on a target with tensor memory, for every tensor-memory tensor T, for all
     #   admitted sizes s: ceildiv(product of T's allocated column-side extents (s) x bytes, 4) <= 512;
-    #   then structural, only when each T passed and every column count is a constant:
-    #   sum over T of max(32, next power of two >= columns_T) <= 512
+    #   then, each passing, for every region R of more than one tensor, for all admitted sizes s:
+    #   sum over T in R of columns_T(s) <= 512;
+    #   then structural, only when each passed and every column count is a constant:
+    #   sum over regions R of max(32, next power of two >= sum over T in R of columns_T) <= 512
     if not ctx.target.has_tmem:
         return
     allocs = [ctx.allocations[t.name] for t in ctx.tensors_in(MemoryType.Tensor)]
@@ -185,19 +192,59 @@ def tmem_columns(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for d in _budget(ctx, "TMEM-COLUMNS", a, a.columns_expr, ctx.target.tmem_columns, "columns", "column"):
             failed = True
             yield d
-    rounded = [a.columns_allocated for a in allocs]
-    if not failed and len(allocs) > 1 and None not in rounded and sum(rounded) > ctx.target.tmem_columns:
+    regions = tmem_regions(ctx.fusion)
+    for region in regions if not failed else ():
+        if region.shared:
+            for d in _region_budget(ctx, region):
+                failed = True
+                yield d
+    rounded = [r.columns_allocated for r in regions]
+    names = ["+".join(r.names) for r in regions]
+    if not failed and len(regions) > 1 and None not in rounded and sum(rounded) > ctx.target.tmem_columns:
+        last = regions[-1].allocations[-1].tensor
         yield finding(
             "TMEM-COLUMNS",
             f"not enough tensor-memory columns: the allocations need {sum(rounded)} columns together "
-            f"({', '.join(f'{a.tensor.name} {r}' for a, r in zip(allocs, rounded))}), has {ctx.target.tmem_columns}",
+            f"({', '.join(f'{n} {r}' for n, r in zip(names, rounded))}), has {ctx.target.tmem_columns}",
             notes=["each tcgen05.alloc takes a power of two of at least 32 columns"],
             table=[row for a in allocs for row in _table(a)],
             hint="inline the tensors further or parallelize column axes on BID so fewer columns are live",
-            tensor=allocs[-1].tensor.name, location=allocs[-1].tensor.memory_origin or allocs[-1].tensor.origin,
-            labels=[f"tensor memory {a.tensor.name} ({r} columns) created at {a.tensor.origin}"
-                    for a, r in zip(allocs[:-1], rounded[:-1])],
+            tensor=last.name, location=last.memory_origin or last.origin,
+            labels=[f"tensor memory {n} ({c} columns) created at {r.allocations[0].tensor.origin}"
+                    for r, n, c in zip(regions[:-1], names[:-1], rounded[:-1])],
         )
+
+
+def _region_budget(ctx, region: TmemRegion) -> Iterator[Diagnostic]:
+    """The tensors of one shared region fit in the 512 columns together, for every admitted size."""
+    have = ctx.target.tmem_columns
+    per_tensor = {f"{a.tensor.name} columns": a.columns_expr for a in region.allocations}
+    out = prove_at_most(ctx, region.columns_expr, have, {"need": region.columns_expr, **per_tensor})
+    last = region.allocations[-1].tensor
+    label = "+".join(region.names)
+    where = {"tensor": last.name, "location": ctx.fusion.tmem_regions_origin or last.memory_origin or last.origin,
+             "labels": [f"tensor memory {a.tensor.name} at column {expr_str(region.offset_expr(a.tensor.name))} "
+                        f"of the region, created at {a.tensor.origin}" for a in region.allocations]}
+
+    def over_budget(out: Outcome) -> Diagnostic:
+        sizes = ctx.symbols_of(out.model)
+        parts = ", ".join(f"{n} {out.values[f'{n} columns']}" for n in region.names)
+        return finding(
+            "TMEM-COLUMNS",
+            f"not enough tensor-memory columns{when_clause(sizes)}: the region {label} needs {out.values['need']} "
+            f"columns ({parts}, side by side), has {have}",
+            notes=[("fusion.manage(\"tmem_regions\", ...) lays a region's tensors out one after another in one "
+                    "tcgen05.alloc")],
+            table=[row for a in region.allocations for row in _table(a)],
+            counterexample={**sizes, **{k: out.values[k] for k in per_tensor}, "columns": out.values["need"],
+                            "limit": have},
+            hint="give the tensors regions of their own (leave them out of tmem_regions), or allocate fewer columns "
+                 "of each (inline further, parallelize column axes on BID)",
+            **where,
+        )
+
+    yield from report_outcome("TMEM-COLUMNS", out, f"that the tensor-memory region {label} fits the columns",
+                              over_budget, **where)
 
 
 def _budget(ctx, code, alloc, need, have, unit, side) -> Iterator[Diagnostic]:

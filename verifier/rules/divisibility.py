@@ -16,6 +16,7 @@ from ...execution.statements import CondKind, tensor_execution, vector_axis
 from ...model.expr import var
 from ...model.notation import user_str
 from ...execution.zero_padding import zero_padded
+from ...execution.tmem_regions import region_of
 from ...model.global_layout import global_strides
 from ...model.iterdomain import IterDomain, Merge, Split
 from ...model.tensor import TensorView
@@ -340,8 +341,11 @@ def _where_holes_fall(ctx: VerifyContext, m: AccessModel, hole: Outcome | None) 
     sizes = ctx.symbols_of(hole.model)
     warp = v["warp"] % 4
     if v["column"] >= v["columns"] or v["lane"] // 32 != warp:
+        region = region_of(ctx.fusion, m.acc.tensor.name)
+        shared = (f" (of the tensor-memory region {'+'.join(region.names)} it shares: the next tensor's columns "
+                  f"follow)" if region.shared else "")
         return (f"{when_clause(sizes).strip() or 'here'}, thread {v['thread']} (warp {v['warp']}) at a hole reaches lane "
-                f"{v['lane']}, column {v['column']}: its allocation has columns 0..{v['columns'] - 1}, and warp "
+                f"{v['lane']}, column {v['column']}: its allocation has columns 0..{v['columns'] - 1}{shared}, and warp "
                 f"{v['warp']} reaches lanes {32 * warp}..{32 * warp + 31} only")
     return (f"{when_clause(sizes).strip() or 'here'}, thread {v['thread']} at a hole stores into lane {v['lane']}, "
             f"column {v['column']}, where a valid element of the same allocation is stored: the hole's garbage "
