@@ -29,6 +29,7 @@ from tileproof.model.types import Direction
 from tileproof.schedule_files import discover
 
 from support.tmem_sim import SimulationError, check_addresses, run_kernel, tmem_accesses_in
+from nvfuser.test_nvfuser_tmem import tmem_add_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 SM100 = get_target("sm_100a")
@@ -437,39 +438,12 @@ def test_tmem_accesses_keep_their_kind_in_the_ir():
 # -- tensor-memory regions (fusion.manage("tmem_regions", ...)) ------------------------------------
 
 
-def add_kernel(same_region, n=12800):
-    """nvFuser's testTMemAddKernel: T9 = T3 + T7, T2 and T6 in tensor memory, [n] split by 32 onto
-    [BIDx, TIDx{32}], each tensor-memory tensor one column of 32 lanes; same_region: T2 and T6
-    share one region (T6 at column 1 of it), else each has its own 32 columns."""
-    with tp.Fusion(f"add_kernel_{same_region}") as fusion:
-        tv0 = tp.make_contig_concrete_tensor([n]); fusion.add_input(tv0)
-        tv2 = tp.set(tp.set(tv0), op=tp.LoadStoreOpType.TMemStore)
-        tv3 = tp.set(tv2, op=tp.LoadStoreOpType.TMemLoad)
-        tv4 = tp.make_contig_concrete_tensor([n]); fusion.add_input(tv4)
-        tv6 = tp.set(tp.set(tv4), op=tp.LoadStoreOpType.TMemStore)
-        tv7 = tp.set(tv6, op=tp.LoadStoreOpType.TMemLoad)
-        tv9 = tp.set(tp.add(tv3, tv7)); fusion.add_output(tv9)
-    if same_region:
-        fusion.manage("tmem_regions", [[tv2, tv6]])
-    for tv in (tv2, tv6):
-        tv.set_memory_type(tp.MemoryType.Tensor)
-    tv9.split(0, 32)
-    tp.propagate_transforms(tv9)
-    tv9.axis(0).parallelize(P.BIDx)
-    tv9.axis(1).parallelize(P.TIDx)
-    tp.parallelize_all_like(tv9)
-    for tv in (tv2, tv6):
-        tv.set_allocation_domain(tv.get_loop_domain(), True)
-        tv.set_tmem_dim_sep_pos(-1)
-    tp.inline_most(fusion)
-    return fusion, tv2, tv6
-
-
 @pytest.mark.parametrize("same_region,columns,offsets", [(True, 32, (0, 1)), (False, 64, (0, 32))])
 def test_tmem_regions_place_the_tensors(same_region, columns, offsets):
     """One region: 32 columns, T6 right after T2's one column (nvFuser's layout); regions of their
     own: a power-of-two block each. The addresses are the verified model's plus the placement."""
-    fusion, tv2, tv6 = add_kernel(same_region, n=64)
+    fusion = tmem_add_kernel(same_region, size=64)  # nvFuser's testTMemAddKernel: T2 and T6 in tensor memory
+    tv2, tv6 = fusion.tensor("T2"), fusion.tensor("T6")
     assert tp.verify(fusion, SM100).ok
     _, st = lowered(fusion)
     alloc = next(n for n in st.tree if isinstance(n, TmemAlloc))
