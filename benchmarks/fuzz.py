@@ -15,6 +15,10 @@ register epilogues, concrete or symbolic sizes, nearly half of them mutated, and
 must raise tp.ScheduleError; and wgmma matmuls of tests/support/wgmma_gen.py: the Hopper GEMM
 recipe (tileproof.recipes.hopper_gemm) with random tiles, stages, grouping, warp specialization,
 clusters, persistent grids, epilogues and majors), reproducibly: hypothesis strategies drawn from random.Random("S:i").
+Opt-in families (OPT_IN), drawn only when --families names them, so that the default mix and its
+indices stay as they are: attention (tests/support/attention_gen.py: an attention recipe of
+tileproof.recipes.attention with random tiles, parameters out of range that the recipe must
+refuse, and schedule mutations a user could plausibly get wrong, each left to the verifier).
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds (such a case has no verdict: it runs again alone at the end, and is listed under
@@ -26,8 +30,9 @@ cases over 1 s, proofs z3 left undecided (unknown, a timeout),
 compile time max, and the rule codes seen. `--case I` rebuilds and prints one case.
 With --run (a GPU and torch), every accepted sm_90a kernel is also launched at sizes its launch
 checks admit (benchmarks/gpu_check.py), on random inputs, and compared with the float64
-reference (a float32 MmaOp within the tf32 bound 2^-10 |A| |B|): gpu_runs in the JSON counts
-correct runs, wrong outputs and faults.
+reference (a float32 MmaOp within the tf32 bound 2^-10 |A| |B|; an attention case on random Q, K,
+V of PyTorch's [B, H, S, D] layout through attention_views, against softmax(Q K^T scale) V in
+float64 within bfloat16's tolerance): gpu_runs in the JSON counts correct runs, wrong outputs and faults.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ _import_test_support()
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
             ("reduction", 2), ("mma", 1), ("wgmma", 1)]
+OPT_IN = [("attention", 1)]  # drawn only when --families names them: the default mix keeps its draws
 MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
@@ -83,10 +89,10 @@ UNDECIDED = "could not prove "  # verifier/findings.undecided: z3 answered unkno
 
 def results_variant(families) -> str:
     """The results file's variant for a run of `families` (None: all of them): "" for all, else
-    their names in FAMILIES' order joined by "-" (h200_mutated-mma-wgmma.json)."""
+    their names in FAMILIES' then OPT_IN's order joined by "-" (h200_mutated-mma-wgmma.json)."""
     if not families or set(families) == {f for f, _ in FAMILIES}:
         return ""
-    return "-".join(f for f, _ in FAMILIES if f in families)
+    return "-".join(f for f, _ in FAMILIES + OPT_IN if f in families)
 
 
 def draw_case(seed: int, index: int, families=None):
@@ -102,7 +108,8 @@ def draw_case(seed: int, index: int, families=None):
                   "tmem": schedule_gen.tmem_cases, "visibility": schedule_gen.visibility_cases,
                   "swizzle": schedule_gen.swizzle_cases, "mutated": schedule_gen.mutated_examples}
     rng = random.Random(f"{seed}:{index}")
-    chosen = [(f, w) for f, w in FAMILIES if families is None or f in families]
+    chosen = [(f, w) for f, w in FAMILIES if families is None or f in families] + \
+        [(f, w) for f, w in OPT_IN if families is not None and f in families]
     family = rng.choices([f for f, _ in chosen], weights=[w for _, w in chosen])[0]
     if family == "reduction":  # plain random draws, not hypothesis (tests/support/reduction_gen.py)
         from support.reduction_gen import reduction_case
@@ -112,6 +119,11 @@ def draw_case(seed: int, index: int, families=None):
         from support.wgmma_gen import wgmma_case
 
         case = wgmma_case(rng.randrange(2 ** 31))
+        return family, case.target, case
+    if family == "attention":  # an attention recipe, mutated now and then (tests/support/attention_gen.py)
+        from support.attention_gen import attention_case
+
+        case = attention_case(rng.randrange(2 ** 31))
         return family, case.target, case
     if family == "mma":  # plain random draws too (tests/support/mma_gen.py)
         from support.mma_gen import mma_case
@@ -162,7 +174,7 @@ def run_case(seed: int, index: int, families=None, on_gpu=False) -> dict:
                 "internal": isinstance(e, tp.InternalError)}
     out["compile_s"] = time.perf_counter() - start
     if on_gpu and target == "sm_90a":
-        out["run"] = _run_on_gpu(kernel)
+        out["run"] = _run_attention_on_gpu(kernel, case.tile) if family == "attention" else _run_on_gpu(kernel)
     return {**out, "outcome": "compiled"}
 
 
@@ -174,6 +186,13 @@ def _run_on_gpu(kernel) -> dict:
     if sizes is None:
         return {"outcome": "no admitted size"}
     return {**run_and_judge(kernel, sizes), "sizes": sizes}
+
+
+def _run_attention_on_gpu(kernel, tile) -> dict:
+    """An attention kernel on random Q, K, V of its tile's shape, judged against softmax(Q K^T scale) V."""
+    from gpu_check import run_attention_and_judge
+
+    return run_attention_and_judge(kernel, tile)
 
 
 def _worker(conn, seed: int, families, on_gpu: bool) -> None:
@@ -332,10 +351,11 @@ def main() -> None:
     parser.add_argument("--case", type=int, help="print case I of the seed and its outcome, and exit")
     parser.add_argument("--run", action="store_true",
                         help="launch every accepted sm_90a kernel on the GPU and compare with the reference (needs torch)")
-    parser.add_argument("--families", help=f"comma-separated subset of {', '.join(f for f, _ in FAMILIES)}")
+    parser.add_argument("--families", help=f"comma-separated subset of {', '.join(f for f, _ in FAMILIES)} "
+                        f"(default: all of them), or opt-in ones: {', '.join(f for f, _ in OPT_IN)}")
     args = parser.parse_args()
     families = None if not args.families else tuple(args.families.split(","))
-    unknown = set(families or ()) - {f for f, _ in FAMILIES}
+    unknown = set(families or ()) - {f for f, _ in FAMILIES + OPT_IN}
     if unknown:
         parser.error(f"unknown families: {', '.join(sorted(unknown))}")
     os.environ.setdefault("TILEPROOF_CACHE_DIR", tempfile.mkdtemp(prefix="tileproof-fuzz-"))

@@ -1,7 +1,9 @@
 """Run a compiled kernel on random inputs and judge it against the float64 reference.
 
 Shared by benchmarks/fuzz.py --run (accepted schedules must run correctly) and
-benchmarks/rejected_on_gpu.py (rejected ones run anyway, to show the failure). Needs torch
+benchmarks/rejected_on_gpu.py (rejected ones run anyway, to show the failure); an attention
+kernel (fuzz.py's attention family) is judged by run_attention_and_judge against softmax(Q K^T
+scale) V instead. Needs torch
 and a GPU. Outputs are poisoned with NaN first, so an element the kernel never stores is
 wrong unless the reference itself is NaN there; each output is followed by poisoned guard
 elements, so a store past its end is seen ("wrote past an output").
@@ -166,3 +168,47 @@ def run_and_judge(kernel, sizes: dict[str, int]) -> dict:
     if wrong:
         return {"outcome": "wrong output", "wrong": wrong, "of": total, "sizes": sizes}
     return {"outcome": "ran correctly", "of": total}
+
+
+ATTENTION_TOLERANCE = 2e-2  # rtol and atol against softmax in float64: P and O are rounded to bfloat16
+
+
+def run_attention_and_judge(kernel, tile, seed: int = 0) -> dict:
+    """An attention kernel (tileproof.recipes.attention; `tile` its AttentionTile) launched once on
+    random Q, K, V of PyTorch's [B, H, S, D] layout made its inputs by attention_views (as
+    tests/gpu/test_attention.py does), into a NaN-poisoned output followed by guard elements, and
+    judged against softmax(Q K^T scale) V in float64 within ATTENTION_TOLERANCE."""
+    import torch
+
+    import tileproof as tp
+    from tileproof.recipes.attention import attention_views
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
+    hq = hkv * tile.group
+    q, k, v = (torch.randn(shape, generator=gen, device="cuda").to(torch.bfloat16) for shape in
+               ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
+                (b, hkv, tile.keys, tile.value_dim)))
+    shape = (tile.batch, tile.group, tile.rows, tile.value_dim)
+    n = math.prod(shape)
+    base = torch.full((n + GUARD,), float("nan"), device="cuda", dtype=torch.bfloat16)
+    out = base[:n].view(shape)
+    try:
+        kernel.run(*attention_views(q, k, v), out=[out])
+        torch.cuda.synchronize()
+    except tp.InputError as e:
+        return {"outcome": "refused at launch", "detail": str(e)[:400]}
+    except Exception as e:  # noqa: BLE001 - the failure is the evidence
+        return {"outcome": "fault", "detail": f"{type(e).__name__}: {e}"[:400]}
+    kk, vv = (t.double().repeat_interleave(tile.group, dim=1) for t in (k, v))  # each query head's kv head
+    want = torch.softmax(q.double() @ kk.transpose(-1, -2) * tile.softmax_scale, dim=-1) @ vv
+    got = out.double().reshape(want.shape)
+    close = (got - want).abs() <= ATTENTION_TOLERANCE + ATTENTION_TOLERANCE * want.abs()  # NaN: not close
+    wrong, past = int((~close).sum()), written_past([base[n:]], torch)
+    del q, k, v, kk, vv, want, got, base, out
+    torch.cuda.empty_cache()
+    if past:
+        return {"outcome": "wrote past an output", "elements": past, "wrong": wrong, "of": n}
+    if wrong:
+        return {"outcome": "wrong output", "wrong": wrong, "of": n}
+    return {"outcome": "ran correctly", "of": n}

@@ -1,0 +1,85 @@
+"""The fuzzer's attention family (tests/support/attention_gen.py): its draws are reproducible and
+cover every mutation and out-of-range parameter, parameters out of range are refused with
+tp.ScheduleError, both verdicts occur, every rejection names its rule with a counterexample, and
+the accepted draws compile for sm_90a (the GPU run: benchmarks/fuzz.py --families attention --run,
+and tests/gpu/test_fuzz_attention.py)."""
+
+from __future__ import annotations
+
+import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
+import pytest
+import tileproof as tp
+from support import attention_gen
+from support.attention_gen import MUTATIONS, Parameter, Recipe, attention_case
+from tileproof.recipes.attention import AttentionTile, one_tile_attention
+
+DRAWS = range(60)  # enough to draw every mutation once
+VERIFIED = range(24)  # verified, and compiled where accepted: the CI budget
+UNDECIDED = "could not prove "  # verifier/findings.undecided: no model, so no counterexample
+
+
+def test_draws_are_reproducible_and_cover_the_mutations():
+    cases = [attention_case(seed) for seed in DRAWS]
+    assert [repr(c) for c in cases] == [repr(attention_case(seed)) for seed in DRAWS]
+    assert not [c.api_bugs for c in cases if c.api_bugs]
+    drawn = {m for c in cases for m in c.mutations}
+    assert drawn == set(MUTATIONS), sorted(set(MUTATIONS) - drawn)
+    joined = " ".join(repr(c) for c in cases)
+    for part in ("refused (ScheduleError)", "head_dim=128", "scale=None", "group=2", ": refused ("):
+        assert part in joined, part
+    assert any(c.tile.scale is not None for c in cases) and any(not c.mutations for c in cases)
+
+
+def test_a_parameter_the_recipe_builds_though_drawn_out_of_range_is_an_api_bug(monkeypatch):
+    """The harness itself: a range that says 128 rows are out of range, when the recipe builds them."""
+    lenient = (Parameter("rows", lambda rng: 64, lambda rng: 128),)
+    monkeypatch.setitem(attention_gen.RECIPES, "lenient", Recipe(one_tile_attention, AttentionTile, lenient))
+    monkeypatch.setattr(attention_gen, "OUT_OF_RANGE_RATE", 1.0)
+    monkeypatch.setattr(attention_gen, "_small_enough", lambda params: True)
+    case = attention_case(0, "lenient")
+    assert case.api_bugs and "rows=128" in case.api_bugs[0] and "did not raise" in case.api_bugs[0], case.api_bugs
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:  # compile into a fresh cache, as fuzz.py does
+        mp.setenv("TILEPROOF_CACHE_DIR", str(tmp_path_factory.mktemp("fuzz-attention-cache")))
+        out = []
+        for seed in VERIFIED:
+            case = attention_case(seed)
+            report = tp.verify(case.fusion, case.target)
+            kernel = tp.compile(case.fusion, case.target) if report.ok else None
+            out.append((case, report, kernel))
+        return out
+
+
+def test_both_verdicts_occur_and_the_mutations_are_left_to_the_verifier(verdicts):
+    accepted = [c for c, report, _ in verdicts if report.ok]
+    rejected = [c for c, report, _ in verdicts if not report.ok]
+    assert accepted and rejected
+    assert [c for c in accepted if c.mutations] and all(c.mutations for c in rejected)  # the unmutated recipe is proved
+
+
+def test_rejections_name_their_rule_with_a_counterexample(verdicts):
+    for case, report, _ in verdicts:
+        assert not [d for d in report.diagnostics if d.internal], repr(case)
+        if report.ok:
+            continue
+        assert report.codes, repr(case)
+        bare = [d.code for d in report.errors if not d.counterexample and not d.message.startswith(UNDECIDED)]
+        assert not bare, (bare, repr(case))
+
+
+def test_the_accepted_draws_compile_for_sm_90a(verdicts):
+    for case, report, kernel in verdicts:
+        if report.ok:
+            assert kernel.cuda_source.count("wgmma.mma_async") >= 2, repr(case)  # both products
+
+
+def test_the_fuzzer_draws_the_family_only_when_named():
+    named = [fuzz.draw_case(0, i, ("attention",)) for i in range(3)]
+    assert {family for family, _, _ in named} == {"attention"}
+    assert all(isinstance(case, attention_gen.AttentionCase) and target == "sm_90a" for _, target, case in named)
+    assert "attention" not in {fuzz.draw_case(0, i)[0] for i in range(40)}  # the default mix keeps its draws
+    assert fuzz.results_variant(("attention",)) == "attention"
+    assert fuzz.results_variant(("wgmma", "attention")) == "wgmma-attention"

@@ -1,0 +1,359 @@
+"""Random attention schedules, for the fuzzer's attention family (benchmarks/fuzz.py): O =
+softmax(Q K^T scale) V built by an attention recipe of tileproof.recipes.attention (RECIPES: one
+entry per recipe function, its tile class and the ranges of its parameters) with random tile
+parameters, then now and then changed through the public API the way a user could get it wrong.
+The recipe stays the one source of the schedule: a mutation only edits what the recipe built.
+
+A draw: the tile's parameters over their valid ranges (rows, keys, head and value dims, batch x
+key / value heads, grouped query heads, a scale or the default); now and then one drawn out of its
+range, which the recipe must refuse with tp.ScheduleError (the case records it, then builds with
+that parameter drawn again in range; any other outcome goes to `api_bugs`, which the fuzzer counts
+as internal errors). Then 0 to 2 mutations (MUTATIONS): a fragment's thread digits permuted (a row
+reduction's quad, a row's warp and group digits), a fragment's quads merged onto TIDx{128}, two loop
+axes swapped, a fragment's registers permuted, another inline position, a macro whose N is not the
+tile's (or an mma.sync macro), an operand moved to another memory, a TMA box axis made a loop, a
+register axis vectorized or unrolled, two parallel types swapped, a parallel axis unbound. A
+mutation the API refuses (tp.ScheduleError) is recorded and the schedule kept as it is; any
+other exception goes to `api_bugs`. Which verdict a mutation gets is the verifier's to say: an
+accepted one must then compute the same O on the GPU (benchmarks/fuzz.py --run). Every call with
+one seed builds the same schedule. Imports the public API and the recipes only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import tileproof as tp
+from tileproof.recipes.attention import AttentionTile, one_tile_attention
+
+P = tp.ParallelType
+THREADS = (P.TIDx, P.TIDy, P.TIDz)
+MUTATION_RATE = 0.7  # cases with at least one mutation
+OUT_OF_RANGE_RATE = 0.15  # cases that first try one parameter out of its range
+
+
+@dataclass
+class AttentionCase:
+    fusion: tp.Fusion
+    tile: object  # the recipe's tile (AttentionTile): what the GPU run's reference computes
+    recipe: str
+    target: str = "sm_90a"
+    steps: list[str] = field(default_factory=list)
+    mutations: list[str] = field(default_factory=list)  # the mutations' names, in order
+    api_bugs: list[str] = field(default_factory=list)  # a refusal that was not tp.ScheduleError, or none
+
+    def __repr__(self) -> str:
+        return f"AttentionCase({self.recipe}: {'; '.join(self.steps)})"
+
+
+# -- the recipes and their parameters --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One tile parameter: `valid(rng)` draws a value in its range, `invalid(rng)` one outside it."""
+
+    name: str
+    valid: Callable[[random.Random], object]
+    invalid: Callable[[random.Random], object]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """An attention recipe: `build(tile)` -> a scheduled fusion, `tile(**params)` its tile."""
+
+    build: Callable
+    tile: type
+    parameters: tuple[Parameter, ...]
+
+
+def _grid_axis(rng: random.Random) -> int:
+    """A grid dimension (blockIdx.y or z): small mostly, now and then at its limit."""
+    return rng.choice([65535, 65535 - rng.randint(1, 64)]) if rng.random() < 0.03 else rng.choice([1, 1, 2, 3, 4, 6, 8])
+
+
+def _rows(rng: random.Random) -> int:
+    return 64 * (rng.randint(1, 6) if rng.random() < 0.9 else rng.randint(7, 24))
+
+
+ONE_TILE = (
+    Parameter("rows", _rows, lambda rng: rng.choice([0, -64, 32, 96, 100, 127, 64.0, "128"])),
+    Parameter("keys", lambda rng: 16 * rng.randint(1, 16), lambda rng: rng.choice([0, 8, 24, 41, 272, 512, -16])),
+    Parameter("head_dim", lambda rng: rng.choice([64, 128]), lambda rng: rng.choice([16, 32, 96, 192, 256])),
+    Parameter("value_dim", lambda rng: 64 * rng.randint(1, 4), lambda rng: rng.choice([0, 16, 32, 96, 320, 512])),
+    Parameter("batch", _grid_axis, lambda rng: rng.choice([0, -1, 65536, True, 2.0])),
+    Parameter("group", _grid_axis, lambda rng: rng.choice([0, -2, 65536, 1 << 20, False])),
+    Parameter("scale", lambda rng: None if rng.random() < 0.5 else round(rng.uniform(0.02, 2.0), 3),
+              lambda rng: rng.choice([0, 0.0, -0.125, -1, float("nan"), "0.125"])),
+)
+
+# One entry per recipe function: another recipe (many key tiles) is one more line.
+RECIPES: dict[str, Recipe] = {
+    "one_tile_attention": Recipe(one_tile_attention, AttentionTile, ONE_TILE),
+}
+
+
+def _small_enough(params: dict) -> bool:
+    """A grid at its limit only with the smallest tiles: the GPU run's arrays stay under ~1 GB."""
+    big = max(params["batch"], 1) * max(params["group"], 1)
+    return big <= 64 or (params["rows"] == 64 and params["keys"] <= 32 and params["head_dim"] == 64
+                         and params["value_dim"] == 64 and big <= 65535)
+
+
+def _draw_params(rng: random.Random, recipe: Recipe) -> dict:
+    for _ in range(100):
+        params = {p.name: p.valid(rng) for p in recipe.parameters}
+        if _small_enough(params):
+            return params
+    return {p.name: p.valid(random.Random(0)) for p in recipe.parameters}  # pragma: no cover - 100 misses
+
+
+# -- the schedule's parts, found in the fusion ------------------------------------------------------
+
+
+@dataclass
+class Roles:
+    """The recipe's tensors by what they do, found from the fusion's dataflow (not by name)."""
+
+    products: list  # MmaOp outputs (their op has a macro)
+    shared_operands: list  # MmaOp inputs in shared memory (TMA tiles)
+    register_operands: list  # MmaOp inputs in registers (P as the second product's A)
+    fragments: list  # computed tensors off shared memory laid out on threads: row reductions, row vectors, tiles
+    computed: list  # every tensor the kernel computes
+
+
+def roles(fusion: tp.Fusion) -> Roles:
+    computed = [t for t in fusion.tensors if not t.is_fusion_input]
+    products = [t for t in computed if t.definition is not None and t.definition.macro is not None]
+    operands = [i for t in products for i in t.definition.inputs]
+    fragments = [t for t in computed if t not in products and t.memory_type is not tp.MemoryType.Shared
+                 and any(i.parallel_type in THREADS for i in t.get_loop_domain())]
+    return Roles(products, [t for t in operands if t.memory_type is tp.MemoryType.Shared],
+                 [t for t in operands if t.memory_type is tp.MemoryType.Local], fragments, computed)
+
+
+def _free(t) -> list[int]:
+    """Loop positions a transform may touch: past the tensor's compute-at position."""
+    return list(range(t.compute_at, len(t.get_loop_domain())))
+
+
+def _pick_axis(rng, tensors, wanted) -> tuple | None:
+    """A random (tensor, position) among `tensors`' free axes for which `wanted(axis)` holds."""
+    found = [(t, k) for t in tensors for k in _free(t) if wanted(t.axis(k))]
+    return rng.choice(found) if found else None
+
+
+# -- mutations: each edits the built schedule and returns what it did, or None where it has no target --
+
+
+def _thread_digits(rng, r: Roles):
+    """A thread axis split in two digits, swapped and merged back: a row's warp and group digits
+    (TIDy{32} = 8 w + g as 4 g + w) or a quad's two lanes bits (TIDx{4}) in another order."""
+    hit = _pick_axis(rng, r.fragments, lambda i: i.parallel_type in THREADS and (i.static_extent or 0) >= 4)
+    if hit is None:
+        return None
+    t, k = hit
+    kind, extent = t.axis(k).parallel_type, t.axis(k).static_extent
+    factor = rng.choice([f for f in (2, 4, 8, 16) if extent % f == 0 and f < extent])
+    t.axis(k).parallelize(P.Serial)
+    t.split(k, factor).reorder({k: k + 1, k + 1: k}).merge(k)
+    t.axis(k).parallelize(kind)
+    return f"{t.name} axis {k} {kind.value}{{{extent}}} as ({extent // factor} x {factor}) swapped"
+
+
+def _quads_merged(rng, r: Roles):
+    """A fragment's TIDy{32} x TIDx{4} merged onto TIDx{128}: the fragment without quads."""
+    found = [(t, k) for t in r.fragments for k in _free(t)[:-1]
+             if t.axis(k).parallel_type is P.TIDy and t.axis(k + 1).parallel_type is P.TIDx]
+    if not found:
+        return None
+    t, k = rng.choice(found)
+    t.axis(k).parallelize(P.Serial)
+    t.axis(k + 1).parallelize(P.Serial)
+    t.merge(k)
+    t.axis(k).parallelize(P.TIDx)
+    return f"{t.name} axes {k}, {k + 1} (TIDy x TIDx) merged onto TIDx"
+
+
+def _loop_order(rng, r: Roles):
+    """Two free loop axes of one tensor swapped (a quad's axes in another order, say)."""
+    found = [t for t in r.computed if len(_free(t)) >= 2]
+    if not found:
+        return None
+    t = rng.choice(found)
+    a, b = rng.sample(_free(t), 2)
+    t.reorder({a: b, b: a})
+    return f"{t.name} axes {a}, {b} swapped"
+
+
+def _registers_permuted(rng, r: Roles):
+    """A fragment's innermost serial axis split by 2 and its digits swapped: registers in another order."""
+    found = [t for t in r.fragments + r.register_operands if _free(t)
+             and t.axis(-1).parallel_type is P.Serial and (t.axis(-1).static_extent or 0) >= 4]
+    if not found:
+        return None
+    t = rng.choice(found)
+    t.split(-1, 2).reorder({-2: -1, -1: -2}).merge(-2)
+    return f"{t.name} innermost registers permuted (2 hi + lo -> 2 lo + hi)"
+
+
+def _inline_position(rng, r: Roles):
+    t = rng.choice(r.computed)
+    position = rng.randint(0, len(t.get_loop_domain()))
+    before = t.compute_at
+    t.inline_at(position)
+    return f"{t.name}.inline_at({position}) (was {before})"
+
+
+def _macro(rng, r: Roles):
+    """A product's macro replaced: a wgmma of another N, or an mma.sync macro."""
+    if not r.products:
+        return None
+    t = rng.choice(r.products)
+    current = t.definition.macro
+    hopper = [m for m in tp.MmaMacro if m.name.startswith("Hopper") and m is not current]
+    macro = rng.choice(hopper) if rng.random() < 0.85 else rng.choice([tp.MmaMacro.Ampere_16_8_16,
+                                                                       tp.MmaMacro.Turing_16_16_16])
+    t.definition.set_macro(macro)
+    return f"{t.name}.definition.set_macro({macro.name}) (was {current.name})"
+
+
+def _operand_memory(rng, r: Roles):
+    """An MmaOp operand moved to another memory (K in registers, P in shared memory, ...)."""
+    operands = r.shared_operands + r.register_operands
+    if not operands:
+        return None
+    t = rng.choice(operands)
+    memory = rng.choice([m for m in (tp.MemoryType.Local, tp.MemoryType.Shared, tp.MemoryType.Global)
+                         if m is not t.memory_type])
+    t.set_memory_type(memory)
+    return f"{t.name}.set_memory_type({memory.name})"
+
+
+def _box_axis_serial(rng, r: Roles):
+    """A TMA tile's Bulk axis made a serial loop (smaller boxes, issued one after another)."""
+    hit = _pick_axis(rng, r.shared_operands, lambda i: i.parallel_type is P.Bulk)
+    if hit is None:
+        return None
+    t, k = hit
+    t.axis(k).parallelize(P.Serial)
+    return f"{t.name} axis {k} Bulk -> Serial"
+
+
+def _vectorized(rng, r: Roles):
+    """A fragment's innermost serial axis split and its inner part vectorized."""
+    found = [t for t in r.fragments if _free(t) and t.axis(-1).parallel_type is P.Serial
+             and not t.axis(-1).is_reduction and (t.axis(-1).static_extent or 0) >= 2]
+    if not found:
+        return None
+    t = rng.choice(found)
+    extent = t.axis(-1).static_extent
+    width = rng.choice([w for w in (2, 4, 8) if extent % w == 0])
+    t.split(-1, width)
+    t.axis(-1).parallelize(P.Vectorize)
+    return f"{t.name} innermost split by {width}, Vectorize"
+
+
+def _unrolled(rng, r: Roles):
+    hit = _pick_axis(rng, r.computed, lambda i: i.parallel_type is P.Serial and not i.is_broadcast)
+    if hit is None:
+        return None
+    t, k = hit
+    t.axis(k).parallelize(P.Unroll)
+    return f"{t.name} axis {k} Unroll"
+
+
+def _parallel_swap(rng, r: Roles):
+    """Two bound axes of one tensor trade their parallel types (TIDy <-> TIDx, BIDx <-> TIDy, ...)."""
+    found = []
+    for t in r.computed:
+        bound = [k for k in _free(t) if t.axis(k).parallel_type is not P.Serial and not t.axis(k).is_broadcast]
+        found += [(t, a, b) for a in bound for b in bound if a < b
+                  and t.axis(a).parallel_type is not t.axis(b).parallel_type]
+    if not found:
+        return None
+    t, a, b = rng.choice(found)
+    pa, pb = t.axis(a).parallel_type, t.axis(b).parallel_type
+    t.axis(a).parallelize(pb)
+    t.axis(b).parallelize(pa)
+    return f"{t.name} axes {a}, {b}: {pa.value} <-> {pb.value}"
+
+
+def _unbound(rng, r: Roles):
+    """A bound axis made serial (a row reduction's quad summed in one thread, an Mma axis a loop, ...)."""
+    hit = _pick_axis(rng, r.computed, lambda i: i.parallel_type is not P.Serial and not i.is_broadcast)
+    if hit is None:
+        return None
+    t, k = hit
+    before = t.axis(k).parallel_type
+    t.axis(k).parallelize(P.Serial)
+    return f"{t.name} axis {k} {before.value} -> Serial"
+
+
+MUTATIONS: dict[str, Callable] = {
+    "thread_digits": _thread_digits, "quads_merged": _quads_merged, "loop_order": _loop_order,
+    "registers_permuted": _registers_permuted, "inline_position": _inline_position, "macro": _macro,
+    "operand_memory": _operand_memory, "box_axis_serial": _box_axis_serial, "vectorized": _vectorized,
+    "unrolled": _unrolled, "parallel_swap": _parallel_swap, "unbound": _unbound,
+}
+
+
+# -- the draw -------------------------------------------------------------------------------------------
+
+
+def _out_of_range(rng, case_steps, api_bugs, recipe: Recipe, params: dict) -> None:
+    """One parameter drawn outside its range: the recipe must raise tp.ScheduleError."""
+    p = rng.choice(recipe.parameters)
+    bad = {**params, p.name: p.invalid(rng)}
+    shown = f"{p.name}={bad[p.name]!r}"
+    try:
+        recipe.build(recipe.tile(**bad))
+    except tp.ScheduleError:
+        case_steps.append(f"{shown} refused (ScheduleError)")
+        return
+    except Exception as e:  # noqa: BLE001 - the finding
+        api_bugs.append(f"{recipe.tile.__name__}({shown}) raised {type(e).__name__}: {e}"[:400])
+        return
+    api_bugs.append(f"{recipe.tile.__name__}({shown}) was built: the recipe did not raise tp.ScheduleError")
+
+
+def _mutate(rng, case: AttentionCase) -> None:
+    names = list(MUTATIONS)
+    rng.shuffle(names)
+    for name in names:  # the first mutation that finds a target in this schedule
+        try:
+            done = MUTATIONS[name](rng, roles(case.fusion))
+        except tp.ScheduleError as e:
+            case.mutations.append(name)
+            case.steps.append(f"{name}: refused ({str(e)[:160]})")
+            return
+        except Exception as e:  # noqa: BLE001 - the finding
+            case.mutations.append(name)
+            case.api_bugs.append(f"{name} raised {type(e).__name__}: {e}"[:400])
+            return
+        if done is not None:
+            case.mutations.append(name)
+            case.steps.append(f"{name}: {done}")
+            return
+
+
+def attention_case(seed: int, recipe_name: str | None = None) -> AttentionCase:
+    rng = random.Random(seed)
+    name = recipe_name or rng.choice(sorted(RECIPES))
+    recipe = RECIPES[name]
+    params = _draw_params(rng, recipe)
+    steps: list[str] = []
+    api_bugs: list[str] = []
+    if rng.random() < OUT_OF_RANGE_RATE:
+        _out_of_range(rng, steps, api_bugs, recipe, params)
+    tile = recipe.tile(**params)
+    case = AttentionCase(recipe.build(tile), tile, name, steps=[repr(tile)] + steps, api_bugs=api_bugs)
+    if rng.random() < MUTATION_RATE:
+        for _ in range(1 if rng.random() < 0.75 else 2):
+            _mutate(rng, case)
+    return case
+
+
+__all__ = ["MUTATIONS", "RECIPES", "AttentionCase", "Parameter", "Recipe", "attention_case", "roles"]
