@@ -32,7 +32,7 @@ def test_draws_are_reproducible_and_cover_the_mutations():
 
 def test_a_parameter_the_recipe_builds_though_drawn_out_of_range_is_an_api_bug(monkeypatch):
     """The harness itself: a range that says 128 rows are out of range, when the recipe builds them."""
-    lenient = (Parameter("rows", lambda rng: 64, lambda rng: 128),)
+    lenient = (Parameter("rows", lambda rng, _: 64, lambda rng, _: 128),)
     monkeypatch.setitem(attention_gen.RECIPES, "lenient", Recipe(one_tile_attention, AttentionTile, lenient))
     monkeypatch.setattr(attention_gen, "OUT_OF_RANGE_RATE", 1.0)
     monkeypatch.setattr(attention_gen, "_small_enough", lambda params: True)
