@@ -40,7 +40,7 @@ import tileproof as tp
 # the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
 __all__ = ["column_allreduce", "copy_chain", "cp_async_copy", "cp_async_k_loop", "grid_allreduce", "grouped_sum_and_max", "hopper_gemm_tile",
            "ldmatrix_copy",
-           "mma_sync_tile", "one_wgmma", "register_k_loop", "tf32_operands", "wgmma_row_max", "tma_copy", "tmem_copy"]
+           "mma_sync_tile", "one_wgmma", "online_logsumexp", "register_k_loop", "tf32_operands", "wgmma_row_max", "tma_copy", "tmem_copy"]
 
 
 # -- copies ---------------------------------------------------------------------------------------
@@ -294,6 +294,42 @@ def wgmma_row_max(name: str):
         d.axis(i).parallelize(tp.ParallelType.Mma)
     tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16, quads=True)
     return fusion, d, out, m
+
+
+def online_logsumexp(name: str, rows: int = 32, keys: int = 256, tile: int = 64, *, term=None):
+    """Each row's log-sum-exp, lse = log(sum(exp(x - m))) + m with m = max(x), online: a thread per row
+    (TIDx), a loop over the row's tiles of `tile` in which x's tile (a register cache, read by the
+    tile's max and by the terms: so they share the loop), the tile's max (rfactored), the running
+    max m (m.set_online(rescale=[l])), the terms exp(x - m) and the tile's sum (rfactored) run, and l
+    adds each tile's part at the running max. `term(x, m_b)` makes the terms (default
+    tp.exp(tp.sub(x, m_b))). Returns (fusion, x, m, p, l, lse)."""
+    with tp.Fusion(name) as fusion:
+        x = tp.make_contig_concrete_tensor([rows, keys])
+        fusion.add_input(x)
+        m = tp.max(x, 1)
+        m_b = tp.broadcast(m, [False, True])
+        p = term(x, m_b) if term is not None else tp.exp(tp.sub(x, m_b))
+        l = tp.sum(p, 1)
+        lse = tp.add(tp.log(l), m)
+        fusion.add_output(lse)
+    x.cache_after()
+    parts = []
+    for r in (m, l):  # [rows, r(keys / tile), r(tile)] -> the tile's part and the sum of the tiles
+        r.split(1, tile)
+        parts.append(r.rfactor([2]))
+    between = [t for t in fusion.tensors if not t.is_fusion_input and len(t.logical) == 2 and t not in (m, l)
+               and not t.logical[1].is_reduction]
+    for t in between:  # [rows, keys / tile, tile]
+        t.split(1, tile)
+    for t in fusion.tensors:
+        if not t.is_fusion_input:
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    m.set_online(rescale=[l])
+    for t in parts + between:
+        t.inline_at(2)  # inside the loop over tiles
+    for t in (m, l):
+        t.inline_at(1)
+    return fusion, x, m, p, l, lse
 
 
 def hopper_gemm_tile(name: str, m: int, n: int, *, wgmmas: int = 1, block_m: int | None = None):

@@ -91,6 +91,8 @@ class Compute:
     vector: int = 1
     comment: str = ""
     scalar: Scalar | None = None
+    # a rescaled sum's accumulation (execution/online.py): acc * exp2(rescale * ins[1]) + ins[0]
+    rescale: float | None = field(default=None, kw_only=True)  # keyword-only: subclasses' fields stay positional
 
 
 @dataclass

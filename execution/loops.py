@@ -448,11 +448,13 @@ def _grouped_members(order: Sequence[TensorView]) -> dict[str, set[str]]:
     """name -> the names of its group's computed members (tp.group_reductions, two or more computed):
     one set per group, shared by its members. Their accumulations run in the loops they share
     (loop_groups joins them as siblings), each init before and each combine and store after them,
-    as nvFuser's one GroupedReductionOp does."""
+    as nvFuser's one GroupedReductionOp does. An online max's rescaled sums are held alike."""
     names = {t.name for t in order}
     fusion = order[0].fusion if order else None
     out: dict[str, set[str]] = {}
-    for group in getattr(fusion, "reduction_groups", ()):
+    # an online max's rescaled sums (model/online.py) share its loop alike: every store after the last
+    online = [t.online for t in order if t.online is not None]
+    for group in list(getattr(fusion, "reduction_groups", ())) + online:
         members = {t.name for t in group if t.name in names}
         if len(members) > 1:
             out.update({name: members for name in members})

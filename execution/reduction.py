@@ -102,7 +102,14 @@ class ReductionLoops:
             out.append((list(path[:self.start]), Phase.COMBINE))
         if self.blocks:
             out.append((list(path[:self.start]), Phase.GRID_COMBINE))
+        if self.online:  # the max so far, stored each iteration of its loop for the consumers inside it
+            return out + [(list(path[:self.start + 1]), Phase.STORE)]
         return out + [(list(path[:self.start]), Phase.STORE)]
+
+    @property
+    def online(self) -> bool:
+        """An online max (model/online.py): its store runs inside its loop, after each accumulation."""
+        return self.tensor.online is not None
 
 
 def insert_init(items: list, path: Sequence, loop, init, key=lambda x: x) -> None:

@@ -27,7 +27,7 @@ from .errors import ScheduleError, user_location
 from .loop_alignment import matched_positions
 from .mapping import IdMap
 from .tensor_base import TensorBase
-from .types import ParallelType
+from .types import OpKind, ParallelType
 from .unmappable import unmappable_axes
 
 # what best-effort inlining stops before, besides what every inlining does (nvFuser's isAllowedID,
@@ -55,7 +55,7 @@ def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
     matched = {c.name: matched_positions(idmap, tv, c, len(tv.loop)) for c in consumers}
     placed = {name: at for name, (at, _) in matched.items()}
     for k, i in enumerate(tv.loop):
-        if i.is_reduction:  # its consumers read the totals, after the reduction's loops
+        if i.is_reduction and tv.online is None:  # its consumers read the totals, after the reduction's loops
             return k, f"axis {k} of {tv.name} ({i.label()}) is a reduction axis"
         if i.parallel_type is ParallelType.Vectorize:
             return k, f"axis {k} of {tv.name} ({i.label()}) is vectorized"
@@ -109,9 +109,23 @@ def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap 
 def hoisted_past_broadcasts(tv: TensorView, pos: int) -> int:
     """pos moved left past tv's innermost broadcast loop axes: a statement is not placed inside
     loops it does not vary in (nvFuser's TensorView::inlineAt, 'hoist inner most broadcast')."""
+    if _reads_running_max(tv):
+        return pos  # an online max's running value varies along its loop, which may be a broadcast one of tv's
     while pos > 0 and tv.loop[pos - 1].is_broadcast:
         pos -= 1
     return pos
+
+
+def _reads_running_max(tv: TensorView) -> bool:
+    """Whether tv is computed from an online max (model/online.py) by ops that reduce nothing."""
+    stack = list(tv.definition.inputs) if tv.definition is not None else []
+    while stack:
+        t = stack.pop()
+        if t.online is not None:
+            return True
+        if t.definition is not None and t.definition.kind is not OpKind.REDUCTION:
+            stack.extend(t.definition.inputs)
+    return False
 
 
 def inline_all_at(ref: TensorView, pos: int) -> None:

@@ -138,9 +138,11 @@ def rfactor(tv: TensorView, axes) -> TensorView:
         raise ScheduleError(f"rfactor: {tv.name} is grouped with {', '.join(t.name for t in group if t is not tv)} "
                             f"(tp.group_reductions); rfactor the group together: {tv.name}.rfactor(axes, "
                             f"[{', '.join(t.name for t in group)}])")
-    if len(op.inputs) != 1:
-        raise ScheduleError(f"rfactor: {tv.name} is the output of `{op}`, whose terms are products of two operands; "
-                            f"tileproof rfactors tp.sum, tp.max and tp.min")
+    if tv.online is not None or len(op.inputs) == 2 and op.name == "sum":
+        raise ScheduleError(f"rfactor: {tv.name} is online (set_online); rfactor before set_online")
+    if len(op.inputs) != 1 and op.name != "fms":
+        raise ScheduleError(f"rfactor: {tv.name} is the output of `{op}`; tileproof rfactors tp.sum, tp.max, tp.min "
+                            f"and tp.fused_multiply_sum")
     if as_index(axes) is not None:
         axes = [axes]
     if not isinstance(axes, (list, tuple)) or not axes:
@@ -219,7 +221,8 @@ def rfactor(tv: TensorView, axes) -> TensorView:
         for k, t in enumerate(use.inputs):
             if t is tv:
                 use.logical_map[k] = [None if a is None else renumber[a] for a in use.logical_map[k]]
-    final = Op(OpKind.REDUCTION, [part], tv, [mapping], name=op.name)
+    # an MmaOp's partial keeps the products; tv sums the partial's terms (nvFuser's split-K rFactor)
+    final = Op(OpKind.REDUCTION, [part], tv, [mapping], name="sum" if op.name == "fms" else op.name)
     fusion.exprs.insert(fusion.exprs.index(op) + 1, final)
     tv.definition = final
     # the partial tensor was registered last: move it before tv, so fusion order stays producers first

@@ -19,6 +19,7 @@ from .inlining import set_compute_at
 from .iterdomain import IterDomain, wrong_enum
 from .ops import _check_dtype, check_cache_op, redirect_definition, set as set_op
 from .grouped_reduction import rfactor_group
+from .online import set_online
 from .reduction import rfactor
 from .tensor_base import TensorBase
 from .types import CacheOp, IterType, LoadStoreOpType, float32
@@ -29,6 +30,23 @@ class TensorView(TensorBase):
     memory type (nvFuser's TensorView). Made by tp.make_tensor and the ops (tp.set, ...), never
     directly. The scheduling methods record transforms on the loop domain, check their arguments
     at the door (ScheduleError) and return self, so calls chain: `tv.split(0, 128).merge(1)`."""
+
+    def set_online(self, rescale):
+        """Make this max (tp.max) online: its loop over the reduced axis it keeps (after rfactor,
+        the loop over tiles) runs once for everything, its consumers inlined into that loop read
+        the max so far, and each sum in `rescale` (summing over the same loop, its terms read this
+        max) keeps its accumulator at the running max: before each iteration's term,
+        acc *= exp2(a (m_new - m_old)), a the coefficient of the max in its terms' exponent, which
+        verifier rule ONLINE-RESCALE proves and derives. After the loop every sum is the one the
+        fusion means. The online softmax of attention (model/online.py; nvFuser has no such knob):
+
+            m = tp.max(s, 1)                  # split the key axis into tiles, rfactor the tile's part
+            l = tp.sum(p, 1)                  # p = exp2((s - m) c), read per tile
+            m.set_online(rescale=[l, o])      # o = the sum of P V over the tiles (an MmaOp's rfactor)
+
+        Call it after rfactor and before inlining. Returns self."""
+        set_online(self, rescale)
+        return self
 
     def rfactor(self, axes, tensors=None):
         """Split this reduction (the output of tp.sum / tp.max) in two: a new tensor that reduces
@@ -43,6 +61,10 @@ class TensorView(TensorBase):
             t1 = tp.sum(t0, 1)                  # [M, rN]
             t1.split(1, 128)                    # [M, r{N/128}, r{128}]
             t2 = t1.rfactor([1])                # t2: [M, r{N/128}, i{128}], t1: [M, r{128}]
+
+        An MmaOp's output (tp.fused_multiply_sum) rfactors too: the partial keeps the products (and
+        the MmaOp, its macro included) and this tensor becomes a tp.sum of the partial's terms, as
+        nvFuser's split-K matmul rfactors its MmaOp.
 
         A grouped reduction (tp.group_reductions) is rfactored with its group: `tensors` is the
         group in its order; this tensor's transforms are replayed on the others first, and the

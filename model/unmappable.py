@@ -61,7 +61,7 @@ def unmappable_axes(fusion) -> dict[int, str]:
     conflicts: list[tuple[int, object, object, set[int]]] = []
     for tv in fusion.tensors:
         reduced = [i for i in tv.root if i.is_reduction]
-        if not reduced or tv.definition is None:
+        if not reduced or tv.definition is None or _running(fusion, tv):
             continue
         after = _downstream(fusion, tv)
         later = {i.uid for t in after for i in t.root + t.logical}
@@ -82,6 +82,14 @@ def unmappable_axes(fusion) -> dict[int, str]:
             else:
                 out[axis.uid] = why
     return out
+
+
+def _running(fusion, tv) -> bool:
+    """Whether tv's consumers may read it inside its loops: an online max (model/online.py), or the
+    partial reduction an online max combines (its tile's max, read by the tile's consumers)."""
+    if tv.online is not None:
+        return True
+    return any(op.name == "max" and op.inputs[0] is tv and op.output.online is not None for op in fusion.uses_of(tv))
 
 
 def _conflict(classes: _Classes, conflicts, read_as) -> str | None:

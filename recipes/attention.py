@@ -54,13 +54,20 @@ class AttentionTile:
     batch: int = 1
     group: int = 1
     scale: float | None = None
+    key_tile: int | None = None
 
     def __post_init__(self):
         problems = []
         if not (isinstance(self.rows, int) and self.rows > 0 and self.rows % ROWS == 0):
             problems.append(f"rows must be a positive multiple of {ROWS}, got {self.rows!r}")
-        if not (isinstance(self.keys, int) and 16 <= self.keys <= 256 and self.keys % 16 == 0):
-            problems.append(f"keys must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.keys!r}")
+        if self.key_tile is None and not (isinstance(self.keys, int) and 16 <= self.keys <= 256 and self.keys % 16 == 0):
+            problems.append(f"keys must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.keys!r}; "
+                            f"more keys are tiles of key_tile")
+        if self.key_tile is not None:
+            if not (isinstance(self.key_tile, int) and 16 <= self.key_tile <= 256 and self.key_tile % 16 == 0):
+                problems.append(f"key_tile must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.key_tile!r}")
+            elif not (isinstance(self.keys, int) and self.keys > 0 and self.keys % self.key_tile == 0):
+                problems.append(f"keys must be a positive multiple of key_tile {self.key_tile}, got {self.keys!r}")
         if self.head_dim not in (SPAN, 2 * SPAN):
             problems.append(f"head_dim must be {SPAN} or {2 * SPAN} (128-byte swizzle spans of bfloat16), "
                             f"got {self.head_dim!r}")
@@ -80,9 +87,17 @@ class AttentionTile:
     def softmax_scale(self) -> float:
         return self.scale if self.scale is not None else 1.0 / math.sqrt(self.head_dim)
 
+    @property
+    def tile_keys(self) -> int:
+        """The keys of one tile: key_tile, or all of them."""
+        return self.key_tile if self.key_tile is not None else self.keys
+
 
 def one_tile_attention(tile: AttentionTile) -> tp.Fusion:
     """The fusion of O = softmax(Q K^T scale) V over one key tile, scheduled (module docstring)."""
+    if tile.tile_keys != tile.keys:
+        raise tp.ScheduleError(f"one_tile_attention: {tile.keys} keys in tiles of {tile.key_tile}; one tile holds "
+                               f"every key (attention() runs the tiles)")
     score = getattr(tp.MmaMacro, f"Hopper_64_{tile.keys}_16")
     value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
     z, g, d, dv, n = tile.batch, tile.group, tile.head_dim, tile.value_dim, tile.keys
@@ -132,15 +147,104 @@ def one_tile_attention(tile: AttentionTile) -> tp.Fusion:
     return fusion
 
 
-def _operand_tiles(q, k, v) -> None:
+def _attention_fusion(tile: AttentionTile, name: str):
+    """O = softmax(Q K^T scale) V as the fusion's ops (unscheduled): the tensors by name."""
+    z, g, d, dv, n = tile.batch, tile.group, tile.head_dim, tile.value_dim, tile.keys
+    with tp.Fusion(name) as fusion:
+        q = tp.make_contig_concrete_tensor([z, g, tile.rows, 1, d], dtype=tp.bfloat16, name="Q")
+        k = tp.make_contig_concrete_tensor([z, 1, 1, n, d], dtype=tp.bfloat16, name="K")
+        v = tp.make_contig_concrete_tensor([z, 1, 1, dv, n], dtype=tp.bfloat16, name="V")
+        for t in (q, k, v):
+            fusion.add_input(t)
+        s = tp.fused_multiply_sum(q, k, [-1])  # [Z, G, M, N]
+        row = [False, False, False, True]  # a row vector [Z, G, M] along the tile's columns
+        row_max = tp.max(s, 3)
+        max_b = tp.broadcast(row_max, row)
+        shifted = tp.sub(s, max_b)
+        scaled = tp.mul(shifted, tile.softmax_scale * math.log2(math.e))
+        p = tp.exp2(scaled)
+        row_sum = tp.sum(p, 3)
+        p_bf16 = tp.cast(p, tp.bfloat16)
+        p_a = tp.broadcast(p_bf16, [False, False, False, True, False])  # [Z, G, M, 1, N]: A
+        o = tp.fused_multiply_sum(p_a, v, [-1])  # [Z, G, M, Dv]
+        sum_b = tp.broadcast(row_sum, row)
+        normalized = tp.div(o, sum_b)
+        out = tp.cast(normalized, tp.bfloat16)
+        fusion.add_output(out)
+    v.set_allocation_domain([v.axis(i) for i in (0, 1, 2, 4, 3)], True)  # V [Z, N, Dv] row-major
+    return fusion, dict(q=q, k=k, v=v, s=s, m=row_max, m_b=max_b, shifted=shifted, scaled=scaled, p=p, l=row_sum,
+                        p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out)
+
+
+def attention(tile: AttentionTile) -> tp.Fusion:
+    """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
+    per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
+    row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
+    tp.TensorView.set_online), P = exp2((S - m) scale log2 e), the tile's row sum and P V (a wgmma
+    from P's registers, rfactored) run, and l and O add each tile's part at the running max
+    (rescaled as it grows); after the loop O / l. The K and V tiles of each iteration are TMA
+    copies. Verifier rule ONLINE-RESCALE proves the rescale exact."""
+    n, h = tile.tile_keys, HEADS
+    score = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
+    value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
+    fusion, t = _attention_fusion(tile, "attention")
+    t["s"].definition.set_macro(score)
+    t["o"].definition.set_macro(value)
+    sq, sk, sv = _operand_tiles(t["q"], t["k"], t["v"], n)
+    s = t["s"]  # [Z, G, M, N, rD] -> [Z, G, Mo, KT, rD steps, 64, n, 16]
+    s.split(h + 1, n).split(h, ROWS).split(h + 4, 16).reorder({h + 2: h + 1, h + 4: h + 2, h + 1: h + 3})
+    s.set_allocation_domain(tp.mma_output_allocation(s, quads=True), True)
+    o = t["o"]  # [Z, G, M, Dv, rN] -> [Z, G, Mo, rKT, rn steps, 64, Dv, 16], the tile's part rfactored
+    o.split(h + 2, n).split(h, ROWS).split(h + 4, 16).reorder({h + 3: h + 1, h + 4: h + 2, h + 1: h + 3, h + 2: h + 4})
+    o_tile = o.rfactor([h + 2, h + 5])  # [Z, G, Mo, KT, rn steps, 64, Dv, r16]; o: [Z, G, Mo, rKT, 64, Dv]
+    o_tile.set_allocation_domain(tp.mma_output_allocation(o_tile, quads=True), True)
+    for acc in (s, o_tile):
+        for i in range(h + 3, h + 6):
+            acc.axis(i).parallelize(P.Mma)
+    tp.schedule_mma_fragment(o, value, "C", quads=True)
+    p_a = t["p_a"]  # [Z, G, M, 1, N] -> [Z, G, Mo, KT, K steps, 1, 64, 16]: 16 keys a wgmma of the second product
+    p_a.split(h + 2, n).split(h, ROWS).split(h + 4, 16).reorder({h + 3: h + 1, h + 4: h + 2, h + 1: h + 4, h + 2: h + 3})
+    tp.schedule_mma_fragment(p_a, value, tp.MmaOperand.A, quads=True)
+    tiles = {}
+    for name in ("m", "l"):  # [Z, G, M, rN] -> [Z, G, Mo, rKT, TIDy, rTIDx, v2, rv4, rv1], the tile's part rfactored
+        r = t[name]
+        r.split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
+        tp.schedule_mma_fragment(r, score, "C", quads=True)
+        tiles[name] = r.rfactor([h + 3, h + 5, h + 6])
+    for name in ("m_b", "shifted", "scaled", "p", "p_bf16"):  # [Z, G, Mo, KT, 64, n] as S's fragment
+        t[name].split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
+        tp.schedule_mma_fragment(t[name], score, "C", quads=True)
+    for name in ("l_b", "normalized", "out"):  # [Z, G, Mo, 64, Dv] as O's fragment
+        t[name].split(h, ROWS)
+        tp.schedule_mma_fragment(t[name], value, "C", quads=True)
+    t["m"].set_online(rescale=[t["l"], o])
+    computed = [x for x in fusion.tensors if not x.is_fusion_input]
+    for x in computed:  # the key / value heads on blockIdx.z, the group's query heads on y, 64 rows on x
+        for axis, kind in zip(x.get_loop_domain()[:h + 1], (P.BIDz, P.BIDy, P.BIDx)):
+            if not axis.is_broadcast:
+                axis.parallelize(kind)
+    sq.inline_at(h + 1)
+    in_tile = [sk, sv, s, tiles["m"], t["m_b"], t["shifted"], t["scaled"], t["p"], t["p_bf16"], p_a, tiles["l"], o_tile]
+    for x in in_tile:
+        x.inline_at(h + 2)  # inside the loop over key tiles
+    for x in (t["m"], t["l"], o, t["l_b"], t["normalized"]):
+        x.inline_at(h + 1)  # the running max, the sums' accumulators and the epilogue: per block
+    return fusion
+
+
+def _operand_tiles(q, k, v, key_tile=None) -> None:
     """Q's 64 rows a block, K and V whole, loaded by TMA into shared memory in wgmma's 128-byte
     swizzle: a head dim of two spans as a loop of two boxes; V's as N-major boxes, read transposed."""
     sq, sk, sv = (t.cache_after(tp.LoadStoreOpType.TMA) for t in (q, k, v))
     for t in (sq, sk, sv):
         t.set_memory_type(tp.MemoryType.Shared)
     sq.split(HEADS, ROWS).reorder({HEADS + 2: HEADS + 1})  # [Z, G, Mo, 1, 64, D]
-    sk.split(HEADS, 1)  # [Z, 1, 1, 1, N, D]
-    sv.split(HEADS, 1)  # [Z, 1, 1, 1, Dv, N]
+    if key_tile is None:
+        sk.split(HEADS, 1)  # [Z, 1, 1, 1, N, D]
+        sv.split(HEADS, 1)  # [Z, 1, 1, 1, Dv, N]
+    else:  # a tile of keys an iteration
+        sk.split(HEADS + 1, key_tile)  # [Z, 1, 1, KT, n, D]
+        sv.split(HEADS + 2, key_tile).reorder({HEADS + 2: HEADS + 1})  # [Z, 1, 1, KT, Dv, n]
     for t in (sq, sk):
         if t.get_loop_domain()[-1].static_extent > SPAN:  # [.., rows, D / 64 (a loop of boxes), 64] -> [.., D / 64, rows, 64]
             t.split(-1, SPAN).reorder({-2: -3})
@@ -151,6 +255,7 @@ def _operand_tiles(q, k, v) -> None:
         for i in t.get_loop_domain()[HEADS + 2 + boxes:]:
             i.parallelize(P.Bulk)
         t.set_allocation_domain(t.get_loop_domain(), True)
+    return sq, sk, sv
 
 
 def attention_views(q, k, v):
@@ -165,4 +270,4 @@ def attention_views(q, k, v):
             v.reshape(z, n, dv).transpose(1, 2).reshape(z, 1, 1, dv, n))
 
 
-__all__ = ["AttentionTile", "attention_views", "one_tile_attention"]
+__all__ = ["AttentionTile", "attention", "attention_views", "one_tile_attention"]

@@ -352,7 +352,10 @@ class _Emitter:
             v = OPS[table][s.name].format(a=loaded[0], b=loaded[1 if len(loaded) > 1 else 0], c=loaded[-1])
             return out.store.format(v)
         loaded = [f"({out.compute})({CTYPES[o.dtype.name].load.format(a)})" for o, a in zip(s.ins, args)]
-        if s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
+        if s.kind is OpKind.REDUCTION and s.rescale is not None:  # a rescaled sum: the accumulator at the new max first
+            acc = f"({self.ref(s.out)} * exp2f({scalar_literal(s.rescale, out.compute)} * {loaded[1]}))"
+            v = emit_reduction.combine(s, acc, loaded[0])
+        elif s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
             term = loaded[0] if len(loaded) == 1 else f"({loaded[0]} * {loaded[1]})"  # fms: a product
             v = emit_reduction.combine(s, self.ref(s.out), term)
         else:

@@ -52,7 +52,9 @@ def _float_ops(f: str, one: str) -> dict[str, str]:
     return {**_ARITH, **_COMPARE, **math_functions, "maximum": "tp_max({a}, {b})", "minimum": "tp_min({a}, {b})",
             "neg": "(-{a})", "abs": f"fabs{f}({{a}})", "relu": f"tp_max({{a}}, {'0.0f' if f else '0.0'})",
             "reciprocal": f"({one} / {{a}})", "sigmoid": sigmoid, "silu": f"({{a}} * {sigmoid})",
-            "pow": f"pow{f}({{a}}, {{b}})", "fmod": f"fmod{f}({{a}}, {{b}})"}
+            "pow": f"pow{f}({{a}}, {{b}})", "fmod": f"fmod{f}({{a}}, {{b}})",
+            # an online max's growth (execution/online.py): 0 where equal, so -inf to -inf is 0, not NaN
+            "online_delta": f"({{a}} == {{b}} ? {'0.0f' if f else '0.0'} : {{a}} - {{b}})"}
 
 
 # maximum / minimum / relu propagate NaN, as the reference (numpy) and PyTorch do; CUDA's

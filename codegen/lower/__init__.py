@@ -139,7 +139,7 @@ def allocate(st: Lowering) -> None:
             alloc = st.allocations[tv.name]
             st.buffers.append(Buffer(tv.name, MemoryType.Shared, tv.dtype, alloc.num_elements_expr,
                                      st.smem.offset(tv.name)))
-    st.buffers += reduction.buffers(st.order, st.smem)  # accumulators, block reductions' scratch
+    st.buffers += reduction.buffers(st.order, st.smem, st.allocations)  # accumulators, block reductions' scratch
     for tv in list(fusion.inputs) + list(fusion.outputs) + [t for t in st.order if read_back(t)]:
         st.globals[tv.name] = global_layout(tv)  # a TMA-stored intermediate's: dense, in a workspace
 

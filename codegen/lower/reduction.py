@@ -32,8 +32,12 @@ and predicates come from the execution model only, as for every other statement.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ...execution.online import delta_name, rescaled_sums
 from ...execution.statements import Cond, CondKind, store_execution
-from ...model.expr import try_int, var
+from ...model.online import online_max
+from ...model.expr import const, try_int, var
 from ...execution.indexing import vector_index
 from ...execution.problems import Problem
 from ...model.reduction import COMBINE
@@ -69,14 +73,17 @@ def check(fusion, order) -> None:
         refuse(code, problems)
 
 
-def buffers(order, smem) -> list[Buffer]:
-    """Each reduction's accumulator (registers of its compute type) and the block reductions'
+def buffers(order, smem, allocations) -> list[Buffer]:
+    """Each reduction's accumulator (registers of its compute type), an online max's growth per
+    element (execution/online.py delta_name, beside its registers) and the block reductions'
     shared scratch (the smem plan's SCRATCH)."""
     out = []
     for tv in order:
         if tv.definition.kind is OpKind.REDUCTION:
             r = reduction_loops(tv)
             out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements))
+        if tv.online is not None:
+            out.append(Buffer(delta_name(tv), MemoryType.Local, tv.dtype, allocations[tv.name].num_elements_expr))
     if SCRATCH in smem.buffers:
         b = smem.buffers[SCRATCH]
         out.append(Buffer(SCRATCH, MemoryType.Shared, int8, b.bytes, b.offset))  # bytes, cast where used
@@ -94,6 +101,10 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
         refuse("REDUCTION-ACCUMULATOR", [Problem(f"{tv.name}'s accumulator has a symbolic size", hint="")])
     out: list[tuple[list[LoopClass], object]] = [
         (outer, ReduceInit(acc, n, r.dtype, r.neutral, f"{tv.name}: {r.op_name} starts at {r.neutral}"))]
+    if r.online:  # and the max so far, before the first iteration: the first delta is +inf
+        size = try_int(builder.allocations[tv.name].num_elements_expr)
+        both = [out[0][1], ReduceInit(tv.name, size, tv.dtype, r.neutral, f"{tv.name}: the online max starts at {r.neutral}")]
+        out[0] = (outer, _once(tv, "init", both))
     out.append((path, _accumulate(builder, tv, r, acc)))
     if r.threads:
         reduced = tuple(p in r.threads for p in THREAD_TYPES)
@@ -102,7 +113,7 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
                                        f"{', '.join(p.value for p in r.threads)}")))
     if r.blocks:
         out.append((outer, _grid_combine(builder, tv, r, acc, n, path)))
-    out.append((outer, _store(builder, tv, r, acc)))
+    out.append((path[:r.start + 1] if r.online else outer, _store(builder, tv, r, acc)))
     return out
 
 
@@ -208,8 +219,16 @@ def _accumulate(builder, tv: TensorView, r: ReductionLoops, acc: str) -> Compute
     out = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges))
     op = tv.definition
     ins = [builder._operand(p, ex.operand_indices(k), ranges) for k, p in enumerate(op.inputs)]
-    return Compute(OpKind.REDUCTION, op.name, out, ins, ex.conds_of(CondKind.THREAD_EXTENT) + builder.holes(ex, ranges),
-                   1, str(op))
+    conds = ex.conds_of(CondKind.THREAD_EXTENT) + builder.holes(ex, ranges)
+    rescaled = rescaled_sums(tv.fusion).get(tv.name)
+    if online_max(tv) is not None:
+        if rescaled is None:  # ONLINE-RESCALE rejects it
+            refuse("ONLINE-RESCALE", [Problem(f"{tv.name} is rescaled without a proved form", hint="")])
+        ins[1] = replace(ins[1], tensor=delta_name(rescaled.max))  # the max's growth, where the term reads the max
+        return Compute(OpKind.REDUCTION, op.name, out, ins, conds, 1,
+                       f"{str(op)}: at the new max first (x exp2({rescaled.coefficient:g} delta))",
+                       rescale=rescaled.coefficient)
+    return Compute(OpKind.REDUCTION, op.name, out, ins, conds, 1, str(op))
 
 
 def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
@@ -219,8 +238,22 @@ def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
     ranges = ex.guarded_ranges
     register = vector_index([var(private[i.uid]) for i in r.accumulator], [i.extent_expr for i in r.accumulator])
     source = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges))
-    return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the {r.op_name} (after its loops)",
-                           [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in r.accumulator])
+    loops = [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in r.accumulator]
+    if not r.online:
+        return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the {r.op_name} (after its loops)", loops)
+    # an online max: its growth first (the rescaled sums read it), then the max so far
+    target = builder._operand(tv, ex.indices, ranges)
+    node: object = [Compute(OpKind.BINARY, "online_delta", replace(target, tensor=delta_name(tv)), [source, target],
+                            store_conds(builder, ex, ranges), 1, f"{tv.name}: how much the max grew this iteration"),
+                    store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the max so far", [])]
+    for counter, extent, label in reversed(loops):
+        node = [Loop(counter, extent, LoopKind.UNROLL, label, -1, node)]
+    return node[0] if len(node) == 1 else _once(tv, "store", node)
+
+
+def _once(tv: TensorView, what: str, body: list) -> Loop:
+    """Statements that are one step of tv's (an online max's init and store): a loop of one."""
+    return Loop(f"tp_{what}_{tv.name}", const(1), LoopKind.UNROLL, f"{tv.name} {what}", -1, body)
 
 
 def store_names(builder, tv: TensorView, axes) -> tuple[dict[int, str], dict[int, str]]:

@@ -157,7 +157,9 @@ def _array_axis(tv, logical_axis: int) -> int:
 def _reduce(np, op, args, sizes: dict[str, int]):
     """A reduction's value: over the input's axes that the output's root axes mark reduced, or,
     for an rfactor's partial reduction, over the logical points that derive from its root."""
-    out, x = op.output, args[0] if len(args) == 1 else args[0] * args[1]  # fms: a sum of products
+    # fms: a sum of products; a rescaled sum's second input is its online max (model/online.py), read
+    # at its final value by the terms already: the sum is of the first
+    out, x = op.output, args[0] * args[1] if op.name == "fms" else args[0]
     source = [_array_axis(op.inputs[0], a) for a in op.logical_map[0]]  # the input array axis of each root axis
     x = np.transpose(x, source)
     total = op.name in ("sum", "fms")  # fms: an MmaOp, a sum of products

@@ -1,10 +1,11 @@
 """Attention's building blocks scheduled so that a thread reads accumulators another thread holds
 (MMA-ACCUM-LAYOUT), or a wgmma's warpgroup is split over TIDy while its output binds TIDy
-(MMA-WARP-COLLECTIVE). Each is examples/valid/attention.py's row max with one thing changed.
+(MMA-WARP-COLLECTIVE). Each is examples/valid/attention.py's row max with one thing changed; and
+online sums whose terms the running max's rescale cannot keep exact (ONLINE-RESCALE).
 """
 
 import tileproof as tp
-from tileproof.rule_examples import wgmma_row_max
+from tileproof.rule_examples import online_logsumexp, wgmma_row_max
 
 P = tp.ParallelType
 
@@ -35,4 +36,21 @@ def accumulator_loop_on_tidy_with_split_lanes():
     fusion, d, out, m = wgmma_row_max("accumulator_loop_on_tidy_with_split_lanes")
     tp.schedule_mma_fragment(m, tp.MmaMacro.Hopper_64_64_16, "C", quads=True)
     d.axis(0).parallelize(P.TIDy)
+    return fusion
+
+
+@tp.schedule(expect=tp.rejected("ONLINE-RESCALE", messages=["is not exp2(a T1) times a value T1 does not change"]))
+def online_terms_shifted_by_a_constant():
+    """exp(x - m) - 0.5: one factor cannot bring a tile's terms to a new max (at maxima 0, 1, 2 a
+    term is 2.218, 0.5, -0.132)."""
+    return online_logsumexp("online_terms_shifted_by_a_constant",
+                            term=lambda x, m_b: tp.sub(tp.exp(tp.sub(x, m_b)), 0.5))[0]
+
+
+@tp.schedule(expect=tp.rejected("ONLINE-RESCALE", messages=["is a fusion output"]))
+def online_terms_as_an_output():
+    """exp(x - m) computed in the loop at the running max is also an output: its first tiles hold
+    values at a max that is not the row's."""
+    fusion, x, m, p, l, lse = online_logsumexp("online_terms_as_an_output")
+    fusion.add_output(p)
     return fusion

@@ -1,5 +1,6 @@
 """Attention's building blocks on Hopper wgmma: a row's max and sum over the accumulators' fragment,
-and softmax(Q K^T) V over one key tile with P fed back to a wgmma from registers.
+softmax(Q K^T) V over one key tile with P fed back to a wgmma from registers, and over many key
+tiles by the online softmax (a running max, the sums rescaled as it grows: ONLINE-RESCALE).
 
 A wgmma's accumulators are spread over the warpgroup's 128 threads by its C fragment: row
 16 w + g + 8 ((v / 2) % 2) of thread 32 w + 4 g + q. Laid out with `quads=True`
@@ -12,8 +13,8 @@ half of each 32-byte sector a warp moves (GLOBAL-COALESCING, a warning).
 """
 
 import tileproof as tp
-from tileproof.recipes.attention import AttentionTile, one_tile_attention
-from tileproof.rule_examples import wgmma_row_max
+from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
+from tileproof.rule_examples import online_logsumexp, wgmma_row_max
 
 
 @tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
@@ -37,3 +38,17 @@ def one_key_tile_attention():
 def one_key_tile_attention_wide():
     """128 keys and value head dim 128: S and O each 64 accumulators a thread."""
     return one_tile_attention(AttentionTile(rows=192, keys=128, head_dim=64, value_dim=128))
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def online_attention_over_key_tiles():
+    """O = softmax(Q K^T / 8) V for 128 queries over 512 keys in tiles of 128: the running max, P
+    and the tile's sums inside the loop over key tiles, l and O rescaled as the max grows."""
+    return attention(AttentionTile(rows=128, keys=512, key_tile=128))
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def online_row_logsumexp():
+    """Each row's log(sum(exp(x - m))) + m, a thread per row and the row in tiles of 64: the sum of
+    exp(x - m) rescaled by exp(m_old - m_new) each time the running max grows."""
+    return online_logsumexp("online_row_logsumexp")[0]

@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tileproof as tp  # noqa: E402
-from tileproof.recipes.attention import AttentionTile, attention_views, one_tile_attention  # noqa: E402
+from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 TILES = [AttentionTile(rows=64), AttentionTile(rows=192, keys=128, value_dim=128),
@@ -27,9 +27,31 @@ TILES = [AttentionTile(rows=64), AttentionTile(rows=192, keys=128, value_dim=128
          AttentionTile(rows=64, keys=64, head_dim=128, value_dim=64, batch=2, group=4)]
 
 
-@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"z{t.batch}_g{t.group}_m{t.rows}_n{t.keys}_d{t.head_dim}_dv{t.value_dim}")
+# the online softmax over key tiles: the running max grows across tiles (scale 4 makes it jump), and
+# a key tile of 16 runs many rescales
+ONLINE = [AttentionTile(rows=64, keys=128, key_tile=64), AttentionTile(rows=128, keys=1024, key_tile=128, scale=4.0),
+          AttentionTile(rows=192, keys=256, key_tile=16, value_dim=128),
+          AttentionTile(rows=128, keys=512, key_tile=64, head_dim=128, value_dim=128, batch=6, group=2),
+          AttentionTile(rows=64, keys=384, key_tile=128, head_dim=128, value_dim=64, batch=2, group=4)]
+
+
+def _ids(t):
+    return f"z{t.batch}_g{t.group}_m{t.rows}_n{t.keys}_t{t.tile_keys}_d{t.head_dim}_dv{t.value_dim}"
+
+
+@pytest.mark.parametrize("tile", ONLINE, ids=_ids)
+def test_attention_matches_torch(tile):
+    check(tp.compile(attention(tile), "sm_90a"), tile)
+
+
+@pytest.mark.parametrize("tile", TILES, ids=_ids)
 def test_one_tile_attention_matches_torch(tile):
-    kernel = tp.compile(one_tile_attention(tile), "sm_90a")
+    check(tp.compile(one_tile_attention(tile), "sm_90a"), tile)
+
+
+def check(kernel, tile):
+    """The kernel's O against softmax(Q K^T scale) V in float64, and against the same with P rounded
+    to bfloat16 as the kernel rounds it (FlashAttention does too)."""
     gen = torch.Generator().manual_seed(tile.rows + tile.keys + tile.value_dim + tile.batch)
     b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
     hq = hkv * tile.group
@@ -48,3 +70,18 @@ def test_one_tile_attention_matches_torch(tile):
     p = torch.exp2((s - s.amax(dim=-1, keepdim=True)) * math.log2(math.e))
     exact = (p.to(torch.bfloat16).double() @ vv) / p.sum(dim=-1, keepdim=True)
     torch.testing.assert_close(out.double(), exact.to(torch.bfloat16).double(), rtol=1e-2, atol=4e-3)
+
+
+@pytest.mark.parametrize("rows, keys, tile", [(32, 256, 64), (96, 1000, 8), (64, 64, 64)])
+def test_online_logsumexp_matches_torch(rows, keys, tile):
+    """rule_examples.online_logsumexp (examples/valid/attention.py): a thread per row, the running
+    max over the row's tiles and the sum of exp(x - m) rescaled as it grows; rows that rise make it
+    grow at every tile."""
+    from tileproof.rule_examples import online_logsumexp
+
+    fusion = online_logsumexp("online_lse", rows, keys, tile)[0]
+    kernel = tp.compile(fusion, "sm_90a")
+    x = torch.randn(rows, keys, generator=torch.Generator().manual_seed(rows + keys)) * 8
+    x[0] = torch.linspace(-30, 30, keys)
+    (got,) = kernel.run(x.cuda())
+    torch.testing.assert_close(got.cpu().double(), torch.logsumexp(x.double(), dim=1), rtol=1e-5, atol=1e-5)

@@ -312,3 +312,22 @@ def test_int8_sums_wrap_like_the_kernel():
     fusion, _, _ = fusion_2d("sum", 1, shape=(1, 4), dtype=tp.int8)
     (got,) = reference(fusion, [np.array([[100, 100, 100, 1]])])
     assert got[0] == ((301 + 128) % 256) - 128
+
+
+def test_rfactor_of_an_mma_op_keeps_the_products_in_the_partial():
+    """nvFuser's split-K matmul rfactors its MmaOp: the partial keeps the products and the macro,
+    the output sums the partial's terms."""
+    with tp.Fusion("mma_rfactor") as fusion:
+        a = tp.make_contig_concrete_tensor([64, 1, 256], dtype=tp.bfloat16)
+        b = tp.make_contig_concrete_tensor([1, 64, 256], dtype=tp.bfloat16)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        fusion.add_output(d)
+    d.definition.set_macro(tp.MmaMacro.Hopper_64_64_16)
+    d.split(2, 64)  # [M, N, r{K / 64}, r{64}]
+    part = d.rfactor([3])
+    assert part.definition.name == "fms" and part.definition.macro is tp.MmaMacro.Hopper_64_64_16
+    assert part.definition.inputs == [a, b]
+    assert d.definition.name == "sum" and d.definition.inputs == [part]
+    assert [i.is_reduction for i in d.get_loop_domain()] == [False, False, True]

@@ -80,6 +80,8 @@ class Numbers:
         if s.kind == "cast":
             return float(cast(numpy, np.array([args[0]]), s.ins[0].dtype, s.out.dtype)[0])
         values = [np.float64(a) for a in args]
+        if s.name == "online_delta":  # an online max's growth (execution/online.py): 0 where equal
+            return 0.0 if values[0] == values[1] else float(values[0] - values[1])
         if s.scalar is not None:  # a number, or an extent at these sizes
             values.insert(s.scalar.position, operand_value(numpy, s.scalar, s.ins[-1].dtype, symbols))
         with np.errstate(all="ignore"):
@@ -275,7 +277,8 @@ class Simulator:
         if s.kind == "reduction":
             if out[at] is None:
                 raise SimulationError(f"{s.comment}: the accumulator {s.out.tensor}[{at}] was not initialized")
-            value = self.values.combine(COMBINE[s.name], out[at], args[0])
+            acc = out[at] if s.rescale is None else out[at] * float(np.exp2(s.rescale * np.float64(args[1])))
+            value = self.values.combine(COMBINE[s.name], acc, args[0])
         else:
             value = self.values.compute(s, args, self.symbols)
         return [(out, at, self.values.store(value, s.out.dtype))]

@@ -69,13 +69,20 @@ def _wait_in(scope: list, lo: int, hi: int, barrier: str) -> bool:
     return any(isinstance(n, TmaWait) and n.barrier == barrier for n in scope[max(lo, 0):hi])
 
 
-def _read_done(scope: list, ir: int, asynchronous: bool) -> int | None:
+def _read_done(scope: list, ir: int, asynchronous: bool, path: list) -> int | None:
     """Where the read at scope[ir] is over: there, or for a wgmma at the first wgmma.wait_group 0
-    after it (None: no such wait, the tensor cores may still read when the scope repeats)."""
+    after it; for a wgmma nested in scope[ir] (a loop; `path` the read's), at scope[ir] itself
+    where a wait_group 0 follows the read in a body inside it: each run of that body waits for
+    its reads (None:
+    no such wait, the tensor cores may still read when the scope repeats)."""
     if not asynchronous:
         return ir
-    return next((p for p in range(ir + 1, len(scope))
-                 if isinstance(scope[p], WgmmaWait) and scope[p].pending == 0), None)
+    after = next((p for p in range(ir + 1, len(scope)) if isinstance(scope[p], WgmmaWait) and scope[p].pending == 0),
+                 None)
+    inner = [own[at + 1:] for own, at in path[next(k for k, (s, _) in enumerate(path) if s is scope) + 1:]]
+    if after is None and any(isinstance(n, WgmmaWait) and n.pending == 0 for rest in inner for n in rest):
+        return ir  # a body inside scope[ir] waits after the read, each time it runs
+    return after
 
 
 def _store_read_then_sync(scope: list, iw: int, ir: int) -> bool:
@@ -124,7 +131,7 @@ def unordered(nest_: PlacedNest) -> list[Hazard]:
                 if repeats and store:  # the copy engine reads until the issuing thread's bulk wait
                     war = _store_read_then_sync(scope, iw, ir)
                 elif repeats:
-                    done = _read_done(scope, ir, ra.kind is Async.WGMMA)
+                    done = _read_done(scope, ir, ra.kind is Async.WGMMA, rp)
                     war = done is not None and (_sync_in(scope, done + 1, len(scope)) or _sync_in(scope, 0, iw)
                                                 if iw < ir else _sync_in(scope, done + 1, iw))
                 if repeats and not war:

@@ -18,6 +18,7 @@ from typing import Iterator
 from ...execution.conditions import reduction
 from ...execution.grid_reduction import ALLREDUCE_LIMIT, SEMAPHORE_LIMIT, entrance_loops, grid_layout, is_allreduce
 from ...execution.loops import execution_order
+from ...execution.online import online_problems
 from ...execution.reduction import grid_reductions
 from ...model.expr import const, var
 from ..context import VerifyContext
@@ -326,3 +327,37 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
             hint=f"bound the extents on {over} with fusion.assume (their product at most {limit}), or "
                  f"reduce over fewer block types and rfactor the rest onto threads or loops",
             tensor=tv.name, ids=[axis.name], location=axis.parallel_origin or axis.origin or tv.origin)
+
+
+@rule("ONLINE-RESCALE", family="reduction")
+def online_rescale(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """An online max's consumers inside its loop, and the sums it rescales, compute what the fusion means.
+
+    What it checks:
+        For every online max m (tp.TensorView.set_online): m reduces one serial loop (the loop over
+        tiles; the tile's part rfactored). Each sum T it rescales reduces one serial loop too, the
+        same loop as m, and T's terms are exp2(a m) times values m does not change, with a number
+        a < 0: walking the ops from T's terms to m, m appears only in the exponent of exp2 or exp,
+        as a number times m plus a value m does not change, and the rest multiplies, divides,
+        casts, broadcasts, copies or sums such terms. Every value computed inside m's loop from its
+        running value reaches only those sums: it is no output and nothing after the loop reads it.
+    Why the hardware needs it:
+        Inside the loop m holds the max of the tiles so far, not the row's max. Each iteration
+        multiplies T's accumulator by exp2(a (m_new - m_old)) before adding its terms, which
+        brings every earlier term to the new max only if a term is exp2(a m) times a constant;
+        after the loop T is then exactly the sum at the final max. A term of another form (exp(x - m)
+        - 1, a max of the terms) is scaled wrong, and a value read outside those sums keeps the max
+        of its own iteration: the kernel would return a number the fusion does not mean.
+    Example:
+        fusion, x, m, p, l, lse = online_logsumexp(
+            "online_shifted", term=lambda x, m_b: tp.sub(tp.exp(tp.sub(x, m_b)), 0.5))
+    Fix:
+        fusion, x, m, p, l, lse = online_logsumexp("online_logsumexp")
+    References:
+        Milakov and Gimelshein, "Online normalizer calculation for softmax" (2018); FlashAttention
+        (Dao et al. 2022), Algorithm 1; docs/attention.md#the-online-softmax
+    """
+    # Formal statement: none, structural (execution/online.py): for online max m over serial loop L and each
+    #   rescaled sum T: T reduces exactly L, and T's terms = exp2(a m) * f with f independent of m and a < 0,
+    #   by induction over the ops from T's input to m; no value computed in L from m reaches anything but them
+    yield from report_problems("ONLINE-RESCALE", online_problems(ctx.fusion))

@@ -1,0 +1,122 @@
+"""Online reductions: a running max whose consumers inside its loop read the value so far, and the
+sums rescaled as it grows (the online softmax of attention; a tileproof extension, nvFuser has none).
+
+    m = tp.max(s, 1); p = tp.exp2(tp.mul(tp.sub(s, tp.broadcast(m, ..)), c)); l = tp.sum(p, 1)
+    m.set_online(rescale=[l])
+
+In nvFuser's model a consumer of m reads m's total, so s stays whole (a persistent buffer) until
+the max is known. Online, m's loop over key tiles runs once for everything: at iteration k m holds
+the max of the tiles so far (its store runs inside the loop), the consumers inlined into the loop
+read that running value, and a sum T over the same loop whose terms read it keeps its accumulator
+at the running max: before adding iteration k's term, acc *= exp2(a (m_k - m_{k-1})), where a is
+the coefficient of m in the terms' exponent (each term is exp2(a m) times something m does not
+change: verifier rule ONLINE-RESCALE proves it and derives a, execution/online.py). After the
+loop T holds exactly the sum with every term at the final max: the value the fusion means.
+
+set_online records the rescaled sums and gives each one m as a second input, read at the row its
+terms read it: the rescale factor is an operand like any other, so the visibility rules prove the
+thread that rescales holds m's value for that row.
+
+Imports model/ only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import ScheduleError
+from .types import OpKind, float32
+
+if TYPE_CHECKING:
+    from .tensor import TensorView
+
+
+def online_max(tv) -> "TensorView | None":
+    """The online max whose value tv rescales by (tv a rescaled sum: its second input), else None."""
+    op = tv.definition
+    if op is None or op.kind is not OpKind.REDUCTION or op.name != "sum" or len(op.inputs) != 2:
+        return None
+    m = op.inputs[1]
+    return m if getattr(m, "online", None) is not None else None
+
+
+def set_online(m: "TensorView", rescale) -> None:
+    """TensorView.set_online (module docstring): check and record."""
+    fusion = m.fusion
+    if m.definition is None or m.definition.kind is not OpKind.REDUCTION or m.definition.name != "max":
+        raise ScheduleError(f"set_online: {m.name} is not a tp.max; only a running max is online "
+                            f"(its consumers read the max so far)")
+    if m.dtype != float32:
+        raise ScheduleError(f"set_online: {m.name} is {m.dtype.name}; an online max is float32")
+    if m.online is not None:
+        raise ScheduleError(f"set_online: {m.name} is online already (rescaling "
+                            f"{', '.join(t.name for t in m.online)})")
+    if isinstance(rescale, (str, bytes)) or not hasattr(rescale, "__iter__"):
+        raise ScheduleError(f"set_online: rescale must be a list of the sums whose terms read {m.name}, "
+                            f"got {rescale!r:.60}")
+    sums = list(rescale)
+    for t in sums:
+        if getattr(t, "fusion", None) is not fusion:
+            raise ScheduleError(f"set_online: rescale holds {t!r:.60}, not a tensor of {m.name}'s fusion")
+        op = t.definition
+        if op is None or op.kind is not OpKind.REDUCTION or op.name != "sum":
+            raise ScheduleError(f"set_online: {t.name} is not a sum (tp.sum, or the sum an MmaOp's rfactor "
+                                f"leaves); only sums are rescaled")
+        if len(op.inputs) != 1:
+            raise ScheduleError(f"set_online: {t.name} is rescaled by {op.inputs[1].name} already")
+        if t.dtype != float32 or op.inputs[0].dtype.compute != float32:
+            raise ScheduleError(f"set_online: {t.name} accumulates in {op.inputs[0].dtype.compute.name}; a "
+                                f"rescaled sum accumulates float32")
+        if t.compute_at:
+            raise ScheduleError(f"set_online: {t.name} is inlined at {t.compute_at}; call set_online before inlining")
+    if len({id(t) for t in sums}) != len(sums):
+        raise ScheduleError("set_online: rescale lists a tensor twice")
+    maps = [(t, row_map(t, m)) for t in sums]
+    for t, read in maps:
+        t.definition.inputs.append(m)
+        t.definition.logical_map.append(read)
+    m.online = tuple(sums)
+
+
+def row_map(t: "TensorView", m: "TensorView") -> list[int | None]:
+    """For each root axis of sum t: the logical axis of m that t's terms read m at through that
+    axis (None for the others), following the ops from t's input back to m. Every element axis
+    of m must be read through one of t's (non-reduced) axes: then m's element for a term depends
+    on t's element only, and one factor rescales it. ScheduleError where t's terms do not read m
+    or read it along an axis t sums over."""
+    first = t.definition.inputs[0]
+    # tensor name -> {logical position: t's root position it is read through}
+    tags: dict[str, dict[int, int]] = {first.name: {}}
+    for j, a in enumerate(t.definition.logical_map[0]):
+        if a is not None and not t.root[j].is_reduction:
+            tags[first.name][a] = j
+    for c in reversed(list(t.fusion.topo_tensors())):  # consumers first: a tensor's tags are whole when it is reached
+        if c.name not in tags or c is m or c.definition is None:
+            continue
+        at = {c.logical[a].uid: j for a, j in tags[c.name].items()}
+        for k, producer in enumerate(c.definition.inputs):
+            mine = tags.setdefault(producer.name, {})
+            for b, root in enumerate(c.root):
+                a = c.definition.logical_map[k][b] if b < len(c.definition.logical_map[k]) else None
+                if a is not None and root.uid in at:
+                    if mine.get(a, at[root.uid]) != at[root.uid]:
+                        raise ScheduleError(f"set_online: {t.name}'s terms read {producer.name}'s axis {a} through "
+                                            f"two of {t.name}'s axes")
+                    mine[a] = at[root.uid]
+    if m.name not in tags:
+        raise ScheduleError(f"set_online: {t.name}'s terms do not read {m.name}; rescale only the sums computed "
+                            f"from the running max")
+    read = tags.get(m.name, {})
+    out: list[int | None] = [None] * len(t.root)
+    for a, i in enumerate(m.logical):
+        if i.is_reduction:
+            continue
+        if a not in read:
+            raise ScheduleError(f"set_online: {t.name}'s terms read {m.name} along {m.name}'s axis {a} "
+                                f"({i.label()}), which {t.name} sums over or does not have: one factor per "
+                                f"element of {t.name} cannot rescale them")
+        out[read[a]] = a
+    return out
+
+
+__all__ = ["online_max", "row_map", "set_online"]

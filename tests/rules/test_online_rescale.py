@@ -1,0 +1,146 @@
+"""ONLINE-RESCALE and set_online (model/online.py, execution/online.py): an online max's running value
+read inside its loop, and the sums it rescales, mean what the fusion means. Failing schedules
+carry a counterexample (a term at three maxima, or the coefficient); passing ones compile. The
+numbers are checked by tests/differential/test_differential_online.py (CPU) and
+tests/gpu/test_attention.py (the online attention kernel on the GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tileproof as tp
+from tileproof.recipes.attention import AttentionTile, attention
+from tileproof.rule_examples import online_logsumexp
+
+CODE = "ONLINE-RESCALE"
+
+
+def _errors(fusion, code=CODE):
+    report = tp.verify(fusion)
+    return [d for d in report.errors if d.code == code], report
+
+
+def test_exp_of_x_minus_the_max_is_rescaled_and_compiles():
+    fusion, *_ = online_logsumexp("online_lse")
+    errors, report = _errors(fusion)
+    assert report.ok, report.codes
+    source = tp.compile(fusion).cuda_source
+    assert "exp2f((-1.4426950408889634f) * " in source  # exp(x - m): a = -log2(e)
+    assert "online_delta" not in source and "tp_delta_T" in source
+
+
+def test_a_product_of_exponentials_adds_their_coefficients():
+    fusion, *_ = online_logsumexp("twice", term=lambda x, m_b: tp.mul(tp.exp(tp.sub(x, m_b)),
+                                                                      tp.exp2(tp.mul(tp.sub(x, m_b), 3.0))))
+    assert tp.verify(fusion).ok
+    assert "exp2f((-4.44269504088896" in tp.compile(fusion).cuda_source  # -(3 + log2(e))
+
+
+def test_a_term_that_is_not_an_exponential_of_the_max_is_refused_with_its_values():
+    fusion, *_ = online_logsumexp("shifted", term=lambda x, m_b: tp.sub(tp.exp(tp.sub(x, m_b)), 0.5))
+    (e,), _ = _errors(fusion)
+    assert "is not exp2(a" in e.message
+    values = e.counterexample
+    assert values["term at max 0"] == pytest.approx(2.718282 - 0.5, abs=1e-6)
+    assert values["term at max 1"] == pytest.approx(0.5)
+    # no one factor maps each to the next: 0.5 / 2.218 != -0.132 / 0.5
+    assert values["term at max 1"] / values["term at max 0"] != pytest.approx(values["term at max 2"] / values["term at max 1"])
+
+
+def test_terms_that_grow_with_the_max_are_refused():
+    fusion, *_ = online_logsumexp("grows", term=lambda x, m_b: tp.exp(tp.sub(m_b, x)))
+    (e,), _ = _errors(fusion)
+    assert "grow with" in e.message
+    assert e.counterexample["coefficient"] == pytest.approx(1.4426950408889634)
+
+
+def test_a_value_at_the_running_max_must_not_escape():
+    fusion, x, m, p, l, lse = online_logsumexp("escapes")
+    with fusion:
+        fusion.add_output(p)
+    errors, _ = _errors(fusion)
+    assert any("is a fusion output" in e.message and e.tensor == p.name for e in errors)
+
+
+def _unfactored(name: str):
+    """The online log-sum-exp with the max's tile part not rfactored: m reduces two loop axes."""
+    with tp.Fusion(name) as fusion:
+        x = tp.make_contig_concrete_tensor([32, 256])
+        fusion.add_input(x)
+        m = tp.max(x, 1)
+        p = tp.exp(tp.sub(x, tp.broadcast(m, [False, True])))
+        l = tp.sum(p, 1)
+        fusion.add_output(tp.add(tp.log(l), m))
+    m.split(1, 64)
+    l.split(1, 64)
+    l.rfactor([2])
+    return fusion, m, l
+
+
+def test_an_online_max_reduces_one_loop():
+    fusion, m, l = _unfactored("unfactored")
+    m.set_online(rescale=[l])
+    errors, _ = _errors(fusion)
+    assert any("reduces 2 loop axes" in e.message and e.tensor == m.name for e in errors)
+
+
+def test_a_rescaled_sum_shares_the_max_s_loop():
+    """Without x's register cache the tile's max and the terms read x from global memory apart:
+    the max's loop and the sum's are two loops, and the sum would be rescaled after the max's."""
+    with tp.Fusion("two_loops") as fusion:
+        x = tp.make_contig_concrete_tensor([32, 256])
+        fusion.add_input(x)
+        m = tp.max(x, 1)
+        m_b = tp.broadcast(m, [False, True])
+        p = tp.exp(tp.sub(x, m_b))
+        l = tp.sum(p, 1)
+        fusion.add_output(tp.add(tp.log(l), m))
+    parts = []
+    for r in (m, l):
+        r.split(1, 64)
+        parts.append(r.rfactor([2]))
+    between = [t for t in fusion.tensors if not t.is_fusion_input and t.definition.name in ("broadcast", "sub", "exp")]
+    for t in between:
+        t.split(1, 64)
+    m.set_online(rescale=[l])
+    for t in parts + between:
+        t.inline_at(2)
+    errors, _ = _errors(fusion)
+    assert any("not the loop of online max" in e.message for e in errors), [e.message for e in errors]
+
+
+def test_online_attention_verifies():
+    report = tp.verify(attention(AttentionTile(rows=64, keys=256, key_tile=64)))
+    assert report.ok, report.codes
+
+
+@pytest.mark.parametrize("misuse, match", [
+    (lambda m, l, p: l.set_online(rescale=[l]), "is not a tp.max"),
+    (lambda m, l, p: m.set_online(rescale=[p]), "is not a sum"),
+    (lambda m, l, p: m.set_online(rescale=l), "must be a list"),
+    (lambda m, l, p: m.set_online(rescale=[l, l]), "twice"),
+    (lambda m, l, p: (m.set_online(rescale=[l]), m.set_online(rescale=[l])), "online already"),
+    (lambda m, l, p: (m.set_online(rescale=[l]), l.rfactor([1])), "rfactor before set_online"),
+])
+def test_set_online_misuse_is_a_schedule_error(misuse, match):
+    with tp.Fusion("misuse") as fusion:
+        x = tp.make_contig_concrete_tensor([32, 256])
+        fusion.add_input(x)
+        m = tp.max(x, 1)
+        p = tp.exp(tp.sub(x, tp.broadcast(m, [False, True])))
+        l = tp.sum(p, 1)
+        fusion.add_output(tp.add(tp.log(l), m))
+    l.split(1, 64)
+    with pytest.raises(tp.ScheduleError, match=match):
+        misuse(m, l, p)
+
+
+def test_a_sum_that_does_not_read_the_max_is_not_rescaled():
+    with tp.Fusion("unrelated") as fusion:
+        x = tp.make_contig_concrete_tensor([32, 256])
+        fusion.add_input(x)
+        m = tp.max(x, 1)
+        s = tp.sum(x, 1)
+        fusion.add_output(tp.add(s, m))
+    with pytest.raises(tp.ScheduleError, match="do not read"):
+        m.set_online(rescale=[s])
