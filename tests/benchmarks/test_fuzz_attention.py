@@ -83,3 +83,17 @@ def test_the_fuzzer_draws_the_family_only_when_named():
     assert "attention" not in {fuzz.draw_case(0, i)[0] for i in range(40)}  # the default mix keeps its draws
     assert fuzz.results_variant(("attention",)) == "attention"
     assert fuzz.results_variant(("wgmma", "attention")) == "wgmma-attention"
+
+
+@pytest.mark.xfail(strict=True, raises=tp.InternalError,
+                   reason="found by the attention family's neighbourhood: tp.verify accepts an MmaOp's K-step loop "
+                          "bound to TIDz, then tp.compile raises 'tileproof bug, please report: T3 has fewer lowered "
+                          "steps than the placed nest' (T12 for the second product, or for P's loop on TIDz)")
+@pytest.mark.parametrize("product", [0, 1], ids=["scores", "values"])
+def test_an_mma_k_loop_on_tidz_is_rejected_or_compiles(product):
+    fusion = one_tile_attention(AttentionTile(rows=64))
+    mma = attention_gen.roles(fusion).products[product]  # [Z, G, Mo, K steps, 64, N, 16]
+    assert mma.axis(3).is_reduction and mma.axis(3).static_extent == 4
+    mma.axis(3).parallelize(tp.ParallelType.TIDz)  # the K steps across warpgroups
+    if tp.verify(fusion).ok:
+        tp.compile(fusion, "sm_90a")

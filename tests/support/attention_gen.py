@@ -12,7 +12,8 @@ as internal errors). Then 0 to 2 mutations (MUTATIONS): a fragment's thread digi
 reduction's quad, a row's warp and group digits), a fragment's quads merged onto TIDx{128}, two loop
 axes swapped, a fragment's registers permuted, another inline position, a macro whose N is not the
 tile's (or an mma.sync macro), an operand moved to another memory, a TMA box axis made a loop, a
-register axis vectorized or unrolled, two parallel types swapped, a parallel axis unbound. A
+register axis vectorized or unrolled, two parallel types swapped, a parallel axis unbound, a
+serial one bound to a thread axis. A
 mutation the API refuses (tp.ScheduleError) is recorded and the schedule kept as it is; any
 other exception goes to `api_bugs`. Which verdict a mutation gets is the verifier's to say: an
 accepted one must then compute the same O on the GPU (benchmarks/fuzz.py --run). Every call with
@@ -285,6 +286,17 @@ def _parallel_swap(rng, r: Roles):
     return f"{t.name} axes {a}, {b}: {pa.value} <-> {pb.value}"
 
 
+def _bound(rng, r: Roles):
+    """A serial loop bound to a thread axis (an MmaOp's K steps across warpgroups, a register axis on TIDz, ...)."""
+    hit = _pick_axis(rng, r.computed, lambda i: i.parallel_type is P.Serial and not i.is_broadcast)
+    if hit is None:
+        return None
+    t, k = hit
+    kind = rng.choice(THREADS)
+    t.axis(k).parallelize(kind)
+    return f"{t.name} axis {k} Serial -> {kind.value}"
+
+
 def _unbound(rng, r: Roles):
     """A bound axis made serial (a row reduction's quad summed in one thread, an Mma axis a loop, ...)."""
     hit = _pick_axis(rng, r.computed, lambda i: i.parallel_type is not P.Serial and not i.is_broadcast)
@@ -300,7 +312,7 @@ MUTATIONS: dict[str, Callable] = {
     "thread_digits": _thread_digits, "quads_merged": _quads_merged, "loop_order": _loop_order,
     "registers_permuted": _registers_permuted, "inline_position": _inline_position, "macro": _macro,
     "operand_memory": _operand_memory, "box_axis_serial": _box_axis_serial, "vectorized": _vectorized,
-    "unrolled": _unrolled, "parallel_swap": _parallel_swap, "unbound": _unbound,
+    "unrolled": _unrolled, "parallel_swap": _parallel_swap, "unbound": _unbound, "bound": _bound,
 }
 
 
