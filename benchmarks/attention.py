@@ -3,11 +3,12 @@ cuDNN and the flash backends, in one process (issue 36).
 
     python3 benchmarks/attention.py [--out FILE] [--rep-ms MS]   # a GPU, torch and triton (do_bench)
 
-bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D], non-causal; FLOPs 4 B Hq S^2 D. tileproof runs
-recipes/attention.py one_tile_attention, whose keys are one tile (S <= 256): the short sequences
-below (the issue's long ones, (4, 32, 4096, 128) and up, need the online softmax over many key
-tiles that tileproof does not have yet, and are listed with tileproof "skipped"). Each output is
-checked against float32 SDPA (math backend) within bf16 tolerance before it is timed.
+bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D], non-causal (causal masking is not there yet);
+FLOPs 4 B Hq S^2 D. tileproof runs recipes/attention.py: one_tile_attention where the keys are
+one tile (S <= 256), and attention (the online softmax over key tiles) in the configurations
+CONFIGS (key tile, K / V stages, a warp-specialized producer), each timed; `tileproof` is the
+fastest. Each output is checked against float32 SDPA (math backend) within bf16 tolerance before
+it is timed.
 Times: triton.testing.do_bench (L2 flushed before each call; the call's host time inside it, as a
 caller pays it: Kernel.run with the views of recipes.attention.attention_views), the median of
 >= 20 calls; TFLOP/s; vs_cudnn = cuDNN's time / tileproof's. Writes JSON (default
@@ -26,11 +27,16 @@ from pathlib import Path
 from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
 
 import tileproof as tp
-from tileproof.recipes.attention import AttentionTile, attention_views, one_tile_attention
+from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention
 
 # (B, Hq, Hkv, S, D): ViT-like and short-context shapes, then the issue's long ones
 SHAPES = [(32, 16, 16, 256, 64), (32, 16, 16, 128, 128), (64, 12, 12, 256, 64), (16, 32, 8, 256, 128),
-          (4, 32, 32, 4096, 128), (8, 32, 32, 4096, 64)]
+          (4, 32, 32, 4096, 128), (2, 16, 16, 16384, 128), (8, 32, 32, 4096, 64), (1, 16, 16, 16384, 64),
+          (4, 32, 8, 4096, 128)]
+# the online recipe's configurations: (name, key tile, attention() keywords)
+CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt64_s2", 64, {"stages": 2}),
+           ("kt128_s2", 128, {"stages": 2}), ("kt64_ws2", 64, {"stages": 2, "producer": True}),
+           ("kt128_ws3", 128, {"stages": 3, "producer": True})]
 
 
 def tflops(shape, ms: float) -> float:
@@ -77,25 +83,37 @@ def shape_job(torch, shape, rep_ms: int) -> dict:
     attempt(res, "cudnn", sdpa(SDPBackend.CUDNN_ATTENTION))
     attempt(res, "flash", sdpa(SDPBackend.FLASH_ATTENTION))
 
-    def tileproof_job():
-        if s > 256 or s % 64:
-            return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64 here): needs the online softmax"}
-        tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv)
-        start = time.perf_counter()
-        kernel = tp.compile(one_tile_attention(tile), "sm_90a")
-        views = attention_views(q, k, v)
-        out = torch.empty(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
-        out_view = out.view(b * hkv, hq // hkv, s, d)
+    def config_job(key_tile, options):
+        def job():
+            if key_tile is None and (s > 256 or s % 64):
+                return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64)"}
+            if key_tile is not None and s % key_tile:
+                return {"skipped": "the key tile does not divide S"}
+            tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv,
+                                 key_tile=key_tile)
+            start = time.perf_counter()
+            fusion = one_tile_attention(tile) if key_tile is None else attention(tile, **options)
+            kernel = tp.compile(fusion, "sm_90a")
+            views = attention_views(q, k, v)
+            out = torch.empty(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
+            out_view = out.view(b * hkv, hq // hkv, s, d)
 
-        def call():
-            kernel.run(*views, out=[out_view])
-            return out
-        first = call()
-        torch.cuda.synchronize()
-        return {"check": checked(torch, first, want), **timed(call, shape, rep_ms),
-                "verify_and_compile_s": round(time.perf_counter() - start, 2)}
+            def call():
+                kernel.run(*views, out=[out_view])
+                return out
+            first = call()
+            torch.cuda.synchronize()
+            return {"check": checked(torch, first, want), **timed(call, shape, rep_ms),
+                    "verify_and_compile_s": round(time.perf_counter() - start, 2)}
+        return job
 
-    attempt(res, "tileproof", tileproof_job)
+    configs: dict = {}
+    for name, key_tile, options in CONFIGS:
+        attempt(configs, name, config_job(key_tile, options))
+    res["tileproof_configs"] = configs
+    timed_ones = {n: c for n, c in configs.items() if "ms" in c}
+    best = min(timed_ones, key=lambda n: timed_ones[n]["ms"], default=None)
+    res["tileproof"] = {**timed_ones[best], "config": best} if best else {"error": "no configuration ran"}
     for peer in ("cudnn", "flash"):
         if "ms" in res["tileproof"] and "ms" in res[peer]:
             res["tileproof"][f"vs_{peer}"] = round(res[peer]["ms"] / res["tileproof"]["ms"], 3)

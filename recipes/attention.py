@@ -176,14 +176,20 @@ def _attention_fusion(tile: AttentionTile, name: str):
                         p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out)
 
 
-def attention(tile: AttentionTile) -> tp.Fusion:
+def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
     tp.TensorView.set_online), P = exp2((S - m) scale log2 e), the tile's row sum and P V (a wgmma
     from P's registers, rfactored) run, and l and O add each tile's part at the running max
     (rescaled as it grows); after the loop O / l. The K and V tiles of each iteration are TMA
-    copies. Verifier rule ONLINE-RESCALE proves the rescale exact."""
+    copies: with `stages` > 1 a circular buffer of that many K and V tiles (tp.Pipelined, or with
+    `producer` a warp-specialized producer warpgroup on TIDz, `registers` its and the consumers'
+    setmaxnreg counts). Verifier rule ONLINE-RESCALE proves the rescale exact."""
+    if not (isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1):
+        raise tp.ScheduleError(f"attention: stages must be an int >= 1 (1: no circular buffer), got {stages!r}")
+    if (producer or registers is not None) and stages < 2:
+        raise tp.ScheduleError("attention: a producer warpgroup (producer, registers) needs stages >= 2")
     n, h = tile.tile_keys, HEADS
     score = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
     value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
@@ -229,6 +235,11 @@ def attention(tile: AttentionTile) -> tp.Fusion:
         x.inline_at(h + 2)  # inside the loop over key tiles
     for x in (t["m"], t["l"], o, t["l_b"], t["normalized"]):
         x.inline_at(h + 1)  # the running max, the sums' accumulators and the epilogue: per block
+    if stages > 1:  # K and V tiles ahead of the loop's iteration
+        kind = (tp.WarpSpecialized(P.TIDz, num_registers=registers) if registers is not None
+                else tp.WarpSpecialized(P.TIDz)) if producer else tp.Pipelined()
+        for x in (sk, sv):
+            x.circular_buffer(stages, type=kind)
     return fusion
 
 
