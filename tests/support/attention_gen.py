@@ -13,9 +13,8 @@ reduction's quad, a row's warp and group digits), a fragment's quads merged onto
 axes swapped, a fragment's registers permuted, another inline position, a macro whose N is not the
 tile's (or an mma.sync macro), an operand moved to another memory, a TMA box axis made a loop, a
 register axis vectorized or unrolled, two parallel types swapped, a parallel axis unbound, a
-serial one bound to a thread axis. A
-mutation the API refuses (tp.ScheduleError) is recorded and the schedule kept as it is; any
-other exception goes to `api_bugs`. Which verdict a mutation gets is the verifier's to say: an
+serial one bound to a thread axis. A mutation the API refuses (tp.ScheduleError) is recorded and
+the schedule kept as it is; any other exception goes to `api_bugs`. Which verdict a mutation gets is the verifier's to say: an
 accepted one must then compute the same O on the GPU (benchmarks/fuzz.py --run). Every call with
 one seed builds the same schedule. Imports the public API and the recipes only.
 """
