@@ -10,7 +10,7 @@ import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 import pytest
 import tileproof as tp
 from support import attention_gen
-from support.attention_gen import MUTATIONS, Parameter, Recipe, attention_case
+from support.attention_gen import MUTATIONS, RECIPES, Parameter, Recipe, attention_case
 from tileproof.recipes.attention import AttentionTile, one_tile_attention
 
 DRAWS = range(60)  # enough to draw every mutation once
@@ -24,8 +24,10 @@ def test_draws_are_reproducible_and_cover_the_mutations():
     assert not [c.api_bugs for c in cases if c.api_bugs]
     drawn = {m for c in cases for m in c.mutations}
     assert drawn == set(MUTATIONS), sorted(set(MUTATIONS) - drawn)
+    assert {c.recipe for c in cases} == set(RECIPES)
     joined = " ".join(repr(c) for c in cases)
-    for part in ("refused (ScheduleError)", "head_dim=128", "scale=None", "group=2", ": refused ("):
+    for part in ("refused (ScheduleError)", "head_dim=128", "scale=None", "group=2", ": refused (", "key_tile=",
+                 "stages=3", "producer=True", "registers=(", "stages=2.0 refused", "key_tile=-16 refused"):
         assert part in joined, part
     assert any(c.tile.scale is not None for c in cases) and any(not c.mutations for c in cases)
 
@@ -56,8 +58,8 @@ def verdicts(tmp_path_factory):
 def test_both_verdicts_occur_and_the_mutations_are_left_to_the_verifier(verdicts):
     accepted = [c for c, report, _ in verdicts if report.ok]
     rejected = [c for c, report, _ in verdicts if not report.ok]
-    assert accepted and rejected
-    assert [c for c in accepted if c.mutations] and all(c.mutations for c in rejected)  # the unmutated recipe is proved
+    assert [c for c in accepted if c.mutations] and [c for c in rejected if c.mutations]
+    assert {c.recipe for c in accepted if not c.mutations} == set(RECIPES)
 
 
 def test_rejections_name_their_rule_with_a_counterexample(verdicts):

@@ -1,11 +1,13 @@
 """Random attention schedules, for the fuzzer's attention family (benchmarks/fuzz.py): O =
 softmax(Q K^T scale) V built by an attention recipe of tileproof.recipes.attention (RECIPES: one
-entry per recipe function, its tile class and the ranges of its parameters) with random tile
-parameters, then now and then changed through the public API the way a user could get it wrong.
+entry per recipe function, its tile class and the ranges of its parameters and options) with
+random parameters, then now and then changed through the public API the way a user could get it
+wrong.
 The recipe stays the one source of the schedule: a mutation only edits what the recipe built.
 
 A draw: the tile's parameters over their valid ranges (rows, keys, head and value dims, batch x
-key / value heads, grouped query heads, a scale or the default); now and then one drawn out of its
+key / value heads, grouped query heads, a scale or the default; attention()'s key tile, K / V stages,
+producer warpgroup and setmaxnreg counts); now and then one drawn out of its
 range, which the recipe must refuse with tp.ScheduleError (the case records it, then builds with
 that parameter drawn again in range; any other outcome goes to `api_bugs`, which the fuzzer counts
 as internal errors). Then 0 to 2 mutations (MUTATIONS): a fragment's thread digits permuted (a row
@@ -14,9 +16,10 @@ axes swapped, a fragment's registers permuted, another inline position, a macro 
 tile's (or an mma.sync macro), an operand moved to another memory, a TMA box axis made a loop, a
 register axis vectorized or unrolled, two parallel types swapped, a parallel axis unbound, a
 serial one bound to a thread axis. A mutation the API refuses (tp.ScheduleError) is recorded and
-the schedule kept as it is; any other exception goes to `api_bugs`. Which verdict a mutation gets is the verifier's to say: an
-accepted one must then compute the same O on the GPU (benchmarks/fuzz.py --run). Every call with
-one seed builds the same schedule. Imports the public API and the recipes only.
+the schedule kept as it is; any other exception goes to `api_bugs`. Which verdict a mutation gets
+is the verifier's to say: an accepted one must then compute the same O on the GPU
+(benchmarks/fuzz.py --run). Every call with one seed builds the same schedule. Imports the public
+API and the recipes only.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import tileproof as tp
-from tileproof.recipes.attention import AttentionTile, one_tile_attention
+from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
 
 P = tp.ParallelType
 THREADS = (P.TIDx, P.TIDy, P.TIDz)
@@ -53,21 +56,33 @@ class AttentionCase:
 
 @dataclass(frozen=True)
 class Parameter:
-    """One tile parameter: `valid(rng, drawn)` draws a value in its range, `invalid(rng, drawn)` one
-    outside it (`drawn`: the parameters before it, for a range that depends on them)."""
+    """One parameter: `valid(rng, drawn)` draws a value in its range, `invalid(rng, drawn)` one
+    outside it, or NONE where every value is in range (`drawn`: the parameters before it, for a
+    range that depends on them)."""
 
     name: str
     valid: Callable[[random.Random, dict], object]
     invalid: Callable[[random.Random, dict], object]
 
 
+NONE = object()  # Parameter.invalid's answer where no value is out of range
+
+
 @dataclass(frozen=True)
 class Recipe:
-    """An attention recipe: `build(tile)` -> a scheduled fusion, `tile(**params)` its tile."""
+    """An attention recipe: `build(tile(**parameters), **options)` -> a scheduled fusion."""
 
     build: Callable
     tile: type
     parameters: tuple[Parameter, ...]
+    options: tuple[Parameter, ...] = ()
+
+    def make(self, drawn: dict) -> tuple[object, tp.Fusion]:
+        tile = self.tile(**{p.name: drawn[p.name] for p in self.parameters})
+        return tile, self.build(tile, **{p.name: drawn[p.name] for p in self.options})
+
+    def shown(self, tile, drawn: dict) -> str:
+        return ", ".join([repr(tile)] + [f"{p.name}={drawn[p.name]!r}" for p in self.options])
 
 
 def _grid_axis(rng: random.Random, drawn: dict) -> int:
@@ -91,9 +106,28 @@ ONE_TILE = (
               lambda rng, _: rng.choice([0, 0.0, -0.125, -1, float("nan"), "0.125"])),
 )
 
-# One entry per recipe function: another recipe (many key tiles) is one more line.
+KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
+    ONE_TILE[0],
+    Parameter("key_tile", lambda rng, _: 16 * rng.randint(1, 16),
+              lambda rng, _: rng.choice([0, 8, 24, 272, -16, 64.0])),
+    Parameter("keys", lambda rng, drawn: drawn["key_tile"] * rng.randint(1, 8),
+              lambda rng, drawn: rng.choice([0, -drawn["key_tile"], drawn["key_tile"] + 8,
+                                             3 * drawn["key_tile"] + 16])),
+    *ONE_TILE[2:],
+)
+SETMAXNREG = [None, (40, 232), (24, 240), (40, 256), (24, 256)]  # (producer, consumers); None: no setmaxnreg
+KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
+    Parameter("stages", lambda rng, _: rng.choice([1, 1, 2, 3, 4]), lambda rng, _: rng.choice([0, -1, True, 2.0])),
+    Parameter("producer", lambda rng, drawn: drawn["stages"] > 1 and rng.random() < 0.5,
+              lambda rng, drawn: True if drawn["stages"] == 1 else NONE),
+    Parameter("registers", lambda rng, drawn: rng.choice(SETMAXNREG) if drawn["producer"] else None,
+              lambda rng, drawn: (40, 232) if drawn["stages"] == 1 else NONE),
+)
+
+# One entry per recipe function: another recipe is one more line.
 RECIPES: dict[str, Recipe] = {
     "one_tile_attention": Recipe(one_tile_attention, AttentionTile, ONE_TILE),
+    "attention": Recipe(attention, AttentionTile, KEY_TILES, KEY_TILE_OPTIONS),
 }
 
 
@@ -107,7 +141,7 @@ def _small_enough(params: dict) -> bool:
 def _draw_params(rng: random.Random, recipe: Recipe) -> dict:
     for _ in range(100):
         params: dict = {}
-        for p in recipe.parameters:
+        for p in recipe.parameters + recipe.options:
             params[p.name] = p.valid(rng, params)
         if _small_enough(params):
             return params
@@ -205,8 +239,8 @@ def _registers_permuted(rng, r: Roles):
 
 def _inline_position(rng, r: Roles):
     t = rng.choice(r.computed)
-    position = rng.randint(0, len(t.get_loop_domain()))
     before = t.compute_at
+    position = rng.choice([k for k in range(len(t.get_loop_domain()) + 1) if k != before])
     t.inline_at(position)
     return f"{t.name}.inline_at({position}) (was {before})"
 
@@ -320,11 +354,13 @@ MUTATIONS: dict[str, Callable] = {
 
 def _out_of_range(rng, case_steps, api_bugs, recipe: Recipe, params: dict) -> None:
     """One parameter drawn outside its range: the recipe must raise tp.ScheduleError."""
-    p = rng.choice(recipe.parameters)
+    p = rng.choice(recipe.parameters + recipe.options)
     bad = {**params, p.name: p.invalid(rng, params)}
+    if bad[p.name] is NONE:
+        return
     shown = f"{p.name}={bad[p.name]!r}"
     try:
-        recipe.build(recipe.tile(**bad))
+        recipe.make(bad)
     except tp.ScheduleError:
         case_steps.append(f"{shown} refused (ScheduleError)")
         return
@@ -363,12 +399,12 @@ def attention_case(seed: int, recipe_name: str | None = None) -> AttentionCase:
     api_bugs: list[str] = []
     if rng.random() < OUT_OF_RANGE_RATE:
         _out_of_range(rng, steps, api_bugs, recipe, params)
-    tile = recipe.tile(**params)
-    case = AttentionCase(recipe.build(tile), tile, name, steps=[repr(tile)] + steps, api_bugs=api_bugs)
+    tile, fusion = recipe.make(params)
+    case = AttentionCase(fusion, tile, name, steps=[recipe.shown(tile, params)] + steps, api_bugs=api_bugs)
     if rng.random() < MUTATION_RATE:
         for _ in range(1 if rng.random() < 0.75 else 2):
             _mutate(rng, case)
     return case
 
 
-__all__ = ["MUTATIONS", "RECIPES", "AttentionCase", "Parameter", "Recipe", "attention_case", "roles"]
+__all__ = ["MUTATIONS", "NONE", "RECIPES", "AttentionCase", "Parameter", "Recipe", "attention_case", "roles"]
