@@ -11,7 +11,7 @@ import pytest
 import tileproof as tp
 from support import attention_gen
 from support.attention_gen import MUTATIONS, RECIPES, Parameter, Recipe, attention_case
-from tileproof.recipes.attention import AttentionTile, one_tile_attention
+from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
 
 DRAWS = range(60)  # enough to draw every mutation once
 VERIFIED = range(24)  # verified, and compiled where accepted: the CI budget
@@ -97,5 +97,19 @@ def test_an_mma_k_loop_on_tidz_is_rejected_or_compiles(product):
     mma = attention_gen.roles(fusion).products[product]  # [Z, G, Mo, K steps, 64, N, 16]
     assert mma.axis(3).is_reduction and mma.axis(3).static_extent == 4
     mma.axis(3).parallelize(tp.ParallelType.TIDz)  # the K steps across warpgroups
+    if tp.verify(fusion).ok:
+        tp.compile(fusion, "sm_90a")
+
+
+@pytest.mark.xfail(strict=True, raises=tp.InternalError,
+                   reason="found by the attention family's neighbourhood: in attention() (key tiles), tp.verify "
+                          "accepts P's A fragment inlined at 6, past the K-step loop it shares with the second "
+                          "product, then tp.compile raises 'tileproof bug, please report: the loop over T19's "
+                          "instruction holds more than it'")
+def test_p_inlined_into_the_second_products_instruction_is_rejected_or_compiles():
+    fusion = attention(AttentionTile(rows=128, keys=128, key_tile=64))
+    (p_a,) = attention_gen.roles(fusion).register_operands  # [Z, G, Mo, KT, K steps, 1, TIDy, TIDx, v]
+    assert p_a.compute_at == 4
+    p_a.inline_at(6)
     if tp.verify(fusion).ok:
         tp.compile(fusion, "sm_90a")
