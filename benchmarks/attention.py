@@ -34,9 +34,15 @@ SHAPES = [(32, 16, 16, 256, 64), (32, 16, 16, 128, 128), (64, 12, 12, 256, 64), 
           (4, 32, 32, 4096, 128), (2, 16, 16, 16384, 128), (8, 32, 32, 4096, 64), (1, 16, 16, 16384, 64),
           (4, 32, 8, 4096, 128)]
 # the online recipe's configurations: (name, key tile, attention() keywords)
-CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt64_s2", 64, {"stages": 2}),
-           ("kt128_s2", 128, {"stages": 2}), ("kt64_ws2", 64, {"stages": 2, "producer": True}),
-           ("kt128_ws3", 128, {"stages": 3, "producer": True})]
+CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stages": 2}),
+           ("kt128_ws3", 128, {"stages": 3, "producer": True}),
+           ("kt64_wg2_s2", 64, {"warpgroups": 2, "stages": 2}),
+           ("kt64_wg2_ws2", 64, {"warpgroups": 2, "stages": 2, "producer": True}),
+           ("kt128_wg2_ws2", 128, {"warpgroups": 2, "stages": 2, "producer": True}),
+           ("kt64_wg2_ws2_r240", 64, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
+           ("kt128_wg2_ws2_r240", 128, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
+           ("kt64_wg2_ws3_r240", 64, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)}),
+           ("kt128_wg2_ws3_r240", 128, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)})]
 
 
 def tflops(shape, ms: float) -> float:
@@ -87,8 +93,8 @@ def shape_job(torch, shape, rep_ms: int) -> dict:
         def job():
             if key_tile is None and (s > 256 or s % 64):
                 return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64)"}
-            if key_tile is not None and s % key_tile:
-                return {"skipped": "the key tile does not divide S"}
+            if key_tile is not None and (s % key_tile or s % (64 * options.get("warpgroups", 1))):
+                return {"skipped": "the key tile or the block's rows do not divide S"}
             tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv,
                                  key_tile=key_tile)
             start = time.perf_counter()
@@ -135,6 +141,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention/<machine>.json)")
     ap.add_argument("--rep-ms", type=int, default=200)
+    ap.add_argument("--shapes", help="only these SHAPES, by index (comma-separated; default all)")
     args = ap.parse_args(argv)
     import torch
 
@@ -145,7 +152,8 @@ def main(argv=None) -> int:
     results = {"command": " ".join(["python3", "benchmarks/attention.py"] + (argv or sys.argv[1:])),
                "issue": 36, "environment": {"device": device, "torch": torch.__version__,
                                              "python": platform.python_version()}, "shapes": {}}
-    for shape in SHAPES:
+    picked = [SHAPES[int(k)] for k in args.shapes.split(",")] if args.shapes else SHAPES
+    for shape in picked:
         b, hq, hkv, s, d = shape
         key = f"{b}x{hq}({hkv})x{s}x{d}"
         attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms))

@@ -24,6 +24,7 @@ from ..model.fusion import Fusion
 from ..model.errors import ScheduleError
 from ..model.targets import Target, get_target
 from ..model.types import MemoryType
+from ..execution.smem_plan import BASE_ALIGN
 from ..verifier.diagnostics import Report
 from ..verifier.verify import accepted_before, verify
 from .runtime import driver, tensor_maps
@@ -238,8 +239,10 @@ class Kernel:
         for axis, n, most in zip("xyz", block, t.max_block_dims):
             if n > most:
                 raise InputError(f"these sizes need blockDim.{axis} = {n}; {t.name} allows {most}")
-        if smem > t.smem_bytes_per_block:
-            raise InputError(f"these sizes need {smem} bytes of shared memory; {t.name} has {t.smem_bytes_per_block}")
+        static = -(-self.ir.static_smem_bytes // BASE_ALIGN) * BASE_ALIGN  # the dynamic base follows, 1024-aligned
+        if smem + static > t.smem_bytes_per_block:
+            raise InputError(f"these sizes need {smem} bytes of shared memory beside {self.ir.static_smem_bytes} of "
+                             f"mbarriers; {t.name} has {t.smem_bytes_per_block}")
         for axis, n, most in zip("xyz", grid, t.max_grid_dims):
             if n > most:
                 raise InputError(f"these sizes need gridDim.{axis} = {n}; {t.name} allows {most}")

@@ -282,6 +282,7 @@ class KernelIR:
     cooperative: bool = False  # a grid barrier (an allreduce's GridReduce): cuLaunchCooperativeKernel, every block resident
     index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
     max_threads: int = 1024  # the block's threads at any admitted size: __launch_bounds__
+    static_smem_bytes: int = 0  # __shared__ variables beside the dynamic plan: mbarriers, tensor memory's slot
 
 
 # -- tensor memory (sm_100a) ----------------------------------------------------------------------

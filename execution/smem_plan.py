@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from .allocation import Allocation
 from ..model.expr import Expr, add, ceildiv, const, mul
 from ..model.fusion import Fusion
+from ..hw.bulk_copy import is_async_bulk_op
 from ..hw.tma import swizzle_bytes_of
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
+from .circular import specialization, war_mbarrier
 from .indexing import thread_dims
 from .loops import execution_order
 from .reduction import scratch_bytes
@@ -25,6 +27,7 @@ from .reduction import scratch_bytes
 BASE_ALIGN = 1024
 PLAIN_ALIGN, TMA_ALIGN = 16, 128
 MBARRIER_BYTES = 8
+TMEM_SLOT_BYTES = 4  # the shared word tcgen05.alloc writes tensor memory's address into
 SCRATCH = "tp_scratch"  # the block reductions' partials (not a tensor)
 
 
@@ -82,6 +85,33 @@ def plan_shared_memory(fusion: Fusion, allocations: dict[str, Allocation]) -> Sm
         buffers[SCRATCH] = SmemBuffer(SCRATCH, offset, scratch, PLAIN_ALIGN, "block reductions' partials")
         cursor = add(offset, scratch)
     return SmemPlan(buffers, cursor)
+
+
+def static_bytes(fusion: Fusion) -> int:
+    """At least the static shared memory the kernel declares beside the dynamic plan: its mbarriers
+    (8 bytes each: a stage's of every TMA- or bulk-loaded shared tensor, and the stages of every
+    circular buffer whose stages are released on an mbarrier, warp-specialized or
+    Pipelined(uses_mbarrier_for_war)) and tensor memory's address slot (4 bytes). The code generator
+    checks the kernel declares no more (codegen/lower/__init__.py)."""
+    barriers = 0
+    for tv in fusion.tensors:
+        if tv.memory_type is not MemoryType.Shared or tv.is_fusion_input:
+            continue
+        stages = tv.circular.stages if tv.circular is not None else 1
+        if is_async_bulk_op(tv.definition):
+            barriers += stages
+        if tv.circular is not None and (specialization(tv) is not None or war_mbarrier(tv)):
+            barriers += stages
+    tmem = any(t.memory_type is MemoryType.Tensor for t in fusion.tensors)
+    return barriers * MBARRIER_BYTES + (TMEM_SLOT_BYTES if tmem else 0)
+
+
+def dynamic_limit(fusion: Fusion, cap: int) -> int:
+    """The dynamic shared memory a block may ask for under the target's per-block `cap`: static and
+    dynamic shared memory count together, and the dynamic base (`__align__(1024)`) follows the
+    static variables at the next multiple of 1024."""
+    s = static_bytes(fusion)
+    return cap - (-(-s // BASE_ALIGN) * BASE_ALIGN if s else 0)
 
 
 def _reduction_scratch(fusion: Fusion) -> Expr | None:

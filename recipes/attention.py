@@ -176,7 +176,8 @@ def _attention_fusion(tile: AttentionTile, name: str):
                         p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out)
 
 
-def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None) -> tp.Fusion:
+def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
+              warpgroups: int = 1) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -185,7 +186,13 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     (rescaled as it grows); after the loop O / l. The K and V tiles of each iteration are TMA
     copies: with `stages` > 1 a circular buffer of that many K and V tiles (tp.Pipelined, or with
     `producer` a warp-specialized producer warpgroup on TIDz, `registers` its and the consumers'
-    setmaxnreg counts). Verifier rule ONLINE-RESCALE proves the rescale exact."""
+    setmaxnreg counts). `warpgroups` consumer warpgroups a block (on TIDz), each 64 rows of Q, share
+    the K and V tiles. Verifier rule ONLINE-RESCALE proves the rescale exact."""
+    if warpgroups not in (1, 2, 3, 4) or isinstance(warpgroups, bool):
+        raise tp.ScheduleError(f"attention: warpgroups must be 1 to 4 (consumer warpgroups a block), got {warpgroups!r}")
+    if tile.rows % (ROWS * warpgroups):
+        raise tp.ScheduleError(f"attention: {tile.rows} rows are not whole blocks of {warpgroups} warpgroups "
+                               f"x {ROWS} rows")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1):
         raise tp.ScheduleError(f"attention: stages must be an int >= 1 (1: no circular buffer), got {stages!r}")
     if (producer or registers is not None) and stages < 2:
@@ -225,16 +232,21 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         tp.schedule_mma_fragment(t[name], value, "C", quads=True)
     t["m"].set_online(rescale=[t["l"], o])
     computed = [x for x in fusion.tensors if not x.is_fusion_input]
+    w = warpgroups > 1  # [.., Mo, ..] -> [.., Mo / warpgroups, warpgroups (TIDz), ..]
     for x in computed:  # the key / value heads on blockIdx.z, the group's query heads on y, 64 rows on x
-        for axis, kind in zip(x.get_loop_domain()[:h + 1], (P.BIDz, P.BIDy, P.BIDx)):
+        if w:
+            x.split(h, 1 if x.axis(h).is_broadcast else warpgroups)
+        for axis, kind in zip(x.get_loop_domain()[:h + 1 + w], (P.BIDz, P.BIDy, P.BIDx, P.TIDz)):
             if not axis.is_broadcast:
                 axis.parallelize(kind)
-    sq.inline_at(h + 1)
+    if w:
+        sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
+    sq.inline_at(h + 1 + w)
     in_tile = [sk, sv, s, tiles["m"], t["m_b"], t["shifted"], t["scaled"], t["p"], t["p_bf16"], p_a, tiles["l"], o_tile]
     for x in in_tile:
-        x.inline_at(h + 2)  # inside the loop over key tiles
+        x.inline_at(h + 2 + w)  # inside the loop over key tiles
     for x in (t["m"], t["l"], o, t["l_b"], t["normalized"]):
-        x.inline_at(h + 1)  # the running max, the sums' accumulators and the epilogue: per block
+        x.inline_at(h + 1 + w)  # the running max, the sums' accumulators and the epilogue: per warpgroup
     if stages > 1:  # K and V tiles ahead of the loop's iteration
         kind = (tp.WarpSpecialized(P.TIDz, num_registers=registers) if registers is not None
                 else tp.WarpSpecialized(P.TIDz)) if producer else tp.Pipelined()

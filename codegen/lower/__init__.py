@@ -58,7 +58,7 @@ from ...model.loop_map import propagate_parallel_types
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...execution.indexing import block_dims, grid_dims, thread_dims
-from ...execution.smem_plan import SmemPlan, plan_shared_memory
+from ...execution.smem_plan import MBARRIER_BYTES, TMEM_SLOT_BYTES, SmemPlan, plan_shared_memory, static_bytes
 from ...execution.cluster import cluster_dims
 from ...execution.nest import placed_nest, read_back
 from ...execution.conditions.cluster import cluster_problems
@@ -76,7 +76,7 @@ from .launch_dims import read_launch_dims
 from .named_barriers import name_barriers
 from .whole_tile import split_whole_tiles
 from ...hw.bulk_copy import ADDRESS_ALIGN
-from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, TmaCopy, walk
+from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, TmaCopy, TmemAlloc, walk
 from .loop_nest import LoopClass, LoopClasses, execution_order, lower_nest, refuse
 from .statements import StatementBuilder
 from .pipelines import fill_pipelines
@@ -241,7 +241,19 @@ def signature(st: Lowering) -> None:
         cluster=cluster_dims(fusion),
         cooperative=reduction.cooperative(st.order),
         max_threads=most_threads(fusion, st.target),
+        static_smem_bytes=_static_smem(st),
     )
+
+
+def _static_smem(st: Lowering) -> int:
+    """The kernel's static shared memory: its mbarriers and tensor memory's address slot, no more
+    than SMEM-CAPACITY counted (execution/smem_plan.py static_bytes)."""
+    declared = MBARRIER_BYTES * sum(b.stages for b in st.mbarriers)
+    declared += TMEM_SLOT_BYTES if any(isinstance(n, TmemAlloc) for n in walk(st.tree)) else 0
+    if declared > static_bytes(st.fusion):
+        raise InternalError(f"the kernel declares {declared} bytes of static shared memory; SMEM-CAPACITY counted "
+                            f"{static_bytes(st.fusion)}")
+    return declared
 
 
 def most_threads(fusion: Fusion, target: Target) -> int:

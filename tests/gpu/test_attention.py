@@ -45,11 +45,12 @@ def test_attention_matches_torch(tile):
 
 
 @pytest.mark.parametrize("options", [{"stages": 2}, {"stages": 3}, {"stages": 2, "producer": True},
-                                     {"stages": 4, "producer": True}], ids=str)
+                                     {"stages": 4, "producer": True}, {"warpgroups": 2},
+                                     {"warpgroups": 2, "stages": 2, "producer": True}], ids=str)
 def test_pipelined_attention_matches_torch(options):
     """K and V tiles in a circular buffer over the loop over key tiles (tp.Pipelined, or a producer
     warpgroup on TIDz): more tiles than stages, so every stage is refilled."""
-    tile = AttentionTile(rows=128, keys=640, key_tile=64, head_dim=128, value_dim=128, batch=2, group=2)
+    tile = AttentionTile(rows=256, keys=640, key_tile=64, head_dim=128, value_dim=128, batch=2, group=2)
     check(tp.compile(attention(tile, **options), "sm_90a"), tile)
 
 

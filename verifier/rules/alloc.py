@@ -13,8 +13,8 @@ from ...execution.tmem_regions import TmemRegion, tmem_regions
 from ...execution.mma_execution import mma_execution
 from ...execution.mma import well_formed
 from ...execution.reduction import block_reductions
-from ...execution.smem_plan import SCRATCH
-from ...model.expr import Expr, add, const, evaluate, product, var
+from ...execution.smem_plan import SCRATCH, dynamic_limit, static_bytes
+from ...model.expr import Expr, const, evaluate, product, var
 from ...execution.indexing import linear_offset
 from ...model.expr import expr_str
 from ...model.simplify import Simplifier
@@ -41,13 +41,17 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """The shared memory a block allocates fits the target's per-block limit.
 
     What it checks:
-        The bytes of every shared-memory tensor, allocated per the three allocation
-        rules (not allocated across BID/DID, always allocated across TID, otherwise
-        by compute-at position), summed, are at most the target's opt-in limit
-        (232448 bytes on sm_90a) for every admitted size.
+        The block's dynamic shared memory as the kernel lays it out (execution/smem_plan.py:
+        every shared-memory tensor, allocated per the three allocation rules (not allocated
+        across BID/DID, always allocated across TID, otherwise by compute-at position), each
+        at its alignment, then the block reductions' scratch) is at most the target's opt-in
+        limit (232448 bytes on sm_90a) less the static shared memory the kernel declares (its
+        mbarriers and tensor memory's address slot, rounded up to the 1024 bytes the dynamic
+        base is aligned to) for every admitted size.
     Why the hardware needs it:
-        A launch that asks for more dynamic shared memory than the block may have
-        fails with CUDA_ERROR_INVALID_VALUE; the kernel never runs.
+        A launch that asks for more shared memory than the block may have fails with
+        CUDA_ERROR_INVALID_VALUE; the kernel never runs. Static and dynamic shared memory
+        count together.
     Example:
         fusion, t0, t1, t2 = copy_chain("big_smem", [1024, 1024])
         t1.set_memory_type(tp.MemoryType.Shared)  # the whole 4 MiB tensor in one block's shared memory
@@ -61,14 +65,15 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/hardware.md#shared-memory-per-block
     """
     # Formal statement: for all admitted sizes s (symbol ranges, bindings, assumptions):
-    #   sum over shared tensors T of bytes_T(s) <= target.smem_bytes_per_block
-    #   (bytes_T = element bytes x product of T's allocated extents; no alignment padding)
+    #   plan.total(s) <= target.smem_bytes_per_block - roundup(static bytes, 1024)
+    #   (plan.total: the last buffer's end, each buffer at its alignment; bytes_T = element bytes x
+    #   product of T's allocated extents)
     allocs = [ctx.allocations[t.name] for t in ctx.tensors_in(MemoryType.Shared)]
     scratch = ctx.smem_plan.buffers.get(SCRATCH)  # block reductions' partials (model/reduction.py)
     if not allocs and scratch is None:
         return
-    total = add(*(a.bytes_expr for a in allocs), *([scratch.bytes] if scratch else []))
-    cap = ctx.target.smem_bytes_per_block
+    total = ctx.smem_plan.total
+    cap = dynamic_limit(ctx.fusion, ctx.target.smem_bytes_per_block)
     out = prove_at_most(ctx, total, cap, {"bytes": total, **{a.tensor.name: a.bytes_expr for a in allocs},
                                           **({SCRATCH: scratch.bytes} if scratch else {})})
     first = allocs[0].tensor if allocs else block_reductions(ctx.fusion, ctx.executed())[0].tensor
@@ -80,14 +85,19 @@ def smem_capacity(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 def _over_capacity(ctx: VerifyContext, allocs: list[Allocation], out: Outcome, where: dict) -> Diagnostic:
     sizes = ctx.symbols_of(out.model)
-    cap = ctx.target.smem_bytes_per_block
+    cap = dynamic_limit(ctx.fusion, ctx.target.smem_bytes_per_block)
+    static = static_bytes(ctx.fusion)
     parts = ", ".join([f"{a.tensor.name} {out.values[a.tensor.name]}" for a in allocs]
-                      + ([f"block reduction scratch {out.values[SCRATCH]}"] if SCRATCH in out.values else []))
+                      + ([f"block reduction scratch {out.values[SCRATCH]}"] if SCRATCH in out.values else [])
+                      + (["alignment padding"] if int(out.values["bytes"]) > sum(
+                          int(out.values[a.tensor.name]) for a in allocs) + int(out.values.get(SCRATCH, 0)) else []))
+    has = (f"{ctx.target.name} has {ctx.target.smem_bytes_per_block} per block, {cap} beside the kernel's "
+           f"{static} bytes of mbarriers{' and tensor-memory slot' if static % 8 else ''} (the dynamic base at a "
+           f"multiple of 1024)" if static else f"{ctx.target.name} has {cap} per block")
     if not allocs or int(out.values.get(SCRATCH, 0)) > max(int(out.values[a.tensor.name]) for a in allocs):
         return finding(
             "SMEM-CAPACITY",
-            f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), "
-            f"{ctx.target.name} has {cap} per block",
+            f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), {has}",
             notes=["a block reduction combines one partial per thread and accumulator register in shared memory"],
             counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
             hint="launch fewer threads per block, or give the block reductions fewer iteration axes inside their "
@@ -99,8 +109,7 @@ def _over_capacity(ctx: VerifyContext, allocs: list[Allocation], out: Outcome, w
               f"{int(out.values[a.tensor.name]) // a.stages} bytes" for a in allocs if a.stages > 1]
     return finding(
         "SMEM-CAPACITY",
-        f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), "
-        f"{ctx.target.name} has {cap} per block",
+        f"not enough shared memory{when_clause(sizes)}: needs {out.values['bytes']} bytes ({parts}), {has}",
         table=[row for a in allocs for row in _table(a)],
         notes=["each IterDomain's row says whether it is allocated and which rule decided"] + staged,
         counterexample={**sizes, "bytes": out.values["bytes"], "limit": cap},
