@@ -41,8 +41,7 @@ CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt128
            ("kt128_wg2_ws2", 128, {"warpgroups": 2, "stages": 2, "producer": True}),
            ("kt64_wg2_ws2_r240", 64, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
            ("kt128_wg2_ws2_r240", 128, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
-           ("kt64_wg2_ws3_r240", 64, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)}),
-           ("kt128_wg2_ws3_r240", 128, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)})]
+           ("kt64_wg2_ws3_r240", 64, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)})]
 
 
 def tflops(shape, ms: float) -> float:

@@ -41,11 +41,13 @@ SPAN = 64  # bfloat16 elements in one 128-byte swizzle span
 
 @dataclass(frozen=True)
 class AttentionTile:
-    """rows: the queries M of each head (a multiple of 64: a block each 64); keys: N, the one key tile
-    (16 to 256, a multiple of 16); head_dim: D (64 or 128: one or two 128-byte swizzle spans);
-    value_dim: Dv (64 to 256, a multiple of 64); batch: the key / value heads times the batch (Z);
-    group: the query heads sharing each key / value head (grouped-query attention, G; 1: one each);
-    scale: the softmax scale (default 1 / sqrt(D))."""
+    """rows: the queries M of each head (a block each 64, the last one's rows past M zeros that are not
+    stored); keys: N, the one key tile (16 to 256, a multiple of 16), or with key_tile any number of
+    whole key tiles of key_tile (16 to 256, a multiple of 16: one wgmma's N), run by attention()'s
+    online softmax; head_dim: D (64 or 128: one or two 128-byte swizzle spans); value_dim: Dv (64 to
+    256, a multiple of 64); batch: the key / value heads times the batch (Z); group: the query heads
+    sharing each key / value head (grouped-query attention, G; 1: one each); scale: the softmax
+    scale (default 1 / sqrt(D))."""
 
     rows: int
     keys: int = 64
@@ -58,8 +60,9 @@ class AttentionTile:
 
     def __post_init__(self):
         problems = []
-        if not (isinstance(self.rows, int) and self.rows > 0 and self.rows % ROWS == 0):
-            problems.append(f"rows must be a positive multiple of {ROWS}, got {self.rows!r}")
+        if not (isinstance(self.rows, int) and not isinstance(self.rows, bool) and self.rows > 0):
+            problems.append(f"rows must be a positive int (the last block's rows past it are zeros, not stored), "
+                            f"got {self.rows!r}")
         if self.key_tile is None and not (isinstance(self.keys, int) and 16 <= self.keys <= 256 and self.keys % 16 == 0):
             problems.append(f"keys must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.keys!r}; "
                             f"more keys are tiles of key_tile")
@@ -67,7 +70,8 @@ class AttentionTile:
             if not (isinstance(self.key_tile, int) and 16 <= self.key_tile <= 256 and self.key_tile % 16 == 0):
                 problems.append(f"key_tile must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.key_tile!r}")
             elif not (isinstance(self.keys, int) and self.keys > 0 and self.keys % self.key_tile == 0):
-                problems.append(f"keys must be a positive multiple of key_tile {self.key_tile}, got {self.keys!r}")
+                problems.append(f"keys must be a positive multiple of key_tile {self.key_tile} (a last tile past the "
+                                f"keys would need its P zeroed for the second product: not there yet), got {self.keys!r}")
         if self.head_dim not in (SPAN, 2 * SPAN):
             problems.append(f"head_dim must be {SPAN} or {2 * SPAN} (128-byte swizzle spans of bfloat16), "
                             f"got {self.head_dim!r}")
@@ -190,9 +194,6 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     the K and V tiles. Verifier rule ONLINE-RESCALE proves the rescale exact."""
     if warpgroups not in (1, 2, 3, 4) or isinstance(warpgroups, bool):
         raise tp.ScheduleError(f"attention: warpgroups must be 1 to 4 (consumer warpgroups a block), got {warpgroups!r}")
-    if tile.rows % (ROWS * warpgroups):
-        raise tp.ScheduleError(f"attention: {tile.rows} rows are not whole blocks of {warpgroups} warpgroups "
-                               f"x {ROWS} rows")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1):
         raise tp.ScheduleError(f"attention: stages must be an int >= 1 (1: no circular buffer), got {stages!r}")
     if (producer or registers is not None) and stages < 2:

@@ -1,5 +1,6 @@
-"""benchmarks/attention.py's parts that need no GPU: the FLOP count, the table, and that every
-short shape is a one-key-tile attention tileproof verifies (the long ones are skipped by the run)."""
+"""benchmarks/attention.py's parts that need no GPU: the FLOP count, the table, that every short
+shape is a one-key-tile attention tileproof verifies, and that the online configurations verify at
+a long one."""
 
 from __future__ import annotations
 
@@ -26,3 +27,26 @@ def test_the_short_shapes_verify_as_one_key_tile():
     b, hq, hkv, s, d = short[-1]  # grouped-query attention, head dim 128
     tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv)
     assert tp.verify(one_tile_attention(tile)).ok
+
+
+def test_every_online_configuration_verifies_at_a_long_shape():
+    """Each of CONFIGS' online configurations (key tile, stages, producer, warpgroups, registers) at
+    the issue's (4, 32, 4096, 128): the benchmark times what the verifier accepts."""
+    from tileproof.recipes.attention import attention
+
+    b, hq, hkv, s, d = 4, 32, 32, 4096, 128
+    for name, key_tile, options in B.CONFIGS:
+        if key_tile is None:
+            continue
+        tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv, key_tile=key_tile)
+        report = tp.verify(attention(tile, **options))
+        assert report.ok, (name, report.codes)
+
+
+def test_attention_tiles_refuse_what_the_recipe_cannot_run():
+    import pytest
+
+    for bad in (dict(rows=0), dict(rows=128, keys=1000, key_tile=64), dict(rows=64, key_tile=24),
+                dict(rows=64, keys=300)):
+        with pytest.raises(tp.ScheduleError, match="AttentionTile"):
+            AttentionTile(**bad)

@@ -22,14 +22,14 @@ from tileproof.recipes.attention import AttentionTile, attention, attention_view
 pytestmark = pytest.mark.gpu
 TILES = [AttentionTile(rows=64), AttentionTile(rows=192, keys=128, value_dim=128),
          AttentionTile(rows=128, keys=256, value_dim=64), AttentionTile(rows=64, keys=16, value_dim=256, scale=0.5),
-         AttentionTile(rows=320, keys=48, value_dim=192),
+         AttentionTile(rows=320, keys=48, value_dim=192), AttentionTile(rows=70, keys=32),
          AttentionTile(rows=128, keys=128, head_dim=128, value_dim=128, batch=6, group=2),  # 3 x 2 kv heads, GQA 2
          AttentionTile(rows=64, keys=64, head_dim=128, value_dim=64, batch=2, group=4)]
 
 
 # the online softmax over key tiles: the running max grows across tiles (scale 4 makes it jump), and
 # a key tile of 16 runs many rescales
-ONLINE = [AttentionTile(rows=64, keys=128, key_tile=64), AttentionTile(rows=128, keys=1024, key_tile=128, scale=4.0),
+ONLINE = [AttentionTile(rows=100, keys=128, key_tile=64), AttentionTile(rows=128, keys=1024, key_tile=128, scale=4.0),
           AttentionTile(rows=192, keys=256, key_tile=16, value_dim=128),
           AttentionTile(rows=128, keys=512, key_tile=64, head_dim=128, value_dim=128, batch=6, group=2),
           AttentionTile(rows=64, keys=384, key_tile=128, head_dim=128, value_dim=64, batch=2, group=4)]
@@ -50,7 +50,7 @@ def test_attention_matches_torch(tile):
 def test_pipelined_attention_matches_torch(options):
     """K and V tiles in a circular buffer over the loop over key tiles (tp.Pipelined, or a producer
     warpgroup on TIDz): more tiles than stages, so every stage is refilled."""
-    tile = AttentionTile(rows=256, keys=640, key_tile=64, head_dim=128, value_dim=128, batch=2, group=2)
+    tile = AttentionTile(rows=200, keys=640, key_tile=64, head_dim=128, value_dim=128, batch=2, group=2)
     check(tp.compile(attention(tile, **options), "sm_90a"), tile)
 
 

@@ -1,0 +1,108 @@
+"""Does compute-sanitizer find anything in tileproof's attention kernels? (issue 36)
+
+    python3 benchmarks/attention_sanitizer.py [--out FILE]     # a GPU, torch, compute-sanitizer on PATH
+                                                               # or in /usr/local/cuda/bin
+
+For each configuration below (small sizes: the sanitizers are slow) and each tool (racecheck:
+shared-memory hazards; synccheck: barrier misuse; memcheck: out-of-bounds and misaligned
+accesses), runs one call of the kernel in a child process under `compute-sanitizer --tool T
+--error-exitcode 1` and records the tool's ERROR SUMMARY and exit status. The child also checks
+the output against float64 PyTorch. Writes JSON (default
+benchmarks/results/attention_sanitizer/<machine>.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from bench_common import results_path, write_results  # benchmarks/bench_common.py
+
+TOOLS = ("racecheck", "synccheck", "memcheck")
+# (name, AttentionTile keywords, attention() keywords; None: one_tile_attention)
+CONFIGS = [
+    ("one_tile", dict(rows=128, keys=128, head_dim=64, value_dim=64), None),
+    ("online", dict(rows=100, keys=256, key_tile=64, head_dim=128, value_dim=128), {}),
+    ("online_pipelined", dict(rows=128, keys=512, key_tile=64, head_dim=64, value_dim=64), {"stages": 3}),
+    ("online_producer_2wg", dict(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240)}),
+]
+CHILD = """
+import math, sys, torch, tileproof as tp
+from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention
+tile = AttentionTile(**{tile})
+options = {options}
+kernel = tp.compile(one_tile_attention(tile) if options is None else attention(tile, **options), "sm_90a")
+b, hkv = 1, tile.batch
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(s, generator=g).to(torch.bfloat16).cuda() for s in
+           ((b, hkv * tile.group, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
+            (b, hkv, tile.keys, tile.value_dim)))
+(out,) = kernel.run(*attention_views(q, k, v))
+torch.cuda.synchronize()
+kk, vv = (t.double().repeat_interleave(tile.group, dim=1) for t in (k, v))
+want = torch.softmax(q.double() @ kk.transpose(-1, -2) * tile.softmax_scale, dim=-1) @ vv
+got = out.reshape(want.shape).double()
+err = ((got - want).abs().max() / want.abs().max()).item()
+print("rel_err", err)
+sys.exit(0 if err < 2e-2 else 3)
+"""
+
+
+def sanitizer() -> str | None:
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for root in sorted(Path("/usr/local").glob("cuda*"), reverse=True):
+        candidate = root / "bin" / "compute-sanitizer"
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+def run_one(tool_path: str, tool: str, tile: dict, options) -> dict:
+    code = CHILD.format(tile=repr(tile), options=repr(options))
+    proc = subprocess.run([tool_path, "--tool", tool, "--error-exitcode", "1", sys.executable, "-c", code],
+                          capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    text = proc.stdout + proc.stderr
+    summary = re.search(r"ERROR SUMMARY: (\d+) error", text)
+    err = re.search(r"rel_err ([0-9.e+-]+)", text)
+    return {"exit": proc.returncode, "errors": int(summary.group(1)) if summary else None,
+            "rel_err": float(err.group(1)) if err else None,
+            **({"output_tail": text[-1500:]} if proc.returncode or not summary else {})}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention_sanitizer/<machine>.json)")
+    args = ap.parse_args(argv)
+    import torch
+
+    tool_path = sanitizer()
+    if not torch.cuda.is_available() or tool_path is None:
+        print("attention_sanitizer.py needs a CUDA GPU and compute-sanitizer", file=sys.stderr)
+        return 2
+    device = torch.cuda.get_device_name(0)
+    results = {"command": " ".join(["python3", "benchmarks/attention_sanitizer.py"] + (argv or sys.argv[1:])),
+               "issue": 36, "environment": {"device": device, "torch": torch.__version__,
+                                             "sanitizer": tool_path}, "configs": {}}
+    for name, tile, options in CONFIGS:
+        results["configs"][name] = {"tile": tile, "options": options,
+                                    **{tool: run_one(tool_path, tool, tile, options) for tool in TOOLS}}
+        print(name, {tool: results["configs"][name][tool]["errors"] for tool in TOOLS}, flush=True)
+    clean = all(r[t]["exit"] == 0 and r[t]["errors"] == 0 for r in results["configs"].values() for t in TOOLS)
+    results["clean"] = clean
+    shown = "\n".join(f"{n}: " + ", ".join(f"{t} {r[t]['errors']} errors (exit {r[t]['exit']})" for t in TOOLS)
+                      for n, r in results["configs"].items())
+    out = results_path("attention_sanitizer", device) if args.out is None else Path(args.out)
+    write_results(results, out, shown + f"\nclean: {clean}")
+    return 0 if clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
