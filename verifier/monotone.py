@@ -10,7 +10,7 @@ tests/verifier/test_monotone.py compares the verdicts and counterexamples with z
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from ..model.expr import Expr, const, evaluate
 from ..model.simplify import Simplifier
@@ -20,6 +20,8 @@ from ..model.symbol_ranges import Admitted
 if TYPE_CHECKING:
     from .context import VerifyContext
 
+# the limit of a size claim's proof over the integers, tried before its bit-vector query
+INTEGER_MS = 2000
 _GROWING = {"add", "mul", "max"}  # non-decreasing in each argument (all of them non-negative)
 _DIVIDING = {"floordiv", "ceildiv"}  # non-decreasing in the dividend for a positive constant divisor
 
@@ -67,9 +69,28 @@ def at_most(sizes: Admitted, f: Expr, cap: int, values: Mapping[str, Expr]) -> O
 
 
 def prove_at_most(ctx: "VerifyContext", f: Expr, cap: int, values: Mapping[str, Expr]) -> Outcome:
-    """f <= cap for every admitted size: by evaluation where at_most applies, else by a query."""
+    """f <= cap for every admitted size: by evaluation where at_most applies, else by a query
+    (over the integers first where proved_over_integers tries, then over bit-vectors)."""
     out = at_most(ctx.admitted, f, cap, values)
+    if out is None and proved_over_integers(ctx, [f, const(cap)], lambda q: q.le(f, const(cap))):
+        out = Outcome(Verdict.PROVED)
     if out is None:
         q = ctx.query([f, const(cap)])
         out = q.prove(q.le(f, const(cap)), values=values)
     return out
+
+
+def proved_over_integers(ctx: "VerifyContext", hint: list[Expr], claim: Callable) -> bool:
+    """Whether z3 proves claim(q), a claim over the sizes alone, over the integers within
+    INTEGER_MS, tried where an assumption is more than a range (a product of extents bounded):
+    such a product is one term there, where over bit-vectors z3 stalls (gridDim.x =
+    max(T0_0 * c, T0_0 * T1_0 * c) under T0_0 * T1_0 * c <= 2^31 - 1, c = ceil(ceil(T0_1 * T0_2 /
+    256) / 4): 45 s and no verdict). Only a proof is taken from it: a counterexample is the
+    bit-vector query's, as before. False where a term has no integer rendering (XOR)."""
+    if ctx.admitted.exact or not all(e.free_vars() <= set(ctx.fusion.symbols) for e in hint):
+        return False
+    try:
+        q = ctx.query(hint, timeout_ms=INTEGER_MS, integers=True)
+        return q.prove(claim(q), shrink_units=0).proved
+    except (KeyError, ValueError):
+        return False

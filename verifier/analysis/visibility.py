@@ -20,7 +20,7 @@ import z3
 
 from ...execution.statements import CondKind, TensorExecution, bound_types, store_execution, tensor_execution
 from ...execution.grid_reduction import last_block_types
-from ...model.expr import Expr, const, var
+from ...model.expr import Expr, const, substitute, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
 from ...execution.conditions.lowering import completed_in_block, launch_axis_clashes
@@ -171,10 +171,13 @@ def _pinned_at(w: TensorExecution, p: ParallelType) -> Expr:
                  and not c.rhs.free_vars()), const(0))
 
 
-def _witness(op: Op, k: int, r: TensorExecution, w: TensorExecution) -> dict[str, Expr] | None:
+def _witness(op: Op, k: int, r: TensorExecution, w: TensorExecution, types) -> dict[str, Expr] | None:
     """A writer point for each reader point, where the producer's loop nest lines up with the
     consumer's (same extents, position by position, as propagate_transforms leaves them): the
-    writer's launch indices are the reader's, its loop counters the reader's at that position."""
+    writer's launch indices are the reader's, its loop counters the reader's at that position.
+    A promoted producer's loops past the shared ones take the point of its tile that holds the
+    element read, a thread-parallel one too where the claim leaves that thread free (not in
+    `types`): the block's thread that loaded the element (a TMA box's issuing thread)."""
     producer, consumer = op.inputs[k], op.output
     # the reader's launch indices, but the index of a type the writer's store runs at alone (single writer)
     names: dict[str, Expr] = {WRITER + p.cuda_name: _pinned_at(w, p) if _pinned(producer, p) else var(p.cuda_name)
@@ -183,12 +186,15 @@ def _witness(op: Op, k: int, r: TensorExecution, w: TensorExecution) -> dict[str
     promo = promotion(producer)
     # a promoted producer's loops past the shared ones: the point of its tile that holds the element read
     tile = indices_from_logical(producer, r.read_logical(k)) if promo is not None else {}
+    free = {WRITER + p.cuda_name for p in LAUNCH_TYPES if p not in types and not _pinned(producer, p)}
     for j, i in enumerate(producer.loop):
         e = w.env[i.uid]
-        if e.op != "var" or e.value in names:
+        if e.op != "var":
             continue
-        if promo is not None and j >= promo.positions:
+        if promo is not None and j >= promo.positions and (e.value not in names or e.value in free):
             names[e.value] = tile[i.uid]
+            continue
+        if e.value in names:
             continue
         if j >= len(consumer.loop) or consumer.loop[j].extent_expr != extents[j]:
             return None
@@ -251,7 +257,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     same = [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
     if address:
         same.append(q.eq(address[1], address[0]))
-    if repeated and (witness := _witness(op, k, r, w)) is not None:
+    if repeated and (witness := _witness(op, k, r, w, types)) is not None:
         # one writer named as a function of the reader: proving it writes the element read
         # (quantifier-free) proves the existential below; if it does not, z3 searches for one
         ww = w.renamed(witness)
@@ -262,8 +268,13 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
             (ww.launch_index[p], r.launch_index[p]) for p in types] + (
             [(linear_offset(ctx.allocations[producer.name].strides(), ww.indices), address[0])]
             if address and ctx.allocations[producer.name].strides() else [])
+        # a writer index named by an expression (a tile's point) must lie in that index's range too
+        inside = [(witness[n], substitute(bound, witness)) for n, bound in w.ranges.items()
+                  if n in witness and not (witness[n].op == "var" and witness[n].value in r.ranges
+                                           and r.ranges[witness[n].value] == substitute(bound, witness))]
         goals = ([([c.lhs, c.rhs], lambda q, c=c: q.holds(c)) for c in ww.conds if (c.lhs, c.op, c.rhs) not in given]
-                 + [([a, b], lambda q, a=a, b=b: q.eq(a, b)) for a, b in pairs if a != b])
+                 + [([a, b], lambda q, a=a, b=b: q.eq(a, b)) for a, b in pairs if a != b]
+                 + [([e, b], lambda q, e=e, b=b: z3.And(q.le(const(0), e), q.lt(e, b))) for e, b in inside])
         left = ctx.unproved_over_integers(r.conds, goals, r.ranges)
         if not left or wq.prove(z3.Implies(_all(wq, [wq.holds(c) for c in r.conds]), _all(wq, [g(wq) for _, g in left])),
                                 values=values).proved:

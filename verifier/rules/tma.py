@@ -23,6 +23,7 @@ from ..causes import fix_holds, propose_fix
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_values, stride_names
+from ..monotone import proved_over_integers
 from ..registry import rule
 from ..solver import Outcome, Verdict, assumption_terms
 
@@ -87,7 +88,10 @@ def _prove(ctx: VerifyContext, exprs: dict[str, Expr], claim: Callable, extra: t
     key = ("tma", claim.__name__, tuple(exprs.items()), extra)
 
     def run():
-        q = ctx.query(list(exprs.values()) + [const(c) for c in extra])
+        hint = list(exprs.values()) + [const(c) for c in extra]
+        if proved_over_integers(ctx, hint, lambda q: claim(q, exprs)):
+            return Outcome(Verdict.PROVED)
+        q = ctx.query(hint)
         return q.prove(claim(q, exprs), values=exprs, smallest=exprs[smallest] if smallest else None)
 
     return ctx.memo(key, run)
