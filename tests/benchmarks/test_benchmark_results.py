@@ -95,7 +95,7 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
     rejected_on_gpu.py)."""
     if script == "gpu_kernels":
         return data["device"], ""
-    if script in ("matmul", "reductions", "launch_overhead", "attention", "matmul_overhead"):
+    if script in ("matmul", "reductions", "launch_overhead", "attention", "attention_sanitizer", "matmul_overhead"):
         return data.get("environment", {}).get("device"), ""
     if script == "normalization":
         shapes = normalization.parse_shapes(",".join(data["shapes"]))
