@@ -7,7 +7,7 @@ The recipe stays the one source of the schedule: a mutation only edits what the 
 
 A draw: the tile's parameters over their valid ranges (rows, keys, head and value dims, batch x
 key / value heads, grouped query heads, a scale or the default; attention()'s key tile, K / V stages,
-producer warpgroup and setmaxnreg counts); now and then one drawn out of its
+producer warpgroup, setmaxnreg counts and consumer warpgroups); now and then one drawn out of its
 range, which the recipe must refuse with tp.ScheduleError (the case records it, then builds with
 that parameter drawn again in range; any other outcome goes to `api_bugs`, which the fuzzer counts
 as internal errors). Then 0 to 2 mutations (MUTATIONS): a fragment's thread digits permuted (a row
@@ -122,6 +122,9 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
               lambda rng, drawn: True if drawn["stages"] == 1 else NONE),
     Parameter("registers", lambda rng, drawn: rng.choice(SETMAXNREG) if drawn["producer"] else None,
               lambda rng, drawn: (40, 232) if drawn["stages"] == 1 else NONE),
+    Parameter("warpgroups", lambda rng, drawn: rng.choice([w for w in (1, 1, 2, 2, 3, 4)
+                                                           if drawn["rows"] % (64 * w) == 0]),
+              lambda rng, drawn: rng.choice([0, 5, True, 2.0] + [w for w in (2, 3, 4) if drawn["rows"] % (64 * w)])),
 )
 
 # One entry per recipe function: another recipe is one more line.
