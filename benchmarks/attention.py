@@ -3,8 +3,9 @@ cuDNN and the flash backends, in one process (issue 36).
 
     python3 benchmarks/attention.py [--out FILE] [--rep-ms MS]   # a GPU, torch and triton (do_bench)
 
-bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D], non-causal (causal masking is not there yet);
-FLOPs 4 B Hq S^2 D. tileproof runs recipes/attention.py: one_tile_attention where the keys are
+bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D]; FLOPs 4 B Hq S^2 D, half that for causal shapes
+(SDPA's is_causal; tileproof adds recipes.attention.causal_mask as a Mask input and computes every
+key tile, masked ones included: no tile skipping yet). tileproof runs recipes/attention.py: one_tile_attention where the keys are
 one tile (S <= 256), and attention (the online softmax over key tiles) in the configurations
 CONFIGS (key tile, K / V stages, a warp-specialized producer), each timed; `tileproof` is the
 fastest. Each output is checked against float32 SDPA (math backend) within bf16 tolerance before
@@ -27,12 +28,12 @@ from pathlib import Path
 from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
 
 import tileproof as tp
-from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention
+from tileproof.recipes.attention import AttentionTile, attention, attention_views, causal_mask, one_tile_attention
 
 # (B, Hq, Hkv, S, D): ViT-like and short-context shapes, then the issue's long ones
 SHAPES = [(32, 16, 16, 256, 64), (32, 16, 16, 128, 128), (64, 12, 12, 256, 64), (16, 32, 8, 256, 128),
           (4, 32, 32, 4096, 128), (2, 16, 16, 16384, 128), (8, 32, 32, 4096, 64), (1, 16, 16, 16384, 64),
-          (4, 32, 8, 4096, 128)]
+          (4, 32, 8, 4096, 128), (4, 32, 32, 4096, 128, True), (8, 32, 32, 4096, 64, True)]
 # the online recipe's configurations: (name, key tile, attention() keywords)
 CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stages": 2}),
            ("kt128_ws3", 128, {"stages": 3, "producer": True}),
@@ -45,8 +46,9 @@ CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt128
 
 
 def tflops(shape, ms: float) -> float:
-    b, hq, _, s, d = shape
-    return round(4 * b * hq * s * s * d / (ms * 1e-3) / 1e12, 1)
+    b, hq, _, s, d = shape[:5]
+    causal = len(shape) > 5 and shape[5]  # half the products count (FlashAttention's convention)
+    return round(4 * b * hq * s * s * d / (2 if causal else 1) / (ms * 1e-3) / 1e12, 1)
 
 
 def timed(fn, shape, rep_ms: int) -> dict:
@@ -65,23 +67,25 @@ def checked(torch, got, want) -> dict:
 
 
 def shape_job(torch, shape, rep_ms: int) -> dict:
+    """One shape (B, Hq, Hkv, S, D[, causal]): each peer and each tileproof configuration, checked then timed."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
-    b, hq, hkv, s, d = shape
+    b, hq, hkv, s, d = shape[:5]
+    causal = len(shape) > 5 and shape[5]
     torch.manual_seed(0)
     q = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     gqa = hq != hkv
     with sdpa_kernel([SDPBackend.MATH]):
-        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=gqa)
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=gqa, is_causal=causal)
     res: dict = {"shape": {"B": b, "Hq": hq, "Hkv": hkv, "S": s, "D": d}}
 
     def sdpa(backend):
         def job():
             def call():
                 with sdpa_kernel([backend]):
-                    return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
+                    return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa, is_causal=causal)
             return {"check": checked(torch, call(), want), **timed(call, shape, rep_ms)}
         return job
 
@@ -90,16 +94,16 @@ def shape_job(torch, shape, rep_ms: int) -> dict:
 
     def config_job(key_tile, options):
         def job():
-            if key_tile is None and (s > 256 or s % 64):
-                return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64)"}
+            if key_tile is None and (s > 256 or s % 64 or causal):
+                return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64), or causal"}
             if key_tile is not None and (s % key_tile or s % (64 * options.get("warpgroups", 1))):
                 return {"skipped": "the key tile or the block's rows do not divide S"}
             tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv,
-                                 key_tile=key_tile)
+                                 key_tile=key_tile, masked=causal)
             start = time.perf_counter()
             fusion = one_tile_attention(tile) if key_tile is None else attention(tile, **options)
             kernel = tp.compile(fusion, "sm_90a")
-            views = attention_views(q, k, v)
+            views = list(attention_views(q, k, v)) + ([causal_mask(torch, s, s)] if causal else [])
             out = torch.empty(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
             out_view = out.view(b * hkv, hq // hkv, s, d)
 
@@ -153,8 +157,8 @@ def main(argv=None) -> int:
                                              "python": platform.python_version()}, "shapes": {}}
     picked = [SHAPES[int(k)] for k in args.shapes.split(",")] if args.shapes else SHAPES
     for shape in picked:
-        b, hq, hkv, s, d = shape
-        key = f"{b}x{hq}({hkv})x{s}x{d}"
+        b, hq, hkv, s, d = shape[:5]
+        key = f"{b}x{hq}({hkv})x{s}x{d}" + (" causal" if len(shape) > 5 and shape[5] else "")
         attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms))
         print(key, {w: results["shapes"][key].get(w, {}).get("tflops") for w in ("cudnn", "flash", "tileproof")},
               flush=True)

@@ -47,7 +47,9 @@ class AttentionTile:
     online softmax; head_dim: D (64 or 128: one or two 128-byte swizzle spans); value_dim: Dv (64 to
     256, a multiple of 64); batch: the key / value heads times the batch (Z); group: the query heads
     sharing each key / value head (grouped-query attention, G; 1: one each); scale: the softmax
-    scale (default 1 / sqrt(D))."""
+    scale (default 1 / sqrt(D)); masked: attention() adds a fourth input, Mask [M, N] bfloat16,
+    to the scaled scores before the softmax, as SDPA's attn_mask: softmax(Q K^T scale + Mask) V (0 to
+    keep a score, -inf to drop it: causal_mask builds the causal one; any additive bias works)."""
 
     rows: int
     keys: int = 64
@@ -57,6 +59,7 @@ class AttentionTile:
     group: int = 1
     scale: float | None = None
     key_tile: int | None = None
+    masked: bool = False
 
     def __post_init__(self):
         problems = []
@@ -84,6 +87,8 @@ class AttentionTile:
                 problems.append(f"{name} must be an int from 1 to {GRID_YZ} (a grid dimension), got {value!r}")
         if self.scale is not None and not (isinstance(self.scale, (int, float)) and self.scale > 0):
             problems.append(f"scale must be a positive number, got {self.scale!r}")
+        if not isinstance(self.masked, bool):
+            problems.append(f"masked must be True or False, got {self.masked!r}")
         if problems:
             raise tp.ScheduleError("AttentionTile: " + "; ".join(problems))
 
@@ -99,9 +104,9 @@ class AttentionTile:
 
 def one_tile_attention(tile: AttentionTile) -> tp.Fusion:
     """The fusion of O = softmax(Q K^T scale) V over one key tile, scheduled (module docstring)."""
-    if tile.tile_keys != tile.keys:
-        raise tp.ScheduleError(f"one_tile_attention: {tile.keys} keys in tiles of {tile.key_tile}; one tile holds "
-                               f"every key (attention() runs the tiles)")
+    if tile.tile_keys != tile.keys or tile.masked:
+        raise tp.ScheduleError(f"one_tile_attention: {tile.keys} keys in tiles of {tile.key_tile}{', masked' * tile.masked}"
+                               f"; one tile holds every key, unmasked (attention() runs tiles and masks)")
     score = getattr(tp.MmaMacro, f"Hopper_64_{tile.keys}_16")
     value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
     z, g, d, dv, n = tile.batch, tile.group, tile.head_dim, tile.value_dim, tile.keys
@@ -161,11 +166,19 @@ def _attention_fusion(tile: AttentionTile, name: str):
         for t in (q, k, v):
             fusion.add_input(t)
         s = tp.fused_multiply_sum(q, k, [-1])  # [Z, G, M, N]
+        scores, masked, factor = s, {}, tile.softmax_scale
+        if tile.masked:  # S scale + Mask (SDPA's logits; the same [M, N] for every head)
+            mask = tp.make_contig_concrete_tensor([1, 1, tile.rows, n], dtype=tp.bfloat16, name="Mask")
+            fusion.add_input(mask)
+            mask_f = tp.cast(mask, tp.float32)
+            logits = tp.mul(s, tile.softmax_scale)
+            scores, factor = tp.add(logits, mask_f), 1.0
+            masked = dict(mask_f=mask_f, logits=logits, scores=scores)
         row = [False, False, False, True]  # a row vector [Z, G, M] along the tile's columns
-        row_max = tp.max(s, 3)
+        row_max = tp.max(scores, 3)
         max_b = tp.broadcast(row_max, row)
-        shifted = tp.sub(s, max_b)
-        scaled = tp.mul(shifted, tile.softmax_scale * math.log2(math.e))
+        shifted = tp.sub(scores, max_b)
+        scaled = tp.mul(shifted, factor * math.log2(math.e))
         p = tp.exp2(scaled)
         row_sum = tp.sum(p, 3)
         p_bf16 = tp.cast(p, tp.bfloat16)
@@ -177,7 +190,7 @@ def _attention_fusion(tile: AttentionTile, name: str):
         fusion.add_output(out)
     v.set_allocation_domain([v.axis(i) for i in (0, 1, 2, 4, 3)], True)  # V [Z, N, Dv] row-major
     return fusion, dict(q=q, k=k, v=v, s=s, m=row_max, m_b=max_b, shifted=shifted, scaled=scaled, p=p, l=row_sum,
-                        p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out)
+                        p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out, **masked)
 
 
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
@@ -225,7 +238,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         r.split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
         tp.schedule_mma_fragment(r, score, "C", quads=True)
         tiles[name] = r.rfactor([h + 3, h + 5, h + 6])
-    for name in ("m_b", "shifted", "scaled", "p", "p_bf16"):  # [Z, G, Mo, KT, 64, n] as S's fragment
+    fragment = ("mask_f", "logits", "scores") if tile.masked else ()
+    for name in fragment + ("m_b", "shifted", "scaled", "p", "p_bf16"):  # [Z, G, Mo, KT, 64, n] as S's fragment
         t[name].split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
         tp.schedule_mma_fragment(t[name], score, "C", quads=True)
     for name in ("l_b", "normalized", "out"):  # [Z, G, Mo, 64, Dv] as O's fragment
@@ -243,7 +257,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     if w:
         sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
     sq.inline_at(h + 1 + w)
-    in_tile = [sk, sv, s, tiles["m"], t["m_b"], t["shifted"], t["scaled"], t["p"], t["p_bf16"], p_a, tiles["l"], o_tile]
+    in_tile = [sk, sv, s] + [t[name] for name in fragment] + [tiles["m"], t["m_b"], t["shifted"], t["scaled"], t["p"],
+                                                              t["p_bf16"], p_a, tiles["l"], o_tile]
     for x in in_tile:
         x.inline_at(h + 2 + w)  # inside the loop over key tiles
     for x in (t["m"], t["l"], o, t["l_b"], t["normalized"]):
@@ -282,6 +297,15 @@ def _operand_tiles(q, k, v, key_tile=None) -> None:
     return sq, sk, sv
 
 
+def causal_mask(torch, rows: int, keys: int, device="cuda"):
+    """The causal Mask input of a masked AttentionTile: [1, 1, rows, keys] bfloat16, 0 where key j <= query
+    i + keys - rows (the queries are the last `rows` positions, SDPA's is_causal for rows == keys) and
+    -inf elsewhere. `torch` is the caller's module (tileproof does not import it)."""
+    keep = torch.ones(rows, keys, dtype=torch.bool, device=device).tril(keys - rows)
+    mask = torch.zeros(rows, keys, dtype=torch.bfloat16, device=device).masked_fill(~keep, float("-inf"))
+    return mask.view(1, 1, rows, keys)
+
+
 def attention_views(q, k, v):
     """PyTorch's layout [B, H, S, D] (SDPA's: q [B, Hq, M, D], k [B, Hkv, N, D], v [B, Hkv, N, Dv],
     row-major, Hq a multiple of Hkv) as one_tile_attention's inputs: Q [Z, G, M, 1, D],
@@ -294,4 +318,4 @@ def attention_views(q, k, v):
             v.reshape(z, n, dv).transpose(1, 2).reshape(z, 1, 1, dv, n))
 
 
-__all__ = ["AttentionTile", "attention", "attention_views", "one_tile_attention"]
+__all__ = ["AttentionTile", "attention", "attention_views", "causal_mask", "one_tile_attention"]

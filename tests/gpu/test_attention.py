@@ -17,7 +17,8 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tileproof as tp  # noqa: E402
-from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention  # noqa: E402
+from tileproof.recipes.attention import (AttentionTile, attention, attention_views, causal_mask,  # noqa: E402
+                                         one_tile_attention)
 
 pytestmark = pytest.mark.gpu
 TILES = [AttentionTile(rows=64), AttentionTile(rows=192, keys=128, value_dim=128),
@@ -59,7 +60,34 @@ def test_one_tile_attention_matches_torch(tile):
     check(tp.compile(one_tile_attention(tile), "sm_90a"), tile)
 
 
-def check(kernel, tile):
+MASKED = [(AttentionTile(rows=256, keys=256, key_tile=64, masked=True), "causal", {}),
+          (AttentionTile(rows=100, keys=384, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, masked=True),
+           "causal", {"stages": 2, "producer": True}),
+          (AttentionTile(rows=256, keys=512, key_tile=64, head_dim=128, value_dim=128, masked=True), "causal",
+           {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
+          (AttentionTile(rows=128, keys=256, key_tile=64, masked=True), "random", {}),
+          (AttentionTile(rows=64, keys=192, key_tile=64, masked=True), "bias", {"stages": 3})]
+
+
+@pytest.mark.parametrize("tile, kind, options", MASKED, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_masked_attention_matches_torch(tile, kind, options):
+    """softmax(Q K^T scale + Mask) V against SDPA's math in float64: the causal mask (whole key tiles
+    of -inf for the first rows: the running max stays while they pass), a random one (every row keeps
+    its first key), and a finite additive bias."""
+    gen = torch.Generator().manual_seed(tile.rows + tile.keys)
+    if kind == "causal":
+        mask = causal_mask(torch, tile.rows, tile.keys)
+    elif kind == "random":
+        drop = torch.rand(tile.rows, tile.keys, generator=gen) < 0.5
+        drop[:, 0] = False
+        mask = torch.zeros(tile.rows, tile.keys).masked_fill(drop, float("-inf")).to(torch.bfloat16).cuda().view(
+            1, 1, tile.rows, tile.keys)
+    else:
+        mask = (torch.randn(tile.rows, tile.keys, generator=gen) * 3).to(torch.bfloat16).cuda().view(1, 1, tile.rows, tile.keys)
+    check(tp.compile(attention(tile, **options), "sm_90a"), tile, mask)
+
+
+def check(kernel, tile, mask=None):
     """The kernel's O against softmax(Q K^T scale) V in float64, and against the same with P rounded
     to bfloat16 as the kernel rounds it (FlashAttention does too)."""
     gen = torch.Generator().manual_seed(tile.rows + tile.keys + tile.value_dim + tile.batch)
@@ -69,11 +97,14 @@ def check(kernel, tile):
                ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
                 (b, hkv, tile.keys, tile.value_dim)))
     out = torch.full((b, hq, tile.rows, tile.value_dim), float("nan"), dtype=torch.bfloat16, device="cuda")
-    (got,) = kernel.run(*attention_views(q, k, v), out=[out.view(tile.batch, tile.group, tile.rows, tile.value_dim)])
+    inputs = list(attention_views(q, k, v)) + ([mask] if mask is not None else [])
+    (got,) = kernel.run(*inputs, out=[out.view(tile.batch, tile.group, tile.rows, tile.value_dim)])
     assert got.data_ptr() == out.data_ptr()
     torch.cuda.synchronize()
     kk, vv = (t.double().repeat_interleave(tile.group, dim=1) for t in (k, v))  # each query head's kv head
     s = q.double() @ kk.transpose(-1, -2) * tile.softmax_scale
+    if mask is not None:
+        s = s + mask.double().view(tile.rows, tile.keys)
     want = torch.softmax(s, dim=-1) @ vv
     # P is rounded to bfloat16 before its product with V (as FlashAttention does), the output too
     torch.testing.assert_close(out.double(), want, rtol=2e-2, atol=2e-2)

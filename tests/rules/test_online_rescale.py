@@ -144,3 +144,16 @@ def test_a_sum_that_does_not_read_the_max_is_not_rescaled():
         fusion.add_output(tp.add(s, m))
     with pytest.raises(tp.ScheduleError, match="do not read"):
         m.set_online(rescale=[s])
+
+
+def test_masked_online_attention_verifies_with_the_mask_outside_the_exponent_s_max():
+    """S scale + Mask: the mask does not depend on the max, so the terms are exp2(-log2(e) m) times an
+    m-free value; one_tile_attention refuses a mask."""
+    fusion = attention(AttentionTile(rows=100, keys=256, key_tile=64, masked=True))
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    assert [t.display_name for t in fusion.inputs][-1] == "Mask"
+    assert "exp2f((-1.4426950216293335f) * " in tp.compile(fusion).cuda_source
+    from tileproof.recipes.attention import one_tile_attention
+    with pytest.raises(tp.ScheduleError, match="unmasked"):
+        one_tile_attention(AttentionTile(rows=64, keys=64, masked=True))
