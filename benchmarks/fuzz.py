@@ -174,7 +174,7 @@ def run_case(seed: int, index: int, families=None, on_gpu=False) -> dict:
                 "internal": isinstance(e, tp.InternalError)}
     out["compile_s"] = time.perf_counter() - start
     if on_gpu and target == "sm_90a":
-        out["run"] = _run_attention_on_gpu(kernel, case.tile) if family == "attention" else _run_on_gpu(kernel)
+        out["run"] = _run_attention_on_gpu(kernel, case) if family == "attention" else _run_on_gpu(kernel)
     return {**out, "outcome": "compiled"}
 
 
@@ -188,11 +188,12 @@ def _run_on_gpu(kernel) -> dict:
     return {**run_and_judge(kernel, sizes), "sizes": sizes}
 
 
-def _run_attention_on_gpu(kernel, tile) -> dict:
-    """An attention kernel on random Q, K, V of its tile's shape, judged against softmax(Q K^T scale) V."""
+def _run_attention_on_gpu(kernel, case) -> dict:
+    """An attention kernel on random Q, K, V of its tile's shape (and its case's Mask), judged against
+    softmax(Q K^T scale + Mask) V."""
     from gpu_check import run_attention_and_judge
 
-    return run_attention_and_judge(kernel, tile)
+    return run_attention_and_judge(kernel, case.tile, case.mask)
 
 
 def _worker(conn, seed: int, families, on_gpu: bool) -> None:

@@ -173,11 +173,30 @@ def run_and_judge(kernel, sizes: dict[str, int]) -> dict:
 ATTENTION_TOLERANCE = 2e-2  # rtol and atol against softmax in float64: P and O are rounded to bfloat16
 
 
-def run_attention_and_judge(kernel, tile, seed: int = 0) -> dict:
-    """An attention kernel (tileproof.recipes.attention; `tile` its AttentionTile) launched once on
-    random Q, K, V of PyTorch's [B, H, S, D] layout made its inputs by attention_views (as
-    tests/gpu/test_attention.py does), into a NaN-poisoned output followed by guard elements, and
-    judged against softmax(Q K^T scale) V in float64 within ATTENTION_TOLERANCE."""
+def attention_mask(torch, kind: str, rows: int, keys: int, gen):
+    """A masked tile's Mask input, [1, 1, rows, keys] bfloat16: "causal" (recipes.attention.causal_mask),
+    "random" (-inf at random, each row's first key kept) or "bias" (finite, 3 N(0, 1))."""
+    from tileproof.recipes.attention import causal_mask
+
+    if kind == "causal":
+        return causal_mask(torch, rows, keys)
+    if kind == "random":
+        drop = torch.rand(rows, keys, generator=gen, device="cuda") < 0.5
+        drop[:, 0] = False
+        values = torch.zeros(rows, keys, device="cuda").masked_fill(drop, float("-inf"))
+    elif kind == "bias":
+        values = torch.randn(rows, keys, generator=gen, device="cuda") * 3
+    else:
+        raise ValueError(f"attention_mask: kind must be causal, random or bias, got {kind!r}")
+    return values.to(torch.bfloat16).view(1, 1, rows, keys)
+
+
+def run_attention_and_judge(kernel, tile, mask: str | None = None, seed: int = 0) -> dict:
+    """An attention kernel (tileproof.recipes.attention; `tile` its AttentionTile, `mask` the kind
+    of its Mask input where the tile is masked: attention_mask) launched once on random Q, K, V of
+    PyTorch's [B, H, S, D] layout made its inputs by attention_views (as tests/gpu/test_attention.py
+    does), into a NaN-poisoned output followed by guard elements, and judged against
+    softmax(Q K^T scale + Mask) V in float64 within ATTENTION_TOLERANCE."""
     import torch
 
     import tileproof as tp
@@ -189,23 +208,27 @@ def run_attention_and_judge(kernel, tile, seed: int = 0) -> dict:
     q, k, v = (torch.randn(shape, generator=gen, device="cuda").to(torch.bfloat16) for shape in
                ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
                 (b, hkv, tile.keys, tile.value_dim)))
+    masks = [attention_mask(torch, mask, tile.rows, tile.keys, gen)] if mask is not None else []
     shape = (tile.batch, tile.group, tile.rows, tile.value_dim)
     n = math.prod(shape)
     base = torch.full((n + GUARD,), float("nan"), device="cuda", dtype=torch.bfloat16)
     out = base[:n].view(shape)
     try:
-        kernel.run(*attention_views(q, k, v), out=[out])
+        kernel.run(*attention_views(q, k, v), *masks, out=[out])
         torch.cuda.synchronize()
     except tp.InputError as e:
         return {"outcome": "refused at launch", "detail": str(e)[:400]}
     except Exception as e:  # noqa: BLE001 - the failure is the evidence
         return {"outcome": "fault", "detail": f"{type(e).__name__}: {e}"[:400]}
     kk, vv = (t.double().repeat_interleave(tile.group, dim=1) for t in (k, v))  # each query head's kv head
-    want = torch.softmax(q.double() @ kk.transpose(-1, -2) * tile.softmax_scale, dim=-1) @ vv
+    scores = q.double() @ kk.transpose(-1, -2) * tile.softmax_scale
+    for m in masks:
+        scores = scores + m.double().view(tile.rows, tile.keys)
+    want = torch.softmax(scores, dim=-1) @ vv
     got = out.double().reshape(want.shape)
     close = (got - want).abs() <= ATTENTION_TOLERANCE + ATTENTION_TOLERANCE * want.abs()  # NaN: not close
     wrong, past = int((~close).sum()), written_past([base[n:]], torch)
-    del q, k, v, kk, vv, want, got, base, out
+    del q, k, v, kk, vv, scores, masks, want, got, base, out
     torch.cuda.empty_cache()
     if past:
         return {"outcome": "wrote past an output", "elements": past, "wrong": wrong, "of": n}

@@ -26,13 +26,20 @@ def test_draws_are_reproducible_and_cover_the_mutations():
     assert drawn == set(MUTATIONS), sorted(set(MUTATIONS) - drawn)
     assert {c.recipe for c in cases} == set(RECIPES)
     joined = " ".join(repr(c) for c in cases)
-    for part in ("head_dim=128", "scale=None", "group=2", ": refused (", "key_tile=", "stages=3", "producer=True",
-                 "registers=(", "warpgroups=2"):
+    for part in ("head_dim=128", "scale=None", "group=2", "key_tile=", "stages=3", "producer=True",
+                 "registers=(", "warpgroups=2", "masked=True", "mask causal", "mask random", "mask bias"):
         assert part in joined, part
-    refused = {step.split("=")[0] for c in cases for step in c.steps[1:] if step.endswith("refused (ScheduleError)")}
-    options = {p.name for r in RECIPES.values() for p in r.options}
-    assert refused & options and refused - options, refused  # out of range: a tile parameter and an option
     assert any(c.tile.scale is not None for c in cases) and any(not c.mutations for c in cases)
+
+
+@pytest.mark.parametrize("recipe", sorted(RECIPES))
+def test_every_parameter_and_option_out_of_range_is_refused(recipe, monkeypatch):
+    monkeypatch.setattr(attention_gen, "OUT_OF_RANGE_RATE", 1.0)
+    monkeypatch.setattr(attention_gen, "MUTATION_RATE", 0.0)
+    cases = [attention_case(seed, recipe) for seed in range(80)]
+    assert not [c.api_bugs for c in cases if c.api_bugs]
+    refused = {step.split("=")[0] for c in cases for step in c.steps[1:] if step.endswith("refused (ScheduleError)")}
+    assert refused == {p.name for p in RECIPES[recipe].parameters + RECIPES[recipe].options}
 
 
 def test_a_parameter_the_recipe_builds_though_drawn_out_of_range_is_an_api_bug(monkeypatch):
@@ -43,6 +50,22 @@ def test_a_parameter_the_recipe_builds_though_drawn_out_of_range_is_an_api_bug(m
     monkeypatch.setattr(attention_gen, "_small_enough", lambda params: True)
     case = attention_case(0, "lenient")
     assert case.api_bugs and "rows=128" in case.api_bugs[0] and "did not raise" in case.api_bugs[0], case.api_bugs
+
+
+def test_a_mutation_the_api_refuses_is_recorded_and_any_other_exception_is_an_api_bug(monkeypatch):
+    def refused(rng, roles):
+        raise tp.ScheduleError("split: factor must be a positive int")
+
+    def crashed(rng, roles):
+        raise KeyError("T3")
+
+    monkeypatch.setattr(attention_gen, "MUTATION_RATE", 1.0)
+    monkeypatch.setattr(attention_gen, "MUTATIONS", {"refused": refused})
+    case = attention_case(0)
+    assert case.mutations[0] == "refused" and "refused: refused (split: factor" in repr(case) and not case.api_bugs
+    monkeypatch.setattr(attention_gen, "MUTATIONS", {"crashed": crashed})
+    case = attention_case(0)
+    assert case.api_bugs and "crashed raised KeyError" in case.api_bugs[0], case.api_bugs
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,9 @@
 """The fuzzer's attention family on the GPU (marker `gpu`; skipped without PyTorch or a CUDA
 device): every accepted draw of tests/support/attention_gen.py over a fixed seed range, mutated or
-not, computes softmax(Q K^T scale) V, judged as benchmarks/fuzz.py --families attention --run
-judges it (benchmarks/gpu_check.run_attention_and_judge: random Q, K, V through attention_views,
-a NaN-poisoned output with guard elements, float64 within bfloat16's tolerance). A rejected draw
+not, computes softmax(Q K^T scale + Mask) V (a masked tile's Mask as its case names it), judged as
+benchmarks/fuzz.py --families attention --run judges it (benchmarks/gpu_check.run_attention_and_judge:
+random Q, K, V through attention_views, a NaN-poisoned output with guard elements, float64 within
+bfloat16's tolerance). A rejected draw
 is skipped with its codes. The judge itself must tell a kernel judged at the wrong scale.
 """
 
@@ -32,7 +33,7 @@ def test_an_accepted_attention_draw_computes_softmax_attention(seed):
     report = tp.verify(case.fusion, case.target)
     if not report.ok:
         pytest.skip(f"rejected: {', '.join(report.codes)}")
-    result = run_attention_and_judge(tp.compile(case.fusion, case.target), case.tile, seed)
+    result = run_attention_and_judge(tp.compile(case.fusion, case.target), case.tile, case.mask, seed)
     assert result["outcome"] == "ran correctly", (result, repr(case))
 
 

@@ -1,25 +1,26 @@
 """Random attention schedules, for the fuzzer's attention family (benchmarks/fuzz.py): O =
-softmax(Q K^T scale) V built by an attention recipe of tileproof.recipes.attention (RECIPES: one
-entry per recipe function, its tile class and the ranges of its parameters and options) with
-random parameters, then now and then changed through the public API the way a user could get it
-wrong.
-The recipe stays the one source of the schedule: a mutation only edits what the recipe built.
+softmax(Q K^T scale [+ Mask]) V built by an attention recipe of tileproof.recipes.attention
+(RECIPES: one entry per recipe function, its tile class and the ranges of its parameters and
+options) with random parameters, then now and then changed through the public API the way a user
+could get it wrong. The recipe stays the one source of the schedule: a mutation only edits what
+the recipe built.
 
 A draw: the tile's parameters over their valid ranges (rows, keys, head and value dims, batch x
-key / value heads, grouped query heads, a scale or the default; attention()'s key tile, K / V stages,
-producer warpgroup, setmaxnreg counts and consumer warpgroups); now and then one drawn out of its
-range, which the recipe must refuse with tp.ScheduleError (the case records it, then builds with
-that parameter drawn again in range; any other outcome goes to `api_bugs`, which the fuzzer counts
-as internal errors). Then 0 to 2 mutations (MUTATIONS): a fragment's thread digits permuted (a row
-reduction's quad, a row's warp and group digits), a fragment's quads merged onto TIDx{128}, two loop
-axes swapped, a fragment's registers permuted, another inline position, a macro whose N is not the
-tile's (or an mma.sync macro), an operand moved to another memory, a TMA box axis made a loop, a
-register axis vectorized or unrolled, two parallel types swapped, a parallel axis unbound, a
-serial one bound to a thread axis. A mutation the API refuses (tp.ScheduleError) is recorded and
-the schedule kept as it is; any other exception goes to `api_bugs`. Which verdict a mutation gets
-is the verifier's to say: an accepted one must then compute the same O on the GPU
-(benchmarks/fuzz.py --run). Every call with one seed builds the same schedule. Imports the public
-API and the recipes only.
+key / value heads, grouped query heads, a scale or the default; attention()'s key tile, K / V
+stages, producer warpgroup, setmaxnreg counts, consumer warpgroups and an additive mask, whose
+values the case names: causal, -inf at random with each row's first key kept, or a finite bias);
+now and then one drawn out of its range, which the recipe must refuse with tp.ScheduleError (the
+case records it, then builds with that parameter drawn again in range; any other outcome goes to
+`api_bugs`, which the fuzzer counts as internal errors). Then 0 to 2 mutations (MUTATIONS): a
+fragment's thread digits permuted (a row reduction's quad, a row's warp and group digits), a
+fragment's quads merged onto TIDx{128}, two loop axes swapped, a fragment's registers permuted,
+another inline position, a macro whose N is not the tile's (or an mma.sync macro), an operand
+moved to another memory, a TMA box axis made a loop, a register axis vectorized or unrolled, two
+parallel types swapped, a parallel axis unbound, a serial one bound to a thread axis. A mutation
+the API refuses (tp.ScheduleError) is recorded and the schedule kept as it is; any other
+exception goes to `api_bugs`. Which verdict a mutation gets is the verifier's to say: an accepted
+one must then compute the same O on the GPU (benchmarks/fuzz.py --run). Every call with one seed
+builds the same schedule. Imports the public API and the recipes only.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ P = tp.ParallelType
 THREADS = (P.TIDx, P.TIDy, P.TIDz)
 MUTATION_RATE = 0.7  # cases with at least one mutation
 OUT_OF_RANGE_RATE = 0.15  # cases that first try one parameter out of its range
+MASKS = ("causal", "random", "bias")  # a masked tile's Mask: recipes.attention.causal_mask, -inf at random, finite
 
 
 @dataclass
@@ -46,6 +48,7 @@ class AttentionCase:
     steps: list[str] = field(default_factory=list)
     mutations: list[str] = field(default_factory=list)  # the mutations' names, in order
     api_bugs: list[str] = field(default_factory=list)  # a refusal that was not tp.ScheduleError, or none
+    mask: str | None = None  # a masked tile's Mask values (MASKS), for the GPU run
 
     def __repr__(self) -> str:
         return f"AttentionCase({self.recipe}: {'; '.join(self.steps)})"
@@ -91,11 +94,14 @@ def _grid_axis(rng: random.Random, drawn: dict) -> int:
 
 
 def _rows(rng: random.Random, drawn: dict) -> int:
+    """Whole 64-row blocks mostly, any count now and then (the last block's rows past it are not stored)."""
+    if rng.random() < 0.2:
+        return rng.randint(1, 400)
     return 64 * (rng.randint(1, 6) if rng.random() < 0.9 else rng.randint(7, 24))
 
 
 ONE_TILE = (
-    Parameter("rows", _rows, lambda rng, _: rng.choice([0, -64, 32, 96, 100, 127, 64.0, "128"])),
+    Parameter("rows", _rows, lambda rng, _: rng.choice([0, -64, -1, 64.0, "128", True])),
     Parameter("keys", lambda rng, _: 16 * rng.randint(1, 16), lambda rng, _: rng.choice([0, 8, 24, 41, 272, 512, -16])),
     Parameter("head_dim", lambda rng, _: rng.choice([64, 128]), lambda rng, _: rng.choice([16, 32, 96, 192, 256])),
     Parameter("value_dim", lambda rng, _: 64 * rng.randint(1, 4),
@@ -104,6 +110,7 @@ ONE_TILE = (
     Parameter("group", _grid_axis, lambda rng, _: rng.choice([0, -2, 65536, 1 << 20, False])),
     Parameter("scale", lambda rng, _: None if rng.random() < 0.5 else round(rng.uniform(0.02, 2.0), 3),
               lambda rng, _: rng.choice([0, 0.0, -0.125, -1, float("nan"), "0.125"])),
+    Parameter("masked", lambda rng, _: False, lambda rng, _: True),  # a mask needs attention()
 )
 
 KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
@@ -111,9 +118,10 @@ KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
     Parameter("key_tile", lambda rng, _: 16 * rng.randint(1, 16),
               lambda rng, _: rng.choice([0, 8, 24, 272, -16, 64.0])),
     Parameter("keys", lambda rng, drawn: drawn["key_tile"] * rng.randint(1, 8),
-              lambda rng, drawn: rng.choice([0, -drawn["key_tile"], drawn["key_tile"] + 8,
-                                             3 * drawn["key_tile"] + 16])),
-    *ONE_TILE[2:],
+              lambda rng, drawn: rng.choice([0, -drawn["key_tile"], -1, True, "256", 2.0 * drawn["key_tile"]])),
+    *ONE_TILE[2:-1],
+    Parameter("masked", lambda rng, _: rng.random() < 0.3,
+              lambda rng, _: rng.choice([1, 0, "yes", None])),
 )
 SETMAXNREG = [None, (40, 232), (24, 240), (40, 256), (24, 256)]  # (producer, consumers); None: no setmaxnreg
 KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
@@ -122,9 +130,8 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
               lambda rng, drawn: True if drawn["stages"] == 1 else NONE),
     Parameter("registers", lambda rng, drawn: rng.choice(SETMAXNREG) if drawn["producer"] else None,
               lambda rng, drawn: (40, 232) if drawn["stages"] == 1 else NONE),
-    Parameter("warpgroups", lambda rng, drawn: rng.choice([w for w in (1, 1, 2, 2, 3, 4)
-                                                           if drawn["rows"] % (64 * w) == 0]),
-              lambda rng, drawn: rng.choice([0, 5, True, 2.0] + [w for w in (2, 3, 4) if drawn["rows"] % (64 * w)])),
+    Parameter("warpgroups", lambda rng, _: rng.choice([1, 1, 2, 2, 3, 4]),
+              lambda rng, _: rng.choice([0, 5, True, 2.0])),
 )
 
 # One entry per recipe function: another recipe is one more line.
@@ -404,6 +411,9 @@ def attention_case(seed: int, recipe_name: str | None = None) -> AttentionCase:
         _out_of_range(rng, steps, api_bugs, recipe, params)
     tile, fusion = recipe.make(params)
     case = AttentionCase(fusion, tile, name, steps=[recipe.shown(tile, params)] + steps, api_bugs=api_bugs)
+    if getattr(tile, "masked", False):  # causal only where every row keeps a key
+        case.mask = rng.choice([m for m in MASKS if m != "causal" or tile.rows <= tile.keys])
+        case.steps.insert(1, f"mask {case.mask}")
     if rng.random() < MUTATION_RATE:
         for _ in range(1 if rng.random() < 0.75 else 2):
             _mutate(rng, case)
