@@ -93,6 +93,8 @@ class Compute:
     scalar: Scalar | None = None
     # a rescaled sum's accumulation (execution/online.py): acc * exp2(rescale * ins[1]) + ins[0]
     rescale: float | None = field(default=None, kw_only=True)  # keyword-only: subclasses' fields stay positional
+    # a zero-filled statement (execution/zero_padding.py): where these fail (past K) it writes 0, reads nothing
+    zero_unless: list = field(default_factory=list, kw_only=True)
 
 
 @dataclass

@@ -74,7 +74,7 @@ def _derived(fusion) -> tuple[tuple[RescaledSum, ...], tuple[Problem, ...]]:
         if loop is None:
             problems.append(Problem(f"online max {m.name} {why}", hint=f"split {m.name}'s reduced axis into tiles and "
                                     f"rfactor the tile's part: {m.name} then reduces the serial loop over tiles only",
-                                    tensor=m.name))
+                                    tensor=m.name, location=m.online_origin))
             continue
         group = groups.of[(m.name, loop)]
         for t in m.online:
@@ -82,13 +82,14 @@ def _derived(fusion) -> tuple[tuple[RescaledSum, ...], tuple[Problem, ...]]:
                 continue
             k, why = _online_loop(t)
             if k is None:
-                problems.append(Problem(f"rescaled sum {t.name} {why}", tensor=t.name,
+                problems.append(Problem(f"rescaled sum {t.name} {why}", tensor=t.name, location=m.online_origin,
                                         hint=f"rfactor {t.name}'s tile part: it then sums the loop over tiles only"))
                 continue
             if groups.of[(t.name, k)] is not group:
                 problems.append(Problem(f"rescaled sum {t.name} sums over loop {k} ({t.loop[k].label()}), not the loop "
                                         f"of online max {m.name} ({m.loop[loop].label()}): its accumulator would be "
                                         f"rescaled by a max of other iterations", tensor=t.name,
+                                        location=t.compute_at_origin or m.online_origin,
                                         hint=f"inline {t.name}'s terms into {m.name}'s loop over tiles"))
                 continue
             a, why = coefficient(t.definition.inputs[0], m)
@@ -99,6 +100,7 @@ def _derived(fusion) -> tuple[tuple[RescaledSum, ...], tuple[Problem, ...]]:
                            f"exp2({a:g} (m - -inf)), would be inf times the accumulator's 0")
                     values = {"coefficient": a, **values}
                 problems.append(Problem(f"rescaled sum {t.name}: {why}", tensor=t.name, values=values,
+                                        location=t.definition.inputs[0].origin or m.online_origin,
                                         hint=f"rescale only sums of exp2((x - {m.name}) c) with c > 0 (or exp) times "
                                              f"values {m.name} does not change"))
                 continue
@@ -258,13 +260,13 @@ def _escapes(fusion, m, group, groups) -> list[Problem]:
         if not inside(t):
             out.append(Problem(f"{t.name} reads {source.name} after online max {m.name}'s loop, but {source.name} was "
                                f"computed inside it from the running max: its values are at each iteration's max",
-                               tensor=t.name, hint=f"read {source.name} only in rescaled sums of {m.name} "
+                               tensor=t.name, location=t.origin, hint=f"read {source.name} only in rescaled sums of {m.name} "
                                                    f"(set_online's rescale) or inside the loop"))
             continue
         if t.name in outputs:
             out.append(Problem(f"{t.name}, computed inside online max {m.name}'s loop from its running value, is a "
                                f"fusion output: each iteration's value is at that iteration's max", tensor=t.name,
-                               hint=f"output what a rescaled sum of {m.name} computes, or compute {t.name} after "
+                               location=t.origin, hint=f"output what a rescaled sum of {m.name} computes, or compute {t.name} after "
                                     f"{m.name}'s loop"))
         stack += [(c, t) for c in fusion.consumers(t) if c.name not in rescaled]
     return out

@@ -53,7 +53,7 @@ from .grid_reduction import grid_totals, last_block_name, last_block_ranges, las
 from .reduction import reduction_loops
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
-from .zero_padding import zero_padded
+from .zero_padding import is_zero_filled, zero_padded
 from ..model.fusion import is_mma_op
 from .promotion import needed_bounds
 from .derive import per_fusion
@@ -99,6 +99,15 @@ class TensorExecution:
     @property
     def op(self):
         return self.tensor.definition
+
+    def reads_within(self) -> "TensorExecution":
+        """The points that read the op's inputs: all of them but, for a zero-filled tensor
+        (execution/zero_padding.py), those past K, which write 0 and read nothing (the padding
+        bounds then hold as predicates)."""
+        if not self.padding or not is_zero_filled(self.tensor):
+            return self
+        return TensorExecution(self.tensor, self.env, self.ranges, self.indices, self.conds + self.padding,
+                               self.launch_index, ())
 
     def operand_indices(self, k: int) -> dict[int, Expr]:
         """uid -> index of every ID of the op's k-th input, read at this point."""

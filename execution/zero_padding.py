@@ -12,6 +12,12 @@ codegen/runtime/tensor_maps.py). Every later copy and
 the MmaOp itself run at the points past K too, carrying those zeros: for them, the bound of
 the logical K axis is not a predicate (TensorExecution.padding) but a point that executes.
 
+A register operand computed by an op that is not a copy (attention's P, converted for the second
+product: tp.cast, tp.broadcast of registers) ends its zero path itself, "zero-filled": its
+statement runs past K too and writes 0 there, reading its inputs only within K (zero_filled;
+TensorExecution.reads_within, and the code generator's select). Its inputs are registers, so
+no shared or global access runs past K.
+
 Only the bound of K itself is lifted; a hole of a split of K (a K tile split by a factor it is
 not a multiple of) stays a predicate, and REDUCTION-K rejects it at the MmaOp. REDUCTION-K also
 proves that every read past K finds a point its producer wrote. The other rules see the padded
@@ -30,6 +36,7 @@ from .derive import per_fusion
 from .mma import mma_axes, well_formed
 
 COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix, LoadStoreOpType.CpAsync, LoadStoreOpType.TMA)
+FILLABLE = (OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY, OpKind.CAST, OpKind.BROADCAST)  # elementwise, in registers
 
 
 def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str | None]:
@@ -47,6 +54,10 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
         step = tv.definition
         if tv.memory_type not in (MemoryType.Shared, MemoryType.Local) or step is None:
             return [], f"{tv.name} is {tv.memory_type.value.lower()} memory, read past K without a cp.async before it"
+        if _fills_zeros(tv) and (step.kind is not OpKind.LOAD_STORE or step.op_type not in COPIES):
+            if pos is None or tv.logical[pos].is_broadcast:
+                return [], f"{tv.name}'s K axis is a broadcast"
+            return out + [(tv, pos)], None  # computed in registers: zeros past K (zero_filled)
         if step.kind is not OpKind.LOAD_STORE or step.op_type not in COPIES or len(step.inputs) != 1:
             return [], f"{tv.name} = {step.name}(...) is not a copy (tp.set, ldmatrix or cp.async)"
         if pos is None or tv.logical[pos].is_broadcast:
@@ -71,6 +82,35 @@ def zero_path(d: TensorView, k: int) -> tuple[list[tuple[TensorView, int]], str 
         tv = src
 
 
+def _fills_zeros(tv: TensorView) -> bool:
+    """A register tensor computed from registers by an elementwise op (no reduction, no copy from
+    memory): its statement can write 0 past K instead of its value."""
+    op = tv.definition
+    return (tv.memory_type is MemoryType.Local and op is not None and op.kind in FILLABLE
+            and all(t.memory_type is MemoryType.Local and not t.is_fusion_input for t in op.inputs))
+
+
+def is_zero_filled(tv: TensorView) -> bool:
+    """Whether tv ends a zero path computed (module docstring): past K its statement writes 0 and
+    reads nothing."""
+    return tv.name in zero_filled(tv.fusion)
+
+
+@per_fusion
+def zero_filled(fusion) -> frozenset[str]:
+    """The tensors ending a zero path of a padded MmaOp computed, not copied from memory."""
+    heads = set()
+    for d in fusion.tensors:
+        if not is_mma(d) or mma_axes(d) is None or d.name not in zero_padded(fusion):
+            continue
+        for k in (0, 1):
+            path, _ = zero_path(d, k)
+            head = path[-1][0]
+            if head.definition.kind is not OpKind.LOAD_STORE or head.definition.op_type not in COPIES:
+                heads.add(head.name)
+    return frozenset(heads)
+
+
 @per_fusion
 def zero_padded(fusion) -> dict[str, int]:
     """Tensor name -> uid of the logical (for an MmaOp: root) K ID whose bound it runs past, for
@@ -88,4 +128,4 @@ def zero_padded(fusion) -> dict[str, int]:
     return out
 
 
-__all__ = ["COPIES", "zero_padded", "zero_path"]
+__all__ = ["COPIES", "is_zero_filled", "zero_filled", "zero_padded", "zero_path"]

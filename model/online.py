@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import ScheduleError
+from .errors import ScheduleError, user_location
 from .types import OpKind, float32
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ def set_online(m: "TensorView", rescale) -> None:
         t.definition.inputs.append(m)
         t.definition.logical_map.append(read)
     m.online = tuple(sums)
+    m.online_origin = user_location()  # ONLINE-RESCALE's reports point at the call
 
 
 def row_map(t: "TensorView", m: "TensorView") -> list[int | None]:

@@ -46,6 +46,7 @@ class TensorBase:
         self.circular = None  # a CircularBuffer (model/options.py) once circular_buffer is called
         self.multicast_on = None  # a Multicast (model/options.py) once multicast is called
         self.online = None  # an online max's rescaled sums (model/online.py) once set_online is called
+        self.online_origin = None
         self.origin = user_location()
         # the user's file:line of the knobs set later: rules about them point there, not at `origin`
         self.memory_origin: str | None = None  # set_memory_type

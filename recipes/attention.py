@@ -43,8 +43,9 @@ SPAN = 64  # bfloat16 elements in one 128-byte swizzle span
 class AttentionTile:
     """rows: the queries M of each head (a block each 64, the last one's rows past M zeros that are not
     stored); keys: N, the one key tile (16 to 256, a multiple of 16), or with key_tile any number of
-    whole key tiles of key_tile (16 to 256, a multiple of 16: one wgmma's N), run by attention()'s
-    online softmax; head_dim: D (64 or 128: one or two 128-byte swizzle spans); value_dim: Dv (64 to
+    keys in tiles of key_tile (16 to 256, a multiple of 16: one wgmma's N), run by attention()'s
+    online softmax (the last tile's keys past N: K and V are TMA zeros, the row max and sum skip
+    them, and P is written 0 there for the second product, execution/zero_padding.py); head_dim: D (64 or 128: one or two 128-byte swizzle spans); value_dim: Dv (64 to
     256, a multiple of 64); batch: the key / value heads times the batch (Z); group: the query heads
     sharing each key / value head (grouped-query attention, G; 1: one each); scale: the softmax
     scale (default 1 / sqrt(D)); masked: attention() adds a fourth input, Mask [M, N] bfloat16,
@@ -72,9 +73,9 @@ class AttentionTile:
         if self.key_tile is not None:
             if not (isinstance(self.key_tile, int) and 16 <= self.key_tile <= 256 and self.key_tile % 16 == 0):
                 problems.append(f"key_tile must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.key_tile!r}")
-            elif not (isinstance(self.keys, int) and self.keys > 0 and self.keys % self.key_tile == 0):
-                problems.append(f"keys must be a positive multiple of key_tile {self.key_tile} (a last tile past the "
-                                f"keys would need its P zeroed for the second product: not there yet), got {self.keys!r}")
+            elif not (isinstance(self.keys, int) and not isinstance(self.keys, bool) and self.keys > 0):
+                problems.append(f"keys must be a positive int (the last key tile's keys past it are masked), "
+                                f"got {self.keys!r}")
         if self.head_dim not in (SPAN, 2 * SPAN):
             problems.append(f"head_dim must be {SPAN} or {2 * SPAN} (128-byte swizzle spans of bfloat16), "
                             f"got {self.head_dim!r}")

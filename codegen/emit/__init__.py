@@ -332,7 +332,14 @@ class _Emitter:
         return f"{self.ref(s.out)} = {self.value(s, [self.ref(o) for o in s.ins])};"
 
     def value(self, s: Compute, args: list[str]) -> str:
-        """The stored value of s from its inputs' stored values."""
+        """The stored value of s from its inputs' stored values (a zero-filled statement's: 0 past K)."""
+        v = self._value(s, args)
+        if s.zero_unless:
+            zero = CTYPES[s.out.dtype.name].store.format(scalar_literal(0, CTYPES[s.out.dtype.name].compute))
+            return f"(({' && '.join(self.cond(c) for c in s.zero_unless)}) ? {v} : {zero})"
+        return v
+
+    def _value(self, s: Compute, args: list[str]) -> str:
         out = CTYPES[s.out.dtype.name]
         if s.kind in COPIES and s.ins[0].dtype == s.out.dtype:
             return args[0]  # a copy moves the bits

@@ -29,6 +29,7 @@ from ..ir import ELEMENT_VAR, CachedLoad, Compute, GlobalTensor, Operand, TmaCop
 from .loop_nest import LoopClass, LoopClasses
 from ...model.simplify import with_value
 from ...execution.predicates import checked, hole_candidates, is_matrix_copy, operand_offset, padding_candidates
+from ...execution.zero_padding import is_zero_filled
 from .cp_async import cp_async_statement
 from .decisions import Answers
 from .ldsm import matrix_copy
@@ -98,7 +99,8 @@ class StatementBuilder:
         op = tv.definition
         if is_cp_async(op):  # past K: no global byte is read, zeros are written (src-size 0)
             conds += self.checked(padding_candidates(ex, ranges), ranges)
-        return Compute(op.kind, op.name, out, ins, conds, 1, str(op), op.scalar)
+        zeros = self.checked(padding_candidates(ex, ranges), ranges) if is_zero_filled(tv) else []
+        return Compute(op.kind, op.name, out, ins, conds, 1, str(op), op.scalar, zero_unless=zeros)
 
     def holes(self, ex: TensorExecution, ranges) -> list[Cond]:
         """The hole predicates the kernel checks at the points of `ex` (execution/predicates.py)."""
@@ -143,5 +145,6 @@ def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
         return Operand(o.tensor, o.memory, o.dtype, with_value(o.offset, name, 0))
 
     conds = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why, c.kind) for c in stmt.conds]
+    zeros = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why, c.kind) for c in stmt.zero_unless]
     return Compute(stmt.kind, stmt.name, first(stmt.out), [first(o) for o in stmt.ins], conds, n, stmt.comment,
-                   stmt.scalar)
+                   stmt.scalar, zero_unless=zeros)

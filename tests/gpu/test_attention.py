@@ -33,7 +33,9 @@ TILES = [AttentionTile(rows=64), AttentionTile(rows=192, keys=128, value_dim=128
 ONLINE = [AttentionTile(rows=100, keys=128, key_tile=64), AttentionTile(rows=128, keys=1024, key_tile=128, scale=4.0),
           AttentionTile(rows=192, keys=256, key_tile=16, value_dim=128),
           AttentionTile(rows=128, keys=512, key_tile=64, head_dim=128, value_dim=128, batch=6, group=2),
-          AttentionTile(rows=64, keys=384, key_tile=128, head_dim=128, value_dim=64, batch=2, group=4)]
+          AttentionTile(rows=64, keys=384, key_tile=128, head_dim=128, value_dim=64, batch=2, group=4),
+          AttentionTile(rows=100, keys=1000, key_tile=64), AttentionTile(rows=64, keys=77, key_tile=128, scale=2.0),
+          AttentionTile(rows=192, keys=300, key_tile=64, head_dim=128, value_dim=128, batch=2, group=2)]
 
 
 def _ids(t):
@@ -47,11 +49,14 @@ def test_attention_matches_torch(tile):
 
 @pytest.mark.parametrize("options", [{"stages": 2}, {"stages": 3}, {"stages": 2, "producer": True},
                                      {"stages": 4, "producer": True}, {"warpgroups": 2},
-                                     {"warpgroups": 2, "stages": 2, "producer": True}], ids=str)
+                                     {"warpgroups": 2, "stages": 2, "producer": True},
+                                     {"keys": 600, "warpgroups": 2, "stages": 3, "producer": True}], ids=str)
 def test_pipelined_attention_matches_torch(options):
     """K and V tiles in a circular buffer over the loop over key tiles (tp.Pipelined, or a producer
     warpgroup on TIDz): more tiles than stages, so every stage is refilled."""
-    tile = AttentionTile(rows=200, keys=640, key_tile=64, head_dim=128, value_dim=128, batch=2, group=2)
+    options = dict(options)
+    tile = AttentionTile(rows=200, keys=options.pop("keys", 640), key_tile=64, head_dim=128, value_dim=128, batch=2,
+                         group=2)
     check(tp.compile(attention(tile, **options), "sm_90a"), tile)
 
 
@@ -66,7 +71,9 @@ MASKED = [(AttentionTile(rows=256, keys=256, key_tile=64, masked=True), "causal"
           (AttentionTile(rows=256, keys=512, key_tile=64, head_dim=128, value_dim=128, masked=True), "causal",
            {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
           (AttentionTile(rows=128, keys=256, key_tile=64, masked=True), "random", {}),
-          (AttentionTile(rows=64, keys=192, key_tile=64, masked=True), "bias", {"stages": 3})]
+          (AttentionTile(rows=64, keys=192, key_tile=64, masked=True), "bias", {"stages": 3}),
+          (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, masked=True), "causal",
+           {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)})]
 
 
 @pytest.mark.parametrize("tile, kind, options", MASKED, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))

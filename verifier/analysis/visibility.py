@@ -99,7 +99,7 @@ def _reader(ctx: VerifyContext, op: Op, k: int) -> TensorExecution:
     """The consumer's points reading input k: an MmaOp reads its operands by fragment (mma_execution)."""
     if is_mma(op.output):
         return mma_execution(op.output, ctx.block_dims, "AB"[k])
-    return tensor_execution(op.output, ctx.block_dims)
+    return tensor_execution(op.output, ctx.block_dims).reads_within()
 
 
 def _repeated(tv: TensorView, types) -> bool:
