@@ -42,7 +42,10 @@ CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt128
            ("kt128_wg2_ws2", 128, {"warpgroups": 2, "stages": 2, "producer": True}),
            ("kt64_wg2_ws2_r240", 64, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
            ("kt128_wg2_ws2_r240", 128, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
-           ("kt64_wg2_ws3_r240", 64, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)})]
+           ("kt64_wg2_ws3_r240", 64, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)}),
+           ("kt192_wg2_ws2", 192, {"warpgroups": 2, "stages": 2, "producer": True}),
+           ("kt192_wg2_ws2_r240", 192, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
+           ("kt256_wg2_ws2_r240", 256, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)})]
 
 
 def tflops(shape, ms: float) -> float:
@@ -96,8 +99,8 @@ def shape_job(torch, shape, rep_ms: int) -> dict:
         def job():
             if key_tile is None and (s > 256 or s % 64 or causal):
                 return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64), or causal"}
-            if key_tile is not None and (s % key_tile or s % (64 * options.get("warpgroups", 1))):
-                return {"skipped": "the key tile or the block's rows do not divide S"}
+            if key_tile is not None and key_tile > s:
+                return {"skipped": "the key tile is longer than S"}
             tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv,
                                  key_tile=key_tile, masked=causal)
             start = time.perf_counter()
