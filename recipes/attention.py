@@ -157,8 +157,9 @@ def one_tile_attention(tile: AttentionTile) -> tp.Fusion:
     return fusion
 
 
-def _attention_fusion(tile: AttentionTile, name: str):
-    """O = softmax(Q K^T scale) V as the fusion's ops (unscheduled): the tensors by name."""
+def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
+    """O = softmax(Q K^T scale) V as the fusion's ops (unscheduled): the tensors by name; with `lse`
+    a second output, each row's log-sum-exp of the scaled scores (m scale + ln l)."""
     z, g, d, dv, n = tile.batch, tile.group, tile.head_dim, tile.value_dim, tile.keys
     with tp.Fusion(name) as fusion:
         q = tp.make_contig_concrete_tensor([z, g, tile.rows, 1, d], dtype=tp.bfloat16, name="Q")
@@ -189,13 +190,19 @@ def _attention_fusion(tile: AttentionTile, name: str):
         normalized = tp.div(o, sum_b)
         out = tp.cast(normalized, tp.bfloat16)
         fusion.add_output(out)
+        rows = {}
+        if lse:  # [Z, G, M] float32, after the loop: the final max and sum
+            max_scaled = tp.mul(row_max, factor)
+            log_sum = tp.log(row_sum)
+            rows = dict(max_scaled=max_scaled, log_sum=log_sum, lse=tp.add(max_scaled, log_sum))
+            fusion.add_output(rows["lse"])
     v.set_allocation_domain([v.axis(i) for i in (0, 1, 2, 4, 3)], True)  # V [Z, N, Dv] row-major
     return fusion, dict(q=q, k=k, v=v, s=s, m=row_max, m_b=max_b, shifted=shifted, scaled=scaled, p=p, l=row_sum,
-                        p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out, **masked)
+                        p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out, **masked, **rows)
 
 
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
-              warpgroups: int = 1) -> tp.Fusion:
+              warpgroups: int = 1, lse: bool = False) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -205,7 +212,11 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     copies: with `stages` > 1 a circular buffer of that many K and V tiles (tp.Pipelined, or with
     `producer` a warp-specialized producer warpgroup on TIDz, `registers` its and the consumers'
     setmaxnreg counts). `warpgroups` consumer warpgroups a block (on TIDz), each 64 rows of Q, share
-    the K and V tiles. Verifier rule ONLINE-RESCALE proves the rescale exact."""
+    the K and V tiles. With `lse`, a second output: each row's log-sum-exp of the scaled scores,
+    [Z, G, M] float32 (FlashAttention's softmax_lse). Verifier rule ONLINE-RESCALE proves the
+    rescale exact."""
+    if not isinstance(lse, bool):
+        raise tp.ScheduleError(f"attention: lse must be True or False, got {lse!r}")
     if warpgroups not in (1, 2, 3, 4) or isinstance(warpgroups, bool):
         raise tp.ScheduleError(f"attention: warpgroups must be 1 to 4 (consumer warpgroups a block), got {warpgroups!r}")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1):
@@ -215,7 +226,7 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     n, h = tile.tile_keys, HEADS
     score = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
     value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
-    fusion, t = _attention_fusion(tile, "attention")
+    fusion, t = _attention_fusion(tile, "attention", lse)
     t["s"].definition.set_macro(score)
     t["o"].definition.set_macro(value)
     sq, sk, sv = _operand_tiles(t["q"], t["k"], t["v"], n)
@@ -246,6 +257,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     for name in ("l_b", "normalized", "out"):  # [Z, G, Mo, 64, Dv] as O's fragment
         t[name].split(h, ROWS)
         tp.schedule_mma_fragment(t[name], value, "C", quads=True)
+    for name in ("max_scaled", "log_sum", "lse") if lse else ():  # [Z, G, Mo, TIDy, v2]: the fragment's rows
+        _fragment_rows(t[name], h)
     t["m"].set_online(rescale=[t["l"], o])
     computed = [x for x in fusion.tensors if not x.is_fusion_input]
     w = warpgroups > 1  # [.., Mo, ..] -> [.., Mo / warpgroups, warpgroups (TIDz), ..]
@@ -262,7 +275,7 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
                                                               t["p_bf16"], p_a, tiles["l"], o_tile]
     for x in in_tile:
         x.inline_at(h + 2 + w)  # inside the loop over key tiles
-    for x in (t["m"], t["l"], o, t["l_b"], t["normalized"]):
+    for x in [t["m"], t["l"], o, t["l_b"], t["normalized"]] + ([t["max_scaled"], t["log_sum"]] if lse else []):
         x.inline_at(h + 1 + w)  # the running max, the sums' accumulators and the epilogue: per warpgroup
     if stages > 1:  # K and V tiles ahead of the loop's iteration
         kind = (tp.WarpSpecialized(P.TIDz, num_registers=registers) if registers is not None
@@ -270,6 +283,15 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         for x in (sk, sv):
             x.circular_buffer(stages, type=kind)
     return fusion
+
+
+def _fragment_rows(t, h: int) -> None:
+    """A row vector [.., M] (axis h) laid out as the C fragment's rows with quads: 64 rows a block,
+    row 16 w + 8 v2 + g in threadIdx.y = 8 w + g, register v2 (every thread of the quad holds it):
+    [.., Mo, TIDy{32}, v2], as the row reductions (schedule_mma_fragment quads=True) keep them."""
+    t.split(h, ROWS).split(h + 1, 16).split(h + 2, 8)  # [.., Mo, w, v2, g]
+    t.reorder({h + 3: h + 2}).merge(h + 1)  # [.., Mo, w g, v2]
+    t.axis(h + 1).parallelize(P.TIDy)
 
 
 def _operand_tiles(q, k, v, key_tile=None) -> None:

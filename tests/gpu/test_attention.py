@@ -133,3 +133,31 @@ def test_online_logsumexp_matches_torch(rows, keys, tile):
     x[0] = torch.linspace(-30, 30, keys)
     (got,) = kernel.run(x.cuda())
     torch.testing.assert_close(got.cpu().double(), torch.logsumexp(x.double(), dim=1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("tile, options", [
+    (AttentionTile(rows=100, keys=1000, key_tile=64), {}),
+    (AttentionTile(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, masked=True),
+     {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)})], ids=lambda x: str(x)[:60])
+def test_attention_row_log_sum_exp_matches_torch(tile, options):
+    """attention(lse=True)'s second output, m scale + ln l after the loop, against torch.logsumexp of
+    the scaled (and masked) scores in float64; O as before."""
+    kernel = tp.compile(attention(tile, lse=True, **options), "sm_90a")
+    gen = torch.Generator().manual_seed(7)
+    b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
+    hq = hkv * tile.group
+    q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
+               ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
+                (b, hkv, tile.keys, tile.value_dim)))
+    mask = causal_mask(torch, tile.rows, tile.keys) if tile.masked else None
+    out, lse = kernel.run(*attention_views(q, k, v), *([mask] if mask is not None else []))
+    torch.cuda.synchronize()
+    kk = k.double().repeat_interleave(tile.group, dim=1)
+    s = q.double() @ kk.transpose(-1, -2) * tile.softmax_scale
+    if mask is not None:
+        s = s + mask.double().view(tile.rows, tile.keys)
+    want = torch.logsumexp(s, dim=-1).reshape(tile.batch, tile.group, tile.rows)
+    torch.testing.assert_close(lse.double(), want, rtol=1e-4, atol=1e-4)
+    vv = v.double().repeat_interleave(tile.group, dim=1)
+    o = (torch.softmax(s, dim=-1) @ vv).reshape(out.shape)
+    torch.testing.assert_close(out.double(), o, rtol=2e-2, atol=2e-2)

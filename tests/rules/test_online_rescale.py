@@ -157,3 +157,15 @@ def test_masked_online_attention_verifies_with_the_mask_outside_the_exponent_s_m
     from tileproof.recipes.attention import one_tile_attention
     with pytest.raises(tp.ScheduleError, match="unmasked"):
         one_tile_attention(AttentionTile(rows=64, keys=64, masked=True))
+
+
+def test_the_log_sum_exp_after_the_loop_reads_the_final_max_and_sum():
+    """attention(lse=True): m scale + ln l is computed after the loop over key tiles (a consumer of the
+    online max outside its loop reads its total), laid out as the fragment's rows."""
+    fusion = attention(AttentionTile(rows=100, keys=1000, key_tile=64), lse=True)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    lse = fusion.outputs[1]
+    assert [str(i) for i in lse.get_loop_domain()][-2].startswith("TIDy{32}") and lse.compute_at == 0
+    with pytest.raises(tp.ScheduleError, match="lse must be"):
+        attention(AttentionTile(rows=64, keys=128, key_tile=64), lse="yes")
