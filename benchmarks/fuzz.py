@@ -31,8 +31,8 @@ compile time max, and the rule codes seen. `--case I` rebuilds and prints one ca
 With --run (a GPU and torch), every accepted sm_90a kernel is also launched at sizes its launch
 checks admit (benchmarks/gpu_check.py), on random inputs, and compared with the float64
 reference (a float32 MmaOp within the tf32 bound 2^-10 |A| |B|; an attention case on random Q, K,
-V of PyTorch's [B, H, S, D] layout through attention_views, against softmax(Q K^T scale) V in
-float64 within bfloat16's tolerance): gpu_runs in the JSON counts correct runs, wrong outputs and faults.
+V of PyTorch's [B, H, S, D] layout through attention_views and its case's Mask, against
+softmax(Q K^T scale + Mask) V in float64 within bfloat16's tolerance): gpu_runs in the JSON counts correct runs, wrong outputs and faults.
 """
 
 from __future__ import annotations
