@@ -548,14 +548,20 @@ def channels_last_batch_norm_like(persistent):
         t3 = tp.cast(t0, tp.float32)
         t4 = tp.cast(t1, tp.float32)
         t5 = tp.sum(t3, axes)
-        t8 = tp.mul(t3, tp.sub(t4, tp.broadcast(t2, mask)))
+        t7 = tp.sub(t4, tp.broadcast(t2, mask))
+        t8 = tp.mul(t3, t7)
         t9 = tp.sum(t8, axes)
         if persistent:
-            fusion.add_output(tp.cast(tp.add(t3, tp.broadcast(t5, mask)), tp.float16))
-            fusion.add_output(tp.cast(tp.add(t4, tp.broadcast(t9, mask)), tp.float16))
+            t10, t12 = tp.broadcast(t5, mask), tp.broadcast(t9, mask)
+            t11, t13 = tp.add(t3, t10), tp.add(t4, t12)
+            fusion.add_output(tp.cast(t11, tp.float16))
+            fusion.add_output(tp.cast(t13, tp.float16))
         else:
             fusion.add_output(tp.cast(t5, tp.float16))
             fusion.add_output(tp.cast(t9, tp.float16))
+    fusion.assume("T0_3 % 2 == 0")  # the TEST's NVF_CHECK: C a multiple of the vector width
+    if persistent:  # gridDim.y = ceil(N * H * W / 64) <= 65535: nvFuser checks the grid at launch
+        fusion.assume("T0_0 * T0_1 * T0_2 <= 4194240")
     tp.group_reductions([t5, t9])
     num_channels, vector, tidy = 32, 2, 8
     tidx = min(32, num_channels // vector)
@@ -576,10 +582,21 @@ def channels_last_batch_norm_like(persistent):
     ref.reorder({3: 4, 4: 3})
     tp.propagate_transforms(ref)
     t5_rf, t9_rf = t5.rfactor([-2], [t5, t9])
-    t0_cache.inline_at(-2)  # computeAt(tv5_rf, -2, BestEffort)
+    # tv0->computeAt(tv5_rf, -2, BestEffort), tv1->computeAt(tv9_rf, -2, ...), tv3 and tv4 ->computeAt(.., -1):
+    # each inlines every tensor computed from its producer that has a consumer (not T6, from T2 alone, nor the
+    # outputs) at the position mapped to the reference's, as far as nvFuser's MaxPosCalculator lets it
+    t0_cache.inline_at(-2)
     t1_cache.inline_at(-2)
-    t3.inline_at(-1)
-    t4.inline_at(-1)
+    # persistent: tv3 and tv4 stop before BIDy (N * H * W, reduced by T5 / T9 and read again after the
+    # totals: unmappable dims), a buffer of 8 x 2 per thread
+    for t in (t3, t4):
+        t.inline_at(2 if persistent else -1)
+    for t in (t7, t8, *((t10, t11, t12, t13) if persistent else ())):
+        t.inline_at(-1)
+    for t in (t5_rf, t9_rf):
+        t.inline_at(4)  # before its reduction axis
+    for t in (t5, t9):
+        t.inline_at(2)  # before rBIDy
     ref = t5_rf
     for axis, p in enumerate((P.BIDx, P.TIDx, P.BIDy, P.TIDy, P.Serial, P.Serial)):
         ref.axis(axis).parallelize(p)
@@ -804,6 +821,22 @@ def _batch_norm_backward(torch, inp, grad_output, weight, save_mean, save_invstd
     return [(grad_output - centered * channel(proj_scale) - channel(grad_mean)) * channel(grad_scale)]
 
 
+def _run_batch_norm_like(persistent):
+    """A run of channels_last_batch_norm_like at the TEST's shape [64, 14, 14, 32] and three others (C even: the
+    case's assumption; C = 66 leaves a partial block of channels) against torch in float64: the two channel sums
+    (`persistent`: each added back to its input), rounded to half as the outputs are."""
+    def run(kernel, torch):
+        for shape in ((64, 14, 14, 32), (3, 5, 7, 2), (2, 3, 4, 66), (8, 7, 7, 128)):
+            t0, t1 = (torch.randn(*shape, device="cuda", dtype=torch.float16) for _ in range(2))
+            t2 = torch.randn(shape[-1], device="cuda")
+            x0, x1 = t0.double(), t1.double()
+            sums = [x0.sum((0, 1, 2)), (x0 * (x1 - t2.double())).sum((0, 1, 2))]
+            wants = [x0 + sums[0], x1 + sums[1]] if persistent else sums
+            for got, want in zip(kernel.run(t0, t1, t2), wants):
+                torch.testing.assert_close(got.double(), want.half().double(), rtol=1e-2, atol=1e-2)
+    return run
+
+
 def _plus_total(torch, t0):
     return [t0 + t0.sum()]
 
@@ -815,9 +848,6 @@ def _columns_plus_totals(torch, t0):
 def _rows_plus_totals(torch, t0):
     return [t0 + t0.sum(1, keepdim=True)]
 
-
-CHANNELS_LAST = ("no item: SPLIT-DIVISIBILITY, VECTORIZE-CONTIGUOUS, REGISTER-SIZE-CONSTANT over symbolic extents; "
-                 "the persistent variant's inline_at refuses a persistent axis")
 
 CASES = [
     Case("ReductionTest.GridAllreduce1", grid_allreduce_1, VALID,
@@ -864,9 +894,9 @@ CASES = [
                             _batch_norm_backward, inputs=5)),
     Case("ReductionTest.GroupedReductionReEntrant1", grouped_reduction_re_entrant_1, VALID),
     Case("ReductionTest.GroupedReductionChannelsLastBatchNormLike", lambda: channels_last_batch_norm_like(False),
-         VALID, gap=CHANNELS_LAST),
+         VALID, run=_run_batch_norm_like(False)),
     Case("ReductionTest.GroupedReductionPersistentChannelsLastBatchNormLike",
-         lambda: channels_last_batch_norm_like(True), VALID, gap=CHANNELS_LAST),
+         lambda: channels_last_batch_norm_like(True), VALID, run=_run_batch_norm_like(True)),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce1",
          lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4]), VALID,
          run=_run_allreduce([(99, 101), (1, 1), (64, 128)], _columns_plus_totals)),
