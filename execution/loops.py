@@ -431,7 +431,7 @@ def statement_items(order: Sequence[TensorView], groups: LoopGroups) -> list[tup
             keys = [g.index for g in steps]
             if phase is Phase.INIT:  # before the producers inlined into its reduction loop
                 insert_init(items, keys, path[len(steps)].index, (tv, phase))
-            elif group is not None and phase is not Phase.ACCUMULATE:
+            elif group is not None and phase not in (Phase.ACCUMULATE, Phase.RESCALE):
                 held.setdefault(id(group), []).append((keys, (tv, phase)))
             else:
                 items.append((keys, tv if phase is Phase.STATEMENT else (tv, phase)))

@@ -34,6 +34,8 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
     accumulation reads the inputs into registers, its store writes tv; init and the block's
     combine touch registers and their own scratch only; a TMA store writes global memory)."""
     op = tv.definition
+    if phase is Phase.RESCALE:  # the accumulators, multiplied in registers by the max's growth
+        return Access(tv.name, frozenset((tv.name, op.rescale_max.name)))
     if phase is not Phase.STATEMENT:
         reads = frozenset(t.name for t in op.inputs) if phase is Phase.ACCUMULATE else frozenset()
         if phase is Phase.ACCUMULATE and is_wgmma_op(op):  # the warpgroup reads its tiles asynchronously

@@ -24,10 +24,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..model.online import online_max
+from ..model.online import online_max, rescaled_in_place
 from ..model.reduction import is_reduction_tensor
 from ..model.types import OpKind, ParallelType
+from ..model.expr import const
 from .derive import per_fusion
+from .indexing import indices_from_logical
+from .statements import Cond, CondKind
 from .loops import execution_order, loop_groups
 from .problems import Problem
 
@@ -37,11 +40,15 @@ LINEAR = ("set", "broadcast", "cast", "neg")  # ops whose output is its input up
 
 @dataclass(frozen=True)
 class RescaledSum:
-    """Sum `tensor` rescaled by online max `max`: acc *= exp2(coefficient * delta) per iteration."""
+    """Sum `tensor` rescaled by online max `max`: acc *= exp2(coefficient * delta) per iteration of
+    the max's loop; `in_place`: an MmaOp's accumulators, multiplied by a statement of their own
+    (Phase.RESCALE) before the iteration's products; otherwise in the accumulation itself (the
+    sum's one reduction loop is the max's)."""
 
     tensor: object
     max: object
     coefficient: float
+    in_place: bool = False
 
 
 def delta_name(m) -> str:
@@ -80,7 +87,7 @@ def _derived(fusion) -> tuple[tuple[RescaledSum, ...], tuple[Problem, ...]]:
         for t in m.online:
             if t.name not in computed:
                 continue
-            k, why = _online_loop(t)
+            k, why = _online_loop(t, inner=rescaled_in_place(t))
             if k is None:
                 problems.append(Problem(f"rescaled sum {t.name} {why}", tensor=t.name, location=m.online_origin,
                                         hint=f"rfactor {t.name}'s tile part: it then sums the loop over tiles only"))
@@ -92,9 +99,12 @@ def _derived(fusion) -> tuple[tuple[RescaledSum, ...], tuple[Problem, ...]]:
                                         location=t.compute_at_origin or m.online_origin,
                                         hint=f"inline {t.name}'s terms into {m.name}'s loop over tiles"))
                 continue
-            a, why = coefficient(t.definition.inputs[0], m)
+            terms = t.definition.inputs if rescaled_in_place(t) else t.definition.inputs[:1]  # an MmaOp's products
+            parts = [coefficient(x, m) for x in terms]
+            why = next((w for _, w in parts if w is not None), None)
+            a = None if why is not None else sum(c for c, _ in parts)
             if why is not None or a is None or not a < 0:
-                values = term_values(t.definition.inputs[0], m)
+                values = term_values(terms[0], m) if len(terms) == 1 else {}
                 if why is None:
                     why = (f"its terms grow with {m.name} (exp2({a:g} {m.name}) times a value): the first rescale, "
                            f"exp2({a:g} (m - -inf)), would be inf times the accumulator's 0")
@@ -104,14 +114,44 @@ def _derived(fusion) -> tuple[tuple[RescaledSum, ...], tuple[Problem, ...]]:
                                         hint=f"rescale only sums of exp2((x - {m.name}) c) with c > 0 (or exp) times "
                                              f"values {m.name} does not change"))
                 continue
-            sums.append(RescaledSum(t, m, a))
+            sums.append(RescaledSum(t, m, a, rescaled_in_place(t)))
         problems += _escapes(fusion, m, group, groups)
     return tuple(sums), tuple(problems)
 
 
-def _online_loop(tv) -> tuple[int | None, str]:
-    """The position of tv's one reduction axis, a serial loop; else None and why."""
+def rescale_indices(tv, ex) -> dict:
+    """The indices of every ID of the online max that rescales MmaOp tv, at the point `ex` of tv
+    (its C fragment's element): the max's logical axes read through tv's root axes (rescale_map)."""
+    op = tv.definition
+    m = op.rescale_max
+    logical = [None] * len(m.logical)
+    for j, a in enumerate(op.rescale_map):
+        if a is not None:
+            logical[a] = ex.indices[tv.root[j].uid]
+    logical = [e if e is not None else const(0) for e in logical]  # its reduction axis: no element's
+    return indices_from_logical(m, logical)
+
+
+def rescale_conds(tv, ex) -> list:
+    """Where MmaOp tv's rescale runs at the point `ex` of its C fragment: the rows (each root axis
+    the max is read through) within their extents; rows past them are holes of the tile, which no
+    store reads and for which the max stored nothing."""
+    op = tv.definition
+    return [Cond(ex.indices[tv.root[j].uid], "<", tv.root[j].extent_expr, f"{tv.root[j].label()} within its extent",
+                 CondKind.HOLE) for j, a in enumerate(op.rescale_map) if a is not None]
+
+
+def _online_loop(tv, inner: bool = False) -> tuple[int | None, str]:
+    """The position of tv's one reduction axis, a serial loop; else None and why. `inner`: an
+    MmaOp rescaled in place, whose first reduction axis is the loop and whose others (its K
+    steps, the instruction's K) lie inside it, none across threads or blocks."""
     reduced = [k for k, i in enumerate(tv.loop) if i.is_reduction]
+    if inner and reduced:
+        across = [tv.loop[k].label() for k in reduced[1:] if tv.loop[k].parallel_type not in SERIAL + (ParallelType.Mma,)]
+        if across:
+            return None, (f"reduces {', '.join(across)} across threads or blocks: each thread's accumulators must hold "
+                          f"whole sums at the running max")
+        reduced = reduced[:1]
     if len(reduced) != 1:
         return None, (f"reduces {len(reduced)} loop axes ({', '.join(tv.loop[k].label() for k in reduced)}); "
                       f"online it reduces one, the loop over tiles")
@@ -272,4 +312,6 @@ def _escapes(fusion, m, group, groups) -> list[Problem]:
     return out
 
 
-__all__ = ["RescaledSum", "coefficient", "delta_name", "online_problems", "rescaled_sums", "term_values"]
+__all__ = ["RescaledSum", "coefficient", "delta_name", "online_problems", "rescale_conds", "rescale_indices",
+           "rescaled_sums",
+           "term_values"]

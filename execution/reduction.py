@@ -36,6 +36,7 @@ from typing import Sequence
 from ..model.expr import Expr, maximum, product, try_int
 from ..model.iterdomain import IterDomain
 from ..model.mma_op import is_mma
+from ..model.online import rescaled_in_place
 from ..model.reduction import is_reduction_tensor, neutral
 from ..model.tensor import TensorView
 from ..model.types import (
@@ -51,6 +52,7 @@ class Phase(enum.Enum):
 
     STATEMENT = "statement"  # a tensor that is no reduction: one statement
     INIT = "init"
+    RESCALE = "rescale"  # an MmaOp an online max rescales: its accumulators at the new max (execution/online.py)
     ACCUMULATE = "accumulate"
     COMBINE = "combine"
     GRID_COMBINE = "grid combine"  # after the block's: the blocks of a segment, through global memory
@@ -97,7 +99,10 @@ class ReductionLoops:
 
     def phases(self, path: Sequence) -> list[tuple[list, Phase]]:
         """Where each step sits: `path` is the statement's loop path (one entry per loop axis)."""
-        out = [(list(path[:self.start]), Phase.INIT), (list(path), Phase.ACCUMULATE)]
+        out = [(list(path[:self.start]), Phase.INIT)]
+        if rescaled_in_place(self.tensor):  # each iteration of the max's loop, before its products
+            out.append((list(path[:self.start + 1]), Phase.RESCALE))
+        out.append((list(path), Phase.ACCUMULATE))
         if self.threads:
             out.append((list(path[:self.start]), Phase.COMBINE))
         if self.blocks:

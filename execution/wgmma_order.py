@@ -9,7 +9,8 @@ flight where the batch reads TMA circular buffers refilled at least two iteratio
 (stages - prefetch >= 2 for each): the next iteration's batch is issued while this one runs, and
 the barrier before a refill follows the wait that completes the batch that read the stage
 (PIPELINE-WAR proves it with the batch's reads completing at that wait), unless the scope reads
-the accumulators after the batch, or touches the A registers an RS wgmma of the batch reads
+or writes the accumulators elsewhere (after the batch, or before it: an online max's rescale of
+them in the next iteration), or touches the A registers an RS wgmma of the batch reads
 anywhere in it (the next iteration's load of A: PTX forbids accessing them before a wait
 covering the wgmma), then nothing stays in flight. The circular loop is
 then followed by a WgmmaWait(0): the accumulators are complete before anything reads them.
@@ -69,7 +70,8 @@ def _leaves(n, hazards: Hazards):
 
 
 def _touched_later(batch, later: list, hazards: Hazards) -> bool:
-    """Whether a statement after the batch in its scope reads or writes the batch's accumulators."""
+    """Whether a statement of `later` (the batch's scope but the batch) reads or writes the batch's
+    accumulators."""
     accumulators = {a.writes for a in _leaves(batch, hazards)} - {None}
     return any(a.kind is not Async.WGMMA and (a.writes in accumulators or a.reads & accumulators)
                for n in later for a in _leaves(n, hazards))
@@ -97,8 +99,10 @@ def _wrapped(nodes: list, hazards: Hazards) -> list:
     out = []
     for k, n in enumerate(nodes):
         if _only_wgmma(n, hazards):
-            # its accumulators read below, or its A registers (RS) touched in the scope: none in flight
-            left = 0 if _touched_later(n, nodes[k + 1:], hazards) or _a_touched(n, nodes, hazards) else pending
+            # its accumulators touched elsewhere in the scope (below it, or above it: in the next iteration,
+            # an online rescale), or its A registers (RS): none in flight
+            left = 0 if _touched_later(n, nodes[:k] + nodes[k + 1:], hazards) or _a_touched(n, nodes, hazards) \
+                else pending
             out += [WgmmaFence("the accumulators' earlier register writes, before the asynchronous wgmma"), n,
                     WgmmaWait(left, "this batch's accumulators written and its shared tiles read" if not left
                               else "the previous iteration's batch complete: its stage may be refilled")]

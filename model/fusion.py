@@ -59,6 +59,10 @@ class Op:
     macro: object = None  # an MmaOp's tp.MmaMacro (model/options.py), set by set_macro
     tf32_rounding: object = None  # an MmaOp's tp.Tf32Rounding, set by set_macro (tf32 macros only)
     macro_origin: str | None = None  # the user's file:line of set_macro: rules about the macro point there
+    # an MmaOp rescaled by an online max (model/online.py): the max, and the max's logical axis each of
+    # the output's root axes reads it at (the wgmma's operands stay its only inputs)
+    rescale_max: object = None
+    rescale_map: list | None = None
 
     def set_macro(self, macro, tf32_rounding=None) -> None:
         """The tensor-core instruction tile this MmaOp (tp.fused_multiply_sum, tp.matmul) is

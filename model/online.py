@@ -32,12 +32,24 @@ if TYPE_CHECKING:
 
 
 def online_max(tv) -> "TensorView | None":
-    """The online max whose value tv rescales by (tv a rescaled sum: its second input), else None."""
+    """The online max whose value tv rescales by (a rescaled sum: its second input; a rescaled
+    MmaOp: its rescale_max), else None."""
     op = tv.definition
-    if op is None or op.kind is not OpKind.REDUCTION or op.name != "sum" or len(op.inputs) != 2:
+    if op is None or op.kind is not OpKind.REDUCTION:
+        return None
+    if op.name == "fms":
+        return op.rescale_max
+    if op.name != "sum" or len(op.inputs) != 2:
         return None
     m = op.inputs[1]
     return m if getattr(m, "online", None) is not None else None
+
+
+def rescaled_in_place(tv) -> bool:
+    """Whether tv is an MmaOp an online max rescales: its accumulators are multiplied in place at
+    each iteration of the max's loop, before that iteration's products (no second input)."""
+    op = tv.definition
+    return op is not None and op.name == "fms" and op.rescale_max is not None
 
 
 def set_online(m: "TensorView", rescale) -> None:
@@ -59,12 +71,12 @@ def set_online(m: "TensorView", rescale) -> None:
         if getattr(t, "fusion", None) is not fusion:
             raise ScheduleError(f"set_online: rescale holds {t!r:.60}, not a tensor of {m.name}'s fusion")
         op = t.definition
-        if op is None or op.kind is not OpKind.REDUCTION or op.name != "sum":
-            raise ScheduleError(f"set_online: {t.name} is not a sum (tp.sum, or the sum an MmaOp's rfactor "
-                                f"leaves); only sums are rescaled")
-        if len(op.inputs) != 1:
-            raise ScheduleError(f"set_online: {t.name} is rescaled by {op.inputs[1].name} already")
-        if t.dtype != float32 or op.inputs[0].dtype.compute != float32:
+        if op is None or op.kind is not OpKind.REDUCTION or op.name not in ("sum", "fms"):
+            raise ScheduleError(f"set_online: {t.name} is not a sum (tp.sum, tp.fused_multiply_sum, or the sum an "
+                                f"MmaOp's rfactor leaves); only sums are rescaled")
+        if online_max(t) is not None or (op.name == "sum" and len(op.inputs) != 1):
+            raise ScheduleError(f"set_online: {t.name} is rescaled already")
+        if t.dtype != float32 or (op.name == "sum" and op.inputs[0].dtype.compute != float32):
             raise ScheduleError(f"set_online: {t.name} accumulates in {op.inputs[0].dtype.compute.name}; a "
                                 f"rescaled sum accumulates float32")
         if t.compute_at:
@@ -73,8 +85,11 @@ def set_online(m: "TensorView", rescale) -> None:
         raise ScheduleError("set_online: rescale lists a tensor twice")
     maps = [(t, row_map(t, m)) for t in sums]
     for t, read in maps:
-        t.definition.inputs.append(m)
-        t.definition.logical_map.append(read)
+        if t.definition.name == "fms":  # its accumulators, in place (the wgmma's operands stay its inputs)
+            t.definition.rescale_max, t.definition.rescale_map = m, read
+        else:
+            t.definition.inputs.append(m)
+            t.definition.logical_map.append(read)
     m.online = tuple(sums)
     m.online_origin = user_location()  # ONLINE-RESCALE's reports point at the call
 
@@ -85,12 +100,15 @@ def row_map(t: "TensorView", m: "TensorView") -> list[int | None]:
     of m must be read through one of t's (non-reduced) axes: then m's element for a term depends
     on t's element only, and one factor rescales it. ScheduleError where t's terms do not read m
     or read it along an axis t sums over."""
-    first = t.definition.inputs[0]
-    # tensor name -> {logical position: t's root position it is read through}
-    tags: dict[str, dict[int, int]] = {first.name: {}}
-    for j, a in enumerate(t.definition.logical_map[0]):
-        if a is not None and not t.root[j].is_reduction:
-            tags[first.name][a] = j
+    # tensor name -> {logical position: t's root position it is read through}; an MmaOp's terms are
+    # products of its two operands
+    tags: dict[str, dict[int, int]] = {}
+    terms = t.definition.inputs if t.definition.name == "fms" else t.definition.inputs[:1]
+    for k, first in enumerate(terms):
+        mine = tags.setdefault(first.name, {})
+        for j, a in enumerate(t.definition.logical_map[k]):
+            if a is not None and not t.root[j].is_reduction:
+                mine[a] = j
     for c in reversed(list(t.fusion.topo_tensors())):  # consumers first: a tensor's tags are whole when it is reached
         if c.name not in tags or c is m or c.definition is None:
             continue
@@ -120,4 +138,4 @@ def row_map(t: "TensorView", m: "TensorView") -> list[int | None]:
     return out
 
 
-__all__ = ["online_max", "row_map", "set_online"]
+__all__ = ["online_max", "rescaled_in_place", "row_map", "set_online"]

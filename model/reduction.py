@@ -138,7 +138,7 @@ def rfactor(tv: TensorView, axes) -> TensorView:
         raise ScheduleError(f"rfactor: {tv.name} is grouped with {', '.join(t.name for t in group if t is not tv)} "
                             f"(tp.group_reductions); rfactor the group together: {tv.name}.rfactor(axes, "
                             f"[{', '.join(t.name for t in group)}])")
-    if tv.online is not None or len(op.inputs) == 2 and op.name == "sum":
+    if tv.online is not None or len(op.inputs) == 2 and op.name == "sum" or op.rescale_max is not None:
         raise ScheduleError(f"rfactor: {tv.name} is online (set_online); rfactor before set_online")
     if len(op.inputs) != 1 and op.name != "fms":
         raise ScheduleError(f"rfactor: {tv.name} is the output of `{op}`; tileproof rfactors tp.sum, tp.max, tp.min "

@@ -202,7 +202,7 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
 
 
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
-              warpgroups: int = 1, lse: bool = False) -> tp.Fusion:
+              warpgroups: int = 1, lse: bool = False, in_place: bool = False) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -213,8 +213,12 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     `producer` a warp-specialized producer warpgroup on TIDz, `registers` its and the consumers'
     setmaxnreg counts). `warpgroups` consumer warpgroups a block (on TIDz), each 64 rows of Q, share
     the K and V tiles. With `lse`, a second output: each row's log-sum-exp of the scaled scores,
-    [Z, G, M] float32 (FlashAttention's softmax_lse). Verifier rule ONLINE-RESCALE proves the
-    rescale exact."""
+    [Z, G, M] float32 (FlashAttention's softmax_lse). With `in_place`, O is one MmaOp over every key
+    tile whose accumulators the running max rescales in place before each tile's products (as
+    FlashAttention does) rather than a tile's O added into it. Verifier rule ONLINE-RESCALE proves
+    the rescale exact."""
+    if not isinstance(in_place, bool):
+        raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
         raise tp.ScheduleError(f"attention: lse must be True or False, got {lse!r}")
     if warpgroups not in (1, 2, 3, 4) or isinstance(warpgroups, bool):
@@ -233,14 +237,18 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     s = t["s"]  # [Z, G, M, N, rD] -> [Z, G, Mo, KT, rD steps, 64, n, 16]
     s.split(h + 1, n).split(h, ROWS).split(h + 4, 16).reorder({h + 2: h + 1, h + 4: h + 2, h + 1: h + 3})
     s.set_allocation_domain(tp.mma_output_allocation(s, quads=True), True)
-    o = t["o"]  # [Z, G, M, Dv, rN] -> [Z, G, Mo, rKT, rn steps, 64, Dv, 16], the tile's part rfactored
+    o = t["o"]  # [Z, G, M, Dv, rN] -> [Z, G, Mo, rKT, rn steps, 64, Dv, 16]
     o.split(h + 2, n).split(h, ROWS).split(h + 4, 16).reorder({h + 3: h + 1, h + 4: h + 2, h + 1: h + 3, h + 2: h + 4})
-    o_tile = o.rfactor([h + 2, h + 5])  # [Z, G, Mo, KT, rn steps, 64, Dv, r16]; o: [Z, G, Mo, rKT, 64, Dv]
+    if in_place:  # O's accumulators rescaled in place each tile, the tile's products added by the wgmma
+        o_tile = o
+    else:  # the tile's part rfactored: [Z, G, Mo, KT, rn steps, 64, Dv, r16]; o: [Z, G, Mo, rKT, 64, Dv]
+        o_tile = o.rfactor([h + 2, h + 5])
     o_tile.set_allocation_domain(tp.mma_output_allocation(o_tile, quads=True), True)
     for acc in (s, o_tile):
         for i in range(h + 3, h + 6):
             acc.axis(i).parallelize(P.Mma)
-    tp.schedule_mma_fragment(o, value, "C", quads=True)
+    if not in_place:
+        tp.schedule_mma_fragment(o, value, "C", quads=True)
     p_a = t["p_a"]  # [Z, G, M, 1, N] -> [Z, G, Mo, KT, K steps, 1, 64, 16]: 16 keys a wgmma of the second product
     p_a.split(h + 2, n).split(h, ROWS).split(h + 4, 16).reorder({h + 3: h + 1, h + 4: h + 2, h + 1: h + 4, h + 2: h + 3})
     tp.schedule_mma_fragment(p_a, value, tp.MmaOperand.A, quads=True)
@@ -272,7 +280,7 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
     sq.inline_at(h + 1 + w)
     in_tile = [sk, sv, s] + [t[name] for name in fragment] + [tiles["m"], t["m_b"], t["shifted"], t["scaled"], t["p"],
-                                                              t["p_bf16"], p_a, tiles["l"], o_tile]
+                                                              t["p_bf16"], p_a, tiles["l"]] + ([] if in_place else [o_tile])
     for x in in_tile:
         x.inline_at(h + 2 + w)  # inside the loop over key tiles
     for x in [t["m"], t["l"], o, t["l_b"], t["normalized"]] + ([t["max_scaled"], t["log_sum"]] if lse else []):

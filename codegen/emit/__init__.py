@@ -341,6 +341,8 @@ class _Emitter:
 
     def _value(self, s: Compute, args: list[str]) -> str:
         out = CTYPES[s.out.dtype.name]
+        if s.name == "rescale":  # an online max's rescale of an accumulator (codegen/lower/mma.py)
+            return f"({args[0]} * exp2f({scalar_literal(s.rescale, out.compute)} * {args[1]}))"
         if s.kind in COPIES and s.ins[0].dtype == s.out.dtype:
             return args[0]  # a copy moves the bits
         if s.kind is OpKind.CAST:

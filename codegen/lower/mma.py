@@ -19,10 +19,14 @@ rejects.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ...execution.online import delta_name, rescale_conds, rescale_indices, rescaled_sums
 from ...execution.statements import CondKind
 from ...model.expr import const, substitute, try_int, var
 from ...execution.problems import Problem
 from ...model.mma_op import ELEMENT_VARS, INSTRUCTION_AXES, LANE, is_mma
+from ...model.online import rescaled_in_place
 from ...execution.mma import fragments, mma_axes
 from ...execution.mma_execution import lane_vars, mma_execution, split_lanes, tile_conds
 from ...execution.reduction import reduction_loops
@@ -30,7 +34,7 @@ from ...model.simplify import simplify
 from ...model.tensor import TensorView
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, float32
 from ...execution.wgmma_operands import wgmma_operand
-from ..ir import MmaIssue, Operand, ReduceInit, WgmmaDescriptor
+from ..ir import Compute, Loop, LoopKind, MmaIssue, Operand, ReduceInit, WgmmaDescriptor
 from ...execution.predicates import mma_element_var, mma_pair_var, mma_store_axes, mma_store_pairs, pair_claims
 from .loop_nest import LoopClass, refuse
 from .reduction import accumulator, store_conds, store_names, store_statement
@@ -53,8 +57,10 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
     n = try_int(r.elements)
     acc = accumulator(tv)
     init = ReduceInit(acc, n, float32, 0.0, f"{tv.name}: the accumulators start at 0", pinned=frag.is_wgmma)
-    return [(path[:start], init), (path, _issue(builder, tv, acc_axes, acc)),
-            (path[:start], _store(builder, tv, acc_axes, acc))]
+    steps = [(path[:start], init)]
+    if rescaled_in_place(tv):  # each iteration of the online max's loop, before its products
+        steps.append((path[:start + 1], _rescale(builder, tv, acc_axes, acc)))
+    return steps + [(path, _issue(builder, tv, acc_axes, acc)), (path[:start], _store(builder, tv, acc_axes, acc))]
 
 
 def _tile_register(env_of, acc_axes, per_tile: int):
@@ -174,6 +180,34 @@ def _store(builder, tv: TensorView, acc_axes, acc: str):
     source = Operand(acc, MemoryType.Local, float32, simplify(base + var(element), ranges))
     loops.append((element, const(frag.elements("C")), f"{tv.name} C fragment element (store)"))
     return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the accumulators (C fragment)", loops)
+
+
+def _rescale(builder, tv: TensorView, acc_axes, acc: str):
+    """An MmaOp an online max rescales (execution/online.py): each accumulator element of the lane,
+    in loops over the accumulator's axes and the C fragment as the store's, times exp2(a delta)
+    with delta the max's growth at the element's row (rescale_map), where the store would store it
+    (rows past M hold values nothing reads, and no max was stored for them)."""
+    rescaled = rescaled_sums(tv.fusion).get(tv.name)
+    if rescaled is None:  # ONLINE-RESCALE rejects it
+        refuse("ONLINE-RESCALE", [Problem(f"{tv.name} is rescaled without a proved form", hint="")])
+    frag = fragments(tv)
+    names, private = store_names(builder, tv, acc_axes)
+    base = _tile_register(lambda i: var(private[i.uid]), acc_axes, frag.elements("C"))
+    element = mma_element_var(tv)
+    ex = mma_execution(tv, builder.launch, "C", names).renamed({ELEMENT_VARS["C"]: var(element)})
+    ranges = {**ex.guarded_ranges, element: const(frag.elements("C"))}
+    register = Operand(acc, MemoryType.Local, float32, simplify(base + var(element), ranges))
+    m = rescaled.max
+    delta = builder._operand(m, rescale_indices(tv, ex), ranges)
+    conds = store_conds(builder, ex, ranges) + rescale_conds(tv, ex)
+    node: object = Compute(OpKind.BINARY, "rescale", register, [register, replace(delta, tensor=delta_name(m))], conds, 1,
+                           f"{tv.name}: its accumulators at {m.name}'s new max (x exp2({rescaled.coefficient:g} delta))",
+                           rescale=rescaled.coefficient)
+    loops = [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (rescale)") for i in acc_axes]
+    loops.append((element, const(frag.elements("C")), f"{tv.name} C fragment element (rescale)"))
+    for counter, extent, label in reversed(loops):
+        node = Loop(counter, extent, LoopKind.UNROLL, label, -1, [node])
+    return node
 
 
 def _pairs(builder, tv: TensorView, plain, elements: int):

@@ -50,7 +50,9 @@ def test_attention_matches_torch(tile):
 @pytest.mark.parametrize("options", [{"stages": 2}, {"stages": 3}, {"stages": 2, "producer": True},
                                      {"stages": 4, "producer": True}, {"warpgroups": 2},
                                      {"warpgroups": 2, "stages": 2, "producer": True},
-                                     {"keys": 600, "warpgroups": 2, "stages": 3, "producer": True}], ids=str)
+                                     {"keys": 600, "warpgroups": 2, "stages": 3, "producer": True},
+                                     {"in_place": True}, {"keys": 600, "in_place": True, "warpgroups": 2, "stages": 2,
+                                                          "producer": True, "registers": (24, 240)}], ids=str)
 def test_pipelined_attention_matches_torch(options):
     """K and V tiles in a circular buffer over the loop over key tiles (tp.Pipelined, or a producer
     warpgroup on TIDz): more tiles than stages, so every stage is refilled."""
@@ -73,7 +75,8 @@ MASKED = [(AttentionTile(rows=256, keys=256, key_tile=64, masked=True), "causal"
           (AttentionTile(rows=128, keys=256, key_tile=64, masked=True), "random", {}),
           (AttentionTile(rows=64, keys=192, key_tile=64, masked=True), "bias", {"stages": 3}),
           (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, masked=True), "causal",
-           {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)})]
+           {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
+          (AttentionTile(rows=300, keys=500, key_tile=64, masked=True), "random", {"in_place": True, "stages": 2})]
 
 
 @pytest.mark.parametrize("tile, kind, options", MASKED, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
@@ -138,7 +141,8 @@ def test_online_logsumexp_matches_torch(rows, keys, tile):
 @pytest.mark.parametrize("tile, options", [
     (AttentionTile(rows=100, keys=1000, key_tile=64), {}),
     (AttentionTile(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, masked=True),
-     {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)})], ids=lambda x: str(x)[:60])
+     {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240), "in_place": True})],
+    ids=lambda x: str(x)[:60])
 def test_attention_row_log_sum_exp_matches_torch(tile, options):
     """attention(lse=True)'s second output, m scale + ln l after the loop, against torch.logsumexp of
     the scaled (and masked) scores in float64; O as before."""

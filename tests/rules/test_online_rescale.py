@@ -169,3 +169,26 @@ def test_the_log_sum_exp_after_the_loop_reads_the_final_max_and_sum():
     assert [str(i) for i in lse.get_loop_domain()][-2].startswith("TIDy{32}") and lse.compute_at == 0
     with pytest.raises(tp.ScheduleError, match="lse must be"):
         attention(AttentionTile(rows=64, keys=128, key_tile=64), lse="yes")
+
+
+def test_an_mma_rescaled_in_place_multiplies_its_accumulators_before_each_tile_s_products():
+    """attention(in_place=True): O is one MmaOp over every key tile, rescaled in place (Phase.RESCALE)
+    where the store would store each accumulator element, then the wgmma fence and the tile's
+    products; rows past M (a last 64-row block of 300 rows) are not rescaled."""
+    fusion = attention(AttentionTile(rows=300, keys=512, key_tile=128, head_dim=128, value_dim=128), in_place=True)
+    assert tp.verify(fusion).ok
+    source = tp.compile(fusion).cuda_source
+    rescale = source.index("(rescale)")
+    assert rescale < source.index("tp_wgmma_fence();", rescale) < source.index("m64n128k16", rescale)
+    assert "< 300U) {" in source[rescale - 600:rescale + 1500]
+
+
+def test_an_in_place_rescale_reads_the_max_in_the_thread_that_holds_the_row():
+    """The running max's row half on TIDx (not a register of each quad thread): the thread holding an
+    accumulator element of row 8 does not hold the max's row 8; the report names that row."""
+    fusion = attention(AttentionTile(rows=128, keys=256, key_tile=64), in_place=True)
+    m = next(t for t in fusion.tensors if t.online is not None)
+    m.axis(-1).parallelize(tp.ParallelType.TIDx)
+    errors, _ = _errors(fusion)
+    (e,) = [e for e in errors if "does not hold" in e.message]
+    assert e.counterexample[f"{m.name} logical 2"] % 16 >= 8 and e.counterexample["reader threadIdx.x"] == 0

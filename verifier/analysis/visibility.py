@@ -450,6 +450,36 @@ def _fragment_misread(ctx, op: Op, k: int, claim: Claim, proof: Proof, where: di
         **where)
 
 
+def prove_owned_read(ctx: VerifyContext, reader: TensorExecution, producer: TensorView, read: list[Expr]) -> Outcome:
+    """A read that is no op's input (an online max's growth, read by the statement that rescales an
+    MmaOp's accumulators: execution/online.py): at every point of `reader` that executes, reading
+    register tensor `producer`'s element at logical index `read`, some point of the producer's
+    store wrote that element in the reader's own thread (equal indices for every launch type the
+    producer binds; along the others each thread writes its own copy)."""
+    # Formal statement: for every reader point r that executes:
+    #   exists writer point w: executes_P(w) and logical_P(w) == read(r)
+    #                          and for each launch type t P binds: index_t(w) == index_t(r)
+    w = _writer(ctx, producer)
+    written = w.written_logical()
+    axes = [j for j, i in enumerate(producer.logical) if not i.is_broadcast and not i.is_reduction]
+    bound = [p for p in LAUNCH_TYPES if p in reader.launch_index and p in w.launch_index
+             and any(i.parallel_type is p for i in producer.loop)]
+    values = {f"{producer.name} logical {j}": read[j] for j in axes}
+    values.update({f"reader {p.cuda_name}": reader.launch_index[p] for p in LAUNCH_TYPES if p in reader.launch_index})
+    hint = [e for c in reader.conds + w.conds for e in (c.lhs, c.rhs)] + read + written + list(values.values())
+    ranges = {**reader.ranges, **w.ranges}
+    q = ctx.query(hint, ranges)
+    free = [name for name in w.ranges if name not in reader.ranges]
+    bound_vars = [q.var(name) for name in free]
+    within = [z3.And(z3.UGE(v, q.val(0)), z3.ULT(v, q.term(w.ranges[name]))) if q.bv else
+              z3.And(v >= 0, v < q.term(w.ranges[name])) for v, name in zip(bound_vars, free)]
+    writes = _all(q, within + [q.holds(c) for c in w.conds] + [q.eq(written[j], read[j]) for j in axes]
+                  + [q.eq(w.launch_index[p], reader.launch_index[p]) for p in bound])
+    runs = _all(q, [q.holds(c) for c in reader.conds])
+    body = z3.Exists(bound_vars, writes) if bound_vars else writes
+    return q.prove(z3.Implies(runs, body), values=values)
+
+
 def check_claims(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
     """The findings of rule `code`: each of its claims (Claim) about an op reading a tensor
     another op wrote, proved over both execution models, that fails or is undecided."""

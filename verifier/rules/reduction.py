@@ -13,17 +13,20 @@ functions (codegen/lower/reduction.py) and treats a problem there as a tileproof
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 from ...execution.conditions import reduction
 from ...execution.grid_reduction import ALLREDUCE_LIMIT, SEMAPHORE_LIMIT, entrance_loops, grid_layout, is_allreduce
 from ...execution.loops import execution_order
-from ...execution.online import online_problems
+from ...execution.mma_execution import mma_execution
+from ...execution.online import online_problems, rescale_conds, rescale_indices, rescaled_sums
 from ...execution.reduction import grid_reductions
 from ...model.expr import const, var
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import report_problems, report_values
+from ..analysis.visibility import prove_owned_read
+from ..findings import finding, report_outcome, report_problems, report_values
 from ..registry import rule
 
 
@@ -361,3 +364,24 @@ def online_rescale(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   rescaled sum T: T reduces exactly L, and T's terms = exp2(a m) * f with f independent of m and a < 0,
     #   by induction over the ops from T's input to m; no value computed in L from m reaches anything but them
     yield from report_problems("ONLINE-RESCALE", online_problems(ctx.fusion))
+    for r in rescaled_sums(ctx.fusion).values():
+        if not r.in_place:  # a sum's rescale reads the max as its second input: THREAD-VISIBILITY proves it
+            continue
+        # an MmaOp's: each accumulator element, where its store would store it, reads the max's growth
+        # at its row in the thread that holds the element: the max's store wrote it there
+        tv = r.tensor
+        plain = mma_execution(tv, ctx.block_dims, "C")
+        reader = replace(plain, conds=plain.conds + tuple(rescale_conds(tv, plain)))
+        at = rescale_indices(tv, reader)
+        read = [at[i.uid] for i in r.max.logical]
+        out = prove_owned_read(ctx, reader, r.max, read)
+        yield from report_outcome(
+            "ONLINE-RESCALE", out, f"that each thread holds {r.max.name}'s growth at its rows of {tv.name}",
+            lambda out, tv=tv, m=r.max: finding(
+                "ONLINE-RESCALE", f"{tv.name}'s accumulators are rescaled by {m.name}'s growth at their rows, but "
+                f"a thread that holds an accumulator element does not hold {m.name}'s value for that row "
+                f"({m.name}'s layout differs from {tv.name}'s C fragment)", tensor=tv.name,
+                counterexample=dict(out.values), location=m.online_origin,
+                hint=f"lay {m.name} out as the fragment's rows (tp.schedule_mma_fragment(..., \"C\", quads=True) "
+                     f"on the tile's row reduction, then rfactor)"),
+            tensor=tv.name, location=r.max.online_origin)
