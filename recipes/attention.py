@@ -86,8 +86,9 @@ class AttentionTile:
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= GRID_YZ):
                 problems.append(f"{name} must be an int from 1 to {GRID_YZ} (a grid dimension), got {value!r}")
-        if self.scale is not None and not (isinstance(self.scale, (int, float)) and self.scale > 0):
-            problems.append(f"scale must be a positive number, got {self.scale!r}")
+        if self.scale is not None and not (isinstance(self.scale, (int, float)) and not isinstance(self.scale, bool)
+                                           and math.isfinite(self.scale) and self.scale > 0):
+            problems.append(f"scale must be a positive finite number, got {self.scale!r}")
         if not isinstance(self.masked, bool):
             problems.append(f"masked must be True or False, got {self.masked!r}")
         if problems:

@@ -419,7 +419,7 @@ def completed_in_block(fusion, tv: TensorView) -> bool:
 def unsupported_features(fusion) -> list[Problem]:
     """Ops and schedule features the code generator does not lower (limits of tileproof, not
     of the hardware)."""
-    out = []
+    out = _inlined_into_instructions(fusion)
     order = execution_order(fusion)
     computed = {t.name for t in order}
     for op in fusion.exprs:
@@ -616,3 +616,28 @@ __all__ = ["MAX_REGISTERS_PER_THREAD", "MAX_UNROLLED_COPIES", "LoopGroups", "Pro
            "global_intermediates", "launch_axis_clashes", "loop_groups", "nest", "nest_problems", "register_budget",
            "registers_of", "symbolic_factors", "symbolic_registers", "unroll_lengths", "unrolled_copies",
            "unsupported_features"]
+
+
+def _inlined_into_instructions(fusion) -> list[Problem]:
+    """A tensor inlined into an MmaOp's instruction axes (its Mma loops): the instruction computes its
+    whole tile at once, so no statement can run inside one of its loops."""
+    out = []
+    order = execution_order(fusion)
+    groups = loop_groups(fusion, order)
+    for d in order:
+        if not is_mma(d):
+            continue
+        instruction = {id(groups.of[(d.name, k)]) for k, i in enumerate(d.loop) if i.parallel_type is ParallelType.Mma}
+        for t in order:
+            if t is d:
+                continue
+            inside = [k for k in range(t.compute_at) if id(groups.of[(t.name, k)]) in instruction]
+            if inside:
+                k = inside[0]
+                out.append(Problem(
+                    f"{t.name} is inlined at {t.compute_at}, which puts it inside {d.name}'s instruction loop (its axis "
+                    f"{k}, {t.loop[k].label()}, shares {d.name}'s Mma loop): the tensor-core instruction computes its "
+                    f"whole tile at once, so nothing runs inside its axes",
+                    hint=f"inline {t.name} at {k} at most ({t.name}.inline_at({k}))", tensor=t.name,
+                    values={"compute_at": t.compute_at, "axis": k}, location=t.compute_at_origin or t.origin))
+    return out

@@ -16,7 +16,7 @@ from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
 from ...model.notation import user_str
 from ...model.types import (
-    INSTRUCTION_AXES,
+    BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES,
     IterType, MemoryType, ParallelType,
 )
 from ..problems import Problem
@@ -173,6 +173,14 @@ def parallel_problems(fusion, order) -> list:
                     f"each element once after its loops, one element at a time",
                     hint=f"make axis {k} of {tv.name} Unroll (or Serial); vectorize a copy instead (a tp.set of "
                          f"{tv.name}, or the cached load of its input)",
+                    values={"axis": k}, **where))
+            elif i.is_reduction and is_mma(tv) and p in THREAD_TYPES + BLOCK_TYPES:
+                out.append(Problem(
+                    f"{tv.name}'s reduction axis {k} ({i.label()}) is bound to {p}, but {tv.name} is an MmaOp: its "
+                    f"accumulators live in the tensor-core tile of each {'thread group' if p in THREAD_TYPES else 'block'}"
+                    f", and tileproof does not combine those of several across {p}",
+                    hint=f"make axis {k} of {tv.name} Serial (or Unroll), or rfactor it: "
+                         f"part = {tv.name}.rfactor([...the others...]) leaves {tv.name} a tp.sum over {p}",
                     values={"axis": k}, **where))
     return out
 

@@ -49,6 +49,6 @@ def test_attention_tiles_refuse_what_the_recipe_cannot_run():
     import pytest
 
     for bad in (dict(rows=0), dict(rows=128, keys=0, key_tile=64), dict(rows=64, key_tile=24),
-                dict(rows=64, keys=300)):
+                dict(rows=64, keys=300), dict(rows=64, scale=float("inf")), dict(rows=64, scale=float("nan"))):
         with pytest.raises(tp.ScheduleError, match="AttentionTile"):
             AttentionTile(**bad)
