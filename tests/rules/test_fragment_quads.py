@@ -21,7 +21,7 @@ VALID = {c.name: c for c in discover([str(ROOT / "examples" / "valid" / "attenti
 INVALID = {c.name: c for c in discover([str(ROOT / "examples" / "invalid" / "attention.py")])}
 
 
-@pytest.mark.parametrize("name", sorted(VALID))
+@pytest.mark.parametrize("name", sorted(n for n in VALID if n != "online_row_logsumexp"))  # that one: no wgmma
 def test_fragment_schedules_with_quads_are_proved_and_compile(name):
     fusion = VALID[name].build()
     assert tp.verify(fusion).ok
