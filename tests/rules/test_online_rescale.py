@@ -62,8 +62,8 @@ def test_a_value_at_the_running_max_must_not_escape():
     assert any("is a fusion output" in e.message and e.tensor == p.name for e in errors)
 
 
-def _unfactored(name: str):
-    """The online log-sum-exp with the max's tile part not rfactored: m reduces two loop axes."""
+def _logsumexp(name: str):
+    """log(sum(exp(x - m))) + m over rows of 256, unscheduled: (fusion, m, p, l)."""
     with tp.Fusion(name) as fusion:
         x = tp.make_contig_concrete_tensor([32, 256])
         fusion.add_input(x)
@@ -71,6 +71,12 @@ def _unfactored(name: str):
         p = tp.exp(tp.sub(x, tp.broadcast(m, [False, True])))
         l = tp.sum(p, 1)
         fusion.add_output(tp.add(tp.log(l), m))
+    return fusion, m, p, l
+
+
+def _unfactored(name: str):
+    """The online log-sum-exp with the max's tile part not rfactored: m reduces two loop axes."""
+    fusion, m, _, l = _logsumexp(name)
     m.split(1, 64)
     l.split(1, 64)
     l.rfactor([2])
@@ -87,14 +93,7 @@ def test_an_online_max_reduces_one_loop():
 def test_a_rescaled_sum_shares_the_max_s_loop():
     """Without x's register cache the tile's max and the terms read x from global memory apart:
     the max's loop and the sum's are two loops, and the sum would be rescaled after the max's."""
-    with tp.Fusion("two_loops") as fusion:
-        x = tp.make_contig_concrete_tensor([32, 256])
-        fusion.add_input(x)
-        m = tp.max(x, 1)
-        m_b = tp.broadcast(m, [False, True])
-        p = tp.exp(tp.sub(x, m_b))
-        l = tp.sum(p, 1)
-        fusion.add_output(tp.add(tp.log(l), m))
+    fusion, m, _, l = _logsumexp("two_loops")
     parts = []
     for r in (m, l):
         r.split(1, 64)
@@ -123,13 +122,7 @@ def test_online_attention_verifies():
     (lambda m, l, p: (m.set_online(rescale=[l]), l.rfactor([1])), "rfactor before set_online"),
 ])
 def test_set_online_misuse_is_a_schedule_error(misuse, match):
-    with tp.Fusion("misuse") as fusion:
-        x = tp.make_contig_concrete_tensor([32, 256])
-        fusion.add_input(x)
-        m = tp.max(x, 1)
-        p = tp.exp(tp.sub(x, tp.broadcast(m, [False, True])))
-        l = tp.sum(p, 1)
-        fusion.add_output(tp.add(tp.log(l), m))
+    _, m, p, l = _logsumexp("misuse")
     l.split(1, 64)
     with pytest.raises(tp.ScheduleError, match=match):
         misuse(m, l, p)
