@@ -5,6 +5,7 @@ examples/valid/tma_smem.py holds figure14d_store_split_by_whole_extent, the sche
 """
 
 import tileproof as tp
+from tileproof.rule_examples import tmem_copy
 
 P = tp.ParallelType
 TMA = tp.LoadStoreOpType.TMA
@@ -32,4 +33,20 @@ def figure14d_block_axis_made_a_vector():
     t1.set_allocation_domain([t1.axis(1), t1.get_logical_domain()[1]])
     t2.axis(1).parallelize(P.Bulk)
     t2.axis(3).parallelize(P.Bulk)
+    return fusion
+
+
+@tp.schedule(target="sm_100a", expect=tp.rejected("ALLOCATION-DISTINCT", messages=[
+    "T2[0, 0] and T2[0, 16] are both stored at offset 0 of T2 in one block"]))
+def tensor_memory_column_block_reused():
+    """A 128 x 64 tensor-memory tile written in four blocks of 16 columns, its allocation domain
+    [lanes, 16] leaving out the loop over the blocks: every block writes the same 16 columns, and
+    the copy out reads only the last. Tensor memory is the block's, as shared memory is (accepted
+    before ALLOCATION-DISTINCT covered tensor memory)."""
+    fusion, t0, t1, t2, t3 = tmem_copy("tensor_memory_column_block_reused", [128, 64])
+    for t in (t1, t2, t3):
+        t.split(1, 16)  # [128 lanes, 4, 16]
+        t.axis(0).parallelize(P.TIDx)
+    t2.set_allocation_domain([t2.axis(0), t2.axis(2)], True)
+    t2.set_tmem_dim_sep_pos(1)
     return fusion

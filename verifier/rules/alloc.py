@@ -441,8 +441,8 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Two elements of an on-chip tensor that are live together never share an address.
 
     What it checks:
-        For every shared-memory or register tensor and every two points of its statement
-        in one instance of its allocation (the same block; for registers the same thread;
+        For every shared-memory, tensor-memory or register tensor and every two points of its
+        statement in one instance of its allocation (the same block; for registers the same thread;
         the same iteration of the loops left of its compute-at position), both executed:
         if they write different logical elements, their offsets in the allocation differ.
     Why the hardware needs it:
@@ -471,12 +471,12 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
         left-of-compute-at IDs are not allocated; every other ID the tensor iterates is);
         docs/hardware.md#distinct-addresses-for-live-elements
     """
-    # Formal statement: for each Shared/Local tensor x, for all admitted sizes and points p, q of x's
+    # Formal statement: for each Shared/Tensor/Local tensor x, for all admitted sizes and points p, q of x's
     #   statement: executes(p) and executes(q) and blockIdx(p) == blockIdx(q)
     #   and (x Local => threadIdx(p) == threadIdx(q)) and loop_k(p) == loop_k(q) for the non-launched
     #   loop axes k < compute_at(x) and the device axes, and logical(p) != logical(q)  =>  offset(p) != offset(q)
     for x in ctx.fusion.tensors:
-        if x.definition is None or x.memory_type not in (MemoryType.Shared, MemoryType.Local):
+        if x.definition is None or x.memory_type not in (MemoryType.Shared, MemoryType.Local, MemoryType.Tensor):
             continue
         if _distinct_by_construction(ctx, x):
             continue
@@ -489,7 +489,7 @@ def allocation_distinct(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
 def _private_to(x) -> tuple:
     """The launch types whose indices separate instances of x's allocation: blocks own their
-    shared memory, threads their registers."""
+    shared and tensor memory, threads their registers."""
     return BLOCK_TYPES + (THREAD_TYPES if x.memory_type is MemoryType.Local else ())
 
 
