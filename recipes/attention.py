@@ -111,25 +111,8 @@ def one_tile_attention(tile: AttentionTile) -> tp.Fusion:
                                f"; one tile holds every key, unmasked (attention() runs tiles and masks)")
     score = getattr(tp.MmaMacro, f"Hopper_64_{tile.keys}_16")
     value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
-    z, g, d, dv, n = tile.batch, tile.group, tile.head_dim, tile.value_dim, tile.keys
-    with tp.Fusion("one_tile_attention") as fusion:
-        q = tp.make_contig_concrete_tensor([z, g, tile.rows, 1, d], dtype=tp.bfloat16, name="Q")
-        k = tp.make_contig_concrete_tensor([z, 1, 1, n, d], dtype=tp.bfloat16, name="K")
-        v = tp.make_contig_concrete_tensor([z, 1, 1, dv, n], dtype=tp.bfloat16, name="V")
-        for t in (q, k, v):
-            fusion.add_input(t)
-        s = tp.fused_multiply_sum(q, k, [-1])  # [Z, G, M, N]
-        row = [False, False, False, True]  # a row vector [Z, G, M] along the tile's columns
-        row_max = tp.max(s, 3)
-        shifted = tp.mul(tp.sub(s, tp.broadcast(row_max, row)), tile.softmax_scale * math.log2(math.e))
-        p = tp.exp2(shifted)
-        row_sum = tp.sum(p, 3)
-        p_a = tp.broadcast(tp.cast(p, tp.bfloat16), [False, False, False, True, False])  # [Z, G, M, 1, N]: A
-        o = tp.fused_multiply_sum(p_a, v, [-1])  # [Z, G, M, Dv]
-        normalized = tp.div(o, tp.broadcast(row_sum, row))
-        out = tp.cast(normalized, tp.bfloat16)
-        fusion.add_output(out)
-    v.set_allocation_domain([v.axis(i) for i in (0, 1, 2, 4, 3)], True)  # V [Z, N, Dv] row-major
+    fusion, named = _attention_fusion(tile, "one_tile_attention")  # the same ops as attention()'s
+    q, k, v, s, o, p_a, normalized, out = (named[n] for n in ("q", "k", "v", "s", "o", "p_a", "normalized", "out"))
     s.definition.set_macro(score)
     o.definition.set_macro(value)
     _operand_tiles(q, k, v)
