@@ -37,7 +37,7 @@ def figure14d_block_axis_made_a_vector():
 
 
 @tp.schedule(target="sm_100a", expect=tp.rejected("ALLOCATION-DISTINCT", messages=[
-    "T2[0, 0] and T2[0, 16] are both stored at offset 0 of T2 in one block"]))
+    "T2[0, 0] and T2[0, 16] are both stored at offset 0 of T2 in one block"], warnings=("GLOBAL-COALESCING",)))
 def tensor_memory_column_block_reused():
     """A 128 x 64 tensor-memory tile written in four blocks of 16 columns, its allocation domain
     [lanes, 16] leaving out the loop over the blocks: every block writes the same 16 columns, and

@@ -12,7 +12,7 @@ P = tp.ParallelType
 
 @tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", messages=[
     "T6 reads T2[16, 0] in lane 4 (threadIdx.x = 0, threadIdx.y = 1)",
-    "only the thread with threadIdx.x = 0, threadIdx.y = 8 writes that element"]))
+    "only the thread with threadIdx.x = 0, threadIdx.y = 8 writes that element"], warnings=("GLOBAL-COALESCING",)))
 def row_max_with_its_row_digits_swapped():
     """The row maxima with the row's digits merged g-major (TIDy = 4 g + w) where the fragment
     puts row 16 w + g in thread TIDy = 8 w + g: the thread with threadIdx.y = 1 reduces row 16
@@ -28,7 +28,8 @@ def row_max_with_its_row_digits_swapped():
 
 
 @tp.schedule(expect=tp.rejected("MMA-WARP-COLLECTIVE", "REDUCTION-PARALLEL", "WGMMA-SMEM-LAYOUT", messages=[
-    "T2's axis 0 (rTIDy{4}) is bound to TIDy, whose indices are part of the warpgroup"]))
+    "T2's axis 0 (rTIDy{4}) is bound to TIDy, whose indices are part of the warpgroup"],
+    warnings=("GLOBAL-COALESCING",)))
 def accumulator_loop_on_tidy_with_split_lanes():
     """The wgmma's K loop bound to TIDy, where TIDy{32} x TIDx{4} are the warpgroup's threads: each
     TIDy index would be a quarter of a warpgroup issuing a different K step (whose operand tiles'
@@ -41,7 +42,8 @@ def accumulator_loop_on_tidy_with_split_lanes():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("ONLINE-RESCALE", messages=["is not exp2(a T1) times a value T1 does not change"]))
+@tp.schedule(expect=tp.rejected("ONLINE-RESCALE", messages=["is not exp2(a T1) times a value T1 does not change"],
+                                warnings=("GLOBAL-COALESCING",)))
 def online_terms_shifted_by_a_constant():
     """exp(x - m) - 0.5: one factor cannot bring a tile's terms to a new max (at maxima 0, 1, 2 a
     term is 2.218, 0.5, -0.132)."""
@@ -49,7 +51,7 @@ def online_terms_shifted_by_a_constant():
                             term=lambda x, m_b: tp.sub(tp.exp(tp.sub(x, m_b)), 0.5))[0]
 
 
-@tp.schedule(expect=tp.rejected("ONLINE-RESCALE", messages=["is a fusion output"]))
+@tp.schedule(expect=tp.rejected("ONLINE-RESCALE", messages=["is a fusion output"], warnings=("GLOBAL-COALESCING",)))
 def online_terms_as_an_output():
     """exp(x - m) computed in the loop at the running max is also an output: its first tiles hold
     values at a max that is not the row's."""

@@ -25,7 +25,8 @@ def copy_through_shared(name, shape, *, dtype=tp.float32, cache_op=tp.CacheOp.Un
 
 
 @tp.schedule(expect=tp.rejected("CPASYNC-SIZE", messages=[
-    "moves 2 x 4 = 8 bytes per copy with cp.async.cg.shared.global (tp.CacheOp.Global)"]))
+    "moves 2 x 4 = 8 bytes per copy with cp.async.cg.shared.global (tp.CacheOp.Global)"],
+    warnings=("GLOBAL-COALESCING",)))
 def cg_eight_bytes():
     """The issue's example: cp.async.cg with two fp32 per copy, 8 bytes; .cg copies exactly 16
     (ptxas rejects the instruction). Counterexample: elements 2, bytes 8, cache cg."""
@@ -48,7 +49,7 @@ def bf16_one_element_per_copy():
 
 @tp.schedule(expect=tp.rejected("CPASYNC-ALIGN", messages=[
     "writes a misaligned shared address: the shared address 20 (from the start of shared memory) is 4 "
-    "bytes past a multiple of 16"]))
+    "bytes past a multiple of 16"], warnings=("GLOBAL-COALESCING",)))
 def rows_padded_by_one_float():
     """Shared rows of 4 fp32 padded to 5 (a common bank-conflict fix for column reads): the
     16-byte copy of row 1 lands at byte 20. Counterexample: threadIdx.x = 1."""
@@ -64,7 +65,7 @@ def rows_padded_by_one_float():
 
 
 @tp.schedule(expect=tp.rejected("CPASYNC-ALIGN", "SPLIT-DIVISIBILITY", messages=[
-    "T1's 16-byte cp.async reads a misaligned global address when M = 2, K = 1"]))
+    "T1's 16-byte cp.async reads a misaligned global address when M = 2, K = 1"], warnings=("GLOBAL-COALESCING",)))
 def row_stride_not_a_multiple_of_the_vector():
     """[M, K] fp32 copied four per copy along K without an assumption on K: with K = 1 the row stride
     is 4 bytes and row 1 starts misaligned (and the vectorized split of K leaves holes). The hint

@@ -33,7 +33,7 @@ def block_z_over_64():
 
 
 @tp.schedule(expect=tp.rejected("LOCAL-MEMORY-SIZE", messages=[
-    "the register tensors of a thread take 786432 bytes (T1 393216, T2 393216)"]))
+    "the register tensors of a thread take 786432 bytes (T1 393216, T2 393216)"], warnings=("REGISTER-BUDGET",)))
 def local_frame_over_512_kib():
     """No axis is parallelized or inlined: every thread holds all of T1 and T2 (384 KiB each)."""
     fusion, _ = copy_96_rows("local_frame_over_512_kib", 1024)

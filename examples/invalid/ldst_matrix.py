@@ -32,7 +32,8 @@ def fragment_x1(*tensors):
         t.axis(0).parallelize(P.TIDx)
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", "LDSM-REGISTER-LAYOUT"))
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", "LDSM-REGISTER-LAYOUT",
+                                warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_rows_scrambled():
     """Wrong lane order: TIDx = merge(column pair, row), so lane t holds row t % 8 and lanes
     4r .. 4r+3 hold four different rows. On the row-major tile the row that lane 1 supplies
@@ -47,7 +48,7 @@ def ldmatrix_rows_scrambled():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS"))
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_rows_interleaved():
     """The registers are the m8n8 fragment, but the shared tile stores each row's even columns
     before its odd ones (allocation [row, column % 2, column / 2]): a row's 16 bytes do not hold
@@ -60,7 +61,7 @@ def ldmatrix_rows_interleaved():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-REGISTER-LAYOUT"))
+@tp.schedule(expect=tp.rejected("LDSM-REGISTER-LAYOUT", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_rows_permuted():
     """Lanes 4r .. 4r+3 hold one row, but the rows come in the order 0, 2, 4, 6, 1, 3, 5, 7
     (TIDx = merge(row % 2, row / 2, column pair)). The hardware moves the bytes correctly (each
@@ -75,7 +76,7 @@ def ldmatrix_rows_permuted():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-REGISTER-LAYOUT"))
+@tp.schedule(expect=tp.rejected("LDSM-REGISTER-LAYOUT", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_columns_swapped():
     """Lane t holds row t % 8, columns 2(t / 8) + {0, 1} (the row and column-pair roles swapped in
     TIDx), and the shared tile is stored [column pair, row, column % 2] so that lanes 4r .. 4r+3
@@ -91,7 +92,7 @@ def ldmatrix_columns_swapped():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-ALIGNMENT"))
+@tp.schedule(expect=tp.rejected("LDSM-ALIGNMENT", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_misaligned_rows():
     """The shared tile's rows are padded to 9 elements (its column axis split by 3: 3 x 3), so row r
     starts at element 9r: rows are still 16 contiguous bytes, but row 1 starts at byte 18."""
@@ -102,7 +103,7 @@ def ldmatrix_misaligned_rows():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-ALIGNMENT"))
+@tp.schedule(expect=tp.rejected("LDSM-ALIGNMENT", warnings=("GLOBAL-COALESCING",)))
 def stmatrix_misaligned_rows():
     """stmatrix.x4 of a 16x16 fp16 tile into a shared tile whose allocation pads rows to 18
     elements (the column axis outer-split into 3 x 6): row 1 of matrix 0 starts at byte 36."""
@@ -128,7 +129,7 @@ def stmatrix_misaligned_rows():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS"))
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_float64():
     """A float64 tile: ldmatrix moves 16-bit elements (.b16), or 32-bit ones as pairs of them; not 8-byte ones."""
     fusion, t1, t2, t3 = smem_to_registers([8, 8], dtype=tp.float64)
@@ -137,7 +138,7 @@ def ldmatrix_float64():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS"))
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", warnings=("GLOBAL-COALESCING",)))
 def stmatrix_float32():
     """stmatrix.x4 of a 16x16 float32 register tile: tileproof models 32-bit elements for ldmatrix
     only (CuTe's LDSM_U32x{1,2,4}_N); stmatrix stays 16-bit, refused by the instruction shape."""
@@ -163,7 +164,8 @@ def stmatrix_float32():
 # -- 32-bit elements: a matrix is 8 rows x 4 float32, lane t holds row t/4, column t%4 of each ----
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", "LDSM-REGISTER-LAYOUT"))
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", "LDSM-REGISTER-LAYOUT",
+                                warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_float32_pairs():
     """An 8x8 float32 tile scheduled as the 16-bit fragment (lane t holds columns 2(t%4) + {0, 1} of
     row t/4): with 32-bit elements the two elements are two matrices (.x2), each lane's register v
@@ -176,7 +178,7 @@ def ldmatrix_float32_pairs():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-REGISTER-LAYOUT"))
+@tp.schedule(expect=tp.rejected("LDSM-REGISTER-LAYOUT", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_float32_columns_swapped():
     """ldmatrix.x4 of a 16x8 float32 tile (32-bit elements, as valid/ldst_matrix.py's ldmatrix_x4_float32)
     with the lane roles swapped: TIDx = merge(column % 4, row % 8), so lane t holds row t % 8, column
@@ -196,7 +198,7 @@ def ldmatrix_float32_columns_swapped():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS"))
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_six_elements():
     """Six fp16 elements per thread (a [16, 12] tile, columns split by 6): .x1/.x2/.x4 move 2, 4 or 8."""
     fusion, t1, t2, t3 = smem_to_registers([16, 12])
@@ -207,7 +209,7 @@ def ldmatrix_six_elements():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS"))
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", warnings=("GLOBAL-COALESCING",)))
 def ldmatrix_partial_warp():
     """A [4, 8] tile: TIDx{16}, so lanes 16..31 of the warp do not execute the .sync.aligned ldmatrix."""
     fusion, t1, t2, t3 = smem_to_registers([4, 8])

@@ -22,7 +22,7 @@ def _copy(name: str, shape, *, dtype="float32"):
 
 
 @tp.schedule(expect=tp.rejected("PARALLEL-TYPE-UNIQUE", messages=[
-    "T2 binds TIDx to two loop axes: axis 0 (extent 4) and axis 1 (extent 32)"]))
+    "T2 binds TIDx to two loop axes: axis 0 (extent 4) and axis 1 (extent 32)"], warnings=("GLOBAL-COALESCING",)))
 def two_axes_on_tidx():
     """T1 and T2 put both of their axes on TIDx: threadIdx.x would visit the diagonal (i, i)
     of the 4 x 32 tile only."""
@@ -34,7 +34,8 @@ def two_axes_on_tidx():
 
 
 @tp.schedule(expect=tp.rejected("REGISTER-SIZE-CONSTANT", messages=[
-    "T1 is a register (Local) tensor of 32*M elements per thread", "256 registers at M = 8"]))
+    "T1 is a register (Local) tensor of 32*M elements per thread", "256 registers at M = 8"],
+    warnings=("GRID-SIZE",)))
 def registers_of_symbolic_size():
     """T1 holds a whole [M, 32] tensor in each thread's registers: its size is known at launch only."""
     fusion, t1, t2 = _copy("registers_of_symbolic_size", ["M", 32])
@@ -44,7 +45,7 @@ def registers_of_symbolic_size():
 
 @tp.schedule(expect=tp.rejected("UNROLL-LENGTH", messages=[
     "T1 holds 24576 registers per thread (24576 float32 elements); the limit is 255",
-    "unrolled loops repeat statements 49152 times", "the limit is 1024"]))
+    "unrolled loops repeat statements 49152 times", "the limit is 1024"], warnings=("REGISTER-BUDGET",)))
 def register_tensor_fully_unrolled():
     """96 KiB of float32 in one thread's registers (REGISTER-BUDGET, a warning: ptxas would put
     it in local memory), copied in fully unrolled loops of 24576 iterations each: NVRTC ran for
@@ -56,7 +57,7 @@ def register_tensor_fully_unrolled():
 
 
 @tp.schedule(expect=tp.rejected("UNROLL-LENGTH", messages=[
-    "repeat statements 3072 times (T2 3072 (Unroll{64} x i", "the limit is 1024"]))
+    "repeat statements 3072 times (T2 3072 (Unroll{64} x i", "the limit is 1024"], warnings=("REGISTER-BUDGET",)))
 def unroll_around_a_serial_loop():
     """T2 unrolls an axis of 64 around a serial axis of 48: the compiler unrolls both, 3072
     copies of the statement (43 s in NVRTC). Found by benchmarks/fuzz.py."""

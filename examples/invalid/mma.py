@@ -45,7 +45,7 @@ def copy_threads(t):
 
 
 @tp.schedule(expect=tp.rejected("MMA-OPERAND-LAYOUT", messages=[
-    "takes T5[0, 4] as lane 0's A element 2"]))
+    "takes T5[0, 4] as lane 0's A element 2"], warnings=("GLOBAL-COALESCING", "SMEM-BANK-CONFLICT")))
 def bf16_register_order_for_tf32():
     """The seed's tf32 16 x 8 x 8 tile with A's registers in the bfloat16 order: lane 4g + q
     holding columns 2q, 2q + 1 (the m16n8k8 f16 / bf16 A fragment) where tf32 wants q, q + 4.
@@ -66,7 +66,8 @@ def bf16_register_order_for_tf32():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("REDUCTION-K", messages=["reaches index 100 of an axis of extent 100"]))
+@tp.schedule(expect=tp.rejected("REDUCTION-K", messages=["reaches index 100 of an axis of extent 100"],
+                                warnings=("GLOBAL-COALESCING", "SMEM-BANK-CONFLICT")))
 def k_of_100_without_zero_fill():
     """K = 100 in K tiles of 8: the last tile reads K indices 100..103, past the operands. The
     instruction is warp-collective, so the lanes holding them cannot skip it; their registers
@@ -118,7 +119,8 @@ def k_tail(k, a_tile):
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("REDUCTION-K", messages=["reads T3 at K index 100 (K = 100)"]))
+@tp.schedule(expect=tp.rejected("REDUCTION-K", messages=["reads T3 at K index 100 (K = 100)"],
+                                warnings=("SMEM-BANK-CONFLICT",)))
 def shared_tile_ends_at_k():
     """K = 100 in K tiles of 8, both operands staged by cp.async, which writes zeros past K;
     but A's shared tile splits K by 4, so its copies end at index 99. The last K tile's fragment
@@ -126,7 +128,8 @@ def shared_tile_ends_at_k():
     return k_tail(100, 4)
 
 
-@tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", messages=["T3 reads T2[0, 2] in lane 0"]))
+@tp.schedule(expect=tp.rejected("MMA-ACCUM-LAYOUT", messages=["T3 reads T2[0, 2] in lane 0"],
+                                warnings=("GLOBAL-COALESCING", "SMEM-BANK-CONFLICT")))
 def accumulators_read_as_rows():
     """The accumulators stay in registers (the MmaOp's output is Local) and a copy stores them,
     each thread taking four consecutive elements of a row; mma.sync left lane 4g + q holding
@@ -147,7 +150,8 @@ def accumulators_read_as_rows():
 
 
 @tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT", messages=[
-    "does not move 16-byte matrix rows: lane 1 element 0 is row 0, column 1 of matrix 0"]))
+    "does not move 16-byte matrix rows: lane 1 element 0 is row 0, column 1 of matrix 0"],
+    warnings=("GLOBAL-COALESCING", "SMEM-BANK-CONFLICT")))
 def m_major_a_through_ldmatrix():
     """The seed's A is M-major in shared memory ((bM, bK):(1, bM)); its double-buffered kernel
     notes "A is M-major so we cannot use LDSM_U32x4_N". Here A's fragment is loaded with

@@ -29,7 +29,7 @@ def _copy_chain(name, shape):
 # [TIDx{16}, (DimSep), 2]: the block has 16 threads, so warp 0 (threads 0..31) is half
 # missing: TMEM-WARP-COLLECTIVE. Lanes 16, columns 2, 16 threads: nothing else applies
 # (pattern and subpartition are only checked once the access is warp-collective).
-@tp.schedule(expect=tp.rejected("TMEM-WARP-COLLECTIVE"), target="sm_100a")
+@tp.schedule(expect=tp.rejected("TMEM-WARP-COLLECTIVE", warnings=("GLOBAL-COALESCING",)), target="sm_100a")
 def not_warp_collective():
     fusion, (tv0, tv1, tv2, tv3, tv4) = _copy_chain("not_warp_collective", [16, 2])
     tv4.axis(0).parallelize(P.TIDx)
@@ -41,7 +41,7 @@ def not_warp_collective():
 # [TIDx{64}, TIDy{2}, (DimSep), 2]: 128 threads in 4 whole warps (warp-collective holds);
 # lane = 2*tx + ty, so warp 0 (tx = 0..31, ty = 0) touches lanes 0, 2, 4, ..., 62: stride 2,
 # not base + t % 32: TMEM-ACCESS-PATTERN. Lanes 64*2 = 128 fit; subpartition not checked.
-@tp.schedule(expect=tp.rejected("TMEM-ACCESS-PATTERN"), target="sm_100a")
+@tp.schedule(expect=tp.rejected("TMEM-ACCESS-PATTERN", warnings=("GLOBAL-COALESCING",)), target="sm_100a")
 def not_contiguous():
     fusion, (tv0, tv1, tv2, tv3, tv4) = _copy_chain("not_contiguous", [64, 2, 2])
     tv4.axis(0).parallelize(P.TIDx)
@@ -69,7 +69,7 @@ def one_lane():
 # But warp 0 touches lanes 0..63 (subpartitions 0 and 1) and warp 1 lanes 64..127
 # (subpartitions 2 and 3), while warp w may only touch subpartition w % 4: TMEM-SUBPARTITION.
 # Lanes 2*2*32 = 128 fit.
-@tp.schedule(expect=tp.rejected("TMEM-SUBPARTITION"), target="sm_100a")
+@tp.schedule(expect=tp.rejected("TMEM-SUBPARTITION", warnings=("GLOBAL-COALESCING",)), target="sm_100a")
 def wrong_subpartition():
     fusion, (tv0, tv1, tv2, tv3, tv4) = _copy_chain("wrong_subpartition", [2, 2, 32, 2])
     tv4.axis(0).parallelize(P.TIDy)
@@ -82,7 +82,7 @@ def wrong_subpartition():
 # [TIDx{32}, (DimSep), TIDy{2}]: 64 threads = 2 whole warps, warp w = ty; lane = tx = t % 32
 # and column = ty is constant within a warp (pattern holds), but both warps touch lanes
 # 0..31 (subpartition 0) and warp 1 may only touch subpartition 1: TMEM-SUBPARTITION.
-@tp.schedule(expect=tp.rejected("TMEM-SUBPARTITION"), target="sm_100a")
+@tp.schedule(expect=tp.rejected("TMEM-SUBPARTITION", warnings=("GLOBAL-COALESCING",)), target="sm_100a")
 def wrong_subpartition2():
     fusion, (tv0, tv1, tv2, tv3, tv4) = _copy_chain("wrong_subpartition2", [32, 2])
     tv4.axis(0).parallelize(P.TIDx)

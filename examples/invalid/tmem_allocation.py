@@ -29,7 +29,7 @@ def _copy_chain(name, shape):
 # Note: setTMemDimSepPos(-2) wraps over ndims + 1 (nvFuser's wrapDim(pos, ndims + 1)): -2 is
 # position 6 of 7 axes, i.e. between 13 and 17, as the seed's picture shows.
 @tp.schedule(
-    expect=tp.rejected("TMEM-LANES", "TMEM-WARP-COLLECTIVE", messages=["needs 429"]),
+    expect=tp.rejected("TMEM-LANES", "TMEM-WARP-COLLECTIVE", messages=["needs 429"], warnings=("GLOBAL-COALESCING",)),
     target="sm_100a",
 )
 def too_many_lanes():
@@ -54,7 +54,8 @@ def too_many_lanes():
 #   constant within a warp); TMEM-SUBPARTITION fails: warp w = TIDy + 5*TIDz touches lanes
 #   0..31 for every w, but warps 1, 2, 3, 5, ... may only touch lanes 32*(w%4)...
 @tp.schedule(
-    expect=tp.rejected("TMEM-COLUMNS", "LAUNCH-THREADS", "TMEM-SUBPARTITION", messages=["needs 1105"]),
+    expect=tp.rejected("TMEM-COLUMNS", "LAUNCH-THREADS", "TMEM-SUBPARTITION", messages=["needs 1105"],
+                       warnings=("GRID-SIZE",)),
     target="sm_100a",
 )
 def too_many_cols():

@@ -49,7 +49,7 @@ def vectorize_thirty_two_bytes():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("VECTORIZE-CONTIGUOUS"))
+@tp.schedule(expect=tp.rejected("VECTORIZE-CONTIGUOUS", warnings=("GLOBAL-COALESCING",)))
 def vectorize_transposed_operand():
     """T1 = transpose(T0) vectorized along T1's inner axis, which is T0's outer axis."""
     with tp.Fusion("vectorize_transposed_operand") as fusion:

@@ -56,7 +56,7 @@ def blocks_of_different_size():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("SMEM-BLOCK-VISIBILITY"), target="sm_100a")
+@tp.schedule(expect=tp.rejected("SMEM-BLOCK-VISIBILITY", warnings=("GLOBAL-COALESCING",)), target="sm_100a")
 def tensor_memory_read_in_every_block():
     """gmem -> reg T1 -> tmem T2 -> reg T3 -> gmem T4 with rows on BIDx{4} and TIDx{128}, but
     T3's block axis is reset to Serial: every block loads all 4 rows from its own tensor

@@ -83,16 +83,17 @@ def test_every_seed_schedule_is_translated():
         assert rel in loc.replace("\\", "/"), f"{name} should live in examples/{rel}, found at {loc}"
 
 
-# accepted schedules whose warnings are declared once the other edits to their files land
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_schedule_file_verdict(case):
-    """The verdict the file declares, and on an accepted schedule exactly the warnings it
-    declares (tp.accepted(warnings=...)): `tileproof verify examples/` prints no other."""
+    """The verdict the file declares, and exactly the warnings it declares
+    (tp.accepted(warnings=...) or tp.rejected(..., warnings=...)), accepted or rejected:
+    `tileproof verify examples/` prints no other."""
     fusion, report = _verify(case)
     problems = case.expect.mismatches(report, _allocation_of(fusion))
-    if case.expect.ok:
-        undeclared = sorted({d.code for d in case.expect.unexpected_warnings(report)})
-        problems += [f"warning {', '.join(undeclared)} not declared in tp.accepted(warnings=...)"] if undeclared else []
+    undeclared = sorted({d.code for d in case.expect.unexpected_warnings(report)})
+    if undeclared:
+        verdict = "accepted" if case.expect.ok else "rejected"
+        problems.append(f"warning {', '.join(undeclared)} not declared in tp.{verdict}(warnings=...)")
     assert problems == [], f"{case.name}: " + "; ".join(problems) + "\n" + _describe(report)
 
 
