@@ -236,9 +236,10 @@ def discover(paths: list[str]) -> list[ScheduleCase]:
 
 def _unloadable(path: Path, error: LoadError) -> ScheduleCase:
     """The case standing for a folder's file that failed to load: building it raises why."""
+    why = str(error).removeprefix(f"{path}: ")  # the case is named by the path already
 
     def build():
-        raise BuildError(str(error))
+        raise BuildError(why)
 
     return ScheduleCase(str(path), build, accepted(), "sm_90a", str(path))
 

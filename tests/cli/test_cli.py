@@ -564,13 +564,16 @@ def test_a_number_of_processes_below_one_is_a_usage_error(good, capsys):
     assert "positive number of processes" in capsys.readouterr().err
 
 
-def test_a_folder_run_reports_a_broken_file_and_verifies_the_others(good, tmp_path, capsys):
-    write(tmp_path, "broken.py", "import tileproof as tp\n@tp.schedule\ndef f():\n    pass\nraise RuntimeError('half-written')\n")
+@pytest.mark.parametrize("broken, why", [
+    ("raise RuntimeError('half-written')\n", "RuntimeError: half-written"),
+    ("def g(:\n    pass\n", "SyntaxError: invalid syntax (broken.py, line 5)"),
+])
+def test_a_folder_run_reports_a_broken_file_and_verifies_the_others(broken, why, good, tmp_path, capsys):
+    write(tmp_path, "broken.py", "import tileproof as tp\n@tp.schedule\ndef f():\n    pass\n" + broken)
     write(tmp_path, "helper.py", "raise RuntimeError('never imported: it has no decorator')\n")
     assert main(["verify", str(tmp_path)]) == 2
     captured = capsys.readouterr()
-    assert f"ERROR {tmp_path / 'broken.py'}: {tmp_path / 'broken.py'}: cannot load: RuntimeError: half-written" \
-        in captured.out
+    assert f"ERROR {tmp_path / 'broken.py'}: cannot load: {why}" in captured.out  # the path said once
     assert "PASS copy: ACCEPTED as expected" in captured.out  # good.py, after broken.py
     assert "never imported" not in captured.out + captured.err
     assert "2 schedules: 1 accepted, 0 rejected, 0 mismatched expectations, 1 failed to load" in captured.out
