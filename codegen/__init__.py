@@ -30,6 +30,7 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
       reduction.py      a reduction's init and the block's combine
     runtime/          C++ -> cubin -> launch
       nvrtc.py          NVRTC compile and the on-disk cubin cache
+      ptxas.py          the kernel's registers, spills and stack frame from ptxas's verbose log
       driver.py         the CUDA driver: context, modules, launches, memory, timing
       arrays.py         run() arguments and outputs (PyTorch tensors, DLPack, __cuda_array_interface__),
                         their launch signatures, the default stream

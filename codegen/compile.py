@@ -1,11 +1,12 @@
 """tp.compile: verify, lower, emit, compile with NVRTC; the Kernel it returns runs the result.
 
     kernel = tp.compile(fusion, target="sm_90a")   # ScheduleRejected if verification fails
-    kernel.cuda_source, kernel.cubin, kernel.launch_params
+    kernel.cuda_source, kernel.cubin, kernel.launch_params, kernel.resources
     (out,) = kernel.run(a)                          # arrays with DLPack / __cuda_array_interface__
 
 Compiling needs no GPU. A repeated compile of an unchanged schedule is answered from
-memory (keyed by the schedule's fingerprint); the cubin is also cached on disk.
+memory (keyed by the schedule's fingerprint); the cubin is also cached on disk. A kernel
+that ptxas compiled with register spills gets a PerformanceWarning when it is built.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejected
 from .ir import KernelIR, ParamKind
 from .lower import lower
-from .runtime.nvrtc import compile_to_cubin, cuda_include_dir
+from .runtime.nvrtc import compile_kernel, cuda_include_dir
+from .runtime.ptxas import Resources, spill_note
 from .runtime.prepared import OutputSlot, PreparedLaunch
 from .runtime.workspace import Workspaces
 
@@ -63,18 +65,22 @@ def _shown(e: Expr):
 
 class Kernel:
     """A compiled kernel for one verified schedule and target (what tp.compile returns):
-    `cuda_source`, `cubin`, `name`, `launch_params`, the `report` that accepted it, `verified`
-    (False only for tileproof.testing.compile_unverified), and `run` / `benchmark` to launch it.
+    `cuda_source`, `cubin`, `name`, `launch_params`, `resources` (ptxas's registers, spills and
+    stack frame per thread, or None where its log did not give them), the `report` that accepted
+    it, `verified` (False only for tileproof.testing.compile_unverified), and `run` / `benchmark`
+    to launch it.
 
         kernel = tp.compile(fusion, target="sm_90a"); (out,) = kernel.run(x)"""
 
-    def __init__(self, fusion: Fusion, report: Report, target: Target, ir: KernelIR, source: str, cubin: bytes):
+    def __init__(self, fusion: Fusion, report: Report, target: Target, ir: KernelIR, source: str, cubin: bytes,
+                 resources: Resources | None = None):
         self.fusion = fusion
         self.report = report
         self.target = target
         self.ir = ir
         self.cuda_source = source
         self.cubin = cubin
+        self.resources = resources
         self.name = ir.name
         self.verified = report.ok  # False only for tileproof.testing.compile_unverified
         self._functions: dict[int, Any] = {}
@@ -404,7 +410,12 @@ def build_kernel(snapshot: Fusion, report: Report, tgt: Target, banner: str = ""
     ir = lower(snapshot, tgt, report.decisions).kernel
     include = cuda_include_dir() if uses_half_types(ir) else None
     source = banner + emit(ir, cuda_headers=include is not None)
-    return Kernel(snapshot, report, tgt, ir, source, compile_to_cubin(source, tgt.name, include))
+    cubin, resources = compile_kernel(source, tgt.name, include)
+    kernel = Kernel(snapshot, report, tgt, ir, source, cubin, resources.get(ir.name))
+    note = spill_note(ir.name, kernel.resources) if kernel.resources is not None else None
+    if note:
+        warnings.warn(note, PerformanceWarning, stacklevel=3)
+    return kernel
 
 
 def clear_memory_cache() -> None:

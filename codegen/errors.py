@@ -51,5 +51,6 @@ class InputError(TileproofError, ValueError):
 
 
 class PerformanceWarning(UserWarning):
-    """A launch that runs correctly but slower than its schedule suggests, and why (a Python
-    warning, once per launch configuration)."""
+    """A kernel that runs correctly but slower than its schedule suggests, and why (a Python
+    warning): at compile time, registers ptxas spilled to local memory; at launch, once per launch
+    configuration, clusters that do not all fit on the GPU at once."""

@@ -1,7 +1,9 @@
 """NVRTC compilation (through cuda-python) with an on-disk cubin cache.
 
 The cache key is the sha256 of the source, the options and the NVRTC version, so a
-changed kernel, flag or compiler never reuses a stale cubin. The folder is
+changed kernel, flag or compiler never reuses a stale cubin. ptxas runs verbose (-Xptxas=-v) so
+that its log gives each kernel's registers and spills (ptxas.py's Resources); those are cached
+beside the cubin as <key>.resources.json (a cubin without them is compiled again). The folder is
 $TILEPROOF_CACHE_DIR, else ~/.cache/tileproof. Compiling needs no GPU. Missing NVRTC is
 NoDeviceError; NVRTC rejecting our source is CompileError, an InternalError (a tileproof bug).
 """
@@ -10,12 +12,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 import tempfile
 from pathlib import Path
 
 from ..errors import CompileError, NoDeviceError
+from .ptxas import Resources, parse_resources
 
 SOURCE_NAME = "tileproof_kernel.cu"
 
@@ -57,7 +61,7 @@ def cuda_include_dir() -> str | None:
 
 
 def options(arch: str, include_dir: str | None) -> list[bytes]:
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-lineinfo"]
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-lineinfo", "-Xptxas=-v"]
     if include_dir:
         opts.append(f"-I{include_dir}")
     return [o.encode() for o in opts]
@@ -77,15 +81,25 @@ def cache_key(source: str, opts: list[bytes]) -> str:
 
 def compile_to_cubin(source: str, arch: str, include_dir: str | None = None) -> bytes:
     """The cubin of source for arch (sm_90a, ...), from the disk cache when it is there."""
+    return compile_kernel(source, arch, include_dir)[0]
+
+
+def compile_kernel(source: str, arch: str, include_dir: str | None = None) -> tuple[bytes, dict[str, Resources]]:
+    """The cubin of source for arch and each entry function's Resources (by name), from the disk
+    cache when both are there."""
     opts = options(arch, include_dir)
-    path = cache_dir() / f"{cache_key(source, opts)}.cubin"
+    key = cache_key(source, opts)
+    path, resources_path = cache_dir() / f"{key}.cubin", cache_dir() / f"{key}.resources.json"
     try:
-        return path.read_bytes()
-    except OSError:
+        resources = {name: Resources.from_json(r) for name, r in json.loads(resources_path.read_text()).items()}
+        return path.read_bytes(), resources
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing or unreadable: compile
         pass
-    cubin = _compile(source, opts, arch)
+    cubin, log = _compile(source, opts, arch)
+    resources = parse_resources(log)
     _store(path, cubin)
-    return cubin
+    _store(resources_path, json.dumps({name: r.to_json() for name, r in resources.items()}).encode())
+    return cubin, resources
 
 
 def _store(path: Path, data: bytes) -> None:
@@ -99,7 +113,8 @@ def _store(path: Path, data: bytes) -> None:
         pass
 
 
-def _compile(source: str, opts: list[bytes], arch: str) -> bytes:
+def _compile(source: str, opts: list[bytes], arch: str) -> tuple[bytes, str]:
+    """The cubin and NVRTC's log (ptxas's report of each kernel's resources)."""
     nvrtc = _nvrtc()
     nvrtc_version()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), SOURCE_NAME.encode(), 0, None, None)
@@ -113,7 +128,7 @@ def _compile(source: str, opts: list[bytes], arch: str) -> bytes:
         cubin = b" " * size
         (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
         _check(err, "nvrtcGetCUBIN")
-        return cubin
+        return cubin, _log(nvrtc, prog)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

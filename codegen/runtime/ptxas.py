@@ -1,0 +1,84 @@
+"""What ptxas reports of a compiled kernel's resources (registers, spills, stack), read from
+NVRTC's log of a compile with `-Xptxas=-v`, and the note a spilling kernel gets.
+
+ptxas writes, for each entry function:
+
+    ptxas info    : Compiling entry function 'k' for 'sm_90a'
+    ptxas info    : Function properties for k
+    ptxas         .     2048 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+    ptxas info    : Used 32 registers, used 0 barriers, 2048 bytes cumulative stack size
+
+Pure Python; imports nothing of tileproof.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_REGISTERS = re.compile(r"Used (\d+) registers")
+MAX_REGISTERS = 255  # per thread, on every architecture since sm_35
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A kernel's resources as ptxas allocated them: registers per thread, the bytes of registers
+    spilled to local memory and loaded back (static counts over the code, not per run), and the
+    per-thread stack frame in local memory (spill slots and register arrays ptxas could not keep
+    in registers, such as a dynamically indexed one)."""
+
+    registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_frame_bytes: int
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Resources":
+        return cls(**{k: int(data[k]) for k in ("registers", "spill_store_bytes", "spill_load_bytes",
+                                                "stack_frame_bytes")})
+
+
+def parse_resources(log: str) -> dict[str, Resources]:
+    """Each entry function's Resources, by its (mangled) name, from a verbose ptxas log; entries
+    the log does not describe in full are left out."""
+    entries: set[str] = set()
+    frames: dict[str, tuple[int, int, int]] = {}
+    registers: dict[str, int] = {}
+    current = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            entries.add(m.group(1))
+        elif m := _PROPERTIES.search(line):
+            current = m.group(1)
+        elif (m := _FRAME.search(line)) and current is not None:
+            frames[current] = tuple(map(int, m.groups()))
+        elif (m := _REGISTERS.search(line)) and current is not None:
+            registers[current] = int(m.group(1))
+    return {name: Resources(registers[name], frames[name][1], frames[name][2], frames[name][0])
+            for name in sorted(entries) if name in registers and name in frames}
+
+
+def spill_note(name: str, resources: Resources) -> str | None:
+    """What a kernel that spills registers should be told, or None where it does not spill."""
+    if not resources.spills:
+        return None
+    r = resources
+    at_most = r.registers >= MAX_REGISTERS
+    more = ("" if at_most else
+            " or let a thread have more registers (fewer threads per block: __launch_bounds__ gives a block of "
+            "T threads at most 65536 / T registers each; setmaxnreg through tp.WarpSpecialized(num_registers=...))")
+    return (f"{name}: ptxas spilled registers to local memory ({r.spill_store_bytes} bytes of spill stores, "
+            f"{r.spill_load_bytes} bytes of spill loads, a {r.stack_frame_bytes}-byte stack frame per thread) "
+            f"with {r.registers} registers per thread{' (the most a thread may have)' if at_most else ''}; "
+            f"spills go through the L1 cache and can make the kernel several times slower: hold fewer values "
+            f"per thread (smaller register tiles, such as a smaller key or N tile of an MMA){more}")

@@ -1,0 +1,94 @@
+"""A compiled kernel's resources from ptxas (codegen/runtime/ptxas.py), no GPU needed: the verbose
+log parsed, Kernel.resources, the disk cache keeping them beside the cubin, and the
+PerformanceWarning a spilling kernel gets when it is compiled (the attention recipe with a key tile
+of 192 at head dim 64 spills; with 128 it does not)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.runtime import nvrtc
+from tileproof.codegen.runtime.ptxas import MAX_REGISTERS, Resources, parse_resources, spill_note
+from tileproof.recipes.attention import AttentionTile, attention
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+
+LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'tp_attention' for 'sm_90a'
+ptxas info    : Function properties for tp_attention
+ptxas         .     976 bytes stack frame, 796 bytes spill stores, 1032 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 976 bytes cumulative stack size
+ptxas info    : Compile time = 2714.120 ms
+ptxas info    : Function properties for _Z6helperPfi
+ptxas         .     16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+"""
+
+SOURCE = """extern "C" __global__ void k(float* out, int n) {
+  float a[512];
+  for (int i = 0; i < 512; i++) a[i] = out[i * n + threadIdx.x];
+  float s = 0;
+  for (int i = 0; i < 512; i++) s += a[(i * 7 + n) % 512] * a[i];
+  out[threadIdx.x] = s;
+}
+"""
+
+
+def test_the_verbose_log_gives_each_entry_function_its_resources():
+    assert parse_resources(LOG) == {"tp_attention": Resources(255, 796, 1032, 976)}  # not the device function
+    assert parse_resources("") == {}
+
+
+def test_a_kernel_without_spills_gets_no_note_and_one_at_the_limit_no_advice_of_more_registers():
+    assert spill_note("k", Resources(138, 0, 0, 0)) is None
+    at_limit = spill_note("k", Resources(MAX_REGISTERS, 796, 1032, 976))
+    assert "796 bytes of spill stores" in at_limit and "1032 bytes of spill loads" in at_limit
+    assert "255 registers per thread (the most a thread may have)" in at_limit and "num_registers" not in at_limit
+    below = spill_note("k", Resources(128, 8, 8, 16))
+    assert "128 registers per thread;" in below and "num_registers" in below
+
+
+def test_the_disk_cache_keeps_the_resources_and_a_cubin_without_them_is_compiled_again(monkeypatch):
+    cubin, resources = nvrtc.compile_kernel(SOURCE, "sm_90a")
+    assert cubin[:4] == b"\x7fELF"
+    local = resources["k"]  # a dynamically indexed array: ptxas keeps it in the stack frame
+    assert local.registers > 0 and local.stack_frame_bytes == 512 * 4 and not local.spills
+
+    with monkeypatch.context() as m:
+        m.setattr(nvrtc, "_compile", lambda *a: pytest.fail("compiled again, not read from the cache"))
+        assert nvrtc.compile_kernel(SOURCE, "sm_90a") == (cubin, resources)
+
+    key = nvrtc.cache_key(SOURCE, nvrtc.options("sm_90a", None))
+    (nvrtc.cache_dir() / f"{key}.resources.json").unlink()
+    assert nvrtc.compile_kernel(SOURCE, "sm_90a") == (cubin, resources)
+    assert (nvrtc.cache_dir() / f"{key}.resources.json").is_file()
+
+
+def compiled_with_warnings(fusion):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel = tp.compile(fusion)
+    return kernel, [w for w in caught if issubclass(w.category, tp.PerformanceWarning)]
+
+
+def test_a_kernel_that_spills_says_so_when_it_is_compiled():
+    tile = AttentionTile(rows=4096, keys=4096, head_dim=64, value_dim=64, key_tile=192)
+    kernel, warned = compiled_with_warnings(attention(tile, in_place=True))
+    r = kernel.resources
+    assert r.registers == MAX_REGISTERS and r.spill_store_bytes > 0 and r.spill_load_bytes > 0 and r.spills
+    assert len(warned) == 1
+    message = str(warned[0].message)
+    assert message.startswith(f"{kernel.name}: ptxas spilled registers to local memory")
+    assert f"{r.spill_store_bytes} bytes of spill stores" in message and "smaller register tiles" in message
+
+    again, warned = compiled_with_warnings(attention(tile, in_place=True))
+    assert again is kernel and not warned  # once: a repeated compile is answered from memory
+
+
+def test_a_kernel_that_does_not_spill_compiles_without_a_warning():
+    tile = AttentionTile(rows=4096, keys=4096, head_dim=64, value_dim=64, key_tile=128)
+    kernel, warned = compiled_with_warnings(attention(tile, in_place=True))
+    assert 0 < kernel.resources.registers < MAX_REGISTERS and not kernel.resources.spills
+    assert not warned
