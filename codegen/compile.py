@@ -43,7 +43,7 @@ from .runtime.workspace import Workspaces
 
 MEMORY_CACHE_SIZE = 256
 TENSOR_MAP_CACHE_SIZE = 64
-LAUNCH_CACHE_SIZE = 256  # prepared launches per kernel (argument signatures)
+LAUNCH_CACHE_SIZE = 256  # prepared launches per kernel (argument signatures), checked sizes, launch configurations
 LOCAL_NOTE_BYTES = 4096  # register tensors this large explain a launch refused for memory
 _memory: "OrderedDict[str, Kernel]" = OrderedDict()
 
@@ -185,6 +185,8 @@ class Kernel:
         key = (device_id, grid, block, smem)
         if cluster == 1 or key in self._clusters_checked:
             return
+        if len(self._clusters_checked) >= LAUNCH_CACHE_SIZE:
+            self._clusters_checked.clear()
         self._clusters_checked.add(key)
         note = clusters_wait_note(math.prod(grid), cluster, driver.resident_blocks(function, block, smem, device_id),
                                   driver.resident_clusters(function, grid, block, smem))
@@ -234,6 +236,8 @@ class Kernel:
             except KeyError as e:
                 raise InputError(f"extent {e.args[0]} is needed for the launch; pass it as a keyword") from None
             self._check_limits(grid, block, smem)
+            if len(self._checked) >= LAUNCH_CACHE_SIZE:  # a symbolic kernel meets a new size at every shape
+                self._checked.clear()
             hit = self._checked[key] = (grid, block, smem)
         return hit
 

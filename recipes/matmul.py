@@ -53,6 +53,8 @@ SCHEDULE = HopperGemmParams(
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 CACHE_SIZE = 64  # compiled configurations at a shape a Matmul keeps (least recently used dropped)
 PLANS_PER_SET = 64  # call signatures a Matmul remembers per compiled set it keeps (a plan is a few tuples)
+ENTRY_CACHE_SIZE = 16  # Matmuls matmul() keeps, one per output dtype, target, config and epilogue (LRU): each
+# holds up to CACHE_SIZE compiled sets, and a distinct epilogue scale is a distinct entry
 LONG_ACTIVATIONS = ("gelu", "gelu_tanh")  # 5 and 9 ops a fragment element
 
 
@@ -487,7 +489,7 @@ def epilogue_of(bias=None, residual=None, scale=None, activation=None) -> Epilog
         raise tp.InputError(f"matmul: {e}") from None
 
 
-_entries: dict[tuple, Matmul] = {}
+_entries: "OrderedDict[tuple, Matmul]" = OrderedDict()
 _plain_entries: dict[tuple, Matmul] = {}  # a call without epilogue, by its arguments as given (the checks passed)
 
 
@@ -513,6 +515,10 @@ def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, spec
     entry = _entries.get(key)
     if entry is None:
         entry = _entries[key] = Matmul(key[0], target, config, specialize, epilogue=ops)
+        while len(_entries) > ENTRY_CACHE_SIZE:
+            _entries.popitem(last=False)
+    else:
+        _entries.move_to_end(key)
     if plain:
         if len(_plain_entries) >= CACHE_SIZE:
             _plain_entries.clear()
@@ -520,6 +526,6 @@ def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, spec
     return entry(a, b, *(t for t in (bias, residual) if t is not None))
 
 
-__all__ = ["ALIGN_ELEMENTS", "CACHE_SIZE", "LONG_ACTIVATIONS", "Matmul", "SCHEDULE", "config_fusions", "config_params",
-           "contiguous_extents", "epilogue_configs", "epilogue_of", "matmul", "params_for", "shape_class_fusion",
-           "shape_fusion"]
+__all__ = ["ALIGN_ELEMENTS", "CACHE_SIZE", "ENTRY_CACHE_SIZE", "LONG_ACTIVATIONS", "Matmul", "SCHEDULE",
+           "config_fusions", "config_params", "contiguous_extents", "epilogue_configs", "epilogue_of", "matmul",
+           "params_for", "shape_class_fusion", "shape_fusion"]

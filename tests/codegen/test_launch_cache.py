@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tileproof as tp
-from tileproof.codegen.compile import Kernel
+from tileproof.codegen.compile import LAUNCH_CACHE_SIZE, Kernel
 from tileproof.codegen.runtime.arrays import signature
 from tileproof.schedule_files import discover
 
@@ -80,6 +80,22 @@ def test_a_new_address_shape_or_stream_prepares_a_new_launch(monkeypatch, counte
     assert len(counted) == 4 and len(fake.launches) == 4
     kernel.run(Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), out=[c])  # the first signature again: cached
     assert len(counted) == 4 and fake.launches[-1] == fake.launches[0]
+
+
+def test_an_input_at_a_new_address_every_call_keeps_the_caches_bounded(monkeypatch, counted):
+    """split-K's sum kernel reads partials run() allocates anew at each call: a new address (and
+    with a symbolic kernel, new sizes) every call must not grow a kernel's caches without bound,
+    and each launch reads the address it was given."""
+    kernel, fake = add_kernel(monkeypatch)
+    b, c = Array((4, 8), 2 << 40), Array((4, 8), 3 << 40)
+    for k in range(2 * LAUNCH_CACHE_SIZE + 1):
+        kernel.run(Array((4, 8), (8 + k) << 32), b, out=[c])
+        assert fake.launches[-1].args[pointer_param(kernel, "T0")] == (8 + k) << 32
+    assert len(counted) == 2 * LAUNCH_CACHE_SIZE + 1
+    assert len(kernel._launches) <= LAUNCH_CACHE_SIZE
+    for m in range(1, 2 * LAUNCH_CACHE_SIZE + 2):  # the sizes checked once each
+        kernel._config({"M": m, "N": 8})
+    assert 0 < len(kernel._checked) <= LAUNCH_CACHE_SIZE
 
 
 def test_a_new_stride_prepares_a_new_launch(monkeypatch, counted):

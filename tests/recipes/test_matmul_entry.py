@@ -6,12 +6,15 @@ traces."""
 
 from __future__ import annotations
 
+import importlib
+from collections import OrderedDict
+
 import pytest
 
 import tileproof as tp
 from tileproof.codegen.runtime import binding
 from tileproof.recipes import Matmul, matmul
-from tileproof.recipes.matmul import shape_class_fusion
+from tileproof.recipes.matmul import ENTRY_CACHE_SIZE, shape_class_fusion
 from tileproof.recipes.matmul_heuristic import WIDE
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -42,6 +45,21 @@ def test_the_kernel_at_a_shape_has_numbers_for_extents():
 
 def test_a_float32_output_verifies():
     assert tp.verify(shape_class_fusion("K", "K", "float32"), "sm_90a").ok
+
+
+def test_matmul_keeps_a_bounded_number_of_entries(monkeypatch):
+    """Each epilogue scale is an entry of its own (the scale is a constant of its kernels), each entry
+    keeps up to CACHE_SIZE compiled sets: matmul() keeps the ENTRY_CACHE_SIZE it used last."""
+    module = importlib.import_module("tileproof.recipes.matmul")  # tileproof.recipes.matmul is the function
+    monkeypatch.setattr(module, "_entries", OrderedDict())
+    monkeypatch.setattr(Matmul, "__call__", lambda self, a, b, *terms: self)  # the entry, not a launch
+    kept, dropped = matmul(None, None, scale=0.5), matmul(None, None, scale=0.25)
+    for k in range(3 * ENTRY_CACHE_SIZE):
+        matmul(None, None, scale=1.0 + k)
+        assert matmul(None, None, scale=0.5) is kept  # used last: kept
+    assert len(module._entries) == ENTRY_CACHE_SIZE
+    assert [e.epilogue.scale for e in module._entries.values()][-2:] == [3.0 * ENTRY_CACHE_SIZE, 0.5]
+    assert matmul(None, None, scale=0.25) is not dropped  # the least recently used: made again
 
 
 try:
