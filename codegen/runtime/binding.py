@@ -73,25 +73,51 @@ def _one_extent(extent: Expr, origin: dict[str, str]) -> str:
 
 def bind_strides(g: GlobalTensor, info: ArrayInfo, position: int, env: dict[str, int]) -> None:
     """Bind discontiguous strides; contiguous axes must have the stride the kernel assumes.
-    Inner axes first: a contiguous axis's stride is built from the next inner one's."""
+    Inner axes first: a contiguous axis's stride is built from the next inner one's. A size-1
+    axis is only indexed at 0, so its own stride says nothing (PyTorch gives such an axis any
+    stride): a discontiguous one's stride variable is bound from the next outer axis built from it
+    (that axis's stride is the variable times the size-1 extents between), or where no axis is,
+    to the stride a dense array would have there (never used in addressing; a TMA map checks it)."""
+    pending: list[tuple[str, int]] = []  # size-1 axes' unbound stride variables, each with its dense stride
+    span = 1  # the elements the axes inside this one span
     for k, axis in reversed(list(enumerate(g.alloc_axes))):
-        if g.broadcast[axis] or info.shape[axis] == 1:
+        if g.broadcast[axis]:
             continue  # never indexed with anything but 0
         stride = g.strides[k]
         actual = info.strides[axis]
-        if stride.op == "var" and stride.value not in env:
-            if actual <= 0:
-                raise InputError(f"{argument_label(g, position)}: axis {axis} has stride {actual}; tileproof needs positive strides")
-            env[stride.value] = actual  # type: ignore[index]
-            if g.vector_elements > 1 and actual % g.vector_elements:
-                raise InputError(f"{argument_label(g, position)}: axis {axis} has stride {actual}, not a multiple of "
-                                 f"{g.vector_elements} elements, which the kernel's vector accesses need")
-            continue
-        want = _value(stride, env)
-        if want != actual:
-            raise InputError(
-                f"{argument_label(g, position)}: axis {axis} has stride {actual}, expected {want}: the fusion declares it "
-                f"contiguous; pass a contiguous array (e.g. .contiguous()) or declare the axis discontiguous")
+        unbound = stride.op == "var" and stride.value not in env
+        if info.shape[axis] == 1:
+            if unbound:
+                pending.append((stride.value, span))
+            continue  # never indexed with anything but 0
+        if unbound:
+            _bind_stride(g, position, axis, stride.value, actual, env)
+        else:
+            want = _value(stride, env)
+            if want is None and pending:  # built from the last size-1 axis's stride: this axis's stride binds it
+                name, _ = pending.pop()
+                per_unit = _value(stride, {**env, name: 1})
+                if per_unit and actual % per_unit == 0:
+                    _bind_stride(g, position, axis, name, actual // per_unit, env)
+                    want = actual
+            if want != actual:
+                raise InputError(
+                    f"{argument_label(g, position)}: axis {axis} has stride {actual}, expected {want}: the fusion "
+                    f"declares it contiguous; pass a contiguous array (e.g. .contiguous()) or declare the axis "
+                    f"discontiguous")
+        span = actual * info.shape[axis]
+    for name, dense in pending:
+        env[name] = dense
+
+
+def _bind_stride(g: GlobalTensor, position: int, axis: int, name: str, actual: int, env: dict[str, int]) -> None:
+    """Bind a discontiguous stride variable to `actual`, the stride of array axis `axis`."""
+    if actual <= 0:
+        raise InputError(f"{argument_label(g, position)}: axis {axis} has stride {actual}; tileproof needs positive strides")
+    env[name] = actual
+    if g.vector_elements > 1 and actual % g.vector_elements:
+        raise InputError(f"{argument_label(g, position)}: axis {axis} has stride {actual}, not a multiple of "
+                         f"{g.vector_elements} elements, which the kernel's vector accesses need")
 
 
 def check_alignment(g: GlobalTensor, info: ArrayInfo, position: int) -> None:
