@@ -26,6 +26,7 @@ from ..model.errors import ScheduleError
 from ..model.targets import Target, get_target
 from ..model.types import MemoryType
 from ..execution.smem_plan import BASE_ALIGN
+from ..execution.warp_roles import WarpRoles
 from ..verifier.diagnostics import Report
 from ..verifier.verify import accepted_before, verify
 from .runtime import driver, tensor_maps
@@ -416,7 +417,9 @@ def build_kernel(snapshot: Fusion, report: Report, tgt: Target, banner: str = ""
     source = banner + emit(ir, cuda_headers=include is not None)
     cubin, resources = compile_kernel(source, tgt.name, include)
     kernel = Kernel(snapshot, report, tgt, ir, source, cubin, resources.get(ir.name))
-    note = spill_note(ir.name, kernel.resources) if kernel.resources is not None else None
+    setmaxnreg = next((n.spec.num_registers for n in ir.body if isinstance(n, WarpRoles) and n.spec.num_registers),
+                      None)
+    note = spill_note(ir.name, kernel.resources, setmaxnreg) if kernel.resources is not None else None
     if note:
         warnings.warn(note, PerformanceWarning, stacklevel=3)
     return kernel

@@ -21,6 +21,7 @@ _PROPERTIES = re.compile(r"Function properties for (\S+)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _REGISTERS = re.compile(r"Used (\d+) registers")
 MAX_REGISTERS = 255  # per thread, on every architecture since sm_35
+MAX_SETMAXNREG = 248  # the most of those a setmaxnreg count (a multiple of 8) gives
 
 
 @dataclass(frozen=True)
@@ -68,17 +69,27 @@ def parse_resources(log: str) -> dict[str, Resources]:
             for name in sorted(entries) if name in registers and name in frames}
 
 
-def spill_note(name: str, resources: Resources) -> str | None:
-    """What a kernel that spills registers should be told, or None where it does not spill."""
+def spill_note(name: str, resources: Resources, setmaxnreg: tuple[int, int] | None = None) -> str | None:
+    """What a kernel that spills registers should be told, or None where it does not spill.
+    `setmaxnreg`: the producer's and the consumers' register counts of a warp-specialized kernel,
+    which ptxas's count (the one at launch) does not show."""
     if not resources.spills:
         return None
     r = resources
-    at_most = r.registers >= MAX_REGISTERS
-    more = ("" if at_most else
-            " or let a thread have more registers (fewer threads per block: __launch_bounds__ gives a block of "
-            "T threads at most 65536 / T registers each; setmaxnreg through tp.WarpSpecialized(num_registers=...))")
+    if setmaxnreg:
+        producer, consumers = setmaxnreg
+        count = (f"with {r.registers} registers per thread at launch, {consumers} in the consumers after "
+                 f"setmaxnreg ({producer} in the producer)")
+        more = ("" if consumers >= MAX_SETMAXNREG else
+                " or give the consumers more (tp.WarpSpecialized(num_registers=...), taking them from the producer)")
+    else:
+        count = f"with {r.registers} registers per thread" + (" (the most a thread may have)"
+                                                             if r.registers >= MAX_REGISTERS else "")
+        more = ("" if r.registers >= MAX_REGISTERS else
+                " or let a thread have more registers (fewer threads per block: __launch_bounds__ gives a block of "
+                "T threads at most 65536 / T registers each; or setmaxnreg through tp.WarpSpecialized(num_registers="
+                "...))")
     return (f"{name}: ptxas spilled registers to local memory ({r.spill_store_bytes} bytes of spill stores, "
             f"{r.spill_load_bytes} bytes of spill loads, a {r.stack_frame_bytes}-byte stack frame per thread) "
-            f"with {r.registers} registers per thread{' (the most a thread may have)' if at_most else ''}; "
-            f"spills go through the L1 cache and can make the kernel several times slower: hold fewer values "
-            f"per thread (smaller register tiles, such as a smaller key or N tile of an MMA){more}")
+            f"{count}; spills go through the L1 cache and can make the kernel several times slower: hold fewer "
+            f"values per thread (smaller register tiles, such as a smaller key or N tile of an MMA){more}")

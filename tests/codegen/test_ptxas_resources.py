@@ -50,6 +50,13 @@ def test_a_kernel_without_spills_gets_no_note_and_one_at_the_limit_no_advice_of_
     assert "128 registers per thread;" in below and "num_registers" in below
 
 
+def test_a_warp_specialized_kernel_is_told_its_consumers_count_not_the_launch_s():
+    note = spill_note("k", Resources(168, 2436, 3260, 1288), setmaxnreg=(24, 240))
+    assert "with 168 registers per thread at launch, 240 in the consumers after setmaxnreg (24 in the producer)" in note
+    assert "give the consumers more" in note
+    assert "give the consumers more" not in spill_note("k", Resources(168, 8, 8, 8), setmaxnreg=(24, 248))
+
+
 def test_the_disk_cache_keeps_the_resources_and_a_cubin_without_them_is_compiled_again(monkeypatch):
     cubin, resources = nvrtc.compile_kernel(SOURCE, "sm_90a")
     assert cubin[:4] == b"\x7fELF"
@@ -85,6 +92,15 @@ def test_a_kernel_that_spills_says_so_when_it_is_compiled():
 
     again, warned = compiled_with_warnings(attention(tile, in_place=True))
     assert again is kernel and not warned  # once: a repeated compile is answered from memory
+
+
+def test_a_warp_specialized_kernel_that_spills_names_its_consumers_count():
+    tile = AttentionTile(rows=4096, keys=4096, head_dim=64, value_dim=64, key_tile=192)
+    fusion = attention(tile, stages=2, producer=True, registers=(24, 240), warpgroups=2, in_place=True)
+    kernel, warned = compiled_with_warnings(fusion)
+    assert kernel.resources.spills and len(warned) == 1
+    assert (f"with {kernel.resources.registers} registers per thread at launch, 240 in the consumers after "
+            f"setmaxnreg (24 in the producer)") in str(warned[0].message)
 
 
 def test_a_kernel_that_does_not_spill_compiles_without_a_warning():
