@@ -38,13 +38,16 @@ class Resources:
 
     @property
     def spills(self) -> bool:
+        """Whether ptxas moved registers to local memory and back."""
         return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
 
     def to_json(self) -> dict:
+        """The fields as a dict (the disk cache's <key>.resources.json)."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict) -> "Resources":
+        """to_json's inverse; KeyError, TypeError or ValueError where data is not that."""
         return cls(**{k: int(data[k]) for k in ("registers", "spill_store_bytes", "spill_load_bytes",
                                                 "stack_frame_bytes")})
 
