@@ -46,7 +46,7 @@ class Resources:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "Resources":
+    def from_json(cls, data: dict) -> Resources:
         """to_json's inverse; KeyError, TypeError or ValueError where data is not that."""
         return cls(**{k: int(data[k]) for k in ("registers", "spill_store_bytes", "spill_load_bytes",
                                                 "stack_frame_bytes")})
