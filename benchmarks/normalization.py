@@ -72,7 +72,8 @@ def other_classes(n: int, chosen, vector: int = 8) -> list:
     for b in BATCHES:
         threads = -(-n // (vector * b))
         if b != chosen.batch and threads <= MAX_THREADS:
-            out.append(RowClass("bfloat16", vector, b, max(32, 1 << (threads - 1).bit_length())))
+            out.append(RowClass("bfloat16", vector, b, max(32, 1 << (threads - 1).bit_length()),
+                                whole=n % (vector * b) == 0))
     return out
 
 

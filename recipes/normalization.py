@@ -37,11 +37,11 @@ import tileproof as tp
 P = tp.ParallelType
 VECTOR_BYTES = 16  # one global load / store per thread and step
 MAX_THREADS = 1024
-TARGET_THREADS = 512  # the row class's threads at most this where a larger batch allows
 BATCHES = (1, 2, 4, 8)  # 16-byte vectors per thread a class holds (8: 64 16-bit elements)
 UNROLLED_BATCHES = (1, 2, 4)  # classes whose batch loop is unrolled (8 would repeat LayerNorm's
 # statements 1216 times, past UNROLL-LENGTH's 1024)
 DTYPES = ("bfloat16", "float16", "float32")
+LOG2_E = 1.4426950408889634  # exp(v) = exp2(v log2(e))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,19 +49,31 @@ class RowClass:
     """The rows one kernel takes: `dtype` (its name), `vector` elements per load (16 bytes or
     fewer where N is not a multiple), `batch` loads per thread, at most `max_threads` threads (a power
     of two up to 1024: the kernel's __launch_bounds__, so a class of fewer threads keeps more
-    registers a thread), and `rows` rows a block (on TIDy, each its own `max_threads` threads on TIDx:
-    at 32 a warp per row, whose reductions are warp shuffles without a block barrier). Admits every
-    N with N % vector == 0 and N <= vector * batch * max_threads."""
+    registers a thread), `rows` rows a block (on TIDy, each its own `max_threads` threads on TIDx:
+    at 32 a warp per row, whose reductions are warp shuffles without a block barrier), and `serial`
+    such steps a block runs one after the other, its input rows in a register circular buffer of
+    `stages` (the next step's rows loaded while this one computes: more bytes in flight than the
+    threads an SM holds can ask for at once). `whole`: every thread has all `batch` vectors
+    (N % (vector * batch) == 0, so the kernel checks no bound per element); otherwise the last
+    threads' vectors past N are predicated off. Admits every N with N % vector == 0 (and
+    N % (vector * batch) == 0 where whole) and N <= vector * batch * max_threads."""
 
     dtype: str = "bfloat16"
     vector: int = 8
     batch: int = 1
     max_threads: int = MAX_THREADS
     rows: int = 1
+    serial: int = 1
+    stages: int = 2
+    whole: bool = True
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise tp.ScheduleError(f"RowClass: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if not isinstance(self.whole, bool):
+            raise tp.ScheduleError(f"RowClass: whole must be True or False, got {self.whole!r}")
+        if isinstance(self.serial, bool) or not isinstance(self.serial, int) or self.serial < 1:
+            raise tp.ScheduleError(f"RowClass: serial must be a positive int, got {self.serial!r}")
         for name in ("vector", "batch", "max_threads", "rows"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v & (v - 1):
@@ -69,6 +81,9 @@ class RowClass:
         if self.max_threads * self.rows > MAX_THREADS:
             raise tp.ScheduleError(f"RowClass: max_threads x rows must be at most {MAX_THREADS}, got "
                                    f"{self.max_threads} x {self.rows}")
+        if isinstance(self.stages, bool) or not isinstance(self.stages, int) or not 2 <= self.stages <= self.serial + 1:
+            raise tp.ScheduleError(f"RowClass: stages must be an int from 2 to serial + 1 = {self.serial + 1}, "
+                                   f"got {self.stages!r}")
         if self.vector * getattr(tp, self.dtype).bytes > VECTOR_BYTES:
             raise tp.ScheduleError(f"RowClass: vector {self.vector} of {self.dtype} is more than {VECTOR_BYTES} bytes")
 
@@ -78,12 +93,20 @@ class RowClass:
 
     @property
     def tag(self) -> str:
-        """The class in a kernel's name: bfloat16_v8_b2_t512 (_r4: 4 rows a block)."""
+        """The class in a kernel's name: bfloat16_v8_b2_t512 (_r4: 4 rows a block; _s4x2: 4 steps
+        a block, 2 stages)."""
         rows = f"_r{self.rows}" if self.rows > 1 else ""
-        return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}{rows}"
+        serial = f"_s{self.serial}x{self.stages}" if self.serial > 1 else ""
+        holes = "" if self.whole or self.batch == 1 else "_p"
+        return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}{rows}{serial}{holes}"
+
+    @property
+    def multiple(self) -> int:
+        """What N must be a multiple of."""
+        return self.vector * self.batch if self.whole else self.vector
 
     def admits(self, n: int) -> bool:
-        return n % self.vector == 0 and 0 < n <= self.max_row
+        return n % self.multiple == 0 and 0 < n <= self.max_row
 
     def threads(self, n: int) -> int:
         """A row's threads at row length n (the block has `rows` times as many)."""
@@ -92,19 +115,28 @@ class RowClass:
 
 def row_class(n: int, dtype: str = "bfloat16") -> RowClass:
     """The class a row of n elements runs in: the widest vector dividing n (16 bytes at most), and
-    the fewest vectors per thread, up to UNROLLED_BATCHES, that keep the block at TARGET_THREADS
-    threads, else the fewest that keep it at MAX_THREADS; the class's `threads` that limit."""
+    the most vectors a thread holds, of UNROLLED_BATCHES, that cut n into whole threads (n a
+    multiple of vector * batch: no bound checked per element) of at most MAX_THREADS; where none
+    does, the fewest of BATCHES that fit MAX_THREADS threads, whole where n allows. Its
+    `max_threads` the power of two (at least a warp) at or above the threads n takes.
+
+    More vectors a thread and fewer threads measured best at every row length (H200, bfloat16,
+    1k-32k elements; benchmarks/normalization.py): the fixed costs of a row (its block reductions,
+    the max and the bounds) are paid once per thread, over more elements."""
     width = getattr(tp, dtype).bytes
     vector = VECTOR_BYTES // width
     while n % vector:
         vector //= 2
-    for limit, batches in ((TARGET_THREADS, UNROLLED_BATCHES), (MAX_THREADS, BATCHES)):
-        for batch in batches:
-            if -(-n // (vector * batch)) <= limit:
-                return RowClass(dtype, vector, batch, limit)
-    longest = max(BATCHES) * MAX_THREADS * vector
-    raise tp.InputError(f"rows of {n} {dtype} elements are longer than the {longest} a block holds in registers "
-                        f"(vectors of {vector})")
+    whole = [b for b in reversed(UNROLLED_BATCHES) if n % (vector * b) == 0 and n // (vector * b) <= MAX_THREADS]
+    fitting = [b for b in BATCHES if -(-n // (vector * b)) <= MAX_THREADS]
+    if not whole and not fitting:
+        longest = max(BATCHES) * MAX_THREADS * vector
+        raise tp.InputError(f"rows of {n} {dtype} elements are longer than the {longest} a block holds in registers "
+                            f"(vectors of {vector})")
+    batch = whole[0] if whole else fitting[0]
+    threads = -(-n // (vector * batch))
+    return RowClass(dtype, vector, batch, max(32, 1 << (threads - 1).bit_length()),
+                    whole=n % (vector * batch) == 0)
 
 
 # -- the fusions ----------------------------------------------------------------------------------
@@ -133,20 +165,27 @@ def _row(t: tp.TensorView) -> tp.TensorView:
 
 
 def _assume(fusion, rows: RowClass) -> None:
-    fusion.assume(f"N % {rows.vector} == 0")
+    fusion.assume(f"N % {rows.multiple} == 0")
     fusion.assume(f"N <= {rows.max_row}")
 
 
+def _exp_less_max(x: tp.TensorView, m: tp.TensorView) -> tp.TensorView:
+    """exp(x - m) as exp2(x log2(e) - m log2(e)) (x a row, m its row value [M, 1]): one fused
+    multiply-add and one ex2 an element, where exp's range reduction costs several instructions."""
+    return tp.exp2(tp.sub(tp.mul(_float(x), LOG2_E), tp.mul(m, LOG2_E)))
+
+
 def softmax_fusion(rows: RowClass, log: bool = False) -> tp.Fusion:
-    """softmax (or log_softmax) over each row of x [M, N], in x's dtype, scheduled."""
+    """softmax (or log_softmax) over each row of x [M, N], in x's dtype, scheduled. The row is
+    divided by its sum as a multiplication by the sum's reciprocal (one division a row)."""
     with tp.Fusion(f"{'log_' if log else ''}softmax_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         m = _row(tp.max(_float(x), 1))
-        s = tp.sum(tp.exp(tp.sub(_float(x), m)), 1)
+        s = tp.sum(_exp_less_max(x, m), 1)
         if log:
             y = tp.sub(tp.sub(_float(x), m), _row(tp.log(s)))
         else:
-            y = tp.div(tp.exp(tp.sub(_float(x), m)), _row(s))
+            y = tp.mul(_exp_less_max(x, m), _row(tp.reciprocal(s)))
         out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
         fusion.add_output(out)
     _assume(fusion, rows)
@@ -200,7 +239,7 @@ def cross_entropy_fusion(rows: RowClass) -> tp.Fusion:
         x = _row_input(fusion, rows.dtype)
         p = _row_input(fusion, rows.dtype)
         m = tp.max(_float(x), 1)
-        lse = tp.add(tp.log(tp.sum(tp.exp(tp.sub(_float(x), _row(m))), 1)), m)
+        lse = tp.add(tp.log(tp.sum(_exp_less_max(x, _row(m)), 1)), m)
         # one reduction after logsumexp: two sums of the same row would share its loop, and a
         # reduction's total is stored where its loop ends
         loss = tp.sum(tp.mul(_float(p), tp.sub(_row(lse), _float(x))), 1)
@@ -227,14 +266,17 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     """nvFuser's inner persistent schedule (see the module's text) on a fusion whose inputs are
     rows [M, N] and weights [N]: caches for the inputs, the row split on the output (a row, or a
     per-row reduction), propagated and parallelized, the caches' loads and a row output's stores
-    vectorized, the vector axes unrolled, inline_most,
-    then the batch axes unrolled (in UNROLLED_BATCHES' classes)."""
+    vectorized, the vector axes unrolled, inline_most, then the batch axes unrolled (in
+    UNROLLED_BATCHES' classes), and with `serial` steps a block, the steps unrolled and the row
+    inputs' caches circular-buffered over them."""
     caches = [t.cache_after() for t in fusion.inputs]
     per_row = any(i.is_reduction for i in out.logical)  # cross_entropy's loss [M]: the last reduction
     ref = out
     ref.split(1, rows.vector)
     ref.split(1, rows.batch, inner_split=False)  # [M, batch, ceil(N / (vector batch)), vector]
-    if rows.rows > 1:  # [ceil(M / rows), rows (TIDy), batch, threads, vector]
+    if rows.serial > 1:  # [ceil(M / serial), serial, batch, threads, vector]
+        ref.split(0, rows.serial)
+    if rows.rows > 1:  # [ceil(M / (rows serial)), rows (TIDy), (serial,) batch, threads, vector]
         ref.split(0, rows.rows)
         ref.axis(1).parallelize(P.TIDy)
     tp.propagate_transforms(ref)
@@ -242,8 +284,16 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     ref.axis(-2).parallelize(P.TIDx)
     tp.parallelize_all_like(ref)
     computed = [t for t in fusion.tensors if not t.is_fusion_input]
-    for t in computed:  # rows [M, batch, threads, vector], weights [batch, threads, vector]
-        if len(t.loop) >= 3 and not t.axis(-1).is_broadcast and not t.axis(-1).is_reduction:
+    row_axes = 1 + (rows.rows > 1) + (rows.serial > 1)  # the axes M was split into
+
+    def along_m(t) -> bool:  # a row or a per-row value (not a weight [N])
+        return t.axis(0).parallel_type == P.BIDx
+
+    def along_n(t) -> bool:  # [(M axes,) batch, threads, vector]: a row or a weight
+        return len(t.loop) - (row_axes if along_m(t) else 0) == 3
+
+    for t in computed:
+        if along_n(t) and not t.axis(-1).is_broadcast and not t.axis(-1).is_reduction:
             t.axis(-1).parallelize(P.Unroll)
     for t in caches:
         t.axis(-1).parallelize(P.Vectorize)
@@ -251,10 +301,17 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
         out.axis(-1).parallelize(P.Vectorize)
     tp.inline_most(fusion)
     # after inlining: an unrolled batch loop is one the statements inlined into it run in (inline_most
-    # would stop before it); the persistent cache's registers are then indexed by constants
+    # would stop before it); the persistent cache's registers are then indexed by constants. So are
+    # the stages of a circular buffer over the serial steps, which are unrolled too
     for t in computed:
-        if rows.batch in UNROLLED_BATCHES and len(t.loop) >= 3 and not t.axis(-3).is_broadcast:
+        if rows.batch in UNROLLED_BATCHES and along_n(t) and not t.axis(-3).is_broadcast:
             t.axis(-3).parallelize(P.Unroll)
+        if rows.serial > 1 and along_m(t):
+            t.axis(row_axes - 1).parallelize(P.Unroll)
+    if rows.serial > 1:
+        for t in caches:
+            if along_m(t) and t.compute_at == row_axes:  # a row held whole (not one read where used)
+                t.circular_buffer(rows.stages, rows.stages - 1)
 
 
 # -- PyTorch entries ------------------------------------------------------------------------------
@@ -491,5 +548,5 @@ def cross_entropy(logits, target, arch: str = "sm_90a"):
 
 
 __all__ = ["BATCHES", "UNROLLED_BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
-           "Softmax", "TARGET_THREADS", "cross_entropy", "cross_entropy_fusion", "layer_norm", "layer_norm_fusion",
+           "Softmax", "cross_entropy", "cross_entropy_fusion", "layer_norm", "layer_norm_fusion",
            "log_softmax", "rms_norm", "rms_norm_fusion", "row_class", "schedule_rows", "softmax", "softmax_fusion"]

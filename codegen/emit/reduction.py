@@ -12,7 +12,10 @@ by __shfl_xor_sync butterfly, which gives every lane of the run the same value (
 are commutative, so both partners compute one sum); any group size works (TIDx{96}: W = 32,
 TIDx{48}: W = 16), and a partial last warp names only its lanes in the shuffle mask. The runs'
 partials then go through shared memory: one __syncthreads after they are written, one after
-they are read (the next combine reuses the scratch). Where lanes of one warp belong to different
+they are read (the next combine reuses the scratch). Where W is 32 (whole warps: the shuffles take
+constant offsets and a full mask) and the P partials a group has are a power of two, each aligned
+run of P lanes reads every partial once and combines them by log2(P) shuffles; otherwise every
+thread combines its group's P partials in turn. Where lanes of one warp belong to different
 groups (a reduction over TIDy with TIDx > 1), every thread's value goes through shared memory.
 In a warp-specialized kernel the helper spans the consumer role only (consumers_block_reduce).
 """
@@ -40,26 +43,49 @@ __device__ __forceinline__ void tp_block_reduce(T (&acc)[N], T* scratch, F op) {
   const bool lanes = (!RY || RX || bx == 1) && (!RZ || ((RY || by == 1) && (RX || bx == 1)));
   unsigned W = lanes ? (G & (0u - G)) : 1u;  // aligned runs of W lanes lie inside one group
   if (W > 32u) W = 32u;
+  const unsigned shift = __ffs(W) - 1u;  // W is a power of two: r / W and G / W are shifts
   const unsigned linear = threadIdx.x + bx * (threadIdx.y + by * threadIdx.z), total = bx * by * bz;
-  const unsigned base = linear & ~31u, present = total - base;  // the lanes this warp has
-  const unsigned mask = present >= 32u ? 0xffffffffu : ((1u << present) - 1u);
-  for (unsigned off = W >> 1; off > 0u; off >>= 1) {
+  if (W == 32u) {  // whole warps in one group: constant offsets, a full mask (no divergence checks)
 #pragma unroll
-    for (int k = 0; k < N; ++k) acc[k] = op(acc[k], __shfl_xor_sync(mask, acc[k], off));
+    for (unsigned off = 16u; off > 0u; off >>= 1) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) acc[k] = op(acc[k], __shfl_xor_sync(0xffffffffu, acc[k], off));
+    }
+  } else {
+    const unsigned base = linear & ~31u, present = total - base;  // the lanes this warp has
+    const unsigned mask = present >= 32u ? 0xffffffffu : ((1u << present) - 1u);
+    for (unsigned off = W >> 1; off > 0u; off >>= 1) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) acc[k] = op(acc[k], __shfl_xor_sync(mask, acc[k], off));
+    }
   }
-  const unsigned P = G / W;  // partials per group
+  const unsigned P = G >> shift;  // partials per group
   if (P > 1u) {
-    if (r % W == 0u) {
+    if ((r & (W - 1u)) == 0u) {
 #pragma unroll
-      for (int k = 0; k < N; ++k) scratch[(k * NG + g) * P + r / W] = acc[k];
+      for (int k = 0; k < N; ++k) scratch[(k * NG + g) * P + (r >> shift)] = acc[k];
     }
     __syncthreads();
+    if (W == 32u && (P & (P - 1u)) == 0u) {
+      // P (at most 32) a power of two: each aligned run of P lanes reads every partial once, and
+      // log2(P) shuffles combine them (one shared load a thread, not P dependent ones)
 #pragma unroll
-    for (int k = 0; k < N; ++k) {
-      const T* part = scratch + (k * NG + g) * P;
-      T v = part[0];
-      for (unsigned j = 1; j < P; ++j) v = op(v, part[j]);
-      acc[k] = v;
+      for (int k = 0; k < N; ++k) {
+        T v = scratch[(k * NG + g) * P + (linear & (P - 1u))];
+#pragma unroll
+        for (unsigned off = 16u; off > 0u; off >>= 1) {
+          if (off < P) v = op(v, __shfl_xor_sync(0xffffffffu, v, off));
+        }
+        acc[k] = v;
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        const T* part = scratch + (k * NG + g) * P;
+        T v = part[0];
+        for (unsigned j = 1; j < P; ++j) v = op(v, part[j]);
+        acc[k] = v;
+      }
     }
     __syncthreads();
   }

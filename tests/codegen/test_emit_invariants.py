@@ -158,7 +158,7 @@ def _softmax_kernel(rows):
 def test_the_softmax_predicates_read_blockdim():
     """A row softmax of symbolic length launches ceil(ceil(N / 8) / 2) threads: its predicates read
     that as blockDim.x, in the range of the expression, and compute it nowhere."""
-    fusion, ir = _softmax_kernel(N.row_class(8192))
+    fusion, ir = _softmax_kernel(N.RowClass("bfloat16", 8, 2, 512, whole=False))  # bounds checked per element
     block = ir.block[0]
     assert block.free_vars() == {"N"}
     conds = [c for n in walk(ir.body) for c in getattr(n, "conds", [])]
@@ -172,11 +172,12 @@ def test_the_softmax_predicates_read_blockdim():
     assert any("blockDim.x" in line for line in code) and not any("/ 8ULL) + 2ULL - 1) / 2ULL)" in line for line in code)
 
 
-@pytest.mark.parametrize("n", [40, 1000, 1024])
-def test_the_simulated_symbolic_softmax_computes_the_op(n):
+@pytest.mark.parametrize("n, whole", [(40, True), (1000, True), (1024, True), (1004, False), (36, False)])
+def test_the_simulated_symbolic_softmax_computes_the_op(n, whole):
     """The kernel of a row class, blockDim.x and the hoisted names included, simulated at row
-    lengths of its class against the fusion's float64 reference."""
-    fusion, ir = _softmax_kernel(N.RowClass("float32", 4, 2))
+    lengths of its class against the fusion's float64 reference (whole: no bounds checked; not
+    whole: the last thread's second vector past N predicated off)."""
+    fusion, ir = _softmax_kernel(N.RowClass("float32", 4, 2, whole=whole))
     x = np.random.default_rng(n).standard_normal((2, n)).astype(np.float32).astype(np.float64)
     (got,) = run_kernel(ir, fusion, [x], {"M": 2, "N": n})
     (want,) = reference(fusion, [x])

@@ -94,11 +94,12 @@ def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n, rows):
 
 
 @pytest.mark.parametrize("n, dtype, expected", [
-    (1024, "bfloat16", N.RowClass("bfloat16", 8, 1, 512)), (4096, "bfloat16", N.RowClass("bfloat16", 8, 1, 512)),
-    (8192, "bfloat16", N.RowClass("bfloat16", 8, 2, 512)), (16384, "bfloat16", N.RowClass("bfloat16", 8, 4, 512)),
+    (1024, "bfloat16", N.RowClass("bfloat16", 8, 4, 32)), (4096, "bfloat16", N.RowClass("bfloat16", 8, 4, 128)),
+    (8192, "bfloat16", N.RowClass("bfloat16", 8, 4, 256)), (16384, "bfloat16", N.RowClass("bfloat16", 8, 4, 512)),
     (32768, "bfloat16", N.RowClass("bfloat16", 8, 4, 1024)), (65536, "bfloat16", N.RowClass("bfloat16", 8, 8, 1024)),
-    (1000, "bfloat16", N.RowClass("bfloat16", 8, 1, 512)), (1002, "bfloat16", N.RowClass("bfloat16", 2, 1, 512)),
-    (4096, "float32", N.RowClass("float32", 4, 2, 512)),
+    (1000, "bfloat16", N.RowClass("bfloat16", 8, 1, 128)), (1002, "bfloat16", N.RowClass("bfloat16", 2, 1, 512)),
+    (4096, "float32", N.RowClass("float32", 4, 4, 256)), (64, "bfloat16", N.RowClass("bfloat16", 8, 4, 32)),
+    (8200, "bfloat16", N.RowClass("bfloat16", 8, 2, 1024, whole=False)),  # 1025 vectors: none whole fits
 ])
 def test_row_class(n, dtype, expected):
     rows = N.row_class(n, dtype)

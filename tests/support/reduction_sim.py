@@ -425,6 +425,9 @@ class Simulator:
                         if at in scratch:
                             raise SimulationError(f"two threads write scratch slot {at}")
                         scratch[at] = accs[k][e]
+            if W == WARP and P <= WARP and not P & (P - 1):
+                self._combine_partials_by_shuffles(n, accs, info, scratch, P)
+                return
             for k, (r, g, _, _, _) in enumerate(info):
                 for e in range(n.elements):
                     part = [(e * NG + g) * P + j for j in range(P)]
@@ -435,6 +438,33 @@ class Simulator:
                     for a in part[1:]:
                         v = self.values.combine(n.combine, v, scratch[a])
                     accs[k][e] = v
+
+    def _combine_partials_by_shuffles(self, n: BlockReduce, accs, info, scratch, P: int) -> None:
+        """Whole warps, P a power of two: lane k reads partial k % P, then a butterfly over the
+        offsets P/2 .. 1, every partner a lane of the same warp and group."""
+        total = len(info)
+        vals = []
+        for k, (_, g, _, NG, _) in enumerate(info):
+            row = []
+            for e in range(n.elements):
+                at = (e * NG + g) * P + (k & (P - 1))
+                if at not in scratch:
+                    raise SimulationError(f"thread {k} reads scratch slot {at}, which no thread wrote")
+                row.append(scratch[at])
+            vals.append(row)
+        off = P >> 1
+        while off:
+            new = []
+            for k in range(total):
+                partner = k ^ off
+                if partner >= total or partner // WARP != k // WARP or info[partner][1] != info[k][1]:
+                    raise SimulationError(f"lane {k} shuffles with lane {partner}, outside its warp or group")
+                new.append([self.values.combine(n.combine, a, b) for a, b in zip(vals[k], vals[partner])])
+            vals = new
+            self.shuffles += 1
+            off >>= 1
+        for k in range(total):
+            accs[k][:n.elements] = vals[k]
 
 
 class _Aborted(BaseException):
