@@ -74,14 +74,18 @@ def test_the_fusion_verifies_and_compiles_for_every_row_length_of_its_class(op, 
 
 
 @pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype, vector, n, rows", [("float32", 4, 48, 1), ("float32", 4, 40, 1), ("bfloat16", 8, 64, 1),
-                                                     ("float32", 4, 40, 2)])
-def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n, rows):
-    """Rows of n elements over threads of 2 vectors each (n = 40: the last thread's second vector
-    past the row), 3 rows (with 2 rows a block: the second block's second row past M); against
-    numpy at float64 and the fusion's float64 reference."""
+@pytest.mark.parametrize("dtype, vector, n, rows, whole, serial", [
+    ("float32", 4, 48, 1, True, 1), ("float32", 4, 40, 1, True, 1), ("bfloat16", 8, 64, 1, True, 1),
+    ("float32", 4, 40, 2, True, 1), ("float32", 4, 44, 1, False, 1), ("float32", 4, 48, 1, True, 2),
+    ("float32", 4, 44, 2, False, 2)])
+def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n, rows, whole, serial):
+    """Rows of n elements over threads of 2 vectors each (not whole, n = 44: the last thread's
+    second vector past the row), 3 rows (with 2 rows a block: the second block's second row past
+    M; with 2 serial steps a block, their rows in a register circular buffer of 2 stages, the
+    next step's loaded while this one computes: the last step past M); against numpy at float64
+    and the fusion's float64 reference."""
     build, kinds, numpy_op = OPS[op]
-    fusion = build(N.RowClass(dtype, vector, 2, 512, rows))
+    fusion = build(N.RowClass(dtype, vector, 2, 512, rows, serial=serial, whole=whole))
     ir = lower(fusion.snapshot(), TARGET).kernel
     m = 3
     inputs = _inputs(kinds, m, n, dtype, np.random.default_rng(n))

@@ -3,7 +3,8 @@
 It runs the kernel IR (codegen/ir.py) block by block, the threads of a block in lockstep,
 statement by statement, on Python values: every Loop, every Compute under its predicate
 (copies, casts, arithmetic and a reduction's accumulation), the index names declared before an
-unrolled nest (IndexNames, each thread's own values), a WholeTile's guard (the same in every
+unrolled nest (IndexNames, each thread's own values), a circular buffer's Prologue and Prefetched
+copies (done when issued: a stage overwritten before it is read shows in the values), a WholeTile's guard (the same in every
 thread of the block: checked) and the version it picks, ReduceInit, and BlockReduce by the
 algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
 over __shfl_xor_sync lanes with its mask, then the shared scratch), with its requirements
@@ -38,7 +39,7 @@ from collections import Counter
 import numpy as np
 
 from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, Compute, GridReduce, GroupedGridReduce,
-                                  IndexNames, Loop, LoopKind, ReduceInit, Sync, WholeTile)
+                                  IndexNames, Loop, LoopKind, Prefetched, Prologue, ReduceInit, Sync, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
@@ -217,6 +218,13 @@ class Simulator:
                     names.update({name: self.ev(value, env) for name, value in n.names})
             elif isinstance(n, WholeTile):
                 self.nodes([n.whole if self.block_uniform(n.guard, loops) else n.lowered], loops)
+            elif isinstance(n, Prologue):  # a circular buffer's first copies, done when issued here
+                name, extent = self.algebra.get(n.index, n.index), evaluate(n.extent, {**self.symbols})
+                for v in range(min(max(n.prefetch, 0), extent)):
+                    self.nodes(n.body, {**loops, name: v})
+            elif isinstance(n, Prefetched):  # the copies of iteration i + prefetch (indices shifted)
+                if loops[self.algebra.get(n.index, n.index)] + n.prefetch < evaluate(n.extent, {**self.symbols}):
+                    self.nodes(n.body, loops)
             else:
                 raise NotImplementedError(type(n).__name__)
 
