@@ -24,13 +24,16 @@ cache is read by the first reduction and again after its total, so inline_most k
 at the row loop (model/unmappable.py): the row stays in registers, read from global memory
 once. The float32 values are recomputed from it where each consumer needs them (one cast per
 use), so only the 16-bit row is held. The reductions combine over the block (warp shuffles, then
-shared memory). Imports only the public `tileproof` API; torch when called.
+shared memory). Long rows take nvFuser's non-persistent (looped) form instead: a block of a fixed
+number of threads steps over the row, and each use of the row reads it in its own loop.
+Imports only the public `tileproof` API; torch when called.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+from collections import OrderedDict
 
 import tileproof as tp
 
@@ -41,6 +44,9 @@ BATCHES = (1, 2, 4, 8)  # 16-byte vectors per thread a class holds (8: 64 16-bit
 UNROLLED_BATCHES = (1, 2, 4)  # classes whose batch loop is unrolled (8 would repeat LayerNorm's
 # statements 1216 times, past UNROLL-LENGTH's 1024)
 DTYPES = ("bfloat16", "float16", "float32")
+LOOPED_THREADS = 512  # a looped class's block
+LOOPED_FROM = 16384  # softmax's, LayerNorm's and cross-entropy's rows from this long on are looped
+LONGEST_LOOPED_ROW = 2**31 - 1  # a size's range (model/symbol_ranges.py)
 LOG2_E = 1.4426950408889634  # exp(v) = exp2(v log2(e))
 
 
@@ -66,12 +72,18 @@ class RowClass:
     serial: int = 1
     stages: int = 2
     whole: bool = True
+    looped: bool = False
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
             raise tp.ScheduleError(f"RowClass: dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if not isinstance(self.whole, bool):
             raise tp.ScheduleError(f"RowClass: whole must be True or False, got {self.whole!r}")
+        if not isinstance(self.looped, bool):
+            raise tp.ScheduleError(f"RowClass: looped must be True or False, got {self.looped!r}")
+        if self.looped and (self.rows > 1 or self.serial > 1):
+            raise tp.ScheduleError(f"RowClass: a looped class takes one row a block (rows=1, serial=1), got rows="
+                                   f"{self.rows}, serial={self.serial}")
         if isinstance(self.serial, bool) or not isinstance(self.serial, int) or self.serial < 1:
             raise tp.ScheduleError(f"RowClass: serial must be a positive int, got {self.serial!r}")
         for name in ("vector", "batch", "max_threads", "rows"):
@@ -89,7 +101,8 @@ class RowClass:
 
     @property
     def max_row(self) -> int:
-        return self.vector * self.batch * self.max_threads
+        """The longest row: what the threads hold, or for a looped class any (a size's range)."""
+        return LONGEST_LOOPED_ROW if self.looped else self.vector * self.batch * self.max_threads
 
     @property
     def tag(self) -> str:
@@ -97,23 +110,26 @@ class RowClass:
         a block, 2 stages)."""
         rows = f"_r{self.rows}" if self.rows > 1 else ""
         serial = f"_s{self.serial}x{self.stages}" if self.serial > 1 else ""
-        holes = "" if self.whole or self.batch == 1 else "_p"
-        return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}{rows}{serial}{holes}"
+        holes = "" if self.whole or (self.batch == 1 and not self.looped) else "_p"
+        looped = "_l" if self.looped else ""
+        return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}{rows}{serial}{looped}{holes}"
 
     @property
     def multiple(self) -> int:
         """What N must be a multiple of."""
-        return self.vector * self.batch if self.whole else self.vector
+        if not self.whole:
+            return self.vector
+        return self.vector * self.batch * (self.max_threads if self.looped else 1)
 
     def admits(self, n: int) -> bool:
         return n % self.multiple == 0 and 0 < n <= self.max_row
 
     def threads(self, n: int) -> int:
         """A row's threads at row length n (the block has `rows` times as many)."""
-        return -(-n // (self.vector * self.batch))
+        return self.max_threads if self.looped else -(-n // (self.vector * self.batch))
 
 
-def row_class(n: int, dtype: str = "bfloat16") -> RowClass:
+def row_class(n: int, dtype: str = "bfloat16", looped_from: int | None = None) -> RowClass:
     """The class a row of n elements runs in: the widest vector dividing n (16 bytes at most), and
     the most vectors a thread holds, of UNROLLED_BATCHES, that cut n into whole threads (n a
     multiple of vector * batch: no bound checked per element) of at most MAX_THREADS; where none
@@ -122,17 +138,24 @@ def row_class(n: int, dtype: str = "bfloat16") -> RowClass:
 
     More vectors a thread and fewer threads measured best at every row length (H200, bfloat16,
     1k-32k elements; benchmarks/normalization.py): the fixed costs of a row (its block reductions,
-    the max and the bounds) are paid once per thread, over more elements."""
+    the max and the bounds) are paid once per thread, over more elements.
+
+    From `looped_from` elements on (an op's choice: RowOp.looped_from), and for rows longer than
+    a block holds in registers, the looped class of one
+    vector a thread a step over LOOPED_THREADS threads: each use of the row reads it again (from
+    L2), and a block of 512 threads leaves room for more blocks an SM than a row held in 1024
+    threads' registers does (measured faster for softmax and LayerNorm from 16384 elements)."""
     width = getattr(tp, dtype).bytes
     vector = VECTOR_BYTES // width
     while n % vector:
         vector //= 2
+    looped = RowClass(dtype, vector, 1, LOOPED_THREADS, looped=True, whole=n % (vector * LOOPED_THREADS) == 0)
+    if looped_from is not None and n >= looped_from:
+        return looped
     whole = [b for b in reversed(UNROLLED_BATCHES) if n % (vector * b) == 0 and n // (vector * b) <= MAX_THREADS]
     fitting = [b for b in BATCHES if -(-n // (vector * b)) <= MAX_THREADS]
-    if not whole and not fitting:
-        longest = max(BATCHES) * MAX_THREADS * vector
-        raise tp.InputError(f"rows of {n} {dtype} elements are longer than the {longest} a block holds in registers "
-                            f"(vectors of {vector})")
+    if not whole and not fitting:  # longer than a block holds in registers
+        return looped
     batch = whole[0] if whole else fitting[0]
     threads = -(-n // (vector * batch))
     return RowClass(dtype, vector, batch, max(32, 1 << (threads - 1).bit_length()),
@@ -159,6 +182,16 @@ def _float(t: tp.TensorView) -> tp.TensorView:
     return tp.cast(t, tp.float32) if t.dtype != tp.float32 else tp.set(t)
 
 
+def _read(x: tp.TensorView, rows: "RowClass") -> tp.TensorView:
+    """A row input x at one of its uses, in float32: in a looped class, through a copy of its own
+    (that use's load of the row from global memory, in its own loop over the row), else x itself
+    (its one register cache, schedule_rows)."""
+    if not rows.looped:
+        return _float(x)
+    copy = tp.set(x)
+    return tp.cast(copy, tp.float32) if copy.dtype != tp.float32 else copy
+
+
 def _row(t: tp.TensorView) -> tp.TensorView:
     """A per-row value [M] broadcast along the row [M, 1]."""
     return tp.broadcast(t, [False, True])
@@ -166,13 +199,14 @@ def _row(t: tp.TensorView) -> tp.TensorView:
 
 def _assume(fusion, rows: RowClass) -> None:
     fusion.assume(f"N % {rows.multiple} == 0")
-    fusion.assume(f"N <= {rows.max_row}")
+    if not rows.looped:
+        fusion.assume(f"N <= {rows.max_row}")
 
 
-def _exp_less_max(x: tp.TensorView, m: tp.TensorView) -> tp.TensorView:
+def _exp_less_max(x: tp.TensorView, m: tp.TensorView, rows: "RowClass") -> tp.TensorView:
     """exp(x - m) as exp2(x log2(e) - m log2(e)) (x a row, m its row value [M, 1]): one fused
     multiply-add and one ex2 an element, where exp's range reduction costs several instructions."""
-    return tp.exp2(tp.sub(tp.mul(_float(x), LOG2_E), tp.mul(m, LOG2_E)))
+    return tp.exp2(tp.sub(tp.mul(_read(x, rows), LOG2_E), tp.mul(m, LOG2_E)))
 
 
 def softmax_fusion(rows: RowClass, log: bool = False) -> tp.Fusion:
@@ -180,12 +214,12 @@ def softmax_fusion(rows: RowClass, log: bool = False) -> tp.Fusion:
     divided by its sum as a multiplication by the sum's reciprocal (one division a row)."""
     with tp.Fusion(f"{'log_' if log else ''}softmax_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
-        m = _row(tp.max(_float(x), 1))
-        s = tp.sum(_exp_less_max(x, m), 1)
+        m = _row(tp.max(_read(x, rows), 1))
+        s = tp.sum(_exp_less_max(x, m, rows), 1)
         if log:
-            y = tp.sub(tp.sub(_float(x), m), _row(tp.log(s)))
+            y = tp.sub(tp.sub(_read(x, rows), m), _row(tp.log(s)))
         else:
-            y = tp.mul(_exp_less_max(x, m), _row(tp.reciprocal(s)))
+            y = tp.mul(_exp_less_max(x, m, rows), _row(tp.reciprocal(s)))
         out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
         fusion.add_output(out)
     _assume(fusion, rows)
@@ -200,10 +234,10 @@ def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
     with tp.Fusion(f"layer_norm_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         w, b = _weight_input(fusion, rows.dtype), _weight_input(fusion, rows.dtype)
-        mean = _row(tp.div(tp.sum(_float(x), 1), "N"))
+        mean = _row(tp.div(tp.sum(_read(x, rows), 1), "N"))
 
         def centered():
-            return tp.sub(_float(x), mean)
+            return tp.sub(_read(x, rows), mean)
 
         c = centered()
         var = tp.div(tp.sum(tp.mul(c, c), 1), "N")
@@ -222,9 +256,9 @@ def rms_norm_fusion(rows: RowClass, eps: float = 1e-6) -> tp.Fusion:
     with tp.Fusion(f"rms_norm_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         w = _weight_input(fusion, rows.dtype)
-        xf = _float(x)
+        xf = _read(x, rows)
         inv = _row(tp.rsqrt(tp.add(tp.div(tp.sum(tp.mul(xf, xf), 1), "N"), eps)))
-        y = tp.mul(tp.mul(_float(x), inv), _float(_columns(w)))
+        y = tp.mul(tp.mul(_read(x, rows), inv), _float(_columns(w)))
         out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
         fusion.add_output(out)
     _assume(fusion, rows)
@@ -238,11 +272,11 @@ def cross_entropy_fusion(rows: RowClass) -> tp.Fusion:
     with tp.Fusion(f"cross_entropy_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         p = _row_input(fusion, rows.dtype)
-        m = tp.max(_float(x), 1)
-        lse = tp.add(tp.log(tp.sum(_exp_less_max(x, _row(m)), 1)), m)
+        m = tp.max(_read(x, rows), 1)
+        lse = tp.add(tp.log(tp.sum(_exp_less_max(x, _row(m), rows), 1)), m)
         # one reduction after logsumexp: two sums of the same row would share its loop, and a
         # reduction's total is stored where its loop ends
-        loss = tp.sum(tp.mul(_float(p), tp.sub(_row(lse), _float(x))), 1)
+        loss = tp.sum(tp.mul(_read(p, rows), tp.sub(_row(lse), _read(x, rows))), 1)
         fusion.add_output(loss)
     _assume(fusion, rows)
     schedule_rows(fusion, loss, rows)
@@ -268,12 +302,20 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     per-row reduction), propagated and parallelized, the caches' loads and a row output's stores
     vectorized, the vector axes unrolled, inline_most, then the batch axes unrolled (in
     UNROLLED_BATCHES' classes), and with `serial` steps a block, the steps unrolled and the row
-    inputs' caches circular-buffered over them."""
-    caches = [t.cache_after() for t in fusion.inputs]
+    inputs' caches circular-buffered over them. A looped class splits the row into steps of
+    `batch` vectors a thread over `max_threads` threads, and each use of a row reads it in a loop
+    of its own (the statements inlined into those loops; a reduction's loop ends before its
+    consumers' begin)."""
+    # a looped class's rows are read by each use's own copy (_read): only the weights are cached
+    caches = [t.cache_after() for t in fusion.inputs if not rows.looped or len(t.logical) == 1]
     per_row = any(i.is_reduction for i in out.logical)  # cross_entropy's loss [M]: the last reduction
     ref = out
     ref.split(1, rows.vector)
-    ref.split(1, rows.batch, inner_split=False)  # [M, batch, ceil(N / (vector batch)), vector]
+    if rows.looped:  # [M, ceil(N / (vector threads batch)), batch, threads, vector]
+        ref.split(1, rows.max_threads)
+        ref.split(1, rows.batch)
+    else:
+        ref.split(1, rows.batch, inner_split=False)  # [M, batch, ceil(N / (vector batch)), vector]
     if rows.serial > 1:  # [ceil(M / serial), serial, batch, threads, vector]
         ref.split(0, rows.serial)
     if rows.rows > 1:  # [ceil(M / (rows serial)), rows (TIDy), (serial,) batch, threads, vector]
@@ -285,12 +327,15 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     tp.parallelize_all_like(ref)
     computed = [t for t in fusion.tensors if not t.is_fusion_input]
     row_axes = 1 + (rows.rows > 1) + (rows.serial > 1)  # the axes M was split into
+    n_axes = 4 if rows.looped else 3  # the axes N was split into
+    if rows.looped:  # each use's copy of a row (_read) loads 16 bytes a step
+        caches += [t for t in computed if t.definition.name == "set" and t.definition.inputs[0].is_fusion_input]
 
     def along_m(t) -> bool:  # a row or a per-row value (not a weight [N])
         return t.axis(0).parallel_type == P.BIDx
 
-    def along_n(t) -> bool:  # [(M axes,) batch, threads, vector]: a row or a weight
-        return len(t.loop) - (row_axes if along_m(t) else 0) == 3
+    def along_n(t) -> bool:  # [(M axes,) (steps,) batch, threads, vector]: a row or a weight
+        return len(t.loop) - (row_axes if along_m(t) else 0) == n_axes
 
     for t in computed:
         if along_n(t) and not t.axis(-1).is_broadcast and not t.axis(-1).is_reduction:
@@ -332,6 +377,7 @@ class RowOp(abc.ABC):
     name = "row_op"
     input_names: tuple[str, ...] = ("x",)
     output_count = 1
+    looped_from: int | None = LOOPED_FROM  # row_class's: rows from this long on are looped
 
     def __init__(self, target: str = "sm_90a"):
         self.target = target
@@ -362,7 +408,7 @@ class RowOp(abc.ABC):
             raise tp.InputError(f"{self.name}: x must be contiguous (rows along its last axis), got strides "
                                 f"{list(x.stride())}: pass x.contiguous()")
         n = x.shape[-1]
-        return x.numel() // n, n, row_class(n, dtype)
+        return x.numel() // n, n, row_class(n, dtype, self.looped_from)
 
     def _aligned(self, rows: RowClass, x, *others) -> None:
         """x and the other inputs start where their vector loads may (asked only of real tensors:
@@ -463,6 +509,7 @@ class RMSNorm(_Normalization):
     name = "rms_norm"
     input_names = ("x", "weight")
     weights = ("weight",)
+    looped_from = None  # one reduction a row: held in registers it measured faster at every length
 
     def __init__(self, eps: float = 1e-6, target: str = "sm_90a"):
         super().__init__(eps, target)
@@ -500,7 +547,8 @@ class CrossEntropy(RowOp):
         return _torch().float32
 
 
-_entries: dict[tuple, RowOp] = {}
+ENTRY_CACHE_SIZE = 16  # entries the calls keep, one per op, eps and target (LRU): each holds its kernels
+_entries: "OrderedDict[tuple, RowOp]" = OrderedDict()
 
 
 def _entry(kind, *args) -> RowOp:
@@ -508,6 +556,10 @@ def _entry(kind, *args) -> RowOp:
     entry = _entries.get(key)
     if entry is None:
         entry = _entries[key] = kind(*args)
+        while len(_entries) > ENTRY_CACHE_SIZE:
+            _entries.popitem(last=False)
+    else:
+        _entries.move_to_end(key)
     return entry
 
 
@@ -518,7 +570,7 @@ def _last_axis(op: str, x, dim) -> None:
 
 
 def softmax(x, dim: int = -1, target: str = "sm_90a"):
-    """softmax(x, dim=-1) in x's dtype (bfloat16, float16, float32), rows of up to 8192 vectors."""
+    """softmax(x, dim=-1) in x's dtype (bfloat16, float16, float32), rows of any length."""
     _last_axis("softmax", x, dim)
     return _entry(Softmax, False, target)(x)
 
@@ -547,6 +599,6 @@ def cross_entropy(logits, target, arch: str = "sm_90a"):
     return _entry(CrossEntropy, arch)(logits, target)
 
 
-__all__ = ["BATCHES", "UNROLLED_BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
+__all__ = ["BATCHES", "ENTRY_CACHE_SIZE", "LOOPED_FROM", "LOOPED_THREADS", "UNROLLED_BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
            "Softmax", "cross_entropy", "cross_entropy_fusion", "layer_norm", "layer_norm_fusion",
            "log_softmax", "rms_norm", "rms_norm_fusion", "row_class", "schedule_rows", "softmax", "softmax_fusion"]

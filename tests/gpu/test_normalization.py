@@ -1,6 +1,8 @@
 """recipes/normalization.py on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device):
 softmax, log_softmax, layer_norm, rms_norm and cross_entropy against PyTorch at rows of several
-classes (one vector per thread up to eight, rows that end mid-block and mid-thread, a 3-D input),
+classes (one vector per thread up to eight, rows that end mid-block and mid-thread, a 3-D input;
+looped rows from 16384 elements on for softmax, LayerNorm and cross-entropy, and past what a block
+holds for all, with a partial last step),
 in bfloat16 and float32; the entries through tp.as_torch_op and torch.compile."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import tileproof as tp  # noqa: E402
 from tileproof.recipes import normalization as N  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-SHAPES = [(7, 1000), (300, 4096), (64, 8200), (33, 32768), (2, 3, 2048)]
+SHAPES = [(7, 1000), (300, 4096), (64, 8200), (33, 32768), (2, 3, 2048), (5, 20000), (2, 100008)]
 DTYPES = [torch.bfloat16, torch.float32]
 
 
@@ -60,7 +62,7 @@ def test_the_longest_bfloat16_rows():
     _close(N.rms_norm(x, w), rms, torch.bfloat16)
 
 
-@pytest.mark.parametrize("shape", [(7, 1000), (300, 4096), (33, 32768)], ids=str)
+@pytest.mark.parametrize("shape", [(7, 1000), (300, 4096), (33, 32768), (5, 20000)], ids=str)
 def test_cross_entropy_with_probabilities_and_one_hot_targets(shape):
     x = _x(shape, torch.bfloat16)
     p = torch.softmax(torch.randn(*shape, device="cuda"), -1).to(torch.bfloat16)

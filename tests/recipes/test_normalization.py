@@ -111,9 +111,53 @@ def test_row_class(n, dtype, expected):
     assert rows.admits(n) and rows.threads(n) <= rows.max_threads
 
 
-def test_rows_longer_than_a_block_holds_are_an_input_error():
-    with pytest.raises(tp.InputError, match="longer than the 65536 a block holds"):
-        N.row_class(65536 + 8)
+@pytest.mark.parametrize("n, expected", [
+    (8192, N.RowClass("bfloat16", 8, 4, 256)),  # below looped_from: held in registers
+    (16384, N.RowClass("bfloat16", 8, 1, 512, looped=True)),
+    (1 << 20, N.RowClass("bfloat16", 8, 1, 512, looped=True)),  # longer than any block holds
+    (20000, N.RowClass("bfloat16", 8, 1, 512, looped=True, whole=False)),  # 20000 % 4096: a partial last step
+])
+def test_rows_from_looped_from_on_are_looped(n, expected):
+    rows = N.row_class(n, "bfloat16", looped_from=16384)
+    assert rows == expected and rows.admits(n) and rows.threads(n) == (512 if rows.looped else 256)
+    assert N.Softmax.looped_from == N.LayerNorm.looped_from == N.LOOPED_FROM and N.RMSNorm.looped_from is None
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype, vector, n, whole", [("float32", 4, 96, True), ("float32", 4, 84, False),
+                                                     ("bfloat16", 8, 64, True)])
+def test_the_simulated_looped_kernel_computes_the_op(op, dtype, vector, n, whole):
+    """A looped class (steps of 2 vectors over 4 threads; each use of the row reads it in a loop of
+    its own): 96 = 3 whole steps, 84 = 2 steps and a partial one; against numpy at float64 and
+    the fusion's float64 reference."""
+    build, kinds, numpy_op = OPS[op]
+    fusion = build(N.RowClass(dtype, vector, 2, 4, looped=True, whole=whole))
+    assert tp.verify(fusion, "sm_90a").ok
+    ir = lower(fusion.snapshot(), TARGET).kernel
+    inputs = _inputs(kinds, 3, n, dtype, np.random.default_rng(n))
+    (got,) = run_kernel(ir, fusion, inputs, {"M": 3, "N": n})
+    got = np.asarray(got, dtype=np.float64)
+    (want,) = reference(fusion, inputs)
+    rtol, atol = tolerance(fusion.outputs[0].dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(got, numpy_op(*inputs), rtol=max(rtol, 1e-5), atol=max(atol, 1e-5))
+
+
+def test_the_entries_kept_are_bounded():
+    """Each distinct eps makes an entry holding its kernels: the calls keep the latest few."""
+    N._entries.clear()
+    for k in range(N.ENTRY_CACHE_SIZE + 5):
+        N._entry(N.RMSNorm, 1e-6 * (k + 1), "sm_90a")
+    assert len(N._entries) == N.ENTRY_CACHE_SIZE
+    first = next(iter(N._entries))
+    N._entry(*first)  # a hit moves to the end: the next miss drops another
+    N._entry(N.RMSNorm, 1.0, "sm_90a")
+    assert first in N._entries
+    N._entries.clear()
+
+
+def test_rows_longer_than_a_block_holds_are_looped():
+    assert N.row_class(65536 + 8) == N.RowClass("bfloat16", 8, 1, 512, looped=True, whole=False)
 
 
 def test_row_class_checks_its_fields():
