@@ -65,13 +65,13 @@ def bytes_moved(op: str, m: int, n: int, element: int = 2) -> int:
 
 
 def other_classes(n: int, chosen, vector: int = 8) -> list:
-    """The classes besides the chosen one that admit a row of n with at most 1024 threads, each
-    with the fewest max_threads (a power of two) that admits n."""
+    """The classes holding the row in registers, besides the chosen one, that admit a row of n with
+    at most 1024 threads, each with the fewest max_threads (a power of two) that admits n."""
     from tileproof.recipes.normalization import BATCHES, MAX_THREADS, RowClass
     out = []
     for b in BATCHES:
         threads = -(-n // (vector * b))
-        if b != chosen.batch and threads <= MAX_THREADS:
+        if (chosen.looped or b != chosen.batch) and threads <= MAX_THREADS:
             out.append(RowClass("bfloat16", vector, b, max(32, 1 << (threads - 1).bit_length()),
                                 whole=n % (vector * b) == 0))
     return out
@@ -168,8 +168,9 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
         torch._dynamo.reset()  # each (op, shape) its own compile: past dynamo's recompile limit it runs eager
         compiled = torch.compile(lambda x, w, b: _reference(torch, op, x, w, b), dynamic=False)
         attempt(out, "compiled", lambda: entry(lambda: compiled(x, w, b)))
-    chosen = row_class(n, "bfloat16")
-    attempt(out, "tileproof", lambda: {**entry(_tileproof(op, x, w, b)), "batch": chosen.batch})
+    from tileproof.recipes.normalization import LayerNorm, RMSNorm, Softmax
+    chosen = row_class(n, "bfloat16", {"softmax": Softmax, "layer_norm": LayerNorm, "rms_norm": RMSNorm}[op].long_shape)
+    attempt(out, "tileproof", lambda: {**entry(_tileproof(op, x, w, b)), "batch": chosen.batch, "class": chosen.tag})
     for rows in other_classes(n, chosen, chosen.vector):
         attempt(out, f"tileproof_b{rows.batch}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
     copy = out.get("copy", {}).get("gbs")

@@ -44,8 +44,10 @@ BATCHES = (1, 2, 4, 8)  # 16-byte vectors per thread a class holds (8: 64 16-bit
 UNROLLED_BATCHES = (1, 2, 4)  # classes whose batch loop is unrolled (8 would repeat LayerNorm's
 # statements 1216 times, past UNROLL-LENGTH's 1024)
 DTYPES = ("bfloat16", "float16", "float32")
-LOOPED_THREADS = 512  # a looped class's block
-LOOPED_FROM = 16384  # softmax's, LayerNorm's and cross-entropy's rows from this long on are looped
+LONG_ROW = 16384  # rows from this many elements on are staged in shared memory (row_class)
+LONG_SHAPE = (2, 512)  # a staged class's vectors a thread a step and threads, unless an op picks its own
+LOOPED_THREADS = 512  # a looped class's block (rows longer than STAGED_BYTES)
+STAGED_BYTES = 1 << 17  # a staged class's row in shared memory at most (128 KiB of the 227 KiB a block has)
 LONGEST_LOOPED_ROW = 2**31 - 1  # a size's range (model/symbol_ranges.py)
 LOG2_E = 1.4426950408889634  # exp(v) = exp2(v log2(e))
 
@@ -73,6 +75,7 @@ class RowClass:
     stages: int = 2
     whole: bool = True
     looped: bool = False
+    staged: bool = False
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -81,6 +84,10 @@ class RowClass:
             raise tp.ScheduleError(f"RowClass: whole must be True or False, got {self.whole!r}")
         if not isinstance(self.looped, bool):
             raise tp.ScheduleError(f"RowClass: looped must be True or False, got {self.looped!r}")
+        if not isinstance(self.staged, bool):
+            raise tp.ScheduleError(f"RowClass: staged must be True or False, got {self.staged!r}")
+        if self.staged and not self.looped:
+            raise tp.ScheduleError("RowClass: staged rows are read in loops: give looped=True too")
         if self.looped and (self.rows > 1 or self.serial > 1):
             raise tp.ScheduleError(f"RowClass: a looped class takes one row a block (rows=1, serial=1), got rows="
                                    f"{self.rows}, serial={self.serial}")
@@ -101,7 +108,10 @@ class RowClass:
 
     @property
     def max_row(self) -> int:
-        """The longest row: what the threads hold, or for a looped class any (a size's range)."""
+        """The longest row: what the threads hold, what shared memory holds for a staged class, or
+        for a looped class any (a size's range)."""
+        if self.staged:
+            return STAGED_BYTES // getattr(tp, self.dtype).bytes
         return LONGEST_LOOPED_ROW if self.looped else self.vector * self.batch * self.max_threads
 
     @property
@@ -111,7 +121,7 @@ class RowClass:
         rows = f"_r{self.rows}" if self.rows > 1 else ""
         serial = f"_s{self.serial}x{self.stages}" if self.serial > 1 else ""
         holes = "" if self.whole or (self.batch == 1 and not self.looped) else "_p"
-        looped = "_l" if self.looped else ""
+        looped = "_s" if self.staged else "_l" if self.looped else ""
         return f"{self.dtype}_v{self.vector}_b{self.batch}_t{self.max_threads}{rows}{serial}{looped}{holes}"
 
     @property
@@ -129,33 +139,36 @@ class RowClass:
         return self.max_threads if self.looped else -(-n // (self.vector * self.batch))
 
 
-def row_class(n: int, dtype: str = "bfloat16", looped_from: int | None = None) -> RowClass:
+def row_class(n: int, dtype: str = "bfloat16", long_shape: tuple[int, int] = LONG_SHAPE) -> RowClass:
     """The class a row of n elements runs in: the widest vector dividing n (16 bytes at most), and
     the most vectors a thread holds, of UNROLLED_BATCHES, that cut n into whole threads (n a
     multiple of vector * batch: no bound checked per element) of at most MAX_THREADS; where none
     does, the fewest of BATCHES that fit MAX_THREADS threads, whole where n allows. Its
     `max_threads` the power of two (at least a warp) at or above the threads n takes.
 
-    More vectors a thread and fewer threads measured best at every row length (H200, bfloat16,
-    1k-32k elements; benchmarks/normalization.py): the fixed costs of a row (its block reductions,
+    More vectors a thread and fewer threads measured best at every row length below LONG_ROW
+    (H200, bfloat16; benchmarks/normalization.py): the fixed costs of a row (its block reductions,
     the max and the bounds) are paid once per thread, over more elements.
 
-    From `looped_from` elements on (an op's choice: RowOp.looped_from), and for rows longer than
-    a block holds in registers, the looped class of one
-    vector a thread a step over LOOPED_THREADS threads: each use of the row reads it again (from
-    L2), and a block of 512 threads leaves room for more blocks an SM than a row held in 1024
-    threads' registers does (measured faster for softmax and LayerNorm from 16384 elements)."""
+    From LONG_ROW elements on, and for rows longer than a block holds in registers: the staged
+    class of `long_shape` (vectors a thread a step, threads: an op's choice, RowOp.long_shape),
+    whose block copies the row into shared memory by cp.async and reads it from there at each
+    use; for rows longer than STAGED_BYTES, the looped class of one vector a thread a step over
+    LOOPED_THREADS threads, which reads the row from global memory (L2) at each use. A block of
+    a row held in 1024 threads' registers leaves the SM idle while it reduces; a staged row's
+    loads are all in flight at once, and 2-3 such blocks share an SM."""
     width = getattr(tp, dtype).bytes
     vector = VECTOR_BYTES // width
     while n % vector:
         vector //= 2
-    looped = RowClass(dtype, vector, 1, LOOPED_THREADS, looped=True, whole=n % (vector * LOOPED_THREADS) == 0)
-    if looped_from is not None and n >= looped_from:
-        return looped
     whole = [b for b in reversed(UNROLLED_BATCHES) if n % (vector * b) == 0 and n // (vector * b) <= MAX_THREADS]
     fitting = [b for b in BATCHES if -(-n // (vector * b)) <= MAX_THREADS]
-    if not whole and not fitting:  # longer than a block holds in registers
-        return looped
+    if n >= LONG_ROW or not (whole or fitting):
+        if n * width <= STAGED_BYTES:
+            batch, threads = long_shape
+            return RowClass(dtype, vector, batch, threads, looped=True, staged=True,
+                            whole=n % (vector * batch * threads) == 0)
+        return RowClass(dtype, vector, 1, LOOPED_THREADS, looped=True, whole=n % (vector * LOOPED_THREADS) == 0)
     batch = whole[0] if whole else fitting[0]
     threads = -(-n // (vector * batch))
     return RowClass(dtype, vector, batch, max(32, 1 << (threads - 1).bit_length()),
@@ -199,7 +212,7 @@ def _row(t: tp.TensorView) -> tp.TensorView:
 
 def _assume(fusion, rows: RowClass) -> None:
     fusion.assume(f"N % {rows.multiple} == 0")
-    if not rows.looped:
+    if rows.max_row < LONGEST_LOOPED_ROW:
         fusion.assume(f"N <= {rows.max_row}")
 
 
@@ -306,8 +319,17 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     `batch` vectors a thread over `max_threads` threads, and each use of a row reads it in a loop
     of its own (the statements inlined into those loops; a reduction's loop ends before its
     consumers' begin)."""
-    # a looped class's rows are read by each use's own copy (_read): only the weights are cached
+    # a looped class's rows are read by each use's own copy (_read): only the weights are cached;
+    # a staged class's rows are first copied whole into shared memory by cp.async, which the copies read
     caches = [t.cache_after() for t in fusion.inputs if not rows.looped or len(t.logical) == 1]
+    staged = []
+    if rows.staged:
+        for t in fusion.inputs:
+            readers = [u for u in fusion.tensors if u.definition is not None and t in u.definition.inputs]
+            if len(t.logical) == 2 and len(readers) > 1:  # a row read once is read from global memory
+                staged.append(t.cache_after(tp.LoadStoreOpType.CpAsync))
+                staged[-1].set_memory_type(tp.MemoryType.Shared)
+        caches += staged
     per_row = any(i.is_reduction for i in out.logical)  # cross_entropy's loss [M]: the last reduction
     ref = out
     ref.split(1, rows.vector)
@@ -329,7 +351,8 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
     row_axes = 1 + (rows.rows > 1) + (rows.serial > 1)  # the axes M was split into
     n_axes = 4 if rows.looped else 3  # the axes N was split into
     if rows.looped:  # each use's copy of a row (_read) loads 16 bytes a step
-        caches += [t for t in computed if t.definition.name == "set" and t.definition.inputs[0].is_fusion_input]
+        sources = [*fusion.inputs, *staged]
+        caches += [t for t in computed if t.definition.name == "set" and any(t.definition.inputs[0] is s for s in sources)]
 
     def along_m(t) -> bool:  # a row or a per-row value (not a weight [N])
         return t.axis(0).parallel_type == P.BIDx
@@ -377,7 +400,7 @@ class RowOp(abc.ABC):
     name = "row_op"
     input_names: tuple[str, ...] = ("x",)
     output_count = 1
-    looped_from: int | None = LOOPED_FROM  # row_class's: rows from this long on are looped
+    long_shape: tuple[int, int] = LONG_SHAPE  # row_class's staged class for long rows (measured per op)
 
     def __init__(self, target: str = "sm_90a"):
         self.target = target
@@ -408,7 +431,7 @@ class RowOp(abc.ABC):
             raise tp.InputError(f"{self.name}: x must be contiguous (rows along its last axis), got strides "
                                 f"{list(x.stride())}: pass x.contiguous()")
         n = x.shape[-1]
-        return x.numel() // n, n, row_class(n, dtype, self.looped_from)
+        return x.numel() // n, n, row_class(n, dtype, self.long_shape)
 
     def _aligned(self, rows: RowClass, x, *others) -> None:
         """x and the other inputs start where their vector loads may (asked only of real tensors:
@@ -460,6 +483,8 @@ class RowOp(abc.ABC):
 class Softmax(RowOp):
     """softmax over the last axis (log=True: log_softmax)."""
 
+    long_shape = (4, 256)  # measured best staged for softmax at 16384 and 32768 elements (H200)
+
     def __init__(self, log: bool = False, target: str = "sm_90a"):
         super().__init__(target)
         if not isinstance(log, bool):
@@ -509,7 +534,6 @@ class RMSNorm(_Normalization):
     name = "rms_norm"
     input_names = ("x", "weight")
     weights = ("weight",)
-    looped_from = None  # one reduction a row: held in registers it measured faster at every length
 
     def __init__(self, eps: float = 1e-6, target: str = "sm_90a"):
         super().__init__(eps, target)
@@ -524,6 +548,7 @@ class CrossEntropy(RowOp):
 
     name = "cross_entropy"
     input_names = ("logits", "target")
+    long_shape = Softmax.long_shape  # its logits are read as softmax's
 
     def fusion(self, rows: RowClass) -> tp.Fusion:
         return cross_entropy_fusion(rows)
@@ -599,6 +624,6 @@ def cross_entropy(logits, target, arch: str = "sm_90a"):
     return _entry(CrossEntropy, arch)(logits, target)
 
 
-__all__ = ["BATCHES", "ENTRY_CACHE_SIZE", "LOOPED_FROM", "LOOPED_THREADS", "UNROLLED_BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
+__all__ = ["BATCHES", "ENTRY_CACHE_SIZE", "LONG_ROW", "LONG_SHAPE", "LOOPED_THREADS", "STAGED_BYTES", "UNROLLED_BATCHES", "CrossEntropy", "DTYPES", "LayerNorm", "MAX_THREADS", "RMSNorm", "RowClass", "RowOp",
            "Softmax", "cross_entropy", "cross_entropy_fusion", "layer_norm", "layer_norm_fusion",
            "log_softmax", "rms_norm", "rms_norm_fusion", "row_class", "schedule_rows", "softmax", "softmax_fusion"]

@@ -51,6 +51,6 @@ def test_a_concrete_block_is_its_own_bound():
 
 
 def test_the_longest_softmax_rows_get_a_full_block_bound():
-    rows = N.row_class(32768, "bfloat16")
+    rows = N.RowClass("bfloat16", 8, 4, 1024)  # 32768 elements held in registers (row_class stages them)
     assert rows.threads(32768) == 1024
     assert _bounds(tp.compile(N.softmax_fusion(rows))) == "1024"

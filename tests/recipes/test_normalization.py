@@ -99,8 +99,10 @@ def test_the_simulated_kernel_computes_the_op(op, dtype, vector, n, rows, whole,
 
 @pytest.mark.parametrize("n, dtype, expected", [
     (1024, "bfloat16", N.RowClass("bfloat16", 8, 4, 32)), (4096, "bfloat16", N.RowClass("bfloat16", 8, 4, 128)),
-    (8192, "bfloat16", N.RowClass("bfloat16", 8, 4, 256)), (16384, "bfloat16", N.RowClass("bfloat16", 8, 4, 512)),
-    (32768, "bfloat16", N.RowClass("bfloat16", 8, 4, 1024)), (65536, "bfloat16", N.RowClass("bfloat16", 8, 8, 1024)),
+    (8192, "bfloat16", N.RowClass("bfloat16", 8, 4, 256)),
+    (16384, "bfloat16", N.RowClass("bfloat16", 8, 2, 512, looped=True, staged=True)),
+    (32768, "bfloat16", N.RowClass("bfloat16", 8, 2, 512, looped=True, staged=True)),
+    (65536, "bfloat16", N.RowClass("bfloat16", 8, 2, 512, looped=True, staged=True)),
     (1000, "bfloat16", N.RowClass("bfloat16", 8, 1, 128)), (1002, "bfloat16", N.RowClass("bfloat16", 2, 1, 512)),
     (4096, "float32", N.RowClass("float32", 4, 4, 256)), (64, "bfloat16", N.RowClass("bfloat16", 8, 4, 32)),
     (8200, "bfloat16", N.RowClass("bfloat16", 8, 2, 1024, whole=False)),  # 1025 vectors: none whole fits
@@ -112,26 +114,31 @@ def test_row_class(n, dtype, expected):
 
 
 @pytest.mark.parametrize("n, expected", [
-    (8192, N.RowClass("bfloat16", 8, 4, 256)),  # below looped_from: held in registers
-    (16384, N.RowClass("bfloat16", 8, 1, 512, looped=True)),
-    (1 << 20, N.RowClass("bfloat16", 8, 1, 512, looped=True)),  # longer than any block holds
-    (20000, N.RowClass("bfloat16", 8, 1, 512, looped=True, whole=False)),  # 20000 % 4096: a partial last step
+    (8192, N.RowClass("bfloat16", 8, 4, 256)),  # below LONG_ROW: held in registers
+    (16384, N.RowClass("bfloat16", 8, 4, 256, looped=True, staged=True)),
+    (65536, N.RowClass("bfloat16", 8, 4, 256, looped=True, staged=True)),  # 128 KiB of shared memory
+    (20000, N.RowClass("bfloat16", 8, 4, 256, looped=True, staged=True, whole=False)),  # a partial last step
+    (65536 + 8, N.RowClass("bfloat16", 8, 1, 512, looped=True, whole=False)),  # past STAGED_BYTES: looped
+    (1 << 20, N.RowClass("bfloat16", 8, 1, 512, looped=True)),
 ])
-def test_rows_from_looped_from_on_are_looped(n, expected):
-    rows = N.row_class(n, "bfloat16", looped_from=16384)
-    assert rows == expected and rows.admits(n) and rows.threads(n) == (512 if rows.looped else 256)
-    assert N.Softmax.looped_from == N.LayerNorm.looped_from == N.LOOPED_FROM and N.RMSNorm.looped_from is None
+def test_long_rows_are_staged_in_shared_memory_or_looped(n, expected):
+    rows = N.row_class(n, "bfloat16", long_shape=(4, 256))
+    assert rows == expected and rows.admits(n)
+    assert N.Softmax.long_shape == N.CrossEntropy.long_shape == (4, 256)
+    assert N.LayerNorm.long_shape == N.RMSNorm.long_shape == N.LONG_SHAPE
 
 
 @pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("staged", [False, True], ids=["looped", "staged"])
 @pytest.mark.parametrize("dtype, vector, n, whole", [("float32", 4, 96, True), ("float32", 4, 84, False),
                                                      ("bfloat16", 8, 64, True)])
-def test_the_simulated_looped_kernel_computes_the_op(op, dtype, vector, n, whole):
+def test_the_simulated_looped_kernel_computes_the_op(op, dtype, vector, n, whole, staged):
     """A looped class (steps of 2 vectors over 4 threads; each use of the row reads it in a loop of
-    its own): 96 = 3 whole steps, 84 = 2 steps and a partial one; against numpy at float64 and
-    the fusion's float64 reference."""
+    its own, from global memory or, staged, from the block's copy in shared memory): 96 = 3 whole
+    steps, 84 = 2 steps and a partial one; against numpy at float64 and the fusion's float64
+    reference."""
     build, kinds, numpy_op = OPS[op]
-    fusion = build(N.RowClass(dtype, vector, 2, 4, looped=True, whole=whole))
+    fusion = build(N.RowClass(dtype, vector, 2, 4, looped=True, staged=staged, whole=whole))
     assert tp.verify(fusion, "sm_90a").ok
     ir = lower(fusion.snapshot(), TARGET).kernel
     inputs = _inputs(kinds, 3, n, dtype, np.random.default_rng(n))
@@ -157,7 +164,7 @@ def test_the_entries_kept_are_bounded():
 
 
 def test_rows_longer_than_a_block_holds_are_looped():
-    assert N.row_class(65536 + 8) == N.RowClass("bfloat16", 8, 1, 512, looped=True, whole=False)
+    assert N.row_class(1 << 17) == N.RowClass("bfloat16", 8, 1, 512, looped=True)
 
 
 def test_row_class_checks_its_fields():

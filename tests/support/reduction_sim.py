@@ -4,7 +4,8 @@ It runs the kernel IR (codegen/ir.py) block by block, the threads of a block in 
 statement by statement, on Python values: every Loop, every Compute under its predicate
 (copies, casts, arithmetic and a reduction's accumulation), the index names declared before an
 unrolled nest (IndexNames, each thread's own values), a circular buffer's Prologue and Prefetched
-copies (done when issued: a stage overwritten before it is read shows in the values), a WholeTile's guard (the same in every
+copies (done when issued: a stage overwritten before it is read shows in the values), cp.async
+copies (complete when issued; past a zero_fill bound they write zeros), a WholeTile's guard (the same in every
 thread of the block: checked) and the version it picks, ReduceInit, and BlockReduce by the
 algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
 over __shfl_xor_sync lanes with its mask, then the shared scratch), with its requirements
@@ -39,7 +40,8 @@ from collections import Counter
 import numpy as np
 
 from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, Compute, GridReduce, GroupedGridReduce,
-                                  IndexNames, Loop, LoopKind, Prefetched, Prologue, ReduceInit, Sync, WholeTile)
+                                  CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, Loop, LoopKind, Prefetched, Prologue,
+                                  ReduceInit, Sync, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
@@ -59,6 +61,8 @@ class SimulationError(AssertionError):
 
 class Numbers:
     """Values are float64 numbers rounded to the dtype of the buffer that holds them."""
+
+    zero = 0.0
 
     @staticmethod
     def store(value, dtype):
@@ -97,6 +101,8 @@ class Numbers:
 
 class Terms:
     """Values are Counters of input elements (sums only): a copy moves one, a sum adds them."""
+
+    zero = Counter()  # no element
 
     @staticmethod
     def store(value, dtype):
@@ -218,6 +224,8 @@ class Simulator:
                     names.update({name: self.ev(value, env) for name, value in n.names})
             elif isinstance(n, WholeTile):
                 self.nodes([n.whole if self.block_uniform(n.guard, loops) else n.lowered], loops)
+            elif isinstance(n, (CpAsyncWait, CpAsyncCommit)):
+                pass  # a cp.async copy is complete when issued here (below)
             elif isinstance(n, Prologue):  # a circular buffer's first copies, done when issued here
                 name, extent = self.algebra.get(n.index, n.index), evaluate(n.extent, {**self.symbols})
                 for v in range(min(max(n.prefetch, 0), extent)):
@@ -261,6 +269,10 @@ class Simulator:
         for k in range(len(self.threads)):
             env = self.env(k, loops)
             if not self.holds(s.conds, env):
+                continue
+            if isinstance(s, CpAsyncCopy) and not self.holds(s.zero_fill, env):  # src-size 0: zeros written
+                out = self.array(k, s.out.tensor)
+                writes += [(out, self.offset(s.out, env, v), self.values.zero) for v in range(s.vector)]
                 continue
             for v in range(s.vector):  # a vector: consecutive elements (a per-element operand: its own offset)
                 writes += self.element(s, k, {**env, ELEMENT_VAR: v}, v)
