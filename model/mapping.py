@@ -12,9 +12,14 @@ from .iterdomain import IterDomain, Merge, Split, Swizzle
 
 class IdMap:
     """The exact map; with `map_broadcast`, also a broadcast axis with the axis an op meets it on
-    (nvFuser's PairwiseLogicalDomainMap, which TransformPropagator replays through)."""
+    (nvFuser's PairwiseLogicalDomainMap, which TransformPropagator replays through); with
+    `permissive` (implies map_broadcast), also a merge of an axis with a broadcast its producer
+    lacks (a tp.broadcast's new axis) with that axis (nvFuser's PERMISSIVE map, whose
+    BestEffortReplay forwards such a merge to its other input: tv[i1] -> broadcast [b0, i1] merged
+    to [b0*i1] maps i1 to b0*i1 and so to any [i0*i1] b0 meets)."""
 
-    def __init__(self, fusion, *, map_broadcast: bool = False):
+    def __init__(self, fusion, *, map_broadcast: bool = False, permissive: bool = False):
+        map_broadcast = map_broadcast or permissive
         self.fusion = fusion
         self._parent: dict[int, int] = {}
         for tv in fusion.tensors:
@@ -42,6 +47,23 @@ class IdMap:
                     self._derived[self._find(i.uid)] = i
         self._keys: dict[int, int] = {}
         self._intern: dict[tuple, int] = {}
+        if permissive:
+            self._forward_broadcast_merges()
+
+    def _forward_broadcast_merges(self) -> None:
+        """Give a merge of a new broadcast axis (one an input of its op lacks) with another ID
+        that ID's key, so every merge with the same key (of an axis the broadcast meets) shares it."""
+        for op in self.fusion.exprs:
+            out = op.output
+            new = {out.root[j].uid for mapping in op.logical_map for j, k in enumerate(mapping)
+                   if k is None and out.root[j].is_broadcast}
+            for t in out.history:
+                if not isinstance(t, Merge):
+                    continue
+                for b, other in ((t.outer, t.inner), (t.inner, t.outer)):
+                    if b.uid in new and other.uid not in new:
+                        raw = ("merge", self.key(t.outer), self.key(t.inner))
+                        self._intern.setdefault(raw, self.key(other))
 
     def _find(self, u: int) -> int:
         while self._parent[u] != u:

@@ -88,10 +88,15 @@ def _replay(idmap: IdMap, ref: TensorView, tv: TensorView) -> None:
 
 
 def parallelize_all_like(ref: TensorView, parallel_types: Iterable[ParallelType] | None = None,
-                         tensors: Iterable[TensorView] | None = None) -> None:
-    """Copy ref's parallel types onto the loop IDs of other tensors that map to ref's loop IDs.
-    `parallel_types`: only these types (default all); `tensors`: only these tensors (default every
-    tensor of the fusion). nvFuser: scheduler_utils::parallelizeAllLike.
+                         tensors: Iterable[TensorView] | None = None, *, pos: int = -1,
+                         parallelize_inputs_on_did: bool = False) -> None:
+    """Copy the parallel types of ref's loop IDs left of `pos` (default -1: all of them) onto the
+    loop IDs of other tensors that map to them in nvFuser's permissive map: a broadcast maps to
+    the axis an op meets it on, both ways, and a merge with a tensor's new broadcast axis to its
+    other input (IdMap permissive). `parallel_types`: only these types (default all); `tensors`:
+    only these tensors (default every tensor of the fusion). Fusion inputs are left alone (their
+    loops are their consumers'), unless `parallelize_inputs_on_did`: then they take device types.
+    nvFuser: scheduler_utils::parallelizeAllLike (ComputeAtMap PERMISSIVE_RESIZE).
 
         t2.axis(0).parallelize(tp.ParallelType.BIDx); tp.parallelize_all_like(t2)"""
     _check_ref("parallelize_all_like", ref)
@@ -107,13 +112,22 @@ def parallelize_all_like(ref: TensorView, parallel_types: Iterable[ParallelType]
         if tv.fusion is not ref.fusion:
             raise ScheduleError(f"parallelize_all_like: tensors holds {tv.name}, which belongs to another fusion "
                                 f"than ref {ref.name}")
-    idmap = IdMap(ref.fusion)
-    ref_ids = {idmap.key(i): i for i in ref.loop}
+    n = len(ref.loop)
+    if isinstance(pos, bool) or not isinstance(pos, int) or not -n - 1 <= pos <= n:
+        raise ScheduleError(f"parallelize_all_like: pos must be an int in [{-n - 1}, {n}] for {ref.name} "
+                            f"of {n} loop axes, got {pos!r}")
+    if not isinstance(parallelize_inputs_on_did, bool):
+        raise ScheduleError(f"parallelize_all_like: parallelize_inputs_on_did must be a bool, "
+                            f"got {parallelize_inputs_on_did!r}")
+    idmap = IdMap(ref.fusion, permissive=True)
+    ref_ids = {idmap.key(i): i for i in ref.loop[:pos if pos >= 0 else pos + n + 1]}
     here = user_location()
     for tv in targets:
-        if tv is ref:
+        if tv is ref or (tv.is_fusion_input and not parallelize_inputs_on_did):
             continue
         for i in tv.loop:
             r = ref_ids.get(idmap.key(i))
-            if r is not None and (types is None or r.parallel_type in types):
+            if r is None or (tv.is_fusion_input and not r.parallel_type.is_device):
+                continue
+            if types is None or r.parallel_type in types:
                 i.set_parallel_type(r.parallel_type, r.parallel_origin or here)  # where ref's axis got it
