@@ -45,7 +45,7 @@ class AttentionTile:
     stored); keys: N, the one key tile (16 to 256, a multiple of 16), or with key_tile any number of
     keys in tiles of key_tile (16 to 256, a multiple of 16: one wgmma's N), run by attention()'s
     online softmax (the last tile's keys past N: K and V are TMA zeros, the row max and sum skip
-    them, and P is written 0 there for the second product, execution/zero_padding.py); head_dim: D (64 or 128: one or two 128-byte swizzle spans); value_dim: Dv (64 to
+    them, and P is written 0 there for the second product, execution/zero_padding.py); head_dim: D (64 to 256, a multiple of 64: whole 128-byte swizzle spans, a TMA box each); value_dim: Dv (64 to
     256, a multiple of 64); batch: the key / value heads times the batch (Z); group: the query heads
     sharing each key / value head (grouped-query attention, G; 1: one each); scale: the softmax
     scale (default 1 / sqrt(D)); masked: attention() adds a fourth input, Mask [M, N] bfloat16,
@@ -76,8 +76,8 @@ class AttentionTile:
             elif not (isinstance(self.keys, int) and not isinstance(self.keys, bool) and self.keys > 0):
                 problems.append(f"keys must be a positive int (the last key tile's keys past it are masked), "
                                 f"got {self.keys!r}")
-        if self.head_dim not in (SPAN, 2 * SPAN):
-            problems.append(f"head_dim must be {SPAN} or {2 * SPAN} (128-byte swizzle spans of bfloat16), "
+        if not (isinstance(self.head_dim, int) and SPAN <= self.head_dim <= 256 and self.head_dim % SPAN == 0):
+            problems.append(f"head_dim must be 64, 128, 192 or 256 (whole 128-byte swizzle spans of bfloat16), "
                             f"got {self.head_dim!r}")
         if not (isinstance(self.value_dim, int) and SPAN <= self.value_dim <= 256 and self.value_dim % SPAN == 0):
             problems.append(f"value_dim must be 64, 128, 192 or 256 (whole swizzle spans, one wgmma's N), "

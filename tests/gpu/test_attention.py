@@ -62,6 +62,18 @@ def test_pipelined_attention_matches_torch(options):
     check(tp.compile(attention(tile, **options), "sm_90a"), tile)
 
 
+@pytest.mark.parametrize("tile, options", [
+    (AttentionTile(rows=200, keys=300, key_tile=64, head_dim=256, value_dim=256, batch=2, group=2),
+     {"in_place": True, "warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
+    (AttentionTile(rows=100, keys=130, key_tile=32, head_dim=256, value_dim=128), {"stages": 2}),
+    (AttentionTile(rows=64, keys=200, key_tile=64, head_dim=192, value_dim=192), {"in_place": True}),
+], ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_head_dims_past_128_match_torch(tile, options):
+    """A head dim of 3 and 4 swizzle spans (Q and K tiles loaded as that many TMA boxes, S = Q K^T a
+    wgmma per 16 of D over them), with tails of rows and keys."""
+    check(tp.compile(attention(tile, **options), "sm_90a"), tile)
+
+
 @pytest.mark.parametrize("tile", TILES, ids=_ids)
 def test_one_tile_attention_matches_torch(tile):
     check(tp.compile(one_tile_attention(tile), "sm_90a"), tile)
@@ -76,7 +88,9 @@ MASKED = [(AttentionTile(rows=256, keys=256, key_tile=64, masked=True), "causal"
           (AttentionTile(rows=64, keys=192, key_tile=64, masked=True), "bias", {"stages": 3}),
           (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, masked=True), "causal",
            {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
-          (AttentionTile(rows=300, keys=500, key_tile=64, masked=True), "random", {"in_place": True, "stages": 2})]
+          (AttentionTile(rows=300, keys=500, key_tile=64, masked=True), "random", {"in_place": True, "stages": 2}),
+          (AttentionTile(rows=200, keys=300, key_tile=64, head_dim=256, value_dim=256, masked=True), "causal",
+           {"in_place": True, "warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)})]
 
 
 @pytest.mark.parametrize("tile, kind, options", MASKED, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
