@@ -161,7 +161,7 @@ class Kernel:
         """Bind and check the arguments, allocate the outputs run() makes, pack the arguments:
         the PreparedLaunch and the outputs of this first launch."""
         bound = bind(self.ir.globals, list(inputs), list(out) if out is not None else None, dict(sizes),
-                     list(self.fusion.symbols), stream)
+                     list(self.fusion.symbols), stream, self.ir.views)
         grid, block, smem = self._config(bound.env)
         device_id = self._device(bound)
         allocators = self._allocators(bound, device_id)
@@ -305,6 +305,7 @@ class Kernel:
     def _arguments(self, bound: Bound, outputs: list[ArrayInfo], workspaces: dict[str, int]) -> list[tuple[int, type]]:
         arrays = {g.name: info for g, info in zip([g for g in self.ir.globals if g.is_input], bound.inputs)}
         arrays.update({g.name: info for g, info in zip([g for g in self.ir.globals if not g.is_input], outputs)})
+        arrays.update({v.name: arrays[v.view_of] for v in self.ir.views})  # a view reads its input's memory
         args = []
         maps = {m.param: m for m in self.ir.tensor_maps}
         for p in self.ir.params:

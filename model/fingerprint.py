@@ -61,7 +61,8 @@ SCHEDULE_STATE = {
 NOT_SCHEDULE = {
     "Fusion": {"origin", "assumption_origins", "cluster_origin", "tmem_regions_origin", "_iterdomain_count", "_tensor_count",
                "frozen",  # frozen: a snapshot of a schedule has the schedule's fingerprint
-               "extent_aliases"},  # names resolved when read; the extents they unified are in the IterDomains
+               "extent_aliases",  # names resolved when read; the extents they unified are in the IterDomains
+               "views"},  # a snapshot's, derived from the schedule (model/producer_aliases.py)
     "TensorView": {"origin", "memory_origin", "allocation_origin", "compute_at_origin", "online_origin", "fusion"},
     "Op": {"origin", "macro_origin"},
     "IterDomain": {"origin", "parallel_origin", "number"},

@@ -15,6 +15,7 @@ from .errors import ScheduleError, user_location
 from .expr import Expr, to_sympy, var
 from .iterdomain import wrong_enum
 from .options import MmaMacro, Tf32Rounding, checked_cluster_dims
+from .producer_aliases import alias_views
 from .scalar_value import ScalarValue
 from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind
 
@@ -127,6 +128,8 @@ class Fusion:
         self.assumption_origins: list[str | None] = []  # the user's file:line of each assumption
         self._cluster_dims = (1, 1, 1)
         self.frozen = False  # a snapshot: verify and compile read it, nothing schedules it again
+        # a snapshot's broadcasts read as views of a global input (model/producer_aliases.py): output name -> its op
+        self.views: dict[str, Op] = {}
         self.cluster_origin: str | None = None  # the user's file:line setting cluster_dims
 
     @property
@@ -322,8 +325,10 @@ class Fusion:
 
     def snapshot(self) -> "Fusion":
         """A frozen deep copy: what `verify` and `compile` work on (execution/derive.py derives
-        its execution facts once)."""
+        its execution facts once), with each broadcast of a global input into global memory read
+        as a view of that input (model/producer_aliases.py alias_views)."""
         snap = copy.deepcopy(self)
+        alias_views(snap)
         snap.frozen = True
         return snap
 

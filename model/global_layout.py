@@ -20,10 +20,13 @@ vectorization rules read the same offsets.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .expr import Expr, add, const, mul, var
 from .iterdomain import IterDomain, Merge
-from .tensor import TensorView
+
+if TYPE_CHECKING:  # annotations only: model/producer_aliases.py (imported by fusion.py) reads these layouts
+    from .tensor import TensorView
 
 
 def stride_var(tensor: str, logical_axis: int) -> str:

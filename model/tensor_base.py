@@ -120,8 +120,10 @@ class TensorBase:
 
     @property
     def is_fusion_input(self) -> bool:
-        """Whether the fusion takes this tensor as an input (nvFuser's isFusionInput())."""
-        return self in self.fusion.inputs
+        """Whether the fusion takes this tensor as an input (nvFuser's isFusionInput()), or, on a
+        snapshot, takes its memory as a view of one (model/producer_aliases.py: a broadcast of a
+        global input, which the kernel reads and never writes)."""
+        return self in self.fusion.inputs or self.name in self.fusion.views
 
     @property
     def is_fusion_output(self) -> bool:

@@ -52,7 +52,9 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     _check_structure(fusion)
     start = time.perf_counter()
     snap = fusion.snapshot()
-    key = fingerprint(snap, tgt.name)  # the schedule as written: VerifyContext gives loops' types to their members
+    # the schedule as written (VerifyContext gives loops' types to the snapshot's members, whose broadcasts of
+    # inputs may be views): the key tp.compile computes from the same fusion
+    key = fingerprint(fusion, tgt.name)
     ctx = VerifyContext(snap, tgt, bind)
     wanted = _check_rules(rules)
     report = Report(fusion=snap.name, target=tgt.name, location=snap.origin)

@@ -171,8 +171,8 @@ class _Emitter:
 
     def params(self) -> list[str]:
         out = []
-        inputs = {g.name for g in self.ir.globals if g.is_input}
-        dtypes = {g.name: g.dtype for g in self.ir.globals}
+        inputs = {g.name for g in self.ir.globals + self.ir.views if g.is_input}  # a view reads its input's memory
+        dtypes = {g.name: g.dtype for g in self.ir.globals + self.ir.views}
         for p in self.ir.params:
             if p.kind is ParamKind.TENSOR:
                 const = "const " if p.tensor in inputs else ""

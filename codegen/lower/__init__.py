@@ -140,7 +140,7 @@ def allocate(st: Lowering) -> None:
             st.buffers.append(Buffer(tv.name, MemoryType.Shared, tv.dtype, alloc.num_elements_expr,
                                      st.smem.offset(tv.name)))
     st.buffers += reduction.buffers(st.order, st.smem, st.allocations)  # accumulators, block reductions' scratch
-    for tv in list(fusion.inputs) + list(fusion.outputs) + [t for t in st.order if read_back(t)]:
+    for tv in list(fusion.inputs) + list(fusion.outputs) + [t for t in st.order if read_back(t)] + _views(fusion):
         st.globals[tv.name] = global_layout(tv)  # a TMA-stored intermediate's: dense, in a workspace
 
 
@@ -203,7 +203,7 @@ def roles(st: Lowering) -> None:
 def signature(st: Lowering) -> None:
     fusion = st.fusion
     params, names = [], {}
-    for tv in list(fusion.inputs) + list(fusion.outputs):
+    for tv in list(fusion.inputs) + list(fusion.outputs) + _views(fusion):  # a view: its input's pointer at launch
         params.append(Param(tv.name, ParamKind.TENSOR, "", tensor=tv.name))
     for m in st.tensor_maps:
         params.append(Param(m.param, ParamKind.TENSOR_MAP, "", tensor=m.tensor))
@@ -242,7 +242,13 @@ def signature(st: Lowering) -> None:
         cooperative=reduction.cooperative(st.order),
         max_threads=most_threads(fusion, st.target),
         static_smem_bytes=_static_smem(st),
+        views=[st.globals[t.name] for t in _views(fusion)],
     )
+
+
+def _views(fusion: Fusion) -> list[TensorView]:
+    """The broadcasts the snapshot reads as views of inputs (model/producer_aliases.py), in fusion order."""
+    return [t for t in fusion.tensors if t.name in fusion.views]
 
 
 def _static_smem(st: Lowering) -> int:

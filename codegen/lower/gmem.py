@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...model.errors import InternalError
 from ...model.global_layout import global_strides
+from ...model.producer_aliases import view_source
 from ...model.reduction import element_axes
 from ...model.tensor import TensorView
 from ..ir import GlobalTensor
@@ -28,4 +29,5 @@ def global_layout(tv: TensorView) -> GlobalTensor:
         strides=tuple(layout.strides[k] for k in kept),
         broadcast=tuple(tv.logical[axis].is_broadcast for axis in shape),
         user_name=tv.user_name,
+        view_of=view_source(tv).name if tv.name in tv.fusion.views else None,
     )

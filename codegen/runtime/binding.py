@@ -7,7 +7,7 @@ because the proof only covers sizes that satisfy them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -160,9 +160,10 @@ def _value(e: Expr, env: dict[str, int]) -> int | None:
 
 
 def bind(globals_: list[GlobalTensor], inputs, out, sizes: dict[str, int], symbols: list[str],
-         stream: int | None) -> Bound:
+         stream: int | None, views: list[GlobalTensor] = ()) -> Bound:
     """Check the arguments and bind the sizes (the assumptions are checked by the caller,
-    once per distinct size)."""
+    once per distinct size). `views`: broadcasts read as views of inputs (KernelIR.views), given
+    their input's pointer, which must be aligned for their vector accesses too."""
     ins = [g for g in globals_ if g.is_input]
     outs = [g for g in globals_ if not g.is_input]
     if len(inputs) != len(ins):
@@ -188,6 +189,9 @@ def bind(globals_: list[GlobalTensor], inputs, out, sizes: dict[str, int], symbo
         for k, (g, info) in enumerate(zip(group, infos_)):
             device_id = check_device(g, info, k, device_id)
             check_alignment(g, info, k)
+    for v in views:
+        k = next(k for k, g in enumerate(ins) if g.name == v.view_of)
+        check_alignment(replace(ins[k], vector_elements=v.vector_elements), infos[k], k)
     return Bound(env, infos, out_infos or [None] * len(outs), device_id)
 
 

@@ -129,7 +129,9 @@ def reference(fusion: Fusion, inputs: list) -> list:
 
     values = {t.name: round_to(np.asarray(a, dtype=np.float64), t.dtype) for t, a in zip(fusion.inputs, inputs)}
     sizes = _sizes(fusion, values)
-    pending = list(fusion.exprs)  # creation order; cache_after/cache_before insert producers later
+    # creation order (cache_after/cache_before insert producers later); a snapshot's views by the broadcasts
+    # that define them in the schedule (model/producer_aliases.py)
+    pending = list(fusion.exprs) + list(fusion.views.values())
     while pending:
         op = next(o for o in pending if all(t.name in values for t in o.inputs))
         pending.remove(op)

@@ -599,6 +599,8 @@ def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Number
     buffers: dict[str, list] = {}
     for g in ir.globals:
         buffers[g.name] = [None] * _flat_size(g, symbols)
+    for v in getattr(ir, "views", ()):  # a broadcast read as a view of an input: the input's memory, as at launch
+        buffers[v.name] = buffers[v.view_of]
     for t, a in zip(fusion.inputs, inputs):
         g = next(g for g in ir.globals if g.name == t.name)
         strides = [0] * len(g.extents)

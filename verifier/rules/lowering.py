@@ -324,7 +324,11 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
         TMA stores to complete (cp.async.bulk.wait_group 0, not .read), fence.proxy.async.global
         and a barrier (execution/barriers.py insert_store_completions), and a dense layout (the
         runtime allocates its buffer). That each element is read in the block that stored it is
-        GLOBAL-VISIBILITY's claim.
+        GLOBAL-VISIBILITY's claim. A broadcast of a fusion input set to global memory and laid out
+        as the input is no intermediate but a view of the input (nvFuser's tensor producer aliases,
+        model/producer_aliases.py: no statement, no buffer, its readers read the input); a
+        broadcast that is no view (of a register, shared or computed tensor, or laid out
+        otherwise) is a global intermediate, and the message says why it is no view.
     Why the hardware needs it:
         A global intermediate needs a buffer in device memory that the runtime allocates and
         passes to the kernel, and before a thread reads what another thread wrote, a wait and a

@@ -1,0 +1,147 @@
+"""A broadcast of a fusion input into global memory is a view of the input (nvFuser's tensor producer
+aliases, csrc/device_lower/analysis/tensor_producer_aliases.cpp; model/producer_aliases.py): no
+statement writes it, nothing is allocated for it, and its readers read the input's memory. So
+GLOBAL-INTERMEDIATE and GLOBAL-VISIBILITY have nothing to say of it. A broadcast that would move data
+(of a register tensor, or laid out otherwise than its input) stays a global intermediate and is
+rejected, saying why it is no view."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.ir import ParamKind
+from tileproof.codegen.runtime.reference import reference
+
+from support.fake_driver import FakeDriver
+from support.reduction_sim import run_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nvfuser"))
+from test_nvfuser_matmul import hsh_nt_128b_swizzle  # noqa: E402
+
+P = tp.ParallelType
+
+
+def bias_add(*, computed: bool = False):
+    """out[M, N] = x[M, N] + bias[M] broadcast to [M, b1] in global memory, a block per row, 128
+    threads over N. `computed`: the broadcast's input is exp(bias) in registers, which a view cannot
+    read (the broadcast would copy it to global memory). Returns (fusion, the broadcast)."""
+    with tp.Fusion("broadcast_view") as fusion:
+        x = tp.make_contig_tensor(2, dtype=tp.float32)
+        bias = tp.make_contig_tensor(1, dtype=tp.float32)
+        fusion.add_input(x)
+        fusion.add_input(bias)
+        src = tp.exp(bias) if computed else bias
+        b = tp.broadcast(src, [False, True])
+        out = tp.add(x, b)
+        fusion.add_output(out)
+    b.set_memory_type(tp.MemoryType.Global)
+    if computed:
+        src.set_memory_type(tp.MemoryType.Local)
+    out.split(1, 128)
+    tp.propagate_transforms(out)
+    for t in fusion.tensors:
+        if not t.is_fusion_input:
+            t.axis(0).parallelize(P.BIDx)
+            if len(t.get_loop_domain()) > 1:
+                t.axis(-1).parallelize(P.TIDx)
+    return fusion, b
+
+
+def permuted_broadcast():
+    """out[M, N, b1] = set(broadcast(x[M, N])) with the broadcast in global memory allocated [N, M, b1]:
+    not x's layout, so the broadcast would transpose x into a buffer of its own."""
+    with tp.Fusion("permuted_broadcast") as fusion:
+        x = tp.make_contig_tensor(2, dtype=tp.float32)
+        fusion.add_input(x)
+        b = tp.broadcast(x, [False, False, True])
+        out = tp.set(b)
+        fusion.add_output(out)
+    b.set_memory_type(tp.MemoryType.Global)
+    b.set_allocation_domain([b.axis(1), b.axis(0), b.axis(2)], True)
+    for t in (b, out):
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.TIDx)
+    return fusion, b
+
+
+def test_a_broadcast_of_an_input_is_a_view():
+    fusion, b = bias_add()
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    kernel = tp.compile(fusion)
+    assert list(kernel.fusion.views) == [b.name]
+    assert not any(buf.tensor == b.name for buf in kernel.ir.buffers)  # nothing allocated
+    assert [v.view_of for v in kernel.ir.views] == ["T1"]
+    assert f"{b.name} = broadcast" not in kernel.cuda_source  # no statement writes it
+    for m, n in ((3, 200), (2, 129)):
+        x = np.arange(m * n, dtype=np.float32).reshape(m, n)
+        bias = np.array([10.0 * (i + 1) for i in range(m)], dtype=np.float32)
+        (out,) = run_kernel(kernel.ir, kernel.fusion, [x, bias], {"T0_0": m, "T0_1": n})
+        np.testing.assert_array_equal(out.astype(np.float64), x + bias[:, None])
+        (want,) = reference(kernel.fusion, [x, bias])  # the snapshot's reference computes the view's broadcast
+        np.testing.assert_array_equal(want, x + bias[:, None])
+
+
+class Array:
+    """A __cuda_array_interface__ array at a chosen (fake) address."""
+
+    def __init__(self, shape, address, typestr="<f4"):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (address, False),
+                                         "version": 3, "strides": None}
+
+
+@pytest.mark.usefixtures("private_cache")
+def test_the_launch_gives_a_view_its_inputs_memory(monkeypatch):
+    fusion, b = bias_add()
+    kernel = tp.compile(fusion)
+    fake = FakeDriver(monkeypatch, kernel.ir.params)
+    kernel.run(Array((4, 300), 1 << 40), Array((4,), 1 << 41))  # the user passes the fusion's two inputs
+    (launch,) = fake.launches
+    assert launch.args[b.name] == launch.args["T1"] == 1 << 41
+
+
+def test_a_broadcast_of_a_register_tensor_stays_a_global_intermediate():
+    fusion, b = bias_add(computed=True)
+    report = tp.verify(fusion)
+    assert {"GLOBAL-INTERMEDIATE", "GLOBAL-VISIBILITY"} <= set(report.codes), report.codes
+    (d,) = [d for d in report.errors if d.code == "GLOBAL-INTERMEDIATE"]
+    assert f"`{b.name} = broadcast(T2)` is no view of T2" in d.message
+    assert "in Local memory, not a global tensor the kernel is given" in d.message
+    (vis,) = [d for d in report.errors if d.code == "GLOBAL-VISIBILITY"]
+    assert vis.counterexample, vis.message  # another thread reads what one thread writes to global memory
+    assert "but only the thread with" in vis.message
+
+
+def test_a_broadcast_laid_out_otherwise_than_its_input_stays_a_global_intermediate():
+    fusion, b = permuted_broadcast()
+    report = tp.verify(fusion)
+    assert "GLOBAL-INTERMEDIATE" in report.codes, report.codes
+    (d,) = [d for d in report.errors if d.code == "GLOBAL-INTERMEDIATE"]
+    assert "is no view of T0: axis 0 of" in d.message and "another allocation order or contiguity" in d.message
+
+
+@pytest.mark.usefixtures("private_cache")
+def test_hsh_nt_broadcast_op_reads_the_operands_through_their_views(monkeypatch):
+    """HopperMatmulTest.HSH_NT_128BSwizzle_BroadcastOp: its A and B broadcast to global memory are
+    views, the kernel allocates no global intermediate (the test's summary.global_allocations is
+    empty) and each TMA load's tensor map lies over the operand the user passes."""
+    fusion = hsh_nt_128b_swizzle(True, False)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    kernel = tp.compile(fusion)
+    assert sorted(kernel.fusion.views) == ["T2", "T3"]
+    assert not [p for p in kernel.ir.params if p.kind in (ParamKind.WORKSPACE, ParamKind.SEMAPHORES)]
+    maps = {m.param: m.tensor for m in kernel.ir.tensor_maps}
+    assert sorted(maps.values()) == ["T2", "T3"]
+    fake = FakeDriver(monkeypatch, kernel.ir.params)
+    monkeypatch.setattr(type(kernel), "_warn_if_clusters_wait", lambda *args: None)  # asks the occupancy API
+    m, n, k = 128, 512, 64
+    kernel.run(Array((k, m), 1 << 40, "<f2"), Array((k, n), 1 << 41, "<f2"))
+    (launch,) = fake.launches
+    by_tensor = {t: launch.args[p] for p, t in maps.items()}
+    assert by_tensor == {"T2": 1 << 40, "T3": 1 << 41}
