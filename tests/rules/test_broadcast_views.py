@@ -7,9 +7,6 @@ rejected, saying why it is no view."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -17,56 +14,10 @@ import tileproof as tp
 from tileproof.codegen.ir import ParamKind
 from tileproof.codegen.runtime.reference import reference
 
+from nvfuser.test_nvfuser_matmul import hsh_nt_128b_swizzle
+from support.broadcast_views import bias_add, permuted_broadcast
 from support.fake_driver import FakeDriver
 from support.reduction_sim import run_kernel
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nvfuser"))
-from test_nvfuser_matmul import hsh_nt_128b_swizzle  # noqa: E402
-
-P = tp.ParallelType
-
-
-def bias_add(*, computed: bool = False):
-    """out[M, N] = x[M, N] + bias[M] broadcast to [M, b1] in global memory, a block per row, 128
-    threads over N. `computed`: the broadcast's input is exp(bias) in registers, which a view cannot
-    read (the broadcast would copy it to global memory). Returns (fusion, the broadcast)."""
-    with tp.Fusion("broadcast_view") as fusion:
-        x = tp.make_contig_tensor(2, dtype=tp.float32)
-        bias = tp.make_contig_tensor(1, dtype=tp.float32)
-        fusion.add_input(x)
-        fusion.add_input(bias)
-        src = tp.exp(bias) if computed else bias
-        b = tp.broadcast(src, [False, True])
-        out = tp.add(x, b)
-        fusion.add_output(out)
-    b.set_memory_type(tp.MemoryType.Global)
-    if computed:
-        src.set_memory_type(tp.MemoryType.Local)
-    out.split(1, 128)
-    tp.propagate_transforms(out)
-    for t in fusion.tensors:
-        if not t.is_fusion_input:
-            t.axis(0).parallelize(P.BIDx)
-            if len(t.get_loop_domain()) > 1:
-                t.axis(-1).parallelize(P.TIDx)
-    return fusion, b
-
-
-def permuted_broadcast():
-    """out[M, N, b1] = set(broadcast(x[M, N])) with the broadcast in global memory allocated [N, M, b1]:
-    not x's layout, so the broadcast would transpose x into a buffer of its own."""
-    with tp.Fusion("permuted_broadcast") as fusion:
-        x = tp.make_contig_tensor(2, dtype=tp.float32)
-        fusion.add_input(x)
-        b = tp.broadcast(x, [False, False, True])
-        out = tp.set(b)
-        fusion.add_output(out)
-    b.set_memory_type(tp.MemoryType.Global)
-    b.set_allocation_domain([b.axis(1), b.axis(0), b.axis(2)], True)
-    for t in (b, out):
-        t.axis(0).parallelize(P.BIDx)
-        t.axis(1).parallelize(P.TIDx)
-    return fusion, b
 
 
 def test_a_broadcast_of_an_input_is_a_view():
@@ -122,7 +73,7 @@ def test_a_broadcast_laid_out_otherwise_than_its_input_stays_a_global_intermedia
     report = tp.verify(fusion)
     assert "GLOBAL-INTERMEDIATE" in report.codes, report.codes
     (d,) = [d for d in report.errors if d.code == "GLOBAL-INTERMEDIATE"]
-    assert "is no view of T0: axis 0 of" in d.message and "another allocation order or contiguity" in d.message
+    assert f"`{b.name} = broadcast(T0)` is no view of T0: axis 0 of {b.name} has stride" in d.message and "another allocation order or contiguity" in d.message
 
 
 @pytest.mark.usefixtures("private_cache")
