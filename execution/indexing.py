@@ -113,15 +113,20 @@ def block_dims(fusion) -> dict[ParallelType, Expr]:
     """blockDim/gridDim per parallel type: the largest extent bound to it (others predicate), and
     on a warp-specialized circular buffer's axis the producer's indices after the consumers':
     one warpgroup (hw/threads.py producer_indices: one index on TIDy over 128 threads of TIDx,
-    128 on TIDx; execution/warp_roles.py)."""
+    128 on TIDx; execution/warp_roles.py). A broadcast axis sizes nothing where an iteration
+    axis is bound to the type too (nvFuser's ParallelDimensionMap skips broadcasts: their every
+    index holds the same value; parallelize_all_like binds them to the axes they meet)."""
     dims: dict[ParallelType, list[Expr]] = {}
+    broadcast_dims: dict[ParallelType, list[Expr]] = {}
     roles = set()
     for tv in executed_tensors(fusion):
         for i in tv.loop:
             if i.parallel_type in THREAD_TYPES or i.parallel_type in BLOCK_TYPES:
-                dims.setdefault(i.parallel_type, []).append(i.extent_expr)
+                (broadcast_dims if i.is_broadcast else dims).setdefault(i.parallel_type, []).append(i.extent_expr)
         if specialization(tv) is not None:
             roles.add(specialization(tv).on)
+    for p, es in broadcast_dims.items():
+        dims.setdefault(p, es)  # bound to broadcasts only: they size it, as before
     out = {p: maximum(*es) for p, es in dims.items()}
     for p in roles:
         out[p] = add(out.get(p, const(1)), const(producer_padding(out, p)))

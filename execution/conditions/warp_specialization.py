@@ -73,7 +73,8 @@ def role_problems(fusion) -> list:
                 f"{tv.name} is warp-specialized as {other!r} and {first.name} as {spec!r}: a kernel has one producer "
                 f"warpgroup", hint=f"give {tv.name} the WarpSpecialized of {first.name}", tensor=tv.name,
                 location=tv.circular.origin or tv.origin))
-        bound = [i for i in tv.loop if i.parallel_type is spec.on]
+        # a broadcast axis holds no index of the load (nvFuser's checkWarpSpecializedAxis skips it too)
+        bound = [i for i in tv.loop if i.parallel_type is spec.on and not i.is_broadcast]
         if bound:
             out.append(Problem(
                 f"{tv.name} is warp-specialized on {spec.on.value} and also parallelized on it ({bound[0].label()}): its "

@@ -39,7 +39,12 @@ def test_a_broadcast_reference_parallelizes_the_axes_it_meets():
     assert types(t5) == [P.BIDx, P.TIDx]
     assert types(t1) == [P.BIDx, P.TIDx]  # the sum is a grid allreduce
     assert all(i.is_reduction for i in t1.loop)
-    assert tp.verify(fusion).ok
+    report = tp.verify(fusion)
+    assert report.ok
+    # t2's BIDx{1} (its broadcast split by 128) sizes nothing (nvFuser's ParallelDimensionMap skips
+    # broadcasts): the grid is ceil(N / 128), not max(1, ceil(N / 128)), and needs no predicate
+    assert report.launch == {"BIDx": "ceil(T0_0 / 128)", "TIDx": "128"}
+    assert "blockIdx.x <" not in tp.compile(fusion).cuda_source
 
 
 def test_a_concrete_reference_parallelizes_the_broadcasts_it_meets():

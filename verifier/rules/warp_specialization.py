@@ -27,8 +27,11 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         producer is one warpgroup after the consumers: `on` gets one more index where an index
         holds whole warpgroups (TIDy over TIDx 128), else 128 / (threads per index) more, as
         nvFuser pads it (TIDx alone: 128 more threads, threadIdx.x >= bdimx); every such
-        tensor is a TMA load (LOWERING-SUPPORTED), read by wgmma or by threads (not both), not
-        bound to `on` itself, all of them circular over one loop with one WarpSpecialized.
+        tensor is a TMA load (LOWERING-SUPPORTED), read by wgmma or by threads (not both), with
+        no iteration axis bound to `on` itself (a broadcast axis may be: it holds no index of
+        the load, and parallelize_all_like gives it the axis it meets, as nvFuser's
+        checkWarpSpecializedAxis allows), all of them circular over one loop with one
+        WarpSpecialized.
     Why the hardware needs it:
         setmaxnreg and wgmma are executed by whole warpgroups: a producer that shares a
         warpgroup with consumers cannot give its registers away, and a wgmma issued by a
