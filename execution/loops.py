@@ -392,9 +392,12 @@ class NestConflict:
     key: Hashable  # the loop
 
 
-def nest(items: Sequence[tuple[Sequence[Hashable], Any]]) -> tuple[list, NestConflict | None]:
+def nest(items: Sequence[tuple[Sequence[Hashable], Any]],
+         reopenable: frozenset = frozenset()) -> tuple[list, NestConflict | None]:
     """Nest each statement (in order) in its loop path, reusing a loop only while it is the last
-    thing in its scope: a loop that was closed cannot be reopened (the conflict)."""
+    thing in its scope: a loop that was closed cannot be reopened (the conflict), but for those in
+    `reopenable` (launched_loops: a thread or block index, which no C++ loop iterates), which
+    close and open again as a scope of their own."""
     root: list = []
     opened: set = set()
     for n, (path, node) in enumerate(items):
@@ -404,7 +407,7 @@ def nest(items: Sequence[tuple[Sequence[Hashable], Any]]) -> tuple[list, NestCon
             if isinstance(last, Nest) and last.key == key:
                 scope = last.body
                 continue
-            if key in opened:
+            if key in opened and key not in reopenable:
                 return root, NestConflict(n, key)
             opened.add(key)
             loop = Nest(key)
@@ -412,6 +415,14 @@ def nest(items: Sequence[tuple[Sequence[Hashable], Any]]) -> tuple[list, NestCon
             scope = loop.body
         scope.append(node)
     return root, None
+
+
+def launched_loops(groups: LoopGroups) -> frozenset:
+    """The loop groups on a thread or block index: no C++ loop iterates them (every thread of every
+    block runs the statements in them, each at its own index), so the statements that share one
+    need not be adjacent: an inlined producer's value is the same thread's, whatever runs between
+    it and its consumer. nest() lets their scopes close and reopen."""
+    return frozenset(g.index for g in groups.groups if g.launched)
 
 
 def statement_items(order: Sequence[TensorView], groups: LoopGroups) -> list[tuple[list[int], object]]:

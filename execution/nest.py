@@ -21,7 +21,7 @@ from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
 from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, insert_store_completions, statement_paths
 from .circular import circular_access, is_register_copy, is_shared_copy, specialization, war_mbarrier
 from .derive import per_fusion
-from .loops import LoopGroup, execution_order, loop_groups, nest, statement_items
+from .loops import LoopGroup, execution_order, launched_loops, loop_groups, nest, statement_items
 from .pipeline import insert_pipelines, isolate_circular_copies
 from .reduction import Phase
 from .wgmma_order import insert_wgmma_waits
@@ -88,7 +88,7 @@ def placed_nest(fusion: Fusion) -> PlacedNest | None:
     groups = loop_groups(fusion, order)
     if groups.unmapped or groups.mismatched:
         return None
-    tree, conflict = nest(statement_items(order, groups))
+    tree, conflict = nest(statement_items(order, groups), launched_loops(groups))
     if conflict is not None:
         return None
     launched = THREAD_TYPES + BLOCK_TYPES

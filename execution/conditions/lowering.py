@@ -39,7 +39,8 @@ from ...hw.bulk_copy import is_async_bulk_op
 from ...hw.cp_async import is_cp_async
 from ...hw.global_load import is_cached_load, load_cache
 from ..problems import Problem
-from ..loops import LoopGroups, _allocations, execution_order, loop_groups, nest, statement_items, statement_tensor
+from ..loops import (LoopGroups, _allocations, execution_order, launched_loops, loop_groups, nest, statement_items,
+                     statement_tensor)
 from .reduction import unsupported_reductions
 from .cp_async import structure_problems
 from .broadcast_loops import broadcast_loop_problems
@@ -87,7 +88,7 @@ def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: Loo
     if groups.unmapped or groups.mismatched:
         return []  # the inlining rules report these; the loops are not one nest yet
     items = statement_items(order, groups)
-    _, conflict = nest(items)
+    _, conflict = nest(items, launched_loops(groups))
     if conflict is None:
         return []
     g = groups.groups[conflict.key]

@@ -194,6 +194,52 @@ def test_nest_reuses_the_last_loop_and_refuses_to_reopen_one():
     assert conflict == loops.NestConflict(2, 0)
 
 
+def test_nest_reopens_a_launched_loop():
+    _, conflict = loops.nest([([0, 1], "a"), ([3], "b"), ([0], "c")], reopenable=frozenset({0}))
+    assert conflict is None
+
+
+def _interleaved(outer):
+    """rule_examples' LOOP-NEST-ORDER example with its outer axis parallelized as `outer`: T1 inlined
+    at 1 shares that axis with T2 and T4, and T3 (not inlined) runs between them."""
+    from tileproof.rule_examples import copy_chain
+
+    fusion, t0, t1, t2 = copy_chain("interleaved", [8, 32])
+    with fusion:
+        t3 = tp.exp(t2)
+        t4 = tp.add(t1, t3)
+        fusion.add_output(t4)
+    for t in (t1, t2, t3, t4):
+        t.axis(1).parallelize(P.TIDx)
+        if outer is not None:
+            t.axis(0).parallelize(outer)
+    t1.inline_at(1)
+    return fusion
+
+
+@pytest.mark.parametrize("outer", [P.BIDx, P.TIDy], ids=str)
+def test_statements_sharing_a_thread_or_block_index_need_not_be_adjacent(outer):
+    """No loop iterates a thread or block index: T1's value is this thread's whatever runs between it
+    and T4, so the scope closes and reopens (simulated against the reference)."""
+    import numpy as np
+    from support.reduction_sim import run_kernel
+    from tileproof.codegen.runtime.reference import reference
+
+    fusion = _interleaved(outer)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, report.codes
+    ir = lower(fusion.snapshot(), get_target("sm_90a"), report.decisions).kernel
+    x = np.random.default_rng(1).standard_normal((8, 32))
+    for got, want in zip(run_kernel(ir, fusion, [x], {}), reference(fusion, [x])):
+        np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=1e-6)
+    source = tp.compile(fusion, "sm_90a").cuda_source
+    assert source.count(f"// {'blockIdx.x' if outer is P.BIDx else 'threadIdx.y'} over 8U: T1 axis 0") == 2
+
+
+def test_a_serial_loop_still_cannot_reopen():
+    assert tp.verify(_interleaved(None), "sm_90a").codes == ["LOOP-NEST-ORDER"]
+
+
 def test_execution_order_puts_inlined_producers_last():
     with tp.Fusion("order") as fusion:
         a = tp.make_contig_concrete_tensor([8, 32])

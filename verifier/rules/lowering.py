@@ -282,7 +282,9 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
         With the tensors in execution order (producers first, inlined producers right before
         their consumers) and each statement nested in its loops, every loop of the kernel is
         one contiguous range of statements: no statement outside a shared loop runs between
-        two statements inside it.
+        two statements inside it. A loop on a thread or block index is no loop of the code
+        (every thread of every block runs its statements at its own index), so its scope may
+        close and reopen around other statements.
     Why the hardware needs it:
         A loop of the kernel is one C++ for loop (or one thread index range). If a tensor
         that is not in it must run between two tensors that share it, the loop would have to
