@@ -428,6 +428,12 @@ def redirect_definition(tv: TensorView, op_type: LoadStoreOpType) -> TensorView:
         return cache_before(tv, op_type)
     with fusion:
         new = _like(tv)
+    if [i.uid for i in tv.root] != [i.uid for i in tv.logical]:
+        # a committed logical domain (commit_leaf_to_logical): the definition writes the new tensor's root in
+        # tv's root order, as nvFuser's cacheBefore gives the producer tv's domain; tv copies it in logical order
+        position = {i.uid: k for k, i in enumerate(tv.logical)}
+        new.root = [new.logical[position[i.uid]] for i in tv.root]
+        tv.root = tv.logical
     old.output = new
     new.definition = old
     n = len(tv.logical)

@@ -55,7 +55,9 @@ def _layout_problem(op) -> str | None:
         return f"the allocation domain of {src.name if src_layout is None else out.name} is no layout of its axes"
     src_stride = dict(zip(src_layout.alloc_axes, src_layout.strides))
     out_stride = dict(zip(out_layout.alloc_axes, out_layout.strides))
-    for j, i in enumerate(op.logical_map[0]):
+    logical_axis = {d.uid: k for k, d in enumerate(out.logical)}  # the op maps root axes, which a commit permutes
+    for r, i in enumerate(op.logical_map[0]):
+        j = logical_axis[out.root[r].uid]
         if i is None or out.logical[j].is_broadcast or src.logical[i].is_broadcast:
             continue  # a broadcast axis is never indexed (stride 0)
         if out_stride[j] != src_stride[i]:

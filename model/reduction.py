@@ -176,7 +176,7 @@ def rfactor(tv: TensorView, axes) -> TensorView:
     first = next(k for k, i in enumerate(tv.logical) if i.is_reduction)
     logical = [i for i in tv.logical[:first] if not i.is_reduction] + reduction_leaves \
         + [i for i in tv.logical[first:] if not i.is_reduction]
-    part.root, part.logical = list(tv.logical), logical
+    part.root, part.logical = list(tv.root), logical  # the root: what the op maps (a committed logical domain permutes it)
     part.history, part.loop = list(tv.history), list(tv.loop)
     for k in left:
         tv.loop[k].iter_type = IterType.Iteration

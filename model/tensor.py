@@ -17,6 +17,7 @@ from .expr import Expr, const
 from .fusion import current_fusion
 from .inlining import set_compute_at
 from .iterdomain import IterDomain, wrong_enum
+from .logical_commit import commit_leaf_to_logical
 from .ops import _check_dtype, check_cache_op, redirect_definition, set as set_op
 from .grouped_reduction import rfactor_group
 from .online import set_online
@@ -75,6 +76,20 @@ class TensorView(TensorBase):
         if tensors is not None:
             return rfactor_group(self, axes, tensors)
         return rfactor(self, axes)
+
+    def commit_leaf_to_logical(self) -> "TensorView":
+        """Make the loop domain the logical domain: the shape the tensor's consumers read and a
+        fusion output's array has, laid out in that order; the root domain (what the defining
+        op maps to its inputs) and the allocation domain stay, the contiguity becomes all True
+        (of the allocation domain, or the new logical one). An implicit transpose: the loop must
+        be a permutation of the logical axes (reorder), and the tensor must have no consumers
+        yet. Returns self. nvFuser: TensorView::commitLeafToLogical().
+
+            d = tp.fused_multiply_sum(a, b, [1])   # [N, rK, M]
+            d.reorder({-1: -3})                    # loop [M, N, rK]
+            d.commit_leaf_to_logical()             # logical [M, N, rK]: the output is [M, N]"""
+        commit_leaf_to_logical(self)
+        return self
 
     # -- inlining -------------------------------------------------------------------
     def inline_at(self, pos: int) -> "TensorView":

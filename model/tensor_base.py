@@ -95,7 +95,8 @@ class TensorBase:
     def get_root_domain(self) -> list[IterDomain]:
         """A copy of the root domain: the axes the defining op maps to its inputs (nvFuser's
         getRootDomain()). It is the logical domain, except for the partial reduction that
-        `rfactor` makes, whose logical domain holds the split reduction axes."""
+        `rfactor` makes, whose logical domain holds the split reduction axes, and for a tensor
+        whose loop domain `commit_leaf_to_logical` made its logical domain (a permutation)."""
         return list(self.root)
 
     def get_allocation_domain(self) -> list[IterDomain]:

@@ -16,7 +16,9 @@ A tensor's array has the axes of its shape: a reduction's output drops its reduc
 op names its input's axes by logical position (model/reduction.py element_axes). A reduction sums
 (or takes the max or min) in float64; the kernel adds in the compute type, in another order, so sums
 agree to a tolerance. The partial reduction of an rfactor is evaluated over its logical domain,
-which derives from its root: each point maps back to an input element, a hole to the neutral value.
+which derives from its root: each point maps back to an input element, a hole to the neutral value;
+a tensor whose loop domain was committed to its logical domain (commit_leaf_to_logical, a
+permutation of its root) has its array in that order.
 """
 
 from __future__ import annotations
@@ -136,7 +138,12 @@ def reference(fusion: Fusion, inputs: list) -> list:
         op = next(o for o in pending if all(t.name in values for t in o.inputs))
         pending.remove(op)
         args = [values[t.name] for t in op.inputs]
-        value = _reduce(np, op, args, sizes) if op.kind is OpKind.REDUCTION else _apply(np, op, args, sizes)
+        if op.kind is OpKind.REDUCTION:
+            value = _reduce(np, op, args, sizes)
+        else:  # over the output's root axes; a committed logical domain (commit_leaf_to_logical) permutes them
+            value = _apply(np, op, args, sizes)
+            if [i.uid for i in op.output.root] != [i.uid for i in op.output.logical]:
+                value = _gather(np, op.output, value, sizes, 0.0)
         values[op.output.name] = round_to(value, op.output.dtype)
     return [values[t.name] for t in fusion.outputs]
 

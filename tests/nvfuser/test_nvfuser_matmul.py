@@ -48,9 +48,8 @@ def hsh_nt_128b_swizzle(broadcast_op: bool, warp_specialized: bool):
             fusion.add_input(a3)
             fusion.add_input(b3)
         tv2 = tp.fused_multiply_sum(a3, b3, [0])
-        # [K, M, N] -> [M, N, K]; nvFuser's commitLeafToLogical changes nothing a reader sees here (tv2 is an
-        # intermediate; its cast drops rK), and tileproof has no such method
-        tv2.reorder({-3: -1})
+        tv2.reorder({-3: -1})  # [K, M, N] -> [M, N, K]
+        tv2.commit_leaf_to_logical()  # the cast reads [M, N] either way; the MmaOp's logical domain is [M, N, rK]
         tv3 = tp.cast(tv2, tp.float16)
         fusion.add_output(tv3)
     for size, multiple in (("M", CTA_M), ("N", 2 * CTA_N), ("K", MACRO.k)):  # N: whole clusters of 2 N tiles
