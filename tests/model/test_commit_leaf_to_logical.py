@@ -209,3 +209,29 @@ def test_a_committed_broadcast_is_no_view_of_its_input():
     report = tp.verify(fusion)
     assert "GLOBAL-INTERMEDIATE" in report.codes
     assert any("is no view of" in d.message for d in report.errors)
+
+
+@pytest.mark.parametrize("allocated", [False, True])
+def test_a_committed_fusion_input_is_read_in_its_committed_order(allocated):
+    """nvFuser commits fusion inputs too (test_allocation_domain.cpp): the input's array is its new
+    logical domain [N, M]; an allocation domain set before ([M, N]) stays its memory order."""
+    with tp.Fusion("commit_input") as fusion:
+        x = tp.make_tensor(["M", "N"])
+        fusion.add_input(x)
+        if allocated:
+            x.set_allocation_domain(x.get_loop_domain(), True)
+        x.reorder({0: 1}).commit_leaf_to_logical()
+        y = tp.set(x)
+        fusion.add_output(y)
+    assert [str(i.extent_expr) for i in y.get_logical_domain()] == ["N", "M"]
+    assert global_strides(x).alloc_axes == ((1, 0) if allocated else (0, 1))
+    y.split(1, 32)
+    y.axis(0).parallelize(P.BIDx)
+    y.axis(2).parallelize(P.TIDx)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    kernel = tp.compile(fusion)
+    for m, n in ((5, 40), (33, 2)):
+        a = np.arange(m * n, dtype=np.float32).reshape(n, m)
+        (out,) = run_kernel(kernel.ir, kernel.fusion, [a], {"M": m, "N": n})
+        np.testing.assert_array_equal(out.astype(np.float64), a)
