@@ -286,7 +286,7 @@ class KernelIR:
     index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
     max_threads: int = 1024  # the block's threads at any admitted size: __launch_bounds__
     static_smem_bytes: int = 0  # __shared__ variables beside the dynamic plan: mbarriers, tensor memory's slot
-    views: list[GlobalTensor] = field(default_factory=list)  # broadcasts read as views of inputs: their pointers
+    views: list[GlobalTensor] = field(default_factory=list)  # broadcasts, copies read as views of inputs: their pointers
 
 
 # -- tensor memory (sm_100a) ----------------------------------------------------------------------

@@ -115,11 +115,15 @@ def block_dims(fusion) -> dict[ParallelType, Expr]:
     one warpgroup (hw/threads.py producer_indices: one index on TIDy over 128 threads of TIDx,
     128 on TIDx; execution/warp_roles.py). A broadcast axis sizes nothing where an iteration
     axis is bound to the type too (nvFuser's ParallelDimensionMap skips broadcasts: their every
-    index holds the same value; parallelize_all_like binds them to the axes they meet)."""
+    index holds the same value; parallelize_all_like binds them to the axes they meet). A view of
+    an input (model/producer_aliases.py) runs nothing but sizes the launch as the tensor it was:
+    nvFuser builds its ParallelDimensionMap before findTensorProducerAliases drops the op
+    (TMemTestCompileOnly.WrongStride's global copy on TIDx{33} makes the block 33 threads wide)."""
     dims: dict[ParallelType, list[Expr]] = {}
     broadcast_dims: dict[ParallelType, list[Expr]] = {}
     roles = set()
-    for tv in executed_tensors(fusion):
+    views = [t for t in fusion.tensors if t.name in fusion.views]
+    for tv in executed_tensors(fusion) + views:
         for i in tv.loop:
             if i.parallel_type in THREAD_TYPES or i.parallel_type in BLOCK_TYPES:
                 (broadcast_dims if i.is_broadcast else dims).setdefault(i.parallel_type, []).append(i.extent_expr)

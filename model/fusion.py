@@ -128,7 +128,7 @@ class Fusion:
         self.assumption_origins: list[str | None] = []  # the user's file:line of each assumption
         self._cluster_dims = (1, 1, 1)
         self.frozen = False  # a snapshot: verify and compile read it, nothing schedules it again
-        # a snapshot's broadcasts read as views of a global input (model/producer_aliases.py): output name -> its op
+        # a snapshot's broadcasts, copies, transposes read as views of a global input (model/producer_aliases.py)
         self.views: dict[str, Op] = {}
         self.cluster_origin: str | None = None  # the user's file:line setting cluster_dims
 

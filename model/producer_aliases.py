@@ -1,48 +1,62 @@
-"""Broadcasts that are views of a global input (nvFuser's tensor producer aliases).
+"""Broadcasts, copies and transposes that are views of a global input (nvFuser's producer aliases).
 
 nvFuser's lowering (csrc/device_lower/analysis/tensor_producer_aliases.cpp, findTensorProducerAliases
-and the pass removeTensorProducerAliases) finds a BroadcastOp (also a LoadStoreOp or SqueezeOp) from
-a global tensor to a global tensor that is no fusion output, whose non-broadcast allocation axes are
-the input's in the same order and equally contiguous: the output is an alias of its input, the op is
-dropped, nothing is allocated, and every reader indexes the input's buffer with the same linear index
-(a TMA load's tensor map is built over the input, csrc/device_lower/analysis/tma.cpp getTMAInfo).
-HopperMatmulTest.HSH_NT_128BSwizzle_BroadcastOp sets its operands' broadcasts to global memory for
-this and checks that the kernel allocates no global intermediate.
+and the pass removeTensorProducerAliases) finds a BroadcastOp, LoadStoreOp or SqueezeOp from a
+global tensor to a global tensor that is no fusion output, whose non-broadcast allocation axes are
+the input's in the same order and equally contiguous (isTrivialExpr): the output is an alias of its
+input, the op is dropped, nothing is allocated, and every reader indexes the input's buffer with the
+same linear index (a TMA load's tensor map is built over the input, csrc/device_lower/analysis/tma.cpp
+getTMAInfo). HopperMatmulTest.HSH_NT_128BSwizzle_BroadcastOp sets its operands' broadcasts to global
+memory for this and checks that the kernel allocates no global intermediate; TMemTestCompileOnly.
+WrongStride sets a plain copy of its input to global memory.
 
-tileproof does the same on the snapshot that verify and compile read (Fusion.snapshot): such a
-broadcast's output becomes a view, a tensor without a definition that the kernel is given (its
+tileproof does the same on the snapshot that verify and compile read (Fusion.snapshot): such an
+op's output becomes a view, a tensor without a definition that the kernel is given (its
 `is_fusion_input` is true), laid out by its own global strides, which `view_problem` requires to be
 its input's stride for stride (a broadcast axis has none), and passed the input's pointer at launch.
-So every rule sees reads of the input's memory, and nothing writes it. Only broadcasts are views here
-(a global-to-global set stays a global intermediate, GLOBAL-INTERMEDIATE). Imports model/ only.
+So every rule sees reads of the input's memory, and nothing writes it. The ops: a broadcast, a
+plain copy (`tp.set`, LoadStoreOpType.Set, with any cache op: isTrivialExpr reads neither the op
+type nor the cache op, and the dropped load's cache hint changes no value) and a transpose
+(nvFuser's permute is a LoadStoreOp; a view where its allocation domain keeps its input's order).
+A copy of another type (TMA, cp.async, ldmatrix, tensor memory) moves data between other memories
+and is never a view here; tileproof has no SqueezeOp. Imports model/ only.
 """
 
 from __future__ import annotations
 
 from .global_layout import global_strides
-from .types import MemoryType, OpKind
+from .types import LoadStoreOpType, MemoryType, OpKind
+
+
+def may_view(op) -> bool:
+    """Whether `op` moves no data when both its tensors are in global memory and laid out alike:
+    a broadcast, a plain copy (tp.set, LoadStoreOpType.Set) or a transpose (nvFuser's permute is
+    a LoadStoreOp Set too), the ops nvFuser's isTrivialExpr takes that tileproof has."""
+    return op.kind in (OpKind.BROADCAST, OpKind.TRANSPOSE) or (
+        op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.Set)
 
 
 def view_problem(op) -> str | None:
-    """Why the broadcast `op`'s output is not a view of its input, or None when it is: both in
-    global memory, the output no fusion output, the input a fusion input (or such a view), and each
-    non-broadcast axis of the output with the stride of the input axis it reads
+    """Why the output of `op` (a broadcast or a plain copy) is not a view of its input, or None when
+    it is: both in global memory, the output no fusion output, the input a fusion input (or such a
+    view), and each non-broadcast axis of the output with the stride of the input axis it reads
     (nvFuser's isTrivialExpr)."""
     src, out = op.inputs[0], op.output
-    if op.kind is not OpKind.BROADCAST:
-        return f"{out.name} is computed by {op.kind}, not a broadcast"
+    if not may_view(op):
+        kind = f"a {op.op_type.value} copy" if op.kind is OpKind.LOAD_STORE else str(op.kind)
+        return f"{out.name} is computed by {kind}, not a broadcast, a plain copy (tp.set) or a transpose"
     if out.memory_type is not MemoryType.Global:
         return f"{out.name} is not in global memory"
     if out.is_fusion_output:
         return f"{out.name} is a fusion output, which the kernel writes"
     if src.memory_type is not MemoryType.Global:
         return (f"its input {src.name} is in {src.memory_type.value} memory, not a global tensor the kernel is "
-                f"given, so the broadcast would copy it into global memory")
-    viewed = src.is_fusion_input or (src.definition is not None and src.definition.kind is OpKind.BROADCAST
+                f"given, so the {_name(op)} would copy it into global memory")
+    viewed = src.is_fusion_input or (src.definition is not None and may_view(src.definition)
                                      and view_problem(src.definition) is None)
     if not viewed:
-        return (f"its input {src.name} is a global tensor the kernel computes, not a fusion input, so the "
-                f"broadcast would copy it")
+        return (f"its input {src.name} is a global tensor the kernel computes, not a fusion input: a view reads "
+                f"the memory of a tensor the kernel is given")
     return _layout_problem(op)
 
 
@@ -62,18 +76,22 @@ def _layout_problem(op) -> str | None:
             continue  # a broadcast axis is never indexed (stride 0)
         if out_stride[j] != src_stride[i]:
             return (f"axis {j} of {out.name} has stride {out_stride[j]} where axis {i} of {src.name} has "
-                    f"{src_stride[i]} (another allocation order or contiguity), so the broadcast would move data")
+                    f"{src_stride[i]} (another allocation order or contiguity), so the {_name(op)} would move data")
     return None
 
 
+def _name(op) -> str:
+    return {OpKind.BROADCAST: "broadcast", OpKind.TRANSPOSE: "transpose"}.get(op.kind, "copy")
+
+
 def alias_views(fusion) -> None:
-    """On a snapshot (a deep copy not yet frozen): each broadcast whose output is a view of its input
+    """On a snapshot (a deep copy not yet frozen): each broadcast or plain copy whose output is a view of its input
     (view_problem) is dropped (nvFuser's removeTensorProducerAliases); its output keeps its domains
     and layout, has no definition, is inlined nowhere (a tensor the kernel is given), and is listed
     in `fusion.views` with the op that defined it (the reference computes it, the launch passes the
     input's pointer)."""
     for op in list(fusion.exprs):
-        if op.kind is OpKind.BROADCAST and view_problem(op) is None:
+        if may_view(op) and view_problem(op) is None:
             fusion.exprs.remove(op)
             op.output.definition = None
             op.output.compute_at = 0

@@ -247,7 +247,7 @@ def signature(st: Lowering) -> None:
 
 
 def _views(fusion: Fusion) -> list[TensorView]:
-    """The broadcasts the snapshot reads as views of inputs (model/producer_aliases.py), in fusion order."""
+    """The tensors the snapshot reads as views of inputs (model/producer_aliases.py), in fusion order."""
     return [t for t in fusion.tensors if t.name in fusion.views]
 
 

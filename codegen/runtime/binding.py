@@ -162,7 +162,7 @@ def _value(e: Expr, env: dict[str, int]) -> int | None:
 def bind(globals_: list[GlobalTensor], inputs, out, sizes: dict[str, int], symbols: list[str],
          stream: int | None, views: list[GlobalTensor] = ()) -> Bound:
     """Check the arguments and bind the sizes (the assumptions are checked by the caller,
-    once per distinct size). `views`: broadcasts read as views of inputs (KernelIR.views), given
+    once per distinct size). `views`: tensors read as views of inputs (KernelIR.views), given
     their input's pointer, which must be aligned for their vector accesses too."""
     ins = [g for g in globals_ if g.is_input]
     outs = [g for g in globals_ if not g.is_input]

@@ -133,9 +133,16 @@ def loop_split_around_another_tensor():
 @tp.schedule(expect=tp.rejected("GLOBAL-INTERMEDIATE", messages=[
     "T1 is an intermediate in global memory, read by T2"]))
 def intermediate_in_global_memory():
-    """T1 lives in global memory between two ops of the kernel: it would need a scratch buffer and
-    a grid-wide barrier, which tileproof does not emit."""
-    fusion, t1, t2 = _copy("intermediate_in_global_memory", [8, 32])
+    """T1 = exp(T0) lives in global memory between two ops of the kernel: it would need a scratch
+    buffer and a grid-wide barrier, which tileproof does not emit. (A plain copy of T0 there,
+    laid out as T0, would be no intermediate but a view of T0: examples/valid/lowering.py
+    copy_of_an_input_in_global_memory.)"""
+    with tp.Fusion("intermediate_in_global_memory") as fusion:
+        t0 = tp.make_tensor([8, 32], contiguity=True)
+        fusion.add_input(t0)
+        t1 = tp.exp(t0)
+        t2 = tp.set(t1)
+        fusion.add_output(t2)
     t1.set_memory_type(tp.MemoryType.Global)
     for t in (t1, t2):
         t.axis(0).parallelize(P.BIDx)

@@ -151,6 +151,19 @@ def intermediate_in_shared_memory():
 
 
 @tp.schedule(expect=tp.accepted())
+def copy_of_an_input_in_global_memory():
+    """GLOBAL-INTERMEDIATE: T1 = set(T0) in global memory, laid out as T0, is a view of T0
+    (nvFuser's tensor producer aliases, model/producer_aliases.py): no statement writes it,
+    nothing is allocated, and T2 reads T0's memory."""
+    fusion, t1, t2 = _copy("copy_of_an_input_in_global_memory", [8, 32])
+    t1.set_memory_type(tp.MemoryType.Global)
+    for t in (t1, t2):
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.TIDx)
+    return fusion
+
+
+@tp.schedule(expect=tp.accepted())
 def plain_copy_into_shared_memory():
     """LOWERING-SUPPORTED: the copy into shared memory as a plain tp.set (ld.global + st.shared)."""
     with tp.Fusion("plain_copy_into_shared_memory") as fusion:

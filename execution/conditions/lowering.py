@@ -30,7 +30,7 @@ from ..allocation import Allocation, compute_allocation
 from ...model.expr import Expr, evaluate, try_int
 from ...model.global_layout import allocation_problem, global_strides
 from ...model.mma_op import is_mma
-from ...model.producer_aliases import view_problem
+from ...model.producer_aliases import may_view, view_problem
 from ...model.inlining import max_inline_position
 from ...model.iterdomain import Split
 from ...model.tensor import TensorView
@@ -354,8 +354,9 @@ def global_intermediates(fusion) -> list[Problem]:
             continue
         consumers = [c.name for c in fusion.consumers(tv)]
         op = tv.definition
-        broadcast = op is not None and op.kind is OpKind.BROADCAST  # a view is no intermediate: say why not
-        no_view = f"; `{op}` is no view of {op.inputs[0].name}: {view_problem(op)}" if broadcast else ""
+        trivial = op is not None and may_view(op)  # a view is no intermediate: say why not
+        why = view_problem(op) if trivial else None  # None on a live fusion's view (the snapshot drops it)
+        no_view = f"; `{op}` is no view of {op.inputs[0].name}: {why}" if why else ""
         out.append(Problem(
             f"{tv.name} is an intermediate in global memory, read by {', '.join(consumers) or 'nothing'}{no_view}",
             hint=f"put {tv.name} in shared memory (set_memory_type(tp.MemoryType.Shared)) or registers "
@@ -365,8 +366,9 @@ def global_intermediates(fusion) -> list[Problem]:
             notes=("a global intermediate needs a scratch buffer allocated by the runtime and a grid-wide "
                    "barrier between its writers and readers when they run in different blocks; tileproof's "
                    "code generator emits neither yet",) + (
-                  ("a broadcast of a fusion input into global memory, laid out as the input, is a view of the "
-                   "input's memory (model/producer_aliases.py): nothing is written",) if broadcast else ()),
+                  ("a broadcast, plain copy (tp.set) or transpose of a fusion input into global memory, laid out "
+                   "as the input, is a view of the input's memory (model/producer_aliases.py): nothing is written",)
+                  if trivial else ()),
             location=tv.origin))
     return out
 

@@ -1,9 +1,9 @@
-"""A broadcast of a fusion input into global memory is a view of the input (nvFuser's tensor producer
-aliases, csrc/device_lower/analysis/tensor_producer_aliases.cpp; model/producer_aliases.py): no
-statement writes it, nothing is allocated for it, and its readers read the input's memory. So
-GLOBAL-INTERMEDIATE and GLOBAL-VISIBILITY have nothing to say of it. A broadcast that would move data
-(of a register tensor, or laid out otherwise than its input) stays a global intermediate and is
-rejected, saying why it is no view."""
+"""A broadcast or a plain copy (tp.set) of a fusion input into global memory is a view of the input
+(nvFuser's tensor producer aliases, csrc/device_lower/analysis/tensor_producer_aliases.cpp;
+model/producer_aliases.py): no statement writes it, nothing is allocated for it, and its readers
+read the input's memory. So GLOBAL-INTERMEDIATE and GLOBAL-VISIBILITY have nothing to say of it. One
+that would move data (of a register or computed tensor, or laid out otherwise than its input) stays
+a global intermediate and is rejected, saying why it is no view."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tileproof.codegen.ir import ParamKind
 from tileproof.codegen.runtime.reference import reference
 
 from nvfuser.test_nvfuser_matmul import hsh_nt_128b_swizzle
-from support.broadcast_views import bias_add, permuted_broadcast
+from support.broadcast_views import bias_add, global_copy, global_transpose, permuted_broadcast
 from support.fake_driver import FakeDriver
 from support.reduction_sim import run_kernel
 
@@ -96,3 +96,73 @@ def test_hsh_nt_broadcast_op_reads_the_operands_through_their_views(monkeypatch)
     (launch,) = fake.launches
     by_tensor = {t: launch.args[p] for p, t in maps.items()}
     assert by_tensor == {"T2": 1 << 40, "T3": 1 << 41}
+
+
+@pytest.mark.parametrize("kw", [{}, {"copies": 2}, {"cache_op": tp.CacheOp.Streaming}],
+                         ids=["set", "set_of_a_set", "streaming_set"])
+def test_a_plain_copy_of_an_input_is_a_view(kw):
+    """nvFuser's isTrivialExpr takes any LoadStoreOp, reading neither its op type nor its cache op:
+    a copy of a copy views the input too (aliasTensorProducer chases the chain)."""
+    fusion, c = global_copy(**kw)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    kernel = tp.compile(fusion)
+    copies = [t.name for t in fusion.tensors if t.definition is not None and t.definition.name == "set"]
+    assert sorted(kernel.fusion.views) == sorted(copies) and c.name in copies
+    assert not kernel.ir.buffers  # nothing allocated for the copies
+    assert [v.view_of for v in kernel.ir.views] == ["T1"] * len(copies)  # y's memory, not x's
+    assert not any(f"{t} = set" in kernel.cuda_source for t in copies)  # no statement writes them
+    for m, n in ((3, 200), (2, 129), (1, 1)):
+        x = np.arange(m * n, dtype=np.float32).reshape(m, n)
+        y = 1000.0 + 3.0 * np.arange(m * n, dtype=np.float32).reshape(m, n)[::-1].copy()
+        (out,) = run_kernel(kernel.ir, kernel.fusion, [x, y], {"T0_0": m, "T0_1": n})
+        np.testing.assert_array_equal(out.astype(np.float64), x + y)
+        (want,) = reference(kernel.fusion, [x, y])
+        np.testing.assert_array_equal(want, x + y)
+
+
+def test_a_copy_laid_out_otherwise_than_its_input_stays_a_global_intermediate():
+    fusion, c = global_copy(permuted=True)
+    report = tp.verify(fusion)
+    assert report.codes == ["GLOBAL-INTERMEDIATE"], report.codes
+    (d,) = report.errors
+    assert d.message == (f"{c.name} is an intermediate in global memory, read by T3; `{c.name} = set(T1)` is no "
+                         f"view of T1: axis 0 of {c.name} has stride 1 where axis 0 of T1 has T0_1 (another "
+                         f"allocation order or contiguity), so the copy would move data")
+    assert tp.compile(global_copy()[0]).fusion.views  # laid out as y, the same copy is a view
+
+
+def test_a_copy_of_a_computed_tensor_stays_a_global_intermediate():
+    fusion, c = global_copy(computed=True)
+    report = tp.verify(fusion)
+    assert report.codes == ["GLOBAL-INTERMEDIATE"], report.codes
+    by_tensor = {d.tensor: d.message for d in report.errors}
+    assert by_tensor["T2"] == "T2 is an intermediate in global memory, read by T3"  # exp(y): no view of anything
+    assert by_tensor[c.name] == (f"{c.name} is an intermediate in global memory, read by T4; `{c.name} = set(T2)` "
+                                 f"is no view of T2: its input T2 is a global tensor the kernel computes, not a "
+                                 f"fusion input: a view reads the memory of a tensor the kernel is given")
+
+
+def test_a_transpose_allocated_in_its_inputs_order_is_a_view():
+    """nvFuser's transpose is a LoadStoreOp (permute): allocated [M, N] as y is, each element of the
+    transpose lies at y's offset, and the reader indexes y's memory transposed."""
+    fusion, t = global_transpose()
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    kernel = tp.compile(fusion)
+    assert list(kernel.fusion.views) == [t.name] and not kernel.ir.buffers
+    assert [v.view_of for v in kernel.ir.views] == ["T1"]
+    for m, n in ((3, 200), (2, 129), (1, 1)):
+        x = np.arange(m * n, dtype=np.float32).reshape(m, n)
+        y = (1000.0 + 3.0 * np.arange(m * n, dtype=np.float32)).reshape(n, m)
+        (out,) = run_kernel(kernel.ir, kernel.fusion, [x, y], {"T0_0": m, "T0_1": n})
+        np.testing.assert_array_equal(out.astype(np.float64), x + y.T)
+
+
+def test_a_transpose_in_its_own_order_stays_a_global_intermediate():
+    fusion, t = global_transpose(keep_order=False)
+    report = tp.verify(fusion)
+    assert report.codes == ["GLOBAL-INTERMEDIATE"], report.codes
+    (d,) = report.errors
+    assert (f"`{t.name} = transpose(T1)` is no view of T1: axis 0 of {t.name} has stride T0_1 where axis 1 of T1 "
+            f"has 1 (another allocation order or contiguity), so the transpose would move data") in d.message

@@ -68,7 +68,8 @@ def test_compile_unverified_still_sees_a_refusal():
     from tileproof.testing import compile_unverified
 
     fusion, t1, t2 = copy([8, 32])
-    t1.set_memory_type(tp.MemoryType.Global)
+    t1.set_memory_type(tp.MemoryType.Global)  # a copy of T0 laid out otherwise: no view of T0
+    t1.set_allocation_domain([t1.axis(1), t1.axis(0)], True)
     with pytest.raises(tp.UnsupportedSchedule, match="GLOBAL-INTERMEDIATE"):
         compile_unverified(fusion)
 

@@ -50,3 +50,59 @@ def permuted_broadcast():
         t.axis(0).parallelize(P.BIDx)
         t.axis(1).parallelize(P.TIDx)
     return fusion, b
+
+
+def global_copy(*, permuted: bool = False, computed: bool = False, copies: int = 1,
+                cache_op: tp.CacheOp = tp.CacheOp.Unspecified):
+    """out[M, N] = x[M, N] + c with c = set(y[M, N]) in global memory (`copies` plain copies in a row,
+    each in global memory; the first with `cache_op`), a block per row, 128 threads over N: c is a
+    view of y. `permuted`: c allocated [N, M], not y's layout, so the copy would transpose y into a
+    buffer of its own; `computed`: c copies exp(y), computed into global memory, which no view reads
+    as the kernel's input. Returns (fusion, the last copy)."""
+    with tp.Fusion("global_copy") as fusion:
+        x = tp.make_contig_tensor(2, dtype=tp.float32)
+        y = tp.make_contig_tensor(2, dtype=tp.float32)
+        fusion.add_input(x)
+        fusion.add_input(y)
+        src = tp.exp(y) if computed else y
+        copies_ = [tp.set(src, cache_op=cache_op)]
+        for _ in range(copies - 1):
+            copies_.append(tp.set(copies_[-1]))
+        out = tp.add(x, copies_[-1])
+        fusion.add_output(out)
+    for c in copies_ + ([src] if computed else []):
+        c.set_memory_type(tp.MemoryType.Global)
+    c = copies_[-1]
+    if permuted:
+        c.set_allocation_domain([c.axis(1), c.axis(0)], True)
+    out.split(1, 128)
+    tp.propagate_transforms(out)
+    for t in fusion.tensors:
+        if not t.is_fusion_input:
+            t.axis(0).parallelize(P.BIDx)
+            t.axis(-1).parallelize(P.TIDx)
+    return fusion, c
+
+
+def global_transpose(*, keep_order: bool = True):
+    """out[N, M] = x[N, M] + transpose(y[M, N]) with the transpose in global memory, a block per
+    row, 128 threads over M. `keep_order`: the transpose allocated [M, N] (y's order, so each element
+    at y's offset: a view of y); else by its logical order [N, M], which would move data."""
+    with tp.Fusion("global_transpose") as fusion:
+        x = tp.make_contig_tensor(2, dtype=tp.float32)
+        y = tp.make_contig_tensor(2, dtype=tp.float32)
+        fusion.add_input(x)
+        fusion.add_input(y)
+        t = tp.transpose(y, 0, 1)
+        out = tp.add(x, t)
+        fusion.add_output(out)
+    t.set_memory_type(tp.MemoryType.Global)
+    if keep_order:
+        t.set_allocation_domain([t.axis(1), t.axis(0)], True)
+    out.split(1, 128)
+    tp.propagate_transforms(out)
+    for u in fusion.tensors:
+        if not u.is_fusion_input:
+            u.axis(0).parallelize(P.BIDx)
+            u.axis(-1).parallelize(P.TIDx)
+    return fusion, t

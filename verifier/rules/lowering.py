@@ -326,11 +326,13 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
         TMA stores to complete (cp.async.bulk.wait_group 0, not .read), fence.proxy.async.global
         and a barrier (execution/barriers.py insert_store_completions), and a dense layout (the
         runtime allocates its buffer). That each element is read in the block that stored it is
-        GLOBAL-VISIBILITY's claim. A broadcast of a fusion input set to global memory and laid out
-        as the input is no intermediate but a view of the input (nvFuser's tensor producer aliases,
-        model/producer_aliases.py: no statement, no buffer, its readers read the input); a
-        broadcast that is no view (of a register, shared or computed tensor, or laid out
-        otherwise) is a global intermediate, and the message says why it is no view.
+        GLOBAL-VISIBILITY's claim. A broadcast, a plain copy (tp.set, LoadStoreOpType.Set, any
+        cache op) or a transpose of a fusion input set to global memory and laid out as the
+        input (each non-broadcast axis with the input axis's stride: the same allocation order
+        and contiguity) is no intermediate but a view of the input (nvFuser's tensor producer
+        aliases, isTrivialExpr; model/producer_aliases.py: no statement, no buffer, its readers
+        read the input); one that is no view (of a register, shared or computed tensor, or laid
+        out otherwise) is a global intermediate, and the message says why it is no view.
     Why the hardware needs it:
         A global intermediate needs a buffer in device memory that the runtime allocates and
         passes to the kernel, and before a thread reads what another thread wrote, a wait and a
@@ -342,12 +344,16 @@ def global_intermediate(ctx: VerifyContext) -> Iterator[Diagnostic]:
         places that after a TMA store only and has no grid-wide barrier (a limit of its code
         generator; the hardware could run more).
     Example:
-        fusion, t0, t1, t2 = copy_chain("global_intermediate", [8, 32])
+        with tp.Fusion("global_intermediate") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.exp(t0); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Global)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
     Fix:
-        fusion, t0, t1, t2 = copy_chain("shared_intermediate", [8, 32])
+        with tp.Fusion("shared_intermediate") as fusion:
+            t0 = tp.make_contig_concrete_tensor([8, 32]); fusion.add_input(t0)
+            t1 = tp.exp(t0); t2 = tp.set(t1); fusion.add_output(t2)
         t1.set_memory_type(tp.MemoryType.Shared)
         for t in (t1, t2):
             t.axis(1).parallelize(tp.ParallelType.TIDx)
