@@ -37,10 +37,10 @@ def may_view(op) -> bool:
 
 
 def view_problem(op) -> str | None:
-    """Why the output of `op` (a broadcast or a plain copy) is not a view of its input, or None when
-    it is: both in global memory, the output no fusion output, the input a fusion input (or such a
-    view), and each non-broadcast axis of the output with the stride of the input axis it reads
-    (nvFuser's isTrivialExpr)."""
+    """Why the output of `op` (a broadcast, a plain copy or a transpose) is not a view of its input,
+    or None when it is: both in global memory, the output no fusion output, the input a fusion
+    input (or such a view), and each non-broadcast axis of the output with the stride of the input
+    axis it reads (nvFuser's isTrivialExpr)."""
     src, out = op.inputs[0], op.output
     if not may_view(op):
         kind = f"a {op.op_type.value} copy" if op.kind is OpKind.LOAD_STORE else str(op.kind)
@@ -85,8 +85,8 @@ def _name(op) -> str:
 
 
 def alias_views(fusion) -> None:
-    """On a snapshot (a deep copy not yet frozen): each broadcast or plain copy whose output is a view of its input
-    (view_problem) is dropped (nvFuser's removeTensorProducerAliases); its output keeps its domains
+    """On a snapshot (a deep copy not yet frozen): each op whose output is a view of its input
+    (may_view, view_problem) is dropped (nvFuser's removeTensorProducerAliases); its output keeps its domains
     and layout, has no definition, is inlined nowhere (a tensor the kernel is given), and is listed
     in `fusion.views` with the op that defined it (the reference computes it, the launch passes the
     input's pointer)."""
