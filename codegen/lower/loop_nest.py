@@ -88,16 +88,19 @@ def lower_nest(placed: PlacedNest | None, order: list[TensorView], statements: l
     order of execution/loops.py statement_items) and each placed node kept, copied (the later
     passes fill them in). A statement whose instruction covers its innermost loops (a vector, an
     ldmatrix's registers, a TMA box) is lowered in fewer loops: those loops hold that statement
-    alone and vanish. A leaf met again (a pipeline prologue's copy) gets a copy of its statement."""
+    alone and vanish (innermost, or with only thread and block indices inside them: a Vectorize
+    axis of one element left of the threads). A leaf met again (a pipeline prologue's copy) gets a
+    copy of its statement."""
     items = statement_items(order, classes.groups)
     if placed is None or len(items) != len(statements):
         raise InternalError(f"the lowered statements ({len(statements)}) are not the placed nest's ({len(items)})")
     lowered, covers = {}, {}
     for (keys, leaf), (path, node) in zip(items, statements):
-        if [cls.key for cls in path] != list(keys[:len(path)]):
+        own = [cls.key for cls in path]
+        if own != [k for k in keys if k in own] or len(set(own)) != len(own):
             raise InternalError(f"{_leaf_key(leaf)} is lowered in other loops than the placed nest's")
         lowered[_leaf_key(leaf)] = node
-        covers[_leaf_key(leaf)] = set(keys[len(path):])
+        covers[_leaf_key(leaf)] = set(keys) - set(own)  # its instruction's loops (innermost, or only threads inside)
     by_key = {cls.key: cls for cls in classes.classes.values()}
     made: dict[int, object] = {}
     used: set = set()

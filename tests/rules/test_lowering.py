@@ -241,6 +241,33 @@ def test_a_serial_loop_still_cannot_reopen():
     assert tp.verify(_interleaved(None), "sm_90a").codes == ["LOOP-NEST-ORDER"]
 
 
+def test_a_vectorized_axis_with_only_threads_inside_it_is_covered_by_its_instruction():
+    """(fuzz seed 977 case 1520: accepted, then InternalError) a tensor-memory store's Vectorize axis
+    of one element left of its TIDy and TIDz axes: no loop runs inside it, the instruction covers
+    it, and the kernel is the one with that axis on TIDx{1}."""
+    def chain(vectorize: bool):
+        with tp.Fusion("x1_warp_group_y_col_z") as fusion:
+            tv0 = tp.make_contig_concrete_tensor([1, 128, 2])
+            fusion.add_input(tv0)
+            tv1 = tp.set(tv0)
+            tv2 = tp.set(tv1)
+            tv3 = tp.set(tv2)
+            tv4 = tp.set(tv3)
+            fusion.add_output(tv4)
+        tv2.set_memory_type(tp.MemoryType.Tensor)
+        for k, p in enumerate((P.TIDx, P.TIDy, P.TIDz)):
+            tv4.axis(k).parallelize(p)
+        tp.parallelize_all_like(tv4)
+        tv2.set_tmem_dim_sep_pos(2)
+        if vectorize:
+            tv2.axis(0).parallelize(P.Vectorize)
+        return fusion
+
+    sources = [tp.compile(chain(v), "sm_100a").cuda_source for v in (False, True)]
+    strip = [[line for line in s.splitlines() if "threadIdx.x over 1U" not in line] for s in sources]
+    assert strip[0] == strip[1]
+
+
 def test_execution_order_puts_inlined_producers_last():
     with tp.Fusion("order") as fusion:
         a = tp.make_contig_concrete_tensor([8, 32])
