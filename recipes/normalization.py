@@ -354,8 +354,8 @@ def schedule_rows(fusion: tp.Fusion, out: tp.TensorView, rows: RowClass) -> None
         sources = [*fusion.inputs, *staged]
         caches += [t for t in computed if t.definition.name == "set" and any(t.definition.inputs[0] is s for s in sources)]
 
-    def along_m(t) -> bool:  # a row or a per-row value (not a weight [N])
-        return t.axis(0).parallel_type == P.BIDx
+    def along_m(t) -> bool:  # a row or a per-row value (not a weight [N], whose broadcast M axis is BIDx{1})
+        return t.axis(0).parallel_type == P.BIDx and not t.axis(0).is_broadcast
 
     def along_n(t) -> bool:  # [(M axes,) (steps,) batch, threads, vector]: a row or a weight
         return len(t.loop) - (row_axes if along_m(t) else 0) == n_axes
