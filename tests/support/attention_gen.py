@@ -103,7 +103,7 @@ def _rows(rng: random.Random, drawn: dict) -> int:
 ONE_TILE = (
     Parameter("rows", _rows, lambda rng, _: rng.choice([0, -64, -1, 64.0, "128", True])),
     Parameter("keys", lambda rng, _: 16 * rng.randint(1, 16), lambda rng, _: rng.choice([0, 8, 24, 41, 272, 512, -16])),
-    Parameter("head_dim", lambda rng, _: rng.choice([64, 128]), lambda rng, _: rng.choice([16, 32, 96, 192, 256])),
+    Parameter("head_dim", lambda rng, _: rng.choice([64, 128]), lambda rng, _: rng.choice([16, 32, 96, 320, 512])),
     Parameter("value_dim", lambda rng, _: 64 * rng.randint(1, 4),
               lambda rng, _: rng.choice([0, 16, 32, 96, 320, 512])),
     Parameter("batch", _grid_axis, lambda rng, _: rng.choice([0, -1, 65536, True, 2.0])),
