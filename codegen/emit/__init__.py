@@ -20,12 +20,13 @@ from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute
 from ...model.scalar_value import ScalarValue
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
+from ...model.welford import WELFORD_OPS
 from .cuda_expr import INDEX_TYPES, to_cuda, to_signed_cuda
 from .scalar_types import (CAST_HELPERS, CASTS, CTYPES, HALF_TYPES, OPS, extent_value, operand_types, scalar_literal,
                            scalar_value_cuda)
 from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
-from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, GridReduce, GroupedGridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
+from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, SiblingStep, GridReduce, GroupedGridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
                  StageDrain, StageEmptyWait, StageRelease)
@@ -33,7 +34,10 @@ from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, G
 
 NAN_MAX_MIN = """\
 template <typename T> __device__ __forceinline__ T tp_max(T a, T b) { return (a != a || a > b) ? a : b; }  // NaN wins
-template <typename T> __device__ __forceinline__ T tp_min(T a, T b) { return (a != a || a < b) ? a : b; }"""
+template <typename T> __device__ __forceinline__ T tp_min(T a, T b) { return (a != a || a < b) ? a : b; }
+// float: one instruction (FMNMX.NAN) where the template's compare-and-select takes three
+__device__ __forceinline__ float tp_max(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+__device__ __forceinline__ float tp_min(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }"""
 VECTOR_WORDS = {2: "unsigned short", 4: "unsigned int", 8: "uint2", 16: "uint4"}
 SMEM_ADDRESS = """\
 __device__ __forceinline__ unsigned tp_smem(const void* p) {  // a shared-space address, as PTX takes it
@@ -196,6 +200,7 @@ class _Emitter:
             if b.memory is MemoryType.Shared:
                 lines.append(f"  {t}* {b.tensor} = reinterpret_cast<{t}*>(smem + {self.x(b.smem_offset)});")
             else:
+                t = f"tp_welford<{t}>" if b.welford else t  # Welford states (emit/reduction.py WELFORD)
                 lines.append(f"  alignas(16) {t} {b.tensor}[{self.x(b.elements)}];")
         return lines
 
@@ -326,7 +331,8 @@ class _Emitter:
         return self.pointers.get(tensor, tensor)
 
     def ref(self, o: Operand) -> str:
-        return f"{self.pointer(o.tensor)}[{self.x(o.offset)}]"
+        field = f".{o.field}" if o.field else ""  # a Welford state's field
+        return f"{self.pointer(o.tensor)}[{self.x(o.offset)}]{field}"
 
     def scalar(self, s: Compute) -> str:
         return f"{self.ref(s.out)} = {self.value(s, [self.ref(o) for o in s.ins])};"
@@ -343,6 +349,10 @@ class _Emitter:
         out = CTYPES[s.out.dtype.name]
         if s.name == "rescale":  # an online max's rescale of an accumulator (codegen/lower/mma.py)
             return f"({args[0]} * exp2f({scalar_literal(s.rescale, out.compute)} * {args[1]}))"
+        if s.iota is not None:  # start + step times the element's logical index, in the compute type
+            index = f"(({out.compute})({self.x(s.iota.index)}))"
+            return out.store.format(f"({scalar_literal(s.iota.start, out.compute)} + {index} * "
+                                    f"{scalar_literal(s.iota.step, out.compute)})")
         if s.kind in COPIES and s.ins[0].dtype == s.out.dtype:
             return args[0]  # a copy moves the bits
         if s.kind is OpKind.CAST:
@@ -364,6 +374,8 @@ class _Emitter:
         if s.kind is OpKind.REDUCTION and s.rescale is not None:  # a rescaled sum: the accumulator at the new max first
             acc = f"({self.ref(s.out)} * exp2f({scalar_literal(s.rescale, out.compute)} * {loaded[1]}))"
             v = emit_reduction.combine(s, acc, loaded[0])
+        elif s.kind is OpKind.REDUCTION and s.name in WELFORD_OPS:  # the state takes an element, or a partial state
+            v = emit_reduction.welford_update(s, self.ref(s.out), loaded)
         elif s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
             term = loaded[0] if len(loaded) == 1 else f"({loaded[0]} * {loaded[1]})"  # fms: a product
             v = emit_reduction.combine(s, self.ref(s.out), term)
@@ -386,9 +398,9 @@ class _Emitter:
         per-element register operand: an unrolled loop over the elements instead). `load`
         (dst, src, bytes) -> lines reads the inputs (default: move)."""
         load = load or self.move
-        copy = s.kind in COPIES and s.ins[0].dtype == s.out.dtype
-        if any(o.per_element for o in [s.out] + s.ins):
+        if s.iota is not None or any(o.per_element for o in [s.out] + s.ins):  # an iota: a value per element
             return self.gather_body(s, load)
+        copy = s.kind in COPIES and s.ins[0].dtype == s.out.dtype
         if copy:
             return load(f"&{self.ref(s.out)}", f"&{self.ref(s.ins[0])}", s.vector * s.out.dtype.bytes)
         lines = []
@@ -454,6 +466,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     CachedLoad: emit_global_load.load_lines,
     ReduceInit: emit_reduction.init_lines,
     BlockReduce: emit_reduction.block_reduce_lines,
+    SiblingStep: emit_reduction.sibling_step_lines,
     GridReduce: emit_reduction.grid_reduce_lines,
     GroupedGridReduce: emit_reduction.grouped_grid_reduce_lines,
     CpAsyncWait: emit_cp_async.wait_lines,

@@ -123,6 +123,7 @@ def test_sums_of_half_types_add_in_float_and_round_once():
 def test_max_of_floats_propagates_nan():
     text = source(row_reduction("max"))
     assert "tp_max(tp_acc_T1[" in text and "T tp_max(T a, T b)" in text
+    assert "max.NaN.f32" in text  # a float's max: one NaN-propagating instruction
     assert "tp_max" not in source(row_reduction("max", "int32"))
 
 
