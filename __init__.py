@@ -25,7 +25,7 @@ from .model.loop_map import propagate_parallel_types as _propagate_parallel_type
 from .model.options import MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand, Tf32Rounding
 from .hw.mma_schedule import mma_output_allocation, schedule_mma_fragment
 from .model.ops import broadcast, set, transpose  # noqa: A004 - nvFuser's name
-from .model.tensor import make_contig_concrete_tensor, make_contig_tensor, make_tensor
+from .model.tensor import iota, make_contig_concrete_tensor, make_contig_tensor, make_tensor
 from .model import composite as _composite, mma_op as _mma_op, ops as _ops
 from .model.grouped_reduction import group_reductions
 from .model.reduction import reduction as _reduction
@@ -493,6 +493,7 @@ __all__ = [
     "int32",
     "int64",
     "int8",
+    "iota",
     "le",
     "log",
     "log1p",

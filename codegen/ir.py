@@ -77,6 +77,16 @@ BLOCK_DIMS = ("blockDim.x", "blockDim.y", "blockDim.z")
 GRID_DIMS = ("gridDim.x", "gridDim.y", "gridDim.z")
 
 
+@dataclass(frozen=True)
+class IotaValue:
+    """An iota's element (model/fusion.py Iota): start + index step in the output's compute type,
+    `index` the element's logical index (execution/statements.py's, as every operand's offset)."""
+
+    start: int | float
+    step: int | float
+    index: Expr
+
+
 @dataclass
 class Compute:
     """out = op(ins) at one point of the loop nest, under `conds`.
@@ -95,6 +105,8 @@ class Compute:
     rescale: float | None = field(default=None, kw_only=True)  # keyword-only: subclasses' fields stay positional
     # a zero-filled statement (execution/zero_padding.py): where these fail (past K) it writes 0, reads nothing
     zero_unless: list = field(default_factory=list, kw_only=True)
+    # an iota (no inputs): the value it stores at this point
+    iota: IotaValue | None = field(default=None, kw_only=True)
 
 
 @dataclass

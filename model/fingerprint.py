@@ -55,7 +55,7 @@ SCHEDULE_STATE = {
     "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
                    "logical", "history", "loop", "allocation", "multicast_on", "online", "definition"},
     "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
-           "tf32_rounding", "rescale_max", "rescale_map"},
+           "tf32_rounding", "rescale_max", "rescale_map", "iota"},
     "IterDomain": {"uid", "extent_expr", "iter_type", "parallel_type", "definition"},
 }
 NOT_SCHEDULE = {
@@ -94,5 +94,6 @@ def fingerprint(fusion: Fusion, target: str) -> str:
     for op in fusion.exprs:
         parts.append(f"{op.kind}:{op.name}:{op.op_type.value}:{[t.name for t in op.inputs]}->{op.output.name}"
                      f":{op.logical_map}:{op.scalar!r}:{op.cache_op.value}:{op.macro}:{op.tf32_rounding}"
-                     + (f":rescale={op.rescale_max.name}{op.rescale_map}" if op.rescale_max is not None else ""))
+                     + (f":rescale={op.rescale_max.name}{op.rescale_map}" if op.rescale_max is not None else "")
+                     + (f":iota={op.iota!r}" if op.iota is not None else ""))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -41,6 +41,15 @@ class Scalar:
         return self.given if isinstance(self.given, str) else repr(self.given)  # an extent by its name
 
 
+@dataclass(frozen=True)
+class Iota:
+    """tp.iota's values: element i is start + i step, `start` and `step` numbers already in the
+    output's compute type (DataType.compute), computed in it (nvFuser's IotaOp)."""
+
+    start: int | float
+    step: int | float
+
+
 @dataclass(eq=False)
 class Op:
     """One expression. `logical_map[k][j]` is the logical axis of `inputs[k]` that the
@@ -64,6 +73,8 @@ class Op:
     # the output's root axes reads it at (the wgmma's operands stay its only inputs)
     rescale_max: object = None
     rescale_map: list | None = None
+    # an IotaOp (tp.iota): its start and step, each in the output's compute type; no inputs
+    iota: Iota | None = None
 
     def set_macro(self, macro, tf32_rounding=None) -> None:
         """The tensor-core instruction tile this MmaOp (tp.fused_multiply_sum, tp.matmul) is
@@ -78,6 +89,8 @@ class Op:
 
     def __str__(self) -> str:
         args = [t.display_name for t in self.inputs]
+        if self.iota is not None:  # no tensor operand: the length, start and step
+            args = [str(self.output.logical[0].extent_expr), repr(self.iota.start), repr(self.iota.step)]
         if self.scalar is not None:
             args.insert(self.scalar.position, str(self.scalar))
         if self.kind is OpKind.CAST:

@@ -1,5 +1,6 @@
-"""TensorView, the tensor a user holds and schedules, and the functions that make a fusion's input
-tensors (tp.make_tensor, tp.make_contig_tensor, tp.make_contig_concrete_tensor).
+"""TensorView, the tensor a user holds and schedules, and the functions that make a tensor from no
+other tensor: a fusion's input tensors (tp.make_tensor, tp.make_contig_tensor,
+tp.make_contig_concrete_tensor) and tp.iota (an op with no tensor input, nvFuser's factory op).
 
 TensorBase (tensor_base.py) holds the domains and the transforms; TensorView adds the nvFuser
 methods that make new tensors or read the fusion's other tensors, through the ops (ops.py,
@@ -8,22 +9,27 @@ reduction.py) and inlining (inlining.py), which build on TensorBase.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Sequence
 
 import sympy
 
 from .errors import ScheduleError
 from .expr import Expr, const
-from .fusion import current_fusion
+from .fusion import Iota, Op, current_fusion, symbol_range
 from .inlining import set_compute_at
 from .iterdomain import IterDomain, wrong_enum
 from .logical_commit import commit_leaf_to_logical
-from .ops import _check_dtype, check_cache_op, redirect_definition, set as set_op
+from .ops import _INT_RANGE, _check_dtype, _scalar_value, check_cache_op, redirect_definition, set as set_op
 from .grouped_reduction import rfactor_group
 from .online import set_online
 from .reduction import rfactor
 from .tensor_base import TensorBase
-from .types import CacheOp, IterType, LoadStoreOpType, float32
+from .scalar_value import as_extent
+from .simplify import bounds
+from .symbol_ranges import admitted
+from .types import CacheOp, IterType, LoadStoreOpType, OpKind, float32, int64
 
 
 class TensorView(TensorBase):
@@ -212,3 +218,69 @@ def make_contig_tensor(ndims: int, dtype=float32, *, name: str | None = None) ->
         raise ScheduleError(f"make_contig_tensor: ndims must be a non-negative int, got {ndims!r}")
     _check_dtype("make_contig_tensor", dtype)
     return _make_tensor("make_contig_tensor", [-1] * ndims, True, dtype, name)
+
+
+def iota(length, start=0, step=1, dtype=int64, *, name: str | None = None) -> TensorView:
+    """A 1-D tensor of `length` elements, element i = start + i step, computed in dtype's compute
+    type from the index the kernel already has for every element (no tensor is read). `length`: a
+    positive int or an extent of the fusion (a symbol name its inputs define, or tp.extent);
+    `start`, `step` (not 0): numbers in dtype (an int for an integer dtype); `dtype`: an integer
+    or float tp.DataType (not bool), tp.int64 by default. Every value, and i step, must fit an
+    integer dtype's compute type for every admitted length. Broadcast and compare it to make
+    masks (`tp.le(keys, rows)`); schedule and inline it like any pointwise tensor. nvFuser:
+    iota(length, start, step, dtype) (IotaOp).
+
+        cols = tp.iota("N", dtype=tp.int32)   # [0, 1, ..., N - 1]"""
+    fusion = current_fusion()
+    dtype = _check_dtype("iota", dtype)
+    if dtype.is_bool:
+        raise ScheduleError("iota: dtype must be an integer or float type, got bool (compare an iota to make a mask: "
+                            "tp.lt(tp.iota(n), k))")
+    extent = _iota_length(fusion, length)
+    first = _scalar_value("iota", "start", start, dtype)
+    stride = _scalar_value("iota", "step", step, dtype)
+    if stride == 0:
+        raise ScheduleError("iota: step must not be 0")
+    if dtype.is_float and not all(math.isfinite(v) for v in (first, stride)):
+        raise ScheduleError(f"iota: start and step must be finite, got {start!r} and {step!r}")
+    if not dtype.is_float:
+        lo, hi = _INT_RANGE[dtype.compute.name]
+        ranges = admitted({x: symbol_range() for x in fusion.symbols}, fusion.assumptions).bounds()
+        span = bounds(extent, ranges)  # the lengths admitted by the assumptions stated so far
+        last = span.hi - 1 if span.hi is not None else None
+        ends = [first, stride * last, first + stride * last] if last is not None else []
+        if not ends or not all(lo <= v <= hi for v in ends):
+            raise ScheduleError(f"iota: start {first} + i * step {stride} for i up to "
+                                f"{last if last is not None else 'an unbounded length'} leaves {dtype.compute} "
+                                f"({lo} .. {hi}); use tp.int64, or bound the length first (fusion.assume)")
+    if name is not None:
+        fusion.name_tensor(None, name, "iota", check_only=True)
+    kind = IterType.Broadcast if extent == const(1) else IterType.Iteration
+    out = TensorView(fusion, [IterDomain(extent, number=fusion.next_iterdomain_number(), iter_type=kind)], dtype)
+    if name is not None:
+        fusion.name_tensor(out, name, "iota")
+    fusion._register_op(Op(OpKind.IOTA, [], out, [], name="iota", iota=Iota(first, stride)))
+    return out
+
+
+def _iota_length(fusion, length) -> Expr:
+    """iota's length as an extent: a positive int, or a symbol (or Expr of symbols) of the fusion."""
+    if isinstance(length, str):
+        if length not in fusion.symbols and length not in fusion.extent_aliases:
+            known = ", ".join(fusion.symbols) or "none"
+            raise ScheduleError(f"iota: length {length!r} is no extent symbol of this fusion (its symbols: {known}); "
+                                f"name one its inputs define, or pass an int")
+        return fusion.extent(length)
+    if isinstance(length, bool) or (isinstance(length, numbers.Integral) and int(length) <= 0):
+        raise ScheduleError(f"iota: length must be a positive int or an extent, got {length!r}")
+    try:
+        extent = as_extent(length)
+    except ScheduleError as e:
+        raise ScheduleError(f"iota: length {e}") from None
+    if extent is None:
+        raise ScheduleError(f"iota: length must be a positive int or an extent (a symbol name, tp.extent), got "
+                            f"{type(length).__name__} {length!r:.60}")
+    unknown = [v for v in sorted(extent.free_vars()) if v not in fusion.symbols]
+    if unknown:
+        raise ScheduleError(f"iota: length {extent} names {', '.join(unknown)}, no extent symbol of this fusion")
+    return extent

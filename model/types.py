@@ -138,6 +138,7 @@ class OpKind(str, enum.Enum):
     CAST = "cast"  # a tensor of another dtype (nvFuser's UnaryOp of UnaryOpType::Cast)
     REDUCTION = "reduction"  # sum / max / min over axes (nvFuser's ReductionOp)
     TERNARY = "ternary"  # where(cond, a, b) (nvFuser's TernaryOp)
+    IOTA = "iota"  # start + i step along one axis, reading no tensor (nvFuser's IotaOp)
 
     def __str__(self) -> str:
         return self.value

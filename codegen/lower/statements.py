@@ -19,15 +19,15 @@ from ...hw.cp_async import is_cp_async
 from ...hw.global_load import is_cached_load, load_cache
 from ...execution.statements import Cond, CondKind, TensorExecution, tensor_execution, vector_axis
 from ...model.expr import Expr, substitute, var
-from ...model.fusion import Fusion
+from ...model.fusion import Fusion, symbol_range
 from ...execution.indexing import thread_dims
 from ...model.tensor import TensorView
 from ...model.types import MemoryType, ParallelType
 from ...model.vectorize import VectorOperand, per_element, vector_findings
 from ..errors import UnsupportedSchedule
-from ..ir import ELEMENT_VAR, CachedLoad, Compute, GlobalTensor, Operand, TmaCopy
+from ..ir import ELEMENT_VAR, CachedLoad, Compute, GlobalTensor, IotaValue, Operand, TmaCopy
 from .loop_nest import LoopClass, LoopClasses
-from ...model.simplify import with_value
+from ...model.simplify import simplify, with_value
 from ...execution.predicates import checked, hole_candidates, is_matrix_copy, operand_offset, padding_candidates
 from ...execution.zero_padding import is_zero_filled
 from .cp_async import cp_async_statement
@@ -100,7 +100,12 @@ class StatementBuilder:
         if is_cp_async(op):  # past K: no global byte is read, zeros are written (src-size 0)
             conds += self.checked(padding_candidates(ex, ranges), ranges)
         zeros = self.checked(padding_candidates(ex, ranges), ranges) if is_zero_filled(tv) else []
-        return Compute(op.kind, op.name, out, ins, conds, 1, str(op), op.scalar, zero_unless=zeros)
+        iota = None
+        if op.iota is not None:  # start + step times the element's logical index
+            symbols = {name: symbol_range() for name in self.fusion.symbols}
+            index = simplify(ex.indices[tv.logical[0].uid], {**symbols, **ranges})
+            iota = IotaValue(op.iota.start, op.iota.step, index)
+        return Compute(op.kind, op.name, out, ins, conds, 1, str(op), op.scalar, zero_unless=zeros, iota=iota)
 
     def holes(self, ex: TensorExecution, ranges) -> list[Cond]:
         """The hole predicates the kernel checks at the points of `ex` (execution/predicates.py)."""
@@ -146,5 +151,8 @@ def _as_vector(stmt: Compute, name: str, n: int) -> Compute:
 
     conds = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why, c.kind) for c in stmt.conds]
     zeros = [Cond(with_value(c.lhs, name, n - 1), c.op, c.rhs, c.why, c.kind) for c in stmt.zero_unless]
+    iota = stmt.iota  # an iota's index per element, as a per-element operand's offset
+    if iota is not None:
+        iota = IotaValue(iota.start, iota.step, substitute(iota.index, {name: var(ELEMENT_VAR)}))
     return Compute(stmt.kind, stmt.name, first(stmt.out), [first(o) for o in stmt.ins], conds, n, stmt.comment,
-                   stmt.scalar, zero_unless=zeros)
+                   stmt.scalar, zero_unless=zeros, iota=iota)

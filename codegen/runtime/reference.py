@@ -1,6 +1,6 @@
 """A reference for checking kernels: the fusion's ops evaluated with numpy in float64,
 rounding each tensor to its dtype as the kernel stores it. Schedules do not change
-values, so one reference serves every schedule of a fusion.
+values, so one reference serves every schedule of a fusion. An iota (no input) is start + i step.
 
 Rounding to a dtype: float types round to nearest even, once from float64 (bfloat16 too,
 arrays.to_raw); integer types keep the low bits of an integer that does not fit (two's
@@ -253,6 +253,9 @@ def scalar_value_at(np, value, sizes: dict[str, int]) -> float:
 
 
 def _apply(np, op, args, sizes: dict[str, int]):
+    if op.kind is OpKind.IOTA:  # start + i step, exactly (the kernel rounds to the compute type on the way)
+        length = int(evaluate(op.output.logical[0].extent_expr, sizes))
+        return op.iota.start + np.arange(length, dtype=np.float64) * op.iota.step
     if op.kind is OpKind.LOAD_STORE:
         return args[0].copy()
     if op.kind is OpKind.UNARY:

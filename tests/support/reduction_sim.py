@@ -2,7 +2,7 @@
 
 It runs the kernel IR (codegen/ir.py) block by block, the threads of a block in lockstep,
 statement by statement, on Python values: every Loop, every Compute under its predicate
-(copies, casts, arithmetic and a reduction's accumulation), the index names declared before an
+(copies, casts, arithmetic, an iota's start + step times its index, and a reduction's accumulation), the index names declared before an
 unrolled nest (IndexNames, each thread's own values), a circular buffer's Prologue and Prefetched
 copies (done when issued: a stage overwritten before it is read shows in the values), cp.async
 copies (complete when issued; past a zero_fill bound they write zeros), a WholeTile's guard (the same in every
@@ -299,6 +299,8 @@ class Simulator:
                 raise SimulationError(f"{s.comment}: the accumulator {s.out.tensor}[{at}] was not initialized")
             acc = out[at] if s.rescale is None else out[at] * float(np.exp2(s.rescale * np.float64(args[1])))
             value = self.values.combine(COMBINE[s.name], acc, args[0])
+        elif s.iota is not None:  # an iota: start + step times the element's logical index, at this point
+            value = s.iota.start + self.ev(s.iota.index, env) * s.iota.step
         else:
             value = self.values.compute(s, args, self.symbols)
         return [(out, at, self.values.store(value, s.out.dtype))]
