@@ -28,6 +28,7 @@ from .model.ops import broadcast, set, transpose  # noqa: A004 - nvFuser's name
 from .model.tensor import iota, make_contig_concrete_tensor, make_contig_tensor, make_tensor
 from .model import composite as _composite, mma_op as _mma_op, ops as _ops
 from .model.grouped_reduction import group_reductions
+from .model.welford import WelfordResult, welford as _welford
 from .model.reduction import reduction as _reduction
 from .model.scheduling import parallelize_all_like, propagate_transforms
 from .model.targets import TARGETS, Target, get_target
@@ -359,11 +360,20 @@ def mean(tv, axes):
 
 def var_mean(tv, axes, correction=1):
     """(variance, mean) over `axes` with Bessel's `correction` (torch.var_mean), nvFuser's
-    variance_mean computed by two reductions (the mean, then the squared deviations); float32 or
-    float64.
+    variance_mean: one Welford reduction (tp.welford), the variance its var_sum over
+    max(N - correction, 0), the mean its avg; float32 or float64.
 
         var, mu = tp.var_mean(t0, [1])"""
     return _composite.var_mean(tv, axes, correction)
+
+
+def welford(tv, axes):
+    """One Welford reduction over `axes` (nvFuser's Welford): a tp.WelfordResult (avg, var_sum,
+    n), three sibling tensors scheduled as one (an rfactor of one rfactors all three); float32 or
+    float64. The variance is var_sum / n (biased) or var_sum / (n - 1).
+
+        avg, var_sum, n = tp.welford(t0, [1])   # [M, N] -> three [M] tensors"""
+    return _welford(tv, axes)
 
 
 def sum(tv, axes):  # noqa: A001 - nvFuser's name
@@ -459,6 +469,7 @@ __all__ = [
     "TmaInfo",
     "UnsupportedSchedule",
     "WarpSpecialized",
+    "WelfordResult",
     "accepted",
     "add",
     "allocation",
@@ -532,5 +543,6 @@ __all__ = [
     "transpose",
     "var_mean",
     "verify",
+    "welford",
     "where",
 ]

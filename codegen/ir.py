@@ -69,6 +69,7 @@ class Operand:
     dtype: DataType
     offset: Expr
     per_element: bool = False
+    field: str = ""  # a Welford state's field (avg, m2, n) where the element is one (codegen/lower/reduction.py)
 
 
 ELEMENT_VAR = "tp_v"  # the element of a vector in a per-element operand's offset
@@ -206,6 +207,7 @@ class Buffer:
     dtype: DataType
     elements: Expr
     smem_offset: Expr | None = None  # bytes from the dynamic shared-memory base
+    welford: bool = False  # registers of Welford states (tp_welford<dtype>: avg, m2, n), model/welford.py
 
 
 @dataclass(frozen=True)
@@ -405,6 +407,7 @@ class ReduceInit:
     # wgmma's accumulators: each register pinned after its init (an empty asm reading and writing
     # it), so that ptxas sets them before the wgmma pipeline rather than inside it (C7515)
     pinned: bool = False
+    welford: bool = False  # Welford states: each starts empty (avg, m2, n all 0)
 
 
 @dataclass
@@ -422,6 +425,15 @@ class BlockReduce:
     threads: tuple[bool, bool, bool]
     scratch: str
     comment: str = ""
+
+
+@dataclass
+class SiblingStep:
+    """A step of a Welford output (model/welford.py) that its group's leader does for it (the
+    update and the block combine of the shared state, execution/reduction.py welford_leader):
+    nothing runs here; the leaf of the placed nest keeps its place."""
+
+    comment: str
 
 
 @dataclass
@@ -554,8 +566,8 @@ class WholeTile:
 
 # Every node type a loop body may hold (emit/__init__.py's EMIT prints each, keyed by exact type).
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
-              CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, GridReduce, GroupedGridReduce,
-              Prologue, Prefetched, MmaIssue,
+              CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, SiblingStep, GridReduce,
+              GroupedGridReduce, Prologue, Prefetched, MmaIssue,
               WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
               NamedSync, IndexNames, WholeTile)  # a Role only in WarpRoles.body
 

@@ -39,6 +39,8 @@ from ..model.mma_op import is_mma
 from ..model.online import rescaled_in_place
 from ..model.reduction import is_reduction_tensor, neutral
 from ..model.tensor import TensorView
+from ..model.loop_map import computed_tensors
+from ..model.welford import is_welford, welford_siblings
 from ..model.types import (
     BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, DataType, ParallelType,
 )
@@ -96,6 +98,11 @@ class ReductionLoops:
     @property
     def neutral(self) -> int | float:
         return neutral(self.op_name, self.tensor.dtype)
+
+    @property
+    def values(self) -> int:
+        """Values an accumulator register holds: a Welford state's three (avg, M2, N), else one."""
+        return 3 if is_welford(self.tensor) else 1
 
     def phases(self, path: Sequence) -> list[tuple[list, Phase]]:
         """Where each step sits: `path` is the statement's loop path (one entry per loop axis)."""
@@ -159,7 +166,7 @@ def grid_reductions(order) -> list[ReductionLoops]:
 def scratch_bytes(fusion, order, dims: Sequence[Expr]) -> Expr | None:
     """Shared memory the block combines use (one buffer, reused: each combine ends with a barrier):
     a value per thread and accumulator register, of the widest; None without a block combine."""
-    sizes = [r.elements * r.dtype.bytes for r in block_reductions(fusion, order)]
+    sizes = [r.elements * (r.dtype.bytes * r.values) for r in block_reductions(fusion, order)]
     if not sizes:
         return None
     return product(list(dims)) * maximum(*sizes)
@@ -168,6 +175,14 @@ def scratch_bytes(fusion, order, dims: Sequence[Expr]) -> Expr | None:
 def accumulator_registers(r: ReductionLoops) -> int | None:
     """32-bit registers of r's accumulator, or None where a symbolic extent sizes it."""
     n = try_int(r.elements)
-    return None if n is None else -(-n * r.dtype.bytes // 4)
+    return None if n is None else -(-n * r.dtype.bytes * r.values // 4)
+
+
+def welford_leader(tv: TensorView) -> TensorView:
+    """The member of Welford output tv's group (model/welford.py) whose statements run the group's
+    update and block combine on one state per register, for all three: the first the kernel
+    computes. Its siblings' steps but the store are done by it."""
+    computed = {t.name for t in computed_tensors(tv.fusion)}
+    return next(t for t in welford_siblings(tv) if t.name in computed)
 
 

@@ -3,11 +3,8 @@ csrc/ops/normalization.cpp: mean, variance_mean): each records the primitive ops
 and model/reduction.py in the fusion, so every tensor they make is scheduled, verified and
 generated like one the user wrote.
 
-var_mean is nvFuser's variance_mean with the Welford reduction replaced by two reductions (the
-mean, then the sum of squared deviations from it): the same values as Welford's (avg, M2 / N)
-in exact arithmetic (two passes are the accurate order), with no multi-output reduction to
-lower; it reads x twice. The mean it returns is a copy of the one the second pass reads, so that
-it can be a fusion output without the kernel reading global memory back.
+var_mean is nvFuser's variance_mean: one Welford reduction (model/welford.py) over the axes, the
+variance its M2 over max(N - correction, 0); x is read once.
 
 Imports model/ only.
 """
@@ -19,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from .errors import ScheduleError
 from .expr import Expr, add, const, maximum, product
-from .ops import binary, broadcast, set as set_, unary
-from .reduction import _axes, element_axes, reduction
+from .ops import binary, unary
+from .reduction import _axes, reduction
 from .tensor_base import check_tensor
+from .welford import welford
 
 if TYPE_CHECKING:
     from .tensor import TensorView  # type hints only: tensor.py imports the ops
@@ -76,10 +74,12 @@ def mean(x: TensorView, axes) -> TensorView:
 
 
 def var_mean(x: TensorView, axes, correction: int = 1) -> tuple[TensorView, TensorView]:
-    """(variance, mean) of x over `axes`, nvFuser's variance_mean (torch.var_mean): the mean as
-    tp.mean, the variance the sum of squared deviations from it over max(N - correction, 0), N
-    the count of reduced elements (inf or NaN where that is 0, as PyTorch). x is float32 or
-    float64 (nvFuser refuses 16-bit types here too: cast first).
+    """(variance, mean) of x over `axes`, nvFuser's variance_mean (torch.var_mean): one Welford
+    reduction (tp.welford: avg, M2, N in one pass over x), the mean its avg, the variance its M2
+    over max(N - correction, 0), N the count of reduced elements (inf or NaN where that is 0, as
+    PyTorch). x is float32 or float64 (nvFuser refuses 16-bit types here too: cast first). The
+    mean is the Welford's avg output; the Welford's other outputs are its siblings
+    (WelfordResult: schedule and rfactor them as one).
 
         var, mu = tp.var_mean(t0, [1])   # [M, N] -> two [M] tensors"""
     check_tensor("var_mean", x, "x")
@@ -91,11 +91,9 @@ def var_mean(x: TensorView, axes, correction: int = 1) -> tuple[TensorView, Tens
         raise ScheduleError(f"var_mean: correction must be a non-negative int, got {correction!r:.60}")
     reduced = _shape_axes("var_mean", x, axes)
     count = num_features(x, reduced)
-    mu = binary("div", reduction("sum", x, reduced), count)
-    deviation = binary("sub", x, broadcast(mu, [k in reduced for k in range(len(x.logical))]))
-    squares = reduction("sum", binary("mul", deviation, deviation), reduced)
+    avg, var_sum, _ = welford(x, axes)
     denominator = maximum(add(count, const(-correction)), const(0)) if correction else count
-    return binary("div", squares, denominator), set_(mu)  # a copy: an output the second pass does not read back
+    return binary("div", var_sum, denominator), avg
 
 
 __all__ = ["gelu", "mean", "num_features", "tanh_gelu", "var_mean"]

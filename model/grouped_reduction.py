@@ -29,6 +29,7 @@ from .iterdomain import replay
 from .mapping import IdMap
 from .reduction import REDUCTIONS, is_reduction_tensor, rfactor
 from .tensor_base import apply_replayed
+from .welford import combine_partials, is_welford
 
 if TYPE_CHECKING:
     from .tensor import TensorView
@@ -188,6 +189,8 @@ def rfactor_group(tv, axes, tensors) -> list:
     groups.remove(group)  # rfactor refuses a grouped tensor alone
     partials = [rfactor(t, axes) for t in group]
     groups += [tuple(partials), group]
+    if is_welford(tv):  # each final output combines the three partial states (model/welford.py)
+        combine_partials(group, partials)
     return partials
 
 

@@ -29,6 +29,7 @@ from .mapping import IdMap
 from .tensor_base import TensorBase
 from .types import OpKind, ParallelType
 from .unmappable import unmappable_axes
+from .welford import is_welford
 
 # what best-effort inlining stops before, besides what every inlining does (nvFuser's isAllowedID,
 # best_effort): a TMA tile axis, an unrolled loop, and a grouped axis (nvFuser's
@@ -145,6 +146,7 @@ def inline_all_at(ref: TensorView, pos: int) -> None:
         while k < len(tv.loop) and idmap.key(tv.loop[k]) in keys:
             k += 1
         set_compute_at(tv, k, best_effort=True, idmap=idmap)
+    _siblings_alike(ref.fusion)
 
 
 def inline_most(fusion) -> None:
@@ -156,3 +158,14 @@ def inline_most(fusion) -> None:
             at = max_inline_position(tv, idmap, best_effort=True, unmappable=unmappable)[0]
             tv.compute_at = hoisted_past_broadcasts(tv, at)
             tv.compute_at_origin = user_location()
+    _siblings_alike(fusion)
+
+
+def _siblings_alike(fusion) -> None:
+    """The outputs of one Welford op (model/welford.py) at the smallest of their positions: siblings
+    share their loops, as nvFuser's MaxPosCalculator takes the least position over siblingTvsOf."""
+    for group in fusion.reduction_groups:
+        if is_welford(group[0]):
+            at = min(t.compute_at for t in group)
+            for t in group:
+                t.compute_at = at

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from .tensor import TensorView
 
 REDUCTIONS = ("sum", "max", "min")
-COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "fms": "add"}  # fms: an MmaOp (model/mma_op.py), a sum of products  # the binary op (model/ops.py BINARY) that combines two partials
+COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "fms": "add",
+           # a Welford output's (model/welford.py): the three partials combine together, by Chan's formula
+           "welford_avg": "welford", "welford_var_sum": "welford", "welford_n": "welford"}  # fms: an MmaOp (model/mma_op.py), a sum of products  # the binary op (model/ops.py BINARY) that combines two partials
 LOOPS = (ParallelType.Serial, ParallelType.Unroll, ParallelType.Unswitch)  # a reduction axis bound to these is a loop of its statement
 _LOWEST = {"int8": -2 ** 7, "int32": -2 ** 31, "int64": -2 ** 63}
 _HIGHEST = {"int8": 2 ** 7 - 1, "int32": 2 ** 31 - 1, "int64": 2 ** 63 - 1}
@@ -47,7 +49,7 @@ def neutral(op_name: str, dtype: DataType) -> int | float:
     """The value a combine leaves unchanged, representable in `dtype` (a partial of an rfactor is
     stored in the reduction's dtype): 0 for sum; for max -inf, or the integer dtype's lowest;
     for min +inf, or the integer dtype's highest."""
-    if op_name in ("sum", "fms"):
+    if op_name in ("sum", "fms") or op_name.startswith("welford_"):  # a Welford state starts empty: 0, 0, 0
         return 0 if dtype.is_integer else 0.0
     if op_name == "min":
         return _HIGHEST[dtype.name] if dtype.is_integer else float("inf")
@@ -97,7 +99,12 @@ def reduction(name: str, tv, axes) -> TensorView:
     if tv.dtype.is_bool:
         raise ScheduleError(f"{name}: {tv.name} is bool; reduce numbers: cast it first (tp.cast({tv.name}, "
                             f"tp.int32) counts the true values with tp.sum)")
-    reduced = _axes(name, tv, axes)
+    return reduce_axes(name, tv, _axes(name, tv, axes))
+
+
+def reduce_axes(name: str, tv, reduced: list[int]) -> TensorView:
+    """The output of reduction `name` of tv over its logical positions `reduced` (checked), its op
+    recorded: reduction IDs where reduced, tv's other axes' iteration types elsewhere."""
     shape = element_axes(tv)  # a reduction's output is reduced again over its shape (nvFuser's noReductions)
     ids = []
     for k in shape:
@@ -140,7 +147,7 @@ def rfactor(tv: TensorView, axes) -> TensorView:
                             f"[{', '.join(t.name for t in group)}])")
     if tv.online is not None or len(op.inputs) == 2 and op.name == "sum" or op.rescale_max is not None:
         raise ScheduleError(f"rfactor: {tv.name} is online (set_online); rfactor before set_online")
-    if len(op.inputs) != 1 and op.name != "fms":
+    if len(op.inputs) != 1 and op.name != "fms" and not op.name.startswith("welford_"):
         raise ScheduleError(f"rfactor: {tv.name} is the output of `{op}`; tileproof rfactors tp.sum, tp.max, tp.min "
                             f"and tp.fused_multiply_sum")
     if as_index(axes) is not None:
@@ -276,5 +283,5 @@ def cache_before(tv: TensorView, op_type) -> TensorView:
 
 
 
-__all__ = ["COMBINE", "REDUCTIONS", "cache_before", "element_axes", "is_reduction_tensor", "neutral", "reduction",
-           "rfactor"]
+__all__ = ["COMBINE", "REDUCTIONS", "cache_before", "element_axes", "is_reduction_tensor", "neutral", "reduce_axes",
+           "reduction", "rfactor"]

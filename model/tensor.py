@@ -30,6 +30,7 @@ from .scalar_value import as_extent
 from .simplify import bounds
 from .symbol_ranges import admitted
 from .types import CacheOp, IterType, LoadStoreOpType, OpKind, float32, int64
+from .welford import is_welford, welford_siblings
 
 
 class TensorView(TensorBase):
@@ -78,7 +79,15 @@ class TensorView(TensorBase):
         partial tensors (returned as a list in that order) form a group of their own.
         nvFuser: TensorView::rFactor(axes, tvs).
 
-            t1_rf, t2_rf = t1.rfactor([1], [t1, t2])"""
+            t1_rf, t2_rf = t1.rfactor([1], [t1, t2])
+
+        An output of tp.welford rfactors its siblings with it (`tensors` left out: the three, in
+        their order): the partials are a Welford of their own, returned as [avg, var_sum, n], and
+        each output then combines the three partial states (Chan's formula).
+
+            avg_rf, var_sum_rf, n_rf = avg.rfactor([1])"""
+        if tensors is None and is_welford(self):
+            tensors = welford_siblings(self)
         if tensors is not None:
             return rfactor_group(self, axes, tensors)
         return rfactor(self, axes)

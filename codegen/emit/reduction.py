@@ -26,8 +26,9 @@ from ...hw.threads import CONSUMER_BARRIER
 from ...model.errors import InternalError
 from ...model.expr import try_int
 from ...model.reduction import COMBINE
+from ...model.welford import WELFORD_OPS
 from ...model.types import THREAD_TYPES
-from ..ir import BlockReduce, Compute, GridReduce, GroupedGridReduce, KernelIR, ReduceInit, WarpRoles, walk
+from ..ir import BlockReduce, Compute, GridReduce, GroupedGridReduce, KernelIR, ReduceInit, SiblingStep, WarpRoles, walk
 from .scalar_types import CTYPES, OPS, scalar_literal
 
 BLOCK_REDUCE = """\
@@ -89,6 +90,40 @@ __device__ __forceinline__ void tp_block_reduce(T (&acc)[N], T* scratch, F op) {
     }
     __syncthreads();
   }
+}"""
+
+
+WELFORD = """\
+// a Welford state (model/welford.py): the mean of the elements seen, the sum of their squared deviations from
+// it and their count (in T as well: it is combined as a weight, and shuffled with the others)
+template <typename T>
+struct tp_welford {
+  T avg, m2, n;
+};
+// the state after one more element x (nvFuser's welfordCombine with a count of one)
+template <typename T>
+__device__ __forceinline__ tp_welford<T> tp_welford_update(tp_welford<T> s, T x) {
+  const T n = s.n + T(1), delta = x - s.avg, avg = s.avg + delta / n;
+  return {avg, s.m2 + delta * (x - avg), n};
+}
+// two states combined by Chan's formula; an empty one (n == 0: a thread that saw no element) leaves the other
+// as it is, with no division by zero. The larger count goes first (then the smaller mean, the smaller m2), so
+// the partners of a shuffle compute the same bits and the block's threads end with one total
+template <typename T>
+__device__ __forceinline__ tp_welford<T> tp_welford_combine(tp_welford<T> a, tp_welford<T> b) {
+  if (b.n > a.n || (b.n == a.n && (b.avg < a.avg || (b.avg == a.avg && b.m2 < a.m2)))) {
+    const tp_welford<T> t = a;
+    a = b;
+    b = t;
+  }
+  if (b.n == T(0)) return a;  // a.n >= b.n: both empty too
+  const T n = a.n + b.n, w = b.n / n, delta = b.avg - a.avg;
+  return {a.avg + delta * w, a.m2 + b.m2 + delta * delta * a.n * w, n};
+}
+// tp_block_reduce's shuffle of a state: its three fields, each a shuffle of its own
+template <typename T>
+__device__ __forceinline__ tp_welford<T> __shfl_xor_sync(unsigned mask, tp_welford<T> s, unsigned off) {
+  return {__shfl_xor_sync(mask, s.avg, off), __shfl_xor_sync(mask, s.m2, off), __shfl_xor_sync(mask, s.n, off)};
 }"""
 
 
@@ -257,7 +292,8 @@ def prelude(ir: KernelIR) -> list[str]:
     block = bool(grids) or bool(rounds) or bool(_nodes(ir.body, BlockReduce))
     roles = next((n for n in ir.body if isinstance(n, WarpRoles)), None)
     helper = BLOCK_REDUCE if roles is None else consumers_block_reduce(ir, roles)
-    out = ((helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
+    welford = WELFORD.splitlines() if any(b.welford for b in ir.buffers) else []  # before the block helper calls it
+    out = (welford + (helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
            + (GRID_ALLREDUCE.splitlines() if allreduce else []))
     if rounds:  # a group's grid reductions in one round: its helpers only where there is one
         out += GRID_ROUND.splitlines()
@@ -286,8 +322,9 @@ def consumers_block_reduce(ir: KernelIR, roles: WarpRoles) -> str:
 def uses_max(ir: KernelIR) -> bool:
     """Whether a reduction combines floats with tp_max or tp_min (NaN wins; integers compare plainly)."""
     texts = [OPS[CTYPES[c.out.dtype.name].compute][COMBINE[c.name]] for c in _nodes(ir.body, Compute)
-             if c.kind == "reduction"]
-    texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, (BlockReduce, GridReduce))]
+             if c.kind == "reduction" and c.name not in WELFORD_OPS]
+    texts += [OPS[CTYPES[b.dtype.name].compute][b.combine] for b in _nodes(ir.body, (BlockReduce, GridReduce))
+              if b.combine != "welford"]
     texts += [OPS[CTYPES[m.dtype.name].compute][m.combine] for n in _nodes(ir.body, GroupedGridReduce)
               for m in n.members]
     return any("tp_max" in t or "tp_min" in t for t in texts)
@@ -296,6 +333,8 @@ def uses_max(ir: KernelIR) -> bool:
 def init_lines(e, n: ReduceInit, depth: int) -> list[str]:
     pad = "  " * depth
     value = scalar_literal(n.neutral, CTYPES[n.dtype.name].compute)
+    if n.welford:  # avg, m2 and n all 0
+        value = f"tp_welford<{CTYPES[n.dtype.name].compute}>{{}}"
     if n.elements == 1:
         return [f"{pad}{n.acc}[0] = {value};  // {n.comment}"]
     lines = [f"{pad}#pragma unroll  // {n.comment}",
@@ -311,14 +350,29 @@ def combine(s: Compute, acc: str, value: str) -> str:
     return OPS[CTYPES[s.out.dtype.name].compute][COMBINE[s.name]].format(a=acc, b=value)
 
 
+def welford_update(s: Compute, acc: str, values: list[str]) -> str:
+    """A Welford accumulation's new state: acc after one more element (one input), or combined with a
+    partial state (an rfactor's: the three partial outputs avg, var_sum, n)."""
+    if len(values) == 1:
+        return f"tp_welford_update({acc}, {values[0]})"
+    return f"tp_welford_combine({acc}, tp_welford<{CTYPES[s.out.dtype.name].compute}>{{{', '.join(values)}}})"
+
+
 def block_reduce_lines(e, n: BlockReduce, depth: int) -> list[str]:
     pad = "  " * depth
     t = CTYPES[n.dtype.name].compute
-    op = OPS[t][n.combine].format(a="a", b="b")
+    if n.combine == "welford":  # Welford states, three values shuffled together (WELFORD)
+        t, op = f"tp_welford<{t}>", "tp_welford_combine(a, b)"
+    else:
+        op = OPS[t][n.combine].format(a="a", b="b")
     flags = ", ".join("true" if r else "false" for r in n.threads)
     return [f"{pad}// {n.comment}",
             f"{pad}tp_block_reduce<{n.elements}, {flags}>({n.acc}, reinterpret_cast<{t}*>({n.scratch}), "
             f"[]({t} a, {t} b) {{ return {op}; }});"]
+
+
+def sibling_step_lines(e, n: SiblingStep, depth: int) -> list[str]:
+    return [f"{'  ' * depth}// {n.comment}"]
 
 
 def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
@@ -377,5 +431,5 @@ def grouped_grid_reduce_lines(e, n: GroupedGridReduce, depth: int) -> list[str]:
 
 
 __all__ = ["BLOCK_REDUCE", "GRID_ALLREDUCE", "GRID_REDUCE", "GRID_ROUND", "GRID_ROUND_BARRIER", "GRID_ROUND_COUNT",
-           "block_reduce_lines", "combine", "grid_reduce_lines", "grouped_grid_reduce_lines", "init_lines", "prelude",
-           "uses_max"]
+           "WELFORD", "block_reduce_lines", "combine", "grid_reduce_lines", "grouped_grid_reduce_lines", "init_lines",
+           "prelude", "sibling_step_lines", "uses_max", "welford_update"]

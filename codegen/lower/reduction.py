@@ -41,7 +41,7 @@ from ...model.expr import const, try_int, var
 from ...execution.indexing import vector_index
 from ...execution.problems import Problem
 from ...model.reduction import COMBINE
-from ...execution.reduction import ReductionLoops, reduction_loops
+from ...execution.reduction import ReductionLoops, reduction_loops, welford_leader
 from ...execution.conditions.reduction import (accumulator_problems, grid_problems, group_problems, parallel_problems,
                                                unsupported_reductions)
 from ...execution.grid_reduction import (entrance_loops, grid_layout, grid_round, is_allreduce, last_block_name,
@@ -51,9 +51,10 @@ from ...execution.reduction import grid_reductions
 from ...model.simplify import simplify
 from ...execution.smem_plan import SCRATCH
 from ...model.tensor import TensorView
+from ...model.welford import STATE_FIELDS, is_welford
 from ...model.types import THREAD_TYPES, MemoryType, OpKind, ParallelType, int8
 from ..ir import (BlockReduce, Buffer, Compute, GridReduce, GroupedGridReduce, Loop, LoopKind, Operand, Param,
-                  ParamKind, ReduceInit, WholeTile, walk)
+                  ParamKind, ReduceInit, SiblingStep, WholeTile, walk)
 from ...execution.predicates import store_names as store_index_names
 from .loop_nest import LoopClass, refuse
 
@@ -79,7 +80,10 @@ def buffers(order, smem, allocations) -> list[Buffer]:
     shared scratch (the smem plan's SCRATCH)."""
     out = []
     for tv in order:
-        if tv.definition.kind is OpKind.REDUCTION:
+        if is_welford(tv) and welford_leader(tv) is tv:  # one state per register for the group's three outputs
+            r = reduction_loops(tv)
+            out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements, welford=True))
+        elif tv.definition.kind is OpKind.REDUCTION and not is_welford(tv):
             r = reduction_loops(tv)
             out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements))
         if tv.online is not None:
@@ -99,6 +103,8 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
     n = try_int(r.elements)
     if n is None:  # REDUCTION-ACCUMULATOR rejects it
         refuse("REDUCTION-ACCUMULATOR", [Problem(f"{tv.name}'s accumulator has a symbolic size", hint="")])
+    if is_welford(tv):
+        return _welford_statements(builder, tv, r, path, n)
     out: list[tuple[list[LoopClass], object]] = [
         (outer, ReduceInit(acc, n, r.dtype, r.neutral, f"{tv.name}: {r.op_name} starts at {r.neutral}"))]
     if r.online:  # and the max so far, before the first iteration: the first delta is +inf
@@ -115,6 +121,31 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
         out.append((outer, _grid_combine(builder, tv, r, acc, n, path)))
     out.append((path[:r.start + 1] if r.online else outer, _store(builder, tv, r, acc)))
     return out
+
+
+def _welford_statements(builder, tv: TensorView, r: ReductionLoops, path: list, n: int) -> list:
+    """A Welford output's steps (model/welford.py): its group's leader (welford_leader) starts the
+    states empty, updates them with each element (or combines each partial state, after an
+    rfactor) and combines the block's threads' states; a sibling's steps there are the leader's
+    (SiblingStep). Each stores its field of the state."""
+    leader = welford_leader(tv)
+    acc, outer = accumulator(leader), path[:r.start]
+    if leader is tv:
+        steps = [(outer, ReduceInit(acc, n, r.dtype, 0.0, f"{tv.name}: the Welford states start empty (avg, M2, N = 0)",
+                                    welford=True)),
+                 (path, _accumulate(builder, tv, r, acc))]
+        if r.threads:
+            steps.append((outer, BlockReduce(acc, n, r.dtype, "welford", tuple(p in r.threads for p in THREAD_TYPES),
+                                             SCRATCH, f"{tv.name}: the block's threads combine their Welford states "
+                                                      f"(Chan's formula) over {', '.join(p.value for p in r.threads)}")))
+    else:
+        done = f"done by {leader.name}'s, on the state the Welford outputs share"
+        steps = [(outer, SiblingStep(f"{tv.name}'s init: {done}")), (path, SiblingStep(f"{tv.name}'s update: {done}"))]
+        if r.threads:
+            steps.append((outer, SiblingStep(f"{tv.name}'s block combine: {done}")))
+    if r.blocks:  # REDUCTION-GRID rejects it
+        refuse("REDUCTION-GRID", [Problem(f"{tv.name} is a Welford reduced over block indices", hint="")])
+    return steps + [(outer, _store(builder, tv, r, acc))]
 
 
 def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, path: list) -> GridReduce:
@@ -237,7 +268,8 @@ def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
     ex = store_execution(tv, builder.launch, names)
     ranges = ex.guarded_ranges
     register = vector_index([var(private[i.uid]) for i in r.accumulator], [i.extent_expr for i in r.accumulator])
-    source = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges))
+    source = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges),
+                     field=STATE_FIELDS.get(tv.definition.name, ""))  # a Welford output: its field of the state
     loops = [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in r.accumulator]
     if not r.online:
         return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the {r.op_name} (after its loops)", loops)

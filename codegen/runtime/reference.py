@@ -29,6 +29,7 @@ from ...model.expr import Expr, evaluate
 from ...model.fusion import Fusion
 from ...model.reduction import element_axes
 from ...model.types import OpKind
+from ...model.welford import WELFORD_OPS
 from .arrays import from_raw, to_raw
 from ...model.iterdomain import Merge, Split
 from ...model.scalar_value import ScalarValue
@@ -168,18 +169,45 @@ def _reduce(np, op, args, sizes: dict[str, int]):
     for an rfactor's partial reduction, over the logical points that derive from its root."""
     # fms: a sum of products; a rescaled sum's second input is its online max (model/online.py), read
     # at its final value by the terms already: the sum is of the first
-    out, x = op.output, args[0] * args[1] if op.name == "fms" else args[0]
-    source = [_array_axis(op.inputs[0], a) for a in op.logical_map[0]]  # the input array axis of each root axis
-    x = np.transpose(x, source)
+    if op.name in WELFORD_OPS:
+        return _welford(np, op, args, sizes)
+    x = args[0] * args[1] if op.name == "fms" else args[0]
     total = op.name in ("sum", "fms")  # fms: an MmaOp, a sum of products
     fill = 0.0 if total else np.inf if op.name == "min" else -np.inf
-    if out.root is not out.logical and [i.uid for i in out.root] != [i.uid for i in out.logical]:
-        x = _gather(np, out, x, sizes, fill)
-        axes = [k for k, i in enumerate(out.logical) if i.is_reduction]
-    else:
-        axes = [j for j, i in enumerate(out.root) if i.is_reduction]
+    x, axes = _reduced(np, op, x, sizes, fill)
     with np.errstate(all="ignore"):
         return np.sum(x, axis=tuple(axes)) if total else (np.min if op.name == "min" else np.max)(x, axis=tuple(axes))
+
+
+def _reduced(np, op, x, sizes: dict[str, int], fill: float):
+    """x (an array of the reduction's first input) over the output's points, and the axes to
+    reduce: its root axes, or, for an rfactor's partial reduction, its logical points (a hole
+    `fill`)."""
+    out = op.output
+    source = [_array_axis(op.inputs[0], a) for a in op.logical_map[0]]  # the input array axis of each root axis
+    x = np.transpose(x, source)
+    if out.root is not out.logical and [i.uid for i in out.root] != [i.uid for i in out.logical]:
+        return _gather(np, out, x, sizes, fill), [k for k, i in enumerate(out.logical) if i.is_reduction]
+    return x, [j for j, i in enumerate(out.root) if i.is_reduction]
+
+
+def _welford(np, op, args, sizes: dict[str, int]):
+    """A Welford output (model/welford.py) in float64, two passes: the count, the mean, the sum of
+    squared deviations from it, of the elements (one input), or of the partial states (three
+    inputs: avg, var_sum, n; a hole is an empty state). An empty state is 0, 0, 0, as the kernel's
+    (an rfactor's partial of a thread that sees no element)."""
+    if len(args) == 1:
+        x, axes = _reduced(np, op, args[0], sizes, 0.0)
+        count, _ = _reduced(np, op, np.ones_like(args[0]), sizes, 0.0)
+        avg_in, m2_in = x, np.zeros_like(x)
+    else:
+        (avg_in, axes), (m2_in, _), (count, _) = (_reduced(np, op, a, sizes, 0.0) for a in args)
+    with np.errstate(all="ignore"):
+        n = np.sum(count, axis=tuple(axes))
+        avg = np.where(n > 0, np.sum(count * avg_in, axis=tuple(axes)) / np.where(n > 0, n, 1), 0.0)  # empty: 0
+        deviation = avg_in - np.expand_dims(avg, tuple(axes))
+        m2 = np.sum(m2_in, axis=tuple(axes)) + np.sum(count * deviation * deviation, axis=tuple(axes))
+    return {"welford_avg": avg, "welford_var_sum": m2, "welford_n": n}[op.name]
 
 
 def _gather(np, tv, x, sizes: dict[str, int], fill: float):

@@ -14,6 +14,7 @@ from ...model.loop_map import inline_joins
 from ...model.mapping import IdMap
 from ...model.mma_op import is_mma
 from ...model.reduction import is_reduction_tensor
+from ...model.welford import is_welford, welford_siblings
 from ...model.notation import user_str
 from ...model.types import (
     BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES,
@@ -99,6 +100,8 @@ def group_axis_problems(fusion, order) -> list:
             if not is_reduction_tensor(tv):
                 why = (f"{tv.name} is not a reduction's output (its definition is {tv.definition.name}); grouping "
                        f"does the reductions of an axis together")
+            elif is_welford(tv):
+                why = f"{tv.name} is a Welford output ({tv.definition.name}), whose states tileproof combines one index at a time"
             elif i.iter_type is not IterType.Iteration:
                 why = f"{i.label()} is a {i.iter_type.name.lower()} axis, not an iteration axis"
             elif i.static_extent is None:
@@ -219,7 +222,7 @@ def _too_many(r: ReductionLoops, symbols: list[str]) -> dict[str, int]:
     v = 1
     while True:
         n = evaluate(r.elements, {s: v for s in symbols})
-        regs = -(-n * r.dtype.bytes // 4)
+        regs = -(-n * r.dtype.bytes * r.values // 4)
         if regs > MAX_ACCUMULATOR_REGISTERS or v >= 1 << 20 or not symbols:
             return {**{s: v for s in symbols}, "registers": regs}
         v *= 2
@@ -258,8 +261,18 @@ def grid_problems(fusion, order) -> list:
         axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
         where = dict(tensor=tv.name, ids=(axis.name,), location=axis.parallel_origin or axis.origin or tv.origin)
         over = ", ".join(p.value for p in r.blocks)
-        found = _reader_problems(fusion, order, tv, r, over, where)
-        if found:
+        found = None if is_welford(tv) else _reader_problems(fusion, order, tv, r, over, where)
+        if is_welford(tv):
+            if welford_siblings(tv)[0] is not tv:
+                continue  # one problem for the three outputs
+            names = ", ".join(t.name for t in welford_siblings(tv))
+            out.append(Problem(f"{tv.name} is a Welford output (its outputs: {names}) reduced over {over}; tileproof "
+                               f"combines Welford states within a block only (nvFuser's grid Welford is not "
+                               f"lowered)",
+                               hint=f"bind {tv.name}'s reduction axes to threads and loops, or rfactor the part "
+                                    f"over {over} into a Welford per block and combine those in a second fusion",
+                               values={}, **where))
+        elif found:
             out.append(found)
         elif tv.name in apart:
             members = ", ".join(t.name for t in grid_round(tv))
@@ -274,6 +287,7 @@ def grid_problems(fusion, order) -> list:
             out.append(Problem(f"{tv.name} is an MmaOp reduced over {over}; tileproof combines tensor-core "
                                f"accumulators within a block only",
                                hint=f"bind {tv.name}'s K axes to loops", values={}, **where))
+
         elif specialized:
             out.append(Problem(f"{tv.name} is reduced over {over} in a warp-specialized kernel "
                                f"({', '.join(specialized)}): its producer warps return early, but every thread of "

@@ -211,14 +211,16 @@ def test_mean_is_a_sum_divided_by_the_extent_product(fusion_with):
         tp.mean(i, 1)
 
 
-def test_var_mean_is_two_reductions_and_a_copy_of_the_mean(fusion_with):
+def test_var_mean_is_one_welford_and_a_division(fusion_with):
     fusion, (a,) = fusion_with("float32")
     var_, mean = tp.var_mean(a, [1])
     assert shape(var_) == ["M"] and shape(mean) == ["M"]
-    assert [op.name for op in fusion.exprs] == ["sum", "div", "broadcast", "sub", "mul", "sum", "div", "set"]
+    assert [op.name for op in fusion.exprs] == ["welford_avg", "welford_var_sum", "welford_n", "div"]
+    assert mean is fusion.exprs[0].output and var_.definition.inputs[0] is fusion.exprs[1].output
+    assert fusion.reduction_groups == [tuple(op.output for op in fusion.exprs[:3])]  # siblings
     assert str(var_.definition.scalar) == "max(0, N - 1)"
     _, biased = tp.var_mean(a, 1, correction=0)
-    assert str(fusion.exprs[-2].scalar) == "N"
+    assert str(fusion.exprs[-1].scalar) == "N"
     with pytest.raises(tp.ScheduleError, match="var_mean: correction must be a non-negative int, got -1"):
         tp.var_mean(a, 1, correction=-1)
     _, (h,) = fusion_with("bfloat16")

@@ -6,7 +6,8 @@ statement by statement, on Python values: every Loop, every Compute under its pr
 unrolled nest (IndexNames, each thread's own values), a circular buffer's Prologue and Prefetched
 copies (done when issued: a stage overwritten before it is read shows in the values), cp.async
 copies (complete when issued; past a zero_fill bound they write zeros), a WholeTile's guard (the same in every
-thread of the block: checked) and the version it picks, ReduceInit, and BlockReduce by the
+thread of the block: checked) and the version it picks, ReduceInit, a Welford's update and
+Chan's combine of its states (tuples of avg, m2, n; a sibling's SiblingStep does nothing), and BlockReduce by the
 algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
 over __shfl_xor_sync lanes with its mask, then the shared scratch), with its requirements
 checked: every shuffle partner is a lane of the warp that exists and is in the mask, every
@@ -41,10 +42,11 @@ import numpy as np
 
 from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, Compute, GridReduce, GroupedGridReduce,
                                   CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, Loop, LoopKind, Prefetched, Prologue,
-                                  ReduceInit, Sync, WholeTile)
+                                  ReduceInit, SiblingStep, Sync, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
+from tileproof.model.welford import WELFORD_OPS
 
 from .tmem_sim import compiled
 
@@ -59,17 +61,45 @@ class SimulationError(AssertionError):
     pass
 
 
+FIELDS = ("avg", "m2", "n")  # a Welford state's (codegen/emit/reduction.py tp_welford), a tuple here
+
+
+def welford_update(s: tuple, x: float) -> tuple:
+    """tp_welford_update: the state after one more element."""
+    avg, m2, n = s
+    n, delta = n + 1.0, x - avg
+    new = avg + delta / n
+    return new, m2 + delta * (x - new), n
+
+
+def welford_combine(a: tuple, b: tuple) -> tuple:
+    """tp_welford_combine: Chan's formula, the larger count first (then the smaller mean, m2), an
+    empty state leaving the other."""
+    if b[2] > a[2] or (b[2] == a[2] and (b[0] < a[0] or (b[0] == a[0] and b[1] < a[1]))):
+        a, b = b, a
+    if b[2] == 0.0:
+        return a
+    n = a[2] + b[2]
+    w, delta = b[2] / n, b[0] - a[0]
+    return a[0] + delta * w, a[1] + b[1] + delta * delta * a[2] * w, n
+
+
 class Numbers:
-    """Values are float64 numbers rounded to the dtype of the buffer that holds them."""
+    """Values are float64 numbers rounded to the dtype of the buffer that holds them (a Welford
+    state: a tuple of three, each rounded)."""
 
     zero = 0.0
 
     @staticmethod
     def store(value, dtype):
+        if isinstance(value, tuple):
+            return tuple(Numbers.store(v, dtype) for v in value)
         return float(round_to(np.array([value], dtype=np.float64), dtype)[0])
 
     @staticmethod
     def combine(name: str, a, b):
+        if name == "welford":
+            return welford_combine(a, b)
         if name == "add":
             return a + b
         if np.isnan(a) or np.isnan(b):
@@ -212,6 +242,8 @@ class Simulator:
                     regs[n.acc][:n.elements] = [self.start(n)] * n.elements
             elif isinstance(n, BlockReduce):
                 self.block_reduce(n)
+            elif isinstance(n, SiblingStep):
+                pass  # a Welford sibling's step, done by its leader's statement
             elif isinstance(n, GridReduce):
                 (self.grid_allreduce if n.allreduce else self.grid_reduce)(n, loops)
             elif isinstance(n, GroupedGridReduce):
@@ -245,6 +277,8 @@ class Simulator:
         return held.pop()
 
     def start(self, n: ReduceInit):
+        if getattr(n, "welford", False):  # an empty Welford state
+            return (0.0, 0.0, 0.0)
         return self.neutral if self.neutral is not None else float(n.neutral)
 
     def env(self, k: int, loops) -> dict[str, int]:
@@ -289,7 +323,7 @@ class Simulator:
             if not 0 <= at < len(buf) or buf[at] is None:
                 raise SimulationError(f"{s.comment}: thread {k} reads {o.tensor}[{at}], "
                                       f"{'outside it' if not 0 <= at < len(buf) else 'never written'}")
-            args.append(buf[at])
+            args.append(buf[at][FIELDS.index(o.field)] if o.field else buf[at])  # a Welford state's field
         out = self.array(k, s.out.tensor)
         at = self.offset(s.out, env, v)
         if not 0 <= at < len(out):
@@ -298,7 +332,10 @@ class Simulator:
             if out[at] is None:
                 raise SimulationError(f"{s.comment}: the accumulator {s.out.tensor}[{at}] was not initialized")
             acc = out[at] if s.rescale is None else out[at] * float(np.exp2(s.rescale * np.float64(args[1])))
-            value = self.values.combine(COMBINE[s.name], acc, args[0])
+            if s.name in WELFORD_OPS:  # an element, or a partial state (avg, var_sum, n)
+                value = welford_update(acc, args[0]) if len(args) == 1 else welford_combine(acc, tuple(args))
+            else:
+                value = self.values.combine(COMBINE[s.name], acc, args[0])
         elif s.iota is not None:  # an iota: start + step times the element's logical index, at this point
             value = s.iota.start + self.ev(s.iota.index, env) * s.iota.step
         else:
@@ -436,7 +473,7 @@ class Simulator:
         P = G // W
         if P > 1:
             self.scratch_rounds += 1
-            size = len(self.shared[n.scratch]) // n.dtype.bytes
+            size = len(self.shared[n.scratch]) // (n.dtype.bytes * (len(FIELDS) if n.combine == "welford" else 1))
             scratch: dict[int, object] = {}
             for k, (r, g, _, _, _) in enumerate(info):
                 if r % W == 0:

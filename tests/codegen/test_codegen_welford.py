@@ -1,0 +1,143 @@
+"""Welford reductions (tp.welford, tp.var_mean) verified, lowered and run on the CPU simulator
+(tests/support/reduction_sim.py: tp_welford_update, tp_welford_combine and tp_block_reduce written
+out again) against the float64 reference: a block per row with and without rfactor, warp and
+partial-block thread counts, a row per thread, a column over TIDy; the kernel makes one block
+combine of three values; what the rules reject; and the precision of a large-mean row, where
+E[x^2] - E[x]^2 in float32 loses the variance and Welford keeps it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.emit import emit
+from tileproof.codegen.ir import BlockReduce, Compute, SiblingStep, walk
+from tileproof.codegen.lower import lower
+from tileproof.codegen.runtime import nvrtc
+from tileproof.codegen.runtime.reference import reference
+from tileproof.model.expr import const
+from tileproof.model.targets import get_target
+
+from support.reduction_sim import Simulator, run_kernel
+from support.welford_schedules import (block_welford, column_welford, grid_welford, serial_welford,
+                                       siblings_apart)
+
+TARGET = get_target("sm_90a")
+
+
+def _kernel(fusion):
+    report = tp.verify(fusion)
+    assert report.ok, [d.message for d in report.diagnostics if d.severity.value == "error"]
+    return lower(fusion.snapshot(), TARGET).kernel
+
+
+def _simulate(fusion, x: np.ndarray, simulator=None):
+    sizes = {"M": x.shape[0], "N": x.shape[1]}
+    ir = _kernel(fusion)
+    got = run_kernel(ir, fusion, [x], sizes, simulator=simulator)
+    return [np.asarray(g, dtype=np.float64) for g in got], reference(fusion, [x])
+
+
+CASES = [  # (builder, M, N): warp (W = 32, one partial), 96 threads (3 partials), 128 (4: the shuffle path),
+    # 48 (runs of 16 lanes), a partial block (N < threads: threads with no element), N not a multiple
+    (lambda: block_welford(128), 2, 300), (lambda: block_welford(128), 3, 50),
+    (lambda: block_welford(32), 2, 77), (lambda: block_welford(96), 2, 1000),
+    (lambda: block_welford(48, rfactor=False), 2, 130), (lambda: block_welford(128, rfactor=False), 2, 20),
+    (lambda: block_welford(64, dtype="float64"), 2, 200), (lambda: block_welford(96, outputs="var_mean"), 3, 250),
+    (lambda: serial_welford(32), 70, 33), (lambda: column_welford(8, 4), 37, 16),
+]
+
+
+@pytest.mark.parametrize("build, m, n", CASES, ids=lambda x: x.__name__ if callable(x) else str(x))
+def test_the_simulated_welford_computes_the_reference(build, m, n):
+    fusion = build()
+    x = np.random.default_rng(5).standard_normal((m, n)) * 3 + 1.5
+    got, want = _simulate(fusion, x)
+    for t, g, w in zip(fusion.outputs, got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5 if t.dtype == tp.float32 else 1e-12, atol=1e-5, err_msg=t.name)
+    counts = {t.definition.name: g for t, g in zip(fusion.outputs, got)}.get("welford_n")
+    if counts is not None:  # each output element's count: exact
+        assert np.all(counts == (m if fusion.name.startswith("welford_column") else n))
+
+
+class _EmptyStates(Simulator):
+    """Records, at each block combine of Welford states, how many threads hold an empty state."""
+
+    empty = 0
+
+    def block_reduce(self, n):
+        if n.combine == "welford":
+            _EmptyStates.empty += sum(regs[n.acc][0][2] == 0.0 for regs in self.local)
+        super().block_reduce(n)
+
+
+def test_a_partial_block_combines_empty_states_without_nan():
+    fusion = block_welford(128)
+    x = np.random.default_rng(1).standard_normal((2, 40))  # 40 of 128 threads see an element
+    _EmptyStates.empty = 0
+    got, want = _simulate(fusion, x, simulator=_EmptyStates)
+    assert _EmptyStates.empty == 2 * (128 - 40)  # each block: 88 threads enter the combine empty
+    for g, w in zip(got, want):
+        assert not np.isnan(g).any()
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5)
+
+
+def test_a_large_mean_keeps_its_variance_where_the_naive_formula_loses_it():
+    rng = np.random.default_rng(3)
+    x = (1.0e4 + rng.standard_normal((2, 1000))).astype(np.float32)
+    fusion = block_welford(96, outputs="var_mean")
+    (var, mean), (want_var, want_mean) = _simulate(fusion, x.astype(np.float64))
+    welford_error = np.max(np.abs(var - want_var) / want_var)
+    squares = np.mean(x * x, axis=1, dtype=np.float32)  # E[x^2] - E[x]^2 in float32
+    naive = (squares - np.mean(x, axis=1, dtype=np.float32) ** 2) * np.float32(1000 / 999)
+    naive_error = np.max(np.abs(naive - want_var) / want_var)
+    assert welford_error < 1e-3 < 0.1 < naive_error, (welford_error, naive_error)
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-6)
+
+
+def test_the_kernel_makes_one_block_combine_of_the_three_values():
+    ir = _kernel(block_welford(128, outputs="var_mean"))
+    combines = [n for n in walk(ir.body) if isinstance(n, BlockReduce)]
+    assert len(combines) == 1 and combines[0].combine == "welford"
+    states = [b.tensor for b in ir.buffers if b.welford]  # the partial states (per thread), then the row's
+    assert states == ["tp_acc_T5", "tp_acc_T1"] and combines[0].acc == "tp_acc_T1"
+    updates = [n for n in walk(ir.body) if isinstance(n, Compute) and n.kind == "reduction"]
+    assert [(u.name, len(u.ins)) for u in updates] == [("welford_avg", 1), ("welford_avg", 3)]
+    # the partial's var_sum and n: init and update; the row's var_sum: init, update and combine (n is not computed)
+    assert sum(isinstance(n, SiblingStep) for n in walk(ir.body)) == 2 + 2 + 3
+    scratch = next(b for b in ir.buffers if b.tensor == "tp_scratch")
+    assert scratch.elements == const(128 * 3 * 4)  # a state (three floats) a thread
+
+
+def test_the_welford_source_shuffles_the_state_and_compiles_with_and_without_the_headers():
+    fusion = block_welford(128)
+    ir = _kernel(fusion)
+    for headers in (True, False):
+        include = nvrtc.cuda_include_dir() if headers else None
+        if headers and include is None:
+            continue
+        text = emit(ir, cuda_headers=headers)
+        assert "__device__ __forceinline__ tp_welford<T> __shfl_xor_sync(unsigned mask, tp_welford<T> s" in text
+        assert "tp_block_reduce<1, true, false, false>(tp_acc_" in text
+        assert nvrtc.compile_to_cubin(text, "sm_90a", include)[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("build", [lambda: block_welford(128, outputs="var_mean"), lambda: column_welford(),
+                                   lambda: block_welford(64, dtype="float64", rfactor=False)])
+def test_welford_schedules_compile(build):
+    assert tp.compile(build(), "sm_90a").cubin[:4] == b"\x7fELF"
+
+
+def test_a_grid_welford_is_rejected_once_for_its_three_outputs():
+    report = tp.verify(grid_welford())
+    found = [d for d in report.diagnostics if d.code == "REDUCTION-GRID"]
+    assert len(found) == 1
+    assert "is a Welford output (its outputs: T1, T2, T3) reduced over BIDy; tileproof combines Welford states " \
+           "within a block only" in found[0].message
+
+
+def test_siblings_scheduled_apart_are_rejected():
+    report = tp.verify(siblings_apart())
+    assert {d.code for d in report.diagnostics if d.severity.value == "error"} == {"REDUCTION-GROUP"}
