@@ -415,8 +415,10 @@ def build_kernel(snapshot: Fusion, report: Report, tgt: Target, banner: str = ""
     """Lower, emit and compile a frozen fusion (tp.compile calls it with a passing report only)."""
     ir = lower(snapshot, tgt, report.decisions).kernel
     include = cuda_include_dir() if uses_half_types(ir) else None
+    if snapshot.fast_math:
+        banner += "// compiled with --use_fast_math (Fusion.fast_math)\n"
     source = banner + emit(ir, cuda_headers=include is not None)
-    cubin, resources = compile_kernel(source, tgt.name, include)
+    cubin, resources = compile_kernel(source, tgt.name, include, snapshot.fast_math)
     kernel = Kernel(snapshot, report, tgt, ir, source, cubin, resources.get(ir.name))
     setmaxnreg = next((n.spec.num_registers for n in ir.body if isinstance(n, WarpRoles) and n.spec.num_registers),
                       None)

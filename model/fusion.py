@@ -144,6 +144,7 @@ class Fusion:
         # a snapshot's broadcasts, copies, transposes read as views of a global input (model/producer_aliases.py)
         self.views: dict[str, Op] = {}
         self.cluster_origin: str | None = None  # the user's file:line setting cluster_dims
+        self._fast_math = False
 
     @property
     def cluster_dims(self) -> tuple[int, int, int]:
@@ -159,6 +160,21 @@ class Fusion:
         self.cluster_origin = user_location()
 
     # -- context ------------------------------------------------------------------
+    @property
+    def fast_math(self) -> bool:
+        """Whether the kernel compiles with NVRTC's --use_fast_math (nvFuser's
+        EnableOption::FastMath), False by default: exp2, exp, division, sqrt and rsqrt by their
+        one-instruction approximations, denormal floats flushed to zero. What the verifier proves
+        is unchanged (it proves where values go, not how they round); the values differ from the
+        default's by a few units in the last place, and below 2^-126 by a flush to zero."""
+        return self._fast_math
+
+    @fast_math.setter
+    def fast_math(self, value) -> None:
+        if not isinstance(value, bool):
+            raise ScheduleError(f"fast_math must be True or False, got {value!r}")
+        self._fast_math = value
+
     def __enter__(self) -> "Fusion":
         stack = getattr(_state, "stack", None)
         if stack is None:

@@ -60,10 +60,12 @@ def cuda_include_dir() -> str | None:
     return None
 
 
-def options(arch: str, include_dir: str | None) -> list[bytes]:
+def options(arch: str, include_dir: str | None, fast_math: bool = False) -> list[bytes]:
     opts = [f"--gpu-architecture={arch}", "-std=c++17", "-lineinfo", "-Xptxas=-v"]
     if include_dir:
         opts.append(f"-I{include_dir}")
+    if fast_math:  # Fusion.fast_math: nvFuser's EnableOption::FastMath
+        opts.append("--use_fast_math")
     return [o.encode() for o in opts]
 
 
@@ -79,15 +81,16 @@ def cache_key(source: str, opts: list[bytes]) -> str:
     return h.hexdigest()
 
 
-def compile_to_cubin(source: str, arch: str, include_dir: str | None = None) -> bytes:
+def compile_to_cubin(source: str, arch: str, include_dir: str | None = None, fast_math: bool = False) -> bytes:
     """The cubin of source for arch (sm_90a, ...), from the disk cache when it is there."""
-    return compile_kernel(source, arch, include_dir)[0]
+    return compile_kernel(source, arch, include_dir, fast_math)[0]
 
 
-def compile_kernel(source: str, arch: str, include_dir: str | None = None) -> tuple[bytes, dict[str, Resources]]:
+def compile_kernel(source: str, arch: str, include_dir: str | None = None,
+                   fast_math: bool = False) -> tuple[bytes, dict[str, Resources]]:
     """The cubin of source for arch and each entry function's Resources (by name), from the disk
-    cache when both are there."""
-    opts = options(arch, include_dir)
+    cache when both are there; `fast_math` compiles with --use_fast_math."""
+    opts = options(arch, include_dir, fast_math)
     key = cache_key(source, opts)
     path, resources_path = cache_dir() / f"{key}.cubin", cache_dir() / f"{key}.resources.json"
     try:
