@@ -104,10 +104,11 @@ def _lay_out(tv, rows: list[_Digit], cols: list[_Digit], quads: bool = False) ->
     split into the quad (its 4 threads, q, on TIDx) and the quads (on TIDy). Columns that are
     reduction axes (a row reduction of the tile) keep their element digits apart, the rows' first:
     [.., TIDy, rTIDx{4}, v2, rv4, rv1]; a broadcast column axis (a row vector, `cols` empty) stays
-    innermost: [.., TIDy, v2, b]."""
+    innermost: [.., TIDy, v2, b]; a broadcast row axis (a column vector, `rows` empty, quads) stays
+    where it is: [.., b, TIDx{4}, v4 v1]."""
     reduced = tv.loop[-1].is_reduction
-    at = len(tv.loop) - 2
-    for digits, pos in ((cols, at + 1), (rows, at)):  # the columns first: the rows' position stays
+    at = len(tv.loop) - 2 + (not rows)  # where the digits start: after a column vector's broadcast rows
+    for digits, pos in ((cols, at + bool(rows)), (rows, at)):  # the columns first: the rows' position stays
         for d in reversed(digits[1:]):
             tv.split(pos, d.extent)
             # [.., outer, d]: the outer part is split further at the same position
@@ -121,8 +122,10 @@ def _lay_out(tv, rows: list[_Digit], cols: list[_Digit], quads: bool = False) ->
         tv.merge(at)
     if not reduced:
         for _ in range(len(elements) - 1):
-            tv.merge(at + 1 + (quads and bool(quad)))
-    if quads and quad:
+            tv.merge(at + 1 + (quads and bool(quad) and bool(rows)))  # after the thread axes
+    if quads and quad and not rows:  # a column vector: the quad's threads, every quad holding the columns
+        tv.axis(at).parallelize(ParallelType.TIDx)
+    elif quads and quad:
         tv.axis(at).parallelize(ParallelType.TIDy)
         tv.axis(at + 1).parallelize(ParallelType.TIDx)
     elif quads:
@@ -140,7 +143,9 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bo
     combines over TIDx by warp shuffles. With quads, a C tile's row reduction ([.., M, rN]: its
     rows as the fragment's, [.., TIDy, rTIDx{4}, v2, rv4, rv1]) and a row vector broadcast along
     the tile ([.., M, b]: [.., TIDy, v2, b], every thread of a quad holding its rows) are laid out
-    too, so that a row's max or sum and its use in the tile stay in the threads that hold the row.
+    too, so that a row's max or sum and its use in the tile stay in the threads that hold the row;
+    so is a column vector broadcast along the tile's rows ([.., b, N]: [.., b, TIDx{4}, v], every
+    quad holding the columns its threads hold in the tile: attention's key indices).
     The tile is (M, K) for A, (N, K) for B and (M, N) for C (the accumulators), of the macro's extents. For a
     wgmma (Hopper) macro, A (64 x 16: the RS form, A read from registers) and C, over the
     warpgroup's 128 threads; its B has no register fragment (ScheduleError).
@@ -166,13 +171,20 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bo
         raise ScheduleError(f"schedule_mma_fragment: {tv.name} needs two loop axes (the tile's rows and columns)")
     got = (tv.loop[-2].static_extent, tv.loop[-1].static_extent)
     rows_only = role == "C" and tv.loop[-1].is_broadcast  # a row vector broadcast along the tile's columns
+    cols_only = role == "C" and tv.loop[-2].is_broadcast and not rows_only  # a column vector along its rows
     if rows_only:
         got, want, cols = (got[0], None), (want[0], None), []
+    if cols_only:
+        got, want, rows = (None, got[1]), (None, want[1]), []
     if (rows_only or tv.loop[-1].is_reduction) and not (role == "C" and quads):
         raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s innermost axis {tv.loop[-1].label()} is a "
                             f"{'broadcast' if rows_only else 'reduction'} axis: a row "
                             f"{'vector' if rows_only else 'reduction'} of the C tile, laid out with quads=True "
                             f"(its rows on TIDy, the four threads of a row on TIDx) and operand \"C\"")
+    if cols_only and not quads:
+        raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s rows axis {tv.loop[-2].label()} is a broadcast "
+                            f"axis: a column vector of the C tile, laid out with quads=True (its columns on TIDx{{4}} "
+                            f"and the registers, every quad holding them)")
     if got != want:
         raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s two innermost axes are {got[0]} x {got[1]}; "
                             f"the {role} tile of MmaMacro.{macro.name} is {want[0]} x {want[1]} "

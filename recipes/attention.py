@@ -50,7 +50,12 @@ class AttentionTile:
     sharing each key / value head (grouped-query attention, G; 1: one each); scale: the softmax
     scale (default 1 / sqrt(D)); masked: attention() adds a fourth input, Mask [M, N] bfloat16,
     to the scaled scores before the softmax, as SDPA's attn_mask: softmax(Q K^T scale + Mask) V (0 to
-    keep a score, -inf to drop it: causal_mask builds the causal one; any additive bias works)."""
+    keep a score, -inf to drop it: causal_mask builds the causal one; any additive bias works);
+    causal: attention() keeps key j for query i where j <= i + N - M (the queries are the last M
+    positions: SDPA's is_causal for M == N, FlashAttention's bottom-right alignment otherwise) and
+    drops the others, a predicate of two tp.iota (no Mask input, no bytes read): scores =
+    where(j <= i + N - M, S scale, -inf); M <= N, so that every query keeps key 0 (the first key
+    tile's: no row's running max is -inf after it, and exp2(-inf - -inf) never runs)."""
 
     rows: int
     keys: int = 64
@@ -61,6 +66,7 @@ class AttentionTile:
     scale: float | None = None
     key_tile: int | None = None
     masked: bool = False
+    causal: bool = False
 
     def __post_init__(self):
         problems = []
@@ -91,6 +97,14 @@ class AttentionTile:
             problems.append(f"scale must be a positive finite number, got {self.scale!r}")
         if not isinstance(self.masked, bool):
             problems.append(f"masked must be True or False, got {self.masked!r}")
+        if not isinstance(self.causal, bool):
+            problems.append(f"causal must be True or False, got {self.causal!r}")
+        elif self.causal and self.masked is True:
+            problems.append("causal and masked exclude each other: causal is the mask computed from the indices "
+                            "(for a causal mask plus a bias, pass masked=True and add causal_mask to the bias)")
+        elif self.causal and isinstance(self.rows, int) and isinstance(self.keys, int) and self.rows > self.keys:
+            problems.append(f"causal needs rows <= keys: with {self.rows} queries the last of {self.keys} keys, the "
+                            f"first {self.rows - self.keys} queries see no key (an empty softmax)")
         if problems:
             raise tp.ScheduleError("AttentionTile: " + "; ".join(problems))
 
@@ -106,9 +120,10 @@ class AttentionTile:
 
 def one_tile_attention(tile: AttentionTile) -> tp.Fusion:
     """The fusion of O = softmax(Q K^T scale) V over one key tile, scheduled (module docstring)."""
-    if tile.tile_keys != tile.keys or tile.masked:
+    if tile.tile_keys != tile.keys or tile.masked or tile.causal:
         raise tp.ScheduleError(f"one_tile_attention: {tile.keys} keys in tiles of {tile.key_tile}{', masked' * tile.masked}"
-                               f"; one tile holds every key, unmasked (attention() runs tiles and masks)")
+                               f"{', causal' * tile.causal}; one tile holds every key, unmasked (attention() runs "
+                               f"tiles and masks)")
     score = getattr(tp.MmaMacro, f"Hopper_64_{tile.keys}_16")
     value = getattr(tp.MmaMacro, f"Hopper_64_{tile.value_dim}_16")
     fusion, named = _attention_fusion(tile, "one_tile_attention")  # the same ops as attention()'s
@@ -160,6 +175,15 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
             logits = tp.mul(s, tile.softmax_scale)
             scores, factor = tp.add(logits, mask_f), 1.0
             masked = dict(mask_f=mask_f, logits=logits, scores=scores)
+        elif tile.causal:  # where(j <= i + N - M, S scale, -inf): query i at position i + N - M among the keys
+            query = tp.iota(tile.rows, n - tile.rows, 1, tp.int32)
+            key = tp.iota(n, 0, 1, tp.int32)
+            query_b = tp.broadcast(query, [True, True, False, True])  # [1, 1, M, 1]
+            key_b = tp.broadcast(key, [True, True, True, False])  # [1, 1, 1, N]
+            keep = tp.le(key_b, query_b)  # [1, 1, M, N], the same for every head
+            logits = tp.mul(s, tile.softmax_scale)
+            scores, factor = tp.where(keep, logits, float("-inf")), 1.0
+            masked = dict(query=query, key=key, query_b=query_b, key_b=key_b, keep=keep, logits=logits, scores=scores)
         row = [False, False, False, True]  # a row vector [Z, G, M] along the tile's columns
         row_max = tp.max(scores, 3)
         max_b = tp.broadcast(row_max, row)
@@ -242,7 +266,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         r.split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
         tp.schedule_mma_fragment(r, score, "C", quads=True)
         tiles[name] = r.rfactor([h + 3, h + 5, h + 6])
-    fragment = ("mask_f", "logits", "scores") if tile.masked else ()
+    fragment = (("mask_f", "logits", "scores") if tile.masked else
+                ("query_b", "key_b", "keep", "logits", "scores") if tile.causal else ())
     for name in fragment + ("m_b", "shifted", "scaled", "p", "p_bf16"):  # [Z, G, Mo, KT, 64, n] as S's fragment
         t[name].split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
         tp.schedule_mma_fragment(t[name], score, "C", quads=True)
@@ -252,7 +277,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     for name in ("max_scaled", "log_sum", "lse") if lse else ():  # [Z, G, Mo, TIDy, v2]: the fragment's rows
         _fragment_rows(t[name], h)
     t["m"].set_online(rescale=[t["l"], o])
-    computed = [x for x in fusion.tensors if not x.is_fusion_input]
+    indices = [t["query"], t["key"]] if tile.causal else []  # 1-D: laid out as the fragment's rows, columns
+    computed = [x for x in fusion.tensors if not x.is_fusion_input and x not in indices]
     w = warpgroups > 1  # [.., Mo, ..] -> [.., Mo / warpgroups, warpgroups (TIDz), ..]
     for x in computed:  # the key / value heads on blockIdx.z, the group's query heads on y, 64 rows on x
         if w:
@@ -262,6 +288,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
                 axis.parallelize(kind)
     if w:
         sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
+    if tile.causal:
+        _causal_indices(t["query"], t["key"], n, warpgroups)
     sq.inline_at(h + 1 + w)
     in_tile = [sk, sv, s] + [t[name] for name in fragment] + [tiles["m"], t["m_b"], t["shifted"], t["scaled"], t["p"],
                                                               t["p_bf16"], p_a, tiles["l"]] + ([] if in_place else [o_tile])
@@ -275,6 +303,24 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         for x in (sk, sv):
             x.circular_buffer(stages, type=kind)
     return fusion
+
+
+def _causal_indices(query, key, n: int, warpgroups: int) -> None:
+    """The causal mask's iotas in the threads that read them: the queries [M] as the C fragment's
+    rows, [Mo (BIDx), (TIDz,) TIDy{32}, v2], computed once per block before the loop over key tiles;
+    the keys [N] as its columns, [KT, TIDx{4}, v4 v1] (column 8 v4 + 2 TIDx + v1), in the loop, each
+    thread its own (every quad the same)."""
+    w = warpgroups > 1
+    _fragment_rows(query, 0)
+    if w:
+        query.split(0, warpgroups)
+    for axis, kind in zip(query.get_loop_domain()[:1 + w], (P.BIDx, P.TIDz)):
+        axis.parallelize(kind)
+    key.split(0, n).split(1, 2).split(1, 4)  # [KT, v4, q, v1]
+    key.reorder({2: 1}).merge(2)  # [KT, q, v4 v1]
+    key.axis(1).parallelize(P.TIDx)
+    query.inline_at(1 + w)
+    key.inline_at(1)
 
 
 def _fragment_rows(t, h: int) -> None:

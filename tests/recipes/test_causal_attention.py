@@ -1,0 +1,117 @@
+"""Causal attention by predicate (recipes/attention.py, AttentionTile(causal=True); issue 36): the
+scores are where(j <= i + N - M, S scale, -inf) with i and j two tp.iota laid out as the C
+fragment's rows and columns, no Mask input. Every configuration benchmarks/attention.py runs
+verifies (stages, a warp-specialized producer, two consumer warpgroups, O rescaled in place), at
+sizes that are no multiple of the tiles, M != N and grouped-query heads too; the kernel compiles
+with NVRTC for sm_90a, computes the key indices in the loop over key tiles and the query indices
+once per block, and reads no mask. tests/gpu/test_attention.py checks its values against SDPA.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import tileproof as tp
+from tileproof.codegen.runtime import nvrtc
+from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import attention as B  # noqa: E402 - benchmarks/attention.py
+
+
+@contextlib.contextmanager
+def _no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tp.PerformanceWarning)
+        yield
+
+
+def _online_configs():
+    return [(name, key_tile, options) for name, key_tile, options in B.CONFIGS if key_tile is not None]
+
+
+@pytest.mark.parametrize("name, key_tile, options", _online_configs(), ids=[c[0] for c in _online_configs()])
+def test_every_benchmark_configuration_verifies_causal(name, key_tile, options):
+    """The benchmark's causal shapes (S = 4096, head dims 128 and 64): accepted at one at least, and
+    where refused, only for the shared memory its K and V stages take (as unmasked)."""
+    codes = []
+    for d in (128, 64):
+        tile = AttentionTile(rows=4096, keys=4096, head_dim=d, value_dim=d, batch=128, key_tile=key_tile, causal=True)
+        codes.append(tp.verify(attention(tile, **options)).codes)
+        if not codes[-1]:
+            break
+    assert codes[-1] == [] and all(c in ([], ["SMEM-CAPACITY"]) for c in codes), (name, codes)
+
+
+@pytest.mark.parametrize("tile, options", [
+    (AttentionTile(rows=100, keys=300, key_tile=64, causal=True), {}),
+    (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, causal=True),
+     {"stages": 2, "producer": True}),
+    (AttentionTile(rows=200, keys=500, key_tile=64, batch=3, group=4, causal=True),
+     {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240), "in_place": True}),
+    (AttentionTile(rows=77, keys=77, key_tile=64, causal=True), {"stages": 3, "lse": True}),
+], ids=["tail", "gqa_ws", "wg2_ip", "lse"])
+def test_causal_attention_with_tails_verifies_and_compiles_without_a_mask(tile, options):
+    fusion = attention(tile, **options)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    assert [t.display_name for t in fusion.inputs] == ["Q", "K", "V"]
+    with pytest.warns(tp.PerformanceWarning) if tile.keys % tile.key_tile else _no_warning():
+        source = tp.compile(fusion, "sm_90a").cuda_source  # a key tail's predicates spill, as masked ones do
+    assert nvrtc.compile_to_cubin(source, "sm_90a", nvrtc.cuda_include_dir())[:4] == b"\x7fELF"
+    query, key = (t for t in fusion.tensors if t.definition is not None and not t.definition.inputs)
+    assert f"= iota({tile.rows}, {tile.keys - tile.rows}, 1)" in source and f"= iota({tile.keys}, 0, 1)" in source
+    body = source[source.index('extern "C"'):]
+    k_tile = next(t for t in fusion.tensors if t.definition is not None and t.definition.inputs == [fusion.inputs[1]])
+    loops = [k for k, line in enumerate(body.splitlines()) if line.lstrip().startswith("for (")
+             and f"{k_tile.name} axis" in line]  # over the key tiles: the producer's first where it has one
+    lines = [k for k, line in enumerate(body.splitlines()) if f"// {query.name} = iota(" in line
+             or f"// {key.name} = iota(" in line]
+    assert lines[0] < loops[-1] < lines[1]  # the queries before the consumers' loop over key tiles, the keys in it
+    assert "(-__int_as_float(0x7f800000))" in body[body.index(" = where("):]  # -inf where j > i + N - M
+
+
+def test_the_queries_are_the_fragment_s_rows_and_the_keys_its_columns():
+    fusion = attention(AttentionTile(rows=128, keys=256, key_tile=128, causal=True), warpgroups=2)
+    query, key = (t for t in fusion.tensors if t.definition is not None and not t.definition.inputs)
+    assert [i.parallel_type.value for i in query.get_loop_domain()] == ["BIDx", "TIDz", "TIDy", "Serial"]
+    assert [str(i.extent) for i in query.get_loop_domain()][-2:] == ["32", "2"]  # rows 16 w + 8 v2 + g
+    assert [i.parallel_type.value for i in key.get_loop_domain()] == ["Serial", "TIDx", "Serial"]
+    assert [str(i.extent) for i in key.get_loop_domain()] == ["2", "4", "32"]  # columns 8 v4 + 2 TIDx + v1
+
+
+def test_a_key_index_in_the_wrong_threads_is_a_visibility_error(monkeypatch):
+    """The verifier proves each thread computes the key indices it reads: the columns spread over
+    TIDx{2} by twos (not the fragment's 2 TIDx + v1) are read in threads that did not write them."""
+    import tileproof.recipes.attention as A
+
+    def misplaced(query, key, n, warpgroups):
+        A._fragment_rows(query, 0)
+        query.axis(0).parallelize(tp.ParallelType.BIDx)
+        key.split(0, n).split(1, 2).split(1, 4).merge(2).reorder({1: 2}).split(1, 4)
+        key.axis(1).parallelize(tp.ParallelType.TIDx)
+        query.inline_at(1)
+        key.inline_at(1)
+    monkeypatch.setattr(A, "_causal_indices", misplaced)
+    report = tp.verify(A.attention(AttentionTile(rows=100, keys=200, key_tile=64, causal=True)))
+    assert report.codes == ["THREAD-VISIBILITY"]
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(rows=300, keys=200, key_tile=64, causal=True), "causal needs rows <= keys"),
+    (dict(rows=64, keys=256, key_tile=64, causal=True, masked=True), "causal and masked exclude each other"),
+    (dict(rows=64, keys=256, key_tile=64, causal=1), "causal must be True or False"),
+])
+def test_causal_tiles_refuse_what_the_recipe_cannot_run(bad, match):
+    with pytest.raises(tp.ScheduleError, match=match):
+        AttentionTile(**bad)
+
+
+def test_one_tile_attention_refuses_a_causal_tile():
+    with pytest.raises(tp.ScheduleError, match="causal"):
+        one_tile_attention(AttentionTile(rows=64, keys=64, causal=True))
