@@ -111,9 +111,55 @@ def test_masked_attention_matches_torch(tile, kind, options):
     check(tp.compile(attention(tile, **options), "sm_90a"), tile, mask)
 
 
+# causal by predicate (AttentionTile(causal=True): two iotas, no Mask input): M == N, M != N (the queries
+# the last M positions), tails of rows and keys, grouped-query heads, every pipeline form
+CAUSAL = [(AttentionTile(rows=256, keys=256, key_tile=64, causal=True), {}),
+          (AttentionTile(rows=100, keys=300, key_tile=64, batch=2, group=2, causal=True), {}),
+          (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, causal=True),
+           {"stages": 2, "producer": True}),
+          (AttentionTile(rows=200, keys=500, key_tile=64, head_dim=128, value_dim=128, batch=3, group=4, causal=True),
+           {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240), "in_place": True}),
+          (AttentionTile(rows=77, keys=1000, key_tile=128, scale=2.0, causal=True), {"stages": 3}),
+          (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, batch=2, group=4,
+                         causal=True),
+           {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240), "in_place": True})]
+
+
+@pytest.mark.parametrize("tile, options", CAUSAL, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_causal_attention_matches_torch(tile, options):
+    """Key j dropped for query i where j > i + N - M, computed from indices in the kernel: against
+    softmax(Q K^T scale + causal_mask) V in float64 (the first rows keep few keys and whole key tiles
+    are -inf for them: their running max stays while those pass)."""
+    kernel = tp.compile(attention(tile, **options), "sm_90a")
+    assert [t.display_name for t in kernel.fusion.inputs] == ["Q", "K", "V"]  # no Mask
+    check(kernel, tile)
+
+
+@pytest.mark.parametrize("tile, options", [CAUSAL[0], CAUSAL[2], CAUSAL[5]], ids=lambda x: str(x)[:40])
+def test_causal_attention_matches_sdpa_is_causal(tile, options):
+    """M == N: torch's scaled_dot_product_attention(is_causal=True) in float32, as benchmarks/attention.py
+    checks it (max |O - ref| / max |ref| <= 2e-2)."""
+    import torch.nn.functional as F
+
+    kernel = tp.compile(attention(tile, **options), "sm_90a")
+    gen = torch.Generator().manual_seed(3)
+    b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
+    hq = hkv * tile.group
+    q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
+               ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
+                (b, hkv, tile.keys, tile.value_dim)))
+    out = torch.full((b, hq, tile.rows, tile.value_dim), float("nan"), dtype=torch.bfloat16, device="cuda")
+    kernel.run(*attention_views(q, k, v), out=[out.view(tile.batch, tile.group, tile.rows, tile.value_dim)])
+    torch.cuda.synchronize()
+    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, enable_gqa=hq != hkv)
+    err = ((out.float() - want).abs().max() / want.abs().max()).item()
+    assert err <= 2e-2, err
+
+
 def check(kernel, tile, mask=None):
     """The kernel's O against softmax(Q K^T scale) V in float64, and against the same with P rounded
-    to bfloat16 as the kernel rounds it (FlashAttention does too)."""
+    to bfloat16 as the kernel rounds it (FlashAttention does too). A causal tile's reference adds
+    causal_mask (the kernel computes it: no input)."""
     gen = torch.Generator().manual_seed(tile.rows + tile.keys + tile.value_dim + tile.batch)
     b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
     hq = hkv * tile.group
@@ -127,8 +173,9 @@ def check(kernel, tile, mask=None):
     torch.cuda.synchronize()
     kk, vv = (t.double().repeat_interleave(tile.group, dim=1) for t in (k, v))  # each query head's kv head
     s = q.double() @ kk.transpose(-1, -2) * tile.softmax_scale
-    if mask is not None:
-        s = s + mask.double().view(tile.rows, tile.keys)
+    bias = causal_mask(torch, tile.rows, tile.keys) if tile.causal else mask
+    if bias is not None:
+        s = s + bias.double().view(tile.rows, tile.keys)
     want = torch.softmax(s, dim=-1) @ vv
     # P is rounded to bfloat16 before its product with V (as FlashAttention does), the output too
     torch.testing.assert_close(out.double(), want, rtol=2e-2, atol=2e-2)
