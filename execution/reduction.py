@@ -21,6 +21,10 @@ execution/statements.py store_execution and the verifier's rules model the same)
                 is written by index 0 of the reduced thread types only (single writer), and
                 after a grid combine by the last block of its segment only
 
+A Welford's three outputs (model/welford.py) run these steps on one state per register (avg, M2,
+N: `values` 3, in the scratch and the register count too), done by the group's first computed
+member (welford_leader); the siblings only store their field.
+
 A hole never contributes: the accumulate is predicated on every hole bound, and a thread or
 register that accumulates nothing holds the neutral element. The *_problems functions say what
 of a reduction the code generator cannot lower (REDUCTION-PARALLEL, REDUCTION-ACCUMULATOR, and

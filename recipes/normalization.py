@@ -247,15 +247,11 @@ def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
     with tp.Fusion(f"layer_norm_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
         w, b = _weight_input(fusion, rows.dtype), _weight_input(fusion, rows.dtype)
-        mean = _row(tp.div(tp.sum(_read(x, rows), 1), "N"))
-
-        def centered():
-            return tp.sub(_read(x, rows), mean)
-
-        c = centered()
-        var = tp.div(tp.sum(tp.mul(c, c), 1), "N")
-        inv = _row(tp.rsqrt(tp.add(var, eps)))
-        y = tp.add(tp.mul(tp.mul(centered(), inv), _float(_columns(w))), _float(_columns(b)))
+        # one Welford reduction (nvFuser's layer_norm: variance_mean): the row read once for its mean and
+        # M2, one block combine of the three values
+        avg, var_sum, _ = tp.welford(_read(x, rows), 1)
+        inv = _row(tp.rsqrt(tp.add(tp.div(var_sum, "N"), eps)))
+        y = tp.add(tp.mul(tp.mul(tp.sub(_read(x, rows), _row(avg)), inv), _float(_columns(w))), _float(_columns(b)))
         out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
         fusion.add_output(out)
     _assume(fusion, rows)

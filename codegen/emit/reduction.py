@@ -18,6 +18,11 @@ run of P lanes reads every partial once and combines them by log2(P) shuffles; o
 thread combines its group's P partials in turn. Where lanes of one warp belong to different
 groups (a reduction over TIDy with TIDx > 1), every thread's value goes through shared memory.
 In a warp-specialized kernel the helper spans the consumer role only (consumers_block_reduce).
+
+A Welford's accumulator holds states (WELFORD: tp_welford<T>, its update and Chan's combine), and
+tp_block_reduce combines them as it does numbers: T is the state, op the combine, and
+__shfl_xor_sync of a state shuffles its three fields (found by argument-dependent lookup); the
+scratch holds a state per partial.
 """
 
 from __future__ import annotations

@@ -25,6 +25,13 @@ GridReduce names the round leader's semaphores and last-block flag, and the pass
 GroupedGridReduce: every member's partials, one count (or one grid barrier), one last block that
 combines each member. REDUCTION-GROUP's condition is checked here as the verifier checks it.
 
+A Welford's three outputs (model/welford.py) are such a group with one accumulator: registers of
+states (Buffer.welford, tp_welford<T>), which the group's first computed member
+(execution/reduction.py welford_leader) starts empty, updates with each element (or combines
+with each partial state after an rfactor) and combines across the block (BlockReduce "welford");
+its siblings' init, update and combine are SiblingSteps, and each member stores its field of the
+state (Operand.field). A grid Welford is refused (REDUCTION-GRID).
+
 Init, combine and store sit just outside the loop of the tensor's first reduction axis, so the
 loops left of it (shared with other tensors) run them once per element of those axes. Indices
 and predicates come from the execution model only, as for every other statement.

@@ -2,7 +2,7 @@
 device), at three sizes each, against PyTorch and the float64 reference
 (codegen/runtime/reference.py): the unary ops and gelu / tanh_gelu in float32, bfloat16 and
 float64; the binary ops and comparisons (bool outputs, exact); where with promotion and a number;
-logical ops; extents as values; tp.min, tp.mean and tp.var_mean over rows (a block per row).
+logical ops; extents as values; tp.min, tp.mean and tp.var_mean (one Welford) over rows (a block per row).
 The schedules are tests/support/op_schedules.py's, which tests/codegen/test_codegen_ops.py
 compiles and simulates on the CPU.
 """
@@ -173,6 +173,6 @@ def test_row_reductions_match_torch(op, dtype, m, n):
 @pytest.mark.parametrize("m, length, symbolic", [(1, 2, False), (5, 1000, False), (300, 4099, False), (7, 3001, True)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_var_mean_matches_torch(dtype, m, length, symbolic, correction):
-    x = random([m, length], dtype, seed=14) + 3.0  # an offset: the two-pass variance does not cancel
+    x = random([m, length], dtype, seed=14) + 3.0  # an offset: Welford's one pass does not cancel (E[x^2] - E[x]^2 would)
     var, mean = torch.var_mean(x.double(), dim=1, correction=correction)
     check(S.var_mean(dtype, length="N" if symbolic else length, correction=correction), [x], [var, mean])

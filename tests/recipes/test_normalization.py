@@ -217,3 +217,23 @@ def test_fake_outputs_never_read_an_address():
         assert N.RMSNorm().fake(x, w).shape == (4, 1024)
         assert N.LayerNorm().fake(x, w, w).shape == (4, 1024)
         assert N.CrossEntropy().fake(x, x).shape == (4,)
+
+
+@pytest.mark.parametrize("n", [1000, 8200, 20000, 100008])  # whole, predicated, staged, looped rows
+def test_layer_norm_is_one_welford_one_block_combine_and_two_reads_of_the_row(n):
+    """The row's mean and M2 come from one Welford (tp.welford): one block combine (of three values),
+    and the row (global, or the staged copy in shared memory) is read once for them and once for the
+    output, where a held row is read once in all."""
+    from tileproof.codegen.ir import BlockReduce, Compute, walk
+
+    rows = N.row_class(n)
+    fusion = N.layer_norm_fusion(rows)
+    assert [op.name for op in fusion.exprs if op.kind.value == "reduction"] == \
+        ["welford_avg", "welford_var_sum", "welford_n"]
+    ir = lower(fusion.snapshot(), TARGET).kernel
+    combines = [c for c in walk(ir.body) if isinstance(c, BlockReduce)]
+    assert [c.combine for c in combines] == ["welford"]
+    staged = [t.name for t in fusion.tensors if t.memory_type is tp.MemoryType.Shared]
+    row = staged[0] if staged else fusion.inputs[0].name
+    readers = {c.out.tensor for c in walk(ir.body) if isinstance(c, Compute) and any(o.tensor == row for o in c.ins)}
+    assert len(readers) == (2 if rows.looped else 1), readers

@@ -1,0 +1,104 @@
+"""tp.welford and tp.var_mean on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device)
+against torch.var_mean in float64: a block per row with and without rfactor (a warp, 96 and 128
+threads, rows shorter than the block: threads with empty states), float32 and float64, a
+symbolic row length at four sizes, the exact counts, and a float32 row of large mean whose
+variance E[x^2] - E[x]^2 would lose; LayerNorm (recipes/normalization.py, one Welford) at rows of
+several classes against F.layer_norm, with a large mean too. tests/codegen/test_codegen_welford.py
+simulates the same schedules on the CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import tileproof as tp  # noqa: E402
+from tileproof.recipes import normalization as N  # noqa: E402
+
+from support.welford_schedules import block_welford, column_welford, serial_welford  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+ROWS = [(3, 50), (7, 1000), (300, 4099), (64, 100003)]  # 50: fewer elements than threads
+
+
+def _x(shape, dtype, offset=1.5, seed=21):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape, generator=gen, dtype=torch.float64) * 3 + offset).to(dtype).cuda()
+
+
+def _check_welford(fusion, x, reduced_dim=1):
+    avg, var_sum, n = tp.compile(fusion, "sm_90a").run(x)
+    wide = x.double()
+    var, mean = torch.var_mean(wide, dim=reduced_dim, correction=0)
+    count = x.shape[reduced_dim]
+    rtol = 1e-5 if x.dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(avg.double(), mean, rtol=rtol, atol=rtol * 4)
+    torch.testing.assert_close(var_sum.double(), var * count, rtol=rtol * 10, atol=rtol * count)
+    assert torch.all(n.double() == count)  # each element's count, exact
+
+
+@pytest.mark.parametrize("m, length", ROWS, ids=str)
+@pytest.mark.parametrize("threads, rfactor", [(32, True), (96, True), (128, True), (128, False)])
+def test_a_block_welford_matches_torch(m, length, threads, rfactor):
+    _check_welford(block_welford(threads, rfactor=rfactor), _x((m, length), torch.float32))
+
+
+@pytest.mark.parametrize("m, length", ROWS, ids=str)
+def test_a_float64_welford_matches_torch(m, length):
+    _check_welford(block_welford(64, dtype="float64"), _x((m, length), torch.float64))
+
+
+def test_a_row_per_thread_and_a_column_welford_match_torch():
+    _check_welford(serial_welford(32), _x((1000, 77), torch.float32))
+    _check_welford(column_welford(32, 8), _x((1003, 96), torch.float32), reduced_dim=0)
+
+
+@pytest.mark.parametrize("correction", [0, 1])
+@pytest.mark.parametrize("m, length", ROWS, ids=str)
+def test_var_mean_matches_torch(m, length, correction):
+    with tp.Fusion(f"var_mean_{correction}") as fusion:
+        t0 = tp.make_tensor(["M", "N"], contiguity=True, dtype=tp.float32)
+        fusion.add_input(t0)
+        var, mean = tp.var_mean(t0, [1], correction=correction)
+        fusion.add_output(var)
+        fusion.add_output(mean)
+    mean.split(1, 128)
+    mean.rfactor([1])
+    tp.propagate_transforms(mean)
+    mean.axis(0).parallelize(tp.ParallelType.BIDx)
+    mean.axis(-1).parallelize(tp.ParallelType.TIDx)
+    tp.parallelize_all_like(mean)
+    tp.inline_most(fusion)
+    x = _x((m, length), torch.float32)
+    got_var, got_mean = tp.compile(fusion, "sm_90a").run(x)
+    want_var, want_mean = torch.var_mean(x.double(), dim=1, correction=correction)
+    torch.testing.assert_close(got_mean.double(), want_mean, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got_var.double(), want_var, rtol=1e-4, atol=1e-5)
+
+
+def test_a_large_mean_keeps_its_variance():
+    x = _x((64, 4099), torch.float32, offset=1.0e4) / 3  # mean about 3333, variance 1
+    _, var_sum, n = tp.compile(block_welford(128), "sm_90a").run(x)
+    var = var_sum.double() / n.double()
+    want = torch.var(x.double(), dim=1, correction=0)
+    assert ((var - want).abs() / want).max().item() < 1e-3
+    naive = (x * x).mean(1) - x.mean(1) ** 2  # E[x^2] - E[x]^2 in float32: cancels
+    assert ((naive.double() - want).abs() / want).max().item() > 1e-2
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("shape", [(7, 1000), (300, 4096), (64, 8200), (33, 32768), (2, 100008)], ids=str)
+def test_layer_norm_matches_torch(shape, dtype):
+    n = shape[-1]
+    for offset in (0.0, 100.0):  # an offset row: its variance from one Welford pass
+        x = _x(shape, dtype, offset=offset)
+        w, b = _x((n,), dtype, seed=22), _x((n,), dtype, seed=23)
+        want = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
+        got = N.layer_norm(x, w, b, 1e-5)
+        tol = 2 ** -6 if dtype == torch.bfloat16 else 1e-4
+        err = (got.double() - want).abs().max().item()
+        assert err <= tol * max(1.0, want.abs().max().item()), f"offset {offset}: max |got - want| = {err:.3g}"
