@@ -205,6 +205,7 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
             rows = dict(max_scaled=max_scaled, log_sum=log_sum, lse=tp.add(max_scaled, log_sum))
             fusion.add_output(rows["lse"])
     v.set_allocation_domain([v.axis(i) for i in (0, 1, 2, 4, 3)], True)  # V [Z, N, Dv] row-major
+    fusion.fast_math = True  # as FlashAttention compiles: exp2 one MUFU.EX2 (H200 d128: 470 -> 493 TFLOP/s)
     return fusion, dict(q=q, k=k, v=v, s=s, m=row_max, m_b=max_b, shifted=shifted, scaled=scaled, p=p, l=row_sum,
                         p_bf16=p_bf16, p_a=p_a, o=o, l_b=sum_b, normalized=normalized, out=out, **masked, **rows)
 
