@@ -4,8 +4,9 @@ cuDNN and the flash backends, in one process (issue 36).
     python3 benchmarks/attention.py [--out FILE] [--rep-ms MS]   # a GPU, torch and triton (do_bench)
 
 bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D]; FLOPs 4 B Hq S^2 D, half that for causal shapes
-(SDPA's is_causal; tileproof adds recipes.attention.causal_mask as a Mask input and computes every
-key tile, masked ones included: no tile skipping yet). tileproof runs recipes/attention.py: one_tile_attention where the keys are
+(SDPA's is_causal; tileproof runs AttentionTile(causal=True): the mask is a predicate of the query
+and key indices, two tp.iota, no Mask input; every key tile is computed, masked ones included: no
+tile skipping yet). tileproof runs recipes/attention.py: one_tile_attention where the keys are
 one tile (S <= 256), and attention (the online softmax over key tiles) in the configurations
 CONFIGS (key tile, K / V stages, a warp-specialized producer), each timed; `tileproof` is the
 fastest. Each output is checked against float32 SDPA (math backend) within bf16 tolerance before
@@ -28,7 +29,7 @@ from pathlib import Path
 from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
 
 import tileproof as tp
-from tileproof.recipes.attention import AttentionTile, attention, attention_views, causal_mask, one_tile_attention
+from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention
 
 # (B, Hq, Hkv, S, D): ViT-like and short-context shapes, then the issue's long ones
 SHAPES = [(32, 16, 16, 256, 64), (32, 16, 16, 128, 128), (64, 12, 12, 256, 64), (16, 32, 8, 256, 128),
@@ -110,11 +111,11 @@ def shape_job(torch, shape, rep_ms: int) -> dict:
             if key_tile is not None and key_tile > s:
                 return {"skipped": "the key tile is longer than S"}
             tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv,
-                                 key_tile=key_tile, masked=causal)
+                                 key_tile=key_tile, causal=causal)
             start = time.perf_counter()
             fusion = one_tile_attention(tile) if key_tile is None else attention(tile, **options)
             kernel = tp.compile(fusion, "sm_90a")
-            views = list(attention_views(q, k, v)) + ([causal_mask(torch, s, s)] if causal else [])
+            views = list(attention_views(q, k, v))
             out = torch.empty(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
             out_view = out.view(b * hkv, hq // hkv, s, d)
 

@@ -362,7 +362,9 @@ def _operand_tiles(q, k, v, key_tile=None) -> None:
 def causal_mask(torch, rows: int, keys: int, device="cuda"):
     """The causal Mask input of a masked AttentionTile: [1, 1, rows, keys] bfloat16, 0 where key j <= query
     i + keys - rows (the queries are the last `rows` positions, SDPA's is_causal for rows == keys) and
-    -inf elsewhere. `torch` is the caller's module (tileproof does not import it)."""
+    -inf elsewhere. `torch` is the caller's module (tileproof does not import it). AttentionTile(causal=True)
+    computes this mask in the kernel from the indices instead (no input); this one serves a reference
+    and a masked tile's bias."""
     keep = torch.ones(rows, keys, dtype=torch.bool, device=device).tril(keys - rows)
     mask = torch.zeros(rows, keys, dtype=torch.bfloat16, device=device).masked_fill(~keep, float("-inf"))
     return mask.view(1, 1, rows, keys)
