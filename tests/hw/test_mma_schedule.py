@@ -72,6 +72,32 @@ def test_wgmma_accumulators_are_the_d_fragment_of_the_warpgroup(n):
     assert len(seen) == 64 * n
 
 
+@pytest.mark.parametrize("n", [16, 64, 128])
+def test_a_column_vector_is_the_accumulators_columns_in_every_quad(n):
+    """A [1, N] column vector (broadcast rows: attention's key indices) with quads: [b, TIDx{4}, v],
+    thread q holding at element v the column the D fragment's thread with q = TIDx holds there,
+    8 (v / 2) + 2q + v % 2; without quads it is a ScheduleError."""
+    from tileproof.hw.mma import wgmma_d_position
+
+    macro = getattr(tp.MmaMacro, f"Hopper_64_{n}_16")
+    with tp.Fusion("column"):
+        t = tp.broadcast(tp.iota(n, dtype=tp.int32), [True, False])
+        u = tp.broadcast(tp.iota(n, dtype=tp.int32), [True, False])
+    t.split(0, 64)
+    tp.schedule_mma_fragment(t, macro, "C", quads=True)
+    rows, lane, v_axis = t.loop[-3:]
+    assert rows.is_broadcast and lane.parallel_type is tp.ParallelType.TIDx and lane.static_extent == 4
+    assert v_axis.static_extent == n // 4
+    for q in range(4):
+        for v in range(n // 4):
+            idx = indices_from_loop(t, {lane.uid: const(q), v_axis.uid: const(v)})
+            col = evaluate(idx[t.logical[1].uid], {})
+            assert col == wgmma_d_position(q, 2 * (v // 2) * 2 + v % 2)[1] == 8 * (v // 2) + 2 * q + v % 2
+    u.split(0, 64)
+    with pytest.raises(tp.ScheduleError, match="column vector"):
+        tp.schedule_mma_fragment(u, macro, "C")
+
+
 @pytest.mark.parametrize("n, dtype", [(8, tp.bfloat16), (64, tp.float16), (256, tp.bfloat16)])
 def test_wgmma_a_in_registers_is_the_rs_a_fragment_of_the_warpgroup(n, dtype):
     """A Hopper macro's A (wgmma's RS form): thread T (0..127, TIDx) holds at element v the A
