@@ -246,6 +246,10 @@ def cache_before(tv: TensorView, op_type) -> TensorView:
     old = tv.definition
     if tv.compute_at:
         raise ScheduleError(f"cache_before: {tv.name} is inlined at {tv.compute_at}; cache before inlining")
+    if _group(tv) and tv.definition.name.startswith("welford_"):
+        raise ScheduleError(f"cache_before: {tv.name} is an output of tp.welford (with "
+                            f"{', '.join(t.name for t in _group(tv) if t is not tv)}); tileproof does not cache one "
+                            f"output of a multi-output op before it: copy it after instead (tp.set({tv.name}))")
     if _group(tv):
         raise ScheduleError(f"cache_before: {tv.name} is a grouped reduction (tp.group_reductions); call "
                             f"cache_before before grouping and group the caches")

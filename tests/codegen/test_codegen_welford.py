@@ -141,3 +141,32 @@ def test_a_grid_welford_is_rejected_once_for_its_three_outputs():
 def test_siblings_scheduled_apart_are_rejected():
     report = tp.verify(siblings_apart())
     assert {d.code for d in report.diagnostics if d.severity.value == "error"} == {"REDUCTION-GROUP"}
+
+
+def test_a_group_axis_on_a_welford_is_rejected():
+    with tp.Fusion("welford_grouped_axis") as fusion:
+        x = tp.make_tensor(["M", "N"], contiguity=True, dtype=tp.float32)
+        fusion.add_input(x)
+        for t in tp.welford(x, 1):
+            fusion.add_output(t)
+    avg = fusion.outputs[0]
+    avg.split(0, 2)
+    avg.split(2, 128)  # [M / 2 (BIDx), 2 (Group), r, rTIDx]
+    tp.propagate_transforms(avg)
+    avg.axis(0).parallelize(tp.ParallelType.BIDx)
+    avg.axis(1).parallelize(tp.ParallelType.Group)
+    avg.axis(-1).parallelize(tp.ParallelType.TIDx)
+    tp.parallelize_all_like(avg)
+    tp.inline_most(fusion)
+    report = tp.verify(fusion)
+    found = [d for d in report.diagnostics if d.code == "REDUCTION-GROUP-AXIS"]
+    assert found and f"{avg.name} axis 1 (" in found[0].message
+    assert "is a Welford output (welford_avg), whose states tileproof combines one index at a time" in found[0].message
+
+
+def test_a_welford_accumulator_counts_three_values_a_register():
+    from tileproof.execution.reduction import accumulator_registers, reduction_loops
+
+    fusion = block_welford(128)
+    part = fusion.reduction_groups[0][0]  # the partial avg: one state a thread
+    assert accumulator_registers(reduction_loops(part)) == 3

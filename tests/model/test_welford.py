@@ -108,3 +108,21 @@ def test_var_mean_returns_the_welford_avg():
     assert mean.definition.name == "welford_avg"
     assert var.definition.name == "div" and var.definition.inputs[0].definition.name == "welford_var_sum"
     assert str(var.definition.scalar) == "N"
+
+
+def test_cache_before_of_a_welford_output_is_refused_clearly():
+    with tp.Fusion("w") as fusion:
+        x = tp.make_tensor(["M", "N"], contiguity=True, dtype=tp.float32)
+        fusion.add_input(x)
+        avg, _, _ = tp.welford(x, 1)
+        with pytest.raises(tp.ScheduleError, match=r"^cache_before: T1 is an output of tp.welford \(with T2, T3\); "
+                                                   r"tileproof does not cache one output of a multi-output op"):
+            avg.cache_before()
+
+
+def test_a_total_welford_of_a_1d_tensor():
+    with tp.Fusion("w") as fusion:
+        x = tp.make_tensor(["N"], contiguity=True, dtype=tp.float32)
+        fusion.add_input(x)
+        result = tp.welford(x, 0)
+    assert all(len(t.logical) == 1 and t.logical[0].is_reduction for t in result)
