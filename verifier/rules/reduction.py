@@ -204,8 +204,9 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         loops the combine is in. A round is T alone, or the grid reductions of T's group
         (tp.group_reductions) reduced over the same block and thread types, all plain or all
         allreduces: they combine together (nvFuser's GroupedGridReduction), so their combines
-        must be adjacent statements of the kernel, in the same loops. In both: T is no MmaOp;
-        the kernel is not warp-specialized; T has no broadcast loop axis.
+        must be adjacent statements of the kernel, in the same loops. In both: T is no MmaOp
+        and no Welford output (tp.welford: its states combine within a block only); the kernel
+        is not warp-specialized; T has no broadcast loop axis.
     Why the hardware needs it:
         Blocks share only global memory, and nothing orders one block's stores before another
         block's loads unless one waits for the other. A plain grid combine never waits: each
