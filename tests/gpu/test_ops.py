@@ -2,7 +2,8 @@
 device), at three sizes each, against PyTorch and the float64 reference
 (codegen/runtime/reference.py): the unary ops and gelu / tanh_gelu in float32, bfloat16 and
 float64; the binary ops and comparisons (bool outputs, exact); where with promotion and a number;
-logical ops; extents as values; tp.min, tp.mean and tp.var_mean (one Welford) over rows (a block per row).
+logical ops; extents as values; tp.min, tp.mean and tp.var_mean (one Welford) over rows (a block per row);
+tp.iota against torch.arange, and a mask compared from it.
 The schedules are tests/support/op_schedules.py's, which tests/codegen/test_codegen_ops.py
 compiles and simulates on the CPU.
 """
@@ -176,3 +177,32 @@ def test_var_mean_matches_torch(dtype, m, length, symbolic, correction):
     x = random([m, length], dtype, seed=14) + 3.0  # an offset: Welford's one pass does not cancel (E[x^2] - E[x]^2 would)
     var, mean = torch.var_mean(x.double(), dim=1, correction=correction)
     check(S.var_mean(dtype, length="N" if symbolic else length, correction=correction), [x], [var, mean])
+
+
+def _iota_fusion(dtype: str, start, step):
+    """[tp.iota("N", start, step, dtype), where(iota < 11, x, -1)] over x [N] float32, [BIDx, TIDx{128}]."""
+    with tp.Fusion(f"iota_{dtype}") as fusion:
+        x = tp.make_tensor(["N"], name="x")
+        fusion.add_input(x)
+        fusion.assume("N <= 33554432")
+        i = tp.iota("N", start, step, dtype)
+        fusion.add_output(i)
+        fusion.add_output(tp.where(tp.lt(i, 11), x, -1.0))
+    for tv in fusion.tensors:
+        if tv.definition is not None:
+            tv.split(0, 128)
+            tv.axis(0).parallelize(tp.ParallelType.BIDx)
+            tv.axis(1).parallelize(tp.ParallelType.TIDx)
+    tp.inline_most(fusion)
+    return fusion
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype, start, step", [("int32", 3, 2), ("int64", -7, 5), ("float32", 0.5, 0.25),
+                                                ("float64", -1.0, 3.0)])
+def test_iota_matches_torch_arange(dtype, start, step, n):
+    """tp.iota's element i is start + i step (torch.arange), computed from the element's index; a
+    mask made by comparing it selects as torch.where."""
+    x = random([n], "float32", seed=15)
+    values = torch.arange(n, dtype=torch.float64, device="cuda") * step + start
+    check(_iota_fusion(dtype, start, step), [x], [values, torch.where(values < 11, x.double(), -1.0)])
