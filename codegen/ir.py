@@ -207,7 +207,8 @@ class Buffer:
     dtype: DataType
     elements: Expr
     smem_offset: Expr | None = None  # bytes from the dynamic shared-memory base
-    welford: bool = False  # registers of Welford states (tp_welford<dtype>: avg, m2, n), model/welford.py
+    # registers of Welford states (model/welford.py): tp_welford<dtype, C> (avg, m2, the count n of this dtype)
+    welford_count: DataType | None = None
 
 
 @dataclass(frozen=True)
@@ -407,7 +408,7 @@ class ReduceInit:
     # wgmma's accumulators: each register pinned after its init (an empty asm reading and writing
     # it), so that ptxas sets them before the wgmma pipeline rather than inside it (C7515)
     pinned: bool = False
-    welford: bool = False  # Welford states: each starts empty (avg, m2, n all 0)
+    welford_count: DataType | None = None  # Welford states with a count of this dtype: each starts empty (all 0)
 
 
 @dataclass
@@ -425,6 +426,7 @@ class BlockReduce:
     threads: tuple[bool, bool, bool]
     scratch: str
     comment: str = ""
+    welford_count: DataType | None = None  # combine "welford": the states' count dtype
 
 
 @dataclass

@@ -21,8 +21,8 @@ execution/statements.py store_execution and the verifier's rules model the same)
                 is written by index 0 of the reduced thread types only (single writer), and
                 after a grid combine by the last block of its segment only
 
-A Welford's three outputs (model/welford.py) run these steps on one state per register (avg, M2,
-N: `values` 3, in the scratch and the register count too), done by the group's first computed
+A Welford's three outputs (model/welford.py) run these steps on one state per register (avg, M2
+and an integer count: `register_bytes`, in the scratch and the register count), done by the group's first computed
 member (welford_leader); the siblings only store their field.
 
 A hole never contributes: the accumulate is predicated on every hole bound, and a thread or
@@ -44,9 +44,12 @@ from ..model.online import rescaled_in_place
 from ..model.reduction import is_reduction_tensor, neutral
 from ..model.tensor import TensorView
 from ..model.loop_map import computed_tensors
-from ..model.welford import is_welford, welford_siblings
+from ..model.fusion import symbol_range
+from ..model.simplify import bounds
+from ..model.symbol_ranges import admitted
+from ..model.welford import is_welford, welford_count, welford_siblings
 from ..model.types import (
-    BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, DataType, ParallelType,
+    BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, DataType, ParallelType, int32, int64,
 )
 from .mma import fragments, mma_axes
 
@@ -104,9 +107,19 @@ class ReductionLoops:
         return neutral(self.op_name, self.tensor.dtype)
 
     @property
-    def values(self) -> int:
-        """Values an accumulator register holds: a Welford state's three (avg, M2, N), else one."""
-        return 3 if is_welford(self.tensor) else 1
+    def count_dtype(self) -> DataType | None:
+        """A Welford's count type in the kernel (welford_count_dtype), None for other reductions."""
+        return welford_count_dtype(self.tensor) if is_welford(self.tensor) else None
+
+    @property
+    def register_bytes(self) -> int:
+        """Bytes of one accumulator register: the dtype's, or a Welford state's (avg and M2 of the
+        dtype, then the count, padded to the widest, as C++ lays out tp_welford)."""
+        count = self.count_dtype
+        if count is None:
+            return self.dtype.bytes
+        align = max(self.dtype.bytes, count.bytes)
+        return -(-(2 * self.dtype.bytes + count.bytes) // align) * align
 
     def phases(self, path: Sequence) -> list[tuple[list, Phase]]:
         """Where each step sits: `path` is the statement's loop path (one entry per loop axis)."""
@@ -170,7 +183,7 @@ def grid_reductions(order) -> list[ReductionLoops]:
 def scratch_bytes(fusion, order, dims: Sequence[Expr]) -> Expr | None:
     """Shared memory the block combines use (one buffer, reused: each combine ends with a barrier):
     a value per thread and accumulator register, of the widest; None without a block combine."""
-    sizes = [r.elements * (r.dtype.bytes * r.values) for r in block_reductions(fusion, order)]
+    sizes = [r.elements * r.register_bytes for r in block_reductions(fusion, order)]
     if not sizes:
         return None
     return product(list(dims)) * maximum(*sizes)
@@ -179,7 +192,18 @@ def scratch_bytes(fusion, order, dims: Sequence[Expr]) -> Expr | None:
 def accumulator_registers(r: ReductionLoops) -> int | None:
     """32-bit registers of r's accumulator, or None where a symbolic extent sizes it."""
     n = try_int(r.elements)
-    return None if n is None else -(-n * r.dtype.bytes * r.values // 4)
+    return None if n is None else -(-n * r.register_bytes // 4)
+
+
+def welford_count_dtype(tv: TensorView) -> DataType:
+    """The integer type a Welford state's count has in the kernel (nvFuser counts in its index
+    type): int32 where the most elements a state counts (model/welford.py welford_count) is below
+    2^31 at every admitted size, else int64. Exact either way, where a float count stops growing at
+    2^24 (float32)."""
+    fusion = tv.fusion
+    ranges = admitted({s: symbol_range() for s in fusion.symbols}, fusion.assumptions).bounds()
+    top = bounds(welford_count(tv), ranges).hi
+    return int32 if top is not None and top <= 2**31 - 1 else int64
 
 
 def welford_leader(tv: TensorView) -> TensorView:

@@ -102,15 +102,16 @@ def reduction(name: str, tv, axes) -> TensorView:
     return reduce_axes(name, tv, _axes(name, tv, axes))
 
 
-def reduce_axes(name: str, tv, reduced: list[int]) -> TensorView:
+def reduce_axes(name: str, tv, reduced: list[int], dtype: DataType | None = None) -> TensorView:
     """The output of reduction `name` of tv over its logical positions `reduced` (checked), its op
-    recorded: reduction IDs where reduced, tv's other axes' iteration types elsewhere."""
+    recorded: reduction IDs where reduced, tv's other axes' iteration types elsewhere; of `dtype`
+    (tv's where None)."""
     shape = element_axes(tv)  # a reduction's output is reduced again over its shape (nvFuser's noReductions)
     ids = []
     for k in shape:
         kind = IterType.Reduction if k in reduced else tv.logical[k].iter_type
         ids.append(IterDomain(tv.logical[k].extent_expr, number=tv.fusion.next_iterdomain_number(), iter_type=kind))
-    out = tv.new_tensor(ids, tv.dtype)
+    out = tv.new_tensor(ids, dtype or tv.dtype)
     tv.fusion._register_op(Op(OpKind.REDUCTION, [tv], out, [shape], name=name))
     return out
 

@@ -17,9 +17,9 @@ siblings', model/loop_map.py), rfactored together (`avg.rfactor(axes)` rfactors 
 partial outputs are a Welford of their own, and each final output then reads all three partials,
 which it combines by Chan's formula) and run in one loop nest. The kernel keeps one state per
 accumulator register (codegen/lower/reduction.py: the group's first computed member does the
-update and the block combine for all three; each member stores its field). The outputs have x's
-dtype, the count too (nvFuser's N is its index type; the kernel keeps the count as a float in
-x's type, as it combines it).
+update and the block combine for all three; each member stores its field). avg and var_sum have
+x's dtype; n is int64, nvFuser's index type (the kernel counts in int32 where the count fits,
+execution/reduction.py welford_count_dtype: a float count would stop at 2^24 in float32).
 
 Imports model/ only.
 """
@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from .errors import ScheduleError
+from .expr import Expr, product
 from .reduction import _axes, reduce_axes
 from .tensor_base import check_tensor
+from .types import int64
 
 if TYPE_CHECKING:
     from .tensor import TensorView
@@ -73,18 +75,28 @@ def welford_siblings(tv) -> tuple:
 def welford(x: "TensorView", axes) -> WelfordResult:
     """(avg, var_sum, n) of x over `axes` (an int or a list of ints of x's shape): one Welford
     reduction, nvFuser's Welford(x, axes). x is float32 or float64 (cast 16-bit types first, as
-    nvFuser's variance_mean asks).
+    nvFuser's variance_mean asks); avg and var_sum have its dtype, n is int64 (nvFuser's index
+    type).
 
         avg, var_sum, n = tp.welford(t0, [1])   # [M, N] -> three [M] tensors
-        var = tp.div(var_sum, "N")              # the biased variance"""
+        var = tp.div(var_sum, "N")              # the biased variance (or tp.cast(n, tp.float32))"""
     check_tensor("welford", x, "x")
     if not x.dtype.is_float or x.dtype.bytes < 4:
         raise ScheduleError(f"welford: {x.name} is {x.dtype}; a Welford reduction is computed on float32 or "
                             f"float64: cast it first (tp.cast({x.name}, tp.float32))")
     reduced = _axes("welford", x, axes)
-    outs = tuple(reduce_axes(name, x, reduced) for name in WELFORD_OPS)
+    outs = tuple(reduce_axes(name, x, reduced, int64 if name == "welford_n" else None) for name in WELFORD_OPS)
     x.fusion.reduction_groups.append(outs)
     return WelfordResult(*outs)
+
+
+def welford_count(tv) -> Expr:
+    """The most elements one state of Welford output tv counts: those one output element of the
+    Welford the user wrote combines, the product of the extents of its reduced axes (an rfactor's
+    partials and outputs count parts of them)."""
+    while len(tv.definition.inputs) == 3:  # an rfactor's output: combines the partial states
+        tv = tv.definition.inputs[0]
+    return product([i.extent_expr for i in tv.root if i.is_reduction])
 
 
 def combine_partials(finals, partials) -> None:
@@ -98,4 +110,4 @@ def combine_partials(finals, partials) -> None:
 
 
 __all__ = ["STATE_FIELDS", "WELFORD_OPS", "WelfordResult", "combine_partials", "is_welford", "welford",
-           "welford_siblings"]
+           "welford_count", "welford_siblings"]

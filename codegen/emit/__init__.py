@@ -200,7 +200,7 @@ class _Emitter:
             if b.memory is MemoryType.Shared:
                 lines.append(f"  {t}* {b.tensor} = reinterpret_cast<{t}*>(smem + {self.x(b.smem_offset)});")
             else:
-                t = f"tp_welford<{t}>" if b.welford else t  # Welford states (emit/reduction.py WELFORD)
+                t = emit_reduction.state_type(b.dtype, b.welford_count) if b.welford_count else t  # Welford states
                 lines.append(f"  alignas(16) {t} {b.tensor}[{self.x(b.elements)}];")
         return lines
 
@@ -375,7 +375,8 @@ class _Emitter:
             acc = f"({self.ref(s.out)} * exp2f({scalar_literal(s.rescale, out.compute)} * {loaded[1]}))"
             v = emit_reduction.combine(s, acc, loaded[0])
         elif s.kind is OpKind.REDUCTION and s.name in WELFORD_OPS:  # the state takes an element, or a partial state
-            v = emit_reduction.welford_update(s, self.ref(s.out), loaded)
+            own = [CTYPES[o.dtype.name].load.format(a) for o, a in zip(s.ins, args)]  # a partial count stays an integer
+            v = emit_reduction.welford_update(s, self.ref(s.out), own)
         elif s.kind is OpKind.REDUCTION:  # the accumulator (out, of the compute type) takes one more term
             term = loaded[0] if len(loaded) == 1 else f"({loaded[0]} * {loaded[1]})"  # fms: a product
             v = emit_reduction.combine(s, self.ref(s.out), term)

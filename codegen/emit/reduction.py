@@ -100,34 +100,42 @@ __device__ __forceinline__ void tp_block_reduce(T (&acc)[N], T* scratch, F op) {
 
 WELFORD = """\
 // a Welford state (model/welford.py): the mean of the elements seen, the sum of their squared deviations from
-// it and their count (in T as well: it is combined as a weight, and shuffled with the others)
-template <typename T>
+// it, and their count, an integer C (nvFuser's N is its index type; a float count stops at 2^24 in float32)
+template <typename T, typename C>
 struct tp_welford {
-  T avg, m2, n;
+  T avg, m2;
+  C n;
 };
 // the state after one more element x (nvFuser's welfordCombine with a count of one)
-template <typename T>
-__device__ __forceinline__ tp_welford<T> tp_welford_update(tp_welford<T> s, T x) {
-  const T n = s.n + T(1), delta = x - s.avg, avg = s.avg + delta / n;
+template <typename T, typename C>
+__device__ __forceinline__ tp_welford<T, C> tp_welford_update(tp_welford<T, C> s, T x) {
+  const C n = s.n + C(1);
+  const T delta = x - s.avg, avg = s.avg + delta / T(n);
   return {avg, s.m2 + delta * (x - avg), n};
 }
 // two states combined by Chan's formula; an empty one (n == 0: a thread that saw no element) leaves the other
 // as it is, with no division by zero. The larger count goes first (then the smaller mean, the smaller m2), so
 // the partners of a shuffle compute the same bits and the block's threads end with one total
-template <typename T>
-__device__ __forceinline__ tp_welford<T> tp_welford_combine(tp_welford<T> a, tp_welford<T> b) {
+template <typename T, typename C>
+__device__ __forceinline__ tp_welford<T, C> tp_welford_combine(tp_welford<T, C> a, tp_welford<T, C> b) {
   if (b.n > a.n || (b.n == a.n && (b.avg < a.avg || (b.avg == a.avg && b.m2 < a.m2)))) {
-    const tp_welford<T> t = a;
+    const tp_welford<T, C> t = a;
     a = b;
     b = t;
   }
-  if (b.n == T(0)) return a;  // a.n >= b.n: both empty too
-  const T n = a.n + b.n, w = b.n / n, delta = b.avg - a.avg;
-  return {a.avg + delta * w, a.m2 + b.m2 + delta * delta * a.n * w, n};
+  if (b.n == C(0)) return a;  // a.n >= b.n: both empty too
+  const C n = a.n + b.n;
+  const T w = T(b.n) / T(n), delta = b.avg - a.avg;
+  return {a.avg + delta * w, a.m2 + b.m2 + delta * delta * T(a.n) * w, n};
+}
+// a state combined with a partial one given as its three values (an rfactor's partial outputs)
+template <typename T, typename C, typename N>
+__device__ __forceinline__ tp_welford<T, C> tp_welford_merge(tp_welford<T, C> s, T avg, T m2, N n) {
+  return tp_welford_combine(s, tp_welford<T, C>{avg, m2, C(n)});
 }
 // tp_block_reduce's shuffle of a state: its three fields, each a shuffle of its own
-template <typename T>
-__device__ __forceinline__ tp_welford<T> __shfl_xor_sync(unsigned mask, tp_welford<T> s, unsigned off) {
+template <typename T, typename C>
+__device__ __forceinline__ tp_welford<T, C> __shfl_xor_sync(unsigned mask, tp_welford<T, C> s, unsigned off) {
   return {__shfl_xor_sync(mask, s.avg, off), __shfl_xor_sync(mask, s.m2, off), __shfl_xor_sync(mask, s.n, off)};
 }"""
 
@@ -297,7 +305,7 @@ def prelude(ir: KernelIR) -> list[str]:
     block = bool(grids) or bool(rounds) or bool(_nodes(ir.body, BlockReduce))
     roles = next((n for n in ir.body if isinstance(n, WarpRoles)), None)
     helper = BLOCK_REDUCE if roles is None else consumers_block_reduce(ir, roles)
-    welford = WELFORD.splitlines() if any(b.welford for b in ir.buffers) else []  # before the block helper calls it
+    welford = WELFORD.splitlines() if any(b.welford_count for b in ir.buffers) else []  # before the block helper calls it
     out = (welford + (helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
            + (GRID_ALLREDUCE.splitlines() if allreduce else []))
     if rounds:  # a group's grid reductions in one round: its helpers only where there is one
@@ -338,8 +346,8 @@ def uses_max(ir: KernelIR) -> bool:
 def init_lines(e, n: ReduceInit, depth: int) -> list[str]:
     pad = "  " * depth
     value = scalar_literal(n.neutral, CTYPES[n.dtype.name].compute)
-    if n.welford:  # avg, m2 and n all 0
-        value = f"tp_welford<{CTYPES[n.dtype.name].compute}>{{}}"
+    if n.welford_count:  # avg, m2 and n all 0
+        value = f"{state_type(n.dtype, n.welford_count)}{{}}"
     if n.elements == 1:
         return [f"{pad}{n.acc}[0] = {value};  // {n.comment}"]
     lines = [f"{pad}#pragma unroll  // {n.comment}",
@@ -355,19 +363,24 @@ def combine(s: Compute, acc: str, value: str) -> str:
     return OPS[CTYPES[s.out.dtype.name].compute][COMBINE[s.name]].format(a=acc, b=value)
 
 
+def state_type(dtype, count) -> str:
+    """The C++ type of a Welford state of `dtype` values and a `count` dtype count."""
+    return f"tp_welford<{CTYPES[dtype.name].compute}, {CTYPES[count.name].compute}>"
+
+
 def welford_update(s: Compute, acc: str, values: list[str]) -> str:
     """A Welford accumulation's new state: acc after one more element (one input), or combined with a
-    partial state (an rfactor's: the three partial outputs avg, var_sum, n)."""
+    partial state (an rfactor's: the three partial outputs avg, var_sum, n, each of its own type)."""
     if len(values) == 1:
         return f"tp_welford_update({acc}, {values[0]})"
-    return f"tp_welford_combine({acc}, tp_welford<{CTYPES[s.out.dtype.name].compute}>{{{', '.join(values)}}})"
+    return f"tp_welford_merge({acc}, {', '.join(values)})"
 
 
 def block_reduce_lines(e, n: BlockReduce, depth: int) -> list[str]:
     pad = "  " * depth
     t = CTYPES[n.dtype.name].compute
     if n.combine == "welford":  # Welford states, three values shuffled together (WELFORD)
-        t, op = f"tp_welford<{t}>", "tp_welford_combine(a, b)"
+        t, op = state_type(n.dtype, n.welford_count), "tp_welford_combine(a, b)"
     else:
         op = OPS[t][n.combine].format(a="a", b="b")
     flags = ", ".join("true" if r else "false" for r in n.threads)
@@ -437,4 +450,4 @@ def grouped_grid_reduce_lines(e, n: GroupedGridReduce, depth: int) -> list[str]:
 
 __all__ = ["BLOCK_REDUCE", "GRID_ALLREDUCE", "GRID_REDUCE", "GRID_ROUND", "GRID_ROUND_BARRIER", "GRID_ROUND_COUNT",
            "WELFORD", "block_reduce_lines", "combine", "grid_reduce_lines", "grouped_grid_reduce_lines", "init_lines",
-           "prelude", "sibling_step_lines", "uses_max", "welford_update"]
+           "prelude", "sibling_step_lines", "state_type", "uses_max", "welford_update"]

@@ -26,7 +26,7 @@ GroupedGridReduce: every member's partials, one count (or one grid barrier), one
 combines each member. REDUCTION-GROUP's condition is checked here as the verifier checks it.
 
 A Welford's three outputs (model/welford.py) are such a group with one accumulator: registers of
-states (Buffer.welford, tp_welford<T>), which the group's first computed member
+states (Buffer.welford_count, tp_welford<T, C>), which the group's first computed member
 (execution/reduction.py welford_leader) starts empty, updates with each element (or combines
 with each partial state after an rfactor) and combines across the block (BlockReduce "welford");
 its siblings' init, update and combine are SiblingSteps, and each member stores its field of the
@@ -89,7 +89,7 @@ def buffers(order, smem, allocations) -> list[Buffer]:
     for tv in order:
         if is_welford(tv) and welford_leader(tv) is tv:  # one state per register for the group's three outputs
             r = reduction_loops(tv)
-            out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements, welford=True))
+            out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements, welford_count=r.count_dtype))
         elif tv.definition.kind is OpKind.REDUCTION and not is_welford(tv):
             r = reduction_loops(tv)
             out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements))
@@ -139,12 +139,13 @@ def _welford_statements(builder, tv: TensorView, r: ReductionLoops, path: list, 
     acc, outer = accumulator(leader), path[:r.start]
     if leader is tv:
         steps = [(outer, ReduceInit(acc, n, r.dtype, 0.0, f"{tv.name}: the Welford states start empty (avg, M2, N = 0)",
-                                    welford=True)),
+                                    welford_count=r.count_dtype)),
                  (path, _accumulate(builder, tv, r, acc))]
         if r.threads:
             steps.append((outer, BlockReduce(acc, n, r.dtype, "welford", tuple(p in r.threads for p in THREAD_TYPES),
                                              SCRATCH, f"{tv.name}: the block's threads combine their Welford states "
-                                                      f"(Chan's formula) over {', '.join(p.value for p in r.threads)}")))
+                                                      f"(Chan's formula) over {', '.join(p.value for p in r.threads)}",
+                                             welford_count=r.count_dtype)))
     else:
         done = f"done by {leader.name}'s, on the state the Welford outputs share"
         steps = [(outer, SiblingStep(f"{tv.name}'s init: {done}")), (path, SiblingStep(f"{tv.name}'s update: {done}"))]
@@ -275,8 +276,9 @@ def _store(builder, tv: TensorView, r: ReductionLoops, acc: str):
     ex = store_execution(tv, builder.launch, names)
     ranges = ex.guarded_ranges
     register = vector_index([var(private[i.uid]) for i in r.accumulator], [i.extent_expr for i in r.accumulator])
-    source = Operand(acc, MemoryType.Local, r.dtype, simplify(register, ranges),
-                     field=STATE_FIELDS.get(tv.definition.name, ""))  # a Welford output: its field of the state
+    field = STATE_FIELDS.get(tv.definition.name, "")  # a Welford output: its field of the state (the count's own type)
+    source = Operand(acc, MemoryType.Local, r.count_dtype if field == "n" else r.dtype, simplify(register, ranges),
+                     field=field)
     loops = [(private[i.uid], i.extent_expr, f"{tv.name} {i.label()} (store)") for i in r.accumulator]
     if not r.online:
         return store_statement(builder, tv, ex, ranges, source, f"{tv.name} = the {r.op_name} (after its loops)", loops)

@@ -222,7 +222,7 @@ def _too_many(r: ReductionLoops, symbols: list[str]) -> dict[str, int]:
     v = 1
     while True:
         n = evaluate(r.elements, {s: v for s in symbols})
-        regs = -(-n * r.dtype.bytes * r.values // 4)
+        regs = -(-n * r.register_bytes // 4)
         if regs > MAX_ACCUMULATOR_REGISTERS or v >= 1 << 20 or not symbols:
             return {**{s: v for s in symbols}, "registers": regs}
         v *= 2

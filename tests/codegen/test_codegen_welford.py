@@ -17,6 +17,7 @@ from tileproof.codegen.ir import BlockReduce, Compute, SiblingStep, walk
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime import nvrtc
 from tileproof.codegen.runtime.reference import reference
+from tileproof.execution.reduction import accumulator_registers, reduction_loops, welford_count_dtype
 from tileproof.model.expr import const
 from tileproof.model.targets import get_target
 
@@ -101,14 +102,15 @@ def test_the_kernel_makes_one_block_combine_of_the_three_values():
     ir = _kernel(block_welford(128, outputs="var_mean"))
     combines = [n for n in walk(ir.body) if isinstance(n, BlockReduce)]
     assert len(combines) == 1 and combines[0].combine == "welford"
-    states = [b.tensor for b in ir.buffers if b.welford]  # the partial states (per thread), then the row's
+    states = [b.tensor for b in ir.buffers if b.welford_count]  # the partial states (per thread), then the row's
     assert states == ["tp_acc_T5", "tp_acc_T1"] and combines[0].acc == "tp_acc_T1"
     updates = [n for n in walk(ir.body) if isinstance(n, Compute) and n.kind == "reduction"]
     assert [(u.name, len(u.ins)) for u in updates] == [("welford_avg", 1), ("welford_avg", 3)]
     # the partial's var_sum and n: init and update; the row's var_sum: init, update and combine (n is not computed)
     assert sum(isinstance(n, SiblingStep) for n in walk(ir.body)) == 2 + 2 + 3
     scratch = next(b for b in ir.buffers if b.tensor == "tp_scratch")
-    assert scratch.elements == const(128 * 3 * 4)  # a state (three floats) a thread
+    assert scratch.elements == const(128 * 3 * 4)  # a state (two floats, an int count) a thread
+    assert {b.welford_count for b in ir.buffers if b.welford_count} == {tp.int32}  # N < 2^31: int32 counts
 
 
 def test_the_welford_source_shuffles_the_state_and_compiles_with_and_without_the_headers():
@@ -119,7 +121,7 @@ def test_the_welford_source_shuffles_the_state_and_compiles_with_and_without_the
         if headers and include is None:
             continue
         text = emit(ir, cuda_headers=headers)
-        assert "__device__ __forceinline__ tp_welford<T> __shfl_xor_sync(unsigned mask, tp_welford<T> s" in text
+        assert "tp_welford<T, C> __shfl_xor_sync(unsigned mask, tp_welford<T, C> s, unsigned off)" in text
         assert "tp_block_reduce<1, true, false, false>(tp_acc_" in text
         assert nvrtc.compile_to_cubin(text, "sm_90a", include)[:4] == b"\x7fELF"
 
@@ -165,8 +167,40 @@ def test_a_group_axis_on_a_welford_is_rejected():
 
 
 def test_a_welford_accumulator_counts_three_values_a_register():
-    from tileproof.execution.reduction import accumulator_registers, reduction_loops
-
     fusion = block_welford(128)
     part = fusion.reduction_groups[0][0]  # the partial avg: one state a thread
     assert accumulator_registers(reduction_loops(part)) == 3
+
+
+def test_the_count_is_an_integer_wide_enough_for_every_admitted_size():
+    """int32 where a state counts fewer than 2^31 elements at every size (a row of N), int64 where
+    it may count more (the total of [M, N]: up to (2^31 - 1)^2); a float count would stop growing at
+    2^24 in float32."""
+    row = block_welford(128)
+    assert {welford_count_dtype(t) for g in row.reduction_groups for t in g} == {tp.int32}
+    with tp.Fusion("welford_total") as fusion:
+        x = tp.make_tensor(["M", "N"], contiguity=True, dtype=tp.float32)
+        fusion.add_input(x)
+        result = tp.welford(x, [0, 1])
+        for t in result:
+            fusion.add_output(t)
+    avg = result.avg
+    avg.merge(0)
+    avg.split(0, 256)  # [r{M N / 256}, r{256}]
+    partials = avg.rfactor([0])
+    tp.propagate_transforms(avg)
+    avg.axis(-1).parallelize(tp.ParallelType.TIDx)
+    tp.parallelize_all_like(avg)
+    tp.inline_most(fusion)
+    assert welford_count_dtype(partials[0]) == welford_count_dtype(avg) == tp.int64
+    assert reduction_loops(avg).register_bytes == 16  # two floats and a long long
+    ir = _kernel(fusion)
+    text = emit(ir, cuda_headers=False)
+    assert "tp_welford<float, long long>" in text
+    assert nvrtc.compile_to_cubin(text, "sm_90a", None)[:4] == b"\x7fELF"
+    assert next(b for b in ir.buffers if b.tensor == "tp_scratch").elements == const(256 * 16)
+    got, want = _simulate(fusion, np.random.default_rng(2).standard_normal((5, 300)))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-5)
+    fusion.assume("M * N <= 1000000")  # not a bound of one symbol: the intervals still allow more
+    assert welford_count_dtype(avg) == tp.int64

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tileproof as tp
+from tileproof.codegen.ir import BlockReduce, Compute, walk
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime.reference import reference, round_to, tolerance
 from tileproof.model.targets import get_target
@@ -224,8 +225,6 @@ def test_layer_norm_is_one_welford_one_block_combine_and_two_reads_of_the_row(n)
     """The row's mean and M2 come from one Welford (tp.welford): one block combine (of three values),
     and the row (global, or the staged copy in shared memory) is read once for them and once for the
     output, where a held row is read once in all."""
-    from tileproof.codegen.ir import BlockReduce, Compute, walk
-
     rows = N.row_class(n)
     fusion = N.layer_norm_fusion(rows)
     assert [op.name for op in fusion.exprs if op.kind.value == "reduction"] == \

@@ -61,13 +61,13 @@ class SimulationError(AssertionError):
     pass
 
 
-FIELDS = ("avg", "m2", "n")  # a Welford state's (codegen/emit/reduction.py tp_welford), a tuple here
+FIELDS = ("avg", "m2", "n")  # a Welford state's (codegen/emit/reduction.py tp_welford), a tuple here; n an int
 
 
 def welford_update(s: tuple, x: float) -> tuple:
     """tp_welford_update: the state after one more element."""
     avg, m2, n = s
-    n, delta = n + 1.0, x - avg
+    n, delta = n + 1, x - avg
     new = avg + delta / n
     return new, m2 + delta * (x - new), n
 
@@ -77,11 +77,20 @@ def welford_combine(a: tuple, b: tuple) -> tuple:
     empty state leaving the other."""
     if b[2] > a[2] or (b[2] == a[2] and (b[0] < a[0] or (b[0] == a[0] and b[1] < a[1]))):
         a, b = b, a
-    if b[2] == 0.0:
+    if b[2] == 0:
         return a
-    n = a[2] + b[2]
+    n = int(a[2]) + int(b[2])
     w, delta = b[2] / n, b[0] - a[0]
     return a[0] + delta * w, a[1] + b[1] + delta * delta * a[2] * w, n
+
+
+def _register_bytes(n: BlockReduce) -> int:
+    """A combined value's bytes in the scratch: the dtype's, or a tp_welford state's (two values
+    and the count, padded to the widest)."""
+    if n.combine != "welford":
+        return n.dtype.bytes
+    align = max(n.dtype.bytes, n.welford_count.bytes)
+    return -(-(2 * n.dtype.bytes + n.welford_count.bytes) // align) * align
 
 
 class Numbers:
@@ -92,8 +101,8 @@ class Numbers:
 
     @staticmethod
     def store(value, dtype):
-        if isinstance(value, tuple):
-            return tuple(Numbers.store(v, dtype) for v in value)
+        if isinstance(value, tuple):  # a Welford state: its count is an integer
+            return Numbers.store(value[0], dtype), Numbers.store(value[1], dtype), int(value[2])
         return float(round_to(np.array([value], dtype=np.float64), dtype)[0])
 
     @staticmethod
@@ -277,8 +286,8 @@ class Simulator:
         return held.pop()
 
     def start(self, n: ReduceInit):
-        if getattr(n, "welford", False):  # an empty Welford state
-            return (0.0, 0.0, 0.0)
+        if getattr(n, "welford_count", None) is not None:  # an empty Welford state
+            return (0.0, 0.0, 0)
         return self.neutral if self.neutral is not None else float(n.neutral)
 
     def env(self, k: int, loops) -> dict[str, int]:
@@ -473,7 +482,7 @@ class Simulator:
         P = G // W
         if P > 1:
             self.scratch_rounds += 1
-            size = len(self.shared[n.scratch]) // (n.dtype.bytes * (len(FIELDS) if n.combine == "welford" else 1))
+            size = len(self.shared[n.scratch]) // _register_bytes(n)
             scratch: dict[int, object] = {}
             for k, (r, g, _, _, _) in enumerate(info):
                 if r % W == 0:
