@@ -162,10 +162,12 @@ def inline_most(fusion) -> None:
 
 
 def _siblings_alike(fusion) -> None:
-    """The outputs of one Welford op (model/welford.py) at the smallest of their positions: siblings
-    share their loops, as nvFuser's MaxPosCalculator takes the least position over siblingTvsOf."""
+    """The outputs of one Welford op (model/welford.py) at the smallest position of those with
+    consumers: siblings share their loops, as nvFuser's MaxPosCalculator takes the least position
+    over siblingTvsOf; an output nothing reads (the count of tp.var_mean) bounds nothing."""
     for group in fusion.reduction_groups:
         if is_welford(group[0]):
-            at = min(t.compute_at for t in group)
+            read = [t.compute_at for t in group if fusion.consumers(t)]
+            at = min(read or [t.compute_at for t in group])
             for t in group:
                 t.compute_at = at
