@@ -207,7 +207,7 @@ class Buffer:
     dtype: DataType
     elements: Expr
     smem_offset: Expr | None = None  # bytes from the dynamic shared-memory base
-    # registers of Welford states (model/welford.py): tp_welford<dtype, C> (avg, m2, the count n of this dtype)
+    # registers of Welford states (model/welford.py): tp_welford_state<dtype, C> (avg, m2, the count n of this dtype)
     welford_count: DataType | None = None
 
 

@@ -114,7 +114,7 @@ class ReductionLoops:
     @property
     def register_bytes(self) -> int:
         """Bytes of one accumulator register: the dtype's, or a Welford state's (avg and M2 of the
-        dtype, then the count, padded to the widest, as C++ lays out tp_welford)."""
+        dtype, then the count, padded to the widest, as C++ lays out tp_welford_state)."""
         count = self.count_dtype
         if count is None:
             return self.dtype.bytes

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # the ops of a Welford's three outputs, in WelfordResult's order
 WELFORD_OPS = ("welford_avg", "welford_var_sum", "welford_n")
-# the field of the kernel's Welford state (tp_welford<T>, codegen/emit/reduction.py) each output stores
+# the field of the kernel's Welford state (tp_welford_state<T>, codegen/emit/reduction.py) each output stores
 STATE_FIELDS = {"welford_avg": "avg", "welford_var_sum": "m2", "welford_n": "n"}
 
 

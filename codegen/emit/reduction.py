@@ -19,7 +19,7 @@ thread combines its group's P partials in turn. Where lanes of one warp belong t
 groups (a reduction over TIDy with TIDx > 1), every thread's value goes through shared memory.
 In a warp-specialized kernel the helper spans the consumer role only (consumers_block_reduce).
 
-A Welford's accumulator holds states (WELFORD: tp_welford<T>, its update and Chan's combine), and
+A Welford's accumulator holds states (WELFORD: tp_welford_state<T>, its update and Chan's combine), and
 tp_block_reduce combines them as it does numbers: T is the state, op the combine, and
 __shfl_xor_sync of a state shuffles its three fields (found by argument-dependent lookup); the
 scratch holds a state per partial.
@@ -102,13 +102,13 @@ WELFORD = """\
 // a Welford state (model/welford.py): the mean of the elements seen, the sum of their squared deviations from
 // it, and their count, an integer C (nvFuser's N is its index type; a float count stops at 2^24 in float32)
 template <typename T, typename C>
-struct tp_welford {
+struct tp_welford_state {
   T avg, m2;
   C n;
 };
 // the state after one more element x (nvFuser's welfordCombine with a count of one)
 template <typename T, typename C>
-__device__ __forceinline__ tp_welford<T, C> tp_welford_update(tp_welford<T, C> s, T x) {
+__device__ __forceinline__ tp_welford_state<T, C> tp_welford_update(tp_welford_state<T, C> s, T x) {
   const C n = s.n + C(1);
   const T delta = x - s.avg, avg = s.avg + delta / T(n);
   return {avg, s.m2 + delta * (x - avg), n};
@@ -117,9 +117,9 @@ __device__ __forceinline__ tp_welford<T, C> tp_welford_update(tp_welford<T, C> s
 // as it is, with no division by zero. The larger count goes first (then the smaller mean, the smaller m2), so
 // the partners of a shuffle compute the same bits and the block's threads end with one total
 template <typename T, typename C>
-__device__ __forceinline__ tp_welford<T, C> tp_welford_combine(tp_welford<T, C> a, tp_welford<T, C> b) {
+__device__ __forceinline__ tp_welford_state<T, C> tp_welford_combine(tp_welford_state<T, C> a, tp_welford_state<T, C> b) {
   if (b.n > a.n || (b.n == a.n && (b.avg < a.avg || (b.avg == a.avg && b.m2 < a.m2)))) {
-    const tp_welford<T, C> t = a;
+    const tp_welford_state<T, C> t = a;
     a = b;
     b = t;
   }
@@ -130,12 +130,12 @@ __device__ __forceinline__ tp_welford<T, C> tp_welford_combine(tp_welford<T, C> 
 }
 // a state combined with a partial one given as its three values (an rfactor's partial outputs)
 template <typename T, typename C, typename N>
-__device__ __forceinline__ tp_welford<T, C> tp_welford_merge(tp_welford<T, C> s, T avg, T m2, N n) {
-  return tp_welford_combine(s, tp_welford<T, C>{avg, m2, C(n)});
+__device__ __forceinline__ tp_welford_state<T, C> tp_welford_merge(tp_welford_state<T, C> s, T avg, T m2, N n) {
+  return tp_welford_combine(s, tp_welford_state<T, C>{avg, m2, C(n)});
 }
 // tp_block_reduce's shuffle of a state: its three fields, each a shuffle of its own
 template <typename T, typename C>
-__device__ __forceinline__ tp_welford<T, C> __shfl_xor_sync(unsigned mask, tp_welford<T, C> s, unsigned off) {
+__device__ __forceinline__ tp_welford_state<T, C> __shfl_xor_sync(unsigned mask, tp_welford_state<T, C> s, unsigned off) {
   return {__shfl_xor_sync(mask, s.avg, off), __shfl_xor_sync(mask, s.m2, off), __shfl_xor_sync(mask, s.n, off)};
 }"""
 
@@ -365,7 +365,7 @@ def combine(s: Compute, acc: str, value: str) -> str:
 
 def state_type(dtype, count) -> str:
     """The C++ type of a Welford state of `dtype` values and a `count` dtype count."""
-    return f"tp_welford<{CTYPES[dtype.name].compute}, {CTYPES[count.name].compute}>"
+    return f"tp_welford_state<{CTYPES[dtype.name].compute}, {CTYPES[count.name].compute}>"
 
 
 def welford_update(s: Compute, acc: str, values: list[str]) -> str:

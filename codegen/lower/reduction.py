@@ -26,7 +26,7 @@ GroupedGridReduce: every member's partials, one count (or one grid barrier), one
 combines each member. REDUCTION-GROUP's condition is checked here as the verifier checks it.
 
 A Welford's three outputs (model/welford.py) are such a group with one accumulator: registers of
-states (Buffer.welford_count, tp_welford<T, C>), which the group's first computed member
+states (Buffer.welford_count, tp_welford_state<T, C>), which the group's first computed member
 (execution/reduction.py welford_leader) starts empty, updates with each element (or combines
 with each partial state after an rfactor) and combines across the block (BlockReduce "welford");
 its siblings' init, update and combine are SiblingSteps, and each member stores its field of the

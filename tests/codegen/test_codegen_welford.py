@@ -121,7 +121,7 @@ def test_the_welford_source_shuffles_the_state_and_compiles_with_and_without_the
         if headers and include is None:
             continue
         text = emit(ir, cuda_headers=headers)
-        assert "tp_welford<T, C> __shfl_xor_sync(unsigned mask, tp_welford<T, C> s, unsigned off)" in text
+        assert "tp_welford_state<T, C> __shfl_xor_sync(unsigned mask, tp_welford_state<T, C> s, unsigned off)" in text
         assert "tp_block_reduce<1, true, false, false>(tp_acc_" in text
         assert nvrtc.compile_to_cubin(text, "sm_90a", include)[:4] == b"\x7fELF"
 
@@ -196,7 +196,7 @@ def test_the_count_is_an_integer_wide_enough_for_every_admitted_size():
     assert reduction_loops(avg).register_bytes == 16  # two floats and a long long
     ir = _kernel(fusion)
     text = emit(ir, cuda_headers=False)
-    assert "tp_welford<float, long long>" in text
+    assert "tp_welford_state<float, long long>" in text
     assert nvrtc.compile_to_cubin(text, "sm_90a", None)[:4] == b"\x7fELF"
     assert next(b for b in ir.buffers if b.tensor == "tp_scratch").elements == const(256 * 16)
     got, want = _simulate(fusion, np.random.default_rng(2).standard_normal((5, 300)))

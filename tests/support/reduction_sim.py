@@ -61,7 +61,7 @@ class SimulationError(AssertionError):
     pass
 
 
-FIELDS = ("avg", "m2", "n")  # a Welford state's (codegen/emit/reduction.py tp_welford), a tuple here; n an int
+FIELDS = ("avg", "m2", "n")  # a Welford state's (codegen/emit/reduction.py tp_welford_state), a tuple here; n an int
 
 
 def welford_update(s: tuple, x: float) -> tuple:
@@ -85,7 +85,7 @@ def welford_combine(a: tuple, b: tuple) -> tuple:
 
 
 def _register_bytes(n: BlockReduce) -> int:
-    """A combined value's bytes in the scratch: the dtype's, or a tp_welford state's (two values
+    """A combined value's bytes in the scratch: the dtype's, or a tp_welford_state state's (two values
     and the count, padded to the widest)."""
     if n.combine != "welford":
         return n.dtype.bytes
