@@ -15,7 +15,8 @@ same input over the same axes (ops "welford_avg", "welford_var_sum", "welford_n"
 group of model/grouped_reduction.py, so they are scheduled alike (a parallel type on one is its
 siblings', model/loop_map.py), rfactored together (`avg.rfactor(axes)` rfactors all three; the
 partial outputs are a Welford of their own, and each final output then reads all three partials,
-which it combines by Chan's formula) and run in one loop nest. The kernel keeps one state per
+which it combines by Chan's formula), inlined at one position (model/inlining.py) and run in one
+loop nest. The kernel keeps one state per
 accumulator register (codegen/lower/reduction.py: the group's first computed member does the
 update and the block combine for all three; each member stores its field). avg and var_sum have
 x's dtype; n is int64, nvFuser's index type (the kernel counts in int32 where the count fits,
