@@ -424,7 +424,7 @@ class BlockReduce:
     dtype: DataType
     combine: str
     threads: tuple[bool, bool, bool]
-    scratch: str
+    scratch: str | None  # None: the combine is shuffles only (execution/reduction.py combines_in_shared)
     comment: str = ""
     welford_count: DataType | None = None  # combine "welford": the states' count dtype
 

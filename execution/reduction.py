@@ -180,10 +180,31 @@ def grid_reductions(order) -> list[ReductionLoops]:
     return [r for tv in order if is_reduction_tensor(tv) and (r := reduction_loops(tv)).blocks]
 
 
+def combines_in_shared(r: ReductionLoops, dims: Sequence[Expr]) -> bool:
+    """Whether r's block combine passes partials through shared memory: tp_block_reduce's P > 1
+    (codegen/emit/reduction.py, the same arithmetic), i.e. the threads it reduces over (`dims`,
+    the block's x, y, z) are more than one aligned run of lanes of a warp. Where it is not (a
+    quad's TIDx{4}, attention's row max), the combine is shuffles only and needs no scratch.
+    A grid combine, a symbolic extent or a reduction over a warp-specialized axis (whose
+    consumers' extent is not the block's): assumed so."""
+    extents = [try_int(d) for d in dims]
+    specialized = {t.circular.type.on for t in r.tensor.fusion.tensors
+                   if t.circular is not None and hasattr(t.circular.type, "on")}
+    if r.blocks or None in extents or specialized & set(r.threads):
+        return True
+    bx, by, bz = extents
+    rx, ry, rz = (p in r.threads for p in THREAD_TYPES)
+    group = (bx if rx else 1) * (by if ry else 1) * (bz if rz else 1)
+    lanes = (not ry or rx or bx == 1) and (not rz or ((ry or by == 1) and (rx or bx == 1)))
+    run = min(group & -group, 32) if lanes else 1
+    return group // run > 1
+
+
 def scratch_bytes(fusion, order, dims: Sequence[Expr]) -> Expr | None:
     """Shared memory the block combines use (one buffer, reused: each combine ends with a barrier):
-    a value per thread and accumulator register, of the widest; None without a block combine."""
-    sizes = [r.elements * r.register_bytes for r in block_reductions(fusion, order)]
+    a value per thread and accumulator register, of the widest; None without a block combine
+    through shared memory (combines_in_shared)."""
+    sizes = [r.elements * r.register_bytes for r in block_reductions(fusion, order) if combines_in_shared(r, dims)]
     if not sizes:
         return None
     return product(list(dims)) * maximum(*sizes)

@@ -94,15 +94,31 @@ def _a_touched(batch, scope: list, hazards: Hazards) -> bool:
                                    for n in scope if n is not batch for a in _leaves(n, hazards))
 
 
+def _touched_after_a_full_wait(k: int, nodes: list, emptied: int | None, hazards: Hazards) -> bool:
+    """Whether the batch nodes[k]'s accumulators and A registers are touched only by statements
+    between batch nodes[emptied] (whose wait leaves nothing in flight) and it: in the next
+    iteration that wait completes this batch before any of them runs (attention's P V, in flight
+    while the next key tile's Q K^T is issued, whose wait precedes the rescale and the next P)."""
+    if emptied is None:
+        return False
+    batch = nodes[k]
+    outside = nodes[:emptied] + nodes[k + 1:]
+    return not _touched_later(batch, outside, hazards) and not _a_touched(batch, outside + [batch], hazards)
+
+
 def _wrapped(nodes: list, hazards: Hazards) -> list:
     pending = _in_flight(nodes)
     out = []
+    emptied = None  # the first batch of the scope whose wait leaves none in flight
     for k, n in enumerate(nodes):
         if _only_wgmma(n, hazards):
             # its accumulators touched elsewhere in the scope (below it, or above it: in the next iteration,
-            # an online rescale), or its A registers (RS): none in flight
-            left = 0 if _touched_later(n, nodes[:k] + nodes[k + 1:], hazards) or _a_touched(n, nodes, hazards) \
-                else pending
+            # an online rescale), or its A registers (RS): none in flight, unless an earlier batch's full
+            # wait precedes every such touch in the next iteration
+            touched = _touched_later(n, nodes[:k] + nodes[k + 1:], hazards) or _a_touched(n, nodes, hazards)
+            left = pending if not touched or _touched_after_a_full_wait(k, nodes, emptied, hazards) else 0
+            if left == 0 and emptied is None:
+                emptied = k
             out += [WgmmaFence("the accumulators' earlier register writes, before the asynchronous wgmma"), n,
                     WgmmaWait(left, "this batch's accumulators written and its shared tiles read" if not left
                               else "the previous iteration's batch complete: its stage may be refilled")]

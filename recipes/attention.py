@@ -301,8 +301,11 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     if stages > 1:  # K and V tiles ahead of the loop's iteration
         kind = (tp.WarpSpecialized(P.TIDz, num_registers=registers) if registers is not None
                 else tp.WarpSpecialized(P.TIDz)) if producer else tp.Pipelined()
+        # a producer's stages: from three on, released one iteration late (prefetch stages - 2), so that
+        # each tile's P V stays in flight while the next tile's Q K^T is issued (execution/wgmma_order.py)
+        prefetch = stages - 2 if producer and stages > 2 else stages - 1
         for x in (sk, sv):
-            x.circular_buffer(stages, type=kind)
+            x.circular_buffer(stages, prefetch, type=kind)
     return fusion
 
 

@@ -376,6 +376,11 @@ def welford_update(s: Compute, acc: str, values: list[str]) -> str:
     return f"tp_welford_merge({acc}, {', '.join(values)})"
 
 
+def _scratch_pointer(scratch: str | None, t: str) -> str:
+    """The scratch argument: the shared buffer, or a null pointer where the combine is shuffles only."""
+    return f"reinterpret_cast<{t}*>({scratch})" if scratch else f"static_cast<{t}*>(nullptr)"
+
+
 def block_reduce_lines(e, n: BlockReduce, depth: int) -> list[str]:
     pad = "  " * depth
     t = CTYPES[n.dtype.name].compute
@@ -385,7 +390,7 @@ def block_reduce_lines(e, n: BlockReduce, depth: int) -> list[str]:
         op = OPS[t][n.combine].format(a="a", b="b")
     flags = ", ".join("true" if r else "false" for r in n.threads)
     return [f"{pad}// {n.comment}",
-            f"{pad}tp_block_reduce<{n.elements}, {flags}>({n.acc}, reinterpret_cast<{t}*>({n.scratch}), "
+            f"{pad}tp_block_reduce<{n.elements}, {flags}>({n.acc}, {_scratch_pointer(n.scratch, t)}, "
             f"[]({t} a, {t} b) {{ return {op}; }});"]
 
 
@@ -399,7 +404,7 @@ def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
     op = OPS[t][n.combine].format(a="a", b="b")
     flags = ", ".join("true" if r else "false" for r in n.threads)
     writer = " && ".join(e.cond(c) for c in n.writer) or "true"
-    scratch = f"reinterpret_cast<{t}*>({n.scratch})" if n.scratch else f"static_cast<{t}*>(nullptr)"
+    scratch = _scratch_pointer(n.scratch, t)
     if n.allreduce:
         return [f"{pad}// {n.comment}",
                 f"{pad}tp_grid_allreduce<{n.elements}, {flags}>({n.acc}, {n.work}, {e.x(n.slot)}, {e.x(n.first)}, "
@@ -431,7 +436,7 @@ def grouped_grid_reduce_lines(e, n: GroupedGridReduce, depth: int) -> list[str]:
         t = CTYPES[m.dtype.name].compute
         op = OPS[t][m.combine].format(a="a", b="b")
         flags = ", ".join("true" if r else "false" for r in m.threads)
-        scratch = f"reinterpret_cast<{t}*>({m.scratch})" if m.scratch else f"static_cast<{t}*>(nullptr)"
+        scratch = _scratch_pointer(m.scratch, t)
         combines.append(f"tp_grid_combine<{m.elements}, {flags}>({m.acc}, {m.work}, {e.x(m.first)}, {e.x(m.stride)}, "
                         f"{e.x(m.ranks)}, {e.x(m.reducer)}, {e.x(m.reducers)}, {scratch}, "
                         f"[] ({t} a, {t} b) {{ return {op}; }}, {scalar_literal(m.neutral, t)});")

@@ -48,7 +48,8 @@ from ...model.expr import const, try_int, var
 from ...execution.indexing import vector_index
 from ...execution.problems import Problem
 from ...model.reduction import COMBINE
-from ...execution.reduction import ReductionLoops, reduction_loops, welford_leader
+from ...execution.reduction import ReductionLoops, combines_in_shared, reduction_loops, welford_leader
+from ...execution.indexing import thread_dims
 from ...execution.conditions.reduction import (accumulator_problems, grid_problems, group_problems, parallel_problems,
                                                unsupported_reductions)
 from ...execution.grid_reduction import (entrance_loops, grid_layout, grid_round, is_allreduce, last_block_name,
@@ -101,6 +102,11 @@ def buffers(order, smem, allocations) -> list[Buffer]:
     return out
 
 
+def _scratch(r: ReductionLoops) -> str | None:
+    """The shared scratch r's block combine uses, or None where it is shuffles only."""
+    return SCRATCH if combines_in_shared(r, thread_dims(r.tensor.fusion)) else None
+
+
 def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
     """tv's steps, each with the loop classes it is nested in (builder: lower/statements.py's)."""
     r = reduction_loops(tv)
@@ -121,7 +127,7 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
     out.append((path, _accumulate(builder, tv, r, acc)))
     if r.threads:
         reduced = tuple(p in r.threads for p in THREAD_TYPES)
-        out.append((outer, BlockReduce(acc, n, r.dtype, COMBINE[r.op_name], reduced, SCRATCH,
+        out.append((outer, BlockReduce(acc, n, r.dtype, COMBINE[r.op_name], reduced, _scratch(r),
                                        f"{tv.name}: the block's threads combine over "
                                        f"{', '.join(p.value for p in r.threads)}")))
     if r.blocks:
@@ -143,7 +149,7 @@ def _welford_statements(builder, tv: TensorView, r: ReductionLoops, path: list, 
                  (path, _accumulate(builder, tv, r, acc))]
         if r.threads:
             steps.append((outer, BlockReduce(acc, n, r.dtype, "welford", tuple(p in r.threads for p in THREAD_TYPES),
-                                             SCRATCH, f"{tv.name}: the block's threads combine their Welford states "
+                                             _scratch(r), f"{tv.name}: the block's threads combine their Welford states "
                                                       f"(Chan's formula) over {', '.join(p.value for p in r.threads)}",
                                              welford_count=r.count_dtype)))
     else:

@@ -297,3 +297,14 @@ def test_a_groups_grid_reductions_are_one_round(allreduce, second_dtype):
         assert src.count("blockIdx.x == tp_last_x_T1") == (4 if second_dtype else 3)
     for headers in (False, True):
         assert nvrtc.compile_to_cubin(emit(ir, cuda_headers=headers), "sm_90a", None)[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("threads, shared", [(4, False), (32, False), (16, False), (48, True), (64, True)])
+def test_a_combine_within_one_run_of_lanes_needs_no_scratch(threads, shared):
+    """tp_block_reduce goes through shared memory only where the reduced threads are more than one
+    aligned run of a warp's lanes (P > 1): 4, 16 or 32 TIDx threads shuffle only, and the kernel
+    allocates no scratch and passes a null pointer (execution/reduction.py combines_in_shared);
+    48 threads (runs of 16) and 64 (two warps) combine their partials in shared memory."""
+    text = source(row_reduction("max", threads=threads))
+    assert ("tp_scratch" in text) == shared
+    assert ("static_cast<float*>(nullptr)" in text) == (not shared)

@@ -190,3 +190,42 @@ def test_a_batch_whose_accumulators_are_read_in_its_own_loop_is_waited_for_at_on
 def _accesses(nodes, nest):
     """The accesses of the statements under `nodes`."""
     return [a for _, a, _ in statement_paths(list(nodes), nest.hazards)]
+
+
+def _attention_ctx(stages: int):
+    from tileproof.recipes.attention import AttentionTile, attention
+    tile = AttentionTile(rows=256, keys=1024, key_tile=128, head_dim=128, value_dim=128)
+    fusion = attention(tile, warpgroups=2, stages=stages, producer=True, in_place=True)
+    return VerifyContext(fusion.snapshot(), tp.get_target("sm_90a"))
+
+
+def _loop_waits(nest) -> list[int]:
+    """The pending counts of the waits that follow a batch inside the circular loop, in order."""
+    for scope in _scopes(nest.tree):
+        waits = [n.pending for n in scope if isinstance(n, WgmmaWait) and n.commit]
+        if len(waits) == 2:
+            return waits
+    return []
+
+
+def test_attention_keeps_p_v_in_flight_across_the_next_q_k_wait_where_the_stages_allow():
+    """The key-tile loop's second batch (P V, the RS wgmma) has its accumulators rescaled and its
+    A registers rewritten in the next iteration, but only after the first batch's (Q K^T's)
+    wait_group 0, which completes it too: with three stages (a release one iteration late) it
+    stays in flight across the loop's back edge; with two, the release of its stage needs it done."""
+    for stages, pending in ((3, [0, 1]), (2, [0, 0])):
+        ctx = _attention_ctx(stages)
+        nest = placed_nest(ctx.fusion)
+        assert _loop_waits(nest) == pending
+        assert _violations(nest) == [] and list(wgmma_async_order(ctx)) == []
+
+
+def test_without_the_first_batchs_full_wait_the_rescale_touches_p_v_in_flight():
+    ctx = _attention_ctx(3)
+    nest = placed_nest(ctx.fusion)
+    for scope in _scopes(nest.tree):
+        waits = [n for n in scope if isinstance(n, WgmmaWait) and n.commit]
+        if len(waits) == 2:
+            waits[0].pending = 1  # Q K^T's wait now leaves one batch in flight: last iteration's P V
+    found = _violations(nest)
+    assert found and any(v.obligation == 2 for v in found)
