@@ -44,17 +44,22 @@ CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt128
            ("kt64_wg2_ws2_r240", 64, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
            ("kt128_wg2_ws2_r240", 128, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
            ("kt64_wg2_ws3_r240", 64, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)}),
-           ("kt192_wg2_ws2", 192, {"warpgroups": 2, "stages": 2, "producer": True}),
-           ("kt192_wg2_ws2_r240", 192, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
            ("kt256_wg2_ws2_r240", 256, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}),
            # O rescaled in place (no tile's O added into it)
            ("kt128_wg2_ws2_r240_ip", 128, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240),
                                            "in_place": True}),
            ("kt128_wg2_ws2_ip", 128, {"warpgroups": 2, "stages": 2, "producer": True, "in_place": True}),
-           ("kt192_wg2_ws2_r240_ip", 192, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240),
-                                           "in_place": True}),
            ("kt256_wg2_ws2_r240_ip", 256, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240),
-                                           "in_place": True})]
+                                           "in_place": True}),
+           # three stages released one iteration late: each tile's P V in flight while the next Q K^T issues
+           ("kt128_wg2_ws3_ip", 128, {"warpgroups": 2, "stages": 3, "producer": True, "in_place": True}),
+           ("kt128_wg2_ws3_r240_ip", 128, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240),
+                                           "in_place": True}),
+           ("kt128_wg2_ws3_r240", 128, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240)}),
+           ("kt256_wg2_ws3_r240_ip", 256, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240),
+                                           "in_place": True}),
+           ("kt64_wg2_ws4_r240_ip", 64, {"warpgroups": 2, "stages": 4, "producer": True, "registers": (24, 240),
+                                         "in_place": True})]
 
 
 def tflops(shape, ms: float) -> float:
