@@ -25,6 +25,8 @@ stands after `import tileproof as tp`.
     one_wgmma             a 64 x 64 x 64 wgmma tile, the operands' layout left open (wgmma)
     hopper_gemm_tile      a warp-specialized wgmma GEMM tile, the pipeline left open
     grouped_sum_and_max   a row sum and a row max grouped by tp.group_reductions (reduction)
+    online_logsumexp      each row's log-sum-exp by an online max (reduction)
+    masked_logsumexp      the same, causally masked, rows in blocks, the masked tiles skippable (online)
 
 Written on the public API only, as a user writes a schedule; nothing of the library imports
 this module. Its frames count as tileproof's (model/errors.py): a diagnostic about a tensor or
@@ -40,7 +42,7 @@ import tileproof as tp
 # the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
 __all__ = ["column_allreduce", "copy_chain", "cp_async_copy", "cp_async_k_loop", "grid_allreduce", "grouped_sum_and_max", "hopper_gemm_tile",
            "ldmatrix_copy",
-           "mma_sync_tile", "one_wgmma", "online_logsumexp", "register_k_loop", "tf32_operands", "wgmma_row_max", "tma_copy", "tmem_copy"]
+           "masked_logsumexp", "mma_sync_tile", "one_wgmma", "online_logsumexp", "register_k_loop", "tf32_operands", "wgmma_row_max", "tma_copy", "tmem_copy"]
 
 
 # -- copies ---------------------------------------------------------------------------------------
@@ -330,6 +332,55 @@ def online_logsumexp(name: str, rows: int = 32, keys: int = 256, tile: int = 64,
     for t in (m, l):
         t.inline_at(1)
     return fusion, x, m, p, l, lse
+
+
+def masked_logsumexp(name: str, rows: int = 96, keys: int = 256, tile: int = 64, block: int = 32, *,
+                     fill: float = float("-inf"), term=None, keep=None):
+    """Each row's log-sum-exp of the causally masked scores, lse = log(sum(exp(s - m))) + m with
+    s = where(key <= row + keys - rows, x, -inf) and m = max(s), online: `block` rows a block
+    (BIDx, a thread each on TIDx), the loop over the row's tiles of `tile` keys as in
+    online_logsumexp; the mask's positions are two tp.iota (the rows' once per thread, the keys' in
+    the loop). The caller may skip the tiles the mask drops (m.skip_masked(keep, ...)). `fill` is the
+    where's value where the mask drops a score, `term(s, m_b)` makes the terms (default
+    tp.exp(tp.sub(s, m_b))), `keep(key_b, query_b, x)` the mask (default tp.le(key_b, query_b)).
+    Returns (fusion, x, keep, m, l, lse)."""
+    with tp.Fusion(name) as fusion:
+        x = tp.make_contig_concrete_tensor([rows, keys])
+        fusion.add_input(x)
+        query = tp.iota(rows, keys - rows, 1, tp.int32)
+        key = tp.iota(keys, 0, 1, tp.int32)
+        key_b, query_b = tp.broadcast(key, [True, False]), tp.broadcast(query, [False, True])
+        keep = keep(key_b, query_b, x) if keep is not None else tp.le(key_b, query_b)
+        s = tp.where(keep, x, fill)
+        m = tp.max(s, 1)
+        m_b = tp.broadcast(m, [False, True])
+        p = term(s, m_b) if term is not None else tp.exp(tp.sub(s, m_b))
+        l = tp.sum(p, 1)
+        lse = tp.add(tp.log(l), m)
+        fusion.add_output(lse)
+    parts = []
+    for r in (m, l):  # [rows / block, block, r(keys / tile), r(tile)] -> the tile's part and the sum of the tiles
+        r.split(1, tile).split(0, block)
+        parts.append(r.rfactor([3]))
+    two_d = [t for t in fusion.tensors if t.definition is not None and len(t.logical) == 2 and t not in (m, l)
+             and not t.logical[1].is_reduction]
+    for t in two_d:  # [rows / block, block, keys / tile, tile]
+        t.split(1, tile).split(0, block)
+    for t in fusion.tensors:  # the rows' positions, the logs and lse: [rows / block, block]
+        if t.definition is not None and len(t.logical) == 1 and t not in (key, m, l):
+            t.split(0, block)
+    key.split(0, tile)
+    for t in fusion.tensors:
+        if t.definition is not None and t is not key:
+            for axis, kind in zip(t.get_loop_domain()[:2], (tp.ParallelType.BIDx, tp.ParallelType.TIDx)):
+                if not axis.is_broadcast:
+                    axis.parallelize(kind)
+    m.set_online(rescale=[l])
+    for t in parts + [t for t in two_d if fusion.consumers(t)]:
+        t.inline_at(3)  # inside the loop over tiles
+    for t in (m, l):
+        t.inline_at(2)
+    return fusion, x, keep, m, l, lse
 
 
 def hopper_gemm_tile(name: str, m: int, n: int, *, wgmmas: int = 1, block_m: int | None = None):

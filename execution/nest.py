@@ -24,6 +24,7 @@ from .derive import per_fusion
 from .loops import LoopGroup, execution_order, launched_loops, loop_groups, nest, statement_items
 from .pipeline import insert_pipelines, isolate_circular_copies
 from .reduction import Phase
+from .skip import trip_counts
 from .wgmma_order import insert_wgmma_waits
 
 ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
@@ -92,8 +93,9 @@ def placed_nest(fusion: Fusion) -> PlacedNest | None:
     if conflict is not None:
         return None
     launched = THREAD_TYPES + BLOCK_TYPES
+    trips = trip_counts(fusion)  # a loop that skips masked iterations runs its trip count (execution/skip.py)
     hazards = Hazards(leaf_access, lambda loop: groups.groups[loop.key].parallel not in launched,
-                      lambda loop: groups.groups[loop.key].extent)
+                      lambda loop: trips.get(loop.key, groups.groups[loop.key].extent))
     on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
     place_syncs(tree, on_chip, hazards)
     return PlacedNest(tree, hazards, on_chip, {g.index: g for g in groups.groups})

@@ -141,6 +141,11 @@ def rescale_conds(tv, ex) -> list:
                  CondKind.HOLE) for j, a in enumerate(op.rescale_map) if a is not None]
 
 
+def online_loop(tv) -> tuple[int | None, str]:
+    """The position of online max tv's loop over tiles (its one serial reduction axis), or None and why."""
+    return _online_loop(tv)
+
+
 def _online_loop(tv, inner: bool = False) -> tuple[int | None, str]:
     """The position of tv's one reduction axis, a serial loop; else None and why. `inner`: an
     MmaOp rescaled in place, whose first reduction axis is the loop and whose others (its K
@@ -312,6 +317,6 @@ def _escapes(fusion, m, group, groups) -> list[Problem]:
     return out
 
 
-__all__ = ["RescaledSum", "coefficient", "delta_name", "online_problems", "rescale_conds", "rescale_indices",
+__all__ = ["RescaledSum", "coefficient", "delta_name", "online_loop", "online_problems", "rescale_conds", "rescale_indices",
            "rescaled_sums",
            "term_values"]

@@ -53,7 +53,7 @@ SCHEDULE_STATE = {
     "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims",
                "reduction_groups", "tmem_regions", "_fast_math"},
     "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
-                   "logical", "history", "loop", "allocation", "multicast_on", "online", "definition"},
+                   "logical", "history", "loop", "allocation", "multicast_on", "online", "skip", "definition"},
     "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
            "tf32_rounding", "rescale_max", "rescale_map", "iota"},
     "IterDomain": {"uid", "extent_expr", "iter_type", "parallel_type", "definition"},
@@ -63,7 +63,8 @@ NOT_SCHEDULE = {
                "frozen",  # frozen: a snapshot of a schedule has the schedule's fingerprint
                "extent_aliases",  # names resolved when read; the extents they unified are in the IterDomains
                "views"},  # a snapshot's, derived from the schedule (model/producer_aliases.py)
-    "TensorView": {"origin", "memory_origin", "allocation_origin", "compute_at_origin", "online_origin", "fusion"},
+    "TensorView": {"origin", "memory_origin", "allocation_origin", "compute_at_origin", "online_origin", "skip_origin",
+                   "fusion"},
     "Op": {"origin", "macro_origin"},
     "IterDomain": {"origin", "parallel_origin", "number"},
 }
@@ -92,7 +93,8 @@ def fingerprint(fusion: Fusion, target: str) -> str:
             "loop=" + ",".join(ids(i) for i in tv.loop),
             "alloc=" + (",".join(ids(i) for i in tv.allocation) if tv.allocation is not None else "-"),
             f"multicast={tv.multicast_on.on.name if tv.multicast_on is not None else '-'}",
-        ] + ([f"online={','.join(t.name for t in tv.online)}"] if tv.online is not None else [])))
+        ] + ([f"online={','.join(t.name for t in tv.online)}"] if tv.online is not None else [])
+          + ([f"skip={tv.skip[0].name},{_tree(tv.skip[1])}"] if tv.skip is not None else [])))
     for op in fusion.exprs:
         parts.append(f"{op.kind}:{op.name}:{op.op_type.value}:{[t.name for t in op.inputs]}->{op.output.name}"
                      f":{op.logical_map}:{op.scalar!r}:{op.cache_op.value}:{op.macro}:{op.tf32_rounding}"

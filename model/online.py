@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import ScheduleError, user_location
-from .types import OpKind, float32
+from .expr import Expr, as_expr, var
+from .types import BLOCK_TYPES, OpKind, float32
 
 if TYPE_CHECKING:
     from .tensor import TensorView
@@ -138,4 +139,35 @@ def row_map(t: "TensorView", m: "TensorView") -> list[int | None]:
     return out
 
 
-__all__ = ["online_max", "rescaled_in_place", "row_map", "set_online"]
+def skip_masked(m: "TensorView", mask, trip_count) -> None:
+    """TensorView.skip_masked (its docstring says what it means): check and record. `trip_count` is
+    called with the block indices blockIdx.x, .y, .z as index expressions; what it returns (an int
+    or an expression of them and of the fusion's extent symbols) is kept."""
+    fusion = m.fusion
+    if m.online is None:
+        raise ScheduleError(f"skip_masked: {m.name} is not an online max; call {m.name}.set_online(rescale=[...]) "
+                            f"first (only the loop of an online max skips its masked iterations)")
+    if getattr(m, "skip", None) is not None:
+        raise ScheduleError(f"skip_masked: {m.name} skips the iterations masked by {m.skip[0].name} already")
+    if getattr(mask, "fusion", None) is not fusion or not mask.dtype.is_bool:
+        raise ScheduleError(f"skip_masked: mask must be a bool tensor of {m.name}'s fusion (a comparison of "
+                            f"tp.iota, the where's condition), got {mask!r:.60}")
+    if not callable(trip_count):
+        raise ScheduleError(f"skip_masked: trip_count must be a function of the block indices (bx, by, bz) "
+                            f"returning the iterations a block runs, got {trip_count!r:.60}")
+    blocks = [var(p.cuda_name) for p in BLOCK_TYPES]
+    value = trip_count(*blocks)
+    if isinstance(value, bool) or not isinstance(value, (int, Expr)):
+        raise ScheduleError(f"skip_masked: trip_count returned {value!r:.60}, not an int or an index expression "
+                            f"of the block indices and extents")
+    value = as_expr(value)
+    allowed = {b.value for b in blocks} | set(fusion.symbols)
+    stray = sorted(value.free_vars() - allowed)
+    if stray:
+        raise ScheduleError(f"skip_masked: trip_count reads {', '.join(stray)}; it may read the block indices and "
+                            f"the fusion's extent symbols only (every role of the block runs the same count)")
+    m.skip = (mask, value)
+    m.skip_origin = user_location()  # ONLINE-SKIP's reports point at the call
+
+
+__all__ = ["online_max", "rescaled_in_place", "row_map", "set_online", "skip_masked"]

@@ -60,6 +60,7 @@ from ...model.reduction import is_reduction_tensor
 from ...execution.indexing import block_dims, grid_dims, thread_dims
 from ...execution.smem_plan import MBARRIER_BYTES, TMEM_SLOT_BYTES, SmemPlan, plan_shared_memory, static_bytes
 from ...execution.cluster import cluster_dims
+from ...execution.skip import skip_problems
 from ...execution.nest import placed_nest, read_back
 from ...execution.conditions.cluster import cluster_problems
 from ...execution.conditions.warp_specialization import register_problems, role_problems
@@ -116,6 +117,7 @@ def check_supported(st: Lowering) -> None:
     refuse("WS-ROLES", role_problems(fusion))
     refuse("WS-REGISTERS", register_problems(fusion))
     refuse("CLUSTER-MULTICAST", cluster_problems(fusion))
+    refuse("ONLINE-SKIP", skip_problems(fusion))
     reduction.check(fusion, loops.execution_order(fusion))
     mma.check(fusion, loops.execution_order(fusion), st.target)
     tmem.check_supported(st)

@@ -23,6 +23,7 @@ from ...execution.barriers import WgmmaFence, WgmmaWait
 from ...execution.reduction import Phase
 from ...execution.warp_roles import WarpRoles
 from ...execution.problems import Problem
+from ...execution.skip import trip_counts
 from ...execution.conditions.lowering import UNROLLED, nest_problems
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, ParallelType
@@ -72,8 +73,9 @@ class LoopClasses:
         refuse("INLINE-PARALLEL-MATCH", groups.mismatched)
         refuse("LOOP-NEST-ORDER", nest_problems(fusion, order, groups))
         self.classes: dict[tuple[str, int], LoopClass] = {}
+        trips = trip_counts(fusion)  # a loop that skips masked iterations runs its trip count, in every role
         for g in groups.groups:
-            cls = LoopClass(g.index, g.var, g.index_var, g.extent, g.parallel, g.labels())
+            cls = LoopClass(g.index, g.var, g.index_var, trips.get(g.index, g.extent), g.parallel, g.labels())
             for tv, k in g.members:
                 self.classes[(tv.name, k)] = cls
 

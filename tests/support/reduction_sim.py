@@ -242,7 +242,7 @@ class Simulator:
                     self.nodes(n.body, loops)
                 else:
                     name = self.algebra.get(n.var, n.var)
-                    for v in range(evaluate(n.extent, {**self.symbols})):
+                    for v in range(evaluate(n.extent, self.block_env)):
                         self.nodes(n.body, {**loops, name: v})
             elif isinstance(n, Sync):
                 pass  # lockstep: every thread has finished the statements above
@@ -268,11 +268,11 @@ class Simulator:
             elif isinstance(n, (CpAsyncWait, CpAsyncCommit)):
                 pass  # a cp.async copy is complete when issued here (below)
             elif isinstance(n, Prologue):  # a circular buffer's first copies, done when issued here
-                name, extent = self.algebra.get(n.index, n.index), evaluate(n.extent, {**self.symbols})
+                name, extent = self.algebra.get(n.index, n.index), evaluate(n.extent, self.block_env)
                 for v in range(min(max(n.prefetch, 0), extent)):
                     self.nodes(n.body, {**loops, name: v})
             elif isinstance(n, Prefetched):  # the copies of iteration i + prefetch (indices shifted)
-                if loops[self.algebra.get(n.index, n.index)] + n.prefetch < evaluate(n.extent, {**self.symbols}):
+                if loops[self.algebra.get(n.index, n.index)] + n.prefetch < evaluate(n.extent, self.block_env):
                     self.nodes(n.body, loops)
             else:
                 raise NotImplementedError(type(n).__name__)

@@ -1,0 +1,107 @@
+"""Online reductions' skipped iterations: an online max's loop that ends, per block, where its mask
+drops every later tile (TensorView.skip_masked; execution/skip.py derives what the kernel runs)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import z3
+
+from ...execution.skip import mask_comparison, skip_problems, skipped_loops
+from ...execution.statements import tensor_execution
+from ...model.expr import const
+from ...model.types import BLOCK_TYPES
+from ..context import VerifyContext
+from ..diagnostics import Diagnostic
+from ..findings import report_problems, report_values
+from ..registry import rule
+
+
+@rule("ONLINE-SKIP", family="online", premises=("ONLINE-RESCALE",))
+def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """The iterations an online max's loop skips are masked whole, and skipping them changes nothing.
+
+    What it checks:
+        For every online max m with m.skip_masked(mask, trip_count): a block runs the first
+        T = min(E, trip_count(block)) iterations of m's loop over tiles (E its extent) in every role.
+        z3 proves, for every block of the launch, T >= 1, and that mask is false at every point of
+        every skipped iteration t >= T the kernel would compute (holes aside), the mask's value
+        read off the ops as an affine comparison of tp.iota values. Structurally: m's input is
+        where(mask, x, -inf) (through the tile's max, copies, casts and positive scales); the terms
+        of each sum m rescales are 0 where that where is -inf (exp2 or exp of it times a number > 0,
+        plus values not computed from it, times values not computed from it, cast, summed); and
+        nothing else is carried across the loop (no other reduction sums over it, no value
+        computed inside it is an output or read after it but through m and its sums).
+    Why the hardware needs it:
+        Skipping is exact only for an iteration that is the identity on the loop's carried state:
+        its scores all -inf, the running max (finite, since iteration 0 always runs) does not grow,
+        the rescale factor is exp2(0) = 1 and the terms exp2(-inf) = 0, so acc * 1 + 0 = acc. A
+        trip count one tile short drops scores the mask keeps; a mask that is not a comparison of
+        indices cannot be decided for every block; a masked value that is not -inf, or a sum whose
+        terms are not exp of it, changes the state in the iterations the kernel never runs.
+    Example:
+        fusion, x, keep, m, l, lse = masked_logsumexp("short_trip")
+        m.skip_masked(keep, lambda bx, by, bz: (bx * 32 + 31 + 160) // 64)
+    Fix:
+        fusion, x, keep, m, l, lse = masked_logsumexp("causal_trip")
+        m.skip_masked(keep, lambda bx, by, bz: (bx * 32 + 31 + 160) // 64 + 1)
+    References:
+        FlashAttention-2 (Dao 2023), section 3.1.1 (causal masking: blocks above the diagonal are
+        skipped); docs/attention.md#causal-tile-skipping
+    """
+    # Formal statement: for the where W = where(mask, x, -inf) feeding online max m over loop L of
+    #   extent E, with T(b) = min(E, trip(b)) and mask(i, j) = cmp(lhs(i, j), rhs(i, j)) affine:
+    #   for all admitted sizes and blocks b: 1 <= trip(b), and for all points p of W's statement with
+    #   conds(p) and L's index t(p) >= T(b(p)): not cmp(lhs, rhs) at the mask's indices W reads at p
+    yield from report_problems("ONLINE-SKIP", skip_problems(ctx.fusion))
+    for s in skipped_loops(ctx.fusion).values():
+        if s.where is None:
+            continue
+        w, m, mask = s.where, s.max, s.mask
+        ex = tensor_execution(w, ctx.block_dims)
+        at, cmp_ = s.where_position, mask_comparison(mask, ex.read_logical(0))[0]
+        if at is None or cmp_ is None:
+            continue  # skip_problems reports a where outside the loop and a mask of another form
+        op, lhs, rhs = cmp_
+        t, trip = ex.env[w.loop[at].uid], s.trip_count
+        ranges = dict(ex.ranges)
+        for p in BLOCK_TYPES:  # the trip count may read a block index W's statement does not
+            ranges.setdefault(p.cuda_name, ctx.block_dims[p] if p in ctx.block_dims else const(1))
+        exprs = [lhs, rhs, t, trip, s.given] + [e for c in ex.conds for e in (c.lhs, c.rhs)]
+        q = ctx.query(exprs, ranges, integers=True)
+        at_least_one = q.prove(q.le(const(1), s.given), values={"trip count": s.given})
+        blocks = [p.cuda_name for p in BLOCK_TYPES]
+        yield from report_values(
+            ctx, "ONLINE-SKIP", at_least_one, f"that every block runs iteration 0 of {m.name}'s loop",
+            lambda v, when: (f"online max {m.name}'s trip count is {v['trip count']} for a block{when}: "
+                             f"its loop runs no iteration, and the running max stays -inf"),
+            ["trip count"], point=blocks, hint="make the trip count at least 1 for every block (iteration 0 "
+                                                "gives every row a finite running max)",
+            tensor=m.name, location=m.skip_origin)
+        if not at_least_one.proved:
+            continue
+        q = ctx.query(exprs, ranges, integers=True)
+        kept = _COMPARE[op](q, lhs, rhs)
+        runs = z3.And(*[q.holds(c) for c in ex.conds], q.le(trip, t), q.ctx)
+        indices = {f"{mask.name} axis {a}": e for a, e in enumerate(ex.read_logical(0))}
+        out = q.prove(z3.Implies(runs, z3.Not(kept)),
+                      values={"iteration": t, "trip count": trip, "left": lhs, "right": rhs, **indices})
+        yield from report_values(
+            ctx, "ONLINE-SKIP", out, f"that {mask.name} drops every point of the iterations {m.name}'s loop skips",
+            lambda v, when: (f"online max {m.name}'s loop skips iteration {v['iteration']} (its trip count is "
+                             f"{v['trip count']}){when}, but {mask.name} keeps "
+                             f"{mask.name}[{', '.join(str(v[k]) for k in indices)}] there ({v['left']} {op} "
+                             f"{v['right']}): a score the fusion keeps is dropped"),
+            ["iteration", "trip count", *indices], point=blocks,
+            hint=f"raise the trip count to the last iteration with a kept point plus one (a count too large only "
+                 f"runs masked iterations)", tensor=w.name, location=m.skip_origin)
+
+
+_COMPARE = {
+    "lt": lambda q, a, b: q.lt(a, b),
+    "le": lambda q, a, b: q.le(a, b),
+    "gt": lambda q, a, b: q.lt(b, a),
+    "ge": lambda q, a, b: q.le(b, a),
+    "eq": lambda q, a, b: q.eq(a, b),
+    "ne": lambda q, a, b: q.ne(a, b),
+}
