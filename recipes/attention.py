@@ -211,7 +211,8 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
 
 
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
-              warpgroups: int = 1, lse: bool = False, in_place: bool = False) -> tp.Fusion:
+              warpgroups: int = 1, lse: bool = False, in_place: bool = False,
+              skip_masked_tiles: bool = True) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -225,11 +226,17 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     [Z, G, M] float32 (FlashAttention's softmax_lse). With `in_place`, O is one MmaOp over every key
     tile whose accumulators the running max rescales in place before each tile's products (as
     FlashAttention does) rather than a tile's O added into it. Verifier rule ONLINE-RESCALE proves
-    the rescale exact."""
+    the rescale exact. A causal tile skips the key tiles its mask drops whole for every row of the
+    block (`skip_masked_tiles`, default on; off computes them, masked, for comparison): block b's
+    loop ends after tile (last row + N - M) // key_tile, the last holding a key its last row keeps
+    (tp.TensorView.skip_masked; rule ONLINE-SKIP proves the tiles skipped are masked whole and
+    skipping them exact), in the producer's loads, the pipeline and the consumers alike."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
         raise tp.ScheduleError(f"attention: lse must be True or False, got {lse!r}")
+    if not isinstance(skip_masked_tiles, bool):
+        raise tp.ScheduleError(f"attention: skip_masked_tiles must be True or False, got {skip_masked_tiles!r}")
     if warpgroups not in (1, 2, 3, 4) or isinstance(warpgroups, bool):
         raise tp.ScheduleError(f"attention: warpgroups must be 1 to 4 (consumer warpgroups a block), got {warpgroups!r}")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1):
@@ -278,6 +285,9 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     for name in ("max_scaled", "log_sum", "lse") if lse else ():  # [Z, G, Mo, TIDy, v2]: the fragment's rows
         _fragment_rows(t[name], h)
     t["m"].set_online(rescale=[t["l"], o])
+    if tile.causal and skip_masked_tiles:  # a block's last row r keeps keys up to r + N - M: the tiles up to its
+        last = ROWS * warpgroups - 1 + tile.keys - tile.rows  # (past KT: the loop's extent clamps the count)
+        t["m"].skip_masked(t["keep"], lambda bx, by, bz: (bx * (ROWS * warpgroups) + last) // n + 1)
     indices = [t["query"], t["key"]] if tile.causal else []  # 1-D: laid out as the fragment's rows, columns
     computed = [x for x in fusion.tensors if not x.is_fusion_input and x not in indices]
     w = warpgroups > 1  # [.., Mo, ..] -> [.., Mo / warpgroups, warpgroups (TIDz), ..]

@@ -4,12 +4,15 @@ fragment's rows and columns, no Mask input. Every configuration benchmarks/atten
 verifies (stages, a warp-specialized producer, two consumer warpgroups, O rescaled in place), at
 sizes that are no multiple of the tiles, M != N and grouped-query heads too; the kernel compiles
 with NVRTC for sm_90a, computes the key indices in the loop over key tiles and the query indices
-once per block, and reads no mask. tests/gpu/test_attention.py checks its values against SDPA.
+once per block, and reads no mask. A block skips the key tiles its mask drops whole (skip_masked_tiles,
+ONLINE-SKIP): its loop over key tiles ends at its trip count in every role, the count the number of
+tiles one of its rows keeps a key of. tests/gpu/test_attention.py checks its values against SDPA.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -18,6 +21,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.codegen.runtime import nvrtc
+from tileproof.model.expr import evaluate
 from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -42,10 +46,63 @@ def test_every_benchmark_configuration_verifies_causal(name, key_tile, options):
     codes = []
     for d in (128, 64):
         tile = AttentionTile(rows=4096, keys=4096, head_dim=d, value_dim=d, batch=128, key_tile=key_tile, causal=True)
-        codes.append(tp.verify(attention(tile, **options)).codes)
+        fusion = attention(tile, **options)
+        assert _skipping(fusion) is not None  # the masked key tiles skipped, by default
+        codes.append(tp.verify(fusion).codes)
         if not codes[-1]:
             break
     assert codes[-1] == [] and all(c in ([], ["SMEM-CAPACITY"]) for c in codes), (name, codes)
+
+
+def _skipping(fusion):
+    """The online max that skips masked key tiles, or None."""
+    return next((t for t in fusion.tensors if t.skip is not None), None)
+
+
+@pytest.mark.parametrize("rows, keys, key_tile, warpgroups", [(4096, 4096, 128, 2), (1000, 3000, 64, 1),
+                                                              (77, 77, 64, 1), (200, 500, 64, 2)])
+def test_each_block_runs_the_key_tiles_its_rows_keep_and_no_more(rows, keys, key_tile, warpgroups):
+    """The trip count of block b, min(KT, (last row + N - M) // key_tile + 1), is the number of key tiles
+    holding a key one of its rows keeps: each tile it skips is masked whole (ONLINE-SKIP proves it), and
+    it skips every such tile of a whole block (the last block's rows past M count as rows)."""
+    fusion = attention(AttentionTile(rows=rows, keys=keys, key_tile=key_tile, causal=True), warpgroups=warpgroups)
+    m = _skipping(fusion)
+    per_block, tiles = 64 * warpgroups, -(-keys // key_tile)
+    for b in range(-(-rows // per_block)):
+        trip = min(tiles, evaluate(m.skip[1], {"blockIdx.x": b, "blockIdx.y": 0, "blockIdx.z": 0}))
+        needed = max(min(tiles, (r + keys - rows) // key_tile + 1) for r in range(b * per_block, (b + 1) * per_block))
+        assert trip == needed >= 1, (b, trip, needed)
+    full = sum(min(tiles, evaluate(m.skip[1], {"blockIdx.x": b, "blockIdx.y": 0, "blockIdx.z": 0}))
+               for b in range(-(-rows // per_block)))
+    if rows == keys == 4096:  # about half the tiles: (1 + 2 + ... + 32) of 32 x 32
+        assert full == 32 * 33 // 2
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_every_role_s_loop_over_key_tiles_ends_at_the_block_s_trip_count(skip):
+    """With a producer, both roles' loops over the key tiles (the producer's loads, the consumers'
+    products) run the count computed from blockIdx.x; skip_masked_tiles=False runs all of them."""
+    tile = AttentionTile(rows=320, keys=384, key_tile=128, causal=True)  # no other test's (its compile is cached)
+    fusion = attention(tile, stages=2, producer=True, skip_masked_tiles=skip)
+    assert (_skipping(fusion) is not None) is skip
+    assert tp.verify(fusion).ok
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tp.PerformanceWarning)  # a producer without setmaxnreg may spill
+        body = tp.compile(fusion, "sm_90a").cuda_source
+    body = body[body.index('extern "C"'):]
+    k_tile = next(t for t in fusion.tensors if t.definition is not None and t.definition.inputs == [fusion.inputs[1]])
+    m = next(t for t in fusion.tensors if t.online is not None)
+    loops = [line for line in body.splitlines() if line.lstrip().startswith("for (")
+             and re.search(rf"\b{k_tile.name} axis \d+, .*\b{m.name} axis", line)]
+    assert len(loops) == 2  # the producer's and the consumers'
+    assert all(("blockIdx.x" in line) is skip for line in loops), loops
+    if not skip:
+        assert all(" < 3U;" in line for line in loops)
+
+
+def test_skip_masked_tiles_is_checked():
+    with pytest.raises(tp.ScheduleError, match="skip_masked_tiles must be True or False"):
+        attention(AttentionTile(rows=64, keys=256, key_tile=64, causal=True), skip_masked_tiles=1)
 
 
 @pytest.mark.parametrize("tile, options", [
