@@ -156,6 +156,42 @@ def test_causal_attention_matches_sdpa_is_causal(tile, options):
     assert err <= 2e-2, err
 
 
+# masked key tiles skipped (attention's skip_masked_tiles, on by default; ONLINE-SKIP): M != N with row and
+# key tails, grouped-query heads, two consumer warpgroups behind a producer, O rescaled in place, the lse
+SKIPPING = [(AttentionTile(rows=100, keys=300, key_tile=64, batch=2, group=2, causal=True), {}),
+            (AttentionTile(rows=200, keys=500, key_tile=64, head_dim=128, value_dim=128, batch=3, group=4, causal=True),
+             {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240), "in_place": True}),
+            (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, batch=2, group=4,
+                           causal=True),
+             {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240), "in_place": True}),
+            (AttentionTile(rows=333, keys=777, key_tile=128, batch=2, causal=True), {"stages": 2, "lse": True})]
+
+
+@pytest.mark.parametrize("tile, options", SKIPPING, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_skipping_masked_key_tiles_changes_no_bit(tile, options):
+    """Each block's loop over key tiles ends at the last tile one of its rows keeps a key of (the count
+    read from blockIdx.x in every role): O against float64 as the unskipped kernel is, and bit for bit
+    the output of the same schedule computing every tile (skip_masked_tiles=False), since a skipped tile
+    would add exp2(-inf) = 0 terms at a rescale of exp2(0) = 1."""
+    skipping = tp.compile(attention(tile, **options), "sm_90a")
+    every = tp.compile(attention(tile, skip_masked_tiles=False, **options), "sm_90a")
+    for kernel, skips in ((skipping, True), (every, False)):
+        assert any("for (" in line and "blockIdx.x" in line for line in kernel.cuda_source.splitlines()) is skips
+    if not options.get("lse"):
+        check(skipping, tile)
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
+               ((1, tile.batch * tile.group, tile.rows, tile.head_dim), (1, tile.batch, tile.keys, tile.head_dim),
+                (1, tile.batch, tile.keys, tile.value_dim)))
+    outs = []
+    for kernel in (skipping, every):
+        got = kernel.run(*attention_views(q, k, v))
+        torch.cuda.synchronize()
+        outs.append([t.clone() for t in got])
+    for a, b in zip(*outs):
+        assert torch.equal(a, b)
+
+
 def check(kernel, tile, mask=None):
     """The kernel's O against softmax(Q K^T scale) V in float64, and against the same with P rounded
     to bfloat16 as the kernel rounds it (FlashAttention does too). A causal tile's reference adds
