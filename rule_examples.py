@@ -339,9 +339,9 @@ def masked_logsumexp(name: str, rows: int = 96, keys: int = 256, tile: int = 64,
     """Each row's log-sum-exp of the causally masked scores, lse = log(sum(exp(s - m))) + m with
     s = where(key <= row + keys - rows, x, -inf) and m = max(s), online: `block` rows a block
     (BIDx, a thread each on TIDx), the loop over the row's tiles of `tile` keys as in
-    online_logsumexp; the mask's positions are two tp.iota (the rows' once per thread, the keys' in
-    the loop). The caller may skip the tiles the mask drops (m.skip_masked(keep, ...)). `fill` is the
-    where's value where the mask drops a score, `term(s, m_b)` makes the terms (default
+    online_logsumexp; the mask's positions are two tp.iota (the rows' once per thread, a tile of the
+    keys' in each iteration). The caller may skip the tiles the mask drops (m.skip_masked(keep, ...)).
+    `fill` is the where's value where the mask drops a score, `term(s, m_b)` makes the terms (default
     tp.exp(tp.sub(s, m_b))), `keep(key_b, query_b, x)` the mask (default tp.le(key_b, query_b)).
     Returns (fusion, x, keep, m, l, lse)."""
     with tp.Fusion(name) as fusion:
@@ -380,6 +380,7 @@ def masked_logsumexp(name: str, rows: int = 96, keys: int = 256, tile: int = 64,
         t.inline_at(3)  # inside the loop over tiles
     for t in (m, l):
         t.inline_at(2)
+    key.inline_at(1)  # a tile of key positions an iteration
     return fusion, x, keep, m, l, lse
 
 
