@@ -11,6 +11,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.model.expr import var
+from tileproof.model.fingerprint import fingerprint
 from tileproof.rule_examples import masked_logsumexp
 
 CODE = "ONLINE-SKIP"
@@ -93,7 +94,5 @@ def test_skip_masked_checks_its_arguments():
 
 
 def test_the_trip_count_is_part_of_the_fingerprint():
-    from tileproof.model.fingerprint import fingerprint
-
     assert fingerprint(_skipping("a"), "sm_90a") != fingerprint(_skipping("a", extra=2), "sm_90a")
     assert fingerprint(_skipping("a"), "sm_90a") != fingerprint(masked_logsumexp("a")[0], "sm_90a")
