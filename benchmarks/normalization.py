@@ -145,7 +145,7 @@ def _tileproof(op, x, w, b, rows=None):
 
 def measure(torch, op, m, n, reps, compile_torch) -> dict:
     # imported where measured, as the file's other tileproof imports: --help and the summary run without it
-    from tileproof.recipes.normalization import LayerNorm, RMSNorm, Softmax, row_class
+    from tileproof.recipes.normalization import LayerNorm, RMSNorm, Softmax
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2
     w = torch.randn(n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
@@ -169,7 +169,7 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
         torch._dynamo.reset()  # each (op, shape) its own compile: past dynamo's recompile limit it runs eager
         compiled = torch.compile(lambda x, w, b: _reference(torch, op, x, w, b), dynamic=False)
         attempt(out, "compiled", lambda: entry(lambda: compiled(x, w, b)))
-    chosen = row_class(n, "bfloat16", {"softmax": Softmax, "layer_norm": LayerNorm, "rms_norm": RMSNorm}[op].long_shape)
+    chosen = {"softmax": Softmax, "layer_norm": LayerNorm, "rms_norm": RMSNorm}[op]().row_class(n)
     attempt(out, "tileproof", lambda: {**entry(_tileproof(op, x, w, b)), "batch": chosen.batch, "class": chosen.tag})
     for rows in other_classes(n, chosen, chosen.vector):
         attempt(out, f"tileproof_b{rows.batch}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
