@@ -96,3 +96,11 @@ def test_skip_masked_checks_its_arguments():
 def test_the_trip_count_is_part_of_the_fingerprint():
     assert fingerprint(_skipping("a"), "sm_90a") != fingerprint(_skipping("a", extra=2), "sm_90a")
     assert fingerprint(_skipping("a"), "sm_90a") != fingerprint(masked_logsumexp("a")[0], "sm_90a")
+
+
+def test_a_count_that_divides_a_negative_number_is_refused():
+    """The kernel divides unsigned integers, z3 as floor: a negative dividend would differ."""
+    fusion, x, keep, m, l, lse = masked_logsumexp("negative")
+    m.skip_masked(keep, lambda bx, by, bz: (bx * 32 - 40) // 64 + 4)  # -40 // 64 + 4 = 3 for block 0
+    (e,), _ = _errors(fusion)
+    assert "divides a negative number" in e.message and e.counterexample["blockIdx.x"] <= 1

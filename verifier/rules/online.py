@@ -24,7 +24,8 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
     What it checks:
         For every online max m with m.skip_masked(mask, trip_count): a block runs the first
         T = min(E, trip_count(block)) iterations of m's loop over tiles (E its extent) in every role.
-        z3 proves, for every block of the launch, T >= 1, and that mask is false at every point of
+        z3 proves, for every block of the launch, T >= 1 (each dividend in the count >= 0, as the
+        kernel divides unsigned integers), and that mask is false at every point of
         every skipped iteration t >= T the kernel would compute (holes aside), the mask's value
         read off the ops as an affine comparison of tp.iota values. Structurally: m's input is
         where(mask, x, -inf) (through the tile's max, copies, casts and positive scales); the terms
@@ -69,14 +70,18 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
             ranges.setdefault(p.cuda_name, ctx.block_dims[p] if p in ctx.block_dims else const(1))
         exprs = [lhs, rhs, t, trip, s.given] + [e for c in ex.conds for e in (c.lhs, c.rhs)]
         q = ctx.query(exprs, ranges, integers=True)
-        at_least_one = q.prove(q.le(const(1), s.given), values={"trip count": s.given})
+        # the kernel divides in unsigned integers: every dividend of the count is >= 0 (z3 divides as floor)
+        dividends = [z3.BoolVal(True, q.ctx)] + [q.le(const(0), d) for d in _dividends(s.given)]
+        at_least_one = q.prove(z3.And(q.le(const(1), s.given), *dividends), values={"trip count": s.given})
         blocks = [p.cuda_name for p in BLOCK_TYPES]
         yield from report_values(
             ctx, "ONLINE-SKIP", at_least_one, f"that every block runs iteration 0 of {m.name}'s loop",
             lambda v, when: (f"online max {m.name}'s trip count is {v['trip count']} for a block{when}: "
-                             f"its loop runs no iteration, and the running max stays -inf"),
+                             f"its loop runs no iteration, and the running max stays -inf" if v["trip count"] < 1 else
+                             f"online max {m.name}'s trip count divides a negative number for a block{when}: the "
+                             f"kernel divides unsigned integers"),
             ["trip count"], point=blocks, hint="make the trip count at least 1 for every block (iteration 0 "
-                                                "gives every row a finite running max)",
+                                                "gives every row a finite running max), each dividend in it >= 0",
             tensor=m.name, location=m.skip_origin)
         if not at_least_one.proved:
             continue
@@ -95,6 +100,12 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
             ["iteration", "trip count", *indices], point=blocks,
             hint=f"raise the trip count to the last iteration with a kept point plus one (a count too large only "
                  f"runs masked iterations)", tensor=w.name, location=m.skip_origin)
+
+
+def _dividends(e) -> list:
+    """The dividends of every floordiv, ceildiv and mod in e."""
+    out = [e.args[0]] if e.op in ("floordiv", "ceildiv", "mod") else []
+    return out + [d for a in e.args for d in _dividends(a)]
 
 
 _COMPARE = {
