@@ -237,7 +237,9 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         raise tp.ScheduleError(f"attention: lse must be True or False, got {lse!r}")
     if not isinstance(skip_masked_tiles, bool):
         raise tp.ScheduleError(f"attention: skip_masked_tiles must be True or False, got {skip_masked_tiles!r}")
-    if warpgroups not in (1, 2, 3, 4) or isinstance(warpgroups, bool):
+    if not isinstance(producer, bool):
+        raise tp.ScheduleError(f"attention: producer must be True or False, got {producer!r}")
+    if not isinstance(warpgroups, int) or isinstance(warpgroups, bool) or warpgroups not in (1, 2, 3, 4):  # 2.0 == 2
         raise tp.ScheduleError(f"attention: warpgroups must be 1 to 4 (consumer warpgroups a block), got {warpgroups!r}")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1):
         raise tp.ScheduleError(f"attention: stages must be an int >= 1 (1: no circular buffer), got {stages!r}")

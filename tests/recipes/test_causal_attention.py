@@ -105,6 +105,17 @@ def test_skip_masked_tiles_is_checked():
         attention(AttentionTile(rows=64, keys=256, key_tile=64, causal=True), skip_masked_tiles=1)
 
 
+@pytest.mark.parametrize("options, match", [
+    (dict(warpgroups=2.0), "warpgroups must be 1 to 4"),  # found by the fuzzer: 2.0 == 2 passed, then a TypeError
+    (dict(warpgroups=True), "warpgroups must be 1 to 4"),
+    (dict(stages=2, producer=1), "producer must be True or False"),
+    (dict(stages=2.0), "stages must be an int"),
+])
+def test_attention_options_are_checked_at_the_door(options, match):
+    with pytest.raises(tp.ScheduleError, match=match):
+        attention(AttentionTile(rows=128, keys=256, key_tile=64, causal=True), **options)
+
+
 @pytest.mark.parametrize("tile, options", [
     (AttentionTile(rows=100, keys=300, key_tile=64, causal=True), {}),
     (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, causal=True),
