@@ -32,7 +32,9 @@ With --run (a GPU and torch), every accepted sm_90a kernel is also launched at s
 checks admit (benchmarks/gpu_check.py), on random inputs, and compared with the float64
 reference (a float32 MmaOp within the tf32 bound 2^-10 |A| |B|; an attention case on random Q, K,
 V of PyTorch's [B, H, S, D] layout through attention_views and its case's Mask, against
-softmax(Q K^T scale + Mask) V in float64 within bfloat16's tolerance): gpu_runs in the JSON counts correct runs, wrong outputs and faults.
+softmax(Q K^T scale + Mask) V in float64 within bfloat16's tolerance; a causal tile against SDPA's
+is_causal in float32 where M == N, the bottom-right aligned causal mask in float64 where M != N;
+the lse output against logsumexp in float64): gpu_runs in the JSON counts correct runs, wrong outputs and faults.
 """
 
 from __future__ import annotations

@@ -195,12 +195,17 @@ def run_attention_and_judge(kernel, tile, mask: str | None = None, seed: int = 0
     """An attention kernel (tileproof.recipes.attention; `tile` its AttentionTile, `mask` the kind
     of its Mask input where the tile is masked: attention_mask) launched once on random Q, K, V of
     PyTorch's [B, H, S, D] layout made its inputs by attention_views (as tests/gpu/test_attention.py
-    does), into a NaN-poisoned output followed by guard elements, and judged against
-    softmax(Q K^T scale + Mask) V in float64 within ATTENTION_TOLERANCE."""
+    does), into NaN-poisoned outputs each followed by guard elements, and judged within
+    ATTENTION_TOLERANCE against softmax(Q K^T scale + Mask) V in float64; a causal tile (the mask
+    computed in the kernel) against torch's scaled_dot_product_attention(is_causal=True) in float32
+    where M == N, and against the bottom-right aligned causal_mask in float64 where M != N (SDPA's
+    is_causal aligns top-left there). A second output (attention(..., lse=True)) is judged against
+    each row's logsumexp of the scaled, masked scores in float64."""
     import torch
+    import torch.nn.functional as F
 
     import tileproof as tp
-    from tileproof.recipes.attention import attention_views
+    from tileproof.recipes.attention import attention_views, causal_mask
 
     gen = torch.Generator(device="cuda").manual_seed(seed)
     b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
@@ -209,12 +214,13 @@ def run_attention_and_judge(kernel, tile, mask: str | None = None, seed: int = 0
                ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
                 (b, hkv, tile.keys, tile.value_dim)))
     masks = [attention_mask(torch, mask, tile.rows, tile.keys, gen)] if mask is not None else []
-    shape = (tile.batch, tile.group, tile.rows, tile.value_dim)
-    n = math.prod(shape)
-    base = torch.full((n + GUARD,), float("nan"), device="cuda", dtype=torch.bfloat16)
-    out = base[:n].view(shape)
+    shapes = [(tile.batch, tile.group, tile.rows, tile.value_dim), (tile.batch, tile.group, tile.rows)]
+    dtypes = [torch.bfloat16, torch.float32][:len(kernel.fusion.outputs)]
+    bases = [torch.full((math.prod(shape) + GUARD,), float("nan"), device="cuda", dtype=dtype)
+             for shape, dtype in zip(shapes, dtypes)]
+    outs = [base[:math.prod(shape)].view(shape) for base, shape in zip(bases, shapes)]
     try:
-        kernel.run(*attention_views(q, k, v), *masks, out=[out])
+        kernel.run(*attention_views(q, k, v), *masks, out=outs)
         torch.cuda.synchronize()
     except tp.InputError as e:
         return {"outcome": "refused at launch", "detail": str(e)[:400]}
@@ -222,13 +228,21 @@ def run_attention_and_judge(kernel, tile, mask: str | None = None, seed: int = 0
         return {"outcome": "fault", "detail": f"{type(e).__name__}: {e}"[:400]}
     kk, vv = (t.double().repeat_interleave(tile.group, dim=1) for t in (k, v))  # each query head's kv head
     scores = q.double() @ kk.transpose(-1, -2) * tile.softmax_scale
-    for m in masks:
+    for m in masks + ([causal_mask(torch, tile.rows, tile.keys)] if tile.causal else []):
         scores = scores + m.double().view(tile.rows, tile.keys)
-    want = torch.softmax(scores, dim=-1) @ vv
-    got = out.double().reshape(want.shape)
-    close = (got - want).abs() <= ATTENTION_TOLERANCE + ATTENTION_TOLERANCE * want.abs()  # NaN: not close
-    wrong, past = int((~close).sum()), written_past([base[n:]], torch)
-    del q, k, v, kk, vv, scores, masks, want, got, base, out
+    if tile.causal and tile.rows == tile.keys:  # SDPA's own causal semantics, not our mask's
+        want = F.scaled_dot_product_attention(q.float(), kk.float(), vv.float(), is_causal=True,
+                                              scale=tile.softmax_scale).double()
+    else:
+        want = torch.softmax(scores, dim=-1) @ vv
+    wants = [want, torch.logsumexp(scores, dim=-1)][:len(outs)]
+    wrong = 0
+    for got, expected in zip(outs, wants):
+        got = got.double().reshape(expected.shape)
+        close = (got - expected).abs() <= ATTENTION_TOLERANCE + ATTENTION_TOLERANCE * expected.abs()  # NaN: not close
+        wrong += int((~close).sum())
+    n, past = sum(o.numel() for o in outs), written_past([base[o.numel():] for base, o in zip(bases, outs)], torch)
+    del q, k, v, kk, vv, scores, masks, want, wants, bases, outs, got, expected, close
     torch.cuda.empty_cache()
     if past:
         return {"outcome": "wrote past an output", "elements": past, "wrong": wrong, "of": n}

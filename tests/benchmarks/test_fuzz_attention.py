@@ -13,7 +13,7 @@ from support import attention_gen
 from support.attention_gen import MUTATIONS, RECIPES, Parameter, Recipe, attention_case
 from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
 
-DRAWS = range(60)  # enough to draw every mutation once
+DRAWS = range(80)  # enough to draw every mutation once, and causal tiles with row and key tails
 VERIFIED = range(24)  # verified, and compiled where accepted: the CI budget
 UNDECIDED = "could not prove "  # verifier/findings.undecided: no model, so no counterexample
 
@@ -26,9 +26,14 @@ def test_draws_are_reproducible_and_cover_the_mutations():
     assert drawn == set(MUTATIONS), sorted(set(MUTATIONS) - drawn)
     assert {c.recipe for c in cases} == set(RECIPES)
     joined = " ".join(repr(c) for c in cases)
-    for part in ("head_dim=128", "scale=None", "group=2", "key_tile=", "stages=3", "producer=True",
-                 "registers=(", "warpgroups=2", "masked=True", "mask causal", "mask random", "mask bias"):
+    for part in ("head_dim=128", "scale=None", "group=2", "key_tile=", "stages=3", "stages=4", "producer=True",
+                 "registers=(", "warpgroups=2", "masked=True", "mask causal", "mask random", "mask bias",
+                 "causal=True", "skip_masked_tiles=False", "lse=True", "in_place=True", "head_dim=256"):
         assert part in joined, part
+    causal = [c.tile for c in cases if c.tile.causal]
+    assert all(t.rows <= t.keys for t in causal) and any(t.rows == t.keys for t in causal)
+    assert any(t.rows < t.keys for t in causal) and any(t.rows % 64 for t in causal)
+    assert any(t.keys % t.key_tile for t in causal)
     assert any(c.tile.scale is not None for c in cases) and any(not c.mutations for c in cases)
 
 
@@ -36,7 +41,7 @@ def test_draws_are_reproducible_and_cover_the_mutations():
 def test_every_parameter_and_option_out_of_range_is_refused(recipe, monkeypatch):
     monkeypatch.setattr(attention_gen, "OUT_OF_RANGE_RATE", 1.0)
     monkeypatch.setattr(attention_gen, "MUTATION_RATE", 0.0)
-    cases = [attention_case(seed, recipe) for seed in range(80)]
+    cases = [attention_case(seed, recipe) for seed in range(160)]  # each of 17 parameters and options out of range
     assert not [c.api_bugs for c in cases if c.api_bugs]
     refused = {step.split("=")[0] for c in cases for step in c.steps[1:] if step.endswith("refused (ScheduleError)")}
     assert refused == {p.name for p in RECIPES[recipe].parameters + RECIPES[recipe].options}
@@ -134,3 +139,30 @@ def test_p_inlined_into_the_second_products_instruction_is_rejected():
     p_a.inline_at(6)
     errors = [d for d in tp.verify(fusion).errors if d.code == "LOWERING-SUPPORTED"]
     assert errors and "instruction loop" in errors[0].message and errors[0].counterexample["axis"] == 5
+
+
+class _Pick:
+    """An rng whose choice is the named skip count (the mutation draws one of _skip_counts' items)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def choice(self, items):
+        return next(item for item in items if item[0] == self.name)
+
+
+@pytest.mark.parametrize("count, rejected", [
+    ("the recipe's", False), ("one tile more", False), ("every tile", False), ("one tile short", True),
+    ("one warpgroup's rows", True), ("top-left aligned (no N - M)", True), ("the block's first row", True),
+    ("none", True)])
+def test_a_drawn_skip_count_is_accepted_exactly_when_it_covers_every_kept_key(count, rejected):
+    """The skip_count mutation on a causal tile computing every tile: counts as long as the recipe's or
+    longer are exact; a shorter one drops kept keys of some block and ONLINE-SKIP says where."""
+    tile, options = AttentionTile(rows=200, keys=500, key_tile=64, causal=True), {"warpgroups": 2}
+    fusion = attention(tile, skip_masked_tiles=False, **options)
+    done = MUTATIONS["skip_count"](_Pick(count), attention_gen.roles(fusion, tile, options))
+    assert count in done
+    report = tp.verify(fusion)
+    assert report.ok is not rejected, (count, report.codes)
+    if rejected:
+        assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message

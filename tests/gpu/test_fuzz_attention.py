@@ -1,6 +1,8 @@
 """The fuzzer's attention family on the GPU (marker `gpu`; skipped without PyTorch or a CUDA
 device): every accepted draw of tests/support/attention_gen.py over a fixed seed range, mutated or
-not, computes softmax(Q K^T scale + Mask) V (a masked tile's Mask as its case names it), judged as
+not, computes softmax(Q K^T scale + Mask) V (a masked tile's Mask as its case names it; a causal
+tile against SDPA's is_causal where M == N, the bottom-right aligned mask where M != N; the lse
+output against logsumexp), judged as
 benchmarks/fuzz.py --families attention --run judges it (benchmarks/gpu_check.run_attention_and_judge:
 random Q, K, V through attention_views, a NaN-poisoned output with guard elements, float64 within
 bfloat16's tolerance). A rejected draw

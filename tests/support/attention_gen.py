@@ -5,18 +5,25 @@ options) with random parameters, then now and then changed through the public AP
 could get it wrong. The recipe stays the one source of the schedule: a mutation only edits what
 the recipe built.
 
-A draw: the tile's parameters over their valid ranges (rows, keys, head and value dims, batch x
-key / value heads, grouped query heads, a scale or the default; attention()'s key tile, K / V
-stages, producer warpgroup, setmaxnreg counts, consumer warpgroups and an additive mask, whose
-values the case names: causal, -inf at random with each row's first key kept, or a finite bias);
-now and then one drawn out of its range, which the recipe must refuse with tp.ScheduleError (the
-case records it, then builds with that parameter drawn again in range; any other outcome goes to
-`api_bugs`, which the fuzzer counts as internal errors). Then 0 to 2 mutations (MUTATIONS): a
+A draw: the tile's parameters over their valid ranges (rows, with tails past whole blocks; keys,
+whole key tiles, a tail or as many as the rows; head dims 64 and 128, 192 and 256 rarely; value
+dims; batch x key / value heads, grouped query heads, a scale or the default; attention()'s key
+tile, K / V stages 1 to 4, producer warpgroup, setmaxnreg counts, consumer warpgroups, the lse
+output, O rescaled in place, and either an additive mask, whose values the case names: causal,
+-inf at random with each row's first key kept, or a finite bias, or the causal predicate
+(AttentionTile(causal=True), rows <= keys) with or without skip_masked_tiles); now and then one
+drawn out of its range (causal with more rows than keys or with a mask among them), which the
+recipe must refuse with tp.ScheduleError (the case records it, then builds with that parameter
+drawn again in range; any other outcome goes to `api_bugs`, which the fuzzer counts as internal
+errors). A causal tile computing every tile skips them through TensorView.skip_masked with a trip
+count drawn from _skip_counts (the recipe's, or one too short or too long) in SKIP_COUNT_RATE of
+its draws. Then 0 to 2 mutations (MUTATIONS): a
 fragment's thread digits permuted (a row reduction's quad, a row's warp and group digits), a
 fragment's quads merged onto TIDx{128}, two loop axes swapped, a fragment's registers permuted,
 another inline position, a macro whose N is not the tile's (or an mma.sync macro), an operand
 moved to another memory, a TMA box axis made a loop, a register axis vectorized or unrolled, two
-parallel types swapped, a parallel axis unbound, a serial one bound to a thread axis. A mutation
+parallel types swapped, a parallel axis unbound, a serial one bound to a thread axis, masked key
+tiles skipped with a drawn count (refused where the recipe skips them already). A mutation
 the API refuses (tp.ScheduleError) is recorded and the schedule kept as it is; any other
 exception goes to `api_bugs`. Which verdict a mutation gets is the verifier's to say: an accepted
 one must then compute the same O on the GPU (benchmarks/fuzz.py --run). Every call with one seed
@@ -49,6 +56,7 @@ class AttentionCase:
     mutations: list[str] = field(default_factory=list)  # the mutations' names, in order
     api_bugs: list[str] = field(default_factory=list)  # a refusal that was not tp.ScheduleError, or none
     mask: str | None = None  # a masked tile's Mask values (MASKS), for the GPU run
+    options: dict = field(default_factory=dict)  # the recipe's options as drawn (stages, warpgroups, lse, ...)
 
     def __repr__(self) -> str:
         return f"AttentionCase({self.recipe}: {'; '.join(self.steps)})"
@@ -103,7 +111,7 @@ def _rows(rng: random.Random, drawn: dict) -> int:
 ONE_TILE = (
     Parameter("rows", _rows, lambda rng, _: rng.choice([0, -64, -1, 64.0, "128", True])),
     Parameter("keys", lambda rng, _: 16 * rng.randint(1, 16), lambda rng, _: rng.choice([0, 8, 24, 41, 272, 512, -16])),
-    Parameter("head_dim", lambda rng, _: rng.choice([64, 128]), lambda rng, _: rng.choice([16, 32, 96, 320, 512])),
+    Parameter("head_dim", lambda rng, _: rng.choice([64, 128]) if rng.random() < 0.94 else rng.choice([192, 256]), lambda rng, _: rng.choice([16, 32, 96, 320, 512])),
     Parameter("value_dim", lambda rng, _: 64 * rng.randint(1, 4),
               lambda rng, _: rng.choice([0, 16, 32, 96, 320, 512])),
     Parameter("batch", _grid_axis, lambda rng, _: rng.choice([0, -1, 65536, True, 2.0])),
@@ -111,17 +119,46 @@ ONE_TILE = (
     Parameter("scale", lambda rng, _: None if rng.random() < 0.5 else round(rng.uniform(0.02, 2.0), 3),
               lambda rng, _: rng.choice([0, 0.0, -0.125, -1, float("nan"), "0.125"])),
     Parameter("masked", lambda rng, _: False, lambda rng, _: True),  # a mask needs attention()
+    Parameter("causal", lambda rng, _: False, lambda rng, _: True),  # so does the causal predicate
 )
 
+def _keys(rng: random.Random, drawn: dict) -> int:
+    """Whole key tiles mostly; now and then a tail (any count), or as many keys as rows (M == N)."""
+    u = rng.random()
+    if u < 0.15:
+        return drawn["rows"]
+    return rng.randint(1, 8 * drawn["key_tile"]) if u < 0.3 else drawn["key_tile"] * rng.randint(1, 8)
+
+
+def _rows_out_of_range(rng: random.Random, drawn: dict):
+    """A causal tile's rows past its keys (queries that see no key), else a row count of no kind."""
+    if drawn.get("causal") and rng.random() < 0.5:
+        return drawn["keys"] + rng.randint(1, 64)
+    return ONE_TILE[0].invalid(rng, drawn)
+
+
+def _keys_out_of_range(rng: random.Random, drawn: dict):
+    """A causal tile's keys fewer than its rows, else a key count of no kind."""
+    if drawn.get("causal") and drawn["rows"] > 1 and rng.random() < 0.5:
+        return rng.randint(1, drawn["rows"] - 1)
+    return rng.choice([0, -drawn["key_tile"], -1, True, "256", 2.0 * drawn["key_tile"]])
+
+
+def _causal_out_of_range(rng: random.Random, drawn: dict):
+    """Causal with a Mask input, or with more rows than keys (AttentionTile refuses both), else no bool."""
+    return True if drawn["masked"] or drawn["rows"] > drawn["keys"] else rng.choice([1, "yes", None])
+
+
 KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
-    ONE_TILE[0],
+    Parameter("rows", _rows, _rows_out_of_range),
     Parameter("key_tile", lambda rng, _: 16 * rng.randint(1, 16),
               lambda rng, _: rng.choice([0, 8, 24, 272, -16, 64.0])),
-    Parameter("keys", lambda rng, drawn: drawn["key_tile"] * rng.randint(1, 8),
-              lambda rng, drawn: rng.choice([0, -drawn["key_tile"], -1, True, "256", 2.0 * drawn["key_tile"]])),
-    *ONE_TILE[2:-1],
+    Parameter("keys", _keys, _keys_out_of_range),
+    *ONE_TILE[2:-2],
     Parameter("masked", lambda rng, _: rng.random() < 0.3,
               lambda rng, _: rng.choice([1, 0, "yes", None])),
+    Parameter("causal", lambda rng, drawn: not drawn["masked"] and drawn["rows"] <= drawn["keys"] and rng.random() < 0.6,
+              _causal_out_of_range),
 )
 SETMAXNREG = [None, (40, 232), (24, 240), (40, 256), (24, 256)]  # (producer, consumers); None: no setmaxnreg
 KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
@@ -132,6 +169,10 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
               lambda rng, drawn: (40, 232) if drawn["stages"] == 1 else NONE),
     Parameter("warpgroups", lambda rng, _: rng.choice([1, 1, 2, 2, 3, 4]),
               lambda rng, _: rng.choice([0, 5, True, 2.0])),
+    Parameter("lse", lambda rng, _: rng.random() < 0.25, lambda rng, _: rng.choice([1, "yes", None])),
+    Parameter("in_place", lambda rng, _: rng.random() < 0.3, lambda rng, _: rng.choice([1, "yes", None])),
+    Parameter("skip_masked_tiles", lambda rng, drawn: rng.random() < 0.5 if drawn["causal"] else True,
+              lambda rng, _: rng.choice([0, "no", None])),
 )
 
 # One entry per recipe function: another recipe is one more line.
@@ -170,16 +211,19 @@ class Roles:
     register_operands: list  # MmaOp inputs in registers (P as the second product's A)
     fragments: list  # computed tensors off shared memory laid out on threads: row reductions, row vectors, tiles
     computed: list  # every tensor the kernel computes
+    tile: object = None  # the recipe's tile and options, for a mutation that recomputes what the recipe did
+    options: dict = field(default_factory=dict)
 
 
-def roles(fusion: tp.Fusion) -> Roles:
+def roles(fusion: tp.Fusion, tile=None, options=None) -> Roles:
     computed = [t for t in fusion.tensors if not t.is_fusion_input]
     products = [t for t in computed if t.definition is not None and t.definition.macro is not None]
     operands = [i for t in products for i in t.definition.inputs]
     fragments = [t for t in computed if t not in products and t.memory_type is not tp.MemoryType.Shared
                  and any(i.parallel_type in THREADS for i in t.get_loop_domain())]
     return Roles(products, [t for t in operands if t.memory_type is tp.MemoryType.Shared],
-                 [t for t in operands if t.memory_type is tp.MemoryType.Local], fragments, computed)
+                 [t for t in operands if t.memory_type is tp.MemoryType.Local], fragments, computed,
+                 tile, dict(options or {}))
 
 
 def _free(t) -> list[int]:
@@ -351,12 +395,45 @@ def _unbound(rng, r: Roles):
     return f"{t.name} axis {k} {before.value} -> Serial"
 
 
+def _skip_counts(tile, warpgroups: int) -> dict:
+    """Trip counts of a causal tile's loop over key tiles (functions of the block indices), by what
+    they compute: the recipe's (block b's last row b 64 w + 64 w - 1 keeps keys up to it + N - M),
+    and counts a user could get wrong: too short (rejected by ONLINE-SKIP) or too long (exact)."""
+    block, n, shift = 64 * warpgroups, tile.key_tile, tile.keys - tile.rows
+    return {
+        "the recipe's": lambda bx, by, bz: (bx * block + block - 1 + shift) // n + 1,
+        "one tile short": lambda bx, by, bz: (bx * block + block - 1 + shift) // n,
+        "one tile more": lambda bx, by, bz: (bx * block + block - 1 + shift) // n + 2,
+        "one warpgroup's rows": lambda bx, by, bz: (bx * 64 + 63 + shift) // n + 1,
+        "top-left aligned (no N - M)": lambda bx, by, bz: (bx * block + block - 1) // n + 1,
+        "the block's first row": lambda bx, by, bz: (bx * block + shift) // n + 1,
+        "every tile": lambda bx, by, bz: -(-tile.keys // n),
+        "one tile": lambda bx, by, bz: 1,
+        "none": lambda bx, by, bz: 0,
+    }
+
+
+def _skip_count(rng, r: Roles):
+    """A causal tile's masked key tiles skipped through the public API (TensorView.skip_masked) with
+    a trip count drawn from _skip_counts, where the recipe computes every tile (skip_masked_tiles=False);
+    where it skips them already, a second call, which the API refuses."""
+    online = [t for t in r.computed if getattr(t, "online", None) is not None]
+    keeps = [t for t in r.computed if t.dtype.is_bool]
+    if not online or not keeps or not getattr(r.tile, "causal", False):
+        return None
+    name, count = rng.choice(sorted(_skip_counts(r.tile, r.options.get("warpgroups", 1)).items()))
+    online[0].skip_masked(keeps[0], count)
+    return f"{online[0].name}.skip_masked({keeps[0].name}, {name} count)"
+
+
 MUTATIONS: dict[str, Callable] = {
     "thread_digits": _thread_digits, "quads_merged": _quads_merged, "loop_order": _loop_order,
     "registers_permuted": _registers_permuted, "inline_position": _inline_position, "macro": _macro,
     "operand_memory": _operand_memory, "box_axis_serial": _box_axis_serial, "vectorized": _vectorized,
     "unrolled": _unrolled, "parallel_swap": _parallel_swap, "unbound": _unbound, "bound": _bound,
+    "skip_count": _skip_count,
 }
+SKIP_COUNT_RATE = 0.6  # causal cases computing every tile that first skip with a drawn count (else rare)
 
 
 # -- the draw -------------------------------------------------------------------------------------------
@@ -380,12 +457,12 @@ def _out_of_range(rng, case_steps, api_bugs, recipe: Recipe, params: dict) -> No
     api_bugs.append(f"{recipe.tile.__name__}({shown}) was built: the recipe did not raise tp.ScheduleError")
 
 
-def _mutate(rng, case: AttentionCase) -> None:
-    names = list(MUTATIONS)
+def _mutate(rng, case: AttentionCase, names=None) -> None:
+    names = list(MUTATIONS) if names is None else names
     rng.shuffle(names)
     for name in names:  # the first mutation that finds a target in this schedule
         try:
-            done = MUTATIONS[name](rng, roles(case.fusion))
+            done = MUTATIONS[name](rng, roles(case.fusion, case.tile, case.options))
         except tp.ScheduleError as e:
             case.mutations.append(name)
             case.steps.append(f"{name}: refused ({str(e)[:160]})")
@@ -410,10 +487,15 @@ def attention_case(seed: int, recipe_name: str | None = None) -> AttentionCase:
     if rng.random() < OUT_OF_RANGE_RATE:
         _out_of_range(rng, steps, api_bugs, recipe, params)
     tile, fusion = recipe.make(params)
-    case = AttentionCase(fusion, tile, name, steps=[recipe.shown(tile, params)] + steps, api_bugs=api_bugs)
+    options = {p.name: params[p.name] for p in recipe.options}
+    case = AttentionCase(fusion, tile, name, steps=[recipe.shown(tile, params)] + steps, api_bugs=api_bugs,
+                         options=options)
     if getattr(tile, "masked", False):  # causal only where every row keeps a key
         case.mask = rng.choice([m for m in MASKS if m != "causal" or tile.rows <= tile.keys])
         case.steps.insert(1, f"mask {case.mask}")
+    if tile.causal and not options["skip_masked_tiles"] and "skip_count" in MUTATIONS \
+            and rng.random() < SKIP_COUNT_RATE:
+        _mutate(rng, case, ["skip_count"])
     if rng.random() < MUTATION_RATE:
         for _ in range(1 if rng.random() < 0.75 else 2):
             _mutate(rng, case)
