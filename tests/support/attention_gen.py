@@ -12,7 +12,7 @@ tile, K / V stages 1 to 4, producer warpgroup, setmaxnreg counts, consumer warpg
 output, O rescaled in place, and either an additive mask, whose values the case names: causal,
 -inf at random with each row's first key kept, or a finite bias, or the causal predicate
 (AttentionTile(causal=True), rows <= keys) with or without skip_masked_tiles); now and then one
-drawn out of its range (causal with more rows than keys or with a mask among them), which the
+drawn out of its range (among them causal with more rows than keys, or with a mask), which the
 recipe must refuse with tp.ScheduleError (the case records it, then builds with that parameter
 drawn again in range; any other outcome goes to `api_bugs`, which the fuzzer counts as internal
 errors). A causal tile computing every tile skips them through TensorView.skip_masked with a trip
@@ -111,7 +111,8 @@ def _rows(rng: random.Random, drawn: dict) -> int:
 ONE_TILE = (
     Parameter("rows", _rows, lambda rng, _: rng.choice([0, -64, -1, 64.0, "128", True])),
     Parameter("keys", lambda rng, _: 16 * rng.randint(1, 16), lambda rng, _: rng.choice([0, 8, 24, 41, 272, 512, -16])),
-    Parameter("head_dim", lambda rng, _: rng.choice([64, 128]) if rng.random() < 0.94 else rng.choice([192, 256]), lambda rng, _: rng.choice([16, 32, 96, 320, 512])),
+    Parameter("head_dim", lambda rng, _: rng.choice([64, 128]) if rng.random() < 0.94 else rng.choice([192, 256]),
+              lambda rng, _: rng.choice([16, 32, 96, 320, 512])),
     Parameter("value_dim", lambda rng, _: 64 * rng.randint(1, 4),
               lambda rng, _: rng.choice([0, 16, 32, 96, 320, 512])),
     Parameter("batch", _grid_axis, lambda rng, _: rng.choice([0, -1, 65536, True, 2.0])),
@@ -121,6 +122,7 @@ ONE_TILE = (
     Parameter("masked", lambda rng, _: False, lambda rng, _: True),  # a mask needs attention()
     Parameter("causal", lambda rng, _: False, lambda rng, _: True),  # so does the causal predicate
 )
+
 
 def _keys(rng: random.Random, drawn: dict) -> int:
     """Whole key tiles mostly; now and then a tail (any count), or as many keys as rows (M == N)."""
@@ -157,8 +159,8 @@ KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
     *ONE_TILE[2:-2],
     Parameter("masked", lambda rng, _: rng.random() < 0.3,
               lambda rng, _: rng.choice([1, 0, "yes", None])),
-    Parameter("causal", lambda rng, drawn: not drawn["masked"] and drawn["rows"] <= drawn["keys"] and rng.random() < 0.6,
-              _causal_out_of_range),
+    Parameter("causal", lambda rng, drawn: not drawn["masked"] and drawn["rows"] <= drawn["keys"]
+              and rng.random() < 0.6, _causal_out_of_range),
 )
 SETMAXNREG = [None, (40, 232), (24, 240), (40, 256), (24, 256)]  # (producer, consumers); None: no setmaxnreg
 KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
