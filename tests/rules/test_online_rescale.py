@@ -185,3 +185,18 @@ def test_an_in_place_rescale_reads_the_max_in_the_thread_that_holds_the_row():
     errors, _ = _errors(fusion)
     (e,) = [e for e in errors if "does not hold" in e.message]
     assert e.counterexample[f"{m.name} logical 2"] % 16 >= 8 and e.counterexample["reader threadIdx.x"] == 0
+
+
+@pytest.mark.parametrize("axis", [-3, -2, -1], ids=["M", "N", "K"])
+def test_an_in_place_rescaled_mma_with_an_instruction_axis_unbound_is_refused_by_mma_shape(axis):
+    """Found by the fuzzer's attention family (seed 773, case 311: ONLINE-RESCALE raised AttributeError,
+    a tileproof bug): O's Mma axis made serial leaves no C fragment to prove the rescale's reads over;
+    the rule leaves it to MMA-SHAPE and crashes on nothing."""
+    fusion = attention(AttentionTile(rows=64, keys=512, key_tile=128, head_dim=128, value_dim=192, group=6,
+                                     masked=True), warpgroups=3, in_place=True)
+    o = next(t for t in fusion.tensors if t.definition is not None and t.definition.macro is not None
+             and t.definition.rescale_max is not None)
+    o.axis(axis).parallelize(tp.ParallelType.Serial)
+    report = tp.verify(fusion)
+    assert not [d for d in report.diagnostics if d.internal], [d.message for d in report.diagnostics if d.internal]
+    assert "MMA-SHAPE" in report.codes

@@ -19,6 +19,7 @@ from typing import Iterator
 from ...execution.conditions import reduction
 from ...execution.grid_reduction import ALLREDUCE_LIMIT, SEMAPHORE_LIMIT, entrance_loops, grid_layout, is_allreduce
 from ...execution.loops import execution_order
+from ...execution.mma import well_formed
 from ...execution.mma_execution import mma_execution
 from ...execution.online import online_problems, rescale_conds, rescale_indices, rescaled_sums
 from ...execution.reduction import grid_reductions
@@ -367,6 +368,8 @@ def online_rescale(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from report_problems("ONLINE-RESCALE", online_problems(ctx.fusion))
     for r in rescaled_sums(ctx.fusion).values():
         if not r.in_place:  # a sum's rescale reads the max as its second input: THREAD-VISIBILITY proves it
+            continue
+        if not well_formed(r.tensor):  # no instruction tile bound to Mma, no C fragment: MMA-SHAPE says why
             continue
         # an MmaOp's: each accumulator element, where its store would store it, reads the max's growth
         # at its row in the thread that holds the element: the max's store wrote it there
