@@ -41,8 +41,8 @@ SPAN = 64  # bfloat16 elements in one 128-byte swizzle span
 
 @dataclass(frozen=True)
 class AttentionTile:
-    """rows: the queries M of each head (a block each 64, the last one's rows past M zeros that are not
-    stored); keys: N, the one key tile (16 to 256, a multiple of 16), or with key_tile any number of
+    """rows: the queries M of each head, 2 or more (a block each 64, the last one's rows past M zeros that
+    are not stored); keys: N, the one key tile (16 to 256, a multiple of 16), or with key_tile any number of
     keys in tiles of key_tile (16 to 256, a multiple of 16: one wgmma's N), run by attention()'s
     online softmax (the last tile's keys past N: K and V are TMA zeros, the row max and sum skip
     them, and P is written 0 there for the second product, execution/zero_padding.py); head_dim: D (64 to 256, a multiple of 64: whole 128-byte swizzle spans, a TMA box each); value_dim: Dv (64 to
@@ -73,6 +73,9 @@ class AttentionTile:
         if not (isinstance(self.rows, int) and not isinstance(self.rows, bool) and self.rows > 0):
             problems.append(f"rows must be a positive int (the last block's rows past it are zeros, not stored), "
                             f"got {self.rows!r}")
+        elif self.rows == 1:  # found by the fuzzer: attention() failed in rfactor, one_tile_attention was rejected
+            problems.append("rows must be at least 2: an extent-1 axis is a broadcast, so Q of one row has no row "
+                            "axis for the wgmma's M (pad Q to two rows and drop the second output row)")
         if self.key_tile is None and not (isinstance(self.keys, int) and 16 <= self.keys <= 256 and self.keys % 16 == 0):
             problems.append(f"keys must be a multiple of 16 from 16 to 256 (one wgmma's N), got {self.keys!r}; "
                             f"more keys are tiles of key_tile")

@@ -116,6 +116,15 @@ def test_attention_options_are_checked_at_the_door(options, match):
         attention(AttentionTile(rows=128, keys=256, key_tile=64, causal=True), **options)
 
 
+@pytest.mark.parametrize("keys", [dict(keys=64), dict(keys=1456, key_tile=208, causal=True)])
+def test_a_tile_of_one_row_is_refused_at_the_door(keys):
+    """Found by the fuzzer (seed 774, case 337): rows=1 makes Q's row axis a broadcast, and attention()
+    failed in the row max's rfactor (one_tile_attention built a schedule the verifier rejects)."""
+    with pytest.raises(tp.ScheduleError, match="rows must be at least 2"):
+        AttentionTile(rows=1, **keys)
+    assert AttentionTile(rows=2, **keys).rows == 2
+
+
 @pytest.mark.parametrize("tile, options", [
     (AttentionTile(rows=100, keys=300, key_tile=64, causal=True), {}),
     (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, causal=True),

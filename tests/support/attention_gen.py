@@ -104,12 +104,12 @@ def _grid_axis(rng: random.Random, drawn: dict) -> int:
 def _rows(rng: random.Random, drawn: dict) -> int:
     """Whole 64-row blocks mostly, any count now and then (the last block's rows past it are not stored)."""
     if rng.random() < 0.2:
-        return rng.randint(1, 400)
+        return max(2, rng.randint(1, 400))  # one row is a broadcast axis: AttentionTile refuses it
     return 64 * (rng.randint(1, 6) if rng.random() < 0.9 else rng.randint(7, 24))
 
 
 ONE_TILE = (
-    Parameter("rows", _rows, lambda rng, _: rng.choice([0, -64, -1, 64.0, "128", True])),
+    Parameter("rows", _rows, lambda rng, _: rng.choice([0, 1, -1, 64.0, "128", True])),
     Parameter("keys", lambda rng, _: 16 * rng.randint(1, 16), lambda rng, _: rng.choice([0, 8, 24, 41, 272, 512, -16])),
     Parameter("head_dim", lambda rng, _: rng.choice([64, 128]) if rng.random() < 0.94 else rng.choice([192, 256]),
               lambda rng, _: rng.choice([16, 32, 96, 320, 512])),
