@@ -143,15 +143,11 @@ def test_causal_attention_matches_sdpa_is_causal(tile, options):
 
     kernel = tp.compile(attention(tile, **options), "sm_90a")
     gen = torch.Generator().manual_seed(3)
-    b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
-    hq = hkv * tile.group
-    q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
-               ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
-                (b, hkv, tile.keys, tile.value_dim)))
+    b, hq, q, k, v = _sdpa_inputs(tile, gen)
     out = torch.full((b, hq, tile.rows, tile.value_dim), float("nan"), dtype=torch.bfloat16, device="cuda")
     kernel.run(*attention_views(q, k, v), out=[out.view(tile.batch, tile.group, tile.rows, tile.value_dim)])
     torch.cuda.synchronize()
-    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, enable_gqa=hq != hkv)
+    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True, enable_gqa=tile.group > 1)
     err = ((out.float() - want).abs().max() / want.abs().max()).item()
     assert err <= 2e-2, err
 
@@ -192,16 +188,23 @@ def test_skipping_masked_key_tiles_changes_no_bit(tile, options):
         assert torch.equal(a, b)
 
 
-def check(kernel, tile, mask=None):
-    """The kernel's O against softmax(Q K^T scale) V in float64, and against the same with P rounded
-    to bfloat16 as the kernel rounds it (FlashAttention does too). A causal tile's reference adds
-    causal_mask (the kernel computes it: no input)."""
-    gen = torch.Generator().manual_seed(tile.rows + tile.keys + tile.value_dim + tile.batch)
+def _sdpa_inputs(tile, gen):
+    """(B, Hq, q, k, v): random bfloat16 inputs in SDPA's [B, H, S, D] layout for `tile` (its batch
+    split into two sequences where it is even), drawn from `gen`."""
     b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
     hq = hkv * tile.group
     q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
                ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
                 (b, hkv, tile.keys, tile.value_dim)))
+    return b, hq, q, k, v
+
+
+def check(kernel, tile, mask=None):
+    """The kernel's O against softmax(Q K^T scale) V in float64, and against the same with P rounded
+    to bfloat16 as the kernel rounds it (FlashAttention does too). A causal tile's reference adds
+    causal_mask (the kernel computes it: no input)."""
+    gen = torch.Generator().manual_seed(tile.rows + tile.keys + tile.value_dim + tile.batch)
+    b, hq, q, k, v = _sdpa_inputs(tile, gen)
     out = torch.full((b, hq, tile.rows, tile.value_dim), float("nan"), dtype=torch.bfloat16, device="cuda")
     inputs = list(attention_views(q, k, v)) + ([mask] if mask is not None else [])
     (got,) = kernel.run(*inputs, out=[out.view(tile.batch, tile.group, tile.rows, tile.value_dim)])
@@ -245,11 +248,7 @@ def test_attention_row_log_sum_exp_matches_torch(tile, options):
     the scaled (and masked) scores in float64; O as before."""
     kernel = tp.compile(attention(tile, lse=True, **options), "sm_90a")
     gen = torch.Generator().manual_seed(7)
-    b, hkv = (2, tile.batch // 2) if tile.batch % 2 == 0 else (1, tile.batch)
-    hq = hkv * tile.group
-    q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
-               ((b, hq, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
-                (b, hkv, tile.keys, tile.value_dim)))
+    *_, q, k, v = _sdpa_inputs(tile, gen)
     mask = causal_mask(torch, tile.rows, tile.keys) if tile.masked else None
     out, lse = kernel.run(*attention_views(q, k, v), *([mask] if mask is not None else []))
     torch.cuda.synchronize()
