@@ -31,6 +31,11 @@ CONFIGS = [
     ("online_pipelined", dict(rows=128, keys=512, key_tile=64, head_dim=64, value_dim=64), {"stages": 3}),
     ("online_producer_2wg", dict(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2),
      {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240)}),
+    # causal with masked key tiles skipped (the per-block trip count), key and row tails
+    ("causal_skip_producer_2wg", dict(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, causal=True),
+     {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240)}),
+    ("causal_skip_tail_lse", dict(rows=77, keys=333, key_tile=64, head_dim=64, value_dim=64, causal=True),
+     {"stages": 2, "lse": True}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp
@@ -43,11 +48,16 @@ g = torch.Generator().manual_seed(0)
 q, k, v = (torch.randn(s, generator=g).to(torch.bfloat16).cuda() for s in
            ((b, hkv * tile.group, tile.rows, tile.head_dim), (b, hkv, tile.keys, tile.head_dim),
             (b, hkv, tile.keys, tile.value_dim)))
-(out,) = kernel.run(*attention_views(q, k, v))
+outs = kernel.run(*attention_views(q, k, v))
 torch.cuda.synchronize()
 kk, vv = (t.double().repeat_interleave(tile.group, dim=1) for t in (k, v))
-want = torch.softmax(q.double() @ kk.transpose(-1, -2) * tile.softmax_scale, dim=-1) @ vv
-got = out.reshape(want.shape).double()
+scores = q.double() @ kk.transpose(-1, -2) * tile.softmax_scale
+if tile.causal:  # bottom-right aligned, as AttentionTile(causal=True) masks
+    i = torch.arange(tile.rows).view(-1, 1)
+    j = torch.arange(tile.keys).view(1, -1)
+    scores = scores.masked_fill((j > i + tile.keys - tile.rows).cuda(), float("-inf"))
+want = torch.softmax(scores, dim=-1) @ vv
+got = outs[0].reshape(want.shape).double()
 err = ((got - want).abs().max() / want.abs().max()).item()
 print("rel_err", err)
 sys.exit(0 if err < 2e-2 else 3)
