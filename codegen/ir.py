@@ -450,7 +450,10 @@ class GridReduce:
     the block index in the last block, the grid dim elsewhere. Every thread runs it, unpredicated.
     An `allreduce` (execution/grid_reduction.py is_allreduce) counts on its semaphore as a grid-wide
     barrier instead, the block of rank ranks - 1 (`rank`: this block's) adding 2^31 - (ranks - 1),
-    waits for every block of its segment, and combines in every block; `flag` and `last` are unused."""
+    waits for every block of its segment, and combines in every block; `flag` and `last` are unused.
+    A grid Welford (combine "welford", execution/grid_reduction.py): `acc` holds states of
+    `welford_count` counts, and each field's partials go to a workspace of its own, `welford_work`
+    (avg, M2, N; `work` is the first), at the same slots; the last block combines them by Chan's formula."""
 
     acc: str
     elements: int
@@ -474,6 +477,8 @@ class GridReduce:
     comment: str = ""
     allreduce: bool = False
     rank: Expr | None = None
+    welford_count: DataType | None = None
+    welford_work: tuple[str, ...] = ()
 
 
 @dataclass
@@ -611,8 +616,8 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             over = "".join(c for c, r in zip("xyz", n.threads) if r)
             lines.append(f"{pad}block {n.combine} of {n.acc}[0..{n.elements}) over threadIdx.{over} via {n.scratch}")
         elif isinstance(n, GridReduce):
-            lines.append(f"{pad}grid {n.combine} of {n.acc}[0..{n.elements}) over {n.ranks} blocks via {n.work}"
-                         f"[{n.slot}], semaphore {n.semaphores}[{n.semaphore}]")
+            lines.append(f"{pad}grid {n.combine} of {n.acc}[0..{n.elements}) over {n.ranks} blocks via "
+                         f"{', '.join(n.welford_work or (n.work,))}[{n.slot}], semaphore {n.semaphores}[{n.semaphore}]")
         elif isinstance(n, GroupedGridReduce):
             first = n.members[0]
             lines.append(f"{pad}grid round of {', '.join(f'{m.combine} of {m.acc}' for m in n.members)}"

@@ -88,6 +88,7 @@ from ..model.grouped_reduction import group_of
 from ..model.loop_map import computed_tensors
 from ..model.reduction import is_reduction_tensor
 from ..model.tensor import TensorView
+from ..model.welford import is_welford, welford_siblings
 from ..model.types import BLOCK_TYPES, DEVICE_TYPES, THREAD_TYPES, ParallelType
 from .derive import per_fusion
 from .promotion import loop_extents
@@ -106,6 +107,16 @@ def last_name(tv_name: str, p: ParallelType) -> str:
 def work_name(tv_name: str) -> str:
     """The kernel parameter of T's workspace (its partials)."""
     return f"tp_work_{tv_name}"
+
+
+WELFORD_FIELDS = ("avg", "m2", "n")  # a Welford state's fields, each with a workspace of its own
+
+
+def welford_work_names(leader_name: str) -> tuple[str, str, str]:
+    """The kernel parameters of a grid Welford's three workspaces (its state's avg, M2 and N
+    partials, each at the same slots), named by the Welford's leader (execution/reduction.py
+    welford_leader): all three exist even where a sibling (a var_mean's N) is no output."""
+    return tuple(f"{work_name(leader_name)}_{field}" for field in WELFORD_FIELDS)  # type: ignore[return-value]
 
 
 def semaphores_name(tv_name: str) -> str:
@@ -244,10 +255,12 @@ def spread_blocks(reader: TensorView, total: TensorView) -> tuple[ParallelType, 
 def is_allreduce(tv: TensorView) -> bool:
     """Whether tv is a grid reduction whose total a statement of the kernel reads in every block
     of its segment (one reading it spreads over a block type tv reduces): its blocks meet at a
-    grid-wide barrier and each combines the partials (the module docstring's allreduce)."""
+    grid-wide barrier and each combines the partials (the module docstring's allreduce). A Welford's
+    outputs combine as one state (model/welford.py): one of them read so makes all three allreduces."""
     if not is_grid_reduction(tv):
         return False
-    return any(tv in read_totals(t) and spread_blocks(t, tv) for t in computed_tensors(tv.fusion))
+    outputs = welford_siblings(tv) if is_welford(tv) else (tv,)
+    return any(u in read_totals(t) and spread_blocks(t, u) for u in outputs for t in computed_tensors(tv.fusion))
 
 
 @per_fusion
@@ -318,7 +331,7 @@ def last_block_types(tv: TensorView, launch: dict[ParallelType, Expr] | None = N
     return tuple(p for p in BLOCK_TYPES if p in types)
 
 
-__all__ = ["ALLREDUCE_LIMIT", "GENERATION_BIT", "GridLayout", "SEMAPHORE_LIMIT", "entrance_loops", "grid_layout",
-           "grid_round", "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_name", "last_block_ranges",
+__all__ = ["ALLREDUCE_LIMIT", "GENERATION_BIT", "GridLayout", "SEMAPHORE_LIMIT", "WELFORD_FIELDS", "entrance_loops",
+           "grid_layout", "grid_round", "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_name", "last_block_ranges",
            "last_block_totals", "last_block_types", "last_name", "read_totals", "round_leader", "semaphores_name",
-           "spread_blocks", "work_name"]
+           "spread_blocks", "welford_work_names", "work_name"]

@@ -293,6 +293,51 @@ __device__ __forceinline__ void tp_grid_barrier(unsigned long long ranks, unsign
 }"""
 
 
+GRID_WELFORD = """\
+// a grid Welford (execution/grid_reduction.py): each writer stores its states' fields at work[slot..] of three
+// workspaces, avg, m2 and n (nvFuser's gridWelford keeps three too), and the block counts itself with
+// tp_grid_arrive; the last block starts each state empty and combines every block's states of its lanes in rank
+// order (rank j at first + j * stride, j = reducer, reducer + reducers, ...) by Chan's formula, where an empty
+// partial (n == 0) leaves the state as it is, then across RX/RY/RZ, and returns the semaphore (tp_grid_release)
+template <int N, typename T, typename C>
+__device__ __forceinline__ void tp_grid_welford_partials(const tp_welford_state<T, C> (&acc)[N], T* avg, T* m2, C* n,
+    unsigned long long slot, bool writer) {
+  volatile T* a = avg;  // not cached in L1: other blocks read them
+  volatile T* m = m2;
+  volatile C* c = n;
+  if (writer) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      a[slot + k] = acc[k].avg;
+      m[slot + k] = acc[k].m2;
+      c[slot + k] = acc[k].n;
+    }
+  }
+}
+template <int N, bool RX, bool RY, bool RZ, typename T, typename C>
+__device__ __forceinline__ void tp_grid_welford_combine(tp_welford_state<T, C> (&acc)[N], T* avg, T* m2, C* n,
+    unsigned long long first, unsigned long long stride, unsigned long long ranks, unsigned long long reducer,
+    unsigned long long reducers, tp_welford_state<T, C>* scratch) {
+  volatile T* a = avg;  // not cached in L1: other blocks wrote them
+  volatile T* m = m2;
+  volatile C* c = n;
+#pragma unroll
+  for (int k = 0; k < N; ++k) acc[k] = tp_welford_state<T, C>{};
+  for (unsigned long long j = reducer; j < ranks; j += reducers) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const unsigned long long at = first + j * stride + k;
+      acc[k] = tp_welford_combine(acc[k], tp_welford_state<T, C>{a[at], m[at], c[at]});
+    }
+  }
+  if (RX || RY || RZ) {
+    tp_block_reduce<N, RX, RY, RZ>(acc, scratch, [](tp_welford_state<T, C> x, tp_welford_state<T, C> y) {
+      return tp_welford_combine(x, y);
+    });
+  }
+}"""
+
+
 def _nodes(nodes: list, kind) -> list:
     """The nodes of `kind` anywhere under `nodes` (in loops, a whole-tile nest's two versions, ...)."""
     return [n for n in walk(nodes) if isinstance(n, kind)]
@@ -301,18 +346,20 @@ def _nodes(nodes: list, kind) -> list:
 def prelude(ir: KernelIR) -> list[str]:
     """The helpers, where a block or grid combine is emitted (the grid's calls the block's)."""
     grids, rounds = _nodes(ir.body, GridReduce), _nodes(ir.body, GroupedGridReduce)
+    welfords = [n for n in grids if n.combine == "welford"]  # tp_grid_welford_*, counted by tp_grid_arrive
+    grids = [n for n in grids if n.combine != "welford"]
     grid, allreduce = any(not n.allreduce for n in grids), any(n.allreduce for n in grids)
-    block = bool(grids) or bool(rounds) or bool(_nodes(ir.body, BlockReduce))
+    block = bool(grids) or bool(rounds) or bool(welfords) or bool(_nodes(ir.body, BlockReduce))
     roles = next((n for n in ir.body if isinstance(n, WarpRoles)), None)
     helper = BLOCK_REDUCE if roles is None else consumers_block_reduce(ir, roles)
     welford = WELFORD.splitlines() if any(b.welford_count for b in ir.buffers) else []  # before the block helper calls it
     out = (welford + (helper.splitlines() if block else []) + (GRID_REDUCE.splitlines() if grid else [])
            + (GRID_ALLREDUCE.splitlines() if allreduce else []))
-    if rounds:  # a group's grid reductions in one round: its helpers only where there is one
-        out += GRID_ROUND.splitlines()
-        out += GRID_ROUND_COUNT.splitlines() if any(not n.allreduce for n in rounds) else []
-        out += GRID_ROUND_BARRIER.splitlines() if any(n.allreduce for n in rounds) else []
-    return out
+    # a group's grid reductions in one round: its helpers only where there is one; a grid Welford counts as a round
+    out += GRID_ROUND.splitlines() if rounds else []
+    out += GRID_ROUND_COUNT.splitlines() if welfords or any(not n.allreduce for n in rounds) else []
+    out += GRID_ROUND_BARRIER.splitlines() if any(n.allreduce for n in rounds) else []
+    return out + (GRID_WELFORD.splitlines() if welfords else [])
 
 
 def consumers_block_reduce(ir: KernelIR, roles: WarpRoles) -> str:
@@ -400,6 +447,8 @@ def sibling_step_lines(e, n: SiblingStep, depth: int) -> list[str]:
 
 def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
     pad = "  " * depth
+    if n.combine == "welford":
+        return _grid_welford_lines(e, n, pad)
     t = CTYPES[n.dtype.name].compute
     op = OPS[t][n.combine].format(a="a", b="b")
     flags = ", ".join("true" if r else "false" for r in n.threads)
@@ -417,6 +466,27 @@ def grid_reduce_lines(e, n: GridReduce, depth: int) -> list[str]:
              f"{e.x(n.reducer)}, {e.x(n.reducers)}, {scratch}, [] ({t} a, {t} b) {{ return {op}; }}, "
              f"{scalar_literal(n.neutral, t)});"]
     for name, index, dim in n.last:  # the store's single writer: blockIdx == tp_last holds in the last block only
+        lines.append(f"{pad}const unsigned long long {name} = {n.flag} ? {index} : {dim};")
+    return lines
+
+
+def _grid_welford_lines(e, n: GridReduce, pad: str) -> list[str]:
+    """A grid Welford (GRID_WELFORD): its states' partials to the three workspaces, the block counted
+    on its semaphore (tp_grid_arrive, a round's count), the last block's combine, the semaphore returned."""
+    t = state_type(n.dtype, n.welford_count)
+    flags = ", ".join("true" if r else "false" for r in n.threads)
+    writer = " && ".join(e.cond(c) for c in n.writer) or "true"
+    works = ", ".join(n.welford_work)
+    semaphore = f"{n.semaphores} + {e.x(n.semaphore)}"
+    lines = [f"{pad}// {n.comment}",
+             f"{pad}tp_grid_welford_partials<{n.elements}>({n.acc}, {works}, {e.x(n.slot)}, {writer});",
+             f"{pad}const bool {n.flag} = tp_grid_arrive({e.x(n.ranks)}, {semaphore});",
+             f"{pad}if ({n.flag}) {{",
+             f"{pad}  tp_grid_welford_combine<{n.elements}, {flags}>({n.acc}, {works}, {e.x(n.first)}, "
+             f"{e.x(n.stride)}, {e.x(n.ranks)}, {e.x(n.reducer)}, {e.x(n.reducers)}, {_scratch_pointer(n.scratch, t)});",
+             f"{pad}  tp_grid_release({semaphore});",
+             f"{pad}}}"]
+    for name, index, dim in n.last:  # the stores of the three outputs: blockIdx == tp_last in the last block only
         lines.append(f"{pad}const unsigned long long {name} = {n.flag} ? {index} : {dim};")
     return lines
 
@@ -454,5 +524,5 @@ def grouped_grid_reduce_lines(e, n: GroupedGridReduce, depth: int) -> list[str]:
 
 
 __all__ = ["BLOCK_REDUCE", "GRID_ALLREDUCE", "GRID_REDUCE", "GRID_ROUND", "GRID_ROUND_BARRIER", "GRID_ROUND_COUNT",
-           "WELFORD", "block_reduce_lines", "combine", "grid_reduce_lines", "grouped_grid_reduce_lines", "init_lines",
-           "prelude", "sibling_step_lines", "state_type", "uses_max", "welford_update"]
+           "GRID_WELFORD", "WELFORD", "block_reduce_lines", "combine", "grid_reduce_lines", "grouped_grid_reduce_lines",
+           "init_lines", "prelude", "sibling_step_lines", "state_type", "uses_max", "welford_update"]

@@ -30,7 +30,11 @@ states (Buffer.welford_count, tp_welford_state<T, C>), which the group's first c
 (execution/reduction.py welford_leader) starts empty, updates with each element (or combines
 with each partial state after an rfactor) and combines across the block (BlockReduce "welford");
 its siblings' init, update and combine are SiblingSteps, and each member stores its field of the
-state (Operand.field). A grid Welford is refused (REDUCTION-GRID).
+state (Operand.field). Over block indices (a grid Welford) the leader's GridReduce writes each
+field's partials to a workspace of its own (execution/grid_reduction.py welford_work_names: avg,
+M2, N at the same slots), counts the block on its semaphore, and the last block combines the
+states by Chan's formula; the siblings' grid combine is a SiblingStep and their stores test the
+leader's last block (their round's).
 
 Init, combine and store sit just outside the loop of the tensor's first reduction axis, so the
 loops left of it (shared with other tensors) run them once per element of those axes. Indices
@@ -53,7 +57,7 @@ from ...execution.indexing import thread_dims
 from ...execution.conditions.reduction import (accumulator_problems, grid_problems, group_problems, parallel_problems,
                                                unsupported_reductions)
 from ...execution.grid_reduction import (entrance_loops, grid_layout, grid_round, is_allreduce, last_block_name,
-                                          round_leader, semaphores_name, work_name)
+                                          round_leader, semaphores_name, welford_work_names, work_name)
 from ...model.errors import InternalError
 from ...execution.reduction import grid_reductions
 from ...model.simplify import simplify
@@ -152,13 +156,15 @@ def _welford_statements(builder, tv: TensorView, r: ReductionLoops, path: list, 
                                              _scratch(r), f"{tv.name}: the block's threads combine their Welford states "
                                                       f"(Chan's formula) over {', '.join(p.value for p in r.threads)}",
                                              welford_count=r.count_dtype)))
+        if r.blocks:
+            steps.append((outer, _grid_combine(builder, tv, r, acc, n, path)))
     else:
         done = f"done by {leader.name}'s, on the state the Welford outputs share"
         steps = [(outer, SiblingStep(f"{tv.name}'s init: {done}")), (path, SiblingStep(f"{tv.name}'s update: {done}"))]
         if r.threads:
             steps.append((outer, SiblingStep(f"{tv.name}'s block combine: {done}")))
-    if r.blocks:  # REDUCTION-GRID rejects it
-        refuse("REDUCTION-GRID", [Problem(f"{tv.name} is a Welford reduced over block indices", hint="")])
+        if r.blocks:
+            steps.append((outer, SiblingStep(f"{tv.name}'s grid combine: {done}")))
     return steps + [(outer, _store(builder, tv, r, acc))]
 
 
@@ -172,6 +178,18 @@ def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, 
                                               f"{extent}", hint="")])
     g = grid_layout(r, builder.launch, env)
     leader = round_leader(tv).name  # a round's members share its leader's semaphores and last block
+    if is_welford(tv):  # REDUCTION-GRID refuses a Welford allreduce
+        if is_allreduce(tv):
+            refuse("REDUCTION-GRID", [Problem(f"{tv.name} is a Welford allreduce", hint="")])
+        works = welford_work_names(leader)
+        return GridReduce(acc, n, r.dtype, "welford", 0.0, tuple(p in r.threads for p in THREAD_TYPES),
+                          SCRATCH if r.threads else None, works[0], semaphores_name(leader), g.slot, g.first, g.stride, g.ranks,
+                          g.semaphore, [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
+                          g.reducer, g.reducers, f"tp_grid_last_{leader}",
+                          [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch],
+                          f"{tv.name}: the blocks combine their Welford states over "
+                          f"{', '.join(p.value for p in r.blocks)} (Chan's formula); the last to arrive holds the total",
+                          welford_count=r.count_dtype, welford_work=works)
     if is_allreduce(tv):
         return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
                           SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(leader), g.slot, g.first,
@@ -207,8 +225,14 @@ def workspace_params(order, launch: dict) -> list[Param]:
     for r in grid_reductions(order):
         g = grid_layout(r, launch, {uid: var(f"entrance {k}") for k, (uid, _) in enumerate(entrance_loops(r))})
         name = r.tensor.name
-        out.append(Param(work_name(name), ParamKind.WORKSPACE, "", tensor=name,
-                         elements=g.work_elements, dtype=r.dtype))
+        if is_welford(r.tensor):  # the leader's three workspaces (avg, M2, N) hold every sibling's partials
+            if welford_leader(r.tensor) is not r.tensor:
+                continue
+            for work, dtype in zip(welford_work_names(name), (r.dtype, r.dtype, r.count_dtype)):
+                out.append(Param(work, ParamKind.WORKSPACE, "", tensor=name, elements=g.work_elements, dtype=dtype))
+        else:
+            out.append(Param(work_name(name), ParamKind.WORKSPACE, "", tensor=name,
+                             elements=g.work_elements, dtype=r.dtype))
         if round_leader(r.tensor).name == name:
             out.append(Param(semaphores_name(name), ParamKind.SEMAPHORES, "unsigned*", tensor=name,
                              elements=g.semaphore_count))
@@ -221,7 +245,7 @@ def combine_rounds(st) -> None:
     group's grid combines together, REDUCTION-GRID checks it) and naming the leader's semaphores,
     joined into one GroupedGridReduce. A round found apart or incomplete is a tileproof bug."""
     rounds = {semaphores_name(t.name): grid_round(t) for t in st.order if len(grid_round(t)) > 1
-              and round_leader(t).name == t.name}
+              and round_leader(t).name == t.name and not is_welford(t)}  # a Welford's: one GridReduce already
     if not rounds:
         return
 

@@ -22,7 +22,8 @@ from ...model.types import (
 )
 from ..problems import Problem
 from ..circular import specialization
-from ..reduction import MAX_ACCUMULATOR_REGISTERS, Phase, ReductionLoops, accumulator_registers, reduction_loops
+from ..reduction import (MAX_ACCUMULATOR_REGISTERS, Phase, ReductionLoops, accumulator_registers, reduction_loops,
+                         welford_leader)
 from ..cluster import NO_CLUSTER, cluster_dims
 from ..grid_reduction import (entrance_loops, grid_round, is_allreduce, is_grid_reduction, last_block_totals,
                               read_totals, round_leader, spread_blocks)
@@ -261,19 +262,20 @@ def grid_problems(fusion, order) -> list:
         axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
         where = dict(tensor=tv.name, ids=(axis.name,), location=axis.parallel_origin or axis.origin or tv.origin)
         over = ", ".join(p.value for p in r.blocks)
-        found = None if is_welford(tv) else _reader_problems(fusion, order, tv, r, over, where)
-        if is_welford(tv):
-            if welford_siblings(tv)[0] is not tv:
-                continue  # one problem for the three outputs
-            names = ", ".join(t.name for t in welford_siblings(tv))
-            out.append(Problem(f"{tv.name} is a Welford output (its outputs: {names}) reduced over {over}; tileproof "
-                               f"combines Welford states within a block only (nvFuser's grid Welford is not "
-                               f"lowered)",
-                               hint=f"bind {tv.name}'s reduction axes to threads and loops, or rfactor the part "
-                                    f"over {over} into a Welford per block and combine those in a second fusion",
-                               values={}, **where))
-        elif found:
+        welford_allreduce = is_welford(tv) and is_allreduce(tv)  # refused below, once
+        found = None if welford_allreduce else _reader_problems(fusion, order, tv, r, over, where)
+        if found:
             out.append(found)
+        elif is_welford(tv) and welford_leader(tv) is not tv:
+            continue  # a Welford's outputs combine as one state: the combine's conditions once, on its leader
+        elif welford_allreduce:
+            names = ", ".join(t.name for t in welford_siblings(tv))
+            out.append(Problem(f"{tv.name} is a Welford output (its outputs: {names}) reduced over {over} whose total "
+                               f"is read in every block of its segment (an allreduce); tileproof's grid Welford "
+                               f"combines the states in the last block only (no grid-wide barrier for Welford states)",
+                               hint=f"read {names} in the last block only (keep their readers off {over}), or make "
+                                    f"them outputs and read them in a second fusion",
+                               values={}, **where))
         elif tv.name in apart:
             members = ", ".join(t.name for t in grid_round(tv))
             out.append(Problem(f"{tv.name} is reduced over {over} in one grid round with {members} (a group's grid "

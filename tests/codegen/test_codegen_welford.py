@@ -2,7 +2,8 @@
 (tests/support/reduction_sim.py: tp_welford_update, tp_welford_combine and tp_block_reduce written
 out again) against the float64 reference: a block per row with and without rfactor, warp and
 partial-block thread counts, a row per thread, a column over TIDy; the kernel makes one block
-combine of three values; what the rules reject; and the precision of a large-mean row, where
+combine of three values; what the rules reject (a grid Welford read in every block, siblings
+scheduled apart); and the precision of a large-mean row, where
 E[x^2] - E[x]^2 in float32 loses the variance and Welford keeps it.
 """
 
@@ -22,8 +23,8 @@ from tileproof.model.expr import const
 from tileproof.model.targets import get_target
 
 from support.reduction_sim import Simulator, run_kernel
-from support.welford_schedules import (block_welford, column_welford, grid_welford, serial_welford,
-                                       siblings_apart)
+from support.welford_schedules import (block_welford, column_welford, grid_welford, grid_welford_read_everywhere,
+                                       serial_welford, siblings_apart)
 
 TARGET = get_target("sm_90a")
 
@@ -132,12 +133,16 @@ def test_welford_schedules_compile(build):
     assert tp.compile(build(), "sm_90a").cubin[:4] == b"\x7fELF"
 
 
-def test_a_grid_welford_is_rejected_once_for_its_three_outputs():
-    report = tp.verify(grid_welford())
+def test_a_grid_welford_read_in_every_block_is_rejected_once_for_its_three_outputs():
+    """A grid Welford is lowered (tests/differential/test_differential_grid_welford.py); one whose mean every
+    block reads (an allreduce) is not, and REDUCTION-GRID says so once, for the three outputs."""
+    assert tp.verify(grid_welford()).ok
+    report = tp.verify(grid_welford_read_everywhere())
     found = [d for d in report.diagnostics if d.code == "REDUCTION-GRID"]
     assert len(found) == 1
-    assert "is a Welford output (its outputs: T1, T2, T3) reduced over BIDy; tileproof combines Welford states " \
-           "within a block only" in found[0].message
+    assert "is a Welford output (its outputs: T1, T2, T3) reduced over BIDy whose total is read in every block " \
+           "of its segment (an allreduce); tileproof's grid Welford combines the states in the last block only" \
+           in found[0].message
 
 
 def test_siblings_scheduled_apart_are_rejected():

@@ -3,8 +3,8 @@
 The file holds grid allreduces (a sum over BIDx / BIDy broadcast back to every block), grouped
 reductions (groupReductions, ParallelType::Group), 1-D bulk (CpAsyncBulk) and 2-D TMA fed
 reductions. Skipped: the Welford TESTs (GridAllreduceWelford1/2, FusedReductionBatchnorm,
-CrossIterationGroupedGridAllreduceWelford1/2/Shmoo: grid Welfords, which tileproof does not lower
-yet, REDUCTION-GRID; test_nvfuser_welford.py has the block ones), GroupAllreduce5 (complex
+CrossIterationGroupedGridAllreduceWelford1/2/Shmoo: grid Welford allreduces, which tileproof does not
+lower yet, REDUCTION-GRID; test_nvfuser_welford.py has the block ones and a grid Welford read in the last block), GroupAllreduce5 (complex
 dtypes), CrossEntropyGatherPattern (takeAlongAxis), and the TESTs that only run nvFuser's automatic
 schedulers (GeluBwdReduction, TensorRankLimit, TmaInnerReductionTest.Sum, TmaOuterReductionTest.Sum).
 """

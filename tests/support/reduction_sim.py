@@ -14,7 +14,8 @@ checked: every shuffle partner is a lane of the warp that exists and is in the m
 scratch slot read was written by this combine and lies inside the scratch buffer; and
 GridReduce as codegen/emit/reduction.py's tp_grid_reduce does it, the blocks arriving in the order
 they run: each workspace element written once, each read written before, every semaphore back to
-0 when the launch ends; a GroupedGridReduce (a round of a group's grid reductions) as its helpers do
+0 when the launch ends (a grid Welford's GridReduce: each field of its states to its own workspace, the
+last block's states combined by Chan's formula in rank order); a GroupedGridReduce (a round of a group's grid reductions) as its helpers do
 it: every member's partials, one count on the round's one semaphore (the members must name the same),
 each member combined in the last block. An allreduce's GridReduce (tp_grid_allreduce) is a grid-wide barrier:
 in a kernel launched cooperatively (KernelIR.cooperative) every block runs as a coroutine (a
@@ -378,7 +379,7 @@ class Simulator:
         if allreduce:
             self.barrier(first, sem, ranks, rank)
             for m in n.members:
-                self.combine_partials(m, envs, self.work[m.work], ranks, f"block {self.current_block}, after the barrier,")
+                self.combine_partials(m, envs, ranks, f"block {self.current_block}, after the barrier,")
             return
         sems = self.semaphores.setdefault(first.semaphores, {})
         ticket = sems.get(sem, 0)
@@ -388,7 +389,7 @@ class Simulator:
         last = ticket == ranks - 1
         if last:
             for m in n.members:
-                self.combine_partials(m, envs, self.work[m.work], ranks, "the last block")
+                self.combine_partials(m, envs, ranks, "the last block")
             sems[sem] = 0
         for name, index, dim in first.last:
             for k, env in enumerate(envs):
@@ -396,14 +397,17 @@ class Simulator:
 
     def write_partials(self, n: GridReduce, envs) -> None:
         """Each writer's N registers of n's accumulator to its slot of n's workspace (each element once)."""
-        work = self.work.setdefault(n.work, {})
+        works = [self.work.setdefault(w, {}) for w in n.welford_work or (n.work,)]
         for k, env in enumerate(envs):
             if self.holds(n.writer, env):
                 base = self.ev(n.slot, env)
                 for e in range(n.elements):
-                    if base + e in work:
-                        raise SimulationError(f"{n.comment}: workspace element {base + e} written twice")
-                    work[base + e] = self.local[k][n.acc][e]
+                    value = self.local[k][n.acc][e]
+                    # a grid Welford: each field of the state to its own workspace (tp_grid_welford_partials)
+                    for work, part in zip(works, value if n.welford_work else (value,)):
+                        if base + e in work:
+                            raise SimulationError(f"{n.comment}: workspace element {base + e} written twice")
+                        work[base + e] = part
 
     def barrier(self, n: GridReduce, sem: int, ranks: int, rank: int) -> None:
         """tp_grid_allreduce's (tp_grid_barrier's) grid-wide barrier: the block parks until bit 31 flips."""
@@ -416,21 +420,25 @@ class Simulator:
         self._scheduler.park(lambda: bool((arrived ^ sems.get(sem, 0)) & GENERATION_BIT),
                              f"{n.comment}: semaphore {sem}")
 
-    def combine_partials(self, n: GridReduce, envs, work: dict, ranks: int, who: str) -> None:
-        """Each thread combines the partials of the ranks it reduces from the workspace, then the
-        block's threads combine theirs (the last block of a grid reduction; every block of an allreduce)."""
+    def combine_partials(self, n: GridReduce, envs, ranks: int, who: str) -> None:
+        """Each thread combines the partials of the ranks it reduces from the workspace (a grid
+        Welford's states from its three, tp_grid_welford_combine), in rank order, then the block's
+        threads combine theirs (the last block of a grid reduction; every block of an allreduce)."""
+        works = [self.work.get(w, {}) for w in n.welford_work or (n.work,)]
         for k, env in enumerate(envs):
-            acc = [self.start(n)] * n.elements
+            acc = [(0.0, 0.0, 0) if n.welford_work else self.start(n)] * n.elements
             first, stride = self.ev(n.first, env), self.ev(n.stride, env)
             for j in range(self.ev(n.reducer, env), ranks, self.ev(n.reducers, env)):
                 for e in range(n.elements):
                     at = first + j * stride + e
-                    if at not in work:
+                    if any(at not in work for work in works):
                         raise SimulationError(f"{n.comment}: {who} reads workspace element {at}, which no block wrote")
-                    acc[e] = self.values.combine(n.combine, acc[e], work[at])
+                    part = tuple(work[at] for work in works) if n.welford_work else works[0][at]
+                    acc[e] = self.values.combine(n.combine, acc[e], part)
             self.local[k][n.acc][:n.elements] = acc
         if any(n.threads):
-            self.block_reduce(BlockReduce(n.acc, n.elements, n.dtype, n.combine, n.threads, n.scratch))
+            self.block_reduce(BlockReduce(n.acc, n.elements, n.dtype, n.combine, n.threads, n.scratch,
+                                          welford_count=n.welford_count))
 
     # -- codegen/emit/reduction.py tp_block_reduce, step by step -------------------------------------
     def block_reduce(self, n: BlockReduce) -> None:

@@ -1,8 +1,8 @@
 """Welford schedules (tp.welford, tp.var_mean) for the model, codegen and simulator tests and
 tests/gpu/test_welford.py: a block per row with the threads on TIDx (each a serial Welford of its
 strided part, then the block's combine of the states), with and without rfactor, a row per
-thread with no combine, a column Welford over TIDy, and the schedules the rules reject (a grid
-Welford, siblings scheduled apart).
+thread with no combine, a column Welford over TIDy, a grid Welford (the row over BIDy, and TIDx),
+and the schedules the rules reject (a grid Welford read in every block, siblings scheduled apart).
 """
 
 from __future__ import annotations
@@ -82,15 +82,42 @@ def column_welford(tidx: int = 32, tidy: int = 8, dtype: str = "float32"):
     return fusion
 
 
-def grid_welford(blocks: int = 4):
-    """A Welford whose reduction axis is split over BIDy: a grid Welford, which REDUCTION-GRID
-    rejects."""
-    fusion, avg = _rows("welford_grid", "float32", "N", "welford")
+def grid_welford(blocks: int = 4, threads: int | None = None, rfactor: bool = False, outputs: str = "welford"):
+    """A grid Welford: a row per BIDx, its reduction axis split into `blocks` parts on BIDy
+    ([M, r{blocks}, r{N / blocks}]), each part a serial loop, or with `threads` split again over
+    TIDx ([M, r{blocks}, r{N / blocks / threads}, r{threads}]; with `rfactor` the serial part is a
+    Welford per thread first). The last block of each row combines the blocks' states."""
+    name = f"welford_grid_{blocks}_{threads or 1}{'_rf' if rfactor else ''}_{outputs}"
+    fusion, avg = _rows(name, "float32", "N", outputs)
     avg.split(1, blocks, inner_split=False)  # [M, r{blocks}, r{N / blocks}]
+    if threads:
+        avg.split(2, threads)  # [M, r{blocks}, r{N / blocks / threads}, r{threads}]
+        if rfactor:
+            avg.rfactor([2])
     tp.propagate_transforms(avg)
     avg.axis(0).parallelize(P.BIDx)
     avg.axis(1).parallelize(P.BIDy)
+    if threads:
+        avg.axis(-1).parallelize(P.TIDx)
     tp.parallelize_all_like(avg)
+    tp.inline_most(fusion)
+    return fusion
+
+
+def grid_welford_read_everywhere(blocks: int = 4):
+    """x - avg of each row, with the row on BIDy in both (the Welford as grid_welford's): every
+    block of a row reads the row's mean, an allreduce of a grid Welford, which REDUCTION-GRID rejects."""
+    with tp.Fusion("welford_grid_allreduce") as fusion:
+        x = tp.make_tensor(["M", "N"], contiguity=True, dtype="float32")
+        fusion.add_input(x)
+        avg, _, _ = tp.welford(x, [1])
+        y = tp.sub(x, tp.broadcast(avg, [False, True]))
+        fusion.add_output(y)
+    y.split(1, blocks, inner_split=False)
+    tp.propagate_transforms(y)
+    y.axis(0).parallelize(P.BIDx)
+    y.axis(1).parallelize(P.BIDy)
+    tp.parallelize_all_like(y)
     tp.inline_most(fusion)
     return fusion
 
@@ -106,4 +133,5 @@ def siblings_apart():
     return fusion
 
 
-__all__ = ["block_welford", "column_welford", "grid_welford", "serial_welford", "siblings_apart"]
+__all__ = ["block_welford", "column_welford", "grid_welford", "grid_welford_read_everywhere", "serial_welford",
+           "siblings_apart"]
