@@ -2,7 +2,10 @@
 against torch.var_mean in float64: a block per row with and without rfactor (a warp, 96 and 128
 threads, rows shorter than the block: threads with empty states), float32 and float64, a
 symbolic row length at four sizes, the exact counts, and a float32 row of large mean whose
-variance E[x^2] - E[x]^2 would lose; LayerNorm (recipes/normalization.py, one Welford) at rows of
+variance E[x^2] - E[x]^2 would lose; a grid Welford (the row over BIDy blocks, with TIDx and rfactor
+too: three workspaces, the last block's Chan combine) at sizes not multiples of the blocks, with
+empty blocks, run twice (the semaphores back to 0) and bit-identical across launches, a large mean
+too; LayerNorm (recipes/normalization.py, one Welford) at rows of
 several classes against F.layer_norm, with a large mean too. tests/codegen/test_codegen_welford.py
 simulates the same schedules on the CPU."""
 
@@ -19,7 +22,7 @@ import torch.nn.functional as F  # noqa: E402
 import tileproof as tp  # noqa: E402
 from tileproof.recipes import normalization as N  # noqa: E402
 
-from support.welford_schedules import block_welford, column_welford, serial_welford  # noqa: E402
+from support.welford_schedules import block_welford, column_welford, grid_welford, serial_welford  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROWS = [(3, 50), (7, 1000), (300, 4099), (64, 100003)]  # 50: fewer elements than threads
@@ -102,3 +105,27 @@ def test_layer_norm_matches_torch(shape, dtype):
         tol = 2 ** -6 if dtype == torch.bfloat16 else 1e-4
         err = (got.double() - want).abs().max().item()
         assert err <= tol * max(1.0, want.abs().max().item()), f"offset {offset}: max |got - want| = {err:.3g}"
+
+
+GRID_ROWS = [(3, 7), (5, 1000), (130, 4099), (2, 100003)]  # 7 < 4 * 32: blocks and threads with empty states
+
+
+@pytest.mark.parametrize("m, length", GRID_ROWS, ids=str)
+@pytest.mark.parametrize("blocks, threads, rfactor", [(4, None, False), (5, 32, False), (3, 128, True), (16, 64, True)],
+                         ids=str)
+def test_a_grid_welford_matches_torch(m, length, blocks, threads, rfactor):
+    kernel = tp.compile(grid_welford(blocks, threads, rfactor), "sm_90a")
+    x = _x((m, length), torch.float32)
+    first = kernel.run(x)
+    _check_welford(grid_welford(blocks, threads, rfactor), x)
+    second = kernel.run(x)  # the next launch: every semaphore back to 0, the rank-ordered combine the same bits
+    for a, b in zip(first, second):
+        assert torch.equal(a, b)
+
+
+def test_a_grid_welford_var_mean_keeps_a_large_means_variance():
+    x = _x((64, 4099), torch.float32, offset=1.0e4) / 3  # mean about 3333, variance 1
+    var, mean = tp.compile(grid_welford(8, 128, True, outputs="var_mean"), "sm_90a").run(x)
+    want_var, want_mean = torch.var_mean(x.double(), dim=1, correction=1)
+    assert ((var.double() - want_var).abs() / want_var).max().item() < 1e-3
+    torch.testing.assert_close(mean.double(), want_mean, rtol=1e-6, atol=1e-6)

@@ -22,8 +22,9 @@ from ...execution.loops import execution_order
 from ...execution.mma import well_formed
 from ...execution.mma_execution import mma_execution
 from ...execution.online import online_problems, rescale_conds, rescale_indices, rescaled_sums
-from ...execution.reduction import grid_reductions
+from ...execution.reduction import grid_reductions, welford_leader
 from ...model.expr import const, var
+from ...model.welford import is_welford, welford_siblings
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..analysis.visibility import prove_owned_read
@@ -205,9 +206,12 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         loops the combine is in. A round is T alone, or the grid reductions of T's group
         (tp.group_reductions) reduced over the same block and thread types, all plain or all
         allreduces: they combine together (nvFuser's GroupedGridReduction), so their combines
-        must be adjacent statements of the kernel, in the same loops. In both: T is no MmaOp
-        and no Welford output (tp.welford: its states combine within a block only); the kernel
-        is not warp-specialized; T has no broadcast loop axis.
+        must be adjacent statements of the kernel, in the same loops. A Welford's outputs
+        (tp.welford) are one round whose leader combines their states (avg, M2, N, a workspace
+        each) for all three; their readers all run in the last block: a Welford whose total a
+        reader spreads over the reduced block types (an allreduce) is refused, its states have no
+        grid-wide barrier. In both: T is no MmaOp; the kernel is not warp-specialized; T has no
+        broadcast loop axis.
     Why the hardware needs it:
         Blocks share only global memory, and nothing orders one block's stores before another
         block's loads unless one waits for the other. A plain grid combine never waits: each
@@ -229,7 +233,10 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         reductions count on two semaphores, and the block that arrives last at one need not be
         the block that arrives last at the other, so no block need hold both totals; a group's
         round counts every member's partials on one semaphore (an allreduce group: one barrier),
-        and its last block holds every member's total.
+        and its last block holds every member's total. A grid Welford writes each field of its
+        states to a workspace of its own and counts once on its leader's semaphore, as a round
+        does; its last block combines them by Chan's formula in rank order, the same bits
+        whichever block arrives last, an empty partial (N = 0) leaving the state unchanged.
     Example:
         fusion, t1, t3 = grid_allreduce("sum_then_divide")
         fusion.cluster_dims = (2, 1, 1)  # an allreduce's barrier needs a cooperative launch
@@ -256,7 +263,7 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   if R != {}: entrance_loops(T) = {} and S's loops include T's loops left of its first reduction
     #   axis that are no thread or block index; always: not mma(T), no warp specialization, no
     #   broadcast loop ID in T, and the grid combines of round(T) are adjacent statements in one loop
-    #   path (round: execution/grid_reduction.py grid_round)
+    #   path (round: execution/grid_reduction.py grid_round); a Welford output T: not allreduce(T)
     order = execution_order(ctx.fusion)
     yield from report_problems("REDUCTION-GRID", reduction.grid_problems(ctx.fusion, order))
 
@@ -276,7 +283,8 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
         radix, so two writers share a slot only if they are the same writer, every slot lies
         in the workspace, the last block reads each, and each (entrance, segment) has its own
         semaphore (a group's round: each member its own workspace, all one semaphore, counted
-        once per block for all of them).
+        once per block for all of them; a grid Welford: its avg, M2 and N workspaces at the
+        same slots, its leader's semaphore, proved once for the three outputs).
     Why the hardware needs it:
         The block that reads ranks - 1 from the semaphore combines the segment's partials.
         An atomicAdd on a 32-bit counter wraps past 2^32 - 1, and a grid may have up to
@@ -311,9 +319,12 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: for each grid reduction T, for all admitted sizes s:
     #   ranks(s) = product of launch(p, s) over the block types p T reduces <= 2^32 - 1,
-    #   and <= 2^31 for an allreduce (its barrier's arrivals add 2^31 in all, less in any proper subset)
+    #   and <= 2^31 for an allreduce (its barrier's arrivals add 2^31 in all, less in any proper subset);
+    #   a Welford's outputs: for its leader only (one semaphore for the three)
     for r in grid_reductions(execution_order(ctx.fusion)):
         tv = r.tensor
+        if is_welford(tv) and welford_leader(tv) is not tv:
+            continue  # a Welford's outputs count on their leader's one semaphore: proved once, for the three
         allreduce = is_allreduce(tv)
         limit = ALLREDUCE_LIMIT if allreduce else SEMAPHORE_LIMIT
         what = "the barrier of a 32-bit semaphore tells apart" if allreduce else "a 32-bit semaphore counts"
@@ -321,12 +332,14 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
                                                 enumerate(entrance_loops(r))}).ranks
         axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
         over = ", ".join(p.value for p in r.blocks)
+        who = tv.name if not is_welford(tv) else \
+            f"{tv.name} (a Welford: {', '.join(t.name for t in welford_siblings(tv))} count on one semaphore)"
         q = ctx.query([ranks, const(limit)])
         out = q.prove(q.le(ranks, const(limit)), values={"blocks per segment": ranks})
         yield from report_values(
             ctx, "REDUCTION-GRID-WORKSPACE", out, f"that {tv.name}'s segments fit a 32-bit semaphore",
-            lambda v, when, tv=tv, over=over, limit=limit, what=what: (
-                f"{tv.name} is reduced over {over}: a segment has {v['blocks per segment']} blocks{when}, more "
+            lambda v, when, who=who, over=over, limit=limit, what=what: (
+                f"{who} is reduced over {over}: a segment has {v['blocks per segment']} blocks{when}, more "
                 f"than {what} ({limit})"),
             ["blocks per segment"],
             hint=f"bound the extents on {over} with fusion.assume (their product at most {limit}), or "
