@@ -74,6 +74,22 @@ one round, as nvFuser's GroupedGridReduction (runtime/grid_reduction.cu gridRedu
                 of one round runs where all of them are (REDUCTION-GRID refuses a reader of
                 totals of two rounds, whose last blocks may differ)
 
+A grid Welford (tp.welford over block indices, model/welford.py; nvFuser's gridWelford) is the round
+of its three outputs (avg, var_sum, n: their group), whose leader (execution/reduction.py
+welford_leader) holds the states and does the steps for all three:
+
+    partials    each writer writes its states' avg, M2 and N at its slot of three workspaces, one per
+                field (`welford_work_names`, the leader's; the N workspace of the count's type), all
+                three at the layout's slots
+    arrival     one count on the leader's semaphore, as a plain round's
+    combine     the last block starts each state empty and combines the states of ranks j =
+                reducer, reducer + reducers, ... in that order by Chan's formula (an empty partial,
+                N = 0, leaves the state unchanged), then across the reduced thread types: the same
+                bits whichever block arrives last; the semaphore back to 0
+    last block  the three outputs' stores and readers test the leader's `tp_last_<p>_<leader>`
+    allreduce   is_allreduce holds for the three together (one of them read in every block);
+                REDUCTION-GRID refuses it (no grid-wide barrier for Welford states)
+
 The workspace holds `work_elements` values of the compute type, the semaphores `semaphores`
 32-bit counters; the runtime allocates them, the semaphores zeroed once (codegen/compile.py).
 A round has one semaphore array (its leader's) and a workspace per member.
