@@ -59,7 +59,18 @@ CONFIGS = [("one_tile", None, {}), ("kt64", 64, {}), ("kt128", 128, {}), ("kt128
            ("kt256_wg2_ws3_r240_ip", 256, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240),
                                            "in_place": True}),
            ("kt64_wg2_ws4_r240_ip", 64, {"warpgroups": 2, "stages": 4, "producer": True, "registers": (24, 240),
-                                         "in_place": True})]
+                                         "in_place": True}),
+           # ping-pong: the consumer warpgroups issue each key tile's Q K^T in turn (named barriers, WS-PING-PONG)
+           ("kt128_wg2_ws2_r240_ip_pp", 128, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240),
+                                              "in_place": True, "ping_pong": True}),
+           ("kt128_wg2_ws3_r240_ip_pp", 128, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240),
+                                              "in_place": True, "ping_pong": True}),
+           ("kt128_wg2_ws2_r240_pp", 128, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240),
+                                           "ping_pong": True}),
+           ("kt64_wg2_ws2_r240_ip_pp", 64, {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240),
+                                            "in_place": True, "ping_pong": True}),
+           ("kt64_wg2_ws3_r240_ip_pp", 64, {"warpgroups": 2, "stages": 3, "producer": True, "registers": (24, 240),
+                                            "in_place": True, "ping_pong": True})]
 
 
 def tflops(shape, ms: float) -> float:

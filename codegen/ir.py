@@ -29,6 +29,7 @@ from ..execution.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync
 from ..execution.barriers import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..execution.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..execution.warp_roles import StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
+from ..execution.ping_pong import TurnPass, TurnWait  # ping-pong's turns (WS-PING-PONG)
 from ..execution.statements import Cond  # statements' predicates come from the execution model
 from ..model.fusion import Scalar
 from ..model.expr import Expr, add, const
@@ -576,7 +577,7 @@ NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, Tme
               CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, SiblingStep, GridReduce,
               GroupedGridReduce, Prologue, Prefetched, MmaIssue,
               WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
-              NamedSync, IndexNames, WholeTile)  # a Role only in WarpRoles.body
+              NamedSync, IndexNames, WholeTile, TurnWait, TurnPass)  # a Role only in WarpRoles.body
 
 
 def walk(nodes: list):
@@ -601,6 +602,10 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
                          f"  # {n.why}")
         elif isinstance(n, Sync):
             lines.append(f"{pad}{'fence.proxy.async + ' if n.fence_async else ''}sync  # {n.why}")
+        elif isinstance(n, TurnWait):
+            lines.append(f"{pad}turn wait (bar.sync, not warpgroup {n.first} in iteration 0)  # {n.why}")
+        elif isinstance(n, TurnPass):
+            lines.append(f"{pad}turn pass (bar.arrive, not warpgroup {n.last} in the last iteration)  # {n.why}")
         elif isinstance(n, IndexNames):
             lines += [f"{pad}{name} = {value}" for name, value in n.names]
         elif isinstance(n, WholeTile):

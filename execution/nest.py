@@ -22,9 +22,11 @@ from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, in
 from .circular import circular_access, is_register_copy, is_shared_copy, specialization, war_mbarrier
 from .derive import per_fusion
 from .loops import LoopGroup, execution_order, launched_loops, loop_groups, nest, statement_items
+from .ping_pong import insert_turns
 from .pipeline import insert_pipelines, isolate_circular_copies
 from .reduction import Phase
 from .skip import trip_counts
+from .warp_roles import role_threads
 from .wgmma_order import insert_wgmma_waits
 
 ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
@@ -98,6 +100,7 @@ def placed_nest(fusion: Fusion) -> PlacedNest | None:
                       lambda loop: trips.get(loop.key, groups.groups[loop.key].extent))
     on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
     place_syncs(tree, on_chip, hazards)
+    insert_turns(tree, role_threads(fusion)[1])  # ping-pong: the consumer warpgroups' turns (execution/ping_pong.py)
     return PlacedNest(tree, hazards, on_chip, {g.index: g for g in groups.groups})
 
 

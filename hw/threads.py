@@ -11,6 +11,8 @@ from ..model.types import THREAD_TYPES
 WARP = 32
 WARPGROUP = 128
 CONSUMER_BARRIER = 1  # the named barrier of a warp-specialized kernel's consumers; 0 is __syncthreads()'s
+TURN_BARRIER = 2  # ping-pong: consumer warpgroup w's turn is named barrier TURN_BARRIER + w (execution/ping_pong.py)
+NAMED_BARRIERS = 16  # named barriers a block has (PTX ISA, bar.sync: ids 0 to 15)
 
 
 def producer_indices(other: int | None) -> int:

@@ -40,17 +40,23 @@ class WarpSpecialized:
     other warpgroups, the consumers, wait for each stage's data and release it once their wgmma
     reads are done (execution/warp_roles.py). `num_registers=(producer, consumer)`: setmaxnreg
     moves registers from the producer to the consumers (WS-REGISTERS checks the counts).
+    `ping_pong`: the consumer warpgroups (the indices of `on`) issue each iteration's first wgmma
+    batch in turn, through named barriers, so that one's softmax or epilogue math overlaps the
+    others' tensor-core work (FlashAttention-3's warp scheduler barriers; execution/ping_pong.py,
+    WS-PING-PONG proves the barriers balanced and free of deadlock).
 
         t1.circular_buffer(4, 2, tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=(40, 232)))"""
 
     on: ParallelType
     num_registers: tuple[int, int] | None = None
+    ping_pong: bool = False
     # the user's file:line that made it (WS-REGISTERS points at its num_registers); not compared
     origin: str | None = field(default_factory=user_location, compare=False, repr=False)
 
     def __repr__(self) -> str:
         regs = f", num_registers={self.num_registers}" if self.num_registers else ""
-        return f"tp.WarpSpecialized(tp.ParallelType.{self.on.name}{regs})"
+        turns = ", ping_pong=True" if self.ping_pong else ""
+        return f"tp.WarpSpecialized(tp.ParallelType.{self.on.name}{regs}{turns})"
 
     def __post_init__(self):
         if not isinstance(self.on, ParallelType) or self.on not in THREAD_TYPES:
@@ -62,6 +68,8 @@ class WarpSpecialized:
                     or any(isinstance(r, bool) or not isinstance(r, int) for r in regs)):
                 raise ScheduleError(f"WarpSpecialized: num_registers must be a tuple of two ints (producer, consumer), "
                                     f"e.g. (40, 232); got {regs!r}")
+        if not isinstance(self.ping_pong, bool):
+            raise ScheduleError(f"WarpSpecialized: ping_pong must be True or False, got {self.ping_pong!r}")
 
 
 @dataclass(frozen=True)

@@ -215,7 +215,7 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
 
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
               warpgroups: int = 1, lse: bool = False, in_place: bool = False,
-              skip_masked_tiles: bool = True) -> tp.Fusion:
+              skip_masked_tiles: bool = True, ping_pong: bool = False) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -233,7 +233,10 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     block (`skip_masked_tiles`, default on; off computes them, masked, for comparison): block b's
     loop ends after tile (last row + N - M) // key_tile, the last holding a key its last row keeps
     (tp.TensorView.skip_masked; rule ONLINE-SKIP proves the tiles skipped are masked whole and
-    skipping them exact), in the producer's loads, the pipeline and the consumers alike."""
+    skipping them exact), in the producer's loads, the pipeline and the consumers alike. With
+    `ping_pong` (a producer and two or more consumer warpgroups), the consumer warpgroups issue
+    each key tile's Q K^T in turn through named barriers (tp.WarpSpecialized(..., ping_pong=True);
+    rule WS-PING-PONG), so that one's softmax runs while the other's products do."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -242,6 +245,11 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         raise tp.ScheduleError(f"attention: skip_masked_tiles must be True or False, got {skip_masked_tiles!r}")
     if not isinstance(producer, bool):
         raise tp.ScheduleError(f"attention: producer must be True or False, got {producer!r}")
+    if not isinstance(ping_pong, bool):
+        raise tp.ScheduleError(f"attention: ping_pong must be True or False, got {ping_pong!r}")
+    if ping_pong and not producer:
+        raise tp.ScheduleError("attention: ping_pong orders the consumer warpgroups of a producer's pipeline: it needs "
+                               "producer=True (and stages >= 2)")
     if not isinstance(warpgroups, int) or isinstance(warpgroups, bool) or warpgroups not in (1, 2, 3, 4):  # 2.0 == 2
         raise tp.ScheduleError(f"attention: warpgroups must be 1 to 4 (consumer warpgroups a block), got {warpgroups!r}")
     if not (isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1):
@@ -314,8 +322,7 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     for x in [t["m"], t["l"], o, t["l_b"], t["normalized"]] + ([t["max_scaled"], t["log_sum"]] if lse else []):
         x.inline_at(h + 1 + w)  # the running max, the sums' accumulators and the epilogue: per warpgroup
     if stages > 1:  # K and V tiles ahead of the loop's iteration
-        kind = (tp.WarpSpecialized(P.TIDz, num_registers=registers) if registers is not None
-                else tp.WarpSpecialized(P.TIDz)) if producer else tp.Pipelined()
+        kind = tp.WarpSpecialized(P.TIDz, num_registers=registers, ping_pong=ping_pong) if producer else tp.Pipelined()
         # a producer's stages: from three on, released one iteration late (prefetch stages - 2), so that
         # each tile's P V stays in flight while the next tile's Q K^T is issued (execution/wgmma_order.py)
         prefetch = stages - 2 if producer and stages > 2 else stages - 1

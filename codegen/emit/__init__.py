@@ -17,7 +17,8 @@ import re
 from typing import Callable
 
 from ...model.errors import InternalError
-from ...model.expr import Expr, add, const, substitute
+from ...model.expr import Expr, add, const, substitute, var
+from ...hw.threads import TURN_BARRIER
 from ...model.scalar_value import ScalarValue
 from ...model.types import THREAD_TYPES, ARITHMETIC, COPIES, DataType, MemoryType, OpKind
 from ...model.welford import WELFORD_OPS
@@ -29,7 +30,7 @@ from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, red
 from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, SiblingStep, GridReduce, GroupedGridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
-                 StageDrain, StageEmptyWait, StageRelease)
+                 StageDrain, StageEmptyWait, StageRelease, TurnPass, TurnWait)
 
 
 NAN_MAX_MIN = """\
@@ -239,6 +240,24 @@ class _Emitter:
 
     def sync(self, n: Sync, depth: int) -> list[str]:
         return self.fence(n, depth) + [f"{'  ' * depth}__syncthreads();  // {n.why}"]
+
+    def turn_wait(self, n: TurnWait, depth: int) -> list[str]:
+        """bar.sync on this warpgroup's turn barrier, but warpgroup `first` in iteration 0
+        (execution/ping_pong.py); the barrier id is a register: every warp of a warpgroup takes
+        the same path."""
+        pad, i = "  " * depth, self.x(var(n.index))
+        return [f"{pad}if ({n.axis} != {n.first}U || ({i}) != 0U) {{  // {n.why}",
+                f'{pad}  asm volatile("bar.sync %0, {n.threads};" :: "r"({TURN_BARRIER}U + {n.axis}) : "memory");',
+                f"{pad}}}"]
+
+    def turn_pass(self, n: TurnPass, depth: int) -> list[str]:
+        """bar.arrive on the next warpgroup's turn barrier, but warpgroup `last` in the loop's
+        last iteration (execution/ping_pong.py)."""
+        pad, i = "  " * depth, self.x(var(n.index))
+        return [f"{pad}if ({n.axis} != {n.last}U || ({i}) + 1U != ({self.x(n.extent)})) {{  // {n.why}",
+                f'{pad}  asm volatile("bar.arrive %0, {n.threads};" :: "r"({TURN_BARRIER}U + ({n.axis} + 1U) % '
+                f'{n.groups}U) : "memory");',
+                f"{pad}}}"]
 
     def named_sync(self, n: NamedSync, depth: int) -> list[str]:
         pad = "  " * depth
@@ -483,6 +502,8 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     StageDrain: _Emitter.drain,
     BulkStoreWait: _Emitter.store_wait,
     NamedSync: _Emitter.named_sync,
+    TurnWait: _Emitter.turn_wait,
+    TurnPass: _Emitter.turn_pass,
     IndexNames: _Emitter.index_names,
     WholeTile: _Emitter.whole_tile,
 }

@@ -10,6 +10,7 @@ import dataclasses
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
 from ...execution.pipeline import Prefetched, Prologue
+from ...execution.ping_pong import TurnPass, TurnWait
 from ...execution.warp_roles import StageEmptyWait, StageRelease
 from ..ir import (
     Compute,
@@ -28,7 +29,8 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
     """Each Prologue and Prefetched node of the placed tree (in place): its loop's index
     variable (`index_of`: loop class key -> index) and extent; a Prefetched node's copies run for
     iteration i + prefetch, so their loop index is shifted (offsets, predicates, inner extents).
-    A warp-specialized loop's empty waits and releases get its index and extent too."""
+    A warp-specialized loop's empty waits and releases, and ping-pong's turns, get its index and
+    extent too."""
     for k, n in enumerate(tree):
         if isinstance(n, StageRelease) and n.tail:  # after its loop (and the loop's final wgmma wait)
             loop = next((m for m in reversed(tree[:k]) if isinstance(m, Loop)), None)
@@ -50,7 +52,7 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
             for child in n.body:
                 if isinstance(child, (TmaWait, StageEmptyWait)) and child.stages:  # iteration i's stage and phase
                     child.index = index_of[n.key]
-                if isinstance(child, StageRelease):
+                if isinstance(child, (StageRelease, TurnWait, TurnPass)):  # iteration i of the loop's extent
                     child.index, child.extent = index_of[n.key], n.extent
                 if isinstance(child, Prefetched):
                     child.index, child.extent = index_of[n.key], n.extent

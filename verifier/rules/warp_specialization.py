@@ -1,17 +1,22 @@
 """Warp specialization: a producer warpgroup loads a circular buffer's stages with TMA, the
 consumer warpgroups read them with wgmma or threads (execution/warp_roles.py rewrites the loop nest). WS-ROLES
 checks what that rewrite needs of the schedule, WS-REGISTERS the setmaxnreg counts that move
-registers from the producer to the consumers. The mbarrier protocol between the roles is proved
-by PIPELINE-RAW and PIPELINE-WAR on the rewritten nest."""
+registers from the producer to the consumers, WS-PING-PONG the named barriers by which the
+consumer warpgroups take turns. The mbarrier protocol between the roles is proved by PIPELINE-RAW
+and PIPELINE-WAR on the rewritten nest."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import z3
+
+from ...execution.conditions.ping_pong import ping_pong_spec, turn_problems
 from ...execution.conditions.warp_specialization import register_problems, role_problems
+from ...model.expr import const, var
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import report_problems
+from ..findings import report_problems, report_values
 from ..registry import rule
 
 
@@ -101,3 +106,84 @@ def ws_registers(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   T = inner * consumers + Q and E = min(248, floor(65536 / T / 8) * 8): producer, consumer in [24, 256]
     #   and % 8 == 0, producer <= E <= consumer, producer * Q + consumer * inner * consumers <= E * T
     yield from report_problems("WS-REGISTERS", register_problems(ctx.fusion))
+
+
+TRIPS = 1 << 30  # the loop trip counts the proof covers (any the kernel's unsigned counters reach)
+
+
+@rule("WS-PING-PONG", family="warpspec", premises=("WS-ROLES",))
+def ws_ping_pong(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Ping-pong's named barriers leave no warpgroup waiting forever.
+
+    What it checks:
+        For WarpSpecialized(on, ping_pong=True): the consumers are two or more indices of `on`
+        (TIDy or TIDz), each whole warpgroups, at most 14 (named barriers 2 to 15); each
+        warp-specialized circular loop has one turn (execution/ping_pong.py): warpgroup w's
+        bar.sync on barrier 2 + w before the loop's first wgmma batch, its bar.arrive on barrier
+        2 + (w + 1) % W after it, nothing else between them. z3 proves, for every trip count
+        T >= 1 and every warpgroup w, that w syncs on its barrier as often as its predecessor
+        arrives there (each barrier counting 2 x its threads is left as it was found, for the
+        next run of the loop), and that the k-th sync meets the k-th arrival of an iteration
+        such that the waits around the ring of warpgroups go back at least one iteration
+        (no warpgroup waits on itself).
+    Why the hardware needs it:
+        bar.sync completes when the barrier's count of threads has arrived; an arrival that
+        never comes hangs the block, and one left over completes a later sync early (or hangs
+        the next kernel run of the loop half arrived). A barrier inside the turn would wait for
+        a warpgroup that is itself waiting for its turn.
+    Example:
+        fusion, sa, sb, d, out = hopper_gemm_tile("ping_pong_alone", 64, 64)  # one consumer warpgroup
+        for t in (sa, sb):
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, ping_pong=True))
+    Fix:
+        fusion, sa, sb, d, out = hopper_gemm_tile("ping_pong_in_turn", 128, 64)  # two, 64 rows each
+        for t in (sa, sb):
+            t.circular_buffer(2, 0, tp.WarpSpecialized(tp.ParallelType.TIDy, ping_pong=True))
+    References:
+        FlashAttention-3 (Shah et al. 2024), section 3.1 (ping-pong scheduling of two warpgroups by
+        named barriers); PTX ISA 9.7.13.1 (bar.sync, bar.arrive: thread counts, ids 0 to 15);
+        docs/attention.md#ping-pong
+    """
+    # Formal statement: with S(w) = T - [w == first] syncs of warpgroup w (the k-th in iteration
+    #   k + [w == first]) and A(w) = T - [w - 1 mod W == last] arrivals of its predecessor (the k-th in
+    #   iteration k): for all T >= 1 and 0 <= w < W: S(w) == A(w); and for 0 <= k, the ring's sum over w
+    #   of (arrival iteration - sync iteration) <= -1
+    problems, turns = turn_problems(ctx.fusion)
+    yield from report_problems("WS-PING-PONG", problems)
+    spec = ping_pong_spec(ctx.fusion)
+
+    def skip(g, x):  # 1 where warpgroup g is the one that skips
+        return z3.If(g == x, 1, 0)
+
+    for turn in turns:
+        groups, first, last = turn.groups, turn.wait.first, turn.passed.last
+        q = ctx.query([var("T"), var("warpgroup")], {"T": const(TRIPS), "warpgroup": const(groups)}, integers=True)
+        trips, w = q.term(var("T")), q.term(var("warpgroup"))
+        syncs = trips - (skip(w, first) if first is not None else 0)
+        before = (w + groups - 1) % groups
+        arrivals = trips - (skip(before, last) if last is not None else 0)
+        out = q.prove(z3.Implies(trips >= 1, syncs == arrivals), values={"T": var("T"), "warpgroup": var("warpgroup")})
+
+        def unbalanced(v, when, first=first, last=last, groups=groups):
+            t, g = v["T"], v["warpgroup"]
+            s, a = t - (g == first), t - ((g + groups - 1) % groups == last)
+            return (f"with {t} iteration{'s' if t != 1 else ''} of {turn.loop}{when}, warpgroup {g} syncs on its turn "
+                    f"barrier {s} times but warpgroup {(g + groups - 1) % groups} arrives there {a} times: "
+                    + ("a sync waits forever" if s > a else "an arrival is left over for the next run of the loop"))
+
+        yield from report_values(ctx, "WS-PING-PONG", out, f"that every turn barrier of {turn.loop} is balanced",
+                                 unbalanced, ["T", "warpgroup"], hint="the first warpgroup skips its first sync and the "
+                                 "last skips its last arrival", location=spec.origin)
+        if not out.proved:
+            continue
+        q = ctx.query([var("k")], {"k": const(TRIPS)}, integers=True)
+        k = q.term(var("k"))
+        # warpgroup w's k-th sync waits for its predecessor's k-th arrival: the iterations they run in
+        back = z3.Sum([k - (k + (skip(z3.IntVal(g, q.ctx), first) if first is not None else 0))
+                       for g in range(groups)])
+        out = q.prove(back <= -1, values={"k": var("k")})
+        yield from report_values(
+            ctx, "WS-PING-PONG", out, f"that no warpgroup waits on itself around the turns of {turn.loop}",
+            lambda v, when: (f"warpgroup 0's sync number {v['k']} in {turn.loop} waits, around the ring of {groups} "
+                             f"warpgroups, for its own arrival of the same iteration{when}: a deadlock"),
+            ["k"], hint="let warpgroup 0 skip its sync in iteration 0 (it goes first)", location=spec.origin)
