@@ -210,3 +210,27 @@ def test_a_stage_starting_mid_way_through_a_128_byte_swizzle_s_1024_bytes_is_rea
     fusion = hopper_gemm(m, 3 * n, k, params)
     assert tp.verify(fusion).ok
     run(fusion, {})
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_warpgroups_taking_turns_at_each_k_step_match_float64(stages):
+    """WarpSpecialized(ping_pong=True) on a GEMM (rule_examples.hopper_gemm_tile, two warpgroups of
+    64 rows on TIDy): each K step's wgmma issued by warpgroup 0, then 1 (WS-PING-PONG); the same
+    values as float64, and bit for bit those of the kernel without turns."""
+    from tileproof.rule_examples import hopper_gemm_tile
+
+    kernels = []
+    for ping_pong in (True, False):
+        fusion, sa, sb, d, out = hopper_gemm_tile(f"turns_{ping_pong}", 128, 64)
+        for t in (sa, sb):
+            t.circular_buffer(stages, stages - 1, tp.WarpSpecialized(tp.ParallelType.TIDy, ping_pong=ping_pong))
+        kernels.append(tp.compile(fusion, "sm_90a"))
+    assert "bar.arrive %0" in kernels[0].cuda_source and "bar.arrive %0" not in kernels[1].cuda_source
+    gen = torch.Generator().manual_seed(stages)
+    a = torch.randn(128, 1, 256, generator=gen).to(torch.bfloat16).cuda()
+    b = torch.randn(1, 64, 256, generator=gen).to(torch.bfloat16).cuda()
+    (got,), (plain,) = (k.run(a, b) for k in kernels)
+    torch.cuda.synchronize()
+    want = a[:, 0].double() @ b[0].double().T
+    torch.testing.assert_close(got.double().reshape(want.shape), want, rtol=1e-5, atol=1e-3)
+    assert torch.equal(got, plain)
