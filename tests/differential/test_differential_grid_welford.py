@@ -3,8 +3,8 @@ Welford states) run on the CPU simulator (tests/support/reduction_sim.py: each f
 its own workspace, the block counted on its semaphore, the last block's states combined by Chan's
 formula in rank order, every semaphore back to 0 when the launch ends) against numpy in float64.
 
-Rows over BIDy alone, over BIDy and TIDx (the last block's block combine), rfactored, var_mean, the
-nvFuser GridWelfordOp (the row on BIDx, M on TIDx), at sizes not multiples of the blocks, some with
+Rows over BIDy alone, over BIDy and TIDx (the last block's block combine), rfactored, var_mean, in a
+serial loop (a semaphore and slots per entrance), the nvFuser GridWelfordOp (the row on BIDx, M on TIDx), at sizes not multiples of the blocks, some with
 more blocks than elements (empty partials, N = 0: no NaN); the blocks run in several orders give the
 same bits (the combine's order is the ranks', not the arrivals'); a large-mean row keeps its
 variance where E[x^2] - E[x]^2 in float32 loses it; every semaphore is 0 again after a launch.
@@ -21,6 +21,7 @@ import tileproof as tp
 from tileproof.codegen.lower import lower
 from tileproof.model.targets import get_target
 
+import rules.test_grid_welford as grid_rules
 from nvfuser.test_nvfuser_welford import grid_welford_op
 from support.reduction_sim import Simulator, run_kernel
 from support.welford_schedules import grid_welford
@@ -95,6 +96,17 @@ def test_the_blocks_arriving_in_any_order_give_the_same_bits():
         got = _simulate(fusion, x, {"M": m, "N": n}, blocks=blocks)
         results.add(tuple(v for g in got for v in g.tolist()))
     assert len(orders) == 5 and len(results) == 1
+
+
+def test_a_grid_welford_entered_in_a_serial_loop_computes_each_rows_moments():
+    """[2 serial, 3 TIDx, r6 BIDx, r2 TIDy] (tests/rules/test_grid_welford.py's layout case): a semaphore
+    and slots per entrance, lanes on TIDx, the last block's combine over TIDy."""
+    fusion, _ = grid_rules._welford_rows_in_a_loop()
+    x = np.random.default_rng(6).standard_normal((2, 3, 12)) + 5.0
+    avg, var_sum, count = _simulate(fusion, x, {})
+    np.testing.assert_allclose(avg, x.mean(axis=2), rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(var_sum, ((x - x.mean(axis=2, keepdims=True)) ** 2).sum(axis=2), rtol=2e-5, atol=1e-5)
+    assert np.all(count == 12)
 
 
 class _EmptyPartials(Simulator):
