@@ -348,6 +348,6 @@ def last_block_types(tv: TensorView, launch: dict[ParallelType, Expr] | None = N
 
 
 __all__ = ["ALLREDUCE_LIMIT", "GENERATION_BIT", "GridLayout", "SEMAPHORE_LIMIT", "WELFORD_FIELDS", "entrance_loops",
-           "grid_layout", "grid_round", "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_name", "last_block_ranges",
-           "last_block_totals", "last_block_types", "last_name", "read_totals", "round_leader", "semaphores_name",
+           "grid_layout", "grid_round", "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_name",
+           "last_block_ranges", "last_block_totals", "last_block_types", "last_name", "read_totals", "round_leader", "semaphores_name",
            "spread_blocks", "welford_work_names", "work_name"]

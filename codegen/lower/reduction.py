@@ -182,11 +182,11 @@ def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, 
         if is_allreduce(tv):
             refuse("REDUCTION-GRID", [Problem(f"{tv.name} is a Welford allreduce", hint="")])
         works = welford_work_names(leader)
+        writer = [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer]
+        last = [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch]
         return GridReduce(acc, n, r.dtype, "welford", 0.0, tuple(p in r.threads for p in THREAD_TYPES),
-                          SCRATCH if r.threads else None, works[0], semaphores_name(leader), g.slot, g.first, g.stride, g.ranks,
-                          g.semaphore, [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
-                          g.reducer, g.reducers, f"tp_grid_last_{leader}",
-                          [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch],
+                          SCRATCH if r.threads else None, works[0], semaphores_name(leader), g.slot, g.first,
+                          g.stride, g.ranks, g.semaphore, writer, g.reducer, g.reducers, f"tp_grid_last_{leader}", last,
                           f"{tv.name}: the blocks combine their Welford states over "
                           f"{', '.join(p.value for p in r.blocks)} (Chan's formula); the last to arrive holds the total",
                           welford_count=r.count_dtype, welford_work=works)

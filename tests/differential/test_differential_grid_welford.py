@@ -4,10 +4,11 @@ its own workspace, the block counted on its semaphore, the last block's states c
 formula in rank order, every semaphore back to 0 when the launch ends) against numpy in float64.
 
 Rows over BIDy alone, over BIDy and TIDx (the last block's block combine), rfactored, var_mean, in a
-serial loop (a semaphore and slots per entrance), the nvFuser GridWelfordOp (the row on BIDx, M on TIDx), at sizes not multiples of the blocks, some with
-more blocks than elements (empty partials, N = 0: no NaN); the blocks run in several orders give the
-same bits (the combine's order is the ranks', not the arrivals'); a large-mean row keeps its
-variance where E[x^2] - E[x]^2 in float32 loses it; every semaphore is 0 again after a launch.
+serial loop (a semaphore and slots per entrance), the nvFuser GridWelfordOp (the row on BIDx, M on
+TIDx), at sizes not multiples of the blocks, some with more blocks than elements (empty partials,
+N = 0: no NaN); the blocks run in several orders give the same bits (the combine's order is the
+ranks', not the arrivals'); a large-mean row keeps its variance where E[x^2] - E[x]^2 in float32
+loses it; every semaphore is 0 again after a launch.
 """
 
 from __future__ import annotations
