@@ -295,6 +295,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     for name in ("l_b", "normalized", "out"):  # [Z, G, Mo, 64, Dv] as O's fragment
         t[name].split(h, ROWS)
         tp.schedule_mma_fragment(t[name], value, "C", quads=True)
+    t["out"].split(-1, 2)  # a thread's two adjacent columns (the fragment's v1): one 4-byte store of bf16x2
+    t["out"].axis(-1).parallelize(P.Vectorize)
     for name in ("max_scaled", "log_sum", "lse") if lse else ():  # [Z, G, Mo, TIDy, v2]: the fragment's rows
         _fragment_rows(t[name], h)
     t["m"].set_online(rescale=[t["l"], o])
