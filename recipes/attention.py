@@ -184,15 +184,16 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
             query_b = tp.broadcast(query, [True, True, False, True])  # [1, 1, M, 1]
             key_b = tp.broadcast(key, [True, True, True, False])  # [1, 1, 1, N]
             keep = tp.le(key_b, query_b)  # [1, 1, M, N], the same for every head
-            logits = tp.mul(s, tile.softmax_scale)
-            scores, factor = tp.where(keep, logits, float("-inf")), 1.0
+            # in log2 units (S scale log2 e: one multiply an element; the exponent's factor below is 1)
+            logits = tp.mul(s, tile.softmax_scale * math.log2(math.e))
+            scores, factor = tp.where(keep, logits, float("-inf")), 1.0 / math.log2(math.e)
             masked = dict(query=query, key=key, query_b=query_b, key_b=key_b, keep=keep, logits=logits, scores=scores)
         row = [False, False, False, True]  # a row vector [Z, G, M] along the tile's columns
         row_max = tp.max(scores, 3)
         max_b = tp.broadcast(row_max, row)
         # (S - m) c as S c - m c: one FFMA an element (NVRTC contracts the multiply into the subtraction),
         # the row's m c computed once for a row's elements
-        c = factor * math.log2(math.e)
+        c = 1.0 if tile.causal else factor * math.log2(math.e)  # causal scores are in log2 units already
         shifted = tp.mul(scores, c)
         max_c = tp.mul(max_b, c)
         scaled = tp.sub(shifted, max_c)
