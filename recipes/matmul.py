@@ -17,7 +17,9 @@ contiguous extents are multiples of 8, the 16-byte rows the TMA needs) runs a li
 math, its divisions by the symbolic tile counts once a tile); Matmul(specialize=False) keeps those, one compile per shape class, for shapes seen once. The
 persistent configurations are hopper_gemm (SCHEDULE's warp-specialized 128 x 256 tile of the
 benchmarks, and its variants); split-K is split_k.py's two kernels, float32 partials of K's slices
-and their sum. Matmul(config=...) forces one. Every bad operand is an InputError naming the operand
+and their sum, or its one kernel (split_k_grid, the *_split_k_grid configurations: the slices'
+accumulators combined by a grid reduction over blockIdx.z, no second launch; no fused epilogue).
+Matmul(config=...) forces one. Every bad operand is an InputError naming the operand
 and what to pass. A call whose tensors have an earlier call's type, shape, strides, dtype and
 device (its signature) skips the checks and the choice: each Matmul keeps a _Plan per signature
 (the compiled set's key and the views' geometry) and checks only A's and B's 16-byte alignment.
@@ -41,7 +43,7 @@ from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
 from .matmul_heuristic import BY_NAME, CONFIGS, WIDE, Choice, MatmulConfig, balanced_grid, candidates, choose
 from .params import Epilogue, EpilogueOps, GridOrder
-from .split_k import SplitKParams, split_k_operands, split_k_partials, split_k_sum
+from .split_k import SplitKParams, split_k_grid, split_k_operands, split_k_partials, split_k_sum
 
 ALIGN_ELEMENTS = 8  # 16-byte rows and 16-byte aligned starts: the TMA's global strides and address
 SMS = 132  # an H100's and H200's SMs: the persistent grid's blocks
@@ -62,10 +64,12 @@ def epilogue_configs(ops: EpilogueOps) -> tuple[MatmulConfig, ...]:
     """The configurations that run `ops` fused: every one without ops; with gelu's 5 or 9 ops an
     element, split-K (its sum kernel runs the ops on a thread's VECTOR sums) and the persistent
     ones of at most 64 accumulators a consumer thread (n <= 128), whose unrolled epilogue stays
-    within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py verifies each)."""
+    within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py verifies each).
+    The one-kernel split-K configurations (grid_reduce) fuse no ops: only without any."""
+    configs = CONFIGS if not ops.any else tuple(c for c in CONFIGS if not c.grid_reduce)
     if ops.activation not in LONG_ACTIVATIONS:
-        return CONFIGS
-    return tuple(c for c in CONFIGS if c.split_k or c.tile[1] <= 128)
+        return configs
+    return tuple(c for c in configs if c.split_k or c.tile[1] <= 128)
 
 
 def params_for(a_major: str, b_major: str, out_dtype: str, ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams:
@@ -84,11 +88,14 @@ def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: s
     """The recipe's parameters for a configuration of matmul_heuristic.py: SCHEDULE's (params_for)
     with its tile, stages, registers, cluster and group and a persistent grid of `sms` blocks (at a
     `shape` (M, N, K), balanced_grid's blocks over the shape's tiles), `ops` fused; split-K's
-    partials kernel (no grid order, cluster or epilogue: its sum kernel fuses the ops)."""
+    partials kernel (no grid order, cluster or epilogue: its sum kernel fuses the ops), or its one
+    kernel's (grid_reduce: the stages without warp specialization, which a grid combine excludes)."""
     tile = HopperTile(m=config.tile[0], n=config.tile[1])
     pipeline = dataclasses.replace(
         SCHEDULE.pipeline, stages=config.stages, prefetch=config.prefetch,
         warp_specialized=tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=config.registers))
+    if config.grid_reduce:
+        pipeline = TmaPipeline(stages=config.stages, prefetch=config.prefetch)
     if config.split_k:
         return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=a_major), b=Operand(major=b_major))
     blocks = sms if shape is None else balanced_grid(shape[:2], config.tile, config.group, sms, config.cluster)
@@ -103,7 +110,19 @@ def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: 
     """The fusions a configuration runs, in order: the GEMM at `shape` (M, N, K) (shape_fusion) or,
     without one, the shape class's (shape_class_fusion), `ops` fused; or split-K's partials
     (split_k_partials: S = splits, M, N, KS = K / S at the shape, else symbolic) and their sum in
-    the output dtype, `ops` fused (split_k_sum)."""
+    the output dtype, `ops` fused (split_k_sum); or one-kernel split-K's (split_k_grid: `splits`
+    runs of K's tiles combined over blockIdx.z, at the shape or M, N, K symbolic, no ops)."""
+    if config.grid_reduce:
+        if ops.any:
+            raise tp.ScheduleError(f"config_fusions: {config.name} fuses no epilogue ops, got {ops!r}")
+        if not isinstance(splits, int) or splits < 2:
+            raise tp.ScheduleError(f"config_fusions: {config.name} needs splits >= 2, got {splits!r}")
+        params = config_params(config, a_major, b_major, out_dtype)
+        fusion = split_k_grid(params, shape or ("M", "N", "K"), splits, getattr(tp, out_dtype))
+        if shape is None:
+            for extent in contiguous_extents(a_major, b_major):
+                fusion.assume(f"{extent} % {ALIGN_ELEMENTS} == 0")
+        return [fusion]
     if config.split_k:
         params = config_params(config, a_major, b_major, out_dtype)
         if shape is None:
@@ -124,7 +143,7 @@ def shape_fusion(a_major: str, b_major: str, out_dtype: str, shape: tuple[int, i
     """hopper_gemm at M x N x K = `shape` (numbers) with a persistent configuration's parameters
     and balanced_grid's blocks, `ops` fused: the kernel recipes.matmul runs at that shape."""
     if config.split_k:
-        raise tp.ScheduleError(f"shape_fusion: {config.name} is split-K, two fusions (config_fusions)")
+        raise tp.ScheduleError(f"shape_fusion: {config.name} is split-K, its fusions come from config_fusions")
     return hopper_gemm(*shape, config_params(config, a_major, b_major, out_dtype, sms, shape, ops))
 
 
@@ -134,7 +153,7 @@ def shape_class_fusion(a_major: str, b_major: str, out_dtype: str, config: Matmu
     configuration's on `sms` blocks; Matmul(specialize=False) runs it), assuming the extents the operands and the output are
     contiguous along multiples of ALIGN_ELEMENTS (A's K or M, B's K or N, N)."""
     if config.split_k:
-        raise tp.ScheduleError(f"shape_class_fusion: {config.name} is split-K, two fusions (config_fusions)")
+        raise tp.ScheduleError(f"shape_class_fusion: {config.name} is split-K, its fusions come from config_fusions")
     fusion = hopper_gemm("M", "N", "K", config_params(config, a_major, b_major, out_dtype, sms, ops=ops))
     for extent in contiguous_extents(a_major, b_major):
         fusion.assume(f"{extent} % {ALIGN_ELEMENTS} == 0")
@@ -207,7 +226,8 @@ def _signature(t) -> tuple:
 class _Plan:
     """What the checks and the choice decided for one call signature (each tensor's _signature),
     so that a call with the same one only checks the addresses and launches: the compiled set's
-    key in Matmul._kernels (what compiles it again if the LRU dropped it), whether it is split-K,
+    key in Matmul._kernels (what compiles it again if the LRU dropped it), whether it is split-K's
+    two kernels (partials, then their sum; one-kernel split-K runs as the persistent kernels do),
     the (sizes, strides) of the views the kernels read of A and B (torch's as_strided, one op
     each instead of two or three), and for each term the shape its bias is reshaped to (None: a
     residual, passed as it is)."""
@@ -271,7 +291,7 @@ class Matmul:
         self.configs = epilogue_configs(self.epilogue)
         if self.config is not None and self.config not in self.configs:
             raise tp.InputError(f"matmul: configuration {self.config.name} does not fuse {self.epilogue!r} (gelu "
-                                f"needs a tile of at most 128 columns or split-K): "
+                                f"needs a tile of at most 128 columns or split-K; one-kernel split-K fuses no ops): "
                                 f"pass one of {', '.join(c.name for c in self.configs)} or config=None")
         self.input_names = ("a", "b") + ("bias",) * (self.epilogue.bias is not None) + \
             ("residual",) * self.epilogue.residual
@@ -300,7 +320,8 @@ class Matmul:
 
     def _kernels_key(self, config: MatmulConfig, a_major: str, b_major: str, sms: int,
                      shape: tuple[int, int, int] | None, splits: int) -> tuple:
-        return config, a_major, b_major, self.out_dtype, sms, shape, splits if shape and config.split_k else None
+        split = config.split_k and (shape is not None or config.grid_reduce)  # a one-kernel split's S is a number
+        return config, a_major, b_major, self.out_dtype, sms, shape, splits if split else None
 
     def _cached_kernels(self, key: tuple) -> list:
         """kernels() by its cache key (_kernels_key)."""
@@ -340,7 +361,8 @@ class Matmul:
         admitted = candidates(self.config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes)
         if not admitted:
             raise tp.InputError(f"matmul: configuration {self.config.name} does not take M = {m}, N = {n}, K = {k} "
-                                f"(split-K needs K a multiple of 8 x its splits, each at least 256 long)")
+                                f"(split-K needs K a multiple of 8 x its splits, each at least 256 long; in one "
+                                f"kernel, at least 4 K tiles of 64 a split)")
         return min(admitted, key=lambda c: c.seconds)
 
     def majors(self, a, b) -> tuple[str, str]:
@@ -423,14 +445,15 @@ class Matmul:
         kernels_key = self._kernels_key(config, a_major, b_major, sms, shape if self.specialize else None,
                                         choice.splits)
         self._cached_kernels(kernels_key)
-        if config.split_k:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
+        two_kernels = config.split_k and not config.grid_reduce
+        if two_kernels:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
             views = split_k_operands(a, b, choice.splits)
-        else:  # A [M, 1, K], B [1, N, K]: the recipe's operands
+        else:  # A [M, 1, K], B [1, N, K]: the recipe's operands (split_k_grid's too)
             views = a.unsqueeze(1), b.t().unsqueeze(0)
         (m, _), n = a.shape, b.shape[1]
         term_shapes = tuple(None if name == "residual" else (1, n) if self.epilogue.bias == "column" else (m, 1)
                             for name in self.input_names[2:])
-        return _Plan(kernels_key, *map(_view_geometry, views), config.split_k, term_shapes)
+        return _Plan(kernels_key, *map(_view_geometry, views), two_kernels, term_shapes)
 
     def fake(self, a, b, *terms):
         """The output as run() allocates it, without running (tp.as_torch_op's fake implementation)."""

@@ -16,7 +16,12 @@ configuration's time is the larger of
 
 plus, for split-K, the second kernel that sums the partials (its bytes and a launch). Split-K cuts
 K into S slices, S times the blocks: a shape with fewer output tiles than SMs and a long K (or a
-decode GEMM, M = 16) fills the GPU. The constants are an H100 / H200's; the benchmark
+decode GEMM, M = 16) fills the GPU. Split-K in one kernel (grid_reduce: split_k.py split_k_grid,
+a grid reduction over blockIdx.z) has no second launch and no producer warps (its stream needs
+every SM, not half): its blocks write their whole tiles' float32 partials to the workspace and
+read them back (DRAM bytes, counted once each way), and the last block of each tile adds the S
+partial tiles alone (COMBINE_BYTES_PER_S, one SM's reads; a guess until the benchmark times it).
+The constants are an H100 / H200's; the benchmark
 (benchmarks/matmul_shapes.py) times every configuration at each shape beside the choice, so that
 a wrong pick shows.
 """
@@ -28,7 +33,9 @@ from dataclasses import dataclass
 PEAK_FLOPS = 989e12  # bf16 dense tensor-core FLOP/s of an H100 / H200 SXM (132 SMs)
 PEAK_SMS = 132
 DRAM_BYTES_PER_S = 4.0e12  # sustained (H200 4.8 TB/s peak, H100 3.35)
-LAUNCH_S = 3e-6  # the second kernel of split-K: its launch and ramp
+LAUNCH_S = 8e-6  # the second kernel of split-K: its launch, its host call (Kernel.run) and the gap: the H200's
+# two kernels took 4 to 11 us more than the rest of this model (benchmarks/results/matmul_shapes/h200.json)
+COMBINE_BYTES_PER_S = 100e9  # one SM reading the workspace (the last block's combine of a one-kernel split-K)
 FIXED_K_TILES = 2  # a tile's pipeline fill and epilogue, in K tiles' time
 K_TILE = 64  # the recipe's K tile: one 128-byte swizzle span of bfloat16
 SPLITS = (2, 3, 4, 6, 8, 12, 16)  # split-K counts tried (recipes/split_k.py admits up to 64)
@@ -50,6 +57,8 @@ class MatmulConfig:
     group: M tiles a group in the persistent grid's tile order.
     persistent: a persistent grid of one block an SM; else one block a tile (split_k's grid).
     split_k: K cut into S slices (recipes/split_k.py: partials, then their sum), S chosen per shape.
+    grid_reduce: split-K in one kernel (split_k.py split_k_grid: the slices' accumulators combined
+        by a grid reduction over blockIdx.z, no warp specialization: `registers` unused).
     efficiency: the fraction of an SM's peak its K loop reaches (the estimate's, from the H200
         runs of benchmarks/hopper_matmul.py: 128 x 256 about 0.8, 128 x 128 less reuse a load).
     registers: setmaxnreg's (producer, consumer) registers a thread: 232 for two consumer
@@ -64,12 +73,15 @@ class MatmulConfig:
     group: int = 1
     persistent: bool = True
     split_k: bool = False
+    grid_reduce: bool = False
     efficiency: float = 0.8
     registers: tuple[int, int] = (40, 232)
 
     def __post_init__(self):
         if self.split_k and (self.persistent or self.cluster != 1):
             raise ValueError(f"MatmulConfig {self.name}: split_k runs one block a tile, no cluster")
+        if self.grid_reduce and not self.split_k:
+            raise ValueError(f"MatmulConfig {self.name}: grid_reduce is split-K's one-kernel form (split_k=True)")
         if self.persistent and self.group % self.cluster:
             raise ValueError(f"MatmulConfig {self.name}: a cluster's blocks share B's tile, so the group must be a "
                              f"multiple of the cluster")
@@ -91,6 +103,13 @@ CONFIGS = (
                  registers=(40, 256)),
     MatmulConfig(name="64x256_split_k", tile=(64, 256), stages=4, prefetch=2, persistent=False, split_k=True,
                  efficiency=0.6, registers=(40, 256)),
+    # split-K in one kernel: the slices combined by a grid reduction, no second launch (few tiles, long K)
+    MatmulConfig(name="128x128_split_k_grid", tile=(128, 128), stages=4, prefetch=2, persistent=False, split_k=True,
+                 grid_reduce=True, efficiency=0.6),
+    MatmulConfig(name="64x256_split_k_grid", tile=(64, 256), stages=4, prefetch=2, persistent=False, split_k=True,
+                 grid_reduce=True, efficiency=0.5),
+    MatmulConfig(name="64x128_split_k_grid", tile=(64, 128), stages=4, prefetch=2, persistent=False, split_k=True,
+                 grid_reduce=True, efficiency=0.5),
 )
 BY_NAME = {c.name: c for c in CONFIGS}
 
@@ -112,9 +131,14 @@ def admits(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, a_majo
            b_major: str = "K") -> bool:
     """Whether the configuration's kernels take this shape (recipes/split_k.py's assumptions for
     split-K: K a multiple of 8 S, N's tiles on blockIdx.y, MN-major splits' strides below 2^40
-    bytes); the persistent kernels take every shape recipes.matmul accepts."""
+    bytes; one-kernel split-K: N's tiles on blockIdx.y and every split at least one K tile); the
+    persistent kernels take every shape recipes.matmul accepts."""
     if not config.split_k:
         return splits == 1
+    if config.grid_reduce:  # K's tiles in S runs of ceil(tiles / S): no run past K's end
+        tiles = _cdiv(k, K_TILE)
+        return 2 <= splits <= tiles and _cdiv(tiles, _cdiv(tiles, splits)) == splits and \
+            _cdiv(n, config.tile[1]) <= GRID_YZ
     if splits < 2 or k % (ALIGN * splits) or _cdiv(n, config.tile[1]) > GRID_YZ:
         return False
     ks = k // splits
@@ -149,8 +173,13 @@ def estimate(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, *, s
     k_tiles = _cdiv(_cdiv(k, splits), K_TILE)
     k_tile_s = 2 * bm * bn * K_TILE / (PEAK_FLOPS / PEAK_SMS * config.efficiency)
     compute = rounds * (k_tiles + FIXED_K_TILES) * k_tile_s
-    partials = 4 * splits * m * n if splits > 1 else 0
     streaming = min(1.0, min(slots, blocks) / (sms / 2))
+    if config.grid_reduce:  # the whole tiles' partials written and read back, the last block's combine
+        streaming = min(1.0, min(slots, blocks) / sms)  # no producer warps: fewer loads in flight a block
+        workspace = 4 * slots * bm * bn
+        memory = (2 * (m * k + k * n) + 2 * workspace + out_bytes * m * n) / (DRAM_BYTES_PER_S * streaming)
+        return max(compute, memory) + 4 * splits * bm * bn / COMBINE_BYTES_PER_S
+    partials = 4 * splits * m * n if splits > 1 else 0
     memory = (2 * (m * k + k * n) + (partials or out_bytes * m * n)) / (DRAM_BYTES_PER_S * streaming)
     total = max(compute, memory)
     if splits > 1:

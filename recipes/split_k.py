@@ -1,6 +1,7 @@
-"""Split-K GEMM on wgmma, as two verified kernels: D[M, N] = sum_k A[M, K] B[K, N] with K cut into
-S slices of KS = K / S columns each (S, M, N and KS symbolic: one kernel each for every split count;
-or given, `shape=`, a kernel compiled at one shape, as recipes.matmul runs them).
+"""Split-K GEMM on wgmma, as two verified kernels (or one: split_k_grid, below): D[M, N] =
+sum_k A[M, K] B[K, N] with K cut into S slices of KS = K / S columns each (S, M, N and KS
+symbolic: one kernel each for every split count; or given, `shape=`, a kernel compiled at one
+shape, as recipes.matmul runs them).
 
     partials = split_k_partials(SplitKParams(...))   # P[s, M, N] = A_s @ B_s, float32
     total = split_k_sum(tp.bfloat16)                 # D = cast(sum_s P[s]), one kernel
@@ -16,11 +17,16 @@ loads, no combine across threads or blocks), runs a fused epilogue's ops on the 
 (EpilogueOps: scale, bias, residual, activation; hopper_gemm.epilogue_ops's chain, the persistent
 kernel's math and order) and casts the result to the output dtype.
 
-Why not one kernel with a grid reduction: tileproof's grid reduction (execution/grid_reduction.py,
-REDUCTION-GRID) combines a reduction's registers across blocks, but not an MmaOp's accumulators
-(no rfactor of an MmaOp, and no grid combine in a warp-specialized kernel, whose producer returns
-early); writing the partials and summing them in a second launch needs neither. Imports only the
-public `tileproof` API and the recipe's pieces.
+One kernel, split_k_grid: the MmaOp's K tiles cut into S runs (K need not be a multiple of
+anything: a run past K's end reads the TMA's zeros), the outer part rfactored as nvFuser's split-K
+matmul does (the MmaOp's partial keeps S as an iteration axis on blockIdx.z; the sum of the
+partials reduces it), and that sum a grid reduction over BIDz (execution/grid_reduction.py,
+REDUCTION-GRID): each block writes its C fragment's registers to a workspace and counts itself on
+the output tile's semaphore; the last block to arrive adds the S partials of each register in
+rank order (the same bits whichever block is last) and stores the tile in the output dtype. No
+second launch; its pipeline is not warp-specialized (a grid combine needs every thread of every
+block) and it fuses no epilogue ops. Imports only the public `tileproof` API and the recipe's
+pieces.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from dataclasses import dataclass
 
 import tileproof as tp
 
-from .gemm_blocks import GRID_YZ, permute
+from .gemm_blocks import GRID_YZ, grid_fits, permute
 from .hopper_gemm import epilogue_ops, mn_major_box, warpgroup_tiles
 from .hopper_params import HopperTile, Operand, TmaPipeline, swizzled_box
 from .params import EpilogueOps, Params
@@ -209,6 +215,107 @@ def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int
     return fusion
 
 
+# the allocation order (outer first) of A [M, 1, K] and B [1, N, K] in each major (split_k_grid's
+# operands, hopper_gemm's): K-major rows of K, MN-major rows of M or N
+GRID_ALLOCATION = {("A", "K"): (0, 1, 2), ("A", "MN"): (2, 1, 0), ("B", "K"): (1, 0, 2), ("B", "MN"): (2, 0, 1)}
+
+
+def _tile_mnk_split(t, bm, bn, bk, splits):
+    """[M, N, K] -> [S, Mo, No, Ks, bm, bn, bk]: K in K tiles of bk, the tiles in `splits` runs of
+    Ks = ceil(K tiles / splits) (the last runs past K hold holes: zeros from the TMA); a broadcast
+    axis (A's N, B's M) is not split."""
+    t.split(2, bk).split(2, splits, inner_split=False)  # [M, N, S, Ks, bk]
+    at = {"M": 0, "N": 1, "S": 2, "Ks": 3, "bk": 4}
+    for name, factor in (("N", bn), ("M", bm)):
+        if not t.axis(at[name]).is_broadcast:
+            t.split(at[name], factor)
+            at = {key: i + (i > at[name]) for key, i in at.items()} | {"b" + name: at[name] + 1}
+    permute(t, [at[key] for key in ("S", "M", "N", "Ks", "bM", "bN", "bk") if key in at])
+
+
+def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int] = ("M", "N", "K"), splits: int = 4,
+                 out_dtype: tp.DataType = tp.bfloat16) -> tp.Fusion:
+    """D[M, N] = cast(sum_k A[M, k] B[k, N]) on wgmma in ONE kernel: K's tiles cut into `splits`
+    runs, blockIdx.z the run (nvFuser's split-K: the MmaOp's K split, its outer part rfactored).
+    Each block of (split, M tile, N tile) runs its run's wgmmas (the MmaOp's rfactor, partial
+    accumulators in the C fragment's registers), then the blocks of one output tile combine
+    their accumulators by a grid reduction over BIDz (execution/grid_reduction.py: partials to
+    a global workspace, a semaphore counts the blocks, the last to arrive adds the splits' partials
+    in rank order, the same bits whichever arrives last, and stores the tile cast to out_dtype).
+    Inputs A [M, 1, K] and B [1, N, K] (hopper_gemm's, either major: params.a, params.b), output
+    D [M, N] of out_dtype; `shape` (M, N, K) ints or names; K need not be a multiple of the splits
+    (the last run's tiles past K are zeros of the TMA). The pipeline may not be warp-specialized:
+    every thread of every block takes part in the grid combine (REDUCTION-GRID)."""
+    params = SplitKParams() if params is None else params
+    if not isinstance(params, SplitKParams):
+        raise tp.ScheduleError(f"split_k_grid: params must be a SplitKParams, got {type(params).__name__}")
+    if params.pipeline.warp_specialized is not None:
+        raise tp.ScheduleError("split_k_grid: params.pipeline must not be warp-specialized (its producer warps "
+                               "return early; every thread takes part in the grid combine)")
+    if not isinstance(splits, int) or isinstance(splits, bool) or not 2 <= splits <= MAX_SPLITS:
+        raise tp.ScheduleError(f"split_k_grid: splits must be an int from 2 to {MAX_SPLITS}, got {splits!r}")
+    if not isinstance(out_dtype, tp.DataType):
+        raise tp.ScheduleError(f"split_k_grid: out_dtype must be a tp.DataType, got {out_dtype!r}")
+    if not (isinstance(shape, tuple) and len(shape) == 3
+            and all(isinstance(d, str) or (isinstance(d, int) and d > 0) for d in shape)):
+        raise tp.ScheduleError(f"split_k_grid: shape must be 3 positive ints or names (M, N, K), got {shape!r}")
+    m_, n_, k_ = shape
+    tile, pipeline = params.tile, params.pipeline
+    bm, bn, bk = tile.m, tile.n, tile.swizzle // 2
+    macro = tile.macro
+    with tp.Fusion("split_k_grid") as fusion:
+        a = tp.make_tensor([m_, 1, k_], dtype=tp.bfloat16)
+        b = tp.make_tensor([1, n_, k_], dtype=tp.bfloat16)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        out = tp.set(d) if out_dtype == tp.float32 else tp.cast(d, out_dtype)
+        fusion.add_output(out)
+    for t, name, operand in ((a, "A", params.a), (b, "B", params.b)):
+        t.set_allocation_domain([t.axis(i) for i in GRID_ALLOCATION[name, operand.major]], True)
+    grid_fits(fusion, m_, n_, n_per_y=bn)  # a symbolic N: its tiles on blockIdx.y (LAUNCH-GRID)
+    d.definition.set_macro(macro)
+    sa = a.cache_after(params.a.load)
+    sb = b.cache_after(params.b.load)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+    for t in (d, sa, sb):
+        _tile_mnk_split(t, bm, bn, bk, splits)
+    part = d.rfactor([3, 6])  # part: the MmaOp [S, Mo, No, rKs, bm, bn, rbk]; d = sum over rS of part
+    part.split(6, 16)  # [S, Mo, No, Ks, bm, bn, kk, K16] -> [S, Mo, No, Ks, wg, kk, M64, bn, K16]
+    warpgroup_tiles(part, False, 64, at=4)
+    permute(part, [0, 1, 2, 3, 4, 7, 5, 6, 8])
+    part.set_allocation_domain(tp.mma_output_allocation(part), True)
+    part.axis(5).parallelize(P.Unroll)
+    for i in (-3, -2, -1):
+        part.axis(i).parallelize(P.Mma)
+    out.split(1, bn).split(0, bm)  # D [M, N] -> [Mo, No, bm, bn], as d's [rS, Mo, No, bm, bn]
+    permute(out, [0, 2, 1, 3])
+    for t, at in ((d, 3), (out, 2)):  # the C fragment: [.., wg (TIDy), thread (TIDx), v]
+        warpgroup_tiles(t, False, 64, at=at)
+        tp.schedule_mma_fragment(t, macro, "C", dtype=tp.bfloat16)
+    d.axis(-1).parallelize(P.Unroll)
+    out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # N % 8 == 0: adjacent column pairs
+    out.axis(-2).parallelize(P.Unroll)
+    for t, operand in ((sa, params.a), (sb, params.b)):  # one TMA box each per K tile, swizzled
+        (mn_major_box if operand.major == "MN" else operand.layout)(t, tile.swizzle)
+        for i in t.get_loop_domain()[4 + (operand.major == "MN"):]:  # past MN-major's loop of boxes
+            i.parallelize(P.Bulk)
+        t.set_allocation_domain(t.get_loop_domain(), True)
+    for t in (part, d, sa, sb):  # blockIdx.z the split (d's a reduction: the grid combine), x M, y N
+        for i, p in ((0, P.BIDz), (1, P.BIDx), (2, P.BIDy)):
+            if not t.axis(i).is_broadcast:
+                t.axis(i).parallelize(p)
+    out.axis(0).parallelize(P.BIDx)
+    out.axis(1).parallelize(P.BIDy)
+    for t in (sa, sb):
+        t.inline_at(4)
+        if pipeline.stages > 1:
+            t.circular_buffer(pipeline.stages, pipeline.prefetch, pipeline.strategy)
+    part.inline_at(3)
+    return fusion
+
+
 def split_k_operands(a, b, splits: int):
     """The views split_k_partials reads of 2-D PyTorch operands A [M, K] and B [K, N] (either major;
     K a multiple of splits): A [S, M, 1, KS], B [S, 1, N, KS], the same memory (splitting K's axis
@@ -219,4 +326,5 @@ def split_k_operands(a, b, splits: int):
             b.reshape(splits, ks, n).permute(0, 2, 1).unsqueeze(1))
 
 
-__all__ = ["ALLOCATION", "SplitKParams", "split_k_operands", "split_k_partials", "split_k_sum"]
+__all__ = ["ALLOCATION", "GRID_ALLOCATION", "SplitKParams", "split_k_grid", "split_k_operands", "split_k_partials",
+           "split_k_sum"]

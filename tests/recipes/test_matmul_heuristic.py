@@ -103,7 +103,7 @@ def test_every_configuration_verifies_and_compiles_at_a_shape(config):
     runs, every extent a number."""
     shape, splits = (1000, 2048, 4096), (4 if config.split_k else 1)
     fusions = config_fusions(config, "K", "K", "bfloat16", shape=shape, splits=splits)
-    assert len(fusions) == (2 if config.split_k else 1)
+    assert len(fusions) == (2 if config.split_k and not config.grid_reduce else 1)  # one-kernel split-K: one
     kernels = []
     for fusion in fusions:
         report = tp.verify(fusion, "sm_90a")
@@ -141,7 +141,7 @@ def test_the_entry_compiles_per_shape_and_keeps_the_least_recently_used(monkeypa
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c is not WIDE and c.tile == (128, 128)],
                          ids=lambda c: c.name)
 def test_the_other_configurations_verify_in_every_major(config, a_major, b_major):
-    for fusion in config_fusions(config, a_major, b_major, "float32"):
+    for fusion in config_fusions(config, a_major, b_major, "float32", splits=4 if config.grid_reduce else 1):
         assert tp.verify(fusion, "sm_90a").ok
 
 
@@ -150,10 +150,11 @@ def test_split_k_partials_launch_a_block_per_split_and_tile():
     assert kernel.launch_params_for(S=4, M=1024, N=1024, KS=4096).grid == (8, 4, 4)
 
 
-def test_a_split_k_in_one_kernel_is_refused_its_grid_reduction_of_accumulators():
-    """Binding an outer part of K to blockIdx.z makes the MmaOp a grid reduction, which tileproof
-    does not combine (REDUCTION-GRID: its total, only in the last block, is read by the epilogue,
-    and an MmaOp's accumulators are combined within a block only): hence split_k.py's two kernels."""
+def test_a_split_k_in_one_kernel_without_rfactor_is_refused_its_grid_reduction_of_accumulators():
+    """Binding an outer part of K to blockIdx.z makes the MmaOp itself a grid reduction, which
+    tileproof does not combine (REDUCTION-GRID: an MmaOp's accumulators are combined within a block
+    only; and the kernel is warp-specialized): split_k.py's split_k_grid rfactors the MmaOp and
+    reduces the sum of its partials over BIDz instead (tests/recipes/test_split_k_grid.py)."""
     fusion = hopper_gemm("M", "N", "K", HopperGemmParams())
     d = fusion.tensor("T2")  # the accumulators [Mo, No, Ko, ...]
     d.split(2, 4, inner_split=False)  # [Mo, No, 4, Ko / 4, ...]
