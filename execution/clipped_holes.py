@@ -33,26 +33,46 @@ into its own accumulators. So a tile past M (the grouped order's padding) is loa
 multiplied like any other, with no branch in the K loop, and its output discarded by the
 epilogue's own predicates or the TMA store's clipping. Only the holes of iteration IDs are lifted
 for an MmaOp: a hole of a split of K stays a predicate (execution/zero_padding.py).
+
+A register tensor is computed at its holes too (unread_holes) when its statement reads registers
+alone and is defined on any value they may hold: a copy (broadcast), a comparison, floating-point
+arithmetic (a cast, unary, binary or ternary op, operands and result float or bool; no integer
+arithmetic, whose division by a hole's garbage or overflow C++ leaves undefined), an iota whose
+values fit its type at the holes too; it is no fusion output and has no zero path
+past K (zero_padding.py), its holes are past its logical extents, and at every point of its loops
+the register it writes and those it reads are inside their arrays (model/simplify.py less_than
+over the loop ranges). What a hole point computes is never read where it matters: a point that
+executes reads the elements of its own logical indices, which a hole point does not write
+(ALLOCATION-DISTINCT, proved over the holes that now execute), so a hole's value reaches only other
+holes, as a predicated-off register's unwritten value already does. The statement then needs no
+per-element hole branch: in attention at a sequence tail, exp2(S - max) with a row and a key
+predicate on each of its 64 elements kept 64 predicates live and spilled (992 bytes at 300 rows).
+The reductions reading it keep theirs (their holes must not contribute), as do the zero selects.
 """
 
 from __future__ import annotations
 
 
 from ..model.expr import try_int
-from .indexing import indices_from_loop, loop_var, valid_item_bounds
+from ..model.ops import _INT_RANGE, COMPARISONS
+from .allocation import compute_allocation
+from .indexing import (indices_from_logical, indices_from_loop, linear_offset, loop_var, producer_logical,
+                       valid_item_bounds)
 from ..model.iterdomain import Merge, Split
 from .promotion import loop_extents, needed_bounds
-from ..model.simplify import less_than
+from ..model.simplify import Simplifier, less_than
 from ..model.tensor import TensorView
 from ..hw.tma import infer_tma, is_tma_op
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
 from ..model.mma_op import is_mma
 from .derive import per_fusion
+from .zero_padding import zero_filled
 
 ON_CHIP = (MemoryType.Local, MemoryType.Shared)
 POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY)
 POINTWISE_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.StMatrix)
 ZERO_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix)  # on chip, carrying a TMA's zeros
+REGISTER_ARITHMETIC = POINTWISE + (OpKind.BROADCAST, OpKind.IOTA)  # what may run at holes (unread_holes)
 
 
 @per_fusion
@@ -66,6 +86,66 @@ def filled(fusion) -> frozenset[str]:
     """The names of the TMA loads, and the copies and MmaOps reading them, that run at their holes
     on the zeros the TMA writes past the extent (module docstring)."""
     return _filled(fusion)
+
+
+@per_fusion
+def unread_holes(fusion) -> frozenset[str]:
+    """The names of the register tensors computed at their holes, unpredicated: arithmetic on
+    registers whose hole values only other holes read (module docstring)."""
+    outputs = {t.name for t in fusion.outputs}
+    skip = clipped(fusion) | zero_filled(fusion)
+    return frozenset(t.name for t in fusion.tensors
+                     if t.name not in outputs and t.name not in skip and _register_arithmetic(t)
+                     and needed_bounds(t) and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
+                     and _registers_in_arrays(t))
+
+
+def _register_arithmetic(t: TensorView) -> bool:
+    op = t.definition
+    if op is None or op.kind not in REGISTER_ARITHMETIC or t.memory_type is not MemoryType.Local:
+        return False
+    if not all(x.memory_type is MemoryType.Local and x.definition is not None for x in op.inputs):
+        return False
+    if op.kind is OpKind.BROADCAST or op.name in COMPARISONS:
+        return True  # a copy, a comparison: defined on any value
+    if op.kind is OpKind.IOTA:
+        return t.dtype.is_float or _iota_fits(t)
+    return all(x.dtype.is_float or x.dtype.is_bool for x in [t] + list(op.inputs))
+
+
+def _iota_fits(t: TensorView) -> bool:
+    """Whether an integer iota's values fit its compute type at every point of its loops, holes
+    included (tp.iota checked them up to its length only)."""
+    idx, ranges = _loop_points(t)
+    last = Simplifier(ranges).bounds(idx[t.logical[0].uid]).hi
+    lo, hi = _INT_RANGE.get(t.dtype.compute.name, (0, -1))
+    start, step = t.definition.iota.start, t.definition.iota.step
+    return last is not None and all(lo <= v <= hi for v in (start, step * last, start + step * last))
+
+
+def _registers_in_arrays(t: TensorView) -> bool:
+    """Whether at every point of t's loops, holes included, the register t writes and those it
+    reads lie inside their arrays (so a hole point reads and writes registers, not the stack)."""
+    idx, ranges = _loop_points(t)
+    touched = [(t, idx)] + [(p, indices_from_logical(p, producer_logical(t.definition, k, idx)))
+                            for k, p in enumerate(t.definition.inputs)]
+    for x, at in touched:
+        alloc = compute_allocation(x)
+        try:
+            offset = linear_offset(alloc.strides(), at)
+        except KeyError:  # an ID without an index: not decided here, so predicated
+            return False
+        if not less_than(offset, alloc.tile_elements_expr, ranges):  # a circular buffer's stage: added in bounds
+            return False
+    return True
+
+
+def _loop_points(t: TensorView) -> tuple[dict, dict]:
+    """The index of each ID of t at a point of its loops, and the ranges of the loop indices
+    (holes included: a loop runs to its extent)."""
+    env = {i.uid: loop_var(t, i) for i in t.loop}
+    ranges = {env[i.uid].value: extent for i, extent in zip(t.loop, loop_extents(t)) if env[i.uid].op == "var"}
+    return indices_from_loop(t, env), ranges
 
 
 def _clipped(fusion) -> frozenset[str]:
@@ -149,4 +229,4 @@ def _pointwise_on_chip(t: TensorView) -> bool:
     return op.kind in POINTWISE or (op.kind is OpKind.LOAD_STORE and op.op_type in POINTWISE_COPIES)
 
 
-__all__ = ["clipped", "filled"]
+__all__ = ["clipped", "filled", "unread_holes"]

@@ -13,7 +13,8 @@ Predicates (one `Cond` each):
   hole            a point of an indivisible split beyond the extent it covers
                   (only the bounds not implied by others: needed_bounds; none for a
                   statement whose holes only a TMA store reads, nor for a TMA load and
-                  the copies and MmaOps reading it, which run there on its zeros:
+                  the copies and MmaOps reading it, which run there on its zeros, nor for
+                  register arithmetic whose hole values only other holes read:
                   execution/clipped_holes.py)
   single writer   a shared or global store that the tensor does not parallelize across a
                   launched thread (and, for global memory, block) dimension is done by
@@ -39,7 +40,7 @@ import enum
 from dataclasses import dataclass, field
 
 from .allocation import Allocation
-from .clipped_holes import clipped, filled
+from .clipped_holes import clipped, filled, unread_holes
 from ..model.expr import Expr, add, const, substitute, try_int, var
 from ..model.global_layout import global_offset, global_strides
 from .indexing import (
@@ -282,8 +283,8 @@ def _hole_conds(tv: TensorView, indices: dict[int, Expr], elements: bool = False
 
 def predicated_bounds(tv: TensorView, skip: int | None = None) -> set[int]:
     """The uids of the IDs whose bound predicates tv's statement: the needed bounds but `skip`,
-    none where it is clipped, only those of reduction IDs where it is filled."""
-    if tv.name in clipped(tv.fusion):
+    none where it is clipped or its holes are unread, only those of reduction IDs where it is filled."""
+    if tv.name in clipped(tv.fusion) or tv.name in unread_holes(tv.fusion):
         return set()
     needed = needed_bounds(tv) - {skip}
     if tv.name in filled(tv.fusion):

@@ -291,3 +291,22 @@ def test_ping_pong_attention_matches_torch_and_changes_no_bit(tile, options):
     torch.cuda.synchronize()
     for got, want in zip(*outs):
         assert torch.equal(got, want)
+
+
+# 300 rows and keys with every warp-specialized option: the shapes tests/codegen/test_ptxas_resources.py
+# compiles without spills, the softmax's register arithmetic computed at the tails' holes unpredicated
+# (execution/clipped_holes.py unread_holes)
+WS_TAILS = dict(warpgroups=2, stages=2, producer=True, registers=(24, 240), in_place=True)
+TAILS = [(AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=4), WS_TAILS),
+         (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=4, causal=True), WS_TAILS),
+         (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=4, causal=True),
+          {**WS_TAILS, "stages": 3}),
+         (AttentionTile(rows=300, keys=300, key_tile=64, head_dim=64, value_dim=64, batch=4, causal=True), WS_TAILS)]
+
+
+@pytest.mark.parametrize("tile, options", TAILS, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_attention_at_sequence_tails_matches_torch(tile, options):
+    """Values computed at the holes (rows past 300, keys past 300) reach no output element: against float64."""
+    kernel = tp.compile(attention(tile, **options), "sm_90a")
+    assert not kernel.resources.spills
+    check(kernel, tile)

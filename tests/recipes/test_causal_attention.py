@@ -138,8 +138,8 @@ def test_causal_attention_with_tails_verifies_and_compiles_without_a_mask(tile, 
     report = tp.verify(fusion)
     assert report.ok, report.codes
     assert [t.display_name for t in fusion.inputs] == ["Q", "K", "V"]
-    with pytest.warns(tp.PerformanceWarning) if tile.keys % tile.key_tile else _no_warning():
-        source = tp.compile(fusion, "sm_90a").cuda_source  # a key tail's predicates spill, as masked ones do
+    with _no_warning():  # at tails too: the softmax's register arithmetic runs at its holes (unread_holes)
+        source = tp.compile(fusion, "sm_90a").cuda_source
     assert nvrtc.compile_to_cubin(source, "sm_90a", nvrtc.cuda_include_dir())[:4] == b"\x7fELF"
     query, key = (t for t in fusion.tensors if t.definition is not None and not t.definition.inputs)
     assert f"= iota({tile.rows}, {tile.keys - tile.rows}, 1)" in source and f"= iota({tile.keys}, 0, 1)" in source

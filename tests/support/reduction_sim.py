@@ -27,6 +27,10 @@ SimulationError (the kernel would hang), as is a barrier outside a cooperative k
 launch each barrier semaphore's low 31 bits must be 0 again, and `barrier_semaphores` is kept
 from one run() to the next, so a second run is the next launch finding the state the first left.
 
+A statement whose tensor runs at its holes unpredicated (execution/clipped_holes.py unread_holes)
+reads there registers no statement wrote, or wrote at a hole: it gets and writes HOLE, and any other
+statement reading a HOLE is a SimulationError (a hole's value reached an element that matters).
+
 Values come in two kinds: numbers (rounded to each buffer's dtype as the kernel stores them,
 `Numbers`), or `Terms`: the multiset of input elements a value is the sum of, so that a test
 can check that each output element is the sum of exactly its own inputs, each once, and that
@@ -45,6 +49,7 @@ from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduc
                                   CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, Loop, LoopKind, Prefetched, Prologue,
                                   ReduceInit, SiblingStep, Sync, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
+from tileproof.execution.clipped_holes import unread_holes
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
 from tileproof.model.welford import WELFORD_OPS
@@ -62,6 +67,7 @@ class SimulationError(AssertionError):
     pass
 
 
+HOLE = object()  # a register computed at a hole (its operands unwritten or themselves holes)
 FIELDS = ("avg", "m2", "n")  # a Welford state's (codegen/emit/reduction.py tp_welford_state), a tuple here; n an int
 
 
@@ -182,6 +188,7 @@ class Simulator:
         self.barrier_semaphores: dict[str, dict[int, int]] = {}  # an allreduce's, kept across run()s (launches)
         self.barrier_waits = 0  # how many times a block parked at a barrier (tests check the barrier ran)
         self._scheduler = None
+        self.unread: frozenset[str] = frozenset()  # tensors computed at their holes (run_kernel sets them)
 
     def ev(self, e, env) -> int:
         f = self._functions.get(e)
@@ -327,17 +334,23 @@ class Simulator:
         return self.ev(o.offset, env) + (0 if o.per_element else v)
 
     def element(self, s: Compute, k: int, env, v: int) -> list:
-        args = []
+        args, hole = [], False
         for o in s.ins:
             buf, at = self.array(k, o.tensor), self.offset(o, env, v)
-            if not 0 <= at < len(buf) or buf[at] is None:
-                raise SimulationError(f"{s.comment}: thread {k} reads {o.tensor}[{at}], "
-                                      f"{'outside it' if not 0 <= at < len(buf) else 'never written'}")
+            if 0 <= at < len(buf) and (buf[at] is None or buf[at] is HOLE) and s.out.tensor in self.unread:
+                hole = True  # computed at a hole: what it reads there is arbitrary
+                continue
+            if not 0 <= at < len(buf) or buf[at] is None or buf[at] is HOLE:
+                why = ("outside it" if not 0 <= at < len(buf) else "never written" if buf[at] is None
+                       else "a value computed at a hole")
+                raise SimulationError(f"{s.comment}: thread {k} reads {o.tensor}[{at}], {why}")
             args.append(buf[at][FIELDS.index(o.field)] if o.field else buf[at])  # a Welford state's field
         out = self.array(k, s.out.tensor)
         at = self.offset(s.out, env, v)
         if not 0 <= at < len(out):
             raise SimulationError(f"{s.comment}: thread {k} writes {s.out.tensor}[{at}] outside it")
+        if hole:
+            return [(out, at, HOLE)]
         if s.kind == "reduction":
             if out[at] is None:
                 raise SimulationError(f"{s.comment}: the accumulator {s.out.tensor}[{at}] was not initialized")
@@ -667,6 +680,7 @@ def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Number
             value = Counter({(t.name, point): 1}) if values is Terms else Numbers.store(float(a[point]), t.dtype)
             buffers[g.name][sum(p * s for p, s in zip(point, strides))] = value
     sim = (simulator or Simulator)(ir, symbols, values)
+    sim.unread = unread_holes(fusion)
     sim.run(buffers, blocks)
     outs = []
     for t in fusion.outputs:
