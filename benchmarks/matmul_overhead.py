@@ -60,7 +60,7 @@ def kernel_runs(torch, a, b):
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     choice = entry.choice(a_major, b_major, m, n, k, sms)
     kernels = entry.kernels(choice.config, a_major, b_major, sms, (m, n, k), choice.splits)
-    if choice.config.split_k:
+    if choice.config.split_k and not choice.config.grid_reduce:  # two kernels (one-kernel split-K runs as below)
         partials, total = kernels
         views = split_k_operands(a, b, choice.splits)
 
