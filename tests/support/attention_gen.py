@@ -11,7 +11,8 @@ dims; batch x key / value heads, grouped query heads, a scale or the default; at
 tile, K / V stages 1 to 4, producer warpgroup, setmaxnreg counts, consumer warpgroups, the lse
 output, O rescaled in place, and either an additive mask, whose values the case names: causal,
 -inf at random with each row's first key kept, or a finite bias, or the causal predicate
-(AttentionTile(causal=True), rows <= keys) with or without skip_masked_tiles); now and then one
+(AttentionTile(causal=True), rows <= keys) with or without skip_masked_tiles, and ping-pong behind a
+producer); now and then one
 drawn out of its range (among them causal with more rows than keys, or with a mask), which the
 recipe must refuse with tp.ScheduleError (the case records it, then builds with that parameter
 drawn again in range; any other outcome goes to `api_bugs`, which the fuzzer counts as internal
@@ -175,6 +176,9 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
     Parameter("in_place", lambda rng, _: rng.random() < 0.3, lambda rng, _: rng.choice([1, "yes", None])),
     Parameter("skip_masked_tiles", lambda rng, drawn: rng.random() < 0.5 if drawn["causal"] else True,
               lambda rng, _: rng.choice([0, "no", None])),
+    # the consumer warpgroups in turn (WS-PING-PONG refuses one warpgroup); without a producer: refused at the call
+    Parameter("ping_pong", lambda rng, drawn: drawn["producer"] and rng.random() < 0.4,
+              lambda rng, drawn: True if not drawn["producer"] else rng.choice([1, "yes", None])),
 )
 
 # One entry per recipe function: another recipe is one more line.
