@@ -177,6 +177,16 @@ def warp_specialized_on_tidx():
     return _warp_specialized(tp.WarpSpecialized(P.TIDx))
 
 
+@tp.schedule(expect=tp.rejected("WS-PING-PONG", messages=[
+    "ping_pong with 1 consumer index on TIDy: no other warpgroup to take turns with"]))
+def ping_pong_with_one_consumer_warpgroup():
+    """A 64-row tile has one consumer warpgroup: ping_pong's turns would have no one to pass to."""
+    spec = tp.WarpSpecialized(P.TIDy, ping_pong=True)
+    params = HopperGemmParams(tile=HopperTile(m=64, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=spec), grid=GridOrder(group=8))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)
+
+
 @tp.schedule(expect=tp.rejected("WGMMA-INSTRUCTION-REGISTERS", messages=[
     "one Hopper_64_256_16 wgmma of T2 keeps 128 accumulators in each thread's registers",
     "it compiles the kernel for 128 registers a thread (65536 registers over the block's 512 threads)"]))

@@ -52,3 +52,13 @@ def online_row_logsumexp():
     """Each row's log(sum(exp(x - m))) + m, a thread per row and the row in tiles of 64: the sum of
     exp(x - m) rescaled by exp(m_old - m_new) each time the running max grows."""
     return online_logsumexp("online_row_logsumexp")[0]
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def causal_attention_in_ping_pong():
+    """Causal attention behind a producer warpgroup, two consumer warpgroups taking turns at each
+    key tile's Q K^T (ping_pong: named barriers 2 and 3; WS-PING-PONG proves every turn met and no
+    warpgroup waiting on itself), the key tiles past each block's diagonal skipped (ONLINE-SKIP),
+    1000 rows: a tail of rows and of keys."""
+    tile = AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, causal=True)
+    return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True, ping_pong=True)

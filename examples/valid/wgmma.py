@@ -103,6 +103,18 @@ def hopper_matmul_warp_specialized():
 
 
 @tp.schedule(expect=tp.accepted())
+def hopper_matmul_warp_specialized_ping_pong():
+    """The warp-specialized schedule with its two consumer warpgroups taking turns at each K step's
+    wgmma batch (WarpSpecialized(ping_pong=True)): warpgroup w waits on named barrier 2 + w, issues
+    its batch and arrives on the other's; warpgroup 0 goes first, warpgroup 1 passes no turn after
+    the last step. WS-PING-PONG proves the barriers balanced for every K and free of deadlock."""
+    spec = tp.WarpSpecialized(P.TIDy, num_registers=(40, 232), ping_pong=True)
+    params = HopperGemmParams(tile=HopperTile(m=128, n=256),
+                              pipeline=TmaPipeline(stages=4, prefetch=2, warp_specialized=spec), grid=GridOrder(group=8))
+    return tile_multiples(hopper_gemm("M", "N", "K", params), 64, n_multiple=256)
+
+
+@tp.schedule(expect=tp.accepted())
 def hopper_matmul_warp_specialized_cluster():
     """The warp-specialized schedule with clusters of two blocks along blockIdx.x, two M tiles of
     one N tile: B's tile is loaded once per cluster, by the first block, and multicast into both
