@@ -18,7 +18,7 @@ math, its divisions by the symbolic tile counts once a tile); Matmul(specialize=
 persistent configurations are hopper_gemm (SCHEDULE's warp-specialized 128 x 256 tile of the
 benchmarks, and its variants); split-K is split_k.py's two kernels, float32 partials of K's slices
 and their sum, or its one kernel (split_k_grid, the *_split_k_grid configurations: the slices'
-accumulators combined by a grid reduction over blockIdx.z, no second launch; no fused epilogue).
+accumulators combined by a grid reduction over blockIdx.z, no second launch).
 Matmul(config=...) forces one. Every bad operand is an InputError naming the operand
 and what to pass. A call whose tensors have an earlier call's type, shape, strides, dtype and
 device (its signature) skips the checks and the choice: each Matmul keeps a _Plan per signature
@@ -26,9 +26,9 @@ device (its signature) skips the checks and the choice: each Matmul keeps a _Pla
 
 A fused epilogue (matmul(..., bias=, residual=, scale=, activation=), or Matmul(epilogue=
 EpilogueOps(...))) computes cast(activation(scale * A @ B + bias + residual)) on the accumulators
-in registers before the output's cast (hopper_gemm.py epilogue_ops), in the persistent kernel or
-in split-K's sum of the partials (split_k_sum), on the configurations that fuse it
-(epilogue_configs). Imports only the public `tileproof` API; torch when called.
+in registers before the output's cast (hopper_gemm.py epilogue_ops), in the persistent kernel, in
+split-K's sum of the partials (split_k_sum) or in one-kernel split-K's last block (split_k_grid),
+on the configurations that fuse it (epilogue_configs). Imports only the public `tileproof` API; torch when called.
 """
 
 from __future__ import annotations
@@ -64,12 +64,11 @@ def epilogue_configs(ops: EpilogueOps) -> tuple[MatmulConfig, ...]:
     """The configurations that run `ops` fused: every one without ops; with gelu's 5 or 9 ops an
     element, split-K (its sum kernel runs the ops on a thread's VECTOR sums) and the persistent
     ones of at most 64 accumulators a consumer thread (n <= 128), whose unrolled epilogue stays
-    within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py verifies each).
-    The one-kernel split-K configurations (grid_reduce) fuse no ops: only without any."""
-    configs = CONFIGS if not ops.any else tuple(c for c in CONFIGS if not c.grid_reduce)
+    within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py verifies each), as
+    one-kernel split-K's (grid_reduce: the ops on its last block's fragments) of n <= 128."""
     if ops.activation not in LONG_ACTIVATIONS:
-        return configs
-    return tuple(c for c in configs if c.split_k or c.tile[1] <= 128)
+        return CONFIGS
+    return tuple(c for c in CONFIGS if (c.split_k and not c.grid_reduce) or c.tile[1] <= 128)
 
 
 def params_for(a_major: str, b_major: str, out_dtype: str, ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams:
@@ -111,14 +110,12 @@ def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: 
     without one, the shape class's (shape_class_fusion), `ops` fused; or split-K's partials
     (split_k_partials: S = splits, M, N, KS = K / S at the shape, else symbolic) and their sum in
     the output dtype, `ops` fused (split_k_sum); or one-kernel split-K's (split_k_grid: `splits`
-    runs of K's tiles combined over blockIdx.z, at the shape or M, N, K symbolic, no ops)."""
+    runs of K's tiles combined over blockIdx.z, `ops` fused, at the shape or M, N, K symbolic)."""
     if config.grid_reduce:
-        if ops.any:
-            raise tp.ScheduleError(f"config_fusions: {config.name} fuses no epilogue ops, got {ops!r}")
         if not isinstance(splits, int) or splits < 2:
             raise tp.ScheduleError(f"config_fusions: {config.name} needs splits >= 2, got {splits!r}")
         params = config_params(config, a_major, b_major, out_dtype)
-        fusion = split_k_grid(params, shape or ("M", "N", "K"), splits, getattr(tp, out_dtype))
+        fusion = split_k_grid(params, shape or ("M", "N", "K"), splits, getattr(tp, out_dtype), ops)
         if shape is None:
             for extent in contiguous_extents(a_major, b_major):
                 fusion.assume(f"{extent} % {ALIGN_ELEMENTS} == 0")
@@ -291,7 +288,7 @@ class Matmul:
         self.configs = epilogue_configs(self.epilogue)
         if self.config is not None and self.config not in self.configs:
             raise tp.InputError(f"matmul: configuration {self.config.name} does not fuse {self.epilogue!r} (gelu "
-                                f"needs a tile of at most 128 columns or split-K; one-kernel split-K fuses no ops): "
+                                f"needs a tile of at most 128 columns or split-K's two kernels): "
                                 f"pass one of {', '.join(c.name for c in self.configs)} or config=None")
         self.input_names = ("a", "b") + ("bias",) * (self.epilogue.bias is not None) + \
             ("residual",) * self.epilogue.residual

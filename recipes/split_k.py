@@ -23,9 +23,10 @@ matmul does (the MmaOp's partial keeps S as an iteration axis on blockIdx.z; the
 partials reduces it), and that sum a grid reduction over BIDz (execution/grid_reduction.py,
 REDUCTION-GRID): each block writes its C fragment's registers to a workspace and counts itself on
 the output tile's semaphore; the last block to arrive adds the S partials of each register in
-rank order (the same bits whichever block is last) and stores the tile in the output dtype. No
-second launch; its pipeline is not warp-specialized (a grid combine needs every thread of every
-block) and it fuses no epilogue ops. Imports only the public `tileproof` API and the recipe's
+rank order (the same bits whichever block is last), runs a fused epilogue's ops on the sums in
+the fragment's registers (EpilogueOps, hopper_gemm.epilogue_ops's chain) and stores the tile in
+the output dtype. No second launch; its pipeline is not warp-specialized (a grid combine needs
+every thread of every block). Imports only the public `tileproof` API and the recipe's
 pieces.
 """
 
@@ -234,16 +235,19 @@ def _tile_mnk_split(t, bm, bn, bk, splits):
 
 
 def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int] = ("M", "N", "K"), splits: int = 4,
-                 out_dtype: tp.DataType = tp.bfloat16) -> tp.Fusion:
+                 out_dtype: tp.DataType = tp.bfloat16, ops: EpilogueOps = EpilogueOps()) -> tp.Fusion:
     """D[M, N] = cast(sum_k A[M, k] B[k, N]) on wgmma in ONE kernel: K's tiles cut into `splits`
     runs, blockIdx.z the run (nvFuser's split-K: the MmaOp's K split, its outer part rfactored).
     Each block of (split, M tile, N tile) runs its run's wgmmas (the MmaOp's rfactor, partial
     accumulators in the C fragment's registers), then the blocks of one output tile combine
     their accumulators by a grid reduction over BIDz (execution/grid_reduction.py: partials to
     a global workspace, a semaphore counts the blocks, the last to arrive adds the splits' partials
-    in rank order, the same bits whichever arrives last, and stores the tile cast to out_dtype).
-    Inputs A [M, 1, K] and B [1, N, K] (hopper_gemm's, either major: params.a, params.b), output
-    D [M, N] of out_dtype; `shape` (M, N, K) ints or names; K need not be a multiple of the splits
+    in rank order, the same bits whichever arrives last, runs `ops` on the sums (EpilogueOps:
+    cast(activation(scale * D + bias + residual)), hopper_gemm.epilogue_ops's chain, in the C
+    fragment's registers of the last block) and stores the tile cast to out_dtype).
+    Inputs A [M, 1, K] and B [1, N, K] (hopper_gemm's, either major: params.a, params.b), then the
+    bias ([1, N] or [M, 1] float32) and the residual ([M, N] in out_dtype); output D [M, N] of
+    out_dtype; `shape` (M, N, K) ints or names; K need not be a multiple of the splits
     (the last run's tiles past K are zeros of the TMA). The pipeline may not be warp-specialized:
     every thread of every block takes part in the grid combine (REDUCTION-GRID)."""
     params = SplitKParams() if params is None else params
@@ -256,6 +260,8 @@ def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int]
         raise tp.ScheduleError(f"split_k_grid: splits must be an int from 2 to {MAX_SPLITS}, got {splits!r}")
     if not isinstance(out_dtype, tp.DataType):
         raise tp.ScheduleError(f"split_k_grid: out_dtype must be a tp.DataType, got {out_dtype!r}")
+    if not isinstance(ops, EpilogueOps):
+        raise tp.ScheduleError(f"split_k_grid: ops must be an EpilogueOps, got {ops!r}")
     if not (isinstance(shape, tuple) and len(shape) == 3
             and all(isinstance(d, str) or (isinstance(d, int) and d > 0) for d in shape)):
         raise tp.ScheduleError(f"split_k_grid: shape must be 3 positive ints or names (M, N, K), got {shape!r}")
@@ -269,8 +275,11 @@ def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int]
         fusion.add_input(a)
         fusion.add_input(b)
         d = tp.fused_multiply_sum(a, b, [-1])
-        out = tp.set(d) if out_dtype == tp.float32 else tp.cast(d, out_dtype)
+        x = epilogue_ops(d, ops, out_dtype, m_, n_)
+        out = tp.set(x) if out_dtype == tp.float32 else tp.cast(x, out_dtype)
         fusion.add_output(out)
+    chain = [t for t in fusion.tensors if t not in (a, b, d, out) and not t.is_fusion_input]  # D -> x, in order
+    residual = fusion.consumers(fusion.inputs[-1]) if ops.residual else []  # its reader: a column pair, one vector
     for t, name, operand in ((a, "A", params.a), (b, "B", params.b)):
         t.set_allocation_domain([t.axis(i) for i in GRID_ALLOCATION[name, operand.major]], True)
     grid_fits(fusion, m_, n_, n_per_y=bn)  # a symbolic N: its tiles on blockIdx.y (LAUNCH-GRID)
@@ -289,14 +298,18 @@ def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int]
     part.axis(5).parallelize(P.Unroll)
     for i in (-3, -2, -1):
         part.axis(i).parallelize(P.Mma)
-    out.split(1, bn).split(0, bm)  # D [M, N] -> [Mo, No, bm, bn], as d's [rS, Mo, No, bm, bn]
-    permute(out, [0, 2, 1, 3])
-    for t, at in ((d, 3), (out, 2)):  # the C fragment: [.., wg (TIDy), thread (TIDx), v]
+    for t in (*chain, out):  # [M, N] -> [Mo, No, bm, bn], as d's [rS, Mo, No, bm, bn]
+        t.split(1, bn).split(0, bm)
+        permute(t, [0, 2, 1, 3])
+    for t, at in ((d, 3), *((t, 2) for t in (*chain, out))):  # the C fragment: [.., wg (TIDy), thread (TIDx), v]
         warpgroup_tiles(t, False, 64, at=at)
         tp.schedule_mma_fragment(t, macro, "C", dtype=tp.bfloat16)
     d.axis(-1).parallelize(P.Unroll)
-    out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # N % 8 == 0: adjacent column pairs
-    out.axis(-2).parallelize(P.Unroll)
+    pairs = not (isinstance(n_, int) and n_ % 2)  # an even N: no pair of adjacent columns straddles its end
+    for t in (*chain, out):  # registers at constant indices; the output's (and residual's) pairs one vector
+        if pairs:
+            t.split(-1, 2).axis(-1).parallelize(P.Vectorize if t is out or t in residual else P.Unroll)
+        t.axis(-2 if pairs else -1).parallelize(P.Unroll)
     for t, operand in ((sa, params.a), (sb, params.b)):  # one TMA box each per K tile, swizzled
         (mn_major_box if operand.major == "MN" else operand.layout)(t, tile.swizzle)
         for i in t.get_loop_domain()[4 + (operand.major == "MN"):]:  # past MN-major's loop of boxes
@@ -306,13 +319,17 @@ def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int]
         for i, p in ((0, P.BIDz), (1, P.BIDx), (2, P.BIDy)):
             if not t.axis(i).is_broadcast:
                 t.axis(i).parallelize(p)
-    out.axis(0).parallelize(P.BIDx)
-    out.axis(1).parallelize(P.BIDy)
+    for t in (*chain, out):
+        t.axis(0).parallelize(P.BIDx)
+        t.axis(1).parallelize(P.BIDy)
     for t in (sa, sb):
         t.inline_at(4)
         if pipeline.stages > 1:
             t.circular_buffer(pipeline.stages, pipeline.prefetch, pipeline.strategy)
     part.inline_at(3)
+    for t in chain:  # each element's ops in registers, in their consumers' loops (outside a vector)
+        vectors = [t] if t in residual else fusion.consumers(t)  # the residual's reader is a vector itself
+        t.inline_at(len(t.loop) - any(v.axis(-1).parallel_type is P.Vectorize for v in vectors))
     return fusion
 
 

@@ -198,8 +198,18 @@ def time_launches(device_id: int, stream: int, run, iterations: int) -> float:
 
 
 def mem_alloc(device_id: int, nbytes: int) -> int:
+    """nbytes of device memory, also while this thread captures a stream into a CUDA graph (a grid
+    reduction's first launch on torch.cuda.graph's capture stream allocates its workspace there):
+    cuMemAlloc is one of the calls a global-mode capture forbids, so the thread's capture mode is
+    relaxed for the call and then restored (cuThreadExchangeStreamCaptureMode)."""
     activate(device_id)
-    return int(check(driver().cuMemAlloc(nbytes), "cuMemAlloc"))
+    cu = driver()
+    relaxed = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+    mode = check(cu.cuThreadExchangeStreamCaptureMode(relaxed), "cuThreadExchangeStreamCaptureMode")
+    try:
+        return int(check(cu.cuMemAlloc(nbytes), "cuMemAlloc"))
+    finally:
+        check(cu.cuThreadExchangeStreamCaptureMode(mode), "cuThreadExchangeStreamCaptureMode")
 
 
 def mem_free(device_id: int, ptr: int) -> None:

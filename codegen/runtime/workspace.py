@@ -6,7 +6,10 @@ stream run one after the other, so they may share them, and launches on differen
 their own. The semaphores are zeroed when allocated, on the launch's stream; each launch's last
 blocks return every semaphore they used to 0 (REDUCTION-GRID-WORKSPACE proves each is counted to
 its segment's blocks and no further), so the next launch finds them zero again. Each parameter
-gets its own 256-byte aligned slice.
+gets its own 256-byte aligned slice. A first launch on a stream being captured into a CUDA graph
+allocates that stream's buffers during the capture (driver.mem_alloc relaxes the capture mode)
+and its zeroing of the semaphores becomes a node of the graph, run before the kernel at each
+replay.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ recipes/split_k.py split_k_grid, K's tiles in S runs on blockIdx.z and the accum
 a grid reduction over BIDz, against a float64 product at sizes no tile divides (M, N tails, K not
 a multiple of the splits' runs, a last run past K's end), in each output dtype, and bit for bit
 the same at a second launch (the semaphores back to 0, the last block adding the splits in rank
-order whichever block arrives last); through recipes.matmul forced in every major, and as the
-choice at the decode shape 16 x 4096 x 4096."""
+order whichever block arrives last); through recipes.matmul forced in every major, with the fused
+epilogue's ops in the last block, under a CUDA graph, and as the choice at the decode shape
+16 x 4096 x 4096."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ import tileproof as tp  # noqa: E402
 from tileproof.recipes import Matmul, matmul  # noqa: E402
 from tileproof.recipes.hopper_params import HopperTile, Operand, TmaPipeline  # noqa: E402
 from tileproof.recipes.matmul_heuristic import BY_NAME, CONFIGS  # noqa: E402
+from tileproof.recipes.params import EpilogueOps  # noqa: E402
 from tileproof.recipes.split_k import SplitKParams, split_k_grid  # noqa: E402
 
+from gpu.test_matmul_epilogue import SPLIT_K_CASES, close, terms  # noqa: E402  (the ops' cases and reference)
+from gpu.test_matmul_epilogue import reference as ops_reference  # noqa: E402
 from gpu.test_torch_op import operands, reference  # noqa: E402  (operands of each major, the float64 product)
 
 pytestmark = pytest.mark.gpu
@@ -69,6 +73,38 @@ def test_every_grid_configuration_through_matmul_in_every_major(config, a_major,
     assert torch.equal(entry(a, b), d)  # the next launch: the same bits
     symbolic = Matmul(out_dtype=torch.float32, config=config, specialize=False)
     torch.testing.assert_close(symbolic(a, b), d, atol=1e-2 * k ** 0.5, rtol=1e-3)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", SPLIT_K_CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_the_last_block_runs_the_fused_epilogue(case, out_dtype):
+    """64x128_split_k_grid forced at 200 x 264 x 1032 with the ops the two-kernel test fuses."""
+    m, n, k = 200, 264, 1032
+    a, b = operands("K", "MN", m, n, k)
+    bias, residual = terms(case, m, n, out_dtype)
+    entry = Matmul(out_dtype=out_dtype, config=BY_NAME["64x128_split_k_grid"], epilogue=EpilogueOps(**case))
+    assert entry.choice("K", "MN", m, n, k).splits > 1
+    d = entry(a, b, bias, residual)
+    assert d.shape == (m, n) and d.dtype == out_dtype
+    close(d, ops_reference(a, b, case["scale"], bias, residual, case["activation"]), k)
+    assert torch.equal(entry(a, b, bias, residual), d)
+
+
+def test_one_kernel_split_k_under_a_cuda_graph():
+    """The first launch on torch.cuda.graph's capture stream allocates that stream's workspace and
+    semaphores inside the capture (driver.mem_alloc relaxes the capture mode; the semaphores'
+    zeroing is captured too); each replay, on new inputs, is right (the semaphores back to 0)."""
+    entry = Matmul(out_dtype=torch.float32, config=BY_NAME["64x128_split_k_grid"])
+    a, b = operands("K", "MN", 256, 384, 4096)
+    entry(a, b)  # loads the module and checks the arguments before the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = entry(a, b)
+    for _ in range(2):
+        a.copy_(torch.randn(a.shape, device="cuda").bfloat16())
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, reference(a, b), atol=1e-2 * 64, rtol=1e-3)
 
 
 def test_the_decode_choice_is_one_kernel_and_right():

@@ -64,11 +64,14 @@ def each_in_one_dtype(ops_list):
 
 @pytest.mark.parametrize("ops, out_dtype", each_in_one_dtype(TOGETHER), ids=repr)
 def test_the_ops_together_verify_on_every_configuration_that_runs_them(ops, out_dtype):
-    """Split-K's partials kernel takes no ops (its inputs are A and B alone); its sum fuses them."""
+    """Split-K's partials kernel takes no ops (its inputs are A and B alone); its sum fuses them;
+    one-kernel split-K runs them after its grid combine."""
     configs = epilogue_configs(ops)
     assert any(c.split_k for c in configs) and any(not c.split_k for c in configs)
     for config in configs:
-        if config.split_k:
+        if config.grid_reduce:
+            (fusion,) = config_fusions(config, "K", "K", out_dtype, splits=4, ops=ops)
+        elif config.split_k:
             partials, fusion = config_fusions(config, "K", "K", out_dtype, ops=ops)
             assert len(partials.inputs) == 2 and len(fusion.inputs) == 3
         else:
@@ -145,8 +148,7 @@ def test_split_k_sums_with_the_ops_verify_compile_and_compute_the_formula(ops, o
 
 def test_split_k_at_a_shape_fuses_the_ops_and_is_chosen_again_with_them():
     """At a shape config_fusions gives the sum kernel its numbers and the ops' inputs; the
-    heuristic picks split-K for few tiles and a long K with an epilogue as without one (among the
-    two-kernel configurations: the one-kernel ones fuse no ops)."""
+    heuristic picks split-K for few tiles and a long K with an epilogue as without one."""
     ops = EpilogueOps(scale=2.0, bias="column", residual=True, activation="gelu_tanh")
     _partials, total = config_fusions(BY_NAME["128x128_split_k"], "K", "MN", "bfloat16", shape=(200, 264, 4096),
                                       splits=4, ops=ops)
@@ -156,8 +158,7 @@ def test_split_k_at_a_shape_fuses_the_ops_and_is_chosen_again_with_them():
     assert f"*reinterpret_cast<const uint2*>(&{residual}[" in tp.compile(total, "sm_90a").cuda_source
     shape = (256, 1024, 16384)
     assert choose(*shape).config.split_k
-    two_kernels = tuple(c for c in CONFIGS if not c.grid_reduce)  # one-kernel split-K fuses no ops
-    assert choose(*shape, configs=epilogue_configs(ops)) == choose(*shape, configs=two_kernels)
+    assert choose(*shape, configs=epilogue_configs(ops)) == choose(*shape)
 
 
 BAD_OPS = [

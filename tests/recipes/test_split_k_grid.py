@@ -93,9 +93,10 @@ def test_bad_arguments_are_schedule_errors():
         split_k_grid(params(), (64, 64), 2)
     with pytest.raises(tp.ScheduleError, match="params must be a SplitKParams"):
         split_k_grid("wide")
-    with pytest.raises(tp.ScheduleError, match="fuses no epilogue ops"):
-        config_fusions(BY_NAME["64x256_split_k_grid"], "K", "K", "bfloat16", shape=(16, 4096, 4096), splits=4,
-                       ops=EpilogueOps(activation="relu"))
+    with pytest.raises(tp.ScheduleError, match="ops must be an EpilogueOps, got 'relu'"):
+        split_k_grid(params(), (64, 64, 1024), 2, tp.bfloat16, "relu")
+    with pytest.raises(tp.ScheduleError, match="needs splits >= 2, got 1"):
+        config_fusions(BY_NAME["64x256_split_k_grid"], "K", "K", "bfloat16", shape=(16, 4096, 4096), splits=1)
 
 
 def test_the_estimate_takes_one_kernel_at_the_decode_shape_and_keeps_the_large_ones_persistent():
@@ -109,11 +110,32 @@ def test_the_estimate_takes_one_kernel_at_the_decode_shape_and_keeps_the_large_o
     assert not admits(grid, 16, 4096, 4096, 1)
 
 
-def test_the_configurations_with_ops_leave_the_grid_ones_out():
-    assert all(c.grid_reduce is False for c in epilogue_configs(EpilogueOps(activation="relu")))
-    assert set(GRID_CONFIGS) <= set(epilogue_configs(EpilogueOps()))
-    with pytest.raises(tp.InputError, match="one-kernel split-K fuses no ops"):
-        Matmul(config="64x256_split_k_grid", epilogue=EpilogueOps(scale=2.0))
+def test_the_last_block_runs_the_fused_ops_on_the_sums():
+    """The epilogue's chain (hopper_gemm.epilogue_ops) in the C fragment's registers after the grid
+    combine: its inputs the bias and the residual after A and B, its statements in the last block."""
+    ops = EpilogueOps(scale=2.0, bias="column", residual=True, activation="gelu_tanh")
+    (fusion,) = config_fusions(BY_NAME["64x128_split_k_grid"], "K", "MN", "bfloat16", shape=(200, 264, 1032),
+                               splits=3, ops=ops)
+    assert [t.dtype for t in fusion.inputs] == [tp.bfloat16, tp.bfloat16, tp.float32, tp.bfloat16]
+    src = compiled(fusion).cuda_source
+    assert src.index("tp_grid_reduce<") < src.index("tanhf(") and "blockIdx.z == tp_last_z_" in src
+    relu = split_k_grid(params((128, 128)), ("M", "N", "K"), 4, tp.float32, EpilogueOps(bias="row", activation="relu"))
+    relu.assume("N % 8 == 0")
+    relu.assume("K % 8 == 0")
+    assert tp.verify(relu, "sm_90a").ok
+
+
+def test_gelu_runs_on_the_grid_tiles_of_at_most_128_columns():
+    """gelu's 9 ops an element on 128 accumulators a thread (a 64 x 256 tile) unroll past 1024
+    statements (UNROLL-LENGTH), as on the persistent kernels: epilogue_configs leaves that tile out."""
+    ops = EpilogueOps(bias="column", residual=True, activation="gelu")
+    wide = split_k_grid(params((64, 256)), (16, 4096, 4096), 4, tp.bfloat16, ops)
+    assert "UNROLL-LENGTH" in tp.verify(wide, "sm_90a").codes
+    kept = [c.name for c in epilogue_configs(ops) if c.grid_reduce]
+    assert kept == ["128x128_split_k_grid", "64x128_split_k_grid"]
+    assert set(GRID_CONFIGS) <= set(epilogue_configs(EpilogueOps(activation="relu")))
+    with pytest.raises(tp.InputError, match="64x256_split_k_grid does not fuse"):
+        Matmul(config="64x256_split_k_grid", epilogue=ops)
 
 
 def test_the_entry_compiles_one_kernel_per_split_count(monkeypatch):
