@@ -41,7 +41,7 @@ import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
-from .matmul_heuristic import BY_NAME, CONFIGS, WIDE, Choice, MatmulConfig, balanced_grid, candidates, choose
+from .matmul_heuristic import BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, Choice, MatmulConfig, balanced_grid, candidates, choose
 from .params import Epilogue, EpilogueOps, GridOrder
 from .split_k import SplitKParams, split_k_grid, split_k_operands, split_k_partials, split_k_sum
 
@@ -66,9 +66,10 @@ def epilogue_configs(ops: EpilogueOps) -> tuple[MatmulConfig, ...]:
     ones of at most 64 accumulators a consumer thread (n <= 128), whose unrolled epilogue stays
     within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py verifies each), as
     one-kernel split-K's (grid_reduce: the ops on its last block's fragments) of n <= 128."""
+    every = CONFIGS + ONE_KERNEL_SPLIT_K  # the one-kernel split-K by name only (matmul_heuristic: measured slow)
     if ops.activation not in LONG_ACTIVATIONS:
-        return CONFIGS
-    return tuple(c for c in CONFIGS if (c.split_k and not c.grid_reduce) or c.tile[1] <= 128)
+        return every
+    return tuple(c for c in every if (c.split_k and not c.grid_reduce) or c.tile[1] <= 128)
 
 
 def params_for(a_major: str, b_major: str, out_dtype: str, ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams:
@@ -354,7 +355,8 @@ class Matmul:
     def _choose(self, a_major: str, b_major: str, m: int, n: int, k: int, sms: int) -> Choice:
         out_bytes = getattr(tp, self.out_dtype).bytes
         if self.config is None:
-            return choose(m, n, k, a_major=a_major, b_major=b_major, sms=sms, out_bytes=out_bytes, configs=self.configs)
+            return choose(m, n, k, a_major=a_major, b_major=b_major, sms=sms, out_bytes=out_bytes,
+                          configs=tuple(c for c in self.configs if c in CONFIGS))
         admitted = candidates(self.config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes)
         if not admitted:
             raise tp.InputError(f"matmul: configuration {self.config.name} does not take M = {m}, N = {n}, K = {k} "

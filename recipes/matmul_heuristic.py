@@ -33,8 +33,7 @@ from dataclasses import dataclass
 PEAK_FLOPS = 989e12  # bf16 dense tensor-core FLOP/s of an H100 / H200 SXM (132 SMs)
 PEAK_SMS = 132
 DRAM_BYTES_PER_S = 4.0e12  # sustained (H200 4.8 TB/s peak, H100 3.35)
-LAUNCH_S = 8e-6  # the second kernel of split-K: its launch, its host call (Kernel.run) and the gap: the H200's
-# two kernels took 4 to 11 us more than the rest of this model (benchmarks/results/matmul_shapes/h200.json)
+LAUNCH_S = 3e-6  # the second kernel of split-K: its launch and ramp
 COMBINE_BYTES_PER_S = 100e9  # one SM reading the workspace (the last block's combine of a one-kernel split-K)
 FIXED_K_TILES = 2  # a tile's pipeline fill and epilogue, in K tiles' time
 K_TILE = 64  # the recipe's K tile: one 128-byte swizzle span of bfloat16
@@ -103,7 +102,12 @@ CONFIGS = (
                  registers=(40, 256)),
     MatmulConfig(name="64x256_split_k", tile=(64, 256), stages=4, prefetch=2, persistent=False, split_k=True,
                  efficiency=0.6, registers=(40, 256)),
-    # split-K in one kernel: the slices combined by a grid reduction, no second launch (few tiles, long K)
+)
+# split-K in one kernel: the slices combined by a grid reduction, no second launch. Verified, correct on
+# the GPU, and forced by name only (config=...): on an H200 they ran 0.25-0.43 of cuBLAS where the
+# two-kernel split-K runs 0.85-0.98 (16x4096x4096: 9.0 against 23.6 TFLOP/s; the last block's serial
+# combine of S whole float32 tiles is the time; `git show fff003e:benchmarks/results/matmul_shapes/h200.json`)
+ONE_KERNEL_SPLIT_K = (
     MatmulConfig(name="128x128_split_k_grid", tile=(128, 128), stages=4, prefetch=2, persistent=False, split_k=True,
                  grid_reduce=True, efficiency=0.6),
     MatmulConfig(name="64x256_split_k_grid", tile=(64, 256), stages=4, prefetch=2, persistent=False, split_k=True,
@@ -111,7 +115,7 @@ CONFIGS = (
     MatmulConfig(name="64x128_split_k_grid", tile=(64, 128), stages=4, prefetch=2, persistent=False, split_k=True,
                  grid_reduce=True, efficiency=0.5),
 )
-BY_NAME = {c.name: c for c in CONFIGS}
+BY_NAME = {c.name: c for c in CONFIGS + ONE_KERNEL_SPLIT_K}
 
 
 @dataclass(frozen=True)
@@ -213,5 +217,5 @@ def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sm
     return best
 
 
-__all__ = ["BY_NAME", "CONFIGS", "Choice", "MatmulConfig", "WIDE", "admits", "balanced_grid", "candidates", "choose",
+__all__ = ["BY_NAME", "CONFIGS", "ONE_KERNEL_SPLIT_K", "Choice", "MatmulConfig", "WIDE", "admits", "balanced_grid", "candidates", "choose",
            "estimate"]

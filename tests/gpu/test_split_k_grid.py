@@ -18,7 +18,7 @@ if not torch.cuda.is_available():
 import tileproof as tp  # noqa: E402
 from tileproof.recipes import Matmul, matmul  # noqa: E402
 from tileproof.recipes.hopper_params import HopperTile, Operand, TmaPipeline  # noqa: E402
-from tileproof.recipes.matmul_heuristic import BY_NAME, CONFIGS  # noqa: E402
+from tileproof.recipes.matmul_heuristic import BY_NAME, ONE_KERNEL_SPLIT_K  # noqa: E402
 from tileproof.recipes.params import EpilogueOps  # noqa: E402
 from tileproof.recipes.split_k import SplitKParams, split_k_grid  # noqa: E402
 
@@ -28,7 +28,7 @@ from gpu.test_torch_op import operands, reference  # noqa: E402  (operands of ea
 
 pytestmark = pytest.mark.gpu
 MAJORS = [("K", "K"), ("K", "MN"), ("MN", "K"), ("MN", "MN")]
-GRID_CONFIGS = [c for c in CONFIGS if c.grid_reduce]
+GRID_CONFIGS = list(ONE_KERNEL_SPLIT_K)  # forced by name: the estimate does not choose them (measured slow)
 
 
 @pytest.mark.parametrize("tile,m,n,k,splits", [
@@ -107,13 +107,10 @@ def test_one_kernel_split_k_under_a_cuda_graph():
         torch.testing.assert_close(out, reference(a, b), atol=1e-2 * 64, rtol=1e-3)
 
 
-def test_the_decode_choice_is_one_kernel_and_right():
+def test_the_decode_shape_forced_to_one_kernel_is_right():
     m, n, k = 16, 4096, 4096
     a, b = operands("K", "K", m, n, k)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    choice = Matmul().choice("K", "K", m, n, k, sms)
-    assert choice.config.grid_reduce
-    d = matmul(a, b)
+    d = matmul(a, b, config=BY_NAME["64x128_split_k_grid"])
     torch.testing.assert_close(d.float(), reference(a, b), atol=5e-2 * k ** 0.5, rtol=1e-2)
-    two = matmul(a, b, config=BY_NAME["128x128_split_k"])  # the two kernels: another order of the sum
+    two = matmul(a, b)  # the choice: the two kernels, another order of the sum
     torch.testing.assert_close(d.float(), two.float(), atol=5e-2 * k ** 0.5, rtol=1e-2)

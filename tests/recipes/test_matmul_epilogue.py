@@ -27,7 +27,7 @@ from tileproof.model.targets import get_target
 from tileproof.recipes import Matmul, matmul
 from tileproof.recipes.hopper_gemm import hopper_gemm
 from tileproof.recipes.matmul import config_fusions, config_params, epilogue_configs, epilogue_of, shape_class_fusion
-from tileproof.recipes.matmul_heuristic import BY_NAME, CONFIGS, WIDE, choose
+from tileproof.recipes.matmul_heuristic import BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, choose
 from tileproof.recipes.params import EpilogueOps
 from tileproof.recipes.split_k import split_k_sum
 
@@ -185,7 +185,7 @@ def test_bad_epilogue_fields_are_refused(build, message):
 def test_an_epilogue_prints_as_its_call_and_no_ops_is_the_plain_gemm():
     ops = EpilogueOps(bias="row", activation="relu")
     assert repr(ops) == "EpilogueOps(bias='row', activation='relu')" and ops.any and not EpilogueOps().any
-    assert epilogue_configs(EpilogueOps()) == CONFIGS
+    assert epilogue_configs(EpilogueOps()) == CONFIGS + ONE_KERNEL_SPLIT_K  # every configuration fuses no ops
     plain = tp.recipes.Epilogue(dtype=tp.bfloat16, stmatrix=True)
     assert dataclasses.replace(plain, ops=EpilogueOps()) == plain and "ops" not in repr(plain)
 
