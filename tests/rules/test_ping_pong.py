@@ -114,3 +114,11 @@ def test_turns_that_skip_nothing_are_balanced_but_deadlock(monkeypatch):
     (d,) = [d for d in tp.verify(_gemm("deadlock", 128)).errors if d.code == "WS-PING-PONG"]
     assert "waits, around the ring of 2 warpgroups, for its own arrival of the same iteration" in d.message
     assert "k" in d.counterexample
+
+
+def test_ping_pong_is_part_of_the_schedule_s_fingerprint():
+    """A kernel cached without turns is never reused for a schedule with them (model/fingerprint.py)."""
+    from tileproof.model.fingerprint import fingerprint
+
+    with_turns, without = (fingerprint(_gemm("printed", 128, ping_pong=p), "sm_90a") for p in (True, False))
+    assert with_turns != without
