@@ -34,12 +34,11 @@ from .warp_roles import WarpRoles
 
 
 @dataclass
-class TurnWait:
-    """Warpgroup w waits for its turn: `bar.sync TURN_BARRIER + w, 2 G`, except warpgroup
-    `first` (None: every warpgroup) in iteration 0. `index`, `extent`: the loop's; `axis`,
-    `groups`, `threads` (W, 2 G): the code generator's (codegen/lower/warp_roles.py)."""
+class Turn:
+    """What a turn's barrier instruction needs: `index`, `extent`: the loop's; `axis` (the
+    warpgroup's index), `groups` (W) and `threads` (2 G): the code generator's
+    (codegen/lower/warp_roles.py)."""
 
-    first: int | None
     why: str
     index: str | None = None
     extent: object = None
@@ -49,17 +48,19 @@ class TurnWait:
 
 
 @dataclass
-class TurnPass:
-    """Warpgroup w passes the turn on: `bar.arrive TURN_BARRIER + (w + 1) % W, 2 G`, except
-    warpgroup `last` (None: every warpgroup) in the loop's last iteration. Fields as TurnWait's."""
+class TurnWait(Turn):
+    """Warpgroup w waits for its turn: `bar.sync TURN_BARRIER + w, 2 G`, except warpgroup
+    `first` (None: every warpgroup) in iteration 0."""
 
-    last: int | None
-    why: str
-    index: str | None = None
-    extent: object = None
-    axis: str = ""
-    groups: int = 0
-    threads: int = 0
+    first: int | None = None
+
+
+@dataclass
+class TurnPass(Turn):
+    """Warpgroup w passes the turn on: `bar.arrive TURN_BARRIER + (w + 1) % W, 2 G`, except
+    warpgroup `last` (None: every warpgroup) in the loop's last iteration."""
+
+    last: int | None = None
 
 
 def first_batch(body: list) -> int | None:
@@ -83,8 +84,8 @@ def insert_turns(tree: list, groups: int | None) -> None:
         k = first_batch(loop.body)
         if k is None:
             continue
-        loop.body.insert(k + 2, TurnPass(groups - 1, "the next warpgroup's turn to issue its wgmma batch"))
-        loop.body.insert(k, TurnWait(0, "this warpgroup's turn to issue its wgmma batch (ping-pong)"))
+        loop.body.insert(k + 2, TurnPass("the next warpgroup's turn to issue its wgmma batch", last=groups - 1))
+        loop.body.insert(k, TurnWait("this warpgroup's turn to issue its wgmma batch (ping-pong)", first=0))
 
 
-__all__ = ["TurnPass", "TurnWait", "first_batch", "insert_turns"]
+__all__ = ["Turn", "TurnPass", "TurnWait", "first_batch", "insert_turns"]

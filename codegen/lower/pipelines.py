@@ -10,7 +10,7 @@ import dataclasses
 from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
 from ...execution.pipeline import Prefetched, Prologue
-from ...execution.ping_pong import TurnPass, TurnWait
+from ...execution.ping_pong import Turn
 from ...execution.warp_roles import StageEmptyWait, StageRelease
 from ..ir import (
     Compute,
@@ -52,7 +52,7 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
             for child in n.body:
                 if isinstance(child, (TmaWait, StageEmptyWait)) and child.stages:  # iteration i's stage and phase
                     child.index = index_of[n.key]
-                if isinstance(child, (StageRelease, TurnWait, TurnPass)):  # iteration i of the loop's extent
+                if isinstance(child, (StageRelease, Turn)):  # iteration i of the loop's extent
                     child.index, child.extent = index_of[n.key], n.extent
                 if isinstance(child, Prefetched):
                     child.index, child.extent = index_of[n.key], n.extent

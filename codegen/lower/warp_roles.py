@@ -15,7 +15,8 @@ from ...hw.mbarrier import release_arrivals
 from ...model.errors import InternalError
 from ...execution.warp_roles import Role, WarpRoles, role_implied, role_padding, role_threads
 from ...hw.threads import WARPGROUP
-from ..ir import MBarrier, StageEmptyWait, StageRelease, TmaCopy, TurnPass, TurnWait, walk
+from ...execution.ping_pong import Turn
+from ..ir import MBarrier, StageEmptyWait, StageRelease, TmaCopy, walk
 from ...model.expr import product, try_int, var
 from ...execution.indexing import thread_dims
 
@@ -59,7 +60,7 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
             if getattr(n, "conds", None) else n)
     roles.consumer_threads = inner * indices
     for n in walk(consumer.body):  # ping-pong: a turn barrier counts its warpgroup's threads and its predecessor's
-        if isinstance(n, (TurnWait, TurnPass)):
+        if isinstance(n, Turn):
             n.axis, n.groups, n.threads = axis, indices, 2 * inner
     # each consumer warpgroup (each consumer thread, where threads read the stages) releases a stage in
     # every block of its cluster (execution/cluster.py)
