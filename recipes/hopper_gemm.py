@@ -19,6 +19,7 @@ import tileproof as tp
 
 from .gemm_blocks import grid_fits, grouped_blocks, permute, through_shared, tile_mnk, tma_store_boxes
 from .hopper_params import HopperGemmParams, swizzled_box
+from .params import EpilogueOps
 
 P = tp.ParallelType
 
@@ -143,6 +144,24 @@ def epilogue_ops(d, ops, dtype, m, n):
     return x
 
 
+def gemm_fusion(name: str, shape: tuple, ops: EpilogueOps, out_dtype: tp.DataType):
+    """The unscheduled GEMM: bfloat16 A [M, 1, K] and B [1, N, K] inputs, D = sum_k A B (an
+    MmaOp), `ops` on D (epilogue_ops), the output in out_dtype. Returns (fusion, a, b, d, out,
+    chain): chain the ops' tensors from D to the output's input, in order."""
+    m, n, k = shape
+    with tp.Fusion(name) as fusion:
+        a = tp.make_tensor([m, 1, k], dtype=tp.bfloat16)
+        b = tp.make_tensor([1, n, k], dtype=tp.bfloat16)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1])
+        x = epilogue_ops(d, ops, out_dtype, m, n)
+        out = tp.set(x) if out_dtype == tp.float32 else tp.cast(x, out_dtype)
+        fusion.add_output(out)
+    chain = [t for t in fusion.tensors if t not in (a, b, d, out) and not t.is_fusion_input]  # D -> x, in order
+    return fusion, a, b, d, out, chain
+
+
 def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
     """D[M, N] = sum_k A[M, 1, K] B[1, N, K] in float32 on wgmma (sizes ints or symbol names):
     block tile params.tile.m x .n x (swizzle bytes of K), one warpgroup per 64 rows (TIDy), each
@@ -161,16 +180,7 @@ def hopper_gemm(m, n, k, params: HopperGemmParams | None = None) -> tp.Fusion:
     swizzle = tile.swizzle
     bk = swizzle // 2
     macro = tile.macro
-    with tp.Fusion("hopper_matmul") as fusion:
-        a = tp.make_tensor([m, 1, k], dtype=tp.bfloat16)
-        b = tp.make_tensor([1, n, k], dtype=tp.bfloat16)
-        fusion.add_input(a)
-        fusion.add_input(b)
-        d = tp.fused_multiply_sum(a, b, [-1])
-        x = epilogue_ops(d, epilogue_params.ops, epilogue_params.dtype, m, n)
-        out = tp.set(x) if epilogue_params.dtype == tp.float32 else tp.cast(x, epilogue_params.dtype)
-        fusion.add_output(out)
-    chain = [t for t in fusion.tensors if t not in (a, b, d, out) and not t.is_fusion_input]  # D -> x, in order
+    fusion, a, b, d, out, chain = gemm_fusion("hopper_matmul", (m, n, k), epilogue_params.ops, epilogue_params.dtype)
     # the residual's reader (epilogue_ops): a column pair at a time (D's pairs of adjacent columns), one vector
     residual = fusion.consumers(fusion.inputs[-1]) if epilogue_params.ops.residual else []
     d.definition.set_macro(macro)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import tileproof as tp
 
 from .gemm_blocks import GRID_YZ, grid_fits, permute
-from .hopper_gemm import epilogue_ops, mn_major_box, warpgroup_tiles
+from .hopper_gemm import epilogue_ops, gemm_fusion, mn_major_box, warpgroup_tiles
 from .hopper_params import HopperTile, Operand, TmaPipeline, swizzled_box
 from .params import EpilogueOps, Params
 
@@ -97,6 +97,18 @@ def _extents(shape, names: tuple[str, ...], caller: str) -> tuple:
     return tuple(shape)
 
 
+def _wgmma_tile(t) -> None:
+    """An MmaOp [S, Mo, No, K, bm, bn, kk] (K a split's or a run's K tiles) as wgmma instructions:
+    [S, Mo, No, K, wg, kk (unrolled), M64, bn, K16], the last three the instruction's (Mma)."""
+    t.split(6, 16)
+    warpgroup_tiles(t, False, 64, at=4)
+    permute(t, [0, 1, 2, 3, 4, 7, 5, 6, 8])
+    t.set_allocation_domain(tp.mma_output_allocation(t), True)
+    t.axis(5).parallelize(P.Unroll)
+    for i in (-3, -2, -1):
+        t.axis(i).parallelize(P.Mma)
+
+
 def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, int, int] | None = None) -> tp.Fusion:
     """P[s, M, N] = sum_kc A[M, s KS + kc] B[s KS + kc, N] in float32 on wgmma, for s < S
     (S, M, N and KS symbolic, or `shape` = (S, M, N, KS); the contiguous extents of A, B and P
@@ -128,13 +140,7 @@ def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, 
         t.set_memory_type(tp.MemoryType.Shared)
     for t in (d, sa, sb):
         _tile_smnk(t, bm, bn, bk)
-    d.split(6, 16)  # [S, Mo, No, Ko, bm, bn, kk, K16] -> [S, Mo, No, Ko, wg, kk, M64, bn, K16]
-    warpgroup_tiles(d, False, 64, at=4)
-    permute(d, [0, 1, 2, 3, 4, 7, 5, 6, 8])
-    d.set_allocation_domain(tp.mma_output_allocation(d), True)
-    d.axis(5).parallelize(P.Unroll)
-    for i in (-3, -2, -1):
-        d.axis(i).parallelize(P.Mma)
+    _wgmma_tile(d)
     out.split(2, bn).split(1, bm)  # P [S, M, N] -> [S, Mo, No, wg, thread, v]: D's fragment
     permute(out, [0, 1, 3, 2, 4])
     warpgroup_tiles(out, False, 64, at=3)
@@ -269,16 +275,7 @@ def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int]
     tile, pipeline = params.tile, params.pipeline
     bm, bn, bk = tile.m, tile.n, tile.swizzle // 2
     macro = tile.macro
-    with tp.Fusion("split_k_grid") as fusion:
-        a = tp.make_tensor([m_, 1, k_], dtype=tp.bfloat16)
-        b = tp.make_tensor([1, n_, k_], dtype=tp.bfloat16)
-        fusion.add_input(a)
-        fusion.add_input(b)
-        d = tp.fused_multiply_sum(a, b, [-1])
-        x = epilogue_ops(d, ops, out_dtype, m_, n_)
-        out = tp.set(x) if out_dtype == tp.float32 else tp.cast(x, out_dtype)
-        fusion.add_output(out)
-    chain = [t for t in fusion.tensors if t not in (a, b, d, out) and not t.is_fusion_input]  # D -> x, in order
+    fusion, a, b, d, out, chain = gemm_fusion("split_k_grid", shape, ops, out_dtype)
     residual = fusion.consumers(fusion.inputs[-1]) if ops.residual else []  # its reader: a column pair, one vector
     for t, name, operand in ((a, "A", params.a), (b, "B", params.b)):
         t.set_allocation_domain([t.axis(i) for i in GRID_ALLOCATION[name, operand.major]], True)
@@ -291,13 +288,7 @@ def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int]
     for t in (d, sa, sb):
         _tile_mnk_split(t, bm, bn, bk, splits)
     part = d.rfactor([3, 6])  # part: the MmaOp [S, Mo, No, rKs, bm, bn, rbk]; d = sum over rS of part
-    part.split(6, 16)  # [S, Mo, No, Ks, bm, bn, kk, K16] -> [S, Mo, No, Ks, wg, kk, M64, bn, K16]
-    warpgroup_tiles(part, False, 64, at=4)
-    permute(part, [0, 1, 2, 3, 4, 7, 5, 6, 8])
-    part.set_allocation_domain(tp.mma_output_allocation(part), True)
-    part.axis(5).parallelize(P.Unroll)
-    for i in (-3, -2, -1):
-        part.axis(i).parallelize(P.Mma)
+    _wgmma_tile(part)
     for t in (*chain, out):  # [M, N] -> [Mo, No, bm, bn], as d's [rS, Mo, No, bm, bn]
         t.split(1, bn).split(0, bm)
         permute(t, [0, 2, 1, 3])
