@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from ...model.expr import Expr
+from collections import Counter
+
+from ...model.expr import Expr, add
 
 CUDA: dict[str, Callable[..., str]] = {
     "add": lambda *a: "(" + " + ".join(a) + ")",
@@ -36,7 +38,33 @@ def to_cuda(e: Expr, names: Mapping[str, str] | None = None, *, cast: bool = Tru
     if e.op == "var":
         name = e.value if names is None else names.get(e.value, e.value)  # type: ignore[arg-type]
         return f"({INDEX_TYPES[bits]})({name})" if cast else name
+    low = _min_of(e)
+    if low is not None:  # the same value, read as what it is
+        return f"min({to_cuda(low[0], names, cast=cast, bits=bits)}, {to_cuda(low[1], names, cast=cast, bits=bits)})"
     return CUDA[e.op](*(to_cuda(a, names, cast=cast, bits=bits) for a in e.args))
+
+
+def _min_of(e: Expr) -> tuple[Expr, Expr] | None:
+    """(a, b) where e is a + b - max(a, b), the index algebra's min(a, b) (it has max only: a
+    skipped loop's trip count min(extent, count), execution/skip.py); unsigned, the sum and the
+    difference wrap to min(a, b) exactly, so the two print the same value. Else None."""
+    if e.op != "add":
+        return None
+    for k, term in enumerate(e.args):
+        if term.op != "mul" or len(term.args) != 2:
+            continue
+        factors = {f.op: f for f in term.args}
+        top, minus = factors.get("max"), factors.get("const")
+        if top is None or minus is None or minus.value != -1 or len(top.args) != 2:
+            continue
+        rest = add(*(e.args[:k] + e.args[k + 1:]))
+        if Counter(_terms(rest)) == Counter(_terms(add(*top.args))):
+            return top.args
+    return None
+
+
+def _terms(e: Expr) -> tuple[Expr, ...]:
+    return e.args if e.op == "add" else (e,)
 
 
 INDEX_TYPES = {32: "unsigned", 64: "unsigned long long"}

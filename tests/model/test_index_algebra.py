@@ -76,7 +76,7 @@ def test_sympy_renderer_evaluates_like_python():
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_cuda_renderer_evaluates_like_python(tmp_path):
     items = cases(120, seed=11)
-    lines = ["#include <cstdio>", "#include <algorithm>", "using std::max;", "int main() {"]
+    lines = ["#include <cstdio>", "#include <algorithm>", "using std::max;", "using std::min;", "int main() {"]
     for k, (e, env) in enumerate(items):
         lines.append("{ " + " ".join(f"unsigned long long {v} = {env[v]}ULL;" for v in "abc")
                      + f' printf("%llu\\n", (unsigned long long)({to_cuda(e)})); }}')
@@ -87,6 +87,29 @@ def test_cuda_renderer_evaluates_like_python(tmp_path):
     out = subprocess.run([str(tmp_path / "algebra")], capture_output=True, text=True, check=True).stdout.split()
     assert [int(x) for x in out] == [evaluate(e, env) for e, env in items]
 
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_a_plus_b_minus_their_max_prints_as_their_min_and_evaluates_alike(tmp_path):
+    """a + b - max(a, b) (a skipped loop's trip count, min(extent, count)) prints as min(a, b); a
+    sum that is not a + b keeps its max."""
+    a, b, c = (E.var(v) for v in "abc")
+    low = [E.add(a, E.const(1), b, E.mul(E.maximum(E.add(a, E.const(1)), b), E.const(-1))),
+           E.add(E.mul(E.maximum(E.mul(a, E.const(4)), E.const(7)), E.const(-1)), E.const(7), E.mul(a, E.const(4)))]
+    kept = E.add(a, c, E.mul(E.maximum(a, b), E.const(-1)))
+    assert all(to_cuda(e).startswith("min(") for e in low) and "max(" in to_cuda(kept)
+    envs = [{"a": 0, "b": 0, "c": 5}, {"a": 3, "b": 9, "c": 1}, {"a": 40, "b": 2, "c": 0}]
+    items = [(e, env) for e in low + [kept] for env in envs]
+    lines = ["#include <cstdio>", "#include <algorithm>", "using std::max;", "using std::min;", "int main() {"]
+    for e, env in items:
+        lines.append("{ " + " ".join(f"unsigned long long {v} = {env[v]}ULL;" for v in "abc")
+                     + f' printf("%llu\\n", (unsigned long long)({to_cuda(e)})); }}')
+    lines.append("}")
+    src = tmp_path / "minimum.cpp"
+    src.write_text("\n".join(lines))
+    subprocess.run(["g++", "-O0", "-o", str(tmp_path / "minimum"), str(src)], check=True)
+    out = subprocess.run([str(tmp_path / "minimum")], capture_output=True, text=True, check=True).stdout.split()
+    assert [int(x) for x in out] == [evaluate(e, env) % 2**64 for e, env in items]
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_32_bit_rendering_evaluates_like_python_where_bounded(tmp_path):
@@ -107,7 +130,7 @@ def test_32_bit_rendering_evaluates_like_python_where_bounded(tmp_path):
         near += top >= 2**31
         for env in (his, {v: rng.randint(0, h) for v, h in his.items()}):
             items.append((e, env))
-    lines = ["#include <cstdio>", "#include <algorithm>", "using std::max;", "int main() {"]
+    lines = ["#include <cstdio>", "#include <algorithm>", "using std::max;", "using std::min;", "int main() {"]
     for e, env in items:
         lines.append("{ " + " ".join(f"unsigned {v} = {env[v]}U;" for v in "abc")
                      + f' printf("%u\\n", (unsigned)({to_cuda(e, cast=False, bits=32)})); }}')
