@@ -65,8 +65,9 @@ def wgmma_case(seed: int) -> WgmmaCase:
         grid["group"] = rng.choice([2, 4, 8])
     if stages > 1 and rng.random() < 0.6:
         regs = rng.choice([(40, 232), (24, 240), None])
-        pipeline["warp_specialized"] = (tp.WarpSpecialized(P.TIDy, num_registers=regs) if regs else
-                                        tp.WarpSpecialized(P.TIDy))
+        turns = rng.random() < 0.3  # ping-pong: WS-PING-PONG refuses it where one warpgroup consumes
+        pipeline["warp_specialized"] = (tp.WarpSpecialized(P.TIDy, num_registers=regs, ping_pong=turns) if regs else
+                                        tp.WarpSpecialized(P.TIDy, ping_pong=turns))
         if rng.random() < 0.3:
             cluster["size"] = 2
         if rng.random() < 0.3:
