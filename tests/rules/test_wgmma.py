@@ -72,6 +72,7 @@ def _diagnostics(report, code):
     ("tma_stages_loaded_late", "PIPELINE-RAW", {"T2"}),
     ("warp_specialized_registers_past_the_pool", "WS-REGISTERS", {"T4"}),
     ("warp_specialized_on_tidx", "WS-ROLES", {"T4"}),
+    ("ping_pong_with_one_consumer_warpgroup", "WS-PING-PONG", {"T4"}),
     ("three_consumer_warpgroups_of_64_x_256", "WGMMA-INSTRUCTION-REGISTERS", {"T2"}),
     ("multicast_of_a_tile_each_block_needs", "CLUSTER-MULTICAST", {"T4"}),
     ("cluster_past_the_grid", "CLUSTER-MULTICAST", {None}),  # the launch, no tensor
@@ -90,7 +91,7 @@ def test_every_invalid_schedule_is_listed_here():
     listed = {"unswizzled_operand_rows", "m_major_a_unswizzled", "swizzle_patterns_across_warpgroups", "hopper_macro_on_sm100a",
               "accumulators_stored_by_one_warp", "operands_copied_by_threads[copy=CpAsync]",
               "tma_stages_loaded_late",
-              "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx",
+              "warp_specialized_registers_past_the_pool", "warp_specialized_on_tidx", "ping_pong_with_one_consumer_warpgroup",
               "three_consumer_warpgroups_of_64_x_256", "multicast_of_a_tile_each_block_needs", "cluster_past_the_grid", "multicast_without_warp_specialization",
               "persistent_multicast_across_n_tiles"}
     assert set(INVALID_CASES) == listed
