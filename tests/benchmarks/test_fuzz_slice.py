@@ -29,7 +29,12 @@ def test_no_internal_error_and_every_accepted_schedule_compiles(outcomes):
 # Undecided proofs known and not fixed yet, each exactly as it is undecided today (strict: a case that
 # gets decided, or undecided otherwise, fails the test, so the list stays true). The indices draw from the
 # bundled examples: a new example shifts which schedule an index mutates (recheck the list then).
-KNOWN_UNDECIDED: dict[int, list[str]] = {}
+KNOWN_UNDECIDED: dict[int, list[str]] = {
+    # since the example hopper_matmul_warp_specialized_ping_pong: hopper_matmul_warp_specialized_stmatrix_by_box
+    # with propagate_transforms(T4) and inline_most (TMA-WHOLE-TILES: the box start over the propagated
+    # divisions, over bit-vectors), rejected all the same
+    390: ["TMA-WHOLE-TILES"],
+}
 # (Since the example copy_of_an_input_in_global_memory, indices 144 and 478 mutate another example and no
 # case of the slice is undecided. The two schedules they drew stay undecided, rejected all the same:
 # hopper_matmul_warp_specialized_persistent with its B tile's persistent axis Unroll, propagate_transforms(T2)
