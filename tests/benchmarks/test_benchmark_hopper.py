@@ -167,20 +167,21 @@ def test_bad_shapes_are_refused_before_any_work():
 
 
 def test_compile_only_names_each_schedule_with_its_times(tmp_path):
-    """Two shapes the schedules accept (one with partial M, N and K tiles: the K tail runs on the
-    TMA's zeros, and the stmatrix epilogues run their 16 x 16 tiles past M and N = 200, which the
-    TMA store clips) and one whose rows the TMA cannot address (K = 100: 200-byte rows, not a
-    multiple of 16, TMA-GLOBAL-STRIDE): recorded with its codes, not a failure."""
+    """A shape the schedules accept with partial M, N and K tiles (the K tail runs on the TMA's
+    zeros, and the stmatrix epilogues run their 16 x 16 tiles past M and N = 200, which the TMA
+    store clips; whole tiles compile in tests/codegen's bundled examples) and one whose rows the
+    TMA cannot address (K = 100: 200-byte rows, not a multiple of 16, TMA-GLOBAL-STRIDE): recorded
+    with its codes, not a failure."""
     path = tmp_path / "hopper.json"
-    shapes = "256x256x128,200x200x72,256x256x100"
+    shapes = "200x200x72,256x256x100"
     run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     n = len(H.SCHEDULES)
     assert sum(1 for e in H.SCHEDULES.values() if e.params.epilogue.stmatrix) == 21
-    assert (f"{3 * n} schedule builds (3 shapes x {n} schedules): {2 * n} accepted, {n} rejected, 0 failed"
+    assert (f"{2 * n} schedule builds (2 shapes x {n} schedules): {n} accepted, {n} rejected, 0 failed"
             in run.stdout), run.stdout
     lines = run.stdout.splitlines()
-    for key in ("256x256x128", "200x200x72"):
+    for key in ("200x200x72",):
         for name in H.SCHEDULES:
             line = next(x for x in lines if x.startswith(key) and name + " " in x)
             assert "accepted" in line and "verify" in line and "cold compile" in line and "wgmma" in line, line
@@ -190,17 +191,16 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     data = json.loads(path.read_text())
     assert data["mode"] == "compile-only" and data["shapes"] == shapes.split(",")
     assert set(data["compile"]) == set(shapes.split(","))
-    for key in ("256x256x128", "200x200x72"):
-        assert set(data["compile"][key]) == set(H.SCHEDULES)
-        for name, entry in data["compile"][key].items():
-            assert entry["accepted"], entry["diagnostics"]
-            assert {"verify_s", "cold_compile_s", "launch", "layout", "block", "tile_multiples"} <= set(entry), entry
-            assert entry["verify_s"] > 0 and entry["cold_compile_s"] > 0
-            assert entry["wgmma_in_source"] and entry["tma_in_source"]
-            assert entry["out_dtype"] == ("bfloat16" if name.endswith("_bf16_out") else "float32")
-            params = H.SCHEDULES[name].params
-            layout = "A K-major, B N-major" if params.b.major == "MN" else "A K-major, B K-major"
-            assert entry["layout"] == layout and entry["block"] == [params.tile.m, params.tile.n]
+    assert set(data["compile"]["200x200x72"]) == set(H.SCHEDULES)
+    for name, entry in data["compile"]["200x200x72"].items():
+        assert entry["accepted"], entry["diagnostics"]
+        assert {"verify_s", "cold_compile_s", "launch", "layout", "block", "tile_multiples"} <= set(entry), entry
+        assert entry["verify_s"] > 0 and entry["cold_compile_s"] > 0
+        assert entry["wgmma_in_source"] and entry["tma_in_source"]
+        assert entry["out_dtype"] == ("bfloat16" if name.endswith("_bf16_out") else "float32")
+        params = H.SCHEDULES[name].params
+        layout = "A K-major, B N-major" if params.b.major == "MN" else "A K-major, B K-major"
+        assert entry["layout"] == layout and entry["block"] == [params.tile.m, params.tile.n]
     assert data["compile"]["200x200x72"]["hopper_128x128"]["tile_multiples"] == {"M": False, "N": False, "K": False}
     assert data["compile"]["200x200x72"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]
     for entry in data["compile"]["256x256x100"].values():
