@@ -97,6 +97,15 @@ def _extents(shape, names: tuple[str, ...], caller: str) -> tuple:
     return tuple(shape)
 
 
+def _shared_operands(a, b, params):
+    """A's and B's tiles, loaded as params says into shared memory: (sa, sb)."""
+    sa = a.cache_after(params.a.load)
+    sb = b.cache_after(params.b.load)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+    return sa, sb
+
+
 def _wgmma_tile(t) -> None:
     """An MmaOp [S, Mo, No, K, bm, bn, kk] (K a split's or a run's K tiles) as wgmma instructions:
     [S, Mo, No, K, wg, kk (unrolled), M64, bn, K16], the last three the instruction's (Mma)."""
@@ -134,10 +143,7 @@ def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, 
     if shape is None:  # at a shape the verifier checks these facts of its numbers
         _assume_partials_extents(fusion, params, bn)
     d.definition.set_macro(macro)
-    sa = a.cache_after(params.a.load)
-    sb = b.cache_after(params.b.load)
-    for t in (sa, sb):
-        t.set_memory_type(tp.MemoryType.Shared)
+    sa, sb = _shared_operands(a, b, params)
     for t in (d, sa, sb):
         _tile_smnk(t, bm, bn, bk)
     _wgmma_tile(d)
@@ -281,10 +287,7 @@ def split_k_grid(params: SplitKParams | None = None, shape: tuple[int, int, int]
         t.set_allocation_domain([t.axis(i) for i in GRID_ALLOCATION[name, operand.major]], True)
     grid_fits(fusion, m_, n_, n_per_y=bn)  # a symbolic N: its tiles on blockIdx.y (LAUNCH-GRID)
     d.definition.set_macro(macro)
-    sa = a.cache_after(params.a.load)
-    sb = b.cache_after(params.b.load)
-    for t in (sa, sb):
-        t.set_memory_type(tp.MemoryType.Shared)
+    sa, sb = _shared_operands(a, b, params)
     for t in (d, sa, sb):
         _tile_mnk_split(t, bm, bn, bk, splits)
     part = d.rfactor([3, 6])  # part: the MmaOp [S, Mo, No, rKs, bm, bn, rbk]; d = sum over rS of part

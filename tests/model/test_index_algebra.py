@@ -73,6 +73,13 @@ def test_sympy_renderer_evaluates_like_python():
         assert int(to_sympy(e).subs(subs)) == evaluate(e, env), str(e)
 
 
+def _run_cpp(tmp_path, name: str, lines: list[str]) -> list[str]:
+    """What the C++ program `lines` prints, compiled by g++ -O0, split into words."""
+    src = tmp_path / f"{name}.cpp"
+    src.write_text("\n".join(lines))
+    subprocess.run(["g++", "-O0", "-o", str(tmp_path / name), str(src)], check=True)
+    return subprocess.run([str(tmp_path / name)], capture_output=True, text=True, check=True).stdout.split()
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
 def test_cuda_renderer_evaluates_like_python(tmp_path):
     items = cases(120, seed=11)
@@ -81,10 +88,7 @@ def test_cuda_renderer_evaluates_like_python(tmp_path):
         lines.append("{ " + " ".join(f"unsigned long long {v} = {env[v]}ULL;" for v in "abc")
                      + f' printf("%llu\\n", (unsigned long long)({to_cuda(e)})); }}')
     lines.append("}")
-    src = tmp_path / "algebra.cpp"
-    src.write_text("\n".join(lines))
-    subprocess.run(["g++", "-O0", "-o", str(tmp_path / "algebra"), str(src)], check=True)
-    out = subprocess.run([str(tmp_path / "algebra")], capture_output=True, text=True, check=True).stdout.split()
+    out = _run_cpp(tmp_path, "algebra", lines)
     assert [int(x) for x in out] == [evaluate(e, env) for e, env in items]
 
 
@@ -105,10 +109,7 @@ def test_a_plus_b_minus_their_max_prints_as_their_min_and_evaluates_alike(tmp_pa
         lines.append("{ " + " ".join(f"unsigned long long {v} = {env[v]}ULL;" for v in "abc")
                      + f' printf("%llu\\n", (unsigned long long)({to_cuda(e)})); }}')
     lines.append("}")
-    src = tmp_path / "minimum.cpp"
-    src.write_text("\n".join(lines))
-    subprocess.run(["g++", "-O0", "-o", str(tmp_path / "minimum"), str(src)], check=True)
-    out = subprocess.run([str(tmp_path / "minimum")], capture_output=True, text=True, check=True).stdout.split()
+    out = _run_cpp(tmp_path, "minimum", lines)
     assert [int(x) for x in out] == [evaluate(e, env) % 2**64 for e, env in items]
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
@@ -135,10 +136,7 @@ def test_32_bit_rendering_evaluates_like_python_where_bounded(tmp_path):
         lines.append("{ " + " ".join(f"unsigned {v} = {env[v]}U;" for v in "abc")
                      + f' printf("%u\\n", (unsigned)({to_cuda(e, cast=False, bits=32)})); }}')
     lines.append("}")
-    src = tmp_path / "algebra32.cpp"
-    src.write_text("\n".join(lines))
-    subprocess.run(["g++", "-O0", "-o", str(tmp_path / "algebra32"), str(src)], check=True)
-    out = subprocess.run([str(tmp_path / "algebra32")], capture_output=True, text=True, check=True).stdout.split()
+    out = _run_cpp(tmp_path, "algebra32", lines)
     assert [int(x) for x in out] == [evaluate(e, env) for e, env in items]
     assert near >= 3  # some bounds close to the limit
 
