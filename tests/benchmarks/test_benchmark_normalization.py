@@ -36,6 +36,20 @@ def test_the_other_classes_are_those_a_block_of_1024_threads_holds_with_the_fewe
     assert all(r.admits(16384) for r in B.other_classes(16384, RowClass()))
 
 
+def test_the_staged_classes_are_timed_from_8192_elements_to_what_shared_memory_holds():
+    from tileproof.recipes.normalization import RowClass, row_class
+
+    def staged(n):
+        return [(r.batch, r.max_threads) for r in B.staged_classes(n, row_class(n))]
+
+    assert staged(4096) == [] and staged(1 << 17) == []  # short, and past STAGED_BYTES
+    assert staged(8192) == B.STAGED_SHAPES  # the chosen class holds the row in registers
+    chosen = row_class(32768)
+    assert chosen.staged and (chosen.batch, chosen.max_threads) not in staged(32768)
+    assert len(staged(32768)) == len(B.STAGED_SHAPES) - 1
+    assert all(r.staged and r.admits(32768) for r in B.staged_classes(32768, RowClass()))
+
+
 def test_the_summary_is_the_worst_shape_per_op():
     tp = lambda copy, compiled: {"tileproof": {"vs_copy": copy, "vs_compiled": compiled}}  # noqa: E731
     results = {"a": {"softmax": tp(0.95, 1.2), "layer_norm": tp(0.9, 1.0), "rms_norm": {"error": "x"}},
