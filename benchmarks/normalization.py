@@ -14,6 +14,8 @@ Entries, per op and shape [M, N] (bfloat16 in and out, weights [N] bfloat16, eps
                   admitting N with at most 1024 threads (which class is best, for row_class)
   tileproof_s<k>x<t>  the staged class (the row copied into shared memory) of k vectors a thread
                   a step over t threads, for each other of STAGED_SHAPES, at N >= STAGED_FROM
+  tileproof_l<k>x<t>  the looped class (each use of the row reads it from global memory: L2 after
+                  the first) of k vectors a thread a step over t threads, the same shapes
 
 Each output is checked once against PyTorch's in float32 (max |y - ref| <= 2^-6 max(1, |ref|)).
 Times: CUDA graphs of CALLS calls each (so that the host's launch time is not measured; the
@@ -83,14 +85,15 @@ STAGED_SHAPES = [(1, 1024), (2, 512), (4, 256), (8, 128), (1, 512), (2, 256), (4
 STAGED_FROM = 8192  # rows this long and longer time the staged classes too
 
 
-def staged_classes(n: int, chosen, vector: int = 8) -> list:
-    """The staged classes of STAGED_SHAPES besides the chosen one, where n >= STAGED_FROM and the
-    row fits shared memory."""
+def looped_classes(n: int, chosen, vector: int = 8) -> list:
+    """The staged classes (where the row fits shared memory) and the looped ones of STAGED_SHAPES,
+    besides the chosen one, where n >= STAGED_FROM."""
     from tileproof.recipes.normalization import STAGED_BYTES, RowClass
-    if n < STAGED_FROM or n * 2 > STAGED_BYTES:
+    if n < STAGED_FROM:
         return []
-    return [RowClass("bfloat16", vector, b, t, looped=True, staged=True, whole=n % (vector * b * t) == 0)
-            for b, t in STAGED_SHAPES if not (chosen.staged and (b, t) == (chosen.batch, chosen.max_threads))]
+    return [RowClass("bfloat16", vector, b, t, looped=True, staged=staged, whole=n % (vector * b * t) == 0)
+            for staged in ((True, False) if n * 2 <= STAGED_BYTES else (False,)) for b, t in STAGED_SHAPES
+            if not (chosen.looped and (staged, b, t) == (chosen.staged, chosen.batch, chosen.max_threads))]
 
 
 def summarize(results: dict) -> dict:
@@ -189,8 +192,9 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
     attempt(out, "tileproof", lambda: {**entry(_tileproof(op, x, w, b)), "batch": chosen.batch, "class": chosen.tag})
     for rows in other_classes(n, chosen, chosen.vector):
         attempt(out, f"tileproof_b{rows.batch}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
-    for rows in staged_classes(n, chosen, chosen.vector):
-        attempt(out, f"tileproof_s{rows.batch}x{rows.max_threads}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
+    for rows in looped_classes(n, chosen, chosen.vector):
+        attempt(out, f"tileproof_{'s' if rows.staged else 'l'}{rows.batch}x{rows.max_threads}",
+                lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
     copy = out.get("copy", {}).get("gbs")
     compiled_us = out.get("compiled", {}).get("us")
     for key, r in out.items():

@@ -36,18 +36,21 @@ def test_the_other_classes_are_those_a_block_of_1024_threads_holds_with_the_fewe
     assert all(r.admits(16384) for r in B.other_classes(16384, RowClass()))
 
 
-def test_the_staged_classes_are_timed_from_8192_elements_to_what_shared_memory_holds():
+def test_the_staged_and_looped_classes_are_timed_from_8192_elements():
     from tileproof.recipes.normalization import RowClass, row_class
 
-    def staged(n):
-        return [(r.batch, r.max_threads) for r in B.staged_classes(n, row_class(n))]
+    def looped(n):
+        return [(r.staged, r.batch, r.max_threads) for r in B.looped_classes(n, row_class(n))]
 
-    assert staged(4096) == [] and staged(1 << 17) == []  # short, and past STAGED_BYTES
-    assert staged(8192) == B.STAGED_SHAPES  # the chosen class holds the row in registers
+    assert looped(4096) == []
+    shapes = [(b, t) for b, t in B.STAGED_SHAPES]
+    assert looped(8192) == [(True, b, t) for b, t in shapes] + [(False, b, t) for b, t in shapes]
+    # past STAGED_BYTES: looped only, the chosen one (1 vector over LOOPED_THREADS) not again
+    assert looped(1 << 17) == [(False, b, t) for b, t in shapes if (b, t) != (1, 512)]
     chosen = row_class(32768)
-    assert chosen.staged and (chosen.batch, chosen.max_threads) not in staged(32768)
-    assert len(staged(32768)) == len(B.STAGED_SHAPES) - 1
-    assert all(r.staged and r.admits(32768) for r in B.staged_classes(32768, RowClass()))
+    assert chosen.staged and (True, chosen.batch, chosen.max_threads) not in looped(32768)
+    assert len(looped(32768)) == 2 * len(shapes) - 1
+    assert all(r.looped and r.admits(32768) for r in B.looped_classes(32768, RowClass()))
 
 
 def test_the_summary_is_the_worst_shape_per_op():
