@@ -140,7 +140,8 @@ class RowClass:
 
 
 def row_class(n: int, dtype: str = "bfloat16", long_shape: tuple[int, int] = LONG_SHAPE,
-              most_vectors: int = UNROLLED_BATCHES[-1]) -> RowClass:
+              most_vectors: int = UNROLLED_BATCHES[-1], wide_from: int | None = None,
+              long_row: int = LONG_ROW) -> RowClass:
     """The class a row of n elements runs in: the widest vector dividing n (16 bytes at most), and
     the most vectors a thread holds, of UNROLLED_BATCHES up to `most_vectors` (an op's choice,
     RowOp.most_vectors), that cut n into whole threads (n a
@@ -150,9 +151,12 @@ def row_class(n: int, dtype: str = "bfloat16", long_shape: tuple[int, int] = LON
 
     More vectors a thread and fewer threads measured best at every row length below LONG_ROW
     (H200, bfloat16; benchmarks/normalization.py): the fixed costs of a row (its block reductions,
-    the max and the bounds) are paid once per thread, over more elements.
+    the max and the bounds) are paid once per thread, over more elements. From `wide_from`
+    elements on (an op's choice, RowOp.wide_from; None: never), the most of BATCHES (8 vectors,
+    its batch loop not unrolled) that cut n into whole threads.
 
-    From LONG_ROW elements on, and for rows longer than a block holds in registers: the staged
+    From `long_row` elements on (LONG_ROW unless an op measured otherwise, RowOp.long_row), and
+    for rows longer than a block holds in registers: the staged
     class of `long_shape` (vectors a thread a step, threads: an op's choice, RowOp.long_shape),
     whose block copies the row into shared memory by cp.async and reads it from there at each
     use; for rows longer than STAGED_BYTES, the looped class of one vector a thread a step over
@@ -163,10 +167,11 @@ def row_class(n: int, dtype: str = "bfloat16", long_shape: tuple[int, int] = LON
     vector = VECTOR_BYTES // width
     while n % vector:
         vector //= 2
-    whole = [b for b in reversed(UNROLLED_BATCHES)
-             if b <= most_vectors and n % (vector * b) == 0 and n // (vector * b) <= MAX_THREADS]
+    most = BATCHES[-1] if wide_from is not None and n >= wide_from else most_vectors
+    whole = [b for b in reversed(BATCHES)
+             if b <= most and n % (vector * b) == 0 and n // (vector * b) <= MAX_THREADS]
     fitting = [b for b in BATCHES if -(-n // (vector * b)) <= MAX_THREADS]
-    if n >= LONG_ROW or not (whole or fitting):
+    if n >= long_row or not (whole or fitting):
         if n * width <= STAGED_BYTES:
             batch, threads = long_shape
             return RowClass(dtype, vector, batch, threads, looped=True, staged=True,
@@ -407,8 +412,11 @@ class RowOp(abc.ABC):
     name = "row_op"
     input_names: tuple[str, ...] = ("x",)
     output_count = 1
-    long_shape: tuple[int, int] = LONG_SHAPE  # row_class's staged class for long rows (measured per op)
-    most_vectors = UNROLLED_BATCHES[-1]  # row_class's most vectors a thread holds below LONG_ROW (measured per op)
+    # row_class's choices, measured per op (H200, bfloat16, benchmarks/normalization.py):
+    long_shape: tuple[int, int] = LONG_SHAPE  # the staged class for long rows
+    long_row = LONG_ROW  # rows from this many elements on are staged
+    most_vectors = UNROLLED_BATCHES[-1]  # the most vectors a thread holds below wide_from
+    wide_from: int | None = None  # rows from this many elements on take 8 vectors a thread where whole
 
     def __init__(self, target: str = "sm_90a"):
         self.target = target
@@ -443,7 +451,7 @@ class RowOp(abc.ABC):
 
     def row_class(self, n: int, dtype: str = "bfloat16") -> RowClass:
         """The class a row of n elements runs in for this op (row_class with the op's measured shapes)."""
-        return row_class(n, dtype, self.long_shape, self.most_vectors)
+        return row_class(n, dtype, self.long_shape, self.most_vectors, self.wide_from, self.long_row)
 
     def _aligned(self, rows: RowClass, x, *others) -> None:
         """x and the other inputs start where their vector loads may (asked only of real tensors:
@@ -495,7 +503,8 @@ class RowOp(abc.ABC):
 class Softmax(RowOp):
     """softmax over the last axis (log=True: log_softmax)."""
 
-    long_shape = (4, 256)  # measured best staged for softmax at 16384 and 32768 elements (H200)
+    long_shape = (2, 256)  # 0.92 of a copy at 16384 and 32768 elements, where (4, 256) ran 0.92 and 0.90
+    wide_from = 8192  # 8 vectors a thread: 0.97 of a copy at 8192, where 4 ran 0.95
 
     def __init__(self, log: bool = False, target: str = "sm_90a"):
         super().__init__(target)
@@ -532,6 +541,11 @@ class LayerNorm(_Normalization):
     name = "layer_norm"
     input_names = ("x", "weight", "bias")
     weights = ("weight", "bias")
+    # 8 vectors a thread at 8192 and 16384 elements: 0.94 and 0.93 of a copy, where 4 vectors ran 0.92 and the
+    # staged classes at most 0.87; staged from 32768, one vector a step over 512 threads: 0.82 (2: 0.80)
+    wide_from = 8192
+    long_row = 32768
+    long_shape = (1, 512)
 
     def __init__(self, eps: float = 1e-5, target: str = "sm_90a"):
         super().__init__(eps, target)

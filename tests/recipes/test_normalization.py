@@ -125,8 +125,8 @@ def test_row_class(n, dtype, expected):
 def test_long_rows_are_staged_in_shared_memory_or_looped(n, expected):
     rows = N.row_class(n, "bfloat16", long_shape=(4, 256))
     assert rows == expected and rows.admits(n)
-    assert N.Softmax.long_shape == N.CrossEntropy.long_shape == (4, 256)
-    assert N.LayerNorm.long_shape == N.RMSNorm.long_shape == N.LONG_SHAPE
+    assert N.Softmax.long_shape == N.CrossEntropy.long_shape == (2, 256)
+    assert N.RMSNorm.long_shape == N.LONG_SHAPE and N.LayerNorm.long_shape == (1, 512)
 
 
 @pytest.mark.parametrize("op", sorted(OPS))
@@ -240,7 +240,14 @@ def test_layer_norm_is_two_passes_as_nvfusers_segmenter_translates_its_welford(n
 
 def test_each_op_holds_at_most_its_measured_vectors_a_thread():
     """RMSNorm's rows of 1024-8192 run in classes of two vectors a thread (measured faster than
-    four on the H200), the other ops' in four; long rows take each op's staged shape alike."""
-    assert N.RMSNorm().row_class(8192).batch == 2 and N.Softmax().row_class(8192).batch == 4
+    four on the H200), the other ops' in four below 8192 and softmax's and LayerNorm's in eight
+    from there (wide_from); long rows take each op's staged shape, LayerNorm's from 32768 on."""
+    assert N.RMSNorm().row_class(8192).batch == 2 and N.Softmax().row_class(4096).batch == 4
+    assert N.Softmax().row_class(8192) == N.RowClass("bfloat16", 8, 8, 128)
+    assert N.row_class(8192, wide_from=8192) == N.Softmax().row_class(8192)
+    assert N.LayerNorm().row_class(16384) == N.RowClass("bfloat16", 8, 8, 256)  # in registers, not staged
+    assert N.LayerNorm().row_class(8200) == N.row_class(8200)  # 8200 = 8 x 1025: no class is whole, the fewest fit
+    assert N.LayerNorm().row_class(32768) == N.RowClass("bfloat16", 8, 1, 512, looped=True, staged=True)
+    assert N.Softmax().row_class(16384) == N.RowClass("bfloat16", 8, 2, 256, looped=True, staged=True)
     assert N.RMSNorm().row_class(1000).batch == N.row_class(1000, most_vectors=2).batch == 1  # 1000 = 8 x 125
     assert N.RMSNorm().row_class(1 << 15) == N.row_class(1 << 15, long_shape=N.RMSNorm.long_shape)
