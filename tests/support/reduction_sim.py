@@ -5,7 +5,8 @@ statement by statement, on Python values: every Loop, every Compute under its pr
 (copies, casts, arithmetic, an iota's start + step times its index, and a reduction's accumulation), the index names declared before an
 unrolled nest (IndexNames, each thread's own values), a circular buffer's Prologue and Prefetched
 copies (done when issued: a stage overwritten before it is read shows in the values), cp.async
-copies (complete when issued; past a zero_fill bound they write zeros), a WholeTile's guard (the same in every
+copies (complete when issued; past a zero_fill bound they write zeros), 1-D bulk loads (cp.async.bulk,
+complete when issued by their one issuer), a WholeTile's guard (the same in every
 thread of the block: checked) and the version it picks, ReduceInit, a Welford's update and
 Chan's combine of its states (tuples of avg, m2, n; a sibling's SiblingStep does nothing), and BlockReduce by the
 algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
@@ -46,8 +47,8 @@ from collections import Counter
 import numpy as np
 
 from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, Compute, GridReduce, GroupedGridReduce,
-                                  CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, Loop, LoopKind, Prefetched, Prologue,
-                                  ReduceInit, SiblingStep, Sync, WholeTile)
+                                  CpAsyncCommit, CpAsyncCopy, CpAsyncWait, Direction, IndexNames, Loop, LoopKind, Prefetched,
+                                  Prologue, ReduceInit, SiblingStep, Sync, TmaCopy, TmaWait, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
 from tileproof.execution.clipped_holes import unread_holes
 from tileproof.model.expr import evaluate
@@ -273,8 +274,10 @@ class Simulator:
                     names.update({name: self.ev(value, env) for name, value in n.names})
             elif isinstance(n, WholeTile):
                 self.nodes([n.whole if self.block_uniform(n.guard, loops) else n.lowered], loops)
-            elif isinstance(n, (CpAsyncWait, CpAsyncCommit)):
-                pass  # a cp.async copy is complete when issued here (below)
+            elif isinstance(n, (CpAsyncWait, CpAsyncCommit, TmaWait)):
+                pass  # a cp.async copy (or a 1-D bulk copy) is complete when issued here (below)
+            elif isinstance(n, TmaCopy) and n.gmem is not None and n.direction is Direction.LOAD:
+                self.bulk_load(n, loops)
             elif isinstance(n, Prologue):  # a circular buffer's first copies, done when issued here
                 name, extent = self.algebra.get(n.index, n.index), evaluate(n.extent, self.block_env)
                 for v in range(min(max(n.prefetch, 0), extent)):
@@ -284,6 +287,22 @@ class Simulator:
                     self.nodes(n.body, loops)
             else:
                 raise NotImplementedError(type(n).__name__)
+
+    def bulk_load(self, n: TmaCopy, loops) -> None:
+        """A 1-D bulk copy (cp.async.bulk) global -> shared by the threads meeting its issuer (one:
+        checked) where its bounds hold, complete when issued: nbytes from the run's first element."""
+        issuers = [k for k in range(len(self.threads)) if self.holds(n.issuer, self.env(k, loops))]
+        if len(issuers) != 1:
+            raise SimulationError(f"{n.comment}: issued by {len(issuers)} threads, not one")
+        env = self.env(issuers[0], loops)
+        if not self.holds(n.bounds, env):
+            return
+        size = next(b.dtype.bytes for b in self.ir.buffers if b.tensor == n.smem)
+        src, dst = self.buffers[n.gmem], self.shared[n.smem]
+        first, at, count = self.ev(n.gmem_offset, env), self.ev(n.smem_offset, env) // size, self.ev(n.nbytes, env) // size
+        if not (0 <= first and first + count <= len(src) and 0 <= at and at + count <= len(dst)):
+            raise SimulationError(f"{n.comment}: {count} elements from {n.gmem}[{first}] to {n.smem}[{at}] leave a buffer")
+        dst[at:at + count] = src[first:first + count]
 
     def block_uniform(self, conds, loops) -> bool:
         """Whether conds hold, which the kernel tests once for the whole block: in every thread
