@@ -66,6 +66,18 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt64_wg2_ws2_r240_ip", 64, {**_R240, "stages": 2, "in_place": True})]
 
 
+def shape_key(shape) -> str:
+    """(4, 32, 8, 4096, 128, True) -> "4x32(8)x4096x128 causal": the results' key of a shape."""
+    b, hq, hkv, s, d = shape[:5]
+    return f"{b}x{hq}({hkv})x{s}x{d}" + (" causal" if len(shape) > 5 and shape[5] else "")
+
+
+def results_variant(keys: list[str]) -> str:
+    """A run narrowed by --shapes: the shapes' keys as a file name's part ("4x16(16)x4096x256 causal"
+    -> "4x16x16x4096x256c", joined by "-"); the default run (every SHAPES) has none."""
+    return "-".join(k.replace("(", "x").replace(")", "").replace(" causal", "c") for k in keys)
+
+
 def tflops(shape, ms: float) -> float:
     b, hq, _, s, d = shape[:5]
     causal = len(shape) > 5 and shape[5]  # half the products count (FlashAttention's convention)
@@ -163,7 +175,8 @@ def table(results: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention/<machine>.json)")
+    ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention/<machine>.json; with "
+                                  "--shapes, <machine>_<the shapes>.json)")
     ap.add_argument("--rep-ms", type=int, default=200)
     ap.add_argument("--shapes", help="only these SHAPES, by index (comma-separated; default all)")
     args = ap.parse_args(argv)
@@ -178,12 +191,13 @@ def main(argv=None) -> int:
                                              "python": platform.python_version()}, "shapes": {}}
     picked = [SHAPES[int(k)] for k in args.shapes.split(",")] if args.shapes else SHAPES
     for shape in picked:
-        b, hq, hkv, s, d = shape[:5]
-        key = f"{b}x{hq}({hkv})x{s}x{d}" + (" causal" if len(shape) > 5 and shape[5] else "")
+        key = shape_key(shape)
         attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms))
         print(key, {w: results["shapes"][key].get(w, {}).get("tflops") for w in ("cudnn", "flash", "tileproof")},
               flush=True)
-    write_results(results, results_path("attention", device) if args.out is None else Path(args.out), table(results))
+    variant = results_variant([shape_key(s) for s in picked]) if args.shapes else ""
+    write_results(results, results_path("attention", device, variant) if args.out is None else Path(args.out),
+                  table(results))
     return 0
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
+import attention  # benchmarks/attention.py (benchmarks/ is on pytest's pythonpath)
+import fuzz  # benchmarks/fuzz.py
 import hopper_matmul  # benchmarks/hopper_matmul.py
 import matmul_shapes  # benchmarks/matmul_shapes.py
 import normalization  # benchmarks/normalization.py
@@ -95,7 +96,10 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
     rejected_on_gpu.py)."""
     if script == "gpu_kernels":
         return data["device"], ""
-    if script in ("matmul", "reductions", "launch_overhead", "attention", "attention_sanitizer", "matmul_overhead"):
+    if script == "attention":
+        narrowed = _flag(data["command"], "--shapes") is not None
+        return data.get("environment", {}).get("device"), attention.results_variant(list(data["shapes"])) if narrowed else ""
+    if script in ("matmul", "reductions", "launch_overhead", "attention_sanitizer", "matmul_overhead"):
         return data.get("environment", {}).get("device"), ""
     if script == "normalization":
         shapes = normalization.parse_shapes(",".join(data["shapes"]))
@@ -139,6 +143,9 @@ def test_the_checks_find_a_broken_link_an_unlinked_file_and_a_misnamed_one():
     run = {"command": "python benchmarks/fuzz.py --families wgmma,mutated,mma --seed 40 --run"}
     assert _recorded("fuzz", run) == (GPU_UNNAMED, "mutated-mma-wgmma")
     assert _recorded("fuzz", {"command": "python benchmarks/fuzz.py --seed 34"}) == (None, "")
+    d256 = {"command": "python3 benchmarks/attention.py --shapes 11", "environment": {"device": "NVIDIA H200"},
+            "shapes": {"4x16(16)x4096x256 causal": {}}}
+    assert results_path("attention", *_recorded("attention", d256)) == RESULTS / "attention" / "h200_4x16x16x4096x256c.json"
     h200 = {"environment": {"device": "NVIDIA H200"}, "shapes": ["8000x8000x8192"]}
     assert results_path("hopper_matmul", *_recorded("hopper_matmul", h200)) == \
         RESULTS / "hopper_matmul" / "h200_8000x8000x8192.json"
