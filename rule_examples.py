@@ -24,6 +24,7 @@ stands after `import tileproof as tp`.
     hopper_gemm_operands  bf16 A and B staged by TMA for wgmma (wgmma, mma, warpspec, cluster)
     one_wgmma             a 64 x 64 x 64 wgmma tile, the operands' layout left open (wgmma)
     hopper_gemm_tile      a warp-specialized wgmma GEMM tile, the pipeline left open
+    tcgen05_tile          a 128 x N x 16 tcgen05.mma tile into tensor memory, read back by tcgen05.ld (tcgen05)
     grouped_sum_and_max   a row sum and a row max grouped by tp.group_reductions (reduction)
     online_logsumexp      each row's log-sum-exp by an online max (reduction)
     masked_logsumexp      the same, causally masked, rows in blocks, the masked tiles skippable (online)
@@ -42,7 +43,7 @@ import tileproof as tp
 # the builders the docs call (in their scope); hopper_gemm_operands is what two of them share
 __all__ = ["column_allreduce", "copy_chain", "cp_async_copy", "cp_async_k_loop", "grid_allreduce", "grouped_sum_and_max", "hopper_gemm_tile",
            "ldmatrix_copy",
-           "masked_logsumexp", "mma_sync_tile", "one_wgmma", "online_logsumexp", "register_k_loop", "tf32_operands", "wgmma_row_max", "tma_copy", "tmem_copy"]
+           "masked_logsumexp", "mma_sync_tile", "one_wgmma", "online_logsumexp", "register_k_loop", "tcgen05_tile", "tf32_operands", "wgmma_row_max", "tma_copy", "tmem_copy"]
 
 
 # -- copies ---------------------------------------------------------------------------------------
@@ -271,6 +272,38 @@ def one_wgmma(name: str):
         d.axis(i).parallelize(tp.ParallelType.Mma)
     tp.schedule_mma_fragment(out, tp.MmaMacro.Hopper_64_64_16, "C", dtype=tp.bfloat16)
     return fusion, sa, sb, d, out
+
+
+def tcgen05_tile(name: str, n: int = 64, *, swizzle: tp.MmaInputSmemSwizzle | None = tp.MmaInputSmemSwizzle.B32):
+    """float16 A (128 x 16, as [128, 1, 16]) and B (n x 16, as [1, n, 16]): d = A B^T computed by one
+    tcgen05.mma (tp.MmaMacro.Blackwell1CTA_128_<n>_16, sm_100a) into tensor memory, d's M axis its
+    lanes and N its columns (set_tmem_dim_sep_pos(1)); r = d read into registers by a TMemLoad
+    (tcgen05.ld), a thread per row (TIDx{128}); out = r, stored by the same threads. A and B are
+    loaded by TMA into sa and sb (the broadcast axis first, not part of the box), laid out as
+    TMA's `swizzle` writes them (MmaInputSmemSwizzle.B32: one 32-byte row of K per row of the
+    tile), or, with swizzle=None, in plain 32-byte rows. Returns (fusion, sa, sb, d, r, out)."""
+    with tp.Fusion(name) as fusion:
+        a = tp.make_contig_concrete_tensor([128, 1, 16], dtype=tp.float16); fusion.add_input(a)
+        b = tp.make_contig_concrete_tensor([1, n, 16], dtype=tp.float16); fusion.add_input(b)
+        d = tp.fused_multiply_sum(a, b, [-1]); r = tp.set(d, op=tp.LoadStoreOpType.TMemLoad)
+        out = tp.set(r); fusion.add_output(out)
+    d.definition.set_macro(getattr(tp.MmaMacro, f"Blackwell1CTA_128_{n}_16"))
+    sa = a.cache_after(tp.LoadStoreOpType.TMA); sb = b.cache_after(tp.LoadStoreOpType.TMA)
+    for t in (sa, sb):
+        t.set_memory_type(tp.MemoryType.Shared)
+        t.reorder({1: 0} if t is sa else {})
+        if swizzle is not None:
+            t.apply_mma_swizzle_for_tma_load(swizzle)
+        for i in t.get_loop_domain()[1:]:
+            i.parallelize(tp.ParallelType.Bulk)
+        t.set_allocation_domain(t.get_loop_domain(), True)
+    for i in d.get_loop_domain():
+        i.parallelize(tp.ParallelType.Mma)
+    d.set_memory_type(tp.MemoryType.Tensor)
+    d.set_tmem_dim_sep_pos(1)
+    for t in (r, out):
+        t.axis(0).parallelize(tp.ParallelType.TIDx)
+    return fusion, sa, sb, d, r, out
 
 
 def wgmma_row_max(name: str):

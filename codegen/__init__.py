@@ -16,7 +16,7 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
       warp_roles.py     a warp-specialized kernel's producer issuers and empty mbarriers
       tma.py            TMA copies from execution/tma_issue.py
       cp_async.py       cp.async copies: cp-size and cache from execution/cp_async.py, holes as src-size 0
-      mma.py            mma.sync and wgmma statements of an MmaOp; reduction.py, a reduction's steps
+      mma.py            mma.sync, wgmma and tcgen05.mma statements of an MmaOp; reduction.py, a reduction's steps
       ldsm.py           ldmatrix / stmatrix: each lane's row address from the index algebra
       predicates.py     holes ruled out by the fusion's assumptions (z3)
       tmem.py           tensor memory: tcgen05 ld/st from the verifier's access model, alloc, fences
@@ -26,7 +26,7 @@ predicates), NVRTC compilation and launch. Three stages, one folder each, in pip
       cp_async.py       cp.async, cp.async.commit_group / wait_group inline PTX
       ldsm.py           ldmatrix / stmatrix inline PTX
       tmem.py           tcgen05 inline PTX
-      mma.py            mma.sync / wgmma inline PTX; mma_probe.py, the tensor-core layout probe kernel
+      mma.py            mma.sync / wgmma / tcgen05.mma inline PTX; mma_probe.py, the tensor-core layout probe kernel
       reduction.py      a reduction's init and the block's combine
     runtime/          C++ -> cubin -> launch
       nvrtc.py          NVRTC compile and the on-disk cubin cache

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from ..execution.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
 from ..execution.barriers import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
+from ..execution.barriers import Tcgen05Commit, Tcgen05Wait  # placed by the model, checked by TCGEN05-ASYNC-ORDER
 from ..execution.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..execution.warp_roles import StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
 from ..execution.ping_pong import TurnPass, TurnWait  # ping-pong's turns (WS-PING-PONG)
@@ -267,6 +268,7 @@ class MBarrier:
     tensor: str
     stages: int = 1  # a circular buffer's loads: one mbarrier per stage, name[stage]
     empty: bool = False  # waited for by the producer, whose phase bits start at 1
+    commit: bool = False  # a tcgen05.mma's: one tcgen05.commit arrives per phase (execution/tcgen05_order.py)
 
 
 @dataclass(frozen=True)
@@ -520,6 +522,12 @@ class MmaIssue(Compute):
     # holds every element of its register fragment, as for mma.sync) and B's; a shared operand's
     # list holds its element 0 only
     descriptors: tuple = ()
+    # tcgen05.mma (frag.is_tcgen05): its 32-bit instruction descriptor, the column of D[0, 0] in
+    # out.tensor (out.offset) and the tensor's first column in the allocation (codegen/lower/tmem.py),
+    # and the K loops' indices: the first K step (all 0) writes D = A B, the others add
+    idesc: int = 0
+    tmem_offset: int = 0
+    k_indices: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -534,6 +542,7 @@ class WgmmaDescriptor:
     sbo: int
     layout: int
     major: str = "K"  # "MN": the instruction transposes the operand (imm-trans-a / -b)
+    mode: int | None = None  # tcgen05.mma: the descriptor's 3-bit swizzle mode (hw/tcgen05.py), in place of layout
 
 
 # -- what the late passes decide for the printer ----------------------------------------------------
@@ -576,7 +585,7 @@ class WholeTile:
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
               CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, SiblingStep, GridReduce,
               GroupedGridReduce, Prologue, Prefetched, MmaIssue,
-              WgmmaFence, WgmmaWait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
+              WgmmaFence, WgmmaWait, Tcgen05Commit, Tcgen05Wait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
               NamedSync, IndexNames, WholeTile, TurnWait, TurnPass)  # a Role only in WarpRoles.body
 
 
@@ -648,6 +657,10 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             lines.append(f"{pad}wgmma.fence  # {n.why}")
         elif isinstance(n, WgmmaWait):
             lines.append(f"{pad}{'wgmma.commit_group + ' if n.commit else ''}wgmma.wait_group {n.pending}  # {n.why}")
+        elif isinstance(n, Tcgen05Commit):
+            lines.append(f"{pad}tcgen05.commit -> {n.barrier}  # {n.why}")
+        elif isinstance(n, Tcgen05Wait):
+            lines.append(f"{pad}wait {n.barrier}{' + tcgen05.fence::after_thread_sync' if n.fence else ''}  # {n.why}")
         elif isinstance(n, TmaCopy):
             lines.append(f"{pad}tma {n.direction.value} {n.smem}+{n.smem_offset} <-> {n.tensor_map}{list(n.coords)}"
                          + (f" if {' && '.join(f'{c.lhs} {c.op} {c.rhs}' for c in n.issuer + n.bounds)}"

@@ -13,12 +13,16 @@ for the verifier (which proves them), the code generator (which renders them) an
     loops.py             execution order, loop groups and the nest of loops around the statements
     conditions/          the structural conditions codegen needs, one module per rule family;
                          problems.py, the Problem they return
-    nest.py              the placed nest: every sync, placed once (barriers, then pipelines, then wgmma)
+    nest.py              the placed nest: every sync, placed once (barriers, then pipelines, then wgmma,
+                         then tcgen05.mma)
     barriers.py          hazards, __syncthreads, mbarrier and async-group waits
     circular.py          which tensors are circular-buffered, over which loop, with which option
     pipeline.py          circular buffers placed on the nest and the timeline the pipeline proofs read
     warp_roles.py        warp specialization: producer and consumer roles, setmaxnreg
     wgmma_order.py       wgmma fences and waits; wgmma_operands.py, the shared operands and descriptors
+                         (of tcgen05.mma too)
+    tcgen05_order.py     tcgen05.mma's commits and the waits on their mbarriers; tcgen05.py, its
+                         accumulator cells in tensor memory and its instruction descriptor
     tma_issue.py         one TMA instruction per loop point; cp_async.py, one cp.async per point
     mma.py               an MmaOp's Mma axes and fragments; mma_execution.py, its statement seen from
                          each fragment (conditions/mma.py: what its schedule needs)

@@ -19,6 +19,7 @@ from ..hw.tcgen05 import Packing
 from ..hw.threads import linear_thread, thread_env
 from ..model.expr import Expr, add, const, floordiv, mul, product, substitute
 from ..model.fusion import Fusion, Op
+from ..model.mma_op import is_tcgen05_op
 from ..model.tensor import TensorView
 from ..model.types import THREAD_TYPES, Direction, MemoryType, ParallelType
 from .allocation import Allocation
@@ -155,11 +156,18 @@ def with_lanes_and_columns(m: AccessModel, allocations: dict[str, Allocation]) -
     return m
 
 
+def tcgen05_accesses(fusion: Fusion) -> list[Access]:
+    """Every tcgen05.ld / tcgen05.st a statement issues: the accesses to a tensor-memory tensor
+    but a tcgen05.mma's accumulation (an MmaOp on a Blackwell macro writes its output by the
+    tensor cores, where TCGEN05-ACCUMULATOR proves the cells, not by the threads' registers)."""
+    return [a for a in accesses_to(fusion, MemoryType.Tensor)
+            if not (a.direction is Direction.STORE and is_tcgen05_op(a.op))]
+
+
 def tmem_access_models(fusion: Fusion, launch: dict[ParallelType, Expr], dims: tuple[Expr, Expr, Expr],
                        allocations: dict[str, Allocation]) -> list[AccessModel]:
-    """Every access to a tensor-memory tensor, with its lane and column."""
-    return [with_lanes_and_columns(access_model(a, launch, dims), allocations)
-            for a in accesses_to(fusion, MemoryType.Tensor)]
+    """Every tcgen05.ld / tcgen05.st access to a tensor-memory tensor, with its lane and column."""
+    return [with_lanes_and_columns(access_model(a, launch, dims), allocations) for a in tcgen05_accesses(fusion)]
 
 
 def packing(m: AccessModel) -> Packing:

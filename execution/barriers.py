@@ -48,6 +48,9 @@ class Async(enum.Enum):
     TMA_STORE = "TMA store"  # read by the copy engine (the async proxy)
     CP_ASYNC = "cp.async"  # written by the thread's async copies, complete after cp.async.wait_group
     WGMMA = "wgmma"  # read by the warpgroup's asynchronous MMA, complete after wgmma.wait_group (wgmma_order.py)
+    # one thread's asynchronous tcgen05.mma: reads its shared tiles, writes its tensor-memory accumulators,
+    # complete when the mbarrier its tcgen05.commit arrives on completes (tcgen05_order.py)
+    TCGEN05 = "tcgen05.mma"
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ def statement_paths(nodes: list, hazards: Hazards, prefix: Path | None = None) -
         here = (prefix or []) + [(nodes, k)]
         if hasattr(n, "body"):
             out += statement_paths(n.body, hazards, here)
-        elif not isinstance(n, (Sync, TmaWait, CpAsyncWait, CpAsyncCommit, BulkStoreWait)):
+        elif not isinstance(n, (Sync, TmaWait, CpAsyncWait, CpAsyncCommit, BulkStoreWait, Tcgen05Commit, Tcgen05Wait)):
             acc = hazards.access(n)
             if acc is not None:
                 out.append((n, acc, here))
@@ -224,8 +227,11 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
                 d = split_point(wp, rp)
                 scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
                 store = r.kind is Async.TMA_STORE
-                proxy = store or r.kind is Async.WGMMA  # the reader is the async proxy: the writers fence first
-                if w.kind is Async.TMA_LOAD:
+                # the reader is the async proxy (a TMA store, wgmma, tcgen05.mma): the writers fence first
+                proxy = store or r.kind in (Async.WGMMA, Async.TCGEN05)
+                if w.kind is Async.TCGEN05:
+                    pass  # tcgen05.mma's accumulators: its commit's mbarrier, waited for after its batch (tcgen05_order.py)
+                elif w.kind is Async.TMA_LOAD:
                     _wait(plan, w, wp, rp, d, name)
                 elif w.kind is Async.CP_ASYNC:
                     if not plan.has_cp_async_wait(scope, iw, ir):  # the copies complete, then all threads see them
@@ -325,6 +331,27 @@ def _wait(plan: _Plan, w: Access, wp: Path, rp: Path, d: int, name: str) -> None
 def _wraps(plan: _Plan, scope: list, iw: int, ir: int) -> bool:
     """A barrier after the reader or before the writer (on the way to the next iteration)."""
     return plan.has_between(scope, ir, len(scope)) or plan.has_between(scope, -1, iw)
+
+
+@dataclass
+class Tcgen05Commit:
+    """tcgen05.commit.cta_group::1.mbarrier::arrive::one by the thread that issued the batch of
+    tcgen05.mma above: mbarrier `barrier` completes its current phase once every tcgen05.mma that
+    thread issued before has written its accumulators and read its shared tiles."""
+
+    barrier: str
+    why: str = ""
+
+
+@dataclass
+class Tcgen05Wait:
+    """Every thread waits for the current phase of `barrier` (a Tcgen05Commit's), then flips its
+    phase bit; then, with `fence`, tcgen05.fence::after_thread_sync orders the thread's later
+    tcgen05 operations (its tcgen05.ld of the accumulators) after the wait."""
+
+    barrier: str
+    why: str = ""
+    fence: bool = True
 
 
 @dataclass

@@ -112,7 +112,8 @@ class MacroFragments:
     or C (M x N), numbered instruction by instruction (A: by K step; B: by K step, then N step;
     C: by N step), each instruction's elements as PTX numbers them. `a_in_registers`: a wgmma
     whose A is a register tensor (RS: the instruction's A register fragment, hw/mma.py
-    wgmma_a16_position) rather than a shared tile read through a descriptor."""
+    wgmma_a16_position) rather than a shared tile read through a descriptor. A tcgen05.mma's
+    roles are all whole tiles: A and B in shared memory, C (D) in tensor memory (in_tmem)."""
 
     macro: MmaMacro
     inst: MmaInstruction
@@ -132,14 +133,28 @@ class MacroFragments:
         is read from shared memory through a descriptor (in_shared)."""
         return self.inst.threads > WARP
 
+    @property
+    def is_tcgen05(self) -> bool:
+        """tcgen05.mma: one thread issues it asynchronously, A and B read from shared memory through
+        descriptors, D accumulated in tensor memory (in_tmem)."""
+        return self.macro.arch is MmaArch.Blackwell1CTA
+
     def in_shared(self, role: str) -> bool:
         """Whether operand `role` is a shared tile read through a descriptor: its "fragment" is
         the instruction's whole tile, element v at row v / cols, column v % cols."""
-        return self.is_wgmma and role != "C" and not (role == "A" and self.a_in_registers)
+        return (self.is_wgmma or self.is_tcgen05) and role != "C" and not (role == "A" and self.a_in_registers)
+
+    def in_tmem(self, role: str) -> bool:
+        """Whether role is a tcgen05.mma's D: the whole tile in tensor memory, element v at row
+        v / n, column v % n (hw/tcgen05.py accumulator_cell puts it in lane row, column col)."""
+        return self.is_tcgen05 and role == "C"
+
+    def whole_tile(self, role: str) -> bool:
+        return self.in_shared(role) or self.in_tmem(role)
 
     def per_instruction(self, role: str) -> int:
-        if self.in_shared(role):
-            return self.inst.m * self.inst.k if role == "A" else self.inst.k * self.inst.n
+        if self.whole_tile(role):
+            return {"A": self.inst.m * self.inst.k, "B": self.inst.k * self.inst.n, "C": self.inst.m * self.inst.n}[role]
         return {"A": self.inst.a, "B": self.inst.b, "C": self.inst.c}[role].elements
 
     def elements(self, role: str) -> int:
@@ -150,8 +165,8 @@ class MacroFragments:
     def position(self, role: str, lane, v) -> tuple:
         """(row, col) in the macro tile of lane's element v of role (ints or Exprs)."""
         e = self.per_instruction(role)
-        if self.in_shared(role):
-            cols = self.inst.k if role == "A" else self.inst.n
+        if self.whole_tile(role):
+            cols = {"A": self.inst.k, "B": self.inst.n, "C": self.inst.n}[role]
             row, col = (v % e) // cols, (v % e) % cols
         else:
             frag = {"A": self.inst.a, "B": self.inst.b, "C": self.inst.c}[role]
@@ -181,6 +196,16 @@ def is_mma_sync(macro: MmaMacro) -> bool:
     return macro.arch in (MmaArch.Turing, MmaArch.Ampere)
 
 
+def is_tcgen05(macro: MmaMacro) -> bool:
+    """A Blackwell1CTA macro: tcgen05.mma, sm_100a."""
+    return macro.arch is MmaArch.Blackwell1CTA
+
+
+def instruction_family(macro: MmaMacro) -> str:
+    """"mma.sync", "wgmma" or "tcgen05.mma": the instruction a macro's tiles issue."""
+    return "mma.sync" if is_mma_sync(macro) else "tcgen05.mma" if is_tcgen05(macro) else "wgmma"
+
+
 CODES = ("MMA-TARGET", "MMA-DTYPE", "MMA-SHAPE", "MMA-WARP-COLLECTIVE", "MMA-OPERAND-LAYOUT")
 
 
@@ -203,11 +228,20 @@ def shape_problems(tv, target, out: dict[str, list[Problem]] | None = None) -> b
         return False
     # the macro's target and operand types are the set_macro call's choice: point there
     at_macro = dict(where, location=op.macro_origin or where["location"])
-    if not is_mma_sync(macro) and target is not None and target.name != "sm_90a":
+    if macro.arch is MmaArch.Hopper and target is not None and target.name != "sm_90a":
         out["MMA-TARGET"].append(Problem(
             f"MmaMacro.{macro.name} is a wgmma, which exists on sm_90a only; {target.name} has none",
             hint="use tp.MmaMacro.Ampere_16_8_16 (bfloat16 / float16) or tp.MmaMacro.Ampere_16_8_8 (float32 as tf32), "
-                 "or target sm_90a",
+                 "or target sm_90a" + (f"; on {target.name} the tensor cores take tcgen05.mma: "
+                                       f"tp.MmaMacro.Blackwell1CTA_128_N_16, D in tensor memory" if target.has_tmem else ""),
+            values={"m": macro.m, "n": macro.n, "k": macro.k}, **at_macro))
+        return False
+    if is_tcgen05(macro) and target is not None and not target.has_tmem:
+        out["MMA-TARGET"].append(Problem(
+            f"MmaMacro.{macro.name} is a tcgen05.mma, which exists on sm_100a only (tensor memory, Blackwell); "
+            f"{target.name} has none",
+            hint=f"verify for target sm_100a, or use tp.MmaMacro.Hopper_64_{macro.n}_16 (wgmma, sm_90a) with the "
+                 f"accumulators in registers",
             values={"m": macro.m, "n": macro.n, "k": macro.k}, **at_macro))
         return False
     dtypes = [t.dtype.name for t in op.inputs]

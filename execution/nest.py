@@ -1,5 +1,6 @@
 """The placed nest: the kernel's loop nest with its barriers, mbarrier and async-group waits,
-circular-buffer pipelines and wgmma fences and waits, placed once per fusion. Its leaves are the
+circular-buffer pipelines, wgmma fences and waits and tcgen05.mma commits and waits, placed once
+per fusion. Its leaves are the
 statements of execution/loops.py statement_items (a tensor, or a (tensor, Phase) pair for a
 reduction's steps), and `statement_access` is the one classifier of what each does to on-chip
 memory. The verifier proves this nest (SMEM-RACE, CPASYNC-WAIT, PIPELINE-*, WGMMA-ASYNC-ORDER) and
@@ -15,7 +16,7 @@ from ..hw.cp_async import is_cp_async
 from ..hw.bulk_copy import is_async_bulk_op
 from ..hw.tma import is_tma_op
 from ..model.fusion import Fusion
-from ..model.mma_op import is_wgmma_op
+from ..model.mma_op import is_tcgen05_op, is_wgmma_op
 from ..model.tensor import TensorView
 from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
 from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, insert_store_completions, statement_paths
@@ -28,6 +29,7 @@ from .reduction import Phase
 from .skip import trip_counts
 from .warp_roles import role_threads
 from .wgmma_order import insert_wgmma_waits
+from .tcgen05_order import insert_tcgen05_waits
 
 ON_CHIP = (MemoryType.Shared, MemoryType.Tensor)
 
@@ -43,6 +45,8 @@ def statement_access(tv: TensorView, phase: Phase = Phase.STATEMENT) -> Access |
         reads = frozenset(t.name for t in op.inputs) if phase is Phase.ACCUMULATE else frozenset()
         if phase is Phase.ACCUMULATE and is_wgmma_op(op):  # the warpgroup reads its tiles asynchronously
             return Access(tv.name, reads, Async.WGMMA)
+        if phase is Phase.ACCUMULATE and is_tcgen05_op(op):  # one thread's MMA: reads its tiles, writes tensor memory
+            return Access(tv.name, reads, Async.TCGEN05)
         return Access(tv.name if phase is Phase.STORE else None, reads) if phase in (Phase.ACCUMULATE, Phase.STORE) \
             else None
     # a copy into shared memory reads global memory: its global source is a read (a TMA-stored
@@ -117,7 +121,8 @@ def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
     thread scopes, the barriers and waits of plain on-chip hand-offs, then the circular buffers'
     pipelines, then wgmma's fences and waits around them, then the completion of the TMA stores
     whose global tensor a statement reads back; a kernel whose TMA stores read shared memory ends
-    waiting for those reads."""
+    waiting for those reads. tcgen05.mma's commits and waits follow wgmma's
+    (execution/tcgen05_order.py)."""
     stmts = statement_paths(tree, hazards)
     stores = any(a.kind is Async.TMA_STORE for _, a, _ in stmts)
     stored = {a.stores for _, a, _ in stmts if a.stores} & {t for _, a, _ in stmts for t in a.reads}
@@ -125,6 +130,7 @@ def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
     insert_barriers(tree, on_chip, hazards)
     insert_pipelines(tree, hazards)
     insert_wgmma_waits(tree, hazards)
+    insert_tcgen05_waits(tree, hazards)
     insert_store_completions(tree, stored, hazards)
     if stores:
         tree.append(BulkStoreWait("the TMA stores have read shared memory before the block exits"))

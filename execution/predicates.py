@@ -38,7 +38,7 @@ from ..hw.cp_async import is_cp_async
 from ..hw.bulk_copy import is_async_bulk_op
 from ..model.expr import Expr, add, const, mod, substitute, var
 from ..model.fusion import Fusion, symbol_range
-from ..model.mma_op import ELEMENT_VARS, is_mma
+from ..model.mma_op import ELEMENT_VARS, is_mma, is_tcgen05_op
 from ..model.reduction import is_reduction_tensor
 from ..model.simplify import Simplifier, simplify
 from ..model.tensor import TensorView
@@ -206,6 +206,8 @@ def claims(fusion: Fusion) -> list[Claim]:
             continue  # a TMA copy: the hardware clips its box; a bulk copy: tested at its run's start
         ranges = ex.guarded_ranges
         out += implied_claims(fusion, hole_candidates(ex, ranges), ranges)
+        if is_tcgen05_op(tv.definition):
+            continue  # the tensor cores write D in tensor memory: no store to predicate
         if is_mma(tv):
             out += _mma_store_claims(fusion, tv, launch, names, allocations)
         elif is_reduction_tensor(tv):

@@ -37,9 +37,9 @@ import enum
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model.expr import Expr, maximum, product, try_int
+from ..model.expr import Expr, const, maximum, product, try_int
 from ..model.iterdomain import IterDomain
-from ..model.mma_op import is_mma
+from ..model.mma_op import is_mma, is_tcgen05_op
 from ..model.online import rescaled_in_place
 from ..model.reduction import is_reduction_tensor, neutral
 from ..model.tensor import TensorView
@@ -95,6 +95,8 @@ class ReductionLoops:
     def elements(self) -> Expr:
         """Accumulator registers per thread (on the tensor cores: per macro tile, the lane's
         elements of the C fragment, model/mma_op.py)."""
+        if is_tcgen05_op(self.tensor.definition):
+            return const(0)  # tcgen05.mma accumulates in tensor memory: no register
         macro = self.tensor.definition.macro if is_mma(self.tensor) else None
         operands = self.tensor.definition.inputs[0].dtype.name
         if macro is not None and mma_axes(self.tensor) is not None and operands in macro.input_dtypes:
@@ -122,7 +124,11 @@ class ReductionLoops:
         return -(-(2 * self.dtype.bytes + count.bytes) // align) * align
 
     def phases(self, path: Sequence) -> list[tuple[list, Phase]]:
-        """Where each step sits: `path` is the statement's loop path (one entry per loop axis)."""
+        """Where each step sits: `path` is the statement's loop path (one entry per loop axis). A
+        tcgen05.mma's accumulation is its one step: the tensor cores write D in tensor memory, the
+        first K step without adding (enable-input-d false) in place of an init, and no store."""
+        if is_tcgen05_op(self.tensor.definition):
+            return [(list(path), Phase.ACCUMULATE)]
         out = [(list(path[:self.start]), Phase.INIT)]
         if rescaled_in_place(self.tensor):  # each iteration of the max's loop, before its products
             out.append((list(path[:self.start + 1]), Phase.RESCALE))

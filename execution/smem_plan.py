@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .allocation import Allocation
 from ..model.expr import Expr, add, ceildiv, const, mul
 from ..model.fusion import Fusion
+from ..model.mma_op import is_tcgen05_op
 from ..hw.bulk_copy import is_async_bulk_op
 from ..hw.tma import swizzle_bytes_of
 from ..model.types import LoadStoreOpType, MemoryType, OpKind
@@ -89,9 +90,9 @@ def plan_shared_memory(fusion: Fusion, allocations: dict[str, Allocation]) -> Sm
 
 def static_bytes(fusion: Fusion) -> int:
     """At least the static shared memory the kernel declares beside the dynamic plan: its mbarriers
-    (8 bytes each: a stage's of every TMA- or bulk-loaded shared tensor, and the stages of every
+    (8 bytes each: a stage's of every TMA- or bulk-loaded shared tensor, the stages of every
     circular buffer whose stages are released on an mbarrier, warp-specialized or
-    Pipelined(uses_mbarrier_for_war)) and tensor memory's address slot (4 bytes). The code generator
+    Pipelined(uses_mbarrier_for_war), and one per tcgen05.mma accumulator, its commits') and tensor memory's address slot (4 bytes). The code generator
     checks the kernel declares no more (codegen/lower/__init__.py)."""
     barriers = 0
     for tv in fusion.tensors:
@@ -102,6 +103,7 @@ def static_bytes(fusion: Fusion) -> int:
             barriers += stages
         if tv.circular is not None and (specialization(tv) is not None or war_mbarrier(tv)):
             barriers += stages
+    barriers += sum(1 for t in fusion.tensors if t.definition is not None and is_tcgen05_op(t.definition))
     tmem = any(t.memory_type is MemoryType.Tensor for t in fusion.tensors)
     return barriers * MBARRIER_BYTES + (TMEM_SLOT_BYTES if tmem else 0)
 

@@ -29,6 +29,7 @@ from ..model.errors import ScheduleError
 from ..model.expr import ExprLike
 from ..model.types import DataType, as_dtype
 from ..model.options import MmaArch, MmaMacro, MmaOperand
+from .tcgen05 import MMA_K_16BIT, MMA_M, MMA_PTX, mma_shape_problems
 from .threads import WARP, WARPGROUP
 
 REGISTER_BITS = 32
@@ -296,8 +297,8 @@ class MmaInstruction:
 
     @property
     def name(self) -> str:
-        """A short name: "mma.sync.m16n8k8 tf32", "wgmma.m64n256k16 bf16"."""
-        family = "mma.sync" if self.threads == WARP else "wgmma"
+        """A short name: "mma.sync.m16n8k8 tf32", "wgmma.m64n256k16 bf16", "tcgen05.mma.m128n64k16 f16"."""
+        family = {WARP: "mma.sync", WARPGROUP: "wgmma", TCGEN05_ISSUERS: "tcgen05.mma"}[self.threads]
         return f"{family}.m{self.m}n{self.n}k{self.k} {self.input_type}"
 
     def operand(self, operand: MmaOperand) -> Fragment | None:
@@ -355,6 +356,40 @@ def wgmma(n: int, dtype: DataType | str) -> MmaInstruction:
         c=Fragment(f"D of {name}", 64, n, WARPGROUP, n // 2, 32, wgmma_d_position, wgmma_d_holder))
 
 
+TCGEN05_ISSUERS = 1  # tcgen05.mma is issued by one thread
+
+
+def _tile_position(cols: int) -> Callable[[Index, Index], tuple[Index, Index]]:
+    """A whole tile read or written by the instruction, not by threads: element v at row v / cols,
+    column v % cols, whichever the thread."""
+    return lambda thread, v: (v // cols, v % cols)
+
+
+def _tile_holder(cols: int) -> Callable[[Index, Index], tuple[Index, Index]]:
+    return lambda row, col: (0, row * cols + col)
+
+
+def tcgen05_mma(n: int, dtype: DataType | str) -> MmaInstruction:
+    """tcgen05.mma.cta_group::1.kind::f16 m128nNk16 (f16 / bf16 operands, f32 accumulators), N a
+    multiple of 16 from 16 to 256 (PTX ISA 9.7.16.10): one thread issues it, A (128 x 16) and B
+    (16 x N) are shared tiles read through descriptors, D (128 x N) lives in tensor memory, row i
+    in lane i (hw/tcgen05.py accumulator_cell). Its "fragments" are the whole tiles, element v at
+row v / cols, column v % cols, held by no thread."""
+    dtype = as_dtype(dtype)
+    problems = mma_shape_problems(MMA_M, n if isinstance(n, int) else -1, MMA_K_16BIT, dtype.name)
+    if problems:
+        raise ScheduleError(f"tcgen05.mma: {'; '.join(problems)}")
+    t = PTX_TYPES[dtype.name]
+    m, k = MMA_M, MMA_K_16BIT
+    name = f"tcgen05.mma.m{m}n{n}k{k} {t}"
+    return MmaInstruction(
+        ptx=MMA_PTX, m=m, n=n, k=k, input_type=t, threads=TCGEN05_ISSUERS,
+        a=Fragment(f"A (shared memory) of {name}", m, k, TCGEN05_ISSUERS, m * k, 16, _tile_position(k), _tile_holder(k)),
+        b=Fragment(f"B (shared memory) of {name}", k, n, TCGEN05_ISSUERS, k * n, 16, _tile_position(n), _tile_holder(n)),
+        c=Fragment(f"D (tensor memory) of {name}", m, n, TCGEN05_ISSUERS, m * n, 32, _tile_position(n),
+                   _tile_holder(n)))
+
+
 def mma_sync_instructions() -> list[MmaInstruction]:
     """Every mma.sync instruction modelled: m16n8k8 tf32, m16n8k16 and m16n8k8 for bf16 and f16."""
     return [MMA_M16N8K8_TF32, *MMA_M16N8K16.values(), *MMA_M16N8K8.values()]
@@ -369,6 +404,8 @@ def macro_instruction(macro: MmaMacro, dtype: DataType | str) -> MmaInstruction:
                             f"got {dtype.name}")
     if macro.arch is MmaArch.Hopper:
         return wgmma(macro.n, dtype)
+    if macro.arch is MmaArch.Blackwell1CTA:
+        return tcgen05_mma(macro.n, dtype)
     if macro is MmaMacro.Ampere_16_8_8:
         return MMA_M16N8K8_TF32
     table = MMA_M16N8K16 if macro.arch is MmaArch.Ampere else MMA_M16N8K8

@@ -159,6 +159,11 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bo
     role = operand.value if isinstance(operand, MmaOperand) else operand
     if role not in ("A", "B", "C"):
         raise ScheduleError(f"schedule_mma_fragment: operand must be tp.MmaOperand.A / .B or \"C\", got {operand!r}")
+    if macro.arch.name == "Blackwell1CTA":
+        raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is a tcgen05.mma: one thread issues it on "
+                            f"shared tiles read through descriptors, and its accumulators live in tensor memory "
+                            f"({tv.name}.set_memory_type(tp.MemoryType.Tensor), read back by a TMemLoad); no operand "
+                            f"is a register fragment")
     if macro.arch.name not in ("Turing", "Ampere") and not (macro.arch.name == "Hopper" and role in ("A", "C")):
         raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is a wgmma, whose B is read from shared "
                             f"memory through a descriptor; only its A (wgmma's register form, RS) and its "

@@ -1,13 +1,22 @@
 """Tensor memory's addresses and the tcgen05.ld/st data-path patterns: which (lane, column)
 each thread's register touches, relative to the warp's base address, and how elements of 8, 16,
 32 or 64 bits pack into the 32-bit columns and registers. Formulas from PTX ISA 9.7.16.1.1
-(addresses) and 9.7.16.8 (tcgen05.ld / tcgen05.st data-path shapes) and CUTLASS copy_traits_sm100."""
+(addresses) and 9.7.16.8 (tcgen05.ld / tcgen05.st data-path shapes) and CUTLASS copy_traits_sm100.
+
+tcgen05.mma (cta_group::1, .kind::f16, M = 128): its valid shapes, its 32-bit instruction
+descriptor, the shared-memory descriptor's Blackwell encoding (wgmma's fields, version 1 at bits
+46-47, a 3-bit swizzle mode at 61-63), where D's accumulators sit in tensor memory, and
+tcgen05.alloc's column counts (PTX ISA 9.7.16.4, 9.7.16.7, 9.7.16.10; CUTLASS
+include/cute/arch/mma_sm100_desc.hpp, UMMA::InstrDescriptor and UMMA::SmemDescriptor; nvFuser
+csrc/device_lower/pass/inline_ptx.cpp handleBlackwellMma and index.cpp
+constructBlackwellMatrixDescriptor, which builds the same LBO and SBO as for Hopper)."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
 
+from ..model.errors import InternalError
 from ..model.expr import Expr, ExprLike, add, const, floordiv, mod, mul
 
 TMEM_LANE_SHIFT = 16  # a tensor-memory address holds the lane in bits 31..16, the column in bits 15..0
@@ -87,3 +96,99 @@ class Packing:
     def byte(self, index: ExprLike) -> Expr:
         """The byte within that word where element `index` starts."""
         return mul(mod(index, self.per_word), self.element_bytes) if self.per_word > 1 else const(0)
+
+
+# -- tcgen05.mma, cta_group::1, .kind::f16 (PTX ISA 9.7.16.10) ------------------------------------
+#
+# One thread issues it; it reads A (M x K) and B (K x N) from shared memory through matrix
+# descriptors and accumulates D (M x N, f32) in tensor memory, asynchronously: its completion is
+# signalled by tcgen05.commit to an mbarrier (9.7.16.11.1). tileproof issues M = 128 only: D's row
+# i is lane i and its column j the 32-bit column j from D's address (9.7.16.10.8, "data path layout
+# D" for M = 128, cta_group::1); M = 64 spreads rows over half-lanes and is not modelled.
+
+MMA_M = 128  # the rows of D tileproof's tcgen05.mma writes: one per tensor-memory lane
+MMA_K_16BIT = 16  # K of one .kind::f16 instruction (16-bit A and B)
+MMA_KIND = "f16"
+MMA_PTX = "tcgen05.mma.cta_group::1.kind::f16"
+COMMIT_PTX = "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"
+ACCUMULATOR_BYTES = 4  # f32 accumulators: one 32-bit column per element
+IDESC_TYPES = {"float16": 0, "bfloat16": 1}  # .kind::f16's atype / btype field values (F16 = 0, BF16 = 1)
+IDESC_D_F32 = 1  # dtype field: F32
+SM100_DESCRIPTOR_VERSION = 1  # bits 46-47 of a tcgen05 shared-memory descriptor (Hopper's wgmma: 0)
+# the 3-bit swizzle field at bits 61-63 by MmaInputSmemSwizzle value (None, B128, B64, B32): 0, 2, 4, 6;
+# 1 ("128-byte with 32-byte atomic") has no wgmma counterpart and tileproof does not lay it out
+SM100_SWIZZLE_MODE = {0: 0, 1: 2, 2: 4, 3: 6}
+
+
+def mma_shape_problems(m: int, n: int, k: int, dtype_name: str) -> list[str]:
+    """Why m x n x k (operands of `dtype_name`) is no cta_group::1 .kind::f16 tcgen05.mma
+    tileproof issues, [] when it is one: operands float16 / bfloat16, K = 16, M = 128 and N a
+    multiple of 16 from 16 to 256 (PTX ISA 9.7.16.10.1, the valid shapes of .kind::f16 for
+    cta_group::1; M = 64 also exists there, with N a multiple of 8, but writes D in half-lanes)."""
+    out = []
+    if dtype_name not in IDESC_TYPES:
+        out.append(f"operands are {dtype_name}; .kind::f16 takes float16 or bfloat16")
+    if k != MMA_K_16BIT:
+        out.append(f"K is {k}; .kind::f16 takes K = {MMA_K_16BIT}")
+    if m != MMA_M:
+        out.append(f"M is {m}; tileproof issues M = {MMA_M} (row i of D in lane i)")
+    if not (16 <= n <= 256 and n % 16 == 0):
+        out.append(f"N is {n}; M = 128 takes N a multiple of 16 from 16 to 256")
+    return out
+
+
+@dataclass(frozen=True)
+class InstructionDescriptor:
+    """The 32-bit instruction descriptor of a dense .kind::f16 tcgen05.mma (PTX ISA 9.7.16.4.2,
+    Table "instruction descriptor format for .kind::tf32, .kind::f16, ..."): bits 4-5 the D
+    format (F32 = 1), 7-9 A's and 10-12 B's type (F16 = 0, BF16 = 1), 15 and 16 transpose A and
+    B (0: K-major, 1: MN-major), 17-22 N >> 3, 24-28 M >> 4; sparsity, saturation, negation and
+    the B shift all 0."""
+
+    m: int
+    n: int
+    a_type: str  # "float16" or "bfloat16"
+    b_type: str
+    transpose_a: bool = False  # A M-major
+    transpose_b: bool = False  # B N-major
+
+    def field_problems(self) -> list[str]:
+        """One line per field the instruction cannot take, [] when encodable."""
+        out = [p for p in mma_shape_problems(self.m, self.n, MMA_K_16BIT, self.a_type)]
+        if self.b_type != self.a_type:
+            out.append(f"A is {self.a_type} and B {self.b_type}; one .kind::f16 type for both")
+        return out
+
+    def encode(self) -> int:
+        problems = self.field_problems()
+        if problems:
+            raise InternalError(f"tcgen05 instruction descriptor {self}: {'; '.join(problems)}")
+        return (IDESC_D_F32 << 4 | IDESC_TYPES[self.a_type] << 7 | IDESC_TYPES[self.b_type] << 10
+                | int(self.transpose_a) << 15 | int(self.transpose_b) << 16
+                | (self.n >> 3) << 17 | (self.m >> 4) << 24)
+
+
+def encode_smem_descriptor(start_address: int, lbo: int, sbo: int, swizzle_value: int, base_offset: int = 0) -> int:
+    """The 64-bit shared-memory descriptor of a tcgen05.mma operand (PTX ISA 9.7.16.4.1): the
+    fields of wgmma's (hw/wgmma.py Descriptor: start, LBO, SBO >> 4 in 14 bits, base offset at
+    49) and two differences, the version 1 at bits 46-47 and a 3-bit swizzle mode at bits
+    61-63 (SM100_SWIZZLE_MODE: B128 = 2, B64 = 4, B32 = 6, where wgmma's 2-bit field at 62-63
+    holds 1, 2, 3: the same bits set). `swizzle_value` is MmaInputSmemSwizzle's value."""
+    for name, value in (("start_address", start_address), ("lbo", lbo), ("sbo", sbo)):
+        if value % 16 or not 0 <= value < 1 << 18:
+            raise InternalError(f"tcgen05 descriptor: {name} {value:#x} is not a multiple of 16 in [0, 2**18)")
+    return ((start_address & 0x3FFFF) >> 4 | ((lbo & 0x3FFFF) >> 4) << 16 | ((sbo & 0x3FFFF) >> 4) << 32
+            | SM100_DESCRIPTOR_VERSION << 46 | base_offset << 49 | SM100_SWIZZLE_MODE[swizzle_value] << 61)
+
+
+def accumulator_cell(row: ExprLike, col: ExprLike) -> tuple[ExprLike, ExprLike]:
+    """(lane, 32-bit column from D's address) where tcgen05.mma M = 128, cta_group::1 keeps the
+    f32 accumulator D[row, col] (PTX ISA 9.7.16.10.8, data path layout D for M = 128): lane row,
+    column col."""
+    return row, col
+
+
+def alloc_columns(columns: int) -> int:
+    """The columns tcgen05.alloc takes for `columns` used ones: a power of two, at least 32
+    (PTX ISA 9.7.16.7.1)."""
+    return max(32, 1 << max(columns - 1, 0).bit_length())

@@ -7,7 +7,7 @@ macro and its Mma loop axes.
 macro it runs as any reduction (one fused multiply-add per term). With
 `D.definition.set_macro(macro)` and the macro's M x N x K tile as D's three innermost loop IDs,
 bound to ParallelType.Mma, one warp computes each tile with `macro.issues` mma.sync
-instructions (a warpgroup, with wgmma). How that runs on the tensor cores (each lane's fragment,
+instructions (a warpgroup, with wgmma; one thread, with tcgen05.mma, into tensor memory). How that runs on the tensor cores (each lane's fragment,
 the statement seen from each operand's fragment) is derived in execution/mma.py and
 execution/mma_execution.py, once for the verifier and the code generator.
 """
@@ -96,6 +96,12 @@ def is_wgmma_op(op: Op | None) -> bool:
     return is_mma_op(op) and op.macro is not None and op.macro.arch is MmaArch.Hopper
 
 
+def is_tcgen05_op(op: Op | None) -> bool:
+    """An MmaOp on a Blackwell1CTA macro: one thread's asynchronous tcgen05.mma, its
+    accumulators in tensor memory."""
+    return is_mma_op(op) and op.macro is not None and op.macro.arch is MmaArch.Blackwell1CTA
+
+
 def is_mma(tv: TensorView) -> bool:
     """Whether tv is computed on the tensor cores: an MmaOp with a macro."""
     return is_mma_op(tv.definition) and tv.definition.macro is not None
@@ -113,4 +119,5 @@ def is_mma(tv: TensorView) -> bool:
 
 
 
-__all__ = ["ELEMENT_VARS", "INSTRUCTION_AXES", "LANE", "fused_multiply_sum", "is_mma", "is_wgmma_op", "matmul"]
+__all__ = ["ELEMENT_VARS", "INSTRUCTION_AXES", "LANE", "fused_multiply_sum", "is_mma", "is_tcgen05_op", "is_wgmma_op",
+           "matmul"]

@@ -175,6 +175,9 @@ class MmaMacro(enum.Enum):
     Turing_16_8_8, Turing_16_8_16, Turing_16_16_16: mma.sync m16n8k8 (f16 / bf16), issued
     1, 2 or 4 times. Ampere_16_8_16, Ampere_16_16_16: mma.sync m16n8k16 (f16 / bf16), issued 1
     or 2 times. Hopper_64_N_16, N = 8, 16, ..., 256: one wgmma m64nNk16 (f16 / bf16).
+    Blackwell1CTA_128_N_16, N = 16, 32, ..., 256: one tcgen05.mma.cta_group::1.kind::f16 m128nNk16
+    (f16 / bf16, sm_100a), D in tensor memory (nvFuser's Blackwell1CTA macros at M = 128; its
+    M = 64 and Blackwell2CTA macros are not modelled).
     Ampere_16_8_8 is tileproof's own extension: mma.sync m16n8k8 with tf32 operands (float32
     tensors, rounded by cvt.rna.tf32.f32). Current nvFuser has no tf32 macro; early versions
     reserved this name as a "place holder for tf32" and never lowered it.
@@ -190,6 +193,8 @@ class MmaMacro(enum.Enum):
     Ampere_16_8_8 = encode_macro(MmaArch.Ampere, 16, 8, 8)  # tileproof's tf32 extension
     for _width in range(8, 257, 8):  # wgmma's N: multiples of 8 up to 256
         vars()[f"Hopper_64_{_width}_16"] = encode_macro(MmaArch.Hopper, 64, _width, 16)
+    for _width in range(16, 257, 16):  # tcgen05.mma cta_group::1 at M = 128: N multiples of 16 up to 256
+        vars()[f"Blackwell1CTA_128_{_width}_16"] = encode_macro(MmaArch.Blackwell1CTA, 128, _width, 16)
 
     @property
     def arch(self) -> MmaArch:

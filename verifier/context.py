@@ -8,7 +8,7 @@ from typing import Iterable, Mapping
 
 import z3
 
-from ..execution.accesses import Access, accesses_to
+from ..execution.accesses import Access, accesses_to, tcgen05_accesses
 from ..execution.allocation import Allocation, compute_allocation
 from ..model.expr import Expr, const, substitute, try_int
 from ..model.fusion import Fusion, Op, symbol_range
@@ -91,7 +91,8 @@ class VerifyContext:
 
     @cached_property
     def tmem_accesses(self) -> list[Access]:
-        return self.accesses_to(MemoryType.Tensor)
+        """The tcgen05.ld / tcgen05.st accesses (a tcgen05.mma's accumulation is none)."""
+        return tcgen05_accesses(self.fusion)
 
     def memo(self, key, compute):
         """Decide identical questions once (propagated schedules repeat them per tensor)."""

@@ -30,6 +30,7 @@ from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, red
 from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, SiblingStep, GridReduce, GroupedGridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
+                 Tcgen05Commit, Tcgen05Wait,
                  StageDrain, StageEmptyWait, StageRelease, TurnPass, TurnWait)
 
 
@@ -120,18 +121,21 @@ def _source(ir: KernelIR, cuda_headers: bool, pointers: dict[str, str]) -> str:
         if any(f"{name}(" in line for line in body):
             lines += helper.splitlines()
     copies = _nodes_of(ir.body, (TmaCopy, MatrixCopy, CpAsyncCopy))
-    wgmma = emit_mma.uses_wgmma(_nodes_of(ir.body, (MmaIssue,)))
-    if copies or wgmma:  # wgmma's descriptors hold shared addresses too
+    issues = _nodes_of(ir.body, (MmaIssue,))
+    wgmma, tcgen05 = emit_mma.uses_wgmma(issues), emit_mma.uses_tcgen05(issues)
+    if copies or wgmma or tcgen05:  # wgmma's and tcgen05.mma's descriptors hold shared addresses too
         lines += SMEM_ADDRESS.splitlines()
-    lines += emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
-    if not (ir.tensor_maps or any(isinstance(c, TmaCopy) for c in copies)) \
-            and any("tp_fence_async_smem();" in line for line in body):  # wgmma on threads' tiles
+    tma = emit_tma.prelude(ir, [c for c in copies if isinstance(c, TmaCopy)])
+    lines += tma
+    if not tma and any("tp_fence_async_smem();" in line for line in body):  # wgmma on threads' tiles
         lines += emit_tma.FENCE_ASYNC.splitlines()
     lines += emit_cp_async.prelude([c for c in copies if isinstance(c, CpAsyncCopy)])
     lines += emit_global_load.prelude(_nodes_of(ir.body, (CachedLoad,)))
     lines += emit_reduction.prelude(ir)
     if wgmma:
         lines += emit_mma.WGMMA_PRELUDE.splitlines()
+    if tcgen05:
+        lines += emit_mma.TCGEN05_PRELUDE.splitlines()
     lines.append("")
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
@@ -496,6 +500,8 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     MmaIssue: emit_mma.issue_lines,
     WgmmaFence: emit_mma.fence_lines,
     WgmmaWait: emit_mma.wait_lines,
+    Tcgen05Commit: emit_mma.commit_lines,
+    Tcgen05Wait: emit_mma.commit_wait_lines,
     WarpRoles: _Emitter.warp_roles,
     StageEmptyWait: _Emitter.empty_wait,
     StageRelease: _Emitter.release,

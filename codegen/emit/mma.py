@@ -15,6 +15,8 @@ from ...model.options import Tf32Rounding
 from ...model.expr import add, const, mod
 from ...model.simplify import simplify
 from ...model.types import MemoryType
+from ...hw.tcgen05 import COMMIT_PTX, MMA_PTX, SM100_DESCRIPTOR_VERSION
+from ..ir import BASE_NAME
 
 
 def mma_sync(inst: MmaInstruction, d: Sequence[str], a: Sequence[str], b: Sequence[str], c: Sequence[str]) -> str:
@@ -82,7 +84,29 @@ template <int PENDING> __device__ __forceinline__ void tp_wgmma_wait() {
 
 
 def uses_wgmma(issues) -> bool:
-    return any(n.descriptors for n in issues)
+    return any(n.descriptors and not n.frag.is_tcgen05 for n in issues)
+
+
+def uses_tcgen05(issues) -> bool:
+    return any(n.frag.is_tcgen05 for n in issues)
+
+
+TCGEN05_ISSUER = "threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0"  # the thread issuing and committing
+TCGEN05_PRELUDE = f"""\
+// tcgen05.mma (PTX ISA 9.7.16.10): a shared-memory matrix descriptor from its fields (bytes; 9.7.16.4.1):
+// wgmma's, with version {SM100_DESCRIPTOR_VERSION} at bits 46-47 and the 3-bit swizzle mode at bits 61-63
+__device__ __forceinline__ unsigned long long tp_umma_desc(unsigned start, unsigned lbo, unsigned sbo, unsigned mode) {{
+  return (unsigned long long)((start & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16)
+       | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long){SM100_DESCRIPTOR_VERSION} << 46)
+       | ((unsigned long long)mode << 61); }}
+// D (tensor memory) = A B, or D += A B where accumulate != 0 (enable-input-d)
+__device__ __forceinline__ void tp_umma_f16(unsigned d_tmem, unsigned long long a_desc, unsigned long long b_desc,
+                                            unsigned idesc, unsigned accumulate) {{
+  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %4, 0;\\n{MMA_PTX} [%0], %1, %2, %3, p;\\n}}\\n"
+               :: "r"(d_tmem), "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(accumulate) : "memory"); }}
+// the mbarrier completes a phase once every tcgen05.mma this thread issued before has completed
+__device__ __forceinline__ void tp_umma_commit(unsigned long long* bar) {{
+  asm volatile("{COMMIT_PTX} [%0];" :: "r"(tp_smem(bar)) : "memory"); }}"""
 
 
 def wgmma(inst: MmaInstruction, d: Sequence[str], a_desc: str, b_desc: str, transpose: tuple[int, int] = (0, 0)) -> str:
@@ -171,10 +195,43 @@ def _register_lines(e, n, role: str, elems, f) -> list[str]:
     return body
 
 
+def _tcgen05_lines(e, n, depth: int) -> list[str]:
+    """A tcgen05.mma MmaIssue: by the issuing thread, each operand's descriptor and the instruction,
+    D at tmem_base + its column (lane 0), adding to D unless every K loop is at its first step."""
+    body = []
+    for name, desc in zip(("tp_da", "tp_db"), n.descriptors):
+        body.append(f"const unsigned long long {name} = tp_umma_desc(tp_smem({desc.tensor}) + (unsigned)"
+                    f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.mode}u);")
+    accumulate = " || ".join(f"({e.x(k)}) != 0" for k in n.k_indices) or "0"
+    body.append(f"tp_umma_f16({BASE_NAME} + (unsigned)({e.x(add(n.out.offset, const(n.tmem_offset)))}), tp_da, tp_db, "
+                f"{n.idesc:#x}u, (unsigned)({accumulate}));  // instruction descriptor: M, N, types, transposes")
+    conds = " && ".join([e.cond(c) for c in n.conds] + [TCGEN05_ISSUER])
+    pad = "  " * depth
+    return ([f"{pad}// {n.comment}", f"{pad}if ({conds}) {{  // one thread issues it"]
+            + [f"{pad}  {b}" for b in body] + [f"{pad}}}"])
+
+
+def commit_lines(e, n, depth: int) -> list[str]:
+    """tcgen05.commit by the thread that issued the batch (execution/barriers.py Tcgen05Commit)."""
+    return [f"{'  ' * depth}if ({TCGEN05_ISSUER}) tp_umma_commit(&{n.barrier});  // {n.why}"]
+
+
+def commit_wait_lines(e, n, depth: int) -> list[str]:
+    """Every thread waits for the commit's phase, flips its phase bit, and fences its later tcgen05
+    operations after the wait (execution/barriers.py Tcgen05Wait)."""
+    pad = "  " * depth
+    lines = [f"{pad}tp_mbar_wait(&{n.barrier}, {n.barrier}_phase);  // {n.why}", f"{pad}{n.barrier}_phase ^= 1u;"]
+    if n.fence:
+        lines.append(f'{pad}asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");  // tcgen05.ld below the wait')
+    return lines
+
+
 def issue_lines(e, n, depth: int) -> list[str]:
     """An MmaIssue (codegen/ir.py): the lane's A and B registers from its fragment elements, then
     the macro tile's instructions over N then K, accumulating into acc[acc_base + element]; a
-    wgmma's shared operands are its descriptors instead."""
+    wgmma's shared operands are its descriptors instead; a tcgen05.mma is one thread's."""
+    if n.frag.is_tcgen05:
+        return _tcgen05_lines(e, n, depth)
     if n.descriptors:
         return _wgmma_lines(e, n, depth)
     frag = n.frag

@@ -102,7 +102,9 @@ def copy_function(direction: Direction, rank: int, multicast: bool = False) -> s
 
 
 def prelude(ir: KernelIR, copies: list[TmaCopy]) -> list[str]:
-    if not ir.tensor_maps and not copies:
+    """The TMA and mbarrier helpers, where the kernel has TMA copies or mbarriers (a tcgen05.mma's
+    commits), [] otherwise."""
+    if not ir.tensor_maps and not copies and not ir.mbarriers:
         return []
     kinds = sorted({(c.direction, len(c.coords), c.multicast is not None) for c in copies if c.gmem is None},
                    key=lambda k: (k[0].value, k[1], k[2]))
@@ -120,7 +122,8 @@ def barrier_setup(barriers: list[MBarrier], cluster: int = 1) -> list[str]:
     if not barriers:
         return []
     lines = [f"  __shared__ __align__(8) unsigned long long {b.name}{f'[{b.stages}]' if b.stages > 1 else ''};"
-             f"  // TMA into {b.tensor}" + (" (one per stage)" if b.stages > 1 else "") for b in barriers]
+             + (f"  // tcgen05.commit of the MMA into {b.tensor}" if b.commit else
+                f"  // TMA into {b.tensor}" + (" (one per stage)" if b.stages > 1 else "")) for b in barriers]
     lines.append("  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {")
     for b in barriers:
         lines += ([f"    tp_mbar_init(&{b.name}, {b.count}u);"] if b.stages == 1 else

@@ -12,7 +12,8 @@
                a reduction's init, accumulation, block combine and store (lower/reduction.py)
     nest       the placed nest the verifier proved (execution/nest.py), its statements lowered: the
                loops with their __syncthreads, mbarrier waits, cp.async commits and waits, circular
-               buffers' prologues and prefetched copies, wgmma fences and waits, warp roles
+               buffers' prologues and prefetched copies, wgmma fences and waits, tcgen05.mma commits
+               and waits, warp roles
     grid-rounds  the grid combines of one round (a group's grid reductions, execution/grid_reduction.py
                grid_round) joined into one GroupedGridReduce: one semaphore, one last block (lower/reduction.py)
     pipeline   those prologues and prefetched copies: their loop's index, the copies shifted ahead
@@ -30,7 +31,8 @@
     index-width  32-bit index math where every value the kernel computes is below 2^32
                (lower/index_width.py)
 
-Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements) and
+Tensor memory (lower/tmem.py) adds `tmem` after index (tcgen05.st / ld statements, a tcgen05.mma's
+accumulator column and commit mbarrier) and
 `tmem-alloc` after roles (tcgen05.alloc / dealloc, tcgen05 fences around every barrier).
 
 `lower(fusion, target, decisions)` runs them all; `lower(..., until="index")` stops early (tests,

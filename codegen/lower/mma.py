@@ -15,6 +15,12 @@ same for every lane is emitted as a constant register index; another keeps threa
 instruction; a hole of the M or N axis inside the tile only makes rows or columns the store
 skips; a hole of the K axis would add what the registers past K hold, which REDUCTION-K
 rejects.
+
+A tcgen05.mma (a Blackwell1CTA macro) is its accumulate step alone: thread 0 of the block issues
+it on both operands' shared-memory descriptors into D's columns in tensor memory, the first K step
+without adding (enable-input-d 0) in place of an init, and its readers load D from tensor memory
+themselves (TMemLoad, codegen/lower/tmem.py); the commit and the wait after it are the placed
+nest's (execution/tcgen05_order.py).
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from ...execution.mma_execution import lane_vars, mma_execution, split_lanes, ti
 from ...execution.reduction import reduction_loops
 from ...model.simplify import simplify
 from ...model.tensor import TensorView
-from ...model.types import THREAD_TYPES, MemoryType, OpKind, float32
+from ...model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, OpKind, float32
+from ...execution.tcgen05 import accumulator_cells, instruction_descriptor
+from ...hw.tcgen05 import SM100_SWIZZLE_MODE
 from ...execution.wgmma_operands import wgmma_operand
 from ..ir import Compute, Loop, LoopKind, MmaIssue, Operand, ReduceInit, WgmmaDescriptor
 from ...execution.predicates import mma_element_var, mma_pair_var, mma_store_axes, mma_store_pairs, pair_claims
@@ -53,6 +61,8 @@ def statements(builder, tv: TensorView) -> list[tuple[list[LoopClass], object]]:
     frag = fragments(tv)
     loops = len(tv.loop) - INSTRUCTION_AXES
     path = [builder.classes.of(tv, k) for k in range(loops)]
+    if frag.is_tcgen05:  # the accumulation is the one step: D in tensor memory, no init, no store
+        return [(path, _tcgen05_issue(builder, tv))]
     start = min(r.start, loops)
     n = try_int(r.elements)
     acc = accumulator(tv)
@@ -73,10 +83,7 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
     op = tv.definition
     plain = builder.execution(tv)
     ranges = plain.guarded_ranges
-    lane_uniform, k_holes = _split_conds(builder, tv, plain)
-    if k_holes:
-        refuse("REDUCTION-K", [Problem(f"{tv.name}'s K tile reads past K where {k_holes[0].lhs} < {k_holes[0].rhs} "
-                                       f"fails", hint="")])
+    lane_uniform = _split_conds(builder, tv, plain)
     operands, descriptors = [], []
     names = {i.uid: builder.classes.of(tv, j).index_var for j, i in enumerate(tv.loop)}
     for k, role in ((0, "A"), (1, "B")):
@@ -101,9 +108,43 @@ def _issue(builder, tv: TensorView, acc_axes, acc: str) -> MmaIssue:
                     None, frag, operands[0], operands[1], op.tf32_rounding, tuple(descriptors))
 
 
-def _split_conds(builder, tv: TensorView, plain):
-    """D's predicates at the accumulate (model/mma_op.py tile_conds): (those the whole warp shares,
-    the holes of the K tile not implied by the ranges and assumptions). A hole of the M or N tile
+def _tcgen05_issue(builder, tv: TensorView) -> MmaIssue:
+    """One tcgen05.mma tile: issued by the block's thread 0 (the emitter adds that predicate, and
+    the commit after the batch is that thread's too: execution/tcgen05_order.py), its operands'
+    descriptors (execution/wgmma_operands.py, proved by TCGEN05-SMEM-LAYOUT), D's column at this
+    instance (execution/tcgen05.py, proved by TCGEN05-ACCUMULATOR), the instruction descriptor
+    and the K loops' indices (enable-input-d: 0 at the first K step)."""
+    frag = fragments(tv)
+    op = tv.definition
+    plain = builder.execution(tv)
+    ranges = plain.guarded_ranges
+    uniform = _split_conds(builder, tv, plain)
+    names = {i.uid: builder.classes.of(tv, j).index_var for j, i in enumerate(tv.loop)}
+    operands, descriptors = [], []
+    for k, role in ((0, "A"), (1, "B")):
+        d = wgmma_operand(tv, builder.launch, role, names)
+        view_ranges = {**ranges, **d.ex.ranges}
+        descriptors.append(WgmmaDescriptor(op.inputs[k].name, simplify(d.start, view_ranges), d.lbo, d.sbo,
+                                           d.swizzle.value, d.major, SM100_SWIZZLE_MODE[d.swizzle.value]))
+        idx = {u: substitute(e, {ELEMENT_VARS[role]: const(0)}) for u, e in d.ex.operand_indices(k).items()}
+        operands.append(builder._operand(op.inputs[k], idx, view_ranges))
+    idesc = instruction_descriptor(tv, (descriptors[0].major, descriptors[1].major)).encode()
+    cells = accumulator_cells(tv, builder.launch, names)
+    out = Operand(tv.name, MemoryType.Tensor, float32, simplify(cells.first_column, ranges))
+    k_indices = tuple(plain.env[i.uid] for i in tv.loop[:len(tv.loop) - INSTRUCTION_AXES]
+                      if i.is_reduction and i.parallel_type not in THREAD_TYPES + BLOCK_TYPES
+                      and plain.env[i.uid].op == "var")
+    comment = (f"{tv.name} {'+' if k_indices else ''}= {op.inputs[0].name} x {op.inputs[1].name}: one {op.macro.name} "
+               f"tile, {frag.k_steps * frag.n_steps} x {frag.inst.ptx} by one thread, D in tensor memory "
+               f"(TCGEN05-SMEM-LAYOUT, TCGEN05-ACCUMULATOR)")
+    return MmaIssue(OpKind.REDUCTION, op.name, out, operands, uniform, 1, comment, None, frag, operands[:1],
+                    operands[1:], None, tuple(descriptors), idesc=idesc, k_indices=k_indices)
+
+
+def _split_conds(builder, tv: TensorView, plain) -> list:
+    """D's predicates at the accumulate (model/mma_op.py tile_conds), split: those the whole warp
+    shares are returned, the instruction's guard; a hole of the K tile not implied by the ranges
+    and assumptions is refused (REDUCTION-K: what lies past K would be added). A hole of the M or N tile
     guards the tile by its first row or column where the index grows with the tile's own: a
     tile wholly past M or N (a block of the last group past M) stores nothing, so it issues
     nothing either. wgmma is guarded by the block tile's first row or column instead (every
@@ -111,19 +152,22 @@ def _split_conds(builder, tv: TensorView, plain):
     (C7520), one the whole block shares does not."""
     holes = builder.holes(plain, plain.guarded_ranges)
     uniform, k_holes = tile_conds(tv, plain, plain.conds_of(CondKind.THREAD_EXTENT) + holes)
+    if k_holes:
+        refuse("REDUCTION-K", [Problem(f"{tv.name}'s K tile reads past K where {k_holes[0].lhs} < {k_holes[0].rhs} "
+                                       f"fails", hint="")])
     axes = mma_axes(tv)
     first = {}
     for role in ("M", "N"):
         e = plain.env[axes.of(role).uid]
         if e.op == "var":
             first[e.value] = const(0)
-    if fragments(tv).is_wgmma:
+    if fragments(tv).is_wgmma or fragments(tv).is_tcgen05:
         first.update({p.cuda_name: const(0) for p in THREAD_TYPES})
     for c in holes:
         used = (c.lhs.free_vars() | c.rhs.free_vars()) & set(first)
         if used and c.op == "<" and not (c.rhs.free_vars() & set(first)) and all(_grows_in(c.lhs, v) for v in used):
             uniform.append(c.renamed(first))
-    return uniform, k_holes
+    return uniform
 
 
 def _grows_in(e, name: str) -> bool:

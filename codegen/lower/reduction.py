@@ -48,6 +48,7 @@ from dataclasses import replace
 from ...execution.online import delta_name, rescaled_sums
 from ...execution.statements import Cond, CondKind, store_execution
 from ...model.online import online_max
+from ...model.mma_op import is_tcgen05_op
 from ...model.expr import const, try_int, var
 from ...execution.indexing import vector_index
 from ...execution.problems import Problem
@@ -95,7 +96,7 @@ def buffers(order, smem, allocations) -> list[Buffer]:
         if is_welford(tv) and welford_leader(tv) is tv:  # one state per register for the group's three outputs
             r = reduction_loops(tv)
             out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements, welford_count=r.count_dtype))
-        elif tv.definition.kind is OpKind.REDUCTION and not is_welford(tv):
+        elif tv.definition.kind is OpKind.REDUCTION and not is_welford(tv) and not is_tcgen05_op(tv.definition):
             r = reduction_loops(tv)
             out.append(Buffer(accumulator(tv), MemoryType.Local, r.dtype, r.elements))
         if tv.online is not None:

@@ -8,7 +8,8 @@ Three hooks in the pass list of codegen/lower/__init__.py:
     lower_accesses        (after `index`) each statement that stores into or loads from tensor
                           memory becomes a TmemAccess: one warp-collective tcgen05.st / ld per
                           point of its non-vectorized loops, moving the vectorized IDs as the
-                          instruction's registers
+                          instruction's registers; a tcgen05.mma's accumulator gets its first
+                          column and the mbarrier its commits arrive on
     allocate_and_fence    (after `sync`) one tcgen05.alloc for all tensor-memory tensors by
                           warp 0, a dealloc at the end, and tcgen05 fences around every barrier;
                           inside it each region (execution/tmem_regions.py) a power-of-two
@@ -59,7 +60,8 @@ from ..errors import UnsupportedSchedule
 from ..ir import Compute, Cond, Loop, Operand, Sync
 from ...model.simplify import simplify
 from .statements import StatementBuilder
-from ..ir import TCGEN05_OPS, TmemAccess, TmemAlloc, TmemDealloc, TmemElement, TmemFencedSync
+from ..ir import TCGEN05_OPS, MBarrier, MmaIssue, TmemAccess, TmemAlloc, TmemDealloc, TmemElement, TmemFencedSync
+from ...execution.tcgen05_order import commit_barrier
 
 TMEM_OP_TYPES = (LoadStoreOpType.TMemStore, LoadStoreOpType.TMemLoad)
 THREAD_VAR_NAMES = frozenset(p.cuda_name for p in THREAD_TYPES)
@@ -109,6 +111,7 @@ def lower_accesses(st) -> None:
     # the access models the verifier proves, lanes and columns included
     models = tmem_access_models(st.fusion, block_dims(st.fusion), thread_dims(st.fusion), st.allocations)
     _, offsets, _ = column_plan(st)
+    _place_tcgen05_mma(st, offsets)
     by_name = {t.name: t for t in st.order}
     builder = StatementBuilder(st.fusion, st.classes, st.allocations, st.globals, block_dims(st.fusion), st.answers,
                                target=st.target)
@@ -123,6 +126,17 @@ def lower_accesses(st) -> None:
             raise InternalError(f"{tv.name} has {len(found)} tensor-memory accesses")
         m = found[0]
         st.statements[k] = AccessLowering(st, builder, tv, m, offsets[m.acc.tensor.name]).build()
+
+
+def _place_tcgen05_mma(st, offsets: dict[str, int]) -> None:
+    """Each tcgen05.mma statement's accumulator at its tensor's first column in the allocation,
+    and the mbarrier its commits arrive on (one tcgen05.commit, one arrival, per phase)."""
+    for _, stmt in st.statements:
+        if isinstance(stmt, MmaIssue) and stmt.frag.is_tcgen05:
+            stmt.tmem_offset = offsets[stmt.out.tensor]
+            bar = commit_barrier(stmt.out.tensor)
+            if all(b.name != bar for b in st.mbarriers):
+                st.mbarriers.append(MBarrier(bar, 1, stmt.out.tensor, commit=True))
 
 
 class AccessLowering:

@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 from ..allocation import Allocation, compute_allocation
 from ...model.expr import Expr, evaluate, try_int
 from ...model.global_layout import allocation_problem, global_strides
-from ...model.mma_op import is_mma
+from ...model.mma_op import is_mma, is_tcgen05_op
 from ...model.producer_aliases import may_view, view_problem
 from ...model.inlining import max_inline_position
 from ...model.iterdomain import Split
@@ -487,6 +487,7 @@ def unsupported_features(fusion) -> list[Problem]:
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
     out += _instruction_features(fusion, order)
     out += _specialized_with_tensor_memory(order)
+    out += _pipelined_tcgen05_operands(order)
 
     out += unsupported_reductions(fusion, order)
 
@@ -502,6 +503,26 @@ def unsupported_features(fusion) -> list[Problem]:
                 hint=f"set {tv.name}'s allocation domain to its logical IterDomains or merges of them",
                 tensor=tv.name, values={"allocation_axes": len(alloc), "logical_axes": len(tv.logical)},
                 location=tv.origin))
+    return out
+
+
+def _pipelined_tcgen05_operands(order: list[TensorView]) -> list[Problem]:
+    """A circular-buffered operand of a tcgen05.mma: its stage's refill would have to wait for the
+    MMA's commit (the tensor cores read the tile until its mbarrier completes), which the pipelines
+    (execution/pipeline.py) do not place; tileproof completes each tcgen05.mma batch before going on
+    (execution/tcgen05_order.py) and does not pipeline its operands yet."""
+    out = []
+    for tv in order:
+        if not is_tcgen05_op(tv.definition):
+            continue
+        for t in tv.definition.inputs:
+            if t.circular is not None:
+                out.append(Problem(
+                    f"{t.name}, an operand of {tv.name}'s tcgen05.mma, is circular-buffered; tileproof does not "
+                    f"pipeline tcgen05.mma operands yet (each refill would wait for the MMA's commit)",
+                    hint=f"drop {t.name}'s circular buffering (a tile per iteration, each tcgen05.mma batch completed "
+                         f"before the next load)", tensor=t.name, values={"stages": t.circular.stages},
+                    location=t.circular.origin or t.origin))
     return out
 
 

@@ -3,7 +3,7 @@ structural conditions of the MMA rules, one function for the verifier (verifier/
 and the code generator (codegen/lower/mma.py), which treats a problem as a tileproof bug.
 
     MMA-TARGET            the macro's instruction exists on the target and tileproof lowers it
-                          (mma.sync; wgmma on sm_90a only)
+                          (mma.sync; wgmma on sm_90a only; tcgen05.mma on sm_100a only)
     MMA-DTYPE             both operands have a dtype the macro takes
     MMA-SHAPE             a macro and Mma axes come together; the output's three innermost loop IDs
                           are its Mma axes, one per role, of the macro's extents, each an inner
@@ -14,13 +14,16 @@ and the code generator (codegen/lower/mma.py), which treats a problem as a tilep
                           along TIDx and the rest along TIDy, which the output then leaves
                           unbound), the output binds
                           none of its axes to TIDx and none to Vectorize or Bulk, and lives in
-                          registers (or global memory, for mma.sync)
+                          registers (or global memory, for mma.sync); tcgen05.mma: the block's
+                          thread 0 issues it, no axis of the output on a thread index, Vectorize
+                          or Bulk, the output in tensor memory
     MMA-OPERAND-LAYOUT    (structural part) mma.sync's operands are register (Local) tensors:
                           the instruction reads its fragments from registers; wgmma's are shared
                           tensors (A may be a register fragment: RS), read through matrix
                           descriptors (WGMMA-SMEM-LAYOUT), that a TMA
                           loads or the threads store (the barrier before the wgmma then fences
-                          their writes for the async proxy: SMEM-RACE); not cp.async copies
+                          their writes for the async proxy: SMEM-RACE); not cp.async copies;
+                          tcgen05.mma's both shared tiles (SS) under the same terms
     MMA-ACCUM-LAYOUT      (structural part) a wgmma's register output is allocated as the C
                           fragment (no Mma axis in its allocation: tp.mma_output_allocation)
 """
@@ -33,7 +36,7 @@ from ..mma_execution import split_lanes
 from ..problems import Problem
 from .lowering import registers_of
 from ...model.fusion import is_mma_op
-from ..mma import is_mma_sync
+from ..mma import is_mma_sync, is_tcgen05
 from ...hw.cp_async import is_cp_async
 from ...model.types import MemoryType, ParallelType, THREAD_TYPES
 from ..mma import CODES, shape_problems
@@ -66,6 +69,9 @@ def problems(fusion, order, target) -> dict[str, list[Problem]]:
 def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
     """Add the MMA-WARP-COLLECTIVE and MMA-OPERAND-LAYOUT (registers) problems of MmaOp output tv."""
     op = tv.definition
+    if is_tcgen05(op.macro):
+        _tcgen05_problems(tv, out)
+        return
     where = dict(tensor=tv.name, location=op.origin or tv.origin)
     wgmma = not is_mma_sync(op.macro)
     threads = 128 if wgmma else 32
@@ -130,6 +136,45 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
                             f"tp.LoadStoreOpType.LdMatrix from shared memory), scheduled so each lane holds its fragment")
 
 
+def _tcgen05_problems(tv, out: dict[str, list[Problem]]) -> None:
+    """MMA-WARP-COLLECTIVE and MMA-OPERAND-LAYOUT (structural) for a tcgen05.mma: one thread issues
+    each tile (no thread count to match, and no axis of the output on a thread index, Vectorize or
+    Bulk: the block's thread 0 issues them all, and commits them), its
+    accumulators are a tensor-memory tensor, both operands shared tiles the TMA loads or the threads
+    store (SS: tileproof does not issue the TS form, A in tensor memory), not cp.async copies."""
+    op = tv.definition
+    where = dict(tensor=tv.name, location=op.origin or tv.origin)
+    for k, i in enumerate(tv.loop):
+        if i.parallel_type in THREAD_TYPES + (ParallelType.Vectorize, ParallelType.Bulk):
+            out["MMA-WARP-COLLECTIVE"].append(Problem(
+                f"{tv.name}'s axis {k} ({i.label()}) is bound to {i.parallel_type}; one thread of the block issues "
+                f"every tcgen05.mma tile (its Mma axes), the loops (or blocks) around them issue the tiles in turn",
+                hint=f"leave {tv.name}'s axis {k} Serial (or bind it to a block index)", ids=(i.name,),
+                values={"axis": k}, **where))
+    if tv.memory_type is not MemoryType.Tensor:
+        out["MMA-WARP-COLLECTIVE"].append(Problem(
+            f"{tv.name} is in {tv.memory_type} memory; tcgen05.mma ({op.macro.name}) accumulates in tensor memory",
+            hint=f"{tv.name}.set_memory_type(tp.MemoryType.Tensor) with its M axis left of the dimension separator "
+                 f"({tv.name}.set_tmem_dim_sep_pos(1)), and read it into registers with a TMemLoad "
+                 f"(tp.set(...), op_type tp.LoadStoreOpType.TMemLoad)",
+            values={"memory": 0}, **where))
+    for arg, t in zip("ab", op.inputs):
+        def operand_problem(why: str, hint: str, arg=arg, t=t) -> None:
+            out["MMA-OPERAND-LAYOUT"].append(Problem(f"{tv.name}'s operand {arg} ({t.name}) {why}", hint=hint,
+                                                     values={"operand": 0 if arg == "a" else 1}, **where))
+
+        if t.memory_type is not MemoryType.Shared:
+            operand_problem(f"is in {t.memory_type} memory; tileproof issues tcgen05.mma with both operands in shared "
+                            f"memory (SS), read through matrix descriptors",
+                            f"load {t.name} into shared memory first (tp.set, set_memory_type(tp.MemoryType.Shared)), "
+                            f"allocated in the swizzled core matrices of an MmaInputSmemSwizzle")
+        elif t.definition is None or is_cp_async(t.definition):
+            operand_problem(f"is " + (f"written by `{t.definition}`" if t.definition is not None else "an input") +
+                            "; tileproof issues tcgen05.mma on shared tiles the TMA loads or the threads store (then "
+                            "fence.proxy.async and a barrier), not on cp.async copies",
+                            f"fill {t.name} with {t.name} = x.cache_after(tp.LoadStoreOpType.TMA), or a plain copy")
+
+
 # -- MMA-ACCUM-LAYOUT (structural part): the accumulators allocated as the C fragment --------------
 
 def accumulator_allocation(fusion, order) -> list[Problem]:
@@ -141,7 +186,7 @@ def accumulator_allocation(fusion, order) -> list[Problem]:
     out = []
     for tv in order:
         op = tv.definition
-        if (not is_mma_op(op) or op.macro is None or is_mma_sync(op.macro)
+        if (not is_mma_op(op) or op.macro is None or is_mma_sync(op.macro) or is_tcgen05(op.macro)
                 or tv.memory_type is not MemoryType.Local):
             continue
         tile = [a.id for a in compute_allocation(tv).allocated() if a.id.parallel_type is ParallelType.Mma]
@@ -191,7 +236,8 @@ def wgmma_instruction_registers(fusion, order) -> list[Problem]:
     out = []
     for tv in order:
         op = tv.definition
-        if not is_mma_op(op) or op.macro is None or is_mma_sync(op.macro) or tv.memory_type is not MemoryType.Local:
+        if not is_mma_op(op) or op.macro is None or is_mma_sync(op.macro) or is_tcgen05(op.macro) \
+                or tv.memory_type is not MemoryType.Local:
             continue
         regs = registers_of(tv, op.macro.m * op.macro.n // 128)  # one instruction's D fragment a thread
         if regs + WGMMA_MARGIN > budget:
@@ -224,8 +270,9 @@ def register_pressure(fusion, order) -> list[Problem]:
     failing = {p.tensor for p in wgmma_instruction_registers(fusion, order)}
     out = []
     for tv in order:
-        if not is_mma_op(tv.definition) or tv.memory_type is not MemoryType.Local or tv.name in failing:
-            continue
+        if not is_mma_op(tv.definition) or tv.memory_type is not MemoryType.Local or tv.name in failing \
+                or (tv.definition.macro is not None and is_tcgen05(tv.definition.macro)):
+            continue  # tcgen05.mma's accumulators live in tensor memory (MMA-WARP-COLLECTIVE, elsewhere)
         tiles = [tv] + [t for t in tv.definition.inputs if t.memory_type is MemoryType.Local]
         counts = {t.name: try_int(compute_allocation(t).num_elements_expr) for t in tiles}
         if any(n is None for n in counts.values()):

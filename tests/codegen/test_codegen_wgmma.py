@@ -16,6 +16,7 @@ import pytest
 import tileproof as tp
 from tileproof.codegen.emit import mma as emit_mma
 from tileproof.codegen.ir import MmaIssue, WgmmaFence, WgmmaWait, walk
+from support.host_descriptor import host_descriptors
 from support.lowering import lowered
 from tileproof.execution.clipped_holes import filled
 from tileproof.model.expr import evaluate
@@ -272,23 +273,13 @@ def test_the_emitted_descriptor_helper_encodes_as_the_model():
     """The kernel's tp_wgmma_desc (codegen/emit/mma.py), compiled for the host, packs start, LBO,
     SBO and the layout as Descriptor.encode does: each field in 16-byte units (tilelang #813 wrote
     LBO and SBO in bytes, 16 times too large), in its own bit range."""
-    cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no host C++ compiler")
     helper = emit_mma.WGMMA_PRELUDE.split("__device__ __forceinline__ void")[0]
     fields = [(0, 16, 1024, tp.MmaInputSmemSwizzle.B128), (49152 + 96, 16, 1024, tp.MmaInputSmemSwizzle.B128),
               (1024, 8192, 1024, tp.MmaInputSmemSwizzle.B64), (2 ** 18 - 16, 2 ** 18 - 16, 16, tp.MmaInputSmemSwizzle.B32),
               (4096, 128, 256, tp.MmaInputSmemSwizzle.NoSwizzle)]
-    main = "#include <cstdio>\nint main() { unsigned s, l, b, y;\n" \
-           "  while (std::scanf(\"%u %u %u %u\", &s, &l, &b, &y) == 4) std::printf(\"%llu\\n\", tp_wgmma_desc(s, l, b, y)); }\n"
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = Path(tmp) / "desc.cpp", Path(tmp) / "desc"
-        src.write_text("#define __device__\n#define __forceinline__ inline\n" + helper + "\n" + main)
-        subprocess.run([cxx, "-O1", "-o", str(exe), str(src)], check=True, capture_output=True)
-        stdin = "".join(f"{s} {l} {b} {y.value}\n" for s, l, b, y in fields)
-        out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True).stdout.split()
-    assert [int(v) for v in out] == [Descriptor(s, l, b, y).encode() for s, l, b, y in fields]
-    assert (int(out[0]) >> 16) & 0x3FFF == 1 and (int(out[0]) >> 32) & 0x3FFF == 64  # LBO 16 B, SBO 1024 B
+    out = host_descriptors(helper, "tp_wgmma_desc", [(s, l, b, y.value) for s, l, b, y in fields])
+    assert out == [Descriptor(s, l, b, y).encode() for s, l, b, y in fields]
+    assert (out[0] >> 16) & 0x3FFF == 1 and (out[0] >> 32) & 0x3FFF == 64  # LBO 16 B, SBO 1024 B
 
 
 @pytest.mark.parametrize("consumers, fits, over", [(3, 200, 208), (4, 136, 144)])

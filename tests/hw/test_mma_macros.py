@@ -11,9 +11,11 @@ from tileproof.hw import mma
 from tileproof.hw.mma import macro_instruction, macro_issues
 from tileproof.model.options import encode_macro, MmaArch, MmaInputSmemSwizzle, MmaLayout, MmaMacro, MmaOperand
 
-# nvFuser's MmaMacro list (csrc/mma_type.h, Blackwell left out), and tileproof's tf32 extension
+# nvFuser's MmaMacro list (csrc/mma_type.h: its Blackwell1CTA M = 64 and Blackwell2CTA macros left out),
+# and tileproof's tf32 extension
 NVFUSER_NAMES = (["Turing_16_8_8", "Turing_16_8_16", "Turing_16_16_16", "Ampere_16_8_16", "Ampere_16_16_16"]
-                 + [f"Hopper_64_{n}_16" for n in range(8, 257, 8)])
+                 + [f"Hopper_64_{n}_16" for n in range(8, 257, 8)]
+                 + [f"Blackwell1CTA_128_{n}_16" for n in range(16, 257, 16)])
 
 
 def test_names_are_nvfusers_plus_the_tf32_extension():
@@ -24,6 +26,7 @@ def test_names_are_nvfusers_plus_the_tf32_extension():
 @pytest.mark.parametrize("name, arch, m, n, k", [
     ("Turing_16_8_8", 2, 16, 8, 8), ("Turing_16_16_16", 2, 16, 16, 16), ("Ampere_16_8_16", 3, 16, 8, 16),
     ("Ampere_16_8_8", 3, 16, 8, 8), ("Hopper_64_8_16", 4, 64, 8, 16), ("Hopper_64_256_16", 4, 64, 256, 16),
+    ("Blackwell1CTA_128_16_16", 5, 128, 16, 16), ("Blackwell1CTA_128_256_16", 5, 128, 256, 16),
 ])
 def test_packed_encoding_is_nvfusers(name, arch, m, n, k):
     macro = MmaMacro[name]
@@ -47,6 +50,8 @@ def test_ampere_16_8_16_is_the_value_nvfuser_compiles_in():
     (MmaMacro.Turing_16_16_16, "bfloat16", "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", 4),
     (MmaMacro.Hopper_64_256_16, "bfloat16", "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", 1),
     (MmaMacro.Hopper_64_8_16, "float16", "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16", 1),
+    (MmaMacro.Blackwell1CTA_128_64_16, "float16", "tcgen05.mma.cta_group::1.kind::f16", 1),
+    (MmaMacro.Blackwell1CTA_128_256_16, "bfloat16", "tcgen05.mma.cta_group::1.kind::f16", 1),
 ])
 def test_each_macro_maps_to_its_instruction(macro, dtype, ptx, issues):
     inst = macro_instruction(macro, dtype)
@@ -69,6 +74,10 @@ def test_instruction_fragments_have_ptx_register_counts():
     assert wg.operand(MmaOperand.A) is wg.a and wg.operand(MmaOperand.B) is None
     assert mma.wgmma(64, "float32").ptx == "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"
     assert k16.name == "mma.sync.m16n8k16 f16" and wg.name == "wgmma.m64n128k16 bf16"
+    tc = macro_instruction(MmaMacro.Blackwell1CTA_128_64_16, "float16")  # one thread; D in tensor memory
+    assert (tc.threads, tc.m, tc.n, tc.k, tc.name) == (1, 128, 64, 16, "tcgen05.mma.m128n64k16 f16")
+    assert (tc.a.elements, tc.b.elements, tc.c.elements) == (128 * 16, 16 * 64, 128 * 64)
+    assert tc.c.position(0, 64 * 5 + 7) == (5, 7)  # whole tiles: element v at (v / n, v % n)
 
 
 def test_wrong_operand_types_and_shapes_are_refused_at_the_door():
@@ -80,6 +89,10 @@ def test_wrong_operand_types_and_shapes_are_refused_at_the_door():
         mma.wgmma(12, "bfloat16")
     with pytest.raises(tp.ScheduleError, match="got int8"):
         mma.wgmma(8, "int8")
+    with pytest.raises(tp.ScheduleError, match="N is 24; M = 128 takes N a multiple of 16 from 16 to 256"):
+        mma.tcgen05_mma(24, "float16")
+    with pytest.raises(tp.ScheduleError, match="float16 or bfloat16 operands, got float32"):
+        macro_instruction(MmaMacro.Blackwell1CTA_128_64_16, "float32")
 
 
 def test_layouts_are_named_by_the_position_of_k():

@@ -352,8 +352,7 @@ CASES = [
     *(Case(f"Blackwell1CTAM128SS.SingleTile/{mac}_TN_{sa}_{sb}_half",
            lambda mac=mac, sa=sa, sb=sb: ss_tile(getattr(tp.MmaMacro, mac), tp.float16, "TN", SW[sa], SW[sb],
                                                   blackwell=True),
-           VALID, target="sm_100a",
-           gap="no item: tileproof has no Blackwell MmaMacro (tcgen05.mma): tp.MmaMacro has no " + mac)
+           VALID, target="sm_100a")
       for mac, sa, sb in (("Blackwell1CTA_128_64_16", "B128", "B128"), ("Blackwell1CTA_128_256_16", "B64", "B32"))),
 ]
 

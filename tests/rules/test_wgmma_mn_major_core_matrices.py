@@ -19,7 +19,7 @@ from tileproof.execution.indexing import block_dims
 from tileproof.execution.wgmma_operands import wgmma_operand
 from tileproof.model.expr import evaluate, var
 from tileproof.model.options import MmaInputSmemSwizzle
-from tileproof.verifier.rules import wgmma as wgmma_rule
+from tileproof.verifier.analysis import smem_operands  # WGMMA-SMEM-LAYOUT's proof (shared with tcgen05.mma)
 
 NVFUSER_MMA = Path(__file__).resolve().parents[1] / "nvfuser" / "test_nvfuser_mma.py"
 
@@ -55,7 +55,7 @@ def test_the_offsets_the_swizzled_way_round_are_refuted(monkeypatch):
         op = wgmma_operand(tv, launch, role, names)
         return dataclasses.replace(op, lbo=op.sbo, sbo=op.lbo) if op.major == "MN" else op
 
-    monkeypatch.setattr(wgmma_rule, "wgmma_operand", swapped)
+    monkeypatch.setattr(smem_operands, "wgmma_operand", swapped)
     report = tp.verify(_ss_tile(1), "sm_90a")
     (d,) = [d for d in report.errors if d.code == "WGMMA-SMEM-LAYOUT"]
     # K rows 0 and 8 lie 128 bytes apart (two core matrices of 8 rows); the descriptor says 16

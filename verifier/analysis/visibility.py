@@ -61,6 +61,8 @@ def _claims(op: Op, k: int, launched) -> list[Claim]:
         return [Claim("GLOBAL-VISIBILITY", tuple(t for t in BLOCK_TYPES if t in launched), (), False, True)]
     if (is_mma(op.output) and not well_formed(op.output)) or (is_mma(p) and not well_formed(p)):
         return []  # no fragments to prove against: MMA-SHAPE / MMA-TARGET / MMA-DTYPE reject it
+    if is_mma(p) and fragments(p).is_tcgen05 and p.memory_type is not MemoryType.Tensor:
+        return []  # tcgen05.mma writes tensor memory only: MMA-WARP-COLLECTIVE rejects it
     if p.memory_type is MemoryType.Global and p.definition is not None:
         # no grid-wide barrier orders a store with another thread's load: the writer is the reader
         return [Claim("GLOBAL-VISIBILITY", tuple(t for t in LAUNCH_TYPES if t in launched), (), False)]

@@ -21,16 +21,17 @@ check here: wgmma reads only tiles the TMA loads (MMA-OPERAND-LAYOUT). Pure data
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
-from ...execution.barriers import Hazards, repeats
+from ...execution.barriers import Hazards
 from ...model.mma_op import is_wgmma_op
 from ...execution.reduction import Phase
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
 from ...execution.warp_roles import Role, StageRelease, WarpRoles
 from ...execution.barriers import WgmmaFence, WgmmaWait
+from .async_order import OrderRun, Violation, path_text
 
 CAP = 3  # commits counted past a batch's own: more than any wait's `pending` needs
 START = ("*", "the kernel's start")  # every register counts as written before the first fence
@@ -54,15 +55,6 @@ class State:
 
     def join(self, other: State) -> State:
         return State(self.unfenced | other.unfenced, self.flight | other.flight)
-
-
-@dataclass(frozen=True)
-class Violation:
-    obligation: int
-    statement: str  # what breaks it
-    location: str | None
-    message: str
-    counterexample: dict
 
 
 @dataclass(frozen=True)
@@ -108,19 +100,9 @@ def _in_flight(b: Batch) -> str:
     return f"{b.statement} (committed, {count} group{'' if b.newer == 1 else 's'} committed after it)"
 
 
-@dataclass
-class _Run:
-    hazards: Hazards
-    label: Callable[[object], str]
-    found: dict = field(default_factory=dict)  # (obligation, statement) -> Violation, the first path's
-
-    def report(self, v: Violation) -> None:
-        self.found.setdefault((v.obligation, v.statement), v)
-
-    def nodes(self, nodes: list, s: State, where: tuple[str, ...]) -> State:
-        for n in nodes:
-            s = self.node(n, s, where)
-        return s
+class _Run(OrderRun):
+    """The run of async_order.py with wgmma's nodes: the warp roles (each from the state where
+    they split), the fences, the commits and waits, the stage releases."""
 
     def node(self, n, s: State, where: tuple[str, ...]) -> State:
         if isinstance(n, WarpRoles):
@@ -141,23 +123,13 @@ class _Run:
         if isinstance(n, StageRelease):
             self._release(n, s, where)
             return s
-        if hasattr(n, "body"):
-            if not repeats(n, self.hazards):
-                return self.nodes(n.body, s, where)
-            here = self.label(n)
-            cur = s.join(self.nodes(n.body, s, where + (f"the first iteration of {here}",)))
-            while True:
-                nxt = cur.join(self.nodes(n.body, cur, where + (f"a later iteration of {here}",)))
-                if nxt == cur:
-                    return cur
-                cur = nxt
-        leaf = leaf_of(n)
-        if leaf is None:
-            return s
-        return self._statement(leaf, s, where)
+        return super().node(n, s, where)
 
-    def _statement(self, leaf: Leaf, s: State, where: tuple[str, ...]) -> State:
-        path = ", ".join(where) or "the kernel"
+    def leaf_of(self, n) -> Leaf | None:
+        return leaf_of(n)
+
+    def statement(self, leaf: Leaf, s: State, where: tuple[str, ...]) -> State:
+        path = path_text(where)
         if leaf.wgmma:
             stale = sorted(((t, w) for t, w in s.unfenced if t == "*" or t in leaf.reads | leaf.writes),
                            key=lambda x: (x[0] == "*", x))  # the statement before the kernel's start
@@ -194,7 +166,7 @@ class _Run:
             b = late[0]
             which = ("after the loop, for the last data" if n.tail else
                      f"for the datum {n.lag} iteration{'' if n.lag == 1 else 's'} back")
-            path = ", ".join(where) or "the kernel"
+            path = path_text(where)
             self.report(Violation(
                 3, f"the release of {n.barrier}", None,
                 f"the consumers arrive on {n.barrier} {which} in {path} while {_in_flight(b)}, which reads "
@@ -206,9 +178,7 @@ class _Run:
 def check_order(tree: list, hazards: Hazards, label: Callable[[object], str]) -> list[Violation]:
     """Every violation of the obligations (module docstring) on some path of the nest, the first
     path's per obligation and statement."""
-    run = _Run(hazards, label)
-    run.nodes(tree, State(), ())
-    return list(run.found.values())
+    return _Run(hazards, label).violations(tree, State())
 
 
 __all__ = ["Violation", "check_order", "leaf_of"]

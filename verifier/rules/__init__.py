@@ -9,5 +9,5 @@ verify runs them and a report lists their findings: keep it, and add a new famil
 from . import (  # noqa: F401
     alloc, assumptions, bank, lowering, tma, tma_smem, cluster, cp_async, divisibility, ldsm, visibility, mma,
     perf, pipeline, races, reduction, swizzle, tma_consumer, tmem, vectorize, warp_specialization, wgmma, bulk_copy,
-    online,
+    online, tcgen05,
 )

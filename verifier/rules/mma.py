@@ -45,12 +45,14 @@ def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
     What it checks:
         For every MmaOp with a macro: the macro is an mma.sync one (Turing_16_8_8,
         Turing_16_8_16, Turing_16_16_16, Ampere_16_8_16, Ampere_16_16_16, and tileproof's tf32
-        Ampere_16_8_8), which sm_90a and sm_100a both run. A Hopper_64_N_16 macro is a wgmma:
-        sm_100a has none (its tensor-core MMA is tcgen05.mma) and tileproof does not lower
-        wgmma yet.
+        Ampere_16_8_8), which sm_90a and sm_100a both run; a Hopper_64_N_16 macro (a wgmma) on
+        sm_90a, which alone has wgmma (sm_100a's tensor-core MMA is tcgen05.mma); a
+        Blackwell1CTA_128_N_16 macro (a tcgen05.mma, its accumulators in tensor memory) on
+        sm_100a, which alone has tensor memory.
     Why the hardware needs it:
         mma.sync exists from sm_80 on for tf32 and bf16 (sm_75 for f16). wgmma.mma_async needs
-        sm_90a: PTX for sm_100a rejects it at compile time.
+        sm_90a: PTX for sm_100a rejects it at compile time. tcgen05.mma needs sm_100a (tcgen05
+        instructions and tensor memory do not exist before Blackwell): PTX for sm_90a rejects it.
     Example:
         fusion, a, b, a3, b3, d = tf32_operands("tf32_tile")
         d.definition.set_macro(tp.MmaMacro.Hopper_64_8_16)
@@ -58,10 +60,11 @@ def mma_target(ctx: VerifyContext) -> Iterator[Diagnostic]:
     Fix:
         fusion, a, b, a3, b3, d = mma_sync_tile("tf32_tile")  # Ampere_16_8_8: mma.sync, sm_80 and later
     References:
-        PTX ISA 9.7.14.5 (mma.sync: target requirements), 9.7.15 (wgmma: sm_90a);
-        docs/hardware.md#tensor-core-fragment-layouts
+        PTX ISA 9.7.14.5 (mma.sync: target requirements), 9.7.15 (wgmma: sm_90a), 9.7.16.10
+        (tcgen05.mma: sm_100a); docs/hardware.md#tensor-core-fragment-layouts
     """
-    # Formal statement: none, structural: for each MmaOp with macro m: arch(m) in {Turing, Ampere}
+    # Formal statement: none, structural: for each MmaOp with macro m: arch(m) in {Turing, Ampere}, or
+    #   arch(m) = Hopper and the target is sm_90a, or arch(m) = Blackwell1CTA and the target has tensor memory
     yield from _structural(ctx, "MMA-TARGET")
 
 
@@ -132,7 +135,10 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         the threads store (MMA-OPERAND-LAYOUT). Or the warp(group)'s threads split over TIDx and
         TIDy (a fragment laid out with quads=True: TIDy{32} x TIDx{4}): blockDim.x a constant that
         divides them, blockDim.y a multiple of the rest, the instruction's thread the linear index
-        threadIdx.x + blockDim.x threadIdx.y, and the output binds no axis to TIDy.
+        threadIdx.x + blockDim.x threadIdx.y, and the output binds no axis to TIDy. For a
+        tcgen05.mma (Blackwell1CTA_128_N_16), which the block's thread 0 issues alone: no thread
+        count, the output binds no axis to a thread index, Vectorize or Bulk, and lives in
+        tensor memory.
     Why the hardware needs it:
         mma.sync.aligned is executed by all 32 threads of a warp together, each supplying its
         fragment registers; a partial or divergent warp makes the instruction undefined. With
@@ -151,7 +157,7 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
         same mma instruction"); docs/hardware.md#tensor-core-fragment-layouts
     """
     # Formal statement: none, structural: blockDim.x == 32; no loop ID of D is TIDx, Vectorize or Bulk;
-    #   memory(D) in {Local, Global}
+    #   memory(D) in {Local, Global} (wgmma: 128, Local; tcgen05.mma: no thread type on D, memory(D) == Tensor)
     yield from _structural(ctx, "MMA-WARP-COLLECTIVE")
 
 
@@ -172,7 +178,8 @@ def mma_operand_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
         store with plain stores, not cp.async; its A may be a register tensor instead (the RS
         form), proved as above over the warpgroup's 128 threads against wgmma m64nNk16's A
         fragment (thread 32 w + 4 g + q, element v: row 16 w + g + 8 ((v / 2) % 2), column
-        2q + v % 2 + 8 (v / 4)); its B never.
+        2q + v % 2 + 8 (v / 4)); its B never. A tcgen05.mma's operands are both shared tiles
+        (the SS form; TCGEN05-SMEM-LAYOUT proves their descriptors) under the same terms.
     Why the hardware needs it (wgmma):
         wgmma reads shared memory through the async proxy. The threads' stores are ordered
         before it by fence.proxy.async and a barrier, which tileproof places after plain stores

@@ -16,7 +16,7 @@ from ...execution.indexing import linear_offset
 from ...execution.loops import statement_tensor
 from ...model.tensor import TensorView
 from ...model.types import BLOCK_TYPES, THREAD_TYPES, LoadStoreOpType, MemoryType, OpKind
-from ...execution.barriers import WgmmaWait
+from ...execution.barriers import Tcgen05Wait, WgmmaWait
 from ...execution.nest import PlacedNest, placed_nest
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -69,18 +69,25 @@ def _wait_in(scope: list, lo: int, hi: int, barrier: str) -> bool:
     return any(isinstance(n, TmaWait) and n.barrier == barrier for n in scope[max(lo, 0):hi])
 
 
-def _read_done(scope: list, ir: int, asynchronous: bool, path: list) -> int | None:
+def _completes(kind: Async, n) -> bool:
+    """Whether node n completes the asynchronous reads of a `kind` statement before it: a
+    wgmma.wait_group 0 (wgmma), the wait on a tcgen05.commit's mbarrier (tcgen05.mma)."""
+    if kind is Async.WGMMA:
+        return isinstance(n, WgmmaWait) and n.pending == 0
+    return isinstance(n, Tcgen05Wait)
+
+
+def _read_done(scope: list, ir: int, kind: Async, path: list) -> int | None:
     """Where the read at scope[ir] is over: there, or for a wgmma at the first wgmma.wait_group 0
-    after it; for a wgmma nested in scope[ir] (a loop; `path` the read's), at scope[ir] itself
-    where a wait_group 0 follows the read in a body inside it: each run of that body waits for
-    its reads (None:
-    no such wait, the tensor cores may still read when the scope repeats)."""
-    if not asynchronous:
+    after it (a tcgen05.mma: the first wait on its commit's mbarrier); for one nested in scope[ir]
+    (a loop; `path` the read's), at scope[ir] itself where such a wait follows the read in a body
+    inside it: each run of that body waits for its reads (None: no such wait, the tensor cores may
+    still read when the scope repeats)."""
+    if kind not in (Async.WGMMA, Async.TCGEN05):
         return ir
-    after = next((p for p in range(ir + 1, len(scope)) if isinstance(scope[p], WgmmaWait) and scope[p].pending == 0),
-                 None)
+    after = next((p for p in range(ir + 1, len(scope)) if _completes(kind, scope[p])), None)
     inner = [own[at + 1:] for own, at in path[next(k for k, (s, _) in enumerate(path) if s is scope) + 1:]]
-    if after is None and any(isinstance(n, WgmmaWait) and n.pending == 0 for rest in inner for n in rest):
+    if after is None and any(_completes(kind, n) for rest in inner for n in rest):
         return ir  # a body inside scope[ir] waits after the read, each time it runs
     return after
 
@@ -116,14 +123,14 @@ def unordered(nest_: PlacedNest) -> list[Hazard]:
                 scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
                 repeats = scope_repeats(wp, d, nest_.hazards)
                 store = ra.kind is Async.TMA_STORE
-                if wa.kind is Async.CP_ASYNC:  # its wait and barrier: CPASYNC-WAIT proves them
+                if wa.kind in (Async.CP_ASYNC, Async.TCGEN05):  # their waits: CPASYNC-WAIT, TCGEN05-ASYNC-ORDER
                     raw = True
                 elif wa.kind is Async.TMA_LOAD:  # a wait in the copy's own scope, after the copy
                     own, at = wp[-1]
                     limit = rp[d][1] + 1 if d == len(wp) - 1 else len(own)
                     raw = _wait_in(own, at + 1, limit, wa.barrier)
-                elif iw < ir:  # threads' writes reach the async proxy (TMA store, wgmma) through the fence
-                    raw = _sync_in(scope, iw + 1, ir, fence=store or ra.kind is Async.WGMMA)
+                elif iw < ir:  # threads' writes reach the async proxy (TMA store, wgmma, tcgen05.mma) through the fence
+                    raw = _sync_in(scope, iw + 1, ir, fence=store or ra.kind in (Async.WGMMA, Async.TCGEN05))
                 else:  # the reader comes first: it reads the previous iteration's writes
                     raw = not repeats or _sync_in(scope, iw + 1, len(scope)) or _sync_in(scope, 0, ir)
                 if not raw:
@@ -131,7 +138,7 @@ def unordered(nest_: PlacedNest) -> list[Hazard]:
                 if repeats and store:  # the copy engine reads until the issuing thread's bulk wait
                     war = _store_read_then_sync(scope, iw, ir)
                 elif repeats:
-                    done = _read_done(scope, ir, ra.kind is Async.WGMMA, rp)
+                    done = _read_done(scope, ir, ra.kind, rp)
                     war = done is not None and (_sync_in(scope, done + 1, len(scope)) or _sync_in(scope, 0, iw)
                                                 if iw < ir else _sync_in(scope, done + 1, iw))
                 if repeats and not war:
@@ -152,11 +159,12 @@ def smem_race(ctx: VerifyContext) -> Iterator[Diagnostic]:
         places (execution/nest.py): for every on-chip tensor, every statement that writes it
         and every statement that reads it, (read after write) a __syncthreads between the
         write and the read in the innermost scope holding both (with fence.proxy.async before
-        it where the reader is the async proxy: a TMA store, a wgmma), or, for a TMA load, an
-        mbarrier wait after the copy in its own scope before the reader; and (write after
+        it where the reader is the async proxy: a TMA store, a wgmma, a tcgen05.mma), or, for a
+        TMA load, an mbarrier wait after the copy in its own scope before the reader (a
+        tcgen05.mma's accumulators: TCGEN05-ASYNC-ORDER proves their wait); and (write after
         read) where that scope repeats, a barrier between the read and the next iteration's
-        write (for a wgmma, which reads asynchronously, between the wgmma.wait_group 0 after it
-        and that write). A pair needs ordering when some thread reads an element another thread of its
+        write (for a wgmma or tcgen05.mma, which read asynchronously, between the wgmma.wait_group
+        0 or the wait on the commit's mbarrier after it and that write). A pair needs ordering when some thread reads an element another thread of its
         block wrote (z3 over both statements' executed points, same block, same shared-memory
         offset, different threadIdx; collective and asynchronous accesses always do). The
         counterexample names the two threads and the offset.

@@ -9,44 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import z3
-
-from ...model.expr import const, var
-from ...execution.loops import execution_order
-from ...model.mma_op import ELEMENT_VARS, LANE, is_mma
-from ...execution.mma import fragments, is_mma_sync, well_formed
-from ...execution.wgmma_operands import wgmma_operand
-from ...hw.wgmma import CORE_ROW, FIELD_LIMIT, SWIZZLE_LINE, swizzle_lines
-from ...execution.nest import placed_nest
+from ..analysis.async_order import order_findings
+from ..analysis.smem_operands import descriptor_ops, layout_findings, operands
 from ..analysis.wgmma_order import check_order
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
-from ..findings import finding, report_values
 from ..registry import rule
-
-MN, K = "tp_mn", "tp_k"  # the operand element's row (M of A, N of B) and K index in the instruction tile
-
-
-def _layout_name(op) -> str:
-    return f"{op.swizzle.swizzle_bytes}-byte swizzle" if op.swizzle.value else "no swizzle (8 x 16-byte core matrices)"
 
 
 def _wgmma_ops(ctx: VerifyContext):
     """The wgmma MmaOps whose B is a shared tile (their A a shared tile or a register fragment:
     MMA-OPERAND-LAYOUT refuses the others)."""
-    order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
-    for tv in order:
-        wgmma = is_mma(tv) and tv.definition.macro is not None and not is_mma_sync(tv.definition.macro)
-        if wgmma and well_formed(tv) and tv.definition.inputs[1].memory_type.name == "Shared" and \
-                tv.definition.inputs[0].memory_type.name in ("Shared", "Local"):
-            yield tv
-
-
-def _operands(ctx: VerifyContext, tv):
-    """tv's operands read through descriptors: A and B, or B alone where A is in registers (RS)."""
-    frag = fragments(tv)
-    return ctx.memo(("wgmma-operands", tv.name),
-                    lambda: [wgmma_operand(tv, ctx.block_dims, r) for r in "AB" if frag.in_shared(r)])
+    return descriptor_ops(ctx, "wgmma")
 
 
 @rule("WGMMA-SMEM-LAYOUT", family="wgmma")
@@ -101,75 +75,13 @@ def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #     Sw(start + canonical(mn, k, SBO, LBO)) == offset_schedule(mn, k)   (hw/wgmma.py, execution/wgmma_operands.py)
     #   and the descriptor: offset(8, 0) == offset(0, 0) + SBO, start % 16 == 0, (start / 128) % 8 == 0 if swizzled
     for tv in _wgmma_ops(ctx):
-        for op in _operands(ctx, tv):
-            t = op.tensor
-            invalid = list(_descriptor(ctx, tv, op))
-            yield from invalid
-            if invalid:
-                continue  # no one descriptor to compare the layout with
-            lbo, sbo = op.lbo, op.sbo
-            mn, k = var(MN), var(K)
-            got, want = op.hardware(mn, k), op.byte_offset(mn, k)
-            ranges = {**op.ex.ranges, MN: const(op.rows), K: const(op.depth)}
-            q = ctx.query([got, want], ranges)
-            out = q.prove(q.eq(got, want), values={"mn": mn, "k": k, "schedule": want, "hardware": got})
-            yield from report_values(
-                ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s wgmma reads {t.name} where the schedule put it",
-                lambda v, when, tv=tv, t=t, op=op, sbo=sbo: (
-                    f"{tv.name}'s wgmma reads {op.role}[{v.get('mn')}, {v.get('k')}] of {t.name} at byte "
-                    f"{v.get('hardware')} of its tile{when}, where the schedule stores byte {v.get('schedule')}: the "
-                    f"{op.swizzle.swizzle_bytes}-byte {'swizzled' if op.swizzle.value else 'unswizzled'} {op.major}-major layout "
-                    f"of the descriptor (SBO {sbo}) is not how {t.name} is allocated"),
-                ("mn", "k", "schedule", "hardware"),
-                point=tuple(v for v in ranges if v not in (MN, K, ELEMENT_VARS[op.role], LANE.cuda_name)),
-                hint=(f"allocate {t.name} as TMA's swizzled boxes of K-major rows: rows of one swizzle span of K "
-                      f"(128 bytes), the 16-byte chunks XOR-swizzled by the row within 8 "
+        for op in operands(ctx, tv):
+            yield from layout_findings(
+                ctx, "WGMMA-SMEM-LAYOUT", tv, op,
+                hint=(f"allocate {op.tensor.name} as TMA's swizzled boxes of K-major rows: rows of one swizzle span of "
+                      f"K (128 bytes), the 16-byte chunks XOR-swizzled by the row within 8 "
                       f"(split(-2, 8).split(-2, 1).split(-1, 16 bytes), swizzle(XOR, -4, -2)), as "
-                      f"MmaInputSmemSwizzle.B128 lays them out"),
-                notes=[(f"descriptor: {_layout_name(op)}, SBO {sbo} bytes, LBO {lbo} bytes; element (mn, k) of "
-                        f"{op.role} is {'row m' if op.role == 'A' else 'column n'}, K index k")],
-                tensor=t.name, location=t.origin)
-
-
-def _descriptor(ctx: VerifyContext, tv, op) -> Iterator[Diagnostic]:
-    """The descriptor of op (a WgmmaOperand) is valid at every instance: encodable fields, SBO
-    the same everywhere, every start a multiple of 16 on a swizzle pattern's row 0."""
-    t = op.tensor
-    where = {"tensor": t.name, "location": t.origin}
-    measured = op.measured()
-    fields = op.fields()
-    bad = [(n, v) for n, v in fields if v % CORE_ROW or not 0 <= v < FIELD_LIMIT]
-    for name, value in bad:
-        yield finding("WGMMA-SMEM-LAYOUT", (
-            f"{tv.name}'s wgmma operand {op.role} ({t.name}) needs {name} = {value} bytes, which the "
-            f"descriptor's field (bytes / 16 in 14 bits) cannot hold"),
-            hint=f"lay {t.name} out so its {name} is a multiple of 16 below 2^18",
-            counterexample={name.lower(): value}, **where)
-    start = op.start
-    ranges = dict(op.ex.ranges)
-    q = ctx.query([start, *measured.values()], ranges)
-    claim = z3.And(q.eq(start % CORE_ROW, const(0)),
-                   *[q.eq(measured[n], measured["start"] + const(v)) for n, v in fields])
-    if op.swizzle.value:
-        claim = z3.And(claim, q.eq((start // SWIZZLE_LINE) % swizzle_lines(op.swizzle), const(0)))
-    elements = op.field_elements()
-    shown = {f"element {elements[n]}": measured[n] for n, _ in fields}
-    out = q.prove(claim, values={"start": start, "element (0, 0)": measured["start"], **shown})
-    yield from report_values(
-        ctx, "WGMMA-SMEM-LAYOUT", out, f"that {tv.name}'s {op.role} descriptors have one SBO and start on a "
-                                      f"pattern's row 0",
-        lambda v, when, tv=tv, t=t, op=op: (
-            f"{tv.name}'s wgmma operand {op.role} ({t.name}) at this instance{when} starts at byte "
-            f"{v.get('start')} of its buffer, element (0, 0) at byte {v.get('element (0, 0)')}, "
-            + ", ".join(f"element {elements[n]} at byte {v.get(f'element {elements[n]}')} ({n} {value} at the "
-                        f"first instance)" for n, value in fields)
-            + f": the start must be a multiple of 16 on row 0 of a {op.swizzle.swizzle_bytes}-byte swizzle pattern "
-              f"(base offset 0), and each offset one constant"),
-        ("start", "element (0, 0)", *shown), point=tuple(ranges),
-        hint=f"allocate {t.name}'s rows in groups of 8 at one stride, each instruction's tile starting at a "
-             f"multiple of 8 rows of the swizzle span: TMA's swizzled boxes",
-        **where)
-
+                      f"MmaInputSmemSwizzle.B128 lays them out"))
 
 
 _OBLIGATIONS = {
@@ -230,14 +142,4 @@ def wgmma_async_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   reading shared tiles is committed with fewer than L newer groups (the tail release: none)
     if not any(True for _ in _wgmma_ops(ctx)):
         return
-    nest_ = placed_nest(ctx.fusion)
-    if nest_ is None:
-        return
-    for v in check_order(nest_.tree, nest_.hazards, nest_.label):
-        yield finding(
-            "WGMMA-ASYNC-ORDER", v.message,
-            notes=[f"obligation {v.obligation}: {_OBLIGATIONS[v.obligation]}",
-                   "tileproof places these itself: this is a tileproof bug, please report it"],
-            counterexample=v.counterexample,
-            hint="report the schedule: tileproof places wgmma's fences and waits itself",
-            tensor=None, location=v.location)
+    yield from order_findings(ctx, "WGMMA-ASYNC-ORDER", check_order, _OBLIGATIONS, "wgmma's fences and waits")
