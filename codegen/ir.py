@@ -574,6 +574,7 @@ class WholeTile:
     guard: list[Cond]
     whole: Loop
     lowered: Loop
+    why: str = "a whole tile: no hole predicates"  # the `if`'s comment (codegen/lower/peel.py: a tile unmasked)
 
     @property
     def body(self) -> list:

@@ -56,6 +56,12 @@ class SkippedLoop:
     extent: Expr
     given: Expr
     where_position: int | None = None  # the where's loop position in the loop (None: outside it)
+    # skip_masked's `unmasked`: the iterations below min(extent, unmasked) keep every point of the
+    # mask, which the kernel then computes without (codegen/lower/peel.py; ONLINE-SKIP proves it)
+    unmasked: Expr | None = None
+    # the tensors computed in the loop for the mask alone (tp.iota, its broadcasts, the comparison):
+    # what the peeled iterations do not compute
+    mask_only: frozenset[str] = frozenset()
 
     @property
     def trip_count(self) -> Expr:
@@ -82,8 +88,29 @@ def skipped_loops(fusion) -> dict[int, SkippedLoop]:
         g = groups.of[(m.name, k)]
         w = _masking_where(m)
         at = None if w is None else next((j for j in range(len(w.loop)) if groups.of.get((w.name, j)) is g), None)
-        out[g.index] = SkippedLoop(m, m.skip[0], w, k, g.index, g.extent, m.skip[1], at)
+        peeled = w is not None and m.skip[2] is not None
+        mask_only = _mask_only(fusion, m.skip[0], w, g, groups) if peeled else frozenset()
+        out[g.index] = SkippedLoop(m, m.skip[0], w, k, g.index, g.extent, m.skip[1], at, m.skip[2], mask_only)
     return out
+
+
+def _mask_only(fusion, mask, where, g, groups) -> frozenset[str]:
+    """The mask and the tensors it is computed from that the loop (group g) computes and nothing
+    but the where reads, through one another."""
+    readers: dict[str, set[str]] = {}
+    for t in fusion.tensors:
+        for i in (t.definition.inputs if t.definition is not None else ()):
+            readers.setdefault(i.name, set()).add(t.name)
+    in_loop = {t.name for t in fusion.tensors if any(groups.of.get((t.name, j)) is g for j in range(len(t.loop)))}
+    only = {where.name}
+    frontier = [mask]
+    while frontier:
+        t = frontier.pop()
+        if t.name in only or t.name not in in_loop or not readers.get(t.name, set()) <= only:
+            continue
+        only.add(t.name)
+        frontier.extend(t.definition.inputs if t.definition is not None else ())
+    return frozenset(only - {where.name})
 
 
 def trip_counts(fusion) -> dict[int, Expr]:

@@ -94,7 +94,8 @@ def fingerprint(fusion: Fusion, target: str) -> str:
             "alloc=" + (",".join(ids(i) for i in tv.allocation) if tv.allocation is not None else "-"),
             f"multicast={tv.multicast_on.on.name if tv.multicast_on is not None else '-'}",
         ] + ([f"online={','.join(t.name for t in tv.online)}"] if tv.online is not None else [])
-          + ([f"skip={tv.skip[0].name},{_tree(tv.skip[1])}"] if tv.skip is not None else [])))
+          + ([f"skip={tv.skip[0].name},{_tree(tv.skip[1])}"
+               + (f",unmasked={_tree(tv.skip[2])}" if tv.skip[2] is not None else "")] if tv.skip is not None else [])))
     for op in fusion.exprs:
         parts.append(f"{op.kind}:{op.name}:{op.op_type.value}:{[t.name for t in op.inputs]}->{op.output.name}"
                      f":{op.logical_map}:{op.scalar!r}:{op.cache_op.value}:{op.macro}:{op.tf32_rounding}"

@@ -139,10 +139,10 @@ def row_map(t: "TensorView", m: "TensorView") -> list[int | None]:
     return out
 
 
-def skip_masked(m: "TensorView", mask, trip_count) -> None:
-    """TensorView.skip_masked (its docstring says what it means): check and record. `trip_count` is
-    called with the block indices blockIdx.x, .y, .z as index expressions; what it returns (an int
-    or an expression of them and of the fusion's extent symbols) is kept."""
+def skip_masked(m: "TensorView", mask, trip_count, unmasked=None) -> None:
+    """TensorView.skip_masked (its docstring says what it means): check and record. `trip_count`
+    (and `unmasked`) is called with the block indices blockIdx.x, .y, .z as index expressions; what
+    it returns (an int or an expression of them and of the fusion's extent symbols) is kept."""
     fusion = m.fusion
     if m.online is None:
         raise ScheduleError(f"skip_masked: {m.name} is not an online max; call {m.name}.set_online(rescale=[...]) "
@@ -152,22 +152,30 @@ def skip_masked(m: "TensorView", mask, trip_count) -> None:
     if getattr(mask, "fusion", None) is not fusion or not mask.dtype.is_bool:
         raise ScheduleError(f"skip_masked: mask must be a bool tensor of {m.name}'s fusion (a comparison of "
                             f"tp.iota, the where's condition), got {mask!r:.60}")
-    if not callable(trip_count):
-        raise ScheduleError(f"skip_masked: trip_count must be a function of the block indices (bx, by, bz) "
-                            f"returning the iterations a block runs, got {trip_count!r:.60}")
+    value = _block_count(fusion, "trip_count", trip_count, "the iterations a block runs")
+    kept = None if unmasked is None else _block_count(fusion, "unmasked", unmasked,
+                                                       "the first iterations whose every point the mask keeps")
+    m.skip = (mask, value, kept)
+    m.skip_origin = user_location()  # ONLINE-SKIP's reports point at the call
+
+
+def _block_count(fusion, name: str, count, what: str):
+    """count(blockIdx.x, .y, .z) as an index expression of the block indices and the extents."""
+    if not callable(count):
+        raise ScheduleError(f"skip_masked: {name} must be a function of the block indices (bx, by, bz) "
+                            f"returning {what}, got {count!r:.60}")
     blocks = [var(p.cuda_name) for p in BLOCK_TYPES]
-    value = trip_count(*blocks)
+    value = count(*blocks)
     if isinstance(value, bool) or not isinstance(value, (int, Expr)):
-        raise ScheduleError(f"skip_masked: trip_count returned {value!r:.60}, not an int or an index expression "
+        raise ScheduleError(f"skip_masked: {name} returned {value!r:.60}, not an int or an index expression "
                             f"of the block indices and extents")
     value = as_expr(value)
     allowed = {b.value for b in blocks} | set(fusion.symbols)
     stray = sorted(value.free_vars() - allowed)
     if stray:
-        raise ScheduleError(f"skip_masked: trip_count reads {', '.join(stray)}; it may read the block indices and "
+        raise ScheduleError(f"skip_masked: {name} reads {', '.join(stray)}; it may read the block indices and "
                             f"the fusion's extent symbols only (every role of the block runs the same count)")
-    m.skip = (mask, value)
-    m.skip_origin = user_location()  # ONLINE-SKIP's reports point at the call
+    return value
 
 
 __all__ = ["online_max", "rescaled_in_place", "row_map", "set_online", "skip_masked"]

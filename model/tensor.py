@@ -56,7 +56,7 @@ class TensorView(TensorBase):
         set_online(self, rescale)
         return self
 
-    def skip_masked(self, mask, trip_count):
+    def skip_masked(self, mask, trip_count, unmasked=None):
         """Skip the iterations of this online max's loop (the loop over tiles) that `mask` drops
         whole: a block runs iterations 0 .. min(extent, trip_count(bx, by, bz)) - 1 only, in every
         role (the loads, their circular buffer's prologue, prefetches and mbarrier phases, a
@@ -73,8 +73,15 @@ class TensorView(TensorBase):
         mask, the kernel computes it once per block, and the proof (a linear claim per schedule)
         covers any mask z3 can decide, not only the causal one. A count too large only runs masked
         iterations (exact, slower); one too small drops kept scores, and the proof says where.
-        nvFuser has no such knob (its causal kernels come from SDPA's own scheduler). Returns self."""
-        skip_masked(self, mask, trip_count)
+        nvFuser has no such knob (its causal kernels come from SDPA's own scheduler).
+
+        `unmasked` (optional), a function of the block indices as trip_count: the iterations
+        0 .. unmasked(bx, by, bz) - 1 keep every point (causal attention's key tiles below the
+        diagonal: (first row + N - M + 1) // key_tile). There the kernel computes the where's x
+        without the mask (codegen/lower/peel.py: the where and the mask's own statements in a second
+        version of their nests, picked once per iteration, as FlashAttention peels the diagonal).
+        ONLINE-SKIP proves the mask true at every point of those iterations. Returns self."""
+        skip_masked(self, mask, trip_count, unmasked)
         return self
 
     def rfactor(self, axes, tensors=None):

@@ -47,7 +47,8 @@ class TensorBase:
         self.multicast_on = None  # a Multicast (model/options.py) once multicast is called
         self.online = None  # an online max's rescaled sums (model/online.py) once set_online is called
         self.online_origin = None
-        self.skip = None  # an online max's (mask, trip count) once skip_masked is called (model/online.py)
+        # an online max's (mask, trip count, unmasked count or None) once skip_masked is called (model/online.py)
+        self.skip = None
         self.skip_origin = None
         self.origin = user_location()
         # the user's file:line of the knobs set later: rules about them point there, not at `origin`

@@ -307,7 +307,11 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     t["m"].set_online(rescale=[t["l"], o])
     if tile.causal and skip_masked_tiles:  # a block's last row r keeps keys up to r + N - M: the tiles up to its
         last = ROWS * warpgroups - 1 + tile.keys - tile.rows  # (past KT: the loop's extent clamps the count)
-        t["m"].skip_masked(t["keep"], lambda bx, by, bz: (bx * (ROWS * warpgroups) + last) // n + 1)
+        # and its first row r0 every key up to r0 + N - M: the tiles before (r0 + N - M + 1) // n, kept whole,
+        # computed without the mask (the diagonal's tiles peeled)
+        first = tile.keys - tile.rows + 1
+        t["m"].skip_masked(t["keep"], lambda bx, by, bz: (bx * (ROWS * warpgroups) + last) // n + 1,
+                           unmasked=lambda bx, by, bz: (bx * (ROWS * warpgroups) + first) // n)
     indices = [t["query"], t["key"]] if tile.causal else []  # 1-D: laid out as the fragment's rows, columns
     computed = [x for x in fusion.tensors if not x.is_fusion_input and x not in indices]
     w = warpgroups > 1  # [.., Mo, ..] -> [.., Mo / warpgroups, warpgroups (TIDz), ..]

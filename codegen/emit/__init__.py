@@ -239,7 +239,7 @@ class _Emitter:
 
     def whole_tile(self, n: WholeTile, depth: int) -> list[str]:
         pad = "  " * depth
-        return ([f"{pad}if ({' && '.join(self.cond(c) for c in n.guard)}) {{  // a whole tile: no hole predicates"]
+        return ([f"{pad}if ({' && '.join(self.cond(c) for c in n.guard)}) {{  // {n.why}"]
                 + self.nodes([n.whole], depth + 1) + [f"{pad}}} else {{"] + self.nodes([n.lowered], depth + 1) + [f"{pad}}}"])
 
     def sync(self, n: Sync, depth: int) -> list[str]:

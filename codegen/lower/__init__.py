@@ -77,6 +77,7 @@ from .index_width import choose_index_width
 from .invariants import name_invariants
 from .launch_dims import read_launch_dims
 from .named_barriers import name_barriers
+from .peel import peel_unmasked
 from .whole_tile import split_whole_tiles
 from ...hw.bulk_copy import ADDRESS_ALIGN
 from ..ir import Buffer, Compute, GlobalTensor, KernelIR, Param, ParamKind, TensorMap, TmaCopy, TmemAlloc, walk
@@ -290,6 +291,7 @@ PASSES: list[tuple[str, Callable[[Lowering], None]]] = [
     ("signature", signature),
     ("named-barriers", name_barriers),
     ("whole-tile", split_whole_tiles),
+    ("peel", peel_unmasked),
     ("launch-dims", read_launch_dims),
     ("invariants", name_invariants),
     ("index-width", choose_index_width),

@@ -135,7 +135,9 @@ class Invariants:
             return replace(n, conds=self.conds(n.conds))
         if isinstance(n, TmaCopy):  # one thread issues it: only the divisions NVVM would not move
             return self._tma_copy(n)
-        if isinstance(n, Loop) or (hasattr(n, "body") and not isinstance(n, WholeTile)):
+        if isinstance(n, WholeTile):  # one inside another's versions (codegen/lower/peel.py)
+            return replace(n, guard=self.conds(n.guard), whole=self._node(n.whole), lowered=self._node(n.lowered))
+        if isinstance(n, Loop) or hasattr(n, "body"):
             return replace(n, body=self.nodes(n.body))  # loops, a circular buffer's prologue and prefetch
         return n
 
@@ -264,7 +266,7 @@ def name_invariants(st) -> None:
         names = Invariants(frozenset(entry | set(around.loops)), ir.names, namer=placement.namer(around))
         if isinstance(nest, WholeTile):
             (lowered,), (whole,) = names.nodes([nest.lowered]), names.nodes([nest.whole])
-            return [WholeTile(names.conds(nest.guard), whole, lowered)]
+            return [replace(nest, guard=names.conds(nest.guard), whole=whole, lowered=lowered)]
         return names.nodes([nest])
 
     rewrite_unrolled(ir.body, rewrite, is_nest=is_nest)

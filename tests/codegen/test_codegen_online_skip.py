@@ -4,7 +4,9 @@ causally masked log-sum-exp compiles with NVRTC for sm_90a, and the CPU simulato
 kernel gives the float64 reference with the exact count and with one past the loop; one tile short
 (lowered without the proof) it does not, which is what ONLINE-SKIP refuses. With the scores' tiles
 in a cp.async circular buffer of three stages, the prologue and the prefetches read the block's
-count too: a block of one iteration (fewer than the stages) still gives the reference."""
+count too: a block of one iteration (fewer than the stages) still gives the reference. With an unmasked
+count (the tiles below the diagonal computed without the mask, codegen/lower/peel.py) the simulated
+kernel gives the reference; one tile past the diagonal (lowered without the proof) it does not."""
 
 from __future__ import annotations
 
@@ -25,9 +27,10 @@ TARGET = get_target("sm_90a")
 P = tp.ParallelType
 
 
-def _skipping(extra: int, rows: int = 96, keys: int = 256, tile: int = 64):
+def _skipping(extra: int, rows: int = 96, keys: int = 256, tile: int = 64, unmasked: int | None = None):
     fusion, x, keep, m, l, lse = masked_logsumexp(f"skip_{extra + 1}", rows, keys, tile)
-    m.skip_masked(keep, lambda bx, by, bz: (bx * 32 + 31 + keys - rows) // tile + extra)
+    m.skip_masked(keep, lambda bx, by, bz: (bx * 32 + 31 + keys - rows) // tile + extra,
+                  unmasked=None if unmasked is None else lambda bx, by, bz: (bx * 32 + 1 + keys - rows) // tile + unmasked)
     return fusion
 
 
@@ -51,6 +54,21 @@ def test_the_proved_count_gives_the_reference(rows, keys, tile, extra):
 
 def test_one_tile_short_gives_other_values_and_is_refused():
     fusion = _skipping(0)
+    report, kernel, got, want = _simulated(fusion, 96, 256)
+    assert report.codes == ["ONLINE-SKIP"]
+    assert np.max(np.abs(got - want)) > 0.1
+
+
+@pytest.mark.parametrize("rows, keys, tile", [(96, 256, 64), (70, 200, 32)])
+def test_the_tiles_computed_without_the_mask_give_the_reference(rows, keys, tile):
+    fusion = _skipping(1, rows, keys, tile, unmasked=0)
+    report, kernel, got, want = _simulated(fusion, rows, keys)
+    assert report.ok, report.codes
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unmasked_tile_past_the_diagonal_gives_other_values_and_is_refused():
+    fusion = _skipping(1, unmasked=1)
     report, kernel, got, want = _simulated(fusion, 96, 256)
     assert report.codes == ["ONLINE-SKIP"]
     assert np.max(np.abs(got - want)) > 0.1

@@ -12,5 +12,5 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "attention.md"
 
 def test_the_walk_through_runs_and_prints_what_it_shows():
     blocks = doc_blocks.blocks(DOC)
-    assert sum(b.output is not None for b in blocks) == 9
+    assert sum(b.output is not None for b in blocks) == 10
     assert doc_blocks.run(DOC, gpu=False) == len(blocks)

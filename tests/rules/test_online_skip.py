@@ -2,7 +2,8 @@
 that a block ends at its trip count, where the mask drops every later tile. The exact count (and a
 larger one, clamped to the loop) is proved; a count one tile short, a block with no iteration, a
 mask that is not a comparison of indices, a masked value that is not -inf and terms that are not 0
-there are refused, the z3 ones with a counterexample. tests/codegen/test_codegen_online_skip.py
+there are refused, the z3 ones with a counterexample; so is an unmasked count (the iterations computed
+without the mask) one tile past the diagonal. tests/codegen/test_codegen_online_skip.py
 runs the kernels on the CPU; tests/recipes/test_causal_attention.py the causal attention recipe."""
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ CODE = "ONLINE-SKIP"
 LAST_ROW = 31 + 160
 
 
-def _skipping(name: str, extra: int = 1, **kwargs):
-    """masked_logsumexp whose loop ends after the tile of block bx's last row's last kept key, plus `extra` - 1."""
+def _skipping(name: str, extra: int = 1, unmasked: int | None = None, **kwargs):
+    """masked_logsumexp whose loop ends after the tile of block bx's last row's last kept key, plus `extra` - 1;
+    with `unmasked`, the tiles before the one of block bx's first row's last kept key, plus `unmasked`, are
+    computed without the mask."""
     fusion, x, keep, m, l, lse = masked_logsumexp(name, **kwargs)
-    m.skip_masked(keep, lambda bx, by, bz: (bx * 32 + LAST_ROW) // 64 + extra)
+    m.skip_masked(keep, lambda bx, by, bz: (bx * 32 + LAST_ROW) // 64 + extra,
+                  unmasked=None if unmasked is None else lambda bx, by, bz: (bx * 32 + 161) // 64 + unmasked)
     return fusion
 
 
@@ -54,6 +58,25 @@ def test_a_trip_count_past_the_loop_is_clamped_to_it():
     fusion = _skipping("loose", extra=3)
     assert tp.verify(fusion).ok
     assert "4U" in next(line for line in tp.compile(fusion).cuda_source.splitlines() if "T14 axis 2" in line)
+
+
+def test_the_unmasked_count_is_proved_and_versions_the_mask_s_statements():
+    fusion = _skipping("unmasked", unmasked=0)
+    errors, report = _errors(fusion)
+    assert report.ok, [d.message for d in report.errors]
+    body = tp.compile(fusion).cuda_source.split('extern "C"')[1]
+    assert body.count("// a key tile the mask keeps whole: no mask") == 1  # one switch of versions a tile
+    assert body.count(" = where(") == 2 and body.count("the mask keeps this tile whole") == 1  # the where, its copy
+
+
+def test_an_unmasked_count_one_tile_past_the_diagonal_is_refused_with_the_point_the_mask_drops():
+    (e,), _ = _errors(_skipping("unmasked_long", unmasked=1))
+    assert "a score the fusion masks is kept" in e.message
+    v = e.counterexample
+    row, key = v["T5 axis 0"], v["T5 axis 1"]
+    assert key > row + 160  # the mask drops it
+    assert key // 64 == v["iteration"] < v["unmasked"] == (v["blockIdx.x"] * 32 + 161) // 64 + 1
+    assert row // 32 == v["blockIdx.x"]
 
 
 def test_a_block_that_runs_no_iteration_is_refused():
@@ -88,6 +111,8 @@ def test_skip_masked_checks_its_arguments():
         m.skip_masked(keep, 3)
     with pytest.raises(tp.ScheduleError, match="reads threadIdx.x"):
         m.skip_masked(keep, lambda bx, by, bz: var("threadIdx.x") + 1)
+    with pytest.raises(tp.ScheduleError, match="unmasked must be a function of the block indices"):
+        m.skip_masked(keep, lambda bx, by, bz: bx + 1, unmasked=2)
     m.skip_masked(keep, lambda bx, by, bz: bx + 1)
     with pytest.raises(tp.ScheduleError, match="already"):
         m.skip_masked(keep, lambda bx, by, bz: bx + 1)
@@ -96,6 +121,7 @@ def test_skip_masked_checks_its_arguments():
 def test_the_trip_count_is_part_of_the_fingerprint():
     assert fingerprint(_skipping("a"), "sm_90a") != fingerprint(_skipping("a", extra=2), "sm_90a")
     assert fingerprint(_skipping("a"), "sm_90a") != fingerprint(masked_logsumexp("a")[0], "sm_90a")
+    assert fingerprint(_skipping("a"), "sm_90a") != fingerprint(_skipping("a", unmasked=0), "sm_90a")
 
 
 def test_a_count_that_divides_a_negative_number_is_refused():

@@ -32,7 +32,10 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
         of each sum m rescales are 0 where that where is -inf (exp2 or exp of it times a number > 0,
         plus values not computed from it, times values not computed from it, cast, summed); and
         nothing else is carried across the loop (no other reduction sums over it, no value
-        computed inside it is an output or read after it but through m and its sums).
+        computed inside it is an output or read after it but through m and its sums). With
+        skip_masked's `unmasked` count U: the mask is true at every point of every iteration
+        t < min(T, U(block)), which the kernel computes without the mask (the where is its x there),
+        each dividend of U >= 0.
     Why the hardware needs it:
         Skipping is exact only for an iteration that is the identity on the loop's carried state:
         its scores all -inf, the running max (finite, since iteration 0 always runs) does not grow,
@@ -85,6 +88,8 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
             tensor=m.name, location=m.skip_origin)
         if not at_least_one.proved:
             continue
+        if s.unmasked is not None:
+            yield from _unmasked(ctx, s, ex, exprs + [s.unmasked], ranges, t, trip, (op, lhs, rhs))
         q = ctx.query(exprs, ranges, integers=True)
         kept = _COMPARE[op](q, lhs, rhs)
         runs = z3.And(*[q.holds(c) for c in ex.conds], q.le(trip, t), q.ctx)
@@ -100,6 +105,28 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
             ["iteration", "trip count", *indices], point=blocks,
             hint=f"raise the trip count to the last iteration with a kept point plus one (a count too large only "
                  f"runs masked iterations)", tensor=w.name, location=m.skip_origin)
+
+
+def _unmasked(ctx, s, ex, exprs, ranges, t, trip, comparison) -> Iterator[Diagnostic]:
+    """The mask keeps every point of the iterations below skip_masked's `unmasked`, which the kernel
+    computes without it (codegen/lower/peel.py)."""
+    (op, lhs, rhs), w, m, mask = comparison, s.where, s.max, s.mask
+    q = ctx.query(exprs, ranges, integers=True)
+    dividends = [q.le(const(0), d) for d in _dividends(s.unmasked)]
+    peeled = z3.And(*[q.holds(c) for c in ex.conds], q.lt(t, trip), q.lt(t, s.unmasked), *dividends, q.ctx)
+    indices = {f"{mask.name} axis {a}": e for a, e in enumerate(ex.read_logical(0))}
+    out = q.prove(z3.Implies(peeled, _COMPARE[op](q, lhs, rhs)),
+                  values={"iteration": t, "unmasked": s.unmasked, "left": lhs, "right": rhs, **indices})
+    yield from report_values(
+        ctx, "ONLINE-SKIP", out,
+        f"that {mask.name} keeps every point of the iterations below {m.name}'s unmasked count",
+        lambda v, when: (f"online max {m.name}'s loop computes iteration {v['iteration']} without {mask.name} (its "
+                         f"unmasked count is {v['unmasked']}){when}, but {mask.name} drops "
+                         f"{mask.name}[{', '.join(str(v[k]) for k in indices)}] there ({v['left']} {op} {v['right']} "
+                         f"is false): a score the fusion masks is kept"),
+        ["iteration", "unmasked", *indices], point=[p.cuda_name for p in BLOCK_TYPES],
+        hint="lower the unmasked count to the first iteration with a dropped point (a count too small only "
+             "computes the mask where it keeps everything)", tensor=w.name, location=m.skip_origin)
 
 
 def _dividends(e) -> list:
