@@ -142,13 +142,15 @@ def test_p_inlined_into_the_second_products_instruction_is_rejected():
 
 
 class _Pick:
-    """An rng whose choice is the named skip count (the mutation draws one of _skip_counts' items)."""
+    """An rng whose choices are the named skip count, then the named unmasked count (the mutation
+    draws one of _skip_counts' items, then one of _unmasked_counts')."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, *names):
+        self.names = list(names)
 
     def choice(self, items):
-        return next(item for item in items if item[0] == self.name)
+        name = self.names.pop(0)
+        return next(item for item in items if item[0] == name)
 
 
 @pytest.mark.parametrize("count, rejected", [
@@ -160,9 +162,27 @@ def test_a_drawn_skip_count_is_accepted_exactly_when_it_covers_every_kept_key(co
     longer are exact; a shorter one drops kept keys of some block and ONLINE-SKIP says where."""
     tile, options = AttentionTile(rows=200, keys=500, key_tile=64, causal=True), {"warpgroups": 2}
     fusion = attention(tile, skip_masked_tiles=False, **options)
-    done = MUTATIONS["skip_count"](_Pick(count), attention_gen.roles(fusion, tile, options))
+    done = MUTATIONS["skip_count"](_Pick(count, "no"), attention_gen.roles(fusion, tile, options))
     assert count in done
     report = tp.verify(fusion)
     assert report.ok is not rejected, (count, report.codes)
+    if rejected:
+        assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message
+
+
+@pytest.mark.parametrize("unmasked, rejected", [
+    ("the recipe's unmasked", False), ("zero unmasked", False), ("one tile fewer unmasked", False),
+    ("one tile past the diagonal unmasked", True), ("the last row's unmasked", True), ("every tile unmasked", True)])
+def test_a_drawn_unmasked_count_is_accepted_exactly_when_the_mask_keeps_those_tiles_whole(unmasked, rejected):
+    """The unmasked counts the skip_count mutation draws beside the recipe's trip count: the recipe's,
+    0 and one tile fewer (4 - 1 for block 0 here, N - M = 300) are exact, and the longer ones compute
+    without the mask a tile it does not keep whole; ONLINE-SKIP says where (a count below 0:
+    tests/rules/test_online_skip.py)."""
+    tile, options = AttentionTile(rows=200, keys=500, key_tile=64, causal=True), {"warpgroups": 2}
+    fusion = attention(tile, skip_masked_tiles=False, **options)
+    done = MUTATIONS["skip_count"](_Pick("the recipe's", unmasked), attention_gen.roles(fusion, tile, options))
+    assert unmasked in done
+    report = tp.verify(fusion)
+    assert report.ok is not rejected, (unmasked, report.codes)
     if rejected:
         assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message

@@ -79,6 +79,13 @@ def test_an_unmasked_count_one_tile_past_the_diagonal_is_refused_with_the_point_
     assert row // 32 == v["blockIdx.x"]
 
 
+def test_an_unmasked_count_below_zero_is_refused_it_would_wrap_past_every_iteration():
+    """(b 32 + 161) // 64 - 3 is -1 for block 0: unsigned, the kernel's count would be 2^64 - 1."""
+    (e,), _ = _errors(_skipping("unmasked_negative", unmasked=-3))
+    assert "unsigned integers" in e.message and e.counterexample["unmasked"] < 0
+    assert e.counterexample["blockIdx.x"] == 0
+
+
 def test_a_block_that_runs_no_iteration_is_refused():
     (e,), _ = _errors(_skipping("none", extra=-2))
     assert "runs no iteration" in e.message and e.counterexample["trip count"] <= 0

@@ -419,6 +419,23 @@ def _skip_counts(tile, warpgroups: int) -> dict:
     }
 
 
+def _unmasked_counts(tile, warpgroups: int) -> dict:
+    """Unmasked counts (the first iterations computed without the mask) of a causal tile's loop: the
+    recipe's (block b's first row b 64 w keeps keys up to it + N - M), none, and counts a user could
+    get wrong: one tile past the diagonal (rejected by ONLINE-SKIP), one fewer (exact; below 0 for a
+    block: rejected, the kernel's count is unsigned), every tile (rejected)."""
+    block, n, shift = 64 * warpgroups, tile.key_tile, tile.keys - tile.rows
+    return {
+        "no": None,
+        "the recipe's unmasked": lambda bx, by, bz: (bx * block + shift + 1) // n,
+        "one tile past the diagonal unmasked": lambda bx, by, bz: (bx * block + shift + 1) // n + 1,
+        "one tile fewer unmasked": lambda bx, by, bz: (bx * block + shift + 1) // n - 1,
+        "the last row's unmasked": lambda bx, by, bz: (bx * block + block + shift) // n,
+        "zero unmasked": lambda bx, by, bz: 0,
+        "every tile unmasked": lambda bx, by, bz: -(-tile.keys // n),
+    }
+
+
 def _skip_count(rng, r: Roles):
     """A causal tile's masked key tiles skipped through the public API (TensorView.skip_masked) with
     a trip count drawn from _skip_counts, where the recipe computes every tile (skip_masked_tiles=False);
@@ -428,8 +445,9 @@ def _skip_count(rng, r: Roles):
     if not online or not keeps or not getattr(r.tile, "causal", False):
         return None
     name, count = rng.choice(sorted(_skip_counts(r.tile, r.options.get("warpgroups", 1)).items()))
-    online[0].skip_masked(keeps[0], count)
-    return f"{online[0].name}.skip_masked({keeps[0].name}, {name} count)"
+    kept, unmasked = rng.choice(sorted(_unmasked_counts(r.tile, r.options.get("warpgroups", 1)).items()))
+    online[0].skip_masked(keeps[0], count, unmasked=unmasked)
+    return f"{online[0].name}.skip_masked({keeps[0].name}, {name} count, {kept} count)"
 
 
 MUTATIONS: dict[str, Callable] = {

@@ -35,7 +35,7 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
         computed inside it is an output or read after it but through m and its sums). With
         skip_masked's `unmasked` count U: the mask is true at every point of every iteration
         t < min(T, U(block)), which the kernel computes without the mask (the where is its x there),
-        each dividend of U >= 0.
+        and U >= 0 with each dividend in it >= 0 for every block (the kernel computes U unsigned).
     Why the hardware needs it:
         Skipping is exact only for an iteration that is the identity on the loop's carried state:
         its scores all -inf, the running max (finite, since iteration 0 always runs) does not grow,
@@ -111,9 +111,23 @@ def _unmasked(ctx, s, ex, exprs, ranges, t, trip, comparison) -> Iterator[Diagno
     """The mask keeps every point of the iterations below skip_masked's `unmasked`, which the kernel
     computes without it (codegen/lower/peel.py)."""
     (op, lhs, rhs), w, m, mask = comparison, s.where, s.max, s.mask
+    blocks = [p.cuda_name for p in BLOCK_TYPES]
+    # the kernel computes the count in unsigned integers: below 0 (or a negative dividend) it would wrap
+    # to a huge count and compute every iteration without the mask
     q = ctx.query(exprs, ranges, integers=True)
-    dividends = [q.le(const(0), d) for d in _dividends(s.unmasked)]
-    peeled = z3.And(*[q.holds(c) for c in ex.conds], q.lt(t, trip), q.lt(t, s.unmasked), *dividends, q.ctx)
+    signed = q.prove(z3.And(q.le(const(0), s.unmasked), *[q.le(const(0), d) for d in _dividends(s.unmasked)]),
+                     values={"unmasked": s.unmasked})
+    yield from report_values(
+        ctx, "ONLINE-SKIP", signed, f"that {m.name}'s unmasked count is an unsigned number for every block",
+        lambda v, when: (f"online max {m.name}'s unmasked count is {v['unmasked']} for a block{when}, or divides a "
+                         f"negative number: the kernel computes it in unsigned integers, where it wraps to a count "
+                         f"past every iteration, and the mask would be dropped everywhere"),
+        ["unmasked"], point=blocks, hint="keep the unmasked count and each dividend in it >= 0 for every block (0: "
+                                         "no iteration without the mask)", tensor=m.name, location=m.skip_origin)
+    if not signed.proved:
+        return
+    q = ctx.query(exprs, ranges, integers=True)
+    peeled = z3.And(*[q.holds(c) for c in ex.conds], q.lt(t, trip), q.lt(t, s.unmasked), q.ctx)
     indices = {f"{mask.name} axis {a}": e for a, e in enumerate(ex.read_logical(0))}
     out = q.prove(z3.Implies(peeled, _COMPARE[op](q, lhs, rhs)),
                   values={"iteration": t, "unmasked": s.unmasked, "left": lhs, "right": rhs, **indices})
@@ -124,7 +138,7 @@ def _unmasked(ctx, s, ex, exprs, ranges, t, trip, comparison) -> Iterator[Diagno
                          f"unmasked count is {v['unmasked']}){when}, but {mask.name} drops "
                          f"{mask.name}[{', '.join(str(v[k]) for k in indices)}] there ({v['left']} {op} {v['right']} "
                          f"is false): a score the fusion masks is kept"),
-        ["iteration", "unmasked", *indices], point=[p.cuda_name for p in BLOCK_TYPES],
+        ["iteration", "unmasked", *indices], point=blocks,
         hint="lower the unmasked count to the first iteration with a dropped point (a count too small only "
              "computes the mask where it keeps everything)", tensor=w.name, location=m.skip_origin)
 
