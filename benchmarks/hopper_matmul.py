@@ -3,7 +3,7 @@ matmul, in one process on one GPU (issue 13).
 
     python3 benchmarks/hopper_matmul.py [--out FILE] [--shapes MxNxK,...] [--rep-ms MS] [--schedules A,B]
                                         [--rematch-rounds R] [--headline NAME]           # an H100, torch, triton
-    python3 benchmarks/hopper_matmul.py --compile-only [--shapes MxNxK,...]            # verify + NVRTC; no GPU
+    python3 benchmarks/hopper_matmul.py --compile-only [--shapes MxNxK,...] [--jobs N]   # verify + NVRTC; no GPU
 
 D[M, N] = sum_k A[m, k] B[n, k], bfloat16 operands, float32 accumulation, at M x N x K =
 8192x8192x8192, 4096x4096x16384, 8192x1024x8192 and 8000x8000x8192 (M and N not multiples of the
@@ -57,6 +57,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import multiprocessing as mp
 import os
 import sys
 import time
@@ -368,15 +369,29 @@ def verify_and_compile(name: str, shape, cold_runs: int = 1) -> dict:
     return entry
 
 
-def compile_only(shapes) -> dict:
-    """{shape key: {schedule: entry}}: verify + one cold compile of each schedule at each shape."""
-    out: dict = {}
-    for shape in shapes:
-        key = shape_key(shape)
-        out[key] = {}
-        for name in SCHEDULES:
-            attempt(out[key], name, lambda name=name, shape=shape: verify_and_compile(name, shape))
-            out[key][name].pop("_kernel", None)
+def compile_entry(job: tuple[tuple[int, int, int], str]) -> tuple[str, str, dict]:
+    """(shape key, schedule, entry) of one build of --compile-only: verify_and_compile's entry, or
+    the error it raised; without the kernel."""
+    shape, name = job
+    entries: dict = {}
+    attempt(entries, name, lambda: verify_and_compile(name, shape))
+    entries[name].pop("_kernel", None)
+    return shape_key(shape), name, entries[name]
+
+
+def compile_only(shapes, jobs: int = 1) -> dict:
+    """{shape key: {schedule: entry}}: verify + one cold compile of each schedule at each shape, in
+    `jobs` processes forked from this one (each build is independent of the others: pure CPU, its own
+    cold cache; the seconds then count the other jobs' load too)."""
+    out: dict = {shape_key(shape): {} for shape in shapes}
+    builds = [(shape, name) for shape in shapes for name in SCHEDULES]
+    if jobs > 1 and len(builds) > 1:
+        with mp.get_context("fork").Pool(min(jobs, len(builds))) as pool:
+            done = list(pool.imap(compile_entry, builds))
+    else:
+        done = [compile_entry(job) for job in builds]
+    for key, name, entry in done:  # in the order of the shapes, then of SCHEDULES
+        out[key][name] = entry
     return out
 
 
@@ -788,6 +803,9 @@ def main(argv=None) -> int:
     parser.add_argument("--compile-only", action="store_true",
                         help="verify and compile the tileproof schedules at every shape (NVRTC, sm_90a), print the "
                              "times; no GPU")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="with --compile-only: processes that verify and compile the builds (default: "
+                             "%(default)s; the times then count each other's load)")
     args = parser.parse_args(argv)
     try:
         shapes = parse_shapes(args.shapes)
@@ -797,6 +815,8 @@ def main(argv=None) -> int:
         parser.error("--rep-ms must be positive")
     if args.rematch_rounds <= 0:
         parser.error("--rematch-rounds must be positive")
+    if args.jobs <= 0:
+        parser.error("--jobs must be positive")
     if args.schedules.strip().lower() not in ("", "all"):
         names = [x.strip() for x in args.schedules.split(",") if x.strip()]
         unknown = [x for x in names if x not in SCHEDULES]
@@ -822,7 +842,8 @@ def main(argv=None) -> int:
         args.out = args.out or results_path("hopper_matmul", None, results_variant(shapes))
         results["mode"] = "compile-only"
         results["target"] = base.TARGET
-        results["compile"] = compile_only(shapes)
+        results["jobs"] = args.jobs
+        results["compile"] = compile_only(shapes, args.jobs)
         for key, entries in results["compile"].items():
             for name, e in entries.items():
                 print(compile_line(key, name, e))

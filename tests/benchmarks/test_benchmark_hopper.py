@@ -25,6 +25,7 @@ SCRIPT = ROOT / "benchmarks" / "hopper_matmul.py"
 def _load(name: str, path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # importable by its name: a process pool pickles its functions by name
     spec.loader.exec_module(module)
     return module
 
@@ -171,10 +172,11 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     zeros, and the stmatrix epilogues run their 16 x 16 tiles past M and N = 200, which the TMA
     store clips; whole tiles compile in tests/codegen's bundled examples) and one whose rows the
     TMA cannot address (K = 100: 200-byte rows, not a multiple of 16, TMA-GLOBAL-STRIDE): recorded
-    with its codes, not a failure."""
+    with its codes, not a failure. In two processes (--jobs 2: CI's two cores), the entries in
+    order as one process writes them."""
     path = tmp_path / "hopper.json"
     shapes = "200x200x72,256x256x100"
-    run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path))
+    run = _run(str(SCRIPT), "--compile-only", "--shapes", shapes, "--out", str(path), "--jobs", "2")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     n = len(H.SCHEDULES)
     assert sum(1 for e in H.SCHEDULES.values() if e.params.epilogue.stmatrix) == 21
@@ -189,9 +191,9 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     rejected = [x for x in lines if x.startswith("256x256x100")]
     assert len(rejected) == n and all("REJECTED" in x and "TMA-GLOBAL-STRIDE" in x for x in rejected), rejected
     data = json.loads(path.read_text())
-    assert data["mode"] == "compile-only" and data["shapes"] == shapes.split(",")
-    assert set(data["compile"]) == set(shapes.split(","))
-    assert set(data["compile"]["200x200x72"]) == set(H.SCHEDULES)
+    assert data["mode"] == "compile-only" and data["shapes"] == shapes.split(",") and data["jobs"] == 2
+    assert list(data["compile"]) == shapes.split(",")
+    assert list(data["compile"]["200x200x72"]) == list(data["compile"]["256x256x100"]) == list(H.SCHEDULES)
     for name, entry in data["compile"]["200x200x72"].items():
         assert entry["accepted"], entry["diagnostics"]
         assert {"verify_s", "cold_compile_s", "launch", "layout", "block", "tile_multiples"} <= set(entry), entry
@@ -205,6 +207,27 @@ def test_compile_only_names_each_schedule_with_its_times(tmp_path):
     assert data["compile"]["200x200x72"]["hopper_128x128"]["launch"]["grid"][:2] == [2, 2]
     for entry in data["compile"]["256x256x100"].values():
         assert not entry["accepted"] and "TMA-GLOBAL-STRIDE" in entry["rejection_codes"] and "verify_s" in entry
+
+
+def test_compile_only_gives_the_entries_in_order_in_one_process_or_several(monkeypatch, capsys):
+    """--jobs N forks N processes over the builds; the entries come back as one process makes them:
+    by shape, then schedule, a build that raised recorded as an error, no kernel."""
+
+    def fake(name, shape):
+        if name == "hopper_128x256" and shape[2] == 100:
+            raise RuntimeError("boom")
+        return {"accepted": True, "shape": list(shape), "_kernel": object()}
+
+    monkeypatch.setattr(H, "verify_and_compile", fake)
+    shapes = [(200, 200, 72), (256, 256, 100)]
+    one, two = H.compile_only(shapes), H.compile_only(shapes, jobs=2)
+    assert one == two and list(one) == ["200x200x72", "256x256x100"]
+    assert all(list(entries) == list(H.SCHEDULES) for entries in one.values())
+    assert one["200x200x72"]["hopper_128x128"] == {"accepted": True, "shape": [200, 200, 72]}
+    assert one["256x256x100"]["hopper_128x256"]["error"] == "RuntimeError: boom"
+    with pytest.raises(SystemExit) as refused:
+        H.main(["--compile-only", "--jobs", "0"])
+    assert refused.value.code == 2 and "--jobs must be positive" in capsys.readouterr().err
 
 
 def test_failures_are_errors_and_rejections_at_whole_tiles():

@@ -6,10 +6,13 @@ and tests/gpu/test_fuzz_attention.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 import pytest
 import tileproof as tp
 from support import attention_gen
+from support.forked import forked_map
 from support.attention_gen import MUTATIONS, RECIPES, Parameter, Recipe, attention_case
 from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
 
@@ -73,17 +76,21 @@ def test_a_mutation_the_api_refuses_is_recorded_and_any_other_exception_is_an_ap
     assert case.api_bugs and "crashed raised KeyError" in case.api_bugs[0], case.api_bugs
 
 
+def _verdict(seed: int):
+    """(case, report, its kernel's CUDA source where accepted) of one draw; the case without its
+    fusion, which stays in the process that verified and compiled it."""
+    case = attention_case(seed)
+    report = tp.verify(case.fusion, case.target)
+    source = tp.compile(case.fusion, case.target).cuda_source if report.ok else None
+    return dataclasses.replace(case, fusion=None), report, source
+
+
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
+    """_verdict of each draw of VERIFIED, in two processes (CI's two cores)."""
     with pytest.MonkeyPatch.context() as mp:  # compile into a fresh cache, as fuzz.py does
         mp.setenv("TILEPROOF_CACHE_DIR", str(tmp_path_factory.mktemp("fuzz-attention-cache")))
-        out = []
-        for seed in VERIFIED:
-            case = attention_case(seed)
-            report = tp.verify(case.fusion, case.target)
-            kernel = tp.compile(case.fusion, case.target) if report.ok else None
-            out.append((case, report, kernel))
-        return out
+        return forked_map(_verdict, VERIFIED)
 
 
 def test_both_verdicts_occur_and_the_mutations_are_left_to_the_verifier(verdicts):
@@ -104,9 +111,9 @@ def test_rejections_name_their_rule_with_a_counterexample(verdicts):
 
 
 def test_the_accepted_draws_compile_for_sm_90a(verdicts):
-    for case, report, kernel in verdicts:
+    for case, report, source in verdicts:
         if report.ok:
-            assert kernel.cuda_source.count("wgmma.mma_async") >= 2, repr(case)  # both products
+            assert source.count("wgmma.mma_async") >= 2, repr(case)  # both products
 
 
 def test_the_fuzzer_draws_the_family_only_when_named():

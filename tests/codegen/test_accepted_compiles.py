@@ -5,7 +5,9 @@ lowering) draws a fixed number of schedules (derandomized hypothesis); each acce
 compile with tp.compile (sm_100a for the tensor-memory family and lowering cases with tensor
 memory, sm_90a otherwise), and so must every accepted bundled example. A failure to compile is a
 tileproof bug: a verifier rule is missing (execution/loops.py, verifier/rules/lowering.py) or the
-lowering is wrong. benchmarks/fuzz.py runs the same generators at scale (results/fuzz.json).
+lowering is wrong. benchmarks/fuzz.py runs the same generators at scale (results/fuzz.json). The
+bundled examples' kernels are kept for the tests of tests/codegen that check them
+(support/shared_kernels.py).
 tp.compile after tp.verify asks z3 nothing (z3.Solver.check raises meanwhile), and its lowering
 asks no claim (execution/predicates.py) the Report did not decide.
 """
@@ -25,6 +27,7 @@ from tileproof.codegen.lower import lower
 from tileproof.model.targets import get_target
 from tileproof.schedule_files import discover
 
+from support import shared_kernels
 from support.schedule_gen import lowering_cases, split_cases, swizzle_cases, tmem_cases, visibility_cases
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,19 +41,20 @@ FAMILIES = {  # family -> (strategy, target, examples)
 TALLY: Counter = Counter()
 
 
-def compile_if_accepted(fusion, target: str, label: str) -> bool:
-    """tp.compile `fusion` when it verifies; a failure names the schedule and the error."""
+def compile_if_accepted(fusion, target: str, label: str):
+    """tp.compile `fusion` when it verifies: its kernel, else None; a failure names the schedule
+    and the error."""
     report = tp.verify(fusion, target)
     if not report.ok:
-        return False
+        return None
     try:
         with mock.patch.object(z3.Solver, "check", side_effect=AssertionError("tp.compile asked z3 after tp.verify")):
-            tp.compile(fusion, target)
+            kernel = tp.compile(fusion, target)
     except Exception as e:  # noqa: BLE001 - every failure is the finding
         pytest.fail(f"{label} verified on {target} but tp.compile raised {type(e).__name__}: {e}")
     undecided = lower(fusion.snapshot(), get_target(target), report.decisions).answers.undecided
     assert not undecided, f"{label}: the lowering asked what verify did not decide: {[str(c) for c in undecided]}"
-    return True
+    return kernel
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -63,7 +67,7 @@ def test_every_accepted_generated_schedule_compiles(family):
     @given(strategy())
     def check(case):
         TALLY[family, "cases"] += 1
-        TALLY[family, "accepted"] += compile_if_accepted(case.fusion, case.target or target, repr(case))
+        TALLY[family, "accepted"] += compile_if_accepted(case.fusion, case.target or target, repr(case)) is not None
 
     check()
     assert TALLY[family, "cases"] > 0
@@ -79,5 +83,7 @@ def test_every_accepted_bundled_example_compiles(case):
         fusion = case.build()
     except tp.ScheduleError:
         pytest.skip("the example is refused while it is built")
-    if compile_if_accepted(fusion, case.target, f"{case.name} ({case.location})"):
+    kernel = compile_if_accepted(fusion, case.target, f"{case.name} ({case.location})")
+    if kernel is not None:
         assert case.expect.ok, f"{case.name} is accepted but expects {case.expect.describe()}"
+        shared_kernels.keep(fusion, case.target, kernel)  # test_codegen*.py check the same kernels

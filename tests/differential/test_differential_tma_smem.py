@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import tileproof as tp
 from tileproof.execution.allocation import compute_allocation
-from tileproof.model.expr import evaluate
+from tileproof.model.expr import compiled, evaluate
 from tileproof.execution.indexing import indices_from_loop, linear_offset, loop_var
 from tileproof.model.types import BLOCK_TYPES, THREAD_TYPES
 from tileproof.verifier.analysis.tma import PLACEMENT_RULES, Unencodable
@@ -140,18 +140,26 @@ def oracle(fusion, t1, c) -> tuple[dict[str, bool], bool]:
     blocks = [k for k, i in enumerate(t1.loop) if i.parallel_type in BLOCK_TYPES]
     issues: dict[tuple, list] = {}
     block_of: dict[tuple, tuple] = {}  # issued copy -> its block's loop values
+    origin: dict[tuple, tuple[int, int]] = {}  # issued copy -> its box origin (the point with Bulk values 0)
+    # loop-invariant, computed once (the enumeration below visits every point of the grid)
+    indices = [p.cuda_name for p in THREAD_TYPES + BLOCK_TYPES]
+    on_index = [(k, i.parallel_type.cuda_name) for k, i in enumerate(t1.loop)
+                if i.parallel_type in THREAD_TYPES + BLOCK_TYPES]
+    not_bulk = [k for k, n in enumerate(names) if n not in bulk]
+    row_at, column_at, offset_at = compiled(r_log), compiled(c_log), compiled(offset)  # = evaluate(e, env)
     for point in itertools.product(*(range(e) for e in extents)):
         env = dict(zip(names, point))
-        for p in THREAD_TYPES + BLOCK_TYPES:
-            env.setdefault(p.cuda_name, 0)
-        for i, v in zip(t1.loop, point):
-            if i.parallel_type in THREAD_TYPES + BLOCK_TYPES:
-                env[i.parallel_type.cuda_name] = v
-        zero = {**env, **{b: 0 for b in bulk}}
-        key = tuple(v for n, v in zip(names, point) if n not in bulk)
-        r0, c0 = evaluate(r_log, zero), evaluate(c_log, zero)
-        rr, cc = evaluate(r_log, env) - r0, evaluate(c_log, env) - c0
-        addr = evaluate(offset, env) * es
+        for name in indices:
+            env.setdefault(name, 0)
+        for k, name in on_index:
+            env[name] = point[k]
+        key = tuple(point[k] for k in not_bulk)
+        if key not in origin:  # the origin depends on the key's (non-Bulk) values alone
+            zero = {**env, **{b: 0 for b in bulk}}
+            origin[key] = row_at(zero), column_at(zero)
+        r0, c0 = origin[key]
+        rr, cc = row_at(env) - r0, column_at(env) - c0
+        addr = offset_at(env) * es
         issues.setdefault(key, []).append((rr, cc, addr, c0))
         block_of[key] = tuple(point[k] for k in blocks)
     inner = c["bc"] * es
@@ -159,6 +167,7 @@ def oracle(fusion, t1, c) -> tuple[dict[str, bool], bool]:
     layout_ok, starts = True, []
     written: dict[tuple, dict[int, int]] = {}  # block -> byte -> the start of the copy that writes it
     outside = overlap = False
+    size = alloc.bytes  # (a property computed from the allocation's extents at each read)
     for key, elems in issues.items():
         hw = {hw_swizzle(a, s) - (rr * pitch + cc * es) for rr, cc, a, _ in elems}
         layout_ok &= len(hw) == 1
@@ -169,7 +178,7 @@ def oracle(fusion, t1, c) -> tuple[dict[str, bool], bool]:
         for rr, cc in itertools.product(range(c["br"]), range(c["bc"])):  # the whole box, out-of-bounds rows too
             for b in range(es):
                 byte = hw_swizzle(start + rr * pitch + cc * es + b, s)
-                outside |= not 0 <= byte < alloc.bytes
+                outside |= not 0 <= byte < size
                 overlap |= mine.setdefault(byte, start) != start
     TALLY["overflowing copies"] += outside
     TALLY["overlapping copies"] += overlap
@@ -183,7 +192,7 @@ def oracle(fusion, t1, c) -> tuple[dict[str, bool], bool]:
     out["TMA-COORD-ALIGN"] = any(c0 * es % 16 for elems in issues.values() for *_, c0 in elems[:1])
     out["TMA-INNER-BYTES"] = inner % 16 != 0 or c["br"] * inner % 16 != 0
     tile = c["br"] * pitch
-    return out, alloc.bytes % tile != 0 or any(x % tile for x in starts)
+    return out, size % tile != 0 or any(x % tile for x in starts)
 
 
 def _run(c):

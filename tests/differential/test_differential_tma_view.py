@@ -32,6 +32,7 @@ accepted that move the wrong elements (41 and 14 of the 400 cases when this was 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections import Counter
@@ -42,7 +43,7 @@ from hypothesis import strategies as st
 
 import tileproof as tp
 from tileproof.execution.allocation import compute_allocation
-from tileproof.model.expr import evaluate
+from tileproof.model.expr import compiled, evaluate
 from tileproof.model.iterdomain import Merge, Split
 from tileproof.execution.indexing import loop_var
 from tileproof.model.tensor_base import loop_path
@@ -205,27 +206,37 @@ def build(c):
 
 # -- the simulation ----------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def const(e) -> int:
+    """A constant expression's value (extents, strides: the simulation reads them at every point)."""
+    return evaluate(e, {})
+
+
 def points(tv):
     """(loop environment, every ID's index by uid, hole) for every point of tv's loop nest;
     indices backward through the splits and merges, with plain integers."""
     names = [loop_var(tv, i).value for i in tv.loop]
-    extents = [evaluate(i.extent_expr, {}) for i in tv.loop]
-    path = loop_path(tv)
+    extents = [const(i.extent_expr) for i in tv.loop]
+    steps = [(t, const(t.inner.extent_expr)) for t in reversed(loop_path(tv))]
     ids = {i.uid: i for i in tv.all_ids()}
+    indices = [p.cuda_name for p in THREAD_TYPES + BLOCK_TYPES]
+    blocks = [k for k, i in enumerate(tv.loop) if i.parallel_type in BLOCK_TYPES]
+    sizes = None  # (uid, extent) of every ID a point indexes: the same IDs at every point
     for point in itertools.product(*(range(e) for e in extents)):
         idx = {i.uid: v for i, v in zip(tv.loop, point)}
-        for t in reversed(path):
+        for t, e in steps:
             if isinstance(t, Split):
-                idx[t.in_.uid] = idx[t.outer.uid] * evaluate(t.inner.extent_expr, {}) + idx[t.inner.uid]
+                idx[t.in_.uid] = idx[t.outer.uid] * e + idx[t.inner.uid]
             else:
                 assert isinstance(t, Merge)
-                e = evaluate(t.inner.extent_expr, {})
                 idx[t.outer.uid], idx[t.inner.uid] = divmod(idx[t.out.uid], e)
-        hole = any(v >= evaluate(ids[u].extent_expr, {}) for u, v in idx.items())
+        if sizes is None:
+            sizes = [(u, const(ids[u].extent_expr)) for u in idx]
+        hole = any(idx[u] >= n for u, n in sizes)
         env = dict(zip(names, point))
-        for p in THREAD_TYPES + BLOCK_TYPES:
-            env.setdefault(p.cuda_name, 0)
-        block = tuple(v for i, v in zip(tv.loop, point) if i.parallel_type in BLOCK_TYPES)
+        for name in indices:
+            env.setdefault(name, 0)
+        block = tuple(point[k] for k in blocks)
         yield env, idx, hole, block
 
 
@@ -233,18 +244,21 @@ def flat(tv, idx) -> int:
     """The contiguous global offset of a point's logical indices."""
     out = 0
     for i in tv.logical:
-        out = out * evaluate(i.extent_expr, {}) + idx[i.uid]
+        out = out * const(i.extent_expr) + idx[i.uid]
     return out
 
 
-def address(alloc, idx, es) -> int:
-    return sum(idx[u] * evaluate(s, {}) for u, s in alloc.strides().items()) * es
+def address(strides, idx, es) -> int:
+    """The shared byte of a point: `strides` the allocation's, alloc.strides()."""
+    return sum(idx[u] * const(s) for u, s in strides.items()) * es
 
 
 def copies(tma, alloc):
     """Each issued copy of the TMA: (block, coordinates innermost first, shared start in bytes)."""
     info = tma.info
     issue = build_issue(tma, alloc)
+    bounds = [(compiled(b.value), compiled(b.extent)) for b in issue.issue_bounds]  # = evaluate(e, env)
+    box_origin, dst_offset = [compiled(o) for o in issue.box_origin], compiled(issue.dst_offset)
     seen = set()
     for env, _, _, block in points(info.consumer):
         zero = {**env, **{v: 0 for v in issue.tile_vars}}
@@ -252,8 +266,8 @@ def copies(tma, alloc):
         if key in seen:
             continue
         seen.add(key)
-        if all(evaluate(b.value, zero) < evaluate(b.extent, zero) for b in issue.issue_bounds):
-            yield block, [evaluate(o, zero) for o in issue.box_origin], evaluate(issue.dst_offset, zero)
+        if all(value(zero) < extent(zero) for value, extent in bounds):
+            yield block, [o(zero) for o in box_origin], dst_offset(zero)
 
 
 def box_elements(info):
@@ -273,10 +287,10 @@ def global_element(info, origin, t):
     None out of bounds (the tensor map's sizes)."""
     offset = 0
     for d, o, x in zip(info.dims, origin, t):
-        coord = o + x * evaluate(d.element_stride_expr, {})
-        if not 0 <= coord < evaluate(d.size_expr, {}):
+        coord = o + x * const(d.element_stride_expr)
+        if not 0 <= coord < const(d.size_expr):
             return None
-        offset += coord * evaluate(d.stride_elements_expr, {})
+        offset += coord * const(d.stride_elements_expr)
     return offset
 
 
@@ -287,6 +301,7 @@ def simulate(fusion) -> tuple[bool, str]:
     info = tma.info
     es = info.gmem.dtype.bytes
     alloc = compute_allocation(info.smem)
+    strides = alloc.strides()
     size = evaluate(alloc.bytes_expr, {})
     numel = 1
     for i in info.gmem.logical:
@@ -306,7 +321,7 @@ def simulate(fusion) -> tuple[bool, str]:
         for _, idx, hole, block in points(info.smem):
             if hole:
                 continue
-            a, want = address(alloc, idx, es), ("T0", flat(info.smem, idx))
+            a, want = address(strides, idx, es), ("T0", flat(info.smem, idx))
             got = smem.get(block, {}).get(a, GARBAGE)
             if got != want:
                 return False, f"element {want[1]} (block {block}) reads {got} at byte {a}"
@@ -316,7 +331,7 @@ def simulate(fusion) -> tuple[bool, str]:
     for _, idx, hole, block in points(info.smem):
         if not hole:
             buf = smem.setdefault(block, {})
-            a, value = address(alloc, idx, es), ("T0", flat(info.smem, idx))
+            a, value = address(strides, idx, es), ("T0", flat(info.smem, idx))
             buf[a] = value if buf.get(a, value) == value else GARBAGE
     out: dict[int, object] = {}
     for block, origin, start in copies(tma, alloc):

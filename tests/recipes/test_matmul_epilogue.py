@@ -1,7 +1,8 @@
 """Fused epilogues of the Hopper GEMM recipe without a GPU: out = cast(activation(scale * D + bias +
 residual)) verifies in both output paths (float32 from the registers, a 16-bit output through
 stmatrix and TMA stores) for each op alone and the ops together, on every configuration
-recipes.matmul runs it on (epilogue_configs); the verifier rejects the long gelu chain on the
+recipes.matmul runs it on (epilogue_configs: each tile shape in each case of the ops together, each
+configuration in one of them at least); the verifier rejects the long gelu chain on the
 128 x 256 tile (UNROLL-LENGTH), which is why those configurations are left out; the kernel reads
 the bias and residual in D's fragment layout (the residual a column pair at a time, one vector)
 and computes the activation; split-K's sum kernel
@@ -23,6 +24,7 @@ import tileproof as tp
 from tileproof.codegen.lower import lower
 from tileproof.codegen.runtime import binding
 from tileproof.codegen.runtime.reference import round_to
+from tileproof.model.fingerprint import fingerprint
 from tileproof.model.targets import get_target
 from tileproof.recipes import Matmul, matmul
 from tileproof.recipes.hopper_gemm import hopper_gemm
@@ -62,18 +64,50 @@ def each_in_one_dtype(ops_list):
     return [(ops, ("float32", "bfloat16")[k % 2]) for k, ops in enumerate(ops_list)]
 
 
+# The configurations each case of TOGETHER verifies with the ops: one of each tile shape that
+# epilogue_configs(ops) runs them on (the chain's code is per accumulator fragment: the tile shape is
+# what changes it; each verify costs CI seconds), picked so that the four cases together take every
+# configuration once at least (test_each_tile_shape_and_every_configuration_runs_the_ops_together).
+TOGETHER_CONFIGS = {
+    "relu": ("128x256_persistent_group_16_cluster_2", "128x128_split_k", "64x256_split_k_grid",
+             "64x128_split_k_grid"),
+    "gelu": ("128x256_split_k", "128x128_persistent_group_16_cluster_2", "64x256_split_k", "64x128_split_k_grid"),
+    "gelu_tanh": ("128x256_split_k", "128x128_split_k_grid", "64x256_split_k", "64x128_split_k_grid"),
+    "silu": ("128x256_persistent_group_2_cluster_2", "128x128_persistent_group_16_cluster_2", "64x256_persistent",
+             "64x128_split_k_grid"),
+}
+
+
+def test_each_tile_shape_and_every_configuration_runs_the_ops_together():
+    every = []
+    for ops in TOGETHER:
+        configs = epilogue_configs(ops)
+        picked = [BY_NAME[name] for name in TOGETHER_CONFIGS[ops.activation]]
+        assert set(picked) <= set(configs), ops
+        assert sorted(c.tile for c in picked) == sorted({c.tile for c in configs}), ops  # one of each tile shape
+        every += picked
+    assert set(every) == set(CONFIGS + ONE_KERNEL_SPLIT_K)
+
+
 @pytest.mark.parametrize("ops, out_dtype", each_in_one_dtype(TOGETHER), ids=repr)
 def test_the_ops_together_verify_on_every_configuration_that_runs_them(ops, out_dtype):
     """Split-K's partials kernel takes no ops (its inputs are A and B alone); its sum fuses them;
-    one-kernel split-K runs them after its grid combine."""
+    one-kernel split-K runs them after its grid combine. On TOGETHER_CONFIGS' configurations: one
+    of each tile shape, and every configuration in some case. Split-K's sum kernel takes no
+    configuration: it is split_k_sum(out_dtype, ops) for each tile, the very schedule (one
+    fingerprint) that test_split_k_sums_with_the_ops_verify_compile_and_compute_the_formula
+    verifies, compiles and simulates for these ops in this dtype."""
     configs = epilogue_configs(ops)
     assert any(c.split_k for c in configs) and any(not c.split_k for c in configs)
-    for config in configs:
+    for config in (BY_NAME[name] for name in TOGETHER_CONFIGS[ops.activation]):
         if config.grid_reduce:
             (fusion,) = config_fusions(config, "K", "K", out_dtype, splits=4, ops=ops)
         elif config.split_k:
             partials, fusion = config_fusions(config, "K", "K", out_dtype, ops=ops)
             assert len(partials.inputs) == 2 and len(fusion.inputs) == 3
+            assert fingerprint(fusion, "sm_90a") == fingerprint(split_k_sum(getattr(tp, out_dtype), ops=ops), "sm_90a")
+            assert (ops, out_dtype) in each_in_one_dtype(SPLIT_K_OPS)
+            continue
         else:
             fusion = fusion_with(ops, out_dtype, config)
         report = tp.verify(fusion, "sm_90a")

@@ -12,6 +12,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.codegen.runtime import binding
+from tileproof.model.fingerprint import fingerprint
 from tileproof.recipes import HopperGemmParams, HopperTile, Matmul, hopper_gemm
 from tileproof.recipes.matmul import config_fusions, config_params, matmul
 from tileproof.recipes.matmul_heuristic import (BY_NAME, CONFIGS, WIDE, MatmulConfig, admits, balanced_grid,
@@ -137,12 +138,20 @@ def test_the_entry_compiles_per_shape_and_keeps_the_least_recently_used(monkeypa
         Matmul(cache_size=0)
 
 
+VERIFIED: dict[str, bool] = {}  # fingerprint -> verified: two fusions of one fingerprint verify alike
+
+
 @pytest.mark.parametrize("a_major,b_major", MAJORS)
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c is not WIDE and c.tile == (128, 128)],
                          ids=lambda c: c.name)
 def test_the_other_configurations_verify_in_every_major(config, a_major, b_major):
+    """Split-K's sum kernel reads the partials alone: one schedule (one fingerprint) in every major,
+    verified once (VERIFIED)."""
     for fusion in config_fusions(config, a_major, b_major, "float32", splits=4 if config.grid_reduce else 1):
-        assert tp.verify(fusion, "sm_90a").ok
+        key = fingerprint(fusion, "sm_90a")
+        if key not in VERIFIED:
+            VERIFIED[key] = tp.verify(fusion, "sm_90a").ok
+        assert VERIFIED[key]
 
 
 def test_split_k_partials_launch_a_block_per_split_and_tile():

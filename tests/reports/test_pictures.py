@@ -8,18 +8,20 @@ from __future__ import annotations
 import math
 import re
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 import tileproof as tp
 from tileproof.cli import main, run_case
+from tileproof.reports import html
 from tileproof.reports.html import PageEntry, report_page
 from tileproof.reports.layouts import marked_cells, smem_layout, tmem_layout
 
 from support.examples import example_module
 from tileproof.reports.pictures import (bank_colour, domain_graph_svg, line_window, smem_map, smem_map_svg,
-                                        tmem_map_svg, warp_blocks, warp_colour)
+                                        tmem_map, tmem_map_svg, warp_blocks, warp_colour)
 from tileproof.schedule_files import discover
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -58,21 +60,100 @@ def labels(svg: str) -> list[str]:
     return [t.text for g in groups for t in g.iter(f"{NS}text")]
 
 
+# The kinds of picture a page draws (reports/pictures.py, reports/comparisons.py), by their titles as
+# the page escapes them, and the classes of the marks drawn on them (a counterexample's cells, where the
+# hardware wanted them, highlighted IterDomains, the hardware's side where it differs or collides, ...).
+PICTURE_KINDS = {"IterDomain graph", "address map by bank", "lanes x columns, coloured by the warp",
+                 "of a TMA tile beside the hardware", "the register fragment of the", "the banks each lane of warp"}
+MARKS = {"cex-mark", "cex-expected-mark", "highlight", "differs", "collide", "mirror", "marker", "limit", "run"}
+
+
+def sample(cases):
+    """Of one example file's schedules, the first with each distinct expectation: its verdict,
+    its error codes, its declared warnings and its target (the parametrized schedules of a file
+    repeat one shape with one expectation, and drawing all of the ~380 schedules took over a
+    minute of CI). Each file is drawn; each rule's rejection is drawn with its counterexample in every
+    file that rejects with it, so every kind of picture and of mark is drawn (asserted in
+    test_every_example_renders_well_formed_svg), and so are the largest section (the seed's
+    double-buffered matmul at 256 x 256 x 64, the one schedule of its file with a GRID-SIZE
+    warning beside its bank conflicts) and the largest picture, which
+    test_page_of_every_example_is_small bounds. Deterministic: the files' order, no random draw."""
+    seen = set()
+    for case in cases:
+        key = (case.expect.ok, tuple(sorted(case.expect.codes)), tuple(sorted(case.expect.warnings)), case.target)
+        if key not in seen:
+            seen.add(key)
+            yield case
+
+
+class SharedLayouts:
+    """smem_layout and tmem_layout of the sampled schedules' tensors, each enumerated once: the
+    per-file pages, the page of them all and the maps' test draw the same tensors (a page
+    shares one tensor's layout among its views as well, html.Figures). Kept with the tensors,
+    whose ids key it (they stay alive, so an id stays theirs)."""
+
+    def __init__(self) -> None:
+        self.done: dict[tuple, tuple] = {}
+
+    def smem(self, tensor):
+        return self._once("smem", tensor, None, lambda: smem_layout(tensor))
+
+    def tmem(self, tensor, issuer=None):
+        return self._once("tmem", tensor, issuer, lambda: tmem_layout(tensor, issuer))
+
+    def _once(self, kind, tensor, issuer, enumerate_points):
+        key = (kind, id(tensor), id(issuer))
+        if key not in self.done:
+            self.done[key] = (tensor, issuer, enumerate_points())
+        return self.done[key][2]
+
+    @contextmanager
+    def rendering(self):
+        """report_page with these layouts (html.Figures.layout's two calls)."""
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(html, "smem_layout", self.smem)
+            mp.setattr(html, "tmem_layout", self.tmem)
+            yield
+
+
 @pytest.fixture(scope="module")
-def pages() -> dict[str, tuple[str, list]]:
-    """One page per example file, as `tileproof show` writes it, with its outcomes."""
+def layouts() -> SharedLayouts:
+    return SharedLayouts()
+
+
+@pytest.fixture(scope="module")
+def pages(layouts) -> dict[str, tuple[str, list]]:
+    """One page per example file, as `tileproof show` writes it, with its outcomes: the
+    schedules of `sample`."""
     out = {}
     for path in sorted(EXAMPLES.rglob("*.py")):
-        outcomes = [run_case(case) for case in discover([str(path)])]
+        outcomes = [run_case(case) for case in sample(discover([str(path)]))]
         entries = [PageEntry(o.case.name, o.report, o.fusion, o.error, o.case.expect.describe(), o.matched)
                    for o in outcomes]
-        out[str(path.relative_to(EXAMPLES))] = (report_page(entries), outcomes)
+        with layouts.rendering():
+            out[str(path.relative_to(EXAMPLES))] = (report_page(entries), outcomes)
     return out
 
 
-@pytest.mark.slow  # shares the pages of every example (about a minute)
+def test_the_sample_keeps_each_expectation_of_each_file():
+    """`sample` drops only repeats of an expectation, and keeps the schedules the tests below name."""
+    for path in sorted(EXAMPLES.rglob("*.py")):
+        cases = discover([str(path)])
+        kept = list(sample(cases))
+        assert {c.expect.describe() for c in kept} == {c.expect.describe() for c in cases}, path
+    assert {"not_contiguous", "one_lane"} <= {c.name for c in sample(discover([str(EXAMPLES / "invalid" /
+                                                                                 "tmem_access.py")]))}
+    vectorization = discover([str(EXAMPLES / "valid" / "tmem_vectorization.py")])
+    assert len(list(sample(vectorization))) < len(vectorization)
+
+
+@pytest.mark.slow  # shares the pages of every example file (its sample of schedules)
 def test_every_example_renders_well_formed_svg(pages):
     assert len(pages) >= 9
+    every = "".join(page for page, _ in pages.values())
+    assert all(kind in every for kind in PICTURE_KINDS), [k for k in PICTURE_KINDS if k not in every]
+    drawn = {c for classes in re.findall(r'class="([^"]*)"', every) for c in classes.split()}
+    assert MARKS <= drawn, MARKS - drawn
     for name, (page, outcomes) in pages.items():
         assert page.startswith("<!DOCTYPE html>") and page.count('<section class="schedule"') == len(outcomes), name
         assert all(o.error is None for o in outcomes), name
@@ -86,14 +167,14 @@ def test_every_example_renders_well_formed_svg(pages):
         assert page.count("address map by bank") + page.count("lanes x columns, coloured") >= on_chip, name
 
 
-@pytest.mark.slow  # shares the pages of every example (about a minute)
-def test_maps_draw_every_element_of_their_window_once(pages):
+@pytest.mark.slow  # shares the pages of every example file (its sample of schedules)
+def test_maps_draw_every_element_of_their_window_once(pages, layouts):
     checked = 0
     for name, (_, outcomes) in pages.items():
         for o in outcomes[:6]:  # the parametrized files repeat one schedule shape
             for t in o.fusion.tensors:
                 if t.memory_type is tp.MemoryType.Shared:
-                    layout = smem_layout(t)
+                    layout = layouts.smem(t)
                     picture = smem_map(t, layout=layout)
                     if layout.error:
                         continue
@@ -104,22 +185,23 @@ def test_maps_draw_every_element_of_their_window_once(pages):
                     shown = sum(1 for o in layout.cells if o * size // 128 in lines)
                     assert sum(round(w / (11 * size)) for _, _, _, w, _ in runs) == shown, (name, t.name)
                 elif t.memory_type is tp.MemoryType.Tensor:
-                    layout = tmem_layout(t)
+                    layout = layouts.tmem(t)
                     blocks = warp_blocks(layout)
                     area = sum((l1 - l0) * (c1 - c0) for (l0, l1), (c0, c1), _, _ in blocks)
                     assert area == len(layout.cells) and blocks, (name, t.name)
-                    assert len(cells(tmem_map_svg(t))) == len(blocks), (name, t.name)
+                    assert len(cells(tmem_map(t, layout=layout).svg())) == len(blocks), (name, t.name)
                     checked += 1
     assert checked >= 10
 
 
-@pytest.mark.slow  # shares the pages of every example (about a minute)
-def test_page_of_every_example_is_small(pages):
+@pytest.mark.slow  # shares the pages of every example file (its sample of schedules)
+def test_page_of_every_example_is_small(pages, layouts):
     """`tileproof verify examples/ --html` wrote 129 MB when every view drew its picture and its
     style: now one style block, each drawing once, large tensors as a bounded window."""
     outcomes = [o for _, found in pages.values() for o in found]
-    page = report_page([PageEntry(o.case.name, o.report, o.fusion, o.error, o.case.expect.describe(), o.matched)
-                        for o in outcomes])
+    with layouts.rendering():  # the per-file pages enumerated the tensors' layouts
+        page = report_page([PageEntry(o.case.name, o.report, o.fusion, o.error, o.case.expect.describe(), o.matched)
+                            for o in outcomes])
     assert len(page.encode()) < 25_000 * len(outcomes)  # about 16 KB a schedule (309: 5.0 MB); 129 MB was 400 KB
     assert page.count("<style") == 1 and all(p.count("<style") == 1 for p, _ in pages.values())
     sections = re.findall(r'<section class="schedule".*?</section>', page, re.S)
@@ -173,7 +255,7 @@ def test_tmem_map_colours_lane_k_with_warp_k_over_32():
     assert lanes_drawn == 128
 
 
-@pytest.mark.slow  # shares the pages of every example (about a minute)
+@pytest.mark.slow  # shares the pages of every example file (its sample of schedules)
 def test_rejected_example_page_marks_the_counterexample(pages):
     page, outcomes = pages[str(Path("invalid") / "tmem_access.py")]
     assert 'class="cex-mark"' in page
@@ -187,7 +269,7 @@ def test_rejected_example_page_marks_the_counterexample(pages):
     assert 'class="cex-expected-mark"' in svg  # the lane the pattern needed
 
 
-@pytest.mark.slow  # shares the pages of every example (about a minute)
+@pytest.mark.slow  # shares the pages of every example file (its sample of schedules)
 def test_load_counterexample_is_marked_on_the_tensor_memory_it_reads(pages):
     page, outcomes = pages[str(Path("invalid") / "tmem_access.py")]
     outcome = next(o for o in outcomes if o.case.name == "one_lane")

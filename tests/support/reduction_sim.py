@@ -41,6 +41,7 @@ no hole of an indivisible split and no other element ever contributes.
 from __future__ import annotations
 
 import itertools
+import struct
 import threading
 from collections import Counter
 
@@ -101,6 +102,37 @@ def _register_bytes(n: BlockReduce) -> int:
     return -(-(2 * n.dtype.bytes + n.welford_count.bytes) // align) * align
 
 
+# float64 -> a float dtype and back for one number, as round_to rounds an array (an array a number
+# costs round_to's time in the simulator, which stores every element it computes): inside the
+# dtype's range or infinite, float16 and float32 by numpy's and C's conversion, which round to
+# nearest even as round_to's does; bfloat16 inside float32's range as arrays.to_raw rounds (to
+# float32 rounding to odd, then to nearest even); round_to itself takes the others (NaN, overflow,
+# the integers' wrapping).
+_F32, _U32 = struct.Struct("<f"), struct.Struct("<I")
+_F32_MAX = float(np.finfo(np.float32).max)
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def _float32(value: float) -> float:
+    return _F32.unpack(_F32.pack(value))[0]
+
+
+def _bfloat16(value: float) -> float:
+    nearest = _F32.pack(value)
+    bits = _U32.unpack(nearest)[0]
+    back = _F32.unpack(nearest)[0]
+    if back != value:  # inexact: toward zero, last bit set (round to odd)
+        if abs(back) > abs(value):
+            bits -= 1  # one float32 closer to zero (the sign is apart from the magnitude)
+        bits |= 1
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # to nearest even
+    return _F32.unpack(_U32.pack(rounded << 16))[0]
+
+
+_SCALAR_ROUNDING = {"float16": (lambda v: float(np.float16(v)), float(np.finfo(np.float16).max), True),
+                    "float32": (_float32, _F32_MAX, True), "bfloat16": (_bfloat16, _F32_MAX, False)}
+
+
 class Numbers:
     """Values are float64 numbers rounded to the dtype of the buffer that holds them (a Welford
     state: a tuple of three, each rounded)."""
@@ -111,6 +143,14 @@ class Numbers:
     def store(value, dtype):
         if isinstance(value, tuple):  # a Welford state: its count is an integer
             return Numbers.store(value[0], dtype), Numbers.store(value[1], dtype), int(value[2])
+        if isinstance(value, float):  # a Python float or numpy's float64
+            if dtype.name == "float64":
+                return float(value)
+            scalar = _SCALAR_ROUNDING.get(dtype.name)
+            if scalar is not None:
+                rounding, largest, infinite = scalar
+                if -largest <= value <= largest or (infinite and value in _INFINITIES):
+                    return rounding(float(value))
         return float(round_to(np.array([value], dtype=np.float64), dtype)[0])
 
     @staticmethod
