@@ -12,6 +12,7 @@ counterexample, and the first path's violation kept per obligation and statement
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Callable
@@ -38,7 +39,7 @@ def path_text(where: tuple[str, ...]) -> str:
 
 
 @dataclass
-class OrderRun:
+class OrderRun(abc.ABC):
     """One abstract run over a placed nest. A check subclasses it: `node` steps the nodes of its
     own (then defers here), `leaf_of` and `statement` say what a statement does."""
 
@@ -76,12 +77,13 @@ class OrderRun:
             return s
         return self.statement(leaf, s, where)
 
+    @abc.abstractmethod
     def leaf_of(self, n):
         """A nest leaf's statement as the check sees it; None: the check ignores it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def statement(self, leaf, s, where: tuple[str, ...]):
-        raise NotImplementedError
+        """The state after the check's statement `leaf` (its obligations reported on the way)."""
 
     def at_end(self, s) -> None:
         """The obligations at the kernel's end (none unless the check has some)."""
