@@ -243,13 +243,11 @@ def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) 
     if fixed is None or isinstance(fixed, str):
         return
     for sym in sorted(need, key=lambda s: s.name):
-        for d in [d for d in range(2, need[sym]) if need[sym] % d == 0][:MAX_CANDIDATES]:
-            tried = _with_assumptions(ctx, {**chosen, sym: d})
-            if isinstance(tried, VerifyContext):
-                chosen[sym], fixed = d, tried
-                break
-            if tried is not None:
-                weaker.append(f"{sym.name} % {d} == 0 (fails at {tried})")
+        candidates = [d for d in range(2, need[sym]) if need[sym] % d == 0][:MAX_CANDIDATES]
+        weakest, failed = _weakest(candidates, lambda d: _with_assumptions(ctx, {**chosen, sym: d}))
+        if weakest:
+            chosen[sym], fixed = weakest
+        weaker += [f"{sym.name} % {d} == 0 (fails at {at})" for d, at in sorted(failed.items())]
     claims = [f"{s.name} % {k} == 0" for s, k in sorted(chosen.items(), key=lambda sk: sk[0].name)]
     first = found[0][1]
     assumes = "; ".join(f'fusion.assume("{c}")' for c in claims)
@@ -262,6 +260,27 @@ def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) 
                      f"{user_str(found[0][0].split.in_.extent)}" if len(found) == 1 else
                      "split by factors that always divide"))
     first.id = propose_fix(ctx, f"SPLIT-DIVISIBILITY:{first.tensor}", fixed)
+
+
+def _weakest(candidates: list[int], attempt) -> tuple[tuple[int, VerifyContext] | None, dict[int, str]]:
+    """The smallest candidate d whose attempt(d) verifies (a VerifyContext), with that context, and
+    the sizes each failing candidate tried fails at. Where each candidate divides the next (the
+    divisors of a prime power), S % d == 0 admits a subset of the sizes S % c == 0 does for every
+    c before d, so a candidate that verifies stays verified for all after it: bisection finds the
+    smallest in log2 of the attempts (each verifies a copy of the fusion); otherwise in turn."""
+    chain = all(b % a == 0 for a, b in zip(candidates, candidates[1:]))
+    found, failed = None, {}
+    lo, hi = 0, len(candidates)
+    while lo < hi:
+        i = (lo + hi) // 2 if chain else lo
+        tried = attempt(candidates[i])
+        if isinstance(tried, VerifyContext):
+            found, hi = (candidates[i], tried), (i if chain else lo)
+        else:
+            lo = i + 1
+            if tried is not None:
+                failed[candidates[i]] = tried
+    return found, failed
 
 
 MAX_CANDIDATES = 12  # weaker assumptions tried per symbol (each verifies a copy of the fusion)
