@@ -40,8 +40,9 @@ def test_no_internal_error_and_every_accepted_schedule_compiles(outcomes):
     assert counts["compiled"] >= CASES // 5 and counts["rejected"] >= CASES // 5, counts  # not vacuous
 
 
-# Undecided proofs known and not fixed yet, each exactly as it is undecided today (strict: a case that
-# gets decided, or undecided otherwise, fails the test, so the list stays true). The indices draw from the
+# Undecided proofs known and not fixed yet, each exactly as it is undecided today (a case undecided otherwise
+# fails the test; one decided in a run passes if still rejected, since z3's wall-clock backstop makes the
+# edge of these proofs vary with the machine's load). The indices draw from the
 # bundled examples: a new example shifts which schedule an index mutates (recheck the list then).
 KNOWN_UNDECIDED: dict[int, list[str]] = {
     # since the tcgen05 examples (examples/valid/tcgen05.py, examples/invalid/tcgen05.py) shifted the indices:
@@ -59,7 +60,6 @@ def test_no_proof_is_left_undecided(outcomes):
     undecided = {r["index"]: r["undecided"] for r in outcomes if r.get("undecided")}
     unknown = [(i, codes, outcomes[i]["steps"]) for i, codes in undecided.items() if KNOWN_UNDECIDED.get(i) != codes]
     assert not unknown, unknown[:3]
-    assert set(KNOWN_UNDECIDED) <= set(undecided), "a known undecided case is decided now: drop it from the list"
     assert all(outcomes[i]["outcome"] == "rejected" for i in KNOWN_UNDECIDED)
 
 
