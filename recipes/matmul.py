@@ -60,16 +60,20 @@ ENTRY_CACHE_SIZE = 16  # Matmuls matmul() keeps, one per output dtype, target, c
 LONG_ACTIVATIONS = ("gelu", "gelu_tanh")  # 5 and 9 ops a fragment element
 
 
-def epilogue_configs(ops: EpilogueOps) -> tuple[MatmulConfig, ...]:
-    """The configurations that run `ops` fused: every one without ops; with gelu's 5 or 9 ops an
-    element, split-K (its sum kernel runs the ops on a thread's VECTOR sums) and the persistent
+def fuses(config: MatmulConfig, ops: EpilogueOps) -> bool:
+    """Whether `config` runs `ops` fused: every configuration without ops; with gelu's 5 or 9 ops
+    an element, split-K (its sum kernel runs the ops on a thread's VECTOR sums) and the persistent
     ones of at most 64 accumulators a consumer thread (n <= 128), whose unrolled epilogue stays
     within UNROLL-LENGTH's 1024 statements (tests/recipes/test_matmul_epilogue.py verifies each), as
     one-kernel split-K's (grid_reduce: the ops on its last block's fragments) of n <= 128."""
-    every = CONFIGS + ONE_KERNEL_SPLIT_K  # the one-kernel split-K by name only (matmul_heuristic: measured slow)
-    if ops.activation not in LONG_ACTIVATIONS:
-        return every
-    return tuple(c for c in every if (c.split_k and not c.grid_reduce) or c.tile[1] <= 128)
+    return ops.activation not in LONG_ACTIVATIONS or (config.split_k and not config.grid_reduce) or \
+        config.tile[1] <= 128
+
+
+def epilogue_configs(ops: EpilogueOps) -> tuple[MatmulConfig, ...]:
+    """The named configurations that run `ops` fused (the one-kernel split-K by name only:
+    matmul_heuristic measured it slow)."""
+    return tuple(c for c in CONFIGS + ONE_KERNEL_SPLIT_K if fuses(c, ops))
 
 
 def params_for(a_major: str, b_major: str, out_dtype: str, ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams:
@@ -287,7 +291,7 @@ class Matmul:
             raise tp.InputError(f"matmul: epilogue must be an EpilogueOps or None, got {epilogue!r}")
         self.epilogue = epilogue or EpilogueOps()
         self.configs = epilogue_configs(self.epilogue)
-        if self.config is not None and self.config not in self.configs:
+        if self.config is not None and not fuses(self.config, self.epilogue):
             raise tp.InputError(f"matmul: configuration {self.config.name} does not fuse {self.epilogue!r} (gelu "
                                 f"needs a tile of at most 128 columns or split-K's two kernels): "
                                 f"pass one of {', '.join(c.name for c in self.configs)} or config=None")

@@ -205,3 +205,19 @@ def test_a_forced_configuration_runs_every_shape_with_its_splits():
         entry.choice("K", "K", 64, 64, 200)
     with pytest.raises(tp.InputError, match="config must be None"):
         matmul(*operands("K", "MN"), config="huge")
+
+
+def test_a_configuration_of_ones_own_is_chosen_and_compiled_as_the_named_ones():
+    """Matmul(config=MatmulConfig(...)) takes a configuration not in CONFIGS (refused before with a
+    message about gelu when no op was fused); one that cannot fuse the ops is refused by name."""
+    mine = MatmulConfig(name="mine_128x64_split_k", tile=(128, 64), stages=6, prefetch=4, persistent=False,
+                        split_k=True)
+    entry = Matmul(config=mine)
+    choice = entry.choice("K", "K", 16, 4096, 4096)
+    assert choice.config is mine and choice.splits >= 2
+    partials, total = entry.kernels(mine, "K", "K", shape=(16, 4096, 4096), splits=choice.splits)
+    assert "wgmma" in partials.cuda_source and total.fusion.outputs
+    wide = MatmulConfig(name="mine_128x256", tile=(128, 256), stages=4, prefetch=2)
+    with pytest.raises(tp.InputError, match="mine_128x256 does not fuse"):
+        Matmul(config=wide, epilogue=tp.recipes.EpilogueOps(activation="gelu"))
+    assert Matmul(config=wide, epilogue=tp.recipes.EpilogueOps(activation="relu")).config is wide
