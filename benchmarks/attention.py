@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
+from bench_common import attempt, results_path, warm_gpu, write_results  # benchmarks/bench_common.py
 
 import tileproof as tp
 from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention
@@ -189,6 +189,7 @@ def main(argv=None) -> int:
     results = {"command": " ".join(["python3", "benchmarks/attention.py"] + (argv or sys.argv[1:])),
                "issue": 36, "environment": {"device": device, "torch": torch.__version__,
                                              "python": platform.python_version()}, "shapes": {}}
+    warm_gpu(torch)
     picked = [SHAPES[int(k)] for k in args.shapes.split(",")] if args.shapes else SHAPES
     for shape in picked:
         key = shape_key(shape)

@@ -1,6 +1,6 @@
 """What the benchmark scripts share: where a run's JSON goes (results/<script>/<machine>.json, the
 scheme benchmarks/README.md states), recording a job that may fail, and a kernel's launch
-configuration for the JSON."""
+configuration for the JSON, and the GPU's clocks warmed before the first timing."""
 
 from __future__ import annotations
 
@@ -57,6 +57,20 @@ def attempt(results: dict, key: str, fn) -> None:
     except Exception as e:  # noqa: BLE001 - a failed entry is recorded, not fatal
         results[key] = {"error": f"{type(e).__name__}: {e}".strip()[:2000],
                         "traceback": traceback.format_exc(limit=4)[-2000:]}
+
+
+def warm_gpu(torch, seconds: float = 1.0) -> None:
+    """Keep GPU 0 busy with bfloat16 products for `seconds`: an idle H200 starts at 345 MHz, and the
+    first shape a script times would run at the clocks' ramp (16x4096x4096 timed 0.57 of cuBLAS
+    first and 0.85 after)."""
+    import time
+
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(10):
+            x @ x
+        torch.cuda.synchronize()
 
 
 def launch_info(kernel, **sizes) -> dict:

@@ -50,7 +50,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
+from bench_common import attempt, results_path, warm_gpu, write_results  # benchmarks/bench_common.py
 
 from tileproof.recipes.matmul_heuristic import CONFIGS, candidates, choose
 
@@ -315,6 +315,7 @@ def main(argv=None) -> int:
         print("matmul_shapes.py: no CUDA device", file=sys.stderr)
         return 2
     os.environ.pop("DISABLE_MMA_V3", None)  # Triton's wgmma path
+    warm_gpu(torch)
     started = time.time()
     env = environment(torch)
     results = {"command": " ".join([Path(sys.argv[0]).name] + (argv if argv is not None else sys.argv[1:])),

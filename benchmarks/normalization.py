@@ -36,7 +36,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from bench_common import attempt, results_path, write_results  # benchmarks/bench_common.py
+from bench_common import attempt, results_path, warm_gpu, write_results  # benchmarks/bench_common.py
 
 SHAPES = [(32768, 1024), (16384, 4096), (8192, 8192), (4096, 16384), (2048, 32768)]
 OPS = ("softmax", "layer_norm", "rms_norm")
@@ -215,6 +215,7 @@ def main(argv=None) -> int:
     shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
     import torch
     device = torch.cuda.get_device_name(0)
+    warm_gpu(torch)
     results: dict = {}
     for m, n in shapes:
         key = f"{m}x{n}"
