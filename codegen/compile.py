@@ -176,7 +176,8 @@ class Kernel:
         env = bound.env
         slots = self._output_slots(allocators, env) if out is None else None
         prepared = PreparedLaunch(function, grid, block, smem, stream, device_id, args, slots,
-                                  lambda e: self._explained(e, env), self._workspaces.generation, self.ir.cooperative)
+                                  lambda e: self._explained(e, env), self._workspaces.generation, self.ir.cooperative,
+                                  self.ir.dependent_launch)
         return prepared, tuple(o.obj for o in outputs)
 
     def _warn_if_clusters_wait(self, function, grid, block, smem: int, device_id: int) -> None:

@@ -51,7 +51,8 @@ def _transform(t, ids: _Ids) -> str:
 # what each object of a schedule holds: read by fingerprint() / not part of the schedule
 SCHEDULE_STATE = {
     "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims",
-               "reduction_groups", "tmem_regions", "_fast_math"},
+               "reduction_groups", "tmem_regions", "_fast_math",
+               "_dependent_launch"},
     "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
                    "logical", "history", "loop", "allocation", "multicast_on", "online", "skip", "definition"},
     "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
@@ -80,6 +81,8 @@ def fingerprint(fusion: Fusion, target: str) -> str:
         parts.append("groups=" + ";".join(",".join(t.name for t in g) for g in fusion.reduction_groups))
     if fusion.fast_math:  # likewise
         parts.append("fast_math")
+    if fusion.dependent_launch:  # likewise
+        parts.append("dependent_launch")
     if fusion.tmem_regions:  # likewise
         parts.append("tmem_regions=" + ";".join(",".join(t.name for t in r) for r in fusion.tmem_regions))
     for tv in fusion.tensors:

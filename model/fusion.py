@@ -145,6 +145,7 @@ class Fusion:
         self.views: dict[str, Op] = {}
         self.cluster_origin: str | None = None  # the user's file:line setting cluster_dims
         self._fast_math = False
+        self._dependent_launch = False
 
     @property
     def cluster_dims(self) -> tuple[int, int, int]:
@@ -174,6 +175,24 @@ class Fusion:
         if not isinstance(value, bool):
             raise ScheduleError(f"fast_math must be True or False, got {value!r}")
         self._fast_math = value
+
+    @property
+    def dependent_launch(self) -> bool:
+        """Whether the kernel is launched as a programmatic dependent launch (sm_90 on), False by
+        default: nvFuser's wait_for_prior_grid at the kernel's start, then launch_dependent_grid.
+        Every thread first waits (griddepcontrol.wait) until the kernels before it on the stream
+        have completed and their memory is visible, then lets the next kernel on the stream
+        launch (griddepcontrol.launch_dependents), which, launched so too, waits at its start
+        likewise. The kernel touches memory only after its wait, so it computes what it computes
+        without (what the verifier proves is unchanged); the next kernel's launch and its blocks'
+        setup overlap this one's run (split-K's sum after its partials: recipes/split_k.py)."""
+        return self._dependent_launch
+
+    @dependent_launch.setter
+    def dependent_launch(self, value) -> None:
+        if not isinstance(value, bool):
+            raise ScheduleError(f"dependent_launch must be True or False, got {value!r}")
+        self._dependent_launch = value
 
     def __enter__(self) -> "Fusion":
         stack = getattr(_state, "stack", None)

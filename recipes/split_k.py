@@ -167,6 +167,7 @@ def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, 
         if pipeline.stages > 1:
             t.circular_buffer(pipeline.stages, pipeline.prefetch, pipeline.strategy)
     d.inline_at(3)
+    fusion.dependent_launch = True  # the sum kernel after it launches as its blocks start (Fusion.dependent_launch)
     return fusion
 
 
@@ -190,7 +191,8 @@ def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int
     outputs in runs of VECTOR (N % 8 == 0: no run crosses a row's end), SUM_THREADS threads a
     block, each loading its run of each split as one 16-byte vector, adding them in order, then
     running the ops on the run's VECTOR sums in registers (the residual's run read as one vector
-    of the output dtype, the bias element by element). Inputs P, then the bias ([1, N] or [M, 1]
+    of the output dtype, the bias element by element). Both kernels are dependent launches
+    (Fusion.dependent_launch): the sum's blocks launch while the partials run and wait for them. Inputs P, then the bias ([1, N] or [M, 1]
     float32) and the residual ([M, N] in out_dtype). S, M, N symbolic, or `shape` = (S, M, N)."""
     if not isinstance(out_dtype, tp.DataType):
         raise tp.ScheduleError(f"split_k_sum: out_dtype must be a tp.DataType, got {out_dtype!r}")
@@ -225,6 +227,7 @@ def split_k_sum(out_dtype: tp.DataType = tp.bfloat16, shape: tuple[int, int, int
     loads.inline_at(3)
     for t in chain:  # each run's ops in registers, in the thread's loop outside the vector
         t.inline_at(2)
+    fusion.dependent_launch = True  # launched while the partials run, waiting for them at its start
     return fusion
 
 

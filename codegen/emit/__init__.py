@@ -140,10 +140,19 @@ def _source(ir: KernelIR, cuda_headers: bool, pointers: dict[str, str]) -> str:
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
     lines += e.buffers()
+    if ir.dependent_launch:  # before any memory access: what runs after is what runs without
+        lines += DEPENDENT_LAUNCH.splitlines()
     lines += emit_tma.barrier_setup(ir.mbarriers, math.prod(ir.cluster))
     lines += body
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# Fusion.dependent_launch: wait for the kernels before on the stream (their memory visible), then
+# let the next one launch (PTX ISA griddepcontrol, sm_90)
+DEPENDENT_LAUNCH = """\
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");"""
 
 
 def _nodes_of(nodes: list, kinds: tuple) -> list:

@@ -245,6 +245,7 @@ def signature(st: Lowering) -> None:
         mbarriers=st.mbarriers,
         cluster=cluster_dims(fusion),
         cooperative=reduction.cooperative(st.order),
+        dependent_launch=fusion.dependent_launch,
         max_threads=most_threads(fusion, st.target),
         static_smem_bytes=_static_smem(st),
         views=[st.globals[t.name] for t in _views(fusion)],

@@ -173,6 +173,37 @@ def launch_packed(device_id: int, function, grid, block, smem: int, stream: int,
     raise DriverError(f"cuCtxSetCurrent failed: {_message(cu, err)}")
 
 
+def dependent_launch_config(grid, block, smem: int, stream: int):
+    """cuLaunchKernelEx's configuration of a programmatic dependent launch (PDL): the kernel may
+    start once the kernel before it on the stream has let it (griddepcontrol.launch_dependents in
+    each block, or its exit), and waits for that kernel's completion itself (griddepcontrol.wait,
+    Fusion.dependent_launch). Built once per prepared launch: its stream is fixed."""
+    cu = driver()
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes = smem
+    config.hStream = cu.CUstream(stream)
+    attribute = cu.CUlaunchAttribute()
+    attribute.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attribute.value.programmaticStreamSerializationAllowed = 1
+    config.attrs = [attribute]
+    config.numAttrs = 1
+    return config
+
+
+def launch_packed_config(device_id: int, function, config, params_address: int) -> None:
+    """launch_packed through cuLaunchKernelEx with a prepared configuration (dependent_launch_config)."""
+    cu = driver()
+    (err,) = cu.cuCtxSetCurrent(_primary_context(device_id))
+    if err == cu.CUresult.CUDA_SUCCESS:
+        (err,) = cu.cuLaunchKernelEx(config, function, params_address, 0)
+        if err == cu.CUresult.CUDA_SUCCESS:
+            return
+        raise DriverError(f"cuLaunchKernelEx failed: {_message(cu, err)}")
+    raise DriverError(f"cuCtxSetCurrent failed: {_message(cu, err)}")
+
+
 def synchronize(device_id: int) -> None:
     activate(device_id)
     check(driver().cuCtxSynchronize(), "cuCtxSynchronize (a launch failed)")

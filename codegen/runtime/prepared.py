@@ -54,9 +54,13 @@ class PreparedLaunch:
 
     def __init__(self, function, grid: tuple, block: tuple, smem: int, stream: int, device_id: int,
                  args: list[tuple[Any, Any]], outputs: list[OutputSlot] | None,
-                 explain: Callable[[Exception], Exception], generation: int = 0, cooperative: bool = False):
+                 explain: Callable[[Exception], Exception], generation: int = 0, cooperative: bool = False,
+                 dependent: bool = False):
         self.function, self.grid, self.block, self.smem = function, grid, block, smem
         self.cooperative = cooperative  # cuLaunchCooperativeKernel: a grid barrier's blocks all resident
+        # Fusion.dependent_launch: cuLaunchKernelEx's configuration, built once (a cooperative launch stays one)
+        self._config = driver.dependent_launch_config(grid, block, smem, stream) \
+            if dependent and not cooperative else None
         self.stream, self.device_id = stream, device_id
         self.outputs = outputs
         self.generation = generation  # the kernel's workspaces when packed (Workspaces.generation)
@@ -78,8 +82,11 @@ class PreparedLaunch:
 
     def launch(self) -> None:
         try:
-            driver.launch_packed(self.device_id, self.function, self.grid, self.block, self.smem, self.stream,
-                                 self.address, self.cooperative)
+            if self._config is not None:
+                driver.launch_packed_config(self.device_id, self.function, self._config, self.address)
+            else:
+                driver.launch_packed(self.device_id, self.function, self.grid, self.block, self.smem, self.stream,
+                                     self.address, self.cooperative)
         except driver.DriverError as e:
             raise self._explain(e) from None
 
