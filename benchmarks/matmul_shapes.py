@@ -190,10 +190,16 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+WARM_S = 0.3  # the clocks warmed before each timing (bench_common.warm_gpu)
+
+
 # -- on the GPU ---------------------------------------------------------------------------------
 def timed(fn, shape, rep_ms: int) -> dict:
+    import torch
     from triton.testing import do_bench
 
+    fn()  # compiled and launched once before the clocks are warmed: a compile leaves the GPU idle for seconds
+    warm_gpu(torch, WARM_S)
     times = do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")
     if len(times) < 20:
         times = do_bench(fn, warmup=25, rep=int(rep_ms * 21 / max(len(times), 1)) + 1, return_mode="all")
