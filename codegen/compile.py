@@ -32,7 +32,7 @@ from ..verifier.verify import accepted_before, verify
 from .runtime import driver, tensor_maps
 from .runtime.arrays import (ArrayInfo, default_stream, describe, order_after_current_stream, output_allocator,
                              signature)
-from .runtime.binding import Bound, bind, check_assumptions
+from .runtime.binding import Bound, bind, check_assumptions, check_no_alias
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejected
 from .ir import KernelIR, ParamKind
@@ -40,6 +40,7 @@ from .lower import lower
 from .runtime.nvrtc import compile_kernel, cuda_include_dir
 from .runtime.ptxas import Resources, spill_note
 from .runtime.prepared import OutputSlot, PreparedLaunch
+from .runtime.rebase import LaunchTemplate, addresses, rebase, unaddressed
 from .runtime.workspace import Workspaces
 
 MEMORY_CACHE_SIZE = 256
@@ -89,6 +90,7 @@ class Kernel:
         self._tensor_maps: dict[tuple, Any] = {}
         self._clusters_checked: set[tuple] = set()
         self._launches: dict[tuple, PreparedLaunch] = {}  # by _launch_key
+        self._templates: dict[tuple, LaunchTemplate] = {}  # by _launch_key without the addresses (runtime/rebase.py)
         self._workspaces = Workspaces(ir.params)  # a grid reduction's partials and semaphores
 
     def __repr__(self) -> str:
@@ -124,18 +126,30 @@ class Kernel:
             key = prepared = None
         if explicit:
             order_after_current_stream(inputs, stream)
-        if prepared is not None and prepared.generation == self._workspaces.generation:
+        generation = self._workspaces.generation
+        if (prepared is None or prepared.generation != generation) and key is not None:
+            template = self._templates.get(unaddressed(key))  # the signature's, at other addresses
+            if template is not None and template.generation == generation:
+                prepared = self._cached(key, rebase(self.ir, template, *addresses(key), self._tensor_map))
+        if prepared is not None and prepared.generation == generation:
             if out is None:
                 return prepared.launch_new_outputs()
             prepared.launch()
             return tuple(out)
-        prepared, outputs = self._prepare_launch(inputs, out, stream, sizes)
+        prepared, outputs, template = self._prepare_launch(inputs, out, stream, sizes)
         if key is not None:
-            if len(self._launches) >= LAUNCH_CACHE_SIZE:
-                self._launches.clear()
-            self._launches[key] = prepared
+            self._cached(key, prepared)
+            if len(self._templates) >= LAUNCH_CACHE_SIZE:
+                self._templates.clear()
+            self._templates[unaddressed(key)] = template
         prepared.launch()
         return outputs
+
+    def _cached(self, key: tuple, prepared: PreparedLaunch) -> PreparedLaunch:
+        if len(self._launches) >= LAUNCH_CACHE_SIZE:
+            self._launches.clear()
+        self._launches[key] = prepared
+        return prepared
 
     def benchmark(self, *inputs, out: Sequence | None = None, iterations: int = 100, warmup: int = 10,
                   stream: int | None = None, **sizes: int) -> float:
@@ -149,7 +163,7 @@ class Kernel:
         """(a PreparedLaunch of its own, the stream, a closure launching it into the same outputs
         every time): for benchmarks, which time the launch alone."""
         stream = default_stream(inputs) if stream is None else stream
-        prepared, outputs = self._prepare_launch(inputs, out, stream, sizes)
+        prepared, outputs, _ = self._prepare_launch(inputs, out, stream, sizes)
 
         def launch():
             prepared.launch()
@@ -157,9 +171,10 @@ class Kernel:
 
         return prepared, stream, launch
 
-    def _prepare_launch(self, inputs, out, stream: int, sizes) -> tuple[PreparedLaunch, tuple]:
+    def _prepare_launch(self, inputs, out, stream: int, sizes) -> tuple[PreparedLaunch, tuple, LaunchTemplate]:
         """Bind and check the arguments, allocate the outputs run() makes, pack the arguments:
-        the PreparedLaunch and the outputs of this first launch."""
+        the PreparedLaunch, the outputs of this first launch, and the template other addresses of
+        the same signature are rebased from (runtime/rebase.py)."""
         bound = bind(self.ir.globals, list(inputs), list(out) if out is not None else None, dict(sizes),
                      list(self.fusion.symbols), stream, self.ir.views)
         grid, block, smem = self._config(bound.env)
@@ -175,10 +190,12 @@ class Kernel:
         args = self._arguments(bound, outputs, self._workspaces.pointers(bound.env, device_id, stream))
         env = bound.env
         slots = self._output_slots(allocators, env) if out is None else None
-        prepared = PreparedLaunch(function, grid, block, smem, stream, device_id, args, slots,
-                                  lambda e: self._explained(e, env), self._workspaces.generation, self.ir.cooperative,
-                                  self.ir.dependent_launch)
-        return prepared, tuple(o.obj for o in outputs)
+        template = LaunchTemplate(function, grid, block, smem, stream, device_id, args, slots,
+                                  env, lambda e: self._explained(e, env), self._workspaces.generation,
+                                  self.ir.cooperative, self.ir.dependent_launch)
+        prepared = PreparedLaunch(function, grid, block, smem, stream, device_id, args, slots, template.explain,
+                                  template.generation, template.cooperative, template.dependent)
+        return prepared, tuple(o.obj for o in outputs), template
 
     def _warn_if_clusters_wait(self, function, grid, block, smem: int, device_id: int) -> None:
         """PerformanceWarning, once per launch configuration, for a grid whose blocks the GPU
@@ -276,7 +293,7 @@ class Kernel:
     def _outputs(self, bound: Bound, allocators: list) -> list[ArrayInfo]:
         result = [given if allocate is None else describe(allocate())
                   for given, allocate in zip(bound.outputs, allocators)]
-        _check_no_alias(bound.inputs, result)
+        check_no_alias(bound.inputs, result)
         return result
 
     def _output_slots(self, allocators: list, env: dict[str, int]) -> list[OutputSlot]:
@@ -343,14 +360,6 @@ def _dense_strides(g, shape) -> list[int]:
         strides[axis] = running
         running *= max(shape[axis], 1)
     return strides
-
-
-def _check_no_alias(inputs: list[ArrayInfo], outputs: list[ArrayInfo]) -> None:
-    for k, o in enumerate(outputs):
-        for j, i in enumerate(inputs):
-            if o.ptr == i.ptr:
-                raise InputError(f"out[{k}] is the same memory as input argument {j}; the kernel reads inputs "
-                                 f"while writing outputs, so they must not overlap")
 
 
 def co_residency_problem(name: str, grid: tuple, per_sm: int, sms: int) -> str | None:

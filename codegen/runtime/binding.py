@@ -152,6 +152,15 @@ def check_assumptions(assumptions: list[sympy.Basic], env: dict[str, int], symbo
                              f"use sizes that satisfy it")
 
 
+def check_no_alias(inputs: list, outputs: list) -> None:
+    """No output at an input's address (each has .ptr: an ArrayInfo)."""
+    for k, o in enumerate(outputs):
+        for j, i in enumerate(inputs):
+            if o.ptr == i.ptr:
+                raise InputError(f"out[{k}] is the same memory as input argument {j}; the kernel reads inputs "
+                                 f"while writing outputs, so they must not overlap")
+
+
 def _value(e: Expr, env: dict[str, int]) -> int | None:
     try:
         return evaluate(e, env)

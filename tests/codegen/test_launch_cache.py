@@ -1,8 +1,9 @@
 """Kernel.run's launch cache without a GPU (the driver faked, tests/support/fake_driver.py): a
-repeated call with the same argument signature reuses the packed launch; a change of address,
-shape, strides, sizes or stream prepares a new one; outputs run() allocates get a new address in
-every launch (and a tensor map of it); bad inputs get the same InputErrors before and after a
-launch was cached."""
+repeated call with the same argument signature reuses the packed launch; a change of shape,
+strides, sizes or stream prepares a new one; arrays at new addresses of a known signature are
+rebased from it (runtime/rebase.py: their pointers and tensor maps written, the address checks
+made again); outputs run() allocates get a new address in every launch (and a tensor map of it);
+bad inputs get the same InputErrors before and after a launch was cached, rebased or not."""
 
 from __future__ import annotations
 
@@ -67,19 +68,22 @@ def test_same_signature_launches_the_packed_arguments_again(monkeypatch, counted
     assert set(args.values()) >= {4, 8}  # M and N
 
 
-def test_a_new_address_shape_or_stream_prepares_a_new_launch(monkeypatch, counted):
+def test_a_new_shape_or_stream_prepares_a_new_launch_and_a_new_address_is_rebased(monkeypatch, counted):
     kernel, fake = add_kernel(monkeypatch)
     c = Array((4, 8), 3 << 40)
     kernel.run(Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), out=[c])
-    kernel.run(Array((4, 8), 5 << 40), Array((4, 8), 2 << 40), out=[c])  # another address
+    kernel.run(Array((4, 8), 5 << 40), Array((4, 8), 2 << 40), out=[c])  # another address: rebased, not bound
     assert fake.launches[-1].args[pointer_param(kernel, "T0")] == 5 << 40
+    assert len(counted) == 1
+    assert {k: v for k, v in fake.launches[-1].args.items() if k != pointer_param(kernel, "T0")} == \
+        {k: v for k, v in fake.launches[0].args.items() if k != pointer_param(kernel, "T0")}
     kernel.run(Array((6, 8), 5 << 40), Array((6, 8), 2 << 40), out=[Array((6, 8), 3 << 40)])  # another shape
     assert sorted(fake.launches[-1].args.values())[:2] == [6, 8]  # M, N
     kernel.run(Array((6, 8), 5 << 40), Array((6, 8), 2 << 40), out=[Array((6, 8), 3 << 40)], stream=7)
     assert fake.launches[-1].stream == 7
-    assert len(counted) == 4 and len(fake.launches) == 4
+    assert len(counted) == 3 and len(fake.launches) == 4
     kernel.run(Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), out=[c])  # the first signature again: cached
-    assert len(counted) == 4 and fake.launches[-1] == fake.launches[0]
+    assert len(counted) == 3 and fake.launches[-1] == fake.launches[0]
 
 
 def test_an_input_at_a_new_address_every_call_keeps_the_caches_bounded(monkeypatch, counted):
@@ -91,8 +95,8 @@ def test_an_input_at_a_new_address_every_call_keeps_the_caches_bounded(monkeypat
     for k in range(2 * LAUNCH_CACHE_SIZE + 1):
         kernel.run(Array((4, 8), (8 + k) << 32), b, out=[c])
         assert fake.launches[-1].args[pointer_param(kernel, "T0")] == (8 + k) << 32
-    assert len(counted) == 2 * LAUNCH_CACHE_SIZE + 1
-    assert len(kernel._launches) <= LAUNCH_CACHE_SIZE
+    assert len(counted) == 1  # bound once, every other address rebased
+    assert len(kernel._launches) <= LAUNCH_CACHE_SIZE and len(kernel._templates) == 1
     for m in range(1, 2 * LAUNCH_CACHE_SIZE + 2):  # the sizes checked once each
         kernel._config({"M": m, "N": 8})
     assert 0 < len(kernel._checked) <= LAUNCH_CACHE_SIZE
@@ -160,6 +164,35 @@ def test_bad_inputs_get_the_same_input_errors_after_a_cached_launch(monkeypatch)
         kernel.run(a, b, out=[c], K=3)
     with pytest.raises(tp.InputError, match="extent M must be a positive int"):
         kernel.run(a, b, out=[c], M=[4])
+
+
+def test_a_rebased_launch_checks_what_depends_on_the_address(monkeypatch, counted):
+    """A misaligned address of a known signature gets the full binding's InputError; an out= at an
+    input's address is refused; a TMA input at a new address gets a tensor map of it; a dependent
+    kernel's rebased launch stays a dependent launch."""
+    kernel = tp.compile(BUILDERS["vectorized_copy"]())
+    fake = FakeDriver(monkeypatch, kernel.ir.params)
+    out = Array((4, 8), 3 << 40)
+    kernel.run(Array((4, 8), 1 << 40), out=[out])
+    with pytest.raises(tp.InputError, match=r"its address is not 16-byte aligned"):
+        kernel.run(Array((4, 8), (1 << 40) + 4), out=[out])
+    with pytest.raises(tp.InputError, match=r"out\[0\] is the same memory as input argument 0"):
+        kernel.run(Array((4, 8), 3 << 40), out=[out])
+    assert len(counted) == 1 and len(fake.launches) == 1
+
+    case = next(c for c in discover([str(ROOT / "examples" / "valid" / "tma_boxes.py")])
+                if c.name == "tma_box_by_partitioning")
+    fusion = case.build()
+    fusion.dependent_launch = True
+    kernel = tp.compile(fusion, "sm_90a")
+    fake = FakeDriver(monkeypatch, kernel.ir.params)
+    loaded = next(m.tensor for m in kernel.ir.tensor_maps)
+    tmap = next(p.name for p in kernel.ir.params if p.kind.value == "tensor_map" and p.tensor == loaded)
+    shape = (256, 512)
+    results = [kernel.run(Array(shape, (k + 1) << 40))[0] for k in range(3)]
+    assert len(counted) == 2 and len(results) == 3
+    assert [launch.args[tmap] for launch in fake.launches] == [(k + 1) << 40 for k in range(3)]
+    assert all(launch.dependent for launch in fake.launches)
 
 
 def test_signature_is_none_for_what_is_no_array():

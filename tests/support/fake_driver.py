@@ -38,6 +38,7 @@ class Launch:
     stream: int
     args: dict[str, int]
     cooperative: bool = False
+    dependent: bool = False  # cuLaunchKernelEx with programmatic stream serialization (Fusion.dependent_launch)
 
 
 class FakeDriver:
@@ -58,6 +59,8 @@ class FakeDriver:
                             ("load_function", lambda cubin, name, device_id: ("module", name)),
                             ("allow_dynamic_smem", lambda function, n: None), ("activate", lambda device_id: None),
                             ("launch_packed", self._launch), ("mem_alloc", self._alloc),
+                            ("dependent_launch_config", lambda grid, block, smem, stream: (grid, block, smem, stream)),
+                            ("launch_packed_config", self._launch_config),
                             ("mem_free", lambda device_id, ptr: None),
                             ("memset_zero_async", lambda ptr, n, stream: None),
                             ("stream_synchronize", lambda stream: None)):
@@ -83,3 +86,8 @@ class FakeDriver:
                 cell = ctypes.c_uint64
             args[p.name] = cell.from_address(pointers[k]).value
         self.launches.append(Launch(tuple(grid), tuple(block), smem, stream, args, cooperative))
+
+    def _launch_config(self, device_id, function, config, params_address) -> None:
+        grid, block, smem, stream = config
+        self._launch(device_id, function, grid, block, smem, stream, params_address)
+        self.launches[-1].dependent = True
