@@ -190,7 +190,7 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-WARM_S = 0.3  # the clocks warmed before each timing (bench_common.warm_gpu)
+WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks
 
 
 # -- on the GPU ---------------------------------------------------------------------------------
