@@ -13,8 +13,10 @@ the median and the 10th / 90th percentiles in microseconds. No CUDA graphs anywh
   tileproof_run          kernel.run(a, b): the public call, output allocated (torch.empty)
   tileproof_op           tp.as_torch_op(kernel)(a, b): the torch.library operator
   tileproof_prepared     the launch closure of Kernel._prepare (one cuLaunchKernel): the floor
-  tileproof_first_call   kernel.run(a, b, out=[c]) with its launch cache emptied before each call:
+  tileproof_first_call   kernel.run(a, b, out=[c]) with its launch caches emptied before each call:
                          the full binding and checks a new argument signature pays (500 calls)
+  tileproof_new_address  the same with only the prepared launches emptied: arrays at new addresses of
+                         a known signature, rebased from its template (codegen/runtime/rebase.py; 500 calls)
   tileproof_matmul       tileproof.recipes.matmul(a16, b16) at 128 x 256 x 64 bf16: the public GEMM path
   triton                 a @triton.jit add, launched as kernel[grid](a, b, c, n, BLOCK=1024) (skipped, with
                          the reason, where triton does not import)
@@ -107,7 +109,13 @@ def run(torch, shape: tuple[int, int], calls: int) -> dict:
     entry("tileproof_op", lambda: op(a, b), lambda r: r)
     _, _, launch = kernel._prepare((a, b), [c], None, {})
     entry("tileproof_prepared", launch, lambda r: c)
+    def forget_all():
+        kernel._launches.clear()
+        kernel._templates.clear()
+
     entry("tileproof_first_call", lambda: kernel.run(a, b, out=[c]), lambda r: r[0], calls=FIRST_CALLS,
+          before=forget_all)
+    entry("tileproof_new_address", lambda: kernel.run(a, b, out=[c]), lambda r: r[0], calls=FIRST_CALLS,
           before=kernel._launches.clear)
 
     def matmul_job():
