@@ -95,8 +95,10 @@ CONFIGS = (
     MatmulConfig(name="128x128_persistent_group_16_cluster_2", tile=(128, 128), stages=6, prefetch=4, cluster=2,
                  group=16, efficiency=0.7),  # twice the tiles: a finer last wave
     MatmulConfig(name="128x256_split_k", tile=(128, 256), stages=4, prefetch=2, persistent=False, split_k=True),
+    # 0.76: on an H200 it ran 1.04-1.08 of cuBLAS at 512x512x32768 in four runs where 128x256_split_k ran
+    # 0.97-1.0, and about even at 1024x1024x16384 (results/matmul_shapes/h200.json; the A/B runs of issue 34)
     MatmulConfig(name="128x128_split_k", tile=(128, 128), stages=6, prefetch=4, persistent=False, split_k=True,
-                 efficiency=0.7),
+                 efficiency=0.76),
     # decode (M <= 64): one consumer warpgroup, no rows of a 128-row tile wasted; B's stream is the time
     MatmulConfig(name="64x256_persistent", tile=(64, 256), stages=4, prefetch=2, efficiency=0.6,
                  registers=(40, 256)),
