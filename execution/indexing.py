@@ -124,9 +124,12 @@ def block_dims(fusion) -> dict[ParallelType, Expr]:
     roles = set()
     views = [t for t in fusion.tensors if t.name in fusion.views]
     for tv in executed_tensors(fusion) + views:
-        for i in tv.loop:
+        promo = promotion(tv)
+        for k, i in enumerate(tv.loop):
             if i.parallel_type in THREAD_TYPES or i.parallel_type in BLOCK_TYPES:
-                (broadcast_dims if i.is_broadcast else dims).setdefault(i.parallel_type, []).append(i.extent_expr)
+                # a promoted loop runs over its reference's extent (nvFuser's ParallelDimensionMap reads promoted IDs)
+                extent = promo.extent(tv, k) if promo is not None and not i.is_broadcast else i.extent_expr
+                (broadcast_dims if i.is_broadcast else dims).setdefault(i.parallel_type, []).append(extent)
         if specialization(tv) is not None:
             roles.add(specialization(tv).on)
     for p, es in broadcast_dims.items():

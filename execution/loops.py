@@ -15,7 +15,7 @@ from typing import Any, Hashable, Sequence
 from .allocation import Allocation, compute_allocation
 from ..model.expr import Expr, const
 from ..model.loop_map import (
-    SHARED_TYPES, Join, inline_joins, loop_sets, loop_type, runs_once, sibling_joins, sizes_the_loop,
+    SHARED_TYPES, Join, inline_joins, loop_sets, loop_type, runs_once, sibling_joins, sizes_the_loop, takes_the_type,
 )
 from ..model.mapping import IdMap, unit_broadcast
 from ..model.tensor import TensorView
@@ -336,10 +336,9 @@ def _mismatch(g: LoopGroup) -> list[Problem]:
              and tv.loop[k].parallel_type is not ParallelType.Serial]
     head_tv, head_k = typed[0] if typed else next((tv, k) for tv, k in g.members if id(tv.loop[k]) in sizing)
     kind = head_tv.loop[head_k].parallel_type
+    takes = {id(i) for i in takes_the_type([tv.loop[k] for tv, k in g.members], g.idmap)} if kind in SHARED_TYPES else set()
     differ = [(tv, k) for tv, k in g.members if tv.loop[k].parallel_type is not kind
-              and not tv.loop[k].is_broadcast
-              and not (kind in SHARED_TYPES and id(tv.loop[k]) in sizing
-                       and tv.loop[k].parallel_type is ParallelType.Serial)]
+              and not tv.loop[k].is_broadcast and id(tv.loop[k]) not in takes]
     if not differ and kind in INSTRUCTION_AXES:
         (tv, k), (other, j) = g.members[0], g.members[1]
         return [Problem(

@@ -13,6 +13,14 @@ consumer's I1, i.e. (blockIdx.x / ...) % I1), so the index ignores the broadcast
 IDs between those loops and the mapped ones (the merge of I1 with the broadcast) have no bound of
 their own: the mapped IDs' bounds are the tensor's holes. A promoted loop whose tensor has a
 concrete logical ID no mapped ID gives an index is rejected (promotion_problems: INLINE-LOOP-MAP).
+
+Where the inlined loops leave a logical ID unindexed because the tensor's loops past its
+compute-at position split it too (b2[I1] split [I1/4/32, 32, Vectorize{4}], inlined at 2 into
+loops that iterate merge(I0, I1) split alike), nvFuser replays those transforms on the promoted
+IDs: b2's Vectorize{4} is the inner of the promoted merge's split by 4, and b2's I1 is
+((BIDx * 32 + TIDx) * 4 + v) % I1. Here such a loop is paired with the reference's loop it
+replays (mapping.replayed_on, the same extent), and the reference's IDs are indexed with the
+tensor's own index of that loop (Promotion.replays).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from dataclasses import dataclass
 from ..model.expr import Expr, const
 from ..model.iterdomain import IterDomain, Merge, Split
 from ..model.loop_map import computed_tensors, inline_joins, loop_sets, runs_once, sibling_joins, sizes_the_loop
-from ..model.mapping import IdMap, unit_broadcast
+from ..model.mapping import IdMap, replayed_on, unit_broadcast
 from ..model.tensor import TensorView
 from ..model.tensor_base import fixed_by
 from .derive import per_fusion
@@ -38,14 +46,17 @@ class Promotion:
     seeds: dict[int, IterDomain]  # uid of an ID of tv -> the reference's ID it maps to exactly
     loop_only: frozenset[int]  # IDs of tv fixed by those loops but mapped to none: no index, no bound of their own
     holes: tuple[IterDomain, ...]  # the reference's IDs those loops fix whose bounds it needs: tv's holes too
+    replays: tuple[tuple[int, int], ...] = ()  # (tv's loop past the shared ones, the reference's loop it replays)
 
     def extent(self, tv: TensorView, k: int) -> Expr:
         """The extent of tv's loop k: the reference's where shared."""
         return (self.consumer.loop[k] if k < self.positions else tv.loop[k]).extent_expr
 
     def consumer_env(self, tv: TensorView, env: dict[int, Expr]) -> dict[int, Expr]:
-        """The reference's loop indices at tv's loop point `env` (the shared loops)."""
-        return {self.consumer.loop[k].uid: env[tv.loop[k].uid] for k in range(self.positions)}
+        """The reference's loop indices at tv's loop point `env` (the shared loops, and the loops
+        tv replays past them)."""
+        pairs = [(k, k) for k in range(self.positions)] + list(self.replays)
+        return {self.consumer.loop[j].uid: env[tv.loop[k].uid] for k, j in pairs}
 
 
 @dataclass(frozen=True)
@@ -114,14 +125,42 @@ def promotion(tv: TensorView) -> Promotion | None:
     ca = tv.compute_at
     idmap = _loops(tv.fusion).idmap
     # a plain broadcast loop stands for the reference's loop without fixing any index of tv
-    shared = [k for k in range(ca) if not tv.loop[k].is_broadcast]
-    mine = fixed_by(tv, [tv.loop[k] for k in shared])
-    theirs = fixed_by(ref, [ref.loop[k] for k in shared])
+    shared = [(k, k) for k in range(ca) if not tv.loop[k].is_broadcast]
+    promo = _promotion(tv, ref, idmap, shared)
+    if _unindexed(tv, promo, promoted_positions(tv)):  # its loops past the shared ones split them too
+        replays = _replayed_loops(tv, ref, idmap)
+        if replays:
+            promo = _promotion(tv, ref, idmap, shared, tuple(replays))
+    return promo
+
+
+def _promotion(tv: TensorView, ref: TensorView, idmap: IdMap, shared: list[tuple[int, int]],
+               replays: tuple[tuple[int, int], ...] = ()) -> Promotion:
+    """tv's promotion to `ref` through the loop pairs `shared` and `replays` (tv's loop, ref's
+    loop): tv's IDs those loops fix take the index of the ref's ID they map to exactly."""
+    pairs = shared + list(replays)
+    mine = fixed_by(tv, [tv.loop[k] for k, _ in pairs])
+    theirs = fixed_by(ref, [ref.loop[j] for _, j in pairs])
     by_key = {idmap.key(i): i for i in ref.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
     loop_only = frozenset(mine - set(seeds) - {i.uid for i in tv.loop})
     holes = tuple(i for i in ref.all_ids() if i.uid in theirs and i.uid in needed_bounds(ref))
-    return Promotion(ref, ca, seeds, loop_only, holes)
+    return Promotion(ref, tv.compute_at, seeds, loop_only, holes, replays)
+
+
+def _replayed_loops(tv: TensorView, ref: TensorView, idmap: IdMap) -> list[tuple[int, int]]:
+    """(k, j): tv's loop k past its compute-at position that replays the reference's loop j past
+    it (mapping.replayed_on, over the same extent, so tv's loop covers j's), each j once."""
+    ca = tv.compute_at
+    own = set().union(*(idmap.root_classes(i) for i in tv.root + tv.logical))
+    out: list[tuple[int, int]] = []
+    for k in range(ca, len(tv.loop)):
+        p = tv.loop[k]
+        j = next((j for j in range(ca, len(ref.loop)) if j not in {b for _, b in out}
+                  and ref.loop[j].extent_expr == p.extent_expr and replayed_on(idmap, p, ref.loop[j], own)), None)
+        if j is not None:
+            out.append((k, j))
+    return out
 
 
 @per_fusion

@@ -110,6 +110,20 @@ class TensorExecution:
         return TensorExecution(self.tensor, self.env, self.ranges, self.indices, self.conds + self.padding,
                                self.launch_index, ())
 
+    def without_unread_holes(self) -> "TensorExecution":
+        """The points whose values are read: for a register tensor computed at its holes,
+        unpredicated (clipped_holes.unread_holes), those past them dropped. A hole's value
+        reaches only other holes, so what it reads there (a promoted operand's register its
+        predicated statement left unwritten) matters to no one."""
+        tv = self.tensor
+        if tv.name not in unread_holes(tv.fusion):
+            return self
+        needed = needed_bounds(tv)
+        holes = tuple(Cond(b.value, "<", b.extent, f"hole of {b.id.label()}", CondKind.HOLE)
+                      for b in valid_item_bounds(tv, self.indices) if b.id.uid in needed)
+        return TensorExecution(tv, self.env, self.ranges, self.indices, self.conds + holes, self.launch_index,
+                               self.padding)
+
     def operand_indices(self, k: int) -> dict[int, Expr]:
         """uid -> index of every ID of the op's k-th input, read at this point."""
         producer = self.op.inputs[k]

@@ -14,10 +14,11 @@ statement's axis: such a loop is not one to share.
 A loop all of whose members are broadcasts runs once, with index 0 (runs_once: nvFuser's trivial
 loops), whatever their extents (a split broadcast b{32}).
 
-Broadcasts of extent 1 that share a loop (one point, computed at each index of it), merges of
-one (mapping.merges_a_broadcast) and IDs a consumer merges with one (loop promotion:
-execution/promotion.py) neither give nor take a type: their extent is not the loop's
-(sizes_the_loop).
+Broadcasts that share a loop (one point, computed at each index of it) neither give nor take a
+type. Merges of one (mapping.merges_a_broadcast) and IDs a consumer merges with one (loop
+promotion: execution/promotion.py) give none, their extent not being the loop's
+(sizes_the_loop), but take the loop's: promoted, they run over its extent, on its index, as
+nvFuser's validateAndPropagatePType gives a loop group's type to all its IDs.
 
 Imports model/ only (mapping, loop_alignment, types).
 """
@@ -163,10 +164,16 @@ def propagated_types(fusion) -> dict[int, tuple[ParallelType, str | None]]:
         kind = loop_type(ids, idmap) if len(ids) > 1 else None
         if kind not in SHARED_TYPES:
             continue
-        sizing = sizes_the_loop(ids, idmap)
-        donor = next(i for i in sizing if i.parallel_type is kind)
-        given.update({i.uid: (kind, donor.parallel_origin) for i in sizing if i.parallel_type is ParallelType.Serial})
+        donor = next(i for i in sizes_the_loop(ids, idmap) if i.parallel_type is kind)
+        given.update({i.uid: (kind, donor.parallel_origin) for i in takes_the_type(ids, idmap)})
     return given
+
+
+def takes_the_type(ids: Sequence, idmap: IdMap | None = None) -> list:
+    """The members of one loop a type of the loop goes to: its Serial members but broadcasts
+    (those that size it, and promoted ones, which run over its extent on its index)."""
+    sizing = {id(i) for i in sizes_the_loop(ids, idmap)}
+    return [i for i in ids if i.parallel_type is ParallelType.Serial and (id(i) in sizing or not i.is_broadcast)]
 
 
 def sibling_joins(fusion, tensors: Sequence, idmap: IdMap) -> list[Join]:
@@ -191,7 +198,7 @@ def parallel_type_in_kernel(i, given: dict[int, tuple[ParallelType, str | None]]
 
 
 def propagate_parallel_types(fusion) -> None:
-    """Give each loop's type to its Serial members that size it (propagated_types) in a frozen
+    """Give each loop's type to its Serial members (propagated_types) in a frozen
     snapshot (Fusion.snapshot, what verify and compile read; never the user's schedule), as
     nvFuser's lowering does, once its producers' loops are aligned to their consumers'
     (loop_alignment.align_inlined_loops). Idempotent: a snapshot already propagated takes nothing

@@ -162,6 +162,32 @@ def promoted_match(idmap: IdMap, p: IterDomain, c: IterDomain) -> bool:
     return False
 
 
+def replayed_on(idmap: IdMap, p: IterDomain, c: IterDomain, own: set[int]) -> bool:
+    """Whether reference ID c is producer ID p's transforms replayed on the IDs p's are promoted
+    to (nvFuser's loop promotion replays them on the promoted IDs): the same iteration, the same
+    transform of replayed inputs, or a merge of c's with IDs of logical classes the producer
+    lacks (`own`: the exact classes of its logical IDs; the broadcast its consumer meets them
+    on, resolved) where the merge's other input is p's replay: b2[I1] split by 4 replays on
+    merge(I0, I1) split by 4, and b2's I1 is that merge's inner index. A broadcast of extent 1 of
+    the producer's is promoted to whatever c is (one point of it)."""
+    if idmap.same(p, c):
+        return True
+    if unit_broadcast(p):
+        return not c.is_reduction
+    tp_, tc = p.definition, c.definition
+    if isinstance(tc, Merge):
+        for lacked, rest in ((tc.outer, tc.inner), (tc.inner, tc.outer)):
+            classes = idmap.root_classes(lacked)
+            if classes and not classes & own and replayed_on(idmap, p, rest, own):
+                return True
+    if isinstance(tp_, Merge) and isinstance(tc, Merge):
+        return replayed_on(idmap, tp_.outer, tc.outer, own) and replayed_on(idmap, tp_.inner, tc.inner, own)
+    if isinstance(tp_, Split) and isinstance(tc, Split):
+        return (tp_.factor == tc.factor and tp_.inner_split == tc.inner_split
+                and tp_.outputs.index(p) == tc.outputs.index(c) and replayed_on(idmap, tp_.in_, tc.in_, own))
+    return False
+
+
 def promoted(idmap: IdMap, producer_id: IterDomain, consumer, k: int) -> bool:
     """Whether a producer's loop ID may share loop k of `consumer` without being the same
     iteration (nvFuser's loop promotion): a broadcast of extent 1 holds one element, which the

@@ -75,8 +75,9 @@ class Simplifier:
     """`bounds`, `simplify` and `less_than` over one set of ranges, remembering every
     subterm's answer (a verifier query asks about the same subterms many times)."""
 
-    def __init__(self, ranges: Ranges):
+    def __init__(self, ranges: Ranges, steps: Mapping[str, int] | None = None):
         self.ranges = ranges
+        self.steps = steps  # symbol -> k where only multiples of k are admitted (multiple_of)
         self._bounds: dict[Expr, Interval] = {}
         self._simplified: dict[Expr, Expr] = {}
 
@@ -167,6 +168,9 @@ class Simplifier:
                 return self.simplify(floordiv(a.args[0], inner * c))  # (x // d) // c = x // (d*c)
             if op == a.op == "mod" and inner % c == 0:
                 return self.simplify(mod(a.args[0], c))  # (x % (k*c)) % c = x % c
+        if (c is not None and op == a.op == "mod" and self.steps and multiple_of(a.args[1], c, self.steps)
+                and (self.bounds(a.args[1]).lo or 0) >= 1):
+            return self.simplify(mod(a.args[0], c))  # the same where an assumption makes the divisor k*c (N % 4 == 0)
         terms = _summands(a)
         if not all(self._non_negative(t) for t in terms):
             return BUILDERS[op](a, b)
@@ -204,6 +208,23 @@ class Simplifier:
                     out = add(*(a for n, a in enumerate(terms) if n not in (i, j)), mul(x, k))
                     return self._recombine(out) if out.op == "add" else out
         return e
+
+
+def multiple_of(e: Expr, n: int, steps: Mapping[str, int] | None = None) -> bool:
+    """Whether e is a multiple of n for every value of its (non-negative) variables: a constant
+    multiple, a product with one, a sum of them, a symbol admitted at multiples of n only
+    (`steps`: an assumption N % 4 == 0), and a remainder of two of them ((n a) % (n b) = n (a % b))."""
+    if n == 1:
+        return True
+    if e.op == "const":
+        return e.value % n == 0  # type: ignore[operator]
+    if e.op == "var":
+        return bool(steps) and steps.get(e.value, 1) % n == 0  # type: ignore[union-attr, arg-type]
+    if e.op == "mul":
+        return any(multiple_of(a, n, steps) for a in e.args)
+    if e.op in ("add", "mod"):
+        return all(multiple_of(a, n, steps) for a in e.args)
+    return False
 
 
 # -- the interval of each op from its arguments' intervals ---------------------------------

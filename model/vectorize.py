@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Mapping
 
 from .expr import Expr, add, floordiv, mod, mul, var
+from .simplify import multiple_of
 from .types import DataType, MemoryType
 
 VECTOR_BYTES = (2, 4, 8, 16)  # widths of one vector access (PTX ld/st .v2/.v4 of 8..32-bit words)
@@ -52,34 +54,25 @@ def unit_stride(offset: Expr, name: str) -> bool:
     return all(a == v or name not in a.free_vars() for a in offset.args) and offset.args.count(v) == 1
 
 
-def peel_vector(offset: Expr, name: str, n: int) -> Expr:
+def peel_vector(offset: Expr, name: str, n: int, steps: Mapping[str, int] | None = None) -> Expr:
     """offset with the vector index `name` (0 <= name < n) taken out of the divisions and modulos
     that split it off a multiple of n: (A + v) // d = A // d and (A + v) % d = A % d + v when n
     divides A and d (A = n a: floor((n a + v) / (n e)) = floor(a / e), and the remainder is
     (n a) % d + v < d). Indices are non-negative. What the merge-then-split of a vectorized tile
-    leaves in an offset, decided without a solver."""
+    leaves in an offset, decided without a solver. `steps`: symbols admitted only at multiples
+    of a step (fusion.assume("N % 4 == 0")), so that a promoted vector's (n a + v) % N peels too."""
     v = var(name)
-
-    def multiple(e: Expr) -> bool:
-        if n == 1:
-            return True
-        if e.op == "const":
-            return e.value % n == 0
-        if e.op == "mul":
-            return any(a.op == "const" and a.value % n == 0 for a in e.args)
-        if e.op == "add":
-            return all(multiple(a) for a in e.args)
-        return False
 
     def peel(e: Expr) -> Expr:
         if not e.args or name not in e.free_vars():
             return e
         args = tuple(peel(a) for a in e.args)
-        if e.op in ("floordiv", "mod") and args[1].op == "const" and args[1].value % n == 0:
+        # a divisor that is a constant or an extent symbol (steps names symbols only): positive
+        if e.op in ("floordiv", "mod") and args[1].op in ("const", "var") and multiple_of(args[1], n, steps):
             x = args[0]
             if x.op == "add" and x.args.count(v) == 1:
                 rest = [a for a in x.args if a != v]
-                if all(name not in a.free_vars() for a in rest) and all(multiple(a) for a in rest):
+                if all(name not in a.free_vars() for a in rest) and all(multiple_of(a, n, steps) for a in rest):
                     base = add(*rest)
                     return floordiv(base, args[1]) if e.op == "floordiv" else add(mod(base, args[1]), v)
         if e.op == "add":

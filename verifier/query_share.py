@@ -55,12 +55,12 @@ class QueryShare:
         self._renderings: dict = {}
         self._tactics: dict = {}
 
-    def range_analysis(self, ranges: Mapping) -> tuple[Simplifier, dict[Expr, Span]]:
-        """The simplifier over `ranges` and its memo of subterm spans."""
-        key = frozenset(ranges.items())
+    def range_analysis(self, ranges: Mapping, steps: Mapping[str, int] | None = None) -> tuple[Simplifier, dict[Expr, Span]]:
+        """The simplifier over `ranges` (and the symbols' `steps`) and its memo of subterm spans."""
+        key = (frozenset(ranges.items()), frozenset((steps or {}).items()))
         got = self._analyses.get(key)
         if got is None:
-            got = self._analyses[key] = (Simplifier(dict(ranges)), {})
+            got = self._analyses[key] = (Simplifier(dict(ranges), steps), {})
         return got
 
     def rendering(self, ctx: z3.Context, bv: bool, width: int, key: tuple) -> Rendering:

@@ -229,7 +229,8 @@ class Query:
         `ranges`: variable -> exclusive upper bound (an Expr over symbols);
         `symbols`: symbol -> [lo, hi], the admitted values (asserted here);
         `steps`: symbol -> k where the facts (an assumption S % k == 0) admit only multiples of k,
-        so that shrinking a counterexample probes those alone;
+        so that shrinking a counterexample probes those alone (and the simplifier reduces
+        (x % S) % k to x % k);
         `simplify=False` renders terms as given and decides no comparison itself (tests
         compare the verdicts); `context`: the z3 context to build terms in (one verify's queries
         share one: making a context costs about a millisecond), each query with its own solver;
@@ -250,7 +251,7 @@ class Query:
         # where each variable lies, as the facts below assert it: the ranges of model/simplify.py,
         # for bounds (theory and width), simplifying terms before rendering and deciding comparisons
         self.ranges: dict[str, Expr | tuple[int, int]] = {**symbols, **ranges}
-        self.analysis, self._spans = self._shared.range_analysis(self.ranges)
+        self.analysis, self._spans = self._shared.range_analysis(self.ranges, self.steps)
         self.simplifying = simplify
         # every subterm must fit, not only the roots: (a * 4096 + b) % 64 is small, its inner sum is not
         lo, hi = self._span(hint + [var(name) for name in self.ranges])
@@ -262,7 +263,8 @@ class Query:
         self.width = _width(hi)
         self._bounds = dict(ranges)
         self._r = self._shared.rendering(self.ctx, self.bv, self.width,
-                                         (simplify, tuple(symbols.items()), tuple(ranges.items())))
+                                         (simplify, tuple(symbols.items()), tuple(ranges.items()),
+                                          tuple(self.steps.items())))
         self._terms = self._r.terms
         if self._r.order is not None:  # named as another query over the same ranges did
             self._vars = {name: self._r.vars[name] for name in self._r.order}

@@ -2,12 +2,14 @@
 out[I0, I1] = broadcast(a[I1]) + b merged and split into [BIDx, TIDx]; a's cache [I1/128, 128] and
 its broadcast [(1*I1)/128, 128] are inlined into out's loops [(I0*I1)/128, 128] (the cache through
 the merge its consumer makes with the broadcast: nvFuser's BestEffortReplay forwarding). Their
-loops run over out's extents and a's index ignores the broadcast part (flat % I1). A promoted
-tensor whose logical ID would take an index from the promoted loop through its own transforms is
+loops run over out's extents and a's index ignores the broadcast part (flat % I1). A loop of the
+cache past the shared ones that splits I1 too is replayed on out's merge; a promoted tensor whose
+logical ID would still take an index from the promoted loop through its own transforms is
 rejected (INLINE-LOOP-MAP)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tileproof as tp
@@ -17,6 +19,7 @@ from tileproof.execution.promotion import loop_extents, promoted_positions, prom
 from tileproof.model.expr import evaluate, var
 
 from support.broadcast_promotion import broadcast_add
+from support.reduction_sim import run_kernel
 
 P = tp.ParallelType
 
@@ -58,9 +61,10 @@ def test_verified_and_emitted_with_the_consumers_predicate(shape):
         assert source.count("((blockIdx.x * 128U) + threadIdx.x) < 1800U") == 3
 
 
-def test_a_promoted_loop_that_leaves_an_index_to_the_tensors_own_transforms_is_rejected():
-    """a's cache split [I1/4/32, 32, 4] shares out's two outer loops only: its I1 would be
-    computed from a loop index over out's extent without out's merge (no % I1): rejected."""
+def _vector_broadcast_add(split_again: bool = False):
+    """out[8, 256] = broadcast(a[256]) + b merged and split [(8*256)/4/32 BIDx, 32 TIDx, 4], a's cache and
+    its broadcast inlined at 2: their inner loop of 4 is past the shared ones (`split_again`: split
+    once more by 2 in both, so that it replays no loop of out's)."""
     with tp.Fusion("vector_broadcast_add") as fusion:
         a = tp.make_contig_concrete_tensor([256])
         b = tp.make_contig_concrete_tensor([8, 256])
@@ -75,8 +79,36 @@ def test_a_promoted_loop_that_leaves_an_index_to_the_tensors_own_transforms_is_r
     for tv in (a2, ab, out):
         tv.axis(0).parallelize(P.BIDx)
         tv.axis(1).parallelize(P.TIDx)
+    if split_again:
+        a2.split(2, 2)
+        ab.split(2, 2)
     a2.inline_at(2)
     ab.inline_at(2)
+    return fusion, a2, ab, out
+
+
+def test_a_loop_past_the_shared_ones_is_replayed_on_the_consumers_merge():
+    """a's cache split [I1/4/32, 32, 4] shares out's two outer loops only; its loop of 4 replays
+    out's (split(I1, 4) on the promoted merge(I0, I1), as nvFuser's IdModel does), so its I1 is
+    ((blockIdx.x * 32 + threadIdx.x) * 4 + v) % 256, and the kernel adds the right a to each row."""
+    fusion, a2, ab, out = _vector_broadcast_add()
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    assert promotion(a2).replays == promotion(ab).replays == ((2, 2),)
+    env = {a2.loop[0].uid: var("bx"), a2.loop[1].uid: var("tx"), a2.loop[2].uid: var("v")}
+    index = indices_from_loop(a2, env)[a2.logical[0].uid]
+    for bx, tx, v in ((0, 0, 0), (0, 31, 3), (1, 5, 2), (15, 31, 1)):
+        assert evaluate(index, {"bx": bx, "tx": tx, "v": v}) == ((bx * 32 + tx) * 4 + v) % 256
+    kernel = tp.compile(fusion)
+    x, y = np.arange(256, dtype=np.float32), np.arange(8 * 256, dtype=np.float32).reshape(8, 256) * 1000
+    (got,) = run_kernel(kernel.ir, kernel.fusion, [x, y])
+    np.testing.assert_array_equal(got.astype(np.float32), x[None, :] + y)
+
+
+def test_a_promoted_loop_that_leaves_an_index_to_the_tensors_own_transforms_is_rejected():
+    """a's cache split [I1/4/32, 32, 2, 2]: its inner loops replay no loop of out's, so its I1 would be
+    computed from a loop index over out's extent without out's merge (no % I1): rejected."""
+    fusion, a2, ab, out = _vector_broadcast_add(split_again=True)
     report = tp.verify(fusion)
     assert "INLINE-LOOP-MAP" in report.codes
     message = next(d.message for d in report.errors if d.code == "INLINE-LOOP-MAP")

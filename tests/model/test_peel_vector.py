@@ -46,3 +46,15 @@ def test_nested_splits():
     peeled = peel_vector(offset, "v", 4)
     same_values(offset, peeled, 4)
     assert const(0) != peeled
+
+
+def test_a_divisor_assumed_a_multiple_of_the_vector_peels():
+    """(4 x + v) % K = (4 x) % K + v and (4 x + v) // K = (4 x) // K where K % 4 == 0 is assumed
+    (steps): a promoted vector's index into its row; not without the assumption."""
+    for offset in ((X * 4 + V) % K, (X * 4 + V) // K):
+        peeled = peel_vector(offset, "v", 4, {"K": 4})
+        assert peeled != offset and peel_vector(offset, "v", 4) == offset
+        for v, x, k in itertools.product(range(4), range(40), (4, 8, 12)):
+            env = {"v": v, "x": x, "K": k}
+            assert evaluate(offset, env) == evaluate(peeled, env), env
+    assert unit_stride(peel_vector((X * 4 + V) % K, "v", 4, {"K": 8}), "v")

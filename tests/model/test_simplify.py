@@ -11,7 +11,7 @@ import pytest
 
 from tileproof.model import expr as E
 from tileproof.model.expr import OPS, evaluate
-from tileproof.model.simplify import INTERVAL, bounds, less_than, simplify, with_value
+from tileproof.model.simplify import INTERVAL, Simplifier, bounds, less_than, simplify, with_value
 from tileproof.verifier.solver import Query, Verdict
 
 from support.expr_gen import random_expr
@@ -180,6 +180,20 @@ def test_simplify_folds_a_merge_followed_by_a_split():
     y8 = E.floordiv(y, 4)  # the split inner index, simplified ((y // 4) // 2 = y // 8), still rejoins
     parts = E.add(E.mul(E.floordiv(y8, 2), 128), E.mul(E.mod(y8, 2), 64), E.mul(E.mod(y, 4), 16))
     assert simplify(parts, {"y": E.const(64)}) == E.mul(y, 16)
+
+
+def test_an_assumed_multiple_divisor_folds_a_remainder_of_a_remainder():
+    """(x % N) % 4 = x % 4 where N is admitted at multiples of 4 only (steps: N % 4 == 0), at every
+    point; without the step, or with a step 4 does not divide, it stays."""
+    o, v = E.var("o"), E.var("v")
+    flat = E.add(E.mul(o, 4), v)
+    ranges = {"o": E.const(50), "v": E.const(4), "n": (1, 64)}
+    folded = Simplifier(ranges, {"n": 4}).simplify(E.mod(E.mod(flat, n), 4))
+    assert folded == v
+    for size, a, b in itertools.product(range(4, 65, 4), range(50), range(4)):
+        assert evaluate(E.mod(E.mod(flat, n), 4), {"o": a, "v": b, "n": size}) == b
+    assert Simplifier(ranges, {"n": 2}).simplify(E.mod(E.mod(flat, n), 4)) != v
+    assert Simplifier(ranges).simplify(E.mod(E.mod(flat, n), 4)) != v
 
 
 def test_a_divisor_that_may_be_zero_blocks_the_rewrites_that_need_it():

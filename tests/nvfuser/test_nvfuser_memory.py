@@ -121,12 +121,14 @@ def load_cache(cache_op_name):
     return fusion
 
 
-def refine_cache_policy():
+def refine_cache_policy(shape=None):
     """MemoryTest.RefineCachePolicy: refineCachePolicy makes the streaming load of a ld.global.cs
-    and the broadcast one ld.global.ca; written here as the cache ops the pass sets."""
+    and the broadcast one ld.global.ca; written here as the cache ops the pass sets. b2 is
+    promoted to c's loops, its vector replayed on merge(I0, I1) (execution/promotion.py).
+    `shape`: concrete [I0, I1] (no assumptions), symbolic by default."""
     with tp.Fusion("refine_cache_policy") as fusion:
-        a = tp.make_contig_tensor(2)
-        b = tp.make_contig_tensor(1)
+        a = tp.make_contig_tensor(2) if shape is None else tp.make_contig_concrete_tensor(list(shape))
+        b = tp.make_contig_tensor(1) if shape is None else tp.make_contig_concrete_tensor([shape[1]])
         fusion.add_input(a)
         fusion.add_input(b)
         a2 = tp.set(a, cache_op=tp.CacheOp.Streaming)
@@ -134,8 +136,9 @@ def refine_cache_policy():
         c = tp.add(a2, tp.broadcast(b2, [True, False]))
         c2 = tp.set(c)
         fusion.add_output(c2)
-    fusion.assume("T0_1 % 4 == 0")  # nvFuser checks at launch that the vectors divide the extents (1024)
-    fusion.assume("T0_0 * T0_1 <= 2147483647")  # and that the grid fits
+    if shape is None:
+        fusion.assume("T0_1 % 4 == 0")  # nvFuser checks at launch that the vectors divide the extents (1024)
+        fusion.assume("T0_0 * T0_1 <= 2147483647")  # and that the grid fits
     a2.merge(0).split(0, 4).split(0, 32)
     tp.propagate_transforms(a2)
     a2.axis(0).parallelize(P.BIDx)
@@ -157,18 +160,23 @@ def runs_plus_one(*sizes):
     return run
 
 
+def runs_row_broadcast_add(*shapes):
+    """run(kernel, torch): out = a + b[None, :] for a of each shape (the C++ runs 1024 x 1024)."""
+    def run(kernel, torch):
+        for shape in shapes:
+            a, b = torch.randn(shape, device="cuda"), torch.randn(shape[1], device="cuda")
+            (out,) = kernel.run(a, b)
+            torch.testing.assert_close(out, a + b)
+    return run
+
+
 MEMORY_CASES = [
     Case(f"CacheGlobalLoads/MemoryTest.LoadCache/{name}", lambda name=name: load_cache(name), VALID,
          run=runs_plus_one(1024, 4, 1000, 4100))
     for name in ("AllLevels", "Global", "Streaming")
 ] + [
     Case("MemoryTest.RefineCachePolicy", refine_cache_policy, VALID,
-         gap="item 9 (loop promotion past the compute-at position; its broadcast loops run once now): b2 "
-             "[I1/4/32, 32, 4] is inlined at 2 into c's merged [(I0*I1)/4/32, 32, 4]; nvFuser's IdModel promotes "
-             "b2's Vectorize{4} too (split(I1, 4) replayed on the promoted merge(I0, I1)), so b2's I1 is "
-             "((BIDx * 32 + TIDx) * 4 + v) % I1; tileproof promotes only the inlined loops, which do not fix "
-             "that merge (INLINE-LOOP-MAP), and its promoted Serial members do not take the loop's BIDx / TIDx "
-             "(INLINE-PARALLEL-MATCH)"),
+         run=runs_row_broadcast_add((1024, 1024), (3, 1028), (5, 4))),
 ]
 
 

@@ -20,6 +20,7 @@ import z3
 
 from ...execution.statements import CondKind, TensorExecution, bound_types, store_execution, tensor_execution
 from ...execution.grid_reduction import last_block_types
+from ...execution.loops import loop_groups
 from ...model.expr import Expr, const, substitute, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
@@ -82,7 +83,7 @@ def _claims(op: Op, k: int, launched) -> list[Claim]:
         # the warp(group)'s threads span both (split_lanes); every one of them must be the writer's
         lanes = lane_types(launched, fragments(p if is_mma(p) else op.output).inst.threads)
         threads = tuple(t for t in THREAD_TYPES if (t in threads or t in lanes) and t in launched)
-    if p.memory_type is MemoryType.Local and (threads or blocks) and op.op_type not in LANE_EXCHANGES:
+    if p.memory_type is MemoryType.Local and (threads or blocks or _replayed(p)) and op.op_type not in LANE_EXCHANGES:
         code = ("MMA-OPERAND-LAYOUT" if is_mma(op.output) else "MMA-ACCUM-LAYOUT" if is_mma(p)
                 else "THREAD-VISIBILITY")
         out.append(Claim(code, threads, blocks, True))
@@ -98,10 +99,20 @@ def _writer(ctx: VerifyContext, tv: TensorView) -> TensorExecution:
 
 
 def _reader(ctx: VerifyContext, op: Op, k: int) -> TensorExecution:
-    """The consumer's points reading input k: an MmaOp reads its operands by fragment (mma_execution)."""
+    """The consumer's points reading input k whose values are read (an MmaOp reads its operands by
+    fragment: mma_execution)."""
     if is_mma(op.output):
         return mma_execution(op.output, ctx.block_dims, "AB"[k])
-    return tensor_execution(op.output, ctx.block_dims).reads_within()
+    return tensor_execution(op.output, ctx.block_dims).reads_within().without_unread_holes()
+
+
+def _replayed(tv: TensorView) -> bool:
+    """Whether tv's loops past its compute-at position are replayed on its promoted loops
+    (execution/promotion.py Promotion.replays): a point's register is its own loop's index, no
+    forward image of the element it computes (b2[I1 % 4 != 0]: flat 4..7 put b[0] in register 2),
+    so each read of it is proved, even by a single thread."""
+    promo = promotion(tv) if tv.definition is not None else None
+    return promo is not None and bool(promo.replays)
 
 
 def _repeated(tv: TensorView, types) -> bool:
@@ -145,6 +156,8 @@ def _same_by_construction(op: Op, k: int, types, launch) -> bool:
         return False  # lanes hold elements by the fragment maps, not by loop IDs (blocks by loop IDs)
     if set(types) & set(last_block_types(producer, launch)):
         return False  # a grid total: its writer is the last block, not a loop ID's index
+    if _replayed(producer):
+        return False  # its replayed loops' indices are no forward images of its elements
     if _repeated(producer, types) or _repeated(consumer, types):
         return False
     element = [var(f"logical {j}") for j in range(len(producer.logical))]
@@ -246,8 +259,9 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     if address:
         values["reader address"] = address[0]
         writer_values["writer address"] = address[1]
+    iteration = _same_iteration(ctx, op, k, r, w)
     hint = ([e for c in r.conds + w.conds for e in (c.lhs, c.rhs)] + read + written + list(values.values())
-            + list(writer_values.values()))
+            + list(writer_values.values()) + [e for pair in iteration for e in pair])
     ranges = {**r.ranges, **w.ranges}
     repeated = _repeated(producer, types)
     if not repeated and address and _same_allocated_indices(ctx, producer, r, w, k, claim):
@@ -289,14 +303,16 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
         within = [z3.And(z3.UGE(v, q.val(0)), z3.ULT(v, q.term(w.ranges[name])))  # facts do not reach them
                   if q.bv else z3.And(v >= 0, v < q.term(w.ranges[name]))
                   for v, name in zip(bound, [n for n in w.ranges if n not in r.ranges])]
-        out = q.prove(z3.Implies(reader_runs, z3.Exists(bound, _all(q, within + [writes] + same))), values=values)
+        now = [q.eq(a, b) for a, b in iteration]  # the write of the reader's iteration: a later one overwrote others
+        out = q.prove(z3.Implies(reader_runs, z3.Exists(bound, _all(q, within + [writes] + now + same))), values=values)
         if out.status is Verdict.COUNTEREXAMPLE:  # name a writer: in the reader's block/thread if one is there
             for near in (True, False):
                 q2 = ctx.query(hint, ranges)
                 fixed = [name for name in list(r.ranges) + list(ctx.fusion.symbols) if name in out.model]
                 q2.add(*[q2.var(name) == q2.val(out.model[name]) for name in fixed])
                 facts = ([q2.holds(c) for c in w.conds] + [q2.eq(written[j], read[j]) for j in axes]
-                         + [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise])
+                         + [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise]
+                         + [q2.eq(a, b) for a, b in iteration])
                 if near:
                     facts += [q2.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
                 found = q2.prove(z3.Not(_all(q2, facts)), values=writer_values)
@@ -304,6 +320,29 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
                     out.values.update(found.values)
                     break
     return Proof(out, repeated, axes, address)
+
+
+def _same_iteration(ctx: VerifyContext, op: Op, k: int, r: TensorExecution,
+                    w: TensorExecution) -> list[tuple[Expr, Expr]]:
+    """(writer's, reader's) counter of each loop the producer shares with the consumer that is no
+    thread or block index and not allocated: an on-chip producer computed inside it writes the
+    same storage at each of its iterations, so the element read is the one written in the
+    reader's iteration, not one an earlier iteration left there."""
+    producer, consumer = op.inputs[k], op.output
+    allocation = ctx.allocations.get(producer.name)
+    if producer.memory_type not in ON_CHIP or allocation is None:
+        return []
+    groups = loop_groups(producer.fusion)
+    allocated = {a.id.uid for a in allocation.allocated()}
+    launched = {WRITER + p.cuda_name for p in LAUNCH_TYPES} | {p.cuda_name for p in LAUNCH_TYPES}
+    out = []
+    for j in range(min(producer.compute_at, len(producer.loop), len(consumer.loop))):
+        if groups.of.get((producer.name, j)) is not groups.of.get((consumer.name, j)):
+            continue
+        a, b = w.env[producer.loop[j].uid], r.env[consumer.loop[j].uid]
+        if a.op == "var" and a.value not in launched and a != b and producer.loop[j].uid not in allocated:
+            out.append((a, b))
+    return out
 
 
 # Equal allocated indices give equal offsets (one stride per index): a stronger claim than the

@@ -10,10 +10,12 @@ from ...hw.cp_async import is_cp_async
 from ...execution.statements import element_offset, tensor_execution, vector_axis
 from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var
-from ...model.simplify import Simplifier
+from ...model.simplify import Simplifier, multiple_of
 from ...model.tensor import TensorView
 from ...model.types import LoadStoreOpType, MemoryType, OpKind
-from ...model.vectorize import VECTOR_BYTES, Finding, VectorOperand, peel_vector, unit_stride, vector_findings
+from ...model.vectorize import (
+    VECTOR_BYTES, Finding, VectorOperand, peel_vector, unit_stride, vector_findings,
+)
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, stride_names
@@ -180,11 +182,15 @@ def _prove_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name
     q = ctx.query(list(values.values()) + [mod(start, const(n))], ranges)
     for s in strides:  # bind_strides refuses a stride that is not a positive multiple of the vector
         q.add(q.eq(mod(var(s), const(n)), const(0)), z3.UGE(q.var(s), q.val(1)) if q.bv else q.var(s) >= 1)
-    peeled = peel_vector(o.offset, name, n)  # the vector index split off a multiple of n: no solver needed
+    # the vector index split off a multiple of n (an assumed one too: N % 4 == 0): no solver needed
+    steps = ctx.admitted.steps()
+    peeled = peel_vector(o.offset, name, n, steps)
     step = q.eq(second, add(first, const(1))) if not unit_stride(peeled, name) else z3.BoolVal(True, q.ctx)
     if is_cp_async(tv.definition):  # its addresses' alignment is CPASYNC-ALIGN's, in bytes
         return q.prove(step, values=values)
-    return q.prove(z3.And(step, q.eq(mod(start, const(n)), const(0))), values=values)
+    aligned = (z3.BoolVal(True, q.ctx) if unit_stride(peeled, name) and multiple_of(substitute(peeled, {name: const(0)}), n, steps)
+               else q.eq(mod(start, const(n)), const(0)))
+    return q.prove(z3.And(step, aligned), values=values)
 
 
 def _not_contiguous(ctx: VerifyContext, tv: TensorView, o: VectorOperand, name: str, n: int,
