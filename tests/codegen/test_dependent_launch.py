@@ -11,20 +11,12 @@ import pytest
 import tileproof as tp
 from tileproof.model.fingerprint import fingerprint
 
-P = tp.ParallelType
+from support.codegen_schedules import elementwise_1d
+
 
 
 def _scale(dependent: bool | None = None) -> tp.Fusion:
-    with tp.Fusion("dependent") as fusion:
-        x = tp.make_tensor(["N"], dtype=tp.float32, name="x")
-        fusion.add_input(x)
-        fusion.add_output(tp.mul(tp.add(x, 1.0), 2.0))
-    for tv in fusion.tensors:
-        if tv.definition is not None:
-            tv.split(0, 128)
-            tv.axis(0).parallelize(P.BIDx)
-            tv.axis(1).parallelize(P.TIDx)
-    tp.inline_most(fusion)
+    fusion = elementwise_1d("dependent", lambda x: tp.mul(tp.add(x, 1.0), 2.0))
     if dependent is not None:
         fusion.dependent_launch = dependent
     return fusion

@@ -10,21 +10,12 @@ import tileproof as tp
 from tileproof.codegen.runtime import nvrtc
 from tileproof.model.fingerprint import fingerprint
 
-P = tp.ParallelType
+from support.codegen_schedules import elementwise_1d
+
 
 
 def _exp2_fusion(fast_math: bool | None = None) -> tp.Fusion:
-    with tp.Fusion("fast_math") as fusion:
-        x = tp.make_tensor(["N"], dtype=tp.float32, name="x")
-        fusion.add_input(x)
-        y = tp.div(tp.exp2(x), tp.add(x, 3.0))
-        fusion.add_output(y)
-    for tv in fusion.tensors:
-        if tv.definition is not None:
-            tv.split(0, 128)
-            tv.axis(0).parallelize(P.BIDx)
-            tv.axis(1).parallelize(P.TIDx)
-    tp.inline_most(fusion)
+    fusion = elementwise_1d("fast_math", lambda x: tp.div(tp.exp2(x), tp.add(x, 3.0)))
     if fast_math is not None:
         fusion.fast_math = fast_math
     return fusion

@@ -14,21 +14,13 @@ if not torch.cuda.is_available():
 import tileproof as tp  # noqa: E402
 from tileproof.recipes import Matmul  # noqa: E402
 
+from support.codegen_schedules import elementwise_1d  # noqa: E402
+
 pytestmark = pytest.mark.gpu
-P = tp.ParallelType
 
 
 def _affine(name: str, add: float, mul: float, dependent: bool) -> tp.Kernel:
-    with tp.Fusion(name) as fusion:
-        x = tp.make_tensor(["N"], dtype=tp.float32)
-        fusion.add_input(x)
-        fusion.add_output(tp.mul(tp.add(x, add), mul))
-    for tv in fusion.tensors:
-        if tv.definition is not None:
-            tv.split(0, 128)
-            tv.axis(0).parallelize(P.BIDx)
-            tv.axis(1).parallelize(P.TIDx)
-    tp.inline_most(fusion)
+    fusion = elementwise_1d(name, lambda x: tp.mul(tp.add(x, add), mul))
     fusion.dependent_launch = dependent
     return tp.compile(fusion)
 

@@ -22,6 +22,20 @@ def _tile_1d(tv, threads: int) -> None:
     tv.axis(1).parallelize(P.TIDx)
 
 
+def elementwise_1d(name: str, body, threads: int = 128) -> tp.Fusion:
+    """out = body(x) for a symbolic float32 x [N] named "x": every computed tensor [BIDx, TIDx],
+    inlined (the fusion the per-fusion options' tests compile: fast_math, dependent_launch)."""
+    with tp.Fusion(name) as fusion:
+        x = tp.make_tensor(["N"], dtype=tp.float32, name="x")
+        fusion.add_input(x)
+        fusion.add_output(body(x))
+    for tv in fusion.tensors:
+        if tv.definition is not None:
+            _tile_1d(tv, threads)
+    tp.inline_most(fusion)
+    return fusion
+
+
 def pointwise_add(dtype="float32", threads=128, shape=("M", "N")):
     """out = exp(a) + b over a symbolic 2-D shape, through register intermediates."""
     with tp.Fusion("pointwise_add") as fusion:
