@@ -31,7 +31,10 @@ Entries, per shape:
 Each output is checked once against a float32 product of the operands (every row of a shape with
 M <= 1024, else 1024 spread rows: max |D - ref| <= 2^-7 max |ref|). Times: triton.testing.do_bench
 (the L2 flushed before each call; the call's host time is inside it, as a caller pays it), the
-median of >= 20 calls; TFLOP/s = 2 M N K / time; vs_cublas = cuBLAS's time / this one's. The
+median of >= 20 calls, after one call and 20 ms of products (the clocks up after a compile);
+TFLOP/s = 2 M N K / time. Each tileproof entry is timed in 3 rounds, each followed by cuBLAS's call:
+its time is the median of its rounds, vs_cublas the median of the rounds' ratios (Triton's: cuBLAS's
+time / its own). The
 summary: the geometric mean and the minimum of tileproof's vs_cublas over the shapes, and how often
 the choice was within 5 % of the best configuration. Writes JSON (default
 benchmarks/results/matmul_shapes/<machine>.json, h200.json on an H200; <machine>_<shapes>.json for
@@ -190,21 +193,34 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+ROUNDS = 3  # each tileproof timing in rounds, each followed by cuBLAS's: one timing alone varied by up to 6 %
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks
 
 
 # -- on the GPU ---------------------------------------------------------------------------------
-def timed(fn, shape, rep_ms: int) -> dict:
+def timed(fn, shape, rep_ms: int, reference=None) -> dict:
+    """fn's median ms; with `reference` (cuBLAS's call), timed in ROUNDS rounds each followed by the
+    reference's, vs_cublas the median of the rounds' ratios and ms the median of fn's rounds."""
     import torch
-    from triton.testing import do_bench
 
     fn()  # compiled and launched once before the clocks are warmed: a compile leaves the GPU idle for seconds
     warm_gpu(torch, WARM_S)
+    rounds = [(_median_ms(fn, rep_ms), _median_ms(reference, rep_ms) if reference else None)
+              for _ in range(ROUNDS if reference else 1)]
+    ms = statistics.median(t for t, _ in rounds)
+    out = {"ms": round(ms, 4), "tflops": tflops(shape, ms)}
+    if reference:
+        out.update(vs_cublas=round(statistics.median(r / t for t, r in rounds), 3), rounds=len(rounds))
+    return out
+
+
+def _median_ms(fn, rep_ms: int) -> float:
+    from triton.testing import do_bench
+
     times = do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")
     if len(times) < 20:
         times = do_bench(fn, warmup=25, rep=int(rep_ms * 21 / max(len(times), 1)) + 1, return_mode="all")
-    ms = statistics.median(times)
-    return {"ms": round(ms, 4), "tflops": tflops(shape, ms), "reps": len(times)}
+    return statistics.median(times)
 
 
 def checked(torch, d, a, w) -> dict:
@@ -254,12 +270,15 @@ def shape_job(torch, shape, rep_ms: int, sms: int, with_triton: bool, every_conf
     w = torch.randn(n, k, device="cuda").bfloat16()
     res: dict = {"shape": list(shape)}
 
-    def entry(call):
+    def cublas():
+        return torch.matmul(a, w.t())
+
+    def entry(call, reference=cublas):
         def job():
-            return {"check": checked(torch, call(), a, w), **timed(call, shape, rep_ms)}
+            return {"check": checked(torch, call(), a, w), **timed(call, shape, rep_ms, reference)}
         return job
 
-    attempt(res, "cublas", entry(lambda: torch.matmul(a, w.t())))
+    attempt(res, "cublas", entry(cublas, None))
     choice = choose(m, n, k, sms=sms)
     attempt(res, "tileproof", entry(lambda: matmul(a, w.t())))
     res["tileproof"].update(config=choice.config.name, splits=choice.splits,
@@ -280,7 +299,7 @@ def shape_job(torch, shape, rep_ms: int, sms: int, with_triton: bool, every_conf
             res["triton"] = {"skipped": f"triton does not import ({e})"}
     cublas_ms = res["cublas"].get("ms")
     for e in [res.get("tileproof"), res.get("tileproof_symbolic"), res.get("triton"), *res["configs"].values()]:
-        if e and "ms" in e and cublas_ms:
+        if e and "ms" in e and cublas_ms and "vs_cublas" not in e:  # Triton's: against the shape's cuBLAS timing
             e["vs_cublas"] = round(cublas_ms / e["ms"], 3)
     return res
 
