@@ -23,6 +23,8 @@
                      its tensor's allocation and (a store) off every valid element's cell
     visibility.py    the claims that a reader's block / thread wrote what it reads, and their
                      proofs (the visibility rules and the tensor-core layout rules)
+    visibility_report.py  the findings of a failing visibility claim: the element misread, who wrote
+                     it, the fix (for a fragment: the lane and the fragment map)
 
 May import model/, hw/, execution/ and verifier's access.py, context.py, solver.py and findings.py; never
 verifier/rules/, codegen/ or reports/.
