@@ -88,7 +88,7 @@ def tflops(shape, ms: float) -> float:
 
 
 def timed(fn, shape, rep_ms: int) -> dict:
-    import torch
+    import torch  # here: torch is optional, imported only where the script runs on the GPU
     from triton.testing import do_bench
 
     fn()  # launched once before the clocks are warmed: a configuration's compile leaves the GPU idle for seconds

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -63,8 +64,6 @@ def warm_gpu(torch, seconds: float = 1.0) -> None:
     """Keep GPU 0 busy with bfloat16 products for `seconds`: an idle H200 starts at 345 MHz, and the
     first shape a script times would run at the clocks' ramp (16x4096x4096 timed 0.57 of cuBLAS
     first and 0.85 after)."""
-    import time
-
     x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:

@@ -201,7 +201,7 @@ WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu
 def timed(fn, shape, rep_ms: int, reference=None) -> dict:
     """fn's median ms; with `reference` (cuBLAS's call), timed in ROUNDS rounds each followed by the
     reference's, vs_cublas the median of the rounds' ratios and ms the median of fn's rounds."""
-    import torch
+    import torch  # here: --plan runs without torch
 
     fn()  # compiled and launched once before the clocks are warmed: a compile leaves the GPU idle for seconds
     warm_gpu(torch, WARM_S)
