@@ -120,30 +120,63 @@ class Kernel:
         if not explicit:
             stream = default_stream(inputs)
         key = _launch_key(inputs, out, stream, sizes)
-        try:
-            prepared = self._launches.get(key) if key is not None else None
-        except TypeError:  # a size that is no int: the binding refuses it
-            key = prepared = None
         if explicit:
             order_after_current_stream(inputs, stream)
-        generation = self._workspaces.generation
-        if (prepared is None or prepared.generation != generation) and key is not None:
-            template = self._templates.get(unaddressed(key))  # the signature's, at other addresses
-            if template is not None and template.generation == generation:
-                prepared = self._cached(key, rebase(self.ir, template, *addresses(key), self._tensor_map))
-        if prepared is not None and prepared.generation == generation:
+        prepared = self._lookup(key)
+        if prepared is not None:
             if out is None:
                 return prepared.launch_new_outputs()
             prepared.launch()
             return tuple(out)
+        prepared, outputs = self._prepare_cached(key, inputs, out, stream, sizes)
+        prepared.launch()
+        return outputs
+
+    def prepared(self, *inputs, out: Sequence | None = None, stream: int | None = None,
+                 **sizes: int) -> PreparedLaunch:
+        """The packed launch run() makes for these arguments, without launching it (the one run()
+        keeps, or made and kept now): for a caller that launches one argument signature many times
+        itself (recipes.Matmul), calling launch(), or launch_new_outputs() where `out` is None. It
+        stays valid while current(it) holds."""
+        stream = default_stream(inputs) if stream is None else stream
+        key = _launch_key(inputs, out, stream, sizes)
+        return self._lookup(key) or self._prepare_cached(key, inputs, out, stream, sizes)[0]
+
+    @staticmethod
+    def default_stream(*inputs) -> int:
+        """The stream run() launches on when given none: PyTorch's current stream on the first
+        CUDA tensor's device, else the legacy default stream (0)."""
+        return default_stream(inputs)
+
+    def current(self, prepared: PreparedLaunch) -> bool:
+        """Whether a launch from prepared() still holds this kernel's workspaces (their
+        reallocation for larger sizes frees the ones it was packed with)."""
+        return prepared.generation == self._workspaces.generation
+
+    def _lookup(self, key: tuple | None) -> PreparedLaunch | None:
+        """The launch packed for `key` (_launch_key), or rebased from its signature's template
+        where only addresses differ; None where neither is kept or current."""
+        if key is None:
+            return None
+        prepared = self._launches.get(key)
+        generation = self._workspaces.generation
+        if prepared is None or prepared.generation != generation:
+            template = self._templates.get(unaddressed(key))  # the signature's, at other addresses
+            if template is None or template.generation != generation:
+                return None
+            prepared = self._cached(key, rebase(self.ir, template, *addresses(key), self._tensor_map))
+        return prepared
+
+    def _prepare_cached(self, key: tuple | None, inputs, out, stream: int, sizes) -> tuple[PreparedLaunch, tuple]:
+        """_prepare_launch, keeping the launch under `key` and its template under the key's
+        signature (None: an argument that is no array, kept nowhere)."""
         prepared, outputs, template = self._prepare_launch(inputs, out, stream, sizes)
         if key is not None:
             self._cached(key, prepared)
             if len(self._templates) >= LAUNCH_CACHE_SIZE:
                 self._templates.clear()
             self._templates[unaddressed(key)] = template
-        prepared.launch()
-        return outputs
+        return prepared, outputs
 
     def _cached(self, key: tuple, prepared: PreparedLaunch) -> PreparedLaunch:
         if len(self._launches) >= LAUNCH_CACHE_SIZE:
@@ -398,7 +431,12 @@ def _launch_key(inputs, out, stream: int, sizes: dict) -> tuple | None:
     outs = None if out is None else tuple(map(signature, out))
     if None in ins or (outs is not None and None in outs):
         return None
-    return ins, outs, tuple(sorted(sizes.items())) if sizes else (), stream
+    given = tuple(sorted(sizes.items())) if sizes else ()
+    try:
+        hash(given)
+    except TypeError:  # a size that is no int: the binding refuses it
+        return None
+    return ins, outs, given, stream
 
 
 def compile(fusion: Fusion, target="sm_90a") -> Kernel:  # noqa: A001 - the public name

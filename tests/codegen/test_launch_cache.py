@@ -146,6 +146,23 @@ def test_workspace_reallocation_prepares_a_new_launch(monkeypatch, counted):
     assert len(counted) == 2
 
 
+def test_prepared_is_the_launch_run_keeps_and_is_current_until_the_workspaces_change(monkeypatch, counted):
+    kernel, fake = add_kernel(monkeypatch)
+    a, b, c = Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), Array((4, 8), 3 << 40)
+    kernel.run(a, b, out=[c])
+    prepared = kernel.prepared(a, b, out=[c])
+    assert len(counted) == 1 and kernel.current(prepared)
+    prepared.launch()
+    assert fake.launches[-1] == fake.launches[0]
+    moved = kernel.prepared(Array((4, 8), 5 << 40), b, out=[c])  # not run before: rebased, not launched
+    assert len(fake.launches) == 2 and len(counted) == 1
+    moved.launch()
+    assert fake.launches[-1].args[pointer_param(kernel, "T0")] == 5 << 40
+    kernel._workspaces.generation += 1  # as a grown workspace does
+    assert not kernel.current(prepared)
+    assert kernel.current(kernel.prepared(a, b, out=[c])) and len(counted) == 2
+
+
 def test_bad_inputs_get_the_same_input_errors_after_a_cached_launch(monkeypatch):
     kernel, _ = add_kernel(monkeypatch)
     a, b, c = Array((4, 8), 1 << 40), Array((4, 8), 2 << 40), Array((4, 8), 3 << 40)

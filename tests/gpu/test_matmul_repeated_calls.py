@@ -1,7 +1,9 @@
 """recipes.matmul's repeated calls on the GPU (marker `gpu`; skipped without PyTorch or a CUDA
 device): calls whose tensors have an earlier call's signature (the plan cache of Matmul: the checks
 and the choice skipped) compute each call's own product, in every major, split-K and persistent,
-with a bias; a misaligned operand of a cached signature is refused."""
+with a bias; calls at an earlier call's addresses (its packed launches reused, split-K's partials
+shared) compute the memory's new contents into a new output, on each stream; a misaligned operand of
+a cached signature is refused."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
 
 import tileproof as tp  # noqa: E402
-from tileproof.recipes import Matmul, matmul  # noqa: E402
+from tileproof.recipes import EpilogueOps, Matmul, matmul  # noqa: E402
 
 from gpu.test_torch_op import operands, reference  # noqa: E402  (operands of each major, the float64 product)
 
@@ -29,6 +31,37 @@ def test_each_call_of_a_cached_signature_computes_its_own_product(a_major, b_maj
         torch.testing.assert_close(entry(a, b), reference(a, b), atol=1e-2 * k ** 0.5, rtol=1e-3)
     assert len(entry._plans) == 1
     assert entry.choice(a_major, b_major, m, n, k).config.split_k == (m == 16)
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 512, 4096), (256, 512, 256)], ids=["split_k", "persistent"])
+def test_calls_at_the_same_addresses_compute_the_new_contents_into_new_outputs(m, n, k):
+    entry = Matmul(out_dtype=torch.float32, epilogue=EpilogueOps(bias="column"))
+    a, b = operands("K", "MN", m, n, k)
+    bias = torch.randn(n, device="cuda")  # float32: the kernel reads the caller's memory
+    results = []
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        results.append((entry(a, b, bias), reference(a, b) + bias))
+    assert len(entry._ready) == 1  # the second and third calls launched the first one's packed launches
+    for d, want in results:  # each call's output its own, not overwritten by the next call
+        torch.testing.assert_close(d, want, atol=1e-2 * k ** 0.5, rtol=1e-3)
+
+
+def test_calls_at_the_same_addresses_on_two_streams_each_compute_the_product():
+    entry = Matmul(out_dtype=torch.float32)
+    a, b = operands("K", "K", 16, 512, 4096)
+    want = reference(a, b)
+    streams = torch.cuda.Stream(), torch.cuda.Stream()
+    outputs = []
+    torch.cuda.synchronize()
+    for _ in range(4):
+        for stream in streams:
+            with torch.cuda.stream(stream):
+                outputs.append(entry(a, b))
+    torch.cuda.synchronize()
+    assert len(entry._ready) == 2  # one set of packed launches (and partials) per stream
+    for d in outputs:
+        torch.testing.assert_close(d, want, atol=1e-2 * 64, rtol=1e-3)
 
 
 def test_a_cached_bias_call_widens_each_call_s_bias():
