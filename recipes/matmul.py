@@ -249,7 +249,7 @@ class _Ready:
     """A call's launches packed once for one signature at one set of addresses on one stream
     (Kernel.prepared), so that a repeated call costs its launches and its output's allocation:
     all but the last launched as packed, the last allocating the output. It holds its kernels
-    (their modules stay loaded) and split-K's float32 partials, one buffer per compiled set and
+    (their modules stay loaded) and split-K's float32 partials, one buffer per plan (a shape) and
     stream (Matmul._partials) that every such call on the stream reuses: the stream orders the sum
     kernel's reads before the next call's partials kernel writes, as torch's caching allocator
     hands a freed buffer to the next call on its stream (CUDA graphs captured on one stream share
@@ -329,7 +329,7 @@ class Matmul:
         self._choices: dict[tuple, Choice] = {}  # per call shape: the estimate's loop is a call's host time
         self._plans: dict[tuple, _Plan] = {}  # per call signature: the checks' and choice's host time
         self._ready: dict[tuple, _Ready] = {}  # per signature, addresses and stream: the packed launches
-        self._partials: dict[tuple, object] = {}  # split-K's partials per compiled set and stream (_Ready)
+        self._partials: dict[tuple, object] = {}  # split-K's partials per plan (its shape) and stream (_Ready)
 
     def __repr__(self) -> str:
         forced = "" if self.config is None else f", config={self.config.name!r}"
@@ -462,7 +462,7 @@ class Matmul:
         keep = key is not None and all(g.data_ptr() == t.data_ptr() for g, t in zip(given, terms))
         if plan.split_k:
             partials, total = kernels
-            p = self._partials.get((plan.kernels_key, stream)) if keep else None
+            p = self._partials.get((plan, stream)) if keep else None
             if p is None:
                 (p,) = partials.run(*views)
             else:
@@ -470,7 +470,7 @@ class Matmul:
             if keep:
                 if len(self._partials) >= self.cache_size:
                     self._partials.clear()
-                self._partials[(plan.kernels_key, stream)] = p
+                self._partials[(plan, stream)] = p  # a shape class's kernels: a buffer per shape
             (d,) = total.run(p, *given)  # the sum kernel fuses the epilogue
             if keep:
                 self._keep(key, a, b, terms, stream, kernels,

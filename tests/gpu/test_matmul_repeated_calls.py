@@ -64,6 +64,16 @@ def test_calls_at_the_same_addresses_on_two_streams_each_compute_the_product():
         torch.testing.assert_close(d, want, atol=1e-2 * 64, rtol=1e-3)
 
 
+def test_a_shape_class_s_kernels_keep_a_partials_buffer_per_shape():
+    entry = Matmul(out_dtype=torch.float32, config="128x128_split_k", specialize=False)  # one split-K, every shape
+    shapes = [(16, 512, 4096), (32, 256, 4096), (16, 512, 4096)]
+    for m, n, k in shapes:
+        a, b = operands("K", "K", m, n, k)
+        for _ in range(2):
+            torch.testing.assert_close(entry(a, b), reference(a, b), atol=1e-2 * 64, rtol=1e-3)
+    assert len(entry._kernels) == 1 and len(entry._partials) == 2
+
+
 def test_a_cached_bias_call_widens_each_call_s_bias():
     a, b = operands("K", "K", 16, 512, 4096)
     for _ in range(2):
