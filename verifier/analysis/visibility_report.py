@@ -17,7 +17,7 @@ from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, when_clause
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # visibility.py imports this module: its types for annotations only
     from .visibility import Claim, Proof
 
 WRITER = "writer "  # prefix of the producer's thread/block variables (renamed apart from the reader's)
