@@ -87,8 +87,10 @@ welford_leader) holds the states and does the steps for all three:
                 N = 0, leaves the state unchanged), then across the reduced thread types: the same
                 bits whichever block arrives last; the semaphore back to 0
     last block  the three outputs' stores and readers test the leader's `tp_last_<p>_<leader>`
-    allreduce   is_allreduce holds for the three together (one of them read in every block);
-                REDUCTION-GRID refuses it (no grid-wide barrier for Welford states)
+    allreduce   is_allreduce holds for the three together (one of them read in every block): the
+                partials as above, then one grid-wide barrier on the leader's semaphore (an
+                allreduce round's), and every block combines the states as the last block does
+                above; the semaphore's bit 31 flipped, its low bits as they began
 
 The workspace holds `work_elements` values of the compute type, the semaphores `semaphores`
 32-bit counters; the runtime allocates them, the semaphores zeroed once (codegen/compile.py).
@@ -273,10 +275,18 @@ def is_allreduce(tv: TensorView) -> bool:
     of its segment (one reading it spreads over a block type tv reduces): its blocks meet at a
     grid-wide barrier and each combines the partials (the module docstring's allreduce). A Welford's
     outputs combine as one state (model/welford.py): one of them read so makes all three allreduces."""
+    return spread_reader(tv) is not None
+
+
+def spread_reader(tv: TensorView) -> tuple[TensorView, TensorView] | None:
+    """(a statement reading a total over a block type tv reduces, that total: tv, else for a
+    Welford output one of its siblings), the first in the kernel's tensors; None where there is
+    none (tv is no allreduce)."""
     if not is_grid_reduction(tv):
-        return False
-    outputs = welford_siblings(tv) if is_welford(tv) else (tv,)
-    return any(u in read_totals(t) and spread_blocks(t, u) for u in outputs for t in computed_tensors(tv.fusion))
+        return None
+    outputs = (tv, *(u for u in welford_siblings(tv) if u is not tv)) if is_welford(tv) else (tv,)  # tv's first
+    return next(((t, u) for u in outputs for t in computed_tensors(tv.fusion)
+                 if u in read_totals(t) and spread_blocks(t, u)), None)
 
 
 @per_fusion
@@ -350,4 +360,4 @@ def last_block_types(tv: TensorView, launch: dict[ParallelType, Expr] | None = N
 __all__ = ["ALLREDUCE_LIMIT", "GENERATION_BIT", "GridLayout", "SEMAPHORE_LIMIT", "WELFORD_FIELDS", "entrance_loops",
            "grid_layout", "grid_round", "grid_totals", "is_allreduce", "is_grid_reduction", "last_block_name",
            "last_block_ranges", "last_block_totals", "last_block_types", "last_name", "read_totals", "round_leader", "semaphores_name",
-           "spread_blocks", "welford_work_names", "work_name"]
+           "spread_blocks", "spread_reader", "welford_work_names", "work_name"]

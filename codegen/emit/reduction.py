@@ -298,7 +298,8 @@ GRID_WELFORD = """\
 // workspaces, avg, m2 and n (nvFuser's gridWelford keeps three too), and the block counts itself with
 // tp_grid_arrive; the last block starts each state empty and combines every block's states of its lanes in rank
 // order (rank j at first + j * stride, j = reducer, reducer + reducers, ...) by Chan's formula, where an empty
-// partial (n == 0) leaves the state as it is, then across RX/RY/RZ, and returns the semaphore (tp_grid_release)
+// partial (n == 0) leaves the state as it is, then across RX/RY/RZ, and returns the semaphore (tp_grid_release);
+// an allreduce's blocks meet at tp_grid_barrier instead, and every block combines
 template <int N, typename T, typename C>
 __device__ __forceinline__ void tp_grid_welford_partials(const tp_welford_state<T, C> (&acc)[N], T* avg, T* m2, C* n,
     unsigned long long slot, bool writer) {
@@ -346,7 +347,7 @@ def _nodes(nodes: list, kind) -> list:
 def prelude(ir: KernelIR) -> list[str]:
     """The helpers, where a block or grid combine is emitted (the grid's calls the block's)."""
     grids, rounds = _nodes(ir.body, GridReduce), _nodes(ir.body, GroupedGridReduce)
-    welfords = [n for n in grids if n.combine == "welford"]  # tp_grid_welford_*, counted by tp_grid_arrive
+    welfords = [n for n in grids if n.combine == "welford"]  # tp_grid_welford_*, by tp_grid_arrive or tp_grid_barrier
     grids = [n for n in grids if n.combine != "welford"]
     grid, allreduce = any(not n.allreduce for n in grids), any(n.allreduce for n in grids)
     block = bool(grids) or bool(rounds) or bool(welfords) or bool(_nodes(ir.body, BlockReduce))
@@ -357,8 +358,8 @@ def prelude(ir: KernelIR) -> list[str]:
            + (GRID_ALLREDUCE.splitlines() if allreduce else []))
     # a group's grid reductions in one round: its helpers only where there is one; a grid Welford counts as a round
     out += GRID_ROUND.splitlines() if rounds else []
-    out += GRID_ROUND_COUNT.splitlines() if welfords or any(not n.allreduce for n in rounds) else []
-    out += GRID_ROUND_BARRIER.splitlines() if any(n.allreduce for n in rounds) else []
+    out += GRID_ROUND_COUNT.splitlines() if any(not n.allreduce for n in welfords + rounds) else []
+    out += GRID_ROUND_BARRIER.splitlines() if any(n.allreduce for n in welfords + rounds) else []
     return out + (GRID_WELFORD.splitlines() if welfords else [])
 
 
@@ -478,14 +479,17 @@ def _grid_welford_lines(e, n: GridReduce, pad: str) -> list[str]:
     writer = " && ".join(e.cond(c) for c in n.writer) or "true"
     works = ", ".join(n.welford_work)
     semaphore = f"{n.semaphores} + {e.x(n.semaphore)}"
+    combine = (f"tp_grid_welford_combine<{n.elements}, {flags}>({n.acc}, {works}, {e.x(n.first)}, {e.x(n.stride)}, "
+               f"{e.x(n.ranks)}, {e.x(n.reducer)}, {e.x(n.reducers)}, {_scratch_pointer(n.scratch, t)});")
     lines = [f"{pad}// {n.comment}",
-             f"{pad}tp_grid_welford_partials<{n.elements}>({n.acc}, {works}, {e.x(n.slot)}, {writer});",
-             f"{pad}const bool {n.flag} = tp_grid_arrive({e.x(n.ranks)}, {semaphore});",
-             f"{pad}if ({n.flag}) {{",
-             f"{pad}  tp_grid_welford_combine<{n.elements}, {flags}>({n.acc}, {works}, {e.x(n.first)}, "
-             f"{e.x(n.stride)}, {e.x(n.ranks)}, {e.x(n.reducer)}, {e.x(n.reducers)}, {_scratch_pointer(n.scratch, t)});",
-             f"{pad}  tp_grid_release({semaphore});",
-             f"{pad}}}"]
+             f"{pad}tp_grid_welford_partials<{n.elements}>({n.acc}, {works}, {e.x(n.slot)}, {writer});"]
+    if n.allreduce:  # every block combines after the grid-wide barrier (an allreduce round's)
+        return lines + [f"{pad}tp_grid_barrier({e.x(n.ranks)}, {e.x(n.rank)}, {semaphore});", f"{pad}{combine}"]
+    lines += [f"{pad}const bool {n.flag} = tp_grid_arrive({e.x(n.ranks)}, {semaphore});",
+              f"{pad}if ({n.flag}) {{",
+              f"{pad}  {combine}",
+              f"{pad}  tp_grid_release({semaphore});",
+              f"{pad}}}"]
     for name, index, dim in n.last:  # the stores of the three outputs: blockIdx == tp_last in the last block only
         lines.append(f"{pad}const unsigned long long {name} = {n.flag} ? {index} : {dim};")
     return lines

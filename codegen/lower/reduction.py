@@ -179,18 +179,23 @@ def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, 
                                               f"{extent}", hint="")])
     g = grid_layout(r, builder.launch, env)
     leader = round_leader(tv).name  # a round's members share its leader's semaphores and last block
-    if is_welford(tv):  # REDUCTION-GRID refuses a Welford allreduce
-        if is_allreduce(tv):
-            refuse("REDUCTION-GRID", [Problem(f"{tv.name} is a Welford allreduce", hint="")])
+    if is_welford(tv):
         works = welford_work_names(leader)
         writer = [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer]
+        over = ", ".join(p.value for p in r.blocks)
+        if is_allreduce(tv):  # every block combines, after a grid-wide barrier
+            return GridReduce(acc, n, r.dtype, "welford", 0.0, tuple(p in r.threads for p in THREAD_TYPES),
+                              SCRATCH if r.threads else None, works[0], semaphores_name(leader), g.slot, g.first,
+                              g.stride, g.ranks, g.semaphore, writer, g.reducer, g.reducers, f"tp_grid_last_{leader}",
+                              [], f"{tv.name}: the blocks combine their Welford states over {over} (Chan's formula) "
+                              f"after a grid-wide barrier; every block holds the total (an allreduce)",
+                              allreduce=True, rank=g.rank, welford_count=r.count_dtype, welford_work=works)
         last = [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch]
         return GridReduce(acc, n, r.dtype, "welford", 0.0, tuple(p in r.threads for p in THREAD_TYPES),
                           SCRATCH if r.threads else None, works[0], semaphores_name(leader), g.slot, g.first,
                           g.stride, g.ranks, g.semaphore, writer, g.reducer, g.reducers, f"tp_grid_last_{leader}", last,
-                          f"{tv.name}: the blocks combine their Welford states over "
-                          f"{', '.join(p.value for p in r.blocks)} (Chan's formula); the last to arrive holds the total",
-                          welford_count=r.count_dtype, welford_work=works)
+                          f"{tv.name}: the blocks combine their Welford states over {over} (Chan's formula); the "
+                          f"last to arrive holds the total", welford_count=r.count_dtype, welford_work=works)
     if is_allreduce(tv):
         return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
                           SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(leader), g.slot, g.first,

@@ -14,7 +14,7 @@ from ...model.loop_map import inline_joins
 from ...model.mapping import IdMap
 from ...model.mma_op import is_mma, is_tcgen05_op
 from ...model.reduction import is_reduction_tensor
-from ...model.welford import is_welford, welford_siblings
+from ...model.welford import is_welford
 from ...model.notation import user_str
 from ...model.types import (
     BLOCK_TYPES, INSTRUCTION_AXES, THREAD_TYPES,
@@ -26,7 +26,7 @@ from ..reduction import (MAX_ACCUMULATOR_REGISTERS, Phase, ReductionLoops, accum
                          welford_leader)
 from ..cluster import NO_CLUSTER, cluster_dims
 from ..grid_reduction import (entrance_loops, grid_round, is_allreduce, is_grid_reduction, last_block_totals,
-                              read_totals, round_leader, spread_blocks)
+                              read_totals, round_leader, spread_blocks, spread_reader)
 from ..loops import loop_groups, statement_items, statement_path
 from ..statements import bound_types
 
@@ -264,20 +264,11 @@ def grid_problems(fusion, order) -> list:
         axis = next(i for i in tv.loop if i.is_reduction and i.parallel_type in r.blocks)
         where = dict(tensor=tv.name, ids=(axis.name,), location=axis.parallel_origin or axis.origin or tv.origin)
         over = ", ".join(p.value for p in r.blocks)
-        welford_allreduce = is_welford(tv) and is_allreduce(tv)  # refused below, once
-        found = None if welford_allreduce else _reader_problems(fusion, order, tv, r, over, where)
+        found = _reader_problems(fusion, order, tv, r, over, where)
         if found:
             out.append(found)
         elif is_welford(tv) and welford_leader(tv) is not tv:
             continue  # a Welford's outputs combine as one state: the combine's conditions once, on its leader
-        elif welford_allreduce:
-            names = ", ".join(t.name for t in welford_siblings(tv))
-            out.append(Problem(f"{tv.name} is a Welford output (its outputs: {names}) reduced over {over} whose total "
-                               f"is read in every block of its segment (an allreduce); tileproof's grid Welford "
-                               f"combines the states in the last block only (no grid-wide barrier for Welford states)",
-                               hint=f"read {names} in the last block only (keep their readers off {over}), or make "
-                                    f"them outputs and read them in a second fusion",
-                               values={}, **where))
         elif tv.name in apart:
             members = ", ".join(t.name for t in grid_round(tv))
             out.append(Problem(f"{tv.name} is reduced over {over} in one grid round with {members} (a group's grid "
@@ -402,9 +393,10 @@ def _allreduce_problem(fusion, tv, readers, over: str, where: dict) -> Problem |
     a cluster launch cannot be; each block keeps the total in its own registers or shared memory
     (a global total is stored by one block, after the barrier, and read by the others unordered);
     its readers are no MmaOp or tensor memory access and read at most one total held by last blocks."""
-    spread = next(t for t in readers if spread_blocks(t, tv))
-    start = (f"{tv.name} is reduced over {over} and {spread.name} reads its total in every block of the segment "
-             f"(an allreduce: spread over {', '.join(p.value for p in spread_blocks(spread, tv))})")
+    spread, total = spread_reader(tv)  # a Welford output's sibling's reader makes the three allreduces
+    whose = "its total" if total is tv else f"the total of {total.name}, {tv.name}'s Welford sibling,"
+    start = (f"{tv.name} is reduced over {over} and {spread.name} reads {whose} in every block of the segment "
+             f"(an allreduce: spread over {', '.join(p.value for p in spread_blocks(spread, total))})")
     clusters = cluster_dims(fusion)
     if clusters != NO_CLUSTER:
         x, y, z = clusters

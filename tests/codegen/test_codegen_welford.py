@@ -2,8 +2,8 @@
 (tests/support/reduction_sim.py: tp_welford_update, tp_welford_combine and tp_block_reduce written
 out again) against the float64 reference: a block per row with and without rfactor, warp and
 partial-block thread counts, a row per thread, a column over TIDy; the kernel makes one block
-combine of three values; what the rules reject (a grid Welford read in every block, siblings
-scheduled apart); and the precision of a large-mean row, where
+combine of three values; a grid Welford read in every block (a grid barrier, every block combining);
+siblings scheduled apart (rejected); and the precision of a large-mean row, where
 E[x^2] - E[x]^2 in float32 loses the variance and Welford keeps it.
 """
 
@@ -133,16 +133,16 @@ def test_welford_schedules_compile(build):
     assert tp.compile(build(), "sm_90a").cubin[:4] == b"\x7fELF"
 
 
-def test_a_grid_welford_read_in_every_block_is_rejected_once_for_its_three_outputs():
-    """A grid Welford is lowered (tests/differential/test_differential_grid_welford.py); one whose mean every
-    block reads (an allreduce) is not, and REDUCTION-GRID says so once, for the three outputs."""
-    assert tp.verify(grid_welford()).ok
-    report = tp.verify(grid_welford_read_everywhere())
-    found = [d for d in report.diagnostics if d.code == "REDUCTION-GRID"]
-    assert len(found) == 1
-    assert "is a Welford output (its outputs: T1, T2, T3) reduced over BIDy whose total is read in every block " \
-           "of its segment (an allreduce); tileproof's grid Welford combines the states in the last block only" \
-           in found[0].message
+def test_a_grid_welford_read_in_every_block_meets_at_a_grid_barrier_and_combines_in_every_block():
+    """An allreduce of a grid Welford (its mean read in every block): the states' partials, one grid-wide
+    barrier on the leader's semaphore, the combine in every block (no last-block test, no release), a
+    cooperative launch; the differential test runs it (tests/differential/test_differential_grid_welford.py)."""
+    kernel = tp.compile(grid_welford_read_everywhere(), "sm_90a")
+    body = kernel.cuda_source[kernel.cuda_source.index("__global__"):]
+    assert kernel.ir.cooperative
+    calls = [line.strip().split("(")[0] for line in body.splitlines() if line.strip().startswith("tp_grid")]
+    assert calls == ["tp_grid_welford_partials<1>", "tp_grid_barrier", "tp_grid_welford_combine<1, false, false, false>"]
+    assert "tp_grid_arrive" not in body and "tp_grid_release" not in body
 
 
 def test_siblings_scheduled_apart_are_rejected():

@@ -8,7 +8,8 @@ serial loop (a semaphore and slots per entrance), the nvFuser GridWelfordOp (the
 TIDx), at sizes not multiples of the blocks, some with more blocks than elements (empty partials,
 N = 0: no NaN); the blocks run in several orders give the same bits (the combine's order is the
 ranks', not the arrivals'); a large-mean row keeps its variance where E[x^2] - E[x]^2 in float32
-loses it; every semaphore is 0 again after a launch.
+loses it; every semaphore is 0 again after a launch. An allreduce (the row's mean read in every block):
+every block combines after the grid-wide barrier and computes with the row's moments.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tileproof.model.targets import get_target
 import rules.test_grid_welford as grid_rules
 from nvfuser.test_nvfuser_welford import grid_welford_op
 from support.reduction_sim import Simulator, run_kernel
-from support.welford_schedules import grid_welford
+from support.welford_schedules import grid_welford, grid_welford_read_everywhere
 
 TARGET = get_target("sm_90a")
 
@@ -160,3 +161,28 @@ def test_every_semaphore_is_back_to_zero_after_each_launch():
     second = _simulate(fusion, x, {"M": 2, "N": 100}, simulator=lambda *a: sim)
     assert all(np.array_equal(a, b) for a, b in zip(first, second))
     assert all(v == 0 for sems in sim.semaphores.values() for v in sems.values())
+
+
+ALLREDUCES = [  # (builder, M, N): every block of a row reads the row's mean (and its sum of squares)
+    (lambda: grid_welford_read_everywhere(4), 3, 77), (lambda: grid_welford_read_everywhere(6), 2, 3),
+    (lambda: grid_welford_read_everywhere(4, 32), 2, 300),
+    (lambda: grid_welford_read_everywhere(5, 16, centered_sum=True), 3, 70),
+]
+
+
+@pytest.mark.parametrize("build, m, n", ALLREDUCES, ids=lambda v: v.__name__ if callable(v) else str(v))
+def test_a_grid_welford_allreduce_gives_every_block_the_rows_moments(build, m, n):
+    """x - mean (times the centered sum of squares): every block of a row combines the states after the
+    grid-wide barrier, so each block's part of the output uses the row's moments; N = 3 over 6 blocks
+    has empty states. Two launches on one simulator compute the same (the barrier's bit 31 flips once a
+    launch, its low bits back where they began)."""
+    fusion = build()
+    x = np.random.default_rng(m + n).standard_normal((m, n)) * 3 + 1.5
+    mean = x.mean(axis=1, keepdims=True)
+    want = (x - mean) * (((x - mean) ** 2).sum(axis=1, keepdims=True) if "var" in fusion.name else 1.0)
+    sim = Simulator(_kernel(fusion), {"M": m, "N": n})
+    for _ in range(2):
+        (got,) = _simulate(fusion, x, {"M": m, "N": n}, simulator=lambda *a: sim)
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4 * np.abs(want).max())
+    assert all(v & ~(1 << 31) == 0 for sems in sim.barrier_semaphores.values() for v in sems.values())

@@ -5,7 +5,8 @@ symbolic row length at four sizes, the exact counts, and a float32 row of large 
 variance E[x^2] - E[x]^2 would lose; a grid Welford (the row over BIDy blocks, with TIDx and rfactor
 too: three workspaces, the last block's Chan combine) at sizes not multiples of the blocks, with
 empty blocks, run twice (the semaphores back to 0) and bit-identical across launches, a large mean
-too; LayerNorm (recipes/normalization.py, one Welford) at rows of
+too; a grid Welford allreduce (every block of a row reads its mean: a grid-wide barrier, a cooperative
+launch, every block combining), launched three times; LayerNorm (recipes/normalization.py, one Welford) at rows of
 several classes against F.layer_norm, with a large mean too. tests/codegen/test_codegen_welford.py
 simulates the same schedules on the CPU."""
 
@@ -22,7 +23,8 @@ import torch.nn.functional as F  # noqa: E402
 import tileproof as tp  # noqa: E402
 from tileproof.recipes import normalization as N  # noqa: E402
 
-from support.welford_schedules import block_welford, column_welford, grid_welford, serial_welford  # noqa: E402
+from support.welford_schedules import (block_welford, column_welford, grid_welford,  # noqa: E402
+                                      grid_welford_read_everywhere, serial_welford)
 
 pytestmark = pytest.mark.gpu
 ROWS = [(3, 50), (7, 1000), (300, 4099), (64, 100003)]  # 50: fewer elements than threads
@@ -129,3 +131,22 @@ def test_a_grid_welford_var_mean_keeps_a_large_means_variance():
     want_var, want_mean = torch.var_mean(x.double(), dim=1, correction=1)
     assert ((var.double() - want_var).abs() / want_var).max().item() < 1e-3
     torch.testing.assert_close(mean.double(), want_mean, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("m, length", [(3, 7), (5, 1000), (64, 4099), (2, 100003)], ids=str)
+@pytest.mark.parametrize("blocks, threads, centered_sum", [(4, None, False), (5, 32, True), (16, 64, True)], ids=str)
+def test_a_grid_welford_allreduce_gives_every_block_the_rows_moments(m, length, blocks, threads, centered_sum):
+    """x - mean (times the centered sum of squares) with the row's blocks on BIDy: every block combines
+    the states after the grid-wide barrier (a cooperative launch); launched three times, the barrier's
+    semaphore flips and comes back, and the same bits come out."""
+    kernel = tp.compile(grid_welford_read_everywhere(blocks, threads, centered_sum), "sm_90a")
+    x = _x((m, length), torch.float32)
+    xd = x.double()
+    want = xd - xd.mean(dim=1, keepdim=True)
+    if centered_sum:
+        want = want * (want ** 2).sum(dim=1, keepdim=True)
+    outs = [kernel.run(x)[0] for _ in range(3)]
+    torch.cuda.synchronize()
+    scale = want.abs().max().item()
+    torch.testing.assert_close(outs[0].double(), want, rtol=1e-4, atol=1e-5 * scale)
+    assert all(torch.equal(outs[0], o) for o in outs[1:])

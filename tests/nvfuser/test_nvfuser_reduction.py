@@ -2,9 +2,10 @@
 
 The file holds grid allreduces (a sum over BIDx / BIDy broadcast back to every block), grouped
 reductions (groupReductions, ParallelType::Group), 1-D bulk (CpAsyncBulk) and 2-D TMA fed
-reductions. Skipped: the Welford TESTs (GridAllreduceWelford1/2, FusedReductionBatchnorm,
-CrossIterationGroupedGridAllreduceWelford1/2/Shmoo: grid Welford allreduces, which tileproof does not
-lower yet, REDUCTION-GRID; test_nvfuser_welford.py has the block ones and a grid Welford read in the last block), GroupAllreduce5 (complex
+reductions, and the grid Welford allreduces GridAllreduceWelford1/2 (test_nvfuser_welford.py has the
+block Welfords and a grid Welford read in the last block). Skipped: the other Welford TESTs
+(FusedReductionBatchnorm, CrossIterationGroupedGridAllreduceWelford1/2/Shmoo: 4-D and grouped-Welford
+schedules not translated yet), GroupAllreduce5 (complex
 dtypes), CrossEntropyGatherPattern (takeAlongAxis), and the TESTs that only run nvFuser's automatic
 schedulers (GeluBwdReduction, TensorRankLimit, TmaInnerReductionTest.Sum, TmaOuterReductionTest.Sum).
 """
@@ -96,6 +97,42 @@ def grid_allreduce_3():
         t1 = tp.sum(t0, [1])
         t2 = tp.broadcast(t1, [False, True])
         t3 = tp.add(t0, t2)
+        fusion.add_output(t3)
+    t3.split(1, 128)
+    tp.propagate_transforms(t3)
+    tp.inline_all_at(t3, 1)  # tv0->computeAt(tv3, 1)
+    t3.axis(1).parallelize(P.BIDx)
+    t3.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(t3)
+    return fusion
+
+
+def grid_allreduce_welford_1():
+    """T5 = T0 + broadcast(avg) + broadcast(var_sum) of a Welford over [N] split [BIDx, TIDx{128}]:
+    every block reads the grid Welford's totals (a Welford allreduce, its states combined in every
+    block after the grid-wide barrier)."""
+    with tp.Fusion("grid_allreduce_welford_1") as fusion:
+        t0 = symbolic_tensor(1)
+        fusion.add_input(t0)
+        avg, var_sum, _ = tp.welford(t0, [0])
+        t5 = tp.add(tp.add(t0, tp.broadcast(avg, [True])), tp.broadcast(var_sum, [True]))
+        fusion.add_output(t5)
+    t5.split(0, 128)
+    tp.propagate_transforms(t5)
+    t5.axis(0).parallelize(P.BIDx)
+    t5.axis(1).parallelize(P.TIDx)
+    tp.parallelize_all_like(t5)
+    return fusion
+
+
+def grid_allreduce_welford_2():
+    """T3 = T0 + broadcast(avg) of a row Welford of [M, N] over [BIDx, TIDx{128}] inside a serial loop
+    over the rows (a semaphore and slots per row): computeAt(T3, 1)."""
+    with tp.Fusion("grid_allreduce_welford_2") as fusion:
+        t0 = symbolic_tensor(2)
+        fusion.add_input(t0)
+        avg, _, _ = tp.welford(t0, [1])
+        t3 = tp.add(t0, tp.broadcast(avg, [False, True]))
         fusion.add_output(t3)
     t3.split(1, 128)
     tp.propagate_transforms(t3)
@@ -856,6 +893,11 @@ CASES = [
     Case("ReductionTest.GridAllreduce2", grid_allreduce_2, VALID, run=_run_allreduce([(999,), (32,), (1000,)], _plus_total)),
     Case("ReductionTest.GridAllreduce3", grid_allreduce_3, VALID,
          run=_run_allreduce([(10, 999), (1, 128), (3, 1000)], _rows_plus_totals)),
+    Case("ReductionTest.GridAllreduceWelford1", grid_allreduce_welford_1, VALID,
+         run=_run_allreduce([(999,), (1,), (4097,)],
+                            lambda torch, t0: [t0 + t0.mean() + t0.var(correction=0) * t0.numel()])),
+    Case("ReductionTest.GridAllreduceWelford2", grid_allreduce_welford_2, VALID,
+         run=_run_allreduce([(100, 5000), (3, 1), (7, 129)], lambda torch, t0: [t0 + t0.mean(1, keepdim=True)])),
     Case("ReductionTest.GridAllreduce4", grid_allreduce_4, VALID,
          run=_run_allreduce([(999,), (1,), (2000,)], lambda torch, t0: [t0 + (t0.sum() + 1.0)])),
     Case("ReductionTest.GridAllreduce5", grid_allreduce_5, VALID,

@@ -2,9 +2,11 @@
 and REDUCTION-GRID-WORKSPACE hold for a Welford as for a grid sum, its three outputs one round.
 
 Accepted: a row over BIDy (and TIDx), its mean read by a var_mean's division in the last block;
-refused: a 2-D grid whose segment the 32-bit semaphore cannot count (REDUCTION-GRID-WORKSPACE, once
-for the three outputs, with the counterexample), a mean read in every block (an allreduce,
-REDUCTION-GRID), a total read by another block (a visibility counterexample). The lowered kernel has
+a mean (and a sum of squares) read in every block, an allreduce: the blocks meet at a grid-wide
+barrier and each combines the states; refused: a 2-D grid whose segment the 32-bit semaphore cannot
+count (REDUCTION-GRID-WORKSPACE, once for the three outputs, with the counterexample), an
+allreduce's total in global memory (REDUCTION-GRID), a total read by another block (a visibility
+counterexample). The lowered kernel has
 one grid combine for the three outputs, three workspaces (avg, M2, N) at one layout, the leader's
 semaphore, and that layout gives every partial its own slot, read by the last block (the brute force
 of tests/rules/test_grid_reduction.py, run on a Welford with entrances, a reduced thread type and lanes).
@@ -60,9 +62,18 @@ def test_a_segment_of_more_blocks_than_the_semaphore_counts_has_a_counterexample
     assert tp.verify(_two_d_grid("M <= 65535", "N <= 65535")).ok
 
 
-def test_a_grid_welford_read_in_every_block_is_refused():
-    (d,) = _errors(grid_welford_read_everywhere(), "REDUCTION-GRID")
-    assert "(an allreduce); tileproof's grid Welford combines the states in the last block only" in d.message
+def test_a_grid_welford_read_in_every_block_is_an_allreduce():
+    for fusion in (grid_welford_read_everywhere(), grid_welford_read_everywhere(5, 16, centered_sum=True)):
+        report = tp.verify(fusion)
+        assert report.ok, (fusion.name, [d.message for d in report.errors])
+
+
+def test_a_grid_welford_allreduce_s_total_in_global_memory_is_refused_for_the_output_read():
+    fusion = grid_welford_read_everywhere(centered_sum=True)
+    fusion.tensor("T2").set_memory_type(tp.MemoryType.Global)  # var_sum: stored by one block after the barrier
+    (d,) = _errors(fusion, "REDUCTION-GRID")
+    assert d.message.startswith("T2 is reduced over BIDy and ")
+    assert "T7 reads its total in every block" in d.message and "in Global memory: one block stores it" in d.message
 
 
 def _mean_then_add(rows_on_bidy: bool):

@@ -2,7 +2,7 @@
 tests/gpu/test_welford.py: a block per row with the threads on TIDx (each a serial Welford of its
 strided part, then the block's combine of the states), with and without rfactor, a row per
 thread with no combine, a column Welford over TIDy, a grid Welford (the row over BIDy, and TIDx),
-and the schedules the rules reject (a grid Welford read in every block, siblings scheduled apart).
+one whose mean every block reads (an allreduce), and siblings scheduled apart (rejected).
 """
 
 from __future__ import annotations
@@ -104,19 +104,28 @@ def grid_welford(blocks: int = 4, threads: int | None = None, rfactor: bool = Fa
     return fusion
 
 
-def grid_welford_read_everywhere(blocks: int = 4):
+def grid_welford_read_everywhere(blocks: int = 4, threads: int | None = None, centered_sum: bool = False):
     """x - avg of each row, with the row on BIDy in both (the Welford as grid_welford's): every
-    block of a row reads the row's mean, an allreduce of a grid Welford, which REDUCTION-GRID rejects."""
-    with tp.Fusion("welford_grid_allreduce") as fusion:
+    block of a row reads the row's mean, an allreduce of a grid Welford (a grid-wide barrier, every
+    block combining the states). `threads`: the row's parts split again over TIDx (the block's
+    combine after the grid's); `centered_sum`: (x - avg) * var_sum, two of the outputs read."""
+    name = f"welford_grid_allreduce_{blocks}_{threads or 1}{'_var' if centered_sum else ''}"
+    with tp.Fusion(name) as fusion:
         x = tp.make_tensor(["M", "N"], contiguity=True, dtype="float32")
         fusion.add_input(x)
-        avg, _, _ = tp.welford(x, [1])
+        avg, var_sum, _ = tp.welford(x, [1])
         y = tp.sub(x, tp.broadcast(avg, [False, True]))
+        if centered_sum:
+            y = tp.mul(y, tp.broadcast(var_sum, [False, True]))
         fusion.add_output(y)
     y.split(1, blocks, inner_split=False)
+    if threads:
+        y.split(2, threads)
     tp.propagate_transforms(y)
     y.axis(0).parallelize(P.BIDx)
     y.axis(1).parallelize(P.BIDy)
+    if threads:
+        y.axis(-1).parallelize(P.TIDx)
     tp.parallelize_all_like(y)
     tp.inline_most(fusion)
     return fusion

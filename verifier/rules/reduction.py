@@ -208,9 +208,9 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
         allreduces: they combine together (nvFuser's GroupedGridReduction), so their combines
         must be adjacent statements of the kernel, in the same loops. A Welford's outputs
         (tp.welford) are one round whose leader combines their states (avg, M2, N, a workspace
-        each) for all three; their readers all run in the last block: a Welford whose total a
-        reader spreads over the reduced block types (an allreduce) is refused, its states have no
-        grid-wide barrier. In both: T is no MmaOp; the kernel is not warp-specialized; T has no
+        each) for all three; a total of one of them read in every block makes the three an
+        allreduce (one grid-wide barrier, every block combining the states), with a sum's
+        allreduce conditions on each. In both: T is no MmaOp; the kernel is not warp-specialized; T has no
         broadcast loop axis.
     Why the hardware needs it:
         Blocks share only global memory, and nothing orders one block's stores before another
@@ -263,7 +263,8 @@ def reduction_grid(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   if R != {}: entrance_loops(T) = {} and S's loops include T's loops left of its first reduction
     #   axis that are no thread or block index; always: not mma(T), no warp specialization, no
     #   broadcast loop ID in T, and the grid combines of round(T) are adjacent statements in one loop
-    #   path (round: execution/grid_reduction.py grid_round); a Welford output T: not allreduce(T)
+    #   path (round: execution/grid_reduction.py grid_round); a Welford output T: allreduce(T) when any
+    #   of its siblings' totals is read spread, and then the allreduce's conditions on T
     order = execution_order(ctx.fusion)
     yield from report_problems("REDUCTION-GRID", reduction.grid_problems(ctx.fusion, order))
 
