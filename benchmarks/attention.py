@@ -5,8 +5,8 @@ cuDNN and the flash backends, in one process (issue 36).
 
 bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D]; FLOPs 4 B Hq S^2 D, half that for causal shapes
 (SDPA's is_causal; tileproof runs AttentionTile(causal=True): the mask is a predicate of the query
-and key indices, two tp.iota, no Mask input; every key tile is computed, masked ones included: no
-tile skipping yet). tileproof runs recipes/attention.py: one_tile_attention where the keys are
+and key indices, two tp.iota, no Mask input; a block's loop ends at its last key tile with a kept
+key, skip_masked_tiles, and the tiles every row keeps whole run without the mask). tileproof runs recipes/attention.py: one_tile_attention where the keys are
 one tile (S <= 256), and attention (the online softmax over key tiles) in the configurations
 CONFIGS (key tile, K / V stages, a warp-specialized producer), each timed; `tileproof` is the
 fastest. Each output is checked against float32 SDPA (math backend) within bf16 tolerance before

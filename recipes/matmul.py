@@ -58,6 +58,7 @@ SCHEDULE = HopperGemmParams(
 OUT_DTYPES = ("bfloat16", "float16", "float32")
 CACHE_SIZE = 64  # compiled configurations at a shape a Matmul keeps (least recently used dropped)
 PLANS_PER_SET = 64  # call signatures a Matmul remembers per compiled set it keeps (a plan is a few tuples)
+PARTIALS_BYTES = 1 << 28  # split-K partials a Matmul keeps for its repeated calls (256 MiB; then let go)
 ENTRY_CACHE_SIZE = 16  # Matmuls matmul() keeps, one per output dtype, target, config and epilogue (LRU): each
 # holds up to CACHE_SIZE compiled sets, and a distinct epilogue scale is a distinct entry
 LONG_ACTIVATIONS = ("gelu", "gelu_tanh")  # 5 and 9 ops a fragment element
@@ -330,6 +331,7 @@ class Matmul:
         self._plans: dict[tuple, _Plan] = {}  # per call signature: the checks' and choice's host time
         self._ready: dict[tuple, _Ready] = {}  # per signature, addresses and stream: the packed launches
         self._partials: dict[tuple, object] = {}  # split-K's partials per plan (its shape) and stream (_Ready)
+        self._partials_bytes = 0
 
     def __repr__(self) -> str:
         forced = "" if self.config is None else f", config={self.config.name!r}"
@@ -463,14 +465,12 @@ class Matmul:
         if plan.split_k:
             partials, total = kernels
             p = self._partials.get((plan, stream)) if keep else None
-            if p is None:
-                (p,) = partials.run(*views)
-            else:
+            if p is not None:
                 partials.run(*views, out=[p])
-            if keep:
-                if len(self._partials) >= self.cache_size:
-                    self._partials.clear()
-                self._partials[(plan, stream)] = p  # a shape class's kernels: a buffer per shape
+            else:
+                (p,) = partials.run(*views)
+                if keep:
+                    self._hold_partials((plan, stream), p)  # a shape class's kernels: a buffer per shape
             (d,) = total.run(p, *given)  # the sum kernel fuses the epilogue
             if keep:
                 self._keep(key, a, b, terms, stream, kernels,
@@ -480,6 +480,17 @@ class Matmul:
         if keep:
             self._keep(key, a, b, terms, stream, kernels, (kernels[0].prepared(*views, *given),), ())
         return d
+
+    def _hold_partials(self, key: tuple, p) -> None:
+        """Keep split-K's partials `p` for the calls of a plan on a stream; past PARTIALS_BYTES (or
+        cache_size buffers) every buffer is let go, with the packed launches that write them."""
+        nbytes = p.numel() * p.element_size()
+        if len(self._partials) >= self.cache_size or self._partials_bytes + nbytes > PARTIALS_BYTES:
+            self._partials.clear()
+            self._partials_bytes = 0
+            self._ready = {k: r for k, r in self._ready.items() if not r.held}
+        self._partials[key] = p
+        self._partials_bytes += nbytes
 
     def _keep(self, key, a, b, terms, stream: int, kernels, launches: tuple, held: tuple) -> None:
         if len(self._ready) >= PLANS_PER_SET * self.cache_size:

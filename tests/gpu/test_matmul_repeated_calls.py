@@ -2,10 +2,12 @@
 device): calls whose tensors have an earlier call's signature (the plan cache of Matmul: the checks
 and the choice skipped) compute each call's own product, in every major, split-K and persistent,
 with a bias; calls at an earlier call's addresses (its packed launches reused, split-K's partials
-shared) compute the memory's new contents into a new output, on each stream; a misaligned operand of
-a cached signature is refused."""
+shared, a buffer per shape, let go past a byte budget) compute the memory's new contents into a new
+output, on each stream; a misaligned operand of a cached signature is refused."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -72,6 +74,20 @@ def test_a_shape_class_s_kernels_keep_a_partials_buffer_per_shape():
         for _ in range(2):
             torch.testing.assert_close(entry(a, b), reference(a, b), atol=1e-2 * 64, rtol=1e-3)
     assert len(entry._kernels) == 1 and len(entry._partials) == 2
+
+
+def test_partials_past_the_byte_budget_are_let_go_with_their_launches(monkeypatch):
+    recipe = sys.modules[Matmul.__module__]  # recipes/matmul.py (tileproof.recipes.matmul is the function)
+    entry = Matmul(out_dtype=torch.float32, config="128x128_split_k")
+    a1, b1 = operands("K", "K", 16, 512, 4096)
+    a2, b2 = operands("K", "K", 32, 512, 4096)
+    entry(a1, b1)
+    (held,) = entry._partials.values()
+    monkeypatch.setattr(recipe, "PARTIALS_BYTES", held.numel() * held.element_size() + 1)  # one buffer
+    torch.testing.assert_close(entry(a2, b2), reference(a2, b2), atol=1e-2 * 64, rtol=1e-3)
+    assert len(entry._partials) == 1 and len(entry._ready) == 1  # the first shape's buffer and launches let go
+    for a, b in ((a1, b1), (a2, b2), (a1, b1)):  # each call right, the buffers taken in turn
+        torch.testing.assert_close(entry(a, b), reference(a, b), atol=1e-2 * 64, rtol=1e-3)
 
 
 def test_a_cached_bias_call_widens_each_call_s_bias():
