@@ -186,3 +186,21 @@ def test_a_grid_welford_allreduce_gives_every_block_the_rows_moments(build, m, n
         assert not np.isnan(got).any()
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4 * np.abs(want).max())
     assert all(v & ~(1 << 31) == 0 for sems in sim.barrier_semaphores.values() for v in sems.values())
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_grid_welford_allreduces_give_every_block_the_rows_moments(seed):
+    """Drawn blocks (1 to 9 on BIDy), threads (none or 1 to 64 on TIDx) and sizes (rows of 1 to 200
+    elements, fewer than the blocks' parts or not): every output element against numpy."""
+    rng = np.random.default_rng(seed)
+    blocks = int(rng.integers(1, 10))
+    threads = None if rng.random() < 0.4 else int(rng.integers(1, 65))
+    centered = bool(rng.random() < 0.5)
+    m, n = int(rng.integers(1, 4)), int(rng.integers(1, 201))
+    fusion = grid_welford_read_everywhere(blocks, threads, centered)
+    x = rng.standard_normal((m, n)) * 2 - 1
+    mean = x.mean(axis=1, keepdims=True)
+    want = (x - mean) * (((x - mean) ** 2).sum(axis=1, keepdims=True) if centered else 1.0)
+    (got,) = _simulate(fusion, x, {"M": m, "N": n})
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4 * max(1.0, np.abs(want).max()),
+                               err_msg=f"{fusion.name} at M = {m}, N = {n}")
