@@ -18,9 +18,10 @@ Where the inlined loops leave a logical ID unindexed because the tensor's loops 
 compute-at position split it too (b2[I1] split [I1/4/32, 32, Vectorize{4}], inlined at 2 into
 loops that iterate merge(I0, I1) split alike), nvFuser replays those transforms on the promoted
 IDs: b2's Vectorize{4} is the inner of the promoted merge's split by 4, and b2's I1 is
-((BIDx * 32 + TIDx) * 4 + v) % I1. Here such a loop is paired with the reference's loop it
-replays (mapping.replayed_on, the same extent), and the reference's IDs are indexed with the
-tensor's own index of that loop (Promotion.replays).
+((BIDx * 32 + TIDx) * 4 + v) % I1. Here such a loop, or an ID the tensor's loops there split
+further (b2's vector split again into 2 x 2), is paired with the reference's loop it replays
+(mapping.replayed_on, the same extent), and the reference's IDs are indexed with the tensor's own
+index of it (Promotion.replays).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Promotion:
     seeds: dict[int, IterDomain]  # uid of an ID of tv -> the reference's ID it maps to exactly
     loop_only: frozenset[int]  # IDs of tv fixed by those loops but mapped to none: no index, no bound of their own
     holes: tuple[IterDomain, ...]  # the reference's IDs those loops fix whose bounds it needs: tv's holes too
-    replays: tuple[tuple[int, int], ...] = ()  # (tv's loop past the shared ones, the reference's loop it replays)
+    replays: tuple[tuple[int, int], ...] = ()  # (uid of tv's ID past the shared loops, the reference's loop it replays)
 
     def extent(self, tv: TensorView, k: int) -> Expr:
         """The extent of tv's loop k: the reference's where shared."""
@@ -54,9 +55,23 @@ class Promotion:
 
     def consumer_env(self, tv: TensorView, env: dict[int, Expr]) -> dict[int, Expr]:
         """The reference's loop indices at tv's loop point `env` (the shared loops, and the loops
-        tv replays past them)."""
-        pairs = [(k, k) for k in range(self.positions)] + list(self.replays)
-        return {self.consumer.loop[j].uid: env[tv.loop[k].uid] for k, j in pairs}
+        tv replays past them: a loop of tv's, or an ID its own loops there split further, indexed
+        from them)."""
+        out = {self.consumer.loop[k].uid: env[tv.loop[k].uid] for k in range(self.positions)}
+        if self.replays:
+            own = _past_shared_indices(tv, self.positions, env)
+            out.update({self.consumer.loop[j].uid: own[u] for u, j in self.replays})
+        return out
+
+
+def _past_shared_indices(tv: TensorView, positions: int, env: dict[int, Expr]) -> dict[int, Expr]:
+    """uid -> index of tv's IDs that its loops past the first `positions` fix alone (backward
+    through its transforms from those loops' indices in `env`)."""
+    idx = {i: env[i.uid] for i in tv.loop[positions:]}
+    for t in reversed(tv.history):
+        if all(o in idx for o in t.outputs) and not all(x in idx for x in t.inputs):
+            idx.update(t.backward(idx))
+    return {i.uid: e for i, e in idx.items()}
 
 
 @dataclass(frozen=True)
@@ -138,9 +153,9 @@ def _promotion(tv: TensorView, ref: TensorView, idmap: IdMap, shared: list[tuple
                replays: tuple[tuple[int, int], ...] = ()) -> Promotion:
     """tv's promotion to `ref` through the loop pairs `shared` and `replays` (tv's loop, ref's
     loop): tv's IDs those loops fix take the index of the ref's ID they map to exactly."""
-    pairs = shared + list(replays)
-    mine = fixed_by(tv, [tv.loop[k] for k, _ in pairs])
-    theirs = fixed_by(ref, [ref.loop[j] for _, j in pairs])
+    by_uid = {i.uid: i for i in tv.all_ids()}
+    mine = fixed_by(tv, [tv.loop[k] for k, _ in shared] + [by_uid[u] for u, _ in replays])
+    theirs = fixed_by(ref, [ref.loop[j] for _, j in shared + list(replays)])
     by_key = {idmap.key(i): i for i in ref.all_ids() if i.uid in theirs}
     seeds = {i.uid: by_key[idmap.key(i)] for i in tv.all_ids() if i.uid in mine and idmap.key(i) in by_key}
     loop_only = frozenset(mine - set(seeds) - {i.uid for i in tv.loop})
@@ -149,17 +164,20 @@ def _promotion(tv: TensorView, ref: TensorView, idmap: IdMap, shared: list[tuple
 
 
 def _replayed_loops(tv: TensorView, ref: TensorView, idmap: IdMap) -> list[tuple[int, int]]:
-    """(k, j): tv's loop k past its compute-at position that replays the reference's loop j past
-    it (mapping.replayed_on, over the same extent, so tv's loop covers j's), each j once."""
+    """(uid, j): tv's ID past its compute-at position that replays the reference's loop j past it
+    (mapping.replayed_on, over the same extent, so tv's ID covers j's), each j once: tv's loops
+    there first, then the IDs those loops split further (b2's vector split again into 2 x 2
+    replays the reference's vector of 4), which they index alone."""
     ca = tv.compute_at
     own = set().union(*(idmap.root_classes(i) for i in tv.root + tv.logical))
+    inner = fixed_by(tv, tv.loop[ca:])
+    candidates = list(tv.loop[ca:]) + [i for i in tv.all_ids() if i.uid in inner and i not in tv.loop]
     out: list[tuple[int, int]] = []
-    for k in range(ca, len(tv.loop)):
-        p = tv.loop[k]
+    for p in candidates:
         j = next((j for j in range(ca, len(ref.loop)) if j not in {b for _, b in out}
                   and ref.loop[j].extent_expr == p.extent_expr and replayed_on(idmap, p, ref.loop[j], own)), None)
         if j is not None:
-            out.append((k, j))
+            out.append((p.uid, j))
     return out
 
 

@@ -3,9 +3,8 @@ out[I0, I1] = broadcast(a[I1]) + b merged and split into [BIDx, TIDx]; a's cache
 its broadcast [(1*I1)/128, 128] are inlined into out's loops [(I0*I1)/128, 128] (the cache through
 the merge its consumer makes with the broadcast: nvFuser's BestEffortReplay forwarding). Their
 loops run over out's extents and a's index ignores the broadcast part (flat % I1). A loop of the
-cache past the shared ones that splits I1 too is replayed on out's merge; a promoted tensor whose
-logical ID would still take an index from the promoted loop through its own transforms is
-rejected (INLINE-LOOP-MAP)."""
+cache past the shared ones that splits I1 too is replayed on out's merge, and so is an ID such
+loops split further; every accepted split of it runs right on the CPU simulator."""
 
 from __future__ import annotations
 
@@ -61,10 +60,11 @@ def test_verified_and_emitted_with_the_consumers_predicate(shape):
         assert source.count("((blockIdx.x * 128U) + threadIdx.x) < 1800U") == 3
 
 
-def _vector_broadcast_add(split_again: bool = False):
+def _vector_broadcast_add(split_again: bool = False, factors: tuple = (None, None)):
     """out[8, 256] = broadcast(a[256]) + b merged and split [(8*256)/4/32 BIDx, 32 TIDx, 4], a's cache and
     its broadcast inlined at 2: their inner loop of 4 is past the shared ones (`split_again`: split
-    once more by 2 in both, so that it replays no loop of out's)."""
+    once more by 2 in both, so that their loops replay no loop of out's; `factors`: the cache's and the
+    broadcast's split of it, None for none)."""
     with tp.Fusion("vector_broadcast_add") as fusion:
         a = tp.make_contig_concrete_tensor([256])
         b = tp.make_contig_concrete_tensor([8, 256])
@@ -79,9 +79,9 @@ def _vector_broadcast_add(split_again: bool = False):
     for tv in (a2, ab, out):
         tv.axis(0).parallelize(P.BIDx)
         tv.axis(1).parallelize(P.TIDx)
-    if split_again:
-        a2.split(2, 2)
-        ab.split(2, 2)
+    for tv, factor in zip((a2, ab), (2, 2) if split_again else factors):
+        if factor:
+            tv.split(2, factor)
     a2.inline_at(2)
     ab.inline_at(2)
     return fusion, a2, ab, out
@@ -94,7 +94,7 @@ def test_a_loop_past_the_shared_ones_is_replayed_on_the_consumers_merge():
     fusion, a2, ab, out = _vector_broadcast_add()
     report = tp.verify(fusion)
     assert report.ok, report.codes
-    assert promotion(a2).replays == promotion(ab).replays == ((2, 2),)
+    assert promotion(a2).replays == ((a2.loop[2].uid, 2),) and promotion(ab).replays == ((ab.loop[2].uid, 2),)
     env = {a2.loop[0].uid: var("bx"), a2.loop[1].uid: var("tx"), a2.loop[2].uid: var("v")}
     index = indices_from_loop(a2, env)[a2.logical[0].uid]
     for bx, tx, v in ((0, 0, 0), (0, 31, 3), (1, 5, 2), (15, 31, 1)):
@@ -105,11 +105,29 @@ def test_a_loop_past_the_shared_ones_is_replayed_on_the_consumers_merge():
     np.testing.assert_array_equal(got.astype(np.float32), x[None, :] + y)
 
 
-def test_a_promoted_loop_that_leaves_an_index_to_the_tensors_own_transforms_is_rejected():
-    """a's cache split [I1/4/32, 32, 2, 2]: its inner loops replay no loop of out's, so its I1 would be
-    computed from a loop index over out's extent without out's merge (no % I1): rejected."""
+def test_loops_that_split_the_replayed_id_again_are_replayed_through_it():
+    """a's cache and its broadcast split [I1/4/32, 32, 2, 2]: their inner loops replay no loop of out's,
+    but the ID they split (the 4) replays out's loop of 4, indexed 2 o + v from them (nvFuser replays the
+    cache's own transforms past the promoted IDs): accepted, and each row gets the right a."""
     fusion, a2, ab, out = _vector_broadcast_add(split_again=True)
     report = tp.verify(fusion)
-    assert "INLINE-LOOP-MAP" in report.codes
-    message = next(d.message for d in report.errors if d.code == "INLINE-LOOP-MAP")
-    assert "loop promotion" in message and a2.name in message
+    assert report.ok, report.codes
+    split = next(t for t in a2.history if a2.loop[2] in t.outputs)
+    assert promotion(a2).replays == ((split.in_.uid, 2),)
+    kernel = tp.compile(fusion)
+    x, y = np.arange(256, dtype=np.float32), np.arange(8 * 256, dtype=np.float32).reshape(8, 256) * 1000
+    (got,) = run_kernel(kernel.ir, kernel.fusion, [x, y])
+    np.testing.assert_array_equal(got.astype(np.float32), x[None, :] + y)
+
+
+@pytest.mark.parametrize("cache_factor, broadcast_factor", [(f1, f2) for f1 in (None, 2, 3, 4, 5) for f2 in (None, 3)])
+def test_an_accepted_split_past_the_shared_loops_runs_right(cache_factor, broadcast_factor):
+    """The cache's and the broadcast's loop of 4 split again by drawn factors (indivisible ones too: holes
+    past the replayed ID): wherever verify accepts, the kernel adds the right a to each row."""
+    fusion, a2, ab, out = _vector_broadcast_add(factors=(cache_factor, broadcast_factor))
+    if not tp.verify(fusion).ok:
+        return
+    kernel = tp.compile(fusion)
+    x, y = np.arange(256, dtype=np.float32), np.arange(8 * 256, dtype=np.float32).reshape(8, 256) * 1000
+    (got,) = run_kernel(kernel.ir, kernel.fusion, [x, y])
+    np.testing.assert_array_equal(got.astype(np.float32), x[None, :] + y)

@@ -4,7 +4,9 @@ split [(I0*I1)/4/32 BIDx, 32 TIDx, 4 Vectorize] and propagated, so b's cache b2 
 Vectorize{4}] inlined at 2 into loops over merge(I0, I1). nvFuser's IdModel replays b2's split by 4
 on the promoted merge: b2's vector is the inner of (I0*I1) / 4 and its I1 is ((blockIdx.x * 32 +
 threadIdx.x) * 4 + v) % I1, one 4-vector per thread, contiguous where I1 % 4 == 0. The kernel is run
-on the CPU simulator against numpy; where I1 % 4 != 0 the vector straddles a row and is rejected."""
+on the CPU simulator against numpy; where I1 % 4 != 0 the vector straddles a row and is rejected.
+b2's vector split again (2 x Vectorize{2}, its loops past the shared ones: nvFuser replays the split
+it splits further) replays the merge's split by 4 on the ID those loops split, indexed from them."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import tileproof as tp
 from tileproof.execution.indexing import block_dims
 from tileproof.execution.promotion import promotion
 from tileproof.execution.statements import tensor_execution
-from tileproof.model.expr import evaluate
+from tileproof.model.expr import evaluate, var as tp_var
 from tileproof.model.loop_map import propagate_parallel_types
 from tileproof.testing import compile_unverified
 
@@ -35,7 +37,7 @@ def _caches(fusion):
 def test_the_broadcast_cache_takes_the_loops_and_the_vector_of_the_merge():
     snap, a2, b2 = _caches(refine_cache_policy())
     promo = promotion(b2)
-    assert promo.consumer is a2 and promo.positions == 2 and promo.replays == ((2, 2),)
+    assert promo.consumer is a2 and promo.positions == 2 and promo.replays == ((b2.loop[2].uid, 2),)
     assert [i.parallel_type for i in b2.loop] == [P.BIDx, P.TIDx, P.Vectorize]  # the loop's types, as nvFuser's
     ex = tensor_execution(b2, block_dims(snap))
     (i1,) = ex.written_logical()
@@ -143,3 +145,66 @@ def test_a_serial_replayed_loop_over_whole_rows_runs_right(threads):
     b = np.arange(12, dtype=np.float32) * 100
     (out,) = run_kernel(kernel.ir, kernel.fusion, [a, b])
     np.testing.assert_array_equal(out.astype(np.float32), a + b[None, :])
+
+
+def _split_again(shape=None):
+    """refine_cache_policy with b2's vector of 4 split again into 2 x Vectorize{2} (symbolic by
+    default, with its assumptions)."""
+    with tp.Fusion("split_again") as fusion:
+        a = tp.make_contig_tensor(2) if shape is None else tp.make_contig_concrete_tensor(list(shape))
+        b = tp.make_contig_tensor(1) if shape is None else tp.make_contig_concrete_tensor([shape[1]])
+        fusion.add_input(a)
+        fusion.add_input(b)
+        a2, b2 = tp.set(a), tp.set(b)
+        c2 = tp.set(tp.add(a2, tp.broadcast(b2, [True, False])))
+        fusion.add_output(c2)
+    if shape is None:
+        fusion.assume("T0_1 % 4 == 0")
+        fusion.assume("T0_0 * T0_1 <= 2147483647")
+    a2.merge(0).split(0, 4).split(0, 32)
+    tp.propagate_transforms(a2)
+    a2.axis(0).parallelize(P.BIDx)
+    a2.axis(1).parallelize(P.TIDx)
+    a2.axis(2).parallelize(P.Vectorize)
+    c2.axis(2).parallelize(P.Vectorize)
+    b2.split(2, 2)  # [I1/4/32, 32, 2, Vectorize{2}]: the vector of 4 split further, past the shared loops
+    b2.axis(3).parallelize(P.Vectorize)
+    tp.inline_most(fusion)
+    return fusion
+
+
+def test_a_vector_split_again_replays_the_id_its_loops_split():
+    snap = _split_again().snapshot()
+    propagate_parallel_types(snap)
+    a2, b2 = snap.tensor("T2"), snap.tensor("T3")
+    promo = promotion(b2)
+    split = next(t for t in b2.history if b2.loop[2] in t.outputs)  # b2's 4 -> 2 x 2
+    assert promo.consumer is a2 and promo.replays == ((split.in_.uid, 2),)
+    env = {b2.loop[k].uid: e for k, e in enumerate(map(tp_var, ("blockIdx.x", "threadIdx.x", "o", "v")))}
+    index = promo.consumer_env(b2, env)[a2.loop[2].uid]  # the reference's vector index: b2's 2 o + v
+    assert [evaluate(index, {"o": o, "v": v}) for o in (0, 1) for v in (0, 1)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("i0, i1", [(3, 1028), (5, 4), (1, 4), (2, 8)])
+def test_a_vector_split_again_is_accepted_and_adds_b_to_every_row_on_the_cpu(i0, i1):
+    report = tp.verify(_split_again())
+    assert report.ok, report.codes
+    kernel = tp.compile(_split_again())
+    rng = np.random.default_rng(i0 + i1)
+    a = rng.standard_normal((i0, i1)).astype(np.float32)
+    b = rng.standard_normal(i1).astype(np.float32)
+    (out,) = run_kernel(kernel.ir, kernel.fusion, [a, b], {"T0_0": i0, "T0_1": i1})
+    np.testing.assert_array_equal(out.astype(np.float32), a + b[None, :])
+
+
+def test_a_vector_split_again_that_straddles_a_row_is_rejected_and_runs_wrong():
+    """[2, 6]: flat 4..7 hold b[4], b[5], b[0], b[1] (two whole 2-vectors of b, so no vector is
+    refused), and c reads b[0] from the register the thread filled with b[4]."""
+    report = tp.verify(_split_again((2, 6)))
+    assert report.codes == ["THREAD-VISIBILITY"]
+    cx = report.errors[0].counterexample
+    assert cx["reader address"] != cx["writer address"]
+    kernel = compile_unverified(_split_again((2, 6)), "sm_90a")
+    a, b = np.zeros((2, 6), dtype=np.float32), np.arange(6, dtype=np.float32)
+    (out,) = run_kernel(kernel.ir, kernel.fusion, [a, b])
+    assert not np.array_equal(out.astype(np.float32), a + b[None, :])
