@@ -101,8 +101,6 @@ def group_axis_problems(fusion, order) -> list:
             if not is_reduction_tensor(tv):
                 why = (f"{tv.name} is not a reduction's output (its definition is {tv.definition.name}); grouping "
                        f"does the reductions of an axis together")
-            elif is_welford(tv):
-                why = f"{tv.name} is a Welford output ({tv.definition.name}), whose states tileproof combines one index at a time"
             elif i.iter_type is not IterType.Iteration:
                 why = f"{i.label()} is a {i.iter_type.name.lower()} axis, not an iteration axis"
             elif i.static_extent is None:
@@ -123,7 +121,9 @@ def group_axis_problems(fusion, order) -> list:
                                    **where))
         if not grouped or not is_reduction_tensor(tv):
             continue
-        members = next((len(g) for g in fusion.reduction_groups if any(t.name == tv.name for t in g)), 1)
+        # a Welford's three outputs are one reduction (nvFuser's GroupedGridWelford counts WelfordOps)
+        members = 1 if is_welford(tv) else \
+            next((len(g) for g in fusion.reduction_groups if any(t.name == tv.name for t in g)), 1)
         together = members
         for _, i in grouped:
             together *= i.static_extent or 1

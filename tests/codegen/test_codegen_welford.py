@@ -150,25 +150,46 @@ def test_siblings_scheduled_apart_are_rejected():
     assert {d.code for d in report.diagnostics if d.severity.value == "error"} == {"REDUCTION-GROUP"}
 
 
-def test_a_group_axis_on_a_welford_is_rejected():
+def _grouped_welford(group: int = 2):
+    """A row Welford of [M, N] grouped over `group` rows a block: [M / group (BIDx), group (Group), r, rTIDx]."""
     with tp.Fusion("welford_grouped_axis") as fusion:
         x = tp.make_tensor(["M", "N"], contiguity=True, dtype=tp.float32)
         fusion.add_input(x)
         for t in tp.welford(x, 1):
             fusion.add_output(t)
     avg = fusion.outputs[0]
-    avg.split(0, 2)
-    avg.split(2, 128)  # [M / 2 (BIDx), 2 (Group), r, rTIDx]
+    avg.split(0, group)
+    avg.split(2, 128)
     tp.propagate_transforms(avg)
     avg.axis(0).parallelize(tp.ParallelType.BIDx)
     avg.axis(1).parallelize(tp.ParallelType.Group)
     avg.axis(-1).parallelize(tp.ParallelType.TIDx)
     tp.parallelize_all_like(avg)
     tp.inline_most(fusion)
+    return fusion
+
+
+def test_a_group_axis_on_a_welford_combines_the_groups_states_together():
+    """Two rows a block grouped (nvFuser's GroupedGridWelford groups WelfordOps): accepted, run as the
+    unrolled loop of the rows' Welfords (a Group axis left of the reduction axes), each row's moments right."""
+    fusion = _grouped_welford()
     report = tp.verify(fusion)
+    assert report.ok, report.codes
+    ir = lower(fusion.snapshot(), TARGET, report.decisions).kernel
+    combines = [(n.elements, n.combine) for n in walk(ir.body) if isinstance(n, BlockReduce)]
+    assert combines == [(1, "welford")] * 2  # left of the reduction axes: an unrolled loop, a combine an index
+    x = np.random.default_rng(5).standard_normal((5, 300)) * 2 + 3
+    avg, var_sum, n = (np.asarray(g, dtype=np.float64) for g in run_kernel(ir, fusion, [x], {"M": 5, "N": 300}))
+    np.testing.assert_allclose(avg, x.mean(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(var_sum, ((x - x.mean(axis=1, keepdims=True)) ** 2).sum(axis=1), rtol=1e-5)
+    assert np.all(np.asarray(n) == 300)
+
+
+def test_a_welford_grouped_past_sixteen_reductions_is_rejected():
+    """A Welford counts once (its three outputs are one reduction): 17 rows grouped are 17 > 16."""
+    report = tp.verify(_grouped_welford(17))
     found = [d for d in report.diagnostics if d.code == "REDUCTION-GROUP-AXIS"]
-    assert found and f"{avg.name} axis 1 (" in found[0].message
-    assert "is a Welford output (welford_avg), whose states tileproof combines one index at a time" in found[0].message
+    assert found and "groups 17 reductions (1 grouped tensor(s) times the grouped extents)" in found[0].message
 
 
 def test_a_welford_accumulator_counts_three_values_a_register():

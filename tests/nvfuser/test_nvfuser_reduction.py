@@ -2,10 +2,11 @@
 
 The file holds grid allreduces (a sum over BIDx / BIDy broadcast back to every block), grouped
 reductions (groupReductions, ParallelType::Group), 1-D bulk (CpAsyncBulk) and 2-D TMA fed
-reductions, and the grid Welford allreduces GridAllreduceWelford1/2 (test_nvfuser_welford.py has the
-block Welfords and a grid Welford read in the last block). Skipped: the other Welford TESTs
-(FusedReductionBatchnorm, CrossIterationGroupedGridAllreduceWelford1/2/Shmoo: 4-D and grouped-Welford
-schedules not translated yet), GroupAllreduce5 (complex
+reductions, and the grid Welford allreduces GridAllreduceWelford1/2 and
+CrossIterationGroupedGridAllreduceWelford1/2 (test_nvfuser_welford.py has the block Welfords and a
+grid Welford read in the last block). Skipped: FusedReductionBatchnorm and
+CrossIterationGroupedGridAllreduceWelfordShmoo (4-D persistent batchnorm schedules, not translated
+yet), GroupAllreduce5 (complex
 dtypes), CrossEntropyGatherPattern (takeAlongAxis), and the TESTs that only run nvFuser's automatic
 schedulers (GeluBwdReduction, TensorRankLimit, TmaInnerReductionTest.Sum, TmaOuterReductionTest.Sum).
 """
@@ -648,10 +649,11 @@ def channels_last_batch_norm_like(persistent):
 
 # -- cross-iteration grouped grid allreduces (ParallelType::Group) -----------------------------
 
-def cross_iteration_grouped_grid_allreduce(splits, grouped_axes, grouped_exprs=False):
+def cross_iteration_grouped_grid_allreduce(splits, grouped_axes, grouped_exprs=False, welford=False):
     """Column allreduce T0 + broadcast(sum(T1, 0)) of [M, N]: rows [BIDy, TIDy{8}], columns
     [BIDx, TIDx, splits...]; the column axes `grouped_axes` of the sum on ParallelType::Group.
-    `grouped_exprs`: two such allreduces (of T0 + 1 and T0 + 2), grouped by groupReductions."""
+    `grouped_exprs`: two such allreduces (of T0 + 1 and T0 + 2), grouped by groupReductions;
+    `welford`: the column's mean (a Welford's avg) in place of its sum."""
     with tp.Fusion("cross_iteration_grouped_grid_allreduce") as fusion:
         t0 = symbolic_tensor(2)
         fusion.add_input(t0)
@@ -665,7 +667,7 @@ def cross_iteration_grouped_grid_allreduce(splits, grouped_axes, grouped_exprs=F
             fusion.add_output(tp.add(t4, t8))
         else:
             t1 = tp.set(t0)
-            t2 = tp.sum(t1, [0])
+            t2 = tp.welford(t1, [0]).avg if welford else tp.sum(t1, [0])
             fusion.add_output(tp.add(t0, tp.broadcast(t2, [True, False])))
     if grouped_exprs:
         tp.group_reductions([t2, t6])
@@ -950,6 +952,12 @@ CASES = [
          run=_run_allreduce([(99, 101), (1, 1), (64, 128)],
                             lambda torch, t0: [t0 + 1 + (t0 + 1).sum(0, keepdim=True)
                                                + t0 + 2 + (t0 + 2).sum(0, keepdim=True)])),
+    Case("ReductionTest.CrossIterationGroupedGridAllreduceWelford1",
+         lambda: cross_iteration_grouped_grid_allreduce([2, 32], [4], welford=True), VALID,
+         run=_run_allreduce([(99, 101), (1, 1), (64, 128)], lambda torch, t0: [t0 + t0.mean(0, keepdim=True)])),
+    Case("ReductionTest.CrossIterationGroupedGridAllreduceWelford2",
+         lambda: cross_iteration_grouped_grid_allreduce([2, 3, 16], [4, 5], welford=True), VALID,
+         run=_run_allreduce([(99, 129), (1, 1), (17, 200)], lambda torch, t0: [t0 + t0.mean(0, keepdim=True)])),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce4", cross_iteration_grouped_grid_allreduce_4, VALID,
          run=_run_allreduce([(99, 101), (1, 1), (64, 128)], _columns_plus_totals)),
     *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",
