@@ -24,6 +24,7 @@ from tileproof.codegen.lower import lower
 from tileproof.model.targets import get_target
 
 import rules.test_grid_welford as grid_rules
+from nvfuser.test_nvfuser_reduction import cross_iteration_grouped_grid_allreduce_welford_shmoo
 from nvfuser.test_nvfuser_welford import grid_welford_op
 from support.reduction_sim import Simulator, run_kernel
 from support.welford_schedules import grid_welford, grid_welford_read_everywhere
@@ -204,3 +205,16 @@ def test_random_grid_welford_allreduces_give_every_block_the_rows_moments(seed):
     (got,) = _simulate(fusion, x, {"M": m, "N": n})
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4 * max(1.0, np.abs(want).max()),
                                err_msg=f"{fusion.name} at M = {m}, N = {n}")
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 3, 64), (1, 1, 5, 32), (3, 2, 2, 100)], ids=str)
+def test_nvfusers_persistent_batch_norm_welford_gives_every_block_the_channels_moments(shape):
+    """CrossIterationGroupedGridAllreduceWelfordShmoo's schedule (tests/nvfuser/test_nvfuser_reduction.py)
+    at small tiles (TIDx 8, TIDy 4, vectors of 2, 2 rows a thread, 2 blocks of C): the rfactored Welford's
+    grouped allreduce over BIDy, x - mean + var_sum per channel of an NHWC tensor."""
+    fusion = cross_iteration_grouped_grid_allreduce_welford_shmoo(8, 4, 2, 2, 2)
+    x = np.random.default_rng(sum(shape)).standard_normal(shape)
+    (got,) = _simulate(fusion, x, {f"T0_{k}": v for k, v in enumerate(shape)})
+    mean = x.mean(axis=(0, 1, 2), keepdims=True)
+    want = x - mean + ((x - mean) ** 2).sum(axis=(0, 1, 2), keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -4,9 +4,9 @@ The file holds grid allreduces (a sum over BIDx / BIDy broadcast back to every b
 reductions (groupReductions, ParallelType::Group), 1-D bulk (CpAsyncBulk) and 2-D TMA fed
 reductions, and the grid Welford allreduces GridAllreduceWelford1/2 and
 CrossIterationGroupedGridAllreduceWelford1/2 (test_nvfuser_welford.py has the block Welfords and a
-grid Welford read in the last block). Skipped: FusedReductionBatchnorm and
-CrossIterationGroupedGridAllreduceWelfordShmoo (4-D persistent batchnorm schedules, not translated
-yet), GroupAllreduce5 (complex
+grid Welford read in the last block) and two instances of CrossIterationGroupedGridAllreduceWelfordShmoo
+(nvFuser's persistent batchnorm schedule). Skipped: FusedReductionBatchnorm (a split by the grid's
+size, NamedScalar::getParallelDim), GroupAllreduce5 (complex
 dtypes), CrossEntropyGatherPattern (takeAlongAxis), and the TESTs that only run nvFuser's automatic
 schedulers (GeluBwdReduction, TensorRankLimit, TmaInnerReductionTest.Sum, TmaOuterReductionTest.Sum).
 """
@@ -686,6 +686,58 @@ def cross_iteration_grouped_grid_allreduce(splits, grouped_axes, grouped_exprs=F
     return fusion
 
 
+def cross_iteration_grouped_grid_allreduce_welford_shmoo(tidx, tidy, vect, persistent, bidx):
+    """nvFuser's persistent outer grid Welford of batchnorm (CrossIterationGroupedGridAllreduceWelfordShmoo):
+    T9 = T1 - avg + var_sum over [N, H, W] of an NHWC [N, H, W, C], the reference avg merged [r(NHW), C],
+    r split [BIDy, Unswitch{1}, persistent, TIDy], C split [C / (vect tidx bidx), BIDx, TIDx, Vectorize],
+    sorted iteration axes first and rfactored over the serial ones (sortAndRFactor), the partials' vector
+    serial, the input cache's and output's vectorized, the final Welford's vector on Group, inlineMost.
+    Contiguous, with C % vect == 0 and the grid's sizes assumed (nvFuser checks them at launch)."""
+    with tp.Fusion("cross_iteration_grouped_grid_allreduce_welford_shmoo") as fusion:
+        t0 = tp.make_contig_tensor(4)
+        fusion.add_input(t0)
+        t1 = tp.set(t0)
+        avg, var_sum, _ = tp.welford(t1, [2, 1, 0])
+        t9 = tp.add(tp.sub(t1, tp.broadcast(avg, [True, True, True, False])),
+                    tp.broadcast(var_sum, [True, True, True, False]))
+        fusion.add_output(t9)
+    t9.cache_before()
+    fusion.assume(f"T0_3 % {vect} == 0")
+    fusion.assume(f"T0_0 * T0_1 * T0_2 <= {65535 * tidy * persistent}")  # gridDim.y = ceil(NHW / (tidy persistent))
+    fusion.assume("T0_3 <= 4096")
+    ref = avg
+    ref.merge(0).merge(0)  # [r(NHW), C]
+    ref.split(0, tidy)
+    ref.axis(1).parallelize(P.TIDy)
+    ref.split(0, persistent)
+    ref.split(0, 1)
+    ref.axis(1).parallelize(P.Unswitch)
+    ref.axis(0).parallelize(P.BIDy)  # [rBIDy, rUnswitch, r persistent, rTIDy, C]
+    ref.split(4, vect)
+    ref.axis(5).parallelize(P.Vectorize)
+    ref.split(4, tidx)
+    ref.axis(5).parallelize(P.TIDx)
+    ref.split(4, bidx)
+    ref.axis(5).parallelize(P.BIDx)  # [.., C / (vect tidx bidx), BIDx, TIDx, Vectorize]
+    ref.reorder({4: 0, 5: 1, 6: 2, 0: 3, 1: 4, 2: 5, 3: 6})  # sortAndRFactor: the iteration axes first
+    rf = ref.rfactor([4, 5])[0]  # the serial reduction axes (Unswitch, persistent); the siblings alike
+    tp.propagate_transforms(rf)
+    rf.axis(-1).parallelize(P.Serial)
+    rf.axis(4).parallelize(P.Serial)
+    tp.parallelize_all_like(rf)
+    t1.axis(-1).parallelize(P.Vectorize)
+    t9.axis(-1).parallelize(P.Vectorize)
+    ref.axis(-1).parallelize(P.Group)
+    rf.axis(4).parallelize(P.Unswitch)
+    tp.inline_most(fusion)
+    return fusion
+
+
+def _nhwc_batch_norm_like(torch, t0):
+    mean = t0.double().mean((0, 1, 2), keepdim=True)
+    return [(t0.double() - mean + ((t0.double() - mean) ** 2).sum((0, 1, 2), keepdim=True)).float()]
+
+
 def cross_iteration_grouped_grid_allreduce_4():
     """The allreduce scheduled on the sum: [N/64 (BIDx), 32 (TIDx), 2 (Group), M/8 (BIDy),
     8 (TIDy)], inlined most (the grouped axis stops the inlining)."""
@@ -958,6 +1010,10 @@ CASES = [
     Case("ReductionTest.CrossIterationGroupedGridAllreduceWelford2",
          lambda: cross_iteration_grouped_grid_allreduce([2, 3, 16], [4, 5], welford=True), VALID,
          run=_run_allreduce([(99, 129), (1, 1), (17, 200)], lambda torch, t0: [t0 + t0.mean(0, keepdim=True)])),
+    *[Case(f"ReductionTest.CrossIterationGroupedGridAllreduceWelfordShmoo/{tidx}_{tidy}_{vect}_{persistent}_{bidx}",
+           lambda p=(tidx, tidy, vect, persistent, bidx): cross_iteration_grouped_grid_allreduce_welford_shmoo(*p),
+           VALID, run=_run_allreduce([(256, 7, 7, 512), (8, 3, 3, 64), (128, 14, 14, 1024)], _nhwc_batch_norm_like))
+      for tidx, tidy, vect, persistent, bidx in ((8, 32, 2, 32, 4), (16, 16, 4, 32, 1))],
     Case("ReductionTest.CrossIterationGroupedGridAllreduce4", cross_iteration_grouped_grid_allreduce_4, VALID,
          run=_run_allreduce([(99, 101), (1, 1), (64, 128)], _columns_plus_totals)),
     *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",
