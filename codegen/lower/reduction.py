@@ -179,39 +179,22 @@ def _grid_combine(builder, tv: TensorView, r: ReductionLoops, acc: str, n: int, 
                                               f"{extent}", hint="")])
     g = grid_layout(r, builder.launch, env)
     leader = round_leader(tv).name  # a round's members share its leader's semaphores and last block
-    if is_welford(tv):
-        works = welford_work_names(leader)
-        writer = [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer]
-        over = ", ".join(p.value for p in r.blocks)
-        if is_allreduce(tv):  # every block combines, after a grid-wide barrier
-            return GridReduce(acc, n, r.dtype, "welford", 0.0, tuple(p in r.threads for p in THREAD_TYPES),
-                              SCRATCH if r.threads else None, works[0], semaphores_name(leader), g.slot, g.first,
-                              g.stride, g.ranks, g.semaphore, writer, g.reducer, g.reducers, f"tp_grid_last_{leader}",
-                              [], f"{tv.name}: the blocks combine their Welford states over {over} (Chan's formula) "
-                              f"after a grid-wide barrier; every block holds the total (an allreduce)",
-                              allreduce=True, rank=g.rank, welford_count=r.count_dtype, welford_work=works)
-        last = [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch]
-        return GridReduce(acc, n, r.dtype, "welford", 0.0, tuple(p in r.threads for p in THREAD_TYPES),
-                          SCRATCH if r.threads else None, works[0], semaphores_name(leader), g.slot, g.first,
-                          g.stride, g.ranks, g.semaphore, writer, g.reducer, g.reducers, f"tp_grid_last_{leader}", last,
-                          f"{tv.name}: the blocks combine their Welford states over {over} (Chan's formula); the "
-                          f"last to arrive holds the total", welford_count=r.count_dtype, welford_work=works)
-    if is_allreduce(tv):
-        return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
-                          SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(leader), g.slot, g.first,
-                          g.stride, g.ranks, g.semaphore,
-                          [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
-                          g.reducer, g.reducers, f"tp_grid_last_{leader}", [],
-                          f"{tv.name}: the blocks combine over {', '.join(p.value for p in r.blocks)} after a grid-wide "
-                          f"barrier; every block holds the total (an allreduce)", allreduce=True, rank=g.rank)
-    return GridReduce(acc, n, r.dtype, COMBINE[r.op_name], r.neutral, tuple(p in r.threads for p in THREAD_TYPES),
-                      SCRATCH if r.threads else None, work_name(tv.name), semaphores_name(leader), g.slot, g.first,
-                      g.stride, g.ranks, g.semaphore,
+    welford, allreduce = is_welford(tv), is_allreduce(tv)
+    over = ", ".join(p.value for p in r.blocks)
+    what = f"their Welford states over {over} (Chan's formula)" if welford else f"over {over}"
+    comment = (f"{tv.name}: the blocks combine {what} after a grid-wide barrier; every block holds the total (an "
+               f"allreduce)" if allreduce else f"{tv.name}: the blocks combine {what}; the last to arrive holds the total")
+    # an allreduce's blocks all combine: no last block, whose index a single writer would compare with
+    last = [] if allreduce else \
+        [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch]
+    works = welford_work_names(leader) if welford else (work_name(tv.name),)
+    return GridReduce(acc, n, r.dtype, "welford" if welford else COMBINE[r.op_name], 0.0 if welford else r.neutral,
+                      tuple(p in r.threads for p in THREAD_TYPES), SCRATCH if r.threads else None, works[0],
+                      semaphores_name(leader), g.slot, g.first, g.stride, g.ranks, g.semaphore,
                       [Cond(var(name), "==", value, "a writer of the partials") for name, value in g.writer],
-                      g.reducer, g.reducers, f"tp_grid_last_{leader}",
-                      [(last_block_name(tv, p), p.cuda_name, _grid_dim(p)) for p in r.blocks if p in builder.launch],
-                      f"{tv.name}: the blocks combine over {', '.join(p.value for p in r.blocks)}; the last to arrive "
-                      f"holds the total")
+                      g.reducer, g.reducers, f"tp_grid_last_{leader}", last, comment, allreduce=allreduce,
+                      rank=g.rank if allreduce else None, welford_count=r.count_dtype if welford else None,
+                      welford_work=works if welford else ())
 
 
 def _grid_dim(p: ParallelType) -> str:
