@@ -24,7 +24,7 @@ from tileproof.codegen.lower import lower
 from tileproof.model.targets import get_target
 
 import rules.test_grid_welford as grid_rules
-from nvfuser.test_nvfuser_reduction import cross_iteration_grouped_grid_allreduce_welford_shmoo
+from nvfuser.test_nvfuser_reduction import cross_iteration_grouped_grid_allreduce_welford_shmoo, fused_reduction_batchnorm
 from nvfuser.test_nvfuser_welford import grid_welford_op
 from support.reduction_sim import Simulator, run_kernel
 from support.welford_schedules import grid_welford, grid_welford_read_everywhere
@@ -218,3 +218,26 @@ def test_nvfusers_persistent_batch_norm_welford_gives_every_block_the_channels_m
     mean = x.mean(axis=(0, 1, 2), keepdims=True)
     want = x - mean + ((x - mean) ** 2).sum(axis=(0, 1, 2), keepdims=True)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(4, 4, 3, 3), (2, 6, 2, 5), (9, 3, 1, 3)], ids=str)
+def test_nvfusers_fused_reduction_batchnorm_updates_the_stats_and_normalizes(shape):
+    """FusedReductionBatchnorm's schedule (tests/nvfuser/test_nvfuser_reduction.py) with GX = GY = 2 (nvFuser's
+    LaunchParams(2, 2, ...)): the running stats' update and the normalized half x, against float64."""
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(np.float16)
+    w, b = rng.standard_normal(shape[1]).astype(np.float16), rng.standard_normal(shape[1]).astype(np.float16)
+    rm, rv = rng.standard_normal(shape[1]).astype(np.float32), rng.standard_normal(shape[1]).astype(np.float32)
+    sizes = {**{f"T0_{k}": v for k, v in enumerate(shape)}, "GX": 2, "GY": 2}
+    fusion = fused_reduction_batchnorm()
+    t13, t17, t29 = (np.asarray(g, dtype=np.float64)
+                     for g in run_kernel(_kernel(fusion), fusion, [x, w, b, rm, rv], sizes))
+    xd = x.astype(np.float64)
+    mean = xd.mean(axis=(0, 2, 3))
+    var_sum = ((xd - mean[None, :, None, None]) ** 2).sum(axis=(0, 2, 3))
+    inv = 1 / np.sqrt(var_sum * 0.5 + 1e-4)
+    per_channel = [v.astype(np.float64)[None, :, None, None] for v in (w, b)]
+    want = (xd - mean[None, :, None, None]) * inv[None, :, None, None] * per_channel[0] + per_channel[1]
+    np.testing.assert_allclose(t13, rm + mean * 0.1, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t17, rv + var_sum * 0.05, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(t29, want, rtol=2e-3, atol=2e-3 * max(1.0, np.abs(want).max()))

@@ -5,8 +5,8 @@ reductions (groupReductions, ParallelType::Group), 1-D bulk (CpAsyncBulk) and 2-
 reductions, and the grid Welford allreduces GridAllreduceWelford1/2 and
 CrossIterationGroupedGridAllreduceWelford1/2 (test_nvfuser_welford.py has the block Welfords and a
 grid Welford read in the last block) and two instances of CrossIterationGroupedGridAllreduceWelfordShmoo
-(nvFuser's persistent batchnorm schedule). Skipped: FusedReductionBatchnorm (a split by the grid's
-size, NamedScalar::getParallelDim), GroupAllreduce5 (complex
+(nvFuser's persistent batchnorm schedule), and FusedReductionBatchnorm (its splits by the grid's
+dimensions, NamedScalar::getParallelDim, as extents passed at launch). Skipped: GroupAllreduce5 (complex
 dtypes), CrossEntropyGatherPattern (takeAlongAxis), and the TESTs that only run nvFuser's automatic
 schedulers (GeluBwdReduction, TensorRankLimit, TmaInnerReductionTest.Sum, TmaOuterReductionTest.Sum).
 """
@@ -738,6 +738,80 @@ def _nhwc_batch_norm_like(torch, t0):
     return [(t0.double() - mean + ((t0.double() - mean) ** 2).sum((0, 1, 2), keepdim=True)).float()]
 
 
+def fused_reduction_batchnorm():
+    """nvFuser's FusedReductionBatchnorm (persistent batchnorm, a grid Welford allreduce): x [N, C, H, W]
+    half, weight and bias [C] half, running mean and var [C] float; the Welford over N, H, W; outputs the
+    running stats' update and the normalized half x. The input cache scheduled as nvFuser schedules tv0:
+    C split outer by gridDim.x and N by gridDim.y (NamedScalar::getParallelDim: here the extents GX and
+    GY, passed at launch as nvFuser's LaunchParams(2, 2, ...) gives them), N again by 8 twice, H W merged
+    and split [.., 1, 1, HW / 2, 2], reordered [GX, C / GX, GY, N', HW / 2, 8, 1, 8, 2, 1], propagated, the
+    Welford rfactored over its five inner axes, everything inlined at 2, and [BIDx, _, BIDy, TIDz, TIDx].
+    The sizes are bounded as nvFuser's launch checks them (a block of at most 4 x 128 threads)."""
+    with tp.Fusion("fused_reduction_batchnorm") as fusion:
+        t0 = symbolic_tensor(4, tp.float16)
+        t1, t2 = symbolic_tensor(1, tp.float16), symbolic_tensor(1, tp.float16)
+        t3, t4 = symbolic_tensor(1), symbolic_tensor(1)
+        for t in (t0, t1, t2, t3, t4):
+            fusion.add_input(t)
+        fusion.symbol("GX")
+        fusion.symbol("GY")
+        t5, t6, t7 = tp.cast(t0, tp.float32), tp.cast(t1, tp.float32), tp.cast(t2, tp.float32)
+        avg, var_sum, _ = tp.welford(t5, [0, 2, 3])
+        channels = [True, False, True, True]
+        t13 = tp.add(tp.mul(t3, 1.0), tp.mul(avg, 0.1))
+        t17 = tp.add(tp.mul(t4, 1.0), tp.mul(tp.mul(var_sum, 0.5), 0.1))
+        t22 = tp.rsqrt(tp.add(tp.mul(var_sum, 0.5), 0.0001))
+        t24 = tp.mul(tp.sub(t5, tp.broadcast(avg, channels)), tp.broadcast(t22, channels))
+        t28 = tp.add(tp.mul(t24, tp.broadcast(t6, channels)), tp.broadcast(t7, channels))
+        t29 = tp.cast(t28, tp.float16)
+        for t in (t13, t17, t29):
+            fusion.add_output(t)
+    for a in ("T0_0 <= 256", "T0_2 * T0_3 <= 256", "GX <= 65535", "GY <= 65535"):
+        fusion.assume(a)
+    x = [t.cache_after() for t in (t0, t1, t2, t3, t4)][0]
+    for t in (t13, t17, t29):
+        t.cache_before()
+    x.split(1, "GX", inner_split=False)
+    x.split(0, "GY", inner_split=False)
+    x.split(1, 8, inner_split=False)
+    x.split(2, 8, inner_split=False)
+    x.merge(-2, -1)
+    x.split(-1, 2)
+    x.split(-2, 1, inner_split=False)
+    x.split(-2, 1, inner_split=False)
+    x.reorder({4: 0, 5: 1, 0: 2, 3: 3, 8: 4, 1: 5, 7: 6, 2: 7, 9: 8, 6: 9})
+    tp.propagate_transforms(x)
+    avg.rfactor([-5, -4, -3, -2, -1])
+    tp.inline_all_at(t29, 2)
+    for k, kind in ((0, P.BIDx), (2, P.BIDy), (3, P.TIDz), (4, P.TIDx)):
+        t29.axis(k).parallelize(kind)
+    tp.parallelize_all_like(t29)
+    return fusion
+
+
+def _batchnorm_reference(torch, x, w, b, rm, rv):
+    xd = x.double()
+    mean = xd.mean((0, 2, 3))
+    var_sum = xd.var((0, 2, 3), unbiased=False) * (x.numel() // x.shape[1])
+    inv = torch.rsqrt(var_sum * 0.5 + 0.0001)
+    out = ((xd - mean[None, :, None, None]) * inv[None, :, None, None] * w.double()[None, :, None, None]
+           + b.double()[None, :, None, None])
+    return rm.double() + mean * 0.1, rv.double() + var_sum * 0.5 * 0.1, out
+
+
+def _run_batchnorm(shapes, grid=(2, 2)):
+    """A run at each [N, C, H, W] with GX, GY = `grid` (nvFuser's LaunchParams(2, 2, ...)) against float64."""
+    def run(kernel, torch):
+        for shape in shapes:
+            x = torch.randn(*shape, device="cuda").half()
+            w, b = torch.randn(shape[1], device="cuda").half(), torch.randn(shape[1], device="cuda").half()
+            rm, rv = torch.randn(shape[1], device="cuda"), torch.randn(shape[1], device="cuda")
+            outs = kernel.run(x, w, b, rm, rv, GX=grid[0], GY=grid[1])
+            for got, want in zip(outs, _batchnorm_reference(torch, x, w, b, rm, rv)):
+                torch.testing.assert_close(got.double(), want, rtol=2e-3, atol=2e-3 * max(1.0, want.abs().max().item()))
+    return run
+
+
 def cross_iteration_grouped_grid_allreduce_4():
     """The allreduce scheduled on the sum: [N/64 (BIDx), 32 (TIDx), 2 (Group), M/8 (BIDy),
     8 (TIDy)], inlined most (the grouped axis stops the inlining)."""
@@ -1014,6 +1088,8 @@ CASES = [
            lambda p=(tidx, tidy, vect, persistent, bidx): cross_iteration_grouped_grid_allreduce_welford_shmoo(*p),
            VALID, run=_run_allreduce([(256, 7, 7, 512), (8, 3, 3, 64), (128, 14, 14, 1024)], _nhwc_batch_norm_like))
       for tidx, tidy, vect, persistent, bidx in ((8, 32, 2, 32, 4), (16, 16, 4, 32, 1))],
+    Case("ReductionTest.FusedReductionBatchnorm", fused_reduction_batchnorm, VALID,
+         run=_run_batchnorm([(256, 2048, 14, 14), (4, 4, 3, 3), (130, 6, 5, 7)])),
     Case("ReductionTest.CrossIterationGroupedGridAllreduce4", cross_iteration_grouped_grid_allreduce_4, VALID,
          run=_run_allreduce([(99, 101), (1, 1), (64, 128)], _columns_plus_totals)),
     *[Case(f"TmaInnerReductionManualTest.Basic/ndim_{ndims}_inner_size_{inner}",
