@@ -148,29 +148,8 @@ def test_a_serial_replayed_loop_over_whole_rows_runs_right(threads):
 
 
 def _split_again(shape=None):
-    """refine_cache_policy with b2's vector of 4 split again into 2 x Vectorize{2} (symbolic by
-    default, with its assumptions)."""
-    with tp.Fusion("split_again") as fusion:
-        a = tp.make_contig_tensor(2) if shape is None else tp.make_contig_concrete_tensor(list(shape))
-        b = tp.make_contig_tensor(1) if shape is None else tp.make_contig_concrete_tensor([shape[1]])
-        fusion.add_input(a)
-        fusion.add_input(b)
-        a2, b2 = tp.set(a), tp.set(b)
-        c2 = tp.set(tp.add(a2, tp.broadcast(b2, [True, False])))
-        fusion.add_output(c2)
-    if shape is None:
-        fusion.assume("T0_1 % 4 == 0")
-        fusion.assume("T0_0 * T0_1 <= 2147483647")
-    a2.merge(0).split(0, 4).split(0, 32)
-    tp.propagate_transforms(a2)
-    a2.axis(0).parallelize(P.BIDx)
-    a2.axis(1).parallelize(P.TIDx)
-    a2.axis(2).parallelize(P.Vectorize)
-    c2.axis(2).parallelize(P.Vectorize)
-    b2.split(2, 2)  # [I1/4/32, 32, 2, Vectorize{2}]: the vector of 4 split further, past the shared loops
-    b2.axis(3).parallelize(P.Vectorize)
-    tp.inline_most(fusion)
-    return fusion
+    """refine_cache_policy with b2's vector of 4 split again into 2 x Vectorize{2}."""
+    return refine_cache_policy(shape, split_vector=True)
 
 
 def test_a_vector_split_again_replays_the_id_its_loops_split():

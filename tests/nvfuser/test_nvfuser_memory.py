@@ -121,11 +121,12 @@ def load_cache(cache_op_name):
     return fusion
 
 
-def refine_cache_policy(shape=None):
+def refine_cache_policy(shape=None, split_vector: bool = False):
     """MemoryTest.RefineCachePolicy: refineCachePolicy makes the streaming load of a ld.global.cs
     and the broadcast one ld.global.ca; written here as the cache ops the pass sets. b2 is
     promoted to c's loops, its vector replayed on merge(I0, I1) (execution/promotion.py).
-    `shape`: concrete [I0, I1] (no assumptions), symbolic by default."""
+    `shape`: concrete [I0, I1] (no assumptions), symbolic by default. `split_vector`: b2's vector of 4
+    split again into [2, Vectorize{2}] (its loops past the shared ones, tests/execution/test_promotion_replay.py)."""
     with tp.Fusion("refine_cache_policy") as fusion:
         a = tp.make_contig_tensor(2) if shape is None else tp.make_contig_concrete_tensor(list(shape))
         b = tp.make_contig_tensor(1) if shape is None else tp.make_contig_concrete_tensor([shape[1]])
@@ -144,7 +145,11 @@ def refine_cache_policy(shape=None):
     a2.axis(0).parallelize(P.BIDx)
     a2.axis(1).parallelize(P.TIDx)
     a2.axis(2).parallelize(P.Vectorize)
-    b2.axis(2).parallelize(P.Vectorize)
+    if split_vector:
+        b2.split(2, 2)
+        b2.axis(3).parallelize(P.Vectorize)
+    else:
+        b2.axis(2).parallelize(P.Vectorize)
     c2.axis(2).parallelize(P.Vectorize)
     tp.inline_most(fusion)
     return fusion

@@ -48,6 +48,19 @@ def last_pow2(n):
 
 # -- grid allreduces ---------------------------------------------------------------------------
 
+def _over_blocks_of_128(ref, axis: int, serial_rows: bool = False) -> None:
+    """nvFuser's usual grid schedule of these TESTs: ref's `axis` split by 128, propagated, the outer
+    part on BIDx and the 128 on TIDx, parallelized alike (`serial_rows`: first everything inlined at
+    the row loop, tv0->computeAt(ref, 1))."""
+    ref.split(axis, 128)
+    tp.propagate_transforms(ref)
+    if serial_rows:
+        tp.inline_all_at(ref, 1)
+    ref.axis(axis).parallelize(P.BIDx)
+    ref.axis(axis + 1).parallelize(P.TIDx)
+    tp.parallelize_all_like(ref)
+
+
 def grid_allreduce_1():
     """T3 = T0 + broadcast(sum(T0)), [N] split [BIDy, unswitch, BIDx{4}, TIDx{128}]: the sum runs
     over the whole grid; T1's unswitch axis."""
@@ -99,12 +112,7 @@ def grid_allreduce_3():
         t2 = tp.broadcast(t1, [False, True])
         t3 = tp.add(t0, t2)
         fusion.add_output(t3)
-    t3.split(1, 128)
-    tp.propagate_transforms(t3)
-    tp.inline_all_at(t3, 1)  # tv0->computeAt(tv3, 1)
-    t3.axis(1).parallelize(P.BIDx)
-    t3.axis(2).parallelize(P.TIDx)
-    tp.parallelize_all_like(t3)
+    _over_blocks_of_128(t3, 1, serial_rows=True)  # tv0->computeAt(tv3, 1)
     return fusion
 
 
@@ -118,11 +126,7 @@ def grid_allreduce_welford_1():
         avg, var_sum, _ = tp.welford(t0, [0])
         t5 = tp.add(tp.add(t0, tp.broadcast(avg, [True])), tp.broadcast(var_sum, [True]))
         fusion.add_output(t5)
-    t5.split(0, 128)
-    tp.propagate_transforms(t5)
-    t5.axis(0).parallelize(P.BIDx)
-    t5.axis(1).parallelize(P.TIDx)
-    tp.parallelize_all_like(t5)
+    _over_blocks_of_128(t5, 0)
     return fusion
 
 
@@ -135,12 +139,7 @@ def grid_allreduce_welford_2():
         avg, _, _ = tp.welford(t0, [1])
         t3 = tp.add(t0, tp.broadcast(avg, [False, True]))
         fusion.add_output(t3)
-    t3.split(1, 128)
-    tp.propagate_transforms(t3)
-    tp.inline_all_at(t3, 1)  # tv0->computeAt(tv3, 1)
-    t3.axis(1).parallelize(P.BIDx)
-    t3.axis(2).parallelize(P.TIDx)
-    tp.parallelize_all_like(t3)
+    _over_blocks_of_128(t3, 1, serial_rows=True)  # tv0->computeAt(tv3, 1)
     return fusion
 
 
@@ -154,11 +153,7 @@ def grid_allreduce_4():
         t3 = tp.broadcast(t2, [True])
         t4 = tp.add(t0, t3)
         fusion.add_output(t4)
-    t4.split(0, 128)
-    tp.propagate_transforms(t4)
-    t4.axis(0).parallelize(P.BIDx)
-    t4.axis(1).parallelize(P.TIDx)
-    tp.parallelize_all_like(t4)
+    _over_blocks_of_128(t4, 0)
     return fusion
 
 
@@ -177,11 +172,7 @@ def grid_allreduce_5():
         fusion.add_input(t5)
         t6 = tp.set(t5)
         fusion.add_output(t6)
-    t4.split(1, 128)
-    tp.propagate_transforms(t4)
-    t4.axis(1).parallelize(P.BIDx)
-    t4.axis(2).parallelize(P.TIDx)
-    tp.parallelize_all_like(t4)
+    _over_blocks_of_128(t4, 1)
     t6.axis(0).parallelize(P.BIDy)
     t6.axis(1).parallelize(P.BIDx)
     fusion.assume("T5_0 <= 65535")  # gridDim.y: nvFuser checks the grid at launch
@@ -420,11 +411,7 @@ def group_allreduce_1():
         t6 = tp.add(t5, t4)
         fusion.add_output(t6)
     tp.group_reductions([t1, t3])
-    t2.split(0, 128)
-    tp.propagate_transforms(t2)
-    t2.axis(0).parallelize(P.BIDx)
-    t2.axis(1).parallelize(P.TIDx)
-    tp.parallelize_all_like(t2)
+    _over_blocks_of_128(t2, 0)
     return fusion
 
 
@@ -468,11 +455,7 @@ def group_allreduce_3():
         for t in (t3, t6, t9):
             fusion.add_output(t)
     tp.group_reductions([t1, t4, t7])
-    t1.split(0, 128)
-    tp.propagate_transforms(t1)
-    t1.axis(0).parallelize(P.BIDx)
-    t1.axis(1).parallelize(P.TIDx)
-    tp.parallelize_all_like(t1)
+    _over_blocks_of_128(t1, 0)
     return fusion
 
 
@@ -491,11 +474,7 @@ def group_allreduce_4():
         fusion.add_output(total)
     tp.group_reductions(reductions)
     reduction = reductions[0]
-    reduction.split(0, 128)
-    tp.propagate_transforms(reduction)
-    reduction.axis(0).parallelize(P.BIDx)
-    reduction.axis(1).parallelize(P.TIDx)
-    tp.parallelize_all_like(reduction)
+    _over_blocks_of_128(reduction, 0)
     return fusion
 
 
