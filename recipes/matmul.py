@@ -44,7 +44,8 @@ import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
-from .matmul_heuristic import BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, Choice, MatmulConfig, balanced_grid, candidates, choose
+from .matmul_heuristic import (BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, Choice, MatmulConfig, balanced_grid, candidates,
+                               choose, shape_group)
 from .params import Epilogue, EpilogueOps, GridOrder
 from .split_k import SplitKParams, split_k_grid, split_k_operands, split_k_partials, split_k_sum
 
@@ -94,7 +95,7 @@ def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: s
                   sms: int = SMS, shape: tuple[int, int, int] | None = None,
                   ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams | SplitKParams:
     """The recipe's parameters for a configuration of matmul_heuristic.py: SCHEDULE's (params_for)
-    with its tile, stages, registers, cluster and group and a persistent grid of `sms` blocks (at a
+    with its tile, stages, registers, cluster and group (at a shape: shape_group's) and a persistent grid of `sms` blocks (at a
     `shape` (M, N, K), balanced_grid's blocks over the shape's tiles), `ops` fused; split-K's
     partials kernel (no grid order, cluster or epilogue: its sum kernel fuses the ops), or its one
     kernel's (grid_reduce: the stages without warp specialization, which a grid combine excludes)."""
@@ -106,9 +107,10 @@ def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: s
         pipeline = TmaPipeline(stages=config.stages, prefetch=config.prefetch)
     if config.split_k:
         return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=a_major), b=Operand(major=b_major))
-    blocks = sms if shape is None else balanced_grid(shape[:2], config.tile, config.group, sms, config.cluster)
+    group = config.group if shape is None else shape_group(config, shape[0])
+    blocks = sms if shape is None else balanced_grid(shape[:2], config.tile, group, sms, config.cluster)
     return dataclasses.replace(params_for(a_major, b_major, out_dtype, ops), tile=tile, pipeline=pipeline,
-                               grid=GridOrder(group=config.group, persistent=blocks),
+                               grid=GridOrder(group=group, persistent=blocks),
                                cluster=Cluster(size=config.cluster))
 
 
@@ -386,8 +388,9 @@ class Matmul:
         out_bytes = getattr(tp, self.out_dtype).bytes
         if self.config is None:
             return choose(m, n, k, a_major=a_major, b_major=b_major, sms=sms, out_bytes=out_bytes,
-                          configs=tuple(c for c in self.configs if c in CONFIGS))
-        admitted = candidates(self.config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes)
+                          configs=tuple(c for c in self.configs if c in CONFIGS), specialize=self.specialize)
+        admitted = candidates(self.config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes,
+                              specialize=self.specialize)
         if not admitted:
             raise tp.InputError(f"matmul: configuration {self.config.name} does not take M = {m}, N = {n}, K = {k} "
                                 f"(split-K needs K a multiple of 8 x its splits, each at least 256 long; in one "

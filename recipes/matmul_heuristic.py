@@ -152,6 +152,14 @@ def admits(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, a_majo
                for major, extent in ((a_major, m), (b_major, n)) if major == "MN")
 
 
+def shape_group(config: MatmulConfig, m: int) -> int:
+    """A persistent configuration's group at M: its group, or where M has fewer tiles, those
+    tiles rounded up to the cluster (a group of 16 over M's 2 tiles would pad them with 14 empty
+    ones, 8 times the slots: 256 x 8192 x 8192 on 128 x 128 tiles)."""
+    tiles = _cdiv(m, config.tile[0])
+    return min(config.group, _cdiv(tiles, config.cluster) * config.cluster)
+
+
 def balanced_grid(shape, block, group: int, sms: int = PEAK_SMS, cluster: int = 1) -> int:
     """A persistent grid at M x N (`shape`) for `block` tiles taken in groups of `group` M tiles: as
     few steps as `sms` blocks take over the grouped tiles (those past M in the last group included),
@@ -165,12 +173,15 @@ def balanced_grid(shape, block, group: int, sms: int = PEAK_SMS, cluster: int = 
 
 
 def estimate(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, *, sms: int = PEAK_SMS,
-             out_bytes: int = 2) -> float:
-    """The model's seconds for `config` with `splits` K slices at M x N x K (see the module's text)."""
+             out_bytes: int = 2, specialize: bool = True) -> float:
+    """The model's seconds for `config` with `splits` K slices at M x N x K (see the module's text);
+    a persistent grid's group is shape_group's where the kernel is compiled at the shape
+    (`specialize`), the configuration's own in a shape class's kernel."""
     bm, bn = config.tile
     mo, no = _cdiv(m, bm), _cdiv(n, bn)
     if config.persistent:
-        slots = _cdiv(mo, config.group) * config.group * no
+        group = shape_group(config, m) if specialize else config.group
+        slots = _cdiv(mo, group) * group * no
         blocks = sms - sms % config.cluster
     else:
         slots = mo * no * splits
@@ -205,12 +216,13 @@ def candidates(config: MatmulConfig, m: int, n: int, k: int, a_major: str = "K",
 
 
 def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sms: int = PEAK_SMS,
-           out_bytes: int = 2, configs=CONFIGS) -> Choice:
+           out_bytes: int = 2, configs=CONFIGS, specialize: bool = True) -> Choice:
     """The configuration (and splits) of least estimated time among `configs` that admit the
     shape; ties go to the earlier configuration (the wide tile first)."""
     best = None
     for config in configs:
-        for choice in candidates(config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes):
+        for choice in candidates(config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes,
+                                 specialize=specialize):
             if best is None or choice.seconds < best.seconds:
                 best = choice
     if best is None:
@@ -220,4 +232,4 @@ def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sm
 
 
 __all__ = ["BY_NAME", "CONFIGS", "ONE_KERNEL_SPLIT_K", "Choice", "MatmulConfig", "WIDE", "admits", "balanced_grid", "candidates", "choose",
-           "estimate"]
+           "estimate", "shape_group"]

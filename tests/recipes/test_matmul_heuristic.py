@@ -16,7 +16,7 @@ from tileproof.model.fingerprint import fingerprint
 from tileproof.recipes import HopperGemmParams, HopperTile, Matmul, hopper_gemm
 from tileproof.recipes.matmul import config_fusions, config_params, matmul
 from tileproof.recipes.matmul_heuristic import (BY_NAME, CONFIGS, WIDE, MatmulConfig, admits, balanced_grid,
-                                                candidates, choose, estimate)
+                                                candidates, choose, estimate, shape_group)
 from tileproof.recipes.split_k import SplitKParams, split_k_operands, split_k_partials
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -35,9 +35,27 @@ def test_large_shapes_take_the_wide_persistent_tile(shape):
 
 
 def test_few_m_tiles_take_a_small_group():
-    """M = 512 is 4 tiles of 128: groups of 16 would run 12 empty tiles per N tile."""
+    """M = 512 is 4 tiles of 128: groups of 16 would run 12 empty tiles per N tile. A kernel compiled
+    at the shape takes groups of M's 4 tiles (shape_group); a shape class's kernel, whose M is
+    symbolic, keeps its configuration's group, so its choice is the configuration of pairs."""
     choice = choose(512, 8192, 8192)
-    assert (choice.config.tile, choice.config.group, choice.splits) == ((128, 256), 2, 1)
+    assert (choice.config.tile, shape_group(choice.config, 512), choice.splits) == ((128, 256), 4, 1)
+    assert config_params(choice.config, "K", "K", "bfloat16", shape=(512, 8192, 8192)).grid.group == 4
+    assert config_params(choice.config, "K", "K", "bfloat16").grid.group == 16
+    symbolic = choose(512, 8192, 8192, specialize=False)
+    assert (symbolic.config.tile, symbolic.config.group, symbolic.splits) == ((128, 256), 2, 1)
+
+
+def test_the_group_clamped_to_m_s_tiles_makes_one_wave_of_128_by_128_tiles():
+    """256 x 8192 x 8192 (H200: 0.86 of cuBLAS with split-K, 0.94-0.95 this way): 2 x 64 tiles of
+    128 x 128 in groups of M's 2 tiles are 128 slots, one round on 132 SMs, the whole K a tile; in
+    the configuration's groups of 16 they would be 1024 slots. The group rounds up to the cluster."""
+    small = BY_NAME["128x128_persistent_group_16_cluster_2"]
+    assert shape_group(small, 256) == 2 and shape_group(small, 100) == 2 and shape_group(small, 4096) == 16
+    assert estimate(small, 256, 8192, 8192, specialize=False) == pytest.approx(
+        8 * estimate(small, 256, 8192, 8192), rel=0.01)
+    assert choose(256, 8192, 8192).config is small
+    assert balanced_grid((256, 8192), small.tile, shape_group(small, 256), 132, small.cluster) == 128
 
 
 @pytest.mark.parametrize("shape", [(1024, 1024, 16384), (512, 512, 32768), (16, 4096, 4096), (128, 8192, 8192)])
@@ -69,8 +87,9 @@ def test_the_wave_quantization_counts_rounds_of_tiles():
     two = estimate(pairs, 1024, 8192, 8192, sms=128)
     assert two == pytest.approx(estimate(pairs, 1024, 8192, 8192, sms=132))
     assert estimate(pairs, 1024, 8192, 8192, sms=127) == pytest.approx(1.5 * two)
-    assert estimate(WIDE, 1024, 8192, 8192, sms=128) == pytest.approx(2 * two)
-    assert choose(1024, 8192, 8192).config is pairs
+    assert estimate(WIDE, 1024, 8192, 8192, sms=128, specialize=False) == pytest.approx(2 * two)
+    assert estimate(WIDE, 1024, 8192, 8192, sms=128) == pytest.approx(two)  # groups of M's 8 tiles
+    assert choose(1024, 8192, 8192, specialize=False).config is pairs
 
 
 def test_configurations_check_their_fields():
@@ -116,7 +135,7 @@ def test_every_configuration_verifies_and_compiles_at_a_shape(config):
     if config.split_k:
         assert grid == (-(-1000 // config.tile[0]), 2048 // config.tile[1], splits)
     else:
-        assert grid == (balanced_grid((1000, 2048), config.tile, config.group, cluster=config.cluster), 1, 1)
+        assert grid == (balanced_grid((1000, 2048), config.tile, shape_group(config, 1000), cluster=config.cluster), 1, 1)
 
 
 def test_the_entry_compiles_per_shape_and_keeps_the_least_recently_used(monkeypatch):
