@@ -153,11 +153,13 @@ def admits(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, a_majo
 
 
 def shape_group(config: MatmulConfig, m: int) -> int:
-    """A persistent configuration's group at M: its group, or where M has fewer tiles, those
-    tiles rounded up to the cluster (a group of 16 over M's 2 tiles would pad them with 14 empty
-    ones, 8 times the slots: 256 x 8192 x 8192 on 128 x 128 tiles)."""
+    """A persistent configuration's group at M: the largest multiple of the cluster up to its
+    group that pads M's tiles to the fewest slots (a group of 16 over M's 2 tiles would pad them
+    with 14 empty ones, 8 times the slots: 256 x 8192 x 8192 on 128 x 128 tiles; over 30 tiles,
+    with 2: a group of 10 pads none)."""
     tiles = _cdiv(m, config.tile[0])
-    return min(config.group, _cdiv(tiles, config.cluster) * config.cluster)
+    groups = range(config.cluster, config.group + 1, config.cluster)
+    return min(groups, key=lambda g: (_cdiv(tiles, g) * g, -g))
 
 
 def balanced_grid(shape, block, group: int, sms: int = PEAK_SMS, cluster: int = 1) -> int:
