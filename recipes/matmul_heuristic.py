@@ -220,8 +220,13 @@ def candidates(config: MatmulConfig, m: int, n: int, k: int, a_major: str = "K",
 def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sms: int = PEAK_SMS,
            out_bytes: int = 2, configs=CONFIGS, specialize: bool = True) -> Choice:
     """The configuration (and splits) of least estimated time among `configs` that admit the
-    shape; ties go to the earlier configuration (the wide tile first)."""
+    shape; ties go to the earlier configuration (the wide tile first). At M <= 64 only the 64-row
+    tiles where one admits: a 128-row tile's second warpgroup computes rows past M alone (H200,
+    16 x 4096 x 4096, five runs: 64 x 256 split-K 0.87-0.88 of cuBLAS, 128 x 128 split-K
+    0.84-0.85, the estimate's memory-bound times a few percent apart)."""
     best = None
+    if m <= 64:
+        configs = tuple(c for c in configs if c.tile[0] <= 64) or configs
     for config in configs:
         for choice in candidates(config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes,
                                  specialize=specialize):

@@ -58,7 +58,7 @@ def test_the_group_clamped_to_m_s_tiles_makes_one_wave_of_128_by_128_tiles():
     assert balanced_grid((256, 8192), small.tile, shape_group(small, 256), 132, small.cluster) == 128
 
 
-@pytest.mark.parametrize("shape", [(1024, 1024, 16384), (512, 512, 32768), (16, 4096, 4096), (128, 8192, 8192)])
+@pytest.mark.parametrize("shape", [(1024, 1024, 16384), (512, 512, 32768), (128, 8192, 8192)])
 def test_few_tiles_with_a_long_k_split_k(shape):
     m, n, k = shape
     choice = choose(m, n, k)
@@ -104,8 +104,11 @@ def test_decode_shapes_take_the_64_row_tile_or_split_k():
     has tiles enough for the SMs, else K's splits multiply the blocks."""
     assert choose(64, 28672, 4096).config is BY_NAME["64x256_persistent"]
     decode = choose(16, 4096, 4096)
-    assert decode.config.split_k and decode.splits >= 4
+    assert decode.config is BY_NAME["64x256_split_k"] and decode.splits >= 4
     assert BY_NAME["64x256_persistent"].registers == (40, 256)
+    assert choose(65, 4096, 4096).config.tile[0] == 128  # past 64 rows the 128-row tiles compete again
+    only_wide = choose(16, 4096, 4096, configs=(WIDE,))  # no 64-row tile among them: the 128-row ones run
+    assert only_wide.config is WIDE
 
 
 def test_the_balanced_grid_takes_the_fewest_steps_with_the_fewest_blocks():
