@@ -104,6 +104,10 @@ CONFIGS = (
                  registers=(40, 256)),
     MatmulConfig(name="64x256_split_k", tile=(64, 256), stages=4, prefetch=2, persistent=False, split_k=True,
                  efficiency=0.6, registers=(40, 256)),
+    # few rows and a long K without split-K's partials: 128 x 8192 x 8192 is 2 x 64 tiles of 64 x 128, one
+    # round, the cluster's two M tiles sharing each B tile (multicast); deep stages for B's stream
+    MatmulConfig(name="64x128_persistent_group_2_cluster_2", tile=(64, 128), stages=8, prefetch=6, cluster=2,
+                 group=2, efficiency=0.6, registers=(40, 256)),
 )
 # split-K in one kernel: the slices combined by a grid reduction, no second launch. Verified, correct on
 # the GPU, and forced by name only (config=...): on an H200 they ran 0.25-0.43 of cuBLAS where the

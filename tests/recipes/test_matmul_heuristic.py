@@ -58,7 +58,7 @@ def test_the_group_clamped_to_m_s_tiles_makes_one_wave_of_128_by_128_tiles():
     assert balanced_grid((256, 8192), small.tile, shape_group(small, 256), 132, small.cluster) == 128
 
 
-@pytest.mark.parametrize("shape", [(1024, 1024, 16384), (512, 512, 32768), (128, 8192, 8192)])
+@pytest.mark.parametrize("shape", [(1024, 1024, 16384), (512, 512, 32768)])
 def test_few_tiles_with_a_long_k_split_k(shape):
     m, n, k = shape
     choice = choose(m, n, k)
@@ -67,6 +67,14 @@ def test_few_tiles_with_a_long_k_split_k(shape):
     tiles = -(-m // bm) * -(-n // bn)
     assert tiles < 132 <= 2 * tiles * choice.splits  # the splits fill the SMs (to within a factor of two)
     assert choice.seconds < min(estimate(c, m, n, k) for c in CONFIGS if not c.split_k)
+
+
+def test_few_rows_take_64_row_tiles_in_clusters_rather_than_split_k():
+    """128 x 8192 x 8192: 2 x 64 tiles of 64 x 128 are one round on 132 SMs with the whole K a
+    tile and no partials (H200: 1.0 of cuBLAS, where split-K's partials ran 0.91)."""
+    choice = choose(128, 8192, 8192)
+    assert choice.config is BY_NAME["64x128_persistent_group_2_cluster_2"] and choice.splits == 1
+    assert choice.seconds < min(c.seconds for c in candidates(SPLIT_128, 128, 8192, 8192))
 
 
 def test_split_counts_follow_the_kernels_assumptions():
