@@ -1,7 +1,7 @@
 """Forward attention on the GPU: tileproof against PyTorch's scaled_dot_product_attention with the
 cuDNN and the flash backends, in one process (issue 36).
 
-    python3 benchmarks/attention.py [--out FILE] [--rep-ms MS]   # a GPU, torch and triton (do_bench)
+    python3 benchmarks/attention.py [--out FILE] [--rep-ms MS] [--shapes I,..] [--configs NAME,..]
 
 bfloat16 q [B, Hq, S, D], k and v [B, Hkv, S, D]; FLOPs 4 B Hq S^2 D, half that for causal shapes
 (SDPA's is_causal; tileproof runs AttentionTile(causal=True): the mask is a predicate of the query
@@ -105,8 +105,9 @@ def checked(torch, got, want) -> dict:
     return {"ok": True, "rel_err": round(err, 5)}
 
 
-def shape_job(torch, shape, rep_ms: int) -> dict:
-    """One shape (B, Hq, Hkv, S, D[, causal]): each peer and each tileproof configuration, checked then timed."""
+def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
+    """One shape (B, Hq, Hkv, S, D[, causal]): each peer and each tileproof configuration (of `only`'s
+    names where given), checked then timed."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
@@ -157,7 +158,8 @@ def shape_job(torch, shape, rep_ms: int) -> dict:
 
     configs: dict = {}
     for name, key_tile, options in CONFIGS:
-        attempt(configs, name, config_job(key_tile, options))
+        if only is None or name in only:
+            attempt(configs, name, config_job(key_tile, options))
     res["tileproof_configs"] = configs
     timed_ones = {n: c for n, c in configs.items() if "ms" in c}
     best = min(timed_ones, key=lambda n: timed_ones[n]["ms"], default=None)
@@ -185,7 +187,11 @@ def main(argv=None) -> int:
                                   "--shapes, <machine>_<the shapes>.json)")
     ap.add_argument("--rep-ms", type=int, default=200)
     ap.add_argument("--shapes", help="only these SHAPES, by index (comma-separated; default all)")
+    ap.add_argument("--configs", help="only these CONFIGS, by name (comma-separated; default all)")
     args = ap.parse_args(argv)
+    only = set(args.configs.split(",")) if args.configs else None
+    if only and only - {name for name, _, _ in CONFIGS}:
+        ap.error(f"--configs: no configuration named {', '.join(sorted(only - {n for n, _, _ in CONFIGS}))}")
     import torch
 
     if not torch.cuda.is_available():
@@ -199,7 +205,7 @@ def main(argv=None) -> int:
     picked = [SHAPES[int(k)] for k in args.shapes.split(",")] if args.shapes else SHAPES
     for shape in picked:
         key = shape_key(shape)
-        attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms))
+        attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms, only))
         print(key, {w: results["shapes"][key].get(w, {}).get("tflops") for w in ("cudnn", "flash", "tileproof")},
               flush=True)
     variant = results_variant([shape_key(s) for s in picked]) if args.shapes else ""
