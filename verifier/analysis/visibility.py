@@ -420,13 +420,15 @@ def check_claims(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
             for claim in claims:
                 if claim.code != code:
                     continue
-                if claim.premise and any(_failed(ctx, op, k, c) for c in claims if c.code != code):
-                    continue  # the block claim failed: report that cause alone
+                if claim.premise and any(_disproved(ctx, op, k, c) for c in claims
+                                         if c.code != code and (ctx.running is None or c.code in ctx.running)):
+                    continue  # the block claim has a counterexample, reported by its rule: that cause alone
                 proof = _proof(ctx, op, k, claim)
                 if proof is not None:
                     yield from misread_findings(ctx, op, k, claim, proof)
 
 
-def _failed(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> bool:
+def _disproved(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> bool:
+    """Whether claim has a counterexample (an undecided one does not hide this rule's own)."""
     proof = _proof(ctx, op, k, claim)
-    return proof is not None and not proof.outcome.proved
+    return proof is not None and proof.outcome.status is Verdict.COUNTEREXAMPLE
