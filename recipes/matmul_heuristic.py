@@ -225,12 +225,14 @@ def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sm
            out_bytes: int = 2, configs=CONFIGS, specialize: bool = True) -> Choice:
     """The configuration (and splits) of least estimated time among `configs` that admit the
     shape; ties go to the earlier configuration (the wide tile first). At M <= 64 only the 64-row
-    tiles where one admits: a 128-row tile's second warpgroup computes rows past M alone (H200,
-    16 x 4096 x 4096, five runs: 64 x 256 split-K 0.87-0.88 of cuBLAS, 128 x 128 split-K
-    0.84-0.85, the estimate's memory-bound times a few percent apart)."""
+    tiles without a cluster where one admits: a 128-row tile's second warpgroup computes rows past
+    M alone, and a cluster's second block along M an empty tile (H200, 16 x 4096 x 4096, five
+    runs: 64 x 256 split-K 0.87-0.88 of cuBLAS, 128 x 128 split-K 0.84-0.85; 16 x 14336 x 4096:
+    64 x 256 split-K 0.90, the 64 x 128 tile in clusters of 2 0.80; the estimate's memory-bound
+    times a few percent apart)."""
     best = None
     if m <= 64:
-        configs = tuple(c for c in configs if c.tile[0] <= 64) or configs
+        configs = tuple(c for c in configs if c.tile[0] <= 64 and c.cluster == 1) or configs
     for config in configs:
         for choice in candidates(config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes,
                                  specialize=specialize):

@@ -115,6 +115,8 @@ def test_decode_shapes_take_the_64_row_tile_or_split_k():
     assert decode.config is BY_NAME["64x256_split_k"] and decode.splits >= 4
     assert BY_NAME["64x256_persistent"].registers == (40, 256)
     assert choose(65, 4096, 4096).config.tile[0] == 128  # past 64 rows the 128-row tiles compete again
+    # one M tile: a cluster of 2 along M would pair it with an empty one (H200: 0.80 of cuBLAS, split-K 0.90)
+    assert choose(16, 14336, 4096).config is BY_NAME["64x256_split_k"]
     only_wide = choose(16, 4096, 4096, configs=(WIDE,))  # no 64-row tile among them: the 128-row ones run
     assert only_wide.config is WIDE
 
