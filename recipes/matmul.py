@@ -105,8 +105,9 @@ def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: s
         warp_specialized=tp.WarpSpecialized(tp.ParallelType.TIDy, num_registers=config.registers))
     if config.grid_reduce:
         pipeline = TmaPipeline(stages=config.stages, prefetch=config.prefetch)
-    if config.split_k:
-        return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=a_major), b=Operand(major=b_major))
+    if config.split_k:  # a swapped split-K's kernel reads B^T as its A and A^T as its B
+        majors = (b_major, a_major) if config.swap_ab else (a_major, b_major)
+        return SplitKParams(tile=tile, pipeline=pipeline, a=Operand(major=majors[0]), b=Operand(major=majors[1]))
     group = config.group if shape is None else shape_group(config, shape[0])
     blocks = sms if shape is None else balanced_grid(shape[:2], config.tile, group, sms, config.cluster)
     return dataclasses.replace(params_for(a_major, b_major, out_dtype, ops), tile=tile, pipeline=pipeline,
@@ -134,13 +135,17 @@ def config_fusions(config: MatmulConfig, a_major: str, b_major: str, out_dtype: 
     if config.split_k:
         params = config_params(config, a_major, b_major, out_dtype)
         if shape is None:
+            if config.swap_ab:
+                raise tp.ScheduleError(f"config_fusions: {config.name} is compiled at a shape only (its partials "
+                                       f"are stored transposed): give shape=(M, N, K)")
             return [split_k_partials(params), split_k_sum(getattr(tp, out_dtype), ops=ops)]
         m, n, k = shape
         if splits < 2 or k % splits:
             raise tp.ScheduleError(f"config_fusions: {config.name} at K = {k} needs splits >= 2 dividing K, "
                                    f"got {splits}")
-        return [split_k_partials(params, (splits, m, n, k // splits)),
-                split_k_sum(getattr(tp, out_dtype), (splits, m, n), ops)]
+        partials = (split_k_partials(params, (splits, n, m, k // splits), transposed=True) if config.swap_ab
+                    else split_k_partials(params, (splits, m, n, k // splits)))  # swapped: P^T, stored as P
+        return [partials, split_k_sum(getattr(tp, out_dtype), (splits, m, n), ops)]
     if shape is None:
         return [shape_class_fusion(a_major, b_major, out_dtype, config, sms, ops)]
     return [shape_fusion(a_major, b_major, out_dtype, shape, config, sms, ops)]
@@ -236,8 +241,8 @@ class _Plan:
     so that a call with the same one only checks the addresses and launches: the compiled set's
     key in Matmul._kernels (what compiles it again if the LRU dropped it), whether it is split-K's
     two kernels (partials, then their sum; one-kernel split-K runs as the persistent kernels do),
-    the (sizes, strides) of the views the kernels read of A and B (torch's as_strided, one op
-    each instead of two or three), and for each term the shape its bias is reshaped to (None: a
+    the (sizes, strides) of the views the kernels read of A and B (of B and A where `swapped`;
+    torch's as_strided, one op each instead of two or three), and for each term the shape its bias is reshaped to (None: a
     residual, passed as it is)."""
 
     kernels_key: tuple
@@ -245,6 +250,7 @@ class _Plan:
     b_view: tuple[tuple, tuple]
     split_k: bool
     term_shapes: tuple
+    swapped: bool = False  # split-K of D^T: its partials [S, N, M] read by the sum as [S, M, N]
 
 
 @dataclass(frozen=True)
@@ -324,6 +330,9 @@ class Matmul:
             ("residual",) * self.epilogue.residual
         if not isinstance(specialize, bool):
             raise tp.InputError(f"matmul: specialize must be True or False, got {specialize!r}")
+        if self.config is not None and self.config.swap_ab and not specialize:
+            raise tp.InputError(f"matmul: configuration {self.config.name} is compiled at each shape only (its "
+                                f"partials are stored transposed): pass specialize=True or another configuration")
         if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
             raise tp.InputError(f"matmul: cache_size must be a positive int, got {cache_size!r}")
         self.specialize = specialize
@@ -460,7 +469,8 @@ class Matmul:
             kernels = self._cached_kernels(plan.kernels_key)  # dropped from the LRU since: compiled again
         else:
             self._kernels.move_to_end(plan.kernels_key)
-        views = a.as_strided(*plan.a_view), b.as_strided(*plan.b_view)
+        first, second = (b, a) if plan.swapped else (a, b)  # swapped: the kernel's A is B^T, its B is A^T
+        views = first.as_strided(*plan.a_view), second.as_strided(*plan.b_view)
         given = [t if shape is None else t.reshape(shape).float() for t, shape in zip(terms, plan.term_shapes)]
         # the packed launches are kept where every argument is the caller's memory (a bias converted
         # to float32 is new memory at every call)
@@ -474,10 +484,11 @@ class Matmul:
                 (p,) = partials.run(*views)
                 if keep:
                     self._hold_partials((plan, stream), p)  # a shape class's kernels: a buffer per shape
-            (d,) = total.run(p, *given)  # the sum kernel fuses the epilogue
+            summed = p.transpose(1, 2) if plan.swapped else p  # P^T [S, N, M] stored as P [S, M, N]
+            (d,) = total.run(summed, *given)  # the sum kernel fuses the epilogue
             if keep:
                 self._keep(key, a, b, terms, stream, kernels,
-                           (partials.prepared(*views, out=[p]), total.prepared(p, *given)), (p,))
+                           (partials.prepared(*views, out=[p]), total.prepared(summed, *given)), (p,))
             return d
         (d,) = kernels[0].run(*views, *given)
         if keep:
@@ -514,14 +525,16 @@ class Matmul:
                                         choice.splits)
         self._cached_kernels(kernels_key)
         two_kernels = config.split_k and not config.grid_reduce
-        if two_kernels:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
+        if two_kernels and config.swap_ab:  # B^T [S, N, 1, KS], A^T [S, 1, M, KS]: D^T's operands
+            views = split_k_operands(b.t(), a.t(), choice.splits)
+        elif two_kernels:  # A [S, M, 1, KS], B [S, 1, N, KS]: views of K's slices
             views = split_k_operands(a, b, choice.splits)
         else:  # A [M, 1, K], B [1, N, K]: the recipe's operands (split_k_grid's too)
             views = a.unsqueeze(1), b.t().unsqueeze(0)
         (m, _), n = a.shape, b.shape[1]
         term_shapes = tuple(None if name == "residual" else (1, n) if self.epilogue.bias == "column" else (m, 1)
                             for name in self.input_names[2:])
-        return _Plan(kernels_key, *map(_view_geometry, views), two_kernels, term_shapes)
+        return _Plan(kernels_key, *map(_view_geometry, views), two_kernels, term_shapes, config.swap_ab)
 
     def fake(self, a, b, *terms):
         """The output as run() allocates it, without running (tp.as_torch_op's fake implementation)."""

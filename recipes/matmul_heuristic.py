@@ -56,6 +56,9 @@ class MatmulConfig:
     group: M tiles a group in the persistent grid's tile order.
     persistent: a persistent grid of one block an SM; else one block a tile (split_k's grid).
     split_k: K cut into S slices (recipes/split_k.py: partials, then their sum), S chosen per shape.
+    swap_ab: split-K computing D's transpose, B^T A^T (cuBLAS's decode kernels do so): `tile` is
+        then the kernel's over (N, M), M's few rows the wgmma's N; admitted where M fits one
+        column tile, compiled at a shape only (its partials stored transposed, read by the sum).
     grid_reduce: split-K in one kernel (split_k.py split_k_grid: the slices' accumulators combined
         by a grid reduction over blockIdx.z, no warp specialization: `registers` unused).
     efficiency: the fraction of an SM's peak its K loop reaches (the estimate's, from the H200
@@ -73,12 +76,15 @@ class MatmulConfig:
     persistent: bool = True
     split_k: bool = False
     grid_reduce: bool = False
+    swap_ab: bool = False
     efficiency: float = 0.8
     registers: tuple[int, int] = (40, 232)
 
     def __post_init__(self):
         if self.split_k and (self.persistent or self.cluster != 1):
             raise ValueError(f"MatmulConfig {self.name}: split_k runs one block a tile, no cluster")
+        if self.swap_ab and (not self.split_k or self.grid_reduce):
+            raise ValueError(f"MatmulConfig {self.name}: swap_ab is a two-kernel split-K's (split_k=True, no grid_reduce)")
         if self.grid_reduce and not self.split_k:
             raise ValueError(f"MatmulConfig {self.name}: grid_reduce is split-K's one-kernel form (split_k=True)")
         if self.persistent and self.group % self.cluster:
@@ -108,6 +114,10 @@ CONFIGS = (
     # round, the cluster's two M tiles sharing each B tile (multicast); deep stages for B's stream
     MatmulConfig(name="64x128_persistent_group_2_cluster_2", tile=(64, 128), stages=8, prefetch=6, cluster=2,
                  group=2, efficiency=0.6, registers=(40, 256)),
+    # decode (M <= 16): D^T = B^T A^T in tiles of 64 of N by M's 16 rows (wgmma's N = 16: no rows wasted),
+    # split-K, deep stages for B's stream
+    MatmulConfig(name="64x16_split_k_swapped", tile=(64, 16), stages=8, prefetch=6, persistent=False, split_k=True,
+                 swap_ab=True, efficiency=0.5, registers=(40, 256)),
 )
 # split-K in one kernel: the slices combined by a grid reduction, no second launch. Verified, correct on
 # the GPU, and forced by name only (config=...): on an H200 they ran 0.25-0.43 of cuBLAS where the
@@ -142,9 +152,14 @@ def admits(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, a_majo
     """Whether the configuration's kernels take this shape (recipes/split_k.py's assumptions for
     split-K: K a multiple of 8 S, N's tiles on blockIdx.y, MN-major splits' strides below 2^40
     bytes; one-kernel split-K: N's tiles on blockIdx.y and every split at least one K tile); the
-    persistent kernels take every shape recipes.matmul accepts."""
+    persistent kernels take every shape recipes.matmul accepts; a swapped split-K (swap_ab) the
+    shapes whose M fits one column tile, its kernel's M and N being N and M."""
     if not config.split_k:
         return splits == 1
+    if config.swap_ab:
+        if m > config.tile[1]:
+            return False
+        m, n, a_major, b_major = n, m, b_major, a_major
     if config.grid_reduce:  # K's tiles in S runs of ceil(tiles / S): no run past K's end
         tiles = _cdiv(k, K_TILE)
         return 2 <= splits <= tiles and _cdiv(tiles, _cdiv(tiles, splits)) == splits and \
@@ -184,7 +199,7 @@ def estimate(config: MatmulConfig, m: int, n: int, k: int, splits: int = 1, *, s
     a persistent grid's group is shape_group's where the kernel is compiled at the shape
     (`specialize`), the configuration's own in a shape class's kernel."""
     bm, bn = config.tile
-    mo, no = _cdiv(m, bm), _cdiv(n, bn)
+    mo, no = (_cdiv(n, bm), _cdiv(m, bn)) if config.swap_ab else (_cdiv(m, bm), _cdiv(n, bn))
     if config.persistent:
         group = shape_group(config, m) if specialize else config.group
         slots = _cdiv(mo, group) * group * no
@@ -233,6 +248,8 @@ def choose(m: int, n: int, k: int, *, a_major: str = "K", b_major: str = "K", sm
     best = None
     if m <= 64:
         configs = tuple(c for c in configs if c.tile[0] <= 64 and c.cluster == 1) or configs
+    if not specialize:  # a shape class's kernels: no swapped split-K (compiled at a shape only)
+        configs = tuple(c for c in configs if not c.swap_ab)
     for config in configs:
         for choice in candidates(config, m, n, k, a_major, b_major, sms=sms, out_bytes=out_bytes,
                                  specialize=specialize):

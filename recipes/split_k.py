@@ -118,11 +118,19 @@ def _wgmma_tile(t) -> None:
         t.axis(i).parallelize(P.Mma)
 
 
-def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, int, int] | None = None) -> tp.Fusion:
+def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, int, int] | None = None,
+                     transposed: bool = False) -> tp.Fusion:
     """P[s, M, N] = sum_kc A[M, s KS + kc] B[s KS + kc, N] in float32 on wgmma, for s < S
     (S, M, N and KS symbolic, or `shape` = (S, M, N, KS); the contiguous extents of A, B and P
     multiples of 8, 16-byte rows for the TMA; see the module's text). Inputs A [S, M, 1, KS] and
-    B [S, 1, N, KS] (the views of split_k_operands), output P [S, M, N] float32."""
+    B [S, 1, N, KS] (the views of split_k_operands), output P [S, M, N] float32. `transposed`
+    (at a shape): P allocated [S, N, M], M innermost, each element stored alone: the partials of
+    a product computed as its transpose (recipes.matmul's swapped split-K: D^T = B^T A^T, so that
+    a decode GEMM's few rows are the wgmma's N), which the sum kernel reads as [S, N, M]."""
+    if not isinstance(transposed, bool):
+        raise tp.ScheduleError(f"split_k_partials: transposed must be True or False, got {transposed!r}")
+    if transposed and shape is None:
+        raise tp.ScheduleError("split_k_partials: transposed partials are compiled at a shape (shape=(S, M, N, KS))")
     params = SplitKParams() if params is None else params
     if not isinstance(params, SplitKParams):
         raise tp.ScheduleError(f"split_k_partials: params must be a SplitKParams, got {type(params).__name__}")
@@ -140,6 +148,8 @@ def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, 
         fusion.add_output(out)
     for t, name, operand in ((a, "A", params.a), (b, "B", params.b)):
         t.set_allocation_domain([t.axis(i) for i in ALLOCATION[name, operand.major]], True)
+    if transposed:  # P [S, N, M] in memory (below: each element stored alone)
+        out.set_allocation_domain([out.axis(i) for i in (0, 2, 1)], True)
     if shape is None:  # at a shape the verifier checks these facts of its numbers
         _assume_partials_extents(fusion, params, bn)
     d.definition.set_macro(macro)
@@ -151,8 +161,9 @@ def split_k_partials(params: SplitKParams | None = None, shape: tuple[int, int, 
     permute(out, [0, 1, 3, 2, 4])
     warpgroup_tiles(out, False, 64, at=3)
     tp.schedule_mma_fragment(out, macro, "C", dtype=tp.bfloat16)
-    out.split(-1, 2).axis(-1).parallelize(P.Vectorize)  # N % 8 == 0: adjacent column pairs, 8-byte stores
-    out.axis(-2).parallelize(P.Unroll)
+    if not transposed:  # N % 8 == 0: adjacent column pairs, 8-byte stores (transposed: M apart, one by one)
+        out.split(-1, 2).axis(-1).parallelize(P.Vectorize)
+    out.axis(-2 if not transposed else -1).parallelize(P.Unroll)
     for t, operand in ((sa, params.a), (sb, params.b)):  # one TMA box each per K tile, swizzled
         (mn_major_box if operand.major == "MN" else operand.layout)(t, tile.swizzle)
         for i in t.get_loop_domain()[4 + (operand.major == "MN"):]:  # past MN-major's loop of boxes

@@ -70,11 +70,13 @@ def each_in_one_dtype(ops_list):
 # configuration once at least (test_each_tile_shape_and_every_configuration_runs_the_ops_together).
 TOGETHER_CONFIGS = {
     "relu": ("128x256_persistent_group_16_cluster_2", "128x128_split_k", "64x256_split_k_grid",
-             "64x128_split_k_grid"),
-    "gelu": ("128x256_split_k", "128x128_persistent_group_16_cluster_2", "64x256_split_k", "64x128_split_k_grid"),
-    "gelu_tanh": ("128x256_split_k", "128x128_split_k_grid", "64x256_split_k", "64x128_split_k_grid"),
+             "64x128_split_k_grid", "64x16_split_k_swapped"),
+    "gelu": ("128x256_split_k", "128x128_persistent_group_16_cluster_2", "64x256_split_k",
+             "64x128_persistent_group_2_cluster_2", "64x16_split_k_swapped"),
+    "gelu_tanh": ("128x256_split_k", "128x128_split_k_grid", "64x256_split_k", "64x128_split_k_grid",
+                  "64x16_split_k_swapped"),
     "silu": ("128x256_persistent_group_2_cluster_2", "128x128_persistent_group_16_cluster_2", "64x256_persistent",
-             "64x128_split_k_grid"),
+             "64x128_split_k_grid", "64x16_split_k_swapped"),
 }
 
 
@@ -102,6 +104,14 @@ def test_the_ops_together_verify_on_every_configuration_that_runs_them(ops, out_
     for config in (BY_NAME[name] for name in TOGETHER_CONFIGS[ops.activation]):
         if config.grid_reduce:
             (fusion,) = config_fusions(config, "K", "K", out_dtype, splits=4, ops=ops)
+        elif config.swap_ab:  # compiled at a shape only; its sum there is split_k_sum's at that shape
+            partials, fusion = config_fusions(config, "K", "K", out_dtype, shape=(16, 264, 1040), splits=2, ops=ops)
+            assert len(partials.inputs) == 2 and len(fusion.inputs) == 3
+            want = split_k_sum(getattr(tp, out_dtype), (2, 16, 264), ops)
+            assert fingerprint(fusion, "sm_90a") == fingerprint(want, "sm_90a")
+            report = tp.verify(fusion, "sm_90a")
+            assert report.ok, (config.name, errors(report))
+            continue
         elif config.split_k:
             partials, fusion = config_fusions(config, "K", "K", out_dtype, ops=ops)
             assert len(partials.inputs) == 2 and len(fusion.inputs) == 3

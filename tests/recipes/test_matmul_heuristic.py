@@ -77,6 +77,22 @@ def test_few_rows_take_64_row_tiles_in_clusters_rather_than_split_k():
     assert choice.seconds < min(c.seconds for c in candidates(SPLIT_128, 128, 8192, 8192))
 
 
+def test_a_swapped_split_k_takes_m_in_one_column_tile_and_the_operands_majors_swapped():
+    """64 x 16 swapped split-K computes D^T = B^T A^T: the kernel's M is N, its N is M (at most 16);
+    an N-major B is its A read MN-major, so MN-major's stride limit applies to N's splits."""
+    swapped = BY_NAME["64x16_split_k_swapped"]
+    assert admits(swapped, 16, 4096, 4096, 2) and not admits(swapped, 17, 4096, 4096, 2)
+    assert not admits(swapped, 16, 2**19, 2**22, 2, b_major="MN") and admits(swapped, 16, 2**19, 2**22, 2)
+    params = config_params(swapped, "K", "MN", "bfloat16")
+    assert (params.a.major, params.b.major) == ("MN", "K")
+    with pytest.raises(tp.ScheduleError, match="compiled at a shape only"):
+        config_fusions(swapped, "K", "K", "bfloat16")
+    with pytest.raises(tp.InputError, match="compiled at each shape only"):
+        Matmul(config=swapped, specialize=False)
+    with pytest.raises(ValueError, match="swap_ab is a two-kernel split-K"):
+        MatmulConfig(name="x", tile=(64, 16), stages=4, prefetch=2, swap_ab=True)
+
+
 def test_split_counts_follow_the_kernels_assumptions():
     assert admits(SPLIT_128, 1024, 1024, 16384, 4)
     assert not admits(SPLIT_128, 1024, 1024, 16384, 3)  # 16384 / 3 is no multiple of 8
@@ -112,7 +128,9 @@ def test_decode_shapes_take_the_64_row_tile_or_split_k():
     has tiles enough for the SMs, else K's splits multiply the blocks."""
     assert choose(64, 28672, 4096).config is BY_NAME["64x256_persistent"]
     decode = choose(16, 4096, 4096)
-    assert decode.config is BY_NAME["64x256_split_k"] and decode.splits >= 4
+    assert decode.config is BY_NAME["64x16_split_k_swapped"] and decode.splits >= 2
+    assert choose(16, 4096, 4096, specialize=False).config is BY_NAME["64x256_split_k"]  # swapped: at a shape only
+    assert choose(17, 4096, 4096).config is BY_NAME["64x256_split_k"]  # M past the swapped kernel's 16 columns
     assert BY_NAME["64x256_persistent"].registers == (40, 256)
     assert choose(65, 4096, 4096).config.tile[0] == 128  # past 64 rows the 128-row tiles compete again
     # one M tile: a cluster of 2 along M would pair it with an empty one (H200: 0.80 of cuBLAS, split-K 0.90)
@@ -134,7 +152,8 @@ def test_the_balanced_grid_takes_the_fewest_steps_with_the_fewest_blocks():
 def test_every_configuration_verifies_and_compiles_at_a_shape(config):
     """At 1000 x 2048 x 4096 (M no tile divides, K in 4 splits of 1024): the kernels recipes.matmul
     runs, every extent a number."""
-    shape, splits = (1000, 2048, 4096), (4 if config.split_k else 1)
+    m = config.tile[1] - 4 if config.swap_ab else 1000  # a swapped split-K: M in one of its column tiles
+    shape, splits = (m, 2048, 4096), (4 if config.split_k else 1)
     fusions = config_fusions(config, "K", "K", "bfloat16", shape=shape, splits=splits)
     assert len(fusions) == (2 if config.split_k and not config.grid_reduce else 1)  # one-kernel split-K: one
     kernels = []
@@ -145,7 +164,9 @@ def test_every_configuration_verifies_and_compiles_at_a_shape(config):
         assert not kernels[-1].fusion.symbols and "__global__" in kernels[-1].cuda_source
     assert "wgmma.mma_async" in kernels[0].cuda_source
     grid = kernels[0].launch_params_for().grid
-    if config.split_k:
+    if config.swap_ab:  # the kernel's rows are N's
+        assert grid == (2048 // config.tile[0], 1, splits)
+    elif config.split_k:
         assert grid == (-(-1000 // config.tile[0]), 2048 // config.tile[1], splits)
     else:
         assert grid == (balanced_grid((1000, 2048), config.tile, shape_group(config, 1000), cluster=config.cluster), 1, 1)
