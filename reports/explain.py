@@ -18,7 +18,8 @@ RUNNABLE_SECTIONS = ("Example", "Fix")
 
 
 def explain_text(code: str) -> str:
-    """The rule's code, family, severity, summary and its fixed docstring sections.
+    """The rule's code, family, severity, summary, its fixed docstring sections and the premises
+    (rules whose error skips it).
 
     A condition another rule proves (PROVED_BY) is explained by that rule, said first.
     Raises KeyError (naming every known code) for a code no rule registers."""
@@ -32,6 +33,9 @@ def explain_text(code: str) -> str:
             body = shown_snippet(body)
         if body:
             lines += ["", f"{name}:", *(f"    {line}" if line else "" for line in body.splitlines())]
+    if rule.premises:  # registry.rule(premises=...): verify skips the rule where one of them failed
+        lines += ["", "Not run:", f"    where {' or '.join(rule.premises)} reported an error (this rule's question "
+                                  f"has no answer then; the report lists it in rules_not_run)"]
     return "\n".join(lines) + "\n"
 
 

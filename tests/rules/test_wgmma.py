@@ -26,6 +26,7 @@ from tileproof.model.mma_op import ELEMENT_VARS
 from tileproof.execution.wgmma_operands import wgmma_operand
 from tileproof.hw.wgmma import Descriptor, atom_aligned
 from tileproof.recipes import HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
+from tileproof.reports.explain import explain_text
 from tileproof.schedule_files import discover
 from tileproof.verifier.findings import tree_names
 
@@ -312,3 +313,21 @@ def test_a_start_on_line_1_of_a_32_byte_pattern_is_refused(monkeypatch):
     report = tp.verify(fusion, "sm_90a", rules=["WGMMA-SMEM-LAYOUT"])
     d = next(d for d in report.errors if d.code == "WGMMA-SMEM-LAYOUT")
     assert d.counterexample["start"] // 128 % 2 == 1 and "row 0 of a 32-byte swizzle pattern" in d.message
+
+
+def test_the_layout_is_not_asked_of_a_tile_the_tma_does_not_place():
+    """The ping-pong GEMM with its A tile inlined at the first axis: the tile holds every K tile
+    (SMEM-CAPACITY) and the TMA's copies leave it (TMA-WHOLE-TILES). Whether wgmma reads the tile
+    where its allocation puts it has no answer then (the TMA does not write it there): the layout
+    rules are its premises' (TMA_PLACED) and do not run; before, the descriptor proof ran into the
+    solver's limit (32 s, undecided). The valid schedule runs the rule."""
+    fusion = VALID.hopper_matmul_warp_specialized_ping_pong()
+    next(t for t in fusion.tensors if t.name == "T4").inline_at(1)
+    report = tp.verify(fusion)
+    assert {"SMEM-CAPACITY", "TMA-WHOLE-TILES"} <= set(report.codes)
+    assert "WGMMA-SMEM-LAYOUT" in report.rules_not_run and "WGMMA-SMEM-LAYOUT" not in report.codes
+    valid = tp.verify(VALID.hopper_matmul_warp_specialized_ping_pong())
+    assert valid.ok and "WGMMA-SMEM-LAYOUT" in valid.rules_run
+    page = explain_text("WGMMA-SMEM-LAYOUT")  # tileproof explain names the premises
+    assert "Not run:\n    where TMA-WHOLE-TILES or TMA-BULK-PLACEMENT reported an error" in page
+    assert "Not run:" not in explain_text("SMEM-CAPACITY")

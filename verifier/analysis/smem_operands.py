@@ -23,6 +23,10 @@ from ..diagnostics import Diagnostic
 from ..findings import finding, report_values
 
 MN, K = "tp_mn", "tp_k"  # the operand element's row (M of A, N of B) and K index in the instruction tile
+# the layout rules' premises: a TMA tile whose Bulk IDs are not its box, or a copy outside its tensor or over
+# another, is not written where its allocation says, so whether the instruction reads it there has no answer
+# (and on such malformed tiles the descriptor proof ran into the solver's limit: 22-36 s a rejection)
+TMA_PLACED = ("TMA-WHOLE-TILES", "TMA-BULK-PLACEMENT")
 
 
 def layout_name(op) -> str:
@@ -118,4 +122,4 @@ def descriptor_findings(ctx: VerifyContext, code: str, tv, op) -> Iterator[Diagn
         **where)
 
 
-__all__ = ["MN", "K", "descriptor_findings", "descriptor_ops", "layout_findings", "layout_name", "operands"]
+__all__ = ["MN", "K", "TMA_PLACED", "descriptor_findings", "descriptor_ops", "layout_findings", "layout_name", "operands"]
