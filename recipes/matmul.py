@@ -44,8 +44,8 @@ import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
-from .matmul_heuristic import (BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, Choice, MatmulConfig, balanced_grid, candidates,
-                               choose, shape_group)
+from .matmul_heuristic import (BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, Choice, MatmulConfig, balanced_grid,
+                               candidates, choose, shape_group)
 from .params import Epilogue, EpilogueOps, GridOrder
 from .split_k import SplitKParams, split_k_grid, split_k_operands, split_k_partials, split_k_sum
 
@@ -95,9 +95,10 @@ def config_params(config: MatmulConfig, a_major: str, b_major: str, out_dtype: s
                   sms: int = SMS, shape: tuple[int, int, int] | None = None,
                   ops: EpilogueOps = EpilogueOps()) -> HopperGemmParams | SplitKParams:
     """The recipe's parameters for a configuration of matmul_heuristic.py: SCHEDULE's (params_for)
-    with its tile, stages, registers, cluster and group (at a shape: shape_group's) and a persistent grid of `sms` blocks (at a
-    `shape` (M, N, K), balanced_grid's blocks over the shape's tiles), `ops` fused; split-K's
-    partials kernel (no grid order, cluster or epilogue: its sum kernel fuses the ops), or its one
+    with its tile, stages, registers, cluster and group (at a shape: shape_group's) and a
+    persistent grid of `sms` blocks (at a `shape` (M, N, K), balanced_grid's blocks over the
+    shape's tiles), `ops` fused; split-K's partials kernel (no grid order, cluster or epilogue:
+    its sum kernel fuses the ops; swap_ab: the operands' majors swapped, B^T its A), or its one
     kernel's (grid_reduce: the stages without warp specialization, which a grid combine excludes)."""
     tile = HopperTile(m=config.tile[0], n=config.tile[1])
     pipeline = dataclasses.replace(
@@ -242,8 +243,8 @@ class _Plan:
     key in Matmul._kernels (what compiles it again if the LRU dropped it), whether it is split-K's
     two kernels (partials, then their sum; one-kernel split-K runs as the persistent kernels do),
     the (sizes, strides) of the views the kernels read of A and B (of B and A where `swapped`;
-    torch's as_strided, one op each instead of two or three), and for each term the shape its bias is reshaped to (None: a
-    residual, passed as it is)."""
+    torch's as_strided, one op each instead of two or three), and for each term the shape its
+    bias is reshaped to (None: a residual, passed as it is)."""
 
     kernels_key: tuple
     a_view: tuple[tuple, tuple]

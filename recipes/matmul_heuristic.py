@@ -84,7 +84,8 @@ class MatmulConfig:
         if self.split_k and (self.persistent or self.cluster != 1):
             raise ValueError(f"MatmulConfig {self.name}: split_k runs one block a tile, no cluster")
         if self.swap_ab and (not self.split_k or self.grid_reduce):
-            raise ValueError(f"MatmulConfig {self.name}: swap_ab is a two-kernel split-K's (split_k=True, no grid_reduce)")
+            raise ValueError(f"MatmulConfig {self.name}: swap_ab is a two-kernel split-K's "
+                             f"(split_k=True, no grid_reduce)")
         if self.grid_reduce and not self.split_k:
             raise ValueError(f"MatmulConfig {self.name}: grid_reduce is split-K's one-kernel form (split_k=True)")
         if self.persistent and self.group % self.cluster:

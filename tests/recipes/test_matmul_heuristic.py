@@ -169,7 +169,8 @@ def test_every_configuration_verifies_and_compiles_at_a_shape(config):
     elif config.split_k:
         assert grid == (-(-1000 // config.tile[0]), 2048 // config.tile[1], splits)
     else:
-        assert grid == (balanced_grid((1000, 2048), config.tile, shape_group(config, 1000), cluster=config.cluster), 1, 1)
+        group = shape_group(config, 1000)
+        assert grid == (balanced_grid((1000, 2048), config.tile, group, cluster=config.cluster), 1, 1)
 
 
 def test_the_entry_compiles_per_shape_and_keeps_the_least_recently_used(monkeypatch):

@@ -122,4 +122,5 @@ def descriptor_findings(ctx: VerifyContext, code: str, tv, op) -> Iterator[Diagn
         **where)
 
 
-__all__ = ["MN", "K", "TMA_PLACED", "descriptor_findings", "descriptor_ops", "layout_findings", "layout_name", "operands"]
+__all__ = ["MN", "K", "TMA_PLACED", "descriptor_findings", "descriptor_ops", "layout_findings", "layout_name",
+           "operands"]
