@@ -11,7 +11,10 @@ split_k_partials is the Hopper recipe (hopper_gemm.py) with a batch axis in fron
 allocation domain says which axis is contiguous: split s of K starts s * KS columns in), and each
 block computes one output tile of one split (blockIdx.z the split, x the M tile, y the N tile),
 its wgmma accumulators stored as float32 partials. The grid has S times the output tiles,
-so a shape with fewer output tiles than SMs and a long K still fills the GPU. split_k_sum adds
+so a shape with fewer output tiles than SMs and a long K still fills the GPU. With
+transposed=True (at a shape) the partials are allocated [S, N, M]: recipes.matmul computes a decode
+GEMM as its transpose (D^T = B^T A^T, M's few rows on the wgmma's N) and the sum reads them as
+[S, M, N]. split_k_sum adds
 the S partials of each output element in one thread (S is small: a serial loop of 16-byte vector
 loads, no combine across threads or blocks), runs a fused epilogue's ops on the sums
 (EpilogueOps: scale, bias, residual, activation; hopper_gemm.epilogue_ops's chain, the persistent
