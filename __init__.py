@@ -31,6 +31,7 @@ from .model.grouped_reduction import group_reductions
 from .model.welford import WelfordResult, welford as _welford
 from .model.reduction import reduction as _reduction
 from .model.scheduling import parallelize_all_like, propagate_transforms
+from .model.loop_rotation import rotate_loop
 from .model.targets import TARGETS, Target, get_target
 from .model.options import Pipelined, WarpSpecialized
 from .model.tensor import TensorView
@@ -529,6 +530,7 @@ __all__ = [
     "reciprocal",
     "rejected",
     "relu",
+    "rotate_loop",
     "rsqrt",
     "schedule",
     "schedule_mma_fragment",

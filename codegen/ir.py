@@ -29,6 +29,7 @@ from ..execution.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync
 from ..execution.barriers import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..execution.barriers import Tcgen05Commit, Tcgen05Wait  # placed by the model, checked by TCGEN05-ASYNC-ORDER
 from ..execution.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
+from ..execution.rotation import Rotated  # a rotated loop's next iteration (LOOP-ROTATION)
 from ..execution.warp_roles import StageDrain, StageEmptyWait, StageRelease, WarpRoles  # warp specialization's (PIPELINE-WAR)
 from ..execution.ping_pong import TurnPass, TurnWait  # ping-pong's turns (WS-PING-PONG)
 from ..execution.statements import Cond  # statements' predicates come from the execution model
@@ -588,7 +589,7 @@ NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, Tme
               CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, SiblingStep, GridReduce,
               GroupedGridReduce, Prologue, Prefetched, MmaIssue,
               WgmmaFence, WgmmaWait, Tcgen05Commit, Tcgen05Wait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
-              NamedSync, IndexNames, WholeTile, TurnWait, TurnPass)  # a Role only in WarpRoles.body
+              NamedSync, IndexNames, WholeTile, TurnWait, TurnPass, Rotated)  # a Role only in WarpRoles.body
 
 
 def walk(nodes: list):
@@ -646,6 +647,9 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
             lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, Prefetched):
             lines.append(f"{pad}the copies of iteration {n.index} + {n.prefetch} (if below {n.extent}), stage % {n.stages}")
+            lines.append(format_nodes(n.body, indent + 1))
+        elif isinstance(n, Rotated):
+            lines.append(f"{pad}rotated: iteration {0 if n.first else f'{n.index} + 1'} (if below {n.extent}) of {n.label}")
             lines.append(format_nodes(n.body, indent + 1))
         elif isinstance(n, CpAsyncWait):
             lines.append(f"{pad}{'cp.async.commit_group + ' if n.commit else ''}cp.async.wait_group {n.pending}"

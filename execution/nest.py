@@ -18,7 +18,7 @@ from ..hw.tma import is_tma_op
 from ..model.fusion import Fusion
 from ..model.mma_op import is_tcgen05_op, is_wgmma_op
 from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
 from .barriers import Access, Async, BulkStoreWait, Hazards, insert_barriers, insert_store_completions, statement_paths
 from .circular import circular_access, is_register_copy, is_shared_copy, specialization, war_mbarrier
 from .derive import per_fusion
@@ -26,6 +26,7 @@ from .loops import LoopGroup, execution_order, launched_loops, loop_groups, nest
 from .ping_pong import insert_turns
 from .pipeline import insert_pipelines, isolate_circular_copies
 from .reduction import Phase
+from .rotation import RotationPlan, rotate
 from .skip import trip_counts
 from .warp_roles import role_threads
 from .wgmma_order import insert_wgmma_waits
@@ -81,6 +82,7 @@ class PlacedNest:
     hazards: Hazards
     on_chip: set[str]
     groups: dict[int, LoopGroup] = field(default_factory=dict)
+    rotations: list[RotationPlan] = field(default_factory=list)  # tp.rotate_loop's, placed or with their problems
 
     def label(self, loop) -> str:
         group = self.groups.get(getattr(loop, "key", None))
@@ -103,9 +105,14 @@ def placed_nest(fusion: Fusion) -> PlacedNest | None:
     hazards = Hazards(leaf_access, lambda loop: groups.groups[loop.key].parallel not in launched,
                       lambda loop: trips.get(loop.key, groups.groups[loop.key].extent))
     on_chip = {t.name for t in order if t.memory_type in ON_CHIP}
-    place_syncs(tree, on_chip, hazards)
+    plans = [RotationPlan(groups.of[(tv.name, axis)].index, frozenset(t.name for t in chosen),
+                          f"the loop over {groups.of[(tv.name, axis)].first.label()}", where)
+             for (tv, axis, chosen), where in zip(fusion.loop_rotation, fusion.loop_rotation_origins)
+             if (tv.name, axis) in groups.of]
+    serial = (ParallelType.Serial, ParallelType.Unroll)
+    place_syncs(tree, on_chip, hazards, plans, lambda loop: groups.groups[loop.key].parallel in serial)
     insert_turns(tree, role_threads(fusion)[1])  # ping-pong: the consumer warpgroups' turns (execution/ping_pong.py)
-    return PlacedNest(tree, hazards, on_chip, {g.index: g for g in groups.groups})
+    return PlacedNest(tree, hazards, on_chip, {g.index: g for g in groups.groups}, plans)
 
 
 def read_back(tv: TensorView) -> bool:
@@ -116,7 +123,8 @@ def read_back(tv: TensorView) -> bool:
             and is_tma_op(tv.definition) and bool(tv.fusion.uses_of(tv)))
 
 
-def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
+def place_syncs(tree: list, on_chip: set[str], hazards: Hazards, rotations: list[RotationPlan] = (),
+                serial=None) -> None:
     """Place every synchronisation of `tree` (in place): circular copies apart from their readers'
     thread scopes, the barriers and waits of plain on-chip hand-offs, then the circular buffers'
     pipelines, then wgmma's fences and waits around them, then the completion of the TMA stores
@@ -129,6 +137,8 @@ def place_syncs(tree: list, on_chip: set[str], hazards: Hazards) -> None:
     isolate_circular_copies(tree, hazards)
     insert_barriers(tree, on_chip, hazards)
     insert_pipelines(tree, hazards)
+    for plan in rotations:
+        rotate(tree, plan, hazards, on_chip, serial)
     insert_wgmma_waits(tree, hazards)
     insert_tcgen05_waits(tree, hazards)
     insert_store_completions(tree, stored, hazards)

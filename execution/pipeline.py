@@ -264,7 +264,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
             if lag:
                 scope.insert(at + 1, StageRelease(empty, stages, lag, "the last data's reads are done (after the "
                                                                       "loop's final wgmma.wait_group)", tail=True))
-            scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=True, tma=True))
+            scope.insert(at, Prologue(stages, prefetch, copied_nest(copies), asynchronous=True, tma=True))
             continue
         elif tma:  # each thread waits for its stage's mbarrier itself; the barrier after it orders the refill
             # after every thread's reads of that stage in the previous iterations (and their waits); a TMA
@@ -294,7 +294,7 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
                                       f"iteration's prologue refills its stages"))
             scope[at + 1:at + 1] = _store_waits(rest, copies, hazards, "the TMA stores have read the circular "
                                                                       "buffer before the next prologue refills it")
-        scope.insert(at, Prologue(stages, prefetch, _copied(copies), asynchronous=asynchronous, tma=tma, shared=shared))
+        scope.insert(at, Prologue(stages, prefetch, copied_nest(copies), asynchronous=asynchronous, tma=tma, shared=shared))
     if specialized:
         split_roles(tree, specialized)
 
@@ -312,7 +312,7 @@ def _read_by_threads(nodes: list, tensors: set, hazards: Hazards) -> bool:
     return any(a.kind is not Async.WGMMA and a.reads & tensors for _, a, _ in statement_paths(nodes, hazards))
 
 
-def _copied(nodes: list) -> list:
+def copied_nest(nodes: list) -> list:
     """The prologue's own copy of the copies' nest: loops and statements copied, the verifier's
     leaves (tensors, (tensor, phase) pairs) kept, so that they still name the fusion's tensors."""
     out = []
@@ -321,7 +321,7 @@ def _copied(nodes: list) -> list:
             out.append(n)
         elif hasattr(n, "body"):
             c = copy.copy(n)
-            c.body = _copied(n.body)
+            c.body = copied_nest(n.body)
             out.append(c)
         else:
             out.append(copy.deepcopy(n))
@@ -576,5 +576,5 @@ def _barrier_after(parent: list, at: int, async_read: bool, store_read: bool = F
     return any(isinstance(n, Sync) for n in after[start:])
 
 
-__all__ = ["Event", "Pipelined", "WarpSpecialized", "Prefetched", "Prologue", "Step", "Timeline", "circular_axis",
+__all__ = ["Event", "copied_nest", "Pipelined", "WarpSpecialized", "Prefetched", "Prologue", "Step", "Timeline", "circular_axis",
            "circular_tensors", "events_of", "in_prologue", "insert_pipelines", "specialized_timeline", "timeline"]

@@ -51,7 +51,7 @@ def _transform(t, ids: _Ids) -> str:
 # what each object of a schedule holds: read by fingerprint() / not part of the schedule
 SCHEDULE_STATE = {
     "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims",
-               "reduction_groups", "tmem_regions", "_fast_math",
+               "reduction_groups", "tmem_regions", "loop_rotation", "_fast_math",
                "_dependent_launch"},
     "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
                    "logical", "history", "loop", "allocation", "multicast_on", "online", "skip", "definition"},
@@ -60,7 +60,7 @@ SCHEDULE_STATE = {
     "IterDomain": {"uid", "extent_expr", "iter_type", "parallel_type", "definition"},
 }
 NOT_SCHEDULE = {
-    "Fusion": {"origin", "assumption_origins", "cluster_origin", "tmem_regions_origin", "_iterdomain_count", "_tensor_count",
+    "Fusion": {"origin", "assumption_origins", "cluster_origin", "tmem_regions_origin", "loop_rotation_origins", "_iterdomain_count", "_tensor_count",
                "frozen",  # frozen: a snapshot of a schedule has the schedule's fingerprint
                "extent_aliases",  # names resolved when read; the extents they unified are in the IterDomains
                "views"},  # a snapshot's, derived from the schedule (model/producer_aliases.py)
@@ -83,6 +83,9 @@ def fingerprint(fusion: Fusion, target: str) -> str:
         parts.append("fast_math")
     if fusion.dependent_launch:  # likewise
         parts.append("dependent_launch")
+    if fusion.loop_rotation:  # likewise
+        parts.append("rotation=" + ";".join(f"{tv.name}@{axis}:" + ",".join(t.name for t in chosen)
+                                              for tv, axis, chosen in fusion.loop_rotation))
     if fusion.tmem_regions:  # likewise
         parts.append("tmem_regions=" + ";".join(",".join(t.name for t in r) for r in fusion.tmem_regions))
     for tv in fusion.tensors:

@@ -135,6 +135,9 @@ class Fusion:
         # fusion.manage("tmem_regions", ...): tensors that share one tensor-memory allocation region
         self.tmem_regions: list[tuple] = []
         self.tmem_regions_origin: str | None = None
+        # tp.rotate_loop: (loop tensor, loop axis, the rotated tensors), nvFuser's "loop_rotation" (model/loop_rotation.py)
+        self.loop_rotation: list[tuple] = []
+        self.loop_rotation_origins: list[str | None] = []
         self._tensor_count = 0
         self._iterdomain_count = 0
         self.origin = user_location()

@@ -131,7 +131,8 @@ def test_every_ir_node_type_in_the_emit_table():
     node_bases = (ir.Loop, ir.Compute, ir.Sync, ir.TmaCopy, ir.TmaWait, ir.MatrixCopy, ir.CpAsyncWait, ir.CpAsyncCommit, ir.ReduceInit,
                   ir.BlockReduce, ir.SiblingStep, ir.GridReduce, ir.GroupedGridReduce, ir.Prologue, ir.Prefetched, ir.WgmmaFence,
                   ir.WgmmaWait, ir.Tcgen05Commit, ir.Tcgen05Wait, ir.WarpRoles, ir.StageEmptyWait,
-                  ir.StageRelease, ir.StageDrain, ir.BulkStoreWait, ir.IndexNames, ir.WholeTile, ir.TurnWait, ir.TurnPass)
+                  ir.StageRelease, ir.StageDrain, ir.BulkStoreWait, ir.IndexNames, ir.WholeTile, ir.TurnWait, ir.TurnPass,
+                  ir.Rotated)
     declared = {c for c in vars(ir).values() if isinstance(c, type) and issubclass(c, node_bases)}
     assert declared == set(ir.NODE_TYPES), f"ir.NODE_TYPES lacks {declared - set(ir.NODE_TYPES)}"
     missing = [t.__name__ for t in ir.NODE_TYPES if t not in EMIT]

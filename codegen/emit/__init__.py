@@ -31,7 +31,7 @@ from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, S
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
                  TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
                  Tcgen05Commit, Tcgen05Wait,
-                 StageDrain, StageEmptyWait, StageRelease, TurnPass, TurnWait)
+                 StageDrain, StageEmptyWait, StageRelease, TurnPass, TurnWait, Rotated)
 
 
 NAN_MAX_MIN = """\
@@ -245,6 +245,19 @@ class _Emitter:
 
     def index_names(self, n: IndexNames, depth: int) -> list[str]:
         return [f"{'  ' * depth}const {INDEX_TYPES[self.ir.index_bits]} {name} = {self.x(value)};" for name, value in n.names]
+
+    def rotated(self, n: Rotated, depth: int) -> list[str]:
+        """A rotated loop's next iteration (execution/rotation.py): its statements as lowered, in a
+        scope that declares the loop's counter again, as i + 1 (or 0 before the loop)."""
+        pad, i = "  " * depth, self.x(var(n.index))
+        at, which = ("0", "iteration 0's first statements, before the loop") if n.first else \
+            (f"{i} + 1U", "the next iteration's first statements")
+        kind = INDEX_TYPES[self.ir.index_bits]
+        return ([f"{pad}{{  // {n.label}, rotated: {which}",
+                 f"{pad}  const {kind} tp_rotated = {at};",
+                 f"{pad}  if (tp_rotated < {self.x(n.extent)}) {{",
+                 f"{pad}    const {kind} {i} = tp_rotated;"]
+                + self.nodes(n.body, depth + 2) + [f"{pad}  }}", f"{pad}}}"])
 
     def whole_tile(self, n: WholeTile, depth: int) -> list[str]:
         pad = "  " * depth
@@ -521,6 +534,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     TurnPass: _Emitter.turn_pass,
     IndexNames: _Emitter.index_names,
     WholeTile: _Emitter.whole_tile,
+    Rotated: _Emitter.rotated,
 }
 
 def dtype_storage(dtype: DataType) -> str:

@@ -35,6 +35,7 @@ from typing import Callable, Mapping
 from ...execution.statements import Cond
 from ...model.errors import InternalError
 from ...model.expr import Expr, const, var
+from ...execution.rotation import Rotated
 from ..ir import (BLOCK_DIMS, GRID_DIMS, Compute, CpAsyncCopy, IndexNames, KernelIR, Loop, LoopKind, MatrixCopy, MmaIssue,
                   Prologue, TmaCopy, TmemAccess, WholeTile)
 
@@ -170,7 +171,7 @@ class Around:
 
     loops: tuple[str, ...] = ()
     threads: Mapping[str, int] = field(default_factory=dict)
-    serial: tuple[Loop, ...] = ()  # the loops of `loops`, outermost first
+    serial: tuple[Loop | Rotated, ...] = ()  # the loops of `loops`, outermost first (a rotated scope redeclares one)
 
 
 def is_unrolled_nest(n) -> bool:
@@ -193,6 +194,8 @@ def rewrite_unrolled(nodes: list, rewrite: Callable[[Loop | WholeTile, Around], 
                 inner = replace(around, threads={**around.threads, n.var: n.extent.value})
         elif isinstance(n, Loop) and n.kind is LoopKind.SERIAL and n.extent != const(1):
             inner = Around(around.loops + (n.var,), around.threads, around.serial + (n,))
+        elif isinstance(n, Rotated):  # declares its loop's counter again: the names that read it are its own
+            inner = Around(around.loops + (n.var,) * (n.var not in around.loops), around.threads, around.serial + (n,))
         if hasattr(n, "body"):  # loops, warp roles and their Roles, a prologue, prefetched copies
             rewrite_unrolled(n.body, rewrite, inner, is_nest)
         out.append(n)

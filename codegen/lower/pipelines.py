@@ -11,6 +11,7 @@ from ...model.errors import InternalError
 from ...model.expr import Expr, add, const, substitute, var
 from ...execution.pipeline import Prefetched, Prologue
 from ...execution.ping_pong import Turn
+from ...execution.rotation import Rotated
 from ...execution.warp_roles import StageEmptyWait, StageRelease
 from ..ir import (
     Compute,
@@ -29,8 +30,8 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
     """Each Prologue and Prefetched node of the placed tree (in place): its loop's index
     variable (`index_of`: loop class key -> index) and extent; a Prefetched node's copies run for
     iteration i + prefetch, so their loop index is shifted (offsets, predicates, inner extents).
-    A warp-specialized loop's empty waits and releases, and ping-pong's turns, get its index and
-    extent too."""
+    A warp-specialized loop's empty waits and releases, ping-pong's turns and a rotated loop's
+    next iteration (execution/rotation.py) get its index and extent too."""
     for k, n in enumerate(tree):
         if isinstance(n, StageRelease) and n.tail:  # after its loop (and the loop's final wgmma wait)
             loop = next((m for m in reversed(tree[:k]) if isinstance(m, Loop)), None)
@@ -48,8 +49,15 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
             for child in n.body:  # mbarrier WAR: the prologue's loads wait for their stages too
                 if isinstance(child, StageEmptyWait):
                     child.index = n.index
+        if isinstance(n, Rotated) and n.first:  # before its loop
+            loop = tree[k + 1] if k + 1 < len(tree) else None
+            if not isinstance(loop, Loop):
+                raise InternalError("a rotated loop's first iteration is not followed by its loop")
+            n.index, n.extent, n.var = index_of[loop.key], loop.extent, loop.var
         if isinstance(n, Loop):
             for child in n.body:
+                if isinstance(child, Rotated):
+                    child.index, child.extent, child.var = index_of[n.key], n.extent, n.var
                 if isinstance(child, (TmaWait, StageEmptyWait)) and child.stages:  # iteration i's stage and phase
                     child.index = index_of[n.key]
                 if isinstance(child, (StageRelease, Turn)):  # iteration i of the loop's extent

@@ -12,6 +12,7 @@ from typing import Iterator
 
 from ...execution.conditions import lowering as conditions
 from ...execution import loops
+from ...execution.nest import placed_nest
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems
@@ -312,6 +313,51 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: none, structural: each loop covers one contiguous range of statements in execution order
     g = _groups(ctx)
     yield from report_problems("LOOP-NEST-ORDER", conditions.nest_problems(ctx.fusion, groups=g))
+
+
+@rule("LOOP-ROTATION", family="lowering", premises=("LOOP-NEST-ORDER", "INLINE-LOOP-MAP", "INLINE-PARALLEL-MATCH"))
+def loop_rotation(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """A rotated loop's rotated statements are the first of its body, and run in registers.
+
+    What it checks:
+        For each tp.rotate_loop(loop_tv, axis, selection) (nvFuser's scheduler_utils::rotateLoop):
+        the loop at loop_tv's axis is serial (or unrolled) and holds statements of the selection;
+        in its body (a TMA stage's wait placed at its first reader) no statement outside the
+        selection runs before one inside it, and no loop nested in it holds both; the selected
+        statements read and write registers and global memory only (no shared or tensor memory,
+        no synchronisation among them). The kernel then runs the selected statements of
+        iteration 0 before the loop and those of iteration i + 1 at the end of iteration i
+        (execution/rotation.py).
+    Why the hardware needs it:
+        Rotation moves the first statements of each iteration to the end of the one before, so
+        the statements run in the order they ran unrotated: A(0) B(0) A(1) B(1) .. for a body
+        A; B. A statement left out of the selection but running before a selected one would
+        run after the selected statements of its own iteration instead, reading values they
+        have not produced yet or overwriting what they read. A thread or block index has no
+        next iteration to move statements into. Statements that touch shared or tensor memory
+        are ordered by barriers and pipelines placed per iteration, which the rotated order
+        would put around the wrong iteration's accesses.
+    Example:
+        fusion, t0, t1, t2, t3 = copy_chain("rotate_not_first", [64, 8], copies=3)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+        t1.inline_at(2); t2.inline_at(2)
+        tp.rotate_loop(t3, 1, [t2])
+    Fix:
+        fusion, t0, t1, t2, t3 = copy_chain("rotate_first", [64, 8], copies=3)
+        for t in (t1, t2, t3):
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+        t1.inline_at(2); t2.inline_at(2)
+        tp.rotate_loop(t3, 1, [t1, t2])
+    References:
+        nvFuser device_lower/pass/loop_rotation.h (Note [Loop Rotation]), scheduler_utils::rotateLoop;
+        docs/supported.md#loop-rotation
+    """
+    # Formal statement: none, structural: for each rotation, the loop is serial and holds a selected statement,
+    #   its body is [selected..., unselected...] (no inner loop mixed), and the selected ones touch no on-chip memory
+    nest_ = placed_nest(ctx.fusion)
+    if nest_ is not None:
+        yield from report_problems("LOOP-ROTATION", [p for plan in nest_.rotations for p in plan.problems])
 
 
 @rule("GLOBAL-INTERMEDIATE", family="lowering")
