@@ -63,7 +63,12 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt256_wg2_ws2_r240_pp", 256, {**_R240, "stages": 2, "ping_pong": True}),
            # head dim 256: two stages of 64 keys are what shared memory holds beside Q, and O in place keeps
            # the consumers' registers under 240 (the others at 256 are refused by SMEM-CAPACITY or spill)
-           ("kt64_wg2_ws2_r240_ip", 64, {**_R240, "stages": 2, "in_place": True})]
+           ("kt64_wg2_ws2_r240_ip", 64, {**_R240, "stages": 2, "in_place": True}),
+           # FlashAttention-3's intra-warpgroup overlap: the loop rotated, tile i + 1's Q K^T before tile i's P V
+           ("kt128_wg2_ws2_r240_ip_ov", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True}),
+           ("kt128_wg2_ws3_r240_ip_ov", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True}),
+           ("kt128_wg2_ws4_r240_ip_ov", 128, {**_R240, "stages": 4, "in_place": True, "overlap": True}),
+           ("kt64_wg2_ws2_r240_ip_ov", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks

@@ -26,7 +26,7 @@ import enum
 from dataclasses import dataclass, field
 
 from ..execution.barriers import BulkStoreWait, CpAsyncCommit, CpAsyncWait, Sync, TmaWait  # placed by the model, checked by SMEM-RACE / CPASYNC-WAIT
-from ..execution.barriers import WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
+from ..execution.barriers import WgmmaCommit, WgmmaFence, WgmmaWait  # placed by the model, checked by PIPELINE-WAR
 from ..execution.barriers import Tcgen05Commit, Tcgen05Wait  # placed by the model, checked by TCGEN05-ASYNC-ORDER
 from ..execution.pipeline import Prefetched, Prologue  # a circular buffer's, placed by the model (PIPELINE-WAR)
 from ..execution.rotation import Rotated  # a rotated loop's next iteration (LOOP-ROTATION)
@@ -588,7 +588,7 @@ class WholeTile:
 NODE_TYPES = (Loop, Compute, Sync, TmaCopy, TmaWait, MatrixCopy, TmemAccess, TmemAlloc, TmemFencedSync, TmemDealloc,
               CpAsyncCopy, CachedLoad, CpAsyncWait, CpAsyncCommit, ReduceInit, BlockReduce, SiblingStep, GridReduce,
               GroupedGridReduce, Prologue, Prefetched, MmaIssue,
-              WgmmaFence, WgmmaWait, Tcgen05Commit, Tcgen05Wait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
+              WgmmaFence, WgmmaCommit, WgmmaWait, Tcgen05Commit, Tcgen05Wait, WarpRoles, StageEmptyWait, StageRelease, StageDrain, BulkStoreWait,
               NamedSync, IndexNames, WholeTile, TurnWait, TurnPass, Rotated)  # a Role only in WarpRoles.body
 
 
@@ -661,6 +661,8 @@ def format_nodes(nodes: list, indent: int = 0) -> str:
                          f"  # {n.why}")
         elif isinstance(n, WgmmaFence):
             lines.append(f"{pad}wgmma.fence  # {n.why}")
+        elif isinstance(n, WgmmaCommit):
+            lines.append(f"{pad}wgmma.commit_group  # {n.why}")
         elif isinstance(n, WgmmaWait):
             lines.append(f"{pad}{'wgmma.commit_group + ' if n.commit else ''}wgmma.wait_group {n.pending}  # {n.why}")
         elif isinstance(n, Tcgen05Commit):

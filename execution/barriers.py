@@ -363,6 +363,14 @@ class WgmmaFence:
 
 
 @dataclass
+class WgmmaCommit:
+    """wgmma.commit_group alone: the batches issued since the last commit become one group, waited
+    for later (execution/wgmma_order.py's rotated loops)."""
+
+    why: str = ""
+
+
+@dataclass
 class WgmmaWait:
     """wgmma.commit_group (when `commit`), then wgmma.wait_group `pending`: all but the newest
     `pending` committed batches have written their accumulators and read their shared tiles."""

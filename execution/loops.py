@@ -9,6 +9,8 @@ code generator lowers it (codegen/lower/loop_nest.py), so the rules check the lo
 
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Sequence
 
@@ -479,6 +481,23 @@ def _by_phase(steps: list) -> list:
     """A group's held steps, each phase's for every member before the next phase's."""
     rank = {phase: n for n, phase in enumerate(Phase)}
     return sorted(steps, key=lambda item: rank[item[1][1]])
+
+
+def copied_nest(nodes: list) -> list:
+    """A copy of a nest (a pipeline's prologue, a rotated loop's first iteration): loops and placed
+    nodes copied, the verifier's leaves (tensors, (tensor, phase) pairs) kept, so that they still
+    name the fusion's tensors."""
+    out = []
+    for n in nodes:
+        if isinstance(n, (TensorView, tuple)):
+            out.append(n)
+        elif hasattr(n, "body"):
+            c = copy.copy(n)
+            c.body = copied_nest(n.body)
+            out.append(c)
+        else:
+            out.append(copy.deepcopy(n))
+    return out
 
 
 def statement_tensor(item) -> TensorView:

@@ -110,7 +110,8 @@ def placed_nest(fusion: Fusion) -> PlacedNest | None:
              for (tv, axis, chosen), where in zip(fusion.loop_rotation, fusion.loop_rotation_origins)
              if (tv.name, axis) in groups.of]
     serial = (ParallelType.Serial, ParallelType.Unroll)
-    place_syncs(tree, on_chip, hazards, plans, lambda loop: groups.groups[loop.key].parallel in serial)
+    rotated = {"rotations": plans, "serial": lambda loop: groups.groups[loop.key].parallel in serial} if plans else {}
+    place_syncs(tree, on_chip, hazards, **rotated)
     insert_turns(tree, role_threads(fusion)[1])  # ping-pong: the consumer warpgroups' turns (execution/ping_pong.py)
     return PlacedNest(tree, hazards, on_chip, {g.index: g for g in groups.groups}, plans)
 

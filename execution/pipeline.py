@@ -59,17 +59,19 @@ from __future__ import annotations
 
 import copy
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .barriers import (
     Async, BulkStoreWait, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats,
     split_point, statement_paths,
 )
-from .barriers import WgmmaWait
+from .barriers import WgmmaCommit, WgmmaWait
+from .rotation import Rotated
 from ..model.expr import Expr, const
 from ..model.options import Pipelined, WarpSpecialized
 from ..model.tensor import TensorView
 from .circular import circular_axis, circular_tensors
+from .loops import copied_nest
 from .warp_roles import EMPTY_PREFIX, SpecializedLoop, StageEmptyWait, StageRelease, WarpRoles, release_lag, split_roles
 
 
@@ -312,22 +314,6 @@ def _read_by_threads(nodes: list, tensors: set, hazards: Hazards) -> bool:
     return any(a.kind is not Async.WGMMA and a.reads & tensors for _, a, _ in statement_paths(nodes, hazards))
 
 
-def copied_nest(nodes: list) -> list:
-    """The prologue's own copy of the copies' nest: loops and statements copied, the verifier's
-    leaves (tensors, (tensor, phase) pairs) kept, so that they still name the fusion's tensors."""
-    out = []
-    for n in nodes:
-        if isinstance(n, (TensorView, tuple)):
-            out.append(n)
-        elif hasattr(n, "body"):
-            c = copy.copy(n)
-            c.body = copied_nest(n.body)
-            out.append(c)
-        else:
-            out.append(copy.deepcopy(n))
-    return out
-
-
 class Step(enum.Enum):
     """What a position of a loop body does to a cp.async-filled tensor."""
 
@@ -337,6 +323,7 @@ class Step(enum.Enum):
     SYNC = "sync"  # __syncthreads
     READ = "read"  # the reader's statement, for this iteration's data
     MMA_WAIT = "wgmma wait"  # wgmma.wait_group N: an asynchronous reader's reads of N batches ago are done
+    MMA_COMMIT = "wgmma commit"  # wgmma.commit_group alone (its wait later: a rotated loop's overlap)
     STORE_WAIT = "bulk store wait"  # cp.async.bulk.wait_group(.read) 0: the TMA stores issued so far have read
     EMPTY_WAIT = "empty wait"  # the producer waits until the consumers released the stage it refills
     RELEASE = "release"  # the consumers release the stage of the datum N iterations back (N: pending)
@@ -347,6 +334,8 @@ class Event:
     step: Step
     pending: int = 0  # WAIT: N of cp.async.wait_group N
     stages: int = 0  # an mbarrier WAIT, EMPTY_WAIT or RELEASE: iteration i's is on mbarrier [i % stages]
+    ahead: int = 0  # 1: in a rotated loop's next iteration (execution/rotation.py): iteration i's is for datum i + 1
+    commit: bool = False  # an MMA_WAIT that commits first (wgmma.commit_group, then the wait)
 
 
 @dataclass(frozen=True)
@@ -377,6 +366,14 @@ class Timeline:
     specialized: bool = False
     producer: tuple[Event, ...] = ()
     tail: tuple[Event, ...] = ()
+    # a rotated consumer loop (execution/rotation.py): the steps of datum 0 before the loop (its
+    # rotated statements' first iteration); the body's events with `ahead` 1 are for datum i + 1
+    rotated: tuple[Event, ...] = ()
+
+    @property
+    def ahead(self) -> int:
+        """The iterations the READ runs ahead of its datum (1 where it is rotated)."""
+        return next((e.ahead for e in self.body if e.step is Step.READ), 0)
 
     @property
     def read_wait(self) -> Step:
@@ -395,10 +392,12 @@ class Timeline:
     def describe(self) -> str:
         def text(events) -> str:
             return ", ".join(e.step.value + (f" {e.pending}" if e.step in (Step.WAIT, Step.MMA_WAIT) else "")
-                             + (f" of iteration i - {e.pending}" if e.step is Step.RELEASE else "") for e in events)
+                             + (f" of iteration i - {e.pending}" if e.step is Step.RELEASE else "")
+                             + (" (of iteration i + 1)" if e.ahead else "") for e in events)
 
         if self.specialized:
-            return (f"producer loop x{self.extent}: [{text(self.producer)}]; consumer loop x{self.extent}: "
+            before = f"consumers first: [{text(self.rotated)}]; " if self.rotated else ""
+            return (f"producer loop x{self.extent}: [{text(self.producer)}]; {before}consumer loop x{self.extent}: "
                     f"[{text(self.body)}]; then [{text(self.tail)}]").replace("wait 0", "wait")
 
         pro = (f"prologue x{self.prologue_iterations}: [{text(self.prologue)}]; " if self.prologue_iterations else "")
@@ -412,7 +411,9 @@ def events_of(node, barrier: str | None = None) -> list[Event]:
     if isinstance(node, TmaWait):
         return [Event(Step.WAIT, stages=node.stages)] if node.stages and node.barrier == barrier else []
     if isinstance(node, WgmmaWait):
-        return [Event(Step.MMA_WAIT, node.pending)]
+        return [Event(Step.MMA_WAIT, node.pending, commit=node.commit)]
+    if isinstance(node, WgmmaCommit):
+        return [Event(Step.MMA_COMMIT)]
     if isinstance(node, BulkStoreWait):
         return [Event(Step.STORE_WAIT)]
     if isinstance(node, CpAsyncWait):
@@ -534,29 +535,45 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
         if dp is None or dc is None or dp + 1 >= len(wp) or dc + 1 >= len(rp):
             continue
         issue, read = wp[dp + 1][1], rp[dc + 1][1]
+        inner = rp[dc + 2][1] if isinstance(loop.body[read], Rotated) and dc + 2 < len(rp) else None
         producer = [Event(Step.ISSUE) if k == issue else Event(Step.EMPTY_WAIT, stages=n.stages)
                     for k, n in enumerate(made.body) if k == issue or (isinstance(n, StageEmptyWait) and n.barrier == empty)]
 
-        def events(nodes, at=None):
+        def events(nodes, at=None, ahead=0, sub=None, leaf=None):
             out = []
             for k, n in enumerate(nodes):
-                if k == at:
-                    out.append(Event(Step.READ))
+                if isinstance(n, Rotated):  # a rotated loop's next iteration: for datum i + 1
+                    out += events(n.body, sub if k == at else None, 1, leaf=leaf)
+                elif k == at or (leaf is not None and _holds(n, leaf)):
+                    out.append(Event(Step.READ, ahead=ahead))
+                    leaf = None  # the first instance only
                 elif isinstance(n, StageRelease) and n.barrier == empty:
                     out.append(Event(Step.RELEASE, n.lag, n.stages))
                 else:
-                    out += events_of(n, barrier)
+                    out += [replace(e, ahead=ahead) for e in events_of(n, barrier)]
             return out
 
         scope, at = rp[dc]
         circular = hazards.access(wp[-1][0][wp[-1][1]]).circular  # the load's stages, not its waits'
         stages = circular[0] if circular else 1
         reading = hazards.access(rp[-1][0][rp[-1][1]])
-        return Timeline(tensor, reader, tuple(events(loop.body, read)), hazards.extent(loop), 0, stages, tma=True,
+        first = scope[at - 1] if at > 0 and isinstance(scope[at - 1], Rotated) and scope[at - 1].first else None
+        body = events(loop.body, read, sub=inner)
+        # the rotated statements' first iteration, before the loop: the same read (by its leaf)
+        rotated = tuple(events(first.body, ahead=1, leaf=rp[-1][0][rp[-1][1]])) if first is not None and \
+            any(e.ahead for e in body if e.step is Step.READ) else ()
+        return Timeline(tensor, reader, tuple(body), hazards.extent(loop), 0, stages, tma=True,
                         async_read=reading is not None and reading.kind in (Async.WGMMA, Async.TMA_STORE),
                         store_read=reading is not None and reading.kind is Async.TMA_STORE, specialized=True,
-                        producer=tuple(producer), tail=tuple(events(scope[at + 1:])))
+                        producer=tuple(producer), tail=tuple(events(scope[at + 1:])), rotated=rotated)
     return None
+
+
+def _holds(n, leaf) -> bool:
+    """Whether node n is the statement `leaf` or holds it."""
+    if hasattr(n, "body"):
+        return any(_holds(c, leaf) for c in n.body)
+    return n is leaf or (isinstance(n, tuple) and n == leaf)
 
 
 def _barrier_after(parent: list, at: int, async_read: bool, store_read: bool = False) -> bool:
@@ -576,5 +593,5 @@ def _barrier_after(parent: list, at: int, async_read: bool, store_read: bool = F
     return any(isinstance(n, Sync) for n in after[start:])
 
 
-__all__ = ["Event", "copied_nest", "Pipelined", "WarpSpecialized", "Prefetched", "Prologue", "Step", "Timeline", "circular_axis",
+__all__ = ["Event", "Pipelined", "WarpSpecialized", "Prefetched", "Prologue", "Step", "Timeline", "circular_axis",
            "circular_tensors", "events_of", "in_prologue", "insert_pipelines", "specialized_timeline", "timeline"]

@@ -12,8 +12,11 @@ placed on the rotated body. A TMA stage's wait moves with its first reader. Wher
 cannot be placed the nest stays as it was and `problems` says why (rule LOOP-ROTATION):
     - a statement of the body that is not selected runs before a selected one;
     - a loop nested in the body holds selected and unselected statements;
-    - a selected statement touches shared or tensor memory (its iteration-shifted accesses are
-      not among those PIPELINE-* and SMEM-RACE prove yet), or the loop is not serial.
+    - a selected statement writes shared or tensor memory, or reads what the loop's body writes
+      there (ordered per iteration by barriers), or the loop is not serial. A warp-specialized
+      circular buffer (its loads in the producer's loop) is read one iteration ahead, its stage
+      waits moved with the readers: PIPELINE-* prove those reads (execution/pipeline.py Timeline's
+      `ahead`).
 Pure data: no z3.
 """
 
@@ -21,10 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model.expr import Expr
+from ..model.expr import Expr, try_int
 from .barriers import Hazards, TmaWait
-from .loops import statement_tensor
-from .pipeline import copied_nest
+from .loops import copied_nest, statement_tensor
 from .problems import Problem
 
 
@@ -41,6 +43,7 @@ class Rotated:
     index: str | None = None
     extent: Expr | None = None
     var: str | None = None
+    loop_key: int | None = None  # the rotated loop's group
     repeats_itself = False
 
 
@@ -97,13 +100,27 @@ def _waits_at_readers(body: list, hazards: Hazards) -> list:
     return out
 
 
-def _on_chip(n, hazards: Hazards, on_chip: set[str]) -> str | None:
-    for x in _leaves(n):
-        if not _is_leaf(x):
+def _unrotatable(prefix: list, body: list, hazards: Hazards, on_chip: set[str]) -> str | None:
+    """What keeps `prefix` from rotating: a statement writing shared or tensor memory, or reading
+    an on-chip tensor that the loop's body writes (ordered per iteration by its barriers); a wait
+    other than a TMA stage's, or a barrier. A tensor no statement of the loop writes reads the same
+    in every iteration: a tile loaded before the loop, or a warp-specialized circular buffer whose
+    producer loads it elsewhere (its stage waits move with the readers; PIPELINE-* prove the reads
+    one iteration ahead)."""
+    written = {a.writes for x in _leaves(Rotated(body)) if _is_leaf(x) for a in [hazards.access(x)] if a is not None}
+    for n in prefix:
+        if isinstance(n, TmaWait):
+            if not n.stages:
+                return f"the wait on {n.barrier}"
             continue
-        a = hazards.access(x)
-        if a is not None and (a.writes in on_chip or a.reads & on_chip):
-            return statement_tensor(x).name
+        if not _statements(n) and not hasattr(n, "key"):
+            return f"the {type(n).__name__}"
+        for x in _leaves(n):
+            a = hazards.access(x) if _is_leaf(x) else None
+            if a is None:
+                continue
+            if a.writes in on_chip or (a.reads & on_chip & written):
+                return statement_tensor(x).name
     return None
 
 
@@ -130,6 +147,8 @@ def rotate(tree: list, plan: RotationPlan, hazards: Hazards, on_chip: set[str], 
         return False
     for scope, k in reversed(found):  # the later first: an insertion keeps the earlier ones' places
         loop = scope[k]
+        if try_int(hazards.extent(loop)) == 1:
+            continue  # no next iteration: the statements run as they are
         if not serial(loop):
             plan.problems.append(Problem(f"{where} is not a serial loop: a thread or block index has no next iteration",
                                          "rotate a serial loop", location=plan.location))
@@ -159,17 +178,18 @@ def rotate(tree: list, plan: RotationPlan, hazards: Hazards, on_chip: set[str], 
                         "the last rotated statement's place": last}))
             return False
         prefix, rest = body[:last + 1], body[last + 1:]
-        touched = next((t for t in map(lambda n: _on_chip(n, hazards, on_chip), prefix) if t), None)
-        if touched is not None or any(isinstance(n, TmaWait) for n in prefix) or \
-                any(not _is_leaf(n) and not hasattr(n, "key") for n in prefix):
+        touched = _unrotatable(prefix, body, hazards, on_chip)
+        if touched is not None:
             plan.problems.append(Problem(
-                f"the rotated statement {touched or 'a synchronisation'} of {where} touches shared or tensor "
-                f"memory: rotated statements read and write registers and global memory only",
+                f"{touched} is rotated in {where} and touches shared or tensor memory that the loop's body writes, "
+                f"or orders it: rotated statements write registers and global memory only, and read shared memory "
+                f"only where the loop does not write it (a tile loaded before the loop, a warp-specialized "
+                f"circular buffer)",
                 "rotate the register statements (the loads of registers from global memory and what they feed)",
-                tensor=touched, location=plan.location))
+                tensor=touched if touched.startswith("T") else None, location=plan.location))
             return False
-        loop.body[:] = rest + [Rotated(prefix, label=plan.label)]
-        scope.insert(k, Rotated(copied_nest(prefix), first=True, label=plan.label))
+        loop.body[:] = rest + [Rotated(prefix, label=plan.label, loop_key=plan.key)]
+        scope.insert(k, Rotated(copied_nest(prefix), first=True, label=plan.label, loop_key=plan.key))
     return True
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from ..model.mma_op import is_wgmma_op
 from ..model.types import MemoryType
-from .barriers import Async, Hazards, WgmmaFence, WgmmaWait
+from .barriers import Async, Hazards, WgmmaCommit, WgmmaFence, WgmmaWait
 from .pipeline import Prefetched
+from .rotation import Rotated
 from .warp_roles import StageRelease
 
 
@@ -51,6 +52,11 @@ def insert_wgmma_waits(nodes: list, hazards: Hazards) -> None:
     for n in nodes:
         if _only_wgmma(n, hazards):
             out.append(n)
+            continue
+        overlapped = _overlapped(n.body, hazards) if hasattr(n, "body") else None
+        if overlapped is not None:  # a rotated loop's: the next iteration's batch issued first
+            n.body[:] = overlapped
+            out += [n, WgmmaWait(0, "the batches still in flight: the accumulators complete", commit=False)]
             continue
         if hasattr(n, "body"):
             insert_wgmma_waits(n.body, hazards)
@@ -127,4 +133,145 @@ def _wrapped(nodes: list, hazards: Hazards) -> list:
     return out
 
 
-__all__ = ["WgmmaFence", "WgmmaWait", "insert_wgmma_waits"]
+def _registers(n, hazards: Hazards) -> tuple[set, set]:
+    """(reads, writes) of n's statements: register tensors and on-chip tensors alike."""
+    reads, writes = set(), set()
+    for x in _statement_leaves(n):
+        tv = x[0] if isinstance(x, tuple) else x
+        op = getattr(tv, "definition", None)
+        if op is None:
+            continue
+        reads |= {t.name for t in op.inputs}
+        writes.add(tv.name)
+        acc = hazards.access(x)
+        if acc is not None:
+            reads |= set(acc.reads)
+            if acc.kind is Async.WGMMA:  # its accumulators: read and written
+                reads.add(tv.name)
+    return reads, writes
+
+
+def _statement_leaves(n):
+    if hasattr(n, "body"):
+        for c in n.body:
+            yield from _statement_leaves(c)
+    elif isinstance(n, tuple) or hasattr(n, "definition"):
+        yield n
+
+
+def _independent(first: list, then: list, hazards: Hazards) -> bool:
+    """Whether running `first` before `then` (which ran before it) changes no value: neither
+    writes what the other reads or writes."""
+    def union(nodes) -> tuple[set, set]:
+        reads, writes = set(), set()
+        for n in nodes:
+            r, w = _registers(n, hazards)
+            reads |= r
+            writes |= w
+        return reads, writes
+
+    (r1, w1), (r2, w2) = union(first), union(then)
+    return not (w1 & (r2 | w2)) and not (w2 & r1)
+
+
+def _overlapped(body: list, hazards: Hazards) -> list | None:
+    """A rotated loop's body [B(i)..., Rotated: A(i + 1)...] whose rotated statements hold a wgmma
+    batch (execution/rotation.py), with wgmma's asynchrony placed for overlap, as FlashAttention-3
+    runs its next Q K^T; None for any other body:
+      - A's statements up to its first batch (its stage waits, the accumulators' init, the batch)
+        are issued first in the iteration, where B touches nothing they touch (they would run
+        after B otherwise);
+      - each batch is fenced, then committed alone; its wait is placed just before the first
+        statement after it that touches its accumulators or A registers (at the body's end where
+        only the next iteration's statements do), leaving in flight the batches committed after
+        it; a stage's release follows the wait of the unrotated batches that read its tiles.
+    The waits are the body's own (a run of rotated statements is split around them), so every
+    iteration, the last one too (whose rotated statements do not run), waits alike."""
+    if not body or not isinstance(body[-1], Rotated) or body[-1].first:
+        return None
+    rest, rotated = body[:-1], body[-1].body
+    b = next((k for k, n in enumerate(rotated) if _only_wgmma(n, hazards)), None)
+    if b is None or any(_only_wgmma(n, hazards) is False and hasattr(n, "body") and
+                        any(_only_wgmma(c, hazards) for c in _nested(n)) for n in rest + rotated):
+        return None  # a batch nested in a loop of the body: not placed here
+    issue, later = rotated[:b + 1], rotated[b + 1:]
+    hoisted = _independent(issue, rest, hazards)
+    seq = ([(n, True) for n in issue] + [(n, False) for n in rest] + [(n, True) for n in later]) if hoisted else \
+        ([(n, False) for n in rest] + [(n, True) for n in rotated])
+    batches = [k for k, (n, _) in enumerate(seq) if _only_wgmma(n, hazards)]
+    need: dict[int, int] = {}  # batch position -> the position its wait precedes
+    for k in batches:
+        accumulators = {a.writes for a in _leaves(seq[k][0], hazards)} - {None}
+        registers = _a_registers(seq[k][0]) | accumulators
+
+        def touches(n) -> bool:
+            return any(a.kind is not Async.WGMMA and (a.writes in registers or a.reads & registers)
+                       for a in _leaves(n, hazards))
+        later_touch = next((q for q in range(k + 1, len(seq)) if touches(seq[q][0])), None)
+        if later_touch is None and any(touches(seq[q][0]) for q in range(k)):
+            later_touch = len(seq)  # the next iteration's statements: wait at the body's end
+        if later_touch is not None:
+            need[k] = later_touch
+    releases = [q for q, (n, _) in enumerate(seq) if isinstance(n, StageRelease) and not n.tail]
+    readers = [k for k in batches if not seq[k][1] and _tiles(seq[k][0], hazards)]  # this iteration's datum
+    moved = []
+    for q in releases:  # after the waits of the batches that read its stage
+        done = max((need.get(k, len(seq)) for k in readers if k < q), default=None)
+        if done is not None and done > q:
+            moved.append((q, done))
+    points = sorted(set(need.values()))
+    out: list = []
+    run: list = []  # rotated nodes not yet closed into a Rotated block
+
+    def flush():
+        if run:
+            out.append(Rotated(list(run), label=body[-1].label, loop_key=body[-1].loop_key))
+            run.clear()
+
+    def place(node, rotated_node: bool):
+        if rotated_node:
+            run.append(node)
+        else:
+            flush()
+            out.append(node)
+
+    def waits_at(q: int):
+        waiting = [k for k, p in need.items() if p == q]
+        if waiting:
+            pending = min(sum(1 for j in batches if k < j < q) for k in waiting)
+            flush()
+            out.append(WgmmaWait(pending, "the batches read here (their accumulators or A registers) complete"
+                                 + (f", the {pending} issued after them in flight" if pending else ""), commit=False))
+        for r, done in moved:
+            if done == q:
+                flush()
+                out.append(seq[r][0])
+
+    moved_from = {r for r, _ in moved}
+    for q, (n, rot) in enumerate(seq):
+        waits_at(q)
+        if q in moved_from:
+            continue
+        if q in batches:
+            place(WgmmaFence("the accumulators' and A registers' earlier writes, before the asynchronous wgmma"), rot)
+            place(n, rot)
+            place(WgmmaCommit("this batch one group: waited for where its results are read"), rot)
+        else:
+            place(n, rot)
+    waits_at(len(seq))
+    flush()
+    return out
+
+
+def _nested(n):
+    for c in getattr(n, "body", ()):
+        yield c
+        yield from _nested(c)
+
+
+def _tiles(n, hazards: Hazards) -> set:
+    """The shared tiles n's wgmma statements read."""
+    return {t for a in _leaves(n, hazards) if a.kind is Async.WGMMA for t in a.reads}
+
+
+__all__ = ["WgmmaCommit", "WgmmaFence", "WgmmaWait", "insert_wgmma_waits"]

@@ -220,7 +220,7 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
 
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
               warpgroups: int = 1, lse: bool = False, in_place: bool = False,
-              skip_masked_tiles: bool = True, ping_pong: bool = False) -> tp.Fusion:
+              skip_masked_tiles: bool = True, ping_pong: bool = False, overlap: bool = False) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -241,7 +241,12 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     skipping them exact), in the producer's loads, the pipeline and the consumers alike. With
     `ping_pong` (a producer and two or more consumer warpgroups), the consumer warpgroups issue
     each key tile's Q K^T in turn through named barriers (tp.WarpSpecialized(..., ping_pong=True);
-    rule WS-PING-PONG), so that one's softmax runs while the other's products do."""
+    rule WS-PING-PONG), so that one's softmax runs while the other's products do. With `overlap` (a
+    producer, O in place), each warpgroup overlaps its own softmax with its wgmmas, as FlashAttention-3's
+    intra-warpgroup overlap: the loop over key tiles is rotated (tp.rotate_loop) by the statements of
+    S = Q K^T through P and the row sum, so iteration i issues tile i + 1's Q K^T, then tile i's P V,
+    and waits for the first (wgmma.wait_group 1) before tile i + 1's softmax, for the second before
+    P is overwritten (execution/wgmma_order.py)."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -252,6 +257,12 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         raise tp.ScheduleError(f"attention: producer must be True or False, got {producer!r}")
     if not isinstance(ping_pong, bool):
         raise tp.ScheduleError(f"attention: ping_pong must be True or False, got {ping_pong!r}")
+    if not isinstance(overlap, bool):
+        raise tp.ScheduleError(f"attention: overlap must be True or False, got {overlap!r}")
+    if overlap and not (producer and in_place and not ping_pong):
+        raise tp.ScheduleError("attention: overlap rotates the loop of a warp-specialized consumer whose O is rescaled "
+                               "in place: it needs producer=True and in_place=True (and not ping_pong, whose turns "
+                               "order each tile's Q K^T)")
     if ping_pong and not producer:
         raise tp.ScheduleError("attention: ping_pong orders the consumer warpgroups of a producer's pipeline: it needs "
                                "producer=True (and stages >= 2)")
@@ -335,10 +346,16 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     if stages > 1:  # K and V tiles ahead of the loop's iteration
         kind = tp.WarpSpecialized(P.TIDz, num_registers=registers, ping_pong=ping_pong) if producer else tp.Pipelined()
         # a producer's stages: from three on, released one iteration late (prefetch stages - 2), so that
-        # each tile's P V stays in flight while the next tile's Q K^T is issued (execution/wgmma_order.py)
-        prefetch = stages - 2 if producer and stages > 2 else stages - 1
+        # each tile's P V stays in flight while the next tile's Q K^T is issued (execution/wgmma_order.py);
+        # with `overlap` the rotated loop orders that itself, and a stage released in its own iteration gives
+        # the producer a whole iteration to load the next key tile, which the rotated loop waits for first
+        prefetch = stages - 2 if producer and stages > 2 and not overlap else stages - 1
         for x in (sk, sv):
             x.circular_buffer(stages, prefetch, type=kind)
+    if overlap:  # the next tile's S through P and the row sum: the first statements of the body, rotated
+        keys = [t["key"]] if tile.causal else []  # the causal mask's key indices, computed in the loop
+        tp.rotate_loop(s, h + 1 + w, [s] + keys + [t[name] for name in fragment] + [
+            tiles["m"], t["m"], t["m_b"], t["m_c"], t["shifted"], t["scaled"], t["p"], t["p_bf16"], p_a, tiles["l"], t["l"]])
     return fusion
 
 

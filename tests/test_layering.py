@@ -129,7 +129,7 @@ def test_every_ir_node_type_in_the_emit_table():
     from tileproof.codegen.emit import EMIT
 
     node_bases = (ir.Loop, ir.Compute, ir.Sync, ir.TmaCopy, ir.TmaWait, ir.MatrixCopy, ir.CpAsyncWait, ir.CpAsyncCommit, ir.ReduceInit,
-                  ir.BlockReduce, ir.SiblingStep, ir.GridReduce, ir.GroupedGridReduce, ir.Prologue, ir.Prefetched, ir.WgmmaFence,
+                  ir.BlockReduce, ir.SiblingStep, ir.GridReduce, ir.GroupedGridReduce, ir.Prologue, ir.Prefetched, ir.WgmmaFence, ir.WgmmaCommit,
                   ir.WgmmaWait, ir.Tcgen05Commit, ir.Tcgen05Wait, ir.WarpRoles, ir.StageEmptyWait,
                   ir.StageRelease, ir.StageDrain, ir.BulkStoreWait, ir.IndexNames, ir.WholeTile, ir.TurnWait, ir.TurnPass,
                   ir.Rotated)

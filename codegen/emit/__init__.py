@@ -29,7 +29,7 @@ from . import global_load as emit_global_load
 from . import cp_async as emit_cp_async, ldsm as emit_ldsm, mma as emit_mma, reduction as emit_reduction, tma as emit_tma, tmem as emit_tmem
 from ..ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduce, CachedLoad, SiblingStep, GridReduce, GroupedGridReduce, BulkStoreWait, Compute, Cond, CpAsyncCommit, CpAsyncCopy, CpAsyncWait, IndexNames, KernelIR, Loop,
                  LoopKind, MatrixCopy, NamedSync, Operand, ParamKind, Prefetched, Prologue, ReduceInit, Sync, TmaCopy, TmaWait,
-                 TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
+                 TmemAccess, TmemAlloc, TmemDealloc, TmemFencedSync, MmaIssue, WgmmaCommit, WgmmaFence, WgmmaWait, WarpRoles, WholeTile,
                  Tcgen05Commit, Tcgen05Wait,
                  StageDrain, StageEmptyWait, StageRelease, TurnPass, TurnWait, Rotated)
 
@@ -522,6 +522,7 @@ EMIT: dict[type, Callable[[_Emitter, object, int], list[str]]] = {
     MmaIssue: emit_mma.issue_lines,
     WgmmaFence: emit_mma.fence_lines,
     WgmmaWait: emit_mma.wait_lines,
+    WgmmaCommit: emit_mma.commit_group_lines,
     Tcgen05Commit: emit_mma.commit_lines,
     Tcgen05Wait: emit_mma.commit_wait_lines,
     WarpRoles: _Emitter.warp_roles,

@@ -150,6 +150,10 @@ def fence_lines(e, n, depth: int) -> list[str]:
     return [f"{'  ' * depth}tp_wgmma_fence();  // {n.why}"]
 
 
+def commit_group_lines(e, n, depth: int) -> list[str]:
+    return [f"{'  ' * depth}tp_wgmma_commit();  // {n.why}"]
+
+
 def wait_lines(e, n, depth: int) -> list[str]:
     pad = "  " * depth
     return ([f"{pad}tp_wgmma_commit();"] if n.commit else []) + [f"{pad}tp_wgmma_wait<{n.pending}>();  // {n.why}"]

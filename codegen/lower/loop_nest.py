@@ -94,6 +94,8 @@ def lower_nest(placed: PlacedNest | None, order: list[TensorView], statements: l
     axis of one element left of the threads). A leaf met again (a pipeline prologue's copy) gets a
     copy of its statement."""
     items = statement_items(order, classes.groups)
+    if placed is not None:  # a rotation the nest could not take (the kernel would not be the one asked for)
+        refuse("LOOP-ROTATION", [p for plan in placed.rotations for p in plan.problems])
     if placed is None or len(items) != len(statements):
         raise InternalError(f"the lowered statements ({len(statements)}) are not the placed nest's ({len(items)})")
     lowered, covers = {}, {}

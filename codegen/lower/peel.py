@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...execution.rotation import Rotated
 from ...execution.skip import skipped_loops
 from ...execution.statements import Cond
 from ...model.expr import const, var
@@ -40,18 +41,29 @@ def peel_unmasked(st) -> None:
 def _visit(nodes: list, key: int, names: frozenset[str], where: str, unmasked, counters: dict) -> None:
     for n in nodes:
         if isinstance(n, Loop) and n.key == key:
-            at = next((k for k, c in enumerate(n.body) if _computes(c, frozenset({where}))), None)
-            if at is None:
-                continue
-            first = at  # the elementwise nests right before the where's: one straight run to switch
-            while first > 0 and _elementwise(n.body[first - 1]):
-                first -= 1
-            run = Loop(n.var + "_peeled", const(1), LoopKind.SERIAL, "the mask's statements and the where",
-                       body=n.body[first:at + 1])
-            guard = [Cond(var(counters.get(n.var, n.var)), "<", unmasked, WHY)]
-            n.body[first:at + 1] = [WholeTile(guard, _peeled(run, names, where), run, why=WHY)]
+            _peel(n.body, n.var, names, where, unmasked, counters)
+            for r in n.body:  # a rotated loop's: the next iteration's where (its counter declared again)
+                if isinstance(r, Rotated):
+                    _peel(r.body, n.var, names, where, unmasked, counters)
+        elif isinstance(n, Rotated) and n.first and n.loop_key == key:  # the rotated loop's first iteration
+            _peel(n.body, n.var, names, where, unmasked, counters)
         elif isinstance(n, Loop) or (hasattr(n, "body") and not isinstance(n, WholeTile)):
             _visit(n.body, key, names, where, unmasked, counters)  # warp roles and their Roles, outer loops
+
+
+def _peel(body: list, counter: str, names: frozenset[str], where: str, unmasked, counters: dict) -> None:
+    """In place: body's run of elementwise nests that ends with the where's, in two versions."""
+    # (a rotated loop's next iteration is peeled in its own scope, under its own counter)
+    at = next((k for k, c in enumerate(body) if not isinstance(c, Rotated) and _computes(c, frozenset({where}))), None)
+    if at is None:
+        return
+    first = at  # the elementwise nests right before the where's: one straight run to switch
+    while first > 0 and _elementwise(body[first - 1]):
+        first -= 1
+    run = Loop(counter + "_peeled", const(1), LoopKind.SERIAL, "the mask's statements and the where",
+               body=body[first:at + 1])
+    guard = [Cond(var(counters.get(counter, counter)), "<", unmasked, WHY)]
+    body[first:at + 1] = [WholeTile(guard, _peeled(run, names, where), run, why=WHY)]
 
 
 def _elementwise(n) -> bool:

@@ -54,10 +54,12 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
             if not isinstance(loop, Loop):
                 raise InternalError("a rotated loop's first iteration is not followed by its loop")
             n.index, n.extent, n.var = index_of[loop.key], loop.extent, loop.var
+            _stage_waits(n)
         if isinstance(n, Loop):
             for child in n.body:
                 if isinstance(child, Rotated):
                     child.index, child.extent, child.var = index_of[n.key], n.extent, n.var
+                    _stage_waits(child)
                 if isinstance(child, (TmaWait, StageEmptyWait)) and child.stages:  # iteration i's stage and phase
                     child.index = index_of[n.key]
                 if isinstance(child, (StageRelease, Turn)):  # iteration i of the loop's extent
@@ -71,6 +73,13 @@ def fill_pipelines(tree: list, index_of: dict[int, str]) -> None:
                     child.body[:] = [_shifted(c, ahead) for c in child.body]
         if hasattr(n, "body"):
             fill_pipelines(n.body, index_of)
+
+
+def _stage_waits(n: Rotated) -> None:
+    """A rotated scope's stage waits: on the stage of its iteration (the counter it declares again)."""
+    for child in n.body:
+        if isinstance(child, TmaWait) and child.stages:
+            child.index = n.index
 
 
 def _shifted(node, names: dict[str, Expr]):

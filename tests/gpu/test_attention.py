@@ -310,3 +310,44 @@ def test_attention_at_sequence_tails_matches_torch(tile, options):
     kernel = tp.compile(attention(tile, **options), "sm_90a")
     assert not kernel.resources.spills
     check(kernel, tile)
+
+
+# FlashAttention-3's intra-warpgroup overlap (attention(overlap=True): the loop over key tiles rotated,
+# tile i + 1's Q K^T issued before tile i's P V): one key tile (the loop's rotated statements run only
+# before it), tails of rows and keys, grouped-query heads, head dims 64 to 256, causal with and without
+# skipping, a masked bias, three stages, the lse
+_OV = {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240), "in_place": True}
+OVERLAP = [(AttentionTile(rows=128, keys=100, key_tile=128, head_dim=128, value_dim=128), _OV),
+           (AttentionTile(rows=200, keys=700, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2), _OV),
+           (AttentionTile(rows=300, keys=500, key_tile=64, head_dim=64, value_dim=64, batch=3, group=2), _OV),
+           (AttentionTile(rows=200, keys=300, key_tile=64, head_dim=256, value_dim=256, batch=2), _OV),
+           (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, batch=2, group=4,
+                          causal=True), _OV),
+           (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, batch=2, causal=True),
+            {**_OV, "skip_masked_tiles": False}),
+           (AttentionTile(rows=500, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=2), {**_OV, "stages": 3}),
+           (AttentionTile(rows=333, keys=777, key_tile=128, head_dim=128, value_dim=128), {**_OV, "lse": True})]
+
+
+@pytest.mark.parametrize("tile, options", OVERLAP, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_overlapped_attention_matches_torch_and_changes_no_bit(tile, options):
+    """The rotated loop runs the same statements in the same order as the unrotated one, so its outputs
+    are those of attention(overlap=False) bit for bit, and softmax attention within bfloat16's error."""
+    overlapped = tp.compile(attention(tile, overlap=True, **options), "sm_90a")
+    plain = tp.compile(attention(tile, **options), "sm_90a")
+    rotated = tile.keys > tile.tile_keys  # one key tile: no next iteration, nothing rotated
+    assert ("rotated: the next iteration" in overlapped.cuda_source) is rotated
+    assert ("tp_wgmma_wait<1>" in overlapped.cuda_source) is rotated
+    if not options.get("lse"):
+        check(overlapped, tile)
+    gen = torch.Generator().manual_seed(11)
+    q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
+               ((1, tile.batch * tile.group, tile.rows, tile.head_dim), (1, tile.batch, tile.keys, tile.head_dim),
+                (1, tile.batch, tile.keys, tile.value_dim)))
+    outs = []
+    for kernel in (overlapped, plain):
+        got = kernel.run(*attention_views(q, k, v))
+        torch.cuda.synchronize()
+        outs.append([t.clone() for t in got])
+    for a, b in zip(*outs):
+        assert torch.equal(a, b)

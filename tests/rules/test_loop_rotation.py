@@ -111,3 +111,11 @@ def test_bad_arguments_raise_schedule_errors():
     tp.rotate_loop(t2, -1, [t1])
     with pytest.raises(tp.ScheduleError, match="rotated already"):
         tp.rotate_loop(t2, 1, [t1])
+
+
+def test_the_code_generator_refuses_a_rotation_the_nest_could_not_take():
+    from tileproof.testing import compile_unverified
+
+    fusion, _ = rotated_rows("refused", (2,))
+    with pytest.raises(tp.UnsupportedSchedule, match="LOOP-ROTATION"):
+        compile_unverified(fusion, "sm_90a")

@@ -28,7 +28,8 @@ ROOT = TESTS.parent
 LOWERING = sorted(r.code for r in all_rules() if r.family == "lowering")
 # the codes whose condition lowering cannot emit (the others compile, slowly or spilling)
 REFUSED = {"PARALLEL-TYPE-UNIQUE", "REGISTER-SIZE-CONSTANT", "SYMBOLIC-FACTOR", "INLINE-LOOP-MAP",
-           "INLINE-PARALLEL-MATCH", "LOOP-NEST-ORDER", "GLOBAL-INTERMEDIATE", "LOWERING-SUPPORTED"}
+           "INLINE-PARALLEL-MATCH", "LOOP-NEST-ORDER", "LOOP-ROTATION", "GLOBAL-INTERMEDIATE",
+           "LOWERING-SUPPORTED"}
 
 
 def copy(shape, dtype="float32", name="copy"):

@@ -232,6 +232,11 @@ def _specialized_complete(tl: Timeline, context: z3.Context | None = None) -> Ou
     r = tl.positions(Step.READ)[0]
     issued = any(e.step is Step.ISSUE for e in tl.producer)
     waited = z3.Or(*[m.pos(k, w) < m.pos(k, r) for w in tl.positions(Step.WAIT)], z3.BoolVal(False, m.ctx))
+    if tl.ahead:  # rotated: datum k's wait and read run in iteration k - 1, datum 0's before the loop
+        body = any(tl.body[w].ahead == tl.ahead for w in tl.positions(Step.WAIT) if w < r)
+        pr = [i for i, e in enumerate(tl.rotated) if e.step is Step.READ]
+        first = bool(pr) and any(e.step is Step.WAIT for e in tl.rotated[:pr[0]])
+        waited = z3.If(k == 0, z3.BoolVal(first, m.ctx), z3.BoolVal(body, m.ctx))
     m.facts += [k >= 0, k < m.e]
     values = {"issued before the read": m.val(int(issued))}
     return m.prove([k], z3.And(z3.BoolVal(issued, m.ctx), waited), values)
@@ -258,7 +263,10 @@ def _specialized_free(tl: Timeline, context: z3.Context | None = None) -> Outcom
         return None if k is None else tail_at + k
 
     done = m.pos(j, r)
-    if tl.async_read:
+    counted = tl.ahead or any(e.step is Step.MMA_COMMIT for e in tl.body)
+    if counted:  # a rotated loop's: batches committed alone, several an iteration
+        done = _counted_done(m, tl, j, tail_at)
+    elif tl.async_read:
         waits = tl.positions(tl.read_wait)
         final = tail_step(tl.read_wait, 0)
         later = [w for w in waits if w > r]
@@ -277,12 +285,61 @@ def _specialized_free(tl: Timeline, context: z3.Context | None = None) -> Outcom
     p_issue = [k for k, e in enumerate(tl.producer) if e.step is Step.ISSUE]
     guarded = bool(p_wait) and bool(p_issue) and p_wait[0] < p_issue[0]
     once = z3.If(in_loop, 1, 0) + z3.If(in_tail, 1, 0) == 1
-    claim = z3.And(z3.BoolVal(guarded, m.ctx), once, done >= 0, done < release)
+    claim = z3.And(z3.BoolVal(guarded, m.ctx), once, done >= (-m.w if counted else 0), done < release)
     m.facts += [j >= 0, j < m.e]
     values = {"stage": j % tl.stages, "released": z3.If(in_loop, 1, 0) + z3.If(in_tail, 1, 0),
               "release position": z3.If(z3.Or(in_loop, in_tail), release, never), "reads done at": done,
               "refill waits for the release": m.val(int(guarded))}
     return m.prove([j], claim, values)
+
+
+def _rotated_at(m: _Model, tl: Timeline, datum, i: int, prologue_i: int | None):
+    """The position of a rotated step (body position i, prologue position prologue_i) for `datum`:
+    iteration datum - ahead of the loop, the steps before the loop (iteration -1) for datum 0."""
+    it = datum - tl.ahead
+    before = m.val(-m.w + prologue_i) if prologue_i is not None else m.val(-m.w - 1)
+    return z3.If(it >= 0, m.pos(it, i), before)
+
+
+def _counted_done(m: _Model, tl: Timeline, j, tail_at):
+    """Where the READ of datum j is done in a loop whose batches are committed alone (a rotated
+    loop's: the READ of datum j in iteration j - ahead, datum 0's before the loop): the READ
+    itself, or for a wgmma reader the first wgmma wait after it with more commits since the READ
+    than the batches it leaves in flight (the READ's own group's commit and the newer ones:
+    several batches an iteration count one each), at most three iterations on, else the wait
+    after the loop; -W - 1 (before any position) where none is."""
+    r = tl.positions(Step.READ)[0]
+    pr = next((i for i, e in enumerate(tl.rotated) if e.step is Step.READ), None)
+    read = _rotated_at(m, tl, j, r, pr)
+    if not tl.async_read:
+        return read
+    commits = [i for i, e in enumerate(tl.body) if e.step is Step.MMA_COMMIT or (e.step is Step.MMA_WAIT and e.commit)]
+    pro_commits = [i for i, e in enumerate(tl.rotated) if e.step is Step.MMA_COMMIT or (e.step is Step.MMA_WAIT and e.commit)]
+
+    def committed(x, y):  # the commits at positions in (x, y], the loop's and those before it
+        total = m.val(0)
+        for c in commits:
+            total = total + m._count(x, y, c, m.val(0), m.e)
+        for c in pro_commits:
+            total = total + m._count(x, y, c, m.val(-1), m.val(0))
+        return total
+
+    it = j - tl.ahead
+    waits = [(i, e.pending) for i, e in enumerate(tl.body) if e.step is Step.MMA_WAIT]
+    pro_waits = [(i, e.pending) for i, e in enumerate(tl.rotated) if e.step is Step.MMA_WAIT]
+    final = next((tail_at + t for t, e in enumerate(tl.tail) if e.step is Step.MMA_WAIT and e.pending == 0), None)
+    candidates = []  # (position, valid), in program order
+    for i, n in pro_waits:  # before the loop (datum 0's read there)
+        x = m.val(-m.w + i)
+        candidates.append((x, z3.And(it < 0, x > read, committed(read, x) >= n + 1)))
+    for t in range(3):
+        for i, n in waits:
+            x = m.pos(it + t, i)
+            candidates.append((x, z3.And(it + t >= 0, it + t < m.e, x > read, committed(read, x) >= n + 1)))
+    done = final if final is not None else m.val(-m.w - 1)
+    for x, ok in reversed(candidates):  # the first valid one: nested from the last
+        done = z3.If(ok, x, done)
+    return done
 
 
 def _per_stage(m: _Model, stages: int, s):
@@ -358,7 +415,15 @@ def _phase_order(m: _Model, tl: Timeline, k):
         lag = tl.body[rel[0]].pending if rel else 0
         release = z3.If(z3.And(z3.BoolVal(bool(rel), m.ctx), k + lag < m.e), m.pos(k + lag, rel[0]) if rel else m.val(-1),
                         m.e * m.w + tail_rel if tail_rel is not None else m.val(-1))
-        return z3.And(z3.BoolVal(guarded, m.ctx), *[z3.And(release >= 0, m.pos(k, w) < release) for w in waits])
+        if not tl.ahead:
+            return z3.And(z3.BoolVal(guarded, m.ctx), *[z3.And(release >= 0, m.pos(k, w) < release) for w in waits])
+        # rotated: datum k's waits run in iteration k - 1 (before the loop for k = 0); and the release of k
+        # comes before the consumers' wait for k + S, whose load the producer issues only after that release
+        pro = [i for i, e in enumerate(tl.rotated) if e.step is Step.WAIT]
+        at = [(w, pro[n] if n < len(pro) else None) for n, w in enumerate(waits)]
+        return z3.And(z3.BoolVal(guarded, m.ctx),
+                      *[z3.And(release >= 0, _rotated_at(m, tl, k, w, p) < release) for w, p in at],
+                      *[z3.Or(k + tl.stages >= m.e, release < _rotated_at(m, tl, k + tl.stages, w, p)) for w, p in at])
     at, issued = m.issue(k + tl.stages - m.p)
     last = max(waits, default=-1)
     syncs = []

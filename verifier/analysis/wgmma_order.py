@@ -14,7 +14,8 @@ same state. The obligations (PTX ISA 9.7.15.7):
       `flight` (PTX ISA 9.7.15.7.3: accessing either before a wgmma.wait_group covering the
       wgmma is undefined)
     3 a StageRelease of the datum `lag` iterations back has no batch reading shared tiles in
-      flight but the newest `lag` committed ones (one per iteration); its tail release none
+      flight but the newest `lag` committed ones (one per iteration) and those a rotated loop's
+      next iteration issued in this one (they read the next datum); its tail release none
 The fourth, a fence.proxy.async after generic-proxy writes to a wgmma operand, has nothing to
 check here: wgmma reads only tiles the TMA loads (MMA-OPERAND-LAYOUT). Pure data: no z3.
 """
@@ -30,7 +31,8 @@ from ...execution.reduction import Phase
 from ...model.tensor import TensorView
 from ...model.types import MemoryType
 from ...execution.warp_roles import Role, StageRelease, WarpRoles
-from ...execution.barriers import WgmmaFence, WgmmaWait
+from ...execution.barriers import WgmmaCommit, WgmmaFence, WgmmaWait
+from ...execution.rotation import Rotated
 from .async_order import OrderRun, Violation, path_text
 
 CAP = 3  # commits counted past a batch's own: more than any wait's `pending` needs
@@ -46,6 +48,7 @@ class Batch:
     newer: int  # commits since its group's; -1: not committed yet
     statement: str
     registers: frozenset[str] = frozenset()  # its A fragment's register tensor (RS), read asynchronously
+    ahead: bool = False  # issued by a rotated loop's next iteration in this one: it reads the next datum
 
 
 @dataclass(frozen=True)
@@ -102,9 +105,25 @@ def _in_flight(b: Batch) -> str:
 
 class _Run(OrderRun):
     """The run of async_order.py with wgmma's nodes: the warp roles (each from the state where
-    they split), the fences, the commits and waits, the stage releases."""
+    they split), the fences, the commits and waits, the stage releases, a rotated loop's next
+    iteration (run or not: its guard; its batches read the next datum until the loop's next
+    iteration begins)."""
+
+    ahead = False
+
+    def iteration_start(self, s: State) -> State:
+        return replace(s, flight=frozenset(replace(b, ahead=False) for b in s.flight))
 
     def node(self, n, s: State, where: tuple[str, ...]) -> State:
+        if isinstance(n, Rotated):
+            before, self.ahead = self.ahead, not n.first
+            try:
+                ran = self.nodes(n.body, s, where + ("the rotated statements of the next iteration",))
+            finally:
+                self.ahead = before
+            return s.join(ran)
+        if isinstance(n, WgmmaCommit):
+            return replace(s, flight=frozenset(replace(b, newer=min(b.newer + 1, CAP)) for b in s.flight))
         if isinstance(n, WarpRoles):
             out = None
             for role in n.body:
@@ -141,7 +160,7 @@ class _Run(OrderRun):
                     f"{'its registers' if t == '*' else t} with no wgmma.fence between: the asynchronous MMA may "
                     f"read the accumulators before that write",
                     {"wgmma": leaf.text, "register write": w, "path": path}))
-            batch = Batch(next(iter(leaf.writes), ""), leaf.tiles, -1, leaf.text, leaf.reads - leaf.writes)
+            batch = Batch(next(iter(leaf.writes), ""), leaf.tiles, -1, leaf.text, leaf.reads - leaf.writes, self.ahead)
             return replace(s, flight=s.flight | {batch})
         touched = leaf.reads | leaf.writes
         for b in sorted(s.flight, key=lambda b: (b.statement, b.newer)):
@@ -160,7 +179,7 @@ class _Run(OrderRun):
 
     def _release(self, n: StageRelease, s: State, where: tuple[str, ...]) -> None:
         allowed = 0 if n.tail else n.lag
-        late = sorted((b for b in s.flight if b.tiles and (b.newer < 0 or b.newer >= allowed)),
+        late = sorted((b for b in s.flight if b.tiles and not b.ahead and (b.newer < 0 or b.newer >= allowed)),
                       key=lambda b: (b.statement, b.newer))
         if late:
             b = late[0]
