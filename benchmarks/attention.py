@@ -65,7 +65,7 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            # the consumers' registers under 240 (the others at 256 are refused by SMEM-CAPACITY or spill)
            ("kt64_wg2_ws2_r240_ip", 64, {**_R240, "stages": 2, "in_place": True}),
            # FlashAttention-3's intra-warpgroup overlap: the loop rotated, tile i + 1's Q K^T before tile i's P V
-           ("kt128_wg2_ws2_r240_ip_ov", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True}),
+           # (docs/attention.md#intra-warpgroup-overlap: not faster yet; the two-stage form waits on its loads)
            ("kt128_wg2_ws3_r240_ip_ov", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True}),
            ("kt128_wg2_ws4_r240_ip_ov", 128, {**_R240, "stages": 4, "in_place": True, "overlap": True}),
            ("kt64_wg2_ws2_r240_ip_ov", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True})]

@@ -27,6 +27,8 @@ from .pipeline import Prefetched
 from .rotation import Rotated
 from .warp_roles import StageRelease
 
+CONVERSIONS = ("set", "broadcast", "cast")  # ops that copy their input (rounded, or to more axes)
+
 
 def _only_wgmma(n, hazards: Hazards) -> bool:
     if hasattr(n, "body"):
@@ -211,7 +213,7 @@ def _overlapped(body: list, hazards: Hazards) -> list | None:
         if later_touch is None and any(touches(seq[q][0]) for q in range(k)):
             later_touch = len(seq)  # the next iteration's statements: wait at the body's end
         if later_touch is not None:
-            need[k] = later_touch
+            need[k] = _before_conversions(seq, k, later_touch)
     releases = [q for q, (n, _) in enumerate(seq) if isinstance(n, StageRelease) and not n.tail]
     readers = [k for k in batches if not seq[k][1] and _tiles(seq[k][0], hazards)]  # this iteration's datum
     moved = []
@@ -261,6 +263,34 @@ def _overlapped(body: list, hazards: Hazards) -> list | None:
     waits_at(len(seq))
     flush()
     return out
+
+
+def _before_conversions(seq: list, k: int, q: int) -> int:
+    """The position before seq[q] (the first to touch batch k's registers) and the copies, casts and
+    broadcasts between k and q that only feed it (the bfloat16 conversion of P for the next P V):
+    after the wait they run next to the statement they feed, whose registers the compiler then writes
+    directly (computed before the wait, a cast's values wait in registers of their own)."""
+    if q >= len(seq):
+        return q
+    needed = {t.name for x in _statement_leaves(seq[q][0]) for t in _inputs(x)}
+    at = q
+    for j in range(q - 1, k, -1):
+        leaves = list(_statement_leaves(seq[j][0]))
+        made = {(x[0] if isinstance(x, tuple) else x).name for x in leaves}
+        if not made & needed:
+            continue
+        ops = [(x[0] if isinstance(x, tuple) else x).definition for x in leaves]
+        if leaves and all(op is not None and op.name in CONVERSIONS for op in ops):
+            needed |= {t.name for x in leaves for t in _inputs(x)}
+            at = j
+        else:
+            break
+    return at
+
+
+def _inputs(leaf) -> list:
+    tv = leaf[0] if isinstance(leaf, tuple) else leaf
+    return list(tv.definition.inputs) if getattr(tv, "definition", None) is not None else []
 
 
 def _nested(n):

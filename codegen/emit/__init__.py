@@ -170,6 +170,7 @@ class _Emitter:
         self.ir = ir
         self.pointers = pointers  # a named global tensor's T<n> -> its parameter name (pointer_names)
         self.zero: dict[str, Expr] = {}  # the indices of the extent-1 loops around the node: 0
+        self.rotation = "guarded"  # a rotated loop's next iteration: guarded, or in a peeled loop unguarded / dropped
         # a launch dimension read from the hardware (lower/launch_dims.py) is a 32-bit builtin: in a
         # 64-bit kernel it is widened, so that gridDim.x * blockDim.x cannot wrap
         widen = {d: f"({INDEX_TYPES[64]}){d}" for d in BLOCK_DIMS + GRID_DIMS if d in ir.names} \
@@ -240,8 +241,29 @@ class _Emitter:
             finally:
                 self.zero = outer
         head = [f"{pad}#pragma unroll"] if n.kind is LoopKind.UNROLL else []
-        head.append(f"{pad}for ({INDEX_TYPES[self.ir.index_bits]} {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
+        kind = INDEX_TYPES[self.ir.index_bits]
+        if n.kind is LoopKind.SERIAL and any(isinstance(c, Rotated) and not c.first for c in n.body):
+            return self._rotated_loop(n, depth)
+        head.append(f"{pad}for ({kind} {n.var} = 0; {n.var} < {self.x(n.extent)}; ++{n.var}) {{  // {n.label}")
         return head + self.nodes(n.body, depth + 1) + [f"{pad}}}"]
+
+    def _rotated_loop(self, n: Loop, depth: int) -> list[str]:
+        """A rotated serial loop with its last iteration peeled: every other iteration has a next one,
+        so its rotated statements run unguarded (straight code, as FlashAttention-3's mainloop), and
+        the last runs the body without them. The same statements as the guarded nest the verifier
+        proved: the guard i + 1 < extent is true exactly in the loop, false in the last iteration."""
+        pad, kind, extent = "  " * depth, INDEX_TYPES[self.ir.index_bits], self.x(n.extent)
+        outer, self.rotation = self.rotation, "unguarded"
+        try:
+            loop = ([f"{pad}for ({kind} {n.var} = 0; {n.var} + 1U < {extent}; ++{n.var}) {{  // {n.label}: "
+                     f"every iteration but the last (it has a next one)"]
+                    + self.nodes(n.body, depth + 1) + [f"{pad}}}"])
+            self.rotation = "dropped"
+            last = ([f"{pad}if (0U < {extent}) {{  // {n.label}: the last iteration (no next one: no rotated statements)",
+                     f"{pad}  const {kind} {n.var} = {extent} - 1U;"] + self.nodes(n.body, depth + 1) + [f"{pad}}}"])
+        finally:
+            self.rotation = outer
+        return loop + last
 
     def index_names(self, n: IndexNames, depth: int) -> list[str]:
         return [f"{'  ' * depth}const {INDEX_TYPES[self.ir.index_bits]} {name} = {self.x(value)};" for name, value in n.names]
@@ -253,6 +275,14 @@ class _Emitter:
         at, which = ("0", "iteration 0's first statements, before the loop") if n.first else \
             (f"{i} + 1U", "the next iteration's first statements")
         kind = INDEX_TYPES[self.ir.index_bits]
+        if not n.first and self.rotation == "dropped":
+            return []
+        if not n.first and self.rotation == "unguarded":  # a peeled loop's (_rotated_loop): there is a next one
+            return ([f"{pad}{{  // {n.label}, rotated: {which}",
+                     f"{pad}  const {kind} tp_rotated = {at};",
+                     f"{pad}  {{",
+                     f"{pad}    const {kind} {i} = tp_rotated;"]
+                    + self.nodes(n.body, depth + 2) + [f"{pad}  }}", f"{pad}}}"])
         return ([f"{pad}{{  // {n.label}, rotated: {which}",
                  f"{pad}  const {kind} tp_rotated = {at};",
                  f"{pad}  if (tp_rotated < {self.x(n.extent)}) {{",

@@ -26,12 +26,15 @@ def test_the_rotated_statements_run_for_iteration_zero_before_the_loop_and_the_n
     src = tp.compile(fusion, "sm_90a").cuda_source
     body = src[src.index("__global__"):]
     first, loop = body.index("rotated: iteration 0"), body.index("for (")
-    nxt = body.index("rotated: the next iteration")
-    assert first < loop < body.index("T4[") < nxt  # prologue, the loop, its unrotated store, then i + 1's
+    nxt, last = body.index("rotated: the next iteration"), body.index("the last iteration")
+    assert first < loop < body.index("T4[") < nxt < last  # prologue, the loop, its unrotated store, i + 1's, the last
     assert body[first:loop].count("T1[0ULL] = T0[") == 1 and "expf" in body[first:loop]
-    assert "const unsigned long long tp_rotated = i1 + 1U;" in body[nxt:]
-    assert re.search(r"if \(tp_rotated < \(\(s_N \+ 32ULL - 1\) / 32ULL\)\) \{\s*const unsigned long long i1 = tp_rotated;",
-                     body[nxt:])
+    extent = "((s_N + 32ULL - 1) / 32ULL)"
+    assert f"i1 + 1U < {extent}; ++i1)" in body[loop:nxt]  # every iteration but the last: there is a next one
+    assert re.search(r"const unsigned long long tp_rotated = i1 \+ 1U;\s*\{\s*const unsigned long long i1 = tp_rotated;",
+                     body[nxt:last])
+    assert f"const unsigned long long i1 = {extent} - 1U;" in body[last:]
+    assert "T0[" not in body[last:] and "T4[" in body[last:]  # the last iteration: the unrotated statements alone
     assert body.count("T0[") == 2 and body.count("expf") == 2  # each rotated statement twice, nothing else
 
 
