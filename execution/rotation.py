@@ -28,6 +28,7 @@ from ..model.expr import Expr, try_int
 from .barriers import Hazards, TmaWait
 from .loops import copied_nest, statement_tensor
 from .problems import Problem
+from .reduction import Phase
 
 
 @dataclass
@@ -84,8 +85,9 @@ def _selected(n, selected: frozenset[str]) -> bool | None:
 
 
 def _waits_at_readers(body: list, hazards: Hazards) -> list:
-    """body with each TMA wait moved to just before the first node reading its tensor (a later
-    wait still precedes every read; each barrier's waits keep their order)."""
+    """body with each TMA wait moved to just before the first node reading its tensor and that
+    node's accumulator init (a later wait still precedes every read; each barrier's waits keep
+    their order)."""
     waits = [n for n in body if isinstance(n, TmaWait)]
     rest = [n for n in body if not isinstance(n, TmaWait)]
 
@@ -96,6 +98,8 @@ def _waits_at_readers(body: list, hazards: Hazards) -> list:
     for w in reversed(waits):
         tensor = w.barrier.removeprefix("tp_bar_")
         at = next((k for k, n in enumerate(out) if reads(n, tensor)), len(out))
+        while at > 0 and isinstance(out[at - 1], tuple) and out[at - 1][1] is Phase.INIT:
+            at -= 1  # before the reader's accumulators are zeroed, as before: the zeros next to the products
         out.insert(at, w)
     return out
 
