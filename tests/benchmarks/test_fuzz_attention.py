@@ -40,11 +40,19 @@ def test_draws_are_reproducible_and_cover_the_mutations():
     assert any(c.tile.scale is not None for c in cases) and any(not c.mutations for c in cases)
 
 
+def test_draws_include_the_intra_warpgroup_overlap():
+    """overlap=True needs a producer and O in place (rarer draws): among the first 150, with and without
+    causal masks and more than one key tile."""
+    overlapped = [c.tile for c in map(attention_case, range(150)) if "overlap=True" in repr(c)]
+    assert any(t.causal for t in overlapped) and any(not t.causal for t in overlapped)
+    assert any(t.keys > t.key_tile for t in overlapped)
+
+
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
 def test_every_parameter_and_option_out_of_range_is_refused(recipe, monkeypatch):
     monkeypatch.setattr(attention_gen, "OUT_OF_RANGE_RATE", 1.0)
     monkeypatch.setattr(attention_gen, "MUTATION_RATE", 0.0)
-    cases = [attention_case(seed, recipe) for seed in range(160)]  # each of 17 parameters and options out of range
+    cases = [attention_case(seed, recipe) for seed in range(160)]  # each of 18 parameters and options out of range
     assert not [c.api_bugs for c in cases if c.api_bugs]
     refused = {step.split("=")[0] for c in cases for step in c.steps[1:] if step.endswith("refused (ScheduleError)")}
     assert refused == {p.name for p in RECIPES[recipe].parameters + RECIPES[recipe].options}
