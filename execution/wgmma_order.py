@@ -15,6 +15,11 @@ anywhere in it (the next iteration's load of A: PTX forbids accessing them befor
 covering the wgmma), then nothing stays in flight. The circular loop is
 then followed by a WgmmaWait(0): the accumulators are complete before anything reads them.
 Elsewhere the wait leaves none in flight.
+
+A rotated loop's body (execution/rotation.py) whose rotated statements hold a batch is placed
+otherwise (_overlapped): the next iteration's batch first, every batch committed alone
+(WgmmaCommit) and waited for where its registers are next touched (FlashAttention-3's
+intra-warpgroup overlap; docs/attention.md#intra-warpgroup-overlap).
 """
 
 from __future__ import annotations
@@ -216,12 +221,14 @@ def _overlapped(body: list, hazards: Hazards) -> list | None:
             need[k] = _before_conversions(seq, k, later_touch)
     releases = [q for q, (n, _) in enumerate(seq) if isinstance(n, StageRelease) and not n.tail]
     readers = [k for k in batches if not seq[k][1] and _tiles(seq[k][0], hazards)]  # this iteration's datum
+    if releases:
+        for k in readers:  # waited for in the iteration that releases its stage
+            need.setdefault(k, len(seq))
     moved = []
     for q in releases:  # after the waits of the batches that read its stage
         done = max((need.get(k, len(seq)) for k in readers if k < q), default=None)
         if done is not None and done > q:
             moved.append((q, done))
-    points = sorted(set(need.values()))
     out: list = []
     run: list = []  # rotated nodes not yet closed into a Rotated block
 
@@ -240,7 +247,9 @@ def _overlapped(body: list, hazards: Hazards) -> list | None:
     def waits_at(q: int):
         waiting = [k for k, p in need.items() if p == q]
         if waiting:
-            pending = min(sum(1 for j in batches if k < j < q) for k in waiting)
+            # left in flight: the batches committed after them that every iteration issues (a rotated
+            # one is not issued in the last iteration: counted, it would leave theirs in flight there)
+            pending = min(sum(1 for j in batches if k < j < q and not seq[j][1]) for k in waiting)
             flush()
             out.append(WgmmaWait(pending, "the batches read here (their accumulators or A registers) complete"
                                  + (f", the {pending} issued after them in flight" if pending else ""), commit=False))

@@ -43,6 +43,7 @@ from ..mma import CODES, shape_problems
 from ..warp_roles import registers_per_thread, specialized_tensors
 from ..allocation import compute_allocation
 from ..circular import specialization
+from ..loops import loop_groups, statement_path
 
 
 
@@ -289,4 +290,46 @@ def register_pressure(fusion, order) -> list[Problem]:
                      "warpgroups per block, or give the consumers more registers (WarpSpecialized num_registers)",
                 tensor=tv.name, values={"registers needed": need, "registers per thread": budget, **regs},
                 location=tv.origin))
+    return out
+
+
+def live_accumulators(fusion, order) -> list[Problem]:
+    """WGMMA-LIVE-ACCUMULATORS: a wgmma MmaOp whose accumulators stay in registers across a serial
+    loop it reduces over (O rescaled in place over attention's key tiles), and another wgmma issued
+    inside that loop (S = Q K^T): both accumulators a thread exceed launch_registers. ptxas holds
+    neither across the other's instructions in local memory: it refuses the kernel (C7600,
+    "Register allocation failed") or spills kilobytes."""
+    budget, why = launch_registers(fusion)
+    groups = loop_groups(fusion, order)
+    wgmma = [tv for tv in order if is_mma_op(tv.definition) and tv.definition.macro is not None
+             and not is_mma_sync(tv.definition.macro) and not is_tcgen05(tv.definition.macro)
+             and tv.memory_type is MemoryType.Local]
+    if len(wgmma) < 2 or groups.unmapped or groups.mismatched:
+        return []
+    paths = {tv.name: statement_path(tv, groups) for tv in wgmma}
+
+    def regs(tv) -> int | None:
+        n = try_int(compute_allocation(tv).num_elements_expr)
+        return None if n is None else registers_of(tv, n)
+
+    out = []
+    for a in wgmma:
+        carried = [groups.of[(a.name, k)] for k, i in enumerate(a.loop)
+                   if i.is_reduction and i.parallel_type in (ParallelType.Serial, ParallelType.Unroll)]
+        for b in wgmma:
+            loop = next((g for g in carried if b is not a and g in paths[b.name]), None)
+            if loop is None or regs(a) is None or regs(b) is None or regs(a) + regs(b) <= budget:
+                continue
+            out.append(Problem(
+                f"{a.name}'s accumulators ({regs(a)} registers a thread) stay in registers across the loop over "
+                f"{loop.first.label()}, which it reduces over, and {b.name}'s wgmmas inside that loop write "
+                f"{regs(b)} more: {regs(a) + regs(b)} a thread, where ptxas compiles the kernel for {budget} ({why}); "
+                f"it cannot keep either in local memory across the other's instructions, and refuses the kernel "
+                f"(ptxas error C7600) or spills kilobytes",
+                hint=f"make {b.name}'s tile narrower (fewer columns a wgmma: attention's key tile), {a.name}'s "
+                     f"smaller, or launch fewer warpgroups per block",
+                tensor=b.name, values={"registers needed": regs(a) + regs(b), "registers per thread": budget,
+                                       a.name: regs(a), b.name: regs(b)},
+                location=b.origin))
+            break
     return out

@@ -85,8 +85,8 @@ def placed_then(mutate):
     """While inside: verify places the barriers, then `mutate` changes the nest it placed."""
     place = barrier_nest_module.place_syncs
 
-    def placed(tree, on_chip, hazards, *rotations):
-        place(tree, on_chip, hazards, *rotations)
+    def placed(tree, on_chip, hazards, **rotations):
+        place(tree, on_chip, hazards, **rotations)
         mutate(tree)
 
     barrier_nest_module.place_syncs = placed

@@ -20,7 +20,8 @@ from ...execution.mma_execution import mma_execution, tile_conds
 from ...execution.mma import well_formed
 from ...execution.promotion import promotion
 from ...execution.zero_padding import zero_padded, zero_path
-from ...execution.conditions.mma import accumulator_allocation, problems, register_pressure, wgmma_instruction_registers
+from ...execution.conditions.mma import (accumulator_allocation, live_accumulators, problems, register_pressure,
+                                         wgmma_instruction_registers)
 from ...hw.mma_schedule import mma_output_allocation
 from ...model.errors import ScheduleError
 from ...model.types import ParallelType
@@ -417,6 +418,42 @@ def wgmma_instruction_fits(ctx: VerifyContext) -> Iterator[Diagnostic]:
     yield from report_problems("WGMMA-INSTRUCTION-REGISTERS",
                                wgmma_instruction_registers(ctx.fusion, ctx.memo(("execution-order",),
                                                                                 lambda: execution_order(ctx.fusion))))
+
+
+@rule("WGMMA-LIVE-ACCUMULATORS", family="mma")
+def wgmma_live_accumulators(ctx: VerifyContext) -> Iterator[Diagnostic]:
+    """Accumulators held across a loop and the wgmma tiles issued inside it fit in a thread's registers together.
+
+    What it checks:
+        For each wgmma MmaOp A reducing over a serial loop L (its accumulators stay in registers
+        across L's iterations: attention's O rescaled in place over the key tiles) and each other
+        wgmma MmaOp B whose statement runs inside L (S = Q K^T): A's accumulator registers a
+        thread plus B's are at most what ptxas compiles the kernel for (65536 registers over the
+        block's threads, in steps of 8, at most 255).
+    Why the hardware needs it:
+        A wgmma reads and writes all of its accumulators in registers, and ptxas keeps an
+        accumulator tile that lives across other wgmmas in registers too: measured with NVRTC
+        13.0 for sm_90a, attention with O of 96 registers a thread held across an S of 128
+        (224, three warpgroups: 168 a thread) fails to compile (ptxas error C7600, "Register
+        allocation failed"), or in other shapes compiles with kilobytes of spills; 160 of 168
+        (O 128, S 32; or O 32, S 128) compiles without spills.
+    Example:
+        from tileproof.recipes.attention import AttentionTile, attention
+        fusion = attention(AttentionTile(rows=192, keys=512, key_tile=256, head_dim=64, value_dim=192),
+                           warpgroups=3, in_place=True)  # O 96 + S 128 registers a thread, 168 for 384 threads
+    Fix:
+        from tileproof.recipes.attention import AttentionTile, attention
+        fusion = attention(AttentionTile(rows=192, keys=512, key_tile=128, head_dim=64, value_dim=192),
+                           warpgroups=3, in_place=True)  # S of 128 keys: 64 registers
+    References:
+        PTX ISA 9.7.15.5 (wgmma.mma_async: the D fragment, N / 2 registers a thread for 64 x N
+        float32); docs/hardware.md#warp-specialization
+    """
+    # Formal statement: none, structural: for wgmma outputs A, B in registers with a serial loop L among A's
+    #   reduction loops and on B's statement path: regs(A) + regs(B) <= min(255, floor(65536 / threads / 8) * 8)
+    yield from report_problems("WGMMA-LIVE-ACCUMULATORS",
+                               live_accumulators(ctx.fusion, ctx.memo(("execution-order",),
+                                                                      lambda: execution_order(ctx.fusion))))
 
 
 @rule("MMA-REGISTER-PRESSURE", family="mma", severity=Severity.WARNING)
