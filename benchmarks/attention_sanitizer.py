@@ -36,6 +36,11 @@ CONFIGS = [
      {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240)}),
     ("causal_skip_tail_lse", dict(rows=77, keys=333, key_tile=64, head_dim=64, value_dim=64, causal=True),
      {"stages": 2, "lse": True}),
+    # the intra-warpgroup overlap (the loop rotated: tile i + 1's Q K^T before tile i's P V), causal with skipping
+    ("overlap_producer_2wg", dict(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128),
+     {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True}),
+    ("overlap_causal_skip", dict(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, causal=True),
+     {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp
@@ -92,8 +97,13 @@ def run_one(tool_path: str, tool: str, tile: dict, options) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention_sanitizer/<machine>.json)")
+    ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention_sanitizer/<machine>.json; with "
+                                  "--configs, <machine>_<configs>.json)")
+    ap.add_argument("--configs", help="only these CONFIGS, by name (comma-separated; default all)")
     args = ap.parse_args(argv)
+    only = set(args.configs.split(",")) if args.configs else None
+    if only and only - {name for name, _, _ in CONFIGS}:
+        ap.error(f"--configs: no configuration named {', '.join(sorted(only - {n for n, _, _ in CONFIGS}))}")
     import torch
 
     tool_path = sanitizer()
@@ -105,6 +115,8 @@ def main(argv=None) -> int:
                "issue": 36, "environment": {"device": device, "torch": torch.__version__,
                                              "sanitizer": tool_path}, "configs": {}}
     for name, tile, options in CONFIGS:
+        if only and name not in only:
+            continue
         results["configs"][name] = {"tile": tile, "options": options,
                                     **{tool: run_one(tool_path, tool, tile, options) for tool in TOOLS}}
         print(name, {tool: results["configs"][name][tool]["errors"] for tool in TOOLS}, flush=True)
@@ -112,7 +124,8 @@ def main(argv=None) -> int:
     results["clean"] = clean
     shown = "\n".join(f"{n}: " + ", ".join(f"{t} {r[t]['errors']} errors (exit {r[t]['exit']})" for t in TOOLS)
                       for n, r in results["configs"].items())
-    out = results_path("attention_sanitizer", device) if args.out is None else Path(args.out)
+    variant = "-".join(name for name, _, _ in CONFIGS if name in only) if only else ""
+    out = results_path("attention_sanitizer", device, variant) if args.out is None else Path(args.out)
     write_results(results, out, shown + f"\nclean: {clean}")
     return 0 if clean else 1
 

@@ -99,7 +99,10 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
     if script == "attention":
         narrowed = _flag(data["command"], "--shapes") is not None
         return data.get("environment", {}).get("device"), attention.results_variant(list(data["shapes"])) if narrowed else ""
-    if script in ("matmul", "reductions", "launch_overhead", "attention_sanitizer", "matmul_overhead"):
+    if script == "attention_sanitizer":  # --configs: the configurations' names
+        narrowed = _flag(data["command"], "--configs") is not None
+        return data.get("environment", {}).get("device"), "-".join(data["configs"]) if narrowed else ""
+    if script in ("matmul", "reductions", "launch_overhead", "matmul_overhead"):
         return data.get("environment", {}).get("device"), ""
     if script == "normalization":
         shapes = normalization.parse_shapes(",".join(data["shapes"]))
