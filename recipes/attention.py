@@ -85,6 +85,9 @@ class AttentionTile:
             elif not (isinstance(self.keys, int) and not isinstance(self.keys, bool) and self.keys > 0):
                 problems.append(f"keys must be a positive int (the last key tile's keys past it are masked), "
                                 f"got {self.keys!r}")
+            elif self.keys == 1:  # found by the fuzzer: the row max failed deep in tp.max
+                problems.append("keys must be at least 2: an extent-1 axis is a broadcast, so one key has no key "
+                                "axis for the row max and sum (pad K and V to two keys, masking the second)")
         if not (isinstance(self.head_dim, int) and SPAN <= self.head_dim <= 256 and self.head_dim % SPAN == 0):
             problems.append(f"head_dim must be 64, 128, 192 or 256 (whole 128-byte swizzle spans of bfloat16), "
                             f"got {self.head_dim!r}")

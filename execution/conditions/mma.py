@@ -294,17 +294,24 @@ def register_pressure(fusion, order) -> list[Problem]:
 
 
 def live_accumulators(fusion, order) -> list[Problem]:
-    """WGMMA-LIVE-ACCUMULATORS: a wgmma MmaOp whose accumulators stay in registers across a serial
-    loop it reduces over (O rescaled in place over attention's key tiles), and another wgmma issued
-    inside that loop (S = Q K^T): both accumulators a thread exceed launch_registers. ptxas holds
-    neither across the other's instructions in local memory: it refuses the kernel (C7600,
-    "Register allocation failed") or spills kilobytes."""
+    """WGMMA-INSTRUCTION-REGISTERS, its second part: a wgmma MmaOp whose accumulators stay in
+    registers across a serial loop it reduces over (O rescaled in place over attention's key
+    tiles), and another wgmma issued inside that loop (S = Q K^T): both accumulators a thread
+    exceed what a thread gets (the consumers' setmaxnreg count where the kernel is warp-specialized
+    with num_registers, else launch_registers). ptxas holds neither across the other's
+    instructions in local memory: it refuses the kernel (C7600, "Register allocation failed") or
+    spills kilobytes."""
     budget, why = launch_registers(fusion)
+    roles = specialized_tensors(fusion, order)
+    spec = specialization(roles[0]) if roles else None
+    if spec is not None and spec.num_registers:
+        budget, why = spec.num_registers[1], "the consumers' setmaxnreg count"
     groups = loop_groups(fusion, order)
     wgmma = [tv for tv in order if is_mma_op(tv.definition) and tv.definition.macro is not None
              and not is_mma_sync(tv.definition.macro) and not is_tcgen05(tv.definition.macro)
              and tv.memory_type is MemoryType.Local]
-    if len(wgmma) < 2 or groups.unmapped or groups.mismatched:
+    failing = {p.tensor for p in wgmma_instruction_registers(fusion, order)}
+    if len(wgmma) < 2 or groups.unmapped or groups.mismatched or failing:
         return []
     paths = {tv.name: statement_path(tv, groups) for tv in wgmma}
 
@@ -323,7 +330,7 @@ def live_accumulators(fusion, order) -> list[Problem]:
             out.append(Problem(
                 f"{a.name}'s accumulators ({regs(a)} registers a thread) stay in registers across the loop over "
                 f"{loop.first.label()}, which it reduces over, and {b.name}'s wgmmas inside that loop write "
-                f"{regs(b)} more: {regs(a) + regs(b)} a thread, where ptxas compiles the kernel for {budget} ({why}); "
+                f"{regs(b)} more: {regs(a) + regs(b)} a thread, where a thread gets {budget} ({why}); "
                 f"it cannot keep either in local memory across the other's instructions, and refuses the kernel "
                 f"(ptxas error C7600) or spills kilobytes",
                 hint=f"make {b.name}'s tile narrower (fewer columns a wgmma: attention's key tile), {a.name}'s "

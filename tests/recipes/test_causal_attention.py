@@ -125,6 +125,15 @@ def test_a_tile_of_one_row_is_refused_at_the_door(keys):
     assert AttentionTile(rows=2, **keys).rows == 2
 
 
+@pytest.mark.parametrize("masked", [False, True])
+def test_one_key_is_refused_at_the_door(masked):
+    """Found by the fuzzer (seed 62, case 425, a generator error): keys=1 makes the key axis a broadcast,
+    and attention() failed in the row max (tp.max over a broadcast axis)."""
+    with pytest.raises(tp.ScheduleError, match="keys must be at least 2"):
+        AttentionTile(rows=320, keys=1, key_tile=32, masked=masked)
+    attention(AttentionTile(rows=320, keys=2, key_tile=32, masked=masked))
+
+
 @pytest.mark.parametrize("tile, options", [
     (AttentionTile(rows=100, keys=300, key_tile=64, causal=True), {}),
     (AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, causal=True),

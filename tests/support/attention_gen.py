@@ -130,7 +130,7 @@ def _keys(rng: random.Random, drawn: dict) -> int:
     u = rng.random()
     if u < 0.15:
         return drawn["rows"]
-    return rng.randint(1, 8 * drawn["key_tile"]) if u < 0.3 else drawn["key_tile"] * rng.randint(1, 8)
+    return rng.randint(2, 8 * drawn["key_tile"]) if u < 0.3 else drawn["key_tile"] * rng.randint(1, 8)
 
 
 def _rows_out_of_range(rng: random.Random, drawn: dict):
@@ -144,7 +144,7 @@ def _keys_out_of_range(rng: random.Random, drawn: dict):
     """A causal tile's keys fewer than its rows, else a key count of no kind."""
     if drawn.get("causal") and drawn["rows"] > 1 and rng.random() < 0.5:
         return rng.randint(1, drawn["rows"] - 1)
-    return rng.choice([0, -drawn["key_tile"], -1, True, "256", 2.0 * drawn["key_tile"]])
+    return rng.choice([0, 1, -drawn["key_tile"], -1, True, "256", 2.0 * drawn["key_tile"]])
 
 
 def _causal_out_of_range(rng: random.Random, drawn: dict):

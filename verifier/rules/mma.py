@@ -383,12 +383,17 @@ def _zeros_reach(ctx: VerifyContext, r, k: int, padded: dict[str, int]) -> Itera
 
 @rule("WGMMA-INSTRUCTION-REGISTERS", family="mma")
 def wgmma_instruction_fits(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """One wgmma instruction's accumulators fit in the registers ptxas compiles the kernel for.
+    """The wgmma accumulators a thread holds at once fit in the registers ptxas compiles the kernel for.
 
     What it checks:
         For each wgmma MmaOp: the accumulator registers of one instruction per thread (64 x N
         float32 values over a warpgroup's 128 threads: N / 2), plus 26, are at most 65536
-        registers over the block's threads, in steps of 8, at most 255.
+        registers over the block's threads, in steps of 8, at most 255. And for each wgmma
+        MmaOp A reducing over a serial loop L (its accumulators held across L's iterations:
+        attention's O rescaled in place over the key tiles) and each other wgmma MmaOp B issued
+        inside L (S = Q K^T): A's accumulator registers a thread plus B's are at most that
+        budget, or the consumers' setmaxnreg count in a warp-specialized kernel (ptxas allocates
+        the code after setmaxnreg.inc to it).
     Why the hardware needs it:
         The code generator declares __launch_bounds__ with the block's threads, and ptxas
         compiles the whole kernel for that share of the SM's 65536 registers. One wgmma reads
@@ -397,7 +402,12 @@ def wgmma_instruction_fits(ctx: VerifyContext) -> Iterator[Diagnostic]:
         13.0 for sm_90a: ptxas asks for the accumulators + 26 (154 for m64n256, 130 for
         m64n208, 98 for m64n144), with or without warp specialization, persistence and
         clusters; a consumer's setmaxnreg.inc does not raise the limit for the instruction.
-        Four warpgroups (512 threads) get 128 registers a thread, five get 96.
+        Four warpgroups (512 threads) get 128 registers a thread, five get 96. Accumulators
+        held across other wgmmas stay in registers too: attention with O of 96 registers a thread
+        held across an S of 128 (224, three warpgroups: 168 a thread) fails to compile (ptxas
+        error C7600, "Register allocation failed") or, in other shapes, spills kilobytes; 160 of
+        168 (O 128 and S 32, or O 32 and S 128) compiles without spills
+        (tests/rules/test_wgmma_live_accumulators.py).
     Example:
         fusion, sa, sb, d, out = hopper_gemm_tile("three_consumer_warpgroups", 192, 256)  # 128 accumulators a thread
         out.split(-1, 2).axis(-1).parallelize(tp.ParallelType.Vectorize)  # adjacent pairs: 8-byte stores
@@ -414,46 +424,12 @@ def wgmma_instruction_fits(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/hardware.md#warp-specialization
     """
     # Formal statement: none, structural: for each wgmma MmaOp output tv in registers,
-    #   ceil(64 * n / 128 * bytes(tv) / 4) + 26 <= min(255, floor(65536 / threads / 8) * 8)
-    yield from report_problems("WGMMA-INSTRUCTION-REGISTERS",
-                               wgmma_instruction_registers(ctx.fusion, ctx.memo(("execution-order",),
-                                                                                lambda: execution_order(ctx.fusion))))
-
-
-@rule("WGMMA-LIVE-ACCUMULATORS", family="mma")
-def wgmma_live_accumulators(ctx: VerifyContext) -> Iterator[Diagnostic]:
-    """Accumulators held across a loop and the wgmma tiles issued inside it fit in a thread's registers together.
-
-    What it checks:
-        For each wgmma MmaOp A reducing over a serial loop L (its accumulators stay in registers
-        across L's iterations: attention's O rescaled in place over the key tiles) and each other
-        wgmma MmaOp B whose statement runs inside L (S = Q K^T): A's accumulator registers a
-        thread plus B's are at most what ptxas compiles the kernel for (65536 registers over the
-        block's threads, in steps of 8, at most 255).
-    Why the hardware needs it:
-        A wgmma reads and writes all of its accumulators in registers, and ptxas keeps an
-        accumulator tile that lives across other wgmmas in registers too: measured with NVRTC
-        13.0 for sm_90a, attention with O of 96 registers a thread held across an S of 128
-        (224, three warpgroups: 168 a thread) fails to compile (ptxas error C7600, "Register
-        allocation failed"), or in other shapes compiles with kilobytes of spills; 160 of 168
-        (O 128, S 32; or O 32, S 128) compiles without spills.
-    Example:
-        from tileproof.recipes.attention import AttentionTile, attention
-        fusion = attention(AttentionTile(rows=192, keys=512, key_tile=256, head_dim=64, value_dim=192),
-                           warpgroups=3, in_place=True)  # O 96 + S 128 registers a thread, 168 for 384 threads
-    Fix:
-        from tileproof.recipes.attention import AttentionTile, attention
-        fusion = attention(AttentionTile(rows=192, keys=512, key_tile=128, head_dim=64, value_dim=192),
-                           warpgroups=3, in_place=True)  # S of 128 keys: 64 registers
-    References:
-        PTX ISA 9.7.15.5 (wgmma.mma_async: the D fragment, N / 2 registers a thread for 64 x N
-        float32); docs/hardware.md#warp-specialization
-    """
-    # Formal statement: none, structural: for wgmma outputs A, B in registers with a serial loop L among A's
-    #   reduction loops and on B's statement path: regs(A) + regs(B) <= min(255, floor(65536 / threads / 8) * 8)
-    yield from report_problems("WGMMA-LIVE-ACCUMULATORS",
-                               live_accumulators(ctx.fusion, ctx.memo(("execution-order",),
-                                                                      lambda: execution_order(ctx.fusion))))
+    #   ceil(64 * n / 128 * bytes(tv) / 4) + 26 <= min(255, floor(65536 / threads / 8) * 8), and for wgmma
+    #   outputs A, B in registers with a serial loop L among A's reduction loops and on B's statement path:
+    #   regs(A) + regs(B) <= the consumers' num_registers if warp-specialized with it, else that budget
+    order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
+    yield from report_problems("WGMMA-INSTRUCTION-REGISTERS", wgmma_instruction_registers(ctx.fusion, order)
+                               + live_accumulators(ctx.fusion, order))
 
 
 @rule("MMA-REGISTER-PRESSURE", family="mma", severity=Severity.WARNING)
