@@ -111,7 +111,8 @@ def _unrotatable(prefix: list, body: list, hazards: Hazards, on_chip: set[str]) 
     in every iteration: a tile loaded before the loop, or a warp-specialized circular buffer whose
     producer loads it elsewhere (its stage waits move with the readers; PIPELINE-* prove the reads
     one iteration ahead)."""
-    written = {a.writes for x in _leaves(Rotated(body)) if _is_leaf(x) for a in [hazards.access(x)] if a is not None}
+    accesses = [hazards.access(x) for n in body for x in _leaves(n) if _is_leaf(x)]
+    written = {a.writes for a in accesses if a is not None}
     for n in prefix:
         if isinstance(n, TmaWait):
             if not n.stages:
