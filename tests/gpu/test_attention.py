@@ -175,12 +175,17 @@ def test_skipping_masked_key_tiles_changes_no_bit(tile, options):
         assert any("for (" in line and "blockIdx.x" in line for line in kernel.cuda_source.splitlines()) is skips
     if not options.get("lse"):
         check(skipping, tile)
-    gen = torch.Generator().manual_seed(5)
+    assert_same_outputs(skipping, every, tile, seed=5)
+
+
+def assert_same_outputs(first, second, tile, seed: int) -> None:
+    """Both kernels' outputs on the same random Q, K, V (SDPA's layout, one sequence), bit for bit."""
+    gen = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
                ((1, tile.batch * tile.group, tile.rows, tile.head_dim), (1, tile.batch, tile.keys, tile.head_dim),
                 (1, tile.batch, tile.keys, tile.value_dim)))
     outs = []
-    for kernel in (skipping, every):
+    for kernel in (first, second):
         got = kernel.run(*attention_views(q, k, v))
         torch.cuda.synchronize()
         outs.append([t.clone() for t in got])
@@ -340,14 +345,4 @@ def test_overlapped_attention_matches_torch_and_changes_no_bit(tile, options):
     assert ("tp_wgmma_wait<1>" in overlapped.cuda_source) is rotated
     if not options.get("lse"):
         check(overlapped, tile)
-    gen = torch.Generator().manual_seed(11)
-    q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
-               ((1, tile.batch * tile.group, tile.rows, tile.head_dim), (1, tile.batch, tile.keys, tile.head_dim),
-                (1, tile.batch, tile.keys, tile.value_dim)))
-    outs = []
-    for kernel in (overlapped, plain):
-        got = kernel.run(*attention_views(q, k, v))
-        torch.cuda.synchronize()
-        outs.append([t.clone() for t in got])
-    for a, b in zip(*outs):
-        assert torch.equal(a, b)
+    assert_same_outputs(overlapped, plain, tile, seed=11)
