@@ -500,6 +500,16 @@ def copied_nest(nodes: list) -> list:
     return out
 
 
+def statements_in(node):
+    """The statements of a nest node and of the nodes nested in it (a tensor, or a reduction's
+    (tensor, Phase) step), in order; placed nodes (waits, barriers) hold none."""
+    if isinstance(node, (TensorView, tuple)):
+        yield node
+    elif hasattr(node, "body"):
+        for c in node.body:
+            yield from statements_in(c)
+
+
 def statement_tensor(item) -> TensorView:
     """The tensor a statement of statement_items computes."""
     return item[0] if isinstance(item, tuple) else item

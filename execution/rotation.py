@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..model.expr import Expr, try_int
 from .barriers import Hazards, TmaWait
-from .loops import copied_nest, statement_tensor
+from .loops import copied_nest, statement_tensor, statements_in
 from .problems import Problem
 from .reduction import Phase
 
@@ -59,25 +59,13 @@ class RotationPlan:
     problems: list[Problem] = field(default_factory=list)
 
 
-def _leaves(n):
-    if hasattr(n, "body"):
-        for c in n.body:
-            yield from _leaves(c)
-    elif not isinstance(n, TmaWait):
-        yield n
-
-
 def _statements(n) -> bool:
-    return any(_is_leaf(x) for x in _leaves(n))
-
-
-def _is_leaf(n) -> bool:
-    return isinstance(n, tuple) or (hasattr(n, "definition") and not hasattr(n, "body"))
+    return any(True for _ in statements_in(n))
 
 
 def _selected(n, selected: frozenset[str]) -> bool | None:
     """True where every statement of n is selected, False where none is, None where both."""
-    names = {statement_tensor(x).name for x in _leaves(n) if _is_leaf(x)}
+    names = {statement_tensor(x).name for x in statements_in(n)}
     if not names:
         return False
     inside = names & selected
@@ -92,7 +80,7 @@ def _waits_at_readers(body: list, hazards: Hazards) -> list:
     rest = [n for n in body if not isinstance(n, TmaWait)]
 
     def reads(n, tensor: str) -> bool:
-        return any(a is not None and tensor in a.reads for a in (hazards.access(x) for x in _leaves(n) if _is_leaf(x)))
+        return any(a is not None and tensor in a.reads for a in (hazards.access(x) for x in statements_in(n)))
 
     out = list(rest)
     for w in reversed(waits):
@@ -111,7 +99,7 @@ def _unrotatable(prefix: list, body: list, hazards: Hazards, on_chip: set[str]) 
     in every iteration: a tile loaded before the loop, or a warp-specialized circular buffer whose
     producer loads it elsewhere (its stage waits move with the readers; PIPELINE-* prove the reads
     one iteration ahead)."""
-    accesses = [hazards.access(x) for n in body for x in _leaves(n) if _is_leaf(x)]
+    accesses = [hazards.access(x) for n in body for x in statements_in(n)]
     written = {a.writes for a in accesses if a is not None}
     for n in prefix:
         if isinstance(n, TmaWait):
@@ -120,8 +108,8 @@ def _unrotatable(prefix: list, body: list, hazards: Hazards, on_chip: set[str]) 
             continue
         if not _statements(n) and not hasattr(n, "key"):
             return f"the {type(n).__name__}"
-        for x in _leaves(n):
-            a = hazards.access(x) if _is_leaf(x) else None
+        for x in statements_in(n):
+            a = hazards.access(x)
             if a is None:
                 continue
             if a.writes in on_chip or (a.reads & on_chip & written):
@@ -163,7 +151,7 @@ def rotate(tree: list, plan: RotationPlan, hazards: Hazards, on_chip: set[str], 
         marks = [_selected(n, plan.selected) if _statements(n) else "placed" for n in body]
         mixed = next((n for n, m in zip(body, marks) if m is None), None)
         if mixed is not None:
-            names = sorted({statement_tensor(x).name for x in _leaves(mixed) if _is_leaf(x)})
+            names = sorted({statement_tensor(x).name for x in statements_in(mixed)})
             plan.problems.append(Problem(
                 f"a loop nested in {where} holds rotated and unrotated statements ({', '.join(names)})",
                 "select all of that inner loop's tensors, or none", location=plan.location))
@@ -171,9 +159,9 @@ def rotate(tree: list, plan: RotationPlan, hazards: Hazards, on_chip: set[str], 
         last = max((i for i, m in enumerate(marks) if m is True), default=-1)
         early = next((n for n, m in zip(body[:last], marks[:last]) if m is False), None)
         if early is not None:
-            first = next(x for x in _leaves(early) if _is_leaf(x))
+            first = next(statements_in(early))
             at = body.index(early)
-            later = next(x for n, m in zip(body[at:], marks[at:]) if m is True for x in _leaves(n) if _is_leaf(x))
+            later = next(x for n, m in zip(body[at:], marks[at:]) if m is True for x in statements_in(n))
             plan.problems.append(Problem(
                 f"{statement_tensor(first).name} is not rotated but runs in {where} before "
                 f"{statement_tensor(later).name}, which is: only the first statements of a loop's body rotate",

@@ -29,6 +29,7 @@ from ..model.mma_op import is_wgmma_op
 from ..model.types import MemoryType
 from .barriers import Async, Hazards, WgmmaCommit, WgmmaFence, WgmmaWait
 from .pipeline import Prefetched
+from .loops import statements_in
 from .rotation import Rotated
 from .warp_roles import StageRelease
 
@@ -143,7 +144,7 @@ def _wrapped(nodes: list, hazards: Hazards) -> list:
 def _registers(n, hazards: Hazards) -> tuple[set, set]:
     """(reads, writes) of n's statements: register tensors and on-chip tensors alike."""
     reads, writes = set(), set()
-    for x in _statement_leaves(n):
+    for x in statements_in(n):
         tv = x[0] if isinstance(x, tuple) else x
         op = getattr(tv, "definition", None)
         if op is None:
@@ -156,14 +157,6 @@ def _registers(n, hazards: Hazards) -> tuple[set, set]:
             if acc.kind is Async.WGMMA:  # its accumulators: read and written
                 reads.add(tv.name)
     return reads, writes
-
-
-def _statement_leaves(n):
-    if hasattr(n, "body"):
-        for c in n.body:
-            yield from _statement_leaves(c)
-    elif isinstance(n, tuple) or hasattr(n, "definition"):
-        yield n
 
 
 def _independent(first: list, then: list, hazards: Hazards) -> bool:
@@ -281,10 +274,10 @@ def _before_conversions(seq: list, k: int, q: int) -> int:
     directly (computed before the wait, a cast's values wait in registers of their own)."""
     if q >= len(seq):
         return q
-    needed = {t.name for x in _statement_leaves(seq[q][0]) for t in _inputs(x)}
+    needed = {t.name for x in statements_in(seq[q][0]) for t in _inputs(x)}
     at = q
     for j in range(q - 1, k, -1):
-        leaves = list(_statement_leaves(seq[j][0]))
+        leaves = list(statements_in(seq[j][0]))
         made = {(x[0] if isinstance(x, tuple) else x).name for x in leaves}
         if not made & needed:
             continue
