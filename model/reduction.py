@@ -168,6 +168,10 @@ def rfactor(tv: TensorView, axes) -> TensorView:
     if not left:
         raise ScheduleError(f"rfactor: axes {list(axes)} are all of {tv.name}'s reduction axes; leave at least one "
                             f"for {tv.name} to reduce (split a reduction axis first)")
+    roots = {i.uid for i in tv.root}
+    if any(i.uid not in roots for i in tv.logical):  # its logical axes are the loop axes of an earlier rfactor
+        raise ScheduleError(f"rfactor: {tv.name} is the partial reduction of an earlier rfactor; rfactor the reduction "
+                            f"that reads it again (its remaining reduction axes), whose partial then reads {tv.name}")
     if tv.compute_at:
         raise ScheduleError(f"rfactor: {tv.name} is inlined at {tv.compute_at}; rfactor before inlining")
     if tv.allocation is not None:

@@ -85,11 +85,12 @@ def unmappable_axes(fusion) -> dict[int, str]:
 
 
 def _running(fusion, tv) -> bool:
-    """Whether tv's consumers may read it inside its loops: an online max (model/online.py), or the
-    partial reduction an online max combines (its tile's max, read by the tile's consumers)."""
+    """Whether tv's consumers may read it inside its loops: an online max (model/online.py), or a
+    partial reduction an online max combines, directly or through further partials (its tile's
+    max, read by the tile's consumers; the tile's max of partial maxes)."""
     if tv.online is not None:
         return True
-    return any(op.name == "max" and op.inputs[0] is tv and op.output.online is not None for op in fusion.uses_of(tv))
+    return any(op.name == "max" and op.inputs[0] is tv and _running(fusion, op.output) for op in fusion.uses_of(tv))
 
 
 def _conflict(classes: _Classes, conflicts, read_as) -> str | None:

@@ -187,6 +187,15 @@ def test_bad_rfactor_raises_a_schedule_error(call, words):
     assert all(w in str(e.value) for w in words), str(e.value)
 
 
+def test_rfactor_of_an_rfactor_partial_names_the_reduction_to_rfactor():
+    """A partial's axes are the loop axes of the first rfactor: it failed deep inside (KeyError)."""
+    _, _, t1 = fusion_2d()
+    t1.split(1, 32).split(2, 8)
+    part = t1.rfactor([2, 3])  # part: [M, N / 32, r4, r8]
+    with pytest.raises(tp.ScheduleError, match=f"rfactor: {part.name} is the partial reduction of an earlier rfactor"):
+        part.rfactor([3])
+
+
 def test_rfactor_of_a_tensor_that_is_no_reduction():
     with tp.Fusion() as fusion:
         t0 = tp.make_tensor([8, 8])

@@ -200,3 +200,38 @@ def test_an_in_place_rescaled_mma_with_an_instruction_axis_unbound_is_refused_by
     report = tp.verify(fusion)
     assert not [d for d in report.diagnostics if d.internal], [d.message for d in report.diagnostics if d.internal]
     assert "MMA-SHAPE" in report.codes
+
+
+def test_a_tile_max_of_partial_maxes_shares_the_loop_of_the_online_max():
+    """A row's tile reduced in independent chains (rfactored twice: chains of 8, then the tile's
+    max of them): each partial is read inside the loop, as the tile's max is (model/unmappable.py);
+    inline_at refused the chains' consumers before."""
+    with tp.Fusion("chains") as fusion:
+        x = tp.make_contig_concrete_tensor([32, 256])
+        fusion.add_input(x)
+        m = tp.max(x, 1)
+        p = tp.exp(tp.sub(x, tp.broadcast(m, [False, True])))
+        l = tp.sum(p, 1)
+        fusion.add_output(tp.add(tp.log(l), m))
+    x.cache_after()
+    parts = []
+    for r in (m, l):  # [rows, r(keys / 64), r(8), r(8)]: chains of 8, their tile's part, the running value
+        r.split(1, 64).split(2, 8)
+        parts.append(r.rfactor([3]))
+        parts.append(r.rfactor([2]))
+    between = [t for t in fusion.tensors if not t.is_fusion_input and t not in (m, l) + tuple(parts)
+               and len(t.logical) == 2 and not t.logical[1].is_reduction]
+    for t in between:
+        t.split(1, 64)
+    for t in fusion.tensors:
+        if not t.is_fusion_input:
+            t.axis(0).parallelize(tp.ParallelType.TIDx)
+    m.set_online(rescale=[l])
+    for t in parts + between:
+        t.inline_at(2)
+    for t in (m, l):
+        t.inline_at(1)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    source = tp.compile(fusion).cuda_source
+    assert source.count("= tp_max(") >= 3  # the chains, the tile's max of them, the running max
