@@ -68,7 +68,14 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            # (docs/attention.md#intra-warpgroup-overlap: not faster yet; the two-stage form waits on its loads)
            ("kt128_wg2_ws3_r240_ip_ov", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True}),
            ("kt128_wg2_ws4_r240_ip_ov", 128, {**_R240, "stages": 4, "in_place": True, "overlap": True}),
-           ("kt64_wg2_ws2_r240_ip_ov", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True})]
+           ("kt64_wg2_ws2_r240_ip_ov", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True}),
+           # both, as FlashAttention-3 runs head dim 128: a warpgroup's turn holds tile i + 1's Q K^T and tile i's P V
+           ("kt128_wg2_ws2_r240_ip_ov_pp", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                  "ping_pong": True}),
+           ("kt128_wg2_ws3_r240_ip_ov_pp", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
+                                                  "ping_pong": True}),
+           ("kt64_wg2_ws2_r240_ip_ov_pp", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                "ping_pong": True})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks

@@ -41,6 +41,10 @@ CONFIGS = [
      {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True}),
     ("overlap_causal_skip", dict(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, causal=True),
      {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True}),
+    # the overlap with ping-pong: each warpgroup's turn holds tile i + 1's Q K^T, the rescale and tile i's P V
+    ("overlap_ping_pong_causal", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, causal=True),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "ping_pong": True}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp

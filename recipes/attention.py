@@ -249,7 +249,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     intra-warpgroup overlap: the loop over key tiles is rotated (tp.rotate_loop) by the statements of
     S = Q K^T through P and the row sum, so iteration i issues tile i + 1's Q K^T, then tile i's P V,
     and waits for the first (wgmma.wait_group 1) before tile i + 1's softmax, for the second before
-    P is overwritten (execution/wgmma_order.py)."""
+    P is overwritten (execution/wgmma_order.py); with `ping_pong` too, a warpgroup's turn holds both
+    batches (execution/ping_pong.py)."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -262,10 +263,9 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         raise tp.ScheduleError(f"attention: ping_pong must be True or False, got {ping_pong!r}")
     if not isinstance(overlap, bool):
         raise tp.ScheduleError(f"attention: overlap must be True or False, got {overlap!r}")
-    if overlap and not (producer and in_place and not ping_pong):
+    if overlap and not (producer and in_place):
         raise tp.ScheduleError("attention: overlap rotates the loop of a warp-specialized consumer whose O is rescaled "
-                               "in place: it needs producer=True and in_place=True (and not ping_pong, whose turns "
-                               "order each tile's Q K^T)")
+                               "in place: it needs producer=True and in_place=True")
     if ping_pong and not producer:
         raise tp.ScheduleError("attention: ping_pong orders the consumer warpgroups of a producer's pipeline: it needs "
                                "producer=True (and stages >= 2)")

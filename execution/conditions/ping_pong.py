@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from ...hw.threads import NAMED_BARRIERS, TURN_BARRIER, WARPGROUP
 from ...model.types import ParallelType
-from ..barriers import WgmmaFence
+from ...model.tensor import TensorView
+from ..barriers import WgmmaCommit, WgmmaFence
+from ..reduction import Phase
 from ..circular import specialization
 from ..nest import placed_nest
 from ..ping_pong import TurnPass, TurnWait
@@ -85,15 +87,32 @@ def turn_problems(fusion) -> tuple[list[Problem], list[Turns]]:
                      "ping_pong", **where))
             continue
         inside = loop.body[waits[0] + 1:passes[0]]
-        if len(waits) != 1 or len(passes) != 1 or len(inside) != 2 or not isinstance(inside[0], WgmmaFence):
+        blocking = [n for n in inside if _waits(n)]
+        if len(waits) != 1 or len(passes) != 1 or blocking or not any(isinstance(n, WgmmaFence) for n in inside):
             out.append(Problem(
-                f"ping_pong: {label}'s turn holds {', '.join(type(n).__name__ for n in inside)} between its bar.sync and "
-                f"its bar.arrive, not one wgmma batch: a barrier or wait there can wait for a warpgroup that is "
-                f"itself waiting for its turn", hint="report this schedule: the turns are placed around one batch",
-                **where))
+                f"ping_pong: {label}'s turn holds {', '.join(_named(n) for n in blocking or inside)} between its "
+                f"bar.sync and its bar.arrive, not wgmma batches and statements that wait for no one: a barrier or "
+                f"wait there can wait for a warpgroup that is itself waiting for its turn",
+                hint="report this schedule: the turns are placed around the batches", **where))
             continue
         turns.append(Turns(loop.body[waits[0]], loop.body[passes[0]], consumers, label))
     return out, turns
+
+
+def _waits(n) -> bool:
+    """Whether n can wait for another thread: a barrier, a wait, or a reduction's combine across
+    threads (shuffles, a block's bar.sync); fences, commits and statements within a thread cannot."""
+    if isinstance(n, (WgmmaFence, WgmmaCommit)):
+        return False
+    if hasattr(n, "body"):
+        return any(_waits(c) for c in n.body)
+    if isinstance(n, tuple):  # a reduction's phase
+        return n[1] is Phase.COMBINE
+    return not isinstance(n, TensorView)
+
+
+def _named(n) -> str:
+    return f"{n[0].name}'s {n[1].value}" if isinstance(n, tuple) else getattr(n, "name", type(n).__name__)
 
 
 __all__ = ["Turns", "ping_pong_spec", "turn_problems"]

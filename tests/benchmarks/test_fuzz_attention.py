@@ -41,11 +41,17 @@ def test_draws_are_reproducible_and_cover_the_mutations():
 
 
 def test_draws_include_the_intra_warpgroup_overlap():
-    """overlap=True needs a producer and O in place (rarer draws): among the first 150, with and without
-    causal masks and more than one key tile."""
-    overlapped = [c.tile for c in map(attention_case, range(150)) if "overlap=True" in repr(c)]
-    assert any(t.causal for t in overlapped) and any(not t.causal for t in overlapped)
-    assert any(t.keys > t.key_tile for t in overlapped)
+    """overlap=True needs a producer and O in place (rarer draws): among the first 400, with and without
+    causal masks and ping-pong, and more than one key tile."""
+    wanted = {"causal": lambda c: c.tile.causal, "not causal": lambda c: not c.tile.causal,
+              "key tiles": lambda c: c.tile.keys > c.tile.key_tile, "ping-pong": lambda c: "ping_pong=True" in repr(c),
+              "no ping-pong": lambda c: "ping_pong=False" in repr(c)}
+    for case in map(attention_case, range(400)):
+        if "overlap=True" in repr(case):
+            wanted = {name: f for name, f in wanted.items() if not f(case)}
+        if not wanted:
+            break
+    assert not wanted, f"no overlap draw with: {', '.join(wanted)}"
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))

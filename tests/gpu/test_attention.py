@@ -331,7 +331,16 @@ OVERLAP = [(AttentionTile(rows=128, keys=100, key_tile=128, head_dim=128, value_
            (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, batch=2, causal=True),
             {**_OV, "skip_masked_tiles": False}),
            (AttentionTile(rows=500, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=2), {**_OV, "stages": 3}),
-           (AttentionTile(rows=333, keys=777, key_tile=128, head_dim=128, value_dim=128), {**_OV, "lse": True})]
+           (AttentionTile(rows=333, keys=777, key_tile=128, head_dim=128, value_dim=128), {**_OV, "lse": True}),
+           # with ping-pong: a warpgroup's turn holds tile i + 1's Q K^T, the rescale and tile i's P V
+           (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, batch=2, group=4,
+                          causal=True), {**_OV, "ping_pong": True}),
+           (AttentionTile(rows=300, keys=500, key_tile=64, head_dim=64, value_dim=64, batch=3, group=2),
+            {**_OV, "ping_pong": True}),
+           (AttentionTile(rows=200, keys=300, key_tile=64, head_dim=256, value_dim=256, batch=2), {**_OV, "ping_pong": True}),
+           (AttentionTile(rows=500, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=2),
+            {**_OV, "stages": 3, "ping_pong": True}),
+           (AttentionTile(rows=128, keys=100, key_tile=128, head_dim=128, value_dim=128), {**_OV, "ping_pong": True})]
 
 
 @pytest.mark.parametrize("tile, options", OVERLAP, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))

@@ -122,3 +122,49 @@ def test_ping_pong_is_part_of_the_schedule_s_fingerprint():
 
     with_turns, without = (fingerprint(_gemm("printed", 128, ping_pong=p), "sm_90a") for p in (True, False))
     assert with_turns != without
+
+
+def _overlapped_ping_pong():
+    tile = AttentionTile(rows=256, keys=700, key_tile=128, head_dim=128, value_dim=128, causal=True)
+    return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
+                     overlap=True, ping_pong=True)
+
+
+def test_with_the_overlap_a_turn_holds_the_next_q_k_the_rescale_and_p_v():
+    """FlashAttention-3's order: the turn from tile i + 1's Q K^T (rotated) to tile i's P V, its
+    stage waits before it; the turn's barriers run in iteration i, outside the rotated scopes."""
+    fusion = _overlapped_ping_pong()
+    assert _codes(fusion) == []
+    source = tp.compile(fusion, "sm_90a").cuda_source
+    sync = source.index("bar.sync %0")  # the loop's: its first iteration's Q K^T takes no turn
+    turn = source[sync:source.index("bar.arrive %0")]
+    s, rescale, pv = turn.index("tp_da"), turn.index("(rescale)"), turn.index("tp_a0")
+    assert s < rescale < pv and turn.count("tp_wgmma_commit") == 2
+    assert "tp_mbar_wait" not in turn and "tp_wgmma_wait" not in turn and "bar.sync 1" not in turn
+    before = source[source.rindex("rotated: the next iteration", 0, sync):sync]
+    assert before.count("tp_mbar_wait") == 2  # K of tile i + 1 (rotated) and V of tile i
+    # the TurnWait reads the loop's counter: the rotated scope that redeclares it is closed before it
+    scope = before[before.index("const unsigned tp_rotated"):before.rindex("if (")]
+    assert scope.count("}") == scope.count("{") + 1  # its own "{" precedes the counter
+
+
+def test_a_turn_holding_a_wait_is_refused(monkeypatch):
+    """What a wrong placement would do: the stage wait of P V's tile inside the turn."""
+    from tileproof.execution.barriers import TmaWait
+
+    placed = nest_module.insert_turns
+
+    def broken(tree, groups):
+        placed(tree, groups)
+        from tileproof.codegen.ir import walk
+        for n in walk(tree):
+            body = getattr(n, "body", [])
+            if any(isinstance(c, TurnWait) for c in body):
+                k = next(k for k, c in enumerate(body) if isinstance(c, TurnWait))
+                wait = next(c for c in body[:k] if isinstance(c, TmaWait))
+                body.remove(wait)
+                body.insert(k, wait)  # after the TurnWait
+
+    monkeypatch.setattr(nest_module, "insert_turns", broken)
+    (d,) = [d for d in tp.verify(_overlapped_ping_pong()).errors if d.code == "WS-PING-PONG"]
+    assert "turn holds TmaWait between its bar.sync and its bar.arrive" in d.message

@@ -97,8 +97,8 @@ def test_a_stage_wait_after_the_rotated_read_is_refuted(monkeypatch):
     assert report.errors[0].counterexample
 
 
-@pytest.mark.parametrize("options", [dict(producer=False), dict(in_place=False), dict(ping_pong=True)], ids=str)
-def test_overlap_needs_a_producer_and_o_in_place_without_ping_pong(options):
+@pytest.mark.parametrize("options", [dict(producer=False), dict(in_place=False)], ids=str)
+def test_overlap_needs_a_producer_and_o_in_place(options):
     tile = AttentionTile(rows=128, keys=512, key_tile=128)
     kw = dict(stages=2, producer=True, warpgroups=2, in_place=True, overlap=True)
     kw.update(options)

@@ -179,10 +179,10 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
     # the consumer warpgroups in turn (WS-PING-PONG refuses one warpgroup); without a producer: refused at the call
     Parameter("ping_pong", lambda rng, drawn: drawn["producer"] and rng.random() < 0.4,
               lambda rng, drawn: True if not drawn["producer"] else rng.choice([1, "yes", None])),
-    # FlashAttention-3's intra-warpgroup overlap (the loop rotated): a producer and O in place, no ping-pong
-    Parameter("overlap", lambda rng, drawn: drawn["producer"] and drawn["in_place"] and not drawn["ping_pong"]
-              and rng.random() < 0.5,
-              lambda rng, drawn: True if not (drawn["producer"] and drawn["in_place"]) or drawn["ping_pong"]
+    # FlashAttention-3's intra-warpgroup overlap (the loop rotated): a producer and O in place, with or
+    # without ping-pong
+    Parameter("overlap", lambda rng, drawn: drawn["producer"] and drawn["in_place"] and rng.random() < 0.5,
+              lambda rng, drawn: True if not (drawn["producer"] and drawn["in_place"])
               else rng.choice([1, "yes", None])),
 )
 

@@ -120,7 +120,9 @@ def ws_ping_pong(ctx: VerifyContext) -> Iterator[Diagnostic]:
         (TIDy or TIDz), each whole warpgroups, at most 14 (named barriers 2 to 15); each
         warp-specialized circular loop has one turn (execution/ping_pong.py): warpgroup w's
         bar.sync on barrier 2 + w before the loop's first wgmma batch, its bar.arrive on barrier
-        2 + (w + 1) % W after it, nothing else between them. z3 proves, for every trip count
+        2 + (w + 1) % W after the batches issued before the first wgmma wait (one, or with a
+        rotated loop's overlap the next tile's and this tile's), nothing between them that waits
+        for another thread (a barrier, a stage or wgmma wait, a reduction's combine). z3 proves, for every trip count
         T >= 1 and every warpgroup w, that w syncs on its barrier as often as its predecessor
         arrives there (each barrier counting 2 x its threads is left as it was found, for the
         next run of the loop), and that the k-th sync meets the k-th arrival of an iteration
