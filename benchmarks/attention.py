@@ -75,7 +75,14 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg2_ws3_r240_ip_ov_pp", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
                                                   "ping_pong": True}),
            ("kt64_wg2_ws2_r240_ip_ov_pp", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True,
-                                                "ping_pong": True})]
+                                                "ping_pong": True}),
+           # persistent: 128 blocks, each computing tiles b, b + 128, ..
+           ("kt128_wg2_ws3_r240_ip_ov_pst", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
+                                                   "persistent": 128}),
+           ("kt128_wg2_ws3_r240_ip_ov_pp_pst", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
+                                                      "ping_pong": True, "persistent": 128}),
+           ("kt128_wg2_ws2_r240_ip_pst", 128, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
+           ("kt256_wg2_ws2_r240_ip_pst", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks

@@ -45,6 +45,11 @@ CONFIGS = [
     ("overlap_ping_pong_causal", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, causal=True),
      {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
       "ping_pong": True}),
+    # a persistent grid of 3 blocks over 8 row tiles (two heads of a group, tails): the producer's pipeline
+    # runs on across tiles
+    ("persistent_overlap", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2),
+     {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "persistent": 3}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import tileproof as tp
 
+from .gemm_blocks import permute
 from .hopper_gemm import mn_major_box
 
 P = tp.ParallelType
@@ -223,7 +224,8 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
 
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
               warpgroups: int = 1, lse: bool = False, in_place: bool = False,
-              skip_masked_tiles: bool = True, ping_pong: bool = False, overlap: bool = False) -> tp.Fusion:
+              skip_masked_tiles: bool = True, ping_pong: bool = False, overlap: bool = False,
+              persistent: int | None = None) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -250,7 +252,10 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     S = Q K^T through P and the row sum, so iteration i issues tile i + 1's Q K^T, then tile i's P V,
     and waits for the first (wgmma.wait_group 1) before tile i + 1's softmax, for the second before
     P is overwritten (execution/wgmma_order.py); with `ping_pong` too, a warpgroup's turn holds both
-    batches (execution/ping_pong.py)."""
+    batches (execution/ping_pong.py). With `persistent` (a number of blocks, not causal) the grid is
+    that many blocks, block b computing the row tiles b, b + persistent, .. of every head in turn (a
+    serial loop over the tiles: Q, the online softmax and O's stores once a tile, the producer's
+    K / V pipeline running on across tiles), as cuDNN's and FlashAttention-3's kernels run."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -266,6 +271,13 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     if overlap and not (producer and in_place):
         raise tp.ScheduleError("attention: overlap rotates the loop of a warp-specialized consumer whose O is rescaled "
                                "in place: it needs producer=True and in_place=True")
+    if persistent is not None and (not isinstance(persistent, int) or isinstance(persistent, bool) or persistent < 1):
+        raise tp.ScheduleError(f"attention: persistent must be a number of blocks >= 1 (or None: one block a tile), "
+                               f"got {persistent!r}")
+    if persistent is not None and tile.causal:
+        raise tp.ScheduleError("attention: persistent with a causal tile: the causal tile skip counts a block's key "
+                               "tiles from blockIdx.x, which a persistent grid does not map to its rows; use "
+                               "persistent=None")
     if ping_pong and not producer:
         raise tp.ScheduleError("attention: ping_pong orders the consumer warpgroups of a producer's pipeline: it needs "
                                "producer=True (and stages >= 2)")
@@ -329,12 +341,20 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     indices = [t["query"], t["key"]] if tile.causal else []  # 1-D: laid out as the fragment's rows, columns
     computed = [x for x in fusion.tensors if not x.is_fusion_input and x not in indices]
     w = warpgroups > 1  # [.., Mo, ..] -> [.., Mo / warpgroups, warpgroups (TIDz), ..]
+    ones = [k for k in range(h) if t["s"].axis(k).is_broadcast]  # Z or G of extent 1: not merged (persistent)
     for x in computed:  # the key / value heads on blockIdx.z, the group's query heads on y, 64 rows on x
         if w:
             x.split(h, 1 if x.axis(h).is_broadcast else warpgroups)
+        if persistent:  # [Z, G, Mo, ..] -> [tiles / blocks, blocks (blockIdx.x), ..]: block b computes b, b + blocks, ..
+            _persistent_tiles(x, ones, persistent)
+            if w and not x.axis(len(ones) + 2).is_broadcast:
+                x.axis(len(ones) + 2).parallelize(P.TIDz)
+            continue
         for axis, kind in zip(x.get_loop_domain()[:h + 1 + w], (P.BIDz, P.BIDy, P.BIDx, P.TIDz)):
             if not axis.is_broadcast:
                 axis.parallelize(kind)
+    if persistent:  # the block axes [Z, G, Mo] are now [ones.., tiles / blocks, blocks]
+        h += len(ones) - 1
     if w:
         sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
     if tile.causal:
@@ -360,6 +380,22 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         tp.rotate_loop(s, h + 1 + w, [s] + keys + [t[name] for name in fragment] + [
             tiles["m"], t["m"], t["m_b"], t["m_c"], t["shifted"], t["scaled"], t["p"], t["p_bf16"], p_a, tiles["l"], t["l"]])
     return fusion
+
+
+def _persistent_tiles(x, ones: list[int], blocks: int) -> None:
+    """x's block axes [Z, G, Mo, ..] as a persistent grid: [ones.., Z G Mo / blocks, blocks (BIDx),
+    ..], the axes of extent 1 in S (`ones`: batch or group of one) first and not merged, so that
+    each merge is one of S's concrete axes, which K's and V's tiles (Mo and G of extent 1) follow
+    (execution/promotion.py)."""
+    front = ones + [k for k in range(3) if k not in ones]
+    if front != [0, 1, 2]:
+        permute(x, front + list(range(3, len(x.get_loop_domain()))))
+    at = len(ones)
+    for _ in range(2 - at):
+        x.merge(at)
+    x.split(at, blocks)
+    if not x.axis(at).is_broadcast:  # K's and V's tiles of a batch of one: the same for every block
+        x.axis(at + 1).parallelize(P.BIDx)
 
 
 def _causal_indices(query, key, n: int, warpgroups: int) -> None:

@@ -355,3 +355,29 @@ def test_overlapped_attention_matches_torch_and_changes_no_bit(tile, options):
     if not options.get("lse"):
         check(overlapped, tile)
     assert_same_outputs(overlapped, plain, tile, seed=11)
+
+
+# a persistent grid (attention(persistent=B): block b computes row tiles b, b + B, ..): the per-tile
+# statements are the one-block-a-tile kernel's, so the outputs are its bit for bit; tiles that the block
+# count does not divide, row and key tails, grouped-query heads, a batch and group of one, the lse,
+# ping-pong and the overlap
+PERSISTENT = [(AttentionTile(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2),
+               {**_OV, "stages": 3, "overlap": True, "persistent": 4}),
+              (AttentionTile(rows=333, keys=777, key_tile=128, head_dim=128, value_dim=128),
+               {**_OV, "stages": 3, "overlap": True, "lse": True, "persistent": 2}),
+              (AttentionTile(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2),
+               {**_OV, "stages": 3, "overlap": True, "ping_pong": True, "persistent": 3}),
+              (AttentionTile(rows=300, keys=500, key_tile=64, head_dim=64, value_dim=64, batch=3, group=2),
+               {**_OV, "persistent": 7}),
+              (AttentionTile(rows=1024, keys=1024, key_tile=128, head_dim=128, value_dim=128, batch=4),
+               {**_OV, "stages": 3, "overlap": True, "persistent": 8})]
+
+
+@pytest.mark.parametrize("tile, options", PERSISTENT, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_persistent_attention_matches_torch_and_changes_no_bit(tile, options):
+    persistent = tp.compile(attention(tile, **options), "sm_90a")
+    assert persistent.launch_params.grid == (options["persistent"], 1, 1)
+    one_each = tp.compile(attention(tile, **{**options, "persistent": None}), "sm_90a")
+    if not options.get("lse"):
+        check(persistent, tile)
+    assert_same_outputs(persistent, one_each, tile, seed=5)

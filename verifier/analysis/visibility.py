@@ -14,6 +14,8 @@ are built by verifier/analysis/visibility_report.py.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -22,7 +24,7 @@ import z3
 from ...execution.statements import CondKind, TensorExecution, bound_types, store_execution, tensor_execution
 from ...execution.grid_reduction import last_block_types
 from ...execution.loops import loop_groups
-from ...model.expr import Expr, const, substitute, var
+from ...model.expr import Expr, const, substitute, try_int, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
 from ...execution.conditions.lowering import completed_in_block, launch_axis_clashes
@@ -376,6 +378,9 @@ def _proof(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     return ctx.memo(("visibility", claim.code, id(op), k), lambda: _prove(ctx, op, k, claim))
 
 
+_ENUMERATED = 64  # the most writer points prove_owned_read tries one by one
+
+
 def prove_owned_read(ctx: VerifyContext, reader: TensorExecution, producer: TensorView, read: list[Expr]) -> Outcome:
     """A read that is no op's input (an online max's growth, read by the statement that rescales an
     MmaOp's accumulators: execution/online.py): at every point of `reader` that executes, reading
@@ -396,12 +401,23 @@ def prove_owned_read(ctx: VerifyContext, reader: TensorExecution, producer: Tens
     ranges = {**reader.ranges, **w.ranges}
     q = ctx.query(hint, ranges)
     free = [name for name in w.ranges if name not in reader.ranges]
+    runs = _all(q, [q.holds(c) for c in reader.conds])
+
+    def writes_at(env: dict) -> z3.BoolRef:
+        return _all(q, [q.holds(c.renamed(env)) for c in w.conds]
+                    + [q.eq(substitute(written[j], env), read[j]) for j in axes]
+                    + [q.eq(substitute(w.launch_index[p], env), reader.launch_index[p]) for p in bound])
+    sizes = [try_int(w.ranges[name]) for name in free]
+    if all(s is not None for s in sizes) and math.prod(sizes) <= _ENUMERATED:
+        # the writer's own loops few and constant (a thread's rows of a fragment): each point in turn,
+        # no quantifier (the existential over div / mod of a persistent tile index left z3 undecided)
+        body = z3.Or([writes_at({name: const(v) for name, v in zip(free, point)})
+                      for point in itertools.product(*(range(s) for s in sizes))])
+        return q.prove(z3.Implies(runs, body), values=values)
     bound_vars = [q.var(name) for name in free]
     within = [z3.And(z3.UGE(v, q.val(0)), z3.ULT(v, q.term(w.ranges[name]))) if q.bv else
               z3.And(v >= 0, v < q.term(w.ranges[name])) for v, name in zip(bound_vars, free)]
-    writes = _all(q, within + [q.holds(c) for c in w.conds] + [q.eq(written[j], read[j]) for j in axes]
-                  + [q.eq(w.launch_index[p], reader.launch_index[p]) for p in bound])
-    runs = _all(q, [q.holds(c) for c in reader.conds])
+    writes = _all(q, within + [writes_at({})])
     body = z3.Exists(bound_vars, writes) if bound_vars else writes
     return q.prove(z3.Implies(runs, body), values=values)
 
