@@ -157,6 +157,8 @@ def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
                 return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64), or causal"}
             if key_tile is not None and key_tile > s:
                 return {"skipped": "the key tile is longer than S"}
+            if causal and options.get("persistent"):
+                return {"skipped": "a persistent grid is not causal (attention() refuses it)"}
             tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv,
                                  key_tile=key_tile, causal=causal)
             start = time.perf_counter()

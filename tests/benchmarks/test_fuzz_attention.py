@@ -7,6 +7,7 @@ and tests/gpu/test_fuzz_attention.py)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 import pytest
@@ -207,3 +208,10 @@ def test_a_drawn_unmasked_count_is_accepted_exactly_when_the_mask_keeps_those_ti
     assert report.ok is not rejected, (unmasked, report.codes)
     if rejected:
         assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message
+
+
+def test_draws_include_a_persistent_grid():
+    """persistent=B (not causal) among the first 100 draws, at several block counts."""
+    drawn = [c for c in map(attention_case, range(100)) if re.search(r"persistent=\d", repr(c))]
+    assert drawn and not any(c.tile.causal for c in drawn)
+    assert len({re.search(r"persistent=(\d+)", repr(c)).group(1) for c in drawn}) > 2

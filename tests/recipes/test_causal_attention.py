@@ -36,7 +36,10 @@ def _no_warning():
 
 
 def _online_configs():
-    return [(name, key_tile, options) for name, key_tile, options in B.CONFIGS if key_tile is not None]
+    """The benchmark's online configurations but the persistent ones (refused causal:
+    tests/recipes/test_persistent_attention.py)."""
+    return [(name, key_tile, options) for name, key_tile, options in B.CONFIGS
+            if key_tile is not None and not options.get("persistent")]
 
 
 @pytest.mark.parametrize("name, key_tile, options", _online_configs(), ids=[c[0] for c in _online_configs()])

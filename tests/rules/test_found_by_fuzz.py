@@ -199,3 +199,17 @@ def test_a_persistent_tile_allocated_whole_has_distinct_addresses_decided_fast()
     report = tp.verify(fusion, "sm_90a", rules=["ALLOCATION-DISTINCT", "MMA-ACCUM-LAYOUT"])
     assert time.perf_counter() - start < 10
     assert report.ok, [d.message for d in report.diagnostics]
+
+
+def test_a_tma_load_rearmed_beside_a_circular_buffer_s_prologue_in_a_repeating_loop():
+    """Attention fuzz (this session's persistent draws, seed 0 case 2): K's box axis made serial, a
+    persistent grid (the circular loop and its prologue inside the loop over tiles); PIPELINE-PHASE's
+    rearm check asked the prologue for a loop key it has not (AttributeError)."""
+    from tileproof.recipes.attention import AttentionTile, attention
+
+    tile = AttentionTile(rows=185, keys=480, head_dim=64, value_dim=64, batch=1, group=6, key_tile=96)
+    fusion = attention(tile, stages=2, warpgroups=2, persistent=6)
+    k = fusion.inputs[1]
+    k_tile = next(t for t in fusion.tensors if t.definition is not None and t.definition.inputs[0] is k)
+    k_tile.axis(8).parallelize(P.Serial)  # a box axis
+    assert "TMA-MIXED-TRANSFORM" in decided(fusion)

@@ -184,6 +184,9 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
     Parameter("overlap", lambda rng, drawn: drawn["producer"] and drawn["in_place"] and rng.random() < 0.5,
               lambda rng, drawn: True if not (drawn["producer"] and drawn["in_place"])
               else rng.choice([1, "yes", None])),
+    # a persistent grid of that many blocks over the row tiles (not causal: refused at the call)
+    Parameter("persistent", lambda rng, drawn: None if drawn["causal"] or rng.random() < 0.7 else rng.randint(1, 9),
+              lambda rng, drawn: 4 if drawn["causal"] else rng.choice([0, -2, True, 2.0])),
 )
 
 # One entry per recipe function: another recipe is one more line.

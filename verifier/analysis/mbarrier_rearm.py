@@ -49,6 +49,8 @@ def _innermost_repeating(path: Path, hazards: Hazards):
 
 
 def _runs_once(loop, hazards: Hazards) -> bool:
+    if not hasattr(loop, "key"):  # a circular buffer's prologue: a loop of its own over `prefetch` iterations
+        return getattr(loop, "prefetch", None) == 1
     extent = hazards.extent(loop) if hazards.extent is not None else None
     return extent is not None and extent.const_value() == 1
 
