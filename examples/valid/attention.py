@@ -62,3 +62,14 @@ def causal_attention_in_ping_pong():
     1000 rows: a tail of rows and of keys."""
     tile = AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=128, value_dim=128, causal=True)
     return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True, ping_pong=True)
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def persistent_attention_overlapped_in_ping_pong():
+    """FlashAttention-3's form at head dim 128 on a persistent grid: 6 blocks over the 12 row tiles of
+    two grouped-query heads (block b computes tiles b and b + 6), each warpgroup's turn holding the
+    next key tile's Q K^T and this one's P V (the loop rotated: tp.rotate_loop), three K / V stages
+    whose producer runs on from one tile into the next."""
+    tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
+    return attention(tile, stages=3, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
+                     overlap=True, ping_pong=True, persistent=6)

@@ -381,3 +381,13 @@ def test_persistent_attention_matches_torch_and_changes_no_bit(tile, options):
     if not options.get("lse"):
         check(persistent, tile)
     assert_same_outputs(persistent, one_each, tile, seed=5)
+
+
+def test_the_bundled_persistent_example_matches_torch():
+    """examples/valid/attention.py persistent_attention_overlapped_in_ping_pong, as `tileproof verify`
+    accepts it: against float64."""
+    from support.examples import example_module
+
+    fusion = example_module("valid", "attention").persistent_attention_overlapped_in_ping_pong()
+    tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
+    check(tp.compile(fusion, "sm_90a"), tile)
