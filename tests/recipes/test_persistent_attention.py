@@ -47,3 +47,15 @@ def test_a_causal_tile_is_refused_with_the_reason():
     tile = AttentionTile(rows=256, keys=512, key_tile=128, head_dim=64, value_dim=64, causal=True)
     with pytest.raises(tp.ScheduleError, match="persistent with a causal tile"):
         attention(tile, **WS, persistent=4)
+
+
+def test_a_masked_persistent_tile_with_the_lse_is_decided_fast():
+    """Attention fuzz, seed 65 case 113 (a Mask input, the lse, 3 blocks over 9 tiles): ONLINE-RESCALE's
+    ownership query (an existential over the writer's loop and launch points) ran out of time; the
+    writer's launch indices are now the reader's and its few loop points tried one by one."""
+    tile = AttentionTile(rows=128, keys=448, head_dim=128, value_dim=128, batch=3, group=3, key_tile=128,
+                         masked=True)
+    start = time.perf_counter()
+    report = tp.verify(attention(tile, stages=2, warpgroups=1, lse=True, in_place=True, persistent=3), "sm_90a")
+    assert report.ok, report.codes
+    assert time.perf_counter() - start < 5

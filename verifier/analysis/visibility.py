@@ -21,7 +21,7 @@ from typing import Iterator
 
 import z3
 
-from ...execution.statements import CondKind, TensorExecution, bound_types, store_execution, tensor_execution
+from ...execution.statements import Cond, CondKind, TensorExecution, bound_types, store_execution, tensor_execution
 from ...execution.grid_reduction import last_block_types
 from ...execution.loops import loop_groups
 from ...model.expr import Expr, const, substitute, try_int, var
@@ -378,7 +378,7 @@ def _proof(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     return ctx.memo(("visibility", claim.code, id(op), k), lambda: _prove(ctx, op, k, claim))
 
 
-_ENUMERATED = 64  # the most writer points prove_owned_read tries one by one
+_ENUMERATED = 256  # the most writer points prove_owned_read tries one by one
 
 
 def prove_owned_read(ctx: VerifyContext, reader: TensorExecution, producer: TensorView, read: list[Expr]) -> Outcome:
@@ -402,9 +402,15 @@ def prove_owned_read(ctx: VerifyContext, reader: TensorExecution, producer: Tens
     q = ctx.query(hint, ranges)
     free = [name for name in w.ranges if name not in reader.ranges]
     runs = _all(q, [q.holds(c) for c in reader.conds])
+    # the writer's launch indices equal the reader's: substituted (within the writer's ranges), not searched
+    same = {e.value: reader.launch_index[p] for p in bound for e in (w.launch_index[p],)
+            if e.op == "var" and e.value in free}
+    free = [name for name in free if name not in same]
+    launched = [Cond(e, "<", w.ranges[name], "the writer's launch index") for name, e in same.items()]
 
     def writes_at(env: dict) -> z3.BoolRef:
-        return _all(q, [q.holds(c.renamed(env)) for c in w.conds]
+        env = {**same, **env}
+        return _all(q, [q.holds(c) for c in launched] + [q.holds(c.renamed(env)) for c in w.conds]
                     + [q.eq(substitute(written[j], env), read[j]) for j in axes]
                     + [q.eq(substitute(w.launch_index[p], env), reader.launch_index[p]) for p in bound])
     sizes = [try_int(w.ranges[name]) for name in free]
