@@ -206,14 +206,8 @@ def test_a_tile_max_of_partial_maxes_shares_the_loop_of_the_online_max():
     """A row's tile reduced in independent chains (rfactored twice: chains of 8, then the tile's
     max of them): each partial is read inside the loop, as the tile's max is (model/unmappable.py);
     inline_at refused the chains' consumers before."""
-    with tp.Fusion("chains") as fusion:
-        x = tp.make_contig_concrete_tensor([32, 256])
-        fusion.add_input(x)
-        m = tp.max(x, 1)
-        p = tp.exp(tp.sub(x, tp.broadcast(m, [False, True])))
-        l = tp.sum(p, 1)
-        fusion.add_output(tp.add(tp.log(l), m))
-    x.cache_after()
+    fusion, m, _, l = _logsumexp("chains")
+    fusion.inputs[0].cache_after()
     parts = []
     for r in (m, l):  # [rows, r(keys / 64), r(8), r(8)]: chains of 8, their tile's part, the running value
         r.split(1, 64).split(2, 8)
