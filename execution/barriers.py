@@ -37,6 +37,8 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
+from ..model.expr import const
+
 Path = list[tuple[list, int]]  # (scope, index in scope) from the root down to a statement
 
 
@@ -160,6 +162,15 @@ def split_point(a: Path, b: Path) -> int:
 def scope_repeats(path: Path, depth: int, hazards: Hazards) -> bool:
     """The scope at `depth` lies inside a repeating loop (it runs more than once per thread)."""
     return any(repeats(scope[k], hazards) for scope, k in path[:depth])
+
+
+def runs(node, hazards: Hazards):
+    """How many times a node with a body runs it: a pipeline node that says so itself (a circular
+    buffer's prologue: `iterations`), else the loop's extent; None where the nest does not say."""
+    own = getattr(node, "iterations", None)
+    if own is not None:
+        return const(own)
+    return hazards.extent(node) if hazards.extent is not None else None
 
 
 def repeats(node, hazards: Hazards) -> bool:
@@ -300,7 +311,8 @@ def _rearmed_after_waits(plan: _Plan, w: Access, wp: Path, hazards: Hazards) -> 
     barrier between the wait and the next issue, in the copy's own scope after the wait or in any
     scope between it and the innermost repeating loop, unless one is planned there already."""
     def again(node) -> bool:  # a loop running more than once
-        return repeats(node, hazards) and (hazards.extent is None or hazards.extent(node).const_value() != 1)
+        count = runs(node, hazards)
+        return repeats(node, hazards) and (count is None or count.const_value() != 1)
 
     inner = max((d for d in range(len(wp) - 1) if again(wp[d][0][wp[d][1]])), default=None)
     if inner is None:

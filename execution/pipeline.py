@@ -62,7 +62,7 @@ import enum
 from dataclasses import dataclass, field, replace
 
 from .barriers import (
-    Async, BulkStoreWait, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, scope_repeats,
+    Async, BulkStoreWait, CpAsyncCommit, CpAsyncWait, Hazards, Path, Sync, TmaWait, repeats, runs, scope_repeats,
     split_point, statement_paths,
 )
 from .barriers import WgmmaCommit, WgmmaWait
@@ -92,6 +92,11 @@ class Prologue:
     tma: bool = False  # TMA loads, each completing on its stage's mbarrier: no commits
     shared: bool = False  # plain copies into shared memory: complete when written, no commits
     repeats_itself = True  # a loop of its own (barriers.scope_repeats)
+
+    @property
+    def iterations(self) -> int:
+        """How many times its body runs (barriers.runs): the prefetch count."""
+        return self.prefetch
 
 
 @dataclass
@@ -467,8 +472,8 @@ def timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: Hazards, bar
     if d > 0:
         parent, at = wp[d - 1]
         owner = parent[at]
-        if repeats(owner, hazards) and hazards.extent is not None:
-            extent = hazards.extent(owner)
+        if repeats(owner, hazards) and runs(owner, hazards) is not None:
+            extent = runs(owner, hazards)
         before = parent[at - 1] if at > 0 else None
         if isinstance(scope[iw], Prefetched) and not private and scope_repeats(wp, d - 1, hazards):
             outer_ordered = _barrier_after(parent, at, async_read, store_read) or \
@@ -514,7 +519,8 @@ def _released_timeline(tensor: str, reader: str, wp: Path, rp: Path, d: int, haz
     if isinstance(before, Prologue) and producer(before.body) != made:  # the prologue's loads wait alike
         made = tuple(e for e in made if e.step is Step.ISSUE)
     reading = hazards.access(rp[-1][0][rp[-1][1]])
-    extent = hazards.extent(parent[at]) if hazards.extent is not None and repeats(parent[at], hazards) else const(1)
+    count = runs(parent[at], hazards) if repeats(parent[at], hazards) else None
+    extent = count if count is not None else const(1)
     return Timeline(tensor, reader, events(scope, ir), extent, scope[iw].prefetch, scope[iw].stages, tma=True,
                     async_read=reading is not None and reading.kind in (Async.WGMMA, Async.TMA_STORE),
                     store_read=reading is not None and reading.kind is Async.TMA_STORE, specialized=True, producer=made,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...execution.barriers import Access, Async, Hazards, Path, Sync, TmaWait, repeats, statement_paths
+from ...execution.barriers import Access, Async, Hazards, Path, Sync, TmaWait, repeats, runs, statement_paths
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,7 @@ def _innermost_repeating(path: Path, hazards: Hazards):
 
 
 def _runs_once(loop, hazards: Hazards) -> bool:
-    if not hasattr(loop, "key"):  # a circular buffer's prologue: a loop of its own over `prefetch` iterations
-        return getattr(loop, "prefetch", None) == 1
-    extent = hazards.extent(loop) if hazards.extent is not None else None
+    extent = runs(loop, hazards)
     return extent is not None and extent.const_value() == 1
 
 
