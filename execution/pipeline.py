@@ -143,7 +143,8 @@ def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
     circular-buffer pass clones the copies' nest into the prologue and main loop): the registers
     are allocated across those loops (execution/circular.py allocation_position), each thread
     copies into and reads its own, and the copy reads sources complete before the circular loop
-    (PIPELINE-STAGES), so the iteration's copies may all come before its reads."""
+    (PIPELINE-STAGES), so the iteration's copies may all come before its reads. A split loop is
+    two: its copies, then everything else in one loop (_copies_apart)."""
     changed = True
     while changed:
         changed = False
@@ -154,10 +155,10 @@ def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
                 node = scope[at]
                 if not _shared_scope(node, hazards) and not (acc.private and _is_loop(node)):
                     break
-                runs = _runs(node.body, hazards)
-                if len(runs) > 1:
+                copies, rest = _copies_apart(node.body, hazards)
+                if copies and rest:
                     parts = []
-                    for run in runs:
+                    for run in (copies, rest):
                         part = copy.copy(node)
                         part.body = run
                         parts.append(part)
@@ -183,19 +184,18 @@ def _is_loop(node) -> bool:
     return hasattr(node, "key") and hasattr(node, "body")
 
 
-def _runs(nodes: list, hazards: Hazards) -> list[list]:
-    """nodes in runs of consecutive nodes that hold circular copies only, and the others."""
+def _copies_apart(nodes: list, hazards: Hazards) -> tuple[list, list]:
+    """nodes as (those holding circular copies only, the others), each in its order: the copies
+    go first, into one loop, and the others stay together in one loop after them, so that a
+    register tensor written and read inside the loop (allocated per iteration) is read in the
+    iteration that wrote it (a loop per run of nodes ran the writes of every iteration before
+    any read)."""
     def copies_only(n) -> bool:
         found = [acc for _, acc, _ in statement_paths([n], hazards)]
         return bool(found) and all(acc.circular is not None for acc in found)
 
-    runs: list[list] = []
-    for n in nodes:
-        if runs and copies_only(runs[-1][0]) == copies_only(n):
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return runs
+    copies = [n for n in nodes if copies_only(n)]
+    return copies, [n for n in nodes if not any(n is c for c in copies)]
 
 
 def insert_pipelines(tree: list, hazards: Hazards) -> None:

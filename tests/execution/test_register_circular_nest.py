@@ -118,3 +118,37 @@ def test_reads_before_the_copies_are_refuted(monkeypatch):
     report = tp.verify(fusion, rules=["PIPELINE-RAW", "PIPELINE-WAR"])
     assert "PIPELINE-RAW" in report.codes
     assert report.errors[0].counterexample
+
+
+def test_the_reads_between_two_copies_stay_in_one_loop():
+    """LayerNorm's last pass over a staged row (recipes/normalization.py: steps of 2 vectors a
+    thread, each step's [2 (Unroll), TIDx, 4] reads weight and bias through their register caches),
+    the caches circular-buffered over the steps: the unrolled loop's body is the row's read, the
+    weight's copy, the centering, the bias's copy, the scaling. The copies go first into one loop;
+    the rest stays one loop, so each vector's centered values (registers of one vector, allocated
+    per iteration) are read in the iteration that wrote them. A loop per run of nodes wrote every
+    vector's before the first was read: the kernel's first vector of each step came out wrong."""
+    import numpy as np
+
+    from tileproof.codegen.lower import lower
+    from tileproof.model.targets import get_target
+    from tileproof.recipes import normalization as N
+
+    from support.reduction_sim import run_kernel
+
+    fusion = N.layer_norm_fusion(N.RowClass("float32", 4, 2, 4, looped=True, staged=True), 1e-5)
+    weights = [t for t in fusion.tensors if t.definition is not None and t.definition.name == "set"
+               and t.definition.inputs[0] in fusion.inputs and len(t.definition.inputs[0].logical) == 1]
+    for cache in weights:
+        cache.circular_buffer(2, 1)
+    assert len(weights) == 2 and tp.verify(fusion, "sm_90a").ok
+    tree = nest_module.placed_nest(lowered(fusion)).tree
+    circular = next(n for n in _loops(tree) if any(isinstance(c, Prefetched) for c in n.body))
+    refill, *reads = circular.body
+    assert sorted(_leaves(refill)) == sorted(w.name for w in weights) and len(reads) == 1
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal((3, 96)) * 2, rng.standard_normal(96), rng.standard_normal(96)
+    (got,) = run_kernel(lower(fusion.snapshot(), get_target("sm_90a")).kernel, fusion, [x, w, b], {"M": 3, "N": 96})
+    mean = x.mean(1, keepdims=True)
+    want = (x - mean) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=1e-5, atol=1e-5)
