@@ -18,7 +18,9 @@ clusters, persistent grids, epilogues and majors), reproducibly: hypothesis stra
 Opt-in families (OPT_IN), drawn only when --families names them, so that the default mix and its
 indices stay as they are: attention (tests/support/attention_gen.py: an attention recipe of
 tileproof.recipes.attention with random tiles, parameters out of range that the recipe must
-refuse, and schedule mutations a user could plausibly get wrong, each left to the verifier).
+refuse, and schedule mutations a user could plausibly get wrong, each left to the verifier); circular
+(tests/support/circular_gen.py: register and plain shared-memory circular buffers over a serial loop
+holding an unrolled loop of their readers).
 Each case is verified (sm_100a for tensor-memory cases, sm_90a otherwise); an accepted one is
 compiled with tp.compile (NVRTC, into a fresh cache) in a worker process that is killed after
 --timeout seconds (such a case has no verdict: it runs again alone at the end, and is listed under
@@ -79,7 +81,7 @@ _import_test_support()
 
 FAMILIES = [("lowering", 10), ("mutated", 6), ("split", 1), ("tmem", 1), ("visibility", 1), ("swizzle", 1),
             ("reduction", 2), ("mma", 1), ("wgmma", 1)]
-OPT_IN = [("attention", 1)]  # drawn only when --families names them: the default mix keeps its draws
+OPT_IN = [("attention", 1), ("circular", 1)]  # drawn only when --families names them: the default mix keeps its draws
 MAX_DRAWS = 200  # draws per case before giving up on a generator's assumptions
 KEPT_FAILURES = 60
 SLOW_COMPILE_S = 10
@@ -127,6 +129,10 @@ def draw_case(seed: int, index: int, families=None):
 
         case = attention_case(rng.randrange(2 ** 31))
         return family, case.target, case
+    if family == "circular":  # register and shared circular buffers (tests/support/circular_gen.py)
+        from support.circular_gen import circular_case
+
+        return family, "sm_90a", circular_case(rng.randrange(2 ** 31))
     if family == "mma":  # plain random draws too (tests/support/mma_gen.py)
         from support.mma_gen import mma_case
 

@@ -40,8 +40,8 @@ def circular_axis(tv) -> int | None:
         return last
     limit = next((k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Unroll), len(tv.loop))
     valid = [k for k in range(min(tv.compute_at, limit)) if not _shared_scope(tv.loop[k])]
-    between = (lambda i: _shared_scope(i) or i.parallel_type in loops) if tv.memory_type is MemoryType.Local \
-        else _shared_scope
+    spans = (ParallelType.Serial, ParallelType.Unroll)
+    between = (lambda i: _shared_scope(i) or i.parallel_type in spans) if _plain_copy(tv) else _shared_scope
     if not valid or not all(between(i) for i in tv.loop[valid[-1] + 1:tv.compute_at]):
         return last
     return valid[-1]
@@ -54,11 +54,18 @@ def allocation_position(tv) -> int:
     loops' elements before any is read (execution/pipeline.py), as nvFuser's getAllocPosInfo
     (csrc/device_lower/utils.cpp) allocates registers from the first Unroll loop on."""
     pos = circular_axis(tv)
-    if pos is None or tv.memory_type is not MemoryType.Local:
+    if pos is None or not _plain_copy(tv):
         return tv.compute_at
     if all(_shared_scope(i) for i in tv.loop[pos + 1:tv.compute_at]):
         return tv.compute_at
     return pos + 1
+
+
+def _plain_copy(tv) -> bool:
+    """A register tensor or a plain copy (tp.set) into shared memory: the serial and unrolled
+    loops between its circular loop and its compute-at position are split off with its copies
+    (execution/pipeline.py isolate_circular_copies) and its elements allocated across them."""
+    return tv.memory_type is MemoryType.Local or is_shared_copy(tv)
 
 
 def _shared_scope(axis) -> bool:

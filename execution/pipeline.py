@@ -151,11 +151,12 @@ def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
         for _, acc, path in statement_paths(tree, hazards):
             if acc.circular is None:
                 continue
-            for scope, at in path[acc.circular[2] + 1:-1]:
+            for depth in range(acc.circular[2] + 1, len(path) - 1):
+                scope, at = path[depth]
                 node = scope[at]
-                if not _shared_scope(node, hazards) and not (acc.private and _is_loop(node)):
+                if not _shared_scope(node, hazards) and not (acc.kind is Async.NONE and _is_loop(node)):
                     break
-                copies, rest = _copies_apart(node.body, hazards)
+                copies, rest = _copies_apart(node.body, depth, hazards)
                 if copies and rest:
                     parts = []
                     for run in (copies, rest):
@@ -184,15 +185,16 @@ def _is_loop(node) -> bool:
     return hasattr(node, "key") and hasattr(node, "body")
 
 
-def _copies_apart(nodes: list, hazards: Hazards) -> tuple[list, list]:
-    """nodes as (those holding circular copies only, the others), each in its order: the copies
-    go first, into one loop, and the others stay together in one loop after them, so that a
+def _copies_apart(nodes: list, depth: int, hazards: Hazards) -> tuple[list, list]:
+    """The body `nodes` of a node at `depth` in the nest as (those holding only circular copies
+    whose circular loop is outside that node, the others), each in its order: the copies go
+    first, into one loop, and the others stay together in one loop after them, so that a
     register tensor written and read inside the loop (allocated per iteration) is read in the
     iteration that wrote it (a loop per run of nodes ran the writes of every iteration before
-    any read)."""
+    any read). A copy circular over this node or a loop inside it stays with its readers."""
     def copies_only(n) -> bool:
         found = [acc for _, acc, _ in statement_paths([n], hazards)]
-        return bool(found) and all(acc.circular is not None for acc in found)
+        return bool(found) and all(acc.circular is not None and acc.circular[2] < depth for acc in found)
 
     copies = [n for n in nodes if copies_only(n)]
     return copies, [n for n in nodes if not any(n is c for c in copies)]

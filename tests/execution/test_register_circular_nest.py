@@ -89,12 +89,32 @@ def test_it_verifies_and_compiles(stages, prefetch):
     assert f"float {r.name}[{4 * stages}U];" in source
 
 
-def test_a_shared_tensor_keeps_the_axis_left_of_its_compute_at_position():
-    """Shared memory: the axis left of the compute-at position (TIDx) stays its circular loop, which
-    PIPELINE-STAGES refuses (tileproof splits register copies only)."""
-    fusion, _ = unrolled_reads(memory=tp.MemoryType.Shared)
-    report = tp.verify(fusion, rules=["PIPELINE-STAGES"])
-    assert report.codes == ["PIPELINE-STAGES"] and "is parallelized on TIDx" in report.errors[0].message
+@pytest.mark.parametrize("stages,prefetch", [(2, 0), (2, 1), (3, 2)])
+def test_a_plain_shared_copy_takes_nvfusers_circular_loop_too(stages, prefetch):
+    """A plain copy into shared memory (tp.set): nvFuser's circular loop, the serial axis left of
+    the first Unroll axis (axis 1), with the unrolled and serial loops between it and the
+    compute-at position split off with the copies and allocated, as for registers (before: the
+    TIDx axis left of the compute-at position, refused by PIPELINE-STAGES). Simulated on the CPU
+    against the float64 reference at two sizes, one a partial tile."""
+    import numpy as np
+
+    from tileproof.codegen.lower import lower
+    from tileproof.codegen.runtime.reference import reference
+    from tileproof.model.targets import get_target
+
+    from support.reduction_sim import run_kernel
+
+    fusion, r = unrolled_reads(stages, prefetch, memory=tp.MemoryType.Shared)
+    frozen = lowered(fusion)
+    rf = next(t for t in frozen.tensors if t.name == r.name)
+    assert (circular_axis(rf), allocation_position(rf)) == (1, 2)
+    report = tp.verify(fusion)
+    assert report.ok, report.codes
+    ir = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    for size in (512, 300):
+        x = np.random.default_rng(size).standard_normal(size)
+        (got,) = run_kernel(ir, fusion, [x], {fusion.inputs[0].logical[0].extent_expr.value: size})
+        np.testing.assert_allclose(np.asarray(got, dtype=np.float64), reference(fusion, [x])[0], rtol=1e-6)
 
 
 def test_a_source_computed_inside_the_circular_loop_is_refused():

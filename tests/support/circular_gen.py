@@ -70,6 +70,9 @@ def circular_case(seed: int) -> CircularCase:
     for c in chosen:
         stages = rng.randint(2, 3)
         prefetch = rng.choice([-1, 0, stages - 1])
+        if rng.random() < 0.3:
+            caches[c].set_memory_type(tp.MemoryType.Shared)
+            steps.append(f"{'ab'[c]}'s cache in shared memory")
         caches[c].circular_buffer(stages, prefetch)
         steps.append(f"{'ab'[c]}'s cache circular_buffer({stages}, {prefetch})")
     return CircularCase(fusion, shape, steps)
