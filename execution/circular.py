@@ -24,10 +24,11 @@ def circular_axis(tv) -> int | None:
     registers); otherwise nvFuser's choice (csrc/device_lower/analysis/circular_buffer.cpp,
     getCircularBufferAxisPosition): of the axes left of min(compute-at position, first Unroll axis)
     that are neither thread-parallel nor broadcast, the innermost, where every axis between it and
-    the compute-at position is thread-parallel or broadcast, or for registers also a serial or
-    unrolled loop (those are shared with the copy's readers; the pipeline gives the copy a nest of
-    its own, execution/pipeline.py, and registers are allocated across the loops, as nvFuser's
-    getAllocPosInfo allocates them from the first Unroll loop: execution/allocation.py). nvFuser takes
+    the compute-at position is thread-parallel or broadcast, or for registers and plain copies into
+    shared memory also a serial or unrolled loop (those are shared with the copy's readers; the
+    pipeline gives the copy a nest of its own, execution/pipeline.py, and the tile is allocated
+    across the loops, as nvFuser's getAllocPosInfo allocates registers from the first Unroll loop:
+    execution/allocation.py). nvFuser takes
     the outermost for a warp-specialized buffer; tileproof pipelines one loop of copies per
     iteration, so it takes the outermost only where it is that innermost one. Otherwise the axis
     just left of the compute-at position (PIPELINE-STAGES says what it is)."""
