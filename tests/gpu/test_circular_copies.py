@@ -29,3 +29,27 @@ def test_the_transposed_tiles_are_copied_exactly(name, m, k):
         kernel.run(a, out=[out])
         torch.cuda.synchronize()
         assert torch.equal(out, a)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_random_register_or_shared_circular_buffer_runs_as_simulated(seed):
+    """tests/support/circular_gen.py's schedules (the CPU simulates them in
+    tests/differential/test_differential_circular.py): two caches, one or both circular-buffered
+    over a serial loop holding an unrolled loop of their readers, in registers or shared memory;
+    against the float64 reference, into outputs poisoned with NaN."""
+    import numpy as np
+
+    from tileproof.codegen.runtime.reference import reference
+
+    from support.circular_gen import circular_case
+
+    case = circular_case(seed)
+    if not tp.verify(case.fusion, "sm_90a").ok:
+        pytest.skip("rejected (PIPELINE-STAGES: the two buffers' numbers differ over one loop)")
+    kernel = tp.compile(case.fusion, "sm_90a")
+    a, b = (torch.randn(*case.shape, device="cuda", dtype=torch.float64).float() for _ in range(2))
+    (want,) = reference(case.fusion, [a.cpu().numpy(), b.cpu().numpy()])
+    out = torch.full(tuple(want.shape), float("nan"), device="cuda")
+    kernel.run(a, b, out=[out])
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy().astype(np.float64), want, rtol=1e-5, atol=1e-5, err_msg=str(case))
