@@ -82,10 +82,28 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg2_ws3_r240_ip_ov_pp_pst", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
                                                       "ping_pong": True, "persistent": 128}),
            ("kt128_wg2_ws2_r240_ip_pst", 128, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
-           ("kt256_wg2_ws2_r240_ip_pst", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128})]
+           ("kt256_wg2_ws2_r240_ip_pst", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
+           # persistent over each head's row tiles (causal too): as many blocks as heads times per_head, block x
+           # of a head computing its row tiles x, x + per_head, .. (every head's blocks the same causal work)
+           ("kt128_wg2_ws2_r240_ph1", 128, {**_R240, "stages": 2, "per_head": 1}),
+           ("kt128_wg2_ws2_r240_ip_ph1", 128, {**_R240, "stages": 2, "in_place": True, "per_head": 1}),
+           ("kt128_wg2_ws3_r240_ip_ov_ph1", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
+                                                   "per_head": 1}),
+           ("kt128_wg2_ws2_r240_ph2", 128, {**_R240, "stages": 2, "per_head": 2}),
+           ("kt256_wg2_ws2_r240_ph1", 256, {**_R240, "stages": 2, "per_head": 1}),
+           ("kt64_wg2_ws2_r240_ip_ph1", 64, {**_R240, "stages": 2, "in_place": True, "per_head": 1})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks
+
+
+def recipe_options(options: dict, heads: int) -> dict:
+    """A configuration's attention() keywords at a shape of `heads` query heads (B Hq): per_head k
+    is persistent=heads k."""
+    out = dict(options)
+    if "per_head" in out:
+        out["persistent"] = heads * out.pop("per_head")
+    return out
 
 
 def shape_key(shape) -> str:
@@ -158,11 +176,11 @@ def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
             if key_tile is not None and key_tile > s:
                 return {"skipped": "the key tile is longer than S"}
             if causal and options.get("persistent"):
-                return {"skipped": "a persistent grid is not causal (attention() refuses it)"}
+                return {"skipped": "a causal persistent grid spreads each head's row tiles: per_head configurations"}
             tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv,
                                  key_tile=key_tile, causal=causal)
             start = time.perf_counter()
-            fusion = one_tile_attention(tile) if key_tile is None else attention(tile, **options)
+            fusion = one_tile_attention(tile) if key_tile is None else attention(tile, **recipe_options(options, b * hq))
             kernel = tp.compile(fusion, "sm_90a")
             views = list(attention_views(q, k, v))
             out = torch.empty(b, hq, s, d, device="cuda", dtype=torch.bfloat16)

@@ -28,11 +28,12 @@ Imports model/ and execution/ only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..model.expr import Expr, add, as_expr, const, maximum, mul
+from ..model.expr import Expr, add, as_expr, const, maximum, mul, substitute, var
+from ..model.online import LOOP_INDEX
 from ..model.reduction import is_reduction_tensor
-from ..model.types import OpKind
+from ..model.types import THREAD_TYPES, OpKind
 from .derive import per_fusion
 from .indexing import producer_logical
 from .loops import execution_order, loop_groups
@@ -62,6 +63,19 @@ class SkippedLoop:
     # the tensors computed in the loop for the mask alone (tp.iota, its broadcasts, the comparison):
     # what the peeled iterations do not compute
     mask_only: frozenset[str] = frozenset()
+
+    def named(self, names) -> "SkippedLoop":
+        """This loop with each max.loop_index(k) its counts read replaced by names(k) (an index
+        expression of the max's loop axis k: the loop group's variable in the nest and the kernel,
+        a statement's own loop index in a proof)."""
+        env = {LOOP_INDEX + str(i.uid): names(k) for k, i in enumerate(self.max.loop)}
+        return replace(self, given=substitute(self.given, env),
+                       unmasked=None if self.unmasked is None else substitute(self.unmasked, env))
+
+    def loop_axes(self) -> list[int]:
+        """The max's loop axes whose index its counts read (max.loop_index)."""
+        read = (self.given.free_vars() | (self.unmasked.free_vars() if self.unmasked is not None else frozenset()))
+        return [k for k, i in enumerate(self.max.loop) if LOOP_INDEX + str(i.uid) in read]
 
     @property
     def trip_count(self) -> Expr:
@@ -114,8 +128,17 @@ def _mask_only(fusion, mask, where, g, groups) -> frozenset[str]:
 
 
 def trip_counts(fusion) -> dict[int, Expr]:
-    """Loop group index -> the iterations the kernel runs, for the loops that skip (others: extent)."""
-    return {g: s.trip_count for g, s in skipped_loops(fusion).items()}
+    """Loop group index -> the iterations the kernel runs, for the loops that skip (others: extent),
+    in the loop groups' variables."""
+    return {g: s.trip_count for g, s in named_loops(fusion).items()}
+
+
+@per_fusion
+def named_loops(fusion) -> dict[int, SkippedLoop]:
+    """skipped_loops with the counts' loop indices in the loop groups' variables (the nest's and
+    the kernel's)."""
+    groups = loop_groups(fusion, execution_order(fusion))
+    return {g: s.named(lambda k, m=s.max: var(groups.of[(m.name, k)].index_var)) for g, s in skipped_loops(fusion).items()}
 
 
 def skip_problems(fusion) -> list[Problem]:
@@ -137,7 +160,18 @@ def skip_problems(fusion) -> list[Problem]:
             out.append(Problem(f"online max {m.name} cannot skip masked iterations: {why}", hint=hint, tensor=m.name,
                                location=m.skip_origin))
             continue
-        out += _identity_problems(fusion, s, loop_groups(fusion, order), hint)
+        groups = loop_groups(fusion, order)
+        out += _identity_problems(fusion, s, groups, hint)
+        for k in s.loop_axes():
+            g = groups.of[(m.name, k)]
+            inside = k >= s.position
+            if inside or g.parallel in THREAD_TYPES:
+                why = ("a loop inside its loop over tiles" if inside else
+                       f"a thread index ({g.parallel.cuda_name}): the threads of a block would run different counts")
+                out.append(Problem(f"online max {m.name}'s skip count reads {m.name}.loop_index({k}) "
+                                   f"({m.loop[k].label()}), {why}", tensor=m.name, location=m.skip_origin,
+                                   hint=f"read the index of a serial loop outside {m.name}'s loop over tiles (axis "
+                                        f"{s.position}) or a block index", ids=(m.loop[k].name,)))
         if s.where is not None and s.where_position is None:
             out.append(Problem(f"online max {m.name} skips the iterations where {mask.name} is false, but "
                                f"{s.where.name} = where({mask.name}, ..) is computed outside its loop: which "
@@ -337,4 +371,4 @@ def _affine(t, logical: list[Expr]) -> tuple[Expr | None, str | None]:
     return None, f"{t.name} = {op.name}(..) is not affine in the indices"
 
 
-__all__ = ["SkippedLoop", "mask_comparison", "skip_problems", "skipped_loops", "trip_counts"]
+__all__ = ["SkippedLoop", "mask_comparison", "named_loops", "skip_problems", "skipped_loops", "trip_counts"]

@@ -152,15 +152,17 @@ def skip_masked(m: "TensorView", mask, trip_count, unmasked=None) -> None:
     if getattr(mask, "fusion", None) is not fusion or not mask.dtype.is_bool:
         raise ScheduleError(f"skip_masked: mask must be a bool tensor of {m.name}'s fusion (a comparison of "
                             f"tp.iota, the where's condition), got {mask!r:.60}")
-    value = _block_count(fusion, "trip_count", trip_count, "the iterations a block runs")
-    kept = None if unmasked is None else _block_count(fusion, "unmasked", unmasked,
+    value = _block_count(m, "trip_count", trip_count, "the iterations a block runs")
+    kept = None if unmasked is None else _block_count(m, "unmasked", unmasked,
                                                        "the first iterations whose every point the mask keeps")
     m.skip = (mask, value, kept)
     m.skip_origin = user_location()  # ONLINE-SKIP's reports point at the call
 
 
-def _block_count(fusion, name: str, count, what: str):
-    """count(blockIdx.x, .y, .z) as an index expression of the block indices and the extents."""
+def _block_count(m, name: str, count, what: str):
+    """count(blockIdx.x, .y, .z) as an index expression of the block indices, the extents and the
+    indices of m's loops (m.loop_index)."""
+    fusion = m.fusion
     if not callable(count):
         raise ScheduleError(f"skip_masked: {name} must be a function of the block indices (bx, by, bz) "
                             f"returning {what}, got {count!r:.60}")
@@ -170,12 +172,25 @@ def _block_count(fusion, name: str, count, what: str):
         raise ScheduleError(f"skip_masked: {name} returned {value!r:.60}, not an int or an index expression "
                             f"of the block indices and extents")
     value = as_expr(value)
-    allowed = {b.value for b in blocks} | set(fusion.symbols)
+    allowed = {b.value for b in blocks} | set(fusion.symbols) | {LOOP_INDEX + str(i.uid) for i in m.loop}
     stray = sorted(value.free_vars() - allowed)
     if stray:
-        raise ScheduleError(f"skip_masked: {name} reads {', '.join(stray)}; it may read the block indices and "
-                            f"the fusion's extent symbols only (every role of the block runs the same count)")
+        raise ScheduleError(f"skip_masked: {name} reads {', '.join(stray)}; it may read the block indices, "
+                            f"{m.name}.loop_index(k) of its loops outside the loop over tiles and the fusion's "
+                            f"extent symbols only (every role of the block runs the same count)")
     return value
 
 
-__all__ = ["online_max", "rescaled_in_place", "row_map", "set_online", "skip_masked"]
+LOOP_INDEX = "loop_index."  # a skip count's placeholder for the index of a loop: loop_index.<IterDomain uid>
+
+
+def loop_index(tv: "TensorView", axis: int) -> Expr:
+    """TensorView.loop_index: the index of the loop over tv's loop axis `axis`, as an index
+    expression a skip_masked count may read (execution/skip.py names it in each role's nest)."""
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -len(tv.loop) <= axis < len(tv.loop):
+        raise ScheduleError(f"loop_index: axis must be a position of {tv.name}'s loop domain (0 to "
+                            f"{len(tv.loop) - 1}), got {axis!r}")
+    return var(LOOP_INDEX + str(tv.loop[axis].uid))
+
+
+__all__ = ["LOOP_INDEX", "loop_index", "online_max", "rescaled_in_place", "row_map", "set_online", "skip_masked"]

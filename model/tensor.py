@@ -23,7 +23,7 @@ from .iterdomain import IterDomain, wrong_enum
 from .logical_commit import commit_leaf_to_logical
 from .ops import _INT_RANGE, _check_dtype, _scalar_value, check_cache_op, redirect_definition, set as set_op
 from .grouped_reduction import rfactor_group
-from .online import set_online, skip_masked
+from .online import loop_index, set_online, skip_masked
 from .reduction import rfactor
 from .tensor_base import TensorBase
 from .scalar_value import as_extent
@@ -56,6 +56,12 @@ class TensorView(TensorBase):
         set_online(self, rescale)
         return self
 
+    def loop_index(self, axis: int):
+        """The index of the loop over this tensor's loop axis `axis`, an index expression for a
+        skip_masked count (a block computing several tiles in a serial loop counts each tile's key
+        tiles from that loop's index). Returns an Expr."""
+        return loop_index(self, axis)
+
     def skip_masked(self, mask, trip_count, unmasked=None):
         """Skip the iterations of this online max's loop (the loop over tiles) that `mask` drops
         whole: a block runs iterations 0 .. min(extent, trip_count(bx, by, bz)) - 1 only, in every
@@ -64,13 +70,16 @@ class TensorView(TensorBase):
         max's input and the rescaled sums' terms -inf where it is false (scores = where(keep, S,
         -inf)); `trip_count` maps the block indices (index expressions) to the iterations a block
         needs, e.g. causal attention's min(KT, (last row + N - M) // key_tile + 1) without the min
-        (the loop's extent clamps it). Verifier rule ONLINE-SKIP proves it exact: every block runs
+        (the loop's extent clamps it). A block that computes several tiles in a serial loop around
+        the loop over tiles counts each tile's from that loop's index too: `self.loop_index(k)` for
+        the loop axis k (a serial loop outside the loop over tiles; the count is then computed at
+        each of its iterations). Verifier rule ONLINE-SKIP proves it exact: every block runs
         at least one iteration, the mask is false at every point of every skipped iteration, and
         a skipped iteration leaves the max and the sums as they were (its max input is -inf, its
         terms exp2(-inf) = 0); anything else is refused with a counterexample.
 
         The count is given rather than derived: it is one expression a reader can check against the
-        mask, the kernel computes it once per block, and the proof (a linear claim per schedule)
+        mask, the kernel computes it once per block (per tile), and the proof (a linear claim per schedule)
         covers any mask z3 can decide, not only the causal one. A count too large only runs masked
         iterations (exact, slower); one too small drops kept scores, and the proof says where.
         nvFuser has no such knob (its causal kernels come from SDPA's own scheduler).

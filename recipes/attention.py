@@ -252,10 +252,14 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     S = Q K^T through P and the row sum, so iteration i issues tile i + 1's Q K^T, then tile i's P V,
     and waits for the first (wgmma.wait_group 1) before tile i + 1's softmax, for the second before
     P is overwritten (execution/wgmma_order.py); with `ping_pong` too, a warpgroup's turn holds both
-    batches (execution/ping_pong.py). With `persistent` (a number of blocks, not causal) the grid is
+    batches (execution/ping_pong.py). With `persistent` (a number of blocks) the grid is
     that many blocks, block b computing the row tiles b, b + persistent, .. of every head in turn (a
     serial loop over the tiles: Q, the online softmax and O's stores once a tile, the producer's
-    K / V pipeline running on across tiles), as cuDNN's and FlashAttention-3's kernels run."""
+    K / V pipeline running on across tiles), as cuDNN's and FlashAttention-3's kernels run. A causal
+    tile's persistent grid (persistent a multiple of the heads, batch x group) keeps the heads on
+    blockIdx.z and y and gives each head persistent / heads blocks X on x, block x computing the
+    head's row tiles x, x + X, .. in the serial loop, so that every head's blocks do the same causal
+    work; the skip counts read that loop's index (TensorView.loop_index), computed per tile."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -274,10 +278,11 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     if persistent is not None and (not isinstance(persistent, int) or isinstance(persistent, bool) or persistent < 1):
         raise tp.ScheduleError(f"attention: persistent must be a number of blocks >= 1 (or None: one block a tile), "
                                f"got {persistent!r}")
-    if persistent is not None and tile.causal:
-        raise tp.ScheduleError("attention: persistent with a causal tile: the causal tile skip counts a block's key "
-                               "tiles from blockIdx.x, which a persistent grid does not map to its rows; use "
-                               "persistent=None")
+    heads = tile.batch * tile.group
+    if persistent is not None and tile.causal and persistent % heads:
+        raise tp.ScheduleError(f"attention: persistent with a causal tile spreads each head's row tiles over "
+                               f"persistent / heads blocks: persistent must be a multiple of the {heads} heads "
+                               f"(batch x group), got {persistent}")
     if ping_pong and not producer:
         raise tp.ScheduleError("attention: ping_pong orders the consumer warpgroups of a producer's pipeline: it needs "
                                "producer=True (and stages >= 2)")
@@ -331,20 +336,20 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     for name in ("max_scaled", "log_sum", "lse") if lse else ():  # [Z, G, Mo, TIDy, v2]: the fragment's rows
         _fragment_rows(t[name], h)
     t["m"].set_online(rescale=[t["l"], o])
-    if tile.causal and skip_masked_tiles:  # a block's last row r keeps keys up to r + N - M: the tiles up to its
-        last = ROWS * warpgroups - 1 + tile.keys - tile.rows  # (past KT: the loop's extent clamps the count)
-        # and its first row r0 every key up to r0 + N - M: the tiles before (r0 + N - M + 1) // n, kept whole,
-        # computed without the mask (the diagonal's tiles peeled)
-        first = tile.keys - tile.rows + 1
-        t["m"].skip_masked(t["keep"], lambda bx, by, bz: (bx * (ROWS * warpgroups) + last) // n + 1,
-                           unmasked=lambda bx, by, bz: (bx * (ROWS * warpgroups) + first) // n)
     indices = [t["query"], t["key"]] if tile.causal else []  # 1-D: laid out as the fragment's rows, columns
     computed = [x for x in fusion.tensors if not x.is_fusion_input and x not in indices]
     w = warpgroups > 1  # [.., Mo, ..] -> [.., Mo / warpgroups, warpgroups (TIDz), ..]
     ones = [k for k in range(h) if t["s"].axis(k).is_broadcast]  # Z or G of extent 1: not merged (persistent)
+    per_head = persistent // heads if persistent and tile.causal else None  # a causal head's blocks
     for x in computed:  # the key / value heads on blockIdx.z, the group's query heads on y, 64 rows on x
         if w:
             x.split(h, 1 if x.axis(h).is_broadcast else warpgroups)
+        if per_head:  # [Z, G, Mo, ..] -> [Z, G, Mo / X (serial), X (blockIdx.x), ..]: block x computes x, x + X, ..
+            x.split(h, per_head)
+            for axis, kind in zip(x.get_loop_domain()[:h + 2 + w], (P.BIDz, P.BIDy, P.Serial, P.BIDx, P.TIDz)):
+                if not axis.is_broadcast and kind is not P.Serial:
+                    axis.parallelize(kind)
+            continue
         if persistent:  # [Z, G, Mo, ..] -> [tiles / blocks, blocks (blockIdx.x), ..]: block b computes b, b + blocks, ..
             _persistent_tiles(x, ones, persistent)
             if w and not x.axis(len(ones) + 2).is_broadcast:
@@ -353,12 +358,22 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         for axis, kind in zip(x.get_loop_domain()[:h + 1 + w], (P.BIDz, P.BIDy, P.BIDx, P.TIDz)):
             if not axis.is_broadcast:
                 axis.parallelize(kind)
-    if persistent:  # the block axes [Z, G, Mo] are now [ones.., tiles / blocks, blocks]
+    if tile.causal and skip_masked_tiles:  # a block's last row r keeps keys up to r + N - M: the tiles up to its
+        last = ROWS * warpgroups - 1 + tile.keys - tile.rows  # (past KT: the loop's extent clamps the count)
+        # and its first row r0 every key up to r0 + N - M: the tiles before (r0 + N - M + 1) // n, kept whole,
+        # computed without the mask (the diagonal's tiles peeled); with a row-tile loop, tile s X + x's rows
+        first = tile.keys - tile.rows + 1
+        row_tile = (lambda bx: t["m"].loop_index(h) * per_head + bx) if per_head else (lambda bx: bx)
+        t["m"].skip_masked(t["keep"], lambda bx, by, bz: (row_tile(bx) * (ROWS * warpgroups) + last) // n + 1,
+                           unmasked=lambda bx, by, bz: (row_tile(bx) * (ROWS * warpgroups) + first) // n)
+    if per_head:  # the block axes [Z, G, Mo] are now [Z, G, Mo / X, X]
+        h += 1
+    elif persistent:  # the block axes [Z, G, Mo] are now [ones.., tiles / blocks, blocks]
         h += len(ones) - 1
     if w:
         sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
     if tile.causal:
-        _causal_indices(t["query"], t["key"], n, warpgroups)
+        _causal_indices(t["query"], t["key"], n, warpgroups, per_head)
     sq.inline_at(h + 1 + w)
     in_tile = [sk, sv, s] + [t[name] for name in fragment] + [tiles["m"], t["m_b"], t["m_c"], t["shifted"], t["scaled"], t["p"],
                                                               t["p_bf16"], p_a, tiles["l"]] + ([] if in_place else [o_tile])
@@ -398,21 +413,25 @@ def _persistent_tiles(x, ones: list[int], blocks: int) -> None:
         x.axis(at + 1).parallelize(P.BIDx)
 
 
-def _causal_indices(query, key, n: int, warpgroups: int) -> None:
+def _causal_indices(query, key, n: int, warpgroups: int, per_head: int | None = None) -> None:
     """The causal mask's iotas in the threads that read them: the queries [M] as the C fragment's
-    rows, [Mo (BIDx), (TIDz,) TIDy{32}, v2], computed once per block before the loop over key tiles;
-    the keys [N] as its columns, [KT, TIDx{4}, v4 v1] (column 8 v4 + 2 TIDx + v1), in the loop, each
-    thread its own (every quad the same)."""
+    rows, [Mo (BIDx), (TIDz,) TIDy{32}, v2], computed once per block (with `per_head` blocks a
+    head, [Mo / X, X (BIDx), ..]: once per row tile) before the loop over key tiles; the keys [N]
+    as its columns, [KT, TIDx{4}, v4 v1] (column 8 v4 + 2 TIDx + v1), in the loop, each thread its
+    own (every quad the same)."""
     w = warpgroups > 1
     _fragment_rows(query, 0)
     if w:
         query.split(0, warpgroups)
-    for axis, kind in zip(query.get_loop_domain()[:1 + w], (P.BIDx, P.TIDz)):
-        axis.parallelize(kind)
+    if per_head:
+        query.split(0, per_head)
+    for axis, kind in zip(query.get_loop_domain()[:1 + bool(per_head) + w], ((P.Serial,) if per_head else ()) + (P.BIDx, P.TIDz)):
+        if kind is not P.Serial:
+            axis.parallelize(kind)
     key.split(0, n).split(1, 2).split(1, 4)  # [KT, v4, q, v1]
     key.reorder({2: 1}).merge(2)  # [KT, q, v4 v1]
     key.axis(1).parallelize(P.TIDx)
-    query.inline_at(1 + w)
+    query.inline_at(1 + bool(per_head) + w)
     key.inline_at(1)
 
 

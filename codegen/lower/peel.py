@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...execution.rotation import Rotated
-from ...execution.skip import skipped_loops
+from ...execution.skip import named_loops
 from ...execution.statements import Cond
 from ...model.expr import const, var
 from ...model.types import OpKind
@@ -30,7 +30,7 @@ WHY = "a key tile the mask keeps whole: no mask"
 def peel_unmasked(st) -> None:
     """The run of a skipping loop's body that ends with its where, in two versions."""
     ir: KernelIR = st.kernel
-    for s in skipped_loops(st.fusion).values():
+    for s in named_loops(st.fusion).values():
         if s.unmasked is None or s.where is None:
             continue
         names = s.mask_only | {s.where.name}

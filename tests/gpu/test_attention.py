@@ -383,6 +383,36 @@ def test_persistent_attention_matches_torch_and_changes_no_bit(tile, options):
     assert_same_outputs(persistent, one_each, tile, seed=5)
 
 
+# a causal persistent grid (attention(persistent=B), B a multiple of the heads): each head's row tiles on
+# B / heads blocks, block x computing tiles x, x + B / heads, .. in a serial loop whose index the skip counts
+# read (TensorView.loop_index); bit for bit the one-block-a-tile kernel's, against the causal reference:
+# a round with a tile past the rows, row and key tails, grouped heads, ping-pong, the overlap, the lse
+_CAUSAL = {"warpgroups": 2, "stages": 2, "producer": True, "registers": (24, 240)}
+PERSISTENT_CAUSAL = [
+    (AttentionTile(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2, causal=True),
+     {**_CAUSAL, "persistent": 12}),
+    (AttentionTile(rows=1024, keys=1024, key_tile=128, head_dim=128, value_dim=128, batch=4, causal=True),
+     {**_CAUSAL, "persistent": 8}),
+    (AttentionTile(rows=300, keys=500, key_tile=64, head_dim=64, value_dim=64, batch=3, group=2, causal=True),
+     {**_OV, "persistent": 6}),
+    (AttentionTile(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2, causal=True),
+     {**_OV, "stages": 3, "overlap": True, "ping_pong": True, "persistent": 8}),
+    (AttentionTile(rows=333, keys=777, key_tile=128, head_dim=128, value_dim=128, causal=True),
+     {**_OV, "stages": 3, "overlap": True, "lse": True, "persistent": 2})]
+
+
+@pytest.mark.parametrize("tile, options", PERSISTENT_CAUSAL,
+                         ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_a_causal_persistent_grid_matches_torch_and_changes_no_bit(tile, options):
+    persistent = tp.compile(attention(tile, **options), "sm_90a")
+    heads = tile.batch * tile.group
+    assert persistent.launch_params.grid == (options["persistent"] // heads, tile.group, tile.batch)
+    one_each = tp.compile(attention(tile, **{**options, "persistent": None}), "sm_90a")
+    if not options.get("lse"):
+        check(persistent, tile)
+    assert_same_outputs(persistent, one_each, tile, seed=7)
+
+
 def test_the_bundled_persistent_example_matches_torch():
     """examples/valid/attention.py persistent_attention_overlapped_in_ping_pong, as `tileproof verify`
     accepts it: against float64."""

@@ -36,8 +36,8 @@ def _no_warning():
 
 
 def _online_configs():
-    """The benchmark's online configurations but the persistent ones (refused causal:
-    tests/recipes/test_persistent_attention.py)."""
+    """The benchmark's online configurations but those of a fixed persistent block count (a causal
+    grid's count is a multiple of the heads: its per_head ones, tests/recipes/test_persistent_attention.py)."""
     return [(name, key_tile, options) for name, key_tile, options in B.CONFIGS
             if key_tile is not None and not options.get("persistent")]
 
@@ -49,7 +49,7 @@ def test_every_benchmark_configuration_verifies_causal(name, key_tile, options):
     codes = []
     for d in (128, 64):
         tile = AttentionTile(rows=4096, keys=4096, head_dim=d, value_dim=d, batch=128, key_tile=key_tile, causal=True)
-        fusion = attention(tile, **options)
+        fusion = attention(tile, **B.recipe_options(options, tile.batch * tile.group))
         assert _skipping(fusion) is not None  # the masked key tiles skipped, by default
         codes.append(tp.verify(fusion).codes)
         if not codes[-1]:
@@ -179,7 +179,7 @@ def test_a_key_index_in_the_wrong_threads_is_a_visibility_error(monkeypatch):
     TIDx{2} by twos (not the fragment's 2 TIDx + v1) are read in threads that did not write them."""
     import tileproof.recipes.attention as A
 
-    def misplaced(query, key, n, warpgroups):
+    def misplaced(query, key, n, warpgroups, per_head=None):
         A._fragment_rows(query, 0)
         query.axis(0).parallelize(tp.ParallelType.BIDx)
         key.split(0, n).split(1, 2).split(1, 4).merge(2).reorder({1: 2}).split(1, 4)

@@ -8,6 +8,7 @@ from typing import Iterator
 import z3
 
 from ...execution.skip import mask_comparison, skip_problems, skipped_loops
+from ...execution.loops import execution_order, loop_groups
 from ...execution.statements import tensor_execution
 from ...model.expr import const
 from ...model.types import BLOCK_TYPES
@@ -63,6 +64,8 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
             continue
         w, m, mask = s.where, s.max, s.mask
         ex = tensor_execution(w, ctx.block_dims)
+        loops = [_shared_index(ctx.fusion, m, k, w, ex) for k in s.loop_axes()]  # the counts' loop indices
+        s = s.named(lambda k: _shared_index(ctx.fusion, m, k, w, ex))  # as the where's statement names them
         at, cmp_ = s.where_position, mask_comparison(mask, ex.read_logical(0))[0]
         if at is None or cmp_ is None:
             continue  # skip_problems reports a where outside the loop and a mask of another form
@@ -76,7 +79,7 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
         # the kernel divides in unsigned integers: every dividend of the count is >= 0 (z3 divides as floor)
         dividends = [z3.BoolVal(True, q.ctx)] + [q.le(const(0), d) for d in _dividends(s.given)]
         at_least_one = q.prove(z3.And(q.le(const(1), s.given), *dividends), values={"trip count": s.given})
-        blocks = [p.cuda_name for p in BLOCK_TYPES]
+        blocks = [p.cuda_name for p in BLOCK_TYPES] + [e.value for e in loops if e.op == "var"]
         yield from report_values(
             ctx, "ONLINE-SKIP", at_least_one, f"that every block runs iteration 0 of {m.name}'s loop",
             lambda v, when: (f"online max {m.name}'s trip count is {v['trip count']} for a block{when}: "
@@ -89,7 +92,7 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if not at_least_one.proved:
             continue
         if s.unmasked is not None:
-            yield from _unmasked(ctx, s, ex, exprs + [s.unmasked], ranges, t, trip, (op, lhs, rhs))
+            yield from _unmasked(ctx, s, ex, exprs + [s.unmasked], ranges, t, trip, (op, lhs, rhs), blocks)
         q = ctx.query(exprs, ranges, integers=True)
         kept = _COMPARE[op](q, lhs, rhs)
         runs = z3.And(*[q.holds(c) for c in ex.conds], q.le(trip, t), q.ctx)
@@ -107,11 +110,11 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
                  f"runs masked iterations)", tensor=w.name, location=m.skip_origin)
 
 
-def _unmasked(ctx, s, ex, exprs, ranges, t, trip, comparison) -> Iterator[Diagnostic]:
+def _unmasked(ctx, s, ex, exprs, ranges, t, trip, comparison, blocks) -> Iterator[Diagnostic]:
     """The mask keeps every point of the iterations below skip_masked's `unmasked`, which the kernel
-    computes without it (codegen/lower/peel.py)."""
+    computes without it (codegen/lower/peel.py); `blocks`: the block and loop indices a
+    counterexample shows."""
     (op, lhs, rhs), w, m, mask = comparison, s.where, s.max, s.mask
-    blocks = [p.cuda_name for p in BLOCK_TYPES]
     # the kernel computes the count in unsigned integers: below 0 (or a negative dividend) it would wrap
     # to a huge count and compute every iteration without the mask
     q = ctx.query(exprs, ranges, integers=True)
@@ -141,6 +144,15 @@ def _unmasked(ctx, s, ex, exprs, ranges, t, trip, comparison) -> Iterator[Diagno
         ["iteration", "unmasked", *indices], point=blocks,
         hint="lower the unmasked count to the first iteration with a dropped point (a count too small only "
              "computes the mask where it keeps everything)", tensor=w.name, location=m.skip_origin)
+
+
+def _shared_index(fusion, m, k, w, ex):
+    """The index of the where's loop that is the max's loop axis k (one loop of the nest), as the
+    where's statement names it; the placeholder where the where is outside it (skip_problems)."""
+    groups = loop_groups(fusion, execution_order(fusion))
+    g = groups.of.get((m.name, k))
+    j = next((j for j in range(len(w.loop)) if g is not None and groups.of.get((w.name, j)) is g), None)
+    return m.loop_index(k) if j is None else ex.env[w.loop[j].uid]
 
 
 def _dividends(e) -> list:
