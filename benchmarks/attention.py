@@ -84,14 +84,14 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg2_ws2_r240_ip_pst", 128, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
            ("kt256_wg2_ws2_r240_ip_pst", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
            # persistent over each head's row tiles (causal too): as many blocks as heads times per_head, block x
-           # of a head computing its row tiles x, x + per_head, .. (every head's blocks the same causal work)
-           ("kt128_wg2_ws2_r240_ph1", 128, {**_R240, "stages": 2, "per_head": 1}),
-           ("kt128_wg2_ws2_r240_ip_ph1", 128, {**_R240, "stages": 2, "in_place": True, "per_head": 1}),
-           ("kt128_wg2_ws3_r240_ip_ov_ph1", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
-                                                   "per_head": 1}),
-           ("kt128_wg2_ws2_r240_ph2", 128, {**_R240, "stages": 2, "per_head": 2}),
-           ("kt256_wg2_ws2_r240_ph1", 256, {**_R240, "stages": 2, "per_head": 1}),
-           ("kt64_wg2_ws2_r240_ip_ph1", 64, {**_R240, "stages": 2, "in_place": True, "per_head": 1})]
+           # of a head computing its row tiles x, x + per_head, ..; at one block a head (per_head 1) the blocks
+           # run 128 heads at once and K / V leave L2 (docs/attention.md#a-persistent-causal-grid)
+           ("kt128_wg2_ws2_r240_ph16", 128, {**_R240, "stages": 2, "per_head": 16}),
+           ("kt128_wg2_ws2_r240_ph8", 128, {**_R240, "stages": 2, "per_head": 8}),
+           ("kt128_wg2_ws3_r240_ip_ov_ph16", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
+                                                    "per_head": 16}),
+           ("kt64_wg2_ws2_r240_ip_ph16", 64, {**_R240, "stages": 2, "in_place": True, "per_head": 16}),
+           ("kt256_wg2_ws2_r240_ph16", 256, {**_R240, "stages": 2, "per_head": 16})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks
