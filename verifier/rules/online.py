@@ -24,8 +24,9 @@ def online_skip(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
     What it checks:
         For every online max m with m.skip_masked(mask, trip_count): a block runs the first
-        T = min(E, trip_count(block)) iterations of m's loop over tiles (E its extent) in every role.
-        z3 proves, for every block of the launch, T >= 1 (each dividend in the count >= 0, as the
+        T = min(E, trip_count(block)) iterations of m's loop over tiles (E its extent) in every role
+        (a count may read the index of a serial loop around it too, m.loop_index: then per tile).
+        z3 proves, for every block (and tile) of the launch, T >= 1 (each dividend in the count >= 0, as the
         kernel divides unsigned integers), and that mask is false at every point of
         every skipped iteration t >= T the kernel would compute (holes aside), the mask's value
         read off the ops as an affine comparison of tp.iota values. Structurally: m's input is
