@@ -211,7 +211,11 @@ def test_a_drawn_unmasked_count_is_accepted_exactly_when_the_mask_keeps_those_ti
 
 
 def test_draws_include_a_persistent_grid():
-    """persistent=B (not causal) among the first 100 draws, at several block counts."""
+    """persistent=B among the first 100 draws, at several block counts, causal ones a multiple of the
+    heads (each head's row tiles on B / heads blocks)."""
     drawn = [c for c in map(attention_case, range(100)) if re.search(r"persistent=\d", repr(c))]
-    assert drawn and not any(c.tile.causal for c in drawn)
     assert len({re.search(r"persistent=(\d+)", repr(c)).group(1) for c in drawn}) > 2
+    causal = [c for c in drawn if c.tile.causal]
+    built = [c for c in causal if c.fusion is not None]
+    assert built and all(int(re.search(r"persistent=(\d+)", repr(c)).group(1)) % (c.tile.batch * c.tile.group) == 0
+                         for c in built)

@@ -152,6 +152,25 @@ def _causal_out_of_range(rng: random.Random, drawn: dict):
     return True if drawn["masked"] or drawn["rows"] > drawn["keys"] else rng.choice([1, "yes", None])
 
 
+def _persistent(rng: random.Random, drawn: dict):
+    """None (one block a tile) in 70% of the draws; else 1-9 blocks, or for a causal tile 1-3 blocks a
+    head, drawn from the case's parameters so far (the causal draws leave `rng`'s stream as it was
+    before causal grids could be persistent, and with it every later draw of the seed)."""
+    if drawn["causal"]:
+        sub = random.Random(repr(sorted(drawn.items())))
+        heads = max(drawn["batch"], 1) * max(drawn["group"], 1)
+        return None if sub.random() < 0.7 else heads * sub.randint(1, 3)
+    return None if rng.random() < 0.7 else rng.randint(1, 9)
+
+
+def _persistent_out_of_range(rng: random.Random, drawn: dict):
+    """No block count, or for a causal tile of several heads one that is not a multiple of them."""
+    heads = max(drawn["batch"], 1) * max(drawn["group"], 1)
+    if drawn["causal"]:  # (rng untouched, as _persistent)
+        return heads + 1 if heads > 1 else 0
+    return rng.choice([0, -2, True, 2.0])
+
+
 KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
     Parameter("rows", _rows, _rows_out_of_range),
     Parameter("key_tile", lambda rng, _: 16 * rng.randint(1, 16),
@@ -184,9 +203,9 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
     Parameter("overlap", lambda rng, drawn: drawn["producer"] and drawn["in_place"] and rng.random() < 0.5,
               lambda rng, drawn: True if not (drawn["producer"] and drawn["in_place"])
               else rng.choice([1, "yes", None])),
-    # a persistent grid of that many blocks over the row tiles (not causal: refused at the call)
-    Parameter("persistent", lambda rng, drawn: None if drawn["causal"] or rng.random() < 0.7 else rng.randint(1, 9),
-              lambda rng, drawn: 4 if drawn["causal"] else rng.choice([0, -2, True, 2.0])),
+    # a persistent grid of that many blocks over the row tiles; causal: a multiple of the heads (each head's
+    # row tiles on that many blocks over the heads), another number refused at the call
+    Parameter("persistent", _persistent, _persistent_out_of_range),
 )
 
 # One entry per recipe function: another recipe is one more line.
