@@ -50,6 +50,10 @@ CONFIGS = [
     ("persistent_overlap", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2),
      {"stages": 3, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
       "persistent": 3}),
+    # a causal persistent grid: 2 heads, 2 blocks each over its 3 row tiles (a round past the rows), the skip
+    # counts read the row-tile loop's index
+    ("persistent_causal", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, group=2, causal=True),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "persistent": 4}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp
