@@ -192,6 +192,23 @@ def test_a_drawn_skip_count_is_accepted_exactly_when_it_covers_every_kept_key(co
         assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message
 
 
+@pytest.mark.parametrize("count, rejected", [("the recipe's", False), ("one tile short", True),
+                                             ("the block's first row", True), ("every tile", False)])
+def test_a_drawn_skip_count_of_a_causal_persistent_grid_reads_the_row_tile_loop(count, rejected):
+    """The same mutation on a causal persistent grid (2 heads, 4 blocks each over their 7 row tiles):
+    the counts read the row-tile loop's index (TensorView.loop_index), the recipe's accepted, the
+    short ones refused."""
+    tile = AttentionTile(rows=800, keys=900, key_tile=128, head_dim=64, value_dim=64, group=2, causal=True)
+    options = {"warpgroups": 1, "stages": 2, "producer": True, "persistent": 8}
+    fusion = attention(tile, skip_masked_tiles=False, **options)
+    done = MUTATIONS["skip_count"](_Pick(count, "the recipe's unmasked"), attention_gen.roles(fusion, tile, options))
+    assert count in done
+    report = tp.verify(fusion)
+    assert report.ok is not rejected, (count, report.codes)
+    if rejected:
+        assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message
+
+
 @pytest.mark.parametrize("unmasked, rejected", [
     ("the recipe's unmasked", False), ("zero unmasked", False), ("one tile fewer unmasked", False),
     ("one tile past the diagonal unmasked", True), ("the last row's unmasked", True), ("every tile unmasked", True)])

@@ -428,39 +428,51 @@ def _unbound(rng, r: Roles):
     return f"{t.name} axis {k} {before.value} -> Serial"
 
 
-def _skip_counts(tile, warpgroups: int) -> dict:
-    """Trip counts of a causal tile's loop over key tiles (functions of the block indices), by what
-    they compute: the recipe's (block b's last row b 64 w + 64 w - 1 keeps keys up to it + N - M),
-    and counts a user could get wrong: too short (rejected by ONLINE-SKIP) or too long (exact)."""
-    block, n, shift = 64 * warpgroups, tile.key_tile, tile.keys - tile.rows
+def _skip_counts(tile, warpgroups: int, row_tile=lambda bx: bx) -> dict:
+    """Trip counts of a causal tile's loop over key tiles (functions of the block indices, and of the
+    row-tile loop's index in a persistent grid: `row_tile(bx)`), by what they compute: the recipe's
+    (row tile t's last row t 64 w + 64 w - 1 keeps keys up to it + N - M), and counts a user could
+    get wrong: too short (rejected by ONLINE-SKIP) or too long (exact)."""
+    block, n, shift, t = 64 * warpgroups, tile.key_tile, tile.keys - tile.rows, row_tile
     return {
-        "the recipe's": lambda bx, by, bz: (bx * block + block - 1 + shift) // n + 1,
-        "one tile short": lambda bx, by, bz: (bx * block + block - 1 + shift) // n,
-        "one tile more": lambda bx, by, bz: (bx * block + block - 1 + shift) // n + 2,
-        "one warpgroup's rows": lambda bx, by, bz: (bx * 64 + 63 + shift) // n + 1,
-        "top-left aligned (no N - M)": lambda bx, by, bz: (bx * block + block - 1) // n + 1,
-        "the block's first row": lambda bx, by, bz: (bx * block + shift) // n + 1,
+        "the recipe's": lambda bx, by, bz: (t(bx) * block + block - 1 + shift) // n + 1,
+        "one tile short": lambda bx, by, bz: (t(bx) * block + block - 1 + shift) // n,
+        "one tile more": lambda bx, by, bz: (t(bx) * block + block - 1 + shift) // n + 2,
+        "one warpgroup's rows": lambda bx, by, bz: (t(bx) * 64 + 63 + shift) // n + 1,
+        "top-left aligned (no N - M)": lambda bx, by, bz: (t(bx) * block + block - 1) // n + 1,
+        "the block's first row": lambda bx, by, bz: (t(bx) * block + shift) // n + 1,
         "every tile": lambda bx, by, bz: -(-tile.keys // n),
         "one tile": lambda bx, by, bz: 1,
         "none": lambda bx, by, bz: 0,
     }
 
 
-def _unmasked_counts(tile, warpgroups: int) -> dict:
+def _unmasked_counts(tile, warpgroups: int, row_tile=lambda bx: bx) -> dict:
     """Unmasked counts (the first iterations computed without the mask) of a causal tile's loop: the
-    recipe's (block b's first row b 64 w keeps keys up to it + N - M), none, and counts a user could
-    get wrong: one tile past the diagonal (rejected by ONLINE-SKIP), one fewer (exact; below 0 for a
-    block: rejected, the kernel's count is unsigned), every tile (rejected)."""
-    block, n, shift = 64 * warpgroups, tile.key_tile, tile.keys - tile.rows
+    recipe's (row tile t's first row t 64 w keeps keys up to it + N - M), none, and counts a user
+    could get wrong: one tile past the diagonal (rejected by ONLINE-SKIP), one fewer (exact; below 0
+    for a block: rejected, the kernel's count is unsigned), every tile (rejected)."""
+    block, n, shift, t = 64 * warpgroups, tile.key_tile, tile.keys - tile.rows, row_tile
     return {
         "no": None,
-        "the recipe's unmasked": lambda bx, by, bz: (bx * block + shift + 1) // n,
-        "one tile past the diagonal unmasked": lambda bx, by, bz: (bx * block + shift + 1) // n + 1,
-        "one tile fewer unmasked": lambda bx, by, bz: (bx * block + shift + 1) // n - 1,
-        "the last row's unmasked": lambda bx, by, bz: (bx * block + block + shift) // n,
+        "the recipe's unmasked": lambda bx, by, bz: (t(bx) * block + shift + 1) // n,
+        "one tile past the diagonal unmasked": lambda bx, by, bz: (t(bx) * block + shift + 1) // n + 1,
+        "one tile fewer unmasked": lambda bx, by, bz: (t(bx) * block + shift + 1) // n - 1,
+        "the last row's unmasked": lambda bx, by, bz: (t(bx) * block + block + shift) // n,
         "zero unmasked": lambda bx, by, bz: 0,
         "every tile unmasked": lambda bx, by, bz: -(-tile.keys // n),
     }
+
+
+def _row_tile(r: Roles, online):
+    """The row tile a block computes, from blockIdx.x; in a causal persistent grid (each head's row
+    tiles on persistent / heads blocks, a serial loop over them at the max's loop axis 2) tile
+    s X + bx for that loop's index s (TensorView.loop_index)."""
+    persistent = r.options.get("persistent")
+    if not persistent:
+        return lambda bx: bx
+    per_head, s = persistent // (r.tile.batch * r.tile.group), online.loop_index(2)
+    return lambda bx: s * per_head + bx
 
 
 def _skip_count(rng, r: Roles):
@@ -471,8 +483,9 @@ def _skip_count(rng, r: Roles):
     keeps = [t for t in r.computed if t.dtype.is_bool]
     if not online or not keeps or not getattr(r.tile, "causal", False):
         return None
-    name, count = rng.choice(sorted(_skip_counts(r.tile, r.options.get("warpgroups", 1)).items()))
-    kept, unmasked = rng.choice(sorted(_unmasked_counts(r.tile, r.options.get("warpgroups", 1)).items()))
+    warpgroups, row_tile = r.options.get("warpgroups", 1), _row_tile(r, online[0])
+    name, count = rng.choice(sorted(_skip_counts(r.tile, warpgroups, row_tile).items()))
+    kept, unmasked = rng.choice(sorted(_unmasked_counts(r.tile, warpgroups, row_tile).items()))
     online[0].skip_masked(keeps[0], count, unmasked=unmasked)
     return f"{online[0].name}.skip_masked({keeps[0].name}, {name} count, {kept} count)"
 
