@@ -183,13 +183,7 @@ def test_a_drawn_skip_count_is_accepted_exactly_when_it_covers_every_kept_key(co
     """The skip_count mutation on a causal tile computing every tile: counts as long as the recipe's or
     longer are exact; a shorter one drops kept keys of some block and ONLINE-SKIP says where."""
     tile, options = AttentionTile(rows=200, keys=500, key_tile=64, causal=True), {"warpgroups": 2}
-    fusion = attention(tile, skip_masked_tiles=False, **options)
-    done = MUTATIONS["skip_count"](_Pick(count, "no"), attention_gen.roles(fusion, tile, options))
-    assert count in done
-    report = tp.verify(fusion)
-    assert report.ok is not rejected, (count, report.codes)
-    if rejected:
-        assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message
+    _drawn_counts_verdict(tile, options, count, "no", rejected)
 
 
 @pytest.mark.parametrize("count, rejected", [("the recipe's", False), ("one tile short", True),
@@ -200,13 +194,7 @@ def test_a_drawn_skip_count_of_a_causal_persistent_grid_reads_the_row_tile_loop(
     short ones refused."""
     tile = AttentionTile(rows=800, keys=900, key_tile=128, head_dim=64, value_dim=64, group=2, causal=True)
     options = {"warpgroups": 1, "stages": 2, "producer": True, "persistent": 8}
-    fusion = attention(tile, skip_masked_tiles=False, **options)
-    done = MUTATIONS["skip_count"](_Pick(count, "the recipe's unmasked"), attention_gen.roles(fusion, tile, options))
-    assert count in done
-    report = tp.verify(fusion)
-    assert report.ok is not rejected, (count, report.codes)
-    if rejected:
-        assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message
+    _drawn_counts_verdict(tile, options, count, "the recipe's unmasked", rejected)
 
 
 @pytest.mark.parametrize("unmasked, rejected", [
@@ -218,11 +206,17 @@ def test_a_drawn_unmasked_count_is_accepted_exactly_when_the_mask_keeps_those_ti
     without the mask a tile it does not keep whole; ONLINE-SKIP says where (a count below 0:
     tests/rules/test_online_skip.py)."""
     tile, options = AttentionTile(rows=200, keys=500, key_tile=64, causal=True), {"warpgroups": 2}
+    _drawn_counts_verdict(tile, options, "the recipe's", unmasked, rejected)
+
+
+def _drawn_counts_verdict(tile, options, count: str, unmasked: str, rejected: bool) -> None:
+    """The skip_count mutation drawing the named trip and unmasked counts on a causal tile computing
+    every tile: accepted, or refused by ONLINE-SKIP alone with a counterexample."""
     fusion = attention(tile, skip_masked_tiles=False, **options)
-    done = MUTATIONS["skip_count"](_Pick("the recipe's", unmasked), attention_gen.roles(fusion, tile, options))
-    assert unmasked in done
+    done = MUTATIONS["skip_count"](_Pick(count, unmasked), attention_gen.roles(fusion, tile, options))
+    assert count in done and unmasked in done
     report = tp.verify(fusion)
-    assert report.ok is not rejected, (unmasked, report.codes)
+    assert report.ok is not rejected, (count, unmasked, report.codes)
     if rejected:
         assert report.codes == ["ONLINE-SKIP"] and report.errors[0].counterexample, report.errors[0].message
 
