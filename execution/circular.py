@@ -63,10 +63,14 @@ def allocation_position(tv) -> int:
 
 
 def _plain_copy(tv) -> bool:
-    """A register tensor or a plain copy (tp.set) into shared memory: the serial and unrolled
-    loops between its circular loop and its compute-at position are split off with its copies
-    (execution/pipeline.py isolate_circular_copies) and its elements allocated across them."""
-    return tv.memory_type is MemoryType.Local or is_shared_copy(tv)
+    """A register tensor, or a plain copy (tp.set) or cp.async into shared memory: the serial and
+    unrolled loops between its circular loop and its compute-at position are split off with its
+    copies (execution/pipeline.py isolate_circular_copies; a cp.async iteration's copies are one
+    group) and its elements allocated across them."""
+    op = tv.definition
+    cp_async = (op is not None and op.kind is OpKind.LOAD_STORE and op.op_type is LoadStoreOpType.CpAsync
+                and tv.memory_type is MemoryType.Shared)
+    return tv.memory_type is MemoryType.Local or is_shared_copy(tv) or cp_async
 
 
 def _shared_scope(axis) -> bool:

@@ -133,6 +133,9 @@ class _CircularLoop:
     barriers: list = field(default_factory=list)  # the TMA loads' mbarriers
 
 
+SPLIT_COPIES = (Async.NONE, Async.CP_ASYNC)  # copies whose loops inside the circular loop split off with them
+
+
 def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
     """In place: a circular copy whose circular loop lies outside thread axes (or broadcast axes)
     it shares with its readers (nvFuser's circular axis: execution/circular.py) gets a scope of
@@ -154,7 +157,7 @@ def isolate_circular_copies(tree: list, hazards: Hazards) -> None:
             for depth in range(acc.circular[2] + 1, len(path) - 1):
                 scope, at = path[depth]
                 node = scope[at]
-                if not _shared_scope(node, hazards) and not (acc.kind is Async.NONE and _is_loop(node)):
+                if not _shared_scope(node, hazards) and not (acc.kind in SPLIT_COPIES and _is_loop(node)):
                     break
                 copies, rest = _copies_apart(node.body, depth, hazards)
                 if copies and rest:

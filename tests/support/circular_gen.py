@@ -1,5 +1,5 @@
 """Random register circular buffers, for the circular-buffer differential test: two inputs a and
-b [M, N] read through register caches, u = a + 1, v = u * b (then + a, and now and then a sum over
+b [M, N] read through register caches (or cp.async copies into shared memory), u = a + 1, v = u * b (then + a, and now and then a sum over
 N), the output's N split once or twice, its axes on Serial / Unroll / TIDx / BIDx, propagated,
 parallelized alike and inlined (inline_most), the Unroll axes unrolled after, then one or both caches circular-buffered with 2-3
 stages and a random prefetch. Within a loop the statements run a's copy, u, b's copy, v: a
@@ -43,7 +43,16 @@ def circular_case(seed: int) -> CircularCase:
             steps.append("+ a")
         out = tp.sum(v, [1]) if reduce else v
         fusion.add_output(out)
-    caches = [a.cache_after(), b.cache_after()]
+    # cp.async caches (shared memory) from a stream of their own: every other draw of a seed as before them
+    kinds = random.Random(f"{seed}:copies")
+    caches = []
+    for t, name in ((a, "a"), (b, "b")):
+        if kinds.random() < 0.25:
+            caches.append(t.cache_after(tp.LoadStoreOpType.CpAsync))
+            caches[-1].set_memory_type(tp.MemoryType.Shared)
+            steps.append(f"{name}'s cache by cp.async")
+        else:
+            caches.append(t.cache_after())
     ref = v if reduce else out
     factors = [rng.choice([2, 4, 8]) for _ in range(rng.randint(1, 2))]
     for f in factors:  # [M, N] -> [M, N / f1, f1] -> [M, N / f1 / f2, f2, f1]
@@ -70,7 +79,7 @@ def circular_case(seed: int) -> CircularCase:
     for c in chosen:
         stages = rng.randint(2, 3)
         prefetch = rng.choice([-1, 0, stages - 1])
-        if rng.random() < 0.3:
+        if rng.random() < 0.3 and caches[c].memory_type is not tp.MemoryType.Shared:
             caches[c].set_memory_type(tp.MemoryType.Shared)
             steps.append(f"{'ab'[c]}'s cache in shared memory")
         caches[c].circular_buffer(stages, prefetch)
