@@ -81,6 +81,16 @@ def stage_problems(fusion) -> list:
     for tvs in by_loop.values():
         first = tvs[0]
         for tv in tvs[1:]:
+            if _kind(tv) != _kind(first):
+                out.append(Problem(
+                    f"{first.name} ({_kind(first)}) and {tv.name} ({_kind(tv)}) are circular-buffered over one loop: "
+                    f"tileproof pipelines a loop's circular buffers as one kind of copy (cp.async's commit and wait "
+                    f"groups, TMA's mbarriers, the barriers of plain copies into shared memory, or registers in "
+                    f"program order), and the other's copies would not be waited for",
+                    hint=f"copy {tv.name} as {first.name} is copied, or circular-buffer it over another loop",
+                    tensor=tv.name, values={"stages": tv.circular.stages, "prefetch": tv.circular.prefetch},
+                    location=tv.circular.origin or tv.origin))
+                continue
             a, b = first.circular, tv.circular
             if (a.stages, a.prefetch) != (b.stages, b.prefetch):
                 out.append(Problem(
@@ -91,6 +101,15 @@ def stage_problems(fusion) -> list:
                     tensor=tv.name, values={"stages": b.stages, "prefetch": b.prefetch},
                     location=b.origin or tv.origin))
     return out
+
+
+def _kind(tv) -> str:
+    """How a circular buffer's copies are pipelined (execution/pipeline.py insert_pipelines)."""
+    if is_async_bulk_op(tv.definition):
+        return "TMA or bulk copies"
+    if is_cp_async(tv.definition):
+        return "cp.async"
+    return "registers" if tv.memory_type is MemoryType.Local else "plain copies into shared memory"
 
 
 def _sources_inside(tv, pos: int, where: dict) -> list:

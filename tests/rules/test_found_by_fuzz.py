@@ -213,3 +213,39 @@ def test_a_tma_load_rearmed_beside_a_circular_buffer_s_prologue_in_a_repeating_l
     k_tile = next(t for t in fusion.tensors if t.definition is not None and t.definition.inputs[0] is k)
     k_tile.axis(8).parallelize(P.Serial)  # a box axis
     assert "TMA-MIXED-TRANSFORM" in decided(fusion)
+
+
+def _two_caches(b_op):
+    """benchmarks/fuzz.py --families circular --seed 2 --run, case 166 (on the H200: 3 of 3 outputs
+    wrong): sum((a + 1) * b, 1) over [3, 64], N split by 2 onto TIDx, M on BIDx, a read through a
+    register cache and b through `b_op`'s cache, both circular-buffered over the N / 2 loop."""
+    with tp.Fusion("two_caches") as fusion:
+        a = tp.make_contig_concrete_tensor([3, 64])
+        b = tp.make_contig_concrete_tensor([3, 64])
+        fusion.add_input(a)
+        fusion.add_input(b)
+        v = tp.mul(tp.add(a, 1.0), b)
+        out = tp.sum(v, [1])
+        fusion.add_output(out)
+    ca, cb = a.cache_after(), b.cache_after(b_op)
+    if b_op is tp.LoadStoreOpType.CpAsync:
+        cb.set_memory_type(tp.MemoryType.Shared)
+    v.split(1, 2)
+    tp.propagate_transforms(v)
+    v.axis(0).parallelize(P.BIDx)
+    v.axis(2).parallelize(P.TIDx)
+    tp.parallelize_all_like(v)
+    tp.inline_most(fusion)
+    ca.circular_buffer(2, 1)
+    cb.circular_buffer(2, 1)
+    return fusion
+
+
+def test_a_register_and_a_cp_async_circular_buffer_over_one_loop_are_refused():
+    """The loop was pipelined as its first buffer's kind (registers): b's cp.async copies were never
+    waited for, and the kernel read shared memory before they landed. PIPELINE-STAGES refuses
+    buffers of two kinds over one loop; both in registers is accepted."""
+    found = decided(_two_caches(tp.LoadStoreOpType.CpAsync))
+    assert "PIPELINE-STAGES" in found and "one kind of copy" in found["PIPELINE-STAGES"].message
+    assert found["PIPELINE-STAGES"].counterexample == {"stages": 2, "prefetch": 1}
+    assert tp.verify(_two_caches(tp.LoadStoreOpType.Set), "sm_90a").ok

@@ -209,11 +209,13 @@ def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
         For every tensor with circular_buffer(stages, prefetch_distance): it is inlined into a
         loop, and its circular loop (the loop axis just left of its compute-at position, or
         nvFuser's innermost serial axis before the first Unroll axis where only thread or
-        broadcast axes, or for registers serial and unrolled loops too, lie between:
-        execution/circular.py) is a serial loop (serial or unrolled for registers), not a
-        block or thread index or a broadcast; stages >= 2; 0 <= prefetch < stages, the
-        prefetch being the prefetch_distance, or stages + prefetch_distance for a negative
-        one; circular buffers over one loop have the same numbers; a register circular
+        broadcast axes, or for registers, plain copies and cp.async into shared memory serial
+        and unrolled loops too, lie between: execution/circular.py) is a serial loop (serial or
+        unrolled for registers), not a block or thread index or a broadcast; stages >= 2;
+        0 <= prefetch < stages, the prefetch being the prefetch_distance, or stages +
+        prefetch_distance for a negative one; circular buffers over one loop have the same
+        numbers and one kind of copy (registers, plain copies into shared memory, cp.async, or
+        TMA / bulk copies: the loop's pipeline waits one way); a register circular
         buffer's sources are computed outside its loop. A loop shorter than the stages, down to one iteration (K one tile,
         concrete or symbolic), needs no check: the prologue's copies are predicated by the
         loop's extent, as in nvFuser. Shared memory holds every stage (SMEM-CAPACITY counts
@@ -240,7 +242,7 @@ def pipeline_stages(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: none, structural: for each circular-buffered tensor, compute_at > 0, its loop axis
     #   compute_at - 1 is Serial (registers: Serial or Unroll) with extent != 1, stages >= 2,
-    #   0 <= prefetch < stages, the circular buffers of one loop have equal (stages, prefetch), and a
+    #   0 <= prefetch < stages, the circular buffers of one loop have equal (stages, prefetch) and kind, and a
     #   register buffer's producers have compute_at <= compute_at - 1
     for p in stage_problems(ctx.fusion):
         yield finding("PIPELINE-STAGES", p.message, tensor=p.tensor, ids=list(p.ids), location=p.location,
