@@ -50,3 +50,19 @@ def test_the_random_schedules_are_mostly_accepted_and_interleave_their_copies():
             accepted += 1
             interleaved += any(s.startswith("b's cache") for s in case.steps)
     assert accepted >= 40 and interleaved >= 20, (accepted, interleaved)
+
+
+def test_the_simulator_holds_cp_async_copies_in_flight_until_their_wait():
+    """Seed 249: a cp.async tile and a register cache circular-buffered over one loop, refused by
+    PIPELINE-STAGES since the circular fuzz family found such kernels wrong on an H200 (the loop was
+    pipelined as the register cache's kind: no cp.async wait). Lowered anyway, the simulator reads
+    the tile while its copy is in flight, a SimulationError (it held cp.async copies complete when
+    issued before, and computed this kernel right)."""
+    from support.reduction_sim import SimulationError
+
+    case = circular_case(249)
+    assert tp.verify(case.fusion, "sm_90a").codes == ["PIPELINE-STAGES"]
+    ir = lower(case.fusion.snapshot(), get_target("sm_90a")).kernel
+    inputs = [np.random.default_rng(0).standard_normal(case.shape) for _ in range(2)]
+    with pytest.raises(SimulationError, match="while a cp.async copy lands there"):
+        run_kernel(ir, case.fusion, inputs, {})

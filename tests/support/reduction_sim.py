@@ -5,7 +5,9 @@ statement by statement, on Python values: every Loop, every Compute under its pr
 (copies, casts, arithmetic, an iota's start + step times its index, and a reduction's accumulation), the index names declared before an
 unrolled nest (IndexNames, each thread's own values), a circular buffer's Prologue and Prefetched
 copies (done when issued: a stage overwritten before it is read shows in the values), cp.async
-copies (complete when issued; past a zero_fill bound they write zeros), 1-D bulk loads (cp.async.bulk,
+copies (in flight per thread until a cp.async.wait_group completes their commit group: the elements
+they land in read as in flight meanwhile, a SimulationError; past a zero_fill bound they write
+zeros), 1-D bulk loads (cp.async.bulk,
 complete when issued by their one issuer), a WholeTile's guard (the same in every
 thread of the block: checked) and the version it picks, ReduceInit, a Welford's update and
 Chan's combine of its states (tuples of avg, m2, n; a sibling's SiblingStep does nothing), and BlockReduce by the
@@ -70,6 +72,7 @@ class SimulationError(AssertionError):
 
 
 HOLE = object()  # a register computed at a hole (its operands unwritten or themselves holes)
+INFLIGHT = object()  # a shared element a cp.async copy lands in, until a cp.async.wait_group completes it
 FIELDS = ("avg", "m2", "n")  # a Welford state's (codegen/emit/reduction.py tp_welford_state), a tuple here; n an int
 
 
@@ -267,6 +270,8 @@ class Simulator:
         self.local = [dict() for _ in self.threads]
         self.index_names = [{} for _ in self.threads]  # per thread: IndexNames' name -> value
         self.shared = {}
+        self.cp_groups = [[] for _ in self.threads]  # per thread: its committed cp.async groups, oldest first
+        self.cp_open = [[] for _ in self.threads]  # per thread: its cp.async copies not yet committed
         for buf in self.ir.buffers:
             n = evaluate(buf.elements, self.symbols)
             if buf.memory.value == "Shared":
@@ -314,14 +319,27 @@ class Simulator:
                     names.update({name: self.ev(value, env) for name, value in n.names})
             elif isinstance(n, WholeTile):
                 self.nodes([n.whole if self.block_uniform(n.guard, loops) else n.lowered], loops)
-            elif isinstance(n, (CpAsyncWait, CpAsyncCommit, TmaWait)):
-                pass  # a cp.async copy (or a 1-D bulk copy) is complete when issued here (below)
+            elif isinstance(n, CpAsyncCommit):
+                self.cp_commit()
+            elif isinstance(n, CpAsyncWait):
+                if n.commit:
+                    self.cp_commit()
+                for groups in self.cp_groups:  # every group but the newest `pending` lands
+                    done = groups[:len(groups) - n.pending] if n.pending else groups[:]
+                    del groups[:len(done)]
+                    for out, at, value in (w for g in done for w in g):
+                        out[at] = value
+            elif isinstance(n, TmaWait):
+                pass  # a 1-D bulk copy is complete when issued here (below)
             elif isinstance(n, TmaCopy) and n.gmem is not None and n.direction is Direction.LOAD:
                 self.bulk_load(n, loops)
-            elif isinstance(n, Prologue):  # a circular buffer's first copies, done when issued here
+            elif isinstance(n, Prologue):  # a circular buffer's first copies: cp.async ones a group an iteration
                 name, extent = self.algebra.get(n.index, n.index), evaluate(n.extent, self.block_env)
-                for v in range(min(max(n.prefetch, 0), extent)):
-                    self.nodes(n.body, {**loops, name: v})
+                for v in range(max(n.prefetch, 0)):  # (codegen/emit/cp_async.py prologue_lines: every thread
+                    if v < extent:                    # commits as often, however short the loop)
+                        self.nodes(n.body, {**loops, name: v})
+                    if n.asynchronous and not n.tma:
+                        self.cp_commit()
             elif isinstance(n, Prefetched):  # the copies of iteration i + prefetch (indices shifted)
                 if loops[self.algebra.get(n.index, n.index)] + n.prefetch < evaluate(n.extent, self.block_env):
                     self.nodes(n.body, loops)
@@ -374,18 +392,29 @@ class Simulator:
             return self.shared[tensor]
         return self.buffers[tensor]
 
+    def cp_commit(self) -> None:
+        """cp.async.commit_group in every thread: its copies so far one group (empty where none)."""
+        for k, copies in enumerate(self.cp_open):
+            self.cp_groups[k].append(copies)
+            self.cp_open[k] = []
+
     def compute(self, s: Compute, loops) -> None:
         writes = []
         for k in range(len(self.threads)):
             env = self.env(k, loops)
             if not self.holds(s.conds, env):
                 continue
+            mine = []
             if isinstance(s, CpAsyncCopy) and not self.holds(s.zero_fill, env):  # src-size 0: zeros written
                 out = self.array(k, s.out.tensor)
-                writes += [(out, self.offset(s.out, env, v), self.values.zero) for v in range(s.vector)]
-                continue
-            for v in range(s.vector):  # a vector: consecutive elements (a per-element operand: its own offset)
-                writes += self.element(s, k, {**env, ELEMENT_VAR: v}, v)
+                mine = [(out, self.offset(s.out, env, v), self.values.zero) for v in range(s.vector)]
+            else:
+                for v in range(s.vector):  # a vector: consecutive elements (a per-element operand: its own offset)
+                    mine += self.element(s, k, {**env, ELEMENT_VAR: v}, v)
+            if isinstance(s, CpAsyncCopy):  # in flight until a wait_group completes its group
+                self.cp_open[k] += mine
+                mine = [(out, at, INFLIGHT) for out, at, _ in mine]
+            writes += mine
         for out, at, value in writes:  # lockstep: every thread reads before any writes
             out[at] = value
 
@@ -399,6 +428,9 @@ class Simulator:
             if 0 <= at < len(buf) and (buf[at] is None or buf[at] is HOLE) and s.out.tensor in self.unread:
                 hole = True  # computed at a hole: what it reads there is arbitrary
                 continue
+            if 0 <= at < len(buf) and buf[at] is INFLIGHT:
+                raise SimulationError(f"{s.comment}: thread {k} reads {o.tensor}[{at}] while a cp.async copy lands "
+                                      f"there (no cp.async.wait_group has completed it)")
             if not 0 <= at < len(buf) or buf[at] is None or buf[at] is HOLE:
                 why = ("outside it" if not 0 <= at < len(buf) else "never written" if buf[at] is None
                        else "a value computed at a hole")
