@@ -64,5 +64,27 @@ def test_the_simulator_holds_cp_async_copies_in_flight_until_their_wait():
     assert tp.verify(case.fusion, "sm_90a").codes == ["PIPELINE-STAGES"]
     ir = lower(case.fusion.snapshot(), get_target("sm_90a")).kernel
     inputs = [np.random.default_rng(0).standard_normal(case.shape) for _ in range(2)]
-    with pytest.raises(SimulationError, match="while a cp.async copy lands there"):
+    with pytest.raises(SimulationError, match="while an asynchronous copy lands there"):
         run_kernel(ir, case.fusion, inputs, {})
+
+
+def test_the_simulator_holds_a_bulk_copy_in_flight_until_its_mbarrier_wait():
+    """A staged softmax's row (one 1-D bulk copy into shared memory, recipes/normalization.py) read
+    by a simulator that skips its mbarrier wait: a SimulationError; with the wait, the op
+    (tests/recipes/test_normalization.py)."""
+    from tileproof.codegen.ir import TmaWait, walk
+    from tileproof.recipes import normalization as N
+
+    from support.reduction_sim import SimulationError, Simulator
+
+    class NoWait(Simulator):
+        def bulk_wait(self, n, loops):
+            pass
+
+    fusion = N.softmax_fusion(N.RowClass("bfloat16", 8, 2, 4, looped=True, staged=True))
+    ir = lower(fusion.snapshot(), get_target("sm_90a")).kernel
+    assert any(isinstance(n, TmaWait) for n in walk(ir.body))
+    x = np.random.default_rng(0).standard_normal((3, 64))
+    run_kernel(ir, fusion, [x], {"M": 3, "N": 64})
+    with pytest.raises(SimulationError, match="while an asynchronous copy lands there"):
+        run_kernel(ir, fusion, [x], {"M": 3, "N": 64}, simulator=NoWait)

@@ -7,8 +7,8 @@ unrolled nest (IndexNames, each thread's own values), a circular buffer's Prolog
 copies (done when issued: a stage overwritten before it is read shows in the values), cp.async
 copies (in flight per thread until a cp.async.wait_group completes their commit group: the elements
 they land in read as in flight meanwhile, a SimulationError; past a zero_fill bound they write
-zeros), 1-D bulk loads (cp.async.bulk,
-complete when issued by their one issuer), a WholeTile's guard (the same in every
+zeros), 1-D bulk loads (cp.async.bulk, issued by their one issuer and in flight until a wait on
+their mbarrier, their stage's, completes them), a WholeTile's guard (the same in every
 thread of the block: checked) and the version it picks, ReduceInit, a Welford's update and
 Chan's combine of its states (tuples of avg, m2, n; a sibling's SiblingStep does nothing), and BlockReduce by the
 algorithm of codegen/emit/reduction.py's tp_block_reduce written out again here (warp butterfly
@@ -272,6 +272,7 @@ class Simulator:
         self.shared = {}
         self.cp_groups = [[] for _ in self.threads]  # per thread: its committed cp.async groups, oldest first
         self.cp_open = [[] for _ in self.threads]  # per thread: its cp.async copies not yet committed
+        self.bulk_pending: dict = {}  # (mbarrier, stage) -> its 1-D bulk copies in flight
         for buf in self.ir.buffers:
             n = evaluate(buf.elements, self.symbols)
             if buf.memory.value == "Shared":
@@ -330,7 +331,7 @@ class Simulator:
                     for out, at, value in (w for g in done for w in g):
                         out[at] = value
             elif isinstance(n, TmaWait):
-                pass  # a 1-D bulk copy is complete when issued here (below)
+                self.bulk_wait(n, loops)
             elif isinstance(n, TmaCopy) and n.gmem is not None and n.direction is Direction.LOAD:
                 self.bulk_load(n, loops)
             elif isinstance(n, Prologue):  # a circular buffer's first copies: cp.async ones a group an iteration
@@ -360,7 +361,19 @@ class Simulator:
         first, at, count = self.ev(n.gmem_offset, env), self.ev(n.smem_offset, env) // size, self.ev(n.nbytes, env) // size
         if not (0 <= first and first + count <= len(src) and 0 <= at and at + count <= len(dst)):
             raise SimulationError(f"{n.comment}: {count} elements from {n.gmem}[{first}] to {n.smem}[{at}] leave a buffer")
-        dst[at:at + count] = src[first:first + count]
+        # in flight until a wait on its mbarrier (its stage's) completes it
+        key = (n.barrier, None if n.stage is None else self.ev(n.stage, env))
+        self.bulk_pending.setdefault(key, []).append((dst, at, src[first:first + count]))
+        dst[at:at + count] = [INFLIGHT] * count
+
+    def bulk_wait(self, n: TmaWait, loops) -> None:
+        """Every thread's wait on a load's mbarrier (a circular buffer's: iteration i's stage,
+        i % stages): the 1-D bulk copies issued to it land."""
+        stage = None
+        if n.stages > 1:
+            stage = loops[self.algebra.get(n.index, n.index)] % n.stages
+        for dst, at, values in self.bulk_pending.pop((n.barrier, stage), []):
+            dst[at:at + len(values)] = values
 
     def block_uniform(self, conds, loops) -> bool:
         """Whether conds hold, which the kernel tests once for the whole block: in every thread
@@ -429,8 +442,8 @@ class Simulator:
                 hole = True  # computed at a hole: what it reads there is arbitrary
                 continue
             if 0 <= at < len(buf) and buf[at] is INFLIGHT:
-                raise SimulationError(f"{s.comment}: thread {k} reads {o.tensor}[{at}] while a cp.async copy lands "
-                                      f"there (no cp.async.wait_group has completed it)")
+                raise SimulationError(f"{s.comment}: thread {k} reads {o.tensor}[{at}] while an asynchronous copy "
+                                      f"lands there (no cp.async.wait_group or mbarrier wait has completed it)")
             if not 0 <= at < len(buf) or buf[at] is None or buf[at] is HOLE:
                 why = ("outside it" if not 0 <= at < len(buf) else "never written" if buf[at] is None
                        else "a value computed at a hole")
