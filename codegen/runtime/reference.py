@@ -126,8 +126,10 @@ def cast(np, values, source, dest):
         return np.where(np.isnan(values), 0.0, np.clip(np.trunc(values), lo, hi))
 
 
-def reference(fusion: Fusion, inputs: list) -> list:
-    """The outputs (float64 numpy arrays) for numpy input values, in fusion.outputs order."""
+def reference(fusion: Fusion, inputs: list, absolute_sums: frozenset = frozenset()) -> list:
+    """The outputs (float64 numpy arrays) for numpy input values, in fusion.outputs order. The
+    sums (or MmaOps: sums of products) named in `absolute_sums` add the absolute values of their
+    terms: the magnitudes a difference in the terms' rounding scales with (reduction_slack)."""
     import numpy as np
 
     values = {t.name: round_to(np.asarray(a, dtype=np.float64), t.dtype) for t, a in zip(fusion.inputs, inputs)}
@@ -140,7 +142,7 @@ def reference(fusion: Fusion, inputs: list) -> list:
         pending.remove(op)
         args = [values[t.name] for t in op.inputs]
         if op.kind is OpKind.REDUCTION:
-            value = _reduce(np, op, args, sizes)
+            value = _reduce(np, op, args, sizes, op.output.name in absolute_sums)
         else:  # over the output's root axes; a committed logical domain (commit_leaf_to_logical) permutes them
             value = _apply(np, op, args, sizes)
             if [i.uid for i in op.output.root] != [i.uid for i in op.output.logical]:
@@ -164,15 +166,18 @@ def _array_axis(tv, logical_axis: int) -> int:
     return element_axes(tv).index(logical_axis)
 
 
-def _reduce(np, op, args, sizes: dict[str, int]):
+def _reduce(np, op, args, sizes: dict[str, int], absolute: bool = False):
     """A reduction's value: over the input's axes that the output's root axes mark reduced, or,
-    for an rfactor's partial reduction, over the logical points that derive from its root."""
+    for an rfactor's partial reduction, over the logical points that derive from its root; a sum
+    of the terms' absolute values where `absolute`."""
     # fms: a sum of products; a rescaled sum's second input is its online max (model/online.py), read
     # at its final value by the terms already: the sum is of the first
     if op.name in WELFORD_OPS:
         return _welford(np, op, args, sizes)
     x = args[0] * args[1] if op.name == "fms" else args[0]
     total = op.name in ("sum", "fms")  # fms: an MmaOp, a sum of products
+    if total and absolute:
+        x = np.abs(x)
     fill = 0.0 if total else np.inf if op.name == "min" else -np.inf
     x, axes = _reduced(np, op, x, sizes, fill)
     with np.errstate(all="ignore"):
@@ -305,17 +310,56 @@ def _apply(np, op, args, sizes: dict[str, int]):
     raise ValueError(f"no reference for op kind {op.kind!r}")
 
 
+# a 16-bit float's two roundings of one value apart, relative: one unit in the last place (bfloat16's 8
+# significant bits, float16's 11), what rounding once on either side of a boundary, or at two scales, gives
+ROUNDINGS_APART = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10}
+
+
 def reduction_slack(fusion: Fusion, inputs: list) -> list:
     """Per output, the absolute error a float reduction may add beyond `tolerance`: the kernel
     adds in float32 (float64 for float64) in another order than this float64 reference, so its
     error scales with the magnitudes of the terms (the outputs computed from |inputs|), not with
-    the total, which may cancel. 0 for fusions without a reduction and for integers (exact)."""
+    the total, which may cancel. Where a computed tensor is rounded to a 16-bit float before a sum
+    reads it (attention's P, bfloat16 for P V), the kernel's terms may each be one rounding from
+    the reference's (its float32 value on the other side of a rounding boundary, or an online
+    softmax's P rounded at the running max, then rescaled): that adds ROUNDINGS_APART times the
+    sums of the terms' absolute values (reference(..., absolute_sums=those sums)). 0 for fusions without
+    a reduction and for integers (exact)."""
     import numpy as np
 
     if not any(op.kind is OpKind.REDUCTION for op in fusion.exprs):
         return [0.0] * len(fusion.outputs)
     magnitudes = reference(fusion, [np.abs(np.asarray(a, dtype=np.float64)) for a in inputs])
-    return [4 * tolerance(t.dtype)[0] * np.nan_to_num(np.abs(m), posinf=0.0) for t, m in zip(fusion.outputs, magnitudes)]
+    slack = [4 * tolerance(t.dtype)[0] * np.nan_to_num(np.abs(m), posinf=0.0) for t, m in zip(fusion.outputs, magnitudes)]
+    unit, sums = _sums_after_a_rounding(fusion)
+    if sums:
+        terms = reference(fusion, inputs, absolute_sums=sums)
+        slack = [s + unit * np.nan_to_num(np.abs(m), posinf=0.0) for s, m in zip(slack, terms)]
+    return slack
+
+
+def _sums_after_a_rounding(fusion: Fusion) -> tuple[float, frozenset]:
+    """(ROUNDINGS_APART of the narrowest 16-bit float a computed tensor is cast to where a sum or an
+    MmaOp reads the result, directly or through other ops; the names of those sums), or (0, none)."""
+    readers: dict[str, list] = {}
+    for op in fusion.exprs:
+        for t in op.inputs:
+            readers.setdefault(t.name, []).append(op)
+    unit, sums = 0.0, set()
+    for cast in fusion.exprs:
+        if cast.kind is not OpKind.CAST or cast.output.dtype.name not in ROUNDINGS_APART or cast.inputs[0].is_fusion_input:
+            continue
+        reached, todo, found = set(), [cast.output.name], set()
+        while todo:  # every op the rounded values reach
+            for op in readers.get(todo.pop(), []):
+                if op.output.name not in reached:
+                    reached.add(op.output.name)
+                    todo.append(op.output.name)
+                    if op.kind is OpKind.REDUCTION and op.name in ("sum", "fms"):
+                        found.add(op.output.name)
+        if found:
+            unit, sums = max(unit, ROUNDINGS_APART[cast.output.dtype.name]), sums | found
+    return unit, frozenset(sums)
 
 
 def tolerance(dtype) -> tuple[float, float]:
