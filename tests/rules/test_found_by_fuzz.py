@@ -249,3 +249,20 @@ def test_a_register_and_a_cp_async_circular_buffer_over_one_loop_are_refused():
     assert "PIPELINE-STAGES" in found and "one kind of copy" in found["PIPELINE-STAGES"].message
     assert found["PIPELINE-STAGES"].counterexample == {"stages": 2, "prefetch": 1}
     assert tp.verify(_two_caches(tp.LoadStoreOpType.Set), "sm_90a").ok
+
+
+def test_a_global_intermediate_without_a_buffer_has_no_visibility_claim_to_prove():
+    """Fuzz seed 56, case 434 (32 s, GLOBAL-VISIBILITY undecided): the persistent clustered wgmma
+    matmul with its accumulator T2 moved to global memory. GLOBAL-INTERMEDIATE refuses T2 (the
+    kernel has no buffer for it), yet GLOBAL-VISIBILITY tried to prove T3's reads of it visible over
+    every tile of the persistent grid, and three queries ran out of time. The reads of a tensor
+    that cannot exist are no claim (analysis/visibility.py check_claims): one root cause."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_persistent_cluster()
+    fusion.assume("K % 8 == 0")
+    _tensor(fusion, "T2").set_memory_type(tp.MemoryType.Global)
+    start = time.perf_counter()
+    codes = decided(fusion)
+    assert time.perf_counter() - start < 15
+    assert "GLOBAL-INTERMEDIATE" in codes and "GLOBAL-VISIBILITY" not in codes, sorted(codes)

@@ -27,7 +27,8 @@ from ...execution.loops import loop_groups
 from ...model.expr import Expr, const, substitute, try_int, var
 from ...model.fusion import Op
 from ...execution.indexing import indices_from_logical, indices_from_root, linear_offset
-from ...execution.conditions.lowering import completed_in_block, launch_axis_clashes
+from ...execution.conditions.lowering import completed_in_block, global_intermediates, launch_axis_clashes
+from ...execution.nest import read_back
 from ...model.mma_op import is_mma
 from ...execution.mma import fragments, well_formed
 from ...execution.mma_execution import lane_types, mma_execution
@@ -432,12 +433,16 @@ def check_claims(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
     """The findings of rule `code`: each of its claims (Claim) about an op reading a tensor
     another op wrote, proved over both execution models, that fails or is undecided."""
     clashing = ctx.memo(("launch-axis-clashes",), lambda: {p.tensor for p in launch_axis_clashes(ctx.fusion)})
+    unbuffered = ctx.memo(("global-intermediates",), lambda: {
+        p.tensor for p in global_intermediates(ctx.fusion) if not read_back(ctx.fusion.tensor(p.tensor))})
     for op in ctx.fusion.exprs:
         if op.output.name in clashing or any(t.name in clashing for t in op.inputs):
             continue  # one index bound to two axes has no single value: PARALLEL-TYPE-UNIQUE rejects it
         for k in range(len(op.inputs)):
             if set(last_block_types(op.inputs[k])) & bound_types(op.output):
                 continue  # every block would read a grid total, only in the last: REDUCTION-GRID rejects the allreduce
+            if op.inputs[k].name in unbuffered:
+                continue  # a global intermediate the kernel has no buffer for (no TMA store's read-back): GLOBAL-INTERMEDIATE rejects it
             claims = _claims(op, k, ctx.block_dims)
             for claim in claims:
                 if claim.code != code:

@@ -29,6 +29,8 @@ def global_visibility(ctx: VerifyContext) -> Iterator[Diagnostic]:
         A global intermediate a TMA store writes and its block reads back after the stores
         complete (GLOBAL-INTERMEDIATE accepts it: wait_group 0, the proxy fence, a barrier)
         needs the blockIdx alone to be equal: the barrier hands it to the block's threads.
+        A global intermediate the kernel has no buffer for (GLOBAL-INTERMEDIATE refuses it, a
+        TMA store's read-back aside) has no reads to check: that refusal is their one cause.
     Why the hardware needs it:
         A kernel has no grid-wide barrier, and tileproof places block barriers for on-chip
         memory only: a load of an element another thread or block stores in the same kernel
