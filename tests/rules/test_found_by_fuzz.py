@@ -266,3 +266,18 @@ def test_a_global_intermediate_without_a_buffer_has_no_visibility_claim_to_prove
     codes = decided(fusion)
     assert time.perf_counter() - start < 15
     assert "GLOBAL-INTERMEDIATE" in codes and "GLOBAL-VISIBILITY" not in codes, sorted(codes)
+
+
+def test_tma_tiles_of_a_nest_whose_inlined_loops_do_not_map_are_not_placed():
+    """Fuzz seed 58, case 410 (63 s): the split-N wgmma matmul with propagate_transforms(T3) after
+    its inlining, which INLINE-LOOP-MAP refuses; TMA-WHOLE-TILES still proved two TMA loads of one
+    block disjoint over that nest, 27 s a query. A nest with no single loop for an inlined axis has
+    no issue points to place: INLINE-LOOP-MAP is the rule's premise."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_split_n()
+    tp.propagate_transforms(_tensor(fusion, "T3"))
+    start = time.perf_counter()
+    codes = decided(fusion)
+    assert time.perf_counter() - start < 15
+    assert "INLINE-LOOP-MAP" in codes and "TMA-WHOLE-TILES" not in codes, sorted(codes)

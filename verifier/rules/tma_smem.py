@@ -122,7 +122,7 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
             point=issue.m.ranges, **issue.where)
 
 
-@rule("TMA-WHOLE-TILES", family="tma")
+@rule("TMA-WHOLE-TILES", family="tma", premises=("INLINE-LOOP-MAP",))
 def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """Every TMA copy stays inside its shared tensor, and the copies of one block do not overlap.
 
