@@ -229,3 +229,24 @@ def test_a_tile_max_of_partial_maxes_shares_the_loop_of_the_online_max():
     assert report.ok, report.codes
     source = tp.compile(fusion).cuda_source
     assert source.count("= tp_max(") >= 3  # the chains, the tile's max of them, the running max
+
+
+def test_a_score_mma_of_the_wrong_shape_is_left_to_mma_shape():
+    """Found by the fuzzer's attention family (seed 78, case 71: 28 s, the proof undecided): S = Q K^T
+    given mma.sync's Ampere_16_8_16 macro in a Hopper recipe. The rescale's reads are proved over the
+    accumulators' C fragments, which a shape MMA-SHAPE refuses does not have: MMA-SHAPE is the rule's
+    premise, and the report holds that root cause alone, at once."""
+    import time
+
+    tile = AttentionTile(rows=640, keys=1152, head_dim=64, value_dim=64, batch=6, group=3, scale=0.107,
+                         key_tile=144, masked=True)
+    fusion = attention(tile, stages=2, producer=True, registers=(24, 256), lse=True, in_place=True, overlap=True,
+                       persistent=7)
+    s = next(t for t in fusion.tensors if t.definition is not None and t.definition.macro is not None
+             and t.definition.rescale_max is None)
+    s.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)
+    start = time.perf_counter()
+    report = tp.verify(fusion)
+    assert time.perf_counter() - start < 15
+    assert "MMA-SHAPE" in report.codes and "ONLINE-RESCALE" not in report.codes, report.codes
+    assert not [d for d in report.diagnostics if d.internal]

@@ -348,7 +348,7 @@ def reduction_grid_workspace(ctx: VerifyContext) -> Iterator[Diagnostic]:
             tensor=tv.name, ids=[axis.name], location=axis.parallel_origin or axis.origin or tv.origin)
 
 
-@rule("ONLINE-RESCALE", family="reduction")
+@rule("ONLINE-RESCALE", family="reduction", premises=("MMA-SHAPE",))
 def online_rescale(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """An online max's consumers inside its loop, and the sums it rescales, compute what the fusion means.
 
@@ -360,6 +360,8 @@ def online_rescale(ctx: VerifyContext) -> Iterator[Diagnostic]:
         as a number times m plus a value m does not change, and the rest multiplies, divides,
         casts, broadcasts, copies or sums such terms. Every value computed inside m's loop from its
         running value reaches only those sums: it is no output and nothing after the loop reads it.
+        Where an accumulator is an MmaOp, the rescale's reads are proved over its C fragment, so a
+        fusion whose MmaOp MMA-SHAPE refuses is that rule's (its premise).
     Why the hardware needs it:
         Inside the loop m holds the max of the tiles so far, not the row's max. Each iteration
         multiplies T's accumulator by exp2(a (m_new - m_old)) before adding its terms, which
