@@ -235,6 +235,12 @@ def insert_barriers(tree: list, on_chip: set[str], hazards: Hazards) -> None:
             continue  # a circular buffer: pipeline.insert_pipelines places its waits and barriers
         for w, wp in writers:
             for r, rp in readers:
+                if wp == rp:  # one statement reads what it writes (an update in place): nothing lies between
+                    # (its threads' reads of one run are SMEM-RACE's); a repeat's next run reads this one's writes
+                    scope, at = wp[-1]
+                    if scope_repeats(wp, len(wp) - 1, hazards) and not _wraps(plan, scope, at, at):
+                        plan.add(scope, at + 1, Sync(f"{name} is updated in place again in the next iteration"))
+                    continue
                 d = split_point(wp, rp)
                 scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
                 store = r.kind is Async.TMA_STORE

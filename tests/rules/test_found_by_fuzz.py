@@ -281,3 +281,19 @@ def test_tma_tiles_of_a_nest_whose_inlined_loops_do_not_map_are_not_placed():
     codes = decided(fusion)
     assert time.perf_counter() - start < 15
     assert "INLINE-LOOP-MAP" in codes and "TMA-WHOLE-TILES" not in codes, sorted(codes)
+
+
+def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_without_a_crash():
+    """Fuzz seed 61 (mutated), case 883: the causal ping-pong attention example with O's accumulator
+    moved to shared memory; its statement reads what it writes (the in-place update), and the
+    barrier placement (execution/barriers.py) and SMEM-RACE took the reader's and writer's common
+    scope past the statement itself (IndexError: every rule reading the nest crashed). A statement
+    that reads what it writes has nothing between; SMEM-RACE proves its own reads against its
+    writes: here both warpgroups update one shared tile, a race with two threads named."""
+    attention_examples = example_module("valid", "attention")
+    fusion = attention_examples.causal_attention_in_ping_pong()
+    _tensor(fusion, "T20").set_memory_type(tp.MemoryType.Shared)
+    _tensor(fusion, "T28").set_memory_type(tp.MemoryType.Local)
+    codes = decided(fusion)
+    race = codes["SMEM-RACE"]
+    assert race.counterexample["writer threadIdx.z"] != race.counterexample["reader threadIdx.z"], race.counterexample

@@ -41,11 +41,15 @@ def _handoff(ctx: VerifyContext, x: TensorView, reader: TensorView) -> Outcome |
             op.op_type in COLLECTIVE for op in (x.definition, reader.definition) if op.kind is OpKind.LOAD_STORE):
         return None
     w = store_execution(x, ctx.block_dims).launched_apart(WRITER)
-    r = tensor_execution(reader, ctx.block_dims)
     strides = ctx.allocations[x.name].strides()
     reads = [k for k, t in enumerate(reader.definition.inputs) if t is x]
+    if reads:
+        r = tensor_execution(reader, ctx.block_dims)
+        addr_r = linear_offset(strides, r.operand_indices(reads[0]))
+    else:  # x's own statement reads it in place (an accumulator): where it stores
+        r = store_execution(x, ctx.block_dims)
+        addr_r = linear_offset(strides, r.indices)
     addr_w = linear_offset(strides, w.indices)
-    addr_r = linear_offset(strides, r.operand_indices(reads[0]))
     threads = [p for p in THREAD_TYPES if p in w.launch_index]
     values: dict[str, Expr] = {"offset": addr_r}
     values.update({f"writer {p.cuda_name}": w.launch_index[p] for p in threads})
@@ -118,6 +122,11 @@ def unordered(nest_: PlacedNest) -> list[Hazard]:
                 continue  # a circular buffer's hand-offs: CPASYNC-WAIT and PIPELINE-WAR prove them
             for r, ra, rp in stmts:
                 if name not in ra.reads:
+                    continue
+                if wp == rp:  # one statement reads what it writes (an update in place): no barrier orders a run's
+                    # reads after its writes (execution/barriers.py puts one after it for the next run): a race
+                    # exactly where some thread reads an element another one writes (_handoff)
+                    out.append(Hazard("read after write", name, statement_tensor(w), statement_tensor(r)))
                     continue
                 d = split_point(wp, rp)
                 scope, iw, ir = wp[d][0], wp[d][1], rp[d][1]
