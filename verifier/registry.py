@@ -27,7 +27,7 @@ class Rule:
     family: str
     severity: Severity
     func: Callable[..., Iterable[Diagnostic]]
-    premises: tuple[str, ...] = ()  # codes whose error leaves this rule nothing to check (verify skips it)
+    premises: tuple[str, ...] = ()  # codes whose error (or skip) leaves this rule nothing to check (verify skips it)
 
     @property
     def doc(self) -> str:
@@ -57,7 +57,7 @@ PROVED_BY = {"WGMMA-DESCRIPTOR": "WGMMA-SMEM-LAYOUT"}
 def rule(code: str, *, family: str, severity: Severity = Severity.ERROR, premises: tuple[str, ...] = ()):
     """Register func as the rule `code`. `premises`: codes of rules registered before it whose
     error makes its question moot (a bank-conflict analysis of a block that cannot launch), so
-    verify does not run it then."""
+    verify does not run it then, nor where a premise was not run for its own premises."""
     def register(func):
         if code in RULES:
             raise InternalError(f"rule code {code} registered twice")

@@ -67,8 +67,8 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
             report.rules_not_run.append(r.code)
             gated += 1
             continue
-        if any(d.code in r.premises for d in report.errors):  # its question has no answer (registry.rule)
-            report.rules_not_run.append(r.code)
+        if any(d.code in r.premises for d in report.errors) or any(p in report.rules_not_run for p in r.premises):
+            report.rules_not_run.append(r.code)  # its question has no answer (registry.rule), or its premise's had none
             continue
         report.rules_run.append(r.code)
         try:

@@ -297,3 +297,20 @@ def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_
     codes = decided(fusion)
     race = codes["SMEM-RACE"]
     assert race.counterexample["writer threadIdx.z"] != race.counterexample["reader threadIdx.z"], race.counterexample
+
+
+def test_a_rule_whose_premise_was_skipped_is_skipped_too():
+    """Fuzz seed 61 (mutated), case 727 (37 s, WGMMA-SMEM-LAYOUT undecided): the persistent clustered
+    matmul with T2's transforms propagated after its inlining. INLINE-LOOP-MAP refuses it, so
+    TMA-WHOLE-TILES (its premise) is not run, and WGMMA-SMEM-LAYOUT, whose premise TMA-WHOLE-TILES
+    is, asked its layout question over TMA tiles nobody had placed. A skipped premise skips."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_persistent_cluster()
+    tp.propagate_transforms(_tensor(fusion, "T2"))
+    fusion.assume("K <= 128")
+    start = time.perf_counter()
+    report = tp.verify(fusion, "sm_90a")
+    assert time.perf_counter() - start < 15
+    assert "INLINE-LOOP-MAP" in report.codes and "WGMMA-SMEM-LAYOUT" not in report.codes, report.codes
+    assert {"TMA-WHOLE-TILES", "WGMMA-SMEM-LAYOUT"} <= set(report.rules_not_run)
