@@ -341,20 +341,16 @@ def reduction_slack(fusion: Fusion, inputs: list) -> list:
 def _sums_after_a_rounding(fusion: Fusion) -> tuple[float, frozenset]:
     """(ROUNDINGS_APART of the narrowest 16-bit float a computed tensor is cast to where a sum or an
     MmaOp reads the result, directly or through other ops; the names of those sums), or (0, none)."""
-    readers: dict[str, list] = {}
-    for op in fusion.exprs:
-        for t in op.inputs:
-            readers.setdefault(t.name, []).append(op)
     unit, sums = 0.0, set()
     for cast in fusion.exprs:
         if cast.kind is not OpKind.CAST or cast.output.dtype.name not in ROUNDINGS_APART or cast.inputs[0].is_fusion_input:
             continue
-        reached, todo, found = set(), [cast.output.name], set()
+        reached, todo, found = set(), [cast.output], set()
         while todo:  # every op the rounded values reach
-            for op in readers.get(todo.pop(), []):
+            for op in fusion.uses_of(todo.pop()):
                 if op.output.name not in reached:
                     reached.add(op.output.name)
-                    todo.append(op.output.name)
+                    todo.append(op.output)
                     if op.kind is OpKind.REDUCTION and op.name in ("sum", "fms"):
                         found.add(op.output.name)
         if found:
