@@ -91,7 +91,15 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg2_ws3_r240_ip_ov_ph16", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
                                                     "per_head": 16}),
            ("kt64_wg2_ws2_r240_ip_ph16", 64, {**_R240, "stages": 2, "in_place": True, "per_head": 16}),
-           ("kt256_wg2_ws2_r240_ph16", 256, {**_R240, "stages": 2, "per_head": 16})]
+           ("kt256_wg2_ws2_r240_ph16", 256, {**_R240, "stages": 2, "per_head": 16}),
+           # the softmax's scale, shift, exp2, P's cast and row sum in one loop a thread or each in its own
+           # (fused_softmax; by default fused where O is in place over key tiles of 128 or more), against the
+           # default in the same run
+           ("kt128_wg2_ws3_r240_ip_ov_ph16_sep", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True,
+                                                        "per_head": 16, "fused_softmax": False}),
+           ("kt256_wg2_ws2_r240_ip_pst_sep", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128,
+                                                    "fused_softmax": False}),
+           ("kt128_wg2_ws2_r240_ph16_fs", 128, {**_R240, "stages": 2, "per_head": 16, "fused_softmax": True})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks

@@ -98,14 +98,17 @@ def _check_tensor(fn: str, tv) -> None:
         raise ScheduleError(f"{fn}: expected a TensorView, got {type(tv).__name__} {tv!r:.60}")
 
 
-def _lay_out(tv, rows: list[_Digit], cols: list[_Digit], quads: bool = False) -> None:
+def _lay_out(tv, rows: list[_Digit], cols: list[_Digit], quads: bool = False, split_elements: bool = False) -> None:
     """tv's two innermost loop axes, the tile's rows and columns, split into their digits and
     merged into [.., lane (TIDx), element]; with `quads`, [.., TIDy, TIDx{4}, element]: the lane
     split into the quad (its 4 threads, q, on TIDx) and the quads (on TIDy). Columns that are
     reduction axes (a row reduction of the tile) keep their element digits apart, the rows' first:
     [.., TIDy, rTIDx{4}, v2, rv4, rv1]; a broadcast column axis (a row vector, `cols` empty) stays
     innermost: [.., TIDy, v2, b]; a broadcast row axis (a column vector, `rows` empty, quads) stays
-    where it is: [.., b, TIDx{4}, v4 v1]."""
+    where it is: [.., b, TIDx{4}, v4 v1]. With `split_elements` the element digits stay separate
+    axes in the fragment's order, reduced or not ([.., TIDy, TIDx{4}, v4, v2, v1] and
+    [.., TIDy, rTIDx{4}, rv4, v2, rv1]), so that the tile's elementwise ops and a row reduction's
+    in-thread part can share one loop."""
     reduced = tv.loop[-1].is_reduction
     at = len(tv.loop) - 2 + (not rows)  # where the digits start: after a column vector's broadcast rows
     for digits, pos in ((cols, at + bool(rows)), (rows, at)):  # the columns first: the rows' position stays
@@ -114,13 +117,14 @@ def _lay_out(tv, rows: list[_Digit], cols: list[_Digit], quads: bool = False) ->
             # [.., outer, d]: the outer part is split further at the same position
     order = rows + cols  # the loop axes now, outermost first
     lane = [d for d in order if d.name in ("w", "g", "q")]  # w: a wgmma's warp in the warpgroup
-    elements = sorted((d for d in order if d.weight), key=lambda d: (d in cols and reduced, -d.weight))
+    reduced_last = reduced and not split_elements
+    elements = sorted((d for d in order if d.weight), key=lambda d: (d in cols and reduced_last, -d.weight))
     wanted = lane + elements
     tv.reorder({at + order.index(d): at + k for k, d in enumerate(wanted)})
     quad = [d for d in lane if d.name == "q"]
     for _ in range(len(lane) - 1 - (quads and bool(quad))):  # (w,) g, q -> the thread; (w,) g with quads
         tv.merge(at)
-    if not reduced:
+    if not reduced and not split_elements:
         for _ in range(len(elements) - 1):
             tv.merge(at + 1 + (quads and bool(quad) and bool(rows)))  # after the thread axes
     if quads and quad and not rows:  # a column vector: the quad's threads, every quad holding the columns
@@ -134,7 +138,8 @@ def _lay_out(tv, rows: list[_Digit], cols: list[_Digit], quads: bool = False) ->
         tv.axis(at).parallelize(ParallelType.TIDx)
 
 
-def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bool = False):
+def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bool = False,
+                          split_elements: bool = False):
     """Schedule tv's two innermost loop axes, one instruction tile of `macro` for `operand`, as
     that operand's register fragment: [.., rows, cols] -> [.., lane (TIDx), v]; with `quads`,
     [.., quad (TIDy), lane in the quad (TIDx{4}), v]: the same threads (the linear thread index
@@ -150,7 +155,11 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bo
     wgmma (Hopper) macro, A (64 x 16: the RS form, A read from registers) and C, over the
     warpgroup's 128 threads; its B has no register fragment (ScheduleError).
     `dtype`: the operands' dtype (default tv's; for C, the MmaOp's operands', default
-    bfloat16 for the 16-bit macros). Returns tv.
+    bfloat16 for the 16-bit macros). `split_elements`: a thread's elements as one loop axis
+    per digit, in the fragment's order ([.., TIDx, v4, v2, v1] for a C tile; a row reduction's
+    [.., rTIDx{4}, rv4, v2, rv1]) rather than one merged axis, so that the tile's elementwise ops
+    and a row reduction's in-thread part, inlined at the innermost position, share one loop
+    (attention's fused softmax). Returns tv.
 
         tp.schedule_mma_fragment(a_regs, tp.MmaMacro.Ampere_16_8_8, tp.MmaOperand.A)"""
     _check_tensor("schedule_mma_fragment", tv)
@@ -168,6 +177,8 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bo
         raise ScheduleError(f"schedule_mma_fragment: MmaMacro.{macro.name} is a wgmma, whose B is read from shared "
                             f"memory through a descriptor; only its A (wgmma's register form, RS) and its "
                             f"accumulators (\"C\") are register fragments")
+    if not isinstance(split_elements, bool):
+        raise ScheduleError(f"schedule_mma_fragment: split_elements must be True or False, got {split_elements!r}")
     if dtype is None:
         dtype = tv.dtype if role != "C" else macro.input_dtypes[-1]
     rows, cols = _digits(macro, role, dtype)
@@ -194,7 +205,7 @@ def schedule_mma_fragment(tv, macro: MmaMacro, operand, dtype=None, *, quads: bo
         raise ScheduleError(f"schedule_mma_fragment: {tv.name}'s two innermost axes are {got[0]} x {got[1]}; "
                             f"the {role} tile of MmaMacro.{macro.name} is {want[0]} x {want[1]} "
                             f"({'M x K' if role == 'A' else 'N x K' if role == 'B' else 'M x N'})")
-    _lay_out(tv, rows, cols, quads)
+    _lay_out(tv, rows, cols, quads, split_elements)
     return tv
 
 

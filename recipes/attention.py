@@ -225,7 +225,7 @@ def _attention_fusion(tile: AttentionTile, name: str, lse: bool = False):
 def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, registers=None,
               warpgroups: int = 1, lse: bool = False, in_place: bool = False,
               skip_masked_tiles: bool = True, ping_pong: bool = False, overlap: bool = False,
-              persistent: int | None = None) -> tp.Fusion:
+              persistent: int | None = None, fused_softmax: bool | None = None) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -259,7 +259,15 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     tile's persistent grid (persistent a multiple of the heads, batch x group) keeps the heads on
     blockIdx.z and y and gives each head persistent / heads blocks X on x, block x computing the
     head's row tiles x, x + X, .. in the serial loop, so that every head's blocks do the same causal
-    work; the skip counts read that loop's index (TensorView.loop_index), computed per tile."""
+    work; the skip counts read that loop's index (TensorView.loop_index), computed per tile. With
+    `fused_softmax` each thread's scale, shift, exp2, P's cast and its part of the row sum run in one
+    loop over its elements (the elementwise chain inlined into the row sum's loop, as nvFuser's
+    inlineMost places it; the fragments' element digits kept apart for that,
+    schedule_mma_fragment(split_elements=True)), so that the exponentials interleave with the other
+    instructions; False computes each in a loop of its own; None (the default) fuses where O is
+    rescaled in place over key tiles of 128 keys or more, where an H200 ran it faster (1-5 %; beside
+    a tile's O added, or over 64-key tiles, it ran slower: docs/attention.md). The values are the
+    same bit for bit."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -272,6 +280,9 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         raise tp.ScheduleError(f"attention: ping_pong must be True or False, got {ping_pong!r}")
     if not isinstance(overlap, bool):
         raise tp.ScheduleError(f"attention: overlap must be True or False, got {overlap!r}")
+    if fused_softmax is not None and not isinstance(fused_softmax, bool):
+        raise tp.ScheduleError(f"attention: fused_softmax must be True, False or None (fused where O is in place "
+                               f"over key tiles of 128 keys or more), got {fused_softmax!r}")
     if overlap and not (producer and in_place):
         raise tp.ScheduleError("attention: overlap rotates the loop of a warp-specialized consumer whose O is rescaled "
                                "in place: it needs producer=True and in_place=True")
@@ -318,16 +329,20 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     p_a.split(h + 2, n).split(h, ROWS).split(h + 4, 16).reorder({h + 3: h + 1, h + 4: h + 2, h + 1: h + 4, h + 2: h + 3})
     tp.schedule_mma_fragment(p_a, value, tp.MmaOperand.A, quads=True)
     tiles = {}
+    if fused_softmax is None:
+        fused_softmax = in_place and tile.tile_keys >= 128
+    chain = ("shifted", "scaled", "p", "p_bf16") if fused_softmax else ()  # in the row sum's loop: its digits apart
     for name in ("m", "l"):  # [Z, G, M, rN] -> [Z, G, Mo, rKT, TIDy, rTIDx, v2, rv4, rv1], the tile's part rfactored
         r = t[name]
         r.split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
-        tp.schedule_mma_fragment(r, score, "C", quads=True)
-        tiles[name] = r.rfactor([h + 3, h + 5, h + 6])
+        split = name == "l" and fused_softmax  # [.., TIDy, rTIDx, rv4, v2, rv1]: the chain's digits, in its order
+        tp.schedule_mma_fragment(r, score, "C", quads=True, split_elements=split)
+        tiles[name] = r.rfactor([h + 3, h + 4, h + 6] if split else [h + 3, h + 5, h + 6])
     fragment = (("mask_f", "logits", "scores") if tile.masked else
                 ("query_b", "key_b", "keep", "logits", "scores") if tile.causal else ())
     for name in fragment + ("m_b", "m_c", "shifted", "scaled", "p", "p_bf16"):  # [Z, G, Mo, KT, 64, n] as S's fragment
         t[name].split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
-        tp.schedule_mma_fragment(t[name], score, "C", quads=True)
+        tp.schedule_mma_fragment(t[name], score, "C", quads=True, split_elements=name in chain)
     for name in ("l_b", "normalized", "out"):  # [Z, G, Mo, 64, Dv] as O's fragment
         t[name].split(h, ROWS)
         tp.schedule_mma_fragment(t[name], value, "C", quads=True)
@@ -379,6 +394,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
                                                               t["p_bf16"], p_a, tiles["l"]] + ([] if in_place else [o_tile])
     for x in in_tile:
         x.inline_at(h + 2 + w)  # inside the loop over key tiles
+    for name in chain[:-1]:  # each computed where the next reads it: P's cast and the row sum share the loop
+        t[name].inline_at(len(t[name].get_loop_domain()))
     for x in [t["m"], t["l"], o, t["l_b"], t["normalized"]] + ([t["max_scaled"], t["log_sum"]] if lse else []):
         x.inline_at(h + 1 + w)  # the running max, the sums' accumulators and the epilogue: per warpgroup
     if stages > 1:  # K and V tiles ahead of the loop's iteration

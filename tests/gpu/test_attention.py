@@ -179,14 +179,21 @@ def test_skipping_masked_key_tiles_changes_no_bit(tile, options):
 
 
 def assert_same_outputs(first, second, tile, seed: int) -> None:
-    """Both kernels' outputs on the same random Q, K, V (SDPA's layout, one sequence), bit for bit."""
+    """Both kernels' outputs on the same random Q, K, V (SDPA's layout, one sequence) and, for a
+    masked tile, a random Mask of -inf and finite biases, bit for bit."""
     gen = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(shape, generator=gen).to(torch.bfloat16).cuda() for shape in
                ((1, tile.batch * tile.group, tile.rows, tile.head_dim), (1, tile.batch, tile.keys, tile.head_dim),
                 (1, tile.batch, tile.keys, tile.value_dim)))
+    mask = []
+    if tile.masked:  # every row keeps its first key
+        bias = torch.randn(tile.rows, tile.keys, generator=gen) * 3
+        drop = torch.rand(tile.rows, tile.keys, generator=gen) < 0.3
+        drop[:, 0] = False
+        mask = [bias.masked_fill(drop, float("-inf")).to(torch.bfloat16).cuda().view(1, 1, tile.rows, tile.keys)]
     outs = []
     for kernel in (first, second):
-        got = kernel.run(*attention_views(q, k, v))
+        got = kernel.run(*attention_views(q, k, v), *mask)
         torch.cuda.synchronize()
         outs.append([t.clone() for t in got])
     for a, b in zip(*outs):
@@ -421,3 +428,27 @@ def test_the_bundled_persistent_example_matches_torch():
     fusion = example_module("valid", "attention").persistent_attention_overlapped_in_ping_pong()
     tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
     check(tp.compile(fusion, "sm_90a"), tile)
+
+
+# the softmax's chain fused into the row sum's loop (attention(fused_softmax=True)) against
+# each statement in a loop of its own: the same operations on each element in the same order, so the same
+# bits; a Mask input, the causal predicate with and without skipping, the lse, tails, grouped heads, one
+# key tile, 256-key tiles, the overlap with ping-pong, a persistent grid
+FUSED = [(AttentionTile(rows=300, keys=500, key_tile=64, batch=2, group=2, masked=True), {"stages": 2}),
+         (AttentionTile(rows=200, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2, causal=True),
+          {**_OV, "lse": True}),
+         (AttentionTile(rows=256, keys=256, key_tile=64, causal=True), {"skip_masked_tiles": False}),
+         (AttentionTile(rows=100, keys=120, key_tile=128, head_dim=128, value_dim=128), {}),
+         (AttentionTile(rows=333, keys=777, key_tile=256, batch=2), {**_OV, "in_place": False}),
+         (AttentionTile(rows=256, keys=700, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2),
+          {**_OV, "stages": 3, "overlap": True, "ping_pong": True, "persistent": 3}),
+         (AttentionTile(rows=200, keys=300, key_tile=64, head_dim=256, value_dim=256), _OV)]
+
+
+@pytest.mark.parametrize("tile, options", FUSED, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_the_fused_softmax_loop_matches_torch_and_changes_no_bit(tile, options):
+    fused = tp.compile(attention(tile, fused_softmax=True, **options), "sm_90a")
+    separate = tp.compile(attention(tile, fused_softmax=False, **options), "sm_90a")
+    if not (options.get("lse") or tile.masked):
+        check(fused, tile)
+    assert_same_outputs(fused, separate, tile, seed=3)

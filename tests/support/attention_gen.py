@@ -206,6 +206,8 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
     # a persistent grid of that many blocks over the row tiles; causal: a multiple of the heads (each head's
     # row tiles on that many blocks over the heads), another number refused at the call
     Parameter("persistent", _persistent, _persistent_out_of_range),
+    # the softmax's elementwise chain, P's cast and the row sum in one loop a thread, each alone, or the default
+    Parameter("fused_softmax", lambda rng, _: rng.choice([None, True, False]), lambda rng, _: rng.choice([1, "yes", 0])),
 )
 
 # One entry per recipe function: another recipe is one more line.
