@@ -39,6 +39,26 @@ def test_a_product_of_symbols_keeps_64_bits():
     assert all(p.ctype == "unsigned long long" for p in kernel.ir.params if p.kind is ParamKind.EXTENT)
 
 
+def copy_assuming(*assumptions):
+    with tp.Fusion("copy") as fusion:
+        t0 = tp.make_tensor(["M", "N"]); fusion.add_input(t0)
+        t1 = tp.set(t0); fusion.add_output(t1)
+    for a in assumptions:
+        fusion.assume(a)
+    t1.split(-1, 128)
+    t1.axis(0).parallelize(P.BIDx)
+    t1.axis(-1).parallelize(P.TIDx)
+    return tp.compile(fusion)
+
+
+def test_assumptions_that_bound_each_symbol_give_32_bits():
+    # M N < 2^32 with each bounded alone (run() checks both at launch); a product bound is not read
+    assert copy_assuming("N <= 8192", "M <= 524288").ir.index_bits == 32  # at most 524287 x 8192 + 8191 < 2^32
+    assert copy_assuming("N <= 8192", "M <= 524289").ir.index_bits == 64  # the last row's end reaches 2^32
+    assert copy_assuming("N <= 8192").ir.index_bits == 64
+    assert copy_assuming("M * N <= 4096").ir.index_bits == 64
+
+
 def test_offsets_reaching_2_to_32_keep_64_bits():
     assert copy([65536, 65536]).ir.index_bits == 32  # offsets up to 2^32 - 1
     assert copy([65536, 65537]).ir.index_bits == 64  # 65536 * 65537 > 2^32
