@@ -17,7 +17,7 @@ from support.forked import forked_map
 from support.attention_gen import MUTATIONS, RECIPES, Parameter, Recipe, attention_case
 from tileproof.recipes.attention import AttentionTile, attention, one_tile_attention
 
-DRAWS = range(80)  # enough to draw every mutation once, and causal tiles with row and key tails
+DRAWS = range(90)  # enough to draw every mutation once, and causal tiles with row and key tails
 VERIFIED = range(24)  # verified, and compiled where accepted: the CI budget
 UNDECIDED = "could not prove "  # verifier/findings.undecided: no model, so no counterexample
 
