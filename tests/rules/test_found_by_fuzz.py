@@ -283,6 +283,24 @@ def test_tma_tiles_of_a_nest_whose_inlined_loops_do_not_map_are_not_placed():
     assert "INLINE-LOOP-MAP" in codes and "TMA-WHOLE-TILES" not in codes, sorted(codes)
 
 
+def test_tma_copies_past_their_allocation_are_not_also_proved_disjoint():
+    """Fuzz seed 58 (mutated), case 418 (16 s): the split-N wgmma matmul with A's TMA tile inlined at 0,
+    so that one allocation of a tile's size takes every copy: the first copy past it was found in
+    0.2 s, then the proof that no two copies of a block overlap took 15.8 s. The overlap is moot
+    until the allocation holds the tiles (one cause): it is not asked for that tensor."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_split_n()
+    a_tile = _tensor(fusion, "T4")
+    a_tile.axis(6).parallelize(tp.ParallelType.Bulk)
+    a_tile.inline_at(0)
+    start = time.perf_counter()
+    codes = decided(fusion)
+    assert time.perf_counter() - start < 6
+    past = codes["TMA-WHOLE-TILES"]
+    assert past.tensor == "T4" and past.counterexample["tile end"] > past.counterexample["allocation bytes"]
+
+
 def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_without_a_crash():
     """Fuzz seed 61 (mutated), case 883: the causal ping-pong attention example with O's accumulator
     moved to shared memory; its statement reads what it writes (the in-place update), and the

@@ -25,7 +25,7 @@ from ..analysis.tma import inner_bytes_hint, unencodable
 from ..analysis.tma_issues import Issue, tma_issues
 from ..causes import propose_fix
 from ..context import VerifyContext
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_outcome, report_values, when_clause
 from ..monotone import at_most, proved_over_integers
 from ..registry import rule
@@ -137,6 +137,8 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         off the swizzle period (the hardware swizzles absolute addresses, and
         TMA-SWIZZLE-LAYOUT proves the schedule's layout does the same); where each element
         lands inside the range is the layout rules' (TMA-TILE-CONTIGUITY, TMA-SWIZZLE-LAYOUT).
+        A tensor whose copies run past its allocation is not asked the second question (one
+        cause: the allocation does not hold the tiles).
     Why the hardware needs it:
         A TMA moves the whole box, out-of-bounds rows included (a load writes them as
         zeros), from its shared address on. A box that runs past the buffer overwrites the
@@ -169,8 +171,11 @@ def tma_whole_tiles(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for issue in _placed(ctx):
         if issue.t.missing:
             continue
-        yield from _inside(ctx, issue)
-        if issue.info.direction is Direction.LOAD:  # a TMA store reads its range: overlapping reads are harmless
+        past_end = list(_inside(ctx, issue))
+        yield from past_end
+        # a TMA store reads its range: overlapping reads are harmless; and copies that run past an allocation
+        # too small for the tiles have that one cause: whether they overlap is moot until it holds them
+        if issue.info.direction is Direction.LOAD and not any(d.severity is Severity.ERROR for d in past_end):
             yield from _disjoint(ctx, issue)
 
 
