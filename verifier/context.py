@@ -24,6 +24,7 @@ from .solver import Outcome, Query, ShrinkAccount, Verdict, assumption_terms
 
 # a claim the bit-vectors left undecided, tried over the integers (retried_over_integers)
 INTEGER_RETRY_MS = 5000
+INTEGER_FIRST_MS = 1000  # over_integers_first: a short try before the bit-vector query
 from ..model.symbol_ranges import Admitted, admitted
 
 VERIFY_SHRINK_SECONDS = 0.15  # of solving (resource units) to shrink all of a verify's counterexamples
@@ -160,6 +161,17 @@ class VerifyContext:
         except (KeyError, ValueError):  # an XOR after all (no integer rendering): the unknown stands
             return out
         return out if again.status is Verdict.UNKNOWN else again
+
+    def over_integers_first(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], claim, **prove) -> Outcome | None:
+        """The verdict of `claim(q)` over the integers within INTEGER_FIRST_MS; None where z3 leaves it
+        undecided there or it has no integer rendering (an XOR in its terms, `hint`, that the ranges do
+        not simplify away): the caller's bit-vector query decides it then. `prove`: Query.prove's keywords."""
+        try:
+            q = self.query(hint, ranges, timeout_ms=INTEGER_FIRST_MS, integers=True)
+            out = q.prove(claim(q), **prove)
+        except (KeyError, ValueError):  # an XOR after all: no integer rendering
+            return None
+        return None if out.status is Verdict.UNKNOWN else out
 
     def unproved_over_integers(self, premises, goals, ranges: Mapping[str, Expr]) -> list:
         """The goals, (terms, goal) pairs with goal(q) a claim over `terms`, that are not proved

@@ -64,12 +64,18 @@ class Issue:
             cond = z3.And(self.issued(q), self.in_tile(q)) if tile else self.issued(q)
             return z3.Implies(cond, claim(q))
 
-        q = ctx.shared_query(("tma-issue", id(self)), self.exprs() + extra + list(values.values()), self.m.ranges)
-        out = q.prove(claimed(q), values=values, smallest=smallest)
-        # the shared query is over bit-vectors (the swizzle's XOR); the claim alone may have none
+        # the shared query is over bit-vectors (the swizzle's XOR); the claim alone may have none (or one the
+        # ranges simplify away), and then the integers decide it first: a tile start over symbolic tile counts
+        # took z3 9 s over bit-vectors and 0.01 s over the integers (fuzz seed 64 case 1464)
         mine = extra + list(values.values()) + [b for i in self.t.issue_bounds for b in (i.value, i.extent)]
         if tile:
             mine += list(self.t.tile_coords) + [d.tile_expr for d in self.info.dims]
+        out = ctx.over_integers_first(mine + self.m.hint_exprs(), self.m.ranges, claimed, values=values,
+                                      smallest=smallest)
+        if out is not None:
+            return out
+        q = ctx.shared_query(("tma-issue", id(self)), self.exprs() + extra + list(values.values()), self.m.ranges)
+        out = q.prove(claimed(q), values=values, smallest=smallest)
         return ctx.retried_over_integers(out, mine, self.m.ranges, claimed, values=values, smallest=smallest)
 
     def tile_values(self) -> dict[str, Expr]:
