@@ -315,6 +315,22 @@ def test_a_tma_claim_without_an_xor_is_decided_over_the_integers_first():
     assert "TMA-WHOLE-TILES" not in codes and "PIPELINE-STAGES" in codes, sorted(codes)
 
 
+def test_unrolled_tma_boxes_are_proved_disjoint_over_the_integers_first():
+    """Fuzz seed 93 (mutated), case 423 (13.4 s): the bank-conflict-free TMA transpose with its row axis
+    unrolled and the next one made Bulk; proving two boxes of a block disjoint took 13 s over the
+    bit-vectors and is decided over the integers now (the rule's other findings refuse it)."""
+    import time
+
+    fusion = example_module("valid", "tma_smem").tma_transpose_bank_conflict_free()
+    tile = _tensor(fusion, "T2")
+    tile.axis(1).parallelize(tp.ParallelType.Bulk)
+    tile.axis(0).parallelize(tp.ParallelType.Unroll)
+    start = time.perf_counter()
+    codes = decided(fusion)
+    assert time.perf_counter() - start < 4
+    assert {"SMEM-CAPACITY", "TMA-BOX-SIZE"} <= set(codes) and "TMA-WHOLE-TILES" not in codes, sorted(codes)
+
+
 def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_without_a_crash():
     """Fuzz seed 61 (mutated), case 883: the causal ping-pong attention example with O's accumulator
     moved to shared memory; its statement reads what it writes (the in-place update), and the
