@@ -661,7 +661,8 @@ def _inlined_into_instructions(fusion) -> list[Problem]:
         for t in order:
             if t is d:
                 continue
-            inside = [k for k in range(t.compute_at) if id(groups.of[(t.name, k)]) in instruction]
+            # a compute-at past the loop (its axes merged after inlining) is INLINE-LOOP-MAP's problem
+            inside = [k for k in range(min(t.compute_at, len(t.loop))) if id(groups.of[(t.name, k)]) in instruction]
             if inside:
                 k = inside[0]
                 out.append(Problem(

@@ -331,6 +331,19 @@ def test_unrolled_tma_boxes_are_proved_disjoint_over_the_integers_first():
     assert {"SMEM-CAPACITY", "TMA-BOX-SIZE"} <= set(codes) and "TMA-WHOLE-TILES" not in codes, sorted(codes)
 
 
+def test_a_tensor_inlined_past_its_propagated_loop_is_no_crash_for_lowering_supported():
+    """Fuzz seeds 97 case 112 and 98 case 270 (mutated, on the H200): the bundled attention examples
+    with propagate_transforms(S) after their inlining, which merges the axes of the fused softmax's
+    chain (each inlined at its last position) so that its compute-at lies past its loop:
+    LOWERING-SUPPORTED's look for statements inside an instruction's loops raised KeyError. The
+    compute-at past the loop is INLINE-LOOP-MAP's finding."""
+    attention_examples = example_module("valid", "attention")
+    fusion = attention_examples.persistent_attention_overlapped_in_ping_pong()
+    tp.propagate_transforms(_tensor(fusion, "T3"))
+    codes = decided(fusion)
+    assert "INLINE-LOOP-MAP" in codes, sorted(codes)
+
+
 def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_without_a_crash():
     """Fuzz seed 61 (mutated), case 883: the causal ping-pong attention example with O's accumulator
     moved to shared memory; its statement reads what it writes (the in-place update), and the
