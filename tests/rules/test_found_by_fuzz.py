@@ -344,6 +344,36 @@ def test_a_tensor_inlined_past_its_propagated_loop_is_no_crash_for_lowering_supp
     assert "INLINE-LOOP-MAP" in codes, sorted(codes)
 
 
+def test_readers_of_an_stmatrix_into_registers_are_left_to_ldsm_thread_rows():
+    """Fuzz seed 97, case 1335 (30.8 s on the H200 run, THREAD-VISIBILITY undecided): an stmatrix whose
+    output is a register tensor, read by a broadcast. stmatrix writes shared memory only
+    (LDSM-THREAD-ROWS refuses it), so its output has no register a reader could find; proving which
+    thread wrote what the reader reads over that model ran out of time. No claim is made of it now."""
+    import time
+
+    with tp.Fusion("stmatrix_into_registers") as fusion:
+        t0 = tp.make_tensor(["M", "N"], dtype=tp.float32); fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1, tp.LoadStoreOpType.StMatrix)
+        t3 = tp.broadcast(t2, [False, True, False])
+        t4 = tp.neg(t3); fusion.add_output(t4)
+    fusion.assume("M % 8 == 0")
+    fusion.assume("N <= 64")
+    t4.merge(0)
+    t4.merge(0)
+    t4.split(0, 2, inner_split=True)
+    tp.propagate_transforms(t4)
+    t4.axis(0).parallelize(tp.ParallelType.TIDz)
+    tp.parallelize_all_like(t4)
+    t4.axis(0).parallelize(tp.ParallelType.Serial)
+    start = time.perf_counter()
+    report = tp.verify(fusion, "sm_90a")
+    assert time.perf_counter() - start < 5
+    assert "LDSM-THREAD-ROWS" in report.codes, report.codes
+    assert not [d for d in report.errors if "could not prove" in d.message]
+    assert all(d.tensor != "T2" for d in report.errors if d.code == "THREAD-VISIBILITY")
+
+
 def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_without_a_crash():
     """Fuzz seed 61 (mutated), case 883: the causal ping-pong attention example with O's accumulator
     moved to shared memory; its statement reads what it writes (the in-place update), and the

@@ -72,6 +72,8 @@ def _claims(op: Op, k: int, launched) -> list[Claim]:
         return [Claim("GLOBAL-VISIBILITY", tuple(t for t in LAUNCH_TYPES if t in launched), (), False)]
     if p.memory_type not in ON_CHIP or p.definition is None:
         return []
+    if p.memory_type is not MemoryType.Shared and getattr(p.definition, "op_type", None) in LANE_EXCHANGES:
+        return []  # stmatrix writes shared memory only, no register a reader could find: LDSM-THREAD-ROWS rejects it
     bound = bound_types(p)
     # a grid total (execution/grid_reduction.py) is in the last block of its segment only: the
     # reader must be that block, along the block types reduced too
