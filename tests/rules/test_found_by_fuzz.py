@@ -374,6 +374,33 @@ def test_readers_of_an_stmatrix_into_registers_are_left_to_ldsm_thread_rows():
     assert all(d.tensor != "T2" for d in report.errors if d.code == "THREAD-VISIBILITY")
 
 
+def test_block_visibility_of_a_merged_shared_broadcast_is_decided_over_the_integers_first():
+    """Fuzz seed 95, case 1082 (20 s): a cp.async copy and a shared broadcast of it, every axis merged
+    onto blockIdx.y; each of the two SMEM-BLOCK-VISIBILITY proofs took 10 s over the bit-vectors. Tried
+    over the integers first (no XOR in them), they are decided at once; LAUNCH-GRID refuses the grid."""
+    import time
+
+    with tp.Fusion("merged_shared_broadcast") as fusion:
+        t0 = tp.make_tensor(["M", "N"], dtype=tp.float32); fusion.add_input(t0)
+        t1 = tp.set(t0, tp.LoadStoreOpType.CpAsync)
+        t2 = tp.broadcast(t1, [True, False, False])
+        t3 = tp.set(t2); fusion.add_output(t3)
+    for t in (t1, t2):
+        t.set_memory_type(tp.MemoryType.Shared)
+    fusion.assume("M <= 8")
+    fusion.assume("N % 4 == 0")
+    t3.merge(1)
+    t3.merge(0)
+    tp.propagate_transforms(t3)
+    t3.axis(0).parallelize(tp.ParallelType.BIDy)
+    tp.parallelize_all_like(t3)
+    t1.inline_at(1)
+    start = time.perf_counter()
+    codes = decided(fusion)
+    assert time.perf_counter() - start < 10
+    assert set(codes) == {"LAUNCH-GRID"}, sorted(codes)
+
+
 def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_without_a_crash():
     """Fuzz seed 61 (mutated), case 883: the causal ping-pong attention example with O's accumulator
     moved to shared memory; its statement reads what it writes (the in-place update), and the

@@ -271,13 +271,25 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
     repeated = _repeated(producer, types)
     if not repeated and address and _same_allocated_indices(ctx, producer, r, w, k, claim):
         return Proof(Outcome(Verdict.PROVED), repeated, axes, address)
+    def parts(q):
+        """(the reader runs, a writer writes the element read, the claimed equalities) in q."""
+        same = [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
+        if address:
+            same.append(q.eq(address[1], address[0]))
+        return (_all(q, [q.holds(c) for c in r.conds]),
+                _all(q, [q.holds(c) for c in w.conds] + [q.eq(written[j], read[j]) for j in axes]
+                     + [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise]), same)
+
+    def one_writer(q):  # every writer of the element read is the reader's
+        reader_runs, writes, same = parts(q)
+        return z3.Implies(z3.And(reader_runs, writes), _all(q, same))
+    if not repeated:  # over the integers first where the terms have a rendering there (fuzz seed 95 case 1082:
+        # a shared broadcast over merged symbolic axes on blockIdx.y, 20 s over bit-vectors)
+        out = ctx.over_integers_first(hint, ranges, one_writer, values={**values, **writer_values})
+        if out is not None:
+            return Proof(out, repeated, axes, address)
     q = ctx.query(hint, ranges)
-    reader_runs = _all(q, [q.holds(c) for c in r.conds])
-    writes = _all(q, [q.holds(c) for c in w.conds] + [q.eq(written[j], read[j]) for j in axes]
-                  + [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.premise])
-    same = [q.eq(w.launch_index[p], r.launch_index[p]) for p in claim.compare]
-    if address:
-        same.append(q.eq(address[1], address[0]))
+    reader_runs, writes, same = parts(q)
     if repeated and (witness := _witness(op, k, r, w, types)) is not None:
         # one writer named as a function of the reader: proving it writes the element read
         # (quantifier-free) proves the existential below; if it does not, z3 searches for one
@@ -301,8 +313,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
                                 values=values).proved:
             return Proof(Outcome(Verdict.PROVED), repeated, axes, address)
     if not repeated:
-        out = q.prove(z3.Implies(z3.And(reader_runs, writes), _all(q, same)),
-                      values={**values, **writer_values})
+        out = q.prove(one_writer(q), values={**values, **writer_values})
     else:
         bound = [q.var(name) for name in w.ranges if name not in r.ranges]  # restate: the query's
         within = [z3.And(z3.UGE(v, q.val(0)), z3.ULT(v, q.term(w.ranges[name])))  # facts do not reach them
