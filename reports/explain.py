@@ -34,7 +34,9 @@ def explain_text(code: str) -> str:
         if body:
             lines += ["", f"{name}:", *(f"    {line}" if line else "" for line in body.splitlines())]
     if rule.premises:  # registry.rule(premises=...): verify skips the rule where one of them failed
-        lines += ["", "Not run:", f"    where {' or '.join(rule.premises)} reported an error (this rule's question "
+        *rest, last = rule.premises
+        named = f"{', '.join(rest)} or {last}" if rest else last
+        lines += ["", "Not run:", f"    where {named} reported an error (this rule's question "
                                   f"has no answer then; the report lists it in rules_not_run)"]
     return "\n".join(lines) + "\n"
 

@@ -27,15 +27,15 @@ def row_max_with_its_row_digits_swapped():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("MMA-WARP-COLLECTIVE", "REDUCTION-PARALLEL", "WGMMA-SMEM-LAYOUT", messages=[
+@tp.schedule(expect=tp.rejected("MMA-WARP-COLLECTIVE", "REDUCTION-PARALLEL", messages=[
     "T2's axis 0 (rTIDy{4}) is bound to TIDy, whose indices are part of the warpgroup"],
     warnings=("GLOBAL-COALESCING",)))
 def accumulator_loop_on_tidy_with_split_lanes():
     """The wgmma's K loop bound to TIDy, where TIDy{32} x TIDx{4} are the warpgroup's threads: each
     TIDy index would be a quarter of a warpgroup issuing a different K step (whose operand tiles'
-    descriptors then differ within the warpgroup: WGMMA-SMEM-LAYOUT), and the partial accumulators
-    of the TIDy indices would need a combine tileproof does not lower for tensor-core tiles
-    (REDUCTION-PARALLEL)."""
+    descriptors then differ within the warpgroup), and the partial accumulators of the TIDy indices
+    would need a combine tileproof does not lower for tensor-core tiles (REDUCTION-PARALLEL, a premise
+    of WGMMA-SMEM-LAYOUT: with no serial K-step loop an instance has no one operand tile)."""
     fusion, d, out, m = wgmma_row_max("accumulator_loop_on_tidy_with_split_lanes")
     tp.schedule_mma_fragment(m, tp.MmaMacro.Hopper_64_64_16, "C", quads=True)
     d.axis(0).parallelize(P.TIDy)

@@ -401,6 +401,22 @@ def test_block_visibility_of_a_merged_shared_broadcast_is_decided_over_the_integ
     assert set(codes) == {"LAUNCH-GRID"}, sorted(codes)
 
 
+def test_a_wgmma_whose_k_steps_are_bound_to_threads_has_no_layout_question():
+    """Fuzz seed 101 (mutated), case 611 (31.6 s, WGMMA-SMEM-LAYOUT undecided): the split-N wgmma matmul
+    after inline_most() with its K-step axis bound to TIDy. REDUCTION-PARALLEL refuses an MmaOp's K steps
+    on threads, and without a serial K-step loop a wgmma instance has no one operand tile to ask the
+    layout of: REDUCTION-PARALLEL is a premise of the shared-memory layout rules."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_split_n()
+    tp.inline_most(fusion)
+    _tensor(fusion, "T4").axis(3).parallelize(tp.ParallelType.TIDy)
+    start = time.perf_counter()
+    report = tp.verify(fusion, "sm_90a")
+    assert time.perf_counter() - start < 6
+    assert "REDUCTION-PARALLEL" in report.codes and "WGMMA-SMEM-LAYOUT" in report.rules_not_run, report.codes
+
+
 def test_a_statement_that_updates_a_shared_tensor_in_place_is_ordered_and_raced_without_a_crash():
     """Fuzz seed 61 (mutated), case 883: the causal ping-pong attention example with O's accumulator
     moved to shared memory; its statement reads what it writes (the in-place update), and the

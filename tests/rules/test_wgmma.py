@@ -329,5 +329,5 @@ def test_the_layout_is_not_asked_of_a_tile_the_tma_does_not_place():
     valid = tp.verify(VALID.hopper_matmul_warp_specialized_ping_pong())
     assert valid.ok and "WGMMA-SMEM-LAYOUT" in valid.rules_run
     page = explain_text("WGMMA-SMEM-LAYOUT")  # tileproof explain names the premises
-    assert "Not run:\n    where TMA-WHOLE-TILES or TMA-BULK-PLACEMENT reported an error" in page
+    assert "Not run:\n    where TMA-WHOLE-TILES, TMA-BULK-PLACEMENT or REDUCTION-PARALLEL reported an error" in page
     assert "Not run:" not in explain_text("SMEM-CAPACITY")

@@ -19,7 +19,7 @@ from ...execution.tmem_regions import region_of
 from ...model.mma_op import is_mma
 from ...model.types import MemoryType
 from ..analysis.async_order import order_findings
-from ..analysis.smem_operands import TMA_PLACED, descriptor_ops, layout_findings, operands
+from ..analysis.smem_operands import LAYOUT_PREMISES, descriptor_ops, layout_findings, operands
 from ..analysis.tcgen05_order import check_order
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -37,7 +37,7 @@ def _accumulators(ctx: VerifyContext):
             yield tv
 
 
-@rule("TCGEN05-SMEM-LAYOUT", family="tcgen05", premises=TMA_PLACED)
+@rule("TCGEN05-SMEM-LAYOUT", family="tcgen05", premises=LAYOUT_PREMISES)
 def tcgen05_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """tcgen05.mma reads each operand element where the schedule's shared-memory layout put it, through a valid descriptor.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..analysis.async_order import order_findings
-from ..analysis.smem_operands import TMA_PLACED, descriptor_ops, layout_findings, operands
+from ..analysis.smem_operands import LAYOUT_PREMISES, descriptor_ops, layout_findings, operands
 from ..analysis.wgmma_order import check_order
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
@@ -23,7 +23,7 @@ def _wgmma_ops(ctx: VerifyContext):
     return descriptor_ops(ctx, "wgmma")
 
 
-@rule("WGMMA-SMEM-LAYOUT", family="wgmma", premises=TMA_PLACED)
+@rule("WGMMA-SMEM-LAYOUT", family="wgmma", premises=LAYOUT_PREMISES)
 def wgmma_smem_layout(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """wgmma reads each operand element where the schedule's shared-memory layout put it, through a valid descriptor.
 
