@@ -24,7 +24,7 @@ from .solver import Outcome, Query, ShrinkAccount, Verdict, assumption_terms
 
 # a claim the bit-vectors left undecided, tried over the integers (retried_over_integers)
 INTEGER_RETRY_MS = 5000
-INTEGER_FIRST_MS = 1000  # over_integers_first: a short try before the bit-vector query
+INTEGER_FIRST_MS = 1000  # proof_over_integers_first: a short try before the bit-vector query
 from ..model.symbol_ranges import Admitted, admitted
 
 VERIFY_SHRINK_SECONDS = 0.15  # of solving (resource units) to shrink all of a verify's counterexamples
@@ -132,16 +132,22 @@ class VerifyContext:
         """The z3 context this verify's queries build their terms in, each with its own solver."""
         return z3.Context()
 
+    @cached_property
+    def _first_context(self):
+        """The z3 context of proof_over_integers_first's queries."""
+        return z3.Context()
+
     def query(self, hint: Iterable[Expr], ranges: Mapping[str, Expr] | None = None,
-              timeout_ms: int | None = None, integers: bool = False) -> Query:
+              timeout_ms: int | None = None, integers: bool = False, context: z3.Context | None = None) -> Query:
         """A fresh query whose symbols range over admitted sizes (assumptions, bindings);
         `timeout_ms` shortens z3's default time limit (a warning rule that may give up);
-        `integers=True` decides it over the integers (Query's `integers`)."""
+        `integers=True` decides it over the integers (Query's `integers`); `context`: the z3
+        context to build its terms in (default z3_context, the verify's)."""
         self.queries += 1
         hint = list(hint) + self._assumption_terms
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
         q = Query(hint, dict(ranges or {}), symbols=self.admitted.bounds(), steps=self.admitted.steps(),
-                  shrink=self.shrink, context=self.z3_context, integers=integers,
+                  shrink=self.shrink, context=context or self.z3_context, integers=integers,
                   shared=self._shared_by_queries, **limit)
         for a in self.fusion.assumptions:
             q.assume_sympy(a)
@@ -162,16 +168,18 @@ class VerifyContext:
             return out
         return out if again.status is Verdict.UNKNOWN else again
 
-    def over_integers_first(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], claim, **prove) -> Outcome | None:
-        """The verdict of `claim(q)` over the integers within INTEGER_FIRST_MS; None where z3 leaves it
-        undecided there or it has no integer rendering (an XOR in its terms, `hint`, that the ranges do
-        not simplify away): the caller's bit-vector query decides it then. `prove`: Query.prove's keywords."""
-        try:
-            q = self.query(hint, ranges, timeout_ms=INTEGER_FIRST_MS, integers=True)
+    def proof_over_integers_first(self, hint: Iterable[Expr], ranges: Mapping[str, Expr], claim,
+                                  **prove) -> Outcome | None:
+        """The proof of `claim(q)` over the integers within INTEGER_FIRST_MS; None where z3 does not
+        prove it there (a counterexample is left to the caller's bit-vector query, whose shrinking
+        makes it readable) or it has no integer rendering (an XOR in its terms, `hint`, that the
+        ranges do not simplify away). `prove`: Query.prove's keywords."""
+        try:  # in a context of their own: terms added to the verify's context change how z3 takes its later queries
+            q = self.query(hint, ranges, timeout_ms=INTEGER_FIRST_MS, integers=True, context=self._first_context)
             out = q.prove(claim(q), **prove)
         except (KeyError, ValueError):  # an XOR after all: no integer rendering
             return None
-        return None if out.status is Verdict.UNKNOWN else out
+        return out if out.status is Verdict.PROVED else None
 
     def unproved_over_integers(self, premises, goals, ranges: Mapping[str, Expr]) -> list:
         """The goals, (terms, goal) pairs with goal(q) a claim over `terms`, that are not proved

@@ -115,7 +115,7 @@ def descriptor_findings(ctx: VerifyContext, code: str, tv, op) -> Iterator[Diagn
     values = {"start": start, "element (0, 0)": measured["start"], **shown}
     # over the integers first where the offsets have a rendering there: an A tile allocated across a
     # persistent loop left z3 undecided after 20 s over bit-vectors (fuzz seed 63 case 955, mutated)
-    out = ctx.over_integers_first([start, *measured.values()], ranges, claim, values=values)
+    out = ctx.proof_over_integers_first([start, *measured.values()], ranges, claim, values=values)
     if out is None:
         q = ctx.query([start, *measured.values()], ranges)
         out = q.prove(claim(q), values=values)

@@ -70,8 +70,8 @@ class Issue:
         mine = extra + list(values.values()) + [b for i in self.t.issue_bounds for b in (i.value, i.extent)]
         if tile:
             mine += list(self.t.tile_coords) + [d.tile_expr for d in self.info.dims]
-        out = ctx.over_integers_first(mine + self.m.hint_exprs(), self.m.ranges, claimed, values=values,
-                                      smallest=smallest)
+        out = ctx.proof_over_integers_first(mine + self.m.hint_exprs(), self.m.ranges, claimed, values=values,
+                                            smallest=smallest)
         if out is not None:
             return out
         q = ctx.shared_query(("tma-issue", id(self)), self.exprs() + extra + list(values.values()), self.m.ranges)

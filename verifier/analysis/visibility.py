@@ -285,7 +285,7 @@ def _prove(ctx: VerifyContext, op: Op, k: int, claim: Claim) -> Proof | None:
         return z3.Implies(z3.And(reader_runs, writes), _all(q, same))
     if not repeated:  # over the integers first where the terms have a rendering there (fuzz seed 95 case 1082:
         # a shared broadcast over merged symbolic axes on blockIdx.y, 20 s over bit-vectors)
-        out = ctx.over_integers_first(hint, ranges, one_writer, values={**values, **writer_values})
+        out = ctx.proof_over_integers_first(hint, ranges, one_writer, values={**values, **writer_values})
         if out is not None:
             return Proof(out, repeated, axes, address)
     q = ctx.query(hint, ranges)

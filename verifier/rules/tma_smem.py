@@ -222,8 +222,8 @@ def _disjoint(ctx: VerifyContext, issue: Issue) -> Iterator[Diagnostic]:
         # 13 s over bit-vectors, fuzz seed 93 case 423, mutated)
         mine = [issue.tile_start, other_start, end, t.footprint] + [e for pair in other_bounds for e in pair] + \
             [e for b in t.issue_bounds for e in (b.value, b.extent)]
-        out = ctx.over_integers_first(mine + issue.m.hint_exprs(apart) + issue.m.hint_exprs(), ranges, claim,
-                                      values=values)
+        out = ctx.proof_over_integers_first(mine + issue.m.hint_exprs(apart) + issue.m.hint_exprs(), ranges, claim,
+                                            values=values)
         if out is not None:
             return out
         q = ctx.query(hint + issue.m.hint_exprs(apart), ranges)
