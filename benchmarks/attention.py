@@ -99,7 +99,11 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
                                                         "per_head": 16, "fused_softmax": False}),
            ("kt256_wg2_ws2_r240_ip_pst_sep", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128,
                                                     "fused_softmax": False}),
-           ("kt128_wg2_ws2_r240_ph16_fs", 128, {**_R240, "stages": 2, "per_head": 16, "fused_softmax": True})]
+           ("kt128_wg2_ws2_r240_ph16_fs", 128, {**_R240, "stages": 2, "per_head": 16, "fused_softmax": True}),
+           # causal, one block a row tile: the row tiles in forward block order (heaviest_first=False; the
+           # default reverses them, the heaviest first: Fusion.reversed_blocks)
+           ("kt128_wg2_ws2_r240_fwd", 128, {**_R240, "stages": 2, "heaviest_first": False}),
+           ("kt64_wg2_ws2_r240_ip_fwd", 64, {**_R240, "stages": 2, "in_place": True, "heaviest_first": False})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks

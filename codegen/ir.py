@@ -302,6 +302,7 @@ class KernelIR:
     mbarriers: list[MBarrier] = field(default_factory=list)
     cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster (execution/cluster.py): __cluster_dims__
     dependent_launch: bool = False  # Fusion.dependent_launch: griddepcontrol first, cuLaunchKernelEx with PDL
+    reversed_blocks: tuple[str, ...] = ()  # Fusion.reversed_blocks: blockIdx.x .. read as gridDim.x - 1 - blockIdx.x
     cooperative: bool = False  # a grid barrier (an allreduce's GridReduce): cuLaunchCooperativeKernel, every block resident
     index_bits: int = 64  # unsigned index arithmetic: 32 where lower/index_width.py proves it enough
     max_threads: int = 1024  # the block's threads at any admitted size: __launch_bounds__

@@ -261,9 +261,22 @@ def element_offset(tv: TensorView, idx: dict[int, Expr], allocation: Allocation 
 
 
 def vector_axis(tv: TensorView):
-    """The Vectorize loop ID a statement ends with (its elements move as one access), or None."""
-    if tv.loop and tv.loop[-1].parallel_type is ParallelType.Vectorize:
-        return tv.loop[-1]
+    """The Vectorize loop ID whose elements a statement moves as one access, or None: its innermost
+    loop of a thread, the loop IDs after it bound to thread or block indices (no loop of the thread
+    runs inside it, so `[BIDx, Vectorize{4}, TIDx]` moves a thread's 4 elements at once, as nvFuser
+    lowers it)."""
+    k = vector_position(tv)
+    return None if k is None else tv.loop[k]
+
+
+def vector_position(tv: TensorView) -> int | None:
+    """The position in tv's loop domain of vector_axis(tv), or None."""
+    for k in range(len(tv.loop) - 1, -1, -1):
+        p = tv.loop[k].parallel_type
+        if p is ParallelType.Vectorize:
+            return k
+        if p not in LAUNCH_TYPES:
+            return None
     return None
 
 

@@ -52,7 +52,7 @@ def _transform(t, ids: _Ids) -> str:
 SCHEDULE_STATE = {
     "Fusion": {"name", "symbols", "assumptions", "inputs", "outputs", "tensors", "exprs", "_cluster_dims",
                "reduction_groups", "tmem_regions", "loop_rotation", "_fast_math",
-               "_dependent_launch"},
+               "_dependent_launch", "_reversed_blocks"},
     "TensorView": {"name", "user_name", "dtype", "memory_type", "compute_at", "tmem_dim_sep", "contiguity", "circular", "root",
                    "logical", "history", "loop", "allocation", "multicast_on", "online", "skip", "definition"},
     "Op": {"kind", "name", "op_type", "inputs", "output", "logical_map", "scalar", "cache_op", "macro",
@@ -83,6 +83,8 @@ def fingerprint(fusion: Fusion, target: str) -> str:
         parts.append("fast_math")
     if fusion.dependent_launch:  # likewise
         parts.append("dependent_launch")
+    if fusion.reversed_blocks:  # likewise
+        parts.append("reversed=" + ",".join(p.name for p in fusion.reversed_blocks))
     if fusion.loop_rotation:  # likewise
         parts.append("rotation=" + ";".join(f"{tv.name}@{axis}:" + ",".join(t.name for t in chosen)
                                               for tv, axis, chosen in fusion.loop_rotation))

@@ -17,7 +17,7 @@ from .iterdomain import wrong_enum
 from .options import MmaMacro, Tf32Rounding, checked_cluster_dims
 from .producer_aliases import alias_views
 from .scalar_value import ScalarValue
-from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind
+from .types import CacheOp, LoadStoreOpType, MemoryType, OpKind, ParallelType
 
 _state = threading.local()
 
@@ -149,6 +149,7 @@ class Fusion:
         self.cluster_origin: str | None = None  # the user's file:line setting cluster_dims
         self._fast_math = False
         self._dependent_launch = False
+        self._reversed_blocks: tuple[ParallelType, ...] = ()
 
     @property
     def cluster_dims(self) -> tuple[int, int, int]:
@@ -196,6 +197,26 @@ class Fusion:
         if not isinstance(value, bool):
             raise ScheduleError(f"dependent_launch must be True or False, got {value!r}")
         self._dependent_launch = value
+
+    @property
+    def reversed_blocks(self) -> tuple[ParallelType, ...]:
+        """The block indices the kernel reads in reverse, () by default: with
+        `fusion.reversed_blocks = (tp.ParallelType.BIDx,)` the work of block x is done by the block
+        the GPU numbers gridDim.x - 1 - x. The GPU starts blocks in the order of their numbers, so
+        the work of the highest indices starts first (causal attention's row tiles, the last of
+        which have the most key tiles: FlashAttention's heaviest-first order, which leaves the
+        light tiles for the grid's tail). A relabelling of the blocks: every proof holds as it
+        did, the kernel computes the same values. Not with clusters or grid reductions
+        (LOWERING-SUPPORTED: their ranks and last blocks are the hardware's numbers)."""
+        return self._reversed_blocks
+
+    @reversed_blocks.setter
+    def reversed_blocks(self, value) -> None:
+        types = tuple(value) if isinstance(value, (tuple, list)) else None
+        if types is None or any(p not in (ParallelType.BIDx, ParallelType.BIDy, ParallelType.BIDz) for p in types):
+            raise ScheduleError(f"reversed_blocks must be a tuple of block types (tp.ParallelType.BIDx, BIDy, BIDz), "
+                                f"got {value!r}")
+        self._reversed_blocks = tuple(dict.fromkeys(types))
 
     def __enter__(self) -> "Fusion":
         stack = getattr(_state, "stack", None)

@@ -140,12 +140,31 @@ def _source(ir: KernelIR, cuda_headers: bool, pointers: dict[str, str]) -> str:
     lines.append(f'extern "C" __global__ void{e.launch_bounds()} {ir.name}(')
     lines.append(",\n".join(f"    {p}" for p in e.params()) + ") {")
     lines += e.buffers()
+    lines += [f"  const unsigned {reversed_name(b)} = {b.replace('blockIdx', 'gridDim')} - 1u - {b};  "
+              f"// Fusion.reversed_blocks: the highest index's work starts first" for b in ir.reversed_blocks]
     if ir.dependent_launch:  # before any memory access: what runs after is what runs without
         lines += DEPENDENT_LAUNCH.splitlines()
     lines += emit_tma.barrier_setup(ir.mbarriers, math.prod(ir.cluster))
     lines += body
     lines.append("}")
+    _check_reversed(ir, body)
     return "\n".join(lines) + "\n"
+
+
+def reversed_name(block_index: str) -> str:
+    """The C++ name of a reversed block index (Fusion.reversed_blocks): blockIdx.x -> tp_block_x."""
+    return "tp_block_" + block_index.split(".")[-1]
+
+
+def _check_reversed(ir: KernelIR, body: list[str]) -> None:
+    """Every index the body computes reads a reversed block index by its name: a bare
+    blockIdx.x left in code (not a comment) would mix the hardware's numbering with the proof's."""
+    for line in body:
+        code = _STRING_OR_COMMENT.sub(" ", line)
+        for b in ir.reversed_blocks:
+            if re.search(re.escape(b) + r"\b", code):
+                raise InternalError(f"{ir.name}: {b} is reversed (Fusion.reversed_blocks) but the kernel reads it "
+                                    f"bare: {line.strip()}", rule="LOWERING-SUPPORTED")
 
 
 # Fusion.dependent_launch: wait for the kernels before on the stream (their memory visible), then
@@ -175,7 +194,7 @@ class _Emitter:
         # 64-bit kernel it is widened, so that gridDim.x * blockDim.x cannot wrap
         widen = {d: f"({INDEX_TYPES[64]}){d}" for d in BLOCK_DIMS + GRID_DIMS if d in ir.names} \
             if ir.index_bits == 64 else {}
-        self.names = {**ir.names, **widen}
+        self.names = {**ir.names, **widen, **{b: reversed_name(b) for b in ir.reversed_blocks}}
 
     def x(self, expr) -> str:
         if self.zero:

@@ -246,6 +246,7 @@ def signature(st: Lowering) -> None:
         cluster=cluster_dims(fusion),
         cooperative=reduction.cooperative(st.order),
         dependent_launch=fusion.dependent_launch,
+        reversed_blocks=tuple(p.cuda_name for p in fusion.reversed_blocks),
         max_threads=most_threads(fusion, st.target),
         static_smem_bytes=_static_smem(st),
         views=[st.globals[t.name] for t in _views(fusion)],

@@ -17,7 +17,7 @@ from ...execution.allocation import Allocation
 from ...model.errors import InternalError
 from ...hw.cp_async import is_cp_async
 from ...hw.global_load import is_cached_load, load_cache
-from ...execution.statements import Cond, CondKind, TensorExecution, tensor_execution, vector_axis
+from ...execution.statements import Cond, CondKind, TensorExecution, tensor_execution, vector_axis, vector_position
 from ...model.expr import Expr, substitute, var
 from ...model.fusion import Fusion, symbol_range
 from ...execution.indexing import thread_dims
@@ -66,14 +66,15 @@ class StatementBuilder:
             return path[:-1], matrix_copy(tv, stmt, path[-1].index_var, vec, thread_dims(self.fusion), ranges,
                                           self.answers)
         if vec is not None and not _touches_tensor_memory(stmt):  # tcgen05: lower/tmem.py lowers it
-            name, n = path[-1].index_var, vec
+            k = vector_position(tv)  # the loop IDs after it are bound to threads or blocks: no loops
+            name, n = path[k].index_var, vec
             found = vector_findings(_vector_operands(stmt), n)  # contiguity: proved (VECTORIZE-CONTIGUOUS)
             if found:
                 f = found[0]
                 raise InternalError(f"{tv.name}'s Vectorize axis moves {f.bytes} bytes of {f.operand.tensor}, "
                                     f"yet the schedule verified", rule=f.problem.value)
             stmt = _as_vector(stmt, name, n)
-            path = path[:-1]
+            path = path[:k] + path[k + 1:]
         if is_cp_async(tv.definition):
             stmt = cp_async_statement(tv, stmt)
         elif is_cached_load(tv.definition):

@@ -39,6 +39,7 @@ from ...hw.bulk_copy import is_async_bulk_op
 from ...hw.cp_async import is_cp_async
 from ...hw.global_load import is_cached_load, load_cache
 from ..problems import Problem
+from ..grid_reduction import is_grid_reduction
 from ..loops import (LoopGroups, _allocations, execution_order, launched_loops, loop_groups, nest, statement_items,
                      statement_tensor)
 from .reduction import unsupported_reductions
@@ -485,6 +486,7 @@ def unsupported_features(fusion) -> list[Problem]:
                     f"emits single-GPU kernels and does not lower multi-device parallelization",
                     hint="leave the axis Serial or bind it to a block index (BIDx/BIDy/BIDz)",
                     tensor=tv.name, ids=(i.name,), values={"axis": k}, location=i.origin or tv.origin))
+    out += _reversed_block_problems(fusion, order)
     out += _instruction_features(fusion, order)
     out += _specialized_with_tensor_memory(order)
     out += _pipelined_tcgen05_operands(order)
@@ -503,6 +505,30 @@ def unsupported_features(fusion) -> list[Problem]:
                 hint=f"set {tv.name}'s allocation domain to its logical IterDomains or merges of them",
                 tensor=tv.name, values={"allocation_axes": len(alloc), "logical_axes": len(tv.logical)},
                 location=tv.origin))
+    return out
+
+
+def _reversed_block_problems(fusion, order: list[TensorView]) -> list[Problem]:
+    """Fusion.reversed_blocks beside what reads the hardware's block numbers: a cluster's ranks
+    and a grid reduction's last block (their code is written for the GPU's numbering)."""
+    if not fusion.reversed_blocks:
+        return []
+    shown = ", ".join(p.name for p in fusion.reversed_blocks)
+    out = []
+    size = fusion.cluster_dims[0] * fusion.cluster_dims[1] * fusion.cluster_dims[2]
+    if size > 1:
+        out.append(Problem(
+            f"the fusion reverses its blocks ({shown}) and makes clusters of {size} blocks; a cluster's blocks "
+            f"and ranks are the GPU's numbering, which tileproof does not reverse",
+            hint="drop reversed_blocks, or the clusters (cluster_dims = (1, 1, 1))",
+            values={"cluster_blocks": size}, location=fusion.cluster_origin or fusion.origin))
+    grid = [t.name for t in order if is_grid_reduction(t)]
+    if grid:
+        out.append(Problem(
+            f"the fusion reverses its blocks ({shown}) and reduces over blocks ({', '.join(grid)}); tileproof's "
+            f"grid reductions combine in the block the GPU numbers last",
+            hint="drop reversed_blocks", tensor=grid[0], values={"grid_reductions": len(grid)},
+            location=fusion.origin))
     return out
 
 

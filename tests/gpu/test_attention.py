@@ -452,3 +452,26 @@ def test_the_fused_softmax_loop_matches_torch_and_changes_no_bit(tile, options):
     if not (options.get("lse") or tile.masked):
         check(fused, tile)
     assert_same_outputs(fused, separate, tile, seed=3)
+
+
+# attention(heaviest_first=True, a causal tile's default): each head's row tiles in reverse block order
+# (Fusion.reversed_blocks),
+# a relabelling of the blocks: bit for bit the forward order's, against the causal reference; tails,
+# grouped heads, skipping, the overlap, the lse
+HEAVIEST_FIRST = [
+    (AttentionTile(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2, causal=True),
+     _CAUSAL),
+    (AttentionTile(rows=333, keys=777, key_tile=128, head_dim=128, value_dim=128, batch=2, causal=True),
+     {**_OV, "stages": 3, "overlap": True, "lse": True}),
+    (AttentionTile(rows=1000, keys=1000, key_tile=64, causal=True), {"stages": 2})]
+
+
+@pytest.mark.parametrize("tile, options", HEAVIEST_FIRST,
+                         ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_heaviest_first_matches_torch_and_changes_no_bit(tile, options):
+    reversed_ = tp.compile(attention(tile, heaviest_first=True, **options), "sm_90a")
+    assert "tp_block_x" in reversed_.cuda_source
+    forward = tp.compile(attention(tile, heaviest_first=False, **options), "sm_90a")
+    if not options.get("lse"):
+        check(reversed_, tile)
+    assert_same_outputs(reversed_, forward, tile, seed=5)

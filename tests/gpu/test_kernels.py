@@ -133,6 +133,26 @@ def test_vector_access_needs_an_aligned_array():
         kernel.run(x)
 
 
+@pytest.mark.parametrize("n", [4 * 64 * 5, 4 * 64 * 5 + 4, 4])
+def test_a_vector_before_the_thread_axis_is_one_access_and_exact(n):
+    """[BIDx, Vectorize{4}, TIDx]: a thread's 4 consecutive elements as one 16-byte access, as nvFuser
+    vectorizes it (tileproof once moved them one at a time); N symbolic, a last block past N."""
+    with tp.Fusion("vector_before_threads") as fusion:
+        t0 = tp.make_contig_tensor(1, dtype=tp.float32); fusion.add_input(t0)
+        t1 = tp.set(t0); fusion.add_output(t1)
+    fusion.assume(f"{t0.axis(0).extent} % 4 == 0")
+    t1.split(0, 4).split(0, 64).reorder([0, 2, 1])
+    t1.axis(0).parallelize(tp.ParallelType.BIDx); t1.axis(1).parallelize(tp.ParallelType.Vectorize)
+    t1.axis(2).parallelize(tp.ParallelType.TIDx)
+    kernel = tp.compile(fusion)
+    assert "uint4" in kernel.cuda_source
+    x = randn(n)
+    out = poisoned_like(x)
+    kernel.run(x, out=[out])
+    torch.cuda.synchronize()
+    assert torch.equal(out, x)
+
+
 def test_merged_vector_copy_is_exact():
     kernel = tp.compile(cs.merged_vector_copy())
     x = randn(64, 256)

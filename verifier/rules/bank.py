@@ -24,6 +24,7 @@ from ..diagnostics import Severity
 BANK_TIMEOUT_MS = 200  # a warning's proof per access, and the rule's whole budget of solving (readable
 BANK_BUDGET_MS = 250  # counterexamples included): a verify stays under 0.5 s; what is left unproved is "not analysed"
 MIN_PROOF_MS, MIN_READABLE_MS = 50, 20  # what an access's proof and its counterexample get once it is spent
+MAX_ACCESS_BYTES = 16  # a thread's widest load or store
 
 @rule("SMEM-BANK-CONFLICT", family="bank", severity=Severity.WARNING, premises=("LAUNCH-THREADS",))
 def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
@@ -76,8 +77,8 @@ def smem_bank_conflict(ctx: VerifyContext) -> Iterator[Diagnostic]:
         m = build(ctx, acc)
         width = m.num_regs * acc.tensor.dtype.bytes
         w = width.value if width.is_const else None
-        if w is None:
-            continue
+        if w is None or w > MAX_ACCESS_BYTES:
+            continue  # no one access (VECTORIZE-WIDTH refuses it): no warp phase to count banks in
         yield from _check(ctx, m, w, min(BANK_TIMEOUT_MS, max(budget.left_ms, MIN_PROOF_MS)), budget)
 
 

@@ -7,12 +7,12 @@ from typing import Iterator
 import z3
 
 from ...hw.cp_async import is_cp_async
-from ...execution.statements import element_offset, tensor_execution, vector_axis
+from ...execution.statements import LAUNCH_TYPES, element_offset, tensor_execution, vector_axis, vector_position
 from ...model.global_layout import global_strides
 from ...model.expr import add, const, mod, substitute, var
 from ...model.simplify import Simplifier, multiple_of
 from ...model.tensor import TensorView
-from ...model.types import LoadStoreOpType, MemoryType, OpKind
+from ...model.types import LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ...model.vectorize import (
     VECTOR_BYTES, Finding, VectorOperand, peel_vector, unit_stride, vector_findings,
 )
@@ -28,17 +28,24 @@ FRAGMENT_OPS = (LoadStoreOpType.LdMatrix, LoadStoreOpType.StMatrix, LoadStoreOpT
                 LoadStoreOpType.TMemStore, LoadStoreOpType.TMA)
 
 
+def plain_statement(tv: TensorView) -> bool:
+    """Whether tv's statement is a plain load, store or arithmetic (no fragment instruction,
+    reduction or tensor-memory access, whose Vectorize axes their own rules judge)."""
+    op = tv.definition
+    if op.kind is OpKind.LOAD_STORE and op.op_type in FRAGMENT_OPS:
+        return False
+    if op.kind is OpKind.REDUCTION:
+        return False  # no vector statement: REDUCTION-PARALLEL rejects a Vectorize axis of a reduction
+    return MemoryType.Tensor not in [tv.memory_type] + [t.memory_type for t in op.inputs]  # tcgen05: registers
+
+
 def vector_operands(ctx: VerifyContext, tv: TensorView) -> tuple[list[VectorOperand], str, int] | None:
     """tv's operands as its vector statement touches them (the code generator's offsets), the
     vector axis' index variable and width; None where tv has no plain vector statement."""
     axis = vector_axis(tv)
-    op = tv.definition
-    if axis is None or (op.kind is OpKind.LOAD_STORE and op.op_type in FRAGMENT_OPS) or axis.static_extent is None:
+    if axis is None or axis.static_extent is None or not plain_statement(tv):
         return None
-    if op.kind is OpKind.REDUCTION:
-        return None  # no vector statement: REDUCTION-PARALLEL rejects a Vectorize axis of a reduction
-    if MemoryType.Tensor in [tv.memory_type] + [t.memory_type for t in op.inputs]:
-        return None  # a tcgen05 access: its Vectorize axis is the instruction's registers
+    op = tv.definition
     ex = tensor_execution(tv, ctx.block_dims)
     index = ex.env[axis.uid]
     if index.op != "var":
@@ -77,7 +84,9 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         rules), each shared- or global-memory operand moves n * element bytes in one access:
         2, 4, 8 or 16 bytes, with its own element size (a cast from bfloat16 to float32 moves
         2n bytes of its input and 4n of its output). Register operands may have any width
-        (they are accessed element by element where needed).
+        (they are accessed element by element where needed). Such a statement has one
+        Vectorize axis, and only axes bound to thread or block indices after it (a loop of
+        the thread inside it would move its elements one at a time, the vector dropped).
     Why the hardware needs it:
         A GPU thread's widest load or store is 16 bytes (ld/st.v4.b32; .v2.b64); there is
         no 12- or 32-byte access. A wider or odd vector would have to be split into several
@@ -95,12 +104,53 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
         Programming Guide, device memory accesses (naturally aligned 1-, 2-, 4-, 8- or 16-byte words);
         docs/hardware.md#vector-loads-and-stores
     """
-    # Formal statement: none, structural (n * bytes(dtype) in {2, 4, 8, 16} for each shared/global operand)
+    # Formal statement: none, structural (n * bytes(dtype) in {2, 4, 8, 16} for each shared/global operand;
+    #   one Vectorize axis, with only thread- and block-bound axes after it)
+    reported = set()
+    for tv in ctx.executed():
+        for d in _not_one_vector(tv):
+            reported.add(tv.name)
+            yield d
     for tv, operands, _, n in _vectors(ctx):
-        if is_cp_async(tv.definition):
-            continue  # one cp.async moves the vector: CPASYNC-SIZE checks its bytes
+        if is_cp_async(tv.definition) or tv.name in reported:
+            continue  # one cp.async moves the vector: CPASYNC-SIZE checks its bytes; one cause a tensor
         for f in vector_findings(operands, n):
             yield _too_wide(tv, operands, n, f)
+
+
+def _not_one_vector(tv: TensorView) -> Iterator[Diagnostic]:
+    """A plain statement with a shared or global operand whose Vectorize axes are not one access:
+    two or more of them (nvFuser allows one), or one with a loop of the thread inside it (its
+    elements would be moved one at a time: the vector silently dropped)."""
+    vec = [k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Vectorize]
+    op = tv.definition
+    accessed = [t for t in [tv, *op.inputs] if t.memory_type in (MemoryType.Shared, MemoryType.Global)]
+    if not vec or not accessed or not plain_statement(tv):
+        return
+    where = dict(tensor=tv.name, ids=[tv.loop[k].name for k in vec], location=tv.loop[vec[-1]].origin or tv.origin)
+    shown = ", ".join(f"axis {k} ({tv.loop[k].label()})" for k in vec)
+    if len(vec) > 1:
+        yield finding(
+            "VECTORIZE-WIDTH",
+            f"{tv.name} has {len(vec)} Vectorize axes ({shown}); one access moves the elements of one Vectorize "
+            f"axis, and nvFuser allows one a tensor",
+            notes=[f"`{op}` reads or writes {', '.join(t.name for t in accessed)} in shared or global memory"],
+            counterexample={"vectorize_axes": len(vec)},
+            hint=f"merge the axes into one before parallelizing it as Vectorize, or parallelize all but the "
+                 f"innermost as Unroll", **where)
+        return
+    k = vec[0]
+    if vector_position(tv) is None:
+        inner = next(j for j in range(k + 1, tv.ndim) if tv.loop[j].parallel_type not in LAUNCH_TYPES)
+        yield finding(
+            "VECTORIZE-WIDTH",
+            f"{tv.name}'s Vectorize axis {k} ({tv.loop[k].label()}) has a loop of each thread inside it, axis "
+            f"{inner} ({tv.loop[inner].label()}): its elements would be moved one at a time, not as one access",
+            notes=[f"only axes bound to thread or block indices may follow a Vectorize axis (they are no loops "
+                   f"of the thread)"],
+            counterexample={"vectorize_axis": k, "inner_loop_axis": inner},
+            hint=f"reorder {tv.name} so that axis {inner} comes before its Vectorize axis, or parallelize axis "
+                 f"{k} as Unroll", **where)
 
 
 def _too_wide(tv: TensorView, operands: list[VectorOperand], n: int, f: Finding) -> Diagnostic:
