@@ -126,10 +126,13 @@ def cast(np, values, source, dest):
         return np.where(np.isnan(values), 0.0, np.clip(np.trunc(values), lo, hi))
 
 
-def reference(fusion: Fusion, inputs: list, absolute_sums: frozenset = frozenset()) -> list:
+def reference(fusion: Fusion, inputs: list, absolute_sums: frozenset = frozenset(),
+              nudged_sums: dict[str, float] | None = None) -> list:
     """The outputs (float64 numpy arrays) for numpy input values, in fusion.outputs order. The
     sums (or MmaOps: sums of products) named in `absolute_sums` add the absolute values of their
-    terms: the magnitudes a difference in the terms' rounding scales with (reduction_slack)."""
+    terms: the magnitudes a difference in the terms' rounding scales with (reduction_slack). A sum
+    named in `nudged_sums` is moved by its factor times the sum of its terms' absolute values: a
+    float sum's largest error, carried through what reads it (reduction_slack)."""
     import numpy as np
 
     values = {t.name: round_to(np.asarray(a, dtype=np.float64), t.dtype) for t, a in zip(fusion.inputs, inputs)}
@@ -143,6 +146,8 @@ def reference(fusion: Fusion, inputs: list, absolute_sums: frozenset = frozenset
         args = [values[t.name] for t in op.inputs]
         if op.kind is OpKind.REDUCTION:
             value = _reduce(np, op, args, sizes, op.output.name in absolute_sums)
+            if nudged_sums and op.output.name in nudged_sums:
+                value = value + nudged_sums[op.output.name] * _reduce(np, op, args, sizes, True)
         else:  # over the output's root axes; a committed logical domain (commit_leaf_to_logical) permutes them
             value = _apply(np, op, args, sizes)
             if [i.uid for i in op.output.root] != [i.uid for i in op.output.logical]:
@@ -319,7 +324,9 @@ def reduction_slack(fusion: Fusion, inputs: list) -> list:
     """Per output, the absolute error a float reduction may add beyond `tolerance`: the kernel
     adds in float32 (float64 for float64) in another order than this float64 reference, so its
     error scales with the magnitudes of the terms (the outputs computed from |inputs|), not with
-    the total, which may cancel. Where a computed tensor is rounded to a 16-bit float before a sum
+    the total, which may cancel. What reads a sum carries its error on (x / sum(x) of a row whose
+    sum nearly cancels is off by the sum's error over the sum squared, far more than |x| / sum|x|),
+    so each sum's largest error is also carried through the reference (`_carried_sum_error`). Where a computed tensor is rounded to a 16-bit float before a sum
     reads it (attention's P, bfloat16 for P V), the kernel's terms may each be one rounding from
     the reference's (its float32 value on the other side of a rounding boundary, or an online
     softmax's P rounded at the running max, then rescaled): that adds ROUNDINGS_APART times the
@@ -331,11 +338,35 @@ def reduction_slack(fusion: Fusion, inputs: list) -> list:
         return [0.0] * len(fusion.outputs)
     magnitudes = reference(fusion, [np.abs(np.asarray(a, dtype=np.float64)) for a in inputs])
     slack = [4 * tolerance(t.dtype)[0] * np.nan_to_num(np.abs(m), posinf=0.0) for t, m in zip(fusion.outputs, magnitudes)]
+    slack = [s + c for s, c in zip(slack, _carried_sum_error(fusion, inputs))]
     unit, sums = _sums_after_a_rounding(fusion)
     if sums:
         terms = reference(fusion, inputs, absolute_sums=sums)
         slack = [s + unit * np.nan_to_num(np.abs(m), posinf=0.0) for s, m in zip(slack, terms)]
     return slack
+
+
+def _carried_sum_error(fusion: Fusion, inputs: list) -> list:
+    """Per output, how far it moves when one sum of the fusion moves by its largest float error
+    (4 rtol of the sum's dtype times the sum of its terms' absolute values), up or down, summed
+    over the sums: the first-order error the kernel's rounding of each sum carries to the output
+    through the ops that read it (a division by it, an exp of it). Unbounded (inf) where a move
+    makes the output NaN or infinite: its value there is not fixed by float arithmetic."""
+    import numpy as np
+
+    sums = [op.output for op in fusion.exprs if op.kind is OpKind.REDUCTION and op.name in ("sum", "fms")
+            and op.output.dtype.name in FLOAT_TOLERANCE]
+    base = reference(fusion, inputs) if sums else []
+    carried = [np.zeros(np.shape(b)) for b in base] or [0.0] * len(fusion.outputs)
+    for s in sums:
+        unit = 4 * tolerance(s.dtype)[0]
+        with np.errstate(all="ignore"):
+            moved = [np.maximum(np.abs(up - b), np.abs(down - b)) for b, up, down in zip(
+                base, reference(fusion, inputs, nudged_sums={s.name: unit}),
+                reference(fusion, inputs, nudged_sums={s.name: -unit}))]
+        carried = [c + np.where(np.isnan(m) & ~np.isnan(b), np.inf, np.nan_to_num(m, nan=0.0))
+                   for c, m, b in zip(carried, moved, base)]
+    return carried
 
 
 def _sums_after_a_rounding(fusion: Fusion) -> tuple[float, frozenset]:
@@ -358,8 +389,11 @@ def _sums_after_a_rounding(fusion: Fusion) -> tuple[float, frozenset]:
     return unit, frozenset(sums)
 
 
+FLOAT_TOLERANCE = {"float64": (1e-12, 1e-12), "float32": (1e-5, 1e-6), "float16": (2e-3, 1e-4),
+                   "bfloat16": (1.6e-2, 1e-3)}
+
+
 def tolerance(dtype) -> tuple[float, float]:
     """(rtol, atol) for comparing a kernel's output with the reference: the kernel computes
     in float (one rounding per op), the reference in float64 then rounds."""
-    return {"float64": (1e-12, 1e-12), "float32": (1e-5, 1e-6), "float16": (2e-3, 1e-4),
-            "bfloat16": (1.6e-2, 1e-3)}.get(dtype.name, (0.0, 0.0))
+    return FLOAT_TOLERANCE.get(dtype.name, (0.0, 0.0))
