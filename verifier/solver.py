@@ -53,16 +53,35 @@ SIZE_PROBES = 8
 SIZE_PROBE_MS = 100
 SIZE_PROBE_SECONDS = float(os.environ.get("TILEPROOF_SIZE_PROBE_SECONDS", "1.0"))
 # a claim that divides by a symbolic term (a persistent grid's tile index by the count of N tiles)
-# is first tried with each such quotient and remainder a free variable, bounded as they are
-# (remainder < divisor, quotient <= dividend): bit-blasting a division by a variable is the
-# costly part, and a claim proved so holds for the real terms too; a failure (the claim needed
-# the division) falls through to the full proof
-ABSTRACT_MS = 500
+# is first tried with each such quotient and remainder an uninterpreted function of its operands,
+# bounded as they are (remainder < divisor, quotient <= dividend): bit-blasting a division by a
+# variable is the costly part, and a claim proved so holds for the real terms too; a failure (the
+# claim needed the division) falls through to the full proof. 1500: the stmatrix epilogue's
+# ALLOCATION-DISTINCT with a thread-bound output axis (fuzz seed 106 case 405) needs about 1.2 s
+# here and took 30 s of full proof without it
+ABSTRACT_MS = 1500
 # the rewriting _valid_alone may do before a claim goes to the solver (the bundled examples' claims
 # take under 1000 steps)
 SIMPLIFY_STEPS = 100_000
 _DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_IDIV)
 _REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I, z3.Z3_OP_MOD)
+
+
+def _depth(term) -> int:
+    """The height of a z3 term's tree (1 for a leaf)."""
+    heights: dict[int, int] = {}
+    stack = [(term, False)]
+    while stack:
+        a, expanded = stack.pop()
+        if a.get_id() in heights:
+            continue
+        kids = a.children() if z3.is_app(a) else []
+        if expanded or not kids:
+            heights[a.get_id()] = 1 + max((heights[k.get_id()] for k in kids), default=0)
+        else:
+            stack.append((a, True))
+            stack.extend((k, False) for k in kids if k.get_id() not in heights)
+    return heights[term.get_id()]
 
 
 def _valid_alone(claim) -> bool:
@@ -472,23 +491,31 @@ class Query:
 
     def _proved_without_symbolic_division(self, claim) -> bool:
         """Whether claim holds with each division and remainder by a non-constant term replaced
-        by a fresh variable bounded as the term is (ABSTRACT_MS): if so it holds for the terms.
-        False where the claim has none, has a quantifier, or needs the division itself."""
+        by an uninterpreted function of its operands bounded as the term is (ABSTRACT_MS): if so it
+        holds for the terms. Equal operands still give equal quotients (two points of one thread
+        whose indices agree divide the same value), which is all many claims need of them. False
+        where the claim has none, has a quantifier, or needs the division itself."""
         found = self._symbolic_divisions(claim)
         if not found:
             return False
-        fresh = [z3.FreshConst(t.sort(), "abstracted") for t in found]
-        pairs = list(zip(found, fresh))
+        pairs, functions = [], {}
+        for t in sorted(found, key=_depth):  # operands first: a term's operands are abstracted in its own
+            kind = t.decl().kind()
+            f = functions.get((kind, t.sort()))
+            if f is None:
+                f = functions[(kind, t.sort())] = z3.Function(
+                    f"abstracted_{'remainder' if kind in _REMAINDERS else 'quotient'}", t.sort(), t.sort(), t.sort())
+            pairs.append((t, f(*[z3.substitute(a, *pairs) if pairs else a for a in t.children()])))
         zero = self.val(0)
         bounds = []
         for t, v in pairs:
-            x, d = t.arg(0), t.arg(1)
+            x, d = v.arg(0), v.arg(1)
             if t.decl().kind() in _REMAINDERS:  # x % d < d (z3's: d > 0 for integers)
                 bounds.append(z3.Implies(z3.UGT(d, zero), z3.ULT(v, d)) if self.bv else z3.Implies(d > 0, z3.And(v >= 0, v < d)))
             else:  # x / d <= x for d >= 1 (x >= 0 for integers)
                 bounds.append(z3.Implies(z3.UGT(d, zero), z3.ULE(v, x)) if self.bv
                               else z3.Implies(z3.And(d > 0, x >= 0), z3.And(v >= 0, v <= x)))
-        s = self._solver(*[z3.substitute(b, *pairs) for b in bounds], z3.Not(z3.substitute(claim, *pairs)))
+        s = self._solver(*bounds, z3.Not(z3.substitute(claim, *pairs)))
         return self._check(s, units(min(self.timeout_ms, ABSTRACT_MS)))[0] == z3.unsat
 
     def _symbolic_divisions(self, claim) -> list | None:
@@ -508,10 +535,11 @@ class Query:
             if kind != z3.Z3_APP_AST:
                 continue  # a numeral
             app = z3.Z3_to_app(ref, a)
-            if z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app)) in _DIVISIONS + _REMAINDERS and \
-                    not z3.Z3_is_numeral_ast(ref, z3.Z3_get_app_arg(ref, app, 1)):
+            kind, args = z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, app)), [
+                z3.Z3_get_app_arg(ref, app, i) for i in range(z3.Z3_get_app_num_args(ref, app))]
+            if kind in _DIVISIONS + _REMAINDERS and not z3.Z3_is_numeral_ast(ref, args[1]):
                 found.append(_to_expr_ref(a, self.ctx))  # as ExprRef.children makes them
-            stack.extend(z3.Z3_get_app_arg(ref, app, i) for i in range(z3.Z3_get_app_num_args(ref, app)))
+            stack.extend(args)
         return found
 
     def _readable(self, s: z3.Solver, m, smallest: Expr | None, allowed: int | None = None, solved_in: int = 0):

@@ -448,3 +448,54 @@ def test_a_rule_whose_premise_was_skipped_is_skipped_too():
     assert time.perf_counter() - start < 15
     assert "INLINE-LOOP-MAP" in report.codes and "WGMMA-SMEM-LAYOUT" not in report.codes, report.codes
     assert {"TMA-WHOLE-TILES", "WGMMA-SMEM-LAYOUT"} <= set(report.rules_not_run)
+
+
+def test_a_tma_claim_whose_access_hints_hold_the_swizzle_is_decided_over_the_integers_first():
+    """Fuzz seed 105, case 1705 (58 s on the H200, 112 s here): the persistent warp-specialized matmul
+    with T2's transforms propagated and everything inlined; that B's copies stay inside its tile
+    allocated across the symbolic tile counts was left to the bit-vectors (76 s, no verdict)
+    because the access's sizing hints held the swizzle's XOR, though the claim did not."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_persistent()
+    tp.propagate_transforms(_tensor(fusion, "T2"))
+    tp.inline_most(fusion)
+    tp.inline_most(fusion)
+    start = time.perf_counter()
+    report = tp.verify(fusion, "sm_90a", rules=["TMA-WHOLE-TILES"])
+    assert time.perf_counter() - start < 10
+    # A's copies run past its allocation (a counterexample); B's are proved inside
+    (finding,) = [d for d in report.diagnostics if d.code == "TMA-WHOLE-TILES"]
+    assert "T4" in finding.message and finding.counterexample, finding.message
+
+
+def test_two_lanes_of_one_thread_keep_equal_quotients_in_the_abstraction():
+    """Fuzz seed 106 (mutated-mma-wgmma), case 405 (23 s on the H200): the stmatrix epilogue with its
+    output's outer axis on TIDx divides by ceil(N / 256). ALLOCATION-DISTINCT's claim needs only
+    that the same thread's index gives the same quotient: with the quotients free variables the
+    abstraction could not prove it and the full proof took 30 s; as an uninterpreted function of
+    its operands it is proved in about a second (verifier/solver.py)."""
+    import time
+
+    fusion = wgmma.hopper_matmul_warp_specialized_stmatrix_by_box()
+    _tensor(fusion, "T7").axis(0).parallelize(P.TIDx)
+    start = time.perf_counter()
+    report = tp.verify(fusion, "sm_90a", rules=["ALLOCATION-DISTINCT"])
+    assert time.perf_counter() - start < 12
+    assert {d.tensor for d in report.diagnostics if d.code == "ALLOCATION-DISTINCT"} == {"T4", "T5"}
+
+
+def test_the_division_abstraction_keeps_congruence():
+    """Equal operands give equal quotients in the abstraction (what the case above needs); a claim
+    about the quotient's value is left to the full proof."""
+    import z3
+
+    from tileproof.model.expr import const, floordiv, var
+    from tileproof.verifier.solver import Query
+
+    x, y, n = var("x"), var("y"), var("n")
+    qx, qy = floordiv(x * 8 + 3, n), floordiv(y * 8 + 3, n)
+    q = Query([qx, qy], {"x": n, "y": n}, symbols={"n": (1, 1000)})
+    assert q._proved_without_symbolic_division(z3.Implies(q.eq(x, y), q.eq(qx, qy)))
+    assert not q._proved_without_symbolic_division(q.lt(qx, const(8)))  # true (x < n), but needs the division
+    assert q.prove(q.lt(qx, const(8))).proved

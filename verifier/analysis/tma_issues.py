@@ -70,8 +70,9 @@ class Issue:
         mine = extra + list(values.values()) + [b for i in self.t.issue_bounds for b in (i.value, i.extent)]
         if tile:
             mine += list(self.t.tile_coords) + [d.tile_expr for d in self.info.dims]
-        out = ctx.proof_over_integers_first(mine + self.m.hint_exprs(), self.m.ranges, claimed, values=values,
-                                            smallest=smallest)
+        # the access's sizing hints may hold the swizzle's XOR where the claim does not: only its others go
+        mine += [h for h in self.m.hint_exprs() if not h.has_op("xor")]
+        out = ctx.proof_over_integers_first(mine, self.m.ranges, claimed, values=values, smallest=smallest)
         if out is not None:
             return out
         q = ctx.shared_query(("tma-issue", id(self)), self.exprs() + extra + list(values.values()), self.m.ranges)
