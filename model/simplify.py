@@ -151,6 +151,8 @@ class Simplifier:
         args = list(map(self.simplify, e.args))
         if e.op in ("floordiv", "mod"):
             return self._divide(e.op, *args)
+        if e.op == "xor":
+            return self._xor(*args)
         out = BUILDERS[e.op](*args)
         return self._recombine(out) if out.op == "add" else out
 
@@ -189,7 +191,51 @@ class Simplifier:
         g = gcd(c, *(_factors(t)[1] for t in terms)) if c is not None and op == "floordiv" else 1
         if g > 1:  # (g*x) // (g*c) = x // c
             return self.simplify(floordiv(add(*(exact_quotient(t, const(g)) for t in terms)), c // g))
+        if c is not None and c > 1 and len(terms) > 1:
+            out = self._small_rest(op, terms, c)
+            if out is not None:
+                return out
         return BUILDERS[op](a, b)
+
+    def _small_rest(self, op: str, terms: list[Expr], c: int) -> Expr | None:
+        """(g x + y) // (g k) = x // k and (g x + y) % (g k) = g (x % k) + y where 0 <= y < g, for
+        the largest such divisor g of c: a merged index split by another factor, ((64 ty + mn) // 128
+        = ty // 2 for mn < 64), written alike wherever it is built."""
+        for g in sorted((d for d in range(2, c + 1) if c % d == 0), reverse=True) if c <= 1 << 16 else ():
+            high = [u for u in terms if multiple_of(u, g, self.steps)]
+            low = [u for u in terms if not any(u is h for h in high)]
+            if not high or not low:
+                continue
+            rest = self.bounds(add(*low))
+            if rest.lo is None or rest.lo < 0 or rest.hi is None or rest.hi >= g:
+                continue
+            x = add(*(q if (q := exact_quotient(u, const(g))) is not None else floordiv(u, g) for u in high))
+            if op == "floordiv":
+                return self.simplify(floordiv(x, c // g))
+            return self.simplify(add(mul(mod(x, c // g), g), *low))
+        return None
+
+    def _xor(self, a: Expr, b: Expr) -> Expr:
+        """a ^ b, both simplified, with the summands of one side that are multiples of 2^k taken
+        out where the rest of it and the other side lie in [0, 2^k): (H + L) ^ y = H + (L ^ y), no
+        carry reaching H's bits and y having none of them (a swizzle's XOR of a tile's low bits
+        beside its symbolic start)."""
+        for x, y in ((a, b), (b, a)):
+            terms, other = _summands(x), self.bounds(y)
+            if len(terms) < 2 or other.hi is None or not self._non_negative(y) or \
+                    not all(self._non_negative(u) for u in terms):
+                continue
+            k = other.hi.bit_length()
+            while True:
+                high = [u for u in terms if multiple_of(u, 1 << k, self.steps)]
+                low = [u for u in terms if not any(u is h for h in high)]
+                top = self.bounds(add(*low)).hi if low else 0
+                if top is None or not high:
+                    break
+                if top.bit_length() <= k:
+                    return self.simplify(add(*high, BUILDERS["xor"](add(*low) if low else const(0), y)))
+                k = top.bit_length()
+        return BUILDERS["xor"](a, b)
 
     def _recombine(self, e: Expr) -> Expr:
         """(x // d) * d * k + (x % d) * k = x * k: a merge's split index put back together (for

@@ -268,3 +268,38 @@ def test_a_query_sizes_its_bit_vectors_from_bounds():
     q = Query([E.mul(x, 1000)], {"x": E.const(1000)})
     assert q.width == (999 * 1000).bit_length() + 2
     assert q.admits([E.mul(x, 100)]) and not q.admits([E.mul(x, x, x)])
+
+
+SMALL = {"a": E.const(4), "b": E.const(64), "c": E.const(8), "n": (1, 50)}
+
+
+def _same_everywhere(e, s, ranges=SMALL, draws=3000):
+    rng = random.Random(0)
+    for _ in range(draws):
+        env = {k: rng.randrange(r.value) if isinstance(r, E.Expr) else rng.randint(*r) for k, r in ranges.items()}
+        assert evaluate(e, env) == evaluate(s, env), (e, s, env)
+
+
+@pytest.mark.parametrize("build, want", [
+    (lambda a, b, c, n: E.floordiv(a * 64 + b, 128), "a // 2"),  # a merged index split by another factor
+    (lambda a, b, c, n: E.mod(a * 64 + b, 128), "b + 64*(a % 2)"),
+    (lambda a, b, c, n: E.mod(n * 24 + a * 2 + 1, 48), "2*a + 24*(n % 2) + 1"),
+    (lambda a, b, c, n: E.floordiv(n * c * 8 + a + b * 3, 12), None),  # 3 b reaches 189: no small rest
+])
+def test_a_division_by_g_k_of_g_x_plus_a_rest_below_g_drops_the_rest(build, want):
+    e = build(*map(E.var, "abcn"))
+    s = simplify(e, SMALL)
+    assert str(s) == (want or str(e))
+    _same_everywhere(e, s)
+
+
+@pytest.mark.parametrize("build, want", [
+    (lambda a, b, c, n: (a * 32 + b % 16 * 2 + n * c * 1024) ^ (c * 16), "n*c*1024 + (a*32 + (b % 16)*2 ^ c*16)"),
+    (lambda a, b, c, n: (c * 16) ^ (a * 32 + n * c * 1024 + (b % 16) * 2), "n*c*1024 + (a*32 + (b % 16)*2 ^ c*16)"),
+    (lambda a, b, c, n: (n * 64 + a) ^ (c * 16), None),  # 64 n is no multiple of 128, which c * 16 needs
+])
+def test_an_xor_of_low_bits_leaves_a_sum_s_high_multiples_out(build, want):
+    e = build(*map(E.var, "abcn"))
+    s = simplify(e, SMALL)
+    assert str(s) == (want or str(e))
+    _same_everywhere(e, s)
