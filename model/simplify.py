@@ -29,7 +29,8 @@ bound that needs it: z3 defines x / 0 as all ones, Python raises.
 
 from __future__ import annotations
 
-from math import gcd
+from functools import lru_cache
+from math import gcd, isqrt
 from typing import Callable, Mapping, NamedTuple, Union
 
 from .expr import BUILDERS, Expr, add, as_expr, const, floordiv, mod, mul, substitute
@@ -201,7 +202,7 @@ class Simplifier:
         """(g x + y) // (g k) = x // k and (g x + y) % (g k) = g (x % k) + y where 0 <= y < g, for
         the largest such divisor g of c: a merged index split by another factor, ((64 ty + mn) // 128
         = ty // 2 for mn < 64), written alike wherever it is built."""
-        for g in sorted((d for d in range(2, c + 1) if c % d == 0), reverse=True) if c <= 1 << 16 else ():
+        for g in _divisors(c):
             high = [u for u in terms if multiple_of(u, g, self.steps)]
             low = [u for u in terms if not any(u is h for h in high)]
             if not high or not low:
@@ -254,6 +255,13 @@ class Simplifier:
                     out = add(*(a for n, a in enumerate(terms) if n not in (i, j)), mul(x, k))
                     return self._recombine(out) if out.op == "add" else out
         return e
+
+
+@lru_cache(maxsize=None)
+def _divisors(c: int) -> tuple[int, ...]:
+    """The divisors of c above 1, largest first."""
+    small = [d for d in range(1, isqrt(c) + 1) if c % d == 0]
+    return tuple(sorted({x for d in small for x in (d, c // d) if x > 1}, reverse=True))
 
 
 def multiple_of(e: Expr, n: int, steps: Mapping[str, int] | None = None) -> bool:

@@ -491,15 +491,23 @@ class Query:
 
     def _proved_without_symbolic_division(self, claim) -> bool:
         """Whether claim holds with each division and remainder by a non-constant term replaced
-        by an uninterpreted function of its operands bounded as the term is (ABSTRACT_MS): if so it
-        holds for the terms. Equal operands still give equal quotients (two points of one thread
-        whose indices agree divide the same value), which is all many claims need of them. False
+        by a fresh variable bounded as the term is, or failing that by an uninterpreted function of
+        its operands so bounded (ABSTRACT_MS each): if so it holds for the terms. The function
+        keeps that equal operands give equal quotients (two points of one thread whose indices
+        agree divide the same value); the fresh variables, where they suffice, are quicker. False
         where the claim has none, has a quantifier, or needs the division itself."""
         found = self._symbolic_divisions(claim)
         if not found:
             return False
+        return self._proved_abstracted(claim, found, congruent=False) or \
+            self._proved_abstracted(claim, found, congruent=True)
+
+    def _proved_abstracted(self, claim, found, congruent: bool) -> bool:
         pairs, functions = [], {}
         for t in sorted(found, key=_depth):  # operands first: a term's operands are abstracted in its own
+            if not congruent:
+                pairs.append((t, z3.FreshConst(t.sort(), "abstracted")))
+                continue
             kind = t.decl().kind()
             f = functions.get((kind, t.sort()))
             if f is None:
@@ -509,7 +517,7 @@ class Query:
         zero = self.val(0)
         bounds = []
         for t, v in pairs:
-            x, d = v.arg(0), v.arg(1)
+            x, d = (v.arg(0), v.arg(1)) if congruent else (z3.substitute(t.arg(0), *pairs), z3.substitute(t.arg(1), *pairs))
             if t.decl().kind() in _REMAINDERS:  # x % d < d (z3's: d > 0 for integers)
                 bounds.append(z3.Implies(z3.UGT(d, zero), z3.ULT(v, d)) if self.bv else z3.Implies(d > 0, z3.And(v >= 0, v < d)))
             else:  # x / d <= x for d >= 1 (x >= 0 for integers)
