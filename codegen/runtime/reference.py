@@ -352,7 +352,7 @@ def _carried_sum_error(fusion: Fusion, inputs: list) -> list:
     over the sums: the first-order error the kernel's rounding of each sum carries to the output
     through the ops that read it (a division by it, an exp of it). Unbounded (inf) where a move
     makes the output NaN or infinite: its value there is not fixed by float arithmetic."""
-    import numpy as np
+    import numpy as np  # as the module's other functions: numpy only where a reference is computed
 
     sums = [op.output for op in fusion.exprs if op.kind is OpKind.REDUCTION and op.name in ("sum", "fms")
             and op.output.dtype.name in FLOAT_TOLERANCE]
