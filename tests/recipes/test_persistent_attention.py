@@ -21,11 +21,11 @@ WS = dict(warpgroups=2, stages=3, producer=True, registers=(24, 240), in_place=T
     (AttentionTile(rows=256, keys=512, key_tile=128, head_dim=128, value_dim=128, batch=2, group=2), 3),
 ], ids=["benchmark", "one_head", "grouped"])
 def test_a_persistent_grid_verifies_and_loops_over_its_tiles(tile, blocks):
-    start = time.perf_counter()
+    start = time.process_time()
     fusion = attention(tile, **WS, persistent=blocks)
     report = tp.verify(fusion, "sm_90a")
     assert report.ok, report.codes
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     kernel = tp.compile(fusion, "sm_90a")
     assert kernel.launch_params.grid == (blocks, 1, 1)
     tiles = tile.batch * tile.group * -(-tile.rows // 128)
@@ -56,11 +56,11 @@ def test_a_causal_persistent_grid_counts_each_row_tile_s_key_tiles(per_head):
     read that loop's index (TensorView.loop_index), in the producer's loop and the consumers' alike,
     and ONLINE-SKIP proves them for every tile."""
     tile = AttentionTile(rows=1024, keys=1024, key_tile=128, head_dim=128, value_dim=128, batch=8, causal=True)
-    start = time.perf_counter()
+    start = time.process_time()
     fusion = attention(tile, **WS, persistent=8 * per_head)
     report = tp.verify(fusion, "sm_90a")
     assert report.ok, report.codes
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     kernel = tp.compile(fusion, "sm_90a")
     assert kernel.launch_params.grid == (per_head, 1, 8)
     tiles = re.findall(r"for \(unsigned (i\d+) = 0; \1 < (\d+)U; \+\+\1\)", kernel.cuda_source)
@@ -112,7 +112,7 @@ def test_a_masked_persistent_tile_with_the_lse_is_decided_fast():
     writer's launch indices are now the reader's and its few loop points tried one by one."""
     tile = AttentionTile(rows=128, keys=448, head_dim=128, value_dim=128, batch=3, group=3, key_tile=128,
                          masked=True)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(attention(tile, stages=2, warpgroups=1, lse=True, in_place=True, persistent=3), "sm_90a")
     assert report.ok, report.codes
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5

@@ -1,5 +1,7 @@
 """Rules decide the schedules benchmarks/fuzz.py found them crashing on (a crash rejects as a
-tileproof bug, Diagnostic.internal): each schedule is rejected with findings, none internal."""
+tileproof bug, Diagnostic.internal): each schedule is rejected with findings, none internal.
+Time budgets are CPU seconds of this process (verification is single-threaded), so a loaded
+2-core CI machine does not fail them."""
 
 from __future__ import annotations
 
@@ -195,9 +197,9 @@ def test_a_persistent_tile_allocated_whole_has_distinct_addresses_decided_fast()
         pass  # refused, as in the fuzz case
     tp.propagate_transforms(_tensor(fusion, "T4"))
     tp.inline_most(fusion)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion, "sm_90a", rules=["ALLOCATION-DISTINCT", "MMA-ACCUM-LAYOUT"])
-    assert time.perf_counter() - start < 10
+    assert time.process_time() - start < 10
     assert report.ok, [d.message for d in report.diagnostics]
 
 
@@ -262,9 +264,9 @@ def test_a_global_intermediate_without_a_buffer_has_no_visibility_claim_to_prove
     fusion = wgmma.hopper_matmul_warp_specialized_persistent_cluster()
     fusion.assume("K % 8 == 0")
     _tensor(fusion, "T2").set_memory_type(tp.MemoryType.Global)
-    start = time.perf_counter()
+    start = time.process_time()
     codes = decided(fusion)
-    assert time.perf_counter() - start < 15
+    assert time.process_time() - start < 15
     assert "GLOBAL-INTERMEDIATE" in codes and "GLOBAL-VISIBILITY" not in codes, sorted(codes)
 
 
@@ -277,9 +279,9 @@ def test_tma_tiles_of_a_nest_whose_inlined_loops_do_not_map_are_not_placed():
 
     fusion = wgmma.hopper_matmul_warp_specialized_split_n()
     tp.propagate_transforms(_tensor(fusion, "T3"))
-    start = time.perf_counter()
+    start = time.process_time()
     codes = decided(fusion)
-    assert time.perf_counter() - start < 15
+    assert time.process_time() - start < 15
     assert "INLINE-LOOP-MAP" in codes and "TMA-WHOLE-TILES" not in codes, sorted(codes)
 
 
@@ -294,9 +296,9 @@ def test_tma_copies_past_their_allocation_are_not_also_proved_disjoint():
     a_tile = _tensor(fusion, "T4")
     a_tile.axis(6).parallelize(tp.ParallelType.Bulk)
     a_tile.inline_at(0)
-    start = time.perf_counter()
+    start = time.process_time()
     codes = decided(fusion)
-    assert time.perf_counter() - start < 6
+    assert time.process_time() - start < 6
     past = codes["TMA-WHOLE-TILES"]
     assert past.tensor == "T4" and past.counterexample["tile end"] > past.counterexample["allocation bytes"]
 
@@ -309,9 +311,9 @@ def test_a_tma_claim_without_an_xor_is_decided_over_the_integers_first():
 
     fusion = wgmma.hopper_matmul_warp_specialized_split_n()
     _tensor(fusion, "T4").inline_at(3)
-    start = time.perf_counter()
+    start = time.process_time()
     codes = decided(fusion)
-    assert time.perf_counter() - start < 6
+    assert time.process_time() - start < 6
     assert "TMA-WHOLE-TILES" not in codes and "PIPELINE-STAGES" in codes, sorted(codes)
 
 
@@ -325,9 +327,9 @@ def test_unrolled_tma_boxes_are_proved_disjoint_over_the_integers_first():
     tile = _tensor(fusion, "T2")
     tile.axis(1).parallelize(tp.ParallelType.Bulk)
     tile.axis(0).parallelize(tp.ParallelType.Unroll)
-    start = time.perf_counter()
+    start = time.process_time()
     codes = decided(fusion)
-    assert time.perf_counter() - start < 4
+    assert time.process_time() - start < 4
     assert {"SMEM-CAPACITY", "TMA-BOX-SIZE"} <= set(codes) and "TMA-WHOLE-TILES" not in codes, sorted(codes)
 
 
@@ -366,9 +368,9 @@ def test_readers_of_an_stmatrix_into_registers_are_left_to_ldsm_thread_rows():
     t4.axis(0).parallelize(tp.ParallelType.TIDz)
     tp.parallelize_all_like(t4)
     t4.axis(0).parallelize(tp.ParallelType.Serial)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion, "sm_90a")
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert "LDSM-THREAD-ROWS" in report.codes, report.codes
     assert not [d for d in report.errors if "could not prove" in d.message]
     assert all(d.tensor != "T2" for d in report.errors if d.code == "THREAD-VISIBILITY")
@@ -395,9 +397,9 @@ def test_block_visibility_of_a_merged_shared_broadcast_is_decided_over_the_integ
     t3.axis(0).parallelize(tp.ParallelType.BIDy)
     tp.parallelize_all_like(t3)
     t1.inline_at(1)
-    start = time.perf_counter()
+    start = time.process_time()
     codes = decided(fusion)
-    assert time.perf_counter() - start < 10
+    assert time.process_time() - start < 10
     assert set(codes) == {"LAUNCH-GRID"}, sorted(codes)
 
 
@@ -411,9 +413,9 @@ def test_a_wgmma_whose_k_steps_are_bound_to_threads_has_no_layout_question():
     fusion = wgmma.hopper_matmul_warp_specialized_split_n()
     tp.inline_most(fusion)
     _tensor(fusion, "T4").axis(3).parallelize(tp.ParallelType.TIDy)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion, "sm_90a")
-    assert time.perf_counter() - start < 6
+    assert time.process_time() - start < 6
     assert "REDUCTION-PARALLEL" in report.codes and "WGMMA-SMEM-LAYOUT" in report.rules_not_run, report.codes
 
 
@@ -443,9 +445,9 @@ def test_a_rule_whose_premise_was_skipped_is_skipped_too():
     fusion = wgmma.hopper_matmul_warp_specialized_persistent_cluster()
     tp.propagate_transforms(_tensor(fusion, "T2"))
     fusion.assume("K <= 128")
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion, "sm_90a")
-    assert time.perf_counter() - start < 15
+    assert time.process_time() - start < 15
     assert "INLINE-LOOP-MAP" in report.codes and "WGMMA-SMEM-LAYOUT" not in report.codes, report.codes
     assert {"TMA-WHOLE-TILES", "WGMMA-SMEM-LAYOUT"} <= set(report.rules_not_run)
 
@@ -461,9 +463,9 @@ def test_a_tma_claim_whose_access_hints_hold_the_swizzle_is_decided_over_the_int
     tp.propagate_transforms(_tensor(fusion, "T2"))
     tp.inline_most(fusion)
     tp.inline_most(fusion)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion, "sm_90a", rules=["TMA-WHOLE-TILES"])
-    assert time.perf_counter() - start < 10
+    assert time.process_time() - start < 10
     # A's copies run past its allocation (a counterexample); B's are proved inside
     (finding,) = [d for d in report.diagnostics if d.code == "TMA-WHOLE-TILES"]
     assert "T4" in finding.message and finding.counterexample, finding.message
@@ -479,9 +481,9 @@ def test_two_lanes_of_one_thread_keep_equal_quotients_in_the_abstraction():
 
     fusion = wgmma.hopper_matmul_warp_specialized_stmatrix_by_box()
     _tensor(fusion, "T7").axis(0).parallelize(P.TIDx)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion, "sm_90a", rules=["ALLOCATION-DISTINCT"])
-    assert time.perf_counter() - start < 12
+    assert time.process_time() - start < 12
     assert {d.tensor for d in report.diagnostics if d.code == "ALLOCATION-DISTINCT"} == {"T4", "T5"}
 
 
@@ -500,9 +502,9 @@ def test_a_wgmma_layout_over_a_tile_allocated_across_the_persistent_loop_is_deci
     except tp.ScheduleError:
         pass  # refused, as in the fuzz case
     _tensor(fusion, "T4").inline_at(2)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion, "sm_90a", rules=["WGMMA-SMEM-LAYOUT"])
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert report.ok, [d.message for d in report.diagnostics]
 
 

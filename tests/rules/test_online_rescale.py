@@ -245,8 +245,8 @@ def test_a_score_mma_of_the_wrong_shape_is_left_to_mma_shape():
     s = next(t for t in fusion.tensors if t.definition is not None and t.definition.macro is not None
              and t.definition.rescale_max is None)
     s.definition.set_macro(tp.MmaMacro.Ampere_16_8_16)
-    start = time.perf_counter()
+    start = time.process_time()
     report = tp.verify(fusion)
-    assert time.perf_counter() - start < 15
+    assert time.process_time() - start < 15
     assert "MMA-SHAPE" in report.codes and "ONLINE-RESCALE" not in report.codes, report.codes
     assert not [d for d in report.diagnostics if d.internal]
