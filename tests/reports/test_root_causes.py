@@ -13,16 +13,16 @@ from tileproof.rule_examples import hopper_gemm_operands
 MACRO = tp.MmaMacro.Hopper_64_128_16
 
 
-def hopper_tile(*, fragment: bool = True, shared: bool = True) -> tp.Fusion:
+def hopper_tile(*, fragment: bool = True, tiles: tp.MemoryType | None = tp.MemoryType.Shared) -> tp.Fusion:
     """rule_examples.hopper_gemm_tile at 128 x 128 x 256, with d's set_allocation_domain(
-    tp.mma_output_allocation(d), True) (`fragment`) or the tiles' set_memory_type(Shared)
-    (`shared`) left out."""
+    tp.mma_output_allocation(d), True) left out (`fragment`), or the tiles' set_memory_type
+    given another memory type or left out (`tiles`: None)."""
     fusion, sa, sb, d, out = hopper_gemm_operands("gemm_tile", 128, 128, 256)
     for t in (sa, sb, d):
         t.split(2, 64).reorder({2: 0})  # [K loop, M, N, 64 of K]
     for t in (sa, sb):
-        if shared:
-            t.set_memory_type(tp.MemoryType.Shared)
+        if tiles is not None:
+            t.set_memory_type(tiles)
         t.reorder({2: 1} if t is sa else {})
         t.apply_mma_swizzle_for_tma_load(tp.MmaInputSmemSwizzle.B128)
         for i in t.get_loop_domain()[2:]:
@@ -63,7 +63,7 @@ def test_accumulators_not_in_the_fragment_name_mma_output_allocation():
 
 
 def test_tma_tiles_not_in_shared_memory_name_set_memory_type_first():
-    report = tp.verify(hopper_tile(shared=False), "sm_90a")
+    report = tp.verify(hopper_tile(tiles=None), "sm_90a")
     assert report.codes == ["MMA-OPERAND-LAYOUT", "TMA-VIEW"]
     cause, rest = report.diagnostics[0], report.diagnostics[1:]
     assert cause.code == "TMA-VIEW" and cause.id is not None
@@ -79,7 +79,20 @@ def test_tma_tiles_not_in_shared_memory_name_set_memory_type_first():
     assert "follows from" in text
 
 
-@pytest.mark.parametrize("left_out", [dict(fragment=False), dict(shared=False)])
+def test_tma_tiles_set_to_global_memory_name_set_memory_type_shared_first():
+    """The tiles put in global memory (each TMA then a copy from global to global) broke four rules
+    and the report began with GLOBAL-INTERMEDIATE, with no cause: the tile is the TMA's end that is
+    neither a fusion input nor output, wherever it was put."""
+    report = tp.verify(hopper_tile(tiles=tp.MemoryType.Global), "sm_90a")
+    assert set(report.codes) == {"GLOBAL-INTERMEDIATE", "GLOBAL-VISIBILITY", "MMA-OPERAND-LAYOUT", "TMA-VIEW"}
+    cause, rest = report.diagnostics[0], report.diagnostics[1:]
+    assert (cause.code, cause.tensor) == ("TMA-VIEW", "T4") and cause.id is not None
+    assert ("T4.set_memory_type(tp.MemoryType.Shared) and T5.set_memory_type(tp.MemoryType.Shared)"
+            in cause.hint)
+    assert all(d.follows_from == cause.id for d in rest if d.is_error)
+
+
+@pytest.mark.parametrize("left_out", [dict(fragment=False), dict(tiles=None)])
 def test_errors_come_before_warnings(left_out):
     """Each error's block (the cause, then what follows from it, errors first) before the
     warnings that stand alone."""

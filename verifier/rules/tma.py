@@ -140,19 +140,18 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tma in inferred_tmas(ctx):
         info = tma.info
         has_bulk = any(i.parallel_type is ParallelType.Bulk for i in info.consumer.loop)
-        tile_not_shared = (info.gmem.memory_type is MemoryType.Global and info.smem.memory_type is not MemoryType.Shared
-                           and not (info.smem.is_fusion_input or info.smem.is_fusion_output))  # those stay global
+        tile = _tile_not_shared(tma)
         for p in info.problems:
             if has_bulk:
                 d = finding("TMA-VIEW", f"cannot infer the TMA of {tma.op}: {p}",
-                            hint=(f"put the tile in shared memory: {info.smem.name}.set_memory_type(tp.MemoryType.Shared)"
-                                  if tile_not_shared else
+                            hint=(f"put the tile in shared memory: {tile.name}.set_memory_type(tp.MemoryType.Shared)"
+                                  if tile is not None else
                                   "define the TMA domain with splits and merges of the global tensor's axes, "
                                   "then box it with an inner split whose inner output is Bulk"),
                             counterexample={"rank so far": info.rank}, tensor=info.consumer.name,
                             location=tma.op.origin)
-                if tile_not_shared:
-                    unshared.append((info.smem.name, d))
+                if tile is not None:
+                    unshared.append((tile.name, d))
                 yield d
         for step in tma.view:
             if step.mixing or step.kind is ViewKind.MERGE_OK:
@@ -178,6 +177,18 @@ def tma_view(ctx: VerifyContext) -> Iterator[Diagnostic]:
                               hint=hint, **shown)
     if unshared:
         _shared_tiles_fix(ctx, unshared)
+
+
+def _tile_not_shared(tma: InferredTma):
+    """The end of a TMA that should be its shared-memory tile but is not in shared memory: the one
+    end that is neither a fusion input nor output (those stay global) nor shared, where the other
+    end is global (a tile left in registers, or set to global memory, which makes the copy
+    global-to-global); None otherwise."""
+    ends = (tma.op.inputs[0], tma.info.consumer)
+    tiles = [t for t in ends if t.memory_type is not MemoryType.Shared and not (t.is_fusion_input or t.is_fusion_output)]
+    if len(tiles) != 1 or any(t.memory_type is not MemoryType.Global for t in ends if t is not tiles[0]):
+        return None
+    return tiles[0]
 
 
 def _shared_tiles_fix(ctx: VerifyContext, unshared: list[tuple[str, Diagnostic]]) -> None:
