@@ -585,17 +585,22 @@ class Query:
     def _small_sizes(self, s: z3.Solver, m):
         """The counterexample m again at small sizes, if a few solves with the free extent symbols
         fixed find one (SIZE_PROBES): all at their smallest admitted value, then one, then two of
-        them a step (their assumed multiple) above it, never above m's. Returns (model, units of
-        the solve that found it, the symbols now fixed on s), or None."""
+        them a step (their assumed multiple) above it, never above m's; failing those, all but one
+        at their smallest, that one left free (a counterexample that needs one size large: the
+        shrinking then brings it down, and the sizes it does not depend on are small). Returns
+        (model, units of the solve that found it, the symbols now fixed on s), or None."""
         free = [(name, lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items() if lo < hi]
         now = {name: self._as_int(m.eval(self.var(name), model_completion=True)) for name, _, _ in free}
         if not free or all(now[name] == lo for name, lo, _ in free):
             return None
         ups = [()] + [(i,) for i in range(len(free))] + [(i, j) for i in range(len(free)) for j in range(i + 1, len(free))]
-        for up in ups[:SIZE_PROBES]:
+        probes = [{name: lo + (step if i in up else 0) for i, (name, lo, step) in enumerate(free)}
+                  for up in ups[:SIZE_PROBES]]
+        if len(free) > 1:
+            probes += [{name: lo for name, lo, _ in free if name != left} for left, _, _ in free if now[left] > 0]
+        for values in probes:
             if self.shrink.probe_left <= 0:
                 break
-            values = {name: lo + (step if i in up else 0) for i, (name, lo, step) in enumerate(free)}
             if any(values[name] > now[name] for name in values):
                 continue
             pinned = [self.var(name) == self.val(v) for name, v in values.items()]

@@ -85,6 +85,31 @@ def test_sizes_are_first_tried_small_and_fixed(monkeypatch):
     assert out.status is Verdict.COUNTEREXAMPLE
 
 
+def test_a_size_the_violation_needs_large_leaves_the_others_at_their_smallest(monkeypatch):
+    """Two rows of T1 share its shared-memory buffer once M > 4096 (the allocation leaves out the
+    outer split of M): no probe with every size pinned small finds that, so with no time to shrink
+    the report gave z3's first model, N = 2147483553 (fuzz 106/405, mutated: K = 2147483584 beside
+    the M that mattered). The probes that leave one size free and pin the others at their smallest
+    find it with N = 1."""
+    import tileproof as tp
+
+    monkeypatch.setattr(solver, "SHRINK_SECONDS", 1e-6)
+    P = tp.ParallelType
+    with tp.Fusion("one_size_large") as fusion:
+        t0 = tp.make_tensor(["M", "N"], dtype=tp.float32); fusion.add_input(t0)
+        t1 = tp.set(t0)
+        t2 = tp.set(t1); fusion.add_output(t2)
+    t1.set_memory_type(tp.MemoryType.Shared)
+    for t in (t1, t2):
+        t.split(0, 4096).split(2, 32)  # [ceil(M / 4096), 4096 (BIDx), ceil(N / 32) (BIDy), 32 (TIDx)]
+        t.axis(1).parallelize(P.BIDx)
+        t.axis(2).parallelize(P.BIDy)
+        t.axis(3).parallelize(P.TIDx)
+    t1.set_allocation_domain([t1.axis(1), t1.axis(2), t1.axis(3)])
+    (d,) = [d for d in tp.verify(fusion, "sm_90a").diagnostics if d.code == "ALLOCATION-DISTINCT"]
+    assert d.counterexample["N"] == 1 and d.counterexample["M"] > 4096
+
+
 def test_the_clock_does_not_shape_a_report(monkeypatch):
     """Shrinking and the bank rule's budget count z3's resource units, not seconds: with a clock
     that jumps a minute at every reading (a machine under heavy load), verify gives the same
