@@ -100,3 +100,22 @@ def test_fuzz_seed_104_case_312_is_refused_at_once():
     assert time.process_time() - start < 10
     assert "VECTORIZE-WIDTH" in {d.code for d in report.errors}
     assert not any(d.internal for d in report.diagnostics)
+
+
+def test_a_vector_too_wide_for_both_operands_is_one_finding():
+    """A copy from global to global with a Vectorize axis of 32 floats: the one vector is 128 bytes
+    of the read and of the write, one cause (fuzz seed 120 case 361, mutated: two blocks, one per
+    operand, with the same help). A cast's operands whose widths differ are named each with its own."""
+    fusion, t1 = _copy(1024)
+    t1.split(0, 32)
+    t1.axis(1).parallelize(P.Vectorize)
+    (d,) = [d for d in tp.verify(fusion).errors]
+    assert d.code == "VECTORIZE-WIDTH"
+    assert "32 elements of T1 and of T0 (float32) at once: 128 bytes each" in d.message
+    with tp.Fusion("wide_cast") as fusion:
+        t0 = tp.make_contig_concrete_tensor([1024], dtype=tp.float64); fusion.add_input(t0)
+        t1 = tp.cast(t0, tp.float32); fusion.add_output(t1)
+    t1.split(0, 32)
+    t1.axis(1).parallelize(P.Vectorize)
+    (d,) = [d for d in tp.verify(fusion).errors]
+    assert "32 elements at once: 128 bytes of T1 (float32), 256 bytes of T0 (float64)" in d.message

@@ -114,8 +114,9 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tv, operands, _, n in _vectors(ctx):
         if is_cp_async(tv.definition) or tv.name in reported:
             continue  # one cp.async moves the vector: CPASYNC-SIZE checks its bytes; one cause a tensor
-        for f in vector_findings(operands, n):
-            yield _too_wide(tv, operands, n, f)
+        found = vector_findings(operands, n)
+        if found:  # one cause a statement: its one vector, too wide for each operand named
+            yield _too_wide(tv, operands, n, found)
 
 
 def _not_one_vector(tv: TensorView) -> Iterator[Diagnostic]:
@@ -153,25 +154,36 @@ def _not_one_vector(tv: TensorView) -> Iterator[Diagnostic]:
                  f"{k} as Unroll", **where)
 
 
-def _too_wide(tv: TensorView, operands: list[VectorOperand], n: int, f: Finding) -> Diagnostic:
-    """The VECTORIZE-WIDTH diagnostic of finding f: n elements of an operand are no legal access."""
-    o = f.operand
+def _too_wide(tv: TensorView, operands: list[VectorOperand], n: int, found: list[Finding]) -> Diagnostic:
+    """The VECTORIZE-WIDTH diagnostic of a statement's findings: n elements of each operand they
+    name are no legal access."""
+    named = [f.operand for f in found]
     # a cast's operands differ in element size: the vector must be one access of each
     accessed = [x for x in operands if x.memory is not MemoryType.Local]
     fits = [k for k in range(2, 17) if all(k * x.dtype.bytes in VECTOR_BYTES for x in accessed)]
-    notes = [f"{o.tensor} is in {o.memory.value.lower()} memory; one thread moves at most 16 bytes per access"]
-    dtypes = f"({o.dtype})"
+    places = {}  # memory -> the operands in it
+    for o in named:
+        places.setdefault(o.memory, []).append(o.tensor)
+    notes = [f"{' and '.join(ts)} {'is' if len(ts) == 1 else 'are'} in {m.value.lower()} memory; one thread moves "
+             f"at most 16 bytes per access" for m, ts in places.items()]
+    dtypes = f"({named[0].dtype})"
     if len({x.dtype.bytes for x in accessed}) > 1:
         sizes = ", ".join(f"{x.tensor} {x.dtype} {n * x.dtype.bytes} bytes" for x in accessed)
         notes.append(f"`{tv.definition}` moves operands of different element sizes; the vector of {n} is "
                      f"{sizes}: each shared or global operand must be one legal access")
         dtypes = "(" + ", ".join(f"{x.tensor} {x.dtype}" for x in accessed) + ")"
+    if len({o.dtype for o in named}) == 1:
+        each = " each" if len(named) > 1 else ""
+        moved = (f"{n} elements of {' and of '.join(o.tensor for o in named)} ({named[0].dtype}) at once: "
+                 f"{found[0].bytes} bytes{each}")
+    else:
+        moved = f"{n} elements at once: " + ", ".join(f"{f.bytes} bytes of {f.operand.tensor} ({f.operand.dtype})"
+                                                     for f in found)
     return finding(
         "VECTORIZE-WIDTH",
-        f"{tv.name}'s Vectorize axis moves {n} elements of {o.tensor} ({o.dtype}) at once: {f.bytes} bytes, "
-        f"not one access of 2, 4, 8 or 16 bytes",
+        f"{tv.name}'s Vectorize axis moves {moved}, not one access of 2, 4, 8 or 16 bytes",
         notes=notes,
-        counterexample={"elements": n, "bytes": f.bytes},
+        counterexample={"elements": n, "bytes": found[0].bytes},
         hint=f"split the vectorized axis by {' or '.join(map(str, fits))} {dtypes} instead of {n}",
         **_where(tv),
     )
