@@ -11,6 +11,7 @@ mistake before its symptoms; every error's block comes before the warnings (orde
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from .context import VerifyContext
@@ -69,7 +70,42 @@ def group_by_cause(ctx: VerifyContext, report: Report) -> None:
             what = "the finding" if len(consequences) == 1 else f"the {len(consequences)} findings"
             cause.notes.append(f"this causes {what} listed after it ({listed}): with the fix below, "
                                f"{'it goes' if len(consequences) == 1 else 'they go'} away (re-verified)")
-    report.diagnostics = ordered(report.diagnostics)
+    report.diagnostics = ordered(merge_repeats(report.diagnostics))
+
+
+def merge_repeats(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """One error for a finding repeated on several tensors from the same line of the schedule (a
+    parallel type that inlined producers share, one vector's operands): the same code, location,
+    counterexample and cause, and the same message and help but for the tensor's name. The first
+    is kept, with a note naming the other tensors; the others are dropped."""
+    kept: list[Diagnostic] = []
+    first: dict[tuple, Diagnostic] = {}
+    for d in diagnostics:
+        key = _repeat_key(d)
+        head = first.get(key) if key is not None else None
+        if head is None:
+            if key is not None:
+                first[key] = d
+            kept.append(d)
+            continue
+        note = next((n for n in head.notes if n.startswith(_SAME)), None)
+        if note is None:
+            head.notes.append(f"{_SAME}{d.tensor}, from the same line of the schedule (reported once)")
+        else:
+            head.notes[head.notes.index(note)] = note.replace(", from the same line", f" and {d.tensor}, from the same line")
+    return kept
+
+
+_SAME = "the same finding holds for "
+
+
+def _repeat_key(d: Diagnostic) -> tuple | None:
+    """What two repeats of a finding share (None: the diagnostic is never merged)."""
+    if not d.is_error or d.id is not None or not d.tensor or not d.location or d.internal:
+        return None
+    name = re.compile(rf"\b{re.escape(d.tensor)}\b")
+    return (d.code, d.location, d.follows_from, name.sub("{t}", d.message), name.sub("{t}", d.hint or ""),
+            repr(sorted(d.counterexample.items())) if d.counterexample else "")
 
 
 def _findings(fixed: VerifyContext, codes: set[str]) -> set[tuple[str, str | None]]:

@@ -558,7 +558,9 @@ class Query:
         smallest value before the next one shrinks, so a later term never grows an earlier one
         back. Every model found satisfies the same facts and the negated claim: only its values
         change. A solve that took more than the budget (`solved_in` units) is not followed by any:
-        a probe is the same question with one more bound, and would run out."""
+        a probe is the same question with one more bound, and would run out. Where the budget ends
+        before every size has shrunk, one more probe (_rest_smallest) tries the sizes left at their
+        smallest, so that a size the counterexample does not depend on is not left near 2^31."""
         fixed: set[str] = set()
         if allowed is None or allowed > 0:
             probed = self._small_sizes(s, m)
@@ -572,33 +574,50 @@ class Query:
         share = units(SHRINK_SECONDS * 1000)
         budget = Budget(min(share, self.shrink.left, share if allowed is None else allowed), SHRINK_CHECKS,
                         units(self.timeout_ms))
+        left = [name for name, (lo, hi) in self.symbols.items() if lo < hi and name not in fixed]
         if solved_in > budget.left:
-            return m
+            return self._rest_smallest(s, m, left)
         for term, lo, step in targets:
             if budget.spent:
                 break
             m = self._minimize(s, m, term, lo, budget, step)
             s.add(term == m.eval(term, model_completion=True))
+            left = [name for name in left if not term.eq(self.var(name))]
         self.shrink.left -= budget.used
+        return self._rest_smallest(s, m, left)
+
+    def _rest_smallest(self, s: z3.Solver, m, names: list[str]):
+        """m, or a counterexample with the sizes `names` (those not shrunk, the others fixed on s)
+        at their smallest admitted values where a quick solve (a probe of _small_sizes' budget)
+        finds one: all of them, else all but one, that one free (a violation that needs one size
+        large, such as a buffer shared once M > 4096)."""
+        names = [n for n in names if self._as_int(m.eval(self.var(n), model_completion=True)) > self.symbols[n][0]]
+        tries = [names] + [[n for n in names if n != free] for free in names] if len(names) > 1 else [names]
+        for pinned in tries:
+            if not pinned or self.shrink.probe_left <= 0:
+                break
+            s.push()
+            s.add(*[self.var(n) == self.val(self.symbols[n][0]) for n in pinned])
+            r, took = self._check(s, min(units(SIZE_PROBE_MS), self.shrink.probe_left))
+            self.shrink.probe_left -= took
+            found = s.model() if r == z3.sat else None
+            s.pop()
+            if found is not None:
+                return found
         return m
 
     def _small_sizes(self, s: z3.Solver, m):
         """The counterexample m again at small sizes, if a few solves with the free extent symbols
         fixed find one (SIZE_PROBES): all at their smallest admitted value, then one, then two of
-        them a step (their assumed multiple) above it, never above m's; failing those, all but one
-        at their smallest, that one left free (a counterexample that needs one size large: the
-        shrinking then brings it down, and the sizes it does not depend on are small). Returns
-        (model, units of the solve that found it, the symbols now fixed on s), or None."""
+        them a step (their assumed multiple) above it, never above m's. Returns (model, units of
+        the solve that found it, the symbols now fixed on s), or None."""
         free = [(name, lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items() if lo < hi]
         now = {name: self._as_int(m.eval(self.var(name), model_completion=True)) for name, _, _ in free}
         if not free or all(now[name] == lo for name, lo, _ in free):
             return None
         ups = [()] + [(i,) for i in range(len(free))] + [(i, j) for i in range(len(free)) for j in range(i + 1, len(free))]
-        probes = [{name: lo + (step if i in up else 0) for i, (name, lo, step) in enumerate(free)}
-                  for up in ups[:SIZE_PROBES]]
-        if len(free) > 1:
-            probes += [{name: lo for name, lo, _ in free if name != left} for left, _, _ in free if now[left] > 0]
-        for values in probes:
+        for values in ({name: lo + (step if i in up else 0) for i, (name, lo, step) in enumerate(free)}
+                       for up in ups[:SIZE_PROBES]):
             if self.shrink.probe_left <= 0:
                 break
             if any(values[name] > now[name] for name in values):

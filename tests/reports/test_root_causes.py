@@ -103,3 +103,18 @@ def test_errors_come_before_warnings(left_out):
         if d.id is not None:
             block = [x.is_error for x in report.diagnostics if x.follows_from == d.id]
             assert block == sorted(block, reverse=True)
+
+
+def test_a_finding_repeated_on_inlined_producers_is_reported_once():
+    """Fuzz seed 120 case 28 (mutated): a transposed tile's consumer T2 given a second BIDx axis;
+    T1, inlined into it, shares that loop, and PARALLEL-TYPE-UNIQUE found the same on both, from
+    the one line (two blocks with the same help). One block now, naming the other tensor."""
+    from support.examples import example_module
+
+    fusion = example_module("valid", "circular_copies").transposed_tile_no_prefetch()
+    fusion.tensor("T2").axis(1).parallelize(tp.ParallelType.BIDx)
+    report = tp.verify(fusion, "sm_90a")
+    unique = [d for d in report.errors if d.code == "PARALLEL-TYPE-UNIQUE"]
+    assert len(unique) == 1
+    assert any(n.startswith("the same finding holds for T2") for n in unique[0].notes), unique[0].notes
+    assert "the same finding holds for T2" in report_to_text(report)

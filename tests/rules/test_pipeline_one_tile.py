@@ -102,9 +102,12 @@ def test_pipeline_stages_still_wants_a_serial_loop_at_one_tile(k):
     for t in tiles:
         t.inline_at(1)  # the axis left of the compute-at position is BIDx
     report = tp.verify(fusion, rules=["PIPELINE-STAGES"])
-    assert len(report.errors) == len(tiles) == 2
-    assert all("is parallelized on BIDx" in d.message for d in report.errors)
+    # one finding for both tiles: the same line of the schedule broke each (causes.merge_repeats)
+    (d,) = report.errors
+    assert len(tiles) == 2 and "is parallelized on BIDx" in d.message
+    assert any(n.startswith(f"the same finding holds for {tiles[1].name}") for n in d.notes)
     for t in tiles:
         t.inline_at(0)
     report = tp.verify(fusion, rules=["PIPELINE-STAGES"])
-    assert len(report.errors) == 2 and all("not inlined into a loop" in d.message for d in report.errors)
+    (d,) = report.errors
+    assert "not inlined into a loop" in d.message and any(tiles[1].name in n for n in d.notes)

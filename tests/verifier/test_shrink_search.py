@@ -89,8 +89,8 @@ def test_a_size_the_violation_needs_large_leaves_the_others_at_their_smallest(mo
     """Two rows of T1 share its shared-memory buffer once M > 4096 (the allocation leaves out the
     outer split of M): no probe with every size pinned small finds that, so with no time to shrink
     the report gave z3's first model, N = 2147483553 (fuzz 106/405, mutated: K = 2147483584 beside
-    the M that mattered). The probes that leave one size free and pin the others at their smallest
-    find it with N = 1."""
+    the M that mattered). Where the shrinking's budget ends, the sizes left are tried at their
+    smallest, all, else all but one (solver.py _rest_smallest): N = 1."""
     import tileproof as tp
 
     monkeypatch.setattr(solver, "SHRINK_SECONDS", 1e-6)
