@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from ..model.types import MemoryType
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Problem:
     values: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     location: str | None = None
+    memory: tuple[str, MemoryType] | None = None  # the fix where a tensor is in the wrong memory: (its name, the memory)
 
     def __str__(self) -> str:
         return self.message

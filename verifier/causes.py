@@ -11,9 +11,11 @@ mistake before its symptoms; every error's block comes before the warnings (orde
 
 from __future__ import annotations
 
+import copy
 import re
-from typing import Iterable
+from typing import Iterable, Mapping
 
+from ..model.types import MemoryType
 from .context import VerifyContext
 from .diagnostics import Diagnostic, Report, Severity
 from .registry import RULES
@@ -41,6 +43,26 @@ def fix_holds(fixed: VerifyContext, codes: Iterable[str]) -> bool:
         except Exception:  # noqa: BLE001 - a fix is proposed only when it is verified
             return False
     return True
+
+
+def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str, MemoryType],
+                         codes: Iterable[str]) -> bool:
+    """Make d the root cause of what set_memory_type(memory[name]) on each named tensor fixes,
+    when a copy of the fusion with those calls has no error of the rules `codes`; the caller's
+    help names the calls. Returns whether the fix held (never for a fusion input or output, which
+    stays in global memory)."""
+    if any(t.name in memory and (t.is_fusion_input or t.is_fusion_output) for t in ctx.fusion.tensors):
+        return False
+    fixed_fusion = copy.deepcopy(ctx.fusion)
+    for t in fixed_fusion.tensors:
+        if t.name in memory:
+            t.set_memory_type(memory[t.name])
+    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)
+    holds = fix_holds(fixed, codes)
+    ctx.queries += fixed.queries
+    if holds:
+        d.id = propose_fix(ctx, f"{d.code}:{d.tensor}", fixed)
+    return holds
 
 
 def _fixes(ctx: VerifyContext) -> dict[str, VerifyContext]:

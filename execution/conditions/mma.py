@@ -99,7 +99,8 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
                   "over TIDy and TIDx (TIDy{32} x TIDx{4}: a row's quad on TIDx)" if wgmma else
                   "bind an axis of extent 32 to TIDx in the tensors that use TIDx (the operands' fragments: 32 "
                   "lanes), and spread warps over TIDy / TIDz"),
-            values={"blockDim_x": lanes.value if lanes.op == "const" else -1, "warp": threads}, **where))
+            # a symbolic blockDim.x is in the message; no number stands for it
+            values={**({"blockDim_x": lanes.value} if lanes.op == "const" else {}), "warp": threads}, **where))
     for k, i in enumerate(tv.loop):
         if i.parallel_type in (ParallelType.TIDx, ParallelType.Vectorize, ParallelType.Bulk):
             out["MMA-WARP-COLLECTIVE"].append(Problem(
@@ -112,7 +113,7 @@ def _warp_problems(tv, out: dict[str, list[Problem]], fusion) -> None:
             f"{tv.name} is in {tv.memory_type} memory; an MmaOp's accumulators are stored from the lanes' "
             f"registers to registers (Local)" + ("" if wgmma else " or global memory"),
             hint=f"leave {tv.name} in registers and copy it (tp.set) where it must go",
-            values={"memory": 0}, **where))
+            values={"memory": 0}, memory=(tv.name, MemoryType.Local), **where))
     for arg, t in zip("ab", op.inputs):
         def operand_problem(why: str, hint: str, arg=arg, t=t) -> None:
             out["MMA-OPERAND-LAYOUT"].append(Problem(f"{tv.name}'s operand {arg} ({t.name}) {why}", hint=hint,

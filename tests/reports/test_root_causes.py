@@ -118,3 +118,26 @@ def test_a_finding_repeated_on_inlined_producers_is_reported_once():
     assert len(unique) == 1
     assert any(n.startswith("the same finding holds for T2") for n in unique[0].notes), unique[0].notes
     assert "the same finding holds for T2" in report_to_text(report)
+
+
+def test_a_register_tile_set_to_global_memory_names_set_memory_type_local_first():
+    """ldmatrix's registers (fuzz seed 120 case 88) and a wgmma's accumulators (case 109) set to
+    global memory: each also made a global intermediate (GLOBAL-INTERMEDIATE, reported first, with
+    no cause). The instruction's rule proposes the one call, verified, and the intermediate follows."""
+    from support.examples import example_module
+
+    fusion = example_module("valid", "ldst_matrix").ldmatrix_x1()
+    fusion.tensor("T2").set_memory_type(tp.MemoryType.Global)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "LDSM-THREAD-ROWS" and cause.id is not None
+    assert "T2.set_memory_type(tp.MemoryType.Local)" in cause.hint and "verified" in cause.hint
+    assert [d.follows_from for d in report.errors[1:]] == [cause.id] and report.errors[1].code == "GLOBAL-INTERMEDIATE"
+
+    fusion = hopper_tile()
+    fusion.tensor("T2").set_memory_type(tp.MemoryType.Global)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "MMA-WARP-COLLECTIVE" and cause.id is not None
+    assert "T2.set_memory_type(tp.MemoryType.Local) (verified" in cause.hint
+    assert all(d.follows_from == cause.id for d in report.errors[1:]) and len(report.errors) > 1

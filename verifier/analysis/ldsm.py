@@ -237,6 +237,7 @@ class Shape:
     hint: str
     elements: int = 0  # when the shape fits: 2, 4 or 8 (16-bit), 1, 2 or 4 (32-bit)
     layout: Layout | None = None  # the map of the element width, when the shape fits
+    memory: tuple[str, MemoryType] | None = None  # a side in the wrong memory: (its tensor, the memory it needs)
 
     @property
     def matrices(self) -> int:
@@ -254,7 +255,8 @@ def _decide_shape(ctx: VerifyContext, a: Ldsm) -> Shape:
         if t.memory_type is not memory:
             return Shape(f"the {a.describe}: {t.name} is in {t.memory_type} memory, but {a.name} {want_smem}",
                          {f"{t.name} in {memory} memory": 0},
-                         f"set the {side} side's memory type: {t.name}.set_memory_type(tp.MemoryType.{memory})")
+                         f"set the {side} side's memory type: {t.name}.set_memory_type(tp.MemoryType.{memory})",
+                         memory=(t.name, memory))
     width = a.smem.dtype.bytes
     if width not in WIDTHS or a.regs.dtype.bytes != width:
         return Shape(f"the {a.describe} moves {a.smem.dtype} elements ({a.smem.dtype.bytes} bytes); "

@@ -27,6 +27,7 @@ from ..access import THREAD_VARS, var_name
 from ..analysis.ldsm import (
     MATRIX_A, MATRIX_B, Ldsm, Shape, accesses, collective, holds, instruction_shape, query, terms, well_formed,
 )
+from ..causes import propose_memory_types
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome
@@ -90,8 +91,13 @@ def ldsm_thread_rows(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for a in accesses(ctx):
         shape = instruction_shape(ctx, a)
         if shape.problem is not None:
-            yield finding("LDSM-THREAD-ROWS", shape.problem, counterexample=shape.counterexample,
-                          hint=shape.hint, **a.where())
+            d = finding("LDSM-THREAD-ROWS", shape.problem, counterexample=shape.counterexample,
+                        hint=shape.hint, **a.where())
+            # a side in the wrong memory (a register tile set to global) also makes it an intermediate
+            # there, or a shared access of registers: the one call is the cause, where it is the fix
+            if shape.memory is not None and propose_memory_types(ctx, d, dict([shape.memory]), ["LDSM-THREAD-ROWS"]):
+                d.hint += " (verified: with it, LDSM-THREAD-ROWS holds)"
+            yield d
             continue
         out = collective(ctx, a)
         yield from report_outcome("LDSM-THREAD-ROWS", out, f"that whole warps execute the {a.describe}",

@@ -26,7 +26,7 @@ from ...hw.mma_schedule import mma_output_allocation
 from ...model.errors import ScheduleError
 from ...model.types import ParallelType
 from ..analysis.visibility import check_claims
-from ..causes import fix_holds, propose_fix
+from ..causes import fix_holds, propose_fix, propose_memory_types
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems, report_values
@@ -36,7 +36,13 @@ from ..registry import rule
 def _structural(ctx: VerifyContext, code: str) -> Iterator[Diagnostic]:
     order = ctx.memo(("execution-order",), lambda: execution_order(ctx.fusion))
     found = ctx.memo(("mma-problems",), lambda: problems(ctx.fusion, order, ctx.target))
-    yield from report_problems(code, found[code])
+    for p, d in zip(found[code], report_problems(code, found[code])):
+        # an accumulator put in shared or global memory is also an intermediate there: the one call
+        # that puts it back in registers is the cause, where it is the fix
+        if p.memory is not None and propose_memory_types(ctx, d, dict([p.memory]), [code]):
+            d.hint = (f"leave {p.memory[0]} in registers: {p.memory[0]}.set_memory_type(tp.MemoryType."
+                      f"{p.memory[1].name}) (verified: with it, {code} holds); copy it (tp.set) where it must go")
+        yield d
 
 
 @rule("MMA-TARGET", family="mma")

@@ -5,7 +5,6 @@ its IterDomains, the value and the limit."""
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Callable, Iterator
 
@@ -19,7 +18,7 @@ from ...hw.tma_roles import ViewKind
 from ...model.types import MemoryType, ParallelType
 from ..analysis.tma import (MAX_BOX, MAX_RANK, STRIDE_ALIGN, extents_of, inferred_tmas, inner_bytes_hint,
                             split_making, unencodable)
-from ..causes import fix_holds, propose_fix
+from ..causes import propose_memory_types
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_values, stride_names
@@ -196,20 +195,11 @@ def _shared_tiles_fix(ctx: VerifyContext, unshared: list[tuple[str, Diagnostic]]
     tile is not in shared memory) the one call per tile that puts it there, when a copy of the
     fusion with those calls has no TMA-VIEW error; the other findings then follow from it."""
     names = list(dict.fromkeys(name for name, _ in unshared))
-    fixed_fusion = copy.deepcopy(ctx.fusion)
-    for t in fixed_fusion.tensors:
-        if t.name in names:
-            t.set_memory_type(MemoryType.Shared)
-    fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)
-    if not fix_holds(fixed, ["TMA-VIEW"]):
-        ctx.queries += fixed.queries
-        return
-    ctx.queries += fixed.queries
     first = unshared[0][1]
-    calls = " and ".join(f"{n}.set_memory_type(tp.MemoryType.Shared)" for n in names)
-    first.hint = (f"put the TMA's {'tile' if len(names) == 1 else 'tiles'} in shared memory: {calls} (verified: "
-                  f"with {'it' if len(names) == 1 else 'them'}, every TMA of this fusion can be inferred)")
-    first.id = propose_fix(ctx, f"TMA-VIEW:{first.tensor}", fixed)
+    if propose_memory_types(ctx, first, {n: MemoryType.Shared for n in names}, ["TMA-VIEW"]):
+        calls = " and ".join(f"{n}.set_memory_type(tp.MemoryType.Shared)" for n in names)
+        first.hint = (f"put the TMA's {'tile' if len(names) == 1 else 'tiles'} in shared memory: {calls} (verified: "
+                      f"with {'it' if len(names) == 1 else 'them'}, every TMA of this fusion can be inferred)")
 
 
 STRUCTURAL = {  # view failures that need no proof: (what is wrong, how to fix it)
