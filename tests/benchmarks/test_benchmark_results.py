@@ -119,7 +119,7 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
         return (GPU_UNNAMED if "--run" in data["command"].split() else None), variant
     if script == "rejected_on_gpu":
         return GPU_UNNAMED, ""
-    if script == "verify_time":
+    if script in ("verify_time", "report_causes"):
         return None, ""
     raise AssertionError(f"benchmarks/results/{script}/: no benchmarks/{script}.py records there")
 
