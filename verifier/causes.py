@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
+from ..model.errors import TileproofError
+from ..model.fusion import Fusion
 from ..model.types import MemoryType
 from .context import VerifyContext
 from .diagnostics import Diagnostic, Report, Severity
@@ -45,24 +47,40 @@ def fix_holds(fixed: VerifyContext, codes: Iterable[str]) -> bool:
     return True
 
 
-def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str, MemoryType],
-                         codes: Iterable[str]) -> bool:
-    """Make d the root cause of what set_memory_type(memory[name]) on each named tensor fixes,
-    when a copy of the fusion with those calls has no error of the rules `codes`; the caller's
-    help names the calls. Returns whether the fix held (never for a fusion input or output, which
-    stays in global memory)."""
-    if any(t.name in memory and (t.is_fusion_input or t.is_fusion_output) for t in ctx.fusion.tensors):
+def propose_change(ctx: VerifyContext, d: Diagnostic, change: Callable[[Fusion], None], codes: Iterable[str]) -> bool:
+    """Make d the root cause of what `change` (scheduling calls on a copy of the fusion) fixes,
+    when the copy has no error of the rules `codes`; the caller's help names the calls. Returns
+    whether the fix held (not where the calls raise: they are no fix; nor on a copy that is itself
+    a fix's, whose rules check the fix and propose none)."""
+    if ctx.memo(("a fix's copy",), lambda: False):
         return False
     fixed_fusion = copy.deepcopy(ctx.fusion)
-    for t in fixed_fusion.tensors:
-        if t.name in memory:
-            t.set_memory_type(memory[t.name])
+    try:
+        change(fixed_fusion)
+    except TileproofError:
+        return False
     fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0)
+    fixed.memo(("a fix's copy",), lambda: True)
     holds = fix_holds(fixed, codes)
     ctx.queries += fixed.queries
     if holds:
         d.id = propose_fix(ctx, f"{d.code}:{d.tensor}", fixed)
     return holds
+
+
+def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str, MemoryType],
+                         codes: Iterable[str]) -> bool:
+    """propose_change of set_memory_type(memory[name]) on each named tensor (never for a fusion
+    input or output, which stays in global memory)."""
+    if any(t.name in memory and (t.is_fusion_input or t.is_fusion_output) for t in ctx.fusion.tensors):
+        return False
+
+    def change(fusion: Fusion) -> None:
+        for t in fusion.tensors:
+            if t.name in memory:
+                t.set_memory_type(memory[t.name])
+
+    return propose_change(ctx, d, change, codes)
 
 
 def _fixes(ctx: VerifyContext) -> dict[str, VerifyContext]:

@@ -141,3 +141,19 @@ def test_a_register_tile_set_to_global_memory_names_set_memory_type_local_first(
     assert cause.code == "MMA-WARP-COLLECTIVE" and cause.id is not None
     assert "T2.set_memory_type(tp.MemoryType.Local) (verified" in cause.hint
     assert all(d.follows_from == cause.id for d in report.errors[1:]) and len(report.errors) > 1
+
+
+def test_an_index_bound_twice_names_the_parallelize_that_restores_the_loop_s_type():
+    """Fuzz seed 121 case 242 (mutated): the wgmma matmul's accumulator axis 1 (BIDy, as its
+    inlined tiles have it) parallelized on TIDy, which its axis 3 already takes: PARALLEL-TYPE-
+    UNIQUE, LAUNCH-THREADS (1152 threads) and INLINE-PARALLEL-MATCH, three blocks. The verified
+    fix gives the axis its loop-mates' type back, and the other two follow from it."""
+    from support.examples import example_module
+
+    fusion = example_module("valid", "wgmma").hopper_matmul_m_major_a()
+    fusion.tensor("T2").axis(1).parallelize(tp.ParallelType.TIDy)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "PARALLEL-TYPE-UNIQUE" and cause.id is not None
+    assert "T2.axis(1).parallelize(tp.ParallelType.BIDy)" in cause.hint
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == {"LAUNCH-THREADS", "INLINE-PARALLEL-MATCH"}
