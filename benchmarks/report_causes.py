@@ -41,7 +41,7 @@ def blocks(report) -> list:
 
 
 def survey(seed: int, cases: int) -> dict:
-    import tileproof as tp
+    import tileproof as tp  # imported where used, as the other scripts: --help runs without them
     from fuzz import draw_case  # benchmarks/fuzz.py
 
     rows, skipped, start = [], 0, time.perf_counter()
