@@ -17,7 +17,8 @@ from typing import Callable, Iterable, Mapping
 
 from ..model.errors import TileproofError
 from ..model.fusion import Fusion
-from ..model.types import MemoryType
+from ..execution import loops
+from ..model.types import MemoryType, ParallelType
 from .context import VerifyContext
 from .diagnostics import Diagnostic, Report, Severity
 from .registry import RULES
@@ -81,6 +82,30 @@ def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str,
                 t.set_memory_type(memory[t.name])
 
     return propose_change(ctx, d, change, codes)
+
+
+def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, int, ParallelType]],
+                   strict: Iterable[str], codes: Iterable[str], tries: int = 6) -> str | None:
+    """Propose on d one parallelize call on one of `axes` (tensor name, loop position, the type to
+    give it where its inlined loop-mates do not say one): the axis given the type its loop-mates
+    have (the one it had before a parallelize gave it another), else the fallback; calls that
+    restore a loop-mates' type first. The first call (of at most `tries`) whose copy has no error
+    of the rules `strict` is proposed, else the first with none of `codes`. Returns the call, or
+    None where none holds."""
+    groups = ctx.memo("lowering-loop-groups", lambda: loops.loop_groups(ctx.fusion, idmap=ctx.idmap))
+    calls = []
+    for name, k, fallback in axes:
+        t = ctx.fusion.tensor(name)
+        mates = {m.loop[j].parallel_type for m, j in groups.of[(name, k)].members
+                 if m is not t and m.loop[j].parallel_type is not ParallelType.Serial}  # the loop's type
+        restore = next(iter(mates)) if len(mates) == 1 and t.loop[k].parallel_type not in mates else None
+        calls.append((restore is None, name, k, restore or fallback))
+    calls = [c for c in sorted(calls, key=lambda c: c[0]) if ctx.fusion.tensor(c[1]).loop[c[2]].parallel_type is not c[3]]
+    for needed in (list(strict), list(codes)):
+        for _, name, k, ptype in calls[:tries]:
+            if propose_change(ctx, d, lambda f: f.tensor(name).axis(k).parallelize(ptype), needed):
+                return f"{name}.axis({k}).parallelize(tp.ParallelType.{ptype.name})"
+    return None
 
 
 def _fixes(ctx: VerifyContext) -> dict[str, VerifyContext]:

@@ -157,3 +157,18 @@ def test_an_index_bound_twice_names_the_parallelize_that_restores_the_loop_s_typ
     assert cause.code == "PARALLEL-TYPE-UNIQUE" and cause.id is not None
     assert "T2.axis(1).parallelize(tp.ParallelType.BIDy)" in cause.hint
     assert {d.code for d in report.errors if d.follows_from == cause.id} == {"LAUNCH-THREADS", "INLINE-PARALLEL-MATCH"}
+
+
+def test_bulk_on_a_reduction_names_the_parallelize_that_takes_it_back():
+    """Fuzz seed 122 case 140 (mutated): a row sum's reduction axis parallelized as Bulk, which no
+    TMA writes: TMA-BULK-PLACEMENT and REDUCTION-PARALLEL, two blocks. The verified call makes
+    the axis serial again, and REDUCTION-PARALLEL follows from it."""
+    from support.examples import example_module
+
+    fusion = example_module("valid", "reductions").row_sum_across_blocks_then_scaled()
+    fusion.tensor("T1").axis(1).parallelize(tp.ParallelType.Bulk)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "TMA-BULK-PLACEMENT" and cause.id is not None
+    assert "verified: T1.axis(1).parallelize(tp.ParallelType.Serial)" in cause.hint
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["REDUCTION-PARALLEL"]

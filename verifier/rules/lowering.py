@@ -14,7 +14,7 @@ from ...execution.conditions import lowering as conditions
 from ...execution import loops
 from ...execution.nest import placed_nest
 from ...model.types import ParallelType
-from ..causes import propose_change
+from ..causes import propose_retype
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems
@@ -54,36 +54,14 @@ def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
     clashes = conditions.launch_axis_clashes(ctx.fusion)
     found = list(report_problems("PARALLEL-TYPE-UNIQUE", clashes))
     if found:
-        _retype_fix(ctx, found[0], clashes)
+        # one of a clashing pair's axes given its loop's type back (a parallelize took an index
+        # already used), else made serial; the later of each pair first
+        axes = [(p.tensor, k, ParallelType.Serial) for p in clashes for k in (p.values["other_axis"], p.values["axis"])]
+        call = propose_retype(ctx, found[0], axes, ["PARALLEL-TYPE-UNIQUE", "LAUNCH-THREADS", "INLINE-PARALLEL-MATCH"],
+                              ["PARALLEL-TYPE-UNIQUE"])
+        if call is not None:
+            found[0].hint += f"; verified: {call} leaves no index bound twice"
     yield from found
-
-
-FIX_TRIES = 6  # candidate calls tried for a verified fix (each a copy of the fusion and the rule run on it)
-
-
-def _retype_fix(ctx: VerifyContext, d: Diagnostic, clashes: list) -> None:
-    """Propose on d (the first clash) one parallelize call that leaves no index bound twice, where
-    one does: one of a clashing pair's axes given the type its inlined loop-mates have (the type it
-    had before a parallelize took an index already used), else made serial; the later axis of each
-    pair first, and restores before serial ones."""
-    groups = _groups(ctx)
-    tries = []
-    for p in clashes:
-        for k in (p.values["other_axis"], p.values["axis"]):
-            t = ctx.fusion.tensor(p.tensor)
-            mates = {m.loop[j].parallel_type for m, j in groups.of[(t.name, k)].members
-                     if m is not t and m.loop[j].parallel_type is not ParallelType.Serial}  # the loop's type
-            restore = next(iter(mates)) if len(mates) == 1 and t.loop[k].parallel_type not in mates else None
-            tries.append((restore is None, p.tensor, k, restore or ParallelType.Serial))
-    tries = sorted(tries, key=lambda c: c[0])[:FIX_TRIES]
-    # first a call that also leaves the block's size and the inlined loops' types right (what a
-    # parallelize on a taken index breaks with it), then any that leaves no index bound twice
-    for codes in (["PARALLEL-TYPE-UNIQUE", "LAUNCH-THREADS", "INLINE-PARALLEL-MATCH"], ["PARALLEL-TYPE-UNIQUE"]):
-        for _, name, k, ptype in tries:
-            if propose_change(ctx, d, lambda f: f.tensor(name).axis(k).parallelize(ptype), codes):
-                d.hint += (f"; verified: {name}.axis({k}).parallelize(tp.ParallelType.{ptype.name}) leaves no "
-                           f"index bound twice")
-                return
 
 
 @rule("REGISTER-SIZE-CONSTANT", family="lowering")

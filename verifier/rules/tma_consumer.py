@@ -8,6 +8,7 @@ from typing import Iterator
 from ...hw.bulk_copy import is_async_bulk_op
 from ...model.types import IterType, ParallelType
 from ..analysis.tma import extents_of, inferred_tmas
+from ..causes import propose_retype
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding
@@ -48,11 +49,13 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
         bulk = [i for i in tv.loop if i.parallel_type is ParallelType.Bulk]
         where = dict(tensor=tv.name, location=tv.origin)
         if bulk and not tma:
-            yield finding("TMA-BULK-PLACEMENT",
-                          f"{', '.join(i.label() for i in bulk)} of {tv.name} is Bulk, but {tv.name} is written by "
-                          f"`{tv.definition}`, not by a TMA or bulk copy",
-                          hint="use tp.set(..., op=tp.LoadStoreOpType.TMA) for this copy, or parallelize the axis otherwise",
-                          ids=[i.name for i in bulk], counterexample=extents_of(bulk), **where)
+            d = finding("TMA-BULK-PLACEMENT",
+                        f"{', '.join(i.label() for i in bulk)} of {tv.name} is Bulk, but {tv.name} is written by "
+                        f"`{tv.definition}`, not by a TMA or bulk copy",
+                        hint="use tp.set(..., op=tp.LoadStoreOpType.TMA) for this copy, or parallelize the axis otherwise",
+                        ids=[i.name for i in bulk], counterexample=extents_of(bulk), **where)
+            _retyped(ctx, d, [(tv.name, k, ParallelType.Serial) for k, i in enumerate(tv.loop) if i in bulk])
+            yield d
         if not tma:
             continue
         if not bulk:
@@ -66,10 +69,20 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
                                                     f"of a tile", hint="leave broadcast IDs serial", ids=[i.name],
                               counterexample=extents_of([i]), **where)
             if i.parallel_type is ParallelType.Vectorize:
-                yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of the TMA consumer {tv.name} is vectorized; the tile "
-                                                    f"is moved by the TMA, its IDs must be Bulk",
-                              hint="parallelize tile IDs with tp.ParallelType.Bulk", ids=[i.name],
-                              counterexample=extents_of([i]), **where)
+                d = finding("TMA-BULK-PLACEMENT", f"{i.label()} of the TMA consumer {tv.name} is vectorized; the tile "
+                                                  f"is moved by the TMA, its IDs must be Bulk",
+                            hint="parallelize tile IDs with tp.ParallelType.Bulk", ids=[i.name],
+                            counterexample=extents_of([i]), **where)
+                _retyped(ctx, d, [(tv.name, tv.loop.index(i), ParallelType.Bulk)])
+                yield d
+
+
+def _retyped(ctx: VerifyContext, d: Diagnostic, axes) -> None:
+    """The one parallelize call that fixes d's axes, verified (causes.propose_retype), in its help."""
+    call = propose_retype(ctx, d, axes, ["TMA-BULK-PLACEMENT", "INLINE-PARALLEL-MATCH", "REDUCTION-PARALLEL"],
+                          ["TMA-BULK-PLACEMENT"])
+    if call is not None:
+        d.hint += f"; verified: {call} leaves Bulk on TMA tiles only"
 
 
 @rule("TMA-MIXED-TRANSFORM", family="tma")
