@@ -84,11 +84,11 @@ def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str,
     return propose_change(ctx, d, change, codes)
 
 
-def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, int, ParallelType]],
+def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, int, ParallelType | None]],
                    strict: Iterable[str], codes: Iterable[str], tries: int = 6) -> str | None:
     """Propose on d one parallelize call on one of `axes` (tensor name, loop position, the type to
-    give it where its inlined loop-mates do not say one): the axis given the type its loop-mates
-    have (the one it had before a parallelize gave it another), else the fallback; calls that
+    give it where its inlined loop-mates do not say one, None: no call then): the axis given the
+    type its loop-mates have (the one it had before a parallelize gave it another), else the fallback; calls that
     restore a loop-mates' type first. The first call (of at most `tries`) whose copy has no error
     of the rules `strict` is proposed, else the first with none of `codes`. Returns the call, or
     None where none holds."""
@@ -98,9 +98,14 @@ def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, 
         t = ctx.fusion.tensor(name)
         mates = {m.loop[j].parallel_type for m, j in groups.of[(name, k)].members
                  if m is not t and m.loop[j].parallel_type is not ParallelType.Serial}  # the loop's type
+        if not mates:  # not inlined: the type of the axes mapped to it (what parallelize_all_like gives)
+            key = ctx.idmap.key(t.loop[k])
+            mates = {i.parallel_type for u in ctx.fusion.tensors if u is not t and not u.is_fusion_input
+                     for i in u.loop if i.parallel_type is not ParallelType.Serial and ctx.idmap.key(i) == key}
         restore = next(iter(mates)) if len(mates) == 1 and t.loop[k].parallel_type not in mates else None
         calls.append((restore is None, name, k, restore or fallback))
-    calls = [c for c in sorted(calls, key=lambda c: c[0]) if ctx.fusion.tensor(c[1]).loop[c[2]].parallel_type is not c[3]]
+    calls = [c for c in sorted(calls, key=lambda c: c[0])
+             if c[3] is not None and ctx.fusion.tensor(c[1]).loop[c[2]].parallel_type is not c[3]]
     for needed in (list(strict), list(codes)):
         for _, name, k, ptype in calls[:tries]:
             if propose_change(ctx, d, lambda f: f.tensor(name).axis(k).parallelize(ptype), needed):

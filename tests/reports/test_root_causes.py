@@ -172,3 +172,21 @@ def test_bulk_on_a_reduction_names_the_parallelize_that_takes_it_back():
     assert cause.code == "TMA-BULK-PLACEMENT" and cause.id is not None
     assert "verified: T1.axis(1).parallelize(tp.ParallelType.Serial)" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == ["REDUCTION-PARALLEL"]
+
+
+@pytest.mark.parametrize("stem, name, axis, call, follows", [
+    # fuzz 123/238: a thread axis made a vector of 32 floats, whose elements another thread wrote: TIDx again
+    ("lowering", "inlined_axis_on_bidx_in_both", 1, "T2.axis(1).parallelize(tp.ParallelType.TIDx)", "THREAD-VISIBILITY"),
+    # fuzz 123/0: a vector with a loop of the thread inside it, sharing its producer's loop: serial again
+    ("gsg_copy", "gsg_copy_inline1", 0, "T2.axis(0).parallelize(tp.ParallelType.Serial)", "INLINE-PARALLEL-MATCH"),
+])
+def test_a_vectorize_on_the_wrong_axis_names_the_parallelize_that_takes_it_back(stem, name, axis, call, follows):
+    from support.examples import example_module
+
+    fusion = getattr(example_module("valid", stem), name)()
+    fusion.tensor("T2").axis(axis).parallelize(tp.ParallelType.Vectorize)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "VECTORIZE-WIDTH" and cause.id is not None
+    assert f"verified: {call}" in cause.hint
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == [follows]

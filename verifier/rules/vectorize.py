@@ -16,6 +16,7 @@ from ...model.types import LoadStoreOpType, MemoryType, OpKind, ParallelType
 from ...model.vectorize import (
     VECTOR_BYTES, Finding, VectorOperand, peel_vector, unit_stride, vector_findings,
 )
+from ..causes import propose_retype
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, stride_names
@@ -110,13 +111,26 @@ def vectorize_width(ctx: VerifyContext) -> Iterator[Diagnostic]:
     for tv in ctx.executed():
         for d in _not_one_vector(tv):
             reported.add(tv.name)
-            yield d
+            yield _retyped(ctx, d, tv, ParallelType.Serial)
     for tv, operands, _, n in _vectors(ctx):
         if is_cp_async(tv.definition) or tv.name in reported:
             continue  # one cp.async moves the vector: CPASYNC-SIZE checks its bytes; one cause a tensor
         found = vector_findings(operands, n)
         if found:  # one cause a statement: its one vector, too wide for each operand named
-            yield _too_wide(tv, operands, n, found)
+            # too wide: the help's narrower split is the fix, unless the axis was given a type its
+            # loop-mates do not have (a Vectorize put on a block axis)
+            yield _retyped(ctx, _too_wide(tv, operands, n, found), tv, None)
+
+
+def _retyped(ctx: VerifyContext, d: Diagnostic, tv: TensorView, fallback: ParallelType | None) -> Diagnostic:
+    """d with, in its help, the one verified parallelize of a Vectorize axis of tv that fixes it
+    (the axis given the type its loop-mates or mapped axes have, else `fallback`: causes.propose_retype)."""
+    axes = [(tv.name, k, fallback) for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Vectorize]
+    call = propose_retype(ctx, d, axes, ["VECTORIZE-WIDTH", "INLINE-PARALLEL-MATCH", "VECTORIZE-CONTIGUOUS"],
+                          ["VECTORIZE-WIDTH"])
+    if call is not None:
+        d.hint += f"; verified: {call} leaves every vector one access"
+    return d
 
 
 def _not_one_vector(tv: TensorView) -> Iterator[Diagnostic]:
