@@ -118,14 +118,25 @@ def _fixes(ctx: VerifyContext) -> dict[str, VerifyContext]:
     return ctx.memo(("root-cause fixes",), dict)
 
 
+CAUSES_CHECKED = 3  # causes whose consequences a verify looks for (one mistake rarely has more)
+
+
 def group_by_cause(ctx: VerifyContext, report: Report) -> None:
     """Mark and reorder report.diagnostics in place (see the module docstring)."""
     fixes = _fixes(ctx)
     causes = [d for d in report.diagnostics if d.id in fixes]
+    checked = 0
     for cause in causes:
+        if cause.follows_from is not None:
+            continue  # an earlier cause's fix removes it too: that cause explains its findings
+        if checked == CAUSES_CHECKED:
+            break  # each check re-runs the other errors' rules on the fixed copy (seconds, for z3's)
+        checked += 1
         fixed = fixes[cause.id]
-        others = [d for d in report.diagnostics if d.follows_from is None and d.id is None
-                  and d.severity is Severity.ERROR]
+        # the other errors no cause explains yet, later causes among them (two rules may propose
+        # the same fix: the one reported first keeps the others)
+        others = [d for d in report.diagnostics if d.follows_from is None and d is not cause
+                  and (d.id is None or d in causes) and d.severity is Severity.ERROR]
         still = _findings(fixed, {d.code for d in others})
         named = {cause.tensor} | {d.tensor for d in others if (d.code, d.tensor) not in still}
         warnings = [d for d in report.diagnostics if d.follows_from is None and d.severity is Severity.WARNING
@@ -140,7 +151,19 @@ def group_by_cause(ctx: VerifyContext, report: Report) -> None:
             what = "the finding" if len(consequences) == 1 else f"the {len(consequences)} findings"
             cause.notes.append(f"this causes {what} listed after it ({listed}): with the fix below, "
                                f"{'it goes' if len(consequences) == 1 else 'they go'} away (re-verified)")
+    _flatten(report.diagnostics)
     report.diagnostics = ordered(merge_repeats(report.diagnostics))
+
+
+def _flatten(diagnostics: list[Diagnostic]) -> None:
+    """Point each consequence at the root of its chain (a cause that follows an earlier one
+    hands its own consequences to that one), so that every block is a root and what follows it."""
+    by_id = {d.id: d for d in diagnostics if d.id is not None}
+    for d in diagnostics:
+        seen = set()
+        while d.follows_from in by_id and by_id[d.follows_from].follows_from is not None and d.follows_from not in seen:
+            seen.add(d.follows_from)
+            d.follows_from = by_id[d.follows_from].follows_from
 
 
 def merge_repeats(diagnostics: list[Diagnostic]) -> list[Diagnostic]:

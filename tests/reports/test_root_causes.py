@@ -190,3 +190,18 @@ def test_a_vectorize_on_the_wrong_axis_names_the_parallelize_that_takes_it_back(
     assert cause.code == "VECTORIZE-WIDTH" and cause.id is not None
     assert f"verified: {call}" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == [follows]
+
+
+def test_an_unroll_on_a_thread_s_loop_names_the_parallelize_that_gives_the_loop_one_type():
+    """Fuzz seed 124 case 135 (mutated): a row statement's thread axis made Unroll while the loop
+    it shares through inlining is TIDx: INLINE-PARALLEL-MATCH and two THREAD-VISIBILITY errors,
+    three blocks. The verified call gives the axis the loop's type back; both reads follow."""
+    from support.examples import example_module
+
+    fusion = example_module("valid", "attention").online_row_logsumexp()
+    fusion.tensor("T7").axis(0).parallelize(tp.ParallelType.Unroll)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "INLINE-PARALLEL-MATCH" and cause.id is not None
+    assert "verified: T7.axis(0).parallelize(tp.ParallelType.TIDx)" in cause.hint
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["THREAD-VISIBILITY"] * 2

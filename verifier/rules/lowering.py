@@ -284,7 +284,18 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
         non-Serial members' one, given to the Serial members; two different ones throw)
     """
     # Formal statement: none, structural: loop IDs joined by inlining have one parallel type, not Vectorize or Bulk
-    yield from report_problems("INLINE-PARALLEL-MATCH", _groups(ctx).mismatched)
+    mismatched = _groups(ctx).mismatched
+    found = list(report_problems("INLINE-PARALLEL-MATCH", mismatched))
+    if found:
+        # the first mismatch's two axes, each given the loop's other type (a parallelize that gave
+        # one member a type of its own: Unroll, Vectorize or an index on a thread's loop)
+        where = {i.name: (t.name, k) for t in ctx.fusion.tensors for k, i in enumerate(t.loop)}
+        axes = [(*where[name], None) for name in mismatched[0].ids if name in where]
+        call = propose_retype(ctx, found[0], axes, ["INLINE-PARALLEL-MATCH", "THREAD-VISIBILITY", "PARALLEL-TYPE-UNIQUE"],
+                              ["INLINE-PARALLEL-MATCH"])
+        if call is not None:
+            found[0].hint += f"; verified: {call} gives the loop one type"
+    yield from found
 
 
 @rule("LOOP-NEST-ORDER", family="lowering")
