@@ -39,10 +39,12 @@ def _divides_by_symbol(e: Expr) -> bool:
 
 class VerifyContext:
     def __init__(self, fusion: Fusion, target: Target, bind: Mapping[str, int] | None = None, *,
-                 shrink_seconds: float = VERIFY_SHRINK_SECONDS):
+                 shrink_seconds: float = VERIFY_SHRINK_SECONDS, query_ms: int | None = None):
         """`shrink_seconds`: the solving that making counterexamples readable may take, all rules
         together, counted in z3's resource units (0 for a copy of the fusion that is judged by its
-        verdicts: its findings are never shown)."""
+        verdicts: its findings are never shown). `query_ms`: at most this much solving a query (a
+        copy judged by its verdicts, where an undecided claim counts as a finding)."""
+        self.query_ms = query_ms
         if getattr(fusion, "frozen", False):  # as the kernel is lowered: each loop's type on its Serial members
             propagate_parallel_types(fusion)
         self.fusion = fusion
@@ -145,6 +147,8 @@ class VerifyContext:
         context to build its terms in (default z3_context, the verify's)."""
         self.queries += 1
         hint = list(hint) + self._assumption_terms
+        if self.query_ms is not None:
+            timeout_ms = self.query_ms if timeout_ms is None else min(timeout_ms, self.query_ms)
         limit = {} if timeout_ms is None else {"timeout_ms": timeout_ms}
         q = Query(hint, dict(ranges or {}), symbols=self.admitted.bounds(), steps=self.admitted.steps(),
                   shrink=self.shrink, context=context or self.z3_context, integers=integers,

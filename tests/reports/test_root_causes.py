@@ -205,3 +205,20 @@ def test_an_unroll_on_a_thread_s_loop_names_the_parallelize_that_gives_the_loop_
     assert cause.code == "INLINE-PARALLEL-MATCH" and cause.id is not None
     assert "verified: T7.axis(0).parallelize(tp.ParallelType.TIDx)" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == ["THREAD-VISIBILITY"] * 2
+
+
+def test_a_fix_s_copy_caps_each_query():
+    """A fix's copy is judged by its verdicts only, each query within causes.FIX_QUERY_MS (an
+    undecided claim counts as still failing): looking for the consequences of several causes re-ran
+    ALLOCATION-DISTINCT on each copy at full length (fuzz 116/469: 2.6 -> 6.9 s; 4.0 s capped)."""
+    from tileproof.verifier import causes
+    from tileproof.verifier.context import VerifyContext
+    from tileproof.model.targets import get_target
+
+    fusion = hopper_tile(tiles=None)
+    capped = VerifyContext(fusion.snapshot(), get_target("sm_90a"), query_ms=causes.FIX_QUERY_MS)
+    assert capped.query([]).timeout_ms == causes.FIX_QUERY_MS
+    assert capped.query([], timeout_ms=50).timeout_ms == 50
+    assert VerifyContext(fusion.snapshot(), get_target("sm_90a")).query([]).timeout_ms > causes.FIX_QUERY_MS
+    report = tp.verify(fusion, "sm_90a")  # the TMA-VIEW cause still verified within the cap
+    assert report.diagnostics[0].code == "TMA-VIEW" and report.diagnostics[0].id is not None
