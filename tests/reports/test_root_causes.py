@@ -10,6 +10,8 @@ import tileproof as tp
 from tileproof.reports import report_to_text
 from tileproof.rule_examples import hopper_gemm_operands
 
+from support.examples import example_module
+
 MACRO = tp.MmaMacro.Hopper_64_128_16
 
 
@@ -42,6 +44,16 @@ def hopper_tile(*, fragment: bool = True, tiles: tp.MemoryType | None = tp.Memor
     for t in (sa, sb):
         t.inline_at(1)
     return fusion
+
+
+def cause_of(fusion, change, code: str):
+    """(the first diagnostic, the report) of `fusion` verified after `change(fusion)`: the
+    diagnostic a root cause of rule `code` (one with a verified fix)."""
+    change(fusion)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == code and cause.id is not None, (cause.code, cause.message)
+    return cause, report
 
 
 def test_the_whole_schedule_is_accepted():
@@ -109,8 +121,6 @@ def test_a_finding_repeated_on_inlined_producers_is_reported_once():
     """Fuzz seed 120 case 28 (mutated): a transposed tile's consumer T2 given a second BIDx axis;
     T1, inlined into it, shares that loop, and PARALLEL-TYPE-UNIQUE found the same on both, from
     the one line (two blocks with the same help). One block now, naming the other tensor."""
-    from support.examples import example_module
-
     fusion = example_module("valid", "circular_copies").transposed_tile_no_prefetch()
     fusion.tensor("T2").axis(1).parallelize(tp.ParallelType.BIDx)
     report = tp.verify(fusion, "sm_90a")
@@ -124,21 +134,12 @@ def test_a_register_tile_set_to_global_memory_names_set_memory_type_local_first(
     """ldmatrix's registers (fuzz seed 120 case 88) and a wgmma's accumulators (case 109) set to
     global memory: each also made a global intermediate (GLOBAL-INTERMEDIATE, reported first, with
     no cause). The instruction's rule proposes the one call, verified, and the intermediate follows."""
-    from support.examples import example_module
-
-    fusion = example_module("valid", "ldst_matrix").ldmatrix_x1()
-    fusion.tensor("T2").set_memory_type(tp.MemoryType.Global)
-    report = tp.verify(fusion, "sm_90a")
-    cause = report.diagnostics[0]
-    assert cause.code == "LDSM-THREAD-ROWS" and cause.id is not None
+    global_t2 = lambda f: f.tensor("T2").set_memory_type(tp.MemoryType.Global)  # noqa: E731
+    cause, report = cause_of(example_module("valid", "ldst_matrix").ldmatrix_x1(), global_t2, "LDSM-THREAD-ROWS")
     assert "T2.set_memory_type(tp.MemoryType.Local)" in cause.hint and "verified" in cause.hint
     assert [d.follows_from for d in report.errors[1:]] == [cause.id] and report.errors[1].code == "GLOBAL-INTERMEDIATE"
 
-    fusion = hopper_tile()
-    fusion.tensor("T2").set_memory_type(tp.MemoryType.Global)
-    report = tp.verify(fusion, "sm_90a")
-    cause = report.diagnostics[0]
-    assert cause.code == "MMA-WARP-COLLECTIVE" and cause.id is not None
+    cause, report = cause_of(hopper_tile(), global_t2, "MMA-WARP-COLLECTIVE")
     assert "T2.set_memory_type(tp.MemoryType.Local) (verified" in cause.hint
     assert all(d.follows_from == cause.id for d in report.errors[1:]) and len(report.errors) > 1
 
@@ -148,13 +149,8 @@ def test_an_index_bound_twice_names_the_parallelize_that_restores_the_loop_s_typ
     inlined tiles have it) parallelized on TIDy, which its axis 3 already takes: PARALLEL-TYPE-
     UNIQUE, LAUNCH-THREADS (1152 threads) and INLINE-PARALLEL-MATCH, three blocks. The verified
     fix gives the axis its loop-mates' type back, and the other two follow from it."""
-    from support.examples import example_module
-
-    fusion = example_module("valid", "wgmma").hopper_matmul_m_major_a()
-    fusion.tensor("T2").axis(1).parallelize(tp.ParallelType.TIDy)
-    report = tp.verify(fusion, "sm_90a")
-    cause = report.diagnostics[0]
-    assert cause.code == "PARALLEL-TYPE-UNIQUE" and cause.id is not None
+    cause, report = cause_of(example_module("valid", "wgmma").hopper_matmul_m_major_a(),
+                             lambda f: f.tensor("T2").axis(1).parallelize(tp.ParallelType.TIDy), "PARALLEL-TYPE-UNIQUE")
     assert "T2.axis(1).parallelize(tp.ParallelType.BIDy)" in cause.hint
     assert {d.code for d in report.errors if d.follows_from == cause.id} == {"LAUNCH-THREADS", "INLINE-PARALLEL-MATCH"}
 
@@ -163,13 +159,8 @@ def test_bulk_on_a_reduction_names_the_parallelize_that_takes_it_back():
     """Fuzz seed 122 case 140 (mutated): a row sum's reduction axis parallelized as Bulk, which no
     TMA writes: TMA-BULK-PLACEMENT and REDUCTION-PARALLEL, two blocks. The verified call makes
     the axis serial again, and REDUCTION-PARALLEL follows from it."""
-    from support.examples import example_module
-
-    fusion = example_module("valid", "reductions").row_sum_across_blocks_then_scaled()
-    fusion.tensor("T1").axis(1).parallelize(tp.ParallelType.Bulk)
-    report = tp.verify(fusion, "sm_90a")
-    cause = report.diagnostics[0]
-    assert cause.code == "TMA-BULK-PLACEMENT" and cause.id is not None
+    cause, report = cause_of(example_module("valid", "reductions").row_sum_across_blocks_then_scaled(),
+                             lambda f: f.tensor("T1").axis(1).parallelize(tp.ParallelType.Bulk), "TMA-BULK-PLACEMENT")
     assert "verified: T1.axis(1).parallelize(tp.ParallelType.Serial)" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == ["REDUCTION-PARALLEL"]
 
@@ -181,13 +172,8 @@ def test_bulk_on_a_reduction_names_the_parallelize_that_takes_it_back():
     ("gsg_copy", "gsg_copy_inline1", 0, "T2.axis(0).parallelize(tp.ParallelType.Serial)", "INLINE-PARALLEL-MATCH"),
 ])
 def test_a_vectorize_on_the_wrong_axis_names_the_parallelize_that_takes_it_back(stem, name, axis, call, follows):
-    from support.examples import example_module
-
-    fusion = getattr(example_module("valid", stem), name)()
-    fusion.tensor("T2").axis(axis).parallelize(tp.ParallelType.Vectorize)
-    report = tp.verify(fusion, "sm_90a")
-    cause = report.diagnostics[0]
-    assert cause.code == "VECTORIZE-WIDTH" and cause.id is not None
+    cause, report = cause_of(getattr(example_module("valid", stem), name)(),
+                             lambda f: f.tensor("T2").axis(axis).parallelize(tp.ParallelType.Vectorize), "VECTORIZE-WIDTH")
     assert f"verified: {call}" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == [follows]
 
@@ -196,13 +182,8 @@ def test_an_unroll_on_a_thread_s_loop_names_the_parallelize_that_gives_the_loop_
     """Fuzz seed 124 case 135 (mutated): a row statement's thread axis made Unroll while the loop
     it shares through inlining is TIDx: INLINE-PARALLEL-MATCH and two THREAD-VISIBILITY errors,
     three blocks. The verified call gives the axis the loop's type back; both reads follow."""
-    from support.examples import example_module
-
-    fusion = example_module("valid", "attention").online_row_logsumexp()
-    fusion.tensor("T7").axis(0).parallelize(tp.ParallelType.Unroll)
-    report = tp.verify(fusion, "sm_90a")
-    cause = report.diagnostics[0]
-    assert cause.code == "INLINE-PARALLEL-MATCH" and cause.id is not None
+    cause, report = cause_of(example_module("valid", "attention").online_row_logsumexp(),
+                             lambda f: f.tensor("T7").axis(0).parallelize(tp.ParallelType.Unroll), "INLINE-PARALLEL-MATCH")
     assert "verified: T7.axis(0).parallelize(tp.ParallelType.TIDx)" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == ["THREAD-VISIBILITY"] * 2
 
