@@ -300,29 +300,30 @@ def _unjoined(j: Join) -> Problem:
         return Problem(
             f"{tv.name} is inlined at position {ca} but has {len(tv.loop)} loop axes: its loop domain "
             f"changed after the inlining",
-            hint=f"transform {tv.name} (propagate_transforms) before inlining it, then inline again",
+            hint=f"transform {tv.name} before inlining it (the scheduling calls refuse to change inlined axes)",
             tensor=tv.name, values={"compute_at": ca, "loop_axes": len(tv.loop)},
             location=tv.compute_at_origin or tv.origin)
     if j.stop == "short":
         return Problem(
             f"{tv.name} is inlined at position {ca} but its consumer {c.name} has {len(c.loop)} loop axes",
-            hint=f"inline {tv.name} at most at position {len(c.loop)}, or transform {c.name} before "
-                 f"inlining",
+            hint=f"inline {tv.name} at most at position {len(c.loop)}, or make and schedule {c.name} before "
+                 f"inlining {tv.name}",
             tensor=tv.name, values={"compute_at": ca, "loop_axes": len(c.loop)},
             location=tv.compute_at_origin or tv.origin)
     k = j.shared
     return Problem(
         f"{tv.name} is inlined at position {ca} but its loop axis {k} "
         f"({tv.loop[k].label()}) is not {c.name}'s loop axis {k} ({c.loop[k].label()})",
-        hint=f"inline {tv.name} at most at position {k} (inline_at({k})), or schedule {c.name} "
-             f"before inlining so that the first {ca} loop axes stay the same",
+        hint=f"inline {tv.name} at most at position {k} (inline_at({k})), or make and schedule {c.name} "
+             f"before inlining {tv.name}, so that their first {ca} loop axes are the same",
         tensor=tv.name, ids=(tv.loop[k].name, c.loop[k].name),
         values={"compute_at": ca, "axis": k},
         notes=(f"{tv.name}'s axis {k} is a reduction axis: its consumers read totals, after "
                f"the reduction's loops" if tv.loop[k].is_reduction else
-               f"the transforms of {c.name} after the inlining changed its loop axis {k}",),
-        # the knob: the inlining past a reduction axis, else the transform of the consumer's axis
-        location=(tv.compute_at_origin if tv.loop[k].is_reduction else c.loop[k].origin)
+               f"inline_at checks the consumers it is called with, and the scheduling calls keep inlined "
+               f"axes as they are: {c.name} was made after {tv.name} was inlined",),
+        # the knob: the inlining past a reduction axis, else the consumer's axis (made after the inlining)
+        location=(tv.compute_at_origin if tv.loop[k].is_reduction else c.loop[k].origin or c.origin)
         or tv.loop[k].origin or tv.origin)
 
 

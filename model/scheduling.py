@@ -37,17 +37,48 @@ def propagate_transforms(ref: TensorView) -> None:
     so it is split, merged and ordered like that axis; a merge of an axis with one the tensor
     lacks because that one is a broadcast elsewhere (a tensor before its tp.broadcast) stands for
     the axis the tensor has. Parallel types are not copied: parallelize_all_like does that.
-    nvFuser: TransformPropagator over MaxLogicalDomainInfoSpanningTree (ReplayTransformations
-    with PairwiseLogicalDomainMap, which maps broadcasts).
+    Raises ScheduleError, changing nothing, where the replay would change a loop axis left of a
+    tensor's compute-at position or of where a producer is inlined into it (propagate before
+    inlining). nvFuser: TransformPropagator over MaxLogicalDomainInfoSpanningTree
+    (ReplayTransformations with PairwiseLogicalDomainMap, which maps broadcasts; validateDomain
+    refuses a domain that would invalidate a compute-at or max producer position).
 
         t2.split(0, 128); tp.propagate_transforms(t2); tp.parallelize_all_like(t2)"""
     _check_ref("propagate_transforms", ref)
     fusion = ref.fusion
     idmap = IdMap(fusion, map_broadcast=True)
+    before = {id(tv): (list(tv.loop), list(tv.history)) for tv in fusion.tensors}
     for tv in fusion.tensors:
         if tv is ref:
             continue
         _replay(idmap, ref, tv)
+    held = _inlined_positions(fusion)
+    for tv in fusion.tensors:
+        old = before[id(tv)][0]
+        k = next((k for k, (a, b) in enumerate(zip(old, tv.loop)) if a is not b), min(len(old), len(tv.loop)))
+        if k == len(old) == len(tv.loop) or k >= held[id(tv)][0]:
+            continue
+        position, why = held[id(tv)]
+        new = tv.loop[k].label() if k < len(tv.loop) else "no axis"
+        for t in fusion.tensors:
+            t.loop, t.history = before[id(t)][0], before[id(t)][1]
+        raise ScheduleError(
+            f"propagate_transforms: replaying {ref.name}'s transforms would change {tv.name}'s loop axis {k} "
+            f"({old[k].label()} -> {new}), left of {why} {position}; propagate before inlining "
+            f"(nvFuser's TransformPropagator refuses the same)")
+
+
+def _inlined_positions(fusion) -> dict[int, tuple[int, str]]:
+    """Per tensor (by id): the loop axes inlining holds fixed (its compute-at position, or the
+    largest at which a producer is inlined into it: nvFuser's max producer position) and what holds
+    them."""
+    held = {}
+    for tv in fusion.tensors:
+        p = tv.inlined_producer()
+        held[id(tv)] = ((p.compute_at, f"where its producer {p.name} is inlined into it, position")
+                        if p is not None and p.compute_at > tv.compute_at else
+                        (tv.compute_at, "its compute-at position"))
+    return held
 
 
 def _broadcast_elsewhere(idmap: IdMap, missing, tv: TensorView) -> bool:

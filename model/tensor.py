@@ -157,13 +157,16 @@ class TensorView(TensorBase):
                     cache_op: CacheOp = CacheOp.Unspecified) -> "TensorView":
         """A new tensor that copies this one with `op` (tp.LoadStoreOpType; `cache_op`, a
         tp.CacheOp, for cp.async as in tp.set); every former consumer of this tensor now reads
-        the new one, which is returned. nvFuser: TensorView::cacheAfter(op, cache_op).
+        the new one, which is returned. Caches come before inlining: an inlined tensor (or a
+        fusion input read by an inlined one) is refused. nvFuser: TensorView::cacheAfter(op,
+        cache_op).
 
             t1 = t0.cache_after(tp.LoadStoreOpType.TMA)   # t0 -> t1 -> t0's consumers"""
         if not isinstance(op, LoadStoreOpType):
             raise wrong_enum("cache_after", "op", LoadStoreOpType, op)
         check_cache_op("cache_after", op, cache_op)
         uses = self.fusion.uses_of(self)
+        _check_not_inlined("cache_after", self, [u.output for u in uses] if self.is_fusion_input else [])
         with self.fusion:
             new = set_op(self, op=op, cache_op=cache_op)
         for u in uses:
@@ -172,14 +175,27 @@ class TensorView(TensorBase):
 
     def cache_before(self, op: LoadStoreOpType = LoadStoreOpType.Set) -> "TensorView":
         """A new tensor that this tensor's definition now writes; this tensor becomes a copy of it
-        with `op` (tp.LoadStoreOpType). Returns the new tensor. nvFuser: TensorView::cacheBefore(op).
+        with `op` (tp.LoadStoreOpType). Returns the new tensor. Caches come before inlining: an
+        inlined tensor (or one whose producer is inlined) is refused. nvFuser:
+        TensorView::cacheBefore(op).
 
             t1 = t2.cache_before()   # producer -> t1 -> t2 (t2 = set(t1))"""
         if not isinstance(op, LoadStoreOpType):
             raise wrong_enum("cache_before", "op", LoadStoreOpType, op)
         if self.definition is None:
             raise ScheduleError(f"cache_before: {self.name} has no definition (is it a fusion input?)")
+        _check_not_inlined("cache_before", self, self.fusion.producers(self))
         return redirect_definition(self, op)
+
+
+def _check_not_inlined(op: str, tv: TensorView, neighbours: list) -> None:
+    """nvFuser's cacheAfter / cacheBefore: "Caching computed-at tensors is not allowed. Apply caching
+    before computeAt" (also where a neighbour the cache would be placed beside is inlined)."""
+    for t in [tv, *neighbours]:
+        if t.compute_at > 0:
+            which = f"{tv.name} is" if t is tv else f"{t.name}, beside the cache of {tv.name}, is"
+            raise ScheduleError(f"{op}: {which} inlined at position {t.compute_at}; cache {tv.name} before "
+                                f"inlining (tp.inline_most, inline_at)")
 
 
 def _extent(fusion, prefix: str, dim: int, s) -> tuple[Expr, IterType]:

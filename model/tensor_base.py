@@ -333,6 +333,11 @@ class TensorBase:
             raise ScheduleError("set_loop_domain: an IterDomain appears twice")
         if self.compute_at:
             raise ScheduleError(f"set_loop_domain: {self.name} is inlined at {self.compute_at}; set the loop domain first")
+        p = self.inlined_producer()
+        if p is not None and [i.uid for i in ids[:p.compute_at]] != [i.uid for i in self.loop[:p.compute_at]]:
+            raise ScheduleError(f"set_loop_domain: {self.name}'s producer {p.name} is inlined into its first "
+                                f"{p.compute_at} loop axes, which the new loop domain changes; set it before inlining "
+                                f"{p.name}")
         _check_cut(self, ids)
         self.loop = ids
         return self
@@ -415,10 +420,24 @@ class TensorBase:
         return a
 
     def _check_outside_ca(self, op: str, axis: int) -> None:
+        """Axes left of the compute-at position, or of where a producer is inlined into this tensor
+        (nvFuser's max producer position), are fixed: nvFuser's split, merge, reorder and swizzle
+        refuse them ("Cannot split axis within max producer position")."""
         if axis < self.compute_at:
             raise ScheduleError(
                 f"{op}: axis {axis} of {self.name} is inside its compute-at position {self.compute_at}; transform before inlining"
             )
+        p = self.inlined_producer()
+        if p is not None and axis < p.compute_at:
+            raise ScheduleError(
+                f"{op}: axis {axis} of {self.name} is inside the loops its producer {p.name} is inlined in (position "
+                f"{p.compute_at}); transform {self.name} before inlining {p.name}")
+
+    def inlined_producer(self):
+        """The producer inlined deepest into this tensor (nvFuser's max producer position is its
+        compute-at position), or None where none is inlined."""
+        inlined = [p for p in self.fusion.producers(self) if not p.is_fusion_input and p.compute_at > 0]
+        return max(inlined, key=lambda p: p.compute_at) if inlined else None
 
     def _apply(self, t: Transform, pos: int, consumed: Iterable[int]) -> None:
         self.history.append(t)

@@ -82,15 +82,20 @@ def split_by_unknown_symbol():
 
 
 @tp.schedule(expect=tp.rejected("INLINE-LOOP-MAP", messages=[
-    "T1 is inlined at position 1 but its loop axis 0 (i", "is not T2's loop axis 0"]))
-def consumer_split_after_inlining():
-    """T1 is inlined into T2 at 1, then T2's axis 0 is split by 4: T1's loop of 64 and T2's
-    loop of 16 can no longer be one loop."""
-    fusion, t1, t2 = _copy("consumer_split_after_inlining", [64, 32])
+    "T1 is inlined at position 1 but its loop axis 0 (i", "is not T3's loop axis 0"]))
+def consumer_made_after_inlining():
+    """T1 is inlined into T2 at 1 (both split by 4), then a second consumer T3 of T1 is made: its
+    loop of 64 and T1's loop of 16 cannot be one loop. (Transforming T2 or T1 after the inlining
+    is refused at the call, as nvFuser refuses it.)"""
+    fusion, t1, t2 = _copy("consumer_made_after_inlining", [64, 32])
     for t in (t1, t2):
-        t.axis(1).parallelize(P.TIDx)
+        t.split(0, 4)
+        t.axis(2).parallelize(P.TIDx)
     t1.inline_at(1)
-    t2.split(0, 4)
+    with fusion:
+        t3 = tp.set(t1)
+        fusion.add_output(t3)
+    t3.axis(1).parallelize(P.TIDx)
     return fusion
 
 

@@ -220,8 +220,13 @@ def test_a_split_k_in_one_kernel_without_rfactor_is_refused_its_grid_reduction_o
     reduces the sum of its partials over BIDz instead (tests/recipes/test_split_k_grid.py)."""
     fusion = hopper_gemm("M", "N", "K", HopperGemmParams())
     d = fusion.tensor("T2")  # the accumulators [Mo, No, Ko, ...]
+    with pytest.raises(tp.ScheduleError, match="inside the loops its producer"):
+        d.split(2, 4, inner_split=False)  # the operands are inlined into T2 past its K axis
+    for t in fusion.tensors:
+        t.inline_at(0)
     d.split(2, 4, inner_split=False)  # [Mo, No, 4, Ko / 4, ...]
     d.axis(2).parallelize(tp.ParallelType.BIDz)
+    tp.inline_most(fusion)
     report = tp.verify(fusion, "sm_90a")
     assert "REDUCTION-GRID" in report.codes
     assert any(e.message.startswith("T2 is") and "BIDz" in e.message for e in report.errors if e.code == "REDUCTION-GRID")

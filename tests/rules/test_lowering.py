@@ -379,17 +379,56 @@ def test_stmatrix_predicated_by_a_single_writer():
     refused_as_unsupported(fusion, case.target, "threadIdx.y == 0 (single writer); tileproof emits stmatrix")
 
 
-def test_inlined_tensor_whose_loop_domain_shrank():
-    """Found by benchmarks/fuzz.py: propagate_transforms replays a merge on an inlined producer,
-    leaving its compute-at position past its loop axes (INLINE-LOOP-MAP crashed on it before)."""
+def test_propagation_onto_an_inlined_tensor_is_refused_and_changes_nothing():
+    """Found by benchmarks/fuzz.py: propagate_transforms replayed a merge on an inlined producer,
+    leaving its compute-at position past its loop axes (INLINE-LOOP-MAP crashed on it, then reported
+    it). nvFuser's TransformPropagator refuses a replay that changes axes left of a compute-at or
+    max producer position (validateDomain); so does tileproof, at the call, leaving every tensor as
+    it was."""
+    with tp.Fusion("copy3") as fusion:
+        t0 = tp.make_tensor([12, 2, 8], contiguity=True); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2)
+        fusion.add_output(t3)
+    t1.inline_at(1)
+    t3.merge(0)  # T3's producer T2 is not inlined: T3's axes are its own
+    loops = {t.name: list(t.loop) for t in fusion.tensors}
+    with pytest.raises(tp.ScheduleError, match=r"would change T1's loop axis 0 \(.*\), left of its "
+                                                r"compute-at position 1; propagate before inlining"):
+        tp.propagate_transforms(t3)
+    assert {t.name: list(t.loop) for t in fusion.tensors} == loops
+    t1.inline_at(0)
+    tp.propagate_transforms(t3)  # before inlining, as nvFuser's schedulers do
+    assert [len(t.loop) for t in (t1, t2, t3)] == [2, 2, 2]
+    tp.inline_most(fusion)
+    assert tp.verify(fusion).ok
+
+
+def test_transforms_inside_a_producer_s_inlining_are_refused():
+    """nvFuser's split, merge and reorder refuse axes inside the max producer position (where a
+    producer is inlined into the tensor), as they refuse those inside its own compute-at position."""
+    fusion, t1, t2 = copy([12, 2, 8])
+    t1.inline_at(1)
+    t2.reorder([0, 2, 1])  # outside the producer position: allowed
+    t2.split(1, 4)
+    with pytest.raises(tp.ScheduleError, match="reorder: axis 0 of T2 is inside the loops its producer T1"):
+        t2.reorder([1, 0, 2, 3])
+    with pytest.raises(tp.ScheduleError, match="split: axis 0 of T2 is inside the loops its producer T1"):
+        t2.split(0, 4)
+    logical = list(t2.logical)
+    with pytest.raises(tp.ScheduleError, match="set_loop_domain: T2's producer T1 is inlined into its first 1"):
+        t2.set_loop_domain([logical[1], logical[0], logical[2]])
+    t2.set_loop_domain(logical)  # the inlined axis stays: allowed
+
+
+def test_a_loop_domain_changed_behind_an_inlining_is_reported_not_lowered():
+    """No public call changes loop axes left of a compute-at position; a loop domain changed
+    behind the API's back is reported by INLINE-LOOP-MAP (it crashed before), and not lowered."""
     fusion, t1, t2 = copy([12, 2])
     t1.inline_at(2)
-    t2.merge(0)
-    tp.propagate_transforms(t2)
+    t1.loop = t1.loop[:1]  # what no scheduling call does any more
     report = tp.verify(fusion)
-    assert report.codes == ["INLINE-LOOP-MAP"]
-    assert report.errors[0].message == ("T1 is inlined at position 2 but has 1 loop axes: its loop domain "
-                                        "changed after the inlining")
+    (found,) = [d for d in report.errors if d.code == "INLINE-LOOP-MAP"]
+    assert found.message == "T1 is inlined at position 2 but has 1 loop axes: its loop domain changed after the inlining"
     with pytest.raises(NotLowered):
         lower(fusion.snapshot(), get_target("sm_90a"))
 
@@ -407,6 +446,21 @@ def test_an_unknown_factor_is_reported_alone():
     assert "other rules were not run" in str(report.errors[0].notes)
     fusion.symbol("F")
     assert "THREAD-VISIBILITY" in tp.verify(fusion).codes
+
+
+def test_lowering_refuses_an_unknown_factor_first_as_the_verifier_reports_it_alone():
+    """Found by the random schedules above: a global intermediate and a split by an unknown factor;
+    the verifier reported SYMBOLIC-FACTOR alone while lowering raised GLOBAL-INTERMEDIATE first."""
+    with tp.Fusion("factor_and_global") as fusion:
+        t0 = tp.make_tensor([64], contiguity=True); fusion.add_input(t0)
+        t1 = tp.set(t0); t2 = tp.set(t1); t3 = tp.set(t2)
+        fusion.add_output(t3)
+    t2.set_memory_type(tp.MemoryType.Global)
+    t3.split(0, "F")
+    assert tp.verify(fusion).codes == ["SYMBOLIC-FACTOR"]
+    with pytest.raises(NotLowered) as e:
+        lower(fusion.snapshot(), get_target("sm_90a"))
+    assert e.value.rule == "SYMBOLIC-FACTOR"
 
 
 def test_a_tma_box_is_one_statement_of_an_unrolled_loop():

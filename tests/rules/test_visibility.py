@@ -341,7 +341,7 @@ def test_loops_that_do_not_map_leave_the_visibility_proofs_unrun():
     50 s in SMEM-BLOCK-VISIBILITY and MMA-ACCUM-LAYOUT there); they are listed as not run."""
     from support.examples import example_module
 
-    fusion = example_module("invalid", "lowering").consumer_split_after_inlining()
+    fusion = example_module("invalid", "lowering").consumer_made_after_inlining()
     report = tp.verify(fusion, "sm_90a")
     assert report.codes == ["INLINE-LOOP-MAP"]
     assert {"GLOBAL-VISIBILITY", "SMEM-BLOCK-VISIBILITY", "THREAD-VISIBILITY", "MMA-OPERAND-LAYOUT",

@@ -578,7 +578,7 @@ def lowering_cases(draw) -> Case:
     for s in symbols:  # bounded symbols may be thread axes (LAUNCH-THREADS) and tile sizes
         _assume(draw, fusion, s, steps)
     ref = draw(st.sampled_from(computed)) if draw(st.integers(0, 3)) == 0 else cur
-    if draw(st.integers(0, 4)) == 0:  # inline before transforming (INLINE-LOOP-MAP)
+    if draw(st.integers(0, 4)) == 0:  # inline before transforming (refused inside inlined positions)
         run("inline_most()", tp.inline_most, fusion)
     for _ in range(draw(st.integers(0, 3))):
         _transform(draw, ref, run, symbols)
@@ -605,12 +605,15 @@ def lowering_cases(draw) -> Case:
             if not t.is_fusion_output and draw(st.booleans()):
                 k = draw(st.integers(0, t.ndim))
                 run(f"{t.name}.inline_at({k})", t.inline_at, k)
-    if draw(st.integers(0, 7)) == 0:  # schedule after inlining (INLINE-LOOP-MAP, INLINE-PARALLEL-MATCH)
+    if draw(st.integers(0, 7)) == 0:  # schedule after inlining (refused inside inlined positions; INLINE-PARALLEL-MATCH)
         t = draw(st.sampled_from(computed))
         if draw(st.booleans()):
             _transform(draw, t, run, symbols)
         else:
             _parallelize(draw, t, run)
+    if draw(st.integers(0, 9)) == 0:  # a consumer made after the inlining (INLINE-LOOP-MAP)
+        t = draw(st.sampled_from(computed))
+        run(f"read {t.name} again into a new output", _read_again, fusion, t)
     if draw(st.integers(0, 7)) == 0 and cur.ndim > 1:  # the output stored along permuted logical axes
         perm = list(draw(st.permutations(cur.logical)))
         run(f"{cur.name}.set_allocation_domain(logical permuted)", cur.set_allocation_domain, perm, True)
@@ -620,6 +623,13 @@ def lowering_cases(draw) -> Case:
         run(f"{t.name}.set_allocation_domain(loop)", t.set_allocation_domain, t.get_loop_domain(), True)
     tmem = any(t.memory_type is tp.MemoryType.Tensor for t in fusion.tensors)
     return Case("lowering", fusion, steps, target="sm_100a" if tmem else "sm_90a")
+
+
+def _read_again(fusion, t) -> None:
+    """A new output copying t: a consumer made after t's scheduling (and inlining)."""
+    with fusion:
+        again = tp.set(t)
+        fusion.add_output(again)
 
 
 # -- (f) the bundled valid examples, mutated ----------------------------------------------------

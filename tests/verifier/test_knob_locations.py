@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 import tileproof as tp
 from tileproof.rule_examples import copy_chain, cp_async_k_loop, grid_allreduce, hopper_gemm_tile, tf32_operands
 
@@ -91,17 +93,27 @@ def test_a_loop_split_in_two_points_at_the_inline_at_call():
     assert _error(fusion, "LOOP-NEST-ORDER").location == f"{__file__}:{line}"
 
 
-def test_an_inlining_past_the_consumer_points_at_the_inline_most_call():
+def test_transforms_of_inlined_axes_are_refused_at_the_call():
+    """The knob that would break an inlining is the call itself: nvFuser's split, merge and reorder
+    refuse axes inside a compute-at or max producer position, and so does tileproof."""
     fusion, t0, t1, t2 = copy_chain("merged_after_inlining", [64, 32])
-    tp.inline_most(fusion); line = _line()
-    t2.merge(0)  # T2 now has one loop axis, T1 is inlined at 2
-    assert _error(fusion, "INLINE-LOOP-MAP").location == f"{__file__}:{line}"
+    tp.inline_most(fusion)
+    with pytest.raises(tp.ScheduleError, match="merge: axis 0 of T2 is inside the loops its producer T1 is "
+                                               r"inlined in \(position 2\); transform T2 before inlining T1"):
+        t2.merge(0)
+    with pytest.raises(tp.ScheduleError, match="split: axis 1 of T1 is inside its compute-at position 2"):
+        t1.split(1, 4)
+    assert tp.verify(fusion).ok
 
 
-def test_a_consumer_transformed_after_the_inlining_points_at_its_transform():
-    fusion, t0, t1, t2 = copy_chain("split_after_inlining", [64, 32])
+def test_a_consumer_made_after_the_inlining_points_at_where_it_was_made():
+    fusion, t0, t1, t2 = copy_chain("consumer_made_after_inlining", [64, 32])
+    for t in (t1, t2):
+        t.split(0, 4)
     t1.inline_at(1)
-    t2.split(0, 4); line = _line()
+    with fusion:
+        t3 = tp.set(t1); line = _line()
+        fusion.add_output(t3)
     assert _error(fusion, "INLINE-LOOP-MAP").location == f"{__file__}:{line}"
 
 

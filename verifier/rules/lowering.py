@@ -225,21 +225,30 @@ def inline_loop_map(ctx: VerifyContext) -> Iterator[Diagnostic]:
     What it checks:
         For every computed tensor inlined at position p and each of its consumers, loop axes
         0 .. p-1 of both iterate the same index space the same way (the same transforms of
-        mapped logical axes). inline_at checks this when it is called; a transform of the
-        consumer written afterwards can break it.
+        mapped logical axes). inline_at and inline_most check this when called, and afterwards
+        the scheduling calls refuse to change those axes (split, merge, reorder, swizzle,
+        propagate_transforms, cache_after, cache_before), as nvFuser's do; a consumer made
+        after the inlining can still break it.
     Why the hardware needs it:
         Inlining puts the producer's statement inside the consumer's outer loops: one C++
         loop serves both. If the consumer's axis k is a different iteration (split by
         another factor, merged, reordered), there is no single loop whose index is right
         for both, and the producer would compute elements other than those its consumer reads.
     Example:
-        fusion, t0, t1, t2 = copy_chain("split_after_inlining", [64, 32])
+        fusion, t0, t1, t2 = copy_chain("consumer_made_after_inlining", [64, 32])
+        for t in (t1, t2):
+            t.split(0, 4)
         t1.inline_at(1)
-        t2.split(0, 4)
+        with fusion:  # a second consumer of t1, made after the inlining: its loops are unsplit
+            t3 = tp.set(t1)
+            fusion.add_output(t3)
     Fix:
-        fusion, t0, t1, t2 = copy_chain("split_before_inlining", [64, 32])
-        t2.split(0, 4)
-        tp.propagate_transforms(t2)
+        fusion, t0, t1, t2 = copy_chain("consumer_made_before_inlining", [64, 32])
+        with fusion:
+            t3 = tp.set(t1)
+            fusion.add_output(t3)
+        for t in (t1, t2, t3):
+            t.split(0, 4)
         t1.inline_at(1)
     References:
         nvFuser ComputeAtMap / inlining (loop IDs left of the compute-at position are
