@@ -16,6 +16,9 @@ Entries, per op and shape [M, N] (bfloat16 in and out, weights [N] bfloat16, eps
                   a step over t threads, for each other of STAGED_SHAPES, at N >= STAGED_FROM
   tileproof_l<k>x<t>  the looped class (each use of the row reads it from global memory: L2 after
                   the first) of k vectors a thread a step over t threads, the same shapes
+  tileproof_no_bias, tileproof_no_weight_no_bias (layer_norm), tileproof_no_weight (rms_norm): the
+                  recipe's class without those [N] inputs (F.layer_norm's and F.rms_norm's None):
+                  what reading the weights costs
 
 Each output is checked once against PyTorch's in float32 (max |y - ref| <= 2^-6 max(1, |ref|)).
 Times: CUDA graphs of CALLS calls each (so that the host's launch time is not measured; the
@@ -44,6 +47,9 @@ EPS = {"layer_norm": 1e-5, "rms_norm": 1e-6}
 CALLS = 20  # calls per CUDA graph
 REPS = 15
 COMMAND = "python3 benchmarks/normalization.py"
+# the recipes' kernels without some [N] inputs: entry name -> (weight, bias) given
+AFFINE = {"layer_norm": {"no_bias": (True, False), "no_weight_no_bias": (False, False)},
+          "rms_norm": {"no_weight": (False, False)}}
 
 
 def parse_shapes(text: str) -> list[tuple[int, int]]:
@@ -141,6 +147,7 @@ def _time(torch, fn, reps: int) -> float:
 
 
 def _reference(torch, op, x, w, b):
+    """PyTorch's op (w or b None: without it)."""
     F = torch.nn.functional
     if op == "softmax":
         return torch.softmax(x, -1)
@@ -148,7 +155,8 @@ def _reference(torch, op, x, w, b):
         return F.layer_norm(x, (x.shape[-1],), w, b, EPS[op])
     if hasattr(F, "rms_norm"):
         return F.rms_norm(x, (x.shape[-1],), w, EPS[op])
-    return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + EPS[op]) * w.float()).to(x.dtype)
+    y = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + EPS[op])
+    return (y * w.float() if w is not None else y).to(x.dtype)
 
 
 def _tileproof(op, x, w, b, rows=None):
@@ -172,7 +180,7 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
     nbytes = bytes_moved(op, m, n)
     out: dict = {}
 
-    def entry(fn, check=True):
+    def entry(fn, check=True, ref=ref):
         if check:
             y = fn().float()
             err = (y - ref).abs().max().item()
@@ -190,6 +198,10 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
         attempt(out, "compiled", lambda: entry(lambda: compiled(x, w, b)))
     chosen = {"softmax": Softmax, "layer_norm": LayerNorm, "rms_norm": RMSNorm}[op]().row_class(n)
     attempt(out, "tileproof", lambda: {**entry(_tileproof(op, x, w, b)), "batch": chosen.batch, "class": chosen.tag})
+    for name, (w_, b_) in AFFINE.get(op, {}).items():  # the same class without some of the weights
+        attempt(out, f"tileproof_{name}", lambda w_=w_, b_=b_: entry(_tileproof(op, x, w if w_ else None,
+                                                                                b if b_ else None), ref=_reference(
+            torch, op, x.float(), w.float() if w_ else None, b.float() if b_ else None)))
     for rows in other_classes(n, chosen, chosen.vector):
         attempt(out, f"tileproof_b{rows.batch}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
     for rows in looped_classes(n, chosen, chosen.vector):

@@ -248,13 +248,16 @@ def softmax_fusion(rows: RowClass, log: bool = False) -> tp.Fusion:
     return fusion
 
 
-def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
+def layer_norm_fusion(rows: RowClass, eps: float = 1e-5, weight: bool = True, bias: bool = True) -> tp.Fusion:
     """(x - mean) * rsqrt(var + eps) * weight + bias over each row of x [M, N] (var biased, as
-    torch.nn.functional.layer_norm), weight and bias [N], all of one dtype, scheduled."""
+    torch.nn.functional.layer_norm), weight and bias [N] (inputs in that order; without `weight` or
+    `bias`, as F.layer_norm's None), all of one dtype, scheduled."""
     _check_eps(eps)
-    with tp.Fusion(f"layer_norm_{rows.tag}") as fusion:
+    _check_flags("layer_norm_fusion", weight=weight, bias=bias)
+    with tp.Fusion(f"layer_norm{_affine_tag(weight, bias)}_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
-        w, b = _weight_input(fusion, rows.dtype), _weight_input(fusion, rows.dtype)
+        w = _weight_input(fusion, rows.dtype) if weight else None
+        b = _weight_input(fusion, rows.dtype) if bias else None
         # the mean, then the sum of squared deviations from it: nvFuser's layer_norm is a Welford
         # (tp.var_mean), which its segmenter translates into these two passes for a row one kernel
         # holds (TranslateApplicableWelford): Welford's division per element made this kernel
@@ -267,7 +270,11 @@ def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
         c = centered()
         var = tp.div(tp.sum(tp.mul(c, c), 1), "N")
         inv = _row(tp.rsqrt(tp.add(var, eps)))
-        y = tp.add(tp.mul(tp.mul(centered(), inv), _float(_columns(w))), _float(_columns(b)))
+        y = tp.mul(centered(), inv)
+        if w is not None:
+            y = tp.mul(y, _float(_columns(w)))
+        if b is not None:
+            y = tp.add(y, _float(_columns(b)))
         out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
         fusion.add_output(out)
     _assume(fusion, rows)
@@ -275,15 +282,19 @@ def layer_norm_fusion(rows: RowClass, eps: float = 1e-5) -> tp.Fusion:
     return fusion
 
 
-def rms_norm_fusion(rows: RowClass, eps: float = 1e-6) -> tp.Fusion:
-    """x * rsqrt(mean(x^2) + eps) * weight over each row of x [M, N], weight [N], scheduled."""
+def rms_norm_fusion(rows: RowClass, eps: float = 1e-6, weight: bool = True) -> tp.Fusion:
+    """x * rsqrt(mean(x^2) + eps) * weight over each row of x [M, N], weight [N] (without `weight`,
+    as F.rms_norm's None), scheduled."""
     _check_eps(eps)
-    with tp.Fusion(f"rms_norm_{rows.tag}") as fusion:
+    _check_flags("rms_norm_fusion", weight=weight)
+    with tp.Fusion(f"rms_norm{_affine_tag(weight, False)}_{rows.tag}") as fusion:
         x = _row_input(fusion, rows.dtype)
-        w = _weight_input(fusion, rows.dtype)
+        w = _weight_input(fusion, rows.dtype) if weight else None
         xf = _read(x, rows)
         inv = _row(tp.rsqrt(tp.add(tp.div(tp.sum(tp.mul(xf, xf), 1), "N"), eps)))
-        y = tp.mul(tp.mul(_read(x, rows), inv), _float(_columns(w)))
+        y = tp.mul(_read(x, rows), inv)
+        if w is not None:
+            y = tp.mul(y, _float(_columns(w)))
         out = tp.cast(y, x.dtype) if x.dtype != tp.float32 else y
         fusion.add_output(out)
     _assume(fusion, rows)
@@ -311,6 +322,19 @@ def cross_entropy_fusion(rows: RowClass) -> tp.Fusion:
 def _columns(w: tp.TensorView) -> tp.TensorView:
     """A weight [N] as [1, N], read by every row."""
     return tp.broadcast(w, [True, False])
+
+
+def _check_flags(op: str, **flags) -> None:
+    for name, v in flags.items():
+        if not isinstance(v, bool):
+            raise tp.ScheduleError(f"{op}: {name} must be True or False, got {v!r}")
+
+
+def _affine_tag(weight: bool, bias: bool) -> str:
+    """A kernel name's mark of the affine inputs: "" with a weight (and LayerNorm's bias), else
+    which are missing."""
+    return "" if weight and bias else "_no_weight_no_bias" if not weight and not bias else \
+        "_no_bias" if weight else "_no_weight"
 
 
 def _check_eps(eps) -> None:
@@ -531,25 +555,33 @@ class Softmax(RowOp):
 
 
 class _Normalization(RowOp):
-    weights: tuple[str, ...] = ()
+    weights: tuple[str, ...] = ()  # the [N] inputs after x, in order; an entry made without one takes fewer
 
-    def __init__(self, eps: float, target: str = "sm_90a"):
+    def __init__(self, eps: float, target: str = "sm_90a", **present):
         super().__init__(target)
         try:
             _check_eps(eps)
         except tp.ScheduleError as e:
             raise tp.InputError(f"{self.name}: {e}") from None
+        for flag, v in present.items():
+            if not isinstance(v, bool):
+                raise tp.InputError(f"{self.name}: {flag} must be True or False, got {v!r}")
         self.eps = float(eps)
+        self.present = present
+        self.weights = tuple(w for w in self.weights if present[w])
+        self.input_names = ("x", *self.weights)
 
     def check_others(self, x, others) -> None:
         if len(others) != len(self.weights):
-            raise tp.InputError(f"{self.name}: takes x and {', '.join(self.weights)}, got {1 + len(others)} tensors")
+            takes = f"x and {', '.join(self.weights)}" if self.weights else "x only"
+            raise tp.InputError(f"{self.name}: takes {takes}, got {1 + len(others)} tensors")
         for what, t in zip(self.weights, others):
             self._like_x(what, t, x, [x.shape[-1]])
 
 
 class LayerNorm(_Normalization):
-    """layer_norm over the last axis with weight and bias [N] (torch.nn.functional.layer_norm)."""
+    """layer_norm over the last axis with weight and bias [N] (torch.nn.functional.layer_norm);
+    weight=False or bias=False: an entry without that input (F.layer_norm's None)."""
 
     name = "layer_norm"
     input_names = ("x", "weight", "bias")
@@ -560,26 +592,27 @@ class LayerNorm(_Normalization):
     long_row = 32768
     long_shape = (1, 512)
 
-    def __init__(self, eps: float = 1e-5, target: str = "sm_90a"):
-        super().__init__(eps, target)
+    def __init__(self, eps: float = 1e-5, target: str = "sm_90a", weight: bool = True, bias: bool = True):
+        super().__init__(eps, target, weight=weight, bias=bias)
 
     def fusion(self, rows: RowClass) -> tp.Fusion:
-        return layer_norm_fusion(rows, self.eps)
+        return layer_norm_fusion(rows, self.eps, **self.present)
 
 
 class RMSNorm(_Normalization):
-    """rms_norm over the last axis with weight [N] (torch.nn.functional.rms_norm)."""
+    """rms_norm over the last axis with weight [N] (torch.nn.functional.rms_norm); weight=False:
+    an entry without it (F.rms_norm's None)."""
 
     name = "rms_norm"
     input_names = ("x", "weight")
     weights = ("weight",)
     most_vectors = 2  # measured faster than 4 at 1024, 4096 and 8192 elements (H200: 0.98 of a copy at 8192, 0.95)
 
-    def __init__(self, eps: float = 1e-6, target: str = "sm_90a"):
-        super().__init__(eps, target)
+    def __init__(self, eps: float = 1e-6, target: str = "sm_90a", weight: bool = True):
+        super().__init__(eps, target, weight=weight)
 
     def fusion(self, rows: RowClass) -> tp.Fusion:
-        return rms_norm_fusion(rows, self.eps)
+        return rms_norm_fusion(rows, self.eps, **self.present)
 
 
 class CrossEntropy(RowOp):
@@ -646,16 +679,20 @@ def log_softmax(x, dim: int = -1, target: str = "sm_90a"):
     return _entry(Softmax, True, target)(x)
 
 
-def layer_norm(x, weight, bias, eps: float = 1e-5, target: str = "sm_90a"):
-    """F.layer_norm(x, [N], weight, bias, eps) over the last axis, all of x's dtype."""
-    return _entry(LayerNorm, float(eps) if isinstance(eps, (int, float)) and not isinstance(eps, bool) else eps,
-                  target)(x, weight, bias)
+def _eps_key(eps):
+    return float(eps) if isinstance(eps, (int, float)) and not isinstance(eps, bool) else eps
 
 
-def rms_norm(x, weight, eps: float = 1e-6, target: str = "sm_90a"):
-    """F.rms_norm(x, [N], weight, eps) over the last axis, all of x's dtype."""
-    return _entry(RMSNorm, float(eps) if isinstance(eps, (int, float)) and not isinstance(eps, bool) else eps,
-                  target)(x, weight)
+def layer_norm(x, weight=None, bias=None, eps: float = 1e-5, target: str = "sm_90a"):
+    """F.layer_norm(x, [N], weight, bias, eps) over the last axis, all of x's dtype; weight or bias
+    None: none (a kernel without that input)."""
+    given = [t for t in (weight, bias) if t is not None]
+    return _entry(LayerNorm, _eps_key(eps), target, weight is not None, bias is not None)(x, *given)
+
+
+def rms_norm(x, weight=None, eps: float = 1e-6, target: str = "sm_90a"):
+    """F.rms_norm(x, [N], weight, eps) over the last axis, all of x's dtype; weight None: none."""
+    return _entry(RMSNorm, _eps_key(eps), target, weight is not None)(x, *([weight] if weight is not None else []))
 
 
 def cross_entropy(logits, target, arch: str = "sm_90a"):

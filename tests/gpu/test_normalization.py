@@ -53,6 +53,17 @@ def test_layer_norm_and_rms_norm(shape, dtype):
     _close(N.rms_norm(x, w, 1e-6), rms, dtype)
 
 
+@pytest.mark.parametrize("shape", [(300, 4096), (33, 32768), (5, 20000)], ids=str)
+def test_layer_norm_and_rms_norm_without_weights(shape):
+    x = _x(shape, torch.bfloat16)
+    n = shape[-1]
+    w = torch.randn(n, device="cuda").to(torch.bfloat16)
+    _close(N.layer_norm(x, None, None, 1e-5), F.layer_norm(x.float(), (n,), None, None, 1e-5), torch.bfloat16)
+    _close(N.layer_norm(x, w, None, 1e-5), F.layer_norm(x.float(), (n,), w.float(), None, 1e-5), torch.bfloat16)
+    rms = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)
+    _close(N.rms_norm(x, None, 1e-6), rms, torch.bfloat16)
+
+
 def test_the_longest_bfloat16_rows():
     """65536 elements: 8 vectors of 8 per thread, 1024 threads."""
     x = _x((5, 65536), torch.bfloat16)

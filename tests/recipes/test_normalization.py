@@ -47,6 +47,11 @@ OPS = {  # name: (fusion builder, inputs (rows [M, N] or weights [N]), numpy at 
     "log_softmax": (lambda r: N.softmax_fusion(r, log=True), "x", lambda x: np.log(_softmax(x))),
     "layer_norm": (lambda r: N.layer_norm_fusion(r, EPS), "xwb", _layer_norm),
     "rms_norm": (lambda r: N.rms_norm_fusion(r, EPS), "xw", _rms_norm),
+    # F.layer_norm's and F.rms_norm's None weight or bias: kernels without those inputs
+    "layer_norm_no_bias": (lambda r: N.layer_norm_fusion(r, EPS, bias=False), "xw", lambda x, w: _layer_norm(x, w, 0)),
+    "layer_norm_no_affine": (lambda r: N.layer_norm_fusion(r, EPS, weight=False, bias=False), "x",
+                             lambda x: _layer_norm(x, 1, 0)),
+    "rms_norm_no_weight": (lambda r: N.rms_norm_fusion(r, EPS, weight=False), "x", lambda x: _rms_norm(x, 1)),
     "cross_entropy": (lambda r: N.cross_entropy_fusion(r), "xp", _cross_entropy),
 }
 
@@ -251,3 +256,20 @@ def test_each_op_holds_at_most_its_measured_vectors_a_thread():
     assert N.Softmax().row_class(16384) == N.RowClass("bfloat16", 8, 2, 256, looped=True, staged=True)
     assert N.RMSNorm().row_class(1000).batch == N.row_class(1000, most_vectors=2).batch == 1  # 1000 = 8 x 125
     assert N.RMSNorm().row_class(1 << 15) == N.row_class(1 << 15, long_shape=N.RMSNorm.long_shape)
+
+
+def test_entries_without_weights_take_fewer_inputs_and_say_which():
+    """F.layer_norm(x, shape, None, None) and F.rms_norm(x, shape, None): entries whose kernels
+    have no such inputs, named in the kernel and the operator's schema."""
+    entry = N.LayerNorm(weight=False, bias=False)
+    assert entry.input_names == ("x",) and entry.weights == ()
+    assert N.LayerNorm(bias=False).input_names == ("x", "weight")
+    assert N.RMSNorm(weight=False).input_names == ("x",)
+    assert N.LayerNorm().input_names == ("x", "weight", "bias")  # the class's own names stay
+    rows = N.RowClass("bfloat16", 8, 4, 128)
+    assert entry.fusion(rows).name == f"layer_norm_no_weight_no_bias_{rows.tag}"
+    assert [t.name for t in N.RMSNorm(weight=False).fusion(rows).inputs] == ["T0"]
+    with pytest.raises(tp.InputError, match="layer_norm: weight must be True or False, got 1"):
+        N.LayerNorm(weight=1)
+    with pytest.raises(tp.ScheduleError, match="rms_norm_fusion: weight must be True or False"):
+        N.rms_norm_fusion(rows, weight=None)
