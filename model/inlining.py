@@ -32,10 +32,11 @@ from .unmappable import unmappable_axes
 from .welford import is_welford
 
 # what best-effort inlining stops before, besides what every inlining does (nvFuser's isAllowedID,
-# best_effort): a TMA tile axis, an unrolled loop, and a grouped axis (nvFuser's
-# validateAndConvertIterDomainGrouping: the compute-at position stays left of a Group axis)
+# best_effort): a TMA tile axis, an unrolled loop, a grouped axis (nvFuser's
+# validateAndConvertIterDomainGrouping: the compute-at position stays left of a Group axis), and a
+# tensor-core instruction's axis (one instruction computes its whole tile: LOWERING-SUPPORTED)
 STOPS_BEST_EFFORT = {ParallelType.Bulk: "a TMA tile axis (Bulk)", ParallelType.Unroll: "unrolled (Unroll)",
-                     ParallelType.Group: "grouped (Group)"}
+                     ParallelType.Group: "grouped (Group)", ParallelType.Mma: "a tensor-core instruction's axis (Mma)"}
 
 if TYPE_CHECKING:
     from .tensor import TensorView
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 def max_inline_position(tv: TensorView, idmap: IdMap | None = None, *,
                         best_effort: bool = False, unmappable: dict[int, str] | None = None) -> tuple[int, str]:
     """The largest legal compute-at position and why it stops there (`best_effort`: inline_most's
-    and inline_all_at's, stopping before a Bulk or Unroll axis of tv or of a consumer too).
+    and inline_all_at's, stopping before a Bulk, Unroll, Group or Mma axis of tv or of a consumer too).
     `unmappable`: model/unmappable.py's unmappable_axes of the fusion, when already built.
     nvFuser: MaxPosCalculator::getMaxPosAll."""
     idmap = idmap or IdMap(tv.fusion)

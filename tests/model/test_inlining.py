@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tileproof as tp
 
+from support.examples import example_module
+
 P = tp.ParallelType
 
 
@@ -71,3 +73,19 @@ def test_inline_at_hoists_past_innermost_broadcast_axes():
     fusion, t2 = _row_total_broadcast()
     t2.inline_at(2)
     assert t2.compute_at == 1
+
+
+def test_inline_most_stops_before_a_consumer_s_tensor_core_axes():
+    """Fuzz seed 120 (report_causes), case 147: inline_most over the bundled causal ping-pong
+    attention put T19 (the row's rescale, broadcast) inside T20's Mma loop, which LOWERING-SUPPORTED
+    refuses (one instruction computes the whole tile); best-effort inlining stops before an Mma axis
+    as before a Bulk one. (The deeper positions it takes elsewhere still leave a nest LOOP-NEST-ORDER
+    refuses: the example places its statements by hand.)"""
+    fusion = example_module("valid", "attention").causal_attention_in_ping_pong()
+    t19, t20 = fusion.tensor("T19"), fusion.tensor("T20")
+    mma = next(k for k, i in enumerate(t20.loop) if i.parallel_type is P.Mma)
+    tp.inline_most(fusion)
+    assert t19.compute_at <= mma
+    assert "LOWERING-SUPPORTED" not in tp.verify(fusion).codes
+    t19.inline_at(mma + 1)  # asked for exactly: allowed, and the rule says why it cannot run
+    assert "LOWERING-SUPPORTED" in tp.verify(fusion).codes
