@@ -104,7 +104,17 @@ def set_compute_at(tv: TensorView, pos: int, *, best_effort: bool, idmap: IdMap 
         if not best_effort:
             raise ScheduleError(f"inline_at: {tv.name} can be inlined at most at position {limit}: {why}")
         p = limit
-    tv.compute_at = hoisted_past_broadcasts(tv, p)
+    _set_position(tv, hoisted_past_broadcasts(tv, p), raise_only=best_effort)
+
+
+def _set_position(tv: TensorView, pos: int, *, raise_only: bool) -> None:
+    """tv's compute-at position set to pos; `raise_only` (the best-effort forms): only where pos is
+    deeper, as nvFuser's inlineAt ("if (pos <= compute_at_pos_) return"), so that inline_most on a
+    scheduled fusion keeps every position it does not deepen. An explicit inline_at may also move a
+    position out (nvFuser ignores it; here it applies, as reports' inline_at(k) fixes do)."""
+    if raise_only and pos <= tv.compute_at:
+        return
+    tv.compute_at = pos
     tv.compute_at_origin = user_location()  # rules about the position point at the call that set it
 
 
@@ -151,14 +161,14 @@ def inline_all_at(ref: TensorView, pos: int) -> None:
 
 
 def inline_most(fusion) -> None:
-    """Inline every tensor as far as it goes: up to a vectorized, Bulk or Unroll axis, or the
-    first axis that does not map to a consumer's (nvFuser: inlineMost)."""
+    """Inline every tensor as far as it goes: up to a vectorized, Bulk, Unroll, Group or Mma axis,
+    or the first axis that does not map to a consumer's; a position already deeper stays (nvFuser:
+    inlineMost)."""
     idmap, unmappable = IdMap(fusion), unmappable_axes(fusion)
     for tv in fusion.tensors:
         if not tv.is_fusion_input:
             at = max_inline_position(tv, idmap, best_effort=True, unmappable=unmappable)[0]
-            tv.compute_at = hoisted_past_broadcasts(tv, at)
-            tv.compute_at_origin = user_location()
+            _set_position(tv, hoisted_past_broadcasts(tv, at), raise_only=True)
     _siblings_alike(fusion)
 
 

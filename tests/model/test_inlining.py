@@ -89,3 +89,20 @@ def test_inline_most_stops_before_a_consumer_s_tensor_core_axes():
     assert "LOWERING-SUPPORTED" not in tp.verify(fusion).codes
     t19.inline_at(mma + 1)  # asked for exactly: allowed, and the rule says why it cannot run
     assert "LOWERING-SUPPORTED" in tp.verify(fusion).codes
+
+
+def test_inline_most_keeps_positions_it_does_not_deepen():
+    """Fuzz seed 125 (report_causes), case 54: inline_most() over the bundled double-buffered
+    matmul moved its register tiles' positions out (T5 7 -> 5, T6 7 -> 6), out of the circular
+    loop their cp.async sources are buffered over (8 findings of CPASYNC-WAIT and PIPELINE-STAGES).
+    nvFuser's inlineAt never lowers a position ("if (pos <= compute_at_pos_) return"), so
+    inline_most on a scheduled fusion changes nothing it cannot deepen."""
+    fusion = example_module("valid", "mma").tuned_matmul_grouped_double_buffered("bfloat16")
+    positions = {t.name: t.compute_at for t in fusion.tensors}
+    tp.inline_most(fusion)
+    tp.inline_all_at(fusion.outputs[0], 0)
+    assert {t.name: t.compute_at for t in fusion.tensors} == positions
+    assert tp.verify(fusion, "sm_90a").ok
+    t5 = fusion.tensor("T5")
+    t5.inline_at(5)  # asked for exactly: moved out, as the reports' inline_at(k) fixes need
+    assert t5.compute_at == 5
