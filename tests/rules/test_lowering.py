@@ -420,6 +420,25 @@ def test_transforms_inside_a_producer_s_inlining_are_refused():
     t2.set_loop_domain(logical)  # the inlined axis stays: allowed
 
 
+def test_caching_an_inlined_tensor_is_refused_as_in_nvfuser():
+    """nvFuser's cacheAfter and cacheBefore: "Caching computed-at tensors is not allowed. Apply
+    caching before computeAt" (also for a fusion input read by an inlined tensor, and a tensor whose
+    producer is inlined): the cache's fresh loops would not be those its neighbours share."""
+    fusion, t1, t2 = copy([12, 8])
+    t1.inline_at(1)
+    with pytest.raises(tp.ScheduleError, match=r"cache_after: T1 is inlined at position 1; cache T1 before inlining"):
+        t1.cache_after()
+    with pytest.raises(tp.ScheduleError, match=r"cache_after: T1, beside the cache of T0, is inlined at position 1"):
+        fusion.inputs[0].cache_after()
+    with pytest.raises(tp.ScheduleError, match=r"cache_before: T1, beside the cache of T2, is inlined at position 1"):
+        t2.cache_before()
+    assert [t.name for t in fusion.tensors] == ["T0", "T1", "T2"]
+    fusion, t1, t2 = copy([12, 8])
+    t3 = t1.cache_after()  # before inlining: allowed
+    tp.inline_most(fusion)
+    assert t3.compute_at == 2 and tp.verify(fusion).ok
+
+
 def test_a_loop_domain_changed_behind_an_inlining_is_reported_not_lowered():
     """No public call changes loop axes left of a compute-at position; a loop domain changed
     behind the API's back is reported by INLINE-LOOP-MAP (it crashed before), and not lowered."""
