@@ -203,3 +203,18 @@ def test_a_fix_s_copy_caps_each_query():
     assert VerifyContext(fusion.snapshot(), get_target("sm_90a")).query([]).timeout_ms > causes.FIX_QUERY_MS
     report = tp.verify(fusion, "sm_90a")  # the TMA-VIEW cause still verified within the cap
     assert report.diagnostics[0].code == "TMA-VIEW" and report.diagnostics[0].id is not None
+
+
+def test_a_box_axis_made_serial_names_the_parallelize_that_makes_the_box_whole():
+    """Fuzz seed 125 case 99 (report_causes): a TMA tile's innermost box axis made Unroll leaves a
+    strided, short box: TMA-ELEMENT-STRIDE, TMA-WHOLE-TILES, TMA-SWIZZLE-LAYOUT, SMEM-ALIGNMENT and
+    TMA-COORD-ALIGN, five blocks. The verified call gives the box its axis back; the rest follow."""
+    fusion = example_module("valid", "tcgen05").tcgen05_tile(64)
+    assert tp.verify(fusion, "sm_100a").ok
+    fusion.tensor("T6").axis(5).parallelize(tp.ParallelType.Unroll)
+    report = tp.verify(fusion, "sm_100a")
+    cause = report.errors[0]
+    assert cause.code == "TMA-ELEMENT-STRIDE" and cause.id is not None
+    assert "verified, T6.axis(5).parallelize(tp.ParallelType.Bulk) makes the box whole again" in cause.hint
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == {
+        "TMA-WHOLE-TILES", "TMA-SWIZZLE-LAYOUT", "SMEM-ALIGNMENT", "TMA-COORD-ALIGN"}
