@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from ..model.errors import TileproofError
 from ..model.fusion import Fusion
@@ -85,17 +85,21 @@ def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str,
 
 
 def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, int, ParallelType | None]],
-                   strict: Iterable[str], codes: Iterable[str], tries: int = 6) -> str | None:
+                   strict: Iterable[str], codes: Iterable[str], tries: int = 6, mates_first: bool = True) -> str | None:
     """Propose on d one parallelize call on one of `axes` (tensor name, loop position, the type to
     give it where its inlined loop-mates do not say one, None: no call then): the axis given the
     type its loop-mates have (the one it had before a parallelize gave it another), else the fallback; calls that
-    restore a loop-mates' type first. The first call (of at most `tries`) whose copy has no error
+    restore a loop-mates' type first (`mates_first=False`: the fallback always, where the caller
+    knows the type, as a TMA box's Bulk). The first call (of at most `tries`) whose copy has no error
     of the rules `strict` is proposed, else the first with none of `codes`. Returns the call, or
     None where none holds."""
     groups = ctx.memo("lowering-loop-groups", lambda: loops.loop_groups(ctx.fusion, idmap=ctx.idmap))
     calls = []
     for name, k, fallback in axes:
         t = ctx.fusion.tensor(name)
+        if not mates_first:
+            calls.append((True, name, k, fallback))
+            continue
         mates = {m.loop[j].parallel_type for m, j in groups.of[(name, k)].members
                  if m is not t and m.loop[j].parallel_type is not ParallelType.Serial}  # the loop's type
         if not mates:  # not inlined: the type of the axes mapped to it (what parallelize_all_like gives)
@@ -111,6 +115,32 @@ def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, 
             if propose_change(ctx, d, lambda f: f.tensor(name).axis(k).parallelize(ptype), needed):
                 return f"{name}.axis({k}).parallelize(tp.ParallelType.{ptype.name})"
     return None
+
+
+# what a TMA tile's box decides: a box axis given another type breaks these together
+BOX_CODES = ("TMA-ELEMENT-STRIDE", "TMA-INNER-BYTES", "TMA-BOX-SIZE", "TMA-TILE-CONTIGUITY", "TMA-WHOLE-TILES",
+             "TMA-SWIZZLE-LAYOUT", "SMEM-ALIGNMENT", "TMA-COORD-ALIGN", "TMA-BULK-PLACEMENT", "INLINE-PARALLEL-MATCH")
+
+
+def box_retyped(ctx: VerifyContext, findings: Iterable[Diagnostic], tile) -> Iterator[Diagnostic]:
+    """The findings of a TMA rule about `tile` (the TMA's tile tensor), the first error among them
+    given the parallelize call that makes an axis of the tile right of its first Bulk axis (serial,
+    unrolled or a thread's) a box axis again, where a copy of the fusion with it verifies
+    (propose_retype): a box axis given another type leaves a strided or short box, whose element
+    stride, bytes, layout, alignment and swizzle then fail together."""
+    proposed = False
+    for d in findings:
+        if not proposed and d.severity is Severity.ERROR:
+            proposed = True
+            first = next((k for k, i in enumerate(tile.loop) if i.parallel_type is ParallelType.Bulk), None)
+            axes = [] if first is None else [
+                (tile.name, k, ParallelType.Bulk) for k, i in enumerate(tile.loop)
+                if k > first and k >= tile.compute_at and not i.is_broadcast
+                and i.parallel_type not in (ParallelType.Bulk, ParallelType.Vectorize)]  # Vectorize: TMA-BULK-PLACEMENT's
+            call = propose_retype(ctx, d, axes, BOX_CODES, BOX_CODES[:-1], mates_first=False) if axes else None
+            if call is not None:
+                d.hint += f"; or, where that axis belongs to the box: verified, {call} makes the box whole again"
+        yield d
 
 
 def _fixes(ctx: VerifyContext) -> dict[str, VerifyContext]:

@@ -218,3 +218,20 @@ def test_a_box_axis_made_serial_names_the_parallelize_that_makes_the_box_whole()
     assert "verified, T6.axis(5).parallelize(tp.ParallelType.Bulk) makes the box whole again" in cause.hint
     assert {d.code for d in report.errors if d.follows_from == cause.id} == {
         "TMA-WHOLE-TILES", "TMA-SWIZZLE-LAYOUT", "SMEM-ALIGNMENT", "TMA-COORD-ALIGN"}
+
+
+@pytest.mark.parametrize("stem, name, tensor, axis, ptype, code, follows", [
+    # fuzz 125/104: a box axis of a TMA load made serial: the tile is no longer contiguous
+    ("tma_boxes", "tma_strided_tile", "T1", 3, "Serial", "TMA-TILE-CONTIGUITY", {"TMA-WHOLE-TILES", "SMEM-ALIGNMENT"}),
+    # fuzz 125/235: a box axis of a TMA store given TIDy: a 4-byte inner box
+    ("tma_smem", "figure14d_store_split_by_whole_extent", "T2", 3, "TIDy", "TMA-INNER-BYTES",
+     {"SMEM-ALIGNMENT", "TMA-COORD-ALIGN"}),
+])
+def test_a_box_axis_given_another_type_names_bulk_over_its_loop_mates_type(stem, name, tensor, axis, ptype, code,
+                                                                          follows):
+    """The box's own type, Bulk, is proposed, not the type of the axes mapped to it (the store's
+    source has TIDx there)."""
+    cause, report = cause_of(getattr(example_module("valid", stem), name)(),
+                             lambda f: f.tensor(tensor).axis(axis).parallelize(getattr(tp.ParallelType, ptype)), code)
+    assert f"verified, {tensor}.axis({axis}).parallelize(tp.ParallelType.Bulk) makes the box whole again" in cause.hint
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == follows

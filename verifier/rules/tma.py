@@ -18,7 +18,7 @@ from ...hw.tma_roles import ViewKind
 from ...model.types import MemoryType, ParallelType
 from ..analysis.tma import (MAX_BOX, MAX_RANK, STRIDE_ALIGN, extents_of, inferred_tmas, inner_bytes_hint,
                             split_making, unencodable)
-from ..causes import propose_memory_types, propose_retype
+from ..causes import box_retyped, propose_memory_types
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_values, stride_names
@@ -68,30 +68,6 @@ def _innermost_stride_hint(info: TmaInfo, d: TmaDim) -> str:
     return (f"do not stride the innermost TMA dimension: the tile {t.outer.label()} is the outer output of the "
             f"split of {t.in_.label()} by {user_str(to_sympy(t.factor))}, so its elements are "
             f"{user_str(t.inner.extent)} apart ({t.inner.label()}); make the Bulk tile the inner output of that split")
-
-
-# what a TMA tile's box decides: a box axis given another type breaks these together
-BOX_CODES = ("TMA-ELEMENT-STRIDE", "TMA-INNER-BYTES", "TMA-BOX-SIZE", "TMA-WHOLE-TILES", "TMA-SWIZZLE-LAYOUT",
-             "SMEM-ALIGNMENT", "TMA-COORD-ALIGN", "TMA-BULK-PLACEMENT", "INLINE-PARALLEL-MATCH")
-
-
-def _box_retyped(ctx: VerifyContext, findings: Iterator[Diagnostic], info: TmaInfo) -> Iterator[Diagnostic]:
-    """The findings, each given (once a TMA: the first) the parallelize call that makes a Serial or
-    Unroll axis of the TMA tile right of its first Bulk axis a box axis again, where a copy of the
-    fusion with it verifies (causes.propose_retype): a box axis given another type leaves a strided
-    or short box, whose element stride, bytes, alignment and swizzle then fail together."""
-    tv, proposed = info.consumer, False
-    for d in findings:
-        if not proposed and d.severity is Severity.ERROR:
-            proposed = True
-            first = next((k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Bulk), None)
-            axes = [] if first is None else [
-                (tv.name, k, ParallelType.Bulk) for k, i in enumerate(tv.loop)
-                if k > first and k >= tv.compute_at and i.parallel_type in (ParallelType.Serial, ParallelType.Unroll)]
-            call = propose_retype(ctx, d, axes, BOX_CODES, BOX_CODES[:-1]) if axes else None
-            if call is not None:
-                d.hint += f"; or, where that axis belongs to the box: verified, {call} makes the box whole again"
-        yield d
 
 
 def _unchecked(ctx: VerifyContext, info: TmaInfo, code: str, dim: int | None = None) -> list[str]:
@@ -343,13 +319,13 @@ def tma_inner_bytes(ctx: VerifyContext) -> Iterator[Diagnostic]:
 
         inner = d0.box_expr * elem
         out = _prove(ctx, {"bytes": inner, "remainder": mod(inner, STRIDE_ALIGN)}, _remainder_zero, (STRIDE_ALIGN,))
-        yield from _box_retyped(ctx, report_values(
+        yield from box_retyped(ctx, report_values(
             ctx, "TMA-INNER-BYTES", out, "that the inner box is a multiple of 16 bytes",
             lambda v, when: (f"{info.describe(0)} has an inner box of {v['bytes']} bytes{when} "
                              f"({d0.box} x {elem}), not a multiple of {STRIDE_ALIGN}"),
             ["bytes", "remainder"],
             hint=inner_bytes_hint(info), notes=_unchecked(ctx, info, "TMA-INNER-BYTES", 0),
-            **_where(info, d0)), info)
+            **_where(info, d0)), info.consumer)
         if not out.proved:
             continue
         total = info.bytes_per_transfer_expr
@@ -411,11 +387,11 @@ def tma_element_stride(ctx: VerifyContext) -> Iterator[Diagnostic]:
                 out = _prove(ctx, {"element stride": d.element_stride_expr}, fits, (MAX_ELEMENT_STRIDE,))
                 limit_text = f"the limit is {MAX_ELEMENT_STRIDE}"
                 hint = _element_stride_hint(info, d)
-            yield from _box_retyped(ctx, report_values(
+            yield from box_retyped(ctx, report_values(
                 ctx, "TMA-ELEMENT-STRIDE", out, f"the element stride of TMA dimension {k}",
                 lambda v, when, k=k, limit_text=limit_text: (
                     f"{info.describe(k)} has element stride {v['element stride']}{when}, {limit_text}"),
-                ["element stride"], hint=hint, **_where(info, d)), info)
+                ["element stride"], hint=hint, **_where(info, d)), info.consumer)
 
 
 @rule("TMA-GLOBAL-STRIDE", family="tma")

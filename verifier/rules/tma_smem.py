@@ -23,7 +23,7 @@ from ..access import active
 from ..analysis.swizzle_axes import Reaimed, first_fix, swizzle_calls
 from ..analysis.tma import inner_bytes_hint, unencodable
 from ..analysis.tma_issues import Issue, tma_issues
-from ..causes import propose_fix
+from ..causes import box_retyped, propose_fix
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import finding, report_outcome, report_values, when_clause
@@ -113,13 +113,13 @@ def tma_tile_contiguity(ctx: VerifyContext) -> Iterator[Diagnostic]:
         if issue.info.swizzle_bytes or issue.t.missing:
             continue
         out = _layout(ctx, issue)
-        yield from report_values(
+        yield from box_retyped(ctx, report_values(
             ctx, "TMA-TILE-CONTIGUITY", out, f"that each tile of {issue.info.smem.name} is contiguous",
             _layout_message(issue, f"a tile of {issue.info.smem.name} is not contiguous in shared memory"),
             list(issue.tile_values()) + ["address", "expected address", "tile start"],
             hint="order the allocation domain so the tile IDs are innermost and adjacent, in TMA order (extent-1 "
                  "and BID IDs may sit between them); do not split tile IDs by factors that leave holes",
-            point=issue.m.ranges, **issue.where)
+            point=issue.m.ranges, **issue.where), issue.info.consumer)
 
 
 @rule("TMA-WHOLE-TILES", family="tma", premises=("INLINE-LOOP-MAP",))
