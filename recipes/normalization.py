@@ -563,9 +563,10 @@ class _Normalization(RowOp):
             _check_eps(eps)
         except tp.ScheduleError as e:
             raise tp.InputError(f"{self.name}: {e}") from None
-        for flag, v in present.items():
-            if not isinstance(v, bool):
-                raise tp.InputError(f"{self.name}: {flag} must be True or False, got {v!r}")
+        try:
+            _check_flags(self.name, **present)
+        except tp.ScheduleError as e:
+            raise tp.InputError(str(e)) from None
         self.eps = float(eps)
         self.present = present
         self.weights = tuple(w for w in self.weights if present[w])
