@@ -9,7 +9,8 @@ and key indices, two tp.iota, no Mask input; a block's loop ends at its last key
 key, skip_masked_tiles, and the tiles every row keeps whole run without the mask). tileproof runs recipes/attention.py: one_tile_attention where the keys are
 one tile (S <= 256), and attention (the online softmax over key tiles) in the configurations
 CONFIGS (key tile, K / V stages, a warp-specialized producer), each timed; `tileproof` is the
-fastest. Each output is checked against float32 SDPA (math backend) within bf16 tolerance before
+fastest; `tileproof_sdpa` is the user's call, tileproof.recipes.sdpa(q, k, v, is_causal=...) (its
+checks, its configuration chosen per shape, a new output each call; `--configs sdpa` selects it). Each output is checked against float32 SDPA (math backend) within bf16 tolerance before
 it is timed.
 Times: triton.testing.do_bench (L2 flushed before each call; the call's host time inside it, as a
 caller pays it: Kernel.run with the views of recipes.attention.attention_views), the median of
@@ -29,6 +30,7 @@ from pathlib import Path
 from bench_common import attempt, results_path, warm_gpu, write_results  # benchmarks/bench_common.py
 
 import tileproof as tp
+from tileproof.recipes import Attention
 from tileproof.recipes.attention import AttentionTile, attention, attention_views, one_tile_attention
 
 # (B, Hq, Hkv, S, D): ViT-like and short-context shapes, then the issue's long ones
@@ -207,6 +209,18 @@ def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
                     "verify_and_compile_s": round(time.perf_counter() - start, 2)}
         return job
 
+    def entry_job():  # the user's call: recipes.sdpa (its checks, its configuration, a new output each call)
+        entry = Attention(is_causal=causal)
+        start = time.perf_counter()
+        first = entry(q, k, v)
+        torch.cuda.synchronize()
+        compiled_s = round(time.perf_counter() - start, 2)
+        config = entry.kernel(entry.problem(q.shape, k.shape, v.shape))[0].name
+        return {"check": checked(torch, first, want), **timed(lambda: entry(q, k, v), shape, rep_ms),
+                "config": config, "verify_and_compile_s": compiled_s}
+
+    if only is None or "sdpa" in only:
+        attempt(res, "tileproof_sdpa", entry_job)
     configs: dict = {}
     for name, key_tile, options in CONFIGS:
         if only is None or name in only:
@@ -215,20 +229,22 @@ def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
     timed_ones = {n: c for n, c in configs.items() if "ms" in c}
     best = min(timed_ones, key=lambda n: timed_ones[n]["ms"], default=None)
     res["tileproof"] = {**timed_ones[best], "config": best} if best else {"error": "no configuration ran"}
-    for peer in ("cudnn", "flash"):
-        if "ms" in res["tileproof"] and "ms" in res[peer]:
-            res["tileproof"][f"vs_{peer}"] = round(res[peer]["ms"] / res["tileproof"]["ms"], 3)
+    for ours in ("tileproof", "tileproof_sdpa"):
+        for peer in ("cudnn", "flash"):
+            if "ms" in res.get(ours, {}) and "ms" in res[peer]:
+                res[ours][f"vs_{peer}"] = round(res[peer]["ms"] / res[ours]["ms"], 3)
     return res
 
 
 def table(results: dict) -> str:
-    lines = ["| B x Hq (Hkv) x S x D | cuDNN TFLOP/s | flash TFLOP/s | tileproof TFLOP/s | vs cuDNN | vs flash |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| B x Hq (Hkv) x S x D | cuDNN TFLOP/s | flash TFLOP/s | tileproof TFLOP/s | vs cuDNN | vs flash "
+             "| sdpa() TFLOP/s | sdpa() vs cuDNN |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for key, r in results["shapes"].items():
         cells = [str(r.get(w, {}).get("tflops", (r.get(w, {}).get("skipped") or r.get(w, {}).get("error") or "")[:30]))
                  for w in ("cudnn", "flash", "tileproof")]
-        t = r.get("tileproof", {})
-        lines.append(f"| {key} | {' | '.join(cells)} | {t.get('vs_cudnn', '')} | {t.get('vs_flash', '')} |")
+        t, e = r.get("tileproof", {}), r.get("tileproof_sdpa", {})
+        lines.append(f"| {key} | {' | '.join(cells)} | {t.get('vs_cudnn', '')} | {t.get('vs_flash', '')} "
+                     f"| {e.get('tflops', '')} | {e.get('vs_cudnn', '')} |")
     return "\n".join(lines)
 
 
@@ -241,8 +257,9 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", help="only these CONFIGS, by name (comma-separated; default all)")
     args = ap.parse_args(argv)
     only = set(args.configs.split(",")) if args.configs else None
-    if only and only - {name for name, _, _ in CONFIGS}:
-        ap.error(f"--configs: no configuration named {', '.join(sorted(only - {n for n, _, _ in CONFIGS}))}")
+    names = {name for name, _, _ in CONFIGS} | {"sdpa"}
+    if only and only - names:
+        ap.error(f"--configs: no configuration named {', '.join(sorted(only - names))}")
     import torch
 
     if not torch.cuda.is_available():

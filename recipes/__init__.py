@@ -31,6 +31,11 @@ change it further.
     cross_entropy(logits, target_probs)           persistent schedule at a symbolic row length, a
     Softmax(), LayerNorm(), RMSNorm(), ...        kernel per row class (normalization.py; entries
                                                   for tp.as_torch_op)
+    sdpa(q, k, v, is_causal=...), Attention(...)  attention on PyTorch tensors in SDPA's layout
+                                                  [B, H, S, D]: a configuration of attention.py
+                                                  chosen per shape, verified, compiled per shape
+                                                  (sdpa.py; Attention is an entry for
+                                                  tp.as_torch_op)
 
 gemm_blocks.py holds the pieces both use (tiling by the block tile, grouped block orders, the
 stmatrix epilogue's TMA store boxes); params.py the parameter groups both use (GridOrder,
@@ -46,11 +51,12 @@ from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPi
 from .mma_gemm import CpAsyncPipeline, MmaGemmParams, MmaTile, matmul_fusion, mma_gemm
 from .params import Epilogue, EpilogueOps, GridOrder
 from .split_k import SplitKParams, split_k_partials, split_k_sum
+from .sdpa import Attention, AttentionConfig, sdpa
 from .normalization import (CrossEntropy, LayerNorm, RMSNorm, RowClass, Softmax, cross_entropy, layer_norm,
                             log_softmax, rms_norm, row_class, softmax)
 
-__all__ = ["CONFIGS", "Cluster", "CrossEntropy", "LayerNorm", "RMSNorm", "RowClass", "Softmax", "cross_entropy",
+__all__ = ["Attention", "AttentionConfig", "CONFIGS", "Cluster", "CrossEntropy", "LayerNorm", "RMSNorm", "RowClass", "Softmax", "cross_entropy",
            "layer_norm", "log_softmax", "rms_norm", "row_class", "softmax", "CpAsyncPipeline", "Epilogue", "EpilogueOps", "GridOrder", "HopperGemmParams", "HopperGemmTuning",
            "HopperTile", "Matmul", "MatmulConfig", "MmaGemmParams", "MmaTile", "Operand", "SplitKParams",
            "TmaPipeline", "choose", "hopper_gemm", "matmul", "matmul_fusion", "matmul_tuning", "mma_gemm",
-           "split_k_partials", "split_k_sum", "swizzled_box", "tile_multiples"]
+           "sdpa", "split_k_partials", "split_k_sum", "swizzled_box", "tile_multiples"]

@@ -1,0 +1,320 @@
+"""Attention on PyTorch tensors: the attention recipe (recipes/attention.py) behind one call in
+scaled_dot_product_attention's layout, a configuration chosen per shape, its kernel verified and
+compiled on first use.
+
+    out = sdpa(q, k, v, is_causal=True)                 # q [B, Hq, M, D], k [B, Hkv, N, D], v [B, Hkv, N, Dv]
+    op = tp.as_torch_op(Attention(is_causal=True), name="mylib::attn")   # for torch.compile
+
+bfloat16 in and out, float32 inside; Hq a multiple of Hkv (grouped-query heads: query head h reads
+key / value head h // (Hq / Hkv), as SDPA's enable_gqa); D and Dv 64, 128, 192 or 256; M and N at
+least 2, any length (the last tiles' rows and keys past them are masked). `scale` defaults to
+1 / sqrt(D). `is_causal` keeps key j for query i where j <= i, SDPA's mask (aligned at the top
+left); with causal_alignment="bottom_right" where j <= i + N - M (FlashAttention's, the queries
+the last M positions). The two agree where M == N; the kernel computes the bottom-right mask, so a
+top-left causal call needs M == N. With `lse` the entry also returns each row's log-sum-exp of the
+scaled scores, [B, Hq, M] float32 (FlashAttention's softmax_lse, natural log).
+
+The configuration (AttentionConfig: key tile, consumer warpgroups, K / V stages, a producer
+warpgroup, setmaxnreg, O in place, ping-pong, the intra-warpgroup overlap, a persistent grid) is
+the first of `candidates` that verifies at the shape: those measured fastest on an H200 at head
+dims 64, 128 and 256, causal and not, short and long sequences (benchmarks/attention.py), then
+simpler ones. A configuration the verifier rejects is never compiled; the entry says why each was
+rejected if none verifies. Kernels are compiled per shape (the recipe's extents are numbers) and
+kept in an LRU cache of `cache_size`. Imports only the public `tileproof` API; torch when called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import OrderedDict
+
+import tileproof as tp
+
+from .attention import AttentionTile, attention
+
+HEAD_DIMS = (64, 128, 192, 256)
+ALIGNMENTS = ("top_left", "bottom_right")
+CACHE_SIZE = 16  # compiled kernels an entry keeps (LRU), one per shape and configuration
+ENTRY_CACHE_SIZE = 8  # entries sdpa() keeps, one per (is_causal, alignment, scale, lse, target)
+PERSISTENT_BLOCKS = 128  # the persistent grid's blocks (benchmarks/attention.py's *_pst)
+SHORT_KEYS = 512  # up to this many keys, the short-sequence configurations
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig:
+    """One schedule of recipes.attention.attention: `key_tile` keys a loop iteration (clamped to N
+    rounded up to 16), the other fields its keywords; `persistent`: a persistent grid of
+    PERSISTENT_BLOCKS blocks where the shape has more row tiles than that (else one block a tile)."""
+
+    name: str
+    key_tile: int
+    warpgroups: int = 1
+    stages: int = 1
+    producer: bool = False
+    registers: tuple[int, int] | None = None
+    in_place: bool = False
+    ping_pong: bool = False
+    overlap: bool = False
+    persistent: bool = False
+
+    def keywords(self, tile: AttentionTile) -> dict:
+        """attention()'s keywords at `tile`."""
+        tiles = tile.batch * tile.group * -(-tile.rows // (64 * self.warpgroups))
+        blocks = PERSISTENT_BLOCKS if self.persistent and not tile.causal and tiles > PERSISTENT_BLOCKS else None
+        return dict(warpgroups=self.warpgroups, stages=self.stages, producer=self.producer, registers=self.registers,
+                    in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks)
+
+
+_WS = dict(warpgroups=2, producer=True, registers=(24, 240))
+CONFIGS = {c.name: c for c in (
+    # H200 (benchmarks/results/attention/h200.json): the fastest at the issue's long shapes ...
+    AttentionConfig("kt128_wg2_ws3_r240_ip_ov_pst", 128, stages=3, in_place=True, overlap=True, persistent=True,
+                    **_WS),  # head dim 128, 565-605 TFLOP/s
+    AttentionConfig("kt256_wg2_ws2_r240_ip", 256, stages=2, in_place=True, **_WS),  # head dim 64, 419-445
+    AttentionConfig("kt64_wg2_ws2_r240_ip", 64, stages=2, in_place=True, **_WS),  # head dims 192 and 256, 555
+    AttentionConfig("kt128_wg2_ws2_r240", 128, stages=2, **_WS),  # causal head dim 128, 459-490
+    AttentionConfig("kt128_s2", 128, stages=2),  # causal head dim 64, 328
+    # ... at short sequences (S <= 256)
+    AttentionConfig("kt128_wg2_ws2_r240_ip_pp", 128, stages=2, in_place=True, ping_pong=True, **_WS),
+    AttentionConfig("kt128", 128),
+    # the simplest schedule: one warpgroup, no pipeline, small tiles (the last candidate everywhere)
+    AttentionConfig("kt64", 64),
+)}
+
+
+def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool) -> tuple[AttentionConfig, ...]:
+    """The configurations to try at a shape, in order (the first that verifies runs)."""
+    wide = max(head_dim, value_dim)
+    if wide > 128:
+        names = ["kt64_wg2_ws2_r240_ip"]
+    elif causal:
+        names = ["kt128_s2" if wide <= 64 else "kt128_wg2_ws2_r240", "kt128_wg2_ws2_r240"]
+    elif keys <= SHORT_KEYS:
+        names = ["kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
+    else:
+        names = ["kt256_wg2_ws2_r240_ip" if wide <= 64 else "kt128_wg2_ws3_r240_ip_ov_pst", "kt128_wg2_ws2_r240"]
+    names.append("kt64")
+    return tuple(CONFIGS[n] for n in dict.fromkeys(names))
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One call's sizes: batch B, query heads Hq, key / value heads Hkv, queries M, keys N, head
+    dims D and Dv."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    rows: int
+    keys: int
+    head_dim: int
+    value_dim: int
+
+    @classmethod
+    def of(cls, q_shape, k_shape, v_shape) -> "Problem":
+        """The sizes of q [B, Hq, M, D], k [B, Hkv, N, D], v [B, Hkv, N, Dv], or an InputError
+        naming what does not fit."""
+        for name, shape in (("q", q_shape), ("k", k_shape), ("v", v_shape)):
+            if len(shape) != 4:
+                raise tp.InputError(f"sdpa: {name} must have 4 dimensions [B, H, S, D] (SDPA's layout), got shape "
+                                    f"{list(shape)}")
+        (b, hq, m, d), (bk, hkv, n, dk), (bv, hv, nv, dv) = (tuple(int(s) for s in x) for x in (q_shape, k_shape, v_shape))
+        if not b == bk == bv:
+            raise tp.InputError(f"sdpa: q, k and v must have the same batch B, got {b}, {bk} and {bv}")
+        if hkv != hv or n != nv:
+            raise tp.InputError(f"sdpa: k [B, Hkv, N, D] and v [B, Hkv, N, Dv] must have the same heads and keys, got "
+                                f"k {list(k_shape)} and v {list(v_shape)}")
+        if dk != d:
+            raise tp.InputError(f"sdpa: q and k must have the same head dim D, got {d} and {dk}")
+        if hkv < 1 or hq % hkv:
+            raise tp.InputError(f"sdpa: q's heads Hq = {hq} must be a multiple of k's and v's Hkv = {hkv} (each key / "
+                                f"value head serves Hq / Hkv query heads)")
+        for what, value in (("q's head dim D", d), ("v's head dim Dv", dv)):
+            if value not in HEAD_DIMS:
+                raise tp.InputError(f"sdpa: {what} must be one of {', '.join(map(str, HEAD_DIMS))} (whole 128-byte "
+                                    f"swizzle spans of bfloat16), got {value}")
+        for what, value in (("queries M", m), ("keys N", n), ("batch B", b)):
+            if value < (1 if what == "batch B" else 2):
+                raise tp.InputError(f"sdpa: {what} = {value}: "
+                                    + ("an empty batch" if what == "batch B" else
+                                       "one row or key is a broadcast axis to the recipe; pad it to two"))
+        problem = cls(b, hq, hkv, m, n, d, dv)
+        if problem.z > 65535 or problem.group > 65535:
+            raise tp.InputError(f"sdpa: B x Hkv = {problem.z} and Hq / Hkv = {problem.group} are grid dimensions: "
+                                f"each at most 65535")
+        return problem
+
+    @property
+    def z(self) -> int:
+        return self.batch * self.kv_heads
+
+    @property
+    def group(self) -> int:
+        return self.heads // self.kv_heads
+
+    def tile(self, config: AttentionConfig, causal: bool, scale: float | None) -> AttentionTile:
+        key_tile = min(config.key_tile, -(-self.keys // 16) * 16)
+        return AttentionTile(rows=self.rows, keys=self.keys, head_dim=self.head_dim, value_dim=self.value_dim,
+                             batch=self.z, group=self.group, scale=scale, key_tile=key_tile, causal=causal)
+
+
+def _torch():
+    try:
+        import torch  # an optional extra: imported only when the entry is called
+    except ImportError as e:
+        raise ImportError(f"tileproof.recipes.sdpa takes PyTorch tensors ({e})") from None
+    return torch
+
+
+def _check_tensor(name: str, t, device, address: bool = True) -> None:
+    """What the kernel needs of one operand: a bfloat16 CUDA tensor, row-major, 16-byte aligned
+    (`address`: False for a fake tensor, which has none)."""
+    if not all(hasattr(t, a) for a in ("shape", "dtype", "device", "is_contiguous", "data_ptr")):
+        raise tp.InputError(f"sdpa: {name} must be a torch.Tensor, got {type(t).__name__}")
+    dtype = str(t.dtype).removeprefix("torch.")
+    if dtype != "bfloat16":
+        raise tp.InputError(f"sdpa: {name} must be bfloat16, got {dtype}")
+    if t.device.type != "cuda":
+        raise tp.InputError(f"sdpa: {name} must be on a CUDA device, got {t.device}")
+    if t.device != device:
+        raise tp.InputError(f"sdpa: q, k and v must be on one device, got {name} on {t.device} and q on {device}")
+    if not t.is_contiguous():
+        raise tp.InputError(f"sdpa: {name} must be contiguous [B, H, S, D] (row-major), got strides "
+                            f"{list(t.stride())} for shape {list(t.shape)}; pass {name}.contiguous() (a view such as "
+                            f"x.transpose(1, 2) of [B, S, H, D] is not)")
+    if address and t.data_ptr() % 16:
+        raise tp.InputError(f"sdpa: {name}'s address must be a multiple of 16 bytes (TMA), got {t.data_ptr():#x}")
+
+
+class Attention:
+    """softmax(q k^T scale (+ the causal mask)) v on PyTorch tensors in SDPA's layout (see the
+    module's text): call it on (q, k, v) for the output [B, Hq, M, Dv] bfloat16 (with lse=True,
+    (output, lse)); tp.as_torch_op(Attention(...)) makes it an operator. config: None (each shape's
+    candidates), or an AttentionConfig or its name (CONFIGS) to run every shape with."""
+
+    input_names = ("q", "k", "v")
+
+    def __init__(self, is_causal: bool = False, scale: float | None = None, lse: bool = False,
+                 causal_alignment: str = "top_left", target: str = "sm_90a", config=None,
+                 cache_size: int = CACHE_SIZE):
+        for name, value in (("is_causal", is_causal), ("lse", lse)):
+            if not isinstance(value, bool):
+                raise tp.InputError(f"sdpa: {name} must be True or False, got {value!r}")
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
+                                  or not math.isfinite(scale) or scale <= 0):
+            raise tp.InputError(f"sdpa: scale must be a positive finite number or None (1 / sqrt(D)), got {scale!r}")
+        if causal_alignment not in ALIGNMENTS:
+            raise tp.InputError(f"sdpa: causal_alignment must be one of {', '.join(ALIGNMENTS)}, got "
+                                f"{causal_alignment!r}")
+        if isinstance(config, str):
+            if config not in CONFIGS:
+                raise tp.InputError(f"sdpa: no configuration named {config!r}; one of {', '.join(CONFIGS)}")
+            config = CONFIGS[config]
+        if not isinstance(config, (AttentionConfig, type(None))):
+            raise tp.InputError(f"sdpa: config must be an AttentionConfig, its name or None, got {config!r}")
+        if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
+            raise tp.InputError(f"sdpa: cache_size must be a positive int, got {cache_size!r}")
+        self.is_causal, self.scale, self.lse = is_causal, None if scale is None else float(scale), lse
+        self.causal_alignment, self.target, self.config, self.cache_size = causal_alignment, target, config, cache_size
+        self.output_count = 2 if lse else 1
+        self._kernels: OrderedDict[Problem, tuple[AttentionConfig, tp.Kernel]] = OrderedDict()
+
+    def __repr__(self) -> str:
+        parts = [f"is_causal={self.is_causal}"] + [f"{k}={v!r}" for k, v in (
+            ("scale", self.scale), ("lse", self.lse or None), ("config", self.config and self.config.name),
+            ("causal_alignment", None if self.causal_alignment == "top_left" else self.causal_alignment),
+            ("target", None if self.target == "sm_90a" else self.target)) if v is not None]
+        return f"Attention({', '.join(parts)})"
+
+    def problem(self, q_shape, k_shape, v_shape) -> Problem:
+        """The call's sizes (Problem.of), and for a causal call the alignment's condition."""
+        problem = Problem.of(q_shape, k_shape, v_shape)
+        if self.is_causal and self.causal_alignment == "top_left" and problem.rows != problem.keys:
+            raise tp.InputError(f"sdpa: is_causal with M = {problem.rows} queries and N = {problem.keys} keys: SDPA's "
+                                f"mask keeps key j for query i where j <= i (top left), this kernel's where j <= i + "
+                                f"N - M (bottom right, FlashAttention's); they agree where M == N. Pass "
+                                f"causal_alignment='bottom_right' for the latter")
+        if self.is_causal and problem.rows > problem.keys:
+            raise tp.InputError(f"sdpa: a bottom-right causal mask with M = {problem.rows} queries > N = "
+                                f"{problem.keys} keys leaves the first {problem.rows - problem.keys} queries no key")
+        return problem
+
+    def kernel(self, problem: Problem) -> tuple[AttentionConfig, tp.Kernel]:
+        """The configuration and kernel this entry runs at `problem`: the first candidate that
+        verifies (or the forced one), compiled on first use and kept (LRU)."""
+        found = self._kernels.get(problem)
+        if found is not None:
+            self._kernels.move_to_end(problem)
+            return found
+        configs = (self.config,) if self.config is not None else candidates(
+            problem.rows, problem.keys, problem.head_dim, problem.value_dim, self.is_causal)
+        rejected = []
+        for config in configs:
+            tile = problem.tile(config, self.is_causal, self.scale)
+            try:  # tp.compile verifies first: a rejected configuration is never lowered or compiled
+                kernel = tp.compile(attention(tile, lse=self.lse, **config.keywords(tile)), self.target)
+            except tp.ScheduleRejected as e:
+                rejected.append(f"{config.name}: {', '.join(e.report.codes)}")
+                continue
+            except tp.ScheduleError as e:  # the recipe refused the configuration at this shape
+                rejected.append(f"{config.name}: {e}")
+                continue
+            found = self._kernels[problem] = (config, kernel)
+            while len(self._kernels) > self.cache_size:
+                self._kernels.popitem(last=False)
+            return found
+        raise tp.InputError(f"sdpa: no configuration verifies at {problem} for {self.target} ("
+                            + "; ".join(rejected) + "); tp.verify(recipes.attention.attention(...)) shows why")
+
+    def _checked(self, q, k, v, address: bool = True) -> Problem:
+        _check_tensor("q", q, getattr(q, "device", None), address)
+        for name, t in (("k", k), ("v", v)):
+            _check_tensor(name, t, q.device, address)
+        return self.problem(tuple(q.shape), tuple(k.shape), tuple(v.shape))
+
+    def __call__(self, q, k, v):
+        problem = self._checked(q, k, v)
+        _, kernel = self.kernel(problem)
+        torch = _torch()
+        b, hq, m, dv, z, g, n = problem.batch, problem.heads, problem.rows, problem.value_dim, problem.z, problem.group, problem.keys
+        out = torch.empty(b, hq, m, dv, device=q.device, dtype=torch.bfloat16)
+        outs = [out.view(z, g, m, dv)]
+        if self.lse:
+            lse = torch.empty(b, hq, m, device=q.device, dtype=torch.float32)
+            outs.append(lse.view(z, g, m))
+        # the recipe's operands, views of the same memory: Q [Z, G, M, 1, D], K [Z, 1, 1, N, D], V [Z, 1, 1, Dv, N]
+        kernel.run(q.view(z, g, m, 1, problem.head_dim), k.view(z, 1, 1, n, problem.head_dim),
+                   v.view(z, n, dv).transpose(1, 2).unsqueeze(1).unsqueeze(1), out=outs)
+        return (out, lse) if self.lse else out
+
+    def fake(self, q, k, v):
+        """The outputs as __call__ allocates them, without running (tp.as_torch_op's fake implementation)."""
+        problem = self._checked(q, k, v, address=False)
+        torch = _torch()
+        out = torch.empty(problem.batch, problem.heads, problem.rows, problem.value_dim, device=q.device,
+                          dtype=torch.bfloat16)
+        if not self.lse:
+            return out
+        return out, torch.empty(problem.batch, problem.heads, problem.rows, device=q.device, dtype=torch.float32)
+
+
+_entries: "OrderedDict[tuple, Attention]" = OrderedDict()
+
+
+def sdpa(q, k, v, is_causal: bool = False, scale: float | None = None, *, lse: bool = False,
+         causal_alignment: str = "top_left", target: str = "sm_90a"):
+    """Attention(is_causal, scale, lse, causal_alignment, target)(q, k, v), the entries kept per
+    their arguments (the last ENTRY_CACHE_SIZE used)."""
+    key = (is_causal, scale, lse, causal_alignment, target)
+    entry = _entries.get(key)
+    if entry is None:
+        entry = _entries[key] = Attention(is_causal, scale, lse, causal_alignment, target)
+        while len(_entries) > ENTRY_CACHE_SIZE:
+            _entries.popitem(last=False)
+    else:
+        _entries.move_to_end(key)
+    return entry(q, k, v)
+
+
+__all__ = ["Attention", "AttentionConfig", "CONFIGS", "Problem", "candidates", "sdpa"]

@@ -1,0 +1,109 @@
+"""tileproof.recipes.sdpa on the GPU (marker `gpu`; skipped without PyTorch or a CUDA device): each
+shape class's configuration (short and long sequences, head dims 64 to 256, D != Dv, grouped-query
+heads, rows and keys past the tiles, a persistent grid) against PyTorch's SDPA in float32, causal
+with both alignments, the log-sum-exp; the operator under torch.compile(fullgraph=True) and CUDA
+graph capture; bad tensors get InputErrors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import tileproof as tp  # noqa: E402
+from tileproof.recipes import Attention, sdpa  # noqa: E402
+from tileproof.recipes.attention import causal_mask  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+def operands(b, hq, hkv, m, n, d, dv=None, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, hq, m, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn(b, hkv, n, d, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(b, hkv, n, dv or d, device="cuda", dtype=torch.bfloat16, generator=g)
+    return q, k, v
+
+
+def reference(q, k, v, causal=False, bottom_right=False, scale=None):
+    """SDPA in float32 (the math backend), with the bottom-right causal mask as an additive one, and
+    each row's log-sum-exp of the scaled (masked) scores."""
+    group = q.shape[1] // k.shape[1]
+    kf, vf = (x.float().repeat_interleave(group, 1) for x in (k, v))
+    scale = scale if scale is not None else 1 / math.sqrt(q.shape[-1])
+    scores = q.float() @ kf.transpose(-1, -2) * scale
+    m, n = q.shape[2], k.shape[2]
+    if causal:
+        scores = scores + (causal_mask(torch, m, n).float() if bottom_right
+                           else causal_mask(torch, m, m).float() if m == n else None)
+    return torch.softmax(scores, -1) @ vf, torch.logsumexp(scores, -1)
+
+
+def close(got, want):
+    err = ((got.float() - want).abs().max() / want.abs().max()).item()
+    assert err <= 2e-2, err
+
+
+@pytest.mark.parametrize("shape,causal,config", [
+    ((2, 4, 4, 300, 300, 64), False, "kt128"),
+    ((2, 4, 4, 300, 300, 64), True, "kt128_s2"),
+    ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240"),
+    ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_pp"),
+    ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip"),
+    ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws3_r240_ip_ov_pst"),  # 288 row tiles: the persistent grid
+    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),
+    ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip"),
+], ids=str)
+def test_each_shape_class_matches_sdpa(shape, causal, config):
+    q, k, v = operands(*shape)
+    entry = Attention(is_causal=causal)
+    out = entry(q, k, v)
+    assert entry.kernel(entry.problem(q.shape, k.shape, v.shape))[0].name == config
+    want, _ = reference(q, k, v, causal)
+    close(out, want)
+    if q.shape[1] == k.shape[1]:  # SDPA's own bfloat16 kernels on the same inputs
+        close(out, F.scaled_dot_product_attention(q, k, v, is_causal=causal).float())
+
+
+def test_the_bottom_right_mask_the_scale_and_the_lse():
+    q, k, v = operands(1, 4, 2, 100, 700, 128)
+    out, lse = sdpa(q, k, v, is_causal=True, scale=0.05, lse=True, causal_alignment="bottom_right")
+    want, want_lse = reference(q, k, v, causal=True, bottom_right=True, scale=0.05)
+    close(out, want)
+    torch.testing.assert_close(lse, want_lse, rtol=1e-3, atol=1e-3)
+    assert lse.dtype == torch.float32 and lse.shape == (1, 4, 100)
+
+
+def test_the_operator_traces_under_torch_compile_and_cuda_graphs():
+    op = tp.as_torch_op(Attention(is_causal=True), name="tileproof_gpu_test::sdpa_causal")
+    q, k, v = operands(2, 4, 4, 256, 256, 64)
+    want, _ = reference(q, k, v, causal=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda q, k, v: op(q, k, v).float() * 2, fullgraph=True)
+    close(compiled(q, k, v) / 2, want)
+    op(q, k, v)  # compiled before capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = op(q, k, v)
+    q2, k2, v2 = operands(2, 4, 4, 256, 256, 64, seed=1)
+    for x, x2 in ((q, q2), (k, k2), (v, v2)):
+        x.copy_(x2)
+    graph.replay()
+    close(captured, reference(q2, k2, v2, causal=True)[0])
+
+
+def test_bad_tensors_get_input_errors():
+    q, k, v = operands(1, 2, 2, 64, 64, 64)
+    with pytest.raises(tp.InputError, match=r"k must be bfloat16, got float16"):
+        sdpa(q, k.half(), v)
+    with pytest.raises(tp.InputError, match=r"q must be contiguous"):
+        sdpa(q.transpose(1, 2).contiguous().transpose(1, 2), k, v)
+    with pytest.raises(tp.InputError, match=r"v must be on a CUDA device"):
+        sdpa(q, k, v.cpu())

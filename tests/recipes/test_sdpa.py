@@ -1,0 +1,182 @@
+"""recipes/sdpa.py without a GPU: the configuration each shape class gets verifies and compiles
+(NVRTC), a forced configuration the verifier rejects is never compiled and the entry says why,
+bad shapes, dtypes, devices, strides and arguments get InputErrors naming them, SDPA's top-left
+causal mask is refused where it differs from the kernel's, and the kernel cache is bounded."""
+
+from __future__ import annotations
+
+import importlib
+from collections import OrderedDict
+
+import pytest
+
+import tileproof as tp
+from tileproof.recipes import Attention, AttentionConfig, sdpa
+from tileproof.recipes.sdpa import CONFIGS, Problem, candidates
+
+pytestmark = pytest.mark.usefixtures("private_cache")
+module = importlib.import_module("tileproof.recipes.sdpa")
+
+
+def shapes(b, hq, hkv, m, n, d, dv=None):
+    return (b, hq, m, d), (b, hkv, n, d), (b, hkv, n, dv or d)
+
+
+@pytest.mark.parametrize("call,causal,chosen", [
+    (shapes(4, 32, 32, 4096, 4096, 128), False, "kt128_wg2_ws3_r240_ip_ov_pst"),
+    (shapes(8, 32, 32, 4096, 4096, 64), False, "kt256_wg2_ws2_r240_ip"),
+    (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240"),
+    (shapes(1, 4, 2, 300, 300, 64), True, "kt128_s2"),  # grouped heads, rows and keys past the tiles
+    (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip"),  # D != Dv, M < N
+    (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_pp"),
+    (shapes(1, 1, 1, 2, 2, 64), False, "kt128"),  # two queries, two keys: one key tile of 16
+], ids=lambda x: "x".join(map(str, x[0])) if isinstance(x, tuple) else str(x))
+def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, causal, chosen):
+    entry = Attention(is_causal=causal)
+    config, kernel = entry.kernel(entry.problem(*call))
+    assert config.name == chosen == candidates(call[0][2], call[1][2], call[0][3], call[2][3], causal)[0].name
+    assert kernel.report.ok and "wgmma.mma_async" in kernel.cuda_source
+    assert entry.kernel(entry.problem(*call))[1] is kernel  # cached
+
+
+def test_a_forced_configuration_the_verifier_rejects_is_named_with_its_rule():
+    """256-key tiles at head dim 128 in two stages need more shared memory than a block has: never
+    compiled, and the entry's error names the configuration and the rule."""
+    too_big = AttentionConfig("kt256_s2", 256, stages=2, in_place=True, warpgroups=2, producer=True,
+                              registers=(24, 240))
+    entry = Attention(config=too_big)
+    with pytest.raises(tp.InputError, match=r"kt256_s2: SMEM-CAPACITY"):
+        entry.kernel(entry.problem(*shapes(1, 1, 1, 512, 512, 128)))
+    assert not entry._kernels
+
+
+def test_a_rejected_candidate_gives_way_to_the_next(monkeypatch):
+    """The first candidate rejected at the shape (here 256-key tiles at head dim 128): the next runs."""
+    too_big = AttentionConfig("kt256_s2", 256, stages=2, in_place=True, warpgroups=2, producer=True,
+                              registers=(24, 240))
+    monkeypatch.setattr(module, "candidates", lambda *a: (too_big, CONFIGS["kt64"]))
+    entry = Attention()
+    config, _ = entry.kernel(entry.problem(*shapes(1, 1, 1, 512, 512, 128)))
+    assert config.name == "kt64"
+
+
+@pytest.mark.parametrize("call,message", [
+    (((1, 2, 64, 64), (1, 2, 64, 64), (1, 2, 64)), r"v must have 4 dimensions"),
+    (((2, 2, 64, 64), (1, 2, 64, 64), (1, 2, 64, 64)), r"same batch B, got 2, 1 and 1"),
+    (((1, 2, 64, 64), (1, 2, 64, 64), (1, 2, 80, 64)), r"same heads and keys"),
+    (((1, 2, 64, 64), (1, 2, 64, 128), (1, 2, 64, 64)), r"same head dim D, got 64 and 128"),
+    (((1, 3, 64, 64), (1, 2, 64, 64), (1, 2, 64, 64)), r"Hq = 3 must be a multiple of .* Hkv = 2"),
+    (((1, 2, 64, 96), (1, 2, 64, 96), (1, 2, 64, 64)), r"q's head dim D must be one of 64, 128, 192, 256 .* got 96"),
+    (((1, 2, 64, 64), (1, 2, 64, 64), (1, 2, 64, 32)), r"v's head dim Dv must be one of .* got 32"),
+    (((1, 2, 1, 64), (1, 2, 64, 64), (1, 2, 64, 64)), r"queries M = 1"),
+    (((1, 2, 64, 64), (1, 2, 1, 64), (1, 2, 1, 64)), r"keys N = 1"),
+    (((70000, 1, 8, 64), (70000, 1, 8, 64), (70000, 1, 8, 64)), r"B x Hkv = 70000 .* at most 65535"),
+])
+def test_bad_shapes_get_input_errors_naming_them(call, message):
+    with pytest.raises(tp.InputError, match=message):
+        Problem.of(*call)
+
+
+def test_a_top_left_causal_mask_needs_as_many_queries_as_keys():
+    """SDPA's is_causal keeps j <= i; the kernel's mask j <= i + N - M: equal only where M == N."""
+    with pytest.raises(tp.InputError, match=r"M = 100 queries and N = 300 keys: SDPA's mask .*\(top left\)"):
+        Attention(is_causal=True).problem(*shapes(1, 1, 1, 100, 300, 64))
+    assert Attention(is_causal=True, causal_alignment="bottom_right").problem(*shapes(1, 1, 1, 100, 300, 64)).keys == 300
+    with pytest.raises(tp.InputError, match=r"M = 300 queries > N = 100 keys"):
+        Attention(is_causal=True, causal_alignment="bottom_right").problem(*shapes(1, 1, 1, 300, 100, 64))
+    assert Attention(is_causal=False).problem(*shapes(1, 1, 1, 100, 300, 64)).rows == 100  # no mask, any M
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(is_causal=1), r"is_causal must be True or False"),
+    (dict(scale=0.0), r"scale must be a positive finite number"),
+    (dict(scale=float("nan")), r"scale must be a positive finite number"),
+    (dict(lse="yes"), r"lse must be True or False"),
+    (dict(causal_alignment="top"), r"causal_alignment must be one of top_left, bottom_right"),
+    (dict(config="kt999"), r"no configuration named 'kt999'"),
+    (dict(cache_size=0), r"cache_size must be a positive int"),
+])
+def test_bad_arguments_get_input_errors(kwargs, message):
+    with pytest.raises(tp.InputError, match=message):
+        Attention(**kwargs)
+
+
+class FakeTensor:
+    """What the entry's checks read of a torch.Tensor (no PyTorch needed)."""
+
+    def __init__(self, shape, dtype="torch.bfloat16", device="cuda:0", contiguous=True, address=1 << 20):
+        self.shape, self.dtype, self._contiguous, self._address = tuple(shape), dtype, contiguous, address
+        self.device = _Device(device.partition(":")[0], device)
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def data_ptr(self):
+        return self._address
+
+    def stride(self):
+        return [1] * len(self.shape)
+
+
+class _Device:
+    def __init__(self, kind, name):
+        self.type, self.name = kind, name
+
+    def __eq__(self, other):
+        return isinstance(other, _Device) and other.name == self.name
+
+    def __str__(self):
+        return self.name
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(dtype="torch.float16"), r"k must be bfloat16, got float16"),
+    (dict(device="cpu"), r"k must be on a CUDA device, got cpu"),
+    (dict(device="cuda:1"), r"q, k and v must be on one device, got k on cuda:1 and q on cuda:0"),
+    (dict(contiguous=False), r"k must be contiguous .* pass k.contiguous\(\)"),
+    (dict(address=(1 << 20) + 8), r"k's address must be a multiple of 16 bytes"),
+])
+def test_bad_tensors_get_input_errors_naming_them(change, message):
+    q, v = FakeTensor((1, 2, 64, 64)), FakeTensor((1, 2, 64, 64))
+    with pytest.raises(tp.InputError, match=message):
+        Attention()._checked(q, FakeTensor((1, 2, 64, 64), **change), v)
+    with pytest.raises(tp.InputError, match=r"k must be a torch.Tensor, got list"):
+        Attention()._checked(q, [[1.0]], v)
+    assert Attention()._checked(q, FakeTensor((1, 2, 80, 64)), FakeTensor((1, 2, 80, 64))).keys == 80
+    # a fake tensor (torch.compile's tracing) has no address to check
+    assert Attention()._checked(q, FakeTensor((1, 2, 64, 64), address=8), v, address=False).keys == 64
+
+
+def test_the_kernel_cache_and_the_entries_are_bounded(monkeypatch):
+    entry = Attention(cache_size=2)
+    made = []
+    monkeypatch.setattr(module.tp, "compile", lambda fusion, target: made.append(fusion) or object())
+    for m in (64, 128, 64, 256):
+        entry.kernel(entry.problem(*shapes(1, 1, 1, m, m, 64)))
+    assert len(made) == 3 and len(entry._kernels) == 2  # 64 reused, then dropped for 256 (least recent: 128)
+    assert [p.rows for p in entry._kernels] == [64, 256]
+    monkeypatch.setattr(module, "_entries", OrderedDict())
+    monkeypatch.setattr(Attention, "__call__", lambda self, q, k, v: self)  # the entry, not a launch
+    kept = sdpa(None, None, None, scale=0.5)
+    for k in range(3 * module.ENTRY_CACHE_SIZE):
+        sdpa(None, None, None, scale=1.0 + k)
+        assert sdpa(None, None, None, scale=0.5) is kept
+    assert len(module._entries) == module.ENTRY_CACHE_SIZE
+
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+def test_the_entry_is_an_operator_torch_compile_traces():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    op = tp.as_torch_op(Attention(is_causal=True, lse=True), name="tileproof_test::sdpa_causal_lse")
+    with FakeTensorMode():
+        q, k, v = (torch.empty(2, 4, 256, 64, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+        out, lse = op(q, k, v)
+    assert tuple(out.shape) == (2, 4, 256, 64) and out.dtype == torch.bfloat16
+    assert tuple(lse.shape) == (2, 4, 256) and lse.dtype == torch.float32
