@@ -10,11 +10,14 @@ key, skip_masked_tiles, and the tiles every row keeps whole run without the mask
 one tile (S <= 256), and attention (the online softmax over key tiles) in the configurations
 CONFIGS (key tile, K / V stages, a warp-specialized producer), each timed; `tileproof` is the
 fastest; `tileproof_sdpa` is the user's call, tileproof.recipes.sdpa(q, k, v, is_causal=...) (its
-checks, its configuration chosen per shape, a new output each call; `--configs sdpa` selects it). Each output is checked against float32 SDPA (math backend) within bf16 tolerance before
-it is timed.
-Times: triton.testing.do_bench (L2 flushed before each call; the call's host time inside it, as a
-caller pays it: Kernel.run with the views of recipes.attention.attention_views), the median of
->= 20 calls; TFLOP/s; vs_cudnn = cuDNN's time / tileproof's. Writes JSON (default
+checks, its configuration chosen per shape, a new output each call; `--configs sdpa` selects it).
+Each output is checked against float32 SDPA (math backend) within bf16 tolerance, then a shape's
+entries are timed together in `--rounds` rounds (each entry once a round, starting one further
+along each round: bench_common.interleaved), so that no entry always runs first or after the same
+one. Times: triton.testing.do_bench (L2 flushed before each call; the call's host time inside it,
+as a caller pays it: Kernel.run with the views of recipes.attention.attention_views), the median
+of >= 20 calls a round, the median of the rounds; TFLOP/s; vs_cudnn = the median over the rounds
+of cuDNN's time / tileproof's in the same round. Writes JSON (default
 benchmarks/results/attention/<machine>.json) and prints a table.
 """
 
@@ -27,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_common import attempt, results_path, warm_gpu, write_results  # benchmarks/bench_common.py
+from bench_common import attempt, interleaved, results_path, round_ratio, warm_gpu, write_results  # benchmarks/bench_common.py
 
 import tileproof as tp
 from tileproof.recipes import Attention
@@ -138,15 +141,13 @@ def tflops(shape, ms: float) -> float:
     return round(4 * b * hq * s * s * d / (2 if causal else 1) / (ms * 1e-3) / 1e12, 1)
 
 
-def timed(fn, shape, rep_ms: int) -> dict:
+def median_ms(fn, rep_ms: int) -> float:
+    """fn's median milliseconds by do_bench (L2 flushed before each call), after the clocks are warmed."""
     import torch  # here: torch is optional, imported only where the script runs on the GPU
     from triton.testing import do_bench
 
-    fn()  # launched once before the clocks are warmed: a configuration's compile leaves the GPU idle for seconds
     warm_gpu(torch, WARM_S)
-    times = do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")
-    ms = statistics.median(times)
-    return {"ms": round(ms, 4), "tflops": tflops(shape, ms), "reps": len(times)}
+    return statistics.median(do_bench(fn, warmup=25, rep=rep_ms, return_mode="all"))
 
 
 def checked(torch, got, want) -> dict:
@@ -156,9 +157,9 @@ def checked(torch, got, want) -> dict:
     return {"ok": True, "rel_err": round(err, 5)}
 
 
-def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
+def shape_job(torch, shape, rep_ms: int, only=None, rounds: int = 3) -> dict:
     """One shape (B, Hq, Hkv, S, D[, causal]): each peer and each tileproof configuration (of `only`'s
-    names where given), checked then timed."""
+    names where given) checked, then all timed together in `rounds` rounds (bench_common.interleaved)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
@@ -172,18 +173,36 @@ def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
         want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=gqa, is_causal=causal)
     res: dict = {"shape": {"B": b, "Hq": hq, "Hkv": hkv, "S": s, "D": d}}
 
-    def sdpa(backend):
+    calls: dict = {}  # entry -> its call, checked once: timed together in rounds below
+
+    def sdpa(name, backend):
         def job():
             def call():
                 with sdpa_kernel([backend]):
                     return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa, is_causal=causal)
-            return {"check": checked(torch, call(), want), **timed(call, shape, rep_ms)}
+            check = checked(torch, call(), want)
+            calls[name] = call
+            return {"check": check}
         return job
 
-    attempt(res, "cudnn", sdpa(SDPBackend.CUDNN_ATTENTION))
-    attempt(res, "flash", sdpa(SDPBackend.FLASH_ATTENTION))
+    attempt(res, "cudnn", sdpa("cudnn", SDPBackend.CUDNN_ATTENTION))
+    attempt(res, "flash", sdpa("flash", SDPBackend.FLASH_ATTENTION))
 
-    def config_job(key_tile, options):
+    def entry_job():  # the user's call: recipes.sdpa (its checks, its configuration, a new output each call)
+        entry = Attention(is_causal=causal)
+        start = time.perf_counter()
+        first = entry(q, k, v)
+        torch.cuda.synchronize()
+        compiled_s = round(time.perf_counter() - start, 2)
+        config = entry.kernel(entry.problem(q.shape, k.shape, v.shape))[0].name
+        check = checked(torch, first, want)
+        calls["tileproof_sdpa"] = lambda: entry(q, k, v)
+        return {"check": check, "config": config, "verify_and_compile_s": compiled_s}
+
+    if only is None or "sdpa" in only:
+        attempt(res, "tileproof_sdpa", entry_job)
+
+    def config_job(name, key_tile, options):
         def job():
             if key_tile is None and (s > 256 or s % 64 or causal):
                 return {"skipped": "keys beyond one tile (S <= 256, a multiple of 64), or causal"}
@@ -205,34 +224,28 @@ def shape_job(torch, shape, rep_ms: int, only=None) -> dict:
                 return out
             first = call()
             torch.cuda.synchronize()
-            return {"check": checked(torch, first, want), **timed(call, shape, rep_ms),
-                    "verify_and_compile_s": round(time.perf_counter() - start, 2)}
+            check = checked(torch, first, want)
+            calls[name] = call
+            return {"check": check, "verify_and_compile_s": round(time.perf_counter() - start, 2)}
         return job
 
-    def entry_job():  # the user's call: recipes.sdpa (its checks, its configuration, a new output each call)
-        entry = Attention(is_causal=causal)
-        start = time.perf_counter()
-        first = entry(q, k, v)
-        torch.cuda.synchronize()
-        compiled_s = round(time.perf_counter() - start, 2)
-        config = entry.kernel(entry.problem(q.shape, k.shape, v.shape))[0].name
-        return {"check": checked(torch, first, want), **timed(lambda: entry(q, k, v), shape, rep_ms),
-                "config": config, "verify_and_compile_s": compiled_s}
-
-    if only is None or "sdpa" in only:
-        attempt(res, "tileproof_sdpa", entry_job)
     configs: dict = {}
     for name, key_tile, options in CONFIGS:
         if only is None or name in only:
-            attempt(configs, name, config_job(key_tile, options))
+            attempt(configs, name, config_job(name, key_tile, options))
     res["tileproof_configs"] = configs
+    times = interleaved(calls, rounds, lambda call: median_ms(call, rep_ms))
+    for name, ms in times.items():
+        where = configs if name in configs else res
+        where[name].update({"ms": round(statistics.median(ms), 4), "tflops": tflops(shape, statistics.median(ms)),
+                            "rounds_ms": [round(t, 4) for t in ms]})
     timed_ones = {n: c for n, c in configs.items() if "ms" in c}
     best = min(timed_ones, key=lambda n: timed_ones[n]["ms"], default=None)
     res["tileproof"] = {**timed_ones[best], "config": best} if best else {"error": "no configuration ran"}
-    for ours in ("tileproof", "tileproof_sdpa"):
-        for peer in ("cudnn", "flash"):
-            if "ms" in res.get(ours, {}) and "ms" in res[peer]:
-                res[ours][f"vs_{peer}"] = round(res[peer]["ms"] / res[ours]["ms"], 3)
+    for ours, name in (("tileproof", best), ("tileproof_sdpa", "tileproof_sdpa")):
+        for peer in ("cudnn", "flash"):  # per round (timed side by side), then the median
+            if name in times and peer in times:
+                res[ours][f"vs_{peer}"] = round(round_ratio(times[peer], times[name]), 3)
     return res
 
 
@@ -252,7 +265,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="JSON path (default: benchmarks/results/attention/<machine>.json; with "
                                   "--shapes, <machine>_<the shapes>.json)")
-    ap.add_argument("--rep-ms", type=int, default=200)
+    ap.add_argument("--rep-ms", type=int, default=200, help="do_bench's milliseconds per entry and round")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds timing every entry of a shape once each")
     ap.add_argument("--shapes", help="only these SHAPES, by index (comma-separated; default all)")
     ap.add_argument("--configs", help="only these CONFIGS, by name (comma-separated; default all)")
     args = ap.parse_args(argv)
@@ -273,7 +287,7 @@ def main(argv=None) -> int:
     picked = [SHAPES[int(k)] for k in args.shapes.split(",")] if args.shapes else SHAPES
     for shape in picked:
         key = shape_key(shape)
-        attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms, only))
+        attempt(results["shapes"], key, lambda shape=shape: shape_job(torch, shape, args.rep_ms, only, args.rounds))
         print(key, {w: results["shapes"][key].get(w, {}).get("tflops") for w in ("cudnn", "flash", "tileproof")},
               flush=True)
     variant = results_variant([shape_key(s) for s in picked]) if args.shapes else ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -58,6 +59,25 @@ def attempt(results: dict, key: str, fn) -> None:
     except Exception as e:  # noqa: BLE001 - a failed entry is recorded, not fatal
         results[key] = {"error": f"{type(e).__name__}: {e}".strip()[:2000],
                         "traceback": traceback.format_exc(limit=4)[-2000:]}
+
+
+def interleaved(runners: dict, rounds: int, time_one) -> dict:
+    """Each of `runners` (name -> a callable) timed in `rounds` rounds by time_one(runner); a round
+    times every runner once, starting one further along each round, so that no entry is always
+    timed first or right after the same one (the clocks and the caches it leaves behind differ).
+    Returns name -> its times, one a round."""
+    names = list(runners)
+    times: dict = {name: [] for name in names}
+    for r in range(rounds):
+        k = r % len(names) if names else 0
+        for name in names[k:] + names[:k]:
+            times[name].append(time_one(runners[name]))
+    return times
+
+
+def round_ratio(base: list, times: list) -> float:
+    """The median over the rounds of base's time / this entry's in the same round."""
+    return statistics.median(b / t for b, t in zip(base, times))
 
 
 def warm_gpu(torch, seconds: float = 1.0) -> None:

@@ -18,6 +18,9 @@ the median and the 10th / 90th percentiles in microseconds. No CUDA graphs anywh
   tileproof_new_address  the same with only the prepared launches emptied: arrays at new addresses of
                          a known signature, rebased from its template (codegen/runtime/rebase.py; 500 calls)
   tileproof_matmul       tileproof.recipes.matmul(a16, b16) at 128 x 256 x 64 bf16: the public GEMM path
+  tileproof_sdpa         tileproof.recipes.sdpa(q, k, v, is_causal=True) at 1 x 2 x 128 x 64 bf16: the
+                         public attention path (a new output each call)
+  torch_sdpa             torch.nn.functional.scaled_dot_product_attention on the same tensors
   triton                 a @triton.jit add, launched as kernel[grid](a, b, c, n, BLOCK=1024) (skipped, with
                          the reason, where triton does not import)
   torch_add_out          torch.add(a, b, out=c)
@@ -127,6 +130,22 @@ def run(torch, shape: tuple[int, int], calls: int) -> dict:
         return host_us(torch, lambda: matmul(a16, b16), calls)
 
     attempt(results, "tileproof_matmul", matmul_job)
+
+    q, k, v = (torch.randn(1, 2, 128, 64, device="cuda").bfloat16() for _ in range(3))
+
+    def sdpa_job(ours: bool):
+        """recipes.sdpa or PyTorch's SDPA (its own choice of backend) on one small head, causal."""
+        from tileproof.recipes import sdpa
+        import torch.nn.functional as F
+
+        call = (lambda: sdpa(q, k, v, is_causal=True)) if ours else (
+            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+        torch.testing.assert_close(call().float(), want, atol=2e-2, rtol=2e-2)
+        return host_us(torch, call, calls)
+
+    attempt(results, "tileproof_sdpa", lambda: sdpa_job(True))
+    attempt(results, "torch_sdpa", lambda: sdpa_job(False))
 
     def triton_job():
         add_kernel, cdiv, version = triton_add()

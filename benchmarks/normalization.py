@@ -22,9 +22,11 @@ Entries, per op and shape [M, N] (bfloat16 in and out, weights [N] bfloat16, eps
 
 Each output is checked once against PyTorch's in float32 (max |y - ref| <= 2^-6 max(1, |ref|)).
 Times: CUDA graphs of CALLS calls each (so that the host's launch time is not measured; the
-kernels back to back, as in a model's step), replayed `--reps` times, the median per call. GB/s =
-bytes read and written (2 M N x 2 bytes, plus the weights) / time; vs_copy = GB/s / copy's GB/s;
-vs_compiled = torch.compile's time / this one's. The summary: per op, the minimum over the shapes
+kernels back to back, as in a model's step), replayed in `--reps` rounds, each round every entry of
+the op and shape once (starting one further along each round: no entry always first), the median
+per call. GB/s = bytes read and written (2 M N x 2 bytes, plus the weights) / time; vs_copy and
+vs_compiled = the median over the rounds of copy's (torch.compile's) time / this one's in the
+same round. The summary: per op, the minimum over the shapes
 of tileproof's vs_copy and vs_compiled (the targets: >= 0.9 and >= 1.0). Writes JSON (default
 benchmarks/results/normalization/<machine>.json; <machine>_<shapes>.json for other --shapes) and
 prints a table. About 3 minutes on an H200, most of it torch.compile's compiles.
@@ -39,7 +41,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from bench_common import attempt, results_path, warm_gpu, write_results  # benchmarks/bench_common.py
+from bench_common import attempt, interleaved, results_path, round_ratio, warm_gpu, write_results  # benchmarks/bench_common.py
 
 SHAPES = [(32768, 1024), (16384, 4096), (8192, 8192), (4096, 16384), (2048, 32768)]
 OPS = ("softmax", "layer_norm", "rms_norm")
@@ -113,11 +115,10 @@ def summarize(results: dict) -> dict:
     return out
 
 
-def _time(torch, fn, reps: int) -> float:
-    """Median seconds per call of fn(), from CUDA graphs of CALLS calls (plain calls if capture fails)."""
+def _runner(torch, fn):
+    """A callable running CALLS calls of fn(): a CUDA graph's replay (plain calls if capture fails)."""
     fn()
     torch.cuda.synchronize()
-    runner = None
     try:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -135,15 +136,16 @@ def _time(torch, fn, reps: int) -> float:
                 fn()
     runner()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        runner()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / CALLS)
-    return statistics.median(times)
+    return runner
+
+
+def _seconds_per_call(torch, runner) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    runner()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / CALLS
 
 
 def _reference(torch, op, x, w, b):
@@ -180,40 +182,46 @@ def measure(torch, op, m, n, reps, compile_torch) -> dict:
     nbytes = bytes_moved(op, m, n)
     out: dict = {}
 
-    def entry(fn, check=True, ref=ref):
+    runners: dict = {}
+
+    def entry(name, fn, check=True, ref=ref, **extra):
+        """Check fn once, then keep its runner for the interleaved timing."""
         if check:
             y = fn().float()
             err = (y - ref).abs().max().item()
             bound = 2 ** -6 * max(1.0, ref.abs().max().item())
             if not err <= bound:
                 raise AssertionError(f"max |y - ref| = {err:.3g} > {bound:.3g}")
-        seconds = _time(torch, fn, reps)
-        return {"us": round(seconds * 1e6, 2), "gbs": round(nbytes / seconds / 1e9, 1)}
+        runners[name] = _runner(torch, fn)
+        return extra
 
-    attempt(out, "copy", lambda: entry(lambda: x.clone(), check=False))
-    attempt(out, "eager", lambda: entry(lambda: _reference(torch, op, x, w, b)))
+    attempt(out, "copy", lambda: entry("copy", lambda: x.clone(), check=False))
+    attempt(out, "eager", lambda: entry("eager", lambda: _reference(torch, op, x, w, b)))
     if compile_torch:
         torch._dynamo.reset()  # each (op, shape) its own compile: past dynamo's recompile limit it runs eager
         compiled = torch.compile(lambda x, w, b: _reference(torch, op, x, w, b), dynamic=False)
-        attempt(out, "compiled", lambda: entry(lambda: compiled(x, w, b)))
+        attempt(out, "compiled", lambda: entry("compiled", lambda: compiled(x, w, b)))
     chosen = {"softmax": Softmax, "layer_norm": LayerNorm, "rms_norm": RMSNorm}[op]().row_class(n)
-    attempt(out, "tileproof", lambda: {**entry(_tileproof(op, x, w, b)), "batch": chosen.batch, "class": chosen.tag})
+    attempt(out, "tileproof", lambda: entry("tileproof", _tileproof(op, x, w, b), batch=chosen.batch,
+                                            **{"class": chosen.tag}))
     for name, (w_, b_) in AFFINE.get(op, {}).items():  # the same class without some of the weights
-        attempt(out, f"tileproof_{name}", lambda w_=w_, b_=b_: entry(_tileproof(op, x, w if w_ else None,
-                                                                                b if b_ else None), ref=_reference(
-            torch, op, x.float(), w.float() if w_ else None, b.float() if b_ else None)))
+        attempt(out, f"tileproof_{name}", lambda name=name, w_=w_, b_=b_: entry(
+            f"tileproof_{name}", _tileproof(op, x, w if w_ else None, b if b_ else None),
+            ref=_reference(torch, op, x.float(), w.float() if w_ else None, b.float() if b_ else None)))
     for rows in other_classes(n, chosen, chosen.vector):
-        attempt(out, f"tileproof_b{rows.batch}", lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
+        attempt(out, f"tileproof_b{rows.batch}", lambda rows=rows: entry(f"tileproof_b{rows.batch}",
+                                                                          _tileproof(op, x, w, b, rows)))
     for rows in looped_classes(n, chosen, chosen.vector):
-        attempt(out, f"tileproof_{'s' if rows.staged else 'l'}{rows.batch}x{rows.max_threads}",
-                lambda rows=rows: entry(_tileproof(op, x, w, b, rows)))
-    copy = out.get("copy", {}).get("gbs")
-    compiled_us = out.get("compiled", {}).get("us")
-    for key, r in out.items():
-        if "gbs" in r and copy:
-            r["vs_copy"] = round(r["gbs"] / copy, 3)
-        if "us" in r and compiled_us:
-            r["vs_compiled"] = round(compiled_us / r["us"], 3)
+        key = f"tileproof_{'s' if rows.staged else 'l'}{rows.batch}x{rows.max_threads}"
+        attempt(out, key, lambda rows=rows, key=key: entry(key, _tileproof(op, x, w, b, rows)))
+    times = interleaved(runners, reps, lambda runner: _seconds_per_call(torch, runner))
+    for key, seconds in times.items():
+        median = statistics.median(seconds)
+        out[key].update({"us": round(median * 1e6, 2), "gbs": round(nbytes / median / 1e9, 1)})
+        # ratios per round (the entries timed side by side), then their median
+        for ratio, base in (("vs_copy", "copy"), ("vs_compiled", "compiled")):
+            if base in times:
+                out[key][ratio] = round(round_ratio(times[base], seconds), 3)
     return out
 
 

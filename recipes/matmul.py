@@ -230,7 +230,7 @@ def _check_addresses(a, b) -> None:
                                 f"needs (pass {name}.clone())")
 
 
-def _signature(t) -> tuple:
+def tensor_signature(t) -> tuple:
     """What a call's checks and choices read of a tensor, all but its address: its type, shape,
     strides, dtype and device (an exception for what is no tensor)."""
     return type(t), t.shape, t.stride(), t.dtype, t.device
@@ -238,7 +238,7 @@ def _signature(t) -> tuple:
 
 @dataclass(frozen=True)
 class _Plan:
-    """What the checks and the choice decided for one call signature (each tensor's _signature),
+    """What the checks and the choice decided for one call signature (each tensor's tensor_signature),
     so that a call with the same one only checks the addresses and launches: the compiled set's
     key in Matmul._kernels (what compiles it again if the LRU dropped it), whether it is split-K's
     two kernels (partials, then their sum; one-kernel split-K runs as the persistent kernels do),
@@ -447,7 +447,7 @@ class Matmul:
 
     def __call__(self, a, b, *terms):
         try:
-            key = _signature(a) + _signature(b) + (tuple(map(_signature, terms)) if terms else ())
+            key = tensor_signature(a) + tensor_signature(b) + (tuple(map(tensor_signature, terms)) if terms else ())
             stream = tp.Kernel.default_stream(a)
             ready = self._ready.get((key, a.data_ptr(), b.data_ptr(), *(t.data_ptr() for t in terms), stream))
         except Exception:  # noqa: BLE001 - no tensor: the checks say what is wrong

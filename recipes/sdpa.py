@@ -32,6 +32,7 @@ from collections import OrderedDict
 import tileproof as tp
 
 from .attention import AttentionTile, attention
+from .matmul import tensor_signature
 
 HEAD_DIMS = (64, 128, 192, 256)
 ALIGNMENTS = ("top_left", "bottom_right")
@@ -219,6 +220,8 @@ class Attention:
         self.causal_alignment, self.target, self.config, self.cache_size = causal_alignment, target, config, cache_size
         self.output_count = 2 if lse else 1
         self._kernels: OrderedDict[Problem, tuple[AttentionConfig, tp.Kernel]] = OrderedDict()
+        self._problems: dict[tuple, Problem] = {}  # per call signature: the checks' verdict
+        self._ready: dict[tuple, _Ready] = {}  # per signature, addresses and stream: the packed launch
 
     def __repr__(self) -> str:
         parts = [f"is_causal={self.is_causal}"] + [f"{k}={v!r}" for k, v in (
@@ -274,19 +277,37 @@ class Attention:
         return self.problem(tuple(q.shape), tuple(k.shape), tuple(v.shape))
 
     def __call__(self, q, k, v):
-        problem = self._checked(q, k, v)
+        try:  # what the checks read of the tensors, all but their addresses; the stream the launch takes
+            key = tensor_signature(q) + tensor_signature(k) + tensor_signature(v)
+            stream = tp.Kernel.default_stream(q)
+            ready = self._ready.get((key, q.data_ptr(), k.data_ptr(), v.data_ptr(), stream))
+        except Exception:  # noqa: BLE001 - no tensor: the checks say what is wrong
+            key = ready = None
+        if ready is not None and ready.kernel.current(ready.launch):  # a repeated call: one packed launch
+            return self._shaped(ready.problem, ready.launch.launch_new_outputs())
+        problem = self._problems.get(key) if key is not None else None
+        if problem is None or any(t.data_ptr() % 16 for t in (q, k, v)):
+            problem = self._checked(q, k, v)  # every check (a known signature: the addresses)
+            if key is not None:
+                if len(self._problems) >= 4 * self.cache_size:
+                    self._problems.clear()
+                self._problems[key] = problem
         _, kernel = self.kernel(problem)
-        torch = _torch()
-        b, hq, m, dv, z, g, n = problem.batch, problem.heads, problem.rows, problem.value_dim, problem.z, problem.group, problem.keys
-        out = torch.empty(b, hq, m, dv, device=q.device, dtype=torch.bfloat16)
-        outs = [out.view(z, g, m, dv)]
-        if self.lse:
-            lse = torch.empty(b, hq, m, device=q.device, dtype=torch.float32)
-            outs.append(lse.view(z, g, m))
+        z, g, m, n, d, dv = problem.z, problem.group, problem.rows, problem.keys, problem.head_dim, problem.value_dim
         # the recipe's operands, views of the same memory: Q [Z, G, M, 1, D], K [Z, 1, 1, N, D], V [Z, 1, 1, Dv, N]
-        kernel.run(q.view(z, g, m, 1, problem.head_dim), k.view(z, 1, 1, n, problem.head_dim),
-                   v.view(z, n, dv).transpose(1, 2).unsqueeze(1).unsqueeze(1), out=outs)
-        return (out, lse) if self.lse else out
+        views = (q.view(z, g, m, 1, d), k.view(z, 1, 1, n, d), v.view(z, n, dv).transpose(1, 2).unsqueeze(1).unsqueeze(1))
+        outs = kernel.run(*views)
+        if key is not None:
+            if len(self._ready) >= 4 * self.cache_size:
+                self._ready.clear()
+            self._ready[(key, q.data_ptr(), k.data_ptr(), v.data_ptr(), stream)] = _Ready(
+                problem, kernel, kernel.prepared(*views))
+        return self._shaped(problem, outs)
+
+    def _shaped(self, problem: Problem, outs):
+        """The kernel's outputs [Z, G, M, Dv] (and [Z, G, M]) as [B, Hq, M, Dv] (and [B, Hq, M])."""
+        out = outs[0].view(problem.batch, problem.heads, problem.rows, problem.value_dim)
+        return (out, outs[1].view(problem.batch, problem.heads, problem.rows)) if self.lse else out
 
     def fake(self, q, k, v):
         """The outputs as __call__ allocates them, without running (tp.as_torch_op's fake implementation)."""
@@ -297,6 +318,16 @@ class Attention:
         if not self.lse:
             return out
         return out, torch.empty(problem.batch, problem.heads, problem.rows, device=q.device, dtype=torch.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ready:
+    """A call's launch packed once for one signature at one set of addresses on one stream
+    (Kernel.prepared): a repeated call costs the launch and its outputs' allocation."""
+
+    problem: Problem
+    kernel: tp.Kernel
+    launch: object
 
 
 _entries: "OrderedDict[tuple, Attention]" = OrderedDict()

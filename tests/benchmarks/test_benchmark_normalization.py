@@ -61,3 +61,13 @@ def test_the_summary_is_the_worst_shape_per_op():
     assert summary["softmax"] == {"vs_copy": 0.85, "vs_compiled": 1.1}
     assert summary["layer_norm"] == {"vs_copy": 0.9, "vs_compiled": 0.99}
     assert summary["rms_norm"] == {"vs_copy": None, "vs_compiled": None}
+
+
+def test_the_entries_are_timed_in_rounds_each_starting_one_further_along():
+    from bench_common import interleaved, round_ratio
+
+    order = []
+    times = interleaved({"copy": "c", "ours": "o", "theirs": "t"}, 4, lambda r: order.append(r) or len(order))
+    assert "".join(order) == "cot" + "otc" + "tco" + "cot"
+    assert times == {"copy": [1, 6, 8, 10], "ours": [2, 4, 9, 11], "theirs": [3, 5, 7, 12]}
+    assert round_ratio([2.0, 3.0, 4.0], [1.0, 3.0, 2.0]) == 2.0  # per round 2, 1, 2

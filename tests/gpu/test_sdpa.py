@@ -107,3 +107,22 @@ def test_bad_tensors_get_input_errors():
         sdpa(q.transpose(1, 2).contiguous().transpose(1, 2), k, v)
     with pytest.raises(tp.InputError, match=r"v must be on a CUDA device"):
         sdpa(q, k, v.cpu())
+
+
+def test_a_repeated_call_launches_its_packed_launch_and_checks_the_addresses():
+    """The second call with the same tensors skips the checks and the choice and launches the packed
+    launch into new outputs; other tensors of the same signature are bound anew; a misaligned one
+    after a good call gets the InputError a fresh entry gives."""
+    q, k, v = operands(1, 2, 2, 200, 200, 64)
+    entry = Attention()
+    first, second = entry(q, k, v), entry(q, k, v)
+    assert first.data_ptr() != second.data_ptr() and len(entry._ready) == 1 and len(entry._problems) == 1
+    want, _ = reference(q, k, v)
+    close(first, want)
+    close(second, want)
+    q2, k2, v2 = operands(1, 2, 2, 200, 200, 64, seed=1)
+    close(entry(q2, k2, v2), reference(q2, k2, v2)[0])
+    assert len(entry._problems) == 1 and len(entry._ready) == 2
+    shifted = torch.empty(q.numel() + 8, device="cuda", dtype=q.dtype)[1:1 + q.numel()].view(q.shape).copy_(q)
+    with pytest.raises(tp.InputError, match=r"q's address must be a multiple of 16 bytes"):
+        entry(shifted, k, v)
