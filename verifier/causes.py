@@ -55,9 +55,14 @@ def propose_change(ctx: VerifyContext, d: Diagnostic, change: Callable[[Fusion],
     a fix's, whose rules check the fix and propose none)."""
     if ctx.memo(("a fix's copy",), lambda: False):
         return False
-    fixed_fusion = copy.deepcopy(ctx.fusion)
+    # the calls go to a copy of the schedule as written, snapshotted after them as verify snapshots
+    # it: the snapshot's views of inputs (a copy of a global input read in place) follow the change
+    written = ctx.source if ctx.source is not None else ctx.fusion
+    fixed_fusion = copy.deepcopy(written)
     try:
         change(fixed_fusion)
+        if ctx.source is not None:
+            fixed_fusion = fixed_fusion.snapshot()
     except TileproofError:
         return False
     fixed = VerifyContext(fixed_fusion, ctx.target, ctx.bind, shrink_seconds=0, query_ms=FIX_QUERY_MS)
@@ -72,8 +77,10 @@ def propose_change(ctx: VerifyContext, d: Diagnostic, change: Callable[[Fusion],
 def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str, MemoryType],
                          codes: Iterable[str]) -> bool:
     """propose_change of set_memory_type(memory[name]) on each named tensor (never for a fusion
-    input or output, which stays in global memory)."""
-    if any(t.name in memory and (t.is_fusion_input or t.is_fusion_output) for t in ctx.fusion.tensors):
+    input or output, which stays in global memory; a copy of an input that the snapshot reads in
+    place, as a view of it, is neither)."""
+    written = ctx.source if ctx.source is not None else ctx.fusion
+    if any(t.name in memory for t in (*written.inputs, *written.outputs)):
         return False
 
     def change(fusion: Fusion) -> None:
@@ -108,13 +115,24 @@ def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, 
                      for i in u.loop if i.parallel_type is not ParallelType.Serial and ctx.idmap.key(i) == key}
         restore = next(iter(mates)) if len(mates) == 1 and t.loop[k].parallel_type not in mates else None
         calls.append((restore is None, name, k, restore or fallback))
-    calls = [c for c in sorted(calls, key=lambda c: c[0])
-             if c[3] is not None and ctx.fusion.tensor(c[1]).loop[c[2]].parallel_type is not c[3]]
+    calls = [(name, written_axis(ctx, name, k), ptype) for _, name, k, ptype in sorted(calls, key=lambda c: c[0])
+             if ptype is not None and ctx.fusion.tensor(name).loop[k].parallel_type is not ptype]
+    calls = [c for c in calls if c[1] is not None]
     for needed in (list(strict), list(codes)):
-        for _, name, k, ptype in calls[:tries]:
+        for name, k, ptype in calls[:tries]:
             if propose_change(ctx, d, lambda f: f.tensor(name).axis(k).parallelize(ptype), needed):
                 return f"{name}.axis({k}).parallelize(tp.ParallelType.{ptype.name})"
     return None
+
+
+def written_axis(ctx: VerifyContext, name: str, k: int) -> int | None:
+    """The position in the schedule as written of loop axis k of `name` as verify sees it (the
+    snapshot's loops may hold broadcast axes inlining inserted, model/loop_map.py); None where the
+    axis is one of those."""
+    if ctx.source is None:
+        return k
+    number = ctx.fusion.tensor(name).loop[k].number
+    return next((j for j, i in enumerate(ctx.source.tensor(name).loop) if i.number == number), None)
 
 
 # what a TMA tile's box decides: a box axis given another type breaks these together

@@ -48,6 +48,7 @@ class VerifyContext:
         if getattr(fusion, "frozen", False):  # as the kernel is lowered: each loop's type on its Serial members
             propagate_parallel_types(fusion)
         self.fusion = fusion
+        self.source: Fusion | None = None  # the schedule as written, where `fusion` is verify's snapshot of it
         self.target = target
         self.bind = dict(bind or {})
         self.queries = 0

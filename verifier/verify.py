@@ -56,6 +56,7 @@ def verify(fusion: Fusion, target="sm_90a", *, bind: Mapping[str, int] | None = 
     # inputs may be views): the key tp.compile computes from the same fusion
     key = fingerprint(fusion, tgt.name)
     ctx = VerifyContext(snap, tgt, bind)
+    ctx.source = fusion
     wanted = _check_rules(rules)
     report = Report(fusion=snap.name, target=tgt.name, location=snap.origin)
     rules = [r for r in all_rules() if wanted is None or r.code in wanted]

@@ -117,17 +117,19 @@ def test_errors_come_before_warnings(left_out):
             assert block == sorted(block, reverse=True)
 
 
-def test_a_finding_repeated_on_inlined_producers_is_reported_once():
+def test_a_finding_repeated_on_inlined_producers_is_one_block():
     """Fuzz seed 120 case 28 (mutated): a transposed tile's consumer T2 given a second BIDx axis;
     T1, inlined into it, shares that loop, and PARALLEL-TYPE-UNIQUE found the same on both, from
-    the one line (two blocks with the same help). One block now, naming the other tensor."""
+    the one line (two blocks with the same help; then one, the second a repeat noted on the first).
+    The fix is verified on the schedule as written, where T1's axis is serial (verify's snapshot
+    gives it the loop's BIDx): T2's axis made serial again, and T2's finding follows from it."""
     fusion = example_module("valid", "circular_copies").transposed_tile_no_prefetch()
     fusion.tensor("T2").axis(1).parallelize(tp.ParallelType.BIDx)
     report = tp.verify(fusion, "sm_90a")
-    unique = [d for d in report.errors if d.code == "PARALLEL-TYPE-UNIQUE"]
-    assert len(unique) == 1
-    assert any(n.startswith("the same finding holds for T2") for n in unique[0].notes), unique[0].notes
-    assert "the same finding holds for T2" in report_to_text(report)
+    cause, repeat = [d for d in report.errors if d.code == "PARALLEL-TYPE-UNIQUE"]
+    assert "verified: T2.axis(1).parallelize(tp.ParallelType.Serial)" in cause.hint
+    assert repeat.tensor == "T2" and repeat.follows_from == cause.id
+    assert [d.follows_from for d in report.errors] == [None] + [cause.id] * (len(report.errors) - 1)
 
 
 def test_a_register_tile_set_to_global_memory_names_set_memory_type_local_first():
@@ -235,3 +237,26 @@ def test_a_box_axis_given_another_type_names_bulk_over_its_loop_mates_type(stem,
                              lambda f: f.tensor(tensor).axis(axis).parallelize(getattr(tp.ParallelType, ptype)), code)
     assert f"verified, {tensor}.axis({axis}).parallelize(tp.ParallelType.Bulk) makes the box whole again" in cause.hint
     assert {d.code for d in report.errors if d.follows_from == cause.id} == follows
+
+
+def test_a_shared_copy_of_an_input_set_to_global_memory_names_set_memory_type_shared_first():
+    """Fuzz seed 125 case 255 (report_causes): ldmatrix's shared tile, a copy of the fusion input,
+    set to global memory: verify reads it in place as a view of the input, so the fix was not
+    proposed (it was taken for an input); the schedule as written is changed and snapshotted
+    again, the fix holds, and the two VIEW-DISCONTIGUOUS-MERGE errors follow from it."""
+    cause, report = cause_of(example_module("valid", "ldst_matrix").ldmatrix_x4(),
+                             lambda f: f.tensor("T1").set_memory_type(tp.MemoryType.Global), "LDSM-THREAD-ROWS")
+    assert "T1.set_memory_type(tp.MemoryType.Shared) (verified" in cause.hint
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["VIEW-DISCONTIGUOUS-MERGE"] * 2
+
+
+def test_a_fix_names_the_axis_of_the_schedule_as_written():
+    """Fuzz seed 125 case 234: verify's loops of the TMA tile T4 hold a broadcast axis that inlining
+    inserted first ([b, BIDz, Vectorize, Bulk]); the user's are [BIDz, Vectorize, Bulk]. The
+    verified call names the user's axis 1 (axis 2 would make the box BIDx), and the Bulk
+    placement error follows from it."""
+    cause, report = cause_of(example_module("valid", "tma_smem").tma_broadcast_discontiguous(),
+                             lambda f: f.tensor("T4").axis(1).parallelize(tp.ParallelType.Vectorize),
+                             "INLINE-PARALLEL-MATCH")
+    assert "verified: T4.axis(1).parallelize(tp.ParallelType.BIDx)" in cause.hint
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["TMA-BULK-PLACEMENT"]
