@@ -33,7 +33,8 @@ def structure_problems(fusion, order: list[TensorView]):
                 f"({tv.memory_type.value.lower()} memory); cp.async copies global memory into shared memory",
                 hint=f"put {tv.name} in shared memory (set_memory_type(tp.MemoryType.Shared)) and read a fusion "
                      f"input, or use a plain tp.set",
-                tensor=tv.name, values={"ops": 1}, location=op.origin))
+                tensor=tv.name, values={"ops": 1}, location=op.origin,
+                memory=(tv.name, MemoryType.Shared) if src.memory_type is MemoryType.Global else None))
             continue
         vec = [k for k, i in enumerate(tv.loop) if i.parallel_type is ParallelType.Vectorize]
         if vec and vec != [len(tv.loop) - 1]:

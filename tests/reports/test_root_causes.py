@@ -260,3 +260,20 @@ def test_a_fix_names_the_axis_of_the_schedule_as_written():
                              "INLINE-PARALLEL-MATCH")
     assert "verified: T4.axis(1).parallelize(tp.ParallelType.BIDx)" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == ["TMA-BULK-PLACEMENT"]
+
+
+@pytest.mark.parametrize("name, size, tensor, memory, follows", [
+    # fuzz 125/241: cp.async's destination set to global memory is also a global intermediate
+    ("moye_tf32_tile", "16x8x8", "T3", "Global", ["GLOBAL-INTERMEDIATE"]),
+    # fuzz 125/154: a circular-buffered cp.async destination set to registers
+    ("moye_tf32_double_buffered", "symbolic", "T4", "Local", ["LOWERING-SUPPORTED", "THREAD-VISIBILITY"]),
+])
+def test_a_cp_async_destination_in_another_memory_names_set_memory_type_shared_first(name, size, tensor, memory,
+                                                                                   follows):
+    """cp.async copies global into shared memory: its destination set to another memory breaks
+    that and more; the verified call that puts it back is the cause."""
+    cause, report = cause_of(getattr(example_module("valid", "mma"), name)(size),
+                             lambda f: f.tensor(tensor).set_memory_type(getattr(tp.MemoryType, memory)),
+                             "LOWERING-SUPPORTED")
+    assert cause.hint.startswith(f"{tensor}.set_memory_type(tp.MemoryType.Shared) (verified")
+    assert sorted(d.code for d in report.errors if d.follows_from == cause.id) == follows

@@ -14,7 +14,7 @@ from ...execution.conditions import lowering as conditions
 from ...execution import loops
 from ...execution.nest import placed_nest
 from ...model.types import ParallelType
-from ..causes import propose_retype
+from ..causes import propose_memory_types, propose_retype
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems
@@ -487,4 +487,12 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
         docs/supported.md (what is lowered and what is not yet)
     """
     # Formal statement: none, structural: only the ops and features listed above are used
-    yield from report_problems("LOWERING-SUPPORTED", conditions.unsupported_features(ctx.fusion))
+    found = list(conditions.unsupported_features(ctx.fusion))
+    for p, d in zip(found, report_problems("LOWERING-SUPPORTED", found)):
+        # a copy's destination in the wrong memory (cp.async into global) is often an intermediate
+        # there too: the one call that puts it back is the cause, where it is the fix
+        if p.memory is not None and propose_memory_types(ctx, d, dict([p.memory]), ["LOWERING-SUPPORTED"]):
+            name, memory = p.memory
+            d.hint = (f"{name}.set_memory_type(tp.MemoryType.{memory.name}) (verified: with it, LOWERING-SUPPORTED "
+                      f"holds); otherwise: {d.hint}")
+        yield d
