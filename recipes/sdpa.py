@@ -338,7 +338,10 @@ def sdpa(q, k, v, is_causal: bool = False, scale: float | None = None, *, lse: b
     """Attention(is_causal, scale, lse, causal_alignment, target)(q, k, v), the entries kept per
     their arguments (the last ENTRY_CACHE_SIZE used)."""
     key = (is_causal, scale, lse, causal_alignment, target)
-    entry = _entries.get(key)
+    try:
+        entry = _entries.get(key)
+    except TypeError:  # an unhashable argument: the entry's checks name it
+        return Attention(is_causal, scale, lse, causal_alignment, target)(q, k, v)
     if entry is None:
         entry = _entries[key] = Attention(is_causal, scale, lse, causal_alignment, target)
         while len(_entries) > ENTRY_CACHE_SIZE:

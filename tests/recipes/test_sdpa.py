@@ -101,6 +101,11 @@ def test_bad_arguments_get_input_errors(kwargs, message):
         Attention(**kwargs)
 
 
+def test_sdpa_names_an_unhashable_argument():
+    with pytest.raises(tp.InputError, match=r"scale must be a positive finite number"):
+        sdpa(None, None, None, scale=[0.5])
+
+
 class FakeTensor:
     """What the entry's checks read of a torch.Tensor (no PyTorch needed)."""
 
