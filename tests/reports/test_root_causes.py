@@ -277,3 +277,25 @@ def test_a_cp_async_destination_in_another_memory_names_set_memory_type_shared_f
                              "LOWERING-SUPPORTED")
     assert cause.hint.startswith(f"{tensor}.set_memory_type(tp.MemoryType.Shared) (verified")
     assert sorted(d.code for d in report.errors if d.follows_from == cause.id) == follows
+
+
+def test_an_mma_axis_bound_to_a_thread_index_names_the_parallelize_that_gives_it_mma_back():
+    """Fuzz seed 125 case 3: the wgmma accumulator's K axis of the instruction tile given TIDy,
+    which the warpgroups already take: PARALLEL-TYPE-UNIQUE, and the instruction's shape, registers,
+    allocation and launch break with it (four blocks; the fix proposed was Serial, which verified
+    nothing). The axis gets Mma back, verified, and the rest follow."""
+    cause, report = cause_of(example_module("valid", "wgmma").hopper_matmul_warp_specialized(),
+                             lambda f: f.tensor("T2").axis(8).parallelize(tp.ParallelType.TIDy), "PARALLEL-TYPE-UNIQUE")
+    assert "verified: T2.axis(8).parallelize(tp.ParallelType.Mma)" in cause.hint
+    assert all(d.follows_from == cause.id for d in report.errors[1:]) and len(report.errors) > 5
+
+
+def test_an_instruction_axis_vectorized_names_the_parallelize_that_gives_it_mma_back():
+    """Fuzz seed 120 case 96: the accumulator's N axis of the instruction tile made Vectorize:
+    MMA-SHAPE, ALLOCATION-DISTINCT, REDUCTION-PARALLEL and REDUCTION-ACCUMULATOR, four blocks.
+    MMA-SHAPE proposes the axis's Mma back, verified, and the others follow."""
+    cause, report = cause_of(example_module("valid", "wgmma").hopper_matmul_m_tiles_in_a_loop(),
+                             lambda f: f.tensor("T2").axis(6).parallelize(tp.ParallelType.Vectorize), "MMA-SHAPE")
+    assert "verified: T2.axis(6).parallelize(tp.ParallelType.Mma) makes the three innermost axes" in cause.hint
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == {
+        "ALLOCATION-DISTINCT", "REDUCTION-PARALLEL", "REDUCTION-ACCUMULATOR"}

@@ -13,6 +13,7 @@ from typing import Iterator
 from ...execution.conditions import lowering as conditions
 from ...execution import loops
 from ...execution.nest import placed_nest
+from ...model.mma_op import is_mma
 from ...model.types import ParallelType
 from ..causes import propose_memory_types, propose_retype
 from ..context import VerifyContext
@@ -55,13 +56,24 @@ def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
     found = list(report_problems("PARALLEL-TYPE-UNIQUE", clashes))
     if found:
         # one of a clashing pair's axes given its loop's type back (a parallelize took an index
-        # already used), else made serial; the later of each pair first
-        axes = [(p.tensor, k, ParallelType.Serial) for p in clashes for k in (p.values["other_axis"], p.values["axis"])]
+        # already used), else made serial (Mma in an MMA's instruction tile); the later of each pair first
+        axes = [(p.tensor, k, _unbound_type(ctx.fusion.tensor(p.tensor), k))
+                for p in clashes for k in (p.values["other_axis"], p.values["axis"])]
         call = propose_retype(ctx, found[0], axes, ["PARALLEL-TYPE-UNIQUE", "LAUNCH-THREADS", "INLINE-PARALLEL-MATCH"],
                               ["PARALLEL-TYPE-UNIQUE"])
         if call is not None:
             found[0].hint += f"; verified: {call} leaves no index bound twice"
     yield from found
+
+
+def _unbound_type(t, k: int) -> ParallelType:
+    """The type an axis bound to an index twice gets where its loop says none: Mma for one of an
+    MMA output's last three axes (the instruction tile's M, N and K) whose other two are Mma, else
+    Serial."""
+    tile = range(len(t.loop) - 3, len(t.loop))
+    if is_mma(t) and k in tile and all(t.loop[j].parallel_type is ParallelType.Mma for j in tile if j != k):
+        return ParallelType.Mma
+    return ParallelType.Serial
 
 
 @rule("REGISTER-SIZE-CONSTANT", family="lowering")

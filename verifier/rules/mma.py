@@ -18,6 +18,7 @@ from ...execution.indexing import indices_from_logical
 from ...execution.loops import execution_order
 from ...execution.mma_execution import mma_execution, tile_conds
 from ...execution.mma import well_formed
+from ...model.mma_op import INSTRUCTION_AXES
 from ...execution.promotion import promotion
 from ...execution.zero_padding import zero_padded, zero_path
 from ...execution.conditions.mma import (accumulator_allocation, live_accumulators, problems, register_pressure,
@@ -26,7 +27,7 @@ from ...hw.mma_schedule import mma_output_allocation
 from ...model.errors import ScheduleError
 from ...model.types import ParallelType
 from ..analysis.visibility import check_claims
-from ..causes import fix_holds, propose_fix, propose_memory_types
+from ..causes import fix_holds, propose_fix, propose_memory_types, propose_retype
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems, report_values
@@ -126,7 +127,17 @@ def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: none, structural: loop(D)[-3:] = Mma IDs of roles M, N, K with extents (m, n, k) of
     #   the macro, each an inner split chain of its root
-    yield from _structural(ctx, "MMA-SHAPE")
+    for d in _structural(ctx, "MMA-SHAPE"):
+        t = ctx.fusion.tensor(d.tensor) if d.tensor else None
+        tile = range(len(t.loop) - INSTRUCTION_AXES, len(t.loop)) if t is not None else range(0)
+        others = [k for k in tile if t.loop[k].parallel_type is not ParallelType.Mma]
+        # one axis of the instruction tile given another type (a parallelize over Mma): Mma back, verified
+        if d.id is None and len(others) == 1 and len(t.loop) >= INSTRUCTION_AXES:
+            call = propose_retype(ctx, d, [(t.name, others[0], ParallelType.Mma)], ["MMA-SHAPE"], ["MMA-SHAPE"],
+                                  mates_first=False)
+            if call is not None:
+                d.hint += f"; verified: {call} makes the three innermost axes the instruction's tile again"
+        yield d
 
 
 @rule("MMA-WARP-COLLECTIVE", family="mma")
