@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 from ..model.errors import TileproofError
 from ..model.fusion import Fusion
+from ..model.mma_op import is_mma
 from ..execution import loops
 from ..model.types import MemoryType, ParallelType
 from .context import VerifyContext
@@ -115,14 +116,39 @@ def propose_retype(ctx: VerifyContext, d: Diagnostic, axes: Iterable[tuple[str, 
                      for i in u.loop if i.parallel_type is not ParallelType.Serial and ctx.idmap.key(i) == key}
         restore = next(iter(mates)) if len(mates) == 1 and t.loop[k].parallel_type not in mates else None
         calls.append((restore is None, name, k, restore or fallback))
-    calls = [(name, written_axis(ctx, name, k), ptype) for _, name, k, ptype in sorted(calls, key=lambda c: c[0])
-             if ptype is not None and ctx.fusion.tensor(name).loop[k].parallel_type is not ptype]
-    calls = [c for c in calls if c[1] is not None]
+    calls = [c for _, name, k, ptype in sorted(calls, key=lambda c: c[0])
+             if ptype is not None and ctx.fusion.tensor(name).loop[k].parallel_type is not ptype
+             for c in _written_calls(ctx, groups, name, k, ptype)]
     for needed in (list(strict), list(codes)):
         for name, k, ptype in calls[:tries]:
             if propose_change(ctx, d, lambda f: f.tensor(name).axis(k).parallelize(ptype), needed):
                 return f"{name}.axis({k}).parallelize(tp.ParallelType.{ptype.name})"
     return None
+
+
+def unbound_type(t, k: int) -> ParallelType:
+    """The type to give axis k of t where a parallelize gave it a wrong one and its loop says none:
+    Mma for one of an MMA output's last three axes (the instruction tile's M, N and K) whose other
+    two are Mma, else Serial."""
+    tile = range(len(t.loop) - 3, len(t.loop))
+    if is_mma(t) and k in tile and all(t.loop[j].parallel_type is ParallelType.Mma for j in tile if j != k):
+        return ParallelType.Mma
+    return ParallelType.Serial
+
+
+def _written_calls(ctx: VerifyContext, groups, name: str, k: int, ptype: ParallelType) -> list[tuple[str, int, ParallelType]]:
+    """The parallelize calls, on the schedule as written, that give loop axis k of `name` (as verify
+    sees it) the type `ptype`: on that axis, or where the axis has `ptype` as written and its type
+    came from the loop it shares (verify gives each loop's type to its Serial members), on the
+    loop-mates that have that type as written."""
+    at = written_axis(ctx, name, k)
+    if at is None:
+        return []
+    if ctx.source is None or ctx.source.tensor(name).loop[at].parallel_type is not ptype:
+        return [(name, at, ptype)]
+    got = ctx.fusion.tensor(name).loop[k].parallel_type
+    mates = [(m.name, written_axis(ctx, m.name, j)) for m, j in groups.of[(name, k)].members if m.name != name]
+    return [(m, j, ptype) for m, j in mates if j is not None and ctx.source.tensor(m).loop[j].parallel_type is got]
 
 
 def written_axis(ctx: VerifyContext, name: str, k: int) -> int | None:

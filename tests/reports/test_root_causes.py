@@ -159,12 +159,12 @@ def test_an_index_bound_twice_names_the_parallelize_that_restores_the_loop_s_typ
 
 def test_bulk_on_a_reduction_names_the_parallelize_that_takes_it_back():
     """Fuzz seed 122 case 140 (mutated): a row sum's reduction axis parallelized as Bulk, which no
-    TMA writes: TMA-BULK-PLACEMENT and REDUCTION-PARALLEL, two blocks. The verified call makes
-    the axis serial again, and REDUCTION-PARALLEL follows from it."""
+    TMA writes: TMA-BULK-PLACEMENT and REDUCTION-PARALLEL, two blocks. Both rules verify the call
+    that makes the axis serial again; the first reported is the cause, the other follows."""
     cause, report = cause_of(example_module("valid", "reductions").row_sum_across_blocks_then_scaled(),
-                             lambda f: f.tensor("T1").axis(1).parallelize(tp.ParallelType.Bulk), "TMA-BULK-PLACEMENT")
+                             lambda f: f.tensor("T1").axis(1).parallelize(tp.ParallelType.Bulk), "REDUCTION-PARALLEL")
     assert "verified: T1.axis(1).parallelize(tp.ParallelType.Serial)" in cause.hint
-    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["REDUCTION-PARALLEL"]
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["TMA-BULK-PLACEMENT"]
 
 
 @pytest.mark.parametrize("stem, name, axis, call, follows", [
@@ -299,3 +299,25 @@ def test_an_instruction_axis_vectorized_names_the_parallelize_that_gives_it_mma_
     assert "verified: T2.axis(6).parallelize(tp.ParallelType.Mma) makes the three innermost axes" in cause.hint
     assert {d.code for d in report.errors if d.follows_from == cause.id} == {
         "ALLOCATION-DISTINCT", "REDUCTION-PARALLEL", "REDUCTION-ACCUMULATOR"}
+
+
+def test_a_reduction_s_axis_vectorized_names_the_parallelize_that_takes_it_back():
+    """Fuzz seed 120 case 156 (draws without Hypothesis's module constants): a column max's
+    iteration axis made Vectorize: REDUCTION-PARALLEL and UNROLL-LENGTH, two blocks. The verified
+    call gives the axis its serial type back and the unroll length follows."""
+    fusion = example_module("valid", "reductions").int8_column_max()
+    cause, report = cause_of(fusion, lambda f: f.tensor("T1").axis(0).parallelize(tp.ParallelType.Vectorize),
+                             "REDUCTION-PARALLEL")
+    assert "verified: T1.axis(0).parallelize(tp.ParallelType.Serial)" in cause.hint
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["UNROLL-LENGTH"]
+
+
+def test_a_type_a_loop_mate_gave_names_the_mate_as_written():
+    """Fuzz seed 120 case 85: a K-loop tile T4 inlined with the accumulator's reduction loop given
+    BIDx; verify gives the loop's type to T2's serial axis, so REDUCTION-PARALLEL finds it on T2,
+    where the schedule as written has it serial: the verified call is on T4, the mate that has
+    BIDx as written, and the circular loop's and the grid reduction's findings follow."""
+    cause, report = cause_of(example_module("valid", "wgmma").hopper_matmul_m_tiles_in_a_loop(),
+                             lambda f: f.tensor("T4").axis(2).parallelize(tp.ParallelType.BIDx), "REDUCTION-PARALLEL")
+    assert "verified: T4.axis(2).parallelize(tp.ParallelType.Serial)" in cause.hint
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == {"PIPELINE-STAGES", "REDUCTION-GRID"}

@@ -13,9 +13,8 @@ from typing import Iterator
 from ...execution.conditions import lowering as conditions
 from ...execution import loops
 from ...execution.nest import placed_nest
-from ...model.mma_op import is_mma
 from ...model.types import ParallelType
-from ..causes import propose_memory_types, propose_retype
+from ..causes import propose_memory_types, propose_retype, unbound_type
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems
@@ -57,23 +56,13 @@ def parallel_type_unique(ctx: VerifyContext) -> Iterator[Diagnostic]:
     if found:
         # one of a clashing pair's axes given its loop's type back (a parallelize took an index
         # already used), else made serial (Mma in an MMA's instruction tile); the later of each pair first
-        axes = [(p.tensor, k, _unbound_type(ctx.fusion.tensor(p.tensor), k))
+        axes = [(p.tensor, k, unbound_type(ctx.fusion.tensor(p.tensor), k))
                 for p in clashes for k in (p.values["other_axis"], p.values["axis"])]
         call = propose_retype(ctx, found[0], axes, ["PARALLEL-TYPE-UNIQUE", "LAUNCH-THREADS", "INLINE-PARALLEL-MATCH"],
                               ["PARALLEL-TYPE-UNIQUE"])
         if call is not None:
             found[0].hint += f"; verified: {call} leaves no index bound twice"
     yield from found
-
-
-def _unbound_type(t, k: int) -> ParallelType:
-    """The type an axis bound to an index twice gets where its loop says none: Mma for one of an
-    MMA output's last three axes (the instruction tile's M, N and K) whose other two are Mma, else
-    Serial."""
-    tile = range(len(t.loop) - 3, len(t.loop))
-    if is_mma(t) and k in tile and all(t.loop[j].parallel_type is ParallelType.Mma for j in tile if j != k):
-        return ParallelType.Mma
-    return ParallelType.Serial
 
 
 @rule("REGISTER-SIZE-CONSTANT", family="lowering")

@@ -25,6 +25,7 @@ from ...execution.online import online_problems, rescale_conds, rescale_indices,
 from ...execution.reduction import grid_reductions, welford_leader
 from ...model.expr import const, var
 from ...model.welford import is_welford, welford_siblings
+from ..causes import propose_retype, unbound_type
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..analysis.visibility import prove_owned_read
@@ -67,7 +68,17 @@ def reduction_parallel(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: none, structural: for each reduction tensor T and loop ID i of T:
     #   parallel(i) not in {Vectorize, Bulk}
     order = execution_order(ctx.fusion)
-    yield from report_problems("REDUCTION-PARALLEL", reduction.parallel_problems(ctx.fusion, order))
+    found = reduction.parallel_problems(ctx.fusion, order)
+    for n, (p, d) in enumerate(zip(found, report_problems("REDUCTION-PARALLEL", found))):
+        # an axis a parallelize gave Vectorize, Bulk or an index: its loop's type back (else Serial, Mma in
+        # an MMA's instruction tile), verified; the first two findings (each proposal verifies a copy)
+        k = p.values["axis"]
+        call = propose_retype(ctx, d, [(p.tensor, k, unbound_type(ctx.fusion.tensor(p.tensor), k))],
+                              ["REDUCTION-PARALLEL", "UNROLL-LENGTH", "INLINE-PARALLEL-MATCH"],
+                              ["REDUCTION-PARALLEL"]) if n < 2 else None
+        if call is not None:
+            d.hint += f"; verified: {call}"
+        yield d
 
 
 @rule("REDUCTION-ACCUMULATOR", family="reduction")
