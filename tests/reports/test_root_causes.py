@@ -321,3 +321,14 @@ def test_a_type_a_loop_mate_gave_names_the_mate_as_written():
                              lambda f: f.tensor("T4").axis(2).parallelize(tp.ParallelType.BIDx), "REDUCTION-PARALLEL")
     assert "verified: T4.axis(2).parallelize(tp.ParallelType.Serial)" in cause.hint
     assert {d.code for d in report.errors if d.follows_from == cause.id} == {"PIPELINE-STAGES", "REDUCTION-GRID"}
+
+
+def test_bulk_on_a_broadcast_axis_of_a_tma_tile_names_its_loop_s_type():
+    """Fuzz seed 120 case 21: a TMA tile's broadcast axis (inlined with BIDx loops) made Bulk:
+    TMA-BULK-PLACEMENT, LOWERING-SUPPORTED and LOOP-NEST-ORDER, three blocks. The verified call
+    gives the axis its loop's type back; the other two follow."""
+    fusion = example_module("valid", "wgmma").hopper_matmul_pipelined("128x256", 3)
+    cause, report = cause_of(fusion, lambda f: f.tensor("T5").axis(0).parallelize(tp.ParallelType.Bulk),
+                             "TMA-BULK-PLACEMENT")
+    assert "verified: T5.axis(0).parallelize(tp.ParallelType.BIDx)" in cause.hint
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == {"LOOP-NEST-ORDER", "LOWERING-SUPPORTED"}

@@ -63,11 +63,13 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
                                                 f"so the TMA has no tile",
                           hint="box an axis (inner split) and parallelize the inner output with tp.ParallelType.Bulk",
                           ids=[i.name for i in tv.loop], counterexample={"Bulk IDs": 0}, **where)
-        for i in tv.loop:
+        for k, i in enumerate(tv.loop):
             if i.parallel_type is ParallelType.Bulk and i.iter_type is not IterType.Iteration:
-                yield finding("TMA-BULK-PLACEMENT", f"{i.label()} of {tv.name} is Bulk but is a broadcast ID, not part "
-                                                    f"of a tile", hint="leave broadcast IDs serial", ids=[i.name],
-                              counterexample=extents_of([i]), **where)
+                d = finding("TMA-BULK-PLACEMENT", f"{i.label()} of {tv.name} is Bulk but is a broadcast ID, not part "
+                                                  f"of a tile", hint="a broadcast ID is no part of a tile: give it its loop's type, or leave it serial", ids=[i.name],
+                            counterexample=extents_of([i]), **where)
+                _retyped(ctx, d, [(tv.name, k, ParallelType.Serial)])
+                yield d
             if i.parallel_type is ParallelType.Vectorize:
                 d = finding("TMA-BULK-PLACEMENT", f"{i.label()} of the TMA consumer {tv.name} is vectorized; the tile "
                                                   f"is moved by the TMA, its IDs must be Bulk",
