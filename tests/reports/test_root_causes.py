@@ -332,3 +332,15 @@ def test_bulk_on_a_broadcast_axis_of_a_tma_tile_names_its_loop_s_type():
                              "TMA-BULK-PLACEMENT")
     assert "verified: T5.axis(0).parallelize(tp.ParallelType.BIDx)" in cause.hint
     assert {d.code for d in report.errors if d.follows_from == cause.id} == {"LOOP-NEST-ORDER", "LOWERING-SUPPORTED"}
+
+
+def test_a_tma_tile_s_loop_axis_vectorized_names_its_serial_type_not_bulk():
+    """Fuzz seed 120 case 360: a TMA tile's circular (K) loop axis, left of its box, made Vectorize:
+    TMA-BULK-PLACEMENT proposed Bulk there, which its rules accepted but which leaves the circular
+    loop broken (PIPELINE-STAGES stayed: three blocks). Left of the box the axis gets its loop's
+    serial type back, and the loop's findings follow."""
+    cause, report = cause_of(example_module("valid", "wgmma").hopper_matmul_warp_specialized_cluster_spread(),
+                             lambda f: f.tensor("T4").axis(3).parallelize(tp.ParallelType.Vectorize),
+                             "TMA-BULK-PLACEMENT")
+    assert "verified: T4.axis(3).parallelize(tp.ParallelType.Serial)" in cause.hint
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == {"INLINE-PARALLEL-MATCH", "PIPELINE-STAGES"}

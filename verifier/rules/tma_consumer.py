@@ -66,16 +66,21 @@ def tma_bulk_placement(ctx: VerifyContext) -> Iterator[Diagnostic]:
         for k, i in enumerate(tv.loop):
             if i.parallel_type is ParallelType.Bulk and i.iter_type is not IterType.Iteration:
                 d = finding("TMA-BULK-PLACEMENT", f"{i.label()} of {tv.name} is Bulk but is a broadcast ID, not part "
-                                                  f"of a tile", hint="a broadcast ID is no part of a tile: give it its loop's type, or leave it serial", ids=[i.name],
-                            counterexample=extents_of([i]), **where)
+                                                  f"of a tile", hint="a broadcast ID is no part of a tile: give it its "
+                                                                     "loop's type, or leave it serial",
+                            ids=[i.name], counterexample=extents_of([i]), **where)
                 _retyped(ctx, d, [(tv.name, k, ParallelType.Serial)])
                 yield d
             if i.parallel_type is ParallelType.Vectorize:
+                # inside the box (right of its first Bulk axis) the axis is the box's; left of it, a loop of
+                # boxes (the circular loop, as its inlined mates have it): serial
+                first = next((j for j, x in enumerate(tv.loop) if x.parallel_type is ParallelType.Bulk), len(tv.loop))
                 d = finding("TMA-BULK-PLACEMENT", f"{i.label()} of the TMA consumer {tv.name} is vectorized; the tile "
                                                   f"is moved by the TMA, its IDs must be Bulk",
-                            hint="parallelize tile IDs with tp.ParallelType.Bulk", ids=[i.name],
-                            counterexample=extents_of([i]), **where)
-                _retyped(ctx, d, [(tv.name, tv.loop.index(i), ParallelType.Bulk)])
+                            hint="parallelize tile IDs with tp.ParallelType.Bulk" if k > first else
+                                 "an axis left of the box is a loop of boxes: give it its loop's type (serial)",
+                            ids=[i.name], counterexample=extents_of([i]), **where)
+                _retyped(ctx, d, [(tv.name, k, ParallelType.Bulk if k > first else ParallelType.Serial)])
                 yield d
 
 
