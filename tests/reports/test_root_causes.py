@@ -167,15 +167,18 @@ def test_bulk_on_a_reduction_names_the_parallelize_that_takes_it_back():
     assert [d.code for d in report.errors if d.follows_from == cause.id] == ["TMA-BULK-PLACEMENT"]
 
 
-@pytest.mark.parametrize("stem, name, axis, call, follows", [
+@pytest.mark.parametrize("stem, name, axis, call, code, follows", [
     # fuzz 123/238: a thread axis made a vector of 32 floats, whose elements another thread wrote: TIDx again
-    ("lowering", "inlined_axis_on_bidx_in_both", 1, "T2.axis(1).parallelize(tp.ParallelType.TIDx)", "THREAD-VISIBILITY"),
+    ("lowering", "inlined_axis_on_bidx_in_both", 1, "T2.axis(1).parallelize(tp.ParallelType.TIDx)", "VECTORIZE-WIDTH",
+     "THREAD-VISIBILITY"),
     # fuzz 123/0: a vector with a loop of the thread inside it, sharing its producer's loop: serial again
-    ("gsg_copy", "gsg_copy_inline1", 0, "T2.axis(0).parallelize(tp.ParallelType.Serial)", "INLINE-PARALLEL-MATCH"),
+    # (INLINE-PARALLEL-MATCH, reported first, verifies the same call)
+    ("gsg_copy", "gsg_copy_inline1", 0, "T2.axis(0).parallelize(tp.ParallelType.Serial)", "INLINE-PARALLEL-MATCH",
+     "VECTORIZE-WIDTH"),
 ])
-def test_a_vectorize_on_the_wrong_axis_names_the_parallelize_that_takes_it_back(stem, name, axis, call, follows):
+def test_a_vectorize_on_the_wrong_axis_names_the_parallelize_that_takes_it_back(stem, name, axis, call, code, follows):
     cause, report = cause_of(getattr(example_module("valid", stem), name)(),
-                             lambda f: f.tensor("T2").axis(axis).parallelize(tp.ParallelType.Vectorize), "VECTORIZE-WIDTH")
+                             lambda f: f.tensor("T2").axis(axis).parallelize(tp.ParallelType.Vectorize), code)
     assert f"verified: {call}" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == [follows]
 
@@ -341,6 +344,19 @@ def test_a_tma_tile_s_loop_axis_vectorized_names_its_serial_type_not_bulk():
     serial type back, and the loop's findings follow."""
     cause, report = cause_of(example_module("valid", "wgmma").hopper_matmul_warp_specialized_cluster_spread(),
                              lambda f: f.tensor("T4").axis(3).parallelize(tp.ParallelType.Vectorize),
-                             "TMA-BULK-PLACEMENT")
+                             "INLINE-PARALLEL-MATCH")  # reported first, with the same verified call
+    (placement,) = [d for d in report.errors if d.code == "TMA-BULK-PLACEMENT"]
+    assert "verified: T4.axis(3).parallelize(tp.ParallelType.Serial)" in placement.hint
     assert "verified: T4.axis(3).parallelize(tp.ParallelType.Serial)" in cause.hint
-    assert {d.code for d in report.errors if d.follows_from == cause.id} == {"INLINE-PARALLEL-MATCH", "PIPELINE-STAGES"}
+    assert {d.code for d in report.errors if d.follows_from == cause.id} == {"TMA-BULK-PLACEMENT", "PIPELINE-STAGES"}
+
+
+def test_a_vector_axis_shared_with_serial_loop_mates_names_serial():
+    """Fuzz seed 125 case 176: an inlined consumer's axis made Vectorize, its producer's mate
+    serial: INLINE-PARALLEL-MATCH and VECTORIZE-WIDTH, two blocks (no loop-mate said a type to
+    restore). A vector axis shared with serial mates is made serial, verified; the width follows."""
+    cause, report = cause_of(example_module("valid", "lowering").independent_statement_moved_out_of_the_loop(),
+                             lambda f: f.tensor("T2").axis(0).parallelize(tp.ParallelType.Vectorize),
+                             "INLINE-PARALLEL-MATCH")
+    assert "verified: T2.axis(0).parallelize(tp.ParallelType.Serial)" in cause.hint
+    assert [d.code for d in report.errors if d.follows_from == cause.id] == ["VECTORIZE-WIDTH"]

@@ -298,9 +298,11 @@ def inline_parallel_match(ctx: VerifyContext) -> Iterator[Diagnostic]:
     found = list(report_problems("INLINE-PARALLEL-MATCH", mismatched))
     if found:
         # the first mismatch's two axes, each given the loop's other type (a parallelize that gave
-        # one member a type of its own: Unroll, Vectorize or an index on a thread's loop)
-        where = {i.name: (t.name, k) for t in ctx.fusion.tensors for k, i in enumerate(t.loop)}
-        axes = [(*where[name], None) for name in mismatched[0].ids if name in where]
+        # one member a type of its own: Unroll, Vectorize or an index on a thread's loop); a vector or
+        # box axis shared with serial members is made serial (no loop-mate says another type)
+        where = {i.name: (t, k) for t in ctx.fusion.tensors for k, i in enumerate(t.loop)}
+        axes = [(t.name, k, ParallelType.Serial if t.loop[k].parallel_type in (ParallelType.Vectorize, ParallelType.Bulk)
+                 else None) for t, k in (where[name] for name in mismatched[0].ids if name in where)]
         call = propose_retype(ctx, found[0], axes, ["INLINE-PARALLEL-MATCH", "THREAD-VISIBILITY", "PARALLEL-TYPE-UNIQUE"],
                               ["INLINE-PARALLEL-MATCH"])
         if call is not None:
