@@ -123,9 +123,22 @@ def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: Loo
     else:
         hint = (f"inline {', '.join(between)} into the same loop (inline_at / inline_most), or do not inline "
                 f"{', '.join(inside)} with {tv.name}")
+    # nothing runs between them: the loops around it differ (a loop of the earlier statements that
+    # tv is not in closes it)
+    outer = [k for k in items[last][0] if k not in items[conflict.statement][0]] if not between else []
+    if outer:
+        og = groups.groups[outer[0]]
+        around = ", ".join(f"{m.name} axis {j}" for m, j in og.members if m is not tv)
+        own = [j for m, j in og.members if m is tv]  # tv's axis there, where it is no loop (Bulk, Vectorize, ..)
+        why = (f"{tv.name} is in it but not in the loop of {around} around it, which {', '.join(inside)} share"
+               + (f" ({tv.name} axis {own[0]} there is {tv.loop[own[0]].label()}, not a loop)" if own else ""))
+        if not over and not stuck:
+            hint = (f"give {tv.name} that loop too (its axis there parallelized or inlined as theirs), or do not "
+                    f"inline {', '.join(inside)} with {tv.name}")
+    else:
+        why = f"{', '.join(between)} runs between {', '.join(inside)} and {tv.name}, outside that loop"
     return [Problem(
-        f"the loop of {', '.join(g.labels())} would be split in two: {', '.join(between)} runs between "
-        f"{', '.join(inside)} and {tv.name}, outside that loop",
+        f"the loop of {', '.join(g.labels())} would be split in two: {why}",
         hint=hint,
         tensor=tv.name, ids=(g.first.name,),
         values={"statement": order.index(tv), "loop_members": len(g.members)},

@@ -494,3 +494,19 @@ def test_a_tma_box_is_one_statement_of_an_unrolled_loop():
     n, axes = conditions.unrolled_copies(out)
     assert n == 4 and [a.parallel_type for a in axes] == [P.Unroll]
     assert conditions.unroll_lengths(fusion) == []
+
+
+def test_a_loop_split_by_a_loop_around_it_says_which():
+    """A TMA tile's broadcast axis made Bulk (fuzz seed 120 case 21) leaves it out of the block loop
+    its K loop sits in for its inlined neighbours: nothing runs between them, so the message names
+    the loop around it and the axis that is no loop (it read "split in two:  runs between T4 and
+    T5", an empty list)."""
+    from support.examples import example_module
+
+    fusion = example_module("valid", "wgmma").hopper_matmul_pipelined("128x256", 3)
+    fusion.tensor("T5").axis(0).parallelize(tp.ParallelType.Bulk)
+    (d,) = [d for d in tp.verify(fusion, "sm_90a").errors if d.code == "LOOP-NEST-ORDER"]
+    assert d.message == ("the loop of T4 axis 2, T5 axis 2, T2 axis 2 would be split in two: T5 is in it but not in "
+                         "the loop of T4 axis 0, T2 axis 0, T3 axis 0 around it, which T4 share (T5 axis 0 there is "
+                         "Bulk{1}, not a loop)")
+    assert d.hint.startswith("give T5 that loop too")
