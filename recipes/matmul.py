@@ -44,6 +44,7 @@ import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
+from .entry_cache import lru_entry
 from .matmul_heuristic import (BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, Choice, MatmulConfig, balanced_grid,
                                candidates, choose, shape_group)
 from .params import Epilogue, EpilogueOps, GridOrder
@@ -617,13 +618,7 @@ def matmul(a, b, out_dtype="bfloat16", target: str = "sm_90a", config=None, spec
     config = _config(config)
     ops = epilogue_of(bias, residual, scale, activation)
     key = (_dtype_name(out_dtype), target, config, specialize, type(specialize), ops)  # 1 == True, refused
-    entry = _entries.get(key)
-    if entry is None:
-        entry = _entries[key] = Matmul(key[0], target, config, specialize, epilogue=ops)
-        while len(_entries) > ENTRY_CACHE_SIZE:
-            _entries.popitem(last=False)
-    else:
-        _entries.move_to_end(key)
+    entry = lru_entry(_entries, key, lambda: Matmul(key[0], target, config, specialize, epilogue=ops), ENTRY_CACHE_SIZE)
     if plain:
         if len(_plain_entries) >= CACHE_SIZE:
             _plain_entries.clear()

@@ -37,6 +37,8 @@ from collections import OrderedDict
 
 import tileproof as tp
 
+from .entry_cache import lru_entry
+
 P = tp.ParallelType
 VECTOR_BYTES = 16  # one global load / store per thread and step
 MAX_THREADS = 1024
@@ -651,15 +653,7 @@ _entries: "OrderedDict[tuple, RowOp]" = OrderedDict()
 
 
 def _entry(kind, *args) -> RowOp:
-    key = (kind, *args)
-    entry = _entries.get(key)
-    if entry is None:
-        entry = _entries[key] = kind(*args)
-        while len(_entries) > ENTRY_CACHE_SIZE:
-            _entries.popitem(last=False)
-    else:
-        _entries.move_to_end(key)
-    return entry
+    return lru_entry(_entries, (kind, *args), lambda: kind(*args), ENTRY_CACHE_SIZE)
 
 
 def _last_axis(op: str, x, dim) -> None:

@@ -32,6 +32,7 @@ from collections import OrderedDict
 import tileproof as tp
 
 from .attention import AttentionTile, attention
+from .entry_cache import lru_entry
 from .matmul import tensor_signature
 
 HEAD_DIMS = (64, 128, 192, 256)
@@ -337,17 +338,13 @@ def sdpa(q, k, v, is_causal: bool = False, scale: float | None = None, *, lse: b
          causal_alignment: str = "top_left", target: str = "sm_90a"):
     """Attention(is_causal, scale, lse, causal_alignment, target)(q, k, v), the entries kept per
     their arguments (the last ENTRY_CACHE_SIZE used)."""
-    key = (is_causal, scale, lse, causal_alignment, target)
+    def make() -> Attention:
+        return Attention(is_causal, scale, lse, causal_alignment, target)
+
     try:
-        entry = _entries.get(key)
+        entry = lru_entry(_entries, (is_causal, scale, lse, causal_alignment, target), make, ENTRY_CACHE_SIZE)
     except TypeError:  # an unhashable argument: the entry's checks name it
-        return Attention(is_causal, scale, lse, causal_alignment, target)(q, k, v)
-    if entry is None:
-        entry = _entries[key] = Attention(is_causal, scale, lse, causal_alignment, target)
-        while len(_entries) > ENTRY_CACHE_SIZE:
-            _entries.popitem(last=False)
-    else:
-        _entries.move_to_end(key)
+        entry = make()
     return entry(q, k, v)
 
 

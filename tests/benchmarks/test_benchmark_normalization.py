@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import normalization as B  # benchmarks/normalization.py (benchmarks/ is on pytest's pythonpath)
-from bench_common import RESULTS, results_path
+from bench_common import RESULTS, interleaved, results_path, round_ratio
 
 
 def test_shapes_parse_and_name_the_results_file():
@@ -64,8 +64,6 @@ def test_the_summary_is_the_worst_shape_per_op():
 
 
 def test_the_entries_are_timed_in_rounds_each_starting_one_further_along():
-    from bench_common import interleaved, round_ratio
-
     order = []
     times = interleaved({"copy": "c", "ours": "o", "theirs": "t"}, 4, lambda r: order.append(r) or len(order))
     assert "".join(order) == "cot" + "otc" + "tco" + "cot"

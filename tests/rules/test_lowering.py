@@ -21,6 +21,7 @@ from tileproof.schedule_files import discover
 from tileproof.verifier.registry import all_rules
 
 TESTS = Path(__file__).resolve().parent.parent
+from support.examples import example_module  # noqa: E402
 from support.schedule_gen import lowering_cases  # noqa: E402
 
 P = tp.ParallelType
@@ -501,8 +502,6 @@ def test_a_loop_split_by_a_loop_around_it_says_which():
     its K loop sits in for its inlined neighbours: nothing runs between them, so the message names
     the loop around it and the axis that is no loop (it read "split in two:  runs between T4 and
     T5", an empty list)."""
-    from support.examples import example_module
-
     fusion = example_module("valid", "wgmma").hopper_matmul_pipelined("128x256", 3)
     fusion.tensor("T5").axis(0).parallelize(tp.ParallelType.Bulk)
     (d,) = [d for d in tp.verify(fusion, "sm_90a").errors if d.code == "LOOP-NEST-ORDER"]
