@@ -88,6 +88,24 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
                                                       "ping_pong": True, "persistent": 128}),
            ("kt128_wg2_ws2_r240_ip_pst", 128, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
            ("kt256_wg2_ws2_r240_ip_pst", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
+           # Q loaded by the producer, a row tile ahead (q_stages: a circular buffer over the block's row tiles);
+           # two K / V stages beside two of Q at head dim 128 (three do not fit), and the same without it
+           ("kt128_wg2_ws2_r240_ip_ov_pst", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                   "persistent": 128}),
+           ("kt128_wg2_ws2_r240_ip_ov_pst_q2", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                      "persistent": 128, "q_stages": 2}),
+           ("kt256_wg2_ws2_r240_ip_pst_q2", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128,
+                                                   "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ph16_q2", 128, {**_R240, "stages": 2, "per_head": 16, "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ip_ov_ph16", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                    "per_head": 16}),
+           ("kt128_wg2_ws2_r240_ip_ov_ph16_q2", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                       "per_head": 16, "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ip_ov_ph4_q2", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                      "per_head": 4, "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ph4_q2", 128, {**_R240, "stages": 2, "per_head": 4, "q_stages": 2}),
+           ("kt128_wg2_ws3_r240_ip_ph16_q2", 128, {**_R240, "stages": 3, "in_place": True, "per_head": 16,
+                                                    "q_stages": 2}),
            # persistent over each head's row tiles (causal too): as many blocks as heads times per_head, block x
            # of a head computing its row tiles x, x + per_head, ..; at one block a head (per_head 1) the blocks
            # run 128 heads at once and K / V leave L2 (docs/attention.md#a-persistent-causal-grid)

@@ -54,6 +54,15 @@ CONFIGS = [
     # counts read the row-tile loop's index
     ("persistent_causal", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, group=2, causal=True),
      {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "persistent": 4}),
+    # Q loaded by the producer too, two row tiles ahead at most (q_stages): 3 blocks over 8 row tiles, causal
+    ("persistent_q_from_producer", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=2,
+                                        group=2),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "persistent": 3, "q_stages": 2}),
+    ("persistent_causal_q_from_producer", dict(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128,
+                                               group=2, causal=True),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "persistent": 4,
+      "q_stages": 2}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp

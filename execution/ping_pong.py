@@ -75,7 +75,7 @@ def insert_turns(tree: list, groups: int | None) -> None:
     roles = next((n for n in tree if isinstance(n, WarpRoles)), None)
     if roles is None or not roles.spec.ping_pong or not groups:
         return
-    for _made, loop, _empty, _lag in roles.loops:
+    for _made, loop, _empty, _lag in roles.innermost:
         turned = _turned(loop.body, groups)
         if turned is not None:
             loop.body[:] = turned

@@ -540,44 +540,62 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
     roles = wp[0][0][wp[0][1]]
     if not isinstance(roles, WarpRoles) or rp[0][0][rp[0][1]] is not roles:
         return None
-    for made, loop, empty, _ in roles.loops:
-        dp = next((d for d, (sc, k) in enumerate(wp) if sc[k] is made), None)
-        dc = next((d for d, (sc, k) in enumerate(rp) if sc[k] is loop), None)
-        if dp is None or dc is None or dp + 1 >= len(wp) or dc + 1 >= len(rp):
-            continue
-        issue, read = wp[dp + 1][1], rp[dc + 1][1]
-        inner = rp[dc + 2][1] if isinstance(loop.body[read], Rotated) and dc + 2 < len(rp) else None
-        producer = [Event(Step.ISSUE) if k == issue else Event(Step.EMPTY_WAIT, stages=n.stages)
-                    for k, n in enumerate(made.body) if k == issue or (isinstance(n, StageEmptyWait) and n.barrier == empty)]
+    # the load's own circular loop: the innermost producer loop on its path (an outer one loads other data)
+    depth = {id(p[0]): next((d for d, (sc, k) in enumerate(wp) if sc[k] is p[0]), -1) for p in roles.loops}
+    made, loop, empty, _ = max(roles.loops, key=lambda p: depth[id(p[0])])
+    dp = next((d for d, (sc, k) in enumerate(wp) if sc[k] is made), None)
+    dc = next((d for d, (sc, k) in enumerate(rp) if sc[k] is loop), None)
+    if dp is None or dc is None or dp + 1 >= len(wp) or dc + 1 >= len(rp):
+        return None
+    issue = wp[dp + 1][1]
 
-        def events(nodes, at=None, ahead=0, sub=None, leaf=None):
-            out = []
-            for k, n in enumerate(nodes):
-                if isinstance(n, Rotated):  # a rotated loop's next iteration: for datum i + 1
-                    out += events(n.body, sub if k == at else None, 1, leaf=leaf)
-                elif k == at or (leaf is not None and _holds(n, leaf)):
-                    out.append(Event(Step.READ, ahead=ahead))
-                    leaf = None  # the first instance only
-                elif isinstance(n, StageRelease) and n.barrier == empty:
-                    out.append(Event(Step.RELEASE, n.lag, n.stages))
-                else:
-                    out += [replace(e, ahead=ahead) for e in events_of(n, barrier)]
-            return out
+    def own(n) -> bool:  # a rotation of this circular loop (another loop's, inside it, runs in this iteration)
+        return isinstance(n, Rotated) and n.loop_key in (None, getattr(loop, "key", None))
 
-        scope, at = rp[dc]
-        circular = hazards.access(wp[-1][0][wp[-1][1]]).circular  # the load's stages, not its waits'
-        stages = circular[0] if circular else 1
-        reading = hazards.access(rp[-1][0][rp[-1][1]])
-        first = scope[at - 1] if at > 0 and isinstance(scope[at - 1], Rotated) and scope[at - 1].first else None
-        body = events(loop.body, read, sub=inner)
-        # the rotated statements' first iteration, before the loop: the same read (by its leaf)
-        rotated = tuple(events(first.body, ahead=1, leaf=rp[-1][0][rp[-1][1]])) if first is not None and \
-            any(e.ahead for e in body if e.step is Step.READ) else ()
-        return Timeline(tensor, reader, tuple(body), hazards.extent(loop), 0, stages, tma=True,
-                        async_read=reading is not None and reading.kind in (Async.WGMMA, Async.TMA_STORE),
-                        store_read=reading is not None and reading.kind is Async.TMA_STORE, specialized=True,
-                        producer=tuple(producer), tail=tuple(events(scope[at + 1:])), rotated=rotated)
-    return None
+    producer = [Event(Step.ISSUE) if k == issue else Event(Step.EMPTY_WAIT, stages=n.stages)
+                for k, n in enumerate(made.body) if k == issue or (isinstance(n, StageEmptyWait) and n.barrier == empty)]
+
+    def events(nodes, level=None, ahead=0, leaf=None):
+        """The steps of `nodes`; `level`: the read path's depth whose scope is `nodes` (None: off it)."""
+        at = rp[level][1] if level is not None and level < len(rp) else None
+        out = []
+        for k, n in enumerate(nodes):
+            on_path = k == at and level + 1 < len(rp)
+            if own(n):  # a rotated loop's next iteration: for datum i + 1
+                out += events(n.body, level + 1 if on_path else None, 1, leaf=leaf)
+            elif on_path and _shared_scope(n, hazards) and not isinstance(n, Rotated):
+                out += [replace(e, ahead=ahead or e.ahead) for e in events(n.body, level + 1)]  # a thread scope
+            elif k == at or (leaf is not None and _holds(n, leaf)):
+                out.append(Event(Step.READ, ahead=ahead))
+                leaf = None  # the first instance only
+                if on_path and _waits_after(n.body if hasattr(n, "body") else [], rp[level + 1][1]):
+                    out.append(Event(Step.MMA_WAIT, 0, ahead=ahead))  # an inner loop's every iteration waits
+            elif isinstance(n, StageRelease) and n.barrier == empty:
+                out.append(Event(Step.RELEASE, n.lag, n.stages))
+            else:
+                out += [replace(e, ahead=ahead) for e in events_of(n, barrier)]
+        return out
+
+    scope, at = rp[dc]
+    circular = hazards.access(wp[-1][0][wp[-1][1]]).circular  # the load's stages, not its waits'
+    stages = circular[0] if circular else 1
+    reading = hazards.access(rp[-1][0][rp[-1][1]])
+    first = scope[at - 1] if at > 0 and own(scope[at - 1]) and scope[at - 1].first else None
+    body = events(loop.body, dc + 1)
+    # the rotated statements' first iteration, before the loop: the same read (by its leaf)
+    rotated = tuple(events(first.body, ahead=1, leaf=rp[-1][0][rp[-1][1]])) if first is not None and \
+        any(e.ahead for e in body if e.step is Step.READ) else ()
+    return Timeline(tensor, reader, tuple(body), hazards.extent(loop), 0, stages, tma=True,
+                    async_read=reading is not None and reading.kind in (Async.WGMMA, Async.TMA_STORE),
+                    store_read=reading is not None and reading.kind is Async.TMA_STORE, specialized=True,
+                    producer=tuple(producer), tail=tuple(events(scope[at + 1:])), rotated=rotated)
+
+
+def _waits_after(body: list, at: int) -> bool:
+    """Whether a loop body waits for every wgmma batch (wgmma.wait_group 0) after its child `at`
+    in each iteration: then the reads of every iteration, the last one's too, are done when the
+    loop ends."""
+    return any(isinstance(n, WgmmaWait) and n.pending == 0 for n in body[at + 1:])
 
 
 def _holds(n, leaf) -> bool:

@@ -26,6 +26,12 @@ nest into
                         StageRelease     arrive on empty[(i - L) % S] for data i - L (i >= L)
                       after the loop: StageRelease(tail) for the last L data
 
+Circular loops nested in one another (attention's Q over a persistent block's row tiles, K and V
+over the key tiles inside: attention(q_stages=2)) make one producer nest: the inner loop's copy
+goes into the outer one's producer iteration, after its loads, so the producer loads each datum
+in the order the consumers wait for it; each loop has its own full and empty mbarriers, and the
+consumers release an outer datum after the inner loop's reads of it are waited for.
+
 L = 1 where S - prefetch >= 2 (the batch of iteration i stays in flight while iteration i + 1's
 is issued, wgmma.wait_group 1, execution/wgmma_order.py), else 0. Each role runs the same loops,
 so each loads and releases every datum once per run of the circular loop, in order: the n-th
@@ -118,6 +124,15 @@ class WarpRoles:
     producer_indices: int = 1  # the code generator's: the producer's indices on spec.on (hw/threads.py)
     repeats_itself = False
 
+    @property
+    def innermost(self) -> list:
+        """The `loops` entries whose consumer loop holds no other's (where loops nest, Q's over the
+        row tiles around K's and V's over the key tiles, the inner one: its iterations issue the
+        wgmma batches)."""
+        def holds(node, target) -> bool:
+            return any(c is target or holds(c, target) for c in getattr(node, "body", None) or [])
+        return [p for p in self.loops if not any(q is not p and holds(p[1], q[1]) for q in self.loops)]
+
 
 @dataclass
 class SpecializedLoop:
@@ -148,7 +163,8 @@ def split_roles(tree: list, loops: list[SpecializedLoop]) -> None:
     loop's copies are already out of loop.body, which holds its full waits and the reads."""
     producer: list = []
     pairs = []
-    for sl in loops:
+    made_of: dict[int, object] = {}  # a circular loop's id -> the producer's copy of it
+    for sl in sorted(loops, key=lambda sl: len(sl.ancestors)):  # a loop before the loops inside it
         empty = EMPTY_PREFIX + sl.barriers[0].removeprefix("tp_bar_")
         lag = 0 if sl.threads else release_lag(sl.stages, sl.prefetch)  # thread reads are done when made
         made = copy.copy(sl.loop)
@@ -163,12 +179,19 @@ def split_roles(tree: list, loops: list[SpecializedLoop]) -> None:
             at = next(k for k, n in enumerate(sl.scope) if n is sl.loop)
             sl.scope.insert(at + 1, StageRelease(empty, sl.stages, lag, "the last data's reads are done (after the "
                                                                         "loop's final wgmma.wait_group)", tail=True))
+        made_of[id(sl.loop)] = made
         node = made
         for anc in reversed(sl.ancestors):
+            host = made_of.get(id(anc))
+            if host is not None:  # inside another circular loop: its producer iteration loads this loop's data
+                host.body.append(node)  # after that loop's own loads, as the consumers read them
+                node = None
+                break
             outer = copy.copy(anc)
             outer.body = [node]
             node = outer
-        producer.append(node)
+        if node is not None:
+            producer.append(node)
         producer.append(StageDrain(empty, sl.stages, "every stage's last release, before the block may exit: "
                                                      "no consumer (of any block of the cluster) arrives later"))
         pairs.append((made, sl.loop, empty, lag))

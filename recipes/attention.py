@@ -226,7 +226,7 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
               warpgroups: int = 1, lse: bool = False, in_place: bool = False,
               skip_masked_tiles: bool = True, ping_pong: bool = False, overlap: bool = False,
               persistent: int | None = None, fused_softmax: bool | None = None,
-              heaviest_first: bool | None = None) -> tp.Fusion:
+              heaviest_first: bool | None = None, q_stages: int = 1) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -273,7 +273,12 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     first, which a causal tile gives the most key tiles, and the grid's tail holds its lightest
     tiles (FlashAttention's causal order); the same values bit for bit. None (the default) is True
     for a causal tile without a persistent grid (H200: +1.7-3.5 % at head dim 256, within the
-    run-to-run spread at 64 and 128), else False."""
+    run-to-run spread at 64 and 128), else False. With `q_stages` > 1 (a producer and a persistent
+    grid) the producer warpgroup loads Q too, into a circular buffer of that many tiles over the
+    loop over a block's row tiles (tp.WarpSpecialized, as K's and V's over the key tiles inside
+    it): the next row tile's Q arrives while this one's key tiles run, as FlashAttention-3's
+    producer loads it; 1 (the default): each consumer warpgroup loads its own Q rows at the start
+    of each tile and waits for them."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -308,6 +313,11 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         raise tp.ScheduleError(f"attention: persistent with a causal tile spreads each head's row tiles over "
                                f"persistent / heads blocks: persistent must be a multiple of the {heads} heads "
                                f"(batch x group), got {persistent}")
+    if isinstance(q_stages, bool) or not isinstance(q_stages, int) or q_stages < 1:
+        raise tp.ScheduleError(f"attention: q_stages must be an int >= 1 (1: the consumers load Q), got {q_stages!r}")
+    if q_stages > 1 and not (producer and persistent is not None):
+        raise tp.ScheduleError("attention: q_stages > 1 circular-buffers Q over a block's row tiles, loaded by the "
+                               "producer: it needs producer=True and a persistent grid")
     if ping_pong and not producer:
         raise tp.ScheduleError("attention: ping_pong orders the consumer warpgroups of a producer's pipeline: it needs "
                                "producer=True (and stages >= 2)")
@@ -403,7 +413,13 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
     if tile.causal:
         _causal_indices(t["query"], t["key"], n, warpgroups, per_head)
-    sq.inline_at(h + 1 + w)
+    if q_stages > 1:  # the producer loads both warpgroups' rows, at the row-tile loop (left of TIDz)
+        for axis in sq.get_loop_domain()[:h + 1 + w]:
+            if axis.parallel_type is P.TIDz:
+                axis.parallelize(P.Serial)
+        sq.inline_at(h + 1)
+    else:
+        sq.inline_at(h + 1 + w)
     in_tile = [sk, sv, s] + [t[name] for name in fragment] + [tiles["m"], t["m_b"], t["m_c"], t["shifted"], t["scaled"], t["p"],
                                                               t["p_bf16"], p_a, tiles["l"]] + ([] if in_place else [o_tile])
     for x in in_tile:
@@ -421,6 +437,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         prefetch = stages - 2 if producer and stages > 2 and not overlap else stages - 1
         for x in (sk, sv):
             x.circular_buffer(stages, prefetch, type=kind)
+        if q_stages > 1:  # the next row tile's Q ahead, over the row-tile loop
+            sq.circular_buffer(q_stages, q_stages - 1, type=kind)
     if overlap:  # the next tile's S through P and the row sum: the first statements of the body, rotated
         keys = [t["key"]] if tile.causal else []  # the causal mask's key indices, computed in the loop
         tp.rotate_loop(s, h + 1 + w, [s] + keys + [t[name] for name in fragment] + [

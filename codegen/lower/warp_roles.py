@@ -68,9 +68,20 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     releasers = roles.consumer_threads if every_thread else roles.consumer_threads // WARPGROUP
     consumers = release_arrivals(releasers, cluster_size(fusion))
     for made, _, empty, _ in roles.loops:
-        copies = [n for n in walk(made.body) if isinstance(n, TmaCopy)]
+        copies = [n for n in _own(made.body, empty) if isinstance(n, TmaCopy)]
         stages = max((n.circular[0] for n in copies if n.circular), default=1)
         mbarriers.append(MBarrier(empty, consumers, ", ".join(sorted({c.smem for c in copies})), stages, empty=True))
+
+
+def _own(nodes: list, empty: str):
+    """The nodes of a producer loop's body, not those of a circular loop inside it (a body that
+    waits on another empty mbarrier: Q's row-tile loop around K's and V's key-tile loop)."""
+    for n in nodes:
+        body = getattr(n, "body", None) or []
+        if any(isinstance(c, StageEmptyWait) and c.barrier != empty for c in body):
+            continue
+        yield n
+        yield from _own(body, empty)
 
 
 def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:

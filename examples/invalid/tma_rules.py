@@ -222,3 +222,29 @@ def tma_swizzle_tile_with_coordinate():
     t1.axis(1).parallelize(P.Bulk)
     t1.axis(3).parallelize(P.Bulk)
     return fusion
+
+
+@tp.schedule(expect=tp.rejected("WS-ROLES", messages=["circular over 2 different loops, none inside another"]))
+def warp_specialized_loops_side_by_side():
+    """exp(a) and exp(b), each over 256-element TMA tiles in a serial loop of its own (4 a block), both
+    warp-specialized: one producer thread would have to serve two loops the consumers run one after
+    the other, neither inside the other (a loop inside another's is served: the producer runs the
+    same nest, examples/valid/attention.py persistent_attention_with_q_from_the_producer)."""
+    with tp.Fusion("warp_specialized_loops_side_by_side") as fusion:
+        a, b = tp.make_contig_tensor(1), tp.make_contig_tensor(1)
+        fusion.add_input(a)
+        fusion.add_input(b)
+        outs = tp.exp(a), tp.exp(b)
+        for o in outs:
+            fusion.add_output(o)
+    for x, o in zip((a, b), outs):  # [I / 1024 (blockIdx.x), 4 (the circular loop), 256]
+        s = x.cache_after(tp.LoadStoreOpType.TMA)
+        s.set_memory_type(tp.MemoryType.Shared)
+        for t in (o, s):
+            t.split(0, 256).split(0, 4)
+            t.axis(0).parallelize(P.BIDx)
+        s.inline_at(2)
+        s.axis(-1).parallelize(P.Bulk)
+        o.axis(-1).parallelize(P.TIDx)
+        s.circular_buffer(2, 1, tp.WarpSpecialized(P.TIDx))
+    return fusion

@@ -73,3 +73,15 @@ def persistent_attention_overlapped_in_ping_pong():
     tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
     return attention(tile, stages=3, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
                      overlap=True, ping_pong=True, persistent=6)
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def persistent_attention_with_q_from_the_producer():
+    """The persistent grid above with Q loaded by the producer warpgroup too (q_stages=2): Q's tiles
+    a circular buffer of two over each block's row-tile loop, around K's and V's over the key tiles
+    inside it, so that the next row tile's Q arrives while this one's key tiles run. One producer
+    nest loads both in the consumers' order; each consumer warpgroup releases Q's stage after its key
+    loop's last wgmma.wait_group (PIPELINE-WAR proves it, PIPELINE-RAW the waits)."""
+    tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
+    return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
+                     overlap=True, persistent=6, q_stages=2)

@@ -75,7 +75,7 @@ def turn_problems(fusion) -> tuple[list[Problem], list[Turns]]:
     if roles is None:
         return [], []  # no nest (LOOP-NEST-ORDER and friends say why)
     out, turns = [], []
-    for _made, loop, _empty, _lag in roles.loops:
+    for _made, loop, _empty, _lag in roles.innermost:
         label = placed.label(loop)
         waits = [k for k, n in enumerate(loop.body) if isinstance(n, TurnWait)]
         passes = [k for k, n in enumerate(loop.body) if isinstance(n, TurnPass)]

@@ -66,6 +66,9 @@ def role_problems(fusion) -> list:
             tensor=first.name, values={"consumer threads": inner * consumers, "warpgroup": WARPGROUP}, **where))
     groups = loop_groups(fusion, order)
     loops = {groups.of.get((t.name, circular_axis(t))) for t in tvs if circular_axis(t) is not None}
+    # loops nested in one another (Q's over the tile loop, K's and V's over the key loop inside it): the
+    # producer runs the same nest, loading each loop's data in its turn; one chain counts as one
+    loops = _unnested(loops, tvs, groups)
     for tv in tvs:
         other = specialization(tv)
         if other != spec:
@@ -94,9 +97,21 @@ def role_problems(fusion) -> list:
     if len(loops) > 1:
         out.append(Problem(
             f"the warp-specialized buffers {', '.join(t.name for t in tvs)} are circular over {len(loops)} different "
-            f"loops; one producer warpgroup serves one circular loop", tensor=first.name,
-            hint="inline them at one loop (the K loop)", **where))
+            f"loops, none inside another; one producer warpgroup serves one circular loop, or loops nested in one "
+            f"another", tensor=first.name, hint="inline them at one loop (the K loop)", **where))
     return out
+
+
+def _unnested(loops: set, tvs: list, groups) -> set:
+    """The circular loops that are not around another's: one where they form a chain, each
+    enclosing the next (the loops left of a buffer's circular axis hold the outer ones)."""
+    enclosing = {}
+    for t in tvs:
+        k = circular_axis(t)
+        if k is not None:
+            enclosing.setdefault(groups.of.get((t.name, k)), set()).update(groups.of.get((t.name, i)) for i in range(k))
+    inner = [g for g in loops if all(o is g or o in enclosing.get(g, ()) for o in loops)]
+    return {inner[0]} if inner else loops
 
 
 def _outer_axes(fusion, on) -> list:

@@ -421,6 +421,34 @@ def test_a_causal_persistent_grid_matches_torch_and_changes_no_bit(tile, options
     assert_same_outputs(persistent, one_each, tile, seed=7)
 
 
+# Q loaded by the producer (attention(q_stages=S)): a circular buffer of S row tiles' Q over a persistent
+# block's row-tile loop, around K's and V's over the key tiles; bit for bit the kernel whose consumers load
+# Q: tails, grouped heads, more blocks than tiles, the overlap, ping-pong, the lse, a causal grid
+Q_BY_PRODUCER = [
+    (AttentionTile(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2),
+     {**_OV, "overlap": True, "persistent": 4, "q_stages": 2}),
+    (AttentionTile(rows=1024, keys=1024, key_tile=128, head_dim=128, value_dim=128, batch=4),
+     {**_OV, "overlap": True, "ping_pong": True, "persistent": 8, "q_stages": 2}),
+    (AttentionTile(rows=333, keys=777, key_tile=256, head_dim=64, value_dim=64, batch=2),
+     {**_OV, "lse": True, "persistent": 3, "q_stages": 3}),
+    (AttentionTile(rows=256, keys=256, key_tile=128, head_dim=64, value_dim=64, batch=1),
+     {**_OV, "stages": 3, "persistent": 16, "q_stages": 2}),
+    (AttentionTile(rows=300, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2, causal=True),
+     {**_CAUSAL, "persistent": 12, "q_stages": 2}),
+    (AttentionTile(rows=1024, keys=1024, key_tile=128, head_dim=128, value_dim=128, batch=2, causal=True),
+     {**_OV, "overlap": True, "persistent": 8, "q_stages": 2})]
+
+
+@pytest.mark.parametrize("tile, options", Q_BY_PRODUCER, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_q_loaded_by_the_producer_matches_torch_and_changes_no_bit(tile, options):
+    ahead = tp.compile(attention(tile, **options), "sm_90a")
+    assert "tp_empty_T" in ahead.cuda_source and ahead.cuda_source.count("tp_mbar_wait(&tp_empty_") >= 4
+    own = tp.compile(attention(tile, **{**options, "q_stages": 1}), "sm_90a")
+    if not options.get("lse"):
+        check(ahead, tile)
+    assert_same_outputs(ahead, own, tile, seed=13)
+
+
 def test_the_bundled_persistent_example_matches_torch():
     """examples/valid/attention.py persistent_attention_overlapped_in_ping_pong, as `tileproof verify`
     accepts it: against float64."""

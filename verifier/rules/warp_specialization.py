@@ -35,8 +35,9 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         tensor is a TMA load (LOWERING-SUPPORTED), read by wgmma or by threads (not both), with
         no iteration axis bound to `on` itself (a broadcast axis may be: it holds no index of
         the load, and parallelize_all_like gives it the axis it meets, as nvFuser's
-        checkWarpSpecializedAxis allows), all of them circular over one loop with one
-        WarpSpecialized.
+        checkWarpSpecializedAxis allows), all of them with one WarpSpecialized, circular over
+        one loop or over loops nested in one another (Q's over the row tiles around K's and V's
+        over the key tiles: the producer runs the same nest).
     Why the hardware needs it:
         setmaxnreg and wgmma are executed by whole warpgroups: a producer that shares a
         warpgroup with consumers cannot give its registers away, and a wgmma issued by a
@@ -45,8 +46,8 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         by one mbarrier arrival after its wgmma.wait_group, which covers its wgmma reads only;
         threads reading a stage each arrive after their own reads: a stage read both ways
         would be released by the first kind while the second still reads it. One producer thread issues the
-        loads of one circular loop: a second loop, or a load split over `on`, would need a
-        second producer.
+        loads in the consumers' order: a second loop beside the first (neither inside the
+        other), or a load split over `on`, would need a second producer.
     Example:
         # TIDx (128) under two TIDy warpgroups: the producer, 64 more TIDx threads in each row
         fusion, sa, sb, d, out = hopper_gemm_tile("producer_on_tidx", 128, 64)
@@ -68,7 +69,8 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
     # Formal statement: none, structural: for the WarpSpecialized(on) tensors T, with I = prod(thread extents
     #   below on), constant: I % 128 == 0 or 128 % I == 0, I * (extent bound to on) % 128 == 0, every thread
     #   extent above on == 1, each t in T is read by wgmma only or
-    #   by threads only, has no loop axis parallelized on on, and all t share one circular loop group and one WarpSpecialized
+    #   by threads only, has no loop axis parallelized on on, and all t share one WarpSpecialized and one
+    #   circular loop group, or groups each enclosing the next (a chain)
     yield from report_problems("WS-ROLES", role_problems(ctx.fusion))
 
 
