@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from dataclasses import dataclass, replace
 from typing import Iterator
 
@@ -239,12 +240,16 @@ def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) 
         return
     chosen = dict(need)
     weaker: list[str] = []  # "N % 2 == 0 (fails at N = 6)" for each weaker candidate tried
+    deadline = time.monotonic() + CANDIDATE_SECONDS
     fixed = _with_assumptions(ctx, chosen)
     if fixed is None or isinstance(fixed, str):
         return
+    def attempt(sym, d):  # past the time for the search, a candidate counts as not verified (sound, stronger)
+        return _with_assumptions(ctx, {**chosen, sym: d}) if time.monotonic() < deadline else None
+
     for sym in sorted(need, key=lambda s: s.name):
         candidates = [d for d in range(2, need[sym]) if need[sym] % d == 0][:MAX_CANDIDATES]
-        weakest, failed = _weakest(candidates, lambda d: _with_assumptions(ctx, {**chosen, sym: d}))
+        weakest, failed = _weakest(candidates, lambda d, sym=sym: attempt(sym, d))
         if weakest:
             chosen[sym], fixed = weakest
         weaker += [f"{sym.name} % {d} == 0 (fails at {at})" for d, at in sorted(failed.items())]
@@ -284,6 +289,9 @@ def _weakest(candidates: list[int], attempt) -> tuple[tuple[int, VerifyContext] 
 
 
 MAX_CANDIDATES = 12  # weaker assumptions tried per symbol (each verifies a copy of the fusion)
+# the search for weaker ones stops this long after the first copy started (a copy with tensor memory
+# verifies in seconds: its tcgen05 patterns searched again); the help then proposes the weakest verified so far
+CANDIDATE_SECONDS = 3.0
 CANDIDATE_SHRINK_SECONDS = 0.03  # a small size at which a weaker assumption fails, shown in the hint
 
 
