@@ -47,7 +47,10 @@ SHORT_KEYS = 512  # up to this many keys, the short-sequence configurations
 class AttentionConfig:
     """One schedule of recipes.attention.attention: `key_tile` keys a loop iteration (clamped to N
     rounded up to 16), the other fields its keywords; `persistent`: a persistent grid of
-    PERSISTENT_BLOCKS blocks where the shape has more row tiles than that (else one block a tile)."""
+    PERSISTENT_BLOCKS blocks where the shape has more row tiles than that (else one block a tile);
+    `per_head` (causal): a persistent grid of that many blocks a head (fewer where a head has fewer
+    row tiles); `q_stages`: Q loaded by the producer into that many stages where the grid is
+    persistent (else the consumers load it)."""
 
     name: str
     key_tile: int
@@ -59,13 +62,20 @@ class AttentionConfig:
     ping_pong: bool = False
     overlap: bool = False
     persistent: bool = False
+    per_head: int | None = None
+    q_stages: int = 1
 
     def keywords(self, tile: AttentionTile) -> dict:
         """attention()'s keywords at `tile`."""
-        tiles = tile.batch * tile.group * -(-tile.rows // (64 * self.warpgroups))
-        blocks = PERSISTENT_BLOCKS if self.persistent and not tile.causal and tiles > PERSISTENT_BLOCKS else None
+        heads, row_tiles = tile.batch * tile.group, -(-tile.rows // (64 * self.warpgroups))
+        blocks = None
+        if self.per_head and tile.causal:
+            blocks = heads * min(self.per_head, row_tiles)
+        elif self.persistent and not tile.causal and heads * row_tiles > PERSISTENT_BLOCKS:
+            blocks = PERSISTENT_BLOCKS
         return dict(warpgroups=self.warpgroups, stages=self.stages, producer=self.producer, registers=self.registers,
-                    in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks)
+                    in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks,
+                    q_stages=self.q_stages if blocks else 1)
 
 
 _WS = dict(warpgroups=2, producer=True, registers=(24, 240))
@@ -73,9 +83,13 @@ CONFIGS = {c.name: c for c in (
     # H200 (benchmarks/results/attention/h200.json): the fastest at the issue's long shapes ...
     AttentionConfig("kt128_wg2_ws3_r240_ip_ov_pst", 128, stages=3, in_place=True, overlap=True, persistent=True,
                     **_WS),  # head dim 128, 565-605 TFLOP/s
-    AttentionConfig("kt256_wg2_ws2_r240_ip", 256, stages=2, in_place=True, **_WS),  # head dim 64, 419-445
+    AttentionConfig("kt256_wg2_ws2_r240_ip_pst_q2", 256, stages=2, in_place=True, persistent=True, q_stages=2,
+                    **_WS),  # head dim 64, 454-469 (Q loaded by the producer)
+    AttentionConfig("kt256_wg2_ws2_r240_ip", 256, stages=2, in_place=True, **_WS),  # head dim 64, 426-459
     AttentionConfig("kt64_wg2_ws2_r240_ip", 64, stages=2, in_place=True, **_WS),  # head dims 192 and 256, 555
     AttentionConfig("kt128_wg2_ws2_r240", 128, stages=2, **_WS),  # causal head dim 128, 459-490
+    AttentionConfig("kt128_wg2_ws3_r240_ip_ph16_q2", 128, stages=3, in_place=True, per_head=16, q_stages=2,
+                    **_WS),  # causal head dim 64, 347
     AttentionConfig("kt128_s2", 128, stages=2),  # causal head dim 64, 328
     # ... at short sequences (S <= 256)
     AttentionConfig("kt128_wg2_ws2_r240_ip_pp", 128, stages=2, in_place=True, ping_pong=True, **_WS),
@@ -91,11 +105,12 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
     if wide > 128:
         names = ["kt64_wg2_ws2_r240_ip"]
     elif causal:
-        names = ["kt128_s2" if wide <= 64 else "kt128_wg2_ws2_r240", "kt128_wg2_ws2_r240"]
+        names = (["kt128_wg2_ws3_r240_ip_ph16_q2", "kt128_s2"] if wide <= 64 else []) + ["kt128_wg2_ws2_r240"]
     elif keys <= SHORT_KEYS:
         names = ["kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
     else:
-        names = ["kt256_wg2_ws2_r240_ip" if wide <= 64 else "kt128_wg2_ws3_r240_ip_ov_pst", "kt128_wg2_ws2_r240"]
+        names = (["kt256_wg2_ws2_r240_ip_pst_q2", "kt256_wg2_ws2_r240_ip"] if wide <= 64 else
+                 ["kt128_wg2_ws3_r240_ip_ov_pst"]) + ["kt128_wg2_ws2_r240"]
     names.append("kt64")
     return tuple(CONFIGS[n] for n in dict.fromkeys(names))
 

@@ -52,10 +52,12 @@ def close(got, want):
 
 @pytest.mark.parametrize("shape,causal,config", [
     ((2, 4, 4, 300, 300, 64), False, "kt128"),
-    ((2, 4, 4, 300, 300, 64), True, "kt128_s2"),
+    ((2, 4, 4, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 3 blocks a head of one row tile
+    ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 16 blocks a head of two, Q ahead
     ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240"),
     ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_pp"),
-    ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip"),
+    ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 10 row tiles: one block each
+    ((1, 32, 32, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 160: persistent, Q from the producer
     ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws3_r240_ip_ov_pst"),  # 288 row tiles: the persistent grid
     ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),
     ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip"),

@@ -24,9 +24,10 @@ def shapes(b, hq, hkv, m, n, d, dv=None):
 
 @pytest.mark.parametrize("call,causal,chosen", [
     (shapes(4, 32, 32, 4096, 4096, 128), False, "kt128_wg2_ws3_r240_ip_ov_pst"),
-    (shapes(8, 32, 32, 4096, 4096, 64), False, "kt256_wg2_ws2_r240_ip"),
+    (shapes(8, 32, 32, 4096, 4096, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # Q from the producer
+    (shapes(1, 4, 4, 1024, 1024, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 32 row tiles: not persistent
     (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240"),
-    (shapes(1, 4, 2, 300, 300, 64), True, "kt128_s2"),  # grouped heads, rows and keys past the tiles
+    (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # grouped heads, tails: 3 blocks a head
     (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip"),  # D != Dv, M < N
     (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_pp"),
     (shapes(1, 1, 1, 2, 2, 64), False, "kt128"),  # two queries, two keys: one key tile of 16
@@ -37,6 +38,10 @@ def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, c
     assert config.name == chosen == candidates(call[0][2], call[1][2], call[0][3], call[2][3], causal)[0].name
     assert kernel.report.ok and "wgmma.mma_async" in kernel.cuda_source
     assert entry.kernel(entry.problem(*call))[1] is kernel  # cached
+    tile = entry.problem(*call).tile(config, causal, None)
+    persistent = config.keywords(tile)["persistent"]
+    empties = kernel.cuda_source.count("unsigned long long tp_empty_T")  # a producer loop's empty mbarriers
+    assert empties == (2 if config.q_stages > 1 and persistent is not None else int(config.producer))
 
 
 def test_a_forced_configuration_the_verifier_rejects_is_named_with_its_rule():
