@@ -171,6 +171,22 @@ def _persistent_out_of_range(rng: random.Random, drawn: dict):
     return rng.choice([0, -2, True, 2.0])
 
 
+def _q_stages(rng: random.Random, drawn: dict) -> int:
+    """2 or 3 in half the draws with a producer and a persistent grid, else 1, drawn from the case's
+    parameters so far (`rng` untouched: the draws after it, the mutations, stay as they were)."""
+    if not (drawn["producer"] and drawn["persistent"]):
+        return 1
+    sub = random.Random("q_stages:" + repr(sorted(drawn.items())))
+    return 1 if sub.random() < 0.5 else sub.choice([2, 3])
+
+
+def _q_stages_out_of_range(rng: random.Random, drawn: dict):
+    """Q from the producer without a producer or a persistent grid (refused at the call), or no count."""
+    if not (drawn["producer"] and drawn["persistent"]):
+        return 2
+    return random.Random("q_stages:" + repr(sorted(drawn.items()))).choice([0, True, 2.0])
+
+
 KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
     Parameter("rows", _rows, _rows_out_of_range),
     Parameter("key_tile", lambda rng, _: 16 * rng.randint(1, 16),
@@ -208,6 +224,8 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
     Parameter("persistent", _persistent, _persistent_out_of_range),
     # the softmax's elementwise chain, P's cast and the row sum in one loop a thread, each alone, or the default
     Parameter("fused_softmax", lambda rng, _: rng.choice([None, True, False]), lambda rng, _: rng.choice([1, "yes", 0])),
+    # Q loaded by the producer over a persistent block's row tiles, in that many stages (1: the consumers load it)
+    Parameter("q_stages", _q_stages, _q_stages_out_of_range),
 )
 
 # One entry per recipe function: another recipe is one more line.
