@@ -244,6 +244,7 @@ def _combine(ctx: VerifyContext, found: list[tuple[RequiredSplit, Diagnostic]]) 
     fixed = _with_assumptions(ctx, chosen)
     if fixed is None or isinstance(fixed, str):
         return
+
     def attempt(sym, d):  # past the time for the search, a candidate counts as not verified (sound, stronger)
         return _with_assumptions(ctx, {**chosen, sym: d}) if time.monotonic() < deadline else None
 
