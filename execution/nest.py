@@ -24,7 +24,7 @@ from .circular import circular_access, is_register_copy, is_shared_copy, special
 from .derive import per_fusion
 from .loops import LoopGroup, execution_order, launched_loops, loop_groups, nest, statement_items
 from .ping_pong import insert_turns
-from .pipeline import insert_pipelines, isolate_circular_copies
+from .pipeline import insert_pipelines, isolate_circular_copies, release_read_ahead
 from .reduction import Phase
 from .rotation import RotationPlan, rotate
 from .skip import trip_counts
@@ -141,6 +141,8 @@ def place_syncs(tree: list, on_chip: set[str], hazards: Hazards, rotations: list
     for plan in rotations:
         rotate(tree, plan, hazards, on_chip, serial)
     insert_wgmma_waits(tree, hazards)
+    if rotations:
+        release_read_ahead(tree, hazards)  # a rotated loop's buffers read ahead released a step earlier
     insert_tcgen05_waits(tree, hazards)
     insert_store_completions(tree, stored, hazards)
     if stores:

@@ -72,7 +72,8 @@ from ..model.options import Pipelined, WarpSpecialized
 from ..model.tensor import TensorView
 from .circular import circular_axis, circular_tensors
 from .loops import copied_nest
-from .warp_roles import EMPTY_PREFIX, SpecializedLoop, StageEmptyWait, StageRelease, WarpRoles, release_lag, split_roles
+from .warp_roles import (EMPTY_PREFIX, SpecializedLoop, StageDrain, StageEmptyWait, StageRelease, WarpRoles, release_lag,
+                         split_roles)
 
 
 # -- the loop nest, pipelined --------------------------------------------------------------------
@@ -311,6 +312,68 @@ def insert_pipelines(tree: list, hazards: Hazards) -> None:
         split_roles(tree, specialized)
 
 
+def release_read_ahead(tree: list, hazards) -> None:
+    """In place, after the loops are rotated and the wgmma waits placed: in a rotated consumer
+    loop, the buffers read only by its rotated statements (each iteration's reads are the next
+    datum's, waited for within the iteration: attention's K, read by the next tile's Q K^T) get
+    empty mbarriers of their own, released at the top of each iteration for that iteration's
+    datum, whose reads ended in the iteration before (or before the loop, datum 0's); the other
+    buffers keep the loop's release point, with their own empty mbarriers. As nvFuser gives each
+    TMA load its mbarriers and arrives for the write-after-read after the tensor's last use
+    (device_lower/pass/circular_buffer.cpp), so the producer refills a stage of K an iteration
+    earlier than one release for both would let it. PIPELINE-RAW, -WAR and -PHASE prove the
+    result (each load's Timeline follows its own empty mbarriers)."""
+    roles = next((n for n in tree if isinstance(n, WarpRoles)), None)
+    if roles is None:
+        return
+    for at, (made, loop, empty, lag) in enumerate(roles.loops):
+        key = getattr(loop, "key", None)
+        own = [n for n in made.body if not isinstance(n, StageEmptyWait) and not _waits_elsewhere(n, empty)]
+        if not any(isinstance(n, Rotated) and n.loop_key == key for n in loop.body):
+            continue
+        loads = [(c, {a.writes: a.barrier for _, a, _ in statement_paths([c], hazards)}) for c in own]
+
+        def ahead_only(tensor) -> bool:
+            paths = [p for _, a, p in statement_paths(loop.body, hazards) if tensor in a.reads]
+            return bool(paths) and all(any(isinstance(sc[k], Rotated) and sc[k].loop_key == key for sc, k in p)
+                                       for p in paths)
+
+        early = [(c, bars) for c, bars in loads if bars and all(ahead_only(t) for t in bars)]
+        late = [(c, bars) for c, bars in loads if not any(c is e for e, _ in early)]
+        if not early or not late:
+            continue
+        first = EMPTY_PREFIX + next(iter(early[0][1].values())).removeprefix("tp_bar_")
+        second = EMPTY_PREFIX + next(iter(late[0][1].values())).removeprefix("tp_bar_")
+        wait = next(n for n in made.body if isinstance(n, StageEmptyWait) and n.barrier == empty)
+        nested = [n for n in made.body if not isinstance(n, StageEmptyWait) and _waits_elsewhere(n, empty)]
+        made.body[:] = ([StageEmptyWait(first, wait.stages, wait.why), *(c for c, _ in early),
+                         StageEmptyWait(second, wait.stages, wait.why), *(c for c, _ in late)] + nested)
+        for n in _walk(tree):
+            if isinstance(n, (StageRelease, StageDrain)) and n.barrier == empty:
+                n.barrier = second
+        loop.body.insert(0, StageRelease(first, wait.stages, 0, "this warpgroup's reads of datum i (the rotated "
+                                                               "statements' of the iteration before) are done: its "
+                                                               "stage may be refilled"))
+        producer = roles.body[0].body
+        drain = next(k for k, n in enumerate(producer) if isinstance(n, StageDrain) and n.barrier == second)
+        producer.insert(drain, StageDrain(first, wait.stages, producer[drain].why))
+        roles.loops[at] = (made, loop, second, lag)
+        roles.empty_of.update({b: first for _, bars in early for b in bars.values()})
+
+
+def _waits_elsewhere(n, empty: str) -> bool:
+    """Whether node n holds an empty wait on another mbarrier (a circular loop nested in this one)."""
+    return any(isinstance(c, StageEmptyWait) and c.barrier != empty for c in _walk(getattr(n, "body", None) or []))
+
+
+def _walk(nodes):
+    for n in nodes:
+        yield n
+        body = getattr(n, "body", None)
+        if isinstance(body, list):
+            yield from _walk(body)
+
+
 def _store_waits(rest: list, copies: list, hazards: Hazards, why: str) -> list:
     """A BulkStoreWait where a TMA store in `rest` reads the tensors `copies` fill (its reads of a
     stage end only at its issuing thread's cp.async.bulk.wait_group.read), else nothing."""
@@ -543,6 +606,7 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
     # the load's own circular loop: the innermost producer loop on its path (an outer one loads other data)
     depth = {id(p[0]): next((d for d, (sc, k) in enumerate(wp) if sc[k] is p[0]), -1) for p in roles.loops}
     made, loop, empty, _ = max(roles.loops, key=lambda p: depth[id(p[0])])
+    empty = roles.empty_of.get(barrier, empty)  # a buffer with empty mbarriers of its own (release_read_ahead)
     dp = next((d for d, (sc, k) in enumerate(wp) if sc[k] is made), None)
     dc = next((d for d, (sc, k) in enumerate(rp) if sc[k] is loop), None)
     if dp is None or dc is None or dp + 1 >= len(wp) or dc + 1 >= len(rp):
@@ -571,7 +635,7 @@ def specialized_timeline(tensor: str, reader: str, wp: Path, rp: Path, hazards: 
                 if on_path and _waits_after(n.body if hasattr(n, "body") else [], rp[level + 1][1]):
                     out.append(Event(Step.MMA_WAIT, 0, ahead=ahead))  # an inner loop's every iteration waits
             elif isinstance(n, StageRelease) and n.barrier == empty:
-                out.append(Event(Step.RELEASE, n.lag, n.stages))
+                out.append(Event(Step.RELEASE, n.lag, n.stages, ahead=ahead))  # rotated: for datum i + 1 - lag
             else:
                 out += [replace(e, ahead=ahead) for e in events_of(n, barrier)]
         return out
@@ -622,5 +686,5 @@ def _barrier_after(parent: list, at: int, async_read: bool, store_read: bool = F
     return any(isinstance(n, Sync) for n in after[start:])
 
 
-__all__ = ["Event", "Pipelined", "WarpSpecialized", "Prefetched", "Prologue", "Step", "Timeline", "circular_axis",
+__all__ = ["Event", "Pipelined", "release_read_ahead", "WarpSpecialized", "Prefetched", "Prologue", "Step", "Timeline", "circular_axis",
            "circular_tensors", "events_of", "in_prologue", "insert_pipelines", "specialized_timeline", "timeline"]

@@ -123,6 +123,7 @@ class WarpRoles:
     consumer_indices: int = 0  # the code generator's: the consumers' indices on spec.on (the producer's follow)
     producer_indices: int = 1  # the code generator's: the producer's indices on spec.on (hw/threads.py)
     repeats_itself = False
+    empty_of: dict = field(default_factory=dict)  # a load's full mbarriers -> its empty ones, where not its loop's
 
     @property
     def innermost(self) -> list:

@@ -67,21 +67,25 @@ def lower_roles(tree: list, fusion, mbarriers: list[MBarrier]) -> None:
     every_thread = any(r.every_thread for r in walk(consumer.body) if isinstance(r, StageRelease))
     releasers = roles.consumer_threads if every_thread else roles.consumer_threads // WARPGROUP
     consumers = release_arrivals(releasers, cluster_size(fusion))
-    for made, _, empty, _ in roles.loops:
-        copies = [n for n in _own(made.body, empty) if isinstance(n, TmaCopy)]
-        stages = max((n.circular[0] for n in copies if n.circular), default=1)
-        mbarriers.append(MBarrier(empty, consumers, ", ".join(sorted({c.smem for c in copies})), stages, empty=True))
+    for made, _, _, _ in roles.loops:
+        for empty, copies in _copies_by_empty(made.body).items():
+            stages = max((n.circular[0] for n in copies if n.circular), default=1)
+            mbarriers.append(MBarrier(empty, consumers, ", ".join(sorted({c.smem for c in copies})), stages, empty=True))
 
 
-def _own(nodes: list, empty: str):
-    """The nodes of a producer loop's body, not those of a circular loop inside it (a body that
-    waits on another empty mbarrier: Q's row-tile loop around K's and V's key-tile loop)."""
-    for n in nodes:
-        body = getattr(n, "body", None) or []
-        if any(isinstance(c, StageEmptyWait) and c.barrier != empty for c in body):
-            continue
-        yield n
-        yield from _own(body, empty)
+def _copies_by_empty(body: list) -> dict[str, list]:
+    """A producer loop's TMA copies by the empty mbarrier waited for before them (its body's
+    waits in order: a buffer with empty mbarriers of its own, execution/pipeline.py
+    release_read_ahead), not those of a circular loop inside it (a node that waits on empty
+    mbarriers itself: Q's row-tile loop around K's and V's key-tile loop)."""
+    out: dict[str, list] = {}
+    current = None
+    for n in body:
+        if isinstance(n, StageEmptyWait):
+            current = out.setdefault(n.barrier, [])
+        elif current is not None and not any(isinstance(c, StageEmptyWait) for c in walk(getattr(n, "body", None) or [])):
+            current += [c for c in walk([n]) if isinstance(c, TmaCopy)]
+    return out
 
 
 def lower_releases(tree: list, fusion, mbarriers: list[MBarrier]) -> None:

@@ -58,7 +58,7 @@ def close(got, want):
     ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_pp"),
     ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 10 row tiles: one block each
     ((1, 32, 32, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 160: persistent, Q from the producer
-    ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws3_r240_ip_ov_pst"),  # 288 row tiles: the persistent grid
+    ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 288 row tiles: the persistent grid
     ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),
     ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip"),
 ], ids=str)

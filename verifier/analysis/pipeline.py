@@ -274,23 +274,38 @@ def _specialized_free(tl: Timeline, context: z3.Context | None = None) -> Outcom
             (j + 1 + tl.body[waits[0]].pending, waits[0]) if waits else (None, None)
         fallback = final if final is not None else never
         done = fallback if it is None else z3.If(it < m.e, m.pos(it, at), fallback)
-    rel = tl.positions(Step.RELEASE)
-    lag = tl.body[rel[0]].pending if rel else 0
-    in_loop = z3.And(z3.BoolVal(bool(rel), m.ctx), j + lag < m.e)
-    tail_rel = next((t for t, e in enumerate(tl.tail) if e.step is Step.RELEASE), None)
-    in_tail = z3.BoolVal(False, m.ctx) if tail_rel is None else j >= m.e - tl.tail[tail_rel].pending
-    release = z3.If(in_loop, m.pos(j + lag, rel[0]) if rel else never,
-                    tail_at + tail_rel if tail_rel is not None else never)
+    release, in_loop, in_tail, before = _release_at(m, tl, j)
     p_wait = [k for k, e in enumerate(tl.producer) if e.step is Step.EMPTY_WAIT]
     p_issue = [k for k, e in enumerate(tl.producer) if e.step is Step.ISSUE]
     guarded = bool(p_wait) and bool(p_issue) and p_wait[0] < p_issue[0]
-    once = z3.If(in_loop, 1, 0) + z3.If(in_tail, 1, 0) == 1
-    claim = z3.And(z3.BoolVal(guarded, m.ctx), once, done >= (-m.w if counted else 0), done < release)
+    released = z3.If(in_loop, 1, 0) + z3.If(in_tail, 1, 0) + z3.If(before, 1, 0)
+    claim = z3.And(z3.BoolVal(guarded, m.ctx), released == 1, done >= (-m.w if counted else 0), done < release)
     m.facts += [j >= 0, j < m.e]
-    values = {"stage": j % tl.stages, "released": z3.If(in_loop, 1, 0) + z3.If(in_tail, 1, 0),
-              "release position": z3.If(z3.Or(in_loop, in_tail), release, never), "reads done at": done,
+    values = {"stage": j % tl.stages, "released": released,
+              "release position": z3.If(z3.Or(in_loop, in_tail, before), release, never), "reads done at": done,
               "refill waits for the release": m.val(int(guarded))}
     return m.prove([j], claim, values)
+
+
+def _release_at(m: _Model, tl: Timeline, datum):
+    """(position, in the loop, after it, before it) of the consumers' release of `datum`: the loop's
+    RELEASE in iteration datum + lag, or, in the rotated statements (ahead, for datum i + 1 -
+    lag: they run where i + 1 < E), in iteration datum + lag - 1, and for datum -lag + 0 in
+    their copy before the loop; else the tail's after the loop. The position is -1 where none."""
+    never = m.val(-1)
+    rel = tl.positions(Step.RELEASE)
+    event = tl.body[rel[0]] if rel else None
+    lag, shift = (event.pending, event.ahead) if event else (0, 0)
+    it = datum + lag - shift
+    in_loop = z3.And(z3.BoolVal(bool(rel), m.ctx), it >= 0, it + shift < m.e)
+    pro_rel = next((p for p, e in enumerate(tl.rotated) if e.step is Step.RELEASE), None)
+    before = z3.And(z3.BoolVal(bool(shift) and pro_rel is not None, m.ctx), it == -1)
+    tail_rel = next((t for t, e in enumerate(tl.tail) if e.step is Step.RELEASE), None)
+    in_tail = z3.BoolVal(False, m.ctx) if tail_rel is None else datum >= m.e - tl.tail[tail_rel].pending
+    release = z3.If(in_loop, m.pos(it, rel[0]) if rel else never,
+                    z3.If(before, m.val(-m.w + (pro_rel or 0)),
+                          m.e * m.w + tail_rel if tail_rel is not None else never))
+    return release, in_loop, in_tail, before
 
 
 def _rotated_at(m: _Model, tl: Timeline, datum, i: int, prologue_i: int | None):
@@ -410,11 +425,7 @@ def _phase_order(m: _Model, tl: Timeline, k):
         p_wait = [i for i, e in enumerate(tl.producer) if e.step is Step.EMPTY_WAIT]
         p_issue = [i for i, e in enumerate(tl.producer) if e.step is Step.ISSUE]
         guarded = bool(p_wait) and bool(p_issue) and p_wait[0] < p_issue[0]
-        rel = tl.positions(Step.RELEASE)
-        tail_rel = next((t for t, e in enumerate(tl.tail) if e.step is Step.RELEASE), None)
-        lag = tl.body[rel[0]].pending if rel else 0
-        release = z3.If(z3.And(z3.BoolVal(bool(rel), m.ctx), k + lag < m.e), m.pos(k + lag, rel[0]) if rel else m.val(-1),
-                        m.e * m.w + tail_rel if tail_rel is not None else m.val(-1))
+        release = _release_at(m, tl, k)[0]
         if not tl.ahead:
             return z3.And(z3.BoolVal(guarded, m.ctx), *[z3.And(release >= 0, m.pos(k, w) < release) for w in waits])
         # rotated: datum k's waits run in iteration k - 1 (before the loop for k = 0); and the release of k
