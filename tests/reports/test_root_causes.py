@@ -360,3 +360,19 @@ def test_a_vector_axis_shared_with_serial_loop_mates_names_serial():
                              "INLINE-PARALLEL-MATCH")
     assert "verified: T2.axis(0).parallelize(tp.ParallelType.Serial)" in cause.hint
     assert [d.code for d in report.errors if d.follows_from == cause.id] == ["VECTORIZE-WIDTH"]
+
+
+def test_an_instruction_tile_reordered_away_from_the_innermost_names_the_reorder_back():
+    """Fuzz seed 120 case 129: a tcgen05 accumulator's loop reordered so that its instruction tile
+    is no longer innermost (T2.reorder([2, 3, 0, 1])): MMA-SHAPE, and the tensor-memory load from it
+    matches no tcgen05 pattern, two blocks. MMA-SHAPE proposes the reorder that moves the three Mma
+    axes back behind the others (in the order that verifies), and the load follows from it."""
+    fusion = example_module("valid", "tcgen05").tcgen05_k_steps_in_a_swizzled_row("B128")
+    fusion.tensor("T2").reorder([2, 3, 0, 1])
+    report = tp.verify(fusion, "sm_100a")
+    cause = report.diagnostics[0]
+    assert cause.code == "MMA-SHAPE" and cause.id is not None
+    assert "verified: T2.reorder({2: 0, 3: 1, 0: 2, 1: 3}) moves the instruction's tile back" in cause.hint
+    assert [(d.code, d.follows_from) for d in report.errors[1:]] == [("TMEM-ACCESS-PATTERN", cause.id)]
+    fusion.tensor("T2").reorder({2: 0, 3: 1, 0: 2, 1: 3})  # the proposed call, on the schedule as written
+    assert tp.verify(fusion, "sm_100a").ok

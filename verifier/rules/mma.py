@@ -9,6 +9,7 @@ proved there with THREAD-VISIBILITY's query. REDUCTION-K proves the products pas
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Iterator
 
 import z3
@@ -27,7 +28,7 @@ from ...hw.mma_schedule import mma_output_allocation
 from ...model.errors import ScheduleError
 from ...model.types import ParallelType
 from ..analysis.visibility import check_claims
-from ..causes import fix_holds, propose_fix, propose_memory_types, propose_retype
+from ..causes import fix_holds, propose_change, propose_fix, propose_memory_types, propose_retype
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems, report_values
@@ -131,13 +132,38 @@ def mma_shape(ctx: VerifyContext) -> Iterator[Diagnostic]:
         t = ctx.fusion.tensor(d.tensor) if d.tensor else None
         tile = range(len(t.loop) - INSTRUCTION_AXES, len(t.loop)) if t is not None else range(0)
         others = [k for k in tile if t.loop[k].parallel_type is not ParallelType.Mma]
+        # the instruction tile's three axes moved away from the innermost (a reorder): moved back, verified
+        moved = _mma_axes_innermost(ctx, d, t.name) if d.id is None and t is not None else None
+        if moved is not None:
+            d.hint += f"; verified: {moved} moves the instruction's tile back to the innermost axes"
         # one axis of the instruction tile given another type (a parallelize over Mma): Mma back, verified
-        if d.id is None and len(others) == 1 and len(t.loop) >= INSTRUCTION_AXES:
+        elif d.id is None and len(others) == 1 and len(t.loop) >= INSTRUCTION_AXES:
             call = propose_retype(ctx, d, [(t.name, others[0], ParallelType.Mma)], ["MMA-SHAPE"], ["MMA-SHAPE"],
                                   mates_first=False)
             if call is not None:
                 d.hint += f"; verified: {call} makes the three innermost axes the instruction's tile again"
         yield d
+
+
+SHAPE_CODES = ("MMA-SHAPE", "MMA-ACCUM-LAYOUT", "TCGEN05-ACCUMULATOR")  # what a reordered tile must pass
+
+
+def _mma_axes_innermost(ctx: VerifyContext, d: Diagnostic, name: str) -> str | None:
+    """A reorder of the schedule as written that moves the tensor's three Mma axes behind the others
+    (a reorder that moved them in front), in the first order of the three (their own order first)
+    whose copy passes SHAPE_CODES, proposed on d; the call, or None."""
+    if ctx.source is None:  # a fix's copy (verify's snapshot only: its loop-mates' types given to the axes)
+        return None
+    loop = ctx.source.tensor(name).get_loop_domain()
+    tile = [k for k, i in enumerate(loop) if i.parallel_type is ParallelType.Mma]
+    if len(tile) != INSTRUCTION_AXES or tile == list(range(len(loop) - INSTRUCTION_AXES, len(loop))):
+        return None
+    rest = [k for k in range(len(loop)) if k not in tile]
+    for ordered in itertools.permutations(tile):
+        moves = {old: new for new, old in enumerate(rest + list(ordered)) if old != new}
+        if propose_change(ctx, d, lambda fusion, moves=moves: fusion.tensor(name).reorder(moves), SHAPE_CODES):
+            return f"{name}.reorder({moves})"
+    return None
 
 
 @rule("MMA-WARP-COLLECTIVE", family="mma")
