@@ -376,3 +376,19 @@ def test_an_instruction_tile_reordered_away_from_the_innermost_names_the_reorder
     assert [(d.code, d.follows_from) for d in report.errors[1:]] == [("TMEM-ACCESS-PATTERN", cause.id)]
     fusion.tensor("T2").reorder({2: 0, 3: 1, 0: 2, 1: 3})  # the proposed call, on the schedule as written
     assert tp.verify(fusion, "sm_100a").ok
+
+
+def test_a_bulk_copy_inlined_into_its_box_names_the_inlining_left_of_it():
+    """Fuzz seed 120 case 390: a TMA load inlined past its box's axes (T1.inline_at(4)): its Bulk axes
+    share loops with the consumer's, and the box, its contiguity, alignment and the issuing threads
+    break with it, eight blocks. LOWERING-SUPPORTED proposes the deepest inlining left of the box that
+    verifies (position 2 would still share the consumer's thread loop: 1), and the rest follow."""
+    fusion = example_module("valid", "lowering").tma_load_from_one_thread()
+    fusion.tensor("T1").inline_at(4)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "LOWERING-SUPPORTED" and cause.id is not None
+    assert cause.hint.startswith("T1.inline_at(1) (verified: with it, LOWERING-SUPPORTED holds)")
+    assert all(d.follows_from == cause.id for d in report.errors[1:]) and len(report.errors) == 8
+    fusion.tensor("T1").inline_at(1)
+    assert tp.verify(fusion, "sm_90a").ok

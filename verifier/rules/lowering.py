@@ -14,7 +14,7 @@ from ...execution.conditions import lowering as conditions
 from ...execution import loops
 from ...execution.nest import placed_nest
 from ...model.types import ParallelType
-from ..causes import propose_memory_types, propose_retype, unbound_type
+from ..causes import propose_change, propose_memory_types, propose_retype, unbound_type
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems
@@ -491,6 +491,7 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: none, structural: only the ops and features listed above are used
     found = list(conditions.unsupported_features(ctx.fusion))
+    inlined: set[str] = set()  # bulk copies whose inlining a fix was tried for (one per tensor)
     for p, d in zip(found, report_problems("LOWERING-SUPPORTED", found)):
         # a copy's destination in the wrong memory (cp.async into global) is often an intermediate
         # there too: the one call that puts it back is the cause, where it is the fix
@@ -498,4 +499,27 @@ def lowering_supported(ctx: VerifyContext) -> Iterator[Diagnostic]:
             name, memory = p.memory
             d.hint = (f"{name}.set_memory_type(tp.MemoryType.{memory.name}) (verified: with it, LOWERING-SUPPORTED "
                       f"holds); otherwise: {d.hint}")
+        elif "loops_sharing" in p.values and p.tensor not in inlined:
+            inlined.add(p.tensor)  # a bulk copy inlined past its box's first axis: inlined left of it
+            call = _inline_left_of_box(ctx, d, p.tensor)
+            if call is not None:
+                d.hint = f"{call} (verified: with it, LOWERING-SUPPORTED holds); {d.hint}"
         yield d
+
+
+def _inline_left_of_box(ctx: VerifyContext, d: Diagnostic, name: str) -> str | None:
+    """`name`.inline_at(k) for the deepest k at or left of the first Bulk axis of the schedule as
+    written whose copy has no LOWERING-SUPPORTED error (a loop left of the box may be a thread's
+    of the consumer: the load would be issued by each of those threads), proposed on d; the
+    call, or None."""
+    if ctx.source is None:  # a fix's copy
+        return None
+    tv = ctx.source.tensor(name)
+    box = next((k for k, i in enumerate(tv.get_loop_domain()) if i.parallel_type is ParallelType.Bulk), None)
+    if box is None or tv.compute_at <= box:
+        return None
+    for k in range(box, -1, -1):
+        if propose_change(ctx, d, lambda fusion, k=k: fusion.tensor(name).inline_at(k), ["LOWERING-SUPPORTED"]):
+            return f"{name}.inline_at({k})"
+    return None
+
