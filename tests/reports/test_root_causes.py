@@ -392,3 +392,17 @@ def test_a_bulk_copy_inlined_into_its_box_names_the_inlining_left_of_it():
     assert all(d.follows_from == cause.id for d in report.errors[1:]) and len(report.errors) == 8
     fusion.tensor("T1").inline_at(1)
     assert tp.verify(fusion, "sm_90a").ok
+
+
+def test_a_block_index_taken_from_a_consumer_names_the_parallelize_that_gives_it_back():
+    """Fuzz seed 125 case 145: the consumer of a shared tile that each block fills had its BIDx axis
+    made Unroll: each block reads every block's rows (SMEM-BLOCK-VISIBILITY) and the unrolled loop
+    repeats 4096 statements (UNROLL-LENGTH), two blocks. SMEM-BLOCK-VISIBILITY proposes binding the
+    consumer's axis that maps to the producer's BIDx axis to BIDx again, verified; the length follows."""
+    fusion = example_module("valid", "tma_smem").swizzle_128b_narrow_row_padded()
+    fusion.tensor("T2").axis(1).parallelize(tp.ParallelType.Unroll)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "SMEM-BLOCK-VISIBILITY" and cause.id is not None
+    assert cause.hint.startswith("T2.axis(1).parallelize(tp.ParallelType.BIDx) (verified")
+    assert [(d.code, d.follows_from) for d in report.errors[1:]] == [("UNROLL-LENGTH", cause.id)]

@@ -13,6 +13,7 @@ from ...execution.statements import bound_types
 from ...model.fusion import Op
 from ...model.mma_op import ELEMENT_VARS
 from ...model.types import MemoryType
+from ..causes import propose_change
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, when_clause
@@ -97,12 +98,39 @@ def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, whe
                 f"{producer.name}'s (tp.parallelize_all_like({producer.name}))")
     if claim.code in ("MMA-OPERAND-LAYOUT", "MMA-ACCUM-LAYOUT"):
         return _fragment_misread(ctx, op, k, claim, proof, where, element, problem, notes, sizes, point)
-    return finding(
+    d = finding(
         claim.code,
         f"{consumer.name} reads {producer.name}[{element}] in the {owner} with {reader}{when_clause(sizes)}, "
         f"but {problem}",
         notes=notes, counterexample={**sizes, **point, **v}, hint=hint, **where,
     )
+    call = _block_indices_back(ctx, d, producer, consumer, unbound) if owner == "block" and unbound else None
+    if call is not None:
+        d.hint = f"{call} (verified: with it, {claim.code} holds); otherwise: {d.hint}"
+    return d
+
+
+def _block_indices_back(ctx: VerifyContext, d: Diagnostic, producer, consumer, unbound: list) -> str | None:
+    """The parallelize calls binding, for each block index in `unbound`, the consumer's one axis
+    that maps (exactly) to the producer's axis on that index, proposed on d where a copy of the
+    schedule as written with them has no finding of d's rule: the calls, or None."""
+    if ctx.source is None:  # a fix's copy
+        return None
+    moves = []
+    for p in unbound:
+        theirs = [i for i in producer.loop if i.parallel_type is p and not i.is_broadcast]
+        mine = [j for j, i in enumerate(consumer.loop) if theirs and ctx.idmap.same(i, theirs[0])]
+        if len(theirs) != 1 or len(mine) != 1:
+            return None
+        moves.append((mine[0], p))
+
+    def change(fusion) -> None:
+        for j, p in moves:
+            fusion.tensor(consumer.name).axis(j).parallelize(p)
+
+    if not propose_change(ctx, d, change, [d.code]):
+        return None
+    return "; ".join(f"{consumer.name}.axis({j}).parallelize(tp.ParallelType.{p.name})" for j, p in moves)
 
 
 def _fragment_misread(ctx, op: Op, k: int, claim: Claim, proof: Proof, where: dict, element: str, problem: str,
