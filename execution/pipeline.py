@@ -73,7 +73,7 @@ from ..model.tensor import TensorView
 from .circular import circular_axis, circular_tensors
 from .loops import copied_nest
 from .warp_roles import (EMPTY_PREFIX, SpecializedLoop, StageDrain, StageEmptyWait, StageRelease, WarpRoles, release_lag,
-                         split_roles)
+                         split_roles, walk_nodes)
 
 
 # -- the loop nest, pipelined --------------------------------------------------------------------
@@ -328,9 +328,9 @@ def release_read_ahead(tree: list, hazards) -> None:
         return
     for at, (made, loop, empty, lag) in enumerate(roles.loops):
         key = getattr(loop, "key", None)
-        own = [n for n in made.body if not isinstance(n, StageEmptyWait) and not _waits_elsewhere(n, empty)]
         if not any(isinstance(n, Rotated) and n.loop_key == key for n in loop.body):
             continue
+        own = [n for n in made.body if not isinstance(n, StageEmptyWait) and not _waits_elsewhere(n, empty)]
         loads = [(c, {a.writes: a.barrier for _, a, _ in statement_paths([c], hazards)}) for c in own]
 
         def ahead_only(tensor) -> bool:
@@ -348,7 +348,7 @@ def release_read_ahead(tree: list, hazards) -> None:
         nested = [n for n in made.body if not isinstance(n, StageEmptyWait) and _waits_elsewhere(n, empty)]
         made.body[:] = ([StageEmptyWait(first, wait.stages, wait.why), *(c for c, _ in early),
                          StageEmptyWait(second, wait.stages, wait.why), *(c for c, _ in late)] + nested)
-        for n in _walk(tree):
+        for n in walk_nodes(tree):
             if isinstance(n, (StageRelease, StageDrain)) and n.barrier == empty:
                 n.barrier = second
         loop.body.insert(0, StageRelease(first, wait.stages, 0, "this warpgroup's reads of datum i (the rotated "
@@ -363,15 +363,7 @@ def release_read_ahead(tree: list, hazards) -> None:
 
 def _waits_elsewhere(n, empty: str) -> bool:
     """Whether node n holds an empty wait on another mbarrier (a circular loop nested in this one)."""
-    return any(isinstance(c, StageEmptyWait) and c.barrier != empty for c in _walk(getattr(n, "body", None) or []))
-
-
-def _walk(nodes):
-    for n in nodes:
-        yield n
-        body = getattr(n, "body", None)
-        if isinstance(body, list):
-            yield from _walk(body)
+    return any(isinstance(c, StageEmptyWait) and c.barrier != empty for c in walk_nodes(getattr(n, "body", None) or []))
 
 
 def _store_waits(rest: list, copies: list, hazards: Hazards, why: str) -> list:

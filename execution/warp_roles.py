@@ -130,9 +130,17 @@ class WarpRoles:
         """The `loops` entries whose consumer loop holds no other's (where loops nest, Q's over the
         row tiles around K's and V's over the key tiles, the inner one: its iterations issue the
         wgmma batches)."""
-        def holds(node, target) -> bool:
-            return any(c is target or holds(c, target) for c in getattr(node, "body", None) or [])
-        return [p for p in self.loops if not any(q is not p and holds(p[1], q[1]) for q in self.loops)]
+        return [p for p in self.loops
+                if not any(q is not p and any(n is q[1] for n in walk_nodes(p[1].body)) for q in self.loops)]
+
+
+def walk_nodes(nodes: list):
+    """Every node of `nodes` and of the bodies nested in them, in order."""
+    for n in nodes:
+        yield n
+        body = getattr(n, "body", None)
+        if isinstance(body, list):
+            yield from walk_nodes(body)
 
 
 @dataclass
@@ -257,6 +265,6 @@ def register_pool(inner: int, consumers: int, padding: int = 1) -> dict:
             "entry": registers_per_thread(threads) // REGISTER_STEP * REGISTER_STEP}
 
 
-__all__ = ["EMPTY_PREFIX", "register_pool", "registers_per_thread", "role_implied", "role_padding", "role_threads",
+__all__ = ["EMPTY_PREFIX", "register_pool", "walk_nodes", "registers_per_thread", "role_implied", "role_padding", "role_threads",
            "specialized_tensors", "Role", "SpecializedLoop", "StageDrain", "StageEmptyWait", "StageRelease",
            "WarpRoles", "release_lag", "split_roles"]
