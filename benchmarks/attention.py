@@ -115,6 +115,19 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg2_ws2_r240_ph4_q2", 128, {**_R240, "stages": 2, "per_head": 4, "q_stages": 2}),
            ("kt128_wg2_ws3_r240_ip_ph16_q2", 128, {**_R240, "stages": 3, "in_place": True, "per_head": 16,
                                                     "q_stages": 2}),
+           # after K's early release (pipeline.release_read_ahead): the two-stage overlap beside Q ahead, causal and at
+           # head dims 64 and 256
+           ("kt256_wg2_ws2_r240_ip_ph16_q2", 256, {**_R240, "stages": 2, "in_place": True, "per_head": 16,
+                                                    "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ip_ov_ph8_q2", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                      "per_head": 8, "q_stages": 2}),
+           ("kt64_wg2_ws2_r240_ip_ov_pst", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                 "persistent": 128}),
+           ("kt64_wg2_ws2_r240_ip_pst", 64, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
+           ("kt64_wg2_ws2_r240_ip_ov_ph16", 64, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                  "per_head": 16}),
+           ("kt128_wg2_ws2_r240_ip_pst_q2", 128, {**_R240, "stages": 2, "in_place": True, "persistent": 128,
+                                                   "q_stages": 2}),
            # persistent over each head's row tiles (causal too): as many blocks as heads times per_head, block x
            # of a head computing its row tiles x, x + per_head, ..; at one block a head (per_head 1) the blocks
            # run 128 heads at once and K / V leave L2 (docs/attention.md#a-persistent-causal-grid)

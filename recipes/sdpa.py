@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections import OrderedDict
 
 import tileproof as tp
@@ -82,13 +83,20 @@ _WS = dict(warpgroups=2, producer=True, registers=(24, 240))
 CONFIGS = {c.name: c for c in (
     # H200 (benchmarks/results/attention/h200.json): the fastest at the issue's long shapes ...
     AttentionConfig("kt128_wg2_ws2_r240_ip_ov_pst_q2", 128, stages=2, in_place=True, overlap=True, persistent=True,
-                    q_stages=2, **_WS),  # head dim 128, 573-604 TFLOP/s (Q from the producer, K released early)
+                    q_stages=2, **_WS),  # head dim 128, 566-601 TFLOP/s (Q from the producer, K released early);
+    # at S <= 512 also head dim 64: 133-300 (0.75-0.85 of cuDNN, where 64-key tiles or no producer ran 0.57-0.76)
     AttentionConfig("kt128_wg2_ws3_r240_ip_ov_pst", 128, stages=3, in_place=True, overlap=True, persistent=True,
                     **_WS),  # head dim 128, 565-605 TFLOP/s the run before K was released early
     AttentionConfig("kt256_wg2_ws2_r240_ip_pst_q2", 256, stages=2, in_place=True, persistent=True, q_stages=2,
                     **_WS),  # head dim 64, 454-469 (Q loaded by the producer)
     AttentionConfig("kt256_wg2_ws2_r240_ip", 256, stages=2, in_place=True, **_WS),  # head dim 64, 426-459
-    AttentionConfig("kt64_wg2_ws2_r240_ip", 64, stages=2, in_place=True, **_WS),  # head dims 192 and 256, 555
+    AttentionConfig("kt64_wg2_ws2_r240_ip_ov_pst", 64, stages=2, in_place=True, overlap=True, persistent=True,
+                    **_WS),  # head dims 192 and 256, 577 (the overlap after K's early release)
+    AttentionConfig("kt64_wg2_ws2_r240_ip_ov", 64, stages=2, in_place=True, overlap=True,
+                    **_WS),  # causal head dims 192 and 256, 481
+    AttentionConfig("kt64_wg2_ws2_r240_ip", 64, stages=2, in_place=True, **_WS),  # head dims 192 and 256, 543-555
+    AttentionConfig("kt128_wg2_ws2_r240_ip_ov_ph16_q2", 128, stages=2, in_place=True, overlap=True, per_head=16,
+                    q_stages=2, **_WS),  # causal head dim 128, 468
     AttentionConfig("kt128_wg2_ws2_r240", 128, stages=2, **_WS),  # causal head dim 128, 459-490
     AttentionConfig("kt128_wg2_ws3_r240_ip_ph16_q2", 128, stages=3, in_place=True, per_head=16, q_stages=2,
                     **_WS),  # causal head dim 64, 347
@@ -105,11 +113,12 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
     """The configurations to try at a shape, in order (the first that verifies runs)."""
     wide = max(head_dim, value_dim)
     if wide > 128:
-        names = ["kt64_wg2_ws2_r240_ip"]
+        names = ["kt64_wg2_ws2_r240_ip_ov" if causal else "kt64_wg2_ws2_r240_ip_ov_pst", "kt64_wg2_ws2_r240_ip"]
     elif causal:
-        names = (["kt128_wg2_ws3_r240_ip_ph16_q2", "kt128_s2"] if wide <= 64 else []) + ["kt128_wg2_ws2_r240"]
+        names = (["kt128_wg2_ws3_r240_ip_ph16_q2", "kt128_s2"] if wide <= 64 else
+                 ["kt128_wg2_ws2_r240_ip_ov_ph16_q2"]) + ["kt128_wg2_ws2_r240"]
     elif keys <= SHORT_KEYS:
-        names = ["kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
+        names = ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
     else:
         names = (["kt256_wg2_ws2_r240_ip_pst_q2", "kt256_wg2_ws2_r240_ip"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128_wg2_ws3_r240_ip_ov_pst"]) + ["kt128_wg2_ws2_r240"]
@@ -263,30 +272,45 @@ class Attention:
 
     def kernel(self, problem: Problem) -> tuple[AttentionConfig, tp.Kernel]:
         """The configuration and kernel this entry runs at `problem`: the first candidate that
-        verifies (or the forced one), compiled on first use and kept (LRU)."""
+        verifies and compiles without register spills (ptxas spills some at sequence tails that the
+        measured shapes do not have), else the first that verifies, with its PerformanceWarning (or
+        the forced one, as it compiles), compiled on first use and kept (LRU)."""
         found = self._kernels.get(problem)
         if found is not None:
             self._kernels.move_to_end(problem)
             return found
         configs = (self.config,) if self.config is not None else candidates(
             problem.rows, problem.keys, problem.head_dim, problem.value_dim, self.is_causal)
-        rejected = []
+        rejected, spilling = [], None
         for config in configs:
             tile = problem.tile(config, self.is_causal, self.scale)
             try:  # tp.compile verifies first: a rejected configuration is never lowered or compiled
-                kernel = tp.compile(attention(tile, lse=self.lse, **config.keywords(tile)), self.target)
+                with warnings.catch_warnings(record=True) as told:
+                    warnings.simplefilter("always")
+                    kernel = tp.compile(attention(tile, lse=self.lse, **config.keywords(tile)), self.target)
             except tp.ScheduleRejected as e:
                 rejected.append(f"{config.name}: {', '.join(e.report.codes)}")
                 continue
             except tp.ScheduleError as e:  # the recipe refused the configuration at this shape
                 rejected.append(f"{config.name}: {e}")
                 continue
-            found = self._kernels[problem] = (config, kernel)
-            while len(self._kernels) > self.cache_size:
-                self._kernels.popitem(last=False)
-            return found
+            if kernel.resources is not None and kernel.resources.spills and config is not configs[-1]:
+                spilling = spilling or (config, kernel, told)
+                continue
+            return self._keep(problem, config, kernel, told)
+        if spilling is not None:
+            return self._keep(problem, *spilling)
         raise tp.InputError(f"sdpa: no configuration verifies at {problem} for {self.target} ("
                             + "; ".join(rejected) + "); tp.verify(recipes.attention.attention(...)) shows why")
+
+    def _keep(self, problem: Problem, config: AttentionConfig, kernel: tp.Kernel, told) -> tuple:
+        """(config, kernel) cached for `problem`, the warnings its compile gave passed on."""
+        for w in told:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        found = self._kernels[problem] = (config, kernel)
+        while len(self._kernels) > self.cache_size:
+            self._kernels.popitem(last=False)
+        return found
 
     def _checked(self, q, k, v, address: bool = True) -> Problem:
         _check_tensor("q", q, getattr(q, "device", None), address)

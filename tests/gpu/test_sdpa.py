@@ -51,16 +51,23 @@ def close(got, want):
 
 
 @pytest.mark.parametrize("shape,causal,config", [
-    ((2, 4, 4, 300, 300, 64), False, "kt128"),
+    ((2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 24 row tiles: one block each
+    ((8, 16, 16, 256, 256, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 256 row tiles: persistent, Q ahead
+    ((1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # one key tile of 16
     ((2, 4, 4, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 3 blocks a head of one row tile
     ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 16 blocks a head of two, Q ahead
-    ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240"),
-    ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_pp"),
+    ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240"),  # the first candidate spills at this tail: the next
+    ((1, 4, 2, 256, 256, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 2 blocks a head of one row tile
+    ((1, 2, 2, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head of two
+    ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),
     ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 10 row tiles: one block each
     ((1, 32, 32, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 160: persistent, Q from the producer
     ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 288 row tiles: the persistent grid
-    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),
-    ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip"),
+    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),  # the overlap spills at this tail
+    ((1, 2, 2, 512, 512, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
+    ((2, 4, 4, 1024, 1024, 256), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # 64 row tiles: one block each
+    ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),
+    ((1, 32, 32, 1024, 1024, 256), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # 256 row tiles: persistent
 ], ids=str)
 def test_each_shape_class_matches_sdpa(shape, causal, config):
     q, k, v = operands(*shape)

@@ -6,6 +6,7 @@ causal mask is refused where it differs from the kernel's, and the kernel cache 
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections import OrderedDict
 
 import pytest
@@ -26,11 +27,13 @@ def shapes(b, hq, hkv, m, n, d, dv=None):
     (shapes(4, 32, 32, 4096, 4096, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),
     (shapes(8, 32, 32, 4096, 4096, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # Q from the producer
     (shapes(1, 4, 4, 1024, 1024, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 32 row tiles: not persistent
-    (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240"),
+    (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head, Q ahead
     (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # grouped heads, tails: 3 blocks a head
-    (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip"),  # D != Dv, M < N
-    (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_pp"),
-    (shapes(1, 1, 1, 2, 2, 64), False, "kt128"),  # two queries, two keys: one key tile of 16
+    (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # D != Dv, M < N: 4 row tiles
+    (shapes(1, 4, 4, 1024, 1024, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
+    (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 1024 row tiles: persistent
+    (shapes(2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 24 row tiles: one block each
+    (shapes(1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # two queries, two keys: a key tile of 16
 ], ids=lambda x: "x".join(map(str, x[0])) if isinstance(x, tuple) else str(x))
 def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, causal, chosen):
     entry = Attention(is_causal=causal)
@@ -41,8 +44,10 @@ def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, c
     tile = entry.problem(*call).tile(config, causal, None)
     persistent = config.keywords(tile)["persistent"]
     empties = kernel.cuda_source.count("unsigned long long tp_empty_T")  # a producer loop's empty mbarriers
-    # the loop's, Q's (loaded by the producer over the row tiles), K's (read ahead by the overlap: its own)
-    assert empties == int(config.producer) + (config.q_stages > 1 and persistent is not None) + int(config.overlap)
+    # the loop's, Q's (loaded by the producer over the row tiles), K's (read ahead by the overlap: its own,
+    # where the loop has a next key tile to read ahead)
+    ahead = config.overlap and tile.keys > tile.tile_keys
+    assert empties == int(config.producer) + (config.q_stages > 1 and persistent is not None) + int(ahead)
 
 
 def test_a_forced_configuration_the_verifier_rejects_is_named_with_its_rule():
@@ -64,6 +69,30 @@ def test_a_rejected_candidate_gives_way_to_the_next(monkeypatch):
     entry = Attention()
     config, _ = entry.kernel(entry.problem(*shapes(1, 1, 1, 512, 512, 128)))
     assert config.name == "kt64"
+
+
+def test_a_candidate_that_spills_gives_way_to_the_next_without_a_warning():
+    """Causal head dim 128 at 200 queries and keys: ptxas spills the first candidate's registers
+    (the overlap's tail predicates), so the entry runs the next, which does not, and says nothing;
+    a configuration forced on it runs as it compiles, its PerformanceWarning passed on."""
+    call = shapes(1, 4, 2, 200, 200, 128)
+    first = candidates(200, 200, 128, 128, True)[0]
+    with pytest.warns(tp.PerformanceWarning, match="spilled registers"):
+        config, kernel = Attention(is_causal=True, config=first).kernel(Attention(is_causal=True).problem(*call))
+    assert config is first and kernel.resources.spills
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config, kernel = Attention(is_causal=True).kernel(Attention(is_causal=True).problem(*call))
+    assert config.name == "kt128_wg2_ws2_r240" and not kernel.resources.spills
+
+
+def test_when_every_candidate_spills_the_first_runs_with_its_warning(monkeypatch):
+    spills = candidates(200, 200, 128, 128, True)[0]
+    monkeypatch.setattr(module, "candidates", lambda *a: (spills, spills))
+    with pytest.warns(tp.PerformanceWarning, match="spilled registers"):
+        config, kernel = Attention(is_causal=True).kernel(Attention(is_causal=True).problem(*shapes(1, 4, 2, 200, 200,
+                                                                                                       128)))
+    assert config is spills and kernel.resources.spills
 
 
 @pytest.mark.parametrize("call,message", [
@@ -161,7 +190,8 @@ def test_bad_tensors_get_input_errors_naming_them(change, message):
 def test_the_kernel_cache_and_the_entries_are_bounded(monkeypatch):
     entry = Attention(cache_size=2)
     made = []
-    monkeypatch.setattr(module.tp, "compile", lambda fusion, target: made.append(fusion) or object())
+    compiled = type("Compiled", (), {"resources": None})  # a kernel ptxas gave no resources of (none spilled)
+    monkeypatch.setattr(module.tp, "compile", lambda fusion, target: made.append(fusion) or compiled())
     for m in (64, 128, 64, 256):
         entry.kernel(entry.problem(*shapes(1, 1, 1, m, m, 64)))
     assert len(made) == 3 and len(entry._kernels) == 2  # 64 reused, then dropped for 256 (least recent: 128)
