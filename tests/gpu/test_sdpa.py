@@ -60,7 +60,7 @@ def close(got, want):
     ((1, 4, 2, 256, 256, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 2 blocks a head of one row tile
     ((1, 2, 2, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head of two
     ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),
-    ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 10 row tiles: one block each
+    ((1, 2, 2, 600, 700, 64), False, "kt128_wg2_ws2_r240"),  # 10 row tiles, one block each: 256-key tiles spill
     ((1, 32, 32, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 160: persistent, Q from the producer
     ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 288 row tiles: the persistent grid
     ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),  # the overlap spills at this tail
