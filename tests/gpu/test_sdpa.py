@@ -7,6 +7,7 @@ graph capture; bad tensors get InputErrors."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
@@ -19,6 +20,7 @@ import torch.nn.functional as F  # noqa: E402
 import tileproof as tp  # noqa: E402
 from tileproof.recipes import Attention, sdpa  # noqa: E402
 from tileproof.recipes.attention import causal_mask  # noqa: E402
+from tileproof.recipes.sdpa import candidates  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -56,14 +58,14 @@ def close(got, want):
     ((1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # one key tile of 16
     ((2, 4, 4, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 3 blocks a head of one row tile
     ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 16 blocks a head of two, Q ahead
-    ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240"),  # the first candidate spills at this tail: the next
+    ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # spills 8 bytes at this tail: it runs
     ((1, 4, 2, 256, 256, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 2 blocks a head of one row tile
     ((1, 2, 2, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head of two
     ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),
     ((1, 2, 2, 600, 700, 64), False, "kt128_wg2_ws2_r240"),  # 10 row tiles, one block each: 256-key tiles spill
     ((1, 32, 32, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 160: persistent, Q from the producer
     ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 288 row tiles: the persistent grid
-    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),  # the overlap spills at this tail
+    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),  # the overlap spills 72 bytes at this tail: the next
     ((1, 2, 2, 512, 512, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
     ((2, 4, 4, 1024, 1024, 256), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # 64 row tiles: one block each
     ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),
@@ -78,6 +80,39 @@ def test_each_shape_class_matches_sdpa(shape, causal, config):
     close(out, want)
     if q.shape[1] == k.shape[1]:  # SDPA's own bfloat16 kernels on the same inputs
         close(out, F.scaled_dot_product_attention(q, k, v, is_causal=causal).float())
+
+
+def random_call(seed: int):
+    """A call drawn from `seed`: (B, Hq, Hkv, M, N, D, Dv), causal (bottom-right aligned where M < N),
+    lse; head dims 64, 128 and 256 (192 / 64 now and then), rows and keys 2 to 1500 past any tile."""
+    import random
+
+    rng = random.Random(f"sdpa:{seed}")
+    hkv = rng.choice([1, 2, 4])
+    d, dv = rng.choice([(64, 64), (64, 64), (128, 128), (128, 128), (256, 256), (192, 64)])
+    n = rng.choice([rng.randint(2, 300), rng.randint(300, 1500), 128 * rng.randint(1, 8)])
+    causal = rng.random() < 0.5
+    m = rng.randint(2, n) if causal else rng.choice([n, rng.randint(2, 1500)])
+    return (rng.randint(1, 3), hkv * rng.choice([1, 2, 4]), hkv, m, n, d, dv), causal, rng.random() < 0.3
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_calls_match_sdpa_in_the_chosen_and_the_first_candidates_configuration(seed):
+    """What users run: a random call through sdpa's choice, and through the shape's first candidate
+    forced (the fastest form, which the choice passes over where it spills), against float32 SDPA."""
+    shape, causal, lse = random_call(seed)
+    q, k, v = operands(*shape)
+    want, want_lse = reference(q, k, v, causal, bottom_right=True)
+    first = candidates(shape[3], shape[4], shape[5], shape[6], causal)[0]
+    for config in dict.fromkeys([None, first.name]):
+        entry = Attention(is_causal=causal, lse=lse, causal_alignment="bottom_right", config=config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tp.PerformanceWarning)
+            got = entry(q, k, v)
+        out, out_lse = got if lse else (got, None)
+        close(out, want)
+        if lse:
+            torch.testing.assert_close(out_lse, want_lse, rtol=1e-3, atol=1e-3)
 
 
 def test_the_bottom_right_mask_the_scale_and_the_lse():
