@@ -144,7 +144,7 @@ def nest_problems(fusion, order: Sequence[TensorView] | None = None, groups: Loo
         values={"statement": order.index(tv), "loop_members": len(g.members)},
         notes=(f"statements in execution order: {', '.join(t.name for t in order)}",
                "a loop of the kernel is one C++ for loop: the statements that share it must be adjacent"),
-        location=location)]
+        location=location, knobs=tuple(_names(inlined)))]
 
 
 # -- launch axes ------------------------------------------------------------------------------------

@@ -406,3 +406,20 @@ def test_a_block_index_taken_from_a_consumer_names_the_parallelize_that_gives_it
     assert cause.code == "SMEM-BLOCK-VISIBILITY" and cause.id is not None
     assert cause.hint.startswith("T2.axis(1).parallelize(tp.ParallelType.BIDx) (verified")
     assert [(d.code, d.follows_from) for d in report.errors[1:]] == [("UNROLL-LENGTH", cause.id)]
+
+
+def test_a_statement_inlined_out_of_its_loop_names_the_inlining_that_puts_it_back():
+    """Fuzz seed 125 case 39: the online log-sum-exp's exp(x - m) inlined one loop out
+    (T9.inline_at(1)): the loop over a row's tiles would be split by the online max
+    (LOOP-NEST-ORDER) and the rescaled sum no longer sums in the max's loop (ONLINE-RESCALE), two
+    blocks. LOOP-NEST-ORDER tries the inlining of the loop's statements one position deeper, then
+    shallower, and proposes the first that forms one nest, verified; the rescale follows."""
+    fusion = example_module("valid", "attention").online_row_logsumexp()
+    fusion.tensor("T9").inline_at(1)
+    report = tp.verify(fusion, "sm_90a")
+    cause = report.diagnostics[0]
+    assert cause.code == "LOOP-NEST-ORDER" and cause.id is not None
+    assert cause.hint.startswith("T9.inline_at(2) (verified: with it, LOOP-NEST-ORDER holds)")
+    assert [(d.code, d.follows_from) for d in report.errors[1:]] == [("ONLINE-RESCALE", cause.id)]
+    fusion.tensor("T9").inline_at(2)
+    assert tp.verify(fusion, "sm_90a").ok

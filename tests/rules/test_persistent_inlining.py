@@ -118,7 +118,8 @@ def test_the_nest_inline_most_made_before_is_loop_nest_order_with_the_position_t
     report = tp.verify(fusion, "sm_90a")
     assert report.codes == ["LOOP-NEST-ORDER"]
     (d,) = report.errors
-    assert d.hint.startswith(f"inline {e.name} at most at position 1 (axis 1 of {e.name}")
+    assert d.hint.startswith(f"{e.name}.inline_at(1) (verified: with it, LOOP-NEST-ORDER holds); or inline "
+                             f"{e.name} at most at position 1 (axis 1 of {e.name}")
     assert "inline_most stops there" in d.hint
 
 
@@ -162,4 +163,5 @@ def test_a_copy_read_by_a_sum_through_an_output_and_after_it_is_persistent():
     report = tp.verify(fusion, "sm_90a")
     assert report.codes == ["LOOP-NEST-ORDER"]
     (d,) = report.errors
-    assert d.hint.startswith(f"inline {a.name} at most at position 1 (axis 1 of {a.name}")
+    assert d.hint.startswith(f"{a.name}.inline_at(1) (verified: with it, LOOP-NEST-ORDER holds); or inline "
+                             f"{a.name} at most at position 1 (axis 1 of {a.name}")

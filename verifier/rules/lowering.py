@@ -347,7 +347,33 @@ def loop_nest_order(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: none, structural: each loop covers one contiguous range of statements in execution order
     g = _groups(ctx)
-    yield from report_problems("LOOP-NEST-ORDER", conditions.nest_problems(ctx.fusion, groups=g))
+    found = conditions.nest_problems(ctx.fusion, groups=g)
+    for p, d in zip(found, report_problems("LOOP-NEST-ORDER", found)):
+        call = _reinline(ctx, d, p.knobs)
+        if call is not None:
+            d.hint = f"{call} (verified: with it, LOOP-NEST-ORDER holds); or {d.hint}"
+        yield d
+
+
+NEST_CODES = ["LOOP-NEST-ORDER", "INLINE-LOOP-MAP", "INLINE-PARALLEL-MATCH"]  # one nest (the last two: its premises)
+REINLINE_TRIES = 12  # copies a LOOP-NEST-ORDER finding re-checks (structural: about 30 ms each)
+
+
+def _reinline(ctx: VerifyContext, d: Diagnostic, names) -> str | None:
+    """`name`.inline_at(k) for one of the tensors whose inlining put the statements in conflict
+    (`names`, as written), proposed on d where the copy forms one nest: each tensor moved deeper
+    first (into the loop the others share), then shallower (out of it); the call, or None. A
+    single inline_at moved is the usual mistake (fuzz 125/39), and its fix is then the cause of
+    what else the misplaced loop broke."""
+    if ctx.source is None:  # a fix's copy
+        return None
+    tensors = [ctx.source.tensor(name) for name in names]
+    moves = [(t.name, k) for t in tensors for k in range(t.compute_at + 1, len(t.get_loop_domain()) + 1)]
+    moves += [(t.name, k) for t in tensors for k in range(t.compute_at - 1, -1, -1)]
+    for name, k in moves[:REINLINE_TRIES]:
+        if propose_change(ctx, d, lambda fusion, name=name, k=k: fusion.tensor(name).inline_at(k), NEST_CODES):
+            return f"{name}.inline_at({k})"
+    return None
 
 
 @rule("LOOP-ROTATION", family="lowering", premises=("LOOP-NEST-ORDER", "INLINE-LOOP-MAP", "INLINE-PARALLEL-MATCH"))
