@@ -12,11 +12,13 @@ least 2, any length (the last tiles' rows and keys past them are masked). `scale
 left); with causal_alignment="bottom_right" where j <= i + N - M (FlashAttention's, the queries
 the last M positions). The two agree where M == N; the kernel computes the bottom-right mask, so a
 top-left causal call needs M == N. With `lse` the entry also returns each row's log-sum-exp of the
-scaled scores, [B, Hq, M] float32 (FlashAttention's softmax_lse, natural log).
+scaled scores, [B, Hq, M] float32 (FlashAttention's softmax_lse, natural log). Tensors of any
+strides: one that is not row-major (x.transpose(1, 2) of [B, S, H, D]) runs on a row-major copy.
 
 The configuration (AttentionConfig: key tile, consumer warpgroups, K / V stages, a producer
 warpgroup, setmaxnreg, O in place, ping-pong, the intra-warpgroup overlap, a persistent grid) is
-the first of `candidates` that verifies at the shape: those measured fastest on an H200 at head
+the first of `candidates` that verifies at the shape (and spills at most SPILL_TOLERANCE bytes
+of registers): those measured fastest on an H200 at head
 dims 64, 128 and 256, causal and not, short and long sequences (benchmarks/attention.py), then
 simpler ones. A configuration the verifier rejects is never compiled; the entry says why each was
 rejected if none verifies. Kernels are compiled per shape (the recipe's extents are numbers) and
@@ -200,8 +202,8 @@ def _torch():
 
 
 def _check_tensor(name: str, t, device, address: bool = True) -> None:
-    """What the kernel needs of one operand: a bfloat16 CUDA tensor, row-major, 16-byte aligned
-    (`address`: False for a fake tensor, which has none)."""
+    """What the kernel needs of one operand: a bfloat16 CUDA tensor, 16-byte aligned (`address`:
+    False for a fake tensor, which has none); any strides (Attention copies a strided one)."""
     if not all(hasattr(t, a) for a in ("shape", "dtype", "device", "is_contiguous", "data_ptr")):
         raise tp.InputError(f"sdpa: {name} must be a torch.Tensor, got {type(t).__name__}")
     dtype = str(t.dtype).removeprefix("torch.")
@@ -211,10 +213,6 @@ def _check_tensor(name: str, t, device, address: bool = True) -> None:
         raise tp.InputError(f"sdpa: {name} must be on a CUDA device, got {t.device}")
     if t.device != device:
         raise tp.InputError(f"sdpa: q, k and v must be on one device, got {name} on {t.device} and q on {device}")
-    if not t.is_contiguous():
-        raise tp.InputError(f"sdpa: {name} must be contiguous [B, H, S, D] (row-major), got strides "
-                            f"{list(t.stride())} for shape {list(t.shape)}; pass {name}.contiguous() (a view such as "
-                            f"x.transpose(1, 2) of [B, S, H, D] is not)")
     if address and t.data_ptr() % 16:
         raise tp.InputError(f"sdpa: {name}'s address must be a multiple of 16 bytes (TMA), got {t.data_ptr():#x}")
 
@@ -327,6 +325,14 @@ class Attention:
         return self.problem(tuple(q.shape), tuple(k.shape), tuple(v.shape))
 
     def __call__(self, q, k, v):
+        if _strided(q, k, v):  # a view such as x.transpose(1, 2) of [B, S, H, D]: run on a row-major copy
+            self._checked(q, k, v, address=False)
+            return self._launch(q.contiguous(), k.contiguous(), v.contiguous(), keep=False)
+        return self._launch(q, k, v)
+
+    def _launch(self, q, k, v, keep: bool = True):
+        """The call on row-major tensors; `keep`: pack the launch for these addresses (not for a
+        copy made for this call alone, whose addresses the next call does not repeat)."""
         try:  # what the checks read of the tensors, all but their addresses; the stream the launch takes
             key = tensor_signature(q) + tensor_signature(k) + tensor_signature(v)
             stream = tp.Kernel.default_stream(q)
@@ -347,7 +353,7 @@ class Attention:
         # the recipe's operands, views of the same memory: Q [Z, G, M, 1, D], K [Z, 1, 1, N, D], V [Z, 1, 1, Dv, N]
         views = (q.view(z, g, m, 1, d), k.view(z, 1, 1, n, d), v.view(z, n, dv).transpose(1, 2).unsqueeze(1).unsqueeze(1))
         outs = kernel.run(*views)
-        if key is not None:
+        if key is not None and keep:
             if len(self._ready) >= 4 * self.cache_size:
                 self._ready.clear()
             self._ready[(key, q.data_ptr(), k.data_ptr(), v.data_ptr(), stream)] = _Ready(
@@ -368,6 +374,13 @@ class Attention:
         if not self.lse:
             return out
         return out, torch.empty(problem.batch, problem.heads, problem.rows, device=q.device, dtype=torch.float32)
+
+
+def _strided(*tensors) -> bool:
+    """Whether any of `tensors` (each with is_contiguous: else the checks say what it is) is not
+    row-major."""
+    return all(callable(getattr(t, "is_contiguous", None)) for t in tensors) and not all(
+        t.is_contiguous() for t in tensors)
 
 
 @dataclasses.dataclass(frozen=True)

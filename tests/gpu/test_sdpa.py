@@ -143,12 +143,26 @@ def test_the_operator_traces_under_torch_compile_and_cuda_graphs():
     close(captured, reference(q2, k2, v2, causal=True)[0])
 
 
+def test_strided_views_run_on_row_major_copies():
+    """q, k and v as SDPA's callers often make them, x.transpose(1, 2) of [B, S, H, D] (and v a slice
+    of a packed tensor): the same values as the row-major tensors, and no launch packed for the
+    copies' addresses."""
+    q, k, v = operands(2, 4, 2, 300, 300, 128)
+    packed = torch.stack([k, v], dim=-2)  # [B, H, S, 2, D]: k and v interleaved rows
+    strided = (q.transpose(1, 2).contiguous().transpose(1, 2), k.transpose(1, 2).contiguous().transpose(1, 2),
+               packed[..., 1, :])
+    assert not any(t.is_contiguous() for t in strided)
+    entry = Attention(is_causal=True)
+    close(entry(*strided), reference(q, k, v, causal=True)[0])
+    assert not entry._ready
+    close(entry(q, k, v), reference(q, k, v, causal=True)[0])
+    assert len(entry._ready) == 1
+
+
 def test_bad_tensors_get_input_errors():
     q, k, v = operands(1, 2, 2, 64, 64, 64)
     with pytest.raises(tp.InputError, match=r"k must be bfloat16, got float16"):
         sdpa(q, k.half(), v)
-    with pytest.raises(tp.InputError, match=r"q must be contiguous"):
-        sdpa(q.transpose(1, 2).contiguous().transpose(1, 2), k, v)
     with pytest.raises(tp.InputError, match=r"v must be on a CUDA device"):
         sdpa(q, k, v.cpu())
 
