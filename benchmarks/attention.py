@@ -148,7 +148,14 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            # causal, one block a row tile: the row tiles in forward block order (heaviest_first=False; the
            # default reverses them, the heaviest first: Fusion.reversed_blocks)
            ("kt128_wg2_ws2_r240_fwd", 128, {**_R240, "stages": 2, "heaviest_first": False}),
-           ("kt64_wg2_ws2_r240_ip_fwd", 64, {**_R240, "stages": 2, "in_place": True, "heaviest_first": False})]
+           ("kt64_wg2_ws2_r240_ip_fwd", 64, {**_R240, "stages": 2, "in_place": True, "heaviest_first": False}),
+           # ping-pong beside Q from the producer: one warpgroup's softmax and epilogue while the other's products run
+           ("kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                         "ping_pong": True, "persistent": 128, "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ip_pp_pst_q2", 128, {**_R240, "stages": 2, "in_place": True, "ping_pong": True,
+                                                      "persistent": 128, "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ip_ov_pp_ph16_q2", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                          "ping_pong": True, "per_head": 16, "q_stages": 2})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks

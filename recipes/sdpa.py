@@ -91,6 +91,8 @@ CONFIGS = {c.name: c for c in (
     AttentionConfig("kt128_wg2_ws2_r240_ip_ov_pst_q2", 128, stages=2, in_place=True, overlap=True, persistent=True,
                     q_stages=2, **_WS),  # head dim 128, 566-601 TFLOP/s (Q from the producer, K released early);
     # at S <= 512 also head dim 64: 133-300 (0.75-0.85 of cuDNN, where 64-key tiles or no producer ran 0.57-0.76)
+    AttentionConfig("kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", 128, stages=2, in_place=True, overlap=True, ping_pong=True,
+                    persistent=True, q_stages=2, **_WS),  # S <= 512: 1.01-1.03 of the same without ping-pong
     AttentionConfig("kt128_wg2_ws3_r240_ip_ov_pst", 128, stages=3, in_place=True, overlap=True, persistent=True,
                     **_WS),  # head dim 128, 565-605 TFLOP/s the run before K was released early
     AttentionConfig("kt256_wg2_ws2_r240_ip_pst_q2", 256, stages=2, in_place=True, persistent=True, q_stages=2,
@@ -124,7 +126,7 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
         names = (["kt128_wg2_ws3_r240_ip_ph16_q2", "kt128_s2"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_ph16_q2"]) + ["kt128_wg2_ws2_r240"]
     elif keys <= SHORT_KEYS:
-        names = ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
+        names = ["kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", "kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
     else:
         names = (["kt256_wg2_ws2_r240_ip_pst_q2", "kt256_wg2_ws2_r240_ip"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128_wg2_ws3_r240_ip_ov_pst"]) + ["kt128_wg2_ws2_r240"]

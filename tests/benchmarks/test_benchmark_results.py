@@ -94,7 +94,7 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
     """(device, variant) for a results file from what its JSON records: device None for a run
     without a GPU, GPU_UNNAMED where the JSON says a GPU ran it but not which (fuzz.py --run,
     rejected_on_gpu.py)."""
-    if script == "gpu_kernels":
+    if script in ("gpu_kernels", "sdpa_spills"):
         return data["device"], ""
     if script == "attention":
         narrowed = _flag(data["command"], "--shapes") is not None

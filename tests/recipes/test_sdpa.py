@@ -31,9 +31,9 @@ def shapes(b, hq, hkv, m, n, d, dv=None):
     (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # grouped heads, tails: 3 blocks a head
     (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # D != Dv, M < N: 4 row tiles
     (shapes(1, 4, 4, 1024, 1024, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
-    (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 1024 row tiles: persistent
-    (shapes(2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 24 row tiles: one block each
-    (shapes(1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # two queries, two keys: a key tile of 16
+    (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 1024 row tiles: persistent
+    (shapes(2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 24 row tiles: one block each
+    (shapes(1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # two queries, two keys: a key tile of 16
 ], ids=lambda x: "x".join(map(str, x[0])) if isinstance(x, tuple) else str(x))
 def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, causal, chosen):
     entry = Attention(is_causal=causal)
