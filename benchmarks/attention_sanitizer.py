@@ -63,6 +63,11 @@ CONFIGS = [
                                                group=2, causal=True),
      {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "persistent": 4,
       "q_stages": 2}),
+    # with ping-pong too (recipes.sdpa's short-sequence form): 3 blocks over 8 row tiles of 2 key tiles each
+    ("persistent_ping_pong_q_from_producer", dict(rows=256, keys=200, key_tile=128, head_dim=64, value_dim=64,
+                                                  batch=2, group=2),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "ping_pong": True, "persistent": 3, "q_stages": 2}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp
