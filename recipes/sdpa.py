@@ -126,7 +126,8 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
         names = (["kt128_wg2_ws3_r240_ip_ph16_q2", "kt128_s2"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_ph16_q2"]) + ["kt128_wg2_ws2_r240"]
     elif keys <= SHORT_KEYS:
-        names = ["kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", "kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
+        names = ["kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", "kt128_wg2_ws2_r240_ip_ov_pst_q2",
+                 "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
     else:
         names = (["kt256_wg2_ws2_r240_ip_pst_q2", "kt256_wg2_ws2_r240_ip"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128_wg2_ws3_r240_ip_ov_pst"]) + ["kt128_wg2_ws2_r240"]
