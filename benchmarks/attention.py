@@ -69,6 +69,12 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            # head dim 256: two stages of 64 keys are what shared memory holds beside Q, and O in place keeps
            # the consumers' registers under 240 (the others at 256 are refused by SMEM-CAPACITY or spill)
            ("kt64_wg2_ws2_r240_ip", 64, {**_R240, "stages": 2, "in_place": True}),
+           # ... or two of 80 keys (224 KiB beside Q), FlashAttention-3's key tile at head dim 256
+           ("kt80_wg2_ws2_r240_ip", 80, {**_R240, "stages": 2, "in_place": True}),
+           ("kt80_wg2_ws2_r240_ip_pst", 80, {**_R240, "stages": 2, "in_place": True, "persistent": 128}),
+           ("kt80_wg2_ws2_r240_ip_ov_pst", 80, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                 "persistent": 128}),
+           ("kt80_wg2_ws2_r240_ip_ph16", 80, {**_R240, "stages": 2, "in_place": True, "per_head": 16}),
            # FlashAttention-3's intra-warpgroup overlap: the loop rotated, tile i + 1's Q K^T before tile i's P V
            # (docs/attention.md#intra-warpgroup-overlap: not faster yet; the two-stage form waits on its loads)
            ("kt128_wg2_ws3_r240_ip_ov", 128, {**_R240, "stages": 3, "in_place": True, "overlap": True}),
