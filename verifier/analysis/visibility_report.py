@@ -5,15 +5,18 @@ instruction, the lane and where the fragment map wants each lane's elements."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Iterator
+
+import sympy
 
 from ...execution.mma import fragments
 from ...execution.mma_execution import split_lanes
 from ...execution.statements import bound_types
 from ...model.fusion import Op
 from ...model.mma_op import ELEMENT_VARS
-from ...model.types import MemoryType
-from ..causes import propose_change
+from ...model.types import BLOCK_TYPES, MemoryType, ParallelType
+from ..causes import propose_change, propose_retype
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome, when_clause
@@ -21,6 +24,7 @@ from ..findings import finding, report_outcome, when_clause
 if TYPE_CHECKING:  # visibility.py imports this module: its types for annotations only
     from .visibility import Claim, Proof
 
+ALIKE_TRIES = 2  # consumer axes of the producer's block axis's extent tried for it (a verify of a copy each)
 WRITER = "writer "  # prefix of the producer's thread/block variables (renamed apart from the reader's)
 
 
@@ -104,33 +108,55 @@ def _misread(ctx: VerifyContext, op: Op, k: int, claim: Claim, proof: Proof, whe
         f"but {problem}",
         notes=notes, counterexample={**sizes, **point, **v}, hint=hint, **where,
     )
-    call = _block_indices_back(ctx, d, producer, consumer, unbound) if owner == "block" and unbound else None
+    call = None
+    if owner == "block" and unbound:
+        call = _block_indices_back(ctx, d, producer, consumer, unbound) or _writer_unbound(ctx, d, producer, unbound)
     if call is not None:
         d.hint = f"{call} (verified: with it, {claim.code} holds); otherwise: {d.hint}"
     return d
 
 
 def _block_indices_back(ctx: VerifyContext, d: Diagnostic, producer, consumer, unbound: list) -> str | None:
-    """The parallelize calls binding, for each block index in `unbound`, the consumer's one axis
-    that maps (exactly) to the producer's axis on that index, proposed on d where a copy of the
-    schedule as written with them has no finding of d's rule: the calls, or None."""
+    """The parallelize calls binding, for each block index in `unbound`, the consumer's axis for
+    the producer's axis on that index, proposed on d where a copy of the schedule as written with
+    them has no finding of d's rule: the calls, or None. The consumer's axis is the one that maps
+    (exactly) to the producer's, else, where none does (the two scheduled by different
+    transforms), one of the same extent that no block index binds (the first such whose copy
+    holds)."""
     if ctx.source is None:  # a fix's copy
         return None
-    moves = []
+    choices = []
     for p in unbound:
         theirs = [i for i in producer.loop if i.parallel_type is p and not i.is_broadcast]
-        mine = [j for j, i in enumerate(consumer.loop) if theirs and ctx.idmap.same(i, theirs[0])]
-        if len(theirs) != 1 or len(mine) != 1:
+        if len(theirs) != 1:
             return None
-        moves.append((mine[0], p))
+        mine = [j for j, i in enumerate(consumer.loop) if ctx.idmap.same(i, theirs[0])]
+        if not mine:
+            mine = [j for j, i in enumerate(consumer.loop) if not i.is_broadcast and i.parallel_type not in BLOCK_TYPES
+                    and sympy.expand(i.extent - theirs[0].extent) == 0][:ALIKE_TRIES]
+        elif len(mine) > 1:
+            return None
+        if not mine:
+            return None
+        choices.append([(j, p) for j in mine])
+    for moves in itertools.product(*choices):
+        def change(fusion, moves=moves) -> None:
+            for j, p in moves:
+                fusion.tensor(consumer.name).axis(j).parallelize(p)
 
-    def change(fusion) -> None:
-        for j, p in moves:
-            fusion.tensor(consumer.name).axis(j).parallelize(p)
+        if propose_change(ctx, d, change, [d.code]):
+            return "; ".join(f"{consumer.name}.axis({j}).parallelize(tp.ParallelType.{p.name})" for j, p in moves)
+    return None
 
-    if not propose_change(ctx, d, change, [d.code]):
+
+def _writer_unbound(ctx: VerifyContext, d: Diagnostic, producer, unbound: list) -> str | None:
+    """Where no consumer axis can take the producer's block index: the producer's axis on it
+    given back its loop's type (or serial), verified as propose_retype verifies: the call, or None."""
+    if ctx.source is None:
         return None
-    return "; ".join(f"{consumer.name}.axis({j}).parallelize(tp.ParallelType.{p.name})" for j, p in moves)
+    axes = [(producer.name, k, ParallelType.Serial) for k, i in enumerate(producer.loop)
+            if i.parallel_type in unbound and not i.is_broadcast]
+    return propose_retype(ctx, d, axes, [d.code, "LOWERING-SUPPORTED", "PARALLEL-TYPE-UNIQUE"], [d.code]) if axes else None
 
 
 def _fragment_misread(ctx, op: Op, k: int, claim: Claim, proof: Proof, where: dict, element: str, problem: str,
