@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ...model.errors import InternalError
 from ...hw.mma import WARP, MmaInstruction
 from ...model.options import Tf32Rounding
-from ...model.expr import add, const, mod
+from ...model.expr import Expr, add, const, mod, mul
 from ...model.simplify import simplify
 from ...model.types import MemoryType
 from ...hw.tcgen05 import COMMIT_PTX, MMA_PTX, SM100_DESCRIPTOR_VERSION
@@ -76,6 +76,11 @@ WGMMA_PRELUDE = """\
 // wgmma (PTX ISA 9.7.15): a shared-memory matrix descriptor from its fields (bytes; 9.7.15.5.1.2.2)
 __device__ __forceinline__ unsigned long long tp_wgmma_desc(unsigned start, unsigned lbo, unsigned sbo, unsigned layout) {
   return (unsigned long long)((start & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16)
+       | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)layout << 62); }
+// the same from the start address in 16-byte units (a CTA's shared memory: below 2^14 of them), a sum of
+// the base's units and the offset's, so that the unrolled copies of a batch add constants to one value
+__device__ __forceinline__ unsigned long long tp_wgmma_desc16(unsigned start16, unsigned lbo, unsigned sbo, unsigned layout) {
+  return (unsigned long long)(start16 + (((lbo & 0x3FFFF) >> 4) << 16))
        | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)layout << 62); }
 __device__ __forceinline__ void tp_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void tp_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -167,8 +172,13 @@ def _wgmma_lines(e, n, depth: int) -> list[str]:
     body = []
     names = ("tp_db",) if n.frag.a_in_registers else ("tp_da", "tp_db")
     for name, desc in zip(names, n.descriptors):
-        body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
-                    f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
+        units = exact_quotient(desc.start, DESCRIPTOR_UNIT)
+        if units is None:
+            body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
+                        f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
+        else:  # the shared base is 1024-byte aligned: (base + offset) / 16 = base / 16 + offset / 16
+            body.append(f"const unsigned long long {name} = tp_wgmma_desc16((tp_smem({desc.tensor}) >> 4) + (unsigned)"
+                        f"({e.x(units)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
     acc = [f"{n.out.tensor}[{e.x(n.out.offset)} + {v}]" for v in range(inst.c.elements)]
     transpose = tuple(int(desc.major == "MN") for desc in n.descriptors)
     if n.frag.a_in_registers:
@@ -177,6 +187,25 @@ def _wgmma_lines(e, n, depth: int) -> list[str]:
     else:
         body.append(wgmma(inst, acc, "tp_da", "tp_db", transpose))
     return e.guarded_block(n.comment, n.conds, body, depth)
+
+
+DESCRIPTOR_UNIT = 16  # a descriptor's address fields count 16-byte units
+
+
+def exact_quotient(e: Expr, d: int) -> Expr | None:
+    """e / d where every term of the sum e is visibly a multiple of d (a constant, or a product
+    with a constant factor that is one), else None."""
+    if e.op == "const":
+        return const(e.value // d) if e.value % d == 0 else None
+    if e.op == "add":
+        terms = [exact_quotient(t, d) for t in e.args]
+        return None if any(t is None for t in terms) else add(*terms)
+    if e.op == "mul":
+        for k, f in enumerate(e.args):
+            q = exact_quotient(f, d) if f.op in ("const", "add", "mul") else None
+            if q is not None:
+                return mul(*e.args[:k], q, *e.args[k + 1:])
+    return None
 
 
 def _register_lines(e, n, role: str, elems, f) -> list[str]:

@@ -19,7 +19,7 @@ from tileproof.codegen.ir import MmaIssue, WgmmaFence, WgmmaWait, walk
 from support.host_descriptor import host_descriptors
 from support.lowering import lowered
 from tileproof.execution.clipped_holes import filled
-from tileproof.model.expr import evaluate
+from tileproof.model.expr import add, evaluate, floordiv, mod, mul, var
 from tileproof.execution.indexing import block_dims
 from tileproof.execution.conditions.mma import WGMMA_MARGIN
 from tileproof.execution.wgmma_operands import wgmma_operand
@@ -280,6 +280,19 @@ def test_the_emitted_descriptor_helper_encodes_as_the_model():
     out = host_descriptors(helper, "tp_wgmma_desc", [(s, l, b, y.value) for s, l, b, y in fields])
     assert out == [Descriptor(s, l, b, y).encode() for s, l, b, y in fields]
     assert (out[0] >> 16) & 0x3FFF == 1 and (out[0] >> 32) & 0x3FFF == 64  # LBO 16 B, SBO 1024 B
+    # the form from the start in 16-byte units (a 1024-byte aligned base plus an offset of whole units)
+    assert host_descriptors(helper, "tp_wgmma_desc16", [(s // 16, l, b, y.value) for s, l, b, y in fields]) == out
+
+
+def test_a_descriptor_start_of_whole_units_is_emitted_in_units():
+    """The start offset's terms, each a multiple of 16 bytes, are divided term by term (so that the
+    unrolled copies of a batch add constants to one base); a term that is not one keeps the byte form."""
+    i, j = var("i"), var("j")
+    q = emit_mma.exact_quotient(add(mul(mod(i, 4), 32), mul(j, 8192), 1024), 16)
+    assert q is not None and all(evaluate(q, {"i": a, "j": b}) * 16 == (a % 4) * 32 + b * 8192 + 1024
+                                 for a in range(8) for b in range(3))
+    assert emit_mma.exact_quotient(add(mul(i, 8), 16), 16) is None
+    assert emit_mma.exact_quotient(mul(floordiv(i, 8), 16), 16) is not None
 
 
 @pytest.mark.parametrize("consumers, fits, over", [(3, 200, 208), (4, 136, 144)])
