@@ -104,10 +104,10 @@ CONFIGS = {c.name: c for c in (
                     **_WS),  # causal head dims 192 and 256, 481
     AttentionConfig("kt64_wg2_ws2_r240_ip", 64, stages=2, in_place=True, **_WS),  # head dims 192 and 256, 543-555
     AttentionConfig("kt128_wg2_ws2_r240_ip_ov_ph16_q2", 128, stages=2, in_place=True, overlap=True, per_head=16,
-                    q_stages=2, **_WS),  # causal head dim 128, 468
+                    q_stages=2, **_WS),  # causal head dims 128 and 64, 493 and 368 (the scores masked unscaled)
     AttentionConfig("kt128_wg2_ws2_r240", 128, stages=2, **_WS),  # causal head dim 128, 459-490
     AttentionConfig("kt128_wg2_ws3_r240_ip_ph16_q2", 128, stages=3, in_place=True, per_head=16, q_stages=2,
-                    **_WS),  # causal head dim 64, 347
+                    **_WS),  # causal head dim 64, 354 (347 before)
     AttentionConfig("kt128_s2", 128, stages=2),  # causal head dim 64, 328
     # ... at short sequences (S <= 256)
     AttentionConfig("kt128_wg2_ws2_r240_ip_pp", 128, stages=2, in_place=True, ping_pong=True, **_WS),
@@ -123,8 +123,8 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
     if wide > 128:
         names = ["kt64_wg2_ws2_r240_ip_ov" if causal else "kt64_wg2_ws2_r240_ip_ov_pst", "kt64_wg2_ws2_r240_ip"]
     elif causal:
-        names = (["kt128_wg2_ws3_r240_ip_ph16_q2", "kt128_s2"] if wide <= 64 else
-                 ["kt128_wg2_ws2_r240_ip_ov_ph16_q2"]) + ["kt128_wg2_ws2_r240"]
+        names = ["kt128_wg2_ws2_r240_ip_ov_ph16_q2"] + (["kt128_wg2_ws3_r240_ip_ph16_q2", "kt128_s2"] if wide <= 64
+                                                        else []) + ["kt128_wg2_ws2_r240"]
     elif keys <= SHORT_KEYS:
         names = ["kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", "kt128_wg2_ws2_r240_ip_ov_pst_q2",
                  "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]

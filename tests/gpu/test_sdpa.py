@@ -56,8 +56,8 @@ def close(got, want):
     ((2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 24 row tiles: one block each
     ((8, 16, 16, 256, 256, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 256 row tiles: persistent, Q ahead
     ((1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # one key tile of 16
-    ((2, 4, 4, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 3 blocks a head of one row tile
-    ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # 16 blocks a head of two, Q ahead
+    ((2, 4, 4, 300, 300, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 3 blocks a head of one row tile
+    ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head of two, Q ahead
     ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # spills 8 bytes at this tail: it runs
     ((1, 4, 2, 256, 256, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 2 blocks a head of one row tile
     ((1, 2, 2, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head of two

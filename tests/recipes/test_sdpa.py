@@ -28,7 +28,7 @@ def shapes(b, hq, hkv, m, n, d, dv=None):
     (shapes(8, 32, 32, 4096, 4096, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # Q from the producer
     (shapes(1, 4, 4, 1024, 1024, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 32 row tiles: not persistent
     (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head, Q ahead
-    (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg2_ws3_r240_ip_ph16_q2"),  # grouped heads, tails: 3 blocks a head
+    (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # grouped heads, tails: 3 blocks a head
     (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # D != Dv, M < N: 4 row tiles
     (shapes(1, 4, 4, 1024, 1024, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
     (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 1024 row tiles: persistent
