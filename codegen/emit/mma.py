@@ -176,7 +176,7 @@ def _wgmma_lines(e, n, depth: int) -> list[str]:
         if units is None:
             body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
                         f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
-        else:  # the shared base is 1024-byte aligned: (base + offset) / 16 = base / 16 + offset / 16
+        else:  # base and offset 16-byte aligned (a descriptor's start is): (base + offset) / 16 = base / 16 + offset / 16
             body.append(f"const unsigned long long {name} = tp_wgmma_desc16((tp_smem({desc.tensor}) >> 4) + (unsigned)"
                         f"({e.x(units)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
     acc = [f"{n.out.tensor}[{e.x(n.out.offset)} + {v}]" for v in range(inst.c.elements)]
