@@ -9,26 +9,20 @@ from __future__ import annotations
 import re
 
 import tileproof as tp
+from tileproof.rule_examples import copy_chain
+
+from support.examples import example_module
 
 P = tp.ParallelType
 CODE = "SMEM-BLOCK-VISIBILITY"
 
 
 def by_another_route(t2_first=P.Serial):
-    """examples/valid/visibility.py blocks_by_another_route, T2's block axis given `t2_first`."""
-    with tp.Fusion("by_another_route") as fusion:
-        t0 = tp.make_contig_concrete_tensor([64, 64])
-        fusion.add_input(t0)
-        t1 = tp.set(t0)
-        t2 = tp.set(t1)
-        fusion.add_output(t2)
-    t1.set_memory_type(tp.MemoryType.Shared)
-    t1.split(0, 8)  # [BIDx{8}, 8, TIDx{64}]
-    t1.axis(0).parallelize(P.BIDx)
-    t1.axis(2).parallelize(P.TIDx)
-    t2.merge(0).split(0, 512).split(1, 64)  # [8, 8, TIDx{64}]: no ID maps to T1's BIDx{8}
+    """examples/valid/visibility.py blocks_by_another_route (T2 merged and split: no ID maps to T1's
+    BIDx{8}), T2's block axis given `t2_first`."""
+    fusion = example_module("valid", "visibility").blocks_by_another_route()
+    t2 = fusion.tensor("T2")
     t2.axis(0).parallelize(t2_first)
-    t2.axis(2).parallelize(P.TIDx)
     return fusion, t2
 
 
@@ -71,12 +65,7 @@ def test_a_bulk_axis_on_a_plain_copy_follows_from_the_block_index_it_lost():
 def test_a_producer_block_axis_no_consumer_axis_can_take_is_given_back_its_loop_type():
     """report_causes seed 125 case 120's form: the producer's block axis has no counterpart of its
     extent in the consumer: the fix un-parallelizes the producer's axis (verified)."""
-    with tp.Fusion("producer_only_blocks") as fusion:
-        t0 = tp.make_contig_concrete_tensor([64])
-        fusion.add_input(t0)
-        t1 = tp.set(t0)
-        t2 = tp.set(t1)
-        fusion.add_output(t2)
+    fusion, _, t1, t2 = copy_chain("producer_only_blocks", [64])
     t1.set_memory_type(tp.MemoryType.Shared)
     t1.split(0, 8)  # [BIDx{8}, TIDx{8}]
     t1.axis(0).parallelize(P.BIDx)
@@ -93,12 +82,7 @@ def test_a_producer_block_axis_no_consumer_axis_can_take_is_given_back_its_loop_
 def test_blocks_bound_the_other_way_round_get_no_call():
     """The consumer binds every block index the producer does, on the transposed axes: no axis
     lacks one, so no call is proposed (the general help only)."""
-    with tp.Fusion("transposed_blocks") as fusion:
-        t0 = tp.make_contig_concrete_tensor([8, 8])
-        fusion.add_input(t0)
-        t1 = tp.set(t0)
-        t2 = tp.set(t1)
-        fusion.add_output(t2)
+    fusion, _, t1, t2 = copy_chain("transposed_blocks", [8, 8])
     t1.set_memory_type(tp.MemoryType.Shared)
     t1.axis(0).parallelize(P.BIDx)
     t1.axis(1).parallelize(P.BIDy)
