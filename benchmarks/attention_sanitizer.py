@@ -63,6 +63,11 @@ CONFIGS = [
                                                group=2, causal=True),
      {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "persistent": 4,
       "q_stages": 2}),
+    # recipes.sdpa's causal form: the overlap on a grid of 2 blocks a head over its 3 row tiles, Q ahead, head dim 64
+    ("persistent_causal_overlap_q_from_producer", dict(rows=300, keys=300, key_tile=128, head_dim=64, value_dim=64,
+                                                       group=2, causal=True),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "persistent": 4, "q_stages": 2}),
     # with ping-pong too (recipes.sdpa's short-sequence form): 3 blocks over 8 row tiles of 2 key tiles each
     ("persistent_ping_pong_q_from_producer", dict(rows=256, keys=200, key_tile=128, head_dim=64, value_dim=64,
                                                   batch=2, group=2),
