@@ -22,12 +22,13 @@ import z3
 
 from ...model.expr import add, const, mod, var
 from ...hw.ldmatrix import MATRIX_ROWS, ROW_BYTES, WARP, supplier, supplier_lane
+from ...hw.tma import tma_ops_of
 from ...model.types import LoadStoreOpType
 from ..access import THREAD_VARS, var_name
 from ..analysis.ldsm import (
     MATRIX_A, MATRIX_B, Ldsm, Shape, accesses, collective, holds, instruction_shape, query, terms, well_formed,
 )
-from ..causes import propose_memory_types
+from ..causes import propose_change, propose_memory_types
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import finding, report_outcome
@@ -135,7 +136,32 @@ def _rows(ctx: VerifyContext, a: Ldsm, shape: Shape) -> Iterator[Diagnostic]:
                   values={"thread": x.tid, "lane": x.lane, "element": x.reg, "actual": x.offset,
                           "expected": x.expected, "row address": x.row_start}, smallest=x.tid)
     yield from report_outcome("LDSM-THREAD-ROWS", out, f"that the {a.describe} reads whole 16-byte rows",
-                              lambda out: _misplaced_rows(ctx, a, shape, out), **a.where())
+                              lambda out: _rows_in_logical_order(ctx, a, _misplaced_rows(ctx, a, shape, out)),
+                              **a.where())
+
+
+LAYOUT_CODES = ("LDSM-THREAD-ROWS", "LDSM-ALIGNMENT")  # what the shared tile's layout decides
+
+
+def _rows_in_logical_order(ctx: VerifyContext, a: Ldsm, d: Diagnostic) -> Diagnostic:
+    """d with, in its help, the shared tile allocated in its logical order (row-major: each matrix
+    row's elements adjacent), where its allocation is another order (its loop domain's, which a
+    propagation or a split changes with it where no allocation domain is set, or one set) and a
+    copy of the schedule with it passes LAYOUT_CODES (causes.propose_change). Not for a tile a TMA
+    loads or stores: its box and swizzle decide its layout."""
+    tile = a.smem
+    if tma_ops_of(tile) or [i.uid for i in tile.get_allocation_domain()] == [i.uid for i in tile.logical]:
+        return d
+
+    def change(fusion) -> None:
+        t = fusion.tensor(tile.name)
+        t.set_allocation_domain(t.get_logical_domain(), True)
+
+    if propose_change(ctx, d, change, LAYOUT_CODES):
+        d.hint = (f"allocate {tile.name} in its logical order: {tile.name}.set_allocation_domain("
+                  f"{tile.name}.get_logical_domain(), True) (verified: with it, {', '.join(LAYOUT_CODES)} hold); "
+                  f"otherwise: {d.hint}")
+    return d
 
 
 def _misplaced_rows(ctx: VerifyContext, a: Ldsm, shape: Shape, out: Outcome) -> Diagnostic:

@@ -19,7 +19,7 @@ from ...execution.indexing import indices_from_logical
 from ...execution.loops import execution_order
 from ...execution.mma_execution import mma_execution, tile_conds
 from ...execution.mma import well_formed
-from ...model.mma_op import INSTRUCTION_AXES
+from ...model.mma_op import INSTRUCTION_AXES, is_mma
 from ...execution.promotion import promotion
 from ...execution.zero_padding import zero_padded, zero_path
 from ...execution.conditions.mma import (accumulator_allocation, live_accumulators, problems, register_pressure,
@@ -202,7 +202,35 @@ def mma_warp_collective(ctx: VerifyContext) -> Iterator[Diagnostic]:
     """
     # Formal statement: none, structural: blockDim.x == 32; no loop ID of D is TIDx, Vectorize or Bulk;
     #   memory(D) in {Local, Global} (wgmma: 128, Local; tcgen05.mma: no thread type on D, memory(D) == Tensor)
-    yield from _structural(ctx, "MMA-WARP-COLLECTIVE")
+    for d in _structural(ctx, "MMA-WARP-COLLECTIVE"):
+        call = _lanes_on_tidx(ctx, d) if d.id is None else None
+        if call is not None:
+            d.hint += f"; verified: {call} launches the {d.counterexample['warp']} threads along TIDx again"
+        yield d
+
+
+# what a thread axis given back to TIDx must pass: the launch, the loops it shares, the fragment it reads
+LANE_CODES = ("MMA-WARP-COLLECTIVE", "PARALLEL-TYPE-UNIQUE", "LAUNCH-THREADS", "INLINE-PARALLEL-MATCH", "MMA-ACCUM-LAYOUT")
+LANE_TRIES = 3  # axes of the warp's extent tried (a copy checked for each)
+
+
+def _lanes_on_tidx(ctx: VerifyContext, d: Diagnostic) -> str | None:
+    """Where an instruction needs its warp's (or warpgroup's) threads along TIDx and the kernel
+    binds nothing to TIDx: the parallelize call giving TIDx to an axis of exactly that extent that
+    no thread or block index binds (a loop, an Unroll, a Vectorize) in a computed tensor other than
+    an MMA output (whose lanes are its Mma axes), verified (causes.propose_retype): the one
+    TIDx axis given another type leaves the kernel one thread wide, and whatever the warpgroup
+    shared (the accumulators' fragment, a warp-specialized loop's roles) breaks with it."""
+    warp, lanes = d.counterexample.get("warp"), d.counterexample.get("blockDim_x")
+    if warp is None or lanes != 1:
+        return None
+    loops = (ParallelType.Serial, ParallelType.Unroll, ParallelType.Vectorize)
+    axes = [(t.name, k, ParallelType.TIDx) for t in ctx.executed() if not is_mma(t)
+            for k, i in enumerate(t.loop)
+            if i.parallel_type in loops and not i.is_broadcast and not i.is_reduction and i.static_extent == warp]
+    if not axes:
+        return None
+    return propose_retype(ctx, d, axes[:LANE_TRIES], LANE_CODES, LANE_CODES, mates_first=False)
 
 
 @rule("MMA-OPERAND-LAYOUT", family="mma", premises=("INLINE-LOOP-MAP",))
