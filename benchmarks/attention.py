@@ -161,7 +161,21 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg2_ws2_r240_ip_pp_pst_q2", 128, {**_R240, "stages": 2, "in_place": True, "ping_pong": True,
                                                       "persistent": 128, "q_stages": 2}),
            ("kt128_wg2_ws2_r240_ip_ov_pp_ph16_q2", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
-                                                          "ping_pong": True, "per_head": 16, "q_stages": 2})]
+                                                          "ping_pong": True, "per_head": 16, "q_stages": 2}),
+           ("kt128_wg2_ws2_r240_ip_pp_ph16_q2", 128, {**_R240, "stages": 2, "in_place": True, "ping_pong": True,
+                                                       "per_head": 16, "q_stages": 2}),
+           # O written through shared memory: stmatrix into the TMA store's boxes, one TMA store a box (tma_store)
+           ("kt128_wg2_ws2_r240_ip_ov_pp_pst_q2_tma", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                             "ping_pong": True, "persistent": 128, "q_stages": 2,
+                                                             "tma_store": True}),
+           ("kt128_wg2_ws2_r240_ip_ov_pst_q2_tma", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                          "persistent": 128, "q_stages": 2, "tma_store": True}),
+           ("kt256_wg2_ws2_r240_ip_pst_q2_tma", 256, {**_R240, "stages": 2, "in_place": True, "persistent": 128,
+                                                       "q_stages": 2, "tma_store": True}),
+           ("kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
+                                                           "per_head": 16, "q_stages": 2, "tma_store": True}),
+           ("kt128_wg2_ws2_r240_ip_pp_ph16_q2_tma", 128, {**_R240, "stages": 2, "in_place": True, "ping_pong": True,
+                                                           "per_head": 16, "q_stages": 2, "tma_store": True})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks

@@ -73,6 +73,16 @@ CONFIGS = [
                                                   batch=2, group=2),
      {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
       "ping_pong": True, "persistent": 3, "q_stages": 2}),
+    # O through shared memory (stmatrix, then a TMA store a box): a persistent grid's warpgroups rewrite their
+    # boxes each row tile after the store has read them; with ping-pong, and causal on a per-head grid
+    ("persistent_ping_pong_tma_store", dict(rows=256, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=2,
+                                            group=2),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "ping_pong": True, "persistent": 3, "q_stages": 2, "tma_store": True}),
+    ("persistent_causal_tma_store", dict(rows=320, keys=320, key_tile=128, head_dim=64, value_dim=64, group=2,
+                                         causal=True),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "persistent": 4, "q_stages": 2, "tma_store": True}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp

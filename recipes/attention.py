@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import tileproof as tp
 
-from .gemm_blocks import permute
+from .gemm_blocks import permute, swizzle_tma_box, through_shared
 from .hopper_gemm import mn_major_box
 
 P = tp.ParallelType
@@ -227,7 +227,7 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
               warpgroups: int = 1, lse: bool = False, in_place: bool = False,
               skip_masked_tiles: bool = True, ping_pong: bool = False, overlap: bool = False,
               persistent: int | None = None, fused_softmax: bool | None = None,
-              heaviest_first: bool | None = None, q_stages: int = 1) -> tp.Fusion:
+              heaviest_first: bool | None = None, q_stages: int = 1, tma_store: bool = False) -> tp.Fusion:
     """O = softmax(Q K^T scale) V over keys in tiles of tile.key_tile (the online softmax), scheduled:
     per block 64 rows of Q, and a loop over the key tiles in which S = Q K^T (a wgmma), the tile's
     row max (rfactored: in-thread, then the quad's shuffles), the running max m (online,
@@ -279,7 +279,10 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     loop over a block's row tiles (tp.WarpSpecialized, as K's and V's over the key tiles inside
     it): the next row tile's Q arrives while this one's key tiles run, as FlashAttention-3's
     producer loads it; 1 (the default): each consumer warpgroup loads its own Q rows at the start
-    of each tile and waits for them."""
+    of each tile and waits for them. With `tma_store` each warpgroup writes its O rows through shared
+    memory, as cuDNN's and FlashAttention-3's kernels do: stmatrix from O's fragment into the TMA
+    store's 128-byte-swizzled boxes, then one TMA store a box (gemm_blocks.through_shared), where
+    False stores each thread's pairs of columns to global memory directly."""
     if not isinstance(in_place, bool):
         raise tp.ScheduleError(f"attention: in_place must be True or False, got {in_place!r}")
     if not isinstance(lse, bool):
@@ -292,6 +295,8 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         raise tp.ScheduleError(f"attention: ping_pong must be True or False, got {ping_pong!r}")
     if not isinstance(overlap, bool):
         raise tp.ScheduleError(f"attention: overlap must be True or False, got {overlap!r}")
+    if not isinstance(tma_store, bool):
+        raise tp.ScheduleError(f"attention: tma_store must be True or False, got {tma_store!r}")
     if heaviest_first is not None and not isinstance(heaviest_first, bool):
         raise tp.ScheduleError(f"attention: heaviest_first must be True, False or None (True for a causal tile "
                                f"without a persistent grid), got {heaviest_first!r}")
@@ -368,11 +373,13 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     for name in fragment + ("m_b", "m_c", "shifted", "scaled", "p", "p_bf16"):  # [Z, G, Mo, KT, 64, n] as S's fragment
         t[name].split(h + 1, n).split(h, ROWS).reorder({h + 2: h + 1})
         tp.schedule_mma_fragment(t[name], score, "C", quads=True, split_elements=name in chain)
-    for name in ("l_b", "normalized", "out"):  # [Z, G, Mo, 64, Dv] as O's fragment
+    epilogue = _stored_through_shared(t["out"], value) if tma_store else ()
+    for name in ("l_b", "normalized") + (() if tma_store else ("out",)):  # [Z, G, Mo, 64, Dv] as O's fragment
         t[name].split(h, ROWS)
         tp.schedule_mma_fragment(t[name], value, "C", quads=True)
-    t["out"].split(-1, 2)  # a thread's two adjacent columns (the fragment's v1): one 4-byte store of bf16x2
-    t["out"].axis(-1).parallelize(P.Vectorize)
+    if not tma_store:  # a thread's two adjacent columns (the fragment's v1): one 4-byte store of bf16x2
+        t["out"].split(-1, 2)
+        t["out"].axis(-1).parallelize(P.Vectorize)
     for name in ("max_scaled", "log_sum", "lse") if lse else ():  # [Z, G, Mo, TIDy, v2]: the fragment's rows
         _fragment_rows(t[name], h)
     t["m"].set_online(rescale=[t["l"], o])
@@ -412,6 +419,11 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         h += len(ones) - 1
     if w:
         sq.set_allocation_domain(sq.get_loop_domain(), True)  # each warpgroup's Q rows a tile of their own
+        if epilogue:  # and its O boxes: the block axes through TIDz, then the boxes' axes within a row tile
+            staged = epilogue[1]
+            loop = staged.get_loop_domain()
+            wg = next(k for k, i in enumerate(loop) if i.parallel_type is P.TIDz)
+            staged.set_allocation_domain(loop[:wg + 1] + staged.get_allocation_domain()[HEADS + 1:], True)
     if tile.causal:
         _causal_indices(t["query"], t["key"], n, warpgroups, per_head)
     if q_stages > 1:  # the producer loads both warpgroups' rows, at the row-tile loop (left of TIDz)
@@ -429,6 +441,10 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
         t[name].inline_at(len(t[name].get_loop_domain()))
     for x in [t["m"], t["l"], o, t["l_b"], t["normalized"]] + ([t["max_scaled"], t["log_sum"]] if lse else []):
         x.inline_at(h + 1 + w)  # the running max, the sums' accumulators and the epilogue: per warpgroup
+    if epilogue:  # each box's shared tile per warpgroup, each cast vector where stmatrix reads it
+        cast, staged, _ = epilogue
+        staged.inline_at(h + 1 + w)
+        cast.inline_at(len(cast.get_loop_domain()) - 1)
     if stages > 1:  # K and V tiles ahead of the loop's iteration
         kind = tp.WarpSpecialized(P.TIDz, num_registers=registers, ping_pong=ping_pong) if producer else tp.Pipelined()
         # a producer's stages: from three on, released one iteration late (prefetch stages - 2), so that
@@ -447,6 +463,31 @@ def attention(tile: AttentionTile, *, stages: int = 1, producer: bool = False, r
     if heaviest_first:  # the row tiles on blockIdx.x, the last first
         fusion.reversed_blocks = (P.BIDx,)
     return fusion
+
+
+def _stored_through_shared(out, value) -> tuple:
+    """out [Z, G, M, Dv] written through shared memory (gemm_blocks.through_shared): c = cast(O / l)
+    in O's fragment, cs = stmatrix(c) (a thread's 8 elements of a 16 x 16 tile a stmatrix.x4)
+    allocated as the TMA store's boxes [Z, G, Mo, Dv / 64, 64 rows, 64 columns] in the 128-byte
+    swizzle, out = their TMA store, a box at a time. Returns (c, cs, out)."""
+    c, cs, out = through_shared(out)
+    for x in (c, cs, out):  # [Z, G, Mo, 64, Dv]
+        x.split(HEADS, ROWS)
+    tile = cs.get_loop_domain()
+    for x in (cs, out):  # [Z, G, Mo, Dv / span, 64, span]: the boxes
+        x.split(HEADS + 2, SPAN).reorder({HEADS + 2: HEADS + 1})
+    swizzle_tma_box(cs, SPAN * 2)
+    cs.set_allocation_domain(cs.get_loop_domain(), True)
+    cs.set_loop_domain(tile)
+    for i in out.get_loop_domain()[HEADS + 2:]:
+        i.parallelize(P.Bulk)
+    for x in (c, cs):  # [Z, G, Mo, .. O's fragment .., 8]: a stmatrix.x4's 8 elements last
+        tp.schedule_mma_fragment(x, value, "C", quads=True)
+        x.split(-1, 8)
+        x.axis(-2).parallelize(P.Unroll)
+    c.axis(-1).parallelize(P.Unroll)
+    cs.axis(-1).parallelize(P.Vectorize)
+    return c, cs, out
 
 
 def _persistent_tiles(x, ones: list[int], blocks: int) -> None:

@@ -504,3 +504,30 @@ def test_heaviest_first_matches_torch_and_changes_no_bit(tile, options):
     if not options.get("lse"):
         check(reversed_, tile)
     assert_same_outputs(reversed_, forward, tile, seed=5)
+
+
+# O written through shared memory (attention(tma_store=True): stmatrix into the TMA store's boxes, one TMA
+# store a box) against the direct stores, bit for bit, and against float64: key tails, grouped heads, a
+# persistent grid with more row tiles than blocks, ping-pong, a causal per-head grid whose last row tile's
+# second warpgroup lies past the rows, 256-key tiles with the lse, no producer
+TMA_STORE = [
+    (AttentionTile(rows=256, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2),
+     {**_OV, "overlap": True, "persistent": 4, "q_stages": 2}),
+    (AttentionTile(rows=1024, keys=1024, key_tile=128, head_dim=128, value_dim=128, batch=4),
+     {**_OV, "overlap": True, "ping_pong": True, "persistent": 8, "q_stages": 2}),
+    (AttentionTile(rows=320, keys=320, key_tile=128, head_dim=64, value_dim=64, batch=2, group=2, causal=True),
+     {**_OV, "overlap": True, "persistent": 8, "q_stages": 2}),
+    (AttentionTile(rows=192, keys=700, key_tile=256, head_dim=64, value_dim=64, batch=2),
+     {**_OV, "lse": True, "persistent": 3, "q_stages": 2}),
+    (AttentionTile(rows=128, keys=300, key_tile=64, head_dim=64, value_dim=64, batch=2),
+     {"warpgroups": 2, "stages": 2})]
+
+
+@pytest.mark.parametrize("tile, options", TMA_STORE, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))
+def test_o_through_shared_memory_matches_torch_and_changes_no_bit(tile, options):
+    staged = tp.compile(attention(tile, tma_store=True, **options), "sm_90a")
+    assert "stmatrix" in staged.cuda_source and "tp_bulk_store" in staged.cuda_source
+    direct = tp.compile(attention(tile, **options), "sm_90a")
+    if not options.get("lse"):
+        check(staged, tile)
+    assert_same_outputs(staged, direct, tile, seed=17)
