@@ -57,7 +57,9 @@ class AttentionConfig:
     PERSISTENT_BLOCKS blocks where the shape has more row tiles than that (else one block a tile);
     `per_head` (causal): a persistent grid of that many blocks a head (fewer where a head has fewer
     row tiles); `q_stages`: Q loaded by the producer into that many stages where the grid is
-    persistent (else the consumers load it)."""
+    persistent (else the consumers load it); `tma_store`: O written through shared memory, a TMA
+    store a box (candidates() offers it where the rows are a multiple of 64: stmatrix is
+    warp-collective, so a row tail's partial tile is refused, LDSM-THREAD-ROWS)."""
 
     name: str
     key_tile: int
@@ -71,6 +73,7 @@ class AttentionConfig:
     persistent: bool = False
     per_head: int | None = None
     q_stages: int = 1
+    tma_store: bool = False
 
     def keywords(self, tile: AttentionTile) -> dict:
         """attention()'s keywords at `tile`."""
@@ -82,11 +85,18 @@ class AttentionConfig:
             blocks = PERSISTENT_BLOCKS
         return dict(warpgroups=self.warpgroups, stages=self.stages, producer=self.producer, registers=self.registers,
                     in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks,
-                    q_stages=self.q_stages if blocks else 1)
+                    q_stages=self.q_stages if blocks else 1, tma_store=self.tma_store)
 
 
 _WS = dict(warpgroups=2, producer=True, registers=(24, 240))
 CONFIGS = {c.name: c for c in (
+    # H200 (benchmarks/README.md, "O through shared memory"), where the rows are whole 64-row tiles: S <= 512
+    # 246-384 TFLOP/s (1.07-1.28 of the direct stores), head dim 128 586-599 (0.99-1.03), causal head dim 128
+    # 516 (1.04); at head dim 64's long and causal shapes it ran 0.92-0.97 of the direct stores
+    AttentionConfig("kt128_wg2_ws2_r240_ip_ov_pst_q2_tma", 128, stages=2, in_place=True, overlap=True, persistent=True,
+                    q_stages=2, tma_store=True, **_WS),
+    AttentionConfig("kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma", 128, stages=2, in_place=True, overlap=True, per_head=16,
+                    q_stages=2, tma_store=True, **_WS),
     # H200 (benchmarks/results/attention/h200.json): the fastest at the issue's long shapes ...
     AttentionConfig("kt128_wg2_ws2_r240_ip_ov_pst_q2", 128, stages=2, in_place=True, overlap=True, persistent=True,
                     q_stages=2, **_WS),  # head dim 128, 566-601 TFLOP/s (Q from the producer, K released early);
@@ -120,6 +130,8 @@ CONFIGS = {c.name: c for c in (
 def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool) -> tuple[AttentionConfig, ...]:
     """The configurations to try at a shape, in order (the first that verifies runs)."""
     wide = max(head_dim, value_dim)
+    # O through shared memory first (tma_store) where it measured faster: head dim 128, short sequences
+    staged = rows % 64 == 0 and (wide == 128 or (wide < 128 and keys <= SHORT_KEYS and not causal))
     if wide > 128:
         names = ["kt64_wg2_ws2_r240_ip_ov" if causal else "kt64_wg2_ws2_r240_ip_ov_pst", "kt64_wg2_ws2_r240_ip"]
     elif causal:
@@ -132,6 +144,8 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
         names = (["kt256_wg2_ws2_r240_ip_pst_q2", "kt256_wg2_ws2_r240_ip"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128_wg2_ws3_r240_ip_ov_pst"]) + ["kt128_wg2_ws2_r240"]
     names.append("kt64")
+    if staged:
+        names.insert(0, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma" if causal else "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma")
     return tuple(CONFIGS[n] for n in dict.fromkeys(names))
 
 

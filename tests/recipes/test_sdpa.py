@@ -24,15 +24,17 @@ def shapes(b, hq, hkv, m, n, d, dv=None):
 
 
 @pytest.mark.parametrize("call,causal,chosen", [
-    (shapes(4, 32, 32, 4096, 4096, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),
+    (shapes(4, 32, 32, 4096, 4096, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # O by TMA store
     (shapes(8, 32, 32, 4096, 4096, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # Q from the producer
     (shapes(1, 4, 4, 1024, 1024, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 32 row tiles: not persistent
-    (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head, Q ahead
+    (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # 16 blocks a head, Q ahead
+    (shapes(8, 32, 32, 4096, 4096, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # head dim 64: O stored directly
     (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # grouped heads, tails: 3 blocks a head
     (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # D != Dv, M < N: 4 row tiles
     (shapes(1, 4, 4, 1024, 1024, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
-    (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 1024 row tiles: persistent
-    (shapes(2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 24 row tiles: one block each
+    (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 1024 row tiles: persistent
+    (shapes(32, 16, 16, 256, 256, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # short: O by TMA store
+    (shapes(2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # a row tail: O stored directly
     (shapes(1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # two queries, two keys: a key tile of 16
 ], ids=lambda x: "x".join(map(str, x[0])) if isinstance(x, tuple) else str(x))
 def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, causal, chosen):
