@@ -187,6 +187,17 @@ def _q_stages_out_of_range(rng: random.Random, drawn: dict):
     return random.Random("q_stages:" + repr(sorted(drawn.items()))).choice([0, True, 2.0])
 
 
+def _tma_store(rng: random.Random, drawn: dict) -> bool:
+    """O through shared memory (stmatrix, a TMA store a box) in a third of the draws, drawn from the
+    case's parameters so far (`rng` untouched: the draws after it stay as they were)."""
+    return random.Random("tma_store:" + repr(sorted(drawn.items()))).random() < 0.3
+
+
+def _tma_store_out_of_range(rng: random.Random, drawn: dict):
+    """Not a bool: refused at the call."""
+    return random.Random("tma_store:" + repr(sorted(drawn.items()))).choice([1, "yes", None])
+
+
 KEY_TILES = (  # attention(): keys in tiles of key_tile, the online softmax
     Parameter("rows", _rows, _rows_out_of_range),
     Parameter("key_tile", lambda rng, _: 16 * rng.randint(1, 16),
@@ -226,6 +237,8 @@ KEY_TILE_OPTIONS = (  # attention()'s K / V pipeline
     Parameter("fused_softmax", lambda rng, _: rng.choice([None, True, False]), lambda rng, _: rng.choice([1, "yes", 0])),
     # Q loaded by the producer over a persistent block's row tiles, in that many stages (1: the consumers load it)
     Parameter("q_stages", _q_stages, _q_stages_out_of_range),
+    # O written through shared memory (refused by the verifier at a row tail: stmatrix is warp-collective)
+    Parameter("tma_store", _tma_store, _tma_store_out_of_range),
 )
 
 # One entry per recipe function: another recipe is one more line.
