@@ -26,7 +26,7 @@ class Problem:
     notes: tuple[str, ...] = ()
     location: str | None = None
     memory: tuple[str, MemoryType] | None = None  # the fix where a tensor is in the wrong memory: (its name, the memory)
-    knobs: tuple[str, ...] = ()  # the tensors whose inlining placed the statements in conflict (a fix may move one)
+    knobs: tuple[str, ...] = ()  # the tensors whose inlining made the problem (a fix may move one)
 
     def __str__(self) -> str:
         return self.message

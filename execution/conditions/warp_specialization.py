@@ -79,11 +79,7 @@ def role_problems(fusion) -> list:
         # a broadcast axis holds no index of the load (nvFuser's checkWarpSpecializedAxis skips it too)
         bound = [i for i in tv.loop if i.parallel_type is spec.on and not i.is_broadcast]
         if bound:
-            out.append(Problem(
-                f"{tv.name} is warp-specialized on {spec.on.value} and also parallelized on it ({bound[0].label()}): its "
-                f"loads are the producer's alone, issued by one thread", tensor=tv.name, ids=(bound[0].name,),
-                hint=f"do not bind {tv.name}'s axes to {spec.on.value}; the consumers' tensors use it",
-                location=tv.circular.origin or tv.origin))
+            out.append(_bound_problem(tv, spec.on, bound[0]))
         readers = fusion.consumers(tv)
         by_wgmma = [c for c in readers if c.definition is not None and is_wgmma_op(c.definition)]
         if by_wgmma and len(by_wgmma) < len(readers):
@@ -100,6 +96,23 @@ def role_problems(fusion) -> list:
             f"loops, none inside another; one producer warpgroup serves one circular loop, or loops nested in one "
             f"another", tensor=first.name, hint="inline them at one loop (the K loop)", **where))
     return out
+
+
+def _bound_problem(tv, on, axis) -> Problem:
+    """WS-ROLES's problem with `tv` (warp-specialized on `on`) whose loop axis `axis` runs on `on`.
+    An axis left of its compute-at position is a loop it shares with its consumers: inlined into
+    their loop over `on`, it takes that loop's type, and its inlining is the knob (knobs: a fix
+    may move it out of that loop)."""
+    k = next(k for k, i in enumerate(tv.loop) if i is axis)
+    inlined = k < tv.compute_at
+    return Problem(
+        f"{tv.name} is warp-specialized on {on.value} and also parallelized on it ({axis.label()}): its "
+        f"loads are the producer's alone, issued by one thread", tensor=tv.name, ids=(axis.name,),
+        hint=(f"inline {tv.name} left of the consumers' loop over {on.value} (its axis {k})" if inlined else
+              f"do not bind {tv.name}'s axes to {on.value}; the consumers' tensors use it"),
+        notes=(f"{tv.name} is inlined at position {tv.compute_at}, inside the consumers' loop over {on.value} "
+               f"(its axis {k}): it runs on that loop's index",) if inlined else (),
+        knobs=(tv.name,) if inlined else (), location=tv.circular.origin or tv.origin)
 
 
 def _unnested(loops: set, tvs: list, groups) -> set:

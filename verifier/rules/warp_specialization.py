@@ -14,6 +14,7 @@ import z3
 from ...execution.conditions.ping_pong import ping_pong_spec, turn_problems
 from ...execution.conditions.warp_specialization import register_problems, role_problems
 from ...model.expr import const, var
+from ..causes import propose_change, written_axis
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import report_problems, report_values
@@ -37,7 +38,9 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
         the load, and parallelize_all_like gives it the axis it meets, as nvFuser's
         checkWarpSpecializedAxis allows), all of them with one WarpSpecialized, circular over
         one loop or over loops nested in one another (Q's over the row tiles around K's and V's
-        over the key tiles: the producer runs the same nest).
+        over the key tiles: the producer runs the same nest). A load inlined into the consumers'
+        loop over `on` takes that loop's type: the report proposes the inline_at that puts it just
+        outside that loop, where a copy of the schedule with it verifies.
     Why the hardware needs it:
         setmaxnreg and wgmma are executed by whole warpgroups: a producer that shares a
         warpgroup with consumers cannot give its registers away, and a wgmma issued by a
@@ -71,7 +74,34 @@ def ws_roles(ctx: VerifyContext) -> Iterator[Diagnostic]:
     #   extent above on == 1, each t in T is read by wgmma only or
     #   by threads only, has no loop axis parallelized on on, and all t share one WarpSpecialized and one
     #   circular loop group, or groups each enclosing the next (a chain)
-    yield from report_problems("WS-ROLES", role_problems(ctx.fusion))
+    problems = role_problems(ctx.fusion)
+    for p, d in zip(problems, report_problems("WS-ROLES", problems)):
+        if p.knobs:
+            call = _inline_outside(ctx, d, p.tensor, p.ids[0])
+            if call is not None:
+                d.hint = f"{call} (verified: with it, WS-ROLES holds): {d.hint}"
+        yield d
+
+
+# what moving a load's inlining decides: its roles and the loops it shares (inline_at's premises)
+OUTSIDE_CODES = ["WS-ROLES", "INLINE-LOOP-MAP", "INLINE-PARALLEL-MATCH"]
+
+
+def _inline_outside(ctx: VerifyContext, d: Diagnostic, name: str, axis: str) -> str | None:
+    """`name`.inline_at(k), k the position as written of its loop axis `axis` (the consumers' loop
+    over the warp-specialized axis, which its inlining put the load in), proposed on d where the
+    copy has no error of OUTSIDE_CODES; d then points at the inlining. The call, or None (a fix's
+    copy, or an axis bound by a parallelize of its own: that call is the knob)."""
+    if ctx.source is None:
+        return None
+    k = next(k for k, i in enumerate(ctx.fusion.tensor(name).loop) if i.name == axis)
+    at, written = written_axis(ctx, name, k), ctx.source.tensor(name)
+    if at is None or written.loop[at].parallel_type is ctx.fusion.tensor(name).loop[k].parallel_type:
+        return None
+    d.location = written.compute_at_origin or d.location
+    if propose_change(ctx, d, lambda fusion: fusion.tensor(name).inline_at(at), OUTSIDE_CODES):
+        return f"{name}.inline_at({at})"
+    return None
 
 
 @rule("WS-REGISTERS", family="warpspec")
