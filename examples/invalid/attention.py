@@ -1,10 +1,13 @@
 """Attention's building blocks scheduled so that a thread reads accumulators another thread holds
 (MMA-ACCUM-LAYOUT), or a wgmma's warpgroup is split over TIDy while its output binds TIDy
 (MMA-WARP-COLLECTIVE). Each is examples/valid/attention.py's row max with one thing changed; and
-online sums whose terms the running max's rescale cannot keep exact (ONLINE-RESCALE).
+online sums whose terms the running max's rescale cannot keep exact (ONLINE-RESCALE); and O written
+through shared memory at a row tail, where the warp-collective stmatrix would leave lanes out
+(LDSM-THREAD-ROWS).
 """
 
 import tileproof as tp
+from tileproof.recipes.attention import AttentionTile, attention
 from tileproof.rule_examples import online_logsumexp, wgmma_row_max
 
 P = tp.ParallelType
@@ -58,3 +61,15 @@ def online_terms_as_an_output():
     fusion, x, m, p, l, lse = online_logsumexp("online_terms_as_an_output")
     fusion.add_output(p)
     return fusion
+
+
+@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "SPLIT-DIVISIBILITY", messages=[
+    "700 % 64 = 60", "is not executed by whole warps"]))
+def o_through_shared_memory_at_a_row_tail():
+    """examples/valid/attention.py's O through shared memory at 700 rows: the last row tile's 60 rows
+    leave lanes of its stmatrix (warp-collective, .sync.aligned) without an element, and the split of
+    the rows by 64 on the path to its 8-element vector does not divide. recipes.sdpa stores O
+    directly at such shapes."""
+    tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
+    return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
+                     overlap=True, persistent=6, q_stages=2, tma_store=True)

@@ -85,3 +85,16 @@ def persistent_attention_with_q_from_the_producer():
     tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
     return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
                      overlap=True, persistent=6, q_stages=2)
+
+
+@tp.schedule(expect=tp.accepted())
+def persistent_attention_with_o_through_shared_memory():
+    """The persistent grid with Q from the producer, O written through shared memory (tma_store):
+    each warpgroup's O fragment cast to bfloat16 and written by stmatrix.x4 into its own 128-byte-
+    swizzled boxes, then one TMA store a box, as cuDNN's kernels end. ALLOCATION-DISTINCT proves the
+    two warpgroups' boxes apart, the races rule that a warpgroup rewrites them for its next row tile
+    only after the store has read them; no GLOBAL-COALESCING warning: the TMA moves whole rows. 768
+    rows: whole 64-row tiles (a row tail: examples/invalid/attention.py)."""
+    tile = AttentionTile(rows=768, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
+    return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
+                     overlap=True, persistent=6, q_stages=2, tma_store=True)
