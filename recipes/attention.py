@@ -476,7 +476,7 @@ def _stored_through_shared(out, value) -> tuple:
     tile = cs.get_loop_domain()
     for x in (cs, out):  # [Z, G, Mo, Dv / span, 64, span]: the boxes
         x.split(HEADS + 2, SPAN).reorder({HEADS + 2: HEADS + 1})
-    swizzle_tma_box(cs, SPAN * 2)
+    swizzle_tma_box(cs, SPAN * cs.dtype.bytes)  # the 128-byte swizzle of one span
     cs.set_allocation_domain(cs.get_loop_domain(), True)
     cs.set_loop_domain(tile)
     for i in out.get_loop_domain()[HEADS + 2:]:

@@ -34,7 +34,7 @@ from collections import OrderedDict
 
 import tileproof as tp
 
-from .attention import AttentionTile, attention
+from .attention import ROWS, AttentionTile, attention
 from .entry_cache import lru_entry
 from .matmul import tensor_signature
 
@@ -131,7 +131,7 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
     """The configurations to try at a shape, in order (the first that verifies runs)."""
     wide = max(head_dim, value_dim)
     # O through shared memory first (tma_store) where it measured faster: head dim 128, short sequences
-    staged = rows % 64 == 0 and (wide == 128 or (wide < 128 and keys <= SHORT_KEYS and not causal))
+    staged = rows % ROWS == 0 and (wide == 128 or (wide < 128 and keys <= SHORT_KEYS and not causal))
     if wide > 128:
         names = ["kt64_wg2_ws2_r240_ip_ov" if causal else "kt64_wg2_ws2_r240_ip_ov_pst", "kt64_wg2_ws2_r240_ip"]
     elif causal:
