@@ -11,8 +11,9 @@ difference between running and not: a 16 x 16 stmatrix tile that straddles M = 2
 inside and past the edge, and `.aligned` forbids predicating some of them off.
 
 A tensor is clipped when it lives on chip (registers or shared memory), is computed pointwise
-from its operands (a copy, stmatrix, a cast, unary or binary arithmetic), has no broadcast axis,
-is no fusion output, every tensor reading it is clipped or is a TMA store to global memory, and
+from its operands (a copy, stmatrix, a cast, unary or binary arithmetic), has no broadcast axis
+but loops of its own that run once (a batch of one), is no fusion output, every tensor reading it
+is clipped or is a TMA store to global memory, and
 every operand is clipped, filled (below) or in registers: an MmaOp's accumulators (which hold
 every element, holes included: execution/statements.py store_execution), or a register tensor
 whose statement is predicated at its holes (a residual read from global memory), whose registers
@@ -224,9 +225,17 @@ def _holes_past_logical(t: TensorView, axes) -> bool:
 
 def _pointwise_on_chip(t: TensorView) -> bool:
     op = t.definition
-    if op is None or t.memory_type not in ON_CHIP or any(i.is_broadcast for i in t.logical):
+    if op is None or t.memory_type not in ON_CHIP or not _broadcasts_run_once(t):
         return False
     return op.kind in POINTWISE or (op.kind is OpKind.LOAD_STORE and op.op_type in POINTWISE_COPIES)
+
+
+def _broadcasts_run_once(t: TensorView) -> bool:
+    """Whether each broadcast axis of t is a loop of t's own that runs once (not merged, split or
+    promoted to a consumer's extent): then it is one element, as a concrete axis of extent 1 (a
+    batch of one: attention's [1, G, M, Dv] output at a row tail), and adds no point to the holes."""
+    extents = dict(zip((i.uid for i in t.loop), loop_extents(t)))
+    return all(i.uid in extents and try_int(extents[i.uid]) == 1 for i in t.logical if i.is_broadcast)
 
 
 __all__ = ["clipped", "filled", "unread_holes"]

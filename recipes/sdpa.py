@@ -58,8 +58,8 @@ class AttentionConfig:
     `per_head` (causal): a persistent grid of that many blocks a head (fewer where a head has fewer
     row tiles); `q_stages`: Q loaded by the producer into that many stages where the grid is
     persistent (else the consumers load it); `tma_store`: O written through shared memory, a TMA
-    store a box (candidates() offers it where the rows are a multiple of 64: stmatrix is
-    warp-collective, so a row tail's partial tile is refused, LDSM-THREAD-ROWS)."""
+    store a box (candidates() offers it where the rows are whole 64-row tiles: at a row tail the
+    stmatrix runs at its holes, which the verifier accepts, but no GPU run has timed it yet)."""
 
     name: str
     key_tile: int

@@ -2,8 +2,7 @@
 (MMA-ACCUM-LAYOUT), or a wgmma's warpgroup is split over TIDy while its output binds TIDy
 (MMA-WARP-COLLECTIVE). Each is examples/valid/attention.py's row max with one thing changed; and
 online sums whose terms the running max's rescale cannot keep exact (ONLINE-RESCALE); and O written
-through shared memory at a row tail, where the warp-collective stmatrix would leave lanes out
-(LDSM-THREAD-ROWS).
+through shared memory where shared memory cannot hold its boxes (SMEM-CAPACITY).
 """
 
 import tileproof as tp
@@ -63,13 +62,11 @@ def online_terms_as_an_output():
     return fusion
 
 
-@tp.schedule(expect=tp.rejected("LDSM-THREAD-ROWS", "SPLIT-DIVISIBILITY", messages=[
-    "700 % 64 = 60", "is not executed by whole warps"]))
-def o_through_shared_memory_at_a_row_tail():
-    """examples/valid/attention.py's O through shared memory at 700 rows: the last row tile's 60 rows
-    leave lanes of its stmatrix (warp-collective, .sync.aligned) without an element, and the split of
-    the rows by 64 on the path to its 8-element vector does not divide. recipes.sdpa stores O
-    directly at such shapes."""
-    tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
+@tp.schedule(expect=tp.rejected("SMEM-CAPACITY", messages=["needs 262144 bytes", "232448 per block"]))
+def o_through_shared_memory_at_head_dim_256():
+    """examples/valid/attention.py's O through shared memory at head dim 256: the warpgroups' O boxes
+    (64 KiB) do not fit beside Q (64 KiB) and two stages of 64 keys of K and V (128 KiB); the same
+    schedule storing O from registers verifies. recipes.sdpa stores O directly at head dim 256."""
+    tile = AttentionTile(rows=768, keys=900, key_tile=64, head_dim=256, value_dim=256, batch=1, group=2)
     return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
-                     overlap=True, persistent=6, q_stages=2, tma_store=True)
+                     overlap=True, persistent=6, tma_store=True)

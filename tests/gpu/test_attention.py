@@ -509,7 +509,7 @@ def test_heaviest_first_matches_torch_and_changes_no_bit(tile, options):
 # O written through shared memory (attention(tma_store=True): stmatrix into the TMA store's boxes, one TMA
 # store a box) against the direct stores, bit for bit, and against float64: key tails, grouped heads, a
 # persistent grid with more row tiles than blocks, ping-pong, a causal per-head grid whose last row tile's
-# second warpgroup lies past the rows, 256-key tiles with the lse, no producer
+# second warpgroup lies past the rows, 256-key tiles with the lse, no producer, row tails
 TMA_STORE = [
     (AttentionTile(rows=256, keys=500, key_tile=128, head_dim=128, value_dim=128, batch=3, group=2),
      {**_OV, "overlap": True, "persistent": 4, "q_stages": 2}),
@@ -520,7 +520,13 @@ TMA_STORE = [
     (AttentionTile(rows=192, keys=700, key_tile=256, head_dim=64, value_dim=64, batch=2),
      {**_OV, "lse": True, "persistent": 3, "q_stages": 2}),
     (AttentionTile(rows=128, keys=300, key_tile=64, head_dim=64, value_dim=64, batch=2),
-     {"warpgroups": 2, "stages": 2})]
+     {"warpgroups": 2, "stages": 2}),
+    # row tails: the last row tile's stmatrix at its holes, the TMA store clipping them (a batch of one too)
+    (AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2),
+     {**_OV, "overlap": True, "persistent": 6, "q_stages": 2}),
+    (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=64, value_dim=64, batch=1, causal=True),
+     {**_OV, "overlap": True, "persistent": 8, "q_stages": 2}),
+    (AttentionTile(rows=100, keys=120, key_tile=128, head_dim=128, value_dim=128), {})]
 
 
 @pytest.mark.parametrize("tile, options", TMA_STORE, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))

@@ -9,6 +9,7 @@ import re
 import pytest
 
 import tileproof as tp
+from tileproof.execution.clipped_holes import clipped
 from tileproof.recipes.attention import AttentionTile, attention
 
 WS = dict(warpgroups=2, stages=2, producer=True, registers=(24, 240), in_place=True, overlap=True, q_stages=2)
@@ -37,15 +38,22 @@ def test_o_through_shared_memory_verifies_and_stores_a_box_a_warpgroup(tile, opt
     assert not kernel.resources.spills
 
 
-def test_a_row_tail_is_refused_with_the_warp_that_would_skip_the_stmatrix():
-    """stmatrix is warp-collective: the last row tile's rows past M would leave lanes out (recipes.sdpa
-    offers tma_store only where the rows are whole 64-row tiles)."""
-    tile = AttentionTile(rows=100, keys=120, key_tile=128, head_dim=128, value_dim=128)
-    report = tp.verify(attention(tile, tma_store=True), "sm_90a")
-    assert not report.ok and "LDSM-THREAD-ROWS" in report.codes
-    rows = next(d for d in report.errors if d.code == "LDSM-THREAD-ROWS")
-    assert rows.counterexample["blockIdx.x"] == 1 and rows.counterexample["lane"] == 0
-    assert attention(tile).name and tp.verify(attention(tile), "sm_90a").ok  # the direct stores take the tail
+@pytest.mark.parametrize("batch, group", [(2, 2), (1, 2), (1, 1)], ids=["heads", "batch_of_one", "one_head"])
+def test_a_row_tail_runs_the_stmatrix_at_its_holes_and_the_store_clips_them(batch, group):
+    """stmatrix is warp-collective: the last row tile's lanes past M cannot be predicated off. The cast
+    and the staged tile reach memory only through the TMA store, which clips rows past M, so they run
+    at their holes (execution/clipped_holes.py), a batch or a head of one (a broadcast axis that is a
+    loop of its own running once) too."""
+    tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=batch, group=group)
+    fusion = attention(tile, **WS, persistent=6, tma_store=True)
+    staged = next(t for t in fusion.tensors if t.memory_type is tp.MemoryType.Shared
+                  and t.definition.op_type is tp.LoadStoreOpType.StMatrix)
+    assert staged.name in clipped(fusion)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, report.codes
+    src = tp.compile(fusion, "sm_90a").cuda_source
+    stmatrix = src.index("stmatrix.sync.aligned")
+    assert "if (" not in src[src.rindex("\n", 0, src.rindex("{", 0, stmatrix)):stmatrix], "no hole predicate"
 
 
 def test_head_dim_256_does_not_fit_o_beside_q_and_two_key_value_stages():
