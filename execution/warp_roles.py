@@ -241,12 +241,15 @@ def role_padding(fusion) -> int:
 def role_implied(fusion):
     """A test of a statement's Cond: whether every consumer warpgroup of a warp-specialized
     kernel satisfies it by its role (`threadIdx.<on> < consumers`: the launch has the
-    producer's indices after them); None where the kernel is not warp-specialized."""
+    producer's indices after them; with one consumer index, also a single writer's
+    `threadIdx.<on> == 0`: a shared tile the consumers write without binding `on`); None where
+    the kernel is not warp-specialized."""
     tvs = specialized_tensors(fusion)
     if not tvs:
         return None
     on, consumers = var(specialization(tvs[0]).on.cuda_name), role_threads(fusion)[1]
-    return lambda c: c.op == "<" and c.lhs == on and consumers is not None and try_int(c.rhs) == consumers
+    return lambda c: consumers is not None and c.lhs == on and (
+        (c.op == "<" and try_int(c.rhs) == consumers) or (c.op == "==" and consumers == 1 and try_int(c.rhs) == 0))
 
 
 def registers_per_thread(threads: int) -> int:

@@ -526,7 +526,10 @@ TMA_STORE = [
      {**_OV, "overlap": True, "persistent": 6, "q_stages": 2}),
     (AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=64, value_dim=64, batch=1, causal=True),
      {**_OV, "overlap": True, "persistent": 8, "q_stages": 2}),
-    (AttentionTile(rows=100, keys=120, key_tile=128, head_dim=128, value_dim=128), {})]
+    (AttentionTile(rows=100, keys=120, key_tile=128, head_dim=128, value_dim=128), {}),
+    # one consumer warpgroup beside the producer: the staged tile's single writer implied by the role
+    (AttentionTile(rows=200, keys=256, key_tile=64, head_dim=128, value_dim=128, batch=2),
+     {"warpgroups": 1, "stages": 2, "producer": True, "in_place": True, "overlap": True})]
 
 
 @pytest.mark.parametrize("tile, options", TMA_STORE, ids=lambda x: _ids(x) if isinstance(x, AttentionTile) else str(x))

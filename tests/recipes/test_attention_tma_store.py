@@ -56,6 +56,19 @@ def test_a_row_tail_runs_the_stmatrix_at_its_holes_and_the_store_clips_them(batc
     assert "if (" not in src[src.rindex("\n", 0, src.rindex("{", 0, stmatrix)):stmatrix], "no hole predicate"
 
 
+def test_one_consumer_warpgroup_beside_a_producer_issues_the_stmatrix_unpredicated():
+    """One consumer index on TIDz: the staged tile binds no TIDz, so its statement's single writer is
+    threadIdx.z == 0, which every consumer thread satisfies by its role (execution/warp_roles.py
+    role_implied); the warp-collective stmatrix needs no predicate (LOWERING-SUPPORTED refused it)."""
+    tile = AttentionTile(rows=200, keys=256, key_tile=64, head_dim=128, value_dim=128, batch=2)
+    fusion = attention(tile, warpgroups=1, stages=2, producer=True, in_place=True, overlap=True, tma_store=True)
+    report = tp.verify(fusion, "sm_90a")
+    assert report.ok, report.codes
+    src = tp.compile(fusion, "sm_90a").cuda_source
+    stmatrix = src.index("stmatrix.sync.aligned")
+    assert "threadIdx.z == 0" not in src[src.rindex("StMatrix", 0, stmatrix):stmatrix]
+
+
 def test_head_dim_256_does_not_fit_o_beside_q_and_two_key_value_stages():
     tile = AttentionTile(rows=256, keys=300, key_tile=64, head_dim=256, value_dim=256)
     options = dict(warpgroups=2, stages=2, producer=True, registers=(24, 240), in_place=True)
