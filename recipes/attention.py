@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import tileproof as tp
 
-from .gemm_blocks import permute, swizzle_tma_box, through_shared
+from .gemm_blocks import permute, store_boxes, through_shared
 from .hopper_gemm import mn_major_box
 
 P = tp.ParallelType
@@ -473,14 +473,7 @@ def _stored_through_shared(out, value) -> tuple:
     c, cs, out = through_shared(out)
     for x in (c, cs, out):  # [Z, G, Mo, 64, Dv]
         x.split(HEADS, ROWS)
-    tile = cs.get_loop_domain()
-    for x in (cs, out):  # [Z, G, Mo, Dv / span, 64, span]: the boxes
-        x.split(HEADS + 2, SPAN).reorder({HEADS + 2: HEADS + 1})
-    swizzle_tma_box(cs, SPAN * cs.dtype.bytes)  # the 128-byte swizzle of one span
-    cs.set_allocation_domain(cs.get_loop_domain(), True)
-    cs.set_loop_domain(tile)
-    for i in out.get_loop_domain()[HEADS + 2:]:
-        i.parallelize(P.Bulk)
+    store_boxes(cs, out, HEADS + 1, SPAN * cs.dtype.bytes)  # [Z, G, Mo, Dv / span, 64, span]
     for x in (c, cs):  # [Z, G, Mo, .. O's fragment .., 8]: a stmatrix.x4's 8 elements last
         tp.schedule_mma_fragment(x, value, "C", quads=True)
         x.split(-1, 8)

@@ -96,18 +96,26 @@ def tma_store_boxes(epilogue, block, swizzle=128, by_box=False):
     for t in (c, cs, out):
         t.split(1, bn).split(0, bm)  # [Mo, bm, No, bn]
         permute(t, [0, 2, 1, 3])  # [Mo, No, bm, bn]
+    store_boxes(cs, out, 2, swizzle, by_box)
+
+
+def store_boxes(cs, out, rows: int, swizzle=128, by_box=False):
+    """cs (the staged tile) and out (its TMA store), both [.., rows, columns] with the rows at axis
+    `rows` and the columns last, as the store's boxes [.., columns / span, rows, span], span = one
+    swizzle's columns: cs allocated as them, swizzled, its loop kept [.., rows, columns] (by_box:
+    the boxes' loop, so that cs inlined past the box axis holds one box); out's box axes Bulk."""
     tile = cs.get_loop_domain()
-    for t in (cs, out):  # the TMA boxes [Mo, No, bn / span, bm, span], span = one swizzle's columns
-        t.split(3, swizzle // cs.dtype.bytes)
-        permute(t, [0, 1, 3, 2, 4])
+    for t in (cs, out):
+        t.split(rows + 1, swizzle // cs.dtype.bytes)
+        t.reorder({rows + 1: rows})
     if by_box:
         tile = cs.get_loop_domain()
     swizzle_tma_box(cs, swizzle)  # cs is allocated as the boxes, swizzled
     cs.set_allocation_domain(cs.get_loop_domain(), True)
     cs.set_loop_domain(tile)
-    for k in range(3, len(out.loop)):
-        out.axis(k).parallelize(P.Bulk)
+    for i in out.get_loop_domain()[rows + 1:]:
+        i.parallelize(P.Bulk)
 
 
-__all__ = ["GRID_YZ", "grid_fits", "grouped_blocks", "permute", "swizzle_tma_box", "through_shared", "tile_mnk",
+__all__ = ["GRID_YZ", "grid_fits", "grouped_blocks", "permute", "store_boxes", "swizzle_tma_box", "through_shared", "tile_mnk",
            "tile_multiples", "tma_store_boxes"]

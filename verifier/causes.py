@@ -75,6 +75,14 @@ def propose_change(ctx: VerifyContext, d: Diagnostic, change: Callable[[Fusion],
     return holds
 
 
+def propose_inline(ctx: VerifyContext, d: Diagnostic, name: str, at: int, codes: Iterable[str]) -> str | None:
+    """`name`.inline_at(at), proposed on d where a copy of the schedule with it passes `codes`
+    (propose_change); the call, or None."""
+    if propose_change(ctx, d, lambda fusion: fusion.tensor(name).inline_at(at), codes):
+        return f"{name}.inline_at({at})"
+    return None
+
+
 def propose_memory_types(ctx: VerifyContext, d: Diagnostic, memory: Mapping[str, MemoryType],
                          codes: Iterable[str]) -> bool:
     """propose_change of set_memory_type(memory[name]) on each named tensor (never for a fusion

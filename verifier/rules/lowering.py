@@ -14,7 +14,7 @@ from ...execution.conditions import lowering as conditions
 from ...execution import loops
 from ...execution.nest import placed_nest
 from ...model.types import ParallelType
-from ..causes import propose_change, propose_memory_types, propose_retype, unbound_type
+from ..causes import propose_inline, propose_memory_types, propose_retype, unbound_type
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic, Severity
 from ..findings import report_problems
@@ -370,10 +370,8 @@ def _reinline(ctx: VerifyContext, d: Diagnostic, names) -> str | None:
     tensors = [ctx.source.tensor(name) for name in names]
     moves = [(t.name, k) for t in tensors for k in range(t.compute_at + 1, len(t.get_loop_domain()) + 1)]
     moves += [(t.name, k) for t in tensors for k in range(t.compute_at - 1, -1, -1)]
-    for name, k in moves[:REINLINE_TRIES]:
-        if propose_change(ctx, d, lambda fusion, name=name, k=k: fusion.tensor(name).inline_at(k), NEST_CODES):
-            return f"{name}.inline_at({k})"
-    return None
+    return next((call for name, k in moves[:REINLINE_TRIES]
+                 if (call := propose_inline(ctx, d, name, k, NEST_CODES)) is not None), None)
 
 
 @rule("LOOP-ROTATION", family="lowering", premises=("LOOP-NEST-ORDER", "INLINE-LOOP-MAP", "INLINE-PARALLEL-MATCH"))
@@ -544,8 +542,6 @@ def _inline_left_of_box(ctx: VerifyContext, d: Diagnostic, name: str) -> str | N
     box = next((k for k, i in enumerate(tv.get_loop_domain()) if i.parallel_type is ParallelType.Bulk), None)
     if box is None or tv.compute_at <= box:
         return None
-    for k in range(box, -1, -1):
-        if propose_change(ctx, d, lambda fusion, k=k: fusion.tensor(name).inline_at(k), ["LOWERING-SUPPORTED"]):
-            return f"{name}.inline_at({k})"
-    return None
+    return next((call for k in range(box, -1, -1)
+                 if (call := propose_inline(ctx, d, name, k, ["LOWERING-SUPPORTED"])) is not None), None)
 

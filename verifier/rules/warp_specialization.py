@@ -14,7 +14,7 @@ import z3
 from ...execution.conditions.ping_pong import ping_pong_spec, turn_problems
 from ...execution.conditions.warp_specialization import register_problems, role_problems
 from ...model.expr import const, var
-from ..causes import propose_change, written_axis
+from ..causes import propose_inline, written_axis
 from ..context import VerifyContext
 from ..diagnostics import Diagnostic
 from ..findings import report_problems, report_values
@@ -99,9 +99,7 @@ def _inline_outside(ctx: VerifyContext, d: Diagnostic, name: str, axis: str) -> 
     if at is None or written.loop[at].parallel_type is ctx.fusion.tensor(name).loop[k].parallel_type:
         return None
     d.location = written.compute_at_origin or d.location
-    if propose_change(ctx, d, lambda fusion: fusion.tensor(name).inline_at(at), OUTSIDE_CODES):
-        return f"{name}.inline_at({at})"
-    return None
+    return propose_inline(ctx, d, name, at, OUTSIDE_CODES)
 
 
 @rule("WS-REGISTERS", family="warpspec")
