@@ -83,6 +83,13 @@ CONFIGS = [
                                          causal=True),
      {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
       "persistent": 4, "q_stages": 2, "tma_store": True}),
+    # ... at a row tail with a batch and a head of one (the last row tile's stmatrix at its holes, the TMA store
+    # clipping them), and with one consumer warpgroup beside the producer
+    ("persistent_row_tail_tma_store", dict(rows=200, keys=300, key_tile=128, head_dim=64, value_dim=64),
+     {"stages": 2, "producer": True, "warpgroups": 2, "registers": (24, 240), "in_place": True, "overlap": True,
+      "persistent": 2, "q_stages": 2, "tma_store": True}),
+    ("one_consumer_tma_store", dict(rows=200, keys=256, key_tile=64, head_dim=128, value_dim=128, batch=2),
+     {"stages": 2, "producer": True, "warpgroups": 1, "in_place": True, "overlap": True, "tma_store": True}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp
