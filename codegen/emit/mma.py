@@ -77,8 +77,11 @@ WGMMA_PRELUDE = """\
 __device__ __forceinline__ unsigned long long tp_wgmma_desc(unsigned start, unsigned lbo, unsigned sbo, unsigned layout) {
   return (unsigned long long)((start & 0x3FFFF) >> 4) | ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16)
        | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)layout << 62); }
-// the same from the start address in 16-byte units (a CTA's shared memory: below 2^14 of them), a sum of
-// the base's units and the offset's, so that the unrolled copies of a batch add constants to one value
+// a shared address in 16-byte units, its 14 bits (a CTA's shared memory: below 2^14 of them); a cluster's
+// blocks see their shared addresses with bits above 2^18 set, which unmasked would carry into the LBO field
+__device__ __forceinline__ unsigned tp_smem16(const void* p) { return (tp_smem(p) >> 4) & 0x3FFFu; }
+// a descriptor from the start address in 16-byte units (tp_smem16 of the base plus the offset's units), so
+// that the unrolled copies of a batch add constants to one value
 __device__ __forceinline__ unsigned long long tp_wgmma_desc16(unsigned start16, unsigned lbo, unsigned sbo, unsigned layout) {
   return (unsigned long long)(start16 + (((lbo & 0x3FFFF) >> 4) << 16))
        | ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | ((unsigned long long)layout << 62); }
@@ -177,7 +180,7 @@ def _wgmma_lines(e, n, depth: int) -> list[str]:
             body.append(f"const unsigned long long {name} = tp_wgmma_desc(tp_smem({desc.tensor}) + (unsigned)"
                         f"({e.x(desc.start)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
         else:  # base and offset 16-byte aligned (a descriptor's start is): (base + offset) / 16 = base / 16 + offset / 16
-            body.append(f"const unsigned long long {name} = tp_wgmma_desc16((tp_smem({desc.tensor}) >> 4) + (unsigned)"
+            body.append(f"const unsigned long long {name} = tp_wgmma_desc16(tp_smem16({desc.tensor}) + (unsigned)"
                         f"({e.x(units)}), {desc.lbo}u, {desc.sbo}u, {desc.layout}u);")
     acc = [f"{n.out.tensor}[{e.x(n.out.offset)} + {v}]" for v in range(inst.c.elements)]
     transpose = tuple(int(desc.major == "MN") for desc in n.descriptors)

@@ -11,6 +11,9 @@ WholeTile node: under that guard without the predicates it implies, and as lower
 The guard is uniform over the block, so warp-collective instructions (stmatrix) and barriers
 inside the nest stay uniform.
 
+A serial loop of constant extent whose body is register statements alone (a reduction's loops over a
+fragment) is such a nest too: its predicates run on every element of every tile otherwise.
+
 An Unswitch loop (nvFuser's ParallelType::Unswitch, device_lower/pass/unroll.cpp) is a serial loop
 split the same way: its nest, the Unswitch loop itself included, is put twice under one guard
 that every iteration's predicates imply. Every iteration runs in either version, so it is the
@@ -76,7 +79,7 @@ def split_whole_tiles(st) -> None:
     unswitched = unswitched_loops(st.classes)
 
     def is_nest(n) -> bool:
-        return is_unrolled_nest(n) or (isinstance(n, Loop) and n.key in unswitched)
+        return is_unrolled_nest(n) or (isinstance(n, Loop) and n.key in unswitched) or _register_nest(n)
 
     def rewrite(nest: Loop, around: Around) -> list:
         guard = whole_tile_guard(nest, block_uniform(ir) | set(around.loops), ir, around.threads)
@@ -90,15 +93,31 @@ def split_whole_tiles(st) -> None:
     rewrite_unrolled(ir.body, rewrite, is_nest=is_nest)
 
 
+def _register_nest(n) -> bool:
+    """A serial loop of constant extent over register statements alone: a reduction's loops over a
+    fragment (its axes Serial as scheduled; ptxas unrolls them), attention's max and sum over a key
+    tile, whose hole predicates (row < M, key < N) would otherwise run on every element of every tile."""
+    def computes_only(nodes) -> bool:
+        return all(type(m) is Compute or (isinstance(m, Loop) and m.kind is not LoopKind.BLOCK
+                                          and m.extent.op == "const" and computes_only(m.body)) for m in nodes)
+
+    return isinstance(n, Loop) and n.kind is LoopKind.SERIAL and n.extent.op == "const" and n.extent != const(1) \
+        and computes_only(n.body)
+
+
 def unswitched_loops(classes) -> frozenset[int]:
     """The keys of the loop classes bound to Unswitch: serial loops (LoopKind.SERIAL) split here."""
     return frozenset(c.key for c in classes.classes.values() if c.parallel is ParallelType.Unswitch)
 
 
 def _without(nest: Loop, implied: frozenset[Cond]) -> Loop:
-    """A copy of the nest whose statements and ldmatrix / stmatrix test no predicate of `implied`."""
+    """A copy of the nest whose statements and ldmatrix / stmatrix test no predicate of `implied`
+    (and whose zero-filled statements read their value where `implied` holds their conditions)."""
     def node(n):
-        if type(n) in (Compute, MatrixCopy):
+        if type(n) is Compute:
+            return replace(n, conds=[c for c in n.conds if c not in implied],
+                           zero_unless=[c for c in n.zero_unless if c not in implied])
+        if type(n) is MatrixCopy:
             return replace(n, conds=[c for c in n.conds if c not in implied])
         return replace(n, body=[node(m) for m in n.body]) if hasattr(n, "body") else n
 
@@ -111,7 +130,9 @@ def _hole_conds(nest: Loop) -> list[Cond]:
         if isinstance(n, Loop):
             out += [c for c in _hole_conds(n) if c not in out]
         elif type(n) in (Compute, MatrixCopy):
-            out += [c for c in n.conds if c.kind is CondKind.HOLE and c.op == "<" and c not in out]
+            zeros = n.zero_unless if type(n) is Compute else []  # P's keys past N zeroed: a hole's form too
+            out += [c for c in n.conds + zeros if c.kind in (CondKind.HOLE, CondKind.PADDING) and c.op == "<"
+                    and c not in out]
     return out
 
 

@@ -22,7 +22,7 @@ def test_the_table_shows_a_skipped_or_failed_entry_by_its_reason():
 
 
 def test_the_short_shapes_verify_as_one_key_tile():
-    short = [s for s in B.SHAPES if s[3] <= 256]
+    short = [s for s in B.SHAPES if s[3] <= 256 and s[3] % 64 == 0]  # the one-tile form's sizes (250: no)
     assert short and len(short) < len(B.SHAPES)
     b, hq, hkv, s, d = short[-1]  # grouped-query attention, head dim 128
     tile = AttentionTile(rows=s, keys=s, head_dim=d, value_dim=d, batch=b * hkv, group=hq // hkv)

@@ -273,7 +273,8 @@ def test_the_emitted_descriptor_helper_encodes_as_the_model():
     """The kernel's tp_wgmma_desc (codegen/emit/mma.py), compiled for the host, packs start, LBO,
     SBO and the layout as Descriptor.encode does: each field in 16-byte units (tilelang #813 wrote
     LBO and SBO in bytes, 16 times too large), in its own bit range."""
-    helper = emit_mma.WGMMA_PRELUDE.split("__device__ __forceinline__ void")[0]
+    helper = ("unsigned tp_smem(const void* p) { return (unsigned)(unsigned long)p; }\n"  # the host's stand-in
+              + emit_mma.WGMMA_PRELUDE.split("__device__ __forceinline__ void")[0])
     fields = [(0, 16, 1024, tp.MmaInputSmemSwizzle.B128), (49152 + 96, 16, 1024, tp.MmaInputSmemSwizzle.B128),
               (1024, 8192, 1024, tp.MmaInputSmemSwizzle.B64), (2 ** 18 - 16, 2 ** 18 - 16, 16, tp.MmaInputSmemSwizzle.B32),
               (4096, 128, 256, tp.MmaInputSmemSwizzle.NoSwizzle)]
@@ -282,6 +283,11 @@ def test_the_emitted_descriptor_helper_encodes_as_the_model():
     assert (out[0] >> 16) & 0x3FFF == 1 and (out[0] >> 32) & 0x3FFF == 64  # LBO 16 B, SBO 1024 B
     # the form from the start in 16-byte units (a 1024-byte aligned base plus an offset of whole units)
     assert host_descriptors(helper, "tp_wgmma_desc16", [(s // 16, l, b, y.value) for s, l, b, y in fields]) == out
+    # ... whose units leave out the bits above 2^18 that a cluster's blocks see in their shared addresses
+    # (unmasked, the rank's bit 24 carried into LBO: an MN-major B, which reads LBO, ran wrong on rank 1)
+    ranked = helper + ("unsigned long long ranked(unsigned s, unsigned l, unsigned b, unsigned y) {\n"
+                       "  return tp_wgmma_desc16(tp_smem16((const void*)(unsigned long)(s | (1u << 24))), l, b, y); }")
+    assert host_descriptors(ranked, "ranked", [(s, l, b, y.value) for s, l, b, y in fields]) == out
 
 
 def test_a_descriptor_start_of_whole_units_is_emitted_in_units():

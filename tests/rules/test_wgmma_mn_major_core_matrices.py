@@ -47,7 +47,7 @@ def test_an_n_major_unswizzled_b_is_read_through_core_matrices(tiles, lbo):
     for n, k in itertools.product(range(b.rows), range(b.depth)):
         env["mn"], env["k"] = n, k
         assert evaluate(b.hardware(var("mn"), var("k")), env) == evaluate(b.byte_offset(var("mn"), var("k")), env)
-    assert "tp_wgmma_desc16((tp_smem(T3) >> 4)" in tp.compile(fusion, "sm_90a").cuda_source
+    assert "tp_wgmma_desc16(tp_smem16(T3)" in tp.compile(fusion, "sm_90a").cuda_source
 
 
 def test_the_offsets_the_swizzled_way_round_are_refuted(monkeypatch):

@@ -54,7 +54,7 @@ def rs_boxes(n, swizzle, *, n_major=False, bulk=None, uneven=False):
 
 def _descriptor(fusion):
     src = tp.compile(fusion, "sm_90a").cuda_source
-    return re.search(r"tp_wgmma_desc16\(\(tp_smem\(T\d+\) >> 4\) \+ \(unsigned\)\(0U\), (\d+)u, (\d+)u, (\d)u\)", src).groups()
+    return re.search(r"tp_wgmma_desc16\(tp_smem16\(T\d+\) \+ \(unsigned\)\(0U\), (\d+)u, (\d+)u, (\d)u\)", src).groups()
 
 
 def test_core_matrix_boxes_are_read_by_an_unswizzled_k_major_descriptor():
