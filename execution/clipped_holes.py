@@ -48,7 +48,12 @@ executes reads the elements of its own logical indices, which a hole point does 
 holes, as a predicated-off register's unwritten value already does. The statement then needs no
 per-element hole branch: in attention at a sequence tail, exp2(S - max) with a row and a key
 predicate on each of its 64 elements kept 64 predicates live and spilled (992 bytes at 300 rows).
-The reductions reading it keep theirs (their holes must not contribute), as do the zero selects.
+The zero selects keep theirs. A register reduction (a sum, max or min of float registers: attention's
+row max and row sum) keeps the holes of its reduction axes, which must not contribute, and drops
+those of its iteration axes (reduced_at_holes) on the same conditions: a row past M reduces that
+row's values, holes all, into that row's register, which only other holes read. At a sequence tail
+its loops then test the key bound alone, so a tile of whole keys runs unpredicated
+(codegen/lower/whole_tile.py) in the last row tile as in the others.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ POINTWISE = (OpKind.CAST, OpKind.UNARY, OpKind.BINARY, OpKind.TERNARY)
 POINTWISE_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.StMatrix)
 ZERO_COPIES = (LoadStoreOpType.Set, LoadStoreOpType.LdMatrix)  # on chip, carrying a TMA's zeros
 REGISTER_ARITHMETIC = POINTWISE + (OpKind.BROADCAST, OpKind.IOTA)  # what may run at holes (unread_holes)
+REDUCTIONS = ("sum", "max", "min")  # what may run at its iteration axes' holes (reduced_at_holes)
 
 
 @per_fusion
@@ -99,6 +105,29 @@ def unread_holes(fusion) -> frozenset[str]:
                      if t.name not in outputs and t.name not in skip and _register_arithmetic(t)
                      and needed_bounds(t) and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
                      and _registers_in_arrays(t))
+
+
+@per_fusion
+def reduced_at_holes(fusion) -> frozenset[str]:
+    """The names of the register reductions computed at the holes of their iteration axes,
+    unpredicated there; the holes of their reduction axes stay predicates (module docstring)."""
+    outputs = {t.name for t in fusion.outputs}
+    skip = clipped(fusion) | zero_filled(fusion) | unread_holes(fusion)
+    return frozenset(t.name for t in fusion.tensors
+                     if t.name not in outputs and t.name not in skip and _register_reduction(t)
+                     and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
+                     and _registers_in_arrays(t))
+
+
+def _register_reduction(t: TensorView) -> bool:
+    """A sum, max or min of floating-point registers into registers, each element of an iteration
+    point its own (no Welford: several outputs)."""
+    op = t.definition
+    if op is None or op.kind is not OpKind.REDUCTION or op.name not in REDUCTIONS or t.memory_type is not MemoryType.Local:
+        return False
+    if not any(i.is_reduction for i in t.all_ids()) or not t.dtype.is_float:
+        return False
+    return all(x.memory_type is MemoryType.Local and x.definition is not None and x.dtype.is_float for x in op.inputs)
 
 
 def _register_arithmetic(t: TensorView) -> bool:
@@ -238,4 +267,4 @@ def _broadcasts_run_once(t: TensorView) -> bool:
     return all(i.uid in extents and try_int(extents[i.uid]) == 1 for i in t.logical if i.is_broadcast)
 
 
-__all__ = ["clipped", "filled", "unread_holes"]
+__all__ = ["clipped", "filled", "reduced_at_holes", "unread_holes"]

@@ -40,7 +40,7 @@ import enum
 from dataclasses import dataclass, field
 
 from .allocation import Allocation
-from .clipped_holes import clipped, filled, unread_holes
+from .clipped_holes import clipped, filled, reduced_at_holes, unread_holes
 from ..model.expr import Expr, add, const, substitute, try_int, var
 from ..model.global_layout import global_offset, global_strides
 from .indexing import (
@@ -116,11 +116,13 @@ class TensorExecution:
         reaches only other holes, so what it reads there (a promoted operand's register its
         predicated statement left unwritten) matters to no one."""
         tv = self.tensor
-        if tv.name not in unread_holes(tv.fusion):
+        at_holes = tv.name in reduced_at_holes(tv.fusion)  # its iteration axes' holes, those of the reduction predicated
+        if tv.name not in unread_holes(tv.fusion) and not at_holes:
             return self
         needed = needed_bounds(tv)
         holes = tuple(Cond(b.value, "<", b.extent, f"hole of {b.id.label()}", CondKind.HOLE)
-                      for b in valid_item_bounds(tv, self.indices) if b.id.uid in needed)
+                      for b in valid_item_bounds(tv, self.indices) if b.id.uid in needed
+                      and not (at_holes and b.id.is_reduction))
         return TensorExecution(tv, self.env, self.ranges, self.indices, self.conds + holes, self.launch_index,
                                self.padding)
 
@@ -310,11 +312,12 @@ def _hole_conds(tv: TensorView, indices: dict[int, Expr], elements: bool = False
 
 def predicated_bounds(tv: TensorView, skip: int | None = None) -> set[int]:
     """The uids of the IDs whose bound predicates tv's statement: the needed bounds but `skip`,
-    none where it is clipped or its holes are unread, only those of reduction IDs where it is filled."""
+    none where it is clipped or its holes are unread, only those of reduction IDs where it is filled
+    or a register reduction computed at its iteration axes' holes."""
     if tv.name in clipped(tv.fusion) or tv.name in unread_holes(tv.fusion):
         return set()
     needed = needed_bounds(tv) - {skip}
-    if tv.name in filled(tv.fusion):
+    if tv.name in filled(tv.fusion) or tv.name in reduced_at_holes(tv.fusion):
         needed &= {i.uid for i in tv.all_ids() if i.is_reduction}
     return needed
 

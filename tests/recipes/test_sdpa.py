@@ -73,11 +73,12 @@ def test_a_rejected_candidate_gives_way_to_the_next(monkeypatch):
     assert config.name == "kt64"
 
 
-def test_a_candidate_that_spills_gives_way_to_the_next_without_a_warning():
-    """Causal head dim 256 at 300 queries and keys: ptxas spills 72 bytes of the first candidate's
-    registers (the overlap's tail predicates), so the entry runs the next, which spills none, and
-    says nothing; the same configuration forced on it runs as it compiles, its PerformanceWarning
-    passed on. A spill of a few bytes (causal head dim 128 at 200: 8) runs, without a warning."""
+def test_a_candidate_that_spills_gives_way_to_the_next_without_a_warning(monkeypatch):
+    """Causal head dim 256 at 300 queries and keys: ptxas spills the first candidate's registers
+    (the overlap's tail predicates), so the entry runs the next, which spills none, and says
+    nothing; the same configuration forced on it runs as it compiles, its PerformanceWarning passed
+    on. A spill within SPILL_TOLERANCE runs, without a warning (none of the shapes tried spills a few
+    bytes since the reductions run at their rows' holes: the tolerance raised to this spill here)."""
     call = shapes(1, 2, 2, 300, 300, 256)
     first = candidates(300, 300, 256, 256, True)[0]
     with pytest.warns(tp.PerformanceWarning, match="spilled registers"):
@@ -87,10 +88,13 @@ def test_a_candidate_that_spills_gives_way_to_the_next_without_a_warning():
         warnings.simplefilter("error")
         config, kernel = Attention(is_causal=True).kernel(Attention(is_causal=True).problem(*call))
         assert config.name == "kt64_wg2_ws2_r240_ip" and not kernel.resources.spills
+    spilled = Attention(is_causal=True, config=first).kernel(Attention(is_causal=True).problem(*call))[1]
+    monkeypatch.setattr(module, "SPILL_TOLERANCE", spilled.resources.spill_store_bytes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         small = Attention(is_causal=True)
-        config, kernel = small.kernel(small.problem(*shapes(1, 4, 2, 200, 200, 128)))
-    assert config is candidates(200, 200, 128, 128, True)[0]
-    assert 0 < kernel.resources.spill_store_bytes <= module.SPILL_TOLERANCE
+        config, kernel = small.kernel(small.problem(*call))
+    assert config is first and 0 < kernel.resources.spill_store_bytes <= module.SPILL_TOLERANCE
 
 
 def test_when_every_candidate_spills_the_first_runs_with_its_warning(monkeypatch):
