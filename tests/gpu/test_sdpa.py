@@ -53,19 +53,20 @@ def close(got, want):
 
 
 @pytest.mark.parametrize("shape,causal,config", [
-    ((2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # 24 row tiles: one block each
+    ((2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 24 row tiles: one block each
     ((8, 16, 16, 256, 256, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 256 row tiles: persistent, O by TMA
-    ((1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # one key tile of 16
+    ((1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # one key tile of 16
     ((2, 4, 4, 300, 300, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 3 blocks a head of one row tile
     ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # 16 blocks a head of two, Q ahead
-    ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # spills 8 bytes at this tail: it runs
+    ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # a row tail, O by TMA store
     ((1, 4, 2, 256, 256, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # 2 blocks a head of one row tile
     ((1, 2, 2, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # 16 blocks a head of two
     ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),
-    ((1, 2, 2, 600, 700, 64), False, "kt128_wg2_ws2_r240"),  # 10 row tiles, one block each: 256-key tiles spill
+    ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 10 row tiles, one block each
     ((1, 32, 32, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 160: persistent, Q from the producer
-    ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2"),  # 288 row tiles, a row tail: O direct
-    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),  # the overlap spills 72 bytes at this tail: the next
+    ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 288 row tiles, a row tail
+    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),  # the overlap spills at this tail: the next
+    ((1, 128, 128, 1000, 1000, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 16 blocks a head at the tail
     ((1, 2, 2, 512, 512, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
     ((2, 4, 4, 1024, 1024, 256), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # 64 row tiles: one block each
     ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),

@@ -14,6 +14,7 @@ import pytest
 import tileproof as tp
 from tileproof.recipes import Attention, AttentionConfig, sdpa
 from tileproof.recipes.sdpa import CONFIGS, Problem, candidates
+from tileproof.recipes.attention import AttentionTile
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 module = importlib.import_module("tileproof.recipes.sdpa")
@@ -34,8 +35,8 @@ def shapes(b, hq, hkv, m, n, d, dv=None):
     (shapes(1, 4, 4, 1024, 1024, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
     (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 1024 row tiles: persistent
     (shapes(32, 16, 16, 256, 256, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # short: O by TMA store
-    (shapes(2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # a row tail: O stored directly
-    (shapes(1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pp_pst_q2"),  # two queries, two keys: a key tile of 16
+    (shapes(2, 4, 4, 300, 300, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # a row tail: the TMA store clips
+    (shapes(1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # two queries, two keys: a key tile of 16
 ], ids=lambda x: "x".join(map(str, x[0])) if isinstance(x, tuple) else str(x))
 def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, causal, chosen):
     entry = Attention(is_causal=causal)
@@ -71,6 +72,17 @@ def test_a_rejected_candidate_gives_way_to_the_next(monkeypatch):
     entry = Attention()
     config, _ = entry.kernel(entry.problem(*shapes(1, 1, 1, 512, 512, 128)))
     assert config.name == "kt64"
+
+
+@pytest.mark.parametrize("rows,keys,blocks", [(4096, 4096, 128), (4000, 4000, 128 * 16), (1030, 1030, 128),
+                                              (250, 250, 128)])
+def test_a_persistent_grid_at_a_row_tail_spreads_the_last_row_tiles(rows, keys, blocks):
+    """128 heads: 128 blocks over 32 row tiles a head give each block one row tile of every head, so
+    at a row tail (4000) the blocks of the last ran every partial tile; there 16 blocks a head take
+    them. Where the row tiles do not divide the grid (1030: 9) the tiles rotate over the blocks, and
+    short sequences keep the persistent grid."""
+    tile = AttentionTile(rows=rows, keys=keys, head_dim=128, value_dim=128, batch=128, key_tile=128)
+    assert CONFIGS["kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"].keywords(tile)["persistent"] == blocks
 
 
 def test_a_candidate_that_spills_gives_way_to_the_next_without_a_warning(monkeypatch):
