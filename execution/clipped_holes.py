@@ -39,8 +39,8 @@ A register tensor is computed at its holes too (unread_holes) when its statement
 alone and is defined on any value they may hold: a copy (broadcast), a comparison, floating-point
 arithmetic (a cast, unary, binary or ternary op, operands and result float or bool; no integer
 arithmetic, whose division by a hole's garbage or overflow C++ leaves undefined), an iota whose
-values fit its type at the holes too; it is no fusion output and has no zero path
-past K (zero_padding.py), its holes are past its logical extents, and at every point of its loops
+values fit its type at the holes too; it is no fusion output (one ending a zero path past K,
+zero_padding.py, keeps its zero select there: attention's P), its holes are past its logical extents, and at every point of its loops
 the register it writes and those it reads are inside their arrays (model/simplify.py less_than
 over the loop ranges). What a hole point computes is never read where it matters: a point that
 executes reads the elements of its own logical indices, which a hole point does not write
@@ -48,12 +48,13 @@ executes reads the elements of its own logical indices, which a hole point does 
 holes, as a predicated-off register's unwritten value already does. The statement then needs no
 per-element hole branch: in attention at a sequence tail, exp2(S - max) with a row and a key
 predicate on each of its 64 elements kept 64 predicates live and spilled (992 bytes at 300 rows).
-The zero selects keep theirs. A register reduction (a sum, max or min of float registers: attention's
+A register reduction (a sum, max or min of float registers: attention's
 row max and row sum) keeps the holes of its reduction axes, which must not contribute, and drops
 those of its iteration axes (reduced_at_holes) on the same conditions: a row past M reduces that
 row's values, holes all, into that row's register, which only other holes read. At a sequence tail
 its loops then test the key bound alone, so a tile of whole keys runs unpredicated
-(codegen/lower/whole_tile.py) in the last row tile as in the others.
+(codegen/lower/whole_tile.py) in the last row tile as in the others; an MmaOp rescaled by such a
+max runs its rescale there too (online.py rescale_conds).
 """
 
 from __future__ import annotations
@@ -100,9 +101,8 @@ def unread_holes(fusion) -> frozenset[str]:
     """The names of the register tensors computed at their holes, unpredicated: arithmetic on
     registers whose hole values only other holes read (module docstring)."""
     outputs = {t.name for t in fusion.outputs}
-    skip = clipped(fusion) | zero_filled(fusion)
     return frozenset(t.name for t in fusion.tensors
-                     if t.name not in outputs and t.name not in skip and _register_arithmetic(t)
+                     if t.name not in outputs and t.name not in clipped(fusion) and _register_arithmetic(t)
                      and needed_bounds(t) and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
                      and _registers_in_arrays(t))
 

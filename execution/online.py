@@ -28,6 +28,7 @@ from ..model.online import online_max, rescaled_in_place
 from ..model.reduction import is_reduction_tensor
 from ..model.types import OpKind, ParallelType
 from ..model.expr import const
+from .clipped_holes import reduced_at_holes
 from .derive import per_fusion
 from .indexing import indices_from_logical
 from .statements import Cond, CondKind
@@ -132,13 +133,20 @@ def rescale_indices(tv, ex) -> dict:
     return indices_from_logical(m, logical)
 
 
-def rescale_conds(tv, ex) -> list:
-    """Where MmaOp tv's rescale runs at the point `ex` of its C fragment: the rows (each root axis
-    the max is read through) within their extents; rows past them are holes of the tile, which no
-    store reads and for which the max stored nothing."""
+def rescale_conds(tv, ex, conds) -> list:
+    """Where MmaOp tv's rescale runs at the point `ex` of its C fragment, from `conds` (its store's):
+    the rows (each root axis the max is read through) within their extents; rows past them are
+    holes of the tile, which no store reads and for which the max stored nothing. Where the max is
+    computed at its rows' holes too (clipped_holes.reduced_at_holes: a register max), it stored
+    its growth there, and the rescale runs at every element of the fragment without a hole
+    predicate: a row past M holds values no store reads (attention's last row tile, unbranched)."""
+    m = rescaled_sums(tv.fusion)[tv.name].max
+    if m.name in reduced_at_holes(tv.fusion):
+        return [c for c in conds if c.kind is not CondKind.HOLE]
     op = tv.definition
-    return [Cond(ex.indices[tv.root[j].uid], "<", tv.root[j].extent_expr, f"{tv.root[j].label()} within its extent",
-                 CondKind.HOLE) for j, a in enumerate(op.rescale_map) if a is not None]
+    return list(conds) + [Cond(ex.indices[tv.root[j].uid], "<", tv.root[j].extent_expr,
+                               f"{tv.root[j].label()} within its extent", CondKind.HOLE)
+                          for j, a in enumerate(op.rescale_map) if a is not None]
 
 
 def online_loop(tv) -> tuple[int | None, str]:

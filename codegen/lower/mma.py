@@ -243,7 +243,7 @@ def _rescale(builder, tv: TensorView, acc_axes, acc: str):
     register = Operand(acc, MemoryType.Local, float32, simplify(base + var(element), ranges))
     m = rescaled.max
     delta = builder._operand(m, rescale_indices(tv, ex), ranges)
-    conds = store_conds(builder, ex, ranges) + rescale_conds(tv, ex)
+    conds = rescale_conds(tv, ex, store_conds(builder, ex, ranges))
     node: object = Compute(OpKind.BINARY, "rescale", register, [register, replace(delta, tensor=delta_name(m))], conds, 1,
                            f"{tv.name}: its accumulators at {m.name}'s new max (x exp2({rescaled.coefficient:g} delta))",
                            rescale=rescaled.coefficient)

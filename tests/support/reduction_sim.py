@@ -30,8 +30,8 @@ SimulationError (the kernel would hang), as is a barrier outside a cooperative k
 launch each barrier semaphore's low 31 bits must be 0 again, and `barrier_semaphores` is kept
 from one run() to the next, so a second run is the next launch finding the state the first left.
 
-A statement whose tensor runs at its holes unpredicated (execution/clipped_holes.py unread_holes)
-reads there registers no statement wrote, or wrote at a hole: it gets and writes HOLE, and any other
+A statement whose tensor runs at its holes unpredicated (execution/clipped_holes.py unread_holes,
+and reduced_at_holes at its iteration axes' holes) reads there registers no statement wrote, or wrote at a hole: it gets and writes HOLE, and any other
 statement reading a HOLE is a SimulationError (a hole's value reached an element that matters).
 
 Values come in two kinds: numbers (rounded to each buffer's dtype as the kernel stores them,
@@ -53,7 +53,7 @@ from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduc
                                   CpAsyncCommit, CpAsyncCopy, CpAsyncWait, Direction, IndexNames, Loop, LoopKind, Prefetched,
                                   Prologue, ReduceInit, SiblingStep, Sync, TmaCopy, TmaWait, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
-from tileproof.execution.clipped_holes import unread_holes
+from tileproof.execution.clipped_holes import reduced_at_holes, unread_holes
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
 from tileproof.model.welford import WELFORD_OPS
@@ -431,6 +431,11 @@ class Simulator:
         for out, at, value in writes:  # lockstep: every thread reads before any writes
             out[at] = value
 
+    def combine(self, name: str, a, b):
+        """Two partials combined across threads or rounds: a hole's (a row past its extent, reduced at
+        its holes: reduced_at_holes) stays one, and reaching an element that matters is an error there."""
+        return HOLE if a is HOLE or b is HOLE else self.values.combine(name, a, b)
+
     def offset(self, o, env, v: int) -> int:
         return self.ev(o.offset, env) + (0 if o.per_element else v)
 
@@ -551,7 +556,7 @@ class Simulator:
                     if any(at not in work for work in works):
                         raise SimulationError(f"{n.comment}: {who} reads workspace element {at}, which no block wrote")
                     part = tuple(work[at] for work in works) if n.welford_work else works[0][at]
-                    acc[e] = self.values.combine(n.combine, acc[e], part)
+                    acc[e] = self.combine(n.combine, acc[e], part)
             self.local[k][n.acc][:n.elements] = acc
         if any(n.threads):
             self.block_reduce(BlockReduce(n.acc, n.elements, n.dtype, n.combine, n.threads, n.scratch,
@@ -598,7 +603,7 @@ class Simulator:
                     raise SimulationError(f"lane {k} shuffles with lane {partner}, which is not in the warp's mask")
                 if info[partner][1] != info[k][1]:
                     raise SimulationError(f"lane {k} shuffles with lane {partner} of another group")
-                new.append([self.values.combine(n.combine, a, b) for a, b in zip(accs[k], accs[partner])])
+                new.append([self.combine(n.combine, a, b) for a, b in zip(accs[k], accs[partner])])
             for k in range(total):
                 accs[k][:n.elements] = new[k]
             self.shuffles += 1
@@ -629,7 +634,7 @@ class Simulator:
                         raise SimulationError(f"thread {k} reads scratch slot {missing[0]}, which no thread wrote")
                     v = scratch[part[0]]
                     for a in part[1:]:
-                        v = self.values.combine(n.combine, v, scratch[a])
+                        v = self.combine(n.combine, v, scratch[a])
                     accs[k][e] = v
 
     def _combine_partials_by_shuffles(self, n: BlockReduce, accs, info, scratch, P: int) -> None:
@@ -652,7 +657,7 @@ class Simulator:
                 partner = k ^ off
                 if partner >= total or partner // WARP != k // WARP or info[partner][1] != info[k][1]:
                     raise SimulationError(f"lane {k} shuffles with lane {partner}, outside its warp or group")
-                new.append([self.values.combine(n.combine, a, b) for a, b in zip(vals[k], vals[partner])])
+                new.append([self.combine(n.combine, a, b) for a, b in zip(vals[k], vals[partner])])
             vals = new
             self.shuffles += 1
             off >>= 1
@@ -784,7 +789,8 @@ def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Number
             value = Counter({(t.name, point): 1}) if values is Terms else Numbers.store(float(a[point]), t.dtype)
             buffers[g.name][sum(p * s for p, s in zip(point, strides))] = value
     sim = (simulator or Simulator)(ir, symbols, values)
-    sim.unread = unread_holes(fusion)
+    at_holes = reduced_at_holes(fusion)  # a reduction's statements write its accumulator registers
+    sim.unread = unread_holes(fusion) | at_holes | {f"tp_acc_{name}" for name in at_holes}
     sim.run(buffers, blocks)
     outs = []
     for t in fusion.outputs:

@@ -402,7 +402,7 @@ def online_rescale(ctx: VerifyContext) -> Iterator[Diagnostic]:
         # at its row in the thread that holds the element: the max's store wrote it there
         tv = r.tensor
         plain = mma_execution(tv, ctx.block_dims, "C")
-        reader = replace(plain, conds=plain.conds + tuple(rescale_conds(tv, plain)))
+        reader = replace(plain, conds=tuple(rescale_conds(tv, plain, plain.conds)))
         at = rescale_indices(tv, reader)
         read = [at[i.uid] for i in r.max.logical]
         out = prove_owned_read(ctx, reader, r.max, read)
