@@ -44,7 +44,6 @@ CACHE_SIZE = 16  # compiled kernels an entry keeps (LRU), one per shape and conf
 ENTRY_CACHE_SIZE = 8  # entries sdpa() keeps, one per (is_causal, alignment, scale, lse, target)
 PERSISTENT_BLOCKS = 128  # the persistent grid's blocks (benchmarks/attention.py's *_pst)
 SHORT_KEYS = 512  # up to this many keys, the short-sequence configurations
-TAIL_BLOCKS_A_HEAD = 16  # a persistent grid's blocks a head at a row tail that the row tiles would not spread
 # bytes of spill stores a candidate may have and still run: H200, at sequence tails (one run, 3 rounds): 8 bytes
 # (causal head dim 128, the overlap with Q ahead) ran 0.74 of the spill-free next candidate's time; 52-96 bytes
 # (head dim 256's overlap, 64's 256-key tiles) 1.05-2.1 of it
@@ -83,10 +82,6 @@ class AttentionConfig:
             blocks = heads * min(self.per_head, row_tiles)
         elif self.persistent and not tile.causal and heads * row_tiles > PERSISTENT_BLOCKS:
             blocks = PERSISTENT_BLOCKS
-            if tile.rows % (64 * self.warpgroups) and tile.keys > SHORT_KEYS and PERSISTENT_BLOCKS % row_tiles == 0:
-                # each block would run one row tile of every head, the blocks of the last ran every tail: 16
-                # blocks a head spread them (H200, 4000 rows, head dim 128: 495 TFLOP/s against 314)
-                blocks = heads * min(TAIL_BLOCKS_A_HEAD, row_tiles)
         return dict(warpgroups=self.warpgroups, stages=self.stages, producer=self.producer, registers=self.registers,
                     in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks,
                     q_stages=self.q_stages if blocks else 1, tma_store=self.tma_store)

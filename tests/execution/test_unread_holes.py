@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import tileproof as tp
-from tileproof.execution.clipped_holes import unread_holes
+from tileproof.execution.clipped_holes import reduced_at_holes, unread_holes
 from tileproof.execution.indexing import block_dims
 from tileproof.execution.statements import CondKind, tensor_execution
 from tileproof.execution.zero_padding import zero_filled
@@ -73,17 +73,22 @@ def test_integer_arithmetic_keeps_its_predicates():
 
 
 def test_attention_at_a_tail_keeps_the_predicates_that_decide_its_values():
-    """300 rows and keys, causal: the row max and sums (their holes must not contribute), the
-    probabilities' copy into the wgmma's A operand (zeros past the keys) and the output store keep
-    their hole predicates; the score arithmetic between them runs at its holes."""
+    """300 rows and keys, causal: the row max and sums keep the hole predicates of their keys (those
+    must not contribute) and run at the rows past M (reduced_at_holes); the probabilities' copy into
+    the wgmma's A operand keeps its zero select past the keys (zero_padding) and runs at the rows;
+    the output store keeps its predicates; the score arithmetic between them runs at its holes."""
     tile = AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128, causal=True)
     fusion = attention(tile, warpgroups=2, stages=2, producer=True, registers=(24, 240), in_place=True)
-    unread = unread_holes(fusion)
+    unread, reduced = unread_holes(fusion), reduced_at_holes(fusion)
     kinds = {next(t for t in fusion.tensors if t.name == name).definition.name for name in unread}
-    assert {"iota", "le", "where", "sub", "exp2", "cast"} <= kinds
+    assert {"iota", "le", "where", "sub", "exp2", "cast", "broadcast"} <= kinds and zero_filled(fusion) <= unread
+    keyed = [t for t in fusion.tensors if is_reduction_tensor(t) and not is_mma(t) and _holes(fusion, t.name)]
+    assert len(keyed) == 2  # the row max and sum within a key tile: their keys past N
     for t in fusion.tensors:
-        if (is_reduction_tensor(t) and not is_mma(t)) or t.name in zero_filled(fusion) or t in fusion.outputs:
-            assert t.name not in unread and _holes(t.fusion, t.name), t
+        if is_reduction_tensor(t) and not is_mma(t):
+            assert t.name in reduced and all(c.why.startswith("hole of r") for c in _holes(fusion, t.name)), t
+        if t in fusion.outputs:
+            assert t.name not in unread | reduced and _holes(fusion, t.name), t
     assert all(_holes(fusion, name) == [] for name in unread)
     assert tp.verify(fusion, "sm_90a").ok
 
@@ -108,5 +113,5 @@ def test_the_simulated_kernel_computes_holes_that_reach_no_element(monkeypatch):
     values = np.random.default_rng(7).standard_normal((70, 200))
     (got,) = reduction_sim.run_kernel(kernel, fusion, [values], {})
     (want,) = reference(fusion, [values])
-    assert set(holes) and set(holes) <= unread_holes(fusion)
+    assert set(holes) and set(holes) <= reduction_sim.computed_at_holes(fusion)
     np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=1e-5, atol=1e-5)

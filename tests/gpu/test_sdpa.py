@@ -65,8 +65,8 @@ def close(got, want):
     ((1, 2, 2, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 10 row tiles, one block each
     ((1, 32, 32, 600, 700, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 160: persistent, Q from the producer
     ((2, 16, 16, 1030, 1030, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 288 row tiles, a row tail
-    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip"),  # the overlap spills at this tail: the next
-    ((1, 128, 128, 1000, 1000, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 16 blocks a head at the tail
+    ((1, 2, 2, 300, 300, 256), True, "kt64_wg2_ws2_r240_ip_ov"),  # a row tail: the overlap (it spilled before)
+    ((1, 128, 128, 1000, 1000, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # each block one row tile: the tail
     ((1, 2, 2, 512, 512, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
     ((2, 4, 4, 1024, 1024, 256), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # 64 row tiles: one block each
     ((1, 2, 1, 130, 520, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),

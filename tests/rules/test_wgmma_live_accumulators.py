@@ -17,7 +17,8 @@ R240 = dict(stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place
 @pytest.mark.parametrize("tile, options, refused", [
     (AttentionTile(rows=192, keys=512, key_tile=256, head_dim=64, value_dim=192), dict(warpgroups=3, in_place=True),
      True),
-    # the fuzzer's shape (its case also shortened the causal trip count): ptxas compiles it, spilling kilobytes
+    # the fuzzer's shape (its case also shortened the causal trip count): ptxas compiles it, spilling (kilobytes
+    # while the row max and sum tested their rows' holes, 80 bytes since they run there)
     (AttentionTile(rows=256, keys=256, head_dim=64, value_dim=192, group=3, scale=0.427, key_tile=256, causal=True),
      dict(warpgroups=3, in_place=True, skip_masked_tiles=False), False),
 ])
@@ -30,7 +31,7 @@ def test_o_in_place_and_a_wide_s_over_the_registers_are_refused(tile, options, r
         with pytest.raises(tp.UnsupportedSchedule, match="ptxas rejected"):
             compile_unverified(fusion, "sm_90a")
     else:
-        assert compile_unverified(fusion, "sm_90a").resources.spill_store_bytes > 1000
+        assert compile_unverified(fusion, "sm_90a").resources.spill_store_bytes > 0
 
 
 @pytest.mark.parametrize("head_dim, value_dim, key_tile, options", [

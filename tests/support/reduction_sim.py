@@ -53,7 +53,9 @@ from tileproof.codegen.ir import (BLOCK_DIMS, ELEMENT_VAR, GRID_DIMS, BlockReduc
                                   CpAsyncCommit, CpAsyncCopy, CpAsyncWait, Direction, IndexNames, Loop, LoopKind, Prefetched,
                                   Prologue, ReduceInit, SiblingStep, Sync, TmaCopy, TmaWait, WholeTile)
 from tileproof.codegen.runtime.reference import BINARY, TERNARY, UNARY, cast, operand_value, round_to
+from tileproof.codegen.lower.reduction import accumulator
 from tileproof.execution.clipped_holes import reduced_at_holes, unread_holes
+from tileproof.execution.online import delta_name
 from tileproof.model.expr import evaluate
 from tileproof.model.reduction import COMBINE
 from tileproof.model.welford import WELFORD_OPS
@@ -768,6 +770,13 @@ def _flat_size(g, symbols) -> int:
     return 1 + sum((evaluate(g.extents[a], symbols) - 1) * evaluate(s, symbols) for a, s in zip(g.alloc_axes, g.strides))
 
 
+def computed_at_holes(fusion) -> frozenset[str]:
+    """The arrays statements write at holes: the tensors of unread_holes and reduced_at_holes, and the
+    latter's accumulators and (an online max's) growth registers."""
+    reduced = [t for t in fusion.tensors if t.name in reduced_at_holes(fusion)]
+    return unread_holes(fusion) | {n for t in reduced for n in (t.name, accumulator(t), delta_name(t))}
+
+
 def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Numbers, blocks=None,
                simulator=None) -> list[np.ndarray]:
     """Simulate on logical input arrays (numbers, or for Terms anything: each input element becomes
@@ -789,8 +798,7 @@ def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Number
             value = Counter({(t.name, point): 1}) if values is Terms else Numbers.store(float(a[point]), t.dtype)
             buffers[g.name][sum(p * s for p, s in zip(point, strides))] = value
     sim = (simulator or Simulator)(ir, symbols, values)
-    at_holes = reduced_at_holes(fusion)  # a reduction's statements write its accumulator registers
-    sim.unread = unread_holes(fusion) | at_holes | {f"tp_acc_{name}" for name in at_holes}
+    sim.unread = computed_at_holes(fusion)
     sim.run(buffers, blocks)
     outs = []
     for t in fusion.outputs:
