@@ -100,9 +100,9 @@ def filled(fusion) -> frozenset[str]:
 def unread_holes(fusion) -> frozenset[str]:
     """The names of the register tensors computed at their holes, unpredicated: arithmetic on
     registers whose hole values only other holes read (module docstring)."""
-    outputs = {t.name for t in fusion.outputs}
+    skip = {t.name for t in fusion.outputs} | clipped(fusion)
     return frozenset(t.name for t in fusion.tensors
-                     if t.name not in outputs and t.name not in clipped(fusion) and _register_arithmetic(t)
+                     if t.name not in skip and _register_arithmetic(t)
                      and needed_bounds(t) and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
                      and _registers_in_arrays(t))
 
@@ -111,21 +111,23 @@ def unread_holes(fusion) -> frozenset[str]:
 def reduced_at_holes(fusion) -> frozenset[str]:
     """The names of the register reductions computed at the holes of their iteration axes,
     unpredicated there; the holes of their reduction axes stay predicates (module docstring)."""
-    outputs = {t.name for t in fusion.outputs}
-    skip = clipped(fusion) | zero_filled(fusion) | unread_holes(fusion)
+    skip = {t.name for t in fusion.outputs} | clipped(fusion) | zero_filled(fusion) | unread_holes(fusion)
     return frozenset(t.name for t in fusion.tensors
-                     if t.name not in outputs and t.name not in skip and _register_reduction(t)
+                     if t.name not in skip and _register_reduction(t)
                      and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
                      and _registers_in_arrays(t))
 
 
 def _register_reduction(t: TensorView) -> bool:
     """A sum, max or min of floating-point registers into registers, each element of an iteration
-    point its own (no Welford: several outputs)."""
+    point its own (no Welford: several outputs), within the block (a grid reduction's partials go
+    through a global workspace, whose rows past the extent are no registers)."""
     op = t.definition
     if op is None or op.kind is not OpKind.REDUCTION or op.name not in REDUCTIONS or t.memory_type is not MemoryType.Local:
         return False
     if not any(i.is_reduction for i in t.all_ids()) or not t.dtype.is_float:
+        return False
+    if any(i.is_reduction and i.parallel_type.is_block for i in t.all_ids()):
         return False
     return all(x.memory_type is MemoryType.Local and x.definition is not None and x.dtype.is_float for x in op.inputs)
 

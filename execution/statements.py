@@ -53,7 +53,7 @@ from ..model.reduction import is_reduction_tensor
 from .grid_reduction import grid_totals, last_block_name, last_block_ranges, last_block_totals, read_totals, round_leader
 from .reduction import reduction_loops
 from ..model.tensor import TensorView
-from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, ParallelType
+from ..model.types import BLOCK_TYPES, THREAD_TYPES, MemoryType, OpKind, ParallelType
 from .zero_padding import is_zero_filled, zero_padded
 from ..model.fusion import is_mma_op
 from .promotion import needed_bounds
@@ -116,7 +116,7 @@ class TensorExecution:
         reaches only other holes, so what it reads there (a promoted operand's register its
         predicated statement left unwritten) matters to no one."""
         tv = self.tensor
-        at_holes = tv.name in reduced_at_holes(tv.fusion)  # its iteration axes' holes, those of the reduction predicated
+        at_holes = _reduced_at_holes(tv)  # its iteration axes' holes, those of the reduction predicated
         if tv.name not in unread_holes(tv.fusion) and not at_holes:
             return self
         needed = needed_bounds(tv)
@@ -317,9 +317,16 @@ def predicated_bounds(tv: TensorView, skip: int | None = None) -> set[int]:
     if tv.name in clipped(tv.fusion) or tv.name in unread_holes(tv.fusion):
         return set()
     needed = needed_bounds(tv) - {skip}
-    if tv.name in filled(tv.fusion) or tv.name in reduced_at_holes(tv.fusion):
+    if tv.name in filled(tv.fusion) or _reduced_at_holes(tv):
         needed &= {i.uid for i in tv.all_ids() if i.is_reduction}
     return needed
+
+
+def _reduced_at_holes(tv: TensorView) -> bool:
+    """tv in clipped_holes.reduced_at_holes, asked only of reductions (a live fusion's analyses are
+    computed at each call)."""
+    op = tv.definition
+    return op is not None and op.kind is OpKind.REDUCTION and tv.name in reduced_at_holes(tv.fusion)
 
 
 def _writer_conds(tv: TensorView, launch: dict[ParallelType, Expr]) -> list[Cond]:

@@ -13,6 +13,7 @@ from tileproof.codegen.lower import lower
 from tileproof.codegen.lower.whole_tile import whole_tile_guard
 from tileproof.execution.statements import CondKind
 from tileproof.model.expr import evaluate
+from tileproof.model.types import OpKind
 from tileproof.recipes import Cluster, Epilogue, GridOrder, HopperGemmParams, HopperTile, TmaPipeline, hopper_gemm
 
 
@@ -125,3 +126,47 @@ def test_the_pass_puts_the_nest_twice_under_the_guard():
 def test_no_whole_tile_node_where_the_tiles_divide():
     ir = lower(_fusion(8192, 8192).snapshot(), tp.get_target("sm_90a")).kernel
     assert not any(isinstance(n, WholeTile) for n in walk(ir.body))
+
+
+def test_a_reductions_serial_loops_over_a_fragment_and_a_zero_select_run_unpredicated_where_the_key_tile_is_whole():
+    """Attention at 300 rows and keys: the row max's loops over the scores' fragment are serial (as
+    scheduled), register statements alone, so they are split too; under the guard (the key tile
+    whole) the max tests nothing and P's copy reads its value without the zero select past the keys,
+    which the other version keeps. The rows past M test nothing in either (reduced_at_holes)."""
+    from tileproof.recipes.attention import AttentionTile, attention
+
+    tile = AttentionTile(rows=300, keys=300, key_tile=128, head_dim=128, value_dim=128)
+    fusion = attention(tile, warpgroups=2, stages=2, producer=True, registers=(24, 240), in_place=True)
+    ir = lower(fusion.snapshot(), tp.get_target("sm_90a")).kernel
+    tiles = [n for n in walk(ir.body) if isinstance(n, WholeTile)]
+
+    def computes(loop):
+        return [c for c in walk([loop]) if type(c) is Compute]
+
+    reductions = [w for w in tiles if w.whole.kind is LoopKind.SERIAL
+                  and any(c.kind is OpKind.REDUCTION for c in computes(w.whole))]
+    assert reductions, "the row max's serial nest is not split"
+    for w in reductions:
+        assert all(not c.conds for c in computes(w.whole))
+        assert any(c.conds for c in computes(w.lowered))
+        assert all("threadIdx" not in str(g.lhs) for g in w.guard)  # the same in every thread of the block
+    selects = [w for w in tiles if any(c.zero_unless for c in computes(w.lowered))]
+    assert selects and all(not c.zero_unless for w in selects for c in computes(w.whole))
+    source = emit(ir, cuda_headers=False)
+    assert source.count("< 300U) ? ") == len(selects)  # each select once: in the version past the keys
+
+
+def test_a_serial_loop_holding_more_than_register_statements_is_not_split():
+    """The cp.async K loop of k_loop_sum_cg_16_bytes holds copies, a wait and barriers: its add's
+    unrolled-free nest inside is split on its own, the loop itself is not."""
+    from pathlib import Path
+
+    from tileproof.schedule_files import discover
+
+    root = Path(__file__).resolve().parents[2]
+    [case] = [c for c in discover([str(root / "examples" / "valid" / "cp_async.py")])
+              if c.name == "k_loop_sum_cg_16_bytes"]
+    ir = lower(case.build().snapshot(), tp.get_target("sm_90a")).kernel
+    tiles = [n for n in walk(ir.body) if isinstance(n, WholeTile)]
+    assert len(tiles) == 1 and tiles[0].whole.label.startswith("T4 axis 2")
+    assert not any(isinstance(x, WholeTile) for x in walk(tiles[0].whole.body))

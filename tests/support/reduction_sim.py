@@ -773,7 +773,8 @@ def _flat_size(g, symbols) -> int:
 def computed_at_holes(fusion) -> frozenset[str]:
     """The arrays statements write at holes: the tensors of unread_holes and reduced_at_holes, and the
     latter's accumulators and (an online max's) growth registers."""
-    reduced = [t for t in fusion.tensors if t.name in reduced_at_holes(fusion)]
+    at_holes = reduced_at_holes(fusion)  # computed once: a live fusion's analyses are not memoized
+    reduced = [t for t in fusion.tensors if t.name in at_holes]
     return unread_holes(fusion) | {n for t in reduced for n in (t.name, accumulator(t), delta_name(t))}
 
 
