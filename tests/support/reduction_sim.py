@@ -773,9 +773,9 @@ def _flat_size(g, symbols) -> int:
 def computed_at_holes(fusion) -> frozenset[str]:
     """The arrays statements write at holes: the tensors of unread_holes and reduced_at_holes, and the
     latter's accumulators and (an online max's) growth registers."""
-    at_holes = reduced_at_holes(fusion)  # computed once: a live fusion's analyses are not memoized
-    reduced = [t for t in fusion.tensors if t.name in at_holes]
-    return unread_holes(fusion) | {n for t in reduced for n in (t.name, accumulator(t), delta_name(t))}
+    frozen = fusion if getattr(fusion, "frozen", False) else fusion.snapshot()  # its analyses memoized
+    reduced = [t for t in frozen.tensors if t.name in reduced_at_holes(frozen)]
+    return unread_holes(frozen) | {n for t in reduced for n in (t.name, accumulator(t), delta_name(t))}
 
 
 def run_kernel(ir, fusion, inputs: list[np.ndarray], symbols=None, values=Numbers, blocks=None,
