@@ -89,9 +89,9 @@ class AttentionConfig:
 
 _WS = dict(warpgroups=2, producer=True, registers=(24, 240))
 CONFIGS = {c.name: c for c in (
-    # H200 (benchmarks/README.md, "O through shared memory"), where the rows are whole 64-row tiles: S <= 512
-    # 246-384 TFLOP/s (1.07-1.28 of the direct stores), head dim 128 586-599 (0.99-1.03), causal head dim 128
-    # 516 (1.04); at head dim 64's long and causal shapes it ran 0.92-0.97 of the direct stores
+    # H200 (benchmarks/README.md, "O through shared memory"): S <= 512 246-384 TFLOP/s (1.07-1.28 of the direct
+    # stores), head dim 128 586-599 (0.99-1.03), causal head dim 128 516 (1.04), at row tails 534 at 4000 rows
+    # (1.08) and 347 at 250 (1.52); at head dim 64's long and causal shapes it ran 0.92-0.97 of the direct stores
     AttentionConfig("kt128_wg2_ws2_r240_ip_ov_pst_q2_tma", 128, stages=2, in_place=True, overlap=True, persistent=True,
                     q_stages=2, tma_store=True, **_WS),
     AttentionConfig("kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma", 128, stages=2, in_place=True, overlap=True, per_head=16,
