@@ -102,9 +102,7 @@ def unread_holes(fusion) -> frozenset[str]:
     registers whose hole values only other holes read (module docstring)."""
     skip = {t.name for t in fusion.outputs} | clipped(fusion)
     return frozenset(t.name for t in fusion.tensors
-                     if t.name not in skip and _register_arithmetic(t)
-                     and needed_bounds(t) and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
-                     and _registers_in_arrays(t))
+                     if t.name not in skip and _register_arithmetic(t) and needed_bounds(t) and _holes_harmless(t))
 
 
 @per_fusion
@@ -112,10 +110,13 @@ def reduced_at_holes(fusion) -> frozenset[str]:
     """The names of the register reductions computed at the holes of their iteration axes,
     unpredicated there; the holes of their reduction axes stay predicates (module docstring)."""
     skip = {t.name for t in fusion.outputs} | clipped(fusion) | zero_filled(fusion) | unread_holes(fusion)
-    return frozenset(t.name for t in fusion.tensors
-                     if t.name not in skip and _register_reduction(t)
-                     and _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast])
-                     and _registers_in_arrays(t))
+    return frozenset(t.name for t in fusion.tensors if t.name not in skip and _register_reduction(t) and _holes_harmless(t))
+
+
+def _holes_harmless(t: TensorView) -> bool:
+    """Whether t's statement may run at its holes (reductions aside): each is past a logical extent,
+    and every register it writes or reads there lies inside its array."""
+    return _holes_past_logical(t, [i for i in t.logical if not i.is_broadcast]) and _registers_in_arrays(t)
 
 
 def _register_reduction(t: TensorView) -> bool:
