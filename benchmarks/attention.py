@@ -47,6 +47,7 @@ SHAPES = [(32, 16, 16, 256, 64), (32, 16, 16, 128, 128), (64, 12, 12, 256, 64), 
 # the best (the others, e.g. 64-key tiles behind a producer, never did)
 _WS = {"warpgroups": 2, "producer": True}
 _R240 = {**_WS, "registers": (24, 240)}
+_R160_3 = {"warpgroups": 3, "producer": True, "registers": (24, 160)}  # 24 x 128 + 160 x 384 of 65536
 CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stages": 2}),
            ("kt128_ws3", 128, {"stages": 3, "producer": True}),
            ("kt64_wg2_s2", 64, {"warpgroups": 2, "stages": 2}),
@@ -176,7 +177,22 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma", 128, {**_R240, "stages": 2, "in_place": True, "overlap": True,
                                                            "per_head": 16, "q_stages": 2, "tma_store": True}),
            ("kt128_wg2_ws2_r240_ip_pp_ph16_q2_tma", 128, {**_R240, "stages": 2, "in_place": True, "ping_pong": True,
-                                                           "per_head": 16, "q_stages": 2, "tma_store": True})]
+                                                           "per_head": 16, "q_stages": 2, "tma_store": True}),
+           # three consumer warpgroups (192 rows a block) at 160 registers each beside a 24-register producer
+           # (FlashAttention-3's head dim 64 form): the exponentials of three warpgroups share the MUFU unit's slack
+           ("kt128_wg3_ws2_r160_ip", 128, {**_R160_3, "stages": 2, "in_place": True}),
+           ("kt128_wg3_ws2_r160_ip_ov", 128, {**_R160_3, "stages": 2, "in_place": True, "overlap": True}),
+           ("kt128_wg3_ws2_r160_ip_pp", 128, {**_R160_3, "stages": 2, "in_place": True, "ping_pong": True}),
+           ("kt128_wg3_ws2_r160_ip_pst_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "persistent": 128,
+                                                  "q_stages": 2}),
+           ("kt128_wg3_ws2_r160_ip_ov_pst_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "overlap": True,
+                                                     "persistent": 128, "q_stages": 2}),
+           ("kt128_wg3_ws2_r160_ip_ov_pst_q2_tma", 128, {**_R160_3, "stages": 2, "in_place": True, "overlap": True,
+                                                         "persistent": 128, "q_stages": 2, "tma_store": True}),
+           ("kt128_wg3_ws2_r160_ip_ph11_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "per_head": 11,
+                                                   "q_stages": 2}),
+           ("kt128_wg3_ws2_r160_ip_ov_ph11_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "overlap": True,
+                                                      "per_head": 11, "q_stages": 2})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks
