@@ -90,6 +90,16 @@ CONFIGS = [
       "persistent": 2, "q_stages": 2, "tma_store": True}),
     ("one_consumer_tma_store", dict(rows=200, keys=256, key_tile=64, head_dim=128, value_dim=128, batch=2),
      {"stages": 2, "producer": True, "warpgroups": 1, "in_place": True, "overlap": True, "tma_store": True}),
+    # three consumer warpgroups (192 rows, recipes.sdpa's head dim 64 forms): the overlap on a persistent grid of
+    # 3 blocks over 6 row tiles (a row tail), and causal on 2 blocks a head over its 3 row tiles, Q ahead
+    ("three_warpgroups_persistent_overlap", dict(rows=500, keys=300, key_tile=128, head_dim=64, value_dim=64,
+                                                 batch=2),
+     {"stages": 2, "producer": True, "warpgroups": 3, "registers": (24, 160), "in_place": True, "overlap": True,
+      "persistent": 3, "q_stages": 2}),
+    ("three_warpgroups_causal_per_head", dict(rows=500, keys=500, key_tile=128, head_dim=64, value_dim=64, group=2,
+                                              causal=True),
+     {"stages": 2, "producer": True, "warpgroups": 3, "registers": (24, 160), "in_place": True, "persistent": 4,
+      "q_stages": 2}),
 ]
 CHILD = """
 import math, sys, torch, tileproof as tp

@@ -25,11 +25,12 @@ def shapes(b, hq, hkv, m, n, d, dv=None):
 
 @pytest.mark.parametrize("call,causal,chosen", [
     (shapes(4, 32, 32, 4096, 4096, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # O by TMA store
-    (shapes(8, 32, 32, 4096, 4096, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # Q from the producer
-    (shapes(1, 4, 4, 1024, 1024, 64), False, "kt256_wg2_ws2_r240_ip_pst_q2"),  # 32 row tiles: not persistent
+    (shapes(8, 32, 32, 4096, 4096, 64), False, "kt128_wg3_ws2_r160_ip_ov_pst_q2"),  # 3 warpgroups, Q from the producer
+    (shapes(1, 4, 4, 1024, 1024, 64), False, "kt128_wg3_ws2_r160_ip_ov_pst_q2"),  # 24 row tiles: not persistent
+    (shapes(1, 16, 16, 16384, 16384, 64), False, "kt128_wg3_ws2_r160_ip_ov"),  # past 4096 keys: one block a tile
     (shapes(4, 32, 32, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # 16 blocks a head, Q ahead
-    (shapes(8, 32, 32, 4096, 4096, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # head dim 64: O stored directly
-    (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2"),  # grouped heads, tails: 3 blocks a head
+    (shapes(8, 32, 32, 4096, 4096, 64), True, "kt128_wg3_ws2_r160_ip_ph11_q2"),  # head dim 64: 3 warpgroups
+    (shapes(1, 4, 2, 300, 300, 64), True, "kt128_wg3_ws2_r160_ip_ph11_q2"),  # grouped heads, tails: 2 blocks a head
     (shapes(2, 2, 2, 100, 1000, 192, 64), False, "kt64_wg2_ws2_r240_ip_ov_pst"),  # D != Dv, M < N: 4 row tiles
     (shapes(1, 4, 4, 1024, 1024, 256), True, "kt64_wg2_ws2_r240_ip_ov"),
     (shapes(16, 32, 8, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 1024 row tiles: persistent
