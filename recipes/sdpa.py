@@ -48,7 +48,7 @@ LONG_PERSISTENT_KEYS = 4096  # head dim 64: up to this many keys, the three warp
 # bytes of spill stores a candidate may have and still run: H200, at sequence tails (one run, 3 rounds): 8 bytes
 # (causal head dim 128, the overlap with Q ahead) ran 0.74 of the spill-free next candidate's time; 52-96 bytes
 # (head dim 256's overlap, 64's 256-key tiles) 1.05-2.1 of it; 20-24 bytes (head dim 64's three consumer
-# warpgroups with the overlap, at 4096 and 16384 keys) 0.92-0.93 of it
+# warpgroups with the overlap, at 4096 and 16384 keys) 0.93-0.94 of it
 SPILL_TOLERANCE = 24
 
 
@@ -107,8 +107,8 @@ CONFIGS = {c.name: c for c in (
     AttentionConfig("kt128_wg2_ws3_r240_ip_ov_pst", 128, stages=3, in_place=True, overlap=True, persistent=True,
                     **_WS),  # head dim 128, 565-605 TFLOP/s the run before K was released early
     # head dim 64: three consumer warpgroups (192 rows a block) at 160 registers beside a 24-register producer,
-    # FlashAttention-3's form (H200, benchmarks/results/attention/h200_8x32x32x4096x64-...: 443.7 TFLOP/s at 4096
-    # keys, 451.7 at 16384 (1.07 and 1.08 of kt256_wg2_ws2_r240_ip_pst_q2 in the same run), causal 367.9 (1.02)
+    # FlashAttention-3's form (H200, benchmarks/README.md, "Head dim 64 with three consumer warpgroups"): 449.3
+    # TFLOP/s at 4096 keys, 457.5 at 16384 (1.07 of kt256_wg2_ws2_r240_ip_pst_q2 in the same run), causal 370.9 (1.02)
     AttentionConfig("kt128_wg3_ws2_r160_ip_ov_pst_q2", 128, warpgroups=3, stages=2, producer=True,
                     registers=(24, 160), in_place=True, overlap=True, persistent=True, q_stages=2),
     AttentionConfig("kt128_wg3_ws2_r160_ip_ov", 128, warpgroups=3, stages=2, producer=True, registers=(24, 160),
@@ -152,7 +152,7 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
         names = ["kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", "kt128_wg2_ws2_r240_ip_ov_pst_q2",
                  "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
     else:
-        # the persistent grid where it measured faster: 4096 keys (at 16384, 335 against 452 one block a tile)
+        # the persistent grid where it measured faster: 4096 keys (at 16384, 332 against 458 one block a tile)
         wg3 = "kt128_wg3_ws2_r160_ip_ov_pst_q2" if keys <= LONG_PERSISTENT_KEYS else "kt128_wg3_ws2_r160_ip_ov"
         names = ([wg3, "kt256_wg2_ws2_r240_ip_pst_q2", "kt256_wg2_ws2_r240_ip"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128_wg2_ws3_r240_ip_ov_pst"]) + ["kt128_wg2_ws2_r240"]
