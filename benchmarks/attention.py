@@ -192,7 +192,13 @@ CONFIGS = [("one_tile", None, {}), ("kt128", 128, {}), ("kt128_s2", 128, {"stage
            ("kt128_wg3_ws2_r160_ip_ph11_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "per_head": 11,
                                                    "q_stages": 2}),
            ("kt128_wg3_ws2_r160_ip_ov_ph11_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "overlap": True,
-                                                      "per_head": 11, "q_stages": 2})]
+                                                      "per_head": 11, "q_stages": 2}),
+           ("kt128_wg3_ws3_r160_ip_ph11_q2", 128, {**_R160_3, "stages": 3, "in_place": True, "per_head": 11,
+                                                   "q_stages": 2}),
+           ("kt128_wg3_ws2_r160_ip_pp_ph11_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "ping_pong": True,
+                                                      "per_head": 11, "q_stages": 2}),
+           ("kt128_wg3_ws2_r160_ip_ph8_q2", 128, {**_R160_3, "stages": 2, "in_place": True, "per_head": 8,
+                                                  "q_stages": 2})]
 
 
 WARM_S = 0.02  # the clocks brought up before each timing (bench_common.warm_gpu); longer warms heat the GPU into lower clocks
