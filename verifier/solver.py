@@ -562,9 +562,11 @@ class Query:
         before every size has shrunk, one more probe (_rest_smallest) tries the sizes left at their
         smallest, so that a size the counterexample does not depend on is not left near 2^31."""
         fixed: set[str] = set()
+        stalled = False  # a size probe went unanswered: the probe after shrinking is not tried either
         if allowed is None or allowed > 0:
             probed = self._small_sizes(s, m)
-            if probed is not None:
+            stalled = probed == ()
+            if probed:
                 m, solved_in, fixed = probed
         targets = [(self.var(name), lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items()
                    if lo < hi and name not in fixed]
@@ -576,7 +578,7 @@ class Query:
                         units(self.timeout_ms))
         left = [name for name, (lo, hi) in self.symbols.items() if lo < hi and name not in fixed]
         if solved_in > budget.left:
-            return self._rest_smallest(s, m, left)
+            return m if stalled else self._rest_smallest(s, m, left)
         for term, lo, step in targets:
             if budget.spent:
                 break
@@ -584,7 +586,7 @@ class Query:
             s.add(term == m.eval(term, model_completion=True))
             left = [name for name in left if not term.eq(self.var(name))]
         self.shrink.left -= budget.used
-        return self._rest_smallest(s, m, left)
+        return m if stalled else self._rest_smallest(s, m, left)
 
     def _rest_smallest(self, s: z3.Solver, m, names: list[str]):
         """m, or a counterexample with the sizes `names` (those not shrunk, the others fixed on s)
@@ -598,19 +600,19 @@ class Query:
                 break
             s.push()
             s.add(*[self.var(n) == self.val(self.symbols[n][0]) for n in pinned])
-            r, took = self._check(s, min(units(SIZE_PROBE_MS), self.shrink.probe_left))
-            self.shrink.probe_left -= took
+            r, took = self._probe(s)
             found = s.model() if r == z3.sat else None
             s.pop()
-            if found is not None:
-                return found
+            if found is not None or r == z3.unknown:
+                return found or m
         return m
 
     def _small_sizes(self, s: z3.Solver, m):
         """The counterexample m again at small sizes, if a few solves with the free extent symbols
         fixed find one (SIZE_PROBES): all at their smallest admitted value, then one, then two of
         them a step (their assumed multiple) above it, never above m's. Returns (model, units of
-        the solve that found it, the symbols now fixed on s), or None."""
+        the solve that found it, the symbols now fixed on s), None where no probe found one, or ()
+        where a probe went unanswered (the series ends there: _probe)."""
         free = [(name, lo, self.steps.get(name, 1)) for name, (lo, hi) in self.symbols.items() if lo < hi]
         now = {name: self._as_int(m.eval(self.var(name), model_completion=True)) for name, _, _ in free}
         if not free or all(now[name] == lo for name, lo, _ in free):
@@ -625,14 +627,26 @@ class Query:
             pinned = [self.var(name) == self.val(v) for name, v in values.items()]
             s.push()
             s.add(*pinned)
-            r, took = self._check(s, min(units(SIZE_PROBE_MS), self.shrink.probe_left))
-            self.shrink.probe_left -= took
+            r, took = self._probe(s)
             found = s.model() if r == z3.sat else None
             s.pop()
             if found is not None:
                 s.add(*pinned)  # the shrinking that follows keeps these sizes
                 return found, took, set(values)
+            if r == z3.unknown:
+                return ()
         return None
+
+    def _probe(self, s: z3.Solver):
+        """One size probe (check within SIZE_PROBE_MS and what the verify's probes have left):
+        its result and units. A probe with no answer is charged its whole allowance and ends the
+        series: the next probes ask the same question with other sizes pinned, and stalled where
+        one did (fuzz seed 300 case 2242: eleven in a row stopped at the clock, 0.75 s each, having
+        counted a third of their units)."""
+        allowed = min(units(SIZE_PROBE_MS), self.shrink.probe_left)
+        r, took = self._check(s, allowed)
+        self.shrink.probe_left -= allowed if r == z3.unknown else took
+        return r, took
 
     def _minimize(self, s: z3.Solver, m, term, lo: int, budget: "Budget", unit: int = 1):
         """A model where `term` is as small as it gets (at least lo), starting from model m. The

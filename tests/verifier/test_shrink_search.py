@@ -136,3 +136,28 @@ def test_the_clock_does_not_shape_a_report(monkeypatch):
     monkeypatch.setattr(time, "perf_counter", lambda: real() + 60.0 * next(jumps))
     monkeypatch.setattr(time, "monotonic", lambda: real() + 60.0 * next(jumps))
     assert reports() == before
+
+
+def test_an_unanswered_size_probe_ends_the_probes_and_is_charged_its_allowance(monkeypatch):
+    """A size probe that stops at its limit (z3 unknown) is charged its whole allowance, not the
+    units it counted, and no other probe of that counterexample follows (fuzz seed 300 case 2242:
+    a report of 27 s, its probes stalling at the clock one after another)."""
+    import z3
+
+    monkeypatch.setattr(solver, "SIZE_PROBE_MS", 37)  # a probe's allowance no other solve has
+    size, other = E.var("S"), E.var("T")
+    q = Query([size, other], {}, symbols={"S": (1, 2**31 - 1), "T": (1, 2**31 - 1)}, shrink=ShrinkAccount(60))
+    real, probes = q._check, []
+
+    def stalled_probes(s, allowed):
+        if allowed == solver.units(37):
+            probes.append(allowed)
+            return z3.unknown, 1
+        return real(s, allowed)
+
+    before = q.shrink.probe_left
+    monkeypatch.setattr(q, "_check", stalled_probes)
+    out = q.prove(q.lt(E.add(size, other), E.const(1_000_000)))
+    assert out.status is Verdict.COUNTEREXAMPLE
+    assert probes == [solver.units(solver.SIZE_PROBE_MS)]  # one probe, not the series
+    assert q.shrink.probe_left == before - probes[0]
