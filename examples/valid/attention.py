@@ -99,3 +99,15 @@ def persistent_attention_with_o_through_shared_memory():
     tile = AttentionTile(rows=700, keys=900, key_tile=128, head_dim=128, value_dim=128, batch=1, group=2)
     return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
                      overlap=True, persistent=6, q_stages=2, tma_store=True)
+
+
+@tp.schedule(expect=tp.accepted(warnings=("GLOBAL-COALESCING",)))
+def three_consumer_warpgroups_at_head_dim_64():
+    """recipes.sdpa's head dim 64 form (FlashAttention-3's): three consumer warpgroups, 192 rows of
+    Q a block, beside the producer, at 160 registers each after setmaxnreg and 24 in the producer:
+    24 x 128 + 160 x 384 = 64512 of the 65536 a 512-thread block launches with (WS-REGISTERS), on a
+    persistent grid with Q from the producer and the overlap. 1000 rows: the last 192-row tile's third
+    warpgroup lies past the rows."""
+    tile = AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=64, value_dim=64, batch=1, group=2)
+    return attention(tile, stages=2, producer=True, warpgroups=3, registers=(24, 160), in_place=True,
+                     overlap=True, persistent=4, q_stages=2)
