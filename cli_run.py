@@ -23,6 +23,7 @@ from .model.targets import TARGETS
 from .schedule_files import BuildError, ScheduleCase, build_fusion, select
 from .codegen.runtime.arrays import DeviceArray
 from .model.expr import evaluate
+from .model.global_layout import global_strides
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 DEFAULT_SIZE = 1024
@@ -146,7 +147,7 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     kernel.launch_params_for(**env)  # InputError when the sizes break an assumption
     rng = np.random.default_rng(args.seed)
     host = [_random(rng, [_size(i.extent_expr, env) for i in t.logical], t) for t in fusion.inputs]
-    device = [DeviceArray.from_numpy(h, t.dtype) for h, t in zip(host, fusion.inputs)]
+    device = [DeviceArray.from_numpy(h, t.dtype, order=memory_order(t)) for h, t in zip(host, fusion.inputs)]
     extra = {s: v for s, v in env.items() if s in sizes}
     outputs = kernel.run(*device, **extra)
     status = EXIT_OK
@@ -162,6 +163,14 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     if not args.check and not args.bench:
         print(f"RAN {c.case.name}")
     return status
+
+
+def memory_order(tv) -> tuple[int, ...] | None:
+    """tv's logical axes in the order its allocation domain lays them in memory (an input's random
+    array is allocated so: attention's V [Z, 1, 1, Dv, N] is row-major [Z, N, Dv]), or None
+    (row-major) where the domain is not a permutation of them."""
+    layout = global_strides(tv)
+    return None if layout is None else layout.alloc_axes
 
 
 def _size(e, env) -> int:

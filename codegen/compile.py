@@ -30,8 +30,8 @@ from ..execution.warp_roles import WarpRoles
 from ..verifier.diagnostics import Report
 from ..verifier.verify import accepted_before, verify
 from .runtime import driver, tensor_maps
-from .runtime.arrays import (ArrayInfo, default_stream, describe, order_after_current_stream, output_allocator,
-                             signature)
+from .runtime.arrays import (ArrayInfo, default_stream, dense_strides, describe, order_after_current_stream,
+                             output_allocator, signature)
 from .runtime.binding import Bound, bind, check_assumptions, check_no_alias
 from .emit import emit, uses_half_types
 from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejected
@@ -319,7 +319,7 @@ class Kernel:
                 result.append(None)
                 continue
             shape = [evaluate(e, bound.env) for e in g.extents]
-            result.append(output_allocator(like is not None and like.is_torch, shape, _dense_strides(g, shape),
+            result.append(output_allocator(like is not None and like.is_torch, shape, dense_strides(shape, g.alloc_axes),
                                            g.dtype, device_id))
         return result
 
@@ -383,16 +383,6 @@ class Kernel:
             tmap = self._tensor_maps[key] = tensor_maps.encode(
                 m, address, env, "" if self.verified else ", ".join(self.report.codes))
         return tmap
-
-
-def _dense_strides(g, shape) -> list[int]:
-    """Element strides of a dense array laid out in g's allocation order."""
-    strides = [0] * len(shape)
-    running = 1
-    for axis in reversed(g.alloc_axes):
-        strides[axis] = running
-        running *= max(shape[axis], 1)
-    return strides
 
 
 def co_residency_problem(name: str, grid: tuple, per_sm: int, sms: int) -> str | None:

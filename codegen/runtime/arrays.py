@@ -55,12 +55,18 @@ class ArrayInfo:
         return type(self.obj).__module__.split(".")[0] == "torch"
 
 
+def dense_strides(shape, order) -> tuple[int, ...]:
+    """Element strides of a dense array of `shape` whose axes lie in memory in `order` (outermost
+    first)."""
+    strides, running = [0] * len(shape), 1
+    for axis in reversed(order):
+        strides[axis] = running
+        running *= max(int(shape[axis]), 1)
+    return tuple(strides)
+
+
 def contiguous_strides(shape) -> tuple[int, ...]:
-    out, s = [], 1
-    for n in reversed(shape):
-        out.append(s)
-        s *= max(int(n), 1)
-    return tuple(reversed(out))
+    return dense_strides(shape, range(len(shape)))
 
 
 _torch_tensor = None  # torch.Tensor, once torch is imported (a module is not unloaded): a launch asks per argument
@@ -216,12 +222,16 @@ class DeviceArray:
                 "strides": tuple(s * self.dtype.bytes for s in self.strides)}
 
     @classmethod
-    def from_numpy(cls, array, dtype: DataType | str, device_id: int = 0) -> "DeviceArray":
-        """Upload a C-contiguous numpy array (bfloat16: float32 values, rounded to nearest even)."""
+    def from_numpy(cls, array, dtype: DataType | str, device_id: int = 0, order=None) -> "DeviceArray":
+        """Upload a numpy array (bfloat16: float32 values, rounded to nearest even), dense with its
+        axes in memory in `order` (outermost first; default: row-major), its shape the array's."""
         dtype = DTYPES[dtype] if isinstance(dtype, str) else dtype
-        raw = to_raw(array, dtype)
-        out = cls(array.shape, dtype, device_id)
-        driver.copy_to_device(device_id, out.ptr, raw.tobytes())
+        order = tuple(range(array.ndim)) if order is None else tuple(order)
+        if sorted(order) != list(range(array.ndim)):
+            raise ValueError(f"order {order} is not a permutation of the array's {array.ndim} axes")
+        raw = to_raw(array, dtype).transpose(order)
+        out = cls(array.shape, dtype, device_id, dense_strides(array.shape, order))
+        driver.copy_to_device(device_id, out.ptr, raw.tobytes())  # tobytes: C order of the transposed view
         return out
 
     def to_numpy(self):

@@ -591,3 +591,16 @@ def test_declared_warnings_are_counted_apart(capsys):
     out = capsys.readouterr().out
     assert "PASS cast_bfloat16_vector_of_eight_through_registers: ACCEPTED as expected\n1 schedules" in out
     assert out.rstrip().endswith("0 mismatched expectations, 1 expected warning")
+
+
+def test_run_allocates_an_input_in_its_allocation_order():
+    """`tileproof run`'s random inputs follow the allocation domain: attention's V [.., Dv, N] lies
+    in memory as [.., N, Dv] (its Dv axis the innermost, stride 1), the others row-major."""
+    from tileproof.cli_run import memory_order
+    from tileproof.codegen.runtime.arrays import dense_strides
+    from tileproof.recipes.attention import AttentionTile, attention
+
+    fusion = attention(AttentionTile(rows=256, keys=256, key_tile=128, head_dim=64, value_dim=64), stages=2)
+    q, k, v = (memory_order(t) for t in fusion.inputs)
+    assert q == k == (0, 1, 2, 3, 4) and v == (0, 1, 2, 4, 3)
+    assert dense_strides((1, 1, 1, 64, 256), v) == (16384, 16384, 16384, 1, 64)

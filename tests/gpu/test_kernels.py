@@ -255,3 +255,14 @@ def test_cli_run_check_and_bench(capsys):
                  "--iterations", "5"]) == 0
     out = capsys.readouterr().out
     assert out.count("PASS") == len(GSG) and "GB/s" in out
+
+
+def test_cli_run_lays_inputs_out_as_their_allocation_domains(capsys):
+    """`tileproof run --check` on attention, whose V [Z, 1, 1, Dv, N] is allocated row-major [Z, N, Dv]:
+    the random V is laid out so (it was refused at launch, "axis 3 has stride 1000, expected 1"),
+    and the output matches the reference."""
+    from tileproof.cli import main
+
+    path = ROOT / "examples" / "valid" / "attention.py"
+    assert main(["run", f"{path}::three_consumer_warpgroups_at_head_dim_64", "--check"]) == 0
+    assert "PASS three_consumer_warpgroups_at_head_dim_64" in capsys.readouterr().out
