@@ -1,9 +1,8 @@
 """Attention's building blocks scheduled so that a thread reads accumulators another thread holds
 (MMA-ACCUM-LAYOUT), or a wgmma's warpgroup is split over TIDy while its output binds TIDy
 (MMA-WARP-COLLECTIVE). Each is examples/valid/attention.py's row max with one thing changed; and
-online sums whose terms the running max's rescale cannot keep exact (ONLINE-RESCALE); O written
-through shared memory where shared memory cannot hold its boxes (SMEM-CAPACITY); and three consumer
-warpgroups given more registers than the block has (WS-REGISTERS).
+online sums whose terms the running max's rescale cannot keep exact (ONLINE-RESCALE); and O written
+through shared memory where shared memory cannot hold its boxes (SMEM-CAPACITY).
 """
 
 import tileproof as tp
@@ -72,13 +71,3 @@ def o_through_shared_memory_at_head_dim_256():
     return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
                      overlap=True, persistent=6, tma_store=True)
 
-
-@tp.schedule(expect=tp.rejected("WS-REGISTERS", messages=["24 x 128 + 168 x 384 = 67584 registers"],
-                                warnings=("GLOBAL-COALESCING",)))
-def three_consumer_warpgroups_given_too_many_registers():
-    """examples/valid/attention.py's three consumer warpgroups at 168 registers each instead of 160:
-    24 x 128 + 168 x 384 = 67584 registers, more than the 65536 the block launched with, so the
-    consumers' setmaxnreg.inc would wait for registers that never come free (a hang)."""
-    tile = AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=64, value_dim=64, batch=1, group=2)
-    return attention(tile, stages=2, producer=True, warpgroups=3, registers=(24, 168), in_place=True,
-                     overlap=True, persistent=4, q_stages=2)

@@ -360,3 +360,18 @@ def test_two_wgmmas_a_consumer_spill_unless_it_gets_more_registers(spec, warned)
 def test_two_consumer_warpgroups_fit():
     report = tp.verify(_fusion(), "sm_90a")
     assert not [d for d in report.warnings if d.code == "MMA-REGISTER-PRESSURE"]
+
+
+def test_three_consumer_warpgroups_past_the_register_file_are_refused_with_the_sum():
+    """examples/valid/attention.py's three consumer warpgroups (recipes.sdpa's head dim 64 form) at 168
+    registers each instead of 160: 24 x 128 + 168 x 384 = 67584 of the 65536 a 512-thread block
+    launches with, so the consumers' setmaxnreg.inc would wait forever; the report shows the sum."""
+    from tileproof.recipes.attention import AttentionTile, attention
+
+    tile = AttentionTile(rows=1000, keys=1000, key_tile=128, head_dim=64, value_dim=64, batch=1, group=2)
+    options = dict(stages=2, producer=True, warpgroups=3, in_place=True, overlap=True, persistent=4, q_stages=2)
+    assert tp.verify(attention(tile, registers=(24, 160), **options)).ok
+    report = tp.verify(attention(tile, registers=(24, 168), **options))
+    assert report.codes == ["WS-REGISTERS"]
+    assert "24 x 128 + 168 x 384 = 67584 registers" in str(report)
+    assert report.errors[0].counterexample["registers needed"] == 67584
