@@ -148,7 +148,7 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     rng = np.random.default_rng(args.seed)
     host = [_random(rng, [_size(i.extent_expr, env) for i in t.logical], t) for t in fusion.inputs]
     device = [DeviceArray.from_numpy(h, t.dtype, order=memory_order(t)) for h, t in zip(host, fusion.inputs)]
-    extra = {s: v for s, v in env.items() if s in sizes}
+    extra = launch_sizes(fusion, env, sizes)
     outputs = kernel.run(*device, **extra)
     status = EXIT_OK
     if args.check:
@@ -163,6 +163,14 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     if not args.check and not args.bench:
         print(f"RAN {c.case.name}")
     return status
+
+
+def launch_sizes(fusion, env: dict[str, int], given: dict[str, int]) -> dict[str, int]:
+    """The sizes run() is passed beside the inputs: those given (--size), and those no input's shape
+    sets (a declared split factor, fusion.symbol("F"): without it the launch was refused, "extent(s)
+    F are not set by any input shape"), at their values in `env`."""
+    shaped = {i.extent_expr.value for t in fusion.inputs for i in t.logical if i.extent_expr.op == "var"}
+    return {s: v for s, v in env.items() if s in given or s not in shaped}
 
 
 def memory_order(tv) -> tuple[int, ...] | None:

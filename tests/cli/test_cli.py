@@ -604,3 +604,21 @@ def test_run_allocates_an_input_in_its_allocation_order():
     q, k, v = (memory_order(t) for t in fusion.inputs)
     assert q == k == (0, 1, 2, 3, 4) and v == (0, 1, 2, 4, 3)
     assert dense_strides((1, 1, 1, 64, 256), v) == (16384, 16384, 16384, 1, 64)
+
+
+def test_run_passes_the_sizes_no_input_shape_sets():
+    """`tileproof run` passes a declared split factor (fusion.symbol("F"), which no input's shape
+    sets) at its default or --size value, and the sizes given; the shapes set the others."""
+    from tileproof.cli_run import launch_sizes
+    from tileproof.schedule_files import build_fusion, select
+
+    (case,) = select([str(Path(__file__).resolve().parents[2] / "examples" / "valid" / "lowering.py")],
+                     "split_by_declared_symbol")
+    fusion = build_fusion(case)
+    assert launch_sizes(fusion, {"F": 1024}, {}) == {"F": 1024}
+    with tp.Fusion("copy") as copy:
+        x = tp.make_tensor(["M", "N"])
+        copy.add_input(x)
+        copy.add_output(tp.set(x))
+    assert launch_sizes(copy, {"M": 8, "N": 16}, {}) == {}
+    assert launch_sizes(copy, {"M": 8, "N": 16}, {"N": 16}) == {"N": 16}

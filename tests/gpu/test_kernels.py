@@ -266,3 +266,13 @@ def test_cli_run_lays_inputs_out_as_their_allocation_domains(capsys):
     path = ROOT / "examples" / "valid" / "attention.py"
     assert main(["run", f"{path}::three_consumer_warpgroups_at_head_dim_64", "--check"]) == 0
     assert "PASS three_consumer_warpgroups_at_head_dim_64" in capsys.readouterr().out
+
+
+def test_cli_run_passes_a_declared_split_factor(capsys):
+    """`tileproof run --check` on a split by a declared symbol F, which no input's shape sets: run
+    passes F (1024 by default) to the launch, which refused it before ("extent(s) F are not set")."""
+    from tileproof.cli import main
+
+    path = ROOT / "examples" / "valid" / "lowering.py"
+    assert main(["run", f"{path}::split_by_declared_symbol", "--check"]) == 0
+    assert "PASS split_by_declared_symbol" in capsys.readouterr().out
