@@ -319,8 +319,8 @@ class Kernel:
                 result.append(None)
                 continue
             shape = [evaluate(e, bound.env) for e in g.extents]
-            result.append(output_allocator(like is not None and like.is_torch, shape, dense_strides(shape, g.alloc_axes),
-                                           g.dtype, device_id))
+            result.append(output_allocator(like is not None and like.is_torch, shape,
+                                           dense_strides(shape, g.alloc_axes), g.dtype, device_id))
         return result
 
     def _outputs(self, bound: Bound, allocators: list) -> list[ArrayInfo]:

@@ -603,8 +603,10 @@ class Query:
             r, took = self._probe(s)
             found = s.model() if r == z3.sat else None
             s.pop()
-            if found is not None or r == z3.unknown:
-                return found or m
+            if found is not None:
+                return found
+            if r == z3.unknown:  # the other tries ask the same question with one size fewer pinned (_probe)
+                return m
         return m
 
     def _small_sizes(self, s: z3.Solver, m):
