@@ -87,3 +87,32 @@ def test_every_accepted_bundled_example_compiles(case):
     if kernel is not None:
         assert case.expect.ok, f"{case.name} is accepted but expects {case.expect.describe()}"
         shared_kernels.keep(fusion, case.target, kernel)  # test_codegen*.py check the same kernels
+        run_arguments_bind(kernel, case.name)
+
+
+def run_arguments_bind(kernel, label: str) -> None:
+    """The arguments `tileproof run` launches `kernel` with (inputs of run's default sizes, laid out
+    as their allocation domains; the sizes no input's shape sets) pass Kernel.run's checks, which
+    need no GPU: attention's V and a declared split factor were refused at launch before."""
+    from tileproof.cli_run import DEFAULT_SIZE, launch_sizes, memory_order
+    from tileproof.codegen.runtime import binding
+    from tileproof.codegen.runtime.arrays import ArrayInfo, dense_strides
+    from tileproof.model.expr import evaluate
+
+    fusion = kernel.fusion
+    env = {s: DEFAULT_SIZE for s in fusion.symbols}
+    try:
+        kernel.launch_params_for(**env)
+    except tp.InputError:
+        return  # run says so: its sizes break an assumption (pass --size)
+    arrays = []
+    for k, t in enumerate(fusion.inputs):
+        shape = [evaluate(i.extent_expr, env) for i in t.logical]
+        order = memory_order(t) or range(len(shape))
+        arrays.append(ArrayInfo(None, 1 << (32 + k), tuple(shape), dense_strides(shape, order), t.dtype.name, "cuda", 0))
+    with mock.patch.object(binding, "describe", side_effect=lambda info, stream=None: info):
+        try:
+            binding.bind(kernel.ir.globals, arrays, None, launch_sizes(fusion, env, {}), list(fusion.symbols), None,
+                         kernel.ir.views)
+        except tp.InputError as e:
+            pytest.fail(f"{label}: `tileproof run` would be refused at launch: {e}")
