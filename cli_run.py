@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import math
 import re
 import sys
@@ -27,6 +28,9 @@ from .model.global_layout import global_strides
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR = 0, 1, 2
 DEFAULT_SIZE = 1024
+# a symbol's sizes tried in turn where the assumptions refuse DEFAULT_SIZE (run_sizes), at most MAX_SIZE_TRIES
+SIZES_TRIED = (DEFAULT_SIZE, 2048, 4096, 8192, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
+MAX_SIZE_TRIES = 2000
 
 
 @dataclass
@@ -43,7 +47,8 @@ def add_parser(commands) -> None:
     p.add_argument("--bench", action="store_true", help="time the kernel and print the achieved bandwidth")
     p.add_argument("--target", choices=sorted(TARGETS), help="compile for this target instead of each schedule's own")
     p.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
-                   help=f"a symbolic extent's value (default {DEFAULT_SIZE}); repeatable")
+                   help=f"a symbolic extent's value (default {DEFAULT_SIZE}, or the first size the "
+                        "assumptions admit); repeatable")
     p.add_argument("--iterations", type=_positive_int, default=100, help="launches timed by --bench (default 100)")
     p.add_argument("--seed", type=_non_negative_int, default=0, help="seed of the random inputs")
 
@@ -143,8 +148,10 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
 
 
     kernel, fusion = c.kernel, c.kernel.fusion
-    env = {s: sizes.get(s, DEFAULT_SIZE) for s in fusion.symbols}
-    kernel.launch_params_for(**env)  # InputError when the sizes break an assumption
+    env = run_sizes(kernel, sizes)  # InputError when no sizes meet the assumptions
+    if any(env[s] != DEFAULT_SIZE for s in env if s not in sizes):
+        print(f"SIZES {c.case.name}: " + ", ".join(f"{s} = {v}" for s, v in env.items() if s not in sizes)
+              + f" (the assumptions refuse {DEFAULT_SIZE})")
     rng = np.random.default_rng(args.seed)
     host = [_random(rng, [_size(i.extent_expr, env) for i in t.logical], t) for t in fusion.inputs]
     device = [DeviceArray.from_numpy(h, t.dtype, order=memory_order(t)) for h, t in zip(host, fusion.inputs)]
@@ -163,6 +170,25 @@ def _run_case(c: Compiled, args, sizes: dict[str, int]) -> int:
     if not args.check and not args.bench:
         print(f"RAN {c.case.name}")
     return status
+
+
+def run_sizes(kernel, given: dict[str, int]) -> dict[str, int]:
+    """Sizes for the kernel's symbols: those given (--size), the others DEFAULT_SIZE, or where the
+    assumptions (or the launch's limits) refuse that, the first of SIZES_TRIED that they admit, the
+    symbols in order (`tma_load_from_one_thread` assumes K <= 32, `packed_copy` N % 4096 == 0).
+    Raises the InputError of the default sizes where none is admitted."""
+    free = [s for s in kernel.fusion.symbols if s not in given]
+    first = None
+    for values in itertools.islice(itertools.product(SIZES_TRIED, repeat=len(free)), MAX_SIZE_TRIES):
+        picked = dict(zip(free, values))
+        env = {s: given[s] if s in given else picked[s] for s in kernel.fusion.symbols}
+        try:
+            kernel.launch_params_for(**env)
+        except InputError as e:
+            first = first or e
+            continue
+        return env
+    raise first  # the first tried: the default sizes
 
 
 def launch_sizes(fusion, env: dict[str, int], given: dict[str, int]) -> dict[str, int]:

@@ -622,3 +622,21 @@ def test_run_passes_the_sizes_no_input_shape_sets():
         copy.add_output(tp.set(x))
     assert launch_sizes(copy, {"M": 8, "N": 16}, {}) == {}
     assert launch_sizes(copy, {"M": 8, "N": 16}, {"N": 16}) == {"N": 16}
+
+
+def test_run_picks_sizes_the_assumptions_admit():
+    """`tileproof run` runs each symbol at 1024 unless told (--size), and where the assumptions
+    refuse 1024, at the first size they admit (K <= 32: 32; N % 4096 == 0: 4096); where none is
+    admitted, the default's InputError names the assumption."""
+    from tileproof.cli_run import run_sizes
+    from tileproof.schedule_files import build_fusion, select
+
+    def kernel(file, name):
+        (case,) = select([str(Path(__file__).resolve().parents[2] / "examples" / "valid" / file)], name)[:1]
+        return tp.compile(build_fusion(case), case.target)
+
+    assert run_sizes(kernel("lowering.py", "tma_load_from_one_thread"), {}) == {"K": 32}
+    assert run_sizes(kernel("lowering.py", "split_by_declared_symbol"), {}) == {"F": 1024}
+    assert run_sizes(kernel("lowering.py", "split_by_declared_symbol"), {"F": 7}) == {"F": 7}
+    with pytest.raises(tp.InputError, match=">= 1073741824"):
+        run_sizes(kernel("assumptions.py", "size_within_the_admitted_range"), {})

@@ -91,20 +91,19 @@ def test_every_accepted_bundled_example_compiles(case):
 
 
 def run_arguments_bind(kernel, label: str) -> None:
-    """The arguments `tileproof run` launches `kernel` with (inputs of run's default sizes, laid out
+    """The arguments `tileproof run` launches `kernel` with (inputs of run's sizes, laid out
     as their allocation domains; the sizes no input's shape sets) pass Kernel.run's checks, which
     need no GPU: attention's V and a declared split factor were refused at launch before."""
-    from tileproof.cli_run import DEFAULT_SIZE, launch_sizes, memory_order
+    from tileproof.cli_run import launch_sizes, memory_order, run_sizes
     from tileproof.codegen.runtime import binding
     from tileproof.codegen.runtime.arrays import ArrayInfo, dense_strides
     from tileproof.model.expr import evaluate
 
     fusion = kernel.fusion
-    env = {s: DEFAULT_SIZE for s in fusion.symbols}
     try:
-        kernel.launch_params_for(**env)
+        env = run_sizes(kernel, {})
     except tp.InputError:
-        return  # run says so: its sizes break an assumption (pass --size)
+        return  # run says so: no size it tries meets the assumptions (T0_0 >= 2^30: pass --size)
     arrays = []
     for k, t in enumerate(fusion.inputs):
         shape = [evaluate(i.extent_expr, env) for i in t.logical]

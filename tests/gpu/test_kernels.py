@@ -268,11 +268,14 @@ def test_cli_run_lays_inputs_out_as_their_allocation_domains(capsys):
     assert "PASS three_consumer_warpgroups_at_head_dim_64" in capsys.readouterr().out
 
 
-def test_cli_run_passes_a_declared_split_factor(capsys):
-    """`tileproof run --check` on a split by a declared symbol F, which no input's shape sets: run
-    passes F (1024 by default) to the launch, which refused it before ("extent(s) F are not set")."""
+@pytest.mark.parametrize("name", ["split_by_declared_symbol", "tma_load_from_one_thread"])
+def test_cli_run_picks_and_passes_its_sizes(name, capsys):
+    """`tileproof run --check` on a split by a declared symbol F, which no input's shape sets (run
+    passes F, 1024 by default, to the launch, which refused it before: "extent(s) F are not set"),
+    and on a schedule whose assumptions refuse 1024 (K <= 32: run picks 32, where it stopped with
+    the assumption's error before)."""
     from tileproof.cli import main
 
     path = ROOT / "examples" / "valid" / "lowering.py"
-    assert main(["run", f"{path}::split_by_declared_symbol", "--check"]) == 0
-    assert "PASS split_by_declared_symbol" in capsys.readouterr().out
+    assert main(["run", f"{path}::{name}", "--check"]) == 0
+    assert f"PASS {name}" in capsys.readouterr().out
