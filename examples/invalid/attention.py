@@ -70,4 +70,3 @@ def o_through_shared_memory_at_head_dim_256():
     tile = AttentionTile(rows=768, keys=900, key_tile=64, head_dim=256, value_dim=256, batch=1, group=2)
     return attention(tile, stages=2, producer=True, warpgroups=2, registers=(24, 240), in_place=True,
                      overlap=True, persistent=6, tma_store=True)
-
