@@ -41,7 +41,8 @@ SHAPES = [(32, 16, 16, 256, 64), (32, 16, 16, 128, 128), (64, 12, 12, 256, 64), 
           (4, 32, 32, 4096, 128), (2, 16, 16, 16384, 128), (8, 32, 32, 4096, 64), (1, 16, 16, 16384, 64),
           (4, 32, 8, 4096, 128), (4, 32, 32, 4096, 128, True), (8, 32, 32, 4096, 64, True),
           (4, 16, 16, 4096, 256), (4, 16, 16, 4096, 256, True),  # head dim 256: K / V tiles of 64 keys fit
-          (4, 32, 32, 4000, 128), (4, 32, 32, 4000, 128, True), (16, 32, 8, 250, 128), (8, 32, 32, 4000, 64)]  # tails
+          (4, 32, 32, 4000, 128), (4, 32, 32, 4000, 128, True), (16, 32, 8, 250, 128), (8, 32, 32, 4000, 64),  # tails
+          (2, 16, 16, 16384, 128, True), (1, 16, 16, 16384, 64, True)]  # the long shapes, causal
 # the online recipe's configurations: (name, key tile, attention() keywords); those that came within the
 # best four at some shape of the previous runs (git log of results/attention), and the ping-pong forms of
 # the best (the others, e.g. 64-key tiles behind a producer, never did)

@@ -44,6 +44,7 @@ import tileproof as tp
 
 from .hopper_gemm import hopper_gemm
 from .hopper_params import Cluster, HopperGemmParams, HopperTile, Operand, TmaPipeline
+from .device import SMS, device_sms
 from .entry_cache import lru_entry
 from .matmul_heuristic import (BY_NAME, CONFIGS, ONE_KERNEL_SPLIT_K, WIDE, Choice, MatmulConfig, balanced_grid,
                                candidates, choose, shape_group)
@@ -51,7 +52,6 @@ from .params import Epilogue, EpilogueOps, GridOrder
 from .split_k import SplitKParams, split_k_grid, split_k_operands, split_k_partials, split_k_sum
 
 ALIGN_ELEMENTS = 8  # 16-byte rows and 16-byte aligned starts: the TMA's global strides and address
-SMS = 132  # an H100's and H200's SMs: the persistent grid's blocks
 SCHEDULE = HopperGemmParams(
     tile=HopperTile(m=128, n=256),
     pipeline=TmaPipeline(stages=4, prefetch=2,
@@ -287,17 +287,6 @@ def _config(config) -> MatmulConfig | None:
                         f"{', '.join(BY_NAME)}, got {config!r}")
 
 
-_sms: dict[int, int] = {}
-
-
-def _device_sms(torch, device) -> int:
-    """The SMs of a CUDA tensor's GPU (asked once per GPU); SMS for another device."""
-    if device.type != "cuda":
-        return SMS
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _sms:
-        _sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return _sms[index]
 
 
 class Matmul:
@@ -519,7 +508,7 @@ class Matmul:
         _Plan of this call signature."""
         a_major, b_major = self.majors(a, b)
         self.terms(a, b, terms)
-        sms = _device_sms(_torch(), a.device)
+        sms = device_sms(_torch(), a.device)
         shape = (a.shape[0], b.shape[1], a.shape[1])
         choice = self.choice(a_major, b_major, *shape, sms)
         config = choice.config

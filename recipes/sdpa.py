@@ -28,6 +28,7 @@ kept in an LRU cache of `cache_size`. Imports only the public `tileproof` API; t
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 import warnings
 from collections import OrderedDict
@@ -35,6 +36,7 @@ from collections import OrderedDict
 import tileproof as tp
 
 from .attention import AttentionTile, attention
+from .device import SMS, device_sms
 from .entry_cache import lru_entry
 from .matmul import tensor_signature
 
@@ -50,6 +52,12 @@ LONG_PERSISTENT_KEYS = 4096  # head dim 64: up to this many keys, the three warp
 # (head dim 256's overlap, 64's 256-key tiles) 1.05-2.1 of it; 20-24 bytes (head dim 64's three consumer
 # warpgroups with the overlap, at 4096 and 16384 keys) 0.93-0.94 of it
 SPILL_TOLERANCE = 24
+# a causal per-head grid's choice (per_head_blocks): a row tile's own cost in key tiles' time (the wait for Q and
+# the first K / V stage, the epilogue: c = 3.1 measured, docs/attention.md), and the model's gain that takes one
+# block a row tile over the configured blocks a head (H200: 1 x 16 x 16384 causal, head dim 64, 11 blocks a head
+# (176 blocks on 132 SMs) 298.8 TFLOP/s, one a row tile 435.5; gains under 0.02 were within the spread)
+ROW_TILE_COST = 3
+PER_HEAD_MARGIN = 0.02
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,17 +84,47 @@ class AttentionConfig:
     q_stages: int = 1
     tma_store: bool = False
 
-    def keywords(self, tile: AttentionTile) -> dict:
-        """attention()'s keywords at `tile`."""
+    def keywords(self, tile: AttentionTile, sms: int = SMS) -> dict:
+        """attention()'s keywords at `tile`, on a GPU of `sms` SMs."""
         heads, row_tiles = tile.batch * tile.group, -(-tile.rows // (64 * self.warpgroups))
         blocks = None
         if self.per_head and tile.causal:
-            blocks = heads * min(self.per_head, row_tiles)
+            blocks = heads * per_head_blocks(tile, self.warpgroups, self.per_head, sms)
         elif self.persistent and not tile.causal and heads * row_tiles > PERSISTENT_BLOCKS:
             blocks = PERSISTENT_BLOCKS
         return dict(warpgroups=self.warpgroups, stages=self.stages, producer=self.producer, registers=self.registers,
                     in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks,
                     q_stages=self.q_stages if blocks else 1, tma_store=self.tma_store)
+
+
+def per_head_blocks(tile: AttentionTile, warpgroups: int, per_head: int, sms: int = SMS) -> int:
+    """A causal tile's blocks a head on a per-head grid: `per_head` (at most the row tiles), or one
+    block a row tile where that fills the SMs better by PER_HEAD_MARGIN or more in a model of the
+    grid (grid_efficiency: row tile r costs ROW_TILE_COST plus its key tiles, one block an SM). Few
+    heads leave a grid of few blocks a badly filled last wave (16 heads of 11 blocks: 176 on 132
+    SMs, 0.65 of the SMs' time busy), which blocks of one row tile each fill (0.90)."""
+    rows, row_tiles, heads = 64 * warpgroups, -(-tile.rows // (64 * warpgroups)), tile.batch * tile.group
+    configured = min(per_head, row_tiles)
+    if configured == row_tiles:
+        return row_tiles
+    # row tile r keeps keys j <= i + N - M (top left: M == N), in tiles of key_tile
+    costs = [ROW_TILE_COST + -(-min(tile.keys, rows * (r + 1) + tile.keys - tile.rows) // tile.key_tile)
+             for r in range(row_tiles)]
+
+    def efficiency(p: int) -> float:
+        return grid_efficiency([sum(costs[x::p]) for x in range(p)], heads, sms)
+
+    return row_tiles if efficiency(row_tiles) >= efficiency(configured) + PER_HEAD_MARGIN else configured
+
+
+def grid_efficiency(block_costs: list[float], repeats: int, sms: int) -> float:
+    """The work over `sms` times the makespan of `repeats` copies of the blocks `block_costs`
+    (a head's), launched in order onto SMs of one block each, each block to the SM free first."""
+    free = [0.0] * sms
+    for _ in range(repeats):
+        for cost in block_costs:
+            heapq.heappush(free, heapq.heappop(free) + cost)
+    return repeats * sum(block_costs) / (sms * max(free))
 
 
 _WS = dict(warpgroups=2, producer=True, registers=(24, 240))
@@ -278,7 +316,7 @@ class Attention:
         self.is_causal, self.scale, self.lse = is_causal, None if scale is None else float(scale), lse
         self.causal_alignment, self.target, self.config, self.cache_size = causal_alignment, target, config, cache_size
         self.output_count = 2 if lse else 1
-        self._kernels: OrderedDict[Problem, tuple[AttentionConfig, tp.Kernel]] = OrderedDict()
+        self._kernels: OrderedDict[tuple[Problem, int], tuple[AttentionConfig, tp.Kernel]] = OrderedDict()
         self._problems: dict[tuple, Problem] = {}  # per call signature: the checks' verdict
         self._ready: dict[tuple, _Ready] = {}  # per signature, addresses and stream: the packed launch
 
@@ -302,15 +340,15 @@ class Attention:
                                 f"{problem.keys} keys leaves the first {problem.rows - problem.keys} queries no key")
         return problem
 
-    def kernel(self, problem: Problem) -> tuple[AttentionConfig, tp.Kernel]:
-        """The configuration and kernel this entry runs at `problem`: the first candidate that
+    def kernel(self, problem: Problem, sms: int = SMS) -> tuple[AttentionConfig, tp.Kernel]:
+        """The configuration and kernel this entry runs at `problem` on a GPU of `sms` SMs: the first candidate that
         verifies and compiles with at most SPILL_TOLERANCE bytes of register spills (ptxas spills
         some at sequence tails that the measured shapes do not have), else the first that
         verifies, with its PerformanceWarning (or the forced one, as it compiles), compiled on
         first use and kept (LRU)."""
-        found = self._kernels.get(problem)
+        found = self._kernels.get((problem, sms))
         if found is not None:
-            self._kernels.move_to_end(problem)
+            self._kernels.move_to_end((problem, sms))
             return found
         configs = (self.config,) if self.config is not None else candidates(
             problem.rows, problem.keys, problem.head_dim, problem.value_dim, self.is_causal)
@@ -320,7 +358,7 @@ class Attention:
             try:  # tp.compile verifies first: a rejected configuration is never lowered or compiled
                 with warnings.catch_warnings(record=True) as told:
                     warnings.simplefilter("always")
-                    kernel = tp.compile(attention(tile, lse=self.lse, **config.keywords(tile)), self.target)
+                    kernel = tp.compile(attention(tile, lse=self.lse, **config.keywords(tile, sms)), self.target)
             except tp.ScheduleRejected as e:
                 rejected.append(f"{config.name}: {', '.join(e.report.codes)}")
                 continue
@@ -333,17 +371,17 @@ class Attention:
                 continue
             if 0 < spills <= SPILL_TOLERANCE and self.config is None:  # measured harmless; our choice, not the caller's
                 told = [w for w in told if not issubclass(w.category, tp.PerformanceWarning)]
-            return self._keep(problem, config, kernel, told)
+            return self._keep((problem, sms), config, kernel, told)
         if spilling is not None:
-            return self._keep(problem, *spilling)
+            return self._keep((problem, sms), *spilling)
         raise tp.InputError(f"sdpa: no configuration verifies at {problem} for {self.target} ("
                             + "; ".join(rejected) + "); tp.verify(recipes.attention.attention(...)) shows why")
 
-    def _keep(self, problem: Problem, config: AttentionConfig, kernel: tp.Kernel, told) -> tuple:
-        """(config, kernel) cached for `problem`, the warnings its compile gave passed on."""
+    def _keep(self, key: tuple, config: AttentionConfig, kernel: tp.Kernel, told) -> tuple:
+        """(config, kernel) cached for `key` (the problem and the SMs), the warnings its compile gave passed on."""
         for w in told:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        found = self._kernels[problem] = (config, kernel)
+        found = self._kernels[key] = (config, kernel)
         while len(self._kernels) > self.cache_size:
             self._kernels.popitem(last=False)
         return found
@@ -378,7 +416,7 @@ class Attention:
                 if len(self._problems) >= 4 * self.cache_size:
                     self._problems.clear()
                 self._problems[key] = problem
-        _, kernel = self.kernel(problem)
+        _, kernel = self.kernel(problem, device_sms(_torch(), q.device))
         z, g, m, n, d, dv = problem.z, problem.group, problem.rows, problem.keys, problem.head_dim, problem.value_dim
         # the recipe's operands, views of the same memory: Q [Z, G, M, 1, D], K [Z, 1, 1, N, D], V [Z, 1, 1, Dv, N]
         views = (q.view(z, g, m, 1, d), k.view(z, 1, 1, n, d), v.view(z, n, dv).transpose(1, 2).unsqueeze(1).unsqueeze(1))

@@ -54,3 +54,16 @@ def test_attention_tiles_refuse_what_the_recipe_cannot_run():
                 dict(rows=64, keys=300), dict(rows=64, scale=float("inf")), dict(rows=64, scale=float("nan"))):
         with pytest.raises(tp.ScheduleError, match="AttentionTile"):
             AttentionTile(**bad)
+
+
+def test_the_per_head_plan_forces_counts_up_to_one_block_a_row_tile_of_real_configurations():
+    import attention_per_head as P  # benchmarks/attention_per_head.py
+
+    from tileproof.recipes.sdpa import CONFIGS
+
+    for (b, h, s, d), config, counts in P.PLAN:
+        c = CONFIGS[config]
+        assert c.per_head in counts and max(counts) == -(-s // (64 * c.warpgroups))  # the configured, one a tile
+    results = {"shapes": {"1x16x16384x64": {"config": "c", "cudnn": {"tflops": 400.0}, "picked": 86,
+                                            "per_head_86": {"tflops": 404.0, "vs_cudnn": 1.01}}}}
+    assert "86: 404.0 (1.01)" in P.table(results).splitlines()[-1]

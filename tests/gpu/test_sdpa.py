@@ -57,10 +57,11 @@ def close(got, want):
     ((8, 16, 16, 256, 256, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # 256 row tiles: persistent, O by TMA
     ((1, 1, 1, 2, 2, 64), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),  # one key tile of 16
     ((2, 4, 4, 300, 300, 64), True, "kt128_wg3_ws2_r160_ip_ph11_q2"),  # 2 blocks a head of one 192-row tile
-    ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg3_ws2_r160_ip_ph11_q2"),  # 11 blocks a head of two, Q ahead
+    ((1, 2, 2, 4096, 4096, 64), True, "kt128_wg3_ws2_r160_ip_ph11_q2"),  # 2 heads: 22 blocks a head of one row tile
     ((1, 4, 2, 200, 200, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # a row tail, O by TMA store
     ((1, 4, 2, 256, 256, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # 2 blocks a head of one row tile
-    ((1, 2, 2, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # 16 blocks a head of two
+    ((1, 2, 2, 4096, 4096, 128), True, "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma"),  # 2 heads: 32 blocks a head of one
+    ((1, 4, 4, 8192, 8192, 64), True, "kt128_wg3_ws2_r160_ip_ph11_q2"),  # 43 blocks a head (11: 44 blocks on 132 SMs)
     ((1, 8, 2, 256, 256, 128), False, "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma"),
     ((1, 2, 2, 600, 700, 64), False, "kt128_wg3_ws2_r160_ip_ov_pst_q2"),  # 8 row tiles of 192, one block each
     ((1, 40, 40, 600, 700, 64), False, "kt128_wg3_ws2_r160_ip_ov_pst_q2"),  # 160: persistent, Q from the producer

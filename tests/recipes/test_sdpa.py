@@ -13,7 +13,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.recipes import Attention, AttentionConfig, sdpa
-from tileproof.recipes.sdpa import CONFIGS, Problem, candidates
+from tileproof.recipes.sdpa import CONFIGS, Problem, candidates, grid_efficiency, per_head_blocks
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 module = importlib.import_module("tileproof.recipes.sdpa")
@@ -51,6 +51,31 @@ def test_each_shape_class_runs_its_first_candidate_verified_and_compiled(call, c
     # where the loop has a next key tile to read ahead)
     ahead = config.overlap and tile.keys > tile.tile_keys
     assert empties == int(config.producer) + (config.q_stages > 1 and persistent is not None) + int(ahead)
+
+
+def test_grid_efficiency_is_the_work_over_the_sms_time_under_list_scheduling():
+    assert grid_efficiency([2, 2], 2, 4) == 1.0  # four equal blocks, four SMs
+    assert grid_efficiency([3, 1], 1, 2) == pytest.approx(4 / 6)  # one SM idle for 2 of 3
+    assert grid_efficiency([1], 5, 4) == pytest.approx(5 / 8)  # a second wave of one block
+    assert grid_efficiency([1, 3], 2, 2) == pytest.approx(8 / 10)  # 1, 3 | 1 on the first free, then 3: 5 and 3
+
+
+@pytest.mark.parametrize("call,config,blocks", [
+    # 16 heads of 86 row tiles: 11 blocks a head are 176 blocks on 132 SMs (H200: 298.8 TFLOP/s, one a tile 435.5)
+    ((1, 16, 16, 16384, 64), "kt128_wg3_ws2_r160_ip_ph11_q2", 86),
+    ((2, 16, 16, 16384, 128), "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma", 128),  # 512 blocks: 524.2, one a tile 556.8
+    ((8, 32, 32, 4096, 64), "kt128_wg3_ws2_r160_ip_ph11_q2", 11),  # 2816 blocks: the model's gain under the margin
+    ((4, 32, 32, 4096, 128), "kt128_wg2_ws2_r240_ip_ov_ph16_q2_tma", 16),  # 527.8 against one a tile's 521.4
+    ((1, 4, 2, 300, 64), "kt128_wg3_ws2_r160_ip_ph11_q2", 2),  # fewer row tiles than blocks a head: one each
+], ids=str)
+def test_a_causal_per_head_grid_takes_one_block_a_row_tile_where_its_blocks_fill_the_sms_badly(call, config, blocks):
+    b, hq, hkv, s, d = call
+    c = CONFIGS[config]
+    tile = Problem(b, hq, hkv, s, s, d, d).tile(c, True, None)
+    assert per_head_blocks(tile, c.warpgroups, c.per_head) == blocks
+    assert c.keywords(tile)["persistent"] == b * hq * blocks
+    # on a GPU of as many SMs as the configured grid's blocks, that grid is one full wave
+    assert per_head_blocks(tile, c.warpgroups, c.per_head, sms=b * hq * min(c.per_head, blocks)) == min(c.per_head, blocks)
 
 
 def test_a_forced_configuration_the_verifier_rejects_is_named_with_its_rule():
@@ -210,7 +235,7 @@ def test_the_kernel_cache_and_the_entries_are_bounded(monkeypatch):
     for m in (64, 128, 64, 256):
         entry.kernel(entry.problem(*shapes(1, 1, 1, m, m, 64)))
     assert len(made) == 3 and len(entry._kernels) == 2  # 64 reused, then dropped for 256 (least recent: 128)
-    assert [p.rows for p in entry._kernels] == [64, 256]
+    assert [p.rows for p, _ in entry._kernels] == [64, 256]
     monkeypatch.setattr(module, "_entries", OrderedDict())
     monkeypatch.setattr(Attention, "__call__", lambda self, q, k, v: self)  # the entry, not a launch
     kept = sdpa(None, None, None, scale=0.5)
