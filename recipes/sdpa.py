@@ -44,6 +44,7 @@ HEAD_DIMS = (64, 128, 192, 256)
 ALIGNMENTS = ("top_left", "bottom_right")
 CACHE_SIZE = 16  # compiled kernels an entry keeps (LRU), one per shape and configuration
 ENTRY_CACHE_SIZE = 8  # entries sdpa() keeps, one per (is_causal, alignment, scale, lse, target)
+PERSISTENT_BLOCKS = 128  # the persistent grid's blocks (benchmarks/attention.py's *_pst)
 SHORT_KEYS = 512  # up to this many keys, the short-sequence configurations
 LONG_PERSISTENT_KEYS = 4096  # head dim 64: up to this many keys, the three warpgroups' persistent grid
 # bytes of spill stores a candidate may have and still run: H200, at sequence tails (one run, 3 rounds): 8 bytes
@@ -63,9 +64,9 @@ PER_HEAD_MARGIN = 0.02
 class AttentionConfig:
     """One schedule of recipes.attention.attention: `key_tile` keys a loop iteration (clamped to N
     rounded up to 16), the other fields its keywords; `persistent`: a persistent grid of
-    persistent_blocks(row tiles, SMs) blocks where the shape has more row tiles than SMs (else one
-    block a tile); `per_head` (causal): a persistent grid of that many blocks a head (fewer where a
-    head has fewer row tiles; one a row tile where per_head_blocks finds those fill the SMs better); `q_stages`: Q loaded by the producer into that many stages where the grid is
+    PERSISTENT_BLOCKS blocks where the shape has more row tiles than that (else one block a tile);
+    `per_head` (causal): a persistent grid of that many blocks a head (fewer where a head has fewer
+    row tiles); `q_stages`: Q loaded by the producer into that many stages where the grid is
     persistent (else the consumers load it); `tma_store`: O written through shared memory, a TMA
     store a box (at a row tail the stmatrix runs at its holes, the TMA store clipping them)."""
 
@@ -89,19 +90,11 @@ class AttentionConfig:
         blocks = None
         if self.per_head and tile.causal:
             blocks = heads * per_head_blocks(tile, self.warpgroups, self.per_head, sms)
-        elif self.persistent and not tile.causal and heads * row_tiles > sms:
-            blocks = persistent_blocks(heads * row_tiles, sms)
+        elif self.persistent and not tile.causal and heads * row_tiles > PERSISTENT_BLOCKS:
+            blocks = PERSISTENT_BLOCKS
         return dict(warpgroups=self.warpgroups, stages=self.stages, producer=self.producer, registers=self.registers,
                     in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks,
                     q_stages=self.q_stages if blocks else 1, tma_store=self.tma_store)
-
-
-def persistent_blocks(tiles: int, sms: int = SMS) -> int:
-    """A persistent grid's blocks over `tiles` equal row tiles: the fewest steps `sms` blocks take,
-    then the fewest blocks that take that many (4096 tiles: 128 blocks of 32, where 132 take 32 too;
-    5632: 131 of 43, where 128 took 44)."""
-    steps = -(-tiles // sms)
-    return -(-tiles // steps)
 
 
 def per_head_blocks(tile: AttentionTile, warpgroups: int, per_head: int, sms: int = SMS) -> int:

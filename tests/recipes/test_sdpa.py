@@ -13,8 +13,7 @@ import pytest
 
 import tileproof as tp
 from tileproof.recipes import Attention, AttentionConfig, sdpa
-from tileproof.recipes.sdpa import (CONFIGS, Problem, candidates, grid_efficiency, per_head_blocks,
-                                  persistent_blocks)
+from tileproof.recipes.sdpa import CONFIGS, Problem, candidates, grid_efficiency, per_head_blocks
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 module = importlib.import_module("tileproof.recipes.sdpa")
@@ -77,19 +76,6 @@ def test_a_causal_per_head_grid_takes_one_block_a_row_tile_where_its_blocks_fill
     assert c.keywords(tile)["persistent"] == b * hq * blocks
     # on a GPU of as many SMs as the configured grid's blocks, that grid is one full wave
     assert per_head_blocks(tile, c.warpgroups, c.per_head, sms=b * hq * min(c.per_head, blocks)) == min(c.per_head, blocks)
-
-
-@pytest.mark.parametrize("call,config,blocks", [
-    ((4, 32, 32, 4096, 128), "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma", 128),  # 4096 row tiles: 32 steps of 128 blocks
-    ((8, 32, 32, 4096, 64), "kt128_wg3_ws2_r160_ip_ov_pst_q2", 131),  # 5632 of 192 rows: 43 steps, not 128's 44
-    ((1, 4, 4, 4096, 128), "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma", None),  # 128 row tiles: one block each
-], ids=str)
-def test_a_persistent_grid_takes_the_fewest_steps_then_the_fewest_blocks(call, config, blocks):
-    b, hq, hkv, s, d = call
-    tile = Problem(b, hq, hkv, s, s, d, d).tile(CONFIGS[config], False, None)
-    assert CONFIGS[config].keywords(tile)["persistent"] == blocks
-    assert persistent_blocks(4096, 132) == 128 and persistent_blocks(5632, 132) == 131
-    assert persistent_blocks(133, 132) == 67 and persistent_blocks(5632, 114) == 113  # an H100 PCIe's SMs
 
 
 def test_a_forced_configuration_the_verifier_rejects_is_named_with_its_rule():
