@@ -56,7 +56,7 @@ def shape_job(torch, shape, config_name, counts, rep_ms, rounds) -> dict:
 
     def forced(count):
         def job():
-            config = dataclasses.replace(base, name=f"{config_name}@{count}", per_head=count)
+            config = dataclasses.replace(base, name=f"{config_name}@{count}", per_head=count, per_head_exact=True)
             forced_entry = Attention(is_causal=True, config=config)
             got = forced_entry(q, k, v).float()
             err = ((got - want).abs().max() / want.abs().max()).item()

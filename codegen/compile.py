@@ -6,7 +6,8 @@
 
 Compiling needs no GPU. A repeated compile of an unchanged schedule is answered from
 memory (keyed by the schedule's fingerprint); the cubin is also cached on disk. A kernel
-that ptxas compiled with register spills gets a PerformanceWarning when it is built.
+that ptxas compiled with register spills, or with its wgmma.mma_async serialized, gets a
+PerformanceWarning when it is built.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .errors import InputError, NoDeviceError, PerformanceWarning, ScheduleRejec
 from .ir import KernelIR, ParamKind
 from .lower import lower
 from .runtime.nvrtc import compile_kernel, cuda_include_dir
-from .runtime.ptxas import Resources, spill_note
+from .runtime.ptxas import Resources, serialized_note, spill_note
 from .runtime.prepared import OutputSlot, PreparedLaunch
 from .runtime.rebase import LaunchTemplate, addresses, rebase, unaddressed
 from .runtime.workspace import Workspaces
@@ -460,8 +461,9 @@ def build_kernel(snapshot: Fusion, report: Report, tgt: Target, banner: str = ""
     kernel = Kernel(snapshot, report, tgt, ir, source, cubin, resources.get(ir.name))
     setmaxnreg = next((n.spec.num_registers for n in ir.body if isinstance(n, WarpRoles) and n.spec.num_registers),
                       None)
-    note = spill_note(ir.name, kernel.resources, setmaxnreg) if kernel.resources is not None else None
-    if note:
+    notes = [] if kernel.resources is None else [spill_note(ir.name, kernel.resources, setmaxnreg),
+                                                 serialized_note(ir.name, kernel.resources)]
+    for note in filter(None, notes):
         warnings.warn(note, PerformanceWarning, stacklevel=3)
     return kernel
 

@@ -44,7 +44,6 @@ HEAD_DIMS = (64, 128, 192, 256)
 ALIGNMENTS = ("top_left", "bottom_right")
 CACHE_SIZE = 16  # compiled kernels an entry keeps (LRU), one per shape and configuration
 ENTRY_CACHE_SIZE = 8  # entries sdpa() keeps, one per (is_causal, alignment, scale, lse, target)
-PERSISTENT_BLOCKS = 128  # the persistent grid's blocks (benchmarks/attention.py's *_pst)
 SHORT_KEYS = 512  # up to this many keys, the short-sequence configurations
 LONG_PERSISTENT_KEYS = 4096  # head dim 64: up to this many keys, the three warpgroups' persistent grid
 # bytes of spill stores a candidate may have and still run: H200, at sequence tails (one run, 3 rounds): 8 bytes
@@ -64,9 +63,10 @@ PER_HEAD_MARGIN = 0.02
 class AttentionConfig:
     """One schedule of recipes.attention.attention: `key_tile` keys a loop iteration (clamped to N
     rounded up to 16), the other fields its keywords; `persistent`: a persistent grid of
-    PERSISTENT_BLOCKS blocks where the shape has more row tiles than that (else one block a tile);
-    `per_head` (causal): a persistent grid of that many blocks a head (fewer where a head has fewer
-    row tiles); `q_stages`: Q loaded by the producer into that many stages where the grid is
+    persistent_blocks(row tiles, SMs) blocks where the shape has more row tiles than SMs and such a
+    count divides them (else one block a tile); `per_head` (causal): a persistent grid of that
+    many blocks a head (fewer where a head has fewer row tiles), or one a row tile where
+    per_head_blocks finds those fill the SMs better, unless `per_head_exact`; `q_stages`: Q loaded by the producer into that many stages where the grid is
     persistent (else the consumers load it); `tma_store`: O written through shared memory, a TMA
     store a box (at a row tail the stmatrix runs at its holes, the TMA store clipping them)."""
 
@@ -81,6 +81,7 @@ class AttentionConfig:
     overlap: bool = False
     persistent: bool = False
     per_head: int | None = None
+    per_head_exact: bool = False
     q_stages: int = 1
     tma_store: bool = False
 
@@ -89,12 +90,26 @@ class AttentionConfig:
         heads, row_tiles = tile.batch * tile.group, -(-tile.rows // (64 * self.warpgroups))
         blocks = None
         if self.per_head and tile.causal:
-            blocks = heads * per_head_blocks(tile, self.warpgroups, self.per_head, sms)
-        elif self.persistent and not tile.causal and heads * row_tiles > PERSISTENT_BLOCKS:
-            blocks = PERSISTENT_BLOCKS
+            blocks = heads * (min(self.per_head, row_tiles) if self.per_head_exact else
+                              per_head_blocks(tile, self.warpgroups, self.per_head, sms))
+        elif self.persistent and not tile.causal and heads * row_tiles > sms:
+            blocks = persistent_blocks(heads * row_tiles, sms)
         return dict(warpgroups=self.warpgroups, stages=self.stages, producer=self.producer, registers=self.registers,
                     in_place=self.in_place, ping_pong=self.ping_pong, overlap=self.overlap, persistent=blocks,
                     q_stages=self.q_stages if blocks else 1, tma_store=self.tma_store)
+
+
+def persistent_blocks(tiles: int, sms: int = SMS) -> int | None:
+    """A persistent grid's blocks over `tiles` equal row tiles: tiles / steps for the fewest steps
+    `sms` blocks take, or one more where those are 20 or more (5 % at most), that divide the tiles;
+    None where neither does (one block a tile). Blocks that do not divide the tiles leave their last
+    step a guard around each wgmma, which ptxas then serializes (C7515): 8 x 32 heads of 22 row tiles
+    (5632) on 131 blocks of 43 steps ran 357 TFLOP/s on an H200, on 128 of 44 460."""
+    fewest = -(-tiles // sms)
+    for steps in (fewest, fewest + 1) if fewest >= 20 else (fewest,):
+        if tiles % steps == 0:
+            return tiles // steps
+    return None
 
 
 def per_head_blocks(tile: AttentionTile, warpgroups: int, per_head: int, sms: int = SMS) -> int:
@@ -341,18 +356,18 @@ class Attention:
         return problem
 
     def kernel(self, problem: Problem, sms: int = SMS) -> tuple[AttentionConfig, tp.Kernel]:
-        """The configuration and kernel this entry runs at `problem` on a GPU of `sms` SMs: the first candidate that
-        verifies and compiles with at most SPILL_TOLERANCE bytes of register spills (ptxas spills
-        some at sequence tails that the measured shapes do not have), else the first that
-        verifies, with its PerformanceWarning (or the forced one, as it compiles), compiled on
-        first use and kept (LRU)."""
+        """The configuration and kernel this entry runs at `problem` on a GPU of `sms` SMs: the
+        first candidate that verifies and compiles with at most SPILL_TOLERANCE bytes of register
+        spills (ptxas spills some at sequence tails that the measured shapes do not have) and its
+        wgmma.mma_async not serialized, else the first that verifies, with its PerformanceWarning
+        (or the forced one, as it compiles), compiled on first use and kept (LRU)."""
         found = self._kernels.get((problem, sms))
         if found is not None:
             self._kernels.move_to_end((problem, sms))
             return found
         configs = (self.config,) if self.config is not None else candidates(
             problem.rows, problem.keys, problem.head_dim, problem.value_dim, self.is_causal)
-        rejected, spilling = [], None
+        rejected, slow = [], None
         for config in configs:
             tile = problem.tile(config, self.is_causal, self.scale)
             try:  # tp.compile verifies first: a rejected configuration is never lowered or compiled
@@ -366,14 +381,14 @@ class Attention:
                 rejected.append(f"{config.name}: {e}")
                 continue
             spills = kernel.resources.spill_store_bytes if kernel.resources is not None else 0
-            if spills > SPILL_TOLERANCE:
-                spilling = spilling or (config, kernel, told)
+            if spills > SPILL_TOLERANCE or (kernel.resources is not None and kernel.resources.wgmma_serialized):
+                slow = slow or (config, kernel, told)
                 continue
             if 0 < spills <= SPILL_TOLERANCE and self.config is None:  # measured harmless; our choice, not the caller's
                 told = [w for w in told if not issubclass(w.category, tp.PerformanceWarning)]
             return self._keep((problem, sms), config, kernel, told)
-        if spilling is not None:
-            return self._keep((problem, sms), *spilling)
+        if slow is not None:
+            return self._keep((problem, sms), *slow)
         raise tp.InputError(f"sdpa: no configuration verifies at {problem} for {self.target} ("
                             + "; ".join(rejected) + "); tp.verify(recipes.attention.attention(...)) shows why")
 

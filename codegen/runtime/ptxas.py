@@ -8,6 +8,13 @@ ptxas writes, for each entry function:
     ptxas         .     2048 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
     ptxas info    : Used 32 registers, used 0 barriers, 2048 bytes cumulative stack size
 
+and, where it could not keep a kernel's wgmma.mma_async in flight together (performance advice,
+numbered C75xx):
+
+    ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized
+                    due to non wgmma instructions defining accumulator registers of a wgmma between
+                    start and end of the pipeline stage in the function 'k'
+
 Pure Python; imports nothing of tileproof.
 """
 
@@ -20,6 +27,8 @@ _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
 _PROPERTIES = re.compile(r"Function properties for (\S+)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _REGISTERS = re.compile(r"Used (\d+) registers")
+_SERIALIZED = re.compile(r"\((C\d+)\) Potential Performance Loss: wgmma\.mma_async instructions are serialized due to "
+                         r"(.+?) in the function '([^']+)'")
 MAX_REGISTERS = 255  # per thread, on every architecture since sm_35
 MAX_SETMAXNREG = 248  # the most of those a setmaxnreg count (a multiple of 8) gives
 
@@ -29,12 +38,14 @@ class Resources:
     """A kernel's resources as ptxas allocated them: registers per thread, the bytes of registers
     spilled to local memory and loaded back (static counts over the code, not per run), and the
     per-thread stack frame in local memory (spill slots and register arrays ptxas could not keep
-    in registers, such as a dynamically indexed one)."""
+    in registers, such as a dynamically indexed one); `wgmma_serialized`: ptxas's reason, with its
+    code, where it made each wgmma.mma_async wait for the one before ("" where it did not)."""
 
     registers: int
     spill_store_bytes: int
     spill_load_bytes: int
     stack_frame_bytes: int
+    wgmma_serialized: str = ""
 
     @property
     def spills(self) -> bool:
@@ -47,9 +58,12 @@ class Resources:
 
     @classmethod
     def from_json(cls, data: dict) -> Resources:
-        """to_json's inverse; KeyError, TypeError or ValueError where data is not that."""
+        """to_json's inverse; KeyError, TypeError or ValueError where data is not that (a cache entry
+        written before a field was: compiled again)."""
+        if not isinstance(data["wgmma_serialized"], str):
+            raise TypeError(f"wgmma_serialized: expected a str, got {data['wgmma_serialized']!r}")
         return cls(**{k: int(data[k]) for k in ("registers", "spill_store_bytes", "spill_load_bytes",
-                                                "stack_frame_bytes")})
+                                                "stack_frame_bytes")}, wgmma_serialized=data["wgmma_serialized"])
 
 
 def parse_resources(log: str) -> dict[str, Resources]:
@@ -58,9 +72,12 @@ def parse_resources(log: str) -> dict[str, Resources]:
     entries: set[str] = set()
     frames: dict[str, tuple[int, int, int]] = {}
     registers: dict[str, int] = {}
+    serialized: dict[str, str] = {}
     current = None
     for line in log.splitlines():
-        if m := _ENTRY.search(line):
+        if m := _SERIALIZED.search(line):
+            serialized[m.group(3)] = f"{m.group(1)}: {m.group(2)}"
+        elif m := _ENTRY.search(line):
             entries.add(m.group(1))
         elif m := _PROPERTIES.search(line):
             current = m.group(1)
@@ -68,8 +85,19 @@ def parse_resources(log: str) -> dict[str, Resources]:
             frames[current] = tuple(map(int, m.groups()))
         elif (m := _REGISTERS.search(line)) and current is not None:
             registers[current] = int(m.group(1))
-    return {name: Resources(registers[name], frames[name][1], frames[name][2], frames[name][0])
+    return {name: Resources(registers[name], frames[name][1], frames[name][2], frames[name][0],
+                            serialized.get(name, ""))
             for name in sorted(entries) if name in registers and name in frames}
+
+
+def serialized_note(name: str, resources: Resources) -> str | None:
+    """What a kernel whose wgmma.mma_async ptxas serialized should be told, or None."""
+    if not resources.wgmma_serialized:
+        return None
+    return (f"{name}: ptxas serialized its wgmma.mma_async ({resources.wgmma_serialized}): each waits for the one "
+            f"before, which can make the kernel much slower (an H200 attention kernel ran 0.78 of the same schedule "
+            f"without it); the usual cause is a condition around a wgmma or its accumulator, such as the guard of "
+            f"a persistent grid whose blocks do not divide its tiles (give it a count that divides them)")
 
 
 def spill_note(name: str, resources: Resources, setmaxnreg: tuple[int, int] | None = None) -> str | None:

@@ -5,6 +5,7 @@ causal mask is refused where it differs from the kernel's, and the kernel cache 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import warnings
 from collections import OrderedDict
@@ -13,7 +14,8 @@ import pytest
 
 import tileproof as tp
 from tileproof.recipes import Attention, AttentionConfig, sdpa
-from tileproof.recipes.sdpa import CONFIGS, Problem, candidates, grid_efficiency, per_head_blocks
+from tileproof.recipes.sdpa import (CONFIGS, Problem, candidates, grid_efficiency, per_head_blocks,
+                                  persistent_blocks)
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 module = importlib.import_module("tileproof.recipes.sdpa")
@@ -74,8 +76,44 @@ def test_a_causal_per_head_grid_takes_one_block_a_row_tile_where_its_blocks_fill
     tile = Problem(b, hq, hkv, s, s, d, d).tile(c, True, None)
     assert per_head_blocks(tile, c.warpgroups, c.per_head) == blocks
     assert c.keywords(tile)["persistent"] == b * hq * blocks
+    exact = dataclasses.replace(c, per_head_exact=True)  # as given (benchmarks/attention_per_head.py)
+    assert exact.keywords(tile)["persistent"] == b * hq * min(c.per_head, -(-s // (64 * c.warpgroups)))
     # on a GPU of as many SMs as the configured grid's blocks, that grid is one full wave
     assert per_head_blocks(tile, c.warpgroups, c.per_head, sms=b * hq * min(c.per_head, blocks)) == min(c.per_head, blocks)
+
+
+@pytest.mark.parametrize("call,config,blocks", [
+    ((4, 32, 32, 4096, 128), "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma", 128),  # 4096 row tiles: 32 steps of 128 blocks
+    ((8, 32, 32, 4096, 64), "kt128_wg3_ws2_r160_ip_ov_pst_q2", 128),  # 5632 of 192 rows: 44 steps (43 divide not)
+    ((1, 40, 40, 600, 64), "kt128_wg3_ws2_r160_ip_ov_pst_q2", 80),  # 160 row tiles: 2 steps of 80 blocks
+    ((1, 16, 16, 16384, 64), "kt128_wg3_ws2_r160_ip_ov_pst_q2", None),  # 1376: neither 11 nor 12 divide it
+    ((1, 4, 4, 4096, 128), "kt128_wg2_ws2_r240_ip_ov_pst_q2_tma", None),  # 128 row tiles: one block each
+], ids=str)
+def test_a_persistent_grid_takes_a_block_count_that_divides_its_tiles(call, config, blocks):
+    b, hq, hkv, s, d = call
+    tile = Problem(b, hq, hkv, s, s, d, d).tile(CONFIGS[config], False, None)
+    assert CONFIGS[config].keywords(tile)["persistent"] == blocks
+    assert persistent_blocks(288, 132) == 96 and persistent_blocks(201, 132) is None  # 3 steps; 2 do not divide 201
+    assert persistent_blocks(4096, 114) is None  # an H100 PCIe's 114 SMs: neither 36 nor 37 steps divide 4096
+
+
+def test_a_candidate_whose_wgmma_ptxas_serializes_gives_way_to_the_next(monkeypatch):
+    """1 x 16 x 16384 at head dim 64 on a persistent grid of 128 blocks over 1376 row tiles (the
+    count before persistent_blocks): ptxas serializes its wgmma (C7515; an H200 ran it at 333 TFLOP/s
+    against 463 one block a tile), and the entry runs the next candidate."""
+    call = shapes(1, 16, 16, 16384, 16384, 64)
+    guarded = dataclasses.replace(CONFIGS["kt128_wg3_ws2_r160_ip_ov_pst_q2"], name="guarded")
+    monkeypatch.setattr(module, "persistent_blocks", lambda tiles, sms: 128)
+    monkeypatch.setattr(module, "candidates", lambda *a: (guarded, CONFIGS["kt128_wg3_ws2_r160_ip_ov"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config, kernel = Attention().kernel(Attention().problem(*call))
+    assert config.name == "kt128_wg3_ws2_r160_ip_ov" and not kernel.resources.wgmma_serialized
+    monkeypatch.setattr(module, "candidates", lambda *a: (guarded,))
+    monkeypatch.setattr(tp.codegen.compile, "_memory", type(tp.codegen.compile._memory)())  # built again: it warns
+    with pytest.warns(tp.PerformanceWarning, match=r"serialized its wgmma.mma_async \(C7515"):
+        config, kernel = Attention().kernel(Attention().problem(*call))
+    assert config is guarded and kernel.resources.wgmma_serialized  # none other: it runs, with its warning
 
 
 def test_a_forced_configuration_the_verifier_rejects_is_named_with_its_rule():
