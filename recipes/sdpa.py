@@ -205,7 +205,8 @@ def candidates(rows: int, keys: int, head_dim: int, value_dim: int, causal: bool
         names = ["kt128_wg2_ws2_r240_ip_ov_pp_pst_q2", "kt128_wg2_ws2_r240_ip_ov_pst_q2",
                  "kt128" if wide <= 64 else "kt128_wg2_ws2_r240_ip_pp", "kt128"]
     else:
-        # the persistent grid where it measured faster: 4096 keys (at 16384, 332 against 458 one block a tile)
+        # the persistent grid where it measured faster: 4096 keys (at 16384 it ran 332 against 458 one block a tile,
+        # its 128 blocks not dividing the 1376 row tiles: ptxas serialized the guarded wgmma; persistent_blocks)
         wg3 = "kt128_wg3_ws2_r160_ip_ov_pst_q2" if keys <= LONG_PERSISTENT_KEYS else "kt128_wg3_ws2_r160_ip_ov"
         names = ([wg3, "kt256_wg2_ws2_r240_ip_pst_q2", "kt256_wg2_ws2_r240_ip"] if wide <= 64 else
                  ["kt128_wg2_ws2_r240_ip_ov_pst_q2", "kt128_wg2_ws3_r240_ip_ov_pst"]) + ["kt128_wg2_ws2_r240"]

@@ -102,7 +102,7 @@ def _recorded(script: str, data: dict) -> tuple[str | None, str]:
     if script == "attention_sanitizer":  # --configs: the configurations' names
         narrowed = _flag(data["command"], "--configs") is not None
         return data.get("environment", {}).get("device"), "-".join(data["configs"]) if narrowed else ""
-    if script in ("matmul", "reductions", "launch_overhead", "matmul_overhead"):
+    if script in ("matmul", "reductions", "launch_overhead", "matmul_overhead", "attention_per_head"):
         return data.get("environment", {}).get("device"), ""
     if script == "normalization":
         shapes = normalization.parse_shapes(",".join(data["shapes"]))
