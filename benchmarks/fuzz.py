@@ -29,7 +29,8 @@ the GPU's model with --run, else cpu.json; <machine>_<families>.json with --fami
 rejected, internal errors (a rule or the lowering crashed, or reported a tileproof bug),
 verified-but-failed-to-compile (with each case's steps and error), verify time max/median and the
 cases over 1 s, proofs z3 left undecided (unknown, a timeout),
-compile time max, and the rule codes seen. `--case I` rebuilds and prints one case.
+compile time max, the compiled kernels whose wgmma.mma_async ptxas serialized (its advice C7515:
+slow, not wrong), and the rule codes seen. `--case I` rebuilds and prints one case.
 With --run (a GPU and torch), every accepted sm_90a kernel is also launched at sizes its launch
 checks admit (benchmarks/gpu_check.py), on random inputs, and compared with the float64
 reference (a float32 MmaOp within the tf32 bound 2^-10 |A| |B|; an attention case on random Q, K,
@@ -204,6 +205,8 @@ def run_case(seed: int, index: int, families=None, on_gpu=False) -> dict:
         return {**out, "outcome": "failed to compile", "error": f"{type(e).__name__}: {str(e)[:600]}",
                 "internal": isinstance(e, tp.InternalError)}
     out["compile_s"] = time.perf_counter() - start
+    if kernel.resources is not None and kernel.resources.wgmma_serialized:  # ptxas's advice: a slow kernel
+        out["wgmma_serialized"] = kernel.resources.wgmma_serialized
     if on_gpu and target == "sm_90a":
         out["run"] = _run_attention_on_gpu(kernel, case) if family == "attention" else _run_on_gpu(kernel)
     return {**out, "outcome": "compiled"}
@@ -307,6 +310,7 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
     bad_runs = [r for r in runs if r["run"]["outcome"] in BAD_RUNS]
     slow_compiles = sorted((r for r in results if r.get("compile_s", 0) > SLOW_COMPILE_S),
                            key=lambda r: -r["compile_s"])
+    serialized = [r for r in results if r.get("wgmma_serialized")]
     return {
         "command": "python benchmarks/fuzz.py " + " ".join(sys.argv[1:]),  # as run: --run, --out included
         "machine": f"{platform.machine()} {platform.python_version()}, {os.cpu_count()} CPUs, "
@@ -335,6 +339,9 @@ def summarize(results: list[dict], args, seconds: float) -> dict:
                       "median": round(statistics.median(compile_s), 4) if compile_s else 0,
                       f"over_{SLOW_COMPILE_S}_s": [{"index": r["index"], "compile_s": round(r["compile_s"], 1),
                                                     "steps": r["steps"]} for r in slow_compiles[:20]]},
+        "wgmma_serialized": {"cases": len(serialized),
+                             "examples": [{"index": r["index"], "why": r["wgmma_serialized"], "steps": r["steps"]}
+                                          for r in serialized[:20]]},
         **({"gpu_runs": {"launched": len(runs), "outcomes": dict(ran), "accepted_sm_90a_not_launched":
                          ran["no admitted size"] + ran["refused at launch"],
                          "failures": [{"index": r["index"], **r["run"], "steps": r["steps"]} for r in bad_runs[:40]]}}

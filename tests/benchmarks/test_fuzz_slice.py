@@ -71,3 +71,14 @@ def test_a_timed_out_case_has_no_verdict():
     summary = fuzz.summarize(results, argparse.Namespace(jobs=1), 1.0)
     assert (summary["accepted"], summary["rejected"], summary["verified_but_failed_to_compile"]) == (1, 1, 0)
     assert summary["timed_out"] == [{"index": 2, "steps": "WgmmaCase(...)", "rerun_alone": True}]
+
+
+def test_the_summary_lists_the_kernels_whose_wgmma_ptxas_serialized():
+    import argparse
+
+    results = [{"index": 0, "outcome": "compiled", "family": "wgmma", "verify_s": 0.1, "compile_s": 0.2,
+                "wgmma_serialized": "C7515: non wgmma instructions", "steps": "WgmmaCase(...)"},
+               {"index": 1, "outcome": "compiled", "family": "wgmma", "verify_s": 0.1, "compile_s": 0.2}]
+    summary = fuzz.summarize(results, argparse.Namespace(jobs=1), 1.0)
+    assert summary["wgmma_serialized"] == {"cases": 1, "examples": [
+        {"index": 0, "why": "C7515: non wgmma instructions", "steps": "WgmmaCase(...)"}]}
